@@ -1,0 +1,40 @@
+// Package testutil holds helpers shared by tests that need something of the host (root, a tool, a
+// kernel feature). Outside CI such a test is skipped with the reason; in CI (CI=true) a missing
+// requirement fails the test instead, so CI can never go green by skipping what it must run.
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// InCI reports whether the tests run under CI (CI=true), where every requirement is mandatory.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Unavailable skips the test with reason outside CI and fails it in CI.
+func Unavailable(t testing.TB, reason string) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("required in CI but unavailable: %s", reason)
+	}
+	t.Skipf("skipped: %s (set CI=true to make this a failure)", reason)
+}
+
+// RequireRoot needs uid 0 (netns, sysctl writes, AF_XDP).
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Unavailable(t, "needs root")
+	}
+}
+
+// RequireTool needs an executable on PATH and returns its path.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Unavailable(t, name+" not on PATH (hack/install-deps.sh installs it)")
+	}
+	return p
+}
