@@ -1,0 +1,237 @@
+package ptp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+)
+
+// recorder collects what a Supervisor reports, safe for concurrent use.
+type recorder struct {
+	mu     sync.Mutex
+	lines  []string
+	logs   []string
+	starts []time.Time
+	pids   []int
+}
+
+func (r *recorder) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.logs = append(r.logs, prefix+" "+args)
+	}, funcr.Options{Verbosity: 1})
+}
+
+func (r *recorder) onLine(l string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, l)
+}
+
+func (r *recorder) onStart(pid int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.starts = append(r.starts, time.Now())
+	r.pids = append(r.pids, pid)
+}
+
+func (r *recorder) snapshot() (lines, logs []string, starts []time.Time, pids []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.lines), slices.Clone(r.logs), slices.Clone(r.starts), slices.Clone(r.pids)
+}
+
+// eventually polls cond every 20 ms until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// processGone reports whether pid no longer runs (absent, or a zombie awaiting its new parent).
+func processGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
+}
+
+// runSupervisor starts s.Run in the background; the returned stop cancels it and waits for Run.
+func runSupervisor(t *testing.T, s *Supervisor) (stop func() time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	var once sync.Once
+	var took time.Duration
+	stop = func() time.Duration {
+		once.Do(func() {
+			start := time.Now()
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run() = %v, want nil after cancel", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("Run() did not return 30s after cancel")
+			}
+			took = time.Since(start)
+		})
+		return took
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+func TestSupervisorForwardsOutputAndBacksOff(t *testing.T) {
+	sh := "/bin/sh"
+	rec := &recorder{}
+	s := NewSupervisor(Command{Name: "flaky", Path: sh, Args: []string{"-c", "echo out-line; echo err-line >&2; printf partial; exit 3"}},
+		SupervisorOptions{
+			Logger: rec.logger(), OnLine: rec.onLine, OnStart: rec.onStart,
+			LineVerbosity: func(l string) int {
+				if strings.HasPrefix(l, "err") {
+					return 1
+				}
+				return 0
+			},
+			MinBackoff: 20 * time.Millisecond, MaxBackoff: 80 * time.Millisecond, ResetBackoffAfter: time.Hour,
+		})
+	stop := runSupervisor(t, s)
+	eventually(t, 20*time.Second, "five starts", func() bool { return s.Restarts() >= 4 })
+	stop()
+
+	lines, logs, starts, _ := rec.snapshot()
+	for _, want := range []string{"out-line", "err-line", "partial"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("output lines %q lack %q", lines, want)
+		}
+	}
+	joined := strings.Join(logs, "\n")
+	for _, want := range []string{`"process"="flaky"`, `"line"="out-line"`, `"stream"="stderr"`, "exit status 3", "process exited, restarting"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("log lacks %s:\n%s", want, joined)
+		}
+	}
+	// Waits between starts double from 20 ms and stop at the 80 ms cap.
+	wantMin := []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 80 * time.Millisecond}
+	for i, w := range wantMin {
+		if gap := starts[i+1].Sub(starts[i]); gap < w {
+			t.Errorf("gap before restart %d = %s, want at least the %s backoff", i+1, gap, w)
+		}
+	}
+	if got := s.Restarts(); got < 4 {
+		t.Errorf("Restarts() = %d, want >= 4", got)
+	}
+}
+
+func TestSupervisorRestartsKilledProcess(t *testing.T) {
+	rec := &recorder{}
+	s := NewSupervisor(Command{Name: "sleeper", Path: "/bin/sleep", Args: []string{"60"}},
+		SupervisorOptions{Logger: rec.logger(), OnStart: rec.onStart, MinBackoff: 10 * time.Millisecond})
+	stop := runSupervisor(t, s)
+	eventually(t, 10*time.Second, "first start", func() bool { return s.PID() != 0 })
+	first := s.PID()
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing pid %d: %v", first, err)
+	}
+	eventually(t, 10*time.Second, "a restart with a new pid", func() bool { p := s.PID(); return p != 0 && p != first })
+	if got := s.Restarts(); got != 1 {
+		t.Errorf("Restarts() = %d, want 1", got)
+	}
+	second := s.PID()
+	stop()
+	if s.PID() != 0 {
+		t.Errorf("PID() = %d after stop, want 0", s.PID())
+	}
+	for _, pid := range []int{first, second} {
+		if !processGone(pid) {
+			t.Errorf("pid %d still runs after stop", pid)
+		}
+	}
+	_, logs, _, _ := rec.snapshot()
+	if !strings.Contains(strings.Join(logs, "\n"), "signal: killed") {
+		t.Errorf("log does not report the kill:\n%s", strings.Join(logs, "\n"))
+	}
+}
+
+func TestSupervisorStopEscalatesToSIGKILL(t *testing.T) {
+	rec := &recorder{}
+	// The shell and its background child ignore SIGTERM; the child's pid is printed for the check.
+	s := NewSupervisor(Command{Name: "stubborn", Path: "/bin/sh", Args: []string{"-c", `trap "" TERM; sleep 60 & echo child=$!; wait`}},
+		SupervisorOptions{Logger: rec.logger(), OnLine: rec.onLine, StopTimeout: 300 * time.Millisecond})
+	stop := runSupervisor(t, s)
+	var child int
+	eventually(t, 10*time.Second, "the child's pid", func() bool {
+		lines, _, _, _ := rec.snapshot()
+		for _, l := range lines {
+			if v, ok := strings.CutPrefix(l, "child="); ok {
+				child, _ = strconv.Atoi(v)
+			}
+		}
+		return child != 0
+	})
+	shell := s.PID()
+	took := stop()
+	if took < 300*time.Millisecond {
+		t.Errorf("stop took %s, want at least the 300ms SIGTERM grace", took)
+	}
+	_, logs, _, _ := rec.snapshot()
+	if !strings.Contains(strings.Join(logs, "\n"), "process ignored SIGTERM, killing it") {
+		t.Errorf("log does not report the SIGKILL escalation:\n%s", strings.Join(logs, "\n"))
+	}
+	if !processGone(shell) {
+		t.Errorf("shell pid %d still runs after stop", shell)
+	}
+	eventually(t, 5*time.Second, "the grandchild to die with its process group", func() bool { return processGone(child) })
+}
+
+func TestSupervisorStopsPromptlyOnSIGTERM(t *testing.T) {
+	s := NewSupervisor(Command{Name: "sleeper", Path: "/bin/sleep", Args: []string{"60"}},
+		SupervisorOptions{Logger: logr.Discard(), StopTimeout: 10 * time.Second})
+	stop := runSupervisor(t, s)
+	eventually(t, 10*time.Second, "start", func() bool { return s.PID() != 0 })
+	pid := s.PID()
+	if took := stop(); took > 5*time.Second {
+		t.Errorf("stop took %s; sleep exits on SIGTERM, so no SIGKILL wait was expected", took)
+	}
+	if !processGone(pid) {
+		t.Errorf("pid %d still runs after stop", pid)
+	}
+	if s.Restarts() != 0 {
+		t.Errorf("Restarts() = %d after a clean stop, want 0", s.Restarts())
+	}
+}
+
+func TestSupervisorRetriesMissingBinary(t *testing.T) {
+	rec := &recorder{}
+	s := NewSupervisor(Command{Name: "ghost", Path: "/nonexistent/tsptp-ghost"},
+		SupervisorOptions{Logger: rec.logger(), MinBackoff: 10 * time.Millisecond})
+	stop := runSupervisor(t, s)
+	eventually(t, 10*time.Second, "two retries", func() bool { return s.Restarts() >= 2 })
+	stop()
+	_, logs, _, _ := rec.snapshot()
+	if !strings.Contains(strings.Join(logs, "\n"), "starting ghost") {
+		t.Errorf("log does not say the start failed:\n%s", strings.Join(logs, "\n"))
+	}
+}
