@@ -1,0 +1,171 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tickstack/tickstack/internal/host/cpuset"
+)
+
+// OnlineCPUs reads /sys/devices/system/cpu/online.
+func (h *Host) OnlineCPUs() (cpuset.Set, error) {
+	v, err := h.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return cpuset.Set{}, err
+	}
+	return cpuset.Parse(v)
+}
+
+// IdleState is one cpuidle state of one CPU.
+type IdleState struct {
+	// Index is the N of stateN.
+	Index int
+	// Name is the driver's name for it ("POLL", "C1", "C6", "haltpoll idle").
+	Name string
+	// LatencyUs is the exit latency in microseconds.
+	LatencyUs int
+	// Disabled is the state of the disable file.
+	Disabled bool
+}
+
+func idlePath(cpu, state int, file string) string {
+	return fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpuidle/state%d/%s", cpu, state, file)
+}
+
+// IdleStates lists a CPU's cpuidle states in index order; a CPU without cpuidle has none.
+func (h *Host) IdleStates(cpu int) ([]IdleState, error) {
+	dirs, err := h.Glob(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpuidle/state[0-9]*", cpu))
+	if err != nil {
+		return nil, err
+	}
+	var out []IdleState
+	for _, d := range dirs {
+		idx, err := strconv.Atoi(strings.TrimPrefix(path.Base(d), "state"))
+		if err != nil {
+			continue
+		}
+		st := IdleState{Index: idx}
+		if st.Name, err = h.ReadFile(d + "/name"); err != nil {
+			return nil, err
+		}
+		lat, err := h.ReadFile(d + "/latency")
+		if err != nil {
+			return nil, err
+		}
+		if st.LatencyUs, err = strconv.Atoi(lat); err != nil {
+			return nil, fmt.Errorf("%s/latency: %w", d, err)
+		}
+		if st.Disabled, err = h.IdleStateDisabled(cpu, idx); err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b IdleState) int { return a.Index - b.Index })
+	return out, nil
+}
+
+// IdleStateDisabled reads a cpuidle state's disable file.
+func (h *Host) IdleStateDisabled(cpu, state int) (bool, error) {
+	v, err := h.ReadFile(idlePath(cpu, state, "disable"))
+	if err != nil {
+		return false, err
+	}
+	return v == "1", nil
+}
+
+// SetIdleStateDisabled writes a cpuidle state's disable file.
+func (h *Host) SetIdleStateDisabled(cpu, state int, disabled bool) error {
+	v := "0"
+	if disabled {
+		v = "1"
+	}
+	return h.WriteFile(idlePath(cpu, state, "disable"), v)
+}
+
+func governorPath(cpu int) string {
+	return fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", cpu)
+}
+
+// HasCPUFreq reports whether the CPU has a cpufreq policy (absent in most VMs).
+func (h *Host) HasCPUFreq(cpu int) bool { return h.Exists(governorPath(cpu)) }
+
+// Governor reads a CPU's scaling governor; ErrUnsupported without cpufreq.
+func (h *Host) Governor(cpu int) (string, error) {
+	if !h.HasCPUFreq(cpu) {
+		return "", fmt.Errorf("cpu%d governor: %w (no cpufreq)", cpu, ErrUnsupported)
+	}
+	return h.ReadFile(governorPath(cpu))
+}
+
+// AvailableGovernors lists the governors a CPU offers.
+func (h *Host) AvailableGovernors(cpu int) ([]string, error) {
+	v, err := h.ReadFile(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpufreq/scaling_available_governors", cpu))
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(v), nil
+}
+
+// SetGovernor writes a CPU's scaling governor.
+func (h *Host) SetGovernor(cpu int, governor string) error {
+	if !h.HasCPUFreq(cpu) {
+		return fmt.Errorf("cpu%d governor: %w (no cpufreq)", cpu, ErrUnsupported)
+	}
+	return h.WriteFile(governorPath(cpu), governor)
+}
+
+const (
+	intelNoTurbo = "/sys/devices/system/cpu/intel_pstate/no_turbo"
+	cpufreqBoost = "/sys/devices/system/cpu/cpufreq/boost"
+)
+
+// Turbo reports whether turbo/boost is enabled, through intel_pstate's no_turbo or the generic
+// cpufreq boost file; ErrUnsupported when neither exists.
+func (h *Host) Turbo() (bool, error) {
+	if v, err := h.ReadFile(intelNoTurbo); err == nil {
+		return v == "0", nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	if v, err := h.ReadFile(cpufreqBoost); err == nil {
+		return v == "1", nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	return false, fmt.Errorf("turbo: %w (neither intel_pstate/no_turbo nor cpufreq/boost)", ErrUnsupported)
+}
+
+// SetTurbo enables or disables turbo/boost.
+func (h *Host) SetTurbo(enabled bool) error {
+	if h.Exists(intelNoTurbo) {
+		return h.WriteFile(intelNoTurbo, map[bool]string{true: "0", false: "1"}[enabled])
+	}
+	if h.Exists(cpufreqBoost) {
+		return h.WriteFile(cpufreqBoost, map[bool]string{true: "1", false: "0"}[enabled])
+	}
+	return fmt.Errorf("turbo: %w (neither intel_pstate/no_turbo nor cpufreq/boost)", ErrUnsupported)
+}
+
+const workqueueMask = "/sys/devices/virtual/workqueue/cpumask"
+
+// WorkqueueCPUs reads the CPUs unbound workqueues may run on.
+func (h *Host) WorkqueueCPUs() (cpuset.Set, error) {
+	v, err := h.ReadFile(workqueueMask)
+	if err != nil {
+		return cpuset.Set{}, err
+	}
+	return cpuset.ParseMask(v)
+}
+
+// SetWorkqueueCPUs writes the unbound workqueue cpumask.
+func (h *Host) SetWorkqueueCPUs(cpus cpuset.Set) error {
+	if cpus.IsEmpty() {
+		return fmt.Errorf("workqueue cpumask: refusing an empty CPU set")
+	}
+	return h.WriteFile(workqueueMask, cpus.Mask())
+}
