@@ -41,7 +41,7 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name: "hugepages",
-			p: Params{DefaultHugepageSizeKB: 1048576, Hugepages: []HugepagePool{{SizeKB: 1048576, Count: 4}, {SizeKB: 2048, Count: 512}}},
+			p:    Params{DefaultHugepageSizeKB: 1048576, Hugepages: []HugepagePool{{SizeKB: 1048576, Count: 4}, {SizeKB: 2048, Count: 512}}},
 			want: []string{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=4", "hugepagesz=2M", "hugepages=512"},
 		},
 		{
