@@ -48,12 +48,17 @@ func (h *Host) SetTHP(file, mode string) error {
 func ParseBracketChoice(v string) (string, []string) {
 	var sel string
 	var modes []string
-	for _, f := range strings.Fields(v) {
+	fields := strings.Fields(v)
+	for _, f := range fields {
 		if strings.HasPrefix(f, "[") && strings.HasSuffix(f, "]") {
 			f = f[1 : len(f)-1]
 			sel = f
 		}
 		modes = append(modes, f)
+	}
+	if sel == "" && len(fields) == 1 {
+		// A plain file holding one word (a host-root tree) reads as that selection.
+		sel = fields[0]
 	}
 	return sel, modes
 }

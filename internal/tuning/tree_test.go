@@ -1,0 +1,171 @@
+package tuning
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/host/cpuset"
+)
+
+// buildTree creates a host-root directory tree for what this VM cannot change itself: four CPUs
+// with cpuidle and cpufreq (governor, intel_pstate turbo), IRQs, a NUMA node with 2M and 1G
+// hugepage pools, an SR-IOV capable PCI NIC (ice, 8 VFs) with two queues, sysctls and an
+// irqbalance file. realSysctls makes /proc/sys a link to the real one.
+func buildTree(t testing.TB, dir string, realSysctls bool) {
+	t.Helper()
+	files := map[string]string{
+		"sys/devices/system/cpu/online":                                            "0-3",
+		"sys/devices/system/cpu/intel_pstate/no_turbo":                             "0",
+		"sys/devices/virtual/workqueue/cpumask":                                    "f",
+		"sys/devices/system/node/node0/cpulist":                                    "0-3",
+		"sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages":    "0",
+		"sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages": "0",
+		"proc/irq/default_smp_affinity":                                            "f",
+		"proc/cmdline":                                                             "BOOT_IMAGE=/vmlinuz root=/dev/sda1 quiet",
+		"etc/default/irqbalance":                                                   "#IRQBALANCE_ONESHOT=\nIRQBALANCE_ARGS=\"--policyscript=/x\"\n",
+		"sys/devices/pci0000:00/0000:3b:00.0/sriov_totalvfs":                       "8",
+		"sys/devices/pci0000:00/0000:3b:00.0/sriov_numvfs":                         "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/vendor":                               "0x8086",
+		"sys/devices/pci0000:00/0000:3b:00.0/device":                               "0x159b",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/ifindex":                   "5",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-0/rps_cpus":      "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-1/rps_cpus":      "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-0/xps_cpus":      "1",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-1/xps_cpus":      "2",
+		"sys/bus/pci/drivers/ice/bind":                                             "",
+	}
+	if !realSysctls {
+		for k, v := range map[string]string{
+			"vm/stat_interval": "1", "kernel/timer_migration": "1", "net/core/busy_read": "0",
+			"kernel/watchdog_cpumask": "0-3",
+		} {
+			files["proc/sys/"+k] = v
+		}
+	}
+	for cpu := 0; cpu < 4; cpu++ {
+		base := fmt.Sprintf("sys/devices/system/cpu/cpu%d/", cpu)
+		for i, st := range []struct {
+			name string
+			lat  int
+		}{{"POLL", 0}, {"C1", 2}, {"C1E", 10}, {"C6", 133}} {
+			files[fmt.Sprintf("%scpuidle/state%d/name", base, i)] = st.name
+			files[fmt.Sprintf("%scpuidle/state%d/latency", base, i)] = fmt.Sprint(st.lat)
+			files[fmt.Sprintf("%scpuidle/state%d/disable", base, i)] = "0"
+		}
+		files[base+"cpufreq/scaling_governor"] = "powersave"
+		files[base+"cpufreq/scaling_available_governors"] = "performance powersave"
+		files[base+"topology/core_id"] = fmt.Sprint(cpu % 2)
+		files[base+"topology/physical_package_id"] = "0"
+		files[base+"topology/thread_siblings_list"] = fmt.Sprintf("%d,%d", cpu%2, cpu%2+2)
+	}
+	for _, irq := range []int{0, 1, 24, 25} {
+		files[fmt.Sprintf("proc/irq/%d/smp_affinity_list", irq)] = "0-3"
+		files[fmt.Sprintf("proc/irq/%d/effective_affinity_list", irq)] = "0"
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		"sys/class/net/ens1f0":                                  "../../devices/pci0000:00/0000:3b:00.0/net/ens1f0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/device": "../../../0000:3b:00.0",
+		"sys/bus/pci/devices/0000:3b:00.0":                      "../../../devices/pci0000:00/0000:3b:00.0",
+		"sys/devices/pci0000:00/0000:3b:00.0/driver":            "../../../bus/pci/drivers/ice",
+	}
+	if realSysctls {
+		links["proc/sys"] = "/proc/sys"
+	}
+	for p, target := range links {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, full); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// snapshotTree returns every regular file of the tree (trimmed content) except the agent's own
+// state under var/lib.
+func snapshotTree(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && rel == filepath.Join("var", "lib") {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = strings.TrimSpace(string(b))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func diffSnapshots(before, after map[string]string) []string {
+	var diffs []string
+	for k, v := range before {
+		if a, ok := after[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: removed (was %q)", k, v))
+		} else if a != v {
+			diffs = append(diffs, fmt.Sprintf("%s: %q, was %q", k, a, v))
+		}
+	}
+	for k, v := range after {
+		if _, ok := before[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: new file %q", k, v))
+		}
+	}
+	return diffs
+}
+
+func setp(s string) *cpuset.Set {
+	c := cpuset.MustParse(s)
+	return &c
+}
+
+func intp(i int) *int { return &i }
+
+func boolp(b bool) *bool { return &b }
+
+// treeDesired is a profile for the tree of buildTree.
+func treeDesired() *Desired {
+	return &Desired{
+		Sysctls:              map[string]string{"vm.stat_interval": "10", "kernel.timer_migration": "0"},
+		IRQAffinity:          &IRQAffinity{CPUs: cpuset.MustParse("0-1")},
+		IrqbalanceBannedCPUs: setp("2-3"),
+		CPUIdle:              &CPUIdle{CPUs: cpuset.MustParse("2-3"), MaxLatencyUs: 2},
+		CPUFreq:              &CPUFreq{Governor: "performance", Turbo: boolp(false)},
+		WorkqueueCPUs:        setp("0-1"),
+		Interfaces: []InterfaceTuning{{
+			Name: "ens1f0", RPSCPUs: setp("0-1"), XPSCPUs: setp("0"), SRIOVNumVFs: intp(4),
+		}},
+		Hugepages: []HugepageAllocation{{Node: 0, SizeKB: 1048576, Count: 4}, {Node: 0, SizeKB: 2048, Count: 128}},
+	}
+}
+
+func treeEngine(dir string) *Engine {
+	return &Engine{Host: &host.Host{Root: dir}}
+}
