@@ -1,0 +1,36 @@
+# Images of tickstack: the manager, the node agent and the benchmark pods, as targets of one file.
+# No image registry is reachable where this builds, so nothing here is pulled:
+#   - the bases are Debian root filesystems made locally by debootstrap (hack/images/debian-rootfs.sh)
+#     and committed into buildah's local storage by hack/images/build.sh;
+#   - binaries are built before (go build, the dataplane's make) and COPYed from the build context,
+#     which hack/images/build.sh stages as:
+#       bin/manager, bin/agent    the Go binaries (static)
+#       bench-bin/                binaries for the bench image (cmd/tickstack when present), may be empty
+#       dataplane/                dataplane/build/* when the dataplane was built, else empty
+# Build:  hack/images/build.sh [--import] [manager] [agent] [bench]
+# Direct: buildah bud --target agent -t localhost/tickstack/agent:dev -f Dockerfile <staged context>
+
+ARG BASE_IMAGE=localhost/tickstack/debian:bookworm
+ARG TOOLS_IMAGE=localhost/tickstack/debian-tools:bookworm
+
+# The operator: a static Go binary on a minimal Debian, non-root.
+FROM ${BASE_IMAGE} AS manager
+COPY bin/manager /usr/local/bin/manager
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/manager"]
+
+# What every node-side image carries: ethtool, iproute2, sockperf, rt-tests (cyclictest, oslat,
+# hwlatdetect), linuxptp (ptp4l, phc2sys, pmc), libxdp/libbpf, and the dataplane's build outputs.
+FROM ${TOOLS_IMAGE} AS node-tools
+COPY dataplane/ /opt/tickstack/dataplane/
+ENV PATH=/opt/tickstack/dataplane/bin:/opt/tickstack/dataplane:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# The node agent (a DaemonSet): tunes its own node; runs as root, privileges come from the pod spec.
+FROM node-tools AS agent
+COPY bin/agent /usr/local/bin/agent
+ENTRYPOINT ["/usr/local/bin/agent"]
+
+# The benchmark pods: sockperf and the bypass stack, driven by the command the LatencyBenchmark sets.
+FROM node-tools AS bench
+COPY bench-bin/ /usr/local/bin/
+CMD ["sleep", "infinity"]

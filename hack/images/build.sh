@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Builds tickstack's images with buildah, with no registry: the Debian bases from debootstrap tarballs,
+# the static pause image, and the Dockerfile targets (manager, agent, bench) from prebuilt binaries.
+# Each image is written to an OCI archive under $TICKSTACK_CACHE/images/oci/NAME.tar and, with
+# --import, imported into the local cluster's containerd (hack/local-cluster import).
+#
+# Usage: hack/images/build.sh [--import] [--tag TAG] [--bin NAME=PATH]... [TARGET...]
+#   TARGET   pause | base | manager | agent | bench   (default: manager agent bench)
+#   --bin    use PATH as bin/NAME instead of `go build ./cmd/NAME` (NAME: manager, agent, tickstack)
+#   --tag    image tag (default dev): localhost/tickstack/{manager,agent,bench}:TAG
+# Prints the archive paths, one a line.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cache=${TICKSTACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickstack}/images
+oci="$cache/oci"
+suite=${DEBIAN_SUITE:-bookworm}
+PAUSE_IMAGE=${PAUSE_IMAGE:-registry.k8s.io/pause:3.10}
+BASE_IMAGE=localhost/tickstack/debian:$suite
+TOOLS_IMAGE=localhost/tickstack/debian-tools:$suite
+tag=dev
+import=0
+declare -A bins=()
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --import) import=1 ;;
+    --tag) tag=$2; shift ;;
+    --bin) bins[${2%%=*}]=${2#*=}; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) targets+=("$1") ;;
+  esac
+  shift
+done
+[ ${#targets[@]} -gt 0 ] || targets=(manager agent bench)
+mkdir -p "$oci"
+log() { echo "images: $*" >&2; }
+
+# to_archive IMAGE FILE: writes IMAGE from buildah's storage to an OCI archive named IMAGE.
+to_archive() {
+  rm -f "$2"
+  buildah push -q "$1" "oci-archive:$2:$1" >/dev/null
+  echo "$2"
+}
+
+# has_image IMAGE NEWER_THAN: true if IMAGE is in buildah's storage and was made after file NEWER_THAN.
+has_image() {
+  local created
+  created=$(buildah inspect -t image -f '{{.Docker.Created.Unix}}' "$1" 2>/dev/null) || return 1
+  [ -z "${2:-}" ] || [ "$created" -ge "$(stat -c %Y "$2")" ]
+}
+
+# from_rootfs IMAGE TARBALL: an image whose single layer is the rootfs tarball.
+from_rootfs() {
+  if has_image "$1" "$2"; then return; fi
+  log "committing $1 from $2"
+  local c; c=$(buildah from scratch)
+  buildah add -q "$c" "$2" / >/dev/null
+  buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env LANG=C.UTF-8 --cmd /bin/bash "$c"
+  buildah commit -q --rm "$c" "$1" >/dev/null
+}
+
+build_bases() {
+  local base tools
+  base=$("$repo/hack/images/debian-rootfs.sh" base)
+  tools=$("$repo/hack/images/debian-rootfs.sh" tools)
+  from_rootfs "$BASE_IMAGE" "$base"
+  from_rootfs "$TOOLS_IMAGE" "$tools"
+}
+
+build_pause() {
+  local out="$oci/pause.tar" src="$repo/hack/images/pause.c"
+  if [ -s "$out" ] && [ "$out" -nt "$src" ]; then echo "$out"; return; fi
+  local work; work=$(mktemp -d /tmp/tslc-pause.XXXXXX)
+  gcc -static -Os -Wall -Wextra -Werror -o "$work/pause" "$src"
+  strip "$work/pause"
+  local c; c=$(buildah from scratch)
+  buildah copy -q "$c" "$work/pause" /pause >/dev/null
+  buildah config --entrypoint '["/pause"]' --user 65535:65535 "$c"
+  buildah commit -q --rm "$c" "$PAUSE_IMAGE" >/dev/null
+  rm -rf "$work"
+  to_archive "$PAUSE_IMAGE" "$out"
+}
+
+# stage DIR: the Dockerfile's build context (see the Dockerfile's header).
+stage() {
+  local ctx=$1 name
+  mkdir -p "$ctx/bin" "$ctx/bench-bin" "$ctx/dataplane"
+  for name in manager agent tickstack; do
+    if [ -n "${bins[$name]:-}" ]; then
+      cp "${bins[$name]}" "$ctx/bin/$name"
+    elif [ -d "$repo/cmd/$name" ] && ls "$repo/cmd/$name"/*.go >/dev/null 2>&1; then
+      log "go build ./cmd/$name"
+      (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/bin/$name" "./cmd/$name")
+    fi
+  done
+  [ ! -f "$ctx/bin/tickstack" ] || cp "$ctx/bin/tickstack" "$ctx/bench-bin/tickstack"
+  if [ -d "$repo/dataplane/build" ]; then cp -a "$repo/dataplane/build/." "$ctx/dataplane/"; fi
+}
+
+build_target() {
+  local target=$1 ctx=$2 image="localhost/tickstack/$1:$tag"
+  case "$target" in
+    manager|agent) [ -f "$ctx/bin/$target" ] || { log "no binary for $target: give --bin $target=PATH or add ./cmd/$target"; exit 1; } ;;
+  esac
+  log "buildah bud --target $target -> $image"
+  buildah bud -q --layers=false --target "$target" -t "$image" \
+    --build-arg "BASE_IMAGE=$BASE_IMAGE" --build-arg "TOOLS_IMAGE=$TOOLS_IMAGE" \
+    -f "$repo/Dockerfile" "$ctx" >/dev/null
+  to_archive "$image" "$oci/$target.tar"
+}
+
+archives=()
+ctx=""
+for t in "${targets[@]}"; do
+  case "$t" in
+    pause) archives+=("$(build_pause)") ;;
+    base) build_bases ;;
+    manager|agent|bench)
+      if [ -z "$ctx" ]; then
+        build_bases
+        ctx=$(mktemp -d /tmp/tslc-ctx.XXXXXX)
+        trap 'rm -rf "$ctx"' EXIT
+        stage "$ctx"
+      fi
+      archives+=("$(build_target "$t" "$ctx")") ;;
+    *) log "unknown target $t"; exit 2 ;;
+  esac
+done
+if [ "$import" = 1 ] && [ ${#archives[@]} -gt 0 ]; then
+  "$repo/hack/local-cluster" import "${archives[@]}"
+fi
+printf '%s\n' "${archives[@]}"
