@@ -1,0 +1,166 @@
+package tuning
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tickstack/tickstack/internal/host"
+)
+
+// Environment of the crash child: the test binary re-executed to apply or restore with a
+// failpoint that SIGKILLs the process.
+const (
+	envCrashChild = "TSAG_CRASH_CHILD"     // apply | restore
+	envCrashRoot  = "TSAG_CRASH_ROOT"      // host root of the tree
+	envFailpoint  = "TSAG_CRASH_FAILPOINT" // name:n — kill at the n-th time the failpoint fires
+	exitNoFire    = 3
+)
+
+func TestMain(m *testing.M) {
+	if op := os.Getenv(envCrashChild); op != "" {
+		os.Exit(crashChild(op))
+	}
+	os.Exit(m.Run())
+}
+
+// crashChild runs one engine operation with the failpoint armed. It returns only if the process
+// was not killed.
+func crashChild(op string) int {
+	name, nStr, _ := strings.Cut(os.Getenv(envFailpoint), ":")
+	n, _ := strconv.Atoi(nStr)
+	seen := 0
+	e := &Engine{
+		Host: &host.Host{Root: os.Getenv(envCrashRoot)},
+		Failpoint: func(p string) {
+			if p != name {
+				return
+			}
+			if seen++; seen == n {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // never returns
+			}
+		},
+	}
+	var err error
+	switch op {
+	case "apply":
+		_, err = e.Apply(treeDesired())
+	case "restore":
+		_, err = e.Restore()
+	default:
+		err = fmt.Errorf("unknown crash child op %q", op)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crash child:", err)
+		return 1
+	}
+	return exitNoFire
+}
+
+// runCrashChild re-executes the test binary as a crash child and requires that it died of
+// SIGKILL at the failpoint.
+func runCrashChild(t *testing.T, root, op, failpoint string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envCrashChild+"="+op, envCrashRoot+"="+root, envFailpoint+"="+failpoint)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("crash child %s %s: want death by SIGKILL, got err=%v output=%s", op, failpoint, err, out)
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("crash child %s %s: want death by SIGKILL, got %v (exit %d: %d means the failpoint never fired) output=%s",
+			op, failpoint, err, ee.ExitCode(), exitNoFire, out)
+	}
+}
+
+// crashSnapshot is the tree's files plus, when the tree links the real /proc/sys, the real
+// sysctls the profile sets.
+func crashSnapshot(t *testing.T, dir string, real bool) map[string]string {
+	t.Helper()
+	s := snapshotTree(t, dir)
+	if real {
+		h := &host.Host{}
+		for k := range treeDesired().Sysctls {
+			v, err := h.Sysctl(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s["real sysctl "+k] = v
+		}
+	}
+	return s
+}
+
+// TestCrashAtFailpoints kills an applying (or restoring) agent with SIGKILL at several points
+// and checks that a rerun converges and that Restore gives back the exact originals. As root,
+// the sysctls are the real host's (the tree links /proc/sys), so the crash leaves real values
+// changed that only the journal can put back.
+func TestCrashAtFailpoints(t *testing.T) {
+	real := os.Geteuid() == 0
+	cases := []struct {
+		name      string
+		op        string
+		failpoint string
+		rerun     string // apply-then-restore | restore
+	}{
+		{"after first journal write", "apply", FailpointAfterJournal + ":1", "apply-then-restore"},
+		{"after second journal write", "apply", FailpointAfterJournal + ":2", "apply-then-restore"},
+		{"after first write", "apply", FailpointMidApply + ":1", "apply-then-restore"},
+		{"mid apply", "apply", FailpointMidApply + ":4", "apply-then-restore"},
+		{"late in apply", "apply", FailpointMidApply + ":12", "apply-then-restore"},
+		{"mid apply, restore only", "apply", FailpointMidApply + ":6", "restore"},
+		{"first restore write", "restore", FailpointMidRestore + ":1", "restore"},
+		{"mid restore", "restore", FailpointMidRestore + ":5", "restore"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", fmt.Sprintf("tsag%d-crash-", os.Getpid()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			buildTree(t, dir, real)
+			e := treeEngine(dir)
+			before := crashSnapshot(t, dir, real)
+			t.Cleanup(func() {
+				if _, err := e.Restore(); err != nil {
+					t.Errorf("cleanup restore: %v", err)
+				}
+			})
+			if c.op == "restore" {
+				if _, err := e.Apply(treeDesired()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runCrashChild(t, dir, c.op, c.failpoint)
+			if _, err := os.Stat(filepath.Join(dir, DefaultJournalPath)); err != nil {
+				t.Fatalf("no journal after the crash: %v", err)
+			}
+			if c.rerun == "apply-then-restore" {
+				rep, err := e.Apply(treeDesired())
+				if err != nil {
+					t.Fatalf("Apply after crash: %v", err)
+				}
+				requireAllInSync(t, rep.Results)
+			}
+			if _, err := e.Restore(); err != nil {
+				t.Fatalf("Restore after crash: %v", err)
+			}
+			if diffs := diffSnapshots(before, crashSnapshot(t, dir, real)); len(diffs) > 0 {
+				t.Fatalf("after crash and Restore the host differs from before:\n%s", strings.Join(diffs, "\n"))
+			}
+			if _, err := os.Stat(filepath.Join(dir, DefaultJournalPath)); !os.IsNotExist(err) {
+				t.Fatalf("journal left after Restore: %v", err)
+			}
+		})
+	}
+}
