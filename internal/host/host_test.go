@@ -1,0 +1,274 @@
+package host_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/host/cpuset"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
+)
+
+func write(t *testing.T, root, p, c string) {
+	t.Helper()
+	full := filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIrqbalanceConfig(t *testing.T) {
+	root := t.TempDir()
+	h := &host.Host{Root: root}
+	// No file: unset; setting creates it, unsetting removes it again.
+	if v, ok, err := h.IrqbalanceBannedCPUs(); err != nil || ok || v != "" {
+		t.Fatalf("missing file: %q %v %v", v, ok, err)
+	}
+	if err := h.SetIrqbalanceBannedCPUs(cpuset.MustParse("2-3")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := h.IrqbalanceBannedCPUs(); err != nil || !ok || v != "2-3" {
+		t.Fatalf("after set: %q %v %v", v, ok, err)
+	}
+	if err := h.UnsetIrqbalanceBannedCPUs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, host.DefaultIrqbalanceConfig)); !os.IsNotExist(err) {
+		t.Fatalf("file left after unset: %v", err)
+	}
+	// An existing file keeps its other lines; quoted values are read unquoted; duplicates collapse.
+	orig := "# irqbalance\n#IRQBALANCE_BANNED_CPULIST=9\nIRQBALANCE_BANNED_CPULIST=\"1\"\nIRQBALANCE_ARGS=\"-x\"\nIRQBALANCE_BANNED_CPULIST=5\n"
+	write(t, root, host.DefaultIrqbalanceConfig, orig)
+	if v, ok, _ := h.IrqbalanceBannedCPUs(); !ok || v != "5" {
+		t.Fatalf("last assignment should win: %q", v)
+	}
+	if err := h.SetIrqbalanceBannedCPUs(cpuset.MustParse("1,3")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, host.DefaultIrqbalanceConfig))
+	want := "# irqbalance\n#IRQBALANCE_BANNED_CPULIST=9\nIRQBALANCE_BANNED_CPULIST=1,3\nIRQBALANCE_ARGS=\"-x\"\n"
+	if string(b) != want {
+		t.Fatalf("file:\n%q\nwant\n%q", b, want)
+	}
+}
+
+// TestDiscoverTree reads facts from a host-root tree describing a 2-socket SMT machine with an
+// SR-IOV NIC, which this VM is not.
+func TestDiscoverTree(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"sys/devices/system/cpu/online":                                            "0-3",
+		"sys/devices/system/cpu/isolated":                                          "2-3",
+		"sys/devices/system/node/node0/cpulist":                                    "0,2",
+		"sys/devices/system/node/node1/cpulist":                                    "1,3",
+		"sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages":    "0",
+		"sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages": "0",
+		"sys/devices/system/cpu/cpu0/cpufreq/scaling_governor":                     "powersave",
+		"proc/cmdline": "root=/dev/sda1 isolcpus=2-3",
+		"sys/devices/pci0000:00/0000:3b:00.0/sriov_totalvfs":                  "64",
+		"sys/devices/pci0000:00/0000:3b:00.0/sriov_numvfs":                    "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/vendor":                          "0x8086",
+		"sys/devices/pci0000:00/0000:3b:00.0/device":                          "0x159b",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/ifindex":              "5",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-0/rps_cpus": "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-0/xps_cpus": "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-1/xps_cpus": "0",
+		"sys/bus/pci/drivers/ice/bind":                                        "",
+	}
+	for cpu, topo := range [][3]string{{"0", "0", "0,2"}, {"1", "1", "1,3"}, {"0", "0", "0,2"}, {"1", "1", "1,3"}} {
+		base := "sys/devices/system/cpu/cpu" + string(rune('0'+cpu)) + "/topology/"
+		files[base+"core_id"] = topo[0]
+		files[base+"physical_package_id"] = topo[1]
+		files[base+"thread_siblings_list"] = topo[2]
+	}
+	for p, c := range files {
+		write(t, root, p, c)
+	}
+	for p, target := range map[string]string{
+		"sys/class/net/ens1f0":                                  "../../devices/pci0000:00/0000:3b:00.0/net/ens1f0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/device": "../../../0000:3b:00.0",
+		"sys/bus/pci/devices/0000:3b:00.0":                      "../../../devices/pci0000:00/0000:3b:00.0",
+		"sys/devices/pci0000:00/0000:3b:00.0/driver":            "../../../bus/pci/drivers/ice",
+	} {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, full); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := (&host.Host{Root: root}).Discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.OnlineCPUs.String() != "0-3" || f.IsolatedCPUs.String() != "2-3" || f.Sockets != 2 || f.Cores != 2 || f.ThreadsPerCore != 2 || !f.CPUFreq {
+		t.Fatalf("cpu facts: online %s isolated %s sockets %d cores %d threads %d cpufreq %v",
+			f.OnlineCPUs, f.IsolatedCPUs, f.Sockets, f.Cores, f.ThreadsPerCore, f.CPUFreq)
+	}
+	if len(f.NUMANodes) != 2 || f.NUMANodes[1].CPUs.String() != "1,3" || !slices.Equal(f.NUMANodes[0].HugepageSizesKB, []int{2048, 1048576}) {
+		t.Fatalf("numa: %+v", f.NUMANodes)
+	}
+	if f.CPUs[3].Node != 1 || f.CPUs[2].Siblings.String() != "0,2" {
+		t.Fatalf("cpu 3: %+v cpu 2: %+v", f.CPUs[3], f.CPUs[2])
+	}
+	if len(f.Interfaces) != 1 {
+		t.Fatalf("interfaces: %+v", f.Interfaces)
+	}
+	ifc := f.Interfaces[0]
+	want := host.Interface{Name: "ens1f0", Driver: "ice", PCIAddress: "0000:3b:00.0", Vendor: "8086", Device: "159b",
+		SRIOVTotalVFs: 64, XDPNative: true, RXQueues: 1, TXQueues: 2}
+	if ifc != want {
+		t.Fatalf("interface = %+v\nwant %+v", ifc, want)
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a", "b", "f")
+	if err := host.WriteFileAtomic(p, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := host.WriteFileAtomic(p, []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	entries, _ := os.ReadDir(filepath.Dir(p))
+	if string(b) != "two" || len(entries) != 1 {
+		t.Fatalf("content %q, %d entries (temporary files left?)", b, len(entries))
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", st.Mode().Perm())
+	}
+}
+
+func TestSysctlPath(t *testing.T) {
+	for key, want := range map[string]string{
+		"vm.stat_interval":   "/proc/sys/vm/stat_interval",
+		"net/core/busy_read": "/proc/sys/net/core/busy_read",
+	} {
+		if got, err := host.SysctlPath(key); err != nil || got != want {
+			t.Errorf("SysctlPath(%q) = %q, %v", key, got, err)
+		}
+	}
+	for _, bad := range []string{"", "../etc/passwd", "/vm", ".vm"} {
+		if _, err := host.SysctlPath(bad); err == nil {
+			t.Errorf("SysctlPath(%q) accepted", bad)
+		}
+	}
+}
+
+// TestRealHostVeth exercises the real implementations on this machine: IRQ listing, cpuidle,
+// discovery of a veth in the test's namespace, ethtool channels through netlink, RPS/XPS masks.
+func TestRealHostVeth(t *testing.T) {
+	env := hosttest.New(t, "h")
+	h := env.Host
+
+	irqs, err := h.IRQs()
+	if err != nil || len(irqs) == 0 {
+		t.Fatalf("IRQs: %d, %v", len(irqs), err)
+	}
+	online, err := h.OnlineCPUs()
+	if err != nil || online.IsEmpty() {
+		t.Fatalf("online CPUs: %v %v", online, err)
+	}
+	movable := 0
+	for _, irq := range irqs {
+		if irq.Movable {
+			movable++
+			if irq.Affinity.IsEmpty() {
+				t.Errorf("irq %d: empty affinity", irq.Number)
+			}
+		}
+	}
+	if movable == 0 {
+		t.Fatal("no movable IRQ found in /proc/irq")
+	}
+	if _, err := h.DefaultIRQAffinity(); err != nil {
+		t.Fatal(err)
+	}
+
+	f, err := h.Discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.OnlineCPUs.Equal(online) || len(f.CPUs) != online.Len() || len(f.NUMANodes) == 0 || f.KernelCmdline == "" {
+		t.Fatalf("facts: online %s cpus %d numa %d cmdline %q", f.OnlineCPUs, len(f.CPUs), len(f.NUMANodes), f.KernelCmdline)
+	}
+	var veth *host.Interface
+	for i := range f.Interfaces {
+		if f.Interfaces[i].Name == env.A {
+			veth = &f.Interfaces[i]
+		}
+	}
+	if veth == nil {
+		t.Fatalf("veth %s not discovered in %+v", env.A, f.Interfaces)
+	}
+	if veth.Driver != "veth" || !veth.XDPNative || veth.RXQueues != env.Queues || veth.PCIAddress != "" {
+		t.Fatalf("veth facts: %+v", *veth)
+	}
+
+	// Channels through ethtool netlink, checked with the ethtool command.
+	ch, err := h.NICParams(env.A, host.Channels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch["rx"] != uint32(env.Queues) || ch["max-rx"] < uint32(env.Queues) {
+		t.Fatalf("channels: %v", ch)
+	}
+	if err := h.SetNICParams(env.A, host.Channels, map[string]uint32{"rx": 2, "tx": 3}); err != nil {
+		t.Fatal(err)
+	}
+	out := env.Exec(t, "ethtool", "-l", env.A)
+	cur := out[strings.Index(out, "Current hardware settings"):]
+	if !strings.Contains(cur, "RX:\t\t2") || !strings.Contains(cur, "TX:\t\t3") {
+		t.Fatalf("ethtool -l after set:\n%s", out)
+	}
+	if q, _ := h.Queues(env.A, host.RXQueue); len(q) != 2 {
+		t.Fatalf("rx queues after set: %v", q)
+	}
+	if err := h.SetNICParams(env.A, host.Channels, map[string]uint32{"bogus": 1}); err == nil {
+		t.Fatal("unknown channel parameter accepted")
+	}
+	for _, g := range []host.NICGroup{host.Rings, host.Coalesce} {
+		if _, err := h.NICParams(env.A, g); !errors.Is(err, host.ErrUnsupported) {
+			t.Errorf("%s on veth: %v, want ErrUnsupported", g, err)
+		}
+	}
+	if _, err := h.NICParams("tsagnosuchif", host.Channels); err == nil {
+		t.Fatal("channels of a missing interface")
+	}
+
+	// RPS and XPS masks of the veth's queues.
+	last := online.CPUs()[online.Len()-1]
+	if err := h.SetQueueCPUs(env.A, host.RXQueue, 1, cpuset.New(last)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.QueueCPUs(env.A, host.RXQueue, 1); err != nil || !got.Equal(cpuset.New(last)) {
+		t.Fatalf("rps: %v %v", got, err)
+	}
+	if err := h.SetQueueCPUs(env.A, host.TXQueue, 0, online); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.QueueCPUs(env.A, host.TXQueue, 0); err != nil || !got.Equal(online) {
+		t.Fatalf("xps: %v %v", got, err)
+	}
+
+	// cpuidle of the real CPUs can be read (the VM has POLL and haltpoll).
+	states, err := h.IdleStates(0)
+	if err != nil || len(states) == 0 {
+		t.Fatalf("idle states: %v %v", states, err)
+	}
+	// No cpufreq in this VM: a clear ErrUnsupported.
+	if !h.HasCPUFreq(0) {
+		if _, err := h.Governor(0); !errors.Is(err, host.ErrUnsupported) {
+			t.Fatalf("governor without cpufreq: %v", err)
+		}
+	}
+}
