@@ -2,7 +2,9 @@ package bmc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 
@@ -83,11 +85,17 @@ func (c *Client) readBIOS(api *gofish.APIClient) (*BIOSState, error) {
 	if st.SettingsURI != "" && st.SettingsURI != bios.ODataID {
 		var settings biosDoc
 		etag, err := c.getJSON(api, "read BIOS settings", st.SettingsURI, &settings)
-		if err != nil {
+		var e *Error
+		switch {
+		case errors.As(err, &e) && e.StatusCode == http.StatusNotFound:
+			// Some BMCs create the settings object only once something is staged.
+			st.Settings = map[string]any{}
+		case err != nil:
 			return nil, err
+		default:
+			st.Settings = nonNil(settings.Attributes)
+			st.settingsETag = etag
 		}
-		st.Settings = nonNil(settings.Attributes)
-		st.settingsETag = etag
 	} else {
 		// No separate settings object: the Bios resource itself takes the PATCH.
 		st.SettingsURI = bios.ODataID

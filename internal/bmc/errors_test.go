@@ -18,6 +18,9 @@ func TestClassify(t *testing.T) {
 	s := newScrubber("admin", testSecret)
 	redfish401 := common.ConstructError(401, []byte(`{"error":{"message":"Authorization required"}}`))
 	redfish400 := common.ConstructError(400, []byte(`{"error":{"message":"bad value `+testSecret+`"}}`))
+	coll := common.NewCollectionError()
+	coll.Failures["/redfish/v1/Systems/2"] = redfish401
+	coll.Failures["/redfish/v1/Systems/1"] = redfish401
 	tests := []struct {
 		name     string
 		err      error
@@ -28,6 +31,7 @@ func TestClassify(t *testing.T) {
 		{"401", redfish401, KindAuth, ErrAuth, "authentication failed (HTTP 401)"},
 		{"unknown CA", &url.Error{Op: "Get", URL: "https://x/redfish/v1/", Err: x509.UnknownAuthorityError{}}, KindTLS, ErrTLS, "unknown authority"},
 		{"refused", &url.Error{Op: "Get", URL: "https://x/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}}, KindUnreachable, ErrUnreachable, "connection refused"},
+		{"401 inside a collection", coll, KindAuth, ErrAuth, "HTTP 401"},
 		{"protocol error scrubbed", redfish400, KindProtocol, ErrProtocol, "HTTP 400: bad value <redacted>"},
 	}
 	for _, tt := range tests {

@@ -178,3 +178,22 @@ func TestVerifyState(t *testing.T) {
 		t.Errorf("single applied attribute: %+v", ok.Results)
 	}
 }
+
+func TestComputePlanWithoutRegistry(t *testing.T) {
+	// A BMC without an attribute registry: names are checked against the current attributes and the
+	// JSON types of their values; enumeration values cannot be checked and are passed through.
+	st := &BIOSState{SystemID: "S1", RegistryNote: "none published", SettingsURI: "/s",
+		Current: map[string]any{"ProcTurboMode": "Enabled", "QuietBoot": true}}
+	st.Pending = pending(st)
+	p, err := ComputePlan(st, Attributes{"ProcTurboMode": "Disabled", "QuietBoot": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Registry != "" || p.patch["ProcTurboMode"] != "Disabled" || len(p.patch) != 1 || !p.ResetRequired {
+		t.Errorf("plan %s, patch %v", p.Summary(), p.patch)
+	}
+	_, err = ComputePlan(st, Attributes{"ProcCStates": "Disabled"})
+	if err == nil || !strings.Contains(err.Error(), "publishes no attribute registry") {
+		t.Errorf("unknown name without registry: %v", err)
+	}
+}

@@ -107,6 +107,7 @@ func TestSushy(t *testing.T) {
 			"QuietBoot":     "sometimes", // not a Boolean
 		})
 		errs = append(errs, err)
+		t.Logf("validation: %v", err)
 		var ve *ValidationError
 		if !errors.As(err, &ve) || len(ve.Problems) != 4 {
 			t.Fatalf("want 4 problems, got %v", err)
@@ -226,6 +227,7 @@ func TestSushy(t *testing.T) {
 		bad.CABundle = otherCA(t)
 		_, err := Connect(ctx, bad)
 		errs = append(errs, err)
+		t.Logf("wrong CA: %v", err)
 		var be *Error
 		if !errors.Is(err, ErrTLS) || !errors.As(err, &be) || be.Kind != KindTLS {
 			t.Fatalf("want a TLS error, got %v", err)
@@ -240,6 +242,7 @@ func TestSushy(t *testing.T) {
 		bad.Credentials.Password = password + "-wrong"
 		_, err := Connect(ctx, bad)
 		errs = append(errs, err)
+		t.Logf("wrong password: %v", err)
 		var be *Error
 		if !errors.Is(err, ErrAuth) || !errors.As(err, &be) || be.StatusCode != 401 {
 			t.Fatalf("want an authentication error with 401, got %v", err)
@@ -260,6 +263,7 @@ func TestSushy(t *testing.T) {
 		bad.Endpoint = "https://" + addr
 		_, err = Connect(ctx, bad)
 		errs = append(errs, err)
+		t.Logf("unreachable: %v", err)
 		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "connection refused") {
 			t.Fatalf("want unreachable, got %v", err)
 		}
