@@ -100,10 +100,11 @@ func (h *Host) Glob(pattern string) ([]string, error) {
 	return out, nil
 }
 
-// IsNotMovable reports whether a write error means the kernel refuses to change this IRQ's
-// affinity (managed or per-CPU IRQs answer EIO, some chips EINVAL).
+// IsNotMovable reports whether an error from writing /proc/irq/N/smp_affinity* means the kernel
+// refuses to change this IRQ's affinity: managed and per-CPU IRQs answer EIO or EPERM (depending
+// on the kernel version; root is required anyway), some interrupt chips EINVAL.
 func IsNotMovable(err error) bool {
-	return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EINVAL)
+	return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)
 }
 
 // WriteFileAtomic replaces path with data so that a crash at any moment leaves either the old or

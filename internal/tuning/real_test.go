@@ -1,0 +1,309 @@
+package tuning
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/host/cpuset"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
+)
+
+// realFiles lists the real kernel files a real-host test may change: every IRQ's affinity, the
+// default affinity, every cpuidle disable file, THP, the workqueue mask, node0's 2M pool and the
+// given sysctls. Their content is read directly, independent of the code under test.
+func realFiles(t *testing.T, sysctls []string) []string {
+	t.Helper()
+	var files []string
+	for _, pat := range []string{
+		"/proc/irq/*/smp_affinity_list",
+		"/sys/devices/system/cpu/cpu*/cpuidle/state*/disable",
+	} {
+		m, err := filepath.Glob(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	files = append(files,
+		"/proc/irq/default_smp_affinity",
+		"/sys/kernel/mm/transparent_hugepage/enabled",
+		"/sys/kernel/mm/transparent_hugepage/defrag",
+		"/sys/devices/virtual/workqueue/cpumask",
+		"/sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages",
+	)
+	for _, k := range sysctls {
+		p, _ := host.SysctlPath(k)
+		files = append(files, p)
+	}
+	sort.Strings(files)
+	return files
+}
+
+func snapshotReal(t *testing.T, files []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = strings.TrimSpace(string(b))
+	}
+	return out
+}
+
+// putBack is the last line of defence after a failed test: it writes back, by hand, every real
+// file that differs from the snapshot.
+func putBack(t *testing.T, before map[string]string) {
+	for f, v := range before {
+		b, err := os.ReadFile(f)
+		if err != nil || strings.TrimSpace(string(b)) == v {
+			continue
+		}
+		if strings.HasPrefix(f, "/sys/kernel/mm/transparent_hugepage/") {
+			v, _ = host.ParseBracketChoice(v)
+		}
+		if err := os.WriteFile(f, []byte(v), 0); err != nil {
+			t.Errorf("could not put %s back to %q: %v", f, v, err)
+		}
+	}
+}
+
+// other returns a value from choices that differs from cur.
+func other(cur string, choices ...string) string {
+	for _, c := range choices {
+		if c != cur {
+			return c
+		}
+	}
+	return choices[0]
+}
+
+// TestRealHostApplyVerifyRestore applies a profile to the real host of this machine — sysctls
+// from the allow-list, the affinity of every movable IRQ, a CPU's idle states, THP, the
+// workqueue mask, a 2M hugepage pool, and the channels and RPS/XPS masks of a veth in the
+// test's own namespace — detects manual drift, re-applies, and restores; the real files must
+// then equal what they were before.
+func TestRealHostApplyVerifyRestore(t *testing.T) {
+	env := hosttest.New(t, "t")
+	h := env.Host
+	sysctls := []string{"vm.stat_interval", "kernel.timer_migration", "net.core.busy_read"}
+	files := realFiles(t, sysctls)
+	before := snapshotReal(t, files)
+	t.Cleanup(func() {
+		// Runs after the engine's own restore below: anything still different is a test failure
+		// and is put back by hand so the machine is never left changed.
+		if diffs := diffSnapshots(before, snapshotReal(t, files)); len(diffs) > 0 {
+			t.Errorf("real host differs after the test:\n%s", strings.Join(diffs, "\n"))
+			putBack(t, before)
+		}
+	})
+	e := &Engine{Host: h}
+	t.Cleanup(func() {
+		if _, err := e.Restore(); err != nil {
+			t.Errorf("cleanup restore: %v", err)
+		}
+	})
+
+	online, err := h.OnlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := online.CPUs()[0]
+	last := online.CPUs()[online.Len()-1]
+	cur := func(k string) string {
+		v, err := h.Sysctl(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	d := &Desired{
+		Sysctls: map[string]string{
+			"vm.stat_interval":       other(cur("vm.stat_interval"), "7", "8"),
+			"kernel.timer_migration": other(cur("kernel.timer_migration"), "0", "1"),
+			"net.core.busy_read":     other(cur("net.core.busy_read"), "50", "40"),
+		},
+		IRQAffinity:          &IRQAffinity{CPUs: cpuset.New(first)},
+		IrqbalanceBannedCPUs: setp(fmt.Sprint(last)),
+		CPUIdle:              &CPUIdle{CPUs: cpuset.New(last), MaxLatencyUs: 0},
+		WorkqueueCPUs:        setp(fmt.Sprint(first)),
+		Interfaces: []InterfaceTuning{{
+			Name:     env.A,
+			Channels: map[string]uint32{"rx": 2, "tx": 2},
+			RPSCPUs:  setp(fmt.Sprint(last)),
+			XPSCPUs:  setp(fmt.Sprint(first)),
+		}},
+	}
+	if sel, _, err := h.THP(host.THPEnabled); err == nil {
+		dsel, _, _ := h.THP(host.THPDefrag)
+		d.THP = &THP{Enabled: other(sel, "never", "madvise"), Defrag: other(dsel, "never", "madvise")}
+	}
+	if _, err := h.Hugepages(0, 2048); err == nil {
+		n, _ := h.Hugepages(0, 2048)
+		d.Hugepages = []HugepageAllocation{{Node: 0, SizeKB: 2048, Count: n + 2}}
+	}
+	deeper := 0
+	idle, _ := h.IdleStates(last)
+	for _, s := range idle {
+		if s.LatencyUs > 0 {
+			deeper++
+		}
+	}
+
+	rep, err := e.Apply(d)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	requireAllInSync(t, rep.Results)
+	states := map[State]int{}
+	for _, r := range rep.Results {
+		states[r.State]++
+		if r.State == Refused {
+			t.Logf("refused by the kernel: %s (observed %s)", r.Name, r.Observed)
+		}
+	}
+	t.Logf("applied %d settings, changed %d: %v", len(rep.Results), len(rep.Changed), states)
+	byName := resultsByName(rep.Results)
+	// Every planned setting is reported, with what is observed.
+	for _, name := range []string{"sysctl/vm.stat_interval", "irq/default", "workqueue/cpumask",
+		"channels/" + env.A + "/rx", "rps/" + env.A + "/rx-1", "xps/" + env.A + "/tx-0", "irqbalance/banned-cpus"} {
+		if r, ok := byName[name]; !ok || r.Observed == "" {
+			t.Errorf("result %s missing or without observed value: %+v", name, r)
+		}
+	}
+	if _, ok := byName["rps/"+env.A+"/rx-3"]; ok {
+		t.Errorf("rx-3 planned although channels were reduced to 2")
+	}
+	// Independent reads of the real files.
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if got := read("/proc/sys/vm/stat_interval"); got != d.Sysctls["vm.stat_interval"] {
+		t.Errorf("vm.stat_interval = %s", got)
+	}
+	for _, s := range idle {
+		if s.LatencyUs > 0 {
+			if got := read(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpuidle/state%d/disable", last, s.Index)); got != "1" {
+				t.Errorf("cpu%d state%d (%s, %d us) disable = %s, want 1", last, s.Index, s.Name, s.LatencyUs, got)
+			}
+		}
+	}
+	if deeper == 0 {
+		t.Logf("cpu%d has no idle state deeper than 0 us: nothing to disable", last)
+	}
+	moved := 0
+	for _, r := range rep.Results {
+		if strings.HasPrefix(r.Name, "irq/") && r.Name != "irq/default" && r.State == InSync {
+			if got := read("/proc/" + r.Name + "/smp_affinity_list"); got != fmt.Sprint(first) {
+				t.Errorf("%s affinity = %s, want %d", r.Name, got, first)
+			}
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Error("no IRQ was moved")
+	}
+	out := env.Exec(t, "ethtool", "-l", env.A)
+	if cur := out[strings.Index(out, "Current hardware settings"):]; !strings.Contains(cur, "RX:\t\t2") {
+		t.Errorf("ethtool -l:\n%s", out)
+	}
+	fp := Fingerprint(rep.Results)
+
+	// Manual drift: a sysctl and an IRQ mask changed behind the agent's back.
+	driftIRQ := ""
+	for _, r := range rep.Results {
+		if strings.HasPrefix(r.Name, "irq/") && r.Name != "irq/default" && r.State == InSync && first != last {
+			driftIRQ = r.Name
+			break
+		}
+	}
+	if err := os.WriteFile("/proc/sys/vm/stat_interval", []byte("9"), 0); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"sysctl/vm.stat_interval"}
+	if driftIRQ != "" {
+		if err := os.WriteFile("/proc/"+driftIRQ+"/smp_affinity_list", []byte(fmt.Sprint(last)), 0); err != nil {
+			t.Fatal(err)
+		}
+		want = []string{driftIRQ, "sysctl/vm.stat_interval"}
+	}
+	res, err := e.Verify(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drifted []string
+	for _, r := range Drift(res) {
+		drifted = append(drifted, r.Name)
+	}
+	if strings.Join(drifted, " ") != strings.Join(want, " ") {
+		t.Fatalf("drift = %v, want %v", drifted, want)
+	}
+	if Fingerprint(res) == fp {
+		t.Fatal("fingerprint unchanged by drift")
+	}
+	rep2, err := e.Apply(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireAllInSync(t, rep2.Results)
+	if Fingerprint(rep2.Results) != fp {
+		t.Fatal("fingerprint differs after re-applying")
+	}
+
+	// Restore: every real file is back to what it was (checked independently).
+	if _, err := e.Restore(); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	if diffs := diffSnapshots(before, snapshotReal(t, files)); len(diffs) > 0 {
+		t.Fatalf("after Restore the real host differs:\n%s", strings.Join(diffs, "\n"))
+	}
+	out = env.Exec(t, "ethtool", "-l", env.A)
+	if cur := out[strings.Index(out, "Current hardware settings"):]; !strings.Contains(cur, fmt.Sprintf("RX:\t\t%d", env.Queues)) {
+		t.Errorf("channels not restored:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(env.Root, "etc/default/irqbalance")); !os.IsNotExist(err) {
+		t.Errorf("irqbalance file left: %v", err)
+	}
+}
+
+// TestRealHostUnsupportedRefused: asking a veth for ring sizes (its driver has none) is refused
+// with the field named, before anything on the host changes.
+func TestRealHostUnsupportedRefused(t *testing.T) {
+	env := hosttest.New(t, "u")
+	files := realFiles(t, []string{"vm.stat_interval"})
+	before := snapshotReal(t, files)
+	e := &Engine{Host: env.Host}
+	t.Cleanup(func() {
+		if diffs := diffSnapshots(before, snapshotReal(t, files)); len(diffs) > 0 {
+			t.Errorf("real host changed:\n%s", strings.Join(diffs, "\n"))
+			putBack(t, before)
+		}
+	})
+	d := &Desired{
+		Sysctls:    map[string]string{"vm.stat_interval": "5"},
+		Interfaces: []InterfaceTuning{{Name: env.A, Rings: map[string]uint32{"rx": 256}, Channels: map[string]uint32{"rx": 1}}},
+	}
+	_, err := e.Apply(d)
+	if err == nil || !strings.Contains(err.Error(), "interfaces["+env.A+"].rings: cannot be read") || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("Apply with rings on veth: %v", err)
+	}
+	if ch, _ := env.Host.NICParams(env.A, host.Channels); ch["rx"] != uint32(env.Queues) {
+		t.Fatalf("channels changed by a refused Apply: %v", ch)
+	}
+	if _, err := os.Stat(filepath.Join(env.Root, DefaultJournalPath)); !os.IsNotExist(err) {
+		t.Fatalf("a refused Apply wrote a journal: %v", err)
+	}
+}
