@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/mdlayher/genetlink"
@@ -113,7 +114,8 @@ func nicErr(ifname string, group NICGroup, op string, err error) error {
 		return fmt.Errorf("%s %s %s: %w (the driver has no ethtool %s support): %v", ifname, op, group, ErrUnsupported, group, err)
 	}
 	if errors.Is(err, unix.ENODEV) {
-		return fmt.Errorf("%s %s %s: no such interface: %w", ifname, op, group, err)
+		// Wrapping os.ErrNotExist lets the journal drop entries of interfaces that are gone.
+		return fmt.Errorf("%s %s %s: no such interface: %w: %w", ifname, op, group, os.ErrNotExist, err)
 	}
 	return fmt.Errorf("%s %s %s: %w", ifname, op, group, err)
 }
