@@ -72,6 +72,8 @@ type PMC struct {
 	Domain int
 	// Timeout bounds one pmc run (default 2s).
 	Timeout time.Duration
+	// Attempts is how many times an incomplete answer is retried (default 3).
+	Attempts int
 }
 
 // Args is pmc's command line.
@@ -80,8 +82,31 @@ func (p PMC) Args() []string {
 		"GET PORT_DATA_SET", "GET CURRENT_DATA_SET"}
 }
 
-// Read runs pmc once and parses its answer.
+// Read runs pmc and parses its answer. pmc waits only 100 ms for answers, which a busy machine can
+// miss: an answer lacking a data set is retried up to Attempts times before it counts.
 func (p PMC) Read(ctx context.Context) Sample {
+	attempts := p.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	var s Sample
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return s
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		s = p.readOnce(ctx)
+		if s.Err == nil && s.HasOffset {
+			return s
+		}
+	}
+	return s
+}
+
+func (p PMC) readOnce(ctx context.Context) Sample {
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Second

@@ -3,8 +3,12 @@ package ptp
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
 // pmcSlave is pmc 3.1.1's answer from a software-timestamping slave on a veth pair.
@@ -144,5 +148,18 @@ func TestLogParser(t *testing.T) {
 				t.Errorf("Read() after Reset = %+v, want an error", s)
 			}
 		})
+	}
+}
+
+func TestPMCWithoutPtp4l(t *testing.T) {
+	tsutil.RequireRoot(t) // pmc binds its own socket under /var/run
+	pmc := tsutil.RequireTool(t, "pmc")
+	sock := filepath.Join(t.TempDir(), "absent.sock")
+	s := PMC{Path: pmc, UDSAddress: sock, Domain: 3, Attempts: 2}.Read(context.Background())
+	if s.Err == nil || !strings.Contains(s.Err.Error(), sock) {
+		t.Fatalf("Read() with no ptp4l = %+v, want an error naming %s", s, sock)
+	}
+	if s.PortState != PortStateUnknown || s.HasOffset {
+		t.Errorf("Read() with no ptp4l filled a state: %+v", s)
 	}
 }

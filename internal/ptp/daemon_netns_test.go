@@ -1,0 +1,317 @@
+package ptp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sys/unix"
+
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
+)
+
+// ptpLab is a grandmaster and a slave namespace joined by a veth pair, created for one test.
+type ptpLab struct {
+	t              *testing.T
+	prefix         string
+	nsMaster       string
+	nsSlave        string
+	ifMaster       string
+	ifSlave        string
+	dir            string
+	ptp4l, pmc, ip string
+}
+
+func newPTPLab(t *testing.T, tag string) *ptpLab {
+	t.Helper()
+	tsutil.RequireRoot(t)
+	l := &ptpLab{t: t, ip: tsutil.RequireTool(t, "ip"), ptp4l: tsutil.RequireTool(t, "ptp4l"), pmc: tsutil.RequireTool(t, "pmc")}
+	l.prefix = fmt.Sprintf("tsptp%d%s", os.Getpid(), tag)
+	l.nsMaster, l.nsSlave = l.prefix+"gm", l.prefix+"sl"
+	l.ifMaster, l.ifSlave = l.prefix+"g", l.prefix+"s"
+
+	dir, err := os.MkdirTemp("", l.prefix+"-")
+	if err != nil {
+		t.Fatalf("creating temp dir: %v", err)
+	}
+	l.dir = dir
+	t.Cleanup(func() { os.RemoveAll(dir) })
+
+	for _, ns := range []string{l.nsMaster, l.nsSlave} {
+		l.run("netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command(l.ip, "netns", "del", ns).Run() })
+	}
+	l.run("link", "add", l.ifMaster, "netns", l.nsMaster, "type", "veth", "peer", "name", l.ifSlave, "netns", l.nsSlave)
+	l.run("-n", l.nsMaster, "addr", "add", "198.18.80.1/24", "dev", l.ifMaster)
+	l.run("-n", l.nsSlave, "addr", "add", "198.18.80.2/24", "dev", l.ifSlave)
+	for ns, dev := range map[string]string{l.nsMaster: l.ifMaster, l.nsSlave: l.ifSlave} {
+		l.run("-n", ns, "link", "set", dev, "up")
+		l.run("-n", ns, "link", "set", "lo", "up")
+	}
+	keepSystemClockFrequency(t)
+	t.Cleanup(l.checkNoLeftoverProcesses)
+	return l
+}
+
+func (l *ptpLab) run(args ...string) {
+	l.t.Helper()
+	if out, err := exec.Command(l.ip, args...).CombinedOutput(); err != nil {
+		l.t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// inNetns runs a command inside a network namespace.
+func (l *ptpLab) inNetns(ns string) func(Command) Command {
+	return func(c Command) Command {
+		return Command{Name: c.Name, Path: l.ip, Args: append([]string{"netns", "exec", ns, c.Path}, c.Args...)}
+	}
+}
+
+// checkNoLeftoverProcesses fails the test if any process still runs with the lab's files.
+func (l *ptpLab) checkNoLeftoverProcesses() {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte(l.dir)) {
+			continue
+		}
+		pid := strings.Split(p, "/")[2]
+		var n int
+		fmt.Sscan(pid, &n)
+		if processGone(n) {
+			continue
+		}
+		l.t.Errorf("process %s still runs after the test: %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		_ = syscall.Kill(n, syscall.SIGKILL)
+	}
+}
+
+// keepSystemClockFrequency restores the system clock's frequency and status after the test. With
+// software time stamping the slave's ptp4l steers CLOCK_REALTIME, which the machine shares; the
+// test's ptp4l options cap that at 100 ppb and forbid steps, and this undoes what remains.
+func keepSystemClockFrequency(t *testing.T) {
+	t.Helper()
+	var tx unix.Timex
+	if _, err := unix.Adjtimex(&tx); err != nil {
+		t.Fatalf("reading the system clock's frequency: %v", err)
+	}
+	t.Cleanup(func() {
+		restore := unix.Timex{Modes: unix.ADJ_FREQUENCY | unix.ADJ_STATUS, Freq: tx.Freq, Status: tx.Status}
+		if _, err := unix.Adjtimex(&restore); err != nil {
+			t.Errorf("restoring the system clock's frequency: %v", err)
+		}
+	})
+}
+
+// fastPTP shortens PTP's intervals so the test takes seconds: 4 announces/s (master lost after
+// 0.75 s), 8 syncs and delay requests per second.
+func fastPTP() map[string]string {
+	return map[string]string{
+		"logAnnounceInterval":    "-2",
+		"announceReceiptTimeout": "3",
+		"logSyncInterval":        "-3",
+		"logMinDelayReqInterval": "-3",
+	}
+}
+
+// daemonRun is a Daemon running in the background.
+type daemonRun struct {
+	t      *testing.T
+	d      *Daemon
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (l *ptpLab) start(t *testing.T, name string, cfg Config, ns string, log logr.Logger, onChange func(Status)) *daemonRun {
+	t.Helper()
+	d, err := NewDaemon(cfg, DaemonOptions{
+		RunDir:       filepath.Join(l.dir, name),
+		Logger:       log.WithName(name),
+		Ptp4lPath:    l.ptp4l,
+		PmcPath:      l.pmc,
+		PollInterval: 200 * time.Millisecond,
+		Wrap:         l.inNetns(ns),
+		Supervisor:   SupervisorOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, StopTimeout: 3 * time.Second},
+		OnChange:     onChange,
+	})
+	if err != nil {
+		t.Fatalf("NewDaemon(%s): %v", name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &daemonRun{t: t, d: d, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := d.Run(ctx); err != nil {
+			t.Errorf("%s Run: %v", name, err)
+		}
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *daemonRun) stop() {
+	r.cancel()
+	select {
+	case <-r.done:
+	case <-time.After(20 * time.Second):
+		r.t.Errorf("PTP daemon did not stop within 20s")
+	}
+}
+
+// syncLog records TimeSynced transitions.
+type syncLog struct {
+	mu      sync.Mutex
+	changes []Status
+}
+
+func (s *syncLog) add(st Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.changes = append(s.changes, st)
+}
+
+func (s *syncLog) since(i int) []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Status(nil), s.changes[min(i, len(s.changes)):]...)
+}
+
+func (s *syncLog) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.changes)
+}
+
+// TestPTPMasterAndSlaveOverVeth runs a grandmaster and a slave, each under its own Daemon, in two
+// network namespaces over a veth pair with software time stamping, once per transport.
+func TestPTPMasterAndSlaveOverVeth(t *testing.T) {
+	for _, tr := range []Transport{TransportL2, TransportUDPv4} {
+		t.Run(string(tr), func(t *testing.T) { testMasterAndSlave(t, tr) })
+	}
+}
+
+func testMasterAndSlave(t *testing.T, transport Transport) {
+	lab := newPTPLab(t, strings.ToLower(string(transport[0:1])))
+	log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{})
+	const hold = 2 * time.Second
+
+	gm := Config{Role: RoleGrandmaster, Interface: lab.ifMaster, Domain: 24, Transport: transport,
+		Timestamping: TimestampingSoftware, MaxOffsetNs: 1, HoldTime: hold, Ptp4lOptions: fastPTP()}
+	slaveOpts := fastPTP()
+	// The slave steers the machine-wide system clock: no steps, at most 100 ppb. Explicit PI
+	// constants make it lock at once: with the software time stamping defaults (ki = 0.001 scaled)
+	// the servo waits 0.016/ki = ~37 s before its first frequency estimate.
+	slaveOpts["first_step_threshold"] = "0.0"
+	slaveOpts["max_frequency"] = "100"
+	slaveOpts["pi_proportional_const"] = "0.1"
+	slaveOpts["pi_integral_const"] = "0.05"
+	slave := Config{Role: RoleSlave, Interface: lab.ifSlave, Domain: 24, Transport: transport,
+		Timestamping: TimestampingSoftware, MaxOffsetNs: 1_000_000, HoldTime: hold, Ptp4lOptions: slaveOpts}
+
+	changes := &syncLog{}
+	master := lab.start(t, "gm", gm, lab.nsMaster, log, nil)
+	sl := lab.start(t, "slave", slave, lab.nsSlave, log, changes.add)
+
+	// 1. The slave locks: port SLAVE, a measured offset and path delay, TimeSynced true.
+	eventually(t, 30*time.Second, "the slave to be synced", func() bool { return sl.d.Status().Synced })
+	st := sl.d.Status()
+	if st.Reason != ReasonSynchronized || st.Sample.PortState != PortStateSlave || !st.Sample.HasOffset || st.Sample.MeanPathDelayNs <= 0 {
+		t.Fatalf("slave status = %+v, want Synchronized, SLAVE, an offset and a positive path delay", st)
+	}
+	t.Logf("slave synced: %s (path delay %d ns)", st.Message, st.Sample.MeanPathDelayNs)
+	if gst := master.d.Status(); !gst.Synced || gst.Sample.PortState != PortStateMaster {
+		t.Errorf("grandmaster status = %+v, want synced with port MASTER", gst)
+	}
+	// pmc read directly gives the same picture, and ptp4l's output (the fallback) agrees.
+	direct := PMC{Path: lab.pmc, UDSAddress: sl.d.UDSAddress(), Domain: 24}.Read(context.Background())
+	if direct.Err != nil || direct.PortState != PortStateSlave || !direct.HasOffset {
+		t.Errorf("pmc read = %+v, want SLAVE with an offset", direct)
+	}
+	eventually(t, 10*time.Second, "ptp4l's output to show SLAVE and an offset", func() bool {
+		s := sl.d.logParser.Read(context.Background())
+		return s.PortState == PortStateSlave && s.HasOffset
+	})
+	if err := testutil.CollectAndCompare(NewCollector(sl.d), strings.NewReader(fmt.Sprintf(`
+# HELP tickstack_ptp_time_synced 1 when the TimeSynced condition is true, else 0.
+# TYPE tickstack_ptp_time_synced gauge
+tickstack_ptp_time_synced{interface=%q} 1
+`, lab.ifSlave)), "tickstack_ptp_time_synced"); err != nil {
+		t.Errorf("metrics: %v", err)
+	}
+
+	// 2. The grandmaster stops: the slave stays synced for the hold time, then loses TimeSynced.
+	mark := changes.len()
+	gmPID := master.d.Ptp4l().PID()
+	stopped := time.Now()
+	master.stop()
+	if !processGone(gmPID) {
+		t.Fatalf("grandmaster ptp4l (pid %d) still runs after its daemon stopped", gmPID)
+	}
+	eventually(t, 30*time.Second, "the slave to lose TimeSynced", func() bool { return !sl.d.Status().Synced })
+	lost := time.Since(stopped)
+	st = sl.d.Status()
+	if st.Reason != ReasonPortNotSlave {
+		t.Errorf("after losing the master: reason %s (%s), want %s", st.Reason, st.Message, ReasonPortNotSlave)
+	}
+	if lost < hold {
+		t.Errorf("TimeSynced turned false %s after the master stopped, before the %s hold time", lost, hold)
+	}
+	sawHold := false
+	for _, c := range changes.since(mark) {
+		sawHold = sawHold || (c.Synced && c.Reason == ReasonWithinHoldTime)
+	}
+	if !sawHold {
+		t.Errorf("no %s transition before TimeSynced turned false: %+v", ReasonWithinHoldTime, changes.since(mark))
+	}
+	t.Logf("slave lost sync %s after the master stopped: %s", lost.Round(time.Millisecond), st.Message)
+
+	// 3. The grandmaster comes back: the slave is synced again.
+	lab.start(t, "gm", gm, lab.nsMaster, log, nil)
+	eventually(t, 30*time.Second, "the slave to be synced again", func() bool { return sl.d.Status().Synced })
+	if st := sl.d.Status(); st.Sample.PortState != PortStateSlave {
+		t.Errorf("after the master returned: %+v, want port SLAVE", st)
+	}
+
+	// 4. A killed ptp4l is restarted by the supervisor and locks again.
+	old := sl.d.Ptp4l().PID()
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing the slave's ptp4l (pid %d): %v", old, err)
+	}
+	eventually(t, 15*time.Second, "ptp4l to be restarted", func() bool {
+		p := sl.d.Ptp4l().PID()
+		return p != 0 && p != old
+	})
+	if got := sl.d.Snapshot().Restarts["ptp4l"]; got != 1 {
+		t.Errorf("ptp4l restarts = %d, want 1", got)
+	}
+	eventually(t, 30*time.Second, "the restarted slave to report SLAVE", func() bool {
+		s := PMC{Path: lab.pmc, UDSAddress: sl.d.UDSAddress(), Domain: 24}.Read(context.Background())
+		return s.PortState == PortStateSlave
+	})
+	eventually(t, 10*time.Second, "the restarted slave to be synced", func() bool { return sl.d.Status().Synced })
+	if err := testutil.CollectAndCompare(NewCollector(sl.d), strings.NewReader(fmt.Sprintf(`
+# HELP tickstack_ptp_process_restarts_total Times a linuxptp process was restarted after exiting.
+# TYPE tickstack_ptp_process_restarts_total counter
+tickstack_ptp_process_restarts_total{interface=%q,process="ptp4l"} 1
+`, lab.ifSlave)), "tickstack_ptp_process_restarts_total"); err != nil {
+		t.Errorf("metrics: %v", err)
+	}
+
+	// 5. Stopping leaves no process behind (also checked for the whole lab at cleanup).
+	slPID := sl.d.Ptp4l().PID()
+	sl.stop()
+	if !processGone(slPID) {
+		t.Errorf("slave ptp4l (pid %d) still runs after its daemon stopped", slPID)
+	}
+}

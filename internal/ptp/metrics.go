@@ -1,0 +1,87 @@
+package ptp
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Snapshot is what the Daemon knows at one moment, for metrics and for the node state.
+type Snapshot struct {
+	// Interface is the PTP interface.
+	Interface string
+	// Role is the configured role.
+	Role Role
+	// Status is the latest TimeSynced verdict and the sample behind it.
+	Status Status
+	// Restarts counts restarts per supervised process name ("ptp4l", "phc2sys").
+	Restarts map[string]int
+}
+
+// SnapshotSource gives the current Snapshot; *Daemon is one.
+type SnapshotSource interface {
+	Snapshot() Snapshot
+}
+
+// Collector exports a SnapshotSource as Prometheus metrics, read at scrape time:
+//
+//	tickstack_ptp_offset_nanoseconds{interface}              offsetFromMaster (absent when not read)
+//	tickstack_ptp_mean_path_delay_nanoseconds{interface}     meanPathDelay (absent when not read)
+//	tickstack_ptp_port_state{interface,state}                1 for the current port state, 0 for the others
+//	tickstack_ptp_time_synced{interface}                     1 when TimeSynced is true
+//	tickstack_ptp_process_restarts_total{interface,process}  restarts of ptp4l and phc2sys
+type Collector struct {
+	src                            SnapshotSource
+	offset, pathDelay, state, sync *prometheus.Desc
+	restarts                       *prometheus.Desc
+}
+
+// NewCollector returns a Collector for src; register it with the agent's registry.
+func NewCollector(src SnapshotSource) *Collector {
+	return &Collector{
+		src: src,
+		offset: prometheus.NewDesc("tickstack_ptp_offset_nanoseconds",
+			"PTP offsetFromMaster of the node's clock in nanoseconds, as ptp4l reports it.", []string{"interface"}, nil),
+		pathDelay: prometheus.NewDesc("tickstack_ptp_mean_path_delay_nanoseconds",
+			"PTP meanPathDelay to the master in nanoseconds.", []string{"interface"}, nil),
+		state: prometheus.NewDesc("tickstack_ptp_port_state",
+			"PTP port state: 1 for the current state, 0 for the others; all 0 when unreadable.", []string{"interface", "state"}, nil),
+		sync: prometheus.NewDesc("tickstack_ptp_time_synced",
+			"1 when the TimeSynced condition is true, else 0.", []string{"interface"}, nil),
+		restarts: prometheus.NewDesc("tickstack_ptp_process_restarts_total",
+			"Times a linuxptp process was restarted after exiting.", []string{"interface", "process"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.offset, c.pathDelay, c.state, c.sync, c.restarts} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.src.Snapshot()
+	st := s.Status
+	if st.Sample.HasOffset {
+		ch <- prometheus.MustNewConstMetric(c.offset, prometheus.GaugeValue, float64(st.Sample.OffsetNs), s.Interface)
+		ch <- prometheus.MustNewConstMetric(c.pathDelay, prometheus.GaugeValue, float64(st.Sample.MeanPathDelayNs), s.Interface)
+	}
+	for _, ps := range PortStates() {
+		v := 0.0
+		if st.Sample.Err == nil && st.Sample.PortState == ps {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, s.Interface, string(ps))
+	}
+	synced := 0.0
+	if st.Synced {
+		synced = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.sync, prometheus.GaugeValue, synced, s.Interface)
+	for _, name := range slices.Sorted(maps.Keys(s.Restarts)) {
+		ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(s.Restarts[name]), s.Interface, name)
+	}
+}
