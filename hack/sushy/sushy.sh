@@ -6,12 +6,13 @@
 #   sushy.sh venv
 #       Makes sure the cached venv exists (built once from requirements.txt) and prints its path.
 #       Cache: ${TICKSTACK_SUSHY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickstack/sushy}/venv-<key>.
-#   sushy.sh start DIR [--tls] [--user NAME]
+#   sushy.sh start DIR [--tls] [--user NAME] [--parent PID]
 #       Writes the emulator config (and with --tls a self-signed certificate, DIR/ca.pem) into DIR,
 #       starts the emulator on a free 127.0.0.1 port, waits until it answers and prints its URL.
 #       With --user, HTTP basic auth is on: the password is read from the SUSHY_PASSWORD environment
 #       variable (never from the command line) and stored only as a bcrypt hash in DIR/htpasswd.
-#       DIR/pid, DIR/url and DIR/emulator.log are written; the emulator runs until `stop`.
+#       DIR/pid, DIR/url and DIR/emulator.log are written; the emulator runs until `stop`, or, with
+#       --parent, until process PID is gone (so a killed test run leaves no emulator behind).
 #   sushy.sh stop DIR
 #       Stops the emulator started in DIR (SIGTERM, then SIGKILL) and removes DIR/pid.
 #
@@ -27,7 +28,7 @@ python=${SUSHY_PYTHON:-/usr/bin/python3}
 die() { echo "sushy.sh: $*" >&2; exit 1; }
 missing() { echo "sushy.sh: missing prerequisite: $* (run hack/install-deps.sh as root)" >&2; exit 3; }
 
-cache_root() { echo "${TICKSTACK_SUSHY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickstack/sushy}"; }
+cache_root() { echo "${TICKSTACK_SUSHY_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/tickstack/sushy}"; }
 
 venv_path() {
   local key
@@ -72,11 +73,12 @@ free_port() {
 cmd_start() {
   local dir=${1:-}; shift || true
   [ -n "$dir" ] || { echo "usage: sushy.sh start DIR [--tls] [--user NAME]" >&2; exit 2; }
-  local tls=0 user=""
+  local tls=0 user="" parent=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --tls) tls=1 ;;
       --user) user=${2:?--user needs a name}; shift ;;
+      --parent) parent=${2:?--parent needs a PID}; shift ;;
       *) echo "sushy.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -132,6 +134,12 @@ print(u + ":" + bcrypt.hashpw(p, bcrypt.gensalt(rounds=4)).decode())' >"$dir/htp
       if curl -fsk --max-time 2 -o /dev/null "$url/redfish/v1/"; then
         echo "$url" >"$dir/url"
         rm -f "$conf.base"
+        if [ -n "$parent" ]; then
+          # Watchdog: stop the emulator once the parent process is gone.
+          setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; kill "$2" 2>/dev/null' \
+            watchdog "$parent" "$pid" >/dev/null 2>&1 </dev/null &
+          echo $! >"$dir/watchdog.pid"
+        fi
         echo "$url"
         return 0
       fi
@@ -158,11 +166,15 @@ cmd_stop() {
     kill -KILL "$pid" 2>/dev/null || true
   fi
   rm -f "$dir/pid"
+  if [ -f "$dir/watchdog.pid" ]; then
+    kill "$(cat "$dir/watchdog.pid")" 2>/dev/null || true
+    rm -f "$dir/watchdog.pid"
+  fi
 }
 
 case "${1:-}" in
   venv) cmd_venv ;;
   start) shift; cmd_start "$@" ;;
   stop) shift; cmd_stop "$@" ;;
-  *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func startSushy(t *testing.T, user, password string) *emulator {
 	})
 	startCtx, cancelStart := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelStart()
-	cmd := exec.CommandContext(startCtx, script, "start", dir, "--tls", "--user", user)
+	cmd := exec.CommandContext(startCtx, script, "start", dir, "--tls", "--user", user, "--parent", strconv.Itoa(os.Getpid()))
 	cmd.Env = append(os.Environ(), "SUSHY_PASSWORD="+password)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

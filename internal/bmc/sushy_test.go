@@ -99,6 +99,31 @@ func TestSushy(t *testing.T) {
 		}
 	})
 
+	t.Run("no registry: names checked against current attributes", func(t *testing.T) {
+		// The emulator always has its registry; ask it for one it does not publish, as a Bios
+		// resource naming a missing registry would.
+		api, err := c.session(ctx, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, note, err := c.findRegistry(api, "BiosAttributeRegistryX1.v9_9_9")
+		if err != nil || reg != nil || !strings.Contains(note, "is attribute registry BiosAttributeRegistryX1.v9_9_9") {
+			t.Fatalf("registry %v, note %q, err %v", reg, note, err)
+		}
+		st, err := c.ReadBIOS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Registry, st.RegistryNote = nil, note
+		if _, err := ComputePlan(st, Attributes{"ProcCStates": "Disabled"}); err == nil ||
+			!strings.Contains(err.Error(), "publishes no attribute registry") {
+			t.Errorf("unknown name without registry: %v", err)
+		}
+		if p, err := ComputePlan(st, Attributes{"ProcTurboMode": "Disabled"}); err != nil || !p.NeedsPatch() {
+			t.Errorf("known name without registry: %v", err)
+		}
+	})
+
 	t.Run("validation refuses before anything changes", func(t *testing.T) {
 		_, err := c.Plan(ctx, Attributes{
 			"ProcTurboMode": "Off",       // not in the enumeration
