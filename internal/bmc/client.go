@@ -1,6 +1,7 @@
 package bmc
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -327,7 +328,7 @@ func (c *Client) getJSON(api *gofish.APIClient, op, uri string, out any) (string
 	if err != nil {
 		return "", c.fail(op, err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(out); err != nil {
 		return "", &Error{Kind: KindProtocol, Endpoint: c.endpoint, Op: op, Detail: "body is not the expected JSON: " + c.scrub.scrub(err.Error())}

@@ -1,6 +1,7 @@
 package bmc
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -157,6 +158,7 @@ func classify(endpoint, op string, err error, s scrubber) error {
 		opErr       *net.OpError
 		dnsErr      *net.DNSError
 		urlErr      *url.Error
+		recordErr   tls.RecordHeaderError
 	)
 	switch {
 	case errors.As(err, &redfishErr):
@@ -182,6 +184,10 @@ func classify(endpoint, op string, err error, s scrubber) error {
 	case errors.As(err, &invalidCert):
 		e.Kind = KindTLS
 		e.Detail = invalidCert.Error()
+	case errors.As(err, &recordErr):
+		e.Kind = KindTLS
+		e.Detail = "the endpoint does not answer TLS"
+		e.Hint = "is it an http:// endpoint or the wrong port?"
 	case errors.As(err, &dnsErr), errors.As(err, &opErr):
 		e.Kind = KindUnreachable
 		e.Detail = stripURL(err)

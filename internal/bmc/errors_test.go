@@ -1,6 +1,7 @@
 package bmc
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{"401", redfish401, KindAuth, ErrAuth, "authentication failed (HTTP 401)"},
 		{"unknown CA", &url.Error{Op: "Get", URL: "https://x/redfish/v1/", Err: x509.UnknownAuthorityError{}}, KindTLS, ErrTLS, "unknown authority"},
+		{"not TLS", &url.Error{Op: "Get", URL: "https://x/", Err: tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}}, KindTLS, ErrTLS, "does not answer TLS"},
 		{"refused", &url.Error{Op: "Get", URL: "https://x/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}}, KindUnreachable, ErrUnreachable, "connection refused"},
 		{"401 inside a collection", coll, KindAuth, ErrAuth, "HTTP 401"},
 		{"protocol error scrubbed", redfish400, KindProtocol, ErrProtocol, "HTTP 400: bad value <redacted>"},

@@ -262,6 +262,34 @@ func TestSushy(t *testing.T) {
 		}
 	})
 
+	t.Run("explicit trust choices and system selection", func(t *testing.T) {
+		insecure := cfg
+		insecure.CABundle, insecure.InsecureSkipVerify = nil, true
+		ci, err := Connect(ctx, insecure)
+		if err != nil {
+			t.Fatalf("InsecureSkipVerify: %v", err)
+		}
+		ci.Close()
+		none := cfg
+		none.CABundle = nil
+		_, err = Connect(ctx, none)
+		errs = append(errs, err)
+		if !errors.Is(err, ErrConfig) {
+			t.Errorf("no trust choice: %v", err)
+		}
+		byID := cfg
+		byID.SystemID = c.SystemID()
+		if cs, err := Connect(ctx, byID); err != nil || cs.SystemID() != c.SystemID() {
+			t.Errorf("system by Id: %v", err)
+		}
+		byID.SystemID = "no-such-system"
+		_, err = Connect(ctx, byID)
+		errs = append(errs, err)
+		if err == nil || !strings.Contains(err.Error(), c.SystemID()) {
+			t.Errorf("unknown system should list the real ones: %v", err)
+		}
+	})
+
 	t.Run("401 with a wrong password", func(t *testing.T) {
 		bad := cfg
 		bad.Credentials.Password = password + "-wrong"
