@@ -188,6 +188,12 @@ func (e *Engine) Apply(d *Desired) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{}
+	// Plan every phase first: everything this host cannot do is reported at once, before any
+	// change.
+	wanted, err := e.plannedNames(d)
+	if err != nil {
+		return rep, err
+	}
 	var writeErrs []error
 	var all []planned
 	for phase := 0; phase < phaseCount; phase++ {
@@ -205,12 +211,7 @@ func (e *Engine) Apply(d *Desired) (*Report, error) {
 		}
 		if phase == phaseNIC {
 			// A previous Desired's settings that this one drops go back to their originals
-			// first (the whole desired set is known only after the last phase, so this looks
-			// at names: everything journaled that no phase of d plans).
-			wanted, err := e.plannedNames(d)
-			if err != nil {
-				return rep, err
-			}
+			// first: everything journaled that no phase of d plans.
 			var stale []Entry
 			for _, en := range journal {
 				if !wanted[en.Name] {
@@ -276,21 +277,22 @@ func (e *Engine) Apply(d *Desired) (*Report, error) {
 	return rep, errors.Join(writeErrs...)
 }
 
-// plannedNames returns the names of every setting d plans on this host, without reading values
-// of settings that the NIC phase may still reshape (queues of both phases are listed as they are
-// now plus as the NIC phase's names).
+// plannedNames returns the names of every setting d plans on this host as it is now (queues
+// that the NIC phase adds appear once that phase has run), or every problem of every phase.
 func (e *Engine) plannedNames(d *Desired) (map[string]bool, error) {
 	names := map[string]bool{}
+	var errs []error
 	for phase := 0; phase < phaseCount; phase++ {
 		items, err := plan(e.Host, d, phase)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		for _, it := range items {
 			names[it.name] = true
 		}
 	}
-	return names, nil
+	return names, errors.Join(errs...)
 }
 
 // restoreEntries writes back the originals of the entries in which (a subset of journal), last
@@ -324,6 +326,12 @@ func (e *Engine) restoreEntries(jpath string, journal, which []Entry) ([]Entry, 
 					continue
 				}
 				errs = append(errs, fmt.Errorf("restore %s to %q: %w", en.Name, en.Original, err))
+				continue
+			}
+			// Keep the original journaled unless the kernel really took it back (hugepages in
+			// use cannot be freed, for example).
+			if now, err := s.read(); err == nil && now != en.Original {
+				errs = append(errs, fmt.Errorf("restore %s: wrote %q but the kernel reports %q; the original stays journaled", en.Name, en.Original, now))
 				continue
 			}
 			restored = append(restored, en.Name)

@@ -189,6 +189,8 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 		"interfaces[eth9].name: no interface \"eth9\" on this node",
 		"interfaces[ens1f0].sriovNumVFs: 16 is more than the 8 VFs",
 		"interfaces[ens1f0].channels: cannot be read",
+		"workqueueCPUs: CPUs 4-7 are not online on this node (online: 0-3)",
+		"hugepages[2]: node 3 has no 2048 kB hugepage pool",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not contain %q:\n%v", want, err)
@@ -197,11 +199,11 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 	if diffs := diffSnapshots(before, snapshotTree(t, dir)); len(diffs) > 0 {
 		t.Fatalf("a refused Apply changed the host:\n%s", strings.Join(diffs, "\n"))
 	}
-	// The NIC phase was fine without the bad entries: the rest is checked too.
+	// With a valid NIC phase that would change the VF count, the other problems still stop
+	// everything before the first write.
 	d = treeDesired()
 	d.WorkqueueCPUs = setp("0-7")
 	d.Hugepages = append(d.Hugepages, HugepageAllocation{Node: 3, SizeKB: 2048, Count: 1})
-	d.Interfaces[0].SRIOVNumVFs = nil
 	_, err = e.Apply(d)
 	for _, want := range []string{
 		"workqueueCPUs: CPUs 4-7 are not online on this node (online: 0-3)",
