@@ -216,6 +216,7 @@ type basicAuth struct {
 	user, password string
 }
 
+// RoundTrip implements http.RoundTripper.
 func (b *basicAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Host != b.host {
 		return b.base.RoundTrip(req)
