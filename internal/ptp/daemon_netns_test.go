@@ -315,3 +315,33 @@ tickstack_ptp_process_restarts_total{interface=%q,process="ptp4l"} 1
 		t.Errorf("slave ptp4l (pid %d) still runs after its daemon stopped", slPID)
 	}
 }
+
+// TestHardwareTimestampingWithoutPHC runs the hardware path on a NIC without a PTP hardware clock
+// (veth): ptp4l refuses to start, the supervisor keeps retrying and counts it, phc2sys runs waiting
+// for ptp4l, and TimeSynced stays false with the reason StateUnavailable.
+func TestHardwareTimestampingWithoutPHC(t *testing.T) {
+	lab := newPTPLab(t, "h")
+	rec := &recorder{}
+	cfg := Config{Role: RoleSlave, Interface: lab.ifSlave, Domain: 5, Transport: TransportL2,
+		Timestamping: TimestampingHardware, MaxOffsetNs: 100, Phc2sysOptions: map[string]string{"-R": "4"}}
+	d := lab.start(t, "hw", cfg, lab.nsSlave, rec.logger(), nil).d
+	if d.Phc2sys() == nil {
+		t.Fatal("no phc2sys supervisor with hardware timestamping")
+	}
+	eventually(t, 20*time.Second, "two ptp4l restarts", func() bool { return d.Ptp4l().Restarts() >= 2 })
+	eventually(t, 10*time.Second, "phc2sys to run", func() bool { return d.Phc2sys().PID() != 0 })
+	eventually(t, 10*time.Second, "a StateUnavailable verdict", func() bool { return d.Status().Reason == ReasonStateUnavailable })
+	if st := d.Status(); st.Synced {
+		t.Errorf("status = %+v, want not synced", st)
+	}
+	_, logs, _, _ := rec.snapshot()
+	joined := strings.Join(logs, "\n")
+	for _, want := range []string{"does not support requested timestamping mode", `"process"="phc2sys"`, `"-a" "-r" "-n" "5"`} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("agent log lacks %s", want)
+		}
+	}
+	if got := d.Snapshot().Restarts; got["ptp4l"] < 2 || got["phc2sys"] != 0 {
+		t.Errorf("restarts = %v, want ptp4l >= 2 and phc2sys 0 (it waits for ptp4l)", got)
+	}
+}

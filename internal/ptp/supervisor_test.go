@@ -1,9 +1,11 @@
 package ptp
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,6 +145,83 @@ func TestSupervisorForwardsOutputAndBacksOff(t *testing.T) {
 	if got := s.Restarts(); got < 4 {
 		t.Errorf("Restarts() = %d, want >= 4", got)
 	}
+	var waits []string
+	for _, l := range logs {
+		if i := strings.Index(l, `"restartIn"="`); i >= 0 {
+			waits = append(waits, strings.SplitN(l[i+len(`"restartIn"="`):], `"`, 2)[0])
+		}
+	}
+	if want := []string{"20ms", "40ms", "80ms", "80ms"}; len(waits) < 4 || !slices.Equal(waits[:4], want) {
+		t.Errorf("logged restart waits = %q, want them to start with %q", waits, want)
+	}
+}
+
+func TestSupervisorResetsBackoffAfterALongRun(t *testing.T) {
+	rec := &recorder{}
+	s := NewSupervisor(Command{Name: "steady", Path: "/bin/sleep", Args: []string{"0.1"}},
+		SupervisorOptions{Logger: rec.logger(), MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second, ResetBackoffAfter: 50 * time.Millisecond})
+	stop := runSupervisor(t, s)
+	eventually(t, 20*time.Second, "three restarts", func() bool { return s.Restarts() >= 3 })
+	stop()
+	_, logs, _, _ := rec.snapshot()
+	n := 0
+	for _, l := range logs {
+		if strings.Contains(l, "process exited, restarting") {
+			n++
+			if !strings.Contains(l, `"restartIn"="10ms"`) {
+				t.Errorf("a run longer than ResetBackoffAfter must restart after MinBackoff: %s", l)
+			}
+		}
+	}
+	if n < 3 {
+		t.Errorf("saw %d restarts in the log, want >= 3", n)
+	}
+}
+
+// TestSupervisorChildDiesWithAgent kills a process that supervises "sleep 60" with SIGKILL (no
+// chance to clean up) and checks that the sleep dies with it.
+func TestSupervisorChildDiesWithAgent(t *testing.T) {
+	if os.Getenv("TSPTP_SUPERVISOR_HELPER") == "1" {
+		s := NewSupervisor(Command{Name: "orphan", Path: "/bin/sleep", Args: []string{"60"}},
+			SupervisorOptions{Logger: logr.Discard(), OnStart: func(pid int) { fmt.Printf("child=%d\n", pid) }})
+		_ = s.Run(context.Background())
+		return
+	}
+	helper := exec.Command(os.Args[0], "-test.run=^TestSupervisorChildDiesWithAgent$", "-test.count=1")
+	helper.Env = append(os.Environ(), "TSPTP_SUPERVISOR_HELPER=1")
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatalf("helper stdout: %v", err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatalf("starting helper: %v", err)
+	}
+	t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "child="); ok {
+				lines <- v
+				return
+			}
+		}
+	}()
+	var child int
+	select {
+	case v := <-lines:
+		child, _ = strconv.Atoi(v)
+	case <-time.After(20 * time.Second):
+		t.Fatal("helper did not report its child within 20s")
+	}
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	if processGone(child) {
+		t.Fatalf("child %d is not running before the helper is killed", child)
+	}
+	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("killing helper: %v", err)
+	}
+	eventually(t, 10*time.Second, "the orphaned child to die (Pdeathsig)", func() bool { return processGone(child) })
 }
 
 func TestSupervisorRestartsKilledProcess(t *testing.T) {
