@@ -29,6 +29,8 @@ type Params struct {
 	IRQAffinityCPUs cpuset.Set
 	// IdlePoll adds idle=poll: idle CPUs spin instead of entering any C-state.
 	IdlePoll bool
+	// NoSMT adds nosmt: sibling threads stay offline from boot on.
+	NoSMT bool
 	// MaxCState, when set, adds processor.max_cstate=N and intel_idle.max_cstate=N.
 	MaxCState *int
 	// DefaultHugepageSizeKB, when set, adds default_hugepagesz.
@@ -138,6 +140,9 @@ func Build(p Params) ([]string, error) {
 	}
 	if p.IdlePoll {
 		args = append(args, "idle=poll")
+	}
+	if p.NoSMT {
+		args = append(args, "nosmt")
 	}
 	if p.MaxCState != nil {
 		if *p.MaxCState < 0 || *p.MaxCState > 9 {

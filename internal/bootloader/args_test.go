@@ -31,8 +31,8 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name: "explicit flags, idle and cstates",
-			p:    Params{IsolatedCPUs: cpuset.MustParse("1,3"), IsolationFlags: []string{"domain"}, IdlePoll: true, MaxCState: intp(1)},
-			want: []string{"isolcpus=domain,1,3", "idle=poll", "processor.max_cstate=1", "intel_idle.max_cstate=1"},
+			p:    Params{IsolatedCPUs: cpuset.MustParse("1,3"), IsolationFlags: []string{"domain"}, IdlePoll: true, NoSMT: true, MaxCState: intp(1)},
+			want: []string{"isolcpus=domain,1,3", "idle=poll", "nosmt", "processor.max_cstate=1", "intel_idle.max_cstate=1"},
 		},
 		{
 			name: "no flags",

@@ -169,3 +169,33 @@ func (h *Host) SetWorkqueueCPUs(cpus cpuset.Set) error {
 	}
 	return h.WriteFile(workqueueMask, cpus.Mask())
 }
+
+const smtControl = "/sys/devices/system/cpu/smt/control"
+
+// SMT control values of /sys/devices/system/cpu/smt/control.
+const (
+	SMTOn             = "on"
+	SMTOff            = "off"
+	SMTForceOff       = "forceoff"
+	SMTNotSupported   = "notsupported"
+	SMTNotImplemented = "notimplemented"
+)
+
+// SMTControl reads the runtime SMT control: on, off, forceoff (nosmt=force at boot),
+// notsupported (no SMT siblings) or notimplemented. A kernel without the file reads as
+// notimplemented.
+func (h *Host) SMTControl() (string, error) {
+	v, err := h.ReadFile(smtControl)
+	if errors.Is(err, os.ErrNotExist) {
+		return SMTNotImplemented, nil
+	}
+	return v, err
+}
+
+// SetSMTControl turns SMT on or off at runtime: "off" takes every sibling thread offline.
+func (h *Host) SetSMTControl(v string) error {
+	if v != SMTOn && v != SMTOff {
+		return fmt.Errorf("smt control %q: use %q or %q", v, SMTOn, SMTOff)
+	}
+	return h.WriteFile(smtControl, v)
+}

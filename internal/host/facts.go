@@ -71,6 +71,10 @@ type Interface struct {
 	// SRIOVTotalVFs is how many VFs the function supports (0: no SR-IOV); SRIOVNumVFs how many
 	// are enabled.
 	SRIOVTotalVFs, SRIOVNumVFs int
+	// NUMANode is the NUMA node the device is attached to; nil when unknown.
+	NUMANode *int
+	// PhysicalFunction is the PF's interface name when this interface is an SR-IOV VF.
+	PhysicalFunction string
 	// XDPNative guesses, from the driver name, whether the driver runs XDP programs natively.
 	XDPNative bool
 	// RXQueues and TXQueues count the queues in sysfs.
@@ -213,6 +217,17 @@ func (h *Host) interfaces() ([]Interface, error) {
 			}
 			ifc.SRIOVTotalVFs, _ = h.SRIOVTotalVFs(ifc.PCIAddress)
 			ifc.SRIOVNumVFs, _ = h.SRIOVNumVFs(ifc.PCIAddress)
+			if v, err := h.ReadFile(dev + "numa_node"); err == nil {
+				if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+					ifc.NUMANode = &n
+				}
+			}
+			if pf, err := os.Readlink(h.Path(dev + "physfn")); err == nil {
+				pfNets, _ := os.ReadDir(h.Path("/sys/bus/pci/devices/" + filepath.Base(pf) + "/net"))
+				if len(pfNets) > 0 {
+					ifc.PhysicalFunction = pfNets[0].Name()
+				}
+			}
 		}
 		ifc.XDPNative = XDPNativeDriver(ifc.Driver)
 		rx, _ := h.Queues(name, RXQueue)

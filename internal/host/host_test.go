@@ -75,6 +75,11 @@ func TestDiscoverTree(t *testing.T) {
 		"sys/devices/pci0000:00/0000:3b:00.0/sriov_totalvfs":                  "64",
 		"sys/devices/pci0000:00/0000:3b:00.0/sriov_numvfs":                    "0",
 		"sys/devices/pci0000:00/0000:3b:00.0/vendor":                          "0x8086",
+		"sys/devices/pci0000:00/0000:3b:00.0/numa_node":                       "1",
+		"sys/devices/pci0000:00/0000:3b:01.0/vendor":                          "0x8086",
+		"sys/devices/pci0000:00/0000:3b:01.0/device":                          "0x1889",
+		"sys/devices/pci0000:00/0000:3b:01.0/numa_node":                       "-1",
+		"sys/devices/pci0000:00/0000:3b:01.0/net/ens1f0v0/ifindex":            "9",
 		"sys/devices/pci0000:00/0000:3b:00.0/device":                          "0x159b",
 		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/ifindex":              "5",
 		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-0/rps_cpus": "0",
@@ -92,10 +97,15 @@ func TestDiscoverTree(t *testing.T) {
 		write(t, root, p, c)
 	}
 	for p, target := range map[string]string{
-		"sys/class/net/ens1f0":                                  "../../devices/pci0000:00/0000:3b:00.0/net/ens1f0",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/device": "../../../0000:3b:00.0",
-		"sys/bus/pci/devices/0000:3b:00.0":                      "../../../devices/pci0000:00/0000:3b:00.0",
-		"sys/devices/pci0000:00/0000:3b:00.0/driver":            "../../../bus/pci/drivers/ice",
+		"sys/class/net/ens1f0":                                    "../../devices/pci0000:00/0000:3b:00.0/net/ens1f0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/device":   "../../../0000:3b:00.0",
+		"sys/bus/pci/devices/0000:3b:00.0":                        "../../../devices/pci0000:00/0000:3b:00.0",
+		"sys/devices/pci0000:00/0000:3b:00.0/driver":              "../../../bus/pci/drivers/ice",
+		"sys/class/net/ens1f0v0":                                  "../../devices/pci0000:00/0000:3b:01.0/net/ens1f0v0",
+		"sys/devices/pci0000:00/0000:3b:01.0/net/ens1f0v0/device": "../../../0000:3b:01.0",
+		"sys/bus/pci/devices/0000:3b:01.0":                        "../../../devices/pci0000:00/0000:3b:01.0",
+		"sys/devices/pci0000:00/0000:3b:01.0/physfn":              "../0000:3b:00.0",
+		"sys/devices/pci0000:00/0000:3b:01.0/driver":              "../../../bus/pci/drivers/iavf",
 	} {
 		full := filepath.Join(root, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -119,14 +129,23 @@ func TestDiscoverTree(t *testing.T) {
 	if f.CPUs[3].Node != 1 || f.CPUs[2].Siblings.String() != "0,2" {
 		t.Fatalf("cpu 3: %+v cpu 2: %+v", f.CPUs[3], f.CPUs[2])
 	}
-	if len(f.Interfaces) != 1 {
+	if len(f.Interfaces) != 2 {
 		t.Fatalf("interfaces: %+v", f.Interfaces)
 	}
 	ifc := f.Interfaces[0]
+	if ifc.NUMANode == nil || *ifc.NUMANode != 1 {
+		t.Fatalf("PF NUMA node: %v", ifc.NUMANode)
+	}
+	ifc.NUMANode = nil
 	want := host.Interface{Name: "ens1f0", Driver: "ice", PCIAddress: "0000:3b:00.0", Vendor: "8086", Device: "159b",
 		SRIOVTotalVFs: 64, XDPNative: true, RXQueues: 1, TXQueues: 2}
 	if ifc != want {
 		t.Fatalf("interface = %+v\nwant %+v", ifc, want)
+	}
+	vf := f.Interfaces[1]
+	want = host.Interface{Name: "ens1f0v0", Driver: "iavf", PCIAddress: "0000:3b:01.0", Vendor: "8086", Device: "1889", PhysicalFunction: "ens1f0"}
+	if vf != want {
+		t.Fatalf("VF = %+v\nwant %+v", vf, want)
 	}
 }
 

@@ -63,11 +63,19 @@ func ParseBracketChoice(v string) (string, []string) {
 	return sel, modes
 }
 
+// AnyNode, as a NUMA node number, means the kernel's choice: the system-wide hugepage pool,
+// which the kernel spreads over the nodes.
+const AnyNode = -1
+
 func hugepagesPath(node, sizeKB int) string {
+	if node == AnyNode {
+		return fmt.Sprintf("/sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages", sizeKB)
+	}
 	return fmt.Sprintf("/sys/devices/system/node/node%d/hugepages/hugepages-%dkB/nr_hugepages", node, sizeKB)
 }
 
-// Hugepages reads how many hugepages of sizeKB are allocated on a NUMA node.
+// Hugepages reads how many hugepages of sizeKB are allocated on a NUMA node (AnyNode: in the
+// system-wide pool).
 func (h *Host) Hugepages(node, sizeKB int) (int, error) {
 	v, err := h.ReadFile(hugepagesPath(node, sizeKB))
 	if err != nil {

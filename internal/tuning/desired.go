@@ -35,6 +35,9 @@ type Desired struct {
 	THP *THP
 	// WorkqueueCPUs restricts unbound kernel workqueues to these CPUs.
 	WorkqueueCPUs *cpuset.Set
+	// SMT turns simultaneous multithreading on or off at runtime (off takes every sibling thread
+	// offline). A node without SMT has nothing to switch.
+	SMT *bool
 	// Interfaces tunes network interfaces.
 	Interfaces []InterfaceTuning
 	// Hugepages allocates runtime hugepages per NUMA node.
@@ -92,6 +95,7 @@ type InterfaceTuning struct {
 
 // HugepageAllocation is a runtime hugepage pool on one NUMA node.
 type HugepageAllocation struct {
+	// Node is the NUMA node, or host.AnyNode for the system-wide pool the kernel spreads.
 	Node   int
 	SizeKB int
 	Count  int
@@ -200,8 +204,8 @@ func Validate(d *Desired) error {
 	seenHP := map[[2]int]bool{}
 	for i, hp := range d.Hugepages {
 		f := fmt.Sprintf("hugepages[%d]", i)
-		if hp.Node < 0 {
-			errs = append(errs, fieldErr(f+".node", "is negative", "use a NUMA node number from the node's facts"))
+		if hp.Node < host.AnyNode {
+			errs = append(errs, fieldErr(f+".node", "is negative", "use a NUMA node number from the node's facts, or host.AnyNode (-1) for the kernel's choice"))
 		}
 		if !slices.Contains(hugepageSizesKB, hp.SizeKB) {
 			errs = append(errs, fieldErr(f+".sizeKB", "%d kB is not a hugepage size", "use 2048 (2M) or 1048576 (1G)", hp.SizeKB))

@@ -60,9 +60,9 @@ const (
 	InSync State = "InSync"
 	// Drifted: the host holds another value than desired (changed by someone, or not yet applied).
 	Drifted State = "Drifted"
-	// Refused: the kernel refuses to change this setting (a managed or per-CPU IRQ); it is left
-	// as it is and does not count as drift.
-	Refused State = "Refused"
+	// Unsupported: the host has no such knob for this object: the kernel refuses to change a
+	// managed or per-CPU IRQ's affinity. It is left as it is and does not count as drift.
+	Unsupported State = "Unsupported"
 	// Failed: the value could not be read.
 	Failed State = "Failed"
 )
@@ -76,7 +76,7 @@ type Result struct {
 	// Desired and Observed are canonical values (CPU sets in list form).
 	Desired, Observed string
 	State             State
-	// Message explains Refused and Failed.
+	// Message explains Unsupported and Failed.
 	Message string
 }
 
@@ -169,9 +169,9 @@ func (e *Engine) planPhase(d *Desired, phase int) ([]planned, error) {
 
 // Apply makes the host match d. It validates d first (nothing changes on a validation error),
 // restores settings journaled by an earlier Desired that d no longer has, journals the originals
-// of settings about to change for the first time, then writes what differs, in two phases (NIC
-// VF counts, channels, rings and coalescing first, because they add or remove queues; then the
-// rest). It returns the verification afterwards. Write errors do not stop the other writes; they
+// of settings about to change for the first time, then writes what differs, in two phases (SMT,
+// NIC VF counts, channels, rings and coalescing first, because they take CPUs offline or add or
+// remove queues; then the rest). It returns the verification afterwards. Write errors do not stop the other writes; they
 // are returned together and show as Drifted results.
 func (e *Engine) Apply(d *Desired) (*Report, error) {
 	if err := Validate(d); err != nil {
@@ -209,7 +209,7 @@ func (e *Engine) Apply(d *Desired) (*Report, error) {
 				return rep, fieldErr(it.field, "cannot read %s: %v", "", it.name, err)
 			}
 		}
-		if phase == phaseNIC {
+		if phase == phaseStructure {
 			// A previous Desired's settings that this one drops go back to their originals
 			// first: everything journaled that no phase of d plans.
 			var stale []Entry
@@ -407,7 +407,7 @@ func (e *Engine) verifyItems(items []planned, journal []Entry) []Result {
 		case it.s.inSync(it.desired, obs):
 			r.Observed, r.State = obs, InSync
 		case refused[it.name]:
-			r.Observed, r.State, r.Message = obs, Refused, "the kernel refuses to change this IRQ's affinity (managed or per-CPU IRQ)"
+			r.Observed, r.State, r.Message = obs, Unsupported, "the kernel refuses to change this IRQ's affinity (managed or per-CPU IRQ)"
 		default:
 			r.Observed, r.State = obs, Drifted
 		}

@@ -33,7 +33,7 @@ func requireAllInSync(t *testing.T, rs []Result) {
 		t.Fatal("no results")
 	}
 	for _, r := range rs {
-		if r.State != InSync && r.State != Refused {
+		if r.State != InSync && r.State != Unsupported {
 			t.Errorf("%s (%s): state %s, desired %q, observed %q %s", r.Name, r.Field, r.State, r.Desired, r.Observed, r.Message)
 		}
 	}
@@ -70,6 +70,8 @@ func TestTreeApplyVerifyRestore(t *testing.T) {
 		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-1/rps_cpus":      "3",
 		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-1/xps_cpus":      "1",
 		"sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages": "4",
+		"sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages":                    "64",
+		"sys/devices/system/cpu/smt/control":                                       "off",
 	} {
 		if got := readTree(t, dir, p); got != want {
 			t.Errorf("%s = %q, want %q", p, got, want)
@@ -190,7 +192,7 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 		"interfaces[ens1f0].sriovNumVFs: 16 is more than the 8 VFs",
 		"interfaces[ens1f0].channels: cannot be read",
 		"workqueueCPUs: CPUs 4-7 are not online on this node (online: 0-3)",
-		"hugepages[2]: node 3 has no 2048 kB hugepage pool",
+		"hugepages[3]: node 3 has no 2048 kB hugepage pool",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not contain %q:\n%v", want, err)
@@ -207,7 +209,7 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 	_, err = e.Apply(d)
 	for _, want := range []string{
 		"workqueueCPUs: CPUs 4-7 are not online on this node (online: 0-3)",
-		"hugepages[2]: node 3 has no 2048 kB hugepage pool",
+		"hugepages[3]: node 3 has no 2048 kB hugepage pool",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not contain %q:\n%v", want, err)
@@ -252,7 +254,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "hugepages",
-			d:    Desired{Hugepages: []HugepageAllocation{{Node: 0, SizeKB: 4096, Count: 1}, {Node: -1, SizeKB: 2048, Count: -2}}},
+			d:    Desired{Hugepages: []HugepageAllocation{{Node: 0, SizeKB: 4096, Count: 1}, {Node: -2, SizeKB: 2048, Count: -2}}},
 			want: []string{"hugepages[0].sizeKB: 4096 kB is not a hugepage size", "hugepages[1].node: is negative", "hugepages[1].count: is negative"},
 		},
 	}

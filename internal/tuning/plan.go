@@ -17,10 +17,11 @@ type item struct {
 	name, desired, field string
 }
 
-// Phases: structural NIC settings (VF counts, channels, rings, coalescing) first, because they
-// create or remove queues that the second phase (RPS/XPS and the rest) then sees.
+// Phases: structural settings first (SMT, which takes sibling CPUs offline; VF counts, channels,
+// rings and coalescing, which create or remove queues), so that the second phase (per-CPU and
+// per-queue settings and the rest) is planned on the CPUs and queues that exist afterwards.
 const (
-	phaseNIC = iota
+	phaseStructure = iota
 	phaseRest
 	phaseCount
 )
@@ -42,7 +43,22 @@ func plan(h *host.Host, d *Desired, phase int) ([]item, error) {
 		}
 		return true
 	}
-	if phase == phaseNIC {
+	if phase == phaseStructure {
+		if d.SMT != nil {
+			ctl, err := h.SMTControl()
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case ctl == host.SMTNotSupported || ctl == host.SMTNotImplemented:
+				// No sibling threads, or no runtime control: nothing to switch (nosmt at boot is a
+				// kernel argument).
+			case ctl == host.SMTForceOff && *d.SMT:
+				errs = append(errs, fieldErr("smt", "SMT is forced off at boot (nosmt=force)", "remove nosmt=force from the kernel arguments, or ask for SMT off"))
+			default:
+				add("smt", "smt/control", map[bool]string{true: host.SMTOn, false: host.SMTOff}[*d.SMT])
+			}
+		}
 		for _, ifc := range d.Interfaces {
 			f := "interfaces[" + ifc.Name + "]"
 			if !h.Exists("/sys/class/net/" + ifc.Name) {
@@ -111,7 +127,7 @@ func plan(h *host.Host, d *Desired, phase int) ([]item, error) {
 				add("irqAffinity.cpus", "irq/"+strconv.Itoa(irq.Number), a.CPUs.String())
 			}
 		}
-		add("irqAffinity.cpus", "irq/default", a.CPUs.String())
+		add("irqAffinity.cpus", "irq/default_smp_affinity", a.CPUs.String())
 	}
 	if b := d.IrqbalanceBannedCPUs; b != nil && checkCPUs("irqbalanceBannedCPUs", *b) {
 		add("irqbalanceBannedCPUs", "irqbalance/banned-cpus", b.String())
@@ -209,10 +225,18 @@ func plan(h *host.Host, d *Desired, phase int) ([]item, error) {
 	for i, hp := range d.Hugepages {
 		f := fmt.Sprintf("hugepages[%d]", i)
 		if _, err := h.Hugepages(hp.Node, hp.SizeKB); err != nil {
-			errs = append(errs, fieldErr(f, "node %d has no %d kB hugepage pool", "use a node and size from the node's facts", hp.Node, hp.SizeKB))
+			if hp.Node == host.AnyNode {
+				errs = append(errs, fieldErr(f, "this kernel has no %d kB hugepage pool", "use a size from the node's facts", hp.SizeKB))
+			} else {
+				errs = append(errs, fieldErr(f, "node %d has no %d kB hugepage pool", "use a node and size from the node's facts", hp.Node, hp.SizeKB))
+			}
 			continue
 		}
-		add(f+".count", fmt.Sprintf("hugepages/node%d/%dkB", hp.Node, hp.SizeKB), strconv.Itoa(hp.Count))
+		node := "all"
+		if hp.Node != host.AnyNode {
+			node = "node" + strconv.Itoa(hp.Node)
+		}
+		add(f+".count", fmt.Sprintf("hugepages/%s/%dkB", node, hp.SizeKB), strconv.Itoa(hp.Count))
 	}
 	return items, errors.Join(errs...)
 }

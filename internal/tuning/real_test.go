@@ -136,6 +136,7 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 		IrqbalanceBannedCPUs: setp(fmt.Sprint(last)),
 		CPUIdle:              &CPUIdle{CPUs: cpuset.New(last), MaxLatencyUs: 0},
 		WorkqueueCPUs:        setp(fmt.Sprint(first)),
+		SMT:                  boolp(false),
 		Interfaces: []InterfaceTuning{{
 			Name:     env.A,
 			Channels: map[string]uint32{"rx": 2, "tx": 2},
@@ -167,17 +168,22 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 	states := map[State]int{}
 	for _, r := range rep.Results {
 		states[r.State]++
-		if r.State == Refused {
+		if r.State == Unsupported {
 			t.Logf("refused by the kernel: %s (observed %s)", r.Name, r.Observed)
 		}
 	}
 	t.Logf("applied %d settings, changed %d: %v", len(rep.Results), len(rep.Changed), states)
 	byName := resultsByName(rep.Results)
 	// Every planned setting is reported, with what is observed.
-	for _, name := range []string{"sysctl/vm.stat_interval", "irq/default", "workqueue/cpumask",
+	for _, name := range []string{"sysctl/vm.stat_interval", "irq/default_smp_affinity", "workqueue/cpumask",
 		"channels/" + env.A + "/rx", "rps/" + env.A + "/rx-1", "xps/" + env.A + "/tx-0", "irqbalance/banned-cpus"} {
 		if r, ok := byName[name]; !ok || r.Observed == "" {
 			t.Errorf("result %s missing or without observed value: %+v", name, r)
+		}
+	}
+	if ctl, _ := h.SMTControl(); ctl == host.SMTNotSupported {
+		if _, ok := byName["smt/control"]; ok {
+			t.Errorf("smt/control planned on a host without SMT")
 		}
 	}
 	if _, ok := byName["rps/"+env.A+"/rx-3"]; ok {
@@ -206,7 +212,7 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 	}
 	moved := 0
 	for _, r := range rep.Results {
-		if strings.HasPrefix(r.Name, "irq/") && r.Name != "irq/default" && r.State == InSync {
+		if strings.HasPrefix(r.Name, "irq/") && r.Name != "irq/default_smp_affinity" && r.State == InSync {
 			if got := read("/proc/" + r.Name + "/smp_affinity_list"); got != fmt.Sprint(first) {
 				t.Errorf("%s affinity = %s, want %d", r.Name, got, first)
 			}
@@ -225,7 +231,7 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 	// Manual drift: a sysctl and an IRQ mask changed behind the agent's back.
 	driftIRQ := ""
 	for _, r := range rep.Results {
-		if strings.HasPrefix(r.Name, "irq/") && r.Name != "irq/default" && r.State == InSync && first != last {
+		if strings.HasPrefix(r.Name, "irq/") && r.Name != "irq/default_smp_affinity" && r.State == InSync && first != last {
 			driftIRQ = r.Name
 			break
 		}

@@ -76,9 +76,9 @@ func setSetting(read func() (cpuset.Set, error), write func(cpuset.Set) error) s
 }
 
 // resolve maps a setting name to its accessors on h. Names are
-// kind/key: sysctl/<key>, irq/<n>, irq/default, irqbalance/banned-cpus,
+// kind/key: sysctl/<key>, irq/<n>, irq/default_smp_affinity, irqbalance/banned-cpus,
 // cpuidle/cpu<N>/state<M>, cpufreq/cpu<N>/governor, cpufreq/turbo, thp/enabled, thp/defrag,
-// workqueue/cpumask, rps/<if>/rx-<q>, xps/<if>/tx-<q>, hugepages/node<N>/<size>kB,
+// workqueue/cpumask, rps/<if>/rx-<q>, xps/<if>/tx-<q>, hugepages/node<N>|all/<size>kB, smt/control,
 // channels|rings|coalesce/<if>/<param>, sriov/<pci>/numvfs.
 func resolve(h *host.Host, name string) (setting, error) {
 	parts := strings.Split(name, "/")
@@ -112,7 +112,7 @@ func resolve(h *host.Host, name string) (setting, error) {
 			inSync: equal,
 			canon:  canon,
 		}, nil
-	case parts[0] == "irq" && len(parts) == 2 && parts[1] == "default":
+	case name == "irq/default_smp_affinity":
 		return setSetting(h.DefaultIRQAffinity, h.SetDefaultIRQAffinity), nil
 	case parts[0] == "irq" && len(parts) == 2:
 		n, err := num(parts[1], "")
@@ -212,8 +212,19 @@ func resolve(h *host.Host, name string) (setting, error) {
 		ifname := parts[1]
 		return setSetting(func() (cpuset.Set, error) { return h.QueueCPUs(ifname, kind, q) },
 			func(c cpuset.Set) error { return h.SetQueueCPUs(ifname, kind, q, c) }), nil
+	case name == "smt/control":
+		return setting{
+			read:  h.SMTControl,
+			write: h.SetSMTControl,
+			// SMT forced off at boot is off.
+			inSync: func(d, o string) bool { return d == o || (d == host.SMTOff && o == host.SMTForceOff) },
+			canon:  identity,
+		}, nil
 	case parts[0] == "hugepages" && len(parts) == 3 && strings.HasSuffix(parts[2], "kB"):
-		node, err1 := num(parts[1], "node")
+		node, err1 := host.AnyNode, error(nil)
+		if parts[1] != "all" {
+			node, err1 = num(parts[1], "node")
+		}
 		size, err2 := strconv.Atoi(strings.TrimSuffix(parts[2], "kB"))
 		if err1 != nil || err2 != nil {
 			return setting{}, bad

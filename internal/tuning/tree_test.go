@@ -26,18 +26,20 @@ func buildTree(t testing.TB, dir string, realSysctls bool) {
 		"sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages":    "0",
 		"sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages": "0",
 		"proc/irq/default_smp_affinity":                                            "f",
-		"proc/cmdline":                                                             "BOOT_IMAGE=/vmlinuz root=/dev/sda1 quiet",
-		"etc/default/irqbalance":                                                   "#IRQBALANCE_ONESHOT=\nIRQBALANCE_ARGS=\"--policyscript=/x\"\n",
-		"sys/devices/pci0000:00/0000:3b:00.0/sriov_totalvfs":                       "8",
-		"sys/devices/pci0000:00/0000:3b:00.0/sriov_numvfs":                         "0",
-		"sys/devices/pci0000:00/0000:3b:00.0/vendor":                               "0x8086",
-		"sys/devices/pci0000:00/0000:3b:00.0/device":                               "0x159b",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/ifindex":                   "5",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-0/rps_cpus":      "0",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-1/rps_cpus":      "0",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-0/xps_cpus":      "1",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-1/xps_cpus":      "2",
-		"sys/bus/pci/drivers/ice/bind":                                             "",
+		"sys/devices/system/cpu/smt/control":                                       "on",
+		"sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages":                    "0",
+		"proc/cmdline":           "BOOT_IMAGE=/vmlinuz root=/dev/sda1 quiet",
+		"etc/default/irqbalance": "#IRQBALANCE_ONESHOT=\nIRQBALANCE_ARGS=\"--policyscript=/x\"\n",
+		"sys/devices/pci0000:00/0000:3b:00.0/sriov_totalvfs":                  "8",
+		"sys/devices/pci0000:00/0000:3b:00.0/sriov_numvfs":                    "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/vendor":                          "0x8086",
+		"sys/devices/pci0000:00/0000:3b:00.0/device":                          "0x159b",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/ifindex":              "5",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-0/rps_cpus": "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-1/rps_cpus": "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-0/xps_cpus": "1",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-1/xps_cpus": "2",
+		"sys/bus/pci/drivers/ice/bind":                                        "",
 	}
 	if !realSysctls {
 		for k, v := range map[string]string{
@@ -159,10 +161,11 @@ func treeDesired() *Desired {
 		CPUIdle:              &CPUIdle{CPUs: cpuset.MustParse("2-3"), MaxLatencyUs: 2},
 		CPUFreq:              &CPUFreq{Governor: "performance", Turbo: boolp(false)},
 		WorkqueueCPUs:        setp("0-1"),
+		SMT:                  boolp(false),
 		Interfaces: []InterfaceTuning{{
 			Name: "ens1f0", RPSCPUs: setp("0-1"), XPSCPUs: setp("0"), SRIOVNumVFs: intp(4),
 		}},
-		Hugepages: []HugepageAllocation{{Node: 0, SizeKB: 1048576, Count: 4}, {Node: 0, SizeKB: 2048, Count: 128}},
+		Hugepages: []HugepageAllocation{{Node: 0, SizeKB: 1048576, Count: 4}, {Node: 0, SizeKB: 2048, Count: 128}, {Node: host.AnyNode, SizeKB: 2048, Count: 64}},
 	}
 }
 
