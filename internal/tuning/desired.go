@@ -106,6 +106,7 @@ type FieldError struct {
 	Field, Problem, Fix string
 }
 
+// Error formats "field: problem; fix".
 func (e *FieldError) Error() string {
 	if e.Fix == "" {
 		return e.Field + ": " + e.Problem
