@@ -51,7 +51,9 @@ const (
 	// DefaultMaxOffsetNs is the offset threshold when none is given: 1 µs, well inside what
 	// hardware time stamping holds and far inside MiFID II RTS 25's 100 µs for HFT.
 	DefaultMaxOffsetNs int64 = 1000
-	// DefaultHoldTime is how long the node may stay out of sync before TimeSynced turns false.
+	// DefaultHoldTime is how long the node may stay out of sync before TimeSynced turns false, for
+	// the profile API to default an absent holdTime to. WithDefaults leaves HoldTime alone: zero is
+	// a valid choice (react at once).
 	DefaultHoldTime = 10 * time.Second
 )
 
@@ -86,8 +88,8 @@ type Config struct {
 	HoldTime time.Duration
 }
 
-// WithDefaults returns a copy of c with zero-valued fields set to the package defaults. Domain 0 is
-// a valid domain and stays as is.
+// WithDefaults returns a copy of c with empty Role, Transport, Timestamping and MaxOffsetNs set to
+// the package defaults. Domain 0 and HoldTime 0 are valid choices and stay as they are.
 func (c Config) WithDefaults() Config {
 	if c.Role == "" {
 		c.Role = DefaultRole
@@ -100,9 +102,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxOffsetNs == 0 {
 		c.MaxOffsetNs = DefaultMaxOffsetNs
-	}
-	if c.HoldTime == 0 {
-		c.HoldTime = DefaultHoldTime
 	}
 	return c
 }

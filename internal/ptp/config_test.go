@@ -22,7 +22,7 @@ func validConfig() Config {
 func TestWithDefaults(t *testing.T) {
 	got := Config{Interface: "eth0"}.WithDefaults()
 	want := Config{Interface: "eth0", Role: RoleSlave, Transport: TransportUDPv4,
-		Timestamping: TimestampingHardware, MaxOffsetNs: DefaultMaxOffsetNs, HoldTime: DefaultHoldTime}
+		Timestamping: TimestampingHardware, MaxOffsetNs: DefaultMaxOffsetNs}
 	if got.Role != want.Role || got.Transport != want.Transport || got.Timestamping != want.Timestamping ||
 		got.MaxOffsetNs != want.MaxOffsetNs || got.HoldTime != want.HoldTime || got.Domain != 0 {
 		t.Fatalf("WithDefaults() = %+v, want %+v", got, want)

@@ -188,7 +188,8 @@ func (d *Daemon) Snapshot() Snapshot {
 }
 
 // Run writes the configuration, starts the processes and polls their state until ctx ends; it
-// returns after every process has exited.
+// returns after every process has exited. Call it once per Daemon; for a new configuration, stop
+// this one and start a new Daemon.
 func (d *Daemon) Run(ctx context.Context) error {
 	if err := os.MkdirAll(d.opts.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating PTP run directory: %w", err)

@@ -117,6 +117,9 @@ func (s *Supervisor) PID() int {
 func (s *Supervisor) Run(ctx context.Context) error {
 	backoff := s.opts.MinBackoff
 	for first := true; ; first = false {
+		if ctx.Err() != nil {
+			return nil
+		}
 		if !first {
 			s.mu.Lock()
 			s.restarts++
