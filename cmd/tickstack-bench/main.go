@@ -1,0 +1,322 @@
+// Command tickstack-bench is the node-side benchmark runner a LatencyBenchmark Job executes. It has
+// two roles:
+//
+//	tickstack-bench --role=server --listen=IP [--cpus=LIST] [--once]
+//	tickstack-bench --role=client --peer=IP[:PORT] [--cpus=LIST] [--spec=FILE | suite flags] [--output=FILE]
+//
+// The server role is the reflector: it runs unmodified sockperf servers (under the bypass launcher
+// for the bypass stack) when the client asks over a control connection. The client role runs the
+// suites (sockperf clients, oslat, cyclictest), then writes the results as compact JSON to --output
+// and prints them to stdout between marker lines (see bench.WriteResultsLog), where a controller
+// reads them from the pod log. Progress goes to stderr.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "tickstack-bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	role         string
+	listen       string
+	controlPort  int
+	once         bool
+	peer         string
+	peerTimeout  time.Duration
+	cpus         string
+	launcher     string
+	specFile     string
+	output       string
+	workDir      string
+	node         string
+	basePort     int
+	group        string
+	suites       string
+	stacks       string
+	protocols    string
+	sizes        string
+	duration     int
+	rates        string
+	rateSizes    string
+	replyEvery   int
+	burstSize    int
+	maxBurst     int64
+	burstTrials  int
+	linkMbps     int64
+	mixed        string
+	mixedSeconds int
+	jitterCPUs   string
+	jitterSecs   int
+	jitterTools  string
+	cyclicPrio   int
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, *flag.FlagSet, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("tickstack-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.role, "role", "", "server (the reflector) or client (runs the suites)")
+	fs.StringVar(&o.listen, "listen", "", "server: this host's IP on the test network; sockperf servers bind to it and the control port listens on it")
+	fs.IntVar(&o.controlPort, "control-port", bench.DefaultControlPort, "server: control port; client: default port of --peer")
+	fs.BoolVar(&o.once, "once", false, "server: exit when the first client disconnects (for Jobs)")
+	fs.StringVar(&o.peer, "peer", "", "client: the reflector's control address, IP or IP:PORT")
+	fs.DurationVar(&o.peerTimeout, "peer-timeout", 2*time.Minute, "client: how long to wait for the reflector")
+	fs.StringVar(&o.cpus, "cpus", "", "CPU list (taskset -c) for this side's sockperf processes, e.g. 2 or 2-3")
+	fs.StringVar(&o.launcher, "launcher", "", "bypass launcher path (default "+bench.DefaultLauncherPath+", then tickstack-run on PATH)")
+	fs.StringVar(&o.specFile, "spec", "", "client: JSON bench.Spec file (- for stdin); excludes the suite flags below")
+	fs.StringVar(&o.output, "output", "", "client: also write the results JSON to this file")
+	fs.StringVar(&o.workDir, "work-dir", "", "client: directory for sockperf full logs and playback files (default: a new temporary directory)")
+	fs.StringVar(&o.node, "node", os.Getenv("NODE_NAME"), "client: node name recorded in the results (default $NODE_NAME)")
+	fs.IntVar(&o.basePort, "base-port", 11111, "client: first sockperf data port")
+	fs.StringVar(&o.group, "group", bench.DefaultMulticastGroup, "client: multicast group for udpMulticast")
+	fs.StringVar(&o.suites, "suites", "", "client: comma list of pingPong,rateSweep,microburst,mixedBurst,jitter (instead of --spec)")
+	fs.StringVar(&o.stacks, "stacks", "", "client: comma list of kernel,bypass (default kernel)")
+	fs.StringVar(&o.protocols, "protocols", "", "pingPong: comma list of udp,udpMulticast,tcp")
+	fs.StringVar(&o.sizes, "sizes", "", "pingPong: comma list of message sizes in bytes (14..1472)")
+	fs.IntVar(&o.duration, "duration", 0, "seconds per pingPong size and per rateSweep rate")
+	fs.StringVar(&o.rates, "rates", "", "rateSweep: comma list of increasing rates in msg/s")
+	fs.StringVar(&o.rateSizes, "rate-sizes", "", "rateSweep: comma list of message sizes")
+	fs.IntVar(&o.replyEvery, "reply-every", 0, "rateSweep: reflect one message in N")
+	fs.IntVar(&o.burstSize, "burst-size", 0, "microburst: message size")
+	fs.Int64Var(&o.maxBurst, "max-burst", 0, "microburst: largest burst to try")
+	fs.IntVar(&o.burstTrials, "burst-trials", 0, "microburst: most trials of the search")
+	fs.Int64Var(&o.linkMbps, "link-mbps", 0, "microburst: line rate for the burst-time formula (default 10000)")
+	fs.StringVar(&o.mixed, "mixed-patterns", "", "mixedBurst: comma list of STEADY+BURST msg/s, e.g. 500000+500000,1000000+500000")
+	fs.IntVar(&o.mixedSeconds, "mixed-duration", 0, "mixedBurst: seconds per pattern (even)")
+	fs.StringVar(&o.jitterCPUs, "jitter-cpus", "", "jitter: CPU list to measure (required for jitter)")
+	fs.IntVar(&o.jitterSecs, "jitter-duration", 0, "jitter: seconds per tool")
+	fs.StringVar(&o.jitterTools, "jitter-tools", "", "jitter: comma list of oslat,cyclictest")
+	fs.IntVar(&o.cyclicPrio, "cyclictest-priority", 0, "jitter: cyclictest SCHED_FIFO priority")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, fmt.Errorf("unexpected arguments %q: every option is a --flag", fs.Args())
+	}
+	return o, fs, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	o, fs, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(stderr, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, a...))
+	}
+	tools := bench.Tools{Launcher: o.launcher}
+	if o.cpus != "" {
+		if _, err := bench.ParseCPUList(o.cpus); err != nil {
+			return fmt.Errorf("--cpus: %w", err)
+		}
+	}
+	switch o.role {
+	case "server":
+		return runServer(ctx, o, tools, logf)
+	case "client":
+		spec, err := buildSpec(o, fs)
+		if err != nil {
+			return err
+		}
+		return runClient(ctx, o, tools, spec, stdout, logf)
+	case "":
+		return errors.New("--role is required: server (the reflector) or client (runs the suites)")
+	default:
+		return fmt.Errorf("--role %q: use server or client", o.role)
+	}
+}
+
+func runServer(ctx context.Context, o *options, tools bench.Tools, logf func(string, ...any)) error {
+	if net.ParseIP(o.listen) == nil {
+		return fmt.Errorf("--listen %q: give this host's IP on the test network", o.listen)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.listen, strconv.Itoa(o.controlPort)))
+	if err != nil {
+		return fmt.Errorf("listening for control connections: %w", err)
+	}
+	logf("reflector listening on %s (data address %s)", ln.Addr(), o.listen)
+	r := &bench.Reflector{Tools: tools, DataAddress: o.listen, CPUs: o.cpus, Logf: logf, Once: o.once}
+	return r.Serve(ctx, ln)
+}
+
+func runClient(ctx context.Context, o *options, tools bench.Tools, spec bench.Spec, stdout io.Writer, logf func(string, ...any)) error {
+	workDir := o.workDir
+	if workDir == "" {
+		d, err := os.MkdirTemp("", "tsbench-")
+		if err != nil {
+			return fmt.Errorf("creating work directory: %w", err)
+		}
+		defer os.RemoveAll(d)
+		workDir = d
+	}
+	runner := &bench.Runner{Tools: tools, CPUs: o.cpus, WorkDir: workDir, BasePort: o.basePort, MulticastGroup: o.group, Node: o.node, Logf: logf}
+	if spec.Defaulted().NetworkSuites() {
+		if o.peer == "" {
+			return errors.New("--peer is required for network suites: the reflector's IP (run --role=server there)")
+		}
+		addr := o.peer
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			addr = net.JoinHostPort(addr, strconv.Itoa(o.controlPort))
+		}
+		rc, err := bench.DialReflector(ctx, addr, o.peerTimeout)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		logf("reflector %s: data address %s, sockperf %s", addr, rc.Hello.DataAddress, rc.Hello.SockperfVersion)
+		runner.Reflector = rc
+	}
+	res, err := runner.Run(ctx, spec)
+	if res == nil {
+		return err
+	}
+	if o.output != "" {
+		if werr := bench.WriteResultsFile(o.output, res); werr != nil {
+			return werr
+		}
+	}
+	if werr := bench.WriteResultsLog(stdout, res); werr != nil {
+		return fmt.Errorf("printing results: %w", werr)
+	}
+	return err
+}
+
+// buildSpec reads --spec or assembles a spec from the suite flags.
+func buildSpec(o *options, fs *flag.FlagSet) (bench.Spec, error) {
+	var spec bench.Spec
+	suiteFlags := []string{"suites", "stacks", "protocols", "sizes", "duration", "rates", "rate-sizes", "reply-every", "burst-size",
+		"max-burst", "burst-trials", "link-mbps", "mixed-patterns", "mixed-duration", "jitter-cpus", "jitter-duration", "jitter-tools", "cyclictest-priority"}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.specFile != "" {
+		for _, n := range suiteFlags {
+			if set[n] {
+				return spec, fmt.Errorf("--%s and --spec both given: put the setting in the spec file or drop --spec", n)
+			}
+		}
+		var b []byte
+		var err error
+		if o.specFile == "-" {
+			b, err = io.ReadAll(os.Stdin)
+		} else {
+			b, err = os.ReadFile(o.specFile)
+		}
+		if err != nil {
+			return spec, fmt.Errorf("reading --spec: %w", err)
+		}
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&spec); err != nil {
+			return spec, fmt.Errorf("--spec %s: %w", o.specFile, err)
+		}
+		return spec, validate(spec)
+	}
+	if o.suites == "" {
+		return spec, errors.New("no suite: pass --spec FILE or --suites pingPong,rateSweep,microburst,mixedBurst,jitter")
+	}
+	for _, s := range splitList(o.stacks) {
+		spec.Stacks = append(spec.Stacks, bench.Stack(s))
+	}
+	sizes, err := int32List("--sizes", o.sizes)
+	if err != nil {
+		return spec, err
+	}
+	rateSizes, err := int32List("--rate-sizes", o.rateSizes)
+	if err != nil {
+		return spec, err
+	}
+	var rates []int64
+	for _, s := range splitList(o.rates) {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return spec, fmt.Errorf("--rates: %q is not a number of messages per second", s)
+		}
+		rates = append(rates, v)
+	}
+	for _, s := range splitList(o.suites) {
+		switch bench.SuiteName(s) {
+		case bench.SuitePingPong:
+			p := &bench.PingPongSpec{MessageSizes: sizes, DurationSeconds: int32(o.duration)}
+			for _, pr := range splitList(o.protocols) {
+				p.Protocols = append(p.Protocols, bench.Protocol(pr))
+			}
+			spec.PingPong = p
+		case bench.SuiteRateSweep:
+			spec.RateSweep = &bench.RateSweepSpec{MessageSizes: rateSizes, RatesMps: rates, ReplyEvery: int32(o.replyEvery), DurationSeconds: int32(o.duration)}
+		case bench.SuiteMicroburst:
+			spec.Microburst = &bench.MicroburstSpec{MessageSize: int32(o.burstSize), MaxBurstPackets: o.maxBurst, MaxTrials: int32(o.burstTrials), LinkSpeedMbps: o.linkMbps}
+		case bench.SuiteMixedBurst:
+			m := &bench.MixedBurstSpec{DurationSeconds: int32(o.mixedSeconds)}
+			for _, p := range splitList(o.mixed) {
+				a, b, ok := strings.Cut(p, "+")
+				sv, err1 := strconv.ParseInt(a, 10, 64)
+				bv, err2 := strconv.ParseInt(b, 10, 64)
+				if !ok || err1 != nil || err2 != nil {
+					return spec, fmt.Errorf("--mixed-patterns: %q is not STEADY+BURST, e.g. 500000+500000", p)
+				}
+				m.Patterns = append(m.Patterns, bench.MixedBurstPattern{SteadyMps: sv, BurstMps: bv})
+			}
+			spec.MixedBurst = m
+		case bench.SuiteJitter:
+			j := &bench.JitterSpec{CPUs: o.jitterCPUs, DurationSeconds: int32(o.jitterSecs), CyclictestPriority: int32(o.cyclicPrio)}
+			for _, t := range splitList(o.jitterTools) {
+				j.Tools = append(j.Tools, bench.JitterTool(t))
+			}
+			if j.CPUs == "" {
+				return spec, errors.New("--suites jitter needs --jitter-cpus, e.g. --jitter-cpus 2-3")
+			}
+			spec.Jitter = j
+		default:
+			return spec, fmt.Errorf("--suites: %q is not a suite: use pingPong, rateSweep, microburst, mixedBurst or jitter", s)
+		}
+	}
+	return spec, validate(spec)
+}
+
+func validate(spec bench.Spec) error {
+	return spec.Defaulted().Validate()
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func int32List(flagName, s string) ([]int32, error) {
+	var out []int32
+	for _, f := range splitList(s) {
+		v, err := strconv.ParseInt(f, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a whole number of bytes", flagName, f)
+		}
+		out = append(out, int32(v))
+	}
+	return out, nil
+}

@@ -1,0 +1,382 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The reflector side (role server) runs sockperf servers when the client side asks over a small
+// control connection: one JSON request per line, one JSON response per line. Only sockperf server
+// command lines built here from validated fields can be started, and every server started over a
+// connection is stopped when that connection closes.
+
+// DefaultControlPort is the reflector's control port.
+const DefaultControlPort = 11100
+
+// DefaultMulticastGroup is the group multicast suites use (administratively scoped, link-local use:
+// the TTL is sockperf's default 2 and the test network is a private veth pair or the node's VF).
+const DefaultMulticastGroup = "239.255.18.1"
+
+type controlRequest struct {
+	Op           string   `json:"op"`
+	Stack        Stack    `json:"stack,omitempty"`
+	Protocol     Protocol `json:"protocol,omitempty"`
+	Port         int      `json:"port,omitempty"`
+	Group        string   `json:"group,omitempty"`
+	GapDetection bool     `json:"gapDetection,omitempty"`
+	ID           int      `json:"id,omitempty"`
+}
+
+// ReflectorHello is the reflector's answer to "hello".
+type ReflectorHello struct {
+	// DataAddress is the IP its sockperf servers bind to.
+	DataAddress string `json:"dataAddress"`
+	// SockperfVersion is what `sockperf --version` said.
+	SockperfVersion string `json:"sockperfVersion,omitempty"`
+	// BypassUnavailable is empty when the bypass launcher is present, else why it is not.
+	BypassUnavailable string `json:"bypassUnavailable,omitempty"`
+}
+
+// ReflectorCounters is what a stopped sockperf server reported.
+type ReflectorCounters struct {
+	Received   int64  `json:"received"`
+	GapDropped int64  `json:"gapDropped"`
+	Output     string `json:"output,omitempty"`
+}
+
+type controlResponse struct {
+	Error    string             `json:"error,omitempty"`
+	ID       int                `json:"id,omitempty"`
+	Hello    *ReflectorHello    `json:"hello,omitempty"`
+	Counters *ReflectorCounters `json:"counters,omitempty"`
+}
+
+// Reflector serves the control protocol and runs sockperf servers.
+type Reflector struct {
+	Tools Tools
+	// DataAddress is the local IP sockperf servers bind to (and join multicast on).
+	DataAddress string
+	// CPUs pins the sockperf servers (taskset -c); empty leaves them unpinned.
+	CPUs string
+	// Logf reports progress; nil discards it.
+	Logf func(format string, a ...any)
+	// Once makes Serve return after the first control connection ends (the client is done), so
+	// a Job's reflector pod completes.
+	Once bool
+}
+
+type reflectorProc struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+func (r *Reflector) logf(format string, a ...any) {
+	if r.Logf != nil {
+		r.Logf(format, a...)
+	}
+}
+
+// Serve accepts control connections on ln until ctx ends.
+func (r *Reflector) Serve(ctx context.Context, ln net.Listener) error {
+	if net.ParseIP(r.DataAddress) == nil {
+		return fmt.Errorf("reflector data address %q is not an IP: pass --listen with this host's address on the test network", r.DataAddress)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accepting control connections: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.handle(ctx, c)
+			if r.Once {
+				cancel()
+			}
+		}()
+	}
+}
+
+func (r *Reflector) handle(ctx context.Context, c net.Conn) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	procs := map[int]*reflectorProc{}
+	next := 0
+	defer func() {
+		for _, p := range procs {
+			stopProc(p)
+		}
+		c.Close()
+	}()
+	go func() {
+		<-ctx.Done()
+		c.Close()
+	}()
+	r.logf("control connection from %s", c.RemoteAddr())
+	sc := bufio.NewScanner(c)
+	enc := json.NewEncoder(c)
+	for sc.Scan() {
+		var req controlRequest
+		var resp controlResponse
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			resp.Error = fmt.Sprintf("bad control request: %v", err)
+		} else {
+			switch req.Op {
+			case "hello":
+				resp.Hello = r.hello(ctx)
+			case "start":
+				p, err := r.start(ctx, req)
+				if err != nil {
+					resp.Error = err.Error()
+				} else {
+					next++
+					procs[next] = p
+					resp.ID = next
+				}
+			case "stop":
+				p, ok := procs[req.ID]
+				if !ok {
+					resp.Error = fmt.Sprintf("no server with id %d", req.ID)
+					break
+				}
+				delete(procs, req.ID)
+				out := stopProc(p)
+				rep := ParseSockperfServer(out)
+				resp.Counters = &ReflectorCounters{Received: rep.Received, GapDropped: rep.GapDropped, Output: tail(out, 2000)}
+				if !rep.HasReceived {
+					resp.Error = fmt.Sprintf("sockperf server printed no totals when stopped: %s", tail(out, 600))
+				}
+			default:
+				resp.Error = fmt.Sprintf("unknown op %q: use hello, start or stop", req.Op)
+			}
+		}
+		if err := enc.Encode(resp); err != nil {
+			return
+		}
+	}
+}
+
+func (r *Reflector) hello(ctx context.Context) *ReflectorHello {
+	h := &ReflectorHello{DataAddress: r.DataAddress}
+	if p, err := r.Tools.path("sockperf", r.Tools.Sockperf); err == nil {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		out, _ := exec.CommandContext(cctx, p, "--version").CombinedOutput()
+		cancel()
+		if m := versionRe.FindStringSubmatch(CleanSockperfOutput(string(out))); m != nil {
+			h.SockperfVersion = m[1]
+		} else if m := sockperfVersionLineRe.FindStringSubmatch(string(out)); m != nil {
+			h.SockperfVersion = m[1]
+		}
+	}
+	if _, err := r.Tools.FindLauncher(); err != nil {
+		h.BypassUnavailable = err.Error()
+	}
+	return h
+}
+
+func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorProc, error) {
+	if req.Port < 1024 || req.Port > 65535 {
+		return nil, fmt.Errorf("port %d out of range 1024..65535", req.Port)
+	}
+	if req.Stack != StackKernel && req.Stack != StackBypass {
+		return nil, fmt.Errorf("stack %q: use kernel or bypass", req.Stack)
+	}
+	sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"sr", "-p", strconv.Itoa(req.Port)}
+	switch req.Protocol {
+	case ProtocolUDP:
+		args = append(args, "-i", r.DataAddress)
+	case ProtocolTCP:
+		args = append(args, "--tcp", "-i", r.DataAddress)
+	case ProtocolUDPMulticast:
+		g := net.ParseIP(req.Group)
+		if g == nil || !g.IsMulticast() || g.To4() == nil {
+			return nil, fmt.Errorf("group %q is not an IPv4 multicast address", req.Group)
+		}
+		args = append(args, "-i", g.String(), "--mc-rx-if", r.DataAddress, "--mc-tx-if", r.DataAddress)
+	default:
+		return nil, fmt.Errorf("protocol %q: use udp, udpMulticast or tcp", req.Protocol)
+	}
+	if req.GapDetection {
+		args = append(args, "-g")
+	}
+	// The servers outlive this request: they stop on "stop", on connection close or at shutdown.
+	cmd, err := r.Tools.command(context.WithoutCancel(ctx), req.Stack, r.CPUs, sp, args...)
+	if err != nil {
+		return nil, err
+	}
+	p := &reflectorProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting sockperf server: %w", err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	r.logf("sockperf server %s %s port %d (%s) started", req.Stack, req.Protocol, req.Port, cmd.String())
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if ParseSockperfServer(p.out.String()).Ready {
+			return p, nil
+		}
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("sockperf server exited before it was ready (%v): %s", p.err, tail(p.out.String(), 600))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stopProc(p)
+			return nil, fmt.Errorf("sockperf server not ready after 15s: %s", tail(p.out.String(), 600))
+		}
+	}
+}
+
+// stopProc ends a sockperf server with SIGINT (it prints its totals from that handler), then
+// SIGKILL if it lingers, and returns its output.
+func stopProc(p *reflectorProc) string {
+	select {
+	case <-p.done:
+		return p.out.String()
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	return p.out.String()
+}
+
+// ReflectorClient talks to a Reflector.
+type ReflectorClient struct {
+	mu   sync.Mutex
+	conn net.Conn
+	rd   *bufio.Scanner
+	// Hello is the reflector's greeting.
+	Hello ReflectorHello
+}
+
+// DialReflector connects to a reflector's control address, retrying until timeout (the reflector's
+// pod may start after the client's), and exchanges the greeting.
+func DialReflector(ctx context.Context, addr string, timeout time.Duration) (*ReflectorClient, error) {
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for {
+		d := net.Dialer{Timeout: 2 * time.Second}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			rc := &ReflectorClient{conn: c, rd: bufio.NewScanner(c)}
+			rc.rd.Buffer(make([]byte, 64*1024), 4*1024*1024)
+			resp, err := rc.call(controlRequest{Op: "hello"}, 30*time.Second)
+			if err != nil {
+				c.Close()
+				return nil, fmt.Errorf("greeting reflector %s: %w", addr, err)
+			}
+			if resp.Hello == nil {
+				c.Close()
+				return nil, fmt.Errorf("reflector %s sent no greeting", addr)
+			}
+			rc.Hello = *resp.Hello
+			return rc, nil
+		}
+		lastErr = err
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("reflector at %s not reachable within %s (is the server role running with --listen on that address?): %w", addr, timeout, lastErr)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Close ends the connection; the reflector stops every server this client started.
+func (c *ReflectorClient) Close() error { return c.conn.Close() }
+
+func (c *ReflectorClient) call(req controlRequest, timeout time.Duration) (*controlResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.conn.SetDeadline(time.Now().Add(timeout))
+	defer c.conn.SetDeadline(time.Time{})
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.conn.Write(append(b, '\n')); err != nil {
+		return nil, fmt.Errorf("sending %s request: %w", req.Op, err)
+	}
+	if !c.rd.Scan() {
+		err := c.rd.Err()
+		if err == nil {
+			err = errors.New("connection closed")
+		}
+		return nil, fmt.Errorf("reading %s response: %w", req.Op, err)
+	}
+	var resp controlResponse
+	if err := json.Unmarshal(c.rd.Bytes(), &resp); err != nil {
+		return nil, fmt.Errorf("decoding %s response: %w", req.Op, err)
+	}
+	if resp.Error != "" {
+		return &resp, fmt.Errorf("reflector: %s", resp.Error)
+	}
+	return &resp, nil
+}
+
+// ServerSpec describes a sockperf server to start on the reflector.
+type ServerSpec struct {
+	Stack        Stack
+	Protocol     Protocol
+	Port         int
+	Group        string
+	GapDetection bool
+}
+
+// Start starts a sockperf server and waits until it receives.
+func (c *ReflectorClient) Start(s ServerSpec) (int, error) {
+	resp, err := c.call(controlRequest{Op: "start", Stack: s.Stack, Protocol: s.Protocol, Port: s.Port, Group: s.Group, GapDetection: s.GapDetection}, 30*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	return resp.ID, nil
+}
+
+// Stop stops a server with SIGINT and returns its counters.
+func (c *ReflectorClient) Stop(id int) (*ReflectorCounters, error) {
+	resp, err := c.call(controlRequest{Op: "stop", ID: id}, 30*time.Second)
+	if resp != nil && resp.Counters != nil {
+		return resp.Counters, err
+	}
+	if err == nil {
+		err = errors.New("reflector sent no counters")
+	}
+	return nil, err
+}

@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// LauncherProfile is the dataplane launcher profile the bypass stack runs under.
+const LauncherProfile = "latency"
+
+// DefaultLauncherPath is where the dataplane build puts its launcher, relative to the repository.
+const DefaultLauncherPath = "dataplane/build/tickstack-run"
+
+// ErrStackUnavailable marks a stack that cannot run on this host (e.g. no bypass launcher).
+var ErrStackUnavailable = errors.New("stack unavailable")
+
+// Tools are the programs the runner drives; empty fields are looked up on PATH.
+type Tools struct {
+	Sockperf   string
+	Taskset    string
+	Oslat      string
+	Cyclictest string
+	// Launcher is the bypass launcher; empty means DefaultLauncherPath (next to the working
+	// directory or the runner's executable), then tickstack-run on PATH.
+	Launcher string
+}
+
+func (t Tools) path(name, set string) (string, error) {
+	if set != "" {
+		name = set
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found: install it (Debian package %s) or pass its path: %w", name, debianPackage(name), err)
+	}
+	return p, nil
+}
+
+func debianPackage(tool string) string {
+	switch filepath.Base(tool) {
+	case "oslat", "cyclictest":
+		return "rt-tests"
+	case "taskset":
+		return "util-linux"
+	}
+	return filepath.Base(tool)
+}
+
+// FindLauncher returns the bypass launcher's path or an error wrapping ErrStackUnavailable that
+// says where it looked.
+func (t Tools) FindLauncher() (string, error) {
+	var tried []string
+	if t.Launcher != "" {
+		if isExecutable(t.Launcher) {
+			return t.Launcher, nil
+		}
+		return "", fmt.Errorf("%w: bypass launcher %s is missing or not executable: build the dataplane (make -C dataplane) or fix --launcher", ErrStackUnavailable, t.Launcher)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		tried = append(tried, filepath.Join(wd, DefaultLauncherPath))
+	}
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		tried = append(tried, filepath.Join(dir, "tickstack-run"), filepath.Join(dir, "..", DefaultLauncherPath))
+	}
+	for _, p := range tried {
+		if isExecutable(p) {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("tickstack-run"); err == nil {
+		return p, nil
+	}
+	tried = append(tried, "tickstack-run on PATH")
+	return "", fmt.Errorf("%w: bypass launcher tickstack-run not found (looked in %s): build the dataplane (make -C dataplane) or pass --launcher", ErrStackUnavailable, strings.Join(tried, ", "))
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
+}
+
+// command builds "[taskset -c CPUS] [launcher -p latency] tool args...".
+func (t Tools) command(ctx context.Context, stack Stack, cpus string, tool string, args ...string) (*exec.Cmd, error) {
+	var argv []string
+	if cpus != "" {
+		ts, err := t.path("taskset", t.Taskset)
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, ts, "-c", cpus)
+	}
+	if stack == StackBypass {
+		l, err := t.FindLauncher()
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, l, "-p", LauncherProfile)
+	}
+	argv = append(argv, tool)
+	argv = append(argv, args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// sockperf and the launcher end on SIGINT (their summaries are printed from its handler).
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd, nil
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing while another goroutine reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// tail returns the last n bytes of s, for error messages.
+func tail(s string, n int) string {
+	s = strings.TrimSpace(CleanSockperfOutput(s))
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// runTool runs cmd to completion with a deadline and returns its combined output.
+func runTool(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (string, error) {
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("starting %s: %w", strings.Join(cmd.Args, " "), err)
+	}
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return out.String(), fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, tail(out.String(), 400))
+		}
+		return out.String(), nil
+	case <-timer.C:
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		return out.String(), fmt.Errorf("%s did not finish within %s: %s", strings.Join(cmd.Args, " "), timeout, tail(out.String(), 400))
+	case <-ctx.Done():
+		<-done
+		return out.String(), fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), ctx.Err())
+	}
+}

@@ -1,0 +1,588 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Runner is the client side: it drives sockperf clients against a Reflector and runs the jitter
+// tools locally.
+type Runner struct {
+	Tools Tools
+	// Reflector is the connected server side; required for network suites.
+	Reflector *ReflectorClient
+	// LocalAddress is this side's IP on the test network (multicast interface); empty: the source
+	// address the kernel picks towards the reflector.
+	LocalAddress string
+	// CPUs pins the sockperf clients (taskset -c); empty leaves them unpinned.
+	CPUs string
+	// WorkDir holds full logs and playback files; it must exist.
+	WorkDir string
+	// BasePort is the first sockperf data port; default 11111.
+	BasePort int
+	// MulticastGroup defaults to DefaultMulticastGroup.
+	MulticastGroup string
+	// Node is recorded in the results.
+	Node string
+	// Logf reports progress; nil discards it.
+	Logf func(format string, a ...any)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	portSeq int
+	tools   map[string]bool
+}
+
+func (r *Runner) logf(format string, a ...any) {
+	if r.Logf != nil {
+		r.Logf(format, a...)
+	}
+}
+
+func (r *Runner) now() metav1.Time {
+	if r.Now != nil {
+		return metav1.NewTime(r.Now().UTC().Truncate(time.Second))
+	}
+	return metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+}
+
+func (r *Runner) noteTool(s string) {
+	if r.tools == nil {
+		r.tools = map[string]bool{}
+	}
+	r.tools[s] = true
+}
+
+// Run runs every suite of spec and returns the results. Failures of a suite are recorded in its
+// Error field and the run goes on; an error is returned only for a spec or setup that cannot run.
+func (r *Runner) Run(ctx context.Context, spec Spec) (*Results, error) {
+	spec = spec.Defaulted()
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(r.WorkDir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("work directory %q is not a directory: pass --work-dir", r.WorkDir)
+	}
+	res := &Results{SchemaVersion: SchemaVersion, Node: r.Node, StartTime: r.now()}
+	if spec.NetworkSuites() {
+		if r.Reflector == nil {
+			return nil, errors.New("network suites need a reflector: run the server role on the peer and pass --peer")
+		}
+		if r.LocalAddress == "" {
+			la, err := localAddressTowards(r.Reflector.Hello.DataAddress)
+			if err != nil {
+				return nil, err
+			}
+			r.LocalAddress = la
+		}
+		for _, stack := range spec.Stacks {
+			res.Stacks = append(res.Stacks, r.runStack(ctx, stack, spec))
+		}
+	}
+	if spec.Jitter != nil {
+		res.Jitter = r.jitter(ctx, spec.Jitter)
+	}
+	for t := range r.tools {
+		res.Tools = append(res.Tools, t)
+	}
+	sort.Strings(res.Tools)
+	res.CompletionTime = r.now()
+	return res, ctx.Err()
+}
+
+// localAddressTowards returns the source address the kernel would use to reach ip (a UDP
+// "connect" sends nothing).
+func localAddressTowards(ip string) (string, error) {
+	c, err := net.Dial("udp", net.JoinHostPort(ip, "9"))
+	if err != nil {
+		return "", fmt.Errorf("no route to reflector data address %s: %w", ip, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
+func (r *Runner) runStack(ctx context.Context, stack Stack, spec Spec) StackResults {
+	sr := StackResults{Stack: stack}
+	if stack == StackBypass {
+		if _, err := r.Tools.FindLauncher(); err != nil {
+			sr.Unavailable = "client side: " + err.Error()
+			r.logf("bypass stack unavailable: %s", sr.Unavailable)
+			return sr
+		}
+		if u := r.Reflector.Hello.BypassUnavailable; u != "" {
+			sr.Unavailable = "reflector side: " + u
+			r.logf("bypass stack unavailable: %s", sr.Unavailable)
+			return sr
+		}
+	}
+	if spec.PingPong != nil {
+		sr.PingPong = r.pingPong(ctx, stack, spec.PingPong)
+	}
+	if spec.RateSweep != nil {
+		sr.RateSweep = r.rateSweep(ctx, stack, spec.RateSweep)
+	}
+	if spec.Microburst != nil {
+		sr.Microburst = r.microburst(ctx, stack, spec.Microburst)
+	}
+	if spec.MixedBurst != nil {
+		sr.MixedBurst = r.mixedBurst(ctx, stack, spec.MixedBurst)
+	}
+	return sr
+}
+
+func (r *Runner) port() int {
+	base := r.BasePort
+	if base == 0 {
+		base = 11111
+	}
+	p := base + r.portSeq%1000
+	r.portSeq++
+	return p
+}
+
+func (r *Runner) group() string {
+	if r.MulticastGroup != "" {
+		return r.MulticastGroup
+	}
+	return DefaultMulticastGroup
+}
+
+// target returns the sockperf client arguments that address the reflector's server.
+func (r *Runner) target(proto Protocol, port int) []string {
+	p := strconv.Itoa(port)
+	switch proto {
+	case ProtocolTCP:
+		return []string{"--tcp", "-i", r.Reflector.Hello.DataAddress, "-p", p}
+	case ProtocolUDPMulticast:
+		return []string{"-i", r.group(), "-p", p, "--mc-rx-if", r.LocalAddress, "--mc-tx-if", r.LocalAddress}
+	}
+	return []string{"-i", r.Reflector.Hello.DataAddress, "-p", p}
+}
+
+// withServer starts a sockperf server on the reflector, runs fn against its port and stops it.
+func (r *Runner) withServer(stack Stack, proto Protocol, gap bool, fn func(port int) error) (*ReflectorCounters, error) {
+	port := r.port()
+	id, err := r.Reflector.Start(ServerSpec{Stack: stack, Protocol: proto, Port: port, Group: r.group(), GapDetection: gap})
+	if err != nil {
+		return nil, fmt.Errorf("starting the %s %s reflector: %w", stack, proto, err)
+	}
+	ferr := fn(port)
+	counters, serr := r.Reflector.Stop(id)
+	if ferr != nil {
+		return counters, ferr
+	}
+	if serr != nil {
+		return counters, fmt.Errorf("stopping the %s %s reflector: %w", stack, proto, serr)
+	}
+	return counters, nil
+}
+
+// clientRun runs one sockperf client with a full log and returns its summary and the per-message
+// latencies in the full log's order.
+func (r *Runner) clientRun(ctx context.Context, stack Stack, seconds int32, mode string, args ...string) (*SockperfClientReport, []int64, error) {
+	sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
+	if err != nil {
+		return nil, nil, err
+	}
+	logFile, err := os.CreateTemp(r.WorkDir, "fulllog-*.csv")
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating full log: %w", err)
+	}
+	logPath := logFile.Name()
+	logFile.Close()
+	defer os.Remove(logPath)
+	full := append([]string{mode}, args...)
+	full = append(full, "--full-log", logPath)
+	cmd, err := r.Tools.command(ctx, stack, r.CPUs, sp, full...)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.logf("%s", strings.Join(cmd.Args, " "))
+	out, err := runTool(ctx, cmd, time.Duration(seconds)*time.Second+60*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, perr := ParseSockperfClient(out)
+	if rep != nil && rep.Version != "" {
+		r.noteTool("sockperf " + rep.Version)
+	}
+	if perr != nil {
+		return rep, nil, perr
+	}
+	f, err := os.Open(logPath)
+	if err != nil {
+		return rep, nil, fmt.Errorf("opening full log: %w", err)
+	}
+	defer f.Close()
+	rows, err := ParseFullLog(bufio.NewReader(f))
+	if err != nil {
+		return rep, nil, fmt.Errorf("sockperf full log: %w", err)
+	}
+	samples := make([]int64, len(rows))
+	for i, row := range rows {
+		samples[i] = row.LatencyNs
+	}
+	return rep, samples, nil
+}
+
+func joinErr(prev, next string) string {
+	if prev == "" {
+		return next
+	}
+	return prev + "; " + next
+}
+
+func (r *Runner) pingPong(ctx context.Context, stack Stack, s *PingPongSpec) *PingPongResult {
+	res := &PingPongResult{}
+	for _, proto := range s.Protocols {
+		_, err := r.withServer(stack, proto, false, func(port int) error {
+			for _, size := range s.MessageSizes {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				args := append(r.target(proto, port), "-m", strconv.Itoa(int(size)), "-t", strconv.Itoa(int(s.DurationSeconds)))
+				rep, samples, err := r.clientRun(ctx, stack, s.DurationSeconds, "pp", args...)
+				if err != nil {
+					return fmt.Errorf("%d B: %w", size, err)
+				}
+				st := ComputeStats(samples)
+				res.Rows = append(res.Rows, PingPongRow{Protocol: proto, MessageSize: size, LatencyStats: st, Dropped: rep.Dropped})
+				if res.Curve == nil && proto == s.Protocols[0] {
+					res.Curve = &PercentileCurve{Protocol: proto, MessageSize: size, Points: ComputeCurve(samples)}
+				}
+				r.logf("pingPong %s %s %d B: median %s us p99 %s us", stack, proto, size, FormatNanosAsMicros(st.MedianNs), FormatNanosAsMicros(st.P99Ns))
+			}
+			return nil
+		})
+		if err != nil {
+			res.Error = joinErr(res.Error, fmt.Sprintf("%s: %v", proto, err))
+		}
+	}
+	return res
+}
+
+func (r *Runner) rateSweep(ctx context.Context, stack Stack, s *RateSweepSpec) *RateSweepResult {
+	res := &RateSweepResult{}
+	for _, size := range s.MessageSizes {
+		best := SustainedRate{Protocol: s.Protocol, MessageSize: size}
+		stillSustained := true
+		for _, rate := range s.RatesMps {
+			if ctx.Err() != nil {
+				res.Error = joinErr(res.Error, ctx.Err().Error())
+				return res
+			}
+			row := RateRow{Protocol: s.Protocol, MessageSize: size, TargetMps: rate}
+			var rep *SockperfClientReport
+			var samples []int64
+			var runErr error
+			counters, err := r.withServer(stack, s.Protocol, true, func(port int) error {
+				args := append(r.target(s.Protocol, port), "-m", strconv.Itoa(int(size)), "-t", strconv.Itoa(int(s.DurationSeconds)),
+					"--mps", strconv.FormatInt(rate, 10), "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
+				rep, samples, runErr = r.clientRun(ctx, stack, s.DurationSeconds, "ul", args...)
+				return nil
+			})
+			if err != nil {
+				res.Error = joinErr(res.Error, fmt.Sprintf("%d B at %d msg/s: %v", size, rate, err))
+				continue
+			}
+			if runErr != nil && (rep == nil || rep.ValidSent == 0) {
+				res.Error = joinErr(res.Error, fmt.Sprintf("%d B at %d msg/s: %v", size, rate, runErr))
+				continue
+			}
+			// A run whose replies all went missing still measured a rate that was not sustained.
+			row.Sent = rep.ValidSent
+			if rep.ValidRunNs > 0 {
+				row.AchievedMps = rep.ValidSent * 1000000000 / rep.ValidRunNs
+			}
+			row.Dropped = rep.Dropped + counters.GapDropped
+			if runErr != nil && row.Dropped == 0 {
+				row.Dropped = rep.ValidSent / int64(s.ReplyEvery)
+			}
+			row.LatencyStats = ComputeStats(samples)
+			row.Sustained = row.Dropped == 0 && row.AchievedMps*100 >= rate*95
+			res.Rows = append(res.Rows, row)
+			if stillSustained && row.Sustained {
+				best.Mps = rate
+			} else {
+				stillSustained = false
+			}
+			r.logf("rateSweep %s %d B at %d msg/s: achieved %d, dropped %d, median %s us", stack, size, rate, row.AchievedMps, row.Dropped, FormatNanosAsMicros(row.MedianNs))
+		}
+		res.MaxSustained = append(res.MaxSustained, best)
+	}
+	return res
+}
+
+func (r *Runner) microburst(ctx context.Context, stack Stack, s *MicroburstSpec) *MicroburstResult {
+	res := &MicroburstResult{Protocol: ProtocolUDP, MessageSize: s.MessageSize, LinkSpeedMbps: s.LinkSpeedMbps}
+	trial := func(n int64) (bool, error) {
+		var rep *SockperfClientReport
+		counters, err := r.withServer(stack, ProtocolUDP, true, func(port int) error {
+			sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
+			if err != nil {
+				return err
+			}
+			args := append([]string{"tp"}, r.target(ProtocolUDP, port)...)
+			args = append(args, "-m", strconv.Itoa(int(s.MessageSize)), "-t", strconv.Itoa(int(s.TrialSeconds)),
+				"-b", strconv.FormatInt(n, 10), "--mps", strconv.FormatInt(n*BurstsPerSecond, 10))
+			cmd, err := r.Tools.command(ctx, stack, r.CPUs, sp, args...)
+			if err != nil {
+				return err
+			}
+			r.logf("%s", strings.Join(cmd.Args, " "))
+			out, err := runTool(ctx, cmd, time.Duration(s.TrialSeconds)*time.Second+60*time.Second)
+			if err != nil {
+				return err
+			}
+			rep, err = ParseSockperfClient(out)
+			if rep != nil && rep.Version != "" {
+				r.noteTool("sockperf " + rep.Version)
+			}
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+		t := BurstTrial{Packets: n, Sent: rep.MessagesSent, Bursts: rep.MessagesSent / n}
+		// Gap detection sees every loss followed by a later message; a loss at the very end of the
+		// last burst only shows as fewer messages received (the count includes warm-up messages).
+		t.Dropped = max(counters.GapDropped, rep.MessagesSent-counters.Received, 0)
+		res.Trials = append(res.Trials, t)
+		r.logf("microburst %s %d x %d B: sent %d, dropped %d", stack, n, s.MessageSize, t.Sent, t.Dropped)
+		return t.Dropped == 0 && t.Sent > 0, nil
+	}
+	var lo, hi int64 // largest burst absorbed, smallest burst that dropped (0: none yet)
+	n := min(int64(64), s.MaxBurstPackets)
+	for i := int32(0); i < s.MaxTrials; i++ {
+		if ctx.Err() != nil {
+			res.Error = ctx.Err().Error()
+			break
+		}
+		if hi != 0 {
+			if hi-lo <= max(1, lo/32) {
+				break
+			}
+			n = (lo + hi) / 2
+		}
+		ok, err := trial(n)
+		if err != nil {
+			res.Error = fmt.Sprintf("burst of %d: %v", n, err)
+			break
+		}
+		switch {
+		case ok && hi == 0 && n >= s.MaxBurstPackets:
+			lo = n
+			res.LimitReached = true
+		case ok:
+			lo = n
+			if hi == 0 {
+				n = min(n*2, s.MaxBurstPackets)
+			}
+		default:
+			hi = n
+		}
+		if res.LimitReached {
+			break
+		}
+	}
+	res.MaxBurstPackets = lo
+	res.BurstTimeNs = BurstTimeNs(s.MessageSize, lo, s.LinkSpeedMbps)
+	return res
+}
+
+// mixedSize is the size of message i of a mixedBurst playback: two small, then one large.
+func mixedSize(i int64, small, large int32) int32 {
+	if i%3 == 2 {
+		return large
+	}
+	return small
+}
+
+// WritePlayback writes a sockperf playback file (--data-file: "seconds, size" a line) for paper
+// 003's pattern: steadyMps all the time plus burstMps during every second second, messages evenly
+// spaced within each second, sizes cycling small, small, large (2/3 and 1/3). It returns the
+// number of messages.
+func WritePlayback(path string, p MixedBurstPattern, seconds int32, small, large int32) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, fmt.Errorf("creating playback file: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var i int64
+	const start = 1.0 // sockperf starts the timeline after its warm-up
+	for sec := int32(0); sec < seconds; sec++ {
+		rate := p.SteadyMps
+		if sec%2 == 1 {
+			rate += p.BurstMps
+		}
+		for k := int64(0); k < rate; k++ {
+			// Integer nanoseconds keep the timeline exact.
+			ns := int64(sec)*1000000000 + k*1000000000/rate
+			t := start + float64(ns)/1e9
+			if _, err := fmt.Fprintf(w, "%.9f, %d\n", t, mixedSize(i, small, large)); err != nil {
+				f.Close()
+				return 0, fmt.Errorf("writing playback file: %w", err)
+			}
+			i++
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return 0, fmt.Errorf("writing playback file: %w", err)
+	}
+	return i, f.Close()
+}
+
+func (r *Runner) mixedBurst(ctx context.Context, stack Stack, s *MixedBurstSpec) *MixedBurstResult {
+	res := &MixedBurstResult{Protocol: ProtocolUDP, SmallSize: s.SmallSize, LargeSize: s.LargeSize}
+	for _, p := range s.Patterns {
+		if ctx.Err() != nil {
+			res.Error = joinErr(res.Error, ctx.Err().Error())
+			return res
+		}
+		label := fmt.Sprintf("%d+%d msg/s", p.SteadyMps, p.BurstMps)
+		pb := filepath.Join(r.WorkDir, fmt.Sprintf("playback-%d-%d.csv", p.SteadyMps, p.BurstMps))
+		total, err := WritePlayback(pb, p, s.DurationSeconds, s.SmallSize, s.LargeSize)
+		if err != nil {
+			res.Error = joinErr(res.Error, fmt.Sprintf("%s: %v", label, err))
+			continue
+		}
+		var rep *SockperfClientReport
+		var samples []int64
+		counters, err := r.withServer(stack, ProtocolUDP, true, func(port int) error {
+			args := append(r.target(ProtocolUDP, port), "--data-file", pb, "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
+			var err error
+			rep, samples, err = r.clientRun(ctx, stack, s.DurationSeconds, "pb", args...)
+			return err
+		})
+		os.Remove(pb)
+		if err != nil {
+			res.Error = joinErr(res.Error, fmt.Sprintf("%s: %v", label, err))
+			continue
+		}
+		row := MixedBurstRow{SteadyMps: p.SteadyMps, BurstMps: p.BurstMps, Sent: rep.ValidSent, Dropped: rep.Dropped + counters.GapDropped}
+		if row.Sent == 0 {
+			row.Sent = total
+		}
+		if s.ReplyEvery == 1 && int64(len(samples)) == total {
+			// Every message was timed and the full log is in message order: split by size before
+			// ComputeStats sorts the samples.
+			var sm, lg []int64
+			for i, v := range samples {
+				if mixedSize(int64(i), s.SmallSize, s.LargeSize) == s.LargeSize {
+					lg = append(lg, v)
+				} else {
+					sm = append(sm, v)
+				}
+			}
+			sst, lst := ComputeStats(sm), ComputeStats(lg)
+			row.Small, row.Large = &sst, &lst
+		}
+		row.LatencyStats = ComputeStats(samples)
+		res.Rows = append(res.Rows, row)
+		r.logf("mixedBurst %s %s: sent %d, dropped %d, mean %s us, p99 %s us, std-dev %s us", stack, label, row.Sent, row.Dropped,
+			FormatNanosAsMicros(row.MeanNs), FormatNanosAsMicros(row.P99Ns), FormatNanosAsMicros(row.StdDevNs))
+	}
+	return res
+}
+
+func (r *Runner) jitter(ctx context.Context, s *JitterSpec) *JitterResult {
+	res := &JitterResult{}
+	cpus, err := ParseCPUList(s.CPUs)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	timeout := time.Duration(s.DurationSeconds)*time.Second + 60*time.Second
+	for _, tool := range s.Tools {
+		if ctx.Err() != nil {
+			res.Error = joinErr(res.Error, ctx.Err().Error())
+			return res
+		}
+		switch tool {
+		case JitterOslat:
+			p, err := r.Tools.path("oslat", r.Tools.Oslat)
+			if err != nil {
+				res.Error = joinErr(res.Error, err.Error())
+				continue
+			}
+			cmd, _ := r.Tools.command(ctx, StackKernel, "", p, "--cpu-list", s.CPUs, "-D", strconv.Itoa(int(s.DurationSeconds)), "-C", strconv.Itoa(mainCPU(cpus)), "-b", "1024", "-z")
+			r.logf("%s", strings.Join(cmd.Args, " "))
+			out, err := runTool(ctx, cmd, timeout)
+			if err != nil {
+				res.Error = joinErr(res.Error, fmt.Sprintf("oslat: %v", err))
+				continue
+			}
+			reps, err := ParseOslat(out)
+			if err != nil {
+				res.Error = joinErr(res.Error, err.Error())
+				continue
+			}
+			if v := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0]); strings.HasPrefix(v, "oslat V") {
+				r.noteTool(v)
+			}
+			for _, o := range reps {
+				res.Rows = append(res.Rows, JitterRow{Tool: JitterOslat, CPU: int32(o.CPU), LatencyStats: o.Stats()})
+			}
+		case JitterCyclictest:
+			p, err := r.Tools.path("cyclictest", r.Tools.Cyclictest)
+			if err != nil {
+				res.Error = joinErr(res.Error, err.Error())
+				continue
+			}
+			cmd, _ := r.Tools.command(ctx, StackKernel, "", p, "-m", "-q", "-a", s.CPUs, "-t", strconv.Itoa(len(cpus)),
+				"-p", strconv.Itoa(int(s.CyclictestPriority)), "-i", strconv.Itoa(int(s.CyclictestIntervalMicros)),
+				"-D", strconv.Itoa(int(s.DurationSeconds)), "-h", "1000")
+			r.logf("%s", strings.Join(cmd.Args, " "))
+			out, err := runTool(ctx, cmd, timeout)
+			if err != nil {
+				res.Error = joinErr(res.Error, fmt.Sprintf("cyclictest: %v", err))
+				continue
+			}
+			reps, err := ParseCyclictest(out)
+			if err != nil {
+				res.Error = joinErr(res.Error, err.Error())
+				continue
+			}
+			r.noteTool("cyclictest (rt-tests)")
+			for i, c := range reps {
+				cpu := -1
+				if i < len(cpus) {
+					cpu = cpus[i]
+				}
+				res.Rows = append(res.Rows, JitterRow{Tool: JitterCyclictest, CPU: int32(cpu), LatencyStats: c.Stats(), Overflows: c.Overflows})
+			}
+		}
+	}
+	return res
+}
+
+// mainCPU picks the CPU for oslat's main thread: one this process may run on that is not measured,
+// else the first measured one (oslat's default, CPU 0, may be outside a pinned pod's cpuset).
+func mainCPU(measured []int) int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err == nil {
+		in := map[int]bool{}
+		for _, c := range measured {
+			in[c] = true
+		}
+		for c := 0; c < 1024; c++ {
+			if set.IsSet(c) && !in[c] {
+				return c
+			}
+		}
+	}
+	return measured[0]
+}

@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestSpecDefaultsAreValid(t *testing.T) {
+	s := Spec{PingPong: &PingPongSpec{}, RateSweep: &RateSweepSpec{}, Microburst: &MicroburstSpec{}, MixedBurst: &MixedBurstSpec{}, Jitter: &JitterSpec{CPUs: "1"}}.Defaulted()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	if !reflect.DeepEqual(s.PingPong.MessageSizes, []int32{14, 32, 64, 128, 256, 400, 800, 1024, 1472}) {
+		t.Errorf("pingPong sizes %v, want paper 001's with 14 for 12", s.PingPong.MessageSizes)
+	}
+	if s.MixedBurst.Patterns[0] != (MixedBurstPattern{SteadyMps: 500000, BurstMps: 500000}) || s.MixedBurst.SmallSize != 100 || s.MixedBurst.LargeSize != 600 {
+		t.Errorf("mixedBurst defaults %+v, want paper 003's", s.MixedBurst)
+	}
+	if len(s.Stacks) != 1 || s.Stacks[0] != StackKernel {
+		t.Errorf("stacks %v", s.Stacks)
+	}
+}
+
+func TestSpecValidate(t *testing.T) {
+	cases := []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{}, "no suite selected"},
+		{Spec{PingPong: &PingPongSpec{MessageSizes: []int32{12}}}, "pingPong.messageSizes[0]: message size 12 out of range: use 14..1472"},
+		{Spec{PingPong: &PingPongSpec{Protocols: []Protocol{"sctp"}}}, `pingPong.protocols[0]: "sctp" is not a protocol`},
+		{Spec{Stacks: []Stack{"dpdk"}, PingPong: &PingPongSpec{}}, `stacks[0]: "dpdk" is not a stack`},
+		{Spec{RateSweep: &RateSweepSpec{RatesMps: []int64{1000, 500}}}, "rateSweep.ratesMps: rates must increase"},
+		{Spec{RateSweep: &RateSweepSpec{Protocol: ProtocolTCP}}, "rateSweep.protocol: tcp has no message drops"},
+		{Spec{Microburst: &MicroburstSpec{LinkSpeedMbps: -1}}, "microburst.linkSpeedMbps"},
+		{Spec{MixedBurst: &MixedBurstSpec{DurationSeconds: 3}}, "mixedBurst.durationSeconds: 3 is odd"},
+		{Spec{MixedBurst: &MixedBurstSpec{Patterns: []MixedBurstPattern{{SteadyMps: 5000000, BurstMps: 5000000}}}}, "exceed the 20000000 a playback file may hold"},
+		{Spec{Jitter: &JitterSpec{}}, "jitter.cpus: empty CPU list"},
+		{Spec{Jitter: &JitterSpec{CPUs: "3-1"}}, `jitter.cpus: CPU list "3-1"`},
+		{Spec{Jitter: &JitterSpec{CPUs: "1", CyclictestPriority: 100}}, "jitter.cyclictestPriority: 100 out of range"},
+	}
+	for _, c := range cases {
+		err := c.spec.Defaulted().Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate(%+v) = %v, want an error containing %q", c.spec, err, c.want)
+		}
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	got, err := ParseCPUList("3, 1-2,2")
+	if err != nil || !reflect.DeepEqual(got, []int{1, 2, 3}) {
+		t.Errorf("ParseCPUList = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "a", "1-", "-1", "5000"} {
+		if _, err := ParseCPUList(bad); err == nil {
+			t.Errorf("ParseCPUList(%q) accepted", bad)
+		}
+	}
+}
+
+// The playback file holds paper 003's pattern: the steady rate in even seconds, steady + burst in
+// odd ones, two small messages for each large one, timestamps increasing.
+func TestWritePlayback(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pb.csv")
+	n, err := WritePlayback(path, MixedBurstPattern{SteadyMps: 300, BurstMps: 150}, 4, 100, 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 300+450+300+450 {
+		t.Fatalf("%d messages, want 1500", n)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	perSecond := map[int]int{}
+	sizes := map[string]int{}
+	last := -1.0
+	sc := bufio.NewScanner(f)
+	lines := 0
+	for sc.Scan() {
+		ts, size, ok := strings.Cut(sc.Text(), ", ")
+		if !ok {
+			t.Fatalf("line %q is not \"time, size\"", sc.Text())
+		}
+		v, err := strconv.ParseFloat(ts, 64)
+		if err != nil || v <= last {
+			t.Fatalf("timestamp %q not increasing after %v", ts, last)
+		}
+		last = v
+		perSecond[int(v-1.0+1e-9)]++
+		sizes[size]++
+		lines++
+	}
+	if lines != int(n) {
+		t.Fatalf("%d lines, WritePlayback said %d", lines, n)
+	}
+	if !reflect.DeepEqual(perSecond, map[int]int{0: 300, 1: 450, 2: 300, 3: 450}) {
+		t.Errorf("messages per second %v", perSecond)
+	}
+	if sizes["100"] != 1000 || sizes["600"] != 500 {
+		t.Errorf("sizes %v, want 2/3 at 100 B and 1/3 at 600 B", sizes)
+	}
+}
+
+func TestResultsLogRoundTrip(t *testing.T) {
+	r := sampleResults()
+	r.Node = "node-a"
+	r.StartTime = metav1.NewTime(time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	r.CompletionTime = metav1.NewTime(time.Date(2026, 11, 22, 1, 2, 0, 0, time.UTC))
+	r.Stacks[0].PingPong.Error = strings.Repeat("long error text ", 400) // forces several chunks
+	var log bytes.Buffer
+	log.WriteString("starting\nsome progress line\n")
+	if err := WriteResultsLog(&log, r); err != nil {
+		t.Fatal(err)
+	}
+	// kubectl logs --timestamps puts a prefix on every line.
+	var stamped bytes.Buffer
+	chunks := 0
+	for _, line := range strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n") {
+		if strings.HasPrefix(line, LogChunkPrefix) {
+			chunks++
+			if len(line) > LogChunkSize+len(LogChunkPrefix) {
+				t.Fatalf("log line of %d bytes exceeds the chunk size", len(line))
+			}
+		}
+		stamped.WriteString("2026-11-22T01:02:03.000000000Z " + line + "\n")
+	}
+	if chunks < 3 {
+		t.Fatalf("%d chunk lines, want the document split across several", chunks)
+	}
+	for name, in := range map[string]string{"plain": log.String(), "timestamped": stamped.String()} {
+		got, err := ReadResultsLog(strings.NewReader(in))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, r) {
+			a, _ := json.Marshal(got)
+			b, _ := json.Marshal(r)
+			if !bytes.Equal(a, b) {
+				t.Errorf("%s: round trip changed the results", name)
+			}
+		}
+	}
+	// A truncated block (the pod was killed mid-print) is refused, an earlier intact one is used.
+	full := log.String()
+	cut := full[:strings.LastIndex(full, LogChunkPrefix)] + LogEndMarker + "\n"
+	if _, err := ReadResultsLog(strings.NewReader(cut)); err == nil || !strings.Contains(err.Error(), "no intact results block") {
+		t.Errorf("truncated block: %v", err)
+	}
+	if got, err := ReadResultsLog(strings.NewReader(full + cut)); err != nil || got.Node != "node-a" {
+		t.Errorf("intact block followed by a truncated one: %v", err)
+	}
+	if _, err := ReadResultsLog(strings.NewReader("nothing here\n")); err == nil || !strings.Contains(err.Error(), "did the runner finish") {
+		t.Errorf("no block: %v", err)
+	}
+	// A document of another schema is refused with the fix.
+	bad := strings.Replace(full, SchemaVersion, "bench.tickstack.io/v9", 1)
+	if _, err := ReadResultsLog(strings.NewReader(bad)); err == nil {
+		t.Error("tampered block accepted")
+	}
+	file := filepath.Join(t.TempDir(), "results.json")
+	if err := WriteResultsFile(file, r); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Count(bytes.TrimSpace(b), []byte("\n")) != 0 {
+		t.Error("results file is not compact JSON")
+	}
+	if got, err := UnmarshalResults(b); err != nil || got.Node != "node-a" {
+		t.Errorf("results file: %v", err)
+	}
+}
+
+// The result types will be embedded in the CRD status: no floats anywhere, camelCase JSON names.
+func TestResultTypesAreAPIShaped(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type, string)
+	walk = func(tp reflect.Type, path string) {
+		for tp.Kind() == reflect.Pointer || tp.Kind() == reflect.Slice || tp.Kind() == reflect.Map {
+			tp = tp.Elem()
+		}
+		switch tp.Kind() {
+		case reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+			t.Errorf("%s is a float: use int64 nanoseconds or a decimal string", path)
+		case reflect.Struct:
+			if seen[tp] || tp.PkgPath() != reflect.TypeOf(Results{}).PkgPath() {
+				return
+			}
+			seen[tp] = true
+			for i := 0; i < tp.NumField(); i++ {
+				f := tp.Field(i)
+				tag := f.Tag.Get("json")
+				name, _, _ := strings.Cut(tag, ",")
+				if tag == "" || (name == "" && !f.Anonymous) {
+					t.Errorf("%s.%s has no json name", tp.Name(), f.Name)
+				}
+				if name != "" && (name[0] < 'a' || name[0] > 'z' || strings.ContainsAny(name, "_-")) {
+					t.Errorf("%s.%s json name %q is not camelCase", tp.Name(), f.Name, name)
+				}
+				walk(f.Type, tp.Name()+"."+f.Name)
+			}
+		}
+	}
+	for _, v := range []any{Results{}, Spec{}, Thresholds{}, Verdict{}, StackComparison{}} {
+		walk(reflect.TypeOf(v), reflect.TypeOf(v).Name())
+	}
+	if len(seen) < 20 {
+		t.Fatalf("walked only %d types", len(seen))
+	}
+}
+
+// The generated deep copies must not share slices or pointers with the original (the controller
+// embeds these types in the CRD status).
+func TestResultsDeepCopy(t *testing.T) {
+	orig := sampleResults()
+	cp := orig.DeepCopy()
+	cp.Stacks[0].PingPong.Rows[0].MedianNs = 1
+	cp.Stacks[0].MixedBurst.Rows[0].Small.P99Ns = 1
+	cp.Jitter.Rows[0].MaxNs = 1
+	if orig.Stacks[0].PingPong.Rows[0].MedianNs == 1 || orig.Stacks[0].MixedBurst.Rows[0].Small.P99Ns == 1 || orig.Jitter.Rows[0].MaxNs == 1 {
+		t.Fatal("DeepCopy shares memory with the original")
+	}
+	th := Thresholds{MaxDropped: ptr(int64(0)), Latency: []LatencyLimit{{Suite: SuitePingPong}}}
+	tc := th.DeepCopy()
+	*tc.MaxDropped = 5
+	tc.Latency[0].Suite = SuiteJitter
+	if *th.MaxDropped != 0 || th.Latency[0].Suite != SuitePingPong {
+		t.Fatal("Thresholds.DeepCopy shares memory")
+	}
+}

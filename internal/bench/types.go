@@ -1,0 +1,308 @@
+// Package bench measures a node the way the seed papers measured their systems: sockperf ping-pong by
+// message size, latency under load across message rates, microburst tolerance, a mixed-size bursty
+// pattern, and OS jitter with oslat and cyclictest. It holds the result types (shaped to be embedded
+// in the LatencyBenchmark status: camelCase JSON, integer nanoseconds, no floats), the parsers of the
+// tools' output, the suite drivers the node runner executes, and the verdict logic.
+package bench
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SchemaVersion names the layout of Results; a reader refuses a document with another value.
+const SchemaVersion = "bench.tickstack.io/v1alpha1"
+
+// Stack is the network stack a suite ran on.
+// +kubebuilder:validation:Enum=kernel;bypass
+type Stack string
+
+const (
+	// StackKernel is the plain Linux socket stack.
+	StackKernel Stack = "kernel"
+	// StackBypass runs the same sockperf under the tickstack dataplane launcher (tickstack-run -p latency).
+	StackBypass Stack = "bypass"
+)
+
+// Protocol is the transport a network suite used.
+// +kubebuilder:validation:Enum=udp;udpMulticast;tcp
+type Protocol string
+
+const (
+	// ProtocolUDP is UDP unicast.
+	ProtocolUDP Protocol = "udp"
+	// ProtocolUDPMulticast is UDP to a multicast group the reflector joined.
+	ProtocolUDPMulticast Protocol = "udpMulticast"
+	// ProtocolTCP is one TCP connection (Nagle off, as sockperf does for latency modes).
+	ProtocolTCP Protocol = "tcp"
+)
+
+// SuiteName names a suite.
+// +kubebuilder:validation:Enum=pingPong;rateSweep;microburst;mixedBurst;jitter
+type SuiteName string
+
+const (
+	// SuitePingPong is the half round trip by message size (papers 000, 001).
+	SuitePingPong SuiteName = "pingPong"
+	// SuiteRateSweep is latency under load across message rates (papers 000, 001, 002).
+	SuiteRateSweep SuiteName = "rateSweep"
+	// SuiteMicroburst is the largest back-to-back burst absorbed without a drop (paper 002).
+	SuiteMicroburst SuiteName = "microburst"
+	// SuiteMixedBurst is 2/3 100 B + 1/3 600 B, steady rate plus one-second bursts (paper 003).
+	SuiteMixedBurst SuiteName = "mixedBurst"
+	// SuiteJitter is OS noise on given CPUs with oslat and cyclictest.
+	SuiteJitter SuiteName = "jitter"
+)
+
+// JitterTool names an rt-tests program.
+// +kubebuilder:validation:Enum=oslat;cyclictest
+type JitterTool string
+
+const (
+	// JitterOslat is rt-tests' oslat (busy loop, measures the longest gap between two reads of the TSC).
+	JitterOslat JitterTool = "oslat"
+	// JitterCyclictest is rt-tests' cyclictest (timer wake-up latency of a SCHED_FIFO thread).
+	JitterCyclictest JitterTool = "cyclictest"
+)
+
+// LatencyStats is one latency distribution in integer nanoseconds. Latencies of network suites are
+// half round trips (sockperf's RTT/2), like the papers report.
+// +kubebuilder:object:generate=true
+type LatencyStats struct {
+	// Samples is the number of observations the statistics come from.
+	Samples int64 `json:"samples"`
+	// MinNs is the smallest observation.
+	MinNs int64 `json:"minNs"`
+	// MedianNs is the 50th percentile.
+	MedianNs int64 `json:"medianNs"`
+	// MeanNs is the arithmetic mean.
+	MeanNs int64 `json:"meanNs"`
+	// P95Ns is the 95th percentile.
+	P95Ns int64 `json:"p95Ns"`
+	// P99Ns is the 99th percentile.
+	P99Ns int64 `json:"p99Ns"`
+	// P999Ns is the 99.9th percentile.
+	P999Ns int64 `json:"p999Ns"`
+	// MaxNs is the largest observation.
+	MaxNs int64 `json:"maxNs"`
+	// StdDevNs is the sample standard deviation (n-1, as sockperf computes it).
+	StdDevNs int64 `json:"stdDevNs"`
+}
+
+// PercentilePoint is one point of a percentile curve.
+// +kubebuilder:object:generate=true
+type PercentilePoint struct {
+	// Percentile is a decimal string such as "50", "99.9" or "100".
+	Percentile string `json:"percentile"`
+	// ValueNs is the latency at that percentile.
+	ValueNs int64 `json:"valueNs"`
+}
+
+// PingPongRow is one message size of one protocol.
+// +kubebuilder:object:generate=true
+type PingPongRow struct {
+	Protocol Protocol `json:"protocol"`
+	// MessageSize is the UDP/TCP payload in bytes.
+	MessageSize int32 `json:"messageSize"`
+	// LatencyStats is the half round trip distribution.
+	LatencyStats `json:",inline"`
+	// Dropped counts replies that never came back (sockperf's "dropped messages").
+	Dropped int64 `json:"dropped"`
+}
+
+// PingPongResult is the pingPong table.
+// +kubebuilder:object:generate=true
+type PingPongResult struct {
+	// +listType=atomic
+	Rows []PingPongRow `json:"rows,omitempty"`
+	// Curve is the percentile curve of one reference row (the smallest UDP size), for the report.
+	// +optional
+	Curve *PercentileCurve `json:"curve,omitempty"`
+	// Error says why the suite did not complete; rows measured before the error are kept.
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// PercentileCurve is a latency distribution sampled at fixed percentiles.
+// +kubebuilder:object:generate=true
+type PercentileCurve struct {
+	Protocol    Protocol `json:"protocol"`
+	MessageSize int32    `json:"messageSize"`
+	// +listType=atomic
+	Points []PercentilePoint `json:"points"`
+}
+
+// RateRow is latency under load at one target rate.
+// +kubebuilder:object:generate=true
+type RateRow struct {
+	Protocol    Protocol `json:"protocol"`
+	MessageSize int32    `json:"messageSize"`
+	// TargetMps is the requested rate in messages per second (sockperf --mps).
+	TargetMps int64 `json:"targetMps"`
+	// AchievedMps is what the sender managed during the measured window.
+	AchievedMps int64 `json:"achievedMps"`
+	// Sent is the number of messages sent in the measured window.
+	Sent int64 `json:"sent"`
+	// Dropped is the reflector's sequence gaps plus lost replies.
+	Dropped int64 `json:"dropped"`
+	// Sustained is true when nothing was dropped and the sender reached at least 95 % of the target.
+	Sustained bool `json:"sustained"`
+	// LatencyStats is the half round trip of the reflected messages (one in ReplyEvery).
+	LatencyStats `json:",inline"`
+}
+
+// RateSweepResult is the rateSweep table.
+// +kubebuilder:object:generate=true
+type RateSweepResult struct {
+	// +listType=atomic
+	Rows []RateRow `json:"rows,omitempty"`
+	// MaxSustainedMps is, per message size, the highest target rate sustained; rates above the
+	// first unsustained one do not count (like the papers' missing data points).
+	// +listType=atomic
+	MaxSustained []SustainedRate `json:"maxSustained,omitempty"`
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// SustainedRate is the highest sustained rate for one protocol and message size.
+// +kubebuilder:object:generate=true
+type SustainedRate struct {
+	Protocol    Protocol `json:"protocol"`
+	MessageSize int32    `json:"messageSize"`
+	// Mps is 0 when even the lowest rate was not sustained.
+	Mps int64 `json:"mps"`
+}
+
+// BurstTrial is one tried burst length.
+// +kubebuilder:object:generate=true
+type BurstTrial struct {
+	// Packets is the number of back-to-back messages in each burst.
+	Packets int64 `json:"packets"`
+	// Bursts is how many bursts the trial sent.
+	Bursts int64 `json:"bursts"`
+	// Sent is the number of messages sent.
+	Sent int64 `json:"sent"`
+	// Dropped is the reflector's sequence-gap count.
+	Dropped int64 `json:"dropped"`
+}
+
+// MicroburstResult is the microburst table and its answer.
+// +kubebuilder:object:generate=true
+type MicroburstResult struct {
+	Protocol    Protocol `json:"protocol"`
+	MessageSize int32    `json:"messageSize"`
+	// LinkSpeedMbps is the line rate the burst time is computed for.
+	LinkSpeedMbps int64 `json:"linkSpeedMbps"`
+	// +listType=atomic
+	Trials []BurstTrial `json:"trials,omitempty"`
+	// MaxBurstPackets is the largest burst absorbed without a drop (0: none was).
+	MaxBurstPackets int64 `json:"maxBurstPackets"`
+	// BurstTimeNs is paper 002's burst time: (46 + size) x packets x bit time x 8.
+	BurstTimeNs int64 `json:"burstTimeNs"`
+	// LimitReached is true when the largest allowed burst was absorbed, so the real limit is higher.
+	LimitReached bool `json:"limitReached,omitempty"`
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// MixedBurstRow is one traffic pattern of paper 003.
+// +kubebuilder:object:generate=true
+type MixedBurstRow struct {
+	// SteadyMps is the continuous rate.
+	SteadyMps int64 `json:"steadyMps"`
+	// BurstMps is the rate added during every other second.
+	BurstMps int64 `json:"burstMps"`
+	// Sent is the number of messages the playback sent.
+	Sent int64 `json:"sent"`
+	// Dropped is lost replies plus the reflector's sequence gaps.
+	Dropped int64 `json:"dropped"`
+	// LatencyStats covers every message, both sizes (the paper's average, p99 and standard deviation
+	// are MeanNs, P99Ns and StdDevNs).
+	LatencyStats `json:",inline"`
+	// Small is the distribution of the 100 B messages only.
+	// +optional
+	Small *LatencyStats `json:"small,omitempty"`
+	// Large is the distribution of the 600 B messages only.
+	// +optional
+	Large *LatencyStats `json:"large,omitempty"`
+}
+
+// MixedBurstResult is the mixedBurst table.
+// +kubebuilder:object:generate=true
+type MixedBurstResult struct {
+	Protocol Protocol `json:"protocol"`
+	// SmallSize and LargeSize are the two message sizes (100 and 600 B in the paper).
+	SmallSize int32 `json:"smallSize"`
+	LargeSize int32 `json:"largeSize"`
+	// +listType=atomic
+	Rows []MixedBurstRow `json:"rows,omitempty"`
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// JitterRow is one tool on one CPU.
+// +kubebuilder:object:generate=true
+type JitterRow struct {
+	Tool JitterTool `json:"tool"`
+	CPU  int32      `json:"cpu"`
+	// LatencyStats: min, mean and max are the tool's own; percentiles come from its 1 us histogram
+	// (an upper bound); StdDevNs is computed from the histogram.
+	LatencyStats `json:",inline"`
+	// Overflows counts observations beyond the histogram (their exact values are unknown; MaxNs is exact).
+	Overflows int64 `json:"overflows,omitempty"`
+}
+
+// JitterResult is the jitter table.
+// +kubebuilder:object:generate=true
+type JitterResult struct {
+	// +listType=atomic
+	Rows []JitterRow `json:"rows,omitempty"`
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// StackResults holds the network suites run on one stack.
+// +kubebuilder:object:generate=true
+type StackResults struct {
+	Stack Stack `json:"stack"`
+	// Unavailable says why this stack could not run at all (e.g. the bypass launcher is absent).
+	// +optional
+	Unavailable string `json:"unavailable,omitempty"`
+	// +optional
+	PingPong *PingPongResult `json:"pingPong,omitempty"`
+	// +optional
+	RateSweep *RateSweepResult `json:"rateSweep,omitempty"`
+	// +optional
+	Microburst *MicroburstResult `json:"microburst,omitempty"`
+	// +optional
+	MixedBurst *MixedBurstResult `json:"mixedBurst,omitempty"`
+}
+
+// Results is what the runner writes: one document per node and run.
+// +kubebuilder:object:generate=true
+type Results struct {
+	// SchemaVersion is SchemaVersion.
+	SchemaVersion string `json:"schemaVersion"`
+	// Node is the node the runner ran on (from --node or NODE_NAME).
+	// +optional
+	Node string `json:"node,omitempty"`
+	// StartTime and CompletionTime bound the run.
+	StartTime      metav1.Time `json:"startTime"`
+	CompletionTime metav1.Time `json:"completionTime"`
+	// Tools records the versions measured with, e.g. "sockperf 3.7-no.git", "oslat V 2.40".
+	// +listType=atomic
+	Tools []string `json:"tools,omitempty"`
+	// +listType=atomic
+	Stacks []StackResults `json:"stacks,omitempty"`
+	// +optional
+	Jitter *JitterResult `json:"jitter,omitempty"`
+}
+
+// Stack returns the results of one stack, or nil.
+func (r *Results) Stack(s Stack) *StackResults {
+	for i := range r.Stacks {
+		if r.Stacks[i].Stack == s {
+			return &r.Stacks[i]
+		}
+	}
+	return nil
+}

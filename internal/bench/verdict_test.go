@@ -1,0 +1,209 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+func stats(median, p99 int64) LatencyStats {
+	return LatencyStats{Samples: 1000, MinNs: median / 2, MedianNs: median, MeanNs: median + 100, P95Ns: p99 - 1, P99Ns: p99, P999Ns: p99 * 2, MaxNs: p99 * 4, StdDevNs: 500}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// sampleResults is a kernel + bypass run shaped like the runner's output.
+func sampleResults() *Results {
+	return &Results{
+		SchemaVersion: SchemaVersion,
+		Stacks: []StackResults{
+			{
+				Stack: StackKernel,
+				PingPong: &PingPongResult{Rows: []PingPongRow{
+					{Protocol: ProtocolUDP, MessageSize: 64, LatencyStats: stats(10000, 30000)},
+					{Protocol: ProtocolUDP, MessageSize: 1472, LatencyStats: stats(20000, 60000)},
+					{Protocol: ProtocolTCP, MessageSize: 64, LatencyStats: stats(12000, 40000), Dropped: 0},
+				}},
+				RateSweep: &RateSweepResult{
+					Rows: []RateRow{
+						{Protocol: ProtocolUDP, MessageSize: 64, TargetMps: 10000, AchievedMps: 10000, Sustained: true, LatencyStats: stats(15000, 50000)},
+						{Protocol: ProtocolUDP, MessageSize: 64, TargetMps: 100000, AchievedMps: 60000, Dropped: 12, LatencyStats: stats(90000, 900000)},
+					},
+					MaxSustained: []SustainedRate{{Protocol: ProtocolUDP, MessageSize: 64, Mps: 10000}},
+				},
+				Microburst: &MicroburstResult{Protocol: ProtocolUDP, MessageSize: 256, LinkSpeedMbps: 10000, MaxBurstPackets: 224, BurstTimeNs: BurstTimeNs(256, 224, 10000),
+					Trials: []BurstTrial{{Packets: 64, Sent: 640}, {Packets: 256, Sent: 2560, Dropped: 3}, {Packets: 224, Sent: 2240}}},
+				MixedBurst: &MixedBurstResult{Protocol: ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []MixedBurstRow{
+					{SteadyMps: 1000, BurstMps: 1000, Sent: 3000, LatencyStats: stats(25000, 70000), Small: ptr(stats(24000, 65000)), Large: ptr(stats(27000, 80000))},
+				}},
+			},
+			{
+				Stack: StackBypass,
+				PingPong: &PingPongResult{Rows: []PingPongRow{
+					{Protocol: ProtocolUDP, MessageSize: 64, LatencyStats: stats(4000, 9000)},
+					{Protocol: ProtocolUDP, MessageSize: 1472, LatencyStats: stats(8000, 20000)},
+				}},
+			},
+		},
+		Jitter: &JitterResult{Rows: []JitterRow{
+			{Tool: JitterOslat, CPU: 1, LatencyStats: LatencyStats{Samples: 100, MinNs: 1000, MedianNs: 1000, MeanNs: 1001, P95Ns: 1000, P99Ns: 1000, P999Ns: 2000, MaxNs: 12000}},
+			{Tool: JitterCyclictest, CPU: 1, LatencyStats: LatencyStats{Samples: 100, MinNs: 6000, MedianNs: 19000, MeanNs: 22000, P95Ns: 34000, P99Ns: 65000, P999Ns: 194000, MaxNs: 300000}},
+		}},
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*Results)
+		th   Thresholds
+		want VerdictResult
+		// first names the first reason (failed ones come first); msg is a fragment of its message.
+		first, msg string
+	}{
+		{name: "no thresholds pass", th: Thresholds{}, want: VerdictPassed},
+		{name: "pingPong p99 within", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP99, Max: "60us"}}}, want: VerdictPassed,
+			first: "pingPong/p99", msg: "worst p99 60.000 us at udp 1472 B on kernel"},
+		{name: "pingPong p99 exceeded", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP99, Max: "59.999us"}}}, want: VerdictFailed,
+			first: "pingPong/p99", msg: "p99 60.000 us at udp 1472 B on kernel exceeds 59.999us"},
+		{name: "narrowed to bypass", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Stack: StackBypass, Statistic: StatMedian, Max: "8us"}}}, want: VerdictPassed,
+			first: "pingPong/bypass/median"},
+		{name: "narrowed to tcp 64 B", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Protocol: ProtocolTCP, MessageSize: 64, Statistic: StatMean, Max: "12us"}}}, want: VerdictFailed,
+			first: "pingPong/mean/tcp/64B", msg: "12.100 us"},
+		{name: "selector matching nothing is inconclusive", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Protocol: ProtocolUDPMulticast, Statistic: StatP99, Max: "1ms"}}}, want: VerdictInconclusive,
+			first: "pingPong/p99/udpMulticast", msg: "no measured pingPong row"},
+		{name: "rateSweep ignores unsustained rates", th: Thresholds{Latency: []LatencyLimit{{Suite: SuiteRateSweep, Statistic: StatP99, Max: "50us"}}}, want: VerdictPassed,
+			msg: "1 rows checked"},
+		{name: "mixedBurst large messages", th: Thresholds{Latency: []LatencyLimit{{Suite: SuiteMixedBurst, MessageSize: 600, Statistic: StatP99, Max: "79us"}}}, want: VerdictFailed,
+			msg: "1000+1000 msg/s 600 B"},
+		{name: "jitter max by tool", th: Thresholds{Latency: []LatencyLimit{{Suite: SuiteJitter, Tool: JitterOslat, Statistic: StatMax, Max: "20us"}}}, want: VerdictPassed, msg: "oslat cpu 1"},
+		{name: "jitter both tools", th: Thresholds{Latency: []LatencyLimit{{Suite: SuiteJitter, Statistic: StatMax, Max: "20us"}}}, want: VerdictFailed, msg: "cyclictest cpu 1"},
+		{name: "drops", th: Thresholds{MaxDropped: ptr(int64(0))}, mod: func(r *Results) { r.Stacks[0].PingPong.Rows[2].Dropped = 3 }, want: VerdictFailed,
+			first: "drops/kernel", msg: "3 messages dropped in pingPong tcp 64 B"},
+		{name: "sustained rate met", th: Thresholds{MinSustainedMps: ptr(int64(10000))}, want: VerdictPassed},
+		{name: "sustained rate missed", th: Thresholds{MinSustainedMps: ptr(int64(100000))}, want: VerdictFailed, msg: "sustained only 10000 msg/s"},
+		{name: "microburst met", th: Thresholds{MinMicroburstPackets: ptr(int64(200))}, want: VerdictPassed, msg: "absorbed 224"},
+		{name: "microburst missed", th: Thresholds{MinMicroburstPackets: ptr(int64(1000))}, want: VerdictFailed, msg: "largest burst absorbed without a drop is 224"},
+		{name: "bypass speedup met", th: Thresholds{MinBypassSpeedup: "2.5"}, want: VerdictPassed, msg: "2.500x"},
+		{name: "bypass speedup missed", th: Thresholds{MinBypassSpeedup: "2.6"}, want: VerdictFailed, msg: "only 2.500x faster than kernel at udp 64 B"},
+		{name: "bypass unavailable", th: Thresholds{MinBypassSpeedup: "1.5"}, mod: func(r *Results) {
+			r.Stacks[1] = StackResults{Stack: StackBypass, Unavailable: "launcher not found"}
+		}, want: VerdictInconclusive, first: "stack/bypass", msg: "launcher not found"},
+		{name: "suite error alone is inconclusive", mod: func(r *Results) { r.Stacks[0].RateSweep.Error = "reflector gone" }, want: VerdictInconclusive,
+			first: "suite/rateSweep/kernel", msg: "reflector gone"},
+		{name: "failure outranks inconclusive", th: Thresholds{MinMicroburstPackets: ptr(int64(1000))}, mod: func(r *Results) { r.Jitter.Error = "oslat missing" }, want: VerdictFailed,
+			first: "microburst/kernel"},
+		{name: "invalid rule fails loudly", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: "p42", Max: "1us"}}}, want: VerdictFailed, msg: "thresholds.latency[0] is invalid"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := sampleResults()
+			if c.mod != nil {
+				c.mod(r)
+			}
+			v := Evaluate(r, c.th)
+			if v.Result != c.want {
+				t.Fatalf("result %s, want %s; reasons %+v", v.Result, c.want, v.Reasons)
+			}
+			if c.first != "" && (len(v.Reasons) == 0 || v.Reasons[0].Name != c.first) {
+				t.Errorf("first reason %+v, want name %q", v.Reasons, c.first)
+			}
+			if c.msg != "" {
+				found := false
+				for _, r := range v.Reasons {
+					found = found || strings.Contains(r.Message, c.msg)
+				}
+				if !found {
+					t.Errorf("no reason mentions %q: %+v", c.msg, v.Reasons)
+				}
+			}
+			for i := 1; i < len(v.Reasons); i++ {
+				if rank(v.Reasons[i].Result) < rank(v.Reasons[i-1].Result) {
+					t.Errorf("reasons not ordered failed, inconclusive, passed: %+v", v.Reasons)
+				}
+			}
+		})
+	}
+}
+
+func rank(r VerdictResult) int {
+	switch r {
+	case VerdictFailed:
+		return 0
+	case VerdictInconclusive:
+		return 1
+	}
+	return 2
+}
+
+func TestThresholdsValidate(t *testing.T) {
+	good := Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP999, Max: "1.5ms"}}, MinBypassSpeedup: "1.25", MaxDropped: ptr(int64(0))}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("valid thresholds refused: %v", err)
+	}
+	cases := []struct {
+		th   Thresholds
+		want string
+	}{
+		{Thresholds{Latency: []LatencyLimit{{Suite: SuiteMicroburst, Statistic: StatP99, Max: "1us"}}}, "thresholds.latency[0].suite"},
+		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: "p50", Max: "1us"}}}, "thresholds.latency[0].statistic"},
+		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP99, Max: "25"}}}, `thresholds.latency[0].max: "25" is not a positive duration`},
+		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP99, Max: "1us", Stack: "dpdk"}}}, "thresholds.latency[0].stack"},
+		{Thresholds{MinBypassSpeedup: "fast"}, "thresholds.minBypassSpeedup"},
+		{Thresholds{MaxDropped: ptr(int64(-1))}, "thresholds.maxDropped"},
+	}
+	for _, c := range cases {
+		err := c.th.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate(%+v) = %v, want an error containing %q", c.th, err, c.want)
+		}
+	}
+}
+
+func TestCompareStacks(t *testing.T) {
+	cmp := CompareStacks(sampleResults())
+	if len(cmp) != 2 {
+		t.Fatalf("%d comparisons, want the 2 pingPong rows measured on both stacks: %+v", len(cmp), cmp)
+	}
+	if cmp[0].MedianSpeedup != "2.500" || cmp[0].P99Speedup != "3.333" || cmp[1].MedianSpeedup != "2.500" || cmp[1].P99Speedup != "3.000" {
+		t.Errorf("speedups %+v", cmp)
+	}
+	r := sampleResults()
+	r.Stacks = r.Stacks[:1]
+	if CompareStacks(r) != nil {
+		t.Error("comparison without a bypass stack")
+	}
+}
+
+func TestBurstTimeNs(t *testing.T) {
+	cases := []struct {
+		size    int32
+		packets int64
+		mbps    int64
+		want    int64
+	}{
+		// Paper 002's two examples.
+		{64, 23000, 10000, 2024000},
+		{64, 400, 10000, 35200},
+		{256, 224, 10000, 54118}, // (46+256)*224*8/10 = 54118.4
+		{14, 1, 1000, 480},
+		{64, 0, 10000, 0},
+		{64, 10, 0, 0},
+	}
+	for _, c := range cases {
+		if got := BurstTimeNs(c.size, c.packets, c.mbps); got != c.want {
+			t.Errorf("BurstTimeNs(%d, %d, %d) = %d, want %d", c.size, c.packets, c.mbps, got, c.want)
+		}
+	}
+}
+
+func TestRatio(t *testing.T) {
+	if Ratio(10, 4) != "2.500" || Ratio(1, 3) != "0.333" || Ratio(2, 3) != "0.667" || Ratio(1, 0) != "" {
+		t.Errorf("Ratio: %q %q %q %q", Ratio(10, 4), Ratio(1, 3), Ratio(2, 3), Ratio(1, 0))
+	}
+	if v, err := ParseRatio("1.5"); err != nil || v != 1500 {
+		t.Errorf("ParseRatio(1.5) = %d, %v", v, err)
+	}
+	if _, err := ParseRatio("-1"); err == nil {
+		t.Error("negative ratio accepted")
+	}
+}
