@@ -60,8 +60,9 @@ const (
 	InSync State = "InSync"
 	// Drifted: the host holds another value than desired (changed by someone, or not yet applied).
 	Drifted State = "Drifted"
-	// Unsupported: the host has no such knob for this object: the kernel refuses to change a
-	// managed or per-CPU IRQ's affinity. It is left as it is and does not count as drift.
+	// Unsupported: the host has no such knob (cpufreq in a VM, ring sizes on a veth, SMT on a
+	// CPU without sibling threads) or the kernel refuses to change it (a managed or per-CPU IRQ's
+	// affinity). It is reported with the reason, left as it is and does not count as drift.
 	Unsupported State = "Unsupported"
 	// Failed: the value could not be read.
 	Failed State = "Failed"
@@ -205,6 +206,9 @@ func (e *Engine) Apply(d *Desired) (*Report, error) {
 		// Read every current value before anything of this phase changes.
 		current := make([]string, len(items))
 		for i, it := range items {
+			if it.unsupported != "" {
+				continue
+			}
 			if current[i], err = it.s.read(); err != nil {
 				return rep, fieldErr(it.field, "cannot read %s: %v", "", it.name, err)
 			}
@@ -235,7 +239,7 @@ func (e *Engine) Apply(d *Desired) (*Report, error) {
 		}
 		added := false
 		for i, it := range items {
-			if !inJournal[it.name] {
+			if it.unsupported == "" && !inJournal[it.name] {
 				journal = append(journal, Entry{Name: it.name, Original: current[i]})
 				inJournal[it.name] = true
 				added = true
@@ -249,7 +253,7 @@ func (e *Engine) Apply(d *Desired) (*Report, error) {
 		}
 		refusedChanged := false
 		for i, it := range items {
-			if it.s.inSync(it.desired, current[i]) {
+			if it.unsupported != "" || it.s.inSync(it.desired, current[i]) {
 				continue
 			}
 			if err := it.s.write(it.desired); err != nil {
@@ -400,6 +404,11 @@ func (e *Engine) verifyItems(items []planned, journal []Entry) []Result {
 	out := make([]Result, 0, len(items))
 	for _, it := range items {
 		r := Result{Name: it.name, Field: it.field, Desired: it.desired}
+		if it.unsupported != "" {
+			r.State, r.Message = Unsupported, it.unsupported
+			out = append(out, r)
+			continue
+		}
 		obs, err := it.s.read()
 		switch {
 		case err != nil:

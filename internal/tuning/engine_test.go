@@ -80,6 +80,10 @@ func TestTreeApplyVerifyRestore(t *testing.T) {
 	if got := readTree(t, dir, "etc/default/irqbalance"); !strings.Contains(got, "IRQBALANCE_BANNED_CPULIST=2-3") || !strings.Contains(got, `IRQBALANCE_ARGS="--policyscript=/x"`) {
 		t.Errorf("irqbalance file:\n%s", got)
 	}
+	// The tree has no NIC implementation: the coalescing setting is reported, not applied.
+	if r := resultsByName(rep.Results)["coalesce/ens1f0/rx-usecs"]; r.State != Unsupported || !strings.Contains(r.Message, "no NIC implementation") {
+		t.Errorf("coalesce result = %+v, want Unsupported", r)
+	}
 	fp := Fingerprint(rep.Results, "isolcpus=2-3")
 	if len(fp) != 16 {
 		t.Fatalf("fingerprint %q is not 16 hex digits", fp)
@@ -181,7 +185,6 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 	d.WorkqueueCPUs = setp("0-7")
 	d.Interfaces = append(d.Interfaces, InterfaceTuning{Name: "eth9", RPSCPUs: setp("0")})
 	d.Interfaces[0].SRIOVNumVFs = intp(16)
-	d.Interfaces[0].Channels = map[string]uint32{"combined": 4}
 	d.Hugepages = append(d.Hugepages, HugepageAllocation{Node: 3, SizeKB: 2048, Count: 1})
 	_, err := e.Apply(d)
 	if err == nil {
@@ -190,7 +193,6 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 	for _, want := range []string{
 		"interfaces[eth9].name: no interface \"eth9\" on this node",
 		"interfaces[ens1f0].sriovNumVFs: 16 is more than the 8 VFs",
-		"interfaces[ens1f0].channels: cannot be read",
 		"workqueueCPUs: CPUs 4-7 are not online on this node (online: 0-3)",
 		"hugepages[3]: node 3 has no 2048 kB hugepage pool",
 	} {

@@ -12,9 +12,11 @@ import (
 )
 
 // item is one planned setting: its name, the desired value in canonical form and the Desired
-// field it comes from (for error messages).
+// field it comes from (for error messages). unsupported, when set, says why this host has no
+// such knob (cpufreq in a VM, rings on veth): the item is reported, never read or written.
 type item struct {
 	name, desired, field string
+	unsupported          string
 }
 
 // Phases: structural settings first (SMT, which takes sibling CPUs offline; VF counts, channels,
@@ -32,6 +34,9 @@ func plan(h *host.Host, d *Desired, phase int) ([]item, error) {
 	var items []item
 	var errs []error
 	add := func(field, name, v string) { items = append(items, item{name: name, desired: v, field: field}) }
+	unsupported := func(field, name, v, why string) {
+		items = append(items, item{name: name, desired: v, field: field, unsupported: why})
+	}
 	online, err := h.OnlineCPUs()
 	if err != nil {
 		return nil, err
@@ -49,14 +54,16 @@ func plan(h *host.Host, d *Desired, phase int) ([]item, error) {
 			if err != nil {
 				return nil, err
 			}
+			v := map[bool]string{true: host.SMTOn, false: host.SMTOff}[*d.SMT]
 			switch {
-			case ctl == host.SMTNotSupported || ctl == host.SMTNotImplemented:
-				// No sibling threads, or no runtime control: nothing to switch (nosmt at boot is a
-				// kernel argument).
+			case ctl == host.SMTNotSupported:
+				unsupported("smt", "smt/control", v, "this node has no SMT sibling threads")
+			case ctl == host.SMTNotImplemented:
+				unsupported("smt", "smt/control", v, "this kernel has no runtime SMT control (use the nosmt kernel argument)")
 			case ctl == host.SMTForceOff && *d.SMT:
 				errs = append(errs, fieldErr("smt", "SMT is forced off at boot (nosmt=force)", "remove nosmt=force from the kernel arguments, or ask for SMT off"))
 			default:
-				add("smt", "smt/control", map[bool]string{true: host.SMTOn, false: host.SMTOff}[*d.SMT])
+				add("smt", "smt/control", v)
 			}
 		}
 		for _, ifc := range d.Interfaces {
@@ -88,21 +95,27 @@ func plan(h *host.Host, d *Desired, phase int) ([]item, error) {
 					continue
 				}
 				cur, err := h.NICParams(ifc.Name, g.group)
-				if err != nil {
-					errs = append(errs, fieldErr(fmt.Sprintf("%s.%s", f, g.group), "cannot be read: %v", "remove it for this interface's driver", err))
+				if err != nil && !errors.Is(err, host.ErrUnsupported) {
+					errs = append(errs, fieldErr(fmt.Sprintf("%s.%s", f, g.group), "cannot be read: %v", "check the interface", err))
 					continue
 				}
 				for _, p := range sortedKeys(g.params) {
 					field := fmt.Sprintf("%s.%s[%s]", f, g.group, p)
+					name := fmt.Sprintf("%s/%s/%s", g.group, ifc.Name, p)
+					v := strconv.FormatUint(uint64(g.params[p]), 10)
+					if err != nil {
+						unsupported(field, name, v, err.Error())
+						continue
+					}
 					if _, ok := cur[p]; !ok {
-						errs = append(errs, fieldErr(field, "the driver does not support it", "remove it for this interface"))
+						unsupported(field, name, v, fmt.Sprintf("the driver of %s does not report %s %s", ifc.Name, g.group, p))
 						continue
 					}
 					if max, ok := cur["max-"+p]; ok && g.params[p] > max {
 						errs = append(errs, fieldErr(field, "%d is above the driver's maximum %d", "use at most "+strconv.Itoa(int(max)), g.params[p], max))
 						continue
 					}
-					add(field, fmt.Sprintf("%s/%s/%s", g.group, ifc.Name, p), strconv.FormatUint(uint64(g.params[p]), 10))
+					add(field, name, v)
 				}
 			}
 		}
@@ -162,22 +175,27 @@ func plan(h *host.Host, d *Desired, phase int) ([]item, error) {
 		}
 		if c.Governor != "" && checkCPUs("cpuFreq.cpus", cpus) {
 			for _, cpu := range cpus.CPUs() {
+				name := fmt.Sprintf("cpufreq/cpu%d/governor", cpu)
 				if !h.HasCPUFreq(cpu) {
-					errs = append(errs, fieldErr("cpuFreq.governor", "CPU %d has no cpufreq (a VM, or the driver is not loaded)", "remove cpuFreq.governor for this node", cpu))
-					break
+					unsupported("cpuFreq.governor", name, c.Governor, "no cpufreq on this CPU (a VM, or no cpufreq driver)")
+					continue
 				}
 				if avail, err := h.AvailableGovernors(cpu); err == nil && !slices.Contains(avail, c.Governor) {
 					errs = append(errs, fieldErr("cpuFreq.governor", "CPU %d does not offer %q (it offers %v)", "pick an offered governor", cpu, c.Governor, avail))
 					break
 				}
-				add("cpuFreq.governor", fmt.Sprintf("cpufreq/cpu%d/governor", cpu), c.Governor)
+				add("cpuFreq.governor", name, c.Governor)
 			}
 		}
 		if c.Turbo != nil {
-			if _, err := h.Turbo(); err != nil {
-				errs = append(errs, fieldErr("cpuFreq.turbo", "%v", "remove cpuFreq.turbo for this node", err))
-			} else {
-				add("cpuFreq.turbo", "cpufreq/turbo", map[bool]string{true: "enabled", false: "disabled"}[*c.Turbo])
+			v := map[bool]string{true: "enabled", false: "disabled"}[*c.Turbo]
+			switch _, err := h.Turbo(); {
+			case errors.Is(err, host.ErrUnsupported):
+				unsupported("cpuFreq.turbo", "cpufreq/turbo", v, err.Error())
+			case err != nil:
+				errs = append(errs, fieldErr("cpuFreq.turbo", "%v", "check the host's cpufreq sysfs", err))
+			default:
+				add("cpuFreq.turbo", "cpufreq/turbo", v)
 			}
 		}
 	}
@@ -187,8 +205,12 @@ func plan(h *host.Host, d *Desired, phase int) ([]item, error) {
 				continue
 			}
 			_, modes, err := h.THP(x.file)
+			if errors.Is(err, os.ErrNotExist) {
+				unsupported("thp."+x.file, "thp/"+x.file, x.mode, "this kernel has no transparent hugepages")
+				continue
+			}
 			if err != nil {
-				errs = append(errs, fieldErr("thp."+x.file, "%v", "remove thp."+x.file+" for this node"))
+				errs = append(errs, fieldErr("thp."+x.file, "%v", "check the host's sysfs", err))
 				continue
 			}
 			if !slices.Contains(modes, x.mode) {

@@ -164,6 +164,7 @@ func treeDesired() *Desired {
 		SMT:                  boolp(false),
 		Interfaces: []InterfaceTuning{{
 			Name: "ens1f0", RPSCPUs: setp("0-1"), XPSCPUs: setp("0"), SRIOVNumVFs: intp(4),
+			Coalesce: map[string]uint32{"rx-usecs": 0},
 		}},
 		Hugepages: []HugepageAllocation{{Node: 0, SizeKB: 1048576, Count: 4}, {Node: 0, SizeKB: 2048, Count: 128}, {Node: host.AnyNode, SizeKB: 2048, Count: 64}},
 	}
