@@ -27,6 +27,61 @@ type Status struct {
 	RebootRequired bool
 }
 
+// ArgState is how one kernel argument stands.
+type ArgState string
+
+// Kernel argument states.
+const (
+	// ArgInEffect: the running kernel booted with it.
+	ArgInEffect ArgState = "InSync"
+	// ArgPendingReboot: written for the next boot, not yet in effect.
+	ArgPendingReboot ArgState = "PendingReboot"
+	// ArgPendingRemoval: no longer desired, but the running kernel still has it.
+	ArgPendingRemoval ArgState = "PendingRemoval"
+)
+
+// Arg is one kernel argument's state, for per-setting status ("kernel/<arg>").
+type Arg struct {
+	// Arg is the desired argument ("nohz_full=2-3"), or the stale one for PendingRemoval.
+	Arg string
+	// Observed is the value in effect for the argument's key ("" when absent).
+	Observed string
+	State    ArgState
+}
+
+// Args lists every desired and stale argument with its state, desired ones first in order.
+func (s Status) Args(cmdline string) []Arg {
+	missing := map[string]bool{}
+	for _, m := range s.Missing {
+		for _, a := range strings.Fields(m) {
+			missing[a] = true
+		}
+	}
+	have := effectiveOf(Tokenize(cmdline))
+	var out []Arg
+	for _, a := range s.Desired {
+		k, _, _ := strings.Cut(a, "=")
+		st := ArgInEffect
+		if missing[a] {
+			st = ArgPendingReboot
+		}
+		obs, ok := have.values[k]
+		if k == "hugepages" || k == "hugepagesz" {
+			obs, ok = "", false
+		}
+		if ok && obs == "" {
+			obs = k
+		} else if ok {
+			obs = k + "=" + obs
+		}
+		out = append(out, Arg{Arg: a, Observed: obs, State: st})
+	}
+	for _, a := range s.Stale {
+		out = append(out, Arg{Arg: a, Observed: a, State: ArgPendingRemoval})
+	}
+	return out
+}
+
 // Message is a one-line explanation for a status condition.
 func (s Status) Message() string {
 	switch {

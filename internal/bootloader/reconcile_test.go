@@ -31,6 +31,9 @@ func TestReconcileLifecycle(t *testing.T) {
 	if s, _ = m.Reconcile(ctx, v1, base); s.Written || !s.RebootRequired {
 		t.Fatalf("second reconcile before reboot: %+v", s)
 	}
+	if args := s.Args(base); len(args) != 2 || args[0].State != ArgPendingReboot || args[0].Observed != "" {
+		t.Fatalf("per-argument status before reboot: %+v", args)
+	}
 	// After the reboot the arguments are in effect.
 	booted := base + " " + strings.Join(v1, " ")
 	if s, _ = m.Reconcile(ctx, v1, booted); s.Written || s.RebootRequired || s.Message() != "kernel arguments are in effect" {
@@ -40,6 +43,13 @@ func TestReconcileLifecycle(t *testing.T) {
 	v2 := []string{"isolcpus=managed_irq,domain,2-3"}
 	if s, _ = m.Reconcile(ctx, v2, booted); !s.Written || !s.RebootRequired || !slices.Equal(s.Stale, []string{"nohz_full=2-3"}) || len(s.Missing) != 0 {
 		t.Fatalf("profile change: %+v", s)
+	}
+	want := []Arg{
+		{Arg: "isolcpus=managed_irq,domain,2-3", Observed: "isolcpus=managed_irq,domain,2-3", State: ArgInEffect},
+		{Arg: "nohz_full=2-3", Observed: "nohz_full=2-3", State: ArgPendingRemoval},
+	}
+	if got := s.Args(booted); !slices.Equal(got, want) {
+		t.Fatalf("per-argument status after profile change: %+v", got)
 	}
 	// Still stale on the next reconcile (the writer no longer lists it, the state file does).
 	if s, _ = m.Reconcile(ctx, v2, booted); s.Written || !slices.Equal(s.Stale, []string{"nohz_full=2-3"}) {
