@@ -168,12 +168,12 @@ func (e *Engine) planPhase(d *Desired, phase int) ([]planned, error) {
 	return out, nil
 }
 
-// Apply makes the host match d. It validates d first (nothing changes on a validation error),
-// restores settings journaled by an earlier Desired that d no longer has, journals the originals
-// of settings about to change for the first time, then writes what differs, in two phases (SMT,
-// NIC VF counts, channels, rings and coalescing first, because they take CPUs offline or add or
-// remove queues; then the rest). It returns the verification afterwards. Write errors do not stop the other writes; they
-// are returned together and show as Drifted results.
+// Apply makes the host match d. It validates d and plans it against the host first (nothing
+// changes when either fails), restores settings journaled by an earlier Desired that d no longer
+// has, journals the originals of settings planned for the first time, then writes what differs,
+// in two phases (SMT, NIC VF counts, channels, rings and coalescing first, because they take CPUs
+// offline or add or remove queues; then the rest). It returns the verification afterwards. Write
+// errors do not stop the other writes; they are returned together and show as Drifted results.
 func (e *Engine) Apply(d *Desired) (*Report, error) {
 	if err := Validate(d); err != nil {
 		return nil, err
