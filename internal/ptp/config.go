@@ -120,6 +120,7 @@ type FieldError struct {
 	Fix string
 }
 
+// Error renders "field: problem; fix".
 func (e *FieldError) Error() string {
 	if e.Fix == "" {
 		return e.Field + ": " + e.Problem

@@ -73,6 +73,11 @@ func NewDaemon(cfg Config, opts DaemonOptions) (*Daemon, error) {
 	if opts.RunDir == "" {
 		return nil, fmt.Errorf("PTP daemon: RunDir is required")
 	}
+	runDir, err := filepath.Abs(opts.RunDir)
+	if err != nil {
+		return nil, fmt.Errorf("PTP daemon: resolving RunDir: %w", err)
+	}
+	opts.RunDir = runDir
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
@@ -96,7 +101,6 @@ func NewDaemon(cfg Config, opts DaemonOptions) (*Daemon, error) {
 	}
 	d.status = d.monitor.Status()
 
-	var err error
 	if d.ptp4lConf, err = RenderPtp4lConfig(cfg, d.udsAddress); err != nil {
 		return nil, err
 	}
