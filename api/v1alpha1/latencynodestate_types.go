@@ -1,0 +1,289 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProfileReference names the profile a node state was resolved from.
+type ProfileReference struct {
+	// Name of the LatencyProfile.
+	Name string `json:"name"`
+	// Generation of the profile the spec was resolved from.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+}
+
+// IRQTuning places device interrupts.
+type IRQTuning struct {
+	// HousekeepingCPUs receive every movable IRQ and are the default_smp_affinity.
+	HousekeepingCPUs CPUSet `json:"housekeepingCPUs"`
+	// BannedCPUs are excluded from irqbalance.
+	// +optional
+	BannedCPUs CPUSet `json:"bannedCPUs,omitempty"`
+}
+
+// HugepageAllocation is one resolved huge page reservation.
+type HugepageAllocation struct {
+	// Size of each page.
+	Size HugePageSize `json:"size"`
+	// Count of pages.
+	Count int32 `json:"count"`
+	// Node is the NUMA node, or unset for the kernel's choice.
+	// +optional
+	Node *int32 `json:"node,omitempty"`
+	// AtBoot is true when the pages are reserved by a kernel argument rather than at runtime.
+	// +optional
+	AtBoot bool `json:"atBoot,omitempty"`
+}
+
+// NICTuning is one resolved interface of the node.
+type NICTuning struct {
+	// Group is the name of the profile's nics[] entry that selected this interface.
+	Group string `json:"group"`
+	// Interface is the kernel interface name.
+	Interface string `json:"interface"`
+	// PCIAddress of the interface, when it is a PCI device.
+	// +optional
+	PCIAddress string `json:"pciAddress,omitempty"`
+	// Driver of the interface.
+	// +optional
+	Driver string `json:"driver,omitempty"`
+	// NumVFs to create when set.
+	// +optional
+	NumVFs *int32 `json:"numVfs,omitempty"`
+	// ResourceName of the VFs, when set.
+	// +optional
+	ResourceName string `json:"resourceName,omitempty"`
+	// Acceleration for latency pods on this interface.
+	Acceleration AccelerationMode `json:"acceleration"`
+	// Coalescing to set.
+	// +optional
+	Coalescing *Coalescing `json:"coalescing,omitempty"`
+	// Rings to set.
+	// +optional
+	Rings *Rings `json:"rings,omitempty"`
+	// Channels to set.
+	// +optional
+	Channels *Channels `json:"channels,omitempty"`
+	// RPSCPUs receive receive-packet-steering work from this interface's queues (the housekeeping CPUs).
+	// +optional
+	RPSCPUs CPUSet `json:"rpsCPUs,omitempty"`
+}
+
+// NodeTuning is everything to set on one node, in concrete values.
+type NodeTuning struct {
+	// ReservedCPUs are the node's housekeeping CPUs.
+	// +optional
+	ReservedCPUs CPUSet `json:"reservedCPUs,omitempty"`
+	// IsolatedCPUs are the node's isolated CPUs.
+	// +optional
+	IsolatedCPUs CPUSet `json:"isolatedCPUs,omitempty"`
+	// KernelArgs are the arguments tickstack wants on the kernel command line, in a stable order.
+	// +optional
+	// +listType=atomic
+	KernelArgs []string `json:"kernelArgs,omitempty"`
+	// Sysctls to set.
+	// +optional
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// IRQ placement.
+	// +optional
+	IRQ *IRQTuning `json:"irq,omitempty"`
+	// MaxCStateExitLatencyMicroseconds disables idle states with a larger exit latency on every CPU.
+	// +optional
+	MaxCStateExitLatencyMicroseconds *int32 `json:"maxCStateExitLatencyMicroseconds,omitempty"`
+	// Governor is the cpufreq governor.
+	// +optional
+	Governor Governor `json:"governor,omitempty"`
+	// Turbo on or off.
+	// +optional
+	Turbo ToggleMode `json:"turbo,omitempty"`
+	// SMT on or off.
+	// +optional
+	SMT ToggleMode `json:"smt,omitempty"`
+	// WorkqueueCPUs is the unbound workqueue cpumask (the housekeeping CPUs).
+	// +optional
+	WorkqueueCPUs CPUSet `json:"workqueueCPUs,omitempty"`
+	// Hugepages to reserve.
+	// +optional
+	// +listType=atomic
+	Hugepages []HugepageAllocation `json:"hugepages,omitempty"`
+	// TransparentHugepages policy.
+	// +optional
+	TransparentHugepages TransparentHugepageMode `json:"transparentHugepages,omitempty"`
+	// NICs are the selected interfaces with their settings.
+	// +optional
+	// +listType=atomic
+	NICs []NICTuning `json:"nics,omitempty"`
+}
+
+// LatencyNodeStateSpec is written by the operator: the profile's settings resolved for this node.
+type LatencyNodeStateSpec struct {
+	// NodeName is the node this state is for (also the object's name).
+	// +required
+	NodeName string `json:"nodeName"`
+	// Profile is the profile the tuning was resolved from.
+	// +required
+	Profile ProfileReference `json:"profile"`
+	// Tuning is the resolved settings. Unset until the node's agent has reported the facts the
+	// resolution needs; the agent applies nothing while it is unset.
+	// +optional
+	Tuning *NodeTuning `json:"tuning,omitempty"`
+}
+
+// NUMANode is one NUMA node of the host.
+type NUMANode struct {
+	// ID of the node.
+	ID int32 `json:"id"`
+	// CPUs on the node.
+	CPUs CPUSet `json:"cpus"`
+}
+
+// InterfaceFacts describes one network interface of the host.
+type InterfaceFacts struct {
+	// Name is the kernel interface name.
+	Name string `json:"name"`
+	// Driver is the kernel driver.
+	// +optional
+	Driver string `json:"driver,omitempty"`
+	// PCIAddress, for PCI devices.
+	// +optional
+	PCIAddress string `json:"pciAddress,omitempty"`
+	// Vendor is the PCI vendor id in hex.
+	// +optional
+	Vendor string `json:"vendor,omitempty"`
+	// Device is the PCI device id in hex.
+	// +optional
+	Device string `json:"device,omitempty"`
+	// NUMANode the device is attached to, when known.
+	// +optional
+	NUMANode *int32 `json:"numaNode,omitempty"`
+	// SRIOVTotalVFs is how many VFs the device can create; 0 when it is not SR-IOV capable.
+	// +optional
+	SRIOVTotalVFs int32 `json:"sriovTotalVFs,omitempty"`
+	// PhysicalFunction names the PF when this interface is a VF.
+	// +optional
+	PhysicalFunction string `json:"physicalFunction,omitempty"`
+}
+
+// NodeFacts is what the agent found on the host: what the operator's resolution needs.
+type NodeFacts struct {
+	// OnlineCPUs are the CPUs the kernel runs.
+	OnlineCPUs CPUSet `json:"onlineCPUs"`
+	// ThreadsPerCore is 2 with SMT on, 1 without.
+	// +optional
+	ThreadsPerCore int32 `json:"threadsPerCore,omitempty"`
+	// Sockets is the number of CPU packages.
+	// +optional
+	Sockets int32 `json:"sockets,omitempty"`
+	// NUMANodes with their CPUs.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	NUMANodes []NUMANode `json:"numaNodes,omitempty"`
+	// Interfaces of the host (physical and VF; virtual ones such as veth too).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=512
+	Interfaces []InterfaceFacts `json:"interfaces,omitempty"`
+	// KernelCmdline is /proc/cmdline.
+	// +optional
+	KernelCmdline string `json:"kernelCmdline,omitempty"`
+	// KernelRelease is uname -r.
+	// +optional
+	KernelRelease string `json:"kernelRelease,omitempty"`
+}
+
+// SettingState is how one setting stands on the host.
+// +kubebuilder:validation:Enum=InSync;Drifted;PendingReboot;Failed;Unsupported
+type SettingState string
+
+const (
+	// SettingInSync: the observed value is the desired one.
+	SettingInSync SettingState = "InSync"
+	// SettingDrifted: the value was applied and then changed by someone else.
+	SettingDrifted SettingState = "Drifted"
+	// SettingPendingReboot: written to the boot configuration, in effect after the next reboot.
+	SettingPendingReboot SettingState = "PendingReboot"
+	// SettingFailed: the agent could not apply it; the message says why.
+	SettingFailed SettingState = "Failed"
+	// SettingUnsupported: the host has no such knob (for example cpufreq in a VM).
+	SettingUnsupported SettingState = "Unsupported"
+)
+
+// SettingStatus is one setting's desired and observed value.
+type SettingStatus struct {
+	// Name of the setting, for example sysctl/net.core.busy_poll or irq/default_smp_affinity.
+	Name string `json:"name"`
+	// Desired value.
+	// +optional
+	Desired string `json:"desired,omitempty"`
+	// Observed value read back from the host.
+	// +optional
+	Observed string `json:"observed,omitempty"`
+	// State of the setting.
+	State SettingState `json:"state"`
+	// Message says what went wrong, when something did.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// LatencyNodeStateStatus is written by the node agent.
+type LatencyNodeStateStatus struct {
+	// ObservedGeneration is the spec generation the agent last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Facts about the host.
+	// +optional
+	Facts *NodeFacts `json:"facts,omitempty"`
+	// Settings lists each setting with its desired and observed value.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1024
+	Settings []SettingStatus `json:"settings,omitempty"`
+	// Fingerprint is a hash of the tuning really in effect; also the node label tickstack.io/fingerprint.
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Conditions: Applied, Degraded, RebootRequired, Drifted.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// LatencyNodeState is one node's resolved tuning (spec, by the operator) and what is really in effect
+// there (status, by the node agent). It is named after its node.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=lns,categories=tickstack
+// +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.spec.profile.name`
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Reboot",type=string,JSONPath=`.status.conditions[?(@.type=="RebootRequired")].status`
+// +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="Drifted")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.fingerprint`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type LatencyNodeState struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the node's resolved tuning.
+	// +required
+	Spec LatencyNodeStateSpec `json:"spec"`
+	// Status is what the agent found and did.
+	// +optional
+	Status LatencyNodeStateStatus `json:"status,omitempty"`
+}
+
+// LatencyNodeStateList is a list of LatencyNodeStates.
+// +kubebuilder:object:root=true
+type LatencyNodeStateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LatencyNodeState `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&LatencyNodeState{}, &LatencyNodeStateList{})
+}

@@ -1,0 +1,441 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// CPUSet is a Linux cpulist: comma-separated CPU ids and inclusive ranges, for example "0-1,32-33".
+// The empty string is the empty set.
+// +kubebuilder:validation:MaxLength=1024
+// +kubebuilder:validation:Pattern=`^$|^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`
+type CPUSet string
+
+// SysctlValue is the integer value of a sysctl, as a string.
+// +kubebuilder:validation:MaxLength=16
+// +kubebuilder:validation:Pattern=`^-?[0-9]{1,12}$`
+type SysctlValue string
+
+// IsolationMode says how hard the kernel keeps work off the isolated CPUs.
+// +kubebuilder:validation:Enum=Nohz;Strict
+type IsolationMode string
+
+const (
+	// IsolationNohz stops the scheduler tick (nohz_full), moves RCU callbacks (rcu_nocbs) and managed
+	// device IRQs (isolcpus=managed_irq) off the isolated CPUs, and keeps scheduler load balancing, so
+	// multi-threaded pods spread over their CPUs. The right default under the kubelet's CPU manager.
+	IsolationNohz IsolationMode = "Nohz"
+	// IsolationStrict adds isolcpus=domain: no load balancing at all on the isolated CPUs. Each thread
+	// stays where it was started, so applications must pin every thread themselves.
+	IsolationStrict IsolationMode = "Strict"
+)
+
+// CPUSpec splits the node's CPUs into housekeeping and isolated ones.
+type CPUSpec struct {
+	// Reserved CPUs run the operating system, the kubelet, device interrupts and every pod that is not
+	// Guaranteed. It must not be empty. These are also the kubelet's reservedSystemCPUs.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Reserved CPUSet `json:"reserved"`
+
+	// Isolated CPUs are kept free of kernel noise for latency pods: no scheduler tick, no RCU
+	// callbacks, no movable IRQs. CPUs a node does not have are clipped away on that node.
+	// +optional
+	Isolated CPUSet `json:"isolated,omitempty"`
+
+	// IsolationMode says how hard the isolated CPUs are kept apart. Default Nohz.
+	// +optional
+	// +kubebuilder:default=Nohz
+	IsolationMode IsolationMode `json:"isolationMode,omitempty"`
+}
+
+// HugePageSize is the size of one huge page.
+// +kubebuilder:validation:Enum="2Mi";"1Gi"
+type HugePageSize string
+
+const (
+	// HugePageSize2Mi is the 2 MiB page of x86-64.
+	HugePageSize2Mi HugePageSize = "2Mi"
+	// HugePageSize1Gi is the 1 GiB page of x86-64.
+	HugePageSize1Gi HugePageSize = "1Gi"
+)
+
+// TransparentHugepageMode is the kernel's transparent huge page policy.
+// +kubebuilder:validation:Enum=never;madvise;always
+type TransparentHugepageMode string
+
+// HugePages asks for a number of pages of one size, on one NUMA node or spread by the kernel.
+type HugePages struct {
+	// Size of each page.
+	// +required
+	Size HugePageSize `json:"size"`
+	// Count of pages.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1048576
+	Count int32 `json:"count"`
+	// Node is the NUMA node to allocate on; unset lets the kernel spread them. 1Gi pages without a
+	// node are reserved at boot (a kernel argument, so a reboot); all others are allocated at runtime.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1023
+	Node *int32 `json:"node,omitempty"`
+}
+
+// HugepagesSpec reserves huge pages for latency pods (packet buffers, order books).
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultSize) || (has(self.pages) && self.pages.exists(p, p.size == self.defaultSize))",message="hugepages.defaultSize must be the size of one of hugepages.pages"
+// +kubebuilder:validation:XValidation:rule="!has(self.pages) || self.pages.all(a, self.pages.exists_one(b, b.size == a.size && (has(a.node) ? (has(b.node) && b.node == a.node) : !has(b.node))))",message="hugepages.pages: each (size, node) pair may appear once; add the counts together"
+type HugepagesSpec struct {
+	// DefaultSize is the kernel's default huge page size (default_hugepagesz).
+	// +optional
+	DefaultSize HugePageSize `json:"defaultSize,omitempty"`
+	// Pages to reserve.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Pages []HugePages `json:"pages,omitempty"`
+	// Transparent sets the transparent huge page policy; "never" avoids khugepaged compaction stalls.
+	// +optional
+	Transparent TransparentHugepageMode `json:"transparent,omitempty"`
+}
+
+// Governor is a cpufreq scaling governor.
+// +kubebuilder:validation:Enum=performance;schedutil;powersave;ondemand
+type Governor string
+
+// ToggleMode turns a hardware feature on or off.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type ToggleMode string
+
+const (
+	// Enabled turns the feature on.
+	Enabled ToggleMode = "Enabled"
+	// Disabled turns the feature off.
+	Disabled ToggleMode = "Disabled"
+)
+
+// PowerSpec holds the CPU power settings the seed papers turned first.
+// +kubebuilder:validation:XValidation:rule="!(has(self.idlePoll) && self.idlePoll && has(self.maxCStateExitLatencyMicroseconds))",message="power.idlePoll already keeps CPUs out of every C-state: remove power.maxCStateExitLatencyMicroseconds or idlePoll"
+type PowerSpec struct {
+	// MaxCStateExitLatencyMicroseconds disables, at runtime and on every CPU, each idle state whose
+	// exit latency is larger; 0 leaves only polling. Unset leaves idle states as they are.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	MaxCStateExitLatencyMicroseconds *int32 `json:"maxCStateExitLatencyMicroseconds,omitempty"`
+	// IdlePoll makes idle CPUs spin (idle=poll): the lowest wake-up latency at the highest power draw.
+	// A kernel argument, so a reboot.
+	// +optional
+	IdlePoll *bool `json:"idlePoll,omitempty"`
+	// Governor is the cpufreq governor, where the host exposes cpufreq.
+	// +optional
+	Governor Governor `json:"governor,omitempty"`
+	// Turbo enables or disables turbo boost, where the host exposes it.
+	// +optional
+	Turbo ToggleMode `json:"turbo,omitempty"`
+	// SMT enables or disables simultaneous multithreading (hyper-threads share a core's caches and
+	// ports with the latency thread). Disabled adds the nosmt kernel argument and turns SMT off at runtime.
+	// +optional
+	SMT ToggleMode `json:"smt,omitempty"`
+}
+
+// KernelSpec holds extra kernel command line arguments.
+type KernelSpec struct {
+	// AdditionalArgs are appended to the kernel command line (a reboot). Arguments tickstack manages
+	// itself from the other sections (isolcpus, nohz_full, rcu_nocbs, irqaffinity, hugepages,
+	// hugepagesz, default_hugepagesz, idle, nosmt) are refused here: set those sections instead.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^[^\s"']+$`
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !(a.split('=')[0] in ['isolcpus','nohz_full','rcu_nocbs','irqaffinity','hugepages','hugepagesz','default_hugepagesz','idle','nosmt']))",messageExpression="'kernel.additionalArgs: ' + self.filter(a, a.split('=')[0] in ['isolcpus','nohz_full','rcu_nocbs','irqaffinity','hugepages','hugepagesz','default_hugepagesz','idle','nosmt'])[0] + ' is managed by tickstack: set it through the cpu, hugepages or power section instead'"
+	// +listType=atomic
+	AdditionalArgs []string `json:"additionalArgs,omitempty"`
+}
+
+// IRQSpec says where device interrupts may run.
+type IRQSpec struct {
+	// KeepOffIsolated moves every movable IRQ to the reserved CPUs, sets default_smp_affinity to
+	// them and bans the isolated CPUs in irqbalance. Default true when cpu.isolated is set.
+	// +optional
+	KeepOffIsolated *bool `json:"keepOffIsolated,omitempty"`
+}
+
+// AccelerationMode is how latency pods on a NIC reach the wire.
+// +kubebuilder:validation:Enum=kernel;busyPoll;bypass
+type AccelerationMode string
+
+const (
+	// AccelerationKernel uses the kernel's UDP/TCP stack with interrupts.
+	AccelerationKernel AccelerationMode = "kernel"
+	// AccelerationBusyPoll uses the kernel stack with socket busy polling (net.core.busy_poll and
+	// busy_read, 50 us unless the profile's sysctls say otherwise).
+	AccelerationBusyPoll AccelerationMode = "busyPoll"
+	// AccelerationBypass injects tickstack's AF_XDP kernel-bypass stack into opted-in pods.
+	AccelerationBypass AccelerationMode = "bypass"
+)
+
+// NICSelector picks a node's interfaces. Every field given must match; at least one is needed.
+// +kubebuilder:validation:XValidation:rule="has(self.interfaceNames) || has(self.vendor) || has(self.device) || has(self.pfNames) || has(self.drivers)",message="nics[].selector needs at least one of interfaceNames, vendor, device, pfNames, drivers"
+type NICSelector struct {
+	// InterfaceNames are kernel interface names, for example ens1f0.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=15
+	// +kubebuilder:validation:items:Pattern=`^[a-zA-Z0-9_.:@-]+$`
+	// +listType=set
+	InterfaceNames []string `json:"interfaceNames,omitempty"`
+	// Vendor is the PCI vendor id in hex, for example 8086 (Intel) or 15b3 (NVIDIA/Mellanox).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{4}$`
+	Vendor string `json:"vendor,omitempty"`
+	// Device is the PCI device id in hex, for example 1592 (E810-C).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{4}$`
+	Device string `json:"device,omitempty"`
+	// PFNames are physical function interface names (as the SR-IOV device plugin's pfNames).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=15
+	// +kubebuilder:validation:items:Pattern=`^[a-zA-Z0-9_.:@-]+$`
+	// +listType=set
+	PFNames []string `json:"pfNames,omitempty"`
+	// Drivers are kernel driver names, for example ice, mlx5_core, veth.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=32
+	// +listType=set
+	Drivers []string `json:"drivers,omitempty"`
+}
+
+// Coalescing sets interrupt coalescing (ethtool -C). Lower values cut latency and raise interrupt load.
+type Coalescing struct {
+	// RxUsecs delays an RX interrupt at most this long.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	RxUsecs *int32 `json:"rxUsecs,omitempty"`
+	// TxUsecs delays a TX completion interrupt at most this long.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	TxUsecs *int32 `json:"txUsecs,omitempty"`
+	// RxFrames raises an RX interrupt after this many frames.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	RxFrames *int32 `json:"rxFrames,omitempty"`
+	// AdaptiveRx lets the driver tune RX coalescing itself; off for predictable latency.
+	// +optional
+	AdaptiveRx *bool `json:"adaptiveRx,omitempty"`
+	// AdaptiveTx lets the driver tune TX coalescing itself.
+	// +optional
+	AdaptiveTx *bool `json:"adaptiveTx,omitempty"`
+}
+
+// Rings sets descriptor ring sizes (ethtool -G).
+type Rings struct {
+	// RX ring entries.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	RX *int32 `json:"rx,omitempty"`
+	// TX ring entries.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	TX *int32 `json:"tx,omitempty"`
+}
+
+// Channels sets queue counts (ethtool -L).
+type Channels struct {
+	// Combined RX/TX queue pairs.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	Combined *int32 `json:"combined,omitempty"`
+	// RX-only queues.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	RX *int32 `json:"rx,omitempty"`
+	// TX-only queues.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	TX *int32 `json:"tx,omitempty"`
+}
+
+// NICSpec tunes one group of a node's interfaces and says how latency pods use them.
+// +kubebuilder:validation:XValidation:rule="!has(self.resourceName) || (has(self.numVfs) && self.numVfs > 0)",message="nics[].resourceName names the VFs' device plugin resource: set nics[].numVfs above 0 too"
+type NICSpec struct {
+	// Name identifies this group inside the profile (a DNS label).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Selector picks the interfaces on each node.
+	// +required
+	Selector NICSelector `json:"selector"`
+	// NumVFs is the number of SR-IOV virtual functions to create on each selected physical function.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=256
+	NumVFs *int32 `json:"numVfs,omitempty"`
+	// ResourceName is the device plugin resource the VFs are offered as (without prefix).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_]+$`
+	ResourceName string `json:"resourceName,omitempty"`
+	// Acceleration is how latency pods reach the wire on these interfaces. Default kernel.
+	// +optional
+	// +kubebuilder:default=kernel
+	Acceleration AccelerationMode `json:"acceleration,omitempty"`
+	// Coalescing sets interrupt coalescing.
+	// +optional
+	Coalescing *Coalescing `json:"coalescing,omitempty"`
+	// Rings sets descriptor ring sizes.
+	// +optional
+	Rings *Rings `json:"rings,omitempty"`
+	// Channels sets queue counts.
+	// +optional
+	Channels *Channels `json:"channels,omitempty"`
+}
+
+// RolloutSpec limits how many nodes change at once.
+type RolloutSpec struct {
+	// MaxUnavailable is how many matched nodes may be cordoned or rebooting at once, as a count or a
+	// percentage of the matched nodes (rounded down, at least 1). Default 1.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^([1-9][0-9]?|100)%$') : self >= 1",message="rollout.maxUnavailable must be a count of at least 1 or a percentage from 1% to 100%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// DrainTimeout is how long a drain may wait for evictions before the node is uncordoned and the
+	// blocking pod named in a condition. Default 10m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
+}
+
+// LatencyProfileSpec is what a set of nodes must look like to run latency pods.
+type LatencyProfileSpec struct {
+	// NodeSelector picks the nodes this profile tunes (node labels, including node-feature-discovery
+	// ones such as feature.node.kubernetes.io/network-sriov.capable).
+	// +required
+	NodeSelector metav1.LabelSelector `json:"nodeSelector"`
+
+	// Priority decides between profiles that select the same node: the higher wins. At equal
+	// priority both report a Conflict and the node is left as it is.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Priority int32 `json:"priority,omitempty"`
+
+	// CPU splits the CPUs into reserved and isolated ones.
+	// +optional
+	CPU *CPUSpec `json:"cpu,omitempty"`
+
+	// Hugepages reserves huge pages.
+	// +optional
+	Hugepages *HugepagesSpec `json:"hugepages,omitempty"`
+
+	// Power sets C-states, governor, turbo and SMT.
+	// +optional
+	Power *PowerSpec `json:"power,omitempty"`
+
+	// Kernel adds kernel command line arguments.
+	// +optional
+	Kernel *KernelSpec `json:"kernel,omitempty"`
+
+	// IRQ keeps device interrupts off the isolated CPUs.
+	// +optional
+	IRQ *IRQSpec `json:"irq,omitempty"`
+
+	// Sysctls sets kernel parameters. Only latency-relevant keys are allowed (see AllowedSysctls in
+	// the API reference): net.core.busy_poll, net.core.busy_read, net.core.netdev_budget,
+	// net.core.netdev_budget_usecs, net.core.netdev_max_backlog, net.core.rmem_max, net.core.wmem_max,
+	// net.core.rmem_default, net.core.wmem_default, kernel.timer_migration, kernel.numa_balancing,
+	// kernel.sched_rt_runtime_us, kernel.nmi_watchdog, vm.stat_interval, vm.swappiness.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['net.core.busy_poll','net.core.busy_read','net.core.netdev_budget','net.core.netdev_budget_usecs','net.core.netdev_max_backlog','net.core.rmem_max','net.core.wmem_max','net.core.rmem_default','net.core.wmem_default','kernel.timer_migration','kernel.numa_balancing','kernel.sched_rt_runtime_us','kernel.nmi_watchdog','vm.stat_interval','vm.swappiness'])",messageExpression="'sysctls: ' + self.filter(k, !(k in ['net.core.busy_poll','net.core.busy_read','net.core.netdev_budget','net.core.netdev_budget_usecs','net.core.netdev_max_backlog','net.core.rmem_max','net.core.wmem_max','net.core.rmem_default','net.core.wmem_default','kernel.timer_migration','kernel.numa_balancing','kernel.sched_rt_runtime_us','kernel.nmi_watchdog','vm.stat_interval','vm.swappiness']))[0] + ' is not an allowed key; allowed are the latency-relevant keys listed in the API reference'"
+	Sysctls map[string]SysctlValue `json:"sysctls,omitempty"`
+
+	// NICs tunes groups of interfaces and says how latency pods use them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	NICs []NICSpec `json:"nics,omitempty"`
+
+	// Rollout limits how many nodes change at once.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+}
+
+// LatencyProfileStatus is what the operator observed for a profile.
+type LatencyProfileStatus struct {
+	// ObservedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// MatchedNodes is the number of nodes the selector picks.
+	// +optional
+	MatchedNodes int32 `json:"matchedNodes"`
+	// OwnedNodes is the number of matched nodes this profile won (not lost to a higher priority or in conflict).
+	// +optional
+	OwnedNodes int32 `json:"ownedNodes"`
+	// AppliedNodes is the number of owned nodes whose agent reports the current settings in effect.
+	// +optional
+	AppliedNodes int32 `json:"appliedNodes"`
+	// RebootPendingNodes is the number of owned nodes waiting for a reboot to finish applying.
+	// +optional
+	RebootPendingNodes int32 `json:"rebootPendingNodes"`
+	// DegradedNodes is the number of owned nodes where something could not be applied.
+	// +optional
+	DegradedNodes int32 `json:"degradedNodes"`
+	// Conditions: Ready, Progressing, Degraded, Conflict.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// LatencyProfile is the tuning a set of nodes needs to run latency-critical trading pods: CPU isolation,
+// huge pages, power, kernel arguments, IRQ placement, sysctls and NICs.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=lp,categories=tickstack
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matchedNodes`
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.appliedNodes`
+// +kubebuilder:printcolumn:name="Reboot",type=integer,JSONPath=`.status.rebootPendingNodes`
+// +kubebuilder:printcolumn:name="Degraded",type=integer,JSONPath=`.status.degradedNodes`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type LatencyProfile struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the wanted tuning.
+	// +required
+	Spec LatencyProfileSpec `json:"spec"`
+	// Status is what the operator observed.
+	// +optional
+	Status LatencyProfileStatus `json:"status,omitempty"`
+}
+
+// LatencyProfileList is a list of LatencyProfiles.
+// +kubebuilder:object:root=true
+type LatencyProfileList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LatencyProfile `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&LatencyProfile{}, &LatencyProfileList{})
+}

@@ -1,0 +1,133 @@
+// Package controllers holds the operator's reconcilers.
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+)
+
+// LatencyProfileReconciler turns each LatencyProfile into one LatencyNodeState per node it wins, and
+// reports how those nodes stand.
+type LatencyProfileReconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles/finalizers,verbs=update
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// profileScope is what one reconcile of one profile knows.
+type profileScope struct {
+	profile *tsv1.LatencyProfile
+	// all is every profile in the cluster, for arbitration between overlapping ones.
+	all []tsv1.LatencyProfile
+	// nodes is every node in the cluster.
+	nodes []corev1.Node
+	// states is every LatencyNodeState in the cluster, by name (= node name).
+	states map[string]*tsv1.LatencyNodeState
+	// facts gathered by the phases, from which the status is computed.
+	facts profileFacts
+}
+
+// Reconcile is the usual shape: get, finalizer, one deferred status patch, ordered phases.
+func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	profile := &tsv1.LatencyProfile{}
+	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if profile.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(profile, tsv1.ProfileFinalizer) {
+		orig := profile.DeepCopy()
+		controllerutil.AddFinalizer(profile, tsv1.ProfileFinalizer)
+		return ctrl.Result{}, r.Client.Patch(ctx, profile, client.MergeFrom(orig))
+	}
+
+	scope, err := r.newScope(ctx, profile)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	orig := profile.DeepCopy()
+	defer func() {
+		setProfileStatus(profile, &scope.facts, reterr == nil)
+		if err := r.Client.Status().Patch(ctx, profile, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching status: %w", err)})
+		}
+	}()
+
+	if !profile.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, scope)
+	}
+	phases := []func(context.Context, *profileScope) error{
+		r.reconcileSelection,
+		r.reconcileNodeStates,
+		r.reconcileReleases,
+	}
+	var errs []error
+	for _, phase := range phases {
+		if err := phase(ctx, scope); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return ctrl.Result{}, kerrors.NewAggregate(errs)
+}
+
+func (r *LatencyProfileReconciler) newScope(ctx context.Context, profile *tsv1.LatencyProfile) (*profileScope, error) {
+	s := &profileScope{profile: profile, states: map[string]*tsv1.LatencyNodeState{}}
+	var profiles tsv1.LatencyProfileList
+	if err := r.Client.List(ctx, &profiles); err != nil {
+		return nil, fmt.Errorf("listing profiles: %w", err)
+	}
+	s.all = profiles.Items
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	s.nodes = nodes.Items
+	var states tsv1.LatencyNodeStateList
+	if err := r.Client.List(ctx, &states); err != nil {
+		return nil, fmt.Errorf("listing node states: %w", err)
+	}
+	for i := range states.Items {
+		s.states[states.Items[i].Name] = &states.Items[i]
+	}
+	return s, nil
+}
+
+// SetupWithManager watches profiles, and re-evaluates every profile when a node, a node state or
+// another profile changes: ownership of a node depends on all profiles at once, and there are few.
+func (r *LatencyProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list tsv1.LatencyProfileList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, p := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&tsv1.LatencyProfile{}).
+		Watches(&tsv1.LatencyProfile{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&tsv1.LatencyNodeState{}, all).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Named("latencyprofile").
+		Complete(r)
+}

@@ -1,0 +1,396 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+)
+
+const (
+	timeout  = 20 * time.Second
+	interval = 100 * time.Millisecond
+)
+
+// group gives every spec its own label value, so profiles of different specs never select the same nodes.
+var groupSeq int
+
+func newGroup() string {
+	groupSeq++
+	return fmt.Sprintf("g%d", groupSeq)
+}
+
+func makeNode(name, group string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tickstack.test/group": group}}}
+	Expect(k8s.Create(ctx, n)).To(Succeed())
+	DeferCleanup(func() { _ = k8s.Delete(ctx, n) })
+	return n
+}
+
+func makeProfile(name, group string, priority int32, mutate ...func(*tsv1.LatencyProfile)) *tsv1.LatencyProfile {
+	p := &tsv1.LatencyProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tsv1.LatencyProfileSpec{
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tickstack.test/group": group}},
+			Priority:     priority,
+			CPU:          &tsv1.CPUSpec{Reserved: "0", Isolated: "1-63"},
+		},
+	}
+	for _, m := range mutate {
+		m(p)
+	}
+	Expect(k8s.Create(ctx, p)).To(Succeed())
+	DeferCleanup(func() { deleteProfileAndRelease(p.Name) })
+	return p
+}
+
+// deleteProfileAndRelease deletes a profile and plays the agents' part: drop the restore finalizer
+// of its node states, as an agent does once the host is restored.
+func deleteProfileAndRelease(name string) {
+	p := &tsv1.LatencyProfile{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: name}, p); apierrors.IsNotFound(err) {
+		return
+	}
+	_ = k8s.Delete(ctx, p)
+	Eventually(func(g Gomega) {
+		var states tsv1.LatencyNodeStateList
+		g.Expect(k8s.List(ctx, &states, client.MatchingLabels{tsv1.ProfileLabel: name})).To(Succeed())
+		for i := range states.Items {
+			agentRestored(&states.Items[i])
+		}
+		err := k8s.Get(ctx, client.ObjectKey{Name: name}, &tsv1.LatencyProfile{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "profile %s still there", name)
+	}, timeout, interval).Should(Succeed())
+}
+
+// agentApplying plays the agent taking hold of a node state: the restore finalizer goes on first.
+func agentApplying(name string) {
+	Eventually(func() error {
+		lns := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, lns); err != nil {
+			return err
+		}
+		orig := lns.DeepCopy()
+		controllerutil.AddFinalizer(lns, tsv1.RestoreFinalizer)
+		return k8s.Patch(ctx, lns, client.MergeFrom(orig))
+	}, timeout, interval).Should(Succeed())
+}
+
+// agentRestored plays the agent having restored the host: the restore finalizer comes off.
+func agentRestored(lns *tsv1.LatencyNodeState) {
+	if !controllerutil.ContainsFinalizer(lns, tsv1.RestoreFinalizer) {
+		return
+	}
+	orig := lns.DeepCopy()
+	controllerutil.RemoveFinalizer(lns, tsv1.RestoreFinalizer)
+	_ = k8s.Patch(ctx, lns, client.MergeFrom(orig))
+}
+
+// reportFacts plays the agent reporting its host's facts.
+func reportFacts(node string, facts *tsv1.NodeFacts) {
+	Eventually(func() error {
+		lns := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
+			return err
+		}
+		orig := lns.DeepCopy()
+		lns.Status.Facts = facts
+		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
+	}, timeout, interval).Should(Succeed())
+}
+
+// reportApplied plays the agent reporting the current spec in effect.
+func reportApplied(node string) {
+	Eventually(func() error {
+		lns := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
+			return err
+		}
+		if lns.Spec.Tuning == nil {
+			return fmt.Errorf("no tuning resolved yet")
+		}
+		orig := lns.DeepCopy()
+		lns.Status.ObservedGeneration = lns.Generation
+		meta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: tsv1.NodeApplied, Status: metav1.ConditionTrue, Reason: "InSync", Message: "all settings in effect"})
+		meta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: tsv1.NodeDegraded, Status: metav1.ConditionFalse, Reason: "InSync", Message: "ok"})
+		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
+	}, timeout, interval).Should(Succeed())
+}
+
+func hostFacts(cpus tsv1.CPUSet) *tsv1.NodeFacts {
+	return &tsv1.NodeFacts{
+		OnlineCPUs: cpus,
+		NUMANodes:  []tsv1.NUMANode{{ID: 0, CPUs: cpus}},
+		Interfaces: []tsv1.InterfaceFacts{{Name: "ens1f0", Driver: "ice", Vendor: "8086", Device: "1592", PCIAddress: "0000:3b:00.0", SRIOVTotalVFs: 64}},
+	}
+}
+
+func getState(name string) func() (*tsv1.LatencyNodeState, error) {
+	return func() (*tsv1.LatencyNodeState, error) {
+		lns := &tsv1.LatencyNodeState{}
+		err := k8s.Get(ctx, client.ObjectKey{Name: name}, lns)
+		return lns, err
+	}
+}
+
+func profileCondition(name, condType string) func(Gomega) *metav1.Condition {
+	return func(g Gomega) *metav1.Condition {
+		p := &tsv1.LatencyProfile{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, p)).To(Succeed())
+		c := meta.FindStatusCondition(p.Status.Conditions, condType)
+		g.Expect(c).NotTo(BeNil(), "condition %s missing", condType)
+		return c
+	}
+}
+
+func stateGone(name string) func() bool {
+	return func() bool {
+		err := k8s.Get(ctx, client.ObjectKey{Name: name}, &tsv1.LatencyNodeState{})
+		return apierrors.IsNotFound(err)
+	}
+}
+
+var _ = Describe("LatencyProfile controller", func() {
+	It("selects nodes by label and creates one node state per matched node", func() {
+		g := newGroup()
+		makeNode(g+"-a", g)
+		makeNode(g+"-b", g)
+		makeNode(g+"-other", g+"-no")
+		makeProfile(g, g, 0)
+
+		for _, n := range []string{g + "-a", g + "-b"} {
+			Eventually(getState(n), timeout, interval).Should(HaveField("Spec.Profile.Name", g))
+			lns, _ := getState(n)()
+			Expect(lns.Labels).To(HaveKeyWithValue(tsv1.ProfileLabel, g))
+			Expect(lns.OwnerReferences).To(ContainElement(HaveField("Name", g)))
+			Expect(lns.Spec.Tuning).To(BeNil(), "nothing to apply before the agent reports facts")
+		}
+		Consistently(stateGone(g+"-other"), 2*time.Second, interval).Should(BeTrue())
+
+		Eventually(func(gm Gomega) {
+			p := &tsv1.LatencyProfile{}
+			gm.Expect(k8s.Get(ctx, client.ObjectKey{Name: g}, p)).To(Succeed())
+			gm.Expect(p.Status.MatchedNodes).To(Equal(int32(2)))
+			gm.Expect(p.Status.OwnedNodes).To(Equal(int32(2)))
+			gm.Expect(p.Finalizers).To(ContainElement(tsv1.ProfileFinalizer))
+			c := meta.FindStatusCondition(p.Status.Conditions, tsv1.ProfileProgressing)
+			gm.Expect(c).NotTo(BeNil())
+			gm.Expect(c.Reason).To(Equal(tsv1.ReasonWaitingForFacts))
+			gm.Expect(c.Message).To(ContainSubstring(g + "-a"))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	It("resolves the tuning against the facts the agent reports", func() {
+		g := newGroup()
+		makeNode(g+"-a", g)
+		makeProfile(g, g, 0, func(p *tsv1.LatencyProfile) {
+			p.Spec.NICs = []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{Vendor: "8086"}, NumVFs: ptr.To[int32](4), ResourceName: "md_vf", Acceleration: tsv1.AccelerationBusyPoll}}
+		})
+		reportFacts(g+"-a", hostFacts("0-7"))
+		Eventually(func(gm Gomega) {
+			lns, err := getState(g + "-a")()
+			gm.Expect(err).NotTo(HaveOccurred())
+			gm.Expect(lns.Spec.Tuning).NotTo(BeNil())
+			t := lns.Spec.Tuning
+			gm.Expect(t.IsolatedCPUs).To(Equal(tsv1.CPUSet("1-7")), "isolated 1-63 clipped to an 8-CPU node")
+			gm.Expect(t.KernelArgs).To(ContainElements("nohz_full=1-7", "irqaffinity=0"))
+			gm.Expect(t.NICs).To(ConsistOf(And(HaveField("Interface", "ens1f0"), HaveField("NumVFs", HaveValue(Equal(int32(4)))))))
+			gm.Expect(t.Sysctls).To(HaveKeyWithValue("net.core.busy_poll", "50"))
+		}, timeout, interval).Should(Succeed())
+
+		By("reporting a bigger host, the tuning follows")
+		reportFacts(g+"-a", hostFacts("0-15"))
+		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Tuning.IsolatedCPUs", tsv1.CPUSet("1-15")))
+	})
+
+	It("reports a node it cannot resolve as Degraded and leaves its tuning alone", func() {
+		g := newGroup()
+		makeNode(g+"-a", g)
+		makeProfile(g, g, 0, func(p *tsv1.LatencyProfile) { p.Spec.CPU = &tsv1.CPUSpec{Reserved: "64-65", Isolated: "1-3"} })
+		reportFacts(g+"-a", hostFacts("0-7"))
+		Eventually(func(gm Gomega) {
+			c := profileCondition(g, tsv1.ProfileDegraded)(gm)
+			gm.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			gm.Expect(c.Reason).To(Equal(tsv1.ReasonResolutionFailed))
+			gm.Expect(c.Message).To(ContainSubstring("node " + g + "-a: spec.cpu.reserved: none of CPUs 64-65 exist"))
+			r := profileCondition(g, tsv1.ProfileReady)(gm)
+			gm.Expect(r.Status).To(Equal(metav1.ConditionFalse))
+		}, timeout, interval).Should(Succeed())
+		lns, err := getState(g + "-a")()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lns.Spec.Tuning).To(BeNil())
+	})
+
+	It("becomes Ready when every agent reports the tuning applied", func() {
+		g := newGroup()
+		makeNode(g+"-a", g)
+		makeNode(g+"-b", g)
+		makeProfile(g, g, 0)
+		for _, n := range []string{g + "-a", g + "-b"} {
+			reportFacts(n, hostFacts("0-3"))
+		}
+		reportApplied(g + "-a")
+		Eventually(func(gm Gomega) {
+			c := profileCondition(g, tsv1.ProfileReady)(gm)
+			gm.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			gm.Expect(c.Message).To(Equal("1 of 2 nodes have the tuning in effect"))
+		}, timeout, interval).Should(Succeed())
+		reportApplied(g + "-b")
+		Eventually(func(gm Gomega) {
+			p := &tsv1.LatencyProfile{}
+			gm.Expect(k8s.Get(ctx, client.ObjectKey{Name: g}, p)).To(Succeed())
+			gm.Expect(p.Status.AppliedNodes).To(Equal(int32(2)))
+			gm.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
+			c := meta.FindStatusCondition(p.Status.Conditions, tsv1.ProfileReady)
+			gm.Expect(c).NotTo(BeNil())
+			gm.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			gm.Expect(c.Reason).To(Equal(tsv1.ReasonAllApplied))
+			gm.Expect(meta.IsStatusConditionFalse(p.Status.Conditions, tsv1.ProfileProgressing)).To(BeTrue())
+		}, timeout, interval).Should(Succeed())
+
+		By("a spec change makes the nodes pending again until the agents catch up")
+		p := &tsv1.LatencyProfile{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: g}, p)).To(Succeed())
+		orig := p.DeepCopy()
+		p.Spec.Sysctls = map[string]tsv1.SysctlValue{"vm.stat_interval": "10"}
+		Expect(k8s.Patch(ctx, p, client.MergeFrom(orig))).To(Succeed())
+		Eventually(func(gm Gomega) {
+			c := profileCondition(g, tsv1.ProfileReady)(gm)
+			gm.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			gm.Expect(c.Reason).To(Equal(tsv1.ReasonApplying))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	It("gives a node to the higher priority profile, after the lower one's agent restored it", func() {
+		g := newGroup()
+		makeNode(g+"-a", g)
+		makeProfile(g+"-low", g, 1)
+		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Profile.Name", g+"-low"))
+		agentApplying(g + "-a")
+
+		makeProfile(g+"-high", g, 5)
+		// The low profile releases the node: its state is deleting, held by the agent's finalizer.
+		Eventually(func(gm Gomega) {
+			lns, err := getState(g + "-a")()
+			gm.Expect(err).NotTo(HaveOccurred())
+			gm.Expect(lns.DeletionTimestamp).NotTo(BeNil())
+			gm.Expect(lns.Spec.Profile.Name).To(Equal(g + "-low"))
+			c := profileCondition(g+"-high", tsv1.ProfileProgressing)(gm)
+			gm.Expect(c.Reason).To(Equal(tsv1.ReasonReleasing))
+		}, timeout, interval).Should(Succeed())
+
+		lns, err := getState(g + "-a")()
+		Expect(err).NotTo(HaveOccurred())
+		agentRestored(lns)
+		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Profile.Name", g+"-high"))
+		Eventually(func(gm Gomega) {
+			p := &tsv1.LatencyProfile{}
+			gm.Expect(k8s.Get(ctx, client.ObjectKey{Name: g + "-low"}, p)).To(Succeed())
+			gm.Expect(p.Status.MatchedNodes).To(Equal(int32(1)))
+			gm.Expect(p.Status.OwnedNodes).To(Equal(int32(0)))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	It("reports a Conflict on both profiles at equal priority and leaves the node alone", func() {
+		g := newGroup()
+		makeNode(g+"-a", g)
+		makeProfile(g+"-x", g, 3)
+		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Profile.Name", g+"-x"))
+		reportFacts(g+"-a", hostFacts("0-3"))
+		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Tuning", Not(BeNil())))
+		before, _ := getState(g + "-a")()
+
+		makeProfile(g+"-y", g, 3)
+		for _, pair := range [][2]string{{g + "-x", g + "-y"}, {g + "-y", g + "-x"}} {
+			Eventually(func(gm Gomega) {
+				c := profileCondition(pair[0], tsv1.ProfileConflict)(gm)
+				gm.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+				gm.Expect(c.Reason).To(Equal(tsv1.ReasonPriorityTie))
+				gm.Expect(c.Message).To(ContainSubstring("nodes " + g + "-a are also selected by " + pair[1]))
+			}, timeout, interval).Should(Succeed())
+		}
+		Consistently(func(gm Gomega) {
+			lns, err := getState(g + "-a")()
+			gm.Expect(err).NotTo(HaveOccurred())
+			gm.Expect(lns.DeletionTimestamp).To(BeNil())
+			gm.Expect(lns.Spec).To(Equal(before.Spec))
+		}, 2*time.Second, interval).Should(Succeed())
+
+		By("raising one priority ends the conflict")
+		p := &tsv1.LatencyProfile{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: g + "-x"}, p)).To(Succeed())
+		orig := p.DeepCopy()
+		p.Spec.Priority = 4
+		Expect(k8s.Patch(ctx, p, client.MergeFrom(orig))).To(Succeed())
+		Eventually(func(gm Gomega) {
+			gm.Expect(profileCondition(g+"-y", tsv1.ProfileConflict)(gm).Status).To(Equal(metav1.ConditionFalse))
+			gm.Expect(profileCondition(g+"-x", tsv1.ProfileConflict)(gm).Status).To(Equal(metav1.ConditionFalse))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	It("keeps a deleted profile until its agents restored the hosts", func() {
+		g := newGroup()
+		makeNode(g+"-a", g)
+		makeProfile(g, g, 0)
+		agentApplying(g + "-a")
+
+		p := &tsv1.LatencyProfile{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: g}, p)).To(Succeed())
+		Expect(k8s.Delete(ctx, p)).To(Succeed())
+		Eventually(func(gm Gomega) {
+			lns, err := getState(g + "-a")()
+			gm.Expect(err).NotTo(HaveOccurred())
+			gm.Expect(lns.DeletionTimestamp).NotTo(BeNil())
+			c := profileCondition(g, tsv1.ProfileProgressing)(gm)
+			gm.Expect(c.Reason).To(Equal(tsv1.ReasonDeleting))
+		}, timeout, interval).Should(Succeed())
+		Consistently(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Name: g}, &tsv1.LatencyProfile{})
+		}, 2*time.Second, interval).Should(Succeed(), "the profile must wait for the restore")
+
+		lns, err := getState(g + "-a")()
+		Expect(err).NotTo(HaveOccurred())
+		agentRestored(lns)
+		Eventually(stateGone(g+"-a"), timeout, interval).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: g}, &tsv1.LatencyProfile{}))
+		}, timeout, interval).Should(BeTrue())
+	})
+
+	It("releases a node whose labels no longer match, and one that was deleted", func() {
+		g := newGroup()
+		a := makeNode(g+"-a", g)
+		b := makeNode(g+"-b", g)
+		makeProfile(g, g, 0)
+		agentApplying(g + "-a")
+		agentApplying(g + "-b")
+
+		By("relabelling node a: its state is deleted for its agent to restore")
+		orig := a.DeepCopy()
+		a.Labels["tickstack.test/group"] = "elsewhere"
+		Expect(k8s.Patch(ctx, a, client.MergeFrom(orig))).To(Succeed())
+		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("DeletionTimestamp", Not(BeNil())))
+
+		By("deleting node b: no agent is left to restore it, so the finalizer is dropped")
+		Expect(k8s.Delete(ctx, b)).To(Succeed())
+		Eventually(stateGone(g+"-b"), timeout, interval).Should(BeTrue())
+		Eventually(func(gm Gomega) {
+			p := &tsv1.LatencyProfile{}
+			gm.Expect(k8s.Get(ctx, client.ObjectKey{Name: g}, p)).To(Succeed())
+			gm.Expect(p.Status.MatchedNodes).To(Equal(int32(0)))
+			c := meta.FindStatusCondition(p.Status.Conditions, tsv1.ProfileReady)
+			gm.Expect(c).NotTo(BeNil())
+			gm.Expect(c.Reason).To(Equal(tsv1.ReasonNoNodes))
+		}, timeout, interval).Should(Succeed())
+	})
+})

@@ -1,0 +1,243 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/resolve"
+)
+
+// Arbitration is how one node is shared out between the profiles that select it.
+type Arbitration struct {
+	// Winner is the profile that tunes the node, empty when nobody does.
+	Winner string
+	// Tied lists the profiles sharing the top priority when there is a tie (then Winner is empty).
+	Tied []string
+	// Priority is the top priority among the profiles selecting the node.
+	Priority int32
+}
+
+// SelectsNode reports whether the profile's node selector picks the node.
+func SelectsNode(p *tsv1.LatencyProfile, node *corev1.Node) (bool, error) {
+	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.NodeSelector)
+	if err != nil {
+		return false, fmt.Errorf("spec.nodeSelector: %w", err)
+	}
+	return sel.Matches(labels.Set(node.Labels)), nil
+}
+
+// Arbitrate decides which of the profiles selecting a node tunes it: the highest priority wins; at
+// equal top priority nobody does, and all of them report a conflict. Profiles being deleted take no
+// part: they give their nodes up.
+func Arbitrate(node *corev1.Node, profiles []tsv1.LatencyProfile) Arbitration {
+	var a Arbitration
+	found := false
+	for i := range profiles {
+		p := &profiles[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if ok, err := SelectsNode(p, node); err != nil || !ok {
+			continue
+		}
+		switch {
+		case !found || p.Spec.Priority > a.Priority:
+			a = Arbitration{Winner: p.Name, Tied: []string{p.Name}, Priority: p.Spec.Priority}
+			found = true
+		case p.Spec.Priority == a.Priority:
+			a.Tied = append(a.Tied, p.Name)
+			a.Winner = ""
+		}
+	}
+	if len(a.Tied) < 2 {
+		a.Tied = nil
+	} else {
+		sort.Strings(a.Tied)
+	}
+	return a
+}
+
+// reconcileSelection finds the nodes the profile selects and which of them it wins.
+func (r *LatencyProfileReconciler) reconcileSelection(_ context.Context, s *profileScope) error {
+	f := &s.facts
+	f.owned = map[string]bool{}
+	f.conflicted = map[string]bool{}
+	for i := range s.nodes {
+		node := &s.nodes[i]
+		ok, err := SelectsNode(s.profile, node)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		f.matched++
+		a := Arbitrate(node, s.all)
+		switch {
+		case a.Winner == s.profile.Name:
+			f.owned[node.Name] = true
+		case len(a.Tied) > 0:
+			f.conflicted[node.Name] = true
+			f.conflicts = append(f.conflicts, nodeConflict{node: node.Name, profiles: others(a.Tied, s.profile.Name), priority: a.Priority})
+		}
+	}
+	return nil
+}
+
+func others(names []string, me string) []string {
+	var out []string
+	for _, n := range names {
+		if n != me {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// reconcileNodeStates creates or updates the node state of every node the profile owns.
+func (r *LatencyProfileReconciler) reconcileNodeStates(ctx context.Context, s *profileScope) error {
+	var errs []error
+	for _, name := range sortedKeys(s.facts.owned) {
+		if err := r.reconcileNodeState(ctx, s, name); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *LatencyProfileReconciler) reconcileNodeState(ctx context.Context, s *profileScope, node string) error {
+	f := &s.facts
+	p := s.profile
+	lns, exists := s.states[node]
+	if !exists {
+		lns = &tsv1.LatencyNodeState{
+			ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{tsv1.ProfileLabel: p.Name}},
+			Spec:       tsv1.LatencyNodeStateSpec{NodeName: node, Profile: tsv1.ProfileReference{Name: p.Name, Generation: p.Generation}},
+		}
+		if err := controllerutil.SetOwnerReference(p, lns, r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, lns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating node state: %w", err)
+		}
+		f.waitingFacts = append(f.waitingFacts, node)
+		return nil
+	}
+	if lns.Spec.Profile.Name != p.Name || !lns.DeletionTimestamp.IsZero() {
+		// Another profile (or an earlier life of this one) still holds the node; its agent restores the
+		// host before the state goes, and the deletion event brings us back here.
+		f.waitingRelease = append(f.waitingRelease, node)
+		return nil
+	}
+	f.states = append(f.states, lns)
+	tuning, err := resolve.Node(&p.Spec, lns.Status.Facts)
+	switch {
+	case errors.Is(err, resolve.ErrNoFacts):
+		f.waitingFacts = append(f.waitingFacts, node)
+		return nil
+	case err != nil:
+		// Keep whatever the node has: never half-apply a profile that does not fit.
+		f.resolutionErrors = append(f.resolutionErrors, nodeMessage{node: node, message: err.Error()})
+		return nil
+	}
+	if apiequality.Semantic.DeepEqual(lns.Spec.Tuning, tuning) && lns.Spec.Profile.Generation == p.Generation {
+		return nil
+	}
+	orig := lns.DeepCopy()
+	lns.Spec.Tuning = tuning
+	lns.Spec.Profile.Generation = p.Generation
+	if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("patching node state: %w", err)
+	}
+	return nil
+}
+
+// reconcileReleases deletes this profile's node states on nodes it no longer owns: unselected, lost
+// to a higher priority, or gone. Nodes in a priority tie are left alone.
+func (r *LatencyProfileReconciler) reconcileReleases(ctx context.Context, s *profileScope) error {
+	var errs []error
+	for _, name := range sortedKeys(s.states) {
+		lns := s.states[name]
+		if lns.Spec.Profile.Name != s.profile.Name || s.facts.owned[name] || s.facts.conflicted[name] {
+			continue
+		}
+		if err := r.release(ctx, s, lns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// release deletes a node state so its agent restores the host. When the node itself is gone there is
+// no agent left to do that, so the restore finalizer is dropped here.
+func (r *LatencyProfileReconciler) release(ctx context.Context, s *profileScope, lns *tsv1.LatencyNodeState) error {
+	s.facts.releasing = append(s.facts.releasing, lns.Name)
+	if !nodeExists(s.nodes, lns.Name) && controllerutil.ContainsFinalizer(lns, tsv1.RestoreFinalizer) {
+		orig := lns.DeepCopy()
+		controllerutil.RemoveFinalizer(lns, tsv1.RestoreFinalizer)
+		if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("node state %s: dropping the restore finalizer of a deleted node: %w", lns.Name, err)
+		}
+	}
+	if !lns.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, lns); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("node state %s: deleting: %w", lns.Name, err)
+	}
+	return nil
+}
+
+// reconcileDelete releases every node state of the profile and drops the finalizer once they are all
+// gone, which is when every agent has restored its host.
+func (r *LatencyProfileReconciler) reconcileDelete(ctx context.Context, s *profileScope) (ctrl.Result, error) {
+	s.facts.deleting = true
+	var errs []error
+	remaining := 0
+	for _, name := range sortedKeys(s.states) {
+		lns := s.states[name]
+		if lns.Spec.Profile.Name != s.profile.Name {
+			continue
+		}
+		remaining++
+		if err := r.release(ctx, s, lns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 || remaining > 0 {
+		return ctrl.Result{}, errors.Join(errs...)
+	}
+	orig := s.profile.DeepCopy()
+	controllerutil.RemoveFinalizer(s.profile, tsv1.ProfileFinalizer)
+	return ctrl.Result{}, r.Client.Patch(ctx, s.profile, client.MergeFrom(orig))
+}
+
+func nodeExists(nodes []corev1.Node, name string) bool {
+	for i := range nodes {
+		if nodes[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,219 @@
+package resolve
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+)
+
+func facts8() *tsv1.NodeFacts {
+	return &tsv1.NodeFacts{
+		OnlineCPUs: "0-7",
+		NUMANodes:  []tsv1.NUMANode{{ID: 0, CPUs: "0-3"}, {ID: 1, CPUs: "4-7"}},
+		Interfaces: []tsv1.InterfaceFacts{
+			{Name: "ens1f0", Driver: "ice", PCIAddress: "0000:3b:00.0", Vendor: "8086", Device: "1592", SRIOVTotalVFs: 64},
+			{Name: "ens1f1", Driver: "ice", PCIAddress: "0000:3b:00.1", Vendor: "8086", Device: "1592", SRIOVTotalVFs: 64},
+			{Name: "ens1f0v0", Driver: "iavf", PCIAddress: "0000:3b:01.0", Vendor: "8086", Device: "1889", PhysicalFunction: "ens1f0"},
+			{Name: "eno1", Driver: "igb", PCIAddress: "0000:01:00.0", Vendor: "8086", Device: "1521"},
+		},
+	}
+}
+
+func TestNodeCPUsAndKernelArgs(t *testing.T) {
+	tests := []struct {
+		name         string
+		spec         tsv1.LatencyProfileSpec
+		facts        *tsv1.NodeFacts
+		wantReserved tsv1.CPUSet
+		wantIsolated tsv1.CPUSet
+		wantArgs     []string
+		wantErr      string
+	}{{
+		name:         "isolated clipped to the node's CPUs",
+		spec:         tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-63"}},
+		facts:        facts8(),
+		wantReserved: "0-1", wantIsolated: "2-7",
+		wantArgs: []string{"isolcpus=managed_irq,2-7", "nohz_full=2-7", "rcu_nocbs=2-7", "irqaffinity=0-1"},
+	}, {
+		name:         "strict isolation adds the domain flag; irq placement can be turned off",
+		spec:         tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0", Isolated: "1-3", IsolationMode: tsv1.IsolationStrict}, IRQ: &tsv1.IRQSpec{KeepOffIsolated: ptr.To(false)}},
+		facts:        facts8(),
+		wantReserved: "0", wantIsolated: "1-3",
+		wantArgs: []string{"isolcpus=managed_irq,domain,1-3", "nohz_full=1-3", "rcu_nocbs=1-3"},
+	}, {
+		name: "hugepages, idle poll, nosmt and user args in a stable order",
+		spec: tsv1.LatencyProfileSpec{
+			CPU:       &tsv1.CPUSpec{Reserved: "0"},
+			Hugepages: &tsv1.HugepagesSpec{DefaultSize: "1Gi", Pages: []tsv1.HugePages{{Size: "1Gi", Count: 4}, {Size: "2Mi", Count: 512, Node: ptr.To[int32](1)}}},
+			Power:     &tsv1.PowerSpec{IdlePoll: ptr.To(true), SMT: tsv1.Disabled},
+			Kernel:    &tsv1.KernelSpec{AdditionalArgs: []string{"tsc=reliable", "nosoftlockup"}},
+		},
+		facts:        facts8(),
+		wantReserved: "0",
+		wantArgs:     []string{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=4", "idle=poll", "nosmt", "tsc=reliable", "nosoftlockup"},
+	}, {
+		name:    "reserved CPUs absent from the node",
+		spec:    tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "16-17", Isolated: "2-7"}},
+		facts:   facts8(),
+		wantErr: "spec.cpu.reserved: none of CPUs 16-17 exist on this node (online: 0-7)",
+	}, {
+		name:    "isolated CPUs absent from the node",
+		spec:    tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0", Isolated: "32-63"}},
+		facts:   facts8(),
+		wantErr: "spec.cpu.isolated: none of CPUs 32-63 exist",
+	}, {
+		name:    "overlapping reserved and isolated",
+		spec:    tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-2", Isolated: "2-7"}},
+		facts:   facts8(),
+		wantErr: "CPUs 2 are both reserved and isolated",
+	}, {
+		name:    "hugepages on a NUMA node the host lacks",
+		spec:    tsv1.LatencyProfileSpec{Hugepages: &tsv1.HugepagesSpec{Pages: []tsv1.HugePages{{Size: "2Mi", Count: 8, Node: ptr.To[int32](3)}}}},
+		facts:   facts8(),
+		wantErr: "spec.hugepages.pages[0].node: NUMA node 3 does not exist",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Node(&tt.spec, tt.facts)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if got.ReservedCPUs != tt.wantReserved || got.IsolatedCPUs != tt.wantIsolated {
+				t.Errorf("cpus = reserved %q isolated %q, want %q %q", got.ReservedCPUs, got.IsolatedCPUs, tt.wantReserved, tt.wantIsolated)
+			}
+			if !reflect.DeepEqual(got.KernelArgs, tt.wantArgs) {
+				t.Errorf("kernel args = %q, want %q", got.KernelArgs, tt.wantArgs)
+			}
+		})
+	}
+}
+
+func TestNodeWaitsForFacts(t *testing.T) {
+	spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0"}}
+	for _, f := range []*tsv1.NodeFacts{nil, {}} {
+		if _, err := Node(&spec, f); !errors.Is(err, ErrNoFacts) {
+			t.Errorf("Node(%v) error = %v, want ErrNoFacts", f, err)
+		}
+	}
+}
+
+func TestNodeIRQAndHousekeeping(t *testing.T) {
+	got, err := Node(&tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-7"}}, facts8())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &tsv1.IRQTuning{HousekeepingCPUs: "0-1", BannedCPUs: "2-7"}
+	if !reflect.DeepEqual(got.IRQ, want) || got.WorkqueueCPUs != "0-1" {
+		t.Errorf("irq = %+v workqueue = %q, want %+v and 0-1", got.IRQ, got.WorkqueueCPUs, want)
+	}
+	// Without isolated CPUs there is nothing to keep IRQs off.
+	got, err = Node(&tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1"}}, facts8())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.IRQ != nil || got.WorkqueueCPUs != "" || len(got.KernelArgs) != 0 {
+		t.Errorf("reserved only: irq %+v workqueue %q args %q, want none", got.IRQ, got.WorkqueueCPUs, got.KernelArgs)
+	}
+}
+
+func TestNodeNICs(t *testing.T) {
+	tests := []struct {
+		name      string
+		nics      []tsv1.NICSpec
+		sysctls   map[string]tsv1.SysctlValue
+		wantIfs   []string
+		wantCtl   map[string]string
+		wantErr   string
+		wantGroup string
+	}{{
+		name:    "vendor and device pick both PFs, never their VFs",
+		nics:    []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{Vendor: "8086", Device: "1592"}, NumVFs: ptr.To[int32](8)}},
+		wantIfs: []string{"ens1f0", "ens1f1"},
+	}, {
+		name:    "pfNames with a VF range and a driver",
+		nics:    []tsv1.NICSpec{{Name: "oe", Selector: tsv1.NICSelector{PFNames: []string{"ens1f1#0-3"}, Drivers: []string{"ice"}}}},
+		wantIfs: []string{"ens1f1"},
+	}, {
+		name:    "busyPoll sets busy_poll and busy_read unless the profile does",
+		nics:    []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"eno1"}}, Acceleration: tsv1.AccelerationBusyPoll}},
+		sysctls: map[string]tsv1.SysctlValue{"net.core.busy_read": "20"},
+		wantIfs: []string{"eno1"},
+		wantCtl: map[string]string{"net.core.busy_poll": "50", "net.core.busy_read": "20"},
+	}, {
+		name:    "selector that matches nothing",
+		nics:    []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{Vendor: "15b3"}}},
+		wantErr: "spec.nics[md].selector matches no interface on this node (it has ens1f0, ens1f1, eno1)",
+	}, {
+		name: "two groups on one interface",
+		nics: []tsv1.NICSpec{
+			{Name: "a", Selector: tsv1.NICSelector{Drivers: []string{"igb"}}},
+			{Name: "b", Selector: tsv1.NICSelector{InterfaceNames: []string{"eno1"}}},
+		},
+		wantErr: `interface eno1 is selected by both "a" and "b"`,
+	}, {
+		name:    "more VFs than the NIC has",
+		nics:    []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"ens1f0"}}, NumVFs: ptr.To[int32](65)}},
+		wantErr: "spec.nics[md].numVfs: interface ens1f0 supports at most 64 VFs, 65 asked",
+	}, {
+		name:    "VFs on a NIC without SR-IOV",
+		nics:    []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"eno1"}}, NumVFs: ptr.To[int32](2)}},
+		wantErr: "interface eno1 (driver igb) is not SR-IOV capable",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0", Isolated: "1-7"}, NICs: tt.nics, Sysctls: tt.sysctls}
+			got, err := Node(&spec, facts8())
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ifs []string
+			for _, n := range got.NICs {
+				ifs = append(ifs, n.Interface)
+				if n.RPSCPUs != "0" || n.Acceleration == "" {
+					t.Errorf("%s: rps %q acceleration %q, want 0 and a mode", n.Interface, n.RPSCPUs, n.Acceleration)
+				}
+			}
+			if !reflect.DeepEqual(ifs, tt.wantIfs) {
+				t.Errorf("interfaces = %v, want %v", ifs, tt.wantIfs)
+			}
+			if tt.wantCtl != nil && !reflect.DeepEqual(got.Sysctls, tt.wantCtl) {
+				t.Errorf("sysctls = %v, want %v", got.Sysctls, tt.wantCtl)
+			}
+		})
+	}
+}
+
+func TestNodeIsDeterministic(t *testing.T) {
+	spec := tsv1.LatencyProfileSpec{
+		CPU:     &tsv1.CPUSpec{Reserved: "0", Isolated: "1-7"},
+		NICs:    []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{Vendor: "8086"}}},
+		Sysctls: map[string]tsv1.SysctlValue{"vm.stat_interval": "10", "kernel.timer_migration": "0"},
+	}
+	a, err := Node(&spec, facts8())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		b, _ := Node(&spec, facts8())
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("run %d differs:\n%+v\n%+v", i, a, b)
+		}
+	}
+}

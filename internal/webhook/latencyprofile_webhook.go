@@ -1,0 +1,184 @@
+// Package webhook holds the operator's admission webhooks.
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/cpuset"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+)
+
+// maxCPUID is the largest CPU id Linux can have (NR_CPUS is at most 8192).
+const maxCPUID = 8191
+
+// +kubebuilder:webhook:path=/validate-tickstack-io-v1alpha1-latencyprofile,mutating=false,failurePolicy=fail,sideEffects=None,groups=tickstack.io,resources=latencyprofiles,verbs=create;update,versions=v1alpha1,name=vlatencyprofile.tickstack.io,admissionReviewVersions=v1
+
+// LatencyProfileValidator checks what the CRD's schema and CEL rules cannot: cpulist contents, label
+// selector operators, sysctl value ranges, SR-IOV pfNames ranges.
+type LatencyProfileValidator struct{}
+
+var _ admission.Validator[*tsv1.LatencyProfile] = LatencyProfileValidator{}
+
+// SetupLatencyProfileWebhook registers the validator with the manager's webhook server.
+func SetupLatencyProfileWebhook(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &tsv1.LatencyProfile{}).WithValidator(LatencyProfileValidator{}).Complete()
+}
+
+// ValidateCreate checks a new profile.
+func (LatencyProfileValidator) ValidateCreate(_ context.Context, p *tsv1.LatencyProfile) (admission.Warnings, error) {
+	return validate(p)
+}
+
+// ValidateUpdate checks a changed profile.
+func (LatencyProfileValidator) ValidateUpdate(_ context.Context, _, p *tsv1.LatencyProfile) (admission.Warnings, error) {
+	return validate(p)
+}
+
+// ValidateDelete allows every deletion: the operator restores the nodes first.
+func (LatencyProfileValidator) ValidateDelete(context.Context, *tsv1.LatencyProfile) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validate(p *tsv1.LatencyProfile) (admission.Warnings, error) {
+	warnings, errs := ValidateProfileSpec(&p.Spec, field.NewPath("spec"))
+	if len(errs) == 0 {
+		return warnings, nil
+	}
+	return warnings, apierrors.NewInvalid(tsv1.GroupVersion.WithKind("LatencyProfile").GroupKind(), p.Name, errs)
+}
+
+// ValidateProfileSpec returns every problem of a profile spec with its field path and the fix.
+func ValidateProfileSpec(spec *tsv1.LatencyProfileSpec, path *field.Path) (admission.Warnings, field.ErrorList) {
+	var errs field.ErrorList
+	var warnings admission.Warnings
+	if _, err := metav1.LabelSelectorAsSelector(&spec.NodeSelector); err != nil {
+		errs = append(errs, field.Invalid(path.Child("nodeSelector"), spec.NodeSelector, err.Error()))
+	}
+	if c := spec.CPU; c != nil {
+		reserved, rErrs := validCPUSet(path.Child("cpu", "reserved"), c.Reserved)
+		isolated, iErrs := validCPUSet(path.Child("cpu", "isolated"), c.Isolated)
+		errs = append(errs, rErrs...)
+		errs = append(errs, iErrs...)
+		if len(rErrs) == 0 && len(iErrs) == 0 {
+			if reserved.Size() == 0 {
+				errs = append(errs, field.Required(path.Child("cpu", "reserved"), "reserve at least one CPU for the system and the kubelet"))
+			}
+			if both := reserved.Intersection(isolated); both.Size() > 0 {
+				errs = append(errs, field.Invalid(path.Child("cpu", "isolated"), c.Isolated,
+					fmt.Sprintf("CPUs %s are also in cpu.reserved (%s): reserved and isolated must be disjoint", both, c.Reserved)))
+			}
+		}
+		if c.IsolationMode == tsv1.IsolationStrict && c.Isolated == "" {
+			warnings = append(warnings, "spec.cpu.isolationMode Strict has no effect without spec.cpu.isolated")
+		}
+	}
+	if h := spec.Hugepages; h != nil {
+		for i, pg := range h.Pages {
+			if pg.Size == tsv1.HugePageSize1Gi && pg.Node != nil {
+				warnings = append(warnings, fmt.Sprintf("spec.hugepages.pages[%d]: 1Gi pages on a given NUMA node are allocated at runtime and may fall short on fragmented memory; leave node unset to reserve them at boot", i))
+			}
+		}
+	}
+	for _, k := range sortedSysctlKeys(spec.Sysctls) {
+		if msg := sysctlValueProblem(k, string(spec.Sysctls[k])); msg != "" {
+			errs = append(errs, field.Invalid(path.Child("sysctls").Key(k), spec.Sysctls[k], msg))
+		}
+	}
+	for i, n := range spec.NICs {
+		for j, pf := range n.Selector.PFNames {
+			if msg := pfNameProblem(pf); msg != "" {
+				errs = append(errs, field.Invalid(path.Child("nics").Index(i).Child("selector", "pfNames").Index(j), pf, msg))
+			}
+		}
+	}
+	if r := spec.Rollout; r != nil && r.DrainTimeout != nil {
+		if d := r.DrainTimeout.Duration; d < 30*time.Second || d > 24*time.Hour {
+			errs = append(errs, field.Invalid(path.Child("rollout", "drainTimeout"), r.DrainTimeout.String(),
+				"must be between 30s and 24h: pods need time to leave, and a node must not stay cordoned for days"))
+		}
+	}
+	return warnings, errs
+}
+
+func validCPUSet(path *field.Path, s tsv1.CPUSet) (cpuset.CPUSet, field.ErrorList) {
+	cs, err := cpuset.Parse(string(s))
+	if err != nil {
+		return cs, field.ErrorList{field.Invalid(path, s, "not a cpulist: write CPU ids and ascending ranges, for example \"0-3,8\"")}
+	}
+	if l := cs.List(); len(l) > 0 && l[len(l)-1] > maxCPUID {
+		return cs, field.ErrorList{field.Invalid(path, s, fmt.Sprintf("CPU %d does not exist on any Linux machine: CPU ids go up to %d", l[len(l)-1], maxCPUID))}
+	}
+	return cs, nil
+}
+
+// sysctlRanges are the values each allowed sysctl accepts.
+var sysctlRanges = map[string][2]int64{
+	"net.core.busy_poll":           {0, 1000000},
+	"net.core.busy_read":           {0, 1000000},
+	"net.core.netdev_budget":       {1, 1000000},
+	"net.core.netdev_budget_usecs": {1, 1000000},
+	"net.core.netdev_max_backlog":  {1, 1 << 30},
+	"net.core.rmem_max":            {4096, 1 << 31},
+	"net.core.wmem_max":            {4096, 1 << 31},
+	"net.core.rmem_default":        {4096, 1 << 31},
+	"net.core.wmem_default":        {4096, 1 << 31},
+	"kernel.timer_migration":       {0, 1},
+	"kernel.numa_balancing":        {0, 1},
+	"kernel.sched_rt_runtime_us":   {-1, 1000000},
+	"kernel.nmi_watchdog":          {0, 1},
+	"vm.stat_interval":             {1, 3600},
+	"vm.swappiness":                {0, 200},
+}
+
+func sysctlValueProblem(key, value string) string {
+	if _, ok := tsv1.AllowedSysctl(key); !ok {
+		return "" // the CRD's CEL rule names unknown keys
+	}
+	r, ok := sysctlRanges[key]
+	if !ok {
+		return ""
+	}
+	v, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || v < r[0] || v > r[1] {
+		return fmt.Sprintf("must be an integer from %d to %d", r[0], r[1])
+	}
+	return ""
+}
+
+func sortedSysctlKeys(m map[string]tsv1.SysctlValue) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// pfNameProblem checks the SR-IOV device plugin's pfNames form: NAME or NAME#FIRST-LAST.
+func pfNameProblem(pf string) string {
+	name, vfs, hasRange := strings.Cut(pf, "#")
+	if name == "" {
+		return "needs an interface name before '#'"
+	}
+	if !hasRange {
+		return ""
+	}
+	a, b, ok := strings.Cut(vfs, "-")
+	first, err1 := strconv.Atoi(a)
+	last, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
+		return "VF range must be NAME#FIRST-LAST with FIRST <= LAST, for example ens1f0#0-3"
+	}
+	return ""
+}
