@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
 )
 
 // TestReconcileLifecycle walks one node through a profile, its reboot, a profile change and the
 // profile's removal, with the GRUB writer on a host-root tree.
 func TestReconcileLifecycle(t *testing.T) {
 	ctx := context.Background()
-	h := &host.Host{Root: t.TempDir()}
+	h := &host.Host{Root: hosttest.TempDir(t)}
 	w := &GRUB{Host: h}
 	m := &Manager{Writer: w, RetiredPath: h.Path(DefaultStateDir + "/retired-args")}
 	base := "BOOT_IMAGE=/vmlinuz root=/dev/sda1 quiet"

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
 )
 
 func readFile(t *testing.T, p string) string {
@@ -34,7 +35,7 @@ func writeFile(t *testing.T, p, content string, mode os.FileMode) {
 // loader) with an update command that counts its runs.
 func TestGRUBWriter(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
+	root := hosttest.TempDir(t)
 	counter := filepath.Join(root, "update-runs")
 	g := &GRUB{
 		Host:          &host.Host{Root: root},
@@ -108,7 +109,7 @@ func TestGRUBWriter(t *testing.T) {
 // Remove gives back the entries byte for byte.
 func TestBLSWriter(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
+	root := hosttest.TempDir(t)
 	dir := filepath.Join(root, DefaultBLSEntries)
 	entries := map[string]string{
 		"a-6.1.conf":    "title Debian 6.1\nversion 6.1\nlinux /vmlinuz-6.1\noptions  root=UUID=1234 ro quiet\n",
@@ -158,7 +159,7 @@ func TestBLSWriter(t *testing.T) {
 		t.Fatalf("Configured after Remove = %q", got)
 	}
 	// No entries at all is a clear error.
-	empty := &BLS{Host: &host.Host{Root: t.TempDir()}}
+	empty := &BLS{Host: &host.Host{Root: hosttest.TempDir(t)}}
 	if _, err := empty.Write(ctx, args); err == nil || !strings.Contains(err.Error(), "no boot entries") {
 		t.Fatalf("Write without entries: %v", err)
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,7 +87,7 @@ func TestTurboFiles(t *testing.T) {
 		{"/sys/devices/system/cpu/intel_pstate/no_turbo", "0", "1"},
 		{"/sys/devices/system/cpu/cpufreq/boost", "1", "0"},
 	} {
-		h := &Host{Root: t.TempDir()}
+		h := &Host{Root: tempDir(t)}
 		if _, err := h.Turbo(); err == nil {
 			t.Fatal("turbo without any file")
 		}
@@ -112,4 +113,15 @@ func mustWrite(t *testing.T, p, v string) {
 	if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tempDir is hosttest.TempDir for this package's internal tests (hosttest imports host).
+func tempDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", fmt.Sprintf("tsag%d-host-", os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
 }

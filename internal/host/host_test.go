@@ -25,7 +25,7 @@ func write(t *testing.T, root, p, c string) {
 }
 
 func TestIrqbalanceConfig(t *testing.T) {
-	root := t.TempDir()
+	root := hosttest.TempDir(t)
 	h := &host.Host{Root: root}
 	// No file: unset; setting creates it, unsetting removes it again.
 	if v, ok, err := h.IrqbalanceBannedCPUs(); err != nil || ok || v != "" {
@@ -62,7 +62,7 @@ func TestIrqbalanceConfig(t *testing.T) {
 // TestDiscoverTree reads facts from a host-root tree describing a 2-socket SMT machine with an
 // SR-IOV NIC, which this VM is not.
 func TestDiscoverTree(t *testing.T) {
-	root := t.TempDir()
+	root := hosttest.TempDir(t)
 	files := map[string]string{
 		"sys/devices/system/cpu/online":                                            "0-3",
 		"sys/devices/system/cpu/isolated":                                          "2-3",
@@ -150,7 +150,7 @@ func TestDiscoverTree(t *testing.T) {
 }
 
 func TestWriteFileAtomic(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "a", "b", "f")
+	p := filepath.Join(hosttest.TempDir(t), "a", "b", "f")
 	if err := host.WriteFileAtomic(p, []byte("one"), 0o600); err != nil {
 		t.Fatal(err)
 	}

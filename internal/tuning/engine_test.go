@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tickstack/tickstack/internal/host/cpuset"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
 )
 
 func readTree(t *testing.T, dir, p string) string {
@@ -42,7 +43,7 @@ func requireAllInSync(t *testing.T, rs []Result) {
 // TestTreeApplyVerifyRestore runs the whole engine against a host-root tree holding what this VM
 // cannot change (cpufreq, turbo, SR-IOV VFs, 1G hugepages, a PCI NIC's queues).
 func TestTreeApplyVerifyRestore(t *testing.T) {
-	dir := t.TempDir()
+	dir := hosttest.TempDir(t)
 	buildTree(t, dir, false)
 	before := snapshotTree(t, dir)
 	e := treeEngine(dir)
@@ -177,7 +178,7 @@ func TestTreeApplyVerifyRestore(t *testing.T) {
 // TestApplyRefusesBeforeChanging: what this host cannot do is reported with the field and the
 // fix, and nothing changes.
 func TestApplyRefusesBeforeChanging(t *testing.T) {
-	dir := t.TempDir()
+	dir := hosttest.TempDir(t)
 	buildTree(t, dir, false)
 	before := snapshotTree(t, dir)
 	e := treeEngine(dir)
@@ -284,7 +285,7 @@ func TestValidate(t *testing.T) {
 // TestCorruptJournalStops: a journal that cannot be parsed holds originals nothing else knows;
 // the engine stops instead of overwriting it.
 func TestCorruptJournalStops(t *testing.T) {
-	dir := t.TempDir()
+	dir := hosttest.TempDir(t)
 	buildTree(t, dir, false)
 	jp := filepath.Join(dir, DefaultJournalPath)
 	if err := os.MkdirAll(filepath.Dir(jp), 0o755); err != nil {

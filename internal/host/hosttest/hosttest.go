@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/tickstack/tickstack/internal/host"
@@ -128,4 +129,20 @@ func (e *Env) Exec(t testing.TB, name string, args ...string) string {
 		t.Fatalf("%s %v in %s: %v: %s", name, args, e.NS, err, out)
 	}
 	return string(out)
+}
+
+// TempDir returns a new directory named tsag<pid>-<test>-*, removed when the test ends, so that
+// concurrent test runs of other areas can tell whose it is.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	d, err := os.MkdirTemp("", fmt.Sprintf("tsag%d-%s-", os.Getpid(), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
 }
