@@ -115,7 +115,14 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	// A crash between creating and renaming a temporary file leaves it behind: remove those.
+	pattern := "." + filepath.Base(path) + ".tmp-*"
+	if stale, err := filepath.Glob(filepath.Join(dir, pattern)); err == nil {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
+	tmp, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return fmt.Errorf("create temporary file for %s: %w", path, err)
 	}

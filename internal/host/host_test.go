@@ -154,6 +154,10 @@ func TestWriteFileAtomic(t *testing.T) {
 	if err := host.WriteFileAtomic(p, []byte("one"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A temporary file left by a crash is cleaned up by the next write.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(p), ".f.tmp-123"), []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := host.WriteFileAtomic(p, []byte("two"), 0o600); err != nil {
 		t.Fatal(err)
 	}
