@@ -52,6 +52,8 @@ func crashChild(op string) int {
 	switch op {
 	case "apply":
 		_, err = e.Apply(treeDesired())
+	case "apply-smaller":
+		_, err = e.Apply(smallerDesired())
 	case "restore":
 		_, err = e.Restore()
 	default:
@@ -120,6 +122,7 @@ func TestCrashAtFailpoints(t *testing.T) {
 		{"mid apply, restore only", "apply", FailpointMidApply + ":6", "restore"},
 		{"first restore write", "restore", FailpointMidRestore + ":1", "restore"},
 		{"mid restore", "restore", FailpointMidRestore + ":5", "restore"},
+		{"profile change, restoring dropped settings", "apply-smaller", FailpointMidRestore + ":2", "apply-smaller-then-restore"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -136,7 +139,7 @@ func TestCrashAtFailpoints(t *testing.T) {
 					t.Errorf("cleanup restore: %v", err)
 				}
 			})
-			if c.op == "restore" {
+			if c.op == "restore" || c.op == "apply-smaller" {
 				if _, err := e.Apply(treeDesired()); err != nil {
 					t.Fatal(err)
 				}
@@ -144,6 +147,19 @@ func TestCrashAtFailpoints(t *testing.T) {
 			runCrashChild(t, dir, c.op, c.failpoint)
 			if _, err := os.Stat(filepath.Join(dir, DefaultJournalPath)); err != nil {
 				t.Fatalf("no journal after the crash: %v", err)
+			}
+			if c.rerun == "apply-smaller-then-restore" {
+				rep, err := e.Apply(smallerDesired())
+				if err != nil {
+					t.Fatalf("Apply after crash: %v", err)
+				}
+				requireAllInSync(t, rep.Results)
+				if got := readTree(t, dir, "etc/default/irqbalance"); strings.Contains(got, "IRQBALANCE_BANNED_CPULIST") {
+					t.Fatalf("irqbalance file still bans CPUs after the smaller profile converged:\n%s", got)
+				}
+				if got := readTree(t, dir, "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"); got != "powersave" {
+					t.Fatalf("governor after the smaller profile converged = %q, want the original powersave", got)
+				}
 			}
 			if c.rerun == "apply-then-restore" {
 				rep, err := e.Apply(treeDesired())
@@ -163,4 +179,14 @@ func TestCrashAtFailpoints(t *testing.T) {
 			}
 		})
 	}
+}
+
+// smallerDesired is treeDesired without cpufreq, hugepages and the irqbalance setting: applying it
+// after treeDesired restores those.
+func smallerDesired() *Desired {
+	d := treeDesired()
+	d.CPUFreq = nil
+	d.Hugepages = nil
+	d.IrqbalanceBannedCPUs = nil
+	return d
 }
