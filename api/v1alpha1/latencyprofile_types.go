@@ -193,11 +193,12 @@ type NICSelector struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{4}$`
 	Device string `json:"device,omitempty"`
-	// PFNames are physical function interface names (as the SR-IOV device plugin's pfNames).
+	// PFNames are physical function interface names, optionally with the VF range the device plugin
+	// hands out, as the SR-IOV device plugin's pfNames: ens1f0 or ens1f0#0-3.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:items:MaxLength=15
-	// +kubebuilder:validation:items:Pattern=`^[a-zA-Z0-9_.:@-]+$`
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^[a-zA-Z0-9_.:@-]+(#[0-9]+-[0-9]+)?$`
 	// +listType=set
 	PFNames []string `json:"pfNames,omitempty"`
 	// Drivers are kernel driver names, for example ice, mlx5_core, veth.
