@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tickstack.h - public interface of the tickstack AF_XDP UDP data plane.
+ *
+ * The library is used through LD_PRELOAD (tickstack-run); this header only
+ * describes what other programs may read: the layout of the statistics
+ * region every accelerated process publishes in /dev/shm/tickstack-<pid>,
+ * read by tickstack-stats while the process runs.
+ */
+#ifndef TICKSTACK_H
+#define TICKSTACK_H
+
+#include <stdint.h>
+
+#define TICKSTACK_STATS_MAGIC 0x54534b53u /* "TSKS" */
+#define TICKSTACK_STATS_VERSION 1u
+#define TICKSTACK_STATS_MAX_XSK 8
+#define TICKSTACK_STATS_MAX_SOCK 256
+#define TICKSTACK_STATS_PATH_FMT "/dev/shm/tickstack-%d"
+
+/* Counters of one XSK (one interface queue owned by the process). */
+#define TICKSTACK_XSK_COUNTERS(X)                                              \
+	X(rx_packets)        /* frames taken from the RX ring */               \
+	X(tx_packets)        /* frames put on the TX ring */                   \
+	X(rx_no_socket)      /* steered frame no local socket wanted */        \
+	X(rx_bad)            /* steered frame that failed parsing */           \
+	X(rx_sockq_full)     /* dropped: socket queue full */                  \
+	X(tx_ring_full)      /* TX waited: ring or free frames exhausted */    \
+	X(fill_ring_empty)   /* fill ring found empty when refilling */        \
+	X(tx_kicks)          /* sendto() wake-ups of the kernel TX path */     \
+	X(tx_kick_errors)    /* wake-ups that failed (EAGAIN/EBUSY/...) */     \
+	X(xdp_rx_dropped)    /* kernel XDP_STATISTICS: rx_dropped */           \
+	X(xdp_rx_invalid)    /* kernel: rx_invalid_descs */                    \
+	X(xdp_tx_invalid)    /* kernel: tx_invalid_descs */                    \
+	X(xdp_rx_ring_full)  /* kernel: rx_ring_full */                        \
+	X(xdp_fill_empty)    /* kernel: rx_fill_ring_empty_descs */            \
+	X(xdp_tx_ring_empty) /* kernel: tx_ring_empty_descs */
+
+/* Counters of one socket. "kernel" means the datagram went through the
+ * ordinary kernel socket (fallback), "accel" through the XSK. */
+#define TICKSTACK_SOCK_COUNTERS(X)                                             \
+	X(rx_accel)            /* datagrams received from the XSK */           \
+	X(rx_kernel)           /* datagrams received from the kernel fd */     \
+	X(tx_accel)            /* datagrams sent through the XSK */            \
+	X(tx_kernel)           /* datagrams sent through the kernel */         \
+	X(rx_drops)            /* dropped: socket queue full */                \
+	X(rx_filtered)         /* dropped: connected socket, other peer */     \
+	X(tx_kernel_noroute)   /* fallback reason: no usable route */          \
+	X(tx_kernel_neigh)     /* fallback reason: neighbour unresolved (ARP) */ \
+	X(tx_kernel_local)     /* fallback reason: local/broadcast dest */     \
+	X(tx_kernel_oversize)  /* fallback reason: larger than the MTU */      \
+	X(tx_kernel_nostack)   /* fallback reason: no XSK on that interface */ \
+	X(tx_kernel_flags)     /* fallback reason: unsupported send flags */
+
+#define TICKSTACK_DECLARE_U64(name) uint64_t name;
+
+struct tickstack_xsk_stats {
+	char ifname[16];
+	uint32_t ifindex;
+	uint32_t queue;
+	uint32_t in_use;
+	uint32_t mode; /* 1 native (drv), 2 generic (skb) */
+	TICKSTACK_XSK_COUNTERS(TICKSTACK_DECLARE_U64)
+};
+
+struct tickstack_sock_stats {
+	int32_t fd;
+	uint32_t in_use;
+	uint32_t accelerated; /* 1 when steering is installed */
+	uint32_t laddr;       /* network order */
+	uint32_t raddr;
+	uint16_t lport;       /* network order */
+	uint16_t rport;
+	TICKSTACK_SOCK_COUNTERS(TICKSTACK_DECLARE_U64)
+};
+
+struct tickstack_stats {
+	uint32_t magic;
+	uint32_t version;
+	int32_t pid;
+	uint32_t nxsk;
+	char profile[16];
+	uint64_t sockets_accelerated; /* sockets that got steering */
+	uint64_t sockets_kernel;      /* UDP sockets left on the kernel */
+	uint64_t fallback_events;     /* any fallback, with a reason counter */
+	struct tickstack_xsk_stats xsk[TICKSTACK_STATS_MAX_XSK];
+	struct tickstack_sock_stats sock[TICKSTACK_STATS_MAX_SOCK];
+};
+
+#endif /* TICKSTACK_H */

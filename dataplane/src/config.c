@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+/* config.c - settings from the environment (TICKSTACK_*) and profiles. */
+#include "ts_internal.h"
+
+#include <linux/if_link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct ts_config ts_cfg;
+
+static void vlog(const char *fmt, va_list ap)
+{
+	char buf[512];
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "tickstack[%d]: ", (int)getpid());
+	if (n < 0)
+		return;
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	n = (int)strlen(buf);
+	if (n < (int)sizeof(buf) - 1 && (n == 0 || buf[n - 1] != '\n')) {
+		buf[n++] = '\n';
+		buf[n] = 0;
+	}
+	if (ts_real_write)
+		(void)!ts_real_write(2, buf, (size_t)n);
+}
+
+void ts_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+void ts_dbg(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ts_cfg.debug)
+		return;
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+static int env_long(const char *name, long min, long max, long *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	long x;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || *end || x < min || x > max) {
+		ts_log("invalid %s=%s: expected an integer in [%ld, %ld]; fix or "
+		       "unset it",
+		       name, v, min, max);
+		return -EINVAL;
+	}
+	*out = x;
+	return 1;
+}
+
+static int env_bool(const char *name, int *out)
+{
+	long x;
+	int r = env_long(name, 0, 1, &x);
+
+	if (r > 0)
+		*out = (int)x;
+	return r;
+}
+
+/* Profiles set defaults; explicit TICKSTACK_* variables win. */
+static int apply_profile(const char *p)
+{
+	if (!p || !*p || !strcmp(p, "default")) {
+		ts_cfg.spin_usec = 50;
+		ts_cfg.kernel_poll_every = 64;
+		snprintf(ts_cfg.profile, sizeof(ts_cfg.profile), "default");
+		return 0;
+	}
+	if (!strcmp(p, "latency")) {
+		/* spin 100 ms before sleeping (OpenOnload's EF_POLL_USEC=100000) */
+		ts_cfg.spin_usec = 100000;
+		ts_cfg.kernel_poll_every = 256;
+		snprintf(ts_cfg.profile, sizeof(ts_cfg.profile), "latency");
+		return 0;
+	}
+	if (!strcmp(p, "throughput")) {
+		ts_cfg.spin_usec = 20;
+		ts_cfg.kernel_poll_every = 64;
+		ts_cfg.sockq_len = 4096;
+		snprintf(ts_cfg.profile, sizeof(ts_cfg.profile), "throughput");
+		return 0;
+	}
+	ts_log("invalid TICKSTACK_PROFILE=%s: use latency, throughput or "
+	       "default",
+	       p);
+	return -EINVAL;
+}
+
+int ts_config__load(void)
+{
+	const char *v;
+	long x;
+	int err = 0;
+
+	memset(&ts_cfg, 0, sizeof(ts_cfg));
+	ts_cfg.xdp_mode = XDP_FLAGS_DRV_MODE;
+	ts_cfg.xdp_mode_auto = 1;
+	ts_cfg.udp_csum = 1;
+	ts_cfg.umem_frames = 8192;
+	ts_cfg.sockq_len = 1024;
+	ts_cfg.spin_yield = 256;
+
+	if (apply_profile(getenv("TICKSTACK_PROFILE")) < 0)
+		err = -EINVAL;
+	if (env_long("TICKSTACK_SPIN_USEC", -1, 3600L * 1000000, &x) > 0)
+		ts_cfg.spin_usec = x;
+	else if (errno == EINVAL && getenv("TICKSTACK_SPIN_USEC"))
+		err = -EINVAL;
+	if (env_long("TICKSTACK_KERNEL_POLL_EVERY", 1, 1 << 20, &x) > 0)
+		ts_cfg.kernel_poll_every = (int)x;
+	if (env_long("TICKSTACK_SPIN_YIELD", 0, 1 << 30, &x) > 0)
+		ts_cfg.spin_yield = (unsigned)x;
+	if (env_long("TICKSTACK_QUEUE", 0, 63, &x) > 0)
+		ts_cfg.queue = (int)x;
+	if (env_long("TICKSTACK_UMEM_FRAMES", 1024, 1 << 18, &x) > 0)
+		ts_cfg.umem_frames = (uint32_t)x;
+	if (env_long("TICKSTACK_SOCKQ_LEN", 16, 1 << 16, &x) > 0)
+		ts_cfg.sockq_len = (uint32_t)x;
+	if (env_bool("TICKSTACK_REQUIRE", &ts_cfg.require) < 0)
+		err = -EINVAL;
+	if (env_bool("TICKSTACK_UDP_CSUM", &ts_cfg.udp_csum) < 0)
+		err = -EINVAL;
+	if (env_bool("TICKSTACK_STATS", &ts_cfg.stats_dump) < 0)
+		err = -EINVAL;
+	if (env_bool("TICKSTACK_DEBUG", &ts_cfg.debug) < 0)
+		err = -EINVAL;
+	if (env_bool("TICKSTACK_DISABLE", &ts_cfg.disabled) < 0)
+		err = -EINVAL;
+	v = getenv("TICKSTACK_STATS_FILE");
+	if (v && *v) {
+		snprintf(ts_cfg.stats_file, sizeof(ts_cfg.stats_file), "%s", v);
+		ts_cfg.stats_dump = 1;
+	}
+	v = getenv("TICKSTACK_IFACES");
+	if (v)
+		snprintf(ts_cfg.ifaces, sizeof(ts_cfg.ifaces), "%s", v);
+	v = getenv("TICKSTACK_XDP_MODE");
+	if (v && *v) {
+		ts_cfg.xdp_mode_auto = 0;
+		if (!strcmp(v, "native") || !strcmp(v, "drv"))
+			ts_cfg.xdp_mode = XDP_FLAGS_DRV_MODE;
+		else if (!strcmp(v, "skb") || !strcmp(v, "generic"))
+			ts_cfg.xdp_mode = XDP_FLAGS_SKB_MODE;
+		else if (!strcmp(v, "auto"))
+			ts_cfg.xdp_mode_auto = 1;
+		else {
+			ts_log("invalid TICKSTACK_XDP_MODE=%s: use native, skb or "
+			       "auto",
+			       v);
+			err = -EINVAL;
+		}
+	}
+	return err;
+}

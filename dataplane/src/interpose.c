@@ -1,0 +1,837 @@
+// SPDX-License-Identifier: Apache-2.0
+/* interpose.c - the LD_PRELOAD shim. The real libc functions are listed
+ * once (TS_REAL_CALLS) and resolved once; an fd that is not one of our
+ * UDP sockets, or a call before initialisation, goes straight to libc. */
+#include "ts_internal.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define TS_API __attribute__((visibility("default")))
+
+#define TS_DEFINE_REAL(ret, name, args) ret(*ts_real_##name) args;
+TS_REAL_CALLS(TS_DEFINE_REAL)
+#undef TS_DEFINE_REAL
+
+static int ts_ready;
+__thread int ts_in_lib;
+pid_t ts_pid;
+/* A mutex, not a spinlock: threads of one process often share a CPU, and
+ * a preempted spinlock holder would stall the others for a time slice. */
+static pthread_mutex_t ts_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void ts_real__resolve(void)
+{
+#define TS_RESOLVE(ret, name, args)                                            \
+	if (!ts_real_##name)                                                   \
+		ts_real_##name = (ret(*) args)dlsym(RTLD_NEXT, #name);
+	TS_REAL_CALLS(TS_RESOLVE)
+#undef TS_RESOLVE
+}
+
+#define REAL(name)                                                             \
+	(ts_likely(ts_real_##name) ? ts_real_##name :                          \
+				     (ts_real__resolve(), ts_real_##name))
+
+/* While the lock is held, calls the library makes itself (libxdp and
+ * libbpf call socket, close, ...) go straight to libc: ts_in_lib. */
+void ts_lock(void)
+{
+	ts_in_lib++;
+	pthread_mutex_lock(&ts_mutex);
+}
+
+void ts_unlock(void)
+{
+	pthread_mutex_unlock(&ts_mutex);
+	ts_in_lib--;
+}
+
+/* Our socket for fd, or NULL: not ours, not ready, or a call made from
+ * inside the library (libxdp calling socket/close, ...). */
+static inline struct ts_sock *ours(int fd)
+{
+	if (ts_unlikely(!ts_ready || ts_in_lib))
+		return NULL;
+	return ts_sock__of(fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* signals: a blocking call returns EINTR when a handler installed
+ * without SA_RESTART ran, as the kernel's own blocking calls do.      */
+
+static struct sigaction user_act[_NSIG];
+static unsigned long sig_gen, sig_norestart_gen;
+
+unsigned long ts_sig__gen(void)
+{
+	return __atomic_load_n(&sig_gen, __ATOMIC_ACQUIRE);
+}
+
+unsigned long ts_sig__norestart_gen(void)
+{
+	return __atomic_load_n(&sig_norestart_gen, __ATOMIC_ACQUIRE);
+}
+
+static void trampoline(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction *a = &user_act[sig];
+	int saved = errno;
+	uint64_t one = 1;
+
+	__atomic_add_fetch(&sig_gen, 1, __ATOMIC_RELEASE);
+	if (!(a->sa_flags & SA_RESTART))
+		__atomic_add_fetch(&sig_norestart_gen, 1, __ATOMIC_RELEASE);
+	if (ts_sig_efd >= 0)
+		(void)!ts_real_write(ts_sig_efd, &one, sizeof(one));
+	errno = saved;
+	if (a->sa_flags & SA_SIGINFO) {
+		if (a->sa_sigaction)
+			a->sa_sigaction(sig, si, uc);
+	} else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN) {
+		a->sa_handler(sig);
+	}
+}
+
+static int wrap_sig(int sig)
+{
+	return sig > 0 && sig < _NSIG && sig != SIGKILL && sig != SIGSTOP;
+}
+
+TS_API int sigaction(int sig, const struct sigaction *act,
+		     struct sigaction *old)
+{
+	struct sigaction prev_user, mine;
+	int r;
+
+	if (!wrap_sig(sig) || !ts_ready)
+		return REAL(sigaction)(sig, act, old);
+	prev_user = user_act[sig];
+	if (act && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN) {
+		mine = *act;
+		mine.sa_sigaction = trampoline;
+		mine.sa_flags |= SA_SIGINFO;
+		user_act[sig] = *act;
+		r = REAL(sigaction)(sig, &mine, old);
+	} else {
+		r = REAL(sigaction)(sig, act, old);
+	}
+	if (r == 0 && old && old->sa_sigaction == trampoline)
+		*old = prev_user;
+	return r;
+}
+
+TS_API sighandler_t signal(int sig, sighandler_t h)
+{
+	struct sigaction act, old;
+
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = h;
+	act.sa_flags = SA_RESTART; /* glibc's BSD semantics */
+	sigemptyset(&act.sa_mask);
+	sigaddset(&act.sa_mask, sig > 0 && sig < _NSIG ? sig : 1);
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* ------------------------------------------------------------------ */
+/* socket creation, binding, closing                                   */
+
+TS_API int socket(int domain, int type, int protocol)
+{
+	int fd = REAL(socket)(domain, type, protocol);
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0 || !ts_ready || ts_in_lib || domain != AF_INET ||
+	    base != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
+		return fd;
+	if (!ts_sock__new(fd, !!(type & SOCK_NONBLOCK)))
+		ts_stats->sockets_kernel++;
+	return fd;
+}
+
+TS_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct ts_sock *s = ours(fd);
+	int r = REAL(bind)(fd, addr, len);
+
+	if (r == 0 && s) {
+		int e = ts_sock__after_bind(s, fd);
+
+		if (e < 0) {
+			errno = -e;
+			return -1;
+		}
+	}
+	return r;
+}
+
+TS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct ts_sock *s = ours(fd);
+	int r = REAL(connect)(fd, addr, len);
+
+	if (r == 0 && s) {
+		int e = ts_sock__after_connect(s, fd, addr, len);
+
+		if (e < 0) {
+			errno = -e;
+			return -1;
+		}
+	}
+	return r;
+}
+
+TS_API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	/* the kernel socket is really bound: it knows the answer */
+	return REAL(getsockname)(fd, addr, len);
+}
+
+TS_API int close(int fd)
+{
+	if (ts_ready && !ts_in_lib) {
+		if (ts_sock__of(fd))
+			ts_sock__release(fd);
+		ts_ep__forget_fd(fd);
+	}
+	return REAL(close)(fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* receive                                                             */
+
+static ssize_t recv_one(struct ts_sock *s, int fd, void *buf, size_t len,
+			int flags, struct sockaddr *from, socklen_t *fromlen)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t r;
+
+	if (from && fromlen) {
+		msg.msg_name = from;
+		msg.msg_namelen = *fromlen;
+	}
+	r = ts_sock__recvmsg(s, fd, &msg, flags);
+	if (r >= 0 && from && fromlen)
+		*fromlen = msg.msg_namelen;
+	return r;
+}
+
+TS_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
+			struct sockaddr *from, socklen_t *fromlen)
+{
+	struct ts_sock *s = ours(fd);
+
+	if (!s)
+		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
+	return recv_one(s, fd, buf, len, flags, from, fromlen);
+}
+
+TS_API ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	struct ts_sock *s = ours(fd);
+
+	if (!s)
+		return REAL(recv)(fd, buf, len, flags);
+	return recv_one(s, fd, buf, len, flags, NULL, NULL);
+}
+
+TS_API ssize_t read(int fd, void *buf, size_t len)
+{
+	struct ts_sock *s = ours(fd);
+
+	if (!s)
+		return REAL(read)(fd, buf, len);
+	return recv_one(s, fd, buf, len, 0, NULL, NULL);
+}
+
+TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct ts_sock *s = ours(fd);
+
+	if (!s)
+		return REAL(recvmsg)(fd, msg, flags);
+	return ts_sock__recvmsg(s, fd, msg, flags);
+}
+
+TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
+		    struct timespec *tmo)
+{
+	struct ts_sock *s = ours(fd);
+	unsigned int i;
+
+	if (!s)
+		return REAL(recvmmsg)(fd, vec, n, flags, tmo);
+	for (i = 0; i < n; i++) {
+		/* the first datagram may block; the rest are taken if ready */
+		int f = flags & ~MSG_WAITFORONE;
+		ssize_t r;
+
+		if (i > 0 && (flags & MSG_WAITFORONE))
+			f |= MSG_DONTWAIT;
+		if (i > 0 && !(flags & MSG_WAITFORONE))
+			f |= MSG_DONTWAIT; /* timeouts are not emulated */
+		r = ts_sock__recvmsg(s, fd, &vec[i].msg_hdr, f);
+		if (r < 0) {
+			if (i > 0)
+				break;
+			return -1;
+		}
+		vec[i].msg_len = (unsigned int)r;
+	}
+	return (int)i;
+}
+
+TS_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
+			  int flags)
+{
+	if (len > buflen)
+		abort();
+	return recv(fd, buf, len, flags);
+}
+
+TS_API ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
+			      int flags, struct sockaddr *from,
+			      socklen_t *fromlen)
+{
+	if (len > buflen)
+		abort();
+	return recvfrom(fd, buf, len, flags, from, fromlen);
+}
+
+TS_API ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (len > buflen)
+		abort();
+	return read(fd, buf, len);
+}
+
+/* ------------------------------------------------------------------ */
+/* send                                                                */
+
+static ssize_t send_one(struct ts_sock *s, int fd, const void *buf,
+			size_t len, int flags, const struct sockaddr *to,
+			socklen_t tolen)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_name = (void *)to,
+			      .msg_namelen = to ? tolen : 0,
+			      .msg_iov = &iov,
+			      .msg_iovlen = 1 };
+
+	return ts_sock__sendmsg(s, fd, &msg, flags);
+}
+
+TS_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+		      const struct sockaddr *to, socklen_t tolen)
+{
+	struct ts_sock *s = ours(fd);
+
+	if (!s)
+		return REAL(sendto)(fd, buf, len, flags, to, tolen);
+	return send_one(s, fd, buf, len, flags, to, tolen);
+}
+
+TS_API ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	struct ts_sock *s = ours(fd);
+
+	if (!s)
+		return REAL(send)(fd, buf, len, flags);
+	return send_one(s, fd, buf, len, flags, NULL, 0);
+}
+
+TS_API ssize_t write(int fd, const void *buf, size_t len)
+{
+	struct ts_sock *s = ours(fd);
+
+	if (!s)
+		return REAL(write)(fd, buf, len);
+	return send_one(s, fd, buf, len, 0, NULL, 0);
+}
+
+TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct ts_sock *s = ours(fd);
+
+	if (!s)
+		return REAL(sendmsg)(fd, msg, flags);
+	return ts_sock__sendmsg(s, fd, msg, flags);
+}
+
+TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
+{
+	struct ts_sock *s = ours(fd);
+	unsigned int i;
+
+	if (!s)
+		return REAL(sendmmsg)(fd, vec, n, flags);
+	for (i = 0; i < n; i++) {
+		ssize_t r = ts_sock__sendmsg(s, fd, &vec[i].msg_hdr, flags);
+
+		if (r < 0) {
+			if (i > 0)
+				break;
+			return -1;
+		}
+		vec[i].msg_len = (unsigned int)r;
+	}
+	return (int)i;
+}
+
+/* ------------------------------------------------------------------ */
+/* poll, select, epoll                                                 */
+
+static int64_t ms_ns(int ms)
+{
+	return ms < 0 ? -1 : (int64_t)ms * 1000000;
+}
+
+TS_API int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	if (!ts_ready || ts_in_lib || !ts_poll__has_accel(fds, n))
+		return REAL(poll)(fds, n, timeout);
+	return ts_poll__wait(fds, n, ms_ns(timeout), NULL);
+}
+
+TS_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
+{
+	if (len / sizeof(*fds) < n)
+		abort();
+	return poll(fds, n, timeout);
+}
+
+TS_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
+		 const sigset_t *mask)
+{
+	int64_t ns = tmo ? (int64_t)tmo->tv_sec * 1000000000 + tmo->tv_nsec : -1;
+
+	if (!ts_ready || ts_in_lib || !ts_poll__has_accel(fds, n))
+		return REAL(ppoll)(fds, n, tmo, mask);
+	return ts_poll__wait(fds, n, ns, mask);
+}
+
+static int select_common(int nfds, fd_set *r, fd_set *w, fd_set *e,
+			 int64_t ns, const sigset_t *mask)
+{
+	struct pollfd *pf;
+	int i, n = 0, ret, cnt = 0;
+
+	if (nfds < 0 || nfds > FD_SETSIZE) {
+		errno = EINVAL;
+		return -1;
+	}
+	pf = calloc((size_t)nfds + 1, sizeof(*pf));
+	if (!pf) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < nfds; i++) {
+		short ev = 0;
+
+		if (r && FD_ISSET(i, r))
+			ev |= POLLIN;
+		if (w && FD_ISSET(i, w))
+			ev |= POLLOUT;
+		if (e && FD_ISSET(i, e))
+			ev |= POLLPRI;
+		if (!ev)
+			continue;
+		pf[n].fd = i;
+		pf[n++].events = ev;
+	}
+	ret = ts_poll__wait(pf, (nfds_t)n, ns, mask);
+	if (ret < 0)
+		goto out;
+	if (r)
+		FD_ZERO(r);
+	if (w)
+		FD_ZERO(w);
+	if (e)
+		FD_ZERO(e);
+	for (i = 0; i < n; i++) {
+		short rev = pf[i].revents;
+
+		if (r && (pf[i].events & POLLIN) &&
+		    (rev & (POLLIN | POLLHUP | POLLERR))) {
+			FD_SET(pf[i].fd, r);
+			cnt++;
+		}
+		if (w && (pf[i].events & POLLOUT) && (rev & (POLLOUT | POLLERR))) {
+			FD_SET(pf[i].fd, w);
+			cnt++;
+		}
+		if (e && (pf[i].events & POLLPRI) && (rev & POLLPRI)) {
+			FD_SET(pf[i].fd, e);
+			cnt++;
+		}
+	}
+	ret = cnt;
+out:
+	free(pf);
+	return ret;
+}
+
+static int sets_have_accel(int nfds, fd_set *r, fd_set *w)
+{
+	int i;
+
+	if (!ts_ready || ts_in_lib || nfds > FD_SETSIZE)
+		return 0;
+	for (i = 0; i < nfds; i++)
+		if (((r && FD_ISSET(i, r)) || (w && FD_ISSET(i, w))) &&
+		    ts_sock__of(i) && ts_poll__has_accel(&(struct pollfd){ .fd = i }, 1))
+			return 1;
+	return 0;
+}
+
+TS_API int select(int nfds, fd_set *r, fd_set *w, fd_set *e,
+		  struct timeval *tv)
+{
+	if (!sets_have_accel(nfds, r, w))
+		return REAL(select)(nfds, r, w, e, tv);
+	return select_common(nfds, r, w, e,
+			     tv ? (int64_t)tv->tv_sec * 1000000000 +
+					  (int64_t)tv->tv_usec * 1000 :
+				  -1,
+			     NULL);
+}
+
+TS_API int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e,
+		   const struct timespec *ts, const sigset_t *mask)
+{
+	if (!sets_have_accel(nfds, r, w))
+		return REAL(pselect)(nfds, r, w, e, ts, mask);
+	return select_common(nfds, r, w, e,
+			     ts ? (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec :
+				  -1,
+			     mask);
+}
+
+TS_API int epoll_create(int size)
+{
+	return REAL(epoll_create)(size);
+}
+
+TS_API int epoll_create1(int flags)
+{
+	return REAL(epoll_create1)(flags);
+}
+
+TS_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	if (!ours(fd))
+		return REAL(epoll_ctl)(epfd, op, fd, ev);
+	return ts_ep__ctl(epfd, op, fd, ev);
+}
+
+TS_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
+{
+	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
+		return REAL(epoll_wait)(epfd, ev, max, tmo);
+	return ts_ep__wait(epfd, ev, max, tmo, NULL);
+}
+
+TS_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
+		       const sigset_t *mask)
+{
+	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
+		return REAL(epoll_pwait)(epfd, ev, max, tmo, mask);
+	return ts_ep__wait(epfd, ev, max, tmo, mask);
+}
+
+TS_API int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
+			const struct timespec *tmo, const sigset_t *mask)
+{
+	int ms;
+
+	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
+		return REAL(epoll_pwait2)(epfd, ev, max, tmo, mask);
+	ms = tmo ? (int)(tmo->tv_sec * 1000 + (tmo->tv_nsec + 999999) / 1000000) :
+		   -1;
+	return ts_ep__wait(epfd, ev, max, ms, mask);
+}
+
+/* ------------------------------------------------------------------ */
+/* fcntl, ioctl, options, dup                                          */
+
+static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd,
+			va_list ap)
+{
+	struct ts_sock *s;
+	long arg = va_arg(ap, long);
+	int r = real(fd, cmd, arg);
+
+	if (r < 0 || !(s = ours(fd)))
+		return r;
+	if (cmd == F_SETFL)
+		s->nonblock = !!(arg & O_NONBLOCK);
+	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		ts_sock__dup(fd, r);
+	return r;
+}
+
+TS_API int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, cmd);
+	r = fcntl_common(REAL(fcntl), fd, cmd, ap);
+	va_end(ap);
+	return r;
+}
+
+TS_API int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, cmd);
+	r = fcntl_common(REAL(fcntl), fd, cmd, ap);
+	va_end(ap);
+	return r;
+}
+
+TS_API int ioctl(int fd, unsigned long req, ...)
+{
+	struct ts_sock *s;
+	va_list ap;
+	void *arg;
+	int r;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	s = ours(fd);
+	if (s && req == FIONREAD && arg) {
+		int v;
+
+		if (ts_sock__fionread(s, &v)) {
+			*(int *)arg = v;
+			return 0;
+		}
+	}
+	r = REAL(ioctl)(fd, req, arg);
+	if (r == 0 && s && req == FIONBIO && arg)
+		s->nonblock = !!*(int *)arg;
+	return r;
+}
+
+TS_API int setsockopt(int fd, int level, int opt, const void *val,
+		      socklen_t len)
+{
+	struct ts_sock *s = ours(fd);
+	int r = REAL(setsockopt)(fd, level, opt, val, len);
+
+	if (r == 0 && s)
+		ts_sock__setsockopt(s, fd, level, opt, val, len);
+	return r;
+}
+
+TS_API int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
+{
+	/* every option was passed to the kernel socket, which reports it */
+	return REAL(getsockopt)(fd, level, opt, val, len);
+}
+
+TS_API int dup(int fd)
+{
+	int r = REAL(dup)(fd);
+
+	if (r >= 0 && ours(fd))
+		ts_sock__dup(fd, r);
+	return r;
+}
+
+static void release_target(int newfd, int oldfd)
+{
+	if (newfd != oldfd && ts_ready && !ts_in_lib) {
+		if (ts_sock__of(newfd))
+			ts_sock__release(newfd);
+		ts_ep__forget_fd(newfd);
+	}
+}
+
+TS_API int dup2(int oldfd, int newfd)
+{
+	int r = REAL(dup2)(oldfd, newfd);
+
+	if (r >= 0 && r != oldfd) {
+		release_target(newfd, oldfd);
+		if (ours(oldfd))
+			ts_sock__dup(oldfd, r);
+	}
+	return r;
+}
+
+TS_API int dup3(int oldfd, int newfd, int flags)
+{
+	int r = REAL(dup3)(oldfd, newfd, flags);
+
+	if (r >= 0) {
+		release_target(newfd, oldfd);
+		if (ours(oldfd))
+			ts_sock__dup(oldfd, r);
+	}
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* exec keeps the preload and the TICKSTACK_* settings                 */
+
+static const char *self_path(void)
+{
+	static char path[512];
+	Dl_info di;
+
+	if (!path[0] && dladdr((void *)ts_real__resolve, &di) && di.dli_fname)
+		snprintf(path, sizeof(path), "%s", di.dli_fname);
+	return path;
+}
+
+static int env_has(char *const envp[], const char *prefix)
+{
+	size_t n = strlen(prefix);
+	int i;
+
+	for (i = 0; envp && envp[i]; i++)
+		if (!strncmp(envp[i], prefix, n))
+			return i;
+	return -1;
+}
+
+TS_API int execve(const char *path, char *const argv[], char *const envp[])
+{
+	extern char **environ;
+	const char *lib = self_path();
+	char **nenv, *pre = NULL;
+	int n = 0, k = 0, i, j, r;
+
+	if (!ts_ready || !lib[0] || envp == environ)
+		return REAL(execve)(path, argv, envp);
+	i = env_has(envp, "LD_PRELOAD=");
+	if (i >= 0 && strstr(envp[i], lib) && env_has(envp, "TICKSTACK_") >= 0)
+		return REAL(execve)(path, argv, envp);
+	while (envp && envp[n])
+		n++;
+	for (j = 0; environ && environ[j]; j++)
+		;
+	nenv = calloc((size_t)(n + j + 2), sizeof(*nenv));
+	if (!nenv)
+		return REAL(execve)(path, argv, envp);
+	for (i = 0; i < n; i++) {
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && !strstr(envp[i], lib)) {
+			size_t l = strlen(envp[i]) + strlen(lib) + 2;
+
+			pre = malloc(l);
+			if (pre) {
+				snprintf(pre, l, "LD_PRELOAD=%s:%s", lib, envp[i] + 11);
+				nenv[k++] = pre;
+				continue;
+			}
+		}
+		nenv[k++] = envp[i];
+	}
+	if (env_has(envp, "LD_PRELOAD=") < 0) {
+		size_t l = strlen(lib) + 12;
+
+		pre = malloc(l);
+		if (pre) {
+			snprintf(pre, l, "LD_PRELOAD=%s", lib);
+			nenv[k++] = pre;
+		}
+	}
+	for (i = 0; environ && environ[i]; i++) {
+		char *eq = strchr(environ[i], '=');
+		char name[128];
+
+		if (strncmp(environ[i], "TICKSTACK_", 10) || !eq ||
+		    (size_t)(eq - environ[i]) + 2 > sizeof(name))
+			continue;
+		snprintf(name, sizeof(name), "%.*s=", (int)(eq - environ[i]),
+			 environ[i]);
+		if (env_has(envp, name) < 0)
+			nenv[k++] = environ[i];
+	}
+	nenv[k] = NULL;
+	r = REAL(execve)(path, argv, nenv);
+	free(pre);
+	free(nenv);
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* fork                                                                */
+
+static void atfork_prepare(void)
+{
+	ts_lock();
+}
+
+static void atfork_parent(void)
+{
+	ts_unlock();
+}
+
+static void atfork_child(void)
+{
+	struct tickstack_stats *old = ts_stats;
+
+	ts_pid = getpid();
+	ts_unlock();
+	ts_in_lib++;
+	ts_stack__after_fork_child();
+	ts_route__reset_after_fork();
+	ts_stats__reinit_after_fork();
+	ts_sock__after_fork_child(old, ts_stats);
+	if (old != ts_stats)
+		munmap(old, sizeof(*old));
+	ts_in_lib--;
+}
+
+/* ------------------------------------------------------------------ */
+/* life cycle                                                          */
+
+__attribute__((constructor)) static void ts_init(void)
+{
+	ts_pid = getpid();
+	ts_real__resolve();
+	if (ts_config__load() < 0) {
+		ts_log("configuration error (see above): running without "
+		       "acceleration");
+		if (getenv("TICKSTACK_REQUIRE") &&
+		    !strcmp(getenv("TICKSTACK_REQUIRE"), "1"))
+			_exit(2);
+		return;
+	}
+	if (ts_cfg.disabled)
+		return;
+	if (ts_sock__init_tables() < 0) {
+		ts_log("out of memory: running without acceleration");
+		return;
+	}
+	ts_stats__init();
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	__atomic_store_n(&ts_ready, 1, __ATOMIC_RELEASE);
+	ts_dbg("ready, profile %s, spin %ld us", ts_cfg.profile,
+	       ts_cfg.spin_usec);
+}
+
+__attribute__((destructor)) static void ts_fini(void)
+{
+	if (!ts_ready)
+		return;
+	ts_stack__fini_all();
+	ts_stats__dump();
+	ts_stats__fini();
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* pkt.h - Ethernet/IPv4/UDP header building, parsing and checksums.
+ * Pure functions (no I/O) so that unit tests and the fuzzer drive them. */
+#ifndef TS_PKT_H
+#define TS_PKT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TS_ETH_HLEN 14
+#define TS_IP_HLEN 20
+#define TS_UDP_HLEN 8
+#define TS_HDRS_LEN (TS_ETH_HLEN + TS_IP_HLEN + TS_UDP_HLEN)
+
+/* Addresses and ports are in network byte order. */
+struct ts_udp_meta {
+	uint8_t dmac[6];
+	uint8_t smac[6];
+	uint32_t saddr;
+	uint32_t daddr;
+	uint16_t sport;
+	uint16_t dport;
+	uint16_t payload_off; /* from the start of the frame */
+	uint16_t payload_len;
+	uint16_t udp_csum;    /* as found in the frame */
+	uint8_t ttl;
+};
+
+struct ts_udp_hdr_spec {
+	uint8_t dmac[6];
+	uint8_t smac[6];
+	uint32_t saddr;
+	uint32_t daddr;
+	uint16_t sport;
+	uint16_t dport;
+	uint16_t ip_id; /* host order */
+	uint8_t ttl;
+	uint8_t tos;
+	int udp_csum;   /* 1: compute, 0: send zero (legal on IPv4) */
+};
+
+/* Sum 16-bit words (one's complement, not folded or inverted). */
+uint32_t ts_csum__partial(const void *buf, size_t len, uint32_t sum);
+uint16_t ts_csum__fold(uint32_t sum);
+/* IPv4 header checksum over hdr_len bytes (checksum field included as is). */
+uint16_t ts_csum__ipv4(const void *iph, size_t hdr_len);
+/* UDP checksum with pseudo-header; udp points at the UDP header followed
+ * by the payload, len is the UDP length. Returns the value to store
+ * (0 is mapped to 0xffff as RFC 768 asks). */
+uint16_t ts_csum__udp(uint32_t saddr, uint32_t daddr, const void *udp,
+		      size_t len);
+
+/* Parse an untagged Ethernet/IPv4/UDP frame. Returns 0, or -EINVAL when
+ * the frame is not a well-formed unfragmented IPv4/UDP datagram. */
+int ts_pkt__parse_udp(const void *frame, size_t len, struct ts_udp_meta *m);
+
+/* Check the IPv4 header checksum and (when non zero) the UDP checksum of a
+ * parsed frame: 0 if good, -EBADMSG otherwise. */
+int ts_pkt__verify_csum(const void *frame, size_t len,
+			const struct ts_udp_meta *m);
+
+/* Write Ethernet, IPv4 and UDP headers for payload_len bytes of payload
+ * already placed at frame + TS_HDRS_LEN. Returns the frame length, or
+ * -EMSGSIZE when the datagram does not fit in cap bytes / 65507. */
+int ts_pkt__build_udp(void *frame, size_t cap, size_t payload_len,
+		      const struct ts_udp_hdr_spec *spec);
+
+/* Multicast MAC for an IPv4 group (network order). */
+void ts_pkt__mcast_mac(uint32_t group, uint8_t mac[6]);
+
+#endif

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+/* route.c - next hops from the kernel's route and neighbour tables over
+ * rtnetlink. A miss is resolved by the kernel: the caller sends that
+ * datagram through the kernel socket, which triggers ARP. */
+#include "ts_internal.h"
+
+#include <linux/neighbour.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <string.h>
+#include <unistd.h>
+
+static int nl_fd = -1;
+static pid_t nl_pid;
+static uint32_t nl_seq;
+
+static int nl_open(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+
+	if (nl_fd >= 0 && nl_pid == getpid())
+		return 0;
+	if (nl_fd >= 0)
+		ts_real_close(nl_fd);
+	nl_fd = ts_real_socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
+			       NETLINK_ROUTE);
+	if (nl_fd < 0)
+		return -errno;
+	if (ts_real_bind(nl_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int err = -errno;
+
+		ts_real_close(nl_fd);
+		nl_fd = -1;
+		return err;
+	}
+	nl_pid = getpid();
+	return 0;
+}
+
+void ts_route__reset_after_fork(void)
+{
+	if (nl_fd >= 0)
+		ts_real_close(nl_fd);
+	nl_fd = -1;
+}
+
+static void add_attr(struct nlmsghdr *n, int type, const void *data, int len)
+{
+	struct rtattr *rta =
+		(struct rtattr *)((char *)n + NLMSG_ALIGN(n->nlmsg_len));
+
+	rta->rta_type = (unsigned short)type;
+	rta->rta_len = (unsigned short)RTA_LENGTH(len);
+	memcpy(RTA_DATA(rta), data, (size_t)len);
+	n->nlmsg_len = NLMSG_ALIGN(n->nlmsg_len) + RTA_ALIGN(rta->rta_len);
+}
+
+/* Send a request and receive its single answer into buf. */
+static int nl_talk(struct nlmsghdr *req, char *buf, size_t cap)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct nlmsghdr *h;
+	ssize_t n;
+	int err;
+
+	err = nl_open();
+	if (err)
+		return err;
+	req->nlmsg_seq = ++nl_seq;
+	if (ts_real_sendto(nl_fd, req, req->nlmsg_len, 0,
+			   (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	for (;;) {
+		n = ts_real_recv(nl_fd, buf, cap, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		h = (struct nlmsghdr *)buf;
+		if (!NLMSG_OK(h, (unsigned int)n))
+			return -EIO;
+		if (h->nlmsg_seq != nl_seq)
+			continue; /* stale answer */
+		if (h->nlmsg_type == NLMSG_ERROR) {
+			struct nlmsgerr *e = NLMSG_DATA(h);
+
+			return e->error ? e->error : -ENOENT;
+		}
+		return (int)n;
+	}
+}
+
+int ts_route__lookup(uint32_t daddr, struct ts_nexthop *nh)
+{
+	struct {
+		struct nlmsghdr n;
+		struct rtmsg r;
+		char attrs[64];
+	} req;
+	char buf[4096];
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	struct rtmsg *r;
+	struct rtattr *a;
+	int len, n;
+
+	memset(&req, 0, sizeof(req));
+	req.n.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+	req.n.nlmsg_type = RTM_GETROUTE;
+	req.n.nlmsg_flags = NLM_F_REQUEST;
+	req.r.rtm_family = AF_INET;
+	req.r.rtm_dst_len = 32;
+	add_attr(&req.n, RTA_DST, &daddr, 4);
+	n = nl_talk(&req.n, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	if (h->nlmsg_type != RTM_NEWROUTE)
+		return -EIO;
+	memset(nh, 0, sizeof(*nh));
+	nh->daddr = daddr;
+	r = NLMSG_DATA(h);
+	nh->type = r->rtm_type;
+	len = (int)h->nlmsg_len - NLMSG_LENGTH(sizeof(*r));
+	for (a = RTM_RTA(r); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		switch (a->rta_type) {
+		case RTA_OIF:
+			memcpy(&nh->ifindex, RTA_DATA(a), 4);
+			break;
+		case RTA_GATEWAY:
+			memcpy(&nh->gw, RTA_DATA(a), 4);
+			break;
+		case RTA_PREFSRC:
+			memcpy(&nh->prefsrc, RTA_DATA(a), 4);
+			break;
+		}
+	}
+	return nh->ifindex > 0 ? 0 : -ENETUNREACH;
+}
+
+int ts_neigh__lookup(int ifindex, uint32_t addr, uint8_t mac[6])
+{
+	struct {
+		struct nlmsghdr n;
+		struct ndmsg nd;
+		char attrs[64];
+	} req;
+	char buf[1024];
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	struct ndmsg *nd;
+	struct rtattr *a;
+	int len, n, got = 0;
+
+	memset(&req, 0, sizeof(req));
+	req.n.nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg));
+	req.n.nlmsg_type = RTM_GETNEIGH;
+	req.n.nlmsg_flags = NLM_F_REQUEST;
+	req.nd.ndm_family = AF_INET;
+	req.nd.ndm_ifindex = ifindex;
+	add_attr(&req.n, NDA_DST, &addr, 4);
+	n = nl_talk(&req.n, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	if (h->nlmsg_type != RTM_NEWNEIGH)
+		return -EIO;
+	nd = NLMSG_DATA(h);
+	if (!(nd->ndm_state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY |
+			       NUD_PROBE | NUD_PERMANENT | NUD_NOARP)))
+		return -ENOENT;
+	len = (int)h->nlmsg_len - NLMSG_LENGTH(sizeof(*nd));
+	for (a = (struct rtattr *)((char *)nd + NLMSG_ALIGN(sizeof(*nd)));
+	     RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		if (a->rta_type == NDA_LLADDR && RTA_PAYLOAD(a) == 6) {
+			memcpy(mac, RTA_DATA(a), 6);
+			got = 1;
+		}
+	}
+	return got ? 0 : -ENOENT;
+}

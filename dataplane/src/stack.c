@@ -1,0 +1,742 @@
+// SPDX-License-Identifier: Apache-2.0
+/* stack.c - one UMEM + AF_XDP socket per (interface, queue) per process,
+ * the XDP steering program (loaded with libxdp, or found when another
+ * process of the namespace attached it first) and the RX/TX ring paths. */
+#include "ts_internal.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <xdp/libxdp.h>
+#include <xdp/xsk.h>
+
+#include "steer_common.h"
+#include "steer.skel.h"
+
+#define TS_FRAME_SIZE 2048u
+#define TS_RING_SIZE 4096u
+#define TS_TX_RESERVE 256u /* frames kept back from the fill ring for TX */
+#define TS_RX_BATCH 64u
+#define TS_MAX_STACKS TICKSTACK_STATS_MAX_XSK
+
+struct ts_stack {
+	int ifindex;
+	char ifname[IF_NAMESIZE];
+	int queue;
+	uint8_t mac[6];
+	uint32_t mtu;
+	pid_t owner;
+	int usable;
+	int mode; /* 1 native, 2 skb */
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	int xsk_fd;
+	struct xsk_ring_prod fq, tx;
+	struct xsk_ring_cons cq, rx;
+	uint8_t *area;
+	size_t area_size;
+	uint32_t nframes;
+	uint64_t *freel;
+	uint32_t nfree;
+	uint8_t *refcnt;
+	int steer_fd;
+	int xsks_fd;
+	struct steer_bpf *skel;
+	struct xdp_program *prog;
+	uint16_t ip_id;
+	uint32_t polls;
+	struct tickstack_xsk_stats *st;
+	struct tickstack_xsk_stats dummy;
+};
+
+static struct ts_stack *stacks[TS_MAX_STACKS];
+static int nstacks;
+
+int ts_stack__fd(const struct ts_stack *st) { return st->xsk_fd; }
+int ts_stack__ifindex(const struct ts_stack *st) { return st->ifindex; }
+int ts_stack__usable(const struct ts_stack *st)
+{
+	return st && st->usable && st->owner == ts_getpid();
+}
+void ts_stack__mac(const struct ts_stack *st, uint8_t mac[6])
+{
+	memcpy(mac, st->mac, 6);
+}
+uint32_t ts_stack__mtu(const struct ts_stack *st) { return st->mtu; }
+int ts_stack__count(void) { return nstacks; }
+struct ts_stack *ts_stack__at(int i) { return stacks[i]; }
+
+static int quiet_print(enum libbpf_print_level level, const char *fmt,
+		       va_list ap)
+{
+	if (!ts_cfg.debug || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int quiet_xdp_print(enum libxdp_print_level level, const char *fmt,
+			   va_list ap)
+{
+	if (!ts_cfg.debug || level == LIBXDP_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int map_fd_by_name(const __u32 *ids, __u32 n, const char *name)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		struct bpf_map_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_map_get_fd_by_id(ids[i]);
+
+		if (fd < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
+		    !strcmp(info.name, name))
+			return fd;
+		ts_real_close(fd);
+	}
+	return -ENOENT;
+}
+
+/* Find our program on the interface and open its maps. -ENOENT: nothing
+ * attached; -EBUSY: another XDP program owns the interface. */
+static int steer__find(struct ts_stack *st)
+{
+	struct xdp_multiprog *mp;
+	struct xdp_program *p, *found = NULL;
+	struct bpf_prog_info info;
+	__u32 ids[16], len = sizeof(info);
+	int err = -ENOENT;
+
+	mp = xdp_multiprog__get_from_ifindex(st->ifindex);
+	if (libxdp_get_error(mp) || !mp)
+		return -ENOENT;
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		if (p && !strcmp(xdp_program__name(p), TS_PROG_NAME))
+			found = p;
+		else if (p)
+			err = -EBUSY;
+	} else {
+		for (p = xdp_multiprog__next_prog(NULL, mp); p;
+		     p = xdp_multiprog__next_prog(p, mp)) {
+			if (!strcmp(xdp_program__name(p), TS_PROG_NAME)) {
+				found = p;
+				break;
+			}
+		}
+		if (!found)
+			err = -EBUSY;
+	}
+	if (!found)
+		goto out;
+	st->mode = xdp_multiprog__attach_mode(mp) == XDP_MODE_SKB ? 2 : 1;
+	memset(&info, 0, sizeof(info));
+	info.nr_map_ids = 16;
+	info.map_ids = (__u64)(unsigned long)ids;
+	err = bpf_obj_get_info_by_fd(xdp_program__fd(found), &info, &len);
+	if (err) {
+		err = -errno;
+		goto out;
+	}
+	st->steer_fd = map_fd_by_name(ids, info.nr_map_ids, TS_MAP_STEER);
+	st->xsks_fd = map_fd_by_name(ids, info.nr_map_ids, TS_MAP_XSKS);
+	if (st->steer_fd < 0 || st->xsks_fd < 0) {
+		if (st->steer_fd >= 0)
+			ts_real_close(st->steer_fd);
+		if (st->xsks_fd >= 0)
+			ts_real_close(st->xsks_fd);
+		st->steer_fd = st->xsks_fd = -1;
+		err = -ENOENT;
+		goto out;
+	}
+	err = 0;
+out:
+	xdp_multiprog__close(mp);
+	return err;
+}
+
+static int steer__attach(struct ts_stack *st)
+{
+	enum xdp_attach_mode modes[2];
+	int nmodes = 0, i, err = -EINVAL;
+
+	if (ts_cfg.xdp_mode_auto) {
+		modes[nmodes++] = XDP_MODE_NATIVE;
+		modes[nmodes++] = XDP_MODE_SKB;
+	} else {
+		modes[nmodes++] = ts_cfg.xdp_mode == XDP_FLAGS_SKB_MODE ?
+					  XDP_MODE_SKB :
+					  XDP_MODE_NATIVE;
+	}
+	for (i = 0; i < nmodes; i++) {
+		st->skel = steer_bpf__open();
+		if (!st->skel)
+			return -errno ? -errno : -ENOMEM;
+		st->prog = xdp_program__from_bpf_obj(st->skel->obj, "xdp");
+		err = (int)libxdp_get_error(st->prog);
+		if (err || !st->prog) {
+			st->prog = NULL;
+			steer_bpf__destroy(st->skel);
+			st->skel = NULL;
+			return err ? err : -ENOENT;
+		}
+		err = xdp_program__attach(st->prog, st->ifindex, modes[i], 0);
+		if (!err) {
+			st->mode = modes[i] == XDP_MODE_SKB ? 2 : 1;
+			st->steer_fd = bpf_map__fd(st->skel->maps.ts_steer_map);
+			st->xsks_fd = bpf_map__fd(st->skel->maps.ts_xsks);
+			return 0;
+		}
+		ts_dbg("xdp attach on %s mode %d: %s", st->ifname, modes[i],
+		       strerror(-err));
+		xdp_program__close(st->prog);
+		st->prog = NULL;
+		steer_bpf__destroy(st->skel);
+		st->skel = NULL;
+		if (err == -EEXIST || err == -EBUSY)
+			break; /* someone attached meanwhile */
+	}
+	return err;
+}
+
+static int steer__setup(struct ts_stack *st)
+{
+	int err, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		err = steer__find(st);
+		if (err != -ENOENT)
+			return err;
+		err = steer__attach(st);
+		if (err != -EEXIST && err != -EBUSY)
+			return err;
+	}
+	return err;
+}
+
+static int owner_alive(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Drop steering entries whose owner is gone (or is an earlier image of
+ * this pid, before exec): they would send datagrams to a socket nobody
+ * reads. */
+static void steer__purge_stale(struct ts_stack *st)
+{
+	struct ts_steer_key key, next;
+	struct ts_steer_val val;
+	void *prev = NULL;
+	pid_t me = ts_getpid();
+
+	while (!bpf_map_get_next_key(st->steer_fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(st->steer_fd, &key, &val))
+			continue;
+		if ((pid_t)val.owner == me || !owner_alive((pid_t)val.owner)) {
+			bpf_map_delete_elem(st->steer_fd, &key);
+			prev = NULL; /* restart: iteration after delete */
+		}
+	}
+}
+
+int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr, uint16_t dport)
+{
+	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
+	struct ts_steer_val val = { .owner = (__u32)ts_getpid(),
+				    .queue = (__u16)st->queue };
+	struct ts_steer_val old;
+
+	if (!bpf_map_update_elem(st->steer_fd, &key, &val, BPF_NOEXIST))
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	if (bpf_map_lookup_elem(st->steer_fd, &key, &old))
+		return -errno;
+	if ((pid_t)old.owner != ts_getpid() && owner_alive((pid_t)old.owner)) {
+		/* Another live process receives here too: let the kernel
+		 * deliver to both (no duplicate XSK delivery). */
+		old.flags |= TS_STEER_F_SHARED;
+		bpf_map_update_elem(st->steer_fd, &key, &old, BPF_EXIST);
+		return -EADDRINUSE;
+	}
+	if (bpf_map_update_elem(st->steer_fd, &key, &val, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr, uint16_t dport,
+			int only_mine)
+{
+	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
+	struct ts_steer_val old;
+
+	if (st->steer_fd < 0)
+		return -EBADF;
+	if (bpf_map_lookup_elem(st->steer_fd, &key, &old))
+		return -errno;
+	if (only_mine && (pid_t)old.owner != ts_getpid())
+		return -EPERM;
+	if (bpf_map_delete_elem(st->steer_fd, &key))
+		return -errno;
+	return 0;
+}
+
+static int link_info(struct ts_stack *st)
+{
+	struct ifreq ifr;
+	int fd, err = 0;
+
+	if (!if_indextoname((unsigned)st->ifindex, st->ifname))
+		return -errno;
+	fd = ts_real_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", st->ifname);
+	if (ts_real_ioctl(fd, SIOCGIFHWADDR, &ifr) < 0) {
+		err = -errno;
+		goto out;
+	}
+	memcpy(st->mac, ifr.ifr_hwaddr.sa_data, 6);
+	if (ts_real_ioctl(fd, SIOCGIFMTU, &ifr) < 0) {
+		err = -errno;
+		goto out;
+	}
+	st->mtu = (uint32_t)ifr.ifr_mtu;
+out:
+	ts_real_close(fd);
+	return err;
+}
+
+static inline void free_push(struct ts_stack *st, uint64_t addr)
+{
+	st->freel[st->nfree++] = addr;
+}
+
+static void refill(struct ts_stack *st)
+{
+	uint32_t n, idx, i;
+
+	if (st->nfree <= TS_TX_RESERVE)
+		return;
+	n = xsk_prod_nb_free(&st->fq, st->nfree - TS_TX_RESERVE);
+	if (n > st->nfree - TS_TX_RESERVE)
+		n = st->nfree - TS_TX_RESERVE;
+	if (!n)
+		return;
+	if (xsk_ring_prod__reserve(&st->fq, n, &idx) != n)
+		return;
+	for (i = 0; i < n; i++)
+		*xsk_ring_prod__fill_addr(&st->fq, idx + i) =
+			st->freel[--st->nfree];
+	xsk_ring_prod__submit(&st->fq, n);
+}
+
+static void reclaim(struct ts_stack *st)
+{
+	uint32_t idx, n, i;
+
+	n = xsk_ring_cons__peek(&st->cq, TS_RING_SIZE, &idx);
+	if (!n)
+		return;
+	for (i = 0; i < n; i++)
+		free_push(st, *xsk_ring_cons__comp_addr(&st->cq, idx + i) &
+				      ~(uint64_t)(TS_FRAME_SIZE - 1));
+	xsk_ring_cons__release(&st->cq, n);
+}
+
+static void kick(struct ts_stack *st)
+{
+	int tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		if (ts_real_sendto(st->xsk_fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >=
+		    0)
+			break;
+		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+			st->st->tx_kick_errors++;
+			break;
+		}
+		st->st->tx_kick_errors++;
+		reclaim(st);
+	}
+	st->st->tx_kicks++;
+}
+
+static int tx_pending(struct ts_stack *st)
+{
+	return st->tx.cached_prod !=
+	       __atomic_load_n(st->tx.consumer, __ATOMIC_ACQUIRE);
+}
+
+static void stack__destroy(struct ts_stack *st)
+{
+	if (st->xsk)
+		xsk_socket__delete(st->xsk);
+	if (st->umem)
+		xsk_umem__delete(st->umem);
+	if (st->area)
+		munmap(st->area, st->area_size);
+	free(st->freel);
+	free(st->refcnt);
+	st->xsk = NULL;
+	st->umem = NULL;
+	st->area = NULL;
+	st->freel = NULL;
+	st->refcnt = NULL;
+}
+
+static int stack__create(struct ts_stack *st)
+{
+	struct xsk_umem_config ucfg = {
+		.fill_size = TS_RING_SIZE,
+		.comp_size = TS_RING_SIZE,
+		.frame_size = TS_FRAME_SIZE,
+		.frame_headroom = 0,
+		.flags = 0,
+	};
+	struct xsk_socket_config scfg = {
+		.rx_size = TS_RING_SIZE,
+		.tx_size = TS_RING_SIZE,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+		.xdp_flags = 0,
+		.bind_flags = XDP_USE_NEED_WAKEUP,
+	};
+	uint32_t i;
+	int err;
+
+	err = link_info(st);
+	if (err)
+		goto out;
+	err = steer__setup(st);
+	if (err)
+		goto out;
+	st->nframes = ts_cfg.umem_frames;
+	st->area_size = (size_t)st->nframes * TS_FRAME_SIZE;
+	st->area = mmap(NULL, st->area_size, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (st->area == MAP_FAILED) {
+		st->area = NULL;
+		err = -errno;
+		goto out;
+	}
+	st->freel = calloc(st->nframes, sizeof(*st->freel));
+	st->refcnt = calloc(st->nframes, 1);
+	if (!st->freel || !st->refcnt) {
+		err = -ENOMEM;
+		goto out_destroy;
+	}
+	for (i = 0; i < st->nframes; i++)
+		free_push(st, (uint64_t)(st->nframes - 1 - i) * TS_FRAME_SIZE);
+	err = xsk_umem__create(&st->umem, st->area, st->area_size, &st->fq,
+			       &st->cq, &ucfg);
+	if (err)
+		goto out_destroy;
+	err = xsk_socket__create(&st->xsk, st->ifname, (__u32)st->queue,
+				 st->umem, &st->rx, &st->tx, &scfg);
+	if (err)
+		goto out_destroy;
+	st->xsk_fd = xsk_socket__fd(st->xsk);
+	steer__purge_stale(st);
+	err = xsk_socket__update_xskmap(st->xsk, st->xsks_fd);
+	if (err)
+		goto out_destroy;
+	refill(st);
+	return 0;
+out_destroy:
+	stack__destroy(st);
+out:
+	return err;
+}
+
+struct ts_stack *ts_stack__get(int ifindex, int create)
+{
+	struct ts_stack *st = NULL;
+	pid_t me = ts_getpid();
+	int i, err;
+
+	for (i = 0; i < nstacks; i++) {
+		if (stacks[i]->ifindex == ifindex) {
+			st = stacks[i];
+			break;
+		}
+	}
+	if (st && st->owner == me)
+		return st->usable ? st : NULL;
+	if (!create)
+		return NULL;
+	if (!st) {
+		if (nstacks >= TS_MAX_STACKS)
+			return NULL;
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return NULL;
+		stacks[nstacks++] = st;
+	} else {
+		/* inherited from the parent: try once to get our own */
+		struct ts_stack fresh = { 0 };
+
+		*st = fresh;
+	}
+	st->ifindex = ifindex;
+	st->queue = ts_cfg.queue;
+	st->owner = me;
+	st->steer_fd = st->xsks_fd = st->xsk_fd = -1;
+	st->st = &st->dummy;
+	libbpf_set_print(quiet_print);
+	libxdp_set_print(quiet_xdp_print);
+	err = stack__create(st);
+	if (err) {
+		ts_log("interface %s (ifindex %d) queue %d not accelerated: %s%s",
+		       st->ifname[0] ? st->ifname : "?", ifindex, st->queue,
+		       strerror(-err),
+		       err == -EBUSY ? " (another process owns this queue, or "
+				       "another XDP program is attached)" :
+		       err == -EPERM ? " (needs CAP_NET_ADMIN, CAP_BPF and "
+				       "CAP_NET_RAW)" :
+				       "");
+		st->usable = 0;
+		return NULL;
+	}
+	st->usable = 1;
+	st->st = ts_stats__xsk_slot();
+	if (!st->st)
+		st->st = &st->dummy;
+	snprintf(st->st->ifname, sizeof(st->st->ifname), "%s", st->ifname);
+	st->st->ifindex = (uint32_t)ifindex;
+	st->st->queue = (uint32_t)st->queue;
+	st->st->mode = (uint32_t)st->mode;
+	ts_dbg("XSK on %s queue %d mode %s", st->ifname, st->queue,
+	       st->mode == 1 ? "native" : "skb");
+	return st;
+}
+
+const uint8_t *ts_stack__frame_data(struct ts_stack *st, uint64_t addr)
+{
+	return st->area + addr;
+}
+
+void ts_stack__frame_refs(struct ts_stack *st, uint64_t frame, int refs)
+{
+	st->refcnt[frame / TS_FRAME_SIZE] = (uint8_t)refs;
+}
+
+void ts_stack__frame_put(struct ts_stack *st, uint64_t frame)
+{
+	uint32_t i = (uint32_t)(frame / TS_FRAME_SIZE);
+
+	if (st->owner != ts_getpid() || !st->usable)
+		return; /* frame of the parent's UMEM (after fork) */
+	if (st->refcnt[i] && --st->refcnt[i])
+		return;
+	free_push(st, frame);
+}
+
+int ts_stack__poll_rx(struct ts_stack *st)
+{
+	uint32_t idx, n, i, got = 0;
+
+	n = xsk_ring_cons__peek(&st->rx, TS_RX_BATCH, &idx);
+	for (i = 0; i < n; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&st->rx, idx + i);
+		uint64_t frame = d->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
+		struct ts_udp_meta m;
+		int k;
+
+		if (ts_pkt__parse_udp(st->area + d->addr, d->len, &m)) {
+			st->st->rx_bad++;
+			free_push(st, frame);
+			continue;
+		}
+		/* make the payload offset relative to the frame base */
+		m.payload_off = (uint16_t)(m.payload_off + (d->addr - frame));
+		st->refcnt[frame / TS_FRAME_SIZE] = 0;
+		k = ts_sock__deliver(st, frame, &m);
+		if (k <= 0) {
+			if (k == 0)
+				st->st->rx_no_socket++;
+			else
+				st->st->rx_sockq_full++;
+			free_push(st, frame);
+			continue;
+		}
+		got++;
+	}
+	if (n) {
+		xsk_ring_cons__release(&st->rx, n);
+		st->st->rx_packets += n;
+	}
+	if (xsk_prod_nb_free(&st->fq, 1) && st->nfree > TS_TX_RESERVE)
+		refill(st);
+	else if (st->nfree <= TS_TX_RESERVE)
+		st->st->fill_ring_empty++;
+	if (tx_pending(st))
+		kick(st);
+	reclaim(st);
+	if (ts_unlikely(++st->polls == 0))
+		ts_stack__refresh_stats();
+	return (int)got;
+}
+
+/* Lock-free hint: anything to do on this XSK (RX frames, completions,
+ * transmissions not yet taken by the kernel)? */
+int ts_stack__busy(const struct ts_stack *st)
+{
+	return __atomic_load_n(st->rx.producer, __ATOMIC_ACQUIRE) !=
+		       st->rx.cached_cons ||
+	       st->tx.cached_prod !=
+		       __atomic_load_n(st->tx.consumer, __ATOMIC_ACQUIRE);
+}
+
+int ts_stack__any_busy(void)
+{
+	pid_t me = ts_getpid();
+	int i;
+
+	for (i = 0; i < nstacks; i++)
+		if (stacks[i]->usable && stacks[i]->owner == me &&
+		    ts_stack__busy(stacks[i]))
+			return 1;
+	return 0;
+}
+
+int ts_stack__poll_all(void)
+{
+	int i, got = 0;
+	pid_t me = ts_getpid();
+
+	for (i = 0; i < nstacks; i++)
+		if (stacks[i]->usable && stacks[i]->owner == me)
+			got += ts_stack__poll_rx(stacks[i]);
+	return got;
+}
+
+int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
+		   const struct iovec *iov, int iovcnt, size_t len,
+		   int nonblock)
+{
+	uint64_t frame, deadline = 0;
+	uint8_t *p;
+	uint32_t idx;
+	size_t off = 0;
+	int i, n, waited = 0;
+
+	for (;;) {
+		reclaim(st);
+		if (st->nfree > 0 && xsk_prod_nb_free(&st->tx, 1))
+			break;
+		if (!waited++)
+			st->st->tx_ring_full++;
+		kick(st);
+		if (nonblock && waited > 64)
+			return -EAGAIN;
+		if (!deadline)
+			deadline = ts_now_ns() + 1000000000ull;
+		else if (ts_now_ns() > deadline)
+			return -ENOBUFS;
+		ts_cpu_relax();
+	}
+	frame = st->freel[--st->nfree];
+	p = st->area + frame;
+	for (i = 0; i < iovcnt && off < len; i++) {
+		size_t c = iov[i].iov_len;
+
+		if (c > len - off)
+			c = len - off;
+		memcpy(p + TS_HDRS_LEN + off, iov[i].iov_base, c);
+		off += c;
+	}
+	memcpy(h->smac, st->mac, 6);
+	h->ip_id = st->ip_id++;
+	h->udp_csum = ts_cfg.udp_csum;
+	n = ts_pkt__build_udp(p, TS_FRAME_SIZE, len, h);
+	if (n < 0) {
+		free_push(st, frame);
+		return n;
+	}
+	if (xsk_ring_prod__reserve(&st->tx, 1, &idx) != 1) {
+		free_push(st, frame);
+		return -EAGAIN;
+	}
+	xsk_ring_prod__tx_desc(&st->tx, idx)->addr = frame;
+	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)n;
+	xsk_ring_prod__submit(&st->tx, 1);
+	st->st->tx_packets++;
+	if (xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st))
+		kick(st);
+	return 0;
+}
+
+void ts_stack__refresh_stats(void)
+{
+	int i;
+
+	for (i = 0; i < nstacks; i++) {
+		struct ts_stack *st = stacks[i];
+		struct xdp_statistics xs;
+		socklen_t len = sizeof(xs);
+
+		if (!st->usable || st->owner != ts_getpid())
+			continue;
+		memset(&xs, 0, sizeof(xs));
+		if (ts_real_getsockopt(st->xsk_fd, SOL_XDP, XDP_STATISTICS, &xs,
+				       &len))
+			continue;
+		st->st->xdp_rx_dropped = xs.rx_dropped;
+		st->st->xdp_rx_invalid = xs.rx_invalid_descs;
+		st->st->xdp_tx_invalid = xs.tx_invalid_descs;
+		st->st->xdp_rx_ring_full = xs.rx_ring_full;
+		st->st->xdp_fill_empty = xs.rx_fill_ring_empty_descs;
+		st->st->xdp_tx_ring_empty = xs.tx_ring_empty_descs;
+	}
+}
+
+/* In a forked child the parent's XSKs stay the parent's: close our copy
+ * of their fds and never touch their rings. */
+void ts_stack__after_fork_child(void)
+{
+	int i;
+
+	for (i = 0; i < nstacks; i++) {
+		struct ts_stack *st = stacks[i];
+
+		if (!st->usable)
+			continue;
+		if (st->xsk_fd >= 0)
+			ts_real_close(st->xsk_fd);
+		st->xsk_fd = -1;
+		st->usable = 0;
+		st->st = &st->dummy;
+	}
+}
+
+void ts_stack__fini_all(void)
+{
+	int i;
+	pid_t me = ts_getpid();
+
+	for (i = 0; i < nstacks; i++) {
+		struct ts_stack *st = stacks[i];
+
+		if (!st->usable || st->owner != me)
+			continue;
+		/* flush what is still queued for transmission */
+		if (tx_pending(st))
+			kick(st);
+	}
+}

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+/* stats.c - the per-process statistics region in /dev/shm, read live by
+ * tickstack-stats and printed at exit on request (TICKSTACK_STATS=1). */
+#include "ts_internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+struct tickstack_stats *ts_stats;
+static struct tickstack_stats ts_stats_fallback;
+static char ts_stats_path[64];
+
+static int map_region(void)
+{
+	int fd;
+	void *p;
+
+	snprintf(ts_stats_path, sizeof(ts_stats_path), TICKSTACK_STATS_PATH_FMT,
+		 (int)getpid());
+	fd = open(ts_stats_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto out_fallback;
+	if (ftruncate(fd, sizeof(struct tickstack_stats)) < 0)
+		goto out_close;
+	p = mmap(NULL, sizeof(struct tickstack_stats), PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto out_close;
+	ts_real_close(fd);
+	ts_stats = p;
+	return 0;
+out_close:
+	ts_real_close(fd);
+	unlink(ts_stats_path);
+out_fallback:
+	ts_stats_path[0] = 0;
+	ts_stats = &ts_stats_fallback;
+	return -errno;
+}
+
+int ts_stats__init(void)
+{
+	int err = map_region();
+
+	memset(ts_stats, 0, sizeof(*ts_stats));
+	ts_stats->version = TICKSTACK_STATS_VERSION;
+	ts_stats->pid = (int32_t)getpid();
+	memcpy(ts_stats->profile, ts_cfg.profile, sizeof(ts_stats->profile));
+	__atomic_store_n(&ts_stats->magic, TICKSTACK_STATS_MAGIC,
+			 __ATOMIC_RELEASE);
+	return err;
+}
+
+/* The child gets its own region: a copy of the parent's socket slots
+ * (the sockets are inherited), counters restarting from zero. */
+void ts_stats__reinit_after_fork(void)
+{
+	struct tickstack_stats *old = ts_stats;
+	struct tickstack_stats copy;
+	int i;
+
+	memcpy(&copy, old, sizeof(copy));
+	if (map_region() < 0 && ts_stats == old)
+		return;
+	memset(ts_stats, 0, sizeof(*ts_stats));
+	ts_stats->version = TICKSTACK_STATS_VERSION;
+	ts_stats->pid = (int32_t)getpid();
+	memcpy(ts_stats->profile, copy.profile, sizeof(ts_stats->profile));
+	for (i = 0; i < TICKSTACK_STATS_MAX_SOCK; i++) {
+		struct tickstack_sock_stats *d = &ts_stats->sock[i];
+		const struct tickstack_sock_stats *s = &copy.sock[i];
+
+		if (s->in_use != 1)
+			continue;
+		d->fd = s->fd;
+		d->in_use = 1;
+		d->laddr = s->laddr;
+		d->lport = s->lport;
+		d->raddr = s->raddr;
+		d->rport = s->rport;
+	}
+	__atomic_store_n(&ts_stats->magic, TICKSTACK_STATS_MAGIC,
+			 __ATOMIC_RELEASE);
+}
+
+struct tickstack_xsk_stats *ts_stats__xsk_slot(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < TICKSTACK_STATS_MAX_XSK; i++) {
+		if (!ts_stats->xsk[i].in_use) {
+			ts_stats->xsk[i].in_use = 1;
+			if (i + 1 > ts_stats->nxsk)
+				ts_stats->nxsk = i + 1;
+			return &ts_stats->xsk[i];
+		}
+	}
+	return NULL;
+}
+
+struct tickstack_sock_stats *ts_stats__sock_slot(int fd)
+{
+	uint32_t want;
+	int i;
+
+	/* free slots first, then slots of closed sockets */
+	for (want = 0; want <= 2; want += 2) {
+		for (i = 0; i < TICKSTACK_STATS_MAX_SOCK; i++) {
+			struct tickstack_sock_stats *s = &ts_stats->sock[i];
+
+			if (s->in_use == want) {
+				memset(s, 0, sizeof(*s));
+				s->fd = fd;
+				s->in_use = 1;
+				return s;
+			}
+		}
+	}
+	return NULL;
+}
+
+static void dump_to(FILE *f)
+{
+	const struct tickstack_stats *t = ts_stats;
+	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	uint32_t i;
+
+	fprintf(f, "tickstack stats pid=%d profile=%s sockets_accelerated=%llu "
+		   "sockets_kernel=%llu fallback_events=%llu\n",
+		(int)t->pid, t->profile,
+		(unsigned long long)t->sockets_accelerated,
+		(unsigned long long)t->sockets_kernel,
+		(unsigned long long)t->fallback_events);
+	for (i = 0; i < t->nxsk && i < TICKSTACK_STATS_MAX_XSK; i++) {
+		const struct tickstack_xsk_stats *x = &t->xsk[i];
+
+		if (!x->in_use)
+			continue;
+		fprintf(f, "xsk if=%s ifindex=%u queue=%u mode=%s", x->ifname,
+			x->ifindex, x->queue, x->mode == 1 ? "native" : "skb");
+#define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)x->n);
+		TICKSTACK_XSK_COUNTERS(PR)
+#undef PR
+		fprintf(f, "\n");
+	}
+	for (i = 0; i < TICKSTACK_STATS_MAX_SOCK; i++) {
+		const struct tickstack_sock_stats *s = &t->sock[i];
+
+		if (!s->in_use)
+			continue;
+		inet_ntop(AF_INET, &s->laddr, a, sizeof(a));
+		inet_ntop(AF_INET, &s->raddr, b, sizeof(b));
+		fprintf(f, "sock fd=%d local=%s:%u remote=%s:%u accelerated=%u "
+			   "closed=%u",
+			s->fd, a, ntohs(s->lport), b, ntohs(s->rport),
+			s->accelerated, s->in_use == 2);
+#define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)s->n);
+		TICKSTACK_SOCK_COUNTERS(PR)
+#undef PR
+		fprintf(f, "\n");
+	}
+}
+
+void ts_stats__dump(void)
+{
+	FILE *f;
+
+	if (!ts_cfg.stats_dump || !ts_stats)
+		return;
+	ts_stack__refresh_stats();
+	if (ts_cfg.stats_file[0]) {
+		char path[300];
+
+		/* %p in the file name is replaced by the pid (forked children) */
+		const char *p = strstr(ts_cfg.stats_file, "%p");
+
+		if (p)
+			snprintf(path, sizeof(path), "%.*s%d%s",
+				 (int)(p - ts_cfg.stats_file), ts_cfg.stats_file,
+				 (int)getpid(), p + 2);
+		else
+			snprintf(path, sizeof(path), "%s", ts_cfg.stats_file);
+		f = fopen(path, "a");
+		if (!f) {
+			ts_log("cannot write TICKSTACK_STATS_FILE=%s: %s", path,
+			       strerror(errno));
+			return;
+		}
+		dump_to(f);
+		fclose(f);
+		return;
+	}
+	dump_to(stderr);
+	fflush(stderr);
+}
+
+void ts_stats__fini(void)
+{
+	if (ts_stats_path[0])
+		unlink(ts_stats_path);
+}

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+/* steer.bpf.c - XDP steering: redirect only registered (dst IP, dst UDP
+ * port) pairs to the AF_XDP socket of their queue, pass everything else
+ * (ARP, ICMP, TCP, fragments, broadcast, unknown ports) to the kernel. */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "steer_common.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TS_STEER_MAX_ENTRIES);
+	__type(key, struct ts_steer_key);
+	__type(value, struct ts_steer_val);
+} ts_steer_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, TS_XSKS_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} ts_xsks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TS_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} ts_cnt SEC(".maps");
+
+static __always_inline int count(__u32 idx, int action)
+{
+	__u64 *c = bpf_map_lookup_elem(&ts_cnt, &idx);
+
+	if (c)
+		*c += 1;
+	return action;
+}
+
+SEC("xdp")
+int ts_steer(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *iph;
+	struct udphdr *udp;
+	struct ts_steer_key key = {};
+	struct ts_steer_val *v;
+
+	if ((void *)(eth + 1) > data_end)
+		return XDP_PASS;
+	if (eth->h_proto != bpf_htons(ETH_P_IP))
+		return XDP_PASS;
+	if (eth->h_dest[0] == 0xff && eth->h_dest[1] == 0xff &&
+	    eth->h_dest[2] == 0xff && eth->h_dest[3] == 0xff &&
+	    eth->h_dest[4] == 0xff && eth->h_dest[5] == 0xff)
+		return XDP_PASS;
+	iph = (void *)(eth + 1);
+	if ((void *)(iph + 1) > data_end)
+		return XDP_PASS;
+	if (iph->version != 4 || iph->ihl < 5)
+		return XDP_PASS;
+	if (iph->frag_off & bpf_htons(0x3fff))
+		return XDP_PASS;
+	if (iph->protocol != IPPROTO_UDP)
+		return XDP_PASS;
+	udp = (void *)iph + iph->ihl * 4;
+	if ((void *)(udp + 1) > data_end)
+		return XDP_PASS;
+
+	key.daddr = iph->daddr;
+	key.dport = udp->dest;
+	v = bpf_map_lookup_elem(&ts_steer_map, &key);
+	if (!v) {
+		key.daddr = 0;
+		v = bpf_map_lookup_elem(&ts_steer_map, &key);
+	}
+	if (!v)
+		return count(TS_CNT_PASS_NOMATCH, XDP_PASS);
+	if (v->flags & TS_STEER_F_SHARED)
+		return count(TS_CNT_PASS_SHARED, XDP_PASS);
+	if (v->queue != ctx->rx_queue_index)
+		return count(TS_CNT_PASS_QUEUE, XDP_PASS);
+	count(TS_CNT_REDIRECT, 0);
+	/* An empty slot (the owner exited) falls back to the kernel. */
+	return bpf_redirect_map(&ts_xsks, v->queue, XDP_PASS);
+}
+
+char _license[] SEC("license") = "GPL";

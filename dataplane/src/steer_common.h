@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* steer_common.h - map layouts shared by steer.bpf.c and the library. */
+#ifndef TS_STEER_COMMON_H
+#define TS_STEER_COMMON_H
+
+#define TS_STEER_MAX_ENTRIES 4096
+#define TS_XSKS_MAX 64
+
+/* Names the library uses to find the program and its maps when another
+ * process of the same namespace attached it first (max 15 chars). */
+#define TS_PROG_NAME "ts_steer"
+#define TS_MAP_STEER "ts_steer_map"
+#define TS_MAP_XSKS "ts_xsks"
+#define TS_MAP_CNT "ts_cnt"
+
+/* Key: destination (IPv4, UDP port), network order; daddr 0 = any. */
+struct ts_steer_key {
+	__u32 daddr;
+	__u16 dport;
+	__u16 pad;
+};
+
+#define TS_STEER_F_SHARED 1 /* several processes want it: kernel delivers */
+
+struct ts_steer_val {
+	__u32 owner; /* pid of the process whose XSK receives it */
+	__u16 queue; /* queue the XSK is bound to: key of ts_xsks */
+	__u16 flags;
+};
+
+enum ts_cnt_idx {
+	TS_CNT_REDIRECT = 0,
+	TS_CNT_PASS_NOMATCH,
+	TS_CNT_PASS_SHARED,
+	TS_CNT_PASS_QUEUE,
+	TS_CNT_MAX,
+};
+
+#endif

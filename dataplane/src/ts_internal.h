@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ts_internal.h - private declarations of libtickstack. */
+#ifndef TS_INTERNAL_H
+#define TS_INTERNAL_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "tickstack.h"
+#include "pkt.h"
+
+#define TS_HIDDEN __attribute__((visibility("hidden")))
+#define ts_likely(x) __builtin_expect(!!(x), 1)
+#define ts_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- real libc functions, resolved once (X-macro list in interpose.c) */
+#define TS_REAL_CALLS(X)                                                      \
+	X(int, socket, (int, int, int))                                       \
+	X(int, bind, (int, const struct sockaddr *, socklen_t))               \
+	X(int, connect, (int, const struct sockaddr *, socklen_t))            \
+	X(int, close, (int))                                                  \
+	X(int, getsockname, (int, struct sockaddr *, socklen_t *))            \
+	X(ssize_t, recv, (int, void *, size_t, int))                          \
+	X(ssize_t, recvfrom,                                                  \
+	  (int, void *, size_t, int, struct sockaddr *, socklen_t *))         \
+	X(ssize_t, recvmsg, (int, struct msghdr *, int))                      \
+	X(int, recvmmsg, (int, struct mmsghdr *, unsigned int, int,           \
+			  struct timespec *))                                 \
+	X(ssize_t, send, (int, const void *, size_t, int))                    \
+	X(ssize_t, sendto, (int, const void *, size_t, int,                   \
+			    const struct sockaddr *, socklen_t))              \
+	X(ssize_t, sendmsg, (int, const struct msghdr *, int))                \
+	X(int, sendmmsg, (int, struct mmsghdr *, unsigned int, int))          \
+	X(ssize_t, read, (int, void *, size_t))                               \
+	X(ssize_t, write, (int, const void *, size_t))                        \
+	X(int, poll, (struct pollfd *, nfds_t, int))                          \
+	X(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *,      \
+		       const sigset_t *))                                     \
+	X(int, select, (int, fd_set *, fd_set *, fd_set *, struct timeval *)) \
+	X(int, pselect, (int, fd_set *, fd_set *, fd_set *,                   \
+			 const struct timespec *, const sigset_t *))          \
+	X(int, epoll_create, (int))                                           \
+	X(int, epoll_create1, (int))                                          \
+	X(int, epoll_ctl, (int, int, int, struct epoll_event *))              \
+	X(int, epoll_wait, (int, struct epoll_event *, int, int))             \
+	X(int, epoll_pwait,                                                   \
+	  (int, struct epoll_event *, int, int, const sigset_t *))            \
+	X(int, fcntl, (int, int, ...))                                        \
+	X(int, ioctl, (int, unsigned long, ...))                              \
+	X(int, setsockopt, (int, int, int, const void *, socklen_t))          \
+	X(int, getsockopt, (int, int, int, void *, socklen_t *))              \
+	X(int, dup, (int))                                                    \
+	X(int, dup2, (int, int))                                              \
+	X(int, dup3, (int, int, int))                                         \
+	X(int, execve, (const char *, char *const[], char *const[]))          \
+	X(int, sigaction,                                                     \
+	  (int, const struct sigaction *, struct sigaction *))                \
+	X(int, epoll_pwait2, (int, struct epoll_event *, int,                 \
+			      const struct timespec *, const sigset_t *))
+
+#define TS_DECLARE_REAL(ret, name, args) extern ret(*ts_real_##name) args TS_HIDDEN;
+TS_REAL_CALLS(TS_DECLARE_REAL)
+#undef TS_DECLARE_REAL
+TS_HIDDEN void ts_real__resolve(void);
+
+/* ---- configuration (environment, profiles) */
+struct ts_config {
+	char profile[16];
+	long spin_usec;         /* blocking calls spin this long; -1 forever */
+	int kernel_poll_every;  /* spin iterations between kernel fd checks */
+	int require;            /* TICKSTACK_REQUIRE=1 */
+	int xdp_mode;           /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
+	int xdp_mode_auto;      /* try native, then generic */
+	int udp_csum;           /* compute UDP checksums on TX */
+	int queue;              /* NIC queue to bind */
+	int stats_dump;         /* print counters at exit */
+	char stats_file[256];   /* dump there instead of stderr */
+	char ifaces[256];       /* comma list of interfaces, empty = all */
+	int debug;
+	int disabled;           /* TICKSTACK_DISABLE=1: pure pass-through */
+	uint32_t umem_frames;
+	uint32_t sockq_len;
+	unsigned spin_yield;    /* sched_yield() every N spin iterations */
+};
+extern struct ts_config ts_cfg TS_HIDDEN;
+TS_HIDDEN int ts_config__load(void);
+TS_HIDDEN void ts_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+TS_HIDDEN void ts_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- statistics region */
+extern struct tickstack_stats *ts_stats TS_HIDDEN;
+TS_HIDDEN int ts_stats__init(void);
+TS_HIDDEN void ts_stats__reinit_after_fork(void);
+TS_HIDDEN void ts_stats__dump(void);
+TS_HIDDEN void ts_stats__fini(void);
+TS_HIDDEN struct tickstack_xsk_stats *ts_stats__xsk_slot(void);
+TS_HIDDEN struct tickstack_sock_stats *ts_stats__sock_slot(int fd);
+
+/* ---- routes and neighbours (netlink) */
+struct ts_nexthop {
+	uint32_t daddr;
+	int ifindex;
+	uint32_t gw;      /* 0 when on link */
+	uint32_t prefsrc;
+	int type;         /* RTN_* */
+	uint8_t mac[6];
+	int resolved;
+	uint64_t expires_ns;
+};
+TS_HIDDEN int ts_route__lookup(uint32_t daddr, struct ts_nexthop *nh);
+TS_HIDDEN int ts_neigh__lookup(int ifindex, uint32_t addr, uint8_t mac[6]);
+TS_HIDDEN void ts_route__reset_after_fork(void);
+
+/* ---- per (interface, queue) XSK stack */
+struct xsk_umem;
+struct xsk_socket;
+
+struct ts_stack;
+TS_HIDDEN struct ts_stack *ts_stack__get(int ifindex, int create);
+TS_HIDDEN int ts_stack__fd(const struct ts_stack *st);
+TS_HIDDEN int ts_stack__ifindex(const struct ts_stack *st);
+TS_HIDDEN int ts_stack__usable(const struct ts_stack *st);
+TS_HIDDEN void ts_stack__mac(const struct ts_stack *st, uint8_t mac[6]);
+TS_HIDDEN uint32_t ts_stack__mtu(const struct ts_stack *st);
+TS_HIDDEN int ts_stack__poll_rx(struct ts_stack *st);
+TS_HIDDEN int ts_stack__poll_all(void);
+TS_HIDDEN int ts_stack__busy(const struct ts_stack *st);
+TS_HIDDEN int ts_stack__any_busy(void);
+TS_HIDDEN int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr,
+				  uint16_t dport);
+TS_HIDDEN int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr,
+				  uint16_t dport, int only_mine);
+/* Build and send one datagram; iov payload. 0 or negative errno. */
+struct ts_udp_hdr_spec;
+TS_HIDDEN int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
+			     const struct iovec *iov, int iovcnt, size_t len,
+			     int nonblock);
+TS_HIDDEN void ts_stack__frame_refs(struct ts_stack *st, uint64_t frame,
+				     int refs);
+TS_HIDDEN void ts_stack__frame_put(struct ts_stack *st, uint64_t addr);
+TS_HIDDEN const uint8_t *ts_stack__frame_data(struct ts_stack *st,
+					      uint64_t addr);
+TS_HIDDEN void ts_stack__after_fork_child(void);
+TS_HIDDEN void ts_stack__refresh_stats(void);
+TS_HIDDEN void ts_stack__fini_all(void);
+TS_HIDDEN int ts_stack__count(void);
+TS_HIDDEN struct ts_stack *ts_stack__at(int i);
+
+/* ---- sockets */
+struct ts_rxent {
+	struct ts_stack *st;
+	uint64_t frame;   /* frame base address in the UMEM */
+	uint32_t off;     /* payload offset from frame base */
+	uint16_t len;
+	uint16_t sport;
+	uint32_t saddr;
+};
+
+#define TS_MAX_GROUPS 16
+#define TS_MAX_RX_STACKS 8
+
+struct ts_sock {
+	int refs;             /* fds (dup) pointing here */
+	int fd;               /* first fd, for statistics */
+	pid_t owner;          /* process that installed the steering */
+	int state;            /* TS_S_* */
+	int nonblock;
+	uint32_t laddr;       /* network order */
+	uint16_t lport;
+	uint32_t raddr;
+	uint16_t rport;
+	int connected;
+	struct timeval rcvtimeo;
+	struct timeval sndtimeo;
+	uint8_t ttl, mcast_ttl, tos, mcast_loop;
+	uint32_t mcast_if;    /* IP_MULTICAST_IF address */
+	int mcast_ifindex;
+	uint32_t groups[TS_MAX_GROUPS];
+	int group_ifindex[TS_MAX_GROUPS];
+	int ngroups;
+	struct ts_stack *rx_stacks[TS_MAX_RX_STACKS];
+	int nrx;
+	int kernel_hint;      /* kernel fd reported readable */
+	int kernel_skip;
+	/* RX queue of datagrams steered to this socket */
+	struct ts_rxent *q;
+	uint32_t qcap, qhead, qtail;
+	struct ts_sock *next_port; /* chain in the port table */
+	struct tickstack_sock_stats *stats;
+	struct tickstack_sock_stats dummy_stats;
+};
+
+enum {
+	TS_S_NEW = 0,     /* not bound yet */
+	TS_S_ACCEL,       /* steering installed */
+	TS_S_KERNEL,      /* decided: kernel only */
+};
+
+TS_HIDDEN extern struct ts_sock **ts_fdtab;
+TS_HIDDEN extern int ts_fdtab_size;
+TS_HIDDEN extern struct ts_sock **ts_port_tab;
+
+static inline struct ts_sock *ts_sock__of(int fd)
+{
+	if (ts_unlikely(fd < 0 || fd >= ts_fdtab_size || !ts_fdtab))
+		return NULL;
+	return __atomic_load_n(&ts_fdtab[fd], __ATOMIC_ACQUIRE);
+}
+
+static inline int ts_sock__qlen(const struct ts_sock *s)
+{
+	return (int)(s->qtail - s->qhead);
+}
+
+TS_HIDDEN extern int ts_sig_efd;
+TS_HIDDEN struct ts_sock *ts_sock__new(int fd, int nonblock);
+TS_HIDDEN void ts_sock__release(int fd);
+TS_HIDDEN void ts_sock__dup(int oldfd, int newfd);
+TS_HIDDEN ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd,
+				   struct msghdr *msg, int flags);
+TS_HIDDEN ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd,
+				   const struct msghdr *msg, int flags);
+TS_HIDDEN int ts_sock__after_bind(struct ts_sock *s, int fd);
+TS_HIDDEN int ts_sock__after_connect(struct ts_sock *s, int fd,
+				     const struct sockaddr *addr,
+				     socklen_t len);
+TS_HIDDEN void ts_sock__setsockopt(struct ts_sock *s, int fd, int level,
+				   int opt, const void *val, socklen_t len);
+TS_HIDDEN int ts_sock__fionread(struct ts_sock *s, int *out);
+TS_HIDDEN int ts_poll__has_accel(struct pollfd *fds, nfds_t n);
+TS_HIDDEN int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
+			    const sigset_t *mask);
+TS_HIDDEN int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev);
+TS_HIDDEN void ts_ep__forget_fd(int fd);
+TS_HIDDEN int ts_ep__active(int epfd);
+TS_HIDDEN int ts_ep__wait(int epfd, struct epoll_event *out, int max,
+			  int timeout_ms, const sigset_t *mask);
+TS_HIDDEN void ts_sock__after_fork_child(struct tickstack_stats *old,
+					 struct tickstack_stats *now);
+TS_HIDDEN int ts_sock__init_tables(void);
+TS_HIDDEN int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
+			       const struct ts_udp_meta *m);
+TS_HIDDEN void ts_sock__stack_dead(struct ts_stack *st);
+
+/* ---- the process id, cached (getpid() is a system call); the fork
+ * handler refreshes it in the child */
+extern pid_t ts_pid TS_HIDDEN;
+static inline pid_t ts_getpid(void)
+{
+	return ts_pid;
+}
+
+/* ---- the process lock and reentrancy guard */
+TS_HIDDEN void ts_lock(void);
+TS_HIDDEN void ts_unlock(void);
+extern __thread int ts_in_lib TS_HIDDEN;
+
+/* ---- signals */
+TS_HIDDEN unsigned long ts_sig__gen(void);         /* any handler ran */
+TS_HIDDEN unsigned long ts_sig__norestart_gen(void); /* one without SA_RESTART */
+
+static inline uint64_t ts_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void ts_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* One spin step: a pause, and now and then a sched_yield() so that
+ * ksoftirqd (which carries veth and copy-mode XDP work) is not starved by
+ * a spinner sharing its CPU. */
+static inline void ts_spin_pause(unsigned iter)
+{
+	extern int sched_yield(void);
+
+	if (ts_cfg.spin_yield && iter % ts_cfg.spin_yield == 0)
+		sched_yield();
+	else
+		ts_cpu_relax();
+}
+
+#endif

@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# tests/harness.sh - runs UNMODIFIED Debian sockperf (and udpcheck) through
+# tickstack-run between network namespaces joined by veth pairs, and checks:
+# zero drops/duplicates/reordering, intact payloads, that the datagrams
+# really took the XSK path (the library's own counters), and that sockperf
+# ends cleanly on its timer and on SIGINT.
+# Usage: tests/harness.sh [TEST...]   (default: all). Needs root.
+# Outside CI a missing requirement skips; with CI=true it fails.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+B=$top/build
+. "$here/lib.sh"
+trap tsdp_cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail_or_skip() {
+	if [ "${CI:-}" = true ]; then
+		echo "harness: FAIL: $*" >&2
+		exit 1
+	fi
+	echo "harness: SKIP: $*" >&2
+	exit 0
+}
+
+[ "$(id -u)" = 0 ] || fail_or_skip "needs root (network namespaces, XDP)"
+for t in sockperf ip ss taskset; do
+	command -v $t >/dev/null || fail_or_skip "$t not installed (hack/install-deps.sh)"
+done
+for f in libtickstack.so tickstack-run tickstack-stats udpcheck; do
+	[ -e "$B/$f" ] || fail_or_skip "$B/$f missing: run make -C dataplane all build/udpcheck"
+done
+
+RUN=$B/tickstack-run
+if [ "$(nproc)" -ge 2 ]; then
+	CPU_SRV="taskset -c 1"
+	CPU_CLI="taskset -c 0"
+else
+	CPU_SRV=""
+	CPU_CLI=""
+fi
+PASSED=0
+FAILED=0
+FAILS=()
+
+log() { echo "harness: $*"; }
+die() {
+	echo "harness: $CUR: FAIL: $*" >&2
+	for f in "$TSDP_TMP"/*.out "$TSDP_TMP"/stats-*; do
+		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 25 "$f" >&2; }
+	done
+	return 1
+}
+
+# stat_sum FILE-GLOB FIELD: sum of FIELD=N over the "sock" lines
+stat_sum() {
+	cat $1 2>/dev/null | grep '^sock ' | tr ' ' '\n' | grep "^$2=" | cut -d= -f2 |
+		awk '{s+=$1} END {print s+0}'
+}
+
+# accel NS: command prefix running a program through the interposer with a
+# stats file; kern NS: plain kernel stack.
+accel() { echo "ip netns exec $1 env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-$2-%p.txt $RUN -p latency"; }
+kern() { echo "ip netns exec $1"; }
+
+new_pair() {
+	rm -f "$TSDP_TMP"/*.out "$TSDP_TMP"/stats-*
+	NA=$(tsdp_ns a)
+	NB=$(tsdp_ns b)
+	tsdp_pair "$NA" "$NB" 198.18.10
+	IPB=198.18.10.2
+}
+
+del_pair() {
+	local n p
+	for n in "$NA" "$NB"; do
+		for p in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+		ip netns del "$n" 2>/dev/null
+	done
+	TSDP_NETNS=()
+}
+
+# start_server PREFIX PORT [extra sockperf args]: sockperf server in NB
+start_server() {
+	local pre=$1 port=$2
+	shift 2
+	$pre $CPU_SRV sockperf sr -i $IPB -p "$port" "$@" >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 udp_listening "$NB" "$port" || { die "server did not listen on $port"; return 1; }
+}
+
+# stop_server: SIGINT, must exit 0 on its own, printing its total
+stop_server() {
+	kill -INT "$SRV"
+	wait_exit "$SRV" 10 || { die "server ignored SIGINT (blocking call did not return EINTR)"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "server exit code $WAIT_RC after SIGINT"; return 1; }
+	grep -q "Total [0-9]* messages received" "$TSDP_TMP/server.out" ||
+		{ die "server printed no total"; return 1; }
+}
+
+check_pp_output() { # file
+	local f=$1 recv
+	grep -q "interrupted by timer" "$f" || { die "client did not end on its timer"; return 1; }
+	grep -q "# dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0" "$f" ||
+		{ die "drops, duplicates or reordering"; return 1; }
+	recv=$(sed -n 's/.*\[Valid Duration\].*ReceivedMessages=\([0-9]*\).*/\1/p' "$f")
+	[ "${recv:-0}" -gt 100 ] || { die "only ${recv:-0} round trips"; return 1; }
+	log "$CUR: $recv round trips, median $(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$f") us"
+}
+
+# check_accel TAG: the process with stats tag TAG really used the XSK
+check_accel() {
+	local tag=$1 rxa rxk txa
+	wait_for 5 ls "$TSDP_TMP"/stats-$tag-*.txt || { die "$tag: no stats dump"; return 1; }
+	rxa=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" rx_accel)
+	rxk=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" rx_kernel)
+	txa=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" tx_accel)
+	[ "$rxa" -gt 0 ] && [ "$txa" -gt 0 ] || { die "$tag: not accelerated (rx_accel=$rxa tx_accel=$txa)"; return 1; }
+	[ "$rxk" -le $((rxa / 100 + 2)) ] || { die "$tag: $rxk datagrams came through the kernel"; return 1; }
+}
+
+# ---------------------------------------------------------------- tests
+
+t_pp_both() {
+	start_server "$(accel $NB srv)" 11111 || return 1
+	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11111 -t 2 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	stop_server || return 1
+	check_accel cli && check_accel srv
+}
+
+t_pp_kernel_server() {
+	start_server "$(kern $NB)" 11112 || return 1
+	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11112 -t 2 -m 256 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	stop_server || return 1
+	check_accel cli
+}
+
+t_pp_kernel_client() {
+	start_server "$(accel $NB srv)" 11113 || return 1
+	$(kern $NA) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11113 -t 2 -m 1472 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	stop_server || return 1
+	check_accel srv
+}
+
+t_under_load() {
+	start_server "$(accel $NB srv)" 11114 || return 1
+	$(accel $NA cli) $CPU_CLI timeout 30 sockperf ul -i $IPB -p 11114 -t 2 -m 64 --mps 20000 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	stop_server || return 1
+	check_accel cli && check_accel srv
+}
+
+t_throughput() {
+	local sent got
+	start_server "$(accel $NB srv)" 11115 || return 1
+	$(accel $NA cli) $CPU_CLI timeout 30 sockperf tp -i $IPB -p 11115 -t 2 -m 512 --mps 20000 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?"; return 1; }
+	grep -q "interrupted by timer" "$TSDP_TMP/client.out" || { die "client did not end on its timer"; return 1; }
+	stop_server || return 1
+	sent=$(sed -n 's/.*Total of \([0-9]*\) messages sent.*/\1/p' "$TSDP_TMP/client.out")
+	got=$(sed -n 's/.*Total \([0-9]*\) messages received.*/\1/p' "$TSDP_TMP/server.out")
+	[ "${sent:-0}" -gt 1000 ] && [ "$sent" = "$got" ] || { die "sent ${sent:-?} received ${got:-?}"; return 1; }
+	log "$CUR: $sent sent, $got received"
+	local rxa
+	rxa=$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)
+	[ "$rxa" -ge $((sent * 99 / 100)) ] || { die "server rx_accel=$rxa of $sent"; return 1; }
+}
+
+t_sigint_client() {
+	local cli rxa
+	start_server "$(accel $NB srv)" 11116 || return 1
+	$(accel $NA cli) $CPU_CLI sockperf pp -i $IPB -p 11116 -t 300 -m 64 >"$TSDP_TMP/client.out" 2>&1 &
+	cli=$!
+	TSDP_PIDS+=("$cli")
+	# the live counters (tickstack-stats) show round trips going on
+	wait_for 15 sh -c "$B/tickstack-stats $cli | grep -q 'rx_accel *[1-9]'" ||
+		{ die "tickstack-stats shows no accelerated traffic"; return 1; }
+	sleep 0.6 # past sockperf's 400 ms warm-up window, so it has results
+	kill -INT "$cli"
+	wait_exit "$cli" 10 || { die "client ignored SIGINT"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "client exit code $WAIT_RC after SIGINT"; return 1; }
+	grep -q "interrupted by user" "$TSDP_TMP/client.out" || { die "client not interrupted by user"; return 1; }
+	grep -q "# dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0" "$TSDP_TMP/client.out" ||
+		{ die "drops"; return 1; }
+	stop_server || return 1
+	rxa=$(stat_sum "$TSDP_TMP/stats-cli-*.txt" rx_accel)
+	[ "$rxa" -gt 0 ] || { die "client rx_accel=0"; return 1; }
+}
+
+t_mux() { # the server waits with select, poll and epoll (sockperf -F)
+	local m port=11120
+	echo "U:$IPB:11120" >"$TSDP_TMP/feed"
+	for m in s p e; do
+		$(accel $NB srv) $CPU_SRV sockperf sr -f "$TSDP_TMP/feed" -F $m >"$TSDP_TMP/server.out" 2>&1 &
+		SRV=$!
+		wait_for 10 udp_listening "$NB" $port || { die "-F $m: server did not listen"; return 1; }
+		$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p $port -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+			{ die "-F $m: client exit code $?"; return 1; }
+		grep -q "using $( case $m in s) echo select;; p) echo poll;; e) echo epoll;; esac)" "$TSDP_TMP/server.out" ||
+			{ die "server did not use -F $m"; return 1; }
+		check_pp_output "$TSDP_TMP/client.out" || return 1
+		stop_server || return 1
+		check_accel srv || return 1
+		rm -f "$TSDP_TMP"/stats-*
+	done
+}
+
+t_payload() { # udpcheck: sizes 1..1472, byte-exact echoes, all multiplexers
+	local mux e
+	for mux in block poll select epoll; do
+		$(accel $NB srv) $CPU_SRV $B/udpcheck echo $IPB 11130 200 $mux >"$TSDP_TMP/server.out" 2>&1 &
+		e=$!
+		TSDP_PIDS+=("$e")
+		wait_for 10 udp_listening "$NB" 11130 || { die "$mux: echo did not listen"; return 1; }
+		$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11130 200 >"$TSDP_TMP/client.out" 2>&1 ||
+			{ die "$mux: payload check failed"; return 1; }
+		wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$mux: echo side failed ($WAIT_RC)"; return 1; }
+		check_accel srv && check_accel cli || return 1
+		rm -f "$TSDP_TMP"/stats-*
+	done
+}
+
+t_fork() { # a forked child echoes on the socket its parent bound
+	local e
+	$(accel $NB srv) $CPU_SRV $B/udpcheck fork-echo $IPB 11131 100 >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 udp_listening "$NB" 11131 || { die "fork-echo did not listen"; return 1; }
+	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11131 100 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "echo through the forked child failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "fork-echo failed ($WAIT_RC)"; return 1; }
+	# the child (its own stats file) answered everything
+	local child
+	child=$(ls "$TSDP_TMP"/stats-srv-*.txt | while read -r f; do
+		grep -q "^sock .*tx_accel=\|^sock .*tx_kernel=" "$f" && echo "$f"; done | head -n 2 | wc -l)
+	[ "$child" -ge 1 ] || { die "no stats from the child"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_kernel)" -ge 0 ]
+	local tot=$(( $(stat_sum "$TSDP_TMP/stats-srv-*.txt" tx_accel) + $(stat_sum "$TSDP_TMP/stats-srv-*.txt" tx_kernel) ))
+	[ "$tot" -ge 100 ] || { die "child sent $tot of 100"; return 1; }
+}
+
+t_multicast() { # one sender, two receivers in two namespaces, a bridge
+	local NS NR1 NR2 NBR r1 r2 sent g1 g2 grp=239.198.18.1
+	rm -f "$TSDP_TMP"/*.out "$TSDP_TMP"/stats-*
+	NS=$(tsdp_ns s); NR1=$(tsdp_ns r1); NR2=$(tsdp_ns r2); NBR=$(tsdp_ns br)
+	ip -n "$NBR" link add "tsdp${TSDP_ID}br" type bridge mcast_snooping 0
+	ip -n "$NBR" link set "tsdp${TSDP_ID}br" up
+	local i=1 n
+	for n in "$NS" "$NR1" "$NR2"; do
+		ip link add "tsdp${TSDP_ID}m$i" netns "$n" type veth peer name "tsdp${TSDP_ID}p$i" netns "$NBR"
+		ip -n "$n" addr add "198.18.20.$i/24" dev "tsdp${TSDP_ID}m$i"
+		ip -n "$n" link set "tsdp${TSDP_ID}m$i" up
+		ip -n "$n" route add 224.0.0.0/4 dev "tsdp${TSDP_ID}m$i"
+		ip -n "$NBR" link set "tsdp${TSDP_ID}p$i" master "tsdp${TSDP_ID}br" up
+		i=$((i + 1))
+	done
+	ip netns exec "$NR1" env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-r1-%p.txt $RUN -p throughput \
+		sockperf sr -i $grp -p 11140 >"$TSDP_TMP/r1.out" 2>&1 &
+	r1=$!
+	ip netns exec "$NR2" env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-r2-%p.txt $RUN -p throughput \
+		sockperf sr -i $grp -p 11140 >"$TSDP_TMP/r2.out" 2>&1 &
+	r2=$!
+	TSDP_PIDS+=("$r1" "$r2")
+	wait_for 10 udp_listening "$NR1" 11140 && wait_for 10 udp_listening "$NR2" 11140 ||
+		{ die "receivers did not listen"; return 1; }
+	# the IGMP joins went through the kernel sockets
+	wait_for 5 sh -c "ip netns exec $NR1 ip maddr show | grep -q $grp" || { die "no IGMP join in r1"; return 1; }
+	ip netns exec "$NS" env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-snd-%p.txt $RUN -p throughput \
+		timeout 30 sockperf tp -i $grp -p 11140 -t 2 -m 128 --mps 20000 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "sender exit code $?"; return 1; }
+	for n in $r1 $r2; do
+		kill -INT $n
+		wait_exit $n 10 && [ "$WAIT_RC" = 0 ] || { die "receiver $n did not exit on SIGINT ($WAIT_RC)"; return 1; }
+	done
+	sent=$(sed -n 's/.*Total of \([0-9]*\) messages sent.*/\1/p' "$TSDP_TMP/client.out")
+	g1=$(sed -n 's/.*Total \([0-9]*\) messages received.*/\1/p' "$TSDP_TMP/r1.out")
+	g2=$(sed -n 's/.*Total \([0-9]*\) messages received.*/\1/p' "$TSDP_TMP/r2.out")
+	log "$CUR: sent ${sent:-?}, receiver 1 ${g1:-?}, receiver 2 ${g2:-?}"
+	[ "${sent:-0}" -gt 1000 ] && [ "$sent" = "$g1" ] && [ "$sent" = "$g2" ] || { die "multicast counts differ"; return 1; }
+	for n in r1 r2; do
+		[ "$(stat_sum "$TSDP_TMP/stats-$n-*.txt" rx_accel)" -ge $((sent * 99 / 100)) ] ||
+			{ die "$n: multicast not received through the XSK"; return 1; }
+	done
+	[ "$(stat_sum "$TSDP_TMP/stats-snd-*.txt" tx_accel)" -ge $((sent * 99 / 100)) ] ||
+		{ die "sender did not transmit through the XSK"; return 1; }
+	TSDP_NETNS=("$NS" "$NR1" "$NR2" "$NBR")
+	for n in "${TSDP_NETNS[@]}"; do ip netns del "$n"; done
+	TSDP_NETNS=()
+}
+
+t_require() { # TICKSTACK_REQUIRE=1 makes a silent fallback an error
+	# loopback cannot be accelerated: with REQUIRE the bind must fail loudly
+	ip netns exec "$NA" env TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf sr -i 127.0.0.1 -p 11150 \
+		>"$TSDP_TMP/client.out" 2>&1 &
+	local p=$!
+	TSDP_PIDS+=("$p")
+	wait_exit $p 10
+	[ "$WAIT_RC" != 124 ] || { die "sockperf hung"; return 1; }
+	# sockperf reports the failed bind (and exits 0 anyway)
+	grep -q "Can.t bind socket" "$TSDP_TMP/client.out" && grep -q "errno=95 Operation not supported" "$TSDP_TMP/client.out" || { die "REQUIRE did not fail the bind"; return 1; }
+	grep -q "TICKSTACK_REQUIRE=1: socket fd" "$TSDP_TMP/client.out" || { die "no clear REQUIRE message"; return 1; }
+	! grep -q "SERVER\] listen on" "$TSDP_TMP/client.out" || { die "server listened anyway"; return 1; }
+	# a bad setting names itself and the fix
+	ip netns exec "$NA" env TICKSTACK_SPIN_USEC=fast $RUN true 2>"$TSDP_TMP/client.out"
+	grep -q "invalid TICKSTACK_SPIN_USEC=fast" "$TSDP_TMP/client.out" || { die "bad setting not reported"; return 1; }
+	! $RUN -p fastest true 2>/dev/null || { die "tickstack-run accepted an unknown profile"; return 1; }
+}
+
+ALL="pp_both pp_kernel_server pp_kernel_client under_load throughput sigint_client mux payload fork multicast require"
+TESTS=${*:-$ALL}
+for t in $TESTS; do
+	CUR=$t
+	start=$(date +%s%N)
+	if [ "$t" = multicast ]; then
+		( t_multicast ) && ok=1 || ok=0
+	else
+		new_pair
+		( t_$t ) && ok=1 || ok=0
+		del_pair
+	fi
+	ms=$((($(date +%s%N) - start) / 1000000))
+	if [ $ok = 1 ]; then
+		log "PASS $t (${ms} ms)"
+		PASSED=$((PASSED + 1))
+	else
+		log "FAIL $t (${ms} ms)"
+		FAILED=$((FAILED + 1))
+		FAILS+=("$t")
+	fi
+done
+log "$PASSED passed, $FAILED failed ${FAILS[*]:-}"
+[ "$FAILED" = 0 ]

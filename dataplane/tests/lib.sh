@@ -1,0 +1,80 @@
+# tests/lib.sh - netns/veth helpers for the dataplane harness and benchmark.
+# Every name carries the tsdp prefix and the PID, so concurrent runs never
+# collide; cleanup removes everything, also on failure (trap).
+# Addresses: 198.18.0.0/15 only (RFC 2544 benchmarking range); the multicast
+# test uses the administratively scoped group 239.198.18.1, which never
+# leaves the test's own namespaces.
+
+TSDP_ID=${TSDP_ID:-$$}
+TSDP_TMP=${TSDP_TMP:-$(mktemp -d "/tmp/tsdp${TSDP_ID}.XXXXXX")}
+TSDP_NETNS=()
+TSDP_PIDS=()
+
+tsdp_cleanup() {
+	local p n
+	for p in "${TSDP_PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	for n in "${TSDP_NETNS[@]}"; do
+		for p in $(ip netns pids "$n" 2>/dev/null); do
+			kill -KILL "$p" 2>/dev/null || true
+		done
+		ip netns del "$n" 2>/dev/null || true
+	done
+	rm -rf "$TSDP_TMP"
+}
+
+tsdp_ns() { # tsdp_ns NAME -> creates netns tsdp<ID>NAME
+	local n="tsdp${TSDP_ID}$1"
+	ip netns add "$n"
+	TSDP_NETNS+=("$n")
+	ip -n "$n" link set lo up
+	echo "$n"
+}
+
+# tsdp_pair A B SUBNET: veth between netns A and B, A gets SUBNET.1, B .2
+# Interface names: <A>v / <B>v (kept under 15 chars by short suffixes).
+tsdp_pair() {
+	local a=$1 b=$2 net=$3 ia="${4:-v${TSDP_ID}a}" ib="${5:-v${TSDP_ID}b}"
+	ip link add "tsdp$ia" netns "$a" type veth peer name "tsdp$ib" netns "$b"
+	ip -n "$a" addr add "$net.1/24" dev "tsdp$ia"
+	ip -n "$b" addr add "$net.2/24" dev "tsdp$ib"
+	ip -n "$a" link set "tsdp$ia" up
+	ip -n "$b" link set "tsdp$ib" up
+}
+
+# wait_for TIMEOUT_S CMD...: poll CMD until it succeeds (bounded).
+wait_for() {
+	local t=$1 end
+	shift
+	end=$(($(date +%s%N) + t * 1000000000))
+	while ! "$@" >/dev/null 2>&1; do
+		if [ "$(date +%s%N)" -gt "$end" ]; then
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+udp_listening() { # udp_listening NS PORT
+	ip netns exec "$1" ss -Hnlu "sport = :$2" | grep -q .
+}
+
+# wait_exit PID TIMEOUT_S: wait for a background pid to exit, bounded;
+# sets WAIT_RC to its exit code (or 124 on timeout, after a KILL).
+wait_exit() {
+	local pid=$1 t=$2 end
+	end=$(($(date +%s%N) + t * 1000000000))
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ "$(date +%s%N)" -gt "$end" ]; then
+			kill -KILL "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			WAIT_RC=124
+			return 1
+		fi
+		sleep 0.05
+	done
+	wait "$pid"
+	WAIT_RC=$?
+	return 0
+}

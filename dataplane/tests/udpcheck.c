@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+/* udpcheck - payload-checking UDP peer for the harness (runs under the
+ * interposer like any program).
+ *   udpcheck send IP PORT COUNT            send COUNT datagrams of sizes
+ *                                          1..1472 with a pattern, wait for
+ *                                          each echo, compare bytes
+ *   udpcheck echo IP PORT COUNT MUX        echo COUNT datagrams, waiting
+ *                                          with MUX: block|poll|select|epoll
+ *   udpcheck fork-echo IP PORT COUNT       bind, fork; the child echoes on
+ *                                          the inherited socket
+ * Exit 0 on success; any mismatch or timeout prints why and exits 1. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void fill(unsigned char *b, size_t n, unsigned seq)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		b[i] = (unsigned char)(seq * 131u + i * 7u + (i >> 8));
+}
+
+static size_t size_of(unsigned seq)
+{
+	static const size_t sizes[] = { 1, 14, 63, 64, 65, 255, 256, 1000, 1471, 1472 };
+
+	return sizes[seq % (sizeof(sizes) / sizeof(sizes[0]))];
+}
+
+static int mksock(const char *ip, int port, int do_bind, struct sockaddr_in *sa)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((unsigned short)port);
+	if (fd < 0 || !inet_aton(ip, &sa->sin_addr)) {
+		fprintf(stderr, "udpcheck: bad socket or address %s\n", ip);
+		exit(1);
+	}
+	if (do_bind && bind(fd, (struct sockaddr *)sa, sizeof(*sa)) < 0) {
+		perror("udpcheck: bind");
+		exit(1);
+	}
+	return fd;
+}
+
+static int wait_readable(int fd, const char *mux, int ms)
+{
+	if (!strcmp(mux, "poll")) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		return poll(&p, 1, ms);
+	}
+	if (!strcmp(mux, "select")) {
+		fd_set r;
+		struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+		FD_ZERO(&r);
+		FD_SET(fd, &r);
+		return select(fd + 1, &r, NULL, NULL, &tv);
+	}
+	if (!strcmp(mux, "epoll")) {
+		static int ep = -1;
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0xabcdef };
+		struct epoll_event out[4];
+		int n;
+
+		if (ep < 0) {
+			ep = epoll_create1(0);
+			if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+				perror("udpcheck: epoll");
+				exit(1);
+			}
+		}
+		n = epoll_wait(ep, out, 4, ms);
+		if (n > 0 && out[0].data.u64 != 0xabcdef) {
+			fprintf(stderr, "udpcheck: epoll returned wrong data %llx\n",
+				(unsigned long long)out[0].data.u64);
+			exit(1);
+		}
+		return n;
+	}
+	return 1; /* block in recvfrom */
+}
+
+static int echo(int fd, unsigned count, const char *mux)
+{
+	unsigned char buf[2048];
+	unsigned i;
+
+	for (i = 0; i < count; i++) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		ssize_t n;
+		int r = wait_readable(fd, mux, 10000);
+
+		if (r <= 0) {
+			fprintf(stderr, "udpcheck echo: %s timed out after %u datagrams\n", mux, i);
+			return 1;
+		}
+		n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+		if (n < 0) {
+			perror("udpcheck echo: recvfrom");
+			return 1;
+		}
+		if (sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl) != n) {
+			perror("udpcheck echo: sendto");
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int sender(int fd, struct sockaddr_in *to, unsigned count)
+{
+	unsigned char out[2048], in[2048];
+	unsigned i;
+
+	for (i = 0; i < count; i++) {
+		size_t len = size_of(i);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		fill(out, len, i);
+		if (sendto(fd, out, len, 0, (struct sockaddr *)to, sizeof(*to)) != (ssize_t)len) {
+			perror("udpcheck send: sendto");
+			return 1;
+		}
+		if (poll(&p, 1, 5000) != 1) {
+			fprintf(stderr, "udpcheck send: no echo for datagram %u (%zu bytes)\n", i, len);
+			return 1;
+		}
+		n = recv(fd, in, sizeof(in), 0);
+		if (n != (ssize_t)len || memcmp(in, out, len)) {
+			fprintf(stderr, "udpcheck send: datagram %u: got %zd bytes, want %zu (or content differs)\n",
+				i, n, len);
+			return 1;
+		}
+	}
+	printf("udpcheck: %u datagrams echoed intact\n", count);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in sa;
+	unsigned count;
+	int fd;
+
+	if (argc < 5) {
+		fprintf(stderr, "usage: udpcheck send|echo|fork-echo IP PORT COUNT [MUX]\n");
+		return 2;
+	}
+	count = (unsigned)strtoul(argv[4], NULL, 10);
+	if (!strcmp(argv[1], "send")) {
+		fd = mksock(argv[2], atoi(argv[3]), 0, &sa);
+		return sender(fd, &sa, count);
+	}
+	if (!strcmp(argv[1], "echo")) {
+		fd = mksock(argv[2], atoi(argv[3]), 1, &sa);
+		printf("ready\n");
+		fflush(stdout);
+		return echo(fd, count, argc > 5 ? argv[5] : "block");
+	}
+	if (!strcmp(argv[1], "fork-echo")) {
+		pid_t pid;
+		int st;
+
+		fd = mksock(argv[2], atoi(argv[3]), 1, &sa);
+		pid = fork();
+		if (pid < 0) {
+			perror("udpcheck: fork");
+			return 1;
+		}
+		if (pid == 0)
+			exit(echo(fd, count, "poll"));
+		printf("ready\n");
+		fflush(stdout);
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
+			fprintf(stderr, "udpcheck: child did not exit cleanly\n");
+			return 1;
+		}
+		return WEXITSTATUS(st);
+	}
+	fprintf(stderr, "udpcheck: unknown mode %s\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0
+/* xsk-floor - the raw AF_XDP ping-pong floor: no socket layer, no shadow
+ * sockets, no locks. One side reflects frames, the other times round trips.
+ *   xsk-floor reflect IFNAME LOCAL_IP PORT
+ *   xsk-floor ping IFNAME LOCAL_IP PEER_IP PEER_MAC PORT SIZE SECONDS
+ * ping prints half round trips (usec) like sockperf: min, percentiles, max.
+ * Copy mode, one kick (sendto MSG_DONTWAIT) per frame, busy polling. */
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/if_link.h>
+#include <math.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <xdp/libxdp.h>
+#include <xdp/xsk.h>
+
+#include "pkt.h"
+#include "steer_common.h"
+#include "steer.skel.h"
+
+#define NFRAMES 4096
+#define FSIZE 2048
+
+static struct xsk_ring_prod fq, tx;
+static struct xsk_ring_cons cq, rx;
+static struct xsk_socket *xsk;
+static uint8_t *area;
+static uint64_t freel[NFRAMES];
+static int nfree;
+static volatile sig_atomic_t stop;
+
+static void on_sig(int s)
+{
+	(void)s;
+	stop = 1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int die(const char *what, int err)
+{
+	fprintf(stderr, "xsk-floor: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	exit(1);
+}
+
+static void setup(const char *ifname, uint32_t local, uint16_t port)
+{
+	struct xsk_umem_config uc = { .fill_size = 2048, .comp_size = 2048,
+				      .frame_size = FSIZE };
+	struct xsk_socket_config sc = {
+		.rx_size = 2048, .tx_size = 2048,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+		.bind_flags = XDP_USE_NEED_WAKEUP,
+	};
+	struct ts_steer_key key = { .daddr = local, .dport = port };
+	struct ts_steer_val val = { .owner = (__u32)getpid(), .queue = 0 };
+	struct xsk_umem *umem;
+	struct steer_bpf *skel;
+	struct xdp_program *prog;
+	int ifindex = (int)if_nametoindex(ifname), err, i;
+	uint32_t idx;
+
+	if (!ifindex)
+		die(ifname, errno);
+	skel = steer_bpf__open();
+	if (!skel)
+		die("open BPF skeleton", errno);
+	prog = xdp_program__from_bpf_obj(skel->obj, "xdp");
+	if (libxdp_get_error(prog))
+		die("xdp program", (int)libxdp_get_error(prog));
+	err = xdp_program__attach(prog, ifindex, XDP_MODE_NATIVE, 0);
+	if (err)
+		die("attach XDP (detach the old one: ip link set dev IF xdp off)", err);
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.ts_steer_map), &key, &val, 0))
+		die("steer map", errno);
+	area = mmap(NULL, (size_t)NFRAMES * FSIZE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (area == MAP_FAILED)
+		die("mmap", errno);
+	err = xsk_umem__create(&umem, area, (size_t)NFRAMES * FSIZE, &fq, &cq, &uc);
+	if (err)
+		die("umem", err);
+	err = xsk_socket__create(&xsk, ifname, 0, umem, &rx, &tx, &sc);
+	if (err)
+		die("xsk", err);
+	err = xsk_socket__update_xskmap(xsk, bpf_map__fd(skel->maps.ts_xsks));
+	if (err)
+		die("xskmap", err);
+	for (i = 0; i < NFRAMES; i++)
+		freel[nfree++] = (uint64_t)i * FSIZE;
+	if (xsk_ring_prod__reserve(&fq, 2048, &idx) != 2048)
+		die("fill ring", EIO);
+	for (i = 0; i < 2048; i++)
+		*xsk_ring_prod__fill_addr(&fq, idx + (uint32_t)i) = freel[--nfree];
+	xsk_ring_prod__submit(&fq, 2048);
+}
+
+static void recycle(void)
+{
+	uint32_t idx, n, i;
+
+	n = xsk_ring_cons__peek(&cq, 64, &idx);
+	for (i = 0; i < n; i++)
+		freel[nfree++] = *xsk_ring_cons__comp_addr(&cq, idx + i) & ~(uint64_t)(FSIZE - 1);
+	if (n)
+		xsk_ring_cons__release(&cq, n);
+}
+
+static void refill(uint64_t addr)
+{
+	uint32_t idx;
+
+	if (xsk_ring_prod__reserve(&fq, 1, &idx) == 1) {
+		*xsk_ring_prod__fill_addr(&fq, idx) = addr & ~(uint64_t)(FSIZE - 1);
+		xsk_ring_prod__submit(&fq, 1);
+	} else {
+		freel[nfree++] = addr & ~(uint64_t)(FSIZE - 1);
+	}
+}
+
+static void send_frame(uint64_t addr, uint32_t len)
+{
+	uint32_t idx;
+
+	while (xsk_ring_prod__reserve(&tx, 1, &idx) != 1)
+		recycle();
+	xsk_ring_prod__tx_desc(&tx, idx)->addr = addr;
+	xsk_ring_prod__tx_desc(&tx, idx)->len = len;
+	xsk_ring_prod__submit(&tx, 1);
+	sendto(xsk_socket__fd(xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+}
+
+static int reflect(void)
+{
+	while (!stop) {
+		uint32_t idx;
+		uint8_t *p, t[6];
+		uint32_t a;
+		uint16_t port;
+
+		recycle();
+		while (nfree && xsk_prod_nb_free(&fq, 1)) {
+			refill(freel[--nfree]);
+		}
+		if (!xsk_ring_cons__peek(&rx, 1, &idx))
+			continue;
+		{
+			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&rx, idx);
+			uint64_t addr = d->addr;
+			uint32_t len = d->len;
+
+			xsk_ring_cons__release(&rx, 1);
+			p = area + addr;
+			memcpy(t, p, 6);
+			memcpy(p, p + 6, 6);
+			memcpy(p + 6, t, 6);
+			memcpy(&a, p + 26, 4);
+			memcpy(p + 26, p + 30, 4);
+			memcpy(p + 30, &a, 4);
+			memcpy(&port, p + 34, 2);
+			memcpy(p + 34, p + 36, 2);
+			memcpy(p + 36, &port, 2);
+			p[40] = p[41] = 0; /* UDP checksum: none (legal on IPv4) */
+			send_frame(addr, len);
+		}
+	}
+	return 0;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int ping(uint32_t local, uint32_t peer, const uint8_t *pmac,
+		const uint8_t *mymac, uint16_t port, size_t size, double secs)
+{
+	size_t cap = 4000000, n = 0, i;
+	double *lat = calloc(cap, sizeof(double)), sum = 0, sq = 0, mean;
+	struct ts_udp_hdr_spec h = { .saddr = local, .daddr = peer,
+				     .sport = port, .dport = port, .ttl = 64 };
+	uint64_t start = now_ns(), end, warm, seq = 0;
+
+	if (!lat)
+		die("calloc", ENOMEM);
+	memcpy(h.dmac, pmac, 6);
+	memcpy(h.smac, mymac, 6);
+	end = start + (uint64_t)(secs * 1e9);
+	warm = start + 400000000ull; /* like sockperf: skip the first 400 ms */
+	while (!stop && now_ns() < end) {
+		uint64_t addr, t0, t1;
+		uint32_t idx;
+		int len;
+
+		recycle();
+		if (!nfree)
+			continue;
+		addr = freel[--nfree];
+		memset(area + addr + TS_HDRS_LEN, 0, size);
+		memcpy(area + addr + TS_HDRS_LEN, &seq, sizeof(seq));
+		h.ip_id = (uint16_t)seq;
+		len = ts_pkt__build_udp(area + addr, FSIZE, size, &h);
+		t0 = now_ns();
+		send_frame(addr, (uint32_t)len);
+		for (;;) {
+			if (stop || now_ns() > t0 + 1000000000ull)
+				break;
+			if (xsk_ring_cons__peek(&rx, 1, &idx)) {
+				const struct xdp_desc *d = xsk_ring_cons__rx_desc(&rx, idx);
+				uint64_t got;
+
+				memcpy(&got, area + d->addr + TS_HDRS_LEN, sizeof(got));
+				refill(d->addr);
+				xsk_ring_cons__release(&rx, 1);
+				if (got == seq)
+					break;
+			}
+		}
+		t1 = now_ns();
+		seq++;
+		if (t0 >= warm && t1 < end - 50000000ull && n < cap)
+			lat[n++] = (double)(t1 - t0) / 2000.0;
+	}
+	if (!n) {
+		fprintf(stderr, "xsk-floor: no round trips measured\n");
+		return 1;
+	}
+	qsort(lat, n, sizeof(double), cmp);
+	for (i = 0; i < n; i++) {
+		sum += lat[i];
+		sq += lat[i] * lat[i];
+	}
+	mean = sum / (double)n;
+	printf("xsk-floor: observations=%zu avg-latency=%.3f std-dev=%.3f\n", n, mean,
+	       sqrt(sq / (double)n - mean * mean));
+	printf("xsk-floor: ---> <MAX> observation = %.3f\n", lat[n - 1]);
+	printf("xsk-floor: ---> percentile 99.900 = %.3f\n", lat[(size_t)((double)n * 0.999)]);
+	printf("xsk-floor: ---> percentile 99.000 = %.3f\n", lat[(size_t)((double)n * 0.99)]);
+	printf("xsk-floor: ---> percentile 50.000 = %.3f\n", lat[n / 2]);
+	printf("xsk-floor: ---> <MIN> observation = %.3f\n", lat[0]);
+	free(lat);
+	return 0;
+}
+
+static int parse_mac(const char *s, uint8_t *m)
+{
+	return sscanf(s, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &m[0], &m[1], &m[2],
+		      &m[3], &m[4], &m[5]) == 6 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct in_addr local, peer;
+	uint8_t pmac[6], mymac[6];
+	struct ifreq ifr;
+	int fd;
+
+	signal(SIGINT, on_sig);
+	signal(SIGTERM, on_sig);
+	if (argc == 5 && !strcmp(argv[1], "reflect")) {
+		if (!inet_aton(argv[3], &local))
+			die("LOCAL_IP", EINVAL);
+		setup(argv[2], local.s_addr, htons((uint16_t)atoi(argv[4])));
+		return reflect();
+	}
+	if (argc == 9 && !strcmp(argv[1], "ping")) {
+		if (!inet_aton(argv[3], &local) || !inet_aton(argv[4], &peer))
+			die("LOCAL_IP/PEER_IP", EINVAL);
+		if (parse_mac(argv[5], pmac))
+			die("PEER_MAC (aa:bb:cc:dd:ee:ff)", EINVAL);
+		fd = socket(AF_INET, SOCK_DGRAM, 0);
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", argv[2]);
+		if (fd < 0 || ioctl(fd, SIOCGIFHWADDR, &ifr) < 0)
+			die(argv[2], errno);
+		memcpy(mymac, ifr.ifr_hwaddr.sa_data, 6);
+		close(fd);
+		setup(argv[2], local.s_addr, htons((uint16_t)atoi(argv[6])));
+		return ping(local.s_addr, peer.s_addr, pmac, mymac,
+			    htons((uint16_t)atoi(argv[6])), (size_t)atoi(argv[7]),
+			    atof(argv[8]));
+	}
+	fprintf(stderr, "usage: xsk-floor reflect IFNAME LOCAL_IP PORT\n"
+			"       xsk-floor ping IFNAME LOCAL_IP PEER_IP PEER_MAC PORT SIZE SECONDS\n");
+	return 2;
+}
