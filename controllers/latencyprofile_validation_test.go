@@ -63,7 +63,10 @@ var _ = Describe("LatencyProfile validation by the API server", func() {
 			"spec.cpu.isolated", "CPUs 1 are also in cpu.reserved (0-1): reserved and isolated must be disjoint"),
 		Entry("unknown isolation mode", func(p *tsv1.LatencyProfile) { p.Spec.CPU.IsolationMode = "Hard" },
 			"spec.cpu.isolationMode", "Unsupported value"),
-		Entry("default huge page size without pages of that size", func(p *tsv1.LatencyProfile) { p.Spec.Hugepages.DefaultSize = "2Mi"; p.Spec.Hugepages.Pages = p.Spec.Hugepages.Pages[:1] },
+		Entry("default huge page size without pages of that size", func(p *tsv1.LatencyProfile) {
+			p.Spec.Hugepages.DefaultSize = "2Mi"
+			p.Spec.Hugepages.Pages = p.Spec.Hugepages.Pages[:1]
+		},
 			"spec.hugepages", "hugepages.defaultSize must be the size of one of hugepages.pages"),
 		Entry("the same size and node twice", func(p *tsv1.LatencyProfile) {
 			p.Spec.Hugepages.Pages = append(p.Spec.Hugepages.Pages, tsv1.HugePages{Size: "1Gi", Count: 2})
@@ -76,7 +79,9 @@ var _ = Describe("LatencyProfile validation by the API server", func() {
 			"spec.power", "power.idlePoll already keeps CPUs out of every C-state"),
 		Entry("unknown governor", func(p *tsv1.LatencyProfile) { p.Spec.Power.Governor = "turbo" },
 			"spec.power.governor", "Unsupported value"),
-		Entry("kernel argument tickstack manages", func(p *tsv1.LatencyProfile) { p.Spec.Kernel.AdditionalArgs = append(p.Spec.Kernel.AdditionalArgs, "isolcpus=2-7") },
+		Entry("kernel argument tickstack manages", func(p *tsv1.LatencyProfile) {
+			p.Spec.Kernel.AdditionalArgs = append(p.Spec.Kernel.AdditionalArgs, "isolcpus=2-7")
+		},
 			"spec.kernel.additionalArgs", "isolcpus=2-7 is managed by tickstack: set it through the cpu, hugepages or power section instead"),
 		Entry("kernel argument with a space", func(p *tsv1.LatencyProfile) { p.Spec.Kernel.AdditionalArgs = []string{"a b"} },
 			"spec.kernel.additionalArgs[0]", "should match"),

@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/plan"
+	"github.com/tickstack/tickstack/internal/testutil"
+)
+
+// startAPIServer runs a real kube-apiserver with tickstack's CRDs.
+func startAPIServer(t *testing.T) client.Client {
+	t.Helper()
+	if _, err := testutil.EnvtestAssets(); err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(tsv1.AddToScheme(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustCreate(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %s: %v", obj.GetName(), err)
+	}
+}
+
+// nodeState stores a node state the way the operator and the agent would have left it.
+func nodeState(t *testing.T, c client.Client, node, profile string, tuning *tsv1.NodeTuning, facts *tsv1.NodeFacts) {
+	t.Helper()
+	lns := &tsv1.LatencyNodeState{
+		ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{tsv1.ProfileLabel: profile}},
+		Spec:       tsv1.LatencyNodeStateSpec{NodeName: node, Profile: tsv1.ProfileReference{Name: profile}, Tuning: tuning},
+	}
+	mustCreate(t, c, lns)
+	lns.Status.Facts = facts
+	if err := c.Status().Update(context.Background(), lns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPlanAgainstTheAPIServer(t *testing.T) {
+	c := startAPIServer(t)
+	ctx := context.Background()
+	label := func(role string) map[string]string { return map[string]string{"tickstack.io/role": role} }
+	for name, role := range map[string]string{"n-tuned": "trading", "n-new": "trading", "n-tie": "trading", "n-gone": "batch"} {
+		mustCreate(t, c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: label(role)}})
+	}
+	mustCreate(t, c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-tie-extra", Labels: map[string]string{"tickstack.io/role": "trading", "tie": "yes"}}})
+
+	sample, err := ReadProfile(filepath.Join("..", "..", "config", "samples", "latencyprofile.yaml"), nil)
+	if err != nil {
+		t.Fatalf("the sample profile must read cleanly: %v", err)
+	}
+	// The sample as it stands in the cluster today, without the NIC group.
+	current := sample.DeepCopy()
+	current.Spec.NICs = nil
+	mustCreate(t, c, current)
+	// Another profile at the same priority that also selects n-tie.
+	other := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: tsv1.LatencyProfileSpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tie": "yes"}},
+	}}
+	mustCreate(t, c, other)
+
+	facts := &tsv1.NodeFacts{
+		OnlineCPUs: "0-3", KernelCmdline: "BOOT_IMAGE=/vmlinuz root=/dev/vda ro isolcpus=managed_irq,1-3 nohz_full=1-3 rcu_nocbs=1-3 irqaffinity=0 default_hugepagesz=2M",
+		Interfaces: []tsv1.InterfaceFacts{{Name: "md0", Driver: "veth"}},
+	}
+	tuned := &tsv1.NodeTuning{ReservedCPUs: "0", IsolatedCPUs: "1-3",
+		KernelArgs: []string{"isolcpus=managed_irq,1-3", "nohz_full=1-3", "rcu_nocbs=1-3", "irqaffinity=0"}}
+	nodeState(t, c, "n-tuned", sample.Name, tuned, facts)
+	nodeState(t, c, "n-gone", sample.Name, tuned, facts)
+
+	var out bytes.Buffer
+	pl, err := Plan(ctx, c, sample, &out)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	got := map[string]plan.NodePlan{}
+	for _, n := range pl.Nodes {
+		got[n.Node] = n
+	}
+	want := map[string]plan.Action{
+		"n-tuned": plan.Apply, "n-new": plan.WaitFacts, "n-tie": plan.WaitFacts,
+		"n-tie-extra": plan.Conflict, "n-gone": plan.Restore,
+	}
+	for node, action := range want {
+		if got[node].Action != action {
+			t.Errorf("node %s: action %q, want %q\n%s", node, got[node].Action, action, out.String())
+		}
+	}
+	if got["n-tuned"].Reboot {
+		t.Errorf("n-tuned already runs the wanted kernel arguments: no reboot expected\n%s", out.String())
+	}
+	if !got["n-gone"].Reboot {
+		t.Errorf("n-gone must reboot to drop tickstack's kernel arguments\n%s", out.String())
+	}
+	for _, line := range []string{
+		"Profile trading: 5 nodes in the plan, 2 would change, 1 would reboot",
+		"node n-tuned: apply",
+		"+ nic/md0.acceleration: busyPoll",
+		"+ sysctls.net.core.busy_poll: 50",
+		"node n-tie-extra: conflict\n  also selected by other at priority 0",
+		"node n-gone: restore (reboot required)",
+	} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("plan output lacks %q:\n%s", line, out.String())
+		}
+	}
+
+	// Nothing was written: the stored profile still has no NIC group.
+	stored := &tsv1.LatencyProfile{}
+	if err := c.Get(ctx, client.ObjectKey{Name: sample.Name}, stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Spec.NICs) != 0 || stored.Generation != 1 {
+		t.Errorf("plan wrote to the cluster: stored profile generation %d, nics %v", stored.Generation, stored.Spec.NICs)
+	}
+
+	// A profile the API server refuses is reported with the field, before any planning.
+	bad := sample.DeepCopy()
+	bad.Name = "bad"
+	bad.Spec.Kernel = &tsv1.KernelSpec{AdditionalArgs: []string{"nohz_full=1"}}
+	_, err = Plan(ctx, c, bad, &out)
+	if err == nil || !strings.Contains(err.Error(), "spec.kernel.additionalArgs") {
+		t.Fatalf("want a refusal naming spec.kernel.additionalArgs, got %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "bad"}, &tsv1.LatencyProfile{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused profile must not be stored: %v", err)
+	}
+}
+
+func TestReadProfileRefusesTyposAndOtherKinds(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"typo.yaml", "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nmetadata: {name: x}\nspec:\n  cpu: {reserved: '0', isolatd: '1-3'}\n", `unknown field "isolatd"`},
+		{"kind.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", `want kind LatencyProfile`},
+		{"noname.yaml", "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nspec: {}\n", "metadata.name is missing"},
+	} {
+		_, err := ReadProfile(write(tc.name, tc.body), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	p, err := ReadProfile("-", strings.NewReader("apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nmetadata: {name: stdin}\nspec: {nodeSelector: {}}\n"))
+	if err != nil || p.Name != "stdin" {
+		t.Errorf("reading standard input: %v, %v", p, err)
+	}
+}

@@ -1,0 +1,329 @@
+// Package plan computes what applying a LatencyProfile would change on each node, without changing
+// anything: the engine of `tickstack plan`.
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/resolve"
+)
+
+// Action is what would happen to one node.
+type Action string
+
+const (
+	// Unchanged: the node keeps what it has.
+	Unchanged Action = "unchanged"
+	// Apply: the node's settings change.
+	Apply Action = "apply"
+	// Restore: the node goes back to its original settings.
+	Restore Action = "restore"
+	// WaitFacts: the node is selected, but its agent has not reported the facts to resolve against.
+	WaitFacts Action = "waiting-for-facts"
+	// Conflict: another profile of equal priority selects the node; it is left alone.
+	Conflict Action = "conflict"
+	// Outranked: a profile of higher priority keeps the node.
+	Outranked Action = "outranked"
+	// Invalid: the profile does not fit this node; nothing would change.
+	Invalid Action = "invalid"
+)
+
+// Change is one setting that would change.
+type Change struct {
+	Setting string
+	From    string
+	To      string
+}
+
+// NodePlan is what would happen to one node.
+type NodePlan struct {
+	Node    string
+	Action  Action
+	Reboot  bool
+	Changes []Change
+	Detail  string
+}
+
+// Plan is the whole answer.
+type Plan struct {
+	Profile string
+	Nodes   []NodePlan
+}
+
+// Compute plans profile p against the cluster's nodes, the other profiles and the node states. p
+// replaces any existing profile of the same name.
+func Compute(p *tsv1.LatencyProfile, nodes []corev1.Node, profiles []tsv1.LatencyProfile, states []tsv1.LatencyNodeState) (*Plan, error) {
+	all := []tsv1.LatencyProfile{*p}
+	for _, o := range profiles {
+		if o.Name != p.Name {
+			all = append(all, o)
+		}
+	}
+	byNode := map[string]*tsv1.LatencyNodeState{}
+	for i := range states {
+		byNode[states[i].Name] = &states[i]
+	}
+	out := &Plan{Profile: p.Name}
+	selected := map[string]bool{}
+	sorted := append([]corev1.Node{}, nodes...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for i := range sorted {
+		node := &sorted[i]
+		ok, err := resolve.SelectsNode(p, node)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		selected[node.Name] = true
+		out.Nodes = append(out.Nodes, planNode(p, node, resolve.Arbitrate(node, all), byNode[node.Name]))
+	}
+	// Nodes this profile holds today but would no longer select go back to their originals.
+	for _, name := range sortedStateNames(byNode) {
+		lns := byNode[name]
+		if lns.Spec.Profile.Name == p.Name && !selected[name] {
+			np := NodePlan{Node: name, Action: Restore, Detail: "no longer selected: the agent restores the original host values"}
+			np.Reboot = lns.Spec.Tuning != nil && len(lns.Spec.Tuning.KernelArgs) > 0 && anyIn(lns.Spec.Tuning.KernelArgs, cmdline(lns))
+			out.Nodes = append(out.Nodes, np)
+		}
+	}
+	return out, nil
+}
+
+func planNode(p *tsv1.LatencyProfile, node *corev1.Node, a resolve.Arbitration, lns *tsv1.LatencyNodeState) NodePlan {
+	np := NodePlan{Node: node.Name}
+	switch {
+	case len(a.Tied) > 0:
+		np.Action = Conflict
+		np.Detail = fmt.Sprintf("also selected by %s at priority %d: left as it is until one profile has a higher priority", strings.Join(others(a.Tied, p.Name), ", "), a.Priority)
+		return np
+	case a.Winner != p.Name:
+		np.Action = Outranked
+		np.Detail = fmt.Sprintf("profile %s has the higher priority %d and keeps the node", a.Winner, a.Priority)
+		return np
+	}
+	var facts *tsv1.NodeFacts
+	var current *tsv1.NodeTuning
+	if lns != nil {
+		facts = lns.Status.Facts
+		if lns.Spec.Profile.Name == p.Name {
+			current = lns.Spec.Tuning
+		} else {
+			np.Detail = fmt.Sprintf("taken over from profile %s: its settings are restored first", lns.Spec.Profile.Name)
+		}
+	}
+	want, err := resolve.Node(&p.Spec, facts)
+	switch {
+	case errors.Is(err, resolve.ErrNoFacts):
+		np.Action = WaitFacts
+		np.Detail = "the node's agent has not reported its host facts yet: settings are resolved once it does"
+		return np
+	case err != nil:
+		np.Action = Invalid
+		np.Detail = err.Error()
+		return np
+	}
+	np.Changes = Diff(current, want)
+	np.Reboot = needsReboot(current, want, facts)
+	np.Action = Apply
+	if len(np.Changes) == 0 && !np.Reboot {
+		np.Action = Unchanged
+	}
+	return np
+}
+
+// needsReboot reports whether the kernel command line would have to change: a wanted argument is not
+// on the running kernel's command line, or an argument tickstack set before would have to go.
+func needsReboot(current, want *tsv1.NodeTuning, facts *tsv1.NodeFacts) bool {
+	running := strings.Fields(facts.KernelCmdline)
+	for _, a := range want.KernelArgs {
+		if !contains(running, a) {
+			return true
+		}
+	}
+	if current != nil {
+		for _, a := range current.KernelArgs {
+			if !contains(want.KernelArgs, a) && contains(running, a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func cmdline(lns *tsv1.LatencyNodeState) []string {
+	if lns.Status.Facts == nil {
+		return nil
+	}
+	return strings.Fields(lns.Status.Facts.KernelCmdline)
+}
+
+func anyIn(args, running []string) bool {
+	for _, a := range args {
+		if contains(running, a) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func others(names []string, me string) []string {
+	var out []string
+	for _, n := range names {
+		if n != me {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func sortedStateNames(m map[string]*tsv1.LatencyNodeState) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Diff lists the settings that differ between two tunings, by a flat setting name. Kernel arguments
+// are compared as a set, one change per added or removed argument.
+func Diff(from, to *tsv1.NodeTuning) []Change {
+	a, b := flatten(from), flatten(to)
+	var out []Change
+	for _, k := range unionKeys(a, b) {
+		if a[k] != b[k] {
+			out = append(out, Change{Setting: k, From: a[k], To: b[k]})
+		}
+	}
+	var fromArgs, toArgs []string
+	if from != nil {
+		fromArgs = from.KernelArgs
+	}
+	if to != nil {
+		toArgs = to.KernelArgs
+	}
+	for _, arg := range toArgs {
+		if !contains(fromArgs, arg) {
+			out = append(out, Change{Setting: "kernel argument", To: arg})
+		}
+	}
+	for _, arg := range fromArgs {
+		if !contains(toArgs, arg) {
+			out = append(out, Change{Setting: "kernel argument", From: arg})
+		}
+	}
+	return out
+}
+
+// flatten turns a tuning into setting-name -> value, through its JSON form so that every field the
+// API grows is compared without this function having to know it.
+func flatten(t *tsv1.NodeTuning) map[string]string {
+	out := map[string]string{}
+	if t == nil {
+		return out
+	}
+	c := *t
+	c.KernelArgs = nil
+	nics := c.NICs
+	c.NICs = nil
+	var v map[string]any
+	raw, _ := json.Marshal(c)
+	_ = json.Unmarshal(raw, &v)
+	walk("", v, out)
+	for _, n := range nics {
+		var nv map[string]any
+		raw, _ := json.Marshal(n)
+		_ = json.Unmarshal(raw, &nv)
+		walk("nic/"+n.Interface, nv, out)
+	}
+	return out
+}
+
+func walk(prefix string, v any, out map[string]string) {
+	join := func(k string) string {
+		if prefix == "" {
+			return k
+		}
+		return prefix + "." + k
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			walk(join(k), e, out)
+		}
+	case []any:
+		for i, e := range x {
+			walk(fmt.Sprintf("%s[%d]", prefix, i), e, out)
+		}
+	default:
+		out[prefix] = fmt.Sprint(x)
+	}
+}
+
+func unionKeys(a, b map[string]string) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, m := range []map[string]string{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Print writes the plan for a person.
+func (p *Plan) Print(w io.Writer) {
+	changing, reboots := 0, 0
+	for _, n := range p.Nodes {
+		if n.Action == Apply || n.Action == Restore {
+			changing++
+		}
+		if n.Reboot {
+			reboots++
+		}
+	}
+	fmt.Fprintf(w, "Profile %s: %d nodes in the plan, %d would change, %d would reboot\n", p.Profile, len(p.Nodes), changing, reboots)
+	for _, n := range p.Nodes {
+		head := fmt.Sprintf("\nnode %s: %s", n.Node, n.Action)
+		if n.Reboot {
+			head += " (reboot required)"
+		}
+		fmt.Fprintln(w, head)
+		if n.Detail != "" {
+			fmt.Fprintf(w, "  %s\n", n.Detail)
+		}
+		for _, c := range n.Changes {
+			switch {
+			case c.From == "":
+				fmt.Fprintf(w, "  + %s: %s\n", c.Setting, c.To)
+			case c.To == "":
+				fmt.Fprintf(w, "  - %s: %s\n", c.Setting, c.From)
+			default:
+				fmt.Fprintf(w, "  ~ %s: %s -> %s\n", c.Setting, c.From, c.To)
+			}
+		}
+	}
+}
