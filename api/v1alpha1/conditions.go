@@ -1,7 +1,5 @@
 package v1alpha1
 
-import "sort"
-
 // Condition types of a LatencyProfile.
 const (
 	// ProfileReady is True when every node the profile owns has its tuning applied and in sync.
@@ -66,39 +64,3 @@ const (
 	// ProfileLabel on a node state names its profile (for listing by label).
 	ProfileLabel = "tickstack.io/profile"
 )
-
-// allowedSysctls are the kernel parameters a profile may set, each with why it matters for latency.
-// The list is also enforced by the CRD's CEL rule on spec.sysctls; a test keeps the two equal.
-var allowedSysctls = map[string]string{
-	"net.core.busy_poll":           "microseconds poll/select spin on the device queue before sleeping",
-	"net.core.busy_read":           "microseconds a blocking socket read spins on the device queue",
-	"net.core.netdev_budget":       "packets one NAPI softirq round may process",
-	"net.core.netdev_budget_usecs": "microseconds one NAPI softirq round may run",
-	"net.core.netdev_max_backlog":  "packets queued per CPU before drops when the stack lags",
-	"net.core.rmem_max":            "largest socket receive buffer an application may ask for",
-	"net.core.wmem_max":            "largest socket send buffer an application may ask for",
-	"net.core.rmem_default":        "default socket receive buffer (absorbs microbursts)",
-	"net.core.wmem_default":        "default socket send buffer",
-	"kernel.timer_migration":       "0 keeps timers on the CPU that armed them instead of moving them",
-	"kernel.numa_balancing":        "0 stops automatic NUMA page migration and its page faults",
-	"kernel.sched_rt_runtime_us":   "-1 lets real-time threads run without the throttling window",
-	"kernel.nmi_watchdog":          "0 stops the periodic NMI watchdog interrupt",
-	"vm.stat_interval":             "seconds between per-CPU VM statistics updates (a source of jitter)",
-	"vm.swappiness":                "how eagerly anonymous memory is swapped",
-}
-
-// AllowedSysctl reports whether a profile may set the sysctl key, and why it matters for latency.
-func AllowedSysctl(key string) (why string, ok bool) {
-	why, ok = allowedSysctls[key]
-	return why, ok
-}
-
-// AllowedSysctlKeys returns the keys a profile may set, sorted.
-func AllowedSysctlKeys() []string {
-	keys := make([]string, 0, len(allowedSysctls))
-	for k := range allowedSysctls {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/tuning"
 )
 
 // maxCPUID is the largest CPU id Linux can have (NR_CPUS is at most 8192).
@@ -122,36 +123,13 @@ func validCPUSet(path *field.Path, s tsv1.CPUSet) (cpuset.CPUSet, field.ErrorLis
 	return cs, nil
 }
 
-// sysctlRanges are the values each allowed sysctl accepts.
-var sysctlRanges = map[string][2]int64{
-	"net.core.busy_poll":           {0, 1000000},
-	"net.core.busy_read":           {0, 1000000},
-	"net.core.netdev_budget":       {1, 1000000},
-	"net.core.netdev_budget_usecs": {1, 1000000},
-	"net.core.netdev_max_backlog":  {1, 1 << 30},
-	"net.core.rmem_max":            {4096, 1 << 31},
-	"net.core.wmem_max":            {4096, 1 << 31},
-	"net.core.rmem_default":        {4096, 1 << 31},
-	"net.core.wmem_default":        {4096, 1 << 31},
-	"kernel.timer_migration":       {0, 1},
-	"kernel.numa_balancing":        {0, 1},
-	"kernel.sched_rt_runtime_us":   {-1, 1000000},
-	"kernel.nmi_watchdog":          {0, 1},
-	"vm.stat_interval":             {1, 3600},
-	"vm.swappiness":                {0, 200},
-}
-
 func sysctlValueProblem(key, value string) string {
-	if _, ok := tsv1.AllowedSysctl(key); !ok {
+	info, ok := tuning.AllowedSysctls()[key]
+	if !ok {
 		return "" // the CRD's CEL rule names unknown keys
 	}
-	r, ok := sysctlRanges[key]
-	if !ok {
-		return ""
-	}
-	v, err := strconv.ParseInt(value, 10, 64)
-	if err != nil || v < r[0] || v > r[1] {
-		return fmt.Sprintf("must be an integer from %d to %d", r[0], r[1])
+	if err := info.Check(value); err != nil {
+		return fmt.Sprintf("%v: %s", err, info.Why)
 	}
 	return ""
 }
