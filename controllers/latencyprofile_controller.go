@@ -76,6 +76,7 @@ func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	phases := []func(context.Context, *profileScope) error{
 		r.reconcileSelection,
 		r.reconcileNodeStates,
+		r.reconcileReboots,
 		r.reconcileReleases,
 	}
 	var errs []error

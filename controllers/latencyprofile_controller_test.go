@@ -394,3 +394,58 @@ var _ = Describe("LatencyProfile controller", func() {
 		}, timeout, interval).Should(Succeed())
 	})
 })
+
+// requestReboot plays an agent that wrote kernel arguments and asks for a reboot slot.
+func requestReboot(node string, required bool, phase tsv1.RebootPhase) {
+	Eventually(func() error {
+		lns := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
+			return err
+		}
+		orig := lns.DeepCopy()
+		st := metav1.ConditionFalse
+		if required {
+			st = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: tsv1.NodeRebootRequired, Status: st, Reason: "KernelArguments", Message: "test"})
+		lns.Status.Reboot = nil
+		if phase != "" {
+			lns.Status.Reboot = &tsv1.RebootStatus{Phase: phase}
+		}
+		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
+	}, timeout, interval).Should(Succeed())
+}
+
+var _ = Describe("Reboot slots", func() {
+	It("lets at most maxUnavailable nodes reboot at once, in name order", func() {
+		g := newGroup()
+		nodes := []string{g + "-a", g + "-b", g + "-c"}
+		for _, n := range nodes {
+			makeNode(n, g)
+		}
+		makeProfile(g, g, 0)
+		for _, n := range nodes {
+			reportFacts(n, hostFacts("0-3"))
+			requestReboot(n, true, tsv1.RebootRequested)
+		}
+		granted := func() []string {
+			var out []string
+			for _, n := range nodes {
+				if lns, err := getState(n)(); err == nil && lns.Spec.RebootGranted {
+					out = append(out, n)
+				}
+			}
+			return out
+		}
+		Eventually(granted, timeout, interval).Should(Equal([]string{g + "-a"}))
+		Consistently(granted, 2*time.Second, interval).Should(Equal([]string{g + "-a"}))
+
+		By("node a finishes its reboot; the slot passes to b")
+		requestReboot(g+"-a", false, "")
+		Eventually(granted, timeout, interval).Should(Equal([]string{g + "-b"}))
+
+		By("node b's drain fails; the slot passes to c")
+		requestReboot(g+"-b", true, tsv1.RebootDrainFailed)
+		Eventually(granted, timeout, interval).Should(Equal([]string{g + "-c"}))
+	})
+})

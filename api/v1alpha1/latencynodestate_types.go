@@ -128,6 +128,11 @@ type LatencyNodeStateSpec struct {
 	// resolution needs; the agent applies nothing while it is unset.
 	// +optional
 	Tuning *NodeTuning `json:"tuning,omitempty"`
+	// RebootGranted is set by the operator when this node may cordon, drain and reboot now. At most
+	// the profile's rollout.maxUnavailable nodes hold it at once; the operator takes it back when the
+	// node reports the reboot done (RebootRequired no longer True) or the drain failed.
+	// +optional
+	RebootGranted bool `json:"rebootGranted,omitempty"`
 }
 
 // NUMANode is one NUMA node of the host.
@@ -227,6 +232,42 @@ type SettingStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
+// RebootPhase is where a node is in its reboot.
+// +kubebuilder:validation:Enum=Requested;Draining;Rebooting;Verifying;DrainFailed
+type RebootPhase string
+
+const (
+	// RebootRequested: the agent wrote new kernel arguments and waits for the operator's grant.
+	RebootRequested RebootPhase = "Requested"
+	// RebootDraining: granted; the node is cordoned and its pods are being evicted.
+	RebootDraining RebootPhase = "Draining"
+	// RebootRebooting: drained; the reboot command ran.
+	RebootRebooting RebootPhase = "Rebooting"
+	// RebootVerifying: the node is back with a new boot ID; the agent checks /proc/cmdline.
+	RebootVerifying RebootPhase = "Verifying"
+	// RebootDrainFailed: the drain timed out; the node was uncordoned and the blocking pod named.
+	// The agent asks again after a back-off.
+	RebootDrainFailed RebootPhase = "DrainFailed"
+)
+
+// RebootStatus is the agent's account of a reboot it needs.
+type RebootStatus struct {
+	// Phase of the reboot.
+	Phase RebootPhase `json:"phase"`
+	// BootID is the kernel's boot ID when the reboot was requested; another one means it happened.
+	// +optional
+	BootID string `json:"bootID,omitempty"`
+	// BlockingPod is namespace/name of the pod whose eviction the drain waited on in vain.
+	// +optional
+	BlockingPod string `json:"blockingPod,omitempty"`
+	// Message says what is happening or what went wrong.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// LastTransitionTime is when the phase last changed.
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
 // LatencyNodeStateStatus is written by the node agent.
 type LatencyNodeStateStatus struct {
 	// ObservedGeneration is the spec generation the agent last acted on.
@@ -241,6 +282,9 @@ type LatencyNodeStateStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=1024
 	Settings []SettingStatus `json:"settings,omitempty"`
+	// Reboot is set while the node needs, waits for or goes through a reboot.
+	// +optional
+	Reboot *RebootStatus `json:"reboot,omitempty"`
 	// Fingerprint is a hash of the tuning really in effect; also the node label tickstack.io/fingerprint.
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
