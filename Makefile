@@ -25,11 +25,10 @@ help: ## Show the verbs.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into config/ and the chart.
-	$(CONTROLLER_GEN) rbac:roleName=tickstack-manager crd:allowDangerousTypes=false webhook \
+	$(CONTROLLER_GEN) rbac:roleName=manager crd:allowDangerousTypes=false webhook \
 		paths=./api/... paths=./controllers/... paths=./internal/webhook/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
-	hack/sync-chart-crds.sh
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -65,6 +64,12 @@ build: ## Build the manager, agent and tickstack CLI into bin/.
 dataplane: ## Build the AF_XDP bypass stack (dataplane/build/).
 	$(MAKE) -C dataplane -j2
 
+##@ Main job
+
+.PHONY: demo
+demo: ## Local cluster, operator, sample profile and results.
+	hack/demo.sh
+
 ##@ Test
 
 .PHONY: deps
@@ -76,8 +81,9 @@ envtest-assets: ## Build kube-apiserver from source and link etcd for envtest (c
 	hack/envtest-assets.sh
 
 .PHONY: test
-test: deps envtest-assets vet ## Run every test: Go unit and envtest suites, then the dataplane's.
+test: deps envtest-assets vet ## Run every test: Go unit, envtest and host suites, then the dataplane's.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) -C dataplane test
 
 .PHONY: check
 check: verify-gen lint test ## What CI runs: generated files, lint, every test.
