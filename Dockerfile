@@ -5,8 +5,10 @@
 #   - binaries are built before (go build, the dataplane's make) and COPYed from the build context,
 #     which hack/images/build.sh stages as:
 #       bin/manager, bin/agent    the Go binaries (static)
-#       bench-bin/                binaries for the bench image (cmd/tickstack when present), may be empty
-#       dataplane/                dataplane/build/* when the dataplane was built, else empty
+#       bench-bin/                binaries for the bench image (cmd/tickstack, cmd/tickstack-bench when
+#                                 present), may be empty
+#       dataplane/                the dataplane's runtime outputs (dataplane/build/*.so, *.bpf.o, tools)
+#                                 when it was built, else empty
 # Build:  hack/images/build.sh [--import] [manager] [agent] [bench]
 # Direct: buildah bud --target agent -t localhost/tickstack/agent:dev -f Dockerfile <staged context>
 

@@ -6,7 +6,8 @@
 #
 # Usage: hack/images/build.sh [--import] [--tag TAG] [--bin NAME=PATH]... [TARGET...]
 #   TARGET   pause | base | manager | agent | bench   (default: manager agent bench)
-#   --bin    use PATH as bin/NAME instead of `go build ./cmd/NAME` (NAME: manager, agent, tickstack)
+#   --bin    use PATH as bin/NAME instead of `go build ./cmd/NAME`
+#            (NAME: manager, agent, tickstack, tickstack-bench; the last two go in the bench image)
 #   --tag    image tag (default dev): localhost/tickstack/{manager,agent,bench}:TAG
 # Prints the archive paths, one a line.
 set -euo pipefail
@@ -87,7 +88,7 @@ build_pause() {
 stage() {
   local ctx=$1 name
   mkdir -p "$ctx/bin" "$ctx/bench-bin" "$ctx/dataplane"
-  for name in manager agent tickstack; do
+  for name in manager agent tickstack tickstack-bench; do
     if [ -n "${bins[$name]:-}" ]; then
       cp "${bins[$name]}" "$ctx/bin/$name"
     elif [ -d "$repo/cmd/$name" ] && ls "$repo/cmd/$name"/*.go >/dev/null 2>&1; then
@@ -95,8 +96,23 @@ stage() {
       (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/bin/$name" "./cmd/$name")
     fi
   done
-  [ ! -f "$ctx/bin/tickstack" ] || cp "$ctx/bin/tickstack" "$ctx/bench-bin/tickstack"
-  if [ -d "$repo/dataplane/build" ]; then cp -a "$repo/dataplane/build/." "$ctx/dataplane/"; fi
+  for name in tickstack tickstack-bench; do
+    [ ! -f "$ctx/bin/$name" ] || cp "$ctx/bin/$name" "$ctx/bench-bin/$name"
+  done
+  # The dataplane's runtime outputs only: libraries, BPF objects and tools at the top of
+  # dataplane/build, not its objects, test and fuzz programs or corpora.
+  local f
+  for f in "$repo"/dataplane/build/*; do
+    [ -f "$f" ] || continue
+    case "$(basename "$f")" in
+      test_*|fuzz_*|*.h|*.o) case "$f" in *.bpf.o) ;; *) continue ;; esac ;;
+    esac
+    case "$f" in
+      *.so|*.so.*|*.bpf.o) cp "$f" "$ctx/dataplane/" ;;
+      *) [ -x "$f" ] && cp "$f" "$ctx/dataplane/" ;;
+    esac
+  done
+  return 0
 }
 
 build_target() {

@@ -1,0 +1,343 @@
+//go:build e2e
+
+// The local cluster's own tests (hack/local-cluster): a pod runs from an image built
+// here without a registry and reaches the API server, a Guaranteed pod gets a CPU of its own from the
+// static CPU manager, and pods get a secondary interface on the second network.
+//
+//	go test -tags e2e -v -timeout 40m ./test/cluster/
+//
+// It starts the cluster and stops it at the end, unless one already runs (then it is left running).
+// TSLC_KEEP=1 leaves a cluster it started running.
+
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	imageTag  = "e2e-test"
+	namespace = "tslc-e2e"
+	net2CIDR  = "198.19.203.0/24"
+)
+
+// repoRoot is the repository's top directory; kubectl runs through hack/local-cluster kubectl.
+var repoRoot string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	_, file, _, _ := runtime.Caller(0)
+	repoRoot = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	script := filepath.Join(repoRoot, "hack", "local-cluster")
+
+	started := false
+	if err := exec.Command(script, "status").Run(); err != nil {
+		fmt.Println("starting the local cluster (hack/local-cluster start)")
+		out, err := command(30*time.Minute, script, "start")
+		if err != nil {
+			fmt.Printf("hack/local-cluster start: %v\n%s", err, out)
+			return 1
+		}
+		started = true
+	}
+	if started && os.Getenv("TSLC_KEEP") == "" {
+		defer func() {
+			if out, err := command(5*time.Minute, script, "stop"); err != nil {
+				fmt.Printf("hack/local-cluster stop: %v\n%s", err, out)
+			}
+		}()
+	}
+	// Images: the stand-in binary in every Dockerfile target, imported into the node's containerd.
+	bin := filepath.Join(os.TempDir(), "tslc-e2e-hello")
+	if out, err := command(10*time.Minute, "go", "build", "-o", bin, "./test/cluster/testdata/hello"); err != nil {
+		fmt.Printf("build hello: %v\n%s", err, out)
+		return 1
+	}
+	build := filepath.Join(repoRoot, "hack", "images", "build.sh")
+	if out, err := command(30*time.Minute, build, "--import", "--tag", imageTag,
+		"--bin", "manager="+bin, "--bin", "agent="+bin, "--bin", "tickstack="+bin,
+		"manager", "agent", "bench"); err != nil {
+		fmt.Printf("hack/images/build.sh: %v\n%s", err, out)
+		return 1
+	}
+	_, _ = kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=true", "--timeout=120s")
+	if out, err := kubectl("create", "namespace", namespace); err != nil {
+		fmt.Printf("create namespace: %v\n%s", err, out)
+		return 1
+	}
+	// The namespace's default service account appears a moment after the namespace.
+	if err := eventually(time.Minute, func() error {
+		_, err := kubectl("get", "serviceaccount", "default", "-n", namespace)
+		return err
+	}); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	code := m.Run()
+	_, _ = kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=120s")
+	return code
+}
+
+// TestPodFromLocalImage runs the manager image built by hack/images/build.sh: the pod starts with
+// imagePullPolicy Never, and its in-cluster client reaches the API server through the kubernetes
+// Service (kube-proxy).
+func TestPodFromLocalImage(t *testing.T) {
+	apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: hello, namespace: %s}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: hello
+    image: localhost/tickstack/manager:%s
+    imagePullPolicy: Never
+`, namespace, imageTag))
+	waitPhase(t, "hello", "Succeeded", 3*time.Minute)
+	logs := podLogs(t, "hello")
+	for _, want := range []string{"hello from a locally built tickstack image", "apiserver: v1.32.3 via https://198.19.202.1:443"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("pod log lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+// TestHostNetworkPodReachesAPIServer runs the agent image as the node agent will run: on the host's
+// network, where the kubernetes Service address works through kube-proxy's OUTPUT rules.
+func TestHostNetworkPodReachesAPIServer(t *testing.T) {
+	apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: hello-host, namespace: %s}
+spec:
+  restartPolicy: Never
+  hostNetwork: true
+  containers:
+  - name: hello
+    image: localhost/tickstack/agent:%s
+    imagePullPolicy: Never
+`, namespace, imageTag))
+	waitPhase(t, "hello-host", "Succeeded", 3*time.Minute)
+	if logs := podLogs(t, "hello-host"); !strings.Contains(logs, "apiserver: v1.32.3 via https://198.19.202.1:443") {
+		t.Errorf("host-network pod did not reach the API server through its Service:\n%s", logs)
+	}
+}
+
+// TestGuaranteedPodGetsExclusiveCPU checks the static CPU manager: a Guaranteed pod asking for one CPU
+// gets CPU 1 alone (CPU 0 is reserved for the system), and a BestEffort pod started after it is kept
+// off that CPU. On a 2-CPU node the allocatable CPU is 1, so the BestEffort pod asks for none.
+func TestGuaranteedPodGetsExclusiveCPU(t *testing.T) {
+	apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: pinned, namespace: %[1]s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: bench
+    image: localhost/tickstack/bench:%[2]s
+    imagePullPolicy: Never
+    command: [sh, -c, 'grep Cpus_allowed_list /proc/self/status; exec sleep infinity']
+    resources:
+      requests: {cpu: "1", memory: 64Mi}
+      limits: {cpu: "1", memory: 64Mi}
+`, namespace, imageTag))
+	waitPhase(t, "pinned", "Running", 3*time.Minute)
+	if qos := jsonpath(t, "pinned", "{.status.qosClass}"); qos != "Guaranteed" {
+		t.Fatalf("qosClass = %q, want Guaranteed", qos)
+	}
+	pinned := cpusAllowed(t, "pinned")
+	if pinned != "1" {
+		t.Errorf("Guaranteed pod runs on CPUs %q, want exactly CPU 1", pinned)
+	}
+	apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: shared, namespace: %[1]s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: bench
+    image: localhost/tickstack/bench:%[2]s
+    imagePullPolicy: Never
+    command: [sh, -c, 'grep Cpus_allowed_list /proc/self/status; exec sleep infinity']
+`, namespace, imageTag))
+	waitPhase(t, "shared", "Running", 3*time.Minute)
+	if shared := cpusAllowed(t, "shared"); shared != "0" {
+		t.Errorf("BestEffort pod runs on CPUs %q while CPU 1 is exclusive, want 0 (the shared pool)", shared)
+	}
+	deletePods(t, "pinned", "shared")
+}
+
+// TestSecondaryInterface attaches two pods to the second network (NetworkAttachmentDefinition
+// default/tslc-net2, macvlan over the node's tslcnet2) and pings one from the other over it.
+func TestSecondaryInterface(t *testing.T) {
+	for _, name := range []string{"net-a", "net-b"} {
+		apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  annotations:
+    k8s.v1.cni.cncf.io/networks: default/tslc-net2@lat0
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: bench
+    image: localhost/tickstack/bench:%[3]s
+    imagePullPolicy: Never
+    command: [sleep, infinity]
+`, name, namespace, imageTag))
+	}
+	_, subnet, _ := net.ParseCIDR(net2CIDR)
+	ips := map[string]string{}
+	for _, name := range []string{"net-a", "net-b"} {
+		waitPhase(t, name, "Running", 3*time.Minute)
+		var statuses []struct {
+			Name      string   `json:"name"`
+			Interface string   `json:"interface"`
+			IPs       []string `json:"ips"`
+		}
+		raw := jsonpath(t, name, `{.metadata.annotations.k8s\.v1\.cni\.cncf\.io/network-status}`)
+		if err := json.Unmarshal([]byte(raw), &statuses); err != nil {
+			t.Fatalf("%s: network-status %q: %v", name, raw, err)
+		}
+		for _, s := range statuses {
+			if s.Interface == "lat0" && s.Name == "default/tslc-net2" && len(s.IPs) == 1 && subnet.Contains(net.ParseIP(s.IPs[0])) {
+				ips[name] = s.IPs[0]
+			}
+		}
+		if ips[name] == "" {
+			t.Fatalf("%s: no lat0 address in %s in network-status %s", name, net2CIDR, raw)
+		}
+		out, err := kubectl("exec", "-n", namespace, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
+		if err != nil || !strings.Contains(out, ips[name]+"/") {
+			t.Fatalf("%s: lat0 inside the pod: %v\n%s", name, err, out)
+		}
+	}
+	out, err := kubectl("exec", "-n", namespace, "net-a", "--", "ping", "-c", "3", "-W", "2", "-I", "lat0", ips["net-b"])
+	if err != nil {
+		t.Fatalf("ping net-b over lat0: %v\n%s", err, out)
+	}
+	deletePods(t, "net-a", "net-b")
+}
+
+func cpusAllowed(t *testing.T, pod string) string {
+	t.Helper()
+	re := regexp.MustCompile(`Cpus_allowed_list:\s*(\S+)`)
+	var got string
+	err := eventually(time.Minute, func() error {
+		m := re.FindStringSubmatch(podLogs(t, pod))
+		if m == nil {
+			return fmt.Errorf("%s: no Cpus_allowed_list in its log yet", pod)
+		}
+		got = m[1]
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func apply(t *testing.T, manifest string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot, "hack", "local-cluster"), "kubectl", "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+}
+
+func waitPhase(t *testing.T, pod, phase string, timeout time.Duration) {
+	t.Helper()
+	err := eventually(timeout, func() error {
+		got, err := kubectl("get", "pod", "-n", namespace, pod, "-o", "jsonpath={.status.phase}")
+		if err != nil {
+			return err
+		}
+		if got == "Failed" && phase != "Failed" {
+			return fmt.Errorf("pod %s failed", pod)
+		}
+		if got != phase {
+			return fmt.Errorf("pod %s is %q, want %q", pod, got, phase)
+		}
+		return nil
+	})
+	if err != nil {
+		desc, _ := kubectl("describe", "pod", "-n", namespace, pod)
+		t.Fatalf("%v\n%s", err, desc)
+	}
+}
+
+func jsonpath(t *testing.T, pod, path string) string {
+	t.Helper()
+	out, err := kubectl("get", "pod", "-n", namespace, pod, "-o", "jsonpath="+path)
+	if err != nil {
+		t.Fatalf("get pod %s: %v\n%s", pod, err, out)
+	}
+	return out
+}
+
+func podLogs(t *testing.T, pod string) string {
+	t.Helper()
+	out, err := kubectl("logs", "-n", namespace, pod)
+	if err != nil {
+		t.Fatalf("logs %s: %v\n%s", pod, err, out)
+	}
+	return out
+}
+
+func deletePods(t *testing.T, pods ...string) {
+	t.Helper()
+	args := append([]string{"delete", "pod", "-n", namespace, "--wait=true", "--timeout=120s"}, pods...)
+	if out, err := kubectl(args...); err != nil {
+		t.Errorf("delete pods: %v\n%s", err, out)
+	}
+}
+
+func kubectl(args ...string) (string, error) {
+	return command(2*time.Minute, filepath.Join(repoRoot, "hack", "local-cluster"), append([]string{"kubectl"}, args...)...)
+}
+
+func command(timeout time.Duration, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = repoRoot
+	var out, errOut bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &errOut
+	err := cmd.Run()
+	if err != nil {
+		return strings.TrimSpace(out.String() + "\n" + errOut.String()), err
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+func eventually(timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
