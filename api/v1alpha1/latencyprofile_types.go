@@ -267,8 +267,77 @@ type Channels struct {
 	TX *int32 `json:"tx,omitempty"`
 }
 
+// NetworkType is the CNI plugin that attaches latency pods to a NIC group.
+// +kubebuilder:validation:Enum=sriov;macvlan;ipvlan;hostDevice
+type NetworkType string
+
+const (
+	// NetworkSRIOV gives each pod its own VF (sriov CNI), handed out by the SR-IOV device plugin.
+	NetworkSRIOV NetworkType = "sriov"
+	// NetworkMacvlan gives each pod a macvlan child of the one host interface (hosts without SR-IOV).
+	NetworkMacvlan NetworkType = "macvlan"
+	// NetworkIPvlan gives each pod an ipvlan child of the one host interface (hosts without SR-IOV).
+	NetworkIPvlan NetworkType = "ipvlan"
+	// NetworkHostDevice moves the one host interface into the pod (one pod per interface).
+	NetworkHostDevice NetworkType = "hostDevice"
+)
+
+// IPAMType is the CNI IPAM plugin that addresses the pod's interface.
+// +kubebuilder:validation:Enum=host-local;whereabouts;dhcp
+type IPAMType string
+
+// IPAM addresses the pod's interface on a NIC group's network.
+// +kubebuilder:validation:XValidation:rule="self.type == 'dhcp' || has(self.subnet)",message="nics[].network.ipam.subnet is required for host-local and whereabouts: give the CIDR to hand addresses from"
+type IPAM struct {
+	// Type is the IPAM plugin.
+	// +required
+	Type IPAMType `json:"type"`
+	// Subnet is the CIDR addresses come from, for example 198.18.0.0/24.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="nics[].network.ipam.subnet must be a CIDR such as 198.18.0.0/24"
+	Subnet string `json:"subnet,omitempty"`
+	// RangeStart is the first address handed out (host-local, whereabouts).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="nics[].network.ipam.rangeStart must be an IP address"
+	RangeStart string `json:"rangeStart,omitempty"`
+	// RangeEnd is the last address handed out (host-local, whereabouts).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="nics[].network.ipam.rangeEnd must be an IP address"
+	RangeEnd string `json:"rangeEnd,omitempty"`
+	// Gateway is the default gateway on this network, when there is one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="nics[].network.ipam.gateway must be an IP address"
+	Gateway string `json:"gateway,omitempty"`
+}
+
+// NICNetwork says how latency pods attach to a NIC group: the operator renders a Multus
+// NetworkAttachmentDefinition from it, and the pod webhook attaches opted-in pods to it.
+type NICNetwork struct {
+	// Type is the CNI plugin. Default sriov (a VF per pod); macvlan, ipvlan and hostDevice serve hosts
+	// without SR-IOV (VMs, clouds).
+	// +optional
+	// +kubebuilder:default=sriov
+	Type NetworkType `json:"type,omitempty"`
+	// Namespace the NetworkAttachmentDefinition is created in; pods in other namespaces reference it
+	// as namespace/name. Default: the operator's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+	// IPAM addresses the pod's interface. Unset leaves the interface without an address (raw AF_XDP
+	// or DPDK use).
+	// +optional
+	IPAM *IPAM `json:"ipam,omitempty"`
+}
+
 // NICSpec tunes one group of a node's interfaces and says how latency pods use them.
 // +kubebuilder:validation:XValidation:rule="!has(self.resourceName) || (has(self.numVfs) && self.numVfs > 0)",message="nics[].resourceName names the VFs' device plugin resource: set nics[].numVfs above 0 too"
+// +kubebuilder:validation:XValidation:rule="!has(self.network) || (has(self.network.type) && self.network.type != 'sriov') || has(self.resourceName)",message="nics[].network.type sriov hands each pod a VF: set nics[].resourceName and nics[].numVfs, or choose macvlan, ipvlan or hostDevice for hosts without SR-IOV"
+// +kubebuilder:validation:XValidation:rule="!has(self.network) || !has(self.network.type) || self.network.type == 'sriov' || (has(self.selector.interfaceNames) && size(self.selector.interfaceNames) == 1)",message="nics[].network.type macvlan, ipvlan and hostDevice attach to one host interface: list exactly one in nics[].selector.interfaceNames"
 type NICSpec struct {
 	// Name identifies this group inside the profile (a DNS label).
 	// +required
@@ -302,6 +371,10 @@ type NICSpec struct {
 	// Channels sets queue counts.
 	// +optional
 	Channels *Channels `json:"channels,omitempty"`
+	// Network attaches latency pods to these interfaces (a NetworkAttachmentDefinition). Unset: pods
+	// are not attached to this group.
+	// +optional
+	Network *NICNetwork `json:"network,omitempty"`
 }
 
 // RolloutSpec limits how many nodes change at once.
