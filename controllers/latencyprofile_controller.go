@@ -24,6 +24,8 @@ import (
 // reports how those nodes stand.
 type LatencyProfileReconciler struct {
 	Client client.Client
+	// Metrics, when set, receives each profile's counts and conditions.
+	Metrics *ProfileMetrics
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch;update;patch
@@ -50,6 +52,9 @@ type profileScope struct {
 func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	profile := &tsv1.LatencyProfile{}
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if profile.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(profile, tsv1.ProfileFinalizer) {
@@ -65,6 +70,7 @@ func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	orig := profile.DeepCopy()
 	defer func() {
 		setProfileStatus(profile, &scope.facts, reterr == nil)
+		r.Metrics.observe(profile)
 		if err := r.Client.Status().Patch(ctx, profile, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching status: %w", err)})
 		}

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -256,6 +257,8 @@ var _ = Describe("LatencyProfile controller", func() {
 			gm.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			gm.Expect(c.Reason).To(Equal(tsv1.ReasonAllApplied))
 			gm.Expect(meta.IsStatusConditionFalse(p.Status.Conditions, tsv1.ProfileProgressing)).To(BeTrue())
+			gm.Expect(promtest.ToFloat64(metrics.nodes.WithLabelValues(g, "applied"))).To(Equal(2.0))
+			gm.Expect(promtest.ToFloat64(metrics.condition.WithLabelValues(g, tsv1.ProfileReady, "True"))).To(Equal(1.0))
 		}, timeout, interval).Should(Succeed())
 
 		By("a spec change makes the nodes pending again until the agents catch up")

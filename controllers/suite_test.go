@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -37,6 +38,7 @@ var (
 	scheme  = runtime.NewScheme()
 	ctx     context.Context
 	cancel  context.CancelFunc
+	metrics *ProfileMetrics
 )
 
 func TestControllers(t *testing.T) {
@@ -71,7 +73,8 @@ var _ = BeforeSuite(func() {
 		}),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect((&LatencyProfileReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
+	metrics = NewProfileMetrics(prometheus.NewRegistry())
+	Expect((&LatencyProfileReconciler{Client: mgr.GetClient(), Metrics: metrics}).SetupWithManager(mgr)).To(Succeed())
 	Expect(tswebhook.SetupLatencyProfileWebhook(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -49,7 +50,7 @@ func main() {
 		log.Error(err, "creating the manager")
 		os.Exit(1)
 	}
-	if err := (&controllers.LatencyProfileReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.LatencyProfileReconciler{Client: mgr.GetClient(), Metrics: controllers.NewProfileMetrics(metrics.Registry)}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the LatencyProfile controller")
 		os.Exit(1)
 	}
