@@ -114,6 +114,13 @@ type NodeTuning struct {
 	// +optional
 	// +listType=atomic
 	NICs []NICTuning `json:"nics,omitempty"`
+	// DrainTimeout is the profile's rollout.drainTimeout: how long the agent's drain may wait for
+	// evictions before it uncordons the node and reports the blocking pod. Unset: the agent's
+	// --drain-timeout flag (default 10m).
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
 }
 
 // LatencyNodeStateSpec is written by the operator: the profile's settings resolved for this node.

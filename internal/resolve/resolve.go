@@ -68,6 +68,9 @@ func Node(spec *tsv1.LatencyProfileSpec, facts *tsv1.NodeFacts) (*tsv1.NodeTunin
 	}
 	t.Sysctls = sysctls(spec)
 	t.KernelArgs = kernelArgs(spec, reserved, isolated, keepIRQsOff, t.Hugepages)
+	if spec.Rollout != nil && spec.Rollout.DrainTimeout != nil {
+		t.DrainTimeout = spec.Rollout.DrainTimeout.DeepCopy()
+	}
 	return t, nil
 }
 

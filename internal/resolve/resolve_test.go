@@ -5,7 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -215,5 +217,29 @@ func TestNodeIsDeterministic(t *testing.T) {
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("run %d differs:\n%+v\n%+v", i, a, b)
 		}
+	}
+}
+
+// The agent's drain limit comes from the profile's rollout.drainTimeout; without one the agent
+// uses its own default, so the tuning leaves it unset.
+func TestNodeDrainTimeout(t *testing.T) {
+	spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-7"}}
+	got, err := Node(&spec, facts8())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DrainTimeout != nil {
+		t.Errorf("drainTimeout = %v without rollout.drainTimeout, want unset", got.DrainTimeout)
+	}
+	spec.Rollout = &tsv1.RolloutSpec{DrainTimeout: &metav1.Duration{Duration: 90 * time.Second}}
+	if got, err = Node(&spec, facts8()); err != nil {
+		t.Fatal(err)
+	}
+	if got.DrainTimeout == nil || got.DrainTimeout.Duration != 90*time.Second {
+		t.Errorf("drainTimeout = %v, want 1m30s", got.DrainTimeout)
+	}
+	spec.Rollout.DrainTimeout.Duration = time.Hour // the tuning holds a copy, not the profile's value
+	if got.DrainTimeout.Duration != 90*time.Second {
+		t.Errorf("drainTimeout follows the profile after resolution: %v", got.DrainTimeout)
 	}
 }
