@@ -25,7 +25,7 @@ __thread int ts_in_lib;
 pid_t ts_pid;
 /* A mutex, not a spinlock: threads of one process often share a CPU, and
  * a preempted spinlock holder would stall the others for a time slice. */
-static pthread_mutex_t ts_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t ts_mutex = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 
 void ts_real__resolve(void)
 {

@@ -554,6 +554,36 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 
 	ts_lock();
 	sock__check_owner(s, fd);
+	if (s->state == TS_S_NEW && !nonblock && !(flags & ~TS_RECV_FLAGS) &&
+	    !msg->msg_controllen) {
+		/* Not bound yet: another thread's first send will bind it and
+		 * install the steering, so do not sleep in the kernel's recv
+		 * (the replies would then arrive on the XSK). */
+		ts_unlock();
+		for (;;) {
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+			int pr = ts_real_poll(&pf, 1, 10);
+
+			if (pr > 0) {
+				r = ts_real_recvmsg(fd, msg, flags | MSG_DONTWAIT);
+				if (r >= 0) {
+					s->stats->rx_kernel++;
+					return r;
+				}
+				if (errno != EAGAIN)
+					return r;
+			}
+			if (pr < 0 && errno != EINTR)
+				return -1;
+			if (ts_sig__norestart_gen() != g0) {
+				errno = EINTR;
+				return -1;
+			}
+			if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TS_S_NEW)
+				break;
+		}
+		ts_lock();
+	}
 	if (s->state != TS_S_ACCEL || (flags & ~TS_RECV_FLAGS) ||
 	    msg->msg_controllen) {
 		if (s->qhead != s->qtail && !(flags & ~TS_RECV_FLAGS)) {

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <net/if.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +261,22 @@ static int ping(uint32_t local, uint32_t peer, const uint8_t *pmac,
 	return 0;
 }
 
+static int quiet(enum libbpf_print_level l, const char *f, va_list ap)
+{
+	(void)l;
+	(void)f;
+	(void)ap;
+	return 0;
+}
+
+static int quiet_xdp(enum libxdp_print_level l, const char *f, va_list ap)
+{
+	(void)l;
+	(void)f;
+	(void)ap;
+	return 0;
+}
+
 static int parse_mac(const char *s, uint8_t *m)
 {
 	return sscanf(s, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &m[0], &m[1], &m[2],
@@ -275,6 +292,8 @@ int main(int argc, char **argv)
 
 	signal(SIGINT, on_sig);
 	signal(SIGTERM, on_sig);
+	libbpf_set_print(quiet);
+	libxdp_set_print(quiet_xdp);
 	if (argc == 5 && !strcmp(argv[1], "reflect")) {
 		if (!inet_aton(argv[3], &local))
 			die("LOCAL_IP", EINVAL);

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# bench/bench.sh - the dataplane benchmark (make -C dataplane bench).
+# In one run on one veth pair between two network namespaces:
+#  - sockperf ping-pong at 14, 64, 256, 1024, 1472 bytes for: kernel
+#    blocking, kernel spinning (--nonblocked), the bypass stack
+#    (tickstack-run -p latency), and the raw AF_XDP floor (build/xsk-floor);
+#  - sockperf under-load at 10k, 100k, 250k, 500k msg/s and the highest
+#    rate sustained without drops (kernel blocking, kernel spinning, bypass);
+#  - microburst: the largest back-to-back burst of 256-byte datagrams
+#    received without a drop (seed 002's method), kernel vs bypass receiver.
+# Writes docs/bench-dataplane.md, .json and .svg (bench/report.py).
+# Settings: BENCH_SECONDS (per run, default 3), BENCH_OUT (md path),
+# BENCH_QUICK=1 (one size, one rate: a smoke test of this script).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+B=$top/build
+. "$top/tests/lib.sh"
+trap tsdp_cleanup EXIT
+trap 'exit 130' INT TERM
+
+DUR=${BENCH_SECONDS:-3}
+OUT=${BENCH_OUT:-$top/../docs/bench-dataplane.md}
+[ "$(id -u)" = 0 ] || { echo "bench: needs root" >&2; exit 1; }
+for t in sockperf ip ss taskset python3; do
+	command -v $t >/dev/null || { echo "bench: $t missing (hack/install-deps.sh)" >&2; exit 1; }
+done
+for f in libtickstack.so tickstack-run xsk-floor; do
+	[ -e "$B/$f" ] || { echo "bench: $B/$f missing: make -C dataplane" >&2; exit 1; }
+done
+[ "$(nproc)" -ge 2 ] || { echo "bench: needs 2 CPUs (the two ends spin on different CPUs)" >&2; exit 1; }
+
+# raw outputs of every run are kept (build/bench-runs) for inspection
+R=$B/bench-runs
+rm -rf "$R"
+mkdir -p "$R"
+MAN=$R/manifest
+: >"$MAN"
+
+NA=$(tsdp_ns a)
+NB=$(tsdp_ns b)
+tsdp_pair "$NA" "$NB" 198.18.30
+IFA=tsdpv${TSDP_ID}a
+IFB=tsdpv${TSDP_ID}b
+IPA=198.18.30.1
+IPB=198.18.30.2
+MACB=$(ip -n "$NB" -br link show "$IFB" | awk '{print $3}')
+# static neighbours: no ARP in the measured path of any mode
+MACA=$(ip -n "$NA" -br link show "$IFA" | awk '{print $3}')
+ip -n "$NA" neigh replace $IPB lladdr "$MACB" dev "$IFA" nud permanent
+ip -n "$NB" neigh replace $IPA lladdr "$MACA" dev "$IFB" nud permanent
+
+META=$R/meta
+{
+	echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "kernel=$(uname -r)"
+	echo "cpus=$(nproc)"
+	echo "cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+	echo "sockperf=$(sockperf --version 2>&1 | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -n1)"
+	echo "seconds=$DUR"
+	echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "command=make -C dataplane bench"
+} >"$META"
+
+detach() {
+	ip -n "$NA" link set dev "$IFA" xdp off 2>/dev/null
+	ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
+	ip -n "$NA" link set dev "$IFA" xdpgeneric off 2>/dev/null
+	ip -n "$NB" link set dev "$IFB" xdpgeneric off 2>/dev/null
+}
+
+# prefix NS MODE TAG: how a program runs in NS for MODE
+prefix() {
+	case $2 in
+	bypass) echo "ip netns exec $1 env TICKSTACK_STATS_FILE=$R/stats-$3-%p.txt $B/tickstack-run -p latency" ;;
+	*) echo "ip netns exec $1" ;;
+	esac
+}
+nbflag() { [ "$1" = kspin ] && echo --nonblocked; }
+
+PORT=20000
+SRV=
+start_server() { # MODE
+	PORT=$((PORT + 1))
+	$(prefix "$NB" "$1" srv$PORT) taskset -c 1 sockperf sr -i $IPB -p $PORT $(nbflag "$1") \
+		>"$R/srv-$PORT.out" 2>&1 &
+	SRV=$!
+	wait_for 10 udp_listening "$NB" $PORT || { echo "bench: server did not start" >&2; return 1; }
+}
+stop_server() {
+	kill -INT "$SRV" 2>/dev/null
+	wait_exit "$SRV" 10 || echo "bench: server $SRV killed" >&2
+}
+
+# record KIND MODE PARAM: the client/server outputs of the run on PORT
+record() { echo "$1 $2 $3 $R/cli-$PORT.out $R/srv-$PORT.out $R/stats-cli$PORT $R/stats-srv$PORT" >>"$MAN"; }
+
+pp() { # MODE SIZE
+	start_server "$1" || return
+	$(prefix "$NA" "$1" cli$PORT) taskset -c 0 timeout $((DUR + 30)) sockperf pp -i $IPB -p $PORT \
+		-m "$2" -t "$DUR" $(nbflag "$1") >"$R/cli-$PORT.out" 2>&1
+	stop_server
+	record pp "$1" "$2"
+}
+
+ul() { # MODE RATE
+	start_server "$1" || return
+	$(prefix "$NA" "$1" cli$PORT) taskset -c 0 timeout $((DUR + 30)) sockperf ul -i $IPB -p $PORT \
+		-m 64 --mps "$2" -t "$DUR" $(nbflag "$1") >"$R/cli-$PORT.out" 2>&1
+	stop_server
+	record ul "$1" "$2"
+}
+
+floor() { # SIZE
+	PORT=$((PORT + 1))
+	detach
+	ip netns exec "$NB" taskset -c 1 "$B/xsk-floor" reflect "$IFB" $IPB $PORT >"$R/srv-$PORT.out" 2>&1 &
+	SRV=$!
+	sleep 0.5 # the reflector has no socket to poll for; it attaches in ms
+	ip netns exec "$NA" taskset -c 0 "$B/xsk-floor" ping "$IFA" $IPA $IPB "$MACB" $PORT "$1" "$DUR" \
+		>"$R/cli-$PORT.out" 2>&1
+	stop_server
+	detach
+	record floor floor "$1"
+}
+
+burst() { # MODE N: kernel sender, MODE receiver, one burst of N x 256 B
+	start_server "$1" || return
+	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf tp -i $IPB -p $PORT -m 256 -b "$2" \
+		--mps "$2" -t 1 >"$R/cli-$PORT.out" 2>&1
+	stop_server
+	record burst "$1" "$2"
+}
+
+# drops of the last recorded run (from the sent/received totals)
+last_ok() { python3 "$here/report.py" --check-last "$MAN"; }
+
+log() { echo "bench: $*" >&2; }
+
+SIZES="14 64 256 1024 1472"
+RATES="10000 100000 250000 500000"
+MAXBURST=65536
+if [ "${BENCH_QUICK:-0}" = 1 ]; then # smoke test of the script itself
+	SIZES="64"
+	RATES="10000"
+	MAXBURST=128
+fi
+for m in kernel kspin bypass; do
+	detach
+	for s in $SIZES; do log "ping-pong $m $s B"; pp $m $s; done
+done
+for s in $SIZES; do log "ping-pong floor $s B"; floor $s; done
+
+for m in kernel kspin bypass; do
+	detach
+	best=0
+	bad=0
+	for r in $RATES; do
+		log "under-load $m $r msg/s"
+		ul $m $r
+		if last_ok; then
+			[ $bad = 0 ] && best=$r
+		else
+			[ $bad = 0 ] && bad=$r
+		fi
+	done
+	if [ $bad = 0 ] && [ "${BENCH_QUICK:-0}" != 1 ]; then
+		log "under-load $m 1000000 msg/s"
+		ul $m 1000000
+		if last_ok; then best=1000000; else bad=1000000; fi
+	fi
+	# the highest sustained rate: bisect between the best and the first failure
+	if [ $bad != 0 ]; then
+		for _ in 1 2 3; do
+			mid=$(((best + bad) / 2))
+			[ $((bad - best)) -lt 10000 ] && break
+			log "under-load $m $mid msg/s (search)"
+			ul $m $mid
+			if last_ok; then best=$mid; else bad=$mid; fi
+		done
+	fi
+	echo "maxrate $m $best - - - -" >>"$MAN"
+done
+
+for m in kernel bypass; do
+	detach
+	n=64
+	good=0
+	bad=0
+	while [ $n -le $MAXBURST ]; do
+		log "microburst $m $n"
+		burst $m $n
+		if last_ok; then good=$n; n=$((n * 2)); else bad=$n; break; fi
+	done
+	if [ $bad -gt 0 ]; then
+		for _ in 1 2 3 4; do
+			mid=$(((good + bad) / 2))
+			[ $((bad - good)) -le $((good / 16 + 1)) ] && break
+			log "microburst $m $mid (search)"
+			burst $m $mid
+			if last_ok; then good=$mid; else bad=$mid; fi
+		done
+	fi
+	echo "maxburst $m $good - - - -" >>"$MAN"
+done
+detach
+echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$META"
+
+python3 "$here/report.py" --meta "$META" --manifest "$MAN" --out "$OUT"
