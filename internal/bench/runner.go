@@ -192,6 +192,23 @@ func (r *Runner) withServer(stack Stack, proto Protocol, gap bool, fn func(port 
 // clientRun runs one sockperf client with a full log and returns its summary and the per-message
 // latencies in the full log's order.
 func (r *Runner) clientRun(ctx context.Context, stack Stack, seconds int32, mode string, args ...string) (*SockperfClientReport, []int64, error) {
+	rep, rows, err := r.clientRunRows(ctx, stack, seconds, mode, args...)
+	return rep, latencies(rows), err
+}
+
+func latencies(rows []FullLogSample) []int64 {
+	if rows == nil {
+		return nil
+	}
+	out := make([]int64, len(rows))
+	for i, row := range rows {
+		out[i] = row.LatencyNs
+	}
+	return out
+}
+
+// clientRunRows is clientRun returning the full log's rows (sequence number and latency).
+func (r *Runner) clientRunRows(ctx context.Context, stack Stack, seconds int32, mode string, args ...string) (*SockperfClientReport, []FullLogSample, error) {
 	sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
 	if err != nil {
 		return nil, nil, err
@@ -230,11 +247,7 @@ func (r *Runner) clientRun(ctx context.Context, stack Stack, seconds int32, mode
 	if err != nil {
 		return rep, nil, fmt.Errorf("sockperf full log: %w", err)
 	}
-	samples := make([]int64, len(rows))
-	for i, row := range rows {
-		samples[i] = row.LatencyNs
-	}
-	return rep, samples, nil
+	return rep, rows, nil
 }
 
 func joinErr(prev, next string) string {
@@ -460,11 +473,11 @@ func (r *Runner) mixedBurst(ctx context.Context, stack Stack, s *MixedBurstSpec)
 			continue
 		}
 		var rep *SockperfClientReport
-		var samples []int64
+		var rows []FullLogSample
 		counters, err := r.withServer(stack, ProtocolUDP, true, func(port int) error {
 			args := append(r.target(ProtocolUDP, port), "--data-file", pb, "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
 			var err error
-			rep, samples, err = r.clientRun(ctx, stack, s.DurationSeconds, "pb", args...)
+			rep, rows, err = r.clientRunRows(ctx, stack, s.DurationSeconds, "pb", args...)
 			return err
 		})
 		os.Remove(pb)
@@ -472,25 +485,27 @@ func (r *Runner) mixedBurst(ctx context.Context, stack Stack, s *MixedBurstSpec)
 			res.Error = joinErr(res.Error, fmt.Sprintf("%s: %v", label, err))
 			continue
 		}
-		row := MixedBurstRow{SteadyMps: p.SteadyMps, BurstMps: p.BurstMps, Sent: rep.ValidSent, Dropped: rep.Dropped + counters.GapDropped}
+		// Sent counts the whole playback ([Total Run]); sockperf's measured window may leave the
+		// last few messages out of the samples.
+		row := MixedBurstRow{SteadyMps: p.SteadyMps, BurstMps: p.BurstMps, Sent: rep.TotalSent, Dropped: rep.Dropped + counters.GapDropped}
 		if row.Sent == 0 {
 			row.Sent = total
 		}
-		if s.ReplyEvery == 1 && int64(len(samples)) == total {
-			// Every message was timed and the full log is in message order: split by size before
-			// ComputeStats sorts the samples.
+		if s.ReplyEvery == 1 {
+			// Every message is timed and its full-log sequence number is its line in the playback
+			// file, which says its size.
 			var sm, lg []int64
-			for i, v := range samples {
-				if mixedSize(int64(i), s.SmallSize, s.LargeSize) == s.LargeSize {
-					lg = append(lg, v)
+			for _, fr := range rows {
+				if mixedSize(fr.Packet, s.SmallSize, s.LargeSize) == s.LargeSize {
+					lg = append(lg, fr.LatencyNs)
 				} else {
-					sm = append(sm, v)
+					sm = append(sm, fr.LatencyNs)
 				}
 			}
 			sst, lst := ComputeStats(sm), ComputeStats(lg)
 			row.Small, row.Large = &sst, &lst
 		}
-		row.LatencyStats = ComputeStats(samples)
+		row.LatencyStats = ComputeStats(latencies(rows))
 		res.Rows = append(res.Rows, row)
 		r.logf("mixedBurst %s %s: sent %d, dropped %d, mean %s us, p99 %s us, std-dev %s us", stack, label, row.Sent, row.Dropped,
 			FormatNanosAsMicros(row.MeanNs), FormatNanosAsMicros(row.P99Ns), FormatNanosAsMicros(row.StdDevNs))

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/testutil"
+)
+
+// The test binary doubles as the runner: with this variable set it runs main's logic instead of
+// the tests, so the real-run test drives the same code path a Job does, in two network namespaces.
+const runAsRunner = "TSBN_RUN_AS_RUNNER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsRunner) == "1" {
+		if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintf(os.Stderr, "tickstack-bench: %v\n", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func sh(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// vethPair creates namespaces <p>a and <p>b joined by a veth pair with 198.18.0.1 and 198.18.0.2,
+// removed when the test ends.
+func vethPair(t *testing.T) (nsA, nsB string) {
+	t.Helper()
+	p := fmt.Sprintf("tsbn%d", os.Getpid())
+	nsA, nsB = p+"a", p+"b"
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "netns", "del", nsA).Run()
+		_ = exec.Command("ip", "netns", "del", nsB).Run()
+	})
+	sh(t, "ip", "netns", "add", nsA)
+	sh(t, "ip", "netns", "add", nsB)
+	sh(t, "ip", "link", "add", p+"a0", "netns", nsA, "type", "veth", "peer", "name", p+"b0", "netns", nsB)
+	sh(t, "ip", "-n", nsA, "addr", "add", "198.18.0.1/24", "dev", p+"a0")
+	sh(t, "ip", "-n", nsB, "addr", "add", "198.18.0.2/24", "dev", p+"b0")
+	for _, ns := range []string{nsA, nsB} {
+		sh(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	}
+	sh(t, "ip", "-n", nsA, "link", "set", p+"a0", "up")
+	sh(t, "ip", "-n", nsB, "link", "set", p+"b0", "up")
+	return nsA, nsB
+}
+
+// ownGroup puts cmd in its own process group, killed whole when the context ends, so no runner or
+// sockperf outlives the test.
+func ownGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+}
+
+func monotonic(t *testing.T, what string, s bench.LatencyStats) {
+	t.Helper()
+	if s.Samples <= 0 {
+		t.Errorf("%s: no samples: %+v", what, s)
+		return
+	}
+	if !(0 < s.MinNs && s.MinNs <= s.MedianNs && s.MedianNs <= s.P95Ns && s.P95Ns <= s.P99Ns && s.P99Ns <= s.P999Ns && s.P999Ns <= s.MaxNs) {
+		t.Errorf("%s: percentiles not monotonic: %+v", what, s)
+	}
+	if s.MeanNs < s.MinNs || s.MeanNs > s.MaxNs || s.StdDevNs < 0 {
+		t.Errorf("%s: mean/std-dev out of bounds: %+v", what, s)
+	}
+}
+
+// TestRunnerOverVeth runs the reflector in one namespace and the client in the other, every suite
+// with short durations, the kernel stack measured and the bypass stack asked for with a launcher
+// that does not exist; it checks every table is filled and the log block equals the output file.
+func TestRunnerOverVeth(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tool := range []string{"ip", "sockperf", "oslat", "cyclictest", "taskset"} {
+		testutil.RequireTool(t, tool)
+	}
+	nsA, nsB := vethPair(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	serverCPU, clientCPU := "0", "0"
+	if runtime.NumCPU() > 1 {
+		clientCPU = "1"
+	}
+	spec := bench.Spec{
+		Stacks:     []bench.Stack{bench.StackKernel, bench.StackBypass},
+		PingPong:   &bench.PingPongSpec{Protocols: []bench.Protocol{bench.ProtocolUDP, bench.ProtocolUDPMulticast, bench.ProtocolTCP}, MessageSizes: []int32{14, 1472}, DurationSeconds: 1},
+		RateSweep:  &bench.RateSweepSpec{MessageSizes: []int32{64}, RatesMps: []int64{1000, 4000}, ReplyEvery: 10, DurationSeconds: 1},
+		Microburst: &bench.MicroburstSpec{MessageSize: 256, MaxBurstPackets: 4096, MaxTrials: 3, TrialSeconds: 1},
+		MixedBurst: &bench.MixedBurstSpec{Patterns: []bench.MixedBurstPattern{{SteadyMps: 1000, BurstMps: 1000}}, DurationSeconds: 2},
+		Jitter:     &bench.JitterSpec{CPUs: clientCPU, DurationSeconds: 1, CyclictestPriority: 50},
+	}
+	specFile := filepath.Join(dir, "spec.json")
+	b, _ := json.Marshal(spec)
+	if err := os.WriteFile(specFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var serverLog bytes.Buffer
+	server := exec.CommandContext(ctx, "ip", "netns", "exec", nsA, self, "--role=server", "--listen=198.18.0.1", "--once", "--cpus="+serverCPU,
+		"--launcher="+filepath.Join(dir, "no-such-launcher"))
+	server.Env = append(os.Environ(), runAsRunner+"=1")
+	ownGroup(server)
+	server.Stdout, server.Stderr = &serverLog, &serverLog
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	serverDone := make(chan struct{})
+	var serverErr error
+	go func() {
+		serverErr = server.Wait()
+		close(serverDone)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-serverDone:
+		default:
+			_ = syscall.Kill(-server.Process.Pid, syscall.SIGKILL)
+			<-serverDone
+		}
+	})
+
+	outFile := filepath.Join(dir, "results.json")
+	var stdout, stderr bytes.Buffer
+	client := exec.CommandContext(ctx, "ip", "netns", "exec", nsB, self, "--role=client", "--peer=198.18.0.1", "--peer-timeout=30s",
+		"--cpus="+clientCPU, "--spec="+specFile, "--output="+outFile, "--node=tsbn-node", "--work-dir="+dir,
+		"--launcher="+filepath.Join(dir, "no-such-launcher"))
+	client.Env = append(os.Environ(), runAsRunner+"=1")
+	ownGroup(client)
+	client.Stdout, client.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := client.Run(); err != nil {
+		t.Fatalf("client: %v\nstderr:\n%s\nserver:\n%s", err, stderr.String(), serverLog.String())
+	}
+	t.Logf("client ran %s", time.Since(start).Round(time.Second))
+	select {
+	case <-serverDone:
+		if serverErr != nil {
+			t.Fatalf("server (--once) exited with %v: %s", serverErr, serverLog.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("server did not exit after its client left: %s", serverLog.String())
+	}
+
+	res, err := bench.ReadResultsLog(&stdout)
+	if err != nil {
+		t.Fatalf("results block in the log: %v\n%s", err, stdout.String())
+	}
+	fileBytes, err := os.ReadFile(outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := bench.UnmarshalResults(fileBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(res)
+	c, _ := json.Marshal(fromFile)
+	if !bytes.Equal(a, c) {
+		t.Error("the log block and the output file differ")
+	}
+	if res.Node != "tsbn-node" || res.CompletionTime.Before(&res.StartTime) {
+		t.Errorf("node %q start %v completion %v", res.Node, res.StartTime, res.CompletionTime)
+	}
+	if !strings.Contains(strings.Join(res.Tools, ","), "sockperf 3.7") {
+		t.Errorf("tools %v lack sockperf's version", res.Tools)
+	}
+
+	k := res.Stack(bench.StackKernel)
+	if k == nil || k.Unavailable != "" {
+		t.Fatalf("kernel stack missing or unavailable: %+v", k)
+	}
+	// pingPong: 3 protocols x 2 sizes, in order.
+	if k.PingPong == nil || k.PingPong.Error != "" || len(k.PingPong.Rows) != 6 {
+		t.Fatalf("pingPong: %+v", k.PingPong)
+	}
+	i := 0
+	for _, p := range spec.PingPong.Protocols {
+		for _, size := range spec.PingPong.MessageSizes {
+			row := k.PingPong.Rows[i]
+			if row.Protocol != p || row.MessageSize != size {
+				t.Errorf("pingPong row %d is %s %d B, want %s %d B", i, row.Protocol, row.MessageSize, p, size)
+			}
+			monotonic(t, fmt.Sprintf("pingPong %s %d B", p, size), row.LatencyStats)
+			if p == bench.ProtocolTCP && row.Dropped != 0 {
+				t.Errorf("TCP ping-pong dropped %d messages", row.Dropped)
+			}
+			i++
+		}
+	}
+	if cv := k.PingPong.Curve; cv == nil || len(cv.Points) != len(bench.CurvePercentiles()) {
+		t.Errorf("percentile curve %+v", cv)
+	} else {
+		for j := 1; j < len(cv.Points); j++ {
+			if cv.Points[j].ValueNs < cv.Points[j-1].ValueNs {
+				t.Errorf("curve not monotonic at %s", cv.Points[j].Percentile)
+			}
+		}
+		if cv.Points[0].ValueNs != k.PingPong.Rows[0].MinNs || cv.Points[len(cv.Points)-1].ValueNs != k.PingPong.Rows[0].MaxNs {
+			t.Errorf("curve ends %d..%d, row min/max %d..%d", cv.Points[0].ValueNs, cv.Points[len(cv.Points)-1].ValueNs, k.PingPong.Rows[0].MinNs, k.PingPong.Rows[0].MaxNs)
+		}
+	}
+	// rateSweep: one row per rate with the sender's achieved rate and reflected samples.
+	if k.RateSweep == nil || k.RateSweep.Error != "" || len(k.RateSweep.Rows) != 2 || len(k.RateSweep.MaxSustained) != 1 {
+		t.Fatalf("rateSweep: %+v", k.RateSweep)
+	}
+	for j, row := range k.RateSweep.Rows {
+		if row.TargetMps != spec.RateSweep.RatesMps[j] || row.Sent <= 0 || row.AchievedMps <= 0 || row.Dropped < 0 {
+			t.Errorf("rateSweep row %d: %+v", j, row)
+		}
+		if row.Samples > 0 {
+			monotonic(t, fmt.Sprintf("rateSweep %d msg/s", row.TargetMps), row.LatencyStats)
+		}
+		if row.Samples > row.Sent/int64(spec.RateSweep.ReplyEvery)+1 {
+			t.Errorf("rateSweep row %d: %d samples for %d sent with one reply in %d", j, row.Samples, row.Sent, spec.RateSweep.ReplyEvery)
+		}
+	}
+	if ms := k.RateSweep.MaxSustained[0].Mps; ms != 0 && ms != 1000 && ms != 4000 {
+		t.Errorf("max sustained %d is not one of the rates", ms)
+	}
+	// microburst: the answer is a trial that dropped nothing, converted by paper 002's formula.
+	mb := k.Microburst
+	if mb == nil || mb.Error != "" || len(mb.Trials) == 0 || len(mb.Trials) > 3 {
+		t.Fatalf("microburst: %+v", mb)
+	}
+	best := int64(0)
+	for _, tr := range mb.Trials {
+		if tr.Sent <= 0 || tr.Bursts <= 0 {
+			t.Errorf("microburst trial sent nothing: %+v", tr)
+		}
+		if tr.Dropped == 0 && tr.Packets > best {
+			best = tr.Packets
+		}
+	}
+	if mb.MaxBurstPackets != best || mb.BurstTimeNs != bench.BurstTimeNs(256, best, 10000) || mb.LinkSpeedMbps != 10000 {
+		t.Errorf("microburst answer %d (%d ns), trials say %d: %+v", mb.MaxBurstPackets, mb.BurstTimeNs, best, mb)
+	}
+	// mixedBurst: 1000 msg/s in the steady second, 2000 in the burst second.
+	mx := k.MixedBurst
+	if mx == nil || mx.Error != "" || len(mx.Rows) != 1 {
+		t.Fatalf("mixedBurst: %+v", mx)
+	}
+	row := mx.Rows[0]
+	if row.Sent != 3000 || row.Samples <= 0 || row.Samples > 3000 {
+		t.Errorf("mixedBurst row: %+v", row)
+	}
+	monotonic(t, "mixedBurst", row.LatencyStats)
+	// Every message is timed (replyEvery 1) and split by size: 2000 small and 1000 large were sent,
+	// sockperf's measured window may leave the last few out.
+	if row.Small == nil || row.Large == nil || row.Small.Samples+row.Large.Samples != row.Samples ||
+		row.Small.Samples > 2000 || row.Large.Samples > 1000 || row.Small.Samples == 0 || row.Large.Samples == 0 {
+		t.Fatalf("mixedBurst split by size: small %+v large %+v", row.Small, row.Large)
+	}
+	if d := row.Small.Samples - 2*row.Large.Samples; row.Dropped == 0 && (d < -10 || d > 10) {
+		t.Errorf("mixedBurst: %d small and %d large messages timed, want two small for each large", row.Small.Samples, row.Large.Samples)
+	}
+	// Bypass asked for without a launcher: unavailable, with the reason and the fix.
+	bp := res.Stack(bench.StackBypass)
+	if bp == nil || !strings.Contains(bp.Unavailable, "no-such-launcher") || !strings.Contains(bp.Unavailable, "make -C dataplane") || bp.PingPong != nil {
+		t.Errorf("bypass stack: %+v", bp)
+	}
+	// jitter: one row per tool on the measured CPU.
+	if res.Jitter == nil || res.Jitter.Error != "" || len(res.Jitter.Rows) != 2 {
+		t.Fatalf("jitter: %+v", res.Jitter)
+	}
+	cpu, _ := strconv.Atoi(clientCPU)
+	for _, jr := range res.Jitter.Rows {
+		if jr.CPU != int32(cpu) {
+			t.Errorf("jitter %s on CPU %d, want %d", jr.Tool, jr.CPU, cpu)
+		}
+		monotonic(t, string(jr.Tool), jr.LatencyStats)
+	}
+	if res.Jitter.Rows[0].Tool != bench.JitterOslat || res.Jitter.Rows[1].Tool != bench.JitterCyclictest {
+		t.Errorf("jitter tools %s, %s", res.Jitter.Rows[0].Tool, res.Jitter.Rows[1].Tool)
+	}
+	// The verdict logic accepts the real document.
+	v := bench.Evaluate(res, bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePingPong, Statistic: bench.StatMin, Max: "10s"}}})
+	if v.Result != bench.VerdictInconclusive || v.Reasons[0].Name != "stack/bypass" {
+		t.Errorf("verdict on the real run: %+v", v)
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--role is required"},
+		{[]string{"--role=peer"}, `--role "peer": use server or client`},
+		{[]string{"--role=server", "--listen=host"}, `--listen "host"`},
+		{[]string{"--role=client"}, "no suite"},
+		{[]string{"--role=client", "--suites=pingPong,warp"}, `"warp" is not a suite`},
+		{[]string{"--role=client", "--suites=pingPong", "--sizes=12"}, "pingPong.messageSizes[0]: message size 12 out of range"},
+		{[]string{"--role=client", "--suites=jitter"}, "--jitter-cpus"},
+		{[]string{"--role=client", "--suites=pingPong"}, "--peer is required"},
+		{[]string{"--role=client", "--suites=mixedBurst", "--mixed-patterns=fast"}, `"fast" is not STEADY+BURST`},
+		{[]string{"--role=client", "--spec=x.json", "--sizes=64"}, "--sizes and --spec both given"},
+		{[]string{"--role=client", "--spec=/nonexistent/spec.json"}, "reading --spec"},
+		{[]string{"--role=client", "--cpus=a-b", "--suites=jitter", "--jitter-cpus=0"}, "--cpus"},
+		{[]string{"--role=client", "stray"}, "unexpected arguments"},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		err := run(c.args, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("run(%q) = %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "spec.json")
+	if err := os.WriteFile(bad, []byte(`{"pingPong":{"sizes":[64]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"--role=client", "--spec=" + bad}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `unknown field "sizes"`) {
+		t.Errorf("misspelt spec field: %v", err)
+	}
+}

@@ -1,0 +1,329 @@
+// Package report renders LatencyBenchmark results as one self-contained HTML page: tables in the
+// seed papers' shapes and inline SVG plots (latency vs message size, latency vs message rate,
+// percentile curve, kernel vs bypass). No JavaScript, no external resources.
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+// NodeResults is one node's benchmark outcome.
+type NodeResults struct {
+	// Node is the node's name.
+	Node string
+	// Results is what the runner measured; required.
+	Results *bench.Results
+	// Verdict is the evaluation against the thresholds; optional.
+	Verdict *bench.Verdict
+}
+
+// Input is everything the report shows.
+type Input struct {
+	// Title heads the page, e.g. the LatencyBenchmark's namespace/name.
+	Title string
+	// Generated is stamped on the page; zero means time.Now().
+	Generated time.Time
+	Nodes     []NodeResults
+}
+
+// Chart IDs, suffixed with the node's index ("latency-vs-size-0").
+const (
+	ChartLatencyVsSize = "latency-vs-size"
+	ChartLatencyVsRate = "latency-vs-rate"
+	ChartPercentile    = "percentile-curve"
+	ChartKernelBypass  = "kernel-vs-bypass"
+)
+
+type nodeView struct {
+	Index      int
+	Node       string
+	Results    *bench.Results
+	Verdict    *bench.Verdict
+	Charts     []template.HTML
+	Notes      []string
+	Stacks     []stackView
+	Comparison []bench.StackComparison
+}
+
+type stackView struct {
+	bench.StackResults
+}
+
+// Render writes the report. It fails only on a missing Results or a write error.
+func Render(w io.Writer, in Input) error {
+	gen := in.Generated
+	if gen.IsZero() {
+		gen = time.Now()
+	}
+	var nodes []nodeView
+	for i, n := range in.Nodes {
+		if n.Results == nil {
+			return fmt.Errorf("report: node %q has no results", n.Node)
+		}
+		nv := nodeView{Index: i, Node: n.Node, Results: n.Results, Verdict: n.Verdict, Comparison: bench.CompareStacks(n.Results)}
+		if nv.Node == "" {
+			nv.Node = n.Results.Node
+		}
+		for _, s := range n.Results.Stacks {
+			nv.Stacks = append(nv.Stacks, stackView{s})
+			if s.Unavailable != "" {
+				nv.Notes = append(nv.Notes, fmt.Sprintf("%s stack unavailable: %s", s.Stack, s.Unavailable))
+			}
+		}
+		for _, c := range []*chart{sizeChart(i, n.Results), rateChart(i, n.Results), percentileChart(i, n.Results), bypassChart(i, n.Results)} {
+			if c != nil {
+				nv.Charts = append(nv.Charts, template.HTML(c.svg())) //nolint:gosec // built from escaped text and numbers
+			}
+		}
+		nodes = append(nodes, nv)
+	}
+	title := in.Title
+	if title == "" {
+		title = "tickstack latency benchmark"
+	}
+	return page.Execute(w, map[string]any{"Title": title, "Generated": gen.UTC().Format(time.RFC3339), "Nodes": nodes})
+}
+
+// seriesClass gives each (stack, protocol or size) a stable colour class.
+func seriesClass(stack bench.Stack, i int) int {
+	if stack == bench.StackBypass {
+		return 4 + i%4
+	}
+	return i % 4
+}
+
+func protocolIndex(p bench.Protocol) int {
+	switch p {
+	case bench.ProtocolUDPMulticast:
+		return 1
+	case bench.ProtocolTCP:
+		return 2
+	}
+	return 0
+}
+
+// sizeChart plots the pingPong median (solid) and p99 (dashed) by message size, per stack and
+// protocol, like papers 000 and 001.
+func sizeChart(idx int, r *bench.Results) *chart {
+	var ss []series
+	lo, hi := math.Inf(1), 0.0
+	maxSize := 0.0
+	for _, st := range r.Stacks {
+		if st.PingPong == nil {
+			continue
+		}
+		byProto := map[bench.Protocol][]bench.PingPongRow{}
+		var protos []bench.Protocol
+		for _, row := range st.PingPong.Rows {
+			if row.Samples == 0 {
+				continue
+			}
+			if _, ok := byProto[row.Protocol]; !ok {
+				protos = append(protos, row.Protocol)
+			}
+			byProto[row.Protocol] = append(byProto[row.Protocol], row)
+		}
+		for _, p := range protos {
+			rows := byProto[p]
+			sort.Slice(rows, func(a, b int) bool { return rows[a].MessageSize < rows[b].MessageSize })
+			for _, stat := range []string{"median", "p99"} {
+				s := series{Name: fmt.Sprintf("%s %s %s", st.Stack, p, stat), Class: seriesClass(st.Stack, protocolIndex(p)), Dashed: stat == "p99"}
+				for _, row := range rows {
+					v := float64(row.MedianNs)
+					if stat == "p99" {
+						v = float64(row.P99Ns)
+					}
+					s.Points = append(s.Points, point{X: float64(row.MessageSize), Y: v, RawX: strconv.Itoa(int(row.MessageSize)),
+						Title: fmt.Sprintf("%s %s %d B: %s %s", st.Stack, p, row.MessageSize, stat, usLabel(v))})
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
+					maxSize = math.Max(maxSize, float64(row.MessageSize))
+				}
+				ss = append(ss, s)
+			}
+		}
+	}
+	if len(ss) == 0 {
+		return nil
+	}
+	return &chart{
+		ID: fmt.Sprintf("%s-%d", ChartLatencyVsSize, idx), Title: "pingPong: half round trip by message size (median solid, p99 dashed)",
+		X:      linearAxis("message size (bytes)", 0, math.Max(maxSize, 100), true, func(v float64) string { return fnum(v) }),
+		Y:      logAxis("latency", lo, hi, usLabel),
+		Series: ss,
+	}
+}
+
+// rateChart plots the rateSweep median (solid) and p99 (dashed) by target rate, per stack and size;
+// hollow markers are rates not sustained without drops.
+func rateChart(idx int, r *bench.Results) *chart {
+	var ss []series
+	lo, hi := math.Inf(1), 0.0
+	rlo, rhi := math.Inf(1), 0.0
+	for _, st := range r.Stacks {
+		if st.RateSweep == nil {
+			continue
+		}
+		bySize := map[int32][]bench.RateRow{}
+		var sizes []int32
+		for _, row := range st.RateSweep.Rows {
+			if row.Samples == 0 {
+				continue
+			}
+			if _, ok := bySize[row.MessageSize]; !ok {
+				sizes = append(sizes, row.MessageSize)
+			}
+			bySize[row.MessageSize] = append(bySize[row.MessageSize], row)
+		}
+		for si, size := range sizes {
+			rows := bySize[size]
+			sort.Slice(rows, func(a, b int) bool { return rows[a].TargetMps < rows[b].TargetMps })
+			for _, stat := range []string{"median", "p99"} {
+				s := series{Name: fmt.Sprintf("%s %d B %s", st.Stack, size, stat), Class: seriesClass(st.Stack, si), Dashed: stat == "p99"}
+				for _, row := range rows {
+					v := float64(row.MedianNs)
+					if stat == "p99" {
+						v = float64(row.P99Ns)
+					}
+					s.Points = append(s.Points, point{X: float64(row.TargetMps), Y: v, RawX: strconv.FormatInt(row.TargetMps, 10), Open: !row.Sustained,
+						Title: fmt.Sprintf("%s %d B at %d msg/s (achieved %d, dropped %d): %s %s", st.Stack, size, row.TargetMps, row.AchievedMps, row.Dropped, stat, usLabel(v))})
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
+					rlo, rhi = math.Min(rlo, float64(row.TargetMps)), math.Max(rhi, float64(row.TargetMps))
+				}
+				ss = append(ss, s)
+			}
+		}
+	}
+	if len(ss) == 0 {
+		return nil
+	}
+	return &chart{
+		ID: fmt.Sprintf("%s-%d", ChartLatencyVsRate, idx), Title: "rateSweep: latency under load (hollow: not sustained without drops)",
+		X:      logAxis("target rate (msg/s)", rlo, rhi, func(v float64) string { return rateLabel(v) }),
+		Y:      logAxis("latency", lo, hi, usLabel),
+		Series: ss,
+	}
+}
+
+func rateLabel(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fnum(v/1e6) + "M"
+	case v >= 1e3:
+		return fnum(v/1e3) + "k"
+	}
+	return fnum(v)
+}
+
+// PercentileX is where the percentile curve places a percentile string on its "nines" axis: finite
+// percentiles at -log10(1-p/100), "100" (the maximum) one past the largest finite one plotted.
+func PercentileX(p string, maxFinite float64) (float64, error) {
+	v, err := strconv.ParseFloat(p, 64)
+	if err != nil || v < 0 || v > 100 {
+		return 0, fmt.Errorf("percentile %q is not a number in 0..100", p)
+	}
+	if v == 100 {
+		return math.Ceil(maxFinite) + 1, nil
+	}
+	return nines(v), nil
+}
+
+// percentileChart plots each stack's percentile curve of the reference pingPong row.
+func percentileChart(idx int, r *bench.Results) *chart {
+	var curves []struct {
+		stack bench.Stack
+		c     *bench.PercentileCurve
+	}
+	maxFinite := 0.0
+	lo, hi := math.Inf(1), 0.0
+	for _, st := range r.Stacks {
+		if st.PingPong == nil || st.PingPong.Curve == nil || len(st.PingPong.Curve.Points) == 0 {
+			continue
+		}
+		curves = append(curves, struct {
+			stack bench.Stack
+			c     *bench.PercentileCurve
+		}{st.Stack, st.PingPong.Curve})
+		for _, p := range st.PingPong.Curve.Points {
+			if v, err := strconv.ParseFloat(p.Percentile, 64); err == nil && v < 100 {
+				maxFinite = math.Max(maxFinite, nines(v))
+			}
+			lo, hi = math.Min(lo, float64(p.ValueNs)), math.Max(hi, float64(p.ValueNs))
+		}
+	}
+	if len(curves) == 0 {
+		return nil
+	}
+	xMax := math.Ceil(maxFinite) + 1
+	var ss []series
+	for i, cv := range curves {
+		s := series{Name: fmt.Sprintf("%s %s %d B", cv.stack, cv.c.Protocol, cv.c.MessageSize), Class: seriesClass(cv.stack, i)}
+		for _, p := range cv.c.Points {
+			x, err := PercentileX(p.Percentile, maxFinite)
+			if err != nil {
+				continue
+			}
+			s.Points = append(s.Points, point{X: x, Y: float64(p.ValueNs), RawX: p.Percentile, Title: fmt.Sprintf("p%s: %s", p.Percentile, usLabel(float64(p.ValueNs)))})
+		}
+		ss = append(ss, s)
+	}
+	ax := axis{Label: "percentile", Scale: ScaleNines, Min: 0, Max: xMax}
+	for n := 0.0; n <= xMax; n++ {
+		label := "0%"
+		switch {
+		case n == xMax:
+			label = "max"
+		case n > 0:
+			label = strconv.FormatFloat(100-100/math.Pow(10, n), 'f', -1, 64) + "%"
+		}
+		ax.Ticks = append(ax.Ticks, tick{V: n, Label: label})
+	}
+	return &chart{
+		ID: fmt.Sprintf("%s-%d", ChartPercentile, idx), Title: "pingPong: percentile curve of the reference size",
+		X: ax, Y: logAxis("latency", lo, hi, usLabel), Series: ss,
+	}
+}
+
+// bypassChart sets the kernel and bypass pingPong medians side by side for every row measured on
+// both, like paper 000's kernel vs OpenOnload exhibit.
+func bypassChart(idx int, r *bench.Results) *chart {
+	var cmp []bench.StackComparison
+	for _, c := range bench.CompareStacks(r) {
+		if c.Suite == bench.SuitePingPong {
+			cmp = append(cmp, c)
+		}
+	}
+	if len(cmp) == 0 {
+		return nil
+	}
+	k := series{Name: "kernel median", Class: 0}
+	b := series{Name: "bypass median", Class: 4}
+	var cats []string
+	hi := 0.0
+	for i, c := range cmp {
+		cat := fmt.Sprintf("%s %d B", c.Protocol, c.MessageSize)
+		cats = append(cats, cat)
+		k.Points = append(k.Points, point{X: float64(i), Y: float64(c.KernelMedianNs), RawX: cat, Title: fmt.Sprintf("kernel %s: %s", cat, usLabel(float64(c.KernelMedianNs)))})
+		b.Points = append(b.Points, point{X: float64(i), Y: float64(c.BypassMedianNs), RawX: cat, Title: fmt.Sprintf("bypass %s: %s (%sx faster)", cat, usLabel(float64(c.BypassMedianNs)), c.MedianSpeedup)})
+		hi = math.Max(hi, math.Max(float64(c.KernelMedianNs), float64(c.BypassMedianNs)))
+	}
+	x := axis{Label: "pingPong row", Scale: ScaleLinear, Min: -0.5, Max: float64(len(cats)) - 0.5}
+	return &chart{
+		ID: fmt.Sprintf("%s-%d", ChartKernelBypass, idx), Title: "kernel vs bypass: pingPong median",
+		X: x, Y: linearAxis("latency", 0, hi, true, usLabel), Series: []series{k, b}, Categories: cats,
+	}
+}
+
+func us(ns int64) string { return bench.FormatNanosAsMicros(ns) }
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"us":        us,
+	"burstTime": func(ns int64) string { return usLabel(float64(ns)) },
+}).Parse(pageTemplate))
