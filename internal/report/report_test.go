@@ -226,7 +226,10 @@ func TestRenderPlotsTheData(t *testing.T) {
 		}
 	}
 	// Lines join each series' points in size order.
-	if n := len(find(doc, func(n *html.Node) bool { v, _ := attr(n, "class"); return n.Data == "polyline" && strings.HasPrefix(v, "line") })); n < 12 {
+	if n := len(find(doc, func(n *html.Node) bool {
+		v, _ := attr(n, "class")
+		return n.Data == "polyline" && strings.HasPrefix(v, "line")
+	})); n < 12 {
 		t.Errorf("%d series lines, want at least 12", n)
 	}
 
