@@ -1,0 +1,275 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/testutil"
+)
+
+const (
+	tspwNamespace = "tspw-pods"
+	tspwNetNS     = "tspw-networks"
+	tspwImage     = "localhost/tickstack/agent:dev"
+)
+
+// poll waits for cond with a bounded timeout.
+func poll(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		last = cond()
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (last: %v)", what, err, last)
+	}
+}
+
+func bypassProfile(name string) *tsv1.LatencyProfile {
+	return &tsv1.LatencyProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tsv1.LatencyProfileSpec{
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tspw.test/none": "none"}},
+			Hugepages:    &tsv1.HugepagesSpec{DefaultSize: "1Gi", Pages: []tsv1.HugePages{{Size: "1Gi", Count: 4}}},
+			NICs: []tsv1.NICSpec{{
+				Name: "md", Selector: tsv1.NICSelector{Vendor: "8086", PFNames: []string{"ens1f0#0-3"}},
+				NumVFs: ptr.To[int32](8), ResourceName: "md_vf", Acceleration: tsv1.AccelerationBypass,
+				Network: &tsv1.NICNetwork{Type: tsv1.NetworkSRIOV},
+			}},
+		},
+	}
+}
+
+func guaranteedPod(name, profile string) *corev1.Pod {
+	two := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tspwNamespace},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "trader", Image: "localhost/trader:dev",
+			Resources: corev1.ResourceRequirements{Limits: two, Requests: two.DeepCopy()},
+		}}},
+	}
+	if profile != "" {
+		pod.Labels = map[string]string{PodProfileLabel: profile}
+	}
+	return pod
+}
+
+// TestPodWebhookThroughTheAPIServer admits good and bad pods through a real kube-apiserver that
+// calls the webhook as configured by config/webhook (objectSelector, failurePolicy), then stops the
+// webhook server and checks that only labelled pods are refused.
+func TestPodWebhookThroughTheAPIServer(t *testing.T) {
+	if _, err := testutil.EnvtestAssets(); err != nil {
+		testutil.Unavailable(t, err.Error())
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(tsv1.AddToScheme(scheme))
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("..", "render", "testdata", "crds")},
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "webhook")}},
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh := &env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SetupLatencyProfileWebhook(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetupPodWebhook(mgr, PodOptions{DataplaneImage: tspwImage, NetworkNamespace: tspwNetNS}); err != nil {
+		t.Fatal(err)
+	}
+	mgrCtx, stopMgr := context.WithCancel(context.Background())
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	t.Cleanup(func() { stopMgr(); <-mgrDone })
+	addr := net.JoinHostPort(wh.LocalServingHost, fmt.Sprint(wh.LocalServingPort))
+	serving := func() error {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // local test server
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}
+	poll(t, 20*time.Second, "webhook server serving", serving)
+
+	ctx := context.Background()
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tspwNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	profile := bypassProfile("tspw-bypass")
+	if err := k8s.Create(ctx, profile); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), profile) })
+	create := func(t *testing.T, pod *corev1.Pod) error {
+		t.Helper()
+		err := k8s.Create(ctx, pod)
+		if err == nil {
+			t.Cleanup(func() { _ = k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+		}
+		return err
+	}
+
+	t.Run("a labelled Guaranteed pod comes back pinned, attached and preloaded", func(t *testing.T) {
+		pod := guaranteedPod("tspw-good", profile.Name)
+		pod.Annotations = map[string]string{HugepagesAnnotation: "2Gi"}
+		if err := create(t, pod); err != nil {
+			t.Fatal(err)
+		}
+		c := pod.Spec.Containers[0]
+		for _, r := range []corev1.ResourceName{"tickstack.io/md_vf", "hugepages-1Gi"} {
+			want := map[corev1.ResourceName]string{"tickstack.io/md_vf": "1", "hugepages-1Gi": "2Gi"}[r]
+			if q := c.Resources.Limits[r]; q.String() != want {
+				t.Errorf("limit %s = %s, want %s", r, q.String(), want)
+			}
+			if q := c.Resources.Requests[r]; q.String() != want {
+				t.Errorf("request %s = %s, want %s", r, q.String(), want)
+			}
+		}
+		if got := pod.Annotations["k8s.v1.cni.cncf.io/networks"]; got != tspwNetNS+"/tspw-bypass-md" {
+			t.Errorf("networks annotation %q", got)
+		}
+		terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		if len(terms) != 1 || len(terms[0].MatchExpressions) != 1 || terms[0].MatchExpressions[0].Key != PodProfileLabel ||
+			terms[0].MatchExpressions[0].Values[0] != profile.Name {
+			t.Errorf("node affinity %+v", terms)
+		}
+		if len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Image != tspwImage ||
+			strings.Join(pod.Spec.InitContainers[0].Command, " ") != "cp /opt/tickstack/dataplane/libtickstack.so /opt/tickstack/lib/libtickstack.so" {
+			t.Errorf("init container %+v", pod.Spec.InitContainers)
+		}
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		if env["LD_PRELOAD"] != "/opt/tickstack/lib/libtickstack.so" || env["TICKSTACK_PROFILE"] != "latency" {
+			t.Errorf("env %v", env)
+		}
+		mounts := map[string]string{}
+		for _, m := range c.VolumeMounts {
+			mounts[m.Name] = m.MountPath
+		}
+		if mounts[DataplaneVolume] != DataplaneLibraryDir || mounts[HugepagesVolume] != "/dev/hugepages" {
+			t.Errorf("mounts %v", mounts)
+		}
+		// The API server computes QoS after admission: the injected init container keeps it Guaranteed.
+		if pod.Status.QOSClass != corev1.PodQOSGuaranteed {
+			t.Errorf("QoS %s, want Guaranteed", pod.Status.QOSClass)
+		}
+	})
+
+	t.Run("bad pods are refused with what to change", func(t *testing.T) {
+		cases := []struct {
+			name   string
+			mutate func(*corev1.Pod)
+			want   string
+		}{
+			{"no limits (BestEffort)", func(p *corev1.Pod) { p.Spec.Containers[0].Resources = corev1.ResourceRequirements{} },
+				"container trader has no cpu limit: latency pods need Guaranteed QoS"},
+			{"requests below limits (Burstable)", func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128Mi")
+			}, "make resources.requests.memory equal to resources.limits.memory"},
+			{"fractional CPUs", func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("1500m")
+				p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1500m")
+			}, "exclusive CPUs need a whole number; set resources.limits.cpu and requests.cpu to an integer such as 2"},
+			{"more VFs than offered", func(p *corev1.Pod) { p.Annotations = map[string]string{InterfacesAnnotation: "5"} },
+				"offers at most 4 per node"},
+			{"more VFs than offered, asked as a resource", func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Limits["tickstack.io/md_vf"] = resource.MustParse("9")
+				p.Spec.Containers[0].Resources.Requests["tickstack.io/md_vf"] = resource.MustParse("9")
+			}, "the pod asks for 9 VFs (tickstack.io/md_vf)"},
+			{"a conflicting LD_PRELOAD", func(p *corev1.Pod) {
+				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LD_PRELOAD", Value: "/usr/lib/libvma.so"}}
+			}, `container trader sets LD_PRELOAD="/usr/lib/libvma.so"`},
+			{"an unknown profile", func(p *corev1.Pod) { p.Labels[PodProfileLabel] = "tspw-nosuch" },
+				"label tickstack.io/profile=tspw-nosuch names no LatencyProfile"},
+			{"huge pages of a size the profile lacks", func(p *corev1.Pod) {
+				p.Annotations = map[string]string{HugepagesAnnotation: "64Mi", HugepageSizeAnnotation: "2Mi"}
+			}, "names a page size LatencyProfile tspw-bypass does not reserve"},
+		}
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				pod := guaranteedPod(fmt.Sprintf("tspw-bad-%d", i), profile.Name)
+				c.mutate(pod)
+				err := create(t, pod)
+				if err == nil {
+					t.Fatalf("pod admitted, want refusal %q", c.want)
+				}
+				if !strings.Contains(err.Error(), c.want) {
+					t.Errorf("refusal %q does not say %q", err, c.want)
+				}
+			})
+		}
+	})
+
+	unlabelledUntouched := func(t *testing.T, name string) {
+		pod := guaranteedPod(name, "")
+		pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{} // BestEffort: would be refused if labelled
+		if err := create(t, pod); err != nil {
+			t.Fatal(err)
+		}
+		if pod.Annotations[MutatedAnnotation] != "" || pod.Spec.Affinity != nil || len(pod.Spec.InitContainers) != 0 ||
+			len(pod.Spec.Containers[0].Env) != 0 || len(pod.Spec.Containers[0].Resources.Limits) != 0 {
+			t.Errorf("unlabelled pod was changed: %+v", pod.Spec)
+		}
+	}
+	t.Run("an unlabelled pod is untouched", func(t *testing.T) { unlabelledUntouched(t, "tspw-plain") })
+
+	t.Run("with the webhook down, unlabelled pods still create and labelled ones are refused", func(t *testing.T) {
+		stopMgr()
+		<-mgrDone
+		mgrDone <- nil // for the cleanup
+		poll(t, 20*time.Second, "webhook server stopped", func() error {
+			if serving() == nil {
+				return fmt.Errorf("still serving")
+			}
+			return nil
+		})
+		unlabelledUntouched(t, "tspw-plain-down")
+		err := create(t, guaranteedPod("tspw-labelled-down", profile.Name))
+		if err == nil || !strings.Contains(err.Error(), "mpod.tickstack.io") {
+			t.Errorf("labelled pod with the webhook down: want a refusal naming mpod.tickstack.io, got %v", err)
+		}
+	})
+}

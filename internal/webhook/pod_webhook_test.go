@@ -1,0 +1,172 @@
+package webhook
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+)
+
+func TestOfferedVFs(t *testing.T) {
+	cases := []struct {
+		sel  tsv1.NICSelector
+		num  *int32
+		want int
+	}{
+		{tsv1.NICSelector{Vendor: "8086"}, ptr.To[int32](8), 8},
+		{tsv1.NICSelector{PFNames: []string{"ens1f0#0-3", "ens1f1#4-7"}}, ptr.To[int32](8), 8},
+		{tsv1.NICSelector{PFNames: []string{"ens1f0#0-15"}}, ptr.To[int32](4), 4},
+		{tsv1.NICSelector{PFNames: []string{"ens1f0"}, InterfaceNames: []string{"ens2f0"}}, ptr.To[int32](2), 4},
+		{tsv1.NICSelector{Vendor: "8086"}, nil, 0},
+	}
+	for _, c := range cases {
+		if got := OfferedVFs(&tsv1.NICSpec{Selector: c.sel, NumVFs: c.num}); got != c.want {
+			t.Errorf("%+v numVfs %v: got %d, want %d", c.sel, c.num, got, c.want)
+		}
+	}
+}
+
+func TestMutatePodCases(t *testing.T) {
+	opts := PodOptions{ResourcePrefix: "example.com", DataplaneImage: "img", NetworkNamespace: "ops"}
+	cases := []struct {
+		name    string
+		profile func(*tsv1.LatencyProfile)
+		pod     func(*corev1.Pod)
+		check   func(*testing.T, *corev1.Pod)
+		refusal string
+	}{
+		{
+			name: "existing affinity terms each get the profile (and validated when asked)",
+			profile: func(p *tsv1.LatencyProfile) {
+				p.Annotations = map[string]string{RequireValidatedAnnotation: "true"}
+			},
+			pod: func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{
+						{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}},
+						{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}},
+					}}}}
+			},
+			check: func(t *testing.T, p *corev1.Pod) {
+				for _, term := range p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+					var keys []string
+					for _, e := range term.MatchExpressions {
+						keys = append(keys, e.Key+"="+strings.Join(e.Values, ","))
+					}
+					if got := strings.Join(keys, " "); !strings.HasSuffix(got, "tickstack.io/profile=p tickstack.io/validated=p") {
+						t.Errorf("term %s", got)
+					}
+				}
+			},
+		},
+		{
+			name: "JSON networks annotation is extended in JSON, one element per interface, in the profile's namespace",
+			pod: func(p *corev1.Pod) {
+				p.Annotations = map[string]string{"k8s.v1.cni.cncf.io/networks": `[{"name":"mgmt"}]`, InterfacesAnnotation: "2"}
+			},
+			check: func(t *testing.T, p *corev1.Pod) {
+				want := `[{"name":"mgmt"},{"name":"p-md","namespace":"ops"},{"name":"p-md","namespace":"ops"}]`
+				if got := p.Annotations["k8s.v1.cni.cncf.io/networks"]; got != want {
+					t.Errorf("got %s, want %s", got, want)
+				}
+				if q := p.Spec.Containers[0].Resources.Limits["example.com/md_vf"]; q.Value() != 2 {
+					t.Errorf("VF limit %s", q.String())
+				}
+			},
+		},
+		{
+			name: "the named container gets the stack; the pod's own TICKSTACK_PROFILE and matching LD_PRELOAD stay",
+			pod: func(p *corev1.Pod) {
+				side := p.Spec.Containers[0]
+				side.Name = "sidecar"
+				p.Spec.Containers = append(p.Spec.Containers, side)
+				p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "TICKSTACK_PROFILE", Value: "throughput"}, {Name: "LD_PRELOAD", Value: "/opt/tickstack/lib/libtickstack.so"}}
+				p.Annotations = map[string]string{ContainerAnnotation: "sidecar"}
+			},
+			check: func(t *testing.T, p *corev1.Pod) {
+				if len(p.Spec.Containers[0].Env) != 0 {
+					t.Errorf("first container got env %v", p.Spec.Containers[0].Env)
+				}
+				if env := p.Spec.Containers[1].Env; len(env) != 2 || env[0].Value != "throughput" {
+					t.Errorf("sidecar env %v", env)
+				}
+			},
+		},
+		{
+			name:    "a container annotation naming nothing",
+			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{ContainerAnnotation: "nope"} },
+			refusal: "annotation tickstack.io/container=nope names no container of the pod",
+		},
+		{
+			name:    "hugepages from a profile without any",
+			profile: func(p *tsv1.LatencyProfile) { p.Spec.Hugepages = nil },
+			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{HugepagesAnnotation: "1Gi"} },
+			refusal: "LatencyProfile p reserves none: remove the annotation or add spec.hugepages.pages",
+		},
+		{
+			name:    "hugepages not a whole number of pages",
+			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{HugepagesAnnotation: "1500Mi"} },
+			refusal: "is not a whole number of 1Gi pages",
+		},
+		{
+			name: "hostDevice hands out one interface",
+			profile: func(p *tsv1.LatencyProfile) {
+				p.Spec.NICs[0] = tsv1.NICSpec{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"eth1"}}, Network: &tsv1.NICNetwork{Type: tsv1.NetworkHostDevice}}
+			},
+			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{InterfacesAnnotation: "2"} },
+			refusal: "moves its one host interface into the pod",
+		},
+		{
+			name:    "a bad interfaces annotation",
+			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{InterfacesAnnotation: "many"} },
+			refusal: `annotation tickstack.io/interfaces="many" must be a whole number from 1 to 64`,
+		},
+		{
+			name: "an init container without limits",
+			pod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "setup"}}
+			},
+			refusal: "container setup has no cpu limit",
+		},
+		{
+			name:    "kernel acceleration: no preload",
+			profile: func(p *tsv1.LatencyProfile) { p.Spec.NICs[0].Acceleration = tsv1.AccelerationKernel },
+			pod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LD_PRELOAD", Value: "/usr/lib/libvma.so"}}
+			},
+			check: func(t *testing.T, p *corev1.Pod) {
+				if len(p.Spec.InitContainers) != 0 || len(p.Spec.Containers[0].Env) != 1 {
+					t.Errorf("kernel profile got the bypass stack: %+v", p.Spec)
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := bypassProfile("p")
+			if c.profile != nil {
+				c.profile(p)
+			}
+			pod := guaranteedPod("x", "p")
+			c.pod(pod)
+			before := pod.DeepCopy()
+			err := MutatePod(pod, p, opts)
+			if c.refusal != "" {
+				if err == nil || !strings.Contains(err.Error(), c.refusal) {
+					t.Fatalf("want refusal %q, got %v", c.refusal, err)
+				}
+				if pod.Annotations[MutatedAnnotation] != "" || len(pod.Spec.InitContainers) != len(before.Spec.InitContainers) {
+					t.Error("a refused pod was changed")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.check(t, pod)
+		})
+	}
+}
