@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -103,11 +104,15 @@ func PoolOf(nic *tsv1.NICSpec) bool {
 // DevicePluginResources renders one pool per NIC group that hands VFs to pods, over all profiles,
 // sorted by resource name. The selector names the PFs (pfNames, with their VF ranges, and
 // interfaceNames as PF names) and the vendor; the profile's device and drivers describe the PF,
-// not its VFs, so they are not copied. Two groups with the same resource name but different
-// selectors are an error naming both.
+// not its VFs, so they are not copied. When two groups give the same resource name different
+// selectors, the first (by profile name, then group order) keeps the pool, and the returned error
+// names both; the other pools are still returned, so one bad profile does not hold the rest back.
 func DevicePluginResources(profiles []tsv1.LatencyProfile, prefix string) ([]DevicePluginResource, error) {
 	byName := map[string]DevicePluginResource{}
 	from := map[string]string{}
+	var conflicts []error
+	profiles = append([]tsv1.LatencyProfile(nil), profiles...)
+	sort.Slice(profiles, func(i, j int) bool { return profiles[i].Name < profiles[j].Name })
 	for i := range profiles {
 		p := &profiles[i]
 		for j := range p.Spec.NICs {
@@ -128,8 +133,8 @@ func DevicePluginResources(profiles []tsv1.LatencyProfile, prefix string) ([]Dev
 				a, _ := json.Marshal(prev)
 				b, _ := json.Marshal(r)
 				if !bytes.Equal(a, b) {
-					return nil, fmt.Errorf("%s and %s both name resourceName %q with different selectors: give one of them another resourceName",
-						from[nic.ResourceName], where, nic.ResourceName)
+					conflicts = append(conflicts, fmt.Errorf("%s and %s both name resourceName %q with different selectors: give one of them another resourceName (the pool keeps the first)",
+						from[nic.ResourceName], where, nic.ResourceName))
 				}
 				continue
 			}
@@ -142,15 +147,13 @@ func DevicePluginResources(profiles []tsv1.LatencyProfile, prefix string) ([]Dev
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ResourceName < out[j].ResourceName })
-	return out, nil
+	return out, errors.Join(conflicts...)
 }
 
-// DevicePluginConfigMap renders the device plugin's ConfigMap for all profiles.
+// DevicePluginConfigMap renders the device plugin's ConfigMap for all profiles. A resource name
+// conflict is returned as an error together with the ConfigMap of the pools that do not conflict.
 func DevicePluginConfigMap(profiles []tsv1.LatencyProfile, prefix, name, namespace string) (*corev1.ConfigMap, error) {
-	res, err := DevicePluginResources(profiles, prefix)
-	if err != nil {
-		return nil, err
-	}
+	res, conflicts := DevicePluginResources(profiles, prefix)
 	data, err := json.MarshalIndent(DevicePluginConfig{ResourceList: res}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encoding the device plugin config: %w", err)
@@ -159,7 +162,7 @@ func DevicePluginConfigMap(profiles []tsv1.LatencyProfile, prefix, name, namespa
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{ManagedByLabel: ManagedBy}},
 		Data:       map[string]string{DevicePluginConfigKey: string(data) + "\n"},
-	}, nil
+	}, conflicts
 }
 
 // ManagedByLabel marks every object the network controller renders.

@@ -105,10 +105,14 @@ func TestDevicePluginResourcesFromProfiles(t *testing.T) {
 	}
 
 	// Two groups claiming one resource name with different selectors are refused, naming both.
+	// The first by profile name keeps the pool.
 	profiles[1].Spec.NICs[0].ResourceName = "pool"
-	_, err = DevicePluginResources(profiles, "tickstack.io")
-	if err == nil || !strings.Contains(err.Error(), "spec.nics[orders]") || !strings.Contains(err.Error(), "spec.nics[md]") || !strings.Contains(err.Error(), "another resourceName") {
+	res, err := DevicePluginResources(profiles, "tickstack.io")
+	if err == nil || !strings.Contains(err.Error(), "LatencyProfile a spec.nics[orders] and LatencyProfile b spec.nics[md]") || !strings.Contains(err.Error(), "another resourceName") {
 		t.Errorf("want a conflict naming both groups, got %v", err)
+	}
+	if len(res) != 1 || res[0].Selectors[0].PFNames[0] != "ens2f0" {
+		t.Errorf("want profile a's pool kept, got %+v", res)
 	}
 }
 
