@@ -41,11 +41,11 @@ func sh(t *testing.T, args ...string) {
 	}
 }
 
-// vethPair creates namespaces <p>a and <p>b joined by a veth pair with 198.18.0.1 and 198.18.0.2,
-// removed when the test ends.
-func vethPair(t *testing.T) (nsA, nsB string) {
+// vethPair creates namespaces <p>a and <p>b (p is tsbn, the PID and tag) joined by a veth pair
+// with 198.18.0.1 and 198.18.0.2, removed when the test ends.
+func vethPair(t *testing.T, tag string) (nsA, nsB string) {
 	t.Helper()
-	p := fmt.Sprintf("tsbn%d", os.Getpid())
+	p := fmt.Sprintf("tsbn%d%s", os.Getpid(), tag)
 	nsA, nsB = p+"a", p+"b"
 	t.Cleanup(func() {
 		_ = exec.Command("ip", "netns", "del", nsA).Run()
@@ -94,7 +94,7 @@ func TestRunnerOverVeth(t *testing.T) {
 	for _, tool := range []string{"ip", "sockperf", "oslat", "cyclictest", "taskset"} {
 		testutil.RequireTool(t, tool)
 	}
-	nsA, nsB := vethPair(t)
+	nsA, nsB := vethPair(t, "")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -338,4 +338,74 @@ func TestFlagErrors(t *testing.T) {
 	if err := run([]string{"--role=client", "--spec=" + bad}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `unknown field "sizes"`) {
 		t.Errorf("misspelt spec field: %v", err)
 	}
+}
+
+// runPair runs the reflector in nsA and a client in nsB with args, returns the results.
+func runPair(t *testing.T, nsA, nsB string, serverArgs, clientArgs []string) *bench.Results {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var serverLog bytes.Buffer
+	server := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", nsA, self, "--role=server", "--listen=198.18.0.1", "--once"}, serverArgs...)...)
+	server.Env = append(os.Environ(), runAsRunner+"=1")
+	ownGroup(server)
+	server.Stdout, server.Stderr = &serverLog, &serverLog
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = syscall.Kill(-server.Process.Pid, syscall.SIGKILL)
+		_ = server.Wait()
+	}()
+	var stdout, stderr bytes.Buffer
+	client := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", nsB, self, "--role=client", "--peer=198.18.0.1", "--peer-timeout=30s"}, clientArgs...)...)
+	client.Env = append(os.Environ(), runAsRunner+"=1")
+	ownGroup(client)
+	client.Stdout, client.Stderr = &stdout, &stderr
+	if err := client.Run(); err != nil {
+		t.Fatalf("client: %v\n%s", err, stderr.String())
+	}
+	res, err := bench.ReadResultsLog(&stdout)
+	if err != nil {
+		t.Fatalf("results: %v\n%s", err, stderr.String())
+	}
+	return res
+}
+
+// TestRunnerBypassOverVeth measures UDP ping-pong on both stacks when the dataplane launcher is
+// built (make -C dataplane), and checks both tables are filled and compared. The launcher belongs
+// to the dataplane; without it this test has nothing to run.
+func TestRunnerBypassOverVeth(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTool(t, "sockperf")
+	launcher, err := filepath.Abs(filepath.Join("..", "..", bench.DefaultLauncherPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (bench.Tools{Launcher: launcher}).FindLauncher(); err != nil {
+		t.Skipf("the dataplane is not built: %v", err)
+	}
+	nsA, nsB := vethPair(t, "x")
+	cpu := "0"
+	if runtime.NumCPU() > 1 {
+		cpu = "1" // spinning ends on different CPUs
+	}
+	res := runPair(t, nsA, nsB, []string{"--cpus=0", "--launcher=" + launcher},
+		[]string{"--cpus=" + cpu, "--launcher=" + launcher, "--suites=pingPong", "--stacks=kernel,bypass", "--protocols=udp", "--sizes=64", "--duration=1"})
+	for _, st := range []bench.Stack{bench.StackKernel, bench.StackBypass} {
+		s := res.Stack(st)
+		if s == nil || s.Unavailable != "" || s.PingPong == nil || s.PingPong.Error != "" || len(s.PingPong.Rows) != 1 {
+			t.Fatalf("%s stack: %+v", st, s)
+		}
+		monotonic(t, string(st), s.PingPong.Rows[0].LatencyStats)
+	}
+	cmp := bench.CompareStacks(res)
+	if len(cmp) != 1 || cmp[0].MedianSpeedup == "" || cmp[0].KernelMedianNs != res.Stack(bench.StackKernel).PingPong.Rows[0].MedianNs {
+		t.Errorf("comparison %+v", cmp)
+	}
+	t.Logf("udp 64 B median: kernel %d ns, bypass %d ns (%sx)", cmp[0].KernelMedianNs, cmp[0].BypassMedianNs, cmp[0].MedianSpeedup)
 }

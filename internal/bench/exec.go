@@ -89,7 +89,7 @@ func isExecutable(p string) bool {
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
-// command builds "[taskset -c CPUS] [launcher -p latency] tool args...".
+// command builds "[taskset -c CPUS] [launcher -p latency --require] tool args...".
 func (t Tools) command(ctx context.Context, stack Stack, cpus string, tool string, args ...string) (*exec.Cmd, error) {
 	var argv []string
 	if cpus != "" {
@@ -104,7 +104,9 @@ func (t Tools) command(ctx context.Context, stack Stack, cpus string, tool strin
 		if err != nil {
 			return nil, err
 		}
-		argv = append(argv, l, "-p", LauncherProfile)
+		// --require: a socket the dataplane cannot accelerate fails loudly instead of silently
+		// measuring the kernel under the bypass label.
+		argv = append(argv, l, "-p", LauncherProfile, "--require")
 	}
 	argv = append(argv, tool)
 	argv = append(argv, args...)

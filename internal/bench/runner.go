@@ -229,6 +229,10 @@ func (r *Runner) clientRunRows(ctx context.Context, stack Stack, seconds int32, 
 	r.logf("%s", strings.Join(cmd.Args, " "))
 	out, err := runTool(ctx, cmd, time.Duration(seconds)*time.Second+60*time.Second)
 	if err != nil {
+		// sockperf's own error lines (or the launcher's) say more than an exit status.
+		if rep, perr := ParseSockperfClient(out); perr != nil && len(rep.Errors) > 0 {
+			return rep, nil, perr
+		}
 		return nil, nil, err
 	}
 	rep, perr := ParseSockperfClient(out)

@@ -71,7 +71,7 @@ var (
 	serverTotalRe         = regexp.MustCompile(`Total\s+([0-9]+)\s+messages\s+received\s+and\s+handled`)
 	serverGapSumRe        = regexp.MustCompile(`Summary:\s*Total\s+Dropped/OOO:\s*([0-9]+)`)
 	serverReadyRe         = regexp.MustCompile(`using\s+\S+\s+to\s+(?:block|poll)\s+on\s+socket`)
-	sockperfErrorRe       = regexp.MustCompile(`(?m)^(?:sockperf:\s*)?(ERROR:.*|.*Invalid .*|.*No messages were received.*|.*Is the server down.*|.*[Ff]ailed .*)$`)
+	sockperfErrorRe       = regexp.MustCompile(`(?m)^(?:sockperf:\s*)?(ERROR:.*|.*TICKSTACK_REQUIRE=1:.*|.*Invalid .*|.*No messages were received.*|.*Is the server down.*|.*[Ff]ailed .*)$`)
 )
 
 // CleanSockperfOutput removes ANSI colour codes and carriage returns.

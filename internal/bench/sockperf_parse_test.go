@@ -102,6 +102,8 @@ func TestParseSockperfClientErrors(t *testing.T) {
 		{"pp_no_server.txt", "No messages were received from the server"},
 		{"pp_tcp_refused.txt", "Connection refused"},
 		{"pp_bad_size.txt", "Invalid message size: 12"},
+		// The bypass launcher with --require refuses a socket it cannot accelerate.
+		{"pp_bypass_require_multicast.txt", "TICKSTACK_REQUIRE=1: socket fd 4 (0.0.0.0:43697) cannot be accelerated"},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

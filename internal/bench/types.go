@@ -19,7 +19,8 @@ type Stack string
 const (
 	// StackKernel is the plain Linux socket stack.
 	StackKernel Stack = "kernel"
-	// StackBypass runs the same sockperf under the tickstack dataplane launcher (tickstack-run -p latency).
+	// StackBypass runs the same sockperf under the tickstack dataplane launcher
+	// (tickstack-run -p latency --require).
 	StackBypass Stack = "bypass"
 )
 
