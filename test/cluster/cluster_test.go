@@ -70,7 +70,7 @@ func run(m *testing.M) int {
 	}
 	build := filepath.Join(repoRoot, "hack", "images", "build.sh")
 	if out, err := command(30*time.Minute, build, "--import", "--tag", imageTag,
-		"--bin", "manager="+bin, "--bin", "agent="+bin, "--bin", "tickstack="+bin,
+		"--bin", "manager="+bin, "--bin", "agent="+bin, "--bin", "tickstack="+bin, "--bin", "tickstack-bench="+bin,
 		"manager", "agent", "bench"); err != nil {
 		fmt.Printf("hack/images/build.sh: %v\n%s", err, out)
 		return 1
