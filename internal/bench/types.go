@@ -115,7 +115,8 @@ type PingPongRow struct {
 type PingPongResult struct {
 	// +listType=atomic
 	Rows []PingPongRow `json:"rows,omitempty"`
-	// Curve is the percentile curve of one reference row (the smallest UDP size), for the report.
+	// Curve is the percentile curve of the reference row (the first protocol's first size), for
+	// the report.
 	// +optional
 	Curve *PercentileCurve `json:"curve,omitempty"`
 	// Error says why the suite did not complete; rows measured before the error are kept.
