@@ -7,17 +7,26 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
-var (
-	// GroupVersion is the group and version of this API.
-	GroupVersion = schema.GroupVersion{Group: "tickstack.io", Version: "v1alpha1"}
+// GroupVersion is the group and version of this API.
+var GroupVersion = schema.GroupVersion{Group: "tickstack.io", Version: "v1alpha1"}
 
-	// SchemeBuilder registers the types of this API with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+// knownTypes lists the API's kinds with their lists; a new kind adds itself here.
+func knownTypes() []runtime.Object {
+	return []runtime.Object{
+		&LatencyProfile{}, &LatencyProfileList{},
+		&LatencyNodeState{}, &LatencyNodeStateList{},
+	}
+}
 
-	// AddToScheme adds the types of this API to a scheme.
-	AddToScheme = SchemeBuilder.AddToScheme
-)
+// AddToScheme adds the types of this API to a scheme. The API package depends only on apimachinery,
+// so that clients can import it cheaply.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, knownTypes()...)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

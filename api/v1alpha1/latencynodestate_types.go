@@ -334,7 +334,3 @@ type LatencyNodeStateList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []LatencyNodeState `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&LatencyNodeState{}, &LatencyNodeStateList{})
-}

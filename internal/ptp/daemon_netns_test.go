@@ -88,8 +88,7 @@ func (l *ptpLab) checkNoLeftoverProcesses() {
 		}
 		pid := strings.Split(p, "/")[2]
 		var n int
-		fmt.Sscan(pid, &n)
-		if processGone(n) {
+		if _, err := fmt.Sscan(pid, &n); err != nil || processGone(n) {
 			continue
 		}
 		l.t.Errorf("process %s still runs after the test: %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
