@@ -84,20 +84,20 @@ static int apply_profile(const char *p)
 {
 	if (!p || !*p || !strcmp(p, "default")) {
 		ts_cfg.spin_usec = 50;
-		ts_cfg.kernel_poll_every = 64;
+		ts_cfg.kernel_poll_ns = 20000;
 		snprintf(ts_cfg.profile, sizeof(ts_cfg.profile), "default");
 		return 0;
 	}
 	if (!strcmp(p, "latency")) {
 		/* spin 100 ms before sleeping (OpenOnload's EF_POLL_USEC=100000) */
 		ts_cfg.spin_usec = 100000;
-		ts_cfg.kernel_poll_every = 256;
+		ts_cfg.kernel_poll_ns = 100000;
 		snprintf(ts_cfg.profile, sizeof(ts_cfg.profile), "latency");
 		return 0;
 	}
 	if (!strcmp(p, "throughput")) {
 		ts_cfg.spin_usec = 20;
-		ts_cfg.kernel_poll_every = 64;
+		ts_cfg.kernel_poll_ns = 20000;
 		ts_cfg.sockq_len = 4096;
 		snprintf(ts_cfg.profile, sizeof(ts_cfg.profile), "throughput");
 		return 0;
@@ -120,7 +120,7 @@ int ts_config__load(void)
 	ts_cfg.udp_csum = 1;
 	ts_cfg.umem_frames = 8192;
 	ts_cfg.sockq_len = 1024;
-	ts_cfg.spin_yield = 256;
+	ts_cfg.yield_ns = 500000;
 
 	if (apply_profile(getenv("TICKSTACK_PROFILE")) < 0)
 		err = -EINVAL;
@@ -128,10 +128,10 @@ int ts_config__load(void)
 		ts_cfg.spin_usec = x;
 	else if (errno == EINVAL && getenv("TICKSTACK_SPIN_USEC"))
 		err = -EINVAL;
-	if (env_long("TICKSTACK_KERNEL_POLL_EVERY", 1, 1 << 20, &x) > 0)
-		ts_cfg.kernel_poll_every = (int)x;
-	if (env_long("TICKSTACK_SPIN_YIELD", 0, 1 << 30, &x) > 0)
-		ts_cfg.spin_yield = (unsigned)x;
+	if (env_long("TICKSTACK_KERNEL_POLL_USEC", 1, 10L * 1000000, &x) > 0)
+		ts_cfg.kernel_poll_ns = (uint64_t)x * 1000;
+	if (env_long("TICKSTACK_SPIN_YIELD_USEC", 0, 10L * 1000000, &x) > 0)
+		ts_cfg.yield_ns = (uint64_t)x * 1000;
 	if (env_long("TICKSTACK_QUEUE", 0, 63, &x) > 0)
 		ts_cfg.queue = (int)x;
 	if (env_long("TICKSTACK_UMEM_FRAMES", 1024, 1 << 18, &x) > 0)

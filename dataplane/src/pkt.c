@@ -6,16 +6,39 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+/* One's complement sum of big-endian 16-bit words, in host order, not
+ * folded to 16 bits. The body adds native-order 32-bit halves of 64-bit
+ * loads and swaps the folded result once at the end: a one's complement
+ * sum commutes with byte swapping (RFC 1071, section 2(B)). */
 uint32_t ts_csum__partial(const void *buf, size_t len, uint32_t sum)
 {
 	const uint8_t *p = buf;
-	uint64_t s = sum;
+	uint64_t acc = 0, s;
+	uint16_t folded;
 
+	while (len >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		acc += (v & 0xffffffffu) + (v >> 32);
+		p += 8;
+		len -= 8;
+	}
 	while (len >= 2) {
-		s += (uint32_t)((p[0] << 8) | p[1]);
+		uint16_t v;
+
+		memcpy(&v, p, 2);
+		acc += v;
 		p += 2;
 		len -= 2;
 	}
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	folded = (uint16_t)acc;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	folded = __builtin_bswap16(folded);
+#endif
+	s = (uint64_t)sum + folded;
 	if (len)
 		s += (uint32_t)(p[0] << 8);
 	while (s >> 32)

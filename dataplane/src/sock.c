@@ -546,10 +546,11 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 {
 	unsigned long g0 = ts_sig__norestart_gen();
 	int nonblock = s->nonblock || (flags & MSG_DONTWAIT);
-	int every = ts_cfg.kernel_poll_every;
 	uint64_t start = 0, spin_end = 0, deadline = 0;
+	struct ts_spin sp;
 	int64_t tmo;
 	unsigned iter = 0;
+	int kdue = 0;
 	ssize_t r;
 
 	ts_lock();
@@ -610,9 +611,9 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 			}
 			ts_unlock();
 		}
-		if (nonblock || s->kernel_hint ||
-		    (iter % (unsigned)every) == (unsigned)every - 1) {
+		if (nonblock || s->kernel_hint || kdue) {
 			s->kernel_hint = 0;
+			kdue = 0;
 			r = ts_real_recvmsg(fd, msg, flags | MSG_DONTWAIT);
 			if (r >= 0) {
 				s->stats->rx_kernel++;
@@ -636,6 +637,7 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 			spin_end = ts_cfg.spin_usec < 0 ?
 					   UINT64_MAX :
 					   start + (uint64_t)ts_cfg.spin_usec * 1000;
+			ts_spin__start(&sp, start);
 		}
 		iter++;
 		if ((iter & 63) == 0 || spin_end <= start) {
@@ -645,6 +647,7 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 				errno = EAGAIN;
 				return -1;
 			}
+			kdue |= ts_spin__tick(&sp, now);
 			if (now >= spin_end) {
 				struct pollfd pf[TS_MAX_RX_STACKS + 2];
 				int n = 0, i, t = -1, pr;
@@ -676,7 +679,7 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 				iter = 1;
 			}
 		} else {
-			ts_spin_pause(iter);
+			ts_cpu_relax();
 		}
 	}
 }
@@ -1028,8 +1031,9 @@ int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 	uint64_t start = ts_now_ns(), spin_end, deadline;
 	unsigned iter = 0;
 	struct pollfd *tmp;
+	struct ts_spin sp;
 	nfds_t i;
-	int every = ts_cfg.kernel_poll_every, ready, r;
+	int kdue = 0, ready, r;
 
 	tmp = calloc(n + TICKSTACK_STATS_MAX_XSK + 1, sizeof(*tmp));
 	if (!tmp) {
@@ -1040,6 +1044,7 @@ int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 	spin_end = ts_cfg.spin_usec < 0 ?
 			   UINT64_MAX :
 			   start + (uint64_t)ts_cfg.spin_usec * 1000;
+	ts_spin__start(&sp, start);
 	for (;;) {
 		int kernel_checked = 0;
 
@@ -1060,7 +1065,8 @@ int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 			}
 		}
 		ts_unlock();
-		if (iter % (unsigned)every == 0) {
+		if (iter == 0 || kdue) {
+			kdue = 0;
 			memcpy(tmp, fds, n * sizeof(*tmp));
 			r = ts_real_poll(tmp, n, 0);
 			if (r < 0 && errno != EINTR)
@@ -1095,6 +1101,7 @@ int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 				r = 0;
 				goto out;
 			}
+			kdue |= ts_spin__tick(&sp, now);
 			if (now >= spin_end) {
 				nfds_t m = n;
 				int k;
@@ -1140,7 +1147,7 @@ int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 				iter = 0; /* recompute, including the kernel */
 			}
 		} else {
-			ts_spin_pause(iter);
+			ts_cpu_relax();
 		}
 	}
 out:
@@ -1369,7 +1376,8 @@ int ts_ep__wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 	uint64_t start = ts_now_ns(), spin_end, deadline;
 	struct epoll_event kev[64];
 	unsigned iter = 0;
-	int every = ts_cfg.kernel_poll_every, nout, kn, i;
+	int kdue = 0, nout, kn, i;
+	struct ts_spin sp;
 	struct ts_ep *e;
 
 	if (max <= 0) {
@@ -1381,6 +1389,7 @@ int ts_ep__wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 	spin_end = ts_cfg.spin_usec < 0 ?
 			   UINT64_MAX :
 			   start + (uint64_t)ts_cfg.spin_usec * 1000;
+	ts_spin__start(&sp, start);
 	for (;;) {
 		nout = 0;
 		ts_lock();
@@ -1407,7 +1416,8 @@ int ts_ep__wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 				out_add(out, &nout, max, m, ev);
 		}
 		ts_unlock();
-		if (iter % (unsigned)every == 0 || timeout_ms == 0) {
+		if (iter == 0 || kdue || timeout_ms == 0) {
+			kdue = 0;
 			kn = ts_real_epoll_wait(epfd, kev,
 						max < 64 ? max : 64, 0);
 			if (kn > 0) {
@@ -1434,6 +1444,7 @@ int ts_ep__wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 
 			if (now >= deadline)
 				return 0;
+			kdue |= ts_spin__tick(&sp, now);
 			if (now < spin_end)
 				continue;
 			ts_lock();
@@ -1465,7 +1476,7 @@ int ts_ep__wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 			}
 			iter = 1;
 		} else {
-			ts_spin_pause(iter);
+			ts_cpu_relax();
 		}
 	}
 }

@@ -78,7 +78,7 @@ TS_HIDDEN void ts_real__resolve(void);
 struct ts_config {
 	char profile[16];
 	long spin_usec;         /* blocking calls spin this long; -1 forever */
-	int kernel_poll_every;  /* spin iterations between kernel fd checks */
+	uint64_t kernel_poll_ns; /* spin time between looks at the kernel fds */
 	int require;            /* TICKSTACK_REQUIRE=1 */
 	int xdp_mode;           /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
 	int xdp_mode_auto;      /* try native, then generic */
@@ -91,7 +91,7 @@ struct ts_config {
 	int disabled;           /* TICKSTACK_DISABLE=1: pure pass-through */
 	uint32_t umem_frames;
 	uint32_t sockq_len;
-	unsigned spin_yield;    /* sched_yield() every N spin iterations */
+	uint64_t yield_ns;      /* spin time between sched_yield() calls */
 };
 extern struct ts_config ts_cfg TS_HIDDEN;
 TS_HIDDEN int ts_config__load(void);
@@ -285,17 +285,36 @@ static inline void ts_cpu_relax(void)
 #endif
 }
 
-/* One spin step: a pause, and now and then a sched_yield() so that
- * ksoftirqd (which carries veth and copy-mode XDP work) is not starved by
- * a spinner sharing its CPU. */
-static inline void ts_spin_pause(unsigned iter)
+/* Time-driven chores of a spin loop (called when the loop reads the
+ * clock): a look at the kernel fds now and then, and a sched_yield() now
+ * and then so that ksoftirqd, which carries the veth and copy-mode XDP
+ * work, is not starved by a spinner sharing its CPU. Time, not iteration
+ * counts: a short wait for a datagram then makes no system call. */
+struct ts_spin {
+	uint64_t next_kernel;
+	uint64_t next_yield;
+};
+
+static inline void ts_spin__start(struct ts_spin *sp, uint64_t now)
+{
+	sp->next_kernel = now + ts_cfg.kernel_poll_ns;
+	sp->next_yield = now + ts_cfg.yield_ns;
+}
+
+static inline int ts_spin__tick(struct ts_spin *sp, uint64_t now)
 {
 	extern int sched_yield(void);
+	int kernel_due = 0;
 
-	if (ts_cfg.spin_yield && iter % ts_cfg.spin_yield == 0)
+	if (now >= sp->next_kernel) {
+		kernel_due = 1;
+		sp->next_kernel = now + ts_cfg.kernel_poll_ns;
+	}
+	if (ts_cfg.yield_ns && now >= sp->next_yield) {
 		sched_yield();
-	else
-		ts_cpu_relax();
+		sp->next_yield = now + ts_cfg.yield_ns;
+	}
+	return kernel_due;
 }
 
 #endif

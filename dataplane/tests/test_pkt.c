@@ -37,6 +37,32 @@ static void test_rfc1071(void)
 	      "got %04x", ts_csum__fold(ts_csum__partial(d, 3, 0)));
 }
 
+/* The word-at-a-time sum must equal the plain RFC 1071 loop for every
+ * length and alignment. */
+static void test_csum_reference(void)
+{
+	unsigned char b[300];
+	size_t off, len, i;
+
+	for (i = 0; i < sizeof(b); i++)
+		b[i] = (unsigned char)(i * 37 + 11);
+	for (off = 0; off < 8; off++) {
+		for (len = 0; len + off <= sizeof(b); len += 7) {
+			uint32_t ref = 0;
+
+			for (i = 0; i + 1 < len; i += 2)
+				ref += (uint32_t)((b[off + i] << 8) | b[off + i + 1]);
+			if (len & 1)
+				ref += (uint32_t)(b[off + len - 1] << 8);
+			CHECK(ts_csum__fold(ts_csum__partial(b + off, len, 0)) ==
+				      ts_csum__fold(ref),
+			      "off %zu len %zu", off, len);
+		}
+	}
+	memset(b, 0xff, 64);
+	CHECK(ts_csum__fold(ts_csum__partial(b, 64, 0xffff)) == 0xffff, "all ones");
+}
+
 static void test_ipv4_known(void)
 {
 	/* Classic example header (Wikipedia "IPv4 header checksum"):
@@ -204,6 +230,7 @@ static void test_mcast_mac(void)
 int main(void)
 {
 	test_rfc1071();
+	test_csum_reference();
 	test_ipv4_known();
 	test_known_udp();
 	test_build_parse_roundtrip();
