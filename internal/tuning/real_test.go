@@ -95,6 +95,7 @@ func other(cur string, choices ...string) string {
 // then equal what they were before.
 func TestRealHostApplyVerifyRestore(t *testing.T) {
 	env := hosttest.New(t, "t")
+	hosttest.LockRealHost(t) // the agent's real-host test changes IRQ affinity too
 	h := env.Host
 	// Sysctls other tests of this repository leave alone (net.core.busy_read/busy_poll are
 	// global and the data-plane tests use them).

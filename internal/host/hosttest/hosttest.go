@@ -146,3 +146,23 @@ func TempDir(t testing.TB) string {
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
 }
+
+// RealHostLock is the file whose flock serialises tests of different packages that change the
+// same real kernel settings (IRQ affinity, for one): `go test ./...` runs packages in parallel,
+// and two engines journaling each other's values as originals could leave the host changed.
+const RealHostLock = "/tmp/tickstack-real-host.lock"
+
+// LockRealHost holds RealHostLock until the test (and its cleanups registered earlier) ends.
+// Call it before taking any snapshot of real host values.
+func LockRealHost(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(RealHostLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("real-host test lock: %v", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("real-host test lock: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+}

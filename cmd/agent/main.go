@@ -1,0 +1,144 @@
+// Command agent is tickstack's node agent: it runs on every node (a privileged DaemonSet with the
+// host's root mounted at --host-root), reports the node's facts on its LatencyNodeState, applies
+// the resolved tuning, keeps it in effect, runs the coordinated reboot protocol and restores the
+// host's originals when the node state is deleted. docs/agent.md describes it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
+	"github.com/tickstack/tickstack/internal/bootloader"
+	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/tuning"
+)
+
+// options are the agent's flags.
+type options struct {
+	nodeName, hostRoot, journalPath, irqbalanceConfig string
+	bootLoader, grubUpdate, rebootCmd, irqbalanceCmd  string
+	checkPeriod, drainTimeout, drainBackoff           time.Duration
+	evictionGrace                                     int64
+	watchNICs                                         bool
+	metricsAddr, probeAddr                            string
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default: $NODE_NAME, set from the downward API)")
+	fs.StringVar(&o.hostRoot, "host-root", "/", "where the host's / is visible (/host in the DaemonSet)")
+	fs.StringVar(&o.journalPath, "journal-path", tuning.DefaultJournalPath, "the journal of original values, on the host (below --host-root)")
+	fs.StringVar(&o.irqbalanceConfig, "irqbalance-config", host.DefaultIrqbalanceConfig, "irqbalance's environment file, on the host")
+	fs.StringVar(&o.bootLoader, "boot-loader", "grub", "how kernel arguments are written: grub (a /etc/default/grub.d drop-in), bls (/boot/loader/entries) or none")
+	fs.StringVar(&o.grubUpdate, "grub-update-command", "nsenter --target 1 --mount -- update-grub", "regenerates grub.cfg after the drop-in changed (grub2-mkconfig -o /boot/grub2/grub.cfg on Fedora/RHEL); empty runs nothing")
+	fs.StringVar(&o.rebootCmd, "reboot-command", "nsenter --target 1 --mount -- systemctl reboot", "reboots the node once it is drained; runs with TICKSTACK_NODE_NAME and TICKSTACK_HOST_ROOT set")
+	fs.StringVar(&o.irqbalanceCmd, "irqbalance-restart-command", "nsenter --target 1 --mount -- systemctl try-restart irqbalance.service", "restarts irqbalance, if it runs, after its banned CPUs changed; empty runs nothing")
+	fs.DurationVar(&o.checkPeriod, "check-period", agent.DefaultCheckPeriod, "how often the host is checked for drift (NIC changes are seen at once)")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", agent.DefaultDrainTimeout, "drain limit when the profile has no rollout.drainTimeout")
+	fs.DurationVar(&o.drainBackoff, "drain-retry-backoff", agent.DefaultDrainRetryBackoff, "wait after a failed drain before asking for a reboot slot again")
+	fs.Int64Var(&o.evictionGrace, "eviction-grace-period", -1, "termination grace period (seconds) for evicted pods; -1 uses each pod's own")
+	fs.BoolVar(&o.watchNICs, "watch-nic-changes", true, "verify at once when the kernel announces a NIC setting change (ethtool netlink monitor)")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "address the metrics endpoint binds to; 0 disables it")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8082", "address the health probes bind to")
+}
+
+// reconciler builds the agent's reconciler from the flags (without the Kubernetes clients).
+func (o *options) reconciler() (*agent.Reconciler, error) {
+	if o.nodeName == "" {
+		return nil, errors.New("--node-name (or $NODE_NAME) is required: set it from the downward API (spec.nodeName)")
+	}
+	h := &host.Host{Root: o.hostRoot, IrqbalanceConfig: o.irqbalanceConfig, NIC: &host.EthtoolNIC{}}
+	r := &agent.Reconciler{
+		NodeName:                 o.nodeName,
+		Host:                     h,
+		Engine:                   &tuning.Engine{Host: h, JournalPath: o.journalPath},
+		CheckPeriod:              o.checkPeriod,
+		RebootCommand:            strings.Fields(o.rebootCmd),
+		IrqbalanceRestartCommand: strings.Fields(o.irqbalanceCmd),
+		DrainTimeout:             o.drainTimeout,
+		DrainRetryBackoff:        o.drainBackoff,
+	}
+	if o.evictionGrace >= 0 {
+		g := o.evictionGrace
+		r.EvictionGracePeriod = &g
+	}
+	retired := h.Path(bootloader.DefaultStateDir + "/retired-args")
+	switch o.bootLoader {
+	case "grub":
+		r.Boot = &bootloader.Manager{Writer: &bootloader.GRUB{Host: h, UpdateCommand: strings.Fields(o.grubUpdate)}, RetiredPath: retired}
+	case "bls":
+		r.Boot = &bootloader.Manager{Writer: &bootloader.BLS{Host: h}, RetiredPath: retired}
+	case "none":
+	default:
+		return nil, fmt.Errorf("--boot-loader=%q: use grub, bls or none", o.bootLoader)
+	}
+	return r, nil
+}
+
+func main() {
+	var o options
+	o.bind(flag.CommandLine)
+	zo := zap.Options{}
+	zo.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
+	log := ctrl.Log.WithName("setup")
+	if err := run(ctrl.SetupSignalHandler(), &o); err != nil {
+		log.Error(err, "agent failed")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o *options) error {
+	r, err := o.reconciler()
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(tsv1.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  agent.CacheOptions(o.nodeName),
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	r.Client, r.APIReader = mgr.GetClient(), mgr.GetAPIReader()
+	r.Recorder = mgr.GetEventRecorder("tickstack-agent")
+	var nics <-chan string
+	if o.watchNICs {
+		// The agent runs with hostNetwork: its network namespace is the host's.
+		if nics, err = host.WatchNICChanges(ctx, 0); err != nil {
+			ctrl.Log.Info("NIC change events unavailable; NIC drift is found by the periodic check", "error", err.Error())
+			nics = nil
+		}
+	}
+	if err := r.SetupWithManager(mgr, nics); err != nil {
+		return fmt.Errorf("setting up the agent controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting the node agent", "node", o.nodeName, "hostRoot", o.hostRoot)
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,332 @@
+// Package agenttest holds what the node agent's tests share: an envtest API server with the CRDs,
+// a host-root directory tree for what a VM cannot change (boot loader, SR-IOV, cpufreq), a fake
+// reboot command that "reboots" such a tree (new boot ID, /proc/cmdline from the GRUB drop-in),
+// and a way to run an agent in-process with a manager, exactly as cmd/agent wires it. Every name
+// carries the "tsagt" prefix and the test process's PID.
+package agenttest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
+	"github.com/tickstack/tickstack/internal/testutil"
+)
+
+// Scheme has the core and tickstack types.
+func Scheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(tsv1.AddToScheme(s))
+	return s
+}
+
+// repoRoot is the repository root, from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// StartEnv starts a kube-apiserver and etcd with tickstack's CRDs; stop it with the returned
+// function.
+func StartEnv() (*rest.Config, func() error, error) {
+	if _, err := testutil.EnvtestAssets(); err != nil {
+		return nil, nil, err
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, env.Stop, nil
+}
+
+// Name returns a name with the test area's prefix and the PID ("tsagt<pid>-<suffix>").
+func Name(suffix string) string { return fmt.Sprintf("tsagt%d-%s", os.Getpid(), suffix) }
+
+// TempDir returns a new directory tsagt<pid>-<tag>-*, removed when the test ends.
+func TempDir(t testing.TB, tag string) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", Name(tag)+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// InitialCmdline is the kernel command line a tree boots with.
+const InitialCmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet"
+
+// BuildTree creates a host root for what this VM cannot change: four CPUs with cpuidle and
+// cpufreq (governor, intel_pstate turbo), IRQs, a NUMA node with hugepage pools, an SR-IOV
+// capable PCI NIC ens1f0 (ice, 8 VFs) with two queues, sysctls, irqbalance's file, /proc/cmdline
+// and a boot ID.
+func BuildTree(t testing.TB, dir string) {
+	t.Helper()
+	files := map[string]string{
+		"sys/devices/system/cpu/online":                                            "0-3",
+		"sys/devices/system/cpu/intel_pstate/no_turbo":                             "0",
+		"sys/devices/virtual/workqueue/cpumask":                                    "f",
+		"sys/devices/system/node/node0/cpulist":                                    "0-3",
+		"sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages":    "0",
+		"sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages": "0",
+		"sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages":                    "0",
+		"sys/kernel/mm/transparent_hugepage/enabled":                               "always [madvise] never",
+		"proc/irq/default_smp_affinity":                                            "f",
+		"proc/cmdline":                                                             InitialCmdline,
+		"proc/sys/kernel/random/boot_id":                                           "00000000-0000-4000-8000-000000000001",
+		"proc/sys/kernel/osrelease":                                                "6.18.0-tsagt",
+		"proc/sys/vm/stat_interval":                                                "1",
+		"proc/sys/vm/swappiness":                                                   "60",
+		"proc/sys/kernel/timer_migration":                                          "1",
+		"etc/default/irqbalance":                                                   "#IRQBALANCE_ONESHOT=",
+		"etc/default/grub.d/.keep":                                                 "",
+		"sys/devices/pci0000:00/0000:3b:00.0/sriov_totalvfs":                       "8",
+		"sys/devices/pci0000:00/0000:3b:00.0/sriov_numvfs":                         "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/vendor":                               "0x8086",
+		"sys/devices/pci0000:00/0000:3b:00.0/device":                               "0x159b",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/ifindex":                   "5",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-0/rps_cpus":      "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-1/rps_cpus":      "0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-0/xps_cpus":      "1",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-1/xps_cpus":      "2",
+		"sys/bus/pci/drivers/ice/bind":                                             "",
+	}
+	for cpu := 0; cpu < 4; cpu++ {
+		base := fmt.Sprintf("sys/devices/system/cpu/cpu%d/", cpu)
+		for i, st := range []struct {
+			name string
+			lat  int
+		}{{"POLL", 0}, {"C1", 2}, {"C1E", 10}, {"C6", 133}} {
+			files[fmt.Sprintf("%scpuidle/state%d/name", base, i)] = st.name
+			files[fmt.Sprintf("%scpuidle/state%d/latency", base, i)] = fmt.Sprint(st.lat)
+			files[fmt.Sprintf("%scpuidle/state%d/disable", base, i)] = "0"
+		}
+		files[base+"cpufreq/scaling_governor"] = "powersave"
+		files[base+"cpufreq/scaling_available_governors"] = "performance powersave"
+		files[base+"topology/core_id"] = fmt.Sprint(cpu)
+		files[base+"topology/physical_package_id"] = "0"
+		files[base+"topology/thread_siblings_list"] = fmt.Sprint(cpu)
+	}
+	for _, irq := range []int{0, 1, 24, 25} {
+		files[fmt.Sprintf("proc/irq/%d/smp_affinity_list", irq)] = "0-3"
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if c != "" {
+			c += "\n"
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		"sys/class/net/ens1f0":                                  "../../devices/pci0000:00/0000:3b:00.0/net/ens1f0",
+		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/device": "../../../0000:3b:00.0",
+		"sys/bus/pci/devices/0000:3b:00.0":                      "../../../devices/pci0000:00/0000:3b:00.0",
+		"sys/devices/pci0000:00/0000:3b:00.0/driver":            "../../../bus/pci/drivers/ice",
+	}
+	for p, target := range links {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, full); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Snapshot returns every regular file of the tree (trimmed content) except the agent's own state
+// under var/lib and what a reboot changes (/proc/cmdline, the boot ID).
+func Snapshot(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && rel == filepath.Join("var", "lib") {
+			return filepath.SkipDir
+		}
+		if rel == "proc/cmdline" || rel == "proc/sys/kernel/random/boot_id" {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = strings.TrimSpace(string(b))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Diff lists the differences between two snapshots.
+func Diff(before, after map[string]string) []string {
+	var diffs []string
+	for k, v := range before {
+		if a, ok := after[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: removed (was %q)", k, v))
+		} else if a != v {
+			diffs = append(diffs, fmt.Sprintf("%s: %q, was %q", k, a, v))
+		}
+	}
+	for k, v := range after {
+		if _, ok := before[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: new file %q", k, v))
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
+}
+
+// fakeReboot "reboots" the tree at $TICKSTACK_HOST_ROOT: the kernel now runs with the arguments
+// of the GRUB drop-in, under a new boot ID. $1 is a log that gets one line per reboot.
+const fakeReboot = `set -eu
+root="$TICKSTACK_HOST_ROOT"
+args=$(sed -n 's/^# tickstack-args: //p' "$root/etc/default/grub.d/99-tickstack.cfg" 2>/dev/null || true)
+printf '%s %s\n' "` + InitialCmdline + `" "$args" > "$root/proc/cmdline"
+cat /proc/sys/kernel/random/uuid > "$root/proc/sys/kernel/random/boot_id"
+echo "$TICKSTACK_NODE_NAME" >> "$1"
+`
+
+// RebootCommand returns a reboot command for a tree that logs each reboot in log.
+func RebootCommand(log string) []string {
+	return []string{"/bin/sh", "-c", fakeReboot, "fake-reboot", log}
+}
+
+// LogCommand returns a command that appends a line to log (a fake grub update or irqbalance
+// restart).
+func LogCommand(log string) []string {
+	return []string{"/bin/sh", "-c", `echo ran >> "$1"`, "fake", log}
+}
+
+// Lines returns the non-empty lines of a file (none when it does not exist).
+func Lines(t testing.TB, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Run runs r in its own manager, wired as cmd/agent wires it (cache limited to the node's
+// state, the API reader for nodes and pods, the events recorder), until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, r *agent.Reconciler, nicChanges <-chan string) error {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 Scheme(),
+		Cache:                  agent.CacheOptions(r.NodeName),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Several agents run in one test process; each cmd/agent process has one controller.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return err
+	}
+	r.Client, r.APIReader = mgr.GetClient(), mgr.GetAPIReader()
+	r.Recorder = mgr.GetEventRecorder("tickstack-agent")
+	if err := r.SetupWithManager(mgr, nicChanges); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// StartAgent runs r in-process (see Run) until the returned stop function is called or the test
+// ends.
+func StartAgent(t testing.TB, cfg *rest.Config, r *agent.Reconciler, nicChanges <-chan string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, r, nicChanges) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("agent %s: %v", r.NodeName, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("agent %s did not stop", r.NodeName)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// restConfig is what a re-executed test process needs to reach the envtest API server.
+type restConfig struct {
+	Host                 string
+	CA, Cert, Key, Token []byte
+}
+
+// WriteConfig saves cfg for a child process (ReadConfig).
+func WriteConfig(cfg *rest.Config, path string) error {
+	b, err := json.Marshal(restConfig{Host: cfg.Host, CA: cfg.CAData, Cert: cfg.CertData, Key: cfg.KeyData, Token: []byte(cfg.BearerToken)})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// ReadConfig loads what WriteConfig saved.
+func ReadConfig(path string) (*rest.Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c restConfig
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return &rest.Config{Host: c.Host, BearerToken: string(c.Token),
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.CA, CertData: c.Cert, KeyData: c.Key}}, nil
+}

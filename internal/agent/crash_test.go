@@ -1,0 +1,150 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
+	"github.com/tickstack/tickstack/internal/agent/agenttest"
+)
+
+// The crash helper is this test binary re-executed as an agent that kills itself with SIGKILL
+// at a failpoint of the reconciler.
+const (
+	crashHelperEnv = "TSAGT_CRASH_FAILPOINT"
+	crashConfigEnv = "TSAGT_CRASH_CONFIG"
+	crashNodeEnv   = "TSAGT_CRASH_NODE"
+	crashRootEnv   = "TSAGT_CRASH_ROOT"
+	crashLogsEnv   = "TSAGT_CRASH_LOGS"
+)
+
+func crashHelper() int {
+	restCfg, err := agenttest.ReadConfig(os.Getenv(crashConfigEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	a := treeAgentOn(os.Getenv(crashNodeEnv), os.Getenv(crashRootEnv), os.Getenv(crashLogsEnv))
+	point := os.Getenv(crashHelperEnv)
+	a.r.Failpoint = func(p string) {
+		if p == point {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = agenttest.Run(ctx, restCfg, a.r, nil)
+	fmt.Fprintf(os.Stderr, "failpoint %s never reached\n", point)
+	return 3
+}
+
+// crashAt runs the agent of a tree in a child process until it kills itself at point.
+func crashAt(t *testing.T, point, node, root, logs string) {
+	t.Helper()
+	cfgPath := filepath.Join(logs, "rest.json")
+	if err := agenttest.WriteConfig(cfg, cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashHelperEnv+"="+point, crashConfigEnv+"="+cfgPath,
+		crashNodeEnv+"="+node, crashRootEnv+"="+root, crashLogsEnv+"="+logs)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("agent at failpoint %s: %v\n%s", point, err, out)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("agent at failpoint %s did not die by SIGKILL: %v\n%s", point, err, out)
+	}
+}
+
+// TestCrashWindowsOfTheRebootProtocol kills the agent where the reboot protocol has new crash
+// windows: after the boot loader was written and before the status asks for a reboot, and after
+// the status says Rebooting and before the reboot command ran. An agent restarted after each
+// converges: it asks for the slot (with the GRUB update run once), then runs the reboot, and the
+// node reboots exactly once and ends uncordoned; deleting the node state restores the tree.
+func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
+	node := agenttest.Name("crash")
+	root := agenttest.TempDir(t, "crashroot")
+	logs := agenttest.TempDir(t, "crashlogs")
+	agenttest.BuildTree(t, root)
+	before := agenttest.Snapshot(t, root)
+	createNode(t, node)
+	createLNS(t, node, treeTuning())
+
+	// Killed right after writing the kernel arguments: nothing in status says so yet.
+	crashAt(t, agent.FailpointAfterKernelArgs, node, root, logs)
+	a := treeAgentOn(node, root, logs)
+	if b, err := os.ReadFile(filepath.Join(root, "etc/default/grub.d/99-tickstack.cfg")); err != nil || !strings.Contains(string(b), "nohz_full=2-3") {
+		t.Fatalf("the killed agent had not written the GRUB drop-in: %v", err)
+	}
+	if l := getLNS(t, node); l.Status.Reboot != nil {
+		t.Fatalf("status already had the reboot before the crash window: %+v", l.Status.Reboot)
+	}
+	stop := agenttest.StartAgent(t, cfg, a.r, nil)
+	eventually(t, 20*time.Second, "reboot requested after the restart", func() error {
+		l := getLNS(t, node)
+		if l.Status.Reboot == nil || l.Status.Reboot.Phase != tsv1.RebootRequested {
+			return fmt.Errorf("reboot %+v", l.Status.Reboot)
+		}
+		return wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
+	})
+	stop()
+	if n := len(agenttest.Lines(t, a.grubUpdates)); n != 1 {
+		t.Errorf("grub update ran %d times, want 1", n)
+	}
+
+	// Granted; killed after recording Rebooting, before the reboot command.
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	crashAt(t, agent.FailpointBeforeRebootCommand, node, root, logs)
+	if l := getLNS(t, node); l.Status.Reboot == nil || l.Status.Reboot.Phase != tsv1.RebootRebooting {
+		t.Fatalf("status before the reboot command: %+v", l.Status.Reboot)
+	}
+	if n := len(agenttest.Lines(t, a.reboots)); n != 0 {
+		t.Fatalf("rebooted %d times before the failpoint", n)
+	}
+	if !getNode(t, node).Spec.Unschedulable {
+		t.Fatal("node not cordoned while Rebooting")
+	}
+	a = treeAgentOn(node, root, logs)
+	stop = agenttest.StartAgent(t, cfg, a.r, nil)
+	eventually(t, 30*time.Second, "reboot done after the restart", func() error {
+		l := getLNS(t, node)
+		if l.Status.Reboot != nil {
+			return fmt.Errorf("reboot %+v", l.Status.Reboot)
+		}
+		return wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, agent.ReasonKernelArgsInEffect)
+	})
+	if n := len(agenttest.Lines(t, a.reboots)); n != 1 {
+		t.Errorf("rebooted %d times, want exactly 1", n)
+	}
+	if getNode(t, node).Spec.Unschedulable {
+		t.Error("node left cordoned")
+	}
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+
+	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "node state gone", func() error {
+		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+	stop()
+	if d := agenttest.Diff(before, agenttest.Snapshot(t, root)); len(d) > 0 {
+		t.Errorf("the tree differs from its originals after the restore:\n%s", strings.Join(d, "\n"))
+	}
+}

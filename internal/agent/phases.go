@@ -1,0 +1,265 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bootloader"
+	"github.com/tickstack/tickstack/internal/tuning"
+)
+
+// irqbalanceSetting is the engine's name of irqbalance's banned-CPU list.
+const irqbalanceSetting = "irqbalance/banned-cpus"
+
+// errNoBootLoader: the tuning has kernel arguments and the agent manages no boot loader.
+var errNoBootLoader = errors.New("the tuning has kernel arguments but the agent runs with --boot-loader=none: start it with --boot-loader=grub or bls, or remove the profile's kernel arguments")
+
+// validate checks spec.tuning without touching the host; a problem stops the reconcile with
+// Degraded naming each field and its fix.
+func (r *Reconciler) validate(_ context.Context, s *scope) (bool, error) {
+	d, err := Desired(s.lns.Spec.Tuning)
+	if err == nil {
+		err = tuning.Validate(d)
+	}
+	if err != nil {
+		s.obs.invalid = err
+		r.event(s.lns, corev1.EventTypeWarning, ReasonValidationFailed, "Validate", "spec.tuning is not valid for this node, nothing was changed: %s", joinErrs(err))
+		// A new spec triggers the next reconcile; no periodic retry of an invalid one.
+		s.requeue = 0
+		return true, nil
+	}
+	s.desired = d
+	return false, nil
+}
+
+// wasApplied reports whether the previous reconcile applied this generation completely, so
+// that any difference found now was made by someone else: drift.
+func wasApplied(lns *tsv1.LatencyNodeState) bool {
+	c := meta.FindStatusCondition(lns.Status.Conditions, tsv1.NodeApplied)
+	return c != nil && lns.Status.ObservedGeneration == lns.Generation &&
+		(c.Status == metav1.ConditionTrue || c.Reason == ReasonPendingReboot)
+}
+
+// applyRuntime checks for drift, applies the runtime settings (the engine journals originals
+// before any write) and restarts irqbalance when its configuration changed.
+func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) (bool, error) {
+	if wasApplied(s.lns) {
+		res, err := r.Engine.Verify(s.desired)
+		if err == nil {
+			s.obs.drifted = tuning.Drift(res)
+		}
+		if len(s.obs.drifted) > 0 {
+			r.event(s.lns, corev1.EventTypeWarning, tsv1.NodeDrifted, "Verify", "settings changed on the host: %s; setting them back", describeDrift(s.obs.drifted))
+		}
+	}
+	rep, err := r.Engine.Apply(s.desired)
+	if rep != nil {
+		s.obs.results = rep.Results
+		if slices.Contains(rep.Changed, irqbalanceSetting) || slices.Contains(rep.Restored, irqbalanceSetting) {
+			r.restartIrqbalance(ctx, s.lns)
+		}
+	}
+	if err != nil {
+		s.obs.applyErr = err
+		r.event(s.lns, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "applying the tuning failed: %s", joinErrs(err))
+		return false, nil
+	}
+	if len(s.obs.drifted) > 0 {
+		s.obs.corrected = len(tuning.Drift(rep.Results)) == 0
+	}
+	if len(rep.Changed) > 0 && len(s.obs.drifted) == 0 {
+		r.event(s.lns, corev1.EventTypeNormal, ReasonApplied, "Apply", "applied %d settings: %s", len(rep.Changed), abbreviate(rep.Changed, 8))
+	}
+	return false, nil
+}
+
+func abbreviate(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}
+
+// restartIrqbalance runs the configured restart command; irqbalance reads its banned CPUs only
+// when it starts. A failure is an event, not a stop: the settings are in the file.
+func (r *Reconciler) restartIrqbalance(ctx context.Context, lns *tsv1.LatencyNodeState) {
+	if len(r.IrqbalanceRestartCommand) == 0 {
+		return
+	}
+	out, err := r.command(ctx, r.IrqbalanceRestartCommand).CombinedOutput()
+	if err != nil {
+		r.event(lns, corev1.EventTypeWarning, "IrqbalanceRestartFailed", "RestartIrqbalance", "restarting irqbalance with %v failed: %v: %s; restart it by hand so it reads its banned CPUs", r.IrqbalanceRestartCommand, err, strings.TrimSpace(string(out)))
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("restarted irqbalance after its banned CPUs changed")
+}
+
+func (r *Reconciler) command(ctx context.Context, argv []string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "TICKSTACK_NODE_NAME="+r.NodeName, "TICKSTACK_HOST_ROOT="+r.Host.Path("/"))
+	return cmd
+}
+
+// kernelArgsConfigured reports whether the boot loader holds arguments of ours, or remembers
+// retired ones: then it must be reconciled even for a tuning without arguments.
+func (r *Reconciler) kernelArgsConfigured() bool {
+	if r.Boot == nil {
+		return false
+	}
+	prev, err := r.Boot.Writer.Configured()
+	if err != nil || len(prev) > 0 {
+		return true
+	}
+	_, err = os.Stat(r.Boot.RetiredPath)
+	return err == nil
+}
+
+// reconcileKernelArgs writes the kernel arguments through the boot loader (idempotent: an
+// unchanged configuration is not rewritten) and compares them with /proc/cmdline. While a
+// reboot command has been issued the boot configuration is left alone.
+func (r *Reconciler) reconcileKernelArgs(ctx context.Context, s *scope) (bool, error) {
+	args := s.lns.Spec.Tuning.KernelArgs
+	s.obs.hasArgs = len(args) > 0
+	if !s.obs.hasArgs && !r.kernelArgsConfigured() {
+		return false, nil
+	}
+	s.obs.hasArgs = true
+	if r.Boot == nil {
+		s.obs.bootErr = errNoBootLoader
+		return false, nil
+	}
+	cmdline, err := r.Host.ReadFile("/proc/cmdline")
+	if err != nil {
+		s.obs.bootErr = err
+		return false, nil
+	}
+	s.obs.cmdline = cmdline
+	var st bootloader.Status
+	if p := s.obs.reboot; p != nil && p.Phase == tsv1.RebootRebooting {
+		// The reboot is under way for what is configured: compare only.
+		st = bootloader.Status{Desired: args, Missing: bootloader.Compare(args, cmdline).Missing}
+		st.RebootRequired = len(st.Missing) > 0
+	} else {
+		st, err = r.Boot.Reconcile(ctx, args, cmdline)
+		if err != nil {
+			s.obs.bootErr = err
+			r.event(s.lns, corev1.EventTypeWarning, ReasonBootLoaderFailed, "WriteKernelArgs", "writing kernel arguments failed: %v", err)
+			return false, nil
+		}
+		r.failpoint(FailpointAfterKernelArgs)
+		if st.Written {
+			r.event(s.lns, corev1.EventTypeNormal, "KernelArgsWritten", "WriteKernelArgs", "kernel arguments %q written to the boot configuration; %s", args, st.Message())
+		}
+	}
+	s.obs.boot = &st
+	return false, nil
+}
+
+// argsHash identifies the kernel-argument change a reboot is for.
+func argsHash(st *bootloader.Status) string {
+	h := sha256.Sum256([]byte(strings.Join(st.Desired, " ") + "|" + strings.Join(st.Stale, " ")))
+	return hex.EncodeToString(h[:8])
+}
+
+// publishFingerprint computes the fingerprint of what is in effect and labels the node with it.
+func (r *Reconciler) publishFingerprint(ctx context.Context, s *scope) (bool, error) {
+	if s.obs.results == nil {
+		return false, nil
+	}
+	var extra []string
+	if s.obs.boot != nil {
+		for _, a := range s.obs.boot.Args(s.obs.cmdline) {
+			if a.State != bootloader.ArgPendingReboot {
+				extra = append(extra, "kernel/"+a.Observed)
+			}
+		}
+	}
+	fp := tuning.Fingerprint(s.obs.results, extra...)
+	s.lns.Status.Fingerprint = fp
+	return false, r.labelNode(ctx, fp)
+}
+
+// labelNode sets (fp != "") or removes the fingerprint label on the Node.
+func (r *Reconciler) labelNode(ctx context.Context, fp string) error {
+	node, err := r.getNode(ctx)
+	if err != nil {
+		return err
+	}
+	if node.Labels[FingerprintLabel] == fp {
+		return nil
+	}
+	orig := node.DeepCopy()
+	if fp == "" {
+		delete(node.Labels, FingerprintLabel)
+	} else {
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		node.Labels[FingerprintLabel] = fp
+	}
+	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("labelling node %s with %s: %w", r.NodeName, FingerprintLabel, err)
+	}
+	return nil
+}
+
+// reconcileDelete restores the host's originals (runtime values from the journal, and the boot
+// configuration), uncordons a node the agent cordoned, removes the fingerprint label, then the
+// finalizer. Kernel arguments the running kernel still has stay in effect until the next reboot:
+// the agent does not reboot a node for a deleted node state (an event says so).
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	s.obs.deleting = true
+	s.obs.reboot = nil
+	if !controllerutil.ContainsFinalizer(s.lns, tsv1.RestoreFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	restored, err := r.Engine.Restore()
+	if slices.Contains(restored, irqbalanceSetting) {
+		r.restartIrqbalance(ctx, s.lns)
+	}
+	if err != nil {
+		s.obs.restoreErr = err
+		r.event(s.lns, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "restoring originals failed, retrying: %v", err)
+		return ctrl.Result{RequeueAfter: r.DrainPoll}, nil
+	}
+	if r.Boot != nil {
+		cmdline, _ := r.Host.ReadFile("/proc/cmdline")
+		st, err := r.Boot.Remove(ctx, cmdline)
+		if err != nil {
+			s.obs.restoreErr = err
+			r.event(s.lns, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "removing kernel arguments from the boot configuration failed, retrying: %v", err)
+			return ctrl.Result{RequeueAfter: r.DrainPoll}, nil
+		}
+		if st.RebootRequired {
+			r.event(s.lns, corev1.EventTypeNormal, "KernelArgsPendingRemoval", "Restore", "kernel arguments %q were removed from the boot configuration; the running kernel keeps them until the node's next reboot (the agent does not reboot a node for a deleted node state)", st.Stale)
+		}
+	}
+	if err := r.uncordon(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.labelNode(ctx, ""); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.event(s.lns, corev1.EventTypeNormal, "Restored", "Restore", "restored the host's original values of %d settings", len(restored))
+	orig := s.lns.DeepCopy()
+	controllerutil.RemoveFinalizer(s.lns, tsv1.RestoreFinalizer)
+	if err := r.Client.Patch(ctx, s.lns, client.MergeFrom(orig)); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer %s: %w", tsv1.RestoreFinalizer, err))
+	}
+	return ctrl.Result{}, nil
+}

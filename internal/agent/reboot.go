@@ -1,0 +1,237 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+)
+
+// The reboot protocol (docs/agent.md):
+//
+//	(none) --kernel args differ--> Requested --rebootGranted--> Draining --drained--> Rebooting
+//	Rebooting --new boot ID--> Verifying --args in effect--> (none), RebootRequired=False
+//	Draining --timeout--> DrainFailed (uncordoned) --back-off, slot given back--> Requested
+//
+// The operator grants spec.rebootGranted to at most rollout.maxUnavailable nodes of a profile.
+// Before the reboot command runs, status says Rebooting (with the boot ID of the running kernel)
+// and the node state carries RebootedForAnnotation, so a crash or a reboot at any point resumes
+// the protocol instead of repeating it.
+
+// readBootID reads the kernel's boot ID below the host root.
+func (r *Reconciler) readBootID() (string, error) {
+	return r.Host.ReadFile(BootIDPath)
+}
+
+// drainTimeout is the profile's rollout.drainTimeout, or the agent's default.
+func (r *Reconciler) drainTimeout(lns *tsv1.LatencyNodeState) time.Duration {
+	if t := lns.Spec.Tuning; t != nil && t.DrainTimeout != nil && t.DrainTimeout.Duration > 0 {
+		return t.DrainTimeout.Duration
+	}
+	return r.DrainTimeout
+}
+
+func (r *Reconciler) setPhase(s *scope, p tsv1.RebootPhase, msg string) {
+	now := metav1.NewTime(r.Clock.Now())
+	rs := s.obs.reboot
+	if rs == nil {
+		rs = &tsv1.RebootStatus{BootID: s.bootID}
+		s.obs.reboot = rs
+	}
+	if rs.Phase != p {
+		rs.LastTransitionTime = now
+	}
+	rs.Phase, rs.Message = p, msg
+	if p != tsv1.RebootDrainFailed {
+		rs.BlockingPod = ""
+	}
+}
+
+// reconcileReboot moves the node through the reboot protocol, one step per reconcile.
+func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error) {
+	bootID, err := r.readBootID()
+	if err != nil {
+		return false, fmt.Errorf("reading the boot ID: %w", err)
+	}
+	s.bootID = bootID
+	rs := s.obs.reboot
+	required := s.obs.boot != nil && s.obs.boot.RebootRequired
+
+	// The node came back (or rebooted on its own) with another kernel: verify.
+	if rs != nil && rs.BootID != "" && rs.BootID != bootID && rs.Phase != tsv1.RebootVerifying {
+		r.setPhase(s, tsv1.RebootVerifying, "the node is back with a new boot ID; checking /proc/cmdline")
+		rs = s.obs.reboot
+	}
+
+	if !required {
+		if s.obs.boot == nil && s.obs.hasArgs {
+			return false, nil // the boot loader could not be read: decide nothing
+		}
+		if rs != nil {
+			// Done, or no longer needed (a profile change took the arguments back).
+			if err := r.uncordon(ctx); err != nil {
+				return false, err
+			}
+			if rs.Phase == tsv1.RebootVerifying {
+				r.event(s.lns, corev1.EventTypeNormal, "RebootVerified", "Reboot", "the node rebooted and runs with its kernel arguments; uncordoned")
+			}
+			s.obs.reboot = nil
+		}
+		return false, nil
+	}
+
+	hash := argsHash(s.obs.boot)
+	switch {
+	case rs == nil || rs.Phase == tsv1.RebootVerifying:
+		if rs != nil {
+			// Rebooted, and the arguments are still missing.
+			if err := r.uncordon(ctx); err != nil {
+				return false, err
+			}
+		}
+		if s.lns.Annotations[RebootedForAnnotation] == hash {
+			if rs != nil {
+				r.event(s.lns, corev1.EventTypeWarning, ReasonRebootDidNotApply, "Reboot", "the node rebooted for its kernel arguments and still runs without them: %s", s.obs.boot.Message())
+			}
+			s.obs.reboot = nil
+			s.obs.rebootDidNotApply = true
+			return false, nil
+		}
+		s.obs.reboot = nil
+		r.setPhase(s, tsv1.RebootRequested, "waiting for the operator's reboot slot (rollout.maxUnavailable)")
+		r.event(s.lns, corev1.EventTypeNormal, "RebootRequested", "Reboot", "%s; asking the operator for a reboot slot", s.obs.boot.Message())
+		return false, nil
+
+	case rs.Phase == tsv1.RebootRequested:
+		if !s.lns.Spec.RebootGranted {
+			return false, nil
+		}
+		if err := r.cordon(ctx); err != nil {
+			return false, err
+		}
+		r.setPhase(s, tsv1.RebootDraining, "cordoned; evicting pods")
+		s.obs.reboot.BootID = bootID
+		r.event(s.lns, corev1.EventTypeNormal, "Draining", "Reboot", "reboot slot granted: node cordoned, evicting its pods (timeout %s)", r.drainTimeout(s.lns))
+		return r.drainStep(ctx, s, hash)
+
+	case rs.Phase == tsv1.RebootDraining:
+		return r.drainStep(ctx, s, hash)
+
+	case rs.Phase == tsv1.RebootDrainFailed:
+		wait := rs.LastTransitionTime.Add(r.DrainRetryBackoff).Sub(r.Clock.Now())
+		if wait > 0 || s.lns.Spec.RebootGranted {
+			// Ask again only after the back-off and once the operator took the slot back, so
+			// that other nodes get their turn.
+			if wait > 0 && wait < s.requeue {
+				s.requeue = wait
+			}
+			if wait <= 0 {
+				s.requeue = r.DrainPoll
+			}
+			return false, nil
+		}
+		r.setPhase(s, tsv1.RebootRequested, "asking again for a reboot slot after a failed drain")
+		return false, nil
+
+	case rs.Phase == tsv1.RebootRebooting:
+		return r.runReboot(ctx, s)
+	}
+	return false, nil
+}
+
+// drainStep evicts the node's pods; when none is left it reboots, when the drain took too long
+// it uncordons and reports DrainFailed with the blocking pod.
+func (r *Reconciler) drainStep(ctx context.Context, s *scope, hash string) (bool, error) {
+	left, blocking, err := r.evictPods(ctx)
+	if err != nil {
+		return false, err
+	}
+	if len(left) == 0 {
+		if err := r.markRebootedFor(ctx, s, hash); err != nil {
+			return false, err
+		}
+		r.setPhase(s, tsv1.RebootRebooting, "drained; rebooting")
+		return r.runReboot(ctx, s)
+	}
+	timeout := r.drainTimeout(s.lns)
+	if r.Clock.Since(s.obs.reboot.LastTransitionTime.Time) < timeout {
+		s.obs.reboot.Message = fmt.Sprintf("cordoned; waiting for %d pods to leave: %s", len(left), abbreviate(left, 5))
+		s.requeue = r.DrainPoll
+		return false, nil
+	}
+	// Never leave the node cordoned: uncordon first, then report (the operator only moves on
+	// once it reads DrainFailed).
+	if err := r.uncordon(ctx); err != nil {
+		return false, err
+	}
+	if blocking == "" {
+		blocking = left[0]
+	}
+	msg := fmt.Sprintf("drain timed out after %s: pod %s could not be evicted (a PodDisruptionBudget allows no disruption, or it does not terminate); the node was uncordoned and asks again in %s. Fix the budget or move the pod, or raise rollout.drainTimeout", timeout, blocking, r.DrainRetryBackoff)
+	r.setPhase(s, tsv1.RebootDrainFailed, msg)
+	s.obs.reboot.BlockingPod = blocking
+	r.event(s.lns, corev1.EventTypeWarning, ReasonDrainFailed, "Drain", "%s", msg)
+	s.requeue = r.DrainRetryBackoff
+	return false, nil
+}
+
+// markRebootedFor records, before the reboot command runs, which kernel-argument change the
+// reboot is for.
+func (r *Reconciler) markRebootedFor(ctx context.Context, s *scope, hash string) error {
+	if s.lns.Annotations[RebootedForAnnotation] == hash {
+		return nil
+	}
+	orig := s.lns.DeepCopy()
+	if s.lns.Annotations == nil {
+		s.lns.Annotations = map[string]string{}
+	}
+	s.lns.Annotations[RebootedForAnnotation] = hash
+	if err := r.Client.Patch(ctx, s.lns, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("annotating node state before the reboot: %w", err)
+	}
+	return nil
+}
+
+// runReboot records phase Rebooting durably, then runs the reboot command once per boot ID and
+// process (a restarted agent that finds Rebooting with the same boot ID runs it again).
+func (r *Reconciler) runReboot(ctx context.Context, s *scope) (bool, error) {
+	s.requeue = r.DrainPoll
+	r.mu.Lock()
+	issued := r.rebootIssued[s.bootID]
+	r.mu.Unlock()
+	if issued {
+		return false, nil
+	}
+	if s.obs.reboot.BootID == "" {
+		s.obs.reboot.BootID = s.bootID
+	}
+	if err := r.patchStatus(ctx, s); err != nil {
+		return false, err
+	}
+	r.failpoint(FailpointBeforeRebootCommand)
+	if len(r.RebootCommand) == 0 {
+		s.obs.rebootEr = fmt.Errorf("the node is drained but no reboot command is configured (--reboot-command): reboot it by hand")
+		return false, nil
+	}
+	r.event(s.lns, corev1.EventTypeNormal, "Rebooting", "Reboot", "drained; running %v", r.RebootCommand)
+	out, err := r.command(ctx, r.RebootCommand).CombinedOutput()
+	if err != nil {
+		s.obs.rebootEr = fmt.Errorf("reboot command %v failed: %v: %s; the agent runs it again after %s", r.RebootCommand, err, strings.TrimSpace(string(out)), r.DrainRetryBackoff)
+		r.event(s.lns, corev1.EventTypeWarning, ReasonRebootFailed, "Reboot", "%v", s.obs.rebootEr)
+		s.requeue = r.DrainRetryBackoff
+		return false, nil
+	}
+	r.mu.Lock()
+	if r.rebootIssued == nil {
+		r.rebootIssued = map[string]bool{}
+	}
+	r.rebootIssued[s.bootID] = true
+	r.mu.Unlock()
+	return false, nil
+}

@@ -1,0 +1,321 @@
+// Package agent is the node agent's reconciler: it reports its host's facts on the node's
+// LatencyNodeState, applies the resolved tuning through internal/tuning and the kernel arguments
+// through internal/bootloader, verifies what is in effect, corrects drift, publishes a tuning
+// fingerprint, runs the reboot protocol the operator coordinates (cordon, drain through the
+// eviction API, reboot, verify, uncordon) and restores the host's originals when the node state
+// is deleted. docs/agent.md describes it for users.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bootloader"
+	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/tuning"
+)
+
+// Labels and annotations the agent writes.
+const (
+	// FingerprintLabel on the Node is the tuning fingerprint in effect (status.fingerprint).
+	FingerprintLabel = "tickstack.io/fingerprint"
+	// CordonedAnnotation on the Node records that the agent cordoned it, so that it uncordons only
+	// nodes it cordoned itself.
+	CordonedAnnotation = "tickstack.io/cordoned-by-agent"
+	// RebootedForAnnotation on the LatencyNodeState holds a hash of the kernel arguments the node
+	// last rebooted for. If they are still missing after that reboot, the agent does not reboot
+	// for them again (one profile change costs at most one reboot); removing the annotation
+	// allows one more attempt.
+	RebootedForAnnotation = "tickstack.io/rebooted-for"
+)
+
+// Failpoints the reconciler passes to Reconciler.Failpoint.
+const (
+	// FailpointAfterKernelArgs fires after the boot loader was reconciled (possibly written) and
+	// before the status records that a reboot is needed.
+	FailpointAfterKernelArgs = "after-kernel-args"
+	// FailpointBeforeRebootCommand fires after the status says Rebooting and before the reboot
+	// command runs.
+	FailpointBeforeRebootCommand = "before-reboot-command"
+)
+
+func (r *Reconciler) failpoint(p string) {
+	if r.Failpoint != nil {
+		r.Failpoint(p)
+	}
+}
+
+// Defaults of the Reconciler's tunables.
+const (
+	DefaultCheckPeriod       = time.Minute
+	DefaultDrainTimeout      = 10 * time.Minute
+	DefaultDrainRetryBackoff = 5 * time.Minute
+	DefaultDrainPoll         = 2 * time.Second
+	// BootIDPath is the kernel's boot ID, below the host root; another value means a reboot.
+	BootIDPath = "/proc/sys/kernel/random/boot_id"
+)
+
+// Reconciler reconciles the LatencyNodeState of one node (named after it) on that node's host.
+// Nothing is global: the node name, host root, clock and commands are fields.
+type Reconciler struct {
+	// Client reads the node state (from a cache that only holds this node's) and patches it,
+	// the Node, and creates evictions.
+	Client client.Client
+	// APIReader reads the Node and lists the node's pods directly from the API server.
+	APIReader client.Reader
+	// Recorder emits events on the node state.
+	Recorder events.EventRecorder
+	// NodeName is this node.
+	NodeName string
+	// Host is the machine (its Root is "/" on the host, "/host" in the DaemonSet).
+	Host *host.Host
+	// Engine applies, verifies and restores runtime settings on Host.
+	Engine *tuning.Engine
+	// Boot keeps the kernel arguments; nil means the agent manages no boot loader (a tuning with
+	// kernel arguments is then Degraded with reason NoBootLoader).
+	Boot *bootloader.Manager
+	// Clock is the time source (a fake one in tests).
+	Clock clock.PassiveClock
+	// CheckPeriod is how often the host is verified for drift (NIC changes are seen at once).
+	CheckPeriod time.Duration
+	// RebootCommand reboots the host (for example nsenter -t 1 -m -- systemctl reboot). It runs
+	// with TICKSTACK_NODE_NAME and TICKSTACK_HOST_ROOT in its environment.
+	RebootCommand []string
+	// IrqbalanceRestartCommand restarts irqbalance if it runs (systemctl try-restart), after its
+	// banned-CPU list changed. Empty runs nothing.
+	IrqbalanceRestartCommand []string
+	// DrainTimeout is the drain's limit when spec.tuning.drainTimeout is unset.
+	DrainTimeout time.Duration
+	// DrainRetryBackoff is how long a DrainFailed node waits before asking for a slot again.
+	DrainRetryBackoff time.Duration
+	// DrainPoll is how often a running drain is looked at again.
+	DrainPoll time.Duration
+	// EvictionGracePeriod overrides the evicted pods' termination grace period (nil: theirs).
+	// Tests use 0, since no kubelet runs there to finish a graceful deletion.
+	EvictionGracePeriod *int64
+
+	// Failpoint, when set, is called at the named points (Failpoint* constants); the crash test
+	// kills the agent there. Production leaves it nil.
+	Failpoint func(point string)
+
+	mu sync.Mutex
+	// rebootIssued holds the boot IDs for which this process already ran the reboot command.
+	rebootIssued map[string]bool
+}
+
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// scope is what one reconcile knows and found.
+type scope struct {
+	lns *tsv1.LatencyNodeState
+	// base is the object as read, for the status patch.
+	base *tsv1.LatencyNodeState
+	obs  observation
+	// requeue is when to look again.
+	requeue time.Duration
+	desired *tuning.Desired
+	bootID  string
+}
+
+// CacheOptions restricts the manager's cache to this node's LatencyNodeState: an agent never
+// sees another node's state.
+func CacheOptions(nodeName string) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&tsv1.LatencyNodeState{}: {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+	}}
+}
+
+func (r *Reconciler) defaults() {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.CheckPeriod <= 0 {
+		r.CheckPeriod = DefaultCheckPeriod
+	}
+	if r.DrainTimeout <= 0 {
+		r.DrainTimeout = DefaultDrainTimeout
+	}
+	if r.DrainRetryBackoff <= 0 {
+		r.DrainRetryBackoff = DefaultDrainRetryBackoff
+	}
+	if r.DrainPoll <= 0 {
+		r.DrainPoll = DefaultDrainPoll
+	}
+	if r.APIReader == nil {
+		r.APIReader = r.Client
+	}
+}
+
+// Reconcile is the house shape: get, one deferred status patch, deletion, then ordered phases.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	r.defaults()
+	if req.Name != r.NodeName {
+		return ctrl.Result{}, nil
+	}
+	lns := &tsv1.LatencyNodeState{}
+	if err := r.Client.Get(ctx, req.NamespacedName, lns); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{lns: lns, base: lns.DeepCopy(), requeue: r.CheckPeriod}
+	s.obs.generation = lns.Generation
+	s.obs.reboot = lns.Status.Reboot.DeepCopy()
+	defer func() {
+		if err := r.patchStatus(ctx, s); err != nil {
+			reterr = errors.Join(reterr, err)
+		}
+	}()
+
+	r.reportFacts(s)
+	if !lns.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if lns.Spec.Tuning == nil {
+		// Never touch the host before the operator resolved the tuning.
+		s.obs.noTuning = true
+		return ctrl.Result{}, nil
+	}
+	phases := []func(context.Context, *scope) (bool, error){
+		r.validate,
+		r.ensureFinalizer,
+		r.applyRuntime,
+		r.reconcileKernelArgs,
+		r.reconcileReboot,
+		r.publishFingerprint,
+	}
+	for _, phase := range phases {
+		stop, err := phase(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if stop {
+			break
+		}
+	}
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// patchStatus computes the status from what the reconcile observed and patches it when it
+// changed. A node state deleted meanwhile (finalizer removed) is not an error.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	applyStatus(&s.lns.Status, &s.obs)
+	if equality.Semantic.DeepEqual(s.base.Status, s.lns.Status) {
+		return nil
+	}
+	base := s.lns.DeepCopy()
+	base.Status = s.base.Status
+	if err := r.Client.Status().Patch(ctx, s.lns, client.MergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status of node state %s: %w", s.lns.Name, err)
+	}
+	s.base.Status = *s.lns.Status.DeepCopy()
+	return nil
+}
+
+// reportFacts publishes the host's facts (also before spec.tuning is set: the operator needs
+// them to resolve it).
+func (r *Reconciler) reportFacts(s *scope) {
+	f, err := r.Host.Discover()
+	if err != nil {
+		s.obs.factsErr = err
+		return
+	}
+	s.lns.Status.Facts = NodeFacts(f)
+	s.obs.cmdline = f.KernelCmdline
+}
+
+// ensureFinalizer puts the restore finalizer on before the first change of the host, so that a
+// deletion always gives the agent the chance to restore the originals.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error) {
+	if controllerutil.ContainsFinalizer(s.lns, tsv1.RestoreFinalizer) {
+		return false, nil
+	}
+	orig := s.lns.DeepCopy()
+	controllerutil.AddFinalizer(s.lns, tsv1.RestoreFinalizer)
+	if err := r.Client.Patch(ctx, s.lns, client.MergeFrom(orig)); err != nil {
+		return true, fmt.Errorf("adding finalizer %s before changing the host: %w", tsv1.RestoreFinalizer, err)
+	}
+	return false, nil
+}
+
+// SetupWithManager watches this node's state, with one reconcile at a time, and reconciles at
+// once on every NIC change the kernel announces (nicChanges, may be nil).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, nicChanges <-chan string) error {
+	r.defaults()
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&tsv1.LatencyNodeState{}, builder.WithPredicates(specOrMetaChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Named("latencynodestate-agent")
+	if nicChanges != nil {
+		ch := make(chan event.TypedGenericEvent[*tsv1.LatencyNodeState])
+		go func() {
+			defer close(ch)
+			for range nicChanges {
+				lns := &tsv1.LatencyNodeState{}
+				lns.Name = r.NodeName
+				ch <- event.TypedGenericEvent[*tsv1.LatencyNodeState]{Object: lns}
+			}
+		}()
+		b = b.WatchesRawSource(source.Channel(ch, &handler.TypedEnqueueRequestForObject[*tsv1.LatencyNodeState]{}))
+	}
+	return b.Complete(r)
+}
+
+// nodeKey is this node's key.
+func (r *Reconciler) nodeKey() types.NamespacedName { return types.NamespacedName{Name: r.NodeName} }
+
+// getNode reads the Node directly from the API server.
+func (r *Reconciler) getNode(ctx context.Context) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	if err := r.APIReader.Get(ctx, r.nodeKey(), n); err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", r.NodeName, err)
+	}
+	return n, nil
+}
+
+// event records an event on the node state.
+func (r *Reconciler) event(lns *tsv1.LatencyNodeState, typ, reason, action, msg string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(lns, nil, typ, reason, action, msg, args...)
+	}
+}
+
+// specOrMetaChanged lets through every change except the agent's own status patches: a new spec
+// (generation), a deletion, annotations or finalizers. The periodic check covers the rest.
+func specOrMetaChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+			!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
+			!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers())
+	}}
+}

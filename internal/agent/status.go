@@ -1,0 +1,311 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bootloader"
+	"github.com/tickstack/tickstack/internal/tuning"
+)
+
+// Condition reasons the agent writes on its LatencyNodeState. docs/agent.md explains each and
+// what to do about it.
+const (
+	// ReasonApplied (Applied=True): every setting the host supports is in effect.
+	ReasonApplied = "Applied"
+	// ReasonWaitingForTuning (Applied=False): spec.tuning is unset; the operator resolves it from
+	// the facts this agent reported. The agent changes nothing meanwhile.
+	ReasonWaitingForTuning = "WaitingForTuning"
+	// ReasonValidationFailed (Applied=False, Degraded=True): spec.tuning is invalid for this host;
+	// nothing was changed. The message names each field and the fix.
+	ReasonValidationFailed = "ValidationFailed"
+	// ReasonApplyFailed (Applied=False, Degraded=True): a write failed; the message says which.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonNotInSync (Applied=False, Degraded=True): after applying, some settings still differ.
+	ReasonNotInSync = "SettingsNotInSync"
+	// ReasonPendingReboot (Applied=False): runtime settings are in effect, kernel arguments wait
+	// for the reboot.
+	ReasonPendingReboot = "PendingReboot"
+	// ReasonRestoring (Applied=False): the node state is being deleted; originals are put back.
+	ReasonRestoring = "Restoring"
+	// ReasonAsExpected (Degraded=False): nothing is wrong.
+	ReasonAsExpected = "AsExpected"
+	// ReasonFactsFailed (Degraded=True): the host's facts could not be read.
+	ReasonFactsFailed = "FactsFailed"
+	// ReasonBootLoaderFailed (Degraded=True): the kernel arguments could not be written.
+	ReasonBootLoaderFailed = "BootLoaderFailed"
+	// ReasonNoBootLoader (Degraded=True): the tuning has kernel arguments but the agent runs
+	// without a boot loader (--boot-loader=none).
+	ReasonNoBootLoader = "NoBootLoader"
+	// ReasonRebootDidNotApply (Degraded=True, RebootRequired=True): the node rebooted for these
+	// kernel arguments and still runs without them; the agent does not reboot again for them.
+	ReasonRebootDidNotApply = "RebootDidNotApply"
+	// ReasonRebootFailed (Degraded=True): the reboot command failed; it is retried after a back-off.
+	ReasonRebootFailed = "RebootCommandFailed"
+	// ReasonDrainFailed (RebootRequired=True): the drain timed out; the node was uncordoned and
+	// the request is repeated after a back-off.
+	ReasonDrainFailed = "DrainFailed"
+	// ReasonRestoreFailed (Degraded=True): an original value could not be written back; the
+	// finalizer stays and the agent retries.
+	ReasonRestoreFailed = "RestoreFailed"
+	// ReasonKernelArgsInEffect (RebootRequired=False): the running kernel has every argument.
+	ReasonKernelArgsInEffect = "KernelArgsInEffect"
+	// ReasonNoKernelArgs (RebootRequired=False): the tuning has no kernel arguments.
+	ReasonNoKernelArgs = "NoKernelArgs"
+	// ReasonNoDrift (Drifted=False): the last check found every setting as applied.
+	ReasonNoDrift = "NoDrift"
+	// ReasonDriftCorrected (Drifted=True): the last check found settings changed on the host and
+	// set them back. It turns False at the first later check that finds no drift.
+	ReasonDriftCorrected = "DriftCorrected"
+	// ReasonDriftNotCorrected (Drifted=True): settings were changed on the host and could not be
+	// set back.
+	ReasonDriftNotCorrected = "DriftNotCorrected"
+)
+
+// Reboot phase reasons of RebootRequired=True are the phase names themselves (Requested,
+// Draining, Rebooting, Verifying, DrainFailed), prefixed "Reboot" where the phase alone is vague.
+func rebootReason(p tsv1.RebootPhase) string {
+	switch p {
+	case tsv1.RebootRequested:
+		return "RebootRequested"
+	case tsv1.RebootDraining:
+		return "Draining"
+	case tsv1.RebootRebooting:
+		return "Rebooting"
+	case tsv1.RebootVerifying:
+		return "VerifyingKernelArgs"
+	case tsv1.RebootDrainFailed:
+		return ReasonDrainFailed
+	}
+	return "RebootRequired"
+}
+
+// maxSettings is the API's cap on status.settings.
+const maxSettings = 1024
+
+// observation is what one reconcile found and did; the status is computed from it alone.
+type observation struct {
+	generation int64
+	deleting   bool
+	noTuning   bool
+	factsErr   error
+	// invalid holds the validation problems of spec.tuning (nothing was changed).
+	invalid error
+	// applyErr is a failure of Apply (planning against the host, or writes).
+	applyErr error
+	results  []tuning.Result
+	// hasArgs reports that the tuning has kernel arguments (or stale ones are configured).
+	hasArgs  bool
+	boot     *bootloader.Status
+	bootErr  error
+	cmdline  string
+	reboot   *tsv1.RebootStatus
+	rebootEr error
+	// rebootDidNotApply is set when the node already rebooted for these arguments in vain.
+	rebootDidNotApply bool
+	// drifted are the settings found changed before this reconcile's apply; corrected reports
+	// that the apply set them back.
+	drifted   []tuning.Result
+	corrected bool
+	// restoreErr is a failure to put originals back while deleting.
+	restoreErr error
+}
+
+// applyStatus writes the conditions, settings and observedGeneration computed from o into st.
+// It is pure: tests call it as a table.
+func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
+	set := func(t string, ok bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: o.generation})
+	}
+	st.Reboot = o.reboot
+
+	switch {
+	case o.deleting:
+		set(tsv1.NodeApplied, false, ReasonRestoring, "the node state is being deleted: the agent restores the host's original values")
+		if o.restoreErr != nil {
+			set(tsv1.NodeDegraded, true, ReasonRestoreFailed, fmt.Sprintf("restoring originals failed (the agent retries; the journal keeps them): %v", o.restoreErr))
+		} else {
+			set(tsv1.NodeDegraded, false, ReasonAsExpected, "restoring")
+		}
+		return
+	case o.noTuning:
+		set(tsv1.NodeApplied, false, ReasonWaitingForTuning, "spec.tuning is not set yet: the operator resolves it from the facts this agent reported; nothing on the host is changed meanwhile")
+		degradedFacts(set, o.factsErr)
+		return
+	case o.invalid != nil:
+		msg := "spec.tuning is not valid for this node, nothing was changed: " + joinErrs(o.invalid)
+		set(tsv1.NodeApplied, false, ReasonValidationFailed, msg)
+		set(tsv1.NodeDegraded, true, ReasonValidationFailed, msg)
+		return
+	}
+
+	st.Settings = settings(o)
+	notInSync := notInSync(o.results)
+	switch {
+	case o.applyErr != nil:
+		set(tsv1.NodeApplied, false, ReasonApplyFailed, "applying failed: "+joinErrs(o.applyErr))
+	case len(notInSync) > 0:
+		set(tsv1.NodeApplied, false, ReasonNotInSync, "settings not in effect after applying: "+strings.Join(notInSync, ", "))
+	case o.boot != nil && o.boot.RebootRequired:
+		set(tsv1.NodeApplied, false, ReasonPendingReboot, "runtime settings are in effect; "+o.boot.Message())
+	case o.hasArgs && o.boot == nil:
+		set(tsv1.NodeApplied, false, ReasonBootLoaderFailed, "runtime settings are in effect; the kernel arguments could not be checked")
+	default:
+		set(tsv1.NodeApplied, true, ReasonApplied, appliedMessage(o.results, o.boot))
+	}
+
+	switch {
+	case o.applyErr != nil:
+		set(tsv1.NodeDegraded, true, ReasonApplyFailed, "applying failed: "+joinErrs(o.applyErr))
+	case o.bootErr != nil && o.hasArgs && errors.Is(o.bootErr, errNoBootLoader):
+		set(tsv1.NodeDegraded, true, ReasonNoBootLoader, o.bootErr.Error())
+	case o.bootErr != nil:
+		set(tsv1.NodeDegraded, true, ReasonBootLoaderFailed, "writing kernel arguments failed: "+o.bootErr.Error())
+	case o.rebootDidNotApply:
+		set(tsv1.NodeDegraded, true, ReasonRebootDidNotApply, "the node rebooted for its kernel arguments and still runs without them: "+o.boot.Message()+"; check the boot loader configuration (--grub-update-command, BLS entries) and the LatencyNodeState annotation "+RebootedForAnnotation+"; remove that annotation to let the agent reboot once more")
+	case o.rebootEr != nil:
+		set(tsv1.NodeDegraded, true, ReasonRebootFailed, o.rebootEr.Error())
+	case len(notInSync) > 0:
+		set(tsv1.NodeDegraded, true, ReasonNotInSync, "settings not in effect after applying: "+strings.Join(notInSync, ", "))
+	case o.factsErr != nil:
+		degradedFacts(set, o.factsErr)
+	default:
+		set(tsv1.NodeDegraded, false, ReasonAsExpected, "no problem found")
+	}
+
+	switch {
+	case o.boot == nil && !o.hasArgs:
+		set(tsv1.NodeRebootRequired, false, ReasonNoKernelArgs, "the tuning has no kernel arguments")
+	case o.boot == nil:
+		// Writing failed: keep what was known.
+	case !o.boot.RebootRequired:
+		set(tsv1.NodeRebootRequired, false, ReasonKernelArgsInEffect, o.boot.Message())
+	case o.rebootDidNotApply:
+		set(tsv1.NodeRebootRequired, true, ReasonRebootDidNotApply, o.boot.Message()+"; the node already rebooted for them: no further reboot")
+	case o.reboot != nil:
+		msg := o.boot.Message()
+		if o.reboot.Message != "" {
+			msg = o.reboot.Message + "; " + msg
+		}
+		set(tsv1.NodeRebootRequired, true, rebootReason(o.reboot.Phase), msg)
+	default:
+		set(tsv1.NodeRebootRequired, true, "RebootRequired", o.boot.Message())
+	}
+
+	switch {
+	case len(o.drifted) > 0 && o.corrected:
+		set(tsv1.NodeDrifted, true, ReasonDriftCorrected, "changed on the host and set back: "+describeDrift(o.drifted))
+	case len(o.drifted) > 0:
+		set(tsv1.NodeDrifted, true, ReasonDriftNotCorrected, "changed on the host, not set back: "+describeDrift(o.drifted))
+	case o.applyErr == nil:
+		set(tsv1.NodeDrifted, false, ReasonNoDrift, "every setting is as applied")
+	}
+	if o.applyErr == nil && o.bootErr == nil && o.factsErr == nil {
+		st.ObservedGeneration = o.generation
+	}
+}
+
+func degradedFacts(set func(string, bool, string, string), err error) {
+	if err != nil {
+		set(tsv1.NodeDegraded, true, ReasonFactsFailed, "reading the host's facts failed: "+err.Error())
+		return
+	}
+	set(tsv1.NodeDegraded, false, ReasonAsExpected, "no problem found")
+}
+
+func joinErrs(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+func notInSync(results []tuning.Result) []string {
+	var out []string
+	for _, r := range results {
+		if r.State == tuning.Drifted || r.State == tuning.Failed {
+			out = append(out, fmt.Sprintf("%s (want %q, have %q)", r.Name, r.Desired, r.Observed))
+		}
+	}
+	return out
+}
+
+func describeDrift(rs []tuning.Result) string {
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%s was %q (want %q)", r.Name, r.Observed, r.Desired))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func appliedMessage(results []tuning.Result, boot *bootloader.Status) string {
+	inSync, unsupported := 0, 0
+	for _, r := range results {
+		switch r.State {
+		case tuning.InSync:
+			inSync++
+		case tuning.Unsupported:
+			unsupported++
+		}
+	}
+	msg := fmt.Sprintf("%d settings in effect", inSync)
+	if boot != nil && len(boot.Desired) > 0 {
+		msg += fmt.Sprintf(", %d kernel arguments in effect", len(boot.Desired))
+	}
+	if unsupported > 0 {
+		msg += fmt.Sprintf(", %d not supported by this host (see status.settings)", unsupported)
+	}
+	return msg
+}
+
+var settingStates = map[tuning.State]tsv1.SettingState{
+	tuning.InSync:      tsv1.SettingInSync,
+	tuning.Drifted:     tsv1.SettingDrifted,
+	tuning.Unsupported: tsv1.SettingUnsupported,
+	tuning.Failed:      tsv1.SettingFailed,
+}
+
+// settings lists every runtime setting and kernel argument with its desired and observed value.
+func settings(o *observation) []tsv1.SettingStatus {
+	out := make([]tsv1.SettingStatus, 0, len(o.results))
+	for _, r := range o.results {
+		s := tsv1.SettingStatus{Name: r.Name, Desired: r.Desired, Observed: r.Observed, State: settingStates[r.State], Message: r.Message}
+		if r.State == tuning.Drifted && s.Message == "" {
+			s.Message = "differs from the desired value after applying"
+		}
+		out = append(out, s)
+	}
+	if o.boot != nil {
+		for _, a := range o.boot.Args(o.cmdline) {
+			s := tsv1.SettingStatus{Name: "kernel/" + a.Arg, Desired: a.Arg, Observed: a.Observed, State: tsv1.SettingInSync}
+			switch a.State {
+			case bootloader.ArgPendingReboot:
+				s.State, s.Message = tsv1.SettingPendingReboot, "written to the boot configuration; in effect after the next reboot"
+			case bootloader.ArgPendingRemoval:
+				s.Desired = ""
+				s.State, s.Message = tsv1.SettingPendingReboot, "removed from the boot configuration; the running kernel keeps it until the next reboot"
+			}
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	// The map key must be unique: a kernel argument could repeat (hugepages=N for two sizes).
+	uniq := make([]tsv1.SettingStatus, 0, len(out))
+	for _, s := range out {
+		if n := len(uniq); n > 0 && uniq[n-1].Name == s.Name {
+			continue
+		}
+		uniq = append(uniq, s)
+	}
+	if len(uniq) > maxSettings {
+		uniq = uniq[:maxSettings]
+	}
+	return uniq
+}

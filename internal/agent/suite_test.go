@@ -1,0 +1,161 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent/agenttest"
+)
+
+// The envtest API server every test of this package shares.
+var (
+	cfg *rest.Config
+	k8s client.Client
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(crashHelperEnv) != "" {
+		os.Exit(crashHelper())
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
+	var stop func() error
+	var err error
+	cfg, stop, err = agenttest.StartEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		os.Exit(1)
+	}
+	k8s, err = client.New(cfg, client.Options{Scheme: agenttest.Scheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	}
+	os.Exit(code)
+}
+
+// createNode creates a Node object (no kubelet runs in envtest) and deletes it at the end.
+func createNode(t *testing.T, name string) {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Create(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
+}
+
+// createLNS creates the node state as the operator would, with the given tuning.
+func createLNS(t *testing.T, node string, tuning *tsv1.NodeTuning) {
+	t.Helper()
+	lns := &tsv1.LatencyNodeState{
+		ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{tsv1.ProfileLabel: "tsagt"}},
+		Spec:       tsv1.LatencyNodeStateSpec{NodeName: node, Profile: tsv1.ProfileReference{Name: "tsagt", Generation: 1}, Tuning: tuning},
+	}
+	if err := k8s.Create(context.Background(), lns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// The test deletes it itself; this only makes sure nothing is left if it failed early.
+		ctx := context.Background()
+		cur := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, cur); err == nil {
+			_ = k8s.Delete(ctx, cur)
+		}
+	})
+}
+
+func getLNS(t *testing.T, name string) *tsv1.LatencyNodeState {
+	t.Helper()
+	l := &tsv1.LatencyNodeState{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, l); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func getNode(t *testing.T, name string) *corev1.Node {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// patchLNS changes the node state's spec as the operator would.
+func patchLNS(t *testing.T, name string, mutate func(*tsv1.LatencyNodeState)) {
+	t.Helper()
+	l := getLNS(t, name)
+	orig := l.DeepCopy()
+	mutate(l)
+	if err := k8s.Patch(context.Background(), l, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond every 20 ms until it returns nil, failing with its last error after
+// timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	gomega.NewWithT(t).Eventually(cond).WithTimeout(timeout).WithPolling(20*time.Millisecond).
+		Should(gomega.Succeed(), what)
+}
+
+// condition returns the node state's condition of that type ("" status when absent).
+func condition(l *tsv1.LatencyNodeState, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(l.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{Type: typ}
+}
+
+func wantCondition(l *tsv1.LatencyNodeState, typ string, status metav1.ConditionStatus, reason string) error {
+	c := condition(l, typ)
+	if c.Status != status || (reason != "" && c.Reason != reason) {
+		return fmt.Errorf("%s is %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
+	}
+	return nil
+}
+
+// events lists the events about a node state with a reason.
+func events(t *testing.T, lns, reason string) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+		t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Name == lns && e.Regarding.Kind == "LatencyNodeState" && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func zapLevel() int8 {
+	if os.Getenv("TSAGT_VERBOSE") != "" {
+		return -1
+	}
+	return 1 // errors only
+}
+
+func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }

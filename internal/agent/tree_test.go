@@ -1,0 +1,297 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
+	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/bootloader"
+	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/tuning"
+)
+
+// treeAgent is an agent on a host-root tree, with logs of its fake commands.
+type treeAgent struct {
+	root, reboots, grubUpdates, irqbalance string
+	r                                      *agent.Reconciler
+}
+
+// newTreeAgent builds a tree and an agent for it, as cmd/agent builds one with --host-root and
+// --boot-loader=grub, with fake reboot, grub update and irqbalance restart commands.
+func newTreeAgent(t *testing.T, node string) *treeAgent {
+	t.Helper()
+	root := agenttest.TempDir(t, "root")
+	agenttest.BuildTree(t, root)
+	return treeAgentOn(node, root, agenttest.TempDir(t, "logs"))
+}
+
+// treeAgentOn is the agent of an existing tree, with its command logs in logs.
+func treeAgentOn(node, root, logs string) *treeAgent {
+	a := &treeAgent{
+		root:        root,
+		reboots:     filepath.Join(logs, "reboots"),
+		grubUpdates: filepath.Join(logs, "grub-updates"),
+		irqbalance:  filepath.Join(logs, "irqbalance-restarts"),
+	}
+	h := &host.Host{Root: a.root}
+	a.r = &agent.Reconciler{
+		NodeName: node,
+		Host:     h,
+		Engine:   &tuning.Engine{Host: h},
+		Boot: &bootloader.Manager{
+			Writer:      &bootloader.GRUB{Host: h, UpdateCommand: agenttest.LogCommand(a.grubUpdates)},
+			RetiredPath: h.Path(bootloader.DefaultStateDir + "/retired-args"),
+		},
+		CheckPeriod:              time.Second,
+		RebootCommand:            agenttest.RebootCommand(a.reboots),
+		IrqbalanceRestartCommand: agenttest.LogCommand(a.irqbalance),
+		DrainTimeout:             5 * time.Second,
+		DrainRetryBackoff:        time.Second,
+		DrainPoll:                100 * time.Millisecond,
+		EvictionGracePeriod:      ptr.To[int64](0),
+	}
+	return a
+}
+
+func (a *treeAgent) read(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(a.root, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// treeTuning is what the operator resolves for the tree's node: runtime settings a VM cannot
+// change (SR-IOV, cpufreq, turbo) and kernel arguments.
+func treeTuning() *tsv1.NodeTuning {
+	return &tsv1.NodeTuning{
+		ReservedCPUs: "0-1", IsolatedCPUs: "2-3",
+		KernelArgs: []string{"isolcpus=managed_irq,2-3", "nohz_full=2-3", "rcu_nocbs=2-3", "irqaffinity=0-1"},
+		Sysctls:    map[string]string{"vm.stat_interval": "10", "vm.swappiness": "10"},
+		IRQ:        &tsv1.IRQTuning{HousekeepingCPUs: "0-1", BannedCPUs: "2-3"},
+		Governor:   "performance", Turbo: tsv1.Disabled,
+		MaxCStateExitLatencyMicroseconds: ptr.To[int32](2),
+		WorkqueueCPUs:                    "0-1",
+		NICs: []tsv1.NICTuning{{Group: "md", Interface: "ens1f0", PCIAddress: "0000:3b:00.0", Driver: "ice",
+			NumVFs: ptr.To[int32](4), Acceleration: tsv1.AccelerationKernel, RPSCPUs: "0-1"}},
+	}
+}
+
+// TestTreeRebootProtocol runs the agent against a host-root tree: facts before the tuning,
+// runtime settings applied, kernel arguments written through a GRUB drop-in, RebootRequired and
+// the reboot protocol (granted by the test as the operator would; the fake reboot swaps the
+// tree's boot ID and /proc/cmdline), exactly one reboot, then deletion restores the tree.
+func TestTreeRebootProtocol(t *testing.T) {
+	node := agenttest.Name("tree")
+	a := newTreeAgent(t, node)
+	before := agenttest.Snapshot(t, a.root)
+	bootID := a.read(t, "proc/sys/kernel/random/boot_id")
+	createNode(t, node)
+	createLNS(t, node, nil)
+	agenttest.StartAgent(t, cfg, a.r, nil)
+
+	// Facts first; nothing on the host changes while spec.tuning is unset.
+	eventually(t, 20*time.Second, "facts reported", func() error {
+		l := getLNS(t, node)
+		if l.Status.Facts == nil || l.Status.Facts.OnlineCPUs != "0-3" {
+			return fmt.Errorf("facts %+v", l.Status.Facts)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionFalse, agent.ReasonWaitingForTuning)
+	})
+	l := getLNS(t, node)
+	if ifc := l.Status.Facts.Interfaces; len(ifc) != 1 || ifc[0].Name != "ens1f0" || ifc[0].SRIOVTotalVFs != 8 || ifc[0].Driver != "ice" {
+		t.Errorf("interface facts %+v", ifc)
+	}
+	if controllerutil.ContainsFinalizer(l, tsv1.RestoreFinalizer) {
+		t.Error("finalizer added before any tuning")
+	}
+	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.root)); len(d) > 0 {
+		t.Fatalf("the host changed while spec.tuning was unset:\n%s", strings.Join(d, "\n"))
+	}
+
+	// The operator resolves the tuning: runtime settings go in, kernel arguments wait for a slot.
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning = treeTuning() })
+	eventually(t, 20*time.Second, "reboot requested", func() error {
+		l := getLNS(t, node)
+		if l.Status.Reboot == nil || l.Status.Reboot.Phase != tsv1.RebootRequested {
+			return fmt.Errorf("reboot %+v", l.Status.Reboot)
+		}
+		if err := wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested"); err != nil {
+			return err
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionFalse, agent.ReasonPendingReboot)
+	})
+	l = getLNS(t, node)
+	if l.Status.Reboot.BootID != bootID {
+		t.Errorf("reboot.bootID = %q, want the running kernel's %q", l.Status.Reboot.BootID, bootID)
+	}
+	if !controllerutil.ContainsFinalizer(l, tsv1.RestoreFinalizer) {
+		t.Error("no restore finalizer although the host was changed")
+	}
+	for p, want := range map[string]string{
+		"sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs":                         "4",
+		"sys/devices/system/cpu/cpu2/cpufreq/scaling_governor":                  "performance",
+		"sys/devices/system/cpu/intel_pstate/no_turbo":                          "1",
+		"sys/devices/system/cpu/cpu3/cpuidle/state3/disable":                    "1",
+		"proc/sys/vm/swappiness":                                                "10",
+		"etc/default/irqbalance":                                                "#IRQBALANCE_ONESHOT=\nIRQBALANCE_BANNED_CPULIST=2-3",
+		"proc/cmdline":                                                          agenttest.InitialCmdline,
+		"sys/class/net/ens1f0/queues/rx-1/rps_cpus":                             "3",
+		"etc/default/grub.d/99-tickstack.cfg":                                   "",
+		"sys/devices/system/cpu/cpu0/cpuidle/state1/disable":                    "0",
+		"sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages": "0",
+	} {
+		got := a.read(t, p)
+		if p == "etc/default/grub.d/99-tickstack.cfg" {
+			if !strings.Contains(got, "nohz_full=2-3") {
+				t.Errorf("GRUB drop-in lacks the arguments:\n%s", got)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("%s = %q, want %q", p, got, want)
+		}
+	}
+	if n := len(agenttest.Lines(t, a.irqbalance)); n != 1 {
+		t.Errorf("irqbalance restarted %d times after its banned CPUs changed, want 1", n)
+	}
+	states := map[string]tsv1.SettingState{}
+	for _, s := range l.Status.Settings {
+		states[s.Name] = s.State
+		if s.State == tsv1.SettingInSync && s.Observed == "" {
+			t.Errorf("setting %s in sync without an observed value", s.Name)
+		}
+	}
+	for name, want := range map[string]tsv1.SettingState{
+		"sysctl/vm.swappiness":      tsv1.SettingInSync,
+		"sriov/0000:3b:00.0/numvfs": tsv1.SettingInSync,
+		"kernel/nohz_full=2-3":      tsv1.SettingPendingReboot,
+		"irqbalance/banned-cpus":    tsv1.SettingInSync,
+		"cpufreq/cpu3/governor":     tsv1.SettingInSync,
+		"cpufreq/turbo":             tsv1.SettingInSync,
+		"rps/ens1f0/rx-0":           tsv1.SettingInSync,
+		"cpuidle/cpu2/state2":       tsv1.SettingInSync,
+		"workqueue/cpumask":         tsv1.SettingInSync,
+		"irq/default_smp_affinity":  tsv1.SettingInSync,
+	} {
+		if states[name] != want {
+			t.Errorf("status.settings[%s] = %q, want %q (all: %v)", name, states[name], want, states)
+		}
+	}
+	if n := len(agenttest.Lines(t, a.reboots)); n != 0 {
+		t.Fatalf("rebooted %d times without a slot", n)
+	}
+
+	// The operator grants the slot: cordon, drain (nothing to evict), reboot, verify, uncordon.
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	eventually(t, 30*time.Second, "reboot done", func() error {
+		l := getLNS(t, node)
+		if l.Status.Reboot != nil {
+			return fmt.Errorf("reboot %+v", l.Status.Reboot)
+		}
+		if err := wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, agent.ReasonKernelArgsInEffect); err != nil {
+			return err
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false }) // the operator takes the slot back
+	if n := len(agenttest.Lines(t, a.reboots)); n != 1 {
+		t.Errorf("rebooted %d times, want 1", n)
+	}
+	if got := a.read(t, "proc/cmdline"); !strings.Contains(got, "isolcpus=managed_irq,2-3") {
+		t.Errorf("cmdline after reboot: %q", got)
+	}
+	n := getNode(t, node)
+	if n.Spec.Unschedulable {
+		t.Error("node left cordoned after the reboot")
+	}
+	l = getLNS(t, node)
+	if l.Status.Fingerprint == "" || n.Labels[agent.FingerprintLabel] != l.Status.Fingerprint {
+		t.Errorf("fingerprint label %q, status %q", n.Labels[agent.FingerprintLabel], l.Status.Fingerprint)
+	}
+	eventually(t, 10*time.Second, "observedGeneration", func() error {
+		if l := getLNS(t, node); l.Status.ObservedGeneration != l.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", l.Status.ObservedGeneration, l.Generation)
+		}
+		return nil
+	})
+	for _, s := range l.Status.Settings {
+		if strings.HasPrefix(s.Name, "kernel/") && s.State != tsv1.SettingInSync {
+			t.Errorf("%s is %s after the reboot", s.Name, s.State)
+		}
+	}
+	// A few more checks must not reboot again.
+	gomega.NewWithT(t).Consistently(func() int { return len(agenttest.Lines(t, a.reboots)) }).
+		WithTimeout(2*a.r.CheckPeriod).WithPolling(50*time.Millisecond).Should(gomega.Equal(1), "reboots after the change was in effect")
+
+	// Deleting the node state restores the runtime originals and the boot configuration; the
+	// running kernel keeps its arguments until the next reboot (an event says so).
+	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "node state gone", func() error {
+		l := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(context.Background(), clientKey(node), l); err == nil {
+			return fmt.Errorf("still there: finalizers %v, conditions %+v", l.Finalizers, l.Status.Conditions)
+		}
+		return nil
+	})
+	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.root)); len(d) > 0 {
+		t.Errorf("the tree differs from its originals after the restore:\n%s", strings.Join(d, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(a.root, "etc/default/grub.d/99-tickstack.cfg")); !os.IsNotExist(err) {
+		t.Errorf("GRUB drop-in still there: %v", err)
+	}
+	if _, ok := getNode(t, node).Labels[agent.FingerprintLabel]; ok {
+		t.Error("fingerprint label left on the node")
+	}
+	eventually(t, 10*time.Second, "pending-removal event", func() error {
+		if len(events(t, node, "KernelArgsPendingRemoval")) == 0 {
+			return fmt.Errorf("no KernelArgsPendingRemoval event")
+		}
+		return nil
+	})
+}
+
+// TestTreeInvalidTuningChangesNothing: a tuning the host layer refuses is Degraded with the field
+// and the fix, and nothing on the host changes (not even the finalizer).
+func TestTreeInvalidTuningChangesNothing(t *testing.T) {
+	node := agenttest.Name("invalid")
+	a := newTreeAgent(t, node)
+	before := agenttest.Snapshot(t, a.root)
+	createNode(t, node)
+	bad := treeTuning()
+	bad.Sysctls["vm.swappiness"] = "900"
+	bad.NICs[0].Interface = "no/such"
+	createLNS(t, node, bad)
+	agenttest.StartAgent(t, cfg, a.r, nil)
+	eventually(t, 20*time.Second, "degraded", func() error {
+		return wantCondition(getLNS(t, node), tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonValidationFailed)
+	})
+	l := getLNS(t, node)
+	msg := condition(l, tsv1.NodeDegraded).Message
+	for _, want := range []string{"sysctls[vm.swappiness]", "interfaces[no/such].name", "use the interface's name"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Degraded message lacks %q: %s", want, msg)
+		}
+	}
+	if controllerutil.ContainsFinalizer(l, tsv1.RestoreFinalizer) {
+		t.Error("finalizer added for a tuning that was refused")
+	}
+	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.root)); len(d) > 0 {
+		t.Errorf("the host changed although the tuning was invalid:\n%s", strings.Join(d, "\n"))
+	}
+}
