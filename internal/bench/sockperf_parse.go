@@ -46,7 +46,8 @@ type SockperfServerReport struct {
 	Ready bool
 	// Received is "Total N messages received and handled" (includes warm-up messages).
 	Received int64
-	// HasReceived is true when that line was found (the server printed its totals).
+	// HasReceived is true when that line, or the idle server's "No messages were received on the
+	// server", was found (the server printed its totals).
 	HasReceived bool
 	// GapDropped sums every session's "Summary: Total Dropped/OOO: N" (with -g).
 	GapDropped int64
@@ -70,6 +71,7 @@ var (
 	msgRateRe             = regexp.MustCompile(`Message\s+Rate\s+is\s+([0-9]+)\s*\[msg/sec\]`)
 	serverTotalRe         = regexp.MustCompile(`Total\s+([0-9]+)\s+messages\s+received\s+and\s+handled`)
 	serverGapSumRe        = regexp.MustCompile(`Summary:\s*Total\s+Dropped/OOO:\s*([0-9]+)`)
+	serverIdleRe          = regexp.MustCompile(`No\s+messages\s+were\s+received\s+on\s+the\s+server`)
 	serverReadyRe         = regexp.MustCompile(`using\s+\S+\s+to\s+(?:block|poll)\s+on\s+socket`)
 	sockperfErrorRe       = regexp.MustCompile(`(?m)^(?:sockperf:\s*)?(ERROR:.*|.*TICKSTACK_REQUIRE=1:.*|.*Invalid .*|.*No messages were received.*|.*Is the server down.*|.*[Ff]ailed .*)$`)
 )
@@ -176,6 +178,9 @@ func ParseSockperfServer(output string) *SockperfServerReport {
 	r.Ready = serverReadyRe.MatchString(text)
 	if m := serverTotalRe.FindStringSubmatch(text); m != nil {
 		r.Received, r.HasReceived = atoi64(m[1]), true
+	} else if serverIdleRe.MatchString(text) {
+		// An idle server prints this instead of its total.
+		r.Received, r.HasReceived = 0, true
 	}
 	for _, m := range serverGapSumRe.FindAllStringSubmatch(text, -1) {
 		r.GapDropped += atoi64(m[1])

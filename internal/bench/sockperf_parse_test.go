@@ -126,6 +126,7 @@ func TestParseSockperfServer(t *testing.T) {
 		{"server_udp.txt", 181394, 0},
 		{"server_tcp.txt", 26708, 0},
 		{"server_gap_drops.txt", 2117, 648},
+		{"server_idle.txt", 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
