@@ -5,11 +5,13 @@ SHELL := /usr/bin/env bash -o pipefail
 # Pinned tool versions: the module proxy refuses version listing for some modules, so never @latest.
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
+HELM_VERSION ?= v3.22.0
 K8S_VERSION ?= v1.32.3
 
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM := $(BIN)/helm-$(HELM_VERSION)
 export TICKSTACK_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tickstack
 export K8S_VERSION
 
@@ -29,6 +31,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into c
 		paths=./api/... paths=./controllers/... paths=./internal/webhook/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	hack/sync-chart.py
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -48,8 +51,8 @@ lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml).
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are not committed as generated.
-	@if [ -n "$$(git status --porcelain -- api config charts/tickstack/templates/crds)" ]; then \
-		git status --porcelain -- api config charts/tickstack/templates/crds; \
+	@if [ -n "$$(git status --porcelain -- api config charts/tickstack/templates)" ]; then \
+		git status --porcelain -- api config charts/tickstack/templates; \
 		git --no-pager diff --stat -- api config charts; \
 		echo "verify-gen: generated files differ from the tree: run 'make generate manifests' and commit"; exit 1; fi
 
@@ -80,9 +83,12 @@ deps: ## Install the Debian packages the tests need (root).
 envtest-assets: ## Build kube-apiserver from source and link etcd for envtest (cached).
 	hack/envtest-assets.sh
 
+.PHONY: helm
+helm: $(HELM) ## Build helm at the pinned version into bin/.
+
 .PHONY: test
-test: deps envtest-assets vet ## Run every test: Go unit, envtest and host suites, then the dataplane's.
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test $(GO_TEST_FLAGS) ./...
+test: deps envtest-assets vet $(HELM) ## Run every test: Go unit, envtest, host and chart suites, then the dataplane's.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) TICKSTACK_HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) -C dataplane test
 
 .PHONY: check
@@ -105,3 +111,8 @@ $(GOLANGCI_LINT):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/golangci-lint $@
+
+$(HELM):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(BIN)/helm $@

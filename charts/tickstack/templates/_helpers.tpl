@@ -1,0 +1,38 @@
+{{/* Names and labels shared by every template. */}}
+{{- define "tickstack.fullname" -}}
+{{- if contains "tickstack" .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-tickstack" .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tickstack.labels" -}}
+app.kubernetes.io/name: tickstack
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "tickstack.selector" -}}
+app.kubernetes.io/name: tickstack
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "tickstack.image" -}}
+{{- $tag := .root.Values.imageTag | default .root.Chart.AppVersion -}}
+{{- if .root.Values.imageRegistry -}}
+{{ printf "%s/%s:%s" .root.Values.imageRegistry .image $tag }}
+{{- else -}}
+{{ printf "%s:%s" .image $tag }}
+{{- end -}}
+{{- end -}}
+
+{{- define "tickstack.webhookService" -}}
+{{ include "tickstack.fullname" . }}-webhook
+{{- end -}}
+
+{{- define "tickstack.certSecret" -}}
+{{ include "tickstack.fullname" . }}-webhook-cert
+{{- end -}}

@@ -1,0 +1,295 @@
+// Package chart tests the Helm chart: lint, rendering with different values, the values schema, the
+// webhook certificate it makes, and that a real kube-apiserver accepts everything it renders.
+package chart
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/tickstack/tickstack/internal/testutil"
+)
+
+const namespace = "tickstack-system"
+
+func helm(t *testing.T) string {
+	t.Helper()
+	if h := os.Getenv("TICKSTACK_HELM"); h != "" {
+		return h
+	}
+	root, err := testutil.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := filepath.Join(root, "bin", "helm-v3.22.0")
+	if _, err := os.Stat(h); err != nil {
+		testutil.Unavailable(t, "helm not built: run make helm (or set TICKSTACK_HELM)")
+	}
+	return h
+}
+
+func chartDir(t *testing.T) string {
+	t.Helper()
+	root, err := testutil.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "charts", "tickstack")
+}
+
+// render runs helm template with --set values and returns the objects, or helm's error output.
+func render(t *testing.T, sets ...string) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	args := []string{"template", "t", chartDir(t), "-n", namespace, "--kube-version", "1.32.3"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(helm(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, errors.New(stderr.String())
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatalf("rendered YAML does not parse: %v", err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs, nil
+}
+
+func mustRender(t *testing.T, sets ...string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := render(t, sets...)
+	if err != nil {
+		t.Fatalf("helm template %v: %v", sets, err)
+	}
+	return objs
+}
+
+func ofKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func TestLintStrict(t *testing.T) {
+	out, err := exec.Command(helm(t), "lint", "--strict", chartDir(t)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	}
+}
+
+func TestCRDsTemplatedAndKept(t *testing.T) {
+	crds := ofKind(mustRender(t), "CustomResourceDefinition")
+	if len(crds) != 2 {
+		t.Fatalf("want 2 CRDs by default, got %d", len(crds))
+	}
+	for _, c := range crds {
+		if c.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s lacks helm.sh/resource-policy: keep", c.GetName())
+		}
+	}
+	if n := len(ofKind(mustRender(t, "crds.enabled=false"), "CustomResourceDefinition")); n != 0 {
+		t.Errorf("crds.enabled=false still renders %d CRDs", n)
+	}
+	for _, c := range ofKind(mustRender(t, "crds.keep=false"), "CustomResourceDefinition") {
+		if _, ok := c.GetAnnotations()["helm.sh/resource-policy"]; ok {
+			t.Errorf("crds.keep=false still keeps CRD %s", c.GetName())
+		}
+	}
+}
+
+func TestManagerIsLockedDown(t *testing.T) {
+	deps := ofKind(mustRender(t), "Deployment")
+	if len(deps) != 1 {
+		t.Fatalf("want one Deployment, got %d", len(deps))
+	}
+	spec, _, _ := unstructured.NestedMap(deps[0].Object, "spec", "template", "spec")
+	if nonRoot, _, _ := unstructured.NestedBool(spec, "securityContext", "runAsNonRoot"); !nonRoot {
+		t.Error("manager pod must run as non-root")
+	}
+	containers, _, _ := unstructured.NestedSlice(spec, "containers")
+	c := containers[0].(map[string]any)
+	if ro, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !ro {
+		t.Error("manager container must have a read-only root filesystem")
+	}
+	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+		if _, ok := c[probe]; !ok {
+			t.Errorf("manager container lacks a %s", probe)
+		}
+	}
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	if !contains(args, "--leader-elect=true") {
+		t.Errorf("leader election not passed: %v", args)
+	}
+}
+
+func TestWebhookCertificateMatchesItsService(t *testing.T) {
+	objs := mustRender(t)
+	secrets := ofKind(objs, "Secret")
+	if len(secrets) != 1 {
+		t.Fatalf("want the webhook certificate Secret, got %d secrets", len(secrets))
+	}
+	data, _, _ := unstructured.NestedStringMap(secrets[0].Object, "data")
+	caPEM, _ := base64.StdEncoding.DecodeString(data["ca.crt"])
+	certPEM, _ := base64.StdEncoding.DecodeString(data["tls.crt"])
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatal("ca.crt is not a PEM certificate")
+	}
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		t.Fatal("tls.crt is not PEM")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := ""
+	for _, s := range ofKind(objs, "Service") {
+		if strings.HasSuffix(s.GetName(), "-webhook") {
+			svc = s.GetName()
+		}
+	}
+	dns := svc + "." + namespace + ".svc"
+	if _, err := cert.Verify(x509.VerifyOptions{DNSName: dns, Roots: pool}); err != nil {
+		t.Errorf("serving certificate does not verify for %s against the CA: %v", dns, err)
+	}
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		for _, wc := range ofKind(objs, kind) {
+			hooks, _, _ := unstructured.NestedSlice(wc.Object, "webhooks")
+			for _, h := range hooks {
+				hm := h.(map[string]any)
+				bundle, _, _ := unstructured.NestedString(hm, "clientConfig", "caBundle")
+				name, _, _ := unstructured.NestedString(hm, "clientConfig", "service", "name")
+				if bundle != data["ca.crt"] || name != svc {
+					t.Errorf("%s %s: caBundle matches=%v, service %q want %q", kind, hm["name"], bundle == data["ca.crt"], name, svc)
+				}
+			}
+		}
+	}
+	cm := mustRender(t, "webhook.certs.mode=certManager")
+	if len(ofKind(cm, "Secret")) != 0 || len(ofKind(cm, "Certificate")) != 1 || len(ofKind(cm, "Issuer")) != 1 {
+		t.Error("certManager mode must render a Certificate and a self-signed Issuer instead of a Secret")
+	}
+}
+
+func TestOptionalMonitoring(t *testing.T) {
+	if n := len(ofKind(mustRender(t), "ServiceMonitor")) + len(ofKind(mustRender(t), "PrometheusRule")); n != 0 {
+		t.Errorf("monitoring objects rendered without being asked: %d", n)
+	}
+	objs := mustRender(t, "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true")
+	if len(ofKind(objs, "ServiceMonitor")) != 1 || len(ofKind(objs, "PrometheusRule")) != 1 {
+		t.Error("ServiceMonitor and PrometheusRule must render when enabled")
+	}
+	if n := len(ofKind(mustRender(t, "metrics.enabled=false"), "Service")); n != 1 {
+		t.Errorf("metrics.enabled=false must leave only the webhook Service, got %d services", n)
+	}
+}
+
+func TestAgentOnlyWhenEnabled(t *testing.T) {
+	if len(ofKind(mustRender(t), "DaemonSet")) != 1 || len(ofKind(mustRender(t), "ValidatingAdmissionPolicy")) != 1 {
+		t.Error("the agent DaemonSet and its own-node policy render by default")
+	}
+	if len(ofKind(mustRender(t, "agent.enabled=false"), "DaemonSet")) != 0 {
+		t.Error("agent.enabled=false still renders the DaemonSet")
+	}
+}
+
+func TestValuesSchemaRefusesBadValues(t *testing.T) {
+	for set, want := range map[string]string{
+		"manager.replicas=0":           "/manager/replicas",
+		"webhook.failurePolicy=Maybe":  "/webhook/failurePolicy",
+		"imagePullPolicy=Sometimes":    "/imagePullPolicy",
+		"agent.checkPeriod=soon":       "/agent/checkPeriod",
+		"webhook.certs.mode=letsguess": "/webhook/certs/mode",
+		"manager.replica=2":            "additional properties 'replica' not allowed",
+	} {
+		_, err := render(t, set)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--set %s: error %v, want one naming %q", set, err, want)
+		}
+	}
+}
+
+// TestRenderedObjectsAcceptedByAPIServer creates the CRDs and namespace for real and sends every other
+// rendered object to a real kube-apiserver as a dry run.
+func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
+	objs := mustRender(t)
+	if _, err := testutil.EnvtestAssets(); err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": namespace}}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range ofKind(objs, "CustomResourceDefinition") {
+		if err := c.Create(ctx, o.DeepCopy()); err != nil {
+			t.Fatalf("CRD %s: %v", o.GetName(), err)
+		}
+	}
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		if err := c.Create(ctx, o.DeepCopy(), client.DryRunAll); err != nil {
+			t.Errorf("the API server refuses %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
