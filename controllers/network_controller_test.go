@@ -1,0 +1,232 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/render"
+)
+
+// The network and node label controllers run in a manager of their own, with the real CRDs of
+// NetworkAttachmentDefinition and node-feature-discovery installed from their modules' copies.
+var _ = Describe("Network and node label controllers", Ordered, func() {
+	const ns, otherNS = "tspw-system", "tspw-other"
+	var (
+		nk8s    client.Client
+		stopMgr context.CancelFunc
+		done    chan struct{}
+	)
+
+	BeforeAll(func() {
+		_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join("..", "internal", "render", "testdata", "crds")}, ErrorIfPathMissing: true,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		s := runtime.NewScheme()
+		utilruntime.Must(clientgoscheme.AddToScheme(s))
+		utilruntime.Must(tsv1.AddToScheme(s))
+		utilruntime.Must(render.AddToScheme(s))
+		nk8s, err = client.New(cfg, client.Options{Scheme: s})
+		Expect(err).NotTo(HaveOccurred())
+		for _, n := range []string{ns, otherNS} {
+			Expect(client.IgnoreAlreadyExists(nk8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
+		}
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect((&NetworkReconciler{Client: mgr.GetClient(), Options: NetworkOptions{Namespace: ns}}).SetupWithManager(mgr)).To(Succeed())
+		Expect((&NodeLabelReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
+		var mctx context.Context
+		mctx, stopMgr = context.WithCancel(ctx)
+		done = make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			Expect(mgr.Start(mctx)).To(Succeed())
+		}()
+	})
+	AfterAll(func() {
+		if stopMgr != nil {
+			stopMgr()
+			Eventually(done, "20s").Should(BeClosed())
+		}
+	})
+
+	profile := func() *tsv1.LatencyProfile {
+		return &tsv1.LatencyProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: "tspw-net"},
+			Spec: tsv1.LatencyProfileSpec{
+				NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tspw.test/none": "none"}},
+				NICs: []tsv1.NICSpec{
+					{Name: "md", Selector: tsv1.NICSelector{Vendor: "8086", PFNames: []string{"ens1f0#0-3"}}, NumVFs: ptr.To[int32](4),
+						ResourceName: "tspw_md", Acceleration: tsv1.AccelerationBypass,
+						Network: &tsv1.NICNetwork{IPAM: &tsv1.IPAM{Type: "host-local", Subnet: "198.18.0.0/24", Gateway: "198.18.0.1"}}},
+					{Name: "mgmt", Selector: tsv1.NICSelector{Vendor: "15b3", InterfaceNames: []string{"eth1"}},
+						Network: &tsv1.NICNetwork{Type: tsv1.NetworkMacvlan, Namespace: otherNS}},
+				},
+			},
+		}
+	}
+	nadKey := func(namespace, name string) client.ObjectKey {
+		return client.ObjectKey{Namespace: namespace, Name: name}
+	}
+	pools := func() []render.DevicePluginResource {
+		cm := &corev1.ConfigMap{}
+		if err := nk8s.Get(ctx, nadKey(ns, "sriovdp-config"), cm); err != nil {
+			return nil
+		}
+		var c render.DevicePluginConfig
+		if err := json.Unmarshal([]byte(cm.Data[render.DevicePluginConfigKey]), &c); err != nil {
+			return nil
+		}
+		return c.ResourceList
+	}
+	poolNames := func() []string {
+		var out []string
+		for _, p := range pools() {
+			out = append(out, p.ResourceName)
+		}
+		return out
+	}
+
+	It("renders a profile's NADs, device plugin pool and feature rule, keeps them, and removes them with the profile", func() {
+		p := profile()
+		Expect(nk8s.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = client.IgnoreNotFound(nk8s.Delete(context.Background(), p)) })
+
+		md := &nadv1.NetworkAttachmentDefinition{}
+		Eventually(func() error { return nk8s.Get(ctx, nadKey(ns, "tspw-net-md"), md) }, "20s").Should(Succeed())
+		Expect(md.Annotations).To(HaveKeyWithValue("k8s.v1.cni.cncf.io/resourceName", "tickstack.io/tspw_md"))
+		Expect(md.OwnerReferences).To(ContainElement(HaveField("Name", "tspw-net")))
+		Expect(md.Spec.Config).To(ContainSubstring(`"type":"sriov"`))
+		mgmt := &nadv1.NetworkAttachmentDefinition{}
+		Eventually(func() error { return nk8s.Get(ctx, nadKey(otherNS, "tspw-net-mgmt"), mgmt) }, "20s").Should(Succeed())
+		Expect(mgmt.Annotations).NotTo(HaveKey("k8s.v1.cni.cncf.io/resourceName"))
+		Expect(mgmt.Spec.Config).To(ContainSubstring(`"master":"eth1"`))
+
+		Eventually(poolNames, "20s").Should(ContainElement("tspw_md"))
+		rule := &nfdv1alpha1.NodeFeatureRule{}
+		Eventually(func() []string {
+			if err := nk8s.Get(ctx, client.ObjectKey{Name: "tickstack"}, rule); err != nil {
+				return nil
+			}
+			var names []string
+			for _, r := range rule.Spec.Rules {
+				names = append(names, r.Name)
+			}
+			return names
+		}, "20s").Should(ContainElements("tickstack sriov capable NIC", "tickstack NIC vendor 8086", "tickstack NIC vendor 15b3"))
+
+		By("undoing a change made by hand")
+		orig := md.DeepCopy()
+		md.Spec.Config = `{"type":"bridge"}`
+		Expect(nk8s.Patch(ctx, md, client.MergeFrom(orig))).To(Succeed())
+		Eventually(func() string {
+			_ = nk8s.Get(ctx, nadKey(ns, "tspw-net-md"), md)
+			return md.Spec.Config
+		}, "20s").Should(ContainSubstring(`"type":"sriov"`))
+
+		By("dropping a network the profile no longer has")
+		Eventually(func() error {
+			cur := &tsv1.LatencyProfile{}
+			if err := nk8s.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
+				return err
+			}
+			o := cur.DeepCopy()
+			cur.Spec.NICs[1].Network = nil
+			return nk8s.Patch(ctx, cur, client.MergeFrom(o))
+		}, "10s").Should(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(nk8s.Get(ctx, nadKey(otherNS, "tspw-net-mgmt"), &nadv1.NetworkAttachmentDefinition{}))
+		}, "20s").Should(BeTrue())
+
+		By("deleting the profile")
+		Expect(nk8s.Delete(ctx, p)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(nk8s.Get(ctx, nadKey(ns, "tspw-net-md"), &nadv1.NetworkAttachmentDefinition{}))
+		}, "30s").Should(BeTrue())
+		Eventually(poolNames, "20s").ShouldNot(ContainElement("tspw_md"))
+	})
+
+	It("labels a node with the profile its agent reports Applied, and unlabels it when that stops", func() {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "tspw-node"}}
+		Expect(nk8s.Create(ctx, node)).To(Succeed())
+		DeferCleanup(func() { _ = nk8s.Delete(context.Background(), node) })
+		lns := &tsv1.LatencyNodeState{
+			ObjectMeta: metav1.ObjectMeta{Name: node.Name},
+			Spec:       tsv1.LatencyNodeStateSpec{NodeName: node.Name, Profile: tsv1.ProfileReference{Name: "tspw-nolabel-profile", Generation: 1}},
+		}
+		Expect(nk8s.Create(ctx, lns)).To(Succeed())
+		DeferCleanup(func() { _ = client.IgnoreNotFound(nk8s.Delete(context.Background(), lns)) })
+		label := func() string {
+			n := &corev1.Node{}
+			if err := nk8s.Get(ctx, client.ObjectKeyFromObject(node), n); err != nil {
+				return "error: " + err.Error()
+			}
+			return n.Labels[NodeProfileLabel]
+		}
+		setApplied := func(status metav1.ConditionStatus) {
+			Eventually(func() error {
+				cur := &tsv1.LatencyNodeState{}
+				if err := nk8s.Get(ctx, client.ObjectKeyFromObject(lns), cur); err != nil {
+					return err
+				}
+				o := cur.DeepCopy()
+				cur.Status.Conditions = []metav1.Condition{{Type: tsv1.NodeApplied, Status: status, Reason: "Test", Message: "test",
+					ObservedGeneration: cur.Generation, LastTransitionTime: metav1.Now()}}
+				return nk8s.Status().Patch(ctx, cur, client.MergeFrom(o))
+			}, "10s").Should(Succeed())
+		}
+		Consistently(label, "1s").Should(BeEmpty())
+		setApplied(metav1.ConditionTrue)
+		Eventually(label, "20s").Should(Equal("tspw-nolabel-profile"))
+		setApplied(metav1.ConditionFalse)
+		Eventually(label, "20s").Should(BeEmpty())
+		setApplied(metav1.ConditionTrue)
+		Eventually(label, "20s").Should(Equal("tspw-nolabel-profile"))
+		Expect(nk8s.Delete(ctx, lns)).To(Succeed())
+		Eventually(label, "20s").Should(BeEmpty())
+	})
+})
+
+var _ = DescribeTable("NodeProfileLabelValue",
+	func(lns *tsv1.LatencyNodeState, want string) {
+		Expect(NodeProfileLabelValue(lns)).To(Equal(want))
+	},
+	Entry("no node state", nil, ""),
+	Entry("applied", nodeState("p", 2, metav1.ConditionTrue, 2, false), "p"),
+	Entry("applied without observedGeneration", nodeState("p", 2, metav1.ConditionTrue, 0, false), "p"),
+	Entry("applied to an older spec", nodeState("p", 3, metav1.ConditionTrue, 2, false), ""),
+	Entry("not applied", nodeState("p", 2, metav1.ConditionFalse, 2, false), ""),
+	Entry("being deleted", nodeState("p", 2, metav1.ConditionTrue, 2, true), ""),
+	Entry("no condition", &tsv1.LatencyNodeState{Spec: tsv1.LatencyNodeStateSpec{Profile: tsv1.ProfileReference{Name: "p"}}}, ""),
+)
+
+func nodeState(profile string, gen int64, applied metav1.ConditionStatus, observed int64, deleting bool) *tsv1.LatencyNodeState {
+	lns := &tsv1.LatencyNodeState{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Generation: gen},
+		Spec:       tsv1.LatencyNodeStateSpec{Profile: tsv1.ProfileReference{Name: profile}},
+		Status:     tsv1.LatencyNodeStateStatus{Conditions: []metav1.Condition{{Type: tsv1.NodeApplied, Status: applied, ObservedGeneration: observed}}},
+	}
+	if deleting {
+		lns.DeletionTimestamp = ptr.To(metav1.Now())
+	}
+	return lns
+}
