@@ -32,6 +32,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into c
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
 	hack/sync-chart.py
+	go run ./hack/apidocs config/crd/bases docs/api-reference.md
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -51,8 +52,8 @@ lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml).
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are not committed as generated.
-	@if [ -n "$$(git status --porcelain -- api config charts/tickstack/templates)" ]; then \
-		git status --porcelain -- api config charts/tickstack/templates; \
+	@if [ -n "$$(git status --porcelain -- api config charts/tickstack/templates docs/api-reference.md)" ]; then \
+		git status --porcelain -- api config charts/tickstack/templates docs/api-reference.md; \
 		git --no-pager diff --stat -- api config charts; \
 		echo "verify-gen: generated files differ from the tree: run 'make generate manifests' and commit"; exit 1; fi
 
