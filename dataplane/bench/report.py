@@ -223,7 +223,10 @@ def markdown(meta, runs, summary, svg_name):
         L.append(f"| {MODES[r['mode']]} | {r['param']} | {fmt(r.get('achieved_rate'))} | {fmt(r['min'])} | "
                  f"{fmt(r['median'])} | {fmt(r['p99'])} | {fmt(r['p999'])} | {fmt(r['max'])} | "
                  f"{fmt(r['stddev'])} | {fmt(r['drops'])} |")
-    L.append("\nSustained = zero drops and at least 95 % of the target rate reached by the sending sockperf.\n")
+    L.append("\nSustained = zero drops and at least 95 % of the target rate reached by the sending sockperf. "
+             "The under-load client of sockperf runs a pacing sender thread and a receiver thread on CPU 0: "
+             "for the bypass its receiver sleeps when idle (`TICKSTACK_SPIN_USEC=0`), the server spins "
+             "(`-p latency`); kernel spinning uses `--nonblocked` on both ends as sockperf defines it.\n")
     L.append("| mode | highest rate sustained without drops (msg/s) |")
     L.append("|---|---:|")
     for mode in ("kernel", "kspin", "bypass"):

@@ -4,6 +4,7 @@
  * process of the namespace attached it first) and the RX/TX ring paths. */
 #include "ts_internal.h"
 
+#include <fcntl.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
@@ -452,6 +453,9 @@ static int stack__create(struct ts_stack *st)
 	if (err)
 		goto out_destroy;
 	st->xsk_fd = xsk_socket__fd(st->xsk);
+	/* libxdp does not open it close-on-exec: an XSK surviving exec would
+	 * keep receiving for a process image that no longer reads it */
+	ts_real_fcntl(st->xsk_fd, F_SETFD, FD_CLOEXEC);
 	steer__purge_stale(st);
 	err = xsk_socket__update_xskmap(st->xsk, st->xsks_fd);
 	if (err)

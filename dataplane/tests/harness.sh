@@ -222,7 +222,7 @@ t_mux() { # the server waits with select, poll and epoll (sockperf -F)
 
 t_payload() { # udpcheck: sizes 1..1472, byte-exact echoes, all multiplexers
 	local mux e
-	for mux in block poll select epoll; do
+	for mux in block poll select epoll mmsg; do
 		$(accel $NB srv) $CPU_SRV $B/udpcheck echo $IPB 11130 200 $mux >"$TSDP_TMP/server.out" 2>&1 &
 		e=$!
 		TSDP_PIDS+=("$e")
@@ -233,6 +233,30 @@ t_payload() { # udpcheck: sizes 1..1472, byte-exact echoes, all multiplexers
 		check_accel srv && check_accel cli || return 1
 		rm -f "$TSDP_TMP"/stats-*
 	done
+}
+
+t_connected() { # connect + write/read on a dup, SO_RCVTIMEO; echo side after an exec
+	local e
+	$(accel $NB srv) $CPU_SRV $B/udpcheck exec-echo $IPB 11132 100 >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 grep -q "ready (after exec" "$TSDP_TMP/server.out" || { die "exec-echo not ready"; return 1; }
+	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send-connected $IPB 11132 100 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "connected client failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "exec-echo failed ($WAIT_RC)"; return 1; }
+	check_accel cli || return 1
+	# the image after exec (started with an empty environment) still wrote
+	# its exit statistics: LD_PRELOAD and TICKSTACK_STATS_FILE survived
+	ls "$TSDP_TMP"/stats-srv-*.txt >/dev/null 2>&1 || { die "no stats after exec"; return 1; }
+}
+
+t_nonblocked() { # sockperf --nonblocked (fcntl O_NONBLOCK, EAGAIN loop) through the bypass
+	start_server "$(accel $NB srv)" 11117 --nonblocked || return 1
+	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11117 -t 1 -m 64 --nonblocked >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	stop_server || return 1
+	check_accel cli && check_accel srv
 }
 
 t_fork() { # a forked child echoes on the socket its parent bound
@@ -321,7 +345,7 @@ t_require() { # TICKSTACK_REQUIRE=1 makes a silent fallback an error
 	! $RUN -p fastest true 2>/dev/null || { die "tickstack-run accepted an unknown profile"; return 1; }
 }
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load throughput sigint_client mux payload fork multicast require"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load throughput sigint_client mux nonblocked payload connected fork multicast require"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t

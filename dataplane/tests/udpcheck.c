@@ -8,7 +8,17 @@
  *                                          with MUX: block|poll|select|epoll
  *   udpcheck fork-echo IP PORT COUNT       bind, fork; the child echoes on
  *                                          the inherited socket
+ *   udpcheck send-connected IP PORT COUNT  like send, through connect(),
+ *                                          write() and read() on a dup()
+ *                                          of the socket, after checking
+ *                                          that SO_RCVTIMEO times out
+ *   udpcheck exec-echo IP PORT COUNT       bind, then execve() itself with
+ *                                          an EMPTY environment: the new
+ *                                          image must still be preloaded
+ *                                          and echo on the inherited fd
+ * MUX mmsg: recvmmsg/sendmmsg in batches; MUX poll also checks FIONREAD.
  * Exit 0 on success; any mismatch or timeout prints why and exits 1. */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -16,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <time.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -93,19 +105,62 @@ static int wait_readable(int fd, const char *mux, int ms)
 	return 1; /* block in recvfrom */
 }
 
+static int echo_mmsg(int fd, unsigned count)
+{
+	static unsigned char bufs[8][2048];
+	struct mmsghdr v[8];
+	struct iovec iov[8];
+	struct sockaddr_in from[8];
+	unsigned done = 0;
+	int i, n;
+
+	while (done < count) {
+		for (i = 0; i < 8; i++) {
+			iov[i].iov_base = bufs[i];
+			iov[i].iov_len = sizeof(bufs[i]);
+			memset(&v[i], 0, sizeof(v[i]));
+			v[i].msg_hdr.msg_iov = &iov[i];
+			v[i].msg_hdr.msg_iovlen = 1;
+			v[i].msg_hdr.msg_name = &from[i];
+			v[i].msg_hdr.msg_namelen = sizeof(from[i]);
+		}
+		n = recvmmsg(fd, v, 8, MSG_WAITFORONE, NULL);
+		if (n <= 0) {
+			perror("udpcheck echo: recvmmsg");
+			return 1;
+		}
+		for (i = 0; i < n; i++)
+			iov[i].iov_len = v[i].msg_len;
+		if (sendmmsg(fd, v, (unsigned)n, 0) != n) {
+			perror("udpcheck echo: sendmmsg");
+			return 1;
+		}
+		done += (unsigned)n;
+	}
+	return 0;
+}
+
 static int echo(int fd, unsigned count, const char *mux)
 {
 	unsigned char buf[2048];
 	unsigned i;
 
+	if (!strcmp(mux, "mmsg"))
+		return echo_mmsg(fd, count);
 	for (i = 0; i < count; i++) {
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
 		ssize_t n;
 		int r = wait_readable(fd, mux, 10000);
 
+		int pending = -1;
+
 		if (r <= 0) {
 			fprintf(stderr, "udpcheck echo: %s timed out after %u datagrams\n", mux, i);
+			return 1;
+		}
+		if (!strcmp(mux, "poll") && ioctl(fd, FIONREAD, &pending) < 0) {
+			perror("udpcheck echo: FIONREAD");
 			return 1;
 		}
 		n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
@@ -113,11 +168,74 @@ static int echo(int fd, unsigned count, const char *mux)
 			perror("udpcheck echo: recvfrom");
 			return 1;
 		}
+		if (pending >= 0 && pending != n) {
+			fprintf(stderr, "udpcheck echo: FIONREAD said %d, datagram has %zd bytes\n",
+				pending, n);
+			return 1;
+		}
 		if (sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl) != n) {
 			perror("udpcheck echo: sendto");
 			return 1;
 		}
 	}
+	return 0;
+}
+
+static int sender_connected(int fd, struct sockaddr_in *to, unsigned count)
+{
+	unsigned char out[2048], in[2048];
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+	struct timespec t0, t1;
+	double waited;
+	unsigned i;
+	int d;
+
+	if (connect(fd, (struct sockaddr *)to, sizeof(*to)) < 0) {
+		perror("udpcheck: connect");
+		return 1;
+	}
+	/* nothing was sent yet: a receive must time out after SO_RCVTIMEO */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+		perror("udpcheck: SO_RCVTIMEO");
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (read(fd, in, sizeof(in)) >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+		fprintf(stderr, "udpcheck: read on an idle socket did not time out (%s)\n",
+			strerror(errno));
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (waited < 0.15 || waited > 2.0) {
+		fprintf(stderr, "udpcheck: SO_RCVTIMEO of 0.2 s took %.3f s\n", waited);
+		return 1;
+	}
+	tv.tv_sec = 5;
+	tv.tv_usec = 0;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	d = dup(fd);
+	if (d < 0 || close(fd) < 0) {
+		perror("udpcheck: dup/close");
+		return 1;
+	}
+	for (i = 0; i < count; i++) {
+		size_t len = size_of(i);
+		ssize_t n;
+
+		fill(out, len, i);
+		if (write(d, out, len) != (ssize_t)len) {
+			perror("udpcheck send-connected: write");
+			return 1;
+		}
+		n = read(d, in, sizeof(in));
+		if (n != (ssize_t)len || memcmp(in, out, len)) {
+			fprintf(stderr, "udpcheck send-connected: datagram %u: got %zd bytes, want %zu (%s)\n",
+				i, n, len, n < 0 ? strerror(errno) : "content differs?");
+			return 1;
+		}
+	}
+	printf("udpcheck: %u datagrams echoed intact (connected, read/write, dup)\n", count);
 	return 0;
 }
 
@@ -157,14 +275,42 @@ int main(int argc, char **argv)
 	unsigned count;
 	int fd;
 
-	if (argc < 5) {
+	if (argc < 5 && !(argc == 4 && !strcmp(argv[1], "echo-fd"))) {
 		fprintf(stderr, "usage: udpcheck send|echo|fork-echo IP PORT COUNT [MUX]\n");
 		return 2;
 	}
-	count = (unsigned)strtoul(argv[4], NULL, 10);
+	count = (unsigned)strtoul(argv[argc == 4 ? 3 : 4], NULL, 10);
 	if (!strcmp(argv[1], "send")) {
 		fd = mksock(argv[2], atoi(argv[3]), 0, &sa);
 		return sender(fd, &sa, count);
+	}
+	if (!strcmp(argv[1], "send-connected")) {
+		fd = mksock(argv[2], atoi(argv[3]), 0, &sa);
+		return sender_connected(fd, &sa, count);
+	}
+	if (!strcmp(argv[1], "exec-echo")) {
+		char fdarg[16];
+		char *args[] = { argv[0], "echo-fd", fdarg, argv[4], NULL };
+		char *empty[] = { NULL };
+
+		fd = mksock(argv[2], atoi(argv[3]), 1, &sa);
+		snprintf(fdarg, sizeof(fdarg), "%d", fd);
+		execve("/proc/self/exe", args, empty);
+		perror("udpcheck: execve");
+		return 1;
+	}
+	if (!strcmp(argv[1], "echo-fd")) {
+		/* after exec-echo: the environment was emptied by the caller */
+		const char *pre = getenv("LD_PRELOAD");
+
+		if (!pre || !strstr(pre, "libtickstack")) {
+			fprintf(stderr, "udpcheck: exec lost the preload (LD_PRELOAD=%s)\n",
+				pre ? pre : "(unset)");
+			return 1;
+		}
+		printf("ready (after exec, LD_PRELOAD=%s)\n", pre);
+		fflush(stdout);
+		return echo(atoi(argv[2]), count, "poll");
 	}
 	if (!strcmp(argv[1], "echo")) {
 		fd = mksock(argv[2], atoi(argv[3]), 1, &sa);
