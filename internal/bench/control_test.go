@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -115,5 +117,32 @@ func TestDialReflectorTimesOut(t *testing.T) {
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("gave up after %s", time.Since(start))
+	}
+}
+
+func TestRetryOnlyWhenSockperfPrintedNoSummary(t *testing.T) {
+	r := &Runner{}
+	calls := 0
+	_, noSummary := ParseSockperfClient("sockperf: Test ended\n")
+	if !errors.Is(noSummary, ErrNoSummary) {
+		t.Fatalf("output without summary: %v, want ErrNoSummary", noSummary)
+	}
+	err := r.retry("x", func() error { calls++; return fmt.Errorf("wrapped: %w", noSummary) })
+	if !errors.Is(err, ErrNoSummary) || calls != measureAttempts {
+		t.Errorf("%d calls, err %v; want %d attempts", calls, err, measureAttempts)
+	}
+	calls = 0
+	if err := r.retry("x", func() error { calls++; return errors.New("connection refused") }); err == nil || calls != 1 {
+		t.Errorf("a real error was retried (%d calls)", calls)
+	}
+	calls = 0
+	if err := r.retry("x", func() error {
+		calls++
+		if calls == 1 {
+			return noSummary
+		}
+		return nil
+	}); err != nil || calls != 2 {
+		t.Errorf("second attempt: %v after %d calls", err, calls)
 	}
 }

@@ -239,6 +239,9 @@ func (r *Runner) clientRunRows(ctx context.Context, stack Stack, seconds int32, 
 	if rep != nil && rep.Version != "" {
 		r.noteTool("sockperf " + rep.Version)
 	}
+	if errors.Is(perr, ErrNoSummary) {
+		return rep, nil, fmt.Errorf("%w; its output ends: %s", perr, tail(out, 300))
+	}
 	if perr != nil {
 		return rep, nil, perr
 	}
@@ -252,6 +255,20 @@ func (r *Runner) clientRunRows(ctx context.Context, stack Stack, seconds int32, 
 		return rep, nil, fmt.Errorf("sockperf full log: %w", err)
 	}
 	return rep, rows, nil
+}
+
+// measureAttempts is how often a measurement is made when sockperf ended without a summary.
+const measureAttempts = 2
+
+// retry runs f again when it failed because sockperf printed no summary (ErrNoSummary).
+func (r *Runner) retry(what string, f func() error) error {
+	for i := 1; ; i++ {
+		err := f()
+		if err == nil || !errors.Is(err, ErrNoSummary) || i >= measureAttempts {
+			return err
+		}
+		r.logf("%s: %v: measuring again", what, err)
+	}
 }
 
 func joinErr(prev, next string) string {
@@ -270,7 +287,12 @@ func (r *Runner) pingPong(ctx context.Context, stack Stack, s *PingPongSpec) *Pi
 					return ctx.Err()
 				}
 				args := append(r.target(proto, port), "-m", strconv.Itoa(int(size)), "-t", strconv.Itoa(int(s.DurationSeconds)))
-				rep, samples, err := r.clientRun(ctx, stack, s.DurationSeconds, "pp", args...)
+				var rep *SockperfClientReport
+				var samples []int64
+				err := r.retry(fmt.Sprintf("pingPong %s %s %d B", stack, proto, size), func() (err error) {
+					rep, samples, err = r.clientRun(ctx, stack, s.DurationSeconds, "pp", args...)
+					return err
+				})
 				if err != nil {
 					return fmt.Errorf("%d B: %w", size, err)
 				}
@@ -304,18 +326,25 @@ func (r *Runner) rateSweep(ctx context.Context, stack Stack, s *RateSweepSpec) *
 			var rep *SockperfClientReport
 			var samples []int64
 			var runErr error
-			counters, err := r.withServer(stack, s.Protocol, true, func(port int) error {
-				args := append(r.target(s.Protocol, port), "-m", strconv.Itoa(int(size)), "-t", strconv.Itoa(int(s.DurationSeconds)),
-					"--mps", strconv.FormatInt(rate, 10), "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
-				rep, samples, runErr = r.clientRun(ctx, stack, s.DurationSeconds, "ul", args...)
-				return nil
+			var counters *ReflectorCounters
+			// Each attempt gets a fresh reflector, so its gap count covers that attempt only.
+			err := r.retry(fmt.Sprintf("rateSweep %s %d B at %d msg/s", stack, size, rate), func() error {
+				var err error
+				counters, err = r.withServer(stack, s.Protocol, true, func(port int) error {
+					args := append(r.target(s.Protocol, port), "-m", strconv.Itoa(int(size)), "-t", strconv.Itoa(int(s.DurationSeconds)),
+						"--mps", strconv.FormatInt(rate, 10), "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
+					rep, samples, runErr = r.clientRun(ctx, stack, s.DurationSeconds, "ul", args...)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				return runErr
 			})
-			if err != nil {
+			if err != nil && (counters == nil || rep == nil || rep.ValidSent == 0) {
+				// Not measured: it cannot count as sustained either.
 				res.Error = joinErr(res.Error, fmt.Sprintf("%d B at %d msg/s: %v", size, rate, err))
-				continue
-			}
-			if runErr != nil && (rep == nil || rep.ValidSent == 0) {
-				res.Error = joinErr(res.Error, fmt.Sprintf("%d B at %d msg/s: %v", size, rate, runErr))
+				stillSustained = false
 				continue
 			}
 			// A run whose replies all went missing still measured a rate that was not sustained.
@@ -346,27 +375,9 @@ func (r *Runner) microburst(ctx context.Context, stack Stack, s *MicroburstSpec)
 	res := &MicroburstResult{Protocol: ProtocolUDP, MessageSize: s.MessageSize, LinkSpeedMbps: s.LinkSpeedMbps}
 	trial := func(n int64) (bool, error) {
 		var rep *SockperfClientReport
-		counters, err := r.withServer(stack, ProtocolUDP, true, func(port int) error {
-			sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
-			if err != nil {
-				return err
-			}
-			args := append([]string{"tp"}, r.target(ProtocolUDP, port)...)
-			args = append(args, "-m", strconv.Itoa(int(s.MessageSize)), "-t", strconv.Itoa(int(s.TrialSeconds)),
-				"-b", strconv.FormatInt(n, 10), "--mps", strconv.FormatInt(n*BurstsPerSecond, 10))
-			cmd, err := r.Tools.command(ctx, stack, r.CPUs, sp, args...)
-			if err != nil {
-				return err
-			}
-			r.logf("%s", strings.Join(cmd.Args, " "))
-			out, err := runTool(ctx, cmd, time.Duration(s.TrialSeconds)*time.Second+60*time.Second)
-			if err != nil {
-				return err
-			}
-			rep, err = ParseSockperfClient(out)
-			if rep != nil && rep.Version != "" {
-				r.noteTool("sockperf " + rep.Version)
-			}
+		var counters *ReflectorCounters
+		err := r.retry(fmt.Sprintf("microburst %s %d x %d B", stack, n, s.MessageSize), func() (err error) {
+			counters, err = r.burstTrial(ctx, stack, s, n, &rep)
 			return err
 		})
 		if err != nil {
@@ -417,6 +428,41 @@ func (r *Runner) microburst(ctx context.Context, stack Stack, s *MicroburstSpec)
 	res.MaxBurstPackets = lo
 	res.BurstTimeNs = BurstTimeNs(s.MessageSize, lo, s.LinkSpeedMbps)
 	return res
+}
+
+// burstTrial sends bursts of n messages against a fresh gap-detecting reflector and returns the
+// reflector's counters; *rep receives the client's report.
+func (r *Runner) burstTrial(ctx context.Context, stack Stack, s *MicroburstSpec, n int64, rep **SockperfClientReport) (*ReflectorCounters, error) {
+	return r.withServer(stack, ProtocolUDP, true, func(port int) error {
+		sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
+		if err != nil {
+			return err
+		}
+		args := append([]string{"tp"}, r.target(ProtocolUDP, port)...)
+		args = append(args, "-m", strconv.Itoa(int(s.MessageSize)), "-t", strconv.Itoa(int(s.TrialSeconds)),
+			"-b", strconv.FormatInt(n, 10), "--mps", strconv.FormatInt(n*BurstsPerSecond, 10))
+		cmd, err := r.Tools.command(ctx, stack, r.CPUs, sp, args...)
+		if err != nil {
+			return err
+		}
+		r.logf("%s", strings.Join(cmd.Args, " "))
+		out, err := runTool(ctx, cmd, time.Duration(s.TrialSeconds)*time.Second+60*time.Second)
+		if err != nil {
+			if rp, perr := ParseSockperfClient(out); perr != nil && len(rp.Errors) > 0 {
+				return perr
+			}
+			return err
+		}
+		rp, err := ParseSockperfClient(out)
+		if rp != nil && rp.Version != "" {
+			r.noteTool("sockperf " + rp.Version)
+		}
+		if errors.Is(err, ErrNoSummary) {
+			return fmt.Errorf("%w; its output ends: %s", err, tail(out, 300))
+		}
+		*rep = rp
+		return err
+	})
 }
 
 // mixedSize is the size of message i of a mixedBurst playback: two small, then one large.
@@ -478,10 +524,14 @@ func (r *Runner) mixedBurst(ctx context.Context, stack Stack, s *MixedBurstSpec)
 		}
 		var rep *SockperfClientReport
 		var rows []FullLogSample
-		counters, err := r.withServer(stack, ProtocolUDP, true, func(port int) error {
-			args := append(r.target(ProtocolUDP, port), "--data-file", pb, "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
-			var err error
-			rep, rows, err = r.clientRunRows(ctx, stack, s.DurationSeconds, "pb", args...)
+		var counters *ReflectorCounters
+		err = r.retry(fmt.Sprintf("mixedBurst %s %s", stack, label), func() (err error) {
+			counters, err = r.withServer(stack, ProtocolUDP, true, func(port int) error {
+				args := append(r.target(ProtocolUDP, port), "--data-file", pb, "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
+				var err error
+				rep, rows, err = r.clientRunRows(ctx, stack, s.DurationSeconds, "pb", args...)
+				return err
+			})
 			return err
 		})
 		os.Remove(pb)

@@ -22,14 +22,13 @@ const (
 	ScaleNines Scale = "nines"
 )
 
-// Plot area geometry, in SVG user units.
+// Plot area geometry, in SVG user units; the chart grows downwards with its legend.
 const (
-	chartWidth  = 640
-	chartHeight = 360
-	plotLeft    = 72
-	plotTop     = 32
-	plotWidth   = 540
-	plotHeight  = 270
+	chartWidth = 640
+	plotLeft   = 72
+	plotTop    = 32
+	plotWidth  = 540
+	plotHeight = 270
 )
 
 type point struct {
@@ -90,6 +89,13 @@ func (a axis) frac(v float64) float64 {
 func (c chart) px(x float64) float64 { return plotLeft + c.X.frac(x)*plotWidth }
 func (c chart) py(y float64) float64 { return plotTop + plotHeight - c.Y.frac(y)*plotHeight }
 
+func dashAttr(dashed bool) string {
+	if dashed {
+		return ` stroke-dasharray="5 4"`
+	}
+	return ""
+}
+
 func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 func fnum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -101,6 +107,8 @@ func nines(p float64) float64 { return -math.Log10(1 - p/100) }
 func usLabel(ns float64) string {
 	us := ns / 1000
 	switch {
+	case ns == 0:
+		return "0"
 	case us >= 1000:
 		return strconv.FormatFloat(us/1000, 'g', 3, 64) + " ms"
 	case us >= 1:
@@ -164,8 +172,10 @@ func linearAxis(label string, lo, hi float64, fromZero bool, fmtTick func(float6
 func (c chart) svg() string {
 	var b strings.Builder
 	xMin, xMax := c.X.Min, c.X.Max
+	legendRows := (len(c.Series) + 2) / 3
+	height := plotTop + plotHeight + 48 + legendRows*18
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="%s" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s"`,
-		html.EscapeString(c.ID), chartWidth, chartHeight, chartWidth, chartHeight, html.EscapeString(c.Title))
+		html.EscapeString(c.ID), chartWidth, height, chartWidth, height, html.EscapeString(c.Title))
 	fmt.Fprintf(&b, ` data-plot-left="%d" data-plot-top="%d" data-plot-width="%d" data-plot-height="%d"`, plotLeft, plotTop, plotWidth, plotHeight)
 	fmt.Fprintf(&b, ` data-x-scale="%s" data-x-min="%s" data-x-max="%s" data-y-scale="%s" data-y-min="%s" data-y-max="%s">`+"\n",
 		c.X.Scale, fnum(xMin), fnum(xMax), c.Y.Scale, fnum(c.Y.Min), fnum(c.Y.Max))
@@ -189,7 +199,7 @@ func (c chart) svg() string {
 		}
 	}
 	fmt.Fprintf(&b, `<rect class="frame" x="%d" y="%d" width="%d" height="%d"/>`+"\n", plotLeft, plotTop, plotWidth, plotHeight)
-	fmt.Fprintf(&b, `<text class="axis" x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", plotLeft+plotWidth/2, chartHeight-8, html.EscapeString(c.X.Label))
+	fmt.Fprintf(&b, `<text class="axis" x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", plotLeft+plotWidth/2, plotTop+plotHeight+34, html.EscapeString(c.X.Label))
 	fmt.Fprintf(&b, `<text class="axis" transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", plotTop+plotHeight/2, html.EscapeString(c.Y.Label))
 	// Data.
 	if c.Categories != nil {
@@ -210,11 +220,7 @@ func (c chart) svg() string {
 			for _, p := range s.Points {
 				pts = append(pts, f2(c.px(p.X))+","+f2(c.py(p.Y)))
 			}
-			dash := ""
-			if s.Dashed {
-				dash = ` stroke-dasharray="5 4"`
-			}
-			fmt.Fprintf(&b, `<polyline class="line s%d" points="%s"%s/>`+"\n", s.Class, strings.Join(pts, " "), dash)
+			fmt.Fprintf(&b, `<polyline class="line s%d" points="%s"%s/>`+"\n", s.Class, strings.Join(pts, " "), dashAttr(s.Dashed))
 			for _, p := range s.Points {
 				cls := fmt.Sprintf("pt s%d", s.Class)
 				if p.Open {
@@ -225,12 +231,15 @@ func (c chart) svg() string {
 			}
 		}
 	}
-	// Legend.
+	// Legend, below the plot: the line style and marker of each series.
 	for i, s := range c.Series {
-		x := plotLeft + 8 + (i%3)*180
-		y := plotTop + 14 + (i/3)*16
-		fmt.Fprintf(&b, `<g class="legend"><rect class="key s%d" x="%d" y="%d" width="10" height="10"/><text x="%d" y="%d">%s</text></g>`+"\n",
-			s.Class, x, y-9, x+14, y, html.EscapeString(s.Name))
+		x := plotLeft + (i%3)*180
+		y := plotTop + plotHeight + 56 + (i/3)*18
+		key := fmt.Sprintf(`<line class="line s%d" x1="%d" x2="%d" y1="%d" y2="%d"%s/>`, s.Class, x, x+22, y-4, y-4, dashAttr(s.Dashed))
+		if c.Categories != nil {
+			key = fmt.Sprintf(`<rect class="key s%d" x="%d" y="%d" width="12" height="10"/>`, s.Class, x+5, y-9)
+		}
+		fmt.Fprintf(&b, `<g class="legend">%s<text x="%d" y="%d">%s</text></g>`+"\n", key, x+28, y, html.EscapeString(s.Name))
 	}
 	b.WriteString("</svg>")
 	return b.String()
