@@ -2,13 +2,17 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
+	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -17,8 +21,55 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/internal/certs"
+	"github.com/tickstack/tickstack/internal/render"
 	tswebhook "github.com/tickstack/tickstack/internal/webhook"
 )
+
+// podFlags are the flags of the pod webhook, the network controller and the webhook certificate.
+type podFlags struct {
+	namespace, resourcePrefix, dataplaneImage, certMode       string
+	secretName, serviceName, mutatingConfig, validatingConfig string
+	caLifetime, certLifetime                                  time.Duration
+}
+
+func (f *podFlags) bind() {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "tickstack-system"
+	}
+	flag.StringVar(&f.namespace, "namespace", ns, "the operator's namespace: device plugin ConfigMap, default NAD namespace, webhook Secret (default $POD_NAMESPACE)")
+	flag.StringVar(&f.resourcePrefix, "resource-prefix", tswebhook.DefaultResourcePrefix, "SR-IOV device plugin resource prefix: VFs are <prefix>/<resourceName>")
+	flag.StringVar(&f.dataplaneImage, "dataplane-image", "localhost/tickstack/agent:dev", "image holding "+tswebhook.DataplaneLibraryInImage+", copied into bypass pods by an init container")
+	flag.StringVar(&f.certMode, "webhook-cert-mode", "operator", "who manages the webhook serving certificate: operator (a CA and certificate in a Secret, caBundle patched, renewed) or cert-manager (files in --webhook-cert-dir)")
+	flag.StringVar(&f.secretName, "webhook-secret-name", "tickstack-webhook-server-cert", "Secret holding the webhook CA and serving certificate (operator mode)")
+	flag.StringVar(&f.serviceName, "webhook-service-name", "tickstack-webhook-service", "Service in front of the webhook server, named in the certificate (operator mode)")
+	flag.StringVar(&f.mutatingConfig, "mutating-webhook-configuration", "tickstack-mutating-webhook-configuration", "MutatingWebhookConfiguration whose caBundle is kept (operator mode)")
+	flag.StringVar(&f.validatingConfig, "validating-webhook-configuration", "tickstack-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle is kept (operator mode)")
+	flag.DurationVar(&f.caLifetime, "webhook-ca-lifetime", 5*365*24*time.Hour, "lifetime of the webhook CA (operator mode); renewed with a third left")
+	flag.DurationVar(&f.certLifetime, "webhook-cert-lifetime", 90*24*time.Hour, "lifetime of the webhook serving certificate (operator mode); renewed with a third left")
+}
+
+// certManager returns the operator's certificate manager, or nil in cert-manager mode.
+func (f *podFlags) certManager() (*certs.Manager, error) {
+	switch f.certMode {
+	case "cert-manager":
+		return nil, nil
+	case "operator":
+	default:
+		return nil, fmt.Errorf("--webhook-cert-mode=%q: use operator or cert-manager", f.certMode)
+	}
+	// A direct client: the manager's cached one would watch every Secret in the cluster.
+	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("creating the certificate client: %w", err)
+	}
+	return &certs.Manager{Client: c, Options: certs.Options{
+		Namespace: f.namespace, SecretName: f.secretName, ServiceName: f.serviceName,
+		MutatingWebhooks: []string{f.mutatingConfig}, ValidatingWebhooks: []string{f.validatingConfig},
+		CALifetime: f.caLifetime, CertLifetime: f.certLifetime,
+	}}, nil
+}
 
 func main() {
 	var metricsAddr, probeAddr, certDir string
@@ -27,7 +78,9 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "serve the admission webhooks")
-	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with the webhook serving tls.crt and tls.key")
+	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with the webhook serving tls.crt and tls.key (cert-manager mode)")
+	var pf podFlags
+	pf.bind()
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -37,6 +90,17 @@ func main() {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(tsv1.AddToScheme(scheme))
+	utilruntime.Must(render.AddToScheme(scheme))
+
+	certMgr, err := pf.certManager()
+	if err != nil {
+		log.Error(err, "setting up the webhook certificate")
+		os.Exit(1)
+	}
+	whOpts := webhook.Options{CertDir: certDir}
+	if certMgr != nil {
+		whOpts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certMgr.GetCertificate }}
+	}
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
@@ -44,7 +108,7 @@ func main() {
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "tickstack-manager.tickstack.io",
-		WebhookServer:          webhook.NewServer(webhook.Options{CertDir: certDir}),
+		WebhookServer:          webhook.NewServer(whOpts),
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
@@ -54,10 +118,36 @@ func main() {
 		log.Error(err, "setting up the LatencyProfile controller")
 		os.Exit(1)
 	}
+	if err := (&controllers.NodeLabelReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "setting up the node label controller")
+		os.Exit(1)
+	}
+	if err := (&controllers.NetworkReconciler{Client: mgr.GetClient(), Options: controllers.NetworkOptions{
+		Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix,
+	}}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "setting up the network controller")
+		os.Exit(1)
+	}
 	if enableWebhooks {
 		if err := tswebhook.SetupLatencyProfileWebhook(mgr); err != nil {
 			log.Error(err, "setting up the LatencyProfile webhook")
 			os.Exit(1)
+		}
+		if err := tswebhook.SetupPodWebhook(mgr, tswebhook.PodOptions{
+			ResourcePrefix: pf.resourcePrefix, DataplaneImage: pf.dataplaneImage, NetworkNamespace: pf.namespace,
+		}); err != nil {
+			log.Error(err, "setting up the pod webhook")
+			os.Exit(1)
+		}
+		if certMgr != nil {
+			if err := mgr.Add(certMgr); err != nil {
+				log.Error(err, "adding the webhook certificate manager")
+				os.Exit(1)
+			}
+			if err := mgr.AddReadyzCheck("webhook-certificate", certMgr.Ready); err != nil {
+				log.Error(err, "adding the certificate ready check")
+				os.Exit(1)
+			}
 		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -1,0 +1,12 @@
+package webhook
+
+// RBAC of the pod webhook and of the operator-managed webhook certificate (internal/certs), kept
+// here so controller-gen's paths (./internal/webhook/...) pick them up.
+//
+// The pod webhook reads profiles. The certificate manager keeps one Secret in the operator's
+// namespace (a namespaced Role, not cluster-wide Secret access) and patches the caBundle of the two
+// webhook configurations.
+
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;create;update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;patch
