@@ -44,13 +44,14 @@ type pluginConf struct {
 	CacheDir   string `json:"cacheDir,omitempty"`
 }
 
-// podArgs are the CNI_ARGS the container runtime passes for Kubernetes pods.
+// podArgs are the CNI_ARGS the container runtime passes for Kubernetes pods; the field names are the
+// keys, as types.LoadArgs requires.
 type podArgs struct {
 	types.CommonArgs
-	K8S_POD_NAMESPACE          types.UnmarshallableString //nolint:revive,stylecheck // CNI_ARGS key
-	K8S_POD_NAME               types.UnmarshallableString //nolint:revive,stylecheck // CNI_ARGS key
-	K8S_POD_INFRA_CONTAINER_ID types.UnmarshallableString //nolint:revive,stylecheck // CNI_ARGS key
-	K8S_POD_UID                types.UnmarshallableString //nolint:revive,stylecheck // CNI_ARGS key
+	K8S_POD_NAMESPACE          types.UnmarshallableString
+	K8S_POD_NAME               types.UnmarshallableString
+	K8S_POD_INFRA_CONTAINER_ID types.UnmarshallableString
+	K8S_POD_UID                types.UnmarshallableString
 }
 
 func main() {
