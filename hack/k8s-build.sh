@@ -14,6 +14,11 @@ work="$cache/k8s/$K8S_VERSION"
 bin="$work/bin"
 mkdir -p "$bin" "$work/mod"
 
+# One build at a time per cache: the local cluster, envtest and CI may ask for the same binary at once,
+# and two `go build -o $b.tmp` would write the same file. Waiters find the binary built and skip it.
+exec 9>"$work/.lock"
+flock 9
+
 declare -A pkg=(
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
