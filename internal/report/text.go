@@ -1,0 +1,135 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+// WriteText prints one node's results as plain-text tables in the papers' shapes (for
+// `tickstack bench` and CI logs): latencies in microseconds with three decimals.
+func WriteText(w io.Writer, n NodeResults) error {
+	if n.Results == nil {
+		return fmt.Errorf("report: node %q has no results", n.Node)
+	}
+	r := n.Results
+	node := n.Node
+	if node == "" {
+		node = r.Node
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+	heading := func(s string) {
+		tw.Flush()
+		fmt.Fprintf(w, "\n%s\n", s)
+	}
+	fmt.Fprintf(w, "node %s: %s to %s\n", node, r.StartTime.UTC().Format("2006-01-02 15:04:05"), r.CompletionTime.UTC().Format("15:04:05 MST"))
+	if v := n.Verdict; v != nil {
+		fmt.Fprintf(w, "verdict: %s\n", v.Result)
+		for _, c := range v.Reasons {
+			if c.Result != bench.VerdictPassed {
+				fmt.Fprintf(w, "  %s %s: %s\n", c.Result, c.Name, c.Message)
+			}
+		}
+	}
+	us := bench.FormatNanosAsMicros
+	stats := func(s bench.LatencyStats) []string {
+		return []string{fmt.Sprint(s.Samples), us(s.MinNs), us(s.MedianNs), us(s.MeanNs), us(s.P95Ns), us(s.P99Ns), us(s.P999Ns), us(s.MaxNs), us(s.StdDevNs)}
+	}
+	statHead := []string{"samples", "min", "median", "mean", "p95", "p99", "p99.9", "max", "std-dev"}
+	for _, st := range r.Stacks {
+		if st.Unavailable != "" {
+			heading(fmt.Sprintf("%s stack unavailable: %s", st.Stack, st.Unavailable))
+			continue
+		}
+		if p := st.PingPong; p != nil {
+			heading(fmt.Sprintf("pingPong, %s stack: half round trip (us)", st.Stack))
+			line(append([]string{"protocol", "size"}, append(statHead, "dropped")...)...)
+			for _, row := range p.Rows {
+				line(append([]string{string(row.Protocol), fmt.Sprint(row.MessageSize)}, append(stats(row.LatencyStats), fmt.Sprint(row.Dropped))...)...)
+			}
+			if p.Error != "" {
+				heading("  incomplete: " + p.Error)
+			}
+		}
+		if rs := st.RateSweep; rs != nil {
+			heading(fmt.Sprintf("rateSweep, %s stack: latency under load (us)", st.Stack))
+			line(append([]string{"protocol", "size", "target/s", "achieved/s", "sent", "dropped", "sustained"}, statHead...)...)
+			for _, row := range rs.Rows {
+				line(append([]string{string(row.Protocol), fmt.Sprint(row.MessageSize), fmt.Sprint(row.TargetMps), fmt.Sprint(row.AchievedMps),
+					fmt.Sprint(row.Sent), fmt.Sprint(row.Dropped), yesNo(row.Sustained)}, stats(row.LatencyStats)...)...)
+			}
+			tw.Flush()
+			for _, m := range rs.MaxSustained {
+				fmt.Fprintf(w, "highest rate sustained without drops, %s %d B: %d msg/s\n", m.Protocol, m.MessageSize, m.Mps)
+			}
+			if rs.Error != "" {
+				fmt.Fprintf(w, "  incomplete: %s\n", rs.Error)
+			}
+		}
+		if m := st.Microburst; m != nil {
+			heading(fmt.Sprintf("microburst, %s stack: %d B messages, bursts 100 ms apart", st.Stack, m.MessageSize))
+			line("burst", "bursts", "sent", "dropped")
+			for _, t := range m.Trials {
+				line(fmt.Sprint(t.Packets), fmt.Sprint(t.Bursts), fmt.Sprint(t.Sent), fmt.Sprint(t.Dropped))
+			}
+			tw.Flush()
+			limit := ""
+			if m.LimitReached {
+				limit = " (search limit reached)"
+			}
+			fmt.Fprintf(w, "largest burst without a drop: %d messages%s; burst time at %d Mb/s: %s us\n", m.MaxBurstPackets, limit, m.LinkSpeedMbps, us(m.BurstTimeNs))
+			if m.Error != "" {
+				fmt.Fprintf(w, "  incomplete: %s\n", m.Error)
+			}
+		}
+		if mb := st.MixedBurst; mb != nil {
+			heading(fmt.Sprintf("mixedBurst, %s stack: 2/3 at %d B, 1/3 at %d B, one-second bursts every other second (us)", st.Stack, mb.SmallSize, mb.LargeSize))
+			line("steady/s", "burst/s", "sent", "dropped", "average", "p99", "std-dev")
+			for _, row := range mb.Rows {
+				line(fmt.Sprint(row.SteadyMps), fmt.Sprint(row.BurstMps), fmt.Sprint(row.Sent), fmt.Sprint(row.Dropped), us(row.MeanNs), us(row.P99Ns), us(row.StdDevNs))
+			}
+			if mb.Error != "" {
+				heading("  incomplete: " + mb.Error)
+			}
+		}
+	}
+	if cmp := bench.CompareStacks(r); len(cmp) > 0 {
+		heading("kernel vs bypass (us)")
+		line("suite", "row", "kernel median", "bypass median", "speedup", "kernel p99", "bypass p99", "speedup")
+		for _, c := range cmp {
+			row := string(c.Protocol)
+			if c.MessageSize != 0 {
+				row += fmt.Sprintf(" %d B", c.MessageSize)
+			}
+			if c.TargetMps != 0 {
+				row += fmt.Sprintf(" at %d/s", c.TargetMps)
+			}
+			if c.SteadyMps != 0 {
+				row += fmt.Sprintf(" %d+%d/s", c.SteadyMps, c.BurstMps)
+			}
+			line(string(c.Suite), row, us(c.KernelMedianNs), us(c.BypassMedianNs), c.MedianSpeedup+"x", us(c.KernelP99Ns), us(c.BypassP99Ns), c.P99Speedup+"x")
+		}
+	}
+	if j := r.Jitter; j != nil {
+		heading("jitter (us)")
+		line(append([]string{"tool", "cpu"}, statHead...)...)
+		for _, row := range j.Rows {
+			line(append([]string{string(row.Tool), fmt.Sprint(row.CPU)}, stats(row.LatencyStats)...)...)
+		}
+		if j.Error != "" {
+			heading("  incomplete: " + j.Error)
+		}
+	}
+	return tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,57 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+func TestWriteText(t *testing.T) {
+	res := withBypass(loadResults(t))
+	v := bench.Evaluate(res, bench.Thresholds{MinMicroburstPackets: ptrInt64(1 << 40)})
+	var buf bytes.Buffer
+	if err := WriteText(&buf, NodeResults{Results: res, Verdict: &v}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	lines := strings.Split(out, "\n")
+	// Every pingPong row of both stacks is one line with its protocol, size and statistics.
+	for _, st := range []bench.Stack{bench.StackKernel, bench.StackBypass} {
+		for _, row := range res.Stack(st).PingPong.Rows {
+			want := []string{string(row.Protocol), fmt.Sprint(row.MessageSize), fmt.Sprint(row.Samples),
+				bench.FormatNanosAsMicros(row.MedianNs), bench.FormatNanosAsMicros(row.P999Ns), bench.FormatNanosAsMicros(row.StdDevNs)}
+			found := 0
+			for _, l := range lines {
+				f := strings.Fields(l)
+				if len(f) == 12 && f[0] == want[0] && f[1] == want[1] && f[2] == want[2] && f[4] == want[3] && f[8] == want[4] && f[10] == want[5] {
+					found++
+				}
+			}
+			if found != 1 {
+				t.Errorf("%s %s %d B: %d matching lines, want 1", st, row.Protocol, row.MessageSize, found)
+			}
+		}
+	}
+	k := res.Stack(bench.StackKernel)
+	for _, want := range []string{
+		"verdict: Failed",
+		fmt.Sprintf("largest burst without a drop: %d messages", k.Microburst.MaxBurstPackets),
+		fmt.Sprintf("highest rate sustained without drops, udp 64 B: %d msg/s", k.RateSweep.MaxSustained[0].Mps),
+		"kernel vs bypass (us)",
+		"2.5", // the derived bypass stack is 2.5x faster
+		"jitter (us)",
+		"mixedBurst, kernel stack: 2/3 at 100 B, 1/3 at 600 B",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text report lacks %q:\n%s", want, out)
+		}
+	}
+	if err := WriteText(&bytes.Buffer{}, NodeResults{Node: "n"}); err == nil {
+		t.Error("nil results accepted")
+	}
+}
+
+func ptrInt64(v int64) *int64 { return &v }
