@@ -35,16 +35,16 @@ func crashHelper() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	a := treeAgentOn(os.Getenv(crashNodeEnv), os.Getenv(crashRootEnv), os.Getenv(crashLogsEnv))
+	a := agenttest.TreeAgentOn(os.Getenv(crashNodeEnv), os.Getenv(crashRootEnv), os.Getenv(crashLogsEnv))
 	point := os.Getenv(crashHelperEnv)
-	a.r.Failpoint = func(p string) {
+	a.R.Failpoint = func(p string) {
 		if p == point {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_ = agenttest.Run(ctx, restCfg, a.r, nil)
+	_ = agenttest.Run(ctx, restCfg, a.R, nil)
 	fmt.Fprintf(os.Stderr, "failpoint %s never reached\n", point)
 	return 3
 }
@@ -85,14 +85,14 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 
 	// Killed right after writing the kernel arguments: nothing in status says so yet.
 	crashAt(t, agent.FailpointAfterKernelArgs, node, root, logs)
-	a := treeAgentOn(node, root, logs)
+	a := agenttest.TreeAgentOn(node, root, logs)
 	if b, err := os.ReadFile(filepath.Join(root, "etc/default/grub.d/99-tickstack.cfg")); err != nil || !strings.Contains(string(b), "nohz_full=2-3") {
 		t.Fatalf("the killed agent had not written the GRUB drop-in: %v", err)
 	}
 	if l := getLNS(t, node); l.Status.Reboot != nil {
 		t.Fatalf("status already had the reboot before the crash window: %+v", l.Status.Reboot)
 	}
-	stop := agenttest.StartAgent(t, cfg, a.r, nil)
+	stop := agenttest.StartAgent(t, cfg, a.R, nil)
 	eventually(t, 20*time.Second, "reboot requested after the restart", func() error {
 		l := getLNS(t, node)
 		if l.Status.Reboot == nil || l.Status.Reboot.Phase != tsv1.RebootRequested {
@@ -101,7 +101,7 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 		return wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
 	})
 	stop()
-	if n := len(agenttest.Lines(t, a.grubUpdates)); n != 1 {
+	if n := len(agenttest.Lines(t, a.GrubUpdates)); n != 1 {
 		t.Errorf("grub update ran %d times, want 1", n)
 	}
 
@@ -111,14 +111,14 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 	if l := getLNS(t, node); l.Status.Reboot == nil || l.Status.Reboot.Phase != tsv1.RebootRebooting {
 		t.Fatalf("status before the reboot command: %+v", l.Status.Reboot)
 	}
-	if n := len(agenttest.Lines(t, a.reboots)); n != 0 {
+	if n := len(agenttest.Lines(t, a.Reboots)); n != 0 {
 		t.Fatalf("rebooted %d times before the failpoint", n)
 	}
 	if !getNode(t, node).Spec.Unschedulable {
 		t.Fatal("node not cordoned while Rebooting")
 	}
-	a = treeAgentOn(node, root, logs)
-	stop = agenttest.StartAgent(t, cfg, a.r, nil)
+	a = agenttest.TreeAgentOn(node, root, logs)
+	stop = agenttest.StartAgent(t, cfg, a.R, nil)
 	eventually(t, 30*time.Second, "reboot done after the restart", func() error {
 		l := getLNS(t, node)
 		if l.Status.Reboot != nil {
@@ -126,7 +126,7 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 		}
 		return wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, agent.ReasonKernelArgsInEffect)
 	})
-	if n := len(agenttest.Lines(t, a.reboots)); n != 1 {
+	if n := len(agenttest.Lines(t, a.Reboots)); n != 1 {
 		t.Errorf("rebooted %d times, want exactly 1", n)
 	}
 	if getNode(t, node).Spec.Unschedulable {

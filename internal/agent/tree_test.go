@@ -17,57 +17,11 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
-	"github.com/tickstack/tickstack/internal/bootloader"
-	"github.com/tickstack/tickstack/internal/host"
-	"github.com/tickstack/tickstack/internal/tuning"
 )
 
-// treeAgent is an agent on a host-root tree, with logs of its fake commands.
-type treeAgent struct {
-	root, reboots, grubUpdates, irqbalance string
-	r                                      *agent.Reconciler
-}
-
-// newTreeAgent builds a tree and an agent for it, as cmd/agent builds one with --host-root and
-// --boot-loader=grub, with fake reboot, grub update and irqbalance restart commands.
-func newTreeAgent(t *testing.T, node string) *treeAgent {
+func readTree(t *testing.T, a *agenttest.TreeAgent, p string) string {
 	t.Helper()
-	root := agenttest.TempDir(t, "root")
-	agenttest.BuildTree(t, root)
-	return treeAgentOn(node, root, agenttest.TempDir(t, "logs"))
-}
-
-// treeAgentOn is the agent of an existing tree, with its command logs in logs.
-func treeAgentOn(node, root, logs string) *treeAgent {
-	a := &treeAgent{
-		root:        root,
-		reboots:     filepath.Join(logs, "reboots"),
-		grubUpdates: filepath.Join(logs, "grub-updates"),
-		irqbalance:  filepath.Join(logs, "irqbalance-restarts"),
-	}
-	h := &host.Host{Root: a.root}
-	a.r = &agent.Reconciler{
-		NodeName: node,
-		Host:     h,
-		Engine:   &tuning.Engine{Host: h},
-		Boot: &bootloader.Manager{
-			Writer:      &bootloader.GRUB{Host: h, UpdateCommand: agenttest.LogCommand(a.grubUpdates)},
-			RetiredPath: h.Path(bootloader.DefaultStateDir + "/retired-args"),
-		},
-		CheckPeriod:              time.Second,
-		RebootCommand:            agenttest.RebootCommand(a.reboots),
-		IrqbalanceRestartCommand: agenttest.LogCommand(a.irqbalance),
-		DrainTimeout:             5 * time.Second,
-		DrainRetryBackoff:        time.Second,
-		DrainPoll:                100 * time.Millisecond,
-		EvictionGracePeriod:      ptr.To[int64](0),
-	}
-	return a
-}
-
-func (a *treeAgent) read(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(a.root, p))
+	b, err := os.ReadFile(filepath.Join(a.Root, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +50,12 @@ func treeTuning() *tsv1.NodeTuning {
 // tree's boot ID and /proc/cmdline), exactly one reboot, then deletion restores the tree.
 func TestTreeRebootProtocol(t *testing.T) {
 	node := agenttest.Name("tree")
-	a := newTreeAgent(t, node)
-	before := agenttest.Snapshot(t, a.root)
-	bootID := a.read(t, "proc/sys/kernel/random/boot_id")
+	a := agenttest.NewTreeAgent(t, node)
+	before := agenttest.Snapshot(t, a.Root)
+	bootID := readTree(t, a, "proc/sys/kernel/random/boot_id")
 	createNode(t, node)
 	createLNS(t, node, nil)
-	agenttest.StartAgent(t, cfg, a.r, nil)
+	agenttest.StartAgent(t, cfg, a.R, nil)
 
 	// Facts first; nothing on the host changes while spec.tuning is unset.
 	eventually(t, 20*time.Second, "facts reported", func() error {
@@ -118,7 +72,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	if controllerutil.ContainsFinalizer(l, tsv1.RestoreFinalizer) {
 		t.Error("finalizer added before any tuning")
 	}
-	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.root)); len(d) > 0 {
+	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Fatalf("the host changed while spec.tuning was unset:\n%s", strings.Join(d, "\n"))
 	}
 
@@ -154,7 +108,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 		"sys/devices/system/cpu/cpu0/cpuidle/state1/disable":                    "0",
 		"sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages": "0",
 	} {
-		got := a.read(t, p)
+		got := readTree(t, a, p)
 		if p == "etc/default/grub.d/99-tickstack.cfg" {
 			if !strings.Contains(got, "nohz_full=2-3") {
 				t.Errorf("GRUB drop-in lacks the arguments:\n%s", got)
@@ -165,7 +119,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 			t.Errorf("%s = %q, want %q", p, got, want)
 		}
 	}
-	if n := len(agenttest.Lines(t, a.irqbalance)); n != 1 {
+	if n := len(agenttest.Lines(t, a.Irqbalance)); n != 1 {
 		t.Errorf("irqbalance restarted %d times after its banned CPUs changed, want 1", n)
 	}
 	states := map[string]tsv1.SettingState{}
@@ -191,7 +145,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 			t.Errorf("status.settings[%s] = %q, want %q (all: %v)", name, states[name], want, states)
 		}
 	}
-	if n := len(agenttest.Lines(t, a.reboots)); n != 0 {
+	if n := len(agenttest.Lines(t, a.Reboots)); n != 0 {
 		t.Fatalf("rebooted %d times without a slot", n)
 	}
 
@@ -208,10 +162,10 @@ func TestTreeRebootProtocol(t *testing.T) {
 		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 	})
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false }) // the operator takes the slot back
-	if n := len(agenttest.Lines(t, a.reboots)); n != 1 {
+	if n := len(agenttest.Lines(t, a.Reboots)); n != 1 {
 		t.Errorf("rebooted %d times, want 1", n)
 	}
-	if got := a.read(t, "proc/cmdline"); !strings.Contains(got, "isolcpus=managed_irq,2-3") {
+	if got := readTree(t, a, "proc/cmdline"); !strings.Contains(got, "isolcpus=managed_irq,2-3") {
 		t.Errorf("cmdline after reboot: %q", got)
 	}
 	n := getNode(t, node)
@@ -234,8 +188,8 @@ func TestTreeRebootProtocol(t *testing.T) {
 		}
 	}
 	// A few more checks must not reboot again.
-	gomega.NewWithT(t).Consistently(func() int { return len(agenttest.Lines(t, a.reboots)) }).
-		WithTimeout(2*a.r.CheckPeriod).WithPolling(50*time.Millisecond).Should(gomega.Equal(1), "reboots after the change was in effect")
+	gomega.NewWithT(t).Consistently(func() int { return len(agenttest.Lines(t, a.Reboots)) }).
+		WithTimeout(2*a.R.CheckPeriod).WithPolling(50*time.Millisecond).Should(gomega.Equal(1), "reboots after the change was in effect")
 
 	// Deleting the node state restores the runtime originals and the boot configuration; the
 	// running kernel keeps its arguments until the next reboot (an event says so).
@@ -249,10 +203,10 @@ func TestTreeRebootProtocol(t *testing.T) {
 		}
 		return nil
 	})
-	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.root)); len(d) > 0 {
+	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Errorf("the tree differs from its originals after the restore:\n%s", strings.Join(d, "\n"))
 	}
-	if _, err := os.Stat(filepath.Join(a.root, "etc/default/grub.d/99-tickstack.cfg")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(a.Root, "etc/default/grub.d/99-tickstack.cfg")); !os.IsNotExist(err) {
 		t.Errorf("GRUB drop-in still there: %v", err)
 	}
 	if _, ok := getNode(t, node).Labels[agent.FingerprintLabel]; ok {
@@ -270,14 +224,14 @@ func TestTreeRebootProtocol(t *testing.T) {
 // and the fix, and nothing on the host changes (not even the finalizer).
 func TestTreeInvalidTuningChangesNothing(t *testing.T) {
 	node := agenttest.Name("invalid")
-	a := newTreeAgent(t, node)
-	before := agenttest.Snapshot(t, a.root)
+	a := agenttest.NewTreeAgent(t, node)
+	before := agenttest.Snapshot(t, a.Root)
 	createNode(t, node)
 	bad := treeTuning()
 	bad.Sysctls["vm.swappiness"] = "900"
 	bad.NICs[0].Interface = "no/such"
 	createLNS(t, node, bad)
-	agenttest.StartAgent(t, cfg, a.r, nil)
+	agenttest.StartAgent(t, cfg, a.R, nil)
 	eventually(t, 20*time.Second, "degraded", func() error {
 		return wantCondition(getLNS(t, node), tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonValidationFailed)
 	})
@@ -291,7 +245,7 @@ func TestTreeInvalidTuningChangesNothing(t *testing.T) {
 	if controllerutil.ContainsFinalizer(l, tsv1.RestoreFinalizer) {
 		t.Error("finalizer added for a tuning that was refused")
 	}
-	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.root)); len(d) > 0 {
+	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Errorf("the host changed although the tuning was invalid:\n%s", strings.Join(d, "\n"))
 	}
 }

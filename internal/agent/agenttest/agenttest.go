@@ -31,7 +31,10 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
+	"github.com/tickstack/tickstack/internal/bootloader"
+	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/tuning"
 )
 
 // Scheme has the core and tickstack types.
@@ -48,14 +51,18 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
-// StartEnv starts a kube-apiserver and etcd with tickstack's CRDs; stop it with the returned
-// function.
+// StartEnv starts a kube-apiserver and etcd with the LatencyProfile and LatencyNodeState CRDs;
+// stop it with the returned function.
 func StartEnv() (*rest.Config, func() error, error) {
 	if _, err := testutil.EnvtestAssets(); err != nil {
 		return nil, nil, err
 	}
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
+		// Only the CRDs the agent and the operator's profile controller use.
+		CRDDirectoryPaths: []string{
+			filepath.Join(repoRoot(), "config", "crd", "bases", "tickstack.io_latencyprofiles.yaml"),
+			filepath.Join(repoRoot(), "config", "crd", "bases", "tickstack.io_latencynodestates.yaml"),
+		},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
@@ -329,4 +336,54 @@ func ReadConfig(path string) (*rest.Config, error) {
 	}
 	return &rest.Config{Host: c.Host, BearerToken: string(c.Token),
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.CA, CertData: c.Cert, KeyData: c.Key}}, nil
+}
+
+// TreeAgent is an agent on a host-root tree, with the logs of its fake commands.
+type TreeAgent struct {
+	// Root is the tree.
+	Root string
+	// Reboots, GrubUpdates and Irqbalance log one line per reboot, GRUB update and irqbalance
+	// restart.
+	Reboots, GrubUpdates, Irqbalance string
+	// R is the agent, built as cmd/agent builds it with --host-root=Root --boot-loader=grub.
+	R *agent.Reconciler
+}
+
+// NewTreeAgent builds a tree (BuildTree) and its agent.
+func NewTreeAgent(t testing.TB, node string) *TreeAgent {
+	t.Helper()
+	root := TempDir(t, "root")
+	BuildTree(t, root)
+	return TreeAgentOn(node, root, TempDir(t, "logs"))
+}
+
+// TreeAgentOn is the agent of an existing tree, with its command logs in logs: fake reboot,
+// GRUB update and irqbalance restart commands, a one-second check period, short drain polls and
+// back-offs, and evictions with a zero grace period (no kubelet finishes graceful deletions in
+// envtest).
+func TreeAgentOn(node, root, logs string) *TreeAgent {
+	a := &TreeAgent{
+		Root:        root,
+		Reboots:     filepath.Join(logs, "reboots"),
+		GrubUpdates: filepath.Join(logs, "grub-updates"),
+		Irqbalance:  filepath.Join(logs, "irqbalance-restarts"),
+	}
+	h := &host.Host{Root: root}
+	a.R = &agent.Reconciler{
+		NodeName: node,
+		Host:     h,
+		Engine:   &tuning.Engine{Host: h},
+		Boot: &bootloader.Manager{
+			Writer:      &bootloader.GRUB{Host: h, UpdateCommand: LogCommand(a.GrubUpdates)},
+			RetiredPath: h.Path(bootloader.DefaultStateDir + "/retired-args"),
+		},
+		CheckPeriod:              time.Second,
+		RebootCommand:            RebootCommand(a.Reboots),
+		IrqbalanceRestartCommand: LogCommand(a.Irqbalance),
+		DrainTimeout:             5 * time.Second,
+		DrainRetryBackoff:        time.Second,
+		DrainPoll:                100 * time.Millisecond,
+		EvictionGracePeriod:      ptr.To[int64](0),
+	}
+	return a
 }

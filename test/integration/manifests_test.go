@@ -1,0 +1,171 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/testutil"
+)
+
+func kustomizeAgent(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	assets, err := testutil.EnvtestAssets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join("..", "..", "config", "agent")).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("kubectl kustomize config/agent: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// TestAgentInstall checks the DaemonSet install (config/agent): privileged with the host's
+// network and PID namespaces, the host paths below /host, NODE_NAME from the downward API, and
+// least-privilege RBAC; a real API server accepts every object (server-side dry run).
+func TestAgentInstall(t *testing.T) {
+	objs := kustomizeAgent(t)
+	var ds appsv1.DaemonSet
+	var role rbacv1.ClusterRole
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+		switch o.GetKind() {
+		case "DaemonSet":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &ds); err != nil {
+				t.Fatal(err)
+			}
+		case "ClusterRole":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, k := range []string{"DaemonSet", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"} {
+		if kinds[k] != 1 {
+			t.Errorf("config/agent has %d %s, want 1", kinds[k], k)
+		}
+	}
+	spec := ds.Spec.Template.Spec
+	if ds.Namespace != "tickstack-system" || !spec.HostNetwork || !spec.HostPID || spec.ServiceAccountName != "tickstack-agent" {
+		t.Errorf("DaemonSet %s/%s: hostNetwork %v hostPID %v serviceAccount %q", ds.Namespace, ds.Name, spec.HostNetwork, spec.HostPID, spec.ServiceAccountName)
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers", len(spec.Containers))
+	}
+	ctr := spec.Containers[0]
+	if ctr.SecurityContext == nil || ctr.SecurityContext.Privileged == nil || !*ctr.SecurityContext.Privileged {
+		t.Error("the agent container is not privileged")
+	}
+	if !slicesContain(ctr.Args, "--host-root=/host") {
+		t.Errorf("args %v lack --host-root=/host", ctr.Args)
+	}
+	nodeName := false
+	for _, e := range ctr.Env {
+		if e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName" {
+			nodeName = true
+		}
+	}
+	if !nodeName {
+		t.Error("NODE_NAME does not come from the downward API (spec.nodeName)")
+	}
+	mounts := map[string]string{}
+	for _, m := range ctr.VolumeMounts {
+		if m.ReadOnly {
+			t.Errorf("mount %s is read-only; the agent writes the host", m.MountPath)
+		}
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.HostPath != nil {
+				mounts[m.MountPath] = v.HostPath.Path
+			}
+		}
+	}
+	want := map[string]string{"/host/proc": "/proc", "/host/sys": "/sys", "/host/etc/default": "/etc/default", "/host/boot": "/boot", "/host/var/lib/tickstack": "/var/lib/tickstack"}
+	if !reflect.DeepEqual(mounts, want) {
+		t.Errorf("host mounts %v, want %v", mounts, want)
+	}
+
+	// Least privilege: exactly these verbs.
+	got := map[string]string{}
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				verbs := append([]string(nil), r.Verbs...)
+				sort.Strings(verbs)
+				got[g+"/"+res] = strings.Join(verbs, ",")
+			}
+		}
+	}
+	wantRules := map[string]string{
+		"tickstack.io/latencynodestates":        "get,list,patch,watch",
+		"tickstack.io/latencynodestates/status": "get,patch",
+		"/nodes":                                "get,patch",
+		"/pods":                                 "list",
+		"/pods/eviction":                        "create",
+		"events.k8s.io/events":                  "create,patch",
+	}
+	if !reflect.DeepEqual(got, wantRules) {
+		t.Errorf("agent ClusterRole %v, want %v", got, wantRules)
+	}
+
+	c, err := client.New(restCfg, client.Options{Scheme: agenttest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName("tickstack-system")
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o.DeepCopy(), client.DryRunAll); err != nil {
+			t.Errorf("the API server refuses %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+func slicesContain(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
