@@ -326,7 +326,7 @@ func (c *ReflectorClient) call(req controlRequest, timeout time.Duration) (*cont
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_ = c.conn.SetDeadline(time.Now().Add(timeout))
-	defer c.conn.SetDeadline(time.Time{})
+	defer func() { _ = c.conn.SetDeadline(time.Time{}) }()
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, err

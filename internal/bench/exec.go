@@ -149,17 +149,21 @@ func tail(s string, n int) string {
 func runTool(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (string, error) {
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	done := make(chan error, 1)
+	done := make(chan struct{})
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("starting %s: %w", strings.Join(cmd.Args, " "), err)
 	}
-	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(done)
+	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case err := <-done:
-		if err != nil {
-			return out.String(), fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, tail(out.String(), 400))
+	case <-done:
+		if waitErr != nil {
+			return out.String(), fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), waitErr, tail(out.String(), 400))
 		}
 		return out.String(), nil
 	case <-timer.C:
@@ -172,7 +176,7 @@ func runTool(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (string,
 		}
 		return out.String(), fmt.Errorf("%s did not finish within %s: %s", strings.Join(cmd.Args, " "), timeout, tail(out.String(), 400))
 	case <-ctx.Done():
-		<-done
+		<-done // the command's Cancel (SIGINT, then SIGKILL after WaitDelay) ends it
 		return out.String(), fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), ctx.Err())
 	}
 }
