@@ -67,6 +67,11 @@ var _ = Describe("Network and node label controllers", Ordered, func() {
 			stopMgr()
 			Eventually(done, "20s").Should(BeClosed())
 		}
+		if nk8s != nil {
+			// The aggregates this manager rendered; the profile's NADs went with it.
+			Expect(client.IgnoreNotFound(nk8s.Delete(ctx, &nfdv1alpha1.NodeFeatureRule{ObjectMeta: metav1.ObjectMeta{Name: "tickstack"}}))).To(Succeed())
+			Expect(client.IgnoreNotFound(nk8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sriovdp-config"}}))).To(Succeed())
+		}
 	})
 
 	profile := func() *tsv1.LatencyProfile {

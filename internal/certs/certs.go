@@ -184,10 +184,11 @@ func (m *Manager) Ensure(ctx context.Context) (time.Time, error) {
 	data[KeyBundle] = encodeCerts(bundle)
 
 	dns := m.dnsNames()
-	cert, certKey, err := parsePair(data[KeyCert], data[KeyKey])
+	cert, _, err := parsePair(data[KeyCert], data[KeyKey])
 	if err != nil || cert.CheckSignatureFrom(ca) != nil || !now.Before(renewAt(cert.NotAfter, certLife)) ||
 		!slices.Equal(cert.DNSNames, dns) || !sameIPs(cert, m.Options.IPAddresses) {
 		life := min(certLife, ca.NotAfter.Sub(now))
+		var certKey crypto.Signer
 		if cert, certKey, err = newServing(now, life, ca, caKey, dns, m.Options.IPAddresses); err != nil {
 			return now, err
 		}

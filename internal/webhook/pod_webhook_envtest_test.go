@@ -121,7 +121,12 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 	mgrCtx, stopMgr := context.WithCancel(context.Background())
 	mgrDone := make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(mgrCtx) }()
-	t.Cleanup(func() { stopMgr(); <-mgrDone })
+	t.Cleanup(func() {
+		stopMgr()
+		if err := <-mgrDone; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 	addr := net.JoinHostPort(wh.LocalServingHost, fmt.Sprint(wh.LocalServingPort))
 	serving := func() error {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // local test server
@@ -258,7 +263,9 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 
 	t.Run("with the webhook down, unlabelled pods still create and labelled ones are refused", func(t *testing.T) {
 		stopMgr()
-		<-mgrDone
+		if err := <-mgrDone; err != nil {
+			t.Errorf("manager: %v", err)
+		}
 		mgrDone <- nil // for the cleanup
 		poll(t, 20*time.Second, "webhook server stopped", func() error {
 			if serving() == nil {
