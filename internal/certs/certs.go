@@ -184,8 +184,11 @@ func (m *Manager) Ensure(ctx context.Context) (time.Time, error) {
 	data[KeyBundle] = encodeCerts(bundle)
 
 	dns := m.dnsNames()
+	// A serving certificate signed by a CA still in the bundle is kept until its own renewal: after
+	// a CA renewal the API server may take a moment to see the new bundle, so the first certificate
+	// of the new CA is only served at the next regular renewal.
 	cert, _, err := parsePair(data[KeyCert], data[KeyKey])
-	if err != nil || cert.CheckSignatureFrom(ca) != nil || !now.Before(renewAt(cert.NotAfter, certLife)) ||
+	if err != nil || !signedByAny(cert, bundle) || !now.Before(renewAt(cert.NotAfter, certLife)) ||
 		!slices.Equal(cert.DNSNames, dns) || !sameIPs(cert, m.Options.IPAddresses) {
 		life := min(certLife, ca.NotAfter.Sub(now))
 		var certKey crypto.Signer
@@ -209,6 +212,11 @@ func (m *Manager) Ensure(ctx context.Context) (time.Time, error) {
 			return now, fmt.Errorf("storing Secret %s: %w", key, err)
 		}
 	}
+	// Trust first, then serve: the bundle reaches the webhook configurations before a certificate
+	// that needs it is handed out.
+	if err := m.patchBundles(ctx, data[KeyBundle]); err != nil {
+		return now, err
+	}
 	pair, err := tls.X509KeyPair(data[KeyCert], data[KeyKey])
 	if err != nil {
 		return now, fmt.Errorf("loading the serving certificate: %w", err)
@@ -216,10 +224,6 @@ func (m *Manager) Ensure(ctx context.Context) (time.Time, error) {
 	m.mu.Lock()
 	m.current = &pair
 	m.mu.Unlock()
-
-	if err := m.patchBundles(ctx, data[KeyBundle]); err != nil {
-		return now, err
-	}
 	next := renewAt(cert.NotAfter, certLife)
 	if t := renewAt(ca.NotAfter, caLife); t.Before(next) {
 		next = t
@@ -278,6 +282,15 @@ func (m *Manager) patchBundles(ctx context.Context, bundle []byte) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func signedByAny(c *x509.Certificate, cas []*x509.Certificate) bool {
+	for _, ca := range cas {
+		if c.CheckSignatureFrom(ca) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func sameData(a, b map[string][]byte) bool {

@@ -179,6 +179,15 @@ func TestRotationKeepsTheWebhookServing(t *testing.T) {
 		return published()
 	})
 	admit(t)
+	poll(t, 20*time.Second, "a serving certificate of the new CA", func() error {
+		d := secret()
+		cas, served := parseCerts(d[KeyCACert]), parseCerts(d[KeyCert])
+		if len(cas) == 0 || len(served) == 0 || served[0].CheckSignatureFrom(cas[0]) != nil {
+			return fmt.Errorf("tls.crt not yet signed by the current CA")
+		}
+		return published()
+	})
+	admit(t)
 	m, _ := caBundles()
 	if bytes.Equal(m, first[KeyBundle]) {
 		t.Error("caBundle did not change with the CA")
