@@ -74,6 +74,14 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) (bool, error) {
 			r.restartIrqbalance(ctx, s.lns)
 		}
 	}
+	var fe *tuning.FieldError
+	if err != nil && (rep == nil || len(rep.Changed) == 0 && len(rep.Results) == 0) && errors.As(err, &fe) {
+		// The host cannot take this tuning (a CPU offline, an interface missing, beyond the
+		// driver's limits): checked before any write, so nothing changed.
+		s.obs.invalid = err
+		r.event(s.lns, corev1.EventTypeWarning, ReasonValidationFailed, "Validate", "spec.tuning does not fit this host, nothing was changed: %s", joinErrs(err))
+		return true, nil
+	}
 	if err != nil {
 		s.obs.applyErr = err
 		r.event(s.lns, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "applying the tuning failed: %s", joinErrs(err))

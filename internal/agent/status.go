@@ -149,7 +149,10 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 		return
 	}
 
-	st.Settings = settings(o)
+	if o.results != nil || o.boot != nil || o.applyErr != nil {
+		// A reconcile cut short before it read the host keeps the last settings.
+		st.Settings = settings(o)
+	}
 	notInSync := notInSync(o.results)
 	switch {
 	case o.applyErr != nil:

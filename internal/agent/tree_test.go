@@ -249,3 +249,32 @@ func TestTreeInvalidTuningChangesNothing(t *testing.T) {
 		t.Errorf("the host changed although the tuning was invalid:\n%s", strings.Join(d, "\n"))
 	}
 }
+
+// TestTreeTuningBeyondTheHost: a valid tuning this host cannot take (CPUs it does not have, more
+// VFs than the NIC supports) is refused before any write, with the field and the fix.
+func TestTreeTuningBeyondTheHost(t *testing.T) {
+	node := agenttest.Name("beyond")
+	a := agenttest.NewTreeAgent(t, node)
+	before := agenttest.Snapshot(t, a.Root)
+	createNode(t, node)
+	tun := treeTuning()
+	tun.WorkqueueCPUs = "0-7"
+	tun.NICs[0].NumVFs = ptr.To[int32](16)
+	createLNS(t, node, tun)
+	agenttest.StartAgent(t, cfg, a.R, nil)
+	eventually(t, 20*time.Second, "degraded", func() error {
+		return wantCondition(getLNS(t, node), tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonValidationFailed)
+	})
+	msg := condition(getLNS(t, node), tsv1.NodeDegraded).Message
+	for _, want := range []string{"workqueueCPUs", "not online", "sriovNumVFs", "at most 8"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Degraded message lacks %q: %s", want, msg)
+		}
+	}
+	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+		t.Errorf("the host changed although the tuning did not fit it:\n%s", strings.Join(d, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(a.Root, "etc/default/grub.d/99-tickstack.cfg")); !os.IsNotExist(err) {
+		t.Errorf("kernel arguments written for a tuning that was refused: %v", err)
+	}
+}

@@ -125,7 +125,12 @@ func TestRolloutRebootsEachNodeOnceWithOneSlot(t *testing.T) {
 	}
 	opDone := make(chan error, 1)
 	go func() { opDone <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-opDone })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-opDone; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
 
 	role := agenttest.Name("trading")
 	names := []string{agenttest.Name("a"), agenttest.Name("b"), agenttest.Name("c")}

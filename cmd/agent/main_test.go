@@ -1,0 +1,61 @@
+package main
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/tickstack/tickstack/internal/bootloader"
+)
+
+func parse(t *testing.T, env string, args ...string) *options {
+	t.Helper()
+	t.Setenv("NODE_NAME", env)
+	o := &options{}
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	o.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func TestFlagsBuildTheReconciler(t *testing.T) {
+	r, err := parse(t, "node-1", "--host-root=/host", "--reboot-command=/bin/true now", "--eviction-grace-period=0").reconciler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NodeName != "node-1" || r.Host.Root != "/host" || r.Engine.Host != r.Host || strings.Join(r.RebootCommand, " ") != "/bin/true now" {
+		t.Errorf("reconciler %+v", r)
+	}
+	if r.EvictionGracePeriod == nil || *r.EvictionGracePeriod != 0 {
+		t.Errorf("eviction grace period %v, want 0", r.EvictionGracePeriod)
+	}
+	g, ok := r.Boot.Writer.(*bootloader.GRUB)
+	if !ok || strings.Join(g.UpdateCommand, " ") != "nsenter --target 1 --mount -- update-grub" || r.Boot.RetiredPath != "/host/var/lib/tickstack/bootloader/retired-args" {
+		t.Errorf("boot loader %+v", r.Boot)
+	}
+
+	r, err = parse(t, "", "--node-name=n2", "--boot-loader=none").reconciler()
+	if err != nil || r.NodeName != "n2" || r.Boot != nil || r.EvictionGracePeriod != nil {
+		t.Errorf("--node-name overrides $NODE_NAME, --boot-loader=none: %+v %v", r, err)
+	}
+	if r, _ := parse(t, "n3", "--boot-loader=bls").reconciler(); r == nil {
+		t.Error("--boot-loader=bls refused")
+	} else if _, ok := r.Boot.Writer.(*bootloader.BLS); !ok {
+		t.Errorf("--boot-loader=bls gives %T", r.Boot.Writer)
+	}
+
+	for _, tt := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", nil, "--node-name (or $NODE_NAME) is required"},
+		{"n", []string{"--boot-loader=lilo"}, `--boot-loader="lilo": use grub, bls or none`},
+	} {
+		if _, err := parse(t, tt.env, tt.args...).reconciler(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: error %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}
