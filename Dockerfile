@@ -10,10 +10,10 @@
 #       dataplane/                the dataplane's runtime outputs (dataplane/build/*.so, *.bpf.o, tools)
 #                                 when it was built, else empty
 # Build:  hack/images/build.sh [--import] [manager] [agent] [bench]
-# Direct: buildah bud --target agent -t localhost/tickstack/agent:dev -f Dockerfile <staged context>
+# Direct: buildah bud --target agent -t localhost/tickstack-agent:dev -f Dockerfile <staged context>
 
-ARG BASE_IMAGE=localhost/tickstack/debian:bookworm
-ARG TOOLS_IMAGE=localhost/tickstack/debian-tools:bookworm
+ARG BASE_IMAGE=localhost/tickstack-debian:bookworm
+ARG TOOLS_IMAGE=localhost/tickstack-debian-tools:bookworm
 
 # The operator: a static Go binary on a minimal Debian, non-root.
 FROM ${BASE_IMAGE} AS manager

@@ -8,7 +8,8 @@
 #   TARGET   pause | base | manager | agent | bench   (default: manager agent bench)
 #   --bin    use PATH as bin/NAME instead of `go build ./cmd/NAME`
 #            (NAME: manager, agent, tickstack, tickstack-bench; the last two go in the bench image)
-#   --tag    image tag (default dev): localhost/tickstack/{manager,agent,bench}:TAG
+#   --tag    image tag (default: charts/tickstack appVersion, else dev):
+#            localhost/tickstack-{manager,agent,bench}:TAG, the names the chart uses
 # Prints the archive paths, one a line.
 set -euo pipefail
 
@@ -17,9 +18,11 @@ cache=${TICKSTACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickstack}/images
 oci="$cache/oci"
 suite=${DEBIAN_SUITE:-bookworm}
 PAUSE_IMAGE=${PAUSE_IMAGE:-registry.k8s.io/pause:3.10}
-BASE_IMAGE=localhost/tickstack/debian:$suite
-TOOLS_IMAGE=localhost/tickstack/debian-tools:$suite
-tag=dev
+BASE_IMAGE=localhost/tickstack-debian:$suite
+TOOLS_IMAGE=localhost/tickstack-debian-tools:$suite
+# The chart's default image tag is its appVersion: build under that name unless --tag says otherwise.
+tag=$(awk -F'"' '/^appVersion:/ {print $2}' "$repo/charts/tickstack/Chart.yaml" 2>/dev/null || true)
+tag=${tag:-dev}
 import=0
 declare -A bins=()
 targets=()
@@ -36,6 +39,16 @@ done
 [ ${#targets[@]} -gt 0 ] || targets=(manager agent bench)
 mkdir -p "$oci"
 log() { echo "images: $*" >&2; }
+
+# image_id IMAGE: the ID of IMAGE in buildah's storage, empty when absent.
+image_id() { buildah images -q --no-trunc "$1" 2>/dev/null | head -n1 || true; }
+
+# drop_replaced OLD_ID IMAGE: removes the image IMAGE's name used to point at, once nothing names it,
+# so rebuilds do not pile up untagged images.
+drop_replaced() {
+  [ -n "$1" ] && [ "$1" != "$(image_id "$2")" ] || return 0
+  buildah rmi "$1" >/dev/null 2>&1 || true
+}
 
 # to_archive IMAGE FILE: writes IMAGE from buildah's storage to an OCI archive named IMAGE.
 to_archive() {
@@ -55,11 +68,13 @@ has_image() {
 from_rootfs() {
   if has_image "$1" "$2"; then return; fi
   log "committing $1 from $2"
+  local old; old=$(image_id "$1")
   local c; c=$(buildah from scratch)
   buildah add -q "$c" "$2" / >/dev/null
   buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env LANG=C.UTF-8 --cmd /bin/bash "$c"
   buildah commit -q --rm "$c" "$1" >/dev/null
+  drop_replaced "$old" "$1"
 }
 
 build_bases() {
@@ -76,10 +91,12 @@ build_pause() {
   local work; work=$(mktemp -d /tmp/tslc-pause.XXXXXX)
   gcc -static -Os -Wall -Wextra -Werror -o "$work/pause" "$src"
   strip "$work/pause"
+  local old; old=$(image_id "$PAUSE_IMAGE")
   local c; c=$(buildah from scratch)
   buildah copy -q "$c" "$work/pause" /pause >/dev/null
   buildah config --entrypoint '["/pause"]' --user 65535:65535 "$c"
   buildah commit -q --rm "$c" "$PAUSE_IMAGE" >/dev/null
+  drop_replaced "$old" "$PAUSE_IMAGE"
   rm -rf "$work"
   to_archive "$PAUSE_IMAGE" "$out"
 }
@@ -116,14 +133,16 @@ stage() {
 }
 
 build_target() {
-  local target=$1 ctx=$2 image="localhost/tickstack/$1:$tag"
+  local target=$1 ctx=$2 image="localhost/tickstack-$1:$tag"
   case "$target" in
     manager|agent) [ -f "$ctx/bin/$target" ] || { log "no binary for $target: give --bin $target=PATH or add ./cmd/$target"; exit 1; } ;;
   esac
   log "buildah bud --target $target -> $image"
+  local old; old=$(image_id "$image")
   buildah bud -q --layers=false --target "$target" -t "$image" \
     --build-arg "BASE_IMAGE=$BASE_IMAGE" --build-arg "TOOLS_IMAGE=$TOOLS_IMAGE" \
     -f "$repo/Dockerfile" "$ctx" >/dev/null
+  drop_replaced "$old" "$image"
   to_archive "$image" "$oci/$target.tar"
 }
 

@@ -105,7 +105,7 @@ spec:
   restartPolicy: Never
   containers:
   - name: hello
-    image: localhost/tickstack/manager:%s
+    image: localhost/tickstack-manager:%s
     imagePullPolicy: Never
 `, namespace, imageTag))
 	waitPhase(t, "hello", "Succeeded", 3*time.Minute)
@@ -129,7 +129,7 @@ spec:
   hostNetwork: true
   containers:
   - name: hello
-    image: localhost/tickstack/agent:%s
+    image: localhost/tickstack-agent:%s
     imagePullPolicy: Never
 `, namespace, imageTag))
 	waitPhase(t, "hello-host", "Succeeded", 3*time.Minute)
@@ -150,7 +150,7 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: bench
-    image: localhost/tickstack/bench:%[2]s
+    image: localhost/tickstack-bench:%[2]s
     imagePullPolicy: Never
     command: [sh, -c, 'grep Cpus_allowed_list /proc/self/status; exec sleep infinity']
     resources:
@@ -173,7 +173,7 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: bench
-    image: localhost/tickstack/bench:%[2]s
+    image: localhost/tickstack-bench:%[2]s
     imagePullPolicy: Never
     command: [sh, -c, 'grep Cpus_allowed_list /proc/self/status; exec sleep infinity']
 `, namespace, imageTag))
@@ -200,7 +200,7 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: bench
-    image: localhost/tickstack/bench:%[3]s
+    image: localhost/tickstack-bench:%[3]s
     imagePullPolicy: Never
     command: [sleep, infinity]
 `, name, namespace, imageTag))
