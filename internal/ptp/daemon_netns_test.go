@@ -223,20 +223,24 @@ func testMasterAndSlave(t *testing.T, transport Transport) {
 	sl := lab.start(t, "slave", slave, lab.nsSlave, log, changes.add)
 
 	// 1. The slave locks: port SLAVE, a measured offset and path delay, TimeSynced true.
-	eventually(t, 30*time.Second, "the slave to be synced", func() bool { return sl.d.Status().Synced })
-	st := sl.d.Status()
-	if st.Reason != ReasonSynchronized || st.Sample.PortState != PortStateSlave || !st.Sample.HasOffset || st.Sample.MeanPathDelayNs <= 0 {
-		t.Fatalf("slave status = %+v, want Synchronized, SLAVE, an offset and a positive path delay", st)
-	}
+	// Software timestamping on a loaded 2-vCPU VM can bounce SLAVE -> UNCALIBRATED on a
+	// synchronisation fault for a moment, so each view is polled until it shows the locked state.
+	var st Status
+	eventually(t, 30*time.Second, "the slave to be synced with port SLAVE, an offset and a path delay", func() bool {
+		st = sl.d.Status()
+		return st.Synced && st.Reason == ReasonSynchronized && st.Sample.PortState == PortStateSlave &&
+			st.Sample.HasOffset && st.Sample.MeanPathDelayNs > 0
+	})
 	t.Logf("slave synced: %s (path delay %d ns)", st.Message, st.Sample.MeanPathDelayNs)
 	if gst := master.d.Status(); !gst.Synced || gst.Sample.PortState != PortStateMaster {
 		t.Errorf("grandmaster status = %+v, want synced with port MASTER", gst)
 	}
 	// pmc read directly gives the same picture, and ptp4l's output (the fallback) agrees.
-	direct := PMC{Path: lab.pmc, UDSAddress: sl.d.UDSAddress(), Domain: 24}.Read(context.Background())
-	if direct.Err != nil || direct.PortState != PortStateSlave || !direct.HasOffset {
-		t.Errorf("pmc read = %+v, want SLAVE with an offset", direct)
-	}
+	var direct Sample
+	eventually(t, 10*time.Second, "pmc to read SLAVE with an offset", func() bool {
+		direct = PMC{Path: lab.pmc, UDSAddress: sl.d.UDSAddress(), Domain: 24}.Read(context.Background())
+		return direct.Err == nil && direct.PortState == PortStateSlave && direct.HasOffset
+	})
 	eventually(t, 10*time.Second, "ptp4l's output to show SLAVE and an offset", func() bool {
 		s := sl.d.logParser.Read(context.Background())
 		return s.PortState == PortStateSlave && s.HasOffset
@@ -277,10 +281,10 @@ tickstack_ptp_time_synced{interface=%q} 1
 
 	// 3. The grandmaster comes back: the slave is synced again.
 	lab.start(t, "gm", gm, lab.nsMaster, log, nil)
-	eventually(t, 30*time.Second, "the slave to be synced again", func() bool { return sl.d.Status().Synced })
-	if st := sl.d.Status(); st.Sample.PortState != PortStateSlave {
-		t.Errorf("after the master returned: %+v, want port SLAVE", st)
-	}
+	eventually(t, 30*time.Second, "the slave to be synced again with port SLAVE", func() bool {
+		st := sl.d.Status()
+		return st.Synced && st.Sample.PortState == PortStateSlave
+	})
 
 	// 4. A killed ptp4l is restarted by the supervisor and locks again.
 	old := sl.d.Ptp4l().PID()
