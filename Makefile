@@ -36,7 +36,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into c
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/... paths=./internal/bench/...
 
 .PHONY: fmt
 fmt: ## go fmt.
@@ -88,7 +88,7 @@ envtest-assets: ## Build kube-apiserver from source and link etcd for envtest (c
 helm: $(HELM) ## Build helm at the pinned version into bin/.
 
 .PHONY: test
-test: deps envtest-assets vet $(HELM) ## Run every test: Go unit, envtest, host and chart suites, then the dataplane's.
+test: deps envtest-assets vet $(HELM) dataplane ## Run every test: Go unit, envtest, host and chart suites, then the dataplane's.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) TICKSTACK_HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) -C dataplane test
 

@@ -387,7 +387,7 @@ func TestRunnerBypassOverVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := (bench.Tools{Launcher: launcher}).FindLauncher(); err != nil {
-		t.Skipf("the dataplane is not built: %v", err)
+		testutil.Unavailable(t, fmt.Sprintf("the dataplane is not built (make dataplane): %v", err))
 	}
 	nsA, nsB := vethPair(t, "x")
 	cpu := "0"
