@@ -250,7 +250,8 @@ func TestRealHost(t *testing.T) {
 		}
 		return nil
 	})
-	if took := time.Since(changed); took > period+time.Second {
+	// Within the check period, plus slack for a loaded 2-vCPU machine.
+	if took := time.Since(changed); took > period+2*time.Second {
 		t.Errorf("drift set back after %s, check period %s", took, period)
 	}
 	eventually(t, 10*time.Second, "Drifted event and condition", func() error {
@@ -300,3 +301,80 @@ func TestRealHost(t *testing.T) {
 		t.Error("fingerprint label left on the node")
 	}
 }
+
+// TestRealHostNICEvent: a NIC setting changed with ethtool is set back at once, long before the
+// periodic check (one hour here), because the kernel's ethtool netlink notification triggers a
+// reconcile. The veth pair is the test's own (down, no address).
+func TestRealHostNICEvent(t *testing.T) {
+	testutil.RequireRoot(t)
+	ip := testutil.RequireTool(t, "ip")
+	ethtool := testutil.RequireTool(t, "ethtool")
+	pid := os.Getpid()
+	vethC, vethD := fmt.Sprintf("tsagt%dc", pid), fmt.Sprintf("tsagt%dd", pid)
+	if out, err := exec.Command(ip, "link", "add", vethC, "numrxqueues", "4", "numtxqueues", "4", "type", "veth",
+		"peer", "name", vethD, "numrxqueues", "4", "numtxqueues", "4").CombinedOutput(); err != nil {
+		t.Fatalf("ip link add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(ip, "link", "del", vethC).Run() })
+
+	state := agenttest.TempDir(t, "nic")
+	h := &host.Host{Root: "/", IrqbalanceConfig: filepath.Join(state, "irqbalance"), NIC: &host.EthtoolNIC{}}
+	channels := func() map[string]uint32 {
+		p, err := h.NICParams(vethC, host.Channels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	orig := channels()
+	eng := &tuning.Engine{Host: h, JournalPath: filepath.Join(state, "journal.json")}
+	t.Cleanup(func() { _, _ = eng.Restore() })
+	node := agenttest.Name("nic")
+	r := &agent.Reconciler{NodeName: node, Host: h, Engine: eng, CheckPeriod: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	nics, err := host.WatchNICChanges(ctx, 0)
+	if err != nil {
+		t.Fatalf("watching NIC changes: %v", err)
+	}
+	createNode(t, node)
+	createLNS(t, node, &tsv1.NodeTuning{NICs: []tsv1.NICTuning{{Group: "md", Interface: vethC, Driver: "veth",
+		Acceleration: tsv1.AccelerationKernel, Channels: &tsv1.Channels{RX: ptr32(2), TX: ptr32(2)}}}})
+	agenttest.StartAgent(t, cfg, r, nics)
+	eventually(t, 20*time.Second, "applied", func() error {
+		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	if c := channels(); c["rx"] != 2 || c["tx"] != 2 {
+		t.Fatalf("channels after applying: %v", c)
+	}
+
+	if out, err := exec.Command(ethtool, "-L", vethC, "rx", "3", "tx", "3").CombinedOutput(); err != nil {
+		t.Fatalf("ethtool -L: %v: %s", err, out)
+	}
+	eventually(t, 10*time.Second, "NIC drift set back on the kernel's notification", func() error {
+		if c := channels(); c["rx"] != 2 || c["tx"] != 2 {
+			return fmt.Errorf("channels %v", c)
+		}
+		for _, e := range events(t, node, tsv1.NodeDrifted) {
+			if strings.Contains(e.Note, "channels/"+vethC+"/rx was \"3\"") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Drifted event naming channels/%s/rx", vethC)
+	})
+
+	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "node state gone", func() error {
+		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+	if c := channels(); c["rx"] != orig["rx"] || c["tx"] != orig["tx"] {
+		t.Errorf("channels after the restore %v, were %v", c, orig)
+	}
+}
+
+func ptr32(v int32) *int32 { return &v }

@@ -275,13 +275,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, nicChanges <-chan string
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Named("latencynodestate-agent")
 	if nicChanges != nil {
-		ch := make(chan event.TypedGenericEvent[*tsv1.LatencyNodeState])
+		// A burst of NIC notifications makes one reconcile: the send never blocks, and a pending
+		// event already covers the ones that follow it.
+		ch := make(chan event.TypedGenericEvent[*tsv1.LatencyNodeState], 1)
 		go func() {
 			defer close(ch)
 			for range nicChanges {
 				lns := &tsv1.LatencyNodeState{}
 				lns.Name = r.NodeName
-				ch <- event.TypedGenericEvent[*tsv1.LatencyNodeState]{Object: lns}
+				select {
+				case ch <- event.TypedGenericEvent[*tsv1.LatencyNodeState]{Object: lns}:
+				default:
+				}
 			}
 		}()
 		b = b.WatchesRawSource(source.Channel(ch, &handler.TypedEnqueueRequestForObject[*tsv1.LatencyNodeState]{}))
