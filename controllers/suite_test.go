@@ -39,6 +39,10 @@ var (
 	ctx     context.Context
 	cancel  context.CancelFunc
 	metrics *ProfileMetrics
+	// benchClock is the LatencyBenchmark controller's clock; tests move it to reach a schedule.
+	benchClock = &testClock{}
+	// benchMetricsReg holds the LatencyBenchmark controller's metrics.
+	benchMetricsReg = prometheus.NewRegistry()
 )
 
 func TestControllers(t *testing.T) {
@@ -75,6 +79,9 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	metrics = NewProfileMetrics(prometheus.NewRegistry())
 	Expect((&LatencyProfileReconciler{Client: mgr.GetClient(), Metrics: metrics}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&LatencyBenchmarkReconciler{Client: mgr.GetClient(), Image: "tslb.test/bench:1", Now: benchClock.Now,
+		Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: NewBenchmarkMetrics(benchMetricsReg)}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&NodeValidationReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
 	Expect(tswebhook.SetupLatencyProfileWebhook(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()

@@ -444,6 +444,10 @@ type LatencyProfileSpec struct {
 	// Rollout limits how many nodes change at once.
 	// +optional
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
+	// Validation gates the profile's nodes on their LatencyBenchmark (docs/benchmark.md).
+	// +optional
+	Validation *ValidationSpec `json:"validation,omitempty"`
 }
 
 // LatencyProfileStatus is what the operator observed for a profile.

@@ -72,7 +72,7 @@ func (f *podFlags) certManager() (*certs.Manager, error) {
 }
 
 func main() {
-	var metricsAddr, probeAddr, certDir string
+	var metricsAddr, probeAddr, certDir, benchImage string
 	var leaderElect, enableWebhooks bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
@@ -81,6 +81,7 @@ func main() {
 	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with the webhook serving tls.crt and tls.key (cert-manager mode)")
 	var pf podFlags
 	pf.bind()
+	flag.StringVar(&benchImage, "bench-image", controllers.DefaultBenchImage, "image of the LatencyBenchmark pods (sockperf, rt-tests, the dataplane, tickstack-bench, tickstack-bench-upload)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -126,6 +127,15 @@ func main() {
 		Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix,
 	}}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the network controller")
+		os.Exit(1)
+	}
+	if err := (&controllers.LatencyBenchmarkReconciler{Client: mgr.GetClient(), Image: benchImage,
+		Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: controllers.NewBenchmarkMetrics(metrics.Registry)}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "setting up the LatencyBenchmark controller")
+		os.Exit(1)
+	}
+	if err := (&controllers.NodeValidationReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "setting up the node validation controller")
 		os.Exit(1)
 	}
 	if enableWebhooks {

@@ -114,8 +114,8 @@ func TestLintStrict(t *testing.T) {
 
 func TestCRDsTemplatedAndKept(t *testing.T) {
 	crds := ofKind(mustRender(t), "CustomResourceDefinition")
-	if len(crds) != 2 {
-		t.Fatalf("want 2 CRDs by default, got %d", len(crds))
+	if len(crds) != 3 {
+		t.Fatalf("want 3 CRDs by default (LatencyProfile, LatencyNodeState, LatencyBenchmark), got %d", len(crds))
 	}
 	for _, c := range crds {
 		if c.GetAnnotations()["helm.sh/resource-policy"] != "keep" {

@@ -1,0 +1,221 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+)
+
+// LatencyBenchmarkReconciler runs a LatencyBenchmark: one pinned Job per target node, results
+// collected from the ConfigMap each Job's uploader fills, verdicts against the thresholds, the
+// tickstack.io/validated node label, metrics and events; reruns on a new rerun annotation, a spec
+// change or the schedule.
+type LatencyBenchmarkReconciler struct {
+	Client client.Client
+	// APIReader reads uncached (the results ConfigMap when its Job has finished, so a Job seen
+	// finished before its ConfigMap's update reached the cache is not judged without results).
+	APIReader client.Reader
+	// Image is the bench image (the manager's --bench-image).
+	Image string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Recorder emits events; nil emits none.
+	Recorder events.EventRecorder
+	// Metrics, when set, receives each node's results and verdict.
+	Metrics *BenchmarkMetrics
+}
+
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencybenchmarks,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencybenchmarks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts;services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// benchScope is what one reconcile of one benchmark knows.
+type benchScope struct {
+	b   *tsv1.LatencyBenchmark
+	now time.Time
+	// newRun is the reason a run started in this reconcile ("" if none).
+	newRun string
+	facts  benchmarkFacts
+}
+
+func (r *LatencyBenchmarkReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile is the usual shape: get, one deferred status patch, ordered phases.
+func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	b := &tsv1.LatencyBenchmark{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.forget(req.Namespace, req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // owned Jobs, ConfigMaps and RBAC go with it; node labels stay
+	}
+	now := r.now().UTC()
+	s := &benchScope{b: b, now: now, facts: benchmarkFacts{now: now}}
+	orig := b.DeepCopy()
+	defer func() {
+		setBenchmarkStatus(b, &s.facts, reterr == nil)
+		r.Metrics.observe(b)
+		if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching status: %w", err)})
+		}
+	}()
+
+	phases := []func(context.Context, *benchScope) error{
+		r.reconcileValidation,
+		r.reconcileRun,
+		r.reconcileAccess,
+		r.reconcileJobs,
+		r.reconcileResults,
+		r.reconcileNodeLabels,
+	}
+	for _, phase := range phases {
+		if err := phase(ctx, s); err != nil {
+			if err == errStopPhases {
+				break
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	var res ctrl.Result
+	if s.facts.next != nil {
+		res.RequeueAfter = max(s.facts.next.Sub(now), time.Second)
+	}
+	return res, nil
+}
+
+// SetupWithManager watches benchmarks and the Jobs and ConfigMaps they own.
+func (r *LatencyBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&tsv1.LatencyBenchmark{}).
+		Owns(&batchv1.Job{}).
+		Owns(&corev1.ConfigMap{}).
+		Named("latencybenchmark").
+		Complete(r)
+}
+
+// NodeValidationReconciler keeps the NoSchedule taint tickstack.io/unvalidated on the nodes of a
+// profile with spec.validation.taintUntilValidated until they carry tickstack.io/validated=<profile>.
+type NodeValidationReconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch
+
+// Reconcile adds or removes one node's taint.
+func (r *NodeValidationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	profileName := node.Labels[NodeProfileLabel]
+	if profileName == "" {
+		lns := &tsv1.LatencyNodeState{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: node.Name}, lns); err == nil && lns.DeletionTimestamp.IsZero() {
+			profileName = lns.Spec.Profile.Name
+		} else if client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("reading node state %s: %w", node.Name, err)
+		}
+	}
+	var profile *tsv1.LatencyProfile
+	if profileName != "" {
+		p := &tsv1.LatencyProfile{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: profileName}, p); err == nil {
+			profile = p
+		} else if client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("reading profile %s: %w", profileName, err)
+		}
+	}
+	want := WantUnvalidatedTaint(node, profile)
+	taints, changed := setTaint(node.Spec.Taints, want)
+	if !changed {
+		return ctrl.Result{}, nil
+	}
+	orig := node.DeepCopy()
+	node.Spec.Taints = taints
+	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("patching the taints of node %s: %w", node.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// WantUnvalidatedTaint says whether a node should carry the tickstack.io/unvalidated taint: its
+// profile (nil: none) asks for it and the node is not labelled validated for that profile.
+func WantUnvalidatedTaint(node *corev1.Node, profile *tsv1.LatencyProfile) bool {
+	if profile == nil || !profile.DeletionTimestamp.IsZero() || profile.Spec.Validation == nil || !profile.Spec.Validation.TaintUntilValidated {
+		return false
+	}
+	return node.Labels[tsv1.ValidatedLabel] != profile.Name
+}
+
+func setTaint(taints []corev1.Taint, want bool) ([]corev1.Taint, bool) {
+	var out []corev1.Taint
+	had := false
+	for _, t := range taints {
+		if t.Key == tsv1.UnvalidatedTaint && t.Effect == corev1.TaintEffectNoSchedule {
+			had = true
+			continue
+		}
+		out = append(out, t)
+	}
+	if want {
+		out = append(out, corev1.Taint{Key: tsv1.UnvalidatedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	}
+	return out, had != want
+}
+
+// SetupWithManager watches nodes (labels), profiles and node states.
+func (r *NodeValidationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	allNodes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list corev1.NodeList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, n := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: n.Name}})
+		}
+		return reqs
+	})
+	sameName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&tsv1.LatencyProfile{}, allNodes, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&tsv1.LatencyNodeState{}, sameName, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named("nodevalidation").
+		Complete(r)
+}

@@ -1,0 +1,430 @@
+package controllers
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+var tslbSeq atomic.Int32
+
+// tslbNamespace creates a namespace for one test (envtest never deletes namespaces; names are unique).
+func tslbNamespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tslb-%d-%d", GinkgoParallelProcess(), tslbSeq.Add(1))}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// tslbNode creates a node labelled with a profile and removes it after the test.
+func tslbNode(name, profile string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{NodeProfileLabel: profile}}}
+	Expect(k8s.Create(ctx, n)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, n))).To(Succeed()) })
+	return n
+}
+
+func validBenchmark(ns, name, profile string) *tsv1.LatencyBenchmark {
+	return &tsv1.LatencyBenchmark{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: tsv1.LatencyBenchmarkSpec{
+			Target:     tsv1.BenchmarkTarget{Profile: profile},
+			Suites:     bench.Spec{PingPong: &bench.PingPongSpec{Protocols: []bench.Protocol{bench.ProtocolUDP}, MessageSizes: []int32{64}, DurationSeconds: 1}},
+			Thresholds: bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePingPong, Statistic: bench.StatP99, Max: "40us"}}},
+		},
+	}
+}
+
+func getBenchmark(ns, name string) func(Gomega) *tsv1.LatencyBenchmark {
+	return func(g Gomega) *tsv1.LatencyBenchmark {
+		b := &tsv1.LatencyBenchmark{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)).To(Succeed())
+		return b
+	}
+}
+
+// nodeJob waits for the Job that measures node in run and returns it.
+func nodeJob(ns, bench string, run int64, node string) *batchv1.Job {
+	job := &batchv1.Job{}
+	Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchJobName(bench, run, node)}, job)
+	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	return job
+}
+
+// upload plays the benchmark pod's uploader: it fills the results ConfigMap.
+func upload(ns, name string, data map[string]string) {
+	Eventually(func() error {
+		cm := &corev1.ConfigMap{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
+			return err
+		}
+		cm.Data = data
+		return k8s.Update(ctx, cm)
+	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+func uploadResults(ns, job string, r *bench.Results) {
+	b, err := json.Marshal(r)
+	Expect(err).NotTo(HaveOccurred())
+	upload(ns, job, map[string]string{tsv1.BenchResultsKey: string(b), tsv1.BenchExitCodeKey: "0"})
+}
+
+func nodeStatus(b *tsv1.LatencyBenchmark, node string) tsv1.BenchmarkNodeStatus {
+	for _, n := range b.Status.Nodes {
+		if n.Node == node {
+			return n
+		}
+	}
+	return tsv1.BenchmarkNodeStatus{}
+}
+
+func nodeLabel(name, key string) func(Gomega) string {
+	return func(g Gomega) string {
+		n := &corev1.Node{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
+		return n.Labels[key]
+	}
+}
+
+func metricValue(name string, labels map[string]string) (float64, bool) {
+	families, err := benchMetricsReg.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue metric
+				}
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+var _ = Describe("LatencyBenchmark validation by the API server", func() {
+	DescribeTable("refuses a bad benchmark with a message naming the field",
+		func(mutate func(*tsv1.LatencyBenchmark), field, message string) {
+			b := validBenchmark("default", "tslb-invalid", "p")
+			mutate(b)
+			err := k8s.Create(ctx, b, client.DryRunAll)
+			Expect(err).To(HaveOccurred())
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(field))
+			Expect(err.Error()).To(ContainSubstring(message))
+		},
+		Entry("two targets", func(b *tsv1.LatencyBenchmark) { b.Spec.Target.NodeNames = []string{"a"} },
+			"spec.target", "exactly one of profile, nodeSelector or nodeNames"),
+		Entry("no target", func(b *tsv1.LatencyBenchmark) { b.Spec.Target = tsv1.BenchmarkTarget{} },
+			"spec.target", "exactly one of profile, nodeSelector or nodeNames"),
+		Entry("no suite", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites = bench.Spec{} },
+			"spec", "suites: select at least one"),
+		Entry("stacks inside suites", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites.Stacks = []bench.Stack{bench.StackKernel} },
+			"spec", "set the stacks to compare in spec.stacks"),
+		Entry("unknown stack", func(b *tsv1.LatencyBenchmark) { b.Spec.Stacks = []bench.Stack{"dpdk"} },
+			"spec.stacks[0]", "Unsupported value"),
+		Entry("bypass in one pod", func(b *tsv1.LatencyBenchmark) { b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass} },
+			"spec", "bypass needs placement.mode TwoPods"),
+		Entry("bypass without a profile", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Stacks = []bench.Stack{bench.StackBypass}
+			b.Spec.Target = tsv1.BenchmarkTarget{NodeNames: []string{"a"}}
+			b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods}
+		}, "spec", "bypass needs target.profile"),
+		Entry("rate sweep over tcp", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.RateSweep = &bench.RateSweepSpec{Protocol: bench.ProtocolTCP}
+		}, "spec.suites", "tcp has no message drops"),
+		Entry("odd mixed burst duration", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.MixedBurst = &bench.MixedBurstSpec{DurationSeconds: 3}
+		}, "spec.suites", "use an even number"),
+		Entry("an unknown statistic", func(b *tsv1.LatencyBenchmark) { b.Spec.Thresholds.Latency[0].Statistic = "p90" },
+			"spec.thresholds.latency[0].statistic", "Unsupported value"),
+		Entry("a schedule with four fields", func(b *tsv1.LatencyBenchmark) { b.Spec.Schedule = "0 3 * *" },
+			"spec.schedule", "cron expression with five fields"),
+		Entry("an unknown placement", func(b *tsv1.LatencyBenchmark) { b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: "Anywhere"} },
+			"spec.placement.mode", "Unsupported value"),
+		Entry("no runner CPU", func(b *tsv1.LatencyBenchmark) { b.Spec.Placement = &tsv1.BenchmarkPlacement{RunnerCPUs: ptr.To[int32](0)} },
+			"spec.placement.runnerCPUs", "should be greater than or equal to 1"),
+		Entry("a timeout under a minute", func(b *tsv1.LatencyBenchmark) { b.Spec.TimeoutSeconds = ptr.To[int32](5) },
+			"spec.timeoutSeconds", "should be greater than or equal to 60"),
+	)
+
+	It("accepts a complete benchmark comparing both stacks", func() {
+		b := validBenchmark("default", "tslb-complete", "p")
+		b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass}
+		b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, RunnerCPUs: ptr.To[int32](2), ReflectorCPUs: ptr.To[int32](0)}
+		b.Spec.Schedule = "0 3 * * *"
+		b.Spec.Suites = bench.Spec{
+			PingPong:   &bench.PingPongSpec{MessageSizes: []int32{14, 1472}},
+			RateSweep:  &bench.RateSweepSpec{Protocol: bench.ProtocolUDP, RatesMps: []int64{10000, 100000}},
+			Microburst: &bench.MicroburstSpec{MessageSize: 64},
+			MixedBurst: &bench.MixedBurstSpec{DurationSeconds: 4},
+			Jitter:     &bench.JitterSpec{CPUs: "2-3,6"},
+		}
+		b.Spec.Thresholds.MinBypassSpeedup = "1.5"
+		b.Spec.Thresholds.Latency[0].Max = "1.5ms"
+		Expect(k8s.Create(ctx, b, client.DryRunAll)).To(Succeed())
+	})
+})
+
+var _ = Describe("LatencyBenchmark controller", func() {
+	It("runs one pinned Job per node, judges the uploaded results, labels the nodes that pass, and reruns", func() {
+		ns := tslbNamespace()
+		n1, n2 := tslbNode("tslb-run-a", "tslb-p1"), tslbNode("tslb-run-b", "tslb-p1")
+		tslbNode("tslb-run-other", "tslb-p2") // another profile's node: not a target
+		b := validBenchmark(ns, "nightly", "tslb-p1")
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+
+		By("creating a pinned, Guaranteed Job and an owned results ConfigMap per target node")
+		j1, j2 := nodeJob(ns, "nightly", 1, n1.Name), nodeJob(ns, "nightly", 1, n2.Name)
+		for node, job := range map[string]*batchv1.Job{n1.Name: j1, n2.Name: j2} {
+			ps := job.Spec.Template.Spec
+			terms := ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+			Expect(terms[0].MatchFields[0].Values).To(Equal([]string{node}))
+			Expect(ps.Containers).To(HaveLen(2))
+			for _, c := range ps.Containers {
+				Expect(c.Image).To(Equal("tslb.test/bench:1"))
+				Expect(c.Resources.Limits.Cpu().String()).To(Equal("1"))
+				Expect(c.Resources.Requests.Cpu().String()).To(Equal("1"))
+			}
+			Expect(ps.ServiceAccountName).To(Equal(benchAccessName("nightly")))
+			Expect(job.OwnerReferences[0].Name).To(Equal("nightly"))
+			cm := &corev1.ConfigMap{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, cm)).To(Succeed())
+		}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchJobName("nightly", 1, "tslb-run-other")}, &batchv1.Job{})).
+			To(Satisfy(apierrors.IsNotFound))
+
+		By("limiting the pods' service account to this run's ConfigMaps")
+		role := &rbacv1.Role{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchAccessName("nightly")}, role)).To(Succeed())
+		Expect(role.Rules[0].ResourceNames).To(ConsistOf(j1.Name, j2.Name))
+		Expect(role.Rules[0].Verbs).NotTo(ContainElement("create"))
+
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "nightly")(g)
+			g.Expect(got.Status.Run).To(BeEquivalentTo(1))
+			g.Expect(got.Status.NodesTotal).To(BeEquivalentTo(2))
+			g.Expect(condition(got.Status.Conditions, tsv1.BenchmarkComplete).Reason).To(Equal(tsv1.ReasonRunning))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("collecting results: one node within the p99 limit, one over it")
+		uploadResults(ns, j1.Name, sampleResults(n1.Name, map[bench.Stack]int64{bench.StackKernel: 10000})) // p99 30 us
+		uploadResults(ns, j2.Name, sampleResults(n2.Name, map[bench.Stack]int64{bench.StackKernel: 20000})) // p99 60 us
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "nightly")(g)
+			g.Expect(got.Status.Verdict).To(Equal(bench.VerdictFailed))
+			g.Expect(got.Status.NodesPassed).To(BeEquivalentTo(1))
+			a, bb := nodeStatus(got, n1.Name), nodeStatus(got, n2.Name)
+			g.Expect(a.Phase).To(Equal(tsv1.NodeCompleted))
+			g.Expect(a.Verdict.Result).To(Equal(bench.VerdictPassed))
+			g.Expect(a.Results.Stack(bench.StackKernel).PingPong.Rows[0].P99Ns).To(BeEquivalentTo(30000))
+			g.Expect(bb.Verdict.Result).To(Equal(bench.VerdictFailed))
+			g.Expect(bb.Verdict.Reasons[0].Message).To(ContainSubstring("exceeds 40us"))
+			g.Expect(condition(got.Status.Conditions, tsv1.BenchmarkComplete).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(condition(got.Status.Conditions, tsv1.BenchmarkPassed).Message).To(ContainSubstring(n2.Name))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+		Eventually(nodeLabel(n1.Name, tsv1.ValidatedLabel), 20*time.Second, 100*time.Millisecond).Should(Equal("tslb-p1"))
+		Expect(nodeLabel(n2.Name, tsv1.ValidatedLabel)(Default)).To(BeEmpty())
+
+		By("exporting metrics per node and suite")
+		v, ok := metricValue("tickstack_benchmark_latency_seconds", map[string]string{"namespace": ns, "node": n2.Name, "suite": "pingPong", "statistic": "p99"})
+		Expect(ok).To(BeTrue())
+		Expect(v).To(BeNumerically("~", 60e-6, 1e-9))
+		v, ok = metricValue("tickstack_benchmark_verdict", map[string]string{"namespace": ns, "node": n2.Name, "verdict": "Failed"})
+		Expect(ok && v == 1).To(BeTrue())
+		_, ok = metricValue("tickstack_benchmark_dropped_messages", map[string]string{"namespace": ns, "node": n1.Name, "suite": "pingPong"})
+		Expect(ok).To(BeTrue())
+
+		By("recording events")
+		Eventually(func(g Gomega) []string {
+			var evs eventsv1.EventList
+			g.Expect(k8s.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+			var reasons []string
+			for _, e := range evs.Items {
+				reasons = append(reasons, e.Reason)
+			}
+			return reasons
+		}, 20*time.Second, 200*time.Millisecond).Should(ContainElements("RunStarted", "NodePassed", "NodeFailed", "NodeValidated"))
+
+		By("rerunning on a new rerun annotation: new Jobs, old ones deleted, a node that fails loses its label")
+		cur := getBenchmark(ns, "nightly")(Default)
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Annotations = map[string]string{tsv1.RerunAnnotation: "ci-42"}
+		Expect(k8s.Patch(ctx, cur, patch)).To(Succeed())
+		k1, k2 := nodeJob(ns, "nightly", 2, n1.Name), nodeJob(ns, "nightly", 2, n2.Name)
+		Eventually(func() bool {
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: j1.Name}, &batchv1.Job{})
+			return apierrors.IsNotFound(err)
+		}, 20*time.Second, 100*time.Millisecond).Should(BeTrue(), "the first run's Job is deleted")
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "nightly")(g)
+			g.Expect(got.Status.Rerun).To(Equal("ci-42"))
+			g.Expect(got.Status.RunReason).To(Equal(RunReasonRerun))
+			g.Expect(got.Status.Verdict).To(BeEmpty())
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+		uploadResults(ns, k1.Name, sampleResults(n1.Name, map[bench.Stack]int64{bench.StackKernel: 50000}))
+		uploadResults(ns, k2.Name, sampleResults(n2.Name, map[bench.Stack]int64{bench.StackKernel: 5000}))
+		Eventually(nodeLabel(n2.Name, tsv1.ValidatedLabel), 20*time.Second, 100*time.Millisecond).Should(Equal("tslb-p1"))
+		Eventually(nodeLabel(n1.Name, tsv1.ValidatedLabel), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
+		Eventually(func(g Gomega) int64 { return getBenchmark(ns, "nightly")(g).Status.Run }, 5*time.Second).Should(BeEquivalentTo(2))
+		Expect(k8s.Delete(ctx, b)).To(Succeed())
+	})
+
+	It("fails a node whose Job fails without results, and one whose runner wrote none", func() {
+		ns := tslbNamespace()
+		n1 := tslbNode("tslb-fail-a", "tslb-p3")
+		n2 := tslbNode("tslb-fail-b", "tslb-p3")
+		b := validBenchmark(ns, "broken", "tslb-p3")
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+
+		job := nodeJob(ns, "broken", 1, n1.Name)
+		now := metav1.Now()
+		job.Status.StartTime = &now
+		job.Status.Failed = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded", Message: "Job was active longer than specified deadline", LastTransitionTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded", Message: "Job was active longer than specified deadline", LastTransitionTime: now},
+		}
+		Expect(k8s.Status().Update(ctx, job)).To(Succeed())
+		upload(ns, nodeJob(ns, "broken", 1, n2.Name).Name, map[string]string{tsv1.BenchErrorKey: "the runner wrote no results file (exit code 1)", tsv1.BenchExitCodeKey: "1"})
+
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "broken")(g)
+			a, bb := nodeStatus(got, n1.Name), nodeStatus(got, n2.Name)
+			g.Expect(a.Phase).To(Equal(tsv1.NodeFailed))
+			g.Expect(a.Message).To(ContainSubstring("DeadlineExceeded"))
+			g.Expect(bb.Phase).To(Equal(tsv1.NodeFailed))
+			g.Expect(bb.Message).To(ContainSubstring("no results file"))
+			g.Expect(got.Status.Verdict).To(Equal(bench.VerdictFailed))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+
+	DescribeTable("reports a spec the runner would refuse on the Valid condition, naming the field, and starts no Job",
+		func(name string, mutate func(*tsv1.LatencyBenchmark), field string) {
+			ns := tslbNamespace()
+			b := validBenchmark(ns, name, "tslb-p4")
+			mutate(b)
+			Expect(k8s.Create(ctx, b)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+			Eventually(func(g Gomega) {
+				got := getBenchmark(ns, name)(g)
+				c := condition(got.Status.Conditions, tsv1.BenchmarkValid)
+				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(c.Message).To(ContainSubstring(field))
+				g.Expect(got.Status.Run).To(BeZero())
+				g.Expect(condition(got.Status.Conditions, tsv1.BenchmarkComplete).Reason).To(Equal(tsv1.ReasonInvalidSpec))
+			}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+			var jobs batchv1.JobList
+			Expect(k8s.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+			Expect(jobs.Items).To(BeEmpty())
+		},
+		Entry("rates out of order", "unsorted", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.RateSweep = &bench.RateSweepSpec{RatesMps: []int64{500000, 10000}}
+		}, "rateSweep.ratesMps"),
+		Entry("a 12 byte message", "tiny", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites.PingPong.MessageSizes = []int32{12, 64} },
+			"pingPong.messageSizes[0]"),
+		Entry("jitter cpus not a list", "cpus", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites.Jitter = &bench.JitterSpec{CPUs: "two"} },
+			"jitter.cpus"),
+		Entry("a latency limit that is not a duration", "limit", func(b *tsv1.LatencyBenchmark) { b.Spec.Thresholds.Latency[0].Max = "25 micros" },
+			"thresholds.latency[0].max"),
+		Entry("a speedup that is not a number", "speedup", func(b *tsv1.LatencyBenchmark) { b.Spec.Thresholds.MinBypassSpeedup = "2x" },
+			"thresholds.minBypassSpeedup"),
+		Entry("a schedule cron cannot parse", "cron", func(b *tsv1.LatencyBenchmark) { b.Spec.Schedule = "61 * * * *" },
+			"spec.schedule"),
+	)
+
+	It("starts a new run when the schedule comes due (injected clock)", func() {
+		ns := tslbNamespace()
+		n := tslbNode("tslb-sched", "tslb-p5")
+		b := validBenchmark(ns, "hourly", "tslb-p5")
+		b.Spec.Schedule = "@every 1h"
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+		uploadResults(ns, nodeJob(ns, "hourly", 1, n.Name).Name, sampleResults(n.Name, map[bench.Stack]int64{bench.StackKernel: 1000}))
+		var next time.Time
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "hourly")(g)
+			g.Expect(got.Status.Verdict).To(Equal(bench.VerdictPassed))
+			g.Expect(got.Status.NextScheduleTime).NotTo(BeNil())
+			next = got.Status.NextScheduleTime.Time
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(next.Sub(benchClock.Now())).To(BeNumerically(">", 59*time.Minute))
+
+		benchClock.Advance(61 * time.Minute)
+		DeferCleanup(func() { benchClock.Advance(-61 * time.Minute) })
+		// A reconcile is due in an hour of real time; any change to the object brings it now.
+		cur := getBenchmark(ns, "hourly")(Default)
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Labels = map[string]string{"tslb/poke": "1"}
+		Expect(k8s.Patch(ctx, cur, patch)).To(Succeed())
+		nodeJob(ns, "hourly", 2, n.Name)
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "hourly")(g)
+			g.Expect(got.Status.RunReason).To(Equal(RunReasonSchedule))
+			g.Expect(got.Status.LastScheduleTime).NotTo(BeNil())
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("keeps the unvalidated taint on a gated profile's nodes until they pass", func() {
+		p := &tsv1.LatencyProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: "tslb-gated"},
+			Spec: tsv1.LatencyProfileSpec{
+				NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tslb/none": "none"}},
+				Validation:   &tsv1.ValidationSpec{TaintUntilValidated: true},
+			},
+		}
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed()) })
+		got := &tsv1.LatencyProfile{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: p.Name}, got)).To(Succeed())
+		Expect(got.Spec.Validation.TaintUntilValidated).To(BeTrue(), "the API keeps spec.validation")
+
+		n := tslbNode("tslb-taint", "tslb-gated")
+		tainted := func(g Gomega) bool {
+			node := &corev1.Node{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: n.Name}, node)).To(Succeed())
+			for _, t := range node.Spec.Taints {
+				if t.Key == tsv1.UnvalidatedTaint && t.Effect == corev1.TaintEffectNoSchedule {
+					return true
+				}
+			}
+			return false
+		}
+		Eventually(tainted, 20*time.Second, 100*time.Millisecond).Should(BeTrue())
+
+		ns := tslbNamespace()
+		b := validBenchmark(ns, "gate", "tslb-gated")
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+		job := nodeJob(ns, "gate", 1, n.Name)
+		Expect(job.Spec.Template.Spec.Tolerations).To(ContainElement(HaveField("Key", tsv1.UnvalidatedTaint)))
+		uploadResults(ns, job.Name, sampleResults(n.Name, map[bench.Stack]int64{bench.StackKernel: 1000}))
+		Eventually(tainted, 20*time.Second, 100*time.Millisecond).Should(BeFalse())
+		Expect(nodeLabel(n.Name, tsv1.ValidatedLabel)(Default)).To(Equal("tslb-gated"))
+	})
+})
+

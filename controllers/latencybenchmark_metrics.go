@@ -1,0 +1,153 @@
+package controllers
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+// BenchmarkMetrics are per node and suite gauges of the latest judged run of each benchmark.
+type BenchmarkMetrics struct {
+	latency *prometheus.GaugeVec
+	dropped *prometheus.GaugeVec
+	jitter  *prometheus.GaugeVec
+	verdict *prometheus.GaugeVec
+	run     *prometheus.GaugeVec
+}
+
+// metricStats are the statistics exported per row (the full table stays in the status).
+func metricStats() []bench.Statistic {
+	return []bench.Statistic{bench.StatMin, bench.StatMedian, bench.StatMean, bench.StatP99, bench.StatP999, bench.StatMax, bench.StatStdDev}
+}
+
+// NewBenchmarkMetrics makes the gauges and registers them with reg (controller-runtime's
+// metrics.Registry in the manager).
+func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
+	m := &BenchmarkMetrics{
+		latency: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickstack_benchmark_latency_seconds",
+			Help: "Latency statistic of a benchmark row (network suites: half round trip) on a node, from its latest judged run.",
+		}, []string{"namespace", "benchmark", "node", "suite", "stack", "protocol", "size", "rate", "statistic"}),
+		dropped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickstack_benchmark_dropped_messages",
+			Help: "Messages dropped in a suite (sum over its rows) on a node, from its latest judged run.",
+		}, []string{"namespace", "benchmark", "node", "suite", "stack"}),
+		jitter: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickstack_benchmark_jitter_seconds",
+			Help: "OS noise statistic of a jitter row (tool on one CPU) on a node, from its latest judged run.",
+		}, []string{"namespace", "benchmark", "node", "tool", "cpu", "statistic"}),
+		verdict: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickstack_benchmark_verdict",
+			Help: "1 for the verdict (Passed, Failed, Inconclusive) of a node in a benchmark's latest judged run.",
+		}, []string{"namespace", "benchmark", "node", "verdict"}),
+		run: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickstack_benchmark_run",
+			Help: "The current run number of a benchmark.",
+		}, []string{"namespace", "benchmark"}),
+	}
+	reg.MustRegister(m.latency, m.dropped, m.jitter, m.verdict, m.run)
+	return m
+}
+
+// observe records the judged nodes of a benchmark's current run.
+func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
+	if m == nil {
+		return
+	}
+	ns, name := b.Namespace, b.Name
+	m.run.WithLabelValues(ns, name).Set(float64(b.Status.Run))
+	for _, n := range b.Status.Nodes {
+		v := nodeVerdict(n)
+		if v == "" {
+			continue
+		}
+		node := prometheus.Labels{"namespace": ns, "benchmark": name, "node": n.Node}
+		m.latency.DeletePartialMatch(node)
+		m.dropped.DeletePartialMatch(node)
+		m.jitter.DeletePartialMatch(node)
+		m.verdict.DeletePartialMatch(node)
+		for _, r := range []bench.VerdictResult{bench.VerdictPassed, bench.VerdictFailed, bench.VerdictInconclusive} {
+			val := 0.0
+			if r == v {
+				val = 1
+			}
+			m.verdict.WithLabelValues(ns, name, n.Node, string(r)).Set(val)
+		}
+		if n.Results != nil {
+			m.observeResults(ns, name, n.Node, n.Results)
+		}
+	}
+}
+
+func (m *BenchmarkMetrics) observeResults(ns, name, node string, res *bench.Results) {
+	set := func(suite bench.SuiteName, stack bench.Stack, proto bench.Protocol, size int32, rate int64, st bench.LatencyStats) {
+		if st.Samples == 0 {
+			return
+		}
+		for _, s := range metricStats() {
+			v, _ := s.Of(st)
+			m.latency.WithLabelValues(ns, name, node, string(suite), string(stack), string(proto),
+				strconv.Itoa(int(size)), strconv.FormatInt(rate, 10), string(s)).Set(float64(v) / 1e9)
+		}
+	}
+	for _, s := range res.Stacks {
+		if p := s.PingPong; p != nil {
+			var drops int64
+			for _, r := range p.Rows {
+				set(bench.SuitePingPong, s.Stack, r.Protocol, r.MessageSize, 0, r.LatencyStats)
+				drops += r.Dropped
+			}
+			m.dropped.WithLabelValues(ns, name, node, string(bench.SuitePingPong), string(s.Stack)).Set(float64(drops))
+		}
+		if rs := s.RateSweep; rs != nil {
+			var drops int64
+			for _, r := range rs.Rows {
+				set(bench.SuiteRateSweep, s.Stack, r.Protocol, r.MessageSize, r.TargetMps, r.LatencyStats)
+				drops += r.Dropped
+			}
+			m.dropped.WithLabelValues(ns, name, node, string(bench.SuiteRateSweep), string(s.Stack)).Set(float64(drops))
+		}
+		if mb := s.MixedBurst; mb != nil {
+			var drops int64
+			for _, r := range mb.Rows {
+				set(bench.SuiteMixedBurst, s.Stack, mb.Protocol, 0, r.SteadyMps+r.BurstMps, r.LatencyStats)
+				drops += r.Dropped
+			}
+			m.dropped.WithLabelValues(ns, name, node, string(bench.SuiteMixedBurst), string(s.Stack)).Set(float64(drops))
+		}
+		if mb := s.Microburst; mb != nil {
+			var drops int64
+			for _, t := range mb.Trials {
+				drops += t.Dropped
+			}
+			m.dropped.WithLabelValues(ns, name, node, string(bench.SuiteMicroburst), string(s.Stack)).Set(float64(drops))
+		}
+	}
+	if j := res.Jitter; j != nil {
+		for _, r := range j.Rows {
+			if r.Samples == 0 {
+				continue
+			}
+			for _, s := range metricStats() {
+				v, _ := s.Of(r.LatencyStats)
+				m.jitter.WithLabelValues(ns, name, node, string(r.Tool), strconv.Itoa(int(r.CPU)), string(s)).Set(float64(v) / 1e9)
+			}
+		}
+	}
+}
+
+// forget drops a deleted benchmark's series.
+func (m *BenchmarkMetrics) forget(namespace, name string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"namespace": namespace, "benchmark": name}
+	m.latency.DeletePartialMatch(l)
+	m.dropped.DeletePartialMatch(l)
+	m.jitter.DeletePartialMatch(l)
+	m.verdict.DeletePartialMatch(l)
+	m.run.DeletePartialMatch(l)
+}

@@ -1,0 +1,400 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/robfig/cron/v3"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+// errStopPhases ends a reconcile's phases early without an error (an invalid spec).
+var errStopPhases = errors.New("stop phases")
+
+// reconcileValidation checks what the CRD's rules cannot: the suites and thresholds as the
+// runner will read them, and the cron schedule.
+func (r *LatencyBenchmarkReconciler) reconcileValidation(_ context.Context, s *benchScope) error {
+	b := s.b
+	var problems []string
+	if err := runnerSpec(b).Defaulted().Validate(); err != nil {
+		problems = append(problems, "spec.suites: "+err.Error())
+	}
+	if err := b.Spec.Thresholds.Validate(); err != nil {
+		problems = append(problems, "spec."+err.Error())
+	}
+	if b.Spec.Schedule != "" {
+		if _, err := ParseSchedule(b.Spec.Schedule); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		s.facts.invalid = strings.Join(problems, "; ")
+		return errStopPhases
+	}
+	return nil
+}
+
+// reconcileRun starts a new run when one is due: it resolves the target nodes and resets the
+// per-node status.
+func (r *LatencyBenchmarkReconciler) reconcileRun(ctx context.Context, s *benchScope) error {
+	b := s.b
+	schedule := scheduleOf(b)
+	reason, next := runDecision(b, schedule, s.now)
+	s.facts.next = next
+	if reason == "" {
+		return nil
+	}
+	nodes, missing, err := r.targetNodes(ctx, b)
+	if err != nil {
+		return err
+	}
+	st := &b.Status
+	st.Run++
+	st.RunGeneration = b.Generation
+	st.RunReason = reason
+	st.Rerun = b.Annotations[tsv1.RerunAnnotation]
+	start := metav1.NewTime(s.now)
+	st.StartTime, st.CompletionTime = &start, nil
+	if reason == RunReasonSchedule {
+		st.LastScheduleTime = &start
+	}
+	st.Nodes = nil
+	for _, n := range nodes {
+		st.Nodes = append(st.Nodes, tsv1.BenchmarkNodeStatus{
+			Node: n.Name, Profile: n.Labels[NodeProfileLabel], Job: benchJobName(b.Name, st.Run, n.Name),
+			Phase: tsv1.NodePending, Message: "creating the Job",
+		})
+	}
+	for _, name := range missing {
+		msg := fmt.Sprintf("node %s does not exist: fix spec.target.nodeNames", name)
+		done := metav1.NewTime(s.now)
+		st.Nodes = append(st.Nodes, tsv1.BenchmarkNodeStatus{Node: name, Phase: tsv1.NodeFailed, Message: msg, CompletionTime: &done,
+			Verdict: &bench.Verdict{Result: bench.VerdictFailed, Reasons: []bench.Check{{Name: "node", Result: bench.VerdictFailed, Message: msg}}}})
+	}
+	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Node < st.Nodes[j].Node })
+	s.newRun = reason
+	r.event(b, corev1.EventTypeNormal, "RunStarted", "Start", "run %d started (%s) on %d nodes", st.Run, reason, len(st.Nodes))
+	return nil
+}
+
+// scheduleOf is the benchmark's parsed schedule, nil without one (validation ran before).
+func scheduleOf(b *tsv1.LatencyBenchmark) cron.Schedule {
+	if b.Spec.Schedule == "" {
+		return nil
+	}
+	sched, err := ParseSchedule(b.Spec.Schedule)
+	if err != nil {
+		return nil
+	}
+	return sched
+}
+
+// copyRBAC copies a Role's rules or a RoleBinding's subjects and roleRef.
+func copyRBAC(have, want client.Object) {
+	switch h := have.(type) {
+	case *rbacv1.Role:
+		h.Rules = want.(*rbacv1.Role).Rules
+	case *rbacv1.RoleBinding:
+		w := want.(*rbacv1.RoleBinding)
+		h.Subjects = w.Subjects
+		if h.RoleRef.Name == "" {
+			h.RoleRef = w.RoleRef
+		}
+	}
+}
+
+// targetNodes lists the nodes the target picks, and names of nodeNames that do not exist.
+func (r *LatencyBenchmarkReconciler) targetNodes(ctx context.Context, b *tsv1.LatencyBenchmark) ([]corev1.Node, []string, error) {
+	t := b.Spec.Target
+	var list corev1.NodeList
+	switch {
+	case t.Profile != "":
+		req, err := labels.NewRequirement(NodeProfileLabel, selection.Equals, []string{t.Profile})
+		if err != nil {
+			return nil, nil, fmt.Errorf("spec.target.profile %q is not a label value: %w", t.Profile, err)
+		}
+		if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
+			return nil, nil, fmt.Errorf("listing the nodes of profile %s: %w", t.Profile, err)
+		}
+		return list.Items, nil, nil
+	case t.NodeSelector != nil:
+		sel, err := metav1.LabelSelectorAsSelector(t.NodeSelector)
+		if err != nil {
+			return nil, nil, fmt.Errorf("spec.target.nodeSelector: %w", err)
+		}
+		if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, nil, fmt.Errorf("listing the target nodes: %w", err)
+		}
+		return list.Items, nil, nil
+	}
+	var nodes []corev1.Node
+	var missing []string
+	for _, name := range t.NodeNames {
+		n := &corev1.Node{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, name)
+				continue
+			}
+			return nil, nil, fmt.Errorf("reading node %s: %w", name, err)
+		}
+		nodes = append(nodes, *n)
+	}
+	return nodes, missing, nil
+}
+
+// reconcileAccess keeps the service account, the Role limited to this run's results ConfigMaps,
+// its RoleBinding, and (TwoPods) the headless Service.
+func (r *LatencyBenchmarkReconciler) reconcileAccess(ctx context.Context, s *benchScope) error {
+	b := s.b
+	if b.Status.Run == 0 || len(b.Status.Nodes) == 0 {
+		return nil
+	}
+	var cms []string
+	for _, n := range b.Status.Nodes {
+		if n.Job != "" {
+			cms = append(cms, n.Job)
+		}
+	}
+	sa, role, rb := buildBenchAccess(b, cms)
+	for _, want := range []client.Object{sa, role, rb} {
+		if err := r.apply(ctx, want); err != nil {
+			return err
+		}
+	}
+	if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && runnerSpec(b).NetworkSuites() {
+		if err := r.apply(ctx, buildBenchService(b)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply creates an owned object or brings its rules/subjects/spec to what is wanted.
+func (r *LatencyBenchmarkReconciler) apply(ctx context.Context, want client.Object) error {
+	have := want.DeepCopyObject().(client.Object)
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, have, func() error {
+		switch h := have.(type) {
+		case *corev1.ServiceAccount:
+		case *corev1.Service:
+			w := want.(*corev1.Service)
+			h.Spec.Selector, h.Spec.Ports, h.Spec.PublishNotReadyAddresses = w.Spec.Selector, w.Spec.Ports, true
+			if h.Spec.ClusterIP == "" {
+				h.Spec.ClusterIP = corev1.ClusterIPNone
+			}
+		default:
+			copyRBAC(h, want)
+		}
+		h := have
+		h.SetLabels(want.GetLabels())
+		h.SetOwnerReferences(want.GetOwnerReferences())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("applying %T %s: %w", want, want.GetName(), err)
+	}
+	return nil
+}
+
+// reconcileJobs creates each node's results ConfigMap and Job, and deletes those of older runs.
+func (r *LatencyBenchmarkReconciler) reconcileJobs(ctx context.Context, s *benchScope) error {
+	b := s.b
+	run := b.Status.Run
+	if run == 0 {
+		return nil
+	}
+	image := r.Image
+	if image == "" {
+		image = DefaultBenchImage
+	}
+	for _, n := range b.Status.Nodes {
+		if n.Job == "" || n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed {
+			continue
+		}
+		in := BenchJobInput{Benchmark: b, Run: run, Node: n.Node, Profile: n.Profile, Image: image}
+		if err := r.Client.Create(ctx, buildResultsConfigMap(in)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the results ConfigMap of node %s: %w", n.Node, err)
+		}
+		job, err := BuildBenchJob(in)
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, job); err != nil {
+			if !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating the Job of node %s: %w", n.Node, err)
+			}
+		} else {
+			r.event(b, corev1.EventTypeNormal, "JobCreated", "Create", "run %d: Job %s measures node %s", run, job.Name, n.Node)
+		}
+	}
+	return r.deleteOldRuns(ctx, b)
+}
+
+func (r *LatencyBenchmarkReconciler) deleteOldRuns(ctx context.Context, b *tsv1.LatencyBenchmark) error {
+	req, err := labels.NewRequirement(tsv1.BenchmarkRunLabel, selection.NotEquals, []string{strconv.FormatInt(b.Status.Run, 10)})
+	if err != nil {
+		return fmt.Errorf("selecting older runs: %w", err)
+	}
+	own, err := labels.NewRequirement(tsv1.BenchmarkLabel, selection.Equals, []string{b.Name})
+	if err != nil {
+		return fmt.Errorf("selecting older runs: %w", err)
+	}
+	sel := client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*own, *req)}
+	var jobs batchv1.JobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(b.Namespace), sel); err != nil {
+		return fmt.Errorf("listing Jobs of older runs: %w", err)
+	}
+	for i := range jobs.Items {
+		if err := r.Client.Delete(ctx, &jobs.Items[i], client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Job %s of an older run: %w", jobs.Items[i].Name, err)
+		}
+	}
+	var cms corev1.ConfigMapList
+	if err := r.Client.List(ctx, &cms, client.InNamespace(b.Namespace), sel); err != nil {
+		return fmt.Errorf("listing ConfigMaps of older runs: %w", err)
+	}
+	for i := range cms.Items {
+		if err := r.Client.Delete(ctx, &cms.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting ConfigMap %s of an older run: %w", cms.Items[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// reconcileResults reads each running node's Job and results ConfigMap and judges the node.
+func (r *LatencyBenchmarkReconciler) reconcileResults(ctx context.Context, s *benchScope) error {
+	b := s.b
+	for i := range b.Status.Nodes {
+		n := &b.Status.Nodes[i]
+		if n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed || n.Job == "" {
+			continue
+		}
+		f, job, err := r.jobFacts(ctx, b.Namespace, n.Job)
+		if err != nil {
+			return err
+		}
+		*n = judgeNode(*n, f, b.Spec.Thresholds, s.now)
+		if n.Phase != tsv1.NodeCompleted && n.Phase != tsv1.NodeFailed {
+			continue
+		}
+		kind, reason := corev1.EventTypeNormal, "NodePassed"
+		switch nodeVerdict(*n) {
+		case bench.VerdictFailed:
+			kind, reason = corev1.EventTypeWarning, "NodeFailed"
+		case bench.VerdictInconclusive:
+			kind, reason = corev1.EventTypeWarning, "NodeInconclusive"
+		}
+		r.event(b, kind, reason, "Judge", "run %d, node %s: %s", b.Status.Run, n.Node, n.Message)
+		// Results are in: a reflector still waiting for a client that will not come back would hold
+		// its exclusive CPUs until the deadline.
+		if job != nil && f.jobActive {
+			if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting the finished Job %s: %w", job.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// jobFacts reads one node's Job and results ConfigMap.
+func (r *LatencyBenchmarkReconciler) jobFacts(ctx context.Context, ns, name string) (benchJobFacts, *batchv1.Job, error) {
+	var f benchJobFacts
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	job := &batchv1.Job{}
+	if err := r.Client.Get(ctx, key, job); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return f, nil, fmt.Errorf("reading Job %s: %w", name, err)
+		}
+		job = nil
+	} else {
+		f.jobFound = true
+		f.jobActive = job.Status.Active > 0
+		for _, c := range job.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				continue
+			}
+			switch c.Type {
+			case batchv1.JobComplete:
+				f.jobSucceeded = true
+			case batchv1.JobFailed:
+				f.jobFailed = true
+				f.jobMessage = strings.TrimSpace(c.Reason + ": " + c.Message)
+			}
+		}
+	}
+	cm := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, key, cm)
+	if err == nil && cm.Data[tsv1.BenchResultsKey] == "" && cm.Data[tsv1.BenchErrorKey] == "" && (f.jobSucceeded || f.jobFailed) {
+		// The Job's end may have reached the cache before the ConfigMap's update: ask the API server.
+		err = r.APIReader.Get(ctx, key, cm)
+	}
+	switch {
+	case err == nil:
+		f.results, f.uploadError, f.exitCode = cm.Data[tsv1.BenchResultsKey], cm.Data[tsv1.BenchErrorKey], cm.Data[tsv1.BenchExitCodeKey]
+	case !apierrors.IsNotFound(err):
+		return f, job, fmt.Errorf("reading results ConfigMap %s: %w", name, err)
+	}
+	return f, job, nil
+}
+
+// reconcileNodeLabels sets tickstack.io/validated=<profile> on nodes that passed and removes it
+// from nodes that failed, once per node and run.
+func (r *LatencyBenchmarkReconciler) reconcileNodeLabels(ctx context.Context, s *benchScope) error {
+	b := s.b
+	for i := range b.Status.Nodes {
+		n := &b.Status.Nodes[i]
+		if n.Labelled || nodeVerdict(*n) == "" {
+			continue
+		}
+		value, keep := wantValidatedLabel(*n)
+		if !keep {
+			node := &corev1.Node{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: n.Node}, node); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return fmt.Errorf("reading node %s: %w", n.Node, err)
+				}
+			} else if node.Labels[tsv1.ValidatedLabel] != value {
+				orig := node.DeepCopy()
+				if value == "" {
+					delete(node.Labels, tsv1.ValidatedLabel)
+				} else {
+					if node.Labels == nil {
+						node.Labels = map[string]string{}
+					}
+					node.Labels[tsv1.ValidatedLabel] = value
+				}
+				if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
+					return fmt.Errorf("labelling node %s: %w", n.Node, err)
+				}
+				if value == "" {
+					r.event(b, corev1.EventTypeWarning, "NodeUnvalidated", "Unlabel", "node %s lost %s: it failed run %d", n.Node, tsv1.ValidatedLabel, b.Status.Run)
+				} else {
+					r.event(b, corev1.EventTypeNormal, "NodeValidated", "Label", "node %s labelled %s=%s", n.Node, tsv1.ValidatedLabel, value)
+				}
+			}
+		}
+		n.Labelled = true
+	}
+	return nil
+}
+
+func (r *LatencyBenchmarkReconciler) event(b *tsv1.LatencyBenchmark, kind, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(b, nil, kind, reason, action, note, args...)
+	}
+}

@@ -1,0 +1,278 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+// Run reasons recorded in status.runReason.
+const (
+	RunReasonCreated     = "Created"
+	RunReasonSpecChanged = "SpecChanged"
+	RunReasonRerun       = "Rerun"
+	RunReasonSchedule    = "Schedule"
+)
+
+// benchJobFacts is what the phases learned about one node's Job and results ConfigMap.
+type benchJobFacts struct {
+	// jobFound: the Job exists.
+	jobFound bool
+	// jobActive: a pod of the Job runs.
+	jobActive bool
+	// jobSucceeded / jobFailed: the Job's Complete or Failed condition is True.
+	jobSucceeded, jobFailed bool
+	// jobMessage is the Failed condition's reason and message.
+	jobMessage string
+	// results is the ConfigMap's results document (empty: not uploaded yet).
+	results string
+	// uploadError is what the uploader reported instead of results.
+	uploadError string
+	// exitCode is the runner's exit code as the uploader recorded it.
+	exitCode string
+}
+
+// judgeNode computes one node's status from its previous status and the facts of its Job. It is
+// pure. A node already judged in this run keeps its outcome: results of a run never change.
+func judgeNode(prev tsv1.BenchmarkNodeStatus, f benchJobFacts, th bench.Thresholds, now time.Time) tsv1.BenchmarkNodeStatus {
+	out := prev
+	if prev.Phase == tsv1.NodeCompleted || prev.Phase == tsv1.NodeFailed {
+		return out
+	}
+	done := metav1.NewTime(now)
+	fail := func(msg string) tsv1.BenchmarkNodeStatus {
+		out.Phase, out.Message, out.CompletionTime = tsv1.NodeFailed, msg, &done
+		out.Verdict = &bench.Verdict{Result: bench.VerdictFailed, Reasons: []bench.Check{{Name: "job", Result: bench.VerdictFailed, Message: msg}}}
+		return out
+	}
+	switch {
+	case f.results != "":
+		res, err := bench.UnmarshalResults([]byte(f.results))
+		if err != nil {
+			return fail(fmt.Sprintf("results of Job %s are unreadable: %v", prev.Job, err))
+		}
+		v := bench.Evaluate(res, th)
+		out.Results, out.Verdict, out.Comparisons = res, &v, bench.CompareStacks(res)
+		out.Phase, out.CompletionTime = tsv1.NodeCompleted, &done
+		out.Message = verdictMessage(v)
+		if f.exitCode != "" && f.exitCode != "0" {
+			out.Message += fmt.Sprintf(" (runner exit code %s)", f.exitCode)
+		}
+		return out
+	case f.uploadError != "":
+		return fail(fmt.Sprintf("Job %s produced no results: %s", prev.Job, f.uploadError))
+	case f.jobFailed:
+		return fail(fmt.Sprintf("Job %s failed without results: %s; see kubectl logs job/%s", prev.Job, f.jobMessage, prev.Job))
+	case f.jobSucceeded:
+		return fail(fmt.Sprintf("Job %s completed but uploaded no results: check that the bench image has tickstack-bench-upload; see kubectl logs job/%s", prev.Job, prev.Job))
+	case f.jobActive:
+		out.Phase, out.Message = tsv1.NodeRunning, "measuring"
+	case f.jobFound:
+		out.Phase, out.Message = tsv1.NodePending, "waiting for the benchmark pod to start"
+	default:
+		out.Phase, out.Message = tsv1.NodePending, "creating the Job"
+	}
+	return out
+}
+
+// verdictMessage sums a verdict up in one line: the result and the first reason that decided it.
+func verdictMessage(v bench.Verdict) string {
+	if len(v.Reasons) == 0 || v.Result == bench.VerdictPassed {
+		return fmt.Sprintf("%s: %d checks", v.Result, len(v.Reasons))
+	}
+	return fmt.Sprintf("%s: %s: %s", v.Result, v.Reasons[0].Name, v.Reasons[0].Message)
+}
+
+// nodeVerdict is a judged node's verdict, or "" while it runs.
+func nodeVerdict(n tsv1.BenchmarkNodeStatus) bench.VerdictResult {
+	if n.Phase != tsv1.NodeCompleted && n.Phase != tsv1.NodeFailed {
+		return ""
+	}
+	if n.Verdict == nil {
+		return bench.VerdictFailed
+	}
+	return n.Verdict.Result
+}
+
+// summarize computes the run's verdict and counts from its nodes: Failed if any node failed,
+// else Inconclusive if any was, else Passed; "" while a node runs or when there are none.
+func summarize(nodes []tsv1.BenchmarkNodeStatus) (verdict bench.VerdictResult, passed, total int32, done bool) {
+	total = int32(len(nodes))
+	done = total > 0
+	anyFailed, anyInconclusive := false, false
+	for _, n := range nodes {
+		switch nodeVerdict(n) {
+		case "":
+			done = false
+		case bench.VerdictPassed:
+			passed++
+		case bench.VerdictFailed:
+			anyFailed = true
+		default:
+			anyInconclusive = true
+		}
+	}
+	switch {
+	case !done:
+		return "", passed, total, false
+	case anyFailed:
+		return bench.VerdictFailed, passed, total, true
+	case anyInconclusive:
+		return bench.VerdictInconclusive, passed, total, true
+	}
+	return bench.VerdictPassed, passed, total, true
+}
+
+// benchmarkFacts is what one reconcile learned, from which the status is computed.
+type benchmarkFacts struct {
+	// invalid is why the spec cannot run ("" when valid).
+	invalid string
+	// now is the reconcile's time.
+	now time.Time
+	// next is the next scheduled run (nil without a schedule).
+	next *time.Time
+}
+
+// setBenchmarkStatus writes the summary fields and conditions from the nodes and the facts. It is
+// pure; ok says the reconcile succeeded (observedGeneration is only moved then).
+func setBenchmarkStatus(b *tsv1.LatencyBenchmark, f *benchmarkFacts, ok bool) {
+	st := &b.Status
+	gen := b.Generation
+	if f.next != nil {
+		t := metav1.NewTime(*f.next)
+		st.NextScheduleTime = &t
+	} else {
+		st.NextScheduleTime = nil
+	}
+	if f.invalid != "" {
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: tsv1.BenchmarkValid, Status: metav1.ConditionFalse, Reason: tsv1.ReasonInvalidSpec, Message: f.invalid, ObservedGeneration: gen})
+	} else {
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: tsv1.BenchmarkValid, Status: metav1.ConditionTrue, Reason: tsv1.ReasonSpecValid, Message: "the spec is valid", ObservedGeneration: gen})
+	}
+	verdict, passed, total, done := summarize(st.Nodes)
+	st.Verdict, st.NodesPassed, st.NodesTotal = verdict, passed, total
+	if done && st.CompletionTime == nil {
+		t := metav1.NewTime(f.now)
+		st.CompletionTime = &t
+	}
+	if !done {
+		st.CompletionTime = nil
+	}
+	complete := metav1.Condition{Type: tsv1.BenchmarkComplete, ObservedGeneration: gen}
+	passedC := metav1.Condition{Type: tsv1.BenchmarkPassed, ObservedGeneration: gen}
+	switch {
+	case st.Run == 0 && f.invalid != "":
+		complete.Status, complete.Reason, complete.Message = metav1.ConditionFalse, tsv1.ReasonInvalidSpec, "the spec is invalid: see the Valid condition"
+		passedC.Status, passedC.Reason, passedC.Message = metav1.ConditionFalse, tsv1.ReasonInvalidSpec, "nothing was measured"
+	case total == 0:
+		complete.Status, complete.Reason, complete.Message = metav1.ConditionFalse, tsv1.ReasonNoTargetNodes, "the target matches no node"
+		passedC.Status, passedC.Reason, passedC.Message = metav1.ConditionFalse, tsv1.ReasonNoTargetNodes, "no node was measured"
+	case !done:
+		complete.Status, complete.Reason = metav1.ConditionFalse, tsv1.ReasonRunning
+		complete.Message = fmt.Sprintf("run %d: %d of %d nodes judged", st.Run, judged(st.Nodes), total)
+		passedC.Status, passedC.Reason, passedC.Message = metav1.ConditionUnknown, tsv1.ReasonRunning, fmt.Sprintf("run %d is measuring", st.Run)
+	default:
+		complete.Status, complete.Reason = metav1.ConditionTrue, tsv1.ReasonAllNodesDone
+		complete.Message = fmt.Sprintf("run %d: all %d nodes judged", st.Run, total)
+		passedC.Status = metav1.ConditionFalse
+		switch verdict {
+		case bench.VerdictPassed:
+			passedC.Status, passedC.Reason, passedC.Message = metav1.ConditionTrue, tsv1.ReasonAllPassed, fmt.Sprintf("all %d nodes passed", total)
+		case bench.VerdictFailed:
+			passedC.Reason, passedC.Message = tsv1.ReasonNodesFailed, fmt.Sprintf("%d of %d nodes passed; failed: %s", passed, total, nodesWith(st.Nodes, bench.VerdictFailed))
+		default:
+			passedC.Reason, passedC.Message = tsv1.ReasonNodesInconclusive, fmt.Sprintf("%d of %d nodes passed; inconclusive: %s", passed, total, nodesWith(st.Nodes, bench.VerdictInconclusive))
+		}
+	}
+	apimeta.SetStatusCondition(&st.Conditions, complete)
+	apimeta.SetStatusCondition(&st.Conditions, passedC)
+	if ok {
+		st.ObservedGeneration = gen
+	}
+}
+
+func judged(nodes []tsv1.BenchmarkNodeStatus) int {
+	n := 0
+	for _, s := range nodes {
+		if nodeVerdict(s) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func nodesWith(nodes []tsv1.BenchmarkNodeStatus, v bench.VerdictResult) string {
+	out := ""
+	for _, n := range nodes {
+		if nodeVerdict(n) == v {
+			if out != "" {
+				out += ", "
+			}
+			out += n.Node
+		}
+	}
+	return out
+}
+
+// ParseSchedule parses a benchmark's cron schedule (five fields or a descriptor such as @daily).
+func ParseSchedule(s string) (cron.Schedule, error) {
+	sched, err := cron.ParseStandard(s)
+	if err != nil {
+		return nil, fmt.Errorf("spec.schedule %q: %v: write five fields such as \"0 3 * * *\", or @daily, @every 6h", s, err)
+	}
+	return sched, nil
+}
+
+// runDecision says whether a new run must start now, why, and when the schedule fires next. It is
+// pure. A run is due when the benchmark never ran, its spec changed since the current run, the
+// rerun annotation has a new value, or the schedule's next time after the current run's start has
+// passed; a scheduled run waits for the current run to finish, the others replace it.
+func runDecision(b *tsv1.LatencyBenchmark, sched cron.Schedule, now time.Time) (reason string, next *time.Time) {
+	st := &b.Status
+	if sched != nil {
+		base := b.CreationTimestamp.Time
+		if st.StartTime != nil {
+			base = st.StartTime.Time
+		}
+		n := sched.Next(base.UTC())
+		next = &n
+	}
+	_, _, _, done := summarize(st.Nodes)
+	switch {
+	case st.Run == 0:
+		reason = RunReasonCreated
+	case b.Annotations[tsv1.RerunAnnotation] != "" && b.Annotations[tsv1.RerunAnnotation] != st.Rerun:
+		reason = RunReasonRerun
+	case b.Generation != st.RunGeneration:
+		reason = RunReasonSpecChanged
+	case next != nil && !now.Before(*next) && (done || len(st.Nodes) == 0):
+		reason = RunReasonSchedule
+	}
+	if reason != "" && sched != nil {
+		n := sched.Next(now.UTC())
+		next = &n
+	}
+	return reason, next
+}
+
+// wantValidatedLabel says what a judged node's tickstack.io/validated label becomes: set to the
+// profile when it passed, removed when it failed, unchanged (keep=true) when inconclusive or when
+// the node has no profile to be validated for.
+func wantValidatedLabel(n tsv1.BenchmarkNodeStatus) (value string, keep bool) {
+	switch nodeVerdict(n) {
+	case bench.VerdictPassed:
+		if n.Profile == "" {
+			return "", true
+		}
+		return n.Profile, false
+	case bench.VerdictFailed:
+		return "", false
+	}
+	return "", true
+}

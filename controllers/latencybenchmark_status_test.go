@@ -1,0 +1,466 @@
+package controllers
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+// testClock is a settable clock for the reconciler.
+type testClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+// Now is the wall clock moved by Advance.
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+// Advance moves the clock forward.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}
+
+// sampleResults is a runner document with one pingPong row per stack at the given median.
+func sampleResults(node string, medians map[bench.Stack]int64) *bench.Results {
+	r := &bench.Results{SchemaVersion: bench.SchemaVersion, Node: node,
+		StartTime: metav1.NewTime(time.Unix(1700000000, 0).UTC()), CompletionTime: metav1.NewTime(time.Unix(1700000060, 0).UTC()),
+		Tools: []string{"sockperf 3.7"}}
+	for _, st := range []bench.Stack{bench.StackKernel, bench.StackBypass} {
+		m, ok := medians[st]
+		if !ok {
+			continue
+		}
+		r.Stacks = append(r.Stacks, bench.StackResults{Stack: st, PingPong: &bench.PingPongResult{Rows: []bench.PingPongRow{{
+			Protocol: bench.ProtocolUDP, MessageSize: 64,
+			LatencyStats: bench.LatencyStats{Samples: 1000, MinNs: m / 2, MedianNs: m, MeanNs: m, P95Ns: 2 * m, P99Ns: 3 * m, P999Ns: 4 * m, MaxNs: 5 * m, StdDevNs: m / 4},
+		}}}})
+	}
+	return r
+}
+
+func resultsJSON(t *testing.T, r *bench.Results) string {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func p99Limit(max string) bench.Thresholds {
+	return bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePingPong, Statistic: bench.StatP99, Max: max}}}
+}
+
+func TestJudgeNode(t *testing.T) {
+	now := time.Unix(1700000100, 0).UTC()
+	pending := tsv1.BenchmarkNodeStatus{Node: "n1", Job: "lb-1-abc", Phase: tsv1.NodePending}
+	good := resultsJSON(t, sampleResults("n1", map[bench.Stack]int64{bench.StackKernel: 10000, bench.StackBypass: 4000}))
+	wrongSchema := strings.Replace(good, bench.SchemaVersion, "bench.tickstack.io/v0", 1)
+	cases := []struct {
+		name        string
+		prev        tsv1.BenchmarkNodeStatus
+		facts       benchJobFacts
+		th          bench.Thresholds
+		phase       tsv1.NodeRunPhase
+		verdict     bench.VerdictResult
+		msgContains string
+	}{
+		{"no job yet", pending, benchJobFacts{}, bench.Thresholds{}, tsv1.NodePending, "", "creating"},
+		{"job waiting for its pod", pending, benchJobFacts{jobFound: true}, bench.Thresholds{}, tsv1.NodePending, "", "waiting"},
+		{"job running", pending, benchJobFacts{jobFound: true, jobActive: true}, bench.Thresholds{}, tsv1.NodeRunning, "", "measuring"},
+		{"results within the limit", pending, benchJobFacts{jobFound: true, results: good, exitCode: "0"}, p99Limit("40us"), tsv1.NodeCompleted, bench.VerdictPassed, "Passed"},
+		{"results over the limit", pending, benchJobFacts{jobFound: true, results: good, exitCode: "0"}, p99Limit("20us"), tsv1.NodeCompleted, bench.VerdictFailed, "exceeds 20us"},
+		{"results with a runner error code", pending, benchJobFacts{results: good, exitCode: "1"}, bench.Thresholds{}, tsv1.NodeCompleted, bench.VerdictPassed, "exit code 1"},
+		{"results of another schema", pending, benchJobFacts{results: wrongSchema}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "unreadable"},
+		{"uploader says no results", pending, benchJobFacts{uploadError: "the runner wrote no results file"}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "no results file"},
+		{"job failed without results", pending, benchJobFacts{jobFound: true, jobFailed: true, jobMessage: "DeadlineExceeded: too long"}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "DeadlineExceeded"},
+		{"job succeeded without results", pending, benchJobFacts{jobFound: true, jobSucceeded: true}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "uploaded no results"},
+		{"a judged node keeps its outcome", tsv1.BenchmarkNodeStatus{Node: "n1", Phase: tsv1.NodeCompleted, Message: "Passed: 1 checks", CompletionTime: &metav1.Time{Time: now},
+			Verdict: &bench.Verdict{Result: bench.VerdictPassed}}, benchJobFacts{jobFailed: true}, bench.Thresholds{}, tsv1.NodeCompleted, bench.VerdictPassed, "Passed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeNode(tc.prev, tc.facts, tc.th, now)
+			if got.Phase != tc.phase {
+				t.Fatalf("phase %s, want %s (message %q)", got.Phase, tc.phase, got.Message)
+			}
+			if v := nodeVerdict(got); v != tc.verdict {
+				t.Fatalf("verdict %q, want %q", v, tc.verdict)
+			}
+			if !strings.Contains(got.Message, tc.msgContains) {
+				t.Fatalf("message %q does not contain %q", got.Message, tc.msgContains)
+			}
+			if tc.verdict != "" && got.CompletionTime == nil {
+				t.Fatal("a judged node has no completion time")
+			}
+		})
+	}
+	// Kernel vs bypass ratios come with the results.
+	got := judgeNode(pending, benchJobFacts{results: good}, bench.Thresholds{MinBypassSpeedup: "2"}, now)
+	if len(got.Comparisons) != 1 || got.Comparisons[0].MedianSpeedup != "2.500" {
+		t.Fatalf("comparisons %+v, want one row with median speedup 2.500", got.Comparisons)
+	}
+	if got.Results == nil || got.Results.Stack(bench.StackKernel).PingPong.Rows[0].MedianNs != 10000 {
+		t.Fatalf("results not kept: %+v", got.Results)
+	}
+}
+
+func judgedNode(name string, v bench.VerdictResult) tsv1.BenchmarkNodeStatus {
+	return tsv1.BenchmarkNodeStatus{Node: name, Phase: tsv1.NodeCompleted, Verdict: &bench.Verdict{Result: v}}
+}
+
+func TestSummarize(t *testing.T) {
+	running := tsv1.BenchmarkNodeStatus{Node: "r", Phase: tsv1.NodeRunning}
+	failedJob := tsv1.BenchmarkNodeStatus{Node: "f", Phase: tsv1.NodeFailed}
+	cases := []struct {
+		name    string
+		nodes   []tsv1.BenchmarkNodeStatus
+		verdict bench.VerdictResult
+		passed  int32
+		done    bool
+	}{
+		{"no nodes", nil, "", 0, false},
+		{"one still running", []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed), running}, "", 1, false},
+		{"all passed", []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed), judgedNode("b", bench.VerdictPassed)}, bench.VerdictPassed, 2, true},
+		{"one inconclusive", []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed), judgedNode("b", bench.VerdictInconclusive)}, bench.VerdictInconclusive, 1, true},
+		{"failed beats inconclusive", []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictInconclusive), judgedNode("b", bench.VerdictFailed)}, bench.VerdictFailed, 0, true},
+		{"a failed job without verdict fails", []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed), failedJob}, bench.VerdictFailed, 1, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v, passed, total, done := summarize(tc.nodes)
+			if v != tc.verdict || passed != tc.passed || done != tc.done || total != int32(len(tc.nodes)) {
+				t.Fatalf("got (%q, %d, %d, %v), want (%q, %d, %d, %v)", v, passed, total, done, tc.verdict, tc.passed, len(tc.nodes), tc.done)
+			}
+		})
+	}
+}
+
+func TestSetBenchmarkStatusConditions(t *testing.T) {
+	now := time.Unix(1700000000, 0).UTC()
+	cases := []struct {
+		name            string
+		run             int64
+		nodes           []tsv1.BenchmarkNodeStatus
+		invalid         string
+		complete, passd metav1.ConditionStatus
+		reason          string
+	}{
+		{"invalid before any run", 0, nil, "spec.schedule: bad", metav1.ConditionFalse, metav1.ConditionFalse, tsv1.ReasonInvalidSpec},
+		{"no target nodes", 1, nil, "", metav1.ConditionFalse, metav1.ConditionFalse, tsv1.ReasonNoTargetNodes},
+		{"running", 1, []tsv1.BenchmarkNodeStatus{{Node: "a", Phase: tsv1.NodeRunning}}, "", metav1.ConditionFalse, metav1.ConditionUnknown, tsv1.ReasonRunning},
+		{"passed", 1, []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed)}, "", metav1.ConditionTrue, metav1.ConditionTrue, tsv1.ReasonAllPassed},
+		{"failed", 1, []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictFailed)}, "", metav1.ConditionTrue, metav1.ConditionFalse, tsv1.ReasonNodesFailed},
+		{"inconclusive", 1, []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictInconclusive)}, "", metav1.ConditionTrue, metav1.ConditionFalse, tsv1.ReasonNodesInconclusive},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+			b.Status.Run, b.Status.Nodes = tc.run, tc.nodes
+			setBenchmarkStatus(b, &benchmarkFacts{now: now, invalid: tc.invalid}, true)
+			c := condition(b.Status.Conditions, tsv1.BenchmarkComplete)
+			p := condition(b.Status.Conditions, tsv1.BenchmarkPassed)
+			if c.Status != tc.complete || p.Status != tc.passd || p.Reason != tc.reason {
+				t.Fatalf("Complete %s, Passed %s/%s; want %s, %s/%s", c.Status, p.Status, p.Reason, tc.complete, tc.passd, tc.reason)
+			}
+			valid := condition(b.Status.Conditions, tsv1.BenchmarkValid)
+			if (valid.Status == metav1.ConditionTrue) != (tc.invalid == "") {
+				t.Fatalf("Valid %s with invalid=%q", valid.Status, tc.invalid)
+			}
+			if b.Status.ObservedGeneration != 3 {
+				t.Fatalf("observedGeneration %d", b.Status.ObservedGeneration)
+			}
+			if (b.Status.CompletionTime != nil) != (tc.complete == metav1.ConditionTrue) {
+				t.Fatalf("completionTime %v with Complete %s", b.Status.CompletionTime, tc.complete)
+			}
+		})
+	}
+}
+
+func condition(conds []metav1.Condition, typ string) metav1.Condition {
+	for _, c := range conds {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+func TestRunDecision(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	started := metav1.NewTime(created.Add(10 * time.Minute))
+	hourly, err := ParseSchedule("0 * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := func(mut func(b *tsv1.LatencyBenchmark)) *tsv1.LatencyBenchmark {
+		b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Generation: 1, CreationTimestamp: metav1.NewTime(created)}}
+		b.Status.Run, b.Status.RunGeneration, b.Status.StartTime = 1, 1, &started
+		b.Status.Nodes = []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed)}
+		if mut != nil {
+			mut(b)
+		}
+		return b
+	}
+	cases := []struct {
+		name   string
+		b      *tsv1.LatencyBenchmark
+		now    time.Time
+		reason string
+		next   time.Time
+	}{
+		{"first run", base(func(b *tsv1.LatencyBenchmark) { b.Status = tsv1.LatencyBenchmarkStatus{} }), created, RunReasonCreated, created.Add(time.Hour)},
+		{"nothing to do before the hour", base(nil), created.Add(30 * time.Minute), "", created.Add(time.Hour)},
+		{"the schedule fires", base(nil), created.Add(61 * time.Minute), RunReasonSchedule, created.Add(2 * time.Hour)},
+		{"a due schedule waits for the running run", base(func(b *tsv1.LatencyBenchmark) {
+			b.Status.Nodes = []tsv1.BenchmarkNodeStatus{{Node: "a", Phase: tsv1.NodeRunning}}
+		}), created.Add(61 * time.Minute), "", created.Add(time.Hour)},
+		{"a new rerun annotation", base(func(b *tsv1.LatencyBenchmark) { b.Annotations = map[string]string{tsv1.RerunAnnotation: "x"} }), created.Add(20 * time.Minute), RunReasonRerun, created.Add(time.Hour)},
+		{"the same rerun annotation again", base(func(b *tsv1.LatencyBenchmark) {
+			b.Annotations = map[string]string{tsv1.RerunAnnotation: "x"}
+			b.Status.Rerun = "x"
+		}), created.Add(20 * time.Minute), "", created.Add(time.Hour)},
+		{"a spec change", base(func(b *tsv1.LatencyBenchmark) { b.Generation = 2 }), created.Add(20 * time.Minute), RunReasonSpecChanged, created.Add(time.Hour)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reason, next := runDecision(tc.b, hourly, tc.now)
+			if reason != tc.reason {
+				t.Fatalf("reason %q, want %q", reason, tc.reason)
+			}
+			if next == nil || !next.Equal(tc.next) {
+				t.Fatalf("next %v, want %v", next, tc.next)
+			}
+		})
+	}
+	if reason, next := runDecision(base(nil), nil, created.Add(48*time.Hour)); reason != "" || next != nil {
+		t.Fatalf("without a schedule: reason %q next %v, want nothing", reason, next)
+	}
+}
+
+func TestParseScheduleNamesTheField(t *testing.T) {
+	for _, s := range []string{"0 3 * * *", "@daily", "@every 6h"} {
+		if _, err := ParseSchedule(s); err != nil {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	_, err := ParseSchedule("61 * * * *")
+	if err == nil || !strings.Contains(err.Error(), "spec.schedule") {
+		t.Fatalf("error %v does not name spec.schedule", err)
+	}
+}
+
+func TestValidatedLabelAndTaint(t *testing.T) {
+	for _, tc := range []struct {
+		n     tsv1.BenchmarkNodeStatus
+		value string
+		keep  bool
+	}{
+		{func() tsv1.BenchmarkNodeStatus { n := judgedNode("a", bench.VerdictPassed); n.Profile = "p"; return n }(), "p", false},
+		{judgedNode("a", bench.VerdictPassed), "", true}, // no profile to be validated for
+		{judgedNode("a", bench.VerdictFailed), "", false},
+		{judgedNode("a", bench.VerdictInconclusive), "", true},
+		{tsv1.BenchmarkNodeStatus{Node: "a", Phase: tsv1.NodeRunning}, "", true},
+	} {
+		if v, keep := wantValidatedLabel(tc.n); v != tc.value || keep != tc.keep {
+			t.Errorf("%s/%v: got (%q, %v), want (%q, %v)", tc.n.Phase, nodeVerdict(tc.n), v, keep, tc.value, tc.keep)
+		}
+	}
+
+	gated := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: tsv1.LatencyProfileSpec{Validation: &tsv1.ValidationSpec{TaintUntilValidated: true}}}
+	ungated := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	node := func(validated string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{}}}
+		if validated != "" {
+			n.Labels[tsv1.ValidatedLabel] = validated
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name    string
+		node    *corev1.Node
+		profile *tsv1.LatencyProfile
+		want    bool
+	}{
+		{"no profile", node(""), nil, false},
+		{"profile without gating", node(""), ungated, false},
+		{"gated, not validated", node(""), gated, true},
+		{"gated, validated for another profile", node("q"), gated, true},
+		{"gated, validated", node("p"), gated, false},
+	} {
+		if got := WantUnvalidatedTaint(tc.node, tc.profile); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	other := corev1.Taint{Key: "x", Effect: corev1.TaintEffectNoExecute}
+	taints, changed := setTaint([]corev1.Taint{other}, true)
+	if !changed || len(taints) != 2 || taints[1].Key != tsv1.UnvalidatedTaint {
+		t.Fatalf("adding: %v %v", taints, changed)
+	}
+	if _, changed := setTaint(taints, true); changed {
+		t.Fatal("adding twice changed the taints")
+	}
+	taints, changed = setTaint(taints, false)
+	if !changed || len(taints) != 1 || taints[0] != other {
+		t.Fatalf("removing: %v %v", taints, changed)
+	}
+}
+
+func TestBuildBenchJob(t *testing.T) {
+	mk := func(mut func(b *tsv1.LatencyBenchmark)) *tsv1.LatencyBenchmark {
+		b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "trading", UID: "u1"}}
+		b.Spec.Target.Profile = "p"
+		b.Spec.Suites.PingPong = &bench.PingPongSpec{MessageSizes: []int32{64}}
+		if mut != nil {
+			mut(b)
+		}
+		return b
+	}
+	in := func(b *tsv1.LatencyBenchmark) BenchJobInput {
+		return BenchJobInput{Benchmark: b, Run: 7, Node: "worker-1", Profile: "p", Image: "img:1"}
+	}
+	t.Run("same pod", func(t *testing.T) {
+		job, err := BuildBenchJob(in(mk(nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(job.Name) > 63 || job.Name != benchJobName("nightly", 7, "worker-1") {
+			t.Fatalf("name %q", job.Name)
+		}
+		ps := job.Spec.Template.Spec
+		if len(ps.Containers) != 2 || ps.Containers[0].Name != "runner" || ps.Containers[1].Name != "reflector" {
+			t.Fatalf("containers %+v", ps.Containers)
+		}
+		checkPinned(t, ps, "worker-1")
+		for _, c := range ps.Containers {
+			checkGuaranteedWhole(t, c, 1)
+			if c.Image != "img:1" {
+				t.Errorf("%s image %q", c.Name, c.Image)
+			}
+		}
+		if env(ps.Containers[0], "TSB_PEER") != "$(POD_IP)" || env(ps.Containers[0], "RESULTS_CONFIGMAP") != job.Name {
+			t.Errorf("runner env %+v", ps.Containers[0].Env)
+		}
+		var spec bench.Spec
+		if err := json.Unmarshal([]byte(env(ps.Containers[0], "TSB_SPEC")), &spec); err != nil || spec.PingPong == nil {
+			t.Errorf("TSB_SPEC %q: %v", env(ps.Containers[0], "TSB_SPEC"), err)
+		}
+		if _, ok := job.Spec.Template.Labels[NodeProfileLabel]; ok {
+			t.Error("a kernel-only pod is labelled for the pod webhook")
+		}
+		if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != defaultBenchTimeout {
+			t.Errorf("backoffLimit %d deadline %d", *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds)
+		}
+		if len(job.OwnerReferences) != 1 || job.OwnerReferences[0].Kind != "LatencyBenchmark" || !*job.OwnerReferences[0].Controller {
+			t.Errorf("owner %+v", job.OwnerReferences)
+		}
+	})
+	t.Run("two pods with bypass", func(t *testing.T) {
+		job, err := BuildBenchJob(in(mk(func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass}
+			b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, RunnerCPUs: ptr.To[int32](2), ReflectorCPUs: ptr.To[int32](1)}
+		})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := job.Spec.Template.Spec
+		if *job.Spec.Completions != 2 || *job.Spec.Parallelism != 2 || *job.Spec.CompletionMode != "Indexed" {
+			t.Fatalf("job spec %+v", job.Spec)
+		}
+		if len(ps.Containers) != 1 || ps.Subdomain != benchAccessName("nightly") {
+			t.Fatalf("pod spec %+v", ps)
+		}
+		checkPinned(t, ps, "worker-1")
+		checkGuaranteedWhole(t, ps.Containers[0], 2)
+		if env(ps.Containers[0], "TSB_PEER") != job.Name+"-0."+benchAccessName("nightly") {
+			t.Errorf("peer %q", env(ps.Containers[0], "TSB_PEER"))
+		}
+		if job.Spec.Template.Labels[NodeProfileLabel] != "p" {
+			t.Error("bypass pods are not labelled for the pod webhook")
+		}
+		var spec bench.Spec
+		_ = json.Unmarshal([]byte(env(ps.Containers[0], "TSB_SPEC")), &spec)
+		if len(spec.Stacks) != 2 {
+			t.Errorf("runner spec stacks %v", spec.Stacks)
+		}
+	})
+	t.Run("jitter only, reflector on shared CPUs ignored", func(t *testing.T) {
+		job, err := BuildBenchJob(in(mk(func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites = bench.Spec{Jitter: &bench.JitterSpec{CPUs: "1"}}
+			b.Spec.Placement = &tsv1.BenchmarkPlacement{ReflectorCPUs: ptr.To[int32](0)}
+		})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs := job.Spec.Template.Spec.Containers; len(cs) != 1 || env(cs[0], "TSB_PEER") != "" {
+			t.Fatalf("containers %+v", cs)
+		}
+	})
+	t.Run("reflector on shared CPUs", func(t *testing.T) {
+		job, _ := BuildBenchJob(in(mk(func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Placement = &tsv1.BenchmarkPlacement{ReflectorCPUs: ptr.To[int32](0)}
+		})))
+		r := job.Spec.Template.Spec.Containers[1].Resources
+		if r.Limits.Cpu().MilliValue() != 250 || r.Requests.Cpu().Cmp(*r.Limits.Cpu()) != 0 {
+			t.Fatalf("reflector resources %+v", r)
+		}
+	})
+	if n := benchJobName(strings.Repeat("a", 200), 123456, "node"); len(n) > 63 {
+		t.Fatalf("job name %q is %d characters", n, len(n))
+	}
+}
+
+func env(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+func checkPinned(t *testing.T, ps corev1.PodSpec, node string) {
+	t.Helper()
+	terms := ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) != 1 || len(terms[0].MatchFields) != 1 || terms[0].MatchFields[0].Key != "metadata.name" || terms[0].MatchFields[0].Values[0] != node {
+		t.Errorf("node affinity %+v", terms)
+	}
+	tolerated := false
+	for _, tol := range ps.Tolerations {
+		tolerated = tolerated || (tol.Key == tsv1.UnvalidatedTaint && tol.Effect == corev1.TaintEffectNoSchedule)
+	}
+	if !tolerated {
+		t.Error("the unvalidated taint is not tolerated")
+	}
+	if ps.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy %s", ps.RestartPolicy)
+	}
+}
+
+func checkGuaranteedWhole(t *testing.T, c corev1.Container, cpus int64) {
+	t.Helper()
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := c.Resources.Requests[r], c.Resources.Limits[r]
+		if lim.IsZero() || req.Cmp(lim) != 0 {
+			t.Errorf("%s: %s request %s limit %s: not Guaranteed", c.Name, r, req.String(), lim.String())
+		}
+	}
+	if got := c.Resources.Limits.Cpu(); got.MilliValue() != cpus*1000 {
+		t.Errorf("%s: cpu %s, want %d whole CPUs", c.Name, got.String(), cpus)
+	}
+}
