@@ -32,48 +32,23 @@ def crds():
 
 
 def cluster_role():
+    """The manager's ClusterRole and its namespaced Role (webhook certificate Secret)."""
     src = root / "config" / "rbac" / "role.yaml"
-    text = src.read_text().removeprefix("---\n")
-    text = re.sub(r"\n  name: manager\n", "\n  name: {{ include \"tickstack.fullname\" . }}-manager\n"
-                  "  labels: {{- include \"tickstack.labels\" . | nindent 4 }}\n", text, count=1)
-    (chart / "manager-clusterrole.yaml").write_text(header.format(src=src.relative_to(root)) + text)
+    docs = [d for d in src.read_text().split("---\n") if d.strip()]
+    out = []
+    for d in docs:
+        d = re.sub(r"\n  name: manager\n", "\n  name: {{ include \"tickstack.fullname\" . }}-manager\n"
+                   "  labels: {{- include \"tickstack.labels\" . | nindent 4 }}\n", d, count=1)
+        d = d.replace("\n  namespace: system\n", "\n  namespace: {{ .Release.Namespace }}\n")
+        out.append(d)
+    (chart / "manager-clusterrole.yaml").write_text(header.format(src=src.relative_to(root)) + "---\n".join(out))
 
 
-WEBHOOK_PRELUDE = """{{- /* The webhook's serving certificate, its Service and the webhook configurations, in one file so the
-CA is made once and used both in the Secret and in caBundle. On upgrade the existing Secret is reused. */}}
+WEBHOOK_PRELUDE = """{{- /* The webhook's Service and configurations. In operator mode the operator makes the CA and the
+serving certificate, keeps them in a Secret and patches caBundle below (internal/certs); in certManager
+mode cert-manager issues the certificate and injects the CA. */}}
 {{- $svc := include "tickstack.webhookService" . }}
-{{- $secretName := include "tickstack.certSecret" . }}
-{{- $caCert := "" }}
-{{- if eq .Values.webhook.certs.mode "helm" }}
-{{- $tlsCert := "" }}
-{{- $tlsKey := "" }}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace $secretName }}
-{{- if and $existing $existing.data (index $existing.data "ca.crt") }}
-{{- $caCert = index $existing.data "ca.crt" }}
-{{- $tlsCert = index $existing.data "tls.crt" }}
-{{- $tlsKey = index $existing.data "tls.key" }}
-{{- else }}
-{{- $days := int .Values.webhook.certs.validityDays }}
-{{- $ca := genCA "tickstack-webhook-ca" $days }}
-{{- $cn := printf "%s.%s.svc" $svc .Release.Namespace }}
-{{- $cert := genSignedCert $cn nil (list $cn (printf "%s.cluster.local" $cn) $svc (printf "%s.%s" $svc .Release.Namespace)) $days $ca }}
-{{- $caCert = $ca.Cert | b64enc }}
-{{- $tlsCert = $cert.Cert | b64enc }}
-{{- $tlsKey = $cert.Key | b64enc }}
-{{- end }}
-apiVersion: v1
-kind: Secret
-type: kubernetes.io/tls
-metadata:
-  name: {{ $secretName }}
-  namespace: {{ .Release.Namespace }}
-  labels: {{- include "tickstack.labels" . | nindent 4 }}
-data:
-  ca.crt: {{ $caCert }}
-  tls.crt: {{ $tlsCert }}
-  tls.key: {{ $tlsKey }}
----
-{{- else if eq .Values.webhook.certs.mode "certManager" }}
+{{- if eq .Values.webhook.certs.mode "certManager" }}
 {{- if not .Values.webhook.certs.certManagerIssuerRef }}
 apiVersion: cert-manager.io/v1
 kind: Issuer
@@ -92,7 +67,7 @@ metadata:
   namespace: {{ .Release.Namespace }}
   labels: {{- include "tickstack.labels" . | nindent 4 }}
 spec:
-  secretName: {{ $secretName }}
+  secretName: {{ include "tickstack.certSecret" . }}
   dnsNames:
   - {{ $svc }}.{{ .Release.Namespace }}.svc
   - {{ $svc }}.{{ .Release.Namespace }}.svc.cluster.local
@@ -134,10 +109,6 @@ def webhooks():
                   "  labels: {{- include \"tickstack.labels\" . | nindent 4 }}\n" + ann, text)
     text = text.replace("      name: webhook-service\n", "      name: {{ $svc }}\n")
     text = text.replace("      namespace: system\n", "      namespace: {{ .Release.Namespace }}\n")
-    text = text.replace("  clientConfig:\n", "  clientConfig:\n"
-                        "    {{- if eq .Values.webhook.certs.mode \"helm\" }}\n"
-                        "    caBundle: {{ $caCert }}\n"
-                        "    {{- end }}\n")
     text = text.replace("  failurePolicy: Fail\n  name: vlatencyprofile", "  failurePolicy: {{ .Values.webhook.failurePolicy }}\n  name: vlatencyprofile")
     old = chart / "webhook-configurations.yaml"
     if old.exists():

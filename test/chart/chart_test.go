@@ -5,9 +5,6 @@ package chart
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"io"
 	"os"
@@ -157,54 +154,78 @@ func TestManagerIsLockedDown(t *testing.T) {
 	}
 }
 
-func TestWebhookCertificateMatchesItsService(t *testing.T) {
+// The operator manages the webhook certificate by default: the flags it gets must name the very
+// Service and webhook configurations the chart renders, or caBundle patching and the certificate's
+// names miss.
+func TestOperatorManagedWebhookCertificate(t *testing.T) {
 	objs := mustRender(t)
-	secrets := ofKind(objs, "Secret")
-	if len(secrets) != 1 {
-		t.Fatalf("want the webhook certificate Secret, got %d secrets", len(secrets))
+	if n := len(ofKind(objs, "Secret")); n != 0 {
+		t.Errorf("operator mode renders %d Secrets; the operator makes its own", n)
 	}
-	data, _, _ := unstructured.NestedStringMap(secrets[0].Object, "data")
-	caPEM, _ := base64.StdEncoding.DecodeString(data["ca.crt"])
-	certPEM, _ := base64.StdEncoding.DecodeString(data["tls.crt"])
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		t.Fatal("ca.crt is not a PEM certificate")
-	}
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		t.Fatal("tls.crt is not PEM")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := ""
+	args := managerArgs(t, objs)
+	want := map[string]string{"--webhook-cert-mode": "operator", "--namespace": namespace}
 	for _, s := range ofKind(objs, "Service") {
 		if strings.HasSuffix(s.GetName(), "-webhook") {
-			svc = s.GetName()
+			want["--webhook-service-name"] = s.GetName()
 		}
 	}
-	dns := svc + "." + namespace + ".svc"
-	if _, err := cert.Verify(x509.VerifyOptions{DNSName: dns, Roots: pool}); err != nil {
-		t.Errorf("serving certificate does not verify for %s against the CA: %v", dns, err)
-	}
-	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
-		for _, wc := range ofKind(objs, kind) {
-			hooks, _, _ := unstructured.NestedSlice(wc.Object, "webhooks")
-			for _, h := range hooks {
-				hm := h.(map[string]any)
-				bundle, _, _ := unstructured.NestedString(hm, "clientConfig", "caBundle")
-				name, _, _ := unstructured.NestedString(hm, "clientConfig", "service", "name")
-				if bundle != data["ca.crt"] || name != svc {
-					t.Errorf("%s %s: caBundle matches=%v, service %q want %q", kind, hm["name"], bundle == data["ca.crt"], name, svc)
-				}
+	for kind, flag := range map[string]string{"ValidatingWebhookConfiguration": "--validating-webhook-configuration", "MutatingWebhookConfiguration": "--mutating-webhook-configuration"} {
+		wcs := ofKind(objs, kind)
+		if len(wcs) != 1 {
+			t.Fatalf("want one %s, got %d", kind, len(wcs))
+		}
+		want[flag] = wcs[0].GetName()
+		hooks, _, _ := unstructured.NestedSlice(wcs[0].Object, "webhooks")
+		for _, h := range hooks {
+			name, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "service", "name")
+			if name != want["--webhook-service-name"] {
+				t.Errorf("%s webhook calls service %q, want %q", kind, name, want["--webhook-service-name"])
 			}
 		}
 	}
-	cm := mustRender(t, "webhook.certs.mode=certManager")
-	if len(ofKind(cm, "Secret")) != 0 || len(ofKind(cm, "Certificate")) != 1 || len(ofKind(cm, "Issuer")) != 1 {
-		t.Error("certManager mode must render a Certificate and a self-signed Issuer instead of a Secret")
+	for flag, value := range want {
+		if args[flag] != value {
+			t.Errorf("manager flag %s = %q, want %q", flag, args[flag], value)
+		}
 	}
+	// The namespaced Role for the certificate Secret is bound to the manager.
+	roles, bindings := ofKind(objs, "Role"), ofKind(objs, "RoleBinding")
+	bound := false
+	for _, b := range bindings {
+		ref, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
+		for _, r := range roles {
+			if r.GetName() == ref && strings.HasSuffix(ref, "-manager") {
+				bound = true
+			}
+		}
+	}
+	if !bound {
+		t.Error("the manager's namespaced Role (webhook certificate Secret) is not bound")
+	}
+
+	cm := mustRender(t, "webhook.certs.mode=certManager")
+	if len(ofKind(cm, "Certificate")) != 1 || len(ofKind(cm, "Issuer")) != 1 {
+		t.Error("certManager mode must render a Certificate and a self-signed Issuer")
+	}
+	if got := managerArgs(t, cm)["--webhook-cert-mode"]; got != "cert-manager" {
+		t.Errorf("certManager mode passes --webhook-cert-mode=%q", got)
+	}
+}
+
+func managerArgs(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	deps := ofKind(objs, "Deployment")
+	if len(deps) != 1 {
+		t.Fatalf("want one Deployment, got %d", len(deps))
+	}
+	containers, _, _ := unstructured.NestedSlice(deps[0].Object, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	out := map[string]string{}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		out[k] = v
+	}
+	return out
 }
 
 func TestOptionalMonitoring(t *testing.T) {
@@ -235,7 +256,7 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		"webhook.failurePolicy=Maybe":  "/webhook/failurePolicy",
 		"imagePullPolicy=Sometimes":    "/imagePullPolicy",
 		"agent.checkPeriod=soon":       "/agent/checkPeriod",
-		"webhook.certs.mode=letsguess": "/webhook/certs/mode",
+		"webhook.certs.mode=helm":      "/webhook/certs/mode",
 		"manager.replica=2":            "additional properties 'replica' not allowed",
 	} {
 		_, err := render(t, set)
