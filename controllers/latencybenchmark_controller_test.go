@@ -165,7 +165,9 @@ var _ = Describe("LatencyBenchmark validation by the API server", func() {
 			"spec.schedule", "cron expression with five fields"),
 		Entry("an unknown placement", func(b *tsv1.LatencyBenchmark) { b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: "Anywhere"} },
 			"spec.placement.mode", "Unsupported value"),
-		Entry("no runner CPU", func(b *tsv1.LatencyBenchmark) { b.Spec.Placement = &tsv1.BenchmarkPlacement{RunnerCPUs: ptr.To[int32](0)} },
+		Entry("no runner CPU", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Placement = &tsv1.BenchmarkPlacement{RunnerCPUs: ptr.To[int32](0)}
+		},
 			"spec.placement.runnerCPUs", "should be greater than or equal to 1"),
 		Entry("a timeout under a minute", func(b *tsv1.LatencyBenchmark) { b.Spec.TimeoutSeconds = ptr.To[int32](5) },
 			"spec.timeoutSeconds", "should be greater than or equal to 60"),
@@ -427,4 +429,3 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		Expect(nodeLabel(n.Name, tsv1.ValidatedLabel)(Default)).To(Equal("tslb-gated"))
 	})
 })
-

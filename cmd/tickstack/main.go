@@ -1,10 +1,13 @@
-// Command tickstack is the user's and CI's tool: plan a profile's effect before applying it.
+// Command tickstack is the user's and CI's tool: plan a profile's effect before applying it, run a
+// LatencyBenchmark and wait for its verdict, write a benchmark's HTML report.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,12 +17,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/cli"
 )
 
 func main() {
 	if err := newRoot().ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "tickstack:", err)
+		var verdict *cli.VerdictError
+		if errors.As(err, &verdict) && verdict.Verdict != bench.VerdictFailed {
+			os.Exit(3) // Inconclusive: something a threshold needs was not measured
+		}
+		if errors.As(err, &verdict) {
+			os.Exit(2) // Failed: a node did not meet the thresholds
+		}
 		os.Exit(1)
 	}
 }
@@ -34,10 +45,22 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	root.PersistentFlags().StringVar(&kubecontext, "context", "", "kubeconfig context to use")
-	newClient := func() (client.Client, error) {
+	loader := func() clientcmd.ClientConfig {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = kubeconfig
-		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubecontext}).ClientConfig()
+		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubecontext})
+	}
+	namespace := func(flag string) string {
+		if flag != "" {
+			return flag
+		}
+		if ns, _, err := loader().Namespace(); err == nil && ns != "" {
+			return ns
+		}
+		return "default"
+	}
+	newClient := func() (client.Client, error) {
+		cfg, err := loader().ClientConfig()
 		if err != nil {
 			return nil, fmt.Errorf("loading kubeconfig: %w", err)
 		}
@@ -70,5 +93,73 @@ func newRoot() *cobra.Command {
 	}
 	planCmd.Flags().StringVarP(&file, "filename", "f", "", "the LatencyProfile to plan")
 	root.AddCommand(planCmd)
+	root.AddCommand(newBenchCmd(newClient, namespace), newReportCmd(newClient, namespace))
 	return root
+}
+
+func newBenchCmd(newClient func() (client.Client, error), namespace func(string) string) *cobra.Command {
+	var file, ns string
+	o := cli.BenchOptions{}
+	noWait := false
+	cmd := &cobra.Command{
+		Use:   "bench [NAME | -f BENCHMARK.yaml]",
+		Short: "Run a LatencyBenchmark (create it or rerun it), wait, print its tables; exit 2 if it failed, 3 if inconclusive",
+		Long: `Creates the LatencyBenchmark of -f (or updates its spec), or reruns the existing benchmark NAME,
+shows each node's progress, waits for the run, prints every node's tables in the papers' shape, the
+kernel vs bypass ratios and the verdict with its reasons. Exit codes: 0 passed, 1 error, 2 failed,
+3 inconclusive (0 with --allow-inconclusive). For CI: tickstack bench -f bench.yaml --timeout 30m`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case file != "" && len(args) > 0:
+				return fmt.Errorf("give NAME or -f FILE, not both")
+			case file != "":
+				b, err := cli.ReadBenchmark(file, cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				o.Benchmark = b
+			case len(args) == 1:
+				o.Name = args[0]
+			default:
+				return fmt.Errorf("bench needs NAME (an existing benchmark) or -f BENCHMARK.yaml")
+			}
+			o.Namespace, o.Wait = namespace(ns), !noWait
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			_, err = cli.Bench(cmd.Context(), c, o, cmd.OutOrStdout())
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "the LatencyBenchmark to create or update and run")
+	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace (default: the kubeconfig's, else default)")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", time.Hour, "how long to wait for the run")
+	cmd.Flags().DurationVar(&o.Poll, "poll", 2*time.Second, "how often to read the status")
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "return once the run started")
+	cmd.Flags().BoolVar(&o.AllowInconclusive, "allow-inconclusive", false, "exit 0 on an Inconclusive verdict")
+	return cmd
+}
+
+func newReportCmd(newClient func() (client.Client, error), namespace func(string) string) *cobra.Command {
+	var ns, output string
+	cmd := &cobra.Command{
+		Use:   "report NAME -o report.html",
+		Short: "Write a LatencyBenchmark's self-contained HTML report (tables and SVG plots)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output == "" {
+				return fmt.Errorf("report needs -o FILE.html (or -o - for standard output)")
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			return cli.Report(cmd.Context(), c, namespace(ns), args[0], output, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "the HTML file to write (- for standard output)")
+	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace (default: the kubeconfig's, else default)")
+	return cmd
 }

@@ -1,0 +1,341 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+// ReadBenchmark reads one LatencyBenchmark from a YAML or JSON file ("-" is standard input).
+// Unknown fields are an error, so a typo never silently drops a setting.
+func ReadBenchmark(path string, stdin io.Reader) (*tsv1.LatencyBenchmark, error) {
+	var raw []byte
+	var err error
+	if path == "-" {
+		raw, err = io.ReadAll(stdin)
+	} else {
+		raw, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the benchmark: %w", err)
+	}
+	b := &tsv1.LatencyBenchmark{}
+	if err := yaml.UnmarshalStrict(raw, b); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if b.Kind != "LatencyBenchmark" || b.APIVersion != tsv1.GroupVersion.String() {
+		return nil, fmt.Errorf("%s: want kind LatencyBenchmark, apiVersion %s; got kind %q, apiVersion %q", path, tsv1.GroupVersion, b.Kind, b.APIVersion)
+	}
+	if b.Name == "" {
+		return nil, fmt.Errorf("%s: metadata.name is missing", path)
+	}
+	return b, nil
+}
+
+// BenchOptions says which benchmark `tickstack bench` runs and how it waits.
+type BenchOptions struct {
+	// Benchmark, when set, is created, or replaces the spec of the existing one of that name.
+	Benchmark *tsv1.LatencyBenchmark
+	// Namespace and Name name an existing benchmark to rerun (when Benchmark is nil); Namespace
+	// also applies to a Benchmark without one.
+	Namespace, Name string
+	// Wait for the run to finish (default in the command); without it, Bench returns once the run
+	// started.
+	Wait bool
+	// Timeout bounds the wait; 0 means 1 hour.
+	Timeout time.Duration
+	// Poll is the interval between status reads; 0 means 2 seconds.
+	Poll time.Duration
+	// AllowInconclusive makes an Inconclusive verdict succeed.
+	AllowInconclusive bool
+	// Now is the clock (the rerun token); nil means time.Now.
+	Now func() time.Time
+}
+
+// VerdictError is returned when the run's verdict is not a pass.
+type VerdictError struct {
+	Verdict bench.VerdictResult
+	Message string
+}
+
+func (e *VerdictError) Error() string {
+	return fmt.Sprintf("verdict %s: %s", e.Verdict, e.Message)
+}
+
+// Bench creates or reruns a benchmark, shows progress on out, waits for the run it started,
+// prints every node's tables in the papers' shape and returns a *VerdictError unless it passed.
+func Bench(ctx context.Context, c client.Client, o BenchOptions, out io.Writer) (*tsv1.LatencyBenchmark, error) {
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	token := fmt.Sprintf("tickstack-bench-%d", now().UnixNano())
+	b, err := startRun(ctx, c, o, token)
+	if err != nil {
+		return nil, err
+	}
+	key := client.ObjectKeyFromObject(b)
+	fmt.Fprintf(out, "benchmark %s: run requested (%s=%s)\n", key, tsv1.RerunAnnotation, token)
+	timeout, poll := o.Timeout, o.Poll
+	if timeout == 0 {
+		timeout = time.Hour
+	}
+	if poll == 0 {
+		poll = 2 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	seen := map[string]string{}
+	for {
+		cur := &tsv1.LatencyBenchmark{}
+		if err := c.Get(ctx, key, cur); err != nil {
+			return nil, fmt.Errorf("reading benchmark %s: %w", key, err)
+		}
+		if v := apimeta.FindStatusCondition(cur.Status.Conditions, tsv1.BenchmarkValid); v != nil && v.Status == metav1.ConditionFalse && v.ObservedGeneration == cur.Generation {
+			return cur, fmt.Errorf("benchmark %s cannot run: %s", key, v.Message)
+		}
+		if cur.Status.Rerun == token {
+			progress(out, cur, seen)
+			if !o.Wait {
+				return cur, nil
+			}
+			if c := apimeta.FindStatusCondition(cur.Status.Conditions, tsv1.BenchmarkComplete); c != nil {
+				switch {
+				case c.Status == metav1.ConditionTrue:
+					PrintBenchmark(out, cur)
+					return cur, verdictErr(cur, o.AllowInconclusive)
+				case c.Reason == tsv1.ReasonNoTargetNodes:
+					return cur, fmt.Errorf("benchmark %s: %s: check spec.target", key, c.Message)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return cur, fmt.Errorf("benchmark %s: run not finished after %s (kubectl get lbench -n %s %s; raise --timeout): %w", key, timeout, key.Namespace, key.Name, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
+// startRun creates or updates the benchmark with the rerun token.
+func startRun(ctx context.Context, c client.Client, o BenchOptions, token string) (*tsv1.LatencyBenchmark, error) {
+	if o.Benchmark == nil {
+		if o.Name == "" {
+			return nil, errors.New("give a benchmark: NAME of an existing one, or -f FILE")
+		}
+		b := &tsv1.LatencyBenchmark{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, b); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("benchmark %s/%s does not exist: create it with -f FILE (kubectl get lbench -A lists them)", o.Namespace, o.Name)
+			}
+			return nil, fmt.Errorf("reading benchmark %s/%s: %w", o.Namespace, o.Name, err)
+		}
+		orig := b.DeepCopy()
+		setToken(b, token)
+		if err := c.Patch(ctx, b, client.MergeFrom(orig)); err != nil {
+			return nil, fmt.Errorf("requesting a run of %s/%s: %w", o.Namespace, o.Name, err)
+		}
+		return b, nil
+	}
+	want := o.Benchmark.DeepCopy()
+	if want.Namespace == "" {
+		want.Namespace = o.Namespace
+	}
+	have := &tsv1.LatencyBenchmark{}
+	err := c.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		setToken(want, token)
+		if err := c.Create(ctx, want); err != nil {
+			return nil, fmt.Errorf("creating benchmark %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		return want, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading benchmark %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	orig := have.DeepCopy()
+	have.Spec = want.Spec
+	setToken(have, token)
+	if err := c.Patch(ctx, have, client.MergeFrom(orig)); err != nil {
+		return nil, fmt.Errorf("updating benchmark %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	return have, nil
+}
+
+func setToken(b *tsv1.LatencyBenchmark, token string) {
+	if b.Annotations == nil {
+		b.Annotations = map[string]string{}
+	}
+	b.Annotations[tsv1.RerunAnnotation] = token
+}
+
+// progress prints each node's phase when it changes.
+func progress(out io.Writer, b *tsv1.LatencyBenchmark, seen map[string]string) {
+	for _, n := range b.Status.Nodes {
+		line := fmt.Sprintf("%s: %s", n.Phase, n.Message)
+		if seen[n.Node] != line {
+			seen[n.Node] = line
+			fmt.Fprintf(out, "run %d  %-20s %s\n", b.Status.Run, n.Node, line)
+		}
+	}
+}
+
+func verdictErr(b *tsv1.LatencyBenchmark, allowInconclusive bool) error {
+	switch b.Status.Verdict {
+	case bench.VerdictPassed:
+		return nil
+	case bench.VerdictInconclusive:
+		if allowInconclusive {
+			return nil
+		}
+	}
+	msg := ""
+	if c := apimeta.FindStatusCondition(b.Status.Conditions, tsv1.BenchmarkPassed); c != nil {
+		msg = c.Message
+	}
+	return &VerdictError{Verdict: b.Status.Verdict, Message: msg}
+}
+
+func us(ns int64) string { return bench.FormatNanosAsMicros(ns) }
+
+// PrintBenchmark prints every node's tables in the papers' shapes (latencies in microseconds, half
+// round trips), the kernel vs bypass ratios, and the verdict with its reasons.
+func PrintBenchmark(out io.Writer, b *tsv1.LatencyBenchmark) {
+	fmt.Fprintf(out, "\nLatencyBenchmark %s/%s run %d: %s (%d of %d nodes passed)\n", b.Namespace, b.Name, b.Status.Run, orDash(string(b.Status.Verdict)), b.Status.NodesPassed, b.Status.NodesTotal)
+	nodes := append([]tsv1.BenchmarkNodeStatus(nil), b.Status.Nodes...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
+	for _, n := range nodes {
+		fmt.Fprintf(out, "\n== node %s: %s\n", n.Node, n.Message)
+		if r := n.Results; r != nil {
+			printResults(out, r)
+		}
+		if len(n.Comparisons) > 0 {
+			fmt.Fprintln(out, "\nkernel vs bypass (half round trip, us; speedup = kernel / bypass)")
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "suite\tprotocol\tsize B\trate msg/s\tkernel median\tbypass median\tspeedup\tkernel p99\tbypass p99\tp99 speedup\t")
+			for _, c := range n.Comparisons {
+				rate := c.TargetMps
+				if c.Suite == bench.SuiteMixedBurst {
+					rate = c.SteadyMps + c.BurstMps
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Suite, c.Protocol, c.MessageSize, rate,
+					us(c.KernelMedianNs), us(c.BypassMedianNs), orDash(c.MedianSpeedup), us(c.KernelP99Ns), us(c.BypassP99Ns), orDash(c.P99Speedup))
+			}
+			tw.Flush()
+		}
+		if v := n.Verdict; v != nil {
+			fmt.Fprintf(out, "\nverdict %s\n", v.Result)
+			for _, c := range v.Reasons {
+				fmt.Fprintf(out, "  %-12s %s: %s\n", c.Result, c.Name, c.Message)
+			}
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printResults(out io.Writer, r *bench.Results) {
+	if len(r.Tools) > 0 {
+		fmt.Fprintf(out, "tools: %s\n", strings.Join(r.Tools, ", "))
+	}
+	for _, s := range r.Stacks {
+		if s.Unavailable != "" {
+			fmt.Fprintf(out, "\nstack %s unavailable: %s\n", s.Stack, s.Unavailable)
+			continue
+		}
+		if p := s.PingPong; p != nil {
+			fmt.Fprintf(out, "\npingPong on %s: half round trip by message size (us)\n", s.Stack)
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "protocol\tsize B\tsamples\tmin\tmedian\tmean\tp95\tp99\tp99.9\tmax\tstd-dev\tdropped\t")
+			for _, row := range p.Rows {
+				st := row.LatencyStats
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", row.Protocol, row.MessageSize, st.Samples,
+					us(st.MinNs), us(st.MedianNs), us(st.MeanNs), us(st.P95Ns), us(st.P99Ns), us(st.P999Ns), us(st.MaxNs), us(st.StdDevNs), row.Dropped)
+			}
+			tw.Flush()
+			suiteError(out, p.Error)
+		}
+		if rs := s.RateSweep; rs != nil {
+			fmt.Fprintf(out, "\nrateSweep on %s: latency under load by message rate (us)\n", s.Stack)
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "protocol\tsize B\ttarget msg/s\tachieved msg/s\tsent\tdropped\tsustained\tmedian\tp99\tp99.9\tmax\t")
+			for _, row := range rs.Rows {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%v\t%s\t%s\t%s\t%s\t\n", row.Protocol, row.MessageSize, row.TargetMps, row.AchievedMps, row.Sent, row.Dropped,
+					row.Sustained, us(row.MedianNs), us(row.P99Ns), us(row.P999Ns), us(row.MaxNs))
+			}
+			tw.Flush()
+			for _, m := range rs.MaxSustained {
+				fmt.Fprintf(out, "highest rate sustained without drops, %s %d B: %d msg/s\n", m.Protocol, m.MessageSize, m.Mps)
+			}
+			suiteError(out, rs.Error)
+		}
+		if m := s.Microburst; m != nil {
+			fmt.Fprintf(out, "\nmicroburst on %s: %s %d B, largest burst absorbed without a drop: %d packets = %s us at %d Mb/s",
+				s.Stack, m.Protocol, m.MessageSize, m.MaxBurstPackets, us(m.BurstTimeNs), m.LinkSpeedMbps)
+			if m.LimitReached {
+				fmt.Fprint(out, " (the search limit: the real limit is higher)")
+			}
+			fmt.Fprintln(out)
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "burst packets\tbursts\tsent\tdropped\t")
+			for _, t := range m.Trials {
+				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t\n", t.Packets, t.Bursts, t.Sent, t.Dropped)
+			}
+			tw.Flush()
+			suiteError(out, m.Error)
+		}
+		if m := s.MixedBurst; m != nil {
+			fmt.Fprintf(out, "\nmixedBurst on %s: 2/3 %d B + 1/3 %d B, steady rate + one-second bursts (us)\n", s.Stack, m.SmallSize, m.LargeSize)
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(tw, "steady msg/s\tburst msg/s\tsent\tdropped\taverage\tp99\tstd-dev\t%d B p99\t%d B p99\t\n", m.SmallSize, m.LargeSize)
+			for _, row := range m.Rows {
+				small, large := "-", "-"
+				if row.Small != nil {
+					small = us(row.Small.P99Ns)
+				}
+				if row.Large != nil {
+					large = us(row.Large.P99Ns)
+				}
+				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", row.SteadyMps, row.BurstMps, row.Sent, row.Dropped, us(row.MeanNs), us(row.P99Ns), us(row.StdDevNs), small, large)
+			}
+			tw.Flush()
+			suiteError(out, m.Error)
+		}
+	}
+	if j := r.Jitter; j != nil {
+		fmt.Fprintln(out, "\njitter: OS noise on the measured CPUs (us)")
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "tool\tcpu\tsamples\tmin\tmedian\tmean\tp99\tp99.9\tmax\toverflows\t")
+		for _, row := range j.Rows {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", row.Tool, row.CPU, row.Samples, us(row.MinNs), us(row.MedianNs), us(row.MeanNs), us(row.P99Ns), us(row.P999Ns), us(row.MaxNs), row.Overflows)
+		}
+		tw.Flush()
+		suiteError(out, j.Error)
+	}
+}
+
+func suiteError(out io.Writer, e string) {
+	if e != "" {
+		fmt.Fprintf(out, "did not complete: %s\n", e)
+	}
+}

@@ -1,0 +1,288 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/testutil"
+)
+
+// startBenchEnv runs a real kube-apiserver with the CRDs and the LatencyBenchmark controller.
+func startBenchEnv(t *testing.T) client.Client {
+	t.Helper()
+	if _, err := testutil.EnvtestAssets(); err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(tsv1.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &controllers.LatencyBenchmarkReconciler{Client: mgr.GetClient(), Image: "tslb.test/bench:1", Metrics: controllers.NewBenchmarkMetrics(prometheus.NewRegistry())}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// fakeNodes plays the benchmark pods: for every Job of namespace ns it uploads results whose pingPong
+// median is medians[node] (p99 three times that), as tickstack-bench-upload would.
+type fakeNodes struct {
+	mu      sync.Mutex
+	medians map[string]int64
+}
+
+func (f *fakeNodes) set(node string, median int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.medians[node] = median
+}
+
+func (f *fakeNodes) run(ctx context.Context, t *testing.T, c client.Client, ns string) {
+	done := map[string]bool{}
+	for ctx.Err() == nil {
+		var jobs batchv1.JobList
+		if err := c.List(ctx, &jobs, client.InNamespace(ns)); err == nil {
+			for _, j := range jobs.Items {
+				if done[j.Name] {
+					continue
+				}
+				node := j.Annotations[tsv1.BenchmarkNodeAnnotation]
+				f.mu.Lock()
+				m := f.medians[node]
+				f.mu.Unlock()
+				res := &bench.Results{SchemaVersion: bench.SchemaVersion, Node: node, StartTime: metav1.Now(), CompletionTime: metav1.Now(),
+					Stacks: []bench.StackResults{{Stack: bench.StackKernel, PingPong: &bench.PingPongResult{Rows: []bench.PingPongRow{{
+						Protocol: bench.ProtocolUDP, MessageSize: 64,
+						LatencyStats: bench.LatencyStats{Samples: 5000, MinNs: m / 2, MedianNs: m, MeanNs: m, P95Ns: 2 * m, P99Ns: 3 * m, P999Ns: 4 * m, MaxNs: 5 * m, StdDevNs: m / 5},
+					}}}}}}
+				b, _ := json.Marshal(res)
+				cm := &corev1.ConfigMap{}
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: j.Name}, cm); err != nil {
+					continue
+				}
+				cm.Data = map[string]string{tsv1.BenchResultsKey: string(b), tsv1.BenchExitCodeKey: "0"}
+				if err := c.Update(ctx, cm); err == nil {
+					done[j.Name] = true
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+const benchYAML = `apiVersion: tickstack.io/v1alpha1
+kind: LatencyBenchmark
+metadata:
+  name: ci
+spec:
+  target:
+    nodeNames: [tslb-cli-a, tslb-cli-b]
+  suites:
+    pingPong:
+      protocols: [udp]
+      messageSizes: [64]
+      durationSeconds: 1
+  thresholds:
+    latency:
+    - suite: pingPong
+      statistic: p99
+      max: 40us
+`
+
+func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
+	c := startBenchEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tslb-cli"}}
+	mustCreate(t, c, ns)
+	for _, n := range []string{"tslb-cli-a", "tslb-cli-b"} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}
+		mustCreate(t, c, node)
+		t.Cleanup(func() { _ = c.Delete(context.Background(), node) })
+	}
+	nodes := &fakeNodes{medians: map[string]int64{"tslb-cli-a": 8000, "tslb-cli-b": 9000}}
+	go nodes.run(ctx, t, c, ns.Name)
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "bench.yaml")
+	if err := os.WriteFile(file, []byte(benchYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadBenchmark(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("bench -f creates the benchmark, waits and prints the tables", func(t *testing.T) {
+		var out bytes.Buffer
+		got, err := Bench(ctx, c, BenchOptions{Benchmark: b, Namespace: ns.Name, Wait: true, Poll: 100 * time.Millisecond, Timeout: time.Minute}, &out)
+		if err != nil {
+			t.Fatalf("bench: %v\n%s", err, out.String())
+		}
+		if got.Status.Verdict != bench.VerdictPassed || got.Status.Run != 1 {
+			t.Fatalf("verdict %q run %d", got.Status.Verdict, got.Status.Run)
+		}
+		for _, want := range []string{"run requested", "pingPong on kernel: half round trip by message size (us)", "p99.9", "std-dev",
+			"24.000", "8.000", "== node tslb-cli-a", "verdict Passed", "pingPong/p99", "2 of 2 nodes passed"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("output lacks %q:\n%s", want, out.String())
+			}
+		}
+	})
+
+	t.Run("bench NAME reruns and fails on a node over the limit", func(t *testing.T) {
+		nodes.set("tslb-cli-b", 20000) // p99 60 us > 40 us
+		var out bytes.Buffer
+		got, err := Bench(ctx, c, BenchOptions{Name: "ci", Namespace: ns.Name, Wait: true, Poll: 100 * time.Millisecond, Timeout: time.Minute}, &out)
+		var verdict *VerdictError
+		if !errors.As(err, &verdict) || verdict.Verdict != bench.VerdictFailed {
+			t.Fatalf("want a Failed VerdictError, got %v\n%s", err, out.String())
+		}
+		if got.Status.Run != 2 || !strings.Contains(verdict.Message, "tslb-cli-b") {
+			t.Fatalf("run %d, message %q", got.Status.Run, verdict.Message)
+		}
+		if !strings.Contains(out.String(), "exceeds 40us") {
+			t.Errorf("output lacks the failed reason:\n%s", out.String())
+		}
+	})
+
+	t.Run("report writes a self-contained HTML page with plots", func(t *testing.T) {
+		path := filepath.Join(dir, "report.html")
+		var out bytes.Buffer
+		if err := Report(ctx, c, ns.Name, "ci", path, &out); err != nil {
+			t.Fatal(err)
+		}
+		html, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"<svg", "tslb-cli-a", "tslb-cli-b", "ci, run 2"} {
+			if !strings.Contains(string(html), want) {
+				t.Errorf("report lacks %q", want)
+			}
+		}
+		for _, external := range []string{"<script", "<link", `src="http`, `href="http`} {
+			if strings.Contains(string(html), external) {
+				t.Errorf("the report is not self-contained: it has %s", external)
+			}
+		}
+	})
+
+	t.Run("clear errors", func(t *testing.T) {
+		_, err := Bench(ctx, c, BenchOptions{Name: "nope", Namespace: ns.Name, Wait: true}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "does not exist") {
+			t.Errorf("missing benchmark: %v", err)
+		}
+		if err := Report(ctx, c, ns.Name, "nope", filepath.Join(dir, "x.html"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "does not exist") {
+			t.Errorf("report of a missing benchmark: %v", err)
+		}
+		bad := b.DeepCopy()
+		bad.Name = "no-target"
+		bad.Spec.Target = tsv1.BenchmarkTarget{}
+		_, err = Bench(ctx, c, BenchOptions{Benchmark: bad, Namespace: ns.Name, Wait: true}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "spec.target") {
+			t.Errorf("a benchmark the API server refuses: %v", err)
+		}
+		unsorted := b.DeepCopy()
+		unsorted.Name = "unsorted"
+		unsorted.Spec.Suites.RateSweep = &bench.RateSweepSpec{RatesMps: []int64{2, 1}}
+		_, err = Bench(ctx, c, BenchOptions{Benchmark: unsorted, Namespace: ns.Name, Wait: true, Poll: 100 * time.Millisecond, Timeout: time.Minute}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "rateSweep.ratesMps") {
+			t.Errorf("a benchmark the controller refuses: %v", err)
+		}
+	})
+}
+
+func TestReadBenchmarkRefusesTyposAndOtherKinds(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"typo":       {strings.Replace(benchYAML, "thresholds:", "treshold:", 1), "unknown field"},
+		"other kind": {strings.Replace(benchYAML, "kind: LatencyBenchmark", "kind: LatencyProfile", 1), "want kind LatencyBenchmark"},
+		"no name":    {strings.Replace(benchYAML, "name: ci", "labels: {}", 1), "metadata.name is missing"},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+		if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadBenchmark(path, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", name, err, tc.want)
+		}
+	}
+	if _, err := ReadBenchmark("-", strings.NewReader(benchYAML)); err != nil {
+		t.Errorf("standard input: %v", err)
+	}
+}
+
+func TestPrintBenchmarkShapes(t *testing.T) {
+	b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "all"}}
+	stats := bench.LatencyStats{Samples: 10, MinNs: 1000, MedianNs: 2000, MeanNs: 2100, P95Ns: 3000, P99Ns: 4000, P999Ns: 5000, MaxNs: 6000, StdDevNs: 500}
+	res := &bench.Results{SchemaVersion: bench.SchemaVersion, Stacks: []bench.StackResults{
+		{Stack: bench.StackKernel,
+			RateSweep:  &bench.RateSweepResult{Rows: []bench.RateRow{{Protocol: bench.ProtocolUDP, MessageSize: 64, TargetMps: 10000, AchievedMps: 9990, Sent: 50000, Sustained: true, LatencyStats: stats}}, MaxSustained: []bench.SustainedRate{{Protocol: bench.ProtocolUDP, MessageSize: 64, Mps: 10000}}},
+			Microburst: &bench.MicroburstResult{Protocol: bench.ProtocolUDP, MessageSize: 64, LinkSpeedMbps: 10000, MaxBurstPackets: 23000, BurstTimeNs: 2024000, Trials: []bench.BurstTrial{{Packets: 23000, Bursts: 10, Sent: 230000}}},
+			MixedBurst: &bench.MixedBurstResult{Protocol: bench.ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []bench.MixedBurstRow{{SteadyMps: 500000, BurstMps: 500000, Sent: 3000000, LatencyStats: stats, Small: &stats}}}},
+		{Stack: bench.StackBypass, Unavailable: "tickstack-run not found"},
+	}, Jitter: &bench.JitterResult{Rows: []bench.JitterRow{{Tool: bench.JitterOslat, CPU: 3, LatencyStats: stats}}}}
+	b.Status.Nodes = []tsv1.BenchmarkNodeStatus{{Node: "n", Phase: tsv1.NodeCompleted, Results: res,
+		Comparisons: []bench.StackComparison{{Suite: bench.SuitePingPong, Protocol: bench.ProtocolUDP, MessageSize: 64, KernelMedianNs: 10000, BypassMedianNs: 4000, MedianSpeedup: "2.500"}}}}
+	var out bytes.Buffer
+	PrintBenchmark(&out, b)
+	for _, want := range []string{"rateSweep on kernel", "highest rate sustained without drops, udp 64 B: 10000 msg/s",
+		"largest burst absorbed without a drop: 23000 packets = 2024.000 us at 10000 Mb/s", "mixedBurst on kernel: 2/3 100 B + 1/3 600 B",
+		"stack bypass unavailable: tickstack-run not found", "jitter: OS noise", "oslat", "kernel vs bypass", "2.500"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
