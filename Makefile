@@ -48,7 +48,7 @@ vet: ## go vet.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml).
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are not committed as generated.
