@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -462,5 +465,71 @@ func checkGuaranteedWhole(t *testing.T, c corev1.Container, cpus int64) {
 	}
 	if got := c.Resources.Limits.Cpu(); got.MilliValue() != cpus*1000 {
 		t.Errorf("%s: cpu %s, want %d whole CPUs", c.Name, got.String(), cpus)
+	}
+}
+
+// TestBenchScripts runs the pod scripts with stand-ins for tickstack-bench and
+// tickstack-bench-upload: the runner gets the spec, its CPUs and the peer, LD_PRELOAD is dropped,
+// and the uploader gets the runner's exit code.
+func TestBenchScripts(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stub := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stub("tickstack-bench", `echo "bench $* preload=${LD_PRELOAD:-none}" >> "$LOG"; exit 3`+"\n")
+	stub("tickstack-bench-upload", `echo "upload $*" >> "$LOG"`+"\n")
+	results := filepath.Join(dir, "results")
+	if err := os.MkdirAll(results, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "log")
+	run := func(script string, env ...string) string {
+		t.Helper()
+		if err := os.WriteFile(log, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		script = strings.ReplaceAll(script, benchResultsDir+"/", results+"/")
+		script = strings.ReplaceAll(script, "--work-dir="+benchResultsDir, "--work-dir="+results)
+		cmd := exec.Command("/bin/sh", "-c", script)
+		cmd.Env = append([]string{"PATH=" + bin + ":/usr/bin:/bin", "LOG=" + log, "LD_PRELOAD=/opt/tickstack/lib/libtickstack.so",
+			"TSB_SPEC={\"pingPong\":{}}", "RESULTS_CONFIGMAP=cm-1", "POD_NAMESPACE=ns", "POD_IP=198.18.0.7"}, env...)
+		// The stand-in runner exits 3; the reflector's exec passes that on, the uploader's does not.
+		if out, err := cmd.CombinedOutput(); err != nil && cmd.ProcessState.ExitCode() != 3 {
+			t.Fatalf("script: %v\n%s", err, out)
+		}
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	got := run(runnerScript, "TSB_PEER=198.18.0.7")
+	for _, want := range []string{"--role=client", "--cpus=", "--peer=198.18.0.7", "--spec=" + results + "/spec.json", "--output=" + results + "/results.json",
+		"preload=none", "upload --file=" + results + "/results.json --configmap=cm-1 --namespace=ns --exit-code=3"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("runner script: %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "--cpus= ") {
+		t.Errorf("runner script passed no CPUs: %q", got)
+	}
+	if spec, err := os.ReadFile(filepath.Join(results, "spec.json")); err != nil || string(spec) != `{"pingPong":{}}` {
+		t.Errorf("spec file %q: %v", spec, err)
+	}
+	if got := run(runnerScript); strings.Contains(got, "--peer") {
+		t.Errorf("jitter-only runner got a peer: %q", got)
+	}
+	got = run(twoPodsScript, "JOB_COMPLETION_INDEX=0", "TSB_PEER=x")
+	if !strings.Contains(got, "--role=server --listen=198.18.0.7") || !strings.Contains(got, "--once") || strings.Contains(got, "upload") {
+		t.Errorf("index 0 is not the reflector: %q", got)
+	}
+	if got := run(twoPodsScript, "JOB_COMPLETION_INDEX=1", "TSB_PEER=job-0.svc"); !strings.Contains(got, "--role=client") || !strings.Contains(got, "--peer=job-0.svc") {
+		t.Errorf("index 1 is not the runner: %q", got)
 	}
 }
