@@ -36,7 +36,7 @@ func TestContents(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		file, results, errContains, exit string
-		code                              int
+		code                             int
 	}{
 		{good, `{"schemaVersion":"x"}`, "", "0", 0},
 		{filepath.Join(dir, "missing.json"), "", "no results file (exit code 2)", "2", 2},
