@@ -315,12 +315,17 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 
 		if (st && !ts_stack__steer_add(st, s->laddr, s->lport))
 			sock__add_rx_stack(s, st);
+		else if (!st)
+			ts_stack__share(idx[i], s->laddr, s->lport);
 	}
 	for (g = 0; g < s->ngroups; g++) {
 		struct ts_stack *st = ts_stack__get(s->group_ifindex[g], 1);
 
 		if (st && !ts_stack__steer_add(st, s->groups[g], s->lport))
 			sock__add_rx_stack(s, st);
+		else if (!st)
+			ts_stack__share(s->group_ifindex[g], s->groups[g],
+					s->lport);
 	}
 	if (!s->nrx && !IN_MULTICAST(ntohl(s->laddr))) {
 		s->state = TS_S_KERNEL;
@@ -935,6 +940,10 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 						  s->lport)) {
 					sock__add_rx_stack(s, st);
 					s->stats->accelerated = 1;
+				} else if (!st) {
+					ts_stack__share(idx,
+							mr.imr_multiaddr.s_addr,
+							s->lport);
 				}
 			}
 			break;
@@ -1254,6 +1263,8 @@ void ts_ep__forget_fd(int fd)
 	struct ts_ep *e, **pp;
 	int i;
 
+	if (!__atomic_load_n(&eps, __ATOMIC_ACQUIRE))
+		return; /* no epoll holds one of our sockets: nothing to do */
 	ts_lock();
 	for (pp = &eps; (e = *pp);) {
 		if (e->epfd == fd) {

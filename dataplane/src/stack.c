@@ -280,6 +280,33 @@ int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr, uint16_t dport)
 	return 0;
 }
 
+/* This process has no XSK on ifindex (another process owns the queue) but
+ * wants (daddr, dport) through its kernel socket: if a live process
+ * steers that pair to its XSK, mark it shared so the kernel delivers to
+ * both. Uses the maps found while trying to create the XSK. */
+int ts_stack__share(int ifindex, uint32_t daddr, uint16_t dport)
+{
+	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
+	struct ts_steer_val old;
+	int i;
+
+	for (i = 0; i < nstacks; i++) {
+		struct ts_stack *st = stacks[i];
+
+		if (st->ifindex != ifindex || st->steer_fd < 0)
+			continue;
+		if (bpf_map_lookup_elem(st->steer_fd, &key, &old))
+			return 0;
+		if ((pid_t)old.owner == ts_getpid() || !owner_alive((pid_t)old.owner))
+			return 0;
+		old.flags |= TS_STEER_F_SHARED;
+		if (bpf_map_update_elem(st->steer_fd, &key, &old, BPF_EXIST))
+			return -errno;
+		return 1;
+	}
+	return -ENOENT;
+}
+
 int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr, uint16_t dport,
 			int only_mine)
 {

@@ -139,6 +139,7 @@ TS_HIDDEN int ts_stack__busy(const struct ts_stack *st);
 TS_HIDDEN int ts_stack__any_busy(void);
 TS_HIDDEN int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr,
 				  uint16_t dport);
+TS_HIDDEN int ts_stack__share(int ifindex, uint32_t daddr, uint16_t dport);
 TS_HIDDEN int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr,
 				  uint16_t dport, int only_mine);
 /* Build and send one datagram; iov payload. 0 or negative errno. */
