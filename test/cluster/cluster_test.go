@@ -1,8 +1,9 @@
 //go:build e2e
 
-// The local cluster's own tests (hack/local-cluster): a pod runs from an image built
-// here without a registry and reaches the API server, a Guaranteed pod gets a CPU of its own from the
-// static CPU manager, and pods get a secondary interface on the second network.
+// The local cluster's own tests (hack/local-cluster): a pod runs from an image built here without a
+// registry and reaches the API server (pod and host network), a Service reaches its pod from the host
+// and from another pod, a Guaranteed pod gets a CPU of its own from the static CPU manager, and pods
+// get a secondary interface on the second network and talk over it.
 //
 //	go test -tags e2e -v -timeout 40m ./test/cluster/
 //
@@ -136,6 +137,66 @@ spec:
 	if logs := podLogs(t, "hello-host"); !strings.Contains(logs, "apiserver: v1.32.3 via https://198.19.202.1:443") {
 		t.Errorf("host-network pod did not reach the API server through its Service:\n%s", logs)
 	}
+}
+
+// TestServiceReachesPod checks kube-proxy's rules both ways a webhook and a benchmark need them: from
+// the host (where the API server calls admission webhooks) and from another pod on the same bridge.
+func TestServiceReachesPod(t *testing.T) {
+	apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: srv, namespace: %[1]s, labels: {app: srv}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: sockperf
+    image: localhost/tickstack-bench:%[2]s
+    imagePullPolicy: Never
+    command: [sockperf, server, --tcp, -i, 0.0.0.0, -p, "5001"]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: srv, namespace: %[1]s}
+spec:
+  selector: {app: srv}
+  ports: [{port: 443, targetPort: 5001, protocol: TCP}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: cli, namespace: %[1]s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: bench
+    image: localhost/tickstack-bench:%[2]s
+    imagePullPolicy: Never
+    command: [sleep, infinity]
+`, namespace, imageTag))
+	waitPhase(t, "srv", "Running", 3*time.Minute)
+	waitPhase(t, "cli", "Running", 3*time.Minute)
+	out, err := kubectl("get", "service", "-n", namespace, "srv", "-o", "jsonpath={.spec.clusterIP}")
+	if err != nil {
+		t.Fatalf("service: %v\n%s", err, out)
+	}
+	addr := net.JoinHostPort(out, "443")
+	if !strings.HasPrefix(out, "198.19.202.") {
+		t.Fatalf("cluster IP %q is outside the service range 198.19.202.0/24", out)
+	}
+	err = eventually(time.Minute, func() error {
+		c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+		if err != nil {
+			return fmt.Errorf("from the host: %w", err)
+		}
+		return c.Close()
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	if out, err := kubectl("exec", "-n", namespace, "cli", "--", "bash", "-c",
+		"timeout 5 bash -c 'exec 3<>/dev/tcp/"+out+"/443'"); err != nil {
+		t.Errorf("from a pod: %v\n%s", err, out)
+	}
+	deletePods(t, "srv", "cli")
 }
 
 // TestGuaranteedPodGetsExclusiveCPU checks the static CPU manager: a Guaranteed pod asking for one CPU
