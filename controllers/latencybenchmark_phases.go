@@ -31,7 +31,11 @@ var errStopPhases = errors.New("stop phases")
 func (r *LatencyBenchmarkReconciler) reconcileValidation(_ context.Context, s *benchScope) error {
 	b := s.b
 	var problems []string
-	if err := runnerSpec(b).Defaulted().Validate(); err != nil {
+	spec := runnerSpec(b)
+	if spec.Jitter != nil && spec.Jitter.CPUs == tsv1.JitterCPUsPod {
+		spec.Jitter.CPUs = "0" // stands for the runner's CPUs, known only in the pod
+	}
+	if err := spec.Defaulted().Validate(); err != nil {
 		problems = append(problems, "spec.suites: "+err.Error())
 	}
 	if err := b.Spec.Thresholds.Validate(); err != nil {

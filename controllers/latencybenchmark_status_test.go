@@ -522,8 +522,19 @@ func TestBenchScripts(t *testing.T) {
 	if spec, err := os.ReadFile(filepath.Join(results, "spec.json")); err != nil || string(spec) != `{"pingPong":{}}` {
 		t.Errorf("spec file %q: %v", spec, err)
 	}
-	if got := run(runnerScript); strings.Contains(got, "--peer") {
+	if got := run(runnerScript, `TSB_SPEC={"jitter":{"cpus":"pod"}}`); strings.Contains(got, "--peer") {
 		t.Errorf("jitter-only runner got a peer: %q", got)
+	}
+	cpus := ""
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				cpus = strings.TrimSpace(v)
+			}
+		}
+	}
+	if spec, err := os.ReadFile(filepath.Join(results, "spec.json")); err != nil || string(spec) != `{"jitter":{"cpus":"`+cpus+`"}}` {
+		t.Errorf("jitter cpus pod: spec file %q, want the container's CPUs %q: %v", spec, cpus, err)
 	}
 	got = run(twoPodsScript, "JOB_COMPLETION_INDEX=0", "TSB_PEER=x")
 	if !strings.Contains(got, "--role=server --listen=198.18.0.7") || !strings.Contains(got, "--once") || strings.Contains(got, "upload") {

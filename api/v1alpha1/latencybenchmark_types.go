@@ -68,6 +68,10 @@ const (
 	BenchErrorKey = "error"
 )
 
+// JitterCPUsPod as suites.jitter.cpus measures the CPUs the kubelet gave the runner container
+// (its exclusive CPUs under the static CPU manager), which a spec cannot know in advance.
+const JitterCPUsPod = "pod"
+
 // ValidationSpec says how a LatencyProfile's nodes are gated on their benchmark.
 type ValidationSpec struct {
 	// TaintUntilValidated keeps the NoSchedule taint tickstack.io/unvalidated on every node where
@@ -155,8 +159,8 @@ type LatencyBenchmarkSpec struct {
 	Stacks []bench.Stack `json:"stacks,omitempty"`
 
 	// Suites to run and their parameters (docs/benchmark-methods.md); unset suites are not run.
-	// Rules on their lists (message sizes, rates) and strings (jitter.cpus) are checked by the
-	// controller, which reports them on the Valid condition: the embedded types carry no maxItems,
+	// jitter.cpus may be "pod": the CPUs the runner container was given. Rules on lists (message
+	// sizes, rates) and strings (jitter.cpus) are checked by the controller, which reports them on the Valid condition: the embedded types carry no maxItems,
 	// so CEL rules over them exceed the API server's cost budget.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="!has(self.rateSweep) || !has(self.rateSweep.protocol) || self.rateSweep.protocol != 'tcp'",message="suites.rateSweep.protocol: tcp has no message drops to detect: use udp or udpMulticast"
