@@ -32,7 +32,7 @@ import (
 type options struct {
 	nodeName, hostRoot, journalPath, irqbalanceConfig string
 	bootLoader, grubUpdate, rebootCmd, irqbalanceCmd  string
-	checkPeriod, drainTimeout, drainBackoff           time.Duration
+	checkPeriod, drainTimeout, drainBackoff, rebootTO time.Duration
 	evictionGrace                                     int64
 	watchNICs                                         bool
 	metricsAddr, probeAddr                            string
@@ -50,6 +50,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.checkPeriod, "check-period", agent.DefaultCheckPeriod, "how often the host is checked for drift (NIC changes are seen at once)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", agent.DefaultDrainTimeout, "drain limit when the profile has no rollout.drainTimeout")
 	fs.DurationVar(&o.drainBackoff, "drain-retry-backoff", agent.DefaultDrainRetryBackoff, "wait after a failed drain before asking for a reboot slot again")
+	fs.DurationVar(&o.rebootTO, "reboot-timeout", agent.DefaultRebootTimeout, "how long the node may keep its boot ID after the reboot command before the agent reports it and runs the command again")
 	fs.Int64Var(&o.evictionGrace, "eviction-grace-period", -1, "termination grace period (seconds) for evicted pods; -1 uses each pod's own")
 	fs.BoolVar(&o.watchNICs, "watch-nic-changes", true, "verify at once when the kernel announces a NIC setting change (ethtool netlink monitor)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "address the metrics endpoint binds to; 0 disables it")
@@ -71,6 +72,7 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		IrqbalanceRestartCommand: strings.Fields(o.irqbalanceCmd),
 		DrainTimeout:             o.drainTimeout,
 		DrainRetryBackoff:        o.drainBackoff,
+		RebootTimeout:            o.rebootTO,
 	}
 	if o.evictionGrace >= 0 {
 		g := o.evictionGrace

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -49,7 +50,14 @@ func (r *Reconciler) validate(_ context.Context, s *scope) (bool, error) {
 
 // wasApplied reports whether the previous reconcile applied this generation completely, so
 // that any difference found now was made by someone else: drift.
-func wasApplied(lns *tsv1.LatencyNodeState) bool {
+func (r *Reconciler) wasApplied(lns *tsv1.LatencyNodeState) bool {
+	r.mu.Lock()
+	gen, ok := r.applied[lns.UID]
+	r.mu.Unlock()
+	if ok && gen == lns.Generation {
+		return true
+	}
+	// After a restart: what the last status says.
 	c := meta.FindStatusCondition(lns.Status.Conditions, tsv1.NodeApplied)
 	return c != nil && lns.Status.ObservedGeneration == lns.Generation &&
 		(c.Status == metav1.ConditionTrue || c.Reason == ReasonPendingReboot)
@@ -58,7 +66,7 @@ func wasApplied(lns *tsv1.LatencyNodeState) bool {
 // applyRuntime checks for drift, applies the runtime settings (the engine journals originals
 // before any write) and restarts irqbalance when its configuration changed.
 func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) (bool, error) {
-	if wasApplied(s.lns) {
+	if r.wasApplied(s.lns) {
 		res, err := r.Engine.Verify(s.desired)
 		if err == nil {
 			s.obs.drifted = tuning.Drift(res)
@@ -89,6 +97,14 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) (bool, error) {
 	}
 	if len(s.obs.drifted) > 0 {
 		s.obs.corrected = len(tuning.Drift(rep.Results)) == 0
+	}
+	if len(tuning.Drift(rep.Results)) == 0 {
+		r.mu.Lock()
+		if r.applied == nil {
+			r.applied = map[types.UID]int64{}
+		}
+		r.applied[s.lns.UID] = s.lns.Generation
+		r.mu.Unlock()
 	}
 	if len(rep.Changed) > 0 && len(s.obs.drifted) == 0 {
 		r.event(s.lns, corev1.EventTypeNormal, ReasonApplied, "Apply", "applied %d settings: %s", len(rep.Changed), abbreviate(rep.Changed, 8))

@@ -203,10 +203,17 @@ func (r *Reconciler) markRebootedFor(ctx context.Context, s *scope, hash string)
 func (r *Reconciler) runReboot(ctx context.Context, s *scope) (bool, error) {
 	s.requeue = r.DrainPoll
 	r.mu.Lock()
-	issued := r.rebootIssued[s.bootID]
+	issued, ok := r.rebootIssued[s.bootID]
 	r.mu.Unlock()
-	if issued {
-		return false, nil
+	if ok {
+		if since := r.Clock.Since(issued[0]); since >= r.RebootTimeout {
+			// The command "succeeded" and the node still runs the same kernel.
+			s.obs.rebootEr = fmt.Errorf("the node still runs boot ID %s %s after the reboot command %v succeeded; it stays drained and cordoned and the command runs again every %s: check --reboot-command", s.bootID, since.Round(time.Second), r.RebootCommand, r.RebootTimeout)
+		}
+		if r.Clock.Since(issued[1]) < r.RebootTimeout {
+			return false, nil
+		}
+		r.event(s.lns, corev1.EventTypeWarning, ReasonRebootFailed, "Reboot", "%v", s.obs.rebootEr)
 	}
 	if s.obs.reboot.BootID == "" {
 		s.obs.reboot.BootID = s.bootID
@@ -229,9 +236,14 @@ func (r *Reconciler) runReboot(ctx context.Context, s *scope) (bool, error) {
 	}
 	r.mu.Lock()
 	if r.rebootIssued == nil {
-		r.rebootIssued = map[string]bool{}
+		r.rebootIssued = map[string][2]time.Time{}
 	}
-	r.rebootIssued[s.bootID] = true
+	now := r.Clock.Now()
+	if prev, ok := r.rebootIssued[s.bootID]; ok {
+		r.rebootIssued[s.bootID] = [2]time.Time{prev[0], now}
+	} else {
+		r.rebootIssued[s.bootID] = [2]time.Time{now, now}
+	}
 	r.mu.Unlock()
 	return false, nil
 }

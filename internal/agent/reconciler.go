@@ -73,6 +73,7 @@ const (
 	DefaultDrainTimeout      = 10 * time.Minute
 	DefaultDrainRetryBackoff = 5 * time.Minute
 	DefaultDrainPoll         = 2 * time.Second
+	DefaultRebootTimeout     = 30 * time.Minute
 	// BootIDPath is the kernel's boot ID, below the host root; another value means a reboot.
 	BootIDPath = "/proc/sys/kernel/random/boot_id"
 )
@@ -110,6 +111,9 @@ type Reconciler struct {
 	DrainTimeout time.Duration
 	// DrainRetryBackoff is how long a DrainFailed node waits before asking for a slot again.
 	DrainRetryBackoff time.Duration
+	// RebootTimeout is how long after the reboot command the node may still run the same boot
+	// ID before the agent reports it (Degraded, RebootCommandFailed) and runs the command again.
+	RebootTimeout time.Duration
 	// DrainPoll is how often a running drain is looked at again.
 	DrainPoll time.Duration
 	// EvictionGracePeriod overrides the evicted pods' termination grace period (nil: theirs).
@@ -121,8 +125,11 @@ type Reconciler struct {
 	Failpoint func(point string)
 
 	mu sync.Mutex
-	// rebootIssued holds the boot IDs for which this process already ran the reboot command.
-	rebootIssued map[string]bool
+	// applied holds, per node state UID, the generation this process last applied completely:
+	// the cache may not show the status patch of the previous reconcile yet.
+	applied map[types.UID]int64
+	// rebootIssued holds, per boot ID, when this process first and last ran the reboot command.
+	rebootIssued map[string][2]time.Time
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch;patch
@@ -164,6 +171,9 @@ func (r *Reconciler) defaults() {
 	}
 	if r.DrainRetryBackoff <= 0 {
 		r.DrainRetryBackoff = DefaultDrainRetryBackoff
+	}
+	if r.RebootTimeout <= 0 {
+		r.RebootTimeout = DefaultRebootTimeout
 	}
 	if r.DrainPoll <= 0 {
 		r.DrainPoll = DefaultDrainPoll

@@ -278,3 +278,52 @@ func TestTreeTuningBeyondTheHost(t *testing.T) {
 		t.Errorf("kernel arguments written for a tuning that was refused: %v", err)
 	}
 }
+
+// TestTreeRebootThatDoesNotHappen: a reboot command that succeeds without rebooting is reported
+// (Degraded, RebootCommandFailed) and run again after RebootTimeout; deleting the node state
+// still uncordons the node and restores the tree.
+func TestTreeRebootThatDoesNotHappen(t *testing.T) {
+	node := agenttest.Name("noreboot")
+	a := agenttest.NewTreeAgent(t, node)
+	a.R.RebootCommand = agenttest.LogCommand(a.Reboots) // "succeeds", the boot ID stays
+	a.R.RebootTimeout = time.Second
+	before := agenttest.Snapshot(t, a.Root)
+	createNode(t, node)
+	createLNS(t, node, treeTuning())
+	agenttest.StartAgent(t, cfg, a.R, nil)
+	eventually(t, 20*time.Second, "reboot requested", func() error {
+		return wantCondition(getLNS(t, node), tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
+	})
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	eventually(t, 20*time.Second, "missing reboot reported", func() error {
+		l := getLNS(t, node)
+		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonRebootFailed); err != nil {
+			return err
+		}
+		if !strings.Contains(condition(l, tsv1.NodeDegraded).Message, "still runs boot ID") {
+			return fmt.Errorf("message %q", condition(l, tsv1.NodeDegraded).Message)
+		}
+		if n := len(agenttest.Lines(t, a.Reboots)); n < 2 {
+			return fmt.Errorf("reboot command ran %d times", n)
+		}
+		return nil
+	})
+	if !getNode(t, node).Spec.Unschedulable {
+		t.Error("a drained node waiting for its reboot was uncordoned")
+	}
+	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "node state gone", func() error {
+		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+	if getNode(t, node).Spec.Unschedulable {
+		t.Error("node left cordoned after the node state was deleted")
+	}
+	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+		t.Errorf("the tree differs after the restore:\n%s", strings.Join(d, "\n"))
+	}
+}
