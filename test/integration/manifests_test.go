@@ -91,6 +91,10 @@ func TestAgentInstall(t *testing.T) {
 	if ctr.SecurityContext == nil || ctr.SecurityContext.Privileged == nil || !*ctr.SecurityContext.Privileged {
 		t.Error("the agent container is not privileged")
 	}
+	// The image (Dockerfile, target agent) installs the binary there.
+	if len(ctr.Command) != 1 || ctr.Command[0] != "/usr/local/bin/agent" {
+		t.Errorf("command %v, want [/usr/local/bin/agent]", ctr.Command)
+	}
 	if !slicesContain(ctr.Args, "--host-root=/host") {
 		t.Errorf("args %v lack --host-root=/host", ctr.Args)
 	}
