@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Certificates of the local cluster, made once with openssl into $DIR/pki (sourced by hack/local-cluster).
 # One CA signs everything: serving certs for the API server, client certs for each component (their
 # Common Name and Organization are the identities RBAC's default bindings expect).
