@@ -31,7 +31,8 @@ import (
 // options are the agent's flags.
 type options struct {
 	nodeName, hostRoot, journalPath, irqbalanceConfig string
-	bootLoader, grubUpdate, rebootCmd, irqbalanceCmd  string
+	bootLoader                                        string
+	grubUpdate, rebootCmd, irqbalanceCmd              commandFlag
 	checkPeriod, drainTimeout, drainBackoff, rebootTO time.Duration
 	evictionGrace                                     int64
 	watchNICs                                         bool
@@ -44,9 +45,12 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.journalPath, "journal-path", tuning.DefaultJournalPath, "the journal of original values, on the host (below --host-root)")
 	fs.StringVar(&o.irqbalanceConfig, "irqbalance-config", host.DefaultIrqbalanceConfig, "irqbalance's environment file, on the host")
 	fs.StringVar(&o.bootLoader, "boot-loader", "grub", "how kernel arguments are written: grub (a /etc/default/grub.d drop-in), bls (/boot/loader/entries) or none")
-	fs.StringVar(&o.grubUpdate, "grub-update-command", "nsenter --target 1 --mount -- update-grub", "regenerates grub.cfg after the drop-in changed (grub2-mkconfig -o /boot/grub2/grub.cfg on Fedora/RHEL); empty runs nothing")
-	fs.StringVar(&o.rebootCmd, "reboot-command", "nsenter --target 1 --mount -- systemctl reboot", "reboots the node once it is drained; runs with TICKSTACK_NODE_NAME and TICKSTACK_HOST_ROOT set")
-	fs.StringVar(&o.irqbalanceCmd, "irqbalance-restart-command", "nsenter --target 1 --mount -- systemctl try-restart irqbalance.service", "restarts irqbalance, if it runs, after its banned CPUs changed; empty runs nothing")
+	o.grubUpdate = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- update-grub")}
+	o.rebootCmd = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl reboot")}
+	o.irqbalanceCmd = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl try-restart irqbalance.service")}
+	fs.Var(&o.grubUpdate, "grub-update-command", "regenerates grub.cfg after the drop-in changed (grub2-mkconfig -o /boot/grub2/grub.cfg on Fedora/RHEL); empty runs nothing"+commandHelp)
+	fs.Var(&o.rebootCmd, "reboot-command", "reboots the node once it is drained; runs with TICKSTACK_NODE_NAME and TICKSTACK_HOST_ROOT set"+commandHelp)
+	fs.Var(&o.irqbalanceCmd, "irqbalance-restart-command", "restarts irqbalance, if it runs, after its banned CPUs changed; empty runs nothing"+commandHelp)
 	fs.DurationVar(&o.checkPeriod, "check-period", agent.DefaultCheckPeriod, "how often the host is checked for drift (NIC changes are seen at once)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", agent.DefaultDrainTimeout, "drain limit when the profile has no rollout.drainTimeout")
 	fs.DurationVar(&o.drainBackoff, "drain-retry-backoff", agent.DefaultDrainRetryBackoff, "wait after a failed drain before asking for a reboot slot again")
@@ -68,8 +72,8 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		Host:                     h,
 		Engine:                   &tuning.Engine{Host: h, JournalPath: o.journalPath},
 		CheckPeriod:              o.checkPeriod,
-		RebootCommand:            strings.Fields(o.rebootCmd),
-		IrqbalanceRestartCommand: strings.Fields(o.irqbalanceCmd),
+		RebootCommand:            o.rebootCmd.argv,
+		IrqbalanceRestartCommand: o.irqbalanceCmd.argv,
 		DrainTimeout:             o.drainTimeout,
 		DrainRetryBackoff:        o.drainBackoff,
 		RebootTimeout:            o.rebootTO,
@@ -81,7 +85,7 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 	retired := h.Path(bootloader.DefaultStateDir + "/retired-args")
 	switch o.bootLoader {
 	case "grub":
-		r.Boot = &bootloader.Manager{Writer: &bootloader.GRUB{Host: h, UpdateCommand: strings.Fields(o.grubUpdate)}, RetiredPath: retired}
+		r.Boot = &bootloader.Manager{Writer: &bootloader.GRUB{Host: h, UpdateCommand: o.grubUpdate.argv}, RetiredPath: retired}
 	case "bls":
 		r.Boot = &bootloader.Manager{Writer: &bootloader.BLS{Host: h}, RetiredPath: retired}
 	case "none":
@@ -89,6 +93,40 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		return nil, fmt.Errorf("--boot-loader=%q: use grub, bls or none", o.bootLoader)
 	}
 	return r, nil
+}
+
+const commandHelp = " (given once: split on blanks; given several times: one argument each)"
+
+// commandFlag is a command line: one flag value is split on blanks ("systemctl reboot"); a flag
+// repeated gives one argument per occurrence (--reboot-command=sh --reboot-command="-c" ...), as a
+// Helm list renders it.
+type commandFlag struct {
+	argv []string
+	// set counts the occurrences on the command line (the default does not count); first is the
+	// first one as given.
+	set   int
+	first string
+}
+
+func (c *commandFlag) String() string {
+	if c == nil {
+		return ""
+	}
+	return strings.Join(c.argv, " ")
+}
+
+func (c *commandFlag) Set(v string) error {
+	c.set++
+	switch c.set {
+	case 1:
+		c.argv = strings.Fields(v)
+		c.first = v
+	case 2:
+		c.argv = []string{c.first, v}
+	default:
+		c.argv = append(c.argv, v)
+	}
+	return nil
 }
 
 func main() {

@@ -59,3 +59,23 @@ func TestFlagsBuildTheReconciler(t *testing.T) {
 		}
 	}
 }
+
+func TestCommandFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"nsenter", "--target", "1", "--mount", "--", "systemctl", "reboot"}},
+		{[]string{"--reboot-command=systemctl reboot"}, []string{"systemctl", "reboot"}},
+		{[]string{"--reboot-command=/bin/sh", "--reboot-command=-c", "--reboot-command=echo a b"}, []string{"/bin/sh", "-c", "echo a b"}},
+		{[]string{"--reboot-command="}, nil},
+	} {
+		r, err := parse(t, "n", tt.args...).reconciler()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(r.RebootCommand, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("%v: reboot command %q, want %q", tt.args, r.RebootCommand, tt.want)
+		}
+	}
+}
