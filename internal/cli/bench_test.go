@@ -207,6 +207,9 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("report mode %v: %v, want 0644", st.Mode(), err)
+		}
 		for _, want := range []string{"<svg", "tslb-cli-a", "tslb-cli-b", "ci, run 2"} {
 			if !strings.Contains(string(html), want) {
 				t.Errorf("report lacks %q", want)
