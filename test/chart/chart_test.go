@@ -111,8 +111,8 @@ func TestLintStrict(t *testing.T) {
 
 func TestCRDsTemplatedAndKept(t *testing.T) {
 	crds := ofKind(mustRender(t), "CustomResourceDefinition")
-	if len(crds) != 3 {
-		t.Fatalf("want 3 CRDs by default (LatencyProfile, LatencyNodeState, LatencyBenchmark), got %d", len(crds))
+	if len(crds) != 4 {
+		t.Fatalf("want 4 CRDs by default (LatencyProfile, LatencyNodeState, LatencyBenchmark, BMC), got %d", len(crds))
 	}
 	for _, c := range crds {
 		if c.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
@@ -252,12 +252,12 @@ func TestAgentOnlyWhenEnabled(t *testing.T) {
 
 func TestValuesSchemaRefusesBadValues(t *testing.T) {
 	for set, want := range map[string]string{
-		"manager.replicas=0":           "/manager/replicas",
-		"webhook.failurePolicy=Maybe":  "/webhook/failurePolicy",
-		"imagePullPolicy=Sometimes":    "/imagePullPolicy",
-		"agent.checkPeriod=soon":       "/agent/checkPeriod",
-		"webhook.certs.mode=helm":      "/webhook/certs/mode",
-		"manager.replica=2":            "additional properties 'replica' not allowed",
+		"manager.replicas=0":          "/manager/replicas",
+		"webhook.failurePolicy=Maybe": "/webhook/failurePolicy",
+		"imagePullPolicy=Sometimes":   "/imagePullPolicy",
+		"agent.checkPeriod=soon":      "/agent/checkPeriod",
+		"webhook.certs.mode=helm":     "/webhook/certs/mode",
+		"manager.replica=2":           "additional properties 'replica' not allowed",
 	} {
 		_, err := render(t, set)
 		if err == nil || !strings.Contains(err.Error(), want) {
