@@ -359,6 +359,27 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			"spec.schedule"),
 	)
 
+	It("places TwoPods runs as a two-pod Indexed Job reaching its reflector through a headless Service", func() {
+		ns := tslbNamespace()
+		n := tslbNode("tslb-two", "tslb-p6")
+		b := validBenchmark(ns, "two", "tslb-p6")
+		b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, RunnerCPUs: ptr.To[int32](2)}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+		job := nodeJob(ns, "two", 1, n.Name)
+		Expect(*job.Spec.CompletionMode).To(Equal(batchv1.IndexedCompletion))
+		Expect(*job.Spec.Completions).To(BeEquivalentTo(2))
+		Expect(job.Spec.Template.Spec.Subdomain).To(Equal(benchAccessName("two")))
+		Expect(job.Spec.Template.Spec.Containers[0].Resources.Limits.Cpu().String()).To(Equal("2"))
+		svc := &corev1.Service{}
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchAccessName("two")}, svc)
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+		Expect(svc.Spec.Selector).To(HaveKeyWithValue(tsv1.BenchmarkLabel, "two"))
+		Expect(svc.Spec.PublishNotReadyAddresses).To(BeTrue())
+	})
+
 	It("starts a new run when the schedule comes due (injected clock)", func() {
 		ns := tslbNamespace()
 		n := tslbNode("tslb-sched", "tslb-p5")

@@ -16,6 +16,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bench"
+	tswebhook "github.com/tickstack/tickstack/internal/webhook"
 )
 
 // testClock is a settable clock for the reconciler.
@@ -542,5 +543,40 @@ func TestBenchScripts(t *testing.T) {
 	}
 	if got := run(twoPodsScript, "JOB_COMPLETION_INDEX=1", "TSB_PEER=job-0.svc"); !strings.Contains(got, "--role=client") || !strings.Contains(got, "--peer=job-0.svc") {
 		t.Errorf("index 1 is not the runner: %q", got)
+	}
+}
+
+// TestBenchPodsPassThePodWebhook runs the pod webhook's mutation on the pods a bypass benchmark's
+// Job makes: they are Guaranteed with whole CPUs, so the webhook accepts them, injects the bypass
+// library into the runner container, and keeps them on the profile's nodes.
+func TestBenchPodsPassThePodWebhook(t *testing.T) {
+	b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "trading"}}
+	b.Spec.Target.Profile = "md"
+	b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass}
+	b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods}
+	b.Spec.Suites.PingPong = &bench.PingPongSpec{}
+	job, err := BuildBenchJob(BenchJobInput{Benchmark: b, Run: 1, Node: "worker-1", Profile: "md", Image: "img:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "md"}, Spec: tsv1.LatencyProfileSpec{
+		NICs: []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"eth1"}}, Acceleration: tsv1.AccelerationBypass}}}}
+	pod := &corev1.Pod{ObjectMeta: job.Spec.Template.ObjectMeta, Spec: job.Spec.Template.Spec}
+	if pod.Labels[tswebhook.PodProfileLabel] != "md" {
+		t.Fatalf("pod labels %v: not opted in to the pod webhook", pod.Labels)
+	}
+	if err := tswebhook.MutatePod(pod, profile, tswebhook.PodOptions{DataplaneImage: "dp:1", ResourcePrefix: tswebhook.DefaultResourcePrefix}); err != nil {
+		t.Fatalf("the pod webhook refuses the benchmark pod: %v", err)
+	}
+	runner := pod.Spec.Containers[0]
+	if env(runner, "LD_PRELOAD") == "" {
+		t.Errorf("the webhook did not inject the bypass library into %s: %+v", runner.Name, runner.Env)
+	}
+	if !strings.Contains(runner.Command[2], "unset LD_PRELOAD") {
+		t.Error("the pod script keeps the injected LD_PRELOAD for the kernel stack's rows")
+	}
+	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) != 1 || len(terms[0].MatchFields) != 1 || terms[0].MatchFields[0].Values[0] != "worker-1" {
+		t.Errorf("the pod is no longer pinned to its node: %+v", terms)
 	}
 }
