@@ -2,8 +2,9 @@
 
 // The local cluster's own tests (hack/local-cluster): a pod runs from an image built here without a
 // registry and reaches the API server (pod and host network), a Service reaches its pod from the host
-// and from another pod, a Guaranteed pod gets a CPU of its own from the static CPU manager, and pods
-// get a secondary interface on the second network and talk over it.
+// and from another pod, a Guaranteed pod gets a CPU of its own from the static CPU manager, pods get
+// a secondary interface on the second network (macvlan) and on the point-to-point latency link (veth,
+// native XDP) and talk over them.
 //
 //	go test -tags e2e -v -timeout 40m ./test/cluster/
 //
@@ -297,6 +298,62 @@ spec:
 		t.Fatalf("ping net-b over lat0: %v\n%s", err, out)
 	}
 	deletePods(t, "net-a", "net-b")
+}
+
+// TestPointToPointLatencyLink attaches two pods to the two ends of the node's veth latency link
+// (NADs default/tslc-lat-a and -b, host-device), pings across it, and, when the bench image carries
+// the dataplane's xsk-floor, runs an AF_XDP ping-pong in native XDP mode across it.
+func TestPointToPointLatencyLink(t *testing.T) {
+	ends := map[string]string{"lat-a": "198.19.204.1", "lat-b": "198.19.204.2"}
+	for name := range ends {
+		apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  annotations:
+    k8s.v1.cni.cncf.io/networks: default/tslc-%[1]s@lat0
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: bench
+    image: localhost/tickstack-bench:%[3]s
+    imagePullPolicy: Never
+    command: [sleep, infinity]
+    securityContext: {privileged: true}
+`, name, namespace, imageTag))
+	}
+	for name, ip := range ends {
+		waitPhase(t, name, "Running", 3*time.Minute)
+		out, err := kubectl("exec", "-n", namespace, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
+		if err != nil || !strings.Contains(out, ip+"/24") {
+			t.Fatalf("%s: lat0 should carry %s: %v\n%s", name, ip, err, out)
+		}
+	}
+	if out, err := kubectl("exec", "-n", namespace, "lat-a", "--", "ping", "-c", "3", "-W", "2", "-I", "lat0", ends["lat-b"]); err != nil {
+		t.Fatalf("ping lat-b over the latency link: %v\n%s", err, out)
+	}
+	const xsk = "/opt/tickstack/dataplane/xsk-floor"
+	if _, err := kubectl("exec", "-n", namespace, "lat-a", "--", "test", "-x", xsk); err != nil {
+		t.Log("the bench image has no xsk-floor (dataplane not built): AF_XDP part skipped")
+	} else {
+		mac, err := kubectl("exec", "-n", namespace, "lat-a", "--", "cat", "/sys/class/net/lat0/address")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := kubectl("exec", "-n", namespace, "lat-a", "--", "sh", "-c",
+			"nohup "+xsk+" reflect lat0 "+ends["lat-a"]+" 5000 >/tmp/reflect.log 2>&1 &"); err != nil {
+			t.Fatalf("start the reflector: %v\n%s", err, out)
+		}
+		time.Sleep(2 * time.Second)
+		out, err := kubectl("exec", "-n", namespace, "lat-b", "--", xsk, "ping", "lat0", ends["lat-b"], ends["lat-a"], mac, "5000", "64", "2")
+		m := regexp.MustCompile(`observations=(\d+)`).FindStringSubmatch(out)
+		if err != nil || m == nil || m[1] == "0" {
+			t.Errorf("AF_XDP ping-pong over the latency link: %v\n%s", err, out)
+		}
+	}
+	deletePods(t, "lat-a", "lat-b")
 }
 
 func cpusAllowed(t *testing.T, pod string) string {
