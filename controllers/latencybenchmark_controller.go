@@ -111,15 +111,29 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	return res, nil
 }
 
-// SetupWithManager watches benchmarks and the Jobs and ConfigMaps they own.
+// SetupWithManager watches benchmarks, the Jobs and ConfigMaps they own, and node labels.
 func (r *LatencyBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	// A node's labels decide whether it is a target (profile label, selector): every benchmark
+	// looks again when they change. There are few benchmarks.
+	allBenchmarks := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list tsv1.LatencyBenchmarkList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, b := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+		}
+		return reqs
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tsv1.LatencyBenchmark{}).
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.ConfigMap{}).
+		Watches(&corev1.Node{}, allBenchmarks, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Named("latencybenchmark").
 		Complete(r)
 }

@@ -359,6 +359,25 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			"spec.schedule"),
 	)
 
+	It("measures a node that joins the target during a run, even a run that started with none", func() {
+		ns := tslbNamespace()
+		b := validBenchmark(ns, "joiner", "tslb-p7")
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+		Eventually(func(g Gomega) string {
+			return condition(getBenchmark(ns, "joiner")(g).Status.Conditions, tsv1.BenchmarkComplete).Reason
+		}, 20*time.Second, 100*time.Millisecond).Should(Equal(tsv1.ReasonNoTargetNodes))
+
+		n := tslbNode("tslb-joiner", "tslb-p7") // the profile became applied there
+		uploadResults(ns, nodeJob(ns, "joiner", 1, n.Name).Name, sampleResults(n.Name, map[bench.Stack]int64{bench.StackKernel: 1000}))
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "joiner")(g)
+			g.Expect(got.Status.Run).To(BeEquivalentTo(1))
+			g.Expect(got.Status.Verdict).To(Equal(bench.VerdictPassed))
+			g.Expect(nodeStatus(got, n.Name).Phase).To(Equal(tsv1.NodeCompleted))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+
 	It("places TwoPods runs as a two-pod Indexed Job reaching its reflector through a headless Service", func() {
 		ns := tslbNamespace()
 		n := tslbNode("tslb-two", "tslb-p6")

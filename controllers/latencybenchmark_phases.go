@@ -61,7 +61,7 @@ func (r *LatencyBenchmarkReconciler) reconcileRun(ctx context.Context, s *benchS
 	reason, next := runDecision(b, schedule, s.now)
 	s.facts.next = next
 	if reason == "" {
-		return nil
+		return r.addJoinedNodes(ctx, s)
 	}
 	nodes, missing, err := r.targetNodes(ctx, b)
 	if err != nil {
@@ -120,6 +120,40 @@ func copyRBAC(have, want client.Object) {
 			h.RoleRef = w.RoleRef
 		}
 	}
+}
+
+// addJoinedNodes adds to the current run the target nodes that joined since it started (a node
+// where the profile became applied, a node that got the selected labels), so they are measured
+// without waiting for the next run. Nodes that left the target keep their results.
+func (r *LatencyBenchmarkReconciler) addJoinedNodes(ctx context.Context, s *benchScope) error {
+	b := s.b
+	if b.Status.Run == 0 {
+		return nil
+	}
+	nodes, _, err := r.targetNodes(ctx, b)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, n := range b.Status.Nodes {
+		have[n.Node] = true
+	}
+	added := 0
+	for _, n := range nodes {
+		if have[n.Name] {
+			continue
+		}
+		b.Status.Nodes = append(b.Status.Nodes, tsv1.BenchmarkNodeStatus{
+			Node: n.Name, Profile: n.Labels[NodeProfileLabel], Job: benchJobName(b.Name, b.Status.Run, n.Name),
+			Phase: tsv1.NodePending, Message: "creating the Job (joined the target during the run)",
+		})
+		r.event(b, corev1.EventTypeNormal, "NodeJoined", "Add", "run %d: node %s joined the target", b.Status.Run, n.Name)
+		added++
+	}
+	if added > 0 {
+		sort.Slice(b.Status.Nodes, func(i, j int) bool { return b.Status.Nodes[i].Node < b.Status.Nodes[j].Node })
+	}
+	return nil
 }
 
 // targetNodes lists the nodes the target picks, and names of nodeNames that do not exist.
