@@ -85,6 +85,7 @@ func (r *LatencyProfileReconciler) reconcileReboots(ctx context.Context, s *prof
 		}
 	}
 	grant, revoke := PlanReboots(s.facts.states, cordoned, MaxUnavailable(s.profile.Spec.Rollout, len(s.facts.owned)))
+	grant = holdForBIOS(s.profile, s.facts.states, grant) // bios_gate.go: BIOS staged before the reboot
 	byName := map[string]*tsv1.LatencyNodeState{}
 	for _, lns := range s.facts.states {
 		byName[lns.Name] = lns

@@ -64,3 +64,52 @@ const (
 	// ProfileLabel on a node state names its profile (for listing by label).
 	ProfileLabel = "tickstack.io/profile"
 )
+
+// Condition types in a LatencyNodeState's status.bios, written by the operator's BIOS reconciler.
+const (
+	// BIOSBMCReachable is True when the operator reached the node's BMC and logged in.
+	BIOSBMCReachable = "BMCReachable"
+	// BIOSValid is True when the node's attribute registry accepts every wanted attribute.
+	BIOSValid = "BIOSValid"
+	// BIOSAppliedCondition is True when every wanted attribute is in effect.
+	BIOSAppliedCondition = "BIOSApplied"
+)
+
+// Reasons of the BIOS conditions.
+const (
+	// ReasonBMCConnected: the BMC answered and accepted the credentials.
+	ReasonBMCConnected = "Connected"
+	// ReasonNoBMC: no BMC object for the node.
+	ReasonNoBMC = "NoBMC"
+	// ReasonBMCSecret: the credentials Secret is missing or lacks username/password.
+	ReasonBMCSecret = "CredentialsSecretInvalid"
+	// ReasonBMCConfig: the BMC object cannot be used as it is (nothing was sent).
+	ReasonBMCConfig = "BMCConfigInvalid"
+	// ReasonBMCTLS: the BMC's certificate is not trusted.
+	ReasonBMCTLS = "TLSFailed"
+	// ReasonBMCAuth: the BMC refused the credentials.
+	ReasonBMCAuth = "AuthenticationFailed"
+	// ReasonBMCUnreachable: the BMC did not answer.
+	ReasonBMCUnreachable = "Unreachable"
+	// ReasonBMCProtocol: the BMC answered with a Redfish error.
+	ReasonBMCProtocol = "RedfishError"
+	// ReasonBIOSValid: the registry accepts every attribute.
+	ReasonBIOSValid = "Valid"
+	// ReasonBIOSInvalid: the registry refuses some attributes; nothing was staged.
+	ReasonBIOSInvalid = "InvalidAttributes"
+	// ReasonBIOSPresetUnknown: the preset names no vendor the operator knows for this BMC.
+	ReasonBIOSPresetUnknown = "PresetUnavailable"
+	// ReasonBIOSInEffect: every attribute is in effect.
+	ReasonBIOSInEffect = "InEffect"
+	// ReasonBIOSPendingReboot: attributes are staged and wait for the node's reboot slot.
+	ReasonBIOSPendingReboot = "PendingReboot"
+	// ReasonBIOSNotApplied: after the reboot some attributes are not in effect.
+	ReasonBIOSNotApplied = "NotApplied"
+	// ReasonBIOSDrifted: attributes that were in effect changed since.
+	ReasonBIOSDrifted = "Drifted"
+	// ReasonBIOSUnknown: the BMC could not be read, so nothing is known.
+	ReasonBIOSUnknown = "Unknown"
+	// ReasonWaitingForBootID: the node's kubelet has not reported a boot ID yet (staging waits for
+	// it, so that the reboot can be recognised).
+	ReasonWaitingForBootID = "WaitingForBootID"
+)

@@ -20,6 +20,7 @@ func knownTypes() []runtime.Object {
 	return []runtime.Object{
 		&LatencyProfile{}, &LatencyProfileList{},
 		&LatencyNodeState{}, &LatencyNodeStateList{},
+		&BMC{}, &BMCList{},
 		&LatencyBenchmark{}, &LatencyBenchmarkList{},
 	}
 }

@@ -140,6 +140,27 @@ type LatencyNodeStateSpec struct {
 	// node reports the reboot done (RebootRequired no longer True) or the drain failed.
 	// +optional
 	RebootGranted bool `json:"rebootGranted,omitempty"`
+	// Firmware is written by the operator's BIOS reconciler: whether BIOS settings staged on the
+	// node's BMC wait for a reboot. The agent treats PendingReboot as a reason to request a reboot
+	// slot, the same one as for its kernel arguments.
+	// +optional
+	Firmware *FirmwareSpec `json:"firmware,omitempty"`
+}
+
+// FirmwareSpec tells the node agent about BIOS settings the operator staged through the BMC.
+type FirmwareSpec struct {
+	// Hash of the profile's bios section the operator has handled for this node (staged, found in
+	// effect, or refused). The operator grants no reboot slot while it differs from the profile's,
+	// so a reboot never runs before the BIOS settings are staged.
+	// +optional
+	Hash string `json:"hash,omitempty"`
+	// PendingReboot is true when BIOS settings are staged and take effect at the next reboot.
+	// +optional
+	PendingReboot bool `json:"pendingReboot,omitempty"`
+	// BootID is the node's boot ID when the settings were staged. The agent needs a reboot for
+	// them only while its host still runs that boot; any other boot ID means the reboot happened.
+	// +optional
+	BootID string `json:"bootID,omitempty"`
 }
 
 // NUMANode is one NUMA node of the host.
@@ -275,6 +296,74 @@ type RebootStatus struct {
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 }
 
+// BIOSAttributeState is how one BIOS attribute stands on the node.
+// +kubebuilder:validation:Enum=Applied;PendingReboot;Pending;Mismatch;Missing;Drifted;Invalid
+type BIOSAttributeState string
+
+const (
+	// BIOSApplied: the value is in effect.
+	BIOSApplied BIOSAttributeState = "Applied"
+	// BIOSPendingReboot: staged on the BMC; the firmware applies it at the next reboot.
+	BIOSPendingReboot BIOSAttributeState = "PendingReboot"
+	// BIOSPending: still staged after the reboot (the firmware did not apply it yet).
+	BIOSPending BIOSAttributeState = "Pending"
+	// BIOSMismatch: after the reboot the value differs and is not staged: the BIOS refused or lost it.
+	BIOSMismatch BIOSAttributeState = "Mismatch"
+	// BIOSMissing: the BIOS no longer reports the attribute.
+	BIOSMissing BIOSAttributeState = "Missing"
+	// BIOSDrifted: the value was in effect and someone changed it since.
+	BIOSDrifted BIOSAttributeState = "Drifted"
+	// BIOSInvalid: the attribute registry refuses the name or value; nothing was staged.
+	BIOSInvalid BIOSAttributeState = "Invalid"
+)
+
+// BIOSAttributeStatus is one BIOS attribute's desired and observed value.
+type BIOSAttributeStatus struct {
+	// Name of the attribute.
+	Name string `json:"name"`
+	// Desired value.
+	// +optional
+	Desired string `json:"desired,omitempty"`
+	// Observed value in effect, as the BMC reports it.
+	// +optional
+	Observed string `json:"observed,omitempty"`
+	// State of the attribute.
+	State BIOSAttributeState `json:"state"`
+	// Message says what is wrong and how to fix it, when something is.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// BIOSStatus is written by the operator's BIOS reconciler (never the agent, which holds no BMC
+// credentials).
+type BIOSStatus struct {
+	// Endpoint of the BMC (never with credentials).
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// Vendor is the BMC family the operator recognised (it picks the Auto preset).
+	// +optional
+	Vendor string `json:"vendor,omitempty"`
+	// StagedHash is the spec.firmware.hash whose attributes were validated and staged (or found
+	// already in effect). While it differs, the operator tries again.
+	// +optional
+	StagedHash string `json:"stagedHash,omitempty"`
+	// Attributes with their desired and observed values.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	Attributes []BIOSAttributeStatus `json:"attributes,omitempty"`
+	// LastVerifiedTime is when the values were last read back from the BMC.
+	// +optional
+	LastVerifiedTime *metav1.Time `json:"lastVerifiedTime,omitempty"`
+	// Conditions: BMCReachable, BIOSValid, BIOSApplied.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
 // LatencyNodeStateStatus is written by the node agent.
 type LatencyNodeStateStatus struct {
 	// ObservedGeneration is the spec generation the agent last acted on.
@@ -295,6 +384,10 @@ type LatencyNodeStateStatus struct {
 	// Fingerprint is a hash of the tuning really in effect; also the node label tickstack.io/fingerprint.
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// BIOS is the operator's report on the node's BIOS settings (status.bios is the operator's;
+	// everything else in status is the agent's).
+	// +optional
+	BIOS *BIOSStatus `json:"bios,omitempty"`
 	// Conditions: Applied, Degraded, RebootRequired, Drifted.
 	// +optional
 	// +listType=map
@@ -313,6 +406,7 @@ type LatencyNodeStateStatus struct {
 // +kubebuilder:printcolumn:name="Reboot",type=string,JSONPath=`.status.conditions[?(@.type=="RebootRequired")].status`
 // +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="Drifted")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="BIOS",type=string,JSONPath=`.status.bios.conditions[?(@.type=="BIOSApplied")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.fingerprint`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type LatencyNodeState struct {

@@ -377,6 +377,49 @@ type NICSpec struct {
 	Network *NICNetwork `json:"network,omitempty"`
 }
 
+// BIOSPreset names a vendor's low-latency BIOS preset: C-states off, C1E off, turbo on, SMT off,
+// power profile maximum performance, sub-NUMA clustering off, uncore at maximum frequency, spelled
+// the way that vendor's BIOS names them (docs/bios.md has the table).
+// +kubebuilder:validation:Enum=None;Auto;Dell;HPE;Lenovo;Supermicro;SushyEmulator
+type BIOSPreset string
+
+const (
+	// BIOSPresetNone sets only the listed attributes.
+	BIOSPresetNone BIOSPreset = "None"
+	// BIOSPresetAuto picks the preset from the manufacturer the BMC reports.
+	BIOSPresetAuto BIOSPreset = "Auto"
+)
+
+// BIOSAttribute is one BIOS attribute, named as the node's BIOS attribute registry names it.
+type BIOSAttribute struct {
+	// Name of the attribute, for example ProcTurboMode (Dell) or MinProcIdlePower (HPE).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.:-]+$`
+	Name string `json:"name"`
+	// Value as text: "true" and "42" become a Boolean and an Integer when the registry says so.
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	Value string `json:"value"`
+}
+
+// BIOSSpec is the BIOS part of a profile: a vendor preset, attributes, or both (the attributes
+// override the preset's entries of the same name).
+// +kubebuilder:validation:XValidation:rule="(has(self.preset) && self.preset != 'None') || (has(self.attributes) && size(self.attributes) > 0)",message="bios needs a preset other than None or at least one entry in bios.attributes"
+type BIOSSpec struct {
+	// Preset adds a vendor's low-latency settings. Auto picks it from the BMC's manufacturer.
+	// Default None.
+	// +optional
+	Preset BIOSPreset `json:"preset,omitempty"`
+	// Attributes to set, as name/value pairs.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	Attributes []BIOSAttribute `json:"attributes,omitempty"`
+}
+
 // RolloutSpec limits how many nodes change at once.
 type RolloutSpec struct {
 	// MaxUnavailable is how many matched nodes may be cordoned or rebooting at once, as a count or a
@@ -444,6 +487,12 @@ type LatencyProfileSpec struct {
 	// Rollout limits how many nodes change at once.
 	// +optional
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
+	// BIOS sets BIOS attributes through each node's BMC over Redfish (docs/bios.md). The operator
+	// validates them against the node's attribute registry, stages them, and they take effect in the
+	// same reboot as the kernel arguments.
+	// +optional
+	BIOS *BIOSSpec `json:"bios,omitempty"`
 
 	// Validation gates the profile's nodes on their LatencyBenchmark (docs/benchmark.md).
 	// +optional

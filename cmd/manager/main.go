@@ -134,6 +134,11 @@ func main() {
 		log.Error(err, "setting up the LatencyBenchmark controller")
 		os.Exit(1)
 	}
+	if err := (&controllers.BIOSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("bios")}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "setting up the BIOS controller")
+		os.Exit(1)
+	}
 	if err := (&controllers.NodeValidationReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the node validation controller")
 		os.Exit(1)
