@@ -54,6 +54,9 @@ func judgeNode(prev tsv1.BenchmarkNodeStatus, f benchJobFacts, th bench.Threshol
 	switch {
 	case f.results != "":
 		res, err := bench.UnmarshalResults([]byte(f.results))
+		if err == nil {
+			err = checkResults(res)
+		}
 		if err != nil {
 			return fail(fmt.Sprintf("results of Job %s are unreadable: %v", prev.Job, err))
 		}
@@ -79,6 +82,62 @@ func judgeNode(prev tsv1.BenchmarkNodeStatus, f benchJobFacts, th bench.Threshol
 		out.Phase, out.Message = tsv1.NodePending, "creating the Job"
 	}
 	return out
+}
+
+// checkResults refuses a document the status schema would refuse (enums, required times), so one
+// malformed upload fails its node instead of blocking every status update of the benchmark.
+func checkResults(r *bench.Results) error {
+	if r.StartTime.IsZero() || r.CompletionTime.IsZero() {
+		return fmt.Errorf("startTime and completionTime are required")
+	}
+	proto := func(p bench.Protocol) error {
+		switch p {
+		case bench.ProtocolUDP, bench.ProtocolUDPMulticast, bench.ProtocolTCP:
+			return nil
+		}
+		return fmt.Errorf("protocol %q is not udp, udpMulticast or tcp", p)
+	}
+	var errs []error
+	for _, st := range r.Stacks {
+		if st.Stack != bench.StackKernel && st.Stack != bench.StackBypass {
+			errs = append(errs, fmt.Errorf("stack %q is not kernel or bypass", st.Stack))
+		}
+		if p := st.PingPong; p != nil {
+			for _, row := range p.Rows {
+				errs = append(errs, proto(row.Protocol))
+			}
+			if p.Curve != nil {
+				errs = append(errs, proto(p.Curve.Protocol))
+			}
+		}
+		if rs := st.RateSweep; rs != nil {
+			for _, row := range rs.Rows {
+				errs = append(errs, proto(row.Protocol))
+			}
+			for _, m := range rs.MaxSustained {
+				errs = append(errs, proto(m.Protocol))
+			}
+		}
+		if m := st.Microburst; m != nil {
+			errs = append(errs, proto(m.Protocol))
+		}
+		if m := st.MixedBurst; m != nil {
+			errs = append(errs, proto(m.Protocol))
+		}
+	}
+	if j := r.Jitter; j != nil {
+		for _, row := range j.Rows {
+			if row.Tool != bench.JitterOslat && row.Tool != bench.JitterCyclictest {
+				errs = append(errs, fmt.Errorf("jitter tool %q is not oslat or cyclictest", row.Tool))
+			}
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // verdictMessage sums a verdict up in one line: the result and the first reason that decided it.

@@ -91,6 +91,8 @@ func TestJudgeNode(t *testing.T) {
 		{"results over the limit", pending, benchJobFacts{jobFound: true, results: good, exitCode: "0"}, p99Limit("20us"), tsv1.NodeCompleted, bench.VerdictFailed, "exceeds 20us"},
 		{"results with a runner error code", pending, benchJobFacts{results: good, exitCode: "1"}, bench.Thresholds{}, tsv1.NodeCompleted, bench.VerdictPassed, "exit code 1"},
 		{"results of another schema", pending, benchJobFacts{results: wrongSchema}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "unreadable"},
+		{"results without times", pending, benchJobFacts{results: strings.Replace(good, `"startTime":"2023-11-14T22:13:20Z"`, `"startTime":null`, 1)}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "startTime and completionTime are required"},
+		{"results with an unknown protocol", pending, benchJobFacts{results: strings.Replace(good, `"protocol":"udp"`, `"protocol":"sctp"`, 1)}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, `protocol "sctp"`},
 		{"uploader says no results", pending, benchJobFacts{uploadError: "the runner wrote no results file"}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "no results file"},
 		{"job failed without results", pending, benchJobFacts{jobFound: true, jobFailed: true, jobMessage: "DeadlineExceeded: too long"}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "DeadlineExceeded"},
 		{"job succeeded without results", pending, benchJobFacts{jobFound: true, jobSucceeded: true}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "uploaded no results"},
