@@ -122,7 +122,7 @@ floor() { # SIZE
 	detach
 	ip netns exec "$NB" taskset -c 1 "$B/xsk-floor" reflect "$IFB" $IPB $PORT >"$R/srv-$PORT.out" 2>&1 &
 	SRV=$!
-	sleep 0.5 # the reflector has no socket to poll for; it attaches in ms
+	wait_for 10 grep -q "xsk-floor: ready" "$R/srv-$PORT.out" || { echo "bench: reflector did not start" >&2; return; }
 	ip netns exec "$NA" taskset -c 0 "$B/xsk-floor" ping "$IFA" $IPA $IPB "$MACB" $PORT "$1" "$DUR" \
 		>"$R/cli-$PORT.out" 2>&1
 	stop_server

@@ -149,6 +149,8 @@ static void send_frame(uint64_t addr, uint32_t len)
 
 static int reflect(void)
 {
+	printf("xsk-floor: ready\n");
+	fflush(stdout);
 	while (!stop) {
 		uint32_t idx;
 		uint8_t *p, t[6];
