@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +17,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/report"
 )
 
 // ReadBenchmark reads one LatencyBenchmark from a YAML or JSON file ("-" is standard input).
@@ -211,35 +210,22 @@ func verdictErr(b *tsv1.LatencyBenchmark, allowInconclusive bool) error {
 	return &VerdictError{Verdict: b.Status.Verdict, Message: msg}
 }
 
-func us(ns int64) string { return bench.FormatNanosAsMicros(ns) }
-
-// PrintBenchmark prints every node's tables in the papers' shapes (latencies in microseconds, half
-// round trips), the kernel vs bypass ratios, and the verdict with its reasons.
+// PrintBenchmark prints every node's tables in the papers' shapes (internal/report's text form:
+// latencies in microseconds, half round trips), the kernel vs bypass ratios, and the verdict with
+// every check.
 func PrintBenchmark(out io.Writer, b *tsv1.LatencyBenchmark) {
 	fmt.Fprintf(out, "\nLatencyBenchmark %s/%s run %d: %s (%d of %d nodes passed)\n", b.Namespace, b.Name, b.Status.Run, orDash(string(b.Status.Verdict)), b.Status.NodesPassed, b.Status.NodesTotal)
 	nodes := append([]tsv1.BenchmarkNodeStatus(nil), b.Status.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
 	for _, n := range nodes {
-		fmt.Fprintf(out, "\n== node %s: %s\n", n.Node, n.Message)
-		if r := n.Results; r != nil {
-			printResults(out, r)
-		}
-		if len(n.Comparisons) > 0 {
-			fmt.Fprintln(out, "\nkernel vs bypass (half round trip, us; speedup = kernel / bypass)")
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "suite\tprotocol\tsize B\trate msg/s\tkernel median\tbypass median\tspeedup\tkernel p99\tbypass p99\tp99 speedup\t")
-			for _, c := range n.Comparisons {
-				rate := c.TargetMps
-				if c.Suite == bench.SuiteMixedBurst {
-					rate = c.SteadyMps + c.BurstMps
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Suite, c.Protocol, c.MessageSize, rate,
-					us(c.KernelMedianNs), us(c.BypassMedianNs), orDash(c.MedianSpeedup), us(c.KernelP99Ns), us(c.BypassP99Ns), orDash(c.P99Speedup))
+		fmt.Fprintf(out, "\n== node %s: %s: %s\n", n.Node, n.Phase, n.Message)
+		if n.Results != nil {
+			if err := report.WriteText(out, report.NodeResults{Node: n.Node, Results: n.Results, Verdict: n.Verdict}); err != nil {
+				fmt.Fprintf(out, "(tables unavailable: %v)\n", err)
 			}
-			tw.Flush()
 		}
 		if v := n.Verdict; v != nil {
-			fmt.Fprintf(out, "\nverdict %s\n", v.Result)
+			fmt.Fprintf(out, "\nchecks of node %s: %s\n", n.Node, v.Result)
 			for _, c := range v.Reasons {
 				fmt.Fprintf(out, "  %-12s %s: %s\n", c.Result, c.Name, c.Message)
 			}
@@ -252,90 +238,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func printResults(out io.Writer, r *bench.Results) {
-	if len(r.Tools) > 0 {
-		fmt.Fprintf(out, "tools: %s\n", strings.Join(r.Tools, ", "))
-	}
-	for _, s := range r.Stacks {
-		if s.Unavailable != "" {
-			fmt.Fprintf(out, "\nstack %s unavailable: %s\n", s.Stack, s.Unavailable)
-			continue
-		}
-		if p := s.PingPong; p != nil {
-			fmt.Fprintf(out, "\npingPong on %s: half round trip by message size (us)\n", s.Stack)
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "protocol\tsize B\tsamples\tmin\tmedian\tmean\tp95\tp99\tp99.9\tmax\tstd-dev\tdropped\t")
-			for _, row := range p.Rows {
-				st := row.LatencyStats
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", row.Protocol, row.MessageSize, st.Samples,
-					us(st.MinNs), us(st.MedianNs), us(st.MeanNs), us(st.P95Ns), us(st.P99Ns), us(st.P999Ns), us(st.MaxNs), us(st.StdDevNs), row.Dropped)
-			}
-			tw.Flush()
-			suiteError(out, p.Error)
-		}
-		if rs := s.RateSweep; rs != nil {
-			fmt.Fprintf(out, "\nrateSweep on %s: latency under load by message rate (us)\n", s.Stack)
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "protocol\tsize B\ttarget msg/s\tachieved msg/s\tsent\tdropped\tsustained\tmedian\tp99\tp99.9\tmax\t")
-			for _, row := range rs.Rows {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%v\t%s\t%s\t%s\t%s\t\n", row.Protocol, row.MessageSize, row.TargetMps, row.AchievedMps, row.Sent, row.Dropped,
-					row.Sustained, us(row.MedianNs), us(row.P99Ns), us(row.P999Ns), us(row.MaxNs))
-			}
-			tw.Flush()
-			for _, m := range rs.MaxSustained {
-				fmt.Fprintf(out, "highest rate sustained without drops, %s %d B: %d msg/s\n", m.Protocol, m.MessageSize, m.Mps)
-			}
-			suiteError(out, rs.Error)
-		}
-		if m := s.Microburst; m != nil {
-			fmt.Fprintf(out, "\nmicroburst on %s: %s %d B, largest burst absorbed without a drop: %d packets = %s us at %d Mb/s",
-				s.Stack, m.Protocol, m.MessageSize, m.MaxBurstPackets, us(m.BurstTimeNs), m.LinkSpeedMbps)
-			if m.LimitReached {
-				fmt.Fprint(out, " (the search limit: the real limit is higher)")
-			}
-			fmt.Fprintln(out)
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "burst packets\tbursts\tsent\tdropped\t")
-			for _, t := range m.Trials {
-				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t\n", t.Packets, t.Bursts, t.Sent, t.Dropped)
-			}
-			tw.Flush()
-			suiteError(out, m.Error)
-		}
-		if m := s.MixedBurst; m != nil {
-			fmt.Fprintf(out, "\nmixedBurst on %s: 2/3 %d B + 1/3 %d B, steady rate + one-second bursts (us)\n", s.Stack, m.SmallSize, m.LargeSize)
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "steady msg/s\tburst msg/s\tsent\tdropped\taverage\tp99\tstd-dev\t%d B p99\t%d B p99\t\n", m.SmallSize, m.LargeSize)
-			for _, row := range m.Rows {
-				small, large := "-", "-"
-				if row.Small != nil {
-					small = us(row.Small.P99Ns)
-				}
-				if row.Large != nil {
-					large = us(row.Large.P99Ns)
-				}
-				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", row.SteadyMps, row.BurstMps, row.Sent, row.Dropped, us(row.MeanNs), us(row.P99Ns), us(row.StdDevNs), small, large)
-			}
-			tw.Flush()
-			suiteError(out, m.Error)
-		}
-	}
-	if j := r.Jitter; j != nil {
-		fmt.Fprintln(out, "\njitter: OS noise on the measured CPUs (us)")
-		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "tool\tcpu\tsamples\tmin\tmedian\tmean\tp99\tp99.9\tmax\toverflows\t")
-		for _, row := range j.Rows {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", row.Tool, row.CPU, row.Samples, us(row.MinNs), us(row.MedianNs), us(row.MeanNs), us(row.P99Ns), us(row.P999Ns), us(row.MaxNs), row.Overflows)
-		}
-		tw.Flush()
-		suiteError(out, j.Error)
-	}
-}
-
-func suiteError(out io.Writer, e string) {
-	if e != "" {
-		fmt.Fprintf(out, "did not complete: %s\n", e)
-	}
 }

@@ -173,8 +173,8 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 		if got.Status.Verdict != bench.VerdictPassed || got.Status.Run != 1 {
 			t.Fatalf("verdict %q run %d", got.Status.Verdict, got.Status.Run)
 		}
-		for _, want := range []string{"run requested", "pingPong on kernel: half round trip by message size (us)", "p99.9", "std-dev",
-			"24.000", "8.000", "== node tslb-cli-a", "verdict Passed", "pingPong/p99", "2 of 2 nodes passed"} {
+		for _, want := range []string{"run requested", "pingPong, kernel stack: half round trip (us)", "p99.9", "std-dev",
+			"24.000", "8.000", "== node tslb-cli-a", "checks of node tslb-cli-a: Passed", "pingPong/p99", "2 of 2 nodes passed"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, out.String())
 			}
@@ -270,20 +270,20 @@ func TestReadBenchmarkRefusesTyposAndOtherKinds(t *testing.T) {
 func TestPrintBenchmarkShapes(t *testing.T) {
 	b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "all"}}
 	stats := bench.LatencyStats{Samples: 10, MinNs: 1000, MedianNs: 2000, MeanNs: 2100, P95Ns: 3000, P99Ns: 4000, P999Ns: 5000, MaxNs: 6000, StdDevNs: 500}
-	res := &bench.Results{SchemaVersion: bench.SchemaVersion, Stacks: []bench.StackResults{
+	res := &bench.Results{SchemaVersion: bench.SchemaVersion, StartTime: metav1.Now(), CompletionTime: metav1.Now(), Stacks: []bench.StackResults{
 		{Stack: bench.StackKernel,
 			RateSweep:  &bench.RateSweepResult{Rows: []bench.RateRow{{Protocol: bench.ProtocolUDP, MessageSize: 64, TargetMps: 10000, AchievedMps: 9990, Sent: 50000, Sustained: true, LatencyStats: stats}}, MaxSustained: []bench.SustainedRate{{Protocol: bench.ProtocolUDP, MessageSize: 64, Mps: 10000}}},
 			Microburst: &bench.MicroburstResult{Protocol: bench.ProtocolUDP, MessageSize: 64, LinkSpeedMbps: 10000, MaxBurstPackets: 23000, BurstTimeNs: 2024000, Trials: []bench.BurstTrial{{Packets: 23000, Bursts: 10, Sent: 230000}}},
 			MixedBurst: &bench.MixedBurstResult{Protocol: bench.ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []bench.MixedBurstRow{{SteadyMps: 500000, BurstMps: 500000, Sent: 3000000, LatencyStats: stats, Small: &stats}}}},
 		{Stack: bench.StackBypass, Unavailable: "tickstack-run not found"},
 	}, Jitter: &bench.JitterResult{Rows: []bench.JitterRow{{Tool: bench.JitterOslat, CPU: 3, LatencyStats: stats}}}}
-	b.Status.Nodes = []tsv1.BenchmarkNodeStatus{{Node: "n", Phase: tsv1.NodeCompleted, Results: res,
-		Comparisons: []bench.StackComparison{{Suite: bench.SuitePingPong, Protocol: bench.ProtocolUDP, MessageSize: 64, KernelMedianNs: 10000, BypassMedianNs: 4000, MedianSpeedup: "2.500"}}}}
+	b.Status.Nodes = []tsv1.BenchmarkNodeStatus{{Node: "n", Phase: tsv1.NodeCompleted, Message: "Passed: 0 checks", Results: res,
+		Verdict: &bench.Verdict{Result: bench.VerdictPassed}}}
 	var out bytes.Buffer
 	PrintBenchmark(&out, b)
-	for _, want := range []string{"rateSweep on kernel", "highest rate sustained without drops, udp 64 B: 10000 msg/s",
-		"largest burst absorbed without a drop: 23000 packets = 2024.000 us at 10000 Mb/s", "mixedBurst on kernel: 2/3 100 B + 1/3 600 B",
-		"stack bypass unavailable: tickstack-run not found", "jitter: OS noise", "oslat", "kernel vs bypass", "2.500"} {
+	for _, want := range []string{"rateSweep, kernel stack", "highest rate sustained without drops, udp 64 B: 10000 msg/s",
+		"largest burst without a drop: 23000 messages", "2024.000", "mixedBurst, kernel stack: 2/3 at 100 B, 1/3 at 600 B",
+		"bypass stack unavailable: tickstack-run not found", "jitter (us)", "oslat", "== node n: Completed: Passed", "checks of node n: Passed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
