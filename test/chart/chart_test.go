@@ -6,21 +6,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/tickstack/tickstack/internal/testutil"
 )
@@ -66,21 +59,7 @@ func render(t *testing.T, sets ...string) ([]*unstructured.Unstructured, error) 
 	if err != nil {
 		return nil, errors.New(stderr.String())
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatalf("rendered YAML does not parse: %v", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
-	return objs, nil
+	return testutil.DecodeObjects(t, out), nil
 }
 
 func mustRender(t *testing.T, sets ...string) []*unstructured.Unstructured {
@@ -270,22 +249,7 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 // rendered object to a real kube-apiserver as a dry run.
 func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
 	objs := mustRender(t)
-	if _, err := testutil.EnvtestAssets(); err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := testutil.StartAPIServer(t)
 	ctx := context.Background()
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": namespace}}}
 	if err := c.Create(ctx, ns); err != nil {
