@@ -100,13 +100,13 @@ stop_server() {
 		{ die "server printed no total"; return 1; }
 }
 
-check_pp_output() { # file
-	local f=$1 recv
+check_pp_output() { # FILE [MIN_ROUND_TRIPS]
+	local f=$1 min=${2:-100} recv
 	grep -q "interrupted by timer" "$f" || { die "client did not end on its timer"; return 1; }
 	grep -q "# dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0" "$f" ||
 		{ die "drops, duplicates or reordering"; return 1; }
 	recv=$(sed -n 's/.*\[Valid Duration\].*ReceivedMessages=\([0-9]*\).*/\1/p' "$f")
-	[ "${recv:-0}" -gt 100 ] || { die "only ${recv:-0} round trips"; return 1; }
+	[ "${recv:-0}" -gt "$min" ] || { die "only ${recv:-0} round trips"; return 1; }
 	log "$CUR: $recv round trips, median $(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$f") us"
 }
 
@@ -180,6 +180,47 @@ t_throughput() {
 	local rxa
 	rxa=$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)
 	[ "$rxa" -ge $((sent * 99 / 100)) ] || { die "server rx_accel=$rxa of $sent"; return 1; }
+}
+
+# under-load and throughput with one end on the kernel stack (gentler
+# rates: the kernel end drops first when the machine is loaded)
+t_ul_kernel_server() {
+	# a larger receive buffer for the kernel end: it is the one that drops
+	# when the other jobs of the machine take its CPU
+	start_server "$(kern $NB)" 11118 --buffer-size 4194304 || return 1
+	$(accel $NA cli) env TICKSTACK_SPIN_USEC=0 $CPU_CLI timeout 30 sockperf ul -i $IPB -p 11118 -t 2 -m 64 \
+		--mps 5000 >"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" 50 || return 1
+	stop_server || return 1
+	check_accel cli
+}
+
+tp_check() { # STATS-TAG: sent == received, and TAG's end used the XSK
+	local sent got tag=$1 field=$2
+	grep -q "interrupted by timer" "$TSDP_TMP/client.out" || { die "client did not end on its timer"; return 1; }
+	stop_server || return 1
+	sent=$(sed -n 's/.*Total of \([0-9]*\) messages sent.*/\1/p' "$TSDP_TMP/client.out")
+	got=$(sed -n 's/.*Total \([0-9]*\) messages received.*/\1/p' "$TSDP_TMP/server.out")
+	[ "${sent:-0}" -gt 1000 ] && [ "$sent" = "$got" ] ||
+		{ ip netns exec "$NB" nstat -az 2>/dev/null | grep -E "^Udp|IpInDiscards|IpInHdrErrors" | grep -v " 0 " >&2
+		  cat /proc/net/softnet_stat >&2; die "sent ${sent:-?} received ${got:-?}"; return 1; }
+	log "$CUR: $sent sent, $got received"
+	[ "$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" "$field")" -ge $((sent * 99 / 100)) ] ||
+		{ die "$tag: $field below 99 % of $sent"; return 1; }
+}
+
+t_tp_kernel_server() { # bypass sender -> kernel receiver
+	start_server "$(kern $NB)" 11119 --buffer-size 4194304 || return 1
+	$(accel $NA cli) $CPU_CLI timeout 30 sockperf tp -i $IPB -p 11119 -t 2 -m 256 --mps 5000 \
+		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
+	tp_check cli tx_accel
+}
+
+t_tp_kernel_client() { # kernel sender -> bypass receiver
+	start_server "$(accel $NB srv) env TICKSTACK_SPIN_USEC=0" 11121 || return 1
+	$(kern $NA) $CPU_CLI timeout 30 sockperf tp -i $IPB -p 11121 -t 2 -m 256 --mps 10000 \
+		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
+	tp_check srv rx_accel
 }
 
 t_sigint_client() {
@@ -368,7 +409,7 @@ t_require() { # TICKSTACK_REQUIRE=1 makes a silent fallback an error
 	! $RUN -p fastest true 2>/dev/null || { die "tickstack-run accepted an unknown profile"; return 1; }
 }
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load throughput sigint_client mux nonblocked payload connected fork multicast require"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
