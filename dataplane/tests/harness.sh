@@ -226,13 +226,19 @@ t_tp_kernel_client() { # kernel sender -> bypass receiver
 t_sigint_client() {
 	local cli rxa
 	start_server "$(accel $NB srv)" 11116 || return 1
-	$(accel $NA cli) $CPU_CLI sockperf pp -i $IPB -p 11116 -t 300 -m 64 >"$TSDP_TMP/client.out" 2>&1 &
+	$(accel $NA cli) $CPU_CLI stdbuf -oL sockperf pp -i $IPB -p 11116 -t 300 -m 64 >"$TSDP_TMP/client.out" 2>&1 &
 	cli=$!
 	TSDP_PIDS+=("$cli")
 	# the live counters (tickstack-stats) show round trips going on
 	wait_for 30 sh -c "$B/tickstack-stats $cli | grep -q 'rx_accel *[1-9]'" ||
 		{ die "tickstack-stats shows no accelerated traffic"; return 1; }
-	sleep 0.6 # past sockperf's 400 ms warm-up window, so it has results
+	# sockperf discards its first 400 ms: interrupt it 600 ms after it
+	# started measuring (its output is line-buffered by stdbuf), so that it
+	# has results to print
+	wait_for 30 grep -q "Starting test" "$TSDP_TMP/client.out" || { die "client did not start"; return 1; }
+	local t0
+	t0=$(date +%s%N)
+	wait_for 5 sh -c "[ \$((\$(date +%s%N) - $t0)) -ge 600000000 ]"
 	kill -INT "$cli"
 	wait_exit "$cli" 10 || { die "client ignored SIGINT"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "client exit code $WAIT_RC after SIGINT"; return 1; }
