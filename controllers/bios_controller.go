@@ -173,21 +173,22 @@ func (r *BIOSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
 }
 
-// patch writes spec.firmware and status.bios when they changed, each with a merge patch that
-// carries only this reconciler's field (the agent writes the rest of the status).
+// patch writes status.bios and then spec.firmware when they changed, each with a merge patch
+// that carries only this reconciler's field (the agent writes the rest of the status). Status goes
+// first: the spec change is what triggers the next reconcile, and its cache then holds both.
 func (r *BIOSReconciler) patch(ctx context.Context, s *biosScope) error {
-	if !apiequality.Semantic.DeepEqual(s.lns.Spec.Firmware, s.firmware) {
-		orig := s.lns.DeepCopy()
-		s.lns.Spec.Firmware = s.firmware.DeepCopy()
-		if err := r.Client.Patch(ctx, s.lns, client.MergeFrom(orig)); err != nil {
-			return client.IgnoreNotFound(fmt.Errorf("node state %s: patching spec.firmware: %w", s.lns.Name, err))
-		}
-	}
 	if !apiequality.Semantic.DeepEqual(s.lns.Status.BIOS, s.status) {
 		orig := s.lns.DeepCopy()
 		s.lns.Status.BIOS = s.status.DeepCopy()
 		if err := r.Client.Status().Patch(ctx, s.lns, client.MergeFrom(orig)); err != nil {
 			return client.IgnoreNotFound(fmt.Errorf("node state %s: patching status.bios: %w", s.lns.Name, err))
+		}
+	}
+	if !apiequality.Semantic.DeepEqual(s.lns.Spec.Firmware, s.firmware) {
+		orig := s.lns.DeepCopy()
+		s.lns.Spec.Firmware = s.firmware.DeepCopy()
+		if err := r.Client.Patch(ctx, s.lns, client.MergeFrom(orig)); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("node state %s: patching spec.firmware: %w", s.lns.Name, err))
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bmc"
+	"github.com/tickstack/tickstack/internal/plan"
 )
 
 // decide picks what this reconcile does with the BMC, from the node state and the node's boot ID,
@@ -30,8 +31,12 @@ func (r *BIOSReconciler) decide(ctx context.Context, s *biosScope) (bool, error)
 	}
 	s.node = node
 	fw := s.firmware
+	// Staged: recorded in status, or (a cache that has the spec but not yet the status) in
+	// spec.firmware. Staging twice would read a real BMC's staged values as AlreadyPending, but an
+	// emulator that applies at once as InSync, and take the reboot back.
+	staged := s.status.StagedHash == s.hash || (fw != nil && fw.Hash == s.hash && fw.PendingReboot)
 	switch {
-	case s.status.StagedHash != s.hash:
+	case !staged:
 		if s.lns.Spec.RebootGranted {
 			// The node is in a reboot for an earlier change: a PATCH now could land after the
 			// firmware's POST and wait for yet another reboot. Stage once the reboot is over.
@@ -85,7 +90,7 @@ func (r *BIOSReconciler) connect(ctx context.Context, s *biosScope) (bool, error
 	s.status.Endpoint, s.status.Vendor = c.Endpoint(), string(c.Vendor())
 	setBIOSCondition(s, tsv1.BIOSBMCReachable, true, tsv1.ReasonBMCConnected,
 		fmt.Sprintf("BMC %s answers for system %s", c.Endpoint(), c.SystemID()))
-	wanted, err := wantedAttributes(s.profile.Spec.BIOS, c.Vendor())
+	wanted, err := plan.WantedBIOS(s.profile.Spec.BIOS, c.Vendor())
 	if err != nil {
 		setBIOSCondition(s, tsv1.BIOSValid, false, tsv1.ReasonBIOSPresetUnknown,
 			fmt.Sprintf("LatencyProfile %s spec.bios.preset: %v; set bios.preset to the node's vendor or None, and list the attributes in bios.attributes", s.profile.Name, err))
@@ -101,8 +106,8 @@ func (r *BIOSReconciler) connect(ctx context.Context, s *biosScope) (bool, error
 // (no error: the user must act); an error is a failure to read.
 func (r *BIOSReconciler) bmcConfig(ctx context.Context, s *biosScope) (bmc.Config, string, string, error) {
 	name := s.lns.Name
-	if s.node != nil && s.node.Annotations[tsv1.BMCAnnotation] != "" {
-		name = s.node.Annotations[tsv1.BMCAnnotation]
+	if s.node != nil {
+		name = plan.BMCName(s.node)
 	}
 	obj := &tsv1.BMC{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, obj); err != nil {
@@ -119,26 +124,12 @@ func (r *BIOSReconciler) bmcConfig(ctx context.Context, s *biosScope) (bmc.Confi
 		}
 		return bmc.Config{}, tsv1.ReasonBMCSecret, fmt.Sprintf("BMC %s spec.credentialsSecret: cannot read Secret %s/%s: %s", name, ref.Namespace, ref.Name, apierrors.ReasonForError(err)), nil
 	}
-	for _, key := range []string{"username", "password"} {
-		if len(secret.Data[key]) == 0 {
-			return bmc.Config{}, tsv1.ReasonBMCSecret, fmt.Sprintf("BMC %s spec.credentialsSecret: Secret %s/%s has no %s key; add it", name, ref.Namespace, ref.Name, key), nil
-		}
+	cfg, err := plan.BMCConfig(obj, secret)
+	if err != nil {
+		return bmc.Config{}, tsv1.ReasonBMCSecret, err.Error(), nil
 	}
-	cfg := bmc.Config{
-		Endpoint:       obj.Spec.Endpoint,
-		SystemID:       obj.Spec.SystemID,
-		Credentials:    bmc.Credentials{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])},
-		AllowPlainHTTP: obj.Spec.AllowPlainHTTP,
-		Timeout:        r.Timeout,
-		Log:            ctrl.LoggerFrom(ctx).WithValues("bmcObject", name),
-	}
-	if t := obj.Spec.TLS; t != nil {
-		cfg.CABundle = []byte(t.CABundle)
-		if t.CABundle == "" {
-			cfg.CABundle = nil
-		}
-		cfg.SystemRoots, cfg.InsecureSkipVerify = t.SystemRoots, t.InsecureSkipVerify
-	}
+	cfg.Timeout = r.Timeout
+	cfg.Log = ctrl.LoggerFrom(ctx).WithValues("bmcObject", name)
 	return cfg, "", "", nil
 }
 
@@ -287,36 +278,6 @@ func (r *BIOSReconciler) event(s *biosScope, kind, reason, action, note string, 
 	if r.Recorder != nil {
 		r.Recorder.Eventf(s.lns, nil, kind, reason, action, note, args...)
 	}
-}
-
-// wantedAttributes merges the preset's attributes (for vendor, when the preset is Auto) under the
-// profile's explicit ones.
-func wantedAttributes(spec *tsv1.BIOSSpec, vendor bmc.Vendor) (bmc.Attributes, error) {
-	out := bmc.Attributes{}
-	if spec.Preset != "" && spec.Preset != tsv1.BIOSPresetNone {
-		v := bmc.Vendor(spec.Preset)
-		if spec.Preset == tsv1.BIOSPresetAuto {
-			if vendor == "" {
-				return nil, fmt.Errorf("the BMC's manufacturer matches no vendor preset (Auto)")
-			}
-			v = vendor
-		}
-		p, err := bmc.PresetFor(v)
-		if err != nil {
-			return nil, err
-		}
-		attrs, err := p.LowLatencyAttributes()
-		if err != nil {
-			return nil, err
-		}
-		for k, val := range attrs {
-			out[k] = val
-		}
-	}
-	for _, a := range spec.Attributes {
-		out[a.Name] = a.Value
-	}
-	return out, nil
 }
 
 func changedNames(p *bmc.Plan) []string {

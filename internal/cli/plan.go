@@ -65,6 +65,9 @@ func Plan(ctx context.Context, c client.Client, p *tsv1.LatencyProfile, out io.W
 	if err != nil {
 		return nil, err
 	}
+	if p.Spec.BIOS != nil {
+		planBIOS(ctx, c, p, nodes.Items, pl)
+	}
 	pl.Print(out)
 	return pl, nil
 }

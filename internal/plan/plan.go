@@ -50,6 +50,11 @@ type NodePlan struct {
 	Reboot  bool
 	Changes []Change
 	Detail  string
+	// BIOS is the BIOS part, when the profile has a bios section and the caller planned it.
+	BIOS *BIOSPlan
+
+	// kernelReboot remembers whether the kernel arguments alone need the reboot.
+	kernelReboot bool
 }
 
 // Plan is the whole answer.
@@ -309,7 +314,7 @@ func (p *Plan) Print(w io.Writer) {
 	for _, n := range p.Nodes {
 		head := fmt.Sprintf("\nnode %s: %s", n.Node, n.Action)
 		if n.Reboot {
-			head += " (reboot required)"
+			head += n.rebootText()
 		}
 		fmt.Fprintln(w, head)
 		if n.Detail != "" {
@@ -325,5 +330,6 @@ func (p *Plan) Print(w io.Writer) {
 				fmt.Fprintf(w, "  ~ %s: %s -> %s\n", c.Setting, c.From, c.To)
 			}
 		}
+		n.printBIOS(func(format string, args ...any) { fmt.Fprintf(w, format, args...) })
 	}
 }
