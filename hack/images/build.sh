@@ -7,7 +7,8 @@
 # Usage: hack/images/build.sh [--import] [--tag TAG] [--bin NAME=PATH]... [TARGET...]
 #   TARGET   pause | base | manager | agent | bench   (default: manager agent bench)
 #   --bin    use PATH as bin/NAME instead of `go build ./cmd/NAME`
-#            (NAME: manager, agent, tickstack, tickstack-bench; the last two go in the bench image)
+#            (NAME: manager, agent, tickstack, tickstack-bench, tickstack-bench-upload; the last three go in
+#            the bench image)
 #   --tag    image tag (default: charts/tickstack appVersion, else dev):
 #            localhost/tickstack-{manager,agent,bench}:TAG, the names the chart uses
 # Prints the archive paths, one a line.
@@ -105,7 +106,7 @@ build_pause() {
 stage() {
   local ctx=$1 name
   mkdir -p "$ctx/bin" "$ctx/bench-bin" "$ctx/dataplane"
-  for name in manager agent tickstack tickstack-bench; do
+  for name in manager agent tickstack tickstack-bench tickstack-bench-upload; do
     if [ -n "${bins[$name]:-}" ]; then
       cp "${bins[$name]}" "$ctx/bin/$name"
     elif [ -d "$repo/cmd/$name" ] && ls "$repo/cmd/$name"/*.go >/dev/null 2>&1; then
@@ -113,7 +114,9 @@ stage() {
       (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/bin/$name" "./cmd/$name")
     fi
   done
-  for name in tickstack tickstack-bench; do
+  # The benchmark pods run tickstack-bench, then tickstack-bench-upload writes its results into the
+  # run's ConfigMap (docs/benchmark.md).
+  for name in tickstack tickstack-bench tickstack-bench-upload; do
     [ ! -f "$ctx/bin/$name" ] || cp "$ctx/bin/$name" "$ctx/bench-bin/$name"
   done
   # The dataplane's runtime outputs only: libraries, BPF objects and tools at the top of
