@@ -78,7 +78,7 @@ type biosScope struct {
 	status   *tsv1.BIOSStatus
 	client   *bmc.Client
 	wanted   bmc.Attributes
-	// step is what this reconcile does with the BMC.
+	// step is what this reconcile does with the BMC; zero while nothing is to be done.
 	step    biosStep
 	requeue time.Duration
 }
@@ -87,10 +87,8 @@ type biosScope struct {
 type biosStep int
 
 const (
-	// stepNone: nothing to do now (waiting for the reboot, or verified recently).
-	stepNone biosStep = iota
 	// stepStage: validate the wanted attributes and stage them.
-	stepStage
+	stepStage biosStep = iota + 1
 	// stepVerifyReboot: the node rebooted since the staging; verify each attribute.
 	stepVerifyReboot
 	// stepVerifyDrift: read the attributes in effect again, for drift.
