@@ -38,8 +38,8 @@ mkdir -p "$R"
 MAN=$R/manifest
 : >"$MAN"
 
-NA=$(tsdp_ns a)
-NB=$(tsdp_ns b)
+tsdp_ns NA a
+tsdp_ns NB b
 tsdp_pair "$NA" "$NB" 198.18.30
 IFA=tsdpv${TSDP_ID}a
 IFB=tsdpv${TSDP_ID}b

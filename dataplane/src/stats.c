@@ -3,7 +3,9 @@
  * tickstack-stats and printed at exit on request (TICKSTACK_STATS=1). */
 #include "ts_internal.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +45,34 @@ out_fallback:
 	return -errno;
 }
 
+/* Regions of processes that died without running their exit handler
+ * (SIGKILL) stay in /dev/shm: remove them when a new process starts. */
+static void gc_stale_regions(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	char path[300];
+	int pid;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (sscanf(e->d_name, "tickstack-%d", &pid) != 1 || pid <= 0)
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+}
+
 int ts_stats__init(void)
 {
-	int err = map_region();
+	int err;
+
+	gc_stale_regions();
+	err = map_region();
 
 	memset(ts_stats, 0, sizeof(*ts_stats));
 	ts_stats->version = TICKSTACK_STATS_VERSION;

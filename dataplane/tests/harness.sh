@@ -66,8 +66,8 @@ kern() { echo "ip netns exec $1"; }
 
 new_pair() {
 	rm -f "$TSDP_TMP"/*.out "$TSDP_TMP"/stats-*
-	NA=$(tsdp_ns a)
-	NB=$(tsdp_ns b)
+	tsdp_ns NA a
+	tsdp_ns NB b
 	tsdp_pair "$NA" "$NB" 198.18.10
 	IPB=198.18.10.2
 }
@@ -75,7 +75,7 @@ new_pair() {
 del_pair() {
 	local n p
 	for n in "$NA" "$NB"; do
-		for p in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+		for p in $(ip netns pids "$n" 2>/dev/null); do tsdp_kill "$p"; done
 		ip netns del "$n" 2>/dev/null
 	done
 	TSDP_NETNS=()
@@ -332,7 +332,7 @@ t_fork() { # a forked child echoes on the socket its parent bound
 t_multicast() { # one sender, two receivers in two namespaces, a bridge
 	local NS NR1 NR2 NBR r1 r2 r3 n i grp=239.198.18.1
 	rm -f "$TSDP_TMP"/*.out "$TSDP_TMP"/stats-*
-	NS=$(tsdp_ns s); NR1=$(tsdp_ns r1); NR2=$(tsdp_ns r2); NBR=$(tsdp_ns br)
+	tsdp_ns NS s; tsdp_ns NR1 r1; tsdp_ns NR2 r2; tsdp_ns NBR br
 	ip -n "$NBR" link add "tsdp${TSDP_ID}br" type bridge mcast_snooping 0
 	ip -n "$NBR" link set "tsdp${TSDP_ID}br" up
 	i=1
@@ -421,7 +421,7 @@ for t in $TESTS; do
 	CUR=$t
 	start=$(date +%s%N)
 	if [ "$t" = multicast ]; then
-		( t_multicast ) && ok=1 || ok=0
+		( trap tsdp_cleanup_netns EXIT; t_multicast ) && ok=1 || ok=0
 	else
 		new_pair
 		( t_$t ) && ok=1 || ok=0

@@ -10,26 +10,41 @@ TSDP_TMP=${TSDP_TMP:-$(mktemp -d "/tmp/tsdp${TSDP_ID}.XXXXXX")}
 TSDP_NETNS=()
 TSDP_PIDS=()
 
-tsdp_cleanup() {
+# kill a process and remove the statistics region its library could not
+# remove (a SIGKILL skips the library's exit handler)
+tsdp_kill() {
+	kill -KILL "$1" 2>/dev/null || true
+	rm -f "/dev/shm/tickstack-$1"
+}
+
+# the namespaces this run created, and every process inside them (ours)
+tsdp_cleanup_netns() {
 	local p n
 	for p in "${TSDP_PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null || true
+		# only if it still runs in one of our namespaces (no pid reuse)
+		case "$(ip netns identify "$p" 2>/dev/null)" in
+		"tsdp${TSDP_ID}"*) tsdp_kill "$p" ;;
+		esac
 	done
 	for n in "${TSDP_NETNS[@]}"; do
 		for p in $(ip netns pids "$n" 2>/dev/null); do
-			kill -KILL "$p" 2>/dev/null || true
+			tsdp_kill "$p"
 		done
 		ip netns del "$n" 2>/dev/null || true
 	done
+}
+
+tsdp_cleanup() {
+	tsdp_cleanup_netns
 	rm -rf "$TSDP_TMP"
 }
 
-tsdp_ns() { # tsdp_ns NAME -> creates netns tsdp<ID>NAME
-	local n="tsdp${TSDP_ID}$1"
+tsdp_ns() { # tsdp_ns VAR NAME: creates netns tsdp<ID>NAME, its name in VAR
+	local n="tsdp${TSDP_ID}$2"
 	ip netns add "$n"
-	TSDP_NETNS+=("$n")
+	TSDP_NETNS+=("$n") # not in a subshell: the cleanup must know it
 	ip -n "$n" link set lo up
-	echo "$n"
+	printf -v "$1" '%s' "$n"
 }
 
 # tsdp_pair A B SUBNET: veth between netns A and B, A gets SUBNET.1, B .2
