@@ -1,5 +1,7 @@
 package webhook
 
+import corev1 "k8s.io/api/core/v1"
+
 // The bypass stack's settings the pod webhook injects. The dataplane (dataplane/src/config.c,
 // ts_config__load, and dataplane/tools/tickstack-run.sh) reads these variables; keep the names in
 // step with it. Its "latency" profile spins up to 100 ms before sleeping and polls the kernel socket
@@ -24,4 +26,23 @@ const (
 	DataplaneVolume = "tickstack-dataplane"
 	// DataplaneInitContainer is the name of the init container that copies the library.
 	DataplaneInitContainer = "tickstack-dataplane"
+	// EnvDataplaneInterfaces lists the interfaces the bypass stack accelerates; every other one (the
+	// cluster network) stays on the kernel.
+	EnvDataplaneInterfaces = "TICKSTACK_IFACES"
+	// LatencyInterfacePrefix names the secondary interfaces the webhook attaches: lat0, lat1, ...
+	LatencyInterfacePrefix = "lat"
 )
+
+// dataplaneCopyScript copies the library and the libraries it links (libxdp, libbpf, libelf, libz)
+// but not glibc's, which must stay the application's own, into the shared folder. libtickstack.so
+// carries RUNPATH $ORIGIN, so it finds them there whatever image the trading application uses.
+const dataplaneCopyScript = `set -eu
+lib=` + DataplaneLibraryInImage + `
+cp "$lib" ` + DataplaneLibraryDir + `/
+ldd "$lib" | awk '$3 ~ /^\// {print $3}' | while read -r dep; do
+  case "${dep##*/}" in libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;; *) cp -L "$dep" ` + DataplaneLibraryDir + `/ ;; esac
+done`
+
+// bypassCapabilities are what AF_XDP needs in the latency container: attach the XDP program and
+// create the XSK (NET_ADMIN, NET_RAW, BPF) and lock the UMEM (IPC_LOCK).
+var bypassCapabilities = []corev1.Capability{"NET_ADMIN", "NET_RAW", "BPF", "IPC_LOCK"}

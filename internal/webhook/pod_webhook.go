@@ -132,13 +132,14 @@ func MutatePod(orig *corev1.Pod, p *tsv1.LatencyProfile, opts PodOptions) error 
 	if err := checkGuaranteed(pod, c); err != nil {
 		return err
 	}
-	if err := attachNetworks(pod, c, p, opts); err != nil {
+	bypassIfaces, err := attachNetworks(pod, c, p, opts)
+	if err != nil {
 		return err
 	}
 	if err := addHugepages(pod, c, p); err != nil {
 		return err
 	}
-	if err := injectBypass(pod, c, p, opts); err != nil {
+	if err := injectBypass(pod, c, p, opts, bypassIfaces); err != nil {
 		return err
 	}
 	requireProfileNodes(pod, p)
@@ -235,14 +236,15 @@ func interfacesWanted(pod *corev1.Pod) (int, error) {
 	return n, nil
 }
 
-// attachNetworks adds the profile's networks to the pod's Multus annotation and, for VF-backed
-// networks, the device plugin resource to the latency container.
-func attachNetworks(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, opts PodOptions) error {
+// attachNetworks adds the profile's networks to the pod's Multus annotation, each attachment with
+// its interface named lat0, lat1, ..., and, for VF-backed networks, the device plugin resource to the
+// latency container. It returns the interfaces of the bypass-accelerated groups.
+func attachNetworks(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, opts PodOptions) ([]string, error) {
 	n, err := interfacesWanted(pod)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var refs []string
+	var refs, bypass []string
 	for i := range p.Spec.NICs {
 		nic := &p.Spec.NICs[i]
 		if nic.Network == nil {
@@ -258,23 +260,27 @@ func attachNetworks(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile
 				count = int(have.Value())
 			}
 			if offered := OfferedVFs(nic); count > offered {
-				return fmt.Errorf("the pod asks for %d VFs (%s) of spec.nics[%s] but LatencyProfile %s offers at most %d per node: ask for fewer (annotation %s or the container's %s limit) or raise the profile's numVfs",
+				return nil, fmt.Errorf("the pod asks for %d VFs (%s) of spec.nics[%s] but LatencyProfile %s offers at most %d per node: ask for fewer (annotation %s or the container's %s limit) or raise the profile's numVfs",
 					count, res, nic.Name, p.Name, offered, InterfacesAnnotation, res)
 			}
 			setResource(c, res, *resource.NewQuantity(int64(count), resource.DecimalSI))
 		} else if nic.Network.Type == tsv1.NetworkHostDevice && count > 1 {
-			return fmt.Errorf("spec.nics[%s] of LatencyProfile %s moves its one host interface into the pod: annotation %s must be 1",
+			return nil, fmt.Errorf("spec.nics[%s] of LatencyProfile %s moves its one host interface into the pod: annotation %s must be 1",
 				nic.Name, p.Name, InterfacesAnnotation)
 		}
 		ref := render.NADNamespace(nic.Network, opts.NetworkNamespace) + "/" + render.NADName(p.Name, nic.Name)
 		for range count {
-			refs = append(refs, ref)
+			iface := fmt.Sprintf("%s%d", LatencyInterfacePrefix, len(refs))
+			refs = append(refs, ref+"@"+iface)
+			if nic.Acceleration == tsv1.AccelerationBypass {
+				bypass = append(bypass, iface)
+			}
 		}
 	}
 	if len(refs) == 0 {
-		return nil
+		return nil, nil
 	}
-	return addNetworks(pod, refs)
+	return bypass, addNetworks(pod, refs)
 }
 
 func setResource(c *corev1.Container, name corev1.ResourceName, q resource.Quantity) {
@@ -302,8 +308,9 @@ func addNetworks(pod *corev1.Pod, refs []string) error {
 			return fmt.Errorf("annotation %s is not a valid JSON list (%v): fix it or use the comma-separated form", key, err)
 		}
 		for _, r := range refs {
-			ns, name, _ := strings.Cut(r, "/")
-			list = append(list, map[string]any{"name": name, "namespace": ns})
+			ns, rest, _ := strings.Cut(r, "/")
+			name, iface, _ := strings.Cut(rest, "@")
+			list = append(list, map[string]any{"name": name, "namespace": ns, "interface": iface})
 		}
 		b, err := json.Marshal(list)
 		if err != nil {
@@ -380,7 +387,7 @@ func Bypass(p *tsv1.LatencyProfile) bool {
 
 // injectBypass preloads the bypass library into the latency container: an init container copies it
 // from the dataplane image into an emptyDir the latency container mounts read-only.
-func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, opts PodOptions) error {
+func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, opts PodOptions, ifaces []string) error {
 	if !Bypass(p) {
 		return nil
 	}
@@ -398,7 +405,7 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 			Name:            DataplaneInitContainer,
 			Image:           opts.DataplaneImage,
 			ImagePullPolicy: corev1.PullIfNotPresent,
-			Command:         []string{"cp", DataplaneLibraryInImage, lib},
+			Command:         []string{"/bin/sh", "-c", dataplaneCopyScript},
 			// Requests equal limits so the pod stays Guaranteed.
 			Resources:    corev1.ResourceRequirements{Requests: small, Limits: small.DeepCopy()},
 			VolumeMounts: []corev1.VolumeMount{{Name: DataplaneVolume, MountPath: DataplaneLibraryDir}},
@@ -408,7 +415,30 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 	addMount(c, corev1.VolumeMount{Name: DataplaneVolume, MountPath: DataplaneLibraryDir, ReadOnly: true})
 	setEnvDefault(c, EnvPreload, lib)
 	setEnvDefault(c, EnvDataplaneProfile, DataplaneLatencyProfile)
+	if len(ifaces) > 0 {
+		setEnvDefault(c, EnvDataplaneInterfaces, strings.Join(ifaces, ","))
+	}
+	addCapabilities(c, bypassCapabilities)
 	return nil
+}
+
+// addCapabilities adds capabilities to the container's security context, keeping those it has.
+func addCapabilities(c *corev1.Container, caps []corev1.Capability) {
+	if c.SecurityContext == nil {
+		c.SecurityContext = &corev1.SecurityContext{}
+	}
+	if c.SecurityContext.Capabilities == nil {
+		c.SecurityContext.Capabilities = &corev1.Capabilities{}
+	}
+	have := map[corev1.Capability]bool{}
+	for _, x := range c.SecurityContext.Capabilities.Add {
+		have[x] = true
+	}
+	for _, x := range caps {
+		if !have[x] {
+			c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, x)
+		}
+	}
 }
 
 func hasInit(pod *corev1.Pod, name string) bool {

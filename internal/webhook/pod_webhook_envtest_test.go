@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,7 +172,7 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 				t.Errorf("request %s = %s, want %s", r, q.String(), want)
 			}
 		}
-		if got := pod.Annotations["k8s.v1.cni.cncf.io/networks"]; got != tspwNetNS+"/tspw-bypass-md" {
+		if got := pod.Annotations["k8s.v1.cni.cncf.io/networks"]; got != tspwNetNS+"/tspw-bypass-md@lat0" {
 			t.Errorf("networks annotation %q", got)
 		}
 		terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
@@ -180,14 +181,23 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			t.Errorf("node affinity %+v", terms)
 		}
 		if len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Image != tspwImage ||
-			strings.Join(pod.Spec.InitContainers[0].Command, " ") != "cp /opt/tickstack/dataplane/libtickstack.so /opt/tickstack/lib/libtickstack.so" {
+			!strings.Contains(strings.Join(pod.Spec.InitContainers[0].Command, " "), "cp \"$lib\" /opt/tickstack/lib/") {
 			t.Errorf("init container %+v", pod.Spec.InitContainers)
+		}
+		var caps []corev1.Capability
+		if sc := c.SecurityContext; sc != nil && sc.Capabilities != nil {
+			caps = sc.Capabilities.Add
+		}
+		for _, want := range []corev1.Capability{"NET_ADMIN", "NET_RAW", "BPF", "IPC_LOCK"} {
+			if !slices.Contains(caps, want) {
+				t.Errorf("capabilities %v lack %s, which AF_XDP needs", caps, want)
+			}
 		}
 		env := map[string]string{}
 		for _, e := range c.Env {
 			env[e.Name] = e.Value
 		}
-		if env["LD_PRELOAD"] != "/opt/tickstack/lib/libtickstack.so" || env["TICKSTACK_PROFILE"] != "latency" {
+		if env["LD_PRELOAD"] != "/opt/tickstack/lib/libtickstack.so" || env["TICKSTACK_PROFILE"] != "latency" || env["TICKSTACK_IFACES"] != "lat0" {
 			t.Errorf("env %v", env)
 		}
 		mounts := map[string]string{}

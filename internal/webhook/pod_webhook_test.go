@@ -68,7 +68,7 @@ func TestMutatePodCases(t *testing.T) {
 				p.Annotations = map[string]string{"k8s.v1.cni.cncf.io/networks": `[{"name":"mgmt"}]`, InterfacesAnnotation: "2"}
 			},
 			check: func(t *testing.T, p *corev1.Pod) {
-				want := `[{"name":"mgmt"},{"name":"p-md","namespace":"ops"},{"name":"p-md","namespace":"ops"}]`
+				want := `[{"name":"mgmt"},{"interface":"lat0","name":"p-md","namespace":"ops"},{"interface":"lat1","name":"p-md","namespace":"ops"}]`
 				if got := p.Annotations["k8s.v1.cni.cncf.io/networks"]; got != want {
 					t.Errorf("got %s, want %s", got, want)
 				}
@@ -90,7 +90,7 @@ func TestMutatePodCases(t *testing.T) {
 				if len(p.Spec.Containers[0].Env) != 0 {
 					t.Errorf("first container got env %v", p.Spec.Containers[0].Env)
 				}
-				if env := p.Spec.Containers[1].Env; len(env) != 2 || env[0].Value != "throughput" {
+				if env := p.Spec.Containers[1].Env; len(env) != 3 || env[0].Value != "throughput" || env[2].Name != "TICKSTACK_IFACES" {
 					t.Errorf("sidecar env %v", env)
 				}
 			},
