@@ -15,13 +15,13 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/plan"
-	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
 // startAPIServer runs a real kube-apiserver with tickstack's CRDs.
 func startAPIServer(t *testing.T) client.Client {
 	t.Helper()
-	_, c := testutil.StartAPIServer(t, filepath.Join("..", "..", "config", "crd", "bases"))
+	_, c := kubetest.StartAPIServer(t, filepath.Join("..", "..", "config", "crd", "bases"))
 	return c
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
 const namespace = "tickstack-system"
@@ -59,7 +60,7 @@ func render(t *testing.T, sets ...string) ([]*unstructured.Unstructured, error) 
 	if err != nil {
 		return nil, errors.New(stderr.String())
 	}
-	return testutil.DecodeObjects(t, out), nil
+	return kubetest.DecodeObjects(t, out), nil
 }
 
 func mustRender(t *testing.T, sets ...string) []*unstructured.Unstructured {
@@ -138,10 +139,16 @@ func TestManagerIsLockedDown(t *testing.T) {
 // names miss.
 func TestOperatorManagedWebhookCertificate(t *testing.T) {
 	objs := mustRender(t)
-	if n := len(ofKind(objs, "Secret")); n != 0 {
-		t.Errorf("operator mode renders %d Secrets; the operator makes its own", n)
-	}
 	args := managerArgs(t, objs)
+	// The chart owns the certificate Secret (so that uninstall removes it) but writes no data: the
+	// operator fills it, and an upgrade must not touch what it wrote.
+	if secrets := ofKind(objs, "Secret"); len(secrets) != 1 {
+		t.Errorf("operator mode renders %d Secrets, want the certificate's", len(secrets))
+	} else if name := secrets[0].GetName(); name != args["--webhook-secret-name"] {
+		t.Errorf("the chart's Secret is %q, the operator writes %q", name, args["--webhook-secret-name"])
+	} else if _, has := secrets[0].Object["data"]; has {
+		t.Errorf("the certificate Secret renders data; an upgrade would overwrite the operator's certificate")
+	}
 	want := map[string]string{"--webhook-cert-mode": "operator", "--namespace": namespace}
 	for _, s := range ofKind(objs, "Service") {
 		if strings.HasSuffix(s.GetName(), "-webhook") {
@@ -249,7 +256,7 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 // rendered object to a real kube-apiserver as a dry run.
 func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
 	objs := mustRender(t)
-	_, c := testutil.StartAPIServer(t)
+	_, c := kubetest.StartAPIServer(t)
 	ctx := context.Background()
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": namespace}}}
 	if err := c.Create(ctx, ns); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
 // clusterScoped kinds carry no namespace.
@@ -19,7 +19,7 @@ var clusterScoped = map[string]bool{
 }
 
 func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
-	objs := testutil.Kustomize(t, filepath.Join("..", "..", "config", "default"))
+	objs := kubetest.Kustomize(t, filepath.Join("..", "..", "config", "default"))
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
@@ -33,7 +33,7 @@ func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
 		}
 	}
 
-	_, c := testutil.StartAPIServer(t)
+	_, c := kubetest.StartAPIServer(t)
 	ctx := context.Background()
 	// Namespaces and CRDs for real (the rest depends on them), everything else as a server-side dry run.
 	for _, o := range objs {

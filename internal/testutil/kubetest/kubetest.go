@@ -1,4 +1,6 @@
-package testutil
+// Package kubetest starts a real kube-apiserver for tests and reads manifests. It is apart from
+// testutil because it imports the API, which packages the API imports (internal/bench) must not.
+package kubetest
 
 import (
 	"bytes"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 // Scheme returns a scheme with the Kubernetes built-ins, CRDs and tickstack's API.
@@ -34,7 +37,7 @@ func Scheme() *runtime.Scheme {
 // crdDirs installed, and stops it when the test ends.
 func StartAPIServer(t testing.TB, crdDirs ...string) (*rest.Config, client.Client) {
 	t.Helper()
-	if _, err := EnvtestAssets(); err != nil {
+	if _, err := testutil.EnvtestAssets(); err != nil {
 		t.Fatal(err)
 	}
 	env := &envtest.Environment{CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}
@@ -72,7 +75,7 @@ func DecodeObjects(t testing.TB, raw []byte) []*unstructured.Unstructured {
 // Kustomize builds a kustomize directory with the kubectl of the envtest assets.
 func Kustomize(t testing.TB, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	assets, err := EnvtestAssets()
+	assets, err := testutil.EnvtestAssets()
 	if err != nil {
 		t.Fatal(err)
 	}
