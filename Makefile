@@ -92,8 +92,12 @@ test: deps envtest-assets vet $(HELM) dataplane ## Run every test: Go unit, envt
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) TICKSTACK_HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) -C dataplane test
 
+.PHONY: e2e
+e2e: deps $(HELM) dataplane ## The whole flow on the local cluster (root): chart, profile, agent, latency pod, benchmark, restore, uninstall.
+	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 80m ./test/e2e/
+
 .PHONY: check
-check: verify-gen lint test ## What CI runs: generated files, lint, every test.
+check: verify-gen lint test e2e ## What CI runs: generated files, lint, every test, the end-to-end test.
 
 .PHONY: bench
 bench: dataplane ## Benchmarks, as ratios against a baseline measured in the same run (docs/benchmarks.md).

@@ -1,0 +1,342 @@
+//go:build e2e
+
+// Package e2e tests tickstack's whole flow on the real local cluster (hack/local-cluster): the Helm
+// chart, a profile that isolates CPU 1 of this machine, the agent's real tuning and what its
+// LatencyNodeState reports, a latency pod admitted by the pod webhook, a LatencyBenchmark and its
+// verdict, the restore of the host when the profile goes, and an uninstall that leaves nothing.
+// docs/e2e.md describes what it covers, its timings and how to debug it.
+//
+//	go test -tags e2e -v -timeout 60m ./test/e2e/      (root; make e2e)
+//
+// It starts the cluster when none runs and stops it at the end (TSE2E_KEEP_CLUSTER=1 keeps it),
+// builds and imports the images when the node lacks them (TSE2E_BUILD_IMAGES=1 always rebuilds).
+// The node is this machine: the agent tunes it for real, and the test checks that every value it
+// snapshotted before the install is back at the end. The agent's reboot command only records, its
+// boot loader drop-in goes to a scratch directory, and an admission policy holds every reboot slot:
+// this machine never reboots.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+const (
+	nodeName     = "tslc-node"
+	release      = "tickstack"
+	releaseNS    = "tickstack-system"
+	testNS       = "tse2e"
+	profileName  = "tse2e"
+	roleLabel    = "tickstack.io/role"
+	roleValue    = "trading"
+	holdPolicy   = "tse2e-reboot-hold"
+	scratchDir   = "/tmp/tse2e-agent" // hostPath the agent mounts at /tse2e (recorders, boot loader drop-in)
+	helmBinary   = "bin/helm-v3.22.0"
+	imageTag     = "0.1.0"
+	net2CIDR     = "198.19.203."
+	libInPod     = "/opt/tickstack/lib/libtickstack.so"
+	stateDirHost = "/var/lib/tickstack"
+	grubDirHost  = "/etc/default/grub.d"
+)
+
+var (
+	repoRoot       string
+	clusterStarted bool
+	// Host facts before the test, for the cleanup.
+	hadStateDir, hadGrubDir, hadRoleLabel bool
+	snapshot                              map[string]string
+	// stateDirBefore lists the agent's state directory before the install: the run removes what it
+	// added there (journal lock, boot loader stamp), and the directory itself if it made it.
+	stateDirBefore map[string]bool
+)
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "tickstack e2e")
+}
+
+var _ = SynchronizedBeforeSuite(func() []byte { return nil }, func([]byte) {
+	_, file, _, _ := runtime.Caller(0)
+	repoRoot = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	Expect(os.Geteuid()).To(BeZero(), "the e2e needs root: containerd, the kubelet and the agent's host tuning")
+
+	By("the local cluster runs")
+	if err := exec.Command(filepath.Join(repoRoot, "hack", "local-cluster"), "status").Run(); err != nil {
+		out, err := run(30*time.Minute, nil, "hack/local-cluster", "start")
+		Expect(err).NotTo(HaveOccurred(), "hack/local-cluster start:\n%s", out)
+		clusterStarted = true
+	}
+	DeferCleanup(stopCluster)
+
+	By("the images are on the node")
+	stamp, stampFile := sourceStamp()
+	if have, _ := os.ReadFile(stampFile); os.Getenv("TSE2E_BUILD_IMAGES") != "" || !nodeHasImages() || string(have) != stamp {
+		out, err := run(45*time.Minute, nil, "hack/images/build.sh", "--import")
+		Expect(err).NotTo(HaveOccurred(), "hack/images/build.sh --import:\n%s", out)
+		Eventually(nodeHasImages, time.Minute, 2*time.Second).Should(BeTrue(), "the node lacks the images after build.sh --import")
+		Expect(os.WriteFile(stampFile, []byte(stamp), 0o644)).To(Succeed())
+	}
+	_, err := os.Stat(filepath.Join(repoRoot, helmBinary))
+	Expect(err).NotTo(HaveOccurred(), "%s: run make helm", helmBinary)
+
+	By("a snapshot of every host setting the profile touches, before the install")
+	hadStateDir = exists(stateDirHost)
+	stateDirBefore = map[string]bool{}
+	if entries, err := os.ReadDir(stateDirHost); err == nil {
+		for _, e := range entries {
+			stateDirBefore[e.Name()] = true
+		}
+	}
+	hadGrubDir = exists(grubDirHost)
+	snapshot = hostSnapshot()
+	Expect(snapshot).To(HaveKey("/proc/sys/kernel/timer_migration"))
+	labels := nodeLabels()
+	_, hadRoleLabel = labels[roleLabel]
+	// Runs before stopCluster (cleanups run last-in first-out).
+	DeferCleanup(cleanup)
+})
+
+// stopCluster stops the cluster if this run started it, unless asked to keep it.
+func stopCluster() {
+	if !clusterStarted || os.Getenv("TSE2E_KEEP_CLUSTER") != "" {
+		return
+	}
+	out, err := run(10*time.Minute, nil, "hack/local-cluster", "stop")
+	Expect(err).NotTo(HaveOccurred(), "hack/local-cluster stop:\n%s", out)
+}
+
+// cleanup undoes everything the test may have left, whatever failed: the profile (so the agent
+// restores the host), the release, the CRDs, the namespaces, the hold policy, the node's labels,
+// and the host's scratch paths. Any setting still differing from the snapshot is written back and
+// reported.
+func cleanup() {
+	By("cleanup")
+	_, _ = kubectl(nil, "delete", "latencybenchmarks.tickstack.io", "--all", "-n", testNS, "--ignore-not-found", "--wait=true", "--timeout=60s")
+	_, _ = kubectl(nil, "delete", "pods", "--all", "-n", testNS, "--ignore-not-found", "--wait=true", "--timeout=60s")
+	if out, err := kubectl(nil, "delete", "latencyprofiles.tickstack.io", "--all", "--ignore-not-found", "--wait=true", "--timeout=180s"); err != nil {
+		GinkgoWriter.Printf("deleting profiles: %v\n%s\n", err, out)
+	}
+	// The agent restores the host before the node state's finalizer goes; if it could not, drop
+	// the finalizers so the CRDs can go, and put the values back below.
+	if out, err := kubectl(nil, "wait", "--for=delete", "latencynodestates.tickstack.io", "--all", "--timeout=120s"); err != nil {
+		GinkgoWriter.Printf("node states still there: %v\n%s\n", err, out)
+		for _, kind := range []string{"latencynodestates.tickstack.io", "latencyprofiles.tickstack.io"} {
+			names, _ := kubectl(nil, "get", kind, "-o", "name")
+			for _, n := range strings.Fields(names) {
+				_, _ = kubectl(nil, "patch", n, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+			}
+		}
+	}
+	_, _ = helm(5*time.Minute, "uninstall", release, "-n", releaseNS, "--wait", "--timeout", "3m", "--ignore-not-found")
+	_, _ = kubectl(nil, "delete", "crd", "latencyprofiles.tickstack.io", "latencynodestates.tickstack.io",
+		"latencybenchmarks.tickstack.io", "bmcs.tickstack.io", "--ignore-not-found", "--timeout=120s")
+	_, _ = kubectl(nil, "delete", "validatingadmissionpolicybinding", holdPolicy, "--ignore-not-found")
+	_, _ = kubectl(nil, "delete", "validatingadmissionpolicy", holdPolicy, "--ignore-not-found")
+	_, _ = kubectl(nil, "delete", "namespace", testNS, releaseNS, "--ignore-not-found", "--wait=true", "--timeout=180s")
+	if !hadRoleLabel {
+		_, _ = kubectl(nil, "label", "node", nodeName, roleLabel+"-")
+	}
+	_, _ = kubectl(nil, "label", "node", nodeName, "tickstack.io/profile-", "tickstack.io/validated-", "tickstack.io/fingerprint-")
+
+	// Host: write back whatever still differs (reported as a failure by the restore spec when it
+	// ran; here it only protects the machine), then remove the scratch paths the run created.
+	if snapshot != nil {
+		for path, was := range snapshot {
+			now := readHost(path)
+			if now == was || was == absent || strings.HasSuffix(path, "/") || path == "/proc/cmdline" {
+				continue
+			}
+			GinkgoWriter.Printf("cleanup: %s is %q, writing back %q\n", path, now, was)
+			_ = os.WriteFile(path, []byte(was+"\n"), 0o644)
+		}
+		if snapshot["/etc/default/irqbalance"] == absent {
+			_ = os.Remove("/etc/default/irqbalance")
+		}
+	}
+	_ = os.RemoveAll(scratchDir)
+	if !hadStateDir {
+		_ = os.RemoveAll(stateDirHost)
+	} else if entries, err := os.ReadDir(stateDirHost); err == nil {
+		for _, e := range entries {
+			if !stateDirBefore[e.Name()] {
+				_ = os.RemoveAll(filepath.Join(stateDirHost, e.Name()))
+			}
+		}
+	}
+	if !hadGrubDir {
+		_ = os.Remove(grubDirHost) // only if empty: never delete a real drop-in
+	}
+}
+
+// run runs a command from the repository root with a deadline and returns its combined output.
+func run(timeout time.Duration, stdin []byte, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = repoRoot
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// kubectl runs the cluster's kubectl with the admin kubeconfig.
+func kubectl(stdin []byte, args ...string) (string, error) {
+	return run(5*time.Minute, stdin, "hack/local-cluster", append([]string{"kubectl"}, args...)...)
+}
+
+// helm runs the pinned helm against the local cluster.
+func helm(timeout time.Duration, args ...string) (string, error) {
+	kc, err := run(time.Minute, nil, "hack/local-cluster", "kubeconfig")
+	if err != nil {
+		return kc, err
+	}
+	return run(timeout, nil, "/usr/bin/env", append([]string{"KUBECONFIG=" + strings.TrimSpace(kc), helmBinary}, args...)...)
+}
+
+// apply applies a manifest.
+func apply(manifest string) {
+	GinkgoHelper()
+	out, err := kubectl([]byte(manifest), "apply", "-f", "-")
+	Expect(err).NotTo(HaveOccurred(), "kubectl apply:\n%s\n%s", out, manifest)
+}
+
+// getJSON reads an object into v.
+func getJSON(v any, args ...string) error {
+	out, err := kubectl(nil, append([]string{"get", "-o", "json"}, args...)...)
+	if err != nil {
+		return fmt.Errorf("kubectl get %v: %v: %s", args, err, out)
+	}
+	return json.Unmarshal([]byte(out), v)
+}
+
+func nodeLabels() map[string]string {
+	GinkgoHelper()
+	var node struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec struct {
+			Unschedulable bool `json:"unschedulable"`
+		} `json:"spec"`
+	}
+	Expect(getJSON(&node, "node", nodeName)).To(Succeed())
+	return node.Metadata.Labels
+}
+
+// sourceStamp identifies the sources the images are built from (the commit and any uncommitted
+// change below them), and the file that records the stamp of the images last imported by this test:
+// the images are rebuilt only when the sources changed.
+func sourceStamp() (stamp, file string) {
+	GinkgoHelper()
+	paths := []string{"api", "cmd", "controllers", "internal", "dataplane", "Dockerfile", "hack/images", "go.mod", "go.sum"}
+	head, err := run(time.Minute, nil, "git", "rev-parse", "HEAD")
+	Expect(err).NotTo(HaveOccurred(), head)
+	diff, err := run(time.Minute, nil, "git", append([]string{"diff", "HEAD", "--"}, paths...)...)
+	Expect(err).NotTo(HaveOccurred(), diff)
+	untracked, err := run(time.Minute, nil, "git", append([]string{"status", "--porcelain", "--"}, paths...)...)
+	Expect(err).NotTo(HaveOccurred(), untracked)
+	sum := sha256.Sum256([]byte(head + diff + untracked))
+	cache := os.Getenv("TICKSTACK_CACHE")
+	if cache == "" {
+		base, err := os.UserCacheDir()
+		Expect(err).NotTo(HaveOccurred())
+		cache = filepath.Join(base, "tickstack")
+	}
+	Expect(os.MkdirAll(filepath.Join(cache, "images"), 0o755)).To(Succeed())
+	return hex.EncodeToString(sum[:]), filepath.Join(cache, "images", "e2e-sources.stamp")
+}
+
+// nodeHasImages reports whether the node's containerd has the chart's three images.
+func nodeHasImages() bool {
+	out, err := kubectl(nil, "get", "node", nodeName, "-o", "jsonpath={.status.images[*].names}")
+	if err != nil {
+		return false
+	}
+	for _, img := range []string{"manager", "agent", "bench"} {
+		if !strings.Contains(out, "localhost/tickstack-"+img+":"+imageTag) {
+			return false
+		}
+	}
+	return true
+}
+
+const absent = "<absent>"
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// readHost reads one host file, trimmed; absent when it does not exist.
+func readHost(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return absent
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// hostSnapshot reads every host value the e2e profile can make the agent change: its sysctls,
+// transparent huge pages, every IRQ's affinity and the default one, the idle states, the
+// workqueue mask, the RPS/XPS masks of the NIC group's interface, irqbalance's file, the boot
+// loader's drop-in directory and the kernel command line.
+func hostSnapshot() map[string]string {
+	s := map[string]string{}
+	for _, p := range []string{
+		"/proc/sys/kernel/timer_migration", "/proc/sys/kernel/numa_balancing", "/proc/sys/vm/stat_interval",
+		"/proc/sys/net/core/rmem_max", "/proc/sys/net/core/busy_poll", "/proc/sys/net/core/busy_read",
+		"/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/mm/transparent_hugepage/defrag",
+		"/proc/irq/default_smp_affinity", "/sys/devices/virtual/workqueue/cpumask",
+		"/etc/default/irqbalance", "/proc/cmdline",
+	} {
+		s[p] = readHost(p)
+	}
+	for _, glob := range []string{
+		"/proc/irq/*/smp_affinity",
+		"/sys/devices/system/cpu/cpu*/cpuidle/state*/disable",
+		"/sys/class/net/tslcnet2/queues/*/rps_cpus",
+		"/sys/class/net/tslcnet2/queues/*/xps_cpus",
+	} {
+		paths, _ := filepath.Glob(glob)
+		for _, p := range paths {
+			s[p] = readHost(p)
+		}
+	}
+	entries, _ := os.ReadDir(grubDirHost)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	s[grubDirHost+"/"] = strings.Join(names, " ")
+	return s
+}
+
+// hostDiff lists the snapshot's values that differ now (paths that vanished, like the IRQ of a
+// device that went, are left out).
+func hostDiff(before map[string]string) []string {
+	now := hostSnapshot()
+	var diff []string
+	for p, was := range before {
+		is, ok := now[p]
+		if !ok || (strings.HasPrefix(p, "/proc/irq/") && is == absent) {
+			continue
+		}
+		if is != was {
+			diff = append(diff, fmt.Sprintf("%s: was %q, is %q", p, was, is))
+		}
+	}
+	return diff
+}

@@ -1,0 +1,475 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// values configure the chart for this machine: images imported by hand; no CPU requests for the
+// operator and the agent, so the node's one allocatable CPU stays whole for a pinned pod; a reboot
+// command and a GRUB update command that only record into the scratch directory; and the GRUB
+// drop-in directory replaced by that scratch directory, so the real boot configuration is never
+// written.
+const values = `
+imagePullPolicy: Never
+crds: {keep: true}
+manager:
+  resources: {requests: {cpu: null, memory: 64Mi}}
+agent:
+  checkPeriod: 10s
+  resources: {requests: {cpu: null, memory: 32Mi}}
+  rebootCommand: [/bin/sh, -c, 'date +%s >> /tse2e/reboots']
+  bootLoader:
+    type: grub
+    grubUpdateCommand: [/bin/sh, -c, 'date +%s >> /tse2e/grub-updates']
+  extraVolumes:
+  - {name: tse2e-scratch, hostPath: {path: ` + scratchDir + `, type: DirectoryOrCreate}}
+  extraVolumeMounts:
+  - {name: tse2e-scratch, mountPath: /tse2e}
+  - {name: tse2e-scratch, mountPath: /host/etc/default/grub.d, subPath: grub.d}
+`
+
+// holdManifest refuses every reboot slot at the API server: the operator cannot grant
+// spec.rebootGranted, so the agent never drains or reboots this machine, and the node keeps asking.
+const holdManifest = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: ` + holdPolicy + `}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [tickstack.io]
+      apiVersions: ["*"]
+      operations: [CREATE, UPDATE]
+      resources: [latencynodestates]
+  validations:
+  - expression: "!has(object.spec.rebootGranted) || !object.spec.rebootGranted"
+    message: this machine must never reboot; the e2e test holds every reboot slot
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: ` + holdPolicy + `}
+spec:
+  policyName: ` + holdPolicy + `
+  validationActions: [Deny]
+`
+
+// profile is config/samples/latencyprofile.yaml adapted to this node: CPU 0 keeps the system and
+// CPU 1 is isolated, C-states deeper than 2 us exit latency off, the sample's sysctls, THP never,
+// IRQs kept off CPU 1, and the second network's veth (tslcnet2) as the latency NIC group, on which
+// latency pods get a macvlan interface and the bypass stack. Huge pages, the governor (no cpufreq
+// in this VM) and coalescing (veth has none) are left out.
+func profile(isolate bool) string {
+	cpu := `{reserved: "0"}`
+	if isolate {
+		cpu = `{reserved: "0", isolated: "1"}`
+	}
+	return `
+apiVersion: tickstack.io/v1alpha1
+kind: LatencyProfile
+metadata:
+  name: ` + profileName + `
+spec:
+  nodeSelector:
+    matchLabels: {` + roleLabel + `: ` + roleValue + `}
+  cpu: ` + cpu + `
+  hugepages:
+    transparent: never
+  power:
+    maxCStateExitLatencyMicroseconds: 2
+  irq:
+    keepOffIsolated: true
+  sysctls:
+    kernel.timer_migration: "0"
+    vm.stat_interval: "10"
+    net.core.rmem_max: "33554432"
+  nics:
+  - name: net2
+    selector:
+      drivers: [veth]
+      interfaceNames: [tslcnet2]
+    acceleration: bypass
+    network:
+      type: macvlan
+      namespace: ` + testNS + `
+      ipam: {type: host-local, subnet: 198.19.203.0/24, rangeStart: 198.19.203.100, rangeEnd: 198.19.203.150}
+  rollout:
+    maxUnavailable: 1
+    drainTimeout: 10m
+`
+}
+
+// The wanted sysctls, as the host shows them.
+var wantSysctls = map[string]string{
+	"kernel.timer_migration": "0",
+	"vm.stat_interval":       "10",
+	"net.core.rmem_max":      "33554432",
+}
+
+type condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+type nodeState struct {
+	Metadata struct {
+		UID        string `json:"uid"`
+		Generation int64  `json:"generation"`
+	} `json:"metadata"`
+	Spec struct {
+		Profile struct {
+			Name string `json:"name"`
+		} `json:"profile"`
+		RebootGranted bool `json:"rebootGranted"`
+		Tuning        *struct {
+			KernelArgs []string `json:"kernelArgs"`
+		} `json:"tuning"`
+	} `json:"spec"`
+	Status struct {
+		ObservedGeneration int64       `json:"observedGeneration"`
+		Conditions         []condition `json:"conditions"`
+		Settings           []struct {
+			Name     string `json:"name"`
+			Desired  string `json:"desired"`
+			Observed string `json:"observed"`
+			State    string `json:"state"`
+		} `json:"settings"`
+		Reboot *struct {
+			Phase string `json:"phase"`
+		} `json:"reboot"`
+	} `json:"status"`
+}
+
+func (s *nodeState) cond(t string) condition {
+	for _, c := range s.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return condition{Type: t, Status: "Unknown"}
+}
+
+func (s *nodeState) setting(name string) (desired, observed, state string, ok bool) {
+	for _, x := range s.Status.Settings {
+		if x.Name == name {
+			return x.Desired, x.Observed, x.State, true
+		}
+	}
+	return "", "", "", false
+}
+
+func getNodeState() (*nodeState, error) {
+	var s nodeState
+	if err := getJSON(&s, "latencynodestate", nodeName); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// recorded counts the lines a recorder command wrote into the scratch directory.
+func recorded(name string) int {
+	b, err := os.ReadFile(filepath.Join(scratchDir, name))
+	if err != nil {
+		return 0
+	}
+	return len(strings.Fields(string(b)))
+}
+
+func podJSON(name string) (map[string]any, error) {
+	var p map[string]any
+	err := getJSON(&p, "pod", name, "-n", testNS)
+	return p, err
+}
+
+var _ = Describe("the whole flow on the local cluster", Ordered, func() {
+	It("installs the chart and the operator and agent become ready", func() {
+		f := filepath.Join(GinkgoT().TempDir(), "values.yaml")
+		Expect(os.WriteFile(f, []byte(values), 0o644)).To(Succeed())
+		Expect(os.MkdirAll(filepath.Join(scratchDir, "grub.d"), 0o755)).To(Succeed())
+		out, err := helm(10*time.Minute, "install", release, "charts/tickstack", "-n", releaseNS, "--create-namespace",
+			"-f", f, "--wait", "--timeout", "8m")
+		Expect(err).NotTo(HaveOccurred(), "helm install:\n%s", out)
+		out, err = kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/"+release+"-agent", "--timeout=5m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		out, err = kubectl(nil, "create", "namespace", testNS)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func() error {
+			_, err := kubectl(nil, "get", "serviceaccount", "default", "-n", testNS)
+			return err
+		}, time.Minute, time.Second).Should(Succeed())
+	})
+
+	It("holds every reboot slot at the API server", func() {
+		apply(holdManifest)
+		// The policy is enforced a moment after it is created: probe it with a dry run.
+		probe := `{"apiVersion":"tickstack.io/v1alpha1","kind":"LatencyNodeState","metadata":{"name":"tse2e-probe"},
+"spec":{"nodeName":"tse2e-probe","profile":{"name":"tse2e"},"rebootGranted":true}}`
+		Eventually(func() string {
+			out, _ := kubectl([]byte(probe), "create", "--dry-run=server", "-f", "-")
+			return out
+		}, 2*time.Minute, 2*time.Second).Should(ContainSubstring("must never reboot"))
+	})
+
+	It("applies a profile isolating CPU 1: runtime settings in effect, kernel arguments pending a reboot that never happens", func() {
+		out, err := kubectl(nil, "label", "node", nodeName, roleLabel+"="+roleValue, "--overwrite")
+		Expect(err).NotTo(HaveOccurred(), out)
+		apply(profile(true))
+
+		var lns *nodeState
+		Eventually(func(g Gomega) {
+			var err error
+			lns, err = getNodeState()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(lns.Spec.Profile.Name).To(Equal(profileName))
+			g.Expect(lns.Spec.Tuning).NotTo(BeNil())
+			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
+			g.Expect(lns.cond("RebootRequired")).To(And(
+				HaveField("Status", "True"), HaveField("Reason", "RebootRequested")))
+		}, 5*time.Minute, 2*time.Second).Should(Succeed())
+
+		By("every runtime setting shows its observed value, in sync, and the host has it")
+		for k, v := range wantSysctls {
+			desired, observed, state, ok := lns.setting("sysctl/" + k)
+			Expect(ok).To(BeTrue(), "status.settings lacks sysctl/%s", k)
+			Expect([]string{desired, observed, state}).To(Equal([]string{v, v, "InSync"}), "sysctl/%s", k)
+			Expect(readHost("/proc/sys/"+strings.ReplaceAll(k, ".", "/"))).To(Equal(v), "the host's %s", k)
+		}
+		_, observed, state, ok := lns.setting("thp/enabled")
+		Expect(ok).To(BeTrue())
+		Expect(state).To(Equal("InSync"))
+		Expect(observed).To(Equal("never"))
+		Expect(readHost("/sys/kernel/mm/transparent_hugepage/enabled")).To(ContainSubstring("[never]"))
+		for _, x := range lns.Status.Settings {
+			if !strings.HasPrefix(x.Name, "kernel/") {
+				Expect(x.State).To(BeElementOf("InSync", "Unsupported"), "setting %s: %+v", x.Name, x)
+			}
+		}
+
+		By("the kernel arguments are listed as pending, and Applied says why it is not True")
+		Expect(lns.Spec.Tuning.KernelArgs).To(ContainElements("isolcpus=managed_irq,1", "nohz_full=1", "rcu_nocbs=1", "irqaffinity=0"))
+		for _, arg := range lns.Spec.Tuning.KernelArgs {
+			_, _, state, ok := lns.setting("kernel/" + arg)
+			Expect(ok).To(BeTrue(), "status.settings lacks kernel/%s", arg)
+			Expect(state).To(Equal("PendingReboot"), "kernel/%s", arg)
+			Expect(lns.cond("RebootRequired").Message).To(ContainSubstring(arg))
+		}
+		Expect(lns.cond("Applied")).To(And(HaveField("Status", "False"), HaveField("Reason", "PendingReboot")))
+		Expect(lns.cond("Degraded").Status).To(Equal("False"), "%+v", lns.cond("Degraded"))
+		Expect(lns.Status.Reboot).NotTo(BeNil())
+		Expect(lns.Status.Reboot.Phase).To(Equal("Requested"))
+
+		By("the drop-in went to the scratch directory, the real boot configuration is untouched")
+		dropIn := filepath.Join(scratchDir, "grub.d", "99-tickstack.cfg")
+		b, err := os.ReadFile(dropIn)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).To(ContainSubstring("isolcpus=managed_irq,1 nohz_full=1 rcu_nocbs=1 irqaffinity=0"))
+		Expect(recorded("grub-updates")).To(Equal(1), "the GRUB update command ran once for one change")
+		Expect(readHost("/proc/cmdline")).To(Equal(snapshot["/proc/cmdline"]))
+
+		By("no reboot: the slot is held, the node stays schedulable, the recorder never ran")
+		Consistently(func(g Gomega) {
+			lns, err := getNodeState()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(lns.Spec.RebootGranted).To(BeFalse())
+			g.Expect(lns.Status.Reboot.Phase).To(Equal("Requested"))
+			g.Expect(recorded("reboots")).To(BeZero())
+			g.Expect(recorded("grub-updates")).To(Equal(1))
+			var node struct {
+				Spec struct {
+					Unschedulable bool `json:"unschedulable"`
+				} `json:"spec"`
+			}
+			g.Expect(getJSON(&node, "node", nodeName)).To(Succeed())
+			g.Expect(node.Spec.Unschedulable).To(BeFalse())
+		}, 25*time.Second, 5*time.Second).Should(Succeed())
+		out, _ = kubectl(nil, "get", "events", "-A", "--field-selector", "reason=RebootRequested,involvedObject.uid="+lns.Metadata.UID, "-o", "name")
+		Expect(strings.Fields(out)).To(HaveLen(1), "one reboot requested for one change:\n%s", out)
+		// Not Applied: the operator must not offer the node to latency pods.
+		Expect(nodeLabels()).NotTo(HaveKey("tickstack.io/profile"))
+	})
+
+	It("takes the kernel arguments back without a reboot: the node becomes Applied and labelled", func() {
+		apply(profile(false))
+		Eventually(func(g Gomega) {
+			lns, err := getNodeState()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
+			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"))
+			g.Expect(lns.cond("RebootRequired")).To(HaveField("Status", "False"))
+			g.Expect(lns.Status.Reboot).To(BeNil())
+			g.Expect(nodeLabels()).To(HaveKeyWithValue("tickstack.io/profile", profileName))
+		}, 5*time.Minute, 2*time.Second).Should(Succeed())
+		Expect(filepath.Join(scratchDir, "grub.d", "99-tickstack.cfg")).NotTo(BeAnExistingFile())
+		Expect(recorded("reboots")).To(BeZero())
+		for k, v := range wantSysctls {
+			Expect(readHost("/proc/sys/"+strings.ReplaceAll(k, ".", "/"))).To(Equal(v), "the host's %s", k)
+		}
+	})
+
+	It("admits a latency pod: the exclusive CPU, the secondary interface, the bypass stack", func() {
+		apply(fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: trader
+  namespace: %s
+  labels: {tickstack.io/profile: %s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: trader
+    image: localhost/tickstack-bench:%s
+    imagePullPolicy: Never
+    command: [sleep, infinity]
+    resources:
+      requests: {cpu: "1", memory: 64Mi}
+      limits: {cpu: "1", memory: 64Mi}
+`, testNS, profileName, imageTag))
+		Eventually(func(g Gomega) {
+			out, err := kubectl(nil, "get", "pod", "trader", "-n", testNS, "-o", "jsonpath={.status.phase}")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(out).To(Equal("Running"))
+		}, 3*time.Minute, 2*time.Second).Should(Succeed())
+		p, err := podJSON("trader")
+		Expect(err).NotTo(HaveOccurred())
+		meta := p["metadata"].(map[string]any)
+		ann := meta["annotations"].(map[string]any)
+		Expect(ann).To(HaveKeyWithValue("tickstack.io/mutated", ContainSubstring(profileName)))
+		Expect(ann).To(HaveKeyWithValue("k8s.v1.cni.cncf.io/networks", ContainSubstring(testNS+"/"+profileName+"-net2")))
+
+		exec := func(script string) string {
+			GinkgoHelper()
+			out, err := kubectl(nil, "exec", "-n", testNS, "trader", "-c", "trader", "--", "/bin/sh", "-c", script)
+			Expect(err).NotTo(HaveOccurred(), out)
+			return strings.TrimSpace(out)
+		}
+		By("CPU 1 alone, from the static CPU manager")
+		Expect(exec("grep Cpus_allowed_list /proc/self/status")).To(MatchRegexp(`Cpus_allowed_list:\s+1$`))
+
+		By("the secondary interface: in network-status and inside the pod")
+		var status []struct {
+			Name      string   `json:"name"`
+			Interface string   `json:"interface"`
+			IPs       []string `json:"ips"`
+		}
+		Expect(json.Unmarshal([]byte(ann["k8s.v1.cni.cncf.io/network-status"].(string)), &status)).To(Succeed())
+		var ifname, ip string
+		for _, s := range status {
+			if s.Name == testNS+"/"+profileName+"-net2" {
+				ifname = s.Interface
+				Expect(s.IPs).NotTo(BeEmpty())
+				ip = s.IPs[0]
+			}
+		}
+		Expect(ifname).NotTo(BeEmpty(), "network-status has no entry for the profile's network: %v", status)
+		Expect(ip).To(HavePrefix(net2CIDR))
+		Expect(exec("ip -o -4 addr show dev " + ifname)).To(ContainSubstring(ip + "/24"))
+
+		By("the bypass stack: preloaded, the library in place")
+		Expect(exec(`echo "$LD_PRELOAD"`)).To(Equal(libInPod))
+		Expect(exec("test -s " + libInPod + " && echo present")).To(Equal("present"))
+
+		out, err := kubectl(nil, "delete", "pod", "trader", "-n", testNS, "--wait=true", "--timeout=120s")
+		Expect(err).NotTo(HaveOccurred(), out)
+	})
+
+	It("benchmarks the node, writes a verdict and labels the node validated", func() {
+		// oslat only: cyclictest needs SCHED_FIFO, which this kernel (cgroup v1 with RT group
+		// scheduling) refuses in every pod: the kubelet leaves kubepods' cpu.rt_runtime_us at 0.
+		manifest := fmt.Sprintf(`
+apiVersion: tickstack.io/v1alpha1
+kind: LatencyBenchmark
+metadata: {name: tse2e, namespace: %s}
+spec:
+  target: {profile: %s}
+  placement: {runnerCPUs: 1}
+  suites:
+    jitter: {cpus: pod, durationSeconds: 5, tools: [oslat]}
+  timeoutSeconds: 600
+`, testNS, profileName)
+		f := filepath.Join(GinkgoT().TempDir(), "bench.yaml")
+		Expect(os.WriteFile(f, []byte(manifest), 0o644)).To(Succeed())
+		kc, err := run(time.Minute, nil, "hack/local-cluster", "kubeconfig")
+		Expect(err).NotTo(HaveOccurred())
+		out, err := run(15*time.Minute, nil, "go", "run", "./cmd/tickstack", "--kubeconfig", strings.TrimSpace(kc),
+			"bench", "-f", f, "-n", testNS, "--timeout", "12m")
+		GinkgoWriter.Println(out)
+		if err != nil {
+			logs, _ := kubectl(nil, "logs", "-n", testNS, "-l", "tickstack.io/benchmark=tse2e", "--all-containers", "--prefix", "--tail=200")
+			Fail(fmt.Sprintf("tickstack bench: %v\n%s\npod logs:\n%s", err, out, logs))
+		}
+		var b struct {
+			Status struct {
+				Verdict     string `json:"verdict"`
+				NodesPassed int    `json:"nodesPassed"`
+			} `json:"status"`
+		}
+		Expect(getJSON(&b, "latencybenchmark", "tse2e", "-n", testNS)).To(Succeed())
+		Expect(b.Status.Verdict).To(Equal("Passed"))
+		Expect(b.Status.NodesPassed).To(Equal(1))
+		Eventually(nodeLabels, time.Minute, 2*time.Second).Should(HaveKeyWithValue("tickstack.io/validated", profileName))
+	})
+
+	It("restores the host when the profile is deleted", func() {
+		out, err := kubectl(nil, "delete", "latencyprofile", profileName, "--wait=true", "--timeout=180s")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func() string {
+			out, _ := kubectl(nil, "get", "latencynodestate", nodeName)
+			return out
+		}, 2*time.Minute, 2*time.Second).Should(ContainSubstring("NotFound"))
+		Expect(hostDiff(snapshot)).To(BeEmpty())
+		Expect(nodeLabels()).NotTo(HaveKey("tickstack.io/profile"))
+		Expect(recorded("reboots")).To(BeZero())
+	})
+
+	It("uninstalls and leaves nothing behind but the kept CRDs", func() {
+		out, err := helm(5*time.Minute, "uninstall", release, "-n", releaseNS, "--wait", "--timeout", "3m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func() string {
+			out, _ := kubectl(nil, "get", "pods,services,deployments,daemonsets,secrets,configmaps,serviceaccounts,roles,rolebindings",
+				"-n", releaseNS, "-l", "app.kubernetes.io/instance="+release, "-o", "name")
+			return out
+		}, 2*time.Minute, 2*time.Second).Should(BeEmpty())
+		Eventually(func() string {
+			out, _ := kubectl(nil, "get", "pods", "-n", releaseNS, "-o", "name")
+			return out
+		}, 2*time.Minute, 2*time.Second).Should(BeEmpty())
+		for _, kind := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations", "clusterroles",
+			"clusterrolebindings", "validatingadmissionpolicies", "validatingadmissionpolicybindings"} {
+			out, err := kubectl(nil, "get", kind, "-l", "app.kubernetes.io/instance="+release, "-o", "name")
+			Expect(err).NotTo(HaveOccurred(), out)
+			Expect(strings.TrimSpace(out)).To(BeEmpty(), "%s of the release left behind", kind)
+			out, err = kubectl(nil, "get", kind, "-o", "name")
+			Expect(err).NotTo(HaveOccurred(), out)
+			for _, n := range strings.Fields(out) {
+				// tickstack-cni is the local cluster's own CNI plugin (hack/local-cluster.d/cni-rbac.yaml).
+				if strings.Contains(n, "tickstack") && !strings.HasSuffix(n, "/tickstack-cni") {
+					Fail(fmt.Sprintf("%s left behind", n))
+				}
+			}
+		}
+		out, err = kubectl(nil, "get", "secrets", "-n", releaseNS, "-o", "name")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).NotTo(ContainSubstring("tickstack"))
+		// crds.keep: true keeps the CRDs (and no object of them remains).
+		for _, crd := range []string{"latencyprofiles.tickstack.io", "latencynodestates.tickstack.io"} {
+			out, err := kubectl(nil, "get", "crd", crd, "-o", "name")
+			Expect(err).NotTo(HaveOccurred(), "crds.keep should keep %s: %s", crd, out)
+		}
+		out, err = kubectl(nil, "get", "latencyprofiles,latencynodestates", "-A", "-o", "name")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(strings.TrimSpace(out)).To(BeEmpty())
+	})
+})
