@@ -83,3 +83,22 @@ func TestVerifiedAttributeStatusesAndCondition(t *testing.T) {
 		t.Errorf("all applied: %v %s", ok, reason)
 	}
 }
+
+func TestFirmwarePendingFor(t *testing.T) {
+	fw := &tsv1.FirmwareSpec{Hash: "h", PendingReboot: true, BootID: "b-1"}
+	for _, tc := range []struct {
+		fw   *tsv1.FirmwareSpec
+		boot string
+		want bool
+	}{
+		{fw, "b-1\n", true},
+		{fw, "b-2", false},
+		{&tsv1.FirmwareSpec{Hash: "h", BootID: "b-1"}, "b-1", false},
+		{&tsv1.FirmwareSpec{Hash: "h", PendingReboot: true}, "", false},
+		{nil, "b-1", false},
+	} {
+		if got := tc.fw.PendingFor(tc.boot); got != tc.want {
+			t.Errorf("%+v.PendingFor(%q) = %v, want %v", tc.fw, tc.boot, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -294,6 +296,14 @@ type RebootStatus struct {
 	// LastTransitionTime is when the phase last changed.
 	// +optional
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// PendingFor reports whether the staged BIOS settings still wait for a reboot of the host that
+// runs bootID (the kernel's boot ID, trailing newline allowed): the node agent's reason to ask for
+// a reboot slot, the same one as for its kernel arguments. Any other boot ID means the reboot
+// happened. Safe on a nil FirmwareSpec.
+func (f *FirmwareSpec) PendingFor(bootID string) bool {
+	return f != nil && f.PendingReboot && f.BootID != "" && f.BootID == strings.TrimSpace(bootID)
 }
 
 // BIOSAttributeState is how one BIOS attribute stands on the node.

@@ -93,7 +93,7 @@ func (a *playedAgent) step(ctx context.Context) error {
 	}
 	wantsArgs := l.Spec.Tuning != nil && slices.Contains(l.Spec.Tuning.KernelArgs, a.arg)
 	fw := l.Spec.Firmware
-	fwPending := fw != nil && fw.PendingReboot && fw.BootID == a.bootID()
+	fwPending := fw.PendingFor(a.bootID() + "\n")
 	required := (wantsArgs && !a.argsInEffect) || fwPending
 	switch {
 	case required && l.Status.Reboot == nil:
