@@ -52,8 +52,12 @@ func (r *BIOSReconciler) decide(ctx context.Context, s *biosScope) (bool, error)
 		}
 		s.step = stepVerifyReboot
 	default:
+		period := r.VerifyPeriod
+		if anyAttribute(s.status.Attributes, tsv1.BIOSPending) {
+			period = r.RetryPeriod // the firmware may apply it on a second boot of its own
+		}
 		if last := s.status.LastVerifiedTime; last != nil {
-			if wait := last.Add(r.VerifyPeriod).Sub(r.Now()); wait > 0 {
+			if wait := last.Add(period).Sub(r.Now()); wait > 0 {
 				s.requeue = wait
 				return true, nil
 			}
@@ -61,6 +65,15 @@ func (r *BIOSReconciler) decide(ctx context.Context, s *biosScope) (bool, error)
 		s.step = stepVerifyDrift
 	}
 	return false, nil
+}
+
+func anyAttribute(attrs []tsv1.BIOSAttributeStatus, state tsv1.BIOSAttributeState) bool {
+	for _, a := range attrs {
+		if a.State == state {
+			return true
+		}
+	}
+	return false
 }
 
 func bootID(n *corev1.Node) string {
@@ -266,7 +279,7 @@ func (r *BIOSReconciler) verify(ctx context.Context, s *biosScope) (bool, error)
 	case s.step == stepVerifyReboot && ok:
 		r.event(s, corev1.EventTypeNormal, "BIOSVerified", "VerifyBIOS", "after the reboot: %s", msg)
 	case !ok:
-		if reason == tsv1.ReasonBIOSNotApplied {
+		if anyAttribute(s.status.Attributes, tsv1.BIOSPending) {
 			s.requeue = r.RetryPeriod // some firmware applies settings on a second boot of its own
 		}
 		r.event(s, corev1.EventTypeWarning, reason, "VerifyBIOS", "%s", msg)
