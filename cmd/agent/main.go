@@ -165,10 +165,9 @@ func run(ctx context.Context, o *options) error {
 	var nics <-chan string
 	if o.watchNICs {
 		// The agent runs with hostNetwork: its network namespace is the host's.
-		if nics, err = host.WatchNICChanges(ctx, 0); err != nil {
-			ctrl.Log.Info("NIC change events unavailable; NIC drift is found by the periodic check", "error", err.Error())
-			nics = nil
-		}
+		nics = agent.KeepWatchingNICs(ctx, func(ctx context.Context) (<-chan string, error) {
+			return host.WatchNICChanges(ctx, 0)
+		}, 10*time.Second)
 	}
 	if err := r.SetupWithManager(mgr, nics); err != nil {
 		return fmt.Errorf("setting up the agent controller: %w", err)

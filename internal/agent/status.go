@@ -43,8 +43,9 @@ const (
 	// ReasonNoBootLoader (Degraded=True): the tuning has kernel arguments but the agent runs
 	// without a boot loader (--boot-loader=none).
 	ReasonNoBootLoader = "NoBootLoader"
-	// ReasonRebootDidNotApply (Degraded=True, RebootRequired=True): the node rebooted for these
-	// kernel arguments and still runs without them; the agent does not reboot again for them.
+	// ReasonRebootDidNotApply (Degraded=True, RebootRequired=False, Applied=False): the node
+	// rebooted for these kernel arguments and still runs without them; the agent does not reboot
+	// again for them, and gives the reboot slot back.
 	ReasonRebootDidNotApply = "RebootDidNotApply"
 	// ReasonRebootFailed (Degraded=True): the reboot command failed; it is retried after a back-off.
 	ReasonRebootFailed = "RebootCommandFailed"
@@ -159,6 +160,8 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 		set(tsv1.NodeApplied, false, ReasonApplyFailed, "applying failed: "+joinErrs(o.applyErr))
 	case len(notInSync) > 0:
 		set(tsv1.NodeApplied, false, ReasonNotInSync, "settings not in effect after applying: "+strings.Join(notInSync, ", "))
+	case o.rebootDidNotApply:
+		set(tsv1.NodeApplied, false, ReasonRebootDidNotApply, "runtime settings are in effect; the node rebooted for its kernel arguments and still runs without them (see Degraded)")
 	case o.boot != nil && o.boot.RebootRequired:
 		set(tsv1.NodeApplied, false, ReasonPendingReboot, "runtime settings are in effect; "+o.boot.Message())
 	case o.hasArgs && o.boot == nil:
@@ -194,7 +197,9 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 	case !o.boot.RebootRequired:
 		set(tsv1.NodeRebootRequired, false, ReasonKernelArgsInEffect, o.boot.Message())
 	case o.rebootDidNotApply:
-		set(tsv1.NodeRebootRequired, true, ReasonRebootDidNotApply, o.boot.Message()+"; the node already rebooted for them: no further reboot")
+		// False: the agent will not reboot for these arguments again, so the operator takes the
+		// reboot slot back and the rollout goes on with the other nodes.
+		set(tsv1.NodeRebootRequired, false, ReasonRebootDidNotApply, o.boot.Message()+"; the node already rebooted for them: no further reboot (see Degraded)")
 	case o.reboot != nil:
 		msg := o.boot.Message()
 		if o.reboot.Message != "" {

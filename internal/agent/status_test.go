@@ -93,7 +93,8 @@ func TestApplyStatus(t *testing.T) {
 		obs:  observation{hasArgs: true, boot: pending, rebootDidNotApply: true},
 		want: map[string]condWant{
 			tsv1.NodeDegraded:       {metav1.ConditionTrue, ReasonRebootDidNotApply, RebootedForAnnotation},
-			tsv1.NodeRebootRequired: {metav1.ConditionTrue, ReasonRebootDidNotApply, "no further reboot"},
+			tsv1.NodeRebootRequired: {metav1.ConditionFalse, ReasonRebootDidNotApply, "no further reboot"},
+			tsv1.NodeApplied:        {metav1.ConditionFalse, ReasonRebootDidNotApply, "still runs without them"},
 		},
 		wantGen: true,
 	}, {

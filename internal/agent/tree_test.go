@@ -327,3 +327,38 @@ func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 		t.Errorf("the tree differs after the restore:\n%s", strings.Join(d, "\n"))
 	}
 }
+
+// TestTreeRebootWithoutTheArguments: the node reboots (new boot ID) but the boot loader did not
+// carry the arguments. The agent does not reboot again for them: Degraded RebootDidNotApply,
+// RebootRequired False (the slot goes back), the node uncordoned, one reboot only.
+func TestTreeRebootWithoutTheArguments(t *testing.T) {
+	node := agenttest.Name("vain")
+	a := agenttest.NewTreeAgent(t, node)
+	a.R.RebootCommand = []string{"/bin/sh", "-c", `cat /proc/sys/kernel/random/uuid > "$TICKSTACK_HOST_ROOT/proc/sys/kernel/random/boot_id"; echo "$TICKSTACK_NODE_NAME" >> "$1"`, "vain-reboot", a.Reboots}
+	createNode(t, node)
+	createLNS(t, node, treeTuning())
+	agenttest.StartAgent(t, cfg, a.R, nil)
+	eventually(t, 20*time.Second, "reboot requested", func() error {
+		return wantCondition(getLNS(t, node), tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
+	})
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	eventually(t, 20*time.Second, "reboot in vain reported", func() error {
+		l := getLNS(t, node)
+		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonRebootDidNotApply); err != nil {
+			return err
+		}
+		if l.Status.Reboot != nil {
+			return fmt.Errorf("reboot %+v", l.Status.Reboot)
+		}
+		return wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, agent.ReasonRebootDidNotApply)
+	})
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	gomega.NewWithT(t).Consistently(func() int { return len(agenttest.Lines(t, a.Reboots)) }).
+		WithTimeout(2*a.R.CheckPeriod).WithPolling(50*time.Millisecond).Should(gomega.Equal(1), "reboots for the same arguments")
+	if getNode(t, node).Spec.Unschedulable {
+		t.Error("node left cordoned after the reboot")
+	}
+	if getLNS(t, node).Annotations[agent.RebootedForAnnotation] == "" {
+		t.Errorf("no %s annotation", agent.RebootedForAnnotation)
+	}
+}
