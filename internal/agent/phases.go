@@ -63,23 +63,24 @@ func (r *Reconciler) wasApplied(lns *tsv1.LatencyNodeState) bool {
 		(c.Status == metav1.ConditionTrue || c.Reason == ReasonPendingReboot)
 }
 
-// applyRuntime checks for drift, applies the runtime settings (the engine journals originals
-// before any write) and restarts irqbalance when its configuration changed.
+// applyRuntime applies the runtime settings (the engine journals originals before any write)
+// and restarts irqbalance when its configuration changed. Once a generation was applied
+// completely, every write of a later apply corrects a change made on the host: that is drift,
+// reported with the value the engine found just before it wrote (no separate check, so a change
+// made while the reconcile runs cannot slip through unreported).
 func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) (bool, error) {
-	if r.wasApplied(s.lns) {
-		res, err := r.Engine.Verify(s.desired)
-		if err == nil {
-			s.obs.drifted = tuning.Drift(res)
-		}
-		if len(s.obs.drifted) > 0 {
-			r.event(s.lns, corev1.EventTypeWarning, tsv1.NodeDrifted, "Verify", "settings changed on the host: %s; setting them back", describeDrift(s.obs.drifted))
-		}
-	}
+	applied := r.wasApplied(s.lns)
 	rep, err := r.Engine.Apply(s.desired)
 	if rep != nil {
 		s.obs.results = rep.Results
 		if slices.Contains(rep.Changed, irqbalanceSetting) || slices.Contains(rep.Restored, irqbalanceSetting) {
 			r.restartIrqbalance(ctx, s.lns)
+		}
+		if applied {
+			s.obs.drifted = driftFrom(rep)
+		}
+		if len(s.obs.drifted) > 0 {
+			r.event(s.lns, corev1.EventTypeWarning, tsv1.NodeDrifted, "Verify", "settings changed on the host: %s; set back", describeDrift(s.obs.drifted))
 		}
 	}
 	var fe *tuning.FieldError
@@ -286,4 +287,18 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer %s: %w", tsv1.RestoreFinalizer, err))
 	}
 	return ctrl.Result{}, nil
+}
+
+// driftFrom lists what Apply wrote, with the value it found and the desired one.
+func driftFrom(rep *tuning.Report) []tuning.Result {
+	desired := map[string]tuning.Result{}
+	for _, res := range rep.Results {
+		desired[res.Name] = res
+	}
+	out := make([]tuning.Result, 0, len(rep.Changed))
+	for _, name := range rep.Changed {
+		res := desired[name]
+		out = append(out, tuning.Result{Name: name, Field: res.Field, Desired: res.Desired, Observed: rep.Before[name], State: tuning.Drifted})
+	}
+	return out
 }

@@ -85,6 +85,9 @@ type Result struct {
 type Report struct {
 	// Changed names the settings Apply wrote.
 	Changed []string
+	// Before holds, for each setting in Changed, the value it had just before Apply wrote it
+	// (what a drift report shows as found on the host).
+	Before map[string]string
 	// Restored names settings of an earlier Desired that are no longer desired and were put back.
 	Restored []string
 	// Results is the verification after applying.
@@ -269,6 +272,10 @@ func (e *Engine) Apply(d *Desired) (*Report, error) {
 				continue
 			}
 			rep.Changed = append(rep.Changed, it.name)
+			if rep.Before == nil {
+				rep.Before = map[string]string{}
+			}
+			rep.Before[it.name] = current[i]
 			e.failpoint(FailpointMidApply)
 		}
 		if refusedChanged {
