@@ -94,7 +94,7 @@ test: deps envtest-assets vet $(HELM) dataplane ## Run every test: Go unit, envt
 
 .PHONY: e2e
 e2e: deps $(HELM) dataplane ## The whole flow on the local cluster (root): chart, profile, agent, latency pod, benchmark, restore, uninstall.
-	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 80m ./test/e2e/
+	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 80m ./test/e2e/ -ginkgo.v
 
 .PHONY: check
 check: verify-gen lint test e2e ## What CI runs: generated files, lint, every test, the end-to-end test.

@@ -397,6 +397,9 @@ spec:
   placement: {runnerCPUs: 1}
   suites:
     jitter: {cpus: pod, durationSeconds: 5, tools: [oslat]}
+  thresholds:
+    latency:
+    - {suite: jitter, statistic: p99, max: 200us}
   timeoutSeconds: 600
 `, testNS, profileName)
 		f := filepath.Join(GinkgoT().TempDir(), "bench.yaml")
@@ -417,6 +420,10 @@ spec:
 			} `json:"status"`
 		}
 		Expect(getJSON(&b, "latencybenchmark", "tse2e", "-n", testNS)).To(Succeed())
+		// The results table (oslat on CPU 1, the pinned runner's CPU) and the threshold's check.
+		Expect(out).To(MatchRegexp(`(?m)^\s*oslat\s+1\s+\d+`))
+		Expect(out).To(ContainSubstring("checks of node " + nodeName + ": Passed"))
+		Expect(out).To(MatchRegexp(`Passed\s+.*worst p99 [0-9.]+ us at oslat cpu 1 is within 200us`))
 		Expect(b.Status.Verdict).To(Equal("Passed"))
 		Expect(b.Status.NodesPassed).To(Equal(1))
 		Eventually(nodeLabels, time.Minute, 2*time.Second).Should(HaveKeyWithValue("tickstack.io/validated", profileName))
