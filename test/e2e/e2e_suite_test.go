@@ -76,7 +76,7 @@ var _ = SynchronizedBeforeSuite(func() []byte { return nil }, func([]byte) {
 
 	By("the local cluster runs")
 	if err := exec.Command(filepath.Join(repoRoot, "hack", "local-cluster"), "status").Run(); err != nil {
-		out, err := run(30*time.Minute, nil, "hack/local-cluster", "start")
+		out, err := run(60*time.Minute, nil, "hack/local-cluster", "start") // cold: builds Kubernetes (~20 min)
 		Expect(err).NotTo(HaveOccurred(), "hack/local-cluster start:\n%s", out)
 		clusterStarted = true
 	}
