@@ -31,6 +31,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into c
 		paths=./api/... paths=./controllers/... paths=./internal/webhook/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) rbac:roleName=agent paths=./internal/agent/... output:rbac:artifacts:config=config/agent
 	hack/sync-chart.py
 	go run ./hack/apidocs config/crd/bases docs/api-reference.md
 
@@ -62,6 +63,7 @@ verify-gen: generate manifests ## Fail when generated files are not committed as
 .PHONY: build
 build: ## Build the manager, agent and tickstack CLI into bin/.
 	go build -o $(BIN)/manager ./cmd/manager
+	go build -o $(BIN)/agent ./cmd/agent
 	go build -o $(BIN)/tickstack ./cmd/tickstack
 
 .PHONY: dataplane
