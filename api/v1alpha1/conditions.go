@@ -19,7 +19,8 @@ const (
 	NodeApplied = "Applied"
 	// NodeDegraded is True when a setting could not be applied.
 	NodeDegraded = "Degraded"
-	// NodeRebootRequired is True when kernel arguments were written and wait for a reboot.
+	// NodeRebootRequired is True when kernel arguments were written, or BIOS settings staged
+	// (spec.firmware), and wait for a reboot.
 	NodeRebootRequired = "RebootRequired"
 	// NodeDrifted is True when a setting was changed on the host after it was applied.
 	NodeDrifted = "Drifted"

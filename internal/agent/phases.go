@@ -195,9 +195,19 @@ func (r *Reconciler) reconcileKernelArgs(ctx context.Context, s *scope) (bool, e
 	return false, nil
 }
 
-// argsHash identifies the kernel-argument change a reboot is for.
-func argsHash(st *bootloader.Status) string {
-	h := sha256.Sum256([]byte(strings.Join(st.Desired, " ") + "|" + strings.Join(st.Stale, " ")))
+// rebootHash identifies the change a reboot is for: the kernel arguments (st, nil when the tuning
+// has none) and the operator's spec.firmware.hash, so that a BIOS-only change after a reboot for
+// the same kernel arguments is a new change. Without firmware the hash is the kernel arguments'
+// alone, as agents before the firmware support recorded it.
+func rebootHash(st *bootloader.Status, fw *tsv1.FirmwareSpec) string {
+	in := "|"
+	if st != nil {
+		in = strings.Join(st.Desired, " ") + "|" + strings.Join(st.Stale, " ")
+	}
+	if fw != nil && fw.Hash != "" {
+		in += "|firmware=" + fw.Hash
+	}
+	h := sha256.Sum256([]byte(in))
 	return hex.EncodeToString(h[:8])
 }
 

@@ -61,7 +61,10 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error
 	}
 	s.bootID = bootID
 	rs := s.obs.reboot
-	required := s.obs.boot != nil && s.obs.boot.RebootRequired
+	argsRequired := s.obs.boot != nil && s.obs.boot.RebootRequired
+	// BIOS settings the operator staged for this boot need the same reboot (docs/bios.md).
+	s.obs.firmwarePending = s.lns.Spec.Firmware.PendingFor(bootID)
+	required := argsRequired || s.obs.firmwarePending
 
 	// The node came back (or rebooted on its own) with another kernel: verify.
 	if rs != nil && rs.BootID != "" && rs.BootID != bootID && rs.Phase != tsv1.RebootVerifying {
@@ -69,24 +72,26 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error
 		rs = s.obs.reboot
 	}
 
+	if s.obs.boot == nil && s.obs.hasArgs {
+		// The boot loader could not be read: decide nothing (a reboot now could miss the kernel
+		// arguments and cost a second one).
+		return false, nil
+	}
 	if !required {
-		if s.obs.boot == nil && s.obs.hasArgs {
-			return false, nil // the boot loader could not be read: decide nothing
-		}
 		if rs != nil {
 			// Done, or no longer needed (a profile change took the arguments back).
 			if err := r.uncordon(ctx); err != nil {
 				return false, err
 			}
 			if rs.Phase == tsv1.RebootVerifying {
-				r.event(s.lns, corev1.EventTypeNormal, "RebootVerified", "Reboot", "the node rebooted and runs with its kernel arguments; uncordoned")
+				r.event(s.lns, corev1.EventTypeNormal, "RebootVerified", "Reboot", "the node rebooted: its kernel arguments are in effect and no staged BIOS setting waits for this boot; uncordoned")
 			}
 			s.obs.reboot = nil
 		}
 		return false, nil
 	}
 
-	hash := argsHash(s.obs.boot)
+	hash := rebootHash(s.obs.boot, s.lns.Spec.Firmware)
 	switch {
 	case rs == nil || rs.Phase == tsv1.RebootVerifying:
 		if rs != nil {
@@ -95,7 +100,9 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error
 				return false, err
 			}
 		}
-		if s.lns.Annotations[RebootedForAnnotation] == hash {
+		// Pending firmware names the boot that has not rebooted yet, so only kernel arguments can
+		// be what a reboot did not apply.
+		if !s.obs.firmwarePending && s.lns.Annotations[RebootedForAnnotation] == hash {
 			if rs != nil {
 				r.event(s.lns, corev1.EventTypeWarning, ReasonRebootDidNotApply, "Reboot", "the node rebooted for its kernel arguments and still runs without them: %s", s.obs.boot.Message())
 			}
@@ -105,7 +112,7 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error
 		}
 		s.obs.reboot = nil
 		r.setPhase(s, tsv1.RebootRequested, "waiting for the operator's reboot slot (rollout.maxUnavailable)")
-		r.event(s.lns, corev1.EventTypeNormal, "RebootRequested", "Reboot", "%s; asking the operator for a reboot slot", s.obs.boot.Message())
+		r.event(s.lns, corev1.EventTypeNormal, "RebootRequested", "Reboot", "%s; asking the operator for a reboot slot", rebootCause(&s.obs))
 		return false, nil
 
 	case rs.Phase == tsv1.RebootRequested:
@@ -181,8 +188,8 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope, hash string) (bool
 	return false, nil
 }
 
-// markRebootedFor records, before the reboot command runs, which kernel-argument change the
-// reboot is for.
+// markRebootedFor records, before the reboot command runs, which change (kernel arguments and
+// staged BIOS settings) the reboot is for.
 func (r *Reconciler) markRebootedFor(ctx context.Context, s *scope, hash string) error {
 	if s.lns.Annotations[RebootedForAnnotation] == hash {
 		return nil

@@ -59,6 +59,11 @@ const (
 	ReasonKernelArgsInEffect = "KernelArgsInEffect"
 	// ReasonNoKernelArgs (RebootRequired=False): the tuning has no kernel arguments.
 	ReasonNoKernelArgs = "NoKernelArgs"
+	// ReasonFirmwarePendingReboot (RebootRequired=True): the kernel arguments are in effect (or
+	// there are none) and BIOS settings the operator staged on the BMC wait for a reboot of this
+	// boot (spec.firmware); the agent asks for a reboot slot for them. The reboot phase is in
+	// status.reboot and the message; a failed drain keeps reason DrainFailed.
+	ReasonFirmwarePendingReboot = "FirmwarePendingReboot"
 	// ReasonNoDrift (Drifted=False): the last check found every setting as applied.
 	ReasonNoDrift = "NoDrift"
 	// ReasonDriftCorrected (Drifted=True): the last check found settings changed on the host and
@@ -87,6 +92,29 @@ func rebootReason(p tsv1.RebootPhase) string {
 	return "RebootRequired"
 }
 
+// firmwareMessage says what a reboot for staged BIOS settings waits for, and what to do.
+const firmwareMessage = "BIOS settings staged on the BMC by the operator wait for a reboot (spec.firmware.pendingReboot); the agent reboots the node in its reboot slot (rollout.maxUnavailable), or reboot it by hand; status.bios says which attributes"
+
+// rebootCause says why the node needs a reboot: its kernel arguments, staged BIOS settings, or both.
+func rebootCause(o *observation) string {
+	argsReboot := o.boot != nil && o.boot.RebootRequired
+	switch {
+	case argsReboot && o.firmwarePending:
+		return o.boot.Message() + "; " + firmwareMessage
+	case o.firmwarePending:
+		return firmwareMessage
+	}
+	return bootMessage(o.boot)
+}
+
+// bootMessage is the boot loader's account of the kernel arguments, safe when it was not read.
+func bootMessage(b *bootloader.Status) string {
+	if b == nil {
+		return "the kernel arguments could not be checked"
+	}
+	return b.Message()
+}
+
 // maxSettings is the API's cap on status.settings.
 const maxSettings = 1024
 
@@ -110,6 +138,9 @@ type observation struct {
 	rebootEr error
 	// rebootDidNotApply is set when the node already rebooted for these arguments in vain.
 	rebootDidNotApply bool
+	// firmwarePending: spec.firmware has BIOS settings staged that wait for a reboot of the
+	// running boot (FirmwareSpec.PendingFor).
+	firmwarePending bool
 	// drifted are the settings found changed before this reconcile's apply; corrected reports
 	// that the apply set them back.
 	drifted   []tuning.Result
@@ -178,7 +209,7 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 	case o.bootErr != nil:
 		set(tsv1.NodeDegraded, true, ReasonBootLoaderFailed, "writing kernel arguments failed: "+o.bootErr.Error())
 	case o.rebootDidNotApply:
-		set(tsv1.NodeDegraded, true, ReasonRebootDidNotApply, "the node rebooted for its kernel arguments and still runs without them: "+o.boot.Message()+"; check the boot loader configuration (--grub-update-command, BLS entries) and the LatencyNodeState annotation "+RebootedForAnnotation+"; remove that annotation to let the agent reboot once more")
+		set(tsv1.NodeDegraded, true, ReasonRebootDidNotApply, "the node rebooted for its kernel arguments and still runs without them: "+bootMessage(o.boot)+"; check the boot loader configuration (--grub-update-command, BLS entries) and the LatencyNodeState annotation "+RebootedForAnnotation+"; remove that annotation to let the agent reboot once more")
 	case o.rebootEr != nil:
 		set(tsv1.NodeDegraded, true, ReasonRebootFailed, o.rebootEr.Error())
 	case len(notInSync) > 0:
@@ -189,25 +220,30 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 		set(tsv1.NodeDegraded, false, ReasonAsExpected, "no problem found")
 	}
 
+	argsReboot := o.boot != nil && o.boot.RebootRequired
 	switch {
-	case o.boot == nil && !o.hasArgs:
-		set(tsv1.NodeRebootRequired, false, ReasonNoKernelArgs, "the tuning has no kernel arguments")
-	case o.boot == nil:
+	case o.boot == nil && o.hasArgs:
 		// Writing failed: keep what was known.
-	case !o.boot.RebootRequired:
-		set(tsv1.NodeRebootRequired, false, ReasonKernelArgsInEffect, o.boot.Message())
 	case o.rebootDidNotApply:
 		// False: the agent will not reboot for these arguments again, so the operator takes the
 		// reboot slot back and the rollout goes on with the other nodes.
-		set(tsv1.NodeRebootRequired, false, ReasonRebootDidNotApply, o.boot.Message()+"; the node already rebooted for them: no further reboot (see Degraded)")
-	case o.reboot != nil:
-		msg := o.boot.Message()
-		if o.reboot.Message != "" {
-			msg = o.reboot.Message + "; " + msg
+		set(tsv1.NodeRebootRequired, false, ReasonRebootDidNotApply, bootMessage(o.boot)+"; the node already rebooted for them: no further reboot (see Degraded)")
+	case argsReboot || o.firmwarePending:
+		reason, msg := "RebootRequired", rebootCause(o)
+		if o.reboot != nil {
+			reason = rebootReason(o.reboot.Phase)
+			if o.reboot.Message != "" {
+				msg = o.reboot.Message + "; " + msg
+			}
 		}
-		set(tsv1.NodeRebootRequired, true, rebootReason(o.reboot.Phase), msg)
+		if !argsReboot && reason != ReasonDrainFailed {
+			reason = ReasonFirmwarePendingReboot
+		}
+		set(tsv1.NodeRebootRequired, true, reason, msg)
+	case o.boot == nil:
+		set(tsv1.NodeRebootRequired, false, ReasonNoKernelArgs, "the tuning has no kernel arguments")
 	default:
-		set(tsv1.NodeRebootRequired, true, "RebootRequired", o.boot.Message())
+		set(tsv1.NodeRebootRequired, false, ReasonKernelArgsInEffect, o.boot.Message())
 	}
 
 	switch {

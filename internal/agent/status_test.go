@@ -98,6 +98,46 @@ func TestApplyStatus(t *testing.T) {
 		},
 		wantGen: true,
 	}, {
+		name: "BIOS-only change waits for the slot: the firmware reason, a message to act on",
+		obs: observation{results: []tuning.Result{inSync("sysctl/vm.swappiness", "10")}, hasArgs: true, boot: inEffect, cmdline: "ro nohz_full=2-3", firmwarePending: true,
+			reboot: &tsv1.RebootStatus{Phase: tsv1.RebootRequested, Message: "waiting for the operator's reboot slot"}},
+		want: map[string]condWant{
+			tsv1.NodeRebootRequired: {metav1.ConditionTrue, ReasonFirmwarePendingReboot, "waiting for the operator's reboot slot; BIOS settings staged on the BMC"},
+			tsv1.NodeApplied:        {metav1.ConditionTrue, ReasonApplied, "1 kernel arguments in effect"},
+			tsv1.NodeDegraded:       {metav1.ConditionFalse, ReasonAsExpected, ""},
+		},
+		wantGen: true,
+	}, {
+		name: "BIOS-only change, tuning without kernel arguments, draining",
+		obs: observation{results: []tuning.Result{inSync("sysctl/vm.swappiness", "10")}, firmwarePending: true,
+			reboot: &tsv1.RebootStatus{Phase: tsv1.RebootDraining, Message: "cordoned; evicting pods"}},
+		want: map[string]condWant{
+			tsv1.NodeRebootRequired: {metav1.ConditionTrue, ReasonFirmwarePendingReboot, "reboot it by hand"},
+		},
+		wantGen: true,
+	}, {
+		name: "BIOS-only change whose drain failed keeps DrainFailed",
+		obs: observation{firmwarePending: true,
+			reboot: &tsv1.RebootStatus{Phase: tsv1.RebootDrainFailed, BlockingPod: "ns/p", Message: "drain timed out: pod ns/p could not be evicted"}},
+		want: map[string]condWant{
+			tsv1.NodeRebootRequired: {metav1.ConditionTrue, ReasonDrainFailed, "pod ns/p"},
+		},
+		wantGen: true,
+	}, {
+		name: "kernel arguments and BIOS in one reboot: the phase reason, both named",
+		obs: observation{hasArgs: true, boot: pending, firmwarePending: true,
+			reboot: &tsv1.RebootStatus{Phase: tsv1.RebootRequested}},
+		want: map[string]condWant{
+			tsv1.NodeRebootRequired: {metav1.ConditionTrue, "RebootRequested", `lacks ["nohz_full=2-3"]; BIOS settings staged`},
+		},
+		wantGen: true,
+	}, {
+		name: "boot loader unreadable and BIOS pending: RebootRequired kept, no panic",
+		obs:  observation{hasArgs: true, bootErr: errors.New("grub: EIO"), firmwarePending: true},
+		want: map[string]condWant{
+			tsv1.NodeDegraded: {metav1.ConditionTrue, ReasonBootLoaderFailed, "EIO"},
+		},
+	}, {
 		name: "arguments without a boot loader",
 		obs:  observation{hasArgs: true, bootErr: errNoBootLoader},
 		want: map[string]condWant{
@@ -246,5 +286,22 @@ func TestEvictable(t *testing.T) {
 		if got := evictable(&tt.pod); got != tt.want {
 			t.Errorf("%s: evictable = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+func TestRebootHashIncludesTheFirmware(t *testing.T) {
+	args := &bootloader.Status{Desired: []string{"nohz_full=2-3"}}
+	h1 := rebootHash(args, &tsv1.FirmwareSpec{Hash: "bios-1", PendingReboot: true, BootID: "b"})
+	if h1 != rebootHash(args, &tsv1.FirmwareSpec{Hash: "bios-1"}) {
+		t.Errorf("the hash depends on pendingReboot/bootID, not only on the change")
+	}
+	if h1 == rebootHash(args, &tsv1.FirmwareSpec{Hash: "bios-2"}) {
+		t.Errorf("a BIOS-only change keeps the hash: it would read as a reboot that did not apply")
+	}
+	if rebootHash(args, nil) != rebootHash(args, &tsv1.FirmwareSpec{}) || rebootHash(args, nil) == h1 {
+		t.Errorf("without firmware the hash must be the kernel arguments' alone")
+	}
+	if rebootHash(nil, nil) != rebootHash(&bootloader.Status{}, nil) {
+		t.Errorf("no boot loader status must hash as no kernel arguments")
 	}
 }

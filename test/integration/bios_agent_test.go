@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 )
 
@@ -55,7 +56,10 @@ func playKubelet(ctx context.Context, c client.Client, node, root string) {
 // emulator per node. One profile change with a kernel argument and a BIOS attribute, maxUnavailable
 // 1: the agents write the argument and ask for their slots at once, the operator grants none before
 // the node's BIOS settings are staged, and each node reboots exactly once (the agent's reboot log);
-// after it the kernel argument is in effect and every BIOS attribute is verified. The test plays
+// after it the kernel argument is in effect and every BIOS attribute is verified. Then a BIOS-only
+// change (the attribute back, the kernel argument kept): the agents ask for a slot for the staged
+// firmware alone (RebootRequired reason FirmwarePendingReboot), and each node reboots exactly once
+// more, the earlier kernel-argument reboot not mistaken for one that did not apply. The test plays
 // only the kubelet (the boot ID in the Node's status).
 func TestBIOSAndKernelArgsOneRebootWithTheRealAgent(t *testing.T) {
 	g := gomega.NewWithT(t)
@@ -70,10 +74,10 @@ func TestBIOSAndKernelArgsOneRebootWithTheRealAgent(t *testing.T) {
 	namespace(t, c, ns)
 	names := []string{biosName("real-a"), biosName("real-b")}
 	agents := map[string]*agenttest.TreeAgent{}
-	var want string
+	var origTurbo, want string
 	for _, n := range names {
 		e := startSushy(t, user, password)
-		_, want = e.otherTurbo(t)
+		origTurbo, want = e.otherTurbo(t)
 		a := agenttest.NewTreeAgent(t, n)
 		agents[n] = a
 		boot, err := os.ReadFile(filepath.Join(a.Root, "proc", "sys", "kernel", "random", "boot_id"))
@@ -85,10 +89,12 @@ func TestBIOSAndKernelArgsOneRebootWithTheRealAgent(t *testing.T) {
 		go playKubelet(ctx, c, n, a.Root)
 		agenttest.StartAgent(t, restCfg, a.R, nil)
 	}
-	// Every grant must find the node's BIOS staged: record what each granted node state showed.
+	// Every grant must find the node's BIOS staged: record what each granted node state showed,
+	// and every reason RebootRequired=True had.
 	var (
 		earlyMu sync.Mutex
 		early   []string
+		reasons = map[string]bool{}
 	)
 	go func() {
 		seen := map[string]bool{}
@@ -105,6 +111,11 @@ func TestBIOSAndKernelArgsOneRebootWithTheRealAgent(t *testing.T) {
 				}
 				if !l.Spec.RebootGranted {
 					seen[n] = false
+				}
+				if c := meta.FindStatusCondition(l.Status.Conditions, tsv1.NodeRebootRequired); c != nil && (c.Status == metav1.ConditionTrue || c.Reason == agent.ReasonRebootDidNotApply) {
+					earlyMu.Lock()
+					reasons[c.Reason] = true
+					earlyMu.Unlock()
 				}
 			}
 			select {
@@ -127,7 +138,7 @@ func TestBIOSAndKernelArgsOneRebootWithTheRealAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	settled := func(n string) error {
+	settled := func(n, want string) error {
 		l := lnsOf(c, n)
 		if fw := l.Spec.Firmware; fw == nil || fw.PendingReboot {
 			return fmt.Errorf("%s: spec.firmware %+v", n, fw)
@@ -139,35 +150,60 @@ func TestBIOSAndKernelArgsOneRebootWithTheRealAgent(t *testing.T) {
 		if rr == nil || rr.Status != metav1.ConditionFalse || l.Status.Reboot != nil || l.Spec.RebootGranted {
 			return fmt.Errorf("%s: RebootRequired %+v, reboot %+v, granted %v", n, rr, l.Status.Reboot, l.Spec.RebootGranted)
 		}
-		if !meta.IsStatusConditionTrue(l.Status.Conditions, tsv1.NodeApplied) {
-			return fmt.Errorf("%s: not Applied: %+v", n, l.Status.Conditions)
+		if !meta.IsStatusConditionTrue(l.Status.Conditions, tsv1.NodeApplied) || meta.IsStatusConditionTrue(l.Status.Conditions, tsv1.NodeDegraded) {
+			return fmt.Errorf("%s: not Applied, or Degraded: %+v", n, l.Status.Conditions)
 		}
 		return nil
 	}
-	for _, n := range names {
-		g.Eventually(func() error { return settled(n) }).WithTimeout(120 * time.Second).WithPolling(100 * time.Millisecond).Should(gomega.Succeed())
-	}
-	g.Consistently(func() error {
+	// allSettled waits until every node settled with value, stays so, and rebooted reboots times.
+	allSettled := func(value string, reboots int) {
+		t.Helper()
 		for _, n := range names {
-			if err := settled(n); err != nil {
-				return err
+			g.Eventually(func() error { return settled(n, value) }).WithTimeout(120 * time.Second).WithPolling(100 * time.Millisecond).Should(gomega.Succeed())
+		}
+		g.Consistently(func() error {
+			for _, n := range names {
+				if err := settled(n, value); err != nil {
+					return err
+				}
+			}
+			return nil
+		}).WithTimeout(3 * time.Second).WithPolling(200 * time.Millisecond).Should(gomega.Succeed())
+		for _, n := range names {
+			if got := agenttest.Lines(t, agents[n].Reboots); len(got) != reboots {
+				t.Errorf("%s rebooted %d times, want exactly %d", n, len(got), reboots)
+			}
+			cmdline, err := os.ReadFile(filepath.Join(agents[n].Root, "proc", "cmdline"))
+			if err != nil || !strings.Contains(string(cmdline), "nohz_full=2-3") {
+				t.Errorf("%s: the kernel argument is not in effect after the reboot: %q %v", n, cmdline, err)
 			}
 		}
-		return nil
-	}).WithTimeout(3 * time.Second).WithPolling(200 * time.Millisecond).Should(gomega.Succeed())
-
-	for _, n := range names {
-		if got := agenttest.Lines(t, agents[n].Reboots); len(got) != 1 {
-			t.Errorf("%s rebooted %d times, want exactly 1", n, len(got))
-		}
-		cmdline, err := os.ReadFile(filepath.Join(agents[n].Root, "proc", "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), "nohz_full=2-3") {
-			t.Errorf("%s: the kernel argument is not in effect after the reboot: %q %v", n, cmdline, err)
-		}
 	}
+	allSettled(want, 1)
+
+	// A BIOS-only change: the attribute back, the kernel argument unchanged. The firmware alone
+	// needs the reboot, and it must not read as the earlier kernel-argument reboot done in vain.
+	earlyMu.Lock()
+	clear(reasons)
+	earlyMu.Unlock()
+	g.Eventually(func() error {
+		p := &tsv1.LatencyProfile{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(profile), p); err != nil {
+			return err
+		}
+		base := p.DeepCopy()
+		p.Spec.BIOS.Attributes = []tsv1.BIOSAttribute{{Name: "ProcTurboMode", Value: origTurbo}}
+		return c.Patch(ctx, p, client.MergeFrom(base))
+	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(gomega.Succeed())
+	allSettled(origTurbo, 2)
+
 	earlyMu.Lock()
 	if len(early) > 0 {
 		t.Errorf("reboot slots granted before the BIOS settings were staged: %v", early)
+	}
+	if !reasons[agent.ReasonFirmwarePendingReboot] || reasons[agent.ReasonRebootDidNotApply] || reasons[agent.ReasonDrainFailed] {
+		t.Errorf("RebootRequired reasons during the BIOS-only change: %v, want %s and neither %s nor %s", reasons,
+			agent.ReasonFirmwarePendingReboot, agent.ReasonRebootDidNotApply, agent.ReasonDrainFailed)
 	}
 	earlyMu.Unlock()
 	checkNoSecrets(t, c, logs, user, password)
