@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,8 +111,23 @@ func TestUploadAsTheBenchServiceAccount(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "bench"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "bench", Namespace: ns}}}, metav1.CreateOptions{})
 	must(err)
+	// The API server's RBAC authorizer learns of a new binding from its informer: wait until it does.
+	sa := "system:serviceaccount:" + ns + ":bench"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sar, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: sa, ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "update", Resource: "configmaps", Name: "run-1-node-a"}}}, metav1.CreateOptions{})
+		must(err)
+		if sar.Status.Allowed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Role never took effect for %s", sa)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	pod := rest.CopyConfig(cfg)
-	pod.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":bench"}
+	pod.Impersonate = rest.ImpersonationConfig{UserName: sa}
 	cs := kubernetes.NewForConfigOrDie(pod)
 
 	file := filepath.Join(t.TempDir(), "results.json")
