@@ -24,6 +24,10 @@ const (
 	NodeRebootRequired = "RebootRequired"
 	// NodeDrifted is True when a setting was changed on the host after it was applied.
 	NodeDrifted = "Drifted"
+	// NodeTimeSynced is True while the node's clock follows PTP within spec.tuning.ptp.maxOffsetNs
+	// (or, for a grandmaster, while ptp4l serves time); False once it has been out of bounds longer
+	// than the hold time. Only present when the tuning has a ptp section.
+	NodeTimeSynced = "TimeSynced"
 )
 
 // Condition reasons.

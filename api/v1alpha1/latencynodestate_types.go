@@ -123,6 +123,54 @@ type NodeTuning struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
+	// PTP is the profile's ptp section with the interface resolved for this node.
+	// +optional
+	PTP *PTPTuning `json:"ptp,omitempty"`
+}
+
+// PTPTuning is what the agent runs for PTP on this node.
+type PTPTuning struct {
+	// Role is slave or grandmaster.
+	Role PTPRole `json:"role"`
+	// Interface is the interface ptp4l runs on.
+	Interface string `json:"interface"`
+	// Domain is the PTP domain number.
+	// +optional
+	Domain int32 `json:"domain,omitempty"`
+	// Transport is L2 or UDPv4.
+	Transport PTPTransport `json:"transport"`
+	// Timestamping is hardware or software.
+	Timestamping PTPTimestamping `json:"timestamping"`
+	// Ptp4lOptions are extra ptp4l options.
+	// +optional
+	Ptp4lOptions map[string]string `json:"ptp4lOptions,omitempty"`
+	// Phc2sysOptions are extra phc2sys options.
+	// +optional
+	Phc2sysOptions map[string]string `json:"phc2sysOptions,omitempty"`
+	// MaxOffsetNs is the in-sync threshold in nanoseconds.
+	MaxOffsetNs int64 `json:"maxOffsetNs"`
+	// HoldTime is how long the node may be out of sync before TimeSynced turns False.
+	// +kubebuilder:validation:Type=string
+	HoldTime metav1.Duration `json:"holdTime"`
+}
+
+// PTPStatus is the agent's last reading of ptp4l on this node.
+type PTPStatus struct {
+	// PortState is ptp4l's port state (SLAVE, MASTER, LISTENING, FAULTY, ...).
+	// +optional
+	PortState string `json:"portState,omitempty"`
+	// OffsetNs is the last offset from master in nanoseconds.
+	// +optional
+	OffsetNs *int64 `json:"offsetNs,omitempty"`
+	// MeanPathDelayNs is the measured one-way path delay to the master in nanoseconds.
+	// +optional
+	MeanPathDelayNs *int64 `json:"meanPathDelayNs,omitempty"`
+	// Restarts counts how often the agent restarted ptp4l or phc2sys.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
+	// LastSample is when the state was read.
+	// +optional
+	LastSample *metav1.Time `json:"lastSample,omitempty"`
 }
 
 // LatencyNodeStateSpec is written by the operator: the profile's settings resolved for this node.
@@ -398,7 +446,10 @@ type LatencyNodeStateStatus struct {
 	// everything else in status is the agent's).
 	// +optional
 	BIOS *BIOSStatus `json:"bios,omitempty"`
-	// Conditions: Applied, Degraded, RebootRequired, Drifted.
+	// PTP is the agent's last reading of ptp4l, when the tuning has a ptp section.
+	// +optional
+	PTP *PTPStatus `json:"ptp,omitempty"`
+	// Conditions: Applied, Degraded, RebootRequired, Drifted, TimeSynced.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -416,6 +467,8 @@ type LatencyNodeStateStatus struct {
 // +kubebuilder:printcolumn:name="Reboot",type=string,JSONPath=`.status.conditions[?(@.type=="RebootRequired")].status`
 // +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="Drifted")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="TimeSynced",type=string,JSONPath=`.status.conditions[?(@.type=="TimeSynced")].status`,priority=1
+// +kubebuilder:printcolumn:name="Offset",type=integer,JSONPath=`.status.ptp.offsetNs`,priority=1
 // +kubebuilder:printcolumn:name="BIOS",type=string,JSONPath=`.status.bios.conditions[?(@.type=="BIOSApplied")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.fingerprint`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

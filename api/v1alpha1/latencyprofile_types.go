@@ -437,6 +437,7 @@ type RolloutSpec struct {
 }
 
 // LatencyProfileSpec is what a set of nodes must look like to run latency pods.
+// +kubebuilder:validation:XValidation:rule="!has(self.ptp) || !has(self.ptp.nicGroup) || (has(self.nics) && self.nics.exists(n, n.name == self.ptp.nicGroup))",message="ptp.nicGroup must name one of the profile's spec.nics[] groups"
 type LatencyProfileSpec struct {
 	// NodeSelector picks the nodes this profile tunes (node labels, including node-feature-discovery
 	// ones such as feature.node.kubernetes.io/network-sriov.capable).
@@ -497,6 +498,113 @@ type LatencyProfileSpec struct {
 	// Validation gates the profile's nodes on their LatencyBenchmark (docs/benchmark.md).
 	// +optional
 	Validation *ValidationSpec `json:"validation,omitempty"`
+
+	// PTP runs linuxptp (ptp4l, and phc2sys with hardware time stamping) on each node and reports
+	// whether the node's clock is in sync (condition TimeSynced; docs/ptp.md).
+	// +optional
+	PTP *PTPSpec `json:"ptp,omitempty"`
+}
+
+// PTPRole is the PTP role a node plays.
+// +kubebuilder:validation:Enum=slave;grandmaster
+type PTPRole string
+
+const (
+	// PTPRoleSlave is an ordinary clock that only follows a master: the role of a trading node.
+	PTPRoleSlave PTPRole = "slave"
+	// PTPRoleGrandmaster is an ordinary clock that only serves time; for labs without a grandmaster.
+	PTPRoleGrandmaster PTPRole = "grandmaster"
+)
+
+// PTPTransport is the network transport of PTP messages.
+// +kubebuilder:validation:Enum=L2;UDPv4
+type PTPTransport string
+
+const (
+	// PTPTransportL2 sends PTP in Ethernet frames (ethertype 0x88F7).
+	PTPTransportL2 PTPTransport = "L2"
+	// PTPTransportUDPv4 sends PTP over UDP/IPv4 multicast (ports 319 and 320).
+	PTPTransportUDPv4 PTPTransport = "UDPv4"
+)
+
+// PTPTimestamping says where packet time stamps are taken.
+// +kubebuilder:validation:Enum=hardware;software
+type PTPTimestamping string
+
+const (
+	// PTPTimestampingHardware uses the NIC's PTP hardware clock; phc2sys copies it to the system clock.
+	PTPTimestampingHardware PTPTimestamping = "hardware"
+	// PTPTimestampingSoftware uses kernel software time stamps (ptp4l -S), for NICs without a PHC.
+	// Expect microseconds, not nanoseconds.
+	PTPTimestampingSoftware PTPTimestamping = "software"
+)
+
+// PTPSpec is a profile's PTP time sync: one ptp4l port per node, judged against maxOffsetNs.
+// +kubebuilder:validation:XValidation:rule="has(self.interface) != has(self.nicGroup)",message="ptp: set exactly one of ptp.interface (an interface name such as ens1f0) and ptp.nicGroup (the name of a spec.nics[] group)"
+// +kubebuilder:validation:XValidation:rule="!has(self.phc2sysOptions) || size(self.phc2sysOptions) == 0 || !has(self.timestamping) || self.timestamping == 'hardware'",message="ptp.phc2sysOptions: phc2sys does not run with software timestamping; remove the options or use hardware timestamping"
+type PTPSpec struct {
+	// Role is slave (follow a master; trading nodes) or grandmaster (serve time; labs).
+	// +optional
+	// +kubebuilder:default=slave
+	Role PTPRole `json:"role,omitempty"`
+
+	// Interface is the network interface ptp4l runs on. Set this or nicGroup.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[^/:\s\[\]]+$`
+	Interface string `json:"interface,omitempty"`
+
+	// NICGroup names a spec.nics[] group; ptp4l runs on the interface that group selects on each
+	// node (it must select exactly one there). Set this or interface.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	NICGroup string `json:"nicGroup,omitempty"`
+
+	// Domain is the PTP domain number, 0..127: the one your grandmaster announces (0 for the
+	// default profile, 24 for G.8275.1).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 127",message="ptp.domain must be in 0..127 (IEEE 1588 reserves 128-255)"
+	Domain int32 `json:"domain,omitempty"`
+
+	// Transport is L2 (Ethernet) or UDPv4.
+	// +optional
+	// +kubebuilder:default=UDPv4
+	Transport PTPTransport `json:"transport,omitempty"`
+
+	// Timestamping is hardware (NIC clock plus phc2sys) or software (ptp4l -S, no phc2sys).
+	// +optional
+	// +kubebuilder:default=hardware
+	Timestamping PTPTimestamping `json:"timestamping,omitempty"`
+
+	// Ptp4lOptions are extra ptp4l configuration options (ptp4l(8)), name to value. Options the
+	// fields above control are refused by the agent.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 64 && size(self[k]) <= 256)",message="ptp.ptp4lOptions: names must be 1 to 64 characters and values at most 256"
+	Ptp4lOptions map[string]string `json:"ptp4lOptions,omitempty"`
+
+	// Phc2sysOptions are extra phc2sys options: a configuration option name or a short flag such
+	// as "-R", to its value. Only with hardware timestamping.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 64 && size(self[k]) <= 256)",message="ptp.phc2sysOptions: names must be 1 to 64 characters and values at most 256"
+	Phc2sysOptions map[string]string `json:"phc2sysOptions,omitempty"`
+
+	// MaxOffsetNs is the largest |offset from master| in nanoseconds that still counts as in sync.
+	// +optional
+	// +kubebuilder:default=1000
+	// +kubebuilder:validation:Minimum=1
+	MaxOffsetNs int64 `json:"maxOffsetNs,omitempty"`
+
+	// HoldTime is how long the node may be out of sync (port not SLAVE, or offset above
+	// maxOffsetNs) without interruption before TimeSynced turns False. 0s reacts at once.
+	// +optional
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	HoldTime *metav1.Duration `json:"holdTime,omitempty"`
 }
 
 // LatencyProfileStatus is what the operator observed for a profile.

@@ -5,13 +5,16 @@ package resolve
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/cpuset"
 	"k8s.io/utils/ptr"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/ptp"
 )
 
 // ErrNoFacts means the node's agent has not reported the host facts yet.
@@ -71,7 +74,60 @@ func Node(spec *tsv1.LatencyProfileSpec, facts *tsv1.NodeFacts) (*tsv1.NodeTunin
 	if spec.Rollout != nil && spec.Rollout.DrainTimeout != nil {
 		t.DrainTimeout = spec.Rollout.DrainTimeout.DeepCopy()
 	}
+	if t.PTP, err = ptpTuning(spec.PTP, t.NICs); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// ptpTuning resolves the profile's ptp section for a node: nicGroup becomes the one interface that
+// group selected there, and empty fields get the defaults the CRD would have given them.
+func ptpTuning(p *tsv1.PTPSpec, nics []tsv1.NICTuning) (*tsv1.PTPTuning, error) {
+	if p == nil {
+		return nil, nil
+	}
+	t := &tsv1.PTPTuning{
+		Role: p.Role, Interface: p.Interface, Domain: p.Domain, Transport: p.Transport,
+		Timestamping: p.Timestamping, MaxOffsetNs: p.MaxOffsetNs,
+		Ptp4lOptions: maps.Clone(p.Ptp4lOptions), Phc2sysOptions: maps.Clone(p.Phc2sysOptions),
+		HoldTime: metav1.Duration{Duration: ptp.DefaultHoldTime},
+	}
+	if p.HoldTime != nil {
+		t.HoldTime = *p.HoldTime
+	}
+	if t.Role == "" {
+		t.Role = tsv1.PTPRole(ptp.DefaultRole)
+	}
+	if t.Transport == "" {
+		t.Transport = tsv1.PTPTransport(ptp.DefaultTransport)
+	}
+	if t.Timestamping == "" {
+		t.Timestamping = tsv1.PTPTimestamping(ptp.DefaultTimestamping)
+	}
+	if t.MaxOffsetNs == 0 {
+		t.MaxOffsetNs = ptp.DefaultMaxOffsetNs
+	}
+	if p.NICGroup == "" {
+		if p.Interface == "" {
+			return nil, errors.New("spec.ptp: neither interface nor nicGroup is set: name the interface ptp4l runs on, or a spec.nics[] group")
+		}
+		return t, nil
+	}
+	var found []string
+	for _, n := range nics {
+		if n.Group == p.NICGroup {
+			found = append(found, n.Interface)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("spec.ptp.nicGroup: %q is not a spec.nics[] group with an interface on this node: name one of the profile's nics[] groups", p.NICGroup)
+	case 1:
+		t.Interface = found[0]
+		return t, nil
+	default:
+		return nil, fmt.Errorf("spec.ptp.nicGroup: group %q selects %d interfaces on this node (%s) and ptp4l runs on one: narrow the group's selector or set ptp.interface", p.NICGroup, len(found), strings.Join(found, ", "))
+	}
 }
 
 func cpus(c *tsv1.CPUSpec, online cpuset.CPUSet) (reserved, isolated cpuset.CPUSet, err error) {

@@ -243,3 +243,76 @@ func TestNodeDrainTimeout(t *testing.T) {
 		t.Errorf("drainTimeout follows the profile after resolution: %v", got.DrainTimeout)
 	}
 }
+
+// The ptp section reaches the node with nicGroup turned into that group's interface there and the
+// CRD's defaults filled in; a group with no or several interfaces on the node is an error.
+func TestNodePTP(t *testing.T) {
+	defaults := func(iface string) *tsv1.PTPTuning {
+		return &tsv1.PTPTuning{
+			Role: tsv1.PTPRoleSlave, Interface: iface, Transport: tsv1.PTPTransportUDPv4,
+			Timestamping: tsv1.PTPTimestampingHardware, MaxOffsetNs: 1000, HoldTime: metav1.Duration{Duration: 10 * time.Second},
+		}
+	}
+	nics := []tsv1.NICSpec{
+		{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"ens1f0"}}},
+		{Name: "both", Selector: tsv1.NICSelector{InterfaceNames: []string{"ens1f1", "eno1"}}},
+	}
+	tests := []struct {
+		name    string
+		ptp     *tsv1.PTPSpec
+		want    *tsv1.PTPTuning
+		wantErr string
+	}{{
+		name: "no ptp section, no ptp tuning",
+	}, {
+		name: "interface by name, defaults filled in",
+		ptp:  &tsv1.PTPSpec{Interface: "eno1"},
+		want: defaults("eno1"),
+	}, {
+		name: "nicGroup becomes the group's interface on this node",
+		ptp:  &tsv1.PTPSpec{NICGroup: "md"},
+		want: defaults("ens1f0"),
+	}, {
+		name: "every field given is kept",
+		ptp: &tsv1.PTPSpec{
+			Role: tsv1.PTPRoleGrandmaster, Interface: "eno1", Domain: 24, Transport: tsv1.PTPTransportL2,
+			Timestamping: tsv1.PTPTimestampingSoftware, Ptp4lOptions: map[string]string{"priority1": "10"},
+			MaxOffsetNs: 50000, HoldTime: &metav1.Duration{Duration: 0},
+		},
+		want: &tsv1.PTPTuning{
+			Role: tsv1.PTPRoleGrandmaster, Interface: "eno1", Domain: 24, Transport: tsv1.PTPTransportL2,
+			Timestamping: tsv1.PTPTimestampingSoftware, Ptp4lOptions: map[string]string{"priority1": "10"},
+			MaxOffsetNs: 50000,
+		},
+	}, {
+		name:    "nicGroup that is not a group",
+		ptp:     &tsv1.PTPSpec{NICGroup: "feed"},
+		wantErr: `spec.ptp.nicGroup: "feed" is not a spec.nics[] group`,
+	}, {
+		name:    "nicGroup with two interfaces on the node",
+		ptp:     &tsv1.PTPSpec{NICGroup: "both"},
+		wantErr: `group "both" selects 2 interfaces on this node (eno1, ens1f1)`,
+	}, {
+		name:    "neither interface nor nicGroup",
+		ptp:     &tsv1.PTPSpec{},
+		wantErr: "spec.ptp: neither interface nor nicGroup is set",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tsv1.LatencyProfileSpec{NICs: nics, PTP: tc.ptp}
+			got, err := Node(&spec, facts8())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.PTP, tc.want) {
+				t.Errorf("ptp = %+v, want %+v", got.PTP, tc.want)
+			}
+		})
+	}
+}
