@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -77,6 +78,7 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		DrainTimeout:             o.drainTimeout,
 		DrainRetryBackoff:        o.drainBackoff,
 		RebootTimeout:            o.rebootTO,
+		PTP:                      agent.PTPOptions{Metrics: ctrlmetrics.Registry},
 	}
 	if o.evictionGrace >= 0 {
 		g := o.evictionGrace

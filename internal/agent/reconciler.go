@@ -120,9 +120,15 @@ type Reconciler struct {
 	// Tests use 0, since no kubelet runs there to finish a graceful deletion.
 	EvictionGracePeriod *int64
 
+	// PTP are the host-side settings of the linuxptp daemon run for spec.tuning.ptp.
+	PTP PTPOptions
+
 	// Failpoint, when set, is called at the named points (Failpoint* constants); the crash test
 	// kills the agent there. Production leaves it nil.
 	Failpoint func(point string)
+
+	// ptpRun runs the node's linuxptp daemon.
+	ptpRun *ptpRunner
 
 	mu sync.Mutex
 	// applied holds, per node state UID, the generation this process last applied completely:
@@ -181,6 +187,12 @@ func (r *Reconciler) defaults() {
 	if r.APIReader == nil {
 		r.APIReader = r.Client
 	}
+	if r.ptpRun == nil {
+		r.ptpRun = newPTPRunner(r.PTP.Metrics)
+	}
+	if r.PTP.StatusPeriod <= 0 {
+		r.PTP.StatusPeriod = DefaultPTPStatusPeriod
+	}
 }
 
 // Reconcile is the house shape: get, one deferred status patch, deletion, then ordered phases.
@@ -191,6 +203,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	lns := &tsv1.LatencyNodeState{}
 	if err := r.Client.Get(ctx, req.NamespacedName, lns); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.ptpRun.stop()
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{lns: lns, base: lns.DeepCopy(), requeue: r.CheckPeriod}
@@ -203,6 +218,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 
 	r.reportFacts(s)
+	if !lns.DeletionTimestamp.IsZero() || lns.Spec.Tuning == nil {
+		r.ptpRun.stop()
+	}
 	if !lns.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
@@ -212,6 +230,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	phases := []func(context.Context, *scope) (bool, error){
+		r.reconcilePTP,
 		r.validate,
 		r.ensureFinalizer,
 		r.applyRuntime,
@@ -284,6 +303,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, nicChanges <-chan string
 		For(&tsv1.LatencyNodeState{}, builder.WithPredicates(specOrMetaChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Named("latencynodestate-agent")
+	ptpChanges, err := r.setupPTP(mgr)
+	if err != nil {
+		return err
+	}
+	b = b.WatchesRawSource(ptpChanges)
 	if nicChanges != nil {
 		// A burst of NIC notifications makes one reconcile: the send never blocks, and a pending
 		// event already covers the ones that follow it.

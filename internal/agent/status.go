@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bootloader"
+	"github.com/tickstack/tickstack/internal/ptp"
 	"github.com/tickstack/tickstack/internal/tuning"
 )
 
@@ -147,6 +149,13 @@ type observation struct {
 	corrected bool
 	// restoreErr is a failure to put originals back while deleting.
 	restoreErr error
+	// ptpWanted: spec.tuning has a ptp section; ptpInvalid is its validation failure, ptpErr a
+	// failure to set up linuxptp, ptp the running daemon's snapshot read at ptpRead.
+	ptpWanted  bool
+	ptpInvalid error
+	ptpErr     error
+	ptp        *ptp.Snapshot
+	ptpRead    time.Time
 }
 
 // applyStatus writes the conditions, settings and observedGeneration computed from o into st.
@@ -160,6 +169,7 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: o.generation})
 	}
 	st.Reboot = o.reboot
+	setPTPStatus(st, o, set)
 
 	switch {
 	case o.deleting:
@@ -214,6 +224,8 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 		set(tsv1.NodeDegraded, true, ReasonRebootFailed, o.rebootEr.Error())
 	case len(notInSync) > 0:
 		set(tsv1.NodeDegraded, true, ReasonNotInSync, "settings not in effect after applying: "+strings.Join(notInSync, ", "))
+	case o.ptpInvalid != nil:
+		set(tsv1.NodeDegraded, true, ReasonPTPInvalid, "spec.tuning.ptp is not valid, linuxptp does not run: "+joinErrs(o.ptpInvalid))
 	case o.factsErr != nil:
 		degradedFacts(set, o.factsErr)
 	default:
