@@ -49,6 +49,8 @@ type PTPOptions struct {
 	Wrap func(ptp.Command) ptp.Command
 	// PollInterval is how often ptp4l's state is read (ptp.DefaultPollInterval when zero).
 	PollInterval time.Duration
+	// Supervisor tunes the linuxptp processes' restart backoff and stop timeout.
+	Supervisor ptp.SupervisorOptions
 	// StatusPeriod is how often status.ptp is refreshed (DefaultPTPStatusPeriod when zero).
 	StatusPeriod time.Duration
 	// Metrics, if set, gets the daemon's collector while it runs.
@@ -121,7 +123,8 @@ func (r *Reconciler) ptpDaemonOptions() ptp.DaemonOptions {
 	return ptp.DaemonOptions{
 		RunDir: dir, Logger: ctrl.Log.WithName("ptp"), Wrap: r.PTP.Wrap, PollInterval: r.PTP.PollInterval,
 		Ptp4lPath: r.PTP.Ptp4lPath, Phc2sysPath: r.PTP.Phc2sysPath, PmcPath: r.PTP.PmcPath,
-		OnChange: func(ptp.Status) { r.ptpRun.notify(r.NodeName) },
+		Supervisor: r.PTP.Supervisor,
+		OnChange:   func(ptp.Status) { r.ptpRun.notify(r.NodeName) },
 	}
 }
 

@@ -1,0 +1,174 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
+	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/ptp"
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
+)
+
+// TestAgentPTPOverVeth runs two agents against envtest: one node's tuning makes it a software
+// time stamping grandmaster, the other's a slave, in two network namespaces joined by a veth pair.
+// The slave's node state shows TimeSynced=True with a live offset; when the grandmaster's tuning
+// loses its ptp section (its agent stops ptp4l), TimeSynced turns False once the hold time passed.
+func TestAgentPTPOverVeth(t *testing.T) {
+	tsutil.RequireRoot(t)
+	ipPath := tsutil.RequireTool(t, "ip")
+	ptp4lPath, pmcPath := tsutil.RequireTool(t, "ptp4l"), tsutil.RequireTool(t, "pmc")
+	prefix := fmt.Sprintf("tsptpa%d", os.Getpid())
+	nsGM, nsSl, ifGM, ifSl := prefix+"gm", prefix+"sl", prefix+"g", prefix+"s"
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(ipPath, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	for _, ns := range []string{nsGM, nsSl} {
+		ip("netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command(ipPath, "netns", "del", ns).Run() })
+	}
+	ip("link", "add", ifGM, "netns", nsGM, "type", "veth", "peer", "name", ifSl, "netns", nsSl)
+	ip("-n", nsGM, "addr", "add", "198.18.81.1/24", "dev", ifGM)
+	ip("-n", nsSl, "addr", "add", "198.18.81.2/24", "dev", ifSl)
+	for ns, dev := range map[string]string{nsGM: ifGM, nsSl: ifSl} {
+		ip("-n", ns, "link", "set", dev, "up")
+		ip("-n", ns, "link", "set", "lo", "up")
+	}
+	keepSystemClock(t)
+
+	const hold = 2 * time.Second
+	fast := map[string]string{"logAnnounceInterval": "-2", "announceReceiptTimeout": "3", "logSyncInterval": "-3", "logMinDelayReqInterval": "-3"}
+	// The slave steers the machine-wide system clock: no steps, at most 100 ppb, and PI constants
+	// that lock at once (as internal/ptp's netns test does).
+	slaveOpts := map[string]string{"first_step_threshold": "0.0", "max_frequency": "100", "pi_proportional_const": "0.1", "pi_integral_const": "0.05"}
+	for k, v := range fast {
+		slaveOpts[k] = v
+	}
+	tuningFor := func(role tsv1.PTPRole, iface string, opts map[string]string) *tsv1.NodeTuning {
+		return &tsv1.NodeTuning{PTP: &tsv1.PTPTuning{
+			Role: role, Interface: iface, Domain: 24, Transport: tsv1.PTPTransportUDPv4,
+			Timestamping: tsv1.PTPTimestampingSoftware, Ptp4lOptions: opts, MaxOffsetNs: 1_000_000,
+			HoldTime: metav1.Duration{Duration: hold},
+		}}
+	}
+	startAgent := func(node, ns string, tuning *tsv1.NodeTuning) {
+		createNode(t, node)
+		a := agenttest.NewTreeAgent(t, node)
+		runDir, err := os.MkdirTemp("", prefix+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(runDir) })
+		a.R.PTP = agent.PTPOptions{
+			Ptp4lPath: ptp4lPath, PmcPath: pmcPath, RunDir: runDir, PollInterval: 200 * time.Millisecond,
+			StatusPeriod: time.Second,
+			Wrap: func(c ptp.Command) ptp.Command {
+				return ptp.Command{Name: c.Name, Path: ipPath, Args: append([]string{"netns", "exec", ns, c.Path}, c.Args...)}
+			},
+			Supervisor: ptp.SupervisorOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, StopTimeout: 3 * time.Second},
+		}
+		createLNS(t, node, tuning)
+		agenttest.StartAgent(t, cfg, a.R, nil)
+	}
+	gmNode, slNode := prefix+"-gm", prefix+"-sl"
+	startAgent(gmNode, nsGM, tuningFor(tsv1.PTPRoleGrandmaster, ifGM, fast))
+	startAgent(slNode, nsSl, tuningFor(tsv1.PTPRoleSlave, ifSl, slaveOpts))
+
+	eventually(t, 60*time.Second, "the grandmaster's TimeSynced=True with port MASTER", func() error {
+		l := getLNS(t, gmNode)
+		if err := wantCondition(l, tsv1.NodeTimeSynced, metav1.ConditionTrue, ptp.ReasonSynchronized); err != nil {
+			return err
+		}
+		if l.Status.PTP == nil || l.Status.PTP.PortState != string(ptp.PortStateMaster) {
+			return fmt.Errorf("status.ptp = %+v, want port MASTER", l.Status.PTP)
+		}
+		return nil
+	})
+	var first *tsv1.PTPStatus
+	eventually(t, 60*time.Second, "the slave's TimeSynced=True with port SLAVE and an offset", func() error {
+		l := getLNS(t, slNode)
+		if err := wantCondition(l, tsv1.NodeTimeSynced, metav1.ConditionTrue, ptp.ReasonSynchronized); err != nil {
+			return err
+		}
+		if p := l.Status.PTP; p == nil || p.PortState != string(ptp.PortStateSlave) || p.OffsetNs == nil || p.LastSample == nil {
+			return fmt.Errorf("status.ptp = %+v, want port SLAVE with an offset", p)
+		}
+		first = l.Status.PTP
+		return nil
+	})
+	t.Logf("slave synced: offset %d ns, port %s", *first.OffsetNs, first.PortState)
+	eventually(t, 30*time.Second, "the slave's status.ptp to be refreshed (a live offset)", func() error {
+		p := getLNS(t, slNode).Status.PTP
+		if p == nil || p.LastSample == nil || !p.LastSample.After(first.LastSample.Time) {
+			return fmt.Errorf("status.ptp.lastSample = %v, want later than %v", p, first.LastSample)
+		}
+		return nil
+	})
+
+	// The grandmaster's tuning loses its ptp section: its agent stops ptp4l and drops the status.
+	patchLNS(t, gmNode, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning.PTP = nil })
+	stopped := time.Now()
+	eventually(t, 60*time.Second, "the slave's TimeSynced=False after the grandmaster stopped", func() error {
+		c := condition(getLNS(t, slNode), tsv1.NodeTimeSynced)
+		if c.Status != metav1.ConditionFalse {
+			return fmt.Errorf("TimeSynced = %s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
+	if d := time.Since(stopped); d < hold {
+		t.Errorf("TimeSynced turned False %v after the grandmaster stopped, before the %v hold time", d, hold)
+	}
+	eventually(t, 30*time.Second, "the grandmaster's node state to drop status.ptp and TimeSynced", func() error {
+		l := getLNS(t, gmNode)
+		if l.Status.PTP != nil || meta.FindStatusCondition(l.Status.Conditions, tsv1.NodeTimeSynced) != nil {
+			return fmt.Errorf("status.ptp = %+v, conditions %+v", l.Status.PTP, l.Status.Conditions)
+		}
+		return nil
+	})
+
+	// Deleting the node states stops the slave's ptp4l too; the agents remove their finalizers.
+	for _, n := range []string{gmNode, slNode} {
+		if err := k8s.Delete(context.Background(), getLNS(t, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "both node states to be gone", func() error {
+		for _, n := range []string{gmNode, slNode} {
+			err := k8s.Get(context.Background(), clientKey(n), &tsv1.LatencyNodeState{})
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("node state %s: %v", n, err)
+			}
+		}
+		return nil
+	})
+}
+
+// keepSystemClock restores the system clock's frequency and status after the test: the slave's
+// ptp4l steers CLOCK_REALTIME, which the machine shares.
+func keepSystemClock(t *testing.T) {
+	t.Helper()
+	var tx unix.Timex
+	if _, err := unix.Adjtimex(&tx); err != nil {
+		t.Fatalf("reading the system clock's frequency: %v", err)
+	}
+	t.Cleanup(func() {
+		restore := unix.Timex{Modes: unix.ADJ_FREQUENCY | unix.ADJ_STATUS, Freq: tx.Freq, Status: tx.Status}
+		if _, err := unix.Adjtimex(&restore); err != nil {
+			t.Errorf("restoring the system clock's frequency: %v", err)
+		}
+	})
+}
