@@ -114,6 +114,8 @@ var _ = Describe("LatencyProfile validation by the API server", func() {
 		Entry("node selector with an unknown operator", func(p *tsv1.LatencyProfile) {
 			p.Spec.NodeSelector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near", Values: []string{"b"}}}}
 		}, "spec.nodeSelector", "is not a valid label selector operator"),
+		Entry("unknown drift action", func(p *tsv1.LatencyProfile) { p.Spec.Drift = &tsv1.DriftSpec{Action: "Ignore"} },
+			"spec.drift.action", "Unsupported value: \"Ignore\""),
 		Entry("priority out of range", func(p *tsv1.LatencyProfile) { p.Spec.Priority = 5000 },
 			"spec.priority", "should be less than or equal to 1000"),
 	)

@@ -126,6 +126,9 @@ type NodeTuning struct {
 	// PTP is the profile's ptp section with the interface resolved for this node.
 	// +optional
 	PTP *PTPTuning `json:"ptp,omitempty"`
+	// DriftAction is what the agent does about drift: Correct (the default when empty) or Report.
+	// +optional
+	DriftAction DriftAction `json:"driftAction,omitempty"`
 }
 
 // PTPTuning is what the agent runs for PTP on this node.

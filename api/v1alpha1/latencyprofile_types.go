@@ -420,6 +420,26 @@ type BIOSSpec struct {
 	Attributes []BIOSAttribute `json:"attributes,omitempty"`
 }
 
+// DriftAction is what the agent does about a setting changed on the host after it was applied.
+// +kubebuilder:validation:Enum=Correct;Report
+type DriftAction string
+
+const (
+	// DriftCorrect reports the change (Drifted condition, event) and sets the value back.
+	DriftCorrect DriftAction = "Correct"
+	// DriftReport reports the change and leaves the host as it was found: for nodes where a
+	// person investigates before anything is touched.
+	DriftReport DriftAction = "Report"
+)
+
+// DriftSpec says how drift is handled.
+type DriftSpec struct {
+	// Action on drift. Default Correct.
+	// +optional
+	// +kubebuilder:default=Correct
+	Action DriftAction `json:"action,omitempty"`
+}
+
 // RolloutSpec limits how many nodes change at once.
 type RolloutSpec struct {
 	// MaxUnavailable is how many matched nodes may be cordoned or rebooting at once, as a count or a
@@ -484,6 +504,10 @@ type LatencyProfileSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	NICs []NICSpec `json:"nics,omitempty"`
+
+	// Drift says what the agent does when a setting it applied is changed on the host.
+	// +optional
+	Drift *DriftSpec `json:"drift,omitempty"`
 
 	// Rollout limits how many nodes change at once.
 	// +optional

@@ -59,8 +59,36 @@ func (r *Reconciler) wasApplied(lns *tsv1.LatencyNodeState) bool {
 	}
 	// After a restart: what the last status says.
 	c := meta.FindStatusCondition(lns.Status.Conditions, tsv1.NodeApplied)
-	return c != nil && lns.Status.ObservedGeneration == lns.Generation &&
-		(c.Status == metav1.ConditionTrue || c.Reason == ReasonPendingReboot)
+	if lns.Status.ObservedGeneration != lns.Generation {
+		return false
+	}
+	// Drift left in place on purpose (report-only) must survive an agent restart unchanged.
+	if d := meta.FindStatusCondition(lns.Status.Conditions, tsv1.NodeDrifted); d != nil && d.Reason == ReasonDriftReported {
+		return true
+	}
+	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == ReasonPendingReboot)
+}
+
+// checkOnly is the report-only drift mode (spec.tuning.driftAction Report): once this generation
+// was applied, the agent reads every setting back and reports what changed, writing nothing.
+func (r *Reconciler) checkOnly(s *scope) (bool, error) {
+	res, err := r.Engine.Verify(s.desired)
+	if err != nil {
+		s.obs.applyErr = err
+		r.event(s.lns, corev1.EventTypeWarning, ReasonApplyFailed, "Verify", "reading the settings back failed: %s", joinErrs(err))
+		return false, nil
+	}
+	s.obs.results = res
+	s.obs.reportOnly = true
+	for _, d := range tuning.Drift(res) {
+		if d.State == tuning.Drifted {
+			s.obs.drifted = append(s.obs.drifted, d)
+		}
+	}
+	if len(s.obs.drifted) > 0 {
+		r.event(s.lns, corev1.EventTypeWarning, tsv1.NodeDrifted, "Verify", "settings changed on the host: %s; left as found (spec.drift.action is Report)", describeDrift(s.obs.drifted))
+	}
+	return false, nil
 }
 
 // applyRuntime applies the runtime settings (the engine journals originals before any write)
@@ -70,6 +98,9 @@ func (r *Reconciler) wasApplied(lns *tsv1.LatencyNodeState) bool {
 // made while the reconcile runs cannot slip through unreported).
 func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) (bool, error) {
 	applied := r.wasApplied(s.lns)
+	if applied && s.lns.Spec.Tuning.DriftAction == tsv1.DriftReport {
+		return r.checkOnly(s)
+	}
 	rep, err := r.Engine.Apply(s.desired)
 	if rep != nil {
 		s.obs.results = rep.Results

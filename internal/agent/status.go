@@ -74,6 +74,9 @@ const (
 	// ReasonDriftNotCorrected (Drifted=True): settings were changed on the host and could not be
 	// set back.
 	ReasonDriftNotCorrected = "DriftNotCorrected"
+	// ReasonDriftReported (Drifted=True): settings were changed on the host and, as the profile's
+	// spec.drift.action is Report, left as found.
+	ReasonDriftReported = "DriftReported"
 )
 
 // Reboot phase reasons of RebootRequired=True are the phase names themselves (Requested,
@@ -147,6 +150,8 @@ type observation struct {
 	// that the apply set them back.
 	drifted   []tuning.Result
 	corrected bool
+	// reportOnly: the settings were only checked (spec.tuning.driftAction Report), not applied.
+	reportOnly bool
 	// restoreErr is a failure to put originals back while deleting.
 	restoreErr error
 	// ptpWanted: spec.tuning has a ptp section; ptpInvalid is its validation failure, ptpErr a
@@ -259,6 +264,8 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 	}
 
 	switch {
+	case len(o.drifted) > 0 && o.reportOnly:
+		set(tsv1.NodeDrifted, true, ReasonDriftReported, "changed on the host, left as found (the profile's spec.drift.action is Report): "+describeDrift(o.drifted))
 	case len(o.drifted) > 0 && o.corrected:
 		set(tsv1.NodeDrifted, true, ReasonDriftCorrected, "changed on the host and set back: "+describeDrift(o.drifted))
 	case len(o.drifted) > 0:

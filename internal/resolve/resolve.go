@@ -69,6 +69,9 @@ func Node(spec *tsv1.LatencyProfileSpec, facts *tsv1.NodeFacts) (*tsv1.NodeTunin
 	if t.NICs, err = nics(spec.NICs, facts, t); err != nil {
 		return nil, err
 	}
+	if spec.Drift != nil && spec.Drift.Action == tsv1.DriftReport {
+		t.DriftAction = tsv1.DriftReport
+	}
 	t.Sysctls = sysctls(spec)
 	t.KernelArgs = kernelArgs(spec, reserved, isolated, keepIRQsOff, t.Hugepages)
 	if spec.Rollout != nil && spec.Rollout.DrainTimeout != nil {

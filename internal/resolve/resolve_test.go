@@ -316,3 +316,19 @@ func TestNodePTP(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeDriftAction(t *testing.T) {
+	for action, want := range map[tsv1.DriftAction]tsv1.DriftAction{"": "", tsv1.DriftCorrect: "", tsv1.DriftReport: tsv1.DriftReport} {
+		spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0"}}
+		if action != "" {
+			spec.Drift = &tsv1.DriftSpec{Action: action}
+		}
+		got, err := Node(&spec, facts8())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.DriftAction != want {
+			t.Errorf("drift action %q resolves to %q, want %q", action, got.DriftAction, want)
+		}
+	}
+}
