@@ -134,14 +134,14 @@ func TestNetworkAttachmentsMatchUpstreamExamples(t *testing.T) {
 		{
 			golden: "nad-sriov-network-device-plugin.json",
 			nic: tsv1.NICSpec{Name: "md", Selector: tsv1.NICSelector{Vendor: "8086"}, NumVFs: ptr.To[int32](8), ResourceName: "sriov",
-				Network: &tsv1.NICNetwork{IPAM: &tsv1.IPAM{Type: "host-local", Subnet: "10.56.217.0/24", Gateway: "10.56.217.1"}}},
+				Network: &tsv1.NICNetwork{IPAM: &tsv1.IPAM{Type: "host-local", Subnet: "198.18.217.0/24", Gateway: "198.18.217.1"}}},
 			annot: "intel.com/sriov",
 		},
 		{
 			golden: "nad-multus-quickstart-macvlan.json",
 			nic: tsv1.NICSpec{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"eth0"}},
-				Network: &tsv1.NICNetwork{Type: tsv1.NetworkMacvlan, IPAM: &tsv1.IPAM{Type: "host-local", Subnet: "192.168.1.0/24",
-					RangeStart: "192.168.1.200", RangeEnd: "192.168.1.216", Gateway: "192.168.1.1"}}},
+				Network: &tsv1.NICNetwork{Type: tsv1.NetworkMacvlan, IPAM: &tsv1.IPAM{Type: "host-local", Subnet: "198.19.1.0/24",
+					RangeStart: "198.19.1.200", RangeEnd: "198.19.1.216", Gateway: "198.19.1.1"}}},
 		},
 	}
 	for _, c := range cases {
