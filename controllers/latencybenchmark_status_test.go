@@ -480,13 +480,13 @@ func TestBenchScripts(t *testing.T) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	stub := func(name, body string) {
+	standIn := func(name, body string) {
 		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stub("tickstack-bench", `echo "bench $* preload=${LD_PRELOAD:-none}" >> "$LOG"; exit 3`+"\n")
-	stub("tickstack-bench-upload", `echo "upload $*" >> "$LOG"`+"\n")
+	standIn("tickstack-bench", `echo "bench $* preload=${LD_PRELOAD:-none}" >> "$LOG"; exit 3`+"\n")
+	standIn("tickstack-bench-upload", `echo "upload $*" >> "$LOG"`+"\n")
 	results := filepath.Join(dir, "results")
 	if err := os.MkdirAll(results, 0o755); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -53,13 +54,9 @@ func TestTreeDriftReportOnly(t *testing.T) {
 		return fmt.Errorf("no status.settings entry for sysctl/vm.stat_interval: %+v", l.Status.Settings)
 	})
 	// Several check periods (1 s in the tree agent) later, the host still has the value found.
-	deadline := time.Now().Add(3500 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		if got := readTree(t, a, "proc/sys/vm/stat_interval"); got != "3" {
-			t.Fatalf("stat_interval set back to %q although spec.drift.action is Report", got)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	gomega.NewWithT(t).Consistently(func() string { return readTree(t, a, "proc/sys/vm/stat_interval") }).
+		WithTimeout(3500*time.Millisecond).WithPolling(100*time.Millisecond).
+		Should(gomega.Equal("3"), "stat_interval set back although spec.drift.action is Report")
 	if got := readTree(t, a, "proc/sys/vm/swappiness"); got != "10" {
 		t.Errorf("an undrifted setting changed: swappiness %q", got)
 	}

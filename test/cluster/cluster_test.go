@@ -346,10 +346,18 @@ spec:
 			"nohup "+xsk+" reflect lat0 "+ends["lat-a"]+" 5000 >/tmp/reflect.log 2>&1 &"); err != nil {
 			t.Fatalf("start the reflector: %v\n%s", err, out)
 		}
-		time.Sleep(2 * time.Second)
-		out, err := kubectl("exec", "-n", namespace, "lat-b", "--", xsk, "ping", "lat0", ends["lat-b"], ends["lat-a"], mac, "5000", "64", "2")
-		m := regexp.MustCompile(`observations=(\d+)`).FindStringSubmatch(out)
-		if err != nil || m == nil || m[1] == "0" {
+		// The reflector starts in the background: ping until it answers (each ping runs 2 s).
+		var out string
+		err = eventually(30*time.Second, func() error {
+			var perr error
+			out, perr = kubectl("exec", "-n", namespace, "lat-b", "--", xsk, "ping", "lat0", ends["lat-b"], ends["lat-a"], mac, "5000", "64", "2")
+			m := regexp.MustCompile(`observations=(\d+)`).FindStringSubmatch(out)
+			if perr != nil || m == nil || m[1] == "0" {
+				return fmt.Errorf("no answer yet: %v", perr)
+			}
+			return nil
+		})
+		if err != nil {
 			t.Errorf("AF_XDP ping-pong over the latency link: %v\n%s", err, out)
 		}
 	}
