@@ -1,11 +1,14 @@
 // Command tickstack-bench is the node-side benchmark runner a LatencyBenchmark Job executes. It has
 // two roles:
 //
-//	tickstack-bench --role=server --listen=IP [--cpus=LIST] [--once]
+//	tickstack-bench --role=server --listen=IP [--data-interface=IFACE] [--cpus=LIST] [--once]
 //	tickstack-bench --role=client --peer=IP[:PORT] [--cpus=LIST] [--spec=FILE | suite flags] [--output=FILE]
 //
 // The server role is the reflector: it runs unmodified sockperf servers (under the bypass launcher
-// for the bypass stack) when the client asks over a control connection. The client role runs the
+// for the bypass stack) when the client asks over a control connection. The control connection
+// uses --listen; the measured traffic uses --data-interface's address when given (a pod's latency
+// interface, e.g. lat0), so the suites run over the profile's network while the client finds the
+// reflector by its primary address. The client role runs the
 // suites (sockperf clients, oslat, cyclictest), then writes the results as compact JSON to --output
 // and prints them to stdout between marker lines (see bench.WriteResultsLog), where a controller
 // reads them from the pod log. Progress goes to stderr.
@@ -39,6 +42,7 @@ func main() {
 type options struct {
 	role         string
 	listen       string
+	dataIface    string
 	controlPort  int
 	once         bool
 	peer         string
@@ -77,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, *flag.FlagSet, error
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.role, "role", "", "server (the reflector) or client (runs the suites)")
 	fs.StringVar(&o.listen, "listen", "", "server: this host's IP on the test network; sockperf servers bind to it and the control port listens on it")
+	fs.StringVar(&o.dataIface, "data-interface", "", "server: interface whose IPv4 address the sockperf servers bind to (default: the --listen address)")
 	fs.IntVar(&o.controlPort, "control-port", bench.DefaultControlPort, "server: control port; client: default port of --peer")
 	fs.BoolVar(&o.once, "once", false, "server: exit when the first client disconnects (for Jobs)")
 	fs.StringVar(&o.peer, "peer", "", "client: the reflector's control address, IP or IP:PORT")
@@ -156,9 +161,34 @@ func runServer(ctx context.Context, o *options, tools bench.Tools, logf func(str
 	if err != nil {
 		return fmt.Errorf("listening for control connections: %w", err)
 	}
-	logf("reflector listening on %s (data address %s)", ln.Addr(), o.listen)
-	r := &bench.Reflector{Tools: tools, DataAddress: o.listen, CPUs: o.cpus, Logf: logf, Once: o.once}
+	data := o.listen
+	if o.dataIface != "" {
+		if data, err = interfaceIPv4(o.dataIface); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	logf("reflector listening on %s (data address %s)", ln.Addr(), data)
+	r := &bench.Reflector{Tools: tools, DataAddress: data, CPUs: o.cpus, Logf: logf, Once: o.once}
 	return r.Serve(ctx, ln)
+}
+
+// interfaceIPv4 returns the first IPv4 address of the named interface.
+func interfaceIPv4(name string) (string, error) {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return "", fmt.Errorf("--data-interface %s: %w: name an interface of this host (ip link lists them)", name, err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return "", fmt.Errorf("--data-interface %s: reading its addresses: %w", name, err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+			return n.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("--data-interface %s has no IPv4 address: give it one, or leave the flag out to measure over --listen", name)
 }
 
 func runClient(ctx context.Context, o *options, tools bench.Tools, spec bench.Spec, stdout io.Writer, logf func(string, ...any)) error {
