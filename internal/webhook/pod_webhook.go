@@ -36,6 +36,11 @@ const (
 	// InterfacesAnnotation is how many interfaces (VFs) of each of the profile's networks the pod
 	// gets; default 1.
 	InterfacesAnnotation = "tickstack.io/interfaces"
+	// ExclusiveCPUsAnnotation "false" lets a pod that needs the profile's network and bypass stack
+	// but no exclusive CPUs (a benchmark reflector, a capture or test-traffic pod) run on the
+	// node's shared CPUs: the webhook then neither requires Guaranteed QoS and whole CPUs nor gives
+	// its init container a CPU request. Default "true".
+	ExclusiveCPUsAnnotation = "tickstack.io/exclusive-cpus"
 	// HugepagesAnnotation asks for huge pages for the latency container, as a quantity (1Gi).
 	HugepagesAnnotation = "tickstack.io/hugepages"
 	// HugepageSizeAnnotation picks the page size (2Mi or 1Gi) when the profile reserves both and
@@ -129,8 +134,14 @@ func MutatePod(orig *corev1.Pod, p *tsv1.LatencyProfile, opts PodOptions) error 
 	if err != nil {
 		return err
 	}
-	if err := checkGuaranteed(pod, c); err != nil {
+	exclusive, err := exclusiveCPUs(pod)
+	if err != nil {
 		return err
+	}
+	if exclusive {
+		if err := checkGuaranteed(pod, c); err != nil {
+			return err
+		}
 	}
 	bypassIfaces, err := attachNetworks(pod, c, p, opts)
 	if err != nil {
@@ -139,7 +150,7 @@ func MutatePod(orig *corev1.Pod, p *tsv1.LatencyProfile, opts PodOptions) error 
 	if err := addHugepages(pod, c, p); err != nil {
 		return err
 	}
-	if err := injectBypass(pod, c, p, opts, bypassIfaces); err != nil {
+	if err := injectBypass(pod, c, p, opts, bypassIfaces, exclusive); err != nil {
 		return err
 	}
 	requireProfileNodes(pod, p)
@@ -149,6 +160,18 @@ func MutatePod(orig *corev1.Pod, p *tsv1.LatencyProfile, opts PodOptions) error 
 	pod.Annotations[MutatedAnnotation] = p.Name
 	*orig = *pod
 	return nil
+}
+
+// exclusiveCPUs reads ExclusiveCPUsAnnotation.
+func exclusiveCPUs(pod *corev1.Pod) (bool, error) {
+	switch v, ok := pod.Annotations[ExclusiveCPUsAnnotation]; {
+	case !ok || v == "true":
+		return true, nil
+	case v == "false":
+		return false, nil
+	default:
+		return false, fmt.Errorf("annotation %s=%q must be \"true\" (exclusive CPUs, the default) or \"false\" (the node's shared CPUs)", ExclusiveCPUsAnnotation, v)
+	}
 }
 
 func latencyContainer(pod *corev1.Pod) (*corev1.Container, error) {
@@ -386,8 +409,10 @@ func Bypass(p *tsv1.LatencyProfile) bool {
 }
 
 // injectBypass preloads the bypass library into the latency container: an init container copies it
-// from the dataplane image into an emptyDir the latency container mounts read-only.
-func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, opts PodOptions, ifaces []string) error {
+// from the dataplane image into an emptyDir the latency container mounts read-only. The init
+// container of a pod with exclusive CPUs asks for 100m CPU (requests equal limits, so the pod stays
+// Guaranteed); one on shared CPUs asks for memory only, so it needs no CPU beyond the pod's own.
+func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, opts PodOptions, ifaces []string, exclusive bool) error {
 	if !Bypass(p) {
 		return nil
 	}
@@ -400,13 +425,15 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 	}
 	addVolume(pod, corev1.Volume{Name: DataplaneVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	if !hasInit(pod, DataplaneInitContainer) {
-		small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")}
+		small := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}
+		if exclusive {
+			small[corev1.ResourceCPU] = resource.MustParse("100m")
+		}
 		initC := corev1.Container{
 			Name:            DataplaneInitContainer,
 			Image:           opts.DataplaneImage,
 			ImagePullPolicy: corev1.PullIfNotPresent,
 			Command:         []string{"/bin/sh", "-c", dataplaneCopyScript},
-			// Requests equal limits so the pod stays Guaranteed.
 			Resources:    corev1.ResourceRequirements{Requests: small, Limits: small.DeepCopy()},
 			VolumeMounts: []corev1.VolumeMount{{Name: DataplaneVolume, MountPath: DataplaneLibraryDir}},
 		}
@@ -481,7 +508,9 @@ func addMount(c *corev1.Container, m corev1.VolumeMount) {
 // validated, when the profile asks), ANDed into every term the pod already has.
 func requireProfileNodes(pod *corev1.Pod, p *tsv1.LatencyProfile) {
 	exprs := []corev1.NodeSelectorRequirement{{Key: PodProfileLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{p.Name}}}
-	if p.Annotations[RequireValidatedAnnotation] == "true" {
+	// A benchmark's own pods validate the node: they cannot wait for it to be validated.
+	_, benchmark := pod.Labels[tsv1.BenchmarkLabel]
+	if p.Annotations[RequireValidatedAnnotation] == "true" && !benchmark {
 		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: ValidatedNodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{p.Name}})
 	}
 	if pod.Spec.Affinity == nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -61,6 +62,48 @@ func TestMutatePodCases(t *testing.T) {
 					}
 				}
 			},
+		},
+		{
+			name: "a benchmark's own pods are not held to validated nodes",
+			profile: func(p *tsv1.LatencyProfile) {
+				p.Annotations = map[string]string{RequireValidatedAnnotation: "true"}
+			},
+			pod: func(p *corev1.Pod) { p.Labels[tsv1.BenchmarkLabel] = "nightly" },
+			check: func(t *testing.T, p *corev1.Pod) {
+				for _, e := range p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions {
+					if e.Key == ValidatedNodeLabel {
+						t.Errorf("benchmark pod requires %v", e)
+					}
+				}
+			},
+		},
+		{
+			name: "shared CPUs: no Guaranteed QoS required, the network and the stack all the same, an init container without CPU",
+			pod: func(p *corev1.Pod) {
+				p.Annotations = map[string]string{ExclusiveCPUsAnnotation: "false"}
+				p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}
+			},
+			check: func(t *testing.T, p *corev1.Pod) {
+				if got := p.Annotations["k8s.v1.cni.cncf.io/networks"]; got != "ops/p-md@lat0" {
+					t.Errorf("networks %q", got)
+				}
+				if len(p.Spec.InitContainers) != 1 {
+					t.Fatalf("init containers %v", p.Spec.InitContainers)
+				}
+				if r := p.Spec.InitContainers[0].Resources; r.Limits.Cpu().Value() != 0 || r.Requests.Cpu().Value() != 0 || r.Limits.Memory().IsZero() {
+					t.Errorf("init container resources %+v", r)
+				}
+				if _, ok := p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; ok {
+					t.Errorf("the webhook set a CPU limit: %+v", p.Spec.Containers[0].Resources)
+				}
+			},
+		},
+		{
+			name: "shared CPUs annotation neither true nor false",
+			pod: func(p *corev1.Pod) {
+				p.Annotations = map[string]string{ExclusiveCPUsAnnotation: "no"}
+			},
+			refusal: `annotation tickstack.io/exclusive-cpus="no" must be "true"`,
 		},
 		{
 			name: "JSON networks annotation is extended in JSON, one element per interface, in the profile's namespace",
