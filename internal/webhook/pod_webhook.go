@@ -434,8 +434,8 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 			Image:           opts.DataplaneImage,
 			ImagePullPolicy: corev1.PullIfNotPresent,
 			Command:         []string{"/bin/sh", "-c", dataplaneCopyScript},
-			Resources:    corev1.ResourceRequirements{Requests: small, Limits: small.DeepCopy()},
-			VolumeMounts: []corev1.VolumeMount{{Name: DataplaneVolume, MountPath: DataplaneLibraryDir}},
+			Resources:       corev1.ResourceRequirements{Requests: small, Limits: small.DeepCopy()},
+			VolumeMounts:    []corev1.VolumeMount{{Name: DataplaneVolume, MountPath: DataplaneLibraryDir}},
 		}
 		pod.Spec.InitContainers = append([]corev1.Container{initC}, pod.Spec.InitContainers...)
 	}
