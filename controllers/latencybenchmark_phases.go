@@ -391,7 +391,9 @@ func (r *LatencyBenchmarkReconciler) jobFacts(ctx context.Context, ns, name stri
 }
 
 // reconcileNodeLabels sets tickstack.io/validated=<profile> on nodes that passed and removes it
-// from nodes that failed, once per node and run.
+// from nodes that failed, once per node and run. A node that passes while its node state reports
+// TimeSynced=False gets the tickstack.io/validated-held annotation instead (PTPGateReconciler turns
+// it into the label when time is in sync again); a node that fails loses a held validation too.
 func (r *LatencyBenchmarkReconciler) reconcileNodeLabels(ctx context.Context, s *benchScope) error {
 	b := s.b
 	for i := range b.Status.Nodes {
@@ -399,34 +401,49 @@ func (r *LatencyBenchmarkReconciler) reconcileNodeLabels(ctx context.Context, s 
 		if n.Labelled || nodeVerdict(*n) == "" {
 			continue
 		}
-		value, keep := wantValidatedLabel(*n)
-		if !keep {
-			node := &corev1.Node{}
-			if err := r.Client.Get(ctx, client.ObjectKey{Name: n.Node}, node); err != nil {
-				if !apierrors.IsNotFound(err) {
-					return fmt.Errorf("reading node %s: %w", n.Node, err)
-				}
-			} else if node.Labels[tsv1.ValidatedLabel] != value {
-				orig := node.DeepCopy()
-				if value == "" {
-					delete(node.Labels, tsv1.ValidatedLabel)
-				} else {
-					if node.Labels == nil {
-						node.Labels = map[string]string{}
-					}
-					node.Labels[tsv1.ValidatedLabel] = value
-				}
-				if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
-					return fmt.Errorf("labelling node %s: %w", n.Node, err)
-				}
-				if value == "" {
-					r.event(b, corev1.EventTypeWarning, "NodeUnvalidated", "Unlabel", "node %s lost %s: it failed run %d", n.Node, tsv1.ValidatedLabel, b.Status.Run)
-				} else {
-					r.event(b, corev1.EventTypeNormal, "NodeValidated", "Label", "node %s labelled %s=%s", n.Node, tsv1.ValidatedLabel, value)
-				}
+		if value, keep := wantValidatedLabel(*n); !keep {
+			if err := r.markNode(ctx, b, n.Node, value); err != nil {
+				return err
 			}
 		}
 		n.Labelled = true
+	}
+	return nil
+}
+
+// markNode gives a judged node the validation marks its verdict asks for (value: the profile when
+// it passed, "" when it failed), holding them while the node is out of time sync.
+func (r *LatencyBenchmarkReconciler) markNode(ctx context.Context, b *tsv1.LatencyBenchmark, name, value string) error {
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading node %s: %w", name, err)
+	}
+	lns, err := readNodeState(ctx, r.Client, name)
+	if err != nil {
+		return err
+	}
+	lost, _ := timeSyncLost(lns)
+	have, want := marksOf(node), benchmarkMarks(value, lost)
+	if have == want {
+		return nil
+	}
+	orig := node.DeepCopy()
+	setMarks(node, want)
+	// The PTP gate moves the same label and annotation: refuse to patch over its change.
+	if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("labelling node %s: %w", name, err)
+	}
+	switch {
+	case want.validated != "":
+		r.event(b, corev1.EventTypeNormal, "NodeValidated", "Label", "node %s labelled %s=%s", name, tsv1.ValidatedLabel, want.validated)
+	case want.held != "":
+		r.event(b, corev1.EventTypeWarning, "NodeValidationHeld", "Label", "node %s passed run %d but its TimeSynced is False: %s=%s is held in the %s annotation until time is in sync",
+			name, b.Status.Run, tsv1.ValidatedLabel, want.held, tsv1.ValidatedHeldAnnotation)
+	default:
+		r.event(b, corev1.EventTypeWarning, "NodeUnvalidated", "Unlabel", "node %s lost %s: it failed run %d", name, tsv1.ValidatedLabel, b.Status.Run)
 	}
 	return nil
 }

@@ -82,6 +82,7 @@ var _ = BeforeSuite(func() {
 	Expect((&LatencyBenchmarkReconciler{Client: mgr.GetClient(), Image: "tslb.test/bench:1", Now: benchClock.Now,
 		Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: NewBenchmarkMetrics(benchMetricsReg)}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&NodeValidationReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&PTPGateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ptpgate")}).SetupWithManager(mgr)).To(Succeed())
 	Expect(tswebhook.SetupLatencyProfileWebhook(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()

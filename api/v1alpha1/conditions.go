@@ -68,6 +68,10 @@ const (
 	RestoreFinalizer = "tickstack.io/restore"
 	// ProfileLabel on a node state names its profile (for listing by label).
 	ProfileLabel = "tickstack.io/profile"
+	// ValidatedHeldAnnotation on a node names the profile whose validation (tickstack.io/validated)
+	// the operator took away while the node's TimeSynced condition is False. The label comes back
+	// when TimeSynced is True again, if the node still has that profile; a failed benchmark drops it.
+	ValidatedHeldAnnotation = "tickstack.io/validated-held"
 )
 
 // Condition types in a LatencyNodeState's status.bios, written by the operator's BIOS reconciler.

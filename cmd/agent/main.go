@@ -10,6 +10,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,6 +40,7 @@ type options struct {
 	evictionGrace                                     int64
 	watchNICs                                         bool
 	metricsAddr, probeAddr                            string
+	ptp4lPath, phc2sysPath, pmcPath, ptpRunDir        string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -58,6 +61,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.rebootTO, "reboot-timeout", agent.DefaultRebootTimeout, "how long the node may keep its boot ID after the reboot command before the agent reports it and runs the command again")
 	fs.Int64Var(&o.evictionGrace, "eviction-grace-period", -1, "termination grace period (seconds) for evicted pods; -1 uses each pod's own")
 	fs.BoolVar(&o.watchNICs, "watch-nic-changes", true, "verify at once when the kernel announces a NIC setting change (ethtool netlink monitor)")
+	fs.StringVar(&o.ptp4lPath, "ptp4l-path", "", "the ptp4l executable: an absolute path, or empty to look ptp4l up on PATH")
+	fs.StringVar(&o.phc2sysPath, "phc2sys-path", "", "the phc2sys executable: an absolute path, or empty to look phc2sys up on PATH")
+	fs.StringVar(&o.pmcPath, "pmc-path", "", "the pmc executable: an absolute path, or empty to look pmc up on PATH")
+	fs.StringVar(&o.ptpRunDir, "ptp-run-dir", "", "directory of ptp4l's configuration and management socket, as the agent sees it (default: "+agent.PTPRunDir+" below --host-root)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "address the metrics endpoint binds to; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8082", "address the health probes bind to")
 }
@@ -66,6 +73,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 func (o *options) reconciler() (*agent.Reconciler, error) {
 	if o.nodeName == "" {
 		return nil, errors.New("--node-name (or $NODE_NAME) is required: set it from the downward API (spec.nodeName)")
+	}
+	if err := o.checkPTP(); err != nil {
+		return nil, err
 	}
 	h := &host.Host{Root: o.hostRoot, IrqbalanceConfig: o.irqbalanceConfig, NIC: &host.EthtoolNIC{}}
 	r := &agent.Reconciler{
@@ -78,7 +88,10 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		DrainTimeout:             o.drainTimeout,
 		DrainRetryBackoff:        o.drainBackoff,
 		RebootTimeout:            o.rebootTO,
-		PTP:                      agent.PTPOptions{Metrics: ctrlmetrics.Registry},
+		PTP: agent.PTPOptions{
+			Ptp4lPath: o.ptp4lPath, Phc2sysPath: o.phc2sysPath, PmcPath: o.pmcPath, RunDir: o.ptpRunDir,
+			Metrics: ctrlmetrics.Registry,
+		},
 	}
 	if o.evictionGrace >= 0 {
 		g := o.evictionGrace
@@ -95,6 +108,37 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		return nil, fmt.Errorf("--boot-loader=%q: use grub, bls or none", o.bootLoader)
 	}
 	return r, nil
+}
+
+// maxPTPSocketPath is the longest UNIX socket path Linux accepts (sun_path minus its NUL); ptp4l's
+// socket is <run dir>/ptp4l.sock.
+const maxPTPSocketPath = 107
+
+// checkPTP refuses linuxptp flags the daemon could not use: an executable that is neither empty
+// nor an absolute path to an executable file, a run directory that is not absolute or too long for
+// ptp4l's socket.
+func (o *options) checkPTP() error {
+	for _, f := range []struct{ flag, value string }{{"ptp4l-path", o.ptp4lPath}, {"phc2sys-path", o.phc2sysPath}, {"pmc-path", o.pmcPath}} {
+		if f.value == "" {
+			continue
+		}
+		if !filepath.IsAbs(f.value) {
+			return fmt.Errorf("--%s=%q: give an absolute path, or leave it empty to look the executable up on PATH", f.flag, f.value)
+		}
+		if _, err := exec.LookPath(f.value); err != nil {
+			return fmt.Errorf("--%s=%q is not an executable file (%v): install linuxptp in the agent's image or fix the path", f.flag, f.value, err)
+		}
+	}
+	if o.ptpRunDir == "" {
+		return nil
+	}
+	if !filepath.IsAbs(o.ptpRunDir) {
+		return fmt.Errorf("--ptp-run-dir=%q: give an absolute directory, or leave it empty for %s below --host-root", o.ptpRunDir, agent.PTPRunDir)
+	}
+	if sock := filepath.Join(o.ptpRunDir, "ptp4l.sock"); len(sock) > maxPTPSocketPath {
+		return fmt.Errorf("--ptp-run-dir=%q: ptp4l's socket %s would be %d bytes, more than the %d Linux allows: choose a shorter directory", o.ptpRunDir, sock, len(sock), maxPTPSocketPath)
+	}
+	return nil
 }
 
 const commandHelp = " (given once: split on blanks; given several times: one argument each)"

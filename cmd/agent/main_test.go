@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"os"
 	"strings"
 	"testing"
 
@@ -76,6 +77,46 @@ func TestCommandFlags(t *testing.T) {
 		}
 		if strings.Join(r.RebootCommand, "|") != strings.Join(tt.want, "|") {
 			t.Errorf("%v: reboot command %q, want %q", tt.args, r.RebootCommand, tt.want)
+		}
+	}
+}
+
+func TestPTPFlags(t *testing.T) {
+	r, err := parse(t, "n", "--host-root=/host").reconciler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.PTP; p.Ptp4lPath != "" || p.Phc2sysPath != "" || p.PmcPath != "" || p.RunDir != "" || p.Metrics == nil {
+		t.Errorf("defaults: PTP options %+v, want PATH lookup, the run dir below the host root and metrics", p)
+	}
+
+	// Any executable file stands in for the linuxptp tools: the flags only check the path.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r, err = parse(t, "n", "--ptp4l-path="+exe, "--phc2sys-path="+exe, "--pmc-path="+exe, "--ptp-run-dir="+dir).reconciler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.PTP; p.Ptp4lPath != exe || p.Phc2sysPath != exe || p.PmcPath != exe || p.RunDir != dir {
+		t.Errorf("PTP options %+v, want %s for the tools and run dir %s", p, exe, dir)
+	}
+
+	long := "/" + strings.Repeat("d", 100)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ptp4l-path=sbin/ptp4l"}, `--ptp4l-path="sbin/ptp4l": give an absolute path`},
+		{[]string{"--pmc-path=" + dir}, "--pmc-path=" + `"` + dir + `" is not an executable file`},
+		{[]string{"--phc2sys-path=" + dir + "/phc2sys"}, "install linuxptp in the agent's image or fix the path"},
+		{[]string{"--ptp-run-dir=run/ptp"}, `--ptp-run-dir="run/ptp": give an absolute directory`},
+		{[]string{"--ptp-run-dir=" + long}, "more than the 107 Linux allows: choose a shorter directory"},
+	} {
+		if _, err := parse(t, "n", tt.args...).reconciler(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: error %v, want %q", tt.args, err, tt.want)
 		}
 	}
 }

@@ -143,6 +143,10 @@ func main() {
 		log.Error(err, "setting up the node validation controller")
 		os.Exit(1)
 	}
+	if err := (&controllers.PTPGateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ptpgate")}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "setting up the PTP readiness gate")
+		os.Exit(1)
+	}
 	if enableWebhooks {
 		if err := tswebhook.SetupLatencyProfileWebhook(mgr); err != nil {
 			log.Error(err, "setting up the LatencyProfile webhook")

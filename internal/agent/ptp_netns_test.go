@@ -24,7 +24,9 @@ import (
 // TestAgentPTPOverVeth runs two agents against envtest: one node's tuning makes it a software
 // time stamping grandmaster, the other's a slave, in two network namespaces joined by a veth pair.
 // The slave's node state shows TimeSynced=True with a live offset; when the grandmaster's tuning
-// loses its ptp section (its agent stops ptp4l), TimeSynced turns False once the hold time passed.
+// loses its ptp section (its agent stops ptp4l), TimeSynced turns False once the hold time passed;
+// when the section comes back (its agent starts ptp4l again), TimeSynced returns True with a new
+// offset.
 func TestAgentPTPOverVeth(t *testing.T) {
 	tsutil.RequireRoot(t)
 	ipPath := tsutil.RequireTool(t, "ip")
@@ -85,7 +87,8 @@ func TestAgentPTPOverVeth(t *testing.T) {
 		agenttest.StartAgent(t, cfg, a.R, nil)
 	}
 	gmNode, slNode := prefix+"-gm", prefix+"-sl"
-	startAgent(gmNode, nsGM, tuningFor(tsv1.PTPRoleGrandmaster, ifGM, fast))
+	gmTuning := tuningFor(tsv1.PTPRoleGrandmaster, ifGM, fast)
+	startAgent(gmNode, nsGM, gmTuning.DeepCopy())
 	startAgent(slNode, nsSl, tuningFor(tsv1.PTPRoleSlave, ifSl, slaveOpts))
 
 	eventually(t, 60*time.Second, "the grandmaster's TimeSynced=True with port MASTER", func() error {
@@ -139,6 +142,31 @@ func TestAgentPTPOverVeth(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The grandmaster's ptp section comes back: its agent starts ptp4l again and the slave locks on.
+	lost := condition(getLNS(t, slNode), tsv1.NodeTimeSynced)
+	patchLNS(t, gmNode, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning.PTP = gmTuning.PTP.DeepCopy() })
+	restarted := metav1.Now()
+	eventually(t, 90*time.Second, "the slave's TimeSynced=True again with port SLAVE and a new offset", func() error {
+		l := getLNS(t, slNode)
+		if err := wantCondition(l, tsv1.NodeTimeSynced, metav1.ConditionTrue, ptp.ReasonSynchronized); err != nil {
+			return err
+		}
+		if c := condition(l, tsv1.NodeTimeSynced); c.LastTransitionTime.Before(&lost.LastTransitionTime) {
+			return fmt.Errorf("TimeSynced last changed at %v, before it turned False at %v", c.LastTransitionTime, lost.LastTransitionTime)
+		}
+		// lastSample is kept to the second: a sample read in the restart's second counts.
+		p := l.Status.PTP
+		if p == nil || p.PortState != string(ptp.PortStateSlave) || p.OffsetNs == nil || p.LastSample == nil || p.LastSample.Before(&metav1.Time{Time: restarted.Truncate(time.Second)}) {
+			return fmt.Errorf("status.ptp = %+v, want port SLAVE with an offset read after %v", p, restarted)
+		}
+		if off := *p.OffsetNs; off > 1_000_000 || off < -1_000_000 {
+			return fmt.Errorf("offset %d ns is above maxOffsetNs 1000000", off)
+		}
+		return nil
+	})
+	back := getLNS(t, slNode).Status.PTP
+	t.Logf("slave synced again: offset %d ns, %v after the grandmaster's ptp section came back", *back.OffsetNs, time.Since(restarted.Time).Round(time.Millisecond))
 
 	// Deleting the node states stops the slave's ptp4l too; the agents remove their finalizers.
 	for _, n := range []string{gmNode, slNode} {

@@ -1,0 +1,316 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+func TestGateMarks(t *testing.T) {
+	mine := func(p string) bool { return p == "p" }
+	for _, tc := range []struct {
+		name    string
+		have    validationMarks
+		lost    bool
+		want    validationMarks
+		dropped string
+	}{
+		{"in sync, validated: unchanged", validationMarks{validated: "p"}, false, validationMarks{validated: "p"}, ""},
+		{"out of sync: the label is held", validationMarks{validated: "p"}, true, validationMarks{held: "p"}, ""},
+		{"out of sync, held: unchanged", validationMarks{held: "p"}, true, validationMarks{held: "p"}, ""},
+		{"back in sync: the label returns", validationMarks{held: "p"}, false, validationMarks{validated: "p"}, ""},
+		{"out of sync, held for another profile: dropped", validationMarks{held: "q"}, true, validationMarks{}, "q"},
+		{"back in sync, held for another profile: dropped, no label", validationMarks{held: "q"}, false, validationMarks{}, "q"},
+		{"out of sync, validated for another profile: dropped", validationMarks{validated: "q"}, true, validationMarks{}, "q"},
+		{"in sync, held and labelled: the label stays", validationMarks{validated: "p", held: "p"}, false, validationMarks{validated: "p"}, ""},
+		{"out of sync, held and labelled: held", validationMarks{validated: "p", held: "p"}, true, validationMarks{held: "p"}, ""},
+		{"nothing", validationMarks{}, true, validationMarks{}, ""},
+	} {
+		got, dropped := gateMarks(tc.have, tc.lost, mine)
+		if got != tc.want || dropped != tc.dropped {
+			t.Errorf("%s: got %+v dropped %q, want %+v dropped %q", tc.name, got, dropped, tc.want, tc.dropped)
+		}
+	}
+}
+
+func TestBenchmarkMarks(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		lost  bool
+		want  validationMarks
+	}{
+		{"p", false, validationMarks{validated: "p"}},
+		{"p", true, validationMarks{held: "p"}},
+		{"", false, validationMarks{}},
+		{"", true, validationMarks{}},
+	} {
+		if got := benchmarkMarks(tc.value, tc.lost); got != tc.want {
+			t.Errorf("benchmarkMarks(%q, %v) = %+v, want %+v", tc.value, tc.lost, got, tc.want)
+		}
+	}
+}
+
+func TestTimeSyncLostAndProfile(t *testing.T) {
+	withPTP := func(status metav1.ConditionStatus) *tsv1.LatencyNodeState {
+		l := &tsv1.LatencyNodeState{Spec: tsv1.LatencyNodeStateSpec{Profile: tsv1.ProfileReference{Name: "p"}, Tuning: &tsv1.NodeTuning{PTP: &tsv1.PTPTuning{}}}}
+		if status != "" {
+			l.Status.Conditions = []metav1.Condition{{Type: tsv1.NodeTimeSynced, Status: status, Reason: "R"}}
+		}
+		return l
+	}
+	noPTP := withPTP(metav1.ConditionFalse)
+	noPTP.Spec.Tuning.PTP = nil
+	deleting := withPTP(metav1.ConditionFalse)
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	for _, tc := range []struct {
+		name string
+		lns  *tsv1.LatencyNodeState
+		want bool
+	}{
+		{"no node state", nil, false},
+		{"TimeSynced False", withPTP(metav1.ConditionFalse), true},
+		{"TimeSynced True", withPTP(metav1.ConditionTrue), false},
+		{"not reported yet", withPTP(""), false},
+		{"False but no ptp section (stale)", noPTP, false},
+		{"being deleted", deleting, false},
+	} {
+		if got, _ := timeSyncLost(tc.lns); got != tc.want {
+			t.Errorf("%s: lost %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	node := func(profile string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{}}}
+		if profile != "" {
+			n.Labels[NodeProfileLabel] = profile
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name string
+		node *corev1.Node
+		lns  *tsv1.LatencyNodeState
+		want bool
+	}{
+		{"same profile", node("p"), withPTP(metav1.ConditionTrue), true},
+		{"label not set yet", node(""), withPTP(metav1.ConditionTrue), true},
+		{"label names another profile", node("q"), withPTP(metav1.ConditionTrue), false},
+		{"node state of another profile", node("p"), func() *tsv1.LatencyNodeState { l := withPTP(""); l.Spec.Profile.Name = "q"; return l }(), false},
+		{"no node state", node("p"), nil, false},
+		{"node state being deleted", node("p"), deleting, false},
+	} {
+		if got := hasProfile(tc.node, tc.lns, "p"); got != tc.want {
+			t.Errorf("%s: hasProfile %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// gateNode creates a node of a profile, validated for validated ("" none), with extra labels, and
+// removes it after the test.
+func gateNode(name, profile, validated string, extra map[string]string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{NodeProfileLabel: profile}}}
+	if validated != "" {
+		n.Labels[tsv1.ValidatedLabel] = validated
+	}
+	for k, v := range extra {
+		n.Labels[k] = v
+	}
+	Expect(k8s.Create(ctx, n)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, n))).To(Succeed()) })
+	return n
+}
+
+// gateNodeState creates the node state of a node for a profile, with a ptp section, and reports
+// TimeSynced as given.
+func gateNodeState(node, profile string, synced metav1.ConditionStatus) {
+	lns := &tsv1.LatencyNodeState{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: tsv1.LatencyNodeStateSpec{NodeName: node, Profile: tsv1.ProfileReference{Name: profile, Generation: 1},
+			Tuning: &tsv1.NodeTuning{PTP: &tsv1.PTPTuning{Role: tsv1.PTPRoleSlave, Interface: "eth0", Transport: tsv1.PTPTransportUDPv4,
+				Timestamping: tsv1.PTPTimestampingSoftware, MaxOffsetNs: 1000, HoldTime: metav1.Duration{Duration: 10 * time.Second}}}},
+	}
+	Expect(k8s.Create(ctx, lns)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, lns))).To(Succeed()) })
+	setTimeSynced(node, synced)
+}
+
+// setTimeSynced plays the agent: it reports the node state's TimeSynced condition.
+func setTimeSynced(node string, status metav1.ConditionStatus) {
+	reason, msg := "Synchronized", "port SLAVE, offset 12 ns"
+	if status == metav1.ConditionFalse {
+		reason, msg = "OffsetAboveThreshold", "offset 90000 ns above 1000 ns for 10.2s (hold time 10s)"
+	}
+	Eventually(func() error {
+		cur := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, cur); err != nil {
+			return err
+		}
+		orig := cur.DeepCopy()
+		cur.Status.Conditions = []metav1.Condition{{Type: tsv1.NodeTimeSynced, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: cur.Generation, LastTransitionTime: metav1.Now()}}
+		return k8s.Status().Patch(ctx, cur, client.MergeFrom(orig))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// patchGate changes an object with a merge patch, retried on conflicts.
+func patchGate(obj client.Object, change func()) {
+	Eventually(func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		orig := obj.DeepCopyObject().(client.Object)
+		change()
+		return k8s.Patch(ctx, obj, client.MergeFrom(orig))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// marksOfNode reads a node's validation label and held annotation.
+func marksOfNode(name string) func(Gomega) validationMarks {
+	return func(g Gomega) validationMarks {
+		n := &corev1.Node{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
+		return marksOf(n)
+	}
+}
+
+func unvalidatedTaint(name string) func(Gomega) bool {
+	return func(g Gomega) bool {
+		n := &corev1.Node{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
+		for _, t := range n.Spec.Taints {
+			if t.Key == tsv1.UnvalidatedTaint && t.Effect == corev1.TaintEffectNoSchedule {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// nodeEvents lists the reasons of the events recorded on a node (cluster-scoped objects' events
+// go to the default namespace).
+func nodeEvents(name string) func(Gomega) []string {
+	return func(g Gomega) []string {
+		var evs eventsv1.EventList
+		g.Expect(k8s.List(ctx, &evs, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+		var reasons []string
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "Node" && e.Regarding.Name == name {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		return reasons
+	}
+}
+
+// benchmarkEvents lists the reasons of the events recorded in a benchmark's namespace.
+func benchmarkEvents(ns string) func(Gomega) []string {
+	return func(g Gomega) []string {
+		var evs eventsv1.EventList
+		g.Expect(k8s.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+		var reasons []string
+		for _, e := range evs.Items {
+			reasons = append(reasons, e.Reason)
+		}
+		return reasons
+	}
+}
+
+var _ = Describe("PTP readiness gate", func() {
+	const wait, poll = 20 * time.Second, 100 * time.Millisecond
+
+	It("takes tickstack.io/validated away while TimeSynced is False, taints the node, and gives the label back when True", func() {
+		const profile, name = "tsgate-p1", "tsgate-a"
+		gateNode(name, profile, profile, map[string]string{"tsgate/select": name})
+		gateNodeState(name, profile, metav1.ConditionTrue)
+		// A gated profile that selects the node (so its controller keeps the node state).
+		p := &tsv1.LatencyProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: profile},
+			Spec: tsv1.LatencyProfileSpec{
+				NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tsgate/select": name}},
+				Validation:   &tsv1.ValidationSpec{TaintUntilValidated: true},
+			},
+		}
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed()) })
+
+		By("in sync: validated, no taint")
+		Consistently(marksOfNode(name), 2*time.Second, poll).Should(Equal(validationMarks{validated: profile}))
+		Expect(unvalidatedTaint(name)(Default)).To(BeFalse())
+
+		By("out of sync: the label moves into the held annotation and the profile's taint comes back")
+		setTimeSynced(name, metav1.ConditionFalse)
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: profile}))
+		Eventually(unvalidatedTaint(name), wait, poll).Should(BeTrue())
+		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(EventTimeSyncLost))
+
+		By("back in sync: the label returns without a benchmark, the annotation and the taint go")
+		setTimeSynced(name, metav1.ConditionTrue)
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{validated: profile}))
+		Eventually(unvalidatedTaint(name), wait, poll).Should(BeFalse())
+		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(EventTimeSyncRestored))
+	})
+
+	It("does not give a held validation back to a node whose profile changed", func() {
+		const name = "tsgate-b"
+		n := gateNode(name, "tsgate-p2", "tsgate-p2", nil)
+		gateNodeState(name, "tsgate-p2", metav1.ConditionFalse)
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: "tsgate-p2"}))
+
+		By("moving the node to another profile while held")
+		lns := &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		patchGate(lns, func() { lns.Spec.Profile = tsv1.ProfileReference{Name: "tsgate-q2", Generation: 1} })
+		patchGate(n, func() { n.Labels[NodeProfileLabel] = "tsgate-q2" })
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{}))
+		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(EventHeldValidationDropped))
+
+		By("back in sync: no validation for either profile")
+		setTimeSynced(name, metav1.ConditionTrue)
+		Consistently(marksOfNode(name), 3*time.Second, poll).Should(Equal(validationMarks{}))
+	})
+
+	It("holds a benchmark pass while TimeSynced is False, labels on recovery, and drops the hold on a failed run", func() {
+		const profile, name = "tsgate-p3", "tsgate-c"
+		gateNode(name, profile, "", nil)
+		gateNodeState(name, profile, metav1.ConditionFalse)
+		ns := tslbNamespace()
+		b := validBenchmark(ns, "held", profile)
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+
+		By("a pass while out of sync gives the held annotation, not the label")
+		job := nodeJob(ns, "held", 1, name)
+		uploadResults(ns, job.Name, sampleResults(name, map[bench.Stack]int64{bench.StackKernel: 1000}))
+		Eventually(func(g Gomega) bench.VerdictResult {
+			return getBenchmark(ns, "held")(g).Status.Verdict
+		}, wait, poll).Should(Equal(bench.VerdictPassed))
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: profile}))
+		// The gate would move a label back at once: the benchmark's events show it never set one.
+		Eventually(benchmarkEvents(ns), wait, poll).Should(ContainElement("NodeValidationHeld"))
+		Consistently(marksOfNode(name), 2*time.Second, poll).Should(Equal(validationMarks{held: profile}))
+		Expect(benchmarkEvents(ns)(Default)).NotTo(ContainElement("NodeValidated"), "the benchmark controller labelled a node that is out of sync")
+
+		By("back in sync: labelled")
+		setTimeSynced(name, metav1.ConditionTrue)
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{validated: profile}))
+
+		By("out of sync again, then a failed run: nothing is held any more")
+		setTimeSynced(name, metav1.ConditionFalse)
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: profile}))
+		patchGate(b, func() { b.Annotations = map[string]string{tsv1.RerunAnnotation: "fail"} })
+		job = nodeJob(ns, "held", 2, name)
+		uploadResults(ns, job.Name, sampleResults(name, map[bench.Stack]int64{bench.StackKernel: 50000}))
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{}))
+		setTimeSynced(name, metav1.ConditionTrue)
+		Consistently(marksOfNode(name), 2*time.Second, poll).Should(Equal(validationMarks{}))
+	})
+})
