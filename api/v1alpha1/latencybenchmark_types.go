@@ -143,7 +143,7 @@ type BenchmarkPlacement struct {
 }
 
 // LatencyBenchmarkSpec is what to measure, where, how often, and what passes.
-// +kubebuilder:validation:XValidation:rule="has(self.suites.pingPong) || has(self.suites.rateSweep) || has(self.suites.microburst) || has(self.suites.mixedBurst) || has(self.suites.jitter)",message="suites: select at least one of pingPong, rateSweep, microburst, mixedBurst, jitter"
+// +kubebuilder:validation:XValidation:rule="has(self.suites.pingPong) || has(self.suites.rateSweep) || has(self.suites.microburst) || has(self.suites.mixedBurst) || has(self.suites.jitter) || has(self.suites.ptp)",message="suites: select at least one of pingPong, rateSweep, microburst, mixedBurst, jitter, ptp"
 // +kubebuilder:validation:XValidation:rule="!has(self.suites.stacks)",message="suites.stacks: set the stacks to compare in spec.stacks instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.stacks) || !('bypass' in self.stacks) || has(self.target.profile)",message="stacks: bypass needs target.profile: the pod webhook sets the bypass stack up from that profile"
 // +kubebuilder:validation:XValidation:rule="!has(self.stacks) || !('bypass' in self.stacks) || (has(self.placement) && self.placement.mode == 'TwoPods')",message="stacks: bypass needs placement.mode TwoPods: in one pod the traffic never leaves through an interface the bypass stack can drive"
@@ -159,12 +159,14 @@ type LatencyBenchmarkSpec struct {
 	Stacks []bench.Stack `json:"stacks,omitempty"`
 
 	// Suites to run and their parameters (docs/benchmark-methods.md); unset suites are not run.
-	// jitter.cpus may be "pod": the CPUs the runner container was given. Rules on lists (message
+	// jitter.cpus may be "pod": the CPUs the runner container was given. ptp reads the node
+	// agent's ptp4l through /run/tickstack/ptp, which the runner pod mounts from the host. Rules on lists (message
 	// sizes, rates) and strings (jitter.cpus) are checked by the controller, which reports them on the Valid condition: the embedded types carry no maxItems,
 	// so CEL rules over them exceed the API server's cost budget.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="!has(self.rateSweep) || !has(self.rateSweep.protocol) || self.rateSweep.protocol != 'tcp'",message="suites.rateSweep.protocol: tcp has no message drops to detect: use udp or udpMulticast"
 	// +kubebuilder:validation:XValidation:rule="!has(self.mixedBurst) || !has(self.mixedBurst.durationSeconds) || self.mixedBurst.durationSeconds % 2 == 0",message="suites.mixedBurst.durationSeconds: use an even number (a burst period is 2 s)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.ptp) || !has(self.ptp.socket) || self.ptp.socket.startsWith('/run/tickstack/ptp/')",message="suites.ptp.socket: the benchmark pod mounts only the node agent's PTP directory: give a socket under /run/tickstack/ptp/ (default /run/tickstack/ptp/ptp4l.sock)"
 	Suites bench.Spec `json:"suites"`
 
 	// Thresholds a node must meet to pass; unset ones are not checked. With none, a node passes

@@ -8,10 +8,10 @@
 // for the bypass stack) when the client asks over a control connection. The control connection
 // uses --listen; the measured traffic uses --data-interface's address when given (a pod's latency
 // interface, e.g. lat0), so the suites run over the profile's network while the client finds the
-// reflector by its primary address. The client role runs the
-// suites (sockperf clients, oslat, cyclictest), then writes the results as compact JSON to --output
-// and prints them to stdout between marker lines (see bench.WriteResultsLog), where a controller
-// reads them from the pod log. Progress goes to stderr.
+// reflector by its primary address. The client role runs the suites (sockperf clients, oslat,
+// cyclictest; pmc reading ptp4l for the ptp suite), then writes the results as compact JSON to
+// --output and prints them to stdout between marker lines (see bench.WriteResultsLog), where a
+// controller reads them from the pod log. Progress goes to stderr.
 package main
 
 import (
@@ -73,6 +73,10 @@ type options struct {
 	jitterSecs   int
 	jitterTools  string
 	cyclicPrio   int
+	ptpSocket    string
+	ptpInterval  time.Duration
+	ptpDomain    int
+	ptpDuration  int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, *flag.FlagSet, error) {
@@ -94,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, *flag.FlagSet, error
 	fs.StringVar(&o.node, "node", os.Getenv("NODE_NAME"), "client: node name recorded in the results (default $NODE_NAME)")
 	fs.IntVar(&o.basePort, "base-port", 11111, "client: first sockperf data port")
 	fs.StringVar(&o.group, "group", bench.DefaultMulticastGroup, "client: multicast group for udpMulticast")
-	fs.StringVar(&o.suites, "suites", "", "client: comma list of pingPong,rateSweep,microburst,mixedBurst,jitter (instead of --spec)")
+	fs.StringVar(&o.suites, "suites", "", "client: comma list of pingPong,rateSweep,microburst,mixedBurst,jitter,ptp (instead of --spec)")
 	fs.StringVar(&o.stacks, "stacks", "", "client: comma list of kernel,bypass (default kernel)")
 	fs.StringVar(&o.protocols, "protocols", "", "pingPong: comma list of udp,udpMulticast,tcp")
 	fs.StringVar(&o.sizes, "sizes", "", "pingPong: comma list of message sizes in bytes (14..1472)")
@@ -112,6 +116,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, *flag.FlagSet, error
 	fs.IntVar(&o.jitterSecs, "jitter-duration", 0, "jitter: seconds per tool")
 	fs.StringVar(&o.jitterTools, "jitter-tools", "", "jitter: comma list of oslat,cyclictest")
 	fs.IntVar(&o.cyclicPrio, "cyclictest-priority", 0, "jitter: cyclictest SCHED_FIFO priority")
+	fs.StringVar(&o.ptpSocket, "ptp-socket", "", "ptp: ptp4l's management socket (default "+bench.DefaultPTPSocket+")")
+	fs.DurationVar(&o.ptpInterval, "ptp-interval", 0, "ptp: time between two reads of ptp4l, 100ms..60s (default 1s)")
+	fs.IntVar(&o.ptpDomain, "ptp-domain", 0, "ptp: ptp4l's domainNumber, 0..127 (default: from ptp4l.conf beside the socket, else 0)")
+	fs.IntVar(&o.ptpDuration, "ptp-duration", 0, "ptp: seconds to sample when ptp is the only suite (default 30)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -237,7 +245,8 @@ func runClient(ctx context.Context, o *options, tools bench.Tools, spec bench.Sp
 func buildSpec(o *options, fs *flag.FlagSet) (bench.Spec, error) {
 	var spec bench.Spec
 	suiteFlags := []string{"suites", "stacks", "protocols", "sizes", "duration", "rates", "rate-sizes", "reply-every", "burst-size",
-		"max-burst", "burst-trials", "link-mbps", "mixed-patterns", "mixed-duration", "jitter-cpus", "jitter-duration", "jitter-tools", "cyclictest-priority"}
+		"max-burst", "burst-trials", "link-mbps", "mixed-patterns", "mixed-duration", "jitter-cpus", "jitter-duration", "jitter-tools", "cyclictest-priority",
+		"ptp-socket", "ptp-interval", "ptp-domain", "ptp-duration"}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.specFile != "" {
@@ -264,7 +273,7 @@ func buildSpec(o *options, fs *flag.FlagSet) (bench.Spec, error) {
 		return spec, validate(spec)
 	}
 	if o.suites == "" {
-		return spec, errors.New("no suite: pass --spec FILE or --suites pingPong,rateSweep,microburst,mixedBurst,jitter")
+		return spec, errors.New("no suite: pass --spec FILE or --suites pingPong,rateSweep,microburst,mixedBurst,jitter,ptp")
 	}
 	for _, s := range splitList(o.stacks) {
 		spec.Stacks = append(spec.Stacks, bench.Stack(s))
@@ -318,12 +327,26 @@ func buildSpec(o *options, fs *flag.FlagSet) (bench.Spec, error) {
 				return spec, errors.New("--suites jitter needs --jitter-cpus, e.g. --jitter-cpus 2-3")
 			}
 			spec.Jitter = j
+		case bench.SuitePTP:
+			p := &bench.PTPSpec{Socket: o.ptpSocket, DurationSeconds: int32(o.ptpDuration)}
+			if o.ptpInterval != 0 {
+				if o.ptpInterval%time.Millisecond != 0 {
+					return spec, fmt.Errorf("--ptp-interval %s: give whole milliseconds, e.g. 500ms", o.ptpInterval)
+				}
+				p.IntervalMillis = int32(max(min(o.ptpInterval.Milliseconds(), 1<<30), -1<<30))
+			}
+			if set["ptp-domain"] {
+				p.Domain = ptrTo(int32(max(min(o.ptpDomain, 1<<30), -1<<30)))
+			}
+			spec.PTP = p
 		default:
-			return spec, fmt.Errorf("--suites: %q is not a suite: use pingPong, rateSweep, microburst, mixedBurst or jitter", s)
+			return spec, fmt.Errorf("--suites: %q is not a suite: use pingPong, rateSweep, microburst, mixedBurst, jitter or ptp", s)
 		}
 	}
 	return spec, validate(spec)
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 func validate(spec bench.Spec) error {
 	return spec.Defaulted().Validate()

@@ -29,6 +29,8 @@ type Tools struct {
 	Taskset    string
 	Oslat      string
 	Cyclictest string
+	// Pmc is linuxptp's pmc, which the ptp suite reads ptp4l's state with.
+	Pmc string
 	// Launcher is the bypass launcher; empty means DefaultLauncherPath (next to the working
 	// directory or the runner's executable), then tickstack-run on PATH.
 	Launcher string
@@ -51,6 +53,8 @@ func debianPackage(tool string) string {
 		return "rt-tests"
 	case "taskset":
 		return "util-linux"
+	case "pmc":
+		return "linuxptp"
 	}
 	return filepath.Base(tool)
 }

@@ -87,12 +87,31 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (*Results, error) {
 			}
 			r.LocalAddress = la
 		}
+	}
+	// The ptp suite samples from the start of the first suite to the end of the last.
+	var stopPTP func() *PTPResult
+	if spec.PTP != nil {
+		stopPTP = r.startPTP(ctx, spec.PTP)
+	}
+	if spec.NetworkSuites() {
 		for _, stack := range spec.Stacks {
 			res.Stacks = append(res.Stacks, r.runStack(ctx, stack, spec))
 		}
 	}
 	if spec.Jitter != nil {
 		res.Jitter = r.jitter(ctx, spec.Jitter)
+	}
+	if stopPTP != nil {
+		if !spec.NetworkSuites() && spec.Jitter == nil {
+			// ptp alone: sample for its duration.
+			t := time.NewTimer(time.Duration(spec.PTP.DurationSeconds) * time.Second)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		res.PTP = stopPTP()
 	}
 	for t := range r.tools {
 		res.Tools = append(res.Tools, t)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,8 @@ type Spec struct {
 	MixedBurst *MixedBurstSpec `json:"mixedBurst,omitempty"`
 	// +optional
 	Jitter *JitterSpec `json:"jitter,omitempty"`
+	// +optional
+	PTP *PTPSpec `json:"ptp,omitempty"`
 }
 
 // PingPongSpec parameterises the pingPong suite.
@@ -121,6 +124,44 @@ type JitterSpec struct {
 	CyclictestIntervalMicros int32 `json:"cyclictestIntervalMicros,omitempty"`
 	// CyclictestPriority is cyclictest -p (SCHED_FIFO); default 95.
 	CyclictestPriority int32 `json:"cyclictestPriority,omitempty"`
+}
+
+// PTPRunDir is the host directory where the node agent keeps ptp4l's configuration and management
+// socket (the agent's PTPRunDir; this package cannot import the agent).
+const PTPRunDir = "/run/tickstack/ptp"
+
+// DefaultPTPSocket is the node agent's ptp4l management socket.
+const DefaultPTPSocket = PTPRunDir + "/ptp4l.sock"
+
+// MaxPTPDomain is the highest PTP domain number ptp4l accepts.
+const MaxPTPDomain = 127
+
+// maxUDSPath is the longest UNIX socket path Linux accepts (sun_path minus its NUL).
+const maxUDSPath = 107
+
+// PTPSpec parameterises the ptp suite: ptp4l's offset from its master, read with pmc through
+// ptp4l's management socket every intervalMillis while the other suites run.
+// +kubebuilder:object:generate=true
+type PTPSpec struct {
+	// Socket is ptp4l's UNIX management socket (its uds_address); default
+	// /run/tickstack/ptp/ptp4l.sock, where the node agent's ptp4l listens. pmc binds its own
+	// reply socket in the same directory, so the directory must be writable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=107
+	Socket string `json:"socket,omitempty"`
+	// Domain is ptp4l's domainNumber (ptp4l ignores management messages of other domains);
+	// default: the domainNumber of the ptp4l.conf beside the socket (the agent writes it there),
+	// else 0.
+	// +optional
+	Domain *int32 `json:"domain,omitempty"`
+	// IntervalMillis is the time between two reads, 100..60000; default 1000. Each read runs pmc
+	// once on the runner's CPUs.
+	// +optional
+	IntervalMillis int32 `json:"intervalMillis,omitempty"`
+	// DurationSeconds is how long to sample when ptp is the only suite, 1..86400; default 30.
+	// With other suites the sampling spans them all and this is not used.
+	// +optional
+	DurationSeconds int32 `json:"durationSeconds,omitempty"`
 }
 
 // Defaulted returns a copy with every unset field given its default.
@@ -215,6 +256,19 @@ func (s Spec) Defaulted() Spec {
 		}
 		out.Jitter = &j
 	}
+	if s.PTP != nil {
+		p := *s.PTP
+		if p.Socket == "" {
+			p.Socket = DefaultPTPSocket
+		}
+		if p.IntervalMillis == 0 {
+			p.IntervalMillis = 1000
+		}
+		if p.DurationSeconds == 0 {
+			p.DurationSeconds = 30
+		}
+		out.PTP = &p
+	}
 	return out
 }
 
@@ -227,8 +281,8 @@ func (s Spec) NetworkSuites() bool {
 func (s Spec) Validate() error {
 	var errs []string
 	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
-	if !s.NetworkSuites() && s.Jitter == nil {
-		add("spec: no suite selected: set at least one of pingPong, rateSweep, microburst, mixedBurst, jitter")
+	if !s.NetworkSuites() && s.Jitter == nil && s.PTP == nil {
+		add("spec: no suite selected: set at least one of pingPong, rateSweep, microburst, mixedBurst, jitter, ptp")
 	}
 	for i, st := range s.Stacks {
 		if st != StackKernel && st != StackBypass {
@@ -331,6 +385,23 @@ func (s Spec) Validate() error {
 		if j.CyclictestPriority < 1 || j.CyclictestPriority > 99 {
 			add("jitter.cyclictestPriority: %d out of range: use 1..99", j.CyclictestPriority)
 		}
+	}
+	if p := s.PTP; p != nil {
+		switch {
+		case !filepath.IsAbs(p.Socket) || filepath.Clean(p.Socket) != p.Socket:
+			add("ptp.socket: %q is not a clean absolute path: give ptp4l's uds_address, e.g. %s", p.Socket, DefaultPTPSocket)
+		case len(p.Socket) > maxUDSPath:
+			add("ptp.socket: %q is longer than %d bytes, the longest UNIX socket path: use a shorter path", p.Socket, maxUDSPath)
+		case len(filepath.Dir(p.Socket))+len(pmcSocketLongest) > maxUDSPath:
+			add("ptp.socket: directory %q is longer than %d bytes: pmc's reply socket there would not fit a UNIX socket path: use a shorter directory", filepath.Dir(p.Socket), maxUDSPath-len(pmcSocketLongest))
+		}
+		if p.Domain != nil && (*p.Domain < 0 || *p.Domain > MaxPTPDomain) {
+			add("ptp.domain: %d out of range: use 0..%d, ptp4l's domainNumber (or leave it unset to read it from ptp4l.conf beside the socket)", *p.Domain, MaxPTPDomain)
+		}
+		if p.IntervalMillis < 100 || p.IntervalMillis > 60000 {
+			add("ptp.intervalMillis: %d out of range: use 100..60000 milliseconds", p.IntervalMillis)
+		}
+		checkDuration("ptp.durationSeconds", p.DurationSeconds, 1, 86400)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid benchmark spec: %s", strings.Join(errs, "; "))

@@ -16,7 +16,7 @@ import (
 )
 
 func TestSpecDefaultsAreValid(t *testing.T) {
-	s := Spec{PingPong: &PingPongSpec{}, RateSweep: &RateSweepSpec{}, Microburst: &MicroburstSpec{}, MixedBurst: &MixedBurstSpec{}, Jitter: &JitterSpec{CPUs: "1"}}.Defaulted()
+	s := Spec{PingPong: &PingPongSpec{}, RateSweep: &RateSweepSpec{}, Microburst: &MicroburstSpec{}, MixedBurst: &MixedBurstSpec{}, Jitter: &JitterSpec{CPUs: "1"}, PTP: &PTPSpec{}}.Defaulted()
 	if err := s.Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
@@ -25,6 +25,9 @@ func TestSpecDefaultsAreValid(t *testing.T) {
 	}
 	if s.MixedBurst.Patterns[0] != (MixedBurstPattern{SteadyMps: 500000, BurstMps: 500000}) || s.MixedBurst.SmallSize != 100 || s.MixedBurst.LargeSize != 600 {
 		t.Errorf("mixedBurst defaults %+v, want paper 003's", s.MixedBurst)
+	}
+	if *s.PTP != (PTPSpec{Socket: "/run/tickstack/ptp/ptp4l.sock", IntervalMillis: 1000, DurationSeconds: 30}) {
+		t.Errorf("ptp defaults %+v, want the agent's socket, 1 s, 30 s and the domain left to ptp4l.conf", s.PTP)
 	}
 	if len(s.Stacks) != 1 || s.Stacks[0] != StackKernel {
 		t.Errorf("stacks %v", s.Stacks)
@@ -48,12 +51,29 @@ func TestSpecValidate(t *testing.T) {
 		{Spec{Jitter: &JitterSpec{}}, "jitter.cpus: empty CPU list"},
 		{Spec{Jitter: &JitterSpec{CPUs: "3-1"}}, `jitter.cpus: CPU list "3-1"`},
 		{Spec{Jitter: &JitterSpec{CPUs: "1", CyclictestPriority: 100}}, "jitter.cyclictestPriority: 100 out of range"},
+		{Spec{PTP: &PTPSpec{Socket: "ptp4l.sock"}}, `ptp.socket: "ptp4l.sock" is not a clean absolute path: give ptp4l's uds_address, e.g. /run/tickstack/ptp/ptp4l.sock`},
+		{Spec{PTP: &PTPSpec{Socket: "/run/tickstack/../ptp4l.sock"}}, `ptp.socket: "/run/tickstack/../ptp4l.sock" is not a clean absolute path`},
+		{Spec{PTP: &PTPSpec{Socket: "/" + strings.Repeat("d", 100) + "/s"}}, "ptp.socket: directory"},
+		{Spec{PTP: &PTPSpec{Socket: "/" + strings.Repeat("s", 107)}}, "is longer than 107 bytes, the longest UNIX socket path"},
+		{Spec{PTP: &PTPSpec{Domain: ptr(int32(128))}}, "ptp.domain: 128 out of range: use 0..127"},
+		{Spec{PTP: &PTPSpec{IntervalMillis: 10}}, "ptp.intervalMillis: 10 out of range: use 100..60000 milliseconds"},
+		{Spec{PTP: &PTPSpec{DurationSeconds: -1}}, "ptp.durationSeconds: -1 out of range: use 1..86400 seconds"},
 	}
 	for _, c := range cases {
 		err := c.spec.Defaulted().Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Validate(%+v) = %v, want an error containing %q", c.spec, err, c.want)
 		}
+	}
+}
+
+func TestSpecPTPAloneIsASuite(t *testing.T) {
+	s := Spec{PTP: &PTPSpec{Domain: ptr(int32(0))}}.Defaulted()
+	if err := s.Validate(); err != nil {
+		t.Errorf("ptp alone refused: %v", err)
+	}
+	if s.NetworkSuites() {
+		t.Error("ptp alone needs a reflector")
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package bench measures a node the way the seed papers measured their systems: sockperf ping-pong by
 // message size, latency under load across message rates, microburst tolerance, a mixed-size bursty
-// pattern, and OS jitter with oslat and cyclictest. It holds the result types (shaped to be embedded
+// pattern, and OS jitter with oslat and cyclictest; and it samples ptp4l's offset from its master
+// for the whole run. It holds the result types (shaped to be embedded
 // in the LatencyBenchmark status: camelCase JSON, integer nanoseconds, no floats), the parsers of the
 // tools' output, the suite drivers the node runner executes, and the verdict logic.
 package bench
@@ -38,7 +39,7 @@ const (
 )
 
 // SuiteName names a suite.
-// +kubebuilder:validation:Enum=pingPong;rateSweep;microburst;mixedBurst;jitter
+// +kubebuilder:validation:Enum=pingPong;rateSweep;microburst;mixedBurst;jitter;ptp
 type SuiteName string
 
 const (
@@ -52,6 +53,9 @@ const (
 	SuiteMixedBurst SuiteName = "mixedBurst"
 	// SuiteJitter is OS noise on given CPUs with oslat and cyclictest.
 	SuiteJitter SuiteName = "jitter"
+	// SuitePTP is ptp4l's offset from its master, sampled through its management socket for the
+	// whole run.
+	SuitePTP SuiteName = "ptp"
 )
 
 // JitterTool names an rt-tests program.
@@ -262,6 +266,54 @@ type JitterResult struct {
 	Error string `json:"error,omitempty"`
 }
 
+// PTPPortStateCount is how many ptp samples saw one port state.
+// +kubebuilder:object:generate=true
+type PTPPortStateCount struct {
+	// State is ptp4l's portState as pmc prints it: SLAVE, UNCALIBRATED, LISTENING, MASTER, FAULTY...
+	State string `json:"state"`
+	// Samples is the number of answered reads that saw it.
+	Samples int64 `json:"samples"`
+}
+
+// PTPResult is the ptp table: ptp4l's offset from its master, read through its management socket
+// (pmc GET PORT_DATA_SET and CURRENT_DATA_SET) every intervalMillis from the start of the first
+// suite to the end of the last.
+// +kubebuilder:object:generate=true
+type PTPResult struct {
+	// Socket is the ptp4l management socket that was read.
+	Socket string `json:"socket"`
+	// Domain is the PTP domain the reads used (ptp4l ignores other domains).
+	Domain int32 `json:"domain"`
+	// IntervalMillis is the time between two reads.
+	IntervalMillis int32 `json:"intervalMillis"`
+	// Samples is the number of reads.
+	Samples int64 `json:"samples"`
+	// FailedReads counts reads without a port state and an offset: ptp4l not running, not
+	// answering in time, or listening on another socket or domain.
+	FailedReads int64 `json:"failedReads"`
+	// NotSlaveSamples counts answered reads whose port state was not SLAVE; their offsets are not
+	// in Offset.
+	NotSlaveSamples int64 `json:"notSlaveSamples"`
+	// Offset is the distribution of |offsetFromMaster| over the SLAVE samples, in nanoseconds.
+	// +optional
+	Offset LatencyStats `json:"offset"`
+	// MinOffsetNs and MaxOffsetNs are the signed extremes of offsetFromMaster over the SLAVE
+	// samples (negative: this clock is behind its master).
+	MinOffsetNs int64 `json:"minOffsetNs"`
+	MaxOffsetNs int64 `json:"maxOffsetNs"`
+	// MedianPathDelayNs is the median meanPathDelay over the SLAVE samples.
+	MedianPathDelayNs int64 `json:"medianPathDelayNs"`
+	// PortStates lists every port state seen, in order of first appearance, with its count.
+	// +listType=atomic
+	PortStates []PTPPortStateCount `json:"portStates,omitempty"`
+	// LastFailure is the error of the last failed read.
+	// +optional
+	LastFailure string `json:"lastFailure,omitempty"`
+	// Error says why nothing was measured: pmc is missing, or no read was answered.
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
 // StackResults holds the network suites run on one stack.
 // +kubebuilder:object:generate=true
 type StackResults struct {
@@ -297,6 +349,8 @@ type Results struct {
 	Stacks []StackResults `json:"stacks,omitempty"`
 	// +optional
 	Jitter *JitterResult `json:"jitter,omitempty"`
+	// +optional
+	PTP *PTPResult `json:"ptp,omitempty"`
 }
 
 // Stack returns the results of one stack, or nil.

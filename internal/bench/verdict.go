@@ -48,7 +48,8 @@ func (st Statistic) Of(s LatencyStats) (int64, bool) {
 // LatencyLimit bounds one statistic over the rows of a suite that match its selectors.
 // +kubebuilder:object:generate=true
 type LatencyLimit struct {
-	// Suite is pingPong, rateSweep, mixedBurst or jitter.
+	// Suite is pingPong, rateSweep, mixedBurst, jitter or ptp (the |offset| of ptp4l from its
+	// master; the selectors below do not apply to it).
 	Suite SuiteName `json:"suite"`
 	// Stack narrows to one stack; empty means every stack (ignored for jitter).
 	// +optional
@@ -95,8 +96,17 @@ func (t Thresholds) Validate() error {
 		f := fmt.Sprintf("thresholds.latency[%d]", i)
 		switch l.Suite {
 		case SuitePingPong, SuiteRateSweep, SuiteMixedBurst, SuiteJitter:
+		case SuitePTP:
+			for _, sel := range []struct {
+				name string
+				set  bool
+			}{{"stack", l.Stack != ""}, {"protocol", l.Protocol != ""}, {"messageSize", l.MessageSize != 0}, {"tool", l.Tool != ""}} {
+				if sel.set {
+					errs = append(errs, fmt.Sprintf("%s.%s: does not apply to suite ptp (one offset distribution per node): remove it", f, sel.name))
+				}
+			}
 		default:
-			errs = append(errs, fmt.Sprintf("%s.suite: %q has no latency rows: use pingPong, rateSweep, mixedBurst or jitter", f, l.Suite))
+			errs = append(errs, fmt.Sprintf("%s.suite: %q has no latency rows: use pingPong, rateSweep, mixedBurst, jitter or ptp", f, l.Suite))
 		}
 		if _, ok := l.Statistic.Of(LatencyStats{}); !ok {
 			errs = append(errs, fmt.Sprintf("%s.statistic: %q is unknown: use min, median, mean, p95, p99, p999, max or stdDev", f, l.Statistic))
@@ -163,7 +173,9 @@ type Verdict struct {
 // Evaluate judges results against thresholds. It is a pure function. A suite that ended in an
 // error, an unavailable stack, or a threshold that matches no measured row makes the verdict
 // Inconclusive unless some check failed; the thresholds must be valid (see Thresholds.Validate):
-// an invalid rule is reported as a failed check.
+// an invalid rule is reported as a failed check. A ptp suite that got answers is always checked
+// for every sample in SLAVE state (check ptp/slave): an offset is only meaningful while the clock
+// follows its master.
 func Evaluate(r *Results, t Thresholds) Verdict {
 	var checks []Check
 	add := func(name string, res VerdictResult, format string, a ...any) {
@@ -190,6 +202,9 @@ func Evaluate(r *Results, t Thresholds) Verdict {
 	}
 	if r.Jitter != nil && r.Jitter.Error != "" {
 		add("suite/jitter", VerdictInconclusive, "jitter did not complete: %s", r.Jitter.Error)
+	}
+	if r.PTP != nil {
+		evalPTPSlave(r.PTP, add)
 	}
 
 	for i, l := range t.Latency {
@@ -343,6 +358,9 @@ func evalLatency(r *Results, i int, l LatencyLimit, add func(string, VerdictResu
 			}
 		}
 	}
+	if l.Suite == SuitePTP && r.PTP != nil && r.PTP.Offset.Samples > 0 {
+		rows = append(rows, latencyRow{"", fmt.Sprintf("|offset from master| over %d SLAVE samples", r.PTP.Offset.Samples), r.PTP.Offset})
+	}
 	if l.Suite == SuiteJitter && r.Jitter != nil {
 		for _, row := range r.Jitter.Rows {
 			if (l.Tool == "" || l.Tool == row.Tool) && row.Samples > 0 {
@@ -351,6 +369,10 @@ func evalLatency(r *Results, i int, l LatencyLimit, add func(string, VerdictResu
 		}
 	}
 	if len(rows) == 0 {
+		if l.Suite == SuitePTP {
+			add(name, VerdictInconclusive, "thresholds.latency[%d] bounds the ptp offset but no offset was measured in SLAVE state", i)
+			return
+		}
 		add(name, VerdictInconclusive, "no measured %s row matches thresholds.latency[%d]", l.Suite, i)
 		return
 	}
@@ -370,6 +392,31 @@ func evalLatency(r *Results, i int, l LatencyLimit, add func(string, VerdictResu
 		return
 	}
 	add(name, VerdictPassed, "worst %s %s us at %s is within %s (%d rows checked)", l.Statistic, FormatNanosAsMicros(worstV), where, l.Max, len(rows))
+}
+
+// evalPTPSlave checks that every read of ptp4l found its port in SLAVE state with an offset. A
+// suite with no answered read is left to its error (suite/ptp, Inconclusive).
+func evalPTPSlave(p *PTPResult, add func(string, VerdictResult, string, ...any)) {
+	if p.Error != "" {
+		add("suite/ptp", VerdictInconclusive, "ptp did not complete: %s", p.Error)
+	}
+	if p.Samples == p.FailedReads {
+		return
+	}
+	var states []string
+	for _, s := range p.PortStates {
+		states = append(states, fmt.Sprintf("%s %d", s.State, s.Samples))
+	}
+	seen := strings.Join(states, ", ")
+	if p.NotSlaveSamples == 0 && p.FailedReads == 0 {
+		add("ptp/slave", VerdictPassed, "all %d samples of %s in SLAVE state", p.Samples, p.Socket)
+		return
+	}
+	msg := fmt.Sprintf("%d of %d samples of %s not in SLAVE state (%s)", p.NotSlaveSamples+p.FailedReads, p.Samples, p.Socket, seen)
+	if p.FailedReads > 0 {
+		msg += fmt.Sprintf("; %d reads unanswered, last: %s", p.FailedReads, p.LastFailure)
+	}
+	add("ptp/slave", VerdictFailed, "%s: the clock did not follow its master for the whole run", msg)
 }
 
 func evalDrops(r *Results, max int64, add func(string, VerdictResult, string, ...any)) {

@@ -93,6 +93,26 @@ func TestEvaluate(t *testing.T) {
 		{name: "failure outranks inconclusive", th: Thresholds{MinMicroburstPackets: ptr(int64(1000))}, mod: func(r *Results) { r.Jitter.Error = "oslat missing" }, want: VerdictFailed,
 			first: "microburst/kernel"},
 		{name: "invalid rule fails loudly", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: "p42", Max: "1us"}}}, want: VerdictFailed, msg: "thresholds.latency[0] is invalid"},
+		{name: "ptp all SLAVE passes without thresholds", mod: withPTP(lockedPTP()), want: VerdictPassed,
+			first: "ptp/slave", msg: "all 200 samples of /run/tickstack/ptp/ptp4l.sock in SLAVE state"},
+		{name: "ptp p99 within", th: ptpLimit(StatP99, "900ns"), mod: withPTP(lockedPTP()), want: VerdictPassed,
+			msg: "worst p99 0.900 us at |offset from master| over 200 SLAVE samples is within 900ns"},
+		{name: "ptp p99 exceeded", th: ptpLimit(StatP99, "899ns"), mod: withPTP(lockedPTP()), want: VerdictFailed,
+			first: "ptp/p99", msg: "p99 0.900 us at |offset from master| over 200 SLAVE samples exceeds 899ns"},
+		{name: "ptp max bounds the largest offset", th: ptpLimit(StatMax, "1us"), mod: withPTP(lockedPTP()), want: VerdictFailed,
+			first: "ptp/max", msg: "max 1.500 us"},
+		{name: "ptp samples outside SLAVE fail", mod: withPTP(func(p *PTPResult) {
+			p.NotSlaveSamples, p.PortStates = 2, append(p.PortStates, PTPPortStateCount{State: "UNCALIBRATED", Samples: 2})
+			p.Samples += 2
+		}), want: VerdictFailed, first: "ptp/slave", msg: "2 of 202 samples of /run/tickstack/ptp/ptp4l.sock not in SLAVE state (SLAVE 200, UNCALIBRATED 2)"},
+		{name: "ptp unanswered reads fail", mod: withPTP(func(p *PTPResult) {
+			p.FailedReads, p.Samples, p.LastFailure = 1, 201, "no response from ptp4l"
+		}), want: VerdictFailed, first: "ptp/slave", msg: "1 reads unanswered, last: no response from ptp4l"},
+		{name: "ptp never answered is inconclusive", th: ptpLimit(StatP99, "1us"), mod: withPTP(func(p *PTPResult) {
+			*p = PTPResult{Socket: DefaultPTPSocket, Samples: 5, FailedReads: 5, Error: "none of 5 reads was answered"}
+		}), want: VerdictInconclusive, first: "suite/ptp", msg: "ptp did not complete: none of 5 reads was answered"},
+		{name: "ptp limit without the suite is inconclusive", th: ptpLimit(StatP99, "1us"), want: VerdictInconclusive,
+			first: "ptp/p99", msg: "no offset was measured in SLAVE state"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,6 +145,35 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+// lockedPTP is 200 SLAVE samples with |offset| up to 784 ns, then 850, 900, 1200 and 1500 ns:
+// p99 is 900 ns, the maximum 1.5 us.
+func lockedPTP() func(*PTPResult) {
+	return func(p *PTPResult) {
+		var abs []int64
+		for i := int64(1); i <= 196; i++ {
+			abs = append(abs, i*4)
+		}
+		abs = append(abs, 850, 900, 1200, 1500)
+		*p = PTPResult{Socket: DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 200, Offset: ComputeStats(abs),
+			MinOffsetNs: -1500, MaxOffsetNs: 1200, PortStates: []PTPPortStateCount{{State: "SLAVE", Samples: 200}}}
+	}
+}
+
+// withPTP gives the results a ptp table built by lockedPTP, then changed by mods.
+func withPTP(mods ...func(*PTPResult)) func(*Results) {
+	return func(r *Results) {
+		r.PTP = &PTPResult{}
+		lockedPTP()(r.PTP)
+		for _, m := range mods {
+			m(r.PTP)
+		}
+	}
+}
+
+func ptpLimit(st Statistic, max string) Thresholds {
+	return Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: st, Max: max}}}
+}
+
 func rank(r VerdictResult) int {
 	switch r {
 	case VerdictFailed:
@@ -136,7 +185,8 @@ func rank(r VerdictResult) int {
 }
 
 func TestThresholdsValidate(t *testing.T) {
-	good := Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP999, Max: "1.5ms"}}, MinBypassSpeedup: "1.25", MaxDropped: ptr(int64(0))}
+	good := Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP999, Max: "1.5ms"}, {Suite: SuitePTP, Statistic: StatP99, Max: "1us"}},
+		MinBypassSpeedup: "1.25", MaxDropped: ptr(int64(0))}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("valid thresholds refused: %v", err)
 	}
@@ -150,6 +200,9 @@ func TestThresholdsValidate(t *testing.T) {
 		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP99, Max: "1us", Stack: "dpdk"}}}, "thresholds.latency[0].stack"},
 		{Thresholds{MinBypassSpeedup: "fast"}, "thresholds.minBypassSpeedup"},
 		{Thresholds{MaxDropped: ptr(int64(-1))}, "thresholds.maxDropped"},
+		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatP99, Max: "1us", Protocol: ProtocolUDP}}}, "thresholds.latency[0].protocol: does not apply to suite ptp"},
+		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatP99, Max: "1us", Stack: StackKernel}}}, "thresholds.latency[0].stack: does not apply to suite ptp"},
+		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatP99, Max: "-1us"}}}, "thresholds.latency[0].max"},
 	}
 	for _, c := range cases {
 		err := c.th.Validate()

@@ -88,6 +88,14 @@ burst time (46 + {{.MessageSize}}) x {{.MaxBurstPackets}} x bit time x 8 at {{.L
 {{end}}</table>
 {{if .Error}}<p class="note">jitter incomplete: {{.Error}}</p>{{end}}
 {{end}}
+{{with .Results.PTP}}
+<table class="ptp"><caption>ptp: ptp4l's |offset from master| through {{.Socket}}, domain {{.Domain}}, read every {{.IntervalMillis}} ms over the whole run</caption>
+<tr><th>samples</th><th>not SLAVE</th><th>failed reads</th><th>median</th><th>p99</th><th>max</th><th>signed min</th><th>signed max</th><th>path delay</th><th class="l">port states</th></tr>
+<tr><td>{{.Samples}}</td><td>{{.NotSlaveSamples}}</td><td>{{.FailedReads}}</td><td>{{us .Offset.MedianNs}}</td><td>{{us .Offset.P99Ns}}</td><td>{{us .Offset.MaxNs}}</td><td>{{us .MinOffsetNs}}</td><td>{{us .MaxOffsetNs}}</td><td>{{us .MedianPathDelayNs}}</td><td class="l">{{ptpStates .}}</td></tr>
+</table>
+{{if .LastFailure}}<p class="note">last failed ptp read: {{.LastFailure}}</p>{{end}}
+{{if .Error}}<p class="note">ptp incomplete: {{.Error}}</p>{{end}}
+{{end}}
 </section>
 {{end}}
 </body>

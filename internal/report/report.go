@@ -326,4 +326,5 @@ func us(ns int64) string { return bench.FormatNanosAsMicros(ns) }
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"us":        us,
 	"burstTime": func(ns int64) string { return usLabel(float64(ns)) },
+	"ptpStates": PTPStates,
 }).Parse(pageTemplate))

@@ -124,7 +124,33 @@ func WriteText(w io.Writer, n NodeResults) error {
 			heading("  incomplete: " + j.Error)
 		}
 	}
+	if p := r.PTP; p != nil {
+		heading(fmt.Sprintf("ptp: ptp4l's |offset from master| through %s, domain %d, read every %d ms (us)", p.Socket, p.Domain, p.IntervalMillis))
+		line("samples", "not SLAVE", "failed", "median", "p99", "max", "signed min", "signed max", "path delay", "port states")
+		line(fmt.Sprint(p.Samples), fmt.Sprint(p.NotSlaveSamples), fmt.Sprint(p.FailedReads), us(p.Offset.MedianNs), us(p.Offset.P99Ns), us(p.Offset.MaxNs),
+			us(p.MinOffsetNs), us(p.MaxOffsetNs), us(p.MedianPathDelayNs), PTPStates(p))
+		tw.Flush()
+		if p.LastFailure != "" {
+			fmt.Fprintf(w, "  last failed read: %s\n", p.LastFailure)
+		}
+		if p.Error != "" {
+			fmt.Fprintf(w, "  incomplete: %s\n", p.Error)
+		}
+	}
 	return tw.Flush()
+}
+
+// PTPStates lists the port states a ptp table saw with their counts, "SLAVE:58,UNCALIBRATED:2"
+// ("-" when none was read).
+func PTPStates(p *bench.PTPResult) string {
+	var out []string
+	for _, s := range p.PortStates {
+		out = append(out, fmt.Sprintf("%s:%d", s.State, s.Samples))
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ",")
 }
 
 func yesNo(b bool) string {

@@ -1,0 +1,110 @@
+package controllers
+
+import (
+	"reflect"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+// benchPodSpec is a pod spec shaped like BuildBenchJob's: the runner, and the reflector beside it
+// when withReflector.
+func benchPodSpec(withReflector bool) corev1.PodSpec {
+	results := []corev1.VolumeMount{{Name: benchResultsVolume, MountPath: benchResultsDir}}
+	ps := corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Volumes:       []corev1.Volume{{Name: benchResultsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		Containers:    []corev1.Container{{Name: benchRunnerContainer, Image: "img:1", VolumeMounts: results}},
+	}
+	if withReflector {
+		ps.Containers = append(ps.Containers, corev1.Container{Name: benchReflectorContainer, Image: "img:1", VolumeMounts: results})
+	}
+	return ps
+}
+
+func TestAddPTPSocket(t *testing.T) {
+	withPTP := &tsv1.LatencyBenchmark{}
+	withPTP.Spec.Suites.PTP = &bench.PTPSpec{}
+	withoutPTP := &tsv1.LatencyBenchmark{}
+	withoutPTP.Spec.Suites.Jitter = &bench.JitterSpec{CPUs: "pod"}
+
+	t.Run("ptp selected: the runner gets the agent's PTP directory, writable", func(t *testing.T) {
+		ps := benchPodSpec(true)
+		addPTPSocket(&ps, withPTP)
+		if len(ps.Volumes) != 2 {
+			t.Fatalf("volumes %+v, want results and ptp", ps.Volumes)
+		}
+		v := ps.Volumes[1]
+		if v.Name != benchPTPVolume || v.HostPath == nil || v.HostPath.Path != "/run/tickstack/ptp" ||
+			v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate {
+			t.Errorf("ptp volume %+v, want hostPath /run/tickstack/ptp (DirectoryOrCreate)", v)
+		}
+		runner := ps.Containers[0]
+		if len(runner.VolumeMounts) != 2 || !reflect.DeepEqual(runner.VolumeMounts[1], corev1.VolumeMount{Name: benchPTPVolume, MountPath: "/run/tickstack/ptp"}) {
+			t.Errorf("runner mounts %+v, want the ptp directory at /run/tickstack/ptp, writable (pmc binds its reply socket there)", runner.VolumeMounts)
+		}
+		if got := ps.Containers[1].VolumeMounts; len(got) != 1 {
+			t.Errorf("reflector mounts %+v, want only the results", got)
+		}
+		// The default socket of the suite lies in the mounted directory.
+		if s := (bench.Spec{PTP: &bench.PTPSpec{}}).Defaulted().PTP.Socket; s != v.HostPath.Path+"/ptp4l.sock" {
+			t.Errorf("default socket %s is not in the mounted %s", s, v.HostPath.Path)
+		}
+	})
+	t.Run("no ptp suite: nothing changes", func(t *testing.T) {
+		ps := benchPodSpec(false)
+		addPTPSocket(&ps, withoutPTP)
+		if len(ps.Volumes) != 1 || len(ps.Containers[0].VolumeMounts) != 1 {
+			t.Errorf("pod spec changed without the ptp suite: %+v", ps)
+		}
+	})
+	t.Run("no runner container: nothing changes", func(t *testing.T) {
+		ps := benchPodSpec(false)
+		ps.Containers[0].Name = benchReflectorContainer
+		addPTPSocket(&ps, withPTP)
+		if len(ps.Volumes) != 1 || len(ps.Containers[0].VolumeMounts) != 1 {
+			t.Errorf("a pod without the runner got the ptp directory: %+v", ps)
+		}
+	})
+}
+
+var _ = Describe("LatencyBenchmark ptp suite", func() {
+	It("is a suite of its own, and a runner Job with the PTP directory is valid", func() {
+		b := validBenchmark("default", "tslb-ptp-only", "p")
+		b.Spec.Suites = bench.Spec{PTP: &bench.PTPSpec{IntervalMillis: 500, DurationSeconds: 10}}
+		b.Spec.Thresholds = bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePTP, Statistic: bench.StatP99, Max: "1us"}}}
+		Expect(k8s.Create(ctx, b, client.DryRunAll)).To(Succeed())
+
+		ps := benchPodSpec(false)
+		addPTPSocket(&ps, b)
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tslb-ptp-job"},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: ps}}}
+		Expect(k8s.Create(ctx, job, client.DryRunAll)).To(Succeed())
+	})
+	It("refuses a socket outside the directory the runner pod mounts", func() {
+		b := validBenchmark("default", "tslb-ptp-socket", "p")
+		b.Spec.Suites.PTP = &bench.PTPSpec{Socket: "/var/run/ptp4l"}
+		err := k8s.Create(ctx, b, client.DryRunAll)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("suites.ptp.socket: the benchmark pod mounts only the node agent's PTP directory: give a socket under /run/tickstack/ptp/"))
+
+		b.Spec.Suites.PTP = &bench.PTPSpec{Socket: "/run/tickstack/ptp/ptp4l.sock"}
+		Expect(k8s.Create(ctx, b, client.DryRunAll)).To(Succeed())
+	})
+	It("refuses a ptp latency limit with an unknown suite name", func() {
+		b := validBenchmark("default", "tslb-ptp-suite", "p")
+		b.Spec.Thresholds.Latency[0].Suite = "ptp4l"
+		err := k8s.Create(ctx, b, client.DryRunAll)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.thresholds.latency[0].suite"))
+	})
+})

@@ -1,0 +1,227 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tickstack/tickstack/internal/ptp"
+)
+
+// The ptp suite reads ptp4l's port state and offset from its master with pmc, like the node agent
+// does (ptp.PMC), with one difference: pmc's own reply socket is bound beside ptp4l's socket
+// (pmc -i) instead of in /var/run. ptp4l answers to the path pmc bound, resolved in ptp4l's mount
+// namespace; in a benchmark pod only the directory mounted from the host resolves to the same
+// place on both sides.
+
+// pmcSocketPrefix names pmc's reply socket, followed by the runner's process id.
+const pmcSocketPrefix = "pmc.tsbench."
+
+// pmcSocketLongest is the longest "/<reply socket name>" (Linux's pid_max is 4194304).
+const pmcSocketLongest = "/" + pmcSocketPrefix + "4194304"
+
+// ptpReadTimeout bounds one pmc run; ptpReadAttempts is how often an incomplete answer is asked
+// again (pmc waits only 100 ms for answers, which a busy node can miss).
+const (
+	ptpReadTimeout  = 2 * time.Second
+	ptpReadAttempts = 3
+)
+
+// pmcReader reads ptp4l's state with pmc over its management socket.
+type pmcReader struct {
+	path   string
+	socket string
+	local  string
+	domain int32
+}
+
+// args is pmc's command line.
+func (p pmcReader) args() []string {
+	return []string{"-u", "-b", "0", "-d", strconv.Itoa(int(p.domain)), "-s", p.socket, "-i", p.local,
+		"GET PORT_DATA_SET", "GET CURRENT_DATA_SET"}
+}
+
+// Read runs pmc until it answers with a port state and an offset, at most ptpReadAttempts times.
+func (p pmcReader) Read(ctx context.Context) ptp.Sample {
+	var s ptp.Sample
+	for i := 0; i < ptpReadAttempts; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return s
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		s = p.readOnce(ctx)
+		if s.Err == nil && s.HasOffset {
+			return s
+		}
+	}
+	return s
+}
+
+func (p pmcReader) readOnce(ctx context.Context) ptp.Sample {
+	ctx, cancel := context.WithTimeout(ctx, ptpReadTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, p.path, p.args()...).CombinedOutput()
+	if err != nil {
+		return ptp.Sample{Err: fmt.Errorf("running pmc against %s: %w: %s", p.socket, err, strings.TrimSpace(string(out)))}
+	}
+	s, err := ptp.ParsePMC(string(out))
+	if err != nil {
+		return ptp.Sample{Err: fmt.Errorf("reading ptp4l's state through %s (domain %d): %w", p.socket, p.domain, err)}
+	}
+	return s
+}
+
+// ptpDomainOf returns the domain to read with: the spec's, else the domainNumber of the ptp4l.conf
+// beside the socket (where the node agent writes it), else 0. from says which.
+func ptpDomainOf(s *PTPSpec) (domain int32, from string, err error) {
+	if s.Domain != nil {
+		return *s.Domain, "ptp.domain", nil
+	}
+	conf := filepath.Join(filepath.Dir(s.Socket), "ptp4l.conf")
+	f, err := os.Open(conf)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, "the default (no " + conf + ")", nil
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("reading ptp4l's domain from %s: %w: set ptp.domain", conf, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if strings.HasPrefix(sc.Text(), "[") && sc.Text() != "[global]" {
+			break // domainNumber is a [global] option
+		}
+		if len(fields) == 2 && fields[0] == "domainNumber" {
+			v, err := strconv.ParseInt(fields[1], 10, 32)
+			if err != nil || v < 0 || v > MaxPTPDomain {
+				return 0, "", fmt.Errorf("%s: domainNumber %q is not 0..%d: set ptp.domain", conf, fields[1], MaxPTPDomain)
+			}
+			return int32(v), conf, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, "", fmt.Errorf("reading ptp4l's domain from %s: %w: set ptp.domain", conf, err)
+	}
+	return 0, "the default (" + conf + " sets no domainNumber)", nil
+}
+
+// startPTP starts sampling ptp4l every s.IntervalMillis, the first read at once; the returned
+// function stops the sampling and returns the table. A read cut short by the stop is not counted.
+func (r *Runner) startPTP(ctx context.Context, s *PTPSpec) (stop func() *PTPResult) {
+	res := &PTPResult{Socket: s.Socket, IntervalMillis: s.IntervalMillis}
+	pmcPath, err := r.Tools.path("pmc", r.Tools.Pmc)
+	if err == nil {
+		res.Domain, _, err = ptpDomainOf(s)
+	}
+	if err != nil {
+		res.Error = err.Error()
+		r.logf("ptp: %s", res.Error)
+		return func() *PTPResult { return res }
+	}
+	if out, verr := exec.CommandContext(ctx, pmcPath, "-v").CombinedOutput(); verr == nil {
+		r.noteTool("linuxptp pmc " + strings.TrimSpace(string(out)))
+	}
+	reader := pmcReader{path: pmcPath, socket: s.Socket, domain: res.Domain,
+		local: filepath.Join(filepath.Dir(s.Socket), pmcSocketPrefix+strconv.Itoa(os.Getpid()))}
+	r.logf("ptp: reading %s (domain %d) every %d ms", s.Socket, res.Domain, s.IntervalMillis)
+
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var samples []ptp.Sample
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Duration(s.IntervalMillis) * time.Millisecond)
+		defer t.Stop()
+		for {
+			smp := reader.Read(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			samples = append(samples, smp)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() *PTPResult {
+		cancel()
+		<-done
+		summarizePTP(res, samples)
+		r.logf("ptp: %d samples, %d not SLAVE, %d failed; |offset| median %s us p99 %s us max %s us",
+			res.Samples, res.NotSlaveSamples, res.FailedReads, FormatNanosAsMicros(res.Offset.MedianNs),
+			FormatNanosAsMicros(res.Offset.P99Ns), FormatNanosAsMicros(res.Offset.MaxNs))
+		return res
+	}
+}
+
+// summarizePTP fills the table from the samples in the order they were read. A read that got a
+// port state but no offset in SLAVE state counts as failed: the offset is what the suite measures.
+func summarizePTP(res *PTPResult, samples []ptp.Sample) {
+	var abs, delays []int64
+	counts := map[string]int{}
+	res.Samples = int64(len(samples))
+	for _, s := range samples {
+		switch {
+		case s.Err != nil || s.PortState == ptp.PortStateUnknown:
+			res.FailedReads++
+			if s.Err != nil {
+				res.LastFailure = s.Err.Error()
+			} else {
+				res.LastFailure = "pmc answered without a port state"
+			}
+			continue
+		case s.PortState == ptp.PortStateSlave && !s.HasOffset:
+			res.FailedReads++
+			res.LastFailure = "ptp4l answered GET PORT_DATA_SET (SLAVE) but not GET CURRENT_DATA_SET"
+			continue
+		}
+		state := string(s.PortState)
+		if i, ok := counts[state]; ok {
+			res.PortStates[i].Samples++
+		} else {
+			counts[state] = len(res.PortStates)
+			res.PortStates = append(res.PortStates, PTPPortStateCount{State: state, Samples: 1})
+		}
+		if s.PortState != ptp.PortStateSlave {
+			res.NotSlaveSamples++
+			continue
+		}
+		if len(abs) == 0 || s.OffsetNs < res.MinOffsetNs {
+			res.MinOffsetNs = s.OffsetNs
+		}
+		if len(abs) == 0 || s.OffsetNs > res.MaxOffsetNs {
+			res.MaxOffsetNs = s.OffsetNs
+		}
+		a := s.OffsetNs
+		if a < 0 {
+			a = -a
+		}
+		abs = append(abs, a)
+		delays = append(delays, s.MeanPathDelayNs)
+	}
+	res.Offset = ComputeStats(abs)
+	if len(delays) > 0 {
+		sort.Slice(delays, func(a, b int) bool { return delays[a] < delays[b] })
+		res.MedianPathDelayNs = delays[percentileRank(len(delays), 50)]
+	}
+	switch res.Samples {
+	case 0:
+		res.Error = "no read finished before the run ended: run the ptp suite longer (ptp.durationSeconds) or read more often (ptp.intervalMillis)"
+	case res.FailedReads:
+		res.Error = fmt.Sprintf("none of %d reads of %s was answered (is ptp4l running with this socket and domain %d?): %s", res.Samples, res.Socket, res.Domain, res.LastFailure)
+	}
+}

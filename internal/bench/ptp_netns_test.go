@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"golang.org/x/sys/unix"
+
+	"github.com/tickstack/tickstack/internal/ptp"
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
+)
+
+// ptpLab is a PTP grandmaster and a slave, each a real ptp4l under the agent's ptp.Daemon, in two
+// network namespaces joined by a veth pair, with software time stamping.
+type ptpLab struct {
+	pmc       string
+	slaveDir  string
+	slaveSock string
+	slave     *ptp.Daemon
+}
+
+func newPTPLab(t *testing.T) *ptpLab {
+	t.Helper()
+	tsutil.RequireRoot(t)
+	ip := tsutil.RequireTool(t, "ip")
+	ptp4l := tsutil.RequireTool(t, "ptp4l")
+	lab := &ptpLab{pmc: tsutil.RequireTool(t, "pmc")}
+	prefix := fmt.Sprintf("tsb%d", os.Getpid())
+	nsMaster, nsSlave := prefix+"gm", prefix+"sl"
+	ifMaster, ifSlave := prefix+"g", prefix+"s"
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(ip, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	for _, ns := range []string{nsMaster, nsSlave} {
+		run("netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command(ip, "netns", "del", ns).Run() })
+	}
+	run("link", "add", ifMaster, "netns", nsMaster, "type", "veth", "peer", "name", ifSlave, "netns", nsSlave)
+	run("-n", nsMaster, "addr", "add", "198.18.84.1/24", "dev", ifMaster)
+	run("-n", nsSlave, "addr", "add", "198.18.84.2/24", "dev", ifSlave)
+	for ns, dev := range map[string]string{nsMaster: ifMaster, nsSlave: ifSlave} {
+		run("-n", ns, "link", "set", dev, "up")
+		run("-n", ns, "link", "set", "lo", "up")
+	}
+	keepSystemClockFrequency(t)
+
+	dir := t.TempDir()
+	log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{})
+	// Fast PTP: 4 announces/s, 8 syncs and delay requests per second.
+	fast := func() map[string]string {
+		return map[string]string{"logAnnounceInterval": "-2", "announceReceiptTimeout": "3", "logSyncInterval": "-3", "logMinDelayReqInterval": "-3"}
+	}
+	// The slave steers the machine-wide system clock: no steps, at most 100 ppb, PI constants that
+	// lock at once (internal/ptp's netns test explains them).
+	slaveOpts := fast()
+	slaveOpts["first_step_threshold"] = "0.0"
+	slaveOpts["max_frequency"] = "100"
+	slaveOpts["pi_proportional_const"] = "0.1"
+	slaveOpts["pi_integral_const"] = "0.05"
+	start := func(name, ns string, cfg ptp.Config) *ptp.Daemon {
+		t.Helper()
+		d, err := ptp.NewDaemon(cfg, ptp.DaemonOptions{
+			RunDir: filepath.Join(dir, name), Logger: log.WithName(name), Ptp4lPath: ptp4l, PmcPath: lab.pmc,
+			PollInterval: 200 * time.Millisecond,
+			Wrap: func(c ptp.Command) ptp.Command {
+				return ptp.Command{Name: c.Name, Path: ip, Args: append([]string{"netns", "exec", ns, c.Path}, c.Args...)}
+			},
+			Supervisor: ptp.SupervisorOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, StopTimeout: 3 * time.Second},
+		})
+		if err != nil {
+			t.Fatalf("NewDaemon(%s): %v", name, err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := d.Run(ctx); err != nil {
+				t.Errorf("%s Run: %v", name, err)
+			}
+		}()
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Errorf("PTP daemon %s did not stop within 20s", name)
+			}
+		})
+		return d
+	}
+	start("gm", nsMaster, ptp.Config{Role: ptp.RoleGrandmaster, Interface: ifMaster, Domain: 24, Transport: ptp.TransportUDPv4,
+		Timestamping: ptp.TimestampingSoftware, MaxOffsetNs: 1, Ptp4lOptions: fast()})
+	lab.slave = start("sl", nsSlave, ptp.Config{Role: ptp.RoleSlave, Interface: ifSlave, Domain: 24, Transport: ptp.TransportUDPv4,
+		Timestamping: ptp.TimestampingSoftware, MaxOffsetNs: 1_000_000, Ptp4lOptions: slaveOpts})
+	lab.slaveDir, lab.slaveSock = filepath.Join(dir, "sl"), lab.slave.UDSAddress()
+	return lab
+}
+
+// keepSystemClockFrequency restores the system clock's frequency and status after the test: the
+// slave's ptp4l steers CLOCK_REALTIME, which the machine shares.
+func keepSystemClockFrequency(t *testing.T) {
+	t.Helper()
+	var tx unix.Timex
+	if _, err := unix.Adjtimex(&tx); err != nil {
+		t.Fatalf("reading the system clock's frequency: %v", err)
+	}
+	t.Cleanup(func() {
+		restore := unix.Timex{Modes: unix.ADJ_FREQUENCY | unix.ADJ_STATUS, Freq: tx.Freq, Status: tx.Status}
+		if _, err := unix.Adjtimex(&restore); err != nil {
+			t.Errorf("restoring the system clock's frequency: %v", err)
+		}
+	})
+}
+
+// waitLocked polls until the slave's own monitor sees it synced in SLAVE state.
+func (l *ptpLab) waitLocked(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := l.slave.Status()
+		if st.Synced && st.Sample.PortState == ptp.PortStateSlave {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slave did not lock within 30s: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPTPSuiteAgainstRealPtp4l runs the ptp suite against a real ptp4l slave locked to a real
+// grandmaster: alone, beside the jitter suite, and with a wrong domain.
+func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
+	lab := newPTPLab(t)
+	runner := &Runner{Tools: Tools{Pmc: lab.pmc}, WorkDir: t.TempDir(), Logf: t.Logf}
+
+	// 1. Alone, for its duration, the domain read from the ptp4l.conf the Daemon wrote beside
+	// the socket. A run in which the slave bounced out of SLAVE is measured again.
+	var res *PTPResult
+	for attempt := 1; ; attempt++ {
+		lab.waitLocked(t)
+		r, err := runner.Run(context.Background(), Spec{PTP: &PTPSpec{Socket: lab.slaveSock, IntervalMillis: 200, DurationSeconds: 3}})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if r.PTP == nil {
+			t.Fatal("no ptp table in the results")
+		}
+		res = r.PTP
+		if res.NotSlaveSamples == 0 && res.FailedReads == 0 || attempt == 3 {
+			if !strings.Contains(strings.Join(r.Tools, ","), "linuxptp pmc") {
+				t.Errorf("tools %v do not record pmc", r.Tools)
+			}
+			break
+		}
+		t.Logf("attempt %d: the slave left SLAVE during the run (%+v): measuring again", attempt, res.PortStates)
+	}
+	t.Logf("ptp table: %+v", *res)
+	if res.Error != "" || res.Domain != 24 || res.Socket != lab.slaveSock || res.IntervalMillis != 200 {
+		t.Fatalf("ptp table %+v, want no error, domain 24 from ptp4l.conf, the slave's socket, 200 ms", *res)
+	}
+	// 3 s at 5 reads a second is about 15 reads; a loaded machine gets fewer, never none.
+	if res.Samples < 5 || res.Samples > 16 {
+		t.Errorf("%d samples in 3 s at 200 ms, want 5..16", res.Samples)
+	}
+	if res.NotSlaveSamples != 0 || res.FailedReads != 0 || len(res.PortStates) != 1 || res.PortStates[0] != (PTPPortStateCount{State: "SLAVE", Samples: res.Samples}) {
+		t.Errorf("port states %+v (%d not SLAVE, %d failed: %s), want every sample SLAVE", res.PortStates, res.NotSlaveSamples, res.FailedReads, res.LastFailure)
+	}
+	// Both ends share one system clock over a veth: a locked slave is within a millisecond, and
+	// the path delay is positive.
+	if o := res.Offset; o.Samples != res.Samples || o.MaxNs >= 1_000_000 || o.MinNs < 0 || o.MedianNs > o.P99Ns || o.P99Ns > o.MaxNs ||
+		res.MinOffsetNs < -o.MaxNs || res.MaxOffsetNs > o.MaxNs || res.MedianPathDelayNs <= 0 {
+		t.Errorf("offset %+v, signed %d..%d, path delay %d: want a finite locked offset and a positive path delay", o, res.MinOffsetNs, res.MaxOffsetNs, res.MedianPathDelayNs)
+	}
+	if left, _ := filepath.Glob(filepath.Join(lab.slaveDir, pmcSocketPrefix+"*")); len(left) != 0 {
+		t.Errorf("pmc's reply sockets left behind: %v", left)
+	}
+
+	// 2. The verdict: a generous bound passes, an impossible one fails, both naming the offset.
+	results := &Results{SchemaVersion: SchemaVersion, PTP: res}
+	v := Evaluate(results, Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatP99, Max: "10ms"}}})
+	if v.Result != VerdictPassed || len(v.Reasons) != 2 || !strings.Contains(v.Reasons[0].Message+v.Reasons[1].Message, "|offset from master|") {
+		t.Errorf("generous bound: %+v, want Passed with ptp/p99 and ptp/slave", v)
+	}
+	if res.Offset.MaxNs <= 1 {
+		t.Fatalf("max |offset| %d ns: the impossible bound below would hold", res.Offset.MaxNs)
+	}
+	v = Evaluate(results, Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatMax, Max: "1ns"}}})
+	if v.Result != VerdictFailed || v.Reasons[0].Name != "ptp/max" || !strings.Contains(v.Reasons[0].Message, "exceeds 1ns") {
+		t.Errorf("impossible bound: %+v, want Failed on ptp/max", v)
+	}
+
+	// 3. Beside another suite, the sampling spans it: oslat on CPU 0 for 2 s.
+	if _, err := exec.LookPath("oslat"); err == nil {
+		lab.waitLocked(t)
+		r, err := runner.Run(context.Background(), Spec{
+			Jitter: &JitterSpec{CPUs: "0", Tools: []JitterTool{JitterOslat}, DurationSeconds: 2},
+			PTP:    &PTPSpec{Socket: lab.slaveSock, IntervalMillis: 200, DurationSeconds: 60},
+		})
+		if err != nil {
+			t.Fatalf("Run with jitter: %v", err)
+		}
+		if r.Jitter == nil || len(r.Jitter.Rows) != 1 || r.PTP == nil || r.PTP.Samples < 5 || r.PTP.Samples > 30 {
+			t.Errorf("jitter %+v, ptp %+v: want one oslat row and ptp samples over its ~2 s (not the 60 s of ptp alone)", r.Jitter, r.PTP)
+		}
+	} else {
+		tsutil.Unavailable(t, "oslat not on PATH for the concurrent run")
+	}
+
+	// 4. The wrong domain: ptp4l ignores the reads, the suite says so and the verdict is
+	// Inconclusive, not Passed.
+	r, err := runner.Run(context.Background(), Spec{PTP: &PTPSpec{Socket: lab.slaveSock, Domain: ptr(int32(7)), IntervalMillis: 200, DurationSeconds: 1}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if p := r.PTP; p == nil || p.Samples == 0 || p.FailedReads != p.Samples || !strings.Contains(p.Error, "domain 7") {
+		t.Fatalf("wrong domain: %+v, want every read failed and an error naming domain 7", p)
+	}
+	v = Evaluate(r, Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatP99, Max: "10ms"}}})
+	if v.Result != VerdictInconclusive || v.Reasons[0].Name != "suite/ptp" {
+		t.Errorf("wrong domain verdict %+v, want Inconclusive with suite/ptp first", v)
+	}
+
+	// 5. From another mount namespace with its own /run, as in a pod that mounts only the PTP
+	// directory: pmc's default reply socket (/var/run/pmc.PID) is not where ptp4l sends the answer,
+	// the reply socket beside ptp4l's is.
+	unshare := tsutil.RequireTool(t, "unshare")
+	podPmc := filepath.Join(t.TempDir(), "pmc-in-own-mount-ns")
+	script := fmt.Sprintf("#!/bin/sh\nexec %s -m --propagation private sh -c 'mount -t tmpfs tmpfs /run && exec \"$0\" \"$@\"' %s \"$@\"\n", unshare, lab.pmc)
+	if err := os.WriteFile(podPmc, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if s := (ptp.PMC{Path: podPmc, UDSAddress: lab.slaveSock, Domain: 24, Attempts: 1}).Read(context.Background()); s.Err == nil {
+		t.Errorf("pmc replying to /var/run from its own mount namespace got an answer (%+v): the test does not separate the namespaces", s)
+	}
+	lab.waitLocked(t)
+	runner.Tools.Pmc = podPmc
+	r, err = runner.Run(context.Background(), Spec{PTP: &PTPSpec{Socket: lab.slaveSock, IntervalMillis: 200, DurationSeconds: 1}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if p := r.PTP; p == nil || p.Error != "" || p.Offset.Samples == 0 {
+		t.Errorf("ptp from its own mount namespace: %+v, want SLAVE samples", p)
+	}
+}
