@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -77,6 +79,53 @@ func TestAddPTPSocket(t *testing.T) {
 	})
 }
 
+// ptpOnlyResults is a runner document with only the ptp table: 120 SLAVE samples, |offset| p99
+// 250 ns, and notSlave samples in UNCALIBRATED.
+func ptpOnlyResults(notSlave int64) *bench.Results {
+	start := metav1.NewTime(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
+	end := metav1.NewTime(start.Add(2 * time.Minute))
+	p := &bench.PTPResult{Socket: bench.DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 120 + notSlave, NotSlaveSamples: notSlave,
+		Offset:      bench.LatencyStats{Samples: 120, MinNs: 2, MedianNs: 60, MeanNs: 75, P95Ns: 180, P99Ns: 250, P999Ns: 310, MaxNs: 310, StdDevNs: 55},
+		MinOffsetNs: -310, MaxOffsetNs: 240, MedianPathDelayNs: 2100, PortStates: []bench.PTPPortStateCount{{State: "SLAVE", Samples: 120}}}
+	if notSlave > 0 {
+		p.PortStates = append(p.PortStates, bench.PTPPortStateCount{State: "UNCALIBRATED", Samples: notSlave})
+	}
+	return &bench.Results{SchemaVersion: bench.SchemaVersion, Node: "n1", StartTime: start, CompletionTime: end, PTP: p}
+}
+
+func TestJudgeNodePTP(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 3, 0, 0, time.UTC)
+	pending := tsv1.BenchmarkNodeStatus{Node: "n1", Job: "lb-1-abc", Phase: tsv1.NodePending}
+	limit := func(max string) bench.Thresholds {
+		return bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePTP, Statistic: bench.StatP99, Max: max}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		notSlave int64
+		th       bench.Thresholds
+		verdict  bench.VerdictResult
+		message  string
+	}{
+		{"locked and within the bound", 0, limit("1us"), bench.VerdictPassed, "Passed: 2 checks"},
+		{"locked but over the bound", 0, limit("200ns"), bench.VerdictFailed, "Failed: ptp/p99: p99 0.250 us at |offset from master| over 120 SLAVE samples exceeds 200ns"},
+		{"not SLAVE for a while", 3, bench.Thresholds{}, bench.VerdictFailed, "Failed: ptp/slave: 3 of 123 samples of /run/tickstack/ptp/ptp4l.sock not in SLAVE state (SLAVE 120, UNCALIBRATED 3)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc, err := bench.MarshalResults(ptpOnlyResults(tc.notSlave))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := judgeNode(pending, benchJobFacts{jobFound: true, results: string(doc), exitCode: "0"}, tc.th, now)
+			if got.Phase != tsv1.NodeCompleted || got.Verdict == nil || got.Verdict.Result != tc.verdict || !strings.HasPrefix(got.Message, tc.message) {
+				t.Fatalf("judged %+v (verdict %+v), want Completed, %s, message %q", got, got.Verdict, tc.verdict, tc.message)
+			}
+			if !reflect.DeepEqual(got.Results.PTP, ptpOnlyResults(tc.notSlave).PTP) {
+				t.Errorf("status ptp table %+v, want the runner's", got.Results.PTP)
+			}
+		})
+	}
+}
+
 var _ = Describe("LatencyBenchmark ptp suite", func() {
 	It("is a suite of its own, and a runner Job with the PTP directory is valid", func() {
 		b := validBenchmark("default", "tslb-ptp-only", "p")
@@ -99,6 +148,26 @@ var _ = Describe("LatencyBenchmark ptp suite", func() {
 
 		b.Spec.Suites.PTP = &bench.PTPSpec{Socket: "/run/tickstack/ptp/ptp4l.sock"}
 		Expect(k8s.Create(ctx, b, client.DryRunAll)).To(Succeed())
+	})
+	It("keeps every field of a node's ptp table in the status", func() {
+		b := validBenchmark("default", "tslb-ptp-status", "")
+		b.Spec.Target = tsv1.BenchmarkTarget{NodeNames: []string{"tslb-ptp-status-node"}}
+		b.Spec.Suites = bench.Spec{PTP: &bench.PTPSpec{}}
+		b.Spec.Thresholds = bench.Thresholds{}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+		want := ptpOnlyResults(2)
+		v := bench.Evaluate(want, bench.Thresholds{})
+		// A dry-run status update goes through the schema (and its pruning) without racing the
+		// controller's own status writes for more than a conflict.
+		Eventually(func(g Gomega) {
+			cur := getBenchmark("default", b.Name)(g)
+			cur.Status.Nodes = []tsv1.BenchmarkNodeStatus{{Node: "tslb-ptp-status-node", Phase: tsv1.NodeCompleted, Results: want, Verdict: &v}}
+			g.Expect(k8s.Status().Update(ctx, cur, client.DryRunAll)).To(Succeed())
+			g.Expect(cur.Status.Nodes).To(HaveLen(1))
+			g.Expect(cur.Status.Nodes[0].Results.PTP).To(Equal(want.PTP))
+			g.Expect(cur.Status.Nodes[0].Verdict.Reasons[0].Name).To(Equal("ptp/slave"))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 	It("refuses a ptp latency limit with an unknown suite name", func() {
 		b := validBenchmark("default", "tslb-ptp-suite", "p")
