@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /* stack.c - one UMEM + AF_XDP socket per (interface, queue) per process,
  * the XDP steering program (loaded with libxdp, or found when another
- * process of the namespace attached it first) and the RX/TX ring paths. */
+ * process of the namespace attached it first) and the RX/TX ring paths.
+ *
+ * Finding the attached program needs CAP_SYS_ADMIN (BPF_PROG_GET_FD_BY_ID),
+ * which containers lack, and the program stays attached after its last
+ * user exits. So every process using an interface's program announces it
+ * with an abstract UNIX socket "tickstack-xdp.<ifindex>.<pid>" (abstract
+ * names belong to the network namespace and vanish with the process): a
+ * process that cannot open the attached program replaces it when nobody
+ * announces, and refuses to disturb it when someone does. */
 #include "ts_internal.h"
 
 #include <fcntl.h>
@@ -10,11 +18,14 @@
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
@@ -50,6 +61,7 @@ struct ts_stack {
 	uint8_t *refcnt;
 	int steer_fd;
 	int xsks_fd;
+	int announce_fd; /* abstract UNIX socket: "this process uses the program" */
 	struct steer_bpf *skel;
 	struct xdp_program *prog;
 	uint16_t ip_id;
@@ -113,6 +125,21 @@ static int map_fd_by_name(const __u32 *ids, __u32 n, const char *name)
 
 /* Find our program on the interface and open its maps. -ENOENT: nothing
  * attached; -EBUSY: another XDP program owns the interface. */
+/* -EPERM when a program is attached that this process may not open. */
+static int steer__openable(struct ts_stack *st)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	int fd;
+
+	if (bpf_xdp_query(st->ifindex, 0, &q) || !q.prog_id)
+		return 0;
+	fd = bpf_prog_get_fd_by_id(q.prog_id);
+	if (fd < 0)
+		return errno == EPERM || errno == EACCES ? -EPERM : 0;
+	ts_real_close(fd);
+	return 0;
+}
+
 static int steer__find(struct ts_stack *st)
 {
 	struct xdp_multiprog *mp;
@@ -213,10 +240,105 @@ static int steer__attach(struct ts_stack *st)
 	return err;
 }
 
+/* Whether another live process of this network namespace announced that
+ * it uses ifindex's program (unknown counts as yes). */
+static int steer__announced(const struct ts_stack *st)
+{
+	char line[512], want[48];
+	int n, found = 0;
+	FILE *f;
+
+	n = snprintf(want, sizeof(want), "@tickstack-xdp.%d.", st->ifindex);
+	f = fopen("/proc/net/unix", "re");
+	if (!f)
+		return 1;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, want);
+
+		found = p && atoi(p + n) != (int)ts_getpid();
+	}
+	fclose(f);
+	return found;
+}
+
+static void steer__announce(struct ts_stack *st)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, n;
+
+	fd = ts_real_socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+		     "tickstack-xdp.%d.%d", st->ifindex, (int)ts_getpid());
+	if (ts_real_bind(fd, (struct sockaddr *)&sa,
+			 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				     (size_t)n)) < 0) {
+		ts_dbg("announcing the use of %s: %s", st->ifname,
+		       strerror(errno));
+		ts_real_close(fd);
+		return;
+	}
+	st->announce_fd = fd;
+}
+
+/* Replace the program attached to ifindex (in its mode) with ours: only
+ * when this process cannot open it and nobody announces using it, i.e. it
+ * was left by processes that are gone. */
+static int steer__replace(struct ts_stack *st)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	__u32 flags;
+	int err;
+
+	if (bpf_xdp_query(st->ifindex, 0, &q))
+		return -errno;
+	switch (q.attach_mode) {
+	case XDP_ATTACHED_SKB:
+		flags = XDP_FLAGS_SKB_MODE;
+		break;
+	case XDP_ATTACHED_DRV:
+		flags = XDP_FLAGS_DRV_MODE;
+		break;
+	default: /* offloaded or several: not a program this library left */
+		return -EBUSY;
+	}
+	st->skel = steer_bpf__open_and_load();
+	if (!st->skel)
+		return errno ? -errno : -ENOMEM;
+	err = bpf_xdp_attach(st->ifindex,
+			     bpf_program__fd(st->skel->progs.ts_steer), flags,
+			     NULL);
+	if (err) {
+		steer_bpf__destroy(st->skel);
+		st->skel = NULL;
+		return err;
+	}
+	ts_log("interface %s: replaced XDP program id %u, which this process "
+	       "cannot open (no CAP_SYS_ADMIN) and no live process uses",
+	       st->ifname, q.prog_id);
+	st->mode = flags == XDP_FLAGS_SKB_MODE ? 2 : 1;
+	st->steer_fd = bpf_map__fd(st->skel->maps.ts_steer_map);
+	st->xsks_fd = bpf_map__fd(st->skel->maps.ts_xsks);
+	return 0;
+}
+
 static int steer__setup(struct ts_stack *st)
 {
 	int err, tries;
 
+	if (steer__openable(st) == -EPERM) {
+		if (steer__announced(st)) {
+			ts_log("interface %s: another process of this network "
+			       "namespace uses its XDP program, which this "
+			       "process cannot open without CAP_SYS_ADMIN: run "
+			       "one accelerated process per interface, or give "
+			       "the container CAP_SYS_ADMIN",
+			       st->ifname);
+			return -EBUSY;
+		}
+		return steer__replace(st);
+	}
 	for (tries = 0; tries < 3; tries++) {
 		err = steer__find(st);
 		if (err != -ENOENT)
@@ -488,6 +610,7 @@ static int stack__create(struct ts_stack *st)
 	if (err)
 		goto out_destroy;
 	refill(st);
+	steer__announce(st);
 	return 0;
 out_destroy:
 	stack__destroy(st);
@@ -527,7 +650,7 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 	st->ifindex = ifindex;
 	st->queue = ts_cfg.queue;
 	st->owner = me;
-	st->steer_fd = st->xsks_fd = st->xsk_fd = -1;
+	st->steer_fd = st->xsks_fd = st->xsk_fd = st->announce_fd = -1;
 	st->st = &st->dummy;
 	libbpf_set_print(quiet_print);
 	libxdp_set_print(quiet_xdp_print);
@@ -750,6 +873,10 @@ void ts_stack__after_fork_child(void)
 		if (st->xsk_fd >= 0)
 			ts_real_close(st->xsk_fd);
 		st->xsk_fd = -1;
+		/* the parent's announcement is the parent's */
+		if (st->announce_fd >= 0)
+			ts_real_close(st->announce_fd);
+		st->announce_fd = -1;
 		st->usable = 0;
 		st->st = &st->dummy;
 	}

@@ -63,6 +63,9 @@ stat_sum() {
 # stats file; kern NS: plain kernel stack.
 accel() { echo "ip netns exec $1 env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-$2-%p.txt $RUN -p ${PROFILE:-latency}"; }
 kern() { echo "ip netns exec $1"; }
+# noadmin NS TAG: like accel, without CAP_SYS_ADMIN (a container's lot) and
+# with TICKSTACK_REQUIRE: the process cannot open a program already attached
+noadmin() { echo "ip netns exec $1 setpriv --bounding-set=-sys_admin env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-$2-%p.txt $RUN -p ${PROFILE:-latency} --require"; }
 
 new_pair() {
 	rm -f "$TSDP_TMP"/*.out "$TSDP_TMP"/stats-*
@@ -415,7 +418,32 @@ t_require() { # TICKSTACK_REQUIRE=1 makes a silent fallback an error
 	! $RUN -p fastest true 2>/dev/null || { die "tickstack-run accepted an unknown profile"; return 1; }
 }
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require"
+t_noadmin() { # program left attached, no CAP_SYS_ADMIN: the next process replaces it, a live one is kept
+	local i
+	for i in 1 2; do
+		rm -f "$TSDP_TMP"/stats-*
+		start_server "$(noadmin $NB srv)" 11111 || return 1
+		$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11111 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+			{ die "run $i: client exit code $?"; return 1; }
+		check_pp_output "$TSDP_TMP/client.out" || return 1
+		if [ $i = 2 ]; then
+			# a second process without CAP_SYS_ADMIN while the server uses the program
+			ip netns exec "$NB" setpriv --bounding-set=-sys_admin $RUN --require timeout 10 sockperf sr -i $IPB -p 11112 \
+				>"$TSDP_TMP/second.out" 2>&1
+			grep -q "another process of this network namespace uses its XDP program" "$TSDP_TMP/second.out" ||
+				{ die "the second process did not refuse clearly"; cat "$TSDP_TMP/second.out" >&2; return 1; }
+			$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11111 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+				{ die "client after the refused process: exit code $?"; return 1; }
+			check_pp_output "$TSDP_TMP/client.out" || return 1
+		fi
+		stop_server || return 1
+		check_accel srv || return 1
+		ip -n "$NB" link show | grep -q "prog/xdp" || { die "run $i: no XDP program left attached"; return 1; }
+	done
+	grep -q "replaced XDP program id" "$TSDP_TMP/server.out" || { die "run 2 did not replace the program run 1 left"; return 1; }
+}
+
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
