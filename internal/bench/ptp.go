@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,11 +23,12 @@ import (
 // namespace; in a benchmark pod only the directory mounted from the host resolves to the same
 // place on both sides.
 
-// pmcSocketPrefix names pmc's reply socket, followed by the runner's process id.
+// pmcSocketPrefix names pmc's reply socket, followed by the runner's process id and a random
+// number: runners in two pods on one node share the directory and may have the same pid.
 const pmcSocketPrefix = "pmc.tsbench."
 
 // pmcSocketLongest is the longest "/<reply socket name>" (Linux's pid_max is 4194304).
-const pmcSocketLongest = "/" + pmcSocketPrefix + "4194304"
+const pmcSocketLongest = "/" + pmcSocketPrefix + "4194304.ffffffff"
 
 // ptpReadTimeout bounds one pmc run; ptpReadAttempts is how often an incomplete answer is asked
 // again (pmc waits only 100 ms for answers, which a busy node can miss).
@@ -134,7 +136,7 @@ func (r *Runner) startPTP(ctx context.Context, s *PTPSpec) (stop func() *PTPResu
 		r.noteTool("linuxptp pmc " + strings.TrimSpace(string(out)))
 	}
 	reader := pmcReader{path: pmcPath, socket: s.Socket, domain: res.Domain,
-		local: filepath.Join(filepath.Dir(s.Socket), pmcSocketPrefix+strconv.Itoa(os.Getpid()))}
+		local: filepath.Join(filepath.Dir(s.Socket), fmt.Sprintf("%s%d.%08x", pmcSocketPrefix, os.Getpid(), rand.Uint32()))}
 	r.logf("ptp: reading %s (domain %d) every %d ms", s.Socket, res.Domain, s.IntervalMillis)
 
 	ctx, cancel := context.WithCancel(ctx)
