@@ -568,7 +568,7 @@ static int stack__create(struct ts_stack *st)
 		.bind_flags = XDP_USE_NEED_WAKEUP,
 	};
 	uint32_t i;
-	int err;
+	int err, tries;
 
 	err = link_info(st);
 	if (err)
@@ -597,8 +597,16 @@ static int stack__create(struct ts_stack *st)
 			       &st->cq, &ucfg);
 	if (err)
 		goto out_destroy;
-	err = xsk_socket__create(&st->xsk, st->ifname, (__u32)st->queue,
-				 st->umem, &st->rx, &st->tx, &scfg);
+	for (tries = 0;; tries++) {
+		err = xsk_socket__create(&st->xsk, st->ifname, (__u32)st->queue,
+					 st->umem, &st->rx, &st->tx, &scfg);
+		/* The queue of an XSK whose process just exited is freed by
+		 * deferred kernel work: busy while nobody announces using the
+		 * interface means it is about to be free. */
+		if (err != -EBUSY || tries >= 100 || steer__announced(st))
+			break;
+		usleep(20000);
+	}
 	if (err)
 		goto out_destroy;
 	st->xsk_fd = xsk_socket__fd(st->xsk);
