@@ -378,25 +378,50 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
-	It("places TwoPods runs as a two-pod Indexed Job reaching its reflector through a headless Service", func() {
+	It("places TwoPods runs as a reflector Job behind a Service and a runner Job reaching it at the Service's cluster IP", func() {
 		ns := tslbNamespace()
 		n := tslbNode("tslb-two", "tslb-p6")
 		b := validBenchmark(ns, "two", "tslb-p6")
-		b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, RunnerCPUs: ptr.To[int32](2)}
+		b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, RunnerCPUs: ptr.To[int32](2), ReflectorCPUs: ptr.To[int32](0)}
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
 		job := nodeJob(ns, "two", 1, n.Name)
-		Expect(*job.Spec.CompletionMode).To(Equal(batchv1.IndexedCompletion))
-		Expect(*job.Spec.Completions).To(BeEquivalentTo(2))
-		Expect(job.Spec.Template.Spec.Subdomain).To(Equal(benchAccessName("two")))
+		Expect(*job.Spec.Completions).To(BeEquivalentTo(1))
+		Expect(job.Spec.Template.Spec.Containers).To(HaveLen(1))
 		Expect(job.Spec.Template.Spec.Containers[0].Resources.Limits.Cpu().String()).To(Equal("2"))
+
 		svc := &corev1.Service{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, svc)).To(Succeed())
+		Expect(svc.Spec.ClusterIP).NotTo(BeElementOf("", corev1.ClusterIPNone))
+		Expect(svc.Spec.Selector).To(Equal(map[string]string{reflectorLabel: job.Name}))
+		var peer string
+		for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "TSB_PEER" {
+				peer = e.Value
+			}
+		}
+		Expect(peer).To(Equal(svc.Spec.ClusterIP))
+
+		refl := &batchv1.Job{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: reflectorJobName(job.Name)}, refl)).To(Succeed())
+		Expect(refl.Spec.Template.Labels).To(HaveKeyWithValue(reflectorLabel, job.Name))
+		Expect(refl.Spec.Template.Annotations).To(HaveKeyWithValue(exclusiveCPUsAnnotation, "false"))
+		Expect(refl.Spec.Template.Spec.Containers[0].Resources.Requests).NotTo(HaveKey(corev1.ResourceCPU))
+
+		By("a rerun deletes the old run's reflector Service")
 		Eventually(func() error {
-			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchAccessName("two")}, svc)
+			cur := &tsv1.LatencyBenchmark{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+				return err
+			}
+			cur.Annotations = map[string]string{tsv1.RerunAnnotation: "2"}
+			return k8s.Update(ctx, cur)
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
-		Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
-		Expect(svc.Spec.Selector).To(HaveKeyWithValue(tsv1.BenchmarkLabel, "two"))
-		Expect(svc.Spec.PublishNotReadyAddresses).To(BeTrue())
+		next := nodeJob(ns, "two", 2, n.Name)
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: next.Name}, &corev1.Service{})).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, &corev1.Service{}))
+		}, 20*time.Second, 100*time.Millisecond).Should(BeTrue())
 	})
 
 	It("starts a new run when the schedule comes due (injected clock)", func() {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -31,6 +32,17 @@ const (
 	defaultBenchTimeout     = 3600
 	// containerAnnotation tells the pod webhook which container is the latency one.
 	containerAnnotation = "tickstack.io/container"
+	// exclusiveCPUsAnnotation "false" tells the pod webhook a pod runs on the shared CPUs
+	// (webhook.ExclusiveCPUsAnnotation).
+	exclusiveCPUsAnnotation = "tickstack.io/exclusive-cpus"
+	// reflectorLabel on a TwoPods reflector pod names its runner's Job; the reflector Service
+	// selects it.
+	reflectorLabel = "tickstack.io/reflector"
+	// dataInterface is the pod webhook's first latency interface: in TwoPods the reflector serves
+	// sockperf there when the pod has it, so the suites measure the profile's network.
+	dataInterface = "lat0"
+	// twoPodsPeerTimeout is how long a TwoPods runner waits for its reflector pod to start.
+	twoPodsPeerTimeout = "10m"
 )
 
 // How results reach the LatencyBenchmark: the runner writes them to a file, and the uploader
@@ -49,21 +61,30 @@ cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
 printf '%s' "$TSB_SPEC" | sed "s/\"cpus\":\"` + tsv1.JitterCPUsPod + `\"/\"cpus\":\"$cpus\"/" > ` + benchResultsDir + `/spec.json
 set -- --role=client --cpus="$cpus" --spec=` + benchResultsDir + `/spec.json --output=` + benchResultsDir + `/results.json --work-dir=` + benchResultsDir + `
 if [ -n "$TSB_PEER" ]; then set -- "$@" --peer="$TSB_PEER"; fi
+if [ -n "$TSB_PEER_TIMEOUT" ]; then set -- "$@" --peer-timeout="$TSB_PEER_TIMEOUT"; fi
 tickstack-bench "$@"
 rc=$?
 exec tickstack-bench-upload --file=` + benchResultsDir + `/results.json --configmap="$RESULTS_CONFIGMAP" --namespace="$POD_NAMESPACE" --exit-code="$rc"
 `
 
-// reflectorScript serves sockperf servers to one client, then exits.
+// benchCommand runs a pod script without the bypass library the pod webhook preloads into the
+// container: the library keeps itself preloaded across a shell's exec (for programs that exec with
+// a cleared environment), so the script's own "unset LD_PRELOAD" alone would leave the kernel
+// stack's sockperf accelerated. env -u execs with its own environ, which the library passes on
+// unchanged. The bypass rows run under tickstack-run, which preloads its library itself.
+func benchCommand(script string) []string {
+	return []string{"/usr/bin/env", "-u", "LD_PRELOAD", "/bin/sh", "-c", script}
+}
+
+// reflectorScript serves sockperf servers to one client, then exits. The control port listens on
+// the pod IP; the sockperf servers bind to $TSB_DATA_INTERFACE's address when the pod has that
+// interface (the profile's network, attached by the pod webhook).
 const reflectorScript = `unset LD_PRELOAD
 cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
-exec tickstack-bench --role=server --listen="$POD_IP" --cpus="$cpus" --once
+set -- --role=server --listen="$POD_IP" --cpus="$cpus" --once
+if [ -n "$TSB_DATA_INTERFACE" ] && [ -e "/sys/class/net/$TSB_DATA_INTERFACE" ]; then set -- "$@" --data-interface="$TSB_DATA_INTERFACE"; fi
+exec tickstack-bench "$@"
 `
-
-// twoPodsScript picks the role from the Indexed Job's completion index.
-const twoPodsScript = `if [ "$JOB_COMPLETION_INDEX" = 0 ]; then
-` + reflectorScript + `fi
-` + runnerScript
 
 // benchJobName names the Job (and its ConfigMap) of one node in one run: at most 63 characters.
 func benchJobName(benchmark string, run int64, node string) string {
@@ -71,7 +92,12 @@ func benchJobName(benchmark string, run int64, node string) string {
 	return fmt.Sprintf("%s-%d-%s", truncateName(benchmark, 40), run, hex.EncodeToString(sum[:])[:8])
 }
 
-// benchAccessName names the benchmark's service account, Role, RoleBinding and headless Service.
+// reflectorJobName names the TwoPods reflector Job of a runner Job.
+func reflectorJobName(job string) string {
+	return job + "-r"
+}
+
+// benchAccessName names the benchmark's service account, Role and RoleBinding.
 func benchAccessName(benchmark string) string {
 	return "bench-" + truncateName(benchmark, 50)
 }
@@ -131,14 +157,15 @@ func placementOf(b *tsv1.LatencyBenchmark) (mode tsv1.PlacementMode, runnerCPUs,
 	return mode, runnerCPUs, reflectorCPUs, memory
 }
 
-// guaranteed returns equal requests and limits: whole CPUs get exclusive cores from the kubelet's
-// static CPU manager; cpus 0 means 250m of the shared pool (still Guaranteed QoS).
-func guaranteed(cpus int32, memory resource.Quantity) corev1.ResourceRequirements {
-	cpu := *resource.NewQuantity(int64(cpus), resource.DecimalSI)
-	if cpus == 0 {
-		cpu = resource.MustParse("250m")
+// resourcesFor returns equal requests and limits: whole CPUs get exclusive cores from the
+// kubelet's static CPU manager (Guaranteed QoS). cpus 0 asks for memory only: the container runs
+// on the node's shared CPUs without a CPU quota that would throttle it, and needs no allocatable
+// CPU, so it fits beside runners that take every exclusive CPU of a small node.
+func resourcesFor(cpus int32, memory resource.Quantity) corev1.ResourceRequirements {
+	l := corev1.ResourceList{corev1.ResourceMemory: memory}
+	if cpus > 0 {
+		l[corev1.ResourceCPU] = *resource.NewQuantity(int64(cpus), resource.DecimalSI)
 	}
-	l := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}
 	return corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
 }
 
@@ -150,6 +177,9 @@ type BenchJobInput struct {
 	// Profile labels the pods for the pod webhook when the bypass stack is compared.
 	Profile string
 	Image   string
+	// ReflectorAddress is the control address of the node's reflector in TwoPods (its Service's
+	// cluster IP).
+	ReflectorAddress string
 }
 
 // buildResultsConfigMap is the empty ConfigMap the uploader fills.
@@ -163,10 +193,92 @@ func buildResultsConfigMap(in BenchJobInput) *corev1.ConfigMap {
 	}}
 }
 
-// BuildBenchJob builds the Job that measures one node: pinned to it by required node affinity,
-// Guaranteed QoS with whole CPUs, tolerating the unvalidated taint, the reflector beside the runner
-// (SamePod: two containers; TwoPods: an Indexed Job of two pods, index 0 the reflector, reached by
-// its DNS name under the benchmark's headless Service).
+// benchPod is what the runner's and the reflector's pods share.
+type benchPod struct {
+	in      BenchJobInput
+	env     []corev1.EnvVar
+	caps    []corev1.Capability
+	memory  resource.Quantity
+	podSpec func() corev1.PodSpec
+}
+
+func newBenchPod(in BenchJobInput, specJSON []byte) benchPod {
+	b := in.Benchmark
+	_, _, _, memory := placementOf(b)
+	caps := []corev1.Capability{"SYS_NICE", "IPC_LOCK"}
+	if hasBypass(b) {
+		caps = append(caps, "NET_ADMIN", "NET_RAW", "BPF", "PERFMON")
+	}
+	env := []corev1.EnvVar{
+		{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: "RESULTS_CONFIGMAP", Value: benchJobName(b.Name, in.Run, in.Node)},
+		{Name: "TSB_SPEC", Value: string(specJSON)},
+	}
+	return benchPod{in: in, env: env, caps: caps, memory: memory, podSpec: func() corev1.PodSpec {
+		return corev1.PodSpec{
+			RestartPolicy:      corev1.RestartPolicyNever,
+			ServiceAccountName: benchAccessName(b.Name),
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
+					Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{in.Node}}}}}}}},
+			Tolerations: []corev1.Toleration{{Key: tsv1.UnvalidatedTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Volumes:     []corev1.Volume{{Name: benchResultsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		}
+	}}
+}
+
+func (p benchPod) container(name, script string, cpus int32) corev1.Container {
+	return corev1.Container{
+		Name: name, Image: p.in.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         benchCommand(script),
+		Env:             append([]corev1.EnvVar(nil), p.env...),
+		Resources:       resourcesFor(cpus, p.memory),
+		SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: append([]corev1.Capability(nil), p.caps...)}},
+		VolumeMounts:    []corev1.VolumeMount{{Name: benchResultsVolume, MountPath: benchResultsDir}},
+	}
+}
+
+// podLabels labels a benchmark pod, and for the pod webhook with the node's profile when the pod
+// needs the profile's network (TwoPods network suites) or bypass stack.
+func (p benchPod) podLabels(network bool) map[string]string {
+	b := p.in.Benchmark
+	l := benchLabels(b, p.in.Run)
+	mode, _, _, _ := placementOf(b)
+	if p.in.Profile != "" && (hasBypass(b) || (network && mode == tsv1.PlacementTwoPods)) {
+		l[NodeProfileLabel] = p.in.Profile
+	}
+	return l
+}
+
+func (p benchPod) job(name string, labels, podLabels, annotations map[string]string, spec corev1.PodSpec) *batchv1.Job {
+	b := p.in.Benchmark
+	timeout := int64(defaultBenchTimeout)
+	if b.Spec.TimeoutSeconds != nil {
+		timeout = int64(*b.Spec.TimeoutSeconds)
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: b.Namespace, Labels: labels,
+			Annotations:     map[string]string{tsv1.BenchmarkNodeAnnotation: p.in.Node},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(b)},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: &timeout,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
+				Spec:       spec,
+			},
+		},
+	}
+}
+
+// BuildBenchJob builds the Job that measures one node (the runner): pinned to it by required node
+// affinity, Guaranteed QoS with whole CPUs, tolerating the unvalidated taint. SamePod runs the
+// reflector as a second container of the same pod; TwoPods reaches the node's reflector pod
+// (BuildReflectorJob) at in.ReflectorAddress.
 func BuildBenchJob(in BenchJobInput) (*batchv1.Job, error) {
 	b := in.Benchmark
 	spec := runnerSpec(b)
@@ -175,84 +287,74 @@ func BuildBenchJob(in BenchJobInput) (*batchv1.Job, error) {
 		return nil, fmt.Errorf("encoding the suites: %w", err)
 	}
 	name := benchJobName(b.Name, in.Run, in.Node)
-	mode, runnerCPUs, reflectorCPUs, memory := placementOf(b)
+	mode, runnerCPUs, reflectorCPUs, _ := placementOf(b)
 	network := spec.NetworkSuites()
-	timeout := int64(defaultBenchTimeout)
-	if b.Spec.TimeoutSeconds != nil {
-		timeout = int64(*b.Spec.TimeoutSeconds)
-	}
-
-	labels := benchLabels(b, in.Run)
-	podLabels := benchLabels(b, in.Run)
-	if hasBypass(b) && in.Profile != "" {
-		podLabels[NodeProfileLabel] = in.Profile
-	}
-	caps := []corev1.Capability{"SYS_NICE", "IPC_LOCK"}
-	if hasBypass(b) {
-		caps = append(caps, "NET_ADMIN", "NET_RAW", "BPF", "PERFMON", "SYS_RESOURCE")
-	}
-	env := []corev1.EnvVar{
-		{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
-		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
-		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-		{Name: "RESULTS_CONFIGMAP", Value: name},
-		{Name: "TSB_SPEC", Value: string(specJSON)},
-	}
-	container := func(cname, script string, cpus int32) corev1.Container {
-		return corev1.Container{
-			Name: cname, Image: in.Image, ImagePullPolicy: corev1.PullIfNotPresent,
-			Command:         []string{"/bin/sh", "-c", script},
-			Env:             append([]corev1.EnvVar(nil), env...),
-			Resources:       guaranteed(cpus, memory),
-			SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: caps}},
-			VolumeMounts:    []corev1.VolumeMount{{Name: benchResultsVolume, MountPath: benchResultsDir}},
-		}
-	}
-	podSpec := corev1.PodSpec{
-		RestartPolicy:      corev1.RestartPolicyNever,
-		ServiceAccountName: benchAccessName(b.Name),
-		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
-				Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{in.Node}}}}}}}},
-		Tolerations: []corev1.Toleration{{Key: tsv1.UnvalidatedTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-		Volumes:     []corev1.Volume{{Name: benchResultsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-	}
-	annotations := map[string]string{containerAnnotation: benchRunnerContainer}
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: b.Namespace, Labels: labels,
-			Annotations:     map[string]string{tsv1.BenchmarkNodeAnnotation: in.Node},
-			OwnerReferences: []metav1.OwnerReference{ownerRef(b)},
-		},
-		Spec: batchv1.JobSpec{
-			BackoffLimit:          ptr.To[int32](0),
-			ActiveDeadlineSeconds: &timeout,
-		},
-	}
+	p := newBenchPod(in, specJSON)
+	podSpec := p.podSpec()
 	switch {
 	case !network:
 		// jitter only: no reflector.
-		podSpec.Containers = []corev1.Container{container(benchRunnerContainer, runnerScript, runnerCPUs)}
+		podSpec.Containers = []corev1.Container{p.container(benchRunnerContainer, runnerScript, runnerCPUs)}
 	case mode == tsv1.PlacementTwoPods:
-		cpus := max(runnerCPUs, reflectorCPUs)
-		c := container(benchRunnerContainer, twoPodsScript, cpus)
-		peer := fmt.Sprintf("%s-0.%s", name, benchAccessName(b.Name))
-		c.Env = append(c.Env, corev1.EnvVar{Name: "TSB_PEER", Value: peer})
+		if net.ParseIP(in.ReflectorAddress) == nil {
+			return nil, fmt.Errorf("the runner Job of node %s needs its reflector's address, got %q", in.Node, in.ReflectorAddress)
+		}
+		c := p.container(benchRunnerContainer, runnerScript, runnerCPUs)
+		c.Env = append(c.Env, corev1.EnvVar{Name: "TSB_PEER", Value: in.ReflectorAddress},
+			corev1.EnvVar{Name: "TSB_PEER_TIMEOUT", Value: twoPodsPeerTimeout})
 		podSpec.Containers = []corev1.Container{c}
-		podSpec.Subdomain = benchAccessName(b.Name)
-		job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
-		job.Spec.Completions = ptr.To[int32](2)
-		job.Spec.Parallelism = ptr.To[int32](2)
 	default:
-		r := container(benchRunnerContainer, runnerScript, runnerCPUs)
+		r := p.container(benchRunnerContainer, runnerScript, runnerCPUs)
 		r.Env = append(r.Env, corev1.EnvVar{Name: "TSB_PEER", Value: "$(POD_IP)"})
-		podSpec.Containers = []corev1.Container{r, container(benchReflectorContainer, reflectorScript, reflectorCPUs)}
+		podSpec.Containers = []corev1.Container{r, p.container(benchReflectorContainer, reflectorScript, reflectorCPUs)}
 	}
-	job.Spec.Template = corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
-		Spec:       podSpec,
+	addPTPSocket(&podSpec, b)
+	annotations := map[string]string{containerAnnotation: benchRunnerContainer}
+	return p.job(name, benchLabels(b, in.Run), p.podLabels(network), annotations, podSpec), nil
+}
+
+// BuildReflectorJob builds a TwoPods node's reflector: one pod on the node with reflectorCPUs
+// exclusive CPUs (0: the shared CPUs, no CPU request), the profile's network when the node has a
+// profile, serving sockperf on that network's interface, and exiting when its runner disconnects.
+func BuildReflectorJob(in BenchJobInput) (*batchv1.Job, error) {
+	b := in.Benchmark
+	specJSON, err := json.Marshal(runnerSpec(b))
+	if err != nil {
+		return nil, fmt.Errorf("encoding the suites: %w", err)
 	}
-	return job, nil
+	runner := benchJobName(b.Name, in.Run, in.Node)
+	_, _, reflectorCPUs, _ := placementOf(b)
+	p := newBenchPod(in, specJSON)
+	podSpec := p.podSpec()
+	c := p.container(benchReflectorContainer, reflectorScript, reflectorCPUs)
+	c.Env = append(c.Env, corev1.EnvVar{Name: "TSB_DATA_INTERFACE", Value: dataInterface})
+	c.VolumeMounts, podSpec.Volumes = nil, nil
+	podSpec.Containers = []corev1.Container{c}
+	podLabels := p.podLabels(true)
+	podLabels[reflectorLabel] = runner
+	annotations := map[string]string{containerAnnotation: benchReflectorContainer}
+	if reflectorCPUs == 0 {
+		annotations[exclusiveCPUsAnnotation] = "false"
+	}
+	return p.job(reflectorJobName(runner), benchLabels(b, in.Run), podLabels, annotations, podSpec), nil
+}
+
+// buildReflectorService is a TwoPods node's reflector Service: its cluster IP is the runner's
+// --peer, which needs neither cluster DNS nor the reflector pod's IP before the runner is created.
+// The measured traffic does not pass through it: the reflector tells the runner its data address.
+func buildReflectorService(in BenchJobInput) *corev1.Service {
+	b := in.Benchmark
+	runner := benchJobName(b.Name, in.Run, in.Node)
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: runner, Namespace: b.Namespace, Labels: benchLabels(b, in.Run),
+			Annotations:     map[string]string{tsv1.BenchmarkNodeAnnotation: in.Node},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(b)}},
+		Spec: corev1.ServiceSpec{
+			Selector:                 map[string]string{reflectorLabel: runner},
+			PublishNotReadyAddresses: true,
+			Ports:                    []corev1.ServicePort{{Name: "control", Port: int32(bench.DefaultControlPort)}},
+		},
+	}
 }
 
 // buildBenchAccess returns the service account the benchmark pods run as, a Role that lets them
@@ -273,20 +375,4 @@ func buildBenchAccess(b *tsv1.LatencyBenchmark, configMaps []string) (*corev1.Se
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: b.Namespace}},
 	}
 	return sa, role, rb
-}
-
-// buildBenchService is the headless Service that gives the reflector pods of TwoPods Jobs their
-// DNS names (<job>-0.<service>).
-func buildBenchService(b *tsv1.LatencyBenchmark) *corev1.Service {
-	name := benchAccessName(b.Name)
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: map[string]string{tsv1.BenchmarkLabel: b.Name},
-			OwnerReferences: []metav1.OwnerReference{ownerRef(b)}},
-		Spec: corev1.ServiceSpec{
-			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 map[string]string{tsv1.BenchmarkLabel: b.Name},
-			PublishNotReadyAddresses: true,
-			Ports:                    []corev1.ServicePort{{Name: "control", Port: int32(bench.DefaultControlPort)}},
-		},
-	}
 }

@@ -197,7 +197,7 @@ func (r *LatencyBenchmarkReconciler) targetNodes(ctx context.Context, b *tsv1.La
 }
 
 // reconcileAccess keeps the service account, the Role limited to this run's results ConfigMaps,
-// its RoleBinding, and (TwoPods) the headless Service.
+// and its RoleBinding.
 func (r *LatencyBenchmarkReconciler) reconcileAccess(ctx context.Context, s *benchScope) error {
 	b := s.b
 	if b.Status.Run == 0 || len(b.Status.Nodes) == 0 {
@@ -215,11 +215,6 @@ func (r *LatencyBenchmarkReconciler) reconcileAccess(ctx context.Context, s *ben
 			return err
 		}
 	}
-	if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && runnerSpec(b).NetworkSuites() {
-		if err := r.apply(ctx, buildBenchService(b)); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -229,12 +224,6 @@ func (r *LatencyBenchmarkReconciler) apply(ctx context.Context, want client.Obje
 	_, err := controllerutil.CreateOrPatch(ctx, r.Client, have, func() error {
 		switch h := have.(type) {
 		case *corev1.ServiceAccount:
-		case *corev1.Service:
-			w := want.(*corev1.Service)
-			h.Spec.Selector, h.Spec.Ports, h.Spec.PublishNotReadyAddresses = w.Spec.Selector, w.Spec.Ports, true
-			if h.Spec.ClusterIP == "" {
-				h.Spec.ClusterIP = corev1.ClusterIPNone
-			}
 		default:
 			copyRBAC(h, want)
 		}
@@ -267,6 +256,13 @@ func (r *LatencyBenchmarkReconciler) reconcileJobs(ctx context.Context, s *bench
 		in := BenchJobInput{Benchmark: b, Run: run, Node: n.Node, Profile: n.Profile, Image: image}
 		if err := r.Client.Create(ctx, buildResultsConfigMap(in)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating the results ConfigMap of node %s: %w", n.Node, err)
+		}
+		if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && runnerSpec(b).NetworkSuites() {
+			addr, err := r.reconcileReflector(ctx, in)
+			if err != nil {
+				return err
+			}
+			in.ReflectorAddress = addr
 		}
 		job, err := BuildBenchJob(in)
 		if err != nil {
@@ -301,6 +297,9 @@ func (r *LatencyBenchmarkReconciler) deleteOldRuns(ctx context.Context, b *tsv1.
 		if err := r.Client.Delete(ctx, &jobs.Items[i], client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Job %s of an older run: %w", jobs.Items[i].Name, err)
 		}
+	}
+	if err := r.deleteOldReflectorServices(ctx, b.Namespace, sel); err != nil {
+		return err
 	}
 	var cms corev1.ConfigMapList
 	if err := r.Client.List(ctx, &cms, client.InNamespace(b.Namespace), sel); err != nil {
@@ -339,11 +338,15 @@ func (r *LatencyBenchmarkReconciler) reconcileResults(ctx context.Context, s *be
 		}
 		r.event(b, kind, reason, "Judge", "run %d, node %s: %s", b.Status.Run, n.Node, n.Message)
 		// Results are in: a reflector still waiting for a client that will not come back would hold
-		// its exclusive CPUs until the deadline.
-		if job != nil && f.jobActive {
+		// its exclusive CPUs until the deadline. A TwoPods runner Job has no reflector: it ends on
+		// its own, and keeps its pod's log.
+		if mode, _, _, _ := placementOf(b); job != nil && f.jobActive && mode != tsv1.PlacementTwoPods {
 			if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("deleting the finished Job %s: %w", job.Name, err)
 			}
+		}
+		if err := r.stopReflector(ctx, b.Namespace, n.Job); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -377,24 +378,27 @@ func TestBuildBenchJob(t *testing.T) {
 		}
 	})
 	t.Run("two pods with bypass", func(t *testing.T) {
-		job, err := BuildBenchJob(in(mk(func(b *tsv1.LatencyBenchmark) {
+		bm := mk(func(b *tsv1.LatencyBenchmark) {
 			b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass}
 			b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, RunnerCPUs: ptr.To[int32](2), ReflectorCPUs: ptr.To[int32](1)}
-		})))
+		})
+		if _, err := BuildBenchJob(in(bm)); err == nil || !strings.Contains(err.Error(), "needs its reflector's address") {
+			t.Fatalf("a TwoPods runner without its reflector's address: %v", err)
+		}
+		withPeer := in(bm)
+		withPeer.ReflectorAddress = "198.18.9.9"
+		job, err := BuildBenchJob(withPeer)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ps := job.Spec.Template.Spec
-		if *job.Spec.Completions != 2 || *job.Spec.Parallelism != 2 || *job.Spec.CompletionMode != "Indexed" {
-			t.Fatalf("job spec %+v", job.Spec)
-		}
-		if len(ps.Containers) != 1 || ps.Subdomain != benchAccessName("nightly") {
-			t.Fatalf("pod spec %+v", ps)
+		if job.Spec.Completions != nil || len(ps.Containers) != 1 || ps.Containers[0].Name != "runner" {
+			t.Fatalf("runner job %+v", job.Spec)
 		}
 		checkPinned(t, ps, "worker-1")
 		checkGuaranteedWhole(t, ps.Containers[0], 2)
-		if env(ps.Containers[0], "TSB_PEER") != job.Name+"-0."+benchAccessName("nightly") {
-			t.Errorf("peer %q", env(ps.Containers[0], "TSB_PEER"))
+		if env(ps.Containers[0], "TSB_PEER") != "198.18.9.9" || env(ps.Containers[0], "TSB_PEER_TIMEOUT") == "" {
+			t.Errorf("runner env %+v", ps.Containers[0].Env)
 		}
 		if job.Spec.Template.Labels[NodeProfileLabel] != "p" {
 			t.Error("bypass pods are not labelled for the pod webhook")
@@ -403,6 +407,62 @@ func TestBuildBenchJob(t *testing.T) {
 		_ = json.Unmarshal([]byte(env(ps.Containers[0], "TSB_SPEC")), &spec)
 		if len(spec.Stacks) != 2 {
 			t.Errorf("runner spec stacks %v", spec.Stacks)
+		}
+
+		refl, err := BuildReflectorJob(in(bm))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rps := refl.Spec.Template.Spec
+		if refl.Name != reflectorJobName(job.Name) || len(refl.Name) > 63 || len(rps.Containers) != 1 || rps.Containers[0].Name != "reflector" {
+			t.Fatalf("reflector job %s: %+v", refl.Name, rps.Containers)
+		}
+		checkPinned(t, rps, "worker-1")
+		checkGuaranteedWhole(t, rps.Containers[0], 1)
+		if env(rps.Containers[0], "TSB_DATA_INTERFACE") != "lat0" {
+			t.Errorf("reflector env %+v", rps.Containers[0].Env)
+		}
+		tl := refl.Spec.Template
+		if tl.Labels[NodeProfileLabel] != "p" || tl.Labels[reflectorLabel] != job.Name || tl.Annotations[containerAnnotation] != "reflector" {
+			t.Errorf("reflector pod labels %v annotations %v", tl.Labels, tl.Annotations)
+		}
+		if _, ok := tl.Annotations[exclusiveCPUsAnnotation]; ok {
+			t.Error("a reflector with an exclusive CPU is marked for the shared CPUs")
+		}
+		svc := buildReflectorService(in(bm))
+		if svc.Name != job.Name || svc.Spec.Selector[reflectorLabel] != job.Name || svc.Spec.ClusterIP != "" ||
+			len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != bench.DefaultControlPort {
+			t.Errorf("reflector service %+v", svc)
+		}
+		if svc.Labels[tsv1.BenchmarkRunLabel] != "7" || len(svc.OwnerReferences) != 1 {
+			t.Errorf("reflector service metadata %+v", svc.ObjectMeta)
+		}
+	})
+	t.Run("two pods, kernel only, reflector on shared CPUs: both pods get the profile's network", func(t *testing.T) {
+		bm := mk(func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, ReflectorCPUs: ptr.To[int32](0)}
+		})
+		withPeer := in(bm)
+		withPeer.ReflectorAddress = "198.18.9.9"
+		job, err := BuildBenchJob(withPeer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refl, err := BuildReflectorJob(in(bm))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range []*batchv1.Job{job, refl} {
+			if j.Spec.Template.Labels[NodeProfileLabel] != "p" {
+				t.Errorf("%s is not labelled for the pod webhook", j.Name)
+			}
+		}
+		r := refl.Spec.Template.Spec.Containers[0].Resources
+		if _, ok := r.Limits[corev1.ResourceCPU]; ok || r.Limits.Memory().IsZero() || r.Requests.Memory().Cmp(*r.Limits.Memory()) != 0 {
+			t.Errorf("reflector resources %+v", r)
+		}
+		if refl.Spec.Template.Annotations[exclusiveCPUsAnnotation] != "false" {
+			t.Errorf("reflector annotations %v", refl.Spec.Template.Annotations)
 		}
 	})
 	t.Run("jitter only, reflector on shared CPUs ignored", func(t *testing.T) {
@@ -422,7 +482,7 @@ func TestBuildBenchJob(t *testing.T) {
 			b.Spec.Placement = &tsv1.BenchmarkPlacement{ReflectorCPUs: ptr.To[int32](0)}
 		})))
 		r := job.Spec.Template.Spec.Containers[1].Resources
-		if r.Limits.Cpu().MilliValue() != 250 || r.Requests.Cpu().Cmp(*r.Limits.Cpu()) != 0 {
+		if _, ok := r.Requests[corev1.ResourceCPU]; ok || r.Limits.Memory().IsZero() {
 			t.Fatalf("reflector resources %+v", r)
 		}
 	})
@@ -539,12 +599,19 @@ func TestBenchScripts(t *testing.T) {
 	if spec, err := os.ReadFile(filepath.Join(results, "spec.json")); err != nil || string(spec) != `{"jitter":{"cpus":"`+cpus+`"}}` {
 		t.Errorf("jitter cpus pod: spec file %q, want the container's CPUs %q: %v", spec, cpus, err)
 	}
-	got = run(twoPodsScript, "JOB_COMPLETION_INDEX=0", "TSB_PEER=x")
-	if !strings.Contains(got, "--role=server --listen=198.18.0.7") || !strings.Contains(got, "--once") || strings.Contains(got, "upload") {
-		t.Errorf("index 0 is not the reflector: %q", got)
+	got = run(reflectorScript)
+	if !strings.Contains(got, "--role=server --listen=198.18.0.7") || !strings.Contains(got, "--once") || strings.Contains(got, "upload") || strings.Contains(got, "--data-interface") {
+		t.Errorf("reflector script: %q", got)
 	}
-	if got := run(twoPodsScript, "JOB_COMPLETION_INDEX=1", "TSB_PEER=job-0.svc"); !strings.Contains(got, "--role=client") || !strings.Contains(got, "--peer=job-0.svc") {
-		t.Errorf("index 1 is not the runner: %q", got)
+	// The data interface is passed only when the pod has it (lo stands in for lat0).
+	if got := run(reflectorScript, "TSB_DATA_INTERFACE=lo"); !strings.Contains(got, "--data-interface=lo") {
+		t.Errorf("reflector script with its data interface: %q", got)
+	}
+	if got := run(reflectorScript, "TSB_DATA_INTERFACE=tsnosuch0"); strings.Contains(got, "--data-interface") {
+		t.Errorf("reflector script passed an interface the pod lacks: %q", got)
+	}
+	if got := run(runnerScript, "TSB_PEER=198.18.0.9", "TSB_PEER_TIMEOUT=10m"); !strings.Contains(got, "--peer=198.18.0.9 --peer-timeout=10m") {
+		t.Errorf("two-pods runner script: %q", got)
 	}
 }
 
@@ -557,7 +624,8 @@ func TestBenchPodsPassThePodWebhook(t *testing.T) {
 	b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass}
 	b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods}
 	b.Spec.Suites.PingPong = &bench.PingPongSpec{}
-	job, err := BuildBenchJob(BenchJobInput{Benchmark: b, Run: 1, Node: "worker-1", Profile: "md", Image: "img:1"})
+	in := BenchJobInput{Benchmark: b, Run: 1, Node: "worker-1", Profile: "md", Image: "img:1", ReflectorAddress: "198.18.9.9"}
+	job, err := BuildBenchJob(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,11 +642,41 @@ func TestBenchPodsPassThePodWebhook(t *testing.T) {
 	if env(runner, "LD_PRELOAD") == "" {
 		t.Errorf("the webhook did not inject the bypass library into %s: %+v", runner.Name, runner.Env)
 	}
-	if !strings.Contains(runner.Command[2], "unset LD_PRELOAD") {
-		t.Error("the pod script keeps the injected LD_PRELOAD for the kernel stack's rows")
+	if c := runner.Command; len(c) != 6 || c[0] != "/usr/bin/env" || c[1] != "-u" || c[2] != "LD_PRELOAD" || !strings.Contains(c[5], "unset LD_PRELOAD") {
+		t.Errorf("the pod command %q keeps the injected LD_PRELOAD for the kernel stack's rows", c)
 	}
 	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	if len(terms) != 1 || len(terms[0].MatchFields) != 1 || terms[0].MatchFields[0].Values[0] != "worker-1" {
 		t.Errorf("the pod is no longer pinned to its node: %+v", terms)
+	}
+}
+
+// TestSharedReflectorPassesThePodWebhook: a TwoPods reflector on the shared CPUs (no CPU request)
+// is accepted by the pod webhook, gets the profile's network, and its injected init container asks
+// for no CPU, so the pod needs none of the node's allocatable CPU.
+func TestSharedReflectorPassesThePodWebhook(t *testing.T) {
+	b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "trading"}}
+	b.Spec.Target.Profile = "md"
+	b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass}
+	b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, ReflectorCPUs: ptr.To[int32](0)}
+	b.Spec.Suites.PingPong = &bench.PingPongSpec{}
+	job, err := BuildReflectorJob(BenchJobInput{Benchmark: b, Run: 1, Node: "worker-1", Profile: "md", Image: "img:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "md"}, Spec: tsv1.LatencyProfileSpec{
+		NICs: []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"eth1"}}, Acceleration: tsv1.AccelerationBypass,
+			Network: &tsv1.NICNetwork{Type: tsv1.NetworkMacvlan}}}}}
+	pod := &corev1.Pod{ObjectMeta: job.Spec.Template.ObjectMeta, Spec: job.Spec.Template.Spec}
+	if err := tswebhook.MutatePod(pod, profile, tswebhook.PodOptions{DataplaneImage: "dp:1", ResourcePrefix: tswebhook.DefaultResourcePrefix, NetworkNamespace: "ops"}); err != nil {
+		t.Fatalf("the pod webhook refuses the shared reflector: %v", err)
+	}
+	if got := pod.Annotations["k8s.v1.cni.cncf.io/networks"]; got != "ops/md-md@lat0" {
+		t.Errorf("networks %q", got)
+	}
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if _, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+			t.Errorf("container %s asks for CPU: %+v", c.Name, c.Resources)
+		}
 	}
 }

@@ -111,9 +111,12 @@ const (
 	// namespace, so traffic stays inside the node's stack (loopback routing). It measures the
 	// kernel stack and CPU isolation, not the NIC.
 	PlacementSamePod PlacementMode = "SamePod"
-	// PlacementTwoPods runs an Indexed Job of two pods on the node (index 0 the reflector, index 1
-	// the runner), each with its own network interface(s), so traffic leaves the pod through its
-	// interface (the profile's VFs when the pod webhook attaches them). The bypass stack needs it.
+	// PlacementTwoPods runs the reflector and the runner as two pods on the node (two Jobs), each
+	// with its own network namespace. With target.profile both pods get the profile's network from
+	// the pod webhook, and the traffic goes over its first interface (lat0: a VF, or a macvlan,
+	// ipvlan or host device): the runner reaches the reflector's control port through a Service
+	// made per node and run, and the reflector's sockperf servers bind to lat0's address. The
+	// bypass stack needs it.
 	PlacementTwoPods PlacementMode = "TwoPods"
 )
 
@@ -132,7 +135,8 @@ type BenchmarkPlacement struct {
 	// +kubebuilder:validation:Maximum=64
 	RunnerCPUs *int32 `json:"runnerCPUs,omitempty"`
 	// ReflectorCPUs is the number of exclusive CPUs of the reflector (sockperf servers); default 1.
-	// 0 puts it on the node's shared CPUs (250m, still Guaranteed), for nodes with few CPUs.
+	// 0 puts it on the node's shared CPUs with no CPU request (memory only, no CPU quota to
+	// throttle it), for nodes whose exclusive CPUs all go to the runner.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=64

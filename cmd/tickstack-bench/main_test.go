@@ -322,6 +322,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--role=client", "--spec=/nonexistent/spec.json"}, "reading --spec"},
 		{[]string{"--role=client", "--cpus=a-b", "--suites=jitter", "--jitter-cpus=0"}, "--cpus"},
 		{[]string{"--role=client", "stray"}, "unexpected arguments"},
+		{[]string{"--role=server", "--listen=127.0.0.1", "--control-port=0", "--data-interface=tsbnnosuch0"}, "--data-interface tsbnnosuch0"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
@@ -408,4 +409,30 @@ func TestRunnerBypassOverVeth(t *testing.T) {
 		t.Errorf("comparison %+v", cmp)
 	}
 	t.Logf("udp 64 B median: kernel %d ns, bypass %d ns (%sx)", cmp[0].KernelMedianNs, cmp[0].BypassMedianNs, cmp[0].MedianSpeedup)
+}
+
+// TestRunnerDataInterface gives the namespaces a second link: the client reaches the reflector's
+// control port over the first, and the measured traffic goes over the second, the reflector's
+// --data-interface, as in a TwoPods benchmark over a profile's latency network.
+func TestRunnerDataInterface(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTool(t, "sockperf")
+	nsA, nsB := vethPair(t, "d")
+	p := fmt.Sprintf("tsbn%dd", os.Getpid())
+	sh(t, "ip", "link", "add", p+"a1", "netns", nsA, "type", "veth", "peer", "name", p+"b1", "netns", nsB)
+	sh(t, "ip", "-n", nsA, "addr", "add", "198.18.1.1/24", "dev", p+"a1")
+	sh(t, "ip", "-n", nsB, "addr", "add", "198.18.1.2/24", "dev", p+"b1")
+	sh(t, "ip", "-n", nsA, "link", "set", p+"a1", "up")
+	sh(t, "ip", "-n", nsB, "link", "set", p+"b1", "up")
+	res := runPair(t, nsA, nsB, []string{"--data-interface=" + p + "a1"},
+		[]string{"--suites=pingPong", "--protocols=udp", "--sizes=64", "--duration=1"})
+	want := bench.NetworkPath{ClientAddress: "198.18.1.2", ReflectorAddress: "198.18.1.1", Interface: p + "b1"}
+	if res.Path == nil || *res.Path != want {
+		t.Fatalf("path %+v, want %+v", res.Path, want)
+	}
+	k := res.Stack(bench.StackKernel)
+	if k == nil || k.PingPong == nil || k.PingPong.Error != "" || len(k.PingPong.Rows) != 1 {
+		t.Fatalf("kernel stack: %+v", k)
+	}
+	monotonic(t, "udp 64 B over the data interface", k.PingPong.Rows[0].LatencyStats)
 }

@@ -87,6 +87,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (*Results, error) {
 			}
 			r.LocalAddress = la
 		}
+		res.Path = &NetworkPath{ClientAddress: r.LocalAddress, ReflectorAddress: r.Reflector.Hello.DataAddress, Interface: interfaceOf(r.LocalAddress)}
 	}
 	// The ptp suite samples from the start of the first suite to the end of the last.
 	var stopPTP func() *PTPResult
@@ -130,6 +131,27 @@ func localAddressTowards(ip string) (string, error) {
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
+// interfaceOf names the local interface holding ip, or "" when none does.
+func interfaceOf(ip string) string {
+	want := net.ParseIP(ip)
+	ifs, err := net.Interfaces()
+	if err != nil || want == nil {
+		return ""
+	}
+	for _, ifc := range ifs {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(want) {
+				return ifc.Name
+			}
+		}
+	}
+	return ""
 }
 
 func (r *Runner) runStack(ctx context.Context, stack Stack, spec Spec) StackResults {

@@ -331,6 +331,19 @@ type StackResults struct {
 	MixedBurst *MixedBurstResult `json:"mixedBurst,omitempty"`
 }
 
+// NetworkPath is the network path the network suites measured.
+// +kubebuilder:object:generate=true
+type NetworkPath struct {
+	// ClientAddress is the runner's source address towards the reflector.
+	ClientAddress string `json:"clientAddress"`
+	// ReflectorAddress is the address the reflector's sockperf servers bind to (its
+	// --data-interface's, else its control address).
+	ReflectorAddress string `json:"reflectorAddress"`
+	// Interface is the runner's interface holding ClientAddress, e.g. lat0.
+	// +optional
+	Interface string `json:"interface,omitempty"`
+}
+
 // Results is what the runner writes: one document per node and run.
 // +kubebuilder:object:generate=true
 type Results struct {
@@ -345,6 +358,10 @@ type Results struct {
 	// Tools records the versions measured with, e.g. "sockperf 3.7-no.git", "oslat V 2.40".
 	// +listType=atomic
 	Tools []string `json:"tools,omitempty"`
+	// Path is where the network suites' traffic went: the two data addresses and this side's
+	// interface (the profile's latency interface when the pod webhook attached one).
+	// +optional
+	Path *NetworkPath `json:"path,omitempty"`
 	// +listType=atomic
 	Stacks []StackResults `json:"stacks,omitempty"`
 	// +optional

@@ -27,6 +27,13 @@ func WriteText(w io.Writer, n NodeResults) error {
 		fmt.Fprintf(w, "\n%s\n", s)
 	}
 	fmt.Fprintf(w, "node %s: %s to %s\n", node, r.StartTime.UTC().Format("2006-01-02 15:04:05"), r.CompletionTime.UTC().Format("15:04:05 MST"))
+	if p := r.Path; p != nil {
+		via := ""
+		if p.Interface != "" {
+			via = " on " + p.Interface
+		}
+		fmt.Fprintf(w, "path: %s%s to reflector %s\n", p.ClientAddress, via, p.ReflectorAddress)
+	}
 	if v := n.Verdict; v != nil {
 		fmt.Fprintf(w, "verdict: %s\n", v.Result)
 		for _, c := range v.Reasons {

@@ -11,6 +11,7 @@ import (
 
 func TestWriteText(t *testing.T) {
 	res := withBypass(loadResults(t))
+	res.Path = &bench.NetworkPath{ClientAddress: "198.18.3.2", ReflectorAddress: "198.18.3.1", Interface: "lat0"}
 	v := bench.Evaluate(res, bench.Thresholds{MinMicroburstPackets: ptrInt64(1 << 40)})
 	var buf bytes.Buffer
 	if err := WriteText(&buf, NodeResults{Results: res, Verdict: &v}); err != nil {
@@ -38,6 +39,7 @@ func TestWriteText(t *testing.T) {
 	k := res.Stack(bench.StackKernel)
 	for _, want := range []string{
 		"verdict: Failed",
+		"path: 198.18.3.2 on lat0 to reflector 198.18.3.1",
 		fmt.Sprintf("largest burst without a drop: %d messages", k.Microburst.MaxBurstPackets),
 		fmt.Sprintf("highest rate sustained without drops, udp 64 B: %d msg/s", k.RateSweep.MaxSustained[0].Mps),
 		"kernel vs bypass (us)",

@@ -385,20 +385,28 @@ spec:
 		Expect(err).NotTo(HaveOccurred(), out)
 	})
 
-	It("benchmarks the node, writes a verdict and labels the node validated", func() {
-		// oslat only: cyclictest needs SCHED_FIFO, which this kernel (cgroup v1 with RT group
-		// scheduling) refuses in every pod: the kubelet leaves kubepods' cpu.rt_runtime_us at 0.
+	It("benchmarks the node: kernel and bypass ping-pong between two pods over the secondary network, a verdict, the validated label", func() {
+		// TwoPods: the runner has the exclusive CPU 1 (ping-pong client, then oslat on it), the
+		// reflector runs on the shared CPU 0 with no CPU request (this node's allocatable CPU is 1).
+		// The pod webhook gives both the profile's macvlan network (lat0) and the bypass stack; the
+		// reflector serves sockperf on lat0's address. oslat only: cyclictest needs SCHED_FIFO,
+		// which this kernel (cgroup v1 with RT group scheduling) refuses in every pod: the kubelet
+		// leaves kubepods' cpu.rt_runtime_us at 0.
 		manifest := fmt.Sprintf(`
 apiVersion: tickstack.io/v1alpha1
 kind: LatencyBenchmark
 metadata: {name: tse2e, namespace: %s}
 spec:
   target: {profile: %s}
-  placement: {runnerCPUs: 1}
+  stacks: [kernel, bypass]
+  placement: {mode: TwoPods, runnerCPUs: 1, reflectorCPUs: 0}
   suites:
+    pingPong: {protocols: [udp], messageSizes: [64, 1024], durationSeconds: 3}
     jitter: {cpus: pod, durationSeconds: 5, tools: [oslat]}
   thresholds:
+    maxDropped: 0
     latency:
+    - {suite: pingPong, statistic: median, max: 2ms}
     - {suite: jitter, statistic: p99, max: 200us}
   timeoutSeconds: 600
 `, testNS, profileName)
@@ -411,21 +419,75 @@ spec:
 		GinkgoWriter.Println(out)
 		if err != nil {
 			logs, _ := kubectl(nil, "logs", "-n", testNS, "-l", "tickstack.io/benchmark=tse2e", "--all-containers", "--prefix", "--tail=200")
-			Fail(fmt.Sprintf("tickstack bench: %v\n%s\npod logs:\n%s", err, out, logs))
+			pods, _ := kubectl(nil, "get", "pods", "-n", testNS, "-o", "wide")
+			events, _ := kubectl(nil, "get", "events", "-n", testNS, "--sort-by=.lastTimestamp")
+			Fail(fmt.Sprintf("tickstack bench: %v\n%s\npod logs:\n%s\npods:\n%s\nevents:\n%s", err, out, logs, pods, events))
+		}
+		type row struct {
+			Protocol    string `json:"protocol"`
+			MessageSize int    `json:"messageSize"`
+			Samples     int64  `json:"samples"`
+			MedianNs    int64  `json:"medianNs"`
+			Dropped     int64  `json:"dropped"`
 		}
 		var b struct {
 			Status struct {
 				Verdict     string `json:"verdict"`
 				NodesPassed int    `json:"nodesPassed"`
+				Nodes       []struct {
+					Node    string `json:"node"`
+					Results struct {
+						Path struct {
+							ClientAddress    string `json:"clientAddress"`
+							ReflectorAddress string `json:"reflectorAddress"`
+							Interface        string `json:"interface"`
+						} `json:"path"`
+						Stacks []struct {
+							Stack       string `json:"stack"`
+							Unavailable string `json:"unavailable"`
+							PingPong    struct {
+								Rows  []row  `json:"rows"`
+								Error string `json:"error"`
+							} `json:"pingPong"`
+						} `json:"stacks"`
+					} `json:"results"`
+				} `json:"nodes"`
 			} `json:"status"`
 		}
 		Expect(getJSON(&b, "latencybenchmark", "tse2e", "-n", testNS)).To(Succeed())
-		// The results table (oslat on CPU 1, the pinned runner's CPU) and the threshold's check.
+		Expect(b.Status.Verdict).To(Equal("Passed"))
+		Expect(b.Status.NodesPassed).To(Equal(1))
+		Expect(b.Status.Nodes).To(HaveLen(1))
+		res := b.Status.Nodes[0].Results
+
+		By("the traffic went between the two pods' lat0 interfaces on the profile's network")
+		Expect(res.Path.Interface).To(Equal("lat0"))
+		Expect(res.Path.ClientAddress).To(HavePrefix(net2CIDR))
+		Expect(res.Path.ReflectorAddress).To(HavePrefix(net2CIDR))
+		Expect(res.Path.ClientAddress).NotTo(Equal(res.Path.ReflectorAddress))
+
+		By("both stacks measured every size, nothing dropped")
+		Expect(res.Stacks).To(HaveLen(2))
+		for _, st := range res.Stacks {
+			Expect(st.Unavailable).To(BeEmpty(), "%s stack", st.Stack)
+			Expect(st.PingPong.Error).To(BeEmpty(), "%s stack", st.Stack)
+			Expect(st.PingPong.Rows).To(HaveLen(2), "%s stack", st.Stack)
+			for _, r := range st.PingPong.Rows {
+				Expect(r.Protocol).To(Equal("udp"))
+				Expect(r.Samples).To(BeNumerically(">", 100), "%s stack, %d B", st.Stack, r.MessageSize)
+				Expect(r.MedianNs).To(BeNumerically(">", 0))
+				Expect(r.Dropped).To(BeZero())
+			}
+		}
+
+		By("the results table: the path, both stacks' rows, their comparison, oslat on CPU 1, the checks")
+		Expect(out).To(ContainSubstring("path: " + res.Path.ClientAddress + " on lat0 to reflector " + res.Path.ReflectorAddress))
+		Expect(out).To(ContainSubstring("pingPong, kernel stack"))
+		Expect(out).To(ContainSubstring("pingPong, bypass stack"))
+		Expect(out).To(ContainSubstring("kernel vs bypass"))
 		Expect(out).To(MatchRegexp(`(?m)^\s*oslat\s+1\s+\d+`))
 		Expect(out).To(ContainSubstring("checks of node " + nodeName + ": Passed"))
 		Expect(out).To(MatchRegexp(`Passed\s+.*worst p99 [0-9.]+ us at oslat cpu 1 is within 200us`))
-		Expect(b.Status.Verdict).To(Equal("Passed"))
-		Expect(b.Status.NodesPassed).To(Equal(1))
 		Eventually(nodeLabels, time.Minute, 2*time.Second).Should(HaveKeyWithValue("tickstack.io/validated", profileName))
 	})
 
