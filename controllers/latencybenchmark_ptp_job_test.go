@@ -1,0 +1,67 @@
+package controllers
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
+)
+
+// TestBuildBenchJobMountsPTP checks BuildBenchJob calls addPTPSocket: the runner of a benchmark
+// with the ptp suite gets the agent's PTP directory, alone or beside a reflector container.
+func TestBuildBenchJobMountsPTP(t *testing.T) {
+	mk := func(suites bench.Spec) BenchJobInput {
+		b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "trading", UID: "u1"}}
+		b.Spec.Target.Profile = "p"
+		b.Spec.Suites = suites
+		return BenchJobInput{Benchmark: b, Run: 3, Node: "worker-1", Profile: "p", Image: "img:1"}
+	}
+	mounted := func(c corev1.Container) bool {
+		for _, m := range c.VolumeMounts {
+			if m.Name == benchPTPVolume && m.MountPath == bench.PTPRunDir && !m.ReadOnly {
+				return true
+			}
+		}
+		return false
+	}
+	hostPTP := func(ps corev1.PodSpec) bool {
+		for _, v := range ps.Volumes {
+			if v.Name == benchPTPVolume && v.HostPath != nil && v.HostPath.Path == bench.PTPRunDir {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		name       string
+		suites     bench.Spec
+		containers int
+		want       bool
+	}{
+		{"ptp alone", bench.Spec{PTP: &bench.PTPSpec{}}, 1, true},
+		{"ptp beside pingPong", bench.Spec{PingPong: &bench.PingPongSpec{}, PTP: &bench.PTPSpec{}}, 2, true},
+		{"no ptp", bench.Spec{PingPong: &bench.PingPongSpec{}}, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job, err := BuildBenchJob(mk(tc.suites))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := job.Spec.Template.Spec
+			if len(ps.Containers) != tc.containers || ps.Containers[0].Name != benchRunnerContainer {
+				t.Fatalf("containers %+v", ps.Containers)
+			}
+			if got := hostPTP(ps) && mounted(ps.Containers[0]); got != tc.want {
+				t.Errorf("runner has the PTP directory: %v, want %v (volumes %+v, mounts %+v)", got, tc.want, ps.Volumes, ps.Containers[0].VolumeMounts)
+			}
+			for _, c := range ps.Containers[1:] {
+				if mounted(c) {
+					t.Errorf("%s mounts the PTP directory", c.Name)
+				}
+			}
+		})
+	}
+}
