@@ -44,8 +44,50 @@ type PTPGateReconciler struct {
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// NodeTimeSyncedCondition is the node condition that mirrors the node state's TimeSynced, so
+// kubectl describe node and node-condition tooling see the clock's state. Present only while the
+// node's tuning has a ptp section; its message is the agent's at the last change of status or
+// reason (the live offset is in the node state's status.ptp).
+const NodeTimeSyncedCondition corev1.NodeConditionType = "tickstack.io/TimeSynced"
+
+// wantNodeCondition is the TimeSynced node condition a node state asks for (nil: none). It is
+// pure; now stamps the heartbeat.
+func wantNodeCondition(lns *tsv1.LatencyNodeState, now metav1.Time) *corev1.NodeCondition {
+	if lns == nil || !lns.DeletionTimestamp.IsZero() || lns.Spec.Tuning == nil || lns.Spec.Tuning.PTP == nil {
+		return nil
+	}
+	nc := &corev1.NodeCondition{Type: NodeTimeSyncedCondition, Status: corev1.ConditionUnknown, Reason: "NotReported",
+		Message: "the agent has not reported TimeSynced yet", LastHeartbeatTime: now, LastTransitionTime: now}
+	if c := apimeta.FindStatusCondition(lns.Status.Conditions, tsv1.NodeTimeSynced); c != nil {
+		nc.Status, nc.Reason, nc.Message, nc.LastTransitionTime = corev1.ConditionStatus(c.Status), c.Reason, c.Message, c.LastTransitionTime
+	}
+	return nc
+}
+
+// mergeNodeCondition returns the node's conditions with want in place of its TimeSynced one (or
+// without it when want is nil), and whether that changes anything but the heartbeat.
+func mergeNodeCondition(have []corev1.NodeCondition, want *corev1.NodeCondition) ([]corev1.NodeCondition, bool) {
+	out := make([]corev1.NodeCondition, 0, len(have)+1)
+	var old *corev1.NodeCondition
+	for i := range have {
+		if have[i].Type == NodeTimeSyncedCondition {
+			old = &have[i]
+			continue
+		}
+		out = append(out, have[i])
+	}
+	switch {
+	case want == nil:
+		return out, old != nil
+	case old != nil && old.Status == want.Status && old.Reason == want.Reason && old.Message == want.Message:
+		return have, false
+	}
+	return append(out, *want), true
+}
 
 // validationMarks is what a node carries about its validation: the value of the
 // tickstack.io/validated label and of the tickstack.io/validated-held annotation ("" when absent).
@@ -154,6 +196,9 @@ func (r *PTPGateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.reconcileNodeCondition(ctx, node, lns); err != nil {
+		return ctrl.Result{}, err
+	}
 	lost, cond := timeSyncLost(lns)
 	have := marksOf(node)
 	want, dropped := gateMarks(have, lost, func(p string) bool { return hasProfile(node, lns, p) })
@@ -169,6 +214,23 @@ func (r *PTPGateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	r.report(ctx, node, lns, have, want, dropped, cond)
 	return ctrl.Result{}, nil
+}
+
+// reconcileNodeCondition keeps the node's tickstack.io/TimeSynced condition in step with its node
+// state.
+func (r *PTPGateReconciler) reconcileNodeCondition(ctx context.Context, node *corev1.Node, lns *tsv1.LatencyNodeState) error {
+	conds, changed := mergeNodeCondition(node.Status.Conditions, wantNodeCondition(lns, metav1.Now()))
+	if !changed {
+		return nil
+	}
+	orig := node.DeepCopy()
+	node.Status.Conditions = conds
+	// A strategic merge patch touches only this condition (the list merges by type): the
+	// kubelet's conditions, patched by it meanwhile, are left alone.
+	if err := r.Client.Status().Patch(ctx, node, client.StrategicMergeFrom(orig)); err != nil {
+		return fmt.Errorf("setting condition %s on node %s: %w", NodeTimeSyncedCondition, node.Name, err)
+	}
+	return nil
 }
 
 // report logs and records what one reconcile changed.
@@ -209,8 +271,9 @@ func (r *PTPGateReconciler) event(node *corev1.Node, related runtime.Object, kin
 	}
 }
 
-// timeSyncChanged passes the node state changes the gate acts on: TimeSynced lost or regained,
-// another profile, the deletion starting; status.ptp refreshes do not pass.
+// timeSyncChanged passes the node state changes the gate acts on: TimeSynced's status or reason,
+// the ptp section coming or going, another profile, the deletion starting; status.ptp refreshes
+// do not pass.
 func timeSyncChanged(e event.TypedUpdateEvent[client.Object]) bool {
 	o, ok1 := e.ObjectOld.(*tsv1.LatencyNodeState)
 	n, ok2 := e.ObjectNew.(*tsv1.LatencyNodeState)
@@ -219,7 +282,9 @@ func timeSyncChanged(e event.TypedUpdateEvent[client.Object]) bool {
 	}
 	lostOld, _ := timeSyncLost(o)
 	lostNew, _ := timeSyncLost(n)
-	return lostOld != lostNew || o.Spec.Profile.Name != n.Spec.Profile.Name || o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
+	co, cn := wantNodeCondition(o, metav1.Time{}), wantNodeCondition(n, metav1.Time{})
+	condChanged := (co == nil) != (cn == nil) || (co != nil && (co.Status != cn.Status || co.Reason != cn.Reason))
+	return lostOld != lostNew || condChanged || o.Spec.Profile.Name != n.Spec.Profile.Name || o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 }
 
 // SetupWithManager watches nodes (labels and annotations) and node states (named after their node).

@@ -225,6 +225,57 @@ func benchmarkEvents(ns string) func(Gomega) []string {
 	}
 }
 
+func TestNodeTimeSyncedCondition(t *testing.T) {
+	now := metav1.Now()
+	lns := &tsv1.LatencyNodeState{Spec: tsv1.LatencyNodeStateSpec{Tuning: &tsv1.NodeTuning{PTP: &tsv1.PTPTuning{}}}}
+	if c := wantNodeCondition(lns, now); c == nil || c.Status != corev1.ConditionUnknown || c.Reason != "NotReported" {
+		t.Errorf("before the agent reports: %+v", c)
+	}
+	lns.Status.Conditions = []metav1.Condition{{Type: tsv1.NodeTimeSynced, Status: metav1.ConditionFalse, Reason: "OffsetAboveThreshold", Message: "offset 90000 ns"}}
+	want := wantNodeCondition(lns, now)
+	if want == nil || want.Type != NodeTimeSyncedCondition || want.Status != corev1.ConditionFalse || want.Reason != "OffsetAboveThreshold" || want.Message != "offset 90000 ns" {
+		t.Fatalf("out of sync: %+v", want)
+	}
+	if c := wantNodeCondition(&tsv1.LatencyNodeState{}, now); c != nil {
+		t.Errorf("no ptp section: %+v", c)
+	}
+
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}
+	got, changed := mergeNodeCondition([]corev1.NodeCondition{ready}, want)
+	if !changed || len(got) != 2 || got[0] != ready || got[1].Type != NodeTimeSyncedCondition {
+		t.Errorf("added: %v %+v", changed, got)
+	}
+	later := *want
+	later.LastHeartbeatTime = metav1.NewTime(now.Add(time.Minute))
+	if _, changed := mergeNodeCondition(got, &later); changed {
+		t.Error("a heartbeat alone counts as a change")
+	}
+	later.Status = corev1.ConditionTrue
+	if out, changed := mergeNodeCondition(got, &later); !changed || len(out) != 2 || out[1].Status != corev1.ConditionTrue {
+		t.Errorf("status change: %v %+v", changed, out)
+	}
+	if out, changed := mergeNodeCondition(got, nil); !changed || len(out) != 1 || out[0] != ready {
+		t.Errorf("removed: %v %+v", changed, out)
+	}
+	if _, changed := mergeNodeCondition([]corev1.NodeCondition{ready}, nil); changed {
+		t.Error("removing an absent condition counts as a change")
+	}
+}
+
+// nodeTimeSynced reads a node's tickstack.io/TimeSynced condition status ("" when absent).
+func nodeTimeSynced(name string) func(Gomega) string {
+	return func(g Gomega) string {
+		n := &corev1.Node{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
+		for _, c := range n.Status.Conditions {
+			if c.Type == NodeTimeSyncedCondition {
+				return string(c.Status) + "/" + c.Reason
+			}
+		}
+		return ""
+	}
+}
+
 var _ = Describe("PTP readiness gate", func() {
 	const wait, poll = 20 * time.Second, 100 * time.Millisecond
 
@@ -252,12 +303,25 @@ var _ = Describe("PTP readiness gate", func() {
 		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: profile}))
 		Eventually(unvalidatedTaint(name), wait, poll).Should(BeTrue())
 		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(EventTimeSyncLost))
+		Eventually(nodeTimeSynced(name), wait, poll).Should(Equal("False/OffsetAboveThreshold"))
 
 		By("back in sync: the label returns without a benchmark, the annotation and the taint go")
 		setTimeSynced(name, metav1.ConditionTrue)
 		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{validated: profile}))
 		Eventually(unvalidatedTaint(name), wait, poll).Should(BeFalse())
 		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(EventTimeSyncRestored))
+		Eventually(nodeTimeSynced(name), wait, poll).Should(Equal("True/Synchronized"))
+
+		By("the ptp section goes: so does the node condition")
+		Eventually(func() error {
+			cur := &tsv1.LatencyNodeState{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, cur); err != nil {
+				return err
+			}
+			cur.Spec.Tuning.PTP = nil
+			return k8s.Update(ctx, cur)
+		}, wait, poll).Should(Succeed())
+		Eventually(nodeTimeSynced(name), wait, poll).Should(BeEmpty())
 	})
 
 	It("does not give a held validation back to a node whose profile changed", func() {
