@@ -51,7 +51,8 @@ const (
 	// longer than a label value).
 	BenchmarkNodeAnnotation = "tickstack.io/node"
 	// ValidatedLabel is set on a node to the profile it was validated for when its benchmark passed,
-	// and removed when a later run fails.
+	// and removed when a later run fails, or while the node's clock is out of sync (TimeSynced
+	// False: the profile waits in ValidatedHeldAnnotation).
 	ValidatedLabel = "tickstack.io/validated"
 	// UnvalidatedTaint (effect NoSchedule) is kept on the nodes of a profile with
 	// spec.validation.taintUntilValidated until they carry tickstack.io/validated=<profile>.
