@@ -19,7 +19,7 @@ import (
 
 // The ptp suite reads ptp4l's port state and offset from its master with pmc, like the node agent
 // does (ptp.PMC), with one difference: pmc's own reply socket is bound beside ptp4l's socket
-// (pmc -i) instead of in /var/run. ptp4l answers to the path pmc bound, resolved in ptp4l's mount
+// (PMC.LocalAddress, pmc -i) instead of in /var/run. ptp4l answers to the path pmc bound, resolved in ptp4l's mount
 // namespace; in a benchmark pod only the directory mounted from the host resolves to the same
 // place on both sides.
 
@@ -29,60 +29,6 @@ const pmcSocketPrefix = "pmc.tsbench."
 
 // pmcSocketLongest is the longest "/<reply socket name>" (Linux's pid_max is 4194304).
 const pmcSocketLongest = "/" + pmcSocketPrefix + "4194304.ffffffff"
-
-// ptpReadTimeout bounds one pmc run; ptpReadAttempts is how often an incomplete answer is asked
-// again (pmc waits only 100 ms for answers, which a busy node can miss).
-const (
-	ptpReadTimeout  = 2 * time.Second
-	ptpReadAttempts = 3
-)
-
-// pmcReader reads ptp4l's state with pmc over its management socket.
-type pmcReader struct {
-	path   string
-	socket string
-	local  string
-	domain int32
-}
-
-// args is pmc's command line.
-func (p pmcReader) args() []string {
-	return []string{"-u", "-b", "0", "-d", strconv.Itoa(int(p.domain)), "-s", p.socket, "-i", p.local,
-		"GET PORT_DATA_SET", "GET CURRENT_DATA_SET"}
-}
-
-// Read runs pmc until it answers with a port state and an offset, at most ptpReadAttempts times.
-func (p pmcReader) Read(ctx context.Context) ptp.Sample {
-	var s ptp.Sample
-	for i := 0; i < ptpReadAttempts; i++ {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				return s
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-		s = p.readOnce(ctx)
-		if s.Err == nil && s.HasOffset {
-			return s
-		}
-	}
-	return s
-}
-
-func (p pmcReader) readOnce(ctx context.Context) ptp.Sample {
-	ctx, cancel := context.WithTimeout(ctx, ptpReadTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, p.path, p.args()...).CombinedOutput()
-	if err != nil {
-		return ptp.Sample{Err: fmt.Errorf("running pmc against %s: %w: %s", p.socket, err, strings.TrimSpace(string(out)))}
-	}
-	s, err := ptp.ParsePMC(string(out))
-	if err != nil {
-		return ptp.Sample{Err: fmt.Errorf("reading ptp4l's state through %s (domain %d): %w", p.socket, p.domain, err)}
-	}
-	return s
-}
 
 // ptpDomainOf returns the domain to read with: the spec's, else the domainNumber of the ptp4l.conf
 // beside the socket (where the node agent writes it), else 0. from says which.
@@ -135,8 +81,8 @@ func (r *Runner) startPTP(ctx context.Context, s *PTPSpec) (stop func() *PTPResu
 	if out, verr := exec.CommandContext(ctx, pmcPath, "-v").CombinedOutput(); verr == nil {
 		r.noteTool("linuxptp pmc " + strings.TrimSpace(string(out)))
 	}
-	reader := pmcReader{path: pmcPath, socket: s.Socket, domain: res.Domain,
-		local: filepath.Join(filepath.Dir(s.Socket), fmt.Sprintf("%s%d.%08x", pmcSocketPrefix, os.Getpid(), rand.Uint32()))}
+	reader := ptp.PMC{Path: pmcPath, UDSAddress: s.Socket, Domain: int(res.Domain),
+		LocalAddress: filepath.Join(filepath.Dir(s.Socket), fmt.Sprintf("%s%d.%08x", pmcSocketPrefix, os.Getpid(), rand.Uint32()))}
 	r.logf("ptp: reading %s (domain %d) every %d ms", s.Socket, res.Domain, s.IntervalMillis)
 
 	ctx, cancel := context.WithCancel(ctx)

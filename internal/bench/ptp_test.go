@@ -100,10 +100,10 @@ func TestPTPDomainOf(t *testing.T) {
 }
 
 func TestPMCArgsBindTheReplySocketBesidePtp4l(t *testing.T) {
-	r := pmcReader{path: "pmc", socket: "/run/tickstack/ptp/ptp4l.sock", local: "/run/tickstack/ptp/pmc.tsbench.7", domain: 24}
+	r := ptp.PMC{Path: "pmc", UDSAddress: "/run/tickstack/ptp/ptp4l.sock", LocalAddress: "/run/tickstack/ptp/pmc.tsbench.7", Domain: 24}
 	want := []string{"-u", "-b", "0", "-d", "24", "-s", "/run/tickstack/ptp/ptp4l.sock", "-i", "/run/tickstack/ptp/pmc.tsbench.7",
 		"GET PORT_DATA_SET", "GET CURRENT_DATA_SET"}
-	if got := r.args(); !reflect.DeepEqual(got, want) {
+	if got := r.Args(); !reflect.DeepEqual(got, want) {
 		t.Errorf("pmc args %q, want %q", got, want)
 	}
 }

@@ -70,6 +70,10 @@ type PMC struct {
 	UDSAddress string
 	// Domain must be ptp4l's domainNumber: ptp4l ignores management messages of other domains.
 	Domain int
+	// LocalAddress, if set, is where pmc binds its own reply socket (pmc -i; default
+	// /var/run/pmc.PID). ptp4l answers to that path resolved in its own mount namespace, so a pmc
+	// in another one (a pod) must bind inside a directory both share.
+	LocalAddress string
 	// Timeout bounds one pmc run (default 2s).
 	Timeout time.Duration
 	// Attempts is how many times an incomplete answer is retried (default 3).
@@ -78,8 +82,11 @@ type PMC struct {
 
 // Args is pmc's command line.
 func (p PMC) Args() []string {
-	return []string{"-u", "-b", "0", "-d", strconv.Itoa(p.Domain), "-s", p.UDSAddress,
-		"GET PORT_DATA_SET", "GET CURRENT_DATA_SET"}
+	args := []string{"-u", "-b", "0", "-d", strconv.Itoa(p.Domain), "-s", p.UDSAddress}
+	if p.LocalAddress != "" {
+		args = append(args, "-i", p.LocalAddress)
+	}
+	return append(args, "GET PORT_DATA_SET", "GET CURRENT_DATA_SET")
 }
 
 // Read runs pmc and parses its answer. pmc waits only 100 ms for answers, which a busy machine can
@@ -119,7 +126,7 @@ func (p PMC) readOnce(ctx context.Context) Sample {
 	}
 	s, err := ParsePMC(string(out))
 	if err != nil {
-		return Sample{Err: fmt.Errorf("reading ptp4l state through %s: %w", p.UDSAddress, err)}
+		return Sample{Err: fmt.Errorf("reading ptp4l's state through %s (domain %d): %w", p.UDSAddress, p.Domain, err)}
 	}
 	return s
 }
