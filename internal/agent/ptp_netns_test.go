@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,28 +26,11 @@ import (
 // offset.
 func TestAgentPTPOverVeth(t *testing.T) {
 	tsutil.RequireRoot(t)
-	ipPath := tsutil.RequireTool(t, "ip")
 	ptp4lPath, pmcPath := tsutil.RequireTool(t, "ptp4l"), tsutil.RequireTool(t, "pmc")
 	prefix := fmt.Sprintf("tsptpa%d", os.Getpid())
-	nsGM, nsSl, ifGM, ifSl := prefix+"gm", prefix+"sl", prefix+"g", prefix+"s"
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(ipPath, args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	for _, ns := range []string{nsGM, nsSl} {
-		ip("netns", "add", ns)
-		t.Cleanup(func() { _ = exec.Command(ipPath, "netns", "del", ns).Run() })
-	}
-	ip("link", "add", ifGM, "netns", nsGM, "type", "veth", "peer", "name", ifSl, "netns", nsSl)
-	ip("-n", nsGM, "addr", "add", "198.18.81.1/24", "dev", ifGM)
-	ip("-n", nsSl, "addr", "add", "198.18.81.2/24", "dev", ifSl)
-	for ns, dev := range map[string]string{nsGM: ifGM, nsSl: ifSl} {
-		ip("-n", ns, "link", "set", dev, "up")
-		ip("-n", ns, "link", "set", "lo", "up")
-	}
-	keepSystemClock(t)
+	v := tsutil.VethNamespaces(t, prefix, "198.18.81")
+	ipPath, nsGM, nsSl, ifGM, ifSl := v.IP, v.NSA, v.NSB, v.IfA, v.IfB
+	tsutil.KeepSystemClockFrequency(t)
 
 	const hold = 2 * time.Second
 	fast := map[string]string{"logAnnounceInterval": "-2", "announceReceiptTimeout": "3", "logSyncInterval": "-3", "logMinDelayReqInterval": "-3"}
@@ -182,21 +162,5 @@ func TestAgentPTPOverVeth(t *testing.T) {
 			}
 		}
 		return nil
-	})
-}
-
-// keepSystemClock restores the system clock's frequency and status after the test: the slave's
-// ptp4l steers CLOCK_REALTIME, which the machine shares.
-func keepSystemClock(t *testing.T) {
-	t.Helper()
-	var tx unix.Timex
-	if _, err := unix.Adjtimex(&tx); err != nil {
-		t.Fatalf("reading the system clock's frequency: %v", err)
-	}
-	t.Cleanup(func() {
-		restore := unix.Timex{Modes: unix.ADJ_FREQUENCY | unix.ADJ_STATUS, Freq: tx.Freq, Status: tx.Status}
-		if _, err := unix.Adjtimex(&restore); err != nil {
-			t.Errorf("restoring the system clock's frequency: %v", err)
-		}
 	})
 }

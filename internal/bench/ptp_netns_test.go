@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
-	"golang.org/x/sys/unix"
 
 	"github.com/tickstack/tickstack/internal/ptp"
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
@@ -29,30 +28,12 @@ type ptpLab struct {
 func newPTPLab(t *testing.T) *ptpLab {
 	t.Helper()
 	tsutil.RequireRoot(t)
-	ip := tsutil.RequireTool(t, "ip")
 	ptp4l := tsutil.RequireTool(t, "ptp4l")
 	lab := &ptpLab{pmc: tsutil.RequireTool(t, "pmc")}
 	prefix := fmt.Sprintf("tsb%d", os.Getpid())
-	nsMaster, nsSlave := prefix+"gm", prefix+"sl"
-	ifMaster, ifSlave := prefix+"g", prefix+"s"
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(ip, args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	for _, ns := range []string{nsMaster, nsSlave} {
-		run("netns", "add", ns)
-		t.Cleanup(func() { _ = exec.Command(ip, "netns", "del", ns).Run() })
-	}
-	run("link", "add", ifMaster, "netns", nsMaster, "type", "veth", "peer", "name", ifSlave, "netns", nsSlave)
-	run("-n", nsMaster, "addr", "add", "198.18.84.1/24", "dev", ifMaster)
-	run("-n", nsSlave, "addr", "add", "198.18.84.2/24", "dev", ifSlave)
-	for ns, dev := range map[string]string{nsMaster: ifMaster, nsSlave: ifSlave} {
-		run("-n", ns, "link", "set", dev, "up")
-		run("-n", ns, "link", "set", "lo", "up")
-	}
-	keepSystemClockFrequency(t)
+	v := tsutil.VethNamespaces(t, prefix, "198.18.84")
+	ip, nsMaster, nsSlave, ifMaster, ifSlave := v.IP, v.NSA, v.NSB, v.IfA, v.IfB
+	tsutil.KeepSystemClockFrequency(t)
 
 	dir := t.TempDir()
 	log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{})
@@ -104,22 +85,6 @@ func newPTPLab(t *testing.T) *ptpLab {
 		Timestamping: ptp.TimestampingSoftware, MaxOffsetNs: 1_000_000, Ptp4lOptions: slaveOpts})
 	lab.slaveDir, lab.slaveSock = filepath.Join(dir, "sl"), lab.slave.UDSAddress()
 	return lab
-}
-
-// keepSystemClockFrequency restores the system clock's frequency and status after the test: the
-// slave's ptp4l steers CLOCK_REALTIME, which the machine shares.
-func keepSystemClockFrequency(t *testing.T) {
-	t.Helper()
-	var tx unix.Timex
-	if _, err := unix.Adjtimex(&tx); err != nil {
-		t.Fatalf("reading the system clock's frequency: %v", err)
-	}
-	t.Cleanup(func() {
-		restore := unix.Timex{Modes: unix.ADJ_FREQUENCY | unix.ADJ_STATUS, Freq: tx.Freq, Status: tx.Status}
-		if _, err := unix.Adjtimex(&restore); err != nil {
-			t.Errorf("restoring the system clock's frequency: %v", err)
-		}
-	})
 }
 
 // waitLocked polls until the slave's own monitor sees it synced in SLAVE state.

@@ -16,7 +16,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"golang.org/x/sys/unix"
 
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
@@ -38,8 +37,6 @@ func newPTPLab(t *testing.T, tag string) *ptpLab {
 	tsutil.RequireRoot(t)
 	l := &ptpLab{t: t, ip: tsutil.RequireTool(t, "ip"), ptp4l: tsutil.RequireTool(t, "ptp4l"), pmc: tsutil.RequireTool(t, "pmc")}
 	l.prefix = fmt.Sprintf("tsptp%d%s", os.Getpid(), tag)
-	l.nsMaster, l.nsSlave = l.prefix+"gm", l.prefix+"sl"
-	l.ifMaster, l.ifSlave = l.prefix+"g", l.prefix+"s"
 
 	dir, err := os.MkdirTemp("", l.prefix+"-")
 	if err != nil {
@@ -48,18 +45,9 @@ func newPTPLab(t *testing.T, tag string) *ptpLab {
 	l.dir = dir
 	t.Cleanup(func() { os.RemoveAll(dir) })
 
-	for _, ns := range []string{l.nsMaster, l.nsSlave} {
-		l.run("netns", "add", ns)
-		t.Cleanup(func() { _ = exec.Command(l.ip, "netns", "del", ns).Run() })
-	}
-	l.run("link", "add", l.ifMaster, "netns", l.nsMaster, "type", "veth", "peer", "name", l.ifSlave, "netns", l.nsSlave)
-	l.run("-n", l.nsMaster, "addr", "add", "198.18.80.1/24", "dev", l.ifMaster)
-	l.run("-n", l.nsSlave, "addr", "add", "198.18.80.2/24", "dev", l.ifSlave)
-	for ns, dev := range map[string]string{l.nsMaster: l.ifMaster, l.nsSlave: l.ifSlave} {
-		l.run("-n", ns, "link", "set", dev, "up")
-		l.run("-n", ns, "link", "set", "lo", "up")
-	}
-	keepSystemClockFrequency(t)
+	v := tsutil.VethNamespaces(t, l.prefix, "198.18.80")
+	l.nsMaster, l.nsSlave, l.ifMaster, l.ifSlave = v.NSA, v.NSB, v.IfA, v.IfB
+	tsutil.KeepSystemClockFrequency(t)
 	t.Cleanup(l.checkNoLeftoverProcesses)
 	return l
 }
@@ -94,23 +82,6 @@ func (l *ptpLab) checkNoLeftoverProcesses() {
 		l.t.Errorf("process %s still runs after the test: %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 		_ = syscall.Kill(n, syscall.SIGKILL)
 	}
-}
-
-// keepSystemClockFrequency restores the system clock's frequency and status after the test. With
-// software time stamping the slave's ptp4l steers CLOCK_REALTIME, which the machine shares; the
-// test's ptp4l options cap that at 100 ppb and forbid steps, and this undoes what remains.
-func keepSystemClockFrequency(t *testing.T) {
-	t.Helper()
-	var tx unix.Timex
-	if _, err := unix.Adjtimex(&tx); err != nil {
-		t.Fatalf("reading the system clock's frequency: %v", err)
-	}
-	t.Cleanup(func() {
-		restore := unix.Timex{Modes: unix.ADJ_FREQUENCY | unix.ADJ_STATUS, Freq: tx.Freq, Status: tx.Status}
-		if _, err := unix.Adjtimex(&restore); err != nil {
-			t.Errorf("restoring the system clock's frequency: %v", err)
-		}
-	})
 }
 
 // fastPTP shortens PTP's intervals so the test takes seconds: 4 announces/s (master lost after
