@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -50,13 +49,6 @@ func newPTPLab(t *testing.T, tag string) *ptpLab {
 	tsutil.KeepSystemClockFrequency(t)
 	t.Cleanup(l.checkNoLeftoverProcesses)
 	return l
-}
-
-func (l *ptpLab) run(args ...string) {
-	l.t.Helper()
-	if out, err := exec.Command(l.ip, args...).CombinedOutput(); err != nil {
-		l.t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-	}
 }
 
 // inNetns runs a command inside a network namespace.
