@@ -7,11 +7,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	"github.com/tickstack/tickstack/internal/ptp"
@@ -70,6 +75,10 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	gmTuning := tuningFor(tsv1.PTPRoleGrandmaster, ifGM, fast)
 	startAgent(gmNode, nsGM, gmTuning.DeepCopy())
 	startAgent(slNode, nsSl, tuningFor(tsv1.PTPRoleSlave, ifSl, slaveOpts))
+	// The operator's readiness gate, and the slave node validated for its profile as a benchmark
+	// would have left it: the label follows the real TimeSynced.
+	startPTPGate(t)
+	patchNode(t, slNode, func(n *corev1.Node) { n.Labels = map[string]string{tsv1.ValidatedLabel: "tsagt"} })
 
 	eventually(t, 60*time.Second, "the grandmaster's TimeSynced=True with port MASTER", func() error {
 		l := getLNS(t, gmNode)
@@ -115,6 +124,9 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	if d := time.Since(stopped); d < hold {
 		t.Errorf("TimeSynced turned False %v after the grandmaster stopped, before the %v hold time", d, hold)
 	}
+	eventually(t, 30*time.Second, "the slave node to lose tickstack.io/validated (held) and show TimeSynced False", func() error {
+		return wantValidation(t, slNode, "", "tsagt", corev1.ConditionFalse)
+	})
 	eventually(t, 30*time.Second, "the grandmaster's node state to drop status.ptp and TimeSynced", func() error {
 		l := getLNS(t, gmNode)
 		if l.Status.PTP != nil || meta.FindStatusCondition(l.Status.Conditions, tsv1.NodeTimeSynced) != nil {
@@ -145,6 +157,9 @@ func TestAgentPTPOverVeth(t *testing.T) {
 		}
 		return nil
 	})
+	eventually(t, 30*time.Second, "the slave node to get tickstack.io/validated back and show TimeSynced True", func() error {
+		return wantValidation(t, slNode, "tsagt", "", corev1.ConditionTrue)
+	})
 	back := getLNS(t, slNode).Status.PTP
 	t.Logf("slave synced again: offset %d ns, %v after the grandmaster's ptp section came back", *back.OffsetNs, time.Since(restarted.Time).Round(time.Millisecond))
 
@@ -163,4 +178,62 @@ func TestAgentPTPOverVeth(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// startPTPGate runs the operator's PTP readiness gate against the test's API server until the
+// test ends.
+func startPTPGate(t *testing.T) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: agenttest.Scheme(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&controllers.PTPGateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the PTP gate's manager: %v", err)
+		}
+	})
+}
+
+func patchNode(t *testing.T, name string, change func(*corev1.Node)) {
+	t.Helper()
+	eventually(t, 10*time.Second, "patching node "+name, func() error {
+		n := &corev1.Node{}
+		if err := k8s.Get(context.Background(), clientKey(name), n); err != nil {
+			return err
+		}
+		orig := n.DeepCopy()
+		change(n)
+		return k8s.Patch(context.Background(), n, client.MergeFrom(orig))
+	})
+}
+
+// wantValidation checks a node's tickstack.io/validated label, held annotation and
+// tickstack.io/TimeSynced condition.
+func wantValidation(t *testing.T, name, validated, held string, synced corev1.ConditionStatus) error {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := k8s.Get(context.Background(), clientKey(name), n); err != nil {
+		return err
+	}
+	if v, h := n.Labels[tsv1.ValidatedLabel], n.Annotations[tsv1.ValidatedHeldAnnotation]; v != validated || h != held {
+		return fmt.Errorf("label %q, held annotation %q; want %q, %q", v, h, validated, held)
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == controllers.NodeTimeSyncedCondition {
+			if c.Status != synced {
+				return fmt.Errorf("node condition %s = %s (%s), want %s", c.Type, c.Status, c.Reason, synced)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("node has no %s condition", controllers.NodeTimeSyncedCondition)
 }
