@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,19 +114,15 @@ func TestUploadAsTheBenchServiceAccount(t *testing.T) {
 	must(err)
 	// The API server's RBAC authorizer learns of a new binding from its informer: wait until it does.
 	sa := "system:serviceaccount:" + ns + ":bench"
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Poll(t, 30*time.Second, "the Role to take effect for "+sa, func() error {
 		sar, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: sa, ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "update", Resource: "configmaps", Name: "run-1-node-a"}}}, metav1.CreateOptions{})
 		must(err)
-		if sar.Status.Allowed {
-			break
+		if !sar.Status.Allowed {
+			return fmt.Errorf("not allowed yet: %s", sar.Status.Reason)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Role never took effect for %s", sa)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	pod := rest.CopyConfig(cfg)
 	pod.Impersonate = rest.ImpersonationConfig{UserName: sa}
 	cs := kubernetes.NewForConfigOrDie(pod)

@@ -17,6 +17,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
 // The crash helper is this test binary re-executed as an agent that kills itself with SIGKILL
@@ -93,7 +94,7 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 		t.Fatalf("status already had the reboot before the crash window: %+v", l.Status.Reboot)
 	}
 	stop := agenttest.StartAgent(t, cfg, a.R, nil)
-	eventually(t, 20*time.Second, "reboot requested after the restart", func() error {
+	tsutil.Poll(t, 20*time.Second, "reboot requested after the restart", func() error {
 		l := getLNS(t, node)
 		if l.Status.Reboot == nil || l.Status.Reboot.Phase != tsv1.RebootRequested {
 			return fmt.Errorf("reboot %+v", l.Status.Reboot)
@@ -119,7 +120,7 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 	}
 	a = agenttest.TreeAgentOn(node, root, logs)
 	stop = agenttest.StartAgent(t, cfg, a.R, nil)
-	eventually(t, 30*time.Second, "reboot done after the restart", func() error {
+	tsutil.Poll(t, 30*time.Second, "reboot done after the restart", func() error {
 		l := getLNS(t, node)
 		if l.Status.Reboot != nil {
 			return fmt.Errorf("reboot %+v", l.Status.Reboot)
@@ -137,7 +138,7 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "node state gone", func() error {
+	tsutil.Poll(t, 20*time.Second, "node state gone", func() error {
 		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
 			return fmt.Errorf("still there")
 		}

@@ -13,6 +13,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
 // TestTreeDriftReportOnly: with spec.drift.action Report, a setting changed on the host after the
@@ -27,7 +28,7 @@ func TestTreeDriftReportOnly(t *testing.T) {
 		DriftAction: tsv1.DriftReport,
 	})
 	agenttest.StartAgent(t, cfg, a.R, nil)
-	eventually(t, 20*time.Second, "applied", func() error {
+	tsutil.Poll(t, 20*time.Second, "applied", func() error {
 		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, "")
 	})
 	if got := readTree(t, a, "proc/sys/vm/stat_interval"); got != "10" {
@@ -38,7 +39,7 @@ func TestTreeDriftReportOnly(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(a.Root, "proc/sys/vm/stat_interval"), []byte("3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "drift reported", func() error {
+	tsutil.Poll(t, 20*time.Second, "drift reported", func() error {
 		l := getLNS(t, node)
 		if err := wantCondition(l, tsv1.NodeDrifted, metav1.ConditionTrue, agent.ReasonDriftReported); err != nil {
 			return err

@@ -80,7 +80,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	startPTPGate(t)
 	patchNode(t, slNode, func(n *corev1.Node) { n.Labels = map[string]string{tsv1.ValidatedLabel: "tsagt"} })
 
-	eventually(t, 60*time.Second, "the grandmaster's TimeSynced=True with port MASTER", func() error {
+	tsutil.Poll(t, 60*time.Second, "the grandmaster's TimeSynced=True with port MASTER", func() error {
 		l := getLNS(t, gmNode)
 		if err := wantCondition(l, tsv1.NodeTimeSynced, metav1.ConditionTrue, ptp.ReasonSynchronized); err != nil {
 			return err
@@ -91,7 +91,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 		return nil
 	})
 	var first *tsv1.PTPStatus
-	eventually(t, 60*time.Second, "the slave's TimeSynced=True with port SLAVE and an offset", func() error {
+	tsutil.Poll(t, 60*time.Second, "the slave's TimeSynced=True with port SLAVE and an offset", func() error {
 		l := getLNS(t, slNode)
 		if err := wantCondition(l, tsv1.NodeTimeSynced, metav1.ConditionTrue, ptp.ReasonSynchronized); err != nil {
 			return err
@@ -103,7 +103,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 		return nil
 	})
 	t.Logf("slave synced: offset %d ns, port %s", *first.OffsetNs, first.PortState)
-	eventually(t, 30*time.Second, "the slave's status.ptp to be refreshed (a live offset)", func() error {
+	tsutil.Poll(t, 30*time.Second, "the slave's status.ptp to be refreshed (a live offset)", func() error {
 		p := getLNS(t, slNode).Status.PTP
 		if p == nil || p.LastSample == nil || !p.LastSample.After(first.LastSample.Time) {
 			return fmt.Errorf("status.ptp.lastSample = %v, want later than %v", p, first.LastSample)
@@ -114,7 +114,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	// The grandmaster's tuning loses its ptp section: its agent stops ptp4l and drops the status.
 	patchLNS(t, gmNode, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning.PTP = nil })
 	stopped := time.Now()
-	eventually(t, 60*time.Second, "the slave's TimeSynced=False after the grandmaster stopped", func() error {
+	tsutil.Poll(t, 60*time.Second, "the slave's TimeSynced=False after the grandmaster stopped", func() error {
 		c := condition(getLNS(t, slNode), tsv1.NodeTimeSynced)
 		if c.Status != metav1.ConditionFalse {
 			return fmt.Errorf("TimeSynced = %s/%s: %s", c.Status, c.Reason, c.Message)
@@ -124,10 +124,10 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	if d := time.Since(stopped); d < hold {
 		t.Errorf("TimeSynced turned False %v after the grandmaster stopped, before the %v hold time", d, hold)
 	}
-	eventually(t, 30*time.Second, "the slave node to lose tickstack.io/validated (held) and show TimeSynced False", func() error {
+	tsutil.Poll(t, 30*time.Second, "the slave node to lose tickstack.io/validated (held) and show TimeSynced False", func() error {
 		return wantValidation(t, slNode, "", "tsagt", corev1.ConditionFalse)
 	})
-	eventually(t, 30*time.Second, "the grandmaster's node state to drop status.ptp and TimeSynced", func() error {
+	tsutil.Poll(t, 30*time.Second, "the grandmaster's node state to drop status.ptp and TimeSynced", func() error {
 		l := getLNS(t, gmNode)
 		if l.Status.PTP != nil || meta.FindStatusCondition(l.Status.Conditions, tsv1.NodeTimeSynced) != nil {
 			return fmt.Errorf("status.ptp = %+v, conditions %+v", l.Status.PTP, l.Status.Conditions)
@@ -139,7 +139,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	lost := condition(getLNS(t, slNode), tsv1.NodeTimeSynced)
 	patchLNS(t, gmNode, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning.PTP = gmTuning.PTP.DeepCopy() })
 	restarted := metav1.Now()
-	eventually(t, 90*time.Second, "the slave's TimeSynced=True again with port SLAVE and a new offset", func() error {
+	tsutil.Poll(t, 90*time.Second, "the slave's TimeSynced=True again with port SLAVE and a new offset", func() error {
 		l := getLNS(t, slNode)
 		if err := wantCondition(l, tsv1.NodeTimeSynced, metav1.ConditionTrue, ptp.ReasonSynchronized); err != nil {
 			return err
@@ -157,7 +157,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, "the slave node to get tickstack.io/validated back and show TimeSynced True", func() error {
+	tsutil.Poll(t, 30*time.Second, "the slave node to get tickstack.io/validated back and show TimeSynced True", func() error {
 		return wantValidation(t, slNode, "tsagt", "", corev1.ConditionTrue)
 	})
 	back := getLNS(t, slNode).Status.PTP
@@ -169,7 +169,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "both node states to be gone", func() error {
+	tsutil.Poll(t, 30*time.Second, "both node states to be gone", func() error {
 		for _, n := range []string{gmNode, slNode} {
 			err := k8s.Get(context.Background(), clientKey(n), &tsv1.LatencyNodeState{})
 			if !apierrors.IsNotFound(err) {
@@ -205,7 +205,7 @@ func startPTPGate(t *testing.T) {
 
 func patchNode(t *testing.T, name string, change func(*corev1.Node)) {
 	t.Helper()
-	eventually(t, 10*time.Second, "patching node "+name, func() error {
+	tsutil.Poll(t, 10*time.Second, "patching node "+name, func() error {
 		n := &corev1.Node{}
 		if err := k8s.Get(context.Background(), clientKey(name), n); err != nil {
 			return err

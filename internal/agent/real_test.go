@@ -150,7 +150,7 @@ func TestRealHost(t *testing.T) {
 	createNode(t, node)
 	createLNS(t, node, nil)
 	agenttest.StartAgent(t, cfg, r, nics)
-	eventually(t, 20*time.Second, "facts of the real host", func() error {
+	testutil.Poll(t, 20*time.Second, "facts of the real host", func() error {
 		l := getLNS(t, node)
 		if l.Status.Facts == nil || l.Status.Facts.OnlineCPUs != tsv1.CPUSet(online.String()) {
 			return fmt.Errorf("facts %+v", l.Status.Facts)
@@ -167,7 +167,7 @@ func TestRealHost(t *testing.T) {
 	}
 
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning = tun })
-	eventually(t, 20*time.Second, "applied", func() error {
+	testutil.Poll(t, 20*time.Second, "applied", func() error {
 		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 	})
 	l := getLNS(t, node)
@@ -244,7 +244,7 @@ func TestRealHost(t *testing.T) {
 		t.Fatalf("sysctl -w: %v: %s", err, out)
 	}
 	changed := time.Now()
-	eventually(t, period+3*time.Second, "drift set back", func() error {
+	testutil.Poll(t, period+3*time.Second, "drift set back", func() error {
 		if got := cur("vm.swappiness"); got != want["vm.swappiness"] {
 			return fmt.Errorf("vm.swappiness is %s", got)
 		}
@@ -254,7 +254,7 @@ func TestRealHost(t *testing.T) {
 	if took := time.Since(changed); took > period+2*time.Second {
 		t.Errorf("drift set back after %s, check period %s", took, period)
 	}
-	eventually(t, 10*time.Second, "Drifted event and condition", func() error {
+	testutil.Poll(t, 10*time.Second, "Drifted event and condition", func() error {
 		evs := events(t, node, tsv1.NodeDrifted)
 		if len(evs) == 0 {
 			return fmt.Errorf("no Drifted event")
@@ -268,7 +268,7 @@ func TestRealHost(t *testing.T) {
 		return nil
 	})
 	// With nothing changed, the next check turns Drifted back to False.
-	eventually(t, 2*period+3*time.Second, "drift cleared", func() error {
+	testutil.Poll(t, 2*period+3*time.Second, "drift cleared", func() error {
 		return wantCondition(getLNS(t, node), tsv1.NodeDrifted, metav1.ConditionFalse, agent.ReasonNoDrift)
 	})
 
@@ -276,7 +276,7 @@ func TestRealHost(t *testing.T) {
 	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "node state gone", func() error {
+	testutil.Poll(t, 20*time.Second, "node state gone", func() error {
 		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
 			return fmt.Errorf("still there")
 		}
@@ -341,7 +341,7 @@ func TestRealHostNICEvent(t *testing.T) {
 	createLNS(t, node, &tsv1.NodeTuning{NICs: []tsv1.NICTuning{{Group: "md", Interface: vethC, Driver: "veth",
 		Acceleration: tsv1.AccelerationKernel, Channels: &tsv1.Channels{RX: ptr32(2), TX: ptr32(2)}}}})
 	agenttest.StartAgent(t, cfg, r, nics)
-	eventually(t, 20*time.Second, "applied", func() error {
+	testutil.Poll(t, 20*time.Second, "applied", func() error {
 		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 	})
 	if c := channels(); c["rx"] != 2 || c["tx"] != 2 {
@@ -352,7 +352,7 @@ func TestRealHostNICEvent(t *testing.T) {
 		t.Fatalf("ethtool -L: %v: %s", err, out)
 	}
 	// Seconds, on a loaded machine, against a one-hour period.
-	eventually(t, 20*time.Second, "NIC drift set back on the kernel's notification", func() error {
+	testutil.Poll(t, 20*time.Second, "NIC drift set back on the kernel's notification", func() error {
 		if c := channels(); c["rx"] != 2 || c["tx"] != 2 {
 			return fmt.Errorf("channels %v", c)
 		}
@@ -367,7 +367,7 @@ func TestRealHostNICEvent(t *testing.T) {
 	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "node state gone", func() error {
+	testutil.Poll(t, 20*time.Second, "node state gone", func() error {
 		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
 			return fmt.Errorf("still there")
 		}

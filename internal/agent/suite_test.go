@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
-	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -109,14 +107,6 @@ func patchLNS(t *testing.T, name string, mutate func(*tsv1.LatencyNodeState)) {
 	if err := k8s.Patch(context.Background(), l, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// eventually polls cond every 20 ms until it returns nil, failing with its last error after
-// timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	gomega.NewWithT(t).Eventually(cond).WithTimeout(timeout).WithPolling(20*time.Millisecond).
-		Should(gomega.Succeed(), what)
 }
 
 // condition returns the node state's condition of that type ("" status when absent).

@@ -17,6 +17,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
 func readTree(t *testing.T, a *agenttest.TreeAgent, p string) string {
@@ -58,7 +59,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	agenttest.StartAgent(t, cfg, a.R, nil)
 
 	// Facts first; nothing on the host changes while spec.tuning is unset.
-	eventually(t, 20*time.Second, "facts reported", func() error {
+	tsutil.Poll(t, 20*time.Second, "facts reported", func() error {
 		l := getLNS(t, node)
 		if l.Status.Facts == nil || l.Status.Facts.OnlineCPUs != "0-3" {
 			return fmt.Errorf("facts %+v", l.Status.Facts)
@@ -78,7 +79,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 
 	// The operator resolves the tuning: runtime settings go in, kernel arguments wait for a slot.
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning = treeTuning() })
-	eventually(t, 20*time.Second, "reboot requested", func() error {
+	tsutil.Poll(t, 20*time.Second, "reboot requested", func() error {
 		l := getLNS(t, node)
 		if l.Status.Reboot == nil || l.Status.Reboot.Phase != tsv1.RebootRequested {
 			return fmt.Errorf("reboot %+v", l.Status.Reboot)
@@ -151,7 +152,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 
 	// The operator grants the slot: cordon, drain (nothing to evict), reboot, verify, uncordon.
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	eventually(t, 30*time.Second, "reboot done", func() error {
+	tsutil.Poll(t, 30*time.Second, "reboot done", func() error {
 		l := getLNS(t, node)
 		if l.Status.Reboot != nil {
 			return fmt.Errorf("reboot %+v", l.Status.Reboot)
@@ -176,7 +177,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	if l.Status.Fingerprint == "" || n.Labels[agent.FingerprintLabel] != l.Status.Fingerprint {
 		t.Errorf("fingerprint label %q, status %q", n.Labels[agent.FingerprintLabel], l.Status.Fingerprint)
 	}
-	eventually(t, 10*time.Second, "observedGeneration", func() error {
+	tsutil.Poll(t, 10*time.Second, "observedGeneration", func() error {
 		if l := getLNS(t, node); l.Status.ObservedGeneration != l.Generation {
 			return fmt.Errorf("observedGeneration %d, generation %d", l.Status.ObservedGeneration, l.Generation)
 		}
@@ -196,7 +197,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "node state gone", func() error {
+	tsutil.Poll(t, 20*time.Second, "node state gone", func() error {
 		l := &tsv1.LatencyNodeState{}
 		if err := k8s.Get(context.Background(), clientKey(node), l); err == nil {
 			return fmt.Errorf("still there: finalizers %v, conditions %+v", l.Finalizers, l.Status.Conditions)
@@ -212,7 +213,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	if _, ok := getNode(t, node).Labels[agent.FingerprintLabel]; ok {
 		t.Error("fingerprint label left on the node")
 	}
-	eventually(t, 10*time.Second, "pending-removal event", func() error {
+	tsutil.Poll(t, 10*time.Second, "pending-removal event", func() error {
 		if len(events(t, node, "KernelArgsPendingRemoval")) == 0 {
 			return fmt.Errorf("no KernelArgsPendingRemoval event")
 		}
@@ -232,7 +233,7 @@ func TestTreeInvalidTuningChangesNothing(t *testing.T) {
 	bad.NICs[0].Interface = "no/such"
 	createLNS(t, node, bad)
 	agenttest.StartAgent(t, cfg, a.R, nil)
-	eventually(t, 20*time.Second, "degraded", func() error {
+	tsutil.Poll(t, 20*time.Second, "degraded", func() error {
 		return wantCondition(getLNS(t, node), tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonValidationFailed)
 	})
 	l := getLNS(t, node)
@@ -262,7 +263,7 @@ func TestTreeTuningBeyondTheHost(t *testing.T) {
 	tun.NICs[0].NumVFs = ptr.To[int32](16)
 	createLNS(t, node, tun)
 	agenttest.StartAgent(t, cfg, a.R, nil)
-	eventually(t, 20*time.Second, "degraded", func() error {
+	tsutil.Poll(t, 20*time.Second, "degraded", func() error {
 		return wantCondition(getLNS(t, node), tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonValidationFailed)
 	})
 	msg := condition(getLNS(t, node), tsv1.NodeDegraded).Message
@@ -291,11 +292,11 @@ func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 	createNode(t, node)
 	createLNS(t, node, treeTuning())
 	agenttest.StartAgent(t, cfg, a.R, nil)
-	eventually(t, 20*time.Second, "reboot requested", func() error {
+	tsutil.Poll(t, 20*time.Second, "reboot requested", func() error {
 		return wantCondition(getLNS(t, node), tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
 	})
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	eventually(t, 20*time.Second, "missing reboot reported", func() error {
+	tsutil.Poll(t, 20*time.Second, "missing reboot reported", func() error {
 		l := getLNS(t, node)
 		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonRebootFailed); err != nil {
 			return err
@@ -314,7 +315,7 @@ func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "node state gone", func() error {
+	tsutil.Poll(t, 20*time.Second, "node state gone", func() error {
 		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
 			return fmt.Errorf("still there")
 		}
@@ -338,11 +339,11 @@ func TestTreeRebootWithoutTheArguments(t *testing.T) {
 	createNode(t, node)
 	createLNS(t, node, treeTuning())
 	agenttest.StartAgent(t, cfg, a.R, nil)
-	eventually(t, 20*time.Second, "reboot requested", func() error {
+	tsutil.Poll(t, 20*time.Second, "reboot requested", func() error {
 		return wantCondition(getLNS(t, node), tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
 	})
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	eventually(t, 20*time.Second, "reboot in vain reported", func() error {
+	tsutil.Poll(t, 20*time.Second, "reboot in vain reported", func() error {
 		l := getLNS(t, node)
 		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonRebootDidNotApply); err != nil {
 			return err

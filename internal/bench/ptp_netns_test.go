@@ -90,17 +90,12 @@ func newPTPLab(t *testing.T) *ptpLab {
 // waitLocked polls until the slave's own monitor sees it synced in SLAVE state.
 func (l *ptpLab) waitLocked(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := l.slave.Status()
-		if st.Synced && st.Sample.PortState == ptp.PortStateSlave {
-			return
+	tsutil.Poll(t, 30*time.Second, "the slave to lock", func() error {
+		if st := l.slave.Status(); !st.Synced || st.Sample.PortState != ptp.PortStateSlave {
+			return fmt.Errorf("status %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the slave did not lock within 30s: %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestPTPSuiteAgainstRealPtp4l runs the ptp suite against a real ptp4l slave locked to a real

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,18 +26,6 @@ import (
 
 	"github.com/tickstack/tickstack/internal/testutil"
 )
-
-func poll(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		last = cond()
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last: %v)", what, err, last)
-	}
-}
 
 func TestRenewAt(t *testing.T) {
 	end := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -150,17 +137,17 @@ func TestRotationKeepsTheWebhookServing(t *testing.T) {
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "localhost/x:dev"}}},
 		}
 		// The webhook may be mid-rotation for the first attempt; it must admit within a few tries.
-		poll(t, 10*time.Second, "admitting a pod through the webhook", func() error { return k8s.Create(ctx, pod) })
+		testutil.Poll(t, 10*time.Second, "admitting a pod through the webhook", func() error { return k8s.Create(ctx, pod) })
 		if pod.Annotations["tspw.test/admitted"] != "true" {
 			t.Fatalf("pod %s was not admitted by the webhook", pod.Name)
 		}
 	}
 
-	poll(t, 20*time.Second, "certificate issued and published", published)
+	testutil.Poll(t, 20*time.Second, "certificate issued and published", published)
 	admit(t)
 	first := secret()
 
-	poll(t, 20*time.Second, "serving certificate renewed", func() error {
+	testutil.Poll(t, 20*time.Second, "serving certificate renewed", func() error {
 		if bytes.Equal(secret()[KeyCert], first[KeyCert]) {
 			return fmt.Errorf("tls.crt unchanged")
 		}
@@ -168,7 +155,7 @@ func TestRotationKeepsTheWebhookServing(t *testing.T) {
 	})
 	admit(t)
 
-	poll(t, 20*time.Second, "CA renewed, the old one still in the bundle", func() error {
+	testutil.Poll(t, 20*time.Second, "CA renewed, the old one still in the bundle", func() error {
 		d := secret()
 		if bytes.Equal(d[KeyCACert], first[KeyCACert]) {
 			return fmt.Errorf("ca.crt unchanged")
@@ -179,7 +166,7 @@ func TestRotationKeepsTheWebhookServing(t *testing.T) {
 		return published()
 	})
 	admit(t)
-	poll(t, 20*time.Second, "a serving certificate of the new CA", func() error {
+	testutil.Poll(t, 20*time.Second, "a serving certificate of the new CA", func() error {
 		d := secret()
 		cas, served := parseCerts(d[KeyCACert]), parseCerts(d[KeyCert])
 		if len(cas) == 0 || len(served) == 0 || served[0].CheckSignatureFrom(cas[0]) != nil {

@@ -3,6 +3,7 @@ package ptp
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
 // recorder collects what a Supervisor reports, safe for concurrent use.
@@ -54,16 +57,15 @@ func (r *recorder) snapshot() (lines, logs []string, starts []time.Time, pids []
 	return slices.Clone(r.lines), slices.Clone(r.logs), slices.Clone(r.starts), slices.Clone(r.pids)
 }
 
-// eventually polls cond every 20 ms until it holds or timeout passes.
+// eventually polls cond until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	tsutil.Poll(t, timeout, what, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return errors.New("it does not hold yet")
+	})
 }
 
 // processGone reports whether pid no longer runs (absent, or a zombie awaiting its new parent).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 // InCI reports whether the tests run under CI (CI=true), where every requirement is mandatory.
@@ -37,4 +38,21 @@ func RequireTool(t testing.TB, name string) string {
 		Unavailable(t, name+" not on PATH (hack/install-deps.sh installs it)")
 	}
 	return p
+}
+
+// Poll calls cond every 20 ms until it returns nil, and fails the test with what and cond's last
+// error when timeout passes first. Tests wait on a condition this way, never for a fixed time.
+func Poll(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

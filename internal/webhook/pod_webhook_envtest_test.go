@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,19 +33,6 @@ const (
 	tspwNetNS     = "tspw-networks"
 	tspwImage     = "localhost/tickstack/agent:dev"
 )
-
-// poll waits for cond with a bounded timeout.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		last = cond()
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last: %v)", what, err, last)
-	}
-}
 
 func bypassProfile(name string) *tsv1.LatencyProfile {
 	return &tsv1.LatencyProfile{
@@ -136,7 +122,7 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 		}
 		return conn.Close()
 	}
-	poll(t, 20*time.Second, "webhook server serving", serving)
+	testutil.Poll(t, 20*time.Second, "webhook server serving", serving)
 
 	ctx := context.Background()
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tspwNamespace}}); err != nil {
@@ -277,7 +263,7 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			t.Errorf("manager: %v", err)
 		}
 		mgrDone <- nil // for the cleanup
-		poll(t, 20*time.Second, "webhook server stopped", func() error {
+		testutil.Poll(t, 20*time.Second, "webhook server stopped", func() error {
 			if serving() == nil {
 				return fmt.Errorf("still serving")
 			}
