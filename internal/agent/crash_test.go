@@ -17,6 +17,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
@@ -145,7 +146,7 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 		return nil
 	})
 	stop()
-	if d := agenttest.Diff(before, agenttest.Snapshot(t, root)); len(d) > 0 {
+	if d := hosttest.Diff(before, agenttest.Snapshot(t, root)); len(d) > 0 {
 		t.Errorf("the tree differs from its originals after the restore:\n%s", strings.Join(d, "\n"))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
@@ -73,7 +74,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	if controllerutil.ContainsFinalizer(l, tsv1.RestoreFinalizer) {
 		t.Error("finalizer added before any tuning")
 	}
-	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Fatalf("the host changed while spec.tuning was unset:\n%s", strings.Join(d, "\n"))
 	}
 
@@ -204,7 +205,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 		}
 		return nil
 	})
-	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Errorf("the tree differs from its originals after the restore:\n%s", strings.Join(d, "\n"))
 	}
 	if _, err := os.Stat(filepath.Join(a.Root, "etc/default/grub.d/99-tickstack.cfg")); !os.IsNotExist(err) {
@@ -246,7 +247,7 @@ func TestTreeInvalidTuningChangesNothing(t *testing.T) {
 	if controllerutil.ContainsFinalizer(l, tsv1.RestoreFinalizer) {
 		t.Error("finalizer added for a tuning that was refused")
 	}
-	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Errorf("the host changed although the tuning was invalid:\n%s", strings.Join(d, "\n"))
 	}
 }
@@ -272,7 +273,7 @@ func TestTreeTuningBeyondTheHost(t *testing.T) {
 			t.Errorf("Degraded message lacks %q: %s", want, msg)
 		}
 	}
-	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Errorf("the host changed although the tuning did not fit it:\n%s", strings.Join(d, "\n"))
 	}
 	if _, err := os.Stat(filepath.Join(a.Root, "etc/default/grub.d/99-tickstack.cfg")); !os.IsNotExist(err) {
@@ -324,7 +325,7 @@ func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 	if getNode(t, node).Spec.Unschedulable {
 		t.Error("node left cordoned after the node state was deleted")
 	}
-	if d := agenttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Errorf("the tree differs after the restore:\n%s", strings.Join(d, "\n"))
 	}
 }

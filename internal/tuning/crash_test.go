@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
 )
 
 // Environment of the crash child: the test binary re-executed to apply or restore with a
@@ -88,7 +89,7 @@ func runCrashChild(t *testing.T, root, op, failpoint string) {
 // sysctls the profile sets.
 func crashSnapshot(t *testing.T, dir string, real bool) map[string]string {
 	t.Helper()
-	s := snapshotTree(t, dir)
+	s := hosttest.Snapshot(t, dir)
 	if real {
 		h := &host.Host{}
 		for k := range treeDesired().Sysctls {
@@ -171,7 +172,7 @@ func TestCrashAtFailpoints(t *testing.T) {
 			if _, err := e.Restore(); err != nil {
 				t.Fatalf("Restore after crash: %v", err)
 			}
-			if diffs := diffSnapshots(before, crashSnapshot(t, dir, real)); len(diffs) > 0 {
+			if diffs := hosttest.Diff(before, crashSnapshot(t, dir, real)); len(diffs) > 0 {
 				t.Fatalf("after crash and Restore the host differs from before:\n%s", strings.Join(diffs, "\n"))
 			}
 			if _, err := os.Stat(filepath.Join(dir, DefaultJournalPath)); !os.IsNotExist(err) {

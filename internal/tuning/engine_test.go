@@ -45,7 +45,7 @@ func requireAllInSync(t *testing.T, rs []Result) {
 func TestTreeApplyVerifyRestore(t *testing.T) {
 	dir := hosttest.TempDir(t)
 	buildTree(t, dir, false)
-	before := snapshotTree(t, dir)
+	before := hosttest.Snapshot(t, dir)
 	e := treeEngine(dir)
 	d := treeDesired()
 
@@ -164,7 +164,7 @@ func TestTreeApplyVerifyRestore(t *testing.T) {
 	if _, err := e.Restore(); err != nil {
 		t.Fatal(err)
 	}
-	if diffs := diffSnapshots(before, snapshotTree(t, dir)); len(diffs) > 0 {
+	if diffs := hosttest.Diff(before, hosttest.Snapshot(t, dir)); len(diffs) > 0 {
 		t.Fatalf("after Restore the tree differs:\n%s", strings.Join(diffs, "\n"))
 	}
 	if _, err := os.Stat(filepath.Join(dir, DefaultJournalPath)); !os.IsNotExist(err) {
@@ -180,7 +180,7 @@ func TestTreeApplyVerifyRestore(t *testing.T) {
 func TestApplyRefusesBeforeChanging(t *testing.T) {
 	dir := hosttest.TempDir(t)
 	buildTree(t, dir, false)
-	before := snapshotTree(t, dir)
+	before := hosttest.Snapshot(t, dir)
 	e := treeEngine(dir)
 	d := treeDesired()
 	d.WorkqueueCPUs = setp("0-7")
@@ -201,7 +201,7 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 			t.Errorf("error does not contain %q:\n%v", want, err)
 		}
 	}
-	if diffs := diffSnapshots(before, snapshotTree(t, dir)); len(diffs) > 0 {
+	if diffs := hosttest.Diff(before, hosttest.Snapshot(t, dir)); len(diffs) > 0 {
 		t.Fatalf("a refused Apply changed the host:\n%s", strings.Join(diffs, "\n"))
 	}
 	// With a valid NIC phase that would change the VF count, the other problems still stop
@@ -218,7 +218,7 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 			t.Errorf("error does not contain %q:\n%v", want, err)
 		}
 	}
-	if diffs := diffSnapshots(before, snapshotTree(t, dir)); len(diffs) > 0 {
+	if diffs := hosttest.Diff(before, hosttest.Snapshot(t, dir)); len(diffs) > 0 {
 		t.Fatalf("a refused Apply changed the host:\n%s", strings.Join(diffs, "\n"))
 	}
 }
@@ -294,7 +294,7 @@ func TestCorruptJournalStops(t *testing.T) {
 	if err := os.WriteFile(jp, []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshotTree(t, dir)
+	before := hosttest.Snapshot(t, dir)
 	e := treeEngine(dir)
 	if _, err := e.Apply(treeDesired()); err == nil || !strings.Contains(err.Error(), "unreadable") {
 		t.Fatalf("Apply with a corrupt journal: %v", err)
@@ -302,7 +302,7 @@ func TestCorruptJournalStops(t *testing.T) {
 	if _, err := e.Restore(); err == nil {
 		t.Fatal("Restore with a corrupt journal succeeded")
 	}
-	if diffs := diffSnapshots(before, snapshotTree(t, dir)); len(diffs) > 0 {
+	if diffs := hosttest.Diff(before, hosttest.Snapshot(t, dir)); len(diffs) > 0 {
 		t.Fatalf("host changed:\n%s", strings.Join(diffs, "\n"))
 	}
 	if b, _ := os.ReadFile(jp); string(b) != "{not json" {

@@ -105,7 +105,7 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 	t.Cleanup(func() {
 		// Runs after the engine's own restore below: anything still different is a test failure
 		// and is put back by hand so the machine is never left changed.
-		if diffs := diffSnapshots(before, snapshotReal(t, files)); len(diffs) > 0 {
+		if diffs := hosttest.Diff(before, snapshotReal(t, files)); len(diffs) > 0 {
 			t.Errorf("real host differs after the test:\n%s", strings.Join(diffs, "\n"))
 			putBack(t, before)
 		}
@@ -271,7 +271,7 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 	if _, err := e.Restore(); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
-	if diffs := diffSnapshots(before, snapshotReal(t, files)); len(diffs) > 0 {
+	if diffs := hosttest.Diff(before, snapshotReal(t, files)); len(diffs) > 0 {
 		t.Fatalf("after Restore the real host differs:\n%s", strings.Join(diffs, "\n"))
 	}
 	out = env.Exec(t, "ethtool", "-l", env.A)
@@ -296,7 +296,7 @@ func TestRealHostUnsupported(t *testing.T) {
 		if _, err := e.Restore(); err != nil {
 			t.Errorf("cleanup restore: %v", err)
 		}
-		if diffs := diffSnapshots(before, snapshotReal(t, files)); len(diffs) > 0 {
+		if diffs := hosttest.Diff(before, snapshotReal(t, files)); len(diffs) > 0 {
 			t.Errorf("real host changed:\n%s", strings.Join(diffs, "\n"))
 			putBack(t, before)
 		}

@@ -2,14 +2,11 @@ package tuning
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/host/cpuset"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
 )
 
 // buildTree creates a host-root directory tree for what this VM cannot change itself: four CPUs
@@ -69,15 +66,6 @@ func buildTree(t testing.TB, dir string, realSysctls bool) {
 		files[fmt.Sprintf("proc/irq/%d/smp_affinity_list", irq)] = "0-3"
 		files[fmt.Sprintf("proc/irq/%d/effective_affinity_list", irq)] = "0"
 	}
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	links := map[string]string{
 		"sys/class/net/ens1f0":                                  "../../devices/pci0000:00/0000:3b:00.0/net/ens1f0",
 		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/device": "../../../0000:3b:00.0",
@@ -87,60 +75,7 @@ func buildTree(t testing.TB, dir string, realSysctls bool) {
 	if realSysctls {
 		links["proc/sys"] = "/proc/sys"
 	}
-	for p, target := range links {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, full); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// snapshotTree returns every regular file of the tree (trimmed content) except the agent's own
-// state under var/lib.
-func snapshotTree(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() && rel == filepath.Join("var", "lib") {
-			return filepath.SkipDir
-		}
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = strings.TrimSpace(string(b))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func diffSnapshots(before, after map[string]string) []string {
-	var diffs []string
-	for k, v := range before {
-		if a, ok := after[k]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: removed (was %q)", k, v))
-		} else if a != v {
-			diffs = append(diffs, fmt.Sprintf("%s: %q, was %q", k, a, v))
-		}
-	}
-	for k, v := range after {
-		if _, ok := before[k]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: new file %q", k, v))
-		}
-	}
-	return diffs
+	hosttest.WriteTree(t, dir, files, links)
 }
 
 func setp(s string) *cpuset.Set {

@@ -27,6 +27,7 @@ import (
 	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
 )
 
 // cordonRecorder watches the nodes and records, event by event, which are cordoned.
@@ -300,7 +301,7 @@ func TestRolloutRebootsEachNodeOnceWithOneSlot(t *testing.T) {
 		return nil
 	}).WithTimeout(60 * time.Second).Should(gomega.Succeed())
 	for _, n := range names {
-		if d := agenttest.Diff(before[n], agenttest.Snapshot(t, agents[n].Root)); len(d) > 0 {
+		if d := hosttest.Diff(before[n], agenttest.Snapshot(t, agents[n].Root)); len(d) > 0 {
 			t.Errorf("%s's tree differs after the restore:\n%s", n, strings.Join(d, "\n"))
 		}
 	}

@@ -9,11 +9,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +31,7 @@ import (
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/bootloader"
 	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
 	"github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/tuning"
 )
@@ -143,83 +142,20 @@ func BuildTree(t testing.TB, dir string) {
 	for _, irq := range []int{0, 1, 24, 25} {
 		files[fmt.Sprintf("proc/irq/%d/smp_affinity_list", irq)] = "0-3"
 	}
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if c != "" {
-			c += "\n"
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	links := map[string]string{
 		"sys/class/net/ens1f0":                                  "../../devices/pci0000:00/0000:3b:00.0/net/ens1f0",
 		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/device": "../../../0000:3b:00.0",
 		"sys/bus/pci/devices/0000:3b:00.0":                      "../../../devices/pci0000:00/0000:3b:00.0",
 		"sys/devices/pci0000:00/0000:3b:00.0/driver":            "../../../bus/pci/drivers/ice",
 	}
-	for p, target := range links {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, full); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hosttest.WriteTree(t, dir, files, links)
 }
 
 // Snapshot returns every regular file of the tree (trimmed content) except the agent's own state
 // under var/lib and what a reboot changes (/proc/cmdline, the boot ID).
 func Snapshot(t testing.TB, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() && rel == filepath.Join("var", "lib") {
-			return filepath.SkipDir
-		}
-		if rel == "proc/cmdline" || rel == "proc/sys/kernel/random/boot_id" {
-			return nil
-		}
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = strings.TrimSpace(string(b))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// Diff lists the differences between two snapshots.
-func Diff(before, after map[string]string) []string {
-	var diffs []string
-	for k, v := range before {
-		if a, ok := after[k]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: removed (was %q)", k, v))
-		} else if a != v {
-			diffs = append(diffs, fmt.Sprintf("%s: %q, was %q", k, a, v))
-		}
-	}
-	for k, v := range after {
-		if _, ok := before[k]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: new file %q", k, v))
-		}
-	}
-	sort.Strings(diffs)
-	return diffs
+	return hosttest.Snapshot(t, dir, "proc/cmdline", "proc/sys/kernel/random/boot_id")
 }
 
 // fakeReboot "reboots" the tree at $TICKSTACK_HOST_ROOT: the kernel now runs with the arguments

@@ -1,0 +1,95 @@
+package hosttest
+
+// Host-root trees made of plain files, for what a test machine cannot change itself (cpufreq,
+// SR-IOV, a boot loader), and snapshots to compare them before and after.
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// WriteTree writes files (path below dir: content, a newline added to non-empty content) and
+// links (path below dir: symlink target) into dir, creating the directories they need.
+func WriteTree(t testing.TB, dir string, files, links map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if c != "" {
+			c += "\n"
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, target := range links {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, full); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Snapshot returns every regular file of the tree with its trimmed content, except the agent's own
+// state under var/lib and the paths in ignore (relative to dir).
+func Snapshot(t testing.TB, dir string, ignore ...string) map[string]string {
+	t.Helper()
+	skip := map[string]bool{}
+	for _, p := range ignore {
+		skip[p] = true
+	}
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && rel == filepath.Join("var", "lib") {
+			return filepath.SkipDir
+		}
+		if skip[rel] {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = strings.TrimSpace(string(b))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Diff lists the differences between two snapshots, sorted.
+func Diff(before, after map[string]string) []string {
+	var diffs []string
+	for k, v := range before {
+		if a, ok := after[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: removed (was %q)", k, v))
+		} else if a != v {
+			diffs = append(diffs, fmt.Sprintf("%s: %q, was %q", k, a, v))
+		}
+	}
+	for k, v := range after {
+		if _, ok := before[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: new file %q", k, v))
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
+}
