@@ -245,43 +245,47 @@ func (m *Manager) patchBundles(ctx context.Context, bundle []byte) error {
 	var errs []error
 	for _, name := range m.Options.MutatingWebhooks {
 		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := m.Client.Get(ctx, types.NamespacedName{Name: name}, cfg); err != nil {
-			errs = append(errs, fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", name, err))
-			continue
-		}
-		orig := cfg.DeepCopy()
-		changed := false
-		for i := range cfg.Webhooks {
-			if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-				cfg.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
+		errs = append(errs, m.patchBundle(ctx, "MutatingWebhookConfiguration", name, cfg, bundle, func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
+			for i := range cfg.Webhooks {
+				out[i] = &cfg.Webhooks[i].ClientConfig
 			}
-		}
-		if changed {
-			if err := m.Client.Patch(ctx, cfg, client.MergeFrom(orig)); err != nil {
-				errs = append(errs, fmt.Errorf("patching the caBundle of MutatingWebhookConfiguration %s: %w", name, err))
-			}
-		}
+			return out
+		}))
 	}
 	for _, name := range m.Options.ValidatingWebhooks {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := m.Client.Get(ctx, types.NamespacedName{Name: name}, cfg); err != nil {
-			errs = append(errs, fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", name, err))
-			continue
-		}
-		orig := cfg.DeepCopy()
-		changed := false
-		for i := range cfg.Webhooks {
-			if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-				cfg.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
+		errs = append(errs, m.patchBundle(ctx, "ValidatingWebhookConfiguration", name, cfg, bundle, func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
+			for i := range cfg.Webhooks {
+				out[i] = &cfg.Webhooks[i].ClientConfig
 			}
-		}
-		if changed {
-			if err := m.Client.Patch(ctx, cfg, client.MergeFrom(orig)); err != nil {
-				errs = append(errs, fmt.Errorf("patching the caBundle of ValidatingWebhookConfiguration %s: %w", name, err))
-			}
-		}
+			return out
+		}))
 	}
 	return errors.Join(errs...)
+}
+
+// patchBundle reads one webhook configuration into cfg and patches the caBundle of each of its
+// client configs (clientConfigs lists them in cfg) that differs from bundle.
+func (m *Manager) patchBundle(ctx context.Context, kind, name string, cfg client.Object, bundle []byte, clientConfigs func() []*admissionregistrationv1.WebhookClientConfig) error {
+	if err := m.Client.Get(ctx, types.NamespacedName{Name: name}, cfg); err != nil {
+		return fmt.Errorf("reading %s %s: %w", kind, name, err)
+	}
+	orig := cfg.DeepCopyObject().(client.Object)
+	changed := false
+	for _, cc := range clientConfigs() {
+		if !bytes.Equal(cc.CABundle, bundle) {
+			cc.CABundle, changed = bundle, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := m.Client.Patch(ctx, cfg, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("patching the caBundle of %s %s: %w", kind, name, err)
+	}
+	return nil
 }
 
 func signedByAny(c *x509.Certificate, cas []*x509.Certificate) bool {
