@@ -37,7 +37,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into c
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/... paths=./internal/bench/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: fmt
 fmt: ## go fmt.

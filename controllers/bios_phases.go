@@ -16,7 +16,6 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bmc"
-	"github.com/tickstack/tickstack/internal/plan"
 )
 
 // decide picks what this reconcile does with the BMC, from the node state and the node's boot ID,
@@ -103,7 +102,7 @@ func (r *BIOSReconciler) connect(ctx context.Context, s *biosScope) (bool, error
 	s.status.Endpoint, s.status.Vendor = c.Endpoint(), string(c.Vendor())
 	setBIOSCondition(s, tsv1.BIOSBMCReachable, true, tsv1.ReasonBMCConnected,
 		fmt.Sprintf("BMC %s answers for system %s", c.Endpoint(), c.SystemID()))
-	wanted, err := plan.WantedBIOS(s.profile.Spec.BIOS, c.Vendor())
+	wanted, err := bmc.WantedAttributes(s.profile.Spec.BIOS, c.Vendor())
 	if err != nil {
 		setBIOSCondition(s, tsv1.BIOSValid, false, tsv1.ReasonBIOSPresetUnknown,
 			fmt.Sprintf("LatencyProfile %s spec.bios.preset: %v; set bios.preset to the node's vendor or None, and list the attributes in bios.attributes", s.profile.Name, err))
@@ -120,7 +119,7 @@ func (r *BIOSReconciler) connect(ctx context.Context, s *biosScope) (bool, error
 func (r *BIOSReconciler) bmcConfig(ctx context.Context, s *biosScope) (bmc.Config, string, string, error) {
 	name := s.lns.Name
 	if s.node != nil {
-		name = plan.BMCName(s.node)
+		name = bmc.ObjectName(s.node)
 	}
 	obj := &tsv1.BMC{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, obj); err != nil {
@@ -137,7 +136,7 @@ func (r *BIOSReconciler) bmcConfig(ctx context.Context, s *biosScope) (bmc.Confi
 		}
 		return bmc.Config{}, tsv1.ReasonBMCSecret, fmt.Sprintf("BMC %s spec.credentialsSecret: cannot read Secret %s/%s: %s", name, ref.Namespace, ref.Name, apierrors.ReasonForError(err)), nil
 	}
-	cfg, err := plan.BMCConfig(obj, secret)
+	cfg, err := bmc.ConfigFrom(obj, secret)
 	if err != nil {
 		return bmc.Config{}, tsv1.ReasonBMCSecret, err.Error(), nil
 	}

@@ -8,7 +8,6 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bmc"
-	"github.com/tickstack/tickstack/internal/plan"
 )
 
 func TestBIOSHashIgnoresOrderAndDefaults(t *testing.T) {
@@ -46,15 +45,15 @@ func TestHoldForBIOS(t *testing.T) {
 }
 
 func TestWantedBIOS(t *testing.T) {
-	got, err := plan.WantedBIOS(&tsv1.BIOSSpec{Preset: tsv1.BIOSPresetAuto, Attributes: []tsv1.BIOSAttribute{{Name: "ProcTurboMode", Value: "Disabled"}}}, bmc.VendorSushy)
+	got, err := bmc.WantedAttributes(&tsv1.BIOSSpec{Preset: tsv1.BIOSPresetAuto, Attributes: []tsv1.BIOSAttribute{{Name: "ProcTurboMode", Value: "Disabled"}}}, bmc.VendorSushy)
 	if err != nil || got["ProcTurboMode"] != "Disabled" || len(got) != 1 {
 		t.Errorf("explicit attributes must override the preset: %v %v", got, err)
 	}
-	got, err = plan.WantedBIOS(&tsv1.BIOSSpec{Preset: "Dell"}, "")
+	got, err = bmc.WantedAttributes(&tsv1.BIOSSpec{Preset: "Dell"}, "")
 	if err != nil || got["ProcCStates"] != "Disabled" || got["SysProfile"] != "Custom" {
 		t.Errorf("Dell preset: %v %v", got, err)
 	}
-	if _, err := plan.WantedBIOS(&tsv1.BIOSSpec{Preset: tsv1.BIOSPresetAuto}, ""); err == nil || !strings.Contains(err.Error(), "Auto") {
+	if _, err := bmc.WantedAttributes(&tsv1.BIOSSpec{Preset: tsv1.BIOSPresetAuto}, ""); err == nil || !strings.Contains(err.Error(), "Auto") {
 		t.Errorf("Auto with an unknown vendor: %v", err)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
 )
 
 var tslbSeq atomic.Int32
@@ -43,8 +42,8 @@ func validBenchmark(ns, name, profile string) *tsv1.LatencyBenchmark {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: tsv1.LatencyBenchmarkSpec{
 			Target:     tsv1.BenchmarkTarget{Profile: profile},
-			Suites:     bench.Spec{PingPong: &bench.PingPongSpec{Protocols: []bench.Protocol{bench.ProtocolUDP}, MessageSizes: []int32{64}, DurationSeconds: 1}},
-			Thresholds: bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePingPong, Statistic: bench.StatP99, Max: "40us"}}},
+			Suites:     tsv1.BenchmarkSuites{PingPong: &tsv1.PingPongSpec{Protocols: []tsv1.Protocol{tsv1.ProtocolUDP}, MessageSizes: []int32{64}, DurationSeconds: 1}},
+			Thresholds: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "40us"}}},
 		},
 	}
 }
@@ -78,7 +77,7 @@ func upload(ns, name string, data map[string]string) {
 	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 
-func uploadResults(ns, job string, r *bench.Results) {
+func uploadResults(ns, job string, r *tsv1.BenchmarkResults) {
 	b, err := json.Marshal(r)
 	Expect(err).NotTo(HaveOccurred())
 	upload(ns, job, map[string]string{tsv1.BenchResultsKey: string(b), tsv1.BenchExitCodeKey: "0"})
@@ -140,24 +139,24 @@ var _ = Describe("LatencyBenchmark validation by the API server", func() {
 			"spec.target", "exactly one of profile, nodeSelector or nodeNames"),
 		Entry("no target", func(b *tsv1.LatencyBenchmark) { b.Spec.Target = tsv1.BenchmarkTarget{} },
 			"spec.target", "exactly one of profile, nodeSelector or nodeNames"),
-		Entry("no suite", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites = bench.Spec{} },
+		Entry("no suite", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites = tsv1.BenchmarkSuites{} },
 			"spec", "suites: select at least one"),
-		Entry("stacks inside suites", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites.Stacks = []bench.Stack{bench.StackKernel} },
+		Entry("stacks inside suites", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites.Stacks = []tsv1.Stack{tsv1.StackKernel} },
 			"spec", "set the stacks to compare in spec.stacks"),
-		Entry("unknown stack", func(b *tsv1.LatencyBenchmark) { b.Spec.Stacks = []bench.Stack{"dpdk"} },
+		Entry("unknown stack", func(b *tsv1.LatencyBenchmark) { b.Spec.Stacks = []tsv1.Stack{"dpdk"} },
 			"spec.stacks[0]", "Unsupported value"),
-		Entry("bypass in one pod", func(b *tsv1.LatencyBenchmark) { b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass} },
+		Entry("bypass in one pod", func(b *tsv1.LatencyBenchmark) { b.Spec.Stacks = []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} },
 			"spec", "bypass needs placement.mode TwoPods"),
 		Entry("bypass without a profile", func(b *tsv1.LatencyBenchmark) {
-			b.Spec.Stacks = []bench.Stack{bench.StackBypass}
+			b.Spec.Stacks = []tsv1.Stack{tsv1.StackBypass}
 			b.Spec.Target = tsv1.BenchmarkTarget{NodeNames: []string{"a"}}
 			b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods}
 		}, "spec", "bypass needs target.profile"),
 		Entry("rate sweep over tcp", func(b *tsv1.LatencyBenchmark) {
-			b.Spec.Suites.RateSweep = &bench.RateSweepSpec{Protocol: bench.ProtocolTCP}
+			b.Spec.Suites.RateSweep = &tsv1.RateSweepSpec{Protocol: tsv1.ProtocolTCP}
 		}, "spec.suites", "tcp has no message drops"),
 		Entry("odd mixed burst duration", func(b *tsv1.LatencyBenchmark) {
-			b.Spec.Suites.MixedBurst = &bench.MixedBurstSpec{DurationSeconds: 3}
+			b.Spec.Suites.MixedBurst = &tsv1.MixedBurstSpec{DurationSeconds: 3}
 		}, "spec.suites", "use an even number"),
 		Entry("an unknown statistic", func(b *tsv1.LatencyBenchmark) { b.Spec.Thresholds.Latency[0].Statistic = "p90" },
 			"spec.thresholds.latency[0].statistic", "Unsupported value"),
@@ -175,15 +174,15 @@ var _ = Describe("LatencyBenchmark validation by the API server", func() {
 
 	It("accepts a complete benchmark comparing both stacks", func() {
 		b := validBenchmark("default", "tslb-complete", "p")
-		b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass}
+		b.Spec.Stacks = []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass}
 		b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, RunnerCPUs: ptr.To[int32](2), ReflectorCPUs: ptr.To[int32](0)}
 		b.Spec.Schedule = "0 3 * * *"
-		b.Spec.Suites = bench.Spec{
-			PingPong:   &bench.PingPongSpec{MessageSizes: []int32{14, 1472}},
-			RateSweep:  &bench.RateSweepSpec{Protocol: bench.ProtocolUDP, RatesMps: []int64{10000, 100000}},
-			Microburst: &bench.MicroburstSpec{MessageSize: 64},
-			MixedBurst: &bench.MixedBurstSpec{DurationSeconds: 4},
-			Jitter:     &bench.JitterSpec{CPUs: "2-3,6"},
+		b.Spec.Suites = tsv1.BenchmarkSuites{
+			PingPong:   &tsv1.PingPongSpec{MessageSizes: []int32{14, 1472}},
+			RateSweep:  &tsv1.RateSweepSpec{Protocol: tsv1.ProtocolUDP, RatesMps: []int64{10000, 100000}},
+			Microburst: &tsv1.MicroburstSpec{MessageSize: 64},
+			MixedBurst: &tsv1.MixedBurstSpec{DurationSeconds: 4},
+			Jitter:     &tsv1.JitterSpec{CPUs: "2-3,6"},
 		}
 		b.Spec.Thresholds.MinBypassSpeedup = "1.5"
 		b.Spec.Thresholds.Latency[0].Max = "1.5ms"
@@ -233,17 +232,17 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 
 		By("collecting results: one node within the p99 limit, one over it")
-		uploadResults(ns, j1.Name, sampleResults(n1.Name, map[bench.Stack]int64{bench.StackKernel: 10000})) // p99 30 us
-		uploadResults(ns, j2.Name, sampleResults(n2.Name, map[bench.Stack]int64{bench.StackKernel: 20000})) // p99 60 us
+		uploadResults(ns, j1.Name, sampleResults(n1.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000})) // p99 30 us
+		uploadResults(ns, j2.Name, sampleResults(n2.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 20000})) // p99 60 us
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "nightly")(g)
-			g.Expect(got.Status.Verdict).To(Equal(bench.VerdictFailed))
+			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictFailed))
 			g.Expect(got.Status.NodesPassed).To(BeEquivalentTo(1))
 			a, bb := nodeStatus(got, n1.Name), nodeStatus(got, n2.Name)
 			g.Expect(a.Phase).To(Equal(tsv1.NodeCompleted))
-			g.Expect(a.Verdict.Result).To(Equal(bench.VerdictPassed))
-			g.Expect(a.Results.Stack(bench.StackKernel).PingPong.Rows[0].P99Ns).To(BeEquivalentTo(30000))
-			g.Expect(bb.Verdict.Result).To(Equal(bench.VerdictFailed))
+			g.Expect(a.Verdict.Result).To(Equal(tsv1.VerdictPassed))
+			g.Expect(a.Results.Stack(tsv1.StackKernel).PingPong.Rows[0].P99Ns).To(BeEquivalentTo(30000))
+			g.Expect(bb.Verdict.Result).To(Equal(tsv1.VerdictFailed))
 			g.Expect(bb.Verdict.Reasons[0].Message).To(ContainSubstring("exceeds 40us"))
 			g.Expect(condition(got.Status.Conditions, tsv1.BenchmarkComplete).Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(condition(got.Status.Conditions, tsv1.BenchmarkPassed).Message).To(ContainSubstring(n2.Name))
@@ -287,8 +286,8 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			g.Expect(got.Status.RunReason).To(Equal(RunReasonRerun))
 			g.Expect(got.Status.Verdict).To(BeEmpty())
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
-		uploadResults(ns, k1.Name, sampleResults(n1.Name, map[bench.Stack]int64{bench.StackKernel: 50000}))
-		uploadResults(ns, k2.Name, sampleResults(n2.Name, map[bench.Stack]int64{bench.StackKernel: 5000}))
+		uploadResults(ns, k1.Name, sampleResults(n1.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 50000}))
+		uploadResults(ns, k2.Name, sampleResults(n2.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 5000}))
 		Eventually(nodeLabel(n2.Name, tsv1.ValidatedLabel), 20*time.Second, 100*time.Millisecond).Should(Equal("tslb-p1"))
 		Eventually(nodeLabel(n1.Name, tsv1.ValidatedLabel), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
 		Eventually(func(g Gomega) int64 { return getBenchmark(ns, "nightly")(g).Status.Run }, 5*time.Second).Should(BeEquivalentTo(2))
@@ -321,7 +320,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			g.Expect(a.Message).To(ContainSubstring("DeadlineExceeded"))
 			g.Expect(bb.Phase).To(Equal(tsv1.NodeFailed))
 			g.Expect(bb.Message).To(ContainSubstring("no results file"))
-			g.Expect(got.Status.Verdict).To(Equal(bench.VerdictFailed))
+			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictFailed))
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
@@ -345,11 +344,11 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			Expect(jobs.Items).To(BeEmpty())
 		},
 		Entry("rates out of order", "unsorted", func(b *tsv1.LatencyBenchmark) {
-			b.Spec.Suites.RateSweep = &bench.RateSweepSpec{RatesMps: []int64{500000, 10000}}
+			b.Spec.Suites.RateSweep = &tsv1.RateSweepSpec{RatesMps: []int64{500000, 10000}}
 		}, "rateSweep.ratesMps"),
 		Entry("a 12 byte message", "tiny", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites.PingPong.MessageSizes = []int32{12, 64} },
 			"pingPong.messageSizes[0]"),
-		Entry("jitter cpus not a list", "cpus", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites.Jitter = &bench.JitterSpec{CPUs: "two"} },
+		Entry("jitter cpus not a list", "cpus", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites.Jitter = &tsv1.JitterSpec{CPUs: "two"} },
 			"jitter.cpus"),
 		Entry("a latency limit that is not a duration", "limit", func(b *tsv1.LatencyBenchmark) { b.Spec.Thresholds.Latency[0].Max = "25 micros" },
 			"thresholds.latency[0].max"),
@@ -369,11 +368,11 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}, 20*time.Second, 100*time.Millisecond).Should(Equal(tsv1.ReasonNoTargetNodes))
 
 		n := tslbNode("tslb-joiner", "tslb-p7") // the profile became applied there
-		uploadResults(ns, nodeJob(ns, "joiner", 1, n.Name).Name, sampleResults(n.Name, map[bench.Stack]int64{bench.StackKernel: 1000}))
+		uploadResults(ns, nodeJob(ns, "joiner", 1, n.Name).Name, sampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "joiner")(g)
 			g.Expect(got.Status.Run).To(BeEquivalentTo(1))
-			g.Expect(got.Status.Verdict).To(Equal(bench.VerdictPassed))
+			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictPassed))
 			g.Expect(nodeStatus(got, n.Name).Phase).To(Equal(tsv1.NodeCompleted))
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
@@ -431,11 +430,11 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		b.Spec.Schedule = "@every 1h"
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
-		uploadResults(ns, nodeJob(ns, "hourly", 1, n.Name).Name, sampleResults(n.Name, map[bench.Stack]int64{bench.StackKernel: 1000}))
+		uploadResults(ns, nodeJob(ns, "hourly", 1, n.Name).Name, sampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
 		var next time.Time
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "hourly")(g)
-			g.Expect(got.Status.Verdict).To(Equal(bench.VerdictPassed))
+			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictPassed))
 			g.Expect(got.Status.NextScheduleTime).NotTo(BeNil())
 			next = got.Status.NextScheduleTime.Time
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
@@ -489,7 +488,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
 		job := nodeJob(ns, "gate", 1, n.Name)
 		Expect(job.Spec.Template.Spec.Tolerations).To(ContainElement(HaveField("Key", tsv1.UnvalidatedTaint)))
-		uploadResults(ns, job.Name, sampleResults(n.Name, map[bench.Stack]int64{bench.StackKernel: 1000}))
+		uploadResults(ns, job.Name, sampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
 		Eventually(tainted, 20*time.Second, 100*time.Millisecond).Should(BeFalse())
 		Expect(nodeLabel(n.Name, tsv1.ValidatedLabel)(Default)).To(Equal("tslb-gated"))
 	})

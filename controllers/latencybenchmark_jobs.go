@@ -122,15 +122,15 @@ func benchLabels(b *tsv1.LatencyBenchmark, run int64) map[string]string {
 }
 
 // runnerSpec is the bench.Spec the runner gets: the suites with the benchmark's stacks.
-func runnerSpec(b *tsv1.LatencyBenchmark) bench.Spec {
+func runnerSpec(b *tsv1.LatencyBenchmark) tsv1.BenchmarkSuites {
 	s := *b.Spec.Suites.DeepCopy()
-	s.Stacks = append([]bench.Stack(nil), b.Spec.Stacks...)
+	s.Stacks = append([]tsv1.Stack(nil), b.Spec.Stacks...)
 	return s
 }
 
 func hasBypass(b *tsv1.LatencyBenchmark) bool {
 	for _, s := range b.Spec.Stacks {
-		if s == bench.StackBypass {
+		if s == tsv1.StackBypass {
 			return true
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
 )
 
 // BenchmarkMetrics are per node and suite gauges of the latest judged run of each benchmark.
@@ -19,8 +18,8 @@ type BenchmarkMetrics struct {
 }
 
 // metricStats are the statistics exported per row (the full table stays in the status).
-func metricStats() []bench.Statistic {
-	return []bench.Statistic{bench.StatMin, bench.StatMedian, bench.StatMean, bench.StatP99, bench.StatP999, bench.StatMax, bench.StatStdDev}
+func metricStats() []tsv1.Statistic {
+	return []tsv1.Statistic{tsv1.StatMin, tsv1.StatMedian, tsv1.StatMean, tsv1.StatP99, tsv1.StatP999, tsv1.StatMax, tsv1.StatStdDev}
 }
 
 // NewBenchmarkMetrics makes the gauges and registers them with reg (controller-runtime's
@@ -69,7 +68,7 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 		m.dropped.DeletePartialMatch(node)
 		m.jitter.DeletePartialMatch(node)
 		m.verdict.DeletePartialMatch(node)
-		for _, r := range []bench.VerdictResult{bench.VerdictPassed, bench.VerdictFailed, bench.VerdictInconclusive} {
+		for _, r := range []tsv1.VerdictResult{tsv1.VerdictPassed, tsv1.VerdictFailed, tsv1.VerdictInconclusive} {
 			val := 0.0
 			if r == v {
 				val = 1
@@ -82,8 +81,8 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 	}
 }
 
-func (m *BenchmarkMetrics) observeResults(ns, name, node string, res *bench.Results) {
-	set := func(suite bench.SuiteName, stack bench.Stack, proto bench.Protocol, size int32, rate int64, st bench.LatencyStats) {
+func (m *BenchmarkMetrics) observeResults(ns, name, node string, res *tsv1.BenchmarkResults) {
+	set := func(suite tsv1.SuiteName, stack tsv1.Stack, proto tsv1.Protocol, size int32, rate int64, st tsv1.LatencyStats) {
 		if st.Samples == 0 {
 			return
 		}
@@ -97,33 +96,33 @@ func (m *BenchmarkMetrics) observeResults(ns, name, node string, res *bench.Resu
 		if p := s.PingPong; p != nil {
 			var drops int64
 			for _, r := range p.Rows {
-				set(bench.SuitePingPong, s.Stack, r.Protocol, r.MessageSize, 0, r.LatencyStats)
+				set(tsv1.SuitePingPong, s.Stack, r.Protocol, r.MessageSize, 0, r.LatencyStats)
 				drops += r.Dropped
 			}
-			m.dropped.WithLabelValues(ns, name, node, string(bench.SuitePingPong), string(s.Stack)).Set(float64(drops))
+			m.dropped.WithLabelValues(ns, name, node, string(tsv1.SuitePingPong), string(s.Stack)).Set(float64(drops))
 		}
 		if rs := s.RateSweep; rs != nil {
 			var drops int64
 			for _, r := range rs.Rows {
-				set(bench.SuiteRateSweep, s.Stack, r.Protocol, r.MessageSize, r.TargetMps, r.LatencyStats)
+				set(tsv1.SuiteRateSweep, s.Stack, r.Protocol, r.MessageSize, r.TargetMps, r.LatencyStats)
 				drops += r.Dropped
 			}
-			m.dropped.WithLabelValues(ns, name, node, string(bench.SuiteRateSweep), string(s.Stack)).Set(float64(drops))
+			m.dropped.WithLabelValues(ns, name, node, string(tsv1.SuiteRateSweep), string(s.Stack)).Set(float64(drops))
 		}
 		if mb := s.MixedBurst; mb != nil {
 			var drops int64
 			for _, r := range mb.Rows {
-				set(bench.SuiteMixedBurst, s.Stack, mb.Protocol, 0, r.SteadyMps+r.BurstMps, r.LatencyStats)
+				set(tsv1.SuiteMixedBurst, s.Stack, mb.Protocol, 0, r.SteadyMps+r.BurstMps, r.LatencyStats)
 				drops += r.Dropped
 			}
-			m.dropped.WithLabelValues(ns, name, node, string(bench.SuiteMixedBurst), string(s.Stack)).Set(float64(drops))
+			m.dropped.WithLabelValues(ns, name, node, string(tsv1.SuiteMixedBurst), string(s.Stack)).Set(float64(drops))
 		}
 		if mb := s.Microburst; mb != nil {
 			var drops int64
 			for _, t := range mb.Trials {
 				drops += t.Dropped
 			}
-			m.dropped.WithLabelValues(ns, name, node, string(bench.SuiteMicroburst), string(s.Stack)).Set(float64(drops))
+			m.dropped.WithLabelValues(ns, name, node, string(tsv1.SuiteMicroburst), string(s.Stack)).Set(float64(drops))
 		}
 	}
 	if j := res.Jitter; j != nil {

@@ -35,10 +35,10 @@ func (r *LatencyBenchmarkReconciler) reconcileValidation(_ context.Context, s *b
 	if spec.Jitter != nil && spec.Jitter.CPUs == tsv1.JitterCPUsPod {
 		spec.Jitter.CPUs = "0" // stands for the runner's CPUs, known only in the pod
 	}
-	if err := spec.Defaulted().Validate(); err != nil {
+	if err := bench.ValidateSuites(spec.Defaulted()); err != nil {
 		problems = append(problems, "spec.suites: "+err.Error())
 	}
-	if err := b.Spec.Thresholds.Validate(); err != nil {
+	if err := bench.ValidateThresholds(b.Spec.Thresholds); err != nil {
 		problems = append(problems, "spec."+err.Error())
 	}
 	if b.Spec.Schedule != "" {
@@ -88,7 +88,7 @@ func (r *LatencyBenchmarkReconciler) reconcileRun(ctx context.Context, s *benchS
 		msg := fmt.Sprintf("node %s does not exist: fix spec.target.nodeNames", name)
 		done := metav1.NewTime(s.now)
 		st.Nodes = append(st.Nodes, tsv1.BenchmarkNodeStatus{Node: name, Phase: tsv1.NodeFailed, Message: msg, CompletionTime: &done,
-			Verdict: &bench.Verdict{Result: bench.VerdictFailed, Reasons: []bench.Check{{Name: "node", Result: bench.VerdictFailed, Message: msg}}}})
+			Verdict: &tsv1.Verdict{Result: tsv1.VerdictFailed, Reasons: []tsv1.VerdictCheck{{Name: "node", Result: tsv1.VerdictFailed, Message: msg}}}})
 	}
 	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Node < st.Nodes[j].Node })
 	s.newRun = reason
@@ -331,9 +331,9 @@ func (r *LatencyBenchmarkReconciler) reconcileResults(ctx context.Context, s *be
 		}
 		kind, reason := corev1.EventTypeNormal, "NodePassed"
 		switch nodeVerdict(*n) {
-		case bench.VerdictFailed:
+		case tsv1.VerdictFailed:
 			kind, reason = corev1.EventTypeWarning, "NodeFailed"
-		case bench.VerdictInconclusive:
+		case tsv1.VerdictInconclusive:
 			kind, reason = corev1.EventTypeWarning, "NodeInconclusive"
 		}
 		r.event(b, kind, reason, "Judge", "run %d, node %s: %s", b.Status.Run, n.Node, n.Message)

@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
 )
 
 // benchPTPVolume is the runner pod's volume holding the node agent's PTP directory.
@@ -32,6 +31,6 @@ func addPTPSocket(spec *corev1.PodSpec, b *tsv1.LatencyBenchmark) {
 	}
 	hostPathType := corev1.HostPathDirectoryOrCreate
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: benchPTPVolume, VolumeSource: corev1.VolumeSource{
-		HostPath: &corev1.HostPathVolumeSource{Path: bench.PTPRunDir, Type: &hostPathType}}})
-	runner.VolumeMounts = append(runner.VolumeMounts, corev1.VolumeMount{Name: benchPTPVolume, MountPath: bench.PTPRunDir})
+		HostPath: &corev1.HostPathVolumeSource{Path: tsv1.PTPRunDir, Type: &hostPathType}}})
+	runner.VolumeMounts = append(runner.VolumeMounts, corev1.VolumeMount{Name: benchPTPVolume, MountPath: tsv1.PTPRunDir})
 }

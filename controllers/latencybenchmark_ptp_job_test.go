@@ -7,13 +7,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
 )
 
 // TestBuildBenchJobMountsPTP checks BuildBenchJob calls addPTPSocket: the runner of a benchmark
 // with the ptp suite gets the agent's PTP directory, alone or beside a reflector container.
 func TestBuildBenchJobMountsPTP(t *testing.T) {
-	mk := func(suites bench.Spec) BenchJobInput {
+	mk := func(suites tsv1.BenchmarkSuites) BenchJobInput {
 		b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "trading", UID: "u1"}}
 		b.Spec.Target.Profile = "p"
 		b.Spec.Suites = suites
@@ -21,7 +20,7 @@ func TestBuildBenchJobMountsPTP(t *testing.T) {
 	}
 	mounted := func(c corev1.Container) bool {
 		for _, m := range c.VolumeMounts {
-			if m.Name == benchPTPVolume && m.MountPath == bench.PTPRunDir && !m.ReadOnly {
+			if m.Name == benchPTPVolume && m.MountPath == tsv1.PTPRunDir && !m.ReadOnly {
 				return true
 			}
 		}
@@ -29,7 +28,7 @@ func TestBuildBenchJobMountsPTP(t *testing.T) {
 	}
 	hostPTP := func(ps corev1.PodSpec) bool {
 		for _, v := range ps.Volumes {
-			if v.Name == benchPTPVolume && v.HostPath != nil && v.HostPath.Path == bench.PTPRunDir {
+			if v.Name == benchPTPVolume && v.HostPath != nil && v.HostPath.Path == tsv1.PTPRunDir {
 				return true
 			}
 		}
@@ -37,13 +36,13 @@ func TestBuildBenchJobMountsPTP(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name       string
-		suites     bench.Spec
+		suites     tsv1.BenchmarkSuites
 		containers int
 		want       bool
 	}{
-		{"ptp alone", bench.Spec{PTP: &bench.PTPSpec{}}, 1, true},
-		{"ptp beside pingPong", bench.Spec{PingPong: &bench.PingPongSpec{}, PTP: &bench.PTPSpec{}}, 2, true},
-		{"no ptp", bench.Spec{PingPong: &bench.PingPongSpec{}}, 2, false},
+		{"ptp alone", tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{}}, 1, true},
+		{"ptp beside pingPong", tsv1.BenchmarkSuites{PingPong: &tsv1.PingPongSpec{}, PTP: &tsv1.PTPSuite{}}, 2, true},
+		{"no ptp", tsv1.BenchmarkSuites{PingPong: &tsv1.PingPongSpec{}}, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			job, err := BuildBenchJob(mk(tc.suites))

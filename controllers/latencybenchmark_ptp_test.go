@@ -35,9 +35,9 @@ func benchPodSpec(withReflector bool) corev1.PodSpec {
 
 func TestAddPTPSocket(t *testing.T) {
 	withPTP := &tsv1.LatencyBenchmark{}
-	withPTP.Spec.Suites.PTP = &bench.PTPSpec{}
+	withPTP.Spec.Suites.PTP = &tsv1.PTPSuite{}
 	withoutPTP := &tsv1.LatencyBenchmark{}
-	withoutPTP.Spec.Suites.Jitter = &bench.JitterSpec{CPUs: "pod"}
+	withoutPTP.Spec.Suites.Jitter = &tsv1.JitterSpec{CPUs: "pod"}
 
 	t.Run("ptp selected: the runner gets the agent's PTP directory, writable", func(t *testing.T) {
 		ps := benchPodSpec(true)
@@ -58,7 +58,7 @@ func TestAddPTPSocket(t *testing.T) {
 			t.Errorf("reflector mounts %+v, want only the results", got)
 		}
 		// The default socket of the suite lies in the mounted directory.
-		if s := (bench.Spec{PTP: &bench.PTPSpec{}}).Defaulted().PTP.Socket; s != v.HostPath.Path+"/ptp4l.sock" {
+		if s := (tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{}}).Defaulted().PTP.Socket; s != v.HostPath.Path+"/ptp4l.sock" {
 			t.Errorf("default socket %s is not in the mounted %s", s, v.HostPath.Path)
 		}
 	})
@@ -81,34 +81,34 @@ func TestAddPTPSocket(t *testing.T) {
 
 // ptpOnlyResults is a runner document with only the ptp table: 120 SLAVE samples, |offset| p99
 // 250 ns, and notSlave samples in UNCALIBRATED.
-func ptpOnlyResults(notSlave int64) *bench.Results {
+func ptpOnlyResults(notSlave int64) *tsv1.BenchmarkResults {
 	start := metav1.NewTime(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	end := metav1.NewTime(start.Add(2 * time.Minute))
-	p := &bench.PTPResult{Socket: bench.DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 120 + notSlave, NotSlaveSamples: notSlave,
-		Offset:      bench.LatencyStats{Samples: 120, MinNs: 2, MedianNs: 60, MeanNs: 75, P95Ns: 180, P99Ns: 250, P999Ns: 310, MaxNs: 310, StdDevNs: 55},
-		MinOffsetNs: -310, MaxOffsetNs: 240, MedianPathDelayNs: 2100, PortStates: []bench.PTPPortStateCount{{State: "SLAVE", Samples: 120}}}
+	p := &tsv1.PTPResult{Socket: tsv1.DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 120 + notSlave, NotSlaveSamples: notSlave,
+		Offset:      tsv1.LatencyStats{Samples: 120, MinNs: 2, MedianNs: 60, MeanNs: 75, P95Ns: 180, P99Ns: 250, P999Ns: 310, MaxNs: 310, StdDevNs: 55},
+		MinOffsetNs: -310, MaxOffsetNs: 240, MedianPathDelayNs: 2100, PortStates: []tsv1.PTPPortStateCount{{State: "SLAVE", Samples: 120}}}
 	if notSlave > 0 {
-		p.PortStates = append(p.PortStates, bench.PTPPortStateCount{State: "UNCALIBRATED", Samples: notSlave})
+		p.PortStates = append(p.PortStates, tsv1.PTPPortStateCount{State: "UNCALIBRATED", Samples: notSlave})
 	}
-	return &bench.Results{SchemaVersion: bench.SchemaVersion, Node: "n1", StartTime: start, CompletionTime: end, PTP: p}
+	return &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, Node: "n1", StartTime: start, CompletionTime: end, PTP: p}
 }
 
 func TestJudgeNodePTP(t *testing.T) {
 	now := time.Date(2026, 11, 22, 3, 3, 0, 0, time.UTC)
 	pending := tsv1.BenchmarkNodeStatus{Node: "n1", Job: "lb-1-abc", Phase: tsv1.NodePending}
-	limit := func(max string) bench.Thresholds {
-		return bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePTP, Statistic: bench.StatP99, Max: max}}}
+	limit := func(max string) tsv1.Thresholds {
+		return tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: max}}}
 	}
 	for _, tc := range []struct {
 		name     string
 		notSlave int64
-		th       bench.Thresholds
-		verdict  bench.VerdictResult
+		th       tsv1.Thresholds
+		verdict  tsv1.VerdictResult
 		message  string
 	}{
-		{"locked and within the bound", 0, limit("1us"), bench.VerdictPassed, "Passed: 2 checks"},
-		{"locked but over the bound", 0, limit("200ns"), bench.VerdictFailed, "Failed: ptp/p99: p99 0.250 us at |offset from master| over 120 SLAVE samples exceeds 200ns"},
-		{"not SLAVE for a while", 3, bench.Thresholds{}, bench.VerdictFailed, "Failed: ptp/slave: 3 of 123 samples of /run/tickstack/ptp/ptp4l.sock not in SLAVE state (SLAVE 120, UNCALIBRATED 3)"},
+		{"locked and within the bound", 0, limit("1us"), tsv1.VerdictPassed, "Passed: 2 checks"},
+		{"locked but over the bound", 0, limit("200ns"), tsv1.VerdictFailed, "Failed: ptp/p99: p99 0.250 us at |offset from master| over 120 SLAVE samples exceeds 200ns"},
+		{"not SLAVE for a while", 3, tsv1.Thresholds{}, tsv1.VerdictFailed, "Failed: ptp/slave: 3 of 123 samples of /run/tickstack/ptp/ptp4l.sock not in SLAVE state (SLAVE 120, UNCALIBRATED 3)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc, err := bench.MarshalResults(ptpOnlyResults(tc.notSlave))
@@ -129,8 +129,8 @@ func TestJudgeNodePTP(t *testing.T) {
 var _ = Describe("LatencyBenchmark ptp suite", func() {
 	It("is a suite of its own, and a runner Job with the PTP directory is valid", func() {
 		b := validBenchmark("default", "tslb-ptp-only", "p")
-		b.Spec.Suites = bench.Spec{PTP: &bench.PTPSpec{IntervalMillis: 500, DurationSeconds: 10}}
-		b.Spec.Thresholds = bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePTP, Statistic: bench.StatP99, Max: "1us"}}}
+		b.Spec.Suites = tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{IntervalMillis: 500, DurationSeconds: 10}}
+		b.Spec.Thresholds = tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "1us"}}}
 		Expect(k8s.Create(ctx, b, client.DryRunAll)).To(Succeed())
 
 		ps := benchPodSpec(false)
@@ -141,23 +141,23 @@ var _ = Describe("LatencyBenchmark ptp suite", func() {
 	})
 	It("refuses a socket outside the directory the runner pod mounts", func() {
 		b := validBenchmark("default", "tslb-ptp-socket", "p")
-		b.Spec.Suites.PTP = &bench.PTPSpec{Socket: "/var/run/ptp4l"}
+		b.Spec.Suites.PTP = &tsv1.PTPSuite{Socket: "/var/run/ptp4l"}
 		err := k8s.Create(ctx, b, client.DryRunAll)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring("suites.ptp.socket: the benchmark pod mounts only the node agent's PTP directory: give a socket under /run/tickstack/ptp/"))
 
-		b.Spec.Suites.PTP = &bench.PTPSpec{Socket: "/run/tickstack/ptp/ptp4l.sock"}
+		b.Spec.Suites.PTP = &tsv1.PTPSuite{Socket: "/run/tickstack/ptp/ptp4l.sock"}
 		Expect(k8s.Create(ctx, b, client.DryRunAll)).To(Succeed())
 	})
 	It("keeps every field of a node's ptp table in the status", func() {
 		b := validBenchmark("default", "tslb-ptp-status", "")
 		b.Spec.Target = tsv1.BenchmarkTarget{NodeNames: []string{"tslb-ptp-status-node"}}
-		b.Spec.Suites = bench.Spec{PTP: &bench.PTPSpec{}}
-		b.Spec.Thresholds = bench.Thresholds{}
+		b.Spec.Suites = tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{}}
+		b.Spec.Thresholds = tsv1.Thresholds{}
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
 		want := ptpOnlyResults(2)
-		v := bench.Evaluate(want, bench.Thresholds{})
+		v := bench.Evaluate(want, tsv1.Thresholds{})
 		// A dry-run status update goes through the schema (and its pruning) without racing the
 		// controller's own status writes for more than a conflict.
 		Eventually(func(g Gomega) {

@@ -40,7 +40,7 @@ type benchJobFacts struct {
 
 // judgeNode computes one node's status from its previous status and the facts of its Job. It is
 // pure. A node already judged in this run keeps its outcome: results of a run never change.
-func judgeNode(prev tsv1.BenchmarkNodeStatus, f benchJobFacts, th bench.Thresholds, now time.Time) tsv1.BenchmarkNodeStatus {
+func judgeNode(prev tsv1.BenchmarkNodeStatus, f benchJobFacts, th tsv1.Thresholds, now time.Time) tsv1.BenchmarkNodeStatus {
 	out := prev
 	if prev.Phase == tsv1.NodeCompleted || prev.Phase == tsv1.NodeFailed {
 		return out
@@ -48,7 +48,7 @@ func judgeNode(prev tsv1.BenchmarkNodeStatus, f benchJobFacts, th bench.Threshol
 	done := metav1.NewTime(now)
 	fail := func(msg string) tsv1.BenchmarkNodeStatus {
 		out.Phase, out.Message, out.CompletionTime = tsv1.NodeFailed, msg, &done
-		out.Verdict = &bench.Verdict{Result: bench.VerdictFailed, Reasons: []bench.Check{{Name: "job", Result: bench.VerdictFailed, Message: msg}}}
+		out.Verdict = &tsv1.Verdict{Result: tsv1.VerdictFailed, Reasons: []tsv1.VerdictCheck{{Name: "job", Result: tsv1.VerdictFailed, Message: msg}}}
 		return out
 	}
 	switch {
@@ -86,20 +86,20 @@ func judgeNode(prev tsv1.BenchmarkNodeStatus, f benchJobFacts, th bench.Threshol
 
 // checkResults refuses a document the status schema would refuse (enums, required times), so one
 // malformed upload fails its node instead of blocking every status update of the benchmark.
-func checkResults(r *bench.Results) error {
+func checkResults(r *tsv1.BenchmarkResults) error {
 	if r.StartTime.IsZero() || r.CompletionTime.IsZero() {
 		return fmt.Errorf("startTime and completionTime are required")
 	}
-	proto := func(p bench.Protocol) error {
+	proto := func(p tsv1.Protocol) error {
 		switch p {
-		case bench.ProtocolUDP, bench.ProtocolUDPMulticast, bench.ProtocolTCP:
+		case tsv1.ProtocolUDP, tsv1.ProtocolUDPMulticast, tsv1.ProtocolTCP:
 			return nil
 		}
 		return fmt.Errorf("protocol %q is not udp, udpMulticast or tcp", p)
 	}
 	var errs []error
 	for _, st := range r.Stacks {
-		if st.Stack != bench.StackKernel && st.Stack != bench.StackBypass {
+		if st.Stack != tsv1.StackKernel && st.Stack != tsv1.StackBypass {
 			errs = append(errs, fmt.Errorf("stack %q is not kernel or bypass", st.Stack))
 		}
 		if p := st.PingPong; p != nil {
@@ -127,7 +127,7 @@ func checkResults(r *bench.Results) error {
 	}
 	if j := r.Jitter; j != nil {
 		for _, row := range j.Rows {
-			if row.Tool != bench.JitterOslat && row.Tool != bench.JitterCyclictest {
+			if row.Tool != tsv1.JitterOslat && row.Tool != tsv1.JitterCyclictest {
 				errs = append(errs, fmt.Errorf("jitter tool %q is not oslat or cyclictest", row.Tool))
 			}
 		}
@@ -141,27 +141,27 @@ func checkResults(r *bench.Results) error {
 }
 
 // verdictMessage sums a verdict up in one line: the result and the first reason that decided it.
-func verdictMessage(v bench.Verdict) string {
-	if len(v.Reasons) == 0 || v.Result == bench.VerdictPassed {
+func verdictMessage(v tsv1.Verdict) string {
+	if len(v.Reasons) == 0 || v.Result == tsv1.VerdictPassed {
 		return fmt.Sprintf("%s: %d checks", v.Result, len(v.Reasons))
 	}
 	return fmt.Sprintf("%s: %s: %s", v.Result, v.Reasons[0].Name, v.Reasons[0].Message)
 }
 
 // nodeVerdict is a judged node's verdict, or "" while it runs.
-func nodeVerdict(n tsv1.BenchmarkNodeStatus) bench.VerdictResult {
+func nodeVerdict(n tsv1.BenchmarkNodeStatus) tsv1.VerdictResult {
 	if n.Phase != tsv1.NodeCompleted && n.Phase != tsv1.NodeFailed {
 		return ""
 	}
 	if n.Verdict == nil {
-		return bench.VerdictFailed
+		return tsv1.VerdictFailed
 	}
 	return n.Verdict.Result
 }
 
 // summarize computes the run's verdict and counts from its nodes: Failed if any node failed,
 // else Inconclusive if any was, else Passed; "" while a node runs or when there are none.
-func summarize(nodes []tsv1.BenchmarkNodeStatus) (verdict bench.VerdictResult, passed, total int32, done bool) {
+func summarize(nodes []tsv1.BenchmarkNodeStatus) (verdict tsv1.VerdictResult, passed, total int32, done bool) {
 	total = int32(len(nodes))
 	done = total > 0
 	anyFailed, anyInconclusive := false, false
@@ -169,9 +169,9 @@ func summarize(nodes []tsv1.BenchmarkNodeStatus) (verdict bench.VerdictResult, p
 		switch nodeVerdict(n) {
 		case "":
 			done = false
-		case bench.VerdictPassed:
+		case tsv1.VerdictPassed:
 			passed++
-		case bench.VerdictFailed:
+		case tsv1.VerdictFailed:
 			anyFailed = true
 		default:
 			anyInconclusive = true
@@ -181,11 +181,11 @@ func summarize(nodes []tsv1.BenchmarkNodeStatus) (verdict bench.VerdictResult, p
 	case !done:
 		return "", passed, total, false
 	case anyFailed:
-		return bench.VerdictFailed, passed, total, true
+		return tsv1.VerdictFailed, passed, total, true
 	case anyInconclusive:
-		return bench.VerdictInconclusive, passed, total, true
+		return tsv1.VerdictInconclusive, passed, total, true
 	}
-	return bench.VerdictPassed, passed, total, true
+	return tsv1.VerdictPassed, passed, total, true
 }
 
 // benchmarkFacts is what one reconcile learned, from which the status is computed.
@@ -241,12 +241,12 @@ func setBenchmarkStatus(b *tsv1.LatencyBenchmark, f *benchmarkFacts, ok bool) {
 		complete.Message = fmt.Sprintf("run %d: all %d nodes judged", st.Run, total)
 		passedC.Status = metav1.ConditionFalse
 		switch verdict {
-		case bench.VerdictPassed:
+		case tsv1.VerdictPassed:
 			passedC.Status, passedC.Reason, passedC.Message = metav1.ConditionTrue, tsv1.ReasonAllPassed, fmt.Sprintf("all %d nodes passed", total)
-		case bench.VerdictFailed:
-			passedC.Reason, passedC.Message = tsv1.ReasonNodesFailed, fmt.Sprintf("%d of %d nodes passed; failed: %s", passed, total, nodesWith(st.Nodes, bench.VerdictFailed))
+		case tsv1.VerdictFailed:
+			passedC.Reason, passedC.Message = tsv1.ReasonNodesFailed, fmt.Sprintf("%d of %d nodes passed; failed: %s", passed, total, nodesWith(st.Nodes, tsv1.VerdictFailed))
 		default:
-			passedC.Reason, passedC.Message = tsv1.ReasonNodesInconclusive, fmt.Sprintf("%d of %d nodes passed; inconclusive: %s", passed, total, nodesWith(st.Nodes, bench.VerdictInconclusive))
+			passedC.Reason, passedC.Message = tsv1.ReasonNodesInconclusive, fmt.Sprintf("%d of %d nodes passed; inconclusive: %s", passed, total, nodesWith(st.Nodes, tsv1.VerdictInconclusive))
 		}
 	}
 	apimeta.SetStatusCondition(&st.Conditions, complete)
@@ -266,7 +266,7 @@ func judged(nodes []tsv1.BenchmarkNodeStatus) int {
 	return n
 }
 
-func nodesWith(nodes []tsv1.BenchmarkNodeStatus, v bench.VerdictResult) string {
+func nodesWith(nodes []tsv1.BenchmarkNodeStatus, v tsv1.VerdictResult) string {
 	out := ""
 	for _, n := range nodes {
 		if nodeVerdict(n) == v {
@@ -325,12 +325,12 @@ func runDecision(b *tsv1.LatencyBenchmark, sched cron.Schedule, now time.Time) (
 // the node has no profile to be validated for.
 func wantValidatedLabel(n tsv1.BenchmarkNodeStatus) (value string, keep bool) {
 	switch nodeVerdict(n) {
-	case bench.VerdictPassed:
+	case tsv1.VerdictPassed:
 		if n.Profile == "" {
 			return "", true
 		}
 		return n.Profile, false
-	case bench.VerdictFailed:
+	case tsv1.VerdictFailed:
 		return "", false
 	}
 	return "", true

@@ -41,24 +41,24 @@ func (c *testClock) Advance(d time.Duration) {
 }
 
 // sampleResults is a runner document with one pingPong row per stack at the given median.
-func sampleResults(node string, medians map[bench.Stack]int64) *bench.Results {
-	r := &bench.Results{SchemaVersion: bench.SchemaVersion, Node: node,
+func sampleResults(node string, medians map[tsv1.Stack]int64) *tsv1.BenchmarkResults {
+	r := &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, Node: node,
 		StartTime: metav1.NewTime(time.Unix(1700000000, 0).UTC()), CompletionTime: metav1.NewTime(time.Unix(1700000060, 0).UTC()),
 		Tools: []string{"sockperf 3.7"}}
-	for _, st := range []bench.Stack{bench.StackKernel, bench.StackBypass} {
+	for _, st := range []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} {
 		m, ok := medians[st]
 		if !ok {
 			continue
 		}
-		r.Stacks = append(r.Stacks, bench.StackResults{Stack: st, PingPong: &bench.PingPongResult{Rows: []bench.PingPongRow{{
-			Protocol: bench.ProtocolUDP, MessageSize: 64,
-			LatencyStats: bench.LatencyStats{Samples: 1000, MinNs: m / 2, MedianNs: m, MeanNs: m, P95Ns: 2 * m, P99Ns: 3 * m, P999Ns: 4 * m, MaxNs: 5 * m, StdDevNs: m / 4},
+		r.Stacks = append(r.Stacks, tsv1.StackResults{Stack: st, PingPong: &tsv1.PingPongResult{Rows: []tsv1.PingPongRow{{
+			Protocol: tsv1.ProtocolUDP, MessageSize: 64,
+			LatencyStats: tsv1.LatencyStats{Samples: 1000, MinNs: m / 2, MedianNs: m, MeanNs: m, P95Ns: 2 * m, P99Ns: 3 * m, P999Ns: 4 * m, MaxNs: 5 * m, StdDevNs: m / 4},
 		}}}})
 	}
 	return r
 }
 
-func resultsJSON(t *testing.T, r *bench.Results) string {
+func resultsJSON(t *testing.T, r *tsv1.BenchmarkResults) string {
 	t.Helper()
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -67,38 +67,38 @@ func resultsJSON(t *testing.T, r *bench.Results) string {
 	return string(b)
 }
 
-func p99Limit(max string) bench.Thresholds {
-	return bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePingPong, Statistic: bench.StatP99, Max: max}}}
+func p99Limit(max string) tsv1.Thresholds {
+	return tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: max}}}
 }
 
 func TestJudgeNode(t *testing.T) {
 	now := time.Unix(1700000100, 0).UTC()
 	pending := tsv1.BenchmarkNodeStatus{Node: "n1", Job: "lb-1-abc", Phase: tsv1.NodePending}
-	good := resultsJSON(t, sampleResults("n1", map[bench.Stack]int64{bench.StackKernel: 10000, bench.StackBypass: 4000}))
-	wrongSchema := strings.Replace(good, bench.SchemaVersion, "bench.tickstack.io/v0", 1)
+	good := resultsJSON(t, sampleResults("n1", map[tsv1.Stack]int64{tsv1.StackKernel: 10000, tsv1.StackBypass: 4000}))
+	wrongSchema := strings.Replace(good, tsv1.BenchmarkResultsSchemaVersion, "bench.tickstack.io/v0", 1)
 	cases := []struct {
 		name        string
 		prev        tsv1.BenchmarkNodeStatus
 		facts       benchJobFacts
-		th          bench.Thresholds
+		th          tsv1.Thresholds
 		phase       tsv1.NodeRunPhase
-		verdict     bench.VerdictResult
+		verdict     tsv1.VerdictResult
 		msgContains string
 	}{
-		{"no job yet", pending, benchJobFacts{}, bench.Thresholds{}, tsv1.NodePending, "", "creating"},
-		{"job waiting for its pod", pending, benchJobFacts{jobFound: true}, bench.Thresholds{}, tsv1.NodePending, "", "waiting"},
-		{"job running", pending, benchJobFacts{jobFound: true, jobActive: true}, bench.Thresholds{}, tsv1.NodeRunning, "", "measuring"},
-		{"results within the limit", pending, benchJobFacts{jobFound: true, results: good, exitCode: "0"}, p99Limit("40us"), tsv1.NodeCompleted, bench.VerdictPassed, "Passed"},
-		{"results over the limit", pending, benchJobFacts{jobFound: true, results: good, exitCode: "0"}, p99Limit("20us"), tsv1.NodeCompleted, bench.VerdictFailed, "exceeds 20us"},
-		{"results with a runner error code", pending, benchJobFacts{results: good, exitCode: "1"}, bench.Thresholds{}, tsv1.NodeCompleted, bench.VerdictPassed, "exit code 1"},
-		{"results of another schema", pending, benchJobFacts{results: wrongSchema}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "unreadable"},
-		{"results without times", pending, benchJobFacts{results: strings.Replace(good, `"startTime":"2023-11-14T22:13:20Z"`, `"startTime":null`, 1)}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "startTime and completionTime are required"},
-		{"results with an unknown protocol", pending, benchJobFacts{results: strings.Replace(good, `"protocol":"udp"`, `"protocol":"sctp"`, 1)}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, `protocol "sctp"`},
-		{"uploader says no results", pending, benchJobFacts{uploadError: "the runner wrote no results file"}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "no results file"},
-		{"job failed without results", pending, benchJobFacts{jobFound: true, jobFailed: true, jobMessage: "DeadlineExceeded: too long"}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "DeadlineExceeded"},
-		{"job succeeded without results", pending, benchJobFacts{jobFound: true, jobSucceeded: true}, bench.Thresholds{}, tsv1.NodeFailed, bench.VerdictFailed, "uploaded no results"},
+		{"no job yet", pending, benchJobFacts{}, tsv1.Thresholds{}, tsv1.NodePending, "", "creating"},
+		{"job waiting for its pod", pending, benchJobFacts{jobFound: true}, tsv1.Thresholds{}, tsv1.NodePending, "", "waiting"},
+		{"job running", pending, benchJobFacts{jobFound: true, jobActive: true}, tsv1.Thresholds{}, tsv1.NodeRunning, "", "measuring"},
+		{"results within the limit", pending, benchJobFacts{jobFound: true, results: good, exitCode: "0"}, p99Limit("40us"), tsv1.NodeCompleted, tsv1.VerdictPassed, "Passed"},
+		{"results over the limit", pending, benchJobFacts{jobFound: true, results: good, exitCode: "0"}, p99Limit("20us"), tsv1.NodeCompleted, tsv1.VerdictFailed, "exceeds 20us"},
+		{"results with a runner error code", pending, benchJobFacts{results: good, exitCode: "1"}, tsv1.Thresholds{}, tsv1.NodeCompleted, tsv1.VerdictPassed, "exit code 1"},
+		{"results of another schema", pending, benchJobFacts{results: wrongSchema}, tsv1.Thresholds{}, tsv1.NodeFailed, tsv1.VerdictFailed, "unreadable"},
+		{"results without times", pending, benchJobFacts{results: strings.Replace(good, `"startTime":"2023-11-14T22:13:20Z"`, `"startTime":null`, 1)}, tsv1.Thresholds{}, tsv1.NodeFailed, tsv1.VerdictFailed, "startTime and completionTime are required"},
+		{"results with an unknown protocol", pending, benchJobFacts{results: strings.Replace(good, `"protocol":"udp"`, `"protocol":"sctp"`, 1)}, tsv1.Thresholds{}, tsv1.NodeFailed, tsv1.VerdictFailed, `protocol "sctp"`},
+		{"uploader says no results", pending, benchJobFacts{uploadError: "the runner wrote no results file"}, tsv1.Thresholds{}, tsv1.NodeFailed, tsv1.VerdictFailed, "no results file"},
+		{"job failed without results", pending, benchJobFacts{jobFound: true, jobFailed: true, jobMessage: "DeadlineExceeded: too long"}, tsv1.Thresholds{}, tsv1.NodeFailed, tsv1.VerdictFailed, "DeadlineExceeded"},
+		{"job succeeded without results", pending, benchJobFacts{jobFound: true, jobSucceeded: true}, tsv1.Thresholds{}, tsv1.NodeFailed, tsv1.VerdictFailed, "uploaded no results"},
 		{"a judged node keeps its outcome", tsv1.BenchmarkNodeStatus{Node: "n1", Phase: tsv1.NodeCompleted, Message: "Passed: 1 checks", CompletionTime: &metav1.Time{Time: now},
-			Verdict: &bench.Verdict{Result: bench.VerdictPassed}}, benchJobFacts{jobFailed: true}, bench.Thresholds{}, tsv1.NodeCompleted, bench.VerdictPassed, "Passed"},
+			Verdict: &tsv1.Verdict{Result: tsv1.VerdictPassed}}, benchJobFacts{jobFailed: true}, tsv1.Thresholds{}, tsv1.NodeCompleted, tsv1.VerdictPassed, "Passed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,17 +118,17 @@ func TestJudgeNode(t *testing.T) {
 		})
 	}
 	// Kernel vs bypass ratios come with the results.
-	got := judgeNode(pending, benchJobFacts{results: good}, bench.Thresholds{MinBypassSpeedup: "2"}, now)
+	got := judgeNode(pending, benchJobFacts{results: good}, tsv1.Thresholds{MinBypassSpeedup: "2"}, now)
 	if len(got.Comparisons) != 1 || got.Comparisons[0].MedianSpeedup != "2.500" {
 		t.Fatalf("comparisons %+v, want one row with median speedup 2.500", got.Comparisons)
 	}
-	if got.Results == nil || got.Results.Stack(bench.StackKernel).PingPong.Rows[0].MedianNs != 10000 {
+	if got.Results == nil || got.Results.Stack(tsv1.StackKernel).PingPong.Rows[0].MedianNs != 10000 {
 		t.Fatalf("results not kept: %+v", got.Results)
 	}
 }
 
-func judgedNode(name string, v bench.VerdictResult) tsv1.BenchmarkNodeStatus {
-	return tsv1.BenchmarkNodeStatus{Node: name, Phase: tsv1.NodeCompleted, Verdict: &bench.Verdict{Result: v}}
+func judgedNode(name string, v tsv1.VerdictResult) tsv1.BenchmarkNodeStatus {
+	return tsv1.BenchmarkNodeStatus{Node: name, Phase: tsv1.NodeCompleted, Verdict: &tsv1.Verdict{Result: v}}
 }
 
 func TestSummarize(t *testing.T) {
@@ -137,16 +137,16 @@ func TestSummarize(t *testing.T) {
 	cases := []struct {
 		name    string
 		nodes   []tsv1.BenchmarkNodeStatus
-		verdict bench.VerdictResult
+		verdict tsv1.VerdictResult
 		passed  int32
 		done    bool
 	}{
 		{"no nodes", nil, "", 0, false},
-		{"one still running", []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed), running}, "", 1, false},
-		{"all passed", []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed), judgedNode("b", bench.VerdictPassed)}, bench.VerdictPassed, 2, true},
-		{"one inconclusive", []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed), judgedNode("b", bench.VerdictInconclusive)}, bench.VerdictInconclusive, 1, true},
-		{"failed beats inconclusive", []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictInconclusive), judgedNode("b", bench.VerdictFailed)}, bench.VerdictFailed, 0, true},
-		{"a failed job without verdict fails", []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed), failedJob}, bench.VerdictFailed, 1, true},
+		{"one still running", []tsv1.BenchmarkNodeStatus{judgedNode("a", tsv1.VerdictPassed), running}, "", 1, false},
+		{"all passed", []tsv1.BenchmarkNodeStatus{judgedNode("a", tsv1.VerdictPassed), judgedNode("b", tsv1.VerdictPassed)}, tsv1.VerdictPassed, 2, true},
+		{"one inconclusive", []tsv1.BenchmarkNodeStatus{judgedNode("a", tsv1.VerdictPassed), judgedNode("b", tsv1.VerdictInconclusive)}, tsv1.VerdictInconclusive, 1, true},
+		{"failed beats inconclusive", []tsv1.BenchmarkNodeStatus{judgedNode("a", tsv1.VerdictInconclusive), judgedNode("b", tsv1.VerdictFailed)}, tsv1.VerdictFailed, 0, true},
+		{"a failed job without verdict fails", []tsv1.BenchmarkNodeStatus{judgedNode("a", tsv1.VerdictPassed), failedJob}, tsv1.VerdictFailed, 1, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,9 +171,9 @@ func TestSetBenchmarkStatusConditions(t *testing.T) {
 		{"invalid before any run", 0, nil, "spec.schedule: bad", metav1.ConditionFalse, metav1.ConditionFalse, tsv1.ReasonInvalidSpec},
 		{"no target nodes", 1, nil, "", metav1.ConditionFalse, metav1.ConditionFalse, tsv1.ReasonNoTargetNodes},
 		{"running", 1, []tsv1.BenchmarkNodeStatus{{Node: "a", Phase: tsv1.NodeRunning}}, "", metav1.ConditionFalse, metav1.ConditionUnknown, tsv1.ReasonRunning},
-		{"passed", 1, []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed)}, "", metav1.ConditionTrue, metav1.ConditionTrue, tsv1.ReasonAllPassed},
-		{"failed", 1, []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictFailed)}, "", metav1.ConditionTrue, metav1.ConditionFalse, tsv1.ReasonNodesFailed},
-		{"inconclusive", 1, []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictInconclusive)}, "", metav1.ConditionTrue, metav1.ConditionFalse, tsv1.ReasonNodesInconclusive},
+		{"passed", 1, []tsv1.BenchmarkNodeStatus{judgedNode("a", tsv1.VerdictPassed)}, "", metav1.ConditionTrue, metav1.ConditionTrue, tsv1.ReasonAllPassed},
+		{"failed", 1, []tsv1.BenchmarkNodeStatus{judgedNode("a", tsv1.VerdictFailed)}, "", metav1.ConditionTrue, metav1.ConditionFalse, tsv1.ReasonNodesFailed},
+		{"inconclusive", 1, []tsv1.BenchmarkNodeStatus{judgedNode("a", tsv1.VerdictInconclusive)}, "", metav1.ConditionTrue, metav1.ConditionFalse, tsv1.ReasonNodesInconclusive},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,7 +218,7 @@ func TestRunDecision(t *testing.T) {
 	base := func(mut func(b *tsv1.LatencyBenchmark)) *tsv1.LatencyBenchmark {
 		b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Generation: 1, CreationTimestamp: metav1.NewTime(created)}}
 		b.Status.Run, b.Status.RunGeneration, b.Status.StartTime = 1, 1, &started
-		b.Status.Nodes = []tsv1.BenchmarkNodeStatus{judgedNode("a", bench.VerdictPassed)}
+		b.Status.Nodes = []tsv1.BenchmarkNodeStatus{judgedNode("a", tsv1.VerdictPassed)}
 		if mut != nil {
 			mut(b)
 		}
@@ -278,10 +278,10 @@ func TestValidatedLabelAndTaint(t *testing.T) {
 		value string
 		keep  bool
 	}{
-		{func() tsv1.BenchmarkNodeStatus { n := judgedNode("a", bench.VerdictPassed); n.Profile = "p"; return n }(), "p", false},
-		{judgedNode("a", bench.VerdictPassed), "", true}, // no profile to be validated for
-		{judgedNode("a", bench.VerdictFailed), "", false},
-		{judgedNode("a", bench.VerdictInconclusive), "", true},
+		{func() tsv1.BenchmarkNodeStatus { n := judgedNode("a", tsv1.VerdictPassed); n.Profile = "p"; return n }(), "p", false},
+		{judgedNode("a", tsv1.VerdictPassed), "", true}, // no profile to be validated for
+		{judgedNode("a", tsv1.VerdictFailed), "", false},
+		{judgedNode("a", tsv1.VerdictInconclusive), "", true},
 		{tsv1.BenchmarkNodeStatus{Node: "a", Phase: tsv1.NodeRunning}, "", true},
 	} {
 		if v, keep := wantValidatedLabel(tc.n); v != tc.value || keep != tc.keep {
@@ -332,7 +332,7 @@ func TestBuildBenchJob(t *testing.T) {
 	mk := func(mut func(b *tsv1.LatencyBenchmark)) *tsv1.LatencyBenchmark {
 		b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "trading", UID: "u1"}}
 		b.Spec.Target.Profile = "p"
-		b.Spec.Suites.PingPong = &bench.PingPongSpec{MessageSizes: []int32{64}}
+		b.Spec.Suites.PingPong = &tsv1.PingPongSpec{MessageSizes: []int32{64}}
 		if mut != nil {
 			mut(b)
 		}
@@ -363,7 +363,7 @@ func TestBuildBenchJob(t *testing.T) {
 		if env(ps.Containers[0], "TSB_PEER") != "$(POD_IP)" || env(ps.Containers[0], "RESULTS_CONFIGMAP") != job.Name {
 			t.Errorf("runner env %+v", ps.Containers[0].Env)
 		}
-		var spec bench.Spec
+		var spec tsv1.BenchmarkSuites
 		if err := json.Unmarshal([]byte(env(ps.Containers[0], "TSB_SPEC")), &spec); err != nil || spec.PingPong == nil {
 			t.Errorf("TSB_SPEC %q: %v", env(ps.Containers[0], "TSB_SPEC"), err)
 		}
@@ -379,7 +379,7 @@ func TestBuildBenchJob(t *testing.T) {
 	})
 	t.Run("two pods with bypass", func(t *testing.T) {
 		bm := mk(func(b *tsv1.LatencyBenchmark) {
-			b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass}
+			b.Spec.Stacks = []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass}
 			b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, RunnerCPUs: ptr.To[int32](2), ReflectorCPUs: ptr.To[int32](1)}
 		})
 		if _, err := BuildBenchJob(in(bm)); err == nil || !strings.Contains(err.Error(), "needs its reflector's address") {
@@ -403,7 +403,7 @@ func TestBuildBenchJob(t *testing.T) {
 		if job.Spec.Template.Labels[NodeProfileLabel] != "p" {
 			t.Error("bypass pods are not labelled for the pod webhook")
 		}
-		var spec bench.Spec
+		var spec tsv1.BenchmarkSuites
 		_ = json.Unmarshal([]byte(env(ps.Containers[0], "TSB_SPEC")), &spec)
 		if len(spec.Stacks) != 2 {
 			t.Errorf("runner spec stacks %v", spec.Stacks)
@@ -467,7 +467,7 @@ func TestBuildBenchJob(t *testing.T) {
 	})
 	t.Run("jitter only, reflector on shared CPUs ignored", func(t *testing.T) {
 		job, err := BuildBenchJob(in(mk(func(b *tsv1.LatencyBenchmark) {
-			b.Spec.Suites = bench.Spec{Jitter: &bench.JitterSpec{CPUs: "1"}}
+			b.Spec.Suites = tsv1.BenchmarkSuites{Jitter: &tsv1.JitterSpec{CPUs: "1"}}
 			b.Spec.Placement = &tsv1.BenchmarkPlacement{ReflectorCPUs: ptr.To[int32](0)}
 		})))
 		if err != nil {
@@ -621,9 +621,9 @@ func TestBenchScripts(t *testing.T) {
 func TestBenchPodsPassThePodWebhook(t *testing.T) {
 	b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "trading"}}
 	b.Spec.Target.Profile = "md"
-	b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass}
+	b.Spec.Stacks = []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass}
 	b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods}
-	b.Spec.Suites.PingPong = &bench.PingPongSpec{}
+	b.Spec.Suites.PingPong = &tsv1.PingPongSpec{}
 	in := BenchJobInput{Benchmark: b, Run: 1, Node: "worker-1", Profile: "md", Image: "img:1", ReflectorAddress: "198.18.9.9"}
 	job, err := BuildBenchJob(in)
 	if err != nil {
@@ -657,9 +657,9 @@ func TestBenchPodsPassThePodWebhook(t *testing.T) {
 func TestSharedReflectorPassesThePodWebhook(t *testing.T) {
 	b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "trading"}}
 	b.Spec.Target.Profile = "md"
-	b.Spec.Stacks = []bench.Stack{bench.StackKernel, bench.StackBypass}
+	b.Spec.Stacks = []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass}
 	b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods, ReflectorCPUs: ptr.To[int32](0)}
-	b.Spec.Suites.PingPong = &bench.PingPongSpec{}
+	b.Spec.Suites.PingPong = &tsv1.PingPongSpec{}
 	job, err := BuildReflectorJob(BenchJobInput{Benchmark: b, Run: 1, Node: "worker-1", Profile: "md", Image: "img:1"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/tuning"
+	"github.com/tickstack/tickstack/internal/policy"
 )
 
 // validProfile is a profile the API server accepts; each case below breaks one thing.
@@ -123,9 +123,9 @@ var _ = Describe("LatencyProfile validation by the API server", func() {
 	It("accepts every sysctl the agent may set", func() {
 		p := validProfile("allowlist")
 		p.Spec.Sysctls = map[string]tsv1.SysctlValue{}
-		for k, info := range tuning.AllowedSysctls() {
+		for k, info := range policy.AllowedSysctls() {
 			v := fmt.Sprint(info.Min)
-			if info.Kind == tuning.CPUList {
+			if info.Kind == policy.CPUList {
 				v = "0-1"
 			}
 			p.Spec.Sysctls[k] = tsv1.SysctlValue(v)

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
 )
 
 func TestGateMarks(t *testing.T) {
@@ -353,10 +352,10 @@ var _ = Describe("PTP readiness gate", func() {
 
 		By("a pass while out of sync gives the held annotation, not the label")
 		job := nodeJob(ns, "held", 1, name)
-		uploadResults(ns, job.Name, sampleResults(name, map[bench.Stack]int64{bench.StackKernel: 1000}))
-		Eventually(func(g Gomega) bench.VerdictResult {
+		uploadResults(ns, job.Name, sampleResults(name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
+		Eventually(func(g Gomega) tsv1.VerdictResult {
 			return getBenchmark(ns, "held")(g).Status.Verdict
-		}, wait, poll).Should(Equal(bench.VerdictPassed))
+		}, wait, poll).Should(Equal(tsv1.VerdictPassed))
 		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: profile}))
 		// The gate would move a label back at once: the benchmark's events show it never set one.
 		Eventually(benchmarkEvents(ns), wait, poll).Should(ContainElement("NodeValidationHeld"))
@@ -372,7 +371,7 @@ var _ = Describe("PTP readiness gate", func() {
 		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: profile}))
 		patchGate(b, func() { b.Annotations = map[string]string{tsv1.RerunAnnotation: "fail"} })
 		job = nodeJob(ns, "held", 2, name)
-		uploadResults(ns, job.Name, sampleResults(name, map[bench.Stack]int64{bench.StackKernel: 50000}))
+		uploadResults(ns, job.Name, sampleResults(name, map[tsv1.Stack]int64{tsv1.StackKernel: 50000}))
 		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{}))
 		setTimeSynced(name, metav1.ConditionTrue)
 		Consistently(marksOfNode(name), 2*time.Second, poll).Should(Equal(validationMarks{}))

@@ -3,8 +3,6 @@ package v1alpha1
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/tickstack/tickstack/internal/bench"
 )
 
 // Condition types of a LatencyBenchmark.
@@ -61,7 +59,7 @@ const (
 
 // Keys of a results ConfigMap, written by tickstack-bench-upload in the benchmark pod.
 const (
-	// BenchResultsKey holds the runner's results document (bench.Results as JSON).
+	// BenchResultsKey holds the runner's results document (BenchmarkResults as JSON).
 	BenchResultsKey = "results.json"
 	// BenchExitCodeKey holds the runner's exit code.
 	BenchExitCodeKey = "exit-code"
@@ -161,7 +159,7 @@ type LatencyBenchmarkSpec struct {
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=2
-	Stacks []bench.Stack `json:"stacks,omitempty"`
+	Stacks []Stack `json:"stacks,omitempty"`
 
 	// Suites to run and their parameters (docs/benchmark-methods.md); unset suites are not run.
 	// jitter.cpus may be "pod": the CPUs the runner container was given. ptp reads the node
@@ -172,13 +170,13 @@ type LatencyBenchmarkSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.rateSweep) || !has(self.rateSweep.protocol) || self.rateSweep.protocol != 'tcp'",message="suites.rateSweep.protocol: tcp has no message drops to detect: use udp or udpMulticast"
 	// +kubebuilder:validation:XValidation:rule="!has(self.mixedBurst) || !has(self.mixedBurst.durationSeconds) || self.mixedBurst.durationSeconds % 2 == 0",message="suites.mixedBurst.durationSeconds: use an even number (a burst period is 2 s)"
 	// +kubebuilder:validation:XValidation:rule="!has(self.ptp) || !has(self.ptp.socket) || self.ptp.socket.startsWith('/run/tickstack/ptp/')",message="suites.ptp.socket: the benchmark pod mounts only the node agent's PTP directory: give a socket under /run/tickstack/ptp/ (default /run/tickstack/ptp/ptp4l.sock)"
-	Suites bench.Spec `json:"suites"`
+	Suites BenchmarkSuites `json:"suites"`
 
 	// Thresholds a node must meet to pass; unset ones are not checked. With none, a node passes
 	// when every suite completed. Durations and ratios are checked by the controller (Valid
 	// condition).
 	// +optional
-	Thresholds bench.Thresholds `json:"thresholds,omitempty"`
+	Thresholds Thresholds `json:"thresholds,omitempty"`
 
 	// Schedule reruns the benchmark periodically, in cron syntax ("0 3 * * *", "@daily",
 	// "@every 6h"), evaluated in UTC, counted from the start of the last run. A scheduled run that
@@ -235,14 +233,14 @@ type BenchmarkNodeStatus struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 	// Results are every suite's tables as the runner measured them.
 	// +optional
-	Results *bench.Results `json:"results,omitempty"`
+	Results *BenchmarkResults `json:"results,omitempty"`
 	// Comparisons are the kernel vs bypass ratios of every row measured on both stacks.
 	// +optional
 	// +listType=atomic
-	Comparisons []bench.StackComparison `json:"comparisons,omitempty"`
+	Comparisons []StackComparison `json:"comparisons,omitempty"`
 	// Verdict is the judgement against the thresholds, with one reason per check.
 	// +optional
-	Verdict *bench.Verdict `json:"verdict,omitempty"`
+	Verdict *Verdict `json:"verdict,omitempty"`
 	// Labelled is true once the node's tickstack.io/validated label was updated for this verdict
 	// (set when passed, removed when failed, left as it was when inconclusive), so a later run of
 	// another benchmark is not overwritten by this one.
@@ -282,7 +280,7 @@ type LatencyBenchmarkStatus struct {
 	// Verdict of the current run over all nodes: Failed if any node failed, Inconclusive if any
 	// was, Passed if all passed; empty while it runs.
 	// +optional
-	Verdict bench.VerdictResult `json:"verdict,omitempty"`
+	Verdict VerdictResult `json:"verdict,omitempty"`
 	// NodesTotal is the number of target nodes of the current run.
 	// +optional
 	NodesTotal int32 `json:"nodesTotal"`

@@ -380,13 +380,14 @@ type NICSpec struct {
 // BIOSPreset names a vendor's low-latency BIOS preset: C-states off, C1E off, turbo on, SMT off,
 // power profile maximum performance, sub-NUMA clustering off, uncore at maximum frequency, spelled
 // the way that vendor's BIOS names them (docs/bios.md has the table).
-// +kubebuilder:validation:Enum=None;Auto;Dell;HPE;Lenovo;Supermicro;SushyEmulator
+// +kubebuilder:validation:Enum=None;Auto;Dell;HPE;Lenovo;Supermicro
 type BIOSPreset string
 
 const (
 	// BIOSPresetNone sets only the listed attributes.
 	BIOSPresetNone BIOSPreset = "None"
-	// BIOSPresetAuto picks the preset from the manufacturer the BMC reports.
+	// BIOSPresetAuto picks the preset from the manufacturer the BMC reports (the tests reach the
+	// sushy-tools emulator's preset this way: it is no public preset name).
 	BIOSPresetAuto BIOSPreset = "Auto"
 )
 

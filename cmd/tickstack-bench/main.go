@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"github.com/tickstack/tickstack/internal/bench"
 )
 
@@ -116,7 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, *flag.FlagSet, error
 	fs.IntVar(&o.jitterSecs, "jitter-duration", 0, "jitter: seconds per tool")
 	fs.StringVar(&o.jitterTools, "jitter-tools", "", "jitter: comma list of oslat,cyclictest")
 	fs.IntVar(&o.cyclicPrio, "cyclictest-priority", 0, "jitter: cyclictest SCHED_FIFO priority")
-	fs.StringVar(&o.ptpSocket, "ptp-socket", "", "ptp: ptp4l's management socket (default "+bench.DefaultPTPSocket+")")
+	fs.StringVar(&o.ptpSocket, "ptp-socket", "", "ptp: ptp4l's management socket (default "+tsv1.DefaultPTPSocket+")")
 	fs.DurationVar(&o.ptpInterval, "ptp-interval", 0, "ptp: time between two reads of ptp4l, 100ms..60s (default 1s)")
 	fs.IntVar(&o.ptpDomain, "ptp-domain", 0, "ptp: ptp4l's domainNumber, 0..127 (default: from ptp4l.conf beside the socket, else 0)")
 	fs.IntVar(&o.ptpDuration, "ptp-duration", 0, "ptp: seconds to sample when ptp is the only suite (default 30)")
@@ -199,7 +201,7 @@ func interfaceIPv4(name string) (string, error) {
 	return "", fmt.Errorf("--data-interface %s has no IPv4 address: give it one, or leave the flag out to measure over --listen", name)
 }
 
-func runClient(ctx context.Context, o *options, tools bench.Tools, spec bench.Spec, stdout io.Writer, logf func(string, ...any)) error {
+func runClient(ctx context.Context, o *options, tools bench.Tools, spec tsv1.BenchmarkSuites, stdout io.Writer, logf func(string, ...any)) error {
 	workDir := o.workDir
 	if workDir == "" {
 		d, err := os.MkdirTemp("", "tsbench-")
@@ -242,8 +244,8 @@ func runClient(ctx context.Context, o *options, tools bench.Tools, spec bench.Sp
 }
 
 // buildSpec reads --spec or assembles a spec from the suite flags.
-func buildSpec(o *options, fs *flag.FlagSet) (bench.Spec, error) {
-	var spec bench.Spec
+func buildSpec(o *options, fs *flag.FlagSet) (tsv1.BenchmarkSuites, error) {
+	var spec tsv1.BenchmarkSuites
 	suiteFlags := []string{"suites", "stacks", "protocols", "sizes", "duration", "rates", "rate-sizes", "reply-every", "burst-size",
 		"max-burst", "burst-trials", "link-mbps", "mixed-patterns", "mixed-duration", "jitter-cpus", "jitter-duration", "jitter-tools", "cyclictest-priority",
 		"ptp-socket", "ptp-interval", "ptp-domain", "ptp-duration"}
@@ -276,7 +278,7 @@ func buildSpec(o *options, fs *flag.FlagSet) (bench.Spec, error) {
 		return spec, errors.New("no suite: pass --spec FILE or --suites pingPong,rateSweep,microburst,mixedBurst,jitter,ptp")
 	}
 	for _, s := range splitList(o.stacks) {
-		spec.Stacks = append(spec.Stacks, bench.Stack(s))
+		spec.Stacks = append(spec.Stacks, tsv1.Stack(s))
 	}
 	sizes, err := int32List("--sizes", o.sizes)
 	if err != nil {
@@ -295,19 +297,19 @@ func buildSpec(o *options, fs *flag.FlagSet) (bench.Spec, error) {
 		rates = append(rates, v)
 	}
 	for _, s := range splitList(o.suites) {
-		switch bench.SuiteName(s) {
-		case bench.SuitePingPong:
-			p := &bench.PingPongSpec{MessageSizes: sizes, DurationSeconds: int32(o.duration)}
+		switch tsv1.SuiteName(s) {
+		case tsv1.SuitePingPong:
+			p := &tsv1.PingPongSpec{MessageSizes: sizes, DurationSeconds: int32(o.duration)}
 			for _, pr := range splitList(o.protocols) {
-				p.Protocols = append(p.Protocols, bench.Protocol(pr))
+				p.Protocols = append(p.Protocols, tsv1.Protocol(pr))
 			}
 			spec.PingPong = p
-		case bench.SuiteRateSweep:
-			spec.RateSweep = &bench.RateSweepSpec{MessageSizes: rateSizes, RatesMps: rates, ReplyEvery: int32(o.replyEvery), DurationSeconds: int32(o.duration)}
-		case bench.SuiteMicroburst:
-			spec.Microburst = &bench.MicroburstSpec{MessageSize: int32(o.burstSize), MaxBurstPackets: o.maxBurst, MaxTrials: int32(o.burstTrials), LinkSpeedMbps: o.linkMbps}
-		case bench.SuiteMixedBurst:
-			m := &bench.MixedBurstSpec{DurationSeconds: int32(o.mixedSeconds)}
+		case tsv1.SuiteRateSweep:
+			spec.RateSweep = &tsv1.RateSweepSpec{MessageSizes: rateSizes, RatesMps: rates, ReplyEvery: int32(o.replyEvery), DurationSeconds: int32(o.duration)}
+		case tsv1.SuiteMicroburst:
+			spec.Microburst = &tsv1.MicroburstSpec{MessageSize: int32(o.burstSize), MaxBurstPackets: o.maxBurst, MaxTrials: int32(o.burstTrials), LinkSpeedMbps: o.linkMbps}
+		case tsv1.SuiteMixedBurst:
+			m := &tsv1.MixedBurstSpec{DurationSeconds: int32(o.mixedSeconds)}
 			for _, p := range splitList(o.mixed) {
 				a, b, ok := strings.Cut(p, "+")
 				sv, err1 := strconv.ParseInt(a, 10, 64)
@@ -315,20 +317,20 @@ func buildSpec(o *options, fs *flag.FlagSet) (bench.Spec, error) {
 				if !ok || err1 != nil || err2 != nil {
 					return spec, fmt.Errorf("--mixed-patterns: %q is not STEADY+BURST, e.g. 500000+500000", p)
 				}
-				m.Patterns = append(m.Patterns, bench.MixedBurstPattern{SteadyMps: sv, BurstMps: bv})
+				m.Patterns = append(m.Patterns, tsv1.MixedBurstPattern{SteadyMps: sv, BurstMps: bv})
 			}
 			spec.MixedBurst = m
-		case bench.SuiteJitter:
-			j := &bench.JitterSpec{CPUs: o.jitterCPUs, DurationSeconds: int32(o.jitterSecs), CyclictestPriority: int32(o.cyclicPrio)}
+		case tsv1.SuiteJitter:
+			j := &tsv1.JitterSpec{CPUs: o.jitterCPUs, DurationSeconds: int32(o.jitterSecs), CyclictestPriority: int32(o.cyclicPrio)}
 			for _, t := range splitList(o.jitterTools) {
-				j.Tools = append(j.Tools, bench.JitterTool(t))
+				j.Tools = append(j.Tools, tsv1.JitterTool(t))
 			}
 			if j.CPUs == "" {
 				return spec, errors.New("--suites jitter needs --jitter-cpus, e.g. --jitter-cpus 2-3")
 			}
 			spec.Jitter = j
-		case bench.SuitePTP:
-			p := &bench.PTPSpec{Socket: o.ptpSocket, DurationSeconds: int32(o.ptpDuration)}
+		case tsv1.SuitePTP:
+			p := &tsv1.PTPSuite{Socket: o.ptpSocket, DurationSeconds: int32(o.ptpDuration)}
 			if o.ptpInterval != 0 {
 				if o.ptpInterval%time.Millisecond != 0 {
 					return spec, fmt.Errorf("--ptp-interval %s: give whole milliseconds, e.g. 500ms", o.ptpInterval)
@@ -348,8 +350,8 @@ func buildSpec(o *options, fs *flag.FlagSet) (bench.Spec, error) {
 
 func ptrTo[T any](v T) *T { return &v }
 
-func validate(spec bench.Spec) error {
-	return spec.Defaulted().Validate()
+func validate(spec tsv1.BenchmarkSuites) error {
+	return bench.ValidateSuites(spec.Defaulted())
 }
 
 func splitList(s string) []string {

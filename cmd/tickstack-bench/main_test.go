@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/testutil"
 )
@@ -72,7 +74,7 @@ func ownGroup(cmd *exec.Cmd) {
 	cmd.WaitDelay = 10 * time.Second
 }
 
-func monotonic(t *testing.T, what string, s bench.LatencyStats) {
+func monotonic(t *testing.T, what string, s tsv1.LatencyStats) {
 	t.Helper()
 	if s.Samples <= 0 {
 		t.Errorf("%s: no samples: %+v", what, s)
@@ -104,13 +106,13 @@ func TestRunnerOverVeth(t *testing.T) {
 	if runtime.NumCPU() > 1 {
 		clientCPU = "1"
 	}
-	spec := bench.Spec{
-		Stacks:     []bench.Stack{bench.StackKernel, bench.StackBypass},
-		PingPong:   &bench.PingPongSpec{Protocols: []bench.Protocol{bench.ProtocolUDP, bench.ProtocolUDPMulticast, bench.ProtocolTCP}, MessageSizes: []int32{14, 1472}, DurationSeconds: 1},
-		RateSweep:  &bench.RateSweepSpec{MessageSizes: []int32{64}, RatesMps: []int64{1000, 4000}, ReplyEvery: 10, DurationSeconds: 1},
-		Microburst: &bench.MicroburstSpec{MessageSize: 256, MaxBurstPackets: 4096, MaxTrials: 3, TrialSeconds: 1},
-		MixedBurst: &bench.MixedBurstSpec{Patterns: []bench.MixedBurstPattern{{SteadyMps: 1000, BurstMps: 1000}}, DurationSeconds: 2},
-		Jitter:     &bench.JitterSpec{CPUs: clientCPU, DurationSeconds: 1, CyclictestPriority: 50},
+	spec := tsv1.BenchmarkSuites{
+		Stacks:     []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass},
+		PingPong:   &tsv1.PingPongSpec{Protocols: []tsv1.Protocol{tsv1.ProtocolUDP, tsv1.ProtocolUDPMulticast, tsv1.ProtocolTCP}, MessageSizes: []int32{14, 1472}, DurationSeconds: 1},
+		RateSweep:  &tsv1.RateSweepSpec{MessageSizes: []int32{64}, RatesMps: []int64{1000, 4000}, ReplyEvery: 10, DurationSeconds: 1},
+		Microburst: &tsv1.MicroburstSpec{MessageSize: 256, MaxBurstPackets: 4096, MaxTrials: 3, TrialSeconds: 1},
+		MixedBurst: &tsv1.MixedBurstSpec{Patterns: []tsv1.MixedBurstPattern{{SteadyMps: 1000, BurstMps: 1000}}, DurationSeconds: 2},
+		Jitter:     &tsv1.JitterSpec{CPUs: clientCPU, DurationSeconds: 1, CyclictestPriority: 50},
 	}
 	specFile := filepath.Join(dir, "spec.json")
 	b, _ := json.Marshal(spec)
@@ -190,7 +192,7 @@ func TestRunnerOverVeth(t *testing.T) {
 		t.Errorf("tools %v lack sockperf's version", res.Tools)
 	}
 
-	k := res.Stack(bench.StackKernel)
+	k := res.Stack(tsv1.StackKernel)
 	if k == nil || k.Unavailable != "" {
 		t.Fatalf("kernel stack missing or unavailable: %+v", k)
 	}
@@ -206,7 +208,7 @@ func TestRunnerOverVeth(t *testing.T) {
 				t.Errorf("pingPong row %d is %s %d B, want %s %d B", i, row.Protocol, row.MessageSize, p, size)
 			}
 			monotonic(t, fmt.Sprintf("pingPong %s %d B", p, size), row.LatencyStats)
-			if p == bench.ProtocolTCP && row.Dropped != 0 {
+			if p == tsv1.ProtocolTCP && row.Dropped != 0 {
 				t.Errorf("TCP ping-pong dropped %d messages", row.Dropped)
 			}
 			i++
@@ -279,7 +281,7 @@ func TestRunnerOverVeth(t *testing.T) {
 		t.Errorf("mixedBurst: %d small and %d large messages timed, want two small for each large", row.Small.Samples, row.Large.Samples)
 	}
 	// Bypass asked for without a launcher: unavailable, with the reason and the fix.
-	bp := res.Stack(bench.StackBypass)
+	bp := res.Stack(tsv1.StackBypass)
 	if bp == nil || !strings.Contains(bp.Unavailable, "no-such-launcher") || !strings.Contains(bp.Unavailable, "make -C dataplane") || bp.PingPong != nil {
 		t.Errorf("bypass stack: %+v", bp)
 	}
@@ -294,12 +296,12 @@ func TestRunnerOverVeth(t *testing.T) {
 		}
 		monotonic(t, string(jr.Tool), jr.LatencyStats)
 	}
-	if res.Jitter.Rows[0].Tool != bench.JitterOslat || res.Jitter.Rows[1].Tool != bench.JitterCyclictest {
+	if res.Jitter.Rows[0].Tool != tsv1.JitterOslat || res.Jitter.Rows[1].Tool != tsv1.JitterCyclictest {
 		t.Errorf("jitter tools %s, %s", res.Jitter.Rows[0].Tool, res.Jitter.Rows[1].Tool)
 	}
 	// The verdict logic accepts the real document.
-	v := bench.Evaluate(res, bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePingPong, Statistic: bench.StatMin, Max: "10s"}}})
-	if v.Result != bench.VerdictInconclusive || v.Reasons[0].Name != "stack/bypass" {
+	v := bench.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatMin, Max: "10s"}}})
+	if v.Result != tsv1.VerdictInconclusive || v.Reasons[0].Name != "stack/bypass" {
 		t.Errorf("verdict on the real run: %+v", v)
 	}
 }
@@ -342,7 +344,7 @@ func TestFlagErrors(t *testing.T) {
 }
 
 // runPair runs the reflector in nsA and a client in nsB with args, returns the results.
-func runPair(t *testing.T, nsA, nsB string, serverArgs, clientArgs []string) *bench.Results {
+func runPair(t *testing.T, nsA, nsB string, serverArgs, clientArgs []string) *tsv1.BenchmarkResults {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -397,7 +399,7 @@ func TestRunnerBypassOverVeth(t *testing.T) {
 	}
 	res := runPair(t, nsA, nsB, []string{"--cpus=0", "--launcher=" + launcher},
 		[]string{"--cpus=" + cpu, "--launcher=" + launcher, "--suites=pingPong", "--stacks=kernel,bypass", "--protocols=udp", "--sizes=64", "--duration=1"})
-	for _, st := range []bench.Stack{bench.StackKernel, bench.StackBypass} {
+	for _, st := range []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} {
 		s := res.Stack(st)
 		if s == nil || s.Unavailable != "" || s.PingPong == nil || s.PingPong.Error != "" || len(s.PingPong.Rows) != 1 {
 			t.Fatalf("%s stack: %+v", st, s)
@@ -405,7 +407,7 @@ func TestRunnerBypassOverVeth(t *testing.T) {
 		monotonic(t, string(st), s.PingPong.Rows[0].LatencyStats)
 	}
 	cmp := bench.CompareStacks(res)
-	if len(cmp) != 1 || cmp[0].MedianSpeedup == "" || cmp[0].KernelMedianNs != res.Stack(bench.StackKernel).PingPong.Rows[0].MedianNs {
+	if len(cmp) != 1 || cmp[0].MedianSpeedup == "" || cmp[0].KernelMedianNs != res.Stack(tsv1.StackKernel).PingPong.Rows[0].MedianNs {
 		t.Errorf("comparison %+v", cmp)
 	}
 	t.Logf("udp 64 B median: kernel %d ns, bypass %d ns (%sx)", cmp[0].KernelMedianNs, cmp[0].BypassMedianNs, cmp[0].MedianSpeedup)
@@ -426,11 +428,11 @@ func TestRunnerDataInterface(t *testing.T) {
 	sh(t, "ip", "-n", nsB, "link", "set", p+"b1", "up")
 	res := runPair(t, nsA, nsB, []string{"--data-interface=" + p + "a1"},
 		[]string{"--suites=pingPong", "--protocols=udp", "--sizes=64", "--duration=1"})
-	want := bench.NetworkPath{ClientAddress: "198.18.1.2", ReflectorAddress: "198.18.1.1", Interface: p + "b1"}
+	want := tsv1.NetworkPath{ClientAddress: "198.18.1.2", ReflectorAddress: "198.18.1.1", Interface: p + "b1"}
 	if res.Path == nil || *res.Path != want {
 		t.Fatalf("path %+v, want %+v", res.Path, want)
 	}
-	k := res.Stack(bench.StackKernel)
+	k := res.Stack(tsv1.StackKernel)
 	if k == nil || k.PingPong == nil || k.PingPong.Error != "" || len(k.PingPong.Rows) != 1 {
 		t.Fatalf("kernel stack: %+v", k)
 	}

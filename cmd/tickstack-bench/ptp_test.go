@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickstack/tickstack/internal/bench"
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
 func TestPTPFlags(t *testing.T) {
-	specOf := func(args ...string) (bench.Spec, error) {
+	specOf := func(args ...string) (tsv1.BenchmarkSuites, error) {
 		t.Helper()
 		o, fs, err := parseFlags(append([]string{"--role=client"}, args...), &bytes.Buffer{})
 		if err != nil {
@@ -29,7 +29,7 @@ func TestPTPFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := spec.Defaulted().PTP; d.Socket != bench.DefaultPTPSocket || d.IntervalMillis != 1000 || d.Domain != nil || spec.Jitter == nil {
+	if d := spec.Defaulted().PTP; d.Socket != tsv1.DefaultPTPSocket || d.IntervalMillis != 1000 || d.Domain != nil || spec.Jitter == nil {
 		t.Errorf("defaulted ptp spec %+v, want the agent's socket, 1 s and the domain unset", d)
 	}
 	for _, c := range []struct {

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/cli"
 )
 
@@ -25,7 +24,7 @@ func main() {
 	if err := newRoot().ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "tickstack:", err)
 		var verdict *cli.VerdictError
-		if errors.As(err, &verdict) && verdict.Verdict != bench.VerdictFailed {
+		if errors.As(err, &verdict) && verdict.Verdict != tsv1.VerdictFailed {
 			os.Exit(3) // Inconclusive: something a threshold needs was not measured
 		}
 		if errors.As(err, &verdict) {

@@ -22,7 +22,7 @@ import (
 
 // PTPRunDir is where the agent keeps ptp4l's configuration and management socket, below the host
 // root.
-const PTPRunDir = "/run/tickstack/ptp"
+const PTPRunDir = tsv1.PTPRunDir
 
 // DefaultPTPStatusPeriod is how often the agent refreshes status.ptp while PTP runs (TimeSynced
 // changes are reported at once).

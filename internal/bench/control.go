@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
 // The reflector side (role server) runs sockperf servers when the client side asks over a small
@@ -27,13 +29,13 @@ const DefaultControlPort = 11100
 const DefaultMulticastGroup = "239.255.18.1"
 
 type controlRequest struct {
-	Op           string   `json:"op"`
-	Stack        Stack    `json:"stack,omitempty"`
-	Protocol     Protocol `json:"protocol,omitempty"`
-	Port         int      `json:"port,omitempty"`
-	Group        string   `json:"group,omitempty"`
-	GapDetection bool     `json:"gapDetection,omitempty"`
-	ID           int      `json:"id,omitempty"`
+	Op           string        `json:"op"`
+	Stack        tsv1.Stack    `json:"stack,omitempty"`
+	Protocol     tsv1.Protocol `json:"protocol,omitempty"`
+	Port         int           `json:"port,omitempty"`
+	Group        string        `json:"group,omitempty"`
+	GapDetection bool          `json:"gapDetection,omitempty"`
+	ID           int           `json:"id,omitempty"`
 }
 
 // ReflectorHello is the reflector's answer to "hello".
@@ -200,7 +202,7 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 	if req.Port < 1024 || req.Port > 65535 {
 		return nil, fmt.Errorf("port %d out of range 1024..65535", req.Port)
 	}
-	if req.Stack != StackKernel && req.Stack != StackBypass {
+	if req.Stack != tsv1.StackKernel && req.Stack != tsv1.StackBypass {
 		return nil, fmt.Errorf("stack %q: use kernel or bypass", req.Stack)
 	}
 	sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
@@ -209,11 +211,11 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 	}
 	args := []string{"sr", "-p", strconv.Itoa(req.Port)}
 	switch req.Protocol {
-	case ProtocolUDP:
+	case tsv1.ProtocolUDP:
 		args = append(args, "-i", r.DataAddress)
-	case ProtocolTCP:
+	case tsv1.ProtocolTCP:
 		args = append(args, "--tcp", "-i", r.DataAddress)
-	case ProtocolUDPMulticast:
+	case tsv1.ProtocolUDPMulticast:
 		g := net.ParseIP(req.Group)
 		if g == nil || !g.IsMulticast() || g.To4() == nil {
 			return nil, fmt.Errorf("group %q is not an IPv4 multicast address", req.Group)
@@ -353,8 +355,8 @@ func (c *ReflectorClient) call(req controlRequest, timeout time.Duration) (*cont
 
 // ServerSpec describes a sockperf server to start on the reflector.
 type ServerSpec struct {
-	Stack        Stack
-	Protocol     Protocol
+	Stack        tsv1.Stack
+	Protocol     tsv1.Protocol
 	Port         int
 	Group        string
 	GapDetection bool

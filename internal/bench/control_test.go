@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"github.com/tickstack/tickstack/internal/testutil"
 )
 
@@ -56,11 +58,11 @@ func TestReflectorRefusals(t *testing.T) {
 		spec ServerSpec
 		want string
 	}{
-		{ServerSpec{Stack: StackKernel, Protocol: ProtocolUDP, Port: 80}, "port 80 out of range"},
-		{ServerSpec{Stack: "dpdk", Protocol: ProtocolUDP, Port: 20000}, `stack "dpdk"`},
-		{ServerSpec{Stack: StackKernel, Protocol: "sctp", Port: 20000}, `protocol "sctp"`},
-		{ServerSpec{Stack: StackKernel, Protocol: ProtocolUDPMulticast, Port: 20000, Group: "198.18.0.1"}, "not an IPv4 multicast address"},
-		{ServerSpec{Stack: StackBypass, Protocol: ProtocolUDP, Port: 20000}, "stack unavailable: bypass launcher " + missing},
+		{ServerSpec{Stack: tsv1.StackKernel, Protocol: tsv1.ProtocolUDP, Port: 80}, "port 80 out of range"},
+		{ServerSpec{Stack: "dpdk", Protocol: tsv1.ProtocolUDP, Port: 20000}, `stack "dpdk"`},
+		{ServerSpec{Stack: tsv1.StackKernel, Protocol: "sctp", Port: 20000}, `protocol "sctp"`},
+		{ServerSpec{Stack: tsv1.StackKernel, Protocol: tsv1.ProtocolUDPMulticast, Port: 20000, Group: "198.18.0.1"}, "not an IPv4 multicast address"},
+		{ServerSpec{Stack: tsv1.StackBypass, Protocol: tsv1.ProtocolUDP, Port: 20000}, "stack unavailable: bypass launcher " + missing},
 	}
 	for _, tc := range cases {
 		if _, err := c.Start(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -86,7 +88,7 @@ func TestReflectorRunsSockperf(t *testing.T) {
 	}
 	c := startReflector(t, &Reflector{DataAddress: "127.0.0.1", Tools: Tools{Launcher: fake}})
 	port := 20000 + os.Getpid()%20000
-	id, err := c.Start(ServerSpec{Stack: StackKernel, Protocol: ProtocolUDP, Port: port, GapDetection: true})
+	id, err := c.Start(ServerSpec{Stack: tsv1.StackKernel, Protocol: tsv1.ProtocolUDP, Port: port, GapDetection: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestReflectorRunsSockperf(t *testing.T) {
 	if counters.Received != 0 || counters.GapDropped != 0 || !strings.Contains(counters.Output, "No messages were received on the server") {
 		t.Errorf("idle server counters %+v", counters)
 	}
-	_, err = c.Start(ServerSpec{Stack: StackBypass, Protocol: ProtocolUDP, Port: port + 1})
+	_, err = c.Start(ServerSpec{Stack: tsv1.StackBypass, Protocol: tsv1.ProtocolUDP, Port: port + 1})
 	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "no XDP here") {
 		t.Errorf("failing launcher: %v", err)
 	}

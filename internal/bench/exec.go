@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
 // LauncherProfile is the dataplane launcher profile the bypass stack runs under.
@@ -94,7 +96,7 @@ func isExecutable(p string) bool {
 }
 
 // command builds "[taskset -c CPUS] [launcher -p latency --require] tool args...".
-func (t Tools) command(ctx context.Context, stack Stack, cpus string, tool string, args ...string) (*exec.Cmd, error) {
+func (t Tools) command(ctx context.Context, stack tsv1.Stack, cpus string, tool string, args ...string) (*exec.Cmd, error) {
 	var argv []string
 	if cpus != "" {
 		ts, err := t.path("taskset", t.Taskset)
@@ -103,7 +105,7 @@ func (t Tools) command(ctx context.Context, stack Stack, cpus string, tool strin
 		}
 		argv = append(argv, ts, "-c", cpus)
 	}
-	if stack == StackBypass {
+	if stack == tsv1.StackBypass {
 		l, err := t.FindLauncher()
 		if err != nil {
 			return nil, err

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"github.com/tickstack/tickstack/internal/ptp"
 )
 
@@ -32,7 +34,7 @@ const pmcSocketLongest = "/" + pmcSocketPrefix + "4194304.ffffffff"
 
 // ptpDomainOf returns the domain to read with: the spec's, else the domainNumber of the ptp4l.conf
 // beside the socket (where the node agent writes it), else 0. from says which.
-func ptpDomainOf(s *PTPSpec) (domain int32, from string, err error) {
+func ptpDomainOf(s *tsv1.PTPSuite) (domain int32, from string, err error) {
 	if s.Domain != nil {
 		return *s.Domain, "ptp.domain", nil
 	}
@@ -67,8 +69,8 @@ func ptpDomainOf(s *PTPSpec) (domain int32, from string, err error) {
 
 // startPTP starts sampling ptp4l every s.IntervalMillis, the first read at once; the returned
 // function stops the sampling and returns the table. A read cut short by the stop is not counted.
-func (r *Runner) startPTP(ctx context.Context, s *PTPSpec) (stop func() *PTPResult) {
-	res := &PTPResult{Socket: s.Socket, IntervalMillis: s.IntervalMillis}
+func (r *Runner) startPTP(ctx context.Context, s *tsv1.PTPSuite) (stop func() *tsv1.PTPResult) {
+	res := &tsv1.PTPResult{Socket: s.Socket, IntervalMillis: s.IntervalMillis}
 	pmcPath, err := r.Tools.path("pmc", r.Tools.Pmc)
 	if err == nil {
 		res.Domain, _, err = ptpDomainOf(s)
@@ -76,7 +78,7 @@ func (r *Runner) startPTP(ctx context.Context, s *PTPSpec) (stop func() *PTPResu
 	if err != nil {
 		res.Error = err.Error()
 		r.logf("ptp: %s", res.Error)
-		return func() *PTPResult { return res }
+		return func() *tsv1.PTPResult { return res }
 	}
 	if out, verr := exec.CommandContext(ctx, pmcPath, "-v").CombinedOutput(); verr == nil {
 		r.noteTool("linuxptp pmc " + strings.TrimSpace(string(out)))
@@ -105,7 +107,7 @@ func (r *Runner) startPTP(ctx context.Context, s *PTPSpec) (stop func() *PTPResu
 			}
 		}
 	}()
-	return func() *PTPResult {
+	return func() *tsv1.PTPResult {
 		cancel()
 		<-done
 		summarizePTP(res, samples)
@@ -118,7 +120,7 @@ func (r *Runner) startPTP(ctx context.Context, s *PTPSpec) (stop func() *PTPResu
 
 // summarizePTP fills the table from the samples in the order they were read. A read that got a
 // port state but no offset in SLAVE state counts as failed: the offset is what the suite measures.
-func summarizePTP(res *PTPResult, samples []ptp.Sample) {
+func summarizePTP(res *tsv1.PTPResult, samples []ptp.Sample) {
 	var abs, delays []int64
 	counts := map[string]int{}
 	res.Samples = int64(len(samples))
@@ -142,7 +144,7 @@ func summarizePTP(res *PTPResult, samples []ptp.Sample) {
 			res.PortStates[i].Samples++
 		} else {
 			counts[state] = len(res.PortStates)
-			res.PortStates = append(res.PortStates, PTPPortStateCount{State: state, Samples: 1})
+			res.PortStates = append(res.PortStates, tsv1.PTPPortStateCount{State: state, Samples: 1})
 		}
 		if s.PortState != ptp.PortStateSlave {
 			res.NotSlaveSamples++

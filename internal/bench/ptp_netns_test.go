@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/tickstack/tickstack/internal/ptp"
@@ -106,10 +108,10 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 
 	// 1. Alone, for its duration, the domain read from the ptp4l.conf the Daemon wrote beside
 	// the socket. A run in which the slave bounced out of SLAVE is measured again.
-	var res *PTPResult
+	var res *tsv1.PTPResult
 	for attempt := 1; ; attempt++ {
 		lab.waitLocked(t)
-		r, err := runner.Run(context.Background(), Spec{PTP: &PTPSpec{Socket: lab.slaveSock, IntervalMillis: 200, DurationSeconds: 3}})
+		r, err := runner.Run(context.Background(), tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{Socket: lab.slaveSock, IntervalMillis: 200, DurationSeconds: 3}})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -133,7 +135,7 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 	if res.Samples < 5 || res.Samples > 16 {
 		t.Errorf("%d samples in 3 s at 200 ms, want 5..16", res.Samples)
 	}
-	if res.NotSlaveSamples != 0 || res.FailedReads != 0 || len(res.PortStates) != 1 || res.PortStates[0] != (PTPPortStateCount{State: "SLAVE", Samples: res.Samples}) {
+	if res.NotSlaveSamples != 0 || res.FailedReads != 0 || len(res.PortStates) != 1 || res.PortStates[0] != (tsv1.PTPPortStateCount{State: "SLAVE", Samples: res.Samples}) {
 		t.Errorf("port states %+v (%d not SLAVE, %d failed: %s), want every sample SLAVE", res.PortStates, res.NotSlaveSamples, res.FailedReads, res.LastFailure)
 	}
 	// Both ends share one system clock over a veth: a locked slave is within a millisecond, and
@@ -147,25 +149,25 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 	}
 
 	// 2. The verdict: a generous bound passes, an impossible one fails, both naming the offset.
-	results := &Results{SchemaVersion: SchemaVersion, PTP: res}
-	v := Evaluate(results, Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatP99, Max: "10ms"}}})
-	if v.Result != VerdictPassed || len(v.Reasons) != 2 || !strings.Contains(v.Reasons[0].Message+v.Reasons[1].Message, "|offset from master|") {
+	results := &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, PTP: res}
+	v := Evaluate(results, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "10ms"}}})
+	if v.Result != tsv1.VerdictPassed || len(v.Reasons) != 2 || !strings.Contains(v.Reasons[0].Message+v.Reasons[1].Message, "|offset from master|") {
 		t.Errorf("generous bound: %+v, want Passed with ptp/p99 and ptp/slave", v)
 	}
 	if res.Offset.MaxNs <= 1 {
 		t.Fatalf("max |offset| %d ns: the impossible bound below would hold", res.Offset.MaxNs)
 	}
-	v = Evaluate(results, Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatMax, Max: "1ns"}}})
-	if v.Result != VerdictFailed || v.Reasons[0].Name != "ptp/max" || !strings.Contains(v.Reasons[0].Message, "exceeds 1ns") {
+	v = Evaluate(results, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatMax, Max: "1ns"}}})
+	if v.Result != tsv1.VerdictFailed || v.Reasons[0].Name != "ptp/max" || !strings.Contains(v.Reasons[0].Message, "exceeds 1ns") {
 		t.Errorf("impossible bound: %+v, want Failed on ptp/max", v)
 	}
 
 	// 3. Beside another suite, the sampling spans it: oslat on CPU 0 for 2 s.
 	if _, err := exec.LookPath("oslat"); err == nil {
 		lab.waitLocked(t)
-		r, err := runner.Run(context.Background(), Spec{
-			Jitter: &JitterSpec{CPUs: "0", Tools: []JitterTool{JitterOslat}, DurationSeconds: 2},
-			PTP:    &PTPSpec{Socket: lab.slaveSock, IntervalMillis: 200, DurationSeconds: 60},
+		r, err := runner.Run(context.Background(), tsv1.BenchmarkSuites{
+			Jitter: &tsv1.JitterSpec{CPUs: "0", Tools: []tsv1.JitterTool{tsv1.JitterOslat}, DurationSeconds: 2},
+			PTP:    &tsv1.PTPSuite{Socket: lab.slaveSock, IntervalMillis: 200, DurationSeconds: 60},
 		})
 		if err != nil {
 			t.Fatalf("Run with jitter: %v", err)
@@ -179,15 +181,15 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 
 	// 4. The wrong domain: ptp4l ignores the reads, the suite says so and the verdict is
 	// Inconclusive, not Passed.
-	r, err := runner.Run(context.Background(), Spec{PTP: &PTPSpec{Socket: lab.slaveSock, Domain: ptr(int32(7)), IntervalMillis: 200, DurationSeconds: 1}})
+	r, err := runner.Run(context.Background(), tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{Socket: lab.slaveSock, Domain: ptr(int32(7)), IntervalMillis: 200, DurationSeconds: 1}})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if p := r.PTP; p == nil || p.Samples == 0 || p.FailedReads != p.Samples || !strings.Contains(p.Error, "domain 7") {
 		t.Fatalf("wrong domain: %+v, want every read failed and an error naming domain 7", p)
 	}
-	v = Evaluate(r, Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatP99, Max: "10ms"}}})
-	if v.Result != VerdictInconclusive || v.Reasons[0].Name != "suite/ptp" {
+	v = Evaluate(r, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "10ms"}}})
+	if v.Result != tsv1.VerdictInconclusive || v.Reasons[0].Name != "suite/ptp" {
 		t.Errorf("wrong domain verdict %+v, want Inconclusive with suite/ptp first", v)
 	}
 
@@ -205,7 +207,7 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 	}
 	lab.waitLocked(t)
 	runner.Tools.Pmc = podPmc
-	r, err = runner.Run(context.Background(), Spec{PTP: &PTPSpec{Socket: lab.slaveSock, IntervalMillis: 200, DurationSeconds: 1}})
+	r, err = runner.Run(context.Background(), tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{Socket: lab.slaveSock, IntervalMillis: 200, DurationSeconds: 1}})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

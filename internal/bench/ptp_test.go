@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"github.com/tickstack/tickstack/internal/ptp"
 )
 
@@ -18,44 +20,44 @@ func TestSummarizePTP(t *testing.T) {
 	cases := []struct {
 		name    string
 		samples []ptp.Sample
-		want    PTPResult
+		want    tsv1.PTPResult
 	}{
 		{
 			name:    "locked: |offset| statistics and signed extremes",
 			samples: []ptp.Sample{slave(-40, 2000), slave(10, 2100), slave(25, 1900), slave(-5, 2050)},
-			want: PTPResult{Samples: 4, MinOffsetNs: -40, MaxOffsetNs: 25, MedianPathDelayNs: 2000,
-				Offset:     LatencyStats{Samples: 4, MinNs: 5, MedianNs: 10, MeanNs: 20, P95Ns: 40, P99Ns: 40, P999Ns: 40, MaxNs: 40, StdDevNs: 16},
-				PortStates: []PTPPortStateCount{{State: "SLAVE", Samples: 4}}},
+			want: tsv1.PTPResult{Samples: 4, MinOffsetNs: -40, MaxOffsetNs: 25, MedianPathDelayNs: 2000,
+				Offset:     tsv1.LatencyStats{Samples: 4, MinNs: 5, MedianNs: 10, MeanNs: 20, P95Ns: 40, P99Ns: 40, P999Ns: 40, MaxNs: 40, StdDevNs: 16},
+				PortStates: []tsv1.PTPPortStateCount{{State: "SLAVE", Samples: 4}}},
 		},
 		{
 			name: "states in order of appearance; offsets of other states left out",
 			samples: []ptp.Sample{{PortState: ptp.PortStateListening}, {PortState: ptp.PortStateUncalibrated, OffsetNs: 900000, HasOffset: true},
 				slave(7, 100), {PortState: ptp.PortStateUncalibrated, OffsetNs: -800000, HasOffset: true}, slave(-3, 100)},
-			want: PTPResult{Samples: 5, NotSlaveSamples: 3, MinOffsetNs: -3, MaxOffsetNs: 7, MedianPathDelayNs: 100,
-				Offset:     LatencyStats{Samples: 2, MinNs: 3, MedianNs: 3, MeanNs: 5, P95Ns: 7, P99Ns: 7, P999Ns: 7, MaxNs: 7, StdDevNs: 3},
-				PortStates: []PTPPortStateCount{{State: "LISTENING", Samples: 1}, {State: "UNCALIBRATED", Samples: 2}, {State: "SLAVE", Samples: 2}}},
+			want: tsv1.PTPResult{Samples: 5, NotSlaveSamples: 3, MinOffsetNs: -3, MaxOffsetNs: 7, MedianPathDelayNs: 100,
+				Offset:     tsv1.LatencyStats{Samples: 2, MinNs: 3, MedianNs: 3, MeanNs: 5, P95Ns: 7, P99Ns: 7, P999Ns: 7, MaxNs: 7, StdDevNs: 3},
+				PortStates: []tsv1.PTPPortStateCount{{State: "LISTENING", Samples: 1}, {State: "UNCALIBRATED", Samples: 2}, {State: "SLAVE", Samples: 2}}},
 		},
 		{
 			name:    "failed reads and SLAVE without an offset",
 			samples: []ptp.Sample{slave(1, 10), {PortState: ptp.PortStateSlave}, {Err: errors.New("no response from ptp4l")}},
-			want: PTPResult{Samples: 3, FailedReads: 2, MinOffsetNs: 1, MaxOffsetNs: 1, MedianPathDelayNs: 10, LastFailure: "no response from ptp4l",
-				Offset:     LatencyStats{Samples: 1, MinNs: 1, MedianNs: 1, MeanNs: 1, P95Ns: 1, P99Ns: 1, P999Ns: 1, MaxNs: 1},
-				PortStates: []PTPPortStateCount{{State: "SLAVE", Samples: 1}}},
+			want: tsv1.PTPResult{Samples: 3, FailedReads: 2, MinOffsetNs: 1, MaxOffsetNs: 1, MedianPathDelayNs: 10, LastFailure: "no response from ptp4l",
+				Offset:     tsv1.LatencyStats{Samples: 1, MinNs: 1, MedianNs: 1, MeanNs: 1, P95Ns: 1, P99Ns: 1, P999Ns: 1, MaxNs: 1},
+				PortStates: []tsv1.PTPPortStateCount{{State: "SLAVE", Samples: 1}}},
 		},
 		{
 			name:    "nothing answered is an error",
 			samples: []ptp.Sample{{Err: errors.New("no response from ptp4l")}, {Err: errors.New("no response from ptp4l")}},
-			want: PTPResult{Samples: 2, FailedReads: 2, LastFailure: "no response from ptp4l",
+			want: tsv1.PTPResult{Samples: 2, FailedReads: 2, LastFailure: "no response from ptp4l",
 				Error: "none of 2 reads of /s was answered (is ptp4l running with this socket and domain 3?): no response from ptp4l"},
 		},
 		{
 			name: "no read at all is an error",
-			want: PTPResult{Error: "no read finished before the run ended: run the ptp suite longer (ptp.durationSeconds) or read more often (ptp.intervalMillis)"},
+			want: tsv1.PTPResult{Error: "no read finished before the run ended: run the ptp suite longer (ptp.durationSeconds) or read more often (ptp.intervalMillis)"},
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := PTPResult{Socket: "/s", Domain: 3}
+			got := tsv1.PTPResult{Socket: "/s", Domain: 3}
 			summarizePTP(&got, c.samples)
 			c.want.Socket, c.want.Domain = "/s", 3
 			if !reflect.DeepEqual(got, c.want) {
@@ -74,7 +76,7 @@ func TestPTPDomainOf(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check := func(s *PTPSpec, want int32, wantFrom, wantErr string) {
+	check := func(s *tsv1.PTPSuite, want int32, wantFrom, wantErr string) {
 		t.Helper()
 		got, from, err := ptpDomainOf(s)
 		if wantErr != "" {
@@ -87,16 +89,16 @@ func TestPTPDomainOf(t *testing.T) {
 			t.Errorf("ptpDomainOf = %d from %q, %v; want %d from %q", got, from, err, want, wantFrom)
 		}
 	}
-	check(&PTPSpec{Socket: sock}, 0, "the default (no ", "")
-	check(&PTPSpec{Socket: sock, Domain: ptr(int32(9))}, 9, "ptp.domain", "")
+	check(&tsv1.PTPSuite{Socket: sock}, 0, "the default (no ", "")
+	check(&tsv1.PTPSuite{Socket: sock, Domain: ptr(int32(9))}, 9, "ptp.domain", "")
 	// The agent's rendering (internal/ptp.RenderPtp4lConfig).
 	write("# ptp4l configuration rendered by the tickstack agent (role slave); edits are overwritten.\n[global]\ndomainNumber 24\nslaveOnly 1\n[eth1]\nnetwork_transport L2\n")
-	check(&PTPSpec{Socket: sock}, 24, filepath.Join(dir, "ptp4l.conf"), "")
-	check(&PTPSpec{Socket: sock, Domain: ptr(int32(0))}, 0, "ptp.domain", "")
+	check(&tsv1.PTPSuite{Socket: sock}, 24, filepath.Join(dir, "ptp4l.conf"), "")
+	check(&tsv1.PTPSuite{Socket: sock, Domain: ptr(int32(0))}, 0, "ptp.domain", "")
 	write("[global]\ndomainNumber 300\n")
-	check(&PTPSpec{Socket: sock}, 0, "", "domainNumber \"300\" is not 0..127: set ptp.domain")
+	check(&tsv1.PTPSuite{Socket: sock}, 0, "", "domainNumber \"300\" is not 0..127: set ptp.domain")
 	write("[global]\nslaveOnly 1\n[eth1]\ndomainNumber 5\n")
-	check(&PTPSpec{Socket: sock}, 0, "sets no domainNumber", "")
+	check(&tsv1.PTPSuite{Socket: sock}, 0, "sets no domainNumber", "")
 }
 
 func TestPMCArgsBindTheReplySocketBesidePtp4l(t *testing.T) {

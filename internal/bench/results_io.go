@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
 // The runner prints its results in its log between marker lines, so a controller can read them
@@ -27,7 +29,7 @@ const (
 )
 
 // MarshalResults returns the compact JSON document.
-func MarshalResults(r *Results) ([]byte, error) {
+func MarshalResults(r *tsv1.BenchmarkResults) ([]byte, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("encoding results: %w", err)
@@ -36,19 +38,19 @@ func MarshalResults(r *Results) ([]byte, error) {
 }
 
 // UnmarshalResults decodes a document and checks its schema version.
-func UnmarshalResults(b []byte) (*Results, error) {
-	var r Results
+func UnmarshalResults(b []byte) (*tsv1.BenchmarkResults, error) {
+	var r tsv1.BenchmarkResults
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("decoding results: %w", err)
 	}
-	if r.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("results schema %q, this build reads %q: run a matching runner image", r.SchemaVersion, SchemaVersion)
+	if r.SchemaVersion != tsv1.BenchmarkResultsSchemaVersion {
+		return nil, fmt.Errorf("results schema %q, this build reads %q: run a matching runner image", r.SchemaVersion, tsv1.BenchmarkResultsSchemaVersion)
 	}
 	return &r, nil
 }
 
 // WriteResultsFile writes the compact document to path atomically (temp file + rename).
-func WriteResultsFile(path string, r *Results) error {
+func WriteResultsFile(path string, r *tsv1.BenchmarkResults) error {
 	b, err := MarshalResults(r)
 	if err != nil {
 		return err
@@ -74,7 +76,7 @@ func WriteResultsFile(path string, r *Results) error {
 }
 
 // WriteResultsLog prints the document between the marker lines.
-func WriteResultsLog(w io.Writer, r *Results) error {
+func WriteResultsLog(w io.Writer, r *tsv1.BenchmarkResults) error {
 	b, err := MarshalResults(r)
 	if err != nil {
 		return err
@@ -95,7 +97,7 @@ func WriteResultsLog(w io.Writer, r *Results) error {
 }
 
 // ReadResultsLog finds the last complete, intact results block in a pod log and decodes it.
-func ReadResultsLog(r io.Reader) (*Results, error) {
+func ReadResultsLog(r io.Reader) (*tsv1.BenchmarkResults, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	var (

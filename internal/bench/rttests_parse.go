@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
 // OslatReport is one CPU column of oslat's final report.
@@ -105,7 +107,7 @@ func ParseOslat(output string) ([]OslatReport, error) {
 
 // Stats turns an oslat report into a distribution: bucket i holds gaps of i us; the overflow
 // bucket counts at the exact maximum.
-func (o OslatReport) Stats() LatencyStats {
+func (o OslatReport) Stats() tsv1.LatencyStats {
 	return HistogramStats(o.Buckets, 1000, false, o.Overflows, o.MinNs, o.AvgNs, o.MaxNs)
 }
 
@@ -212,9 +214,9 @@ func ParseCyclictest(output string) ([]CyclictestReport, error) {
 
 // Stats turns a cyclictest report into a distribution. Without a histogram only min, mean and max
 // are known; the percentiles are then left 0.
-func (c CyclictestReport) Stats() LatencyStats {
+func (c CyclictestReport) Stats() tsv1.LatencyStats {
 	if len(c.Histogram) == 0 {
-		return LatencyStats{Samples: c.Cycles + c.Overflows, MinNs: c.MinNs, MeanNs: c.AvgNs, MaxNs: c.MaxNs}
+		return tsv1.LatencyStats{Samples: c.Cycles + c.Overflows, MinNs: c.MinNs, MeanNs: c.AvgNs, MaxNs: c.MaxNs}
 	}
 	return HistogramStats(c.Histogram, 1000, false, c.Overflows, c.MinNs, c.AvgNs, c.MaxNs)
 }

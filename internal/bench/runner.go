@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -67,15 +69,15 @@ func (r *Runner) noteTool(s string) {
 
 // Run runs every suite of spec and returns the results. Failures of a suite are recorded in its
 // Error field and the run goes on; an error is returned only for a spec or setup that cannot run.
-func (r *Runner) Run(ctx context.Context, spec Spec) (*Results, error) {
+func (r *Runner) Run(ctx context.Context, spec tsv1.BenchmarkSuites) (*tsv1.BenchmarkResults, error) {
 	spec = spec.Defaulted()
-	if err := spec.Validate(); err != nil {
+	if err := ValidateSuites(spec); err != nil {
 		return nil, err
 	}
 	if st, err := os.Stat(r.WorkDir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("work directory %q is not a directory: pass --work-dir", r.WorkDir)
 	}
-	res := &Results{SchemaVersion: SchemaVersion, Node: r.Node, StartTime: r.now()}
+	res := &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, Node: r.Node, StartTime: r.now()}
 	if spec.NetworkSuites() {
 		if r.Reflector == nil {
 			return nil, errors.New("network suites need a reflector: run the server role on the peer and pass --peer")
@@ -87,10 +89,10 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (*Results, error) {
 			}
 			r.LocalAddress = la
 		}
-		res.Path = &NetworkPath{ClientAddress: r.LocalAddress, ReflectorAddress: r.Reflector.Hello.DataAddress, Interface: interfaceOf(r.LocalAddress)}
+		res.Path = &tsv1.NetworkPath{ClientAddress: r.LocalAddress, ReflectorAddress: r.Reflector.Hello.DataAddress, Interface: interfaceOf(r.LocalAddress)}
 	}
 	// The ptp suite samples from the start of the first suite to the end of the last.
-	var stopPTP func() *PTPResult
+	var stopPTP func() *tsv1.PTPResult
 	if spec.PTP != nil {
 		stopPTP = r.startPTP(ctx, spec.PTP)
 	}
@@ -154,9 +156,9 @@ func interfaceOf(ip string) string {
 	return ""
 }
 
-func (r *Runner) runStack(ctx context.Context, stack Stack, spec Spec) StackResults {
-	sr := StackResults{Stack: stack}
-	if stack == StackBypass {
+func (r *Runner) runStack(ctx context.Context, stack tsv1.Stack, spec tsv1.BenchmarkSuites) tsv1.StackResults {
+	sr := tsv1.StackResults{Stack: stack}
+	if stack == tsv1.StackBypass {
 		if _, err := r.Tools.FindLauncher(); err != nil {
 			sr.Unavailable = "client side: " + err.Error()
 			r.logf("bypass stack unavailable: %s", sr.Unavailable)
@@ -201,19 +203,19 @@ func (r *Runner) group() string {
 }
 
 // target returns the sockperf client arguments that address the reflector's server.
-func (r *Runner) target(proto Protocol, port int) []string {
+func (r *Runner) target(proto tsv1.Protocol, port int) []string {
 	p := strconv.Itoa(port)
 	switch proto {
-	case ProtocolTCP:
+	case tsv1.ProtocolTCP:
 		return []string{"--tcp", "-i", r.Reflector.Hello.DataAddress, "-p", p}
-	case ProtocolUDPMulticast:
+	case tsv1.ProtocolUDPMulticast:
 		return []string{"-i", r.group(), "-p", p, "--mc-rx-if", r.LocalAddress, "--mc-tx-if", r.LocalAddress}
 	}
 	return []string{"-i", r.Reflector.Hello.DataAddress, "-p", p}
 }
 
 // withServer starts a sockperf server on the reflector, runs fn against its port and stops it.
-func (r *Runner) withServer(stack Stack, proto Protocol, gap bool, fn func(port int) error) (*ReflectorCounters, error) {
+func (r *Runner) withServer(stack tsv1.Stack, proto tsv1.Protocol, gap bool, fn func(port int) error) (*ReflectorCounters, error) {
 	port := r.port()
 	id, err := r.Reflector.Start(ServerSpec{Stack: stack, Protocol: proto, Port: port, Group: r.group(), GapDetection: gap})
 	if err != nil {
@@ -232,7 +234,7 @@ func (r *Runner) withServer(stack Stack, proto Protocol, gap bool, fn func(port 
 
 // clientRun runs one sockperf client with a full log and returns its summary and the per-message
 // latencies in the full log's order.
-func (r *Runner) clientRun(ctx context.Context, stack Stack, seconds int32, mode string, args ...string) (*SockperfClientReport, []int64, error) {
+func (r *Runner) clientRun(ctx context.Context, stack tsv1.Stack, seconds int32, mode string, args ...string) (*SockperfClientReport, []int64, error) {
 	rep, rows, err := r.clientRunRows(ctx, stack, seconds, mode, args...)
 	return rep, latencies(rows), err
 }
@@ -249,7 +251,7 @@ func latencies(rows []FullLogSample) []int64 {
 }
 
 // clientRunRows is clientRun returning the full log's rows (sequence number and latency).
-func (r *Runner) clientRunRows(ctx context.Context, stack Stack, seconds int32, mode string, args ...string) (*SockperfClientReport, []FullLogSample, error) {
+func (r *Runner) clientRunRows(ctx context.Context, stack tsv1.Stack, seconds int32, mode string, args ...string) (*SockperfClientReport, []FullLogSample, error) {
 	sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
 	if err != nil {
 		return nil, nil, err
@@ -319,8 +321,8 @@ func joinErr(prev, next string) string {
 	return prev + "; " + next
 }
 
-func (r *Runner) pingPong(ctx context.Context, stack Stack, s *PingPongSpec) *PingPongResult {
-	res := &PingPongResult{}
+func (r *Runner) pingPong(ctx context.Context, stack tsv1.Stack, s *tsv1.PingPongSpec) *tsv1.PingPongResult {
+	res := &tsv1.PingPongResult{}
 	for _, proto := range s.Protocols {
 		_, err := r.withServer(stack, proto, false, func(port int) error {
 			for _, size := range s.MessageSizes {
@@ -338,9 +340,9 @@ func (r *Runner) pingPong(ctx context.Context, stack Stack, s *PingPongSpec) *Pi
 					return fmt.Errorf("%d B: %w", size, err)
 				}
 				st := ComputeStats(samples)
-				res.Rows = append(res.Rows, PingPongRow{Protocol: proto, MessageSize: size, LatencyStats: st, Dropped: rep.Dropped})
+				res.Rows = append(res.Rows, tsv1.PingPongRow{Protocol: proto, MessageSize: size, LatencyStats: st, Dropped: rep.Dropped})
 				if res.Curve == nil && proto == s.Protocols[0] {
-					res.Curve = &PercentileCurve{Protocol: proto, MessageSize: size, Points: ComputeCurve(samples)}
+					res.Curve = &tsv1.PercentileCurve{Protocol: proto, MessageSize: size, Points: ComputeCurve(samples)}
 				}
 				r.logf("pingPong %s %s %d B: median %s us p99 %s us", stack, proto, size, FormatNanosAsMicros(st.MedianNs), FormatNanosAsMicros(st.P99Ns))
 			}
@@ -353,17 +355,17 @@ func (r *Runner) pingPong(ctx context.Context, stack Stack, s *PingPongSpec) *Pi
 	return res
 }
 
-func (r *Runner) rateSweep(ctx context.Context, stack Stack, s *RateSweepSpec) *RateSweepResult {
-	res := &RateSweepResult{}
+func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSweepSpec) *tsv1.RateSweepResult {
+	res := &tsv1.RateSweepResult{}
 	for _, size := range s.MessageSizes {
-		best := SustainedRate{Protocol: s.Protocol, MessageSize: size}
+		best := tsv1.SustainedRate{Protocol: s.Protocol, MessageSize: size}
 		stillSustained := true
 		for _, rate := range s.RatesMps {
 			if ctx.Err() != nil {
 				res.Error = joinErr(res.Error, ctx.Err().Error())
 				return res
 			}
-			row := RateRow{Protocol: s.Protocol, MessageSize: size, TargetMps: rate}
+			row := tsv1.RateRow{Protocol: s.Protocol, MessageSize: size, TargetMps: rate}
 			var rep *SockperfClientReport
 			var samples []int64
 			var runErr error
@@ -412,8 +414,8 @@ func (r *Runner) rateSweep(ctx context.Context, stack Stack, s *RateSweepSpec) *
 	return res
 }
 
-func (r *Runner) microburst(ctx context.Context, stack Stack, s *MicroburstSpec) *MicroburstResult {
-	res := &MicroburstResult{Protocol: ProtocolUDP, MessageSize: s.MessageSize, LinkSpeedMbps: s.LinkSpeedMbps}
+func (r *Runner) microburst(ctx context.Context, stack tsv1.Stack, s *tsv1.MicroburstSpec) *tsv1.MicroburstResult {
+	res := &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: s.MessageSize, LinkSpeedMbps: s.LinkSpeedMbps}
 	trial := func(n int64) (bool, error) {
 		var rep *SockperfClientReport
 		var counters *ReflectorCounters
@@ -424,7 +426,7 @@ func (r *Runner) microburst(ctx context.Context, stack Stack, s *MicroburstSpec)
 		if err != nil {
 			return false, err
 		}
-		t := BurstTrial{Packets: n, Sent: rep.MessagesSent, Bursts: rep.MessagesSent / n}
+		t := tsv1.BurstTrial{Packets: n, Sent: rep.MessagesSent, Bursts: rep.MessagesSent / n}
 		// Gap detection sees every loss followed by a later message; a loss at the very end of the
 		// last burst only shows as fewer messages received (the count includes warm-up messages).
 		t.Dropped = max(counters.GapDropped, rep.MessagesSent-counters.Received, 0)
@@ -473,13 +475,13 @@ func (r *Runner) microburst(ctx context.Context, stack Stack, s *MicroburstSpec)
 
 // burstTrial sends bursts of n messages against a fresh gap-detecting reflector and returns the
 // reflector's counters; *rep receives the client's report.
-func (r *Runner) burstTrial(ctx context.Context, stack Stack, s *MicroburstSpec, n int64, rep **SockperfClientReport) (*ReflectorCounters, error) {
-	return r.withServer(stack, ProtocolUDP, true, func(port int) error {
+func (r *Runner) burstTrial(ctx context.Context, stack tsv1.Stack, s *tsv1.MicroburstSpec, n int64, rep **SockperfClientReport) (*ReflectorCounters, error) {
+	return r.withServer(stack, tsv1.ProtocolUDP, true, func(port int) error {
 		sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
 		if err != nil {
 			return err
 		}
-		args := append([]string{"tp"}, r.target(ProtocolUDP, port)...)
+		args := append([]string{"tp"}, r.target(tsv1.ProtocolUDP, port)...)
 		args = append(args, "-m", strconv.Itoa(int(s.MessageSize)), "-t", strconv.Itoa(int(s.TrialSeconds)),
 			"-b", strconv.FormatInt(n, 10), "--mps", strconv.FormatInt(n*BurstsPerSecond, 10))
 		cmd, err := r.Tools.command(ctx, stack, r.CPUs, sp, args...)
@@ -518,7 +520,7 @@ func mixedSize(i int64, small, large int32) int32 {
 // 003's pattern: steadyMps all the time plus burstMps during every second second, messages evenly
 // spaced within each second, sizes cycling small, small, large (2/3 and 1/3). It returns the
 // number of messages.
-func WritePlayback(path string, p MixedBurstPattern, seconds int32, small, large int32) (int64, error) {
+func WritePlayback(path string, p tsv1.MixedBurstPattern, seconds int32, small, large int32) (int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, fmt.Errorf("creating playback file: %w", err)
@@ -549,8 +551,8 @@ func WritePlayback(path string, p MixedBurstPattern, seconds int32, small, large
 	return i, f.Close()
 }
 
-func (r *Runner) mixedBurst(ctx context.Context, stack Stack, s *MixedBurstSpec) *MixedBurstResult {
-	res := &MixedBurstResult{Protocol: ProtocolUDP, SmallSize: s.SmallSize, LargeSize: s.LargeSize}
+func (r *Runner) mixedBurst(ctx context.Context, stack tsv1.Stack, s *tsv1.MixedBurstSpec) *tsv1.MixedBurstResult {
+	res := &tsv1.MixedBurstResult{Protocol: tsv1.ProtocolUDP, SmallSize: s.SmallSize, LargeSize: s.LargeSize}
 	for _, p := range s.Patterns {
 		if ctx.Err() != nil {
 			res.Error = joinErr(res.Error, ctx.Err().Error())
@@ -567,8 +569,8 @@ func (r *Runner) mixedBurst(ctx context.Context, stack Stack, s *MixedBurstSpec)
 		var rows []FullLogSample
 		var counters *ReflectorCounters
 		err = r.retry(fmt.Sprintf("mixedBurst %s %s", stack, label), func() (err error) {
-			counters, err = r.withServer(stack, ProtocolUDP, true, func(port int) error {
-				args := append(r.target(ProtocolUDP, port), "--data-file", pb, "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
+			counters, err = r.withServer(stack, tsv1.ProtocolUDP, true, func(port int) error {
+				args := append(r.target(tsv1.ProtocolUDP, port), "--data-file", pb, "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
 				var err error
 				rep, rows, err = r.clientRunRows(ctx, stack, s.DurationSeconds, "pb", args...)
 				return err
@@ -582,7 +584,7 @@ func (r *Runner) mixedBurst(ctx context.Context, stack Stack, s *MixedBurstSpec)
 		}
 		// Sent counts the whole playback ([Total Run]); sockperf's measured window may leave the
 		// last few messages out of the samples.
-		row := MixedBurstRow{SteadyMps: p.SteadyMps, BurstMps: p.BurstMps, Sent: rep.TotalSent, Dropped: rep.Dropped + counters.GapDropped}
+		row := tsv1.MixedBurstRow{SteadyMps: p.SteadyMps, BurstMps: p.BurstMps, Sent: rep.TotalSent, Dropped: rep.Dropped + counters.GapDropped}
 		if row.Sent == 0 {
 			row.Sent = total
 		}
@@ -608,8 +610,8 @@ func (r *Runner) mixedBurst(ctx context.Context, stack Stack, s *MixedBurstSpec)
 	return res
 }
 
-func (r *Runner) jitter(ctx context.Context, s *JitterSpec) *JitterResult {
-	res := &JitterResult{}
+func (r *Runner) jitter(ctx context.Context, s *tsv1.JitterSpec) *tsv1.JitterResult {
+	res := &tsv1.JitterResult{}
 	cpus, err := ParseCPUList(s.CPUs)
 	if err != nil {
 		res.Error = err.Error()
@@ -622,13 +624,13 @@ func (r *Runner) jitter(ctx context.Context, s *JitterSpec) *JitterResult {
 			return res
 		}
 		switch tool {
-		case JitterOslat:
+		case tsv1.JitterOslat:
 			p, err := r.Tools.path("oslat", r.Tools.Oslat)
 			if err != nil {
 				res.Error = joinErr(res.Error, err.Error())
 				continue
 			}
-			cmd, _ := r.Tools.command(ctx, StackKernel, "", p, "--cpu-list", s.CPUs, "-D", strconv.Itoa(int(s.DurationSeconds)), "-C", strconv.Itoa(mainCPU(cpus)), "-b", "1024", "-z")
+			cmd, _ := r.Tools.command(ctx, tsv1.StackKernel, "", p, "--cpu-list", s.CPUs, "-D", strconv.Itoa(int(s.DurationSeconds)), "-C", strconv.Itoa(mainCPU(cpus)), "-b", "1024", "-z")
 			r.logf("%s", strings.Join(cmd.Args, " "))
 			out, err := runTool(ctx, cmd, timeout)
 			if err != nil {
@@ -644,15 +646,15 @@ func (r *Runner) jitter(ctx context.Context, s *JitterSpec) *JitterResult {
 				r.noteTool(v)
 			}
 			for _, o := range reps {
-				res.Rows = append(res.Rows, JitterRow{Tool: JitterOslat, CPU: int32(o.CPU), LatencyStats: o.Stats()})
+				res.Rows = append(res.Rows, tsv1.JitterRow{Tool: tsv1.JitterOslat, CPU: int32(o.CPU), LatencyStats: o.Stats()})
 			}
-		case JitterCyclictest:
+		case tsv1.JitterCyclictest:
 			p, err := r.Tools.path("cyclictest", r.Tools.Cyclictest)
 			if err != nil {
 				res.Error = joinErr(res.Error, err.Error())
 				continue
 			}
-			cmd, _ := r.Tools.command(ctx, StackKernel, "", p, "-m", "-q", "-a", s.CPUs, "-t", strconv.Itoa(len(cpus)),
+			cmd, _ := r.Tools.command(ctx, tsv1.StackKernel, "", p, "-m", "-q", "-a", s.CPUs, "-t", strconv.Itoa(len(cpus)),
 				"-p", strconv.Itoa(int(s.CyclictestPriority)), "-i", strconv.Itoa(int(s.CyclictestIntervalMicros)),
 				"-D", strconv.Itoa(int(s.DurationSeconds)), "-h", "1000")
 			r.logf("%s", strings.Join(cmd.Args, " "))
@@ -672,7 +674,7 @@ func (r *Runner) jitter(ctx context.Context, s *JitterSpec) *JitterResult {
 				if i < len(cpus) {
 					cpu = cpus[i]
 				}
-				res.Rows = append(res.Rows, JitterRow{Tool: JitterCyclictest, CPU: int32(cpu), LatencyStats: c.Stats(), Overflows: c.Overflows})
+				res.Rows = append(res.Rows, tsv1.JitterRow{Tool: tsv1.JitterCyclictest, CPU: int32(cpu), LatencyStats: c.Stats(), Overflows: c.Overflows})
 			}
 		}
 	}

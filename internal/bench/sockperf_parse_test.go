@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
 func readTestdata(t testing.TB, name string) string {
@@ -220,11 +222,11 @@ func TestParseMicrosToNanos(t *testing.T) {
 func TestComputeStats(t *testing.T) {
 	s := []int64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
 	st := ComputeStats(s)
-	want := LatencyStats{Samples: 10, MinNs: 1, MedianNs: 5, MeanNs: 6, P95Ns: 10, P99Ns: 10, P999Ns: 10, MaxNs: 10, StdDevNs: 3}
+	want := tsv1.LatencyStats{Samples: 10, MinNs: 1, MedianNs: 5, MeanNs: 6, P95Ns: 10, P99Ns: 10, P999Ns: 10, MaxNs: 10, StdDevNs: 3}
 	if st != want {
 		t.Errorf("got %+v, want %+v", st, want)
 	}
-	if (ComputeStats(nil) != LatencyStats{}) {
+	if (ComputeStats(nil) != tsv1.LatencyStats{}) {
 		t.Error("empty samples must give zero stats")
 	}
 	curve := ComputeCurve(s)

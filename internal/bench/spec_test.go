@@ -12,55 +12,57 @@ import (
 	"testing"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestSpecDefaultsAreValid(t *testing.T) {
-	s := Spec{PingPong: &PingPongSpec{}, RateSweep: &RateSweepSpec{}, Microburst: &MicroburstSpec{}, MixedBurst: &MixedBurstSpec{}, Jitter: &JitterSpec{CPUs: "1"}, PTP: &PTPSpec{}}.Defaulted()
-	if err := s.Validate(); err != nil {
+	s := tsv1.BenchmarkSuites{PingPong: &tsv1.PingPongSpec{}, RateSweep: &tsv1.RateSweepSpec{}, Microburst: &tsv1.MicroburstSpec{}, MixedBurst: &tsv1.MixedBurstSpec{}, Jitter: &tsv1.JitterSpec{CPUs: "1"}, PTP: &tsv1.PTPSuite{}}.Defaulted()
+	if err := ValidateSuites(s); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
 	if !reflect.DeepEqual(s.PingPong.MessageSizes, []int32{14, 32, 64, 128, 256, 400, 800, 1024, 1472}) {
 		t.Errorf("pingPong sizes %v, want paper 001's with 14 for 12", s.PingPong.MessageSizes)
 	}
-	if s.MixedBurst.Patterns[0] != (MixedBurstPattern{SteadyMps: 500000, BurstMps: 500000}) || s.MixedBurst.SmallSize != 100 || s.MixedBurst.LargeSize != 600 {
+	if s.MixedBurst.Patterns[0] != (tsv1.MixedBurstPattern{SteadyMps: 500000, BurstMps: 500000}) || s.MixedBurst.SmallSize != 100 || s.MixedBurst.LargeSize != 600 {
 		t.Errorf("mixedBurst defaults %+v, want paper 003's", s.MixedBurst)
 	}
-	if *s.PTP != (PTPSpec{Socket: "/run/tickstack/ptp/ptp4l.sock", IntervalMillis: 1000, DurationSeconds: 30}) {
+	if *s.PTP != (tsv1.PTPSuite{Socket: "/run/tickstack/ptp/ptp4l.sock", IntervalMillis: 1000, DurationSeconds: 30}) {
 		t.Errorf("ptp defaults %+v, want the agent's socket, 1 s, 30 s and the domain left to ptp4l.conf", s.PTP)
 	}
-	if len(s.Stacks) != 1 || s.Stacks[0] != StackKernel {
+	if len(s.Stacks) != 1 || s.Stacks[0] != tsv1.StackKernel {
 		t.Errorf("stacks %v", s.Stacks)
 	}
 }
 
 func TestSpecValidate(t *testing.T) {
 	cases := []struct {
-		spec Spec
+		spec tsv1.BenchmarkSuites
 		want string
 	}{
-		{Spec{}, "no suite selected"},
-		{Spec{PingPong: &PingPongSpec{MessageSizes: []int32{12}}}, "pingPong.messageSizes[0]: message size 12 out of range: use 14..1472"},
-		{Spec{PingPong: &PingPongSpec{Protocols: []Protocol{"sctp"}}}, `pingPong.protocols[0]: "sctp" is not a protocol`},
-		{Spec{Stacks: []Stack{"dpdk"}, PingPong: &PingPongSpec{}}, `stacks[0]: "dpdk" is not a stack`},
-		{Spec{RateSweep: &RateSweepSpec{RatesMps: []int64{1000, 500}}}, "rateSweep.ratesMps: rates must increase"},
-		{Spec{RateSweep: &RateSweepSpec{Protocol: ProtocolTCP}}, "rateSweep.protocol: tcp has no message drops"},
-		{Spec{Microburst: &MicroburstSpec{LinkSpeedMbps: -1}}, "microburst.linkSpeedMbps"},
-		{Spec{MixedBurst: &MixedBurstSpec{DurationSeconds: 3}}, "mixedBurst.durationSeconds: 3 is odd"},
-		{Spec{MixedBurst: &MixedBurstSpec{Patterns: []MixedBurstPattern{{SteadyMps: 5000000, BurstMps: 5000000}}}}, "exceed the 20000000 a playback file may hold"},
-		{Spec{Jitter: &JitterSpec{}}, "jitter.cpus: empty CPU list"},
-		{Spec{Jitter: &JitterSpec{CPUs: "3-1"}}, `jitter.cpus: CPU list "3-1"`},
-		{Spec{Jitter: &JitterSpec{CPUs: "1", CyclictestPriority: 100}}, "jitter.cyclictestPriority: 100 out of range"},
-		{Spec{PTP: &PTPSpec{Socket: "ptp4l.sock"}}, `ptp.socket: "ptp4l.sock" is not a clean absolute path: give ptp4l's uds_address, e.g. /run/tickstack/ptp/ptp4l.sock`},
-		{Spec{PTP: &PTPSpec{Socket: "/run/tickstack/../ptp4l.sock"}}, `ptp.socket: "/run/tickstack/../ptp4l.sock" is not a clean absolute path`},
-		{Spec{PTP: &PTPSpec{Socket: "/" + strings.Repeat("d", 100) + "/s"}}, "ptp.socket: directory"},
-		{Spec{PTP: &PTPSpec{Socket: "/" + strings.Repeat("s", 107)}}, "is longer than 107 bytes, the longest UNIX socket path"},
-		{Spec{PTP: &PTPSpec{Domain: ptr(int32(128))}}, "ptp.domain: 128 out of range: use 0..127"},
-		{Spec{PTP: &PTPSpec{IntervalMillis: 10}}, "ptp.intervalMillis: 10 out of range: use 100..60000 milliseconds"},
-		{Spec{PTP: &PTPSpec{DurationSeconds: -1}}, "ptp.durationSeconds: -1 out of range: use 1..86400 seconds"},
+		{tsv1.BenchmarkSuites{}, "no suite selected"},
+		{tsv1.BenchmarkSuites{PingPong: &tsv1.PingPongSpec{MessageSizes: []int32{12}}}, "pingPong.messageSizes[0]: message size 12 out of range: use 14..1472"},
+		{tsv1.BenchmarkSuites{PingPong: &tsv1.PingPongSpec{Protocols: []tsv1.Protocol{"sctp"}}}, `pingPong.protocols[0]: "sctp" is not a protocol`},
+		{tsv1.BenchmarkSuites{Stacks: []tsv1.Stack{"dpdk"}, PingPong: &tsv1.PingPongSpec{}}, `stacks[0]: "dpdk" is not a stack`},
+		{tsv1.BenchmarkSuites{RateSweep: &tsv1.RateSweepSpec{RatesMps: []int64{1000, 500}}}, "rateSweep.ratesMps: rates must increase"},
+		{tsv1.BenchmarkSuites{RateSweep: &tsv1.RateSweepSpec{Protocol: tsv1.ProtocolTCP}}, "rateSweep.protocol: tcp has no message drops"},
+		{tsv1.BenchmarkSuites{Microburst: &tsv1.MicroburstSpec{LinkSpeedMbps: -1}}, "microburst.linkSpeedMbps"},
+		{tsv1.BenchmarkSuites{MixedBurst: &tsv1.MixedBurstSpec{DurationSeconds: 3}}, "mixedBurst.durationSeconds: 3 is odd"},
+		{tsv1.BenchmarkSuites{MixedBurst: &tsv1.MixedBurstSpec{Patterns: []tsv1.MixedBurstPattern{{SteadyMps: 5000000, BurstMps: 5000000}}}}, "exceed the 20000000 a playback file may hold"},
+		{tsv1.BenchmarkSuites{Jitter: &tsv1.JitterSpec{}}, "jitter.cpus: empty CPU list"},
+		{tsv1.BenchmarkSuites{Jitter: &tsv1.JitterSpec{CPUs: "3-1"}}, `jitter.cpus: CPU list "3-1"`},
+		{tsv1.BenchmarkSuites{Jitter: &tsv1.JitterSpec{CPUs: "1", CyclictestPriority: 100}}, "jitter.cyclictestPriority: 100 out of range"},
+		{tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{Socket: "ptp4l.sock"}}, `ptp.socket: "ptp4l.sock" is not a clean absolute path: give ptp4l's uds_address, e.g. /run/tickstack/ptp/ptp4l.sock`},
+		{tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{Socket: "/run/tickstack/../ptp4l.sock"}}, `ptp.socket: "/run/tickstack/../ptp4l.sock" is not a clean absolute path`},
+		{tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{Socket: "/" + strings.Repeat("d", 100) + "/s"}}, "ptp.socket: directory"},
+		{tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{Socket: "/" + strings.Repeat("s", 107)}}, "is longer than 107 bytes, the longest UNIX socket path"},
+		{tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{Domain: ptr(int32(128))}}, "ptp.domain: 128 out of range: use 0..127"},
+		{tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{IntervalMillis: 10}}, "ptp.intervalMillis: 10 out of range: use 100..60000 milliseconds"},
+		{tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{DurationSeconds: -1}}, "ptp.durationSeconds: -1 out of range: use 1..86400 seconds"},
 	}
 	for _, c := range cases {
-		err := c.spec.Defaulted().Validate()
+		err := ValidateSuites(c.spec.Defaulted())
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Validate(%+v) = %v, want an error containing %q", c.spec, err, c.want)
 		}
@@ -68,8 +70,8 @@ func TestSpecValidate(t *testing.T) {
 }
 
 func TestSpecPTPAloneIsASuite(t *testing.T) {
-	s := Spec{PTP: &PTPSpec{Domain: ptr(int32(0))}}.Defaulted()
-	if err := s.Validate(); err != nil {
+	s := tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{Domain: ptr(int32(0))}}.Defaulted()
+	if err := ValidateSuites(s); err != nil {
 		t.Errorf("ptp alone refused: %v", err)
 	}
 	if s.NetworkSuites() {
@@ -93,7 +95,7 @@ func TestParseCPUList(t *testing.T) {
 // odd ones, two small messages for each large one, timestamps increasing.
 func TestWritePlayback(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pb.csv")
-	n, err := WritePlayback(path, MixedBurstPattern{SteadyMps: 300, BurstMps: 150}, 4, 100, 600)
+	n, err := WritePlayback(path, tsv1.MixedBurstPattern{SteadyMps: 300, BurstMps: 150}, 4, 100, 600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +189,7 @@ func TestResultsLogRoundTrip(t *testing.T) {
 		t.Errorf("no block: %v", err)
 	}
 	// A document of another schema is refused with the fix.
-	bad := strings.Replace(full, SchemaVersion, "bench.tickstack.io/v9", 1)
+	bad := strings.Replace(full, tsv1.BenchmarkResultsSchemaVersion, "bench.tickstack.io/v9", 1)
 	if _, err := ReadResultsLog(strings.NewReader(bad)); err == nil {
 		t.Error("tampered block accepted")
 	}
@@ -219,7 +221,7 @@ func TestResultTypesAreAPIShaped(t *testing.T) {
 		case reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
 			t.Errorf("%s is a float: use int64 nanoseconds or a decimal string", path)
 		case reflect.Struct:
-			if seen[tp] || tp.PkgPath() != reflect.TypeOf(Results{}).PkgPath() {
+			if seen[tp] || tp.PkgPath() != reflect.TypeOf(tsv1.BenchmarkResults{}).PkgPath() {
 				return
 			}
 			seen[tp] = true
@@ -237,7 +239,7 @@ func TestResultTypesAreAPIShaped(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range []any{Results{}, Spec{}, Thresholds{}, Verdict{}, StackComparison{}} {
+	for _, v := range []any{tsv1.BenchmarkResults{}, tsv1.BenchmarkSuites{}, tsv1.Thresholds{}, tsv1.Verdict{}, tsv1.StackComparison{}} {
 		walk(reflect.TypeOf(v), reflect.TypeOf(v).Name())
 	}
 	if len(seen) < 20 {
@@ -256,11 +258,11 @@ func TestResultsDeepCopy(t *testing.T) {
 	if orig.Stacks[0].PingPong.Rows[0].MedianNs == 1 || orig.Stacks[0].MixedBurst.Rows[0].Small.P99Ns == 1 || orig.Jitter.Rows[0].MaxNs == 1 {
 		t.Fatal("DeepCopy shares memory with the original")
 	}
-	th := Thresholds{MaxDropped: ptr(int64(0)), Latency: []LatencyLimit{{Suite: SuitePingPong}}}
+	th := tsv1.Thresholds{MaxDropped: ptr(int64(0)), Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong}}}
 	tc := th.DeepCopy()
 	*tc.MaxDropped = 5
-	tc.Latency[0].Suite = SuiteJitter
-	if *th.MaxDropped != 0 || th.Latency[0].Suite != SuitePingPong {
+	tc.Latency[0].Suite = tsv1.SuiteJitter
+	if *th.MaxDropped != 0 || th.Latency[0].Suite != tsv1.SuitePingPong {
 		t.Fatal("Thresholds.DeepCopy shares memory")
 	}
 }

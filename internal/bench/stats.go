@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
 // ParseMicrosToNanos parses a non-negative decimal number of microseconds ("8.638", "17270.640",
@@ -79,10 +81,10 @@ func percentileRank(n int, p float64) int {
 // ComputeStats computes the distribution of samples (nanoseconds). The slice is sorted in place.
 // Percentiles use the nearest-rank method; the standard deviation is the sample one (n-1), as
 // sockperf computes it.
-func ComputeStats(samples []int64) LatencyStats {
+func ComputeStats(samples []int64) tsv1.LatencyStats {
 	n := len(samples)
 	if n == 0 {
-		return LatencyStats{}
+		return tsv1.LatencyStats{}
 	}
 	sort.Slice(samples, func(a, b int) bool { return samples[a] < samples[b] })
 	var sum float64
@@ -96,7 +98,7 @@ func ComputeStats(samples []int64) LatencyStats {
 		sq += d * d
 	}
 	at := func(p float64) int64 { return samples[percentileRank(n, p)] }
-	return LatencyStats{
+	return tsv1.LatencyStats{
 		Samples:  int64(n),
 		MinNs:    samples[0],
 		MedianNs: at(50),
@@ -115,16 +117,16 @@ func CurvePercentiles() []string {
 }
 
 // ComputeCurve samples sorted samples (as left by ComputeStats) at fixed percentiles.
-func ComputeCurve(sorted []int64) []PercentilePoint {
+func ComputeCurve(sorted []int64) []tsv1.PercentilePoint {
 	if len(sorted) == 0 {
 		return nil
 	}
 	ps := CurvePercentiles()
-	out := make([]PercentilePoint, 0, len(ps))
+	out := make([]tsv1.PercentilePoint, 0, len(ps))
 	for _, p := range ps {
 		f, _ := strconv.ParseFloat(p, 64)
 		idx := percentileRank(len(sorted), f)
-		out = append(out, PercentilePoint{Percentile: p, ValueNs: sorted[idx]})
+		out = append(out, tsv1.PercentilePoint{Percentile: p, ValueNs: sorted[idx]})
 	}
 	return out
 }
@@ -132,13 +134,13 @@ func ComputeCurve(sorted []int64) []PercentilePoint {
 // HistogramStats computes a distribution from a histogram of 1 us buckets (counts[i] is the number
 // of observations of i us, or of at most i+1 us with upperBound true), plus the tool's exact min,
 // mean and max. Percentiles landing in the overflow are reported as the exact maximum.
-func HistogramStats(counts []int64, bucketNs int64, upperBound bool, overflows, minNs, meanNs, maxNs int64) LatencyStats {
+func HistogramStats(counts []int64, bucketNs int64, upperBound bool, overflows, minNs, meanNs, maxNs int64) tsv1.LatencyStats {
 	var total int64
 	for _, c := range counts {
 		total += c
 	}
 	total += overflows
-	st := LatencyStats{Samples: total, MinNs: minNs, MeanNs: meanNs, MaxNs: maxNs}
+	st := tsv1.LatencyStats{Samples: total, MinNs: minNs, MeanNs: meanNs, MaxNs: maxNs}
 	if total == 0 {
 		return st
 	}

@@ -3,50 +3,52 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
-func stats(median, p99 int64) LatencyStats {
-	return LatencyStats{Samples: 1000, MinNs: median / 2, MedianNs: median, MeanNs: median + 100, P95Ns: p99 - 1, P99Ns: p99, P999Ns: p99 * 2, MaxNs: p99 * 4, StdDevNs: 500}
+func stats(median, p99 int64) tsv1.LatencyStats {
+	return tsv1.LatencyStats{Samples: 1000, MinNs: median / 2, MedianNs: median, MeanNs: median + 100, P95Ns: p99 - 1, P99Ns: p99, P999Ns: p99 * 2, MaxNs: p99 * 4, StdDevNs: 500}
 }
 
 func ptr[T any](v T) *T { return &v }
 
 // sampleResults is a kernel + bypass run shaped like the runner's output.
-func sampleResults() *Results {
-	return &Results{
-		SchemaVersion: SchemaVersion,
-		Stacks: []StackResults{
+func sampleResults() *tsv1.BenchmarkResults {
+	return &tsv1.BenchmarkResults{
+		SchemaVersion: tsv1.BenchmarkResultsSchemaVersion,
+		Stacks: []tsv1.StackResults{
 			{
-				Stack: StackKernel,
-				PingPong: &PingPongResult{Rows: []PingPongRow{
-					{Protocol: ProtocolUDP, MessageSize: 64, LatencyStats: stats(10000, 30000)},
-					{Protocol: ProtocolUDP, MessageSize: 1472, LatencyStats: stats(20000, 60000)},
-					{Protocol: ProtocolTCP, MessageSize: 64, LatencyStats: stats(12000, 40000), Dropped: 0},
+				Stack: tsv1.StackKernel,
+				PingPong: &tsv1.PingPongResult{Rows: []tsv1.PingPongRow{
+					{Protocol: tsv1.ProtocolUDP, MessageSize: 64, LatencyStats: stats(10000, 30000)},
+					{Protocol: tsv1.ProtocolUDP, MessageSize: 1472, LatencyStats: stats(20000, 60000)},
+					{Protocol: tsv1.ProtocolTCP, MessageSize: 64, LatencyStats: stats(12000, 40000), Dropped: 0},
 				}},
-				RateSweep: &RateSweepResult{
-					Rows: []RateRow{
-						{Protocol: ProtocolUDP, MessageSize: 64, TargetMps: 10000, AchievedMps: 10000, Sustained: true, LatencyStats: stats(15000, 50000)},
-						{Protocol: ProtocolUDP, MessageSize: 64, TargetMps: 100000, AchievedMps: 60000, Dropped: 12, LatencyStats: stats(90000, 900000)},
+				RateSweep: &tsv1.RateSweepResult{
+					Rows: []tsv1.RateRow{
+						{Protocol: tsv1.ProtocolUDP, MessageSize: 64, TargetMps: 10000, AchievedMps: 10000, Sustained: true, LatencyStats: stats(15000, 50000)},
+						{Protocol: tsv1.ProtocolUDP, MessageSize: 64, TargetMps: 100000, AchievedMps: 60000, Dropped: 12, LatencyStats: stats(90000, 900000)},
 					},
-					MaxSustained: []SustainedRate{{Protocol: ProtocolUDP, MessageSize: 64, Mps: 10000}},
+					MaxSustained: []tsv1.SustainedRate{{Protocol: tsv1.ProtocolUDP, MessageSize: 64, Mps: 10000}},
 				},
-				Microburst: &MicroburstResult{Protocol: ProtocolUDP, MessageSize: 256, LinkSpeedMbps: 10000, MaxBurstPackets: 224, BurstTimeNs: BurstTimeNs(256, 224, 10000),
-					Trials: []BurstTrial{{Packets: 64, Sent: 640}, {Packets: 256, Sent: 2560, Dropped: 3}, {Packets: 224, Sent: 2240}}},
-				MixedBurst: &MixedBurstResult{Protocol: ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []MixedBurstRow{
+				Microburst: &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: 256, LinkSpeedMbps: 10000, MaxBurstPackets: 224, BurstTimeNs: BurstTimeNs(256, 224, 10000),
+					Trials: []tsv1.BurstTrial{{Packets: 64, Sent: 640}, {Packets: 256, Sent: 2560, Dropped: 3}, {Packets: 224, Sent: 2240}}},
+				MixedBurst: &tsv1.MixedBurstResult{Protocol: tsv1.ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []tsv1.MixedBurstRow{
 					{SteadyMps: 1000, BurstMps: 1000, Sent: 3000, LatencyStats: stats(25000, 70000), Small: ptr(stats(24000, 65000)), Large: ptr(stats(27000, 80000))},
 				}},
 			},
 			{
-				Stack: StackBypass,
-				PingPong: &PingPongResult{Rows: []PingPongRow{
-					{Protocol: ProtocolUDP, MessageSize: 64, LatencyStats: stats(4000, 9000)},
-					{Protocol: ProtocolUDP, MessageSize: 1472, LatencyStats: stats(8000, 20000)},
+				Stack: tsv1.StackBypass,
+				PingPong: &tsv1.PingPongResult{Rows: []tsv1.PingPongRow{
+					{Protocol: tsv1.ProtocolUDP, MessageSize: 64, LatencyStats: stats(4000, 9000)},
+					{Protocol: tsv1.ProtocolUDP, MessageSize: 1472, LatencyStats: stats(8000, 20000)},
 				}},
 			},
 		},
-		Jitter: &JitterResult{Rows: []JitterRow{
-			{Tool: JitterOslat, CPU: 1, LatencyStats: LatencyStats{Samples: 100, MinNs: 1000, MedianNs: 1000, MeanNs: 1001, P95Ns: 1000, P99Ns: 1000, P999Ns: 2000, MaxNs: 12000}},
-			{Tool: JitterCyclictest, CPU: 1, LatencyStats: LatencyStats{Samples: 100, MinNs: 6000, MedianNs: 19000, MeanNs: 22000, P95Ns: 34000, P99Ns: 65000, P999Ns: 194000, MaxNs: 300000}},
+		Jitter: &tsv1.JitterResult{Rows: []tsv1.JitterRow{
+			{Tool: tsv1.JitterOslat, CPU: 1, LatencyStats: tsv1.LatencyStats{Samples: 100, MinNs: 1000, MedianNs: 1000, MeanNs: 1001, P95Ns: 1000, P99Ns: 1000, P999Ns: 2000, MaxNs: 12000}},
+			{Tool: tsv1.JitterCyclictest, CPU: 1, LatencyStats: tsv1.LatencyStats{Samples: 100, MinNs: 6000, MedianNs: 19000, MeanNs: 22000, P95Ns: 34000, P99Ns: 65000, P999Ns: 194000, MaxNs: 300000}},
 		}},
 	}
 }
@@ -54,64 +56,64 @@ func sampleResults() *Results {
 func TestEvaluate(t *testing.T) {
 	cases := []struct {
 		name string
-		mod  func(*Results)
-		th   Thresholds
-		want VerdictResult
+		mod  func(*tsv1.BenchmarkResults)
+		th   tsv1.Thresholds
+		want tsv1.VerdictResult
 		// first names the first reason (failed ones come first); msg is a fragment of its message.
 		first, msg string
 	}{
-		{name: "no thresholds pass", th: Thresholds{}, want: VerdictPassed},
-		{name: "pingPong p99 within", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP99, Max: "60us"}}}, want: VerdictPassed,
+		{name: "no thresholds pass", th: tsv1.Thresholds{}, want: tsv1.VerdictPassed},
+		{name: "pingPong p99 within", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "60us"}}}, want: tsv1.VerdictPassed,
 			first: "pingPong/p99", msg: "worst p99 60.000 us at udp 1472 B on kernel"},
-		{name: "pingPong p99 exceeded", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP99, Max: "59.999us"}}}, want: VerdictFailed,
+		{name: "pingPong p99 exceeded", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "59.999us"}}}, want: tsv1.VerdictFailed,
 			first: "pingPong/p99", msg: "p99 60.000 us at udp 1472 B on kernel exceeds 59.999us"},
-		{name: "narrowed to bypass", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Stack: StackBypass, Statistic: StatMedian, Max: "8us"}}}, want: VerdictPassed,
+		{name: "narrowed to bypass", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Stack: tsv1.StackBypass, Statistic: tsv1.StatMedian, Max: "8us"}}}, want: tsv1.VerdictPassed,
 			first: "pingPong/bypass/median"},
-		{name: "narrowed to tcp 64 B", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Protocol: ProtocolTCP, MessageSize: 64, Statistic: StatMean, Max: "12us"}}}, want: VerdictFailed,
+		{name: "narrowed to tcp 64 B", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Protocol: tsv1.ProtocolTCP, MessageSize: 64, Statistic: tsv1.StatMean, Max: "12us"}}}, want: tsv1.VerdictFailed,
 			first: "pingPong/mean/tcp/64B", msg: "12.100 us"},
-		{name: "selector matching nothing is inconclusive", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Protocol: ProtocolUDPMulticast, Statistic: StatP99, Max: "1ms"}}}, want: VerdictInconclusive,
+		{name: "selector matching nothing is inconclusive", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Protocol: tsv1.ProtocolUDPMulticast, Statistic: tsv1.StatP99, Max: "1ms"}}}, want: tsv1.VerdictInconclusive,
 			first: "pingPong/p99/udpMulticast", msg: "no measured pingPong row"},
-		{name: "rateSweep ignores unsustained rates", th: Thresholds{Latency: []LatencyLimit{{Suite: SuiteRateSweep, Statistic: StatP99, Max: "50us"}}}, want: VerdictPassed,
+		{name: "rateSweep ignores unsustained rates", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteRateSweep, Statistic: tsv1.StatP99, Max: "50us"}}}, want: tsv1.VerdictPassed,
 			msg: "1 rows checked"},
-		{name: "mixedBurst large messages", th: Thresholds{Latency: []LatencyLimit{{Suite: SuiteMixedBurst, MessageSize: 600, Statistic: StatP99, Max: "79us"}}}, want: VerdictFailed,
+		{name: "mixedBurst large messages", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteMixedBurst, MessageSize: 600, Statistic: tsv1.StatP99, Max: "79us"}}}, want: tsv1.VerdictFailed,
 			msg: "1000+1000 msg/s 600 B"},
-		{name: "jitter max by tool", th: Thresholds{Latency: []LatencyLimit{{Suite: SuiteJitter, Tool: JitterOslat, Statistic: StatMax, Max: "20us"}}}, want: VerdictPassed, msg: "oslat cpu 1"},
-		{name: "jitter both tools", th: Thresholds{Latency: []LatencyLimit{{Suite: SuiteJitter, Statistic: StatMax, Max: "20us"}}}, want: VerdictFailed, msg: "cyclictest cpu 1"},
-		{name: "drops", th: Thresholds{MaxDropped: ptr(int64(0))}, mod: func(r *Results) { r.Stacks[0].PingPong.Rows[2].Dropped = 3 }, want: VerdictFailed,
+		{name: "jitter max by tool", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteJitter, Tool: tsv1.JitterOslat, Statistic: tsv1.StatMax, Max: "20us"}}}, want: tsv1.VerdictPassed, msg: "oslat cpu 1"},
+		{name: "jitter both tools", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteJitter, Statistic: tsv1.StatMax, Max: "20us"}}}, want: tsv1.VerdictFailed, msg: "cyclictest cpu 1"},
+		{name: "drops", th: tsv1.Thresholds{MaxDropped: ptr(int64(0))}, mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].PingPong.Rows[2].Dropped = 3 }, want: tsv1.VerdictFailed,
 			first: "drops/kernel", msg: "3 messages dropped in pingPong tcp 64 B"},
-		{name: "sustained rate met", th: Thresholds{MinSustainedMps: ptr(int64(10000))}, want: VerdictPassed},
-		{name: "sustained rate missed", th: Thresholds{MinSustainedMps: ptr(int64(100000))}, want: VerdictFailed, msg: "sustained only 10000 msg/s"},
-		{name: "microburst met", th: Thresholds{MinMicroburstPackets: ptr(int64(200))}, want: VerdictPassed, msg: "absorbed 224"},
-		{name: "microburst missed", th: Thresholds{MinMicroburstPackets: ptr(int64(1000))}, want: VerdictFailed, msg: "largest burst absorbed without a drop is 224"},
-		{name: "bypass speedup met", th: Thresholds{MinBypassSpeedup: "2.5"}, want: VerdictPassed, msg: "2.500x"},
-		{name: "bypass speedup missed", th: Thresholds{MinBypassSpeedup: "2.6"}, want: VerdictFailed, msg: "only 2.500x faster than kernel at udp 64 B"},
-		{name: "bypass unavailable", th: Thresholds{MinBypassSpeedup: "1.5"}, mod: func(r *Results) {
-			r.Stacks[1] = StackResults{Stack: StackBypass, Unavailable: "launcher not found"}
-		}, want: VerdictInconclusive, first: "stack/bypass", msg: "launcher not found"},
-		{name: "suite error alone is inconclusive", mod: func(r *Results) { r.Stacks[0].RateSweep.Error = "reflector gone" }, want: VerdictInconclusive,
+		{name: "sustained rate met", th: tsv1.Thresholds{MinSustainedMps: ptr(int64(10000))}, want: tsv1.VerdictPassed},
+		{name: "sustained rate missed", th: tsv1.Thresholds{MinSustainedMps: ptr(int64(100000))}, want: tsv1.VerdictFailed, msg: "sustained only 10000 msg/s"},
+		{name: "microburst met", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(200))}, want: tsv1.VerdictPassed, msg: "absorbed 224"},
+		{name: "microburst missed", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(1000))}, want: tsv1.VerdictFailed, msg: "largest burst absorbed without a drop is 224"},
+		{name: "bypass speedup met", th: tsv1.Thresholds{MinBypassSpeedup: "2.5"}, want: tsv1.VerdictPassed, msg: "2.500x"},
+		{name: "bypass speedup missed", th: tsv1.Thresholds{MinBypassSpeedup: "2.6"}, want: tsv1.VerdictFailed, msg: "only 2.500x faster than kernel at udp 64 B"},
+		{name: "bypass unavailable", th: tsv1.Thresholds{MinBypassSpeedup: "1.5"}, mod: func(r *tsv1.BenchmarkResults) {
+			r.Stacks[1] = tsv1.StackResults{Stack: tsv1.StackBypass, Unavailable: "launcher not found"}
+		}, want: tsv1.VerdictInconclusive, first: "stack/bypass", msg: "launcher not found"},
+		{name: "suite error alone is inconclusive", mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].RateSweep.Error = "reflector gone" }, want: tsv1.VerdictInconclusive,
 			first: "suite/rateSweep/kernel", msg: "reflector gone"},
-		{name: "failure outranks inconclusive", th: Thresholds{MinMicroburstPackets: ptr(int64(1000))}, mod: func(r *Results) { r.Jitter.Error = "oslat missing" }, want: VerdictFailed,
+		{name: "failure outranks inconclusive", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(1000))}, mod: func(r *tsv1.BenchmarkResults) { r.Jitter.Error = "oslat missing" }, want: tsv1.VerdictFailed,
 			first: "microburst/kernel"},
-		{name: "invalid rule fails loudly", th: Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: "p42", Max: "1us"}}}, want: VerdictFailed, msg: "thresholds.latency[0] is invalid"},
-		{name: "ptp all SLAVE passes without thresholds", mod: withPTP(lockedPTP()), want: VerdictPassed,
+		{name: "invalid rule fails loudly", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: "p42", Max: "1us"}}}, want: tsv1.VerdictFailed, msg: "thresholds.latency[0] is invalid"},
+		{name: "ptp all SLAVE passes without thresholds", mod: withPTP(lockedPTP()), want: tsv1.VerdictPassed,
 			first: "ptp/slave", msg: "all 200 samples of /run/tickstack/ptp/ptp4l.sock in SLAVE state"},
-		{name: "ptp p99 within", th: ptpLimit(StatP99, "900ns"), mod: withPTP(lockedPTP()), want: VerdictPassed,
+		{name: "ptp p99 within", th: ptpLimit(tsv1.StatP99, "900ns"), mod: withPTP(lockedPTP()), want: tsv1.VerdictPassed,
 			msg: "worst p99 0.900 us at |offset from master| over 200 SLAVE samples is within 900ns"},
-		{name: "ptp p99 exceeded", th: ptpLimit(StatP99, "899ns"), mod: withPTP(lockedPTP()), want: VerdictFailed,
+		{name: "ptp p99 exceeded", th: ptpLimit(tsv1.StatP99, "899ns"), mod: withPTP(lockedPTP()), want: tsv1.VerdictFailed,
 			first: "ptp/p99", msg: "p99 0.900 us at |offset from master| over 200 SLAVE samples exceeds 899ns"},
-		{name: "ptp max bounds the largest offset", th: ptpLimit(StatMax, "1us"), mod: withPTP(lockedPTP()), want: VerdictFailed,
+		{name: "ptp max bounds the largest offset", th: ptpLimit(tsv1.StatMax, "1us"), mod: withPTP(lockedPTP()), want: tsv1.VerdictFailed,
 			first: "ptp/max", msg: "max 1.500 us"},
-		{name: "ptp samples outside SLAVE fail", mod: withPTP(func(p *PTPResult) {
-			p.NotSlaveSamples, p.PortStates = 2, append(p.PortStates, PTPPortStateCount{State: "UNCALIBRATED", Samples: 2})
+		{name: "ptp samples outside SLAVE fail", mod: withPTP(func(p *tsv1.PTPResult) {
+			p.NotSlaveSamples, p.PortStates = 2, append(p.PortStates, tsv1.PTPPortStateCount{State: "UNCALIBRATED", Samples: 2})
 			p.Samples += 2
-		}), want: VerdictFailed, first: "ptp/slave", msg: "2 of 202 samples of /run/tickstack/ptp/ptp4l.sock not in SLAVE state (SLAVE 200, UNCALIBRATED 2)"},
-		{name: "ptp unanswered reads fail", mod: withPTP(func(p *PTPResult) {
+		}), want: tsv1.VerdictFailed, first: "ptp/slave", msg: "2 of 202 samples of /run/tickstack/ptp/ptp4l.sock not in SLAVE state (SLAVE 200, UNCALIBRATED 2)"},
+		{name: "ptp unanswered reads fail", mod: withPTP(func(p *tsv1.PTPResult) {
 			p.FailedReads, p.Samples, p.LastFailure = 1, 201, "no response from ptp4l"
-		}), want: VerdictFailed, first: "ptp/slave", msg: "1 reads unanswered, last: no response from ptp4l"},
-		{name: "ptp never answered is inconclusive", th: ptpLimit(StatP99, "1us"), mod: withPTP(func(p *PTPResult) {
-			*p = PTPResult{Socket: DefaultPTPSocket, Samples: 5, FailedReads: 5, Error: "none of 5 reads was answered"}
-		}), want: VerdictInconclusive, first: "suite/ptp", msg: "ptp did not complete: none of 5 reads was answered"},
-		{name: "ptp limit without the suite is inconclusive", th: ptpLimit(StatP99, "1us"), want: VerdictInconclusive,
+		}), want: tsv1.VerdictFailed, first: "ptp/slave", msg: "1 reads unanswered, last: no response from ptp4l"},
+		{name: "ptp never answered is inconclusive", th: ptpLimit(tsv1.StatP99, "1us"), mod: withPTP(func(p *tsv1.PTPResult) {
+			*p = tsv1.PTPResult{Socket: tsv1.DefaultPTPSocket, Samples: 5, FailedReads: 5, Error: "none of 5 reads was answered"}
+		}), want: tsv1.VerdictInconclusive, first: "suite/ptp", msg: "ptp did not complete: none of 5 reads was answered"},
+		{name: "ptp limit without the suite is inconclusive", th: ptpLimit(tsv1.StatP99, "1us"), want: tsv1.VerdictInconclusive,
 			first: "ptp/p99", msg: "no offset was measured in SLAVE state"},
 	}
 	for _, c := range cases {
@@ -147,22 +149,22 @@ func TestEvaluate(t *testing.T) {
 
 // lockedPTP is 200 SLAVE samples with |offset| up to 784 ns, then 850, 900, 1200 and 1500 ns:
 // p99 is 900 ns, the maximum 1.5 us.
-func lockedPTP() func(*PTPResult) {
-	return func(p *PTPResult) {
+func lockedPTP() func(*tsv1.PTPResult) {
+	return func(p *tsv1.PTPResult) {
 		var abs []int64
 		for i := int64(1); i <= 196; i++ {
 			abs = append(abs, i*4)
 		}
 		abs = append(abs, 850, 900, 1200, 1500)
-		*p = PTPResult{Socket: DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 200, Offset: ComputeStats(abs),
-			MinOffsetNs: -1500, MaxOffsetNs: 1200, PortStates: []PTPPortStateCount{{State: "SLAVE", Samples: 200}}}
+		*p = tsv1.PTPResult{Socket: tsv1.DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 200, Offset: ComputeStats(abs),
+			MinOffsetNs: -1500, MaxOffsetNs: 1200, PortStates: []tsv1.PTPPortStateCount{{State: "SLAVE", Samples: 200}}}
 	}
 }
 
 // withPTP gives the results a ptp table built by lockedPTP, then changed by mods.
-func withPTP(mods ...func(*PTPResult)) func(*Results) {
-	return func(r *Results) {
-		r.PTP = &PTPResult{}
+func withPTP(mods ...func(*tsv1.PTPResult)) func(*tsv1.BenchmarkResults) {
+	return func(r *tsv1.BenchmarkResults) {
+		r.PTP = &tsv1.PTPResult{}
 		lockedPTP()(r.PTP)
 		for _, m := range mods {
 			m(r.PTP)
@@ -170,42 +172,42 @@ func withPTP(mods ...func(*PTPResult)) func(*Results) {
 	}
 }
 
-func ptpLimit(st Statistic, max string) Thresholds {
-	return Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: st, Max: max}}}
+func ptpLimit(st tsv1.Statistic, max string) tsv1.Thresholds {
+	return tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: st, Max: max}}}
 }
 
-func rank(r VerdictResult) int {
+func rank(r tsv1.VerdictResult) int {
 	switch r {
-	case VerdictFailed:
+	case tsv1.VerdictFailed:
 		return 0
-	case VerdictInconclusive:
+	case tsv1.VerdictInconclusive:
 		return 1
 	}
 	return 2
 }
 
 func TestThresholdsValidate(t *testing.T) {
-	good := Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP999, Max: "1.5ms"}, {Suite: SuitePTP, Statistic: StatP99, Max: "1us"}},
+	good := tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP999, Max: "1.5ms"}, {Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "1us"}},
 		MinBypassSpeedup: "1.25", MaxDropped: ptr(int64(0))}
-	if err := good.Validate(); err != nil {
+	if err := ValidateThresholds(good); err != nil {
 		t.Fatalf("valid thresholds refused: %v", err)
 	}
 	cases := []struct {
-		th   Thresholds
+		th   tsv1.Thresholds
 		want string
 	}{
-		{Thresholds{Latency: []LatencyLimit{{Suite: SuiteMicroburst, Statistic: StatP99, Max: "1us"}}}, "thresholds.latency[0].suite"},
-		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: "p50", Max: "1us"}}}, "thresholds.latency[0].statistic"},
-		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP99, Max: "25"}}}, `thresholds.latency[0].max: "25" is not a positive duration`},
-		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePingPong, Statistic: StatP99, Max: "1us", Stack: "dpdk"}}}, "thresholds.latency[0].stack"},
-		{Thresholds{MinBypassSpeedup: "fast"}, "thresholds.minBypassSpeedup"},
-		{Thresholds{MaxDropped: ptr(int64(-1))}, "thresholds.maxDropped"},
-		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatP99, Max: "1us", Protocol: ProtocolUDP}}}, "thresholds.latency[0].protocol: does not apply to suite ptp"},
-		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatP99, Max: "1us", Stack: StackKernel}}}, "thresholds.latency[0].stack: does not apply to suite ptp"},
-		{Thresholds{Latency: []LatencyLimit{{Suite: SuitePTP, Statistic: StatP99, Max: "-1us"}}}, "thresholds.latency[0].max"},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteMicroburst, Statistic: tsv1.StatP99, Max: "1us"}}}, "thresholds.latency[0].suite"},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: "p50", Max: "1us"}}}, "thresholds.latency[0].statistic"},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "25"}}}, `thresholds.latency[0].max: "25" is not a positive duration`},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "1us", Stack: "dpdk"}}}, "thresholds.latency[0].stack"},
+		{tsv1.Thresholds{MinBypassSpeedup: "fast"}, "thresholds.minBypassSpeedup"},
+		{tsv1.Thresholds{MaxDropped: ptr(int64(-1))}, "thresholds.maxDropped"},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "1us", Protocol: tsv1.ProtocolUDP}}}, "thresholds.latency[0].protocol: does not apply to suite ptp"},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "1us", Stack: tsv1.StackKernel}}}, "thresholds.latency[0].stack: does not apply to suite ptp"},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "-1us"}}}, "thresholds.latency[0].max"},
 	}
 	for _, c := range cases {
-		err := c.th.Validate()
+		err := ValidateThresholds(c.th)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Validate(%+v) = %v, want an error containing %q", c.th, err, c.want)
 		}

@@ -70,7 +70,8 @@ const (
 	VendorHPE        Vendor = "HPE"
 	VendorLenovo     Vendor = "Lenovo"
 	VendorSupermicro Vendor = "Supermicro"
-	// VendorSushy is OpenStack's sushy-tools emulator (libvirt driver), used by the tests.
+	// VendorSushy is OpenStack's sushy-tools emulator (libvirt driver), used by the tests. It is no
+	// value of the API's BIOSPreset enum: only Auto reaches it, from the emulator's manufacturer.
 	VendorSushy Vendor = "SushyEmulator"
 )
 

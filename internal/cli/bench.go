@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/report"
 )
 
@@ -68,7 +67,7 @@ type BenchOptions struct {
 
 // VerdictError is returned when the run's verdict is not a pass.
 type VerdictError struct {
-	Verdict bench.VerdictResult
+	Verdict tsv1.VerdictResult
 	Message string
 }
 
@@ -196,9 +195,9 @@ func progress(out io.Writer, b *tsv1.LatencyBenchmark, seen map[string]string) {
 
 func verdictErr(b *tsv1.LatencyBenchmark, allowInconclusive bool) error {
 	switch b.Status.Verdict {
-	case bench.VerdictPassed:
+	case tsv1.VerdictPassed:
 		return nil
-	case bench.VerdictInconclusive:
+	case tsv1.VerdictInconclusive:
 		if allowInconclusive {
 			return nil
 		}

@@ -26,7 +26,6 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
-	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/testutil"
 )
 
@@ -98,10 +97,10 @@ func (f *fakeNodes) run(ctx context.Context, t *testing.T, c client.Client, ns s
 				f.mu.Lock()
 				m := f.medians[node]
 				f.mu.Unlock()
-				res := &bench.Results{SchemaVersion: bench.SchemaVersion, Node: node, StartTime: metav1.Now(), CompletionTime: metav1.Now(),
-					Stacks: []bench.StackResults{{Stack: bench.StackKernel, PingPong: &bench.PingPongResult{Rows: []bench.PingPongRow{{
-						Protocol: bench.ProtocolUDP, MessageSize: 64,
-						LatencyStats: bench.LatencyStats{Samples: 5000, MinNs: m / 2, MedianNs: m, MeanNs: m, P95Ns: 2 * m, P99Ns: 3 * m, P999Ns: 4 * m, MaxNs: 5 * m, StdDevNs: m / 5},
+				res := &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, Node: node, StartTime: metav1.Now(), CompletionTime: metav1.Now(),
+					Stacks: []tsv1.StackResults{{Stack: tsv1.StackKernel, PingPong: &tsv1.PingPongResult{Rows: []tsv1.PingPongRow{{
+						Protocol: tsv1.ProtocolUDP, MessageSize: 64,
+						LatencyStats: tsv1.LatencyStats{Samples: 5000, MinNs: m / 2, MedianNs: m, MeanNs: m, P95Ns: 2 * m, P99Ns: 3 * m, P999Ns: 4 * m, MaxNs: 5 * m, StdDevNs: m / 5},
 					}}}}}}
 				b, _ := json.Marshal(res)
 				cm := &corev1.ConfigMap{}
@@ -170,7 +169,7 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("bench: %v\n%s", err, out.String())
 		}
-		if got.Status.Verdict != bench.VerdictPassed || got.Status.Run != 1 {
+		if got.Status.Verdict != tsv1.VerdictPassed || got.Status.Run != 1 {
 			t.Fatalf("verdict %q run %d", got.Status.Verdict, got.Status.Run)
 		}
 		for _, want := range []string{"run requested", "pingPong, kernel stack: half round trip (us)", "p99.9", "std-dev",
@@ -186,7 +185,7 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 		var out bytes.Buffer
 		got, err := Bench(ctx, c, BenchOptions{Name: "ci", Namespace: ns.Name, Wait: true, Poll: 100 * time.Millisecond, Timeout: time.Minute}, &out)
 		var verdict *VerdictError
-		if !errors.As(err, &verdict) || verdict.Verdict != bench.VerdictFailed {
+		if !errors.As(err, &verdict) || verdict.Verdict != tsv1.VerdictFailed {
 			t.Fatalf("want a Failed VerdictError, got %v\n%s", err, out.String())
 		}
 		if got.Status.Run != 2 || !strings.Contains(verdict.Message, "tslb-cli-b") {
@@ -239,7 +238,7 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 		}
 		unsorted := b.DeepCopy()
 		unsorted.Name = "unsorted"
-		unsorted.Spec.Suites.RateSweep = &bench.RateSweepSpec{RatesMps: []int64{2, 1}}
+		unsorted.Spec.Suites.RateSweep = &tsv1.RateSweepSpec{RatesMps: []int64{2, 1}}
 		_, err = Bench(ctx, c, BenchOptions{Benchmark: unsorted, Namespace: ns.Name, Wait: true, Poll: 100 * time.Millisecond, Timeout: time.Minute}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), "rateSweep.ratesMps") {
 			t.Errorf("a benchmark the controller refuses: %v", err)
@@ -269,16 +268,16 @@ func TestReadBenchmarkRefusesTyposAndOtherKinds(t *testing.T) {
 
 func TestPrintBenchmarkShapes(t *testing.T) {
 	b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "all"}}
-	stats := bench.LatencyStats{Samples: 10, MinNs: 1000, MedianNs: 2000, MeanNs: 2100, P95Ns: 3000, P99Ns: 4000, P999Ns: 5000, MaxNs: 6000, StdDevNs: 500}
-	res := &bench.Results{SchemaVersion: bench.SchemaVersion, StartTime: metav1.Now(), CompletionTime: metav1.Now(), Stacks: []bench.StackResults{
-		{Stack: bench.StackKernel,
-			RateSweep:  &bench.RateSweepResult{Rows: []bench.RateRow{{Protocol: bench.ProtocolUDP, MessageSize: 64, TargetMps: 10000, AchievedMps: 9990, Sent: 50000, Sustained: true, LatencyStats: stats}}, MaxSustained: []bench.SustainedRate{{Protocol: bench.ProtocolUDP, MessageSize: 64, Mps: 10000}}},
-			Microburst: &bench.MicroburstResult{Protocol: bench.ProtocolUDP, MessageSize: 64, LinkSpeedMbps: 10000, MaxBurstPackets: 23000, BurstTimeNs: 2024000, Trials: []bench.BurstTrial{{Packets: 23000, Bursts: 10, Sent: 230000}}},
-			MixedBurst: &bench.MixedBurstResult{Protocol: bench.ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []bench.MixedBurstRow{{SteadyMps: 500000, BurstMps: 500000, Sent: 3000000, LatencyStats: stats, Small: &stats}}}},
-		{Stack: bench.StackBypass, Unavailable: "tickstack-run not found"},
-	}, Jitter: &bench.JitterResult{Rows: []bench.JitterRow{{Tool: bench.JitterOslat, CPU: 3, LatencyStats: stats}}}}
+	stats := tsv1.LatencyStats{Samples: 10, MinNs: 1000, MedianNs: 2000, MeanNs: 2100, P95Ns: 3000, P99Ns: 4000, P999Ns: 5000, MaxNs: 6000, StdDevNs: 500}
+	res := &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, StartTime: metav1.Now(), CompletionTime: metav1.Now(), Stacks: []tsv1.StackResults{
+		{Stack: tsv1.StackKernel,
+			RateSweep:  &tsv1.RateSweepResult{Rows: []tsv1.RateRow{{Protocol: tsv1.ProtocolUDP, MessageSize: 64, TargetMps: 10000, AchievedMps: 9990, Sent: 50000, Sustained: true, LatencyStats: stats}}, MaxSustained: []tsv1.SustainedRate{{Protocol: tsv1.ProtocolUDP, MessageSize: 64, Mps: 10000}}},
+			Microburst: &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: 64, LinkSpeedMbps: 10000, MaxBurstPackets: 23000, BurstTimeNs: 2024000, Trials: []tsv1.BurstTrial{{Packets: 23000, Bursts: 10, Sent: 230000}}},
+			MixedBurst: &tsv1.MixedBurstResult{Protocol: tsv1.ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []tsv1.MixedBurstRow{{SteadyMps: 500000, BurstMps: 500000, Sent: 3000000, LatencyStats: stats, Small: &stats}}}},
+		{Stack: tsv1.StackBypass, Unavailable: "tickstack-run not found"},
+	}, Jitter: &tsv1.JitterResult{Rows: []tsv1.JitterRow{{Tool: tsv1.JitterOslat, CPU: 3, LatencyStats: stats}}}}
 	b.Status.Nodes = []tsv1.BenchmarkNodeStatus{{Node: "n", Phase: tsv1.NodeCompleted, Message: "Passed: 0 checks", Results: res,
-		Verdict: &bench.Verdict{Result: bench.VerdictPassed}}}
+		Verdict: &tsv1.Verdict{Result: tsv1.VerdictPassed}}}
 	var out bytes.Buffer
 	PrintBenchmark(&out, b)
 	for _, want := range []string{"rateSweep, kernel stack", "highest rate sustained without drops, udp 64 B: 10000 msg/s",

@@ -40,7 +40,7 @@ func planBIOS(ctx context.Context, c client.Client, p *tsv1.LatencyProfile, node
 }
 
 func planNodeBIOS(ctx context.Context, c client.Client, p *tsv1.LatencyProfile, node *corev1.Node) *plan.BIOSPlan {
-	name := plan.BMCName(node)
+	name := bmc.ObjectName(node)
 	obj := &tsv1.BMC{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -56,7 +56,7 @@ func planNodeBIOS(ctx context.Context, c client.Client, p *tsv1.LatencyProfile, 
 		}
 		return &plan.BIOSPlan{BMC: obj.Spec.Endpoint, NotPlanned: fmt.Sprintf("cannot read Secret %s/%s named by BMC %s: %s", ref.Namespace, ref.Name, name, apierrors.ReasonForError(err))}
 	}
-	cfg, err := plan.BMCConfig(obj, secret)
+	cfg, err := bmc.ConfigFrom(obj, secret)
 	if err != nil {
 		return &plan.BIOSPlan{BMC: obj.Spec.Endpoint, NotPlanned: err.Error()}
 	}
@@ -68,7 +68,7 @@ func planNodeBIOS(ctx context.Context, c client.Client, p *tsv1.LatencyProfile, 
 		return &plan.BIOSPlan{BMC: obj.Spec.Endpoint, NotPlanned: "the BMC cannot be used from here: " + err.Error()}
 	}
 	defer bc.Close()
-	wanted, err := plan.WantedBIOS(p.Spec.BIOS, bc.Vendor())
+	wanted, err := bmc.WantedAttributes(p.Spec.BIOS, bc.Vendor())
 	if err != nil {
 		return &plan.BIOSPlan{BMC: bc.Endpoint(), Refused: "spec.bios.preset: " + err.Error()}
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"golang.org/x/net/html"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -13,18 +15,18 @@ import (
 )
 
 // ptpResults is a run with only the ptp suite: 58 SLAVE samples, 2 UNCALIBRATED, 1 failed read.
-func ptpResults() *bench.Results {
-	return &bench.Results{SchemaVersion: bench.SchemaVersion, Node: "tsbn-ptp",
+func ptpResults() *tsv1.BenchmarkResults {
+	return &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, Node: "tsbn-ptp",
 		StartTime: metav1.NewTime(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)), CompletionTime: metav1.NewTime(time.Date(2026, 11, 22, 3, 1, 0, 0, time.UTC)),
-		PTP: &bench.PTPResult{Socket: bench.DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 61, FailedReads: 1, NotSlaveSamples: 2,
-			Offset:      bench.LatencyStats{Samples: 58, MinNs: 3, MedianNs: 41, MeanNs: 60, P95Ns: 180, P99Ns: 233, P999Ns: 233, MaxNs: 233, StdDevNs: 50},
+		PTP: &tsv1.PTPResult{Socket: tsv1.DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 61, FailedReads: 1, NotSlaveSamples: 2,
+			Offset:      tsv1.LatencyStats{Samples: 58, MinNs: 3, MedianNs: 41, MeanNs: 60, P95Ns: 180, P99Ns: 233, P999Ns: 233, MaxNs: 233, StdDevNs: 50},
 			MinOffsetNs: -233, MaxOffsetNs: 190, MedianPathDelayNs: 2335, LastFailure: "no response from ptp4l",
-			PortStates: []bench.PTPPortStateCount{{State: "SLAVE", Samples: 58}, {State: "UNCALIBRATED", Samples: 2}}}}
+			PortStates: []tsv1.PTPPortStateCount{{State: "SLAVE", Samples: 58}, {State: "UNCALIBRATED", Samples: 2}}}}
 }
 
 func TestWriteTextPTP(t *testing.T) {
 	res := ptpResults()
-	v := bench.Evaluate(res, bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePTP, Statistic: bench.StatP99, Max: "200ns"}}})
+	v := bench.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "200ns"}}})
 	var buf bytes.Buffer
 	if err := WriteText(&buf, NodeResults{Results: res, Verdict: &v}); err != nil {
 		t.Fatal(err)

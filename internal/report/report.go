@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"github.com/tickstack/tickstack/internal/bench"
 )
 
@@ -20,9 +22,9 @@ type NodeResults struct {
 	// Node is the node's name.
 	Node string
 	// Results is what the runner measured; required.
-	Results *bench.Results
+	Results *tsv1.BenchmarkResults
 	// Verdict is the evaluation against the thresholds; optional.
-	Verdict *bench.Verdict
+	Verdict *tsv1.Verdict
 }
 
 // Input is everything the report shows.
@@ -45,16 +47,16 @@ const (
 type nodeView struct {
 	Index      int
 	Node       string
-	Results    *bench.Results
-	Verdict    *bench.Verdict
+	Results    *tsv1.BenchmarkResults
+	Verdict    *tsv1.Verdict
 	Charts     []template.HTML
 	Notes      []string
 	Stacks     []stackView
-	Comparison []bench.StackComparison
+	Comparison []tsv1.StackComparison
 }
 
 type stackView struct {
-	bench.StackResults
+	tsv1.StackResults
 }
 
 // Render writes the report. It fails only on a missing Results or a write error.
@@ -93,18 +95,18 @@ func Render(w io.Writer, in Input) error {
 }
 
 // seriesClass gives each (stack, protocol or size) a stable colour class.
-func seriesClass(stack bench.Stack, i int) int {
-	if stack == bench.StackBypass {
+func seriesClass(stack tsv1.Stack, i int) int {
+	if stack == tsv1.StackBypass {
 		return 4 + i%4
 	}
 	return i % 4
 }
 
-func protocolIndex(p bench.Protocol) int {
+func protocolIndex(p tsv1.Protocol) int {
 	switch p {
-	case bench.ProtocolUDPMulticast:
+	case tsv1.ProtocolUDPMulticast:
 		return 1
-	case bench.ProtocolTCP:
+	case tsv1.ProtocolTCP:
 		return 2
 	}
 	return 0
@@ -112,7 +114,7 @@ func protocolIndex(p bench.Protocol) int {
 
 // sizeChart plots the pingPong median (solid) and p99 (dashed) by message size, per stack and
 // protocol, like papers 000 and 001.
-func sizeChart(idx int, r *bench.Results) *chart {
+func sizeChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	var ss []series
 	lo, hi := math.Inf(1), 0.0
 	maxSize := 0.0
@@ -120,8 +122,8 @@ func sizeChart(idx int, r *bench.Results) *chart {
 		if st.PingPong == nil {
 			continue
 		}
-		byProto := map[bench.Protocol][]bench.PingPongRow{}
-		var protos []bench.Protocol
+		byProto := map[tsv1.Protocol][]tsv1.PingPongRow{}
+		var protos []tsv1.Protocol
 		for _, row := range st.PingPong.Rows {
 			if row.Samples == 0 {
 				continue
@@ -163,7 +165,7 @@ func sizeChart(idx int, r *bench.Results) *chart {
 
 // rateChart plots the rateSweep median (solid) and p99 (dashed) by target rate, per stack and size;
 // hollow markers are rates not sustained without drops.
-func rateChart(idx int, r *bench.Results) *chart {
+func rateChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	var ss []series
 	lo, hi := math.Inf(1), 0.0
 	rlo, rhi := math.Inf(1), 0.0
@@ -171,7 +173,7 @@ func rateChart(idx int, r *bench.Results) *chart {
 		if st.RateSweep == nil {
 			continue
 		}
-		bySize := map[int32][]bench.RateRow{}
+		bySize := map[int32][]tsv1.RateRow{}
 		var sizes []int32
 		for _, row := range st.RateSweep.Rows {
 			if row.Samples == 0 {
@@ -236,10 +238,10 @@ func PercentileX(p string, maxFinite float64) (float64, error) {
 }
 
 // percentileChart plots each stack's percentile curve of the reference pingPong row.
-func percentileChart(idx int, r *bench.Results) *chart {
+func percentileChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	var curves []struct {
-		stack bench.Stack
-		c     *bench.PercentileCurve
+		stack tsv1.Stack
+		c     *tsv1.PercentileCurve
 	}
 	maxFinite := 0.0
 	lo, hi := math.Inf(1), 0.0
@@ -248,8 +250,8 @@ func percentileChart(idx int, r *bench.Results) *chart {
 			continue
 		}
 		curves = append(curves, struct {
-			stack bench.Stack
-			c     *bench.PercentileCurve
+			stack tsv1.Stack
+			c     *tsv1.PercentileCurve
 		}{st.Stack, st.PingPong.Curve})
 		for _, p := range st.PingPong.Curve.Points {
 			if v, err := strconv.ParseFloat(p.Percentile, 64); err == nil && v < 100 {
@@ -293,10 +295,10 @@ func percentileChart(idx int, r *bench.Results) *chart {
 
 // bypassChart sets the kernel and bypass pingPong medians side by side for every row measured on
 // both, like paper 000's kernel vs OpenOnload exhibit.
-func bypassChart(idx int, r *bench.Results) *chart {
-	var cmp []bench.StackComparison
+func bypassChart(idx int, r *tsv1.BenchmarkResults) *chart {
+	var cmp []tsv1.StackComparison
 	for _, c := range bench.CompareStacks(r) {
-		if c.Suite == bench.SuitePingPong {
+		if c.Suite == tsv1.SuitePingPong {
 			cmp = append(cmp, c)
 		}
 	}

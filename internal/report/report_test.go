@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"golang.org/x/net/html"
 
 	"github.com/tickstack/tickstack/internal/bench"
@@ -17,7 +19,7 @@ import (
 
 // testdata/results_veth.json is a document the runner wrote on this machine over a veth pair
 // (kernel stack measured, bypass unavailable).
-func loadResults(t *testing.T) *bench.Results {
+func loadResults(t *testing.T) *tsv1.BenchmarkResults {
 	t.Helper()
 	b, err := os.ReadFile("testdata/results_veth.json")
 	if err != nil {
@@ -32,9 +34,9 @@ func loadResults(t *testing.T) *bench.Results {
 
 // withBypass replaces the unavailable bypass stack by one derived from the kernel rows (each
 // latency divided by 2.5), so the kernel-vs-bypass plot has data.
-func withBypass(r *bench.Results) *bench.Results {
+func withBypass(r *tsv1.BenchmarkResults) *tsv1.BenchmarkResults {
 	r = r.DeepCopy()
-	k := r.Stack(bench.StackKernel)
+	k := r.Stack(tsv1.StackKernel)
 	pp := k.PingPong.DeepCopy()
 	for i := range pp.Rows {
 		s := &pp.Rows[i].LatencyStats
@@ -46,8 +48,8 @@ func withBypass(r *bench.Results) *bench.Results {
 	for i := range pp.Curve.Points {
 		pp.Curve.Points[i].ValueNs = pp.Curve.Points[i].ValueNs * 2 / 5
 	}
-	b := r.Stack(bench.StackBypass)
-	*b = bench.StackResults{Stack: bench.StackBypass, PingPong: pp}
+	b := r.Stack(tsv1.StackBypass)
+	*b = tsv1.StackResults{Stack: tsv1.StackBypass, PingPong: pp}
 	return r
 }
 
@@ -180,7 +182,7 @@ func atoi(s string) float64 {
 
 func TestRenderPlotsTheData(t *testing.T) {
 	res := withBypass(loadResults(t))
-	verdict := bench.Evaluate(res, bench.Thresholds{Latency: []bench.LatencyLimit{{Suite: bench.SuitePingPong, Statistic: bench.StatP99, Max: "1us"}}})
+	verdict := bench.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "1us"}}})
 	doc, page := render(t, Input{Title: "bench/<veth>", Generated: time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC),
 		Nodes: []NodeResults{{Node: "tsbn-node", Results: res, Verdict: &verdict}}})
 
@@ -199,14 +201,14 @@ func TestRenderPlotsTheData(t *testing.T) {
 		t.Error("the title is not escaped")
 	}
 
-	k, b := res.Stack(bench.StackKernel), res.Stack(bench.StackBypass)
+	k, b := res.Stack(tsv1.StackKernel), res.Stack(tsv1.StackBypass)
 
 	// Latency vs size: a median and a p99 point per pingPong row of each stack.
 	pts := readChart(t, doc, "latency-vs-size-0", atoi)
 	if want := 2 * (len(k.PingPong.Rows) + len(b.PingPong.Rows)); len(pts) != want {
 		t.Fatalf("latency-vs-size: %d points, want %d", len(pts), want)
 	}
-	for _, st := range []*bench.StackResults{k, b} {
+	for _, st := range []*tsv1.StackResults{k, b} {
 		for _, row := range st.PingPong.Rows {
 			for _, stat := range []struct {
 				name string

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"github.com/tickstack/tickstack/internal/bench"
 )
 
@@ -37,13 +39,13 @@ func WriteText(w io.Writer, n NodeResults) error {
 	if v := n.Verdict; v != nil {
 		fmt.Fprintf(w, "verdict: %s\n", v.Result)
 		for _, c := range v.Reasons {
-			if c.Result != bench.VerdictPassed {
+			if c.Result != tsv1.VerdictPassed {
 				fmt.Fprintf(w, "  %s %s: %s\n", c.Result, c.Name, c.Message)
 			}
 		}
 	}
 	us := bench.FormatNanosAsMicros
-	stats := func(s bench.LatencyStats) []string {
+	stats := func(s tsv1.LatencyStats) []string {
 		return []string{fmt.Sprint(s.Samples), us(s.MinNs), us(s.MedianNs), us(s.MeanNs), us(s.P95Ns), us(s.P99Ns), us(s.P999Ns), us(s.MaxNs), us(s.StdDevNs)}
 	}
 	statHead := []string{"samples", "min", "median", "mean", "p95", "p99", "p99.9", "max", "std-dev"}
@@ -149,7 +151,7 @@ func WriteText(w io.Writer, n NodeResults) error {
 
 // PTPStates lists the port states a ptp table saw with their counts, "SLAVE:58,UNCALIBRATED:2"
 // ("-" when none was read).
-func PTPStates(p *bench.PTPResult) string {
+func PTPStates(p *tsv1.PTPResult) string {
 	var out []string
 	for _, s := range p.PortStates {
 		out = append(out, fmt.Sprintf("%s:%d", s.State, s.Samples))

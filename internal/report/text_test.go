@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	"github.com/tickstack/tickstack/internal/bench"
 )
 
 func TestWriteText(t *testing.T) {
 	res := withBypass(loadResults(t))
-	res.Path = &bench.NetworkPath{ClientAddress: "198.18.3.2", ReflectorAddress: "198.18.3.1", Interface: "lat0"}
-	v := bench.Evaluate(res, bench.Thresholds{MinMicroburstPackets: ptrInt64(1 << 40)})
+	res.Path = &tsv1.NetworkPath{ClientAddress: "198.18.3.2", ReflectorAddress: "198.18.3.1", Interface: "lat0"}
+	v := bench.Evaluate(res, tsv1.Thresholds{MinMicroburstPackets: ptrInt64(1 << 40)})
 	var buf bytes.Buffer
 	if err := WriteText(&buf, NodeResults{Results: res, Verdict: &v}); err != nil {
 		t.Fatal(err)
@@ -20,7 +22,7 @@ func TestWriteText(t *testing.T) {
 	out := buf.String()
 	lines := strings.Split(out, "\n")
 	// Every pingPong row of both stacks is one line with its protocol, size and statistics.
-	for _, st := range []bench.Stack{bench.StackKernel, bench.StackBypass} {
+	for _, st := range []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} {
 		for _, row := range res.Stack(st).PingPong.Rows {
 			want := []string{string(row.Protocol), fmt.Sprint(row.MessageSize), fmt.Sprint(row.Samples),
 				bench.FormatNanosAsMicros(row.MedianNs), bench.FormatNanosAsMicros(row.P999Ns), bench.FormatNanosAsMicros(row.StdDevNs)}
@@ -36,7 +38,7 @@ func TestWriteText(t *testing.T) {
 			}
 		}
 	}
-	k := res.Stack(bench.StackKernel)
+	k := res.Stack(tsv1.StackKernel)
 	for _, want := range []string{
 		"verdict: Failed",
 		"path: 198.18.3.2 on lat0 to reflector 198.18.3.1",

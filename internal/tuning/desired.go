@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/host/cpuset"
+	"github.com/tickstack/tickstack/internal/policy"
 )
 
 // Desired is everything the agent sets on one node, fully resolved (CPU sets are concrete, no
@@ -134,12 +135,12 @@ func Validate(d *Desired) error {
 		return fieldErr("desired", "is nil", "pass an empty Desired to change nothing")
 	}
 	var errs []error
-	allowed := AllowedSysctls()
+	allowed := policy.AllowedSysctls()
 	for _, k := range sortedKeys(d.Sysctls) {
 		f := fmt.Sprintf("sysctls[%s]", k)
 		info, ok := allowed[k]
 		if !ok {
-			errs = append(errs, fieldErr(f, "is not an allowed sysctl", "use one of: "+strings.Join(AllowedSysctlKeys(), ", ")))
+			errs = append(errs, fieldErr(f, "is not an allowed sysctl", "use one of: "+strings.Join(policy.AllowedSysctlKeys(), ", ")))
 			continue
 		}
 		if err := info.Check(d.Sysctls[k]); err != nil {

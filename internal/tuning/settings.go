@@ -7,6 +7,7 @@ import (
 
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/host/cpuset"
+	"github.com/tickstack/tickstack/internal/policy"
 )
 
 // Absent is the journaled original of a setting that did not exist (an unset irqbalance
@@ -97,7 +98,7 @@ func resolve(h *host.Host, name string) (setting, error) {
 	case parts[0] == "sysctl" && len(parts) == 2:
 		key := parts[1]
 		canon := func(v string) (string, error) { return host.NormalizeSysctl(v), nil }
-		if info, ok := AllowedSysctls()[key]; ok && info.Kind == CPUList {
+		if info, ok := policy.AllowedSysctls()[key]; ok && info.Kind == policy.CPUList {
 			canon = canonList
 		}
 		return setting{

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickstack/tickstack/internal/tuning"
+	"github.com/tickstack/tickstack/internal/policy"
 )
 
 // The CRD's CEL rule on spec.sysctls and the agent's allow-list must name the same keys: a key the
@@ -27,7 +27,7 @@ func TestCRDSysctlAllowListMatchesTheAgent(t *testing.T) {
 		crd = append(crd, strings.Trim(strings.TrimSpace(k), "'"))
 	}
 	slices.Sort(crd)
-	if agent := tuning.AllowedSysctlKeys(); !slices.Equal(crd, agent) {
+	if agent := policy.AllowedSysctlKeys(); !slices.Equal(crd, agent) {
 		t.Errorf("CRD allow-list %v\nagent allow-list %v\nedit the marker on LatencyProfileSpec.Sysctls and run make manifests", crd, agent)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/tuning"
+	"github.com/tickstack/tickstack/internal/policy"
 )
 
 // maxCPUID is the largest CPU id Linux can have (NR_CPUS is at most 8192).
@@ -124,7 +124,7 @@ func validCPUSet(path *field.Path, s tsv1.CPUSet) (cpuset.CPUSet, field.ErrorLis
 }
 
 func sysctlValueProblem(key, value string) string {
-	info, ok := tuning.AllowedSysctls()[key]
+	info, ok := policy.AllowedSysctls()[key]
 	if !ok {
 		return "" // the CRD's CEL rule names unknown keys
 	}

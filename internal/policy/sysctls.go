@@ -1,7 +1,11 @@
-package tuning
+// Package policy holds the rules both the API server side (webhooks) and the node side (tuning)
+// apply to a profile, so the manager never links host-tuning code: which sysctls a profile may set,
+// and what values they take.
+package policy
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,11 +116,5 @@ func AllowedSysctls() map[string]SysctlInfo {
 
 // AllowedSysctlKeys returns the allowed sysctl keys, sorted.
 func AllowedSysctlKeys() []string {
-	m := AllowedSysctls()
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return slices.Sorted(maps.Keys(AllowedSysctls()))
 }

@@ -1,17 +1,15 @@
-// Package bench measures a node the way the seed papers measured their systems: sockperf ping-pong by
-// message size, latency under load across message rates, microburst tolerance, a mixed-size bursty
-// pattern, and OS jitter with oslat and cyclictest; and it samples ptp4l's offset from its master
-// for the whole run. It holds the result types (shaped to be embedded
-// in the LatencyBenchmark status: camelCase JSON, integer nanoseconds, no floats), the parsers of the
-// tools' output, the suite drivers the node runner executes, and the verdict logic.
-package bench
+package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// SchemaVersion names the layout of Results; a reader refuses a document with another value.
-const SchemaVersion = "bench.tickstack.io/v1alpha1"
+// The benchmark's results: what the node runner (internal/bench) measures, shaped to be embedded in the
+// LatencyBenchmark status: camelCase JSON, integer nanoseconds, no floats.
+
+// BenchmarkResultsSchemaVersion names the layout of BenchmarkResults; a reader refuses a document with
+// another value.
+const BenchmarkResultsSchemaVersion = "bench.tickstack.io/v1alpha1"
 
 // Stack is the network stack a suite ran on.
 // +kubebuilder:validation:Enum=kernel;bypass
@@ -344,10 +342,10 @@ type NetworkPath struct {
 	Interface string `json:"interface,omitempty"`
 }
 
-// Results is what the runner writes: one document per node and run.
+// BenchmarkResults is what the benchmark runner writes: one document per node and run.
 // +kubebuilder:object:generate=true
-type Results struct {
-	// SchemaVersion is SchemaVersion.
+type BenchmarkResults struct {
+	// SchemaVersion is BenchmarkResultsSchemaVersion, "bench.tickstack.io/v1alpha1".
 	SchemaVersion string `json:"schemaVersion"`
 	// Node is the node the runner ran on (from --node or NODE_NAME).
 	// +optional
@@ -371,11 +369,33 @@ type Results struct {
 }
 
 // Stack returns the results of one stack, or nil.
-func (r *Results) Stack(s Stack) *StackResults {
+func (r *BenchmarkResults) Stack(s Stack) *StackResults {
 	for i := range r.Stacks {
 		if r.Stacks[i].Stack == s {
 			return &r.Stacks[i]
 		}
 	}
 	return nil
+}
+
+// StackComparison sets the kernel and bypass stacks side by side for one table row, like paper 000's
+// kernel vs OpenOnload exhibits.
+// +kubebuilder:object:generate=true
+type StackComparison struct {
+	Suite       SuiteName `json:"suite"`
+	Protocol    Protocol  `json:"protocol"`
+	MessageSize int32     `json:"messageSize,omitempty"`
+	// TargetMps is the rateSweep rate; SteadyMps/BurstMps name a mixedBurst pattern.
+	TargetMps      int64 `json:"targetMps,omitempty"`
+	SteadyMps      int64 `json:"steadyMps,omitempty"`
+	BurstMps       int64 `json:"burstMps,omitempty"`
+	KernelMedianNs int64 `json:"kernelMedianNs"`
+	BypassMedianNs int64 `json:"bypassMedianNs"`
+	KernelP99Ns    int64 `json:"kernelP99Ns"`
+	BypassP99Ns    int64 `json:"bypassP99Ns"`
+	// MedianSpeedup is kernel median / bypass median as a decimal string ("2.315"); above 1 the
+	// bypass stack is faster.
+	MedianSpeedup string `json:"medianSpeedup,omitempty"`
+	// P99Speedup is the same for the 99th percentile.
+	P99Speedup string `json:"p99Speedup,omitempty"`
 }

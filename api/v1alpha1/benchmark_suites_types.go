@@ -1,0 +1,252 @@
+package v1alpha1
+
+// BenchmarkSuites selects the benchmark suites and their parameters. A nil suite is not run.
+// +kubebuilder:object:generate=true
+type BenchmarkSuites struct {
+	// Stacks to run the network suites on; default [kernel].
+	// +listType=set
+	Stacks []Stack `json:"stacks,omitempty"`
+	// +optional
+	PingPong *PingPongSpec `json:"pingPong,omitempty"`
+	// +optional
+	RateSweep *RateSweepSpec `json:"rateSweep,omitempty"`
+	// +optional
+	Microburst *MicroburstSpec `json:"microburst,omitempty"`
+	// +optional
+	MixedBurst *MixedBurstSpec `json:"mixedBurst,omitempty"`
+	// +optional
+	Jitter *JitterSpec `json:"jitter,omitempty"`
+	// +optional
+	PTP *PTPSuite `json:"ptp,omitempty"`
+}
+
+// PingPongSpec parameterises the pingPong suite.
+// +kubebuilder:object:generate=true
+type PingPongSpec struct {
+	// Protocols; default [udp, udpMulticast, tcp].
+	// +listType=set
+	Protocols []Protocol `json:"protocols,omitempty"`
+	// MessageSizes in bytes, 14..1472; default paper 001's 14, 32, 64, 128, 256, 400, 800, 1024, 1472.
+	// +listType=set
+	MessageSizes []int32 `json:"messageSizes,omitempty"`
+	// DurationSeconds per size; default 5 (sockperf drops the first 400 ms and last 50 ms).
+	DurationSeconds int32 `json:"durationSeconds,omitempty"`
+}
+
+// RateSweepSpec parameterises the rateSweep suite.
+// +kubebuilder:object:generate=true
+type RateSweepSpec struct {
+	// Protocol; default udp.
+	Protocol Protocol `json:"protocol,omitempty"`
+	// MessageSizes; default paper 001's 64 and 800.
+	// +listType=set
+	MessageSizes []int32 `json:"messageSizes,omitempty"`
+	// RatesMps in increasing order; default 10k, 125k, 250k, 500k, 1M (paper 001).
+	// +listType=set
+	RatesMps []int64 `json:"ratesMps,omitempty"`
+	// ReplyEvery: one message in this many is reflected and timed; default 100 (sockperf's).
+	ReplyEvery int32 `json:"replyEvery,omitempty"`
+	// DurationSeconds per rate; default 5.
+	DurationSeconds int32 `json:"durationSeconds,omitempty"`
+}
+
+// MicroburstSpec parameterises the microburst suite.
+// +kubebuilder:object:generate=true
+type MicroburstSpec struct {
+	// MessageSize; default 256 (paper 002's headline figure).
+	MessageSize int32 `json:"messageSize,omitempty"`
+	// MaxBurstPackets bounds the search; default 65536.
+	MaxBurstPackets int64 `json:"maxBurstPackets,omitempty"`
+	// TrialSeconds is how long each trial sends bursts, 10 bursts a second (all must
+	// pass); default 1.
+	TrialSeconds int32 `json:"trialSeconds,omitempty"`
+	// MaxTrials bounds the search (doubling, then bisection); default 16.
+	MaxTrials int32 `json:"maxTrials,omitempty"`
+	// LinkSpeedMbps is the line rate for the burst-time formula; default 10000 (the paper's 10GbE).
+	LinkSpeedMbps int64 `json:"linkSpeedMbps,omitempty"`
+}
+
+// MixedBurstPattern is one of paper 003's message patterns.
+// +kubebuilder:object:generate=true
+type MixedBurstPattern struct {
+	// SteadyMps is sent all the time.
+	SteadyMps int64 `json:"steadyMps"`
+	// BurstMps is added during one second out of every two.
+	BurstMps int64 `json:"burstMps"`
+}
+
+// MixedBurstSpec parameterises the mixedBurst suite.
+// +kubebuilder:object:generate=true
+type MixedBurstSpec struct {
+	// Patterns; default paper 003's {500k + 500k} and {1M + 500k}.
+	// +listType=atomic
+	Patterns []MixedBurstPattern `json:"patterns,omitempty"`
+	// DurationSeconds per pattern, even (whole burst periods), 2..60; default 4.
+	DurationSeconds int32 `json:"durationSeconds,omitempty"`
+	// SmallSize and LargeSize; default 100 and 600.
+	SmallSize int32 `json:"smallSize,omitempty"`
+	LargeSize int32 `json:"largeSize,omitempty"`
+	// ReplyEvery; default 1 (every message is timed, so both sizes are measured).
+	ReplyEvery int32 `json:"replyEvery,omitempty"`
+}
+
+// JitterSpec parameterises the jitter suite.
+// +kubebuilder:object:generate=true
+type JitterSpec struct {
+	// CPUs to measure, a Linux CPU list ("2-3,6"). Required.
+	CPUs string `json:"cpus"`
+	// Tools; default [oslat, cyclictest].
+	// +listType=set
+	Tools []JitterTool `json:"tools,omitempty"`
+	// DurationSeconds per tool; default 10.
+	DurationSeconds int32 `json:"durationSeconds,omitempty"`
+	// CyclictestIntervalMicros is cyclictest -i; default 100.
+	CyclictestIntervalMicros int32 `json:"cyclictestIntervalMicros,omitempty"`
+	// CyclictestPriority is cyclictest -p (SCHED_FIFO); default 95.
+	CyclictestPriority int32 `json:"cyclictestPriority,omitempty"`
+}
+
+// PTPRunDir is the host directory where the node agent keeps ptp4l's configuration and management
+// socket, and where the benchmark runner reads that socket.
+const PTPRunDir = "/run/tickstack/ptp"
+
+// DefaultPTPSocket is the node agent's ptp4l management socket.
+const DefaultPTPSocket = PTPRunDir + "/ptp4l.sock"
+
+// PTPSuite parameterises the ptp suite: ptp4l's offset from its master, read with pmc through
+// ptp4l's management socket every intervalMillis while the other suites run.
+// +kubebuilder:object:generate=true
+type PTPSuite struct {
+	// Socket is ptp4l's UNIX management socket (its uds_address); default
+	// /run/tickstack/ptp/ptp4l.sock, where the node agent's ptp4l listens. pmc binds its own
+	// reply socket in the same directory, so the directory must be writable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=107
+	Socket string `json:"socket,omitempty"`
+	// Domain is ptp4l's domainNumber (ptp4l ignores management messages of other domains);
+	// default: the domainNumber of the ptp4l.conf beside the socket (the agent writes it there),
+	// else 0.
+	// +optional
+	Domain *int32 `json:"domain,omitempty"`
+	// IntervalMillis is the time between two reads, 100..60000; default 1000. Each read runs pmc
+	// once on the runner's CPUs.
+	// +optional
+	IntervalMillis int32 `json:"intervalMillis,omitempty"`
+	// DurationSeconds is how long to sample when ptp is the only suite, 1..86400; default 30.
+	// With other suites the sampling spans them all and this is not used.
+	// +optional
+	DurationSeconds int32 `json:"durationSeconds,omitempty"`
+}
+
+// Defaulted returns a copy with every unset field given its default.
+func (s BenchmarkSuites) Defaulted() BenchmarkSuites {
+	out := s
+	if len(out.Stacks) == 0 {
+		out.Stacks = []Stack{StackKernel}
+	}
+	if s.PingPong != nil {
+		p := *s.PingPong
+		if len(p.Protocols) == 0 {
+			p.Protocols = []Protocol{ProtocolUDP, ProtocolUDPMulticast, ProtocolTCP}
+		}
+		if len(p.MessageSizes) == 0 {
+			p.MessageSizes = []int32{14, 32, 64, 128, 256, 400, 800, 1024, 1472}
+		}
+		if p.DurationSeconds == 0 {
+			p.DurationSeconds = 5
+		}
+		out.PingPong = &p
+	}
+	if s.RateSweep != nil {
+		r := *s.RateSweep
+		if r.Protocol == "" {
+			r.Protocol = ProtocolUDP
+		}
+		if len(r.MessageSizes) == 0 {
+			r.MessageSizes = []int32{64, 800}
+		}
+		if len(r.RatesMps) == 0 {
+			r.RatesMps = []int64{10000, 125000, 250000, 500000, 1000000}
+		}
+		if r.ReplyEvery == 0 {
+			r.ReplyEvery = 100
+		}
+		if r.DurationSeconds == 0 {
+			r.DurationSeconds = 5
+		}
+		out.RateSweep = &r
+	}
+	if s.Microburst != nil {
+		m := *s.Microburst
+		if m.MessageSize == 0 {
+			m.MessageSize = 256
+		}
+		if m.MaxBurstPackets == 0 {
+			m.MaxBurstPackets = 65536
+		}
+		if m.TrialSeconds == 0 {
+			m.TrialSeconds = 1
+		}
+		if m.MaxTrials == 0 {
+			m.MaxTrials = 16
+		}
+		if m.LinkSpeedMbps == 0 {
+			m.LinkSpeedMbps = 10000
+		}
+		out.Microburst = &m
+	}
+	if s.MixedBurst != nil {
+		m := *s.MixedBurst
+		if len(m.Patterns) == 0 {
+			m.Patterns = []MixedBurstPattern{{SteadyMps: 500000, BurstMps: 500000}, {SteadyMps: 1000000, BurstMps: 500000}}
+		}
+		if m.DurationSeconds == 0 {
+			m.DurationSeconds = 4
+		}
+		if m.SmallSize == 0 {
+			m.SmallSize = 100
+		}
+		if m.LargeSize == 0 {
+			m.LargeSize = 600
+		}
+		if m.ReplyEvery == 0 {
+			m.ReplyEvery = 1
+		}
+		out.MixedBurst = &m
+	}
+	if s.Jitter != nil {
+		j := *s.Jitter
+		if len(j.Tools) == 0 {
+			j.Tools = []JitterTool{JitterOslat, JitterCyclictest}
+		}
+		if j.DurationSeconds == 0 {
+			j.DurationSeconds = 10
+		}
+		if j.CyclictestIntervalMicros == 0 {
+			j.CyclictestIntervalMicros = 100
+		}
+		if j.CyclictestPriority == 0 {
+			j.CyclictestPriority = 95
+		}
+		out.Jitter = &j
+	}
+	if s.PTP != nil {
+		p := *s.PTP
+		if p.Socket == "" {
+			p.Socket = DefaultPTPSocket
+		}
+		if p.IntervalMillis == 0 {
+			p.IntervalMillis = 1000
+		}
+		if p.DurationSeconds == 0 {
+			p.DurationSeconds = 30
+		}
+		out.PTP = &p
+	}
+	return out
+}
+
+// NetworkSuites reports whether any suite needs a reflector.
+func (s BenchmarkSuites) NetworkSuites() bool {
+	return s.PingPong != nil || s.RateSweep != nil || s.Microburst != nil || s.MixedBurst != nil
+}
