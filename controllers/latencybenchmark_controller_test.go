@@ -31,7 +31,7 @@ func tslbNamespace() string {
 
 // tslbNode creates a node labelled with a profile and removes it after the test.
 func tslbNode(name, profile string) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{NodeProfileLabel: profile}}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{tsv1.ProfileLabel: profile}}}
 	Expect(k8s.Create(ctx, n)).To(Succeed())
 	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, n))).To(Succeed()) })
 	return n
@@ -392,7 +392,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		svc := &corev1.Service{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, svc)).To(Succeed())
 		Expect(svc.Spec.ClusterIP).NotTo(BeElementOf("", corev1.ClusterIPNone))
-		Expect(svc.Spec.Selector).To(Equal(map[string]string{reflectorLabel: job.Name}))
+		Expect(svc.Spec.Selector).To(Equal(map[string]string{tsv1.ReflectorLabel: job.Name}))
 		var peer string
 		for _, e := range job.Spec.Template.Spec.Containers[0].Env {
 			if e.Name == "TSB_PEER" {
@@ -403,8 +403,8 @@ var _ = Describe("LatencyBenchmark controller", func() {
 
 		refl := &batchv1.Job{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: reflectorJobName(job.Name)}, refl)).To(Succeed())
-		Expect(refl.Spec.Template.Labels).To(HaveKeyWithValue(reflectorLabel, job.Name))
-		Expect(refl.Spec.Template.Annotations).To(HaveKeyWithValue(exclusiveCPUsAnnotation, "false"))
+		Expect(refl.Spec.Template.Labels).To(HaveKeyWithValue(tsv1.ReflectorLabel, job.Name))
+		Expect(refl.Spec.Template.Annotations).To(HaveKeyWithValue(tsv1.ExclusiveCPUsAnnotation, "false"))
 		Expect(refl.Spec.Template.Spec.Containers[0].Resources.Requests).NotTo(HaveKey(corev1.ResourceCPU))
 
 		By("a rerun deletes the old run's reflector Service")

@@ -30,14 +30,6 @@ const (
 	benchResultsVolume      = "results"
 	benchResultsDir         = "/results"
 	defaultBenchTimeout     = 3600
-	// containerAnnotation tells the pod webhook which container is the latency one.
-	containerAnnotation = "tickstack.io/container"
-	// exclusiveCPUsAnnotation "false" tells the pod webhook a pod runs on the shared CPUs
-	// (webhook.ExclusiveCPUsAnnotation).
-	exclusiveCPUsAnnotation = "tickstack.io/exclusive-cpus"
-	// reflectorLabel on a TwoPods reflector pod names its runner's Job; the reflector Service
-	// selects it.
-	reflectorLabel = "tickstack.io/reflector"
 	// dataInterface is the pod webhook's first latency interface: in TwoPods the reflector serves
 	// sockperf there when the pod has it, so the suites measure the profile's network.
 	dataInterface = "lat0"
@@ -247,7 +239,7 @@ func (p benchPod) podLabels(network bool) map[string]string {
 	l := benchLabels(b, p.in.Run)
 	mode, _, _, _ := placementOf(b)
 	if p.in.Profile != "" && (hasBypass(b) || (network && mode == tsv1.PlacementTwoPods)) {
-		l[NodeProfileLabel] = p.in.Profile
+		l[tsv1.ProfileLabel] = p.in.Profile
 	}
 	return l
 }
@@ -309,7 +301,7 @@ func BuildBenchJob(in BenchJobInput) (*batchv1.Job, error) {
 		podSpec.Containers = []corev1.Container{r, p.container(benchReflectorContainer, reflectorScript, reflectorCPUs)}
 	}
 	addPTPSocket(&podSpec, b)
-	annotations := map[string]string{containerAnnotation: benchRunnerContainer}
+	annotations := map[string]string{tsv1.ContainerAnnotation: benchRunnerContainer}
 	return p.job(name, benchLabels(b, in.Run), p.podLabels(network), annotations, podSpec), nil
 }
 
@@ -331,10 +323,10 @@ func BuildReflectorJob(in BenchJobInput) (*batchv1.Job, error) {
 	c.VolumeMounts, podSpec.Volumes = nil, nil
 	podSpec.Containers = []corev1.Container{c}
 	podLabels := p.podLabels(true)
-	podLabels[reflectorLabel] = runner
-	annotations := map[string]string{containerAnnotation: benchReflectorContainer}
+	podLabels[tsv1.ReflectorLabel] = runner
+	annotations := map[string]string{tsv1.ContainerAnnotation: benchReflectorContainer}
 	if reflectorCPUs == 0 {
-		annotations[exclusiveCPUsAnnotation] = "false"
+		annotations[tsv1.ExclusiveCPUsAnnotation] = "false"
 	}
 	return p.job(reflectorJobName(runner), benchLabels(b, in.Run), podLabels, annotations, podSpec), nil
 }
@@ -350,7 +342,7 @@ func buildReflectorService(in BenchJobInput) *corev1.Service {
 			Annotations:     map[string]string{tsv1.BenchmarkNodeAnnotation: in.Node},
 			OwnerReferences: []metav1.OwnerReference{ownerRef(b)}},
 		Spec: corev1.ServiceSpec{
-			Selector:                 map[string]string{reflectorLabel: runner},
+			Selector:                 map[string]string{tsv1.ReflectorLabel: runner},
 			PublishNotReadyAddresses: true,
 			Ports:                    []corev1.ServicePort{{Name: "control", Port: int32(bench.DefaultControlPort)}},
 		},

@@ -80,7 +80,7 @@ func (r *LatencyBenchmarkReconciler) reconcileRun(ctx context.Context, s *benchS
 	st.Nodes = nil
 	for _, n := range nodes {
 		st.Nodes = append(st.Nodes, tsv1.BenchmarkNodeStatus{
-			Node: n.Name, Profile: n.Labels[NodeProfileLabel], Job: benchJobName(b.Name, st.Run, n.Name),
+			Node: n.Name, Profile: n.Labels[tsv1.ProfileLabel], Job: benchJobName(b.Name, st.Run, n.Name),
 			Phase: tsv1.NodePending, Message: "creating the Job",
 		})
 	}
@@ -144,7 +144,7 @@ func (r *LatencyBenchmarkReconciler) addJoinedNodes(ctx context.Context, s *benc
 			continue
 		}
 		b.Status.Nodes = append(b.Status.Nodes, tsv1.BenchmarkNodeStatus{
-			Node: n.Name, Profile: n.Labels[NodeProfileLabel], Job: benchJobName(b.Name, b.Status.Run, n.Name),
+			Node: n.Name, Profile: n.Labels[tsv1.ProfileLabel], Job: benchJobName(b.Name, b.Status.Run, n.Name),
 			Phase: tsv1.NodePending, Message: "creating the Job (joined the target during the run)",
 		})
 		r.event(b, corev1.EventTypeNormal, "NodeJoined", "Add", "run %d: node %s joined the target", b.Status.Run, n.Name)
@@ -162,7 +162,7 @@ func (r *LatencyBenchmarkReconciler) targetNodes(ctx context.Context, b *tsv1.La
 	var list corev1.NodeList
 	switch {
 	case t.Profile != "":
-		req, err := labels.NewRequirement(NodeProfileLabel, selection.Equals, []string{t.Profile})
+		req, err := labels.NewRequirement(tsv1.ProfileLabel, selection.Equals, []string{t.Profile})
 		if err != nil {
 			return nil, nil, fmt.Errorf("spec.target.profile %q is not a label value: %w", t.Profile, err)
 		}
@@ -393,10 +393,10 @@ func (r *LatencyBenchmarkReconciler) jobFacts(ctx context.Context, ns, name stri
 	return f, job, nil
 }
 
-// reconcileNodeLabels sets tickstack.io/validated=<profile> on nodes that passed and removes it
-// from nodes that failed, once per node and run. A node that passes while its node state reports
-// TimeSynced=False gets the tickstack.io/validated-held annotation instead (PTPGateReconciler turns
-// it into the label when time is in sync again); a node that fails loses a held validation too.
+// reconcileNodeLabels records each judged node's verdict on the node, once per node and run: the
+// annotation tickstack.io/benchmark-passed=<profile> when it passed, none when it failed.
+// NodeValidationReconciler turns it into the tickstack.io/validated label while the node has that
+// profile and its time is in sync.
 func (r *LatencyBenchmarkReconciler) reconcileNodeLabels(ctx context.Context, s *benchScope) error {
 	b := s.b
 	for i := range b.Status.Nodes {
@@ -414,8 +414,8 @@ func (r *LatencyBenchmarkReconciler) reconcileNodeLabels(ctx context.Context, s 
 	return nil
 }
 
-// markNode gives a judged node the validation marks its verdict asks for (value: the profile when
-// it passed, "" when it failed), holding them while the node is out of time sync.
+// markNode sets a judged node's tickstack.io/benchmark-passed annotation to value (the profile when
+// it passed, "" when it failed: removed).
 func (r *LatencyBenchmarkReconciler) markNode(ctx context.Context, b *tsv1.LatencyBenchmark, name, value string) error {
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
@@ -424,29 +424,26 @@ func (r *LatencyBenchmarkReconciler) markNode(ctx context.Context, b *tsv1.Laten
 		}
 		return fmt.Errorf("reading node %s: %w", name, err)
 	}
-	lns, err := readNodeState(ctx, r.Client, name)
-	if err != nil {
-		return err
-	}
-	lost, _ := timeSyncLost(lns)
-	have, want := marksOf(node), benchmarkMarks(value, lost)
-	if have == want {
+	if node.Annotations[tsv1.BenchmarkPassedAnnotation] == value {
 		return nil
 	}
 	orig := node.DeepCopy()
-	setMarks(node, want)
-	// The PTP gate moves the same label and annotation: refuse to patch over its change.
-	if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("labelling node %s: %w", name, err)
+	if value == "" {
+		delete(node.Annotations, tsv1.BenchmarkPassedAnnotation)
+	} else {
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		node.Annotations[tsv1.BenchmarkPassedAnnotation] = value
 	}
-	switch {
-	case want.validated != "":
-		r.event(b, corev1.EventTypeNormal, "NodeValidated", "Label", "node %s labelled %s=%s", name, tsv1.ValidatedLabel, want.validated)
-	case want.held != "":
-		r.event(b, corev1.EventTypeWarning, "NodeValidationHeld", "Label", "node %s passed run %d but its TimeSynced is False: %s=%s is held in the %s annotation until time is in sync",
-			name, b.Status.Run, tsv1.ValidatedLabel, want.held, tsv1.ValidatedHeldAnnotation)
-	default:
-		r.event(b, corev1.EventTypeWarning, "NodeUnvalidated", "Unlabel", "node %s lost %s: it failed run %d", name, tsv1.ValidatedLabel, b.Status.Run)
+	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("annotating node %s: %w", name, err)
+	}
+	if value != "" {
+		r.event(b, corev1.EventTypeNormal, "NodeValidated", "Annotate", "node %s passed run %d: %s=%s; it is labelled %s=%s while it has that profile and its time is in sync",
+			name, b.Status.Run, tsv1.BenchmarkPassedAnnotation, value, tsv1.ValidatedLabel, value)
+	} else {
+		r.event(b, corev1.EventTypeWarning, "NodeUnvalidated", "Annotate", "node %s failed run %d: %s removed, so it loses %s", name, b.Status.Run, tsv1.BenchmarkPassedAnnotation, tsv1.ValidatedLabel)
 	}
 	return nil
 }

@@ -320,9 +320,9 @@ func runDecision(b *tsv1.LatencyBenchmark, sched cron.Schedule, now time.Time) (
 	return reason, next
 }
 
-// wantValidatedLabel says what a judged node's tickstack.io/validated label becomes: set to the
-// profile when it passed, removed when it failed, unchanged (keep=true) when inconclusive or when
-// the node has no profile to be validated for.
+// wantValidatedLabel says what a judged node's tickstack.io/benchmark-passed annotation (and so
+// its tickstack.io/validated label) becomes: the profile when it passed, removed when it failed,
+// unchanged (keep=true) when inconclusive or when the node has no profile to be validated for.
 func wantValidatedLabel(n tsv1.BenchmarkNodeStatus) (value string, keep bool) {
 	switch nodeVerdict(n) {
 	case tsv1.VerdictPassed:

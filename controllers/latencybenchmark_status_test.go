@@ -367,7 +367,7 @@ func TestBuildBenchJob(t *testing.T) {
 		if err := json.Unmarshal([]byte(env(ps.Containers[0], "TSB_SPEC")), &spec); err != nil || spec.PingPong == nil {
 			t.Errorf("TSB_SPEC %q: %v", env(ps.Containers[0], "TSB_SPEC"), err)
 		}
-		if _, ok := job.Spec.Template.Labels[NodeProfileLabel]; ok {
+		if _, ok := job.Spec.Template.Labels[tsv1.ProfileLabel]; ok {
 			t.Error("a kernel-only pod is labelled for the pod webhook")
 		}
 		if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != defaultBenchTimeout {
@@ -400,7 +400,7 @@ func TestBuildBenchJob(t *testing.T) {
 		if env(ps.Containers[0], "TSB_PEER") != "198.18.9.9" || env(ps.Containers[0], "TSB_PEER_TIMEOUT") == "" {
 			t.Errorf("runner env %+v", ps.Containers[0].Env)
 		}
-		if job.Spec.Template.Labels[NodeProfileLabel] != "p" {
+		if job.Spec.Template.Labels[tsv1.ProfileLabel] != "p" {
 			t.Error("bypass pods are not labelled for the pod webhook")
 		}
 		var spec tsv1.BenchmarkSuites
@@ -423,14 +423,14 @@ func TestBuildBenchJob(t *testing.T) {
 			t.Errorf("reflector env %+v", rps.Containers[0].Env)
 		}
 		tl := refl.Spec.Template
-		if tl.Labels[NodeProfileLabel] != "p" || tl.Labels[reflectorLabel] != job.Name || tl.Annotations[containerAnnotation] != "reflector" {
+		if tl.Labels[tsv1.ProfileLabel] != "p" || tl.Labels[tsv1.ReflectorLabel] != job.Name || tl.Annotations[tsv1.ContainerAnnotation] != "reflector" {
 			t.Errorf("reflector pod labels %v annotations %v", tl.Labels, tl.Annotations)
 		}
-		if _, ok := tl.Annotations[exclusiveCPUsAnnotation]; ok {
+		if _, ok := tl.Annotations[tsv1.ExclusiveCPUsAnnotation]; ok {
 			t.Error("a reflector with an exclusive CPU is marked for the shared CPUs")
 		}
 		svc := buildReflectorService(in(bm))
-		if svc.Name != job.Name || svc.Spec.Selector[reflectorLabel] != job.Name || svc.Spec.ClusterIP != "" ||
+		if svc.Name != job.Name || svc.Spec.Selector[tsv1.ReflectorLabel] != job.Name || svc.Spec.ClusterIP != "" ||
 			len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != bench.DefaultControlPort {
 			t.Errorf("reflector service %+v", svc)
 		}
@@ -453,7 +453,7 @@ func TestBuildBenchJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, j := range []*batchv1.Job{job, refl} {
-			if j.Spec.Template.Labels[NodeProfileLabel] != "p" {
+			if j.Spec.Template.Labels[tsv1.ProfileLabel] != "p" {
 				t.Errorf("%s is not labelled for the pod webhook", j.Name)
 			}
 		}
@@ -461,7 +461,7 @@ func TestBuildBenchJob(t *testing.T) {
 		if _, ok := r.Limits[corev1.ResourceCPU]; ok || r.Limits.Memory().IsZero() || r.Requests.Memory().Cmp(*r.Limits.Memory()) != 0 {
 			t.Errorf("reflector resources %+v", r)
 		}
-		if refl.Spec.Template.Annotations[exclusiveCPUsAnnotation] != "false" {
+		if refl.Spec.Template.Annotations[tsv1.ExclusiveCPUsAnnotation] != "false" {
 			t.Errorf("reflector annotations %v", refl.Spec.Template.Annotations)
 		}
 	})
@@ -632,10 +632,10 @@ func TestBenchPodsPassThePodWebhook(t *testing.T) {
 	profile := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "md"}, Spec: tsv1.LatencyProfileSpec{
 		NICs: []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"eth1"}}, Acceleration: tsv1.AccelerationBypass}}}}
 	pod := &corev1.Pod{ObjectMeta: job.Spec.Template.ObjectMeta, Spec: job.Spec.Template.Spec}
-	if pod.Labels[tswebhook.PodProfileLabel] != "md" {
+	if pod.Labels[tsv1.ProfileLabel] != "md" {
 		t.Fatalf("pod labels %v: not opted in to the pod webhook", pod.Labels)
 	}
-	if err := tswebhook.MutatePod(pod, profile, tswebhook.PodOptions{DataplaneImage: "dp:1", ResourcePrefix: tswebhook.DefaultResourcePrefix}); err != nil {
+	if err := tswebhook.MutatePod(pod, profile, tswebhook.PodOptions{DataplaneImage: "dp:1", ResourcePrefix: tsv1.DefaultResourcePrefix}); err != nil {
 		t.Fatalf("the pod webhook refuses the benchmark pod: %v", err)
 	}
 	runner := pod.Spec.Containers[0]
@@ -668,7 +668,7 @@ func TestSharedReflectorPassesThePodWebhook(t *testing.T) {
 		NICs: []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"eth1"}}, Acceleration: tsv1.AccelerationBypass,
 			Network: &tsv1.NICNetwork{Type: tsv1.NetworkMacvlan}}}}}
 	pod := &corev1.Pod{ObjectMeta: job.Spec.Template.ObjectMeta, Spec: job.Spec.Template.Spec}
-	if err := tswebhook.MutatePod(pod, profile, tswebhook.PodOptions{DataplaneImage: "dp:1", ResourcePrefix: tswebhook.DefaultResourcePrefix, NetworkNamespace: "ops"}); err != nil {
+	if err := tswebhook.MutatePod(pod, profile, tswebhook.PodOptions{DataplaneImage: "dp:1", ResourcePrefix: tsv1.DefaultResourcePrefix, NetworkNamespace: "ops"}); err != nil {
 		t.Fatalf("the pod webhook refuses the shared reflector: %v", err)
 	}
 	if got := pod.Annotations["k8s.v1.cni.cncf.io/networks"]; got != "ops/md-md@lat0" {

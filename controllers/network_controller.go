@@ -114,7 +114,7 @@ func (r *NetworkReconciler) reconcileNADs(ctx context.Context, name string) erro
 		}
 	}
 	var have nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &have, client.MatchingLabels{render.ProfileLabel: name, render.ManagedByLabel: render.ManagedBy}); err != nil {
+	if err := r.Client.List(ctx, &have, client.MatchingLabels{tsv1.ProfileLabel: name, render.ManagedByLabel: render.ManagedBy}); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("listing the NADs of profile %s: %w", name, err))...)
 	}
 	for i := range have.Items {
@@ -215,7 +215,7 @@ func installed(mgr ctrl.Manager, obj client.Object) (bool, error) {
 // NetworkAttachmentDefinitions and NodeFeatureRules are handled only when their CRDs are installed.
 func (r *NetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Options.ResourcePrefix == "" {
-		r.Options.ResourcePrefix = "tickstack.io"
+		r.Options.ResourcePrefix = tsv1.DefaultResourcePrefix
 	}
 	if r.Options.DevicePluginConfigMap == "" {
 		r.Options.DevicePluginConfigMap = "sriovdp-config"

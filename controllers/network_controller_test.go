@@ -185,7 +185,7 @@ var _ = Describe("Network and node label controllers", Ordered, func() {
 			if err := nk8s.Get(ctx, client.ObjectKeyFromObject(node), n); err != nil {
 				return "error: " + err.Error()
 			}
-			return n.Labels[NodeProfileLabel]
+			return n.Labels[tsv1.ProfileLabel]
 		}
 		setApplied := func(status metav1.ConditionStatus) {
 			Eventually(func() error {

@@ -18,10 +18,6 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
-// NodeProfileLabel on a node names the LatencyProfile whose tuning is in effect there. The pod
-// webhook gives latency pods required node affinity to it.
-const NodeProfileLabel = "tickstack.io/profile"
-
 // NodeLabelReconciler labels each node with the profile its agent reports Applied, and removes the
 // label when the node state goes, changes profile or stops being Applied: a latency pod never
 // schedules onto a node whose tuning is not (or no longer) in effect.
@@ -63,18 +59,18 @@ func (r *NodeLabelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		lns = nil
 	}
 	want := NodeProfileLabelValue(lns)
-	have, labelled := node.Labels[NodeProfileLabel]
+	have, labelled := node.Labels[tsv1.ProfileLabel]
 	if have == want && (labelled || want == "") {
 		return ctrl.Result{}, nil
 	}
 	orig := node.DeepCopy()
 	if want == "" {
-		delete(node.Labels, NodeProfileLabel)
+		delete(node.Labels, tsv1.ProfileLabel)
 	} else {
 		if node.Labels == nil {
 			node.Labels = map[string]string{}
 		}
-		node.Labels[NodeProfileLabel] = want
+		node.Labels[tsv1.ProfileLabel] = want
 	}
 	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("labelling node %s: %w", node.Name, err)

@@ -15,46 +15,20 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
-func TestGateMarks(t *testing.T) {
-	mine := func(p string) bool { return p == "p" }
+func TestWantValidated(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		have    validationMarks
-		lost    bool
-		want    validationMarks
-		dropped string
+		name, passed, profile string
+		lost                  bool
+		want                  string
 	}{
-		{"in sync, validated: unchanged", validationMarks{validated: "p"}, false, validationMarks{validated: "p"}, ""},
-		{"out of sync: the label is held", validationMarks{validated: "p"}, true, validationMarks{held: "p"}, ""},
-		{"out of sync, held: unchanged", validationMarks{held: "p"}, true, validationMarks{held: "p"}, ""},
-		{"back in sync: the label returns", validationMarks{held: "p"}, false, validationMarks{validated: "p"}, ""},
-		{"out of sync, held for another profile: dropped", validationMarks{held: "q"}, true, validationMarks{}, "q"},
-		{"back in sync, held for another profile: dropped, no label", validationMarks{held: "q"}, false, validationMarks{}, "q"},
-		{"out of sync, validated for another profile: dropped", validationMarks{validated: "q"}, true, validationMarks{}, "q"},
-		{"in sync, held and labelled: the label stays", validationMarks{validated: "p", held: "p"}, false, validationMarks{validated: "p"}, ""},
-		{"out of sync, held and labelled: held", validationMarks{validated: "p", held: "p"}, true, validationMarks{held: "p"}, ""},
-		{"nothing", validationMarks{}, true, validationMarks{}, ""},
+		{"passed, same profile, in sync: validated", "p", "p", false, "p"},
+		{"passed, out of sync: not validated", "p", "p", true, ""},
+		{"passed for another profile: not validated", "q", "p", false, ""},
+		{"passed, no profile any more: not validated", "p", "", false, ""},
+		{"never passed", "", "p", false, ""},
 	} {
-		got, dropped := gateMarks(tc.have, tc.lost, mine)
-		if got != tc.want || dropped != tc.dropped {
-			t.Errorf("%s: got %+v dropped %q, want %+v dropped %q", tc.name, got, dropped, tc.want, tc.dropped)
-		}
-	}
-}
-
-func TestBenchmarkMarks(t *testing.T) {
-	for _, tc := range []struct {
-		value string
-		lost  bool
-		want  validationMarks
-	}{
-		{"p", false, validationMarks{validated: "p"}},
-		{"p", true, validationMarks{held: "p"}},
-		{"", false, validationMarks{}},
-		{"", true, validationMarks{}},
-	} {
-		if got := benchmarkMarks(tc.value, tc.lost); got != tc.want {
-			t.Errorf("benchmarkMarks(%q, %v) = %+v, want %+v", tc.value, tc.lost, got, tc.want)
+		if got := wantValidated(tc.passed, tc.profile, tc.lost); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
@@ -91,7 +65,7 @@ func TestTimeSyncLostAndProfile(t *testing.T) {
 	node := func(profile string) *corev1.Node {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{}}}
 		if profile != "" {
-			n.Labels[NodeProfileLabel] = profile
+			n.Labels[tsv1.ProfileLabel] = profile
 		}
 		return n
 	}
@@ -99,27 +73,25 @@ func TestTimeSyncLostAndProfile(t *testing.T) {
 		name string
 		node *corev1.Node
 		lns  *tsv1.LatencyNodeState
-		want bool
+		want string
 	}{
-		{"same profile", node("p"), withPTP(metav1.ConditionTrue), true},
-		{"label not set yet", node(""), withPTP(metav1.ConditionTrue), true},
-		{"label names another profile", node("q"), withPTP(metav1.ConditionTrue), false},
-		{"node state of another profile", node("p"), func() *tsv1.LatencyNodeState { l := withPTP(""); l.Spec.Profile.Name = "q"; return l }(), false},
-		{"no node state", node("p"), nil, false},
-		{"node state being deleted", node("p"), deleting, false},
+		{"the node's label", node("q"), withPTP(metav1.ConditionTrue), "q"},
+		{"label not set yet: the node state's", node(""), withPTP(metav1.ConditionTrue), "p"},
+		{"no label, no node state", node(""), nil, ""},
+		{"no label, node state being deleted", node(""), deleting, ""},
 	} {
-		if got := hasProfile(tc.node, tc.lns, "p"); got != tc.want {
-			t.Errorf("%s: hasProfile %v, want %v", tc.name, got, tc.want)
+		if got := nodeProfile(tc.node, tc.lns); got != tc.want {
+			t.Errorf("%s: nodeProfile %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
 
-// gateNode creates a node of a profile, validated for validated ("" none), with extra labels, and
-// removes it after the test.
-func gateNode(name, profile, validated string, extra map[string]string) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{NodeProfileLabel: profile}}}
-	if validated != "" {
-		n.Labels[tsv1.ValidatedLabel] = validated
+// gateNode creates a node of a profile, that passed its benchmark for passed ("" none), with extra
+// labels, and removes it after the test.
+func gateNode(name, profile, passed string, extra map[string]string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{tsv1.ProfileLabel: profile}}}
+	if passed != "" {
+		n.Annotations = map[string]string{tsv1.BenchmarkPassedAnnotation: passed}
 	}
 	for k, v := range extra {
 		n.Labels[k] = v
@@ -173,12 +145,18 @@ func patchGate(obj client.Object, change func()) {
 	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 
-// marksOfNode reads a node's validation label and held annotation.
+// validationMarks is what a node carries about its validation: the value of the
+// tickstack.io/validated label and of the tickstack.io/benchmark-passed annotation ("" absent).
+type validationMarks struct {
+	validated, passed string
+}
+
+// marksOfNode reads a node's validation label and benchmark-passed annotation.
 func marksOfNode(name string) func(Gomega) validationMarks {
 	return func(g Gomega) validationMarks {
 		n := &corev1.Node{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
-		return marksOf(n)
+		return validationMarks{validated: n.Labels[tsv1.ValidatedLabel], passed: n.Annotations[tsv1.BenchmarkPassedAnnotation]}
 	}
 }
 
@@ -232,7 +210,7 @@ func TestNodeTimeSyncedCondition(t *testing.T) {
 	}
 	lns.Status.Conditions = []metav1.Condition{{Type: tsv1.NodeTimeSynced, Status: metav1.ConditionFalse, Reason: "OffsetAboveThreshold", Message: "offset 90000 ns"}}
 	want := wantNodeCondition(lns, now)
-	if want == nil || want.Type != NodeTimeSyncedCondition || want.Status != corev1.ConditionFalse || want.Reason != "OffsetAboveThreshold" || want.Message != "offset 90000 ns" {
+	if want == nil || want.Type != tsv1.NodeTimeSyncedCondition || want.Status != corev1.ConditionFalse || want.Reason != "OffsetAboveThreshold" || want.Message != "offset 90000 ns" {
 		t.Fatalf("out of sync: %+v", want)
 	}
 	if c := wantNodeCondition(&tsv1.LatencyNodeState{}, now); c != nil {
@@ -241,7 +219,7 @@ func TestNodeTimeSyncedCondition(t *testing.T) {
 
 	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}
 	got, changed := mergeNodeCondition([]corev1.NodeCondition{ready}, want)
-	if !changed || len(got) != 2 || got[0] != ready || got[1].Type != NodeTimeSyncedCondition {
+	if !changed || len(got) != 2 || got[0] != ready || got[1].Type != tsv1.NodeTimeSyncedCondition {
 		t.Errorf("added: %v %+v", changed, got)
 	}
 	later := *want
@@ -267,7 +245,7 @@ func nodeTimeSynced(name string) func(Gomega) string {
 		n := &corev1.Node{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
 		for _, c := range n.Status.Conditions {
-			if c.Type == NodeTimeSyncedCondition {
+			if c.Type == tsv1.NodeTimeSyncedCondition {
 				return string(c.Status) + "/" + c.Reason
 			}
 		}
@@ -294,19 +272,20 @@ var _ = Describe("PTP readiness gate", func() {
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed()) })
 
 		By("in sync: validated, no taint")
-		Consistently(marksOfNode(name), 2*time.Second, poll).Should(Equal(validationMarks{validated: profile}))
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{validated: profile, passed: profile}))
+		Consistently(marksOfNode(name), 2*time.Second, poll).Should(Equal(validationMarks{validated: profile, passed: profile}))
 		Expect(unvalidatedTaint(name)(Default)).To(BeFalse())
 
-		By("out of sync: the label moves into the held annotation and the profile's taint comes back")
+		By("out of sync: the label goes, the pass stays, and the profile's taint comes back")
 		setTimeSynced(name, metav1.ConditionFalse)
-		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: profile}))
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{passed: profile}))
 		Eventually(unvalidatedTaint(name), wait, poll).Should(BeTrue())
 		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(EventTimeSyncLost))
 		Eventually(nodeTimeSynced(name), wait, poll).Should(Equal("False/OffsetAboveThreshold"))
 
-		By("back in sync: the label returns without a benchmark, the annotation and the taint go")
+		By("back in sync: the label returns without a benchmark, the taint goes")
 		setTimeSynced(name, metav1.ConditionTrue)
-		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{validated: profile}))
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{validated: profile, passed: profile}))
 		Eventually(unvalidatedTaint(name), wait, poll).Should(BeFalse())
 		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(EventTimeSyncRestored))
 		Eventually(nodeTimeSynced(name), wait, poll).Should(Equal("True/Synchronized"))
@@ -323,25 +302,23 @@ var _ = Describe("PTP readiness gate", func() {
 		Eventually(nodeTimeSynced(name), wait, poll).Should(BeEmpty())
 	})
 
-	It("does not give a held validation back to a node whose profile changed", func() {
+	It("does not give the validation back to a node whose profile changed", func() {
 		const name = "tsgate-b"
 		n := gateNode(name, "tsgate-p2", "tsgate-p2", nil)
 		gateNodeState(name, "tsgate-p2", metav1.ConditionFalse)
-		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: "tsgate-p2"}))
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{passed: "tsgate-p2"}))
 
-		By("moving the node to another profile while held")
+		By("moving the node to another profile while out of sync")
 		lns := &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		patchGate(lns, func() { lns.Spec.Profile = tsv1.ProfileReference{Name: "tsgate-q2", Generation: 1} })
-		patchGate(n, func() { n.Labels[NodeProfileLabel] = "tsgate-q2" })
-		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{}))
-		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(EventHeldValidationDropped))
+		patchGate(n, func() { n.Labels[tsv1.ProfileLabel] = "tsgate-q2" })
 
 		By("back in sync: no validation for either profile")
 		setTimeSynced(name, metav1.ConditionTrue)
-		Consistently(marksOfNode(name), 3*time.Second, poll).Should(Equal(validationMarks{}))
+		Consistently(marksOfNode(name), 3*time.Second, poll).Should(Equal(validationMarks{passed: "tsgate-p2"}))
 	})
 
-	It("holds a benchmark pass while TimeSynced is False, labels on recovery, and drops the hold on a failed run", func() {
+	It("keeps a benchmark pass while TimeSynced is False, labels on recovery, and drops the pass on a failed run", func() {
 		const profile, name = "tsgate-p3", "tsgate-c"
 		gateNode(name, profile, "", nil)
 		gateNodeState(name, profile, metav1.ConditionFalse)
@@ -350,25 +327,23 @@ var _ = Describe("PTP readiness gate", func() {
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
 
-		By("a pass while out of sync gives the held annotation, not the label")
+		By("a pass while out of sync gives the pass annotation, not the label")
 		job := nodeJob(ns, "held", 1, name)
 		uploadResults(ns, job.Name, sampleResults(name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
 		Eventually(func(g Gomega) tsv1.VerdictResult {
 			return getBenchmark(ns, "held")(g).Status.Verdict
 		}, wait, poll).Should(Equal(tsv1.VerdictPassed))
-		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: profile}))
-		// The gate would move a label back at once: the benchmark's events show it never set one.
-		Eventually(benchmarkEvents(ns), wait, poll).Should(ContainElement("NodeValidationHeld"))
-		Consistently(marksOfNode(name), 2*time.Second, poll).Should(Equal(validationMarks{held: profile}))
-		Expect(benchmarkEvents(ns)(Default)).NotTo(ContainElement("NodeValidated"), "the benchmark controller labelled a node that is out of sync")
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{passed: profile}))
+		Eventually(benchmarkEvents(ns), wait, poll).Should(ContainElement("NodeValidated"))
+		Consistently(marksOfNode(name), 2*time.Second, poll).Should(Equal(validationMarks{passed: profile}))
 
 		By("back in sync: labelled")
 		setTimeSynced(name, metav1.ConditionTrue)
-		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{validated: profile}))
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{validated: profile, passed: profile}))
 
-		By("out of sync again, then a failed run: nothing is held any more")
+		By("out of sync again, then a failed run: nothing is kept any more")
 		setTimeSynced(name, metav1.ConditionFalse)
-		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{held: profile}))
+		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{passed: profile}))
 		patchGate(b, func() { b.Annotations = map[string]string{tsv1.RerunAnnotation: "fail"} })
 		job = nodeJob(ns, "held", 2, name)
 		uploadResults(ns, job.Name, sampleResults(name, map[tsv1.Stack]int64{tsv1.StackKernel: 50000}))

@@ -81,8 +81,8 @@ var _ = BeforeSuite(func() {
 	Expect((&LatencyProfileReconciler{Client: mgr.GetClient(), Metrics: metrics}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&LatencyBenchmarkReconciler{Client: mgr.GetClient(), Image: "tslb.test/bench:1", Now: benchClock.Now,
 		Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: NewBenchmarkMetrics(benchMetricsReg)}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&NodeValidationReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&PTPGateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ptpgate")}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&NodeValidationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("nodevalidation")}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&PTPGateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
 	Expect(tswebhook.SetupLatencyProfileWebhook(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()

@@ -26,6 +26,7 @@ down() {
   KUBECONFIG=$(hack/local-cluster kubeconfig) "$HELM" uninstall tickstack -n "$NS" --wait --ignore-not-found || true
   "${KUBECTL[@]}" delete validatingadmissionpolicybinding,validatingadmissionpolicy tickstack-demo-reboot-hold --ignore-not-found || true
   "${KUBECTL[@]}" delete namespace "$DEMO_NS" "$NS" --ignore-not-found --wait=true --timeout=180s || true
+  "${KUBECTL[@]}" annotate node tslc-node tickstack.io/benchmark-passed- 2>/dev/null || true
   "${KUBECTL[@]}" label node tslc-node tickstack.io/role- tickstack.io/validated- 2>/dev/null || true
   rm -rf "$SCRATCH"
   # The agent's own state on the host: its journal lock and boot loader stamp. A journal left

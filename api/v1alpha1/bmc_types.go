@@ -4,9 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// BMCAnnotation on a Node names its BMC object when that object is not named after the node.
-const BMCAnnotation = "tickstack.io/bmc"
-
 // SecretKeyReference names a Secret in a namespace.
 type SecretKeyReference struct {
 	// Namespace of the Secret.

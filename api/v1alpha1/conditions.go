@@ -59,21 +59,6 @@ const (
 	ReasonStable = "Stable"
 )
 
-// Labels, annotations and finalizers.
-const (
-	// ProfileFinalizer keeps a profile until all its node states are gone (their hosts restored).
-	ProfileFinalizer = "tickstack.io/node-states"
-	// RestoreFinalizer is put on a node state by its agent before it changes anything on the host,
-	// and removed once the host's original values are restored.
-	RestoreFinalizer = "tickstack.io/restore"
-	// ProfileLabel on a node state names its profile (for listing by label).
-	ProfileLabel = "tickstack.io/profile"
-	// ValidatedHeldAnnotation on a node names the profile whose validation (tickstack.io/validated)
-	// the operator took away while the node's TimeSynced condition is False. The label comes back
-	// when TimeSynced is True again, if the node still has that profile; a failed benchmark drops it.
-	ValidatedHeldAnnotation = "tickstack.io/validated-held"
-)
-
 // Condition types in a LatencyNodeState's status.bios, written by the operator's BIOS reconciler.
 const (
 	// BIOSBMCReachable is True when the operator reached the node's BMC and logged in.

@@ -36,27 +36,6 @@ const (
 	ReasonNodesInconclusive = "NodesInconclusive"
 )
 
-// Labels, annotations and taints of the benchmark.
-const (
-	// RerunAnnotation on a LatencyBenchmark starts a new run whenever its value changes (any
-	// value; `tickstack bench` writes a timestamp). The status echoes the value it acted on.
-	RerunAnnotation = "tickstack.io/rerun"
-	// BenchmarkLabel on Jobs, Pods and ConfigMaps names their LatencyBenchmark.
-	BenchmarkLabel = "tickstack.io/benchmark"
-	// BenchmarkRunLabel on Jobs and ConfigMaps is the run number.
-	BenchmarkRunLabel = "tickstack.io/benchmark-run"
-	// BenchmarkNodeAnnotation on Jobs and ConfigMaps names the node they measure (node names can be
-	// longer than a label value).
-	BenchmarkNodeAnnotation = "tickstack.io/node"
-	// ValidatedLabel is set on a node to the profile it was validated for when its benchmark passed,
-	// and removed when a later run fails, or while the node's clock is out of sync (TimeSynced
-	// False: the profile waits in ValidatedHeldAnnotation).
-	ValidatedLabel = "tickstack.io/validated"
-	// UnvalidatedTaint (effect NoSchedule) is kept on the nodes of a profile with
-	// spec.validation.taintUntilValidated until they carry tickstack.io/validated=<profile>.
-	UnvalidatedTaint = "tickstack.io/unvalidated"
-)
-
 // Keys of a results ConfigMap, written by tickstack-bench-upload in the benchmark pod.
 const (
 	// BenchResultsKey holds the runner's results document (BenchmarkResults as JSON).

@@ -39,7 +39,7 @@ func (f *podFlags) bind() {
 		ns = "tickstack-system"
 	}
 	flag.StringVar(&f.namespace, "namespace", ns, "the operator's namespace: device plugin ConfigMap, default NAD namespace, webhook Secret (default $POD_NAMESPACE)")
-	flag.StringVar(&f.resourcePrefix, "resource-prefix", tswebhook.DefaultResourcePrefix, "SR-IOV device plugin resource prefix: VFs are <prefix>/<resourceName>")
+	flag.StringVar(&f.resourcePrefix, "resource-prefix", tsv1.DefaultResourcePrefix, "SR-IOV device plugin resource prefix: VFs are <prefix>/<resourceName>")
 	flag.StringVar(&f.dataplaneImage, "dataplane-image", "localhost/tickstack/agent:dev", "image holding "+tswebhook.DataplaneLibraryInImage+", copied into bypass pods by an init container")
 	flag.StringVar(&f.certMode, "webhook-cert-mode", "operator", "who manages the webhook serving certificate: operator (a CA and certificate in a Secret, caBundle patched, renewed) or cert-manager (files in --webhook-cert-dir)")
 	flag.StringVar(&f.secretName, "webhook-secret-name", "tickstack-webhook-server-cert", "Secret holding the webhook CA and serving certificate (operator mode)")
@@ -139,11 +139,11 @@ func main() {
 		log.Error(err, "setting up the BIOS controller")
 		os.Exit(1)
 	}
-	if err := (&controllers.NodeValidationReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.NodeValidationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("nodevalidation")}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the node validation controller")
 		os.Exit(1)
 	}
-	if err := (&controllers.PTPGateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ptpgate")}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.PTPGateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the PTP readiness gate")
 		os.Exit(1)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +32,7 @@ func (r *Reconciler) cordon(ctx context.Context) error {
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}
-	node.Annotations[CordonedAnnotation] = "true"
+	node.Annotations[tsv1.CordonedAnnotation] = "true"
 	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("cordoning node %s: %w", r.NodeName, err)
 	}
@@ -43,12 +45,12 @@ func (r *Reconciler) uncordon(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, ours := node.Annotations[CordonedAnnotation]; !ours {
+	if _, ours := node.Annotations[tsv1.CordonedAnnotation]; !ours {
 		return nil
 	}
 	orig := node.DeepCopy()
 	node.Spec.Unschedulable = false
-	delete(node.Annotations, CordonedAnnotation)
+	delete(node.Annotations, tsv1.CordonedAnnotation)
 	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("uncordoning node %s: %w", r.NodeName, err)
 	}

@@ -266,20 +266,20 @@ func (r *Reconciler) labelNode(ctx context.Context, fp string) error {
 	if err != nil {
 		return err
 	}
-	if node.Labels[FingerprintLabel] == fp {
+	if node.Labels[tsv1.FingerprintLabel] == fp {
 		return nil
 	}
 	orig := node.DeepCopy()
 	if fp == "" {
-		delete(node.Labels, FingerprintLabel)
+		delete(node.Labels, tsv1.FingerprintLabel)
 	} else {
 		if node.Labels == nil {
 			node.Labels = map[string]string{}
 		}
-		node.Labels[FingerprintLabel] = fp
+		node.Labels[tsv1.FingerprintLabel] = fp
 	}
 	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("labelling node %s with %s: %w", r.NodeName, FingerprintLabel, err)
+		return fmt.Errorf("labelling node %s with %s: %w", r.NodeName, tsv1.FingerprintLabel, err)
 	}
 	return nil
 }

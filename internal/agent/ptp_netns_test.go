@@ -75,10 +75,10 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	gmTuning := tuningFor(tsv1.PTPRoleGrandmaster, ifGM, fast)
 	startAgent(gmNode, nsGM, gmTuning.DeepCopy())
 	startAgent(slNode, nsSl, tuningFor(tsv1.PTPRoleSlave, ifSl, slaveOpts))
-	// The operator's readiness gate, and the slave node validated for its profile as a benchmark
-	// would have left it: the label follows the real TimeSynced.
+	// The operator's readiness gate and node validation, and the slave node passed for its profile
+	// as a benchmark would have left it: the validated label follows the real TimeSynced.
 	startPTPGate(t)
-	patchNode(t, slNode, func(n *corev1.Node) { n.Labels = map[string]string{tsv1.ValidatedLabel: "tsagt"} })
+	patchNode(t, slNode, func(n *corev1.Node) { n.Annotations = map[string]string{tsv1.BenchmarkPassedAnnotation: "tsagt"} })
 
 	tsutil.Poll(t, 60*time.Second, "the grandmaster's TimeSynced=True with port MASTER", func() error {
 		l := getLNS(t, gmNode)
@@ -124,7 +124,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	if d := time.Since(stopped); d < hold {
 		t.Errorf("TimeSynced turned False %v after the grandmaster stopped, before the %v hold time", d, hold)
 	}
-	tsutil.Poll(t, 30*time.Second, "the slave node to lose tickstack.io/validated (held) and show TimeSynced False", func() error {
+	tsutil.Poll(t, 30*time.Second, "the slave node to lose tickstack.io/validated (its pass kept) and show TimeSynced False", func() error {
 		return wantValidation(t, slNode, "", "tsagt", corev1.ConditionFalse)
 	})
 	tsutil.Poll(t, 30*time.Second, "the grandmaster's node state to drop status.ptp and TimeSynced", func() error {
@@ -158,7 +158,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 		return nil
 	})
 	tsutil.Poll(t, 30*time.Second, "the slave node to get tickstack.io/validated back and show TimeSynced True", func() error {
-		return wantValidation(t, slNode, "tsagt", "", corev1.ConditionTrue)
+		return wantValidation(t, slNode, "tsagt", "tsagt", corev1.ConditionTrue)
 	})
 	back := getLNS(t, slNode).Status.PTP
 	t.Logf("slave synced again: offset %d ns, %v after the grandmaster's ptp section came back", *back.OffsetNs, time.Since(restarted.Time).Round(time.Millisecond))
@@ -192,6 +192,9 @@ func startPTPGate(t *testing.T) {
 	if err := (&controllers.PTPGateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	if err := (&controllers.NodeValidationReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -216,24 +219,24 @@ func patchNode(t *testing.T, name string, change func(*corev1.Node)) {
 	})
 }
 
-// wantValidation checks a node's tickstack.io/validated label, held annotation and
-// tickstack.io/TimeSynced condition.
-func wantValidation(t *testing.T, name, validated, held string, synced corev1.ConditionStatus) error {
+// wantValidation checks a node's tickstack.io/validated label, tickstack.io/benchmark-passed
+// annotation and tickstack.io/TimeSynced condition.
+func wantValidation(t *testing.T, name, validated, passed string, synced corev1.ConditionStatus) error {
 	t.Helper()
 	n := &corev1.Node{}
 	if err := k8s.Get(context.Background(), clientKey(name), n); err != nil {
 		return err
 	}
-	if v, h := n.Labels[tsv1.ValidatedLabel], n.Annotations[tsv1.ValidatedHeldAnnotation]; v != validated || h != held {
-		return fmt.Errorf("label %q, held annotation %q; want %q, %q", v, h, validated, held)
+	if v, p := n.Labels[tsv1.ValidatedLabel], n.Annotations[tsv1.BenchmarkPassedAnnotation]; v != validated || p != passed {
+		return fmt.Errorf("label %q, passed annotation %q; want %q, %q", v, p, validated, passed)
 	}
 	for _, c := range n.Status.Conditions {
-		if c.Type == controllers.NodeTimeSyncedCondition {
+		if c.Type == tsv1.NodeTimeSyncedCondition {
 			if c.Status != synced {
 				return fmt.Errorf("node condition %s = %s (%s), want %s", c.Type, c.Status, c.Reason, synced)
 			}
 			return nil
 		}
 	}
-	return fmt.Errorf("node has no %s condition", controllers.NodeTimeSyncedCondition)
+	return fmt.Errorf("node has no %s condition", tsv1.NodeTimeSyncedCondition)
 }

@@ -216,7 +216,7 @@ func TestRealHost(t *testing.T) {
 	if n := len(agenttest.Lines(t, restarts)); n != 1 {
 		t.Errorf("irqbalance restarted %d times, want 1", n)
 	}
-	if fp := getNode(t, node).Labels[agent.FingerprintLabel]; fp == "" || fp != l.Status.Fingerprint {
+	if fp := getNode(t, node).Labels[tsv1.FingerprintLabel]; fp == "" || fp != l.Status.Fingerprint {
 		t.Errorf("fingerprint label %q, status.fingerprint %q", fp, l.Status.Fingerprint)
 	}
 
@@ -297,7 +297,7 @@ func TestRealHost(t *testing.T) {
 	if _, err := os.Stat(eng.JournalPath); !os.IsNotExist(err) {
 		t.Errorf("journal left after the restore: %v", err)
 	}
-	if _, ok := getNode(t, node).Labels[agent.FingerprintLabel]; ok {
+	if _, ok := getNode(t, node).Labels[tsv1.FingerprintLabel]; ok {
 		t.Error("fingerprint label left on the node")
 	}
 }

@@ -102,7 +102,7 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error
 		}
 		// Pending firmware names the boot that has not rebooted yet, so only kernel arguments can
 		// be what a reboot did not apply.
-		if !s.obs.firmwarePending && s.lns.Annotations[RebootedForAnnotation] == hash {
+		if !s.obs.firmwarePending && s.lns.Annotations[tsv1.RebootedForAnnotation] == hash {
 			if rs != nil {
 				r.event(s.lns, corev1.EventTypeWarning, ReasonRebootDidNotApply, "Reboot", "the node rebooted for its kernel arguments and still runs without them: %s", s.obs.boot.Message())
 			}
@@ -191,14 +191,14 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope, hash string) (bool
 // markRebootedFor records, before the reboot command runs, which change (kernel arguments and
 // staged BIOS settings) the reboot is for.
 func (r *Reconciler) markRebootedFor(ctx context.Context, s *scope, hash string) error {
-	if s.lns.Annotations[RebootedForAnnotation] == hash {
+	if s.lns.Annotations[tsv1.RebootedForAnnotation] == hash {
 		return nil
 	}
 	orig := s.lns.DeepCopy()
 	if s.lns.Annotations == nil {
 		s.lns.Annotations = map[string]string{}
 	}
-	s.lns.Annotations[RebootedForAnnotation] = hash
+	s.lns.Annotations[tsv1.RebootedForAnnotation] = hash
 	if err := r.Client.Patch(ctx, s.lns, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("annotating node state before the reboot: %w", err)
 	}

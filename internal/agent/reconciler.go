@@ -37,20 +37,6 @@ import (
 	"github.com/tickstack/tickstack/internal/tuning"
 )
 
-// Labels and annotations the agent writes.
-const (
-	// FingerprintLabel on the Node is the tuning fingerprint in effect (status.fingerprint).
-	FingerprintLabel = "tickstack.io/fingerprint"
-	// CordonedAnnotation on the Node records that the agent cordoned it, so that it uncordons only
-	// nodes it cordoned itself.
-	CordonedAnnotation = "tickstack.io/cordoned-by-agent"
-	// RebootedForAnnotation on the LatencyNodeState holds a hash of the kernel arguments and the
-	// spec.firmware.hash the node last rebooted for. If the arguments are still missing after that
-	// reboot, the agent does not reboot for them again (one profile change costs at most one
-	// reboot); removing the annotation allows one more attempt.
-	RebootedForAnnotation = "tickstack.io/rebooted-for"
-)
-
 // Failpoints the reconciler passes to Reconciler.Failpoint.
 const (
 	// FailpointAfterKernelArgs fires after the boot loader was reconciled (possibly written) and

@@ -224,7 +224,7 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 	case o.bootErr != nil:
 		set(tsv1.NodeDegraded, true, ReasonBootLoaderFailed, "writing kernel arguments failed: "+o.bootErr.Error())
 	case o.rebootDidNotApply:
-		set(tsv1.NodeDegraded, true, ReasonRebootDidNotApply, "the node rebooted for its kernel arguments and still runs without them: "+bootMessage(o.boot)+"; check the boot loader configuration (--grub-update-command, BLS entries) and the LatencyNodeState annotation "+RebootedForAnnotation+"; remove that annotation to let the agent reboot once more")
+		set(tsv1.NodeDegraded, true, ReasonRebootDidNotApply, "the node rebooted for its kernel arguments and still runs without them: "+bootMessage(o.boot)+"; check the boot loader configuration (--grub-update-command, BLS entries) and the LatencyNodeState annotation "+tsv1.RebootedForAnnotation+"; remove that annotation to let the agent reboot once more")
 	case o.rebootEr != nil:
 		set(tsv1.NodeDegraded, true, ReasonRebootFailed, o.rebootEr.Error())
 	case len(notInSync) > 0:

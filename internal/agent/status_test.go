@@ -92,7 +92,7 @@ func TestApplyStatus(t *testing.T) {
 		name: "rebooted in vain: no second reboot, Degraded says what to check",
 		obs:  observation{hasArgs: true, boot: pending, rebootDidNotApply: true},
 		want: map[string]condWant{
-			tsv1.NodeDegraded:       {metav1.ConditionTrue, ReasonRebootDidNotApply, RebootedForAnnotation},
+			tsv1.NodeDegraded:       {metav1.ConditionTrue, ReasonRebootDidNotApply, tsv1.RebootedForAnnotation},
 			tsv1.NodeRebootRequired: {metav1.ConditionFalse, ReasonRebootDidNotApply, "no further reboot"},
 			tsv1.NodeApplied:        {metav1.ConditionFalse, ReasonRebootDidNotApply, "still runs without them"},
 		},

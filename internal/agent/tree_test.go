@@ -175,8 +175,8 @@ func TestTreeRebootProtocol(t *testing.T) {
 		t.Error("node left cordoned after the reboot")
 	}
 	l = getLNS(t, node)
-	if l.Status.Fingerprint == "" || n.Labels[agent.FingerprintLabel] != l.Status.Fingerprint {
-		t.Errorf("fingerprint label %q, status %q", n.Labels[agent.FingerprintLabel], l.Status.Fingerprint)
+	if l.Status.Fingerprint == "" || n.Labels[tsv1.FingerprintLabel] != l.Status.Fingerprint {
+		t.Errorf("fingerprint label %q, status %q", n.Labels[tsv1.FingerprintLabel], l.Status.Fingerprint)
 	}
 	tsutil.Poll(t, 10*time.Second, "observedGeneration", func() error {
 		if l := getLNS(t, node); l.Status.ObservedGeneration != l.Generation {
@@ -211,7 +211,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a.Root, "etc/default/grub.d/99-tickstack.cfg")); !os.IsNotExist(err) {
 		t.Errorf("GRUB drop-in still there: %v", err)
 	}
-	if _, ok := getNode(t, node).Labels[agent.FingerprintLabel]; ok {
+	if _, ok := getNode(t, node).Labels[tsv1.FingerprintLabel]; ok {
 		t.Error("fingerprint label left on the node")
 	}
 	tsutil.Poll(t, 10*time.Second, "pending-removal event", func() error {
@@ -360,7 +360,7 @@ func TestTreeRebootWithoutTheArguments(t *testing.T) {
 	if getNode(t, node).Spec.Unschedulable {
 		t.Error("node left cordoned after the reboot")
 	}
-	if getLNS(t, node).Annotations[agent.RebootedForAnnotation] == "" {
-		t.Errorf("no %s annotation", agent.RebootedForAnnotation)
+	if getLNS(t, node).Annotations[tsv1.RebootedForAnnotation] == "" {
+		t.Errorf("no %s annotation", tsv1.RebootedForAnnotation)
 	}
 }

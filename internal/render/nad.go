@@ -17,9 +17,6 @@ const ResourceNameAnnotation = "k8s.v1.cni.cncf.io/resourceName"
 // CNIVersion is the CNI spec version the rendered configurations declare.
 const CNIVersion = "1.0.0"
 
-// ProfileLabel on a rendered object names the profile it was rendered from.
-const ProfileLabel = "tickstack.io/profile"
-
 // cniConfig is the CNI network configuration of one attachment. Only the fields the four plugin
 // types use are here; each is documented by its plugin: sriov (k8snetworkplumbingwg/sriov-cni),
 // macvlan, ipvlan and host-device (containernetworking/plugins).
@@ -126,7 +123,7 @@ func NetworkAttachments(p *tsv1.LatencyProfile, prefix, defaultNamespace string)
 		nad := &nadv1.NetworkAttachmentDefinition{
 			TypeMeta: metav1.TypeMeta{APIVersion: nadv1.SchemeGroupVersion.String(), Kind: "NetworkAttachmentDefinition"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: NADNamespace(nic.Network, defaultNamespace),
-				Labels: map[string]string{ManagedByLabel: ManagedBy, ProfileLabel: p.Name}},
+				Labels: map[string]string{ManagedByLabel: ManagedBy, tsv1.ProfileLabel: p.Name}},
 			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: cfg},
 		}
 		if PoolOf(nic) {

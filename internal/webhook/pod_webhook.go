@@ -21,36 +21,8 @@ import (
 	"github.com/tickstack/tickstack/internal/render"
 )
 
-// Labels and annotations a trading pod writes (docs/pod-webhook.md).
-const (
-	// PodProfileLabel opts a pod in: its value names the LatencyProfile whose nodes it runs on. It is
-	// also the node label the operator sets on nodes where that profile is applied.
-	PodProfileLabel = "tickstack.io/profile"
-	// ValidatedNodeLabel is set on nodes whose benchmark passed for the profile it names.
-	ValidatedNodeLabel = "tickstack.io/validated"
-	// RequireValidatedAnnotation on a LatencyProfile ("true") makes latency pods also require nodes
-	// labelled tickstack.io/validated=<profile>. Off by default until the benchmark labels nodes.
-	RequireValidatedAnnotation = "tickstack.io/require-validated"
-	// ContainerAnnotation names the latency container; default the first container.
-	ContainerAnnotation = "tickstack.io/container"
-	// InterfacesAnnotation is how many interfaces (VFs) of each of the profile's networks the pod
-	// gets; default 1.
-	InterfacesAnnotation = "tickstack.io/interfaces"
-	// ExclusiveCPUsAnnotation "false" lets a pod that needs the profile's network and bypass stack
-	// but no exclusive CPUs (a benchmark reflector, a capture or test-traffic pod) run on the
-	// node's shared CPUs: the webhook then neither requires Guaranteed QoS and whole CPUs nor gives
-	// its init container a CPU request. Default "true".
-	ExclusiveCPUsAnnotation = "tickstack.io/exclusive-cpus"
-	// HugepagesAnnotation asks for huge pages for the latency container, as a quantity (1Gi).
-	HugepagesAnnotation = "tickstack.io/hugepages"
-	// HugepageSizeAnnotation picks the page size (2Mi or 1Gi) when the profile reserves both and
-	// sets no default size.
-	HugepageSizeAnnotation = "tickstack.io/hugepage-size"
-	// MutatedAnnotation records that the webhook set the pod up, and for which profile.
-	MutatedAnnotation = "tickstack.io/mutated"
-	// HugepagesVolume is the hugetlbfs emptyDir mounted at /dev/hugepages.
-	HugepagesVolume = "tickstack-hugepages"
-)
+// HugepagesVolume is the hugetlbfs emptyDir mounted at /dev/hugepages.
+const HugepagesVolume = "tickstack-hugepages"
 
 // PodOptions configure the pod webhook; cmd/manager sets them from flags.
 type PodOptions struct {
@@ -62,9 +34,6 @@ type PodOptions struct {
 	// operator's namespace).
 	NetworkNamespace string
 }
-
-// DefaultResourcePrefix is the device plugin resource prefix unless configured.
-const DefaultResourcePrefix = "tickstack.io"
 
 // +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.tickstack.io,admissionReviewVersions=v1,reinvocationPolicy=Never,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"tickstack.io/profile","operator":"Exists"}]}}`
 
@@ -85,7 +54,7 @@ const PodWebhookPath = "/mutate--v1-pod"
 // SetupPodWebhook registers the pod webhook on the manager's webhook server.
 func SetupPodWebhook(mgr ctrl.Manager, opts PodOptions) error {
 	if opts.ResourcePrefix == "" {
-		opts.ResourcePrefix = DefaultResourcePrefix
+		opts.ResourcePrefix = tsv1.DefaultResourcePrefix
 	}
 	if opts.DataplaneImage == "" {
 		return fmt.Errorf("pod webhook: the dataplane image is not set (--dataplane-image)")
@@ -101,7 +70,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if err := m.Decoder.Decode(req, pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
 	}
-	name, ok := pod.Labels[PodProfileLabel]
+	name, ok := pod.Labels[tsv1.ProfileLabel]
 	if !ok {
 		return admission.Allowed("not a latency pod")
 	}
@@ -109,7 +78,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if err := m.Reader.Get(ctx, types.NamespacedName{Name: name}, profile); err != nil {
 		if apierrors.IsNotFound(err) {
 			return admission.Denied(fmt.Sprintf("label %s=%s names no LatencyProfile: fix the label (kubectl get latencyprofiles lists them) or remove it to run without pinning",
-				PodProfileLabel, name))
+				tsv1.ProfileLabel, name))
 		}
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("reading LatencyProfile %s: %w", name, err))
 	}
@@ -157,25 +126,25 @@ func MutatePod(orig *corev1.Pod, p *tsv1.LatencyProfile, opts PodOptions) error 
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[MutatedAnnotation] = p.Name
+	pod.Annotations[tsv1.MutatedAnnotation] = p.Name
 	*orig = *pod
 	return nil
 }
 
 // exclusiveCPUs reads ExclusiveCPUsAnnotation.
 func exclusiveCPUs(pod *corev1.Pod) (bool, error) {
-	switch v, ok := pod.Annotations[ExclusiveCPUsAnnotation]; {
+	switch v, ok := pod.Annotations[tsv1.ExclusiveCPUsAnnotation]; {
 	case !ok || v == "true":
 		return true, nil
 	case v == "false":
 		return false, nil
 	default:
-		return false, fmt.Errorf("annotation %s=%q must be \"true\" (exclusive CPUs, the default) or \"false\" (the node's shared CPUs)", ExclusiveCPUsAnnotation, v)
+		return false, fmt.Errorf("annotation %s=%q must be \"true\" (exclusive CPUs, the default) or \"false\" (the node's shared CPUs)", tsv1.ExclusiveCPUsAnnotation, v)
 	}
 }
 
 func latencyContainer(pod *corev1.Pod) (*corev1.Container, error) {
-	want := pod.Annotations[ContainerAnnotation]
+	want := pod.Annotations[tsv1.ContainerAnnotation]
 	if want == "" {
 		if len(pod.Spec.Containers) == 0 {
 			return nil, fmt.Errorf("the pod has no containers")
@@ -187,7 +156,7 @@ func latencyContainer(pod *corev1.Pod) (*corev1.Container, error) {
 			return &pod.Spec.Containers[i], nil
 		}
 	}
-	return nil, fmt.Errorf("annotation %s=%s names no container of the pod: name one of its containers", ContainerAnnotation, want)
+	return nil, fmt.Errorf("annotation %s=%s names no container of the pod: name one of its containers", tsv1.ContainerAnnotation, want)
 }
 
 // checkGuaranteed refuses pods the kubelet's static CPU manager would not give exclusive CPUs:
@@ -248,13 +217,13 @@ func OfferedVFs(nic *tsv1.NICSpec) int {
 }
 
 func interfacesWanted(pod *corev1.Pod) (int, error) {
-	v, ok := pod.Annotations[InterfacesAnnotation]
+	v, ok := pod.Annotations[tsv1.InterfacesAnnotation]
 	if !ok {
 		return 1, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > 64 {
-		return 0, fmt.Errorf("annotation %s=%q must be a whole number from 1 to 64: the interfaces (VFs) per network the pod wants", InterfacesAnnotation, v)
+		return 0, fmt.Errorf("annotation %s=%q must be a whole number from 1 to 64: the interfaces (VFs) per network the pod wants", tsv1.InterfacesAnnotation, v)
 	}
 	return n, nil
 }
@@ -284,12 +253,12 @@ func attachNetworks(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile
 			}
 			if offered := OfferedVFs(nic); count > offered {
 				return nil, fmt.Errorf("the pod asks for %d VFs (%s) of spec.nics[%s] but LatencyProfile %s offers at most %d per node: ask for fewer (annotation %s or the container's %s limit) or raise the profile's numVfs",
-					count, res, nic.Name, p.Name, offered, InterfacesAnnotation, res)
+					count, res, nic.Name, p.Name, offered, tsv1.InterfacesAnnotation, res)
 			}
 			setResource(c, res, *resource.NewQuantity(int64(count), resource.DecimalSI))
 		} else if nic.Network.Type == tsv1.NetworkHostDevice && count > 1 {
 			return nil, fmt.Errorf("spec.nics[%s] of LatencyProfile %s moves its one host interface into the pod: annotation %s must be 1",
-				nic.Name, p.Name, InterfacesAnnotation)
+				nic.Name, p.Name, tsv1.InterfacesAnnotation)
 		}
 		ref := render.NADNamespace(nic.Network, opts.NetworkNamespace) + "/" + render.NADName(p.Name, nic.Name)
 		for range count {
@@ -353,13 +322,13 @@ func addNetworks(pod *corev1.Pod, refs []string) error {
 // addHugepages gives the latency container the huge pages the pod asks for by annotation, from
 // the sizes the profile reserves, and mounts them at /dev/hugepages.
 func addHugepages(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile) error {
-	v, ok := pod.Annotations[HugepagesAnnotation]
+	v, ok := pod.Annotations[tsv1.HugepagesAnnotation]
 	if !ok {
 		return nil
 	}
 	q, err := resource.ParseQuantity(v)
 	if err != nil || q.Sign() <= 0 {
-		return fmt.Errorf("annotation %s=%q must be a positive quantity such as 1Gi", HugepagesAnnotation, v)
+		return fmt.Errorf("annotation %s=%q must be a positive quantity such as 1Gi", tsv1.HugepagesAnnotation, v)
 	}
 	hp := p.Spec.Hugepages
 	sizes := map[tsv1.HugePageSize]bool{}
@@ -370,9 +339,9 @@ func addHugepages(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile) 
 	}
 	if len(sizes) == 0 {
 		return fmt.Errorf("annotation %s asks for huge pages but LatencyProfile %s reserves none: remove the annotation or add spec.hugepages.pages to the profile",
-			HugepagesAnnotation, p.Name)
+			tsv1.HugepagesAnnotation, p.Name)
 	}
-	size := tsv1.HugePageSize(pod.Annotations[HugepageSizeAnnotation])
+	size := tsv1.HugePageSize(pod.Annotations[tsv1.HugepageSizeAnnotation])
 	switch {
 	case size != "":
 	case hp.DefaultSize != "":
@@ -382,14 +351,14 @@ func addHugepages(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile) 
 			size = s
 		}
 	default:
-		return fmt.Errorf("LatencyProfile %s reserves 2Mi and 1Gi pages and sets no default size: add annotation %s with one of them", p.Name, HugepageSizeAnnotation)
+		return fmt.Errorf("LatencyProfile %s reserves 2Mi and 1Gi pages and sets no default size: add annotation %s with one of them", p.Name, tsv1.HugepageSizeAnnotation)
 	}
 	if !sizes[size] {
-		return fmt.Errorf("annotation %s=%s names a page size LatencyProfile %s does not reserve: use one of its spec.hugepages.pages sizes", HugepageSizeAnnotation, size, p.Name)
+		return fmt.Errorf("annotation %s=%s names a page size LatencyProfile %s does not reserve: use one of its spec.hugepages.pages sizes", tsv1.HugepageSizeAnnotation, size, p.Name)
 	}
 	pageBytes := resource.MustParse(string(size))
 	if q.Value()%pageBytes.Value() != 0 {
-		return fmt.Errorf("annotation %s=%s is not a whole number of %s pages: round it to a multiple of %s", HugepagesAnnotation, v, size, size)
+		return fmt.Errorf("annotation %s=%s is not a whole number of %s pages: round it to a multiple of %s", tsv1.HugepagesAnnotation, v, size, size)
 	}
 	setResource(c, corev1.ResourceName("hugepages-"+string(size)), q)
 	addVolume(pod, corev1.Volume{Name: HugepagesVolume, VolumeSource: corev1.VolumeSource{
@@ -507,11 +476,11 @@ func addMount(c *corev1.Container, m corev1.VolumeMount) {
 // requireProfileNodes adds required node affinity to nodes where the profile is applied (and
 // validated, when the profile asks), ANDed into every term the pod already has.
 func requireProfileNodes(pod *corev1.Pod, p *tsv1.LatencyProfile) {
-	exprs := []corev1.NodeSelectorRequirement{{Key: PodProfileLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{p.Name}}}
+	exprs := []corev1.NodeSelectorRequirement{{Key: tsv1.ProfileLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{p.Name}}}
 	// A benchmark's own pods validate the node: they cannot wait for it to be validated.
 	_, benchmark := pod.Labels[tsv1.BenchmarkLabel]
-	if p.Annotations[RequireValidatedAnnotation] == "true" && !benchmark {
-		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: ValidatedNodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{p.Name}})
+	if p.Annotations[tsv1.RequireValidatedAnnotation] == "true" && !benchmark {
+		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: tsv1.ValidatedLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{p.Name}})
 	}
 	if pod.Spec.Affinity == nil {
 		pod.Spec.Affinity = &corev1.Affinity{}

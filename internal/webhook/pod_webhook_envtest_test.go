@@ -59,7 +59,7 @@ func guaranteedPod(name, profile string) *corev1.Pod {
 		}}},
 	}
 	if profile != "" {
-		pod.Labels = map[string]string{PodProfileLabel: profile}
+		pod.Labels = map[string]string{tsv1.ProfileLabel: profile}
 	}
 	return pod
 }
@@ -144,7 +144,7 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 
 	t.Run("a labelled Guaranteed pod comes back pinned, attached and preloaded", func(t *testing.T) {
 		pod := guaranteedPod("tspw-good", profile.Name)
-		pod.Annotations = map[string]string{HugepagesAnnotation: "2Gi"}
+		pod.Annotations = map[string]string{tsv1.HugepagesAnnotation: "2Gi"}
 		if err := create(t, pod); err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			t.Errorf("networks annotation %q", got)
 		}
 		terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-		if len(terms) != 1 || len(terms[0].MatchExpressions) != 1 || terms[0].MatchExpressions[0].Key != PodProfileLabel ||
+		if len(terms) != 1 || len(terms[0].MatchExpressions) != 1 || terms[0].MatchExpressions[0].Key != tsv1.ProfileLabel ||
 			terms[0].MatchExpressions[0].Values[0] != profile.Name {
 			t.Errorf("node affinity %+v", terms)
 		}
@@ -214,7 +214,7 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 				p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("1500m")
 				p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1500m")
 			}, "exclusive CPUs need a whole number; set resources.limits.cpu and requests.cpu to an integer such as 2"},
-			{"more VFs than offered", func(p *corev1.Pod) { p.Annotations = map[string]string{InterfacesAnnotation: "5"} },
+			{"more VFs than offered", func(p *corev1.Pod) { p.Annotations = map[string]string{tsv1.InterfacesAnnotation: "5"} },
 				"offers at most 4 per node"},
 			{"more VFs than offered, asked as a resource", func(p *corev1.Pod) {
 				p.Spec.Containers[0].Resources.Limits["tickstack.io/md_vf"] = resource.MustParse("9")
@@ -223,10 +223,10 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			{"a conflicting LD_PRELOAD", func(p *corev1.Pod) {
 				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LD_PRELOAD", Value: "/usr/lib/libvma.so"}}
 			}, `container trader sets LD_PRELOAD="/usr/lib/libvma.so"`},
-			{"an unknown profile", func(p *corev1.Pod) { p.Labels[PodProfileLabel] = "tspw-nosuch" },
+			{"an unknown profile", func(p *corev1.Pod) { p.Labels[tsv1.ProfileLabel] = "tspw-nosuch" },
 				"label tickstack.io/profile=tspw-nosuch names no LatencyProfile"},
 			{"huge pages of a size the profile lacks", func(p *corev1.Pod) {
-				p.Annotations = map[string]string{HugepagesAnnotation: "64Mi", HugepageSizeAnnotation: "2Mi"}
+				p.Annotations = map[string]string{tsv1.HugepagesAnnotation: "64Mi", tsv1.HugepageSizeAnnotation: "2Mi"}
 			}, "names a page size LatencyProfile tspw-bypass does not reserve"},
 		}
 		for i, c := range cases {
@@ -250,7 +250,7 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 		if err := create(t, pod); err != nil {
 			t.Fatal(err)
 		}
-		if pod.Annotations[MutatedAnnotation] != "" || pod.Spec.Affinity != nil || len(pod.Spec.InitContainers) != 0 ||
+		if pod.Annotations[tsv1.MutatedAnnotation] != "" || pod.Spec.Affinity != nil || len(pod.Spec.InitContainers) != 0 ||
 			len(pod.Spec.Containers[0].Env) != 0 || len(pod.Spec.Containers[0].Resources.Limits) != 0 {
 			t.Errorf("unlabelled pod was changed: %+v", pod.Spec)
 		}

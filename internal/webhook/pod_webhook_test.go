@@ -42,7 +42,7 @@ func TestMutatePodCases(t *testing.T) {
 		{
 			name: "existing affinity terms each get the profile (and validated when asked)",
 			profile: func(p *tsv1.LatencyProfile) {
-				p.Annotations = map[string]string{RequireValidatedAnnotation: "true"}
+				p.Annotations = map[string]string{tsv1.RequireValidatedAnnotation: "true"}
 			},
 			pod: func(p *corev1.Pod) {
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
@@ -66,12 +66,12 @@ func TestMutatePodCases(t *testing.T) {
 		{
 			name: "a benchmark's own pods are not held to validated nodes",
 			profile: func(p *tsv1.LatencyProfile) {
-				p.Annotations = map[string]string{RequireValidatedAnnotation: "true"}
+				p.Annotations = map[string]string{tsv1.RequireValidatedAnnotation: "true"}
 			},
 			pod: func(p *corev1.Pod) { p.Labels[tsv1.BenchmarkLabel] = "nightly" },
 			check: func(t *testing.T, p *corev1.Pod) {
 				for _, e := range p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions {
-					if e.Key == ValidatedNodeLabel {
+					if e.Key == tsv1.ValidatedLabel {
 						t.Errorf("benchmark pod requires %v", e)
 					}
 				}
@@ -80,7 +80,7 @@ func TestMutatePodCases(t *testing.T) {
 		{
 			name: "shared CPUs: no Guaranteed QoS required, the network and the stack all the same, an init container without CPU",
 			pod: func(p *corev1.Pod) {
-				p.Annotations = map[string]string{ExclusiveCPUsAnnotation: "false"}
+				p.Annotations = map[string]string{tsv1.ExclusiveCPUsAnnotation: "false"}
 				p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}
 			},
 			check: func(t *testing.T, p *corev1.Pod) {
@@ -101,14 +101,14 @@ func TestMutatePodCases(t *testing.T) {
 		{
 			name: "shared CPUs annotation neither true nor false",
 			pod: func(p *corev1.Pod) {
-				p.Annotations = map[string]string{ExclusiveCPUsAnnotation: "no"}
+				p.Annotations = map[string]string{tsv1.ExclusiveCPUsAnnotation: "no"}
 			},
 			refusal: `annotation tickstack.io/exclusive-cpus="no" must be "true"`,
 		},
 		{
 			name: "JSON networks annotation is extended in JSON, one element per interface, in the profile's namespace",
 			pod: func(p *corev1.Pod) {
-				p.Annotations = map[string]string{"k8s.v1.cni.cncf.io/networks": `[{"name":"mgmt"}]`, InterfacesAnnotation: "2"}
+				p.Annotations = map[string]string{"k8s.v1.cni.cncf.io/networks": `[{"name":"mgmt"}]`, tsv1.InterfacesAnnotation: "2"}
 			},
 			check: func(t *testing.T, p *corev1.Pod) {
 				want := `[{"name":"mgmt"},{"interface":"lat0","name":"p-md","namespace":"ops"},{"interface":"lat1","name":"p-md","namespace":"ops"}]`
@@ -127,7 +127,7 @@ func TestMutatePodCases(t *testing.T) {
 				side.Name = "sidecar"
 				p.Spec.Containers = append(p.Spec.Containers, side)
 				p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "TICKSTACK_PROFILE", Value: "throughput"}, {Name: "LD_PRELOAD", Value: "/opt/tickstack/lib/libtickstack.so"}}
-				p.Annotations = map[string]string{ContainerAnnotation: "sidecar"}
+				p.Annotations = map[string]string{tsv1.ContainerAnnotation: "sidecar"}
 			},
 			check: func(t *testing.T, p *corev1.Pod) {
 				if len(p.Spec.Containers[0].Env) != 0 {
@@ -140,18 +140,18 @@ func TestMutatePodCases(t *testing.T) {
 		},
 		{
 			name:    "a container annotation naming nothing",
-			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{ContainerAnnotation: "nope"} },
+			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{tsv1.ContainerAnnotation: "nope"} },
 			refusal: "annotation tickstack.io/container=nope names no container of the pod",
 		},
 		{
 			name:    "hugepages from a profile without any",
 			profile: func(p *tsv1.LatencyProfile) { p.Spec.Hugepages = nil },
-			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{HugepagesAnnotation: "1Gi"} },
+			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{tsv1.HugepagesAnnotation: "1Gi"} },
 			refusal: "LatencyProfile p reserves none: remove the annotation or add spec.hugepages.pages",
 		},
 		{
 			name:    "hugepages not a whole number of pages",
-			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{HugepagesAnnotation: "1500Mi"} },
+			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{tsv1.HugepagesAnnotation: "1500Mi"} },
 			refusal: "is not a whole number of 1Gi pages",
 		},
 		{
@@ -159,12 +159,12 @@ func TestMutatePodCases(t *testing.T) {
 			profile: func(p *tsv1.LatencyProfile) {
 				p.Spec.NICs[0] = tsv1.NICSpec{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"eth1"}}, Network: &tsv1.NICNetwork{Type: tsv1.NetworkHostDevice}}
 			},
-			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{InterfacesAnnotation: "2"} },
+			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{tsv1.InterfacesAnnotation: "2"} },
 			refusal: "moves its one host interface into the pod",
 		},
 		{
 			name:    "a bad interfaces annotation",
-			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{InterfacesAnnotation: "many"} },
+			pod:     func(p *corev1.Pod) { p.Annotations = map[string]string{tsv1.InterfacesAnnotation: "many"} },
 			refusal: `annotation tickstack.io/interfaces="many" must be a whole number from 1 to 64`,
 		},
 		{
@@ -201,7 +201,7 @@ func TestMutatePodCases(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), c.refusal) {
 					t.Fatalf("want refusal %q, got %v", c.refusal, err)
 				}
-				if pod.Annotations[MutatedAnnotation] != "" || len(pod.Spec.InitContainers) != len(before.Spec.InitContainers) {
+				if pod.Annotations[tsv1.MutatedAnnotation] != "" || len(pod.Spec.InitContainers) != len(before.Spec.InitContainers) {
 					t.Error("a refused pod was changed")
 				}
 				return

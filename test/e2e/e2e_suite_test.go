@@ -150,6 +150,7 @@ func cleanup() {
 	if !hadRoleLabel {
 		_, _ = kubectl(nil, "label", "node", nodeName, roleLabel+"-")
 	}
+	_, _ = kubectl(nil, "annotate", "node", nodeName, "tickstack.io/benchmark-passed-")
 	_, _ = kubectl(nil, "label", "node", nodeName, "tickstack.io/profile-", "tickstack.io/validated-", "tickstack.io/fingerprint-")
 
 	// Host: write back whatever still differs (reported as a failure by the restore spec when it
