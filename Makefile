@@ -48,8 +48,9 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml).
+lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml) and the import rules of docs/architecture.md.
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
+	go test $(GO_TEST_FLAGS) ./test/architecture/
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are not committed as generated.

@@ -1,0 +1,143 @@
+// Package architecture enforces the import rules of docs/architecture.md over the module's real
+// dependency graph (`go list -deps`, test files excluded): the API depends on nothing of the
+// implementation, the operator never links the node's host code, the agent never links the
+// operator's, and nothing links the test helpers into a binary.
+package architecture
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tickstack/tickstack/"
+
+// rule forbids the packages matching from (a path, or a path followed by /... for it and those below
+// it) to depend, directly or not, on any package matching one of never, except those in but.
+type rule struct {
+	from  []string
+	never []string
+	but   []string
+	why   string
+}
+
+var rules = []rule{
+	{from: []string{"api/..."}, never: []string{"..."}, but: []string{"api/..."},
+		why: "the API is types, constants and validation markers: it imports nothing of this module"},
+	{from: []string{"internal/..."}, never: []string{"controllers/...", "cmd/...", "test/..."},
+		why: "the libraries under internal/ never depend on the controllers, the binaries or the test suites"},
+	{from: []string{"cmd/manager", "controllers/...", "internal/webhook/..."},
+		never: []string{"internal/agent/...", "internal/host/...", "internal/tuning/...", "internal/bootloader/...",
+			"internal/cli/...", "internal/plan/...", "internal/report/..."},
+		but: []string{"internal/host/cpuset"},
+		why: "the operator links no host-tuning code and no CLI code (the CPU list parser excepted)"},
+	{from: []string{"cmd/agent", "internal/agent/..."},
+		never: []string{"internal/webhook/...", "internal/render/...", "internal/bench/...", "internal/bmc/...",
+			"internal/cli/...", "internal/plan/...", "internal/resolve/...", "internal/report/..."},
+		why: "the node agent links the host layer (host, tuning, bootloader, ptp), none of the operator's"},
+	{from: []string{"cmd/..."}, never: []string{"internal/testutil/...", "internal/host/hosttest/...", "internal/agent/agenttest/..."},
+		why: "no binary links a test helper"},
+}
+
+func match(pattern, pkg string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if p, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return pkg == p || strings.HasPrefix(pkg, p+"/")
+	}
+	return pkg == pattern
+}
+
+func matchAny(patterns []string, pkg string) bool {
+	for _, p := range patterns {
+		if match(p, pkg) {
+			return true
+		}
+	}
+	return false
+}
+
+// graph returns every package of the module (tagged ones too) with its module dependencies, both
+// relative to the module path.
+func graph(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, tags := range []string{"", "e2e"} {
+		cmd := exec.Command("go", "list", "-tags="+tags, "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"...")
+		cmd.Dir = "../.."
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, stderr.String())
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			f := strings.Fields(line)
+			pkg, ok := strings.CutPrefix(f[0], module)
+			if !ok {
+				continue
+			}
+			var deps []string
+			for _, d := range f[1:] {
+				if rel, ok := strings.CutPrefix(d, module); ok {
+					deps = append(deps, rel)
+				}
+			}
+			out[pkg] = deps
+		}
+	}
+	return out
+}
+
+func TestImportRules(t *testing.T) {
+	g := graph(t)
+	if len(g) < 20 {
+		t.Fatalf("go list found %d packages of the module: the test does not see the tree", len(g))
+	}
+	for _, r := range rules {
+		matched := 0
+		for pkg, deps := range g {
+			if !matchAny(r.from, pkg) {
+				continue
+			}
+			matched++
+			for _, d := range deps {
+				if matchAny(r.never, d) && !matchAny(r.but, d) {
+					t.Errorf("%s depends on %s: %s (docs/architecture.md)", pkg, d, r.why)
+				}
+			}
+		}
+		if matched == 0 {
+			t.Errorf("rule %v matches no package: fix the rule", r.from)
+		}
+	}
+}
+
+// TestRulesCanFail checks the matcher on a graph that breaks every rule, so a rule that matches
+// nothing by mistake cannot pass silently.
+func TestRulesCanFail(t *testing.T) {
+	bad := map[string]string{
+		"api/v1alpha1":     "internal/bench",
+		"internal/bench":   "controllers",
+		"cmd/manager":      "internal/tuning",
+		"internal/agent":   "internal/webhook",
+		"cmd/tickstack":    "internal/testutil",
+		"internal/webhook": "internal/host",
+	}
+	for pkg, dep := range bad {
+		broken := false
+		for _, r := range rules {
+			if matchAny(r.from, pkg) && matchAny(r.never, dep) && !matchAny(r.but, dep) {
+				broken = true
+			}
+		}
+		if !broken {
+			t.Errorf("no rule forbids %s -> %s", pkg, dep)
+		}
+	}
+	if !matchAny(rules[2].but, "internal/host/cpuset") || matchAny(rules[2].but, "internal/host") {
+		t.Error("the CPU list parser exception matches the wrong packages")
+	}
+}
