@@ -21,6 +21,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bmc"
+	"github.com/tickstack/tickstack/internal/phase"
 )
 
 // Defaults of the BIOSReconciler's periods.
@@ -117,7 +118,7 @@ func (r *BIOSReconciler) defaults() {
 }
 
 // Reconcile is the house shape: get, one deferred patch of what this reconciler owns
-// (spec.firmware and status.bios), then ordered phases that stop at the first that says so.
+// (spec.firmware and status.bios), then ordered phases (internal/phase).
 func (r *BIOSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	r.defaults()
 	lns := &tsv1.LatencyNodeState{}
@@ -153,20 +154,8 @@ func (r *BIOSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 		}
 	}()
 
-	phases := []func(context.Context, *biosScope) (bool, error){
-		r.decide,
-		r.connect,
-		r.stage,
-		r.verify,
-	}
-	for _, phase := range phases {
-		stop, err := phase(ctx, s)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if stop {
-			break
-		}
+	if err := phase.Run(ctx, s, r.decide, r.connect, r.stage, r.verify); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
 }

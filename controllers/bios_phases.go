@@ -16,15 +16,16 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bmc"
+	"github.com/tickstack/tickstack/internal/phase"
 )
 
 // decide picks what this reconcile does with the BMC, from the node state and the node's boot ID,
 // without talking to the BMC.
-func (r *BIOSReconciler) decide(ctx context.Context, s *biosScope) (bool, error) {
+func (r *BIOSReconciler) decide(ctx context.Context, s *biosScope) error {
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: s.lns.Name}, node); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return true, fmt.Errorf("getting node %s: %w", s.lns.Name, err)
+			return fmt.Errorf("getting node %s: %w", s.lns.Name, err)
 		}
 		node = nil
 	}
@@ -42,12 +43,12 @@ func (r *BIOSReconciler) decide(ctx context.Context, s *biosScope) (bool, error)
 			setBIOSCondition(s, tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSPendingReboot,
 				"the node is rebooting for an earlier change; the new BIOS settings are staged when it is back")
 			s.requeue = r.RetryPeriod
-			return true, nil
+			return phase.ErrStop
 		}
 		s.step = stepStage
 	case fw != nil && fw.PendingReboot:
 		if bootID(node) == "" || bootID(node) == fw.BootID {
-			return true, nil // waiting for the reboot; status.bios already says so
+			return phase.ErrStop // waiting for the reboot; status.bios already says so
 		}
 		s.step = stepVerifyReboot
 	default:
@@ -58,12 +59,12 @@ func (r *BIOSReconciler) decide(ctx context.Context, s *biosScope) (bool, error)
 		if last := s.status.LastVerifiedTime; last != nil {
 			if wait := last.Add(period).Sub(r.Now()); wait > 0 {
 				s.requeue = wait
-				return true, nil
+				return phase.ErrStop
 			}
 		}
 		s.step = stepVerifyDrift
 	}
-	return false, nil
+	return nil
 }
 
 func anyAttribute(attrs []tsv1.BIOSAttributeStatus, state tsv1.BIOSAttributeState) bool {
@@ -84,19 +85,19 @@ func bootID(n *corev1.Node) string {
 
 // connect resolves the node's BMC and its credentials, logs in, and computes the wanted
 // attributes (the preset needs the BMC's vendor).
-func (r *BIOSReconciler) connect(ctx context.Context, s *biosScope) (bool, error) {
+func (r *BIOSReconciler) connect(ctx context.Context, s *biosScope) error {
 	cfg, reason, msg, err := r.bmcConfig(ctx, s)
 	if err != nil {
-		return true, err
+		return err
 	}
 	if reason != "" {
 		r.failed(ctx, s, reason, msg)
-		return true, nil
+		return phase.ErrStop
 	}
 	c, err := bmc.Connect(ctx, cfg)
 	if err != nil {
 		r.failed(ctx, s, bmcReason(err), err.Error())
-		return true, nil
+		return phase.ErrStop
 	}
 	s.client = c
 	s.status.Endpoint, s.status.Vendor = c.Endpoint(), string(c.Vendor())
@@ -108,10 +109,10 @@ func (r *BIOSReconciler) connect(ctx context.Context, s *biosScope) (bool, error
 			fmt.Sprintf("LatencyProfile %s spec.bios.preset: %v; set bios.preset to the node's vendor or None, and list the attributes in bios.attributes", s.profile.Name, err))
 		r.release(s)
 		s.requeue = r.RetryPeriod
-		return true, nil
+		return phase.ErrStop
 	}
 	s.wanted = wanted
-	return false, nil
+	return nil
 }
 
 // bmcConfig finds the node's BMC object and reads its credentials. A reason says what is missing
@@ -201,16 +202,16 @@ func (r *BIOSReconciler) release(s *biosScope) {
 
 // stage validates the wanted attributes against the node's registry and stages them. On any
 // problem nothing is PATCHed.
-func (r *BIOSReconciler) stage(ctx context.Context, s *biosScope) (bool, error) {
+func (r *BIOSReconciler) stage(ctx context.Context, s *biosScope) error {
 	if s.step != stepStage {
-		return false, nil
+		return nil
 	}
 	boot := bootID(s.node)
 	if boot == "" {
 		setBIOSCondition(s, tsv1.BIOSAppliedCondition, false, tsv1.ReasonWaitingForBootID,
 			fmt.Sprintf("node %s has no status.nodeInfo.bootID yet (its kubelet reports it); BIOS settings are staged once it has, so that the reboot that applies them can be recognised", s.lns.Name))
 		s.requeue = r.RetryPeriod
-		return true, nil
+		return phase.ErrStop
 	}
 	plan, err := s.client.Plan(ctx, s.wanted)
 	var verr *bmc.ValidationError
@@ -223,16 +224,16 @@ func (r *BIOSReconciler) stage(ctx context.Context, s *biosScope) (bool, error) 
 		r.event(s, corev1.EventTypeWarning, tsv1.ReasonBIOSInvalid, "ValidateBIOS", "%s", msg)
 		r.release(s)
 		s.requeue = r.RetryPeriod
-		return true, nil
+		return phase.ErrStop
 	case err != nil:
 		r.failed(ctx, s, bmcReason(err), err.Error())
-		return true, nil
+		return phase.ErrStop
 	}
 	setBIOSCondition(s, tsv1.BIOSValid, true, tsv1.ReasonBIOSValid, validText(plan, len(s.wanted)))
 	if plan.NeedsPatch() {
 		if err := s.client.Apply(ctx, plan); err != nil {
 			r.failed(ctx, s, bmcReason(err), err.Error())
-			return true, nil
+			return phase.ErrStop
 		}
 	}
 	s.status.StagedHash = s.hash
@@ -243,7 +244,7 @@ func (r *BIOSReconciler) stage(ctx context.Context, s *biosScope) (bool, error) 
 		msg := fmt.Sprintf("%d BIOS attribute(s) staged on the BMC (%s); they take effect at the node's next reboot, in its reboot slot together with its kernel arguments", len(names), strings.Join(names, ", "))
 		setBIOSCondition(s, tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSPendingReboot, msg)
 		r.event(s, corev1.EventTypeNormal, "BIOSStaged", "StageBIOS", "%s", msg)
-		return true, nil
+		return phase.ErrStop
 	}
 	s.firmware = &tsv1.FirmwareSpec{Hash: s.hash}
 	now := metav1.NewTime(r.Now())
@@ -251,19 +252,19 @@ func (r *BIOSReconciler) stage(ctx context.Context, s *biosScope) (bool, error) 
 	setBIOSCondition(s, tsv1.BIOSAppliedCondition, true, tsv1.ReasonBIOSInEffect,
 		fmt.Sprintf("all %d BIOS attribute(s) already in effect; no reboot needed", len(s.wanted)))
 	s.requeue = r.VerifyPeriod
-	return true, nil
+	return phase.ErrStop
 }
 
 // verify reads the values in effect: after the reboot, to report each attribute, and later for
 // drift (reported, never corrected by a reboot of the operator's own).
-func (r *BIOSReconciler) verify(ctx context.Context, s *biosScope) (bool, error) {
+func (r *BIOSReconciler) verify(ctx context.Context, s *biosScope) error {
 	if s.step != stepVerifyReboot && s.step != stepVerifyDrift {
-		return false, nil
+		return nil
 	}
 	ver, err := s.client.Verify(ctx, s.wanted)
 	if err != nil {
 		r.failed(ctx, s, bmcReason(err), err.Error())
-		return true, nil
+		return phase.ErrStop
 	}
 	s.status.Attributes = verifiedAttributeStatuses(ver, s.status.Attributes, s.step == stepVerifyDrift)
 	now := metav1.NewTime(r.Now())
@@ -283,7 +284,7 @@ func (r *BIOSReconciler) verify(ctx context.Context, s *biosScope) (bool, error)
 		}
 		r.event(s, corev1.EventTypeWarning, reason, "VerifyBIOS", "%s", msg)
 	}
-	return true, nil
+	return phase.ErrStop
 }
 
 func (r *BIOSReconciler) event(s *biosScope, kind, reason, action, note string, args ...any) {

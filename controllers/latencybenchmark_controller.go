@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/phase"
 )
 
 // LatencyBenchmarkReconciler runs a LatencyBenchmark: one pinned Job per target node, results
@@ -66,7 +67,7 @@ func (r *LatencyBenchmarkReconciler) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile is the usual shape: get, one deferred status patch, ordered phases.
+// Reconcile is the usual shape: get, one deferred status patch, ordered phases (internal/phase).
 func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	b := &tsv1.LatencyBenchmark{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
@@ -89,21 +90,15 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 	}()
 
-	phases := []func(context.Context, *benchScope) error{
+	if err := phase.Run(ctx, s,
 		r.reconcileValidation,
 		r.reconcileRun,
 		r.reconcileAccess,
 		r.reconcileJobs,
 		r.reconcileResults,
 		r.reconcileNodeLabels,
-	}
-	for _, phase := range phases {
-		if err := phase(ctx, s); err != nil {
-			if err == errStopPhases {
-				break
-			}
-			return ctrl.Result{}, err
-		}
+	); err != nil {
+		return ctrl.Result{}, err
 	}
 	var res ctrl.Result
 	if s.facts.next != nil {

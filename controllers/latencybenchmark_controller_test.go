@@ -13,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,12 +30,44 @@ func tslbNamespace() string {
 	return ns.Name
 }
 
-// tslbNode creates a node labelled with a profile and removes it after the test.
+// tslbNode creates a node where the profile is in effect, as the operator leaves it, and removes it
+// after the test: see playAgentApplied.
 func tslbNode(name, profile string) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{tsv1.ProfileLabel: profile}}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tslb/select": name}}}
 	Expect(k8s.Create(ctx, n)).To(Succeed())
 	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, n))).To(Succeed()) })
+	playAgentApplied(name, profile)
 	return n
+}
+
+// playAgentApplied plays the node's agent: its node state for profile (created when the profile
+// controller has not created it) reports the current spec Applied, so the node label controller
+// labels the node tickstack.io/profile=<profile>. It waits for that label.
+func playAgentApplied(node, profile string) {
+	Eventually(func() error {
+		lns := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); apierrors.IsNotFound(err) {
+			lns = &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: node},
+				Spec: tsv1.LatencyNodeStateSpec{NodeName: node, Profile: tsv1.ProfileReference{Name: profile, Generation: 1}}}
+			if err := k8s.Create(ctx, lns); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		orig := lns.DeepCopy()
+		apimeta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: tsv1.NodeApplied, Status: metav1.ConditionTrue,
+			Reason: "Applied", Message: "every setting is in effect", ObservedGeneration: lns.Generation})
+		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	DeferCleanup(func() {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}}))).To(Succeed())
+	})
+	Eventually(func(g Gomega) string {
+		n := &corev1.Node{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: node}, n)).To(Succeed())
+		return n.Labels[tsv1.ProfileLabel]
+	}, 20*time.Second, 100*time.Millisecond).Should(Equal(profile))
 }
 
 func validBenchmark(ns, name, profile string) *tsv1.LatencyBenchmark {
@@ -459,7 +492,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		p := &tsv1.LatencyProfile{
 			ObjectMeta: metav1.ObjectMeta{Name: "tslb-gated"},
 			Spec: tsv1.LatencyProfileSpec{
-				NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tslb/none": "none"}},
+				NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tslb/select": "tslb-taint"}},
 				Validation:   &tsv1.ValidationSpec{TaintUntilValidated: true},
 			},
 		}

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -21,10 +20,8 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/phase"
 )
-
-// errStopPhases ends a reconcile's phases early without an error (an invalid spec).
-var errStopPhases = errors.New("stop phases")
 
 // reconcileValidation checks what the CRD's rules cannot: the suites and thresholds as the
 // runner will read them, and the cron schedule.
@@ -48,7 +45,7 @@ func (r *LatencyBenchmarkReconciler) reconcileValidation(_ context.Context, s *b
 	}
 	if len(problems) > 0 {
 		s.facts.invalid = strings.Join(problems, "; ")
-		return errStopPhases
+		return phase.ErrStop
 	}
 	return nil
 }

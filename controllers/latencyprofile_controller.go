@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/phase"
 )
 
 // LatencyProfileReconciler turns each LatencyProfile into one LatencyNodeState per node it wins, and
@@ -48,7 +49,8 @@ type profileScope struct {
 	facts profileFacts
 }
 
-// Reconcile is the usual shape: get, finalizer, one deferred status patch, ordered phases.
+// Reconcile is the usual shape: get, finalizer, one deferred status patch, ordered phases
+// (internal/phase).
 func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	profile := &tsv1.LatencyProfile{}
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
@@ -79,19 +81,12 @@ func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if !profile.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, scope)
 	}
-	phases := []func(context.Context, *profileScope) error{
+	return ctrl.Result{}, phase.Run(ctx, scope,
 		r.reconcileSelection,
 		r.reconcileNodeStates,
 		r.reconcileReboots,
 		r.reconcileReleases,
-	}
-	var errs []error
-	for _, phase := range phases {
-		if err := phase(ctx, scope); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return ctrl.Result{}, kerrors.NewAggregate(errs)
+	)
 }
 
 func (r *LatencyProfileReconciler) newScope(ctx context.Context, profile *tsv1.LatencyProfile) (*profileScope, error) {

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	. "github.com/onsi/ginkgo/v2"
@@ -11,67 +10,29 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/render"
 )
 
-// The network and node label controllers run in a manager of their own, with the real CRDs of
-// NetworkAttachmentDefinition and node-feature-discovery installed from their modules' copies.
+// The network and node label controllers run in the suite's manager (SetupControllers), with the
+// real CRDs of NetworkAttachmentDefinition and node-feature-discovery installed from their modules'
+// copies (kubetest.DefaultCRDs).
 var _ = Describe("Network and node label controllers", Ordered, func() {
-	const ns, otherNS = "tspw-system", "tspw-other"
-	var (
-		nk8s    client.Client
-		stopMgr context.CancelFunc
-		done    chan struct{}
-	)
+	const ns, otherNS = operatorNS, "tspw-other"
+	var nk8s client.Client
 
 	BeforeAll(func() {
-		_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join("..", "internal", "render", "testdata", "crds")}, ErrorIfPathMissing: true,
-		})
-		Expect(err).NotTo(HaveOccurred())
-		s := runtime.NewScheme()
-		utilruntime.Must(clientgoscheme.AddToScheme(s))
-		utilruntime.Must(tsv1.AddToScheme(s))
-		utilruntime.Must(render.AddToScheme(s))
-		nk8s, err = client.New(cfg, client.Options{Scheme: s})
-		Expect(err).NotTo(HaveOccurred())
-		for _, n := range []string{ns, otherNS} {
-			Expect(client.IgnoreAlreadyExists(nk8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
-		}
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}})
-		Expect(err).NotTo(HaveOccurred())
-		Expect((&NetworkReconciler{Client: mgr.GetClient(), Options: NetworkOptions{Namespace: ns}}).SetupWithManager(mgr)).To(Succeed())
-		Expect((&NodeLabelReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
-		var mctx context.Context
-		mctx, stopMgr = context.WithCancel(ctx)
-		done = make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(mctx)).To(Succeed())
-		}()
+		nk8s = k8s
+		Expect(client.IgnoreAlreadyExists(nk8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS}}))).To(Succeed())
 	})
 	AfterAll(func() {
-		if stopMgr != nil {
-			stopMgr()
-			Eventually(done, "20s").Should(BeClosed())
-		}
-		if nk8s != nil {
-			// The aggregates this manager rendered; the profile's NADs went with it.
-			Expect(client.IgnoreNotFound(nk8s.Delete(ctx, &nfdv1alpha1.NodeFeatureRule{ObjectMeta: metav1.ObjectMeta{Name: "tickstack"}}))).To(Succeed())
-			Expect(client.IgnoreNotFound(nk8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sriovdp-config"}}))).To(Succeed())
-		}
+		// The aggregates the controller rendered; the profile's NADs went with it.
+		Expect(client.IgnoreNotFound(nk8s.Delete(ctx, &nfdv1alpha1.NodeFeatureRule{ObjectMeta: metav1.ObjectMeta{Name: "tickstack"}}))).To(Succeed())
+		Expect(client.IgnoreNotFound(nk8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sriovdp-config"}}))).To(Succeed())
 	})
 
 	profile := func() *tsv1.LatencyProfile {

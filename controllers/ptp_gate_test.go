@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,8 +128,8 @@ func setTimeSynced(node string, status metav1.ConditionStatus) {
 			return err
 		}
 		orig := cur.DeepCopy()
-		cur.Status.Conditions = []metav1.Condition{{Type: tsv1.NodeTimeSynced, Status: status, Reason: reason, Message: msg,
-			ObservedGeneration: cur.Generation, LastTransitionTime: metav1.Now()}}
+		apimeta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: tsv1.NodeTimeSynced, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: cur.Generation})
 		return k8s.Status().Patch(ctx, cur, client.MergeFrom(orig))
 	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 }
@@ -311,7 +312,12 @@ var _ = Describe("PTP readiness gate", func() {
 		By("moving the node to another profile while out of sync")
 		lns := &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		patchGate(lns, func() { lns.Spec.Profile = tsv1.ProfileReference{Name: "tsgate-q2", Generation: 1} })
-		patchGate(n, func() { n.Labels[tsv1.ProfileLabel] = "tsgate-q2" })
+		patchGate(n, func() {
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			n.Labels[tsv1.ProfileLabel] = "tsgate-q2"
+		})
 
 		By("back in sync: no validation for either profile")
 		setTimeSynced(name, metav1.ConditionTrue)
@@ -322,6 +328,7 @@ var _ = Describe("PTP readiness gate", func() {
 		const profile, name = "tsgate-p3", "tsgate-c"
 		gateNode(name, profile, "", nil)
 		gateNodeState(name, profile, metav1.ConditionFalse)
+		playAgentApplied(name, profile) // a benchmark targets the nodes where the profile is in effect
 		ns := tslbNamespace()
 		b := validBenchmark(ns, "held", profile)
 		Expect(k8s.Create(ctx, b)).To(Succeed())

@@ -2,39 +2,40 @@ package controllers
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
-	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/render"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 	tswebhook "github.com/tickstack/tickstack/internal/webhook"
 )
 
 // These suites run against a real kube-apiserver and etcd (envtest): watches, patches, finalizers,
 // CEL rules and the admission webhook all behave as in a cluster.
+// operatorNS is the operator's namespace: the network controller's ConfigMap and default NADs go
+// there.
+const operatorNS = "tspw-system"
+
 var (
 	k8s     client.Client
 	cfg     *rest.Config
-	testEnv *envtest.Environment
+	testEnv *kubetest.Env
 	scheme  = runtime.NewScheme()
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -56,47 +57,37 @@ var _ = BeforeSuite(func() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(tsv1.AddToScheme(scheme))
 
-	_, err := testutil.EnvtestAssets()
+	utilruntime.Must(render.AddToScheme(scheme))
+	env, err := kubetest.Start(kubetest.Options{Webhooks: true})
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "config", "webhook")}},
-	}
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
+	testEnv = env
+	cfg = env.Config
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}})).To(Succeed())
 
-	wh := &testEnv.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-		}),
+		Scheme:        scheme,
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: env.WebhookServer(),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	metrics = NewProfileMetrics(prometheus.NewRegistry())
-	Expect((&LatencyProfileReconciler{Client: mgr.GetClient(), Metrics: metrics}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&LatencyBenchmarkReconciler{Client: mgr.GetClient(), Image: "tslb.test/bench:1", Now: benchClock.Now,
-		Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: NewBenchmarkMetrics(benchMetricsReg)}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&NodeValidationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("nodevalidation")}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&PTPGateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
+	// The wiring cmd/manager ships, with the test's clock, image and namespace.
+	Expect(SetupControllers(mgr, Options{
+		Network:          NetworkOptions{Namespace: operatorNS},
+		BenchImage:       "tslb.test/bench:1",
+		Now:              benchClock.Now,
+		ProfileMetrics:   metrics,
+		BenchmarkMetrics: NewBenchmarkMetrics(benchMetricsReg),
+	})).To(Succeed())
 	Expect(tswebhook.SetupLatencyProfileWebhook(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
 	// Wait for the webhook server to serve before any test creates a profile.
-	addr := net.JoinHostPort(wh.LocalServingHost, fmt.Sprint(wh.LocalServingPort))
-	Eventually(func() error {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // local test server
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	Expect(env.WaitForWebhooks(20 * time.Second)).To(Succeed())
 })
 
 var _ = AfterSuite(func() {

@@ -115,36 +115,13 @@ func main() {
 		log.Error(err, "creating the manager")
 		os.Exit(1)
 	}
-	if err := (&controllers.LatencyProfileReconciler{Client: mgr.GetClient(), Metrics: controllers.NewProfileMetrics(metrics.Registry)}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the LatencyProfile controller")
-		os.Exit(1)
-	}
-	if err := (&controllers.NodeLabelReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the node label controller")
-		os.Exit(1)
-	}
-	if err := (&controllers.NetworkReconciler{Client: mgr.GetClient(), Options: controllers.NetworkOptions{
-		Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix,
-	}}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the network controller")
-		os.Exit(1)
-	}
-	if err := (&controllers.LatencyBenchmarkReconciler{Client: mgr.GetClient(), Image: benchImage,
-		Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: controllers.NewBenchmarkMetrics(metrics.Registry)}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the LatencyBenchmark controller")
-		os.Exit(1)
-	}
-	if err := (&controllers.BIOSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("bios")}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the BIOS controller")
-		os.Exit(1)
-	}
-	if err := (&controllers.NodeValidationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("nodevalidation")}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the node validation controller")
-		os.Exit(1)
-	}
-	if err := (&controllers.PTPGateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the PTP readiness gate")
+	if err := controllers.SetupControllers(mgr, controllers.Options{
+		Network:          controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix},
+		BenchImage:       benchImage,
+		ProfileMetrics:   controllers.NewProfileMetrics(metrics.Registry),
+		BenchmarkMetrics: controllers.NewBenchmarkMetrics(metrics.Registry),
+	}); err != nil {
+		log.Error(err, "setting up the controllers")
 		os.Exit(1)
 	}
 	if enableWebhooks {

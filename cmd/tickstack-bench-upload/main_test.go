@@ -16,10 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
 func TestContents(t *testing.T) {
@@ -80,15 +80,8 @@ func TestParseFlagsNamesWhatIsMissing(t *testing.T) {
 // TestUploadAsTheBenchServiceAccount uploads against a real API server as a service account that,
 // like the benchmark pods', may only update one named ConfigMap.
 func TestUploadAsTheBenchServiceAccount(t *testing.T) {
-	if _, err := testutil.EnvtestAssets(); err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, _ := kubetest.New(t, kubetest.Options{NoCRDs: true})
+	cfg := env.Config
 	admin := kubernetes.NewForConfigOrDie(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -99,7 +92,7 @@ func TestUploadAsTheBenchServiceAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	must(err)
 	for _, name := range []string{"run-1-node-a", "someone-elses"} {
 		_, err = admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})

@@ -21,6 +21,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bootloader"
+	"github.com/tickstack/tickstack/internal/phase"
 	"github.com/tickstack/tickstack/internal/tuning"
 )
 
@@ -32,7 +33,7 @@ var errNoBootLoader = errors.New("the tuning has kernel arguments but the agent 
 
 // validate checks spec.tuning without touching the host; a problem stops the reconcile with
 // Degraded naming each field and its fix.
-func (r *Reconciler) validate(_ context.Context, s *scope) (bool, error) {
+func (r *Reconciler) validate(_ context.Context, s *scope) error {
 	d, err := Desired(s.lns.Spec.Tuning)
 	if err == nil {
 		err = tuning.Validate(d)
@@ -42,10 +43,10 @@ func (r *Reconciler) validate(_ context.Context, s *scope) (bool, error) {
 		r.event(s.lns, corev1.EventTypeWarning, ReasonValidationFailed, "Validate", "spec.tuning is not valid for this node, nothing was changed: %s", joinErrs(err))
 		// A new spec triggers the next reconcile; no periodic retry of an invalid one.
 		s.requeue = 0
-		return true, nil
+		return phase.ErrStop
 	}
 	s.desired = d
-	return false, nil
+	return nil
 }
 
 // wasApplied reports whether the previous reconcile applied this generation completely, so
@@ -71,12 +72,12 @@ func (r *Reconciler) wasApplied(lns *tsv1.LatencyNodeState) bool {
 
 // checkOnly is the report-only drift mode (spec.tuning.driftAction Report): once this generation
 // was applied, the agent reads every setting back and reports what changed, writing nothing.
-func (r *Reconciler) checkOnly(s *scope) (bool, error) {
+func (r *Reconciler) checkOnly(s *scope) error {
 	res, err := r.Engine.Verify(s.desired)
 	if err != nil {
 		s.obs.applyErr = err
 		r.event(s.lns, corev1.EventTypeWarning, ReasonApplyFailed, "Verify", "reading the settings back failed: %s", joinErrs(err))
-		return false, nil
+		return nil
 	}
 	s.obs.results = res
 	s.obs.reportOnly = true
@@ -88,7 +89,7 @@ func (r *Reconciler) checkOnly(s *scope) (bool, error) {
 	if len(s.obs.drifted) > 0 {
 		r.event(s.lns, corev1.EventTypeWarning, tsv1.NodeDrifted, "Verify", "settings changed on the host: %s; left as found (spec.drift.action is Report)", describeDrift(s.obs.drifted))
 	}
-	return false, nil
+	return nil
 }
 
 // applyRuntime applies the runtime settings (the engine journals originals before any write)
@@ -96,7 +97,7 @@ func (r *Reconciler) checkOnly(s *scope) (bool, error) {
 // completely, every write of a later apply corrects a change made on the host: that is drift,
 // reported with the value the engine found just before it wrote (no separate check, so a change
 // made while the reconcile runs cannot slip through unreported).
-func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) error {
 	applied := r.wasApplied(s.lns)
 	if applied && s.lns.Spec.Tuning.DriftAction == tsv1.DriftReport {
 		return r.checkOnly(s)
@@ -120,12 +121,12 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) (bool, error) {
 		// driver's limits): checked before any write, so nothing changed.
 		s.obs.invalid = err
 		r.event(s.lns, corev1.EventTypeWarning, ReasonValidationFailed, "Validate", "spec.tuning does not fit this host, nothing was changed: %s", joinErrs(err))
-		return true, nil
+		return phase.ErrStop
 	}
 	if err != nil {
 		s.obs.applyErr = err
 		r.event(s.lns, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "applying the tuning failed: %s", joinErrs(err))
-		return false, nil
+		return nil
 	}
 	if len(s.obs.drifted) > 0 {
 		s.obs.corrected = len(tuning.Drift(rep.Results)) == 0
@@ -141,7 +142,7 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) (bool, error) {
 	if len(rep.Changed) > 0 && len(s.obs.drifted) == 0 {
 		r.event(s.lns, corev1.EventTypeNormal, ReasonApplied, "Apply", "applied %d settings: %s", len(rep.Changed), abbreviate(rep.Changed, 8))
 	}
-	return false, nil
+	return nil
 }
 
 func abbreviate(names []string, n int) string {
@@ -188,21 +189,21 @@ func (r *Reconciler) kernelArgsConfigured() bool {
 // reconcileKernelArgs writes the kernel arguments through the boot loader (idempotent: an
 // unchanged configuration is not rewritten) and compares them with /proc/cmdline. While a
 // reboot command has been issued the boot configuration is left alone.
-func (r *Reconciler) reconcileKernelArgs(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) reconcileKernelArgs(ctx context.Context, s *scope) error {
 	args := s.lns.Spec.Tuning.KernelArgs
 	s.obs.hasArgs = len(args) > 0
 	if !s.obs.hasArgs && !r.kernelArgsConfigured() {
-		return false, nil
+		return nil
 	}
 	s.obs.hasArgs = true
 	if r.Boot == nil {
 		s.obs.bootErr = errNoBootLoader
-		return false, nil
+		return nil
 	}
 	cmdline, err := r.Host.ReadFile("/proc/cmdline")
 	if err != nil {
 		s.obs.bootErr = err
-		return false, nil
+		return nil
 	}
 	s.obs.cmdline = cmdline
 	var st bootloader.Status
@@ -215,7 +216,7 @@ func (r *Reconciler) reconcileKernelArgs(ctx context.Context, s *scope) (bool, e
 		if err != nil {
 			s.obs.bootErr = err
 			r.event(s.lns, corev1.EventTypeWarning, ReasonBootLoaderFailed, "WriteKernelArgs", "writing kernel arguments failed: %v", err)
-			return false, nil
+			return nil
 		}
 		r.failpoint(FailpointAfterKernelArgs)
 		if st.Written {
@@ -223,7 +224,7 @@ func (r *Reconciler) reconcileKernelArgs(ctx context.Context, s *scope) (bool, e
 		}
 	}
 	s.obs.boot = &st
-	return false, nil
+	return nil
 }
 
 // rebootHash identifies the change a reboot is for: the kernel arguments (st, nil when the tuning
@@ -243,9 +244,9 @@ func rebootHash(st *bootloader.Status, fw *tsv1.FirmwareSpec) string {
 }
 
 // publishFingerprint computes the fingerprint of what is in effect and labels the node with it.
-func (r *Reconciler) publishFingerprint(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) publishFingerprint(ctx context.Context, s *scope) error {
 	if s.obs.results == nil {
-		return false, nil
+		return nil
 	}
 	var extra []string
 	if s.obs.boot != nil {
@@ -257,7 +258,7 @@ func (r *Reconciler) publishFingerprint(ctx context.Context, s *scope) (bool, er
 	}
 	fp := tuning.Fingerprint(s.obs.results, extra...)
 	s.lns.Status.Fingerprint = fp
-	return false, r.labelNode(ctx, fp)
+	return r.labelNode(ctx, fp)
 }
 
 // labelNode sets (fp != "") or removes the fingerprint label on the Node.

@@ -88,23 +88,23 @@ func ptpConfig(t *tsv1.PTPTuning) ptp.Config {
 
 // reconcilePTP runs the daemon spec.tuning.ptp asks for and records its state for the status.
 // Without a ptp section it stops the daemon.
-func (r *Reconciler) reconcilePTP(_ context.Context, s *scope) (bool, error) {
+func (r *Reconciler) reconcilePTP(_ context.Context, s *scope) error {
 	s.obs.ptpWanted = s.lns.Spec.Tuning.PTP != nil
 	if !s.obs.ptpWanted {
 		r.ptpRun.stop()
-		return false, nil
+		return nil
 	}
 	cfg := ptpConfig(s.lns.Spec.Tuning.PTP)
 	if err := cfg.Validate(); err != nil {
 		r.ptpRun.stop()
 		s.obs.ptpInvalid = err
 		r.event(s.lns, corev1.EventTypeWarning, ReasonPTPInvalid, "Validate", "spec.tuning.ptp is not valid, linuxptp does not run: %s", joinErrs(err))
-		return false, nil
+		return nil
 	}
 	d, err := r.ptpRun.ensure(cfg, r.ptpDaemonOptions())
 	if err != nil {
 		s.obs.ptpErr = err
-		return false, nil
+		return nil
 	}
 	snap := d.Snapshot()
 	s.obs.ptp = &snap
@@ -112,7 +112,7 @@ func (r *Reconciler) reconcilePTP(_ context.Context, s *scope) (bool, error) {
 	if p := r.PTP.StatusPeriod; p > 0 && p < s.requeue {
 		s.requeue = p
 	}
-	return false, nil
+	return nil
 }
 
 func (r *Reconciler) ptpDaemonOptions() ptp.DaemonOptions {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,6 +22,7 @@ import (
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	"github.com/tickstack/tickstack/internal/ptp"
+	"github.com/tickstack/tickstack/internal/render"
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
@@ -77,7 +80,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	startAgent(slNode, nsSl, tuningFor(tsv1.PTPRoleSlave, ifSl, slaveOpts))
 	// The operator's readiness gate and node validation, and the slave node passed for its profile
 	// as a benchmark would have left it: the validated label follows the real TimeSynced.
-	startPTPGate(t)
+	startOperator(t)
 	patchNode(t, slNode, func(n *corev1.Node) { n.Annotations = map[string]string{tsv1.BenchmarkPassedAnnotation: "tsagt"} })
 
 	tsutil.Poll(t, 60*time.Second, "the grandmaster's TimeSynced=True with port MASTER", func() error {
@@ -180,19 +183,22 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	})
 }
 
-// startPTPGate runs the operator's PTP readiness gate against the test's API server until the
-// test ends.
-func startPTPGate(t *testing.T) {
+// startOperator runs the operator's controllers (SetupControllers: among them the PTP gate and node
+// validation) against the test's API server until the test ends.
+func startOperator(t *testing.T) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: agenttest.Scheme(),
+	scheme := agenttest.Scheme()
+	utilruntime.Must(render.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&controllers.PTPGateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	const ns = "tsagt-operator"
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
-	if err := (&controllers.NodeValidationReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := controllers.SetupControllers(mgr, controllers.Options{Network: controllers.NetworkOptions{Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -201,7 +207,7 @@ func startPTPGate(t *testing.T) {
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("the PTP gate's manager: %v", err)
+			t.Errorf("the operator's manager: %v", err)
 		}
 	})
 }

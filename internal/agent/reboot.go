@@ -54,10 +54,10 @@ func (r *Reconciler) setPhase(s *scope, p tsv1.RebootPhase, msg string) {
 }
 
 // reconcileReboot moves the node through the reboot protocol, one step per reconcile.
-func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 	bootID, err := r.readBootID()
 	if err != nil {
-		return false, fmt.Errorf("reading the boot ID: %w", err)
+		return fmt.Errorf("reading the boot ID: %w", err)
 	}
 	s.bootID = bootID
 	rs := s.obs.reboot
@@ -75,20 +75,20 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error
 	if s.obs.boot == nil && s.obs.hasArgs {
 		// The boot loader could not be read: decide nothing (a reboot now could miss the kernel
 		// arguments and cost a second one).
-		return false, nil
+		return nil
 	}
 	if !required {
 		if rs != nil {
 			// Done, or no longer needed (a profile change took the arguments back).
 			if err := r.uncordon(ctx); err != nil {
-				return false, err
+				return err
 			}
 			if rs.Phase == tsv1.RebootVerifying {
 				r.event(s.lns, corev1.EventTypeNormal, "RebootVerified", "Reboot", "the node rebooted: its kernel arguments are in effect and no staged BIOS setting waits for this boot; uncordoned")
 			}
 			s.obs.reboot = nil
 		}
-		return false, nil
+		return nil
 	}
 
 	hash := rebootHash(s.obs.boot, s.lns.Spec.Firmware)
@@ -97,7 +97,7 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error
 		if rs != nil {
 			// Rebooted, and the arguments are still missing.
 			if err := r.uncordon(ctx); err != nil {
-				return false, err
+				return err
 			}
 		}
 		// Pending firmware names the boot that has not rebooted yet, so only kernel arguments can
@@ -108,19 +108,19 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error
 			}
 			s.obs.reboot = nil
 			s.obs.rebootDidNotApply = true
-			return false, nil
+			return nil
 		}
 		s.obs.reboot = nil
 		r.setPhase(s, tsv1.RebootRequested, "waiting for the operator's reboot slot (rollout.maxUnavailable)")
 		r.event(s.lns, corev1.EventTypeNormal, "RebootRequested", "Reboot", "%s; asking the operator for a reboot slot", rebootCause(&s.obs))
-		return false, nil
+		return nil
 
 	case rs.Phase == tsv1.RebootRequested:
 		if !s.lns.Spec.RebootGranted {
-			return false, nil
+			return nil
 		}
 		if err := r.cordon(ctx); err != nil {
-			return false, err
+			return err
 		}
 		r.setPhase(s, tsv1.RebootDraining, "cordoned; evicting pods")
 		s.obs.reboot.BootID = bootID
@@ -141,27 +141,27 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) (bool, error
 			if wait <= 0 {
 				s.requeue = r.DrainPoll
 			}
-			return false, nil
+			return nil
 		}
 		r.setPhase(s, tsv1.RebootRequested, "asking again for a reboot slot after a failed drain")
-		return false, nil
+		return nil
 
 	case rs.Phase == tsv1.RebootRebooting:
 		return r.runReboot(ctx, s)
 	}
-	return false, nil
+	return nil
 }
 
 // drainStep evicts the node's pods; when none is left it reboots, when the drain took too long
 // it uncordons and reports DrainFailed with the blocking pod.
-func (r *Reconciler) drainStep(ctx context.Context, s *scope, hash string) (bool, error) {
+func (r *Reconciler) drainStep(ctx context.Context, s *scope, hash string) error {
 	left, blocking, err := r.evictPods(ctx)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if len(left) == 0 {
 		if err := r.markRebootedFor(ctx, s, hash); err != nil {
-			return false, err
+			return err
 		}
 		r.setPhase(s, tsv1.RebootRebooting, "drained; rebooting")
 		return r.runReboot(ctx, s)
@@ -170,12 +170,12 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope, hash string) (bool
 	if r.Clock.Since(s.obs.reboot.LastTransitionTime.Time) < timeout {
 		s.obs.reboot.Message = fmt.Sprintf("cordoned; waiting for %d pods to leave: %s", len(left), abbreviate(left, 5))
 		s.requeue = r.DrainPoll
-		return false, nil
+		return nil
 	}
 	// Never leave the node cordoned: uncordon first, then report (the operator only moves on
 	// once it reads DrainFailed).
 	if err := r.uncordon(ctx); err != nil {
-		return false, err
+		return err
 	}
 	if blocking == "" {
 		blocking = left[0]
@@ -185,7 +185,7 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope, hash string) (bool
 	s.obs.reboot.BlockingPod = blocking
 	r.event(s.lns, corev1.EventTypeWarning, ReasonDrainFailed, "Drain", "%s", msg)
 	s.requeue = r.DrainRetryBackoff
-	return false, nil
+	return nil
 }
 
 // markRebootedFor records, before the reboot command runs, which change (kernel arguments and
@@ -207,7 +207,7 @@ func (r *Reconciler) markRebootedFor(ctx context.Context, s *scope, hash string)
 
 // runReboot records phase Rebooting durably, then runs the reboot command once per boot ID and
 // process (a restarted agent that finds Rebooting with the same boot ID runs it again).
-func (r *Reconciler) runReboot(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) runReboot(ctx context.Context, s *scope) error {
 	s.requeue = r.DrainPoll
 	r.mu.Lock()
 	issued, ok := r.rebootIssued[s.bootID]
@@ -218,7 +218,7 @@ func (r *Reconciler) runReboot(ctx context.Context, s *scope) (bool, error) {
 			s.obs.rebootEr = fmt.Errorf("the node still runs boot ID %s %s after the reboot command %v succeeded; it stays drained and cordoned and the command runs again every %s: check --reboot-command", s.bootID, since.Round(time.Second), r.RebootCommand, r.RebootTimeout)
 		}
 		if r.Clock.Since(issued[1]) < r.RebootTimeout {
-			return false, nil
+			return nil
 		}
 		r.event(s.lns, corev1.EventTypeWarning, ReasonRebootFailed, "Reboot", "%v", s.obs.rebootEr)
 	}
@@ -226,12 +226,12 @@ func (r *Reconciler) runReboot(ctx context.Context, s *scope) (bool, error) {
 		s.obs.reboot.BootID = s.bootID
 	}
 	if err := r.patchStatus(ctx, s); err != nil {
-		return false, err
+		return err
 	}
 	r.failpoint(FailpointBeforeRebootCommand)
 	if len(r.RebootCommand) == 0 {
 		s.obs.rebootEr = fmt.Errorf("the node is drained but no reboot command is configured (--reboot-command): reboot it by hand")
-		return false, nil
+		return nil
 	}
 	r.event(s.lns, corev1.EventTypeNormal, "Rebooting", "Reboot", "drained; running %v", r.RebootCommand)
 	out, err := r.command(ctx, r.RebootCommand).CombinedOutput()
@@ -239,7 +239,7 @@ func (r *Reconciler) runReboot(ctx context.Context, s *scope) (bool, error) {
 		s.obs.rebootEr = fmt.Errorf("reboot command %v failed: %v: %s; the agent runs it again after %s", r.RebootCommand, err, strings.TrimSpace(string(out)), r.DrainRetryBackoff)
 		r.event(s.lns, corev1.EventTypeWarning, ReasonRebootFailed, "Reboot", "%v", s.obs.rebootEr)
 		s.requeue = r.DrainRetryBackoff
-		return false, nil
+		return nil
 	}
 	r.mu.Lock()
 	if r.rebootIssued == nil {
@@ -252,5 +252,5 @@ func (r *Reconciler) runReboot(ctx context.Context, s *scope) (bool, error) {
 		r.rebootIssued[s.bootID] = [2]time.Time{now, now}
 	}
 	r.mu.Unlock()
-	return false, nil
+	return nil
 }

@@ -34,6 +34,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bootloader"
 	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/phase"
 	"github.com/tickstack/tickstack/internal/tuning"
 )
 
@@ -181,7 +182,8 @@ func (r *Reconciler) defaults() {
 	}
 }
 
-// Reconcile is the house shape: get, one deferred status patch, deletion, then ordered phases.
+// Reconcile is the house shape: get, one deferred status patch, deletion, then ordered phases
+// (internal/phase).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	r.defaults()
 	if req.Name != r.NodeName {
@@ -215,7 +217,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		s.obs.noTuning = true
 		return ctrl.Result{}, nil
 	}
-	phases := []func(context.Context, *scope) (bool, error){
+	if err := phase.Run(ctx, s,
 		r.reconcilePTP,
 		r.validate,
 		r.ensureFinalizer,
@@ -223,15 +225,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileKernelArgs,
 		r.reconcileReboot,
 		r.publishFingerprint,
-	}
-	for _, phase := range phases {
-		stop, err := phase(ctx, s)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if stop {
-			break
-		}
+	); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
 }
@@ -269,16 +264,16 @@ func (r *Reconciler) reportFacts(s *scope) {
 
 // ensureFinalizer puts the restore finalizer on before the first change of the host, so that a
 // deletion always gives the agent the chance to restore the originals.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	if controllerutil.ContainsFinalizer(s.lns, tsv1.RestoreFinalizer) {
-		return false, nil
+		return nil
 	}
 	orig := s.lns.DeepCopy()
 	controllerutil.AddFinalizer(s.lns, tsv1.RestoreFinalizer)
 	if err := r.Client.Patch(ctx, s.lns, client.MergeFrom(orig)); err != nil {
-		return true, fmt.Errorf("adding finalizer %s before changing the host: %w", tsv1.RestoreFinalizer, err)
+		return fmt.Errorf("adding finalizer %s before changing the host: %w", tsv1.RestoreFinalizer, err)
 	}
-	return false, nil
+	return nil
 }
 
 // SetupWithManager watches this node's state, with one reconcile at a time, and reconciles at

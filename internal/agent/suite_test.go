@@ -18,6 +18,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
 // The envtest API server every test of this package shares.
@@ -31,20 +32,19 @@ func TestMain(m *testing.M) {
 		os.Exit(crashHelper())
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
-	var stop func() error
-	var err error
-	cfg, stop, err = agenttest.StartEnv()
+	env, err := kubetest.Start(kubetest.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting envtest:", err)
 		os.Exit(1)
 	}
+	cfg = env.Config
 	k8s, err = client.New(cfg, client.Options{Scheme: agenttest.Scheme()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	if err := stop(); err != nil {
+	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 	}
 	os.Exit(code)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,12 +18,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
 func TestRenewAt(t *testing.T) {
@@ -37,19 +36,10 @@ func TestRenewAt(t *testing.T) {
 // With short lifetimes the serving certificate and then the CA are renewed while the API server
 // keeps calling the webhook: the Secret and the caBundle change, and every admission succeeds.
 func TestRotationKeepsTheWebhookServing(t *testing.T) {
-	if _, err := testutil.EnvtestAssets(); err != nil {
-		testutil.Unavailable(t, err.Error())
-	}
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	env := &envtest.Environment{
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "webhook")}},
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, _ := kubetest.New(t, kubetest.Options{NoCRDs: true, Webhooks: true})
+	cfg := env.Config
 	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +55,12 @@ func TestRotationKeepsTheWebhookServing(t *testing.T) {
 		MutatingWebhooks: []string{"mutating-webhook-configuration"}, ValidatingWebhooks: []string{"validating-webhook-configuration"},
 		CertLifetime: 3 * time.Second, CALifetime: 7 * time.Second,
 	}}
-	wh := &env.WebhookInstallOptions
+	host, port := env.WebhookHostPort()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: wh.LocalServingHost, Port: wh.LocalServingPort,
+			Host: host, Port: port,
 			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }},
 		}),
 	})

@@ -21,38 +21,34 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
-	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/render"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
-// startBenchEnv runs a real kube-apiserver with the CRDs and the LatencyBenchmark controller.
+// startBenchEnv runs a real kube-apiserver with the CRDs and the operator's controllers
+// (SetupControllers).
 func startBenchEnv(t *testing.T) client.Client {
 	t.Helper()
-	if _, err := testutil.EnvtestAssets(); err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, admin := kubetest.New(t, kubetest.Options{})
+	cfg := env.Config
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(tsv1.AddToScheme(scheme))
+	utilruntime.Must(render.AddToScheme(scheme))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &controllers.LatencyBenchmarkReconciler{Client: mgr.GetClient(), Image: "tslb.test/bench:1", Metrics: controllers.NewBenchmarkMetrics(prometheus.NewRegistry())}
-	if err := r.SetupWithManager(mgr); err != nil {
+	const operatorNS = "tslb-operator"
+	if err := admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := controllers.SetupControllers(mgr, controllers.Options{Network: controllers.NetworkOptions{Namespace: operatorNS},
+		BenchImage: "tslb.test/bench:1", BenchmarkMetrics: controllers.NewBenchmarkMetrics(prometheus.NewRegistry())}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -27,6 +27,7 @@ import (
 	"github.com/tickstack/tickstack/internal/bmc"
 	"github.com/tickstack/tickstack/internal/plan"
 	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
 // sushyURL starts a sushy-tools Redfish emulator (TLS, basic auth) on a free loopback port through
@@ -83,15 +84,8 @@ func TestPlanShowsBIOSChangesAndReboots(t *testing.T) {
 	const user = "tsbios-admin"
 	password := "TsBios-" + rand.Text()
 	url, ca := sushyURL(t, user, password)
-	if _, err := testutil.EnvtestAssets(); err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, _ := kubetest.New(t, kubetest.Options{})
+	cfg := env.Config
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(tsv1.AddToScheme(scheme))
@@ -175,7 +169,7 @@ func TestPlanShowsBIOSChangesAndReboots(t *testing.T) {
 	}
 
 	// A user who may plan profiles but not read Secrets: the BIOS part is not planned, and says why.
-	planner, err := env.AddUser(envtest.User{Name: "tsbios-planner"}, nil)
+	planner, err := env.AddUser(envtest.User{Name: "tsbios-planner"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // startAPIServer runs a real kube-apiserver with tickstack's CRDs.
 func startAPIServer(t *testing.T) client.Client {
 	t.Helper()
-	_, c := kubetest.StartAPIServer(t, filepath.Join("..", "..", "config", "crd", "bases"))
+	_, c := kubetest.New(t, kubetest.Options{})
 	return c
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,12 +19,11 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
 const (
@@ -68,33 +66,14 @@ func guaranteedPod(name, profile string) *corev1.Pod {
 // calls the webhook as configured by config/webhook (objectSelector, failurePolicy), then stops the
 // webhook server and checks that only labelled pods are refused.
 func TestPodWebhookThroughTheAPIServer(t *testing.T) {
-	if _, err := testutil.EnvtestAssets(); err != nil {
-		testutil.Unavailable(t, err.Error())
-	}
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(tsv1.AddToScheme(scheme))
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("..", "render", "testdata", "crds")},
-		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "webhook")}},
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wh := &env.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-		}),
+	env, k8s := kubetest.New(t, kubetest.Options{Webhooks: true})
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:        scheme,
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: env.WebhookServer(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +93,7 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	addr := net.JoinHostPort(wh.LocalServingHost, fmt.Sprint(wh.LocalServingPort))
+	addr := env.WebhookAddress()
 	serving := func() error {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // local test server
 		if err != nil {

@@ -256,7 +256,7 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 // rendered object to a real kube-apiserver as a dry run.
 func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
 	objs := mustRender(t)
-	_, c := kubetest.StartAPIServer(t)
+	_, c := kubetest.New(t, kubetest.Options{NoCRDs: true})
 	ctx := context.Background()
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": namespace}}}
 	if err := c.Create(ctx, ns); err != nil {

@@ -17,7 +17,6 @@ import (
 // https endpoint without tls, an http endpoint without allowPlainHTTP and credentials in the URL,
 // each with a message naming the field.
 func TestBIOSAndBMCValidationOnTheAPIServer(t *testing.T) {
-	installBMCCRD(t)
 	c, err := client.New(restCfg, client.Options{Scheme: agenttest.Scheme()})
 	if err != nil {
 		t.Fatal(err)

@@ -30,13 +30,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
-	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	"github.com/tickstack/tickstack/internal/bmc"
 	"github.com/tickstack/tickstack/internal/testutil"
 )
@@ -174,27 +172,12 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// installBMCCRD adds the BMC CRD to the package's API server (StartEnv installs only the
-// profile and node state CRDs).
-func installBMCCRD(t *testing.T) {
-	t.Helper()
-	root, err := testutil.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := envtest.InstallCRDs(restCfg, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(root, "config", "crd", "bases", "tickstack.io_bmcs.yaml")}, ErrorIfPathMissing: true,
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// startOperator runs the profile controller and the BIOS controller in a manager whose every log
-// line (down to the most verbose) goes to logs; it stops when the test ends.
+// startOperator runs the operator's controllers (SetupControllers) in a manager whose every log
+// line (down to the most verbose) goes to logs, with the BIOS controller's periods set to periods;
+// it stops when the test ends.
 func startOperator(t *testing.T, logs *syncBuffer, periods time.Duration) client.WithWatch {
 	t.Helper()
-	installBMCCRD(t)
-	scheme := agenttest.Scheme()
+	scheme := operatorScheme()
 	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -208,12 +191,9 @@ func startOperator(t *testing.T, logs *syncBuffer, periods time.Duration) client
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&controllers.LatencyProfileReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&controllers.BIOSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("bios"), VerifyPeriod: periods, RetryPeriod: periods, Timeout: 20 * time.Second,
-	}).SetupWithManager(mgr); err != nil {
+	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, controllers.BIOSReconciler{
+		VerifyPeriod: periods, RetryPeriod: periods, Timeout: 20 * time.Second,
+	})); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

@@ -1,16 +1,26 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/render"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
 // restCfg reaches the envtest API server the tests of this package share.
@@ -18,15 +28,37 @@ var restCfg *rest.Config
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false), zap.Level(zapcore.ErrorLevel)))
-	cfg, stop, err := agenttest.StartEnv()
+	env, err := kubetest.Start(kubetest.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting envtest:", err)
 		os.Exit(1)
 	}
-	restCfg = cfg
+	restCfg = env.Config
 	code := m.Run()
-	if err := stop(); err != nil {
+	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 	}
 	os.Exit(code)
+}
+
+// operatorNS is the operator's namespace in these tests.
+const operatorNS = "tsint-operator"
+
+// operatorScheme is the scheme of the operator's manager: the built-ins, tickstack's API and the
+// third-party kinds it renders.
+func operatorScheme() *runtime.Scheme {
+	s := agenttest.Scheme()
+	utilruntime.Must(render.AddToScheme(s))
+	return s
+}
+
+// operatorOptions are the controllers' options of these tests, with the BIOS controller's periods
+// from bios; it creates the operator's namespace.
+func operatorOptions(t *testing.T, c client.Client, bios controllers.BIOSReconciler) controllers.Options {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}
+	if err := c.Create(context.Background(), ns); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	return controllers.Options{Network: controllers.NetworkOptions{Namespace: operatorNS}, BIOS: bios}
 }

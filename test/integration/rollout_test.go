@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -117,11 +118,12 @@ func TestRolloutRebootsEachNodeOnceWithOneSlot(t *testing.T) {
 	t.Cleanup(cancel)
 
 	// The operator.
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{Scheme: operatorScheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&controllers.LatencyProfileReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, controllers.BIOSReconciler{})); err != nil {
 		t.Fatal(err)
 	}
 	opDone := make(chan error, 1)

@@ -34,7 +34,7 @@ func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
 		}
 	}
 
-	_, c := kubetest.StartAPIServer(t)
+	_, c := kubetest.New(t, kubetest.Options{NoCRDs: true})
 	ctx := context.Background()
 	// Namespaces and CRDs for real (the rest depends on them), everything else as a server-side dry run.
 	for _, o := range objs {
@@ -57,7 +57,7 @@ func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
 // TestSamplesAreAccepted sends every sample in config/samples through the real API server's schema
 // and CEL rules (a dry run), so the README's examples never rot.
 func TestSamplesAreAccepted(t *testing.T) {
-	_, c := kubetest.StartAPIServer(t, filepath.Join("..", "..", "config", "crd", "bases"))
+	_, c := kubetest.New(t, kubetest.Options{CRDs: []string{"config/crd/bases"}})
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*.yaml"))
 	if err != nil || len(files) < 2 {
 		t.Fatalf("want the samples in config/samples, found %v (%v)", files, err)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +23,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -32,7 +30,6 @@ import (
 	"github.com/tickstack/tickstack/internal/bootloader"
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/host/hosttest"
-	"github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/tuning"
 )
 
@@ -42,33 +39,6 @@ func Scheme() *k8sruntime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(tsv1.AddToScheme(s))
 	return s
-}
-
-// repoRoot is the repository root, from this file's location.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
-// StartEnv starts a kube-apiserver and etcd with the LatencyProfile and LatencyNodeState CRDs;
-// stop it with the returned function.
-func StartEnv() (*rest.Config, func() error, error) {
-	if _, err := testutil.EnvtestAssets(); err != nil {
-		return nil, nil, err
-	}
-	env := &envtest.Environment{
-		// Only the CRDs the agent and the operator's profile controller use.
-		CRDDirectoryPaths: []string{
-			filepath.Join(repoRoot(), "config", "crd", "bases", "tickstack.io_latencyprofiles.yaml"),
-			filepath.Join(repoRoot(), "config", "crd", "bases", "tickstack.io_latencynodestates.yaml"),
-		},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, env.Stop, nil
 }
 
 // Name returns a name with the test area's prefix and the PID ("tsagt<pid>-<suffix>").

@@ -1,14 +1,18 @@
-// Package kubetest starts a real kube-apiserver for tests and reads manifests. It is apart from
-// testutil because it imports the API, which packages the API imports (internal/bench) must not.
+// Package kubetest starts a real kube-apiserver for tests (the one envtest start helper) and reads
+// manifests. It is apart from testutil because it imports the API.
 package kubetest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/testutil"
@@ -33,24 +38,116 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// StartAPIServer runs a real kube-apiserver and etcd (envtest) for the test, with the CRDs found in
-// crdDirs installed, and stops it when the test ends.
-func StartAPIServer(t testing.TB, crdDirs ...string) (*rest.Config, client.Client) {
-	t.Helper()
+// Options choose what an Env installs besides the API server.
+type Options struct {
+	// NoCRDs starts the API server with the built-in resources only.
+	NoCRDs bool
+	// CRDs replaces the default CRD directories or files (relative to the repository root).
+	CRDs []string
+	// Webhooks installs the admission webhook configurations of config/webhook, pointed at a
+	// local webhook server (Env.WebhookServer).
+	Webhooks bool
+}
+
+// DefaultCRDs are the CRDs an Env installs: tickstack's own and the third-party kinds its
+// controllers watch (NetworkAttachmentDefinition, NodeFeatureRule), relative to the repository
+// root.
+var DefaultCRDs = []string{"config/crd/bases", "internal/render/testdata/crds"}
+
+// Env is a real kube-apiserver and etcd (envtest): the one way the tests start one.
+type Env struct {
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	env    *envtest.Environment
+}
+
+// Start starts an Env. Stop it with Stop.
+func Start(o Options) (*Env, error) {
 	if _, err := testutil.EnvtestAssets(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}
+	root, err := testutil.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{}
+	if !o.NoCRDs {
+		dirs := o.CRDs
+		if dirs == nil {
+			dirs = DefaultCRDs
+		}
+		for _, d := range dirs {
+			env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, filepath.Join(root, d))
+		}
+		env.ErrorIfCRDPathMissing = true
+	}
+	if o.Webhooks {
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook")}}
+	}
 	cfg, err := env.Start()
 	if err != nil {
-		t.Fatalf("starting kube-apiserver (envtest): %v", err)
+		return nil, fmt.Errorf("starting kube-apiserver (envtest): %w", err)
 	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	return &Env{Config: cfg, env: env}, nil
+}
+
+// Stop stops the API server and etcd.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+// WebhookServer is a webhook server serving where the installed webhook configurations point.
+func (e *Env) WebhookServer() webhook.Server {
+	wh := &e.env.WebhookInstallOptions
+	return webhook.NewServer(webhook.Options{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir})
+}
+
+// WebhookHostPort is where the installed webhook configurations call: a webhook server that brings
+// its own certificate listens there.
+func (e *Env) WebhookHostPort() (string, int) {
+	wh := &e.env.WebhookInstallOptions
+	return wh.LocalServingHost, wh.LocalServingPort
+}
+
+// AddUser adds an authenticated user without permissions (bind roles to it), for tests of what a
+// restricted user sees.
+func (e *Env) AddUser(u envtest.User) (*envtest.AuthenticatedUser, error) {
+	return e.env.AddUser(u, nil)
+}
+
+// WebhookAddress is the host:port the installed webhook configurations call.
+func (e *Env) WebhookAddress() string {
+	wh := &e.env.WebhookInstallOptions
+	return net.JoinHostPort(wh.LocalServingHost, fmt.Sprint(wh.LocalServingPort))
+}
+
+// WaitForWebhooks polls until the local webhook server accepts TLS connections.
+func (e *Env) WaitForWebhooks(timeout time.Duration) error {
+	addr := e.WebhookAddress()
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // local test server
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("webhook server at %s not serving after %v: %w", addr, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// New starts an Env for one test, stopped when the test ends, and returns it with a client.
+func New(t testing.TB, o Options) (*Env, client.Client) {
+	t.Helper()
+	e, err := Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg, c
+	t.Cleanup(func() { _ = e.Stop() })
+	c, err := client.New(e.Config, client.Options{Scheme: Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, c
 }
 
 // DecodeObjects splits a multi-document YAML or JSON stream into objects, skipping empty documents.

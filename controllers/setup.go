@@ -1,0 +1,52 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Options configure the operator's controllers. cmd/manager sets them from its flags; the tests
+// set what they test. Zero values take the defaults.
+type Options struct {
+	// Network configures the network controller.
+	Network NetworkOptions
+	// BenchImage is the image of the benchmark's runner and reflector pods (--bench-image).
+	BenchImage string
+	// ProfileMetrics and BenchmarkMetrics receive the controllers' metrics (NewProfileMetrics,
+	// NewBenchmarkMetrics); nil exports none.
+	ProfileMetrics   *ProfileMetrics
+	BenchmarkMetrics *BenchmarkMetrics
+	// Now is the clock of the benchmark and BIOS controllers; nil is time.Now.
+	Now func() time.Time
+	// BIOS holds the BIOS controller's periods (VerifyPeriod, RetryPeriod, Timeout, HoldTimeout);
+	// its clients and clock are set here.
+	BIOS BIOSReconciler
+}
+
+// SetupControllers registers every controller of the operator with mgr: the one wiring that
+// cmd/manager ships and the envtest suites test.
+func SetupControllers(mgr ctrl.Manager, o Options) error {
+	c := mgr.GetClient()
+	bios := o.BIOS
+	bios.Client, bios.APIReader, bios.Recorder, bios.Now = c, mgr.GetAPIReader(), mgr.GetEventRecorder("bios"), o.Now
+	for _, s := range []struct {
+		name  string
+		setup func(ctrl.Manager) error
+	}{
+		{"LatencyProfile", (&LatencyProfileReconciler{Client: c, Metrics: o.ProfileMetrics}).SetupWithManager},
+		{"node label", (&NodeLabelReconciler{Client: c}).SetupWithManager},
+		{"network", (&NetworkReconciler{Client: c, Options: o.Network}).SetupWithManager},
+		{"LatencyBenchmark", (&LatencyBenchmarkReconciler{Client: c, Image: o.BenchImage, Now: o.Now,
+			Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: o.BenchmarkMetrics}).SetupWithManager},
+		{"BIOS", bios.SetupWithManager},
+		{"node validation", (&NodeValidationReconciler{Client: c, Recorder: mgr.GetEventRecorder("nodevalidation")}).SetupWithManager},
+		{"PTP gate", (&PTPGateReconciler{Client: c}).SetupWithManager},
+	} {
+		if err := s.setup(mgr); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", s.name, err)
+		}
+	}
+	return nil
+}
