@@ -98,7 +98,7 @@ type DriverNamer interface {
 }
 
 // Discover reads the node's facts. Missing optional parts (no NUMA directory, no cpuidle) leave
-// zero values; unreadable mandatory parts (online CPUs) are errors.
+// zero values; unreadable mandatory parts (online CPUs, the kernel command line) are errors.
 func (h *Host) Discover() (*Facts, error) {
 	f := &Facts{}
 	var err error
@@ -106,7 +106,11 @@ func (h *Host) Discover() (*Facts, error) {
 		return nil, fmt.Errorf("discover: %w", err)
 	}
 	f.KernelRelease, _ = h.ReadFile("/proc/sys/kernel/osrelease")
-	f.KernelCmdline, _ = h.ReadFile("/proc/cmdline")
+	// An unreadable command line is an error, not an empty one: every kernel argument would look
+	// missing and ask for a reboot.
+	if f.KernelCmdline, err = h.ReadFile("/proc/cmdline"); err != nil {
+		return nil, fmt.Errorf("discover: reading the kernel command line: %w", err)
+	}
 	if v, err := h.ReadFile("/sys/devices/system/cpu/isolated"); err == nil {
 		f.IsolatedCPUs, _ = cpuset.Parse(v)
 	}

@@ -59,6 +59,20 @@ func TestIrqbalanceConfig(t *testing.T) {
 	}
 }
 
+// TestDiscoverReportsAnUnreadableCmdline: without /proc/cmdline Discover fails naming it, instead
+// of reporting an empty command line on which every kernel argument looks missing.
+func TestDiscoverReportsAnUnreadableCmdline(t *testing.T) {
+	root := hosttest.TempDir(t)
+	write(t, root, "sys/devices/system/cpu/online", "0")
+	if _, err := (&host.Host{Root: root}).Discover(); err == nil || !strings.Contains(err.Error(), "/proc/cmdline") {
+		t.Fatalf("Discover without /proc/cmdline: %v, want an error naming it", err)
+	}
+	write(t, root, "proc/cmdline", "root=/dev/sda1")
+	if f, err := (&host.Host{Root: root}).Discover(); err != nil || f.KernelCmdline != "root=/dev/sda1" {
+		t.Fatalf("Discover with /proc/cmdline: %+v, %v", f, err)
+	}
+}
+
 // TestDiscoverTree reads facts from a host-root tree describing a 2-socket SMT machine with an
 // SR-IOV NIC, which this VM is not.
 func TestDiscoverTree(t *testing.T) {
@@ -118,6 +132,9 @@ func TestDiscoverTree(t *testing.T) {
 	f, err := (&host.Host{Root: root}).Discover()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if f.KernelCmdline != "root=/dev/sda1 isolcpus=2-3" {
+		t.Errorf("kernel command line %q", f.KernelCmdline)
 	}
 	if f.OnlineCPUs.String() != "0-3" || f.IsolatedCPUs.String() != "2-3" || f.Sockets != 2 || f.Cores != 2 || f.ThreadsPerCore != 2 || !f.CPUFreq {
 		t.Fatalf("cpu facts: online %s isolated %s sockets %d cores %d threads %d cpufreq %v",
