@@ -111,19 +111,10 @@ for i in $(seq 60); do
   sleep 2
 done
 
-log "sample profile (config/samples/latencyprofile.yaml, adapted: CPU 1 isolated, the node's veth as the bypass NIC)"
+log "the demo profile (hack/demo-profile.yaml: the sample adapted, CPU 1 isolated, the node's veth as the bypass NIC)"
 "${KUBECTL[@]}" label node tslc-node tickstack.io/role=trading --overwrite
 "${KUBECTL[@]}" create namespace "$DEMO_NS" --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f -
-# Adaptation: huge pages, governor and coalescing are dropped (this VM has too little of each);
-# the NIC group is the second network's veth, accelerated by the bypass stack, where latency pods
-# get a macvlan interface (its NetworkAttachmentDefinition in the demo namespace).
-profile() {
-  sed -e '/^  hugepages:/,/^  power:/{/^  power:/!d}' -e '/governor:/d' \
-    -e '/coalescing:/,/adaptiveRx:/d' -e 's/interfaceNames: \[md0\]/interfaceNames: [tslcnet2]/' \
-    -e "s|acceleration: busyPoll|acceleration: bypass\\n    network: {type: macvlan, namespace: $DEMO_NS, ipam: {type: host-local, subnet: 198.19.203.0/24, rangeStart: 198.19.203.160, rangeEnd: 198.19.203.200}}|" \
-    "$@" config/samples/latencyprofile.yaml
-}
-profile | "${KUBECTL[@]}" apply -f -
+"${KUBECTL[@]}" apply -f hack/demo-profile.yaml
 # The node state appears once the operator resolved the profile; then the agent applies it.
 for i in $(seq 150); do
   if "${KUBECTL[@]}" get latencynodestate tslc-node >/dev/null 2>&1; then break; fi
@@ -137,7 +128,7 @@ echo "kernel arguments stay pending (this machine never reboots): see kubectl ge
 # A node with settings pending is not Applied, and the operator offers only Applied nodes to latency
 # pods (the benchmark's among them). Without the isolation the profile needs no reboot.
 log "the same profile without cpu.isolated: the runtime settings are all in effect, the node Applied"
-profile -e '/isolated:/d' | "${KUBECTL[@]}" apply -f -
+"${KUBECTL[@]}" patch latencyprofile trading --type=json -p '[{"op":"remove","path":"/spec/cpu/isolated"}]'
 "${KUBECTL[@]}" wait --for=condition=Applied latencynodestate/tslc-node --timeout=5m
 "${KUBECTL[@]}" wait --for=jsonpath='{.metadata.labels.tickstack\.io/profile}'=trading node/tslc-node --timeout=2m
 

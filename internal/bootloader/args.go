@@ -37,33 +37,12 @@ type Params struct {
 	DefaultHugepageSizeKB int
 	// Hugepages are boot-time hugepage pools (hugepagesz=S hugepages=N pairs).
 	Hugepages []HugepagePool
-	// Extra are further arguments from AllowedExtraArgs.
-	Extra []string
 }
 
 // HugepagePool is a boot-time hugepage pool.
 type HugepagePool struct {
 	SizeKB int
 	Count  int
-}
-
-// AllowedExtraArgs lists the extra kernel arguments a profile may add, with what each does.
-func AllowedExtraArgs() map[string]string {
-	return map[string]string{
-		"skew_tick=1":                      "offsets the per-CPU ticks so they do not all contend for jiffies_lock at once",
-		"nosoftlockup":                     "no soft-lockup detector thread and timer",
-		"nowatchdog":                       "no soft/hard lockup watchdogs at all",
-		"nmi_watchdog=0":                   "no perf NMI for the hard-lockup detector",
-		"tsc=reliable":                     "trusts the TSC: no clocksource watchdog comparing it with HPET every few seconds",
-		"mce=ignore_ce":                    "no periodic polling for corrected machine-check errors",
-		"audit=0":                          "no kernel audit records on syscalls",
-		"rcu_nocb_poll":                    "offloaded RCU kthreads poll instead of being woken by the isolated CPUs",
-		"rcupdate.rcu_normal_after_boot=1": "no expedited RCU grace periods (IPIs to every CPU) after boot",
-		"intel_pstate=disable":             "hands frequency control to acpi-cpufreq so the governor sets fixed frequencies",
-		"transparent_hugepage=never":       "no THP faults or khugepaged collapses from boot on",
-		"numa_balancing=disable":           "no automatic NUMA balancing from boot on",
-		"nohz=on":                          "tickless idle (needed by nohz_full on kernels built without it on by default)",
-	}
 }
 
 func formatSize(kb int) string {
@@ -171,29 +150,10 @@ func Build(p Params) ([]string, error) {
 		seen[hp.SizeKB] = true
 		args = append(args, "hugepagesz="+formatSize(hp.SizeKB), "hugepages="+strconv.Itoa(hp.Count))
 	}
-	allowed := AllowedExtraArgs()
-	extra := slices.Clone(p.Extra)
-	slices.Sort(extra)
-	for _, x := range slices.Compact(extra) {
-		if _, ok := allowed[x]; !ok {
-			errs = append(errs, fmt.Errorf("extra: %q is not an allowed kernel argument; use one of %s", x, strings.Join(sortedKeys(allowed), ", ")))
-			continue
-		}
-		args = append(args, x)
-	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return args, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Tokenize splits a kernel command line into arguments the way the kernel does: blanks separate,

@@ -44,12 +44,6 @@ func TestBuild(t *testing.T) {
 			p:    Params{DefaultHugepageSizeKB: 1048576, Hugepages: []HugepagePool{{SizeKB: 1048576, Count: 4}, {SizeKB: 2048, Count: 512}}},
 			want: []string{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=4", "hugepagesz=2M", "hugepages=512"},
 		},
-		{
-			name: "extras sorted and deduplicated",
-			p:    Params{Extra: []string{"tsc=reliable", "skew_tick=1", "tsc=reliable"}},
-			want: []string{"skew_tick=1", "tsc=reliable"},
-		},
-		{name: "unknown extra", p: Params{Extra: []string{"init=/bin/sh"}}, wantErr: `extra: "init=/bin/sh" is not an allowed`},
 		{name: "bad flag", p: Params{IsolatedCPUs: cpuset.New(1), IsolationFlags: []string{"bogus"}}, wantErr: "isolationFlags"},
 		{name: "irqaffinity overlaps", p: Params{IsolatedCPUs: cpuset.MustParse("1-3"), IRQAffinityCPUs: cpuset.MustParse("0-1")}, wantErr: "irqAffinityCPUs: 1 overlaps"},
 		{name: "bad cstate", p: Params{MaxCState: intp(-1)}, wantErr: "maxCState"},

@@ -54,14 +54,15 @@ func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
 	}
 }
 
-// TestSamplesAreAccepted sends every sample in config/samples through the real API server's schema
-// and CEL rules (a dry run), so the README's examples never rot.
+// TestSamplesAreAccepted sends every sample in config/samples, and the demo's profile, through the
+// real API server's schema and CEL rules (a dry run), so the README's examples never rot.
 func TestSamplesAreAccepted(t *testing.T) {
 	_, c := kubetest.New(t, kubetest.Options{CRDs: []string{"config/crd/bases"}})
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*.yaml"))
 	if err != nil || len(files) < 2 {
 		t.Fatalf("want the samples in config/samples, found %v (%v)", files, err)
 	}
+	files = append(files, filepath.Join("..", "..", "hack", "demo-profile.yaml"))
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
