@@ -44,12 +44,13 @@ fmt: ## go fmt.
 	go fmt ./...
 
 .PHONY: vet
-vet: ## go vet.
+vet: ## go vet, the e2e-tagged packages too.
 	go vet ./...
+	go vet -tags e2e ./test/...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml) and the import rules of docs/architecture.md.
-	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
+lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml; the e2e-tagged packages too) and the import rules of docs/architecture.md.
+	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e ./...
 	go test $(GO_TEST_FLAGS) ./test/architecture/
 
 .PHONY: verify-gen
@@ -96,7 +97,8 @@ test: deps envtest-assets vet $(HELM) dataplane ## Run every test: Go unit, envt
 	$(MAKE) -C dataplane test
 
 .PHONY: e2e
-e2e: deps $(HELM) dataplane ## The whole flow on the local cluster (root): chart, profile, agent, latency pod, benchmark, restore, uninstall.
+e2e: deps $(HELM) dataplane ## The local cluster's own test, then the whole flow on it (root): chart, profile, agent, latency pod, benchmark, restore, uninstall.
+	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 40m ./test/cluster/
 	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 80m ./test/e2e/ -ginkgo.v
 
 .PHONY: check

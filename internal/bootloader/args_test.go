@@ -150,11 +150,19 @@ func TestCompareRealCmdline(t *testing.T) {
 	if d := Compare(tokens, string(b)); !d.InEffect() {
 		t.Fatalf("the running kernel's own arguments are reported missing: %q", d.Missing)
 	}
-	if slices.Contains(tokens, "nohz_full=1") {
-		t.Skip("this kernel booted with nohz_full=1")
+	// An argument this kernel did not boot with: the first of these it lacks.
+	absent := ""
+	for _, a := range []string{"nohz_full=1", "nohz_full=2", "rcu_nocbs=1", "skew_tick=1", "tsc=reliable"} {
+		if !slices.Contains(tokens, a) {
+			absent = a
+			break
+		}
 	}
-	d := Compare(append(tokens, "nohz_full=1"), string(b))
-	if !slices.Equal(d.Missing, []string{"nohz_full=1"}) {
-		t.Fatalf("Missing = %q, want [nohz_full=1]", d.Missing)
+	if absent == "" {
+		t.Fatalf("the running kernel booted with every candidate argument: add one it lacks: %q", tokens)
+	}
+	d := Compare(append(tokens, absent), string(b))
+	if !slices.Equal(d.Missing, []string{absent}) {
+		t.Fatalf("Missing = %q, want [%s]", d.Missing, absent)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/host/hosttest"
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 // Environment of the crash child: the test binary re-executed to apply or restore with a
@@ -104,11 +105,26 @@ func crashSnapshot(t *testing.T, dir string, real bool) map[string]string {
 }
 
 // TestCrashAtFailpoints kills an applying (or restoring) agent with SIGKILL at several points
-// and checks that a rerun converges and that Restore gives back the exact originals. As root,
-// the sysctls are the real host's (the tree links /proc/sys), so the crash leaves real values
-// changed that only the journal can put back.
+// and checks that a rerun converges and that Restore gives back the exact originals. Each case
+// runs on a tree, and again with the real host's sysctls (the tree links /proc/sys, root needed:
+// testutil.Unavailable otherwise), where the crash leaves real values changed that only the
+// journal can put back.
 func TestCrashAtFailpoints(t *testing.T) {
-	real := os.Geteuid() == 0
+	for _, real := range []bool{false, true} {
+		name := "tree"
+		if real {
+			name = "real sysctls"
+		}
+		t.Run(name, func(t *testing.T) {
+			if real {
+				testutil.RequireRoot(t)
+			}
+			crashAtFailpoints(t, real)
+		})
+	}
+}
+
+func crashAtFailpoints(t *testing.T, real bool) {
 	cases := []struct {
 		name      string
 		op        string
