@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -58,7 +59,7 @@ func others(names []string, me string) []string {
 // reconcileNodeStates creates or updates the node state of every node the profile owns.
 func (r *LatencyProfileReconciler) reconcileNodeStates(ctx context.Context, s *profileScope) error {
 	var errs []error
-	for _, name := range sortedKeys(s.facts.owned) {
+	for _, name := range slices.Sorted(maps.Keys(s.facts.owned)) {
 		if err := r.reconcileNodeState(ctx, s, name); err != nil {
 			errs = append(errs, fmt.Errorf("node %s: %w", name, err))
 		}
@@ -117,7 +118,7 @@ func (r *LatencyProfileReconciler) reconcileNodeState(ctx context.Context, s *pr
 // to a higher priority, or gone. Nodes in a priority tie are left alone.
 func (r *LatencyProfileReconciler) reconcileReleases(ctx context.Context, s *profileScope) error {
 	var errs []error
-	for _, name := range sortedKeys(s.states) {
+	for _, name := range slices.Sorted(maps.Keys(s.states)) {
 		lns := s.states[name]
 		if lns.Spec.Profile.Name != s.profile.Name || s.facts.owned[name] || s.facts.conflicted[name] {
 			continue
@@ -155,7 +156,7 @@ func (r *LatencyProfileReconciler) reconcileDelete(ctx context.Context, s *profi
 	s.facts.deleting = true
 	var errs []error
 	remaining := 0
-	for _, name := range sortedKeys(s.states) {
+	for _, name := range slices.Sorted(maps.Keys(s.states)) {
 		lns := s.states[name]
 		if lns.Spec.Profile.Name != s.profile.Name {
 			continue
@@ -180,13 +181,4 @@ func nodeExists(nodes []corev1.Node, name string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

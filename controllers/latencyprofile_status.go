@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -103,7 +105,7 @@ func conflictCondition(f *profileFacts) metav1.Condition {
 		byOthers[key] = append(byOthers[key], c.node)
 	}
 	var parts []string
-	for _, others := range sortedKeys(byOthers) {
+	for _, others := range slices.Sorted(maps.Keys(byOthers)) {
 		parts = append(parts, fmt.Sprintf("nodes %s are also selected by %s", list(byOthers[others]), others))
 	}
 	return metav1.Condition{Type: tsv1.ProfileConflict, Status: metav1.ConditionTrue, Reason: tsv1.ReasonPriorityTie,

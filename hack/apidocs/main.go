@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -55,7 +56,7 @@ func main() {
 			b.WriteString("| field | type | description | validation |\n| --- | --- | --- | --- |\n")
 			for _, name := range []string{"spec", "status"} {
 				if p, ok := root.Properties[name]; ok {
-					walk(&b, name, p, contains(root.Required, name))
+					walk(&b, name, p, slices.Contains(root.Required, name))
 				}
 			}
 		}
@@ -95,7 +96,7 @@ func walkProps(b *strings.Builder, path string, s apiextensionsv1.JSONSchemaProp
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		walk(b, path+"."+n, s.Properties[n], contains(s.Required, n))
+		walk(b, path+"."+n, s.Properties[n], slices.Contains(s.Required, n))
 	}
 }
 
@@ -155,13 +156,4 @@ func cell(s string) string {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

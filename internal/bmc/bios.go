@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
-	"sort"
 
 	"github.com/stmcginnis/gofish"
 )
@@ -239,7 +239,7 @@ func ComputePlan(st *BIOSState, wanted Attributes) (*Plan, error) {
 	if slices.Contains(st.ApplyTimes, "OnReset") {
 		p.applyTime = "OnReset"
 	}
-	for _, name := range sortedKeys(desired) {
+	for _, name := range slices.Sorted(maps.Keys(desired)) {
 		dv := desired[name]
 		ch := AttributeChange{Attribute: name, Desired: redact(dv.canon, dv.secret)}
 		cur, hasCur := canon(dv.typ, st.Current[name])
@@ -265,7 +265,7 @@ func ComputePlan(st *BIOSState, wanted Attributes) (*Plan, error) {
 		}
 		p.Changes = append(p.Changes, ch)
 	}
-	p.patchNames = sortedKeys(p.patch)
+	p.patchNames = slices.Sorted(maps.Keys(p.patch))
 	return p, nil
 }
 
@@ -274,15 +274,6 @@ func redact(s string, secret bool) string {
 		return "<redacted>"
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Plan reads the BIOS and computes the plan for wanted. Nothing is changed.
@@ -410,7 +401,7 @@ func (v *Verification) Drifted() []AttributeResult {
 // types (as in ComputePlan) but not validated: a value that would not validate simply mismatches.
 func VerifyState(st *BIOSState, wanted Attributes) *Verification {
 	v := &Verification{SystemID: st.SystemID}
-	for _, name := range sortedKeys(wanted) {
+	for _, name := range slices.Sorted(maps.Keys(wanted)) {
 		t := st.attrType(name)
 		secret := t == TypePassword
 		want, _ := canon(t, wanted[name])

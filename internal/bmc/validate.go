@@ -3,6 +3,7 @@ package bmc
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -117,7 +118,7 @@ func validateOne(name string, value any, reg *Registry, current map[string]any) 
 		}
 	} else {
 		if !hasCur {
-			return bad("unknown attribute: the BMC publishes no attribute registry and the BIOS has no current attribute of that name" + nearest(name, keys(current)))
+			return bad("unknown attribute: the BMC publishes no attribute registry and the BIOS has no current attribute of that name" + nearest(name, slices.Sorted(maps.Keys(current))))
 		}
 		ra = RegistryAttribute{Name: name, Type: typeOfJSON(cur)}
 	}
@@ -304,15 +305,6 @@ func lengthText(ra RegistryAttribute) string {
 		hi = strconv.FormatInt(*ra.MaxLength, 10)
 	}
 	return lo + ".." + hi + " characters"
-}
-
-func keys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // nearest suggests a known name differing only in case or punctuation, a common profile typo.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,7 +95,7 @@ func Compute(p *tsv1.LatencyProfile, nodes []corev1.Node, profiles []tsv1.Latenc
 		out.Nodes = append(out.Nodes, planNode(p, node, resolve.Arbitrate(node, all), byNode[node.Name]))
 	}
 	// Nodes this profile holds today but would no longer select go back to their originals.
-	for _, name := range sortedStateNames(byNode) {
+	for _, name := range slices.Sorted(maps.Keys(byNode)) {
 		lns := byNode[name]
 		if lns.Spec.Profile.Name == p.Name && !selected[name] {
 			np := NodePlan{Node: name, Action: Restore, Detail: "no longer selected: the agent restores the original host values"}
@@ -151,13 +153,13 @@ func planNode(p *tsv1.LatencyProfile, node *corev1.Node, a resolve.Arbitration, 
 func needsReboot(current, want *tsv1.NodeTuning, facts *tsv1.NodeFacts) bool {
 	running := strings.Fields(facts.KernelCmdline)
 	for _, a := range want.KernelArgs {
-		if !contains(running, a) {
+		if !slices.Contains(running, a) {
 			return true
 		}
 	}
 	if current != nil {
 		for _, a := range current.KernelArgs {
-			if !contains(want.KernelArgs, a) && contains(running, a) {
+			if !slices.Contains(want.KernelArgs, a) && slices.Contains(running, a) {
 				return true
 			}
 		}
@@ -174,16 +176,7 @@ func cmdline(lns *tsv1.LatencyNodeState) []string {
 
 func anyIn(args, running []string) bool {
 	for _, a := range args {
-		if contains(running, a) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
+		if slices.Contains(running, a) {
 			return true
 		}
 	}
@@ -198,15 +191,6 @@ func others(names []string, me string) []string {
 		}
 	}
 	return out
-}
-
-func sortedStateNames(m map[string]*tsv1.LatencyNodeState) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Diff lists the settings that differ between two tunings, by a flat setting name. Kernel arguments
@@ -227,12 +211,12 @@ func Diff(from, to *tsv1.NodeTuning) []Change {
 		toArgs = to.KernelArgs
 	}
 	for _, arg := range toArgs {
-		if !contains(fromArgs, arg) {
+		if !slices.Contains(fromArgs, arg) {
 			out = append(out, Change{Setting: "kernel argument", To: arg})
 		}
 	}
 	for _, arg := range fromArgs {
-		if !contains(toArgs, arg) {
+		if !slices.Contains(toArgs, arg) {
 			out = append(out, Change{Setting: "kernel argument", From: arg})
 		}
 	}

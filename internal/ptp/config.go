@@ -168,14 +168,14 @@ func (c Config) Validate() error {
 			"use 0 to react at once, or a duration such as 10s")
 	}
 
-	for _, k := range sortedKeys(c.Ptp4lOptions) {
+	for _, k := range slices.Sorted(maps.Keys(c.Ptp4lOptions)) {
 		errs = append(errs, checkPtp4lOption(k, c.Ptp4lOptions[k])...)
 	}
 	if len(c.Phc2sysOptions) > 0 && c.Timestamping == TimestampingSoftware {
 		add("ptp.phc2sysOptions", "phc2sys does not run with software timestamping: there is no NIC clock to copy, ptp4l disciplines the system clock itself",
 			`remove ptp.phc2sysOptions, or set ptp.timestamping to "hardware" if the NIC has a PTP hardware clock`)
 	} else {
-		for _, k := range sortedKeys(c.Phc2sysOptions) {
+		for _, k := range slices.Sorted(maps.Keys(c.Phc2sysOptions)) {
 			errs = append(errs, checkPhc2sysOption(k, c.Phc2sysOptions[k])...)
 		}
 	}
@@ -266,5 +266,3 @@ func suggest(key string, known []string) string {
 	}
 	return ""
 }
-
-func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }

@@ -2,6 +2,8 @@ package ptp
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -16,7 +18,7 @@ func RenderPtp4lConfig(c Config, udsAddress string) (string, error) {
 		return "", fmt.Errorf("rendering ptp4l configuration: empty management socket path")
 	}
 	var global, port []string
-	for _, k := range sortedKeys(c.Ptp4lOptions) {
+	for _, k := range slices.Sorted(maps.Keys(c.Ptp4lOptions)) {
 		line := k + " " + strings.TrimSpace(c.Ptp4lOptions[k])
 		if scope, _ := ptp4lOptionScope(k); scope == scopePort {
 			port = append(port, line)
@@ -72,7 +74,7 @@ func Phc2sysArgs(c Config, udsAddress string) ([]string, error) {
 		args = append(args, "-r")
 	}
 	args = append(args, "-n", fmt.Sprint(c.Domain), "-z", udsAddress, "-m", "-q")
-	for _, k := range sortedKeys(c.Phc2sysOptions) {
+	for _, k := range slices.Sorted(maps.Keys(c.Phc2sysOptions)) {
 		v := strings.TrimSpace(c.Phc2sysOptions[k])
 		if takesArg, short := phc2sysShortOption(k); short {
 			switch {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -179,7 +180,7 @@ func hugepages(h *tsv1.HugepagesSpec, facts *tsv1.NodeFacts, t *tsv1.NodeTuning)
 
 // matches reports whether the selector picks the interface.
 func matches(s tsv1.NICSelector, i tsv1.InterfaceFacts) bool {
-	if len(s.InterfaceNames) > 0 && !contains(s.InterfaceNames, i.Name) {
+	if len(s.InterfaceNames) > 0 && !slices.Contains(s.InterfaceNames, i.Name) {
 		return false
 	}
 	if s.Vendor != "" && !strings.EqualFold(s.Vendor, i.Vendor) {
@@ -200,19 +201,10 @@ func matches(s tsv1.NICSelector, i tsv1.InterfaceFacts) bool {
 			return false
 		}
 	}
-	if len(s.Drivers) > 0 && !contains(s.Drivers, i.Driver) {
+	if len(s.Drivers) > 0 && !slices.Contains(s.Drivers, i.Driver) {
 		return false
 	}
 	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func nics(specs []tsv1.NICSpec, facts *tsv1.NodeFacts, t *tsv1.NodeTuning) ([]tsv1.NICTuning, error) {

@@ -10,6 +10,7 @@ package tuning
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -136,7 +137,7 @@ func Validate(d *Desired) error {
 	}
 	var errs []error
 	allowed := policy.AllowedSysctls()
-	for _, k := range sortedKeys(d.Sysctls) {
+	for _, k := range slices.Sorted(maps.Keys(d.Sysctls)) {
 		f := fmt.Sprintf("sysctls[%s]", k)
 		info, ok := allowed[k]
 		if !ok {
@@ -190,7 +191,7 @@ func Validate(d *Desired) error {
 			params map[string]uint32
 		}{{host.Channels, ifc.Channels}, {host.Rings, ifc.Rings}, {host.Coalesce, ifc.Coalesce}} {
 			names := host.NICParamNames(g.group)
-			for _, p := range sortedKeys(g.params) {
+			for _, p := range slices.Sorted(maps.Keys(g.params)) {
 				if !slices.Contains(names, p) {
 					errs = append(errs, fieldErr(fmt.Sprintf("%s.%s[%s]", f, g.group, p), "is not an ethtool %s parameter", "use one of "+strings.Join(names, ", "), g.group))
 				}
@@ -228,13 +229,4 @@ func validIfname(n string) error {
 		return fmt.Errorf("%q is not a valid interface name (1-15 characters, no '/', ':' or blanks)", n)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

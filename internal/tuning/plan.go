@@ -3,6 +3,7 @@ package tuning
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -99,7 +100,7 @@ func plan(h *host.Host, d *Desired, phase int) ([]item, error) {
 					errs = append(errs, fieldErr(fmt.Sprintf("%s.%s", f, g.group), "cannot be read: %v", "check the interface", err))
 					continue
 				}
-				for _, p := range sortedKeys(g.params) {
+				for _, p := range slices.Sorted(maps.Keys(g.params)) {
 					field := fmt.Sprintf("%s.%s[%s]", f, g.group, p)
 					name := fmt.Sprintf("%s/%s/%s", g.group, ifc.Name, p)
 					v := strconv.FormatUint(uint64(g.params[p]), 10)
@@ -122,7 +123,7 @@ func plan(h *host.Host, d *Desired, phase int) ([]item, error) {
 		return items, errors.Join(errs...)
 	}
 
-	for _, k := range sortedKeys(d.Sysctls) {
+	for _, k := range slices.Sorted(maps.Keys(d.Sysctls)) {
 		f := "sysctls[" + k + "]"
 		if _, err := h.Sysctl(k); errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fieldErr(f, "this kernel has no such sysctl", "remove it from the profile for this node"))

@@ -4,7 +4,8 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +92,7 @@ func ValidateProfileSpec(spec *tsv1.LatencyProfileSpec, path *field.Path) (admis
 			}
 		}
 	}
-	for _, k := range sortedSysctlKeys(spec.Sysctls) {
+	for _, k := range slices.Sorted(maps.Keys(spec.Sysctls)) {
 		if msg := sysctlValueProblem(k, string(spec.Sysctls[k])); msg != "" {
 			errs = append(errs, field.Invalid(path.Child("sysctls").Key(k), spec.Sysctls[k], msg))
 		}
@@ -132,15 +133,6 @@ func sysctlValueProblem(key, value string) string {
 		return fmt.Sprintf("%v: %s", err, info.Why)
 	}
 	return ""
-}
-
-func sortedSysctlKeys(m map[string]tsv1.SysctlValue) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // pfNameProblem checks the SR-IOV device plugin's pfNames form: NAME or NAME#FIRST-LAST.

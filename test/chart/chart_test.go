@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,7 +130,7 @@ func TestManagerIsLockedDown(t *testing.T) {
 		}
 	}
 	args, _, _ := unstructured.NestedStringSlice(c, "args")
-	if !contains(args, "--leader-elect=true") {
+	if !slices.Contains(args, "--leader-elect=true") {
 		t.Errorf("leader election not passed: %v", args)
 	}
 }
@@ -275,13 +276,4 @@ func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
 			t.Errorf("the API server refuses %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
