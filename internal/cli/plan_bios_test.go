@@ -4,15 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -30,49 +24,12 @@ import (
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
-// sushyURL starts a sushy-tools Redfish emulator (TLS, basic auth) on a free loopback port through
-// hack/sushy/sushy.sh and stops it when the test ends; it returns its URL and CA bundle.
+// sushyURL starts a sushy-tools Redfish emulator (TLS, basic auth) for the test and returns its
+// URL and CA bundle.
 func sushyURL(t *testing.T, user, password string) (string, []byte) {
 	t.Helper()
-	for _, tool := range []string{"bash", "openssl", "curl"} {
-		testutil.RequireTool(t, tool)
-	}
-	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "sushy", "sushy.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, script, "venv").CombinedOutput(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == 3 {
-			testutil.Unavailable(t, "sushy-tools prerequisites: "+strings.TrimSpace(string(out)))
-		}
-		testutil.Unavailable(t, "cannot prepare the sushy-tools venv: "+err.Error()+": "+strings.TrimSpace(string(out)))
-	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("tsbios%d-cli-", os.Getpid()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
-			t.Errorf("stop emulator: %v: %s", err, out)
-		}
-		_ = os.RemoveAll(dir)
-	})
-	cmd := exec.CommandContext(ctx, script, "start", dir, "--tls", "--user", user, "--parent", strconv.Itoa(os.Getpid()))
-	cmd.Env = append(os.Environ(), "SUSHY_PASSWORD="+password)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("start emulator: %v: %s", err, stderr.String())
-	}
-	ca, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(out)), ca
+	e := testutil.StartRedfishEmulator(t, user, password)
+	return e.URL, e.CA
 }
 
 // TestPlanShowsBIOSChangesAndReboots plans a profile with kernel arguments and a BIOS attribute

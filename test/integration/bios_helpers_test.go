@@ -10,13 +10,9 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,61 +47,11 @@ type emulator struct {
 	password string
 }
 
-// startSushy builds the cached venv when missing, starts an emulator and stops it when the test
-// ends, failed or not (and its --parent watchdog stops it if this process dies).
+// startSushy starts an emulator (testutil.StartRedfishEmulator) for the test.
 func startSushy(t *testing.T, user, password string) *emulator {
 	t.Helper()
-	for _, tool := range []string{"bash", "openssl", "curl"} {
-		testutil.RequireTool(t, tool)
-	}
-	root, err := testutil.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(root, "hack", "sushy", "sushy.sh")
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, script, "venv").CombinedOutput(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == 3 {
-			testutil.Unavailable(t, "sushy-tools prerequisites: "+strings.TrimSpace(string(out)))
-		}
-		testutil.Unavailable(t, "cannot prepare the sushy-tools venv: "+err.Error()+": "+strings.TrimSpace(string(out)))
-	}
-	dir, err := os.MkdirTemp("", biosName("sushy")+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
-			t.Errorf("stop emulator: %v: %s", err, out)
-		}
-		if t.Failed() {
-			if log, err := os.ReadFile(filepath.Join(dir, "emulator.log")); err == nil {
-				lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
-				t.Logf("emulator log (tail):\n%s", strings.Join(lines[max(0, len(lines)-20):], "\n"))
-			}
-		}
-		_ = os.RemoveAll(dir)
-	})
-	startCtx, cancelStart := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancelStart()
-	cmd := exec.CommandContext(startCtx, script, "start", dir, "--tls", "--user", user, "--parent", strconv.Itoa(os.Getpid()))
-	cmd.Env = append(os.Environ(), "SUSHY_PASSWORD="+password)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("start emulator: %v: %s", err, stderr.String())
-	}
-	e := &emulator{url: strings.TrimSpace(string(out)), user: user, password: password}
-	if !strings.HasPrefix(e.url, "https://127.0.0.1:") {
-		t.Fatalf("emulator URL %q is not a loopback https URL", e.url)
-	}
-	if e.ca, err = os.ReadFile(filepath.Join(dir, "ca.pem")); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	e := testutil.StartRedfishEmulator(t, user, password)
+	return &emulator{url: e.URL, ca: e.CA, user: user, password: password}
 }
 
 // read returns the emulator's BIOS as the operator would see it (the test's own view).
