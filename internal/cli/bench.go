@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/report"
@@ -22,25 +20,9 @@ import (
 // ReadBenchmark reads one LatencyBenchmark from a YAML or JSON file ("-" is standard input).
 // Unknown fields are an error, so a typo never silently drops a setting.
 func ReadBenchmark(path string, stdin io.Reader) (*tsv1.LatencyBenchmark, error) {
-	var raw []byte
-	var err error
-	if path == "-" {
-		raw, err = io.ReadAll(stdin)
-	} else {
-		raw, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the benchmark: %w", err)
-	}
 	b := &tsv1.LatencyBenchmark{}
-	if err := yaml.UnmarshalStrict(raw, b); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if b.Kind != "LatencyBenchmark" || b.APIVersion != tsv1.GroupVersion.String() {
-		return nil, fmt.Errorf("%s: want kind LatencyBenchmark, apiVersion %s; got kind %q, apiVersion %q", path, tsv1.GroupVersion, b.Kind, b.APIVersion)
-	}
-	if b.Name == "" {
-		return nil, fmt.Errorf("%s: metadata.name is missing", path)
+	if err := readObject(path, stdin, "benchmark", b); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

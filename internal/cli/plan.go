@@ -6,12 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/plan"
@@ -20,25 +18,9 @@ import (
 // ReadProfile reads one LatencyProfile from a YAML or JSON file ("-" is standard input). Unknown
 // fields are an error, so a typo never silently drops a setting.
 func ReadProfile(path string, stdin io.Reader) (*tsv1.LatencyProfile, error) {
-	var raw []byte
-	var err error
-	if path == "-" {
-		raw, err = io.ReadAll(stdin)
-	} else {
-		raw, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the profile: %w", err)
-	}
 	p := &tsv1.LatencyProfile{}
-	if err := yaml.UnmarshalStrict(raw, p); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if p.Kind != "LatencyProfile" || p.APIVersion != tsv1.GroupVersion.String() {
-		return nil, fmt.Errorf("%s: want kind LatencyProfile, apiVersion %s; got kind %q, apiVersion %q", path, tsv1.GroupVersion, p.Kind, p.APIVersion)
-	}
-	if p.Name == "" {
-		return nil, fmt.Errorf("%s: metadata.name is missing", path)
+	if err := readObject(path, stdin, "profile", p); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
