@@ -45,12 +45,12 @@ const (
 // controller looks; the controller watches the ConfigMaps.
 
 // runnerScript runs the suites, then uploads whatever they produced with the runner's exit code.
-// jitter.cpus "pod" becomes the container's own CPU list.
+// The container's own CPU list goes to --cpus (tickstack-bench measures jitter.cpus "pod" there).
 // LD_PRELOAD is dropped: the runner starts the bypass stack's commands under tickstack-run itself,
 // so the kernel stack's rows must not run preloaded even when the pod webhook injected the library.
 const runnerScript = `unset LD_PRELOAD
 cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
-printf '%s' "$TSB_SPEC" | sed "s/\"cpus\":\"` + tsv1.JitterCPUsPod + `\"/\"cpus\":\"$cpus\"/" > ` + benchResultsDir + `/spec.json
+printf '%s' "$TSB_SPEC" > ` + benchResultsDir + `/spec.json
 set -- --role=client --cpus="$cpus" --spec=` + benchResultsDir + `/spec.json --output=` + benchResultsDir + `/results.json --work-dir=` + benchResultsDir + `
 if [ -n "$TSB_PEER" ]; then set -- "$@" --peer="$TSB_PEER"; fi
 if [ -n "$TSB_PEER_TIMEOUT" ]; then set -- "$@" --peer-timeout="$TSB_PEER_TIMEOUT"; fi

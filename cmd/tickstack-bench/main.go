@@ -272,6 +272,13 @@ func buildSpec(o *options, fs *flag.FlagSet) (tsv1.BenchmarkSuites, error) {
 		if err := dec.Decode(&spec); err != nil {
 			return spec, fmt.Errorf("--spec %s: %w", o.specFile, err)
 		}
+		if j := spec.Jitter; j != nil && j.CPUs == tsv1.JitterCPUsPod {
+			// The CPUs the kubelet gave this container, which the spec could not know.
+			if o.cpus == "" {
+				return spec, fmt.Errorf("--spec %s: jitter.cpus %q measures this container's CPUs: pass them with --cpus", o.specFile, tsv1.JitterCPUsPod)
+			}
+			j.CPUs = o.cpus
+		}
 		return spec, validate(spec)
 	}
 	if o.suites == "" {

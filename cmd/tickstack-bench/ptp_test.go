@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,5 +48,28 @@ func TestPTPFlags(t *testing.T) {
 		if _, err := specOf(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want an error containing %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestJitterCPUsPod: a spec's jitter.cpus "pod" measures the container's CPUs, given by --cpus.
+func TestJitterCPUsPod(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(file, []byte(`{"jitter":{"cpus":"`+tsv1.JitterCPUsPod+`"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	specOf := func(args ...string) (tsv1.BenchmarkSuites, error) {
+		t.Helper()
+		o, fs, err := parseFlags(append([]string{"--role=client", "--spec=" + file}, args...), &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("parseFlags(%q): %v", args, err)
+		}
+		return buildSpec(o, fs)
+	}
+	spec, err := specOf("--cpus=3")
+	if err != nil || spec.Jitter == nil || spec.Jitter.CPUs != "3" {
+		t.Fatalf("spec %+v, %v: want jitter.cpus 3 from --cpus", spec.Jitter, err)
+	}
+	if _, err := specOf(); err == nil || !strings.Contains(err.Error(), "pass them with --cpus") {
+		t.Fatalf("without --cpus: %v, want an error naming --cpus", err)
 	}
 }
