@@ -8,55 +8,6 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
-// ValidateThresholds reports every malformed threshold, naming its field and the fix.
-func ValidateThresholds(t tsv1.Thresholds) error {
-	var errs []string
-	for i, l := range t.Latency {
-		f := fmt.Sprintf("thresholds.latency[%d]", i)
-		switch l.Suite {
-		case tsv1.SuitePingPong, tsv1.SuiteRateSweep, tsv1.SuiteMixedBurst, tsv1.SuiteJitter:
-		case tsv1.SuitePTP:
-			for _, sel := range []struct {
-				name string
-				set  bool
-			}{{"stack", l.Stack != ""}, {"protocol", l.Protocol != ""}, {"messageSize", l.MessageSize != 0}, {"tool", l.Tool != ""}} {
-				if sel.set {
-					errs = append(errs, fmt.Sprintf("%s.%s: does not apply to suite ptp (one offset distribution per node): remove it", f, sel.name))
-				}
-			}
-		default:
-			errs = append(errs, fmt.Sprintf("%s.suite: %q has no latency rows: use pingPong, rateSweep, mixedBurst, jitter or ptp", f, l.Suite))
-		}
-		if _, ok := l.Statistic.Of(tsv1.LatencyStats{}); !ok {
-			errs = append(errs, fmt.Sprintf("%s.statistic: %q is unknown: use min, median, mean, p95, p99, p999, max or stdDev", f, l.Statistic))
-		}
-		if d, err := time.ParseDuration(l.Max); err != nil || d <= 0 {
-			errs = append(errs, fmt.Sprintf("%s.max: %q is not a positive duration: write it like \"25us\" or \"1.5ms\"", f, l.Max))
-		}
-		if l.Stack != "" && l.Stack != tsv1.StackKernel && l.Stack != tsv1.StackBypass {
-			errs = append(errs, fmt.Sprintf("%s.stack: %q: use kernel, bypass or leave it empty", f, l.Stack))
-		}
-	}
-	if t.MaxDropped != nil && *t.MaxDropped < 0 {
-		errs = append(errs, "thresholds.maxDropped: negative: use 0 or more")
-	}
-	if t.MinSustainedMps != nil && *t.MinSustainedMps < 0 {
-		errs = append(errs, "thresholds.minSustainedMps: negative: use 0 or more")
-	}
-	if t.MinMicroburstPackets != nil && *t.MinMicroburstPackets < 0 {
-		errs = append(errs, "thresholds.minMicroburstPackets: negative: use 0 or more")
-	}
-	if t.MinBypassSpeedup != "" {
-		if _, err := ParseRatio(t.MinBypassSpeedup); err != nil {
-			errs = append(errs, fmt.Sprintf("thresholds.minBypassSpeedup: %v", err))
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("invalid thresholds: %s", strings.Join(errs, "; "))
-	}
-	return nil
-}
-
 // Evaluate judges results against thresholds. It is a pure function. A suite that ended in an
 // error, an unavailable stack, or a threshold that matches no measured row makes the verdict
 // Inconclusive unless some check failed; the thresholds must be valid (see Thresholds.Validate):

@@ -4,28 +4,60 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
+	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
-// BurstsPerSecond is how often the microburst suite repeats a burst: 100 ms apart, so the receiver
-// has drained the previous burst before the next one.
-const BurstsPerSecond = 10
-
-// Size limits of sockperf 3.7 over a 1500 B MTU: 14 B is its smallest message (the papers' 12 B is
-// refused), 1472 B is the largest UDP payload that fits one IPv4 frame.
-const (
-	MinMessageSize = 14
-	MaxMessageSize = 1472
-)
-
-// MaxPTPDomain is the highest PTP domain number ptp4l accepts.
-const MaxPTPDomain = 127
-
-// maxUDSPath is the longest UNIX socket path Linux accepts (sun_path minus its NUL).
-const maxUDSPath = 107
+// ValidateThresholds reports every malformed threshold, naming its field and the fix.
+func ValidateThresholds(t tsv1.Thresholds) error {
+	var errs []string
+	for i, l := range t.Latency {
+		f := fmt.Sprintf("thresholds.latency[%d]", i)
+		switch l.Suite {
+		case tsv1.SuitePingPong, tsv1.SuiteRateSweep, tsv1.SuiteMixedBurst, tsv1.SuiteJitter:
+		case tsv1.SuitePTP:
+			for _, sel := range []struct {
+				name string
+				set  bool
+			}{{"stack", l.Stack != ""}, {"protocol", l.Protocol != ""}, {"messageSize", l.MessageSize != 0}, {"tool", l.Tool != ""}} {
+				if sel.set {
+					errs = append(errs, fmt.Sprintf("%s.%s: does not apply to suite ptp (one offset distribution per node): remove it", f, sel.name))
+				}
+			}
+		default:
+			errs = append(errs, fmt.Sprintf("%s.suite: %q has no latency rows: use pingPong, rateSweep, mixedBurst, jitter or ptp", f, l.Suite))
+		}
+		if _, ok := l.Statistic.Of(tsv1.LatencyStats{}); !ok {
+			errs = append(errs, fmt.Sprintf("%s.statistic: %q is unknown: use min, median, mean, p95, p99, p999, max or stdDev", f, l.Statistic))
+		}
+		if d, err := time.ParseDuration(l.Max); err != nil || d <= 0 {
+			errs = append(errs, fmt.Sprintf("%s.max: %q is not a positive duration: write it like \"25us\" or \"1.5ms\"", f, l.Max))
+		}
+		if l.Stack != "" && l.Stack != tsv1.StackKernel && l.Stack != tsv1.StackBypass {
+			errs = append(errs, fmt.Sprintf("%s.stack: %q: use kernel, bypass or leave it empty", f, l.Stack))
+		}
+	}
+	if t.MaxDropped != nil && *t.MaxDropped < 0 {
+		errs = append(errs, "thresholds.maxDropped: negative: use 0 or more")
+	}
+	if t.MinSustainedMps != nil && *t.MinSustainedMps < 0 {
+		errs = append(errs, "thresholds.minSustainedMps: negative: use 0 or more")
+	}
+	if t.MinMicroburstPackets != nil && *t.MinMicroburstPackets < 0 {
+		errs = append(errs, "thresholds.minMicroburstPackets: negative: use 0 or more")
+	}
+	if t.MinBypassSpeedup != "" {
+		if _, err := ParseRatio(t.MinBypassSpeedup); err != nil {
+			errs = append(errs, fmt.Sprintf("thresholds.minBypassSpeedup: %v", err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid thresholds: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
 
 // ValidateSuites checks defaulted suites; each error names the field and the fix.
 func ValidateSuites(s tsv1.BenchmarkSuites) error {
@@ -157,40 +189,4 @@ func ValidateSuites(s tsv1.BenchmarkSuites) error {
 		return fmt.Errorf("invalid benchmark spec: %s", strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-// ParseCPUList parses a Linux CPU list such as "1,3-5" into sorted, distinct CPU numbers.
-func ParseCPUList(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, fmt.Errorf("empty CPU list: give CPUs like \"2\" or \"2-3,6\"")
-	}
-	seen := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("CPU list %q: %q is not a CPU number: give CPUs like \"2\" or \"2-3,6\"", s, part)
-		}
-		b := a
-		if isRange {
-			b, err = strconv.Atoi(hi)
-			if err != nil || b < a {
-				return nil, fmt.Errorf("CPU list %q: %q is not a range low-high: give CPUs like \"2-3\"", s, part)
-			}
-		}
-		if b > 4095 {
-			return nil, fmt.Errorf("CPU list %q: CPU %d is beyond 4095", s, b)
-		}
-		for c := a; c <= b; c++ {
-			seen[c] = true
-		}
-	}
-	out := make([]int, 0, len(seen))
-	for c := range seen {
-		out = append(out, c)
-	}
-	sort.Ints(out)
-	return out, nil
 }

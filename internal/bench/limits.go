@@ -1,0 +1,18 @@
+package bench
+
+// BurstsPerSecond is how often the microburst suite repeats a burst: 100 ms apart, so the receiver
+// has drained the previous burst before the next one.
+const BurstsPerSecond = 10
+
+// Size limits of sockperf 3.7 over a 1500 B MTU: 14 B is its smallest message (the papers' 12 B is
+// refused), 1472 B is the largest UDP payload that fits one IPv4 frame.
+const (
+	MinMessageSize = 14
+	MaxMessageSize = 1472
+)
+
+// MaxPTPDomain is the highest PTP domain number ptp4l accepts.
+const MaxPTPDomain = 127
+
+// maxUDSPath is the longest UNIX socket path Linux accepts (sun_path minus its NUL).
+const maxUDSPath = 107
