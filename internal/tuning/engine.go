@@ -153,13 +153,13 @@ type planned struct {
 }
 
 func (e *Engine) planPhase(d *Desired, phase int) ([]planned, error) {
-	items, err := plan(e.Host, d, phase)
+	items, err := expand(e.Host, d, phase)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]planned, 0, len(items))
 	for _, it := range items {
-		s, err := resolve(e.Host, it.name)
+		s, err := accessorsFor(e.Host, it.name)
 		if err != nil {
 			return nil, err
 		}
@@ -294,7 +294,7 @@ func (e *Engine) plannedNames(d *Desired) (map[string]bool, error) {
 	names := map[string]bool{}
 	var errs []error
 	for phase := 0; phase < phaseCount; phase++ {
-		items, err := plan(e.Host, d, phase)
+		items, err := expand(e.Host, d, phase)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -316,7 +316,7 @@ func (e *Engine) restoreEntries(jpath string, journal, which []Entry) ([]Entry, 
 	var restored []string
 	for i := len(which) - 1; i >= 0; i-- {
 		en := which[i]
-		s, err := resolve(e.Host, en.Name)
+		s, err := accessorsFor(e.Host, en.Name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore %s: %w", en.Name, err))
 			continue
