@@ -159,10 +159,8 @@ func (e *Engine) planPhase(d *Desired, phase int) ([]planned, error) {
 	}
 	out := make([]planned, 0, len(items))
 	for _, it := range items {
-		s, err := accessorsFor(e.Host, it.name)
-		if err != nil {
-			return nil, err
-		}
+		s := accessorsFor(e.Host, it.key)
+		var err error
 		if it.desired, err = s.canon(it.desired); err != nil {
 			return nil, fieldErr(it.field, "value %q: %v", "", it.desired, err)
 		}
@@ -260,7 +258,7 @@ func (e *Engine) Apply(d *Desired) (*Report, error) {
 				continue
 			}
 			if err := it.s.write(it.desired); err != nil {
-				if strings.HasPrefix(it.name, "irq/") && host.IsNotMovable(err) {
+				if (it.key.kind == kindIRQ || it.key.kind == kindDefaultIRQAffinity) && host.IsNotMovable(err) {
 					for j := range journal {
 						if journal[j].Name == it.name && !journal[j].Refused {
 							journal[j].Refused, refusedChanged = true, true
@@ -316,11 +314,12 @@ func (e *Engine) restoreEntries(jpath string, journal, which []Entry) ([]Entry, 
 	var restored []string
 	for i := len(which) - 1; i >= 0; i-- {
 		en := which[i]
-		s, err := accessorsFor(e.Host, en.Name)
+		k, err := parseSettingKey(en.Name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore %s: %w", en.Name, err))
 			continue
 		}
+		s := accessorsFor(e.Host, k)
 		cur, err := s.read()
 		if errors.Is(err, os.ErrNotExist) {
 			done[en.Name] = true

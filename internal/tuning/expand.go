@@ -12,10 +12,11 @@ import (
 	"github.com/tickstack/tickstack/internal/host/cpuset"
 )
 
-// item is one concrete setting of a Desired: its name, the desired value in canonical form and the
+// item is one concrete setting of a Desired: its key and name (key.String()), the desired value in canonical form and the
 // Desired field it comes from (for error messages). unsupported, when set, says why this host has
 // no such knob (cpufreq in a VM, rings on veth): the item is reported, never read or written.
 type item struct {
+	key                  settingKey
 	name, desired, field string
 	unsupported          string
 }
@@ -37,12 +38,12 @@ type expansion struct {
 	errs   []error
 }
 
-func (x *expansion) add(field, name, v string) {
-	x.items = append(x.items, item{name: name, desired: v, field: field})
+func (x *expansion) add(field string, k settingKey, v string) {
+	x.items = append(x.items, item{key: k, name: k.String(), desired: v, field: field})
 }
 
-func (x *expansion) unsupported(field, name, v, why string) {
-	x.items = append(x.items, item{name: name, desired: v, field: field, unsupported: why})
+func (x *expansion) unsupported(field string, k settingKey, v, why string) {
+	x.items = append(x.items, item{key: k, name: k.String(), desired: v, field: field, unsupported: why})
 }
 
 func (x *expansion) fail(err error) { x.errs = append(x.errs, err) }
@@ -87,13 +88,13 @@ func (x *expansion) smt(d *Desired) error {
 		v := map[bool]string{true: host.SMTOn, false: host.SMTOff}[*d.SMT]
 		switch {
 		case ctl == host.SMTNotSupported:
-			x.unsupported("smt", "smt/control", v, "this node has no SMT sibling threads")
+			x.unsupported("smt", smtKey, v, "this node has no SMT sibling threads")
 		case ctl == host.SMTNotImplemented:
-			x.unsupported("smt", "smt/control", v, "this kernel has no runtime SMT control (use the nosmt kernel argument)")
+			x.unsupported("smt", smtKey, v, "this kernel has no runtime SMT control (use the nosmt kernel argument)")
 		case ctl == host.SMTForceOff && *d.SMT:
 			x.fail(fieldErr("smt", "SMT is forced off at boot (nosmt=force)", "remove nosmt=force from the kernel arguments, or ask for SMT off"))
 		default:
-			x.add("smt", "smt/control", v)
+			x.add("smt", smtKey, v)
 		}
 	}
 	return nil
@@ -119,7 +120,7 @@ func (x *expansion) nicStructure(d *Desired) error {
 			case *ifc.SRIOVNumVFs > total:
 				x.fail(fieldErr(f+".sriovNumVFs", "%d is more than the %d VFs the device supports", "ask for at most "+strconv.Itoa(total), *ifc.SRIOVNumVFs, total))
 			default:
-				x.add(f+".sriovNumVFs", "sriov/"+pci+"/numvfs", strconv.Itoa(*ifc.SRIOVNumVFs))
+				x.add(f+".sriovNumVFs", sriovKey(pci), strconv.Itoa(*ifc.SRIOVNumVFs))
 			}
 		}
 		for _, g := range []struct {
@@ -136,7 +137,7 @@ func (x *expansion) nicStructure(d *Desired) error {
 			}
 			for _, p := range slices.Sorted(maps.Keys(g.params)) {
 				field := fmt.Sprintf("%s.%s[%s]", f, g.group, p)
-				name := fmt.Sprintf("%s/%s/%s", g.group, ifc.Name, p)
+				name := nicParamKey(g.group, ifc.Name, p)
 				v := strconv.FormatUint(uint64(g.params[p]), 10)
 				if err != nil {
 					x.unsupported(field, name, v, err.Error())
@@ -165,7 +166,7 @@ func (x *expansion) sysctls(d *Desired) error {
 			x.fail(fieldErr(f, "this kernel has no such sysctl", "remove it from the profile for this node"))
 			continue
 		}
-		x.add(f, "sysctl/"+k, d.Sysctls[k])
+		x.add(f, sysctlKey(k), d.Sysctls[k])
 	}
 	return nil
 }
@@ -179,13 +180,13 @@ func (x *expansion) irqs(d *Desired) error {
 		}
 		for _, irq := range irqs {
 			if irq.Movable {
-				x.add("irqAffinity.cpus", "irq/"+strconv.Itoa(irq.Number), a.CPUs.String())
+				x.add("irqAffinity.cpus", irqKey(irq.Number), a.CPUs.String())
 			}
 		}
-		x.add("irqAffinity.cpus", "irq/default_smp_affinity", a.CPUs.String())
+		x.add("irqAffinity.cpus", defaultIRQAffinityKey, a.CPUs.String())
 	}
 	if b := d.IrqbalanceBannedCPUs; b != nil && x.checkCPUs("irqbalanceBannedCPUs", *b) {
-		x.add("irqbalanceBannedCPUs", "irqbalance/banned-cpus", b.String())
+		x.add("irqbalanceBannedCPUs", irqbalanceBannedKey, b.String())
 	}
 	return nil
 }
@@ -209,7 +210,7 @@ func (x *expansion) cpuIdle(d *Desired) error {
 				}
 				for _, st := range states {
 					if st.LatencyUs > c.MaxLatencyUs {
-						x.add("cpuIdle.maxLatencyUs", fmt.Sprintf("cpuidle/cpu%d/state%d", cpu, st.Index), "1")
+						x.add("cpuIdle.maxLatencyUs", cpuIdleKey(cpu, st.Index), "1")
 					}
 				}
 			}
@@ -227,7 +228,7 @@ func (x *expansion) cpuFreq(d *Desired) error {
 		}
 		if c.Governor != "" && x.checkCPUs("cpuFreq.cpus", cpus) {
 			for _, cpu := range cpus.CPUs() {
-				name := fmt.Sprintf("cpufreq/cpu%d/governor", cpu)
+				name := governorKey(cpu)
 				if !x.h.HasCPUFreq(cpu) {
 					x.unsupported("cpuFreq.governor", name, c.Governor, "no cpufreq on this CPU (a VM, or no cpufreq driver)")
 					continue
@@ -243,11 +244,11 @@ func (x *expansion) cpuFreq(d *Desired) error {
 			v := map[bool]string{true: "enabled", false: "disabled"}[*c.Turbo]
 			switch _, err := x.h.Turbo(); {
 			case errors.Is(err, host.ErrUnsupported):
-				x.unsupported("cpuFreq.turbo", "cpufreq/turbo", v, err.Error())
+				x.unsupported("cpuFreq.turbo", turboKey, v, err.Error())
 			case err != nil:
 				x.fail(fieldErr("cpuFreq.turbo", "%v", "check the host's cpufreq sysfs", err))
 			default:
-				x.add("cpuFreq.turbo", "cpufreq/turbo", v)
+				x.add("cpuFreq.turbo", turboKey, v)
 			}
 		}
 	}
@@ -263,7 +264,7 @@ func (x *expansion) thp(d *Desired) error {
 			}
 			_, modes, err := x.h.THP(m.file)
 			if errors.Is(err, os.ErrNotExist) {
-				x.unsupported("thp."+m.file, "thp/"+m.file, m.mode, "this kernel has no transparent hugepages")
+				x.unsupported("thp."+m.file, thpKey(m.file), m.mode, "this kernel has no transparent hugepages")
 				continue
 			}
 			if err != nil {
@@ -274,7 +275,7 @@ func (x *expansion) thp(d *Desired) error {
 				x.fail(fieldErr("thp."+m.file, "this kernel offers %v, not %q", "pick an offered mode", modes, m.mode))
 				continue
 			}
-			x.add("thp."+m.file, "thp/"+m.file, m.mode)
+			x.add("thp."+m.file, thpKey(m.file), m.mode)
 		}
 	}
 	return nil
@@ -283,7 +284,7 @@ func (x *expansion) thp(d *Desired) error {
 // workqueue is the unbound workqueues' CPU mask.
 func (x *expansion) workqueue(d *Desired) error {
 	if w := d.WorkqueueCPUs; w != nil && x.checkCPUs("workqueueCPUs", *w) {
-		x.add("workqueueCPUs", "workqueue/cpumask", w.String())
+		x.add("workqueueCPUs", workqueueKey, w.String())
 	}
 	return nil
 }
@@ -307,7 +308,7 @@ func (x *expansion) queues(d *Desired) error {
 				x.fail(fieldErr(f+"."+q.prefix+"CPUs", "%s has no %s queues in sysfs", "remove "+q.prefix+"CPUs for this interface", ifc.Name, q.kind))
 			}
 			for _, n := range queues {
-				x.add(f+"."+q.prefix+"CPUs", fmt.Sprintf("%s/%s/%s-%d", q.prefix, ifc.Name, q.kind, n), q.cpus.String())
+				x.add(f+"."+q.prefix+"CPUs", queueCPUsKey(ifc.Name, q.kind, n), q.cpus.String())
 			}
 		}
 	}
@@ -326,11 +327,7 @@ func (x *expansion) hugepages(d *Desired) error {
 			}
 			continue
 		}
-		node := "all"
-		if hp.Node != host.AnyNode {
-			node = "node" + strconv.Itoa(hp.Node)
-		}
-		x.add(f+".count", fmt.Sprintf("hugepages/%s/%dkB", node, hp.SizeKB), strconv.Itoa(hp.Count))
+		x.add(f+".count", hugepagesKey(hp.Node, hp.SizeKB), strconv.Itoa(hp.Count))
 	}
 	return nil
 }
