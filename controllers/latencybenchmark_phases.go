@@ -425,14 +425,7 @@ func (r *LatencyBenchmarkReconciler) markNode(ctx context.Context, b *tsv1.Laten
 		return nil
 	}
 	orig := node.DeepCopy()
-	if value == "" {
-		delete(node.Annotations, tsv1.BenchmarkPassedAnnotation)
-	} else {
-		if node.Annotations == nil {
-			node.Annotations = map[string]string{}
-		}
-		node.Annotations[tsv1.BenchmarkPassedAnnotation] = value
-	}
+	node.Annotations = setKey(node.Annotations, tsv1.BenchmarkPassedAnnotation, value)
 	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("annotating node %s: %w", name, err)
 	}

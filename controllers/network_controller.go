@@ -134,10 +134,10 @@ func (r *NetworkReconciler) applyNAD(ctx context.Context, owner *tsv1.LatencyPro
 	got.ObjectMeta = *want.ObjectMeta.DeepCopy()
 	_, err := controllerutil.CreateOrPatch(ctx, r.Client, got, func() error {
 		for k, v := range want.Labels {
-			setKey(&got.Labels, k, v)
+			got.Labels = setKey(got.Labels, k, v)
 		}
 		for k, v := range want.Annotations {
-			setKey(&got.Annotations, k, v)
+			got.Annotations = setKey(got.Annotations, k, v)
 		}
 		if _, ok := want.Annotations[render.ResourceNameAnnotation]; !ok {
 			delete(got.Annotations, render.ResourceNameAnnotation)
@@ -151,13 +151,6 @@ func (r *NetworkReconciler) applyNAD(ctx context.Context, owner *tsv1.LatencyPro
 	return nil
 }
 
-func setKey(m *map[string]string, k, v string) {
-	if *m == nil {
-		*m = map[string]string{}
-	}
-	(*m)[k] = v
-}
-
 func (r *NetworkReconciler) reconcileDevicePluginConfig(ctx context.Context, profiles []tsv1.LatencyProfile) error {
 	want, conflicts := render.DevicePluginConfigMap(profiles, r.Options.ResourcePrefix, r.Options.DevicePluginConfigMap, r.Options.Namespace)
 	if want == nil {
@@ -169,7 +162,7 @@ func (r *NetworkReconciler) reconcileDevicePluginConfig(ctx context.Context, pro
 	}
 	got := &corev1.ConfigMap{ObjectMeta: *want.ObjectMeta.DeepCopy()}
 	if _, err := controllerutil.CreateOrPatch(ctx, r.Client, got, func() error {
-		setKey(&got.Labels, render.ManagedByLabel, render.ManagedBy)
+		got.Labels = setKey(got.Labels, render.ManagedByLabel, render.ManagedBy)
 		got.Data = want.Data
 		return nil
 	}); err != nil {
@@ -185,7 +178,7 @@ func (r *NetworkReconciler) reconcileNodeFeatureRule(ctx context.Context, profil
 	want := render.NodeFeatureRule(profiles, r.Options.NodeFeatureRule)
 	got := &nfdv1alpha1.NodeFeatureRule{ObjectMeta: *want.ObjectMeta.DeepCopy()}
 	if _, err := controllerutil.CreateOrPatch(ctx, r.Client, got, func() error {
-		setKey(&got.Labels, render.ManagedByLabel, render.ManagedBy)
+		got.Labels = setKey(got.Labels, render.ManagedByLabel, render.ManagedBy)
 		if !apiequality.Semantic.DeepEqual(got.Spec, want.Spec) {
 			got.Spec = want.Spec
 		}

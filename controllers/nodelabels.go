@@ -64,14 +64,7 @@ func (r *NodeLabelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 	orig := node.DeepCopy()
-	if want == "" {
-		delete(node.Labels, tsv1.ProfileLabel)
-	} else {
-		if node.Labels == nil {
-			node.Labels = map[string]string{}
-		}
-		node.Labels[tsv1.ProfileLabel] = want
-	}
+	node.Labels = setKey(node.Labels, tsv1.ProfileLabel, want)
 	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("labelling node %s: %w", node.Name, err)
 	}
@@ -88,4 +81,18 @@ func (r *NodeLabelReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&tsv1.LatencyNodeState{}, toNode).
 		Named("nodelabels").
 		Complete(r)
+}
+
+// setKey sets key to value in a label or annotation map, or removes it when value is "", and returns
+// the map (allocated when it was nil and a value is set).
+func setKey(m map[string]string, key, value string) map[string]string {
+	if value == "" {
+		delete(m, key)
+		return m
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[key] = value
+	return m
 }

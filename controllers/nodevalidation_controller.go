@@ -94,14 +94,7 @@ func (r *NodeValidationReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	passed := node.Annotations[tsv1.BenchmarkPassedAnnotation]
 	have, want := node.Labels[tsv1.ValidatedLabel], wantValidated(passed, profileName, lost)
 	orig := node.DeepCopy()
-	if want == "" {
-		delete(node.Labels, tsv1.ValidatedLabel)
-	} else {
-		if node.Labels == nil {
-			node.Labels = map[string]string{}
-		}
-		node.Labels[tsv1.ValidatedLabel] = want
-	}
+	node.Labels = setKey(node.Labels, tsv1.ValidatedLabel, want)
 	taints, taintChanged := setTaint(node.Spec.Taints, WantUnvalidatedTaint(node, profile))
 	node.Spec.Taints = taints
 	if have == want && !taintChanged {

@@ -48,6 +48,14 @@ func (x *expansion) unsupported(field string, k settingKey, v, why string) {
 
 func (x *expansion) fail(err error) { x.errs = append(x.errs, err) }
 
+// orOnline is s, or every online CPU when s is empty.
+func (x *expansion) orOnline(s cpuset.Set) cpuset.Set {
+	if s.IsEmpty() {
+		return x.online
+	}
+	return s
+}
+
 // checkCPUs reports CPUs that are not online as a field error.
 func (x *expansion) checkCPUs(field string, s cpuset.Set) bool {
 	if !s.IsSubsetOf(x.online) {
@@ -194,10 +202,7 @@ func (x *expansion) irqs(d *Desired) error {
 // cpuIdle disables the idle states deeper than the allowed exit latency.
 func (x *expansion) cpuIdle(d *Desired) error {
 	if c := d.CPUIdle; c != nil {
-		cpus := c.CPUs
-		if cpus.IsEmpty() {
-			cpus = x.online
-		}
+		cpus := x.orOnline(c.CPUs)
 		if x.checkCPUs("cpuIdle.cpus", cpus) {
 			for _, cpu := range cpus.CPUs() {
 				states, err := x.h.IdleStates(cpu)
@@ -222,10 +227,7 @@ func (x *expansion) cpuIdle(d *Desired) error {
 // cpuFreq is the governor and turbo.
 func (x *expansion) cpuFreq(d *Desired) error {
 	if c := d.CPUFreq; c != nil {
-		cpus := c.CPUs
-		if cpus.IsEmpty() {
-			cpus = x.online
-		}
+		cpus := x.orOnline(c.CPUs)
 		if c.Governor != "" && x.checkCPUs("cpuFreq.cpus", cpus) {
 			for _, cpu := range cpus.CPUs() {
 				name := governorKey(cpu)
