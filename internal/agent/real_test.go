@@ -46,22 +46,6 @@ func realFiles(t *testing.T, veth string) []string {
 	return files
 }
 
-func snapshotFiles(t *testing.T, files []string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[f] = strings.TrimSpace(string(b))
-	}
-	return out
-}
-
 func otherValue(cur string, choices ...string) string {
 	for _, c := range choices {
 		if c != cur {
@@ -93,10 +77,10 @@ func TestRealHost(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command(ip, "link", "del", vethA).Run() })
 
 	files := realFiles(t, vethA)
-	before := snapshotFiles(t, files)
+	before := hosttest.SnapshotFiles(t, files)
 	t.Cleanup(func() {
 		// The last line of defence: anything still different is a failure, put back by hand.
-		after := snapshotFiles(t, files)
+		after := hosttest.SnapshotFiles(t, files)
 		for f, v := range before {
 			if after[f] == v {
 				continue
@@ -282,7 +266,7 @@ func TestRealHost(t *testing.T) {
 		}
 		return nil
 	})
-	after := snapshotFiles(t, files)
+	after := hosttest.SnapshotFiles(t, files)
 	for f, v := range before {
 		if after[f] != v {
 			t.Errorf("after the restore %s = %q, was %q", f, after[f], v)

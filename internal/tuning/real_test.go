@@ -46,22 +46,6 @@ func realFiles(t *testing.T, sysctls []string) []string {
 	return files
 }
 
-func snapshotReal(t *testing.T, files []string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[f] = strings.TrimSpace(string(b))
-	}
-	return out
-}
-
 // putBack is the last line of defence after a failed test: it writes back, by hand, every real
 // file that differs from the snapshot.
 func putBack(t *testing.T, before map[string]string) {
@@ -102,11 +86,11 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 	// global and the data-plane tests use them).
 	sysctls := []string{"vm.stat_interval", "kernel.timer_migration", "vm.compaction_proactiveness"}
 	files := realFiles(t, sysctls)
-	before := snapshotReal(t, files)
+	before := hosttest.SnapshotFiles(t, files)
 	t.Cleanup(func() {
 		// Runs after the engine's own restore below: anything still different is a test failure
 		// and is put back by hand so the machine is never left changed.
-		if diffs := hosttest.Diff(before, snapshotReal(t, files)); len(diffs) > 0 {
+		if diffs := hosttest.Diff(before, hosttest.SnapshotFiles(t, files)); len(diffs) > 0 {
 			t.Errorf("real host differs after the test:\n%s", strings.Join(diffs, "\n"))
 			putBack(t, before)
 		}
@@ -281,7 +265,7 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 	if _, err := e.Restore(); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
-	if diffs := hosttest.Diff(before, snapshotReal(t, files)); len(diffs) > 0 {
+	if diffs := hosttest.Diff(before, hosttest.SnapshotFiles(t, files)); len(diffs) > 0 {
 		t.Fatalf("after Restore the real host differs:\n%s", strings.Join(diffs, "\n"))
 	}
 	out = env.Exec(t, "ethtool", "-l", env.A)
@@ -300,13 +284,13 @@ func TestRealHostUnsupported(t *testing.T) {
 	env := hosttest.New(t, "u")
 	h := env.Host
 	files := realFiles(t, nil)
-	before := snapshotReal(t, files)
+	before := hosttest.SnapshotFiles(t, files)
 	e := &Engine{Host: h}
 	t.Cleanup(func() {
 		if _, err := e.Restore(); err != nil {
 			t.Errorf("cleanup restore: %v", err)
 		}
-		if diffs := hosttest.Diff(before, snapshotReal(t, files)); len(diffs) > 0 {
+		if diffs := hosttest.Diff(before, hosttest.SnapshotFiles(t, files)); len(diffs) > 0 {
 			t.Errorf("real host changed:\n%s", strings.Join(diffs, "\n"))
 			putBack(t, before)
 		}

@@ -75,6 +75,24 @@ func Snapshot(t testing.TB, dir string, ignore ...string) map[string]string {
 	return out
 }
 
+// SnapshotFiles reads real files (absolute paths) for a later Diff: content trimmed, files that do
+// not exist left out.
+func SnapshotFiles(t testing.TB, files []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = strings.TrimSpace(string(b))
+	}
+	return out
+}
+
 // Diff lists the differences between two snapshots, sorted.
 func Diff(before, after map[string]string) []string {
 	var diffs []string
