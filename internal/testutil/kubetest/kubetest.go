@@ -49,10 +49,10 @@ type Options struct {
 	Webhooks bool
 }
 
-// DefaultCRDs are the CRDs an Env installs: tickstack's own and the third-party kinds its
-// controllers watch (NetworkAttachmentDefinition, NodeFeatureRule), relative to the repository
-// root.
-var DefaultCRDs = []string{"config/crd/bases", "internal/render/testdata/crds"}
+// DefaultCRDs are the CRDs an Env installs unless told otherwise: tickstack's own and the
+// third-party kinds its controllers watch (NetworkAttachmentDefinition, NodeFeatureRule), relative
+// to the repository root.
+func DefaultCRDs() []string { return []string{"config/crd/bases", "internal/render/testdata/crds"} }
 
 // Env is a real kube-apiserver and etcd (envtest): the one way the tests start one.
 type Env struct {
@@ -74,7 +74,7 @@ func Start(o Options) (*Env, error) {
 	if !o.NoCRDs {
 		dirs := o.CRDs
 		if dirs == nil {
-			dirs = DefaultCRDs
+			dirs = DefaultCRDs()
 		}
 		for _, d := range dirs {
 			env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, filepath.Join(root, d))
