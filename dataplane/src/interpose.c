@@ -3,6 +3,7 @@
  * once (TS_REAL_CALLS) and resolved once; an fd that is not one of our
  * UDP sockets, or a call before initialisation, goes straight to libc. */
 #include "ts_internal.h"
+#include "tcp_internal.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -61,6 +62,14 @@ static inline struct ts_sock *ours(int fd)
 	if (ts_unlikely(!ts_ready || ts_in_lib))
 		return NULL;
 	return ts_sock__of(fd);
+}
+
+/* Our stream socket for fd (TICKSTACK_TCP=1), or NULL. */
+static inline struct ts_tcp *tcp_ours(int fd)
+{
+	if (ts_likely(!ts_tcp_on) || ts_unlikely(!ts_ready || ts_in_lib))
+		return NULL;
+	return ts_tcp__of(fd);
 }
 
 /* ------------------------------------------------------------------ */
@@ -150,8 +159,13 @@ TS_API int socket(int domain, int type, int protocol)
 	int fd = REAL(socket)(domain, type, protocol);
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-	if (fd < 0 || !ts_ready || ts_in_lib || domain != AF_INET ||
-	    base != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
+	if (fd < 0 || !ts_ready || ts_in_lib || domain != AF_INET)
+		return fd;
+	if (base == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP)) {
+		ts_tcp__socket(fd, type);
+		return fd;
+	}
+	if (base != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
 		return fd;
 	if (!ts_sock__new(fd, !!(type & SOCK_NONBLOCK)))
 		ts_stats->sockets_kernel++;
@@ -176,8 +190,14 @@ TS_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 TS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct ts_sock *s = ours(fd);
-	int r = REAL(connect)(fd, addr, len);
+	struct ts_tcp *t = tcp_ours(fd);
+	struct ts_sock *s;
+	int r;
+
+	if (t)
+		return ts_tcp__connect(t, fd, addr, len);
+	s = ours(fd);
+	r = REAL(connect)(fd, addr, len);
 
 	if (r == 0 && s) {
 		int e = ts_sock__after_connect(s, fd, addr, len);
@@ -192,8 +212,58 @@ TS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 TS_API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	/* the kernel socket is really bound: it knows the answer */
+	struct ts_tcp *t = tcp_ours(fd);
+
+	/* the kernel socket is really bound: it knows the answer (an
+	 * accepted or connected stream's is the shadow's) */
+	if (t)
+		return ts_tcp__getsockname(t, fd, addr, len);
 	return REAL(getsockname)(fd, addr, len);
+}
+
+TS_API int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct ts_tcp *t = tcp_ours(fd);
+
+	if (t)
+		return ts_tcp__getpeername(t, fd, addr, len);
+	return REAL(getpeername)(fd, addr, len);
+}
+
+TS_API int listen(int fd, int backlog)
+{
+	struct ts_tcp *t = tcp_ours(fd);
+
+	if (t)
+		return ts_tcp__listen(t, fd, backlog);
+	return REAL(listen)(fd, backlog);
+}
+
+TS_API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct ts_tcp *t = tcp_ours(fd);
+
+	if (t)
+		return ts_tcp__accept(t, fd, addr, len, flags);
+	return REAL(accept4)(fd, addr, len, flags);
+}
+
+TS_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct ts_tcp *t = tcp_ours(fd);
+
+	if (t)
+		return ts_tcp__accept(t, fd, addr, len, 0);
+	return REAL(accept)(fd, addr, len);
+}
+
+TS_API int shutdown(int fd, int how)
+{
+	struct ts_tcp *t = tcp_ours(fd);
+
+	if (t)
+		return ts_tcp__shutdown(t, fd, how);
+	return REAL(shutdown)(fd, how);
 }
 
 TS_API int close(int fd)
@@ -201,6 +271,8 @@ TS_API int close(int fd)
 	if (ts_ready && !ts_in_lib) {
 		if (ts_sock__of(fd))
 			ts_sock__release(fd);
+		else if (ts_tcp_on && ts_tcp__of(fd))
+			ts_tcp__close(fd);
 		ts_ep__forget_fd(fd);
 	}
 	return REAL(close)(fd);
@@ -216,6 +288,14 @@ static ssize_t recv_one(struct ts_sock *s, int fd, void *buf, size_t len,
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t r;
 
+	if (ts_unlikely(!s)) {
+		struct ts_tcp *t = tcp_ours(fd);
+
+		r = ts_tcp__recvmsg(t, fd, &msg, flags);
+		if (from && fromlen && r >= 0)
+			*fromlen = 0;
+		return r;
+	}
 	if (from && fromlen) {
 		msg.msg_name = from;
 		msg.msg_namelen = *fromlen;
@@ -231,7 +311,7 @@ TS_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 {
 	struct ts_sock *s = ours(fd);
 
-	if (!s)
+	if (!s && !tcp_ours(fd))
 		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
 	return recv_one(s, fd, buf, len, flags, from, fromlen);
 }
@@ -240,7 +320,7 @@ TS_API ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	struct ts_sock *s = ours(fd);
 
-	if (!s)
+	if (!s && !tcp_ours(fd))
 		return REAL(recv)(fd, buf, len, flags);
 	return recv_one(s, fd, buf, len, flags, NULL, NULL);
 }
@@ -249,7 +329,7 @@ TS_API ssize_t read(int fd, void *buf, size_t len)
 {
 	struct ts_sock *s = ours(fd);
 
-	if (!s)
+	if (!s && !tcp_ours(fd))
 		return REAL(read)(fd, buf, len);
 	return recv_one(s, fd, buf, len, 0, NULL, NULL);
 }
@@ -257,9 +337,13 @@ TS_API ssize_t read(int fd, void *buf, size_t len)
 TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s)
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return ts_tcp__recvmsg(t, fd, msg, flags);
 		return REAL(recvmsg)(fd, msg, flags);
+	}
 	return ts_sock__recvmsg(s, fd, msg, flags);
 }
 
@@ -328,6 +412,8 @@ static ssize_t send_one(struct ts_sock *s, int fd, const void *buf,
 			      .msg_iov = &iov,
 			      .msg_iovlen = 1 };
 
+	if (ts_unlikely(!s))
+		return ts_tcp__sendmsg(tcp_ours(fd), fd, &msg, flags);
 	return ts_sock__sendmsg(s, fd, &msg, flags);
 }
 
@@ -336,7 +422,7 @@ TS_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 {
 	struct ts_sock *s = ours(fd);
 
-	if (!s)
+	if (!s && !tcp_ours(fd))
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
 	return send_one(s, fd, buf, len, flags, to, tolen);
 }
@@ -345,7 +431,7 @@ TS_API ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	struct ts_sock *s = ours(fd);
 
-	if (!s)
+	if (!s && !tcp_ours(fd))
 		return REAL(send)(fd, buf, len, flags);
 	return send_one(s, fd, buf, len, flags, NULL, 0);
 }
@@ -354,7 +440,7 @@ TS_API ssize_t write(int fd, const void *buf, size_t len)
 {
 	struct ts_sock *s = ours(fd);
 
-	if (!s)
+	if (!s && !tcp_ours(fd))
 		return REAL(write)(fd, buf, len);
 	return send_one(s, fd, buf, len, 0, NULL, 0);
 }
@@ -362,10 +448,42 @@ TS_API ssize_t write(int fd, const void *buf, size_t len)
 TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s)
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return ts_tcp__sendmsg(t, fd, msg, flags);
 		return REAL(sendmsg)(fd, msg, flags);
+	}
 	return ts_sock__sendmsg(s, fd, msg, flags);
+}
+
+TS_API ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+			      .msg_iovlen = (size_t)(n < 0 ? 0 : n) };
+	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
+
+	if (s)
+		return ts_sock__recvmsg(s, fd, &msg, 0);
+	if ((t = tcp_ours(fd)))
+		return ts_tcp__recvmsg(t, fd, &msg, 0);
+	return REAL(readv)(fd, iov, n);
+}
+
+TS_API ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+			      .msg_iovlen = (size_t)(n < 0 ? 0 : n) };
+	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
+
+	if (s)
+		return ts_sock__sendmsg(s, fd, &msg, 0);
+	if ((t = tcp_ours(fd)))
+		return ts_tcp__sendmsg(t, fd, &msg, 0);
+	return REAL(writev)(fd, iov, n);
 }
 
 TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
@@ -489,7 +607,8 @@ static int sets_have_accel(int nfds, fd_set *r, fd_set *w)
 		return 0;
 	for (i = 0; i < nfds; i++)
 		if (((r && FD_ISSET(i, r)) || (w && FD_ISSET(i, w))) &&
-		    ts_sock__of(i) && ts_poll__has_accel(&(struct pollfd){ .fd = i }, 1))
+		    (ts_sock__of(i) || tcp_ours(i)) &&
+		    ts_poll__has_accel(&(struct pollfd){ .fd = i }, 1))
 			return 1;
 	return 0;
 }
@@ -529,7 +648,7 @@ TS_API int epoll_create1(int flags)
 
 TS_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	if (!ours(fd))
+	if (!ours(fd) && !tcp_ours(fd))
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
 	return ts_ep__ctl(epfd, op, fd, ev);
 }
@@ -568,9 +687,17 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd,
 			va_list ap)
 {
 	struct ts_sock *s;
+	struct ts_tcp *t;
 	long arg = va_arg(ap, long);
 	int r = real(fd, cmd, arg);
 
+	if (r >= 0 && (t = tcp_ours(fd))) {
+		if (cmd == F_SETFL)
+			ts_tcp__set_nonblock(t, !!(arg & O_NONBLOCK));
+		else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+			ts_tcp__dup(fd, r);
+		return r;
+	}
 	if (r < 0 || !(s = ours(fd)))
 		return r;
 	if (cmd == F_SETFL)
@@ -613,6 +740,19 @@ TS_API int ioctl(int fd, unsigned long req, ...)
 	arg = va_arg(ap, void *);
 	va_end(ap);
 	s = ours(fd);
+	if (!s) {
+		struct ts_tcp *t = tcp_ours(fd);
+		int v;
+
+		if (t && req == FIONREAD && arg && ts_tcp__fionread(t, &v)) {
+			*(int *)arg = v;
+			return 0;
+		}
+		r = REAL(ioctl)(fd, req, arg);
+		if (t && r == 0 && req == FIONBIO && arg)
+			ts_tcp__set_nonblock(t, !!*(int *)arg);
+		return r;
+	}
 	if (s && req == FIONREAD && arg) {
 		int v;
 
@@ -631,16 +771,25 @@ TS_API int setsockopt(int fd, int level, int opt, const void *val,
 		      socklen_t len)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t = s ? NULL : tcp_ours(fd);
 	int r = REAL(setsockopt)(fd, level, opt, val, len);
 
 	if (r == 0 && s)
 		ts_sock__setsockopt(s, fd, level, opt, val, len);
+	else if (r == 0 && t)
+		ts_tcp__setsockopt(t, fd, level, opt, val, len);
 	return r;
 }
 
 TS_API int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 {
-	/* every option was passed to the kernel socket, which reports it */
+	struct ts_tcp *t = tcp_ours(fd);
+	int r;
+
+	/* every option was passed to the kernel socket, which reports it;
+	 * an accelerated stream's pending error is the shadow's */
+	if (t && ts_tcp__getsockopt(t, fd, level, opt, val, len, &r))
+		return r;
 	return REAL(getsockopt)(fd, level, opt, val, len);
 }
 
@@ -650,6 +799,8 @@ TS_API int dup(int fd)
 
 	if (r >= 0 && ours(fd))
 		ts_sock__dup(fd, r);
+	else if (r >= 0 && tcp_ours(fd))
+		ts_tcp__dup(fd, r);
 	return r;
 }
 
@@ -658,6 +809,8 @@ static void release_target(int newfd, int oldfd)
 	if (newfd != oldfd && ts_ready && !ts_in_lib) {
 		if (ts_sock__of(newfd))
 			ts_sock__release(newfd);
+		else if (ts_tcp_on && ts_tcp__of(newfd))
+			ts_tcp__close(newfd);
 		ts_ep__forget_fd(newfd);
 	}
 }
@@ -670,6 +823,8 @@ TS_API int dup2(int oldfd, int newfd)
 		release_target(newfd, oldfd);
 		if (ours(oldfd))
 			ts_sock__dup(oldfd, r);
+		else if (tcp_ours(oldfd))
+			ts_tcp__dup(oldfd, r);
 	}
 	return r;
 }
@@ -682,6 +837,8 @@ TS_API int dup3(int oldfd, int newfd, int flags)
 		release_target(newfd, oldfd);
 		if (ours(oldfd))
 			ts_sock__dup(oldfd, r);
+		else if (tcp_ours(oldfd))
+			ts_tcp__dup(oldfd, r);
 	}
 	return r;
 }
@@ -794,6 +951,7 @@ static void atfork_child(void)
 	ts_route__reset_after_fork();
 	ts_stats__reinit_after_fork();
 	ts_sock__after_fork_child(old, ts_stats);
+	ts_tcp__after_fork_child();
 	if (old != ts_stats)
 		munmap(old, sizeof(*old));
 	ts_in_lib--;
@@ -821,6 +979,13 @@ __attribute__((constructor)) static void ts_init(void)
 		return;
 	}
 	ts_stats__init();
+	if (ts_tcp__init() < 0) {
+		ts_log("configuration error (see above): running without "
+		       "acceleration");
+		if (ts_cfg.require)
+			_exit(2);
+		return;
+	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	__atomic_store_n(&ts_ready, 1, __ATOMIC_RELEASE);
 	ts_dbg("ready, profile %s, spin %ld us", ts_cfg.profile,
@@ -831,6 +996,7 @@ __attribute__((destructor)) static void ts_fini(void)
 {
 	if (!ts_ready)
 		return;
+	ts_tcp__fini();
 	ts_stack__fini_all();
 	ts_stats__dump();
 	ts_stats__fini();

@@ -3,6 +3,7 @@
  * kernel fd; the shadow holds the accelerated state (steering, RX queue),
  * and the receive, send, poll and epoll paths that mix XSK and kernel. */
 #include "ts_internal.h"
+#include "tcp_internal.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -1008,6 +1009,13 @@ int ts_sock__fionread(struct ts_sock *s, int *out)
 /* ------------------------------------------------------------------ */
 /* poll and select                                                     */
 
+static struct ts_tcp *tcp_accel_of(int fd)
+{
+	struct ts_tcp *t = ts_tcp_on ? ts_tcp__of(fd) : NULL;
+
+	return ts_tcp__accel(t) ? t : NULL;
+}
+
 static struct ts_sock *accel_of(int fd)
 {
 	struct ts_sock *s = ts_sock__of(fd);
@@ -1027,9 +1035,24 @@ int ts_poll__has_accel(struct pollfd *fds, nfds_t n)
 	nfds_t i;
 
 	for (i = 0; i < n; i++)
-		if (accel_of(fds[i].fd))
+		if (accel_of(fds[i].fd) || tcp_accel_of(fds[i].fd))
 			return 1;
 	return 0;
+}
+
+/* Kernel fds of accelerated streams carry nothing (an accepted one is an
+ * unbound socket that would report POLLHUP): hide them from the kernel
+ * poll, except a listener's (connections from other interfaces). */
+static void tcp_hide_kernel(struct pollfd *k, nfds_t n)
+{
+	nfds_t i;
+
+	for (i = 0; ts_tcp_on && i < n; i++) {
+		struct ts_tcp *t = tcp_accel_of(k[i].fd);
+
+		if (t && !ts_tcp__kernel_watch(t))
+			k[i].fd = -1;
+	}
 }
 
 /* timeout_ns < 0: forever. */
@@ -1063,8 +1086,11 @@ int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 			ts_stack__poll_all();
 		for (i = 0; i < n; i++) {
 			struct ts_sock *s = ts_sock__of(fds[i].fd);
+			struct ts_tcp *t = s ? NULL : tcp_accel_of(fds[i].fd);
 
 			fds[i].revents = 0;
+			if (t)
+				fds[i].revents = ts_tcp__revents(t, fds[i].events);
 			if (s && s->state == TS_S_ACCEL) {
 				if ((fds[i].events & POLLIN) &&
 				    s->qhead != s->qtail)
@@ -1077,6 +1103,7 @@ int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 		if (iter == 0 || kdue) {
 			kdue = 0;
 			memcpy(tmp, fds, n * sizeof(*tmp));
+			tcp_hide_kernel(tmp, n);
 			r = ts_real_poll(tmp, n, 0);
 			if (r < 0 && errno != EINTR)
 				goto out;
@@ -1117,6 +1144,7 @@ int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 				struct timespec ts, *tsp = NULL;
 
 				memcpy(tmp, fds, n * sizeof(*tmp));
+				tcp_hide_kernel(tmp, n);
 				for (k = 0; k < ts_stack__count(); k++) {
 					struct ts_stack *st = ts_stack__at(k);
 
@@ -1202,20 +1230,28 @@ static struct ts_ep *ep_of(int epfd)
 int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct ts_sock *s = ts_sock__of(fd);
+	struct ts_tcp *t = s || !ts_tcp_on ? NULL : ts_tcp__of(fd);
 	struct ts_ep *e;
 	struct epoll_event kev;
 	int i, r;
 
-	if (!s)
+	if (!s && !t)
 		return ts_real_epoll_ctl(epfd, op, fd, ev);
 	memset(&kev, 0, sizeof(kev));
 	if (ev) {
 		kev.events = ev->events;
 		kev.data.u64 = TS_EP_TAG_SOCK | (uint32_t)fd;
 	}
-	r = ts_real_epoll_ctl(epfd, op, fd, ev ? &kev : NULL);
-	if (r < 0)
-		return r;
+	/* a stream's kernel fd joins only for a listener (see
+	 * tcp_hide_kernel) */
+	if (s || ts_tcp__kernel_watch(t)) {
+		r = ts_real_epoll_ctl(epfd, op, fd, ev ? &kev : NULL);
+		if (r < 0)
+			return r;
+	} else if (op != EPOLL_CTL_DEL && !ev) {
+		errno = EFAULT;
+		return -1;
+	}
 	ts_lock();
 	e = ep_of(epfd);
 	if (!e) {
@@ -1415,8 +1451,15 @@ int ts_ep__wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 		for (i = 0; i < e->n && nout < max; i++) {
 			struct ts_ep_member *m = &e->m[i];
 			struct ts_sock *s = ts_sock__of(m->fd);
+			struct ts_tcp *t = s ? NULL : tcp_accel_of(m->fd);
 			uint32_t ev = 0;
 
+			if (t && !m->disabled) {
+				ev = (uint16_t)ts_tcp__revents(t, (short)m->events);
+				if (ev)
+					out_add(out, &nout, max, m, ev);
+				continue;
+			}
 			if (m->disabled || !s || s->state != TS_S_ACCEL)
 				continue;
 			if ((m->events & EPOLLIN) && s->qhead != s->qtail)

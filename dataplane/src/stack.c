@@ -32,6 +32,7 @@
 
 #include "steer_common.h"
 #include "steer.skel.h"
+#include "tcp_internal.h"
 
 #define TS_FRAME_SIZE 2048u
 #define TS_RING_SIZE 4096u
@@ -379,7 +380,14 @@ static void steer__purge_stale(struct ts_stack *st)
 
 int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr, uint16_t dport)
 {
-	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
+	return ts_stack__steer_add_proto(st, daddr, dport, TS_STEER_UDP);
+}
+
+int ts_stack__steer_add_proto(struct ts_stack *st, uint32_t daddr,
+			      uint16_t dport, int proto)
+{
+	struct ts_steer_key key = { .daddr = daddr, .dport = dport,
+				    .proto = (__u8)proto };
 	struct ts_steer_val val = { .owner = (__u32)ts_getpid(),
 				    .queue = (__u16)st->queue };
 	struct ts_steer_val old;
@@ -391,6 +399,8 @@ int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr, uint16_t dport)
 	if (bpf_map_lookup_elem(st->steer_fd, &key, &old))
 		return -errno;
 	if ((pid_t)old.owner != ts_getpid() && owner_alive((pid_t)old.owner)) {
+		if (proto == TS_STEER_TCP)
+			return -EADDRINUSE; /* a stream has one owner */
 		/* Another live process receives here too: let the kernel
 		 * deliver to both (no duplicate XSK delivery). */
 		old.flags |= TS_STEER_F_SHARED;
@@ -432,7 +442,15 @@ int ts_stack__share(int ifindex, uint32_t daddr, uint16_t dport)
 int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr, uint16_t dport,
 			int only_mine)
 {
-	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
+	return ts_stack__steer_del_proto(st, daddr, dport, TS_STEER_UDP,
+					 only_mine);
+}
+
+int ts_stack__steer_del_proto(struct ts_stack *st, uint32_t daddr,
+			      uint16_t dport, int proto, int only_mine)
+{
+	struct ts_steer_key key = { .daddr = daddr, .dport = dport,
+				    .proto = (__u8)proto };
 	struct ts_steer_val old;
 
 	if (st->steer_fd < 0)
@@ -720,6 +738,12 @@ int ts_stack__poll_rx(struct ts_stack *st)
 		struct ts_udp_meta m;
 		int k;
 
+		if (ts_tcp__is_tcp(st->area + d->addr, d->len)) {
+			/* the TCP layer copies the segment out */
+			ts_tcp__input(st, st->area + d->addr, d->len);
+			free_push(st, frame);
+			continue;
+		}
 		if (ts_pkt__parse_udp(st->area + d->addr, d->len, &m)) {
 			st->st->rx_bad++;
 			free_push(st, frame);
@@ -843,6 +867,66 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 	return 0;
 }
 
+/* Transmit one IPv4 packet (headers built by the caller) behind an
+ * Ethernet header to dmac. kick 0 leaves the wake-up to a later
+ * ts_stack__flush (several segments, one system call). */
+int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
+		      const void *ip, size_t len, int kick_now)
+{
+	uint64_t frame;
+	uint8_t *p;
+	uint32_t idx;
+	int tries = 0;
+
+	if (len + TS_ETH_HLEN > TS_FRAME_SIZE)
+		return -EMSGSIZE;
+	for (;;) {
+		reclaim(st);
+		if (st->nfree > 0 && xsk_prod_nb_free(&st->tx, 1))
+			break;
+		if (!tries)
+			st->st->tx_ring_full++;
+		kick(st);
+		if (++tries > 1024)
+			return -ENOBUFS; /* TCP retransmits it */
+		ts_cpu_relax();
+	}
+	frame = st->freel[--st->nfree];
+	p = st->area + frame;
+	memcpy(p, dmac, 6);
+	memcpy(p + 6, st->mac, 6);
+	p[12] = 0x08;
+	p[13] = 0x00;
+	memcpy(p + TS_ETH_HLEN, ip, len);
+	if (xsk_ring_prod__reserve(&st->tx, 1, &idx) != 1) {
+		free_push(st, frame);
+		return -EAGAIN;
+	}
+	xsk_ring_prod__tx_desc(&st->tx, idx)->addr = frame;
+	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)(len + TS_ETH_HLEN);
+	xsk_ring_prod__submit(&st->tx, 1);
+	st->st->tx_packets++;
+	if (kick_now)
+		kick(st);
+	return 0;
+}
+
+void ts_stack__flush(struct ts_stack *st)
+{
+	if (tx_pending(st))
+		kick(st);
+}
+
+/* Frames the process holds outside the free list and the fill ring
+ * (in the RX ring, socket queues, TX ring or completion ring). */
+uint32_t ts_stack__frames_out(struct ts_stack *st)
+{
+	uint32_t in_fill = st->fq.cached_prod -
+			   __atomic_load_n(st->fq.consumer, __ATOMIC_ACQUIRE);
+
+	return st->nframes - st->nfree - in_fill;
+}
+
 void ts_stack__refresh_stats(void)
 {
 	int i;
@@ -864,6 +948,8 @@ void ts_stack__refresh_stats(void)
 		st->st->xdp_rx_ring_full = xs.rx_ring_full;
 		st->st->xdp_fill_empty = xs.rx_fill_ring_empty_descs;
 		st->st->xdp_tx_ring_empty = xs.tx_ring_empty_descs;
+		reclaim(st);
+		st->st->umem_frames_out = ts_stack__frames_out(st);
 	}
 }
 

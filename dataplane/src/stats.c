@@ -191,6 +191,11 @@ static void dump_to(FILE *f)
 #undef PR
 		fprintf(f, "\n");
 	}
+	fprintf(f, "tcp");
+#define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)t->tcp.n);
+	TICKSTACK_TCP_COUNTERS(PR)
+#undef PR
+	fprintf(f, "\n");
 }
 
 void ts_stats__dump(void)

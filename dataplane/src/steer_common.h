@@ -13,12 +13,19 @@
 #define TS_MAP_XSKS "ts_xsks"
 #define TS_MAP_CNT "ts_cnt"
 
-/* Key: destination (IPv4, UDP port), network order; daddr 0 = any. */
+/* Key: destination (IPv4, port, protocol), network order; daddr 0 = any.
+ * proto is TS_STEER_UDP (0: the layout entries had before TCP, so a
+ * program left attached by an older library keeps steering UDP) or
+ * TS_STEER_TCP. */
 struct ts_steer_key {
 	__u32 daddr;
 	__u16 dport;
-	__u16 pad;
+	__u8 proto;
+	__u8 pad;
 };
+
+#define TS_STEER_UDP 0
+#define TS_STEER_TCP 6 /* IPPROTO_TCP */
 
 #define TS_STEER_F_SHARED 1 /* several processes want it: kernel delivers */
 

@@ -67,7 +67,14 @@
 	X(int, sigaction,                                                     \
 	  (int, const struct sigaction *, struct sigaction *))                \
 	X(int, epoll_pwait2, (int, struct epoll_event *, int,                 \
-			      const struct timespec *, const sigset_t *))
+			      const struct timespec *, const sigset_t *))      \
+	X(int, listen, (int, int))                                            \
+	X(int, accept, (int, struct sockaddr *, socklen_t *))                 \
+	X(int, accept4, (int, struct sockaddr *, socklen_t *, int))           \
+	X(int, getpeername, (int, struct sockaddr *, socklen_t *))            \
+	X(int, shutdown, (int, int))                                          \
+	X(ssize_t, readv, (int, const struct iovec *, int))                   \
+	X(ssize_t, writev, (int, const struct iovec *, int))
 
 #define TS_DECLARE_REAL(ret, name, args) extern ret(*ts_real_##name) args TS_HIDDEN;
 TS_REAL_CALLS(TS_DECLARE_REAL)
@@ -139,6 +146,15 @@ TS_HIDDEN int ts_stack__busy(const struct ts_stack *st);
 TS_HIDDEN int ts_stack__any_busy(void);
 TS_HIDDEN int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr,
 				  uint16_t dport);
+TS_HIDDEN int ts_stack__steer_add_proto(struct ts_stack *st, uint32_t daddr,
+					uint16_t dport, int proto);
+TS_HIDDEN int ts_stack__steer_del_proto(struct ts_stack *st, uint32_t daddr,
+					uint16_t dport, int proto,
+					int only_mine);
+TS_HIDDEN int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
+				const void *ip, size_t len, int kick_now);
+TS_HIDDEN void ts_stack__flush(struct ts_stack *st);
+TS_HIDDEN uint32_t ts_stack__frames_out(struct ts_stack *st);
 TS_HIDDEN int ts_stack__share(int ifindex, uint32_t daddr, uint16_t dport);
 TS_HIDDEN int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr,
 				  uint16_t dport, int only_mine);

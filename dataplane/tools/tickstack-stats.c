@@ -62,6 +62,10 @@ static void print(const struct tickstack_stats *t)
 		TICKSTACK_SOCK_COUNTERS(PR)
 #undef PR
 	}
+	printf("  tcp\n");
+#define PR(n) printf("    %-20s %llu\n", #n, (unsigned long long)t->tcp.n);
+	TICKSTACK_TCP_COUNTERS(PR)
+#undef PR
 }
 
 static int show(int pid)

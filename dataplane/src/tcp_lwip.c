@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: Apache-2.0
+/* tcp_lwip.c - lwIP 2.1.3 (Debian's liblwip) as the TCP engine: its raw
+ * API runs on the application's threads under the process lock and lwIP's
+ * core lock; its timers run on one helper thread. A netif per (interface,
+ * local address) feeds ip4_input() with segments taken from the XSK and
+ * sends lwIP's IPv4 packets into UMEM frames behind an Ethernet header
+ * whose next hop comes from the kernel's route and neighbour tables
+ * (route.c), never from lwIP's ARP. lwIP's own thread (tcpip_init) is not
+ * started: nothing else would need it, and without it every lwIP call
+ * happens where the library decides, under its locks. */
+#include "tcp_lwip.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <linux/rtnetlink.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* lwIP's core mutex, normally created by tcpip_init() */
+extern sys_mutex_t lock_tcpip_core;
+
+#define TS_LWIP_NETIFS 32
+#define TS_TIMER_MAX_MS 5 /* the helper thread also drains idle XSKs */
+
+struct ts_nif {
+	struct netif nif;
+	struct ts_stack *st;
+	uint32_t addr;
+};
+
+static struct ts_nif nifs[TS_LWIP_NETIFS];
+static int nnifs;
+static __thread int core_depth;
+static pthread_t timer_thread;
+static int timer_running;
+
+/* ------------------------------------------------------------------ */
+/* locks                                                               */
+
+void ts_lwip__core_enter(void)
+{
+	if (!core_depth++)
+		LOCK_TCPIP_CORE();
+}
+
+void ts_lwip__core_exit(void)
+{
+	int i;
+
+	if (--core_depth)
+		return;
+	/* one wake-up of the kernel's TX path for what lwIP queued */
+	for (i = 0; i < ts_stack__count(); i++)
+		if (ts_stack__usable(ts_stack__at(i)))
+			ts_stack__flush(ts_stack__at(i));
+	UNLOCK_TCPIP_CORE();
+}
+
+void ts_lwip__lock(void)
+{
+	ts_lock();
+	ts_lwip__core_enter();
+}
+
+void ts_lwip__unlock(void)
+{
+	ts_lwip__core_exit();
+	ts_unlock();
+}
+
+void ts_lwip__wake(void)
+{
+	uint64_t one = 1;
+
+	if (ts_sig_efd >= 0)
+		(void)!ts_real_write(ts_sig_efd, &one, sizeof(one));
+}
+
+/* ------------------------------------------------------------------ */
+/* next hop                                                            */
+
+#define TS_NH_SLOTS 64
+
+struct nh_slot {
+	struct ts_nexthop nh;
+	uint64_t probed_ns;
+};
+
+static struct nh_slot nh_tab[TS_NH_SLOTS];
+
+static void neigh_probe(uint32_t daddr)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(9), /* discard */
+				  .sin_addr.s_addr = daddr };
+	int fd = ts_real_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	/* an empty datagram makes the kernel resolve the next hop (ARP) */
+	(void)!ts_real_sendto(fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&sa,
+			      sizeof(sa));
+	ts_real_close(fd);
+}
+
+int ts_lwip__nexthop(uint32_t daddr, struct ts_nexthop *out)
+{
+	struct nh_slot *c = &nh_tab[(ntohl(daddr) * 2654435761u) >> 26];
+	uint64_t now = ts_now_ns();
+	struct ts_nexthop nh;
+
+	if (c->nh.daddr == daddr && c->nh.resolved && c->nh.expires_ns > now) {
+		*out = c->nh;
+		return 0;
+	}
+	if (ts_route__lookup(daddr, &nh))
+		return -EHOSTUNREACH;
+	if (nh.type != RTN_UNICAST || IN_MULTICAST(ntohl(daddr)))
+		return -EADDRNOTAVAIL;
+	if (ts_neigh__lookup(nh.ifindex, nh.gw ? nh.gw : daddr, nh.mac)) {
+		if (c->nh.daddr != daddr || now - c->probed_ns > 1000000000ull) {
+			c->nh.daddr = daddr;
+			c->nh.resolved = 0;
+			c->probed_ns = now;
+			neigh_probe(daddr);
+		}
+		return -EAGAIN;
+	}
+	nh.resolved = 1;
+	nh.expires_ns = now + 1000000000ull;
+	c->nh = nh;
+	*out = nh;
+	return 0;
+}
+
+int ts_lwip__resolve(uint32_t daddr, int ms)
+{
+	struct ts_nexthop nh;
+	int i, r = -EAGAIN;
+
+	for (i = 0; i <= ms; i++) {
+		ts_lock();
+		r = ts_lwip__nexthop(daddr, &nh);
+		ts_unlock();
+		if (r != -EAGAIN)
+			break;
+		usleep(1000);
+	}
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* netifs                                                              */
+
+static err_t nif_output(struct netif *n, struct pbuf *p,
+			const ip4_addr_t *ipaddr)
+{
+	struct ts_nexthop nh;
+	struct ts_stack *st;
+	const uint8_t *ip = p->payload;
+	uint32_t daddr;
+	int r;
+
+	(void)n;
+	(void)ipaddr;
+	/* LWIP_NETIF_TX_SINGLE_PBUF=1 in Debian's build: one contiguous
+	 * buffer holding the whole packet */
+	if (p->len != p->tot_len || p->len < 20)
+		return ERR_VAL;
+	memcpy(&daddr, ip + 16, 4);
+	r = ts_lwip__nexthop(daddr, &nh);
+	if (r) {
+		if (r == -EAGAIN)
+			ts_stats->tcp.tx_neigh++;
+		else
+			ts_stats->tcp.tx_noroute++;
+		return ERR_OK; /* dropped: TCP retransmits */
+	}
+	st = ts_stack__get(nh.ifindex, 0);
+	if (!st) {
+		ts_stats->tcp.tx_noroute++;
+		return ERR_OK;
+	}
+	if (ts_stack__send_ip(st, nh.mac, ip, p->len, 0)) {
+		ts_stats->tcp.tx_ring_full++;
+		return ERR_OK;
+	}
+	ts_stats->tcp.segs_tx++;
+	return ERR_OK;
+}
+
+#if LWIP_IPV6
+static err_t nif_output6(struct netif *n, struct pbuf *p,
+			 const ip6_addr_t *ipaddr)
+{
+	(void)n;
+	(void)p;
+	(void)ipaddr;
+	return ERR_OK; /* IPv6 stays on the kernel */
+}
+#endif
+
+static err_t nif_init(struct netif *n)
+{
+	struct ts_nif *t = n->state;
+	uint32_t mtu = ts_stack__mtu(t->st);
+
+	n->name[0] = 't';
+	n->name[1] = 's';
+	n->output = nif_output;
+#if LWIP_IPV6
+	n->output_ip6 = nif_output6;
+#endif
+	/* a segment must fit one 2 KiB UMEM frame behind its 14-byte header;
+	 * lwIP's MSS is min(TCP_MSS=1460, mtu - 40) */
+	n->mtu = (u16_t)(mtu > 2048 - 14 ? 2048 - 14 : mtu);
+	n->flags = NETIF_FLAG_LINK_UP;
+	return ERR_OK;
+}
+
+struct netif *ts_lwip__netif(struct ts_stack *st, uint32_t addr)
+{
+	struct ifaddrs *ifa, *i;
+	char name[IF_NAMESIZE];
+	int k, found = 0;
+
+	for (k = 0; k < nnifs; k++)
+		if (nifs[k].st == st && nifs[k].addr == addr)
+			return &nifs[k].nif;
+	if (nnifs >= TS_LWIP_NETIFS ||
+	    !if_indextoname((unsigned)ts_stack__ifindex(st), name) ||
+	    getifaddrs(&ifa))
+		return NULL;
+	for (i = ifa; i && !found; i = i->ifa_next)
+		found = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+			!strcmp(i->ifa_name, name) &&
+			((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr ==
+				addr;
+	freeifaddrs(ifa);
+	if (!found)
+		return NULL;
+	{
+		struct ts_nif *t = &nifs[nnifs];
+		ip4_addr_t a, m, g;
+
+		t->st = st;
+		t->addr = addr;
+		a.addr = addr;
+		/* routing is route.c's: lwIP only needs the address */
+		m.addr = 0xffffffffu;
+		g.addr = 0;
+		ts_lwip__core_enter();
+		if (!netif_add(&t->nif, &a, &m, &g, t, nif_init, ip4_input)) {
+			ts_lwip__core_exit();
+			return NULL;
+		}
+		netif_set_up(&t->nif);
+		netif_set_link_up(&t->nif);
+		if (!netif_default)
+			netif_set_default(&t->nif);
+		ts_lwip__core_exit();
+		nnifs++;
+		return &t->nif;
+	}
+}
+
+struct ts_stack *ts_lwip__stack(const struct netif *n)
+{
+	return n ? ((const struct ts_nif *)n->state)->st : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* input                                                               */
+
+/* Senders on veth (the kernel's CHECKSUM_PARTIAL) leave the TCP checksum
+ * holding only the folded pseudo-header sum, for hardware that is not
+ * there. lwIP checks every checksum (CHECKSUM_CHECK_TCP is fixed at 1 in
+ * the build): complete that form, leave any other bad sum to lwIP. */
+static void csum_complete(uint8_t *ip, uint32_t ihl, uint32_t tot)
+{
+	uint8_t *th = ip + ihl, ph[12];
+	uint32_t seglen = tot - ihl, pseudo, sum;
+	uint16_t field;
+
+	memcpy(ph, ip + 12, 8);
+	ph[8] = 0;
+	ph[9] = 6;
+	ph[10] = (uint8_t)(seglen >> 8);
+	ph[11] = (uint8_t)seglen;
+	pseudo = ts_csum__partial(ph, sizeof(ph), 0);
+	sum = ts_csum__partial(th, seglen, pseudo);
+	if (ts_csum__fold(sum) == 0xffff)
+		return;
+	field = (uint16_t)(th[16] << 8 | th[17]);
+	if (field != ts_csum__fold(pseudo))
+		return;
+	th[16] = th[17] = 0;
+	sum = (uint16_t)~ts_csum__fold(ts_csum__partial(th, seglen, pseudo));
+	th[16] = (uint8_t)(sum >> 8);
+	th[17] = (uint8_t)sum;
+	ts_stats->tcp.rx_csum_completed++;
+}
+
+void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
+{
+	const uint8_t *ip = frame + 14;
+	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4, tot, daddr;
+	struct netif *n;
+	struct pbuf *p;
+
+	tot = (uint32_t)(ip[2] << 8 | ip[3]);
+	if (!ts_tcp_on || ihl < 20 || tot < ihl + 20 || tot > len - 14) {
+		ts_stats->tcp.rx_no_netif++;
+		return;
+	}
+	memcpy(&daddr, ip + 16, 4);
+	ts_lwip__core_enter();
+	n = ts_lwip__netif(st, daddr);
+	if (!n) {
+		ts_stats->tcp.rx_no_netif++;
+		goto out;
+	}
+	/* copied: lwIP may keep a segment (out of order, unread) for long,
+	 * and the UMEM frame goes straight back to the fill ring */
+	p = pbuf_alloc(PBUF_RAW, (u16_t)tot, PBUF_RAM);
+	if (!p)
+		goto out;
+	memcpy(p->payload, ip, tot);
+	csum_complete(p->payload, ihl, tot);
+	ts_stats->tcp.segs_rx++;
+	if (ip4_input(p, n) != ERR_OK)
+		pbuf_free(p);
+out:
+	ts_lwip__core_exit();
+}
+
+/* ------------------------------------------------------------------ */
+/* timers: lwIP's cyclic timers (tcp_tmr every 250 ms: delayed ACKs,
+ * retransmissions, keepalive, TIME_WAIT) on a helper thread under the
+ * locks. It also drains XSKs that nobody polled for TS_TIMER_MAX_MS, so
+ * that connections move on while no application thread is in the
+ * library, and then wakes sleepers. */
+
+static void *timer_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec ts = { 0, TS_TIMER_MAX_MS * 1000000L };
+		uint32_t ms;
+		int got = 0;
+
+		nanosleep(&ts, NULL);
+		ts_lwip__lock();
+		if (ts_stack__any_busy())
+			got = ts_stack__poll_all();
+		sys_check_timeouts();
+		ts_tcp__tick();
+		ms = sys_timeouts_sleeptime();
+		ts_lwip__unlock();
+		(void)ms;
+		if (got)
+			ts_lwip__wake();
+	}
+	return NULL;
+}
+
+int ts_lwip__start(void)
+{
+	sigset_t all, old;
+	int err;
+
+	if (sys_mutex_new(&lock_tcpip_core) != ERR_OK)
+		return -ENOMEM;
+	lwip_init();
+	sigfillset(&all);
+	/* the helper thread takes no signals: the application's own threads
+	 * must see them (sockperf's timer, SIGINT) */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&timer_thread, NULL, timer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	pthread_setname_np(timer_thread, "tickstack-tcp");
+	timer_running = 1;
+	return 0;
+}
