@@ -68,7 +68,8 @@
 	X(tx_noroute)       /* segment dropped: no route / not our interface */ \
 	X(tx_neigh)         /* segment dropped: neighbour unresolved (probed) */ \
 	X(tx_ring_full)     /* segment dropped: TX ring or frames exhausted */ \
-	X(resets)           /* connections ended by a reset or an abort */
+	X(resets)           /* connections ended by a reset or an abort */ \
+	X(newreno_rexmits)  /* partial ACKs answered with a retransmission */
 
 #define TICKSTACK_DECLARE_U64(name) uint64_t name;
 

@@ -73,6 +73,7 @@ struct ts_tcp {
 	int acq_len;
 	/* options (applied when the pcb exists) */
 	int nodelay, quickack, keepalive, linger0;
+	u32_t recover; /* snd_nxt when fast recovery began (NewReno) */
 	int keep_idle, keep_intvl, keep_cnt;
 	struct timeval rcvtimeo, sndtimeo;
 	struct tickstack_sock_stats *stats, dummy;
@@ -269,18 +270,27 @@ static void apply_opts(struct ts_tcp *t)
 		ip_set_option(p, SOF_KEEPALIVE);
 	else
 		ip_reset_option(p, SOF_KEEPALIVE);
-	if (t->keep_idle)
-		p->keep_idle = (u32_t)t->keep_idle * 1000;
-	if (t->keep_intvl)
-		p->keep_intvl = (u32_t)t->keep_intvl * 1000;
-	if (t->keep_cnt)
-		p->keep_cnt = (u32_t)t->keep_cnt;
+	/* seconds as Linux counts them (defaults 7200, 75, 9), in lwIP's
+	 * milliseconds divided by how much faster its ticks run here */
+	p->keep_idle = (u32_t)(t->keep_idle ? t->keep_idle : 7200) * 1000 /
+		       TS_TCP_TICK_SCALE;
+	p->keep_intvl = (u32_t)(t->keep_intvl ? t->keep_intvl : 75) * 1000 /
+			TS_TCP_TICK_SCALE;
+	p->keep_cnt = (u32_t)(t->keep_cnt ? t->keep_cnt : 9);
 }
 
 /* ------------------------------------------------------------------ */
 /* lwIP callbacks (under the locks)                                    */
 
 static int tcp_event;
+
+int ts_tcp__events(void)
+{
+	int ev = tcp_event;
+
+	tcp_event = 0;
+	return ev;
+}
 
 static err_t cb_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
@@ -387,6 +397,62 @@ static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
 	ts_stats->tcp.conns_accel++;
 	ts_stats->tcp.conns_live++;
 	return ERR_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* NewReno (RFC 6582) around lwIP: Debian's lwIP leaves fast recovery on
+ * the first new ACK, so when a window lost two segments the second waits
+ * for a retransmission timeout (no SACK either). The input glue looks at
+ * the connection before and after each segment: a partial ACK during
+ * recovery retransmits the next missing segment at once and stays in
+ * recovery until everything sent before it began is acknowledged. */
+
+static struct tcp_pcb *active_pcb(uint32_t saddr, uint16_t sport,
+				  uint16_t dport)
+{
+	struct tcp_pcb *p;
+
+	for (p = tcp_active_pcbs; p; p = p->next)
+		if (p->local_port == ntohs(dport) &&
+		    p->remote_port == ntohs(sport) &&
+		    ip4_addr_get_u32(ip_2_ip4(&p->remote_ip)) == saddr)
+			return p;
+	return NULL;
+}
+
+void ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
+		    struct ts_rx_probe *pr)
+{
+	struct tcp_pcb *p = active_pcb(saddr, sport, dport);
+
+	pr->pcb = p && p->callback_arg && p->unacked ? p : NULL;
+	if (pr->pcb) {
+		pr->infr = !!(p->flags & TF_INFR);
+		pr->lastack = p->lastack;
+	}
+}
+
+void ts_tcp__rx_post(struct ts_rx_probe *pr)
+{
+	struct tcp_pcb *p;
+	struct ts_tcp *t;
+
+	if (!pr->pcb)
+		return;
+	for (p = tcp_active_pcbs; p && p != pr->pcb; p = p->next)
+		;
+	if (!p || !(t = p->callback_arg))
+		return; /* gone during the input */
+	if (!pr->infr && (p->flags & TF_INFR)) {
+		t->recover = p->snd_nxt;
+		return;
+	}
+	if (pr->infr && p->lastack != pr->lastack && p->unacked &&
+	    TCP_SEQ_LT(p->lastack, t->recover) && tcp_rexmit(p) == ERR_OK) {
+		tcp_set_flags(p, TF_INFR);
+		ts_stats->tcp.newreno_rexmits++;
+		tcp_output(p);
+	}
 }
 
 /* ------------------------------------------------------------------ */

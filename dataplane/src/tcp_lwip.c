@@ -21,7 +21,6 @@
 extern sys_mutex_t lock_tcpip_core;
 
 #define TS_LWIP_NETIFS 32
-#define TS_TIMER_MAX_MS 5 /* the helper thread also drains idle XSKs */
 
 struct ts_nif {
 	struct netif nif;
@@ -306,6 +305,9 @@ void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
 {
 	const uint8_t *ip = frame + 14;
 	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4, tot, daddr;
+	struct ts_rx_probe pr;
+	uint32_t saddr;
+	uint16_t sport, dport;
 	struct netif *n;
 	struct pbuf *p;
 
@@ -329,37 +331,51 @@ void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
 	memcpy(p->payload, ip, tot);
 	csum_complete(p->payload, ihl, tot);
 	ts_stats->tcp.segs_rx++;
+	memcpy(&saddr, ip + 12, 4);
+	memcpy(&sport, ip + ihl, 2);
+	memcpy(&dport, ip + ihl + 2, 2);
+	ts_tcp__rx_pre(saddr, sport, dport, &pr);
 	if (ip4_input(p, n) != ERR_OK)
 		pbuf_free(p);
+	ts_tcp__rx_post(&pr);
 out:
 	ts_lwip__core_exit();
 }
 
 /* ------------------------------------------------------------------ */
-/* timers: lwIP's cyclic timers (tcp_tmr every 250 ms: delayed ACKs,
- * retransmissions, keepalive, TIME_WAIT) on a helper thread under the
- * locks. It also drains XSKs that nobody polled for TS_TIMER_MAX_MS, so
- * that connections move on while no application thread is in the
- * library, and then wakes sleepers. */
+/* timers. Debian's build fixes TCP_TMR_INTERVAL at 250 ms and lwIP counts
+ * retransmission timeouts, TIME_WAIT and keepalive in slow-timer ticks of
+ * two intervals: with it, the shortest RTO is 3 ticks (1.5 s), so every
+ * loss that fast retransmit does not repair stalls a stream for seconds.
+ * The helper thread calls tcp_tmr() every TS_TCP_TMR_MS instead (ticks of
+ * 2 * TS_TCP_TMR_MS): RTOs from 150 ms (Linux's floor is 200 ms), delayed
+ * ACKs within 25 ms (Linux: 40 ms), TIME_WAIT 12 s instead of lwIP's 120 s
+ * (Linux: 60 s). Keepalive times are scaled back by tcp.c
+ * (TS_TCP_TICK_SCALE). lwIP's other cyclic timers (ARP, IP reassembly,
+ * IGMP, IPv6) serve nothing here and are not run. The thread also drains
+ * XSKs that nobody polled, so that connections move on while no
+ * application thread is in the library, and then wakes sleepers. */
 
 static void *timer_main(void *arg)
 {
+	unsigned n = 0;
+
 	(void)arg;
 	for (;;) {
-		struct timespec ts = { 0, TS_TIMER_MAX_MS * 1000000L };
-		uint32_t ms;
-		int got = 0;
+		struct timespec ts = { 0, TS_TCP_TMR_MS * 1000000L };
+		int got = 0, ev;
 
 		nanosleep(&ts, NULL);
 		ts_lwip__lock();
 		if (ts_stack__any_busy())
 			got = ts_stack__poll_all();
-		sys_check_timeouts();
+		tcp_tmr();
 		ts_tcp__tick();
-		ms = sys_timeouts_sleeptime();
+		if (++n % 4 == 0) /* the XDP and UMEM counters, live */
+			ts_stack__refresh_stats();
+		ev = ts_tcp__events();
 		ts_lwip__unlock();
-		(void)ms;
-		if (got)
+		if (got || ev)
 			ts_lwip__wake();
 	}
 	return NULL;

@@ -42,7 +42,22 @@ TS_HIDDEN int ts_lwip__resolve(uint32_t daddr, int ms);
 TS_HIDDEN void ts_lwip__wake(void);
 TS_HIDDEN int ts_lwip__start(void);
 
-/* tcp.c: called by the timer thread under the locks after lwIP's timers */
+/* lwIP's TCP timer period (tcp_lwip.c) and how much faster than lwIP's
+ * nominal TCP_TMR_INTERVAL that makes its ticks */
+#define TS_TCP_TMR_MS 10
+#define TS_TCP_TICK_SCALE (TCP_TMR_INTERVAL / TS_TCP_TMR_MS)
+
+/* tcp.c: called by the timer thread under the locks after tcp_tmr();
+ * ts_tcp__events: whether callbacks ran since the last call (clears) */
 TS_HIDDEN void ts_tcp__tick(void);
+struct ts_rx_probe {
+	struct tcp_pcb *pcb;
+	int infr;
+	u32_t lastack;
+};
+TS_HIDDEN void ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
+			      struct ts_rx_probe *pr);
+TS_HIDDEN void ts_tcp__rx_post(struct ts_rx_probe *pr);
+TS_HIDDEN int ts_tcp__events(void);
 
 #endif
