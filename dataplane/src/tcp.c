@@ -420,10 +420,33 @@ static struct tcp_pcb *active_pcb(uint32_t saddr, uint16_t sport,
 	return NULL;
 }
 
-void ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
-		    struct ts_rx_probe *pr)
+/* A connection in TIME_WAIT for this 4-tuple ends, as on Linux, when a
+ * new SYN arrives with a sequence number beyond what it received (lwIP
+ * would answer with a reset): the new connection reuses the tuple. */
+static void tw_reuse(uint32_t raddr, uint16_t rport, uint16_t lport,
+		     uint32_t seq, int only_after)
 {
-	struct tcp_pcb *p = active_pcb(saddr, sport, dport);
+	struct tcp_pcb *p;
+
+	for (p = tcp_tw_pcbs; p; p = p->next) {
+		if (p->local_port != ntohs(lport) ||
+		    p->remote_port != ntohs(rport) ||
+		    ip4_addr_get_u32(ip_2_ip4(&p->remote_ip)) != raddr)
+			continue;
+		if (!only_after || TCP_SEQ_GT(seq, p->rcv_nxt))
+			tcp_abort(p); /* TIME_WAIT: freed, no segment sent */
+		return;
+	}
+}
+
+void ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
+		    uint32_t seq, uint8_t flags, struct ts_rx_probe *pr)
+{
+	struct tcp_pcb *p;
+
+	if ((flags & (TCP_SYN | TCP_ACK)) == TCP_SYN)
+		tw_reuse(saddr, sport, dport, seq, 1);
+	p = active_pcb(saddr, sport, dport);
 
 	pr->pcb = p && p->callback_arg && p->unacked ? p : NULL;
 	if (pr->pcb) {
@@ -786,6 +809,9 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	callbacks(pcb, t);
 	apply_opts(t);
 	t->state = T_CONNECTING;
+	/* lwIP refuses a tuple it still holds in TIME_WAIT; the kernel gave
+	 * this port out again, so that connection is over */
+	tw_reuse(t->raddr, t->rport, t->lport, 0, 0);
 	set_v4(&a, t->raddr);
 	if (tcp_connect(pcb, &a, ntohs(t->rport), cb_connected) != ERR_OK) {
 		tcp_arg(pcb, NULL);

@@ -306,7 +306,7 @@ void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
 	const uint8_t *ip = frame + 14;
 	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4, tot, daddr;
 	struct ts_rx_probe pr;
-	uint32_t saddr;
+	uint32_t saddr, seq;
 	uint16_t sport, dport;
 	struct netif *n;
 	struct pbuf *p;
@@ -334,7 +334,8 @@ void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
 	memcpy(&saddr, ip + 12, 4);
 	memcpy(&sport, ip + ihl, 2);
 	memcpy(&dport, ip + ihl + 2, 2);
-	ts_tcp__rx_pre(saddr, sport, dport, &pr);
+	memcpy(&seq, ip + ihl + 4, 4);
+	ts_tcp__rx_pre(saddr, sport, dport, ntohl(seq), ip[ihl + 13], &pr);
 	if (ip4_input(p, n) != ERR_OK)
 		pbuf_free(p);
 	ts_tcp__rx_post(&pr);

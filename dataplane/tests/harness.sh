@@ -28,8 +28,8 @@ fail_or_skip() {
 for t in sockperf ip ss taskset; do
 	command -v $t >/dev/null || fail_or_skip "$t not installed (hack/install-deps.sh)"
 done
-for f in libtickstack.so tickstack-run tickstack-stats udpcheck; do
-	[ -e "$B/$f" ] || fail_or_skip "$B/$f missing: run make -C dataplane all build/udpcheck"
+for f in libtickstack.so tickstack-run tickstack-stats udpcheck tcpcheck; do
+	[ -e "$B/$f" ] || fail_or_skip "$B/$f missing: run make -C dataplane all build/udpcheck build/tcpcheck"
 done
 
 RUN=$B/tickstack-run
@@ -443,13 +443,16 @@ t_noadmin() { # program left attached, no CAP_SYS_ADMIN: the next process replac
 	grep -q "replaced XDP program id" "$TSDP_TMP/server.out" || { die "run 2 did not replace the program run 1 left"; return 1; }
 }
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin"
+# the TCP cases (TICKSTACK_TCP=1)
+. "$here/tcp.sh"
+
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin $TCP_ALL"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
 	start=$(date +%s%N)
-	if [ "$t" = multicast ]; then
-		( trap tsdp_cleanup_netns EXIT; t_multicast ) && ok=1 || ok=0
+	if [ "$t" = multicast ] || [ "$t" = tcp_loss ]; then # own topology
+		( trap tsdp_cleanup_netns EXIT; t_$t ) && ok=1 || ok=0
 	else
 		new_pair
 		( t_$t ) && ok=1 || ok=0

@@ -12,8 +12,14 @@
  *                                    "pong", close first
  *   tcpcheck cycles-client HOST PORT N
  *                                    N times: connect, "ping", read "pong"
- *                                    and EOF, close; then check that its
- *                                    open fds are back where they started
+ *                                    and EOF, close
+ *
+ * After the cycles each side checks for leaks: its open fds are back to
+ * the count after a first warm-up cycle (which creates the library's XSK
+ * and maps), and, when it runs through the library, its statistics region
+ * (include/tickstack.h) shows no accelerated connection still held
+ * (conns_live, ports_held: lwIP's TIME_WAIT ends within seconds here) and
+ * no UMEM frame out of the free list (umem_frames_out). Polled, bounded.
  *
  * Receivers read with read(), recv() and readv() in turn, senders write
  * with write(), send() and writev() in turn, so all three families carry
@@ -32,6 +38,9 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <sys/mman.h>
+
+#include "tickstack.h"
 
 static int die(const char *what)
 {
@@ -192,6 +201,47 @@ static void expect(int fd, const char *want)
 	}
 }
 
+/* Leaks left by n cycles: 0 when the fds and the library's counters are
+ * back (polled up to 30 s: lwIP's TIME_WAIT lasts ~5 s here). */
+static int settle(int base, int n, const char *who)
+{
+	char path[64];
+	struct tickstack_stats *st = NULL;
+	uint64_t live = 0, held = 0, frames = 0;
+	int fd, i, now = -1;
+
+	snprintf(path, sizeof(path), TICKSTACK_STATS_PATH_FMT, (int)getpid());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		st = mmap(NULL, sizeof(*st), PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (st == MAP_FAILED)
+			st = NULL;
+	}
+	for (i = 0; i < 3000; i++) {
+		uint32_t k;
+
+		now = count_fds();
+		if (st) {
+			live = st->tcp.conns_live;
+			held = st->tcp.ports_held;
+			frames = 0;
+			for (k = 0; k < st->nxsk && k < TICKSTACK_STATS_MAX_XSK; k++)
+				frames += st->xsk[k].umem_frames_out;
+		}
+		if (now == base && !live && !held && !frames)
+			break;
+		usleep(10000);
+	}
+	printf("tcpcheck: %s: %d cycles; fds %d after, %d before; library: %s "
+	       "conns_live=%llu ports_held=%llu umem_frames_out=%llu\n",
+	       who, n, now, base, st ? "yes" : "no", (unsigned long long)live,
+	       (unsigned long long)held, (unsigned long long)frames);
+	if (st)
+		munmap(st, sizeof(*st));
+	return now == base && !live && !held && !frames ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -223,9 +273,13 @@ int main(int argc, char **argv)
 		sink(fd, argv[4]);
 		close(fd);
 	} else if (!strcmp(m, "cycles-server") && argc == 4) {
+		int base = -1;
+
 		fd = listener(atoi(argv[2]));
 		n = atoi(argv[3]);
-		for (i = 0; i < n; i++) {
+		for (i = 0; i <= n; i++) {
+			if (i == 1)
+				base = count_fds();
 			c = accept(fd, NULL, NULL);
 			if (c < 0)
 				die("accept");
@@ -234,13 +288,20 @@ int main(int argc, char **argv)
 				die("write");
 			close(c);
 		}
+		if (settle(base, n, "server"))
+			return 1;
 		close(fd);
 	} else if (!strcmp(m, "cycles-client") && argc == 5) {
-		int base = count_fds(), now;
+		int base = -1;
 		char b;
 
 		n = atoi(argv[4]);
-		for (i = 0; i < n; i++) {
+		for (i = 0; i <= n; i++) {
+			if (i == 1) {
+				/* the warm-up connection's close settles */
+				usleep(200000);
+				base = count_fds();
+			}
 			fd = connect_to(argv[2], atoi(argv[3]));
 			if (write(fd, "ping", 4) != 4)
 				die("write");
@@ -249,18 +310,7 @@ int main(int argc, char **argv)
 				die("no EOF after pong");
 			close(fd);
 		}
-		/* closing connections finish on the library's timer thread:
-		 * poll (bounded) until the fds are back */
-		for (i = 0; i < 200 && (now = count_fds()) != base; i++)
-			usleep(10000);
-		now = count_fds();
-		if (now != base) {
-			fprintf(stderr, "tcpcheck: %d fds open after %d cycles, "
-					"%d before\n",
-				now, n, base);
-			return 1;
-		}
-		printf("tcpcheck: %d cycles, fds %d before and after\n", n, base);
+		return settle(base, n, "client");
 	} else {
 		fprintf(stderr, "usage: see the comment at the top of "
 				"tests/tcpcheck.c\n");
