@@ -369,7 +369,8 @@ static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
 	tcp_event = 1;
 	if (!l || err != ERR_OK || !npcb)
 		return ERR_VAL;
-	if (l->acq_len >= l->backlog) /* lwIP aborts it: a reset */
+	/* Linux queues backlog + 1; lwIP aborts the one beyond: a reset */
+	if (l->acq_len > l->backlog)
 		return ERR_MEM;
 	t = shadow_new(-1, 0);
 	if (!t)
@@ -651,7 +652,7 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 	err_t err;
 
 	if (t->state == T_LISTEN) {
-		t->backlog = backlog < 1 ? 1 : backlog;
+		t->backlog = backlog < 0 ? 0 : backlog;
 		return ts_real_listen(fd, backlog);
 	}
 	if (t->state != T_NEW)
@@ -702,7 +703,7 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 	}
 	t->pcb = lp;
 	t->state = T_LISTEN;
-	t->backlog = backlog < 1 ? 1 : backlog;
+	t->backlog = backlog < 0 ? 0 : backlog;
 	tcp_arg(lp, t);
 	tcp_accept(lp, cb_accept);
 	tcp_stats_slot(t);

@@ -33,16 +33,21 @@ kernel_silent() {
 	done
 }
 
-# tcp_accel TAG MIN_CONNS: the process(es) with stats tag TAG carried at
-# least MIN_CONNS connections through the XSK, with bytes both ways
+# tcp_accel TAG MIN_CONNS [rx|tx|both]: the process(es) with stats tag TAG
+# carried at least MIN_CONNS connections through the XSK, with bytes
+# received, sent or both (default) through it
 tcp_accel() {
-	local tag=$1 min=$2 conns rxa txa
+	local tag=$1 min=$2 way=${3:-both} conns rxa txa
 	wait_for 5 ls "$TSDP_TMP"/stats-$tag-*.txt || { die "$tag: no stats dump"; return 1; }
 	conns=$(cat "$TSDP_TMP"/stats-$tag-*.txt | grep '^tcp ' | tr ' ' '\n' | grep '^conns_accel=' |
 		cut -d= -f2 | awk '{s+=$1} END {print s+0}')
 	rxa=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" rx_accel)
 	txa=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" tx_accel)
 	[ "$conns" -ge "$min" ] || { die "$tag: $conns connections through the XSK, want >= $min"; return 1; }
+	case $way in
+	rx) txa=1 ;;
+	tx) rxa=1 ;;
+	esac
 	[ "$rxa" -gt 0 ] && [ "$txa" -gt 0 ] || { die "$tag: no bytes through the XSK (rx=$rxa tx=$txa)"; return 1; }
 }
 
@@ -137,7 +142,11 @@ transfer() {
 	[ "$WAIT_RC" = 0 ] || { die "$dir: server exit code $WAIT_RC"; return 1; }
 	e=$(date +%s%N)
 	[ "$(sha256sum <"$TSDP_TMP/out")" = "$IN_SUM" ] || { die "$dir: sha256 differs"; return 1; }
-	tcp_accel cli 1 && tcp_accel srv 1 || return 1
+	if [ "$dir" = up ]; then
+		tcp_accel cli 1 tx && tcp_accel srv 1 rx || return 1
+	else
+		tcp_accel cli 1 rx && tcp_accel srv 1 tx || return 1
+	fi
 	log "$CUR: $dir ${TCP_LOSS_MIB} MiB intact in $(((e - s) / 1000000)) ms, router dropped" \
 		"$(ip netns exec "$NR" iptables -nvxL FORWARD | awk '/statistic/ {print $1}') packets," \
 		"NewReno retransmissions $(cat "$TSDP_TMP"/stats-*.txt | tr ' ' '\n' | grep '^newreno_rexmits=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')"
