@@ -12,6 +12,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <limits.h>
 #include <unistd.h>
 
 #define TS_API __attribute__((visibility("default")))
@@ -206,6 +209,26 @@ TS_API int close(int fd)
 	return REAL(close)(fd);
 }
 
+/* close_range closes (or marks close-on-exec) without close(): forget
+ * the shadows of the fds it closed, or a later fd with the same number
+ * would be taken for the socket. */
+TS_API int close_range(unsigned int first, unsigned int last, int flags)
+{
+	int r = REAL(close_range)(first, last, flags);
+	unsigned int fd;
+
+	if (r < 0 || (flags & CLOSE_RANGE_CLOEXEC) || !ts_ready || ts_in_lib)
+		return r;
+	for (fd = first; fd <= last && fd < (unsigned int)ts_fdtab_size; fd++) {
+		if (ts_sock__of((int)fd))
+			ts_sock__release((int)fd);
+		ts_ep__forget_fd((int)fd);
+		if (fd == last)
+			break;
+	}
+	return r;
+}
+
 /* ------------------------------------------------------------------ */
 /* receive                                                             */
 
@@ -252,6 +275,21 @@ TS_API ssize_t read(int fd, void *buf, size_t len)
 	if (!s)
 		return REAL(read)(fd, buf, len);
 	return recv_one(s, fd, buf, len, 0, NULL, NULL);
+}
+
+TS_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct ts_sock *s = ours(fd);
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+			      .msg_iovlen = (size_t)iovcnt };
+
+	if (!s)
+		return REAL(readv)(fd, iov, iovcnt);
+	if (iovcnt < 0 || iovcnt > IOV_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	return ts_sock__recvmsg(s, fd, &msg, 0);
 }
 
 TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
@@ -328,7 +366,7 @@ static ssize_t send_one(struct ts_sock *s, int fd, const void *buf,
 			      .msg_iov = &iov,
 			      .msg_iovlen = 1 };
 
-	return ts_sock__sendmsg(s, fd, &msg, flags);
+	return ts_sock__sendmsg(s, fd, &msg, flags, 0);
 }
 
 TS_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
@@ -359,13 +397,28 @@ TS_API ssize_t write(int fd, const void *buf, size_t len)
 	return send_one(s, fd, buf, len, 0, NULL, 0);
 }
 
+TS_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct ts_sock *s = ours(fd);
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+			      .msg_iovlen = (size_t)iovcnt };
+
+	if (!s)
+		return REAL(writev)(fd, iov, iovcnt);
+	if (iovcnt < 0 || iovcnt > IOV_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	return ts_sock__sendmsg(s, fd, &msg, 0, 0);
+}
+
 TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct ts_sock *s = ours(fd);
 
 	if (!s)
 		return REAL(sendmsg)(fd, msg, flags);
-	return ts_sock__sendmsg(s, fd, msg, flags);
+	return ts_sock__sendmsg(s, fd, msg, flags, 0);
 }
 
 TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
@@ -375,16 +428,23 @@ TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 
 	if (!s)
 		return REAL(sendmmsg)(fd, vec, n, flags);
+	/* one batch: the TX ring is kicked once, after the last datagram */
 	for (i = 0; i < n; i++) {
-		ssize_t r = ts_sock__sendmsg(s, fd, &vec[i].msg_hdr, flags);
+		ssize_t r = ts_sock__sendmsg(s, fd, &vec[i].msg_hdr, flags,
+					     i + 1 < n);
 
 		if (r < 0) {
+			int e = errno;
+
+			ts_sock__flush(s);
 			if (i > 0)
 				break;
+			errno = e;
 			return -1;
 		}
 		vec[i].msg_len = (unsigned int)r;
 	}
+	ts_sock__flush(s);
 	return (int)i;
 }
 
@@ -687,87 +747,79 @@ TS_API int dup3(int oldfd, int newfd, int flags)
 }
 
 /* ------------------------------------------------------------------ */
-/* exec keeps the preload and the TICKSTACK_* settings                 */
+/* io_uring: the ring reads and writes kernel sockets behind the library's
+ * back, so the first ring moves every UDP socket to the kernel. Caught
+ * where liburing (linked dynamically) or syscall() sets one up; a program
+ * with liburing linked statically is not seen. */
 
-static const char *self_path(void)
+static void *uring_real(const char *name)
 {
-	static char path[512];
-	Dl_info di;
+	void *p;
 
-	if (!path[0] && dladdr((void *)ts_real__resolve, &di) && di.dli_fname)
-		snprintf(path, sizeof(path), "%s", di.dli_fname);
-	return path;
+	ts_in_lib++;
+	p = dlsym(RTLD_NEXT, name);
+	ts_in_lib--;
+	return p;
 }
 
-static int env_has(char *const envp[], const char *prefix)
+static void uring_seen(void)
 {
-	size_t n = strlen(prefix);
+	if (ts_ready && !ts_in_lib)
+		ts_sock__uring_used();
+}
+
+struct io_uring;
+struct io_uring_params;
+
+TS_API int io_uring_setup(unsigned int entries, struct io_uring_params *p)
+{
+	uring_seen();
+	return (int)REAL(syscall)(SYS_io_uring_setup, (long)entries, p);
+}
+
+TS_API int io_uring_queue_init_params(unsigned int entries,
+				      struct io_uring *ring,
+				      struct io_uring_params *p)
+{
+	int (*real)(unsigned int, struct io_uring *, struct io_uring_params *) =
+		uring_real("io_uring_queue_init_params");
+
+	uring_seen();
+	if (!real)
+		return -ENOSYS;
+	return real(entries, ring, p);
+}
+
+TS_API int io_uring_queue_init(unsigned int entries, struct io_uring *ring,
+			       unsigned int flags)
+{
+	int (*real)(unsigned int, struct io_uring *, unsigned int) =
+		uring_real("io_uring_queue_init");
+
+	uring_seen();
+	if (!real)
+		return -ENOSYS;
+	return real(entries, ring, flags);
+}
+
+TS_API long syscall(long n, ...)
+{
+	long a[6];
+	va_list ap;
 	int i;
 
-	for (i = 0; envp && envp[i]; i++)
-		if (!strncmp(envp[i], prefix, n))
-			return i;
-	return -1;
-}
-
-TS_API int execve(const char *path, char *const argv[], char *const envp[])
-{
-	extern char **environ;
-	const char *lib = self_path();
-	char **nenv, *pre = NULL;
-	int n = 0, k = 0, i, j, r;
-
-	if (!ts_ready || !lib[0] || envp == environ)
-		return REAL(execve)(path, argv, envp);
-	i = env_has(envp, "LD_PRELOAD=");
-	if (i >= 0 && strstr(envp[i], lib) && env_has(envp, "TICKSTACK_") >= 0)
-		return REAL(execve)(path, argv, envp);
-	while (envp && envp[n])
-		n++;
-	for (j = 0; environ && environ[j]; j++)
-		;
-	nenv = calloc((size_t)(n + j + 2), sizeof(*nenv));
-	if (!nenv)
-		return REAL(execve)(path, argv, envp);
-	for (i = 0; i < n; i++) {
-		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && !strstr(envp[i], lib)) {
-			size_t l = strlen(envp[i]) + strlen(lib) + 2;
-
-			pre = malloc(l);
-			if (pre) {
-				snprintf(pre, l, "LD_PRELOAD=%s:%s", lib, envp[i] + 11);
-				nenv[k++] = pre;
-				continue;
-			}
-		}
-		nenv[k++] = envp[i];
+	va_start(ap, n);
+	for (i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (n == SYS_io_uring_setup)
+		uring_seen();
+	else if (n == SYS_close && ts_ready && !ts_in_lib &&
+		 ts_sock__of((int)a[0])) {
+		ts_sock__release((int)a[0]);
+		ts_ep__forget_fd((int)a[0]);
 	}
-	if (env_has(envp, "LD_PRELOAD=") < 0) {
-		size_t l = strlen(lib) + 12;
-
-		pre = malloc(l);
-		if (pre) {
-			snprintf(pre, l, "LD_PRELOAD=%s", lib);
-			nenv[k++] = pre;
-		}
-	}
-	for (i = 0; environ && environ[i]; i++) {
-		char *eq = strchr(environ[i], '=');
-		char name[128];
-
-		if (strncmp(environ[i], "TICKSTACK_", 10) || !eq ||
-		    (size_t)(eq - environ[i]) + 2 > sizeof(name))
-			continue;
-		snprintf(name, sizeof(name), "%.*s=", (int)(eq - environ[i]),
-			 environ[i]);
-		if (env_has(envp, name) < 0)
-			nenv[k++] = environ[i];
-	}
-	nenv[k] = NULL;
-	r = REAL(execve)(path, argv, nenv);
-	free(pre);
-	free(nenv);
-	return r;
+	return REAL(syscall)(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* ------------------------------------------------------------------ */

@@ -93,10 +93,18 @@ static int nl_talk(struct nlmsghdr *req, char *buf, size_t cap)
 
 int ts_route__lookup(uint32_t daddr, struct ts_nexthop *nh)
 {
+	struct ts_flow fl = { .daddr = daddr };
+
+	return ts_route__lookup_flow(&fl, nh);
+}
+
+int ts_route__lookup_flow(const struct ts_flow *fl, struct ts_nexthop *nh)
+{
+	uint32_t daddr = fl->daddr;
 	struct {
 		struct nlmsghdr n;
 		struct rtmsg r;
-		char attrs[64];
+		char attrs[128];
 	} req;
 	char buf[4096];
 	struct nlmsghdr *h = (struct nlmsghdr *)buf;
@@ -110,7 +118,25 @@ int ts_route__lookup(uint32_t daddr, struct ts_nexthop *nh)
 	req.n.nlmsg_flags = NLM_F_REQUEST;
 	req.r.rtm_family = AF_INET;
 	req.r.rtm_dst_len = 32;
+	req.r.rtm_tos = fl->tos;
 	add_attr(&req.n, RTA_DST, &daddr, 4);
+	if (fl->saddr) {
+		req.r.rtm_src_len = 32;
+		add_attr(&req.n, RTA_SRC, &fl->saddr, 4);
+	}
+	if (fl->oif)
+		add_attr(&req.n, RTA_OIF, &fl->oif, 4);
+	{
+		uint32_t uid = (uint32_t)geteuid();
+		uint8_t proto = IPPROTO_UDP;
+
+		add_attr(&req.n, RTA_UID, &uid, 4);
+		add_attr(&req.n, RTA_IP_PROTO, &proto, 1);
+		if (fl->sport)
+			add_attr(&req.n, RTA_SPORT, &fl->sport, 2);
+		if (fl->dport)
+			add_attr(&req.n, RTA_DPORT, &fl->dport, 2);
+	}
 	n = nl_talk(&req.n, buf, sizeof(buf));
 	if (n < 0)
 		return n;

@@ -7,15 +7,19 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <linux/rtnetlink.h>
+#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <stdio.h>
 #include <unistd.h>
 
 struct ts_sock **ts_fdtab;
 int ts_fdtab_size;
 struct ts_sock **ts_port_tab;
 int ts_sig_efd = -1;
+int ts_uring_used;
 
 /* ------------------------------------------------------------------ */
 /* interfaces                                                          */
@@ -87,22 +91,32 @@ static struct ts_nexthop nh_cache[TS_NH_CACHE];
 /* 0 and nh filled; or a positive TICKSTACK_SOCK counter reason. */
 enum { NH_OK = 0, NH_NOROUTE, NH_LOCAL, NH_NEIGH };
 
-static int nexthop(uint32_t daddr, int mcast_ifindex, struct ts_nexthop *out)
+/* The next hop for a flow, as the kernel's output route lookup for this
+ * socket would find it: source address, outgoing interface (multicast),
+ * ports and uid go into the query, so policy routing (ip rule) applies. */
+static int nexthop(const struct ts_flow *fl, struct ts_nexthop *out)
 {
-	struct ts_nexthop *c = &nh_cache[(ntohl(daddr) * 2654435761u) >> 26];
+	uint32_t daddr = fl->daddr;
+	uint32_t h = (ntohl(daddr) ^ ntohl(fl->saddr) ^ fl->sport ^
+		      ((uint32_t)fl->dport << 16) ^ (uint32_t)fl->oif) *
+		     2654435761u;
+	struct ts_nexthop *c = &nh_cache[h >> 26];
 	uint64_t now = ts_now_ns();
 	struct ts_nexthop nh;
 
 	if (c->daddr == daddr && c->resolved && c->expires_ns > now &&
-	    (!mcast_ifindex || c->ifindex == mcast_ifindex)) {
+	    c->fl.saddr == fl->saddr && c->fl.oif == fl->oif &&
+	    c->fl.sport == fl->sport && c->fl.dport == fl->dport &&
+	    c->fl.tos == fl->tos) {
 		*out = *c;
 		return NH_OK;
 	}
-	if (ts_route__lookup(daddr, &nh))
+	if (ts_route__lookup_flow(fl, &nh))
 		return NH_NOROUTE;
+	nh.fl = *fl;
 	if (IN_MULTICAST(ntohl(daddr))) {
-		if (mcast_ifindex)
-			nh.ifindex = mcast_ifindex;
+		if (fl->oif)
+			nh.ifindex = fl->oif;
 		ts_pkt__mcast_mac(daddr, nh.mac);
 		nh.resolved = 1;
 	} else if (nh.type != RTN_UNICAST) {
@@ -176,8 +190,16 @@ struct ts_sock *ts_sock__new(int fd, int nonblock)
 	s->owner = ts_getpid();
 	s->nonblock = nonblock;
 	s->ttl = 64;
+	{
+		int v = 0;
+		socklen_t vl = sizeof(v);
+
+		if (!ts_real_getsockopt(fd, IPPROTO_IP, IP_TTL, &v, &vl))
+			s->ttl = (uint8_t)v; /* net.ipv4.ip_default_ttl */
+	}
 	s->mcast_ttl = 1;
 	s->mcast_loop = 1;
+	s->mc_all = 1;
 	s->stats = ts_stats__sock_slot(fd);
 	if (!s->stats)
 		s->stats = &s->dummy_stats;
@@ -248,6 +270,60 @@ static int sock__add_rx_stack(struct ts_sock *s, struct ts_stack *st)
 	return 0;
 }
 
+/* Whether a socket of another process (or one of ours on the kernel path)
+ * is bound to port and would receive some of what a steering entry for
+ * (key, port) takes: /proc/net/udp of this namespace, our own accelerated
+ * sockets recognised by inode. Only sockets with SO_REUSEADDR can share a
+ * port with another, so only those are checked. */
+static int port__foreign(uint32_t key, uint16_t port)
+{
+	char line[256];
+	int found = 0;
+	FILE *f;
+
+	f = fopen("/proc/net/udp", "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned int la, lp, ra, rp, st;
+		unsigned long long ino;
+		struct ts_sock *o;
+		int mine = 0;
+
+		if (sscanf(line, " %*d: %x:%x %x:%x %x %*x:%*x %*x:%*x %*x %*u %*u %llu",
+			   &la, &lp, &ra, &rp, &st, &ino) != 6)
+			continue;
+		if (lp != ntohs(port))
+			continue;
+		for (o = ts_port_tab[ntohs(port)]; o && !mine; o = o->next_port)
+			mine = o->ino == ino;
+		if (mine)
+			continue;
+		if (IN_MULTICAST(ntohl(key)))
+			found = la == 0 || la == key;
+		else
+			found = !key || la == key;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Install (key, port) on st, or leave it to the kernel (shared) when
+ * another socket needs some of it. 0 when the XSK takes it. */
+static int sock__steer(struct ts_sock *s, struct ts_stack *st, uint32_t key)
+{
+	if (s->reuse && port__foreign(key, s->lport)) {
+		ts_stats->kernel_shared++;
+		ts_stats->fallback_events++;
+		ts_dbg("port %u is shared with another socket: kernel delivers",
+		       ntohs(s->lport));
+		ts_stack__steer_add(st, key, s->lport);
+		ts_stack__steer_shared(st, key, s->lport);
+		return 0; /* our entry, marked shared: read from the kernel fd */
+	}
+	return ts_stack__steer_add(st, key, s->lport);
+}
+
 static int require_fail(struct ts_sock *s, const char *why)
 {
 	char a[INET_ADDRSTRLEN];
@@ -289,6 +365,18 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 	}
 	s->laddr = sa.sin_addr.s_addr;
 	s->lport = sa.sin_port;
+	{
+		struct stat stb;
+
+		if (!fstat(fd, &stb))
+			s->ino = (uint64_t)stb.st_ino;
+	}
+	if (__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE)) {
+		s->state = TS_S_KERNEL;
+		ts_stats->sockets_kernel++;
+		ts_stats->kernel_uring++;
+		return 0;
+	}
 	s->stats->laddr = s->laddr;
 	s->stats->lport = s->lport;
 	s->owner = ts_getpid();
@@ -313,7 +401,7 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 	for (i = 0; i < n; i++) {
 		struct ts_stack *st = ts_stack__get(idx[i], 1);
 
-		if (st && !ts_stack__steer_add(st, s->laddr, s->lport))
+		if (st && !sock__steer(s, st, s->laddr))
 			sock__add_rx_stack(s, st);
 		else if (!st)
 			ts_stack__share(idx[i], s->laddr, s->lport);
@@ -321,7 +409,7 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 	for (g = 0; g < s->ngroups; g++) {
 		struct ts_stack *st = ts_stack__get(s->group_ifindex[g], 1);
 
-		if (st && !ts_stack__steer_add(st, s->groups[g], s->lport))
+		if (st && !sock__steer(s, st, s->groups[g]))
 			sock__add_rx_stack(s, st);
 		else if (!st)
 			ts_stack__share(s->group_ifindex[g], s->groups[g],
@@ -415,46 +503,93 @@ void ts_sock__dup(int oldfd, int newfd)
 	ts_unlock();
 }
 
-int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
-		     const struct ts_udp_meta *m)
+/* Whether s would receive m from the kernel: its address and connected
+ * peer match; for a group, a membership, or IP_MULTICAST_ALL (on by
+ * default: a socket bound to the port gets every group the host joined). */
+static int sock__wants(const struct ts_sock *s, const struct ts_udp_meta *m,
+		       int mc)
 {
-	struct ts_sock *s = ts_port_tab[ntohs(m->dport)];
-	int k = 0, full = 0, mc = IN_MULTICAST(ntohl(m->daddr));
+	int g;
+
+	if (s->state != TS_S_ACCEL)
+		return 0;
+	if (s->laddr && s->laddr != m->daddr)
+		return 0;
+	if (s->connected && (s->raddr != m->saddr || s->rport != m->sport))
+		return 0;
+	if (!mc || s->mc_all)
+		return 1;
+	for (g = 0; g < s->ngroups; g++)
+		if (s->groups[g] == m->daddr)
+			return 1;
+	return 0;
+}
+
+static int sock__enqueue(struct ts_sock *s, struct ts_stack *st,
+			 uint64_t frame, const struct ts_udp_meta *m,
+			 uint64_t rx_ns)
+{
+	struct ts_rxent *e;
+
+	if (s->qtail - s->qhead >= s->qcap) {
+		s->stats->rx_drops++;
+		return -1;
+	}
+	e = &s->q[s->qtail & (s->qcap - 1)];
+	e->st = st;
+	e->frame = frame;
+	e->rx_ns = rx_ns;
+	e->off = m->payload_off;
+	e->len = m->payload_len;
+	e->saddr = m->saddr;
+	e->sport = m->sport;
+	e->daddr = m->daddr;
+	e->tos = m->tos;
+	e->ttl = m->ttl;
+	__atomic_store_n(&s->qtail, s->qtail + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The kernel hands a unicast datagram to ONE socket, the best match
+ * (address bound exactly beats the wildcard, a connected peer beats none;
+ * among equals the one bound last), and a multicast one to every socket
+ * that wants it. */
+int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
+		     const struct ts_udp_meta *m, uint64_t rx_ns)
+{
+	struct ts_sock *s = ts_port_tab[ntohs(m->dport)], *best = NULL;
+	int k = 0, full = 0, best_score = -1;
+	int mc = IN_MULTICAST(ntohl(m->daddr));
 
 	for (; s; s = s->next_port) {
-		struct ts_rxent *e;
+		int score;
 
-		if (s->state != TS_S_ACCEL)
+		if (!sock__wants(s, m, mc)) {
+			if (s->state == TS_S_ACCEL && s->connected &&
+			    (!s->laddr || s->laddr == m->daddr))
+				s->stats->rx_filtered++;
 			continue;
-		if (s->laddr && s->laddr != m->daddr)
-			continue;
+		}
 		if (mc) {
-			int g, member = 0;
-
-			for (g = 0; g < s->ngroups; g++)
-				member |= s->groups[g] == m->daddr;
-			if (!member)
-				continue;
-		}
-		if (s->connected &&
-		    (s->raddr != m->saddr || s->rport != m->sport)) {
-			s->stats->rx_filtered++;
+			if (k >= 255)
+				break; /* the frame's reference count is 8 bits */
+			if (sock__enqueue(s, st, frame, m, rx_ns))
+				full++;
+			else
+				k++;
 			continue;
 		}
-		if (s->qtail - s->qhead >= s->qcap) {
-			s->stats->rx_drops++;
+		score = (s->laddr ? 4 : 0) + (s->connected ? 4 : 0);
+		if (score > best_score) {
+			best = s;
+			best_score = score;
+		}
+	}
+	if (best) {
+		if (sock__enqueue(best, st, frame, m, rx_ns))
 			full++;
-			continue;
-		}
-		e = &s->q[s->qtail & (s->qcap - 1)];
-		e->st = st;
-		e->frame = frame;
-		e->off = m->payload_off;
-		e->len = m->payload_len;
-		e->saddr = m->saddr;
-		e->sport = m->sport;
-		s->qtail++;
-		k++;
+		else
+			k++;
 	}
 	if (k)
 		ts_stack__frame_refs(st, frame, k);
@@ -477,6 +612,73 @@ static void efd_drain(void)
 
 	if (ts_sig_efd >= 0)
 		(void)!ts_real_read(ts_sig_efd, &v, sizeof(v));
+}
+
+/* put_cmsg as the kernel does it: a control buffer too small for a message
+ * gets what fits and MSG_CTRUNC. *used counts the bytes consumed. */
+static void cmsg_put(struct msghdr *msg, size_t *used, int level, int type,
+		     const void *data, size_t len)
+{
+	size_t room = msg->msg_controllen - *used;
+	size_t cmlen = CMSG_LEN(len), space = CMSG_SPACE(len);
+	struct cmsghdr h;
+	char *p = (char *)msg->msg_control + *used;
+
+	if (!msg->msg_control || room < sizeof(struct cmsghdr)) {
+		msg->msg_flags |= MSG_CTRUNC;
+		return;
+	}
+	if (room < cmlen) {
+		msg->msg_flags |= MSG_CTRUNC;
+		cmlen = room;
+	}
+	h.cmsg_level = level;
+	h.cmsg_type = type;
+	h.cmsg_len = cmlen;
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + CMSG_LEN(0), data, cmlen - CMSG_LEN(0));
+	*used += space < room ? space : room;
+}
+
+/* The control messages the kernel's udp_recvmsg writes, in its order: the
+ * timestamp (sock_recv_cmsgs), then IP_PKTINFO, IP_TTL, IP_TOS. */
+static void sock__cmsgs(const struct ts_sock *s, const struct ts_rxent *e,
+			struct msghdr *msg)
+{
+	size_t used = 0;
+
+	if (s->cmsgs & TS_CM_TSTAMPNS) {
+		struct timespec ts = { .tv_sec = (time_t)(e->rx_ns / 1000000000ull),
+				       .tv_nsec = (long)(e->rx_ns % 1000000000ull) };
+
+		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_type, &ts, sizeof(ts));
+	} else if (s->cmsgs & TS_CM_TSTAMP) {
+		struct timeval tv = { .tv_sec = (time_t)(e->rx_ns / 1000000000ull),
+				      .tv_usec = (long)(e->rx_ns % 1000000000ull) / 1000 };
+
+		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_type, &tv, sizeof(tv));
+	}
+	if (s->cmsgs & TS_CM_PKTINFO) {
+		struct in_pktinfo pi;
+
+		memset(&pi, 0, sizeof(pi));
+		pi.ipi_ifindex = ts_stack__ifindex(e->st);
+		pi.ipi_addr.s_addr = e->daddr;
+		/* the kernel's fib_compute_spec_dst: the destination for a
+		 * local address, the interface's address for a group */
+		pi.ipi_spec_dst.s_addr = IN_MULTICAST(ntohl(e->daddr)) ?
+						 ts_stack__addr(e->st) :
+						 e->daddr;
+		cmsg_put(msg, &used, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
+	}
+	if (s->cmsgs & TS_CM_TTL) {
+		int ttl = e->ttl;
+
+		cmsg_put(msg, &used, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+	}
+	if (s->cmsgs & TS_CM_TOS)
+		cmsg_put(msg, &used, IPPROTO_IP, IP_TOS, &e->tos, 1);
+	msg->msg_controllen = used;
 }
 
 /* Copy the head datagram into msg; the caller holds the lock. */
@@ -512,7 +714,10 @@ static ssize_t sock__pop(struct ts_sock *s, struct msghdr *msg, int flags)
 		memcpy(msg->msg_name, &sa, msg->msg_namelen);
 		msg->msg_namelen = sizeof(sa);
 	}
-	msg->msg_controllen = 0;
+	if (s->cmsgs)
+		sock__cmsgs(s, e, msg);
+	else
+		msg->msg_controllen = 0;
 	ret = (flags & MSG_TRUNC) ? (ssize_t)e->len : (ssize_t)off;
 	if (!(flags & MSG_PEEK)) {
 		ts_stack__frame_put(e->st, e->frame);
@@ -544,7 +749,8 @@ static int sock__rx_hint(struct ts_sock *s)
 	return 0;
 }
 
-#define TS_RECV_FLAGS (MSG_DONTWAIT | MSG_PEEK | MSG_TRUNC | MSG_NOSIGNAL)
+#define TS_RECV_FLAGS (MSG_DONTWAIT | MSG_PEEK | MSG_TRUNC | MSG_NOSIGNAL | \
+		       MSG_WAITALL | MSG_CMSG_CLOEXEC)
 
 ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 			 int flags)
@@ -560,8 +766,7 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 
 	ts_lock();
 	sock__check_owner(s, fd);
-	if (s->state == TS_S_NEW && !nonblock && !(flags & ~TS_RECV_FLAGS) &&
-	    !msg->msg_controllen) {
+	if (s->state == TS_S_NEW && !nonblock && !(flags & ~TS_RECV_FLAGS)) {
 		/* Not bound yet: another thread's first send will bind it and
 		 * install the steering, so do not sleep in the kernel's recv
 		 * (the replies would then arrive on the XSK). */
@@ -590,8 +795,7 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 		}
 		ts_lock();
 	}
-	if (s->state != TS_S_ACCEL || (flags & ~TS_RECV_FLAGS) ||
-	    msg->msg_controllen) {
+	if (s->state != TS_S_ACCEL || (flags & ~TS_RECV_FLAGS)) {
 		if (s->qhead != s->qtail && !(flags & ~TS_RECV_FLAGS)) {
 			r = sock__pop(s, msg, flags);
 			ts_unlock();
@@ -694,10 +898,27 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 
 #define TS_SEND_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)
 
+/* Kick what a batch (sendmmsg) left on the TX ring. */
+void ts_sock__flush(struct ts_sock *s)
+{
+	struct ts_stack *st = s->tx_pending_st;
+
+	if (!st)
+		return;
+	ts_lock();
+	s->tx_pending_st = NULL;
+	if (ts_stack__usable(st))
+		ts_stack__flush(st);
+	ts_unlock();
+}
+
 static ssize_t kernel_send(struct ts_sock *s, int fd, const struct msghdr *msg,
 			   int flags, uint64_t *reason)
 {
-	ssize_t r = ts_real_sendmsg(fd, msg, flags);
+	ssize_t r;
+
+	ts_sock__flush(s); /* what the batch queued before goes out first */
+	r = ts_real_sendmsg(fd, msg, flags);
 
 	if (reason)
 		(*reason)++;
@@ -707,10 +928,12 @@ static ssize_t kernel_send(struct ts_sock *s, int fd, const struct msghdr *msg,
 }
 
 ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
-			 int flags)
+			 int flags, int more)
 {
 	struct ts_udp_hdr_spec h;
 	struct ts_nexthop nh;
+	struct ts_flow fl;
+	int mc;
 	struct ts_stack *st;
 	uint32_t daddr;
 	uint16_t dport;
@@ -757,8 +980,23 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 		return kernel_send(s, fd, msg, flags,
 				   &s->stats->tx_kernel_local);
 	}
-	why = nexthop(daddr, IN_MULTICAST(ntohl(daddr)) ? s->mcast_ifindex : 0,
-		      &nh);
+	mc = IN_MULTICAST(ntohl(daddr));
+	if (mc && s->mcast_loop) {
+		/* IP_MULTICAST_LOOP (on by default) gives a copy to the host's
+		 * own members, which only the kernel path does */
+		ts_unlock();
+		return kernel_send(s, fd, msg, flags,
+				   &s->stats->tx_kernel_mcloop);
+	}
+	memset(&fl, 0, sizeof(fl));
+	fl.daddr = daddr;
+	fl.saddr = s->laddr && !IN_MULTICAST(ntohl(s->laddr)) ? s->laddr :
+	           mc ? s->mcast_if : 0;
+	fl.oif = mc ? s->mcast_ifindex : 0;
+	fl.sport = s->lport;
+	fl.dport = dport;
+	fl.tos = s->tos & 0x1c; /* the routing bits (RT_TOS) */
+	why = nexthop(&fl, &nh);
 	if (why != NH_OK) {
 		uint64_t *c = why == NH_NEIGH ? &s->stats->tx_kernel_neigh :
 			      why == NH_LOCAL ? &s->stats->tx_kernel_local :
@@ -777,7 +1015,7 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 		return kernel_send(s, fd, msg, flags, c);
 	}
 	st = ts_stack__get(nh.ifindex, 1);
-	if (!st || len + TS_IP_HLEN + TS_UDP_HLEN > ts_stack__mtu(st)) {
+	if (!st || len > ts_stack__max_payload(st)) {
 		uint64_t *c = st ? &s->stats->tx_kernel_oversize :
 				   &s->stats->tx_kernel_nostack;
 
@@ -794,15 +1032,20 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 	}
 	memset(&h, 0, sizeof(h));
 	memcpy(h.dmac, nh.mac, 6);
-	h.saddr = s->laddr && !IN_MULTICAST(ntohl(s->laddr)) ? s->laddr :
-							     nh.prefsrc;
+	h.saddr = fl.saddr ? fl.saddr : nh.prefsrc;
 	h.daddr = daddr;
 	h.sport = s->lport;
 	h.dport = dport;
-	h.ttl = IN_MULTICAST(ntohl(daddr)) ? s->mcast_ttl : s->ttl;
+	h.ttl = mc ? s->mcast_ttl : s->ttl;
 	h.tos = s->tos;
 	r = ts_stack__send(st, &h, msg->msg_iov, (int)msg->msg_iovlen, len,
-			   nonblock);
+			   nonblock, more);
+	if (more && !r)
+		s->tx_pending_st = st;
+	else if (s->tx_pending_st && s->tx_pending_st != st)
+		ts_stack__flush(s->tx_pending_st);
+	if (!more)
+		s->tx_pending_st = NULL;
 	ts_unlock();
 	if (r < 0) {
 		errno = -r;
@@ -862,6 +1105,89 @@ static int group_ifindex(uint32_t group, uint32_t ifaddr, int ifindex)
 	return 0;
 }
 
+#ifndef SO_TIMESTAMP_OLD
+#define SO_TIMESTAMP_OLD 29
+#define SO_TIMESTAMPNS_OLD 35
+#define SO_TIMESTAMPING_OLD 37
+#define SO_RCVTIMEO_OLD 20
+#define SO_SNDTIMEO_OLD 21
+#endif
+#ifndef SO_TIMESTAMP_NEW
+#define SO_TIMESTAMP_NEW 63
+#define SO_TIMESTAMPNS_NEW 64
+#define SO_TIMESTAMPING_NEW 65
+#define SO_RCVTIMEO_NEW 66
+#define SO_SNDTIMEO_NEW 67
+#endif
+#ifndef SO_RCVMARK
+#define SO_RCVMARK 75
+#endif
+#ifndef SO_RCVPRIORITY
+#define SO_RCVPRIORITY 82
+#endif
+#ifndef UDP_CORK
+#define UDP_CORK 1
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+/* Options whose effect the stack does not reproduce: the socket moves to
+ * the kernel (counted in kernel_option) as soon as one is turned on. */
+static int option__needs_kernel(int level, int opt, int iv, const void *val,
+				socklen_t len)
+{
+	if (level == SOL_SOCKET) {
+		switch (opt) {
+		case SO_BINDTODEVICE: /* routing and delivery per device */
+			return len > 0 && val && *(const char *)val;
+		case SO_BINDTOIFINDEX:
+		case SO_MARK:          /* policy routing, netfilter */
+		case SO_REUSEPORT:     /* the kernel's group picks one socket */
+		case SO_TIMESTAMPING_OLD:
+		case SO_TIMESTAMPING_NEW:
+		case SO_RXQ_OVFL:
+		case SO_RCVMARK:
+		case SO_RCVPRIORITY:
+		case SO_PASSCRED:
+		case SO_PASSSEC:
+			return iv != 0;
+		case SO_ATTACH_FILTER: /* socket filters run in the kernel */
+		case SO_ATTACH_BPF:
+		case SO_ATTACH_REUSEPORT_CBPF:
+		case SO_ATTACH_REUSEPORT_EBPF:
+			return 1;
+		}
+		return 0;
+	}
+	if (level == IPPROTO_IP) {
+		switch (opt) {
+		case IP_RECVOPTS:
+		case IP_RETOPTS:
+		case IP_RECVORIGDSTADDR:
+		case IP_RECVERR:
+		case IP_PASSSEC:
+		case IP_CHECKSUM:
+		case IP_RECVFRAGSIZE:
+		case IP_TRANSPARENT:
+		case IP_UNICAST_IF:
+			return iv != 0;
+		case IP_OPTIONS: /* options in every header sent */
+			return len > 0;
+		case IP_MTU_DISCOVER: /* the stack always sets DF */
+			return iv == IP_PMTUDISC_DONT;
+		}
+		return 0;
+	}
+	if (level == IPPROTO_UDP)
+		return iv != 0 && (opt == UDP_CORK || opt == UDP_SEGMENT ||
+				   opt == UDP_GRO || opt == UDP_ENCAP);
+	return 0;
+}
+
 /* Called after the kernel accepted the option. */
 void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			 const void *val, socklen_t len)
@@ -873,19 +1199,79 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 	else if (len >= 1 && val)
 		iv = *(const unsigned char *)val;
 	ts_lock();
-	if (level == SOL_SOCKET) {
-		if (opt == SO_RCVTIMEO && len >= sizeof(struct timeval))
-			memcpy(&s->rcvtimeo, val, sizeof(struct timeval));
-		else if (opt == SO_SNDTIMEO && len >= sizeof(struct timeval))
-			memcpy(&s->sndtimeo, val, sizeof(struct timeval));
+	if (option__needs_kernel(level, opt, iv, val, len)) {
+		if (s->state != TS_S_KERNEL) {
+			ts_dbg("fd %d moves to the kernel: option %d/%d", fd,
+			       level, opt);
+			ts_stats->kernel_option++;
+			ts_stats->fallback_events++;
+			if (s->state == TS_S_NEW)
+				ts_stats->sockets_kernel++;
+			sock__to_kernel(s);
+		}
+	} else if (level == SOL_SOCKET) {
+		switch (opt) {
+		case SO_RCVTIMEO_OLD:
+		case SO_RCVTIMEO_NEW:
+			if (len >= sizeof(struct timeval))
+				memcpy(&s->rcvtimeo, val, sizeof(struct timeval));
+			break;
+		case SO_SNDTIMEO_OLD:
+		case SO_SNDTIMEO_NEW:
+			if (len >= sizeof(struct timeval))
+				memcpy(&s->sndtimeo, val, sizeof(struct timeval));
+			break;
+		case SO_REUSEADDR:
+			s->reuse = iv != 0;
+			break;
+		case SO_TIMESTAMP_OLD:
+		case SO_TIMESTAMP_NEW:
+		case SO_TIMESTAMPNS_OLD:
+		case SO_TIMESTAMPNS_NEW: {
+			/* as sock_set_timestamp: the last one set wins */
+			int nw = opt == SO_TIMESTAMP_NEW || opt == SO_TIMESTAMPNS_NEW;
+			int ns = opt == SO_TIMESTAMPNS_OLD || opt == SO_TIMESTAMPNS_NEW;
+
+			s->cmsgs &= ~(TS_CM_TSTAMP | TS_CM_TSTAMPNS);
+			if (iv) {
+				s->cmsgs |= ns ? TS_CM_TSTAMPNS : TS_CM_TSTAMP;
+				s->tstamp_type = ns ? (nw ? SO_TIMESTAMPNS_NEW :
+							    SO_TIMESTAMPNS_OLD) :
+						      (nw ? SO_TIMESTAMP_NEW :
+							    SO_TIMESTAMP_OLD);
+			}
+			break;
+		}
+		}
 	} else if (level == IPPROTO_IP) {
 		switch (opt) {
+		case IP_PKTINFO:
+			s->cmsgs = iv ? s->cmsgs | TS_CM_PKTINFO :
+					s->cmsgs & ~TS_CM_PKTINFO;
+			break;
+		case IP_RECVTTL:
+			s->cmsgs = iv ? s->cmsgs | TS_CM_TTL : s->cmsgs & ~TS_CM_TTL;
+			break;
+		case IP_RECVTOS:
+			s->cmsgs = iv ? s->cmsgs | TS_CM_TOS : s->cmsgs & ~TS_CM_TOS;
+			break;
+		case IP_MULTICAST_ALL:
+			s->mc_all = iv != 0;
+			break;
 		case IP_TTL:
-			s->ttl = (uint8_t)iv;
+		case IP_TOS: {
+			/* what the kernel keeps (-1 restores the default) */
+			int v = 0;
+			socklen_t vl = sizeof(v);
+
+			if (ts_real_getsockopt(fd, IPPROTO_IP, opt, &v, &vl))
+				break;
+			if (opt == IP_TTL)
+				s->ttl = (uint8_t)v;
+			else
+				s->tos = (uint8_t)v;
 			break;
-		case IP_TOS:
-			s->tos = (uint8_t)iv;
-			break;
+		}
 		case IP_MULTICAST_TTL:
 			s->mcast_ttl = (uint8_t)iv;
 			break;
@@ -935,9 +1321,8 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			} else if (s->state == TS_S_ACCEL) {
 				struct ts_stack *st = ts_stack__get(idx, 1);
 
-				if (st && !ts_stack__steer_add(
-						  st, mr.imr_multiaddr.s_addr,
-						  s->lport)) {
+				if (st && !sock__steer(s, st,
+						       mr.imr_multiaddr.s_addr)) {
 					sock__add_rx_stack(s, st);
 					s->stats->accelerated = 1;
 				} else if (!st) {
@@ -984,6 +1369,29 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			sock__to_kernel(s);
 			break;
 		}
+	}
+	ts_unlock();
+}
+
+/* io_uring reads and writes the kernel socket behind the library's back:
+ * from the first io_uring on, every socket is a kernel socket. */
+void ts_sock__uring_used(void)
+{
+	int fd;
+
+	if (__atomic_exchange_n(&ts_uring_used, 1, __ATOMIC_ACQ_REL))
+		return;
+	ts_log("io_uring in use: UDP sockets stay on the kernel stack");
+	ts_lock();
+	for (fd = 0; fd < ts_fdtab_size; fd++) {
+		struct ts_sock *s = ts_fdtab[fd];
+
+		if (!s || s->fd != fd || s->state == TS_S_KERNEL)
+			continue;
+		if (s->state == TS_S_NEW)
+			ts_stats->sockets_kernel++;
+		ts_stats->kernel_uring++;
+		sock__to_kernel(s);
 	}
 	ts_unlock();
 }
@@ -1188,6 +1596,7 @@ struct ts_ep {
 };
 
 static struct ts_ep *eps;
+static void ep__del_xsks(struct ts_ep *e);
 
 static struct ts_ep *ep_of(int epfd)
 {
@@ -1234,6 +1643,8 @@ int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (op == EPOLL_CTL_DEL) {
 		if (i < e->n)
 			e->m[i] = e->m[--e->n];
+		if (!e->n)
+			ep__del_xsks(e);
 	} else if (ev) {
 		if (i == e->n) {
 			if (e->n == e->cap) {
@@ -1276,16 +1687,31 @@ void ts_ep__forget_fd(int fd)
 		for (i = 0; i < e->n; i++)
 			if (e->m[i].fd == fd)
 				e->m[i--] = e->m[--e->n];
+		if (!e->n && e->nxsk)
+			ep__del_xsks(e);
 		pp = &e->next;
 	}
 	ts_unlock();
 }
 
+/* The XSK and signal fds joined the set for sleeping; once no socket of
+ * ours is left in it they must leave too, or the application would get
+ * their events (with a data it never registered). Caller holds the lock. */
+static void ep__del_xsks(struct ts_ep *e)
+{
+	int j;
+
+	for (j = 0; j < e->nxsk; j++)
+		ts_real_epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->xsk_fds[j], NULL);
+	e->nxsk = 0;
+}
+
 int ts_ep__active(int epfd)
 {
-	struct ts_ep *e = eps ? ep_of(epfd) : NULL;
+	struct ts_ep *e = __atomic_load_n(&eps, __ATOMIC_ACQUIRE) ? ep_of(epfd) :
+								    NULL;
 
-	return e && e->n > 0;
+	return e && (e->n > 0 || e->nxsk > 0);
 }
 
 static void ep__add_xsks(struct ts_ep *e)
@@ -1405,7 +1831,9 @@ int ts_ep__wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 		nout = 0;
 		ts_lock();
 		e = ep_of(epfd);
-		if (!e) {
+		if (!e || !e->n) {
+			if (e)
+				ep__del_xsks(e);
 			ts_unlock();
 			return ts_real_epoll_pwait(epfd, out, max, timeout_ms,
 						   mask);

@@ -33,7 +33,6 @@
 #include "steer_common.h"
 #include "steer.skel.h"
 
-#define TS_FRAME_SIZE 2048u
 #define TS_RING_SIZE 4096u
 #define TS_TX_RESERVE 256u /* frames kept back from the fill ring for TX */
 #define TS_RX_BATCH 64u
@@ -45,6 +44,8 @@ struct ts_stack {
 	int queue;
 	uint8_t mac[6];
 	uint32_t mtu;
+	uint32_t max_payload; /* largest datagram the XSK carries both ways */
+	uint32_t addr;        /* the interface's first IPv4 address */
 	pid_t owner;
 	int usable;
 	int mode; /* 1 native, 2 skb */
@@ -66,6 +67,7 @@ struct ts_stack {
 	struct xdp_program *prog;
 	uint16_t ip_id;
 	uint32_t polls;
+	int kick_pending;     /* descriptors submitted since the last kick */
 	struct tickstack_xsk_stats *st;
 	struct tickstack_xsk_stats dummy;
 };
@@ -84,6 +86,11 @@ void ts_stack__mac(const struct ts_stack *st, uint8_t mac[6])
 	memcpy(mac, st->mac, 6);
 }
 uint32_t ts_stack__mtu(const struct ts_stack *st) { return st->mtu; }
+uint32_t ts_stack__max_payload(const struct ts_stack *st)
+{
+	return st->max_payload;
+}
+uint32_t ts_stack__addr(const struct ts_stack *st) { return st->addr; }
 int ts_stack__count(void) { return nstacks; }
 struct ts_stack *ts_stack__at(int i) { return stacks[i]; }
 
@@ -402,6 +409,20 @@ int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr, uint16_t dport)
 	return 0;
 }
 
+/* Mark our own entry shared: the kernel delivers (to us and the others). */
+int ts_stack__steer_shared(struct ts_stack *st, uint32_t daddr, uint16_t dport)
+{
+	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
+	struct ts_steer_val v;
+
+	if (bpf_map_lookup_elem(st->steer_fd, &key, &v))
+		return -errno;
+	v.flags |= TS_STEER_F_SHARED;
+	if (bpf_map_update_elem(st->steer_fd, &key, &v, BPF_EXIST))
+		return -errno;
+	return 0;
+}
+
 /* This process has no XSK on ifindex (another process owns the queue) but
  * wants (daddr, dport) through its kernel socket: if a live process
  * steers that pair to its XSK, mark it shared so the kernel delivers to
@@ -468,6 +489,20 @@ static int link_info(struct ts_stack *st)
 		goto out;
 	}
 	st->mtu = (uint32_t)ifr.ifr_mtu;
+	/* what one UMEM frame carries: on receive the kernel keeps 256 bytes
+	 * of headroom (TS_XSK_MAX_FRAME), the program passes longer frames to
+	 * the kernel; a send that does not fit goes through the kernel */
+	st->max_payload = st->mtu - TS_IP_HLEN - TS_UDP_HLEN;
+	if (st->max_payload > TS_XSK_MAX_FRAME - TS_HDRS_LEN)
+		st->max_payload = TS_XSK_MAX_FRAME - TS_HDRS_LEN;
+	if (st->mtu + TS_ETH_HLEN > TS_XSK_MAX_FRAME)
+		ts_log("interface %s: MTU %u is larger than an XSK frame carries "
+		       "(%d bytes with the Ethernet header): datagrams above %u "
+		       "bytes go through the kernel",
+		       st->ifname, st->mtu, TS_XSK_MAX_FRAME, st->max_payload);
+	ifr.ifr_addr.sa_family = AF_INET;
+	if (ts_real_ioctl(fd, SIOCGIFADDR, &ifr) == 0)
+		st->addr = ((struct sockaddr_in *)&ifr.ifr_addr)->sin_addr.s_addr;
 out:
 	ts_real_close(fd);
 	return err;
@@ -551,6 +586,37 @@ static void stack__destroy(struct ts_stack *st)
 	st->refcnt = NULL;
 }
 
+/* The rings are mmaps of the XSK: a forked child inheriting them would
+ * keep the socket (and its XSKMAP slot) alive after the parent exits, a
+ * black hole for the port. Keep them out of children. */
+static void ring__dontfork(void *ring, uint64_t desc_off, size_t bytes)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t base = (uintptr_t)ring - desc_off;
+	size_t len = (size_t)desc_off + bytes;
+
+	len = (len + (size_t)pg - 1) & ~((size_t)pg - 1);
+	if (madvise((void *)base, len, MADV_DONTFORK))
+		ts_dbg("madvise(MADV_DONTFORK) of an XSK ring: %s",
+		       strerror(errno));
+}
+
+static void stack__rings_dontfork(struct ts_stack *st)
+{
+	struct xdp_mmap_offsets off;
+	socklen_t len = sizeof(off);
+
+	if (ts_real_getsockopt(st->xsk_fd, SOL_XDP, XDP_MMAP_OFFSETS, &off,
+			       &len))
+		return;
+	ring__dontfork(st->rx.ring, off.rx.desc,
+		       st->rx.size * sizeof(struct xdp_desc));
+	ring__dontfork(st->tx.ring, off.tx.desc,
+		       st->tx.size * sizeof(struct xdp_desc));
+	ring__dontfork(st->fq.ring, off.fr.desc, st->fq.size * sizeof(__u64));
+	ring__dontfork(st->cq.ring, off.cr.desc, st->cq.size * sizeof(__u64));
+}
+
 static int stack__create(struct ts_stack *st)
 {
 	struct xsk_umem_config ucfg = {
@@ -613,6 +679,7 @@ static int stack__create(struct ts_stack *st)
 	/* libxdp does not open it close-on-exec: an XSK surviving exec would
 	 * keep receiving for a process image that no longer reads it */
 	ts_real_fcntl(st->xsk_fd, F_SETFD, FD_CLOEXEC);
+	stack__rings_dontfork(st);
 	steer__purge_stale(st);
 	err = xsk_socket__update_xskmap(st->xsk, st->xsks_fd);
 	if (err)
@@ -650,10 +717,13 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 			return NULL;
 		stacks[nstacks++] = st;
 	} else {
-		/* inherited from the parent: try once to get our own */
-		struct ts_stack fresh = { 0 };
-
-		*st = fresh;
+		/* Inherited from the parent: try once to get our own. The old
+		 * object stays as it is: datagrams queued before the fork
+		 * point into its UMEM (this process's copy of it). */
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return NULL;
+		stacks[i] = st;
 	}
 	st->ifindex = ifindex;
 	st->queue = ts_cfg.queue;
@@ -709,26 +779,62 @@ void ts_stack__frame_put(struct ts_stack *st, uint64_t frame)
 	free_push(st, frame);
 }
 
+static int rx_csum_ok(const uint8_t *f, uint32_t len,
+		      const struct ts_udp_meta *m)
+{
+	struct ts_udp_meta ip_only;
+
+	if (!ts_pkt__verify_csum(f, len, m))
+		return 1;
+	if (!m->udp_csum || !ts_pkt__csum_is_partial(m))
+		return 0;
+	ip_only = *m;
+	ip_only.udp_csum = 0; /* the IPv4 header checksum alone */
+	return !ts_pkt__verify_csum(f, len, &ip_only);
+}
+
 int ts_stack__poll_rx(struct ts_stack *st)
 {
 	uint32_t idx, n, i, got = 0;
+	uint64_t rx_ns = 0;
 
 	n = xsk_ring_cons__peek(&st->rx, TS_RX_BATCH, &idx);
+	if (n) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rx_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	} else if (xsk_ring_prod__needs_wakeup(&st->fq)) {
+		/* a zero-copy driver waits for a wake-up to use the fill ring */
+		ts_real_recvfrom(st->xsk_fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+		st->st->fill_wakeups++;
+	}
 	for (i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&st->rx, idx + i);
 		uint64_t frame = d->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
+		const uint8_t *f = st->area + d->addr;
 		struct ts_udp_meta m;
 		int k;
 
-		if (ts_pkt__parse_udp(st->area + d->addr, d->len, &m)) {
+		if (d->len > TS_FRAME_SIZE - (d->addr - frame) ||
+		    ts_pkt__parse_udp(f, d->len, &m)) {
 			st->st->rx_bad++;
+			free_push(st, frame);
+			continue;
+		}
+		/* The kernel drops (and counts) datagrams with a wrong checksum;
+		 * so does the stack. A frame of a local kernel socket over veth
+		 * carries the unfinished offload checksum: the sender is on this
+		 * host, nothing crossed a wire. */
+		if (!rx_csum_ok(f, d->len, &m)) {
+			st->st->rx_bad_csum++;
 			free_push(st, frame);
 			continue;
 		}
 		/* make the payload offset relative to the frame base */
 		m.payload_off = (uint16_t)(m.payload_off + (d->addr - frame));
 		st->refcnt[frame / TS_FRAME_SIZE] = 0;
-		k = ts_sock__deliver(st, frame, &m);
+		k = ts_sock__deliver(st, frame, &m, rx_ns);
 		if (k <= 0) {
 			if (k == 0)
 				st->st->rx_no_socket++;
@@ -787,9 +893,18 @@ int ts_stack__poll_all(void)
 	return got;
 }
 
+void ts_stack__flush(struct ts_stack *st)
+{
+	if (st->kick_pending) {
+		st->kick_pending = 0;
+		if (xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st))
+			kick(st);
+	}
+}
+
 int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 		   const struct iovec *iov, int iovcnt, size_t len,
-		   int nonblock)
+		   int nonblock, int more)
 {
 	uint64_t frame, deadline = 0;
 	uint8_t *p;
@@ -812,6 +927,8 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 			return -ENOBUFS;
 		ts_cpu_relax();
 	}
+	if (len > st->max_payload)
+		return -EMSGSIZE; /* the caller checks: never past the frame */
 	frame = st->freel[--st->nfree];
 	p = st->area + frame;
 	for (i = 0; i < iovcnt && off < len; i++) {
@@ -838,8 +955,9 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)n;
 	xsk_ring_prod__submit(&st->tx, 1);
 	st->st->tx_packets++;
-	if (xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st))
-		kick(st);
+	st->kick_pending = 1;
+	if (!more)
+		ts_stack__flush(st);
 	return 0;
 }
 

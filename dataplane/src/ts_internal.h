@@ -44,6 +44,10 @@
 	X(int, sendmmsg, (int, struct mmsghdr *, unsigned int, int))          \
 	X(ssize_t, read, (int, void *, size_t))                               \
 	X(ssize_t, write, (int, const void *, size_t))                        \
+	X(ssize_t, readv, (int, const struct iovec *, int))                   \
+	X(ssize_t, writev, (int, const struct iovec *, int))                  \
+	X(int, close_range, (unsigned int, unsigned int, int))                \
+	X(long, syscall, (long, ...))                                         \
 	X(int, poll, (struct pollfd *, nfds_t, int))                          \
 	X(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *,      \
 		       const sigset_t *))                                     \
@@ -63,7 +67,6 @@
 	X(int, dup, (int))                                                    \
 	X(int, dup2, (int, int))                                              \
 	X(int, dup3, (int, int, int))                                         \
-	X(int, execve, (const char *, char *const[], char *const[]))          \
 	X(int, sigaction,                                                     \
 	  (int, const struct sigaction *, struct sigaction *))                \
 	X(int, epoll_pwait2, (int, struct epoll_event *, int,                 \
@@ -108,7 +111,15 @@ TS_HIDDEN struct tickstack_xsk_stats *ts_stats__xsk_slot(void);
 TS_HIDDEN struct tickstack_sock_stats *ts_stats__sock_slot(int fd);
 
 /* ---- routes and neighbours (netlink) */
+struct ts_flow {          /* the keys of the kernel's output route lookup */
+	uint32_t daddr, saddr;  /* network order; saddr 0: any */
+	int oif;                /* 0: any */
+	uint16_t sport, dport;  /* network order */
+	uint8_t tos;
+};
+
 struct ts_nexthop {
+	struct ts_flow fl;
 	uint32_t daddr;
 	int ifindex;
 	uint32_t gw;      /* 0 when on link */
@@ -119,6 +130,8 @@ struct ts_nexthop {
 	uint64_t expires_ns;
 };
 TS_HIDDEN int ts_route__lookup(uint32_t daddr, struct ts_nexthop *nh);
+TS_HIDDEN int ts_route__lookup_flow(const struct ts_flow *fl,
+				   struct ts_nexthop *nh);
 TS_HIDDEN int ts_neigh__lookup(int ifindex, uint32_t addr, uint8_t mac[6]);
 TS_HIDDEN void ts_route__reset_after_fork(void);
 
@@ -133,12 +146,17 @@ TS_HIDDEN int ts_stack__ifindex(const struct ts_stack *st);
 TS_HIDDEN int ts_stack__usable(const struct ts_stack *st);
 TS_HIDDEN void ts_stack__mac(const struct ts_stack *st, uint8_t mac[6]);
 TS_HIDDEN uint32_t ts_stack__mtu(const struct ts_stack *st);
+TS_HIDDEN uint32_t ts_stack__max_payload(const struct ts_stack *st);
+TS_HIDDEN uint32_t ts_stack__addr(const struct ts_stack *st);
+TS_HIDDEN void ts_stack__flush(struct ts_stack *st);
 TS_HIDDEN int ts_stack__poll_rx(struct ts_stack *st);
 TS_HIDDEN int ts_stack__poll_all(void);
 TS_HIDDEN int ts_stack__busy(const struct ts_stack *st);
 TS_HIDDEN int ts_stack__any_busy(void);
 TS_HIDDEN int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr,
 				  uint16_t dport);
+TS_HIDDEN int ts_stack__steer_shared(struct ts_stack *st, uint32_t daddr,
+				     uint16_t dport);
 TS_HIDDEN int ts_stack__share(int ifindex, uint32_t daddr, uint16_t dport);
 TS_HIDDEN int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr,
 				  uint16_t dport, int only_mine);
@@ -146,7 +164,7 @@ TS_HIDDEN int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr,
 struct ts_udp_hdr_spec;
 TS_HIDDEN int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 			     const struct iovec *iov, int iovcnt, size_t len,
-			     int nonblock);
+			     int nonblock, int more);
 TS_HIDDEN void ts_stack__frame_refs(struct ts_stack *st, uint64_t frame,
 				     int refs);
 TS_HIDDEN void ts_stack__frame_put(struct ts_stack *st, uint64_t addr);
@@ -162,10 +180,24 @@ TS_HIDDEN struct ts_stack *ts_stack__at(int i);
 struct ts_rxent {
 	struct ts_stack *st;
 	uint64_t frame;   /* frame base address in the UMEM */
+	uint64_t rx_ns;   /* CLOCK_REALTIME when taken from the RX ring */
 	uint32_t off;     /* payload offset from frame base */
 	uint16_t len;
 	uint16_t sport;
 	uint32_t saddr;
+	uint32_t daddr;
+	uint8_t tos, ttl;
+};
+
+/* Control messages a socket asked for (setsockopt); those the stack
+ * produces itself. Any other receive-side option moves the socket to the
+ * kernel. */
+enum {
+	TS_CM_PKTINFO = 1 << 0,
+	TS_CM_TTL = 1 << 1,
+	TS_CM_TOS = 1 << 2,
+	TS_CM_TSTAMP = 1 << 3,   /* SO_TIMESTAMP(_NEW): struct timeval */
+	TS_CM_TSTAMPNS = 1 << 4, /* SO_TIMESTAMPNS(_NEW): struct timespec */
 };
 
 #define TS_MAX_GROUPS 16
@@ -184,7 +216,7 @@ struct ts_sock {
 	int connected;
 	struct timeval rcvtimeo;
 	struct timeval sndtimeo;
-	uint8_t ttl, mcast_ttl, tos, mcast_loop;
+	uint8_t ttl, mcast_ttl, tos, mcast_loop, mc_all;
 	uint32_t mcast_if;    /* IP_MULTICAST_IF address */
 	int mcast_ifindex;
 	uint32_t groups[TS_MAX_GROUPS];
@@ -192,6 +224,11 @@ struct ts_sock {
 	int ngroups;
 	struct ts_stack *rx_stacks[TS_MAX_RX_STACKS];
 	int nrx;
+	int cmsgs;            /* TS_CM_* */
+	int tstamp_type;      /* cmsg type of the timestamp the app asked for */
+	int reuse;            /* SO_REUSEADDR or SO_REUSEPORT: others may share the port */
+	uint64_t ino;         /* the kernel socket's inode (foreign-socket check) */
+	struct ts_stack *tx_pending_st; /* a batch left descriptors unkicked */
 	int kernel_hint;      /* kernel fd reported readable */
 	int kernel_skip;
 	/* RX queue of datagrams steered to this socket */
@@ -225,13 +262,16 @@ static inline int ts_sock__qlen(const struct ts_sock *s)
 }
 
 TS_HIDDEN extern int ts_sig_efd;
+TS_HIDDEN extern int ts_uring_used;
+TS_HIDDEN void ts_sock__uring_used(void);
 TS_HIDDEN struct ts_sock *ts_sock__new(int fd, int nonblock);
 TS_HIDDEN void ts_sock__release(int fd);
 TS_HIDDEN void ts_sock__dup(int oldfd, int newfd);
 TS_HIDDEN ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd,
 				   struct msghdr *msg, int flags);
 TS_HIDDEN ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd,
-				   const struct msghdr *msg, int flags);
+				   const struct msghdr *msg, int flags, int more);
+TS_HIDDEN void ts_sock__flush(struct ts_sock *s);
 TS_HIDDEN int ts_sock__after_bind(struct ts_sock *s, int fd);
 TS_HIDDEN int ts_sock__after_connect(struct ts_sock *s, int fd,
 				     const struct sockaddr *addr,
@@ -251,7 +291,7 @@ TS_HIDDEN void ts_sock__after_fork_child(struct tickstack_stats *old,
 					 struct tickstack_stats *now);
 TS_HIDDEN int ts_sock__init_tables(void);
 TS_HIDDEN int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
-			       const struct ts_udp_meta *m);
+			       const struct ts_udp_meta *m, uint64_t rx_ns);
 TS_HIDDEN void ts_sock__stack_dead(struct ts_stack *st);
 
 /* ---- the process id, cached (getpid() is a system call); the fork
