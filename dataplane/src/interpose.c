@@ -57,13 +57,29 @@ void ts_unlock(void)
 	ts_in_lib--;
 }
 
-/* Our socket for fd, or NULL: not ours, not ready, or a call made from
- * inside the library (libxdp calling socket/close, ...). */
+/* Our socket for fd, with a reference for the call (ts_sock__put, or
+ * done()), or NULL: not ours, not ready, or a call made from inside the
+ * library (libxdp calling socket/close, ...). */
 static inline struct ts_sock *ours(int fd)
 {
 	if (ts_unlikely(!ts_ready || ts_in_lib))
 		return NULL;
-	return ts_sock__of(fd);
+	return ts_sock__get(fd);
+}
+
+static inline int is_ours(int fd)
+{
+	return ts_likely(ts_ready && !ts_in_lib) && ts_sock__of(fd);
+}
+
+/* End of a call on s: drop its reference, keep its errno. */
+static inline ssize_t done(struct ts_sock *s, ssize_t r)
+{
+	int e = errno;
+
+	ts_sock__put(s);
+	errno = e;
+	return r;
 }
 
 /* ------------------------------------------------------------------ */
@@ -157,7 +173,7 @@ TS_API int socket(int domain, int type, int protocol)
 	    base != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
 		return fd;
 	if (!ts_sock__new(fd, !!(type & SOCK_NONBLOCK)))
-		ts_stats->sockets_kernel++;
+		TS_INC(ts_stats->sockets_kernel);
 	return fd;
 }
 
@@ -171,10 +187,10 @@ TS_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 		if (e < 0) {
 			errno = -e;
-			return -1;
+			r = -1;
 		}
 	}
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -187,10 +203,10 @@ TS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 		if (e < 0) {
 			errno = -e;
-			return -1;
+			r = -1;
 		}
 	}
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
@@ -256,7 +272,7 @@ TS_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 
 	if (!s)
 		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
-	return recv_one(s, fd, buf, len, flags, from, fromlen);
+	return done(s, recv_one(s, fd, buf, len, flags, from, fromlen));
 }
 
 TS_API ssize_t recv(int fd, void *buf, size_t len, int flags)
@@ -265,7 +281,7 @@ TS_API ssize_t recv(int fd, void *buf, size_t len, int flags)
 
 	if (!s)
 		return REAL(recv)(fd, buf, len, flags);
-	return recv_one(s, fd, buf, len, flags, NULL, NULL);
+	return done(s, recv_one(s, fd, buf, len, flags, NULL, NULL));
 }
 
 TS_API ssize_t read(int fd, void *buf, size_t len)
@@ -274,7 +290,7 @@ TS_API ssize_t read(int fd, void *buf, size_t len)
 
 	if (!s)
 		return REAL(read)(fd, buf, len);
-	return recv_one(s, fd, buf, len, 0, NULL, NULL);
+	return done(s, recv_one(s, fd, buf, len, 0, NULL, NULL));
 }
 
 TS_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
@@ -287,9 +303,9 @@ TS_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 		return REAL(readv)(fd, iov, iovcnt);
 	if (iovcnt < 0 || iovcnt > IOV_MAX) {
 		errno = EINVAL;
-		return -1;
+		return done(s, -1);
 	}
-	return ts_sock__recvmsg(s, fd, &msg, 0);
+	return done(s, ts_sock__recvmsg(s, fd, &msg, 0));
 }
 
 TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
@@ -298,7 +314,7 @@ TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 
 	if (!s)
 		return REAL(recvmsg)(fd, msg, flags);
-	return ts_sock__recvmsg(s, fd, msg, flags);
+	return done(s, ts_sock__recvmsg(s, fd, msg, flags));
 }
 
 TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
@@ -322,11 +338,11 @@ TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		if (r < 0) {
 			if (i > 0)
 				break;
-			return -1;
+			return (int)done(s, -1);
 		}
 		vec[i].msg_len = (unsigned int)r;
 	}
-	return (int)i;
+	return (int)done(s, (ssize_t)i);
 }
 
 TS_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
@@ -376,7 +392,7 @@ TS_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 
 	if (!s)
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
-	return send_one(s, fd, buf, len, flags, to, tolen);
+	return done(s, send_one(s, fd, buf, len, flags, to, tolen));
 }
 
 TS_API ssize_t send(int fd, const void *buf, size_t len, int flags)
@@ -385,7 +401,7 @@ TS_API ssize_t send(int fd, const void *buf, size_t len, int flags)
 
 	if (!s)
 		return REAL(send)(fd, buf, len, flags);
-	return send_one(s, fd, buf, len, flags, NULL, 0);
+	return done(s, send_one(s, fd, buf, len, flags, NULL, 0));
 }
 
 TS_API ssize_t write(int fd, const void *buf, size_t len)
@@ -394,7 +410,7 @@ TS_API ssize_t write(int fd, const void *buf, size_t len)
 
 	if (!s)
 		return REAL(write)(fd, buf, len);
-	return send_one(s, fd, buf, len, 0, NULL, 0);
+	return done(s, send_one(s, fd, buf, len, 0, NULL, 0));
 }
 
 TS_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
@@ -407,9 +423,9 @@ TS_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 		return REAL(writev)(fd, iov, iovcnt);
 	if (iovcnt < 0 || iovcnt > IOV_MAX) {
 		errno = EINVAL;
-		return -1;
+		return done(s, -1);
 	}
-	return ts_sock__sendmsg(s, fd, &msg, 0, 0);
+	return done(s, ts_sock__sendmsg(s, fd, &msg, 0, 0));
 }
 
 TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -418,7 +434,7 @@ TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 	if (!s)
 		return REAL(sendmsg)(fd, msg, flags);
-	return ts_sock__sendmsg(s, fd, msg, flags, 0);
+	return done(s, ts_sock__sendmsg(s, fd, msg, flags, 0));
 }
 
 TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
@@ -440,12 +456,12 @@ TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 			if (i > 0)
 				break;
 			errno = e;
-			return -1;
+			return (int)done(s, -1);
 		}
 		vec[i].msg_len = (unsigned int)r;
 	}
 	ts_sock__flush(s);
-	return (int)i;
+	return (int)done(s, (ssize_t)i);
 }
 
 /* ------------------------------------------------------------------ */
@@ -483,16 +499,11 @@ TS_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 static int select_common(int nfds, fd_set *r, fd_set *w, fd_set *e,
 			 int64_t ns, const sigset_t *mask)
 {
-	struct pollfd *pf;
+	struct pollfd pf[FD_SETSIZE]; /* no allocation: 8 KiB of stack */
 	int i, n = 0, ret, cnt = 0;
 
 	if (nfds < 0 || nfds > FD_SETSIZE) {
 		errno = EINVAL;
-		return -1;
-	}
-	pf = calloc((size_t)nfds + 1, sizeof(*pf));
-	if (!pf) {
-		errno = ENOMEM;
 		return -1;
 	}
 	for (i = 0; i < nfds; i++) {
@@ -537,7 +548,6 @@ static int select_common(int nfds, fd_set *r, fd_set *w, fd_set *e,
 	}
 	ret = cnt;
 out:
-	free(pf);
 	return ret;
 }
 
@@ -589,7 +599,7 @@ TS_API int epoll_create1(int flags)
 
 TS_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	if (!ours(fd))
+	if (!is_ours(fd))
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
 	return ts_ep__ctl(epfd, op, fd, ev);
 }
@@ -598,7 +608,7 @@ TS_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
 {
 	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
 		return REAL(epoll_wait)(epfd, ev, max, tmo);
-	return ts_ep__wait(epfd, ev, max, tmo, NULL);
+	return ts_ep__wait(epfd, ev, max, ms_ns(tmo), NULL);
 }
 
 TS_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
@@ -606,19 +616,18 @@ TS_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 {
 	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
 		return REAL(epoll_pwait)(epfd, ev, max, tmo, mask);
-	return ts_ep__wait(epfd, ev, max, tmo, mask);
+	return ts_ep__wait(epfd, ev, max, ms_ns(tmo), mask);
 }
 
 TS_API int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 			const struct timespec *tmo, const sigset_t *mask)
 {
-	int ms;
-
 	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
 		return REAL(epoll_pwait2)(epfd, ev, max, tmo, mask);
-	ms = tmo ? (int)(tmo->tv_sec * 1000 + (tmo->tv_nsec + 999999) / 1000000) :
-		   -1;
-	return ts_ep__wait(epfd, ev, max, ms, mask);
+	return ts_ep__wait(epfd, ev, max,
+			   tmo ? (int64_t)tmo->tv_sec * 1000000000 + tmo->tv_nsec :
+				 -1,
+			   mask);
 }
 
 /* ------------------------------------------------------------------ */
@@ -637,7 +646,7 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd,
 		s->nonblock = !!(arg & O_NONBLOCK);
 	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		ts_sock__dup(fd, r);
-	return r;
+	return (int)done(s, r);
 }
 
 TS_API int fcntl(int fd, int cmd, ...)
@@ -678,13 +687,13 @@ TS_API int ioctl(int fd, unsigned long req, ...)
 
 		if (ts_sock__fionread(s, &v)) {
 			*(int *)arg = v;
-			return 0;
+			return (int)done(s, 0);
 		}
 	}
 	r = REAL(ioctl)(fd, req, arg);
 	if (r == 0 && s && req == FIONBIO && arg)
 		s->nonblock = !!*(int *)arg;
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int setsockopt(int fd, int level, int opt, const void *val,
@@ -695,7 +704,7 @@ TS_API int setsockopt(int fd, int level, int opt, const void *val,
 
 	if (r == 0 && s)
 		ts_sock__setsockopt(s, fd, level, opt, val, len);
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
@@ -708,7 +717,7 @@ TS_API int dup(int fd)
 {
 	int r = REAL(dup)(fd);
 
-	if (r >= 0 && ours(fd))
+	if (r >= 0 && is_ours(fd))
 		ts_sock__dup(fd, r);
 	return r;
 }
@@ -722,27 +731,30 @@ static void release_target(int newfd, int oldfd)
 	}
 }
 
+/* dup2/dup3 close newfd first: its shadow goes before the call, while
+ * newfd still names its socket (a call running on it in another thread
+ * keeps a dup of the right one). */
 TS_API int dup2(int oldfd, int newfd)
 {
-	int r = REAL(dup2)(oldfd, newfd);
+	int r;
 
-	if (r >= 0 && r != oldfd) {
+	if (newfd != oldfd && REAL(fcntl)(oldfd, F_GETFD) >= 0)
 		release_target(newfd, oldfd);
-		if (ours(oldfd))
-			ts_sock__dup(oldfd, r);
-	}
+	r = REAL(dup2)(oldfd, newfd);
+	if (r >= 0 && r != oldfd && is_ours(oldfd))
+		ts_sock__dup(oldfd, r);
 	return r;
 }
 
 TS_API int dup3(int oldfd, int newfd, int flags)
 {
-	int r = REAL(dup3)(oldfd, newfd, flags);
+	int r;
 
-	if (r >= 0) {
+	if (newfd != oldfd && REAL(fcntl)(oldfd, F_GETFD) >= 0)
 		release_target(newfd, oldfd);
-		if (ours(oldfd))
-			ts_sock__dup(oldfd, r);
-	}
+	r = REAL(dup3)(oldfd, newfd, flags);
+	if (r >= 0 && is_ours(oldfd))
+		ts_sock__dup(oldfd, r);
 	return r;
 }
 
@@ -846,6 +858,8 @@ static void atfork_child(void)
 	ts_route__reset_after_fork();
 	ts_stats__reinit_after_fork();
 	ts_sock__after_fork_child(old, ts_stats);
+	ts_ep__after_fork_child();
+	ts_ctl__after_fork_child();
 	if (old != ts_stats)
 		munmap(old, sizeof(*old));
 	ts_in_lib--;
@@ -873,6 +887,7 @@ __attribute__((constructor)) static void ts_init(void)
 		return;
 	}
 	ts_stats__init();
+	ts_nh__init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	__atomic_store_n(&ts_ready, 1, __ATOMIC_RELEASE);
 	ts_dbg("ready, profile %s, spin %ld us", ts_cfg.profile,

@@ -10,9 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-static int nl_fd = -1;
-static pid_t nl_pid;
-static uint32_t nl_seq;
+/* One netlink socket per thread that looks something up (the control
+ * thread, and application threads joining a group without naming the
+ * interface): no lock is held across a netlink round trip. */
+static __thread int nl_fd = -1;
+static __thread pid_t nl_pid;
+static __thread uint32_t nl_seq;
 
 static int nl_open(void)
 {

@@ -38,7 +38,13 @@
 #define TS_RX_BATCH 64u
 #define TS_MAX_STACKS TICKSTACK_STATS_MAX_XSK
 
+/* Locking: the rings, the free list and the frame reference counts are
+ * guarded by the stack's own mutex (lock), held for ring and list work
+ * only: the TX kick (a system call) runs after it is released. Creating a
+ * stack runs under the control lock (ts_lock). Lock order: ts_lock, then
+ * st->lock, then ts_port_lock (read), then a socket's qlock. */
 struct ts_stack {
+	pthread_mutex_t lock;
 	int ifindex;
 	char ifname[IF_NAMESIZE];
 	int queue;
@@ -73,13 +79,14 @@ struct ts_stack {
 };
 
 static struct ts_stack *stacks[TS_MAX_STACKS];
-static int nstacks;
+static int nstacks; /* appended under ts_lock, read with atomic loads */
 
 int ts_stack__fd(const struct ts_stack *st) { return st->xsk_fd; }
 int ts_stack__ifindex(const struct ts_stack *st) { return st->ifindex; }
 int ts_stack__usable(const struct ts_stack *st)
 {
-	return st && st->usable && st->owner == ts_getpid();
+	return st && __atomic_load_n(&st->usable, __ATOMIC_ACQUIRE) &&
+	       st->owner == ts_getpid();
 }
 void ts_stack__mac(const struct ts_stack *st, uint8_t mac[6])
 {
@@ -91,7 +98,7 @@ uint32_t ts_stack__max_payload(const struct ts_stack *st)
 	return st->max_payload;
 }
 uint32_t ts_stack__addr(const struct ts_stack *st) { return st->addr; }
-int ts_stack__count(void) { return nstacks; }
+int ts_stack__count(void) { return __atomic_load_n(&nstacks, __ATOMIC_ACQUIRE); }
 struct ts_stack *ts_stack__at(int i) { return stacks[i]; }
 
 static int quiet_print(enum libbpf_print_level level, const char *fmt,
@@ -417,10 +424,12 @@ int ts_stack__steer_shared(struct ts_stack *st, uint32_t daddr, uint16_t dport)
 
 	if (bpf_map_lookup_elem(st->steer_fd, &key, &v))
 		return -errno;
+	if (v.flags & TS_STEER_F_SHARED)
+		return 0;
 	v.flags |= TS_STEER_F_SHARED;
 	if (bpf_map_update_elem(st->steer_fd, &key, &v, BPF_EXIST))
 		return -errno;
-	return 0;
+	return 1;
 }
 
 /* This process has no XSK on ifindex (another process owns the queue) but
@@ -545,6 +554,7 @@ static void reclaim(struct ts_stack *st)
 	xsk_ring_cons__release(&st->cq, n);
 }
 
+/* The TX wake-up: a system call, made without the stack's lock. */
 static void kick(struct ts_stack *st)
 {
 	int tries;
@@ -553,14 +563,14 @@ static void kick(struct ts_stack *st)
 		if (ts_real_sendto(st->xsk_fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >=
 		    0)
 			break;
-		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
-			st->st->tx_kick_errors++;
+		TS_INC(st->st->tx_kick_errors);
+		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS)
 			break;
-		}
-		st->st->tx_kick_errors++;
+		pthread_mutex_lock(&st->lock);
 		reclaim(st);
+		pthread_mutex_unlock(&st->lock);
 	}
-	st->st->tx_kicks++;
+	TS_INC(st->st->tx_kicks);
 }
 
 static int tx_pending(struct ts_stack *st)
@@ -715,7 +725,9 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return NULL;
-		stacks[nstacks++] = st;
+		pthread_mutex_init(&st->lock, NULL);
+		stacks[nstacks] = st;
+		__atomic_store_n(&nstacks, nstacks + 1, __ATOMIC_RELEASE);
 	} else {
 		/* Inherited from the parent: try once to get our own. The old
 		 * object stays as it is: datagrams queued before the fork
@@ -723,7 +735,8 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return NULL;
-		stacks[i] = st;
+		pthread_mutex_init(&st->lock, NULL);
+		__atomic_store_n(&stacks[i], st, __ATOMIC_RELEASE);
 	}
 	st->ifindex = ifindex;
 	st->queue = ts_cfg.queue;
@@ -745,7 +758,6 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		st->usable = 0;
 		return NULL;
 	}
-	st->usable = 1;
 	st->st = ts_stats__xsk_slot();
 	if (!st->st)
 		st->st = &st->dummy;
@@ -753,6 +765,7 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 	st->st->ifindex = (uint32_t)ifindex;
 	st->st->queue = (uint32_t)st->queue;
 	st->st->mode = (uint32_t)st->mode;
+	__atomic_store_n(&st->usable, 1, __ATOMIC_RELEASE);
 	ts_dbg("XSK on %s queue %d mode %s", st->ifname, st->queue,
 	       st->mode == 1 ? "native" : "skb");
 	return st;
@@ -774,9 +787,10 @@ void ts_stack__frame_put(struct ts_stack *st, uint64_t frame)
 
 	if (st->owner != ts_getpid() || !st->usable)
 		return; /* frame of the parent's UMEM (after fork) */
-	if (st->refcnt[i] && --st->refcnt[i])
-		return;
-	free_push(st, frame);
+	pthread_mutex_lock(&st->lock);
+	if (!st->refcnt[i] || !--st->refcnt[i])
+		free_push(st, frame);
+	pthread_mutex_unlock(&st->lock);
 }
 
 static int rx_csum_ok(const uint8_t *f, uint32_t len,
@@ -793,7 +807,9 @@ static int rx_csum_ok(const uint8_t *f, uint32_t len,
 	return !ts_pkt__verify_csum(f, len, &ip_only);
 }
 
-int ts_stack__poll_rx(struct ts_stack *st)
+/* Drain the RX ring into the sockets' queues; the caller holds st->lock.
+ * *kick_out: a TX kick is due (made by the caller after unlocking). */
+static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out)
 {
 	uint32_t idx, n, i, got = 0;
 	uint64_t rx_ns = 0;
@@ -807,8 +823,10 @@ int ts_stack__poll_rx(struct ts_stack *st)
 	} else if (xsk_ring_prod__needs_wakeup(&st->fq)) {
 		/* a zero-copy driver waits for a wake-up to use the fill ring */
 		ts_real_recvfrom(st->xsk_fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
-		st->st->fill_wakeups++;
+		TS_INC(st->st->fill_wakeups);
 	}
+	if (n)
+		ts_sock__deliver_begin();
 	for (i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&st->rx, idx + i);
 		uint64_t frame = d->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
@@ -818,7 +836,7 @@ int ts_stack__poll_rx(struct ts_stack *st)
 
 		if (d->len > TS_FRAME_SIZE - (d->addr - frame) ||
 		    ts_pkt__parse_udp(f, d->len, &m)) {
-			st->st->rx_bad++;
+			TS_INC(st->st->rx_bad);
 			free_push(st, frame);
 			continue;
 		}
@@ -827,7 +845,7 @@ int ts_stack__poll_rx(struct ts_stack *st)
 		 * carries the unfinished offload checksum: the sender is on this
 		 * host, nothing crossed a wire. */
 		if (!rx_csum_ok(f, d->len, &m)) {
-			st->st->rx_bad_csum++;
+			TS_INC(st->st->rx_bad_csum);
 			free_push(st, frame);
 			continue;
 		}
@@ -837,28 +855,49 @@ int ts_stack__poll_rx(struct ts_stack *st)
 		k = ts_sock__deliver(st, frame, &m, rx_ns);
 		if (k <= 0) {
 			if (k == 0)
-				st->st->rx_no_socket++;
+				TS_INC(st->st->rx_no_socket);
 			else
-				st->st->rx_sockq_full++;
+				TS_INC(st->st->rx_sockq_full);
 			free_push(st, frame);
 			continue;
 		}
 		got++;
 	}
 	if (n) {
+		ts_sock__deliver_end();
 		xsk_ring_cons__release(&st->rx, n);
-		st->st->rx_packets += n;
+		TS_ADD(st->st->rx_packets, n);
 	}
 	if (xsk_prod_nb_free(&st->fq, 1) && st->nfree > TS_TX_RESERVE)
 		refill(st);
 	else if (st->nfree <= TS_TX_RESERVE)
-		st->st->fill_ring_empty++;
-	if (tx_pending(st))
-		kick(st);
+		TS_INC(st->st->fill_ring_empty);
+	*kick_out = tx_pending(st);
 	reclaim(st);
-	if (ts_unlikely(++st->polls == 0))
-		ts_stack__refresh_stats();
 	return (int)got;
+}
+
+/* Poll st's RX ring. wait: 1 take the lock; 0 only if free (a spinning
+ * thread leaves the ring to whoever is polling it: that one delivers to
+ * every socket). Returns datagrams delivered, or -1 when skipped. */
+int ts_stack__poll(struct ts_stack *st, int wait)
+{
+	int got, k = 0;
+
+	if (wait)
+		pthread_mutex_lock(&st->lock);
+	else if (pthread_mutex_trylock(&st->lock))
+		return -1;
+	got = stack__poll_rx_locked(st, &k);
+	pthread_mutex_unlock(&st->lock);
+	if (k)
+		kick(st);
+	return got;
+}
+
+int ts_stack__poll_rx(struct ts_stack *st)
+{
+	return ts_stack__poll(st, 1);
 }
 
 /* Lock-free hint: frames waiting in the RX ring? (Transmissions are the
@@ -872,34 +911,56 @@ int ts_stack__busy(const struct ts_stack *st)
 
 int ts_stack__any_busy(void)
 {
-	pid_t me = ts_getpid();
-	int i;
+	int i, n = ts_stack__count();
 
-	for (i = 0; i < nstacks; i++)
-		if (stacks[i]->usable && stacks[i]->owner == me &&
-		    ts_stack__busy(stacks[i]))
+	for (i = 0; i < n; i++)
+		if (ts_stack__usable(stacks[i]) && ts_stack__busy(stacks[i]))
 			return 1;
 	return 0;
 }
 
 int ts_stack__poll_all(void)
 {
-	int i, got = 0;
-	pid_t me = ts_getpid();
+	int i, got = 0, n = ts_stack__count();
 
-	for (i = 0; i < nstacks; i++)
-		if (stacks[i]->usable && stacks[i]->owner == me)
-			got += ts_stack__poll_rx(stacks[i]);
+	for (i = 0; i < n; i++)
+		if (ts_stack__usable(stacks[i]) && ts_stack__busy(stacks[i])) {
+			int k = ts_stack__poll(stacks[i], 0);
+
+			got += k > 0 ? k : 0;
+		}
 	return got;
 }
 
 void ts_stack__flush(struct ts_stack *st)
 {
-	if (st->kick_pending) {
-		st->kick_pending = 0;
-		if (xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st))
-			kick(st);
-	}
+	int k;
+
+	pthread_mutex_lock(&st->lock);
+	k = st->kick_pending &&
+	    (xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st));
+	st->kick_pending = 0;
+	pthread_mutex_unlock(&st->lock);
+	if (k)
+		kick(st);
+}
+
+/* Wait for room (a free frame, a TX slot): kick the kernel to complete
+ * what is in flight. 0, or -EAGAIN (nonblock) / -ENOBUFS after 1 s. */
+static int tx_wait(struct ts_stack *st, int *waited, uint64_t *deadline,
+		   int nonblock)
+{
+	if (!(*waited)++)
+		TS_INC(st->st->tx_ring_full);
+	kick(st);
+	if (nonblock && *waited > 64)
+		return -EAGAIN;
+	if (!*deadline)
+		*deadline = ts_now_ns() + 1000000000ull;
+	else if (ts_now_ns() > *deadline)
+		return -ENOBUFS;
+	ts_cpu_relax();
+	return 0;
 }
 
 int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
@@ -910,26 +971,25 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 	uint8_t *p;
 	uint32_t idx;
 	size_t off = 0;
-	int i, n, waited = 0;
+	int i, n, k, err, waited = 0;
 
-	for (;;) {
-		reclaim(st);
-		if (st->nfree > 0 && xsk_prod_nb_free(&st->tx, 1))
-			break;
-		if (!waited++)
-			st->st->tx_ring_full++;
-		kick(st);
-		if (nonblock && waited > 64)
-			return -EAGAIN;
-		if (!deadline)
-			deadline = ts_now_ns() + 1000000000ull;
-		else if (ts_now_ns() > deadline)
-			return -ENOBUFS;
-		ts_cpu_relax();
-	}
 	if (len > st->max_payload)
 		return -EMSGSIZE; /* the caller checks: never past the frame */
-	frame = st->freel[--st->nfree];
+	for (;;) {
+		pthread_mutex_lock(&st->lock);
+		reclaim(st);
+		if (st->nfree > 0 && xsk_prod_nb_free(&st->tx, 1)) {
+			frame = st->freel[--st->nfree];
+			h->ip_id = st->ip_id++;
+			pthread_mutex_unlock(&st->lock);
+			break;
+		}
+		pthread_mutex_unlock(&st->lock);
+		err = tx_wait(st, &waited, &deadline, nonblock);
+		if (err)
+			return err;
+	}
+	/* the frame is ours alone: fill it without the lock */
 	p = st->area + frame;
 	for (i = 0; i < iovcnt && off < len; i++) {
 		size_t c = iov[i].iov_len;
@@ -940,24 +1000,38 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 		off += c;
 	}
 	memcpy(h->smac, st->mac, 6);
-	h->ip_id = st->ip_id++;
 	h->udp_csum = ts_cfg.udp_csum;
 	n = ts_pkt__build_udp(p, TS_FRAME_SIZE, len, h);
+	pthread_mutex_lock(&st->lock);
 	if (n < 0) {
 		free_push(st, frame);
+		pthread_mutex_unlock(&st->lock);
 		return n;
 	}
-	if (xsk_ring_prod__reserve(&st->tx, 1, &idx) != 1) {
-		free_push(st, frame);
-		return -EAGAIN;
+	while (xsk_ring_prod__reserve(&st->tx, 1, &idx) != 1) {
+		pthread_mutex_unlock(&st->lock);
+		err = tx_wait(st, &waited, &deadline, nonblock);
+		pthread_mutex_lock(&st->lock);
+		if (err) {
+			free_push(st, frame);
+			pthread_mutex_unlock(&st->lock);
+			return err;
+		}
 	}
 	xsk_ring_prod__tx_desc(&st->tx, idx)->addr = frame;
 	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)n;
 	xsk_ring_prod__submit(&st->tx, 1);
-	st->st->tx_packets++;
-	st->kick_pending = 1;
-	if (!more)
-		ts_stack__flush(st);
+	TS_INC(st->st->tx_packets);
+	if (more) {
+		st->kick_pending = 1;
+		k = 0;
+	} else {
+		k = xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st);
+		st->kick_pending = 0;
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (k)
+		kick(st); /* one per datagram, or one per batch (sendmmsg) */
 	return 0;
 }
 
@@ -994,6 +1068,9 @@ void ts_stack__after_fork_child(void)
 	for (i = 0; i < nstacks; i++) {
 		struct ts_stack *st = stacks[i];
 
+		/* only this thread runs: a lock another thread held at the
+		 * fork is free again */
+		pthread_mutex_init(&st->lock, NULL);
 		if (!st->usable)
 			continue;
 		if (st->xsk_fd >= 0)
