@@ -29,6 +29,8 @@
 	X(fill_ring_empty)   /* fill ring found empty when refilling */        \
 	X(tx_kicks)          /* sendto() wake-ups of the kernel TX path */     \
 	X(tx_kick_errors)    /* wake-ups that failed (EAGAIN/EBUSY/...) */     \
+	X(rx_bad_csum)       /* dropped: IPv4 or UDP checksum wrong */         \
+	X(fill_wakeups)      /* fill ring needs_wakeup serviced */             \
 	X(xdp_rx_dropped)    /* kernel XDP_STATISTICS: rx_dropped */           \
 	X(xdp_rx_invalid)    /* kernel: rx_invalid_descs */                    \
 	X(xdp_tx_invalid)    /* kernel: tx_invalid_descs */                    \
@@ -51,7 +53,8 @@
 	X(tx_kernel_local)     /* fallback reason: local/broadcast dest */     \
 	X(tx_kernel_oversize)  /* fallback reason: larger than the MTU */      \
 	X(tx_kernel_nostack)   /* fallback reason: no XSK on that interface */ \
-	X(tx_kernel_flags)     /* fallback reason: unsupported send flags */
+	X(tx_kernel_flags)     /* fallback reason: unsupported send flags */   \
+	X(tx_kernel_mcloop)    /* fallback reason: multicast loopback on */
 
 /* Counters of the TCP layer (process wide). Per stream socket, the sock
  * counters rx_accel/tx_accel count bytes. */
@@ -102,6 +105,12 @@ struct tickstack_stats {
 	uint64_t sockets_accelerated; /* sockets that got steering */
 	uint64_t sockets_kernel;      /* UDP sockets left on the kernel */
 	uint64_t fallback_events;     /* any fallback, with a reason counter */
+	uint64_t kernel_option;       /* sockets moved to the kernel by an option
+				       * the stack cannot honour (SO_REUSEPORT,
+				       * SO_BINDTODEVICE, SO_MARK, cmsgs...) */
+	uint64_t kernel_uring;        /* sockets moved to the kernel: io_uring */
+	uint64_t kernel_shared;       /* ports handed to the kernel: another
+				       * socket on the host shares them */
 	struct tickstack_xsk_stats xsk[TICKSTACK_STATS_MAX_XSK];
 	struct tickstack_sock_stats sock[TICKSTACK_STATS_MAX_SOCK];
 	struct {

@@ -13,6 +13,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <limits.h>
 #include <unistd.h>
 
 #define TS_API __attribute__((visibility("default")))
@@ -55,13 +58,29 @@ void ts_unlock(void)
 	ts_in_lib--;
 }
 
-/* Our socket for fd, or NULL: not ours, not ready, or a call made from
- * inside the library (libxdp calling socket/close, ...). */
+/* Our socket for fd, with a reference for the call (ts_sock__put, or
+ * done()), or NULL: not ours, not ready, or a call made from inside the
+ * library (libxdp calling socket/close, ...). */
 static inline struct ts_sock *ours(int fd)
 {
 	if (ts_unlikely(!ts_ready || ts_in_lib))
 		return NULL;
-	return ts_sock__of(fd);
+	return ts_sock__get(fd);
+}
+
+static inline int is_ours(int fd)
+{
+	return ts_likely(ts_ready && !ts_in_lib) && ts_sock__of(fd);
+}
+
+/* End of a call on s: drop its reference, keep its errno. */
+static inline ssize_t done(struct ts_sock *s, ssize_t r)
+{
+	int e = errno;
+
+	ts_sock__put(s);
+	errno = e;
+	return r;
 }
 
 /* Our stream socket for fd (TICKSTACK_TCP=1), or NULL. */
@@ -168,7 +187,7 @@ TS_API int socket(int domain, int type, int protocol)
 	if (base != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
 		return fd;
 	if (!ts_sock__new(fd, !!(type & SOCK_NONBLOCK)))
-		ts_stats->sockets_kernel++;
+		TS_INC(ts_stats->sockets_kernel);
 	return fd;
 }
 
@@ -182,10 +201,10 @@ TS_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 		if (e < 0) {
 			errno = -e;
-			return -1;
+			r = -1;
 		}
 	}
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -204,10 +223,10 @@ TS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 		if (e < 0) {
 			errno = -e;
-			return -1;
+			r = -1;
 		}
 	}
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
@@ -278,8 +297,52 @@ TS_API int close(int fd)
 	return REAL(close)(fd);
 }
 
+/* close_range closes (or marks close-on-exec) without close(): forget
+ * the shadows of the fds it closed, or a later fd with the same number
+ * would be taken for the socket. */
+TS_API int close_range(unsigned int first, unsigned int last, int flags)
+{
+	int r = REAL(close_range)(first, last, flags);
+	unsigned int fd;
+
+	if (r < 0 || (flags & CLOSE_RANGE_CLOEXEC) || !ts_ready || ts_in_lib)
+		return r;
+	for (fd = first; fd <= last && fd < (unsigned int)ts_fdtab_size; fd++) {
+		if (ts_sock__of((int)fd))
+			ts_sock__release((int)fd);
+		else if (ts_tcp_on && ts_tcp__of((int)fd))
+			ts_tcp__close((int)fd);
+		ts_ep__forget_fd((int)fd);
+		if (fd == last)
+			break;
+	}
+	return r;
+}
+
 /* ------------------------------------------------------------------ */
 /* receive                                                             */
+
+/* A stream's receive: no source address (recvfrom leaves it unset). */
+static ssize_t tcp_recv_one(struct ts_tcp *t, int fd, void *buf, size_t len,
+			    int flags, socklen_t *fromlen)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t r = ts_tcp__recvmsg(t, fd, &msg, flags);
+
+	if (r >= 0 && fromlen)
+		*fromlen = 0;
+	return r;
+}
+
+static ssize_t tcp_send_one(struct ts_tcp *t, int fd, const void *buf,
+			    size_t len, int flags)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	return ts_tcp__sendmsg(t, fd, &msg, flags);
+}
 
 static ssize_t recv_one(struct ts_sock *s, int fd, void *buf, size_t len,
 			int flags, struct sockaddr *from, socklen_t *fromlen)
@@ -288,14 +351,6 @@ static ssize_t recv_one(struct ts_sock *s, int fd, void *buf, size_t len,
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t r;
 
-	if (ts_unlikely(!s)) {
-		struct ts_tcp *t = tcp_ours(fd);
-
-		r = ts_tcp__recvmsg(t, fd, &msg, flags);
-		if (from && fromlen && r >= 0)
-			*fromlen = 0;
-		return r;
-	}
 	if (from && fromlen) {
 		msg.msg_name = from;
 		msg.msg_namelen = *fromlen;
@@ -310,28 +365,60 @@ TS_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 			struct sockaddr *from, socklen_t *fromlen)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s && !tcp_ours(fd))
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_recv_one(t, fd, buf, len, flags, fromlen);
 		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
-	return recv_one(s, fd, buf, len, flags, from, fromlen);
+	}
+	return done(s, recv_one(s, fd, buf, len, flags, from, fromlen));
 }
 
 TS_API ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s && !tcp_ours(fd))
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_recv_one(t, fd, buf, len, flags, NULL);
 		return REAL(recv)(fd, buf, len, flags);
-	return recv_one(s, fd, buf, len, flags, NULL, NULL);
+	}
+	return done(s, recv_one(s, fd, buf, len, flags, NULL, NULL));
 }
 
 TS_API ssize_t read(int fd, void *buf, size_t len)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s && !tcp_ours(fd))
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_recv_one(t, fd, buf, len, 0, NULL);
 		return REAL(read)(fd, buf, len);
-	return recv_one(s, fd, buf, len, 0, NULL, NULL);
+	}
+	return done(s, recv_one(s, fd, buf, len, 0, NULL, NULL));
+}
+
+TS_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct ts_sock *s = ours(fd);
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+			      .msg_iovlen = (size_t)iovcnt };
+
+	struct ts_tcp *t;
+
+	if (!s) {
+		if ((t = tcp_ours(fd)) && iovcnt >= 0 && iovcnt <= IOV_MAX)
+			return ts_tcp__recvmsg(t, fd, &msg, 0);
+		return REAL(readv)(fd, iov, iovcnt);
+	}
+	if (iovcnt < 0 || iovcnt > IOV_MAX) {
+		errno = EINVAL;
+		return done(s, -1);
+	}
+	return done(s, ts_sock__recvmsg(s, fd, &msg, 0));
 }
 
 TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
@@ -344,7 +431,7 @@ TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 			return ts_tcp__recvmsg(t, fd, msg, flags);
 		return REAL(recvmsg)(fd, msg, flags);
 	}
-	return ts_sock__recvmsg(s, fd, msg, flags);
+	return done(s, ts_sock__recvmsg(s, fd, msg, flags));
 }
 
 TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
@@ -368,11 +455,11 @@ TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		if (r < 0) {
 			if (i > 0)
 				break;
-			return -1;
+			return (int)done(s, -1);
 		}
 		vec[i].msg_len = (unsigned int)r;
 	}
-	return (int)i;
+	return (int)done(s, (ssize_t)i);
 }
 
 TS_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
@@ -412,37 +499,67 @@ static ssize_t send_one(struct ts_sock *s, int fd, const void *buf,
 			      .msg_iov = &iov,
 			      .msg_iovlen = 1 };
 
-	if (ts_unlikely(!s))
-		return ts_tcp__sendmsg(tcp_ours(fd), fd, &msg, flags);
-	return ts_sock__sendmsg(s, fd, &msg, flags);
+	return ts_sock__sendmsg(s, fd, &msg, flags, 0);
 }
 
 TS_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		      const struct sockaddr *to, socklen_t tolen)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s && !tcp_ours(fd))
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_send_one(t, fd, buf, len, flags);
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
-	return send_one(s, fd, buf, len, flags, to, tolen);
+	}
+	return done(s, send_one(s, fd, buf, len, flags, to, tolen));
 }
 
 TS_API ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s && !tcp_ours(fd))
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_send_one(t, fd, buf, len, flags);
 		return REAL(send)(fd, buf, len, flags);
-	return send_one(s, fd, buf, len, flags, NULL, 0);
+	}
+	return done(s, send_one(s, fd, buf, len, flags, NULL, 0));
 }
 
 TS_API ssize_t write(int fd, const void *buf, size_t len)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s && !tcp_ours(fd))
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_send_one(t, fd, buf, len, 0);
 		return REAL(write)(fd, buf, len);
-	return send_one(s, fd, buf, len, 0, NULL, 0);
+	}
+	return done(s, send_one(s, fd, buf, len, 0, NULL, 0));
+}
+
+TS_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct ts_sock *s = ours(fd);
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+			      .msg_iovlen = (size_t)iovcnt };
+
+	struct ts_tcp *t;
+
+	if (!s) {
+		if ((t = tcp_ours(fd)) && iovcnt >= 0 && iovcnt <= IOV_MAX)
+			return ts_tcp__sendmsg(t, fd, &msg, 0);
+		return REAL(writev)(fd, iov, iovcnt);
+	}
+	if (iovcnt < 0 || iovcnt > IOV_MAX) {
+		errno = EINVAL;
+		return done(s, -1);
+	}
+	return done(s, ts_sock__sendmsg(s, fd, &msg, 0, 0));
 }
 
 TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -455,35 +572,7 @@ TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 			return ts_tcp__sendmsg(t, fd, msg, flags);
 		return REAL(sendmsg)(fd, msg, flags);
 	}
-	return ts_sock__sendmsg(s, fd, msg, flags);
-}
-
-TS_API ssize_t readv(int fd, const struct iovec *iov, int n)
-{
-	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
-			      .msg_iovlen = (size_t)(n < 0 ? 0 : n) };
-	struct ts_sock *s = ours(fd);
-	struct ts_tcp *t;
-
-	if (s)
-		return ts_sock__recvmsg(s, fd, &msg, 0);
-	if ((t = tcp_ours(fd)))
-		return ts_tcp__recvmsg(t, fd, &msg, 0);
-	return REAL(readv)(fd, iov, n);
-}
-
-TS_API ssize_t writev(int fd, const struct iovec *iov, int n)
-{
-	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
-			      .msg_iovlen = (size_t)(n < 0 ? 0 : n) };
-	struct ts_sock *s = ours(fd);
-	struct ts_tcp *t;
-
-	if (s)
-		return ts_sock__sendmsg(s, fd, &msg, 0);
-	if ((t = tcp_ours(fd)))
-		return ts_tcp__sendmsg(t, fd, &msg, 0);
-	return REAL(writev)(fd, iov, n);
+	return done(s, ts_sock__sendmsg(s, fd, msg, flags, 0));
 }
 
 TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
@@ -493,17 +582,24 @@ TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 
 	if (!s)
 		return REAL(sendmmsg)(fd, vec, n, flags);
+	/* one batch: the TX ring is kicked once, after the last datagram */
 	for (i = 0; i < n; i++) {
-		ssize_t r = ts_sock__sendmsg(s, fd, &vec[i].msg_hdr, flags);
+		ssize_t r = ts_sock__sendmsg(s, fd, &vec[i].msg_hdr, flags,
+					     i + 1 < n);
 
 		if (r < 0) {
+			int e = errno;
+
+			ts_sock__flush(s);
 			if (i > 0)
 				break;
-			return -1;
+			errno = e;
+			return (int)done(s, -1);
 		}
 		vec[i].msg_len = (unsigned int)r;
 	}
-	return (int)i;
+	ts_sock__flush(s);
+	return (int)done(s, (ssize_t)i);
 }
 
 /* ------------------------------------------------------------------ */
@@ -541,16 +637,11 @@ TS_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 static int select_common(int nfds, fd_set *r, fd_set *w, fd_set *e,
 			 int64_t ns, const sigset_t *mask)
 {
-	struct pollfd *pf;
+	struct pollfd pf[FD_SETSIZE]; /* no allocation: 8 KiB of stack */
 	int i, n = 0, ret, cnt = 0;
 
 	if (nfds < 0 || nfds > FD_SETSIZE) {
 		errno = EINVAL;
-		return -1;
-	}
-	pf = calloc((size_t)nfds + 1, sizeof(*pf));
-	if (!pf) {
-		errno = ENOMEM;
 		return -1;
 	}
 	for (i = 0; i < nfds; i++) {
@@ -595,7 +686,6 @@ static int select_common(int nfds, fd_set *r, fd_set *w, fd_set *e,
 	}
 	ret = cnt;
 out:
-	free(pf);
 	return ret;
 }
 
@@ -648,7 +738,7 @@ TS_API int epoll_create1(int flags)
 
 TS_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	if (!ours(fd) && !tcp_ours(fd))
+	if (!is_ours(fd) && !tcp_ours(fd))
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
 	return ts_ep__ctl(epfd, op, fd, ev);
 }
@@ -657,7 +747,7 @@ TS_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
 {
 	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
 		return REAL(epoll_wait)(epfd, ev, max, tmo);
-	return ts_ep__wait(epfd, ev, max, tmo, NULL);
+	return ts_ep__wait(epfd, ev, max, ms_ns(tmo), NULL);
 }
 
 TS_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
@@ -665,19 +755,18 @@ TS_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 {
 	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
 		return REAL(epoll_pwait)(epfd, ev, max, tmo, mask);
-	return ts_ep__wait(epfd, ev, max, tmo, mask);
+	return ts_ep__wait(epfd, ev, max, ms_ns(tmo), mask);
 }
 
 TS_API int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 			const struct timespec *tmo, const sigset_t *mask)
 {
-	int ms;
-
 	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
 		return REAL(epoll_pwait2)(epfd, ev, max, tmo, mask);
-	ms = tmo ? (int)(tmo->tv_sec * 1000 + (tmo->tv_nsec + 999999) / 1000000) :
-		   -1;
-	return ts_ep__wait(epfd, ev, max, ms, mask);
+	return ts_ep__wait(epfd, ev, max,
+			   tmo ? (int64_t)tmo->tv_sec * 1000000000 + tmo->tv_nsec :
+				 -1,
+			   mask);
 }
 
 /* ------------------------------------------------------------------ */
@@ -704,7 +793,7 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd,
 		s->nonblock = !!(arg & O_NONBLOCK);
 	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		ts_sock__dup(fd, r);
-	return r;
+	return (int)done(s, r);
 }
 
 TS_API int fcntl(int fd, int cmd, ...)
@@ -758,13 +847,13 @@ TS_API int ioctl(int fd, unsigned long req, ...)
 
 		if (ts_sock__fionread(s, &v)) {
 			*(int *)arg = v;
-			return 0;
+			return (int)done(s, 0);
 		}
 	}
 	r = REAL(ioctl)(fd, req, arg);
 	if (r == 0 && s && req == FIONBIO && arg)
 		s->nonblock = !!*(int *)arg;
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int setsockopt(int fd, int level, int opt, const void *val,
@@ -778,7 +867,7 @@ TS_API int setsockopt(int fd, int level, int opt, const void *val,
 		ts_sock__setsockopt(s, fd, level, opt, val, len);
 	else if (r == 0 && t)
 		ts_tcp__setsockopt(t, fd, level, opt, val, len);
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
@@ -797,7 +886,7 @@ TS_API int dup(int fd)
 {
 	int r = REAL(dup)(fd);
 
-	if (r >= 0 && ours(fd))
+	if (r >= 0 && is_ours(fd))
 		ts_sock__dup(fd, r);
 	else if (r >= 0 && tcp_ours(fd))
 		ts_tcp__dup(fd, r);
@@ -815,116 +904,111 @@ static void release_target(int newfd, int oldfd)
 	}
 }
 
+/* dup2/dup3 close newfd first: its shadow goes before the call, while
+ * newfd still names its socket (a call running on it in another thread
+ * keeps a dup of the right one). */
 TS_API int dup2(int oldfd, int newfd)
 {
-	int r = REAL(dup2)(oldfd, newfd);
+	int r;
 
-	if (r >= 0 && r != oldfd) {
+	if (newfd != oldfd && REAL(fcntl)(oldfd, F_GETFD) >= 0)
 		release_target(newfd, oldfd);
-		if (ours(oldfd))
-			ts_sock__dup(oldfd, r);
-		else if (tcp_ours(oldfd))
-			ts_tcp__dup(oldfd, r);
-	}
+	r = REAL(dup2)(oldfd, newfd);
+	if (r >= 0 && r != oldfd && is_ours(oldfd))
+		ts_sock__dup(oldfd, r);
+	else if (r >= 0 && r != oldfd && tcp_ours(oldfd))
+		ts_tcp__dup(oldfd, r);
 	return r;
 }
 
 TS_API int dup3(int oldfd, int newfd, int flags)
 {
-	int r = REAL(dup3)(oldfd, newfd, flags);
+	int r;
 
-	if (r >= 0) {
+	if (newfd != oldfd && REAL(fcntl)(oldfd, F_GETFD) >= 0)
 		release_target(newfd, oldfd);
-		if (ours(oldfd))
-			ts_sock__dup(oldfd, r);
-		else if (tcp_ours(oldfd))
-			ts_tcp__dup(oldfd, r);
-	}
+	r = REAL(dup3)(oldfd, newfd, flags);
+	if (r >= 0 && is_ours(oldfd))
+		ts_sock__dup(oldfd, r);
+	else if (r >= 0 && tcp_ours(oldfd))
+		ts_tcp__dup(oldfd, r);
 	return r;
 }
 
 /* ------------------------------------------------------------------ */
-/* exec keeps the preload and the TICKSTACK_* settings                 */
+/* io_uring: the ring reads and writes kernel sockets behind the library's
+ * back, so the first ring moves every UDP socket to the kernel. Caught
+ * where liburing (linked dynamically) or syscall() sets one up; a program
+ * with liburing linked statically is not seen. */
 
-static const char *self_path(void)
+static void *uring_real(const char *name)
 {
-	static char path[512];
-	Dl_info di;
+	void *p;
 
-	if (!path[0] && dladdr((void *)ts_real__resolve, &di) && di.dli_fname)
-		snprintf(path, sizeof(path), "%s", di.dli_fname);
-	return path;
+	ts_in_lib++;
+	p = dlsym(RTLD_NEXT, name);
+	ts_in_lib--;
+	return p;
 }
 
-static int env_has(char *const envp[], const char *prefix)
+static void uring_seen(void)
 {
-	size_t n = strlen(prefix);
+	if (ts_ready && !ts_in_lib)
+		ts_sock__uring_used();
+}
+
+struct io_uring;
+struct io_uring_params;
+
+TS_API int io_uring_setup(unsigned int entries, struct io_uring_params *p)
+{
+	uring_seen();
+	return (int)REAL(syscall)(SYS_io_uring_setup, (long)entries, p);
+}
+
+TS_API int io_uring_queue_init_params(unsigned int entries,
+				      struct io_uring *ring,
+				      struct io_uring_params *p)
+{
+	int (*real)(unsigned int, struct io_uring *, struct io_uring_params *) =
+		uring_real("io_uring_queue_init_params");
+
+	uring_seen();
+	if (!real)
+		return -ENOSYS;
+	return real(entries, ring, p);
+}
+
+TS_API int io_uring_queue_init(unsigned int entries, struct io_uring *ring,
+			       unsigned int flags)
+{
+	int (*real)(unsigned int, struct io_uring *, unsigned int) =
+		uring_real("io_uring_queue_init");
+
+	uring_seen();
+	if (!real)
+		return -ENOSYS;
+	return real(entries, ring, flags);
+}
+
+TS_API long syscall(long n, ...)
+{
+	long a[6];
+	va_list ap;
 	int i;
 
-	for (i = 0; envp && envp[i]; i++)
-		if (!strncmp(envp[i], prefix, n))
-			return i;
-	return -1;
-}
-
-TS_API int execve(const char *path, char *const argv[], char *const envp[])
-{
-	extern char **environ;
-	const char *lib = self_path();
-	char **nenv, *pre = NULL;
-	int n = 0, k = 0, i, j, r;
-
-	if (!ts_ready || !lib[0] || envp == environ)
-		return REAL(execve)(path, argv, envp);
-	i = env_has(envp, "LD_PRELOAD=");
-	if (i >= 0 && strstr(envp[i], lib) && env_has(envp, "TICKSTACK_") >= 0)
-		return REAL(execve)(path, argv, envp);
-	while (envp && envp[n])
-		n++;
-	for (j = 0; environ && environ[j]; j++)
-		;
-	nenv = calloc((size_t)(n + j + 2), sizeof(*nenv));
-	if (!nenv)
-		return REAL(execve)(path, argv, envp);
-	for (i = 0; i < n; i++) {
-		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && !strstr(envp[i], lib)) {
-			size_t l = strlen(envp[i]) + strlen(lib) + 2;
-
-			pre = malloc(l);
-			if (pre) {
-				snprintf(pre, l, "LD_PRELOAD=%s:%s", lib, envp[i] + 11);
-				nenv[k++] = pre;
-				continue;
-			}
-		}
-		nenv[k++] = envp[i];
+	va_start(ap, n);
+	for (i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (n == SYS_io_uring_setup)
+		uring_seen();
+	else if (n == SYS_close && ts_ready && !ts_in_lib &&
+		 ts_sock__of((int)a[0])) {
+		ts_sock__release((int)a[0]);
+		ts_ep__forget_fd((int)a[0]);
 	}
-	if (env_has(envp, "LD_PRELOAD=") < 0) {
-		size_t l = strlen(lib) + 12;
-
-		pre = malloc(l);
-		if (pre) {
-			snprintf(pre, l, "LD_PRELOAD=%s", lib);
-			nenv[k++] = pre;
-		}
-	}
-	for (i = 0; environ && environ[i]; i++) {
-		char *eq = strchr(environ[i], '=');
-		char name[128];
-
-		if (strncmp(environ[i], "TICKSTACK_", 10) || !eq ||
-		    (size_t)(eq - environ[i]) + 2 > sizeof(name))
-			continue;
-		snprintf(name, sizeof(name), "%.*s=", (int)(eq - environ[i]),
-			 environ[i]);
-		if (env_has(envp, name) < 0)
-			nenv[k++] = environ[i];
-	}
-	nenv[k] = NULL;
-	r = REAL(execve)(path, argv, nenv);
-	free(pre);
-	free(nenv);
-	return r;
+	return REAL(syscall)(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -951,6 +1035,8 @@ static void atfork_child(void)
 	ts_route__reset_after_fork();
 	ts_stats__reinit_after_fork();
 	ts_sock__after_fork_child(old, ts_stats);
+	ts_ep__after_fork_child();
+	ts_ctl__after_fork_child();
 	ts_tcp__after_fork_child();
 	if (old != ts_stats)
 		munmap(old, sizeof(*old));
@@ -979,6 +1065,7 @@ __attribute__((constructor)) static void ts_init(void)
 		return;
 	}
 	ts_stats__init();
+	ts_nh__init();
 	if (ts_tcp__init() < 0) {
 		ts_log("configuration error (see above): running without "
 		       "acceleration");

@@ -81,12 +81,17 @@ int ts_steer(struct xdp_md *ctx)
 	key.dport = *(__u16 *)(l4 + 2);
 	key.daddr = iph->daddr;
 	v = bpf_map_lookup_elem(&ts_steer_map, &key);
-	if (!v) {
+	/* A wildcard (0.0.0.0) binding takes unicast only: multicast goes
+	 * to an XSK only for a (group, port) a process joined, so that the
+	 * kernel still delivers groups other processes joined. */
+	if (!v && (iph->daddr & bpf_htonl(0xf0000000)) != bpf_htonl(0xe0000000)) {
 		key.daddr = 0;
 		v = bpf_map_lookup_elem(&ts_steer_map, &key);
 	}
 	if (!v)
 		return count(TS_CNT_PASS_NOMATCH, XDP_PASS);
+	if (data_end - data > TS_XSK_MAX_FRAME)
+		return count(TS_CNT_PASS_BIG, XDP_PASS);
 	if (v->flags & TS_STEER_F_SHARED)
 		return count(TS_CNT_PASS_SHARED, XDP_PASS);
 	if (v->queue != ctx->rx_queue_index)

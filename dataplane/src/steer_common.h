@@ -6,6 +6,12 @@
 #define TS_STEER_MAX_ENTRIES 4096
 #define TS_XSKS_MAX 64
 
+/* UMEM frames are TS_FRAME_SIZE bytes; the kernel keeps XDP_PACKET_HEADROOM
+ * (256) of each for itself on receive, so a longer frame cannot enter an
+ * XSK: the program passes those to the kernel. */
+#define TS_FRAME_SIZE 2048
+#define TS_XSK_MAX_FRAME (TS_FRAME_SIZE - 256)
+
 /* Names the library uses to find the program and its maps when another
  * process of the same namespace attached it first (max 15 chars). */
 #define TS_PROG_NAME "ts_steer"
@@ -40,6 +46,7 @@ enum ts_cnt_idx {
 	TS_CNT_PASS_NOMATCH,
 	TS_CNT_PASS_SHARED,
 	TS_CNT_PASS_QUEUE,
+	TS_CNT_PASS_BIG, /* longer than an XSK frame */
 	TS_CNT_MAX,
 };
 

@@ -12,8 +12,7 @@
  * an unbound kernel socket as its fd. After close(), the steering stays
  * until lwIP has finished the connection (FIN exchange, TIME_WAIT); a
  * connecting socket's port stays reserved by a duplicate of its fd until
- * TIME_WAIT. Everything here runs under the process lock and lwIP's core
- * lock (tcp_lwip.c). */
+ * TIME_WAIT. Everything here runs under lwIP's core lock (tcp_lwip.c). */
 #include "tcp_lwip.h"
 
 #include <arpa/inet.h>
@@ -242,8 +241,8 @@ static void to_kernel(struct ts_tcp *t, int fd, const char *why)
 	ts_dbg("fd %d: stream stays on the kernel: %s", fd, why);
 	tab_set(fd, NULL);
 	ts_stats->tcp.conns_kernel++;
-	ts_stats->sockets_kernel++;
-	ts_stats->fallback_events++;
+	TS_INC(ts_stats->sockets_kernel);
+	TS_INC(ts_stats->fallback_events);
 	free(t);
 }
 
@@ -647,6 +646,7 @@ static int local_of(int fd, uint32_t *addr, uint16_t *port)
 int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 {
 	int idx[8], n, i, r;
+	struct ts_stack *sts[8];
 	struct tcp_pcb *pcb, *lp;
 	ip_addr_t a;
 	err_t err;
@@ -667,14 +667,16 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 		return 0;
 	}
 	n = (ntohl(t->laddr) >> 24) == 127 ? 0 : ifaces_for(t->laddr, idx, 8);
+	/* XSKs are created under the control lock, never under lwIP's */
+	ts_lock();
+	for (i = 0; i < n; i++)
+		sts[i] = ts_stack__get(idx[i], 1);
+	ts_unlock();
 	ts_lwip__lock();
 	t->hold = hold_new(t->laddr, t->lport);
-	for (i = 0; t->hold && i < n; i++) {
-		struct ts_stack *st = ts_stack__get(idx[i], 1);
-
-		if (st)
-			hold_add(t->hold, st);
-	}
+	for (i = 0; t->hold && i < n; i++)
+		if (sts[i])
+			hold_add(t->hold, sts[i]);
 	if (!t->hold || !t->hold->n) {
 		hold_put(t->hold);
 		ts_lwip__unlock();
@@ -708,7 +710,7 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 	tcp_accept(lp, cb_accept);
 	tcp_stats_slot(t);
 	ts_stats->tcp.listen_accel++;
-	ts_stats->sockets_accelerated++;
+	TS_INC(ts_stats->sockets_accelerated);
 	ts_lwip__unlock();
 	return 0;
 out_nomem:
@@ -752,9 +754,9 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 		why = "destination is local, broadcast or has no route";
 		goto kernel;
 	}
-	ts_lock();
+	ts_lwip__lock();
 	r = ts_lwip__nexthop(sa->sin_addr.s_addr, &nh);
-	ts_unlock();
+	ts_lwip__unlock();
 	if (r || !if_indextoname((unsigned)nh.ifindex, ifname) ||
 	    !iface_allowed(ifname)) {
 		why = "the route leaves through an interface not accelerated";
@@ -779,8 +781,10 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 		t->laddr = nh.prefsrc;
 	t->raddr = sa->sin_addr.s_addr;
 	t->rport = sa->sin_port;
-	ts_lwip__lock();
+	ts_lock();
 	st = ts_stack__get(nh.ifindex, 1);
+	ts_unlock();
+	ts_lwip__lock();
 	nif = st ? ts_lwip__netif(st, t->laddr) : NULL;
 	if (!nif) {
 		ts_lwip__unlock();
@@ -824,7 +828,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	tcp_stats_slot(t);
 	ts_stats->tcp.conns_accel++;
 	ts_stats->tcp.conns_live++;
-	ts_stats->sockets_accelerated++;
+	TS_INC(ts_stats->sockets_accelerated);
 	unlock_wake();
 	if (t->nonblock) {
 		errno = EINPROGRESS;
@@ -935,7 +939,7 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 	c->nonblock = !!(flags & SOCK_NONBLOCK);
 	tcp_stats_slot(c);
 	tab_set(nfd, c);
-	ts_stats->sockets_accelerated++;
+	TS_INC(ts_stats->sockets_accelerated);
 	ts_lwip__unlock();
 	if (addr && len) {
 		struct sockaddr_in sa = { .sin_family = AF_INET,
@@ -1470,11 +1474,12 @@ int ts_tcp__kernel_watch(struct ts_tcp *t)
 	return t->state == T_LISTEN;
 }
 
-/* Under the process lock. As Linux's tcp_poll reports it. */
+/* As Linux's tcp_poll reports it. */
 short ts_tcp__revents(struct ts_tcp *t, short events)
 {
 	short ev = 0;
 
+	ts_lwip__lock();
 	switch (t->state) {
 	case T_LISTEN:
 		if (t->acq_head)
@@ -1498,6 +1503,7 @@ short ts_tcp__revents(struct ts_tcp *t, short events)
 		if (t->so_error)
 			ev |= POLLERR;
 	}
+	ts_lwip__unlock();
 	return (short)(ev & (events | POLLERR | POLLHUP));
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* tcp_lwip.c - lwIP 2.1.3 (Debian's liblwip) as the TCP engine: its raw
- * API runs on the application's threads under the process lock and lwIP's
- * core lock; its timers run on one helper thread. A netif per (interface,
+ * API runs on the application's threads under lwIP's core lock (the TCP
+ * layer's lock); its timers run on one helper thread. A netif per (interface,
  * local address) feeds ip4_input() with segments taken from the XSK and
  * sends lwIP's IPv4 packets into UMEM frames behind an Ethernet header
  * whose next hop comes from the kernel's route and neighbour tables
@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/types.h>
+
+#include "steer_common.h"
 
 /* lwIP's core mutex, normally created by tcpip_init() */
 extern sys_mutex_t lock_tcpip_core;
@@ -43,10 +46,14 @@ void ts_lwip__core_enter(void)
 		LOCK_TCPIP_CORE();
 }
 
+static void input_process(void);
+
 void ts_lwip__core_exit(void)
 {
 	int i;
 
+	if (core_depth == 1)
+		input_process(); /* segments queued meanwhile by other threads */
 	if (--core_depth)
 		return;
 	/* one wake-up of the kernel's TX path for what lwIP queued */
@@ -58,14 +65,12 @@ void ts_lwip__core_exit(void)
 
 void ts_lwip__lock(void)
 {
-	ts_lock();
 	ts_lwip__core_enter();
 }
 
 void ts_lwip__unlock(void)
 {
 	ts_lwip__core_exit();
-	ts_unlock();
 }
 
 void ts_lwip__wake(void)
@@ -139,9 +144,9 @@ int ts_lwip__resolve(uint32_t daddr, int ms)
 	int i, r = -EAGAIN;
 
 	for (i = 0; i <= ms; i++) {
-		ts_lock();
+		ts_lwip__lock();
 		r = ts_lwip__nexthop(daddr, &nh);
-		ts_unlock();
+		ts_lwip__unlock();
 		if (r != -EAGAIN)
 			break;
 		usleep(1000);
@@ -181,7 +186,7 @@ static err_t nif_output(struct netif *n, struct pbuf *p,
 		ts_stats->tcp.tx_noroute++;
 		return ERR_OK;
 	}
-	if (ts_stack__send_ip(st, nh.mac, ip, p->len, 0)) {
+	if (ts_stack__send_ip(st, nh.mac, ip, p->len, 1)) {
 		ts_stats->tcp.tx_ring_full++;
 		return ERR_OK;
 	}
@@ -211,9 +216,11 @@ static err_t nif_init(struct netif *n)
 #if LWIP_IPV6
 	n->output_ip6 = nif_output6;
 #endif
-	/* a segment must fit one 2 KiB UMEM frame behind its 14-byte header;
+	/* a segment must fit the frame an XSK takes (TS_XSK_MAX_FRAME) behind
+	 * its 14-byte header;
 	 * lwIP's MSS is min(TCP_MSS=1460, mtu - 40) */
-	n->mtu = (u16_t)(mtu > 2048 - 14 ? 2048 - 14 : mtu);
+	n->mtu = (u16_t)(mtu > TS_XSK_MAX_FRAME - 14 ? TS_XSK_MAX_FRAME - 14 :
+							 mtu);
 	n->flags = NETIF_FLAG_LINK_UP;
 	return ERR_OK;
 }
@@ -301,33 +308,69 @@ static void csum_complete(uint8_t *ip, uint32_t ihl, uint32_t tot)
 	ts_stats->tcp.rx_csum_completed++;
 }
 
+/* Segments from the RX path (which holds an XSK's ring lock, taken after
+ * the core lock elsewhere: lwIP cannot run there) wait here for the next
+ * holder of the core lock. */
+struct ts_seg {
+	struct ts_seg *next;
+	struct ts_stack *st;
+	uint32_t len;
+	uint8_t ip[];
+};
+
+static pthread_mutex_t inq_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ts_seg *inq_head, *inq_tail;
+static int inq_len;
+
 void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
 {
 	const uint8_t *ip = frame + 14;
-	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4, tot, daddr;
-	struct ts_rx_probe pr;
-	uint32_t saddr, seq;
-	uint16_t sport, dport;
-	struct netif *n;
-	struct pbuf *p;
+	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4, tot;
+	struct ts_seg *g;
 
 	tot = (uint32_t)(ip[2] << 8 | ip[3]);
 	if (!ts_tcp_on || ihl < 20 || tot < ihl + 20 || tot > len - 14) {
 		ts_stats->tcp.rx_no_netif++;
 		return;
 	}
-	memcpy(&daddr, ip + 16, 4);
-	ts_lwip__core_enter();
-	n = ts_lwip__netif(st, daddr);
-	if (!n) {
-		ts_stats->tcp.rx_no_netif++;
-		goto out;
-	}
 	/* copied: lwIP may keep a segment (out of order, unread) for long,
 	 * and the UMEM frame goes straight back to the fill ring */
+	g = malloc(sizeof(*g) + tot);
+	if (!g)
+		return;
+	g->next = NULL;
+	g->st = st;
+	g->len = tot;
+	memcpy(g->ip, ip, tot);
+	pthread_mutex_lock(&inq_lock);
+	if (inq_tail)
+		inq_tail->next = g;
+	else
+		inq_head = g;
+	inq_tail = g;
+	__atomic_store_n(&inq_len, inq_len + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&inq_lock);
+}
+
+static void seg_input(struct ts_seg *g)
+{
+	uint8_t *ip = g->ip;
+	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4, tot = g->len, daddr;
+	struct ts_rx_probe pr;
+	uint32_t saddr, seq;
+	uint16_t sport, dport;
+	struct netif *n;
+	struct pbuf *p;
+
+	memcpy(&daddr, ip + 16, 4);
+	n = ts_lwip__netif(g->st, daddr);
+	if (!n) {
+		ts_stats->tcp.rx_no_netif++;
+		return;
+	}
 	p = pbuf_alloc(PBUF_RAW, (u16_t)tot, PBUF_RAM);
 	if (!p)
-		goto out;
+		return;
 	memcpy(p->payload, ip, tot);
 	csum_complete(p->payload, ihl, tot);
 	ts_stats->tcp.segs_rx++;
@@ -339,7 +382,38 @@ void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
 	if (ip4_input(p, n) != ERR_OK)
 		pbuf_free(p);
 	ts_tcp__rx_post(&pr);
-out:
+}
+
+/* Under the core lock: everything queued, in order. */
+static void input_process(void)
+{
+	while (__atomic_load_n(&inq_len, __ATOMIC_ACQUIRE)) {
+		struct ts_seg *g;
+
+		pthread_mutex_lock(&inq_lock);
+		g = inq_head;
+		inq_head = NULL;
+		inq_tail = NULL;
+		__atomic_store_n(&inq_len, 0, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&inq_lock);
+		while (g) {
+			struct ts_seg *next = g->next;
+
+			seg_input(g);
+			free(g);
+			g = next;
+		}
+	}
+}
+
+/* After an RX poll released its ring lock (no lock held, or the core
+ * lock by this thread). */
+void ts_tcp__input_drain(void)
+{
+	if (!__atomic_load_n(&inq_len, __ATOMIC_ACQUIRE))
+		return;
+	ts_lwip__core_enter();
+	input_process();
 	ts_lwip__core_exit();
 }
 

@@ -17,9 +17,11 @@
 #include <lwip/tcpip.h>
 #include <lwip/timeouts.h>
 
-/* The process lock, then lwIP's core lock (nested, per thread depth):
- * every lwIP call runs under both. The RX dispatch already holds the
- * process lock and only adds the core lock. */
+/* lwIP's core lock, reentrant per thread (depth counted): every lwIP
+ * call runs under it. Lock order: the control lock (ts_lock) is never
+ * taken under it; an XSK's ring lock is taken under it (output). Released
+ * last, it first feeds lwIP the segments queued by RX polls and wakes the
+ * TX path once. */
 TS_HIDDEN void ts_lwip__lock(void);
 TS_HIDDEN void ts_lwip__unlock(void);
 TS_HIDDEN void ts_lwip__core_enter(void);

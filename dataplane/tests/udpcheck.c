@@ -13,9 +13,9 @@
  *                                          of the socket, after checking
  *                                          that SO_RCVTIMEO times out
  *   udpcheck exec-echo IP PORT COUNT       bind, then execve() itself with
- *                                          an EMPTY environment: the new
- *                                          image must still be preloaded
- *                                          and echo on the inherited fd
+ *                                          its environment: the new image
+ *                                          is preloaded again and echoes
+ *                                          on the inherited fd
  * MUX mmsg: recvmmsg/sendmmsg in batches; MUX poll also checks FIONREAD.
  * Exit 0 on success; any mismatch or timeout prints why and exits 1. */
 #define _GNU_SOURCE
@@ -291,16 +291,16 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "exec-echo")) {
 		char fdarg[16];
 		char *args[] = { argv[0], "echo-fd", fdarg, argv[4], NULL };
-		char *empty[] = { NULL };
+		extern char **environ;
 
 		fd = mksock(argv[2], atoi(argv[3]), 1, &sa);
 		snprintf(fdarg, sizeof(fdarg), "%d", fd);
-		execve("/proc/self/exe", args, empty);
+		execve("/proc/self/exe", args, environ);
 		perror("udpcheck: execve");
 		return 1;
 	}
 	if (!strcmp(argv[1], "echo-fd")) {
-		/* after exec-echo: the environment was emptied by the caller */
+		/* after exec-echo: the environment was passed on */
 		const char *pre = getenv("LD_PRELOAD");
 
 		if (!pre || !strstr(pre, "libtickstack")) {
