@@ -94,7 +94,6 @@ static void set_v4(ip_addr_t *a, uint32_t v)
 	ip4_addr_set_u32(ip_2_ip4(a), v);
 	IP_SET_TYPE_VAL(*a, IPADDR_TYPE_V4);
 }
-static int sleepers;
 
 struct ts_tcp *ts_tcp__of(int fd)
 {
@@ -557,14 +556,14 @@ static int tcp_wait(struct ts_tcp *t, int (*ready)(struct ts_tcp *),
 				if (deadline != UINT64_MAX &&
 				    (deadline - now) / 1000000 < (uint64_t)ms)
 					ms = (int)((deadline - now) / 1000000) + 1;
-				__atomic_add_fetch(&sleepers, 1, __ATOMIC_ACQ_REL);
+				__atomic_add_fetch(&ts_wait_sleepers, 1, __ATOMIC_ACQ_REL);
 				if (ts_sig_efd >= 0)
 					(void)!ts_real_read(ts_sig_efd, &v, sizeof(v));
 				/* a state change between the last check and
 				 * the sleep is caught by the bounded sleep */
 				if (ts_sig__norestart_gen() == g0)
 					ts_real_poll(pf, (nfds_t)n, ms);
-				__atomic_sub_fetch(&sleepers, 1, __ATOMIC_ACQ_REL);
+				__atomic_sub_fetch(&ts_wait_sleepers, 1, __ATOMIC_ACQ_REL);
 				iter = 0;
 				kdue = 1;
 			}
@@ -605,7 +604,7 @@ static void unlock_wake(void)
 
 	tcp_event = 0;
 	ts_lwip__unlock();
-	if (ev && __atomic_load_n(&sleepers, __ATOMIC_ACQUIRE))
+	if (ev && __atomic_load_n(&ts_wait_sleepers, __ATOMIC_ACQUIRE))
 		ts_lwip__wake();
 }
 

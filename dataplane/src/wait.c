@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+int ts_wait_sleepers;
+
 void ts_wait__efd_drain(void)
 {
 	uint64_t v;
@@ -92,7 +94,9 @@ static int wait__sleep(struct ts_wait *w, uint64_t now, uint64_t deadline,
 		errno = EINTR;
 		return -1;
 	}
+	__atomic_add_fetch(&ts_wait_sleepers, 1, __ATOMIC_ACQ_REL);
 	r = ts_real_ppoll(pf, (nfds_t)n, tsp, w->mask);
+	__atomic_sub_fetch(&ts_wait_sleepers, 1, __ATOMIC_ACQ_REL);
 	if (r < 0 && errno == EINTR && (w->any_signal || sig_gen(w) != g0))
 		return -1;
 	return 0;

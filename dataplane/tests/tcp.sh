@@ -79,6 +79,37 @@ t_tcp_pp_kernel_client() {
 	tcp_accel srv 1 && kernel_silent "$NB"
 }
 
+t_tcp_under_load() { # sockperf ul --tcp: a pacing sender thread and a receiver thread in the client
+	# both client threads share one CPU here: the receiver sleeps instead
+	# of spinning (see t_under_load); medians are logged, not judged
+	$(taccel $NB srv) $CPU_SRV sockperf sr --tcp -i $IPB -p 12006 >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12006 || { die "server did not listen"; return 1; }
+	$(taccel $NA cli) env TICKSTACK_SPIN_USEC=0 $CPU_CLI timeout 30 sockperf ul --tcp -i $IPB -p 12006 -t 2 -m 64 \
+		--mps 10000 >"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	stop_server || return 1
+	tcp_accel cli 1 && tcp_accel srv 1 && kernel_silent "$NA" "$NB"
+}
+
+t_tcp_throughput() { # sockperf tp --tcp unpaced: every message sent is received
+	local sent got
+	$(taccel $NB srv) $CPU_SRV sockperf sr --tcp -i $IPB -p 12007 >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12007 || { die "server did not listen"; return 1; }
+	$(taccel $NA cli) $CPU_CLI timeout 30 sockperf tp --tcp -i $IPB -p 12007 -t 2 -m 256 \
+		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
+	grep -q "interrupted by timer" "$TSDP_TMP/client.out" || { die "client did not end on its timer"; return 1; }
+	stop_server || return 1
+	sent=$(sed -n 's/.*Total of \([0-9]*\) messages sent.*/\1/p' "$TSDP_TMP/client.out")
+	got=$(sed -n 's/.*Total \([0-9]*\) messages received.*/\1/p' "$TSDP_TMP/server.out")
+	[ "${sent:-0}" -gt 1000 ] && [ "$sent" = "$got" ] || { die "sent ${sent:-?} received ${got:-?}"; return 1; }
+	log "$CUR: $sent sent, $got received ($(sed -n 's/.*Summary: BandWidth is \([0-9.]* MBps\).*/\1/p' "$TSDP_TMP/client.out"))"
+	tcp_accel cli 1 tx && tcp_accel srv 1 rx && kernel_silent "$NA" "$NB"
+}
+
 t_tcp_cycles() { # 1,000 connect/accept/close cycles leak no fd, port or UMEM frame
 	$(taccel $NB srv) $B/tcpcheck cycles-server 12004 1000 >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
@@ -168,4 +199,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_cycles tcp_require tcp_loss"
+TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_require tcp_loss"
