@@ -125,6 +125,19 @@ t_tcp_cycles() { # 1,000 connect/accept/close cycles leak no fd, port or UMEM fr
 	[ -z "$(ip netns exec "$NA" ss -Htan)" ] || { die "client namespace still holds sockets"; return 1; }
 }
 
+t_tcp_fix() { # a QuickFIX session: logon, 10,000 NewOrderSingle / ExecutionReport pairs in order, logout
+	$(taccel $NB srv) timeout 120 $B/fixcheck acceptor 12008 10000 >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12008 || { die "acceptor did not listen"; return 1; }
+	$(taccel $NA cli) timeout 120 $B/fixcheck initiator $IPB 12008 10000 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "initiator: exit code $?"; return 1; }
+	wait_exit "$SRV" 60 || { die "acceptor did not finish"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "acceptor: exit code $WAIT_RC"; return 1; }
+	log "$CUR: $(cat "$TSDP_TMP/client.out")"
+	tcp_accel cli 1 && tcp_accel srv 1 && kernel_silent "$NA" "$NB"
+}
+
 t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
 	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 \
 		>"$TSDP_TMP/client.out" 2>&1
@@ -199,4 +212,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_require tcp_loss"
+TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_require tcp_loss"
