@@ -1535,12 +1535,39 @@ int ts_tcp__init(void)
 	return 0;
 }
 
-/* At exit: send a FIN on every open accelerated connection, so that the
- * peers see an orderly end rather than the kernel's reset that follows
- * once the steering entries of a gone process no longer redirect. */
+/* Connections still closing (under the core lock): closed by the
+ * application and not yet in TIME_WAIT, or with a FIN of ours not yet
+ * acknowledged. */
+static int closing_count(void)
+{
+	struct ts_linger *l;
+	struct tcp_pcb *p;
+	int n = 0;
+
+	for (p = tcp_active_pcbs; p; p = p->next)
+		n += p->callback_arg &&
+		     (p->state == FIN_WAIT_1 || p->state == CLOSING ||
+		      p->state == LAST_ACK);
+	for (l = lingers; l; l = l->next)
+		for (p = tcp_active_pcbs; p; p = p->next)
+			if (p == l->pcb && p->local_port == l->lport &&
+			    p->remote_port == l->rport) {
+				n++;
+				break;
+			}
+	return n;
+}
+
+/* At exit: send a FIN on every open accelerated connection, then give the
+ * closing ones up to 500 ms to finish their FIN exchange. On the kernel a
+ * process's exit leaves that to the kernel; here nothing answers for the
+ * connection once the process is gone (the kernel then gets its segments
+ * and resets them), so the library waits, driving the XSKs, until each
+ * has reached TIME_WAIT or closed. */
 void ts_tcp__fini(void)
 {
-	int fd;
+	uint64_t end;
+	int fd, n;
 
 	if (!ts_tcp_on)
 		return;
@@ -1552,6 +1579,15 @@ void ts_tcp__fini(void)
 			tcp_shutdown(t->pcb, 0, 1);
 	}
 	ts_lwip__unlock();
+	end = ts_now_ns() + 500000000ull;
+	do {
+		ts_lwip__lock();
+		ts_stack__poll_all();
+		n = closing_count();
+		ts_lwip__unlock();
+		if (n)
+			usleep(1000);
+	} while (n && ts_now_ns() < end);
 }
 
 /* A forked child has no timer thread and no XSK of its own: its streams
