@@ -1112,8 +1112,11 @@ ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
 		if (ts_stack__any_busy())
 			ts_stack__poll_all();
 		if (t->so_error) {
+			/* reported by this call unless it already queued
+			 * bytes: then by the next, as Linux does */
 			err = t->so_error;
-			t->so_error = 0;
+			if (!done)
+				t->so_error = 0;
 		} else if (t->state == T_CLOSED || t->shut_wr || !t->pcb) {
 			err = t->state == T_CONNECTING ? 0 : EPIPE;
 		} else if (t->state == T_CONN) {

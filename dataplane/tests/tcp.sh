@@ -138,6 +138,34 @@ t_tcp_fix() { # a QuickFIX session: logon, 10,000 NewOrderSingle / ExecutionRepo
 	tcp_accel cli 1 && tcp_accel srv 1 && kernel_silent "$NA" "$NB"
 }
 
+# scenario SRV-PREFIX CLI-PREFIX MODE PORT TAG: tcpcheck MODE-server and
+# MODE-client; what each observed in $TSDP_TMP/TAG.txt (server, then client)
+scenario() {
+	local srv=$1 cli=$2 mode=$3 port=$4 tag=$5 p
+	$srv $B/tcpcheck $mode-server "$port" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+	p=$!
+	TSDP_PIDS+=("$p")
+	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
+	$cli timeout 30 $B/tcpcheck $mode-client $IPB "$port" >"$TSDP_TMP/$tag-cli.txt" 2>&1 ||
+		{ die "$tag: client exit code $?"; return 1; }
+	wait_exit "$p" 30 || { die "$tag: server did not finish"; return 1; }
+	cat "$TSDP_TMP/$tag-srv.txt" "$TSDP_TMP/$tag-cli.txt" >"$TSDP_TMP/$tag.txt"
+}
+
+t_tcp_vs_kernel() { # half-close and a reset mid-transfer: the stack observes what the kernel does
+	local m i=0
+	for m in halfclose reset; do
+		i=$((i + 1))
+		scenario "$(kern $NB)" "$(kern $NA)" $m $((12020 + i)) kernel-$m || return 1
+		scenario "$(taccel $NB srv)" "$(taccel $NA cli)" $m $((12030 + i)) stack-$m || return 1
+		cmp -s "$TSDP_TMP/kernel-$m.txt" "$TSDP_TMP/stack-$m.txt" ||
+			{ die "$m: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-$m.txt" \
+				"$TSDP_TMP/stack-$m.txt" >&2; return 1; }
+		log "$CUR: $m as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-$m.txt")"
+	done
+	tcp_accel cli 2 && tcp_accel srv 2
+}
+
 t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
 	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 \
 		>"$TSDP_TMP/client.out" 2>&1
@@ -212,4 +240,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_require tcp_loss"
+TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_require tcp_loss"

@@ -8,6 +8,17 @@
  *                                    shut down writing and wait for EOF
  *   tcpcheck send-client HOST PORT IN
  *   tcpcheck recv-client HOST PORT OUT
+ *   tcpcheck halfclose-server PORT   accept; read to EOF, answer "bye",
+ *                                    close
+ *   tcpcheck halfclose-client HOST PORT
+ *                                    send 100000 bytes, shut down writing,
+ *                                    write once more, read to EOF
+ *   tcpcheck reset-server PORT       accept; read 1 MiB, then close with
+ *                                    SO_LINGER 0 (a reset) mid-transfer
+ *   tcpcheck reset-client HOST PORT  write until an error, write again,
+ *                                    read
+ *   (these print what they observed, one line each: the harness compares
+ *   the kernel's run with the stack's)
  *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
  *                                    "pong", close first
  *   tcpcheck cycles-client HOST PORT N
@@ -242,6 +253,31 @@ static int settle(int base, int n, const char *who)
 	return now == base && !live && !held && !frames ? 0 : 1;
 }
 
+static const char *ename(int e)
+{
+	switch (e) {
+	case 0: return "0";
+	case EPIPE: return "EPIPE";
+	case ECONNRESET: return "ECONNRESET";
+	case ENOTCONN: return "ENOTCONN";
+	case EAGAIN: return "EAGAIN";
+	default: return strerror(e);
+	}
+}
+
+/* read to EOF or an error: "N bytes then EOF" / "N bytes then ERR" */
+static void drain_report(int fd, const char *who)
+{
+	static char buf[1 << 16];
+	long long got = 0;
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		got += n;
+	printf("%s: read %lld bytes then %s\n", who, got,
+	       n == 0 ? "EOF" : ename(errno));
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -271,6 +307,67 @@ int main(int argc, char **argv)
 	} else if (!strcmp(m, "recv-client") && argc == 5) {
 		fd = connect_to(argv[2], atoi(argv[3]));
 		sink(fd, argv[4]);
+		close(fd);
+	} else if (!strcmp(m, "halfclose-server") && argc == 3) {
+		fd = listener(atoi(argv[2]));
+		c = accept(fd, NULL, NULL);
+		if (c < 0)
+			die("accept");
+		drain_report(c, "server");
+		printf("server: write after the peer's FIN: %s\n",
+		       write(c, "bye", 3) == 3 ? "3" : ename(errno));
+		close(c);
+		close(fd);
+	} else if (!strcmp(m, "halfclose-client") && argc == 4) {
+		static char buf[100000];
+		size_t off = 0;
+
+		fd = connect_to(argv[2], atoi(argv[3]));
+		while (off < sizeof(buf)) {
+			ssize_t w = write(fd, buf + off, sizeof(buf) - off);
+
+			if (w < 0)
+				die("write");
+			off += (size_t)w;
+		}
+		if (shutdown(fd, SHUT_WR) < 0)
+			die("shutdown");
+		printf("client: write after shutdown: %s\n",
+		       write(fd, "x", 1) < 0 ? ename(errno) : "accepted");
+		drain_report(fd, "client");
+		close(fd);
+	} else if (!strcmp(m, "reset-server") && argc == 3) {
+		static char buf[1 << 16];
+		struct linger lg = { 1, 0 };
+		long long got = 0;
+		ssize_t n;
+
+		fd = listener(atoi(argv[2]));
+		c = accept(fd, NULL, NULL);
+		if (c < 0)
+			die("accept");
+		while (got < (1 << 20) && (n = read(c, buf, sizeof(buf))) > 0)
+			got += n;
+		if (setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
+			die("SO_LINGER");
+		close(c);
+		printf("server: reset after %s1 MiB\n", got >= (1 << 20) ? "" : "less than ");
+		close(fd);
+	} else if (!strcmp(m, "reset-client") && argc == 4) {
+		static char buf[1 << 16];
+		long long sent = 0;
+		ssize_t w;
+		char b;
+
+		fd = connect_to(argv[2], atoi(argv[3]));
+		while ((w = write(fd, buf, sizeof(buf))) > 0)
+			sent += w;
+		printf("client: first write error %s after %s1 MiB\n",
+		       ename(errno), sent >= (1 << 20) ? "" : "less than ");
+		printf("client: next write %s\n",
+		       write(fd, buf, 1) < 0 ? ename(errno) : "accepted");
+		w = read(fd, &b, 1);
+		printf("client: read %s\n", w == 0 ? "EOF" : w < 0 ? ename(errno) : "data");
 		close(fd);
 	} else if (!strcmp(m, "cycles-server") && argc == 4) {
 		int base = -1;
