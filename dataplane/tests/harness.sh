@@ -443,7 +443,37 @@ t_noadmin() { # program left attached, no CAP_SYS_ADMIN: the next process replac
 	grep -q "replaced XDP program id" "$TSDP_TMP/server.out" || { die "run 2 did not replace the program run 1 left"; return 1; }
 }
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin"
+t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan builds of the library
+	local v e got
+	for v in tsan asan; do
+		[ -e "$B/stress-$v" ] && [ -e "$B/libtickstack-$v.so" ] ||
+			{ die "$B/stress-$v or libtickstack-$v.so missing: make -C dataplane test builds them"; return 1; }
+		rm -f "$TSDP_TMP"/stats-*
+		# exitcode 66 on any TSan report; ASan/UBSan abort on the first
+		# error; LeakSanitizer checks the exit
+		export TSAN_OPTIONS="halt_on_error=1 exitcode=66 external_symbolizer_path=$(command -v llvm-symbolizer || true)"
+		export ASAN_OPTIONS="verify_asan_link_order=0 detect_leaks=1"
+		export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
+		ip netns exec $NB env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-srv-%p.txt TICKSTACK_LIB=$B/libtickstack-$v.so \
+			$RUN -p throughput $B/stress-$v echo $IPB 13000 8 4 >"$TSDP_TMP/server.out" 2>&1 &
+		e=$!
+		TSDP_PIDS+=("$e")
+		wait_for 20 grep -q ready "$TSDP_TMP/server.out" || { die "$v: echo side not ready"; return 1; }
+		# (timeout outside: only the sanitizer-built program can load
+		# the sanitizer-built library)
+		timeout 60 ip netns exec $NA env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-cli-%p.txt TICKSTACK_LIB=$B/libtickstack-$v.so \
+			$RUN -p throughput $B/stress-$v blast $IPB 13000 8 3 >"$TSDP_TMP/client.out" 2>&1 ||
+			{ die "$v: blast side failed ($?)"; return 1; }
+		wait_exit "$e" 60 && [ "$WAIT_RC" = 0 ] || { die "$v: echo side failed ($WAIT_RC)"; return 1; }
+		! grep -q "ThreadSanitizer\|AddressSanitizer\|LeakSanitizer\|runtime error" "$TSDP_TMP"/*.out ||
+			{ die "$v: sanitizer report"; return 1; }
+		got=$(sed -n 's/^echoes received \([0-9]*\)/\1/p' "$TSDP_TMP/client.out")
+		log "$CUR: $v: ${got:-0} echoes, $(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel) datagrams through the XSK"
+		[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)" -gt 0 ] || { die "$v: nothing took the XSK"; return 1; }
+	done
+}
+
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin stress"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
