@@ -91,6 +91,14 @@ static inline int is_ours(int fd)
 	return ts_likely(ts_ready && !ts_in_lib) && ts_sock__of(fd);
 }
 
+/* A vfork child (no fork handler ran) shares the parent's memory: what
+ * it closes before its exec is its own copy of the fd, the parent's
+ * sockets stay as they are. */
+static int in_vfork_child(void)
+{
+	return (pid_t)ts_real_syscall(SYS_getpid) != ts_pid;
+}
+
 /* End of a call on s: drop its reference, keep its errno. */
 static inline ssize_t done(struct ts_sock *s, ssize_t r)
 {
@@ -191,6 +199,8 @@ TS_API int socket(int domain, int type, int protocol)
 	if (fd < 0 || !ts_ready || ts_in_lib || domain != AF_INET ||
 	    base != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
 		return fd;
+	if (in_vfork_child())
+		return fd; /* the parent's tables are not the child's */
 	if (!ts_sock__new(fd, !!(type & SOCK_NONBLOCK)))
 		TS_INC(ts_stats->sockets_kernel);
 	return fd;
@@ -234,13 +244,21 @@ TS_API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 	return REAL(getsockname)(fd, addr, len);
 }
 
+/* The fd is going away (close, dup2 target, close_range). */
+static void forget(int fd)
+{
+	if (ts_sock__of(fd)) {
+		if (in_vfork_child())
+			return;
+		ts_sock__release(fd);
+	}
+	ts_ep__forget_fd(fd);
+}
+
 TS_API int close(int fd)
 {
-	if (ts_ready && !ts_in_lib) {
-		if (ts_sock__of(fd))
-			ts_sock__release(fd);
-		ts_ep__forget_fd(fd);
-	}
+	if (ts_ready && !ts_in_lib)
+		forget(fd);
 	return REAL(close)(fd);
 }
 
@@ -255,9 +273,7 @@ TS_API int close_range(unsigned int first, unsigned int last, int flags)
 	if (r < 0 || (flags & CLOSE_RANGE_CLOEXEC) || !ts_ready || ts_in_lib)
 		return r;
 	for (fd = first; fd <= last && fd < (unsigned int)ts_fdtab_size; fd++) {
-		if (ts_sock__of((int)fd))
-			ts_sock__release((int)fd);
-		ts_ep__forget_fd((int)fd);
+		forget((int)fd);
 		if (fd == last)
 			break;
 	}
@@ -736,18 +752,15 @@ TS_API int dup(int fd)
 {
 	int r = REAL(dup)(fd);
 
-	if (r >= 0 && is_ours(fd))
+	if (r >= 0 && is_ours(fd) && !in_vfork_child())
 		ts_sock__dup(fd, r);
 	return r;
 }
 
 static void release_target(int newfd, int oldfd)
 {
-	if (newfd != oldfd && ts_ready && !ts_in_lib) {
-		if (ts_sock__of(newfd))
-			ts_sock__release(newfd);
-		ts_ep__forget_fd(newfd);
-	}
+	if (newfd != oldfd && ts_ready && !ts_in_lib)
+		forget(newfd);
 }
 
 /* dup2/dup3 close newfd first: its shadow goes before the call, while
@@ -760,7 +773,7 @@ TS_API int dup2(int oldfd, int newfd)
 	if (newfd != oldfd && REAL(fcntl)(oldfd, F_GETFD) >= 0)
 		release_target(newfd, oldfd);
 	r = REAL(dup2)(oldfd, newfd);
-	if (r >= 0 && r != oldfd && is_ours(oldfd))
+	if (r >= 0 && r != oldfd && is_ours(oldfd) && !in_vfork_child())
 		ts_sock__dup(oldfd, r);
 	return r;
 }
@@ -772,7 +785,7 @@ TS_API int dup3(int oldfd, int newfd, int flags)
 	if (newfd != oldfd && REAL(fcntl)(oldfd, F_GETFD) >= 0)
 		release_target(newfd, oldfd);
 	r = REAL(dup3)(oldfd, newfd, flags);
-	if (r >= 0 && is_ours(oldfd))
+	if (r >= 0 && is_ours(oldfd) && !in_vfork_child())
 		ts_sock__dup(oldfd, r);
 	return r;
 }
@@ -845,11 +858,8 @@ TS_API long syscall(long n, ...)
 	va_end(ap);
 	if (n == SYS_io_uring_setup)
 		uring_seen();
-	else if (n == SYS_close && ts_ready && !ts_in_lib &&
-		 ts_sock__of((int)a[0])) {
-		ts_sock__release((int)a[0]);
-		ts_ep__forget_fd((int)a[0]);
-	}
+	else if (n == SYS_close && ts_ready && !ts_in_lib)
+		forget((int)a[0]);
 	return REAL(syscall)(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
