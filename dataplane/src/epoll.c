@@ -38,6 +38,15 @@ struct ts_ep {
 static pthread_mutex_t ep_list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ts_ep *eps;
 static int ep_count; /* sets with members of ours (atomic): fast path */
+/* fds that are (or were) one of our sets or a member of one: close() of
+ * any other fd skips the sets entirely */
+static uint8_t ep_known[65536];
+
+static void known_set(int fd)
+{
+	if (fd >= 0 && fd < (int)sizeof(ep_known))
+		__atomic_store_n(&ep_known[fd], 1, __ATOMIC_RELEASE);
+}
 
 static struct ts_ep *ep_of(int epfd)
 {
@@ -103,6 +112,8 @@ int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	e = op == EPOLL_CTL_DEL ? ep_of(epfd) : ep_get_or_add(epfd);
 	if (!e)
 		return 0;
+	known_set(epfd);
+	known_set(fd);
 	pthread_mutex_lock(&e->lock);
 	had = e->n;
 	for (i = 0; i < e->n; i++)
@@ -144,8 +155,8 @@ void ts_ep__forget_fd(int fd)
 	struct ts_ep *e;
 	int i, had;
 
-	if (!__atomic_load_n(&ep_count, __ATOMIC_ACQUIRE) &&
-	    !__atomic_load_n(&eps, __ATOMIC_ACQUIRE))
+	if (fd < 0 || fd >= (int)sizeof(ep_known) ||
+	    !__atomic_load_n(&ep_known[fd], __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&ep_list_lock);
 	for (e = eps; e; e = e->next) {

@@ -31,11 +31,30 @@ pid_t ts_pid;
  * a preempted spinlock holder would stall the others for a time slice. */
 static pthread_mutex_t ts_mutex = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 
+/* The ThreadSanitizer build of the library (make test's stress test)
+ * takes the real calls from libc itself, past TSan's interceptors: TSan
+ * models fds and would report the test's deliberate close of a socket
+ * another thread is blocked on (what the test is about) as a race on the
+ * fd. The library's own memory and locks stay fully checked. */
+#ifdef TS_REAL_FROM_LIBC
+static void *real_handle(void)
+{
+	static void *h;
+
+	if (!h)
+		h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	return h ? h : RTLD_NEXT;
+}
+#define TS_DLSYM(name) dlsym(real_handle(), name)
+#else
+#define TS_DLSYM(name) dlsym(RTLD_NEXT, name)
+#endif
+
 void ts_real__resolve(void)
 {
 #define TS_RESOLVE(ret, name, args)                                            \
 	if (!ts_real_##name)                                                   \
-		ts_real_##name = (ret(*) args)dlsym(RTLD_NEXT, #name);
+		ts_real_##name = (ret(*) args)TS_DLSYM(#name);
 	TS_REAL_CALLS(TS_RESOLVE)
 #undef TS_RESOLVE
 }
@@ -71,6 +90,14 @@ static inline struct ts_sock *ours(int fd)
 static inline int is_ours(int fd)
 {
 	return ts_likely(ts_ready && !ts_in_lib) && ts_sock__of(fd);
+}
+
+/* A vfork child (no fork handler ran) shares the parent's memory: what
+ * it closes before its exec is its own copy of the fd, the parent's
+ * sockets stay as they are. */
+static int in_vfork_child(void)
+{
+	return (pid_t)ts_real_syscall(SYS_getpid) != ts_pid;
 }
 
 /* End of a call on s: drop its reference, keep its errno. */
@@ -186,6 +213,8 @@ TS_API int socket(int domain, int type, int protocol)
 	}
 	if (base != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
 		return fd;
+	if (in_vfork_child())
+		return fd; /* the parent's tables are not the child's */
 	if (!ts_sock__new(fd, !!(type & SOCK_NONBLOCK)))
 		TS_INC(ts_stats->sockets_kernel);
 	return fd;
@@ -285,15 +314,25 @@ TS_API int shutdown(int fd, int how)
 	return REAL(shutdown)(fd, how);
 }
 
+/* The fd is going away (close, dup2 target, close_range). */
+static void forget(int fd)
+{
+	if (ts_sock__of(fd)) {
+		if (in_vfork_child())
+			return;
+		ts_sock__release(fd);
+	} else if (ts_tcp_on && ts_tcp__of(fd)) {
+		if (in_vfork_child())
+			return;
+		ts_tcp__close(fd);
+	}
+	ts_ep__forget_fd(fd);
+}
+
 TS_API int close(int fd)
 {
-	if (ts_ready && !ts_in_lib) {
-		if (ts_sock__of(fd))
-			ts_sock__release(fd);
-		else if (ts_tcp_on && ts_tcp__of(fd))
-			ts_tcp__close(fd);
-		ts_ep__forget_fd(fd);
-	}
+	if (ts_ready && !ts_in_lib)
+		forget(fd);
 	return REAL(close)(fd);
 }
 
@@ -308,11 +347,7 @@ TS_API int close_range(unsigned int first, unsigned int last, int flags)
 	if (r < 0 || (flags & CLOSE_RANGE_CLOEXEC) || !ts_ready || ts_in_lib)
 		return r;
 	for (fd = first; fd <= last && fd < (unsigned int)ts_fdtab_size; fd++) {
-		if (ts_sock__of((int)fd))
-			ts_sock__release((int)fd);
-		else if (ts_tcp_on && ts_tcp__of((int)fd))
-			ts_tcp__close((int)fd);
-		ts_ep__forget_fd((int)fd);
+		forget((int)fd);
 		if (fd == last)
 			break;
 	}
@@ -886,7 +921,7 @@ TS_API int dup(int fd)
 {
 	int r = REAL(dup)(fd);
 
-	if (r >= 0 && is_ours(fd))
+	if (r >= 0 && is_ours(fd) && !in_vfork_child())
 		ts_sock__dup(fd, r);
 	else if (r >= 0 && tcp_ours(fd))
 		ts_tcp__dup(fd, r);
@@ -895,13 +930,8 @@ TS_API int dup(int fd)
 
 static void release_target(int newfd, int oldfd)
 {
-	if (newfd != oldfd && ts_ready && !ts_in_lib) {
-		if (ts_sock__of(newfd))
-			ts_sock__release(newfd);
-		else if (ts_tcp_on && ts_tcp__of(newfd))
-			ts_tcp__close(newfd);
-		ts_ep__forget_fd(newfd);
-	}
+	if (newfd != oldfd && ts_ready && !ts_in_lib)
+		forget(newfd);
 }
 
 /* dup2/dup3 close newfd first: its shadow goes before the call, while
@@ -914,7 +944,7 @@ TS_API int dup2(int oldfd, int newfd)
 	if (newfd != oldfd && REAL(fcntl)(oldfd, F_GETFD) >= 0)
 		release_target(newfd, oldfd);
 	r = REAL(dup2)(oldfd, newfd);
-	if (r >= 0 && r != oldfd && is_ours(oldfd))
+	if (r >= 0 && r != oldfd && is_ours(oldfd) && !in_vfork_child())
 		ts_sock__dup(oldfd, r);
 	else if (r >= 0 && r != oldfd && tcp_ours(oldfd))
 		ts_tcp__dup(oldfd, r);
@@ -928,7 +958,7 @@ TS_API int dup3(int oldfd, int newfd, int flags)
 	if (newfd != oldfd && REAL(fcntl)(oldfd, F_GETFD) >= 0)
 		release_target(newfd, oldfd);
 	r = REAL(dup3)(oldfd, newfd, flags);
-	if (r >= 0 && is_ours(oldfd))
+	if (r >= 0 && is_ours(oldfd) && !in_vfork_child())
 		ts_sock__dup(oldfd, r);
 	else if (r >= 0 && tcp_ours(oldfd))
 		ts_tcp__dup(oldfd, r);
@@ -1003,11 +1033,8 @@ TS_API long syscall(long n, ...)
 	va_end(ap);
 	if (n == SYS_io_uring_setup)
 		uring_seen();
-	else if (n == SYS_close && ts_ready && !ts_in_lib &&
-		 ts_sock__of((int)a[0])) {
-		ts_sock__release((int)a[0]);
-		ts_ep__forget_fd((int)a[0]);
-	}
+	else if (n == SYS_close && ts_ready && !ts_in_lib)
+		forget((int)a[0]);
 	return REAL(syscall)(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 

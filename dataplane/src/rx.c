@@ -196,6 +196,8 @@ static ssize_t rx_unbound(struct ts_sock *s, int fd, struct msghdr *msg,
 			  int flags)
 {
 	unsigned long g0 = ts_sig__norestart_gen();
+	int64_t tmo = tv_ns(&s->rcvtimeo);
+	uint64_t deadline = tmo > 0 ? ts_now_ns() + (uint64_t)tmo : 0;
 	ssize_t r;
 
 	for (;;) {
@@ -219,6 +221,10 @@ static ssize_t rx_unbound(struct ts_sock *s, int fd, struct msghdr *msg,
 		}
 		if (ts_sock__state(s) != TS_S_NEW)
 			return -2; /* decided: go on with the ordinary path */
+		if (deadline && ts_now_ns() >= deadline) {
+			errno = EAGAIN; /* SO_RCVTIMEO */
+			return -1;
+		}
 	}
 }
 

@@ -187,7 +187,7 @@ struct ts_sock *ts_sock__new(int fd, int nonblock)
 	s->kfd = -1;
 	s->refs = 1;
 	s->fd = fd;
-	s->owner = ts_getpid();
+	__atomic_store_n(&s->owner, ts_getpid(), __ATOMIC_RELEASE);
 	s->nonblock = nonblock;
 	s->ttl = 64;
 	{
@@ -200,11 +200,45 @@ struct ts_sock *ts_sock__new(int fd, int nonblock)
 	s->mcast_ttl = 1;
 	s->mcast_loop = 1;
 	s->mc_all = 1;
+	ts_lock(); /* the slots are shared with finalize */
 	s->stats = ts_stats__sock_slot(fd);
+	ts_unlock();
 	if (!s->stats)
 		s->stats = &s->dummy_stats;
 	__atomic_store_n(&ts_fdtab[fd], s, __ATOMIC_RELEASE);
 	return s;
+}
+
+/* Whether another accelerated socket of ours still needs the steering
+ * entry (key, s's port) on st: then taking s down leaves it. ts_lock. */
+static int key_in_use(const struct ts_sock *s, const struct ts_stack *st,
+		      uint32_t key)
+{
+	const struct ts_sock *o;
+	int i, g, on;
+
+	for (o = ts_port_tab[ntohs(s->lport)]; o; o = o->next_port) {
+		if (o == s || o->state != TS_S_ACCEL || o->lport != s->lport)
+			continue;
+		for (i = 0, on = 0; i < o->nrx; i++)
+			on |= o->rx_stacks[i] == st;
+		if (!on)
+			continue;
+		if (!IN_MULTICAST(ntohl(o->laddr)) && o->laddr == key)
+			return 1;
+		for (g = 0; g < o->ngroups; g++)
+			if (o->groups[g] == key &&
+			    o->group_ifindex[g] == ts_stack__ifindex(st))
+				return 1;
+	}
+	return 0;
+}
+
+static void sock__steer_del(struct ts_sock *s, struct ts_stack *st,
+			    uint32_t key)
+{
+	if (!key_in_use(s, st, key))
+		ts_stack__steer_del(st, key, s->lport, 1);
 }
 
 static void sock__steer_all(struct ts_sock *s, int add)
@@ -220,7 +254,7 @@ static void sock__steer_all(struct ts_sock *s, int add)
 			if (add)
 				ts_stack__steer_add(st, s->laddr, s->lport);
 			else
-				ts_stack__steer_del(st, s->laddr, s->lport, 1);
+				sock__steer_del(s, st, s->laddr);
 		}
 		for (g = 0; g < s->ngroups; g++) {
 			if (s->group_ifindex[g] != ts_stack__ifindex(st))
@@ -228,8 +262,7 @@ static void sock__steer_all(struct ts_sock *s, int add)
 			if (add)
 				ts_stack__steer_add(st, s->groups[g], s->lport);
 			else
-				ts_stack__steer_del(st, s->groups[g], s->lport,
-						    1);
+				sock__steer_del(s, st, s->groups[g]);
 		}
 	}
 }
@@ -393,7 +426,7 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 	}
 	s->stats->laddr = s->laddr;
 	s->stats->lport = s->lport;
-	s->owner = ts_getpid();
+	__atomic_store_n(&s->owner, ts_getpid(), __ATOMIC_RELEASE);
 	if (!s->q) {
 		uint32_t cap = 16;
 
@@ -935,8 +968,10 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 				sock__to_kernel(s);
 				break;
 			}
+			pthread_rwlock_wrlock(&ts_port_lock);
 			s->groups[s->ngroups] = mr.imr_multiaddr.s_addr;
 			s->group_ifindex[s->ngroups++] = idx;
+			pthread_rwlock_unlock(&ts_port_lock);
 			if (s->state == TS_S_NEW) {
 				sock__activate(s, fd, 0);
 			} else if (s->state == TS_S_ACCEL) {
@@ -969,14 +1004,15 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 						s->group_ifindex[g], 0);
 
 					if (st)
-						ts_stack__steer_del(
-							st, s->groups[g],
-							s->lport, 1);
+						sock__steer_del(s, st,
+								s->groups[g]);
 				}
+				pthread_rwlock_wrlock(&ts_port_lock);
 				s->groups[g] = s->groups[s->ngroups - 1];
 				s->group_ifindex[g] =
 					s->group_ifindex[s->ngroups - 1];
 				s->ngroups--;
+				pthread_rwlock_unlock(&ts_port_lock);
 				break;
 			}
 			break;
@@ -1005,7 +1041,7 @@ void ts_sock__uring_used(void)
 	ts_log("io_uring in use: UDP sockets stay on the kernel stack");
 	ts_lock();
 	for (fd = 0; fd < ts_fdtab_size; fd++) {
-		struct ts_sock *s = ts_fdtab[fd];
+		struct ts_sock *s = ts_sock__of(fd);
 
 		if (!s || s->fd != fd || s->state == TS_S_KERNEL)
 			continue;
@@ -1048,7 +1084,7 @@ void ts_sock__after_fork_child(struct tickstack_stats *old,
 		return;
 	pthread_rwlock_init(&ts_port_lock, NULL);
 	for (fd = 0; fd < ts_fdtab_size; fd++) {
-		struct ts_sock *s = ts_fdtab[fd];
+		struct ts_sock *s = ts_sock__of(fd);
 
 		if (!s || s->fd != fd)
 			continue;
@@ -1085,7 +1121,7 @@ void ts_sock__check_shared(void)
 
 	ts_lock();
 	for (fd = 0; fd < ts_fdtab_size; fd++) {
-		struct ts_sock *s = ts_fdtab[fd];
+		struct ts_sock *s = ts_sock__of(fd);
 
 		if (!s || s->fd != fd || !s->reuse || s->state != TS_S_ACCEL ||
 		    s->owner != ts_getpid())

@@ -932,8 +932,9 @@ int ts_stack__poll_rx(struct ts_stack *st)
  * flight would only make the sender wait for the lock.) */
 int ts_stack__busy(const struct ts_stack *st)
 {
+	/* the shared ring indices, not the poller's private cached ones */
 	return __atomic_load_n(st->rx.producer, __ATOMIC_ACQUIRE) !=
-	       st->rx.cached_cons;
+	       __atomic_load_n(st->rx.consumer, __ATOMIC_ACQUIRE);
 }
 
 int ts_stack__any_busy(void)

@@ -410,8 +410,8 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 	h.dport = dport;
 	h.ttl = mc ? s->mcast_ttl : s->ttl;
 	h.tos = s->tos;
-	if (ts_unlikely(__atomic_load_n(&s->tx_pending_st, __ATOMIC_ACQUIRE)) &&
-	    s->tx_pending_st != st)
+	if (ts_unlikely(__atomic_load_n(&s->tx_pending_st, __ATOMIC_ACQUIRE) &&
+			__atomic_load_n(&s->tx_pending_st, __ATOMIC_ACQUIRE) != st))
 		ts_sock__flush(s); /* the batch changes interface */
 	r = ts_stack__send(st, &h, msg->msg_iov, (int)msg->msg_iovlen, len,
 			   nonblock, more);

@@ -443,10 +443,85 @@ t_noadmin() { # program left attached, no CAP_SYS_ADMIN: the next process replac
 	grep -q "replaced XDP program id" "$TSDP_TMP/server.out" || { die "run 2 did not replace the program run 1 left"; return 1; }
 }
 
+t_cmsg() { # blocking recvmsg with a control buffer on the XSK path: no hang, every cmsg right
+	local e
+	$(accel $NB srv) $CPU_SRV $B/udpcheck echo $IPB 11133 100 cmsg >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 udp_listening "$NB" 11133 || { die "echo did not listen"; return 1; }
+	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11133 100 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "echo with control messages failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "cmsg echo failed ($WAIT_RC)"; return 1; }
+	check_accel srv && check_accel cli
+}
+
+t_bigmtu() { # MTU 3500: datagrams larger than an XSK frame both ways, byte-exact, through the kernel
+	local e n
+	for n in "$NA" "$NB"; do
+		ip -n "$n" link set dev "$(ip -n "$n" -o link show type veth | awk -F': ' '{print $2}' | cut -d@ -f1)" mtu 3500
+	done
+	$(accel $NB srv) env UDPCHECK_BIG=1 $CPU_SRV $B/udpcheck echo $IPB 11134 90 >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 udp_listening "$NB" 11134 || { die "echo did not listen"; return 1; }
+	$(accel $NA cli) env UDPCHECK_BIG=1 $CPU_CLI timeout 30 $B/udpcheck send $IPB 11134 90 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "large datagrams failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "echo failed ($WAIT_RC)"; return 1; }
+	# what fits in a frame took the XSK, the rest the kernel
+	[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)" -gt 0 ] &&
+		[ "$(stat_sum "$TSDP_TMP/stats-cli-*.txt" tx_accel)" -gt 0 ] ||
+		{ die "nothing took the XSK"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-cli-*.txt" tx_kernel_oversize)" -gt 0 ] ||
+		{ die "no send larger than a frame went through the kernel"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_kernel)" -gt 0 ] ||
+		{ die "no large datagram was received from the kernel"; return 1; }
+}
+
+t_forkq() { # fork with a datagram queued: the child reads it and echoes the rest
+	local e
+	$(accel $NB srv) $CPU_SRV $B/udpcheck forkq-echo $IPB 11135 50 >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "forkq-echo not ready"; return 1; }
+	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11135 50 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "echo through the forked child failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "forkq-echo failed ($WAIT_RC)"; return 1; }
+}
+
+t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan builds of the library
+	local v e got
+	for v in tsan asan; do
+		[ -e "$B/stress-$v" ] && [ -e "$B/libtickstack-$v.so" ] ||
+			{ die "$B/stress-$v or libtickstack-$v.so missing: make -C dataplane test builds them"; return 1; }
+		rm -f "$TSDP_TMP"/stats-*
+		# exitcode 66 on any TSan report; ASan/UBSan abort on the first
+		# error; LeakSanitizer checks the exit
+		export TSAN_OPTIONS="halt_on_error=1 exitcode=66 external_symbolizer_path=$(command -v llvm-symbolizer || true)"
+		export ASAN_OPTIONS="verify_asan_link_order=0 detect_leaks=1"
+		export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
+		ip netns exec $NB env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-srv-%p.txt TICKSTACK_LIB=$B/libtickstack-$v.so \
+			$RUN -p throughput $B/stress-$v echo $IPB 13000 8 4 >"$TSDP_TMP/server.out" 2>&1 &
+		e=$!
+		TSDP_PIDS+=("$e")
+		wait_for 20 grep -q ready "$TSDP_TMP/server.out" || { die "$v: echo side not ready"; return 1; }
+		# (timeout outside: only the sanitizer-built program can load
+		# the sanitizer-built library)
+		timeout 60 ip netns exec $NA env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-cli-%p.txt TICKSTACK_LIB=$B/libtickstack-$v.so \
+			$RUN -p throughput $B/stress-$v blast $IPB 13000 8 3 >"$TSDP_TMP/client.out" 2>&1 ||
+			{ die "$v: blast side failed ($?)"; return 1; }
+		wait_exit "$e" 60 && [ "$WAIT_RC" = 0 ] || { die "$v: echo side failed ($WAIT_RC)"; return 1; }
+		! grep -q "ThreadSanitizer\|AddressSanitizer\|LeakSanitizer\|runtime error" "$TSDP_TMP"/*.out ||
+			{ die "$v: sanitizer report"; return 1; }
+		got=$(sed -n 's/^echoes received \([0-9]*\)/\1/p' "$TSDP_TMP/client.out")
+		log "$CUR: $v: ${got:-0} echoes, $(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel) datagrams through the XSK"
+		[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)" -gt 0 ] || { die "$v: nothing took the XSK"; return 1; }
+	done
+}
+
 # the TCP cases (TICKSTACK_TCP=1)
 . "$here/tcp.sh"
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin $TCP_ALL"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq stress $TCP_ALL"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
