@@ -410,7 +410,10 @@ static void input_process(void)
  * lock by this thread). */
 void ts_tcp__input_drain(void)
 {
-	if (!__atomic_load_n(&inq_len, __ATOMIC_ACQUIRE))
+	/* a forked child (ts_tcp_on 0) never takes the core lock: another
+	 * thread of the parent may have held it at the fork */
+	if (!__atomic_load_n(&ts_tcp_on, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&inq_len, __ATOMIC_ACQUIRE))
 		return;
 	ts_lwip__core_enter();
 	input_process();
