@@ -1264,11 +1264,9 @@ static void tcp_destroy(struct ts_tcp *t)
 		rxq_free(t);
 		if (t->linger0 || unread || t->state == T_CONNECTING) {
 			/* the kernel's rules: unread data or SO_LINGER 0 ->
-			 * reset; a connect in progress just ends */
-			if (t->state == T_CONNECTING)
-				tcp_abort(pcb); /* SYN_SENT: no segment sent */
-			else
-				tcp_abort(pcb);
+			 * reset; a connect in progress just ends (lwIP sends
+			 * nothing for a pcb in SYN_SENT) */
+			tcp_abort(pcb);
 			ts_stats->tcp.conns_live--;
 			hold_put(t->hold);
 		} else {
