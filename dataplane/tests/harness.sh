@@ -488,6 +488,35 @@ t_forkq() { # fork with a datagram queued: the child reads it and echoes the res
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "forkq-echo failed ($WAIT_RC)"; return 1; }
 }
 
+t_policy() { # ip rule: a socket bound to the second link's address leaves through that link
+	local ia="tsdp${TSDP_ID}q1" ib="tsdp${TSDP_ID}q2" before1 before2 d1 d2
+	ip link add "${ia}a" netns "$NA" type veth peer name "${ia}b" netns "$NB"
+	ip link add "${ib}a" netns "$NA" type veth peer name "${ib}b" netns "$NB"
+	ip -n "$NA" addr add 198.18.40.1/24 dev "${ia}a"; ip -n "$NB" addr add 198.18.40.2/24 dev "${ia}b"
+	ip -n "$NA" addr add 198.18.41.1/24 dev "${ib}a"; ip -n "$NB" addr add 198.18.41.2/24 dev "${ib}b"
+	for l in "${ia}a" "${ib}a"; do ip -n "$NA" link set "$l" up; done
+	for l in "${ia}b" "${ib}b"; do ip -n "$NB" link set "$l" up; done
+	ip -n "$NB" addr add 198.18.42.1/32 dev lo
+	ip -n "$NA" route add 198.18.42.0/24 via 198.18.40.2 dev "${ia}a"
+	ip -n "$NA" route add 198.18.42.0/24 via 198.18.41.2 dev "${ib}a" table 100
+	ip -n "$NA" rule add from 198.18.41.1 lookup 100
+	before1=$(ip netns exec "$NB" cat /sys/class/net/${ia}b/statistics/rx_packets)
+	before2=$(ip netns exec "$NB" cat /sys/class/net/${ib}b/statistics/rx_packets)
+	$(accel $NA cli) python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("198.18.41.1", 0))
+for i in range(50):
+    s.sendto(b"p" * 32, ("198.18.42.1", 15000))
+    time.sleep(0.002)
+' >"$TSDP_TMP/client.out" 2>&1 || { die "sender failed"; return 1; }
+	d1=$(( $(ip netns exec "$NB" cat /sys/class/net/${ia}b/statistics/rx_packets) - before1 ))
+	d2=$(( $(ip netns exec "$NB" cat /sys/class/net/${ib}b/statistics/rx_packets) - before2 ))
+	log "$CUR: $d1 frames on the main table's link, $d2 on the rule's"
+	[ "$d2" -ge 50 ] && [ "$d1" -lt 5 ] || { die "datagrams left through the wrong link"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-cli-*.txt" tx_accel)" -ge 45 ] || { die "the sends did not take the XSK"; return 1; }
+}
+
 t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan builds of the library
 	local v e got
 	for v in tsan asan; do
@@ -518,7 +547,7 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 	done
 }
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq stress"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy stress"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
