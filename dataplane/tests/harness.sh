@@ -517,6 +517,62 @@ for i in range(50):
 	[ "$(stat_sum "$TSDP_TMP/stats-cli-*.txt" tx_accel)" -ge 45 ] || { die "the sends did not take the XSK"; return 1; }
 }
 
+t_mcshare() { # an accelerated socket on 0.0.0.0:P takes nothing from a plain receiver of a group on P
+	local h r got grp=239.198.18.7
+	ip -n "$NA" route add 224.0.0.0/4 dev "$(ip -n "$NA" -o link show type veth | awk -F': ' '{print $2}' | cut -d@ -f1)"
+	$(accel $NB srv) python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 14000))
+s.settimeout(0.2)
+print("ready", flush=True)
+end = time.time() + 3
+while time.time() < end:
+    try:
+        s.recv(2000)
+    except socket.timeout:
+        pass
+' >"$TSDP_TMP/server.out" 2>&1 &
+	h=$!
+	TSDP_PIDS+=("$h")
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "holder not ready"; return 1; }
+	$(kern $NB) python3 -c '
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("'$grp'", 14000))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+             struct.pack("4s4s", socket.inet_aton("'$grp'"), socket.inet_aton("'$IPB'")))
+print("ready", flush=True)
+s.settimeout(2)
+n = 0
+try:
+    while True:
+        s.recv(2000)
+        n += 1
+except socket.timeout:
+    pass
+print("received", n)
+' >"$TSDP_TMP/plain.out" 2>&1 &
+	r=$!
+	TSDP_PIDS+=("$r")
+	wait_for 10 grep -q ready "$TSDP_TMP/plain.out" || { die "plain receiver not ready"; return 1; }
+	$(kern $NA) python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 2)
+for i in range(100):
+    s.sendto(b"m" * 64, ("'$grp'", 14000))
+    time.sleep(0.002)
+' || { die "sender failed"; return 1; }
+	wait_exit "$r" 10
+	wait_exit "$h" 10
+	got=$(sed -n 's/^received //p' "$TSDP_TMP/plain.out")
+	log "$CUR: the plain receiver got ${got:-0} of 100"
+	[ "${got:-0}" = 100 ] || { die "the plain receiver lost datagrams to the accelerated socket"; return 1; }
+}
+
 t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan builds of the library
 	local v e got
 	for v in tsan asan; do
@@ -547,7 +603,7 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 	done
 }
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy stress"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare stress"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
