@@ -573,6 +573,47 @@ for i in range(100):
 	[ "${got:-0}" = 100 ] || { die "the plain receiver lost datagrams to the accelerated socket"; return 1; }
 }
 
+t_epollset() { # epoll never returns an fd the application did not register
+	local e
+	$(accel $NB srv) python3 -c '
+import os, select, socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("'$IPB'", 14010))
+r, w = os.pipe()
+ep = select.epoll()
+ep.register(s.fileno(), select.EPOLLIN)
+ep.register(r, select.EPOLLIN)
+ep.poll(0.3)                  # long enough to sleep in the kernel
+ep.unregister(s.fileno())     # the last socket of the library leaves
+print("ready", flush=True)
+bad = []
+end = time.time() + 2
+while time.time() < end:
+    for fd, ev in ep.poll(0.2):
+        if fd != r:
+            bad.append(fd)
+        else:
+            os.read(r, 1)
+os.write(w, b"x")
+got = [fd for fd, ev in ep.poll(1)]
+if bad or got != [r]:
+    print("foreign events", bad, got)
+    sys.exit(1)
+print("clean")
+' >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
+	$(kern $NA) python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(20):
+    s.sendto(b"e" * 32, ("'$IPB'", 14010))
+    time.sleep(0.01)
+' || { die "sender failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "epoll returned events nobody registered"; return 1; }
+}
+
 t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan builds of the library
 	local v e got
 	for v in tsan asan; do
@@ -603,7 +644,7 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 	done
 }
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare stress"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset stress"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
