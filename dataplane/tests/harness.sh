@@ -614,6 +614,40 @@ for i in range(20):
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "epoll returned events nobody registered"; return 1; }
 }
 
+t_reuseport() { # two SO_REUSEPORT sockets: each datagram is delivered once
+	local e
+	$(accel $NB srv) python3 -c '
+import select, socket, sys, time
+ss = []
+for i in range(2):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind(("'$IPB'", 14011))
+    ss.append(s)
+print("ready", flush=True)
+n = 0
+end = time.time() + 3
+while time.time() < end:
+    r, _, _ = select.select(ss, [], [], 0.2)
+    for s in r:
+        s.recv(2000)
+        n += 1
+print("received", n)
+sys.exit(0 if n == 100 else 1)
+' >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
+	$(kern $NA) python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(100):
+    s.sendto(b"r" * 32, ("'$IPB'", 14011))
+    time.sleep(0.002)
+' || { die "sender failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$(grep received "$TSDP_TMP/server.out") of 100"; return 1; }
+}
+
 t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan builds of the library
 	local v e got
 	for v in tsan asan; do
@@ -644,7 +678,7 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 	done
 }
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset stress"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport stress"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
