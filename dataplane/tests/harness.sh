@@ -648,6 +648,39 @@ for i in range(100):
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$(grep received "$TSDP_TMP/server.out") of 100"; return 1; }
 }
 
+t_readv() { # readv/writev on an accelerated socket (blocking readv sees what took the XSK)
+	local e
+	$(accel $NB srv) python3 -c '
+import os, socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("'$IPB'", 14012))
+print("ready", flush=True)
+for i in range(20):
+    a, b = bytearray(10), bytearray(100)
+    n = os.readv(s.fileno(), [a, b])
+    assert n == 64 and bytes(a + b)[:64] == b"v" * 64, (n, bytes(a))
+s.connect(("'$IPB'".replace(".2", ".1"), 14013))
+os.writev(s.fileno(), [b"w" * 10, b"w" * 22])
+print("done", flush=True)
+' >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
+	$(kern $NA) timeout 10 python3 -c '
+import socket, time
+r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+r.bind(("0.0.0.0", 14013))
+r.settimeout(5)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(20):
+    s.sendto(b"v" * 64, ("'$IPB'", 14012))
+    time.sleep(0.005)
+assert r.recv(100) == b"w" * 32
+' || { die "writev from the accelerated side did not arrive"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "readv did not get every datagram ($WAIT_RC)"; return 1; }
+	check_accel srv
+}
+
 t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan builds of the library
 	local v e got
 	for v in tsan asan; do
@@ -678,7 +711,7 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 	done
 }
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport stress"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
