@@ -11,6 +11,8 @@
 #include <linux/rtnetlink.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define TS_CTL_TICK_MS 100
@@ -68,6 +70,12 @@ static void *ctl__main(void *arg)
 
 	(void)arg;
 	ts_in_lib = 1; /* this thread's libc calls are never interposed */
+	/* It runs for microseconds when the network changes, but must run
+	 * then, also on a CPU the application keeps busy spinning (its
+	 * threads inherit the application's affinity): a higher priority
+	 * where the process may set one (CAP_SYS_NICE), best effort. */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10))
+		ts_dbg("control thread keeps its priority: %s", strerror(errno));
 	nl = ctl__nl_open();
 	if (nl < 0)
 		ts_log("rtnetlink subscription failed (%s): next hops are "

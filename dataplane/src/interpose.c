@@ -469,30 +469,58 @@ TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	return done(s, ts_sock__recvmsg(s, fd, msg, flags));
 }
 
+/* As the kernel's do_recvmmsg: every datagram waits as the socket does,
+ * MSG_WAITFORONE turns MSG_DONTWAIT on after the first, and the timeout is
+ * looked at (and written back) after each datagram only. */
 TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		    struct timespec *tmo)
 {
 	struct ts_sock *s = ours(fd);
+	struct timespec end = { 0, 0 };
+	int f = flags & ~MSG_WAITFORONE;
 	unsigned int i;
 
 	if (!s)
 		return REAL(recvmmsg)(fd, vec, n, flags, tmo);
+	if (tmo) {
+		if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000) {
+			errno = EINVAL;
+			return (int)done(s, -1);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		end.tv_sec += tmo->tv_sec;
+		end.tv_nsec += tmo->tv_nsec;
+		if (end.tv_nsec >= 1000000000) {
+			end.tv_sec++;
+			end.tv_nsec -= 1000000000;
+		}
+	}
 	for (i = 0; i < n; i++) {
-		/* the first datagram may block; the rest are taken if ready */
-		int f = flags & ~MSG_WAITFORONE;
-		ssize_t r;
+		ssize_t r = ts_sock__recvmsg(s, fd, &vec[i].msg_hdr, f);
 
-		if (i > 0 && (flags & MSG_WAITFORONE))
-			f |= MSG_DONTWAIT;
-		if (i > 0 && !(flags & MSG_WAITFORONE))
-			f |= MSG_DONTWAIT; /* timeouts are not emulated */
-		r = ts_sock__recvmsg(s, fd, &vec[i].msg_hdr, f);
 		if (r < 0) {
 			if (i > 0)
 				break;
 			return (int)done(s, -1);
 		}
 		vec[i].msg_len = (unsigned int)r;
+		if (flags & MSG_WAITFORONE)
+			f |= MSG_DONTWAIT;
+		if (tmo) {
+			struct timespec now;
+			int64_t left;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left = ((int64_t)end.tv_sec - now.tv_sec) * 1000000000 +
+			       (end.tv_nsec - now.tv_nsec);
+			if (left <= 0) {
+				tmo->tv_sec = tmo->tv_nsec = 0;
+				i++;
+				break;
+			}
+			tmo->tv_sec = (time_t)(left / 1000000000);
+			tmo->tv_nsec = (long)(left % 1000000000);
+		}
 	}
 	return (int)done(s, (ssize_t)i);
 }

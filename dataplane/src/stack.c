@@ -898,7 +898,9 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out)
 		refill(st);
 	else if (st->nfree <= TS_TX_RESERVE)
 		TS_INC(st->st->fill_ring_empty);
-	*kick_out = tx_pending(st);
+	/* a kick only when the driver asks for one (copy mode always does;
+	 * a zero-copy driver that is running does not) */
+	*kick_out = tx_pending(st) && xsk_ring_prod__needs_wakeup(&st->tx);
 	reclaim(st);
 	return (int)got;
 }
@@ -966,7 +968,7 @@ void ts_stack__flush(struct ts_stack *st)
 
 	pthread_mutex_lock(&st->lock);
 	k = st->kick_pending &&
-	    (xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st));
+	    xsk_ring_prod__needs_wakeup(&st->tx);
 	st->kick_pending = 0;
 	pthread_mutex_unlock(&st->lock);
 	if (k)
@@ -1054,7 +1056,7 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 		st->kick_pending = 1;
 		k = 0;
 	} else {
-		k = xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st);
+		k = xsk_ring_prod__needs_wakeup(&st->tx);
 		st->kick_pending = 0;
 	}
 	pthread_mutex_unlock(&st->lock);

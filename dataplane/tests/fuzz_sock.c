@@ -14,12 +14,21 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+/* Loopback only: before the library's own constructor reads the
+ * settings, allow no interface at all, so that a socket bound to 0.0.0.0
+ * (a send from an unbound one) never attaches XDP to the host's NICs. */
+__attribute__((constructor(101))) static void loopback_only(void)
+{
+	setenv("TICKSTACK_IFACES", "tickstack-test-none", 1);
+}
 
 #define SLOTS 6
 

@@ -488,6 +488,199 @@ t_forkq() { # fork with a datagram queued: the child reads it and echoes the res
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "forkq-echo failed ($WAIT_RC)"; return 1; }
 }
 
+t_policy() { # ip rule: a socket bound to the second link's address leaves through that link
+	local ia="tsdp${TSDP_ID}q1" ib="tsdp${TSDP_ID}q2" before1 before2 d1 d2
+	ip link add "${ia}a" netns "$NA" type veth peer name "${ia}b" netns "$NB"
+	ip link add "${ib}a" netns "$NA" type veth peer name "${ib}b" netns "$NB"
+	ip -n "$NA" addr add 198.18.40.1/24 dev "${ia}a"; ip -n "$NB" addr add 198.18.40.2/24 dev "${ia}b"
+	ip -n "$NA" addr add 198.18.41.1/24 dev "${ib}a"; ip -n "$NB" addr add 198.18.41.2/24 dev "${ib}b"
+	for l in "${ia}a" "${ib}a"; do ip -n "$NA" link set "$l" up; done
+	for l in "${ia}b" "${ib}b"; do ip -n "$NB" link set "$l" up; done
+	ip -n "$NB" addr add 198.18.42.1/32 dev lo
+	ip -n "$NA" route add 198.18.42.0/24 via 198.18.40.2 dev "${ia}a"
+	ip -n "$NA" route add 198.18.42.0/24 via 198.18.41.2 dev "${ib}a" table 100
+	ip -n "$NA" rule add from 198.18.41.1 lookup 100
+	before1=$(ip netns exec "$NB" cat /sys/class/net/${ia}b/statistics/rx_packets)
+	before2=$(ip netns exec "$NB" cat /sys/class/net/${ib}b/statistics/rx_packets)
+	$(accel $NA cli) python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("198.18.41.1", 0))
+for i in range(50):
+    s.sendto(b"p" * 32, ("198.18.42.1", 15000))
+    time.sleep(0.002)
+' >"$TSDP_TMP/client.out" 2>&1 || { die "sender failed"; return 1; }
+	d1=$(( $(ip netns exec "$NB" cat /sys/class/net/${ia}b/statistics/rx_packets) - before1 ))
+	d2=$(( $(ip netns exec "$NB" cat /sys/class/net/${ib}b/statistics/rx_packets) - before2 ))
+	log "$CUR: $d1 frames on the main table's link, $d2 on the rule's"
+	[ "$d2" -ge 50 ] && [ "$d1" -lt 5 ] || { die "datagrams left through the wrong link"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-cli-*.txt" tx_accel)" -ge 45 ] || { die "the sends did not take the XSK"; return 1; }
+}
+
+t_mcshare() { # an accelerated socket on 0.0.0.0:P takes nothing from a plain receiver of a group on P
+	local h r got grp=239.198.18.7
+	ip -n "$NA" route add 224.0.0.0/4 dev "$(ip -n "$NA" -o link show type veth | awk -F': ' '{print $2}' | cut -d@ -f1)"
+	$(accel $NB srv) python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 14000))
+s.settimeout(0.2)
+print("ready", flush=True)
+end = time.time() + 3
+while time.time() < end:
+    try:
+        s.recv(2000)
+    except socket.timeout:
+        pass
+' >"$TSDP_TMP/server.out" 2>&1 &
+	h=$!
+	TSDP_PIDS+=("$h")
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "holder not ready"; return 1; }
+	$(kern $NB) python3 -c '
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("'$grp'", 14000))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+             struct.pack("4s4s", socket.inet_aton("'$grp'"), socket.inet_aton("'$IPB'")))
+print("ready", flush=True)
+s.settimeout(2)
+n = 0
+try:
+    while True:
+        s.recv(2000)
+        n += 1
+except socket.timeout:
+    pass
+print("received", n)
+' >"$TSDP_TMP/plain.out" 2>&1 &
+	r=$!
+	TSDP_PIDS+=("$r")
+	wait_for 10 grep -q ready "$TSDP_TMP/plain.out" || { die "plain receiver not ready"; return 1; }
+	$(kern $NA) python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 2)
+for i in range(100):
+    s.sendto(b"m" * 64, ("'$grp'", 14000))
+    time.sleep(0.002)
+' || { die "sender failed"; return 1; }
+	wait_exit "$r" 10
+	wait_exit "$h" 10
+	got=$(sed -n 's/^received //p' "$TSDP_TMP/plain.out")
+	log "$CUR: the plain receiver got ${got:-0} of 100"
+	[ "${got:-0}" = 100 ] || { die "the plain receiver lost datagrams to the accelerated socket"; return 1; }
+}
+
+t_epollset() { # epoll never returns an fd the application did not register
+	local e
+	$(accel $NB srv) python3 -c '
+import os, select, socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("'$IPB'", 14010))
+r, w = os.pipe()
+ep = select.epoll()
+ep.register(s.fileno(), select.EPOLLIN)
+ep.register(r, select.EPOLLIN)
+ep.poll(0.3)                  # long enough to sleep in the kernel
+ep.unregister(s.fileno())     # the last socket of the library leaves
+print("ready", flush=True)
+bad = []
+end = time.time() + 2
+while time.time() < end:
+    for fd, ev in ep.poll(0.2):
+        if fd != r:
+            bad.append(fd)
+        else:
+            os.read(r, 1)
+os.write(w, b"x")
+got = [fd for fd, ev in ep.poll(1)]
+if bad or got != [r]:
+    print("foreign events", bad, got)
+    sys.exit(1)
+print("clean")
+' >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
+	$(kern $NA) python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(20):
+    s.sendto(b"e" * 32, ("'$IPB'", 14010))
+    time.sleep(0.01)
+' || { die "sender failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "epoll returned events nobody registered"; return 1; }
+}
+
+t_reuseport() { # two SO_REUSEPORT sockets: each datagram is delivered once
+	local e
+	$(accel $NB srv) python3 -c '
+import select, socket, sys, time
+ss = []
+for i in range(2):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind(("'$IPB'", 14011))
+    ss.append(s)
+print("ready", flush=True)
+n = 0
+end = time.time() + 3
+while time.time() < end:
+    r, _, _ = select.select(ss, [], [], 0.2)
+    for s in r:
+        s.recv(2000)
+        n += 1
+print("received", n)
+sys.exit(0 if n == 100 else 1)
+' >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
+	$(kern $NA) python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(100):
+    s.sendto(b"r" * 32, ("'$IPB'", 14011))
+    time.sleep(0.002)
+' || { die "sender failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$(grep received "$TSDP_TMP/server.out") of 100"; return 1; }
+}
+
+t_readv() { # readv/writev on an accelerated socket (blocking readv sees what took the XSK)
+	local e
+	$(accel $NB srv) python3 -c '
+import os, socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("'$IPB'", 14012))
+print("ready", flush=True)
+for i in range(20):
+    a, b = bytearray(10), bytearray(100)
+    n = os.readv(s.fileno(), [a, b])
+    assert n == 64 and bytes(a + b)[:64] == b"v" * 64, (n, bytes(a))
+s.connect(("'$IPB'".replace(".2", ".1"), 14013))
+os.writev(s.fileno(), [b"w" * 10, b"w" * 22])
+print("done", flush=True)
+' >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
+	$(kern $NA) timeout 10 python3 -c '
+import socket, time
+r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+r.bind(("0.0.0.0", 14013))
+r.settimeout(5)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(20):
+    s.sendto(b"v" * 64, ("'$IPB'", 14012))
+    time.sleep(0.005)
+assert r.recv(100) == b"w" * 32
+' || { die "writev from the accelerated side did not arrive"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "readv did not get every datagram ($WAIT_RC)"; return 1; }
+	check_accel srv
+}
+
 t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan builds of the library
 	local v e got
 	for v in tsan asan; do
@@ -521,7 +714,7 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 # the TCP cases (TICKSTACK_TCP=1)
 . "$here/tcp.sh"
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq stress $TCP_ALL"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress $TCP_ALL"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
