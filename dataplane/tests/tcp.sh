@@ -152,7 +152,7 @@ scenario() {
 	cat "$TSDP_TMP/$tag-srv.txt" "$TSDP_TMP/$tag-cli.txt" >"$TSDP_TMP/$tag.txt"
 }
 
-t_tcp_vs_kernel() { # half-close and a reset mid-transfer: the stack observes what the kernel does
+t_tcp_vs_kernel() { # half-close, a reset mid-transfer, a refused connect: the stack observes what the kernel does
 	local m i=0
 	for m in halfclose reset; do
 		i=$((i + 1))
@@ -163,6 +163,13 @@ t_tcp_vs_kernel() { # half-close and a reset mid-transfer: the stack observes wh
 				"$TSDP_TMP/stack-$m.txt" >&2; return 1; }
 		log "$CUR: $m as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-$m.txt")"
 	done
+	# a connect where nobody listens: the peer's kernel resets the SYN
+	$(kern $NA) timeout 30 $B/tcpcheck refused-client $IPB 12039 >"$TSDP_TMP/kernel-refused.txt" 2>&1
+	$(taccel $NA cli) timeout 30 $B/tcpcheck refused-client $IPB 12039 >"$TSDP_TMP/stack-refused.txt" 2>&1
+	cmp -s "$TSDP_TMP/kernel-refused.txt" "$TSDP_TMP/stack-refused.txt" ||
+		{ die "refused: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-refused.txt" \
+			"$TSDP_TMP/stack-refused.txt" >&2; return 1; }
+	log "$CUR: refused as on the kernel: $(cat "$TSDP_TMP/stack-refused.txt")"
 	tcp_accel cli 2 && tcp_accel srv 2
 }
 

@@ -17,6 +17,7 @@
  *                                    SO_LINGER 0 (a reset) mid-transfer
  *   tcpcheck reset-client HOST PORT  write until an error, write again,
  *                                    read
+ *   tcpcheck refused-client HOST PORT  connect where nobody listens
  *   (these print what they observed, one line each: the harness compares
  *   the kernel's run with the stack's)
  *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
@@ -260,6 +261,7 @@ static const char *ename(int e)
 	case EPIPE: return "EPIPE";
 	case ECONNRESET: return "ECONNRESET";
 	case ENOTCONN: return "ENOTCONN";
+	case ECONNREFUSED: return "ECONNREFUSED";
 	case EAGAIN: return "EAGAIN";
 	default: return strerror(e);
 	}
@@ -368,6 +370,17 @@ int main(int argc, char **argv)
 		       write(fd, buf, 1) < 0 ? ename(errno) : "accepted");
 		w = read(fd, &b, 1);
 		printf("client: read %s\n", w == 0 ? "EOF" : w < 0 ? ename(errno) : "data");
+		close(fd);
+	} else if (!strcmp(m, "refused-client") && argc == 4) {
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)atoi(argv[3])) };
+
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0 || inet_pton(AF_INET, argv[2], &sa.sin_addr) != 1)
+			die("socket");
+		printf("client: connect %s\n",
+		       connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ?
+			       ename(errno) : "succeeded");
 		close(fd);
 	} else if (!strcmp(m, "cycles-server") && argc == 4) {
 		int base = -1;
