@@ -7,7 +7,10 @@
 #  - sockperf under-load at 10k, 100k, 250k, 500k msg/s and the highest
 #    rate sustained without drops (kernel blocking, kernel spinning, bypass);
 #  - microburst: the largest back-to-back burst of 256-byte datagrams
-#    received without a drop (seed 002's method), kernel vs bypass receiver.
+#    received without a drop (seed 002's method), kernel vs bypass receiver;
+#  - TCP (sockperf --tcp): ping-pong at the same sizes and under-load at 10k
+#    and 100k msg/s for kernel blocking, kernel spinning and the bypass
+#    (TICKSTACK_TCP=1).
 # Writes docs/bench-dataplane.md, .json and .svg (bench/report.py).
 # Settings: BENCH_SECONDS (per run, default 3), BENCH_OUT (md path),
 # BENCH_QUICK=1 (one size, one rate: a smoke test of this script).
@@ -70,23 +73,27 @@ detach() {
 	ip -n "$NB" link set dev "$IFB" xdpgeneric off 2>/dev/null
 }
 
-# prefix NS MODE TAG: how a program runs in NS for MODE
+# prefix NS MODE TAG [tcp]: how a program runs in NS for MODE
 prefix() {
+	local tcp=
+	[ "${4:-}" = tcp ] && tcp=TICKSTACK_TCP=1
 	case $2 in
-	bypass) echo "ip netns exec $1 env TICKSTACK_STATS_FILE=$R/stats-$3-%p.txt $B/tickstack-run -p latency" ;;
+	bypass) echo "ip netns exec $1 env $tcp TICKSTACK_STATS_FILE=$R/stats-$3-%p.txt $B/tickstack-run -p latency" ;;
 	*) echo "ip netns exec $1" ;;
 	esac
 }
+tcp_listening() { ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .; }
 nbflag() { [ "$1" = kspin ] && echo --nonblocked; }
 
 PORT=20000
 SRV=
-start_server() { # MODE
+start_server() { # MODE [tcp]
+	local tcp=${2:-}
 	PORT=$((PORT + 1))
-	$(prefix "$NB" "$1" srv$PORT) taskset -c 1 sockperf sr -i $IPB -p $PORT $(nbflag "$1") \
-		>"$R/srv-$PORT.out" 2>&1 &
+	$(prefix "$NB" "$1" srv$PORT $tcp) taskset -c 1 sockperf sr ${tcp:+--tcp} -i $IPB -p $PORT \
+		$(nbflag "$1") >"$R/srv-$PORT.out" 2>&1 &
 	SRV=$!
-	wait_for 10 udp_listening "$NB" $PORT || { echo "bench: server did not start" >&2; return 1; }
+	wait_for 10 ${tcp:-udp}_listening "$NB" $PORT || { echo "bench: server did not start" >&2; return 1; }
 }
 stop_server() {
 	kill -INT "$SRV" 2>/dev/null
@@ -115,6 +122,24 @@ ul() { # MODE RATE
 		-m 64 --mps "$2" -t "$DUR" $(nbflag "$1") >"$R/cli-$PORT.out" 2>&1
 	stop_server
 	record ul "$1" "$2"
+}
+
+tpp() { # MODE SIZE: TCP ping-pong
+	start_server "$1" tcp || return
+	$(prefix "$NA" "$1" cli$PORT tcp) taskset -c 0 timeout $((DUR + 30)) sockperf pp --tcp -i $IPB \
+		-p $PORT -m "$2" -t "$DUR" $(nbflag "$1") >"$R/cli-$PORT.out" 2>&1
+	stop_server
+	record tcp_pp "$1" "$2"
+}
+
+tul() { # MODE RATE: TCP under load (the client's receiver sleeps, as in ul)
+	local cenv=
+	[ "$1" = bypass ] && cenv="env TICKSTACK_SPIN_USEC=0"
+	start_server "$1" tcp || return
+	$(prefix "$NA" "$1" cli$PORT tcp) $cenv taskset -c 0 timeout $((DUR + 30)) sockperf ul --tcp \
+		-i $IPB -p $PORT -m 64 --mps "$2" -t "$DUR" $(nbflag "$1") >"$R/cli-$PORT.out" 2>&1
+	stop_server
+	record tcp_ul "$1" "$2"
 }
 
 floor() { # SIZE
@@ -156,6 +181,11 @@ for m in kernel kspin bypass; do
 	for s in $SIZES; do log "ping-pong $m $s B"; pp $m $s; done
 done
 for s in $SIZES; do log "ping-pong floor $s B"; floor $s; done
+for m in kernel kspin bypass; do
+	detach
+	for s in $SIZES; do log "TCP ping-pong $m $s B"; tpp $m $s; done
+	for r in ${TCP_RATES:-10000 100000}; do log "TCP under-load $m $r msg/s"; tul $m $r; done
+done
 
 for m in kernel kspin bypass; do
 	detach

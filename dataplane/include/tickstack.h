@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define TICKSTACK_STATS_MAGIC 0x54534b53u /* "TSKS" */
-#define TICKSTACK_STATS_VERSION 1u
+#define TICKSTACK_STATS_VERSION 2u
 #define TICKSTACK_STATS_MAX_XSK 8
 #define TICKSTACK_STATS_MAX_SOCK 256
 #define TICKSTACK_STATS_PATH_FMT "/dev/shm/tickstack-%d"
@@ -29,12 +29,15 @@
 	X(fill_ring_empty)   /* fill ring found empty when refilling */        \
 	X(tx_kicks)          /* sendto() wake-ups of the kernel TX path */     \
 	X(tx_kick_errors)    /* wake-ups that failed (EAGAIN/EBUSY/...) */     \
+	X(rx_bad_csum)       /* dropped: IPv4 or UDP checksum wrong */         \
+	X(fill_wakeups)      /* fill ring needs_wakeup serviced */             \
 	X(xdp_rx_dropped)    /* kernel XDP_STATISTICS: rx_dropped */           \
 	X(xdp_rx_invalid)    /* kernel: rx_invalid_descs */                    \
 	X(xdp_tx_invalid)    /* kernel: tx_invalid_descs */                    \
 	X(xdp_rx_ring_full)  /* kernel: rx_ring_full */                        \
 	X(xdp_fill_empty)    /* kernel: rx_fill_ring_empty_descs */            \
-	X(xdp_tx_ring_empty) /* kernel: tx_ring_empty_descs */
+	X(xdp_tx_ring_empty) /* kernel: tx_ring_empty_descs */             \
+	X(umem_frames_out)   /* frames not free (rings, queues), refreshed */
 
 /* Counters of one socket. "kernel" means the datagram went through the
  * ordinary kernel socket (fallback), "accel" through the XSK. */
@@ -50,7 +53,26 @@
 	X(tx_kernel_local)     /* fallback reason: local/broadcast dest */     \
 	X(tx_kernel_oversize)  /* fallback reason: larger than the MTU */      \
 	X(tx_kernel_nostack)   /* fallback reason: no XSK on that interface */ \
-	X(tx_kernel_flags)     /* fallback reason: unsupported send flags */
+	X(tx_kernel_flags)     /* fallback reason: unsupported send flags */   \
+	X(tx_kernel_mcloop)    /* fallback reason: multicast loopback on */
+
+/* Counters of the TCP layer (process wide). Per stream socket, the sock
+ * counters rx_accel/tx_accel count bytes. */
+#define TICKSTACK_TCP_COUNTERS(X)                                              \
+	X(conns_accel)      /* connections through the XSK (connect, accept) */ \
+	X(conns_kernel)     /* stream sockets left on the kernel */            \
+	X(conns_live)       /* accelerated connections lwIP still holds */     \
+	X(listen_accel)     /* listeners steered to the XSK */                 \
+	X(ports_held)       /* closed sockets whose steering waits for lwIP */ \
+	X(segs_rx)          /* segments handed to lwIP */                      \
+	X(segs_tx)          /* segments lwIP sent through the XSK */           \
+	X(rx_csum_completed) /* partial checksums completed (veth senders) */ \
+	X(rx_no_netif)      /* segment for an address lwIP does not carry */   \
+	X(tx_noroute)       /* segment dropped: no route / not our interface */ \
+	X(tx_neigh)         /* segment dropped: neighbour unresolved (probed) */ \
+	X(tx_ring_full)     /* segment dropped: TX ring or frames exhausted */ \
+	X(resets)           /* connections ended by a reset or an abort */ \
+	X(newreno_rexmits)  /* partial ACKs answered with a retransmission */
 
 #define TICKSTACK_DECLARE_U64(name) uint64_t name;
 
@@ -83,8 +105,17 @@ struct tickstack_stats {
 	uint64_t sockets_accelerated; /* sockets that got steering */
 	uint64_t sockets_kernel;      /* UDP sockets left on the kernel */
 	uint64_t fallback_events;     /* any fallback, with a reason counter */
+	uint64_t kernel_option;       /* sockets moved to the kernel by an option
+				       * the stack cannot honour (SO_REUSEPORT,
+				       * SO_BINDTODEVICE, SO_MARK, cmsgs...) */
+	uint64_t kernel_uring;        /* sockets moved to the kernel: io_uring */
+	uint64_t kernel_shared;       /* ports handed to the kernel: another
+				       * socket on the host shares them */
 	struct tickstack_xsk_stats xsk[TICKSTACK_STATS_MAX_XSK];
 	struct tickstack_sock_stats sock[TICKSTACK_STATS_MAX_SOCK];
+	struct {
+		TICKSTACK_TCP_COUNTERS(TICKSTACK_DECLARE_U64)
+	} tcp;
 };
 
 #endif /* TICKSTACK_H */

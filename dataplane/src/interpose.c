@@ -3,6 +3,7 @@
  * once (TS_REAL_CALLS) and resolved once; an fd that is not one of our
  * UDP sockets, or a call before initialisation, goes straight to libc. */
 #include "ts_internal.h"
+#include "tcp_internal.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -12,6 +13,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <limits.h>
 #include <unistd.h>
 
 #define TS_API __attribute__((visibility("default")))
@@ -27,11 +31,30 @@ pid_t ts_pid;
  * a preempted spinlock holder would stall the others for a time slice. */
 static pthread_mutex_t ts_mutex = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 
+/* The ThreadSanitizer build of the library (make test's stress test)
+ * takes the real calls from libc itself, past TSan's interceptors: TSan
+ * models fds and would report the test's deliberate close of a socket
+ * another thread is blocked on (what the test is about) as a race on the
+ * fd. The library's own memory and locks stay fully checked. */
+#ifdef TS_REAL_FROM_LIBC
+static void *real_handle(void)
+{
+	static void *h;
+
+	if (!h)
+		h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	return h ? h : RTLD_NEXT;
+}
+#define TS_DLSYM(name) dlsym(real_handle(), name)
+#else
+#define TS_DLSYM(name) dlsym(RTLD_NEXT, name)
+#endif
+
 void ts_real__resolve(void)
 {
 #define TS_RESOLVE(ret, name, args)                                            \
 	if (!ts_real_##name)                                                   \
-		ts_real_##name = (ret(*) args)dlsym(RTLD_NEXT, #name);
+		ts_real_##name = (ret(*) args)TS_DLSYM(#name);
 	TS_REAL_CALLS(TS_RESOLVE)
 #undef TS_RESOLVE
 }
@@ -54,13 +77,45 @@ void ts_unlock(void)
 	ts_in_lib--;
 }
 
-/* Our socket for fd, or NULL: not ours, not ready, or a call made from
- * inside the library (libxdp calling socket/close, ...). */
+/* Our socket for fd, with a reference for the call (ts_sock__put, or
+ * done()), or NULL: not ours, not ready, or a call made from inside the
+ * library (libxdp calling socket/close, ...). */
 static inline struct ts_sock *ours(int fd)
 {
 	if (ts_unlikely(!ts_ready || ts_in_lib))
 		return NULL;
-	return ts_sock__of(fd);
+	return ts_sock__get(fd);
+}
+
+static inline int is_ours(int fd)
+{
+	return ts_likely(ts_ready && !ts_in_lib) && ts_sock__of(fd);
+}
+
+/* A vfork child (no fork handler ran) shares the parent's memory: what
+ * it closes before its exec is its own copy of the fd, the parent's
+ * sockets stay as they are. */
+static int in_vfork_child(void)
+{
+	return (pid_t)ts_real_syscall(SYS_getpid) != ts_pid;
+}
+
+/* End of a call on s: drop its reference, keep its errno. */
+static inline ssize_t done(struct ts_sock *s, ssize_t r)
+{
+	int e = errno;
+
+	ts_sock__put(s);
+	errno = e;
+	return r;
+}
+
+/* Our stream socket for fd (TICKSTACK_TCP=1), or NULL. */
+static inline struct ts_tcp *tcp_ours(int fd)
+{
+	if (ts_likely(!ts_tcp_on) || ts_unlikely(!ts_ready || ts_in_lib))
+		return NULL;
+	return ts_tcp__of(fd);
 }
 
 /* ------------------------------------------------------------------ */
@@ -150,11 +205,18 @@ TS_API int socket(int domain, int type, int protocol)
 	int fd = REAL(socket)(domain, type, protocol);
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-	if (fd < 0 || !ts_ready || ts_in_lib || domain != AF_INET ||
-	    base != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
+	if (fd < 0 || !ts_ready || ts_in_lib || domain != AF_INET)
 		return fd;
+	if (base == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP)) {
+		ts_tcp__socket(fd, type);
+		return fd;
+	}
+	if (base != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
+		return fd;
+	if (in_vfork_child())
+		return fd; /* the parent's tables are not the child's */
 	if (!ts_sock__new(fd, !!(type & SOCK_NONBLOCK)))
-		ts_stats->sockets_kernel++;
+		TS_INC(ts_stats->sockets_kernel);
 	return fd;
 }
 
@@ -168,46 +230,154 @@ TS_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 		if (e < 0) {
 			errno = -e;
-			return -1;
+			r = -1;
 		}
 	}
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct ts_sock *s = ours(fd);
-	int r = REAL(connect)(fd, addr, len);
+	struct ts_tcp *t = tcp_ours(fd);
+	struct ts_sock *s;
+	int r;
+
+	if (t)
+		return ts_tcp__connect(t, fd, addr, len);
+	s = ours(fd);
+	r = REAL(connect)(fd, addr, len);
 
 	if (r == 0 && s) {
 		int e = ts_sock__after_connect(s, fd, addr, len);
 
 		if (e < 0) {
 			errno = -e;
-			return -1;
+			r = -1;
 		}
 	}
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	/* the kernel socket is really bound: it knows the answer */
+	struct ts_tcp *t = tcp_ours(fd);
+
+	/* the kernel socket is really bound: it knows the answer (an
+	 * accepted or connected stream's is the shadow's) */
+	if (t)
+		return ts_tcp__getsockname(t, fd, addr, len);
 	return REAL(getsockname)(fd, addr, len);
+}
+
+TS_API int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct ts_tcp *t = tcp_ours(fd);
+
+	if (t)
+		return ts_tcp__getpeername(t, fd, addr, len);
+	return REAL(getpeername)(fd, addr, len);
+}
+
+TS_API int listen(int fd, int backlog)
+{
+	struct ts_tcp *t = tcp_ours(fd);
+
+	if (t)
+		return ts_tcp__listen(t, fd, backlog);
+	return REAL(listen)(fd, backlog);
+}
+
+TS_API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct ts_tcp *t = tcp_ours(fd);
+
+	if (t)
+		return ts_tcp__accept(t, fd, addr, len, flags);
+	return REAL(accept4)(fd, addr, len, flags);
+}
+
+TS_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct ts_tcp *t = tcp_ours(fd);
+
+	if (t)
+		return ts_tcp__accept(t, fd, addr, len, 0);
+	return REAL(accept)(fd, addr, len);
+}
+
+TS_API int shutdown(int fd, int how)
+{
+	struct ts_tcp *t = tcp_ours(fd);
+
+	if (t)
+		return ts_tcp__shutdown(t, fd, how);
+	return REAL(shutdown)(fd, how);
+}
+
+/* The fd is going away (close, dup2 target, close_range). */
+static void forget(int fd)
+{
+	if (ts_sock__of(fd)) {
+		if (in_vfork_child())
+			return;
+		ts_sock__release(fd);
+	} else if (ts_tcp_on && ts_tcp__of(fd)) {
+		if (in_vfork_child())
+			return;
+		ts_tcp__close(fd);
+	}
+	ts_ep__forget_fd(fd);
 }
 
 TS_API int close(int fd)
 {
-	if (ts_ready && !ts_in_lib) {
-		if (ts_sock__of(fd))
-			ts_sock__release(fd);
-		ts_ep__forget_fd(fd);
-	}
+	if (ts_ready && !ts_in_lib)
+		forget(fd);
 	return REAL(close)(fd);
+}
+
+/* close_range closes (or marks close-on-exec) without close(): forget
+ * the shadows of the fds it closed, or a later fd with the same number
+ * would be taken for the socket. */
+TS_API int close_range(unsigned int first, unsigned int last, int flags)
+{
+	int r = REAL(close_range)(first, last, flags);
+	unsigned int fd;
+
+	if (r < 0 || (flags & CLOSE_RANGE_CLOEXEC) || !ts_ready || ts_in_lib)
+		return r;
+	for (fd = first; fd <= last && fd < (unsigned int)ts_fdtab_size; fd++) {
+		forget((int)fd);
+		if (fd == last)
+			break;
+	}
+	return r;
 }
 
 /* ------------------------------------------------------------------ */
 /* receive                                                             */
+
+/* A stream's receive: no source address (recvfrom leaves it unset). */
+static ssize_t tcp_recv_one(struct ts_tcp *t, int fd, void *buf, size_t len,
+			    int flags, socklen_t *fromlen)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t r = ts_tcp__recvmsg(t, fd, &msg, flags);
+
+	if (r >= 0 && fromlen)
+		*fromlen = 0;
+	return r;
+}
+
+static ssize_t tcp_send_one(struct ts_tcp *t, int fd, const void *buf,
+			    size_t len, int flags)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	return ts_tcp__sendmsg(t, fd, &msg, flags);
+}
 
 static ssize_t recv_one(struct ts_sock *s, int fd, void *buf, size_t len,
 			int flags, struct sockaddr *from, socklen_t *fromlen)
@@ -230,65 +400,129 @@ TS_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 			struct sockaddr *from, socklen_t *fromlen)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s)
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_recv_one(t, fd, buf, len, flags, fromlen);
 		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
-	return recv_one(s, fd, buf, len, flags, from, fromlen);
+	}
+	return done(s, recv_one(s, fd, buf, len, flags, from, fromlen));
 }
 
 TS_API ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s)
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_recv_one(t, fd, buf, len, flags, NULL);
 		return REAL(recv)(fd, buf, len, flags);
-	return recv_one(s, fd, buf, len, flags, NULL, NULL);
+	}
+	return done(s, recv_one(s, fd, buf, len, flags, NULL, NULL));
 }
 
 TS_API ssize_t read(int fd, void *buf, size_t len)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s)
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_recv_one(t, fd, buf, len, 0, NULL);
 		return REAL(read)(fd, buf, len);
-	return recv_one(s, fd, buf, len, 0, NULL, NULL);
+	}
+	return done(s, recv_one(s, fd, buf, len, 0, NULL, NULL));
+}
+
+TS_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct ts_sock *s = ours(fd);
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+			      .msg_iovlen = (size_t)iovcnt };
+
+	struct ts_tcp *t;
+
+	if (!s) {
+		if ((t = tcp_ours(fd)) && iovcnt >= 0 && iovcnt <= IOV_MAX)
+			return ts_tcp__recvmsg(t, fd, &msg, 0);
+		return REAL(readv)(fd, iov, iovcnt);
+	}
+	if (iovcnt < 0 || iovcnt > IOV_MAX) {
+		errno = EINVAL;
+		return done(s, -1);
+	}
+	return done(s, ts_sock__recvmsg(s, fd, &msg, 0));
 }
 
 TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s)
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return ts_tcp__recvmsg(t, fd, msg, flags);
 		return REAL(recvmsg)(fd, msg, flags);
-	return ts_sock__recvmsg(s, fd, msg, flags);
+	}
+	return done(s, ts_sock__recvmsg(s, fd, msg, flags));
 }
 
+/* As the kernel's do_recvmmsg: every datagram waits as the socket does,
+ * MSG_WAITFORONE turns MSG_DONTWAIT on after the first, and the timeout is
+ * looked at (and written back) after each datagram only. */
 TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		    struct timespec *tmo)
 {
 	struct ts_sock *s = ours(fd);
+	struct timespec end = { 0, 0 };
+	int f = flags & ~MSG_WAITFORONE;
 	unsigned int i;
 
 	if (!s)
 		return REAL(recvmmsg)(fd, vec, n, flags, tmo);
+	if (tmo) {
+		if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000) {
+			errno = EINVAL;
+			return (int)done(s, -1);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		end.tv_sec += tmo->tv_sec;
+		end.tv_nsec += tmo->tv_nsec;
+		if (end.tv_nsec >= 1000000000) {
+			end.tv_sec++;
+			end.tv_nsec -= 1000000000;
+		}
+	}
 	for (i = 0; i < n; i++) {
-		/* the first datagram may block; the rest are taken if ready */
-		int f = flags & ~MSG_WAITFORONE;
-		ssize_t r;
+		ssize_t r = ts_sock__recvmsg(s, fd, &vec[i].msg_hdr, f);
 
-		if (i > 0 && (flags & MSG_WAITFORONE))
-			f |= MSG_DONTWAIT;
-		if (i > 0 && !(flags & MSG_WAITFORONE))
-			f |= MSG_DONTWAIT; /* timeouts are not emulated */
-		r = ts_sock__recvmsg(s, fd, &vec[i].msg_hdr, f);
 		if (r < 0) {
 			if (i > 0)
 				break;
-			return -1;
+			return (int)done(s, -1);
 		}
 		vec[i].msg_len = (unsigned int)r;
+		if (flags & MSG_WAITFORONE)
+			f |= MSG_DONTWAIT;
+		if (tmo) {
+			struct timespec now;
+			int64_t left;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left = ((int64_t)end.tv_sec - now.tv_sec) * 1000000000 +
+			       (end.tv_nsec - now.tv_nsec);
+			if (left <= 0) {
+				tmo->tv_sec = tmo->tv_nsec = 0;
+				i++;
+				break;
+			}
+			tmo->tv_sec = (time_t)(left / 1000000000);
+			tmo->tv_nsec = (long)(left % 1000000000);
+		}
 	}
-	return (int)i;
+	return (int)done(s, (ssize_t)i);
 }
 
 TS_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
@@ -328,44 +562,80 @@ static ssize_t send_one(struct ts_sock *s, int fd, const void *buf,
 			      .msg_iov = &iov,
 			      .msg_iovlen = 1 };
 
-	return ts_sock__sendmsg(s, fd, &msg, flags);
+	return ts_sock__sendmsg(s, fd, &msg, flags, 0);
 }
 
 TS_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		      const struct sockaddr *to, socklen_t tolen)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s)
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_send_one(t, fd, buf, len, flags);
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
-	return send_one(s, fd, buf, len, flags, to, tolen);
+	}
+	return done(s, send_one(s, fd, buf, len, flags, to, tolen));
 }
 
 TS_API ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s)
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_send_one(t, fd, buf, len, flags);
 		return REAL(send)(fd, buf, len, flags);
-	return send_one(s, fd, buf, len, flags, NULL, 0);
+	}
+	return done(s, send_one(s, fd, buf, len, flags, NULL, 0));
 }
 
 TS_API ssize_t write(int fd, const void *buf, size_t len)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s)
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return tcp_send_one(t, fd, buf, len, 0);
 		return REAL(write)(fd, buf, len);
-	return send_one(s, fd, buf, len, 0, NULL, 0);
+	}
+	return done(s, send_one(s, fd, buf, len, 0, NULL, 0));
+}
+
+TS_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct ts_sock *s = ours(fd);
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+			      .msg_iovlen = (size_t)iovcnt };
+
+	struct ts_tcp *t;
+
+	if (!s) {
+		if ((t = tcp_ours(fd)) && iovcnt >= 0 && iovcnt <= IOV_MAX)
+			return ts_tcp__sendmsg(t, fd, &msg, 0);
+		return REAL(writev)(fd, iov, iovcnt);
+	}
+	if (iovcnt < 0 || iovcnt > IOV_MAX) {
+		errno = EINVAL;
+		return done(s, -1);
+	}
+	return done(s, ts_sock__sendmsg(s, fd, &msg, 0, 0));
 }
 
 TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 
-	if (!s)
+	if (!s) {
+		if ((t = tcp_ours(fd)))
+			return ts_tcp__sendmsg(t, fd, msg, flags);
 		return REAL(sendmsg)(fd, msg, flags);
-	return ts_sock__sendmsg(s, fd, msg, flags);
+	}
+	return done(s, ts_sock__sendmsg(s, fd, msg, flags, 0));
 }
 
 TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
@@ -375,17 +645,24 @@ TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 
 	if (!s)
 		return REAL(sendmmsg)(fd, vec, n, flags);
+	/* one batch: the TX ring is kicked once, after the last datagram */
 	for (i = 0; i < n; i++) {
-		ssize_t r = ts_sock__sendmsg(s, fd, &vec[i].msg_hdr, flags);
+		ssize_t r = ts_sock__sendmsg(s, fd, &vec[i].msg_hdr, flags,
+					     i + 1 < n);
 
 		if (r < 0) {
+			int e = errno;
+
+			ts_sock__flush(s);
 			if (i > 0)
 				break;
-			return -1;
+			errno = e;
+			return (int)done(s, -1);
 		}
 		vec[i].msg_len = (unsigned int)r;
 	}
-	return (int)i;
+	ts_sock__flush(s);
+	return (int)done(s, (ssize_t)i);
 }
 
 /* ------------------------------------------------------------------ */
@@ -423,16 +700,11 @@ TS_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 static int select_common(int nfds, fd_set *r, fd_set *w, fd_set *e,
 			 int64_t ns, const sigset_t *mask)
 {
-	struct pollfd *pf;
+	struct pollfd pf[FD_SETSIZE]; /* no allocation: 8 KiB of stack */
 	int i, n = 0, ret, cnt = 0;
 
 	if (nfds < 0 || nfds > FD_SETSIZE) {
 		errno = EINVAL;
-		return -1;
-	}
-	pf = calloc((size_t)nfds + 1, sizeof(*pf));
-	if (!pf) {
-		errno = ENOMEM;
 		return -1;
 	}
 	for (i = 0; i < nfds; i++) {
@@ -477,7 +749,6 @@ static int select_common(int nfds, fd_set *r, fd_set *w, fd_set *e,
 	}
 	ret = cnt;
 out:
-	free(pf);
 	return ret;
 }
 
@@ -489,7 +760,8 @@ static int sets_have_accel(int nfds, fd_set *r, fd_set *w)
 		return 0;
 	for (i = 0; i < nfds; i++)
 		if (((r && FD_ISSET(i, r)) || (w && FD_ISSET(i, w))) &&
-		    ts_sock__of(i) && ts_poll__has_accel(&(struct pollfd){ .fd = i }, 1))
+		    (ts_sock__of(i) || tcp_ours(i)) &&
+		    ts_poll__has_accel(&(struct pollfd){ .fd = i }, 1))
 			return 1;
 	return 0;
 }
@@ -529,7 +801,7 @@ TS_API int epoll_create1(int flags)
 
 TS_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	if (!ours(fd))
+	if (!is_ours(fd) && !tcp_ours(fd))
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
 	return ts_ep__ctl(epfd, op, fd, ev);
 }
@@ -538,7 +810,7 @@ TS_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int tmo)
 {
 	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
 		return REAL(epoll_wait)(epfd, ev, max, tmo);
-	return ts_ep__wait(epfd, ev, max, tmo, NULL);
+	return ts_ep__wait(epfd, ev, max, ms_ns(tmo), NULL);
 }
 
 TS_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
@@ -546,19 +818,18 @@ TS_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo,
 {
 	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
 		return REAL(epoll_pwait)(epfd, ev, max, tmo, mask);
-	return ts_ep__wait(epfd, ev, max, tmo, mask);
+	return ts_ep__wait(epfd, ev, max, ms_ns(tmo), mask);
 }
 
 TS_API int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 			const struct timespec *tmo, const sigset_t *mask)
 {
-	int ms;
-
 	if (!ts_ready || ts_in_lib || !ts_ep__active(epfd))
 		return REAL(epoll_pwait2)(epfd, ev, max, tmo, mask);
-	ms = tmo ? (int)(tmo->tv_sec * 1000 + (tmo->tv_nsec + 999999) / 1000000) :
-		   -1;
-	return ts_ep__wait(epfd, ev, max, ms, mask);
+	return ts_ep__wait(epfd, ev, max,
+			   tmo ? (int64_t)tmo->tv_sec * 1000000000 + tmo->tv_nsec :
+				 -1,
+			   mask);
 }
 
 /* ------------------------------------------------------------------ */
@@ -568,16 +839,24 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd,
 			va_list ap)
 {
 	struct ts_sock *s;
+	struct ts_tcp *t;
 	long arg = va_arg(ap, long);
 	int r = real(fd, cmd, arg);
 
+	if (r >= 0 && (t = tcp_ours(fd))) {
+		if (cmd == F_SETFL)
+			ts_tcp__set_nonblock(t, !!(arg & O_NONBLOCK));
+		else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+			ts_tcp__dup(fd, r);
+		return r;
+	}
 	if (r < 0 || !(s = ours(fd)))
 		return r;
 	if (cmd == F_SETFL)
 		s->nonblock = !!(arg & O_NONBLOCK);
 	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		ts_sock__dup(fd, r);
-	return r;
+	return (int)done(s, r);
 }
 
 TS_API int fcntl(int fd, int cmd, ...)
@@ -613,34 +892,56 @@ TS_API int ioctl(int fd, unsigned long req, ...)
 	arg = va_arg(ap, void *);
 	va_end(ap);
 	s = ours(fd);
+	if (!s) {
+		struct ts_tcp *t = tcp_ours(fd);
+		int v;
+
+		if (t && req == FIONREAD && arg && ts_tcp__fionread(t, &v)) {
+			*(int *)arg = v;
+			return 0;
+		}
+		r = REAL(ioctl)(fd, req, arg);
+		if (t && r == 0 && req == FIONBIO && arg)
+			ts_tcp__set_nonblock(t, !!*(int *)arg);
+		return r;
+	}
 	if (s && req == FIONREAD && arg) {
 		int v;
 
 		if (ts_sock__fionread(s, &v)) {
 			*(int *)arg = v;
-			return 0;
+			return (int)done(s, 0);
 		}
 	}
 	r = REAL(ioctl)(fd, req, arg);
 	if (r == 0 && s && req == FIONBIO && arg)
 		s->nonblock = !!*(int *)arg;
-	return r;
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int setsockopt(int fd, int level, int opt, const void *val,
 		      socklen_t len)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t = s ? NULL : tcp_ours(fd);
 	int r = REAL(setsockopt)(fd, level, opt, val, len);
 
 	if (r == 0 && s)
 		ts_sock__setsockopt(s, fd, level, opt, val, len);
-	return r;
+	else if (r == 0 && t)
+		ts_tcp__setsockopt(t, fd, level, opt, val, len);
+	return s ? (int)done(s, r) : r;
 }
 
 TS_API int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 {
-	/* every option was passed to the kernel socket, which reports it */
+	struct ts_tcp *t = tcp_ours(fd);
+	int r;
+
+	/* every option was passed to the kernel socket, which reports it;
+	 * an accelerated stream's pending error is the shadow's */
+	if (t && ts_tcp__getsockopt(t, fd, level, opt, val, len, &r))
+		return r;
 	return REAL(getsockopt)(fd, level, opt, val, len);
 }
 
@@ -648,126 +949,121 @@ TS_API int dup(int fd)
 {
 	int r = REAL(dup)(fd);
 
-	if (r >= 0 && ours(fd))
+	if (r >= 0 && is_ours(fd) && !in_vfork_child())
 		ts_sock__dup(fd, r);
+	else if (r >= 0 && tcp_ours(fd))
+		ts_tcp__dup(fd, r);
 	return r;
 }
 
 static void release_target(int newfd, int oldfd)
 {
-	if (newfd != oldfd && ts_ready && !ts_in_lib) {
-		if (ts_sock__of(newfd))
-			ts_sock__release(newfd);
-		ts_ep__forget_fd(newfd);
-	}
+	if (newfd != oldfd && ts_ready && !ts_in_lib)
+		forget(newfd);
 }
 
+/* dup2/dup3 close newfd first: its shadow goes before the call, while
+ * newfd still names its socket (a call running on it in another thread
+ * keeps a dup of the right one). */
 TS_API int dup2(int oldfd, int newfd)
 {
-	int r = REAL(dup2)(oldfd, newfd);
+	int r;
 
-	if (r >= 0 && r != oldfd) {
+	if (newfd != oldfd && REAL(fcntl)(oldfd, F_GETFD) >= 0)
 		release_target(newfd, oldfd);
-		if (ours(oldfd))
-			ts_sock__dup(oldfd, r);
-	}
+	r = REAL(dup2)(oldfd, newfd);
+	if (r >= 0 && r != oldfd && is_ours(oldfd) && !in_vfork_child())
+		ts_sock__dup(oldfd, r);
+	else if (r >= 0 && r != oldfd && tcp_ours(oldfd))
+		ts_tcp__dup(oldfd, r);
 	return r;
 }
 
 TS_API int dup3(int oldfd, int newfd, int flags)
 {
-	int r = REAL(dup3)(oldfd, newfd, flags);
+	int r;
 
-	if (r >= 0) {
+	if (newfd != oldfd && REAL(fcntl)(oldfd, F_GETFD) >= 0)
 		release_target(newfd, oldfd);
-		if (ours(oldfd))
-			ts_sock__dup(oldfd, r);
-	}
+	r = REAL(dup3)(oldfd, newfd, flags);
+	if (r >= 0 && is_ours(oldfd) && !in_vfork_child())
+		ts_sock__dup(oldfd, r);
+	else if (r >= 0 && tcp_ours(oldfd))
+		ts_tcp__dup(oldfd, r);
 	return r;
 }
 
 /* ------------------------------------------------------------------ */
-/* exec keeps the preload and the TICKSTACK_* settings                 */
+/* io_uring: the ring reads and writes kernel sockets behind the library's
+ * back, so the first ring moves every UDP socket to the kernel. Caught
+ * where liburing (linked dynamically) or syscall() sets one up; a program
+ * with liburing linked statically is not seen. */
 
-static const char *self_path(void)
+static void *uring_real(const char *name)
 {
-	static char path[512];
-	Dl_info di;
+	void *p;
 
-	if (!path[0] && dladdr((void *)ts_real__resolve, &di) && di.dli_fname)
-		snprintf(path, sizeof(path), "%s", di.dli_fname);
-	return path;
+	ts_in_lib++;
+	p = dlsym(RTLD_NEXT, name);
+	ts_in_lib--;
+	return p;
 }
 
-static int env_has(char *const envp[], const char *prefix)
+static void uring_seen(void)
 {
-	size_t n = strlen(prefix);
+	if (ts_ready && !ts_in_lib)
+		ts_sock__uring_used();
+}
+
+struct io_uring;
+struct io_uring_params;
+
+TS_API int io_uring_setup(unsigned int entries, struct io_uring_params *p)
+{
+	uring_seen();
+	return (int)REAL(syscall)(SYS_io_uring_setup, (long)entries, p);
+}
+
+TS_API int io_uring_queue_init_params(unsigned int entries,
+				      struct io_uring *ring,
+				      struct io_uring_params *p)
+{
+	int (*real)(unsigned int, struct io_uring *, struct io_uring_params *) =
+		uring_real("io_uring_queue_init_params");
+
+	uring_seen();
+	if (!real)
+		return -ENOSYS;
+	return real(entries, ring, p);
+}
+
+TS_API int io_uring_queue_init(unsigned int entries, struct io_uring *ring,
+			       unsigned int flags)
+{
+	int (*real)(unsigned int, struct io_uring *, unsigned int) =
+		uring_real("io_uring_queue_init");
+
+	uring_seen();
+	if (!real)
+		return -ENOSYS;
+	return real(entries, ring, flags);
+}
+
+TS_API long syscall(long n, ...)
+{
+	long a[6];
+	va_list ap;
 	int i;
 
-	for (i = 0; envp && envp[i]; i++)
-		if (!strncmp(envp[i], prefix, n))
-			return i;
-	return -1;
-}
-
-TS_API int execve(const char *path, char *const argv[], char *const envp[])
-{
-	extern char **environ;
-	const char *lib = self_path();
-	char **nenv, *pre = NULL;
-	int n = 0, k = 0, i, j, r;
-
-	if (!ts_ready || !lib[0] || envp == environ)
-		return REAL(execve)(path, argv, envp);
-	i = env_has(envp, "LD_PRELOAD=");
-	if (i >= 0 && strstr(envp[i], lib) && env_has(envp, "TICKSTACK_") >= 0)
-		return REAL(execve)(path, argv, envp);
-	while (envp && envp[n])
-		n++;
-	for (j = 0; environ && environ[j]; j++)
-		;
-	nenv = calloc((size_t)(n + j + 2), sizeof(*nenv));
-	if (!nenv)
-		return REAL(execve)(path, argv, envp);
-	for (i = 0; i < n; i++) {
-		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && !strstr(envp[i], lib)) {
-			size_t l = strlen(envp[i]) + strlen(lib) + 2;
-
-			pre = malloc(l);
-			if (pre) {
-				snprintf(pre, l, "LD_PRELOAD=%s:%s", lib, envp[i] + 11);
-				nenv[k++] = pre;
-				continue;
-			}
-		}
-		nenv[k++] = envp[i];
-	}
-	if (env_has(envp, "LD_PRELOAD=") < 0) {
-		size_t l = strlen(lib) + 12;
-
-		pre = malloc(l);
-		if (pre) {
-			snprintf(pre, l, "LD_PRELOAD=%s", lib);
-			nenv[k++] = pre;
-		}
-	}
-	for (i = 0; environ && environ[i]; i++) {
-		char *eq = strchr(environ[i], '=');
-		char name[128];
-
-		if (strncmp(environ[i], "TICKSTACK_", 10) || !eq ||
-		    (size_t)(eq - environ[i]) + 2 > sizeof(name))
-			continue;
-		snprintf(name, sizeof(name), "%.*s=", (int)(eq - environ[i]),
-			 environ[i]);
-		if (env_has(envp, name) < 0)
-			nenv[k++] = environ[i];
-	}
-	nenv[k] = NULL;
-	r = REAL(execve)(path, argv, nenv);
-	free(pre);
-	free(nenv);
-	return r;
+	va_start(ap, n);
+	for (i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (n == SYS_io_uring_setup)
+		uring_seen();
+	else if (n == SYS_close && ts_ready && !ts_in_lib)
+		forget((int)a[0]);
+	return REAL(syscall)(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -794,6 +1090,9 @@ static void atfork_child(void)
 	ts_route__reset_after_fork();
 	ts_stats__reinit_after_fork();
 	ts_sock__after_fork_child(old, ts_stats);
+	ts_ep__after_fork_child();
+	ts_ctl__after_fork_child();
+	ts_tcp__after_fork_child();
 	if (old != ts_stats)
 		munmap(old, sizeof(*old));
 	ts_in_lib--;
@@ -821,6 +1120,14 @@ __attribute__((constructor)) static void ts_init(void)
 		return;
 	}
 	ts_stats__init();
+	ts_nh__init();
+	if (ts_tcp__init() < 0) {
+		ts_log("configuration error (see above): running without "
+		       "acceleration");
+		if (ts_cfg.require)
+			_exit(2);
+		return;
+	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	__atomic_store_n(&ts_ready, 1, __ATOMIC_RELEASE);
 	ts_dbg("ready, profile %s, spin %ld us", ts_cfg.profile,
@@ -831,6 +1138,7 @@ __attribute__((destructor)) static void ts_fini(void)
 {
 	if (!ts_ready)
 		return;
+	ts_tcp__fini();
 	ts_stack__fini_all();
 	ts_stats__dump();
 	ts_stats__fini();

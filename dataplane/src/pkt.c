@@ -121,6 +121,7 @@ int ts_pkt__parse_udp(const void *frame, size_t len, struct ts_udp_meta *m)
 	memcpy(&m->dport, udp + 2, 2);
 	memcpy(&m->udp_csum, udp + 6, 2);
 	m->ttl = ip[8];
+	m->tos = ip[1];
 	m->payload_off = (uint16_t)(udp + TS_UDP_HLEN - f);
 	m->payload_len = (uint16_t)(ulen - TS_UDP_HLEN);
 	return 0;
@@ -155,6 +156,20 @@ int ts_pkt__verify_csum(const void *frame, size_t len,
 		sum = ts_csum__partial(udp, ulen, sum);
 	}
 	return ts_csum__fold(sum) == 0xffff ? 0 : -EBADMSG;
+}
+
+int ts_pkt__csum_is_partial(const struct ts_udp_meta *m)
+{
+	size_t ulen = (size_t)m->payload_len + TS_UDP_HLEN;
+	uint8_t ph[12];
+
+	memcpy(ph, &m->saddr, 4);
+	memcpy(ph + 4, &m->daddr, 4);
+	ph[8] = 0;
+	ph[9] = 17;
+	ph[10] = (uint8_t)(ulen >> 8);
+	ph[11] = (uint8_t)ulen;
+	return ntohs(m->udp_csum) == ts_csum__fold(ts_csum__partial(ph, 12, 0));
 }
 
 int ts_pkt__build_udp(void *frame, size_t cap, size_t payload_len,

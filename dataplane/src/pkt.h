@@ -24,6 +24,7 @@ struct ts_udp_meta {
 	uint16_t payload_len;
 	uint16_t udp_csum;    /* as found in the frame */
 	uint8_t ttl;
+	uint8_t tos;
 };
 
 struct ts_udp_hdr_spec {
@@ -58,6 +59,12 @@ int ts_pkt__parse_udp(const void *frame, size_t len, struct ts_udp_meta *m);
  * parsed frame: 0 if good, -EBADMSG otherwise. */
 int ts_pkt__verify_csum(const void *frame, size_t len,
 			const struct ts_udp_meta *m);
+
+/* Whether the UDP checksum of a parsed frame is the unfinished one a local
+ * sender leaves for checksum offload (CHECKSUM_PARTIAL: the folded
+ * pseudo-header sum, not inverted), as veth delivers frames of kernel
+ * sockets: 1 if so, else 0. */
+int ts_pkt__csum_is_partial(const struct ts_udp_meta *m);
 
 /* Write Ethernet, IPv4 and UDP headers for payload_len bytes of payload
  * already placed at frame + TS_HDRS_LEN. Returns the frame length, or

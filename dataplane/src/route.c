@@ -10,9 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-static int nl_fd = -1;
-static pid_t nl_pid;
-static uint32_t nl_seq;
+/* One netlink socket per thread that looks something up (the control
+ * thread, and application threads joining a group without naming the
+ * interface): no lock is held across a netlink round trip. */
+static __thread int nl_fd = -1;
+static __thread pid_t nl_pid;
+static __thread uint32_t nl_seq;
 
 static int nl_open(void)
 {
@@ -93,10 +96,18 @@ static int nl_talk(struct nlmsghdr *req, char *buf, size_t cap)
 
 int ts_route__lookup(uint32_t daddr, struct ts_nexthop *nh)
 {
+	struct ts_flow fl = { .daddr = daddr };
+
+	return ts_route__lookup_flow(&fl, nh);
+}
+
+int ts_route__lookup_flow(const struct ts_flow *fl, struct ts_nexthop *nh)
+{
+	uint32_t daddr = fl->daddr;
 	struct {
 		struct nlmsghdr n;
 		struct rtmsg r;
-		char attrs[64];
+		char attrs[128];
 	} req;
 	char buf[4096];
 	struct nlmsghdr *h = (struct nlmsghdr *)buf;
@@ -110,7 +121,25 @@ int ts_route__lookup(uint32_t daddr, struct ts_nexthop *nh)
 	req.n.nlmsg_flags = NLM_F_REQUEST;
 	req.r.rtm_family = AF_INET;
 	req.r.rtm_dst_len = 32;
+	req.r.rtm_tos = fl->tos;
 	add_attr(&req.n, RTA_DST, &daddr, 4);
+	if (fl->saddr) {
+		req.r.rtm_src_len = 32;
+		add_attr(&req.n, RTA_SRC, &fl->saddr, 4);
+	}
+	if (fl->oif)
+		add_attr(&req.n, RTA_OIF, &fl->oif, 4);
+	{
+		uint32_t uid = (uint32_t)geteuid();
+		uint8_t proto = IPPROTO_UDP;
+
+		add_attr(&req.n, RTA_UID, &uid, 4);
+		add_attr(&req.n, RTA_IP_PROTO, &proto, 1);
+		if (fl->sport)
+			add_attr(&req.n, RTA_SPORT, &fl->sport, 2);
+		if (fl->dport)
+			add_attr(&req.n, RTA_DPORT, &fl->dport, 2);
+	}
 	n = nl_talk(&req.n, buf, sizeof(buf));
 	if (n < 0)
 		return n;

@@ -1,21 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 /* sock.c - the shadow socket layer: every application socket stays a real
- * kernel fd; the shadow holds the accelerated state (steering, RX queue),
- * and the receive, send, poll and epoll paths that mix XSK and kernel. */
+ * kernel fd; the shadow holds the accelerated state (steering, RX queue).
+ * Here: the socket objects and their life, the port table the RX path
+ * delivers through, activation (steering), options. The receive path is
+ * rx.c, the send path tx.c, waiting wait.c and epoll.c. */
 #include "ts_internal.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <linux/rtnetlink.h>
+#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <stdio.h>
 #include <unistd.h>
 
 struct ts_sock **ts_fdtab;
 int ts_fdtab_size;
 struct ts_sock **ts_port_tab;
 int ts_sig_efd = -1;
+int ts_uring_used;
 
 /* ------------------------------------------------------------------ */
 /* interfaces                                                          */
@@ -79,87 +86,90 @@ static int ifindex_of_addr(uint32_t addr)
 }
 
 /* ------------------------------------------------------------------ */
-/* next-hop cache                                                      */
+/* shadow sockets                                                      */
 
-#define TS_NH_CACHE 64
-static struct ts_nexthop nh_cache[TS_NH_CACHE];
+/* The port table: chains of accelerated sockets by local port, read by
+ * the RX path (ts_sock__deliver) under the read lock; changed under the
+ * control lock and the write lock. */
+pthread_rwlock_t ts_port_lock = PTHREAD_RWLOCK_INITIALIZER;
 
-/* 0 and nh filled; or a positive TICKSTACK_SOCK counter reason. */
-enum { NH_OK = 0, NH_NOROUTE, NH_LOCAL, NH_NEIGH };
-
-static int nexthop(uint32_t daddr, int mcast_ifindex, struct ts_nexthop *out)
+void ts_sock__deliver_begin(void)
 {
-	struct ts_nexthop *c = &nh_cache[(ntohl(daddr) * 2654435761u) >> 26];
-	uint64_t now = ts_now_ns();
-	struct ts_nexthop nh;
-
-	if (c->daddr == daddr && c->resolved && c->expires_ns > now &&
-	    (!mcast_ifindex || c->ifindex == mcast_ifindex)) {
-		*out = *c;
-		return NH_OK;
-	}
-	if (ts_route__lookup(daddr, &nh))
-		return NH_NOROUTE;
-	if (IN_MULTICAST(ntohl(daddr))) {
-		if (mcast_ifindex)
-			nh.ifindex = mcast_ifindex;
-		ts_pkt__mcast_mac(daddr, nh.mac);
-		nh.resolved = 1;
-	} else if (nh.type != RTN_UNICAST) {
-		return NH_LOCAL;
-	} else if (ts_neigh__lookup(nh.ifindex, nh.gw ? nh.gw : daddr,
-				    nh.mac)) {
-		return NH_NEIGH;
-	}
-	if (!nh.prefsrc) {
-		/* pick the interface's first address */
-		struct ifaddrs *ifa, *i;
-		char name[IF_NAMESIZE];
-
-		if (if_indextoname((unsigned)nh.ifindex, name) &&
-		    !getifaddrs(&ifa)) {
-			for (i = ifa; i; i = i->ifa_next)
-				if (i->ifa_addr &&
-				    i->ifa_addr->sa_family == AF_INET &&
-				    !strcmp(i->ifa_name, name)) {
-					nh.prefsrc = ((struct sockaddr_in *)
-							      i->ifa_addr)
-							     ->sin_addr.s_addr;
-					break;
-				}
-			freeifaddrs(ifa);
-		}
-	}
-	nh.resolved = 1;
-	nh.expires_ns = now + 1000000000ull;
-	*c = nh;
-	*out = nh;
-	return NH_OK;
+	pthread_rwlock_rdlock(&ts_port_lock);
 }
 
-/* ------------------------------------------------------------------ */
-/* shadow sockets                                                      */
+void ts_sock__deliver_end(void)
+{
+	pthread_rwlock_unlock(&ts_port_lock);
+}
 
 static void port_link(struct ts_sock *s)
 {
 	uint16_t p = ntohs(s->lport);
 
+	pthread_rwlock_wrlock(&ts_port_lock);
 	s->next_port = ts_port_tab[p];
 	ts_port_tab[p] = s;
+	pthread_rwlock_unlock(&ts_port_lock);
 }
 
 static void port_unlink(struct ts_sock *s)
 {
 	struct ts_sock **pp = &ts_port_tab[ntohs(s->lport)];
 
+	pthread_rwlock_wrlock(&ts_port_lock);
 	while (*pp) {
 		if (*pp == s) {
 			*pp = s->next_port;
 			s->next_port = NULL;
-			return;
+			break;
 		}
 		pp = &(*pp)->next_port;
 	}
+	pthread_rwlock_unlock(&ts_port_lock);
+}
+
+/* Closed sockets wait in a FIFO before reuse, so that a thread which
+ * loaded the pointer just before the close only ever sees a socket, never
+ * freed memory (ts_sock__get checks the fd table again). ts_lock. */
+#define TS_POOL_DELAY 64
+static struct ts_sock *pool_head, *pool_tail;
+static int pool_n;
+
+static struct ts_sock *pool__take(void)
+{
+	struct ts_sock *s;
+	struct ts_rxent *q;
+	uint32_t qcap;
+
+	if (pool_n <= TS_POOL_DELAY)
+		return calloc(1, sizeof(struct ts_sock));
+	s = pool_head;
+	pool_head = s->next_free;
+	if (!pool_head)
+		pool_tail = NULL;
+	pool_n--;
+	q = s->q;
+	qcap = s->qcap;
+	/* users stays as it is: a late ts_sock__get may hold it a moment */
+	memset(&s->fd, 0, sizeof(*s) - offsetof(struct ts_sock, fd));
+	s->refs = 0;
+	__atomic_store_n(&s->dead, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->fin, 0, __ATOMIC_RELEASE);
+	s->q = q;
+	s->qcap = qcap;
+	return s;
+}
+
+static void pool__give(struct ts_sock *s)
+{
+	s->next_free = NULL;
+	if (pool_tail)
+		pool_tail->next_free = s;
+	else
+		pool_head = s;
+	pool_tail = s;
+	pool_n++;
 }
 
 struct ts_sock *ts_sock__new(int fd, int nonblock)
@@ -168,21 +178,67 @@ struct ts_sock *ts_sock__new(int fd, int nonblock)
 
 	if (fd < 0 || fd >= ts_fdtab_size || !ts_fdtab)
 		return NULL;
-	s = calloc(1, sizeof(*s));
+	ts_lock();
+	s = pool__take();
+	ts_unlock();
 	if (!s)
 		return NULL;
+	pthread_mutex_init(&s->qlock, NULL);
+	s->kfd = -1;
 	s->refs = 1;
 	s->fd = fd;
-	s->owner = ts_getpid();
+	__atomic_store_n(&s->owner, ts_getpid(), __ATOMIC_RELEASE);
 	s->nonblock = nonblock;
 	s->ttl = 64;
+	{
+		int v = 0;
+		socklen_t vl = sizeof(v);
+
+		if (!ts_real_getsockopt(fd, IPPROTO_IP, IP_TTL, &v, &vl))
+			s->ttl = (uint8_t)v; /* net.ipv4.ip_default_ttl */
+	}
 	s->mcast_ttl = 1;
 	s->mcast_loop = 1;
+	s->mc_all = 1;
+	ts_lock(); /* the slots are shared with finalize */
 	s->stats = ts_stats__sock_slot(fd);
+	ts_unlock();
 	if (!s->stats)
 		s->stats = &s->dummy_stats;
 	__atomic_store_n(&ts_fdtab[fd], s, __ATOMIC_RELEASE);
 	return s;
+}
+
+/* Whether another accelerated socket of ours still needs the steering
+ * entry (key, s's port) on st: then taking s down leaves it. ts_lock. */
+static int key_in_use(const struct ts_sock *s, const struct ts_stack *st,
+		      uint32_t key)
+{
+	const struct ts_sock *o;
+	int i, g, on;
+
+	for (o = ts_port_tab[ntohs(s->lport)]; o; o = o->next_port) {
+		if (o == s || o->state != TS_S_ACCEL || o->lport != s->lport)
+			continue;
+		for (i = 0, on = 0; i < o->nrx; i++)
+			on |= o->rx_stacks[i] == st;
+		if (!on)
+			continue;
+		if (!IN_MULTICAST(ntohl(o->laddr)) && o->laddr == key)
+			return 1;
+		for (g = 0; g < o->ngroups; g++)
+			if (o->groups[g] == key &&
+			    o->group_ifindex[g] == ts_stack__ifindex(st))
+				return 1;
+	}
+	return 0;
+}
+
+static void sock__steer_del(struct ts_sock *s, struct ts_stack *st,
+			    uint32_t key)
+{
+	if (!key_in_use(s, st, key))
+		ts_stack__steer_del(st, key, s->lport, 1);
 }
 
 static void sock__steer_all(struct ts_sock *s, int add)
@@ -198,7 +254,7 @@ static void sock__steer_all(struct ts_sock *s, int add)
 			if (add)
 				ts_stack__steer_add(st, s->laddr, s->lport);
 			else
-				ts_stack__steer_del(st, s->laddr, s->lport, 1);
+				sock__steer_del(s, st, s->laddr);
 		}
 		for (g = 0; g < s->ngroups; g++) {
 			if (s->group_ifindex[g] != ts_stack__ifindex(st))
@@ -206,32 +262,38 @@ static void sock__steer_all(struct ts_sock *s, int add)
 			if (add)
 				ts_stack__steer_add(st, s->groups[g], s->lport);
 			else
-				ts_stack__steer_del(st, s->groups[g], s->lport,
-						    1);
+				sock__steer_del(s, st, s->groups[g]);
 		}
 	}
 }
 
 static void sock__drain(struct ts_sock *s)
 {
-	while (s->qhead != s->qtail) {
-		struct ts_rxent *e = &s->q[s->qhead & (s->qcap - 1)];
+	for (;;) {
+		struct ts_rxent e;
 
-		ts_stack__frame_put(e->st, e->frame);
-		s->qhead++;
+		pthread_mutex_lock(&s->qlock);
+		if (s->qhead == s->qtail) {
+			pthread_mutex_unlock(&s->qlock);
+			return;
+		}
+		e = s->q[s->qhead & (s->qcap - 1)];
+		__atomic_store_n(&s->qhead, s->qhead + 1, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&s->qlock);
+		ts_stack__frame_put(e.st, e.frame);
 	}
 }
 
-/* Move an accelerated socket to the kernel path (caller holds the lock). */
+/* Move an accelerated socket to the kernel path (caller holds ts_lock).
+ * Datagrams already queued are still read first. */
 static void sock__to_kernel(struct ts_sock *s)
 {
 	if (s->state == TS_S_ACCEL) {
 		sock__steer_all(s, 0);
 		port_unlink(s);
-		ts_stats->sockets_kernel++;
+		TS_INC(ts_stats->sockets_kernel);
 	}
-	s->state = TS_S_KERNEL;
-	s->nrx = 0;
+	__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
 	s->stats->accelerated = 0;
 }
 
@@ -244,11 +306,72 @@ static int sock__add_rx_stack(struct ts_sock *s, struct ts_stack *st)
 			return 0;
 	if (s->nrx >= TS_MAX_RX_STACKS)
 		return -ENOSPC;
-	s->rx_stacks[s->nrx++] = st;
+	__atomic_store_n(&s->rx_stacks[s->nrx], st, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->nrx, s->nrx + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
-static int require_fail(struct ts_sock *s, const char *why)
+/* Whether a socket of another process (or one of ours on the kernel path)
+ * is bound to port and would receive some of what a steering entry for
+ * (key, port) takes: /proc/net/udp of this namespace, our own accelerated
+ * sockets recognised by inode. Only sockets with SO_REUSEADDR can share a
+ * port with another, so only those are checked. */
+static int port__foreign(uint32_t key, uint16_t port)
+{
+	char line[256];
+	int found = 0;
+	FILE *f;
+
+	f = fopen("/proc/net/udp", "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned int la, lp, ra, rp, st;
+		unsigned long long ino;
+		struct ts_sock *o;
+		int mine = 0;
+
+		if (sscanf(line, " %*d: %x:%x %x:%x %x %*x:%*x %*x:%*x %*x %*u %*u %llu",
+			   &la, &lp, &ra, &rp, &st, &ino) != 6)
+			continue;
+		if (lp != ntohs(port))
+			continue;
+		for (o = ts_port_tab[ntohs(port)]; o && !mine; o = o->next_port)
+			mine = o->ino == ino;
+		if (mine)
+			continue;
+		if (IN_MULTICAST(ntohl(key)))
+			found = la == 0 || la == key;
+		else
+			found = !key || la == key;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Install (key, port) on st, or leave it to the kernel (shared) when
+ * another socket needs some of it. 0 when the XSK takes it. */
+static int sock__steer(struct ts_sock *s, struct ts_stack *st, uint32_t key)
+{
+	if (s->reuse && port__foreign(key, s->lport)) {
+		int r = ts_stack__steer_shared(st, key, s->lport);
+
+		if (r < 0) {
+			ts_stack__steer_add(st, key, s->lport);
+			r = ts_stack__steer_shared(st, key, s->lport);
+		}
+		if (r > 0) {
+			TS_INC(ts_stats->kernel_shared);
+			TS_INC(ts_stats->fallback_events);
+			ts_dbg("port %u is shared with another socket: the "
+			       "kernel delivers", ntohs(s->lport));
+		}
+		return 0; /* our entry, marked shared: read from the kernel fd */
+	}
+	return ts_stack__steer_add(st, key, s->lport);
+}
+
+int ts_sock__require_fail(struct ts_sock *s, const char *why)
 {
 	char a[INET_ADDRSTRLEN];
 
@@ -273,7 +396,7 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 		return 0;
 	if (ts_real_getsockname(fd, (struct sockaddr *)&sa, &len) < 0 ||
 	    sa.sin_family != AF_INET) {
-		s->state = TS_S_KERNEL;
+		__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
 		return 0;
 	}
 	if (!sa.sin_port) {
@@ -289,9 +412,21 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 	}
 	s->laddr = sa.sin_addr.s_addr;
 	s->lport = sa.sin_port;
+	{
+		struct stat stb;
+
+		if (!fstat(fd, &stb))
+			s->ino = (uint64_t)stb.st_ino;
+	}
+	if (__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
+		TS_INC(ts_stats->sockets_kernel);
+		TS_INC(ts_stats->kernel_uring);
+		return 0;
+	}
 	s->stats->laddr = s->laddr;
 	s->stats->lport = s->lport;
-	s->owner = ts_getpid();
+	__atomic_store_n(&s->owner, ts_getpid(), __ATOMIC_RELEASE);
 	if (!s->q) {
 		uint32_t cap = 16;
 
@@ -299,7 +434,7 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 			cap <<= 1;
 		s->q = calloc(cap, sizeof(*s->q));
 		if (!s->q) {
-			s->state = TS_S_KERNEL;
+			__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
 			return 0;
 		}
 		s->qcap = cap;
@@ -313,7 +448,7 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 	for (i = 0; i < n; i++) {
 		struct ts_stack *st = ts_stack__get(idx[i], 1);
 
-		if (st && !ts_stack__steer_add(st, s->laddr, s->lport))
+		if (st && !sock__steer(s, st, s->laddr))
 			sock__add_rx_stack(s, st);
 		else if (!st)
 			ts_stack__share(idx[i], s->laddr, s->lport);
@@ -321,25 +456,26 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 	for (g = 0; g < s->ngroups; g++) {
 		struct ts_stack *st = ts_stack__get(s->group_ifindex[g], 1);
 
-		if (st && !ts_stack__steer_add(st, s->groups[g], s->lport))
+		if (st && !sock__steer(s, st, s->groups[g]))
 			sock__add_rx_stack(s, st);
 		else if (!st)
 			ts_stack__share(s->group_ifindex[g], s->groups[g],
 					s->lport);
 	}
 	if (!s->nrx && !IN_MULTICAST(ntohl(s->laddr))) {
-		s->state = TS_S_KERNEL;
-		ts_stats->sockets_kernel++;
-		ts_stats->fallback_events++;
+		__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
+		TS_INC(ts_stats->sockets_kernel);
+		TS_INC(ts_stats->fallback_events);
 		ts_dbg("fd %d stays on the kernel: no XSK for its address", fd);
 		if (ts_cfg.require)
-			return require_fail(s, "no XDP-capable interface owns "
+			return ts_sock__require_fail(s, "no XDP-capable interface owns "
 					       "its local address");
 		return 0;
 	}
-	s->state = TS_S_ACCEL;
+	ts_ctl__start();
+	__atomic_store_n(&s->state, TS_S_ACCEL, __ATOMIC_RELEASE);
 	s->stats->accelerated = s->nrx > 0;
-	ts_stats->sockets_accelerated++;
+	TS_INC(ts_stats->sockets_accelerated);
 	port_link(s);
 	return 0;
 }
@@ -365,42 +501,77 @@ static void sock__adopt(struct ts_sock *s, int fd)
 		}
 		port_unlink(s);
 	}
-	s->nrx = 0;
-	s->owner = ts_getpid();
-	s->state = TS_S_NEW;
+	__atomic_store_n(&s->nrx, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->owner, ts_getpid(), __ATOMIC_RELEASE);
+	__atomic_store_n(&s->state, TS_S_NEW, __ATOMIC_RELEASE);
 	sock__activate(s, fd, 0);
 	if (s->state != TS_S_ACCEL)
-		s->state = TS_S_KERNEL;
+		__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
 }
 
-static inline void sock__check_owner(struct ts_sock *s, int fd)
+/* A socket used for the first time in a forked child: adopt it. */
+void ts_sock__check_owner(struct ts_sock *s, int fd)
 {
-	if (ts_unlikely(s->owner != ts_getpid()))
+	if (ts_likely(__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) ==
+		      ts_getpid()))
+		return;
+	ts_lock();
+	if (s->owner != ts_getpid())
 		sock__adopt(s, fd);
+	ts_unlock();
+}
+
+/* The last call on a closed socket is over (or there was none): take the
+ * steering down, give the queued frames back, and pool the object. */
+void ts_sock__finalize(struct ts_sock *s)
+{
+	int zero = 0;
+
+	if (!__atomic_compare_exchange_n(&s->fin, &zero, 1, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	ts_lock();
+	if (s->state == TS_S_ACCEL && s->owner == ts_getpid()) {
+		sock__steer_all(s, 0);
+		port_unlink(s);
+	}
+	__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
+	ts_unlock();
+	sock__drain(s);
+	if (s->kfd >= 0)
+		ts_real_close(s->kfd);
+	ts_lock();
+	if (s->stats != &s->dummy_stats)
+		s->stats->in_use = 2; /* closed: counters kept for the dump */
+	pool__give(s);
+	ts_unlock();
 }
 
 void ts_sock__release(int fd)
 {
-	struct ts_sock *s = ts_sock__of(fd);
+	struct ts_sock *s;
 
-	if (!s)
-		return;
 	ts_lock();
+	s = ts_sock__of(fd);
+	if (!s) {
+		ts_unlock();
+		return;
+	}
 	__atomic_store_n(&ts_fdtab[fd], NULL, __ATOMIC_RELEASE);
 	if (--s->refs > 0) {
 		ts_unlock();
 		return;
 	}
-	if (s->state == TS_S_ACCEL && s->owner == ts_getpid()) {
-		sock__steer_all(s, 0);
-		port_unlink(s);
-	}
-	sock__drain(s);
-	if (s->stats != &s->dummy_stats)
-		s->stats->in_use = 2; /* closed: counters kept for the dump */
+	/* a call still running (a recv blocked in another thread) keeps the
+	 * socket, as in the kernel: it goes on with a dup of the kernel fd,
+	 * which the caller is about to close */
+	if (__atomic_load_n(&s->users, __ATOMIC_ACQUIRE) > 0)
+		__atomic_store_n(&s->kfd, ts_real_fcntl(fd, F_DUPFD_CLOEXEC, 0),
+				 __ATOMIC_RELEASE);
+	__atomic_store_n(&s->dead, 1, __ATOMIC_RELEASE);
 	ts_unlock();
-	free(s->q);
-	free(s);
+	if (!__atomic_load_n(&s->users, __ATOMIC_ACQUIRE))
+		ts_sock__finalize(s);
 }
 
 void ts_sock__dup(int oldfd, int newfd)
@@ -415,46 +586,96 @@ void ts_sock__dup(int oldfd, int newfd)
 	ts_unlock();
 }
 
-int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
-		     const struct ts_udp_meta *m)
+/* Whether s would receive m from the kernel: its address and connected
+ * peer match; for a group, a membership, or IP_MULTICAST_ALL (on by
+ * default: a socket bound to the port gets every group the host joined). */
+static int sock__wants(const struct ts_sock *s, const struct ts_udp_meta *m,
+		       int mc)
 {
-	struct ts_sock *s = ts_port_tab[ntohs(m->dport)];
-	int k = 0, full = 0, mc = IN_MULTICAST(ntohl(m->daddr));
+	int g;
+
+	if (ts_sock__state(s) != TS_S_ACCEL || s->lport != m->dport)
+		return 0;
+	if (s->laddr && s->laddr != m->daddr)
+		return 0;
+	if (s->connected && (s->raddr != m->saddr || s->rport != m->sport))
+		return 0;
+	if (!mc || s->mc_all)
+		return 1;
+	for (g = 0; g < s->ngroups; g++)
+		if (s->groups[g] == m->daddr)
+			return 1;
+	return 0;
+}
+
+static int sock__enqueue(struct ts_sock *s, struct ts_stack *st,
+			 uint64_t frame, const struct ts_udp_meta *m,
+			 uint64_t rx_ns)
+{
+	struct ts_rxent *e;
+
+	pthread_mutex_lock(&s->qlock);
+	if (s->qtail - s->qhead >= s->qcap) {
+		pthread_mutex_unlock(&s->qlock);
+		TS_INC(s->stats->rx_drops);
+		return -1;
+	}
+	e = &s->q[s->qtail & (s->qcap - 1)];
+	e->st = st;
+	e->frame = frame;
+	e->rx_ns = rx_ns;
+	e->off = m->payload_off;
+	e->len = m->payload_len;
+	e->saddr = m->saddr;
+	e->sport = m->sport;
+	e->daddr = m->daddr;
+	e->tos = m->tos;
+	e->ttl = m->ttl;
+	__atomic_store_n(&s->qtail, s->qtail + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->qlock);
+	return 0;
+}
+
+/* The kernel hands a unicast datagram to ONE socket, the best match
+ * (address bound exactly beats the wildcard, a connected peer beats none;
+ * among equals the one bound last), and a multicast one to every socket
+ * that wants it. */
+int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
+		     const struct ts_udp_meta *m, uint64_t rx_ns)
+{
+	struct ts_sock *s = ts_port_tab[ntohs(m->dport)], *best = NULL;
+	int k = 0, full = 0, best_score = -1;
+	int mc = IN_MULTICAST(ntohl(m->daddr));
 
 	for (; s; s = s->next_port) {
-		struct ts_rxent *e;
+		int score;
 
-		if (s->state != TS_S_ACCEL)
+		if (!sock__wants(s, m, mc)) {
+			if (s->state == TS_S_ACCEL && s->connected &&
+			    (!s->laddr || s->laddr == m->daddr))
+				TS_INC(s->stats->rx_filtered);
 			continue;
-		if (s->laddr && s->laddr != m->daddr)
-			continue;
+		}
 		if (mc) {
-			int g, member = 0;
-
-			for (g = 0; g < s->ngroups; g++)
-				member |= s->groups[g] == m->daddr;
-			if (!member)
-				continue;
-		}
-		if (s->connected &&
-		    (s->raddr != m->saddr || s->rport != m->sport)) {
-			s->stats->rx_filtered++;
+			if (k >= 255)
+				break; /* the frame's reference count is 8 bits */
+			if (sock__enqueue(s, st, frame, m, rx_ns))
+				full++;
+			else
+				k++;
 			continue;
 		}
-		if (s->qtail - s->qhead >= s->qcap) {
-			s->stats->rx_drops++;
+		score = (s->laddr ? 4 : 0) + (s->connected ? 4 : 0);
+		if (score > best_score) {
+			best = s;
+			best_score = score;
+		}
+	}
+	if (best) {
+		if (sock__enqueue(best, st, frame, m, rx_ns))
 			full++;
-			continue;
-		}
-		e = &s->q[s->qtail & (s->qcap - 1)];
-		e->st = st;
-		e->frame = frame;
-		e->off = m->payload_off;
-		e->len = m->payload_len;
-		e->saddr = m->saddr;
-		e->sport = m->sport;
-		s->qtail++;
-		k++;
+		else
+			k++;
 	}
 	if (k)
 		ts_stack__frame_refs(st, frame, k);
@@ -462,358 +683,17 @@ int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 }
 
 /* ------------------------------------------------------------------ */
-/* signals and waiting                                                 */
+/* bind / connect / options                                            */
 
-static int64_t tv_ns(const struct timeval *tv)
+int ts_sock__activate_for_send(struct ts_sock *s, int fd)
 {
-	if (!tv->tv_sec && !tv->tv_usec)
-		return -1;
-	return (int64_t)tv->tv_sec * 1000000000ll + tv->tv_usec * 1000ll;
-}
-
-static void efd_drain(void)
-{
-	uint64_t v;
-
-	if (ts_sig_efd >= 0)
-		(void)!ts_real_read(ts_sig_efd, &v, sizeof(v));
-}
-
-/* Copy the head datagram into msg; the caller holds the lock. */
-static ssize_t sock__pop(struct ts_sock *s, struct msghdr *msg, int flags)
-{
-	struct ts_rxent *e = &s->q[s->qhead & (s->qcap - 1)];
-	const uint8_t *p = ts_stack__frame_data(e->st, e->frame) + e->off;
-	size_t off = 0, i;
-	ssize_t ret;
-
-	for (i = 0; i < (size_t)msg->msg_iovlen && off < e->len; i++) {
-		size_t c = msg->msg_iov[i].iov_len;
-
-		if (c > e->len - off)
-			c = e->len - off;
-		memcpy(msg->msg_iov[i].iov_base, p + off, c);
-		off += c;
-	}
-	msg->msg_flags = off < e->len ? MSG_TRUNC : 0;
-	if (msg->msg_name && msg->msg_namelen >= sizeof(struct sockaddr_in)) {
-		struct sockaddr_in *sa = msg->msg_name;
-
-		memset(sa, 0, sizeof(*sa));
-		sa->sin_family = AF_INET;
-		sa->sin_addr.s_addr = e->saddr;
-		sa->sin_port = e->sport;
-		msg->msg_namelen = sizeof(*sa);
-	} else if (msg->msg_name) {
-		struct sockaddr_in sa = { .sin_family = AF_INET,
-					  .sin_port = e->sport,
-					  .sin_addr.s_addr = e->saddr };
-
-		memcpy(msg->msg_name, &sa, msg->msg_namelen);
-		msg->msg_namelen = sizeof(sa);
-	}
-	msg->msg_controllen = 0;
-	ret = (flags & MSG_TRUNC) ? (ssize_t)e->len : (ssize_t)off;
-	if (!(flags & MSG_PEEK)) {
-		ts_stack__frame_put(e->st, e->frame);
-		s->qhead++;
-		s->stats->rx_accel++;
-	}
-	return ret;
-}
-
-static void sock__poll_stacks(struct ts_sock *s)
-{
-	int i;
-
-	for (i = 0; i < s->nrx; i++)
-		if (ts_stack__usable(s->rx_stacks[i]))
-			ts_stack__poll_rx(s->rx_stacks[i]);
-}
-
-/* Lock-free: could a locked look find something for this socket? */
-static int sock__rx_hint(struct ts_sock *s)
-{
-	int i;
-
-	if (__atomic_load_n(&s->qtail, __ATOMIC_ACQUIRE) != s->qhead)
-		return 1;
-	for (i = 0; i < s->nrx; i++)
-		if (ts_stack__busy(s->rx_stacks[i]))
-			return 1;
-	return 0;
-}
-
-#define TS_RECV_FLAGS (MSG_DONTWAIT | MSG_PEEK | MSG_TRUNC | MSG_NOSIGNAL)
-
-ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
-			 int flags)
-{
-	unsigned long g0 = ts_sig__norestart_gen();
-	int nonblock = s->nonblock || (flags & MSG_DONTWAIT);
-	uint64_t start = 0, spin_end = 0, deadline = 0;
-	struct ts_spin sp;
-	int64_t tmo;
-	unsigned iter = 0;
-	int kdue = 0;
-	ssize_t r;
+	int r;
 
 	ts_lock();
-	sock__check_owner(s, fd);
-	if (s->state == TS_S_NEW && !nonblock && !(flags & ~TS_RECV_FLAGS) &&
-	    !msg->msg_controllen) {
-		/* Not bound yet: another thread's first send will bind it and
-		 * install the steering, so do not sleep in the kernel's recv
-		 * (the replies would then arrive on the XSK). */
-		ts_unlock();
-		for (;;) {
-			struct pollfd pf = { .fd = fd, .events = POLLIN };
-			int pr = ts_real_poll(&pf, 1, 10);
-
-			if (pr > 0) {
-				r = ts_real_recvmsg(fd, msg, flags | MSG_DONTWAIT);
-				if (r >= 0) {
-					s->stats->rx_kernel++;
-					return r;
-				}
-				if (errno != EAGAIN)
-					return r;
-			}
-			if (pr < 0 && errno != EINTR)
-				return -1;
-			if (ts_sig__norestart_gen() != g0) {
-				errno = EINTR;
-				return -1;
-			}
-			if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TS_S_NEW)
-				break;
-		}
-		ts_lock();
-	}
-	if (s->state != TS_S_ACCEL || (flags & ~TS_RECV_FLAGS) ||
-	    msg->msg_controllen) {
-		if (s->qhead != s->qtail && !(flags & ~TS_RECV_FLAGS)) {
-			r = sock__pop(s, msg, flags);
-			ts_unlock();
-			return r;
-		}
-		ts_unlock();
-		r = ts_real_recvmsg(fd, msg, flags);
-		if (r >= 0)
-			s->stats->rx_kernel++;
-		return r;
-	}
+	r = sock__activate(s, fd, 1);
 	ts_unlock();
-	for (;;) {
-		if (sock__rx_hint(s)) {
-			ts_lock();
-			if (s->qhead == s->qtail)
-				sock__poll_stacks(s);
-			if (s->qhead != s->qtail) {
-				r = sock__pop(s, msg, flags);
-				ts_unlock();
-				return r;
-			}
-			ts_unlock();
-		}
-		if (nonblock || s->kernel_hint || kdue) {
-			s->kernel_hint = 0;
-			kdue = 0;
-			r = ts_real_recvmsg(fd, msg, flags | MSG_DONTWAIT);
-			if (r >= 0) {
-				s->stats->rx_kernel++;
-				return r;
-			}
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				return r;
-		}
-		if (nonblock) {
-			errno = EAGAIN;
-			return -1;
-		}
-		if (ts_sig__norestart_gen() != g0) {
-			errno = EINTR;
-			return -1;
-		}
-		if (!start) {
-			start = ts_now_ns();
-			tmo = tv_ns(&s->rcvtimeo);
-			deadline = tmo > 0 ? start + (uint64_t)tmo : 0;
-			spin_end = ts_cfg.spin_usec < 0 ?
-					   UINT64_MAX :
-					   start + (uint64_t)ts_cfg.spin_usec * 1000;
-			ts_spin__start(&sp, start);
-		}
-		iter++;
-		if ((iter & 63) == 0 || spin_end <= start) {
-			uint64_t now = ts_now_ns();
-
-			if (deadline && now >= deadline) {
-				errno = EAGAIN;
-				return -1;
-			}
-			kdue |= ts_spin__tick(&sp, now);
-			if (now >= spin_end) {
-				struct pollfd pf[TS_MAX_RX_STACKS + 2];
-				int n = 0, i, t = -1, pr;
-
-				pf[n].fd = fd;
-				pf[n++].events = POLLIN;
-				for (i = 0; i < s->nrx; i++) {
-					if (!ts_stack__usable(s->rx_stacks[i]))
-						continue;
-					pf[n].fd = ts_stack__fd(s->rx_stacks[i]);
-					pf[n++].events = POLLIN;
-				}
-				if (ts_sig_efd >= 0) {
-					pf[n].fd = ts_sig_efd;
-					pf[n++].events = POLLIN;
-				}
-				if (deadline)
-					t = (int)((deadline - now) / 1000000) + 1;
-				efd_drain();
-				if (ts_sig__norestart_gen() != g0) {
-					errno = EINTR;
-					return -1;
-				}
-				pr = ts_real_poll(pf, (nfds_t)n, t);
-				if (pr > 0 && (pf[0].revents & POLLIN))
-					s->kernel_hint = 1;
-				if (pr < 0 && errno != EINTR)
-					return -1;
-				iter = 1;
-			}
-		} else {
-			ts_cpu_relax();
-		}
-	}
-}
-
-/* ------------------------------------------------------------------ */
-/* send                                                                */
-
-#define TS_SEND_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)
-
-static ssize_t kernel_send(struct ts_sock *s, int fd, const struct msghdr *msg,
-			   int flags, uint64_t *reason)
-{
-	ssize_t r = ts_real_sendmsg(fd, msg, flags);
-
-	if (reason)
-		(*reason)++;
-	if (r >= 0)
-		s->stats->tx_kernel++;
 	return r;
 }
-
-ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
-			 int flags)
-{
-	struct ts_udp_hdr_spec h;
-	struct ts_nexthop nh;
-	struct ts_stack *st;
-	uint32_t daddr;
-	uint16_t dport;
-	size_t len = 0, i;
-	int nonblock = s->nonblock || (flags & MSG_DONTWAIT);
-	int r, why;
-
-	if (s->state == TS_S_KERNEL && s->owner == ts_getpid())
-		return kernel_send(s, fd, msg, flags, NULL);
-	if ((flags & ~TS_SEND_FLAGS) || msg->msg_controllen)
-		return kernel_send(s, fd, msg, flags, &s->stats->tx_kernel_flags);
-	if (msg->msg_name) {
-		const struct sockaddr_in *sa = msg->msg_name;
-
-		if (msg->msg_namelen < sizeof(*sa) || sa->sin_family != AF_INET)
-			return kernel_send(s, fd, msg, flags, NULL);
-		daddr = sa->sin_addr.s_addr;
-		dport = sa->sin_port;
-	} else if (s->connected) {
-		daddr = s->raddr;
-		dport = s->rport;
-	} else {
-		return kernel_send(s, fd, msg, flags, NULL);
-	}
-	for (i = 0; i < (size_t)msg->msg_iovlen; i++)
-		len += msg->msg_iov[i].iov_len;
-
-	ts_lock();
-	sock__check_owner(s, fd);
-	if (s->state == TS_S_NEW) {
-		r = sock__activate(s, fd, 1);
-		if (r < 0) {
-			ts_unlock();
-			errno = -r;
-			return -1;
-		}
-	}
-	if (s->state != TS_S_ACCEL) {
-		ts_unlock();
-		return kernel_send(s, fd, msg, flags, NULL);
-	}
-	if (!dport || !daddr || daddr == INADDR_BROADCAST) {
-		ts_unlock();
-		return kernel_send(s, fd, msg, flags,
-				   &s->stats->tx_kernel_local);
-	}
-	why = nexthop(daddr, IN_MULTICAST(ntohl(daddr)) ? s->mcast_ifindex : 0,
-		      &nh);
-	if (why != NH_OK) {
-		uint64_t *c = why == NH_NEIGH ? &s->stats->tx_kernel_neigh :
-			      why == NH_LOCAL ? &s->stats->tx_kernel_local :
-						&s->stats->tx_kernel_noroute;
-
-		ts_stats->fallback_events++;
-		ts_unlock();
-		if (ts_cfg.require && why != NH_NEIGH) {
-			(*c)++;
-			errno = -require_fail(s, why == NH_LOCAL ?
-						"destination is local or broadcast" :
-						"no route to the destination");
-			return -1;
-		}
-		/* a neighbour miss: the kernel send resolves it (ARP) */
-		return kernel_send(s, fd, msg, flags, c);
-	}
-	st = ts_stack__get(nh.ifindex, 1);
-	if (!st || len + TS_IP_HLEN + TS_UDP_HLEN > ts_stack__mtu(st)) {
-		uint64_t *c = st ? &s->stats->tx_kernel_oversize :
-				   &s->stats->tx_kernel_nostack;
-
-		ts_stats->fallback_events++;
-		ts_unlock();
-		if (ts_cfg.require) {
-			(*c)++;
-			errno = -require_fail(s, st ? "datagram larger than the MTU" :
-						      "no XSK on the outgoing "
-						      "interface");
-			return -1;
-		}
-		return kernel_send(s, fd, msg, flags, c);
-	}
-	memset(&h, 0, sizeof(h));
-	memcpy(h.dmac, nh.mac, 6);
-	h.saddr = s->laddr && !IN_MULTICAST(ntohl(s->laddr)) ? s->laddr :
-							     nh.prefsrc;
-	h.daddr = daddr;
-	h.sport = s->lport;
-	h.dport = dport;
-	h.ttl = IN_MULTICAST(ntohl(daddr)) ? s->mcast_ttl : s->ttl;
-	h.tos = s->tos;
-	r = ts_stack__send(st, &h, msg->msg_iov, (int)msg->msg_iovlen, len,
-			   nonblock);
-	ts_unlock();
-	if (r < 0) {
-		errno = -r;
-		return -1;
-	}
-	s->stats->tx_accel++;
-	return (ssize_t)len;
-}
-
-/* ------------------------------------------------------------------ */
-/* bind / connect / options                                            */
 
 int ts_sock__after_bind(struct ts_sock *s, int fd)
 {
@@ -833,17 +713,34 @@ int ts_sock__after_connect(struct ts_sock *s, int fd,
 
 	ts_lock();
 	if (addr && len >= sizeof(*sa) && sa->sin_family == AF_INET) {
+		pthread_rwlock_wrlock(&ts_port_lock);
 		s->raddr = sa->sin_addr.s_addr;
 		s->rport = sa->sin_port;
 		s->connected = 1;
+		pthread_rwlock_unlock(&ts_port_lock);
 		s->stats->raddr = s->raddr;
 		s->stats->rport = s->rport;
 		if (s->state == TS_S_NEW)
 			r = sock__activate(s, fd, 0);
 	} else {
+		struct sockaddr_in now;
+		socklen_t nl = sizeof(now);
+
+		pthread_rwlock_wrlock(&ts_port_lock);
 		s->connected = 0;
 		s->raddr = 0;
 		s->rport = 0;
+		pthread_rwlock_unlock(&ts_port_lock);
+		/* AF_UNSPEC also gives back a port the kernel chose (the socket
+		 * was not bound explicitly): the steering goes with it */
+		if (s->state == TS_S_ACCEL &&
+		    (ts_real_getsockname(fd, (struct sockaddr *)&now, &nl) ||
+		     now.sin_port != s->lport)) {
+			sock__steer_all(s, 0);
+			port_unlink(s);
+			__atomic_store_n(&s->nrx, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&s->state, TS_S_NEW, __ATOMIC_RELEASE);
+		}
 	}
 	ts_unlock();
 	return r;
@@ -862,6 +759,89 @@ static int group_ifindex(uint32_t group, uint32_t ifaddr, int ifindex)
 	return 0;
 }
 
+#ifndef SO_TIMESTAMP_OLD
+#define SO_TIMESTAMP_OLD 29
+#define SO_TIMESTAMPNS_OLD 35
+#define SO_TIMESTAMPING_OLD 37
+#define SO_RCVTIMEO_OLD 20
+#define SO_SNDTIMEO_OLD 21
+#endif
+#ifndef SO_TIMESTAMP_NEW
+#define SO_TIMESTAMP_NEW 63
+#define SO_TIMESTAMPNS_NEW 64
+#define SO_TIMESTAMPING_NEW 65
+#define SO_RCVTIMEO_NEW 66
+#define SO_SNDTIMEO_NEW 67
+#endif
+#ifndef SO_RCVMARK
+#define SO_RCVMARK 75
+#endif
+#ifndef SO_RCVPRIORITY
+#define SO_RCVPRIORITY 82
+#endif
+#ifndef UDP_CORK
+#define UDP_CORK 1
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+/* Options whose effect the stack does not reproduce: the socket moves to
+ * the kernel (counted in kernel_option) as soon as one is turned on. */
+static int option__needs_kernel(int level, int opt, int iv, const void *val,
+				socklen_t len)
+{
+	if (level == SOL_SOCKET) {
+		switch (opt) {
+		case SO_BINDTODEVICE: /* routing and delivery per device */
+			return len > 0 && val && *(const char *)val;
+		case SO_BINDTOIFINDEX:
+		case SO_MARK:          /* policy routing, netfilter */
+		case SO_REUSEPORT:     /* the kernel's group picks one socket */
+		case SO_TIMESTAMPING_OLD:
+		case SO_TIMESTAMPING_NEW:
+		case SO_RXQ_OVFL:
+		case SO_RCVMARK:
+		case SO_RCVPRIORITY:
+		case SO_PASSCRED:
+		case SO_PASSSEC:
+			return iv != 0;
+		case SO_ATTACH_FILTER: /* socket filters run in the kernel */
+		case SO_ATTACH_BPF:
+		case SO_ATTACH_REUSEPORT_CBPF:
+		case SO_ATTACH_REUSEPORT_EBPF:
+			return 1;
+		}
+		return 0;
+	}
+	if (level == IPPROTO_IP) {
+		switch (opt) {
+		case IP_RECVOPTS:
+		case IP_RETOPTS:
+		case IP_RECVORIGDSTADDR:
+		case IP_RECVERR:
+		case IP_PASSSEC:
+		case IP_CHECKSUM:
+		case IP_RECVFRAGSIZE:
+		case IP_TRANSPARENT:
+		case IP_UNICAST_IF:
+			return iv != 0;
+		case IP_OPTIONS: /* options in every header sent */
+			return len > 0;
+		case IP_MTU_DISCOVER: /* the stack always sets DF */
+			return iv == IP_PMTUDISC_DONT;
+		}
+		return 0;
+	}
+	if (level == IPPROTO_UDP)
+		return iv != 0 && (opt == UDP_CORK || opt == UDP_SEGMENT ||
+				   opt == UDP_GRO || opt == UDP_ENCAP);
+	return 0;
+}
+
 /* Called after the kernel accepted the option. */
 void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			 const void *val, socklen_t len)
@@ -873,19 +853,79 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 	else if (len >= 1 && val)
 		iv = *(const unsigned char *)val;
 	ts_lock();
-	if (level == SOL_SOCKET) {
-		if (opt == SO_RCVTIMEO && len >= sizeof(struct timeval))
-			memcpy(&s->rcvtimeo, val, sizeof(struct timeval));
-		else if (opt == SO_SNDTIMEO && len >= sizeof(struct timeval))
-			memcpy(&s->sndtimeo, val, sizeof(struct timeval));
+	if (option__needs_kernel(level, opt, iv, val, len)) {
+		if (s->state != TS_S_KERNEL) {
+			ts_dbg("fd %d moves to the kernel: option %d/%d", fd,
+			       level, opt);
+			TS_INC(ts_stats->kernel_option);
+			TS_INC(ts_stats->fallback_events);
+			if (s->state == TS_S_NEW)
+				TS_INC(ts_stats->sockets_kernel);
+			sock__to_kernel(s);
+		}
+	} else if (level == SOL_SOCKET) {
+		switch (opt) {
+		case SO_RCVTIMEO_OLD:
+		case SO_RCVTIMEO_NEW:
+			if (len >= sizeof(struct timeval))
+				memcpy(&s->rcvtimeo, val, sizeof(struct timeval));
+			break;
+		case SO_SNDTIMEO_OLD:
+		case SO_SNDTIMEO_NEW:
+			if (len >= sizeof(struct timeval))
+				memcpy(&s->sndtimeo, val, sizeof(struct timeval));
+			break;
+		case SO_REUSEADDR:
+			s->reuse = iv != 0;
+			break;
+		case SO_TIMESTAMP_OLD:
+		case SO_TIMESTAMP_NEW:
+		case SO_TIMESTAMPNS_OLD:
+		case SO_TIMESTAMPNS_NEW: {
+			/* as sock_set_timestamp: the last one set wins */
+			int nw = opt == SO_TIMESTAMP_NEW || opt == SO_TIMESTAMPNS_NEW;
+			int ns = opt == SO_TIMESTAMPNS_OLD || opt == SO_TIMESTAMPNS_NEW;
+
+			s->cmsgs &= ~(TS_CM_TSTAMP | TS_CM_TSTAMPNS);
+			if (iv) {
+				s->cmsgs |= ns ? TS_CM_TSTAMPNS : TS_CM_TSTAMP;
+				s->tstamp_type = ns ? (nw ? SO_TIMESTAMPNS_NEW :
+							    SO_TIMESTAMPNS_OLD) :
+						      (nw ? SO_TIMESTAMP_NEW :
+							    SO_TIMESTAMP_OLD);
+			}
+			break;
+		}
+		}
 	} else if (level == IPPROTO_IP) {
 		switch (opt) {
+		case IP_PKTINFO:
+			s->cmsgs = iv ? s->cmsgs | TS_CM_PKTINFO :
+					s->cmsgs & ~TS_CM_PKTINFO;
+			break;
+		case IP_RECVTTL:
+			s->cmsgs = iv ? s->cmsgs | TS_CM_TTL : s->cmsgs & ~TS_CM_TTL;
+			break;
+		case IP_RECVTOS:
+			s->cmsgs = iv ? s->cmsgs | TS_CM_TOS : s->cmsgs & ~TS_CM_TOS;
+			break;
+		case IP_MULTICAST_ALL:
+			s->mc_all = iv != 0;
+			break;
 		case IP_TTL:
-			s->ttl = (uint8_t)iv;
+		case IP_TOS: {
+			/* what the kernel keeps (-1 restores the default) */
+			int v = 0;
+			socklen_t vl = sizeof(v);
+
+			if (ts_real_getsockopt(fd, IPPROTO_IP, opt, &v, &vl))
+				break;
+			if (opt == IP_TTL)
+				s->ttl = (uint8_t)v;
+			else
+				s->tos = (uint8_t)v;
 			break;
-		case IP_TOS:
-			s->tos = (uint8_t)iv;
-			break;
+		}
 		case IP_MULTICAST_TTL:
 			s->mcast_ttl = (uint8_t)iv;
 			break;
@@ -928,16 +968,17 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 				sock__to_kernel(s);
 				break;
 			}
+			pthread_rwlock_wrlock(&ts_port_lock);
 			s->groups[s->ngroups] = mr.imr_multiaddr.s_addr;
 			s->group_ifindex[s->ngroups++] = idx;
+			pthread_rwlock_unlock(&ts_port_lock);
 			if (s->state == TS_S_NEW) {
 				sock__activate(s, fd, 0);
 			} else if (s->state == TS_S_ACCEL) {
 				struct ts_stack *st = ts_stack__get(idx, 1);
 
-				if (st && !ts_stack__steer_add(
-						  st, mr.imr_multiaddr.s_addr,
-						  s->lport)) {
+				if (st && !sock__steer(s, st,
+						       mr.imr_multiaddr.s_addr)) {
 					sock__add_rx_stack(s, st);
 					s->stats->accelerated = 1;
 				} else if (!st) {
@@ -963,14 +1004,15 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 						s->group_ifindex[g], 0);
 
 					if (st)
-						ts_stack__steer_del(
-							st, s->groups[g],
-							s->lport, 1);
+						sock__steer_del(s, st,
+								s->groups[g]);
 				}
+				pthread_rwlock_wrlock(&ts_port_lock);
 				s->groups[g] = s->groups[s->ngroups - 1];
 				s->group_ifindex[g] =
 					s->group_ifindex[s->ngroups - 1];
 				s->ngroups--;
+				pthread_rwlock_unlock(&ts_port_lock);
 				break;
 			}
 			break;
@@ -980,7 +1022,7 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 		case MCAST_JOIN_SOURCE_GROUP:
 		case MCAST_JOIN_GROUP:
 			/* source filters: the kernel implements them */
-			ts_stats->fallback_events++;
+			TS_INC(ts_stats->fallback_events);
 			sock__to_kernel(s);
 			break;
 		}
@@ -988,508 +1030,46 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 	ts_unlock();
 }
 
+/* io_uring reads and writes the kernel socket behind the library's back:
+ * from the first io_uring on, every socket is a kernel socket. */
+void ts_sock__uring_used(void)
+{
+	int fd;
+
+	if (__atomic_exchange_n(&ts_uring_used, 1, __ATOMIC_ACQ_REL))
+		return;
+	ts_log("io_uring in use: UDP sockets stay on the kernel stack");
+	ts_lock();
+	for (fd = 0; fd < ts_fdtab_size; fd++) {
+		struct ts_sock *s = ts_sock__of(fd);
+
+		if (!s || s->fd != fd || s->state == TS_S_KERNEL)
+			continue;
+		if (s->state == TS_S_NEW)
+			TS_INC(ts_stats->sockets_kernel);
+		TS_INC(ts_stats->kernel_uring);
+		sock__to_kernel(s);
+	}
+	ts_unlock();
+}
+
 int ts_sock__fionread(struct ts_sock *s, int *out)
 {
-	int r = 0;
+	int r = 0, i, n;
 
-	ts_lock();
-	if (s->state == TS_S_ACCEL) {
-		if (s->qhead == s->qtail)
-			sock__poll_stacks(s);
-		if (s->qhead != s->qtail) {
-			*out = s->q[s->qhead & (s->qcap - 1)].len;
-			r = 1;
-		}
+	if (ts_sock__state(s) != TS_S_ACCEL)
+		return 0;
+	n = __atomic_load_n(&s->nrx, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n && !ts_sock__rx_ready(s); i++)
+		if (ts_stack__usable(s->rx_stacks[i]))
+			ts_stack__poll(s->rx_stacks[i], 1);
+	pthread_mutex_lock(&s->qlock);
+	if (s->qhead != s->qtail) {
+		*out = s->q[s->qhead & (s->qcap - 1)].len;
+		r = 1;
 	}
-	ts_unlock();
+	pthread_mutex_unlock(&s->qlock);
 	return r;
-}
-
-/* ------------------------------------------------------------------ */
-/* poll and select                                                     */
-
-static struct ts_sock *accel_of(int fd)
-{
-	struct ts_sock *s = ts_sock__of(fd);
-
-	if (!s)
-		return NULL;
-	if (s->owner != ts_getpid()) {
-		ts_lock();
-		sock__check_owner(s, fd);
-		ts_unlock();
-	}
-	return s->state == TS_S_ACCEL ? s : NULL;
-}
-
-int ts_poll__has_accel(struct pollfd *fds, nfds_t n)
-{
-	nfds_t i;
-
-	for (i = 0; i < n; i++)
-		if (accel_of(fds[i].fd))
-			return 1;
-	return 0;
-}
-
-/* timeout_ns < 0: forever. */
-int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
-		  const sigset_t *mask)
-{
-	unsigned long g0 = ts_sig__gen();
-	uint64_t start = ts_now_ns(), spin_end, deadline;
-	unsigned iter = 0;
-	struct pollfd *tmp;
-	struct ts_spin sp;
-	nfds_t i;
-	int kdue = 0, ready, r;
-
-	tmp = calloc(n + TICKSTACK_STATS_MAX_XSK + 1, sizeof(*tmp));
-	if (!tmp) {
-		errno = ENOMEM;
-		return -1;
-	}
-	deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
-	spin_end = ts_cfg.spin_usec < 0 ?
-			   UINT64_MAX :
-			   start + (uint64_t)ts_cfg.spin_usec * 1000;
-	ts_spin__start(&sp, start);
-	for (;;) {
-		int kernel_checked = 0;
-
-		ready = 0;
-		ts_lock();
-		if (ts_stack__any_busy())
-			ts_stack__poll_all();
-		for (i = 0; i < n; i++) {
-			struct ts_sock *s = ts_sock__of(fds[i].fd);
-
-			fds[i].revents = 0;
-			if (s && s->state == TS_S_ACCEL) {
-				if ((fds[i].events & POLLIN) &&
-				    s->qhead != s->qtail)
-					fds[i].revents |= POLLIN;
-				if (fds[i].events & POLLOUT)
-					fds[i].revents |= POLLOUT;
-			}
-		}
-		ts_unlock();
-		if (iter == 0 || kdue) {
-			kdue = 0;
-			memcpy(tmp, fds, n * sizeof(*tmp));
-			r = ts_real_poll(tmp, n, 0);
-			if (r < 0 && errno != EINTR)
-				goto out;
-			kernel_checked = 1;
-			for (i = 0; r > 0 && i < n; i++) {
-				struct ts_sock *s = ts_sock__of(fds[i].fd);
-
-				fds[i].revents |= tmp[i].revents;
-				if (s && (tmp[i].revents & POLLIN))
-					s->kernel_hint = 1;
-			}
-		}
-		for (i = 0; i < n; i++)
-			ready += fds[i].revents != 0;
-		if (ready || timeout_ns == 0) {
-			if (ready || kernel_checked) {
-				r = ready;
-				goto out;
-			}
-		}
-		if (ts_sig__gen() != g0) {
-			errno = EINTR;
-			r = -1;
-			goto out;
-		}
-		iter++;
-		if ((iter & 63) == 0 || timeout_ns == 0) {
-			uint64_t now = ts_now_ns();
-
-			if (now >= deadline) {
-				r = 0;
-				goto out;
-			}
-			kdue |= ts_spin__tick(&sp, now);
-			if (now >= spin_end) {
-				nfds_t m = n;
-				int k;
-				struct timespec ts, *tsp = NULL;
-
-				memcpy(tmp, fds, n * sizeof(*tmp));
-				for (k = 0; k < ts_stack__count(); k++) {
-					struct ts_stack *st = ts_stack__at(k);
-
-					if (!ts_stack__usable(st))
-						continue;
-					tmp[m].fd = ts_stack__fd(st);
-					tmp[m++].events = POLLIN;
-				}
-				if (ts_sig_efd >= 0) {
-					tmp[m].fd = ts_sig_efd;
-					tmp[m++].events = POLLIN;
-				}
-				if (deadline != UINT64_MAX) {
-					uint64_t left = deadline - now;
-
-					ts.tv_sec = (time_t)(left / 1000000000ull);
-					ts.tv_nsec = (long)(left % 1000000000ull);
-					tsp = &ts;
-				}
-				efd_drain();
-				if (ts_sig__gen() != g0) {
-					errno = EINTR;
-					r = -1;
-					goto out;
-				}
-				r = ts_real_ppoll(tmp, m, tsp, mask);
-				if (r < 0)
-					goto out; /* EINTR as the kernel does */
-				ready = 0;
-				for (i = 0; i < n; i++) {
-					struct ts_sock *s = ts_sock__of(fds[i].fd);
-
-					if (s && s->state == TS_S_ACCEL &&
-					    (tmp[i].revents & POLLIN))
-						s->kernel_hint = 1;
-				}
-				iter = 0; /* recompute, including the kernel */
-			}
-		} else {
-			ts_cpu_relax();
-		}
-	}
-out:
-	free(tmp);
-	return r;
-}
-
-/* ------------------------------------------------------------------ */
-/* epoll                                                               */
-
-#define TS_EP_TAG_SOCK 0x7453000000000000ull
-#define TS_EP_TAG_XSK 0x7458000000000000ull
-#define TS_EP_TAG_MASK 0xffff000000000000ull
-
-struct ts_ep_member {
-	int fd;
-	uint32_t events;
-	epoll_data_t data;
-	int disabled; /* EPOLLONESHOT fired */
-};
-
-struct ts_ep {
-	int epfd;
-	int n, cap;
-	struct ts_ep_member *m;
-	int xsk_fds[TICKSTACK_STATS_MAX_XSK + 1];
-	int nxsk;
-	struct ts_ep *next;
-};
-
-static struct ts_ep *eps;
-
-static struct ts_ep *ep_of(int epfd)
-{
-	struct ts_ep *e;
-
-	for (e = eps; e; e = e->next)
-		if (e->epfd == epfd)
-			return e;
-	return NULL;
-}
-
-int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev)
-{
-	struct ts_sock *s = ts_sock__of(fd);
-	struct ts_ep *e;
-	struct epoll_event kev;
-	int i, r;
-
-	if (!s)
-		return ts_real_epoll_ctl(epfd, op, fd, ev);
-	memset(&kev, 0, sizeof(kev));
-	if (ev) {
-		kev.events = ev->events;
-		kev.data.u64 = TS_EP_TAG_SOCK | (uint32_t)fd;
-	}
-	r = ts_real_epoll_ctl(epfd, op, fd, ev ? &kev : NULL);
-	if (r < 0)
-		return r;
-	ts_lock();
-	e = ep_of(epfd);
-	if (!e) {
-		e = calloc(1, sizeof(*e));
-		if (!e) {
-			ts_unlock();
-			return 0;
-		}
-		e->epfd = epfd;
-		e->next = eps;
-		eps = e;
-	}
-	for (i = 0; i < e->n; i++)
-		if (e->m[i].fd == fd)
-			break;
-	if (op == EPOLL_CTL_DEL) {
-		if (i < e->n)
-			e->m[i] = e->m[--e->n];
-	} else if (ev) {
-		if (i == e->n) {
-			if (e->n == e->cap) {
-				int cap = e->cap ? e->cap * 2 : 8;
-				void *p = realloc(e->m, (size_t)cap * sizeof(*e->m));
-
-				if (!p) {
-					ts_unlock();
-					return 0;
-				}
-				e->m = p;
-				e->cap = cap;
-			}
-			e->n++;
-		}
-		e->m[i].fd = fd;
-		e->m[i].events = ev->events;
-		e->m[i].data = ev->data;
-		e->m[i].disabled = 0;
-	}
-	ts_unlock();
-	return 0;
-}
-
-void ts_ep__forget_fd(int fd)
-{
-	struct ts_ep *e, **pp;
-	int i;
-
-	if (!__atomic_load_n(&eps, __ATOMIC_ACQUIRE))
-		return; /* no epoll holds one of our sockets: nothing to do */
-	ts_lock();
-	for (pp = &eps; (e = *pp);) {
-		if (e->epfd == fd) {
-			*pp = e->next;
-			free(e->m);
-			free(e);
-			continue;
-		}
-		for (i = 0; i < e->n; i++)
-			if (e->m[i].fd == fd)
-				e->m[i--] = e->m[--e->n];
-		pp = &e->next;
-	}
-	ts_unlock();
-}
-
-int ts_ep__active(int epfd)
-{
-	struct ts_ep *e = eps ? ep_of(epfd) : NULL;
-
-	return e && e->n > 0;
-}
-
-static void ep__add_xsks(struct ts_ep *e)
-{
-	int k, j;
-
-	for (k = 0; k < ts_stack__count(); k++) {
-		struct ts_stack *st = ts_stack__at(k);
-		int fd, have = 0;
-		struct epoll_event ev;
-
-		if (!ts_stack__usable(st))
-			continue;
-		fd = ts_stack__fd(st);
-		for (j = 0; j < e->nxsk; j++)
-			have |= e->xsk_fds[j] == fd;
-		if (have || e->nxsk >= TICKSTACK_STATS_MAX_XSK)
-			continue;
-		ev.events = EPOLLIN;
-		ev.data.u64 = TS_EP_TAG_XSK | (uint32_t)fd;
-		if (!ts_real_epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) ||
-		    errno == EEXIST)
-			e->xsk_fds[e->nxsk++] = fd;
-	}
-	if (ts_sig_efd >= 0 && e->nxsk < TICKSTACK_STATS_MAX_XSK + 1) {
-		int have = 0;
-		struct epoll_event ev;
-
-		for (j = 0; j < e->nxsk; j++)
-			have |= e->xsk_fds[j] == ts_sig_efd;
-		ev.events = EPOLLIN;
-		ev.data.u64 = TS_EP_TAG_XSK | (uint32_t)ts_sig_efd;
-		if (!have &&
-		    (!ts_real_epoll_ctl(e->epfd, EPOLL_CTL_ADD, ts_sig_efd, &ev) ||
-		     errno == EEXIST))
-			e->xsk_fds[e->nxsk++] = ts_sig_efd;
-	}
-}
-
-static int out_add(struct epoll_event *out, int *nout, int max,
-		   struct ts_ep_member *m, uint32_t ev)
-{
-	int i;
-
-	for (i = 0; i < *nout; i++) {
-		if (out[i].data.u64 == m->data.u64 && (out[i].events & ev)) {
-			out[i].events |= ev;
-			return 0;
-		}
-	}
-	if (*nout >= max)
-		return -1;
-	out[*nout].events = ev;
-	out[*nout].data = m->data;
-	(*nout)++;
-	if (m->events & EPOLLONESHOT)
-		m->disabled = 1;
-	return 0;
-}
-
-/* Translate the kernel's events: our tags back to the user's data. */
-static void ep__merge_kernel(struct ts_ep *e, struct epoll_event *kev, int kn,
-			     struct epoll_event *out, int *nout, int max)
-{
-	int i, j;
-
-	for (i = 0; i < kn; i++) {
-		uint64_t tag = kev[i].data.u64 & TS_EP_TAG_MASK;
-
-		if (tag == TS_EP_TAG_XSK)
-			continue;
-		if (tag != TS_EP_TAG_SOCK) {
-			if (*nout < max)
-				out[(*nout)++] = kev[i];
-			continue;
-		}
-		for (j = 0; j < e->n; j++) {
-			struct ts_ep_member *m = &e->m[j];
-
-			if (m->fd != (int)(uint32_t)kev[i].data.u64)
-				continue;
-			if (kev[i].events & EPOLLIN) {
-				struct ts_sock *s = ts_sock__of(m->fd);
-
-				if (s)
-					s->kernel_hint = 1;
-			}
-			if (!m->disabled)
-				out_add(out, nout, max, m, kev[i].events);
-			break;
-		}
-	}
-}
-
-int ts_ep__wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
-		const sigset_t *mask)
-{
-	unsigned long g0 = ts_sig__gen();
-	uint64_t start = ts_now_ns(), spin_end, deadline;
-	struct epoll_event kev[64];
-	unsigned iter = 0;
-	int kdue = 0, nout, kn, i;
-	struct ts_spin sp;
-	struct ts_ep *e;
-
-	if (max <= 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	deadline = timeout_ms < 0 ? UINT64_MAX :
-				    start + (uint64_t)timeout_ms * 1000000ull;
-	spin_end = ts_cfg.spin_usec < 0 ?
-			   UINT64_MAX :
-			   start + (uint64_t)ts_cfg.spin_usec * 1000;
-	ts_spin__start(&sp, start);
-	for (;;) {
-		nout = 0;
-		ts_lock();
-		e = ep_of(epfd);
-		if (!e) {
-			ts_unlock();
-			return ts_real_epoll_pwait(epfd, out, max, timeout_ms,
-						   mask);
-		}
-		if (ts_stack__any_busy())
-			ts_stack__poll_all();
-		for (i = 0; i < e->n && nout < max; i++) {
-			struct ts_ep_member *m = &e->m[i];
-			struct ts_sock *s = ts_sock__of(m->fd);
-			uint32_t ev = 0;
-
-			if (m->disabled || !s || s->state != TS_S_ACCEL)
-				continue;
-			if ((m->events & EPOLLIN) && s->qhead != s->qtail)
-				ev |= EPOLLIN;
-			if (m->events & EPOLLOUT)
-				ev |= EPOLLOUT;
-			if (ev)
-				out_add(out, &nout, max, m, ev);
-		}
-		ts_unlock();
-		if (iter == 0 || kdue || timeout_ms == 0) {
-			kdue = 0;
-			kn = ts_real_epoll_wait(epfd, kev,
-						max < 64 ? max : 64, 0);
-			if (kn > 0) {
-				ts_lock();
-				e = ep_of(epfd);
-				if (e)
-					ep__merge_kernel(e, kev, kn, out, &nout,
-							 max);
-				ts_unlock();
-			}
-			if (nout || timeout_ms == 0)
-				return nout;
-		} else if (nout) {
-			return nout;
-		}
-		if (ts_sig__gen() != g0) {
-			errno = EINTR;
-			return -1;
-		}
-		iter++;
-		if ((iter & 63) == 0) {
-			uint64_t now = ts_now_ns();
-			int t;
-
-			if (now >= deadline)
-				return 0;
-			kdue |= ts_spin__tick(&sp, now);
-			if (now < spin_end)
-				continue;
-			ts_lock();
-			e = ep_of(epfd);
-			if (e)
-				ep__add_xsks(e);
-			ts_unlock();
-			t = deadline == UINT64_MAX ?
-				    -1 :
-				    (int)((deadline - now + 999999) / 1000000);
-			efd_drain();
-			if (ts_sig__gen() != g0) {
-				errno = EINTR;
-				return -1;
-			}
-			kn = ts_real_epoll_pwait(epfd, kev, max < 64 ? max : 64,
-						 t, mask);
-			if (kn < 0)
-				return -1;
-			if (kn > 0) {
-				ts_lock();
-				e = ep_of(epfd);
-				if (e)
-					ep__merge_kernel(e, kev, kn, out, &nout,
-							 max);
-				ts_unlock();
-				if (nout)
-					return nout;
-			}
-			iter = 1;
-		} else {
-			ts_cpu_relax();
-		}
-	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -1502,11 +1082,13 @@ void ts_sock__after_fork_child(struct tickstack_stats *old,
 
 	if (!ts_fdtab)
 		return;
+	pthread_rwlock_init(&ts_port_lock, NULL);
 	for (fd = 0; fd < ts_fdtab_size; fd++) {
-		struct ts_sock *s = ts_fdtab[fd];
+		struct ts_sock *s = ts_sock__of(fd);
 
 		if (!s || s->fd != fd)
 			continue;
+		pthread_mutex_init(&s->qlock, NULL); /* only this thread runs */
 		if (s->stats != &s->dummy_stats && old != now)
 			s->stats = (struct tickstack_sock_stats *)((char *)now +
 				   ((char *)s->stats - (char *)old));
@@ -1529,3 +1111,33 @@ int ts_sock__init_tables(void)
 	ts_sig_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	return 0;
 }
+
+/* A socket with SO_REUSEADDR may be joined on its port by a socket of
+ * another process after its steering went in: the control thread looks
+ * now and then, and hands such a port to the kernel. */
+void ts_sock__check_shared(void)
+{
+	int fd, g, i;
+
+	ts_lock();
+	for (fd = 0; fd < ts_fdtab_size; fd++) {
+		struct ts_sock *s = ts_sock__of(fd);
+
+		if (!s || s->fd != fd || !s->reuse || s->state != TS_S_ACCEL ||
+		    s->owner != ts_getpid())
+			continue;
+		for (i = 0; i < s->nrx; i++) {
+			struct ts_stack *st = s->rx_stacks[i];
+
+			if (!ts_stack__usable(st))
+				continue;
+			if (!IN_MULTICAST(ntohl(s->laddr)))
+				sock__steer(s, st, s->laddr);
+			for (g = 0; g < s->ngroups; g++)
+				if (s->group_ifindex[g] == ts_stack__ifindex(st))
+					sock__steer(s, st, s->groups[g]);
+		}
+	}
+	ts_unlock();
+}
+

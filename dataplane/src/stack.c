@@ -32,19 +32,27 @@
 
 #include "steer_common.h"
 #include "steer.skel.h"
+#include "tcp_internal.h"
 
-#define TS_FRAME_SIZE 2048u
 #define TS_RING_SIZE 4096u
 #define TS_TX_RESERVE 256u /* frames kept back from the fill ring for TX */
 #define TS_RX_BATCH 64u
 #define TS_MAX_STACKS TICKSTACK_STATS_MAX_XSK
 
+/* Locking: the rings, the free list and the frame reference counts are
+ * guarded by the stack's own mutex (lock), held for ring and list work
+ * only: the TX kick (a system call) runs after it is released. Creating a
+ * stack runs under the control lock (ts_lock). Lock order: ts_lock, then
+ * st->lock, then ts_port_lock (read), then a socket's qlock. */
 struct ts_stack {
+	pthread_mutex_t lock;
 	int ifindex;
 	char ifname[IF_NAMESIZE];
 	int queue;
 	uint8_t mac[6];
 	uint32_t mtu;
+	uint32_t max_payload; /* largest datagram the XSK carries both ways */
+	uint32_t addr;        /* the interface's first IPv4 address */
 	pid_t owner;
 	int usable;
 	int mode; /* 1 native, 2 skb */
@@ -66,25 +74,32 @@ struct ts_stack {
 	struct xdp_program *prog;
 	uint16_t ip_id;
 	uint32_t polls;
+	int kick_pending;     /* descriptors submitted since the last kick */
 	struct tickstack_xsk_stats *st;
 	struct tickstack_xsk_stats dummy;
 };
 
 static struct ts_stack *stacks[TS_MAX_STACKS];
-static int nstacks;
+static int nstacks; /* appended under ts_lock, read with atomic loads */
 
 int ts_stack__fd(const struct ts_stack *st) { return st->xsk_fd; }
 int ts_stack__ifindex(const struct ts_stack *st) { return st->ifindex; }
 int ts_stack__usable(const struct ts_stack *st)
 {
-	return st && st->usable && st->owner == ts_getpid();
+	return st && __atomic_load_n(&st->usable, __ATOMIC_ACQUIRE) &&
+	       st->owner == ts_getpid();
 }
 void ts_stack__mac(const struct ts_stack *st, uint8_t mac[6])
 {
 	memcpy(mac, st->mac, 6);
 }
 uint32_t ts_stack__mtu(const struct ts_stack *st) { return st->mtu; }
-int ts_stack__count(void) { return nstacks; }
+uint32_t ts_stack__max_payload(const struct ts_stack *st)
+{
+	return st->max_payload;
+}
+uint32_t ts_stack__addr(const struct ts_stack *st) { return st->addr; }
+int ts_stack__count(void) { return __atomic_load_n(&nstacks, __ATOMIC_ACQUIRE); }
 struct ts_stack *ts_stack__at(int i) { return stacks[i]; }
 
 static int quiet_print(enum libbpf_print_level level, const char *fmt,
@@ -379,7 +394,14 @@ static void steer__purge_stale(struct ts_stack *st)
 
 int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr, uint16_t dport)
 {
-	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
+	return ts_stack__steer_add_proto(st, daddr, dport, TS_STEER_UDP);
+}
+
+int ts_stack__steer_add_proto(struct ts_stack *st, uint32_t daddr,
+			      uint16_t dport, int proto)
+{
+	struct ts_steer_key key = { .daddr = daddr, .dport = dport,
+				    .proto = (__u8)proto };
 	struct ts_steer_val val = { .owner = (__u32)ts_getpid(),
 				    .queue = (__u16)st->queue };
 	struct ts_steer_val old;
@@ -391,6 +413,8 @@ int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr, uint16_t dport)
 	if (bpf_map_lookup_elem(st->steer_fd, &key, &old))
 		return -errno;
 	if ((pid_t)old.owner != ts_getpid() && owner_alive((pid_t)old.owner)) {
+		if (proto == TS_STEER_TCP)
+			return -EADDRINUSE; /* a stream has one owner */
 		/* Another live process receives here too: let the kernel
 		 * deliver to both (no duplicate XSK delivery). */
 		old.flags |= TS_STEER_F_SHARED;
@@ -400,6 +424,22 @@ int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr, uint16_t dport)
 	if (bpf_map_update_elem(st->steer_fd, &key, &val, BPF_ANY))
 		return -errno;
 	return 0;
+}
+
+/* Mark our own entry shared: the kernel delivers (to us and the others). */
+int ts_stack__steer_shared(struct ts_stack *st, uint32_t daddr, uint16_t dport)
+{
+	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
+	struct ts_steer_val v;
+
+	if (bpf_map_lookup_elem(st->steer_fd, &key, &v))
+		return -errno;
+	if (v.flags & TS_STEER_F_SHARED)
+		return 0;
+	v.flags |= TS_STEER_F_SHARED;
+	if (bpf_map_update_elem(st->steer_fd, &key, &v, BPF_EXIST))
+		return -errno;
+	return 1;
 }
 
 /* This process has no XSK on ifindex (another process owns the queue) but
@@ -432,7 +472,15 @@ int ts_stack__share(int ifindex, uint32_t daddr, uint16_t dport)
 int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr, uint16_t dport,
 			int only_mine)
 {
-	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
+	return ts_stack__steer_del_proto(st, daddr, dport, TS_STEER_UDP,
+					 only_mine);
+}
+
+int ts_stack__steer_del_proto(struct ts_stack *st, uint32_t daddr,
+			      uint16_t dport, int proto, int only_mine)
+{
+	struct ts_steer_key key = { .daddr = daddr, .dport = dport,
+				    .proto = (__u8)proto };
 	struct ts_steer_val old;
 
 	if (st->steer_fd < 0)
@@ -468,6 +516,20 @@ static int link_info(struct ts_stack *st)
 		goto out;
 	}
 	st->mtu = (uint32_t)ifr.ifr_mtu;
+	/* what one UMEM frame carries: on receive the kernel keeps 256 bytes
+	 * of headroom (TS_XSK_MAX_FRAME), the program passes longer frames to
+	 * the kernel; a send that does not fit goes through the kernel */
+	st->max_payload = st->mtu - TS_IP_HLEN - TS_UDP_HLEN;
+	if (st->max_payload > TS_XSK_MAX_FRAME - TS_HDRS_LEN)
+		st->max_payload = TS_XSK_MAX_FRAME - TS_HDRS_LEN;
+	if (st->mtu + TS_ETH_HLEN > TS_XSK_MAX_FRAME)
+		ts_log("interface %s: MTU %u is larger than an XSK frame carries "
+		       "(%d bytes with the Ethernet header): datagrams above %u "
+		       "bytes go through the kernel",
+		       st->ifname, st->mtu, TS_XSK_MAX_FRAME, st->max_payload);
+	ifr.ifr_addr.sa_family = AF_INET;
+	if (ts_real_ioctl(fd, SIOCGIFADDR, &ifr) == 0)
+		st->addr = ((struct sockaddr_in *)&ifr.ifr_addr)->sin_addr.s_addr;
 out:
 	ts_real_close(fd);
 	return err;
@@ -510,6 +572,7 @@ static void reclaim(struct ts_stack *st)
 	xsk_ring_cons__release(&st->cq, n);
 }
 
+/* The TX wake-up: a system call, made without the stack's lock. */
 static void kick(struct ts_stack *st)
 {
 	int tries;
@@ -518,14 +581,14 @@ static void kick(struct ts_stack *st)
 		if (ts_real_sendto(st->xsk_fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >=
 		    0)
 			break;
-		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
-			st->st->tx_kick_errors++;
+		TS_INC(st->st->tx_kick_errors);
+		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS)
 			break;
-		}
-		st->st->tx_kick_errors++;
+		pthread_mutex_lock(&st->lock);
 		reclaim(st);
+		pthread_mutex_unlock(&st->lock);
 	}
-	st->st->tx_kicks++;
+	TS_INC(st->st->tx_kicks);
 }
 
 static int tx_pending(struct ts_stack *st)
@@ -549,6 +612,37 @@ static void stack__destroy(struct ts_stack *st)
 	st->area = NULL;
 	st->freel = NULL;
 	st->refcnt = NULL;
+}
+
+/* The rings are mmaps of the XSK: a forked child inheriting them would
+ * keep the socket (and its XSKMAP slot) alive after the parent exits, a
+ * black hole for the port. Keep them out of children. */
+static void ring__dontfork(void *ring, uint64_t desc_off, size_t bytes)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t base = (uintptr_t)ring - desc_off;
+	size_t len = (size_t)desc_off + bytes;
+
+	len = (len + (size_t)pg - 1) & ~((size_t)pg - 1);
+	if (madvise((void *)base, len, MADV_DONTFORK))
+		ts_dbg("madvise(MADV_DONTFORK) of an XSK ring: %s",
+		       strerror(errno));
+}
+
+static void stack__rings_dontfork(struct ts_stack *st)
+{
+	struct xdp_mmap_offsets off;
+	socklen_t len = sizeof(off);
+
+	if (ts_real_getsockopt(st->xsk_fd, SOL_XDP, XDP_MMAP_OFFSETS, &off,
+			       &len))
+		return;
+	ring__dontfork(st->rx.ring, off.rx.desc,
+		       st->rx.size * sizeof(struct xdp_desc));
+	ring__dontfork(st->tx.ring, off.tx.desc,
+		       st->tx.size * sizeof(struct xdp_desc));
+	ring__dontfork(st->fq.ring, off.fr.desc, st->fq.size * sizeof(__u64));
+	ring__dontfork(st->cq.ring, off.cr.desc, st->cq.size * sizeof(__u64));
 }
 
 static int stack__create(struct ts_stack *st)
@@ -613,6 +707,7 @@ static int stack__create(struct ts_stack *st)
 	/* libxdp does not open it close-on-exec: an XSK surviving exec would
 	 * keep receiving for a process image that no longer reads it */
 	ts_real_fcntl(st->xsk_fd, F_SETFD, FD_CLOEXEC);
+	stack__rings_dontfork(st);
 	steer__purge_stale(st);
 	err = xsk_socket__update_xskmap(st->xsk, st->xsks_fd);
 	if (err)
@@ -648,12 +743,18 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return NULL;
-		stacks[nstacks++] = st;
+		pthread_mutex_init(&st->lock, NULL);
+		stacks[nstacks] = st;
+		__atomic_store_n(&nstacks, nstacks + 1, __ATOMIC_RELEASE);
 	} else {
-		/* inherited from the parent: try once to get our own */
-		struct ts_stack fresh = { 0 };
-
-		*st = fresh;
+		/* Inherited from the parent: try once to get our own. The old
+		 * object stays as it is: datagrams queued before the fork
+		 * point into its UMEM (this process's copy of it). */
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return NULL;
+		pthread_mutex_init(&st->lock, NULL);
+		__atomic_store_n(&stacks[i], st, __ATOMIC_RELEASE);
 	}
 	st->ifindex = ifindex;
 	st->queue = ts_cfg.queue;
@@ -675,7 +776,6 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		st->usable = 0;
 		return NULL;
 	}
-	st->usable = 1;
 	st->st = ts_stats__xsk_slot();
 	if (!st->st)
 		st->st = &st->dummy;
@@ -683,6 +783,7 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 	st->st->ifindex = (uint32_t)ifindex;
 	st->st->queue = (uint32_t)st->queue;
 	st->st->mode = (uint32_t)st->mode;
+	__atomic_store_n(&st->usable, 1, __ATOMIC_RELEASE);
 	ts_dbg("XSK on %s queue %d mode %s", st->ifname, st->queue,
 	       st->mode == 1 ? "native" : "skb");
 	return st;
@@ -704,55 +805,128 @@ void ts_stack__frame_put(struct ts_stack *st, uint64_t frame)
 
 	if (st->owner != ts_getpid() || !st->usable)
 		return; /* frame of the parent's UMEM (after fork) */
-	if (st->refcnt[i] && --st->refcnt[i])
-		return;
-	free_push(st, frame);
+	pthread_mutex_lock(&st->lock);
+	if (!st->refcnt[i] || !--st->refcnt[i])
+		free_push(st, frame);
+	pthread_mutex_unlock(&st->lock);
 }
 
-int ts_stack__poll_rx(struct ts_stack *st)
+static int rx_csum_ok(const uint8_t *f, uint32_t len,
+		      const struct ts_udp_meta *m)
+{
+	struct ts_udp_meta ip_only;
+
+	if (!ts_pkt__verify_csum(f, len, m))
+		return 1;
+	if (!m->udp_csum || !ts_pkt__csum_is_partial(m))
+		return 0;
+	ip_only = *m;
+	ip_only.udp_csum = 0; /* the IPv4 header checksum alone */
+	return !ts_pkt__verify_csum(f, len, &ip_only);
+}
+
+/* Drain the RX ring into the sockets' queues; the caller holds st->lock.
+ * *kick_out: a TX kick is due (made by the caller after unlocking). */
+static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out)
 {
 	uint32_t idx, n, i, got = 0;
+	uint64_t rx_ns = 0;
 
 	n = xsk_ring_cons__peek(&st->rx, TS_RX_BATCH, &idx);
+	if (n) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rx_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	} else if (xsk_ring_prod__needs_wakeup(&st->fq)) {
+		/* a zero-copy driver waits for a wake-up to use the fill ring */
+		ts_real_recvfrom(st->xsk_fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+		TS_INC(st->st->fill_wakeups);
+	}
+	if (n)
+		ts_sock__deliver_begin();
 	for (i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&st->rx, idx + i);
 		uint64_t frame = d->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
+		const uint8_t *f = st->area + d->addr;
 		struct ts_udp_meta m;
 		int k;
 
-		if (ts_pkt__parse_udp(st->area + d->addr, d->len, &m)) {
-			st->st->rx_bad++;
+		if (d->len <= TS_FRAME_SIZE - (d->addr - frame) &&
+		    ts_tcp__is_tcp(f, d->len)) {
+			/* queued for the TCP layer (a copy), which runs after
+			 * this ring's lock is released */
+			ts_tcp__input(st, f, d->len);
+			free_push(st, frame);
+			continue;
+		}
+		if (d->len > TS_FRAME_SIZE - (d->addr - frame) ||
+		    ts_pkt__parse_udp(f, d->len, &m)) {
+			TS_INC(st->st->rx_bad);
+			free_push(st, frame);
+			continue;
+		}
+		/* The kernel drops (and counts) datagrams with a wrong checksum;
+		 * so does the stack. A frame of a local kernel socket over veth
+		 * carries the unfinished offload checksum: the sender is on this
+		 * host, nothing crossed a wire. */
+		if (!rx_csum_ok(f, d->len, &m)) {
+			TS_INC(st->st->rx_bad_csum);
 			free_push(st, frame);
 			continue;
 		}
 		/* make the payload offset relative to the frame base */
 		m.payload_off = (uint16_t)(m.payload_off + (d->addr - frame));
 		st->refcnt[frame / TS_FRAME_SIZE] = 0;
-		k = ts_sock__deliver(st, frame, &m);
+		k = ts_sock__deliver(st, frame, &m, rx_ns);
 		if (k <= 0) {
 			if (k == 0)
-				st->st->rx_no_socket++;
+				TS_INC(st->st->rx_no_socket);
 			else
-				st->st->rx_sockq_full++;
+				TS_INC(st->st->rx_sockq_full);
 			free_push(st, frame);
 			continue;
 		}
 		got++;
 	}
 	if (n) {
+		ts_sock__deliver_end();
 		xsk_ring_cons__release(&st->rx, n);
-		st->st->rx_packets += n;
+		TS_ADD(st->st->rx_packets, n);
 	}
 	if (xsk_prod_nb_free(&st->fq, 1) && st->nfree > TS_TX_RESERVE)
 		refill(st);
 	else if (st->nfree <= TS_TX_RESERVE)
-		st->st->fill_ring_empty++;
-	if (tx_pending(st))
-		kick(st);
+		TS_INC(st->st->fill_ring_empty);
+	/* a kick only when the driver asks for one (copy mode always does;
+	 * a zero-copy driver that is running does not) */
+	*kick_out = tx_pending(st) && xsk_ring_prod__needs_wakeup(&st->tx);
 	reclaim(st);
-	if (ts_unlikely(++st->polls == 0))
-		ts_stack__refresh_stats();
 	return (int)got;
+}
+
+/* Poll st's RX ring. wait: 1 take the lock; 0 only if free (a spinning
+ * thread leaves the ring to whoever is polling it: that one delivers to
+ * every socket). Returns datagrams delivered, or -1 when skipped. */
+int ts_stack__poll(struct ts_stack *st, int wait)
+{
+	int got, k = 0;
+
+	if (wait)
+		pthread_mutex_lock(&st->lock);
+	else if (pthread_mutex_trylock(&st->lock))
+		return -1;
+	got = stack__poll_rx_locked(st, &k);
+	pthread_mutex_unlock(&st->lock);
+	if (k)
+		kick(st);
+	ts_tcp__input_drain(); /* TCP segments queued above, into lwIP */
+	return got;
+}
+
+int ts_stack__poll_rx(struct ts_stack *st)
+{
+	return ts_stack__poll(st, 1);
 }
 
 /* Lock-free hint: frames waiting in the RX ring? (Transmissions are the
@@ -760,59 +934,92 @@ int ts_stack__poll_rx(struct ts_stack *st)
  * flight would only make the sender wait for the lock.) */
 int ts_stack__busy(const struct ts_stack *st)
 {
+	/* the shared ring indices, not the poller's private cached ones */
 	return __atomic_load_n(st->rx.producer, __ATOMIC_ACQUIRE) !=
-	       st->rx.cached_cons;
+	       __atomic_load_n(st->rx.consumer, __ATOMIC_ACQUIRE);
 }
 
 int ts_stack__any_busy(void)
 {
-	pid_t me = ts_getpid();
-	int i;
+	int i, n = ts_stack__count();
 
-	for (i = 0; i < nstacks; i++)
-		if (stacks[i]->usable && stacks[i]->owner == me &&
-		    ts_stack__busy(stacks[i]))
+	for (i = 0; i < n; i++)
+		if (ts_stack__usable(stacks[i]) && ts_stack__busy(stacks[i]))
 			return 1;
 	return 0;
 }
 
 int ts_stack__poll_all(void)
 {
-	int i, got = 0;
-	pid_t me = ts_getpid();
+	int i, got = 0, n = ts_stack__count();
 
-	for (i = 0; i < nstacks; i++)
-		if (stacks[i]->usable && stacks[i]->owner == me)
-			got += ts_stack__poll_rx(stacks[i]);
+	for (i = 0; i < n; i++)
+		if (ts_stack__usable(stacks[i]) && ts_stack__busy(stacks[i])) {
+			int k = ts_stack__poll(stacks[i], 0);
+
+			got += k > 0 ? k : 0;
+		}
 	return got;
+}
+
+void ts_stack__flush(struct ts_stack *st)
+{
+	int k;
+
+	pthread_mutex_lock(&st->lock);
+	k = st->kick_pending &&
+	    xsk_ring_prod__needs_wakeup(&st->tx);
+	st->kick_pending = 0;
+	pthread_mutex_unlock(&st->lock);
+	if (k)
+		kick(st);
+}
+
+/* Wait for room (a free frame, a TX slot): kick the kernel to complete
+ * what is in flight. 0, or -EAGAIN (nonblock) / -ENOBUFS after 1 s. */
+static int tx_wait(struct ts_stack *st, int *waited, uint64_t *deadline,
+		   int nonblock)
+{
+	if (!(*waited)++)
+		TS_INC(st->st->tx_ring_full);
+	kick(st);
+	if (nonblock && *waited > 64)
+		return -EAGAIN;
+	if (!*deadline)
+		*deadline = ts_now_ns() + 1000000000ull;
+	else if (ts_now_ns() > *deadline)
+		return -ENOBUFS;
+	ts_cpu_relax();
+	return 0;
 }
 
 int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 		   const struct iovec *iov, int iovcnt, size_t len,
-		   int nonblock)
+		   int nonblock, int more)
 {
 	uint64_t frame, deadline = 0;
 	uint8_t *p;
 	uint32_t idx;
 	size_t off = 0;
-	int i, n, waited = 0;
+	int i, n, k, err, waited = 0;
 
+	if (len > st->max_payload)
+		return -EMSGSIZE; /* the caller checks: never past the frame */
 	for (;;) {
+		pthread_mutex_lock(&st->lock);
 		reclaim(st);
-		if (st->nfree > 0 && xsk_prod_nb_free(&st->tx, 1))
+		if (st->nfree > 0 && xsk_prod_nb_free(&st->tx, 1)) {
+			frame = st->freel[--st->nfree];
+			h->ip_id = st->ip_id++;
+			pthread_mutex_unlock(&st->lock);
 			break;
-		if (!waited++)
-			st->st->tx_ring_full++;
-		kick(st);
-		if (nonblock && waited > 64)
-			return -EAGAIN;
-		if (!deadline)
-			deadline = ts_now_ns() + 1000000000ull;
-		else if (ts_now_ns() > deadline)
-			return -ENOBUFS;
-		ts_cpu_relax();
+		}
+		pthread_mutex_unlock(&st->lock);
+		err = tx_wait(st, &waited, &deadline, nonblock);
+		if (err)
+			return err;
 	}
-	frame = st->freel[--st->nfree];
+	/* the frame is ours alone: fill it without the lock */
 	p = st->area + frame;
 	for (i = 0; i < iovcnt && off < len; i++) {
 		size_t c = iov[i].iov_len;
@@ -823,24 +1030,107 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 		off += c;
 	}
 	memcpy(h->smac, st->mac, 6);
-	h->ip_id = st->ip_id++;
 	h->udp_csum = ts_cfg.udp_csum;
 	n = ts_pkt__build_udp(p, TS_FRAME_SIZE, len, h);
+	pthread_mutex_lock(&st->lock);
 	if (n < 0) {
 		free_push(st, frame);
+		pthread_mutex_unlock(&st->lock);
 		return n;
 	}
-	if (xsk_ring_prod__reserve(&st->tx, 1, &idx) != 1) {
-		free_push(st, frame);
-		return -EAGAIN;
+	while (xsk_ring_prod__reserve(&st->tx, 1, &idx) != 1) {
+		pthread_mutex_unlock(&st->lock);
+		err = tx_wait(st, &waited, &deadline, nonblock);
+		pthread_mutex_lock(&st->lock);
+		if (err) {
+			free_push(st, frame);
+			pthread_mutex_unlock(&st->lock);
+			return err;
+		}
 	}
 	xsk_ring_prod__tx_desc(&st->tx, idx)->addr = frame;
 	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)n;
 	xsk_ring_prod__submit(&st->tx, 1);
-	st->st->tx_packets++;
-	if (xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st))
+	TS_INC(st->st->tx_packets);
+	if (more) {
+		st->kick_pending = 1;
+		k = 0;
+	} else {
+		k = xsk_ring_prod__needs_wakeup(&st->tx);
+		st->kick_pending = 0;
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (k)
+		kick(st); /* one per datagram, or one per batch (sendmmsg) */
+	return 0;
+}
+
+/* Transmit one IPv4 packet (headers built by the caller) behind an
+ * Ethernet header to dmac. more: leave the wake-up to ts_stack__flush
+ * (several segments, one system call). Never waits long: a segment that
+ * finds no room is dropped (-ENOBUFS) and TCP retransmits it. */
+int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
+		      const void *ip, size_t len, int more)
+{
+	uint64_t frame, deadline = 0;
+	uint8_t *p;
+	uint32_t idx;
+	int k, err, waited = 0;
+
+	if (len + TS_ETH_HLEN > TS_XSK_MAX_FRAME)
+		return -EMSGSIZE;
+	for (;;) {
+		pthread_mutex_lock(&st->lock);
+		reclaim(st);
+		if (st->nfree > 0 && xsk_prod_nb_free(&st->tx, 1))
+			break;
+		pthread_mutex_unlock(&st->lock);
+		err = tx_wait(st, &waited, &deadline, 1);
+		if (err)
+			return -ENOBUFS;
+	}
+	frame = st->freel[--st->nfree];
+	p = st->area + frame;
+	memcpy(p, dmac, 6);
+	memcpy(p + 6, st->mac, 6);
+	p[12] = 0x08;
+	p[13] = 0x00;
+	memcpy(p + TS_ETH_HLEN, ip, len);
+	if (xsk_ring_prod__reserve(&st->tx, 1, &idx) != 1) {
+		free_push(st, frame);
+		pthread_mutex_unlock(&st->lock);
+		return -ENOBUFS;
+	}
+	xsk_ring_prod__tx_desc(&st->tx, idx)->addr = frame;
+	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)(len + TS_ETH_HLEN);
+	xsk_ring_prod__submit(&st->tx, 1);
+	TS_INC(st->st->tx_packets);
+	if (more) {
+		st->kick_pending = 1;
+		k = 0;
+	} else {
+		k = xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st);
+		st->kick_pending = 0;
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (k)
 		kick(st);
 	return 0;
+}
+
+/* Frames the process holds outside the free list and the fill ring
+ * (in the RX ring, socket queues, TX ring or completion ring). */
+uint32_t ts_stack__frames_out(struct ts_stack *st)
+{
+	uint32_t in_fill, out;
+
+	pthread_mutex_lock(&st->lock);
+	reclaim(st);
+	in_fill = st->fq.cached_prod -
+		  __atomic_load_n(st->fq.consumer, __ATOMIC_ACQUIRE);
+	out = st->nframes - st->nfree - in_fill;
+	pthread_mutex_unlock(&st->lock);
+	return out;
 }
 
 void ts_stack__refresh_stats(void)
@@ -864,6 +1154,7 @@ void ts_stack__refresh_stats(void)
 		st->st->xdp_rx_ring_full = xs.rx_ring_full;
 		st->st->xdp_fill_empty = xs.rx_fill_ring_empty_descs;
 		st->st->xdp_tx_ring_empty = xs.tx_ring_empty_descs;
+		st->st->umem_frames_out = ts_stack__frames_out(st);
 	}
 }
 
@@ -876,6 +1167,9 @@ void ts_stack__after_fork_child(void)
 	for (i = 0; i < nstacks; i++) {
 		struct ts_stack *st = stacks[i];
 
+		/* only this thread runs: a lock another thread held at the
+		 * fork is free again */
+		pthread_mutex_init(&st->lock, NULL);
 		if (!st->usable)
 			continue;
 		if (st->xsk_fd >= 0)

@@ -158,11 +158,15 @@ static void dump_to(FILE *f)
 	uint32_t i;
 
 	fprintf(f, "tickstack stats pid=%d profile=%s sockets_accelerated=%llu "
-		   "sockets_kernel=%llu fallback_events=%llu\n",
+		   "sockets_kernel=%llu fallback_events=%llu kernel_option=%llu "
+		   "kernel_uring=%llu kernel_shared=%llu\n",
 		(int)t->pid, t->profile,
 		(unsigned long long)t->sockets_accelerated,
 		(unsigned long long)t->sockets_kernel,
-		(unsigned long long)t->fallback_events);
+		(unsigned long long)t->fallback_events,
+		(unsigned long long)t->kernel_option,
+		(unsigned long long)t->kernel_uring,
+		(unsigned long long)t->kernel_shared);
 	for (i = 0; i < t->nxsk && i < TICKSTACK_STATS_MAX_XSK; i++) {
 		const struct tickstack_xsk_stats *x = &t->xsk[i];
 
@@ -191,6 +195,11 @@ static void dump_to(FILE *f)
 #undef PR
 		fprintf(f, "\n");
 	}
+	fprintf(f, "tcp");
+#define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)t->tcp.n);
+	TICKSTACK_TCP_COUNTERS(PR)
+#undef PR
+	fprintf(f, "\n");
 }
 
 void ts_stats__dump(void)

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-/* steer.bpf.c - XDP steering: redirect only registered (dst IP, dst UDP
- * port) pairs to the AF_XDP socket of their queue, pass everything else
- * (ARP, ICMP, TCP, fragments, broadcast, unknown ports) to the kernel. */
+/* steer.bpf.c - XDP steering: redirect only registered (dst IP, dst port,
+ * UDP or TCP) keys to the AF_XDP socket of their queue, pass everything
+ * else (ARP, ICMP, fragments, broadcast, unknown ports) to the kernel. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
-#include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -49,7 +48,7 @@ int ts_steer(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct iphdr *iph;
-	struct udphdr *udp;
+	void *l4;
 	struct ts_steer_key key = {};
 	struct ts_steer_val *v;
 
@@ -68,21 +67,31 @@ int ts_steer(struct xdp_md *ctx)
 		return XDP_PASS;
 	if (iph->frag_off & bpf_htons(0x3fff))
 		return XDP_PASS;
-	if (iph->protocol != IPPROTO_UDP)
+	if (iph->protocol == IPPROTO_UDP)
+		key.proto = TS_STEER_UDP;
+	else if (iph->protocol == IPPROTO_TCP)
+		key.proto = TS_STEER_TCP;
+	else
 		return XDP_PASS;
-	udp = (void *)iph + iph->ihl * 4;
-	if ((void *)(udp + 1) > data_end)
+	/* UDP and TCP headers both start with the source and destination
+	 * ports */
+	l4 = (void *)iph + iph->ihl * 4;
+	if (l4 + 4 > data_end)
 		return XDP_PASS;
-
+	key.dport = *(__u16 *)(l4 + 2);
 	key.daddr = iph->daddr;
-	key.dport = udp->dest;
 	v = bpf_map_lookup_elem(&ts_steer_map, &key);
-	if (!v) {
+	/* A wildcard (0.0.0.0) binding takes unicast only: multicast goes
+	 * to an XSK only for a (group, port) a process joined, so that the
+	 * kernel still delivers groups other processes joined. */
+	if (!v && (iph->daddr & bpf_htonl(0xf0000000)) != bpf_htonl(0xe0000000)) {
 		key.daddr = 0;
 		v = bpf_map_lookup_elem(&ts_steer_map, &key);
 	}
 	if (!v)
 		return count(TS_CNT_PASS_NOMATCH, XDP_PASS);
+	if (data_end - data > TS_XSK_MAX_FRAME)
+		return count(TS_CNT_PASS_BIG, XDP_PASS);
 	if (v->flags & TS_STEER_F_SHARED)
 		return count(TS_CNT_PASS_SHARED, XDP_PASS);
 	if (v->queue != ctx->rx_queue_index)

@@ -6,6 +6,12 @@
 #define TS_STEER_MAX_ENTRIES 4096
 #define TS_XSKS_MAX 64
 
+/* UMEM frames are TS_FRAME_SIZE bytes; the kernel keeps XDP_PACKET_HEADROOM
+ * (256) of each for itself on receive, so a longer frame cannot enter an
+ * XSK: the program passes those to the kernel. */
+#define TS_FRAME_SIZE 2048
+#define TS_XSK_MAX_FRAME (TS_FRAME_SIZE - 256)
+
 /* Names the library uses to find the program and its maps when another
  * process of the same namespace attached it first (max 15 chars). */
 #define TS_PROG_NAME "ts_steer"
@@ -13,12 +19,19 @@
 #define TS_MAP_XSKS "ts_xsks"
 #define TS_MAP_CNT "ts_cnt"
 
-/* Key: destination (IPv4, UDP port), network order; daddr 0 = any. */
+/* Key: destination (IPv4, port, protocol), network order; daddr 0 = any.
+ * proto is TS_STEER_UDP (0: the layout entries had before TCP, so a
+ * program left attached by an older library keeps steering UDP) or
+ * TS_STEER_TCP. */
 struct ts_steer_key {
 	__u32 daddr;
 	__u16 dport;
-	__u16 pad;
+	__u8 proto;
+	__u8 pad;
 };
+
+#define TS_STEER_UDP 0
+#define TS_STEER_TCP 6 /* IPPROTO_TCP */
 
 #define TS_STEER_F_SHARED 1 /* several processes want it: kernel delivers */
 
@@ -33,6 +46,7 @@ enum ts_cnt_idx {
 	TS_CNT_PASS_NOMATCH,
 	TS_CNT_PASS_SHARED,
 	TS_CNT_PASS_QUEUE,
+	TS_CNT_PASS_BIG, /* longer than an XSK frame */
 	TS_CNT_MAX,
 };
 

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
+#include <linux/netlink.h>
 
 #include "tickstack.h"
 #include "pkt.h"
@@ -44,6 +45,10 @@
 	X(int, sendmmsg, (int, struct mmsghdr *, unsigned int, int))          \
 	X(ssize_t, read, (int, void *, size_t))                               \
 	X(ssize_t, write, (int, const void *, size_t))                        \
+	X(ssize_t, readv, (int, const struct iovec *, int))                   \
+	X(ssize_t, writev, (int, const struct iovec *, int))                  \
+	X(int, close_range, (unsigned int, unsigned int, int))                \
+	X(long, syscall, (long, ...))                                         \
 	X(int, poll, (struct pollfd *, nfds_t, int))                          \
 	X(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *,      \
 		       const sigset_t *))                                     \
@@ -63,11 +68,15 @@
 	X(int, dup, (int))                                                    \
 	X(int, dup2, (int, int))                                              \
 	X(int, dup3, (int, int, int))                                         \
-	X(int, execve, (const char *, char *const[], char *const[]))          \
 	X(int, sigaction,                                                     \
 	  (int, const struct sigaction *, struct sigaction *))                \
 	X(int, epoll_pwait2, (int, struct epoll_event *, int,                 \
-			      const struct timespec *, const sigset_t *))
+			      const struct timespec *, const sigset_t *))      \
+	X(int, listen, (int, int))                                            \
+	X(int, accept, (int, struct sockaddr *, socklen_t *))                 \
+	X(int, accept4, (int, struct sockaddr *, socklen_t *, int))           \
+	X(int, getpeername, (int, struct sockaddr *, socklen_t *))            \
+	X(int, shutdown, (int, int))
 
 #define TS_DECLARE_REAL(ret, name, args) extern ret(*ts_real_##name) args TS_HIDDEN;
 TS_REAL_CALLS(TS_DECLARE_REAL)
@@ -108,7 +117,15 @@ TS_HIDDEN struct tickstack_xsk_stats *ts_stats__xsk_slot(void);
 TS_HIDDEN struct tickstack_sock_stats *ts_stats__sock_slot(int fd);
 
 /* ---- routes and neighbours (netlink) */
+struct ts_flow {          /* the keys of the kernel's output route lookup */
+	uint32_t daddr, saddr;  /* network order; saddr 0: any */
+	int oif;                /* 0: any */
+	uint16_t sport, dport;  /* network order */
+	uint8_t tos;
+};
+
 struct ts_nexthop {
+	struct ts_flow fl;
 	uint32_t daddr;
 	int ifindex;
 	uint32_t gw;      /* 0 when on link */
@@ -119,6 +136,8 @@ struct ts_nexthop {
 	uint64_t expires_ns;
 };
 TS_HIDDEN int ts_route__lookup(uint32_t daddr, struct ts_nexthop *nh);
+TS_HIDDEN int ts_route__lookup_flow(const struct ts_flow *fl,
+				   struct ts_nexthop *nh);
 TS_HIDDEN int ts_neigh__lookup(int ifindex, uint32_t addr, uint8_t mac[6]);
 TS_HIDDEN void ts_route__reset_after_fork(void);
 
@@ -133,12 +152,26 @@ TS_HIDDEN int ts_stack__ifindex(const struct ts_stack *st);
 TS_HIDDEN int ts_stack__usable(const struct ts_stack *st);
 TS_HIDDEN void ts_stack__mac(const struct ts_stack *st, uint8_t mac[6]);
 TS_HIDDEN uint32_t ts_stack__mtu(const struct ts_stack *st);
+TS_HIDDEN uint32_t ts_stack__max_payload(const struct ts_stack *st);
+TS_HIDDEN uint32_t ts_stack__addr(const struct ts_stack *st);
+TS_HIDDEN void ts_stack__flush(struct ts_stack *st);
 TS_HIDDEN int ts_stack__poll_rx(struct ts_stack *st);
+TS_HIDDEN int ts_stack__poll(struct ts_stack *st, int wait);
 TS_HIDDEN int ts_stack__poll_all(void);
 TS_HIDDEN int ts_stack__busy(const struct ts_stack *st);
 TS_HIDDEN int ts_stack__any_busy(void);
 TS_HIDDEN int ts_stack__steer_add(struct ts_stack *st, uint32_t daddr,
 				  uint16_t dport);
+TS_HIDDEN int ts_stack__steer_add_proto(struct ts_stack *st, uint32_t daddr,
+					uint16_t dport, int proto);
+TS_HIDDEN int ts_stack__steer_del_proto(struct ts_stack *st, uint32_t daddr,
+					uint16_t dport, int proto,
+					int only_mine);
+TS_HIDDEN int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
+				const void *ip, size_t len, int kick_now);
+TS_HIDDEN uint32_t ts_stack__frames_out(struct ts_stack *st);
+TS_HIDDEN int ts_stack__steer_shared(struct ts_stack *st, uint32_t daddr,
+				     uint16_t dport);
 TS_HIDDEN int ts_stack__share(int ifindex, uint32_t daddr, uint16_t dport);
 TS_HIDDEN int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr,
 				  uint16_t dport, int only_mine);
@@ -146,7 +179,7 @@ TS_HIDDEN int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr,
 struct ts_udp_hdr_spec;
 TS_HIDDEN int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 			     const struct iovec *iov, int iovcnt, size_t len,
-			     int nonblock);
+			     int nonblock, int more);
 TS_HIDDEN void ts_stack__frame_refs(struct ts_stack *st, uint64_t frame,
 				     int refs);
 TS_HIDDEN void ts_stack__frame_put(struct ts_stack *st, uint64_t addr);
@@ -162,20 +195,46 @@ TS_HIDDEN struct ts_stack *ts_stack__at(int i);
 struct ts_rxent {
 	struct ts_stack *st;
 	uint64_t frame;   /* frame base address in the UMEM */
+	uint64_t rx_ns;   /* CLOCK_REALTIME when taken from the RX ring */
 	uint32_t off;     /* payload offset from frame base */
 	uint16_t len;
 	uint16_t sport;
 	uint32_t saddr;
+	uint32_t daddr;
+	uint8_t tos, ttl;
+};
+
+/* Control messages a socket asked for (setsockopt); those the stack
+ * produces itself. Any other receive-side option moves the socket to the
+ * kernel. */
+enum {
+	TS_CM_PKTINFO = 1 << 0,
+	TS_CM_TTL = 1 << 1,
+	TS_CM_TOS = 1 << 2,
+	TS_CM_TSTAMP = 1 << 3,   /* SO_TIMESTAMP(_NEW): struct timeval */
+	TS_CM_TSTAMPNS = 1 << 4, /* SO_TIMESTAMPNS(_NEW): struct timespec */
 };
 
 #define TS_MAX_GROUPS 16
 #define TS_MAX_RX_STACKS 8
 
+/* A shadow socket. Locking: the addressing, steering and option fields
+ * change under the control lock (ts_lock) and, where the RX path reads
+ * them, the port table's write lock too; the RX queue (q, qhead, qtail)
+ * under qlock; state, users, dead and kernel_hint are atomics. Objects are
+ * never returned to libc: a closed socket goes back to a pool, so a thread
+ * that looked it up just before a close never touches freed memory. */
 struct ts_sock {
-	int refs;             /* fds (dup) pointing here */
+	int refs;             /* fds (dup) pointing here; ts_lock */
+	int users;            /* calls in flight (atomic) */
+	int dead;             /* every fd closed (atomic) */
+	int fin;              /* finalised (atomic, once per incarnation) */
 	int fd;               /* first fd, for statistics */
+	int kfd;              /* after close with calls in flight: a dup of the
+			       * kernel socket they keep using, as the kernel
+			       * keeps a socket while a call runs on it; -1 */
 	pid_t owner;          /* process that installed the steering */
-	int state;            /* TS_S_* */
+	int state;            /* TS_S_* (atomic) */
 	int nonblock;
 	uint32_t laddr;       /* network order */
 	uint16_t lport;
@@ -184,20 +243,26 @@ struct ts_sock {
 	int connected;
 	struct timeval rcvtimeo;
 	struct timeval sndtimeo;
-	uint8_t ttl, mcast_ttl, tos, mcast_loop;
+	uint8_t ttl, mcast_ttl, tos, mcast_loop, mc_all;
 	uint32_t mcast_if;    /* IP_MULTICAST_IF address */
 	int mcast_ifindex;
 	uint32_t groups[TS_MAX_GROUPS];
 	int group_ifindex[TS_MAX_GROUPS];
 	int ngroups;
 	struct ts_stack *rx_stacks[TS_MAX_RX_STACKS];
-	int nrx;
-	int kernel_hint;      /* kernel fd reported readable */
-	int kernel_skip;
+	int nrx;              /* atomic: entries are only appended */
+	int cmsgs;            /* TS_CM_* */
+	int tstamp_type;      /* cmsg type of the timestamp the app asked for */
+	int reuse;            /* SO_REUSEADDR: others may share the port */
+	uint64_t ino;         /* the kernel socket's inode (foreign-socket check) */
+	struct ts_stack *tx_pending_st; /* a batch left descriptors unkicked */
+	int kernel_hint;      /* kernel fd reported readable (atomic) */
 	/* RX queue of datagrams steered to this socket */
+	pthread_mutex_t qlock;
 	struct ts_rxent *q;
 	uint32_t qcap, qhead, qtail;
 	struct ts_sock *next_port; /* chain in the port table */
+	struct ts_sock *next_free; /* pool */
 	struct tickstack_sock_stats *stats;
 	struct tickstack_sock_stats dummy_stats;
 };
@@ -212,6 +277,7 @@ TS_HIDDEN extern struct ts_sock **ts_fdtab;
 TS_HIDDEN extern int ts_fdtab_size;
 TS_HIDDEN extern struct ts_sock **ts_port_tab;
 
+/* The socket behind fd without a reference: for readiness hints only. */
 static inline struct ts_sock *ts_sock__of(int fd)
 {
 	if (ts_unlikely(fd < 0 || fd >= ts_fdtab_size || !ts_fdtab))
@@ -219,19 +285,70 @@ static inline struct ts_sock *ts_sock__of(int fd)
 	return __atomic_load_n(&ts_fdtab[fd], __ATOMIC_ACQUIRE);
 }
 
-static inline int ts_sock__qlen(const struct ts_sock *s)
+TS_HIDDEN void ts_sock__finalize(struct ts_sock *s);
+
+/* The socket behind fd with a reference held for the call: a close in
+ * another thread meanwhile leaves it working until ts_sock__put. */
+static inline struct ts_sock *ts_sock__get(int fd)
 {
-	return (int)(s->qtail - s->qhead);
+	struct ts_sock *s;
+
+	for (;;) {
+		s = ts_sock__of(fd);
+		if (!s)
+			return NULL;
+		__atomic_add_fetch(&s->users, 1, __ATOMIC_ACQ_REL);
+		if (ts_likely(ts_sock__of(fd) == s))
+			return s;
+		if (!__atomic_sub_fetch(&s->users, 1, __ATOMIC_ACQ_REL) &&
+		    __atomic_load_n(&s->dead, __ATOMIC_ACQUIRE))
+			ts_sock__finalize(s);
+	}
+}
+
+static inline void ts_sock__put(struct ts_sock *s)
+{
+	if (!__atomic_sub_fetch(&s->users, 1, __ATOMIC_ACQ_REL) &&
+	    __atomic_load_n(&s->dead, __ATOMIC_ACQUIRE))
+		ts_sock__finalize(s);
+}
+
+static inline int ts_sock__state(const struct ts_sock *s)
+{
+	return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+}
+
+/* The kernel fd to use: the caller's, or the dup kept after a close. */
+static inline int ts_sock__kfd(const struct ts_sock *s, int fd)
+{
+	int k = __atomic_load_n(&s->kfd, __ATOMIC_ACQUIRE);
+
+	return k >= 0 ? k : fd;
+}
+
+static inline int ts_sock__rx_ready(const struct ts_sock *s)
+{
+	return __atomic_load_n(&s->qtail, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&s->qhead, __ATOMIC_ACQUIRE);
 }
 
 TS_HIDDEN extern int ts_sig_efd;
+TS_HIDDEN extern int ts_uring_used;
+TS_HIDDEN extern pthread_rwlock_t ts_port_lock;
+TS_HIDDEN void ts_sock__uring_used(void);
 TS_HIDDEN struct ts_sock *ts_sock__new(int fd, int nonblock);
 TS_HIDDEN void ts_sock__release(int fd);
 TS_HIDDEN void ts_sock__dup(int oldfd, int newfd);
+TS_HIDDEN void ts_sock__check_owner(struct ts_sock *s, int fd);
+TS_HIDDEN int ts_sock__activate_for_send(struct ts_sock *s, int fd);
+TS_HIDDEN int ts_sock__require_fail(struct ts_sock *s, const char *why);
+TS_HIDDEN ssize_t ts_sock__pop(struct ts_sock *s, struct msghdr *msg,
+			       int flags);
 TS_HIDDEN ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd,
 				   struct msghdr *msg, int flags);
 TS_HIDDEN ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd,
-				   const struct msghdr *msg, int flags);
+				   const struct msghdr *msg, int flags, int more);
+TS_HIDDEN void ts_sock__flush(struct ts_sock *s);
 TS_HIDDEN int ts_sock__after_bind(struct ts_sock *s, int fd);
 TS_HIDDEN int ts_sock__after_connect(struct ts_sock *s, int fd,
 				     const struct sockaddr *addr,
@@ -239,6 +356,7 @@ TS_HIDDEN int ts_sock__after_connect(struct ts_sock *s, int fd,
 TS_HIDDEN void ts_sock__setsockopt(struct ts_sock *s, int fd, int level,
 				   int opt, const void *val, socklen_t len);
 TS_HIDDEN int ts_sock__fionread(struct ts_sock *s, int *out);
+TS_HIDDEN void ts_sock__check_shared(void);
 TS_HIDDEN int ts_poll__has_accel(struct pollfd *fds, nfds_t n);
 TS_HIDDEN int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 			    const sigset_t *mask);
@@ -246,13 +364,53 @@ TS_HIDDEN int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev);
 TS_HIDDEN void ts_ep__forget_fd(int fd);
 TS_HIDDEN int ts_ep__active(int epfd);
 TS_HIDDEN int ts_ep__wait(int epfd, struct epoll_event *out, int max,
-			  int timeout_ms, const sigset_t *mask);
+			  int64_t timeout_ns, const sigset_t *mask);
+TS_HIDDEN void ts_ep__after_fork_child(void);
 TS_HIDDEN void ts_sock__after_fork_child(struct tickstack_stats *old,
 					 struct tickstack_stats *now);
 TS_HIDDEN int ts_sock__init_tables(void);
+TS_HIDDEN void ts_sock__deliver_begin(void);
+TS_HIDDEN void ts_sock__deliver_end(void);
 TS_HIDDEN int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
-			       const struct ts_udp_meta *m);
-TS_HIDDEN void ts_sock__stack_dead(struct ts_stack *st);
+			       const struct ts_udp_meta *m, uint64_t rx_ns);
+
+/* ---- the wait primitive: recv, poll, select and epoll spin, then sleep
+ * in ppoll on their kernel fds, the XSKs and the signal eventfd. */
+struct ts_wait {
+	/* >0 or <0: done, returned as is; 0: not yet. kernel: look at the
+	 * kernel fds too (due now and then while spinning, and after a sleep) */
+	int (*check)(struct ts_wait *w, int kernel);
+	/* the caller's fds to sleep on; returns how many it wrote */
+	int (*sleep_fds)(struct ts_wait *w, struct pollfd *pf, int max);
+	void *arg;
+	int64_t timeout_ns;     /* <0 forever, 0 one look */
+	int any_signal;         /* EINTR for any handler (poll, select, epoll),
+				 * else only for one without SA_RESTART */
+	const sigset_t *mask;   /* ppoll's and epoll_pwait's mask */
+	struct ts_stack **stacks; /* XSKs to poll; NULL: all of the process */
+	int *nstacks;
+	struct pollfd *sleep_buf; /* NULL: 16 of the caller's fds on the stack */
+	int sleep_cap;            /* the caller's fds that fit (the XSKs and
+				   * the eventfd get room after them) */
+};
+/* The check's result, 0 on timeout, -1 with errno EINTR. */
+TS_HIDDEN int ts_wait(struct ts_wait *w);
+TS_HIDDEN void ts_wait__efd_drain(void);
+/* threads asleep in the library (ppoll): another thread that changed
+ * what they may wait for (TCP) writes the signal eventfd when non zero */
+TS_HIDDEN extern int ts_wait_sleepers;
+
+/* ---- the control thread: rtnetlink subscription keeping the next-hop
+ * cache current, next-hop resolution, shared-port checks */
+enum { NH_OK = 0, NH_NOROUTE, NH_LOCAL, NH_NEIGH, NH_PENDING };
+TS_HIDDEN int ts_nh__get(const struct ts_flow *fl, struct ts_nexthop *out);
+TS_HIDDEN void ts_nh__resolve_pending(void);
+TS_HIDDEN void ts_nh__event(const struct nlmsghdr *h);
+TS_HIDDEN void ts_nh__reset(void);
+TS_HIDDEN void ts_nh__init(void);
+TS_HIDDEN void ts_ctl__start(void);
+TS_HIDDEN void ts_ctl__wake(void);
+TS_HIDDEN void ts_ctl__after_fork_child(void);
 
 /* ---- the process id, cached (getpid() is a system call); the fork
  * handler refreshes it in the child */
@@ -270,6 +428,10 @@ extern __thread int ts_in_lib TS_HIDDEN;
 /* ---- signals */
 TS_HIDDEN unsigned long ts_sig__gen(void);         /* any handler ran */
 TS_HIDDEN unsigned long ts_sig__norestart_gen(void); /* one without SA_RESTART */
+
+/* Statistics counters are updated by several threads. */
+#define TS_INC(c) __atomic_fetch_add(&(c), 1, __ATOMIC_RELAXED)
+#define TS_ADD(c, n) __atomic_fetch_add(&(c), (n), __ATOMIC_RELAXED)
 
 static inline uint64_t ts_now_ns(void)
 {

@@ -154,6 +154,43 @@ static void test_known_udp(void)
 	CHECK(f[40] == 0x43 && f[41] == 0xa1, "udp csum %02x%02x", f[40], f[41]);
 }
 
+/* A frame of a local kernel socket over veth carries the unfinished
+ * offload checksum (the folded pseudo-header sum): recognised as such, and
+ * neither a full checksum nor a corrupted one is taken for it. */
+static void test_csum_partial(void)
+{
+	struct ts_udp_hdr_spec s = { .saddr = htonl(0xc6120a01),
+				     .daddr = htonl(0xc6120a02),
+				     .sport = htons(1000), .dport = htons(2000),
+				     .ttl = 64, .udp_csum = 1 };
+	uint8_t f[256] = { 0 };
+	struct ts_udp_meta m;
+	uint8_t ph[12];
+	uint16_t seed;
+	int n;
+
+	memcpy(f + TS_HDRS_LEN, "partial!", 8);
+	n = ts_pkt__build_udp(f, sizeof(f), 8, &s);
+	CHECK(ts_pkt__parse_udp(f, (size_t)n, &m) == 0, "parse");
+	CHECK(!ts_pkt__csum_is_partial(&m), "a full checksum is not partial");
+	memcpy(ph, &s.saddr, 4);
+	memcpy(ph + 4, &s.daddr, 4);
+	ph[8] = 0;
+	ph[9] = 17;
+	ph[10] = 0;
+	ph[11] = 16; /* UDP length */
+	seed = htons(ts_csum__fold(ts_csum__partial(ph, 12, 0)));
+	memcpy(f + 40, &seed, 2);
+	CHECK(ts_pkt__parse_udp(f, (size_t)n, &m) == 0, "parse partial");
+	CHECK(ts_pkt__csum_is_partial(&m), "the offload seed is partial");
+	CHECK(ts_pkt__verify_csum(f, (size_t)n, &m) == -EBADMSG,
+	      "the seed is no valid full checksum");
+	seed ^= htons(1);
+	memcpy(f + 40, &seed, 2);
+	CHECK(ts_pkt__parse_udp(f, (size_t)n, &m) == 0, "parse corrupted");
+	CHECK(!ts_pkt__csum_is_partial(&m), "a corrupted checksum is not partial");
+}
+
 static void test_parse_rejects(void)
 {
 	unsigned char f[128], g[128];
@@ -235,6 +272,7 @@ int main(void)
 	test_known_udp();
 	test_build_parse_roundtrip();
 	test_parse_rejects();
+	test_csum_partial();
 	test_build_limits();
 	test_mcast_mac();
 	if (failures) {

@@ -13,10 +13,16 @@
  *                                          of the socket, after checking
  *                                          that SO_RCVTIMEO times out
  *   udpcheck exec-echo IP PORT COUNT       bind, then execve() itself with
- *                                          an EMPTY environment: the new
- *                                          image must still be preloaded
- *                                          and echo on the inherited fd
- * MUX mmsg: recvmmsg/sendmmsg in batches; MUX poll also checks FIONREAD.
+ *                                          its environment: the new image
+ *                                          is preloaded again and echoes
+ *                                          on the inherited fd
+ *   udpcheck forkq-echo IP PORT COUNT      bind, wait until a datagram is
+ *                                          queued, fork; the child reads it
+ *                                          and echoes COUNT
+ * MUX mmsg: recvmmsg/sendmmsg in batches; MUX poll also checks FIONREAD;
+ * MUX cmsg: blocking recvmsg with IP_PKTINFO, IP_RECVTTL, IP_RECVTOS and
+ * SO_TIMESTAMPNS, each control message checked.
+ * UDPCHECK_BIG=1: sizes up to 3000 bytes too (for a 3500-byte MTU).
  * Exit 0 on success; any mismatch or timeout prints why and exits 1. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -41,11 +47,79 @@ static void fill(unsigned char *b, size_t n, unsigned seq)
 		b[i] = (unsigned char)(seq * 131u + i * 7u + (i >> 8));
 }
 
+#define BUFSZ 9216
+
 static size_t size_of(unsigned seq)
 {
 	static const size_t sizes[] = { 1, 14, 63, 64, 65, 255, 256, 1000, 1471, 1472 };
+	static const size_t big[] = { 1, 1472, 1700, 1746, 1747, 1800, 2000, 2048, 3000 };
+	const char *b = getenv("UDPCHECK_BIG");
 
+	if (b && !strcmp(b, "1"))
+		return big[seq % (sizeof(big) / sizeof(big[0]))];
 	return sizes[seq % (sizeof(sizes) / sizeof(sizes[0]))];
+}
+
+/* MUX cmsg: what the kernel writes for IP_PKTINFO, IP_RECVTTL, IP_RECVTOS
+ * and SO_TIMESTAMPNS, in its order; 0 when all is as expected. */
+static int check_cmsgs(struct msghdr *m, struct in_addr local)
+{
+	struct cmsghdr *c;
+	struct timespec now;
+	int seen = 0, k = 0;
+	static const int order[] = { SO_TIMESTAMPNS, IP_PKTINFO, IP_TTL, IP_TOS };
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (m->msg_flags & MSG_CTRUNC) {
+		fprintf(stderr, "udpcheck: MSG_CTRUNC with a large control buffer\n");
+		return 1;
+	}
+	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c), k++) {
+		if (k >= 4 || c->cmsg_type != order[k]) {
+			fprintf(stderr, "udpcheck: control message %d is type %d, want %d\n",
+				k, c->cmsg_type, k < 4 ? order[k] : -1);
+			return 1;
+		}
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS) {
+			struct timespec ts;
+
+			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			if (ts.tv_sec < now.tv_sec - 5 || ts.tv_sec > now.tv_sec + 1) {
+				fprintf(stderr, "udpcheck: SO_TIMESTAMPNS %ld is not now (%ld)\n",
+					(long)ts.tv_sec, (long)now.tv_sec);
+				return 1;
+			}
+			seen |= 1;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			if (pi.ipi_addr.s_addr != local.s_addr ||
+			    pi.ipi_spec_dst.s_addr != local.s_addr || pi.ipi_ifindex <= 0) {
+				fprintf(stderr, "udpcheck: IP_PKTINFO addr %08x spec_dst %08x ifindex %d\n",
+					pi.ipi_addr.s_addr, pi.ipi_spec_dst.s_addr, pi.ipi_ifindex);
+				return 1;
+			}
+			seen |= 2;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+			int ttl;
+
+			memcpy(&ttl, CMSG_DATA(c), sizeof(ttl));
+			if (ttl != 64) {
+				fprintf(stderr, "udpcheck: IP_TTL %d, want 64\n", ttl);
+				return 1;
+			}
+			seen |= 4;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS &&
+			   c->cmsg_len == CMSG_LEN(1)) {
+			seen |= 8;
+		}
+	}
+	if (seen != 15) {
+		fprintf(stderr, "udpcheck: control messages missing (seen %#x of 0xf)\n", seen);
+		return 1;
+	}
+	return 0;
 }
 
 static int mksock(const char *ip, int port, int do_bind, struct sockaddr_in *sa)
@@ -140,13 +214,55 @@ static int echo_mmsg(int fd, unsigned count)
 	return 0;
 }
 
+static int echo_cmsg(int fd, unsigned count)
+{
+	static unsigned char buf[BUFSZ];
+	char cbuf[512];
+	struct sockaddr_in local;
+	socklen_t ll = sizeof(local);
+	int one = 1;
+	unsigned i;
+
+	if (getsockname(fd, (struct sockaddr *)&local, &ll) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0) {
+		perror("udpcheck echo: control message options");
+		return 1;
+	}
+	for (i = 0; i < count; i++) {
+		struct sockaddr_in from;
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr m = { .msg_name = &from, .msg_namelen = sizeof(from),
+				    .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		ssize_t n = recvmsg(fd, &m, 0); /* blocking, with a control buffer */
+
+		if (n < 0) {
+			perror("udpcheck echo: recvmsg");
+			return 1;
+		}
+		if (check_cmsgs(&m, local.sin_addr))
+			return 1;
+		if (sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from,
+			   sizeof(from)) != n) {
+			perror("udpcheck echo: sendto");
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int echo(int fd, unsigned count, const char *mux)
 {
-	unsigned char buf[2048];
+	static unsigned char buf[BUFSZ];
 	unsigned i;
 
 	if (!strcmp(mux, "mmsg"))
 		return echo_mmsg(fd, count);
+	if (!strcmp(mux, "cmsg"))
+		return echo_cmsg(fd, count);
 	for (i = 0; i < count; i++) {
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
@@ -183,7 +299,7 @@ static int echo(int fd, unsigned count, const char *mux)
 
 static int sender_connected(int fd, struct sockaddr_in *to, unsigned count)
 {
-	unsigned char out[2048], in[2048];
+	unsigned char out[BUFSZ], in[BUFSZ];
 	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
 	struct timespec t0, t1;
 	double waited;
@@ -241,7 +357,7 @@ static int sender_connected(int fd, struct sockaddr_in *to, unsigned count)
 
 static int sender(int fd, struct sockaddr_in *to, unsigned count)
 {
-	unsigned char out[2048], in[2048];
+	unsigned char out[BUFSZ], in[BUFSZ];
 	unsigned i;
 
 	for (i = 0; i < count; i++) {
@@ -291,16 +407,16 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "exec-echo")) {
 		char fdarg[16];
 		char *args[] = { argv[0], "echo-fd", fdarg, argv[4], NULL };
-		char *empty[] = { NULL };
+		extern char **environ;
 
 		fd = mksock(argv[2], atoi(argv[3]), 1, &sa);
 		snprintf(fdarg, sizeof(fdarg), "%d", fd);
-		execve("/proc/self/exe", args, empty);
+		execve("/proc/self/exe", args, environ);
 		perror("udpcheck: execve");
 		return 1;
 	}
 	if (!strcmp(argv[1], "echo-fd")) {
-		/* after exec-echo: the environment was emptied by the caller */
+		/* after exec-echo: the environment was passed on */
 		const char *pre = getenv("LD_PRELOAD");
 
 		if (!pre || !strstr(pre, "libtickstack")) {
@@ -317,6 +433,34 @@ int main(int argc, char **argv)
 		printf("ready\n");
 		fflush(stdout);
 		return echo(fd, count, argc > 5 ? argv[5] : "block");
+	}
+	if (!strcmp(argv[1], "forkq-echo")) {
+		struct pollfd p;
+		pid_t pid;
+		int st;
+
+		fd = mksock(argv[2], atoi(argv[3]), 1, &sa);
+		printf("ready\n");
+		fflush(stdout);
+		/* a datagram is queued (by the library: in its own queue) */
+		p.fd = fd;
+		p.events = POLLIN;
+		if (poll(&p, 1, 10000) != 1) {
+			fprintf(stderr, "udpcheck forkq-echo: nothing came\n");
+			return 1;
+		}
+		pid = fork();
+		if (pid < 0) {
+			perror("udpcheck: fork");
+			return 1;
+		}
+		if (pid == 0)
+			_exit(echo(fd, count, "block"));
+		if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "udpcheck forkq-echo: child failed (status %#x)\n", st);
+			return 1;
+		}
+		return 0;
 	}
 	if (!strcmp(argv[1], "fork-echo")) {
 		pid_t pid;

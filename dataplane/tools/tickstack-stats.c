@@ -30,10 +30,14 @@ static void print(const struct tickstack_stats *t)
 	uint32_t i;
 
 	printf("pid %d profile %s: sockets accelerated %llu, on the kernel "
-	       "%llu, fallback events %llu\n",
+	       "%llu, fallback events %llu (kernel by option %llu, io_uring "
+	       "%llu, shared ports %llu)\n",
 	       t->pid, t->profile, (unsigned long long)t->sockets_accelerated,
 	       (unsigned long long)t->sockets_kernel,
-	       (unsigned long long)t->fallback_events);
+	       (unsigned long long)t->fallback_events,
+	       (unsigned long long)t->kernel_option,
+	       (unsigned long long)t->kernel_uring,
+	       (unsigned long long)t->kernel_shared);
 	for (i = 0; i < t->nxsk && i < TICKSTACK_STATS_MAX_XSK; i++) {
 		const struct tickstack_xsk_stats *x = &t->xsk[i];
 
@@ -62,6 +66,10 @@ static void print(const struct tickstack_stats *t)
 		TICKSTACK_SOCK_COUNTERS(PR)
 #undef PR
 	}
+	printf("  tcp\n");
+#define PR(n) printf("    %-20s %llu\n", #n, (unsigned long long)t->tcp.n);
+	TICKSTACK_TCP_COUNTERS(PR)
+#undef PR
 }
 
 static int show(int pid)

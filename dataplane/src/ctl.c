@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+/* ctl.c - the control thread: the slow path the data path never waits
+ * for. It subscribes to rtnetlink (links, addresses, routes, rules,
+ * neighbours) and keeps the next-hop cache current, resolves the flows the
+ * send path asked for, and looks now and then for sockets of other
+ * processes sharing a port with ours. Started with the first accelerated
+ * socket, again in a forked child when it needs one; all signals blocked
+ * (the application's handlers run on its own threads). */
+#include "ts_internal.h"
+
+#include <linux/rtnetlink.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define TS_CTL_TICK_MS 100
+
+static pthread_t ctl_tid;
+static pid_t ctl_pid;  /* process whose thread runs (0: none) */
+static int ctl_efd = -1;
+
+static int ctl__nl_open(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	int fd;
+
+	fd = ts_real_socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    NETLINK_ROUTE);
+	if (fd < 0)
+		return -1;
+	sa.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE |
+		       RTMGRP_NEIGH | RTMGRP_IPV4_RULE;
+	if (ts_real_bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ts_real_close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void ctl__nl_drain(int fd)
+{
+	char buf[8192] __attribute__((aligned(4)));
+
+	for (;;) {
+		ssize_t n = ts_real_recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		struct nlmsghdr *h;
+
+		if (n < 0) {
+			if (errno == ENOBUFS) {
+				/* notifications were lost: forget everything */
+				struct nlmsghdr all = { .nlmsg_type = RTM_NEWROUTE };
+
+				ts_nh__event(&all);
+				continue;
+			}
+			return;
+		}
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (unsigned int)n);
+		     h = NLMSG_NEXT(h, n))
+			ts_nh__event(h);
+	}
+}
+
+static void *ctl__main(void *arg)
+{
+	uint64_t next_share = 0;
+	int nl;
+
+	(void)arg;
+	ts_in_lib = 1; /* this thread's libc calls are never interposed */
+	/* It runs for microseconds when the network changes, but must run
+	 * then, also on a CPU the application keeps busy spinning (its
+	 * threads inherit the application's affinity): a higher priority
+	 * where the process may set one (CAP_SYS_NICE), best effort. */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10))
+		ts_dbg("control thread keeps its priority: %s", strerror(errno));
+	nl = ctl__nl_open();
+	if (nl < 0)
+		ts_log("rtnetlink subscription failed (%s): next hops are "
+		       "resolved but not refreshed on changes",
+		       strerror(errno));
+	for (;;) {
+		struct pollfd pf[2] = { { .fd = ctl_efd, .events = POLLIN },
+					{ .fd = nl, .events = POLLIN } };
+		uint64_t now, v;
+
+		ts_real_poll(pf, nl >= 0 ? 2 : 1, TS_CTL_TICK_MS);
+		if (pf[0].revents)
+			(void)!ts_real_read(ctl_efd, &v, sizeof(v));
+		if (nl >= 0 && pf[1].revents)
+			ctl__nl_drain(nl);
+		ts_nh__resolve_pending();
+		now = ts_now_ns();
+		if (now >= next_share) {
+			ts_sock__check_shared();
+			next_share = now + TS_CTL_TICK_MS * 1000000ull;
+		}
+	}
+	return NULL;
+}
+
+/* Start the thread of this process if it has none (caller holds ts_lock). */
+void ts_ctl__start(void)
+{
+	sigset_t all, old;
+
+	if (__atomic_load_n(&ctl_pid, __ATOMIC_ACQUIRE) == ts_getpid())
+		return;
+	if (ctl_efd < 0)
+		ctl_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ctl_efd < 0)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ts_in_lib++;
+	if (!pthread_create(&ctl_tid, NULL, ctl__main, NULL)) {
+		pthread_detach(ctl_tid);
+		__atomic_store_n(&ctl_pid, ts_getpid(), __ATOMIC_RELEASE);
+	} else {
+		ts_log("cannot start the control thread: next hops are not "
+		       "resolved, sends use the kernel");
+	}
+	ts_in_lib--;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void ts_ctl__wake(void)
+{
+	uint64_t one = 1;
+
+	if (ts_unlikely(__atomic_load_n(&ctl_pid, __ATOMIC_ACQUIRE) !=
+			ts_getpid())) {
+		ts_lock();
+		ts_ctl__start();
+		ts_unlock();
+	}
+	if (ctl_efd >= 0)
+		(void)!ts_real_write(ctl_efd, &one, sizeof(one));
+}
+
+/* The thread did not survive the fork: the next need starts one, with a
+ * cache emptied (nothing kept it current meanwhile). */
+void ts_ctl__after_fork_child(void)
+{
+	__atomic_store_n(&ctl_pid, 0, __ATOMIC_RELEASE);
+	ts_nh__reset();
+}

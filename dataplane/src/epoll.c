@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: Apache-2.0
+/* epoll.c - epoll sets holding accelerated sockets. The kernel's set keeps
+ * every fd the application registered (ours with a tagged data, translated
+ * back); readiness of an accelerated socket comes from its queue. Waiting
+ * goes through the one wait primitive: it sleeps in ppoll on the epoll fd
+ * itself, the XSKs and the signal eventfd, so no fd of the library ever
+ * joins the application's set (no event with a data it never registered).
+ *
+ * Locking: the list of sets under ep_list_lock; a set's members under its
+ * own lock; neither is held across a system call. Set objects are never
+ * freed (a closed set's object is reused), so a waiter racing a close of
+ * its epoll fd never touches freed memory. */
+#include "ts_internal.h"
+#include "tcp_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TS_EP_TAG_SOCK 0x7453000000000000ull
+#define TS_EP_TAG_MASK 0xffff000000000000ull
+
+struct ts_ep_member {
+	int fd;
+	uint32_t events;
+	epoll_data_t data;
+	int disabled; /* EPOLLONESHOT fired */
+};
+
+struct ts_ep {
+	pthread_mutex_t lock;
+	int epfd;     /* -1: free for reuse */
+	int n, cap;
+	struct ts_ep_member *m;
+	struct ts_ep *next;
+};
+
+static pthread_mutex_t ep_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ts_ep *eps;
+static int ep_count; /* sets with members of ours (atomic): fast path */
+/* fds that are (or were) one of our sets or a member of one: close() of
+ * any other fd skips the sets entirely */
+static uint8_t ep_known[65536];
+
+static void known_set(int fd)
+{
+	if (fd >= 0 && fd < (int)sizeof(ep_known))
+		__atomic_store_n(&ep_known[fd], 1, __ATOMIC_RELEASE);
+}
+
+static struct ts_ep *ep_of(int epfd)
+{
+	struct ts_ep *e;
+
+	pthread_mutex_lock(&ep_list_lock);
+	for (e = eps; e; e = e->next)
+		if (e->epfd == epfd)
+			break;
+	pthread_mutex_unlock(&ep_list_lock);
+	return e;
+}
+
+static struct ts_ep *ep_get_or_add(int epfd)
+{
+	struct ts_ep *e, *spare = NULL;
+
+	pthread_mutex_lock(&ep_list_lock);
+	for (e = eps; e; e = e->next) {
+		if (e->epfd == epfd)
+			break;
+		if (e->epfd < 0 && !spare)
+			spare = e;
+	}
+	if (!e && spare) {
+		e = spare;
+		e->epfd = epfd;
+	} else if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (e) {
+			pthread_mutex_init(&e->lock, NULL);
+			e->epfd = epfd;
+			e->next = eps;
+			eps = e;
+		}
+	}
+	pthread_mutex_unlock(&ep_list_lock);
+	return e;
+}
+
+int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct epoll_event kev;
+	struct ts_ep *e;
+	int i, r, had;
+
+	memset(&kev, 0, sizeof(kev));
+	if (ev) {
+		kev.events = ev->events;
+		kev.data.u64 = TS_EP_TAG_SOCK | (uint32_t)fd;
+	}
+	/* an accelerated stream's kernel fd joins only for a listener (an
+	 * unbound placeholder socket would report EPOLLHUP) */
+	if (ts_sock__of(fd) || !ts_tcp_on || !ts_tcp__of(fd) ||
+	    ts_tcp__kernel_watch(ts_tcp__of(fd))) {
+		r = ts_real_epoll_ctl(epfd, op, fd, ev ? &kev : NULL);
+		if (r < 0)
+			return r;
+	} else if (op != EPOLL_CTL_DEL && !ev) {
+		errno = EFAULT;
+		return -1;
+	}
+	e = op == EPOLL_CTL_DEL ? ep_of(epfd) : ep_get_or_add(epfd);
+	if (!e)
+		return 0;
+	known_set(epfd);
+	known_set(fd);
+	pthread_mutex_lock(&e->lock);
+	had = e->n;
+	for (i = 0; i < e->n; i++)
+		if (e->m[i].fd == fd)
+			break;
+	if (op == EPOLL_CTL_DEL) {
+		if (i < e->n)
+			e->m[i] = e->m[--e->n];
+	} else if (ev) {
+		if (i == e->n) {
+			if (e->n == e->cap) {
+				int cap = e->cap ? e->cap * 2 : 8;
+				void *p = realloc(e->m, (size_t)cap * sizeof(*e->m));
+
+				if (!p) {
+					pthread_mutex_unlock(&e->lock);
+					return 0;
+				}
+				e->m = p;
+				e->cap = cap;
+			}
+			e->n++;
+		}
+		e->m[i].fd = fd;
+		e->m[i].events = ev->events;
+		e->m[i].data = ev->data;
+		e->m[i].disabled = 0;
+	}
+	if (!had && e->n)
+		__atomic_add_fetch(&ep_count, 1, __ATOMIC_ACQ_REL);
+	else if (had && !e->n)
+		__atomic_sub_fetch(&ep_count, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
+void ts_ep__forget_fd(int fd)
+{
+	struct ts_ep *e;
+	int i, had;
+
+	if (fd < 0 || fd >= (int)sizeof(ep_known) ||
+	    !__atomic_load_n(&ep_known[fd], __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ep_list_lock);
+	for (e = eps; e; e = e->next) {
+		pthread_mutex_lock(&e->lock);
+		had = e->n;
+		if (e->epfd == fd) {
+			e->epfd = -1; /* the set is closed: the object is reused */
+			e->n = 0;
+		}
+		for (i = 0; i < e->n; i++)
+			if (e->m[i].fd == fd)
+				e->m[i--] = e->m[--e->n];
+		if (had && !e->n)
+			__atomic_sub_fetch(&ep_count, 1, __ATOMIC_ACQ_REL);
+		pthread_mutex_unlock(&e->lock);
+	}
+	pthread_mutex_unlock(&ep_list_lock);
+}
+
+int ts_ep__active(int epfd)
+{
+	struct ts_ep *e;
+	int n = 0;
+
+	if (!__atomic_load_n(&ep_count, __ATOMIC_ACQUIRE))
+		return 0;
+	e = ep_of(epfd);
+	if (e) {
+		pthread_mutex_lock(&e->lock);
+		n = e->n;
+		pthread_mutex_unlock(&e->lock);
+	}
+	return n > 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* waiting                                                             */
+
+#define TS_EP_DEDUP 256
+
+struct ep_wait {
+	struct ts_ep *e;
+	int epfd;
+	struct epoll_event *out;
+	int max;
+	int nout;
+	int outfd[TS_EP_DEDUP]; /* the fd of each event, to merge two looks */
+};
+
+/* Add an event for member m (caller holds e->lock). */
+static void out_add(struct ep_wait *ew, struct ts_ep_member *m, uint32_t ev)
+{
+	int i, lim = ew->nout < TS_EP_DEDUP ? ew->nout : TS_EP_DEDUP;
+
+	for (i = 0; i < lim; i++) {
+		if (ew->outfd[i] == m->fd) {
+			ew->out[i].events |= ev;
+			return;
+		}
+	}
+	if (ew->nout >= ew->max)
+		return;
+	if (ew->nout < TS_EP_DEDUP)
+		ew->outfd[ew->nout] = m->fd;
+	ew->out[ew->nout].events = ev;
+	ew->out[ew->nout].data = m->data;
+	ew->nout++;
+	if (m->events & EPOLLONESHOT)
+		m->disabled = 1;
+}
+
+/* The kernel's events: our tags back to the application's data; events
+ * of fds that are not ours pass as they are. */
+static void ep__merge_kernel(struct ep_wait *ew, struct epoll_event *kev,
+			     int kn)
+{
+	struct ts_ep *e = ew->e;
+	int i, j;
+
+	for (i = 0; i < kn; i++) {
+		if ((kev[i].data.u64 & TS_EP_TAG_MASK) != TS_EP_TAG_SOCK) {
+			if (ew->nout < ew->max) {
+				if (ew->nout < TS_EP_DEDUP)
+					ew->outfd[ew->nout] = -1;
+				ew->out[ew->nout++] = kev[i];
+			}
+			continue;
+		}
+		for (j = 0; j < e->n; j++) {
+			struct ts_ep_member *m = &e->m[j];
+			struct ts_sock *s;
+
+			if (m->fd != (int)(uint32_t)kev[i].data.u64)
+				continue;
+			s = ts_sock__of(m->fd);
+			if (s && (kev[i].events & EPOLLIN))
+				__atomic_store_n(&s->kernel_hint, 1,
+						 __ATOMIC_RELEASE);
+			if (!m->disabled)
+				out_add(ew, m, kev[i].events);
+			break;
+		}
+		/* an fd closed meanwhile: nothing the application registered */
+	}
+}
+
+static int ep_check(struct ts_wait *w, int kernel)
+{
+	struct ep_wait *ew = w->arg;
+	struct ts_ep *e = ew->e;
+	struct epoll_event kev[64];
+	int i, kn;
+
+	ew->nout = 0;
+	pthread_mutex_lock(&e->lock);
+	for (i = 0; i < e->n && ew->nout < ew->max; i++) {
+		struct ts_ep_member *m = &e->m[i];
+		struct ts_sock *s = ts_sock__of(m->fd);
+		uint32_t ev = 0;
+
+		if (!s && !m->disabled && ts_tcp_on) {
+			struct ts_tcp *t = ts_tcp__of(m->fd);
+
+			if (ts_tcp__accel(t)) {
+				ev = (uint16_t)ts_tcp__revents(t, (short)m->events);
+				if (ev)
+					out_add(ew, m, ev);
+				continue;
+			}
+		}
+		if (m->disabled || !s || ts_sock__state(s) != TS_S_ACCEL)
+			continue;
+		if ((m->events & EPOLLIN) && ts_sock__rx_ready(s))
+			ev |= EPOLLIN;
+		if (m->events & EPOLLOUT)
+			ev |= EPOLLOUT;
+		if (ev)
+			out_add(ew, m, ev);
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!kernel)
+		return ew->nout;
+	kn = ts_real_epoll_wait(ew->epfd, kev, ew->max < 64 ? ew->max : 64, 0);
+	if (kn < 0 && errno != EINTR)
+		return -1;
+	if (kn > 0) {
+		pthread_mutex_lock(&e->lock);
+		ep__merge_kernel(ew, kev, kn);
+		pthread_mutex_unlock(&e->lock);
+	}
+	return ew->nout;
+}
+
+static int ep_sleep_fds(struct ts_wait *w, struct pollfd *pf, int max)
+{
+	struct ep_wait *ew = w->arg;
+
+	if (max < 1)
+		return 0;
+	pf[0].fd = ew->epfd; /* readable when the kernel's set has events */
+	pf[0].events = POLLIN;
+	return 1;
+}
+
+int ts_ep__wait(int epfd, struct epoll_event *out, int max,
+		int64_t timeout_ns, const sigset_t *mask)
+{
+	struct ep_wait ew = { .epfd = epfd, .out = out, .max = max };
+	struct ts_wait w = { .check = ep_check, .sleep_fds = ep_sleep_fds,
+			     .arg = &ew, .timeout_ns = timeout_ns,
+			     .any_signal = 1, .mask = mask };
+	int r;
+
+	if (max <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	ew.e = ep_of(epfd);
+	if (!ew.e)
+		return ts_real_epoll_pwait(epfd, out, max,
+					   timeout_ns < 0 ? -1 :
+					   (int)((timeout_ns + 999999) / 1000000),
+					   mask);
+	r = ts_wait(&w);
+	return r < 0 && errno != EINTR ? -1 : r;
+}
+
+void ts_ep__after_fork_child(void)
+{
+	struct ts_ep *e;
+
+	pthread_mutex_init(&ep_list_lock, NULL);
+	for (e = eps; e; e = e->next)
+		pthread_mutex_init(&e->lock, NULL);
+}

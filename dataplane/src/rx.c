@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+/* rx.c - the receive path: datagrams queued to a socket by the RX ring
+ * poll, control messages, and the kernel fd for what reached the kernel. */
+#include "ts_internal.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int64_t tv_ns(const struct timeval *tv)
+{
+	if (!tv->tv_sec && !tv->tv_usec)
+		return -1;
+	return (int64_t)tv->tv_sec * 1000000000ll + tv->tv_usec * 1000ll;
+}
+
+/* put_cmsg as the kernel does it: a control buffer too small for a message
+ * gets what fits and MSG_CTRUNC. *used counts the bytes consumed. */
+static void cmsg_put(struct msghdr *msg, size_t *used, int level, int type,
+		     const void *data, size_t len)
+{
+	size_t room = msg->msg_controllen - *used;
+	size_t cmlen = CMSG_LEN(len), space = CMSG_SPACE(len);
+	struct cmsghdr h;
+	char *p = (char *)msg->msg_control + *used;
+
+	if (!msg->msg_control || room < sizeof(struct cmsghdr)) {
+		msg->msg_flags |= MSG_CTRUNC;
+		return;
+	}
+	if (room < cmlen) {
+		msg->msg_flags |= MSG_CTRUNC;
+		cmlen = room;
+	}
+	h.cmsg_level = level;
+	h.cmsg_type = type;
+	h.cmsg_len = cmlen;
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + CMSG_LEN(0), data, cmlen - CMSG_LEN(0));
+	*used += space < room ? space : room;
+}
+
+/* The control messages the kernel's udp_recvmsg writes, in its order: the
+ * timestamp (sock_recv_cmsgs), then IP_PKTINFO, IP_TTL, IP_TOS. */
+static void sock__cmsgs(const struct ts_sock *s, const struct ts_rxent *e,
+			struct msghdr *msg)
+{
+	size_t used = 0;
+
+	if (s->cmsgs & TS_CM_TSTAMPNS) {
+		struct timespec ts = { .tv_sec = (time_t)(e->rx_ns / 1000000000ull),
+				       .tv_nsec = (long)(e->rx_ns % 1000000000ull) };
+
+		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_type, &ts, sizeof(ts));
+	} else if (s->cmsgs & TS_CM_TSTAMP) {
+		struct timeval tv = { .tv_sec = (time_t)(e->rx_ns / 1000000000ull),
+				      .tv_usec = (long)(e->rx_ns % 1000000000ull) / 1000 };
+
+		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_type, &tv, sizeof(tv));
+	}
+	if (s->cmsgs & TS_CM_PKTINFO) {
+		struct in_pktinfo pi;
+
+		memset(&pi, 0, sizeof(pi));
+		pi.ipi_ifindex = ts_stack__ifindex(e->st);
+		pi.ipi_addr.s_addr = e->daddr;
+		/* the kernel's fib_compute_spec_dst: the destination for a
+		 * local address, the interface's address for a group */
+		pi.ipi_spec_dst.s_addr = IN_MULTICAST(ntohl(e->daddr)) ?
+						 ts_stack__addr(e->st) :
+						 e->daddr;
+		cmsg_put(msg, &used, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
+	}
+	if (s->cmsgs & TS_CM_TTL) {
+		int ttl = e->ttl;
+
+		cmsg_put(msg, &used, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+	}
+	if (s->cmsgs & TS_CM_TOS)
+		cmsg_put(msg, &used, IPPROTO_IP, IP_TOS, &e->tos, 1);
+	msg->msg_controllen = used;
+}
+
+/* Copy the head datagram into msg: its length (MSG_TRUNC: the whole
+ * datagram's), or -1 when the queue is empty. */
+ssize_t ts_sock__pop(struct ts_sock *s, struct msghdr *msg, int flags)
+{
+	struct ts_rxent e;
+	const uint8_t *p;
+	size_t off = 0, i;
+	ssize_t ret;
+
+	pthread_mutex_lock(&s->qlock);
+	if (s->qhead == s->qtail) {
+		pthread_mutex_unlock(&s->qlock);
+		return -1;
+	}
+	e = s->q[s->qhead & (s->qcap - 1)];
+	p = ts_stack__frame_data(e.st, e.frame) + e.off;
+	for (i = 0; i < (size_t)msg->msg_iovlen && off < e.len; i++) {
+		size_t c = msg->msg_iov[i].iov_len;
+
+		if (c > e.len - off)
+			c = e.len - off;
+		memcpy(msg->msg_iov[i].iov_base, p + off, c);
+		off += c;
+	}
+	if (!(flags & MSG_PEEK))
+		__atomic_store_n(&s->qhead, s->qhead + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->qlock);
+	msg->msg_flags = off < e.len ? MSG_TRUNC : 0;
+	if (msg->msg_name && msg->msg_namelen >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in *sa = msg->msg_name;
+
+		memset(sa, 0, sizeof(*sa));
+		sa->sin_family = AF_INET;
+		sa->sin_addr.s_addr = e.saddr;
+		sa->sin_port = e.sport;
+		msg->msg_namelen = sizeof(*sa);
+	} else if (msg->msg_name) {
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = e.sport,
+					  .sin_addr.s_addr = e.saddr };
+
+		memcpy(msg->msg_name, &sa, msg->msg_namelen);
+		msg->msg_namelen = sizeof(sa);
+	}
+	if (s->cmsgs)
+		sock__cmsgs(s, &e, msg);
+	else
+		msg->msg_controllen = 0;
+	ret = (flags & MSG_TRUNC) ? (ssize_t)e.len : (ssize_t)off;
+	if (!(flags & MSG_PEEK)) {
+		ts_stack__frame_put(e.st, e.frame);
+		TS_INC(s->stats->rx_accel);
+	}
+	return ret;
+}
+
+#define TS_RECV_FLAGS (MSG_DONTWAIT | MSG_PEEK | MSG_TRUNC | MSG_NOSIGNAL | \
+		       MSG_WAITALL | MSG_CMSG_CLOEXEC)
+
+struct rx_wait {
+	struct ts_sock *s;
+	int fd;
+	struct msghdr *msg;
+	int flags;
+	ssize_t r;
+	int err;
+};
+
+/* One look for a blocking or non-blocking receive: our queue first (the
+ * RX rings were polled by ts_wait), then the kernel fd when a look is due
+ * or poll reported it readable. */
+static int rx_check(struct ts_wait *w, int kernel)
+{
+	struct rx_wait *rw = w->arg;
+	struct ts_sock *s = rw->s;
+
+	if (ts_sock__rx_ready(s)) {
+		rw->r = ts_sock__pop(s, rw->msg, rw->flags);
+		if (rw->r >= 0)
+			return 1;
+	}
+	if (kernel || __atomic_exchange_n(&s->kernel_hint, 0, __ATOMIC_ACQ_REL)) {
+		rw->r = ts_real_recvmsg(ts_sock__kfd(s, rw->fd), rw->msg,
+					rw->flags | MSG_DONTWAIT);
+		if (rw->r >= 0) {
+			TS_INC(s->stats->rx_kernel);
+			return 1;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			rw->err = errno;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int rx_sleep_fds(struct ts_wait *w, struct pollfd *pf, int max)
+{
+	struct rx_wait *rw = w->arg;
+
+	if (max < 1)
+		return 0;
+	pf[0].fd = ts_sock__kfd(rw->s, rw->fd);
+	pf[0].events = POLLIN;
+	return 1;
+}
+
+/* Not bound yet: another thread's first send will bind it and install the
+ * steering, so do not sleep in the kernel's recv (the replies would then
+ * arrive on the XSK): wait in short kernel polls until it is decided. */
+static ssize_t rx_unbound(struct ts_sock *s, int fd, struct msghdr *msg,
+			  int flags)
+{
+	unsigned long g0 = ts_sig__norestart_gen();
+	int64_t tmo = tv_ns(&s->rcvtimeo);
+	uint64_t deadline = tmo > 0 ? ts_now_ns() + (uint64_t)tmo : 0;
+	ssize_t r;
+
+	for (;;) {
+		struct pollfd pf = { .fd = ts_sock__kfd(s, fd), .events = POLLIN };
+		int pr = ts_real_poll(&pf, 1, 10);
+
+		if (pr > 0) {
+			r = ts_real_recvmsg(pf.fd, msg, flags | MSG_DONTWAIT);
+			if (r >= 0) {
+				TS_INC(s->stats->rx_kernel);
+				return r;
+			}
+			if (errno != EAGAIN)
+				return r;
+		}
+		if (pr < 0 && errno != EINTR)
+			return -1;
+		if (ts_sig__norestart_gen() != g0) {
+			errno = EINTR;
+			return -1;
+		}
+		if (ts_sock__state(s) != TS_S_NEW)
+			return -2; /* decided: go on with the ordinary path */
+		if (deadline && ts_now_ns() >= deadline) {
+			errno = EAGAIN; /* SO_RCVTIMEO */
+			return -1;
+		}
+	}
+}
+
+ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
+			 int flags)
+{
+	int nonblock = s->nonblock || (flags & MSG_DONTWAIT);
+	struct rx_wait rw = { .s = s, .fd = fd, .msg = msg, .flags = flags };
+	struct ts_wait w = { .check = rx_check, .sleep_fds = rx_sleep_fds,
+			     .arg = &rw, .stacks = s->rx_stacks,
+			     .nstacks = &s->nrx };
+	ssize_t r;
+	int state;
+
+	ts_sock__check_owner(s, fd);
+	state = ts_sock__state(s);
+	if (state == TS_S_NEW && !nonblock && !(flags & ~TS_RECV_FLAGS)) {
+		r = rx_unbound(s, fd, msg, flags);
+		if (r != -2)
+			return r;
+		state = ts_sock__state(s);
+	}
+	if (state != TS_S_ACCEL || (flags & ~TS_RECV_FLAGS)) {
+		if (ts_sock__rx_ready(s) && !(flags & ~TS_RECV_FLAGS)) {
+			/* queued before it moved to the kernel */
+			r = ts_sock__pop(s, msg, flags);
+			if (r >= 0)
+				return r;
+		}
+		r = ts_real_recvmsg(ts_sock__kfd(s, fd), msg, flags);
+		if (r >= 0)
+			TS_INC(s->stats->rx_kernel);
+		return r;
+	}
+	if (nonblock) {
+		w.timeout_ns = 0;
+	} else {
+		int64_t t = tv_ns(&s->rcvtimeo);
+
+		w.timeout_ns = t > 0 ? t : -1;
+	}
+	switch (ts_wait(&w)) {
+	case 1:
+		if (rw.r < 0)
+			errno = rw.err;
+		return rw.r;
+	case 0: /* SO_RCVTIMEO, or nothing for a non-blocking call */
+		errno = EAGAIN;
+		return -1;
+	default:
+		return -1; /* EINTR */
+	}
+}

@@ -1,0 +1,1599 @@
+// SPDX-License-Identifier: Apache-2.0
+/* tcp.c - accelerated AF_INET/SOCK_STREAM sockets (TICKSTACK_TCP=1).
+ *
+ * Same model as UDP: the application's socket stays a real kernel fd; the
+ * shadow (struct ts_tcp) holds an lwIP pcb. A connecting socket is bound
+ * by the kernel first (the kernel picks and reserves the port), then
+ * (local address, port, TCP) is steered to the XSK, so the kernel never
+ * sees the connection's segments and never answers them. A listener
+ * listens on the kernel too (connections from loopback or another
+ * interface reach the kernel's queue, and accept() takes those as kernel
+ * sockets) while its steered SYNs go to lwIP. An accepted connection gets
+ * an unbound kernel socket as its fd. After close(), the steering stays
+ * until lwIP has finished the connection (FIN exchange, TIME_WAIT); a
+ * connecting socket's port stays reserved by a duplicate of its fd until
+ * TIME_WAIT. Everything here runs under lwIP's core lock (tcp_lwip.c). */
+#include "tcp_lwip.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/types.h>
+
+#include "steer_common.h"
+
+int ts_tcp_on;
+struct ts_tcp **ts_tcp_tab;
+
+enum {
+	T_NEW = 0,    /* not connected or listening yet */
+	T_LISTEN,     /* lwIP listener + kernel listener */
+	T_CONNECTING, /* SYN sent */
+	T_CONN,       /* established (or closing) */
+	T_CLOSED,     /* lwIP is done with it (reset, refused, ended) */
+};
+
+#define RXQ_CAP 512
+
+/* Steering entries for (laddr, lport, TCP) on some XSKs, shared by a
+ * listener and its connections, released with the last of them. */
+struct ts_hold {
+	int refs;
+	uint32_t laddr;
+	uint16_t lport;
+	int n;
+	struct ts_stack *st[8];
+};
+
+struct ts_tcp {
+	int refs; /* fds (dup) pointing here */
+	int fd;
+	int state;
+	int nonblock;
+	struct tcp_pcb *pcb;
+	struct ts_hold *hold;
+	uint32_t laddr, raddr;
+	uint16_t lport, rport;
+	/* received, not yet read: pbuf chains in a ring */
+	struct pbuf *rxq[RXQ_CAP];
+	uint32_t rxh, rxt;
+	uint16_t rx_off;  /* read offset in the head chain */
+	size_t rx_avail;
+	int rx_eof;
+	int so_error;     /* for SO_ERROR and the next call */
+	int shut_rd, shut_wr;
+	/* listener */
+	int backlog;
+	struct ts_tcp *acq_head, *acq_tail, *acq_next;
+	int acq_len;
+	/* options (applied when the pcb exists) */
+	int nodelay, quickack, keepalive, linger0;
+	u32_t recover; /* snd_nxt when fast recovery began (NewReno) */
+	int keep_idle, keep_intvl, keep_cnt;
+	struct timeval rcvtimeo, sndtimeo;
+	struct tickstack_sock_stats *stats, dummy;
+};
+
+/* A closed connection lwIP still carries (FIN_WAIT, LAST_ACK, TIME_WAIT). */
+struct ts_linger {
+	struct tcp_pcb *pcb; /* compared, never dereferenced unless listed */
+	uint16_t lport, rport;
+	int kfd;             /* kernel fd keeping the port reserved, or -1 */
+	struct ts_hold *hold;
+	struct ts_linger *next;
+};
+
+static struct ts_linger *lingers;
+
+static void set_v4(ip_addr_t *a, uint32_t v)
+{
+	ip4_addr_set_u32(ip_2_ip4(a), v);
+	IP_SET_TYPE_VAL(*a, IPADDR_TYPE_V4);
+}
+
+struct ts_tcp *ts_tcp__of(int fd)
+{
+	if (!ts_tcp_tab || fd < 0 || fd >= 65536)
+		return NULL;
+	return __atomic_load_n(&ts_tcp_tab[fd], __ATOMIC_ACQUIRE);
+}
+
+static void tab_set(int fd, struct ts_tcp *t)
+{
+	if (fd >= 0 && fd < 65536)
+		__atomic_store_n(&ts_tcp_tab[fd], t, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------------ */
+/* interfaces and steering                                             */
+
+static int iface_allowed(const char *name)
+{
+	const char *p = ts_cfg.ifaces;
+	size_t n = strlen(name);
+
+	if (!*p)
+		return 1;
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (l == n && !strncmp(p, name, n))
+			return 1;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return 0;
+}
+
+/* Interfaces (allowed, up, not loopback) carrying addr, 0: all. */
+static int ifaces_for(uint32_t addr, int *out, int max)
+{
+	struct ifaddrs *ifa, *i;
+	int n = 0, k;
+
+	if (getifaddrs(&ifa) < 0)
+		return 0;
+	for (i = ifa; i && n < max; i = i->ifa_next) {
+		int idx, dup = 0;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+		    !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		if (addr &&
+		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr != addr)
+			continue;
+		if (!iface_allowed(i->ifa_name))
+			continue;
+		idx = (int)if_nametoindex(i->ifa_name);
+		for (k = 0; k < n; k++)
+			dup |= out[k] == idx;
+		if (idx > 0 && !dup)
+			out[n++] = idx;
+	}
+	freeifaddrs(ifa);
+	return n;
+}
+
+static struct ts_hold *hold_new(uint32_t laddr, uint16_t lport)
+{
+	struct ts_hold *h = calloc(1, sizeof(*h));
+
+	if (h) {
+		h->refs = 1;
+		h->laddr = laddr;
+		h->lport = lport;
+	}
+	return h;
+}
+
+static int hold_add(struct ts_hold *h, struct ts_stack *st)
+{
+	int r;
+
+	if (h->n >= (int)(sizeof(h->st) / sizeof(h->st[0])))
+		return -ENOSPC;
+	r = ts_stack__steer_add_proto(st, h->laddr, h->lport, TS_STEER_TCP);
+	if (r)
+		return r;
+	h->st[h->n++] = st;
+	return 0;
+}
+
+static void hold_put(struct ts_hold *h)
+{
+	int i;
+
+	if (!h || --h->refs > 0)
+		return;
+	for (i = 0; i < h->n; i++)
+		if (ts_stack__usable(h->st[i]))
+			ts_stack__steer_del_proto(h->st[i], h->laddr, h->lport,
+						  TS_STEER_TCP, 1);
+	free(h);
+}
+
+/* ------------------------------------------------------------------ */
+/* shadows                                                             */
+
+static struct ts_tcp *shadow_new(int fd, int nonblock)
+{
+	struct ts_tcp *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->refs = 1;
+	t->fd = fd;
+	t->nonblock = nonblock;
+	t->stats = &t->dummy;
+	return t;
+}
+
+static void tcp_stats_slot(struct ts_tcp *t)
+{
+	struct tickstack_sock_stats *s = ts_stats__sock_slot(t->fd);
+
+	t->stats = s ? s : &t->dummy;
+	t->stats->accelerated = 1;
+	t->stats->laddr = t->laddr;
+	t->stats->lport = t->lport;
+	t->stats->raddr = t->raddr;
+	t->stats->rport = t->rport;
+}
+
+static void rxq_free(struct ts_tcp *t)
+{
+	while (t->rxh != t->rxt)
+		pbuf_free(t->rxq[t->rxh++ % RXQ_CAP]);
+	t->rx_avail = 0;
+	t->rx_off = 0;
+}
+
+/* Leave the fd to the kernel: forget the shadow. */
+static void to_kernel(struct ts_tcp *t, int fd, const char *why)
+{
+	ts_dbg("fd %d: stream stays on the kernel: %s", fd, why);
+	tab_set(fd, NULL);
+	ts_stats->tcp.conns_kernel++;
+	TS_INC(ts_stats->sockets_kernel);
+	TS_INC(ts_stats->fallback_events);
+	free(t);
+}
+
+static int require_fail(int fd, const char *why)
+{
+	ts_log("TICKSTACK_REQUIRE=1: stream socket fd %d cannot be "
+	       "accelerated: %s; fix that or unset TICKSTACK_REQUIRE to let "
+	       "it use the kernel stack",
+	       fd, why);
+	return -EOPNOTSUPP;
+}
+
+static void apply_opts(struct ts_tcp *t)
+{
+	struct tcp_pcb *p = t->pcb;
+
+	if (!p)
+		return;
+	if (t->nodelay)
+		tcp_nagle_disable(p);
+	else
+		tcp_nagle_enable(p);
+	if (t->keepalive)
+		ip_set_option(p, SOF_KEEPALIVE);
+	else
+		ip_reset_option(p, SOF_KEEPALIVE);
+	/* seconds as Linux counts them (defaults 7200, 75, 9), in lwIP's
+	 * milliseconds divided by how much faster its ticks run here */
+	p->keep_idle = (u32_t)(t->keep_idle ? t->keep_idle : 7200) * 1000 /
+		       TS_TCP_TICK_SCALE;
+	p->keep_intvl = (u32_t)(t->keep_intvl ? t->keep_intvl : 75) * 1000 /
+			TS_TCP_TICK_SCALE;
+	p->keep_cnt = (u32_t)(t->keep_cnt ? t->keep_cnt : 9);
+}
+
+/* ------------------------------------------------------------------ */
+/* lwIP callbacks (under the locks)                                    */
+
+static int tcp_event;
+
+int ts_tcp__events(void)
+{
+	int ev = tcp_event;
+
+	tcp_event = 0;
+	return ev;
+}
+
+static err_t cb_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	struct ts_tcp *t = arg;
+
+	(void)err;
+	tcp_event = 1;
+	if (!t) {
+		if (p) {
+			tcp_recved(pcb, p->tot_len);
+			pbuf_free(p);
+		}
+		return ERR_OK;
+	}
+	if (!p) {
+		t->rx_eof = 1;
+		return ERR_OK;
+	}
+	if (t->shut_rd) {
+		tcp_recved(pcb, p->tot_len);
+		pbuf_free(p);
+		return ERR_OK;
+	}
+	t->rx_avail += p->tot_len;
+	t->stats->rx_accel += p->tot_len;
+	if (t->rxt - t->rxh < RXQ_CAP)
+		t->rxq[t->rxt++ % RXQ_CAP] = p;
+	else /* total stays below the 64 KiB window: tot_len cannot wrap */
+		pbuf_cat(t->rxq[(t->rxt - 1) % RXQ_CAP], p);
+	if (t->quickack)
+		tcp_ack_now(pcb);
+	return ERR_OK;
+}
+
+static void cb_err(void *arg, err_t err)
+{
+	struct ts_tcp *t = arg;
+
+	tcp_event = 1;
+	if (!t)
+		return;
+	t->pcb = NULL;
+	if (err == ERR_RST)
+		t->so_error = t->state == T_CONNECTING ? ECONNREFUSED : ECONNRESET;
+	else if (err == ERR_ABRT)
+		t->so_error = ETIMEDOUT;
+	if (err != ERR_CLSD)
+		ts_stats->tcp.resets++;
+	t->state = T_CLOSED;
+	t->rx_eof = 1;
+	ts_stats->tcp.conns_live--;
+}
+
+static err_t cb_connected(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	struct ts_tcp *t = arg;
+
+	(void)pcb;
+	tcp_event = 1;
+	if (t && err == ERR_OK && t->state == T_CONNECTING)
+		t->state = T_CONN;
+	return ERR_OK;
+}
+
+static void callbacks(struct tcp_pcb *pcb, struct ts_tcp *t)
+{
+	tcp_arg(pcb, t);
+	tcp_recv(pcb, cb_recv);
+	tcp_err(pcb, cb_err);
+}
+
+static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
+{
+	struct ts_tcp *l = arg, *t;
+
+	tcp_event = 1;
+	if (!l || err != ERR_OK || !npcb)
+		return ERR_VAL;
+	/* Linux queues backlog + 1; lwIP aborts the one beyond: a reset */
+	if (l->acq_len > l->backlog)
+		return ERR_MEM;
+	t = shadow_new(-1, 0);
+	if (!t)
+		return ERR_MEM;
+	t->pcb = npcb;
+	t->state = T_CONN;
+	t->laddr = ip4_addr_get_u32(ip_2_ip4(&npcb->local_ip));
+	t->lport = htons(npcb->local_port);
+	t->raddr = ip4_addr_get_u32(ip_2_ip4(&npcb->remote_ip));
+	t->rport = htons(npcb->remote_port);
+	/* accepted sockets inherit the listener's options, as on Linux */
+	t->nodelay = l->nodelay;
+	t->keepalive = l->keepalive;
+	t->hold = l->hold;
+	t->hold->refs++;
+	callbacks(npcb, t);
+	tcp_bind_netif(npcb, ip_current_input_netif());
+	apply_opts(t);
+	if (l->acq_tail)
+		l->acq_tail->acq_next = t;
+	else
+		l->acq_head = t;
+	l->acq_tail = t;
+	l->acq_len++;
+	ts_stats->tcp.conns_accel++;
+	ts_stats->tcp.conns_live++;
+	return ERR_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* NewReno (RFC 6582) around lwIP: Debian's lwIP leaves fast recovery on
+ * the first new ACK, so when a window lost two segments the second waits
+ * for a retransmission timeout (no SACK either). The input glue looks at
+ * the connection before and after each segment: a partial ACK during
+ * recovery retransmits the next missing segment at once and stays in
+ * recovery until everything sent before it began is acknowledged. */
+
+static struct tcp_pcb *active_pcb(uint32_t saddr, uint16_t sport,
+				  uint16_t dport)
+{
+	struct tcp_pcb *p;
+
+	for (p = tcp_active_pcbs; p; p = p->next)
+		if (p->local_port == ntohs(dport) &&
+		    p->remote_port == ntohs(sport) &&
+		    ip4_addr_get_u32(ip_2_ip4(&p->remote_ip)) == saddr)
+			return p;
+	return NULL;
+}
+
+/* A connection in TIME_WAIT for this 4-tuple ends, as on Linux, when a
+ * new SYN arrives with a sequence number beyond what it received (lwIP
+ * would answer with a reset): the new connection reuses the tuple. */
+static void tw_reuse(uint32_t raddr, uint16_t rport, uint16_t lport,
+		     uint32_t seq, int only_after)
+{
+	struct tcp_pcb *p;
+
+	for (p = tcp_tw_pcbs; p; p = p->next) {
+		if (p->local_port != ntohs(lport) ||
+		    p->remote_port != ntohs(rport) ||
+		    ip4_addr_get_u32(ip_2_ip4(&p->remote_ip)) != raddr)
+			continue;
+		if (!only_after || TCP_SEQ_GT(seq, p->rcv_nxt))
+			tcp_abort(p); /* TIME_WAIT: freed, no segment sent */
+		return;
+	}
+}
+
+void ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
+		    uint32_t seq, uint8_t flags, struct ts_rx_probe *pr)
+{
+	struct tcp_pcb *p;
+
+	if ((flags & (TCP_SYN | TCP_ACK)) == TCP_SYN)
+		tw_reuse(saddr, sport, dport, seq, 1);
+	p = active_pcb(saddr, sport, dport);
+
+	pr->pcb = p && p->callback_arg && p->unacked ? p : NULL;
+	if (pr->pcb) {
+		pr->infr = !!(p->flags & TF_INFR);
+		pr->lastack = p->lastack;
+	}
+}
+
+void ts_tcp__rx_post(struct ts_rx_probe *pr)
+{
+	struct tcp_pcb *p;
+	struct ts_tcp *t;
+
+	if (!pr->pcb)
+		return;
+	for (p = tcp_active_pcbs; p && p != pr->pcb; p = p->next)
+		;
+	if (!p || !(t = p->callback_arg))
+		return; /* gone during the input */
+	if (!pr->infr && (p->flags & TF_INFR)) {
+		t->recover = p->snd_nxt;
+		return;
+	}
+	if (pr->infr && p->lastack != pr->lastack && p->unacked &&
+	    TCP_SEQ_LT(p->lastack, t->recover) && tcp_rexmit(p) == ERR_OK) {
+		tcp_set_flags(p, TF_INFR);
+		ts_stats->tcp.newreno_rexmits++;
+		tcp_output(p);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* waiting                                                             */
+
+static int64_t tv_ns(const struct timeval *tv)
+{
+	if (!tv->tv_sec && !tv->tv_usec)
+		return -1;
+	return (int64_t)tv->tv_sec * 1000000000ll + tv->tv_usec * 1000ll;
+}
+
+/* Drive the XSKs and wait until ready(t) (checked under the locks) or the
+ * timeout (ns, <0 forever). kfd >= 0: also wake when that kernel fd is
+ * readable (returns 1 then). 0 ready, 1 kernel fd, -EAGAIN timeout,
+ * -EINTR. Called and returns without the locks. */
+static int tcp_wait(struct ts_tcp *t, int (*ready)(struct ts_tcp *),
+		    int64_t timeout_ns, int kfd)
+{
+	unsigned long g0 = ts_sig__norestart_gen();
+	uint64_t start = ts_now_ns(), deadline, spin_end;
+	unsigned iter = 0;
+	struct ts_spin sp;
+	int kdue = 0;
+
+	deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
+	spin_end = ts_cfg.spin_usec < 0 ? UINT64_MAX :
+					  start + (uint64_t)ts_cfg.spin_usec * 1000;
+	ts_spin__start(&sp, start);
+	for (;;) {
+		int r;
+
+		if (ts_stack__any_busy() || ready(t) || (iter & 1023) == 0) {
+			ts_lwip__lock();
+			if (ts_stack__any_busy())
+				ts_stack__poll_all();
+			r = ready(t);
+			ts_lwip__unlock();
+			if (r)
+				return 0;
+		}
+		if (kfd >= 0 && (kdue || iter == 0)) {
+			struct pollfd pf = { .fd = kfd, .events = POLLIN };
+
+			kdue = 0;
+			if (ts_real_poll(&pf, 1, 0) > 0)
+				return 1;
+		}
+		if (ts_sig__norestart_gen() != g0)
+			return -EINTR;
+		iter++;
+		if ((iter & 63) == 0) {
+			uint64_t now = ts_now_ns();
+
+			if (now >= deadline)
+				return -EAGAIN;
+			kdue |= ts_spin__tick(&sp, now);
+			if (now >= spin_end) {
+				struct pollfd pf[TICKSTACK_STATS_MAX_XSK + 2];
+				int n = 0, k, ms = 10;
+				uint64_t v;
+
+				for (k = 0; k < ts_stack__count(); k++) {
+					struct ts_stack *st = ts_stack__at(k);
+
+					if (!ts_stack__usable(st))
+						continue;
+					pf[n].fd = ts_stack__fd(st);
+					pf[n++].events = POLLIN;
+				}
+				if (ts_sig_efd >= 0) {
+					pf[n].fd = ts_sig_efd;
+					pf[n++].events = POLLIN;
+				}
+				if (kfd >= 0) {
+					pf[n].fd = kfd;
+					pf[n++].events = POLLIN;
+				}
+				if (deadline != UINT64_MAX &&
+				    (deadline - now) / 1000000 < (uint64_t)ms)
+					ms = (int)((deadline - now) / 1000000) + 1;
+				__atomic_add_fetch(&ts_wait_sleepers, 1, __ATOMIC_ACQ_REL);
+				if (ts_sig_efd >= 0)
+					(void)!ts_real_read(ts_sig_efd, &v, sizeof(v));
+				/* a state change between the last check and
+				 * the sleep is caught by the bounded sleep */
+				if (ts_sig__norestart_gen() == g0)
+					ts_real_poll(pf, (nfds_t)n, ms);
+				__atomic_sub_fetch(&ts_wait_sleepers, 1, __ATOMIC_ACQ_REL);
+				iter = 0;
+				kdue = 1;
+			}
+		} else {
+			ts_cpu_relax();
+		}
+	}
+}
+
+static int ready_connect(struct ts_tcp *t)
+{
+	return t->state != T_CONNECTING;
+}
+
+static int ready_rx(struct ts_tcp *t)
+{
+	return t->rx_avail || t->rx_eof || t->so_error || t->shut_rd ||
+	       t->state == T_CLOSED;
+}
+
+static int ready_tx(struct ts_tcp *t)
+{
+	return !t->pcb || t->so_error || t->state != T_CONN ||
+	       (tcp_sndbuf(t->pcb) > 0 &&
+		tcp_sndqueuelen(t->pcb) < TCP_SND_QUEUELEN / 2);
+}
+
+static int ready_accept(struct ts_tcp *t)
+{
+	return t->acq_head != NULL;
+}
+
+/* After lwIP ran on this thread: wake the threads sleeping in the
+ * library when a callback changed something they may wait for. */
+static void unlock_wake(void)
+{
+	int ev = tcp_event;
+
+	tcp_event = 0;
+	ts_lwip__unlock();
+	if (ev && __atomic_load_n(&ts_wait_sleepers, __ATOMIC_ACQUIRE))
+		ts_lwip__wake();
+}
+
+/* ------------------------------------------------------------------ */
+/* socket, bind, listen, connect, accept                               */
+
+void ts_tcp__socket(int fd, int type)
+{
+	struct ts_tcp *t;
+
+	if (!ts_tcp_on || fd < 0 || fd >= 65536)
+		return;
+	t = shadow_new(fd, !!(type & SOCK_NONBLOCK));
+	if (t)
+		tab_set(fd, t);
+}
+
+int ts_tcp__bind(struct ts_tcp *t, int fd, const struct sockaddr *addr,
+		 socklen_t len)
+{
+	(void)t;
+	return ts_real_bind(fd, addr, len);
+}
+
+static int local_of(int fd, uint32_t *addr, uint16_t *port)
+{
+	struct sockaddr_in sa;
+	socklen_t l = sizeof(sa);
+
+	if (ts_real_getsockname(fd, (struct sockaddr *)&sa, &l) < 0 ||
+	    sa.sin_family != AF_INET)
+		return -1;
+	*addr = sa.sin_addr.s_addr;
+	*port = sa.sin_port;
+	return 0;
+}
+
+int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
+{
+	int idx[8], n, i, r;
+	struct ts_stack *sts[8];
+	struct tcp_pcb *pcb, *lp;
+	ip_addr_t a;
+	err_t err;
+
+	if (t->state == T_LISTEN) {
+		t->backlog = backlog < 0 ? 0 : backlog;
+		return ts_real_listen(fd, backlog);
+	}
+	if (t->state != T_NEW)
+		return ts_real_listen(fd, backlog);
+	/* the kernel listens too: connections it can see (loopback, other
+	 * interfaces) queue there; steered SYNs never reach it */
+	r = ts_real_listen(fd, backlog);
+	if (r < 0)
+		return r;
+	if (local_of(fd, &t->laddr, &t->lport) < 0) {
+		to_kernel(t, fd, "no local address");
+		return 0;
+	}
+	n = (ntohl(t->laddr) >> 24) == 127 ? 0 : ifaces_for(t->laddr, idx, 8);
+	/* XSKs are created under the control lock, never under lwIP's */
+	ts_lock();
+	for (i = 0; i < n; i++)
+		sts[i] = ts_stack__get(idx[i], 1);
+	ts_unlock();
+	ts_lwip__lock();
+	t->hold = hold_new(t->laddr, t->lport);
+	for (i = 0; t->hold && i < n; i++)
+		if (sts[i])
+			hold_add(t->hold, sts[i]);
+	if (!t->hold || !t->hold->n) {
+		hold_put(t->hold);
+		ts_lwip__unlock();
+		to_kernel(t, fd, "no XSK on the interfaces of its address");
+		if (ts_cfg.require) {
+			errno = -require_fail(fd, "no XDP-capable interface owns "
+						  "its local address");
+			return -1;
+		}
+		return 0;
+	}
+	pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
+	if (!pcb)
+		goto out_nomem;
+	ip_set_option(pcb, SOF_REUSEADDR);
+	set_v4(&a, t->laddr);
+	err = tcp_bind(pcb, &a, ntohs(t->lport));
+	if (err != ERR_OK) {
+		tcp_abort(pcb);
+		goto out_nomem;
+	}
+	lp = tcp_listen_with_backlog_and_err(pcb, 255, &err);
+	if (!lp) {
+		tcp_abort(pcb);
+		goto out_nomem;
+	}
+	t->pcb = lp;
+	t->state = T_LISTEN;
+	t->backlog = backlog < 0 ? 0 : backlog;
+	tcp_arg(lp, t);
+	tcp_accept(lp, cb_accept);
+	tcp_stats_slot(t);
+	ts_stats->tcp.listen_accel++;
+	TS_INC(ts_stats->sockets_accelerated);
+	ts_lwip__unlock();
+	return 0;
+out_nomem:
+	hold_put(t->hold);
+	t->hold = NULL;
+	ts_lwip__unlock();
+	to_kernel(t, fd, "lwIP refused the listener");
+	return 0;
+}
+
+int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
+		    socklen_t len)
+{
+	const struct sockaddr_in *sa = (const struct sockaddr_in *)addr;
+	struct ts_nexthop nh;
+	struct ts_stack *st;
+	struct netif *nif;
+	struct tcp_pcb *pcb;
+	char ifname[IF_NAMESIZE];
+	const char *why;
+	ip_addr_t a;
+	int r;
+
+	if (t->state == T_CONNECTING) {
+		errno = t->nonblock ? EALREADY : EINPROGRESS;
+		return -1;
+	}
+	if (t->state == T_CONN || t->state == T_CLOSED) {
+		errno = EISCONN;
+		return -1;
+	}
+	if (t->state != T_NEW || !addr || len < sizeof(*sa) ||
+	    sa->sin_family != AF_INET)
+		goto kernel_quiet;
+	r = ts_lwip__resolve(sa->sin_addr.s_addr, 1000);
+	if (r == -EAGAIN) {
+		why = "the next hop's MAC address did not resolve";
+		goto kernel;
+	}
+	if (r) {
+		why = "destination is local, broadcast or has no route";
+		goto kernel;
+	}
+	ts_lwip__lock();
+	r = ts_lwip__nexthop(sa->sin_addr.s_addr, &nh);
+	ts_lwip__unlock();
+	if (r || !if_indextoname((unsigned)nh.ifindex, ifname) ||
+	    !iface_allowed(ifname)) {
+		why = "the route leaves through an interface not accelerated";
+		goto kernel;
+	}
+	if (local_of(fd, &t->laddr, &t->lport) < 0) {
+		why = "no local address";
+		goto kernel;
+	}
+	if (!t->lport) {
+		struct sockaddr_in any = { .sin_family = AF_INET,
+					   .sin_addr.s_addr = t->laddr };
+
+		/* the kernel picks the port and keeps it reserved */
+		if (ts_real_bind(fd, (struct sockaddr *)&any, sizeof(any)) < 0 ||
+		    local_of(fd, &t->laddr, &t->lport) < 0) {
+			why = "the kernel could not bind a local port";
+			goto kernel;
+		}
+	}
+	if (!t->laddr)
+		t->laddr = nh.prefsrc;
+	t->raddr = sa->sin_addr.s_addr;
+	t->rport = sa->sin_port;
+	ts_lock();
+	st = ts_stack__get(nh.ifindex, 1);
+	ts_unlock();
+	ts_lwip__lock();
+	nif = st ? ts_lwip__netif(st, t->laddr) : NULL;
+	if (!nif) {
+		ts_lwip__unlock();
+		why = st ? "its local address is not on the outgoing interface" :
+			   "no XSK on the outgoing interface";
+		goto kernel;
+	}
+	t->hold = hold_new(t->laddr, t->lport);
+	if (!t->hold || hold_add(t->hold, st)) {
+		hold_put(t->hold);
+		t->hold = NULL;
+		ts_lwip__unlock();
+		why = "the steering entry could not be installed";
+		goto kernel;
+	}
+	pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
+	if (!pcb)
+		goto out_lwip;
+	ip_set_option(pcb, SOF_REUSEADDR);
+	tcp_bind_netif(pcb, nif);
+	set_v4(&a, t->laddr);
+	if (tcp_bind(pcb, &a, ntohs(t->lport)) != ERR_OK) {
+		tcp_abort(pcb);
+		goto out_lwip;
+	}
+	t->pcb = pcb;
+	callbacks(pcb, t);
+	apply_opts(t);
+	t->state = T_CONNECTING;
+	/* lwIP refuses a tuple it still holds in TIME_WAIT; the kernel gave
+	 * this port out again, so that connection is over */
+	tw_reuse(t->raddr, t->rport, t->lport, 0, 0);
+	set_v4(&a, t->raddr);
+	if (tcp_connect(pcb, &a, ntohs(t->rport), cb_connected) != ERR_OK) {
+		tcp_arg(pcb, NULL);
+		tcp_abort(pcb);
+		t->pcb = NULL;
+		t->state = T_NEW;
+		goto out_lwip;
+	}
+	tcp_stats_slot(t);
+	ts_stats->tcp.conns_accel++;
+	ts_stats->tcp.conns_live++;
+	TS_INC(ts_stats->sockets_accelerated);
+	unlock_wake();
+	if (t->nonblock) {
+		errno = EINPROGRESS;
+		return -1;
+	}
+	r = tcp_wait(t, ready_connect, -1, -1);
+	if (r == -EINTR) {
+		errno = EINTR; /* the connection goes on, as on the kernel */
+		return -1;
+	}
+	ts_lwip__lock();
+	r = t->state == T_CONN ? 0 : (t->so_error ? t->so_error : ECONNREFUSED);
+	t->so_error = 0;
+	ts_lwip__unlock();
+	if (r) {
+		errno = r;
+		return -1;
+	}
+	return 0;
+out_lwip:
+	hold_put(t->hold);
+	t->hold = NULL;
+	ts_lwip__unlock();
+	why = "lwIP refused the connection";
+kernel:
+	if (ts_cfg.require) {
+		errno = -require_fail(fd, why);
+		return -1;
+	}
+	to_kernel(t, fd, why);
+	return ts_real_connect(fd, addr, len);
+kernel_quiet:
+	to_kernel(t, fd, "not an IPv4 connect");
+	return ts_real_connect(fd, addr, len);
+}
+
+int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
+		   socklen_t *len, int flags)
+{
+	struct ts_tcp *c;
+	int r, nfd;
+
+	if (t->state != T_LISTEN)
+		return ts_real_accept4(fd, addr, len, flags);
+	for (;;) {
+		ts_lwip__lock();
+		if (ts_stack__any_busy())
+			ts_stack__poll_all();
+		c = t->acq_head;
+		if (c) {
+			t->acq_head = c->acq_next;
+			if (!t->acq_head)
+				t->acq_tail = NULL;
+			t->acq_len--;
+			c->acq_next = NULL;
+		}
+		unlock_wake();
+		if (c)
+			break;
+		if (!t->nonblock) {
+			r = tcp_wait(t, ready_accept, -1, fd);
+			if (r == -EINTR) {
+				errno = EINTR;
+				return -1;
+			}
+			if (r == 0)
+				continue;
+		}
+		/* the kernel's own queue (other interfaces, loopback) */
+		{
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+			if (ts_real_poll(&pf, 1, 0) > 0) {
+				r = ts_real_accept4(fd, addr, len, flags);
+				if (r >= 0)
+					ts_stats->tcp.conns_kernel++;
+				return r;
+			}
+		}
+		if (t->nonblock) {
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	/* its fd: an unbound kernel stream socket */
+	nfd = ts_real_socket(AF_INET,
+			     SOCK_STREAM | (flags & (SOCK_NONBLOCK | SOCK_CLOEXEC)),
+			     0);
+	ts_lwip__lock();
+	if (nfd < 0 || nfd >= 65536) {
+		int e = nfd < 0 ? errno : EMFILE;
+
+		if (nfd >= 0)
+			ts_real_close(nfd);
+		if (c->pcb) {
+			tcp_arg(c->pcb, NULL);
+			tcp_abort(c->pcb);
+			ts_stats->tcp.conns_live--;
+		}
+		hold_put(c->hold);
+		rxq_free(c);
+		free(c);
+		ts_lwip__unlock();
+		errno = e;
+		return -1;
+	}
+	c->fd = nfd;
+	c->nonblock = !!(flags & SOCK_NONBLOCK);
+	tcp_stats_slot(c);
+	tab_set(nfd, c);
+	TS_INC(ts_stats->sockets_accelerated);
+	ts_lwip__unlock();
+	if (addr && len) {
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = c->rport,
+					  .sin_addr.s_addr = c->raddr };
+
+		memcpy(addr, &sa, *len < sizeof(sa) ? *len : sizeof(sa));
+		*len = sizeof(sa);
+	}
+	return nfd;
+}
+
+/* ------------------------------------------------------------------ */
+/* receive and send                                                    */
+
+#define TCP_RECV_FLAGS (MSG_DONTWAIT | MSG_PEEK | MSG_WAITALL | MSG_NOSIGNAL)
+
+/* Copy up to want bytes from the queue into msg's iov at *done; consume
+ * unless peek. Under the locks. */
+static size_t rx_copy(struct ts_tcp *t, struct msghdr *msg, size_t *done,
+		      int peek)
+{
+	size_t iov_i = 0, iov_off = *done, copied = 0;
+	uint32_t h = t->rxh;
+	uint16_t off = t->rx_off;
+
+	/* find the iov position of *done */
+	while (iov_i < (size_t)msg->msg_iovlen &&
+	       iov_off >= msg->msg_iov[iov_i].iov_len) {
+		iov_off -= msg->msg_iov[iov_i].iov_len;
+		iov_i++;
+	}
+	while (h != t->rxt && iov_i < (size_t)msg->msg_iovlen) {
+		struct pbuf *p = t->rxq[h % RXQ_CAP];
+		size_t room = msg->msg_iov[iov_i].iov_len - iov_off;
+		size_t left = (size_t)p->tot_len - off;
+		size_t c = room < left ? room : left;
+
+		if (c > 0xffff)
+			c = 0xffff;
+		pbuf_copy_partial(p, (char *)msg->msg_iov[iov_i].iov_base + iov_off,
+				  (u16_t)c, off);
+		copied += c;
+		off = (uint16_t)(off + c);
+		iov_off += c;
+		if (iov_off == msg->msg_iov[iov_i].iov_len) {
+			iov_i++;
+			iov_off = 0;
+		}
+		if (off == p->tot_len) {
+			if (!peek)
+				pbuf_free(p);
+			h++;
+			off = 0;
+		}
+	}
+	if (!peek) {
+		t->rxh = h;
+		t->rx_off = off;
+		t->rx_avail -= copied;
+		if (t->pcb && copied) {
+			size_t n = copied;
+
+			while (n) {
+				u16_t k = (u16_t)(n > 0xffff ? 0xffff : n);
+
+				tcp_recved(t->pcb, k);
+				n -= k;
+			}
+		}
+	}
+	*done += copied;
+	return copied;
+}
+
+static size_t iov_total(const struct msghdr *msg)
+{
+	size_t n = 0, i;
+
+	for (i = 0; i < (size_t)msg->msg_iovlen; i++)
+		n += msg->msg_iov[i].iov_len;
+	return n;
+}
+
+ssize_t ts_tcp__recvmsg(struct ts_tcp *t, int fd, struct msghdr *msg,
+			int flags)
+{
+	int nonblock = t->nonblock || (flags & MSG_DONTWAIT);
+	size_t want = iov_total(msg), done = 0;
+	int r;
+
+	if (t->state == T_NEW || t->state == T_LISTEN)
+		return ts_real_recvmsg(fd, msg, flags);
+	if (flags & ~TCP_RECV_FLAGS) {
+		ts_dbg("fd %d: recv flags 0x%x not supported on an accelerated "
+		       "stream", fd, flags);
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	msg->msg_namelen = 0;
+	msg->msg_controllen = 0;
+	msg->msg_flags = 0;
+	if (!want)
+		return 0;
+	for (;;) {
+		int err = 0, eof;
+
+		ts_lwip__lock();
+		if (ts_stack__any_busy())
+			ts_stack__poll_all();
+		if (t->rx_avail)
+			rx_copy(t, msg, &done, !!(flags & MSG_PEEK));
+		eof = t->rx_eof || t->shut_rd || t->state == T_CLOSED;
+		if (!done && t->so_error && !t->rx_avail) {
+			err = t->so_error;
+			t->so_error = 0;
+		}
+		unlock_wake();
+		if (err) {
+			errno = err;
+			return -1;
+		}
+		if (done == want || eof || (done && !(flags & MSG_WAITALL)) ||
+		    (flags & MSG_PEEK && done))
+			return (ssize_t)done;
+		if (nonblock) {
+			if (done)
+				return (ssize_t)done;
+			errno = EAGAIN;
+			return -1;
+		}
+		r = tcp_wait(t, ready_rx, tv_ns(&t->rcvtimeo), -1);
+		if (r < 0) {
+			if (done)
+				return (ssize_t)done;
+			errno = r == -EINTR ? EINTR : EAGAIN;
+			return -1;
+		}
+	}
+}
+
+#define TCP_SEND_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE)
+
+static ssize_t send_fail(int err, int flags)
+{
+	if (err == EPIPE && !(flags & MSG_NOSIGNAL))
+		pthread_kill(pthread_self(), SIGPIPE);
+	errno = err;
+	return -1;
+}
+
+ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
+			int flags)
+{
+	int nonblock = t->nonblock || (flags & MSG_DONTWAIT);
+	size_t want = iov_total(msg), done = 0, iov_i = 0, iov_off = 0;
+	int r;
+
+	if (t->state == T_NEW || t->state == T_LISTEN)
+		return ts_real_sendmsg(fd, msg, flags);
+	if (flags & ~TCP_SEND_FLAGS) {
+		ts_dbg("fd %d: send flags 0x%x not supported on an accelerated "
+		       "stream", fd, flags);
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	for (;;) {
+		int err = 0;
+
+		ts_lwip__lock();
+		if (ts_stack__any_busy())
+			ts_stack__poll_all();
+		if (t->so_error) {
+			/* reported by this call unless it already queued
+			 * bytes: then by the next, as Linux does */
+			err = t->so_error;
+			if (!done)
+				t->so_error = 0;
+		} else if (t->state == T_CLOSED || t->shut_wr || !t->pcb) {
+			err = t->state == T_CONNECTING ? 0 : EPIPE;
+		} else if (t->state == T_CONN) {
+			while (done < want && iov_i < (size_t)msg->msg_iovlen) {
+				size_t room = tcp_sndbuf(t->pcb);
+				size_t c = msg->msg_iov[iov_i].iov_len - iov_off;
+				u8_t wf = TCP_WRITE_FLAG_COPY;
+
+				if (tcp_sndqueuelen(t->pcb) >= TCP_SND_QUEUELEN - 4)
+					room = 0;
+				if (c > room)
+					c = room;
+				if (c > 0xffff)
+					c = 0xffff;
+				if (!c && msg->msg_iov[iov_i].iov_len) {
+					break;
+				}
+				if (done + c < want || (flags & MSG_MORE))
+					wf |= TCP_WRITE_FLAG_MORE;
+				if (c && tcp_write(t->pcb,
+						   (char *)msg->msg_iov[iov_i].iov_base +
+							   iov_off,
+						   (u16_t)c, wf) != ERR_OK)
+					break;
+				done += c;
+				iov_off += c;
+				if (iov_off == msg->msg_iov[iov_i].iov_len) {
+					iov_i++;
+					iov_off = 0;
+				}
+			}
+			if (!(flags & MSG_MORE) || done < want)
+				tcp_output(t->pcb);
+		}
+		unlock_wake();
+		if (err) {
+			if (done)
+				break;
+			return send_fail(err, flags);
+		}
+		if (done == want)
+			break;
+		if (nonblock) {
+			if (done)
+				break;
+			errno = EAGAIN;
+			return -1;
+		}
+		r = tcp_wait(t, ready_tx, tv_ns(&t->sndtimeo), -1);
+		if (r < 0) {
+			if (done)
+				break;
+			errno = r == -EINTR ? EINTR : EAGAIN;
+			return -1;
+		}
+	}
+	t->stats->tx_accel += done;
+	return (ssize_t)done;
+}
+
+/* ------------------------------------------------------------------ */
+/* shutdown, close, dup                                                */
+
+int ts_tcp__shutdown(struct ts_tcp *t, int fd, int how)
+{
+	if (t->state == T_NEW || t->state == T_LISTEN)
+		return ts_real_shutdown(fd, how);
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (t->state != T_CONN && t->state != T_CLOSED) {
+		errno = ENOTCONN;
+		return -1;
+	}
+	ts_lwip__lock();
+	if (how != SHUT_WR)
+		t->shut_rd = 1;
+	if (how != SHUT_RD && !t->shut_wr) {
+		t->shut_wr = 1;
+		if (t->pcb) {
+			tcp_shutdown(t->pcb, 0, 1);
+			tcp_output(t->pcb);
+		}
+	}
+	unlock_wake();
+	return 0;
+}
+
+static void linger_add(struct tcp_pcb *pcb, struct ts_tcp *t, int kfd)
+{
+	struct ts_linger *l = calloc(1, sizeof(*l));
+
+	if (!l) {
+		hold_put(t->hold);
+		if (kfd >= 0)
+			ts_real_close(kfd);
+		return;
+	}
+	l->pcb = pcb;
+	l->lport = pcb->local_port;
+	l->rport = pcb->remote_port;
+	l->kfd = kfd;
+	l->hold = t->hold;
+	l->next = lingers;
+	lingers = l;
+	ts_stats->tcp.ports_held++;
+}
+
+static void cb_err_linger(void *arg, err_t err)
+{
+	(void)arg;
+	(void)err; /* the tick finds the pcb gone */
+}
+
+/* Under the locks; the shadow is gone from the table. */
+static void tcp_destroy(struct ts_tcp *t)
+{
+	struct ts_tcp *c;
+
+	if (t->state == T_LISTEN) {
+		tcp_arg(t->pcb, NULL);
+		tcp_close(t->pcb);
+		/* connections never accepted are reset, as the kernel does */
+		while ((c = t->acq_head)) {
+			t->acq_head = c->acq_next;
+			if (c->pcb) {
+				tcp_arg(c->pcb, NULL);
+				tcp_abort(c->pcb);
+				ts_stats->tcp.conns_live--;
+			}
+			hold_put(c->hold);
+			rxq_free(c);
+			free(c);
+		}
+		hold_put(t->hold);
+	} else if (t->pcb) {
+		struct tcp_pcb *pcb = t->pcb;
+		int unread = t->rx_avail > 0;
+		int kfd = -1;
+
+		tcp_arg(pcb, NULL);
+		tcp_recv(pcb, NULL); /* lwIP's tcp_recv_null from here on */
+		tcp_err(pcb, cb_err_linger);
+		rxq_free(t);
+		if (t->linger0 || unread || t->state == T_CONNECTING) {
+			/* the kernel's rules: unread data or SO_LINGER 0 ->
+			 * reset; a connect in progress just ends (lwIP sends
+			 * nothing for a pcb in SYN_SENT) */
+			tcp_abort(pcb);
+			ts_stats->tcp.conns_live--;
+			hold_put(t->hold);
+		} else {
+			if (tcp_close(pcb) != ERR_OK) {
+				tcp_abort(pcb);
+				ts_stats->tcp.conns_live--;
+				hold_put(t->hold);
+			} else {
+				/* a connecting socket's own port: keep it
+				 * reserved while lwIP finishes */
+				if (t->hold && t->hold->refs == 1 && t->fd >= 0)
+					kfd = ts_real_fcntl(t->fd,
+							    F_DUPFD_CLOEXEC, 0);
+				linger_add(pcb, t, kfd);
+			}
+		}
+	} else {
+		rxq_free(t);
+		hold_put(t->hold);
+	}
+	if (t->stats != &t->dummy)
+		t->stats->in_use = 2;
+	free(t);
+}
+
+void ts_tcp__close(int fd)
+{
+	struct ts_tcp *t = ts_tcp__of(fd);
+
+	if (!t)
+		return;
+	ts_lwip__lock();
+	tab_set(fd, NULL);
+	if (--t->refs == 0)
+		tcp_destroy(t);
+	unlock_wake();
+}
+
+void ts_tcp__dup(int oldfd, int newfd)
+{
+	struct ts_tcp *t = ts_tcp__of(oldfd);
+
+	if (!t || newfd < 0 || newfd >= 65536)
+		return;
+	ts_lwip__lock();
+	t->refs++;
+	tab_set(newfd, t);
+	ts_lwip__unlock();
+}
+
+/* Timer thread, under the locks: closed connections lwIP no longer
+ * lists release their steering; in TIME_WAIT their port reservation. */
+void ts_tcp__tick(void)
+{
+	struct ts_linger **pp = &lingers, *l;
+
+	while ((l = *pp)) {
+		struct tcp_pcb *p;
+		int active = 0, tw = 0;
+
+		for (p = tcp_active_pcbs; p && !active; p = p->next)
+			active = p == l->pcb && p->local_port == l->lport &&
+				 p->remote_port == l->rport;
+		for (p = tcp_tw_pcbs; p && !active && !tw; p = p->next)
+			tw = p == l->pcb && p->local_port == l->lport &&
+			     p->remote_port == l->rport;
+		if (tw && l->kfd >= 0) {
+			ts_real_close(l->kfd);
+			l->kfd = -1;
+		}
+		if (active || tw) {
+			pp = &l->next;
+			continue;
+		}
+		*pp = l->next;
+		if (l->kfd >= 0)
+			ts_real_close(l->kfd);
+		hold_put(l->hold);
+		ts_stats->tcp.ports_held--;
+		ts_stats->tcp.conns_live--;
+		free(l);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* names and options                                                   */
+
+static int put_addr(struct sockaddr *addr, socklen_t *len, uint32_t a,
+		    uint16_t p)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = p,
+				  .sin_addr.s_addr = a };
+
+	if (!addr || !len) {
+		errno = EFAULT;
+		return -1;
+	}
+	memcpy(addr, &sa, *len < sizeof(sa) ? *len : sizeof(sa));
+	*len = sizeof(sa);
+	return 0;
+}
+
+int ts_tcp__getpeername(struct ts_tcp *t, int fd, struct sockaddr *addr,
+			socklen_t *len)
+{
+	if (t->state == T_CONN || (t->state == T_CLOSED && t->rport))
+		return put_addr(addr, len, t->raddr, t->rport);
+	if (t->state == T_CONNECTING) {
+		errno = ENOTCONN;
+		return -1;
+	}
+	return ts_real_getpeername(fd, addr, len);
+}
+
+int ts_tcp__getsockname(struct ts_tcp *t, int fd, struct sockaddr *addr,
+			socklen_t *len)
+{
+	if (t->state == T_CONN || t->state == T_CONNECTING ||
+	    t->state == T_CLOSED)
+		return put_addr(addr, len, t->laddr, t->lport);
+	return ts_real_getsockname(fd, addr, len);
+}
+
+int ts_tcp__getsockopt(struct ts_tcp *t, int fd, int level, int opt,
+		       void *val, socklen_t *len, int *r)
+{
+	(void)fd;
+	if (level == SOL_SOCKET && opt == SO_ERROR && val && len &&
+	    *len >= sizeof(int)) {
+		ts_lwip__lock();
+		*(int *)val = t->so_error;
+		t->so_error = 0;
+		ts_lwip__unlock();
+		*len = sizeof(int);
+		*r = 0;
+		return 1;
+	}
+	return 0;
+}
+
+void ts_tcp__setsockopt(struct ts_tcp *t, int fd, int level, int opt,
+			const void *val, socklen_t len)
+{
+	int iv = 0;
+
+	(void)fd;
+	if (val && len >= sizeof(int))
+		memcpy(&iv, val, sizeof(int));
+	ts_lwip__lock();
+	if (level == SOL_SOCKET) {
+		if (opt == SO_RCVTIMEO && len >= sizeof(struct timeval))
+			memcpy(&t->rcvtimeo, val, sizeof(struct timeval));
+		else if (opt == SO_SNDTIMEO && len >= sizeof(struct timeval))
+			memcpy(&t->sndtimeo, val, sizeof(struct timeval));
+		else if (opt == SO_KEEPALIVE)
+			t->keepalive = !!iv;
+		else if (opt == SO_LINGER && len >= sizeof(struct linger)) {
+			const struct linger *lg = val;
+
+			t->linger0 = lg->l_onoff && !lg->l_linger;
+		}
+	} else if (level == IPPROTO_TCP) {
+		if (opt == TCP_NODELAY)
+			t->nodelay = !!iv;
+		else if (opt == TCP_QUICKACK)
+			t->quickack = !!iv;
+		else if (opt == TCP_KEEPIDLE)
+			t->keep_idle = iv;
+		else if (opt == TCP_KEEPINTVL)
+			t->keep_intvl = iv;
+		else if (opt == TCP_KEEPCNT)
+			t->keep_cnt = iv;
+	}
+	if (t->state != T_LISTEN)
+		apply_opts(t);
+	ts_lwip__unlock();
+}
+
+void ts_tcp__set_nonblock(struct ts_tcp *t, int on)
+{
+	t->nonblock = on;
+}
+
+int ts_tcp__fionread(struct ts_tcp *t, int *out)
+{
+	if (t->state != T_CONN && t->state != T_CLOSED)
+		return 0;
+	ts_lwip__lock();
+	*out = (int)t->rx_avail;
+	ts_lwip__unlock();
+	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* readiness                                                           */
+
+int ts_tcp__accel(struct ts_tcp *t)
+{
+	return t && t->state != T_NEW;
+}
+
+int ts_tcp__kernel_watch(struct ts_tcp *t)
+{
+	return t->state == T_LISTEN;
+}
+
+/* As Linux's tcp_poll reports it. */
+short ts_tcp__revents(struct ts_tcp *t, short events)
+{
+	short ev = 0;
+
+	ts_lwip__lock();
+	switch (t->state) {
+	case T_LISTEN:
+		if (t->acq_head)
+			ev |= POLLIN;
+		break;
+	case T_CONNECTING:
+		break;
+	case T_CONN:
+		if (t->rx_avail)
+			ev |= POLLIN;
+		if (t->rx_eof || t->shut_rd)
+			ev |= POLLIN | POLLRDHUP;
+		if (t->shut_wr || (t->pcb && tcp_sndbuf(t->pcb) > 0 &&
+				   tcp_sndqueuelen(t->pcb) < TCP_SND_QUEUELEN / 2))
+			ev |= POLLOUT;
+		if (t->rx_eof && t->shut_wr)
+			ev |= POLLHUP;
+		break;
+	default: /* T_CLOSED */
+		ev |= POLLIN | POLLRDHUP | POLLOUT | POLLHUP;
+		if (t->so_error)
+			ev |= POLLERR;
+	}
+	ts_lwip__unlock();
+	return (short)(ev & (events | POLLERR | POLLHUP));
+}
+
+/* ------------------------------------------------------------------ */
+/* life cycle                                                          */
+
+int ts_tcp__init(void)
+{
+	const char *v = getenv("TICKSTACK_TCP");
+	int err;
+
+	if (!v || !*v || !strcmp(v, "0"))
+		return 0;
+	if (strcmp(v, "1")) {
+		ts_log("invalid TICKSTACK_TCP=%s: expected 0 or 1; fix or unset "
+		       "it", v);
+		return -EINVAL;
+	}
+	ts_tcp_tab = calloc(65536, sizeof(*ts_tcp_tab));
+	if (!ts_tcp_tab)
+		return -ENOMEM;
+	err = ts_lwip__start();
+	if (err) {
+		ts_log("TCP acceleration unavailable: %s", strerror(-err));
+		free(ts_tcp_tab);
+		ts_tcp_tab = NULL;
+		return 0;
+	}
+	__atomic_store_n(&ts_tcp_on, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Connections still closing (under the core lock): closed by the
+ * application and not yet in TIME_WAIT, or with a FIN of ours not yet
+ * acknowledged. */
+static int closing_count(void)
+{
+	struct ts_linger *l;
+	struct tcp_pcb *p;
+	int n = 0;
+
+	for (p = tcp_active_pcbs; p; p = p->next)
+		n += p->callback_arg &&
+		     (p->state == FIN_WAIT_1 || p->state == CLOSING ||
+		      p->state == LAST_ACK);
+	for (l = lingers; l; l = l->next)
+		for (p = tcp_active_pcbs; p; p = p->next)
+			if (p == l->pcb && p->local_port == l->lport &&
+			    p->remote_port == l->rport) {
+				n++;
+				break;
+			}
+	return n;
+}
+
+/* At exit: send a FIN on every open accelerated connection, then give the
+ * closing ones up to 500 ms to finish their FIN exchange. On the kernel a
+ * process's exit leaves that to the kernel; here nothing answers for the
+ * connection once the process is gone (the kernel then gets its segments
+ * and resets them), so the library waits, driving the XSKs, until each
+ * has reached TIME_WAIT or closed. */
+void ts_tcp__fini(void)
+{
+	uint64_t end;
+	int fd, n;
+
+	if (!ts_tcp_on)
+		return;
+	ts_lwip__lock();
+	for (fd = 0; fd < 65536; fd++) {
+		struct ts_tcp *t = ts_tcp_tab[fd];
+
+		if (t && t->fd == fd && t->pcb && t->state == T_CONN)
+			tcp_shutdown(t->pcb, 0, 1);
+	}
+	ts_lwip__unlock();
+	end = ts_now_ns() + 500000000ull;
+	do {
+		ts_lwip__lock();
+		ts_stack__poll_all();
+		n = closing_count();
+		ts_lwip__unlock();
+		if (n)
+			usleep(1000);
+	} while (n && ts_now_ns() < end);
+}
+
+/* A forked child has no timer thread and no XSK of its own: its streams
+ * are the parent's. New sockets of the child use the kernel. */
+void ts_tcp__after_fork_child(void)
+{
+	ts_tcp_on = 0;
+}

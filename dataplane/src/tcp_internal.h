@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tcp_internal.h - the TCP layer's interface to the rest of the library
+ * (no lwIP types here: stack.c, sock.c and interpose.c include it).
+ * tcp.c holds the shadow stream sockets, tcp_lwip.c the lwIP glue. */
+#ifndef TS_TCP_INTERNAL_H
+#define TS_TCP_INTERNAL_H
+
+#include "ts_internal.h"
+
+struct ts_tcp;
+
+TS_HIDDEN extern int ts_tcp_on; /* TICKSTACK_TCP=1 and the tables exist */
+TS_HIDDEN extern struct ts_tcp **ts_tcp_tab;
+
+/* The shadow of fd when it is an accelerated (or still undecided) stream
+ * socket; NULL for kernel-only ones and every other fd. */
+TS_HIDDEN struct ts_tcp *ts_tcp__of(int fd);
+
+static inline int ts_tcp__is_tcp(const uint8_t *p, uint32_t len)
+{
+	return len >= 14 + 20 + 20 && p[12] == 0x08 && p[13] == 0x00 &&
+	       (p[14] >> 4) == 4 && p[23] == 6;
+}
+
+/* RX dispatch (stack.c, under the ring's lock): one Ethernet frame
+ * holding an IPv4/TCP segment is copied to the TCP layer's input queue
+ * (the caller frees the frame); ts_tcp__input_drain, called once the
+ * ring lock is released, hands the queue to lwIP under its core lock. */
+TS_HIDDEN void ts_tcp__input(struct ts_stack *st, const uint8_t *frame,
+			     uint32_t len);
+TS_HIDDEN void ts_tcp__input_drain(void);
+
+/* life cycle */
+TS_HIDDEN int ts_tcp__init(void);
+TS_HIDDEN void ts_tcp__fini(void);
+TS_HIDDEN void ts_tcp__after_fork_child(void);
+
+/* the socket calls (interpose.c); each returns like the libc call */
+TS_HIDDEN void ts_tcp__socket(int fd, int type);
+TS_HIDDEN int ts_tcp__bind(struct ts_tcp *t, int fd,
+			   const struct sockaddr *addr, socklen_t len);
+TS_HIDDEN int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog);
+TS_HIDDEN int ts_tcp__connect(struct ts_tcp *t, int fd,
+			      const struct sockaddr *addr, socklen_t len);
+TS_HIDDEN int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
+			     socklen_t *len, int flags);
+TS_HIDDEN ssize_t ts_tcp__recvmsg(struct ts_tcp *t, int fd,
+				  struct msghdr *msg, int flags);
+TS_HIDDEN ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd,
+				  const struct msghdr *msg, int flags);
+TS_HIDDEN int ts_tcp__shutdown(struct ts_tcp *t, int fd, int how);
+TS_HIDDEN void ts_tcp__close(int fd);
+TS_HIDDEN void ts_tcp__dup(int oldfd, int newfd);
+TS_HIDDEN int ts_tcp__getpeername(struct ts_tcp *t, int fd,
+				  struct sockaddr *addr, socklen_t *len);
+TS_HIDDEN int ts_tcp__getsockname(struct ts_tcp *t, int fd,
+				  struct sockaddr *addr, socklen_t *len);
+/* 1 when answered (ret in *r), 0 to ask the kernel socket */
+TS_HIDDEN int ts_tcp__getsockopt(struct ts_tcp *t, int fd, int level, int opt,
+				 void *val, socklen_t *len, int *r);
+TS_HIDDEN void ts_tcp__setsockopt(struct ts_tcp *t, int fd, int level,
+				  int opt, const void *val, socklen_t len);
+TS_HIDDEN void ts_tcp__set_nonblock(struct ts_tcp *t, int on);
+TS_HIDDEN int ts_tcp__fionread(struct ts_tcp *t, int *out);
+
+/* readiness (sock.c's poll, select and epoll loops): poll-style revents
+ * of an accelerated stream for the wanted events; whether the kernel fd
+ * must be looked at too (a listener: connections on other interfaces
+ * reach the kernel's queue). */
+TS_HIDDEN int ts_tcp__accel(struct ts_tcp *t);
+TS_HIDDEN short ts_tcp__revents(struct ts_tcp *t, short events);
+TS_HIDDEN int ts_tcp__kernel_watch(struct ts_tcp *t);
+
+#endif

@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: Apache-2.0
+/* tcp_lwip.c - lwIP 2.1.3 (Debian's liblwip) as the TCP engine: its raw
+ * API runs on the application's threads under lwIP's core lock (the TCP
+ * layer's lock); its timers run on one helper thread. A netif per (interface,
+ * local address) feeds ip4_input() with segments taken from the XSK and
+ * sends lwIP's IPv4 packets into UMEM frames behind an Ethernet header
+ * whose next hop comes from the kernel's route and neighbour tables
+ * (route.c), never from lwIP's ARP. lwIP's own thread (tcpip_init) is not
+ * started: nothing else would need it, and without it every lwIP call
+ * happens where the library decides, under its locks. */
+#include "tcp_lwip.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <linux/rtnetlink.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/types.h>
+
+#include "steer_common.h"
+
+/* lwIP's core mutex, normally created by tcpip_init() */
+extern sys_mutex_t lock_tcpip_core;
+
+#define TS_LWIP_NETIFS 32
+
+struct ts_nif {
+	struct netif nif;
+	struct ts_stack *st;
+	uint32_t addr;
+};
+
+static struct ts_nif nifs[TS_LWIP_NETIFS];
+static int nnifs;
+static __thread int core_depth;
+static pthread_t timer_thread;
+static int timer_running;
+
+/* ------------------------------------------------------------------ */
+/* locks                                                               */
+
+void ts_lwip__core_enter(void)
+{
+	if (!core_depth++)
+		LOCK_TCPIP_CORE();
+}
+
+static void input_process(void);
+
+void ts_lwip__core_exit(void)
+{
+	int i;
+
+	if (core_depth == 1)
+		input_process(); /* segments queued meanwhile by other threads */
+	if (--core_depth)
+		return;
+	/* one wake-up of the kernel's TX path for what lwIP queued */
+	for (i = 0; i < ts_stack__count(); i++)
+		if (ts_stack__usable(ts_stack__at(i)))
+			ts_stack__flush(ts_stack__at(i));
+	UNLOCK_TCPIP_CORE();
+}
+
+void ts_lwip__lock(void)
+{
+	ts_lwip__core_enter();
+}
+
+void ts_lwip__unlock(void)
+{
+	ts_lwip__core_exit();
+}
+
+void ts_lwip__wake(void)
+{
+	uint64_t one = 1;
+
+	if (ts_sig_efd >= 0)
+		(void)!ts_real_write(ts_sig_efd, &one, sizeof(one));
+}
+
+/* ------------------------------------------------------------------ */
+/* next hop                                                            */
+
+#define TS_NH_SLOTS 64
+
+struct nh_slot {
+	struct ts_nexthop nh;
+	uint64_t probed_ns;
+};
+
+static struct nh_slot nh_tab[TS_NH_SLOTS];
+
+static void neigh_probe(uint32_t daddr)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(9), /* discard */
+				  .sin_addr.s_addr = daddr };
+	int fd = ts_real_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	/* an empty datagram makes the kernel resolve the next hop (ARP) */
+	(void)!ts_real_sendto(fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&sa,
+			      sizeof(sa));
+	ts_real_close(fd);
+}
+
+int ts_lwip__nexthop(uint32_t daddr, struct ts_nexthop *out)
+{
+	struct nh_slot *c = &nh_tab[(ntohl(daddr) * 2654435761u) >> 26];
+	uint64_t now = ts_now_ns();
+	struct ts_nexthop nh;
+
+	if (c->nh.daddr == daddr && c->nh.resolved && c->nh.expires_ns > now) {
+		*out = c->nh;
+		return 0;
+	}
+	if (ts_route__lookup(daddr, &nh))
+		return -EHOSTUNREACH;
+	if (nh.type != RTN_UNICAST || IN_MULTICAST(ntohl(daddr)))
+		return -EADDRNOTAVAIL;
+	if (ts_neigh__lookup(nh.ifindex, nh.gw ? nh.gw : daddr, nh.mac)) {
+		if (c->nh.daddr != daddr || now - c->probed_ns > 1000000000ull) {
+			c->nh.daddr = daddr;
+			c->nh.resolved = 0;
+			c->probed_ns = now;
+			neigh_probe(daddr);
+		}
+		return -EAGAIN;
+	}
+	nh.resolved = 1;
+	nh.expires_ns = now + 1000000000ull;
+	c->nh = nh;
+	*out = nh;
+	return 0;
+}
+
+int ts_lwip__resolve(uint32_t daddr, int ms)
+{
+	struct ts_nexthop nh;
+	int i, r = -EAGAIN;
+
+	for (i = 0; i <= ms; i++) {
+		ts_lwip__lock();
+		r = ts_lwip__nexthop(daddr, &nh);
+		ts_lwip__unlock();
+		if (r != -EAGAIN)
+			break;
+		usleep(1000);
+	}
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* netifs                                                              */
+
+static err_t nif_output(struct netif *n, struct pbuf *p,
+			const ip4_addr_t *ipaddr)
+{
+	struct ts_nexthop nh;
+	struct ts_stack *st;
+	const uint8_t *ip = p->payload;
+	uint32_t daddr;
+	int r;
+
+	(void)n;
+	(void)ipaddr;
+	/* LWIP_NETIF_TX_SINGLE_PBUF=1 in Debian's build: one contiguous
+	 * buffer holding the whole packet */
+	if (p->len != p->tot_len || p->len < 20)
+		return ERR_VAL;
+	memcpy(&daddr, ip + 16, 4);
+	r = ts_lwip__nexthop(daddr, &nh);
+	if (r) {
+		if (r == -EAGAIN)
+			ts_stats->tcp.tx_neigh++;
+		else
+			ts_stats->tcp.tx_noroute++;
+		return ERR_OK; /* dropped: TCP retransmits */
+	}
+	st = ts_stack__get(nh.ifindex, 0);
+	if (!st) {
+		ts_stats->tcp.tx_noroute++;
+		return ERR_OK;
+	}
+	if (ts_stack__send_ip(st, nh.mac, ip, p->len, 1)) {
+		ts_stats->tcp.tx_ring_full++;
+		return ERR_OK;
+	}
+	ts_stats->tcp.segs_tx++;
+	return ERR_OK;
+}
+
+#if LWIP_IPV6
+static err_t nif_output6(struct netif *n, struct pbuf *p,
+			 const ip6_addr_t *ipaddr)
+{
+	(void)n;
+	(void)p;
+	(void)ipaddr;
+	return ERR_OK; /* IPv6 stays on the kernel */
+}
+#endif
+
+static err_t nif_init(struct netif *n)
+{
+	struct ts_nif *t = n->state;
+	uint32_t mtu = ts_stack__mtu(t->st);
+
+	n->name[0] = 't';
+	n->name[1] = 's';
+	n->output = nif_output;
+#if LWIP_IPV6
+	n->output_ip6 = nif_output6;
+#endif
+	/* a segment must fit the frame an XSK takes (TS_XSK_MAX_FRAME) behind
+	 * its 14-byte header;
+	 * lwIP's MSS is min(TCP_MSS=1460, mtu - 40) */
+	n->mtu = (u16_t)(mtu > TS_XSK_MAX_FRAME - 14 ? TS_XSK_MAX_FRAME - 14 :
+							 mtu);
+	n->flags = NETIF_FLAG_LINK_UP;
+	return ERR_OK;
+}
+
+struct netif *ts_lwip__netif(struct ts_stack *st, uint32_t addr)
+{
+	struct ifaddrs *ifa, *i;
+	char name[IF_NAMESIZE];
+	int k, found = 0;
+
+	for (k = 0; k < nnifs; k++)
+		if (nifs[k].st == st && nifs[k].addr == addr)
+			return &nifs[k].nif;
+	if (nnifs >= TS_LWIP_NETIFS ||
+	    !if_indextoname((unsigned)ts_stack__ifindex(st), name) ||
+	    getifaddrs(&ifa))
+		return NULL;
+	for (i = ifa; i && !found; i = i->ifa_next)
+		found = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+			!strcmp(i->ifa_name, name) &&
+			((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr ==
+				addr;
+	freeifaddrs(ifa);
+	if (!found)
+		return NULL;
+	{
+		struct ts_nif *t = &nifs[nnifs];
+		ip4_addr_t a, m, g;
+
+		t->st = st;
+		t->addr = addr;
+		a.addr = addr;
+		/* routing is route.c's: lwIP only needs the address */
+		m.addr = 0xffffffffu;
+		g.addr = 0;
+		ts_lwip__core_enter();
+		if (!netif_add(&t->nif, &a, &m, &g, t, nif_init, ip4_input)) {
+			ts_lwip__core_exit();
+			return NULL;
+		}
+		netif_set_up(&t->nif);
+		netif_set_link_up(&t->nif);
+		if (!netif_default)
+			netif_set_default(&t->nif);
+		ts_lwip__core_exit();
+		nnifs++;
+		return &t->nif;
+	}
+}
+
+struct ts_stack *ts_lwip__stack(const struct netif *n)
+{
+	return n ? ((const struct ts_nif *)n->state)->st : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* input                                                               */
+
+/* Senders on veth (the kernel's CHECKSUM_PARTIAL) leave the TCP checksum
+ * holding only the folded pseudo-header sum, for hardware that is not
+ * there. lwIP checks every checksum (CHECKSUM_CHECK_TCP is fixed at 1 in
+ * the build): complete that form, leave any other bad sum to lwIP. */
+static void csum_complete(uint8_t *ip, uint32_t ihl, uint32_t tot)
+{
+	uint8_t *th = ip + ihl, ph[12];
+	uint32_t seglen = tot - ihl, pseudo, sum;
+	uint16_t field;
+
+	memcpy(ph, ip + 12, 8);
+	ph[8] = 0;
+	ph[9] = 6;
+	ph[10] = (uint8_t)(seglen >> 8);
+	ph[11] = (uint8_t)seglen;
+	pseudo = ts_csum__partial(ph, sizeof(ph), 0);
+	sum = ts_csum__partial(th, seglen, pseudo);
+	if (ts_csum__fold(sum) == 0xffff)
+		return;
+	field = (uint16_t)(th[16] << 8 | th[17]);
+	if (field != ts_csum__fold(pseudo))
+		return;
+	th[16] = th[17] = 0;
+	sum = (uint16_t)~ts_csum__fold(ts_csum__partial(th, seglen, pseudo));
+	th[16] = (uint8_t)(sum >> 8);
+	th[17] = (uint8_t)sum;
+	ts_stats->tcp.rx_csum_completed++;
+}
+
+/* Segments from the RX path (which holds an XSK's ring lock, taken after
+ * the core lock elsewhere: lwIP cannot run there) wait here for the next
+ * holder of the core lock. */
+struct ts_seg {
+	struct ts_seg *next;
+	struct ts_stack *st;
+	uint32_t len;
+	uint8_t ip[];
+};
+
+static pthread_mutex_t inq_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ts_seg *inq_head, *inq_tail;
+static int inq_len;
+
+void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
+{
+	const uint8_t *ip = frame + 14;
+	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4, tot;
+	struct ts_seg *g;
+
+	tot = (uint32_t)(ip[2] << 8 | ip[3]);
+	if (!ts_tcp_on || ihl < 20 || tot < ihl + 20 || tot > len - 14) {
+		ts_stats->tcp.rx_no_netif++;
+		return;
+	}
+	/* copied: lwIP may keep a segment (out of order, unread) for long,
+	 * and the UMEM frame goes straight back to the fill ring */
+	g = malloc(sizeof(*g) + tot);
+	if (!g)
+		return;
+	g->next = NULL;
+	g->st = st;
+	g->len = tot;
+	memcpy(g->ip, ip, tot);
+	pthread_mutex_lock(&inq_lock);
+	if (inq_tail)
+		inq_tail->next = g;
+	else
+		inq_head = g;
+	inq_tail = g;
+	__atomic_store_n(&inq_len, inq_len + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&inq_lock);
+}
+
+static void seg_input(struct ts_seg *g)
+{
+	uint8_t *ip = g->ip;
+	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4, tot = g->len, daddr;
+	struct ts_rx_probe pr;
+	uint32_t saddr, seq;
+	uint16_t sport, dport;
+	struct netif *n;
+	struct pbuf *p;
+
+	memcpy(&daddr, ip + 16, 4);
+	n = ts_lwip__netif(g->st, daddr);
+	if (!n) {
+		ts_stats->tcp.rx_no_netif++;
+		return;
+	}
+	p = pbuf_alloc(PBUF_RAW, (u16_t)tot, PBUF_RAM);
+	if (!p)
+		return;
+	memcpy(p->payload, ip, tot);
+	csum_complete(p->payload, ihl, tot);
+	ts_stats->tcp.segs_rx++;
+	memcpy(&saddr, ip + 12, 4);
+	memcpy(&sport, ip + ihl, 2);
+	memcpy(&dport, ip + ihl + 2, 2);
+	memcpy(&seq, ip + ihl + 4, 4);
+	ts_tcp__rx_pre(saddr, sport, dport, ntohl(seq), ip[ihl + 13], &pr);
+	if (ip4_input(p, n) != ERR_OK)
+		pbuf_free(p);
+	ts_tcp__rx_post(&pr);
+}
+
+/* Under the core lock: everything queued, in order. */
+static void input_process(void)
+{
+	while (__atomic_load_n(&inq_len, __ATOMIC_ACQUIRE)) {
+		struct ts_seg *g;
+
+		pthread_mutex_lock(&inq_lock);
+		g = inq_head;
+		inq_head = NULL;
+		inq_tail = NULL;
+		__atomic_store_n(&inq_len, 0, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&inq_lock);
+		while (g) {
+			struct ts_seg *next = g->next;
+
+			seg_input(g);
+			free(g);
+			g = next;
+		}
+	}
+}
+
+/* After an RX poll released its ring lock (no lock held, or the core
+ * lock by this thread). */
+void ts_tcp__input_drain(void)
+{
+	/* a forked child (ts_tcp_on 0) never takes the core lock: another
+	 * thread of the parent may have held it at the fork */
+	if (!__atomic_load_n(&ts_tcp_on, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&inq_len, __ATOMIC_ACQUIRE))
+		return;
+	ts_lwip__core_enter();
+	input_process();
+	ts_lwip__core_exit();
+}
+
+/* ------------------------------------------------------------------ */
+/* timers. Debian's build fixes TCP_TMR_INTERVAL at 250 ms and lwIP counts
+ * retransmission timeouts, TIME_WAIT and keepalive in slow-timer ticks of
+ * two intervals: with it, the shortest RTO is 3 ticks (1.5 s), so every
+ * loss that fast retransmit does not repair stalls a stream for seconds.
+ * The helper thread calls tcp_tmr() every TS_TCP_TMR_MS instead (ticks of
+ * 2 * TS_TCP_TMR_MS): RTOs from 150 ms (Linux's floor is 200 ms), delayed
+ * ACKs within 25 ms (Linux: 40 ms), TIME_WAIT 12 s instead of lwIP's 120 s
+ * (Linux: 60 s). Keepalive times are scaled back by tcp.c
+ * (TS_TCP_TICK_SCALE). lwIP's other cyclic timers (ARP, IP reassembly,
+ * IGMP, IPv6) serve nothing here and are not run. The thread also drains
+ * XSKs that nobody polled, so that connections move on while no
+ * application thread is in the library, and then wakes sleepers. */
+
+static void *timer_main(void *arg)
+{
+	unsigned n = 0;
+
+	(void)arg;
+	for (;;) {
+		struct timespec ts = { 0, TS_TCP_TMR_MS * 1000000L };
+		int got = 0, ev;
+
+		nanosleep(&ts, NULL);
+		ts_lwip__lock();
+		if (ts_stack__any_busy())
+			got = ts_stack__poll_all();
+		tcp_tmr();
+		ts_tcp__tick();
+		if (++n % 4 == 0) /* the XDP and UMEM counters, live */
+			ts_stack__refresh_stats();
+		ev = ts_tcp__events();
+		ts_lwip__unlock();
+		if (got || ev)
+			ts_lwip__wake();
+	}
+	return NULL;
+}
+
+int ts_lwip__start(void)
+{
+	sigset_t all, old;
+	int err;
+
+	if (sys_mutex_new(&lock_tcpip_core) != ERR_OK)
+		return -ENOMEM;
+	lwip_init();
+	sigfillset(&all);
+	/* the helper thread takes no signals: the application's own threads
+	 * must see them (sockperf's timer, SIGINT) */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&timer_thread, NULL, timer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	pthread_setname_np(timer_thread, "tickstack-tcp");
+	timer_running = 1;
+	return 0;
+}

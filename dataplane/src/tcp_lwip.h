@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tcp_lwip.h - what tcp.c and tcp_lwip.c share: lwIP's raw API and the
+ * glue's locking, netifs and wake-up. Only these two files see lwIP. */
+#ifndef TS_TCP_LWIP_H
+#define TS_TCP_LWIP_H
+
+#include "tcp_internal.h"
+
+#include <lwip/init.h>
+#include <lwip/ip.h>
+#include <lwip/ip4.h>
+#include <lwip/netif.h>
+#include <lwip/pbuf.h>
+#include <lwip/priv/tcp_priv.h>
+#include <lwip/sys.h>
+#include <lwip/tcp.h>
+#include <lwip/tcpip.h>
+#include <lwip/timeouts.h>
+
+/* lwIP's core lock, reentrant per thread (depth counted): every lwIP
+ * call runs under it. Lock order: the control lock (ts_lock) is never
+ * taken under it; an XSK's ring lock is taken under it (output). Released
+ * last, it first feeds lwIP the segments queued by RX polls and wakes the
+ * TX path once. */
+TS_HIDDEN void ts_lwip__lock(void);
+TS_HIDDEN void ts_lwip__unlock(void);
+TS_HIDDEN void ts_lwip__core_enter(void);
+TS_HIDDEN void ts_lwip__core_exit(void);
+
+/* The lwIP netif carrying local address addr on st's interface (created
+ * on first use); NULL when the address is not on that interface. */
+TS_HIDDEN struct netif *ts_lwip__netif(struct ts_stack *st, uint32_t addr);
+TS_HIDDEN struct ts_stack *ts_lwip__stack(const struct netif *n);
+
+/* Where daddr goes: 0 with nh filled (unicast via an interface whose MAC
+ * is known), -EHOSTUNREACH (no route), -EADDRNOTAVAIL (local, broadcast,
+ * multicast), -EAGAIN (neighbour unresolved: a probe was sent). */
+TS_HIDDEN int ts_lwip__nexthop(uint32_t daddr, struct ts_nexthop *nh);
+/* Probe daddr's neighbour through the kernel and wait up to ms for it. */
+TS_HIDDEN int ts_lwip__resolve(uint32_t daddr, int ms);
+
+/* Wake threads sleeping in the library (a state change they wait for
+ * happened on the timer thread). */
+TS_HIDDEN void ts_lwip__wake(void);
+TS_HIDDEN int ts_lwip__start(void);
+
+/* lwIP's TCP timer period (tcp_lwip.c) and how much faster than lwIP's
+ * nominal TCP_TMR_INTERVAL that makes its ticks */
+#define TS_TCP_TMR_MS 10
+#define TS_TCP_TICK_SCALE (TCP_TMR_INTERVAL / TS_TCP_TMR_MS)
+
+/* tcp.c: called by the timer thread under the locks after tcp_tmr();
+ * ts_tcp__events: whether callbacks ran since the last call (clears) */
+TS_HIDDEN void ts_tcp__tick(void);
+struct ts_rx_probe {
+	struct tcp_pcb *pcb;
+	int infr;
+	u32_t lastack;
+};
+TS_HIDDEN void ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
+			      uint32_t seq, uint8_t flags,
+			      struct ts_rx_probe *pr);
+TS_HIDDEN void ts_tcp__rx_post(struct ts_rx_probe *pr);
+TS_HIDDEN int ts_tcp__events(void);
+
+#endif

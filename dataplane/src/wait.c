@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: Apache-2.0
+/* wait.c - the one wait primitive (spin, then sleep in ppoll on the
+ * caller's kernel fds, the XSKs and the signal eventfd), and poll/select
+ * on it. recv (rx.c) and epoll (epoll.c) wait with it too. No lock is held
+ * while waiting, and nothing is allocated. */
+#include "ts_internal.h"
+#include "tcp_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int ts_wait_sleepers;
+
+void ts_wait__efd_drain(void)
+{
+	uint64_t v;
+
+	if (ts_sig_efd >= 0)
+		(void)!ts_real_read(ts_sig_efd, &v, sizeof(v));
+}
+
+static unsigned long sig_gen(const struct ts_wait *w)
+{
+	return w->any_signal ? ts_sig__gen() : ts_sig__norestart_gen();
+}
+
+/* Frames waiting on the XSKs this wait cares about go to their sockets.
+ * A ring another thread is polling is left to it (it delivers to all). */
+static void wait__poll_rings(const struct ts_wait *w)
+{
+	int i, n;
+
+	if (!w->stacks) {
+		if (ts_stack__any_busy())
+			ts_stack__poll_all();
+		return;
+	}
+	n = __atomic_load_n(w->nstacks, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n; i++) {
+		struct ts_stack *st = __atomic_load_n(&w->stacks[i], __ATOMIC_ACQUIRE);
+
+		if (ts_stack__usable(st) && ts_stack__busy(st))
+			ts_stack__poll(st, 0);
+	}
+}
+
+/* Sleep until one of the caller's fds, an XSK or the signal eventfd is
+ * readable, or the deadline. <0: EINTR (errno). */
+static int wait__sleep(struct ts_wait *w, uint64_t now, uint64_t deadline,
+		       unsigned long g0)
+{
+	struct pollfd local[16 + TICKSTACK_STATS_MAX_XSK + 1];
+	struct pollfd *pf = w->sleep_buf ? w->sleep_buf : local;
+	struct timespec ts, *tsp = NULL;
+	int n, i, k, r;
+
+	/* room for the XSKs and the eventfd is kept after the caller's */
+	n = w->sleep_fds(w, pf, w->sleep_buf ? w->sleep_cap : 16);
+	if (w->stacks) {
+		k = __atomic_load_n(w->nstacks, __ATOMIC_ACQUIRE);
+		for (i = 0; i < k; i++) {
+			struct ts_stack *st = w->stacks[i];
+
+			if (!ts_stack__usable(st))
+				continue;
+			pf[n].fd = ts_stack__fd(st);
+			pf[n++].events = POLLIN;
+		}
+	} else {
+		k = ts_stack__count();
+		for (i = 0; i < k && i < TICKSTACK_STATS_MAX_XSK; i++) {
+			struct ts_stack *st = ts_stack__at(i);
+
+			if (!ts_stack__usable(st))
+				continue;
+			pf[n].fd = ts_stack__fd(st);
+			pf[n++].events = POLLIN;
+		}
+	}
+	if (ts_sig_efd >= 0) {
+		pf[n].fd = ts_sig_efd;
+		pf[n++].events = POLLIN;
+	}
+	if (deadline != UINT64_MAX) {
+		uint64_t left = deadline - now;
+
+		ts.tv_sec = (time_t)(left / 1000000000ull);
+		ts.tv_nsec = (long)(left % 1000000000ull);
+		tsp = &ts;
+	}
+	ts_wait__efd_drain();
+	if (sig_gen(w) != g0) {
+		errno = EINTR;
+		return -1;
+	}
+	__atomic_add_fetch(&ts_wait_sleepers, 1, __ATOMIC_ACQ_REL);
+	r = ts_real_ppoll(pf, (nfds_t)n, tsp, w->mask);
+	__atomic_sub_fetch(&ts_wait_sleepers, 1, __ATOMIC_ACQ_REL);
+	if (r < 0 && errno == EINTR && (w->any_signal || sig_gen(w) != g0))
+		return -1;
+	return 0;
+}
+
+int ts_wait(struct ts_wait *w)
+{
+	unsigned long g0 = sig_gen(w);
+	uint64_t start = ts_now_ns(), spin_end, deadline;
+	unsigned iter = 0;
+	struct ts_spin sp;
+	int kernel = 1, r;
+
+	deadline = w->timeout_ns < 0 ? UINT64_MAX :
+				       start + (uint64_t)w->timeout_ns;
+	spin_end = ts_cfg.spin_usec < 0 ?
+			   UINT64_MAX :
+			   start + (uint64_t)ts_cfg.spin_usec * 1000;
+	ts_spin__start(&sp, start);
+	for (;;) {
+		wait__poll_rings(w);
+		r = w->check(w, kernel);
+		if (r)
+			return r;
+		if (w->timeout_ns == 0)
+			return 0;
+		kernel = 0;
+		if (sig_gen(w) != g0) {
+			errno = EINTR;
+			return -1;
+		}
+		if ((++iter & 63) != 0) {
+			ts_cpu_relax();
+			continue;
+		}
+		{
+			uint64_t now = ts_now_ns();
+
+			if (now >= deadline)
+				return 0;
+			kernel = ts_spin__tick(&sp, now);
+			if (now < spin_end)
+				continue;
+			if (wait__sleep(w, now, deadline, g0) < 0)
+				return -1;
+			kernel = 1; /* what woke us may be a kernel fd */
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* poll and select                                                     */
+
+/* An accelerated stream, or NULL. */
+static struct ts_tcp *tcp_accel(int fd)
+{
+	struct ts_tcp *t = ts_tcp_on ? ts_tcp__of(fd) : NULL;
+
+	return ts_tcp__accel(t) ? t : NULL;
+}
+
+/* Kernel fds of accelerated streams carry nothing (an accepted one is an
+ * unbound socket that would report POLLHUP): hidden from the kernel's
+ * poll, except a listener's (connections from other interfaces). */
+static int tcp_hidden(int fd)
+{
+	struct ts_tcp *t = tcp_accel(fd);
+
+	return t && !ts_tcp__kernel_watch(t);
+}
+
+static int accel_fd(int fd)
+{
+	struct ts_sock *s = ts_sock__of(fd);
+
+	if (!s)
+		return tcp_accel(fd) != NULL;
+	ts_sock__check_owner(s, fd);
+	return ts_sock__state(s) == TS_S_ACCEL;
+}
+
+int ts_poll__has_accel(struct pollfd *fds, nfds_t n)
+{
+	nfds_t i;
+
+	for (i = 0; i < n; i++)
+		if (accel_fd(fds[i].fd))
+			return 1;
+	return 0;
+}
+
+/* The kernel's view of the fds, 0-timeout: in a buffer on the stack for
+ * up to 256 fds, else in one kept per thread (allocated once). */
+#define TS_POLL_STACK 256
+static __thread struct pollfd *poll_tls;
+static __thread nfds_t poll_tls_n;
+
+struct poll_wait {
+	struct pollfd *fds;
+	nfds_t n;
+	struct pollfd *tmp;
+};
+
+static int poll_check(struct ts_wait *w, int kernel)
+{
+	struct poll_wait *pw = w->arg;
+	int ready = 0, r;
+	nfds_t i;
+
+	for (i = 0; i < pw->n; i++) {
+		struct pollfd *p = &pw->fds[i];
+		struct ts_sock *s = ts_sock__of(p->fd);
+
+		p->revents = 0;
+		if (!s) {
+			struct ts_tcp *t = tcp_accel(p->fd);
+
+			if (t)
+				p->revents = ts_tcp__revents(t, p->events);
+		} else if (ts_sock__state(s) == TS_S_ACCEL) {
+			if ((p->events & POLLIN) && ts_sock__rx_ready(s))
+				p->revents |= POLLIN;
+			if (p->events & POLLOUT)
+				p->revents |= POLLOUT;
+		}
+	}
+	if (kernel) {
+		memcpy(pw->tmp, pw->fds, pw->n * sizeof(*pw->tmp));
+		for (i = 0; ts_tcp_on && i < pw->n; i++)
+			if (tcp_hidden(pw->tmp[i].fd))
+				pw->tmp[i].fd = -1;
+		r = ts_real_poll(pw->tmp, pw->n, 0);
+		if (r < 0 && errno != EINTR)
+			return -1;
+		for (i = 0; r > 0 && i < pw->n; i++) {
+			struct ts_sock *s;
+
+			if (!pw->tmp[i].revents)
+				continue;
+			pw->fds[i].revents |= pw->tmp[i].revents;
+			s = ts_sock__of(pw->fds[i].fd);
+			if (s && (pw->tmp[i].revents & POLLIN))
+				__atomic_store_n(&s->kernel_hint, 1,
+						 __ATOMIC_RELEASE);
+		}
+	}
+	for (i = 0; i < pw->n; i++)
+		ready += pw->fds[i].revents != 0;
+	return ready;
+}
+
+/* Every one of the caller's fds joins the sleep (the buffer has room). */
+static int poll_sleep_all(struct ts_wait *w, struct pollfd *pf, int max)
+{
+	struct poll_wait *pw = w->arg;
+	nfds_t i;
+
+	for (i = 0; i < pw->n && (int)i < max; i++) {
+		pf[i].fd = ts_tcp_on && tcp_hidden(pw->fds[i].fd) ? -1 :
+								   pw->fds[i].fd;
+		pf[i].events = pw->fds[i].events;
+	}
+	return (int)i;
+}
+
+/* timeout_ns < 0: forever. */
+int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
+		  const sigset_t *mask)
+{
+	struct pollfd stackbuf[TS_POLL_STACK];
+	nfds_t need = n + TICKSTACK_STATS_MAX_XSK + 1;
+	struct poll_wait pw = { .fds = fds, .n = n, .tmp = stackbuf };
+	struct ts_wait w = { .check = poll_check, .sleep_fds = poll_sleep_all,
+			     .arg = &pw, .timeout_ns = timeout_ns,
+			     .any_signal = 1, .mask = mask };
+	int r;
+
+	if (need > TS_POLL_STACK) {
+		if (poll_tls_n < need) {
+			struct pollfd *p = realloc(poll_tls, need * sizeof(*p));
+
+			if (!p) {
+				errno = ENOMEM;
+				return -1;
+			}
+			poll_tls = p;
+			poll_tls_n = need;
+		}
+		pw.tmp = poll_tls;
+	}
+	/* the 0-timeout kernel look and the sleep never overlap: one buffer */
+	w.sleep_buf = pw.tmp;
+	w.sleep_cap = (int)n;
+	r = ts_wait(&w);
+	if (r == 0)
+		for (nfds_t i = 0; i < n; i++)
+			fds[i].revents = 0;
+	return r;
+}

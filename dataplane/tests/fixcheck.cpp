@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: Apache-2.0
+// fixcheck.cpp - a FIX 4.4 session with QuickFIX (Debian libquickfix-dev),
+// an ordinary program the harness runs through the interposer:
+//
+//   fixcheck acceptor PORT N        answers every NewOrderSingle with an
+//                                   ExecutionReport, exits after the logout
+//   fixcheck initiator HOST PORT N  logs on, sends N NewOrderSingle, waits
+//                                   for the N ExecutionReports, logs out
+//
+// Both ends check that the application messages arrive in order, each
+// exactly once (ClOrdID 1..N, MsgSeqNum consecutive), and that the
+// session never had to recover (no ResendRequest, SequenceReset or Reject).
+// Exit status 0 on success, 1 with a message otherwise.
+#include <quickfix/Application.h>
+#include <quickfix/MessageCracker.h>
+#include <quickfix/NullStore.h>
+#include <quickfix/Session.h>
+#include <quickfix/SessionSettings.h>
+#include <quickfix/SocketAcceptor.h>
+#include <quickfix/SocketInitiator.h>
+#include <quickfix/fix44/ExecutionReport.h>
+#include <quickfix/fix44/NewOrderSingle.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace {
+
+class App : public FIX::Application, public FIX::MessageCracker {
+public:
+	explicit App(bool acceptor) : acceptor_(acceptor) {}
+
+	void onCreate(const FIX::SessionID &) override {}
+	void onLogon(const FIX::SessionID &id) override
+	{
+		std::lock_guard<std::mutex> g(mu_);
+		id_ = id;
+		logged_on_ = true;
+		cv_.notify_all();
+	}
+	void onLogout(const FIX::SessionID &) override
+	{
+		std::lock_guard<std::mutex> g(mu_);
+		logged_out_ = true;
+		cv_.notify_all();
+	}
+	void toAdmin(FIX::Message &, const FIX::SessionID &) override {}
+	void toApp(FIX::Message &, const FIX::SessionID &)
+		throw(FIX::DoNotSend) override {}
+	void fromAdmin(const FIX::Message &m, const FIX::SessionID &)
+		throw(FIX::FieldNotFound, FIX::IncorrectDataFormat,
+		      FIX::IncorrectTagValue, FIX::RejectLogon) override
+	{
+		FIX::MsgType t;
+
+		m.getHeader().getField(t);
+		// 2 ResendRequest, 4 SequenceReset, 3 Reject: the session had to
+		// recover, which a stream that loses nothing never needs
+		if (t == FIX::MsgType_ResendRequest ||
+		    t == FIX::MsgType_SequenceReset || t == FIX::MsgType_Reject)
+			fail("session recovery message " + t.getString());
+	}
+	void fromApp(const FIX::Message &m, const FIX::SessionID &id)
+		throw(FIX::FieldNotFound, FIX::IncorrectDataFormat,
+		      FIX::IncorrectTagValue,
+		      FIX::UnsupportedMessageType) override
+	{
+		FIX::MsgSeqNum seq;
+
+		m.getHeader().getField(seq);
+		if (last_seq_ && seq != last_seq_ + 1)
+			fail("MsgSeqNum " + std::to_string(seq) + " after " +
+			     std::to_string(last_seq_));
+		last_seq_ = seq;
+		crack(m, id);
+	}
+
+	void onMessage(const FIX44::NewOrderSingle &o,
+		       const FIX::SessionID &id) override
+	{
+		FIX::ClOrdID cl;
+		FIX::Symbol sym;
+		FIX::Side side;
+		FIX::OrderQty qty;
+
+		o.get(cl);
+		o.get(sym);
+		o.get(side);
+		o.get(qty);
+		check_id(cl);
+		FIX44::ExecutionReport r(FIX::OrderID("O" + cl.getString()),
+					 FIX::ExecID("E" + cl.getString()),
+					 FIX::ExecType(FIX::ExecType_NEW),
+					 FIX::OrdStatus(FIX::OrdStatus_NEW), side,
+					 FIX::LeavesQty(qty), FIX::CumQty(0),
+					 FIX::AvgPx(0));
+		r.set(cl);
+		r.set(sym);
+		FIX::Session::sendToTarget(r, id);
+	}
+	void onMessage(const FIX44::ExecutionReport &r,
+		       const FIX::SessionID &) override
+	{
+		FIX::ClOrdID cl;
+
+		r.get(cl);
+		check_id(cl);
+	}
+
+	bool wait_logon(int secs)
+	{
+		std::unique_lock<std::mutex> g(mu_);
+		return cv_.wait_for(g, std::chrono::seconds(secs),
+				    [this] { return logged_on_; });
+	}
+	bool wait_logout(int secs)
+	{
+		std::unique_lock<std::mutex> g(mu_);
+		return cv_.wait_for(g, std::chrono::seconds(secs),
+				    [this] { return logged_out_; });
+	}
+	bool wait_count(long n, int secs)
+	{
+		std::unique_lock<std::mutex> g(mu_);
+		return cv_.wait_for(g, std::chrono::seconds(secs),
+				    [this, n] { return count_ >= n; });
+	}
+	FIX::SessionID id()
+	{
+		std::lock_guard<std::mutex> g(mu_);
+		return id_;
+	}
+	long count()
+	{
+		std::lock_guard<std::mutex> g(mu_);
+		return count_;
+	}
+	bool failed() const { return failed_; }
+
+private:
+	void check_id(const FIX::ClOrdID &cl)
+	{
+		long want;
+		{
+			std::lock_guard<std::mutex> g(mu_);
+			want = ++count_;
+			cv_.notify_all();
+		}
+		if (cl.getString() != std::to_string(want))
+			fail("ClOrdID " + cl.getString() + ", want " +
+			     std::to_string(want));
+	}
+	void fail(const std::string &why)
+	{
+		std::fprintf(stderr, "fixcheck %s: %s\n",
+			     acceptor_ ? "acceptor" : "initiator", why.c_str());
+		failed_ = true;
+	}
+
+	bool acceptor_;
+	std::mutex mu_;
+	std::condition_variable cv_;
+	FIX::SessionID id_;
+	bool logged_on_ = false, logged_out_ = false;
+	long count_ = 0;
+	int last_seq_ = 0;
+	std::atomic<bool> failed_{ false };
+};
+
+std::string settings(bool acceptor, const std::string &host,
+		     const std::string &port)
+{
+	std::ostringstream s;
+
+	s << "[DEFAULT]\n"
+	  << "ConnectionType=" << (acceptor ? "acceptor" : "initiator") << "\n"
+	  << "StartTime=00:00:00\nEndTime=00:00:00\n"
+	  << "HeartBtInt=30\nUseDataDictionary=N\nResetOnLogon=Y\n"
+	  << "ReconnectInterval=1\nSocketNodelay=Y\n"
+	  << (acceptor ? "SocketAcceptPort=" + port + "\n" :
+			 "SocketConnectHost=" + host +
+				 "\nSocketConnectPort=" + port + "\n")
+	  << "[SESSION]\nBeginString=FIX.4.4\n"
+	  << "SenderCompID=" << (acceptor ? "ACC" : "INIT") << "\n"
+	  << "TargetCompID=" << (acceptor ? "INIT" : "ACC") << "\n";
+	return s.str();
+}
+
+int usage()
+{
+	std::fprintf(stderr, "usage: fixcheck acceptor PORT N | fixcheck "
+			     "initiator HOST PORT N\n");
+	return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage();
+	std::string mode = argv[1];
+	bool acc = mode == "acceptor";
+
+	if (!((acc && argc == 4) || (mode == "initiator" && argc == 5)))
+		return usage();
+	long n = std::atol(argv[argc - 1]);
+	std::istringstream cfg(
+		settings(acc, acc ? "" : argv[2], acc ? argv[2] : argv[3]));
+	FIX::SessionSettings ss(cfg);
+	FIX::NullStoreFactory store;
+	App app(acc);
+
+	try {
+		if (acc) {
+			FIX::SocketAcceptor a(app, store, ss);
+
+			a.start();
+			if (!app.wait_logon(30) || !app.wait_logout(300)) {
+				std::fprintf(stderr, "fixcheck acceptor: no logon "
+						     "or logout in time\n");
+				a.stop(true);
+				return 1;
+			}
+			a.stop();
+		} else {
+			FIX::SocketInitiator i(app, store, ss);
+
+			i.start();
+			if (!app.wait_logon(30)) {
+				std::fprintf(stderr, "fixcheck initiator: no "
+						     "logon\n");
+				i.stop(true);
+				return 1;
+			}
+			FIX::SessionID id = app.id();
+			auto t0 = std::chrono::steady_clock::now();
+
+			for (long k = 1; k <= n; k++) {
+				FIX44::NewOrderSingle o(
+					FIX::ClOrdID(std::to_string(k)),
+					FIX::Side(FIX::Side_BUY),
+					FIX::TransactTime(),
+					FIX::OrdType(FIX::OrdType_MARKET));
+				o.set(FIX::Symbol("TICK"));
+				o.set(FIX::OrderQty(100));
+				FIX::Session::sendToTarget(o, id);
+			}
+			if (!app.wait_count(n, 120)) {
+				std::fprintf(stderr, "fixcheck initiator: %ld of "
+						     "%ld execution reports\n",
+					     app.count(), n);
+				i.stop(true);
+				return 1;
+			}
+			auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+					  std::chrono::steady_clock::now() - t0)
+					  .count();
+			FIX::Session::lookupSession(id)->logout();
+			if (!app.wait_logout(30))
+				std::fprintf(stderr, "fixcheck initiator: logout "
+						     "not confirmed\n");
+			i.stop();
+			std::printf("fixcheck: %ld orders, %ld execution reports "
+				    "in %lld us\n",
+				    n, app.count(), (long long)us);
+		}
+	} catch (std::exception &e) {
+		std::fprintf(stderr, "fixcheck %s: %s\n", mode.c_str(), e.what());
+		return 1;
+	}
+	if (app.failed() || app.count() != n) {
+		std::fprintf(stderr, "fixcheck %s: %ld of %ld messages\n",
+			     mode.c_str(), app.count(), n);
+		return 1;
+	}
+	return 0;
+}

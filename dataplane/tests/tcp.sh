@@ -1,0 +1,250 @@
+# tests/tcp.sh - the TCP cases of the harness (sourced by harness.sh, which
+# provides new_pair, accel, kern, die, log, wait_for, stat_sum and the
+# cleanup). Every accelerated end runs with TICKSTACK_TCP=1 and
+# TICKSTACK_REQUIRE=1: a connection the stack would leave on the kernel
+# fails the test instead of passing quietly. Besides the programs' own
+# checks, each case proves the path from both sides: the library's
+# counters (connections through the XSK, bytes per socket) and the
+# kernel's own TCP counters in the accelerated namespaces (nstat): the
+# kernel opened no connection there and sent no reset, so it neither
+# carried nor answered the steered segments.
+
+TCP_LOSS_MIB=${TCP_LOSS_MIB:-256}
+
+taccel() { echo "$(accel "$1" "$2") --require env TICKSTACK_TCP=1"; }
+
+tcp_listening() { # tcp_listening NS PORT
+	ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .
+}
+
+kstat() { # kstat NS COUNTER: the kernel's TCP counter in NS
+	ip netns exec "$1" nstat -asz "$2" | awk -v c="$2" '$1 == c {print $2}'
+}
+
+# kernel_silent NS...: the kernel of each namespace carried no TCP
+# connection and sent no reset
+kernel_silent() {
+	local ns c v
+	for ns in "$@"; do
+		for c in TcpActiveOpens TcpPassiveOpens TcpOutRsts; do
+			v=$(kstat "$ns" $c)
+			[ "${v:-x}" = 0 ] || { die "kernel of $ns: $c=$v (it saw the connection)"; return 1; }
+		done
+	done
+}
+
+# tcp_accel TAG MIN_CONNS [rx|tx|both]: the process(es) with stats tag TAG
+# carried at least MIN_CONNS connections through the XSK, with bytes
+# received, sent or both (default) through it
+tcp_accel() {
+	local tag=$1 min=$2 way=${3:-both} conns rxa txa
+	wait_for 5 ls "$TSDP_TMP"/stats-$tag-*.txt || { die "$tag: no stats dump"; return 1; }
+	conns=$(cat "$TSDP_TMP"/stats-$tag-*.txt | grep '^tcp ' | tr ' ' '\n' | grep '^conns_accel=' |
+		cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+	rxa=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" rx_accel)
+	txa=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" tx_accel)
+	[ "$conns" -ge "$min" ] || { die "$tag: $conns connections through the XSK, want >= $min"; return 1; }
+	case $way in
+	rx) txa=1 ;;
+	tx) rxa=1 ;;
+	esac
+	[ "$rxa" -gt 0 ] && [ "$txa" -gt 0 ] || { die "$tag: no bytes through the XSK (rx=$rxa tx=$txa)"; return 1; }
+}
+
+# tcp_pp SERVER-PREFIX CLIENT-PREFIX PORT SIZE: sockperf --tcp ping-pong
+tcp_pp() {
+	local srv=$1 cli=$2 port=$3 size=$4
+	$srv $CPU_SRV sockperf sr --tcp -i $IPB -p "$port" >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" "$port" || { die "server did not listen on $port"; return 1; }
+	$cli $CPU_CLI timeout 30 sockperf pp --tcp -i $IPB -p "$port" -t 2 -m "$size" >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	stop_server
+}
+
+t_tcp_pp_both() {
+	tcp_pp "$(taccel $NB srv)" "$(taccel $NA cli)" 12001 64 || return 1
+	tcp_accel cli 1 && tcp_accel srv 1 && kernel_silent "$NA" "$NB"
+}
+
+t_tcp_pp_kernel_server() {
+	tcp_pp "$(kern $NB)" "$(taccel $NA cli)" 12002 1472 || return 1
+	tcp_accel cli 1 && kernel_silent "$NA"
+}
+
+t_tcp_pp_kernel_client() {
+	tcp_pp "$(taccel $NB srv)" "$(kern $NA)" 12003 256 || return 1
+	tcp_accel srv 1 && kernel_silent "$NB"
+}
+
+t_tcp_under_load() { # sockperf ul --tcp: a pacing sender thread and a receiver thread in the client
+	# both client threads share one CPU here: the receiver sleeps instead
+	# of spinning (see t_under_load); medians are logged, not judged
+	$(taccel $NB srv) $CPU_SRV sockperf sr --tcp -i $IPB -p 12006 >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12006 || { die "server did not listen"; return 1; }
+	$(taccel $NA cli) env TICKSTACK_SPIN_USEC=0 $CPU_CLI timeout 30 sockperf ul --tcp -i $IPB -p 12006 -t 2 -m 64 \
+		--mps 10000 >"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	stop_server || return 1
+	tcp_accel cli 1 && tcp_accel srv 1 && kernel_silent "$NA" "$NB"
+}
+
+t_tcp_throughput() { # sockperf tp --tcp unpaced: every message sent is received
+	local sent got
+	$(taccel $NB srv) $CPU_SRV sockperf sr --tcp -i $IPB -p 12007 >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12007 || { die "server did not listen"; return 1; }
+	$(taccel $NA cli) $CPU_CLI timeout 30 sockperf tp --tcp -i $IPB -p 12007 -t 2 -m 256 \
+		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
+	grep -q "interrupted by timer" "$TSDP_TMP/client.out" || { die "client did not end on its timer"; return 1; }
+	stop_server || return 1
+	sent=$(sed -n 's/.*Total of \([0-9]*\) messages sent.*/\1/p' "$TSDP_TMP/client.out")
+	got=$(sed -n 's/.*Total \([0-9]*\) messages received.*/\1/p' "$TSDP_TMP/server.out")
+	[ "${sent:-0}" -gt 1000 ] && [ "$sent" = "$got" ] || { die "sent ${sent:-?} received ${got:-?}"; return 1; }
+	log "$CUR: $sent sent, $got received ($(sed -n 's/.*Summary: BandWidth is \([0-9.]* MBps\).*/\1/p' "$TSDP_TMP/client.out"))"
+	tcp_accel cli 1 tx && tcp_accel srv 1 rx && kernel_silent "$NA" "$NB"
+}
+
+t_tcp_cycles() { # 1,000 connect/accept/close cycles leak no fd, port or UMEM frame
+	$(taccel $NB srv) $B/tcpcheck cycles-server 12004 1000 >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12004 || { die "server did not listen"; return 1; }
+	$(taccel $NA cli) timeout 120 $B/tcpcheck cycles-client $IPB 12004 1000 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client: exit code $?"; return 1; }
+	wait_exit "$SRV" 60 || { die "server did not finish"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "server: exit code $WAIT_RC"; return 1; }
+	log "$CUR: $(grep -h 'cycles;' "$TSDP_TMP/client.out" "$TSDP_TMP/server.out" | tr '\n' ' ')"
+	tcp_accel cli 1000 && tcp_accel srv 1000 && kernel_silent "$NA" "$NB" || return 1
+	# the kernel holds no socket of theirs any more (ports released)
+	[ -z "$(ip netns exec "$NA" ss -Htan)" ] || { die "client namespace still holds sockets"; return 1; }
+}
+
+t_tcp_fix() { # a QuickFIX session: logon, 10,000 NewOrderSingle / ExecutionReport pairs in order, logout
+	$(taccel $NB srv) timeout 120 $B/fixcheck acceptor 12008 10000 >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12008 || { die "acceptor did not listen"; return 1; }
+	$(taccel $NA cli) timeout 120 $B/fixcheck initiator $IPB 12008 10000 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "initiator: exit code $?"; return 1; }
+	wait_exit "$SRV" 60 || { die "acceptor did not finish"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "acceptor: exit code $WAIT_RC"; return 1; }
+	log "$CUR: $(cat "$TSDP_TMP/client.out")"
+	tcp_accel cli 1 && tcp_accel srv 1 && kernel_silent "$NA" "$NB"
+}
+
+# scenario SRV-PREFIX CLI-PREFIX MODE PORT TAG: tcpcheck MODE-server and
+# MODE-client; what each observed in $TSDP_TMP/TAG.txt (server, then client)
+scenario() {
+	local srv=$1 cli=$2 mode=$3 port=$4 tag=$5 p
+	$srv $B/tcpcheck $mode-server "$port" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+	p=$!
+	TSDP_PIDS+=("$p")
+	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
+	$cli timeout 30 $B/tcpcheck $mode-client $IPB "$port" >"$TSDP_TMP/$tag-cli.txt" 2>&1 ||
+		{ die "$tag: client exit code $?"; return 1; }
+	wait_exit "$p" 30 || { die "$tag: server did not finish"; return 1; }
+	cat "$TSDP_TMP/$tag-srv.txt" "$TSDP_TMP/$tag-cli.txt" >"$TSDP_TMP/$tag.txt"
+}
+
+t_tcp_vs_kernel() { # half-close, a reset mid-transfer, a refused connect: the stack observes what the kernel does
+	local m i=0
+	for m in halfclose reset; do
+		i=$((i + 1))
+		scenario "$(kern $NB)" "$(kern $NA)" $m $((12020 + i)) kernel-$m || return 1
+		scenario "$(taccel $NB srv)" "$(taccel $NA cli)" $m $((12030 + i)) stack-$m || return 1
+		cmp -s "$TSDP_TMP/kernel-$m.txt" "$TSDP_TMP/stack-$m.txt" ||
+			{ die "$m: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-$m.txt" \
+				"$TSDP_TMP/stack-$m.txt" >&2; return 1; }
+		log "$CUR: $m as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-$m.txt")"
+	done
+	# a connect where nobody listens: the peer's kernel resets the SYN
+	$(kern $NA) timeout 30 $B/tcpcheck refused-client $IPB 12039 >"$TSDP_TMP/kernel-refused.txt" 2>&1
+	$(taccel $NA cli) timeout 30 $B/tcpcheck refused-client $IPB 12039 >"$TSDP_TMP/stack-refused.txt" 2>&1
+	cmp -s "$TSDP_TMP/kernel-refused.txt" "$TSDP_TMP/stack-refused.txt" ||
+		{ die "refused: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-refused.txt" \
+			"$TSDP_TMP/stack-refused.txt" >&2; return 1; }
+	log "$CUR: refused as on the kernel: $(cat "$TSDP_TMP/stack-refused.txt")"
+	tcp_accel cli 2 && tcp_accel srv 2
+}
+
+t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
+	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 \
+		>"$TSDP_TMP/client.out" 2>&1
+	grep -q "TICKSTACK_REQUIRE=1: stream socket fd" "$TSDP_TMP/client.out" ||
+		{ die "REQUIRE did not refuse a loopback connection clearly"; return 1; }
+	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_STATS_FILE=$TSDP_TMP/stats-lo-%p.txt $RUN \
+		timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 >"$TSDP_TMP/client.out" 2>&1
+	grep -q "conns_kernel=1" "$TSDP_TMP"/stats-lo-*.txt || { die "the kernel fallback was not counted"; return 1; }
+	ip netns exec "$NA" env TICKSTACK_TCP=maybe $RUN true 2>"$TSDP_TMP/client.out"
+	grep -q "invalid TICKSTACK_TCP=maybe" "$TSDP_TMP/client.out" || { die "bad TICKSTACK_TCP not reported"; return 1; }
+}
+
+# ---- integrity under loss: A - router R - B, R drops at random
+
+loss_topology() {
+	tsdp_ns NA a
+	tsdp_ns NB b
+	tsdp_ns NR r
+	tsdp_pair "$NA" "$NR" 198.18.20 v${TSDP_ID}ar v${TSDP_ID}ra
+	tsdp_pair "$NR" "$NB" 198.18.21 v${TSDP_ID}rb v${TSDP_ID}br
+	ip -n "$NA" route add default via 198.18.20.2
+	ip -n "$NB" route add default via 198.18.21.1
+	ip netns exec "$NR" sysctl -qw net.ipv4.ip_forward=1
+	IPB=198.18.21.2
+}
+
+# transfer DIRECTION PORT: DIRECTION up (A sends to B) or down (B to A)
+transfer() {
+	local dir=$1 port=$2 s e
+	rm -f "$TSDP_TMP"/out "$TSDP_TMP"/stats-*
+	if [ "$dir" = up ]; then
+		$(taccel $NB srv) $B/tcpcheck recv-server "$port" "$TSDP_TMP/out" >"$TSDP_TMP/server.out" 2>&1 &
+	else
+		$(taccel $NB srv) $B/tcpcheck send-server "$port" "$TSDP_TMP/in" >"$TSDP_TMP/server.out" 2>&1 &
+	fi
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" "$port" || { die "server did not listen"; return 1; }
+	s=$(date +%s%N)
+	if [ "$dir" = up ]; then
+		$(taccel $NA cli) timeout 900 $B/tcpcheck send-client $IPB "$port" "$TSDP_TMP/in" >"$TSDP_TMP/client.out" 2>&1
+	else
+		$(taccel $NA cli) timeout 900 $B/tcpcheck recv-client $IPB "$port" "$TSDP_TMP/out" >"$TSDP_TMP/client.out" 2>&1
+	fi || { die "$dir: client exit code $?"; return 1; }
+	wait_exit "$SRV" 60 || { die "$dir: server did not finish"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "$dir: server exit code $WAIT_RC"; return 1; }
+	e=$(date +%s%N)
+	[ "$(sha256sum <"$TSDP_TMP/out")" = "$IN_SUM" ] || { die "$dir: sha256 differs"; return 1; }
+	if [ "$dir" = up ]; then
+		tcp_accel cli 1 tx && tcp_accel srv 1 rx || return 1
+	else
+		tcp_accel cli 1 rx && tcp_accel srv 1 tx || return 1
+	fi
+	log "$CUR: $dir ${TCP_LOSS_MIB} MiB intact in $(((e - s) / 1000000)) ms, router dropped" \
+		"$(ip netns exec "$NR" iptables -nvxL FORWARD | awk '/statistic/ {print $1}') packets," \
+		"NewReno retransmissions $(cat "$TSDP_TMP"/stats-*.txt | tr ' ' '\n' | grep '^newreno_rexmits=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')"
+}
+
+t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 % then 5 %
+	local p
+	command -v iptables >/dev/null || { die "iptables not installed"; return 1; }
+	loss_topology
+	head -c "${TCP_LOSS_MIB}M" /dev/urandom >"$TSDP_TMP/in"
+	IN_SUM=$(sha256sum <"$TSDP_TMP/in")
+	for p in 0.01 0.05; do
+		ip netns exec "$NR" iptables -F FORWARD
+		ip netns exec "$NR" iptables -A FORWARD -m statistic --mode random --probability $p -j DROP
+		transfer up 12010 || return 1
+		ip netns exec "$NR" iptables -Z FORWARD
+		transfer down 12011 || return 1
+	done
+	kernel_silent "$NA" "$NB"
+}
+
+TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_require tcp_loss"

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: Apache-2.0
+/* tcpcheck.c - stream checks for the harness (an ordinary program, run
+ * through the interposer or on the kernel alike):
+ *
+ *   tcpcheck recv-server PORT OUT    accept one connection, write all it
+ *                                    receives to OUT until EOF
+ *   tcpcheck send-server PORT IN     accept one connection, send IN, then
+ *                                    shut down writing and wait for EOF
+ *   tcpcheck send-client HOST PORT IN
+ *   tcpcheck recv-client HOST PORT OUT
+ *   tcpcheck halfclose-server PORT   accept; read to EOF, answer "bye",
+ *                                    close
+ *   tcpcheck halfclose-client HOST PORT
+ *                                    send 100000 bytes, shut down writing,
+ *                                    write once more, read to EOF
+ *   tcpcheck reset-server PORT       accept; read 1 MiB, then close with
+ *                                    SO_LINGER 0 (a reset) mid-transfer
+ *   tcpcheck reset-client HOST PORT  write until an error, write again,
+ *                                    read
+ *   tcpcheck refused-client HOST PORT  connect where nobody listens
+ *   (these print what they observed, one line each: the harness compares
+ *   the kernel's run with the stack's)
+ *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
+ *                                    "pong", close first
+ *   tcpcheck cycles-client HOST PORT N
+ *                                    N times: connect, "ping", read "pong"
+ *                                    and EOF, close
+ *
+ * After the cycles each side checks for leaks: its open fds are back to
+ * the count after a first warm-up cycle (which creates the library's XSK
+ * and maps), and, when it runs through the library, its statistics region
+ * (include/tickstack.h) shows no accelerated connection still held
+ * (conns_live, ports_held: lwIP's TIME_WAIT ends within seconds here) and
+ * no UMEM frame out of the free list (umem_frames_out). Polled, bounded.
+ *
+ * Receivers read with read(), recv() and readv() in turn, senders write
+ * with write(), send() and writev() in turn, so all three families carry
+ * the stream. Exit status 0 on success, 1 with a message otherwise. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+#include "tickstack.h"
+
+static int die(const char *what)
+{
+	fprintf(stderr, "tcpcheck: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static int listener(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	if (fd < 0)
+		die("socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("bind");
+	if (listen(fd, 128) < 0)
+		die("listen");
+	return fd;
+}
+
+static int connect_to(const char *host, int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		die("socket");
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		fprintf(stderr, "tcpcheck: bad address %s\n", host);
+		exit(1);
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("connect");
+	return fd;
+}
+
+static ssize_t rd(int fd, char *buf, size_t len, unsigned k)
+{
+	struct iovec iov[2] = { { buf, len / 2 }, { buf + len / 2, len - len / 2 } };
+
+	switch (k % 3) {
+	case 0:
+		return read(fd, buf, len);
+	case 1:
+		return recv(fd, buf, len, 0);
+	default:
+		return readv(fd, iov, 2);
+	}
+}
+
+static ssize_t wr(int fd, const char *buf, size_t len, unsigned k)
+{
+	struct iovec iov[2] = { { (char *)buf, len / 3 },
+				{ (char *)buf + len / 3, len - len / 3 } };
+
+	switch (k % 3) {
+	case 0:
+		return write(fd, buf, len);
+	case 1:
+		return send(fd, buf, len, MSG_NOSIGNAL);
+	default:
+		return writev(fd, iov, 2);
+	}
+}
+
+static void sink(int fd, const char *out)
+{
+	static char buf[1 << 16];
+	int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	unsigned k = 0;
+	ssize_t n;
+
+	if (o < 0)
+		die(out);
+	while ((n = rd(fd, buf, sizeof(buf) - (k % 7) * 1000, k)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die("read");
+		}
+		if (write(o, buf, (size_t)n) != n)
+			die("write file");
+		k++;
+	}
+	close(o);
+}
+
+static void source(int fd, const char *in)
+{
+	static char buf[1 << 16];
+	int i = open(in, O_RDONLY);
+	unsigned k = 0;
+	ssize_t n;
+
+	if (i < 0)
+		die(in);
+	/* varying chunk sizes, so segment boundaries move */
+	while ((n = read(i, buf, sizeof(buf) - (k % 5) * 3001)) > 0) {
+		ssize_t off = 0;
+
+		while (off < n) {
+			ssize_t w = wr(fd, buf + off, (size_t)(n - off), k++);
+
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				die("write");
+			}
+			off += w;
+		}
+	}
+	if (n < 0)
+		die("read file");
+	close(i);
+	if (shutdown(fd, SHUT_WR) < 0)
+		die("shutdown");
+	/* the peer closes after it has read everything */
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0)
+		die("read EOF");
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own fd */
+}
+
+static void expect(int fd, const char *want)
+{
+	char buf[16];
+	size_t got = 0, len = strlen(want);
+
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+
+		if (n <= 0)
+			die(n == 0 ? "early EOF" : "read");
+		got += (size_t)n;
+	}
+	if (memcmp(buf, want, len)) {
+		fprintf(stderr, "tcpcheck: got %.*s, want %s\n", (int)len, buf,
+			want);
+		exit(1);
+	}
+}
+
+/* Leaks left by n cycles: 0 when the fds and the library's counters are
+ * back (polled up to 30 s: lwIP's TIME_WAIT lasts ~5 s here). */
+static int settle(int base, int n, const char *who)
+{
+	char path[64];
+	struct tickstack_stats *st = NULL;
+	uint64_t live = 0, held = 0, frames = 0;
+	int fd, i, now = -1;
+
+	snprintf(path, sizeof(path), TICKSTACK_STATS_PATH_FMT, (int)getpid());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		st = mmap(NULL, sizeof(*st), PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (st == MAP_FAILED)
+			st = NULL;
+	}
+	for (i = 0; i < 3000; i++) {
+		uint32_t k;
+
+		now = count_fds();
+		if (st) {
+			live = st->tcp.conns_live;
+			held = st->tcp.ports_held;
+			frames = 0;
+			for (k = 0; k < st->nxsk && k < TICKSTACK_STATS_MAX_XSK; k++)
+				frames += st->xsk[k].umem_frames_out;
+		}
+		if (now == base && !live && !held && !frames)
+			break;
+		usleep(10000);
+	}
+	printf("tcpcheck: %s: %d cycles; fds %d after, %d before; library: %s "
+	       "conns_live=%llu ports_held=%llu umem_frames_out=%llu\n",
+	       who, n, now, base, st ? "yes" : "no", (unsigned long long)live,
+	       (unsigned long long)held, (unsigned long long)frames);
+	if (st)
+		munmap(st, sizeof(*st));
+	return now == base && !live && !held && !frames ? 0 : 1;
+}
+
+static const char *ename(int e)
+{
+	switch (e) {
+	case 0: return "0";
+	case EPIPE: return "EPIPE";
+	case ECONNRESET: return "ECONNRESET";
+	case ENOTCONN: return "ENOTCONN";
+	case ECONNREFUSED: return "ECONNREFUSED";
+	case EAGAIN: return "EAGAIN";
+	default: return strerror(e);
+	}
+}
+
+/* read to EOF or an error: "N bytes then EOF" / "N bytes then ERR" */
+static void drain_report(int fd, const char *who)
+{
+	static char buf[1 << 16];
+	long long got = 0;
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		got += n;
+	printf("%s: read %lld bytes then %s\n", who, got,
+	       n == 0 ? "EOF" : ename(errno));
+}
+
+int main(int argc, char **argv)
+{
+	const char *m = argc > 1 ? argv[1] : "";
+	int fd, c, i, n;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(m, "recv-server") && argc == 4) {
+		fd = listener(atoi(argv[2]));
+		c = accept(fd, NULL, NULL);
+		if (c < 0)
+			die("accept");
+		sink(c, argv[3]);
+		close(c);
+		close(fd);
+	} else if (!strcmp(m, "send-server") && argc == 4) {
+		fd = listener(atoi(argv[2]));
+		c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			die("accept");
+		source(c, argv[3]);
+		close(c);
+		close(fd);
+	} else if (!strcmp(m, "send-client") && argc == 5) {
+		fd = connect_to(argv[2], atoi(argv[3]));
+		source(fd, argv[4]);
+		close(fd);
+	} else if (!strcmp(m, "recv-client") && argc == 5) {
+		fd = connect_to(argv[2], atoi(argv[3]));
+		sink(fd, argv[4]);
+		close(fd);
+	} else if (!strcmp(m, "halfclose-server") && argc == 3) {
+		fd = listener(atoi(argv[2]));
+		c = accept(fd, NULL, NULL);
+		if (c < 0)
+			die("accept");
+		drain_report(c, "server");
+		printf("server: write after the peer's FIN: %s\n",
+		       write(c, "bye", 3) == 3 ? "3" : ename(errno));
+		close(c);
+		close(fd);
+	} else if (!strcmp(m, "halfclose-client") && argc == 4) {
+		static char buf[100000];
+		size_t off = 0;
+
+		fd = connect_to(argv[2], atoi(argv[3]));
+		while (off < sizeof(buf)) {
+			ssize_t w = write(fd, buf + off, sizeof(buf) - off);
+
+			if (w < 0)
+				die("write");
+			off += (size_t)w;
+		}
+		if (shutdown(fd, SHUT_WR) < 0)
+			die("shutdown");
+		printf("client: write after shutdown: %s\n",
+		       write(fd, "x", 1) < 0 ? ename(errno) : "accepted");
+		drain_report(fd, "client");
+		close(fd);
+	} else if (!strcmp(m, "reset-server") && argc == 3) {
+		static char buf[1 << 16];
+		struct linger lg = { 1, 0 };
+		long long got = 0;
+		ssize_t n;
+
+		fd = listener(atoi(argv[2]));
+		c = accept(fd, NULL, NULL);
+		if (c < 0)
+			die("accept");
+		while (got < (1 << 20) && (n = read(c, buf, sizeof(buf))) > 0)
+			got += n;
+		if (setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
+			die("SO_LINGER");
+		close(c);
+		printf("server: reset after %s1 MiB\n", got >= (1 << 20) ? "" : "less than ");
+		close(fd);
+	} else if (!strcmp(m, "reset-client") && argc == 4) {
+		static char buf[1 << 16];
+		long long sent = 0;
+		ssize_t w;
+		char b;
+
+		fd = connect_to(argv[2], atoi(argv[3]));
+		while ((w = write(fd, buf, sizeof(buf))) > 0)
+			sent += w;
+		printf("client: first write error %s after %s1 MiB\n",
+		       ename(errno), sent >= (1 << 20) ? "" : "less than ");
+		printf("client: next write %s\n",
+		       write(fd, buf, 1) < 0 ? ename(errno) : "accepted");
+		w = read(fd, &b, 1);
+		printf("client: read %s\n", w == 0 ? "EOF" : w < 0 ? ename(errno) : "data");
+		close(fd);
+	} else if (!strcmp(m, "refused-client") && argc == 4) {
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)atoi(argv[3])) };
+
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0 || inet_pton(AF_INET, argv[2], &sa.sin_addr) != 1)
+			die("socket");
+		printf("client: connect %s\n",
+		       connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ?
+			       ename(errno) : "succeeded");
+		close(fd);
+	} else if (!strcmp(m, "cycles-server") && argc == 4) {
+		int base = -1;
+
+		fd = listener(atoi(argv[2]));
+		n = atoi(argv[3]);
+		for (i = 0; i <= n; i++) {
+			if (i == 1)
+				base = count_fds();
+			c = accept(fd, NULL, NULL);
+			if (c < 0)
+				die("accept");
+			expect(c, "ping");
+			if (write(c, "pong", 4) != 4)
+				die("write");
+			close(c);
+		}
+		if (settle(base, n, "server"))
+			return 1;
+		close(fd);
+	} else if (!strcmp(m, "cycles-client") && argc == 5) {
+		int base = -1;
+		char b;
+
+		n = atoi(argv[4]);
+		for (i = 0; i <= n; i++) {
+			if (i == 1) {
+				/* the warm-up connection's close settles */
+				usleep(200000);
+				base = count_fds();
+			}
+			fd = connect_to(argv[2], atoi(argv[3]));
+			if (write(fd, "ping", 4) != 4)
+				die("write");
+			expect(fd, "pong");
+			if (read(fd, &b, 1) != 0)
+				die("no EOF after pong");
+			close(fd);
+		}
+		return settle(base, n, "client");
+	} else {
+		fprintf(stderr, "usage: see the comment at the top of "
+				"tests/tcpcheck.c\n");
+		return 2;
+	}
+	return 0;
+}
