@@ -23,6 +23,7 @@ int ts_fdtab_size;
 struct ts_sock **ts_port_tab;
 int ts_sig_efd = -1;
 int ts_uring_used;
+int ts_tstamp_wanted;
 
 /* ------------------------------------------------------------------ */
 /* interfaces                                                          */
@@ -889,6 +890,9 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			s->cmsgs &= ~(TS_CM_TSTAMP | TS_CM_TSTAMPNS);
 			if (iv) {
 				s->cmsgs |= ns ? TS_CM_TSTAMPNS : TS_CM_TSTAMP;
+				/* the RX path reads the clock from now on */
+				__atomic_store_n(&ts_tstamp_wanted, 1,
+						 __ATOMIC_RELAXED);
 				s->tstamp_type = ns ? (nw ? SO_TIMESTAMPNS_NEW :
 							    SO_TIMESTAMPNS_OLD) :
 						      (nw ? SO_TIMESTAMP_NEW :

@@ -37,6 +37,7 @@
 #define TS_RING_SIZE 4096u
 #define TS_TX_RESERVE 256u /* frames kept back from the fill ring for TX */
 #define TS_RX_BATCH 64u
+#define TS_TX_ONE_LOCK 512u /* up to this payload the copy runs under the lock */
 #define TS_MAX_STACKS TICKSTACK_STATS_MAX_XSK
 
 /* Locking: the rings, the free list and the frame reference counts are
@@ -829,11 +830,11 @@ static int rx_csum_ok(const uint8_t *f, uint32_t len,
  * *kick_out: a TX kick is due (made by the caller after unlocking). */
 static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out)
 {
-	uint32_t idx, n, i, got = 0;
+	uint32_t idx = 0, n, i, got = 0;
 	uint64_t rx_ns = 0;
 
 	n = xsk_ring_cons__peek(&st->rx, TS_RX_BATCH, &idx);
-	if (n) {
+	if (n && __atomic_load_n(&ts_tstamp_wanted, __ATOMIC_RELAXED)) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -1011,6 +1012,8 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 		if (st->nfree > 0 && xsk_prod_nb_free(&st->tx, 1)) {
 			frame = st->freel[--st->nfree];
 			h->ip_id = st->ip_id++;
+			if (len <= TS_TX_ONE_LOCK)
+				goto fill; /* small: one lock section for all */
 			pthread_mutex_unlock(&st->lock);
 			break;
 		}
@@ -1020,6 +1023,7 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 			return err;
 	}
 	/* the frame is ours alone: fill it without the lock */
+fill:
 	p = st->area + frame;
 	for (i = 0; i < iovcnt && off < len; i++) {
 		size_t c = iov[i].iov_len;
@@ -1032,7 +1036,8 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 	memcpy(h->smac, st->mac, 6);
 	h->udp_csum = ts_cfg.udp_csum;
 	n = ts_pkt__build_udp(p, TS_FRAME_SIZE, len, h);
-	pthread_mutex_lock(&st->lock);
+	if (len > TS_TX_ONE_LOCK)
+		pthread_mutex_lock(&st->lock);
 	if (n < 0) {
 		free_push(st, frame);
 		pthread_mutex_unlock(&st->lock);

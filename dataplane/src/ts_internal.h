@@ -334,6 +334,7 @@ static inline int ts_sock__rx_ready(const struct ts_sock *s)
 
 TS_HIDDEN extern int ts_sig_efd;
 TS_HIDDEN extern int ts_uring_used;
+TS_HIDDEN extern int ts_tstamp_wanted; /* a socket asked for SO_TIMESTAMP* */
 TS_HIDDEN extern pthread_rwlock_t ts_port_lock;
 TS_HIDDEN void ts_sock__uring_used(void);
 TS_HIDDEN struct ts_sock *ts_sock__new(int fd, int nonblock);
