@@ -28,7 +28,7 @@ int ts_tstamp_wanted;
 /* ------------------------------------------------------------------ */
 /* interfaces                                                          */
 
-static int iface_allowed(const char *name)
+int ts_iface__allowed(const char *name)
 {
 	const char *p = ts_cfg.ifaces;
 	size_t n = strlen(name);
@@ -49,7 +49,7 @@ static int iface_allowed(const char *name)
 }
 
 /* Interfaces for addr (0: every candidate). Returns how many. */
-static int ifaces_for(uint32_t addr, int *out, int max)
+int ts_iface__for(uint32_t addr, int *out, int max)
 {
 	struct ifaddrs *ifa, *i;
 	int n = 0, k;
@@ -67,7 +67,7 @@ static int ifaces_for(uint32_t addr, int *out, int max)
 		a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
 		if (addr && a != addr)
 			continue;
-		if (!iface_allowed(i->ifa_name))
+		if (!ts_iface__allowed(i->ifa_name))
 			continue;
 		idx = (int)if_nametoindex(i->ifa_name);
 		for (k = 0; k < n; k++)
@@ -83,7 +83,7 @@ static int ifindex_of_addr(uint32_t addr)
 {
 	int idx[1];
 
-	return ifaces_for(addr, idx, 1) == 1 ? idx[0] : 0;
+	return ts_iface__for(addr, idx, 1) == 1 ? idx[0] : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -443,9 +443,9 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 	if (IN_MULTICAST(ntohl(s->laddr)))
 		n = 0; /* the memberships choose the interfaces */
 	else if (s->laddr)
-		n = ifaces_for(s->laddr, idx, TS_MAX_RX_STACKS);
+		n = ts_iface__for(s->laddr, idx, TS_MAX_RX_STACKS);
 	else
-		n = ifaces_for(0, idx, TS_MAX_RX_STACKS);
+		n = ts_iface__for(0, idx, TS_MAX_RX_STACKS);
 	for (i = 0; i < n; i++) {
 		struct ts_stack *st = ts_stack__get(idx[i], 1);
 

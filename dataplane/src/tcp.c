@@ -17,7 +17,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,56 +108,7 @@ static void tab_set(int fd, struct ts_tcp *t)
 }
 
 /* ------------------------------------------------------------------ */
-/* interfaces and steering                                             */
-
-static int iface_allowed(const char *name)
-{
-	const char *p = ts_cfg.ifaces;
-	size_t n = strlen(name);
-
-	if (!*p)
-		return 1;
-	while (*p) {
-		const char *e = strchr(p, ',');
-		size_t l = e ? (size_t)(e - p) : strlen(p);
-
-		if (l == n && !strncmp(p, name, n))
-			return 1;
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	return 0;
-}
-
-/* Interfaces (allowed, up, not loopback) carrying addr, 0: all. */
-static int ifaces_for(uint32_t addr, int *out, int max)
-{
-	struct ifaddrs *ifa, *i;
-	int n = 0, k;
-
-	if (getifaddrs(&ifa) < 0)
-		return 0;
-	for (i = ifa; i && n < max; i = i->ifa_next) {
-		int idx, dup = 0;
-
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
-		    !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
-			continue;
-		if (addr &&
-		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr != addr)
-			continue;
-		if (!iface_allowed(i->ifa_name))
-			continue;
-		idx = (int)if_nametoindex(i->ifa_name);
-		for (k = 0; k < n; k++)
-			dup |= out[k] == idx;
-		if (idx > 0 && !dup)
-			out[n++] = idx;
-	}
-	freeifaddrs(ifa);
-	return n;
-}
+/* steering                                                           */
 
 static struct ts_hold *hold_new(uint32_t laddr, uint16_t lport)
 {
@@ -665,7 +615,7 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 		to_kernel(t, fd, "no local address");
 		return 0;
 	}
-	n = (ntohl(t->laddr) >> 24) == 127 ? 0 : ifaces_for(t->laddr, idx, 8);
+	n = (ntohl(t->laddr) >> 24) == 127 ? 0 : ts_iface__for(t->laddr, idx, 8);
 	/* XSKs are created under the control lock, never under lwIP's */
 	ts_lock();
 	for (i = 0; i < n; i++)
@@ -757,7 +707,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	r = ts_lwip__nexthop(sa->sin_addr.s_addr, &nh);
 	ts_lwip__unlock();
 	if (r || !if_indextoname((unsigned)nh.ifindex, ifname) ||
-	    !iface_allowed(ifname)) {
+	    !ts_iface__allowed(ifname)) {
 		why = "the route leaves through an interface not accelerated";
 		goto kernel;
 	}

@@ -116,6 +116,11 @@ TS_HIDDEN void ts_stats__fini(void);
 TS_HIDDEN struct tickstack_xsk_stats *ts_stats__xsk_slot(void);
 TS_HIDDEN struct tickstack_sock_stats *ts_stats__sock_slot(int fd);
 
+/* ---- interfaces the stack may use (TICKSTACK_IFACES, up, not loopback) */
+TS_HIDDEN int ts_iface__allowed(const char *name);
+/* Interfaces carrying IPv4 address addr (0: every candidate); how many. */
+TS_HIDDEN int ts_iface__for(uint32_t addr, int *out, int max);
+
 /* ---- routes and neighbours (netlink) */
 struct ts_flow {          /* the keys of the kernel's output route lookup */
 	uint32_t daddr, saddr;  /* network order; saddr 0: any */
