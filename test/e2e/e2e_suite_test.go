@@ -192,8 +192,15 @@ func run(timeout time.Duration, stdin []byte, name string, args ...string) (stri
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	// Stdout alone on success: kubectl's client-side log lines (such as its websocket's "Unknown stream
+	// id" on exec) go to stderr and must not become part of what a test compares. On failure both, to
+	// say why.
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String() + stderr.String(), err
+	}
+	return stdout.String(), nil
 }
 
 // kubectl runs the cluster's kubectl with the admin kubeconfig.
