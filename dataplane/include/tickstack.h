@@ -72,7 +72,8 @@
 	X(tx_neigh)         /* segment dropped: neighbour unresolved (probed) */ \
 	X(tx_ring_full)     /* segment dropped: TX ring or frames exhausted */ \
 	X(resets)           /* connections ended by a reset or an abort */ \
-	X(newreno_rexmits)  /* partial ACKs answered with a retransmission */
+	X(newreno_rexmits)  /* partial ACKs answered with a retransmission */ \
+	X(listen_overflow)  /* SYNs / handshake ACKs dropped: accept queue full */
 
 #define TICKSTACK_DECLARE_U64(name) uint64_t name;
 

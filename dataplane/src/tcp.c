@@ -388,20 +388,61 @@ static void tw_reuse(uint32_t raddr, uint16_t rport, uint16_t lport,
 	}
 }
 
-void ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
-		    uint32_t seq, uint8_t flags, struct ts_rx_probe *pr)
+/* Whether a listener's accept queue is full, as Linux counts it
+ * (sk_acceptq_is_full: more than backlog connections queued). */
+static int acq_full(const struct tcp_pcb_listen *lp)
+{
+	const struct ts_tcp *l = lp ? lp->callback_arg : NULL;
+
+	return l && l->acq_len > l->backlog;
+}
+
+/* Linux with a full accept queue (tcp_abort_on_overflow 0, its default)
+ * drops a new SYN, and drops the ACK that would complete a handshake, so
+ * that the client retransmits until the application accepts; lwIP would
+ * complete the handshake and then abort it with a reset. So: a SYN to a
+ * listener whose queue is full, and a segment completing a handshake on
+ * such a listener, never reach lwIP (lwIP's SYN-ACK retransmission and
+ * the client's own SYN retransmission then carry on as on Linux). */
+static int listen_overflow(struct tcp_pcb *p, uint16_t dport, uint8_t flags)
+{
+	struct tcp_pcb_listen *lp;
+
+	if ((flags & (TCP_SYN | TCP_ACK | TCP_RST)) == TCP_SYN && !p) {
+		for (lp = tcp_listen_pcbs.listen_pcbs; lp; lp = lp->next)
+			if (lp->local_port == ntohs(dport))
+				break;
+		if (!acq_full(lp))
+			return 0;
+	} else if (p && p->state == SYN_RCVD &&
+		   (flags & (TCP_SYN | TCP_ACK | TCP_RST)) == TCP_ACK) {
+		if (!acq_full(p->listener))
+			return 0;
+	} else {
+		return 0;
+	}
+	ts_stats->tcp.listen_overflow++;
+	return 1;
+}
+
+int ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
+		   uint32_t seq, uint8_t flags, struct ts_rx_probe *pr)
 {
 	struct tcp_pcb *p;
 
+	pr->pcb = NULL;
 	if ((flags & (TCP_SYN | TCP_ACK)) == TCP_SYN)
 		tw_reuse(saddr, sport, dport, seq, 1);
 	p = active_pcb(saddr, sport, dport);
+	if (listen_overflow(p, dport, flags))
+		return 1;
 
 	pr->pcb = p && p->callback_arg && p->unacked ? p : NULL;
 	if (pr->pcb) {
 		pr->infr = !!(p->flags & TF_INFR);
 		pr->lastack = p->lastack;
 	}
+	return 0;
 }
 
 void ts_tcp__rx_post(struct ts_rx_probe *pr)

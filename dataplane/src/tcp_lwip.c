@@ -378,7 +378,10 @@ static void seg_input(struct ts_seg *g)
 	memcpy(&sport, ip + ihl, 2);
 	memcpy(&dport, ip + ihl + 2, 2);
 	memcpy(&seq, ip + ihl + 4, 4);
-	ts_tcp__rx_pre(saddr, sport, dport, ntohl(seq), ip[ihl + 13], &pr);
+	if (ts_tcp__rx_pre(saddr, sport, dport, ntohl(seq), ip[ihl + 13], &pr)) {
+		pbuf_free(p);
+		return;
+	}
 	if (ip4_input(p, n) != ERR_OK)
 		pbuf_free(p);
 	ts_tcp__rx_post(&pr);

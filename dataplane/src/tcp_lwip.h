@@ -57,9 +57,10 @@ struct ts_rx_probe {
 	int infr;
 	u32_t lastack;
 };
-TS_HIDDEN void ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
-			      uint32_t seq, uint8_t flags,
-			      struct ts_rx_probe *pr);
+/* 1: drop the segment before lwIP sees it (a full accept queue) */
+TS_HIDDEN int ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
+			     uint32_t seq, uint8_t flags,
+			     struct ts_rx_probe *pr);
 TS_HIDDEN void ts_tcp__rx_post(struct ts_rx_probe *pr);
 TS_HIDDEN int ts_tcp__events(void);
 

@@ -173,6 +173,39 @@ t_tcp_vs_kernel() { # half-close, a reset mid-transfer, a refused connect: the s
 	tcp_accel cli 2 && tcp_accel srv 2
 }
 
+# backlog_run SRV-PREFIX CLI-PREFIX PORT TAG: tcpcheck backlog-*; the
+# transcript (server, then client) in $TSDP_TMP/TAG.txt
+backlog_run() {
+	local srv=$1 cli=$2 port=$3 tag=$4 p
+	rm -f "$TSDP_TMP/go-$tag"
+	$srv timeout 60 $B/tcpcheck backlog-server "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+	p=$!
+	TSDP_PIDS+=("$p")
+	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
+	$cli timeout 60 $B/tcpcheck backlog-client $IPB "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-cli.txt" 2>&1 ||
+		{ die "$tag: client exit code $?"; return 1; }
+	wait_exit "$p" 30 || { die "$tag: server did not finish"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "$tag: server exit code $WAIT_RC"; return 1; }
+	cat "$TSDP_TMP/$tag-srv.txt" "$TSDP_TMP/$tag-cli.txt" >"$TSDP_TMP/$tag.txt"
+}
+
+t_tcp_backlog() { # a listener's queue overflows: the stack drops SYNs and handshake ACKs like the kernel, no reset
+	local ko so
+	backlog_run "$(kern $NB)" "$(kern $NA)" 12041 kernel-backlog || return 1
+	ko=$(kstat "$NB" TcpExtListenOverflows)
+	[ "${ko:-0}" -gt 0 ] || { die "the kernel's queue never overflowed (TcpExtListenOverflows=$ko): the case tests nothing"; return 1; }
+	backlog_run "$(taccel $NB srv)" "$(taccel $NA cli)" 12042 stack-backlog || return 1
+	cmp -s "$TSDP_TMP/kernel-backlog.txt" "$TSDP_TMP/stack-backlog.txt" ||
+		{ die "backlog: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-backlog.txt" \
+			"$TSDP_TMP/stack-backlog.txt" >&2; return 1; }
+	wait_for 5 ls "$TSDP_TMP"/stats-srv-*.txt || { die "no server stats"; return 1; }
+	so=$(cat "$TSDP_TMP"/stats-srv-*.txt | grep '^tcp ' | tr ' ' '\n' | grep '^listen_overflow=' | cut -d= -f2 |
+		awk '{s+=$1} END {print s+0}')
+	[ "$so" -gt 0 ] || { die "the stack's queue never overflowed (listen_overflow=0): the case tests nothing"; return 1; }
+	log "$CUR: as on the kernel (kernel overflows $ko, stack $so): $(tr '\n' ';' <"$TSDP_TMP/stack-backlog.txt")"
+	tcp_accel cli 5 && tcp_accel srv 5
+}
+
 t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
 	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 \
 		>"$TSDP_TMP/client.out" 2>&1
@@ -247,4 +280,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_require tcp_loss"
+TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_require tcp_loss"

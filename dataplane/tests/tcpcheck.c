@@ -23,6 +23,15 @@
  *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
  *                                    "pong", close first
  *   tcpcheck cycles-client HOST PORT N
+ *   tcpcheck backlog-server PORT GO  listen with backlog 1, wait for the
+ *                                    file GO, then accept 5 connections
+ *                                    and answer each one's greeting
+ *   tcpcheck backlog-client HOST PORT GO
+ *                                    open 5 connections at once, greet
+ *                                    on each, watch 300 ms for errors
+ *                                    while the server does not accept
+ *                                    (its queue overflows), create GO,
+ *                                    read every answer
  *                                    N times: connect, "ping", read "pong"
  *                                    and EOF, close
  *
@@ -51,6 +60,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <poll.h>
+#include <time.h>
 
 #include "tickstack.h"
 
@@ -280,6 +291,129 @@ static void drain_report(int fd, const char *who)
 	       n == 0 ? "EOF" : ename(errno));
 }
 
+#define BACKLOG_CONNS 5
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void backlog_server(int port, const char *go)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, i, seen = 0;
+	long long end = now_ms() + 30000;
+	char buf[16];
+
+	if (fd < 0)
+		die("socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0)
+		die("listen");
+	while (access(go, F_OK) && now_ms() < end)
+		poll(NULL, 0, 10);
+	for (i = 0; i < BACKLOG_CONNS; i++) {
+		int c = accept(fd, NULL, NULL);
+		ssize_t n;
+
+		if (c < 0)
+			die("accept");
+		n = read(c, buf, sizeof(buf) - 1);
+		if (n != 8 || memcmp(buf, "hello ", 6) || buf[6] < '0' ||
+		    buf[6] >= '0' + BACKLOG_CONNS) {
+			fprintf(stderr, "tcpcheck: bad greeting (%zd bytes)\n", n);
+			exit(1);
+		}
+		seen |= 1 << (buf[6] - '0');
+		buf[0] = 'o';
+		buf[1] = 'k';
+		if (write(c, buf, 8) != 8)
+			die("write");
+		close(c);
+	}
+	printf("server: accepted %d, every greeting %s\n", BACKLOG_CONNS,
+	       seen == (1 << BACKLOG_CONNS) - 1 ? "once" : "NOT once");
+	close(fd);
+}
+
+static void backlog_client(const char *host, int port, const char *go)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port) };
+	struct pollfd pf[BACKLOG_CONNS];
+	int i, errs = 0, answered = 0, f, gone = 0;
+	long long start, end;
+	char buf[16];
+
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		die("address");
+	for (i = 0; i < BACKLOG_CONNS; i++) {
+		pf[i].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (pf[i].fd < 0)
+			die("socket");
+		if (connect(pf[i].fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+		    errno != EINPROGRESS)
+			die("connect");
+		pf[i].events = POLLOUT;
+	}
+	/* greet on each connection as it completes, read each answer; any
+	 * error, and any answer, while the server does not accept (the first
+	 * 300 ms, then GO) is what the kernel never gives */
+	start = now_ms();
+	end = start + 30000;
+	while (answered + errs < BACKLOG_CONNS && now_ms() < end) {
+		int queued = now_ms() < start + 300;
+
+		if (!queued && !gone) {
+			f = open(go, O_WRONLY | O_CREAT, 0644);
+			if (f < 0)
+				die("go file");
+			close(f);
+			gone = 1;
+		}
+		poll(pf, BACKLOG_CONNS, 10);
+		for (i = 0; i < BACKLOG_CONNS; i++) {
+			int e = 0;
+			socklen_t el = sizeof(e);
+
+			if (!pf[i].revents || !pf[i].events)
+				continue;
+			getsockopt(pf[i].fd, SOL_SOCKET, SO_ERROR, &e, &el);
+			if (e || (pf[i].revents & (POLLERR | POLLHUP))) {
+				printf("client: connection %d: %s%s\n", i, ename(e),
+				       queued ? " while queued" : "");
+				errs++;
+				pf[i].events = 0;
+			} else if (pf[i].events == POLLOUT) {
+				snprintf(buf, sizeof(buf), "hello %d\n", i);
+				if (write(pf[i].fd, buf, 8) != 8)
+					die("write");
+				pf[i].events = POLLIN;
+			} else if (queued) {
+				printf("client: connection %d: answered before accept\n", i);
+				errs++;
+				pf[i].events = 0;
+			} else {
+				if (read(pf[i].fd, buf, 8) == 8 && !memcmp(buf, "ok", 2))
+					answered++;
+				else {
+					printf("client: connection %d: bad answer\n", i);
+					errs++;
+				}
+				pf[i].events = 0;
+			}
+		}
+	}
+	printf("client: %d of %d answered, %d errors while queued\n", answered,
+	       BACKLOG_CONNS, errs);
+	for (i = 0; i < BACKLOG_CONNS; i++)
+		close(pf[i].fd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -382,6 +516,10 @@ int main(int argc, char **argv)
 		       connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ?
 			       ename(errno) : "succeeded");
 		close(fd);
+	} else if (!strcmp(m, "backlog-server") && argc == 4) {
+		backlog_server(atoi(argv[2]), argv[3]);
+	} else if (!strcmp(m, "backlog-client") && argc == 5) {
+		backlog_client(argv[2], atoi(argv[3]), argv[4]);
 	} else if (!strcmp(m, "cycles-server") && argc == 4) {
 		int base = -1;
 
