@@ -79,27 +79,40 @@ t_tcp_pp_kernel_client() {
 	tcp_accel srv 1 && kernel_silent "$NB"
 }
 
-t_tcp_under_load() { # sockperf ul --tcp: a pacing sender thread and a receiver thread in the client
-	# both client threads share one CPU here: the receiver sleeps instead
-	# of spinning (see t_under_load); medians are logged, not judged
-	$(taccel $NB srv) $CPU_SRV sockperf sr --tcp -i $IPB -p 12006 >"$TSDP_TMP/server.out" 2>&1 &
+# tcp_ul SRV-PREFIX CLI-PREFIX PORT: sockperf ul --tcp, 10,000 msg/s for 2 s
+tcp_ul() {
+	$1 $CPU_SRV sockperf sr --tcp -i $IPB -p "$3" >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
-	wait_for 10 tcp_listening "$NB" 12006 || { die "server did not listen"; return 1; }
-	$(taccel $NA cli) env TICKSTACK_SPIN_USEC=0 $CPU_CLI timeout 30 sockperf ul --tcp -i $IPB -p 12006 -t 2 -m 64 \
+	wait_for 10 tcp_listening "$NB" "$3" || { die "server did not listen on $3"; return 1; }
+	$2 env TICKSTACK_SPIN_USEC=0 $CPU_CLI timeout 30 sockperf ul --tcp -i $IPB -p "$3" -t 2 -m 64 \
 		--mps 10000 >"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
-	stop_server || return 1
-	tcp_accel cli 1 && tcp_accel srv 1 && kernel_silent "$NA" "$NB"
+	stop_server
 }
 
-t_tcp_throughput() { # sockperf tp --tcp unpaced: every message sent is received
+t_tcp_under_load() { # sockperf ul --tcp: both ends accelerated, then each end on the kernel
+	# both client threads share one CPU here: the receiver sleeps instead
+	# of spinning (see t_under_load); medians are logged, not judged
+	tcp_ul "$(taccel $NB srv)" "$(taccel $NA cli)" 12006 || return 1
+	tcp_accel cli 1 && tcp_accel srv 1 && kernel_silent "$NA" "$NB" || return 1
+	rm -f "$TSDP_TMP"/stats-*
+	tcp_ul "$(kern $NB)" "$(taccel $NA cli)" 12016 || return 1
+	tcp_accel cli 1 || return 1
+	rm -f "$TSDP_TMP"/stats-*
+	tcp_ul "$(taccel $NB srv)" "$(kern $NA)" 12026 || return 1
+	tcp_accel srv 1
+}
+
+# tcp_tp SRV-PREFIX CLI-PREFIX PORT: sockperf tp --tcp unpaced for 2 s;
+# every message sent is received
+tcp_tp() {
 	local sent got
-	$(taccel $NB srv) $CPU_SRV sockperf sr --tcp -i $IPB -p 12007 >"$TSDP_TMP/server.out" 2>&1 &
+	$1 $CPU_SRV sockperf sr --tcp -i $IPB -p "$3" >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
-	wait_for 10 tcp_listening "$NB" 12007 || { die "server did not listen"; return 1; }
-	$(taccel $NA cli) $CPU_CLI timeout 30 sockperf tp --tcp -i $IPB -p 12007 -t 2 -m 256 \
+	wait_for 10 tcp_listening "$NB" "$3" || { die "server did not listen on $3"; return 1; }
+	$2 $CPU_CLI timeout 30 sockperf tp --tcp -i $IPB -p "$3" -t 2 -m 256 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
 	grep -q "interrupted by timer" "$TSDP_TMP/client.out" || { die "client did not end on its timer"; return 1; }
 	stop_server || return 1
@@ -107,7 +120,17 @@ t_tcp_throughput() { # sockperf tp --tcp unpaced: every message sent is received
 	got=$(sed -n 's/.*Total \([0-9]*\) messages received.*/\1/p' "$TSDP_TMP/server.out")
 	[ "${sent:-0}" -gt 1000 ] && [ "$sent" = "$got" ] || { die "sent ${sent:-?} received ${got:-?}"; return 1; }
 	log "$CUR: $sent sent, $got received ($(sed -n 's/.*Summary: BandWidth is \([0-9.]* MBps\).*/\1/p' "$TSDP_TMP/client.out"))"
-	tcp_accel cli 1 tx && tcp_accel srv 1 rx && kernel_silent "$NA" "$NB"
+}
+
+t_tcp_throughput() { # sockperf tp --tcp unpaced, every message received: both ends accelerated, then each on the kernel
+	tcp_tp "$(taccel $NB srv)" "$(taccel $NA cli)" 12007 || return 1
+	tcp_accel cli 1 tx && tcp_accel srv 1 rx && kernel_silent "$NA" "$NB" || return 1
+	rm -f "$TSDP_TMP"/stats-*
+	tcp_tp "$(kern $NB)" "$(taccel $NA cli)" 12017 || return 1
+	tcp_accel cli 1 tx || return 1
+	rm -f "$TSDP_TMP"/stats-*
+	tcp_tp "$(taccel $NB srv)" "$(kern $NA)" 12027 || return 1
+	tcp_accel srv 1 rx
 }
 
 t_tcp_cycles() { # 1,000 connect/accept/close cycles leak no fd, port or UMEM frame
@@ -206,6 +229,41 @@ t_tcp_backlog() { # a listener's queue overflows: the stack drops SYNs and hands
 	tcp_accel cli 5 && tcp_accel srv 5
 }
 
+# keepalive_run CLI-PREFIX PORT TAG: a kernel server that goes silent once
+# the client is connected (iptables in its namespace drops the port); the
+# client's transcript in $TSDP_TMP/TAG.txt
+keepalive_run() {
+	local cli=$1 port=$2 tag=$3 p c
+	ip netns exec "$NB" iptables -F INPUT
+	$(kern $NB) timeout 60 $B/tcpcheck recv-server "$port" /dev/null >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+	p=$!
+	TSDP_PIDS+=("$p")
+	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
+	$cli timeout 60 $B/tcpcheck keepalive-client $IPB "$port" >"$TSDP_TMP/$tag.txt" 2>&1 &
+	c=$!
+	TSDP_PIDS+=("$c")
+	wait_for 10 grep -q connected "$TSDP_TMP/$tag.txt" || { die "$tag: client did not connect"; return 1; }
+	ip netns exec "$NB" iptables -A INPUT -p tcp --dport "$port" -j DROP
+	wait_exit "$c" 30 || { die "$tag: the client's read never ended"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "$tag: client exit code $WAIT_RC"; return 1; }
+	kill "$p" 2>/dev/null
+	ip netns exec "$NB" iptables -F INPUT
+}
+
+t_tcp_keepalive() { # a silent peer: keepalive probes go unanswered and the read ends with ETIMEDOUT, as on the kernel
+	command -v iptables >/dev/null || { die "iptables not installed"; return 1; }
+	keepalive_run "$(kern $NA)" 12043 kernel-keepalive || return 1
+	keepalive_run "$(taccel $NA cli)" 12044 stack-keepalive || return 1
+	cmp -s "$TSDP_TMP/kernel-keepalive.txt" "$TSDP_TMP/stack-keepalive.txt" ||
+		{ die "keepalive: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-keepalive.txt" \
+			"$TSDP_TMP/stack-keepalive.txt" >&2; return 1; }
+	grep -q 'read ETIMEDOUT' "$TSDP_TMP/stack-keepalive.txt" || { die "keepalive: no ETIMEDOUT"; return 1; }
+	log "$CUR: as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-keepalive.txt")"
+	# no payload crossed: the connection and its probes are the proof of the path
+	cat "$TSDP_TMP"/stats-cli-*.txt | grep '^tcp ' | grep -q ' conns_accel=1 ' ||
+		{ die "keepalive: the connection did not go through the XSK"; return 1; }
+}
+
 t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
 	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 \
 		>"$TSDP_TMP/client.out" 2>&1
@@ -280,4 +338,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_require tcp_loss"
+TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_keepalive tcp_require tcp_loss"

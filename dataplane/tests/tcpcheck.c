@@ -23,6 +23,12 @@
  *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
  *                                    "pong", close first
  *   tcpcheck cycles-client HOST PORT N
+ *   tcpcheck keepalive-client HOST PORT
+ *                                    connect, keepalive after 1 s idle,
+ *                                    probes 1 s apart, 2 of them; print
+ *                                    "connected", then read: the harness
+ *                                    makes the peer silent, and the read
+ *                                    ends with ETIMEDOUT; a write then
  *   tcpcheck backlog-server PORT GO  listen with backlog 1, wait for the
  *                                    file GO, then accept 5 connections
  *                                    and answer each one's greeting
@@ -274,6 +280,7 @@ static const char *ename(int e)
 	case ENOTCONN: return "ENOTCONN";
 	case ECONNREFUSED: return "ECONNREFUSED";
 	case EAGAIN: return "EAGAIN";
+	case ETIMEDOUT: return "ETIMEDOUT";
 	default: return strerror(e);
 	}
 }
@@ -515,6 +522,23 @@ int main(int argc, char **argv)
 		printf("client: connect %s\n",
 		       connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ?
 			       ename(errno) : "succeeded");
+		close(fd);
+	} else if (!strcmp(m, "keepalive-client") && argc == 4) {
+		int one = 1, idle = 1, intvl = 1, cnt = 2;
+		ssize_t r;
+		char b;
+
+		fd = connect_to(argv[2], atoi(argv[3]));
+		if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)))
+			die("keepalive options");
+		printf("client: connected\n");
+		fflush(stdout);
+		r = read(fd, &b, 1);
+		printf("client: read %s\n", r == 0 ? "EOF" : r < 0 ? ename(errno) : "data");
+		printf("client: next write %s\n", write(fd, "x", 1) < 0 ? ename(errno) : "accepted");
 		close(fd);
 	} else if (!strcmp(m, "backlog-server") && argc == 4) {
 		backlog_server(atoi(argv[2]), argv[3]);
