@@ -73,6 +73,14 @@ struct ts_tcp {
 	int nodelay, quickack, keepalive, linger0;
 	u32_t recover; /* snd_nxt when fast recovery began (NewReno) */
 	int keep_idle, keep_intvl, keep_cnt;
+	/* retransmission limits as Linux applies them (see rexmit_limits) */
+	int syncnt;             /* TCP_SYNCNT, 0: the namespace's default */
+	unsigned user_timeout;  /* TCP_USER_TIMEOUT in ms, 0: none */
+	int syn_rexmits;        /* SYNs retransmitted so far */
+	s16_t rto0;             /* lwIP's initial RTO */
+	uint64_t syn_start;     /* ns: the first SYN */
+	uint64_t syn_next;      /* ns: the SYN timer fires */
+	uint64_t rexmit_since;  /* ns: first retransmission of unacked data */
 	struct timeval rcvtimeo, sndtimeo;
 	struct tickstack_sock_stats *stats, dummy;
 };
@@ -204,6 +212,110 @@ static int require_fail(int fd, const char *why)
 	return -EOPNOTSUPP;
 }
 
+/* Retransmission limits. lwIP (Debian's build) gives up a connect after
+ * TCP_SYNMAXRTX (6) SYNs one initial RTO apart (under a second with the
+ * ticks here) and a connection after TCP_MAXRTX (12) retransmissions
+ * (under a minute here), and knows neither TCP_SYNCNT nor
+ * TCP_USER_TIMEOUT. Linux (net/ipv4/tcp_timer.c) retransmits a SYN 1 s
+ * after the last while it has retransmitted at most
+ * tcp_syn_linear_timeouts of them, then doubling (up to 120 s), and gives
+ * up when its timer fires after syn_retries + linear retransmissions or
+ * (2^(syn_retries+1) - 1) s after the first SYN, whichever comes first
+ * (default 6 and 4: eleven SYNs, ETIMEDOUT after about 131 s); data after
+ * TCP_USER_TIMEOUT, or without it after tcp_retries2 (15) retransmission
+ * timeouts modelled from a 200 ms RTO (924.6 s). So the library takes
+ * over: it sends a connecting socket's SYNs on Linux's schedule itself
+ * (lwIP's own timer disarmed), keeps lwIP's data retransmission count
+ * below its limit, and gives up as Linux does: no reset, ETIMEDOUT
+ * (lwIP's abandon, ERR_ABRT). The sysctls are read from the process's
+ * network namespace at the first connect or the first tick after. */
+#define MS (1000000ull)
+
+static struct {
+	int loaded, syn_retries, syn_linear, retries2;
+} lx;
+
+static int sysctl_int(const char *name, int dflt)
+{
+	char path[96], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return dflt;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return dflt;
+	buf[n] = 0;
+	return atoi(buf);
+}
+
+static void lx_load(void)
+{
+	if (lx.loaded)
+		return;
+	lx.syn_retries = sysctl_int("tcp_syn_retries", 6);
+	lx.syn_linear = sysctl_int("tcp_syn_linear_timeouts", 0); /* 6.5+ */
+	lx.retries2 = sysctl_int("tcp_retries2", 15);
+	lx.loaded = 1;
+}
+
+/* Linux's tcp_model_timeout: ms of `boundary` timeouts from rto_base ms */
+static uint64_t model_timeout_ms(int boundary, uint64_t rto_base)
+{
+	int thresh = 0;
+
+	while ((rto_base << (thresh + 1)) <= 120000)
+		thresh++;
+	if (boundary <= thresh)
+		return ((2ull << boundary) - 1) * rto_base;
+	return ((2ull << thresh) - 1) * rto_base +
+	       (uint64_t)(boundary - thresh) * 120000;
+}
+
+/* 1: the pcb was given up (freed) */
+static int rexmit_limits(struct tcp_pcb *p, struct ts_tcp *t, uint64_t now)
+{
+	lx_load(); /* an accepted connection: nothing read them yet */
+	if (p->state == SYN_SENT) {
+		int cnt = t->syncnt ? t->syncnt : lx.syn_retries;
+		uint64_t rto;
+
+		t->syn_rexmits += p->nrtx;
+		p->nrtx = 0;
+		if (now < t->syn_next)
+			return 0;
+		if (t->syn_rexmits >= cnt + lx.syn_linear ||
+		    now - t->syn_start >= model_timeout_ms(cnt, 1000) * MS) {
+			tcp_abandon(p, 0);
+			return 1;
+		}
+		p->rtime = p->rto; /* lwIP resends the SYN at its next tick */
+		rto = t->syn_rexmits + 1 > lx.syn_linear ?
+			      1000ull << (t->syn_rexmits + 1 - lx.syn_linear) : 1000;
+		t->syn_next = now + (rto > 120000 ? 120000 : rto) * MS;
+		return 0;
+	}
+	if (!p->nrtx) {
+		t->rexmit_since = 0;
+		return 0;
+	}
+	if (!t->rexmit_since)
+		t->rexmit_since = now;
+	if (now - t->rexmit_since >=
+	    (t->user_timeout ? t->user_timeout : model_timeout_ms(lx.retries2, 200)) * MS) {
+		tcp_abandon(p, 0);
+		return 1;
+	}
+	/* lwIP's backoff is already at its largest (x128) from the 7th */
+	if (p->nrtx >= TCP_MAXRTX - 1)
+		p->nrtx = TCP_MAXRTX - 2;
+	return 0;
+}
+
 static void apply_opts(struct ts_tcp *t)
 {
 	struct tcp_pcb *p = t->pcb;
@@ -296,10 +408,13 @@ static err_t cb_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 {
 	struct ts_tcp *t = arg;
 
-	(void)pcb;
 	tcp_event = 1;
-	if (t && err == ERR_OK && t->state == T_CONNECTING)
+	if (t && err == ERR_OK && t->state == T_CONNECTING) {
 		t->state = T_CONN;
+		/* lwIP takes no RTT sample from a handshake: its initial RTO,
+		 * which the SYN schedule had replaced, applies again */
+		pcb->rto = t->rto0;
+	}
 	return ERR_OK;
 }
 
@@ -815,6 +930,12 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 		t->state = T_NEW;
 		goto out_lwip;
 	}
+	/* the SYNs follow Linux's schedule (rexmit_limits), not lwIP's */
+	lx_load();
+	t->rto0 = pcb->rto; /* lwIP's initial RTO, back once connected */
+	pcb->rto = 0x7fff;
+	t->syn_start = ts_now_ns();
+	t->syn_next = t->syn_start + 1000 * MS;
 	tcp_stats_slot(t);
 	ts_stats->tcp.conns_accel++;
 	ts_stats->tcp.conns_live++;
@@ -1313,6 +1434,16 @@ void ts_tcp__dup(int oldfd, int newfd)
 void ts_tcp__tick(void)
 {
 	struct ts_linger **pp = &lingers, *l;
+	uint64_t now = ts_now_ns();
+	struct tcp_pcb *q;
+
+again:
+	for (q = tcp_active_pcbs; q; q = q->next) {
+		struct ts_tcp *t = q->callback_arg;
+
+		if (t && t->pcb == q && rexmit_limits(q, t, now))
+			goto again; /* freed: the list changed */
+	}
 
 	while ((l = *pp)) {
 		struct tcp_pcb *p;
@@ -1431,6 +1562,10 @@ void ts_tcp__setsockopt(struct ts_tcp *t, int fd, int level, int opt,
 			t->keep_intvl = iv;
 		else if (opt == TCP_KEEPCNT)
 			t->keep_cnt = iv;
+		else if (opt == TCP_SYNCNT && iv >= 1 && iv <= 127)
+			t->syncnt = iv;
+		else if (opt == TCP_USER_TIMEOUT && iv >= 0)
+			t->user_timeout = (unsigned)iv;
 	}
 	if (t->state != T_LISTEN)
 		apply_opts(t);

@@ -229,39 +229,71 @@ t_tcp_backlog() { # a listener's queue overflows: the stack drops SYNs and hands
 	tcp_accel cli 5 && tcp_accel srv 5
 }
 
-# keepalive_run CLI-PREFIX PORT TAG: a kernel server that goes silent once
-# the client is connected (iptables in its namespace drops the port); the
-# client's transcript in $TSDP_TMP/TAG.txt
-keepalive_run() {
-	local cli=$1 port=$2 tag=$3 p c
+# silent_run CLI-PREFIX MODE PORT TAG: a kernel server that goes silent
+# once the client (tcpcheck MODE) is connected: iptables in its namespace
+# drops the port, then the client is told by a file; the client's
+# transcript in $TSDP_TMP/TAG.txt
+silent_run() {
+	local cli=$1 mode=$2 port=$3 tag=$4 p c
 	ip netns exec "$NB" iptables -F INPUT
+	rm -f "$TSDP_TMP/go-$tag"
 	$(kern $NB) timeout 60 $B/tcpcheck recv-server "$port" /dev/null >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
 	p=$!
 	TSDP_PIDS+=("$p")
 	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
-	$cli timeout 60 $B/tcpcheck keepalive-client $IPB "$port" >"$TSDP_TMP/$tag.txt" 2>&1 &
+	$cli timeout 60 $B/tcpcheck $mode $IPB "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag.txt" 2>&1 &
 	c=$!
 	TSDP_PIDS+=("$c")
 	wait_for 10 grep -q connected "$TSDP_TMP/$tag.txt" || { die "$tag: client did not connect"; return 1; }
 	ip netns exec "$NB" iptables -A INPUT -p tcp --dport "$port" -j DROP
+	touch "$TSDP_TMP/go-$tag"
 	wait_exit "$c" 30 || { die "$tag: the client's read never ended"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "$tag: client exit code $WAIT_RC"; return 1; }
 	kill "$p" 2>/dev/null
 	ip netns exec "$NB" iptables -F INPUT
 }
 
-t_tcp_keepalive() { # a silent peer: keepalive probes go unanswered and the read ends with ETIMEDOUT, as on the kernel
+# same_as_kernel NAME: $TSDP_TMP/kernel-NAME.txt and stack-NAME.txt agree
+same_as_kernel() {
+	cmp -s "$TSDP_TMP/kernel-$1.txt" "$TSDP_TMP/stack-$1.txt" ||
+		{ die "$1: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-$1.txt" \
+			"$TSDP_TMP/stack-$1.txt" >&2; return 1; }
+	log "$CUR: $1 as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-$1.txt")"
+}
+
+# conns_through_xsk TAG N: the processes tagged TAG opened N connections
+# through the XSK (for cases where no payload crosses)
+conns_through_xsk() {
+	[ "$(cat "$TSDP_TMP"/stats-$1-*.txt | grep '^tcp ' | tr ' ' '\n' | grep '^conns_accel=' | cut -d= -f2 |
+		awk '{s+=$1} END {print s+0}')" -ge "$2" ] || { die "$1: fewer than $2 connections through the XSK"; return 1; }
+}
+
+t_tcp_timeouts() { # keepalive, TCP_USER_TIMEOUT and TCP_SYNCNT against a silent peer: ETIMEDOUT when and as the kernel gives it
+	local m syn
 	command -v iptables >/dev/null || { die "iptables not installed"; return 1; }
-	keepalive_run "$(kern $NA)" 12043 kernel-keepalive || return 1
-	keepalive_run "$(taccel $NA cli)" 12044 stack-keepalive || return 1
-	cmp -s "$TSDP_TMP/kernel-keepalive.txt" "$TSDP_TMP/stack-keepalive.txt" ||
-		{ die "keepalive: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-keepalive.txt" \
-			"$TSDP_TMP/stack-keepalive.txt" >&2; return 1; }
-	grep -q 'read ETIMEDOUT' "$TSDP_TMP/stack-keepalive.txt" || { die "keepalive: no ETIMEDOUT"; return 1; }
-	log "$CUR: as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-keepalive.txt")"
-	# no payload crossed: the connection and its probes are the proof of the path
-	cat "$TSDP_TMP"/stats-cli-*.txt | grep '^tcp ' | grep -q ' conns_accel=1 ' ||
-		{ die "keepalive: the connection did not go through the XSK"; return 1; }
+	for m in keepalive usertimeout; do
+		silent_run "$(kern $NA)" $m-client 12043 kernel-$m || return 1
+		silent_run "$(taccel $NA cli)" $m-client 12044 stack-$m || return 1
+		same_as_kernel $m || return 1
+		grep -q 'read ETIMEDOUT' "$TSDP_TMP/stack-$m.txt" || { die "$m: no ETIMEDOUT"; return 1; }
+	done
+	# a connect whose SYNs all go unanswered: TCP_SYNCNT 2 is three SYNs
+	# (1 s, then 2 s apart) and ETIMEDOUT 4 s after the last; lwIP alone
+	# gives up after six SYNs in under a second
+	for m in kernel stack; do
+		ip netns exec "$NB" iptables -F INPUT
+		ip netns exec "$NB" iptables -A INPUT -p tcp --dport 12045 -j DROP
+		if [ $m = kernel ]; then
+			$(kern $NA) timeout 30 $B/tcpcheck syncnt-client $IPB 12045 >"$TSDP_TMP/$m-syncnt.txt" 2>&1
+		else
+			$(taccel $NA cli) timeout 30 $B/tcpcheck syncnt-client $IPB 12045 >"$TSDP_TMP/$m-syncnt.txt" 2>&1
+		fi || { die "syncnt ($m): exit code $?"; return 1; }
+		syn=$(ip netns exec "$NB" iptables -nvxL INPUT | awk '/DROP/ {print $1}')
+		echo "peer: $syn SYNs" >>"$TSDP_TMP/$m-syncnt.txt"
+	done
+	ip netns exec "$NB" iptables -F INPUT
+	same_as_kernel syncnt || return 1
+	conns_through_xsk cli 3
 }
 
 t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
@@ -338,4 +370,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_keepalive tcp_require tcp_loss"
+TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_require tcp_loss"

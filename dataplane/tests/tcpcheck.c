@@ -23,12 +23,19 @@
  *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
  *                                    "pong", close first
  *   tcpcheck cycles-client HOST PORT N
- *   tcpcheck keepalive-client HOST PORT
+ *   tcpcheck keepalive-client HOST PORT GO
  *                                    connect, keepalive after 1 s idle,
  *                                    probes 1 s apart, 2 of them; print
  *                                    "connected", then read: the harness
  *                                    makes the peer silent, and the read
  *                                    ends with ETIMEDOUT; a write then
+ *   tcpcheck usertimeout-client HOST PORT GO
+ *                                    connect, TCP_USER_TIMEOUT 1500 ms,
+ *                                    print "connected", wait for the file
+ *                                    GO (the peer is silent then), write
+ *                                    100 bytes, read (ETIMEDOUT), write
+ *   tcpcheck syncnt-client HOST PORT connect with TCP_SYNCNT 2 where the
+ *                                    peer drops every SYN
  *   tcpcheck backlog-server PORT GO  listen with backlog 1, wait for the
  *                                    file GO, then accept 5 connections
  *                                    and answer each one's greeting
@@ -523,22 +530,50 @@ int main(int argc, char **argv)
 		       connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ?
 			       ename(errno) : "succeeded");
 		close(fd);
-	} else if (!strcmp(m, "keepalive-client") && argc == 4) {
-		int one = 1, idle = 1, intvl = 1, cnt = 2;
+	} else if ((!strcmp(m, "keepalive-client") ||
+		    !strcmp(m, "usertimeout-client")) && argc == 5) {
+		int one = 1, idle = 1, intvl = 1, cnt = 2, ut = 1500;
+		long long end = now_ms() + 30000;
 		ssize_t r;
 		char b;
 
 		fd = connect_to(argv[2], atoi(argv[3]));
-		if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
-		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
-		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
-		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)))
+		if (m[0] == 'k' &&
+		    (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+		     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+		     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+		     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt))))
 			die("keepalive options");
+		if (m[0] == 'u' &&
+		    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut)))
+			die("TCP_USER_TIMEOUT");
 		printf("client: connected\n");
 		fflush(stdout);
+		while (access(argv[4], F_OK) && now_ms() < end)
+			poll(NULL, 0, 10);
+		if (m[0] == 'u') {
+			static char data[100];
+
+			printf("client: write %s\n",
+			       write(fd, data, sizeof(data)) == sizeof(data) ? "100" : ename(errno));
+		}
 		r = read(fd, &b, 1);
 		printf("client: read %s\n", r == 0 ? "EOF" : r < 0 ? ename(errno) : "data");
 		printf("client: next write %s\n", write(fd, "x", 1) < 0 ? ename(errno) : "accepted");
+		close(fd);
+	} else if (!strcmp(m, "syncnt-client") && argc == 4) {
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)atoi(argv[3])) };
+		int cnt = 2;
+
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0 || inet_pton(AF_INET, argv[2], &sa.sin_addr) != 1)
+			die("socket");
+		if (setsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &cnt, sizeof(cnt)))
+			die("TCP_SYNCNT");
+		printf("client: connect %s\n",
+		       connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ?
+			       ename(errno) : "succeeded");
 		close(fd);
 	} else if (!strcmp(m, "backlog-server") && argc == 4) {
 		backlog_server(atoi(argv[2]), argv[3]);
