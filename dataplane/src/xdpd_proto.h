@@ -6,6 +6,8 @@
  * message, one reply per message, ASCII text; where a request proves
  * something it carries ONE file descriptor (SCM_RIGHTS):
  *   hello                                  -> "ok IFNAME..." (the pod's interfaces)
+ *   busy IFNAME QUEUE                      -> "ok 0|1" (1: a live process of
+ *                                            the pod holds that queue)
  *   xsk IFNAME QUEUE             + XSK fd  -> "ok native|skb"
  *   add IFNAME udp|tcp ADDR PORT + socket  -> "ok"
  *   share IFNAME udp|tcp ADDR PORT + socket-> "ok 0|1" (1: another process's

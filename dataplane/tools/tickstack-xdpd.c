@@ -1054,6 +1054,14 @@ static void client_request(struct client *c)
 			goto done;
 		}
 	}
+	if (nf == 3 && !strcmp(op, "busy")) {
+		/* whether a live process of the pod holds the queue */
+		long q = strtol(f3, NULL, 10);
+
+		reply(c->fd, "ok %d", q >= 0 && q < TS_XSKS_MAX && a->qown[q] &&
+				      a->qown[q] != c);
+		goto out;
+	}
 	if (nf == 3 && !strcmp(op, "xsk")) {
 		err = req_xsk(c, a, f3, passfd, why, sizeof(why));
 		if (!err) {
