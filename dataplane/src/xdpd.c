@@ -94,6 +94,10 @@ int ts_xdpd__request(const char *req, int passfd, char *rep, size_t cap)
 	do
 		n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1, 0);
 	while (n < 0 && errno == EINTR);
+	/* a refusal closes the connection; if our request was still unread
+	 * then, a reset comes first and the reply behind it */
+	if (n < 0 && errno == ECONNRESET)
+		n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
 	if (n <= 0) {
 		err = n < 0 ? -errno : -ECONNRESET;
 		goto out_reset;

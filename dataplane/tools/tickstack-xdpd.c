@@ -783,6 +783,16 @@ static void pod_accept(struct pod *p)
 	ep_add(fd, &c->ev);
 	return;
 out_refuse:
+	/* a request already queued would turn the close into a reset that
+	 * hides the reply from the caller: read it first */
+	{
+		char junk[TS_XDPD_MSG_MAX];
+		int f;
+
+		while (msg_recv(fd, junk, sizeof(junk), &f) > 0)
+			if (f >= 0)
+				close(f);
+	}
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	close(fd);
@@ -934,14 +944,14 @@ static int req_add(struct client *c, int ai, const struct ts_steer_key *k,
 	uint64_t ino;
 	int q, err, oi;
 
+	err = check_socket(c, fd, k, &ino, why, wl);
+	if (err)
+		return err;
 	q = client_queue(c, a);
 	if (q < 0) {
 		snprintf(why, wl, "register an XSK on %s first", a->ifname);
 		return -ENOENT;
 	}
-	err = check_socket(c, fd, k, &ino, why, wl);
-	if (err)
-		return err;
 	v.queue = (__u16)q;
 	o = key_owner(c->pod, ai, k, &oi);
 	if (o && o != c) {
