@@ -11,7 +11,7 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign"
+XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp"
 
 XD_CAPS="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
 XD_CLIENT="$here/xdpd_client.py"
@@ -48,19 +48,20 @@ xd_stop() {
 	[ -z "${XD:-}" ] || rm -rf "$XD"
 }
 
-# The topology above, the daemon, pod-b attached (pod-c with C=1).
+# The topology above, the daemon, pod-b attached (pod-c with C=1; a
+# single-queue veth with Q=1).
 xd_topo() {
-	local ia="tsdpv${TSDP_ID}a" ib="tsdpv${TSDP_ID}b"
+	local ia="tsdpv${TSDP_ID}a" ib="tsdpv${TSDP_ID}b" nq=${Q:-2}
 	trap 'xd_stop; tsdp_cleanup_netns' EXIT
 	tsdp_ns NA a
 	tsdp_ns NB b
-	ip link add "$ia" netns "$NA" numtxqueues 2 numrxqueues 2 type veth \
-		peer name "$ib" netns "$NB" numtxqueues 2 numrxqueues 2
+	ip link add "$ia" netns "$NA" numtxqueues $nq numrxqueues $nq type veth \
+		peer name "$ib" netns "$NB" numtxqueues $nq numrxqueues $nq
 	ip -n "$NA" addr add 198.18.12.1/24 dev "$ia"
 	ip -n "$NB" addr add 198.18.12.2/24 dev "$ib"
 	ip -n "$NA" link set "$ia" up
 	ip -n "$NB" link set "$ib" up
-	ip netns exec "$NA" sh -c "echo 1 >/sys/class/net/$ia/queues/tx-0/xps_cpus &&
+	[ "$nq" = 1 ] || ip netns exec "$NA" sh -c "echo 1 >/sys/class/net/$ia/queues/tx-0/xps_cpus &&
 		echo 2 >/sys/class/net/$ia/queues/tx-1/xps_cpus" ||
 		{ die "cannot set XPS on the peer"; return 1; }
 	IFB=$ib
@@ -212,4 +213,38 @@ t_xdpd_foreign() { # nothing reaches another pod's interface or entries
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	xd_stop_server "$XS" srv || return 1
 	check_accel srv
+}
+
+# TCP through the daemon: a listener in the pod, then a connection out of
+# it. A single queue: the peer's kernel answers a connection from the CPU
+# that took its segment, so on two queues its segments would reach the
+# pod on either, and one on the queue without the XSK goes to the pod's
+# kernel, which knows no such connection and resets it (docs/dataplane.md,
+# "Known limits": a NIC steers a process's flows to its queue).
+t_xdpd_tcp() {
+	local srv
+	Q=1 xd_topo || return 1
+	$(xd_pod "$NB" pod-b tsrv --require) env TICKSTACK_TCP=1 TICKSTACK_SPIN_USEC=0 \
+		sockperf sr --tcp -i $IPB -p 11241 >"$TSDP_TMP/server-tsrv.out" 2>&1 &
+	srv=$!
+	TSDP_PIDS+=("$srv")
+	wait_for 10 tcp_listening "$NB" 11241 || { die "the pod's TCP server did not listen"; return 1; }
+	xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf pp --tcp -i $IPB -p 11241 -t 2 -m 64 \
+		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$srv" tsrv || return 1
+	# then out of the pod: a connecting socket's ephemeral port, steered
+	ip netns exec "$NA" taskset -c 1 sockperf sr --tcp -i 198.18.12.1 -p 11242 >"$TSDP_TMP/server.out" 2>&1 &
+	TSDP_PIDS+=("$!")
+	wait_for 10 tcp_listening "$NA" 11242 || { die "the peer's TCP server did not listen"; return 1; }
+	$(xd_pod "$NB" pod-b tcli --require) env TICKSTACK_TCP=1 taskset -c 0 timeout 30 \
+		sockperf pp --tcp -i 198.18.12.1 -p 11242 -t 2 -m 64 >"$TSDP_TMP/client-out.out" 2>&1 ||
+		{ die "the pod's client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client-out.out" || return 1
+	wait_for 5 ls "$XD_STATS"/stats-tcli-*.txt || { die "tcli: no stats dump"; return 1; }
+	cp "$XD_STATS"/stats-tcli-*.txt "$TSDP_TMP/"
+	tcp_accel tsrv 1 && tcp_accel tcli 1 || return 1
+	kernel_silent "$NB" || return 1
+	wait_for 5 xd_status_is pod-b "0 0" || { die "entries left: $(xd_status)"; return 1; }
 }
