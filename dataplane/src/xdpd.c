@@ -34,6 +34,7 @@ int ts_xdpd__on(void)
 static int xdpd__connect_locked(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tmo = { .tv_sec = 5 };
 	int fd, err;
 
 	if (xdpd_fd >= 0 && xdpd_pid == ts_getpid())
@@ -56,6 +57,8 @@ static int xdpd__connect_locked(void)
 			       ts_cfg.xdpd_socket, strerror(-err));
 		return err;
 	}
+	/* a daemon that stops answering must not hang a bind forever */
+	ts_real_setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
 	xdpd_fd = fd;
 	xdpd_pid = ts_getpid();
 	return 0;
@@ -116,8 +119,9 @@ int ts_xdpd__request(const char *req, int passfd, char *rep, size_t cap)
 		err = e > 0 ? -e : -EPROTO;
 	}
 	/* refusals the caller handles itself (a port another process of the
-	 * pod steers, an entry already gone) are not news */
-	if (err != -EADDRINUSE && err != -ENOENT)
+	 * pod steers, an entry already gone or another's, after a fork) are
+	 * not news */
+	if (err != -EADDRINUSE && err != -ENOENT && err != -EPERM)
 		ts_log("tickstack-xdpd refused '%s': %s", req, buf + 6);
 	goto out;
 out_reset:

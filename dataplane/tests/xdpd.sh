@@ -39,20 +39,37 @@ xd_status() { "$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" status; }
 # xd_status_is POD "CLIENTS ENTRIES": the daemon's status line of POD says so
 xd_status_is() { xd_status | grep -q "^$1 [^ ]* [0-9]* $2\$"; }
 
+# Stop the daemon: SIGTERM, a clean exit (ASan/UBSan/LeakSanitizer quiet),
+# its programs gone from the pods' interfaces.
 xd_stop() {
+	local rc=0
 	if [ -n "${XD_PID:-}" ]; then
 		kill -TERM "$XD_PID" 2>/dev/null
-		wait_exit "$XD_PID" 10 || echo "harness: tickstack-xdpd ignored SIGTERM" >&2
+		if ! wait_exit "$XD_PID" 10 || [ "$WAIT_RC" != 0 ]; then
+			echo "harness: $CUR: FAIL: tickstack-xdpd exit code $WAIT_RC after SIGTERM" >&2
+			rc=1
+		fi
 		XD_PID=
+		if grep -q "Sanitizer\|runtime error" "$TSDP_TMP/xdpd.out"; then
+			echo "harness: $CUR: FAIL: sanitizer report from tickstack-xdpd:" >&2
+			cat "$TSDP_TMP/xdpd.out" >&2
+			rc=1
+		fi
+		if ip -n "$NB" link show "$IFB" 2>/dev/null | grep -q "prog/xdp"; then
+			echo "harness: $CUR: FAIL: an XDP program stayed on $IFB after the daemon stopped" >&2
+			rc=1
+		fi
 	fi
 	[ -z "${XD:-}" ] || rm -rf "$XD"
+	XD=
+	return $rc
 }
 
 # The topology above, the daemon, pod-b attached (pod-c with C=1; a
 # single-queue veth with Q=1).
 xd_topo() {
 	local ia="tsdpv${TSDP_ID}a" ib="tsdpv${TSDP_ID}b" nq=${Q:-2}
-	trap 'xd_stop; tsdp_cleanup_netns' EXIT
+	trap 'XD_RC=$?; xd_stop || XD_RC=1; tsdp_cleanup_netns; exit $XD_RC' EXIT
 	tsdp_ns NA a
 	tsdp_ns NB b
 	ip link add "$ia" netns "$NA" numtxqueues $nq numrxqueues $nq type veth \
@@ -72,7 +89,11 @@ xd_topo() {
 	# the stats files: a directory only the pod's uid writes
 	XD_STATS=$XD/stats
 	install -d -o 65534 -g 65534 -m 0700 "$XD_STATS"
-	"$B/tickstack-xdpd" --run-dir "$XD_RUN" >"$TSDP_TMP/xdpd.out" 2>&1 &
+	# the daemon built with ASan and UBSan: it parses what pods send
+	[ -x "$B/tickstack-xdpd-asan" ] ||
+		{ die "$B/tickstack-xdpd-asan missing: make -C dataplane build/tickstack-xdpd-asan"; return 1; }
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >"$TSDP_TMP/xdpd.out" 2>&1 &
 	XD_PID=$!
 	wait_for 10 test -S "$XD_RUN/ctl.sock" || { die "tickstack-xdpd did not start"; return 1; }
 	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||

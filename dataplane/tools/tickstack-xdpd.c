@@ -568,7 +568,7 @@ static int ctl_attach(const char *uid, const char *ifname, int nsfd,
 	}
 	a = &p->ifs[p->nifs];
 	memset(a, 0, sizeof(*a));
-	snprintf(a->ifname, sizeof(a->ifname), "%s", ifname);
+	snprintf(a->ifname, sizeof(a->ifname), "%.15s", ifname);
 	err = att_attach(p, a, why, wl);
 	if (err)
 		goto out_err;
