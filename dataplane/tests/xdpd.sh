@@ -11,7 +11,7 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp"
+XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp statsfile"
 
 XD_CAPS="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
 XD_CLIENT="$here/xdpd_client.py"
@@ -268,4 +268,23 @@ t_xdpd_tcp() {
 	tcp_accel tsrv 1 && tcp_accel tcli 1 || return 1
 	kernel_silent "$NB" || return 1
 	wait_for 5 xd_status_is pod-b "0 0" || { die "entries left: $(xd_status)"; return 1; }
+}
+
+t_statsfile() { # the library's files: nothing followed, nothing truncated
+	local d=$TSDP_TMP/sf out
+	mkdir -p "$d"
+	echo keep >"$d/target"
+	ln -s "$d/target" "$d/link.txt"
+	ln "$d/target" "$d/hard.txt"
+	out=$(TICKSTACK_STATS_FILE=$d/link.txt $RUN /bin/true 2>&1)
+	case "$out" in *"TICKSTACK_STATS_FILE=$d/link.txt"*symlink*) ;; *) die "symlink: '$out'"; return 1 ;; esac
+	out=$(TICKSTACK_STATS_FILE=$d/hard.txt $RUN /bin/true 2>&1)
+	case "$out" in *"TICKSTACK_STATS_FILE=$d/hard.txt exists and is not"*) ;; *) die "hard link: '$out'"; return 1 ;; esac
+	# the statistics region's name, planted as a symlink before the
+	# process (same pid: sh execs it) creates it
+	sh -c 'ln -s "$1" /dev/shm/tickstack-$$ && exec env LD_PRELOAD="$2" TICKSTACK_STATS_FILE="$3" /bin/true' \
+		sh "$d/target" "$B/libtickstack.so" "$d/plain.txt" || { die "the planted region's process failed"; return 1; }
+	[ "$(cat "$d/target")" = keep ] || { die "the target was written: $(cat "$d/target")"; return 1; }
+	TICKSTACK_STATS_FILE=$d/plain.txt $RUN /bin/true
+	[ "$(grep -c '^tickstack stats' "$d/plain.txt")" = 2 ] || { die "the plain file was not appended to"; return 1; }
 }
