@@ -11,7 +11,7 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp statsfile"
+XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork statsfile"
 
 XD_CAPS="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
 XD_CLIENT="$here/xdpd_client.py"
@@ -287,4 +287,25 @@ t_statsfile() { # the library's files: nothing followed, nothing truncated
 	[ "$(cat "$d/target")" = keep ] || { die "the target was written: $(cat "$d/target")"; return 1; }
 	TICKSTACK_STATS_FILE=$d/plain.txt $RUN /bin/true
 	[ "$(grep -c '^tickstack stats' "$d/plain.txt")" = 2 ] || { die "the plain file was not appended to"; return 1; }
+}
+
+t_xdpd_fork() { # a forked child takes its parent's socket over, on its own queue
+	local e
+	xd_topo || return 1
+	$(xd_pod "$NB" pod-b srv --require) $B/udpcheck fork-echo $IPB 11261 100 \
+		>"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 udp_listening "$NB" 11261 || { die "fork-echo did not listen"; return 1; }
+	# the child holds queue 1: the peer sends from CPU 1 (XPS)
+	ip netns exec "$NA" taskset -c 1 timeout 30 $B/udpcheck send $IPB 11261 100 \
+		>"$TSDP_TMP/client.out" 2>&1 || { die "echo through the forked child failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "fork-echo failed ($WAIT_RC)"; return 1; }
+	cp "$XD_STATS"/stats-srv-*.txt "$TSDP_TMP/"
+	grep -l "^xsk .* queue=1 " "$TSDP_TMP"/stats-srv-*.txt >/dev/null ||
+		{ die "the child did not get queue 1"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" tx_accel)" -ge 100 ] &&
+		[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)" -ge 100 ] ||
+		{ die "the child did not echo through its XSK"; return 1; }
+	wait_for 1 xd_status_is pod-b "0 0" || { die "entries left: $(xd_status)"; return 1; }
 }
