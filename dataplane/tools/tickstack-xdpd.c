@@ -492,7 +492,10 @@ static void ep_add(int fd, struct evsrc *ev)
 
 static void client_close(struct client *c);
 
-static void pod_free(struct pod *p)
+/* rmdir: at detach only. On shutdown the directory stays: the kubelet
+ * bind-mounted it into the pod, and a directory created anew by the next
+ * daemon would not be the one the pod sees. */
+static void pod_free(struct pod *p, int rmdir_too)
 {
 	char path[PATH_MAX + 16];
 	int i;
@@ -505,7 +508,8 @@ static void pod_free(struct pod *p)
 		close(p->lfd);
 		snprintf(path, sizeof(path), "%s/%s", p->dir, TS_XDPD_SOCK_NAME);
 		unlink(path);
-		rmdir(p->dir); /* busy while the kubelet still mounts it: fine */
+		if (rmdir_too)
+			rmdir(p->dir);
 	}
 	if (p->nsfd >= 0)
 		close(p->nsfd);
@@ -587,7 +591,7 @@ static int ctl_attach(const char *uid, const char *ifname, int nsfd,
 	return 0;
 out_err:
 	if (fresh)
-		pod_free(p);
+		pod_free(p, 1);
 	return err;
 }
 
@@ -604,7 +608,7 @@ static int ctl_detach(const char *uid, char *why, size_t wl)
 			struct pod *p = *pp;
 
 			*pp = p->next;
-			pod_free(p);
+			pod_free(p, 1);
 			logf_("pod %s: detached", uid);
 			return 0;
 		}
@@ -1243,7 +1247,7 @@ out:
 		struct pod *p = pods;
 
 		pods = p->next;
-		pod_free(p);
+		pod_free(p, 0);
 	}
 	unlink(sa.sun_path);
 	logf_("stopped");
