@@ -52,9 +52,12 @@ static int xdpd__connect_locked(void)
 		if (!xdpd_failed_logged++)
 			ts_log("TICKSTACK_XDPD_SOCKET=%s: cannot connect (%s): the "
 			       "node's tickstack-xdpd must serve this pod (the "
-			       "tickstack-xdp CNI plugin attaches it); sockets stay "
-			       "on the kernel",
-			       ts_cfg.xdpd_socket, strerror(-err));
+			       "tickstack-xdp CNI plugin attaches the pod's "
+			       "interface, the webhook mounts the socket); until "
+			       "then sockets %s",
+			       ts_cfg.xdpd_socket, strerror(-err),
+			       ts_cfg.require ? "fail (TICKSTACK_REQUIRE=1)" :
+						"stay on the kernel");
 		return err;
 	}
 	/* a daemon that stops answering must not hang a bind forever */

@@ -11,7 +11,7 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork statsfile"
+XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent statsfile"
 
 XD_CAPS="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
 XD_CLIENT="$here/xdpd_client.py"
@@ -308,4 +308,21 @@ t_xdpd_fork() { # a forked child takes its parent's socket over, on its own queu
 		[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)" -ge 100 ] ||
 		{ die "the child did not echo through its XSK"; return 1; }
 	wait_for 1 xd_status_is pod-b "0 0" || { die "entries left: $(xd_status)"; return 1; }
+}
+
+t_xdpd_absent() { # no daemon: the library attaches nothing itself
+	local out
+	new_pair
+	out=$(ip netns exec "$NB" setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS \
+		env TICKSTACK_XDPD_SOCKET=/nonexistent/xdp.sock $RUN --require $B/udpcheck echo $IPB 11271 1 2>&1) &&
+		{ die "bind succeeded under TICKSTACK_REQUIRE=1 without a daemon"; return 1; }
+	case "$out" in *"TICKSTACK_XDPD_SOCKET=/nonexistent/xdp.sock: cannot connect"*"fail (TICKSTACK_REQUIRE=1)"*) ;;
+	*) die "no message naming the daemon: '$out'"; return 1 ;; esac
+	# as root too: with the variable set, never the standalone attach
+	ip netns exec "$NB" env TICKSTACK_XDPD_SOCKET=/nonexistent/xdp.sock TICKSTACK_STATS=1 \
+		$RUN $B/udpcheck echo $IPB 11272 0 >"$TSDP_TMP/server.out" 2>&1 ||
+		{ die "the kernel fallback failed"; return 1; }
+	grep -q "sockets_accelerated=0 sockets_kernel=1" "$TSDP_TMP/server.out" ||
+		{ die "the socket was not counted on the kernel"; return 1; }
+	! ip -n "$NB" link show | grep -q "prog/xdp" || { die "the library attached XDP"; return 1; }
 }
