@@ -11,7 +11,7 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent statsfile"
+XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart statsfile"
 
 XD_CAPS="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
 XD_CLIENT="$here/xdpd_client.py"
@@ -325,4 +325,31 @@ t_xdpd_absent() { # no daemon: the library attaches nothing itself
 	grep -q "sockets_accelerated=0 sockets_kernel=1" "$TSDP_TMP/server.out" ||
 		{ die "the socket was not counted on the kernel"; return 1; }
 	! ip -n "$NB" link show | grep -q "prog/xdp" || { die "the library attached XDP"; return 1; }
+}
+
+t_xdpd_restart() { # a daemon killed outright: its successor takes the interface back
+	local old
+	xd_topo || return 1
+	xd_server old 11281 --require || return 1
+	old=$XS
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	kill -KILL "$XD_PID"
+	wait "$XD_PID" 2>/dev/null
+	# its program stays attached (and keeps passing what it cannot redirect)
+	ip -n "$NB" link show "$IFB" | grep -q "prog/xdp" || { die "the program went with the daemon"; return 1; }
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
+	XD_PID=$!
+	wait_for 10 xd_status || { die "the second daemon did not start"; return 1; }
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||
+		{ die "attach after a daemon crash failed"; return 1; }
+	grep -q "replaced a steering program an earlier tickstack-xdpd left attached" "$TSDP_TMP/xdpd.out" ||
+		{ die "the left program was not replaced"; return 1; }
+	xd_stop_server "$old" old || return 1
+	xd_server new 11281 --require || return 1
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	xd_pp 0 11281 client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" new || return 1
+	check_accel new
 }

@@ -360,6 +360,38 @@ static int map_count(int fd)
 
 /* Load our own copy of the program and attach it to ifname in the pod's
  * namespace: native, else generic; never over another program. */
+/* The program attached to ifindex (current netns) when it is a steering
+ * program (by name) that no daemon state holds: one left by a daemon that
+ * died without detaching (SIGKILL, a crash: the attachment keeps it and its
+ * maps alive). Its fd and attach mode, or -1. The caller knows the pod's
+ * interface is not in its own state. */
+static int att_leftover(int ifindex, int *mode)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int fd;
+
+	if (bpf_xdp_query(ifindex, 0, &q) || !q.prog_id)
+		return -1;
+	if (q.attach_mode == XDP_ATTACHED_DRV)
+		*mode = XDP_FLAGS_DRV_MODE;
+	else if (q.attach_mode == XDP_ATTACHED_SKB)
+		*mode = XDP_FLAGS_SKB_MODE;
+	else
+		return -1;
+	fd = bpf_prog_get_fd_by_id(q.prog_id);
+	if (fd < 0)
+		return -1;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) ||
+	    strcmp(info.name, TS_PROG_NAME)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int att_attach(struct pod *p, struct att *a, char *why, size_t wl)
 {
 	static const int modes[2] = { XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE };
@@ -397,8 +429,27 @@ static int att_attach(struct pod *p, struct att *a, char *why, size_t wl)
 			a->mode = modes[i];
 			goto out;
 		}
-		if (err == -EBUSY || err == -EEXIST)
+		if (err == -EBUSY || err == -EEXIST) {
+			LIBBPF_OPTS(bpf_xdp_attach_opts, o);
+			int mode = 0;
+
+			o.old_prog_fd = att_leftover(a->ifindex, &mode);
+			if (o.old_prog_fd < 0)
+				break;
+			/* replace exactly that one (XDP_FLAGS_REPLACE) */
+			err = bpf_xdp_attach(a->ifindex,
+					     bpf_program__fd(a->skel->progs.ts_steer),
+					     (__u32)mode, &o);
+			close(o.old_prog_fd);
+			if (!err) {
+				a->mode = mode;
+				logf_("pod %s: %s: replaced a steering program an "
+				      "earlier tickstack-xdpd left attached",
+				      p->uid, a->ifname);
+				goto out;
+			}
 			break;
+		}
 	}
 	snprintf(why, wl, "attaching XDP to %s failed: %s%s", a->ifname,
 		 strerror(-err),
