@@ -226,6 +226,10 @@ t_xdpd_foreign() { # nothing reaches another pod's interface or entries
 	# an XSK slot with something that is not an XSK: refused
 	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$XD_RUN/pods/pod-b/xdp.sock" "xsk $IFB 1" --udp "$IPB:11237" 2>&1)
 	case "$r" in "error 22 "*) ;; *) die "a UDP socket as XSK: '$r'"; return 1 ;; esac
+	# the node's own namespace is never a pod's
+	r=$("$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-x lo /proc/self/ns/net 2>&1) &&
+		{ die "attached in the node's namespace: '$r'"; return 1; }
+	case "$r" in *"the namespace passed is the node's own"*) ;; *) die "node netns: '$r'"; return 1 ;; esac
 	# the control socket is root's
 	r=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" status 2>&1) &&
 		{ die "uid 65534 read the status: '$r'"; return 1; }

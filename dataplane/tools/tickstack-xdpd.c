@@ -570,7 +570,7 @@ static void pod_free(struct pod *p, int rmdir_too)
 static int ctl_attach(const char *uid, const char *ifname, int nsfd,
 		      char *why, size_t wl)
 {
-	uint64_t ino, dev;
+	uint64_t ino = 0, dev = 0;
 	struct pod *p;
 	struct att *a;
 	int err, fresh = 0;
@@ -594,6 +594,15 @@ static int ctl_attach(const char *uid, const char *ifname, int nsfd,
 		return -EINVAL;
 	}
 	leave_ns();
+	{
+		uint64_t hino = 0, hdev = 0;
+
+		if (!fd_ns_id(host_ns, &hino, &hdev) && hino == ino && hdev == dev) {
+			snprintf(why, wl, "the namespace passed is the node's own: "
+				 "pass the pod's (CNI_NETNS)");
+			return -EINVAL;
+		}
+	}
 	p = pod_find(uid);
 	if (p && (p->ns_ino != ino || p->ns_dev != dev)) {
 		snprintf(why, wl, "pod %s is attached in another network "
