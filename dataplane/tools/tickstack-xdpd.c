@@ -64,6 +64,9 @@
 #ifndef AF_XDP
 #define AF_XDP 44
 #endif
+#ifndef PIDFD_GET_NET_NAMESPACE /* linux/pidfd.h, Linux 6.11 */
+#define PIDFD_GET_NET_NAMESPACE _IO(0xFF, 4)
+#endif
 
 #define MAX_CLIENTS_PER_POD 64
 #define DEFAULT_RUN_DIR "/run/tickstack/xdp"
@@ -276,13 +279,25 @@ static int sock_in_pod(int fd, const struct pod *p)
 }
 
 /* Whether the client process still runs in the pod's network namespace:
- * its /proc entry is read, then the pidfd taken at connect time says the
- * process is still alive, so the pid was not reused meanwhile. */
+ * asked of the pidfd taken at connect time (Linux 6.11), else its /proc
+ * entry is read and then the pidfd says the process is still alive, so the
+ * pid was not reused meanwhile. */
 static int client_in_pod(const struct client *c)
 {
+	int ns = ioctl(c->pidfd, PIDFD_GET_NET_NAMESPACE, 0);
 	char path[64];
 	struct stat st;
 
+	if (ns >= 0) {
+		uint64_t ino = 0, dev = 0;
+		int ok = !fd_ns_id(ns, &ino, &dev) && ino == c->pod->ns_ino &&
+			 dev == c->pod->ns_dev;
+
+		close(ns);
+		return ok;
+	}
+	if (errno == ESRCH)
+		return 0; /* the process is gone */
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)c->pid);
 	if (stat(path, &st))
 		return 0;
