@@ -3,9 +3,10 @@
 # model"). The daemon runs in this (the node's) namespace and attaches the
 # steering program to the pod's veth end inside the pod's namespace; the
 # pod's processes run as uid 65534 with CAP_NET_RAW alone and
-# TICKSTACK_REQUIRE=1. Their UMEM is 2048 frames (4 MiB): it fits the
-# default 8 MiB RLIMIT_MEMLOCK, so CAP_IPC_LOCK is not needed here (the
-# default 16 MiB UMEM needs CAP_IPC_LOCK or a larger limit).
+# TICKSTACK_REQUIRE=1. Their UMEMs are 1024 frames (2 MiB): without
+# CAP_IPC_LOCK the kernel charges every UMEM of the uid to one 8 MiB
+# RLIMIT_MEMLOCK, and xdpd_two runs three processes at once (the default
+# 16 MiB UMEM needs CAP_IPC_LOCK, which the webhook adds).
 # Topology: NA (peer, 198.18.12.1) -- 2-queue veth -- NB (pod "pod-b",
 # 198.18.12.2); NC (pod "pod-c", 198.18.13.1) -- veth -- NA (198.18.13.2).
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
