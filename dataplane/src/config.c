@@ -132,8 +132,10 @@ int ts_config__load(void)
 		ts_cfg.kernel_poll_ns = (uint64_t)x * 1000;
 	if (env_long("TICKSTACK_SPIN_YIELD_USEC", 0, 10L * 1000000, &x) > 0)
 		ts_cfg.yield_ns = (uint64_t)x * 1000;
-	if (env_long("TICKSTACK_QUEUE", 0, 63, &x) > 0)
+	if (env_long("TICKSTACK_QUEUE", 0, 63, &x) > 0) {
 		ts_cfg.queue = (int)x;
+		ts_cfg.queue_set = 1;
+	}
 	if (env_long("TICKSTACK_UMEM_FRAMES", 1024, 1 << 18, &x) > 0)
 		ts_cfg.umem_frames = (uint32_t)x;
 	if (env_long("TICKSTACK_SOCKQ_LEN", 16, 1 << 16, &x) > 0)
@@ -152,6 +154,18 @@ int ts_config__load(void)
 	if (v && *v) {
 		snprintf(ts_cfg.stats_file, sizeof(ts_cfg.stats_file), "%s", v);
 		ts_cfg.stats_dump = 1;
+	}
+	v = getenv("TICKSTACK_XDPD_SOCKET");
+	if (v && *v) {
+		if (v[0] != '/' || strlen(v) >= sizeof(ts_cfg.xdpd_socket)) {
+			ts_log("invalid TICKSTACK_XDPD_SOCKET=%s: an absolute path "
+			       "of at most %zu bytes (the pod's xdp.sock)",
+			       v, sizeof(ts_cfg.xdpd_socket) - 1);
+			err = -EINVAL;
+		} else {
+			snprintf(ts_cfg.xdpd_socket, sizeof(ts_cfg.xdpd_socket),
+				 "%s", v);
+		}
 	}
 	v = getenv("TICKSTACK_IFACES");
 	if (v)

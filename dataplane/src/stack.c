@@ -9,9 +9,16 @@
  * with an abstract UNIX socket "tickstack-xdp.<ifindex>.<pid>" (abstract
  * names belong to the network namespace and vanish with the process): a
  * process that cannot open the attached program replaces it when nobody
- * announces, and refuses to disturb it when someone does. */
+ * announces, and refuses to disturb it when someone does.
+ *
+ * All of that is the standalone mode (root on a laptop). With
+ * TICKSTACK_XDPD_SOCKET set, the node's tickstack-xdpd attached the program
+ * when the pod's interface was plumbed; this process only binds its XSK to
+ * a free queue and hands it, and its steering requests, to the daemon
+ * (xdpd.c): no program, no map fd, no announcement. */
 #include "ts_internal.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -71,6 +78,7 @@ struct ts_stack {
 	int steer_fd;
 	int xsks_fd;
 	int announce_fd; /* abstract UNIX socket: "this process uses the program" */
+	int xdpd;        /* tickstack-xdpd owns the program and the maps */
 	struct steer_bpf *skel;
 	struct xdp_program *prog;
 	uint16_t ip_id;
@@ -343,6 +351,12 @@ static int steer__setup(struct ts_stack *st)
 {
 	int err, tries;
 
+	if (st->xdpd) {
+		/* nothing to load or attach: the daemon did, for this pod */
+		if (!ts_xdpd__serves(st->ifname))
+			return -ENODEV;
+		return 0;
+	}
 	if (steer__openable(st) == -EPERM) {
 		if (steer__announced(st)) {
 			ts_log("interface %s: another process of this network "
@@ -407,6 +421,9 @@ int ts_stack__steer_add_proto(struct ts_stack *st, uint32_t daddr,
 				    .queue = (__u16)st->queue };
 	struct ts_steer_val old;
 
+	if (st->xdpd)
+		return ts_xdpd__steer("add", st->ifname, daddr, dport, proto,
+				      NULL, 0);
 	if (!bpf_map_update_elem(st->steer_fd, &key, &val, BPF_NOEXIST))
 		return 0;
 	if (errno != EEXIST)
@@ -433,6 +450,13 @@ int ts_stack__steer_shared(struct ts_stack *st, uint32_t daddr, uint16_t dport)
 	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
 	struct ts_steer_val v;
 
+	if (st->xdpd) {
+		char rep[16];
+		int r = ts_xdpd__steer("shared", st->ifname, daddr, dport,
+				       TS_STEER_UDP, rep, sizeof(rep));
+
+		return r ? r : atoi(rep);
+	}
 	if (bpf_map_lookup_elem(st->steer_fd, &key, &v))
 		return -errno;
 	if (v.flags & TS_STEER_F_SHARED)
@@ -452,6 +476,17 @@ int ts_stack__share(int ifindex, uint32_t daddr, uint16_t dport)
 	struct ts_steer_key key = { .daddr = daddr, .dport = dport };
 	struct ts_steer_val old;
 	int i;
+
+	if (ts_xdpd__on()) {
+		char ifn[IF_NAMESIZE], rep[16];
+		int r;
+
+		if (!if_indextoname((unsigned)ifindex, ifn))
+			return -ENODEV;
+		r = ts_xdpd__steer("share", ifn, daddr, dport, TS_STEER_UDP, rep,
+				   sizeof(rep));
+		return r ? r : atoi(rep);
+	}
 
 	for (i = 0; i < nstacks; i++) {
 		struct ts_stack *st = stacks[i];
@@ -484,6 +519,9 @@ int ts_stack__steer_del_proto(struct ts_stack *st, uint32_t daddr,
 				    .proto = (__u8)proto };
 	struct ts_steer_val old;
 
+	if (st->xdpd)
+		return ts_xdpd__steer("del", st->ifname, daddr, dport, proto,
+				      NULL, 0);
 	if (st->steer_fd < 0)
 		return -EBADF;
 	if (bpf_map_lookup_elem(st->steer_fd, &key, &old))
@@ -646,6 +684,69 @@ static void stack__rings_dontfork(struct ts_stack *st)
 	ring__dontfork(st->cq.ring, off.cr.desc, st->cq.size * sizeof(__u64));
 }
 
+/* Queues of the interface (its rx-N in sysfs), at most TS_XSKS_MAX. */
+static int link_queues(const struct ts_stack *st)
+{
+	char path[64 + IF_NAMESIZE];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", st->ifname);
+	d = opendir(path);
+	if (!d)
+		return 1;
+	while ((e = readdir(d)))
+		n += !strncmp(e->d_name, "rx-", 3);
+	closedir(d);
+	return n < 1 ? 1 : n > TS_XSKS_MAX ? TS_XSKS_MAX : n;
+}
+
+/* Bind the XSK to a free queue (the kernel allows one XSK per queue):
+ * TICKSTACK_QUEUE's, else the first free one, so that several processes
+ * of a pod share a multi-queue interface. -EAGAIN: every queue is busy
+ * but one no live process of the pod holds (a dead process's XSK, which
+ * deferred kernel work frees in a moment): try again. */
+static int xdpd__bind(struct ts_stack *st, const struct xsk_socket_config *scfg)
+{
+	int q, nq = link_queues(st), first = 0, err = -EBUSY, gone = 0;
+
+	if (ts_cfg.queue_set) {
+		first = ts_cfg.queue;
+		nq = first + 1;
+	}
+	for (q = first; q < nq; q++) {
+		char req[64], rep[16];
+
+		err = xsk_socket__create(&st->xsk, st->ifname, (__u32)q, st->umem,
+					 &st->rx, &st->tx, scfg);
+		if (!err) {
+			st->queue = q;
+			return 0;
+		}
+		if (err != -EBUSY)
+			return err;
+		snprintf(req, sizeof(req), "busy %s %d", st->ifname, q);
+		if (!ts_xdpd__request(req, -1, rep, sizeof(rep)) && !atoi(rep))
+			gone = 1;
+	}
+	return gone ? -EAGAIN : err;
+}
+
+/* Hand the XSK to the daemon: it goes into the XSKMAP slot of its queue. */
+static int xdpd__register(struct ts_stack *st)
+{
+	char req[64], rep[32];
+	int err;
+
+	snprintf(req, sizeof(req), "xsk %s %d", st->ifname, st->queue);
+	err = ts_xdpd__request(req, st->xsk_fd, rep, sizeof(rep));
+	if (err)
+		return err;
+	st->mode = !strcmp(rep, "skb") ? 2 : 1;
+	return 0;
+}
+
 static int stack__create(struct ts_stack *st)
 {
 	struct xsk_umem_config ucfg = {
@@ -692,7 +793,13 @@ static int stack__create(struct ts_stack *st)
 			       &st->cq, &ucfg);
 	if (err)
 		goto out_destroy;
-	for (tries = 0;; tries++) {
+	for (tries = 0; st->xdpd; tries++) {
+		err = xdpd__bind(st, &scfg);
+		if (err != -EAGAIN || tries >= 100)
+			break;
+		usleep(20000);
+	}
+	for (tries = 0; !st->xdpd; tries++) {
 		err = xsk_socket__create(&st->xsk, st->ifname, (__u32)st->queue,
 					 st->umem, &st->rx, &st->tx, &scfg);
 		/* The queue of an XSK whose process just exited is freed by
@@ -709,6 +816,13 @@ static int stack__create(struct ts_stack *st)
 	 * keep receiving for a process image that no longer reads it */
 	ts_real_fcntl(st->xsk_fd, F_SETFD, FD_CLOEXEC);
 	stack__rings_dontfork(st);
+	if (st->xdpd) {
+		err = xdpd__register(st);
+		if (err)
+			goto out_destroy;
+		refill(st);
+		return 0;
+	}
 	steer__purge_stale(st);
 	err = xsk_socket__update_xskmap(st->xsk, st->xsks_fd);
 	if (err)
@@ -761,6 +875,7 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 	st->queue = ts_cfg.queue;
 	st->owner = me;
 	st->steer_fd = st->xsks_fd = st->xsk_fd = st->announce_fd = -1;
+	st->xdpd = ts_xdpd__on();
 	st->st = &st->dummy;
 	libbpf_set_print(quiet_print);
 	libxdp_set_print(quiet_xdp_print);
@@ -771,8 +886,16 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		       strerror(-err),
 		       err == -EBUSY ? " (another process owns this queue, or "
 				       "another XDP program is attached)" :
+		       err == -EPERM && st->xdpd ? " (an XSK needs CAP_NET_RAW: "
+						   "add it to the container)" :
 		       err == -EPERM ? " (needs CAP_NET_ADMIN, CAP_BPF and "
 				       "CAP_NET_RAW)" :
+		       err == -ENOBUFS ? " (the UMEM is charged to RLIMIT_MEMLOCK "
+					 "without CAP_IPC_LOCK: add CAP_IPC_LOCK, "
+					 "raise the limit or lower "
+					 "TICKSTACK_UMEM_FRAMES)" :
+		       err == -ENODEV && st->xdpd ? " (tickstack-xdpd did not "
+						    "attach it for this pod)" :
 				       "");
 		st->usable = 0;
 		return NULL;
@@ -1169,6 +1292,8 @@ void ts_stack__after_fork_child(void)
 {
 	int i;
 
+	ts_xdpd__after_fork_child();
+
 	for (i = 0; i < nstacks; i++) {
 		struct ts_stack *st = stacks[i];
 
@@ -1180,7 +1305,8 @@ void ts_stack__after_fork_child(void)
 		if (st->xsk_fd >= 0)
 			ts_real_close(st->xsk_fd);
 		st->xsk_fd = -1;
-		/* the parent's announcement is the parent's */
+		/* the parent's announcement (or daemon connection) is the
+		 * parent's */
 		if (st->announce_fd >= 0)
 			ts_real_close(st->announce_fd);
 		st->announce_fd = -1;

@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /* stats.c - the per-process statistics region in /dev/shm, read live by
- * tickstack-stats and printed at exit on request (TICKSTACK_STATS=1). */
+ * tickstack-stats and printed at exit on request (TICKSTACK_STATS=1).
+ *
+ * Both files are created without trusting what is already there: /dev/shm
+ * is writable by every user of the (pod's or host's) IPC namespace, so a
+ * name could be a planted symlink or someone else's file. The region is
+ * created O_EXCL|O_NOFOLLOW (a stale file of an earlier process with our
+ * pid is removed first); the dump file is appended to only when it is a
+ * regular file of ours with one link, never truncated, never followed. */
 #include "ts_internal.h"
 
 #include <dirent.h>
@@ -10,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -24,7 +32,14 @@ static int map_region(void)
 
 	snprintf(ts_stats_path, sizeof(ts_stats_path), TICKSTACK_STATS_PATH_FMT,
 		 (int)getpid());
-	fd = open(ts_stats_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(ts_stats_path,
+		  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST) {
+		/* our pid's name: left by a process that died before us */
+		unlink(ts_stats_path);
+		fd = open(ts_stats_path,
+			  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	}
 	if (fd < 0)
 		goto out_fallback;
 	if (ftruncate(fd, sizeof(struct tickstack_stats)) < 0)
@@ -202,6 +217,40 @@ static void dump_to(FILE *f)
 	fprintf(f, "\n");
 }
 
+/* Append to path: created (O_EXCL) or an existing regular file of this
+ * user with a single link; never a symlink (O_NOFOLLOW), never truncated. */
+static FILE *stats__open_dump(const char *path)
+{
+	struct stat st;
+	FILE *f;
+	int fd;
+
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW |
+				O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST) {
+		fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+				st.st_uid != geteuid() || st.st_nlink != 1)) {
+			ts_real_close(fd);
+			ts_log("TICKSTACK_STATS_FILE=%s exists and is not a regular "
+			       "file of this user with one link: not written; "
+			       "remove it or name another file",
+			       path);
+			return NULL;
+		}
+	}
+	if (fd < 0) {
+		ts_log("cannot write TICKSTACK_STATS_FILE=%s: %s%s", path,
+		       strerror(errno),
+		       errno == ELOOP ? " (a symlink: name the file itself)" : "");
+		return NULL;
+	}
+	f = fdopen(fd, "a");
+	if (!f)
+		ts_real_close(fd);
+	return f;
+}
+
 void ts_stats__dump(void)
 {
 	FILE *f;
@@ -221,12 +270,9 @@ void ts_stats__dump(void)
 				 (int)getpid(), p + 2);
 		else
 			snprintf(path, sizeof(path), "%s", ts_cfg.stats_file);
-		f = fopen(path, "a");
-		if (!f) {
-			ts_log("cannot write TICKSTACK_STATS_FILE=%s: %s", path,
-			       strerror(errno));
+		f = stats__open_dump(path);
+		if (!f)
 			return;
-		}
 		dump_to(f);
 		fclose(f);
 		return;

@@ -93,6 +93,8 @@ struct ts_config {
 	int xdp_mode_auto;      /* try native, then generic */
 	int udp_csum;           /* compute UDP checksums on TX */
 	int queue;              /* NIC queue to bind */
+	int queue_set;          /* TICKSTACK_QUEUE given: that queue only */
+	char xdpd_socket[108];  /* TICKSTACK_XDPD_SOCKET: the node daemon's */
 	int stats_dump;         /* print counters at exit */
 	char stats_file[256];   /* dump there instead of stderr */
 	char ifaces[256];       /* comma list of interfaces, empty = all */
@@ -115,6 +117,17 @@ TS_HIDDEN void ts_stats__dump(void);
 TS_HIDDEN void ts_stats__fini(void);
 TS_HIDDEN struct tickstack_xsk_stats *ts_stats__xsk_slot(void);
 TS_HIDDEN struct tickstack_sock_stats *ts_stats__sock_slot(int fd);
+
+/* ---- the node daemon (TICKSTACK_XDPD_SOCKET; xdpd.c, xdpd_proto.h) */
+TS_HIDDEN int ts_xdpd__on(void);
+TS_HIDDEN int ts_xdpd__request(const char *req, int passfd, char *rep,
+			       size_t cap);
+TS_HIDDEN int ts_xdpd__serves(const char *ifname);
+TS_HIDDEN int ts_xdpd__proof_fd(uint32_t daddr, uint16_t dport, int proto);
+TS_HIDDEN int ts_xdpd__steer(const char *op, const char *ifname,
+			     uint32_t daddr, uint16_t dport, int proto,
+			     char *rep, size_t cap);
+TS_HIDDEN void ts_xdpd__after_fork_child(void);
 
 /* ---- interfaces the stack may use (TICKSTACK_IFACES, up, not loopback) */
 TS_HIDDEN int ts_iface__allowed(const char *name);

@@ -25,10 +25,10 @@ fail_or_skip() {
 }
 
 [ "$(id -u)" = 0 ] || fail_or_skip "needs root (network namespaces, XDP)"
-for t in sockperf ip ss taskset; do
+for t in sockperf ip ss taskset setpriv python3; do
 	command -v $t >/dev/null || fail_or_skip "$t not installed (hack/install-deps.sh)"
 done
-for f in libtickstack.so tickstack-run tickstack-stats udpcheck tcpcheck fixcheck; do
+for f in libtickstack.so tickstack-run tickstack-stats tickstack-xdpd udpcheck tcpcheck fixcheck; do
 	[ -e "$B/$f" ] || fail_or_skip "$B/$f missing: run make -C dataplane all build/udpcheck build/tcpcheck build/fixcheck"
 done
 
@@ -713,13 +713,15 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 
 # the TCP cases (TICKSTACK_TCP=1)
 . "$here/tcp.sh"
+# the node daemon and the unprivileged library
+. "$here/xdpd.sh"
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress $TCP_ALL"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress $TCP_ALL $XDPD_ALL"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
 	start=$(date +%s%N)
-	if [ "$t" = multicast ] || [ "$t" = tcp_loss ]; then # own topology
+	if [ "$t" = multicast ] || [ "$t" = tcp_loss ] || [ "${t#xdpd_}" != "$t" ]; then # own topology
 		( trap tsdp_cleanup_netns EXIT; t_$t ) && ok=1 || ok=0
 	else
 		new_pair

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+/* xdpd.c - the library's side of the pod protocol (src/xdpd_proto.h):
+ * with TICKSTACK_XDPD_SOCKET set the node's tickstack-xdpd owns XDP; this
+ * process only creates its XSK (CAP_NET_RAW) and asks the daemon to put it
+ * in the XSKMAP and to steer its ports, proving each port with the kernel
+ * socket bound to it. No map fd ever enters the process.
+ *
+ * One connection per process (a forked child opens its own: the daemon
+ * ties entries to the connection, which closes when the process dies).
+ * Requests are synchronous, under xdpd_lock, on the control path only. */
+#include "ts_internal.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "steer_common.h"
+#include "tcp_internal.h"
+#include "xdpd_proto.h"
+
+static pthread_mutex_t xdpd_lock = PTHREAD_MUTEX_INITIALIZER;
+static int xdpd_fd = -1;
+static pid_t xdpd_pid; /* process that opened xdpd_fd */
+static int xdpd_failed_logged;
+
+int ts_xdpd__on(void)
+{
+	return ts_cfg.xdpd_socket[0] != 0;
+}
+
+static int xdpd__connect_locked(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tmo = { .tv_sec = 5 };
+	int fd, err;
+
+	if (xdpd_fd >= 0 && xdpd_pid == ts_getpid())
+		return 0;
+	if (xdpd_fd >= 0) /* the parent's connection: never speak on it */
+		ts_real_close(xdpd_fd);
+	xdpd_fd = -1;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ts_cfg.xdpd_socket);
+	fd = ts_real_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (ts_real_connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+		ts_real_close(fd);
+		if (!xdpd_failed_logged++)
+			ts_log("TICKSTACK_XDPD_SOCKET=%s: cannot connect (%s): the "
+			       "node's tickstack-xdpd must serve this pod (the "
+			       "tickstack-xdp CNI plugin attaches the pod's "
+			       "interface, the webhook mounts the socket); until "
+			       "then sockets %s",
+			       ts_cfg.xdpd_socket, strerror(-err),
+			       ts_cfg.require ? "fail (TICKSTACK_REQUIRE=1)" :
+						"stay on the kernel");
+		return err;
+	}
+	/* a daemon that stops answering must not hang a bind forever */
+	ts_real_setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+	xdpd_fd = fd;
+	xdpd_pid = ts_getpid();
+	return 0;
+}
+
+/* One request, one reply. 0 ("ok ..."; rep holds what follows "ok") or a
+ * negative errno (the daemon's, its text logged). */
+int ts_xdpd__request(const char *req, int passfd, char *rep, size_t cap)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))], buf[TS_XDPD_MSG_MAX];
+	struct iovec iov = { .iov_base = (void *)req, .iov_len = strlen(req) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+	int err;
+
+	pthread_mutex_lock(&xdpd_lock);
+	err = xdpd__connect_locked();
+	if (err)
+		goto out;
+	if (passfd >= 0) {
+		struct cmsghdr *c;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &passfd, sizeof(int));
+	}
+	if (ts_real_sendmsg(xdpd_fd, &mh, MSG_NOSIGNAL) < 0) {
+		err = -errno;
+		goto out_reset;
+	}
+	do
+		n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1, 0);
+	while (n < 0 && errno == EINTR);
+	/* a refusal closes the connection; if our request was still unread
+	 * then, a reset comes first and the reply behind it */
+	if (n < 0 && errno == ECONNRESET)
+		n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	if (n <= 0) {
+		err = n < 0 ? -errno : -ECONNRESET;
+		goto out_reset;
+	}
+	buf[n] = 0;
+	if (!strncmp(buf, "ok", 2)) {
+		if (rep)
+			snprintf(rep, cap, "%s", buf[2] ? buf + 3 : "");
+		err = 0;
+		goto out;
+	}
+	err = -EPROTO;
+	if (!strncmp(buf, "error ", 6)) {
+		int e = atoi(buf + 6);
+
+		err = e > 0 ? -e : -EPROTO;
+	}
+	/* refusals the caller handles itself (a port another process of the
+	 * pod steers, an entry already gone or another's, after a fork) are
+	 * not news */
+	if (err != -EADDRINUSE && err != -ENOENT && err != -EPERM)
+		ts_log("tickstack-xdpd refused '%s': %s", req, buf + 6);
+	goto out;
+out_reset:
+	ts_log("tickstack-xdpd at %s: connection lost (%s): sockets stay on "
+	       "the kernel", ts_cfg.xdpd_socket, strerror(-err));
+	ts_real_close(xdpd_fd);
+	xdpd_fd = -1;
+out:
+	pthread_mutex_unlock(&xdpd_lock);
+	return err;
+}
+
+/* Whether the daemon attached ifname for this pod. */
+int ts_xdpd__serves(const char *ifname)
+{
+	char rep[TS_XDPD_MSG_MAX], *tok, *save = NULL;
+
+	if (ts_xdpd__request("hello", -1, rep, sizeof(rep)))
+		return 0;
+	for (tok = strtok_r(rep, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+		if (!strcmp(tok, ifname))
+			return 1;
+	return 0;
+}
+
+/* A socket of this process bound to (daddr or any, dport) of proto: the
+ * proof the daemon asks for. Only the library's own shadow sockets are
+ * looked at (the tables, then getsockname). -1 when none. */
+int ts_xdpd__proof_fd(uint32_t daddr, uint16_t dport, int proto)
+{
+	int want = proto == TS_STEER_TCP ? IPPROTO_TCP : IPPROTO_UDP;
+	int fd;
+
+	for (fd = 0; fd < ts_fdtab_size; fd++) {
+		struct sockaddr_in sa;
+		socklen_t len = sizeof(sa), il = sizeof(int);
+		int p = 0;
+
+		if (want == IPPROTO_UDP ? !ts_sock__of(fd) : !ts_tcp__of(fd))
+			continue;
+		if (ts_real_getsockname(fd, (struct sockaddr *)&sa, &len) < 0 ||
+		    sa.sin_family != AF_INET || sa.sin_port != dport ||
+		    (sa.sin_addr.s_addr && sa.sin_addr.s_addr != daddr))
+			continue;
+		if (ts_real_getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &p, &il) ||
+		    p != want)
+			continue;
+		return fd;
+	}
+	return -1;
+}
+
+/* "OP IFNAME udp|tcp ADDR PORT" with the proof when the op needs one. */
+int ts_xdpd__steer(const char *op, const char *ifname, uint32_t daddr,
+		   uint16_t dport, int proto, char *rep, size_t cap)
+{
+	char req[128], a[INET_ADDRSTRLEN];
+	int proof = -1;
+
+	if (!strcmp(op, "add") || !strcmp(op, "share")) {
+		proof = ts_xdpd__proof_fd(daddr, dport, proto);
+		if (proof < 0)
+			return -EBADF;
+	}
+	inet_ntop(AF_INET, &daddr, a, sizeof(a));
+	snprintf(req, sizeof(req), "%s %s %s %s %u", op, ifname,
+		 proto == TS_STEER_TCP ? "tcp" : "udp", a, ntohs(dport));
+	return ts_xdpd__request(req, proof, rep, cap);
+}
+
+/* The child speaks on its own connection (opened at its first need). */
+void ts_xdpd__after_fork_child(void)
+{
+	pthread_mutex_init(&xdpd_lock, NULL);
+	if (xdpd_fd >= 0)
+		ts_real_close(xdpd_fd);
+	xdpd_fd = -1;
+}

@@ -1,0 +1,360 @@
+# tests/xdpd.sh - sourced by harness.sh: the library in a "pod" whose XDP
+# belongs to the node daemon (tickstack-xdpd, docs/dataplane.md "Privilege
+# model"). The daemon runs in this (the node's) namespace and attaches the
+# steering program to the pod's veth end inside the pod's namespace; the
+# pod's processes run as uid 65534 with CAP_NET_RAW alone and
+# TICKSTACK_REQUIRE=1. Their UMEMs are 1024 frames (2 MiB): without
+# CAP_IPC_LOCK the kernel charges every UMEM of the uid to one 8 MiB
+# RLIMIT_MEMLOCK, and xdpd_two runs three processes at once (the default
+# 16 MiB UMEM needs CAP_IPC_LOCK, which the webhook adds).
+# Topology: NA (peer, 198.18.12.1) -- 2-queue veth -- NB (pod "pod-b",
+# 198.18.12.2); NC (pod "pod-c", 198.18.13.1) -- veth -- NA (198.18.13.2).
+# The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
+# CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
+
+XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart statsfile"
+
+XD_CAPS="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
+XD_CLIENT="$here/xdpd_client.py"
+# Debian's python3: the test runs it as uid 65534, which may not read a
+# per-user interpreter (pyenv) found first on root's PATH
+XD_PY=/usr/bin/python3
+
+# xd_pod NS POD TAG [--require]: a command prefix running a program in pod
+# POD the way the webhook sets it up, without root and capabilities
+xd_pod() {
+	echo "ip netns exec $1 setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS" \
+		"env TICKSTACK_XDPD_SOCKET=$XD_RUN/pods/$2/xdp.sock TICKSTACK_UMEM_FRAMES=1024" \
+		"TICKSTACK_STATS_FILE=$XD_STATS/stats-$3-%p.txt $RUN -p latency ${4:-}"
+}
+
+# as uid 65534 in netns NS, no capabilities: the hostile client
+xd_nobody() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" setpriv --reuid=65534 --regid=65534 --clear-groups \
+		--inh-caps=-all --bounding-set=-all "$@"
+}
+
+xd_status() { "$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" status; }
+# xd_status_is POD "CLIENTS ENTRIES": the daemon's status line of POD says so
+xd_status_is() { xd_status | grep -q "^$1 [^ ]* [0-9]* $2\$"; }
+
+# Stop the daemon: SIGTERM, a clean exit (ASan/UBSan/LeakSanitizer quiet),
+# its programs gone from the pods' interfaces.
+xd_stop() {
+	local rc=0
+	if [ -n "${XD_PID:-}" ]; then
+		kill -TERM "$XD_PID" 2>/dev/null
+		if ! wait_exit "$XD_PID" 10 || [ "$WAIT_RC" != 0 ]; then
+			echo "harness: $CUR: FAIL: tickstack-xdpd exit code $WAIT_RC after SIGTERM" >&2
+			rc=1
+		fi
+		XD_PID=
+		if grep -q "Sanitizer\|runtime error" "$TSDP_TMP/xdpd.out"; then
+			echo "harness: $CUR: FAIL: sanitizer report from tickstack-xdpd:" >&2
+			cat "$TSDP_TMP/xdpd.out" >&2
+			rc=1
+		fi
+		if ip -n "$NB" link show "$IFB" 2>/dev/null | grep -q "prog/xdp"; then
+			echo "harness: $CUR: FAIL: an XDP program stayed on $IFB after the daemon stopped" >&2
+			rc=1
+		fi
+	fi
+	[ -z "${XD:-}" ] || rm -rf "$XD"
+	XD=
+	return $rc
+}
+
+# The topology above, the daemon, pod-b attached (pod-c with C=1; a
+# single-queue veth with Q=1).
+xd_topo() {
+	local ia="tsdpv${TSDP_ID}a" ib="tsdpv${TSDP_ID}b" nq=${Q:-2}
+	trap 'XD_RC=$?; xd_stop || XD_RC=1; tsdp_cleanup_netns; exit $XD_RC' EXIT
+	tsdp_ns NA a
+	tsdp_ns NB b
+	ip link add "$ia" netns "$NA" numtxqueues $nq numrxqueues $nq type veth \
+		peer name "$ib" netns "$NB" numtxqueues $nq numrxqueues $nq
+	ip -n "$NA" addr add 198.18.12.1/24 dev "$ia"
+	ip -n "$NB" addr add 198.18.12.2/24 dev "$ib"
+	ip -n "$NA" link set "$ia" up
+	ip -n "$NB" link set "$ib" up
+	[ "$nq" = 1 ] || ip netns exec "$NA" sh -c "echo 1 >/sys/class/net/$ia/queues/tx-0/xps_cpus &&
+		echo 2 >/sys/class/net/$ia/queues/tx-1/xps_cpus" ||
+		{ die "cannot set XPS on the peer"; return 1; }
+	IFB=$ib
+	IPB=198.18.12.2
+	XD=$(mktemp -d "/tmp/tsdp${TSDP_ID}xd.XXXXXX")
+	chmod 0711 "$XD" # the pod's uid reaches its socket below
+	XD_RUN=$XD/run
+	# the stats files: a directory only the pod's uid writes
+	XD_STATS=$XD/stats
+	install -d -o 65534 -g 65534 -m 0700 "$XD_STATS"
+	# the daemon built with ASan and UBSan: it parses what pods send
+	[ -x "$B/tickstack-xdpd-asan" ] ||
+		{ die "$B/tickstack-xdpd-asan missing: make -C dataplane build/tickstack-xdpd-asan"; return 1; }
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >"$TSDP_TMP/xdpd.out" 2>&1 &
+	XD_PID=$!
+	wait_for 10 test -S "$XD_RUN/ctl.sock" || { die "tickstack-xdpd did not start"; return 1; }
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||
+		{ die "attach pod-b failed"; return 1; }
+	ip -n "$NB" link show "$IFB" | grep -q "prog/xdp" || { die "no XDP program on $IFB after attach"; return 1; }
+	if [ "${C:-0}" = 1 ]; then
+		tsdp_ns NC c
+		tsdp_pair "$NC" "$NA" 198.18.13 "v${TSDP_ID}c" "v${TSDP_ID}d"
+		"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-c "tsdpv${TSDP_ID}c" "/run/netns/$NC" ||
+			{ die "attach pod-c failed"; return 1; }
+	fi
+}
+
+# xd_server TAG PORT [--require]: sockperf server in pod-b
+xd_server() {
+	local tag=$1 port=$2 req=${3:-}
+	$(xd_pod "$NB" pod-b "$tag" "$req") env TICKSTACK_SPIN_USEC=0 \
+		sockperf sr -i $IPB -p "$port" >"$TSDP_TMP/server-$tag.out" 2>&1 &
+	XS=$!
+	TSDP_PIDS+=("$XS")
+	wait_for 10 udp_listening "$NB" "$port" || { die "$tag did not listen on $port"; return 1; }
+}
+
+# xd_pp CPU PORT OUT: a kernel sockperf client in the peer, pinned to CPU
+xd_pp() {
+	ip netns exec "$NA" taskset -c "$1" timeout 30 sockperf pp -i $IPB -p "$2" -t 2 -m 64 \
+		>"$TSDP_TMP/$3" 2>&1
+}
+
+# xd_stop_server PID TAG: SIGINT, clean exit, stats copied for check_accel
+xd_stop_server() {
+	kill -INT "$1"
+	wait_exit "$1" 10 && [ "$WAIT_RC" = 0 ] || { die "$2 exit code $WAIT_RC after SIGINT"; return 1; }
+	wait_for 5 ls "$XD_STATS"/stats-"$2"-*.txt || { die "$2: no stats dump"; return 1; }
+	cp "$XD_STATS"/stats-"$2"-*.txt "$TSDP_TMP/"
+}
+
+# xd_caps PID: the process holds CAP_NET_RAW alone and runs as uid 65534
+xd_caps() {
+	grep -q "^CapEff:[[:space:]]*0000000000002000$" "/proc/$1/status" &&
+		grep -q "^Uid:[[:space:]]*65534" "/proc/$1/status"
+}
+
+# ---------------------------------------------------------------- tests
+
+t_xdpd_pp() { # accelerated ping-pong in a pod without privileges
+	local prog
+	xd_topo || return 1
+	prog=$(ip -n "$NB" link show "$IFB" | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p')
+	xd_server srv 11201 --require || return 1
+	xd_caps "$XS" || { die "the server is not uid 65534 with CAP_NET_RAW alone"; return 1; }
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	xd_pp 0 11201 client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" srv || return 1
+	check_accel srv || return 1
+	grep -q "queue=0 mode=native" "$TSDP_TMP"/stats-srv-*.txt || { die "not on queue 0 natively"; return 1; }
+	# the library attached nothing: the daemon's program is still there
+	[ "$(ip -n "$NB" link show "$IFB" | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p')" = "$prog" ] ||
+		{ die "the XDP program on $IFB changed"; return 1; }
+	wait_for 1 xd_status_is pod-b "0 0" || { die "entries left after exit: $(xd_status)"; return 1; }
+}
+
+t_xdpd_two() { # two processes share the pod's interface, one queue each
+	local s1 s2 s3
+	xd_topo || return 1
+	xd_server one 11211 --require || return 1
+	s1=$XS
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	xd_server two 11212 --require || return 1
+	s2=$XS
+	wait_for 5 xd_status_is pod-b "2 2" || { die "status: $(xd_status)"; return 1; }
+	# both queues taken: a third process stays on the kernel, counted
+	xd_server three 11213 || return 1
+	s3=$XS
+	grep -q "not accelerated: Device or resource busy" "$TSDP_TMP/server-three.out" ||
+		{ die "the third process did not report the busy queues"; return 1; }
+	xd_pp 0 11211 client-one.out &
+	local c1=$!
+	xd_pp 1 11212 client-two.out || { die "client two exit code $?"; return 1; }
+	wait "$c1" || { die "client one exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client-one.out" 50 && check_pp_output "$TSDP_TMP/client-two.out" 50 || return 1
+	xd_pp 0 11213 client-three.out || { die "client three exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client-three.out" 50 || return 1
+	xd_stop_server "$s1" one && xd_stop_server "$s2" two && xd_stop_server "$s3" three || return 1
+	check_accel one && check_accel two || return 1
+	grep -q "^xsk .* queue=0 " "$TSDP_TMP"/stats-one-*.txt && grep -q "^xsk .* queue=1 " "$TSDP_TMP"/stats-two-*.txt ||
+		{ die "the two processes did not get a queue each"; return 1; }
+	grep -q "sockets_accelerated=0 sockets_kernel=1" "$TSDP_TMP"/stats-three-*.txt ||
+		{ die "the third process's socket was not counted on the kernel"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-three-*.txt" rx_kernel)" -gt 0 ] || { die "three received nothing"; return 1; }
+}
+
+t_xdpd_kill() { # SIGKILL: the entries go at once, a replacement is accelerated
+	xd_topo || return 1
+	xd_server old 11221 --require || return 1
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	kill -KILL "$XS"
+	wait "$XS" 2>/dev/null
+	# the connection closed with the process: within a second, no entry
+	wait_for 1 xd_status_is pod-b "0 0" || { die "entries left 1 s after SIGKILL: $(xd_status)"; return 1; }
+	xd_server new 11221 --require || return 1
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	xd_pp 0 11221 client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" new || return 1
+	check_accel new
+}
+
+t_xdpd_foreign() { # nothing reaches another pod's interface or entries
+	local r
+	C=1 xd_topo || return 1
+	xd_server srv 11231 --require || return 1
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	# a process of pod-c (another netns) on pod-b's socket: refused
+	r=$(xd_nobody "$NC" $XD_PY "$XD_CLIENT" "$XD_RUN/pods/pod-b/xdp.sock" hello 2>&1)
+	case "$r" in "error 13 refused"*) ;; *) die "foreign netns on pod-b's socket: '$r'"; return 1 ;; esac
+	grep -q "refused pid .* not in the pod's network namespace" "$TSDP_TMP/xdpd.out" ||
+		{ die "the daemon did not log the refusal"; return 1; }
+	# pod-c's own socket, asking for pod-b's interface: refused
+	r=$(xd_nobody "$NC" $XD_PY "$XD_CLIENT" "$XD_RUN/pods/pod-c/xdp.sock" "add $IFB udp $IPB 11231" 2>&1)
+	case "$r" in "error 19 "*) ;; *) die "pod-c asking for pod-b's interface: '$r'"; return 1 ;; esac
+	# in pod-b, a port the caller did not bind: refused
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$XD_RUN/pods/pod-b/xdp.sock" \
+		"add $IFB udp $IPB 11239" --udp "$IPB:11238" 2>&1)
+	case "$r" in "error 13 the socket is not bound"*) ;; *) die "unbound port: '$r'"; return 1 ;; esac
+	# in pod-b, another process's entry: neither removed nor taken
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$XD_RUN/pods/pod-b/xdp.sock" "del $IFB udp $IPB 11231" 2>&1)
+	case "$r" in "error 1 "*) ;; *) die "deleting another process's entry: '$r'"; return 1 ;; esac
+	# an XSK slot with something that is not an XSK: refused
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$XD_RUN/pods/pod-b/xdp.sock" "xsk $IFB 1" --udp "$IPB:11237" 2>&1)
+	case "$r" in "error 22 "*) ;; *) die "a UDP socket as XSK: '$r'"; return 1 ;; esac
+	# the node's own namespace is never a pod's
+	r=$("$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-x lo /proc/self/ns/net 2>&1) &&
+		{ die "attached in the node's namespace: '$r'"; return 1; }
+	case "$r" in *"the namespace passed is the node's own"*) ;; *) die "node netns: '$r'"; return 1 ;; esac
+	# the control socket is root's
+	r=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" status 2>&1) &&
+		{ die "uid 65534 read the status: '$r'"; return 1; }
+	xd_status_is pod-b "1 1" || { die "pod-b's entry changed: $(xd_status)"; return 1; }
+	xd_pp 0 11231 client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" srv || return 1
+	check_accel srv
+}
+
+# TCP through the daemon: a listener in the pod, then a connection out of
+# it. A single queue: the peer's kernel answers a connection from the CPU
+# that took its segment, so on two queues its segments would reach the
+# pod on either, and one on the queue without the XSK goes to the pod's
+# kernel, which knows no such connection and resets it (docs/dataplane.md,
+# "Known limits": a NIC steers a process's flows to its queue).
+t_xdpd_tcp() {
+	local srv
+	Q=1 xd_topo || return 1
+	$(xd_pod "$NB" pod-b tsrv --require) env TICKSTACK_TCP=1 TICKSTACK_SPIN_USEC=0 \
+		sockperf sr --tcp -i $IPB -p 11241 >"$TSDP_TMP/server-tsrv.out" 2>&1 &
+	srv=$!
+	TSDP_PIDS+=("$srv")
+	wait_for 10 tcp_listening "$NB" 11241 || { die "the pod's TCP server did not listen"; return 1; }
+	xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf pp --tcp -i $IPB -p 11241 -t 2 -m 64 \
+		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$srv" tsrv || return 1
+	# then out of the pod: a connecting socket's ephemeral port, steered
+	ip netns exec "$NA" taskset -c 1 sockperf sr --tcp -i 198.18.12.1 -p 11242 >"$TSDP_TMP/server.out" 2>&1 &
+	TSDP_PIDS+=("$!")
+	wait_for 10 tcp_listening "$NA" 11242 || { die "the peer's TCP server did not listen"; return 1; }
+	$(xd_pod "$NB" pod-b tcli --require) env TICKSTACK_TCP=1 taskset -c 0 timeout 30 \
+		sockperf pp --tcp -i 198.18.12.1 -p 11242 -t 2 -m 64 >"$TSDP_TMP/client-out.out" 2>&1 ||
+		{ die "the pod's client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client-out.out" || return 1
+	wait_for 5 ls "$XD_STATS"/stats-tcli-*.txt || { die "tcli: no stats dump"; return 1; }
+	cp "$XD_STATS"/stats-tcli-*.txt "$TSDP_TMP/"
+	tcp_accel tsrv 1 && tcp_accel tcli 1 || return 1
+	kernel_silent "$NB" || return 1
+	wait_for 5 xd_status_is pod-b "0 0" || { die "entries left: $(xd_status)"; return 1; }
+}
+
+t_statsfile() { # the library's files: nothing followed, nothing truncated
+	local d=$TSDP_TMP/sf out
+	mkdir -p "$d"
+	echo keep >"$d/target"
+	ln -s "$d/target" "$d/link.txt"
+	ln "$d/target" "$d/hard.txt"
+	out=$(TICKSTACK_STATS_FILE=$d/link.txt $RUN /bin/true 2>&1)
+	case "$out" in *"TICKSTACK_STATS_FILE=$d/link.txt"*symlink*) ;; *) die "symlink: '$out'"; return 1 ;; esac
+	out=$(TICKSTACK_STATS_FILE=$d/hard.txt $RUN /bin/true 2>&1)
+	case "$out" in *"TICKSTACK_STATS_FILE=$d/hard.txt exists and is not"*) ;; *) die "hard link: '$out'"; return 1 ;; esac
+	# the statistics region's name, planted as a symlink before the
+	# process (same pid: sh execs it) creates it
+	sh -c 'ln -s "$1" /dev/shm/tickstack-$$ && exec env LD_PRELOAD="$2" TICKSTACK_STATS_FILE="$3" /bin/true' \
+		sh "$d/target" "$B/libtickstack.so" "$d/plain.txt" || { die "the planted region's process failed"; return 1; }
+	[ "$(cat "$d/target")" = keep ] || { die "the target was written: $(cat "$d/target")"; return 1; }
+	TICKSTACK_STATS_FILE=$d/plain.txt $RUN /bin/true
+	[ "$(grep -c '^tickstack stats' "$d/plain.txt")" = 2 ] || { die "the plain file was not appended to"; return 1; }
+}
+
+t_xdpd_fork() { # a forked child takes its parent's socket over, on its own queue
+	local e
+	xd_topo || return 1
+	$(xd_pod "$NB" pod-b srv --require) $B/udpcheck fork-echo $IPB 11261 100 \
+		>"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 udp_listening "$NB" 11261 || { die "fork-echo did not listen"; return 1; }
+	# the child holds queue 1: the peer sends from CPU 1 (XPS)
+	ip netns exec "$NA" taskset -c 1 timeout 30 $B/udpcheck send $IPB 11261 100 \
+		>"$TSDP_TMP/client.out" 2>&1 || { die "echo through the forked child failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "fork-echo failed ($WAIT_RC)"; return 1; }
+	cp "$XD_STATS"/stats-srv-*.txt "$TSDP_TMP/"
+	grep -l "^xsk .* queue=1 " "$TSDP_TMP"/stats-srv-*.txt >/dev/null ||
+		{ die "the child did not get queue 1"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" tx_accel)" -ge 100 ] &&
+		[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)" -ge 100 ] ||
+		{ die "the child did not echo through its XSK"; return 1; }
+	wait_for 1 xd_status_is pod-b "0 0" || { die "entries left: $(xd_status)"; return 1; }
+}
+
+t_xdpd_absent() { # no daemon: the library attaches nothing itself
+	local out
+	new_pair
+	out=$(ip netns exec "$NB" setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS \
+		env TICKSTACK_XDPD_SOCKET=/nonexistent/xdp.sock $RUN --require $B/udpcheck echo $IPB 11271 1 2>&1) &&
+		{ die "bind succeeded under TICKSTACK_REQUIRE=1 without a daemon"; return 1; }
+	case "$out" in *"TICKSTACK_XDPD_SOCKET=/nonexistent/xdp.sock: cannot connect"*"fail (TICKSTACK_REQUIRE=1)"*) ;;
+	*) die "no message naming the daemon: '$out'"; return 1 ;; esac
+	# as root too: with the variable set, never the standalone attach
+	ip netns exec "$NB" env TICKSTACK_XDPD_SOCKET=/nonexistent/xdp.sock TICKSTACK_STATS=1 \
+		$RUN $B/udpcheck echo $IPB 11272 0 >"$TSDP_TMP/server.out" 2>&1 ||
+		{ die "the kernel fallback failed"; return 1; }
+	grep -q "sockets_accelerated=0 sockets_kernel=1" "$TSDP_TMP/server.out" ||
+		{ die "the socket was not counted on the kernel"; return 1; }
+	! ip -n "$NB" link show | grep -q "prog/xdp" || { die "the library attached XDP"; return 1; }
+}
+
+t_xdpd_restart() { # a daemon killed outright: its successor takes the interface back
+	local old
+	xd_topo || return 1
+	xd_server old 11281 --require || return 1
+	old=$XS
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	kill -KILL "$XD_PID"
+	wait "$XD_PID" 2>/dev/null
+	# its program stays attached (and keeps passing what it cannot redirect)
+	ip -n "$NB" link show "$IFB" | grep -q "prog/xdp" || { die "the program went with the daemon"; return 1; }
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
+	XD_PID=$!
+	wait_for 10 xd_status || { die "the second daemon did not start"; return 1; }
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||
+		{ die "attach after a daemon crash failed"; return 1; }
+	grep -q "replaced a steering program an earlier tickstack-xdpd left attached" "$TSDP_TMP/xdpd.out" ||
+		{ die "the left program was not replaced"; return 1; }
+	xd_stop_server "$old" old || return 1
+	xd_server new 11281 --require || return 1
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	xd_pp 0 11281 client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" new || return 1
+	check_accel new
+}

@@ -1,0 +1,1413 @@
+// SPDX-License-Identifier: Apache-2.0
+/* tickstack-xdpd - the node's XDP daemon: the only tickstack component
+ * that loads and attaches BPF. Pods get a unix socket and nothing more.
+ *
+ *   tickstack-xdpd [--run-dir DIR]                 serve (root)
+ *   tickstack-xdpd ctl [--run-dir DIR] attach POD-UID IFNAME NETNS-PATH
+ *   tickstack-xdpd ctl [--run-dir DIR] detach POD-UID
+ *   tickstack-xdpd ctl [--run-dir DIR] status
+ *
+ * DIR/ctl.sock (0600, root): "attach UID IFNAME" with the pod's network
+ * namespace fd, "detach UID", "status" (docs/dataplane.md, the contract in
+ * the issue). At attach the daemon enters the pod's network namespace,
+ * loads the steering program (its own copy per pod interface: maps are
+ * never shared between pods, nothing is pinned) and attaches it to IFNAME
+ * there, then serves DIR/pods/UID/xdp.sock, the pod's only view.
+ *
+ * On the pod socket (src/xdpd_proto.h) a process of the pod hands over its
+ * XSK and asks for steering entries, proving each with its kernel socket.
+ * Every request is checked: the caller's network namespace (through a
+ * pidfd, no pid reuse race) and every passed fd's namespace are the pod's,
+ * the interface is the pod's, the socket is bound to what it asks for.
+ * The daemon owns every map fd; a process never sees one. When a
+ * connection closes (the process exited, or was killed) its XSKMAP slots
+ * and steering entries are deleted at once.
+ *
+ * One thread, one epoll loop: setns() moves this thread alone. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "steer_common.h"
+#include "steer.skel.h"
+#include "xdpd_proto.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+#ifndef SIOCGSKNS
+#define SIOCGSKNS 0x894C
+#endif
+#ifndef AF_XDP
+#define AF_XDP 44
+#endif
+#ifndef PIDFD_GET_NET_NAMESPACE /* linux/pidfd.h, Linux 6.11 */
+#define PIDFD_GET_NET_NAMESPACE _IO(0xFF, 4)
+#endif
+
+#define MAX_CLIENTS_PER_POD 64
+#define DEFAULT_RUN_DIR "/run/tickstack/xdp"
+
+struct entry {
+	int att;                 /* index in pod->ifs */
+	struct ts_steer_key key;
+	uint64_t ino;            /* the kernel socket that proved it */
+};
+
+struct client;
+
+struct att {                     /* the program on one interface of a pod */
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	int mode;                /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
+	struct steer_bpf *skel;
+	struct client *qown[TS_XSKS_MAX];
+};
+
+struct evsrc {                   /* what an epoll event points at */
+	int type;
+	void *p;
+};
+enum { EV_CTL_LISTEN = 1, EV_CTL_CONN, EV_POD_LISTEN, EV_CLIENT, EV_SIGNAL };
+
+struct pod {
+	char uid[72];
+	int nsfd;
+	uint64_t ns_ino, ns_dev;
+	struct att ifs[TS_XDPD_POD_IFS];
+	int nifs;
+	int lfd;                 /* DIR/pods/UID/xdp.sock */
+	struct evsrc ev;
+	char dir[160];
+	struct client *clients;
+	int nclients;
+	struct pod *next;
+};
+
+struct client {
+	int fd;
+	struct pod *pod;
+	pid_t pid;               /* in the daemon's pid namespace */
+	uid_t uid;
+	int pidfd;
+	struct entry *ents;
+	int nents;
+	struct evsrc ev;
+	struct client *next;
+};
+
+struct ctlconn {
+	int fd;
+	struct evsrc ev;
+};
+
+static const char *run_dir = DEFAULT_RUN_DIR;
+static int host_ns = -1;
+static int epfd = -1;
+static struct pod *pods;
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tickstack-xdpd: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt,
+			va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* ---- messages: one request or reply per SEQPACKET message, at most one fd */
+
+static int msg_send(int fd, const char *buf, size_t len, int passfd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (passfd >= 0) {
+		struct cmsghdr *c;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &passfd, sizeof(int));
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static void reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reply(int fd, const char *fmt, ...)
+{
+	char buf[TS_XDPD_MSG_MAX];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n >= (int)sizeof(buf))
+		n = sizeof(buf) - 1;
+	msg_send(fd, buf, (size_t)n, -1);
+}
+
+/* Receive one message; *passfd gets the one fd it carried (or -1). More
+ * than one fd, a truncated message or truncated control data: -EPROTO
+ * (every fd received is closed). 0 on EOF, else the length. */
+static ssize_t msg_recv(int fd, char *buf, size_t cap, int *passfd)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { .iov_base = buf, .iov_len = cap - 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	int bad = 0;
+	ssize_t n;
+
+	*passfd = -1;
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		int k, nfd;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (k = 0; k < nfd; k++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (*passfd < 0 && !bad)
+				*passfd = f;
+			else {
+				close(f);
+				bad = 1;
+			}
+		}
+	}
+	if (bad || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		if (*passfd >= 0)
+			close(*passfd);
+		*passfd = -1;
+		return -EPROTO;
+	}
+	buf[n] = 0;
+	if (n && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	return n;
+}
+
+/* ---- namespaces */
+
+static int fd_ns_id(int fd, uint64_t *ino, uint64_t *dev)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	*ino = st.st_ino;
+	*dev = st.st_dev;
+	return 0;
+}
+
+static int enter_ns(int nsfd)
+{
+	return setns(nsfd, CLONE_NEWNET) ? -errno : 0;
+}
+
+static void leave_ns(void)
+{
+	if (setns(host_ns, CLONE_NEWNET)) {
+		/* the daemon would act in a pod's namespace from now on */
+		logf_("cannot return to the node's network namespace: %s",
+		      strerror(errno));
+		abort();
+	}
+}
+
+/* Whether the socket fd lives in the pod's network namespace. */
+static int sock_in_pod(int fd, const struct pod *p)
+{
+	uint64_t ino, dev;
+	int ns = ioctl(fd, SIOCGSKNS);
+	int ok;
+
+	if (ns < 0)
+		return 0;
+	ok = !fd_ns_id(ns, &ino, &dev) && ino == p->ns_ino && dev == p->ns_dev;
+	close(ns);
+	return ok;
+}
+
+/* Whether the client process still runs in the pod's network namespace:
+ * asked of the pidfd taken at connect time (Linux 6.11), else its /proc
+ * entry is read and then the pidfd says the process is still alive, so the
+ * pid was not reused meanwhile. */
+static int client_in_pod(const struct client *c)
+{
+	int ns = ioctl(c->pidfd, PIDFD_GET_NET_NAMESPACE, 0);
+	char path[64];
+	struct stat st;
+
+	if (ns >= 0) {
+		uint64_t ino = 0, dev = 0;
+		int ok = !fd_ns_id(ns, &ino, &dev) && ino == c->pod->ns_ino &&
+			 dev == c->pod->ns_dev;
+
+		close(ns);
+		return ok;
+	}
+	if (errno == ESRCH)
+		return 0; /* the process is gone */
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)c->pid);
+	if (stat(path, &st))
+		return 0;
+	if (syscall(SYS_pidfd_send_signal, c->pidfd, 0, NULL, 0))
+		return 0;
+	return (uint64_t)st.st_ino == c->pod->ns_ino &&
+	       (uint64_t)st.st_dev == c->pod->ns_dev;
+}
+
+/* ---- pods */
+
+static int valid_uid(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (!n || n >= sizeof(((struct pod *)0)->uid) || !strcmp(s, ".") ||
+	    !strcmp(s, ".."))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+		      s[i] == '_' || s[i] == '.'))
+			return 0;
+	return 1;
+}
+
+static int valid_ifname(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (!n || n >= IF_NAMESIZE || !strcmp(s, ".") || !strcmp(s, ".."))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (s[i] <= ' ' || s[i] == '/' || s[i] == ':' || s[i] > '~')
+			return 0;
+	return 1;
+}
+
+static struct pod *pod_find(const char *uid)
+{
+	struct pod *p;
+
+	for (p = pods; p; p = p->next)
+		if (!strcmp(p->uid, uid))
+			return p;
+	return NULL;
+}
+
+static struct att *att_find(struct pod *p, const char *ifname, int *idx)
+{
+	int i;
+
+	for (i = 0; i < p->nifs; i++)
+		if (!strcmp(p->ifs[i].ifname, ifname)) {
+			if (idx)
+				*idx = i;
+			return &p->ifs[i];
+		}
+	return NULL;
+}
+
+static int map_count(int fd)
+{
+	struct ts_steer_key k, next;
+	void *prev = NULL;
+	int n = 0;
+
+	while (!bpf_map_get_next_key(fd, prev, &next) && n < TS_STEER_MAX_ENTRIES) {
+		k = next;
+		prev = &k;
+		n++;
+	}
+	return n;
+}
+
+/* Load our own copy of the program and attach it to ifname in the pod's
+ * namespace: native, else generic; never over another program. */
+/* The program attached to ifindex (current netns) when it is a steering
+ * program (by name) that no daemon state holds: one left by a daemon that
+ * died without detaching (SIGKILL, a crash: the attachment keeps it and its
+ * maps alive). Its fd and attach mode, or -1. The caller knows the pod's
+ * interface is not in its own state. */
+static int att_leftover(int ifindex, int *mode)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int fd;
+
+	if (bpf_xdp_query(ifindex, 0, &q) || !q.prog_id)
+		return -1;
+	if (q.attach_mode == XDP_ATTACHED_DRV)
+		*mode = XDP_FLAGS_DRV_MODE;
+	else if (q.attach_mode == XDP_ATTACHED_SKB)
+		*mode = XDP_FLAGS_SKB_MODE;
+	else
+		return -1;
+	fd = bpf_prog_get_fd_by_id(q.prog_id);
+	if (fd < 0)
+		return -1;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) ||
+	    strcmp(info.name, TS_PROG_NAME)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int att_attach(struct pod *p, struct att *a, char *why, size_t wl)
+{
+	static const int modes[2] = { XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE };
+	int err, i;
+
+	err = enter_ns(p->nsfd);
+	if (err) {
+		snprintf(why, wl, "cannot enter the pod's network namespace: %s",
+			 strerror(-err));
+		return err;
+	}
+	a->ifindex = (int)if_nametoindex(a->ifname);
+	if (!a->ifindex) {
+		err = -errno;
+		snprintf(why, wl, "no interface %s in the pod's network namespace; "
+			 "attach after the interface is moved into it",
+			 a->ifname);
+		goto out;
+	}
+	a->skel = steer_bpf__open_and_load();
+	if (!a->skel) {
+		err = errno ? -errno : -ENOMEM;
+		snprintf(why, wl, "loading the steering program failed: %s; the "
+			 "daemon needs CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN",
+			 strerror(-err));
+		goto out;
+	}
+	err = -EINVAL;
+	for (i = 0; i < 2; i++) {
+		err = bpf_xdp_attach(a->ifindex,
+				     bpf_program__fd(a->skel->progs.ts_steer),
+				     (__u32)modes[i] | XDP_FLAGS_UPDATE_IF_NOEXIST,
+				     NULL);
+		if (!err) {
+			a->mode = modes[i];
+			goto out;
+		}
+		if (err == -EBUSY || err == -EEXIST) {
+			LIBBPF_OPTS(bpf_xdp_attach_opts, o);
+			int mode = 0;
+
+			o.old_prog_fd = att_leftover(a->ifindex, &mode);
+			if (o.old_prog_fd < 0)
+				break;
+			/* replace exactly that one (XDP_FLAGS_REPLACE) */
+			err = bpf_xdp_attach(a->ifindex,
+					     bpf_program__fd(a->skel->progs.ts_steer),
+					     (__u32)mode, &o);
+			close(o.old_prog_fd);
+			if (!err) {
+				a->mode = mode;
+				logf_("pod %s: %s: replaced a steering program an "
+				      "earlier tickstack-xdpd left attached",
+				      p->uid, a->ifname);
+				goto out;
+			}
+			break;
+		}
+	}
+	snprintf(why, wl, "attaching XDP to %s failed: %s%s", a->ifname,
+		 strerror(-err),
+		 err == -EBUSY || err == -EEXIST ?
+			 " (another XDP program is attached: detach it first)" :
+			 "");
+	steer_bpf__destroy(a->skel);
+	a->skel = NULL;
+out:
+	leave_ns();
+	return err;
+}
+
+static void att_detach(struct pod *p, struct att *a)
+{
+	LIBBPF_OPTS(bpf_xdp_attach_opts, o);
+
+	if (!a->skel)
+		return;
+	o.old_prog_fd = bpf_program__fd(a->skel->progs.ts_steer);
+	if (!enter_ns(p->nsfd)) {
+		/* only our program: an ifindex reused meanwhile is left alone */
+		int err = bpf_xdp_detach(a->ifindex, (__u32)a->mode, &o);
+
+		if (err && err != -ENODEV && err != -EEXIST)
+			logf_("pod %s: detaching from %s: %s", p->uid, a->ifname,
+			      strerror(-err));
+		leave_ns();
+	}
+	steer_bpf__destroy(a->skel);
+	a->skel = NULL;
+}
+
+/* Create DIR/pods/UID/ (root's, 0755, not a symlink) and its xdp.sock. */
+static int pod_socket(struct pod *p, char *why, size_t wl)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, n;
+
+	if ((size_t)snprintf(p->dir, sizeof(p->dir), "%s/pods/%s", run_dir,
+			     p->uid) >= sizeof(p->dir)) {
+		snprintf(why, wl, "--run-dir %.60s is too long", run_dir);
+		return -ENAMETOOLONG;
+	}
+	if (mkdir(p->dir, 0755) && errno != EEXIST)
+		goto out_err;
+	if (lstat(p->dir, &st) || !S_ISDIR(st.st_mode)) {
+		snprintf(why, wl, "%.160s is not a directory: remove it", p->dir);
+		return -ENOTDIR;
+	}
+	if (chown(p->dir, 0, 0) || chmod(p->dir, 0755))
+		goto out_err;
+	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", p->dir,
+		     TS_XDPD_SOCK_NAME);
+	if (n >= (int)sizeof(sa.sun_path)) {
+		snprintf(why, wl, "socket path under --run-dir %s is too long",
+			 run_dir);
+		return -ENAMETOOLONG;
+	}
+	if (!lstat(sa.sun_path, &st) && !S_ISSOCK(st.st_mode)) {
+		snprintf(why, wl, "%.110s exists and is not a socket: remove it",
+			 sa.sun_path);
+		return -EEXIST;
+	}
+	unlink(sa.sun_path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		goto out_err;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    chmod(sa.sun_path, 0666) || listen(fd, 64)) {
+		close(fd);
+		goto out_err;
+	}
+	p->lfd = fd;
+	return 0;
+out_err:
+	n = -errno;
+	snprintf(why, wl, "creating the pod socket under %.160s: %s", p->dir,
+		 strerror(-n));
+	return n;
+}
+
+static void ep_add(int fd, struct evsrc *ev)
+{
+	struct epoll_event e = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = ev };
+
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e))
+		logf_("epoll_ctl: %s", strerror(errno));
+}
+
+static void client_close(struct client *c);
+
+/* rmdir: at detach only. On shutdown the directory stays: the kubelet
+ * bind-mounted it into the pod, and a directory created anew by the next
+ * daemon would not be the one the pod sees. */
+static void pod_free(struct pod *p, int rmdir_too)
+{
+	char path[PATH_MAX + 16];
+	int i;
+
+	while (p->clients)
+		client_close(p->clients);
+	for (i = 0; i < p->nifs; i++)
+		att_detach(p, &p->ifs[i]);
+	if (p->lfd >= 0) {
+		close(p->lfd);
+		snprintf(path, sizeof(path), "%s/%s", p->dir, TS_XDPD_SOCK_NAME);
+		unlink(path);
+		if (rmdir_too)
+			rmdir(p->dir);
+	}
+	if (p->nsfd >= 0)
+		close(p->nsfd);
+	free(p);
+}
+
+static int ctl_attach(const char *uid, const char *ifname, int nsfd,
+		      char *why, size_t wl)
+{
+	uint64_t ino = 0, dev = 0;
+	struct pod *p;
+	struct att *a;
+	int err, fresh = 0;
+
+	if (!valid_uid(uid)) {
+		snprintf(why, wl, "invalid pod uid '%s': letters, digits, '-', "
+			 "'_' and '.' only, at most 71", uid);
+		return -EINVAL;
+	}
+	if (!valid_ifname(ifname)) {
+		snprintf(why, wl, "invalid interface name '%s'", ifname);
+		return -EINVAL;
+	}
+	if (nsfd < 0) {
+		snprintf(why, wl, "attach needs the pod's network namespace fd "
+			 "(SCM_RIGHTS, open(CNI_NETNS))");
+		return -EINVAL;
+	}
+	if (fd_ns_id(nsfd, &ino, &dev) || enter_ns(nsfd)) {
+		snprintf(why, wl, "the fd passed is not a network namespace");
+		return -EINVAL;
+	}
+	leave_ns();
+	{
+		uint64_t hino = 0, hdev = 0;
+
+		if (!fd_ns_id(host_ns, &hino, &hdev) && hino == ino && hdev == dev) {
+			snprintf(why, wl, "the namespace passed is the node's own: "
+				 "pass the pod's (CNI_NETNS)");
+			return -EINVAL;
+		}
+	}
+	p = pod_find(uid);
+	if (p && (p->ns_ino != ino || p->ns_dev != dev)) {
+		snprintf(why, wl, "pod %s is attached in another network "
+			 "namespace (inode %llu): detach it first", uid,
+			 (unsigned long long)p->ns_ino);
+		return -EEXIST;
+	}
+	if (p && att_find(p, ifname, NULL))
+		return 0; /* idempotent */
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		snprintf(p->uid, sizeof(p->uid), "%.71s", uid);
+		p->nsfd = fcntl(nsfd, F_DUPFD_CLOEXEC, 0);
+		p->ns_ino = ino;
+		p->ns_dev = dev;
+		p->lfd = -1;
+		p->ev.type = EV_POD_LISTEN;
+		p->ev.p = p;
+		fresh = 1;
+	}
+	if (p->nifs >= TS_XDPD_POD_IFS) {
+		snprintf(why, wl, "pod %s has %d interfaces attached, the most "
+			 "there may be", uid, TS_XDPD_POD_IFS);
+		return -ENOSPC;
+	}
+	a = &p->ifs[p->nifs];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->ifname, sizeof(a->ifname), "%.15s", ifname);
+	err = att_attach(p, a, why, wl);
+	if (err)
+		goto out_err;
+	p->nifs++;
+	if (fresh) {
+		err = pod_socket(p, why, wl);
+		if (err)
+			goto out_err;
+		ep_add(p->lfd, &p->ev);
+		p->next = pods;
+		pods = p;
+	}
+	logf_("pod %s: %s attached (%s), netns inode %llu", uid, ifname,
+	      a->mode == XDP_FLAGS_SKB_MODE ? "generic" : "native",
+	      (unsigned long long)ino);
+	return 0;
+out_err:
+	if (fresh)
+		pod_free(p, 1);
+	return err;
+}
+
+static int ctl_detach(const char *uid, char *why, size_t wl)
+{
+	struct pod **pp;
+
+	if (!valid_uid(uid)) {
+		snprintf(why, wl, "invalid pod uid '%s'", uid);
+		return -EINVAL;
+	}
+	for (pp = &pods; *pp; pp = &(*pp)->next) {
+		if (!strcmp((*pp)->uid, uid)) {
+			struct pod *p = *pp;
+
+			*pp = p->next;
+			pod_free(p, 1);
+			logf_("pod %s: detached", uid);
+			return 0;
+		}
+	}
+	return 0; /* idempotent */
+}
+
+static void ctl_status(int fd)
+{
+	char *buf = malloc(TS_XDPD_STATUS_MAX);
+	size_t n = 0;
+	struct pod *p;
+	int i;
+
+	if (!buf) {
+		reply(fd, "error out of memory");
+		return;
+	}
+	n += (size_t)snprintf(buf, TS_XDPD_STATUS_MAX, "ok");
+	for (p = pods; p; p = p->next)
+		for (i = 0; i < p->nifs && n < TS_XDPD_STATUS_MAX - 200; i++)
+			n += (size_t)snprintf(
+				buf + n, TS_XDPD_STATUS_MAX - n,
+				"\n%s %s %llu %d %d", p->uid, p->ifs[i].ifname,
+				(unsigned long long)p->ns_ino, p->nclients,
+				map_count(bpf_map__fd(p->ifs[i].skel->maps.ts_steer_map)));
+	msg_send(fd, buf, n, -1);
+	free(buf);
+}
+
+static void ctl_request(struct ctlconn *cc)
+{
+	char buf[TS_XDPD_MSG_MAX], why[400] = "", a1[128], a2[128];
+	int passfd, err = 0, nf;
+	char extra;
+	ssize_t n;
+
+	n = msg_recv(cc->fd, buf, sizeof(buf), &passfd);
+	if (n == -EAGAIN)
+		return;
+	if (n <= 0) {
+		if (n == -EPROTO)
+			reply(cc->fd, "error one request per message, at most one fd");
+		epoll_ctl(epfd, EPOLL_CTL_DEL, cc->fd, NULL);
+		close(cc->fd);
+		free(cc);
+		return;
+	}
+	if ((nf = sscanf(buf, "attach %127s %127s %c", a1, a2, &extra)) >= 2 &&
+	    !strncmp(buf, "attach ", 7)) {
+		if (nf == 3) {
+			snprintf(why, sizeof(why), "usage: attach POD-UID IFNAME");
+			err = -EINVAL;
+		} else {
+			err = ctl_attach(a1, a2, passfd, why, sizeof(why));
+		}
+	} else if (sscanf(buf, "detach %127s %c", a1, &extra) == 1 &&
+		   !strncmp(buf, "detach ", 7)) {
+		err = ctl_detach(a1, why, sizeof(why));
+	} else if (!strcmp(buf, "status")) {
+		ctl_status(cc->fd);
+		goto out;
+	} else {
+		snprintf(why, sizeof(why), "unknown request '%.60s': use attach "
+			 "POD-UID IFNAME (with the netns fd), detach POD-UID or "
+			 "status", buf);
+		err = -EINVAL;
+	}
+	if (err)
+		reply(cc->fd, "error %s", why[0] ? why : strerror(-err));
+	else
+		reply(cc->fd, "ok");
+out:
+	if (passfd >= 0)
+		close(passfd);
+}
+
+/* ---- pod clients */
+
+static void entry_remove(struct client *c, int i)
+{
+	struct entry *e = &c->ents[i];
+	struct att *a = &c->pod->ifs[e->att];
+
+	if (a->skel)
+		bpf_map_delete_elem(bpf_map__fd(a->skel->maps.ts_steer_map),
+				    &e->key);
+	c->ents[i] = c->ents[--c->nents];
+}
+
+static void client_close(struct client *c)
+{
+	struct pod *p = c->pod;
+	struct client **cp;
+	int i, q;
+
+	while (c->nents)
+		entry_remove(c, c->nents - 1);
+	for (i = 0; i < p->nifs; i++) {
+		struct att *a = &p->ifs[i];
+
+		for (q = 0; q < TS_XSKS_MAX; q++) {
+			if (a->qown[q] != c)
+				continue;
+			a->qown[q] = NULL;
+			if (a->skel)
+				bpf_map_delete_elem(bpf_map__fd(a->skel->maps.ts_xsks),
+						    &q);
+		}
+	}
+	for (cp = &p->clients; *cp; cp = &(*cp)->next)
+		if (*cp == c) {
+			*cp = c->next;
+			break;
+		}
+	p->nclients--;
+	epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	free(c->ents);
+	free(c);
+}
+
+static void pod_accept(struct pod *p)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct client *c;
+	int fd;
+
+	fd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->pod = p;
+	c->pidfd = -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0) {
+		reply(fd, "error %d no peer credentials", EACCES);
+		goto out_refuse;
+	}
+	c->pid = cred.pid;
+	c->uid = cred.uid;
+	len = sizeof(c->pidfd);
+	/* the pidfd of the process that connected, from the kernel (no pid
+	 * reuse race); older kernels: opened now, checked alive after use */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &len))
+		c->pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
+	if (c->pidfd < 0) {
+		reply(fd, "error %d the connecting process is gone", ESRCH);
+		goto out_refuse;
+	}
+	if (!client_in_pod(c)) {
+		logf_("pod %s: refused pid %d uid %u: not in the pod's network "
+		      "namespace", p->uid, (int)cred.pid, (unsigned)cred.uid);
+		reply(fd, "error %d refused: the caller is not in pod %s's network "
+		      "namespace; each pod uses only its own socket", EACCES,
+		      p->uid);
+		goto out_refuse;
+	}
+	if (p->nclients >= MAX_CLIENTS_PER_POD) {
+		reply(fd, "error %d pod %s has %d connected processes, the most "
+		      "there may be", EMFILE, p->uid, MAX_CLIENTS_PER_POD);
+		goto out_refuse;
+	}
+	c->ev.type = EV_CLIENT;
+	c->ev.p = c;
+	c->next = p->clients;
+	p->clients = c;
+	p->nclients++;
+	ep_add(fd, &c->ev);
+	return;
+out_refuse:
+	/* a request already queued would turn the close into a reset that
+	 * hides the reply from the caller: read it first */
+	{
+		char junk[TS_XDPD_MSG_MAX];
+		int f;
+
+		while (msg_recv(fd, junk, sizeof(junk), &f) > 0)
+			if (f >= 0)
+				close(f);
+	}
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	close(fd);
+	free(c);
+}
+
+static int parse_key(const char *proto, const char *addr, const char *port,
+		     struct ts_steer_key *k)
+{
+	char *end;
+	long v;
+
+	memset(k, 0, sizeof(*k));
+	if (!strcmp(proto, "udp"))
+		k->proto = TS_STEER_UDP;
+	else if (!strcmp(proto, "tcp"))
+		k->proto = TS_STEER_TCP;
+	else
+		return -EINVAL;
+	if (inet_pton(AF_INET, addr, &k->daddr) != 1)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(port, &end, 10);
+	if (errno || *end || v < 1 || v > 65535)
+		return -EINVAL;
+	k->dport = htons((uint16_t)v);
+	return 0;
+}
+
+/* The proof: fd is an AF_INET socket of the key's protocol in the pod's
+ * namespace, bound to the key's port and to its address or to any. */
+static int check_socket(struct client *c, int fd, const struct ts_steer_key *k,
+			uint64_t *ino, char *why, size_t wl)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int dom = 0, proto = 0;
+	socklen_t il = sizeof(int);
+	struct stat st;
+
+	if (fd < 0) {
+		snprintf(why, wl, "the request must carry the socket (SCM_RIGHTS)");
+		return -EINVAL;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &il) || dom != AF_INET ||
+	    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &il) ||
+	    proto != (k->proto == TS_STEER_TCP ? IPPROTO_TCP : IPPROTO_UDP)) {
+		snprintf(why, wl, "the fd is not an AF_INET %s socket",
+			 k->proto == TS_STEER_TCP ? "TCP" : "UDP");
+		return -EINVAL;
+	}
+	if (!sock_in_pod(fd, c->pod)) {
+		snprintf(why, wl, "the socket is not in the pod's network namespace");
+		return -EACCES;
+	}
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) ||
+	    sa.sin_family != AF_INET || sa.sin_port != k->dport ||
+	    (sa.sin_addr.s_addr && sa.sin_addr.s_addr != k->daddr)) {
+		snprintf(why, wl, "the socket is not bound to that port and "
+			 "address: bind it first");
+		return -EACCES;
+	}
+	if (fstat(fd, &st))
+		return -errno;
+	*ino = st.st_ino;
+	return 0;
+}
+
+/* Who owns key on attachment ai: the client and its entry index. */
+static struct client *key_owner(struct pod *p, int ai,
+				const struct ts_steer_key *k, int *idx)
+{
+	struct client *o;
+	int i;
+
+	for (o = p->clients; o; o = o->next)
+		for (i = 0; i < o->nents; i++)
+			if (o->ents[i].att == ai &&
+			    !memcmp(&o->ents[i].key, k, sizeof(*k))) {
+				*idx = i;
+				return o;
+			}
+	return NULL;
+}
+
+static int client_queue(struct client *c, struct att *a)
+{
+	int q;
+
+	for (q = 0; q < TS_XSKS_MAX; q++)
+		if (a->qown[q] == c)
+			return q;
+	return -1;
+}
+
+static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
+		   char *why, size_t wl)
+{
+	int dom = 0, q, fdq;
+	socklen_t il = sizeof(dom);
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(qs, &end, 10);
+	if (errno || *end || v < 0 || v >= TS_XSKS_MAX) {
+		snprintf(why, wl, "queue '%s' out of range [0, %d)", qs, TS_XSKS_MAX);
+		return -EINVAL;
+	}
+	q = (int)v;
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &il) ||
+	    dom != AF_XDP) {
+		snprintf(why, wl, "the request must carry an AF_XDP socket");
+		return -EINVAL;
+	}
+	if (!sock_in_pod(fd, c->pod)) {
+		snprintf(why, wl, "the XSK is not in the pod's network namespace");
+		return -EACCES;
+	}
+	if (a->qown[q] && a->qown[q] != c) {
+		snprintf(why, wl, "queue %d of %s is used by another process of "
+			 "the pod (pid %d): one XSK per queue", q, a->ifname,
+			 (int)a->qown[q]->pid);
+		return -EBUSY;
+	}
+	fdq = client_queue(c, a);
+	if (fdq >= 0 && fdq != q) {
+		snprintf(why, wl, "this connection already has queue %d of %s",
+			 fdq, a->ifname);
+		return -EBUSY;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(a->skel->maps.ts_xsks), &q, &fd, 0)) {
+		int err = -errno;
+
+		snprintf(why, wl, "XSKMAP update: %s", strerror(errno));
+		return err;
+	}
+	a->qown[q] = c;
+	return 0;
+}
+
+static int req_add(struct client *c, int ai, const struct ts_steer_key *k,
+		   int fd, char *why, size_t wl)
+{
+	struct att *a = &c->pod->ifs[ai];
+	int mfd = bpf_map__fd(a->skel->maps.ts_steer_map);
+	struct ts_steer_val v = { .owner = (__u32)c->pid };
+	struct client *o;
+	uint64_t ino;
+	int q, err, oi;
+
+	err = check_socket(c, fd, k, &ino, why, wl);
+	if (err)
+		return err;
+	q = client_queue(c, a);
+	if (q < 0) {
+		snprintf(why, wl, "register an XSK on %s first", a->ifname);
+		return -ENOENT;
+	}
+	v.queue = (__u16)q;
+	o = key_owner(c->pod, ai, k, &oi);
+	if (o && o != c) {
+		if (o->ents[oi].ino == ino) {
+			/* the same socket (inherited over fork): it moves to
+			 * the caller's XSK, as in the standalone library */
+			o->ents[oi] = o->ents[--o->nents];
+			o = NULL;
+		} else {
+			struct ts_steer_val old;
+
+			if (k->proto == TS_STEER_UDP &&
+			    !bpf_map_lookup_elem(mfd, k, &old)) {
+				/* both receive: the kernel delivers */
+				old.flags |= TS_STEER_F_SHARED;
+				bpf_map_update_elem(mfd, k, &old, BPF_EXIST);
+			}
+			snprintf(why, wl, "another process of the pod steers "
+				 "that port");
+			return -EADDRINUSE;
+		}
+	}
+	if (!o && c->nents >= TS_XDPD_CLIENT_ENTRIES) {
+		snprintf(why, wl, "%d steering entries per process at most",
+			 TS_XDPD_CLIENT_ENTRIES);
+		return -ENOSPC;
+	}
+	if (bpf_map_update_elem(mfd, k, &v, BPF_ANY)) {
+		err = -errno;
+		snprintf(why, wl, "steering map update: %s", strerror(errno));
+		return err;
+	}
+	if (o == c) {
+		c->ents[oi].ino = ino;
+		return 0;
+	}
+	if (!c->ents) {
+		c->ents = calloc(TS_XDPD_CLIENT_ENTRIES, sizeof(*c->ents));
+		if (!c->ents) {
+			bpf_map_delete_elem(mfd, k);
+			return -ENOMEM;
+		}
+	}
+	c->ents[c->nents].att = ai;
+	c->ents[c->nents].key = *k;
+	c->ents[c->nents].ino = ino;
+	c->nents++;
+	return 0;
+}
+
+/* Set TS_STEER_F_SHARED on key; 1 when it changed. */
+static int mark_shared(struct att *a, const struct ts_steer_key *k)
+{
+	int mfd = bpf_map__fd(a->skel->maps.ts_steer_map);
+	struct ts_steer_val v;
+
+	if (bpf_map_lookup_elem(mfd, k, &v) || (v.flags & TS_STEER_F_SHARED))
+		return 0;
+	v.flags |= TS_STEER_F_SHARED;
+	return !bpf_map_update_elem(mfd, k, &v, BPF_EXIST);
+}
+
+static void client_request(struct client *c)
+{
+	char buf[TS_XDPD_MSG_MAX], why[400] = "";
+	char op[16], ifn[32], f3[32], f4[32], f5[32], extra;
+	struct ts_steer_key k;
+	struct att *a = NULL;
+	int passfd, nf, err = 0, ai = -1, oi;
+	struct client *o;
+	ssize_t n;
+
+	n = msg_recv(c->fd, buf, sizeof(buf), &passfd);
+	if (n == -EAGAIN)
+		return;
+	if (n <= 0) {
+		if (n == -EPROTO)
+			reply(c->fd, "error %d one request per message, at most "
+			      "one fd", EPROTO);
+		else {
+			client_close(c); /* EOF: the process is gone */
+			return;
+		}
+		goto out;
+	}
+	if (!client_in_pod(c)) {
+		reply(c->fd, "error %d refused: the caller left the pod's network "
+		      "namespace", EACCES);
+		goto out;
+	}
+	nf = sscanf(buf, "%15s %31s %31s %31s %31s %c", op, ifn, f3, f4, f5,
+		    &extra);
+	if (nf == 1 && !strcmp(op, "hello")) {
+		char out[TS_XDPD_MSG_MAX];
+		size_t m = (size_t)snprintf(out, sizeof(out), "ok");
+		int i;
+
+		for (i = 0; i < c->pod->nifs; i++)
+			m += (size_t)snprintf(out + m, sizeof(out) - m, " %s",
+					      c->pod->ifs[i].ifname);
+		msg_send(c->fd, out, m, -1);
+		goto out;
+	}
+	if (nf >= 2) {
+		a = att_find(c->pod, ifn, &ai);
+		if (!a) {
+			snprintf(why, sizeof(why), "interface '%.31s' is not "
+				 "attached for this pod", ifn);
+			err = -ENODEV;
+			goto done;
+		}
+	}
+	if (nf == 3 && !strcmp(op, "busy")) {
+		/* whether a live process of the pod holds the queue */
+		long q = strtol(f3, NULL, 10);
+
+		reply(c->fd, "ok %d", q >= 0 && q < TS_XSKS_MAX && a->qown[q] &&
+				      a->qown[q] != c);
+		goto out;
+	}
+	if (nf == 3 && !strcmp(op, "xsk")) {
+		err = req_xsk(c, a, f3, passfd, why, sizeof(why));
+		if (!err) {
+			reply(c->fd, "ok %s", a->mode == XDP_FLAGS_SKB_MODE ?
+				      "skb" : "native");
+			goto out;
+		}
+		goto done;
+	}
+	if (nf != 5 || parse_key(f3, f4, f5, &k)) {
+		snprintf(why, sizeof(why), "bad request '%.80s' (src/xdpd_proto.h)",
+			 buf);
+		err = -EINVAL;
+		goto done;
+	}
+	if (!strcmp(op, "add")) {
+		err = req_add(c, ai, &k, passfd, why, sizeof(why));
+	} else if (!strcmp(op, "share")) {
+		uint64_t ino;
+
+		err = check_socket(c, passfd, &k, &ino, why, sizeof(why));
+		if (!err) {
+			o = key_owner(c->pod, ai, &k, &oi);
+			reply(c->fd, "ok %d", o && o != c ? mark_shared(a, &k) : 0);
+			goto out;
+		}
+	} else if (!strcmp(op, "shared") || !strcmp(op, "del")) {
+		o = key_owner(c->pod, ai, &k, &oi);
+		if (o != c) {
+			snprintf(why, sizeof(why), "no such entry of this process");
+			err = o ? -EPERM : -ENOENT;
+		} else if (op[0] == 's') {
+			reply(c->fd, "ok %d", mark_shared(a, &k));
+			goto out;
+		} else {
+			entry_remove(c, oi);
+		}
+	} else {
+		snprintf(why, sizeof(why), "unknown request '%.15s'", op);
+		err = -EINVAL;
+	}
+done:
+	if (err)
+		reply(c->fd, "error %d %s", -err, why[0] ? why : strerror(-err));
+	else
+		reply(c->fd, "ok");
+out:
+	if (passfd >= 0)
+		close(passfd);
+}
+
+/* ---- serving */
+
+static int mkdir_root(const char *path, mode_t mode)
+{
+	struct stat st;
+
+	if (mkdir(path, mode) && errno != EEXIST)
+		return -errno;
+	if (lstat(path, &st) || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+		return -ENOTDIR;
+	return chmod(path, mode) ? -errno : 0;
+}
+
+static int serve(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct evsrc ctl_ev = { EV_CTL_LISTEN, NULL }, sig_ev = { EV_SIGNAL, NULL };
+	char path[PATH_MAX];
+	sigset_t ss;
+	int lfd, sfd, err;
+
+	umask(077);
+	libbpf_set_print(libbpf_quiet);
+	host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (host_ns < 0) {
+		logf_("cannot open /proc/self/ns/net: %s", strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/pods", run_dir);
+	if ((err = mkdir_root(run_dir, 0711)) || (err = mkdir_root(path, 0711))) {
+		logf_("run directory %s: %s (it must be root's; run as root)",
+		      run_dir, strerror(-err));
+		return 1;
+	}
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ctl.sock",
+			     run_dir) >= sizeof(sa.sun_path)) {
+		logf_("--run-dir %s is too long for a socket path", run_dir);
+		return 1;
+	}
+	unlink(sa.sun_path);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    chmod(sa.sun_path, 0600) || listen(lfd, 16)) {
+		logf_("control socket %s: %s", sa.sun_path, strerror(errno));
+		return 1;
+	}
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &ss, SFD_CLOEXEC);
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (sfd < 0 || epfd < 0) {
+		logf_("signalfd/epoll: %s", strerror(errno));
+		return 1;
+	}
+	ep_add(lfd, &ctl_ev);
+	ep_add(sfd, &sig_ev);
+	logf_("serving %s", sa.sun_path);
+	for (;;) {
+		struct epoll_event evs[32];
+		int n = epoll_wait(epfd, evs, 32, -1), i;
+
+		if (n < 0 && errno != EINTR) {
+			logf_("epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			struct evsrc *ev = evs[i].data.ptr;
+
+			switch (ev->type) {
+			case EV_SIGNAL:
+				goto out;
+			case EV_CTL_LISTEN: {
+				struct ucred cr;
+				socklen_t cl = sizeof(cr);
+				struct ctlconn *cc;
+				int fd = accept4(lfd, NULL, NULL,
+						 SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+				if (fd < 0)
+					break;
+				if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ||
+				    cr.uid != 0 || !(cc = calloc(1, sizeof(*cc)))) {
+					reply(fd, "error the control socket is root's");
+					close(fd);
+					break;
+				}
+				cc->fd = fd;
+				cc->ev.type = EV_CTL_CONN;
+				cc->ev.p = cc;
+				ep_add(fd, &cc->ev);
+				break;
+			}
+			case EV_CTL_CONN:
+				ctl_request(ev->p);
+				break;
+			case EV_POD_LISTEN:
+				pod_accept(ev->p);
+				break;
+			case EV_CLIENT: {
+				struct client *c = ev->p;
+
+				if ((evs[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)) &&
+				    !(evs[i].events & EPOLLIN))
+					client_close(c);
+				else
+					client_request(c);
+				break;
+			}
+			}
+		}
+	}
+out:
+	/* no state survives the daemon: leave no program behind either */
+	while (pods) {
+		struct pod *p = pods;
+
+		pods = p->next;
+		pod_free(p, 0);
+	}
+	unlink(sa.sun_path);
+	logf_("stopped");
+	return 0;
+}
+
+/* ---- the client for scripts and tests */
+
+static int ctl_main(int argc, char **argv)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char req[TS_XDPD_MSG_MAX], *rep;
+	int fd, nsfd = -1;
+	ssize_t n;
+
+	if (argc >= 2 && !strcmp(argv[0], "--run-dir")) {
+		run_dir = argv[1];
+		argc -= 2;
+		argv += 2;
+	}
+	if (argc == 4 && !strcmp(argv[0], "attach")) {
+		nsfd = open(argv[3], O_RDONLY | O_CLOEXEC);
+		if (nsfd < 0) {
+			fprintf(stderr, "tickstack-xdpd ctl: %s: %s\n", argv[3],
+				strerror(errno));
+			return 1;
+		}
+		snprintf(req, sizeof(req), "attach %s %s", argv[1], argv[2]);
+	} else if (argc == 2 && !strcmp(argv[0], "detach")) {
+		snprintf(req, sizeof(req), "detach %s", argv[1]);
+	} else if (argc == 1 && !strcmp(argv[0], "status")) {
+		snprintf(req, sizeof(req), "status");
+	} else {
+		fprintf(stderr,
+			"usage: tickstack-xdpd ctl [--run-dir DIR] attach POD-UID IFNAME NETNS-PATH\n"
+			"       tickstack-xdpd ctl [--run-dir DIR] detach POD-UID\n"
+			"       tickstack-xdpd ctl [--run-dir DIR] status\n");
+		return 2;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ctl.sock", run_dir);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fprintf(stderr, "tickstack-xdpd ctl: %s: %s (is tickstack-xdpd "
+			"running with --run-dir %s?)\n", sa.sun_path,
+			strerror(errno), run_dir);
+		return 1;
+	}
+	if (msg_send(fd, req, strlen(req), nsfd) < 0) {
+		fprintf(stderr, "tickstack-xdpd ctl: send: %s\n", strerror(errno));
+		return 1;
+	}
+	rep = malloc(TS_XDPD_STATUS_MAX + 1);
+	if (!rep)
+		return 1;
+	n = recv(fd, rep, TS_XDPD_STATUS_MAX, 0);
+	if (n <= 0) {
+		fprintf(stderr, "tickstack-xdpd ctl: no reply\n");
+		return 1;
+	}
+	rep[n] = 0;
+	if (!strncmp(rep, "ok", 2) && (rep[2] == 0 || rep[2] == '\n')) {
+		if (rep[2] == '\n')
+			printf("%s\n", rep + 3);
+		return 0;
+	}
+	fprintf(stderr, "tickstack-xdpd ctl: %s\n", rep);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	int i;
+
+	if (argc >= 2 && !strcmp(argv[1], "ctl"))
+		return ctl_main(argc - 2, argv + 2);
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--run-dir") && i + 1 < argc) {
+			run_dir = argv[++i];
+		} else {
+			fprintf(stderr, "usage: tickstack-xdpd [--run-dir DIR] "
+				"(default " DEFAULT_RUN_DIR ")\n"
+				"       tickstack-xdpd ctl [--run-dir DIR] "
+				"attach|detach|status ...\n");
+			return 2;
+		}
+	}
+	return serve();
+}
