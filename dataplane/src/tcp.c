@@ -1513,10 +1513,81 @@ int ts_tcp__getsockname(struct ts_tcp *t, int fd, struct sockaddr *addr,
 	return ts_real_getsockname(fd, addr, len);
 }
 
+/* Linux's TCP state numbers (include/net/tcp_states.h) of lwIP's */
+static uint8_t linux_state(const struct ts_tcp *t)
+{
+	static const uint8_t map[] = {
+		[CLOSED] = 7,      [LISTEN] = 10,    [SYN_SENT] = 2,
+		[SYN_RCVD] = 3,    [ESTABLISHED] = 1, [FIN_WAIT_1] = 4,
+		[FIN_WAIT_2] = 5,  [CLOSE_WAIT] = 8, [CLOSING] = 11,
+		/* Linux hands TIME_WAIT to a mini socket: the application's
+		 * socket reports TCP_CLOSE from then on */
+		[LAST_ACK] = 9,    [TIME_WAIT] = 7,
+	};
+
+	if (t->state == T_LISTEN)
+		return 10;
+	if (!t->pcb || (unsigned)t->pcb->state >= sizeof(map))
+		return 7; /* TCP_CLOSE */
+	return map[t->pcb->state];
+}
+
+/* TCP_INFO from the connection lwIP carries (the kernel socket is only a
+ * placeholder): the kernel's answer for the length and the fields lwIP
+ * does not keep (zero), then what it does. */
+static int tcp_info(struct ts_tcp *t, int fd, void *val, socklen_t *len)
+{
+	struct tcp_info ti;
+	struct tcp_pcb *p;
+	struct tcp_seg *sg;
+	socklen_t n;
+	int r;
+
+	r = ts_real_getsockopt(fd, IPPROTO_TCP, TCP_INFO, val, len);
+	if (r < 0)
+		return r;
+	n = *len < sizeof(ti) ? *len : (socklen_t)sizeof(ti);
+	memset(val, 0, *len);
+	memset(&ti, 0, sizeof(ti));
+	ts_lwip__lock();
+	ti.tcpi_state = linux_state(t);
+	p = t->state == T_LISTEN ? NULL : t->pcb;
+	if (p) {
+		ti.tcpi_retransmits = p->nrtx;
+		ti.tcpi_backoff = p->nrtx;
+		if (p->flags & TF_WND_SCALE) {
+			ti.tcpi_options |= TCPI_OPT_WSCALE;
+			ti.tcpi_snd_wscale = p->snd_scale & 0xf;
+			ti.tcpi_rcv_wscale = p->rcv_scale & 0xf;
+		}
+		ti.tcpi_rto = (uint32_t)p->rto * 2 * TS_TCP_TMR_MS * 1000;
+		ti.tcpi_snd_mss = p->mss;
+		ti.tcpi_rcv_mss = p->mss;
+		ti.tcpi_advmss = p->mss;
+		ti.tcpi_pmtu = p->mss + 40u;
+		for (sg = p->unacked; sg; sg = sg->next)
+			ti.tcpi_unacked++;
+		/* lwIP keeps srtt * 8 and rttvar in timer ticks */
+		ti.tcpi_rtt = (uint32_t)(p->sa >> 3) * 2 * TS_TCP_TMR_MS * 1000;
+		ti.tcpi_rttvar = (uint32_t)p->sv * 2 * TS_TCP_TMR_MS * 1000;
+		ti.tcpi_snd_cwnd = p->mss ? p->cwnd / p->mss : 0;
+		ti.tcpi_snd_ssthresh = p->mss ? p->ssthresh / p->mss : 0;
+		ti.tcpi_rcv_space = p->rcv_wnd;
+		ti.tcpi_rcv_ssthresh = p->rcv_ann_wnd;
+	}
+	ts_lwip__unlock();
+	memcpy(val, &ti, n);
+	return 0;
+}
+
 int ts_tcp__getsockopt(struct ts_tcp *t, int fd, int level, int opt,
 		       void *val, socklen_t *len, int *r)
 {
-	(void)fd;
+	if (level == IPPROTO_TCP && opt == TCP_INFO && val && len &&
+	    ts_tcp__accel(t)) {
+		*r = tcp_info(t, fd, val, len);
+		return 1;
+	}
 	if (level == SOL_SOCKET && opt == SO_ERROR && val && len &&
 	    *len >= sizeof(int)) {
 		ts_lwip__lock();

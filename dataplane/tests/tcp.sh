@@ -175,9 +175,9 @@ scenario() {
 	cat "$TSDP_TMP/$tag-srv.txt" "$TSDP_TMP/$tag-cli.txt" >"$TSDP_TMP/$tag.txt"
 }
 
-t_tcp_vs_kernel() { # half-close, a reset mid-transfer, a refused connect: the stack observes what the kernel does
+t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states, a refused connect: the stack observes what the kernel does
 	local m i=0
-	for m in halfclose reset; do
+	for m in halfclose reset tcpinfo; do
 		i=$((i + 1))
 		scenario "$(kern $NB)" "$(kern $NA)" $m $((12020 + i)) kernel-$m || return 1
 		scenario "$(taccel $NB srv)" "$(taccel $NA cli)" $m $((12030 + i)) stack-$m || return 1

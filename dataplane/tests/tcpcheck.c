@@ -18,6 +18,13 @@
  *   tcpcheck reset-client HOST PORT  write until an error, write again,
  *                                    read
  *   tcpcheck refused-client HOST PORT  connect where nobody listens
+ *   tcpcheck tcpinfo-server PORT     TCP_INFO of the listener, of the
+ *                                    accepted connection, after the
+ *                                    peer's FIN and after closing ours
+ *   tcpcheck tcpinfo-client HOST PORT
+ *                                    TCP_INFO after connect (state, MSS,
+ *                                    window scaling), after our FIN and
+ *                                    after the peer's
  *   (these print what they observed, one line each: the harness compares
  *   the kernel's run with the stack's)
  *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
@@ -305,8 +312,6 @@ static void drain_report(int fd, const char *who)
 	       n == 0 ? "EOF" : ename(errno));
 }
 
-#define BACKLOG_CONNS 5
-
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -314,6 +319,74 @@ static long long now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
+
+/* a rendezvous between the two ends through a file both can see: the
+ * harness's namespaces share the file system */
+static void file_signal(const char *what, const char *port)
+{
+	char path[96];
+	int f;
+
+	snprintf(path, sizeof(path), "/tmp/tcpcheck-%s-%s", what, port);
+	f = open(path, O_WRONLY | O_CREAT, 0644);
+	if (f >= 0)
+		close(f);
+}
+
+static void file_wait(const char *what, const char *port)
+{
+	long long end = now_ms() + 5000;
+	char path[96];
+
+	snprintf(path, sizeof(path), "/tmp/tcpcheck-%s-%s", what, port);
+	while (access(path, F_OK) && now_ms() < end)
+		poll(NULL, 0, 5);
+	unlink(path);
+}
+
+static const char *tcp_state_name(int st)
+{
+	static const char *n[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV",
+				   "FIN_WAIT1", "FIN_WAIT2", "TIME_WAIT",
+				   "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN",
+				   "CLOSING" };
+
+	return st > 0 && st < 12 ? n[st] : "?";
+}
+
+static struct tcp_info tinfo(int fd, socklen_t *len)
+{
+	struct tcp_info ti;
+
+	memset(&ti, 0xa5, sizeof(ti));
+	*len = sizeof(ti);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, len))
+		die("TCP_INFO");
+	return ti;
+}
+
+/* TCP_INFO's state, polled until it is one of want (bounded) */
+static void tstate(int fd, const char *who, const char *when, const int *want)
+{
+	long long end = now_ms() + 3000;
+	socklen_t len;
+	struct tcp_info ti;
+	int i;
+
+	for (;;) {
+		ti = tinfo(fd, &len);
+		for (i = 0; want[i]; i++)
+			if (ti.tcpi_state == want[i])
+				goto out;
+		if (now_ms() > end)
+			break;
+		poll(NULL, 0, 5);
+	}
+out:
+	printf("%s: %s: state %s\n", who, when, tcp_state_name(ti.tcpi_state));
+}
+
+#define BACKLOG_CONNS 5
 
 static void backlog_server(int port, const char *go)
 {
@@ -560,6 +633,53 @@ int main(int argc, char **argv)
 		r = read(fd, &b, 1);
 		printf("client: read %s\n", r == 0 ? "EOF" : r < 0 ? ename(errno) : "data");
 		printf("client: next write %s\n", write(fd, "x", 1) < 0 ? ename(errno) : "accepted");
+		close(fd);
+	} else if (!strcmp(m, "tcpinfo-server") && argc == 3) {
+		static const int est[] = { 1, 0 }, cw[] = { 8, 0 }, cl[] = { 7, 0 };
+		static char buf[4096];
+		socklen_t len;
+		struct tcp_info ti;
+
+		fd = listener(atoi(argv[2]));
+		ti = tinfo(fd, &len);
+		printf("server: listener: state %s, %u bytes\n",
+		       tcp_state_name(ti.tcpi_state), (unsigned)len);
+		c = accept(fd, NULL, NULL);
+		if (c < 0)
+			die("accept");
+		tstate(c, "server", "accepted", est);
+		file_signal("accepted", argv[2]);
+		while (read(c, buf, sizeof(buf)) > 0)
+			;
+		tstate(c, "server", "after the peer's FIN", cw);
+		/* until the client saw its FIN acknowledged */
+		file_wait("fin", argv[2]);
+		shutdown(c, SHUT_WR);
+		tstate(c, "server", "after our FIN is acknowledged", cl);
+		close(c);
+		close(fd);
+	} else if (!strcmp(m, "tcpinfo-client") && argc == 4) {
+		static const int fw2[] = { 5, 0 }, tw[] = { 7, 0 };
+		static char buf[100];
+		socklen_t len;
+		struct tcp_info ti;
+
+		fd = connect_to(argv[2], atoi(argv[3]));
+		ti = tinfo(fd, &len);
+		printf("client: connected: state %s, %u bytes, MSS %s, window scaling %s, rto %s\n",
+		       tcp_state_name(ti.tcpi_state), (unsigned)len,
+		       ti.tcpi_snd_mss >= 536 && ti.tcpi_snd_mss <= 1460 ? "536..1460" : "OUT OF RANGE",
+		       ti.tcpi_options & TCPI_OPT_WSCALE ? "on" : "off",
+		       ti.tcpi_rto > 0 && ti.tcpi_rto <= 3000000 ? "set" : "unset");
+		file_wait("accepted", argv[3]);
+		if (write(fd, buf, sizeof(buf)) != sizeof(buf))
+			die("write");
+		shutdown(fd, SHUT_WR);
+		tstate(fd, "client", "after our FIN is acknowledged", fw2);
+		file_signal("fin", argv[3]);
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		tstate(fd, "client", "after the peer's FIN", tw);
 		close(fd);
 	} else if (!strcmp(m, "syncnt-client") && argc == 4) {
 		struct sockaddr_in sa = { .sin_family = AF_INET,
