@@ -293,6 +293,10 @@ TS_API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 
 	if (t)
 		return ts_tcp__accept(t, fd, addr, len, flags);
+	if (ts_unlikely(ts_tcp__inherited_listener(fd))) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
 	return REAL(accept4)(fd, addr, len, flags);
 }
 
@@ -302,6 +306,10 @@ TS_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 
 	if (t)
 		return ts_tcp__accept(t, fd, addr, len, 0);
+	if (ts_unlikely(ts_tcp__inherited_listener(fd))) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
 	return REAL(accept)(fd, addr, len);
 }
 

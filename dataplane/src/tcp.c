@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <linux/types.h>
 
 #include "steer_common.h"
@@ -193,6 +195,11 @@ static void rxq_free(struct ts_tcp *t)
 }
 
 /* Leave the fd to the kernel: forget the shadow. */
+/* TICKSTACK_TCP=connect: listeners stay on the kernel (pre-fork servers) */
+static int tcp_connect_only;
+/* a forked child: streams accelerated before the fork are the parent's */
+static int tcp_forked;
+
 static void to_kernel(struct ts_tcp *t, int fd, const char *why)
 {
 	ts_dbg("fd %d: stream stays on the kernel: %s", fd, why);
@@ -767,6 +774,10 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 	r = ts_real_listen(fd, backlog);
 	if (r < 0)
 		return r;
+	if (tcp_connect_only) {
+		to_kernel(t, fd, "TICKSTACK_TCP=connect keeps listeners on the kernel");
+		return 0;
+	}
 	if (local_of(fd, &t->laddr, &t->lport) < 0) {
 		to_kernel(t, fd, "no local address");
 		return 0;
@@ -1714,9 +1725,11 @@ int ts_tcp__init(void)
 
 	if (!v || !*v || !strcmp(v, "0"))
 		return 0;
-	if (strcmp(v, "1")) {
-		ts_log("invalid TICKSTACK_TCP=%s: expected 0 or 1; fix or unset "
-		       "it", v);
+	if (!strcmp(v, "connect")) {
+		tcp_connect_only = 1;
+	} else if (strcmp(v, "1")) {
+		ts_log("invalid TICKSTACK_TCP=%s: expected 0, 1 or connect; fix or "
+		       "unset it", v);
 		return -EINVAL;
 	}
 	ts_tcp_tab = calloc(65536, sizeof(*ts_tcp_tab));
@@ -1792,5 +1805,43 @@ void ts_tcp__fini(void)
  * are the parent's. New sockets of the child use the kernel. */
 void ts_tcp__after_fork_child(void)
 {
+	int fd, n = 0;
+
 	ts_tcp_on = 0;
+	tcp_forked = 1;
+	for (fd = 0; ts_tcp_tab && fd < 65536; fd++) {
+		struct ts_tcp *t = ts_tcp_tab[fd];
+		int sp[2], cloexec;
+
+		if (!t || t->state != T_LISTEN)
+			continue;
+		if (n++ < 4)
+			ts_log("fd %d is a listener the parent accelerates: its "
+			       "connections go to the parent, so accept in this "
+			       "child fails (EOPNOTSUPP); run a server that accepts "
+			       "in forked children with TICKSTACK_TCP=connect "
+			       "(listeners on the kernel)", fd);
+		/* This process's fd becomes a dead stream that poll, select
+		 * and epoll report readable, so that the child's accept runs
+		 * and fails at once; the kernel listener, shared with the
+		 * parent, is left alone. */
+		cloexec = fcntl(fd, F_GETFD);
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
+			continue;
+		ts_real_close(sp[1]);
+		if (sp[0] != fd)
+			syscall(SYS_dup3, sp[0], fd,
+				cloexec > 0 && (cloexec & FD_CLOEXEC) ? O_CLOEXEC : 0);
+		ts_real_close(sp[0]);
+	}
+}
+
+int ts_tcp__inherited_listener(int fd)
+{
+	struct ts_tcp *t;
+
+	if (!tcp_forked || !ts_tcp_tab || fd < 0 || fd >= 65536)
+		return 0;
+	t = ts_tcp_tab[fd];
+	return t && t->state == T_LISTEN;
 }

@@ -10,6 +10,9 @@
 struct ts_tcp;
 
 TS_HIDDEN extern int ts_tcp_on; /* TICKSTACK_TCP=1 and the tables exist */
+/* a forked child: fd is a listener its parent accelerated (the parent's
+ * lwIP gets its connections: accept here would wait forever) */
+TS_HIDDEN int ts_tcp__inherited_listener(int fd);
 TS_HIDDEN extern struct ts_tcp **ts_tcp_tab;
 
 /* The shadow of fd when it is an accelerated (or still undecided) stream

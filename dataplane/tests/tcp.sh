@@ -296,6 +296,34 @@ t_tcp_timeouts() { # keepalive, TCP_USER_TIMEOUT and TCP_SYNCNT against a silent
 	conns_through_xsk cli 3
 }
 
+t_tcp_prefork() { # a listener accepted on in a forked child: loud with TICKSTACK_TCP=1, on the kernel with =connect
+	# TICKSTACK_TCP=1: the parent's lwIP owns the listener's connections;
+	# the child's accept fails at once, with the fix named, never waits
+	ip netns exec "$NB" env TICKSTACK_TCP=1 $RUN timeout 30 python3 "$here/prefork.py" 12046 $IPB \
+		>"$TSDP_TMP/server.out" 2>&1 || { die "prefork (1): exit code $?"; return 1; }
+	grep -Eq 'child: accept E(OPNOTSUPP|NOTSUP)$' "$TSDP_TMP/server.out" &&
+		grep -q 'run a server that accepts in forked children with TICKSTACK_TCP=connect' "$TSDP_TMP/server.out" ||
+		{ die "prefork (1): the child's accept did not fail loudly"; return 1; }
+	# TICKSTACK_TCP=connect: the listener stays on the kernel (counted),
+	# the child accepts as on the kernel
+	ip netns exec "$NB" env TICKSTACK_TCP=connect TICKSTACK_STATS_FILE=$TSDP_TMP/stats-srv-%p.txt $RUN \
+		timeout 30 python3 "$here/prefork.py" 12047 $IPB >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12047 || { die "prefork (connect): server did not listen"; return 1; }
+	[ "$(ip netns exec "$NA" timeout 10 python3 -c "
+import socket; c = socket.create_connection(('$IPB', 12047), timeout=8); print(c.recv(8).decode())")" = hi ] ||
+		{ die "prefork (connect): no answer from the child"; return 1; }
+	wait_exit "$SRV" 20 && [ "$WAIT_RC" = 0 ] || { die "prefork (connect): server exit $WAIT_RC"; return 1; }
+	grep -q 'child: accepted' "$TSDP_TMP/server.out" || { die "prefork (connect): child did not accept"; return 1; }
+	cat "$TSDP_TMP"/stats-srv-*.txt | grep '^tcp ' | grep -q ' conns_kernel=1 ' ||
+		{ die "prefork (connect): the listener on the kernel was not counted"; return 1; }
+	# and a connect from a TICKSTACK_TCP=connect process is accelerated
+	rm -f "$TSDP_TMP"/stats-*
+	tcp_pp "$(kern $NB)" "$(accel $NA cli) --require env TICKSTACK_TCP=connect" 12048 64 || return 1
+	tcp_accel cli 1
+}
+
 t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
 	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 \
 		>"$TSDP_TMP/client.out" 2>&1
@@ -370,4 +398,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_require tcp_loss"
+TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_loss"
