@@ -1766,15 +1766,27 @@ static int closing_count(void)
 				n++;
 				break;
 			}
+	/* TIME_WAIT, recently entered or re-entered (lwIP restarts tmr on a
+	 * retransmitted FIN): our last ACK may have been lost, and the peer's
+	 * next FIN would find only the kernel, which resets it. Quiet means
+	 * twice our own RTO estimate, at least 400 ms, without a FIN. */
+	for (p = tcp_tw_pcbs; p; p = p->next) {
+		u32_t quiet = (u32_t)p->rto * 2;
+
+		if (quiet < 400 / (2 * TS_TCP_TMR_MS))
+			quiet = 400 / (2 * TS_TCP_TMR_MS);
+		n += (u32_t)(tcp_ticks - p->tmr) < quiet;
+	}
 	return n;
 }
 
 /* At exit: send a FIN on every open accelerated connection, then give the
- * closing ones up to 500 ms to finish their FIN exchange. On the kernel a
+ * closing ones up to 1.5 s to finish their FIN exchange. On the kernel a
  * process's exit leaves that to the kernel; here nothing answers for the
  * connection once the process is gone (the kernel then gets its segments
  * and resets them), so the library waits, driving the XSKs, until each
- * has reached TIME_WAIT or closed. */
+ * has closed, or reached TIME_WAIT and stayed there quiet long enough
+ * for a lost last ACK to have shown (see closing_count). */
 void ts_tcp__fini(void)
 {
 	uint64_t end;
@@ -1790,7 +1802,7 @@ void ts_tcp__fini(void)
 			tcp_shutdown(t->pcb, 0, 1);
 	}
 	ts_lwip__unlock();
-	end = ts_now_ns() + 500000000ull;
+	end = ts_now_ns() + 1500000000ull;
 	do {
 		ts_lwip__lock();
 		ts_stack__poll_all();
