@@ -25,6 +25,12 @@ struct ts_ep_member {
 	uint32_t events;
 	epoll_data_t data;
 	int disabled; /* EPOLLONESHOT fired */
+	/* EPOLLET: an edge is a datagram queued, or a send made, since the
+	 * last report (fresh: not reported since ADD or MOD, which report
+	 * what is ready, as the kernel's ep_insert/ep_modify do) */
+	int et_fresh;
+	uint32_t et_tail;
+	uint64_t et_tx;
 };
 
 struct ts_ep {
@@ -141,6 +147,7 @@ int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		e->m[i].events = ev->events;
 		e->m[i].data = ev->data;
 		e->m[i].disabled = 0;
+		e->m[i].et_fresh = 1;
 	}
 	if (!had && e->n)
 		__atomic_add_fetch(&ep_count, 1, __ATOMIC_ACQ_REL);
@@ -293,6 +300,20 @@ static int ep_check(struct ts_wait *w, int kernel)
 			ev |= EPOLLIN;
 		if (m->events & EPOLLOUT)
 			ev |= EPOLLOUT;
+		if (ev && (m->events & EPOLLET)) {
+			uint32_t tail = __atomic_load_n(&s->qtail, __ATOMIC_ACQUIRE);
+			uint64_t tx = s->stats->tx_accel + s->stats->tx_kernel;
+
+			if (!m->et_fresh && tail == m->et_tail)
+				ev &= ~(uint32_t)EPOLLIN;
+			if (!m->et_fresh && tx == m->et_tx)
+				ev &= ~(uint32_t)EPOLLOUT;
+			if (ev) {
+				m->et_fresh = 0;
+				m->et_tail = tail;
+				m->et_tx = tx;
+			}
+		}
 		if (ev)
 			out_add(ew, m, ev);
 	}

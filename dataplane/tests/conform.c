@@ -1,0 +1,580 @@
+// SPDX-License-Identifier: Apache-2.0
+/* conform.c - the conformance suite's programs (tests/conform.sh runs each
+ * case twice, on the kernel and through the stack, and diffs what it
+ * prints).
+ *
+ *   conform peer PORT              the kernel peer (other namespace): for
+ *                                  each request datagram on PORT it acts
+ *                                  and answers the request's source
+ *   conform CASE PEER-ADDR PORT    one case against the peer: prints a
+ *                                  transcript of everything observable
+ *
+ * Requests to the peer (ASCII, one datagram each):
+ *   "S count size tos delay_ms"   send count datagrams of size bytes
+ *                                 ("<seq>:" then 'x'), IP_TOS tos, the
+ *                                 first after delay_ms
+ *   "E..."                        echo this datagram back
+ *
+ * A transcript holds only what a program can observe and what must be the
+ * same on the kernel and through the stack: return values, errno names,
+ * payloads (as sequence numbers and lengths), flags, revents, epoll data,
+ * control messages. What legitimately differs is normalised where it is
+ * printed, and says so: a timestamp prints as "now" when it is within 1 s
+ * of the clock, an interface index as "ifindex of the link", the source
+ * port of the peer as "peer". Exit status 0; a broken case exits 1 and
+ * prints why (which also differs from nothing). */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct sockaddr_in peer;
+
+static void fail(const char *what)
+{
+	printf("BROKEN: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static const char *en(int e)
+{
+	switch (e) {
+	case 0: return "0";
+	case EAGAIN: return "EAGAIN";
+	case EINTR: return "EINTR";
+	case ENOTCONN: return "ENOTCONN";
+	case EMSGSIZE: return "EMSGSIZE";
+	case ECONNREFUSED: return "ECONNREFUSED";
+	case EINVAL: return "EINVAL";
+	case EBADF: return "EBADF";
+	case EDESTADDRREQ: return "EDESTADDRREQ";
+	default: return strerrorname_np(e) ? strerrorname_np(e) : "E?";
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int udp(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+
+	if (fd < 0)
+		fail("socket");
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)))
+		fail("bind");
+	return fd;
+}
+
+static void ask(int fd, int count, int size, int tos, int delay_ms)
+{
+	char req[64];
+	int n = snprintf(req, sizeof(req), "S %d %d %d %d", count, size, tos, delay_ms);
+
+	if (sendto(fd, req, (size_t)n, 0, (struct sockaddr *)&peer, sizeof(peer)) != n)
+		fail("sendto request");
+}
+
+/* "<seq>:" of a peer datagram, or -1 */
+static int seq_of(const char *b, ssize_t n)
+{
+	return n > 0 && b[0] >= '0' && b[0] <= '9' ? atoi(b) : -1;
+}
+
+static void print_cmsgs(struct msghdr *m)
+{
+	struct cmsghdr *c;
+
+	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+			char a[INET_ADDRSTRLEN], d[INET_ADDRSTRLEN];
+			char ifn[IF_NAMESIZE] = "?";
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			inet_ntop(AF_INET, &pi.ipi_addr, a, sizeof(a));
+			inet_ntop(AF_INET, &pi.ipi_spec_dst, d, sizeof(d));
+			if_indextoname((unsigned)pi.ipi_ifindex, ifn);
+			printf("  cmsg IP_PKTINFO ifindex %s addr %s spec_dst %s\n",
+			       strncmp(ifn, "tsdp", 4) ? ifn : "of the link", a, d);
+		} else if (c->cmsg_level == SOL_SOCKET &&
+			   c->cmsg_type == SO_TIMESTAMPNS) {
+			struct timespec ts;
+			double t;
+
+			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			t = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+			printf("  cmsg SO_TIMESTAMPNS %s\n",
+			       t <= now_s() && t > now_s() - 1 ? "now" : "WRONG");
+		} else if (c->cmsg_level == SOL_SOCKET &&
+			   c->cmsg_type == SO_TIMESTAMP) {
+			struct timeval tv;
+			double t;
+
+			memcpy(&tv, CMSG_DATA(c), sizeof(tv));
+			t = (double)tv.tv_sec + tv.tv_usec / 1e6;
+			printf("  cmsg SO_TIMESTAMP %s\n",
+			       t <= now_s() + 1e-6 && t > now_s() - 1 ? "now" : "WRONG");
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			printf("  cmsg IP_TOS %u\n", *(unsigned char *)CMSG_DATA(c));
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+			int ttl;
+
+			memcpy(&ttl, CMSG_DATA(c), sizeof(ttl));
+			printf("  cmsg IP_TTL %d\n", ttl);
+		} else {
+			printf("  cmsg level %d type %d\n", c->cmsg_level, c->cmsg_type);
+		}
+	}
+}
+
+/* ---- cases */
+
+/* blocking recvmsg with every receive option and a control buffer, before
+ * anything is queued (the first waits) and with datagrams queued */
+static void c_cmsg(void)
+{
+	int fd = udp(), one = 1, i;
+	char buf[2048], cb[512];
+
+	setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one));
+	ask(fd, 3, 200, 0x10, 100);
+	for (i = 0; i < 3; i++) {
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = cb, .msg_controllen = sizeof(cb) };
+		ssize_t n = recvmsg(fd, &m, 0);
+
+		printf("recvmsg %zd seq %d flags 0x%x\n", n, seq_of(buf, n), m.msg_flags);
+		print_cmsgs(&m);
+	}
+	/* SO_TIMESTAMP instead, and a control buffer too short for all */
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){ 0 }, sizeof(int));
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMP, &one, sizeof(one));
+	ask(fd, 1, 64, 0, 0);
+	{
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = cb, .msg_controllen = sizeof(cb) };
+		ssize_t n = recvmsg(fd, &m, 0);
+
+		printf("recvmsg %zd seq %d flags 0x%x\n", n, seq_of(buf, n), m.msg_flags);
+		print_cmsgs(&m);
+	}
+	ask(fd, 1, 64, 0, 0);
+	{
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = cb,
+				    .msg_controllen = CMSG_SPACE(sizeof(struct in_pktinfo)) };
+		ssize_t n = recvmsg(fd, &m, 0);
+
+		printf("short control: recvmsg %zd flags%s\n", n,
+		       m.msg_flags & MSG_CTRUNC ? " MSG_CTRUNC" : " none");
+		print_cmsgs(&m);
+	}
+}
+
+/* MSG_PEEK, MSG_TRUNC (both meanings), MSG_DONTWAIT, FIONREAD-free */
+static void c_flags(void)
+{
+	int fd = udp();
+	char buf[2048];
+	ssize_t n;
+	struct iovec iov = { buf, 50 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("empty MSG_DONTWAIT: %zd %s\n", n, n < 0 ? en(errno) : "");
+	ask(fd, 2, 100, 0, 0);
+	n = recv(fd, buf, 10, MSG_PEEK);
+	printf("MSG_PEEK 10: %zd seq %d\n", n, seq_of(buf, n));
+	n = recvmsg(fd, &m, MSG_PEEK);
+	printf("recvmsg MSG_PEEK into 50: %zd flags%s\n", n,
+	       m.msg_flags & MSG_TRUNC ? " MSG_TRUNC" : " none");
+	n = recv(fd, buf, 10, MSG_TRUNC);
+	printf("recv MSG_TRUNC into 10: %zd seq %d\n", n, seq_of(buf, n));
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("recv: %zd seq %d\n", n, seq_of(buf, n));
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("drained MSG_DONTWAIT: %zd %s\n", n, n < 0 ? en(errno) : "");
+}
+
+/* readv/writev/sendmsg with several iovecs, through the echo */
+static void c_iov(void)
+{
+	int fd = udp();
+	char a[] = "Ehello ", b[] = "multi ", c[] = "iovec", out[64] = { 0 };
+	char p1[4], p2[5], p3[64];
+	struct iovec w[3] = { { a, strlen(a) }, { b, strlen(b) }, { c, strlen(c) } };
+	struct iovec r[3] = { { p1, sizeof(p1) }, { p2, sizeof(p2) }, { p3, sizeof(p3) } };
+	struct msghdr m = { .msg_name = &peer, .msg_namelen = sizeof(peer),
+			    .msg_iov = w, .msg_iovlen = 3 };
+	ssize_t n;
+
+	if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)))
+		fail("connect");
+	n = writev(fd, w, 3);
+	printf("writev %zd\n", n);
+	memset(p3, 0, sizeof(p3));
+	n = readv(fd, r, 3);
+	printf("readv %zd: [%.4s] [%.5s] [%s]\n", n, p1, p2, p3);
+	m.msg_name = NULL;
+	m.msg_namelen = 0;
+	n = sendmsg(fd, &m, 0);
+	printf("sendmsg %zd\n", n);
+	n = read(fd, out, sizeof(out) - 1);
+	printf("read %zd: [%s]\n", n, out);
+}
+
+/* recvmmsg with MSG_WAITFORONE: every datagram once, in order (how many
+ * each call returns depends on timing and is not printed) */
+static void c_mmsg(void)
+{
+	int fd = udp(), got = 0, calls = 0, i, order = 1, last = -1;
+	char bufs[8][256];
+	struct iovec iov[8];
+	struct mmsghdr mm[8];
+
+	ask(fd, 20, 100, 0, 0);
+	while (got < 20 && calls < 100) {
+		int n;
+
+		for (i = 0; i < 8; i++) {
+			iov[i] = (struct iovec){ bufs[i], sizeof(bufs[i]) };
+			memset(&mm[i], 0, sizeof(mm[i]));
+			mm[i].msg_hdr.msg_iov = &iov[i];
+			mm[i].msg_hdr.msg_iovlen = 1;
+		}
+		n = recvmmsg(fd, mm, 8, MSG_WAITFORONE, NULL);
+		calls++;
+		if (n < 0) {
+			printf("recvmmsg: %s\n", en(errno));
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			int s = seq_of(bufs[i], (ssize_t)mm[i].msg_len);
+
+			order &= s == last + 1 && mm[i].msg_len == 100;
+			last = s;
+		}
+		got += n;
+	}
+	printf("recvmmsg: %d datagrams, %s\n", got, order ? "in order, each once" : "OUT OF ORDER");
+}
+
+/* SO_RCVTIMEO: a blocking receive gives up with EAGAIN */
+static void c_rcvtimeo(void)
+{
+	int fd = udp();
+	struct timeval tv = { 0, 200000 };
+	char buf[64];
+	double t0;
+	ssize_t n;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	t0 = now_s();
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("recv: %zd %s after %s\n", n, n < 0 ? en(errno) : "",
+	       now_s() - t0 >= 0.15 ? "the timeout" : "TOO EARLY");
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("recv: %zd seq %d\n", n, seq_of(buf, n));
+}
+
+static void on_alarm(int s)
+{
+	(void)s;
+}
+
+/* a signal during a blocking receive: EINTR without SA_RESTART, the call
+ * goes on with it; recv, recvfrom, recvmsg, read, poll, epoll_wait */
+static void c_eintr(void)
+{
+	struct itimerval it = { { 0, 0 }, { 0, 100000 } };
+	struct sigaction sa = { .sa_handler = on_alarm };
+	int fd = udp(), k, ep = epoll_create1(0);
+	const char *names[] = { "recv", "recvfrom", "recvmsg", "read", "poll", "epoll_wait" };
+	struct epoll_event ev = { .events = EPOLLIN };
+	char buf[256];
+
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	for (k = 0; k < 6; k++) {
+		int restart;
+
+		for (restart = 0; restart < 2; restart++) {
+			struct iovec iov = { buf, sizeof(buf) };
+			struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+			struct pollfd pf = { fd, POLLIN, 0 };
+			ssize_t n = 0;
+
+			sa.sa_flags = restart ? SA_RESTART : 0;
+			sigaction(SIGALRM, &sa, NULL);
+			/* with SA_RESTART the call resumes: a datagram 300 ms
+			 * later ends it (poll and epoll_wait never restart) */
+			if (restart)
+				ask(fd, 1, 32, 0, 300);
+			setitimer(ITIMER_REAL, &it, NULL);
+			switch (k) {
+			case 0: n = recv(fd, buf, sizeof(buf), 0); break;
+			case 1: n = recvfrom(fd, buf, sizeof(buf), 0, NULL, NULL); break;
+			case 2: n = recvmsg(fd, &m, 0); break;
+			case 3: n = read(fd, buf, sizeof(buf)); break;
+			case 4: n = poll(&pf, 1, 2000); break;
+			case 5: n = epoll_wait(ep, &ev, 1, 2000); break;
+			}
+			printf("%s %s: %zd %s\n", names[k], restart ? "SA_RESTART" : "no restart",
+			       n, n < 0 ? en(errno) : "");
+			/* poll and epoll_wait took no datagram: the one asked
+			 * for arrives later */
+			if (restart && k >= 4) {
+				n = recv(fd, buf, sizeof(buf), 0);
+				printf("  then recv: %zd\n", n);
+			}
+		}
+	}
+}
+
+/* connect, getpeername, connect(AF_UNSPEC), send without a destination */
+static void c_connect(void)
+{
+	int fd = udp();
+	struct sockaddr_in a;
+	struct sockaddr un = { .sa_family = AF_UNSPEC };
+	socklen_t l = sizeof(a);
+	char buf[64];
+	int r, k;
+
+	r = getpeername(fd, (struct sockaddr *)&a, &l);
+	printf("getpeername unconnected: %d %s\n", r, r ? en(errno) : "");
+	r = connect(fd, (struct sockaddr *)&peer, sizeof(peer));
+	l = sizeof(a);
+	memset(&a, 0, sizeof(a));
+	k = getpeername(fd, (struct sockaddr *)&a, &l);
+	printf("connect %d; getpeername %d port %s\n", r, k,
+	       a.sin_port == peer.sin_port ? "peer" : "OTHER");
+	printf("send %zd\n", send(fd, "Eping", 5, 0));
+	printf("recv %zd\n", recv(fd, buf, sizeof(buf), 0));
+	r = connect(fd, &un, sizeof(un));
+	l = sizeof(a);
+	k = getpeername(fd, (struct sockaddr *)&a, &l);
+	printf("connect AF_UNSPEC %d; getpeername %d %s\n", r, k, k ? en(errno) : "");
+	r = (int)send(fd, "Eping", 5, 0);
+	printf("send without a destination: %d %s\n", r, r < 0 ? en(errno) : "");
+	printf("sendto %zd\n", sendto(fd, "Epong", 5, 0, (struct sockaddr *)&peer, sizeof(peer)));
+	printf("recv %zd\n", recv(fd, buf, sizeof(buf), 0));
+}
+
+/* epoll: data kept, EPOLLET and EPOLLONESHOT semantics, a closed fd */
+static void c_epoll(void)
+{
+	int fd = udp(), ep = epoll_create1(0), n;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 0xfeed0001 };
+	struct epoll_event out[4];
+	char buf[256];
+
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	ask(fd, 1, 64, 0, 0);
+	n = epoll_wait(ep, out, 4, 2000);
+	printf("ET: %d event(s) data 0x%llx events 0x%x\n", n,
+	       n > 0 ? (unsigned long long)out[0].data.u64 : 0ull, n > 0 ? out[0].events : 0);
+	n = epoll_wait(ep, out, 4, 0);
+	printf("ET, unread, nothing new: %d\n", n);
+	ask(fd, 1, 64, 0, 0);
+	n = epoll_wait(ep, out, 4, 2000);
+	printf("ET, a second datagram: %d\n", n);
+	recv(fd, buf, sizeof(buf), 0);
+	n = epoll_wait(ep, out, 4, 0);
+	printf("ET after reading one of two: %d\n", n);
+	recv(fd, buf, sizeof(buf), 0);
+	ev.events = EPOLLIN | EPOLLONESHOT;
+	ev.data.u64 = 0xfeed0002;
+	epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+	ask(fd, 1, 64, 0, 0);
+	n = epoll_wait(ep, out, 4, 2000);
+	printf("ONESHOT: %d data 0x%llx\n", n, n > 0 ? (unsigned long long)out[0].data.u64 : 0ull);
+	recv(fd, buf, sizeof(buf), 0);
+	ask(fd, 1, 64, 0, 0);
+	n = epoll_wait(ep, out, 4, 300);
+	printf("ONESHOT disarmed: %d\n", n);
+	epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+	n = epoll_wait(ep, out, 4, 2000);
+	printf("re-armed: %d data 0x%llx\n", n, n > 0 ? (unsigned long long)out[0].data.u64 : 0ull);
+	close(fd);
+	n = epoll_wait(ep, out, 4, 100);
+	printf("after close: %d\n", n);
+}
+
+/* SO_RCVBUF: datagrams beyond the buffer are dropped, the rest kept in
+ * order, none twice (how many fit is the kernel's accounting: compared
+ * as "some, not all") */
+static void c_rcvbuf(void)
+{
+	int fd = udp(), sz = 4096, got = 0, order = 1, last = -1;
+	char buf[2048];
+	ssize_t n;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	ask(fd, 200, 1000, 0, 0);
+	/* the peer's last datagram has left it when this echo returns */
+	usleep(300000);
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
+		int s = seq_of(buf, n);
+
+		order &= s > last;
+		last = s;
+		got++;
+	}
+	printf("200 sent into a %d-byte buffer: %s received, %s\n", sz,
+	       got > 0 && got < 200 ? "some, not all," : got ? "ALL" : "NONE",
+	       order ? "in order, each once" : "OUT OF ORDER");
+}
+
+/* fork with a datagram queued: whoever reads first gets it, once; the
+ * socket keeps working in the parent after the child (which never execs)
+ * exits */
+static void c_fork(void)
+{
+	int fd = udp(), st;
+	char buf[256];
+	ssize_t n;
+	pid_t p;
+
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), MSG_PEEK);
+	printf("queued: %zd\n", n);
+	p = fork();
+	if (p == 0) {
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		printf("child: %zd %s\n", n, n < 0 ? en(errno) : "");
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(p, &st, 0);
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("parent after the child: %zd %s\n", n, n < 0 ? en(errno) : "");
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("parent, a new datagram: %zd seq %d\n", n, seq_of(buf, n));
+}
+
+/* dup2 over an accelerated fd, close_range, the fd number reused */
+static void c_fds(void)
+{
+	int fd = udp(), fd2 = udp(), r;
+	char buf[256];
+	ssize_t n;
+
+	r = dup2(fd, 100);
+	close(fd);
+	ask(100, 1, 64, 0, 0);
+	n = recv(100, buf, sizeof(buf), 0);
+	printf("dup2 then close: %d, recv on the copy %zd\n", r, n);
+	r = dup2(fd2, 100); /* over the accelerated copy */
+	ask(100, 1, 64, 0, 0);
+	n = recv(100, buf, sizeof(buf), 0);
+	printf("dup2 over it: %d, recv %zd seq %d\n", r, n, seq_of(buf, n));
+	r = close_range(100, 100, 0);
+	n = recv(100, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("close_range %d; recv %zd %s\n", r, n, n < 0 ? en(errno) : "");
+	fd = udp();
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("a new socket: recv %zd seq %d\n", n, seq_of(buf, n));
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; void (*fn)(void); } cases[] = {
+		{ "cmsg", c_cmsg },       { "flags", c_flags },
+		{ "iov", c_iov },         { "mmsg", c_mmsg },
+		{ "rcvtimeo", c_rcvtimeo }, { "eintr", c_eintr },
+		{ "connect", c_connect }, { "epoll", c_epoll },
+		{ "rcvbuf", c_rcvbuf },   { "fork", c_fork },
+		{ "fds", c_fds },
+	};
+	unsigned i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "peer")) {
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_port = htons((uint16_t)atoi(argv[2])) };
+		char b[2048];
+
+		if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)))
+			fail("peer bind");
+		for (;;) {
+			struct sockaddr_in src;
+			socklen_t sl = sizeof(src);
+			ssize_t n = recvfrom(fd, b, sizeof(b) - 1, 0, (struct sockaddr *)&src, &sl);
+			int count, size, tos, delay, k;
+
+			if (n <= 0)
+				continue;
+			b[n] = 0;
+			if (b[0] == 'E') {
+				sendto(fd, b, (size_t)n, 0, (struct sockaddr *)&src, sl);
+				continue;
+			}
+			if (sscanf(b, "S %d %d %d %d", &count, &size, &tos, &delay) != 4 ||
+			    size < 8 || size > 1472)
+				continue;
+			if (delay)
+				usleep((useconds_t)delay * 1000);
+			setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+			for (k = 0; k < count; k++) {
+				char d[1472];
+
+				memset(d, 'x', (size_t)size);
+				snprintf(d, 12, "%d:", k);
+				d[strlen(d)] = 'x';
+				sendto(fd, d, (size_t)size, 0, (struct sockaddr *)&src, sl);
+			}
+		}
+	}
+	if (argc != 4) {
+		fprintf(stderr, "usage: conform peer PORT | conform CASE PEER-ADDR PORT\n");
+		return 2;
+	}
+	peer.sin_family = AF_INET;
+	peer.sin_port = htons((uint16_t)atoi(argv[3]));
+	if (inet_pton(AF_INET, argv[2], &peer.sin_addr) != 1)
+		return 2;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (!strcmp(argv[1], cases[i].name)) {
+			cases[i].fn();
+			return 0;
+		}
+	if (!strcmp(argv[1], "list")) {
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			printf("%s\n", cases[i].name);
+		return 0;
+	}
+	fprintf(stderr, "conform: no case %s\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# tests/conform.sh - the conformance suite: each case of tests/conform.c
+# runs twice against the same kernel peer in another namespace, first on
+# the kernel, then through the stack (tickstack-run -p latency --require),
+# and the two transcripts must be identical. Equality through the kernel
+# proves nothing, so each case also names the path the stack must take:
+#   accel          the process received datagrams through the XSK
+#                  (stats: rx_accel > 0 on the case's socket)
+#   kernel:FIELD   it left its socket on the kernel, counted (FIELD > 0)
+# tests/conform/xfail lists the known differences, one "CASE reason" a
+# line: such a case's diff is printed and it must still differ (the list
+# only shrinks: a case that now passes fails the run until it is removed).
+# What the transcripts normalise (and only that) is described at the top
+# of tests/conform.c: timestamps, interface indexes, the peer's port.
+# Usage: tests/conform.sh [CASE...]   (default: all). Needs root.
+# CONFORM_KEEP=DIR keeps every transcript (CASE.kernel, CASE.stack) there.
+# Outside CI a missing requirement skips; with CI=true it fails.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+B=$top/build
+. "$here/lib.sh"
+trap tsdp_cleanup EXIT
+trap 'exit 130' INT TERM
+
+skip() {
+	if [ "${CI:-}" = true ]; then
+		echo "conform: FAIL: $*" >&2
+		exit 1
+	fi
+	echo "conform: SKIP: $*" >&2
+	exit 0
+}
+[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, XDP)"
+for f in libtickstack.so tickstack-run conform; do
+	[ -e "$B/$f" ] || skip "$B/$f missing: run make -C dataplane all build/conform"
+done
+
+# CASE PATH
+CASES="cmsg accel
+flags accel
+iov accel
+mmsg accel
+rcvtimeo accel
+eintr accel
+connect accel
+epoll accel
+rcvbuf accel
+fork accel
+fds accel"
+
+declare -A XFAIL=()
+while read -r c why; do
+	[ -n "$c" ] && [ "${c#\#}" = "$c" ] && XFAIL[$c]=$why
+done <"$here/conform/xfail"
+
+tsdp_ns NA a
+tsdp_ns NB b
+tsdp_pair "$NA" "$NB" 198.18.12
+IPB=198.18.12.2
+PORT=12100
+# static neighbours: the first datagram of a flow never waits for ARP
+macb=$(ip -n "$NB" -br link | awk '/^tsdp/ {print $3}')
+maca=$(ip -n "$NA" -br link | awk '/^tsdp/ {print $3}')
+ip -n "$NA" neigh replace $IPB lladdr "$macb" dev "$(ip -n "$NA" -br link | awk '/^tsdp/ {print $1}' | cut -d@ -f1)" nud permanent
+ip -n "$NB" neigh replace 198.18.12.1 lladdr "$maca" dev "$(ip -n "$NB" -br link | awk '/^tsdp/ {print $1}' | cut -d@ -f1)" nud permanent
+ip netns exec "$NB" "$B/conform" peer $PORT >"$TSDP_TMP/peer.out" 2>&1 &
+TSDP_PIDS+=("$!")
+disown
+wait_for 10 udp_listening "$NB" $PORT || { echo "conform: the peer did not start" >&2; exit 1; }
+
+want=("$@")
+passed=0 failed=0 xfailed=0
+fails=()
+while read -r c path; do
+	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$c"; then
+		continue
+	fi
+	k=$TSDP_TMP/$c.kernel s=$TSDP_TMP/$c.stack
+	rm -f "$TSDP_TMP"/stats-*
+	ip netns exec "$NA" timeout 60 "$B/conform" "$c" $IPB $PORT >"$k" 2>&1
+	echo "exit $?" >>"$k"
+	ip netns exec "$NA" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" timeout 60 \
+		"$B/tickstack-run" -p latency --require "$B/conform" "$c" $IPB $PORT >"$s" 2>&1
+	echo "exit $?" >>"$s"
+	[ -n "${CONFORM_KEEP:-}" ] && mkdir -p "$CONFORM_KEEP" && cp "$k" "$s" "$CONFORM_KEEP/"
+	why=""
+	if ! cmp -s "$k" "$s"; then
+		why="differs from the kernel"
+	else
+		case $path in
+		accel)
+			n=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | grep '^sock ' | tr ' ' '\n' |
+				grep '^rx_accel=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+			[ "$n" -gt 0 ] || why="equal, but nothing came through the XSK (rx_accel=0)"
+			;;
+		kernel:*)
+			n=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | tr ' ' '\n' | grep "^${path#kernel:}=" |
+				cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+			[ "$n" -gt 0 ] || why="equal, but the fallback was not counted (${path#kernel:}=0)"
+			;;
+		esac
+	fi
+	if [ -n "${XFAIL[$c]:-}" ]; then
+		if [ -n "$why" ]; then
+			echo "conform: XFAIL $c (${XFAIL[$c]})"
+			diff "$k" "$s" | sed 's/^/    /'
+			xfailed=$((xfailed + 1))
+		else
+			echo "conform: FAIL $c: listed in tests/conform/xfail but now passes: remove it from the list" >&2
+			failed=$((failed + 1))
+			fails+=("$c")
+		fi
+	elif [ -n "$why" ]; then
+		echo "conform: FAIL $c: $why" >&2
+		diff "$k" "$s" | sed 's/^/    /' >&2
+		failed=$((failed + 1))
+		fails+=("$c")
+	else
+		echo "conform: PASS $c ($(grep -vc '^exit' "$k") lines)"
+		passed=$((passed + 1))
+	fi
+done <<<"$CASES"
+echo "conform: $passed passed, $xfailed known differences, $failed failed ${fails[*]:-}"
+[ "$failed" = 0 ]
