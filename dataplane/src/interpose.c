@@ -144,8 +144,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	__atomic_add_fetch(&sig_gen, 1, __ATOMIC_RELEASE);
 	if (!(a->sa_flags & SA_RESTART))
 		__atomic_add_fetch(&sig_norestart_gen, 1, __ATOMIC_RELEASE);
-	if (ts_sig_efd >= 0)
-		(void)!ts_real_write(ts_sig_efd, &one, sizeof(one));
+	(void)one;
+	ts_wait__wake_sleepers();
 	errno = saved;
 	if (a->sa_flags & SA_SIGINFO) {
 		if (a->sa_sigaction)
@@ -1101,6 +1101,7 @@ static void atfork_child(void)
 	ts_ep__after_fork_child();
 	ts_ctl__after_fork_child();
 	ts_tcp__after_fork_child();
+	ts_wait__after_fork_child();
 	if (old != ts_stats)
 		munmap(old, sizeof(*old));
 	ts_in_lib--;

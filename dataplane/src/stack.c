@@ -1042,6 +1042,8 @@ int ts_stack__poll(struct ts_stack *st, int wait)
 		return -1;
 	got = stack__poll_rx_locked(st, &k);
 	pthread_mutex_unlock(&st->lock);
+	if (got > 0) /* maybe into the queue of a thread asleep elsewhere */
+		ts_wait__wake_sleepers();
 	if (k)
 		kick(st);
 	ts_tcp__input_drain(); /* TCP segments queued above, into lwIP */

@@ -75,10 +75,7 @@ void ts_lwip__unlock(void)
 
 void ts_lwip__wake(void)
 {
-	uint64_t one = 1;
-
-	if (ts_sig_efd >= 0)
-		(void)!ts_real_write(ts_sig_efd, &one, sizeof(one));
+	ts_wait__wake_sleepers();
 }
 
 /* ------------------------------------------------------------------ */

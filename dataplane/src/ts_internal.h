@@ -415,6 +415,9 @@ struct ts_wait {
 /* The check's result, 0 on timeout, -1 with errno EINTR. */
 TS_HIDDEN int ts_wait(struct ts_wait *w);
 TS_HIDDEN void ts_wait__efd_drain(void);
+/* a deliverer filled a socket's queue: wake the library's sleepers */
+TS_HIDDEN void ts_wait__wake_sleepers(void);
+TS_HIDDEN void ts_wait__after_fork_child(void);
 /* threads asleep in the library (ppoll): another thread that changed
  * what they may wait for (TCP) writes the signal eventfd when non zero */
 TS_HIDDEN extern int ts_wait_sleepers;

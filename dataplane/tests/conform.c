@@ -507,6 +507,30 @@ static void c_fds(void)
 	printf("a new socket: recv %zd seq %d\n", n, seq_of(buf, n));
 }
 
+/* blocking receives that sleep (the default profile spins briefly) while
+ * another thread of the library (the TCP timer thread with TICKSTACK_TCP=1
+ * drains the XSKs) may deliver their datagrams: every receive returns its
+ * datagram, none waits for SO_RCVTIMEO */
+static void c_wakeup(void)
+{
+	int fd = udp(), i, ok = 0, late = 0;
+	struct timeval tv = { 2, 0 };
+	char buf[256];
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	for (i = 0; i < 400; i++) {
+		ssize_t n;
+
+		ask(fd, 1, 64, 0, i % 7);
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n == 64)
+			ok++;
+		else
+			late++;
+	}
+	printf("400 receives: %d returned their datagram, %d timed out\n", ok, late);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -515,7 +539,7 @@ int main(int argc, char **argv)
 		{ "rcvtimeo", c_rcvtimeo }, { "eintr", c_eintr },
 		{ "connect", c_connect }, { "epoll", c_epoll },
 		{ "rcvbuf", c_rcvbuf },   { "fork", c_fork },
-		{ "fds", c_fds },
+		{ "fds", c_fds },         { "wakeup", c_wakeup },
 	};
 	unsigned i;
 

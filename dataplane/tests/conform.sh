@@ -37,7 +37,8 @@ for f in libtickstack.so tickstack-run conform; do
 	[ -e "$B/$f" ] || skip "$B/$f missing: run make -C dataplane all build/conform"
 done
 
-# CASE PATH
+# CASE PATH [PROFILE [VAR=VALUE...]]  (the stack run's tickstack-run profile,
+# default latency, and its extra environment)
 CASES="cmsg accel
 flags accel
 iov accel
@@ -48,7 +49,8 @@ connect accel
 epoll accel
 rcvbuf accel
 fork accel
-fds accel"
+fds accel
+wakeup accel default TICKSTACK_TCP=1"
 
 declare -A XFAIL=()
 while read -r c why; do
@@ -73,7 +75,7 @@ wait_for 10 udp_listening "$NB" $PORT || { echo "conform: the peer did not start
 want=("$@")
 passed=0 failed=0 xfailed=0
 fails=()
-while read -r c path; do
+while read -r c path prof extra; do
 	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$c"; then
 		continue
 	fi
@@ -81,8 +83,8 @@ while read -r c path; do
 	rm -f "$TSDP_TMP"/stats-*
 	ip netns exec "$NA" timeout 60 "$B/conform" "$c" $IPB $PORT >"$k" 2>&1
 	echo "exit $?" >>"$k"
-	ip netns exec "$NA" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" timeout 60 \
-		"$B/tickstack-run" -p latency --require "$B/conform" "$c" $IPB $PORT >"$s" 2>&1
+	ip netns exec "$NA" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" $extra timeout 60 \
+		"$B/tickstack-run" -p "${prof:-latency}" --require "$B/conform" "$c" $IPB $PORT >"$s" 2>&1
 	echo "exit $?" >>"$s"
 	[ -n "${CONFORM_KEEP:-}" ] && mkdir -p "$CONFORM_KEEP" && cp "$k" "$s" "$CONFORM_KEEP/"
 	why=""
