@@ -1,0 +1,98 @@
+# tests/t2t.sh - the tick-to-trade rig's cases of the harness (sourced by
+# harness.sh, which provides new_pair, accel, kern, taccel, die, log,
+# wait_for, stat_sum and the cleanup). The publisher and the exchange
+# simulator sit in NA, the strategy in NB; the feed is UDP multicast over
+# the veth pair (a route for 224.0.0.0/4 in NA), the order leg a FIX 4.4
+# session over TCP. Each case checks exact counts: every tick the publisher
+# sent was received in sequence, every BUY was filled and closed by a SELL,
+# the exchange saw every order and both ends' FIX sequence numbers came in
+# order; and the path each leg took, from the stack's statistics files.
+
+T2T_GRP=239.198.18.17
+T2T_RATE=${T2T_RATE:-10000}
+T2T_SECONDS=${T2T_SECONDS:-2}
+T2T_EVERY=${T2T_EVERY:-100}
+
+for f in t2t-pub t2t-strategy t2t-exchange; do
+	[ -e "$B/$f" ] || fail_or_skip "$B/$f missing: run make -C dataplane t2t"
+done
+
+# jget FILE EXPR: a value of the one-line JSON in FILE (python3 expression
+# on j)
+jget() {
+	python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# t2t_run PUB-PREFIX STRATEGY-PREFIX EXCHANGE-PREFIX: one run at T2T_RATE,
+# the exact counts checked
+t2t_run() {
+	local pub=$1 strat=$2 exch=$3 ex st sent buys
+	ip -n "$NA" route add 224.0.0.0/4 dev "$(ip -n "$NA" -o link show type veth | awk -F': ' '{print $2}' | cut -d@ -f1)"
+	$exch timeout 120 $B/t2t-exchange --timeout 100 12017 >"$TSDP_TMP/exchange.json" 2>"$TSDP_TMP/exchange.out" &
+	ex=$!
+	TSDP_PIDS+=("$ex")
+	wait_for 10 tcp_listening "$NA" 12017 || { die "exchange did not listen"; return 1; }
+	$strat timeout 120 $B/t2t-strategy --every "$T2T_EVERY" --if $IPB --idle 20 \
+		$T2T_GRP 12018 198.18.10.1 12017 >"$TSDP_TMP/strategy.json" 2>"$TSDP_TMP/strategy.out" &
+	st=$!
+	TSDP_PIDS+=("$st")
+	wait_for 30 grep -q "logged on, subscribed" "$TSDP_TMP/strategy.out" || { die "strategy did not log on"; return 1; }
+	wait_for 5 sh -c "ip netns exec $NB ip maddr show | grep -q $T2T_GRP" || { die "no IGMP join in NB"; return 1; }
+	$pub timeout 60 $B/t2t-pub --rate "$T2T_RATE" --seconds "$T2T_SECONDS" --if 198.18.10.1 \
+		$T2T_GRP 12018 >"$TSDP_TMP/pub.json" 2>"$TSDP_TMP/pub.out" || { die "publisher: exit code $?"; return 1; }
+	wait_exit "$st" 60 || { die "strategy did not finish"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "strategy: exit code $WAIT_RC (something unaccounted for)"; return 1; }
+	wait_exit "$ex" 30 || { die "exchange did not finish"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "exchange: exit code $WAIT_RC"; return 1; }
+	cat "$TSDP_TMP/strategy.out"
+	sent=$(jget "$TSDP_TMP/pub.json" 'j["sent"]')
+	buys=$((sent / T2T_EVERY))
+	[ "$sent" -ge $((T2T_RATE * T2T_SECONDS * 9 / 10)) ] || { die "publisher sent only $sent"; return 1; }
+	[ "$(jget "$TSDP_TMP/strategy.json" 'j["ticks"]["sent"], j["ticks"]["received"], j["ticks"]["lost"], j["ticks"]["out_of_sequence"]')" = "($sent, $sent, 0, 0)" ] ||
+		{ die "ticks: published $sent, strategy saw $(jget "$TSDP_TMP/strategy.json" 'j["ticks"]')"; return 1; }
+	[ "$(jget "$TSDP_TMP/strategy.json" 'j["orders"]["buy"], j["orders"]["sell"], j["orders"]["unfilled"], j["latency_ns"]["tick_to_trade"]["count"]')" = "($buys, $buys, 0, $buys)" ] ||
+		{ die "orders: want $buys BUY and SELL filled, got $(jget "$TSDP_TMP/strategy.json" 'j["orders"]')"; return 1; }
+	[ "$(jget "$TSDP_TMP/strategy.json" 'j["fix"]')" = "{'seq_errors': 0, 'recovery': 0, 'bad_reports': 0, 'send_errors': 0}" ] ||
+		{ die "strategy's FIX session: $(jget "$TSDP_TMP/strategy.json" 'j["fix"]')"; return 1; }
+	[ "$(jget "$TSDP_TMP/exchange.json" 'j["orders"], j["buy"], j["sell"], j["fix_seq_errors"], j["fix_recovery"]')" = "($((2 * buys)), $buys, $buys, 0, 0)" ] ||
+		{ die "exchange: $(cat "$TSDP_TMP/exchange.json")"; return 1; }
+	log "$CUR: $sent ticks, $buys BUY + $buys SELL filled, tick-to-trade median $(jget "$TSDP_TMP/strategy.json" 'j["latency_ns"]["tick_to_trade"]["median"] / 1000') us"
+}
+
+# t2t_paths: which path each leg took, from the stats files (market data:
+# the strategy's UDP receive and the publisher's send; orders: the FIX
+# connections of the strategy and the exchange); sets T2T_MD and T2T_ORD
+t2t_paths() {
+	local conns
+	T2T_MD="kernel"
+	T2T_ORD="kernel"
+	if ls "$TSDP_TMP"/stats-strat-*.txt >/dev/null 2>&1; then
+		[ "$(stat_sum "$TSDP_TMP/stats-strat-*.txt" rx_accel)" -gt 0 ] && T2T_MD="bypass"
+		conns=$(cat "$TSDP_TMP"/stats-strat-*.txt | grep '^tcp ' | tr ' ' '\n' | grep '^conns_accel=' |
+			cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+		[ "$conns" -gt 0 ] && T2T_ORD="bypass"
+	fi
+	log "$CUR: market data took the $T2T_MD path, orders the $T2T_ORD path"
+}
+
+t_t2t_kernel() {
+	t2t_run "$(kern $NA)" "$(kern $NB)" "$(kern $NA)" || return 1
+	t2t_paths
+	[ "$T2T_MD/$T2T_ORD" = kernel/kernel ] || { die "the kernel run took $T2T_MD/$T2T_ORD"; return 1; }
+}
+
+t_t2t_bypass() { # both legs through the stack (TICKSTACK_TCP=1 for the FIX session)
+	local sent
+	t2t_run "$(accel $NA pub)" "$(taccel $NB strat)" "$(taccel $NA exch)" || return 1
+	t2t_paths
+	[ "$T2T_MD/$T2T_ORD" = bypass/bypass ] || { die "the bypass run took $T2T_MD/$T2T_ORD"; return 1; }
+	sent=$(jget "$TSDP_TMP/pub.json" 'j["sent"]')
+	# every tick came through the XSK, and the publisher sent through it
+	[ "$(stat_sum "$TSDP_TMP/stats-strat-*.txt" rx_accel)" -ge "$sent" ] ||
+		{ die "strategy: rx_accel $(stat_sum "$TSDP_TMP/stats-strat-*.txt" rx_accel) of $sent ticks"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-pub-*.txt" tx_accel)" -ge "$sent" ] ||
+		{ die "publisher: tx_accel $(stat_sum "$TSDP_TMP/stats-pub-*.txt" tx_accel) of $sent ticks"; return 1; }
+	tcp_accel strat 1 && tcp_accel exch 1 && kernel_silent "$NB"
+}
+
+T2T_ALL="t2t_kernel t2t_bypass"
