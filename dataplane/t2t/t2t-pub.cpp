@@ -130,8 +130,12 @@ int main(int argc, char **argv)
 		std::perror("t2t-pub: socket");
 		return 1;
 	}
-	unsigned char t = (unsigned char)ttl;
+	unsigned char t = (unsigned char)ttl, loop = 0;
 	setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &t, sizeof(t));
+	// no copy to this namespace's own members: the subscribers are
+	// elsewhere, and a looped copy only the kernel can give (the stack
+	// sends such datagrams through the kernel)
+	setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof(loop));
 	if (ifaddr) {
 		struct in_addr a;
 		if (inet_pton(AF_INET, ifaddr, &a) != 1)

@@ -1,9 +1,10 @@
 # tests/t2t.sh - the tick-to-trade rig's cases of the harness (sourced by
-# harness.sh, which provides new_pair, accel, kern, taccel, die, log,
-# wait_for, stat_sum and the cleanup). The publisher and the exchange
-# simulator sit in NA, the strategy in NB; the feed is UDP multicast over
-# the veth pair (a route for 224.0.0.0/4 in NA), the order leg a FIX 4.4
-# session over TCP. Each case checks exact counts: every tick the publisher
+# harness.sh, which provides accel, kern, taccel, die, log, wait_for,
+# stat_sum and the cleanup). Publisher, strategy and exchange simulator
+# each have a namespace (one XSK queue per interface: one accelerated
+# process per namespace), joined by a bridge in a fourth, as a switch
+# would; the feed is UDP multicast (a route for 224.0.0.0/4 in the
+# publisher's namespace), the order leg a FIX 4.4 session over TCP. Each case checks exact counts: every tick the publisher
 # sent was received in sequence, every BUY was filled and closed by a SELL,
 # the exchange saw every order and both ends' FIX sequence numbers came in
 # order; and the path each leg took, from the stack's statistics files.
@@ -23,22 +24,40 @@ jget() {
 	python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
+# t2t_topology: namespaces NP (publisher, 198.18.21.1), NB (strategy,
+# .2), NX (exchange, .3) on a bridge in NBR
+t2t_topology() {
+	local n i=1
+	rm -f "$TSDP_TMP"/*.out "$TSDP_TMP"/*.json "$TSDP_TMP"/stats-*
+	tsdp_ns NP p; tsdp_ns NB s; tsdp_ns NX x; tsdp_ns NBR br
+	ip -n "$NBR" link add "tsdp${TSDP_ID}br" type bridge mcast_snooping 0
+	ip -n "$NBR" link set "tsdp${TSDP_ID}br" up
+	for n in "$NP" "$NB" "$NX"; do
+		ip link add "tsdp${TSDP_ID}t$i" netns "$n" type veth peer name "tsdp${TSDP_ID}u$i" netns "$NBR"
+		ip -n "$n" addr add "198.18.21.$i/24" dev "tsdp${TSDP_ID}t$i"
+		ip -n "$n" link set "tsdp${TSDP_ID}t$i" up
+		ip -n "$NBR" link set "tsdp${TSDP_ID}u$i" master "tsdp${TSDP_ID}br" up
+		i=$((i + 1))
+	done
+	ip -n "$NP" route add 224.0.0.0/4 dev "tsdp${TSDP_ID}t1"
+	IPB=198.18.21.2
+}
+
 # t2t_run PUB-PREFIX STRATEGY-PREFIX EXCHANGE-PREFIX: one run at T2T_RATE,
 # the exact counts checked
 t2t_run() {
 	local pub=$1 strat=$2 exch=$3 ex st sent buys
-	ip -n "$NA" route add 224.0.0.0/4 dev "$(ip -n "$NA" -o link show type veth | awk -F': ' '{print $2}' | cut -d@ -f1)"
 	$exch timeout 120 $B/t2t-exchange --timeout 100 12017 >"$TSDP_TMP/exchange.json" 2>"$TSDP_TMP/exchange.out" &
 	ex=$!
 	TSDP_PIDS+=("$ex")
-	wait_for 10 tcp_listening "$NA" 12017 || { die "exchange did not listen"; return 1; }
+	wait_for 10 tcp_listening "$NX" 12017 || { die "exchange did not listen"; return 1; }
 	$strat timeout 120 $B/t2t-strategy --every "$T2T_EVERY" --if $IPB --idle 20 \
-		$T2T_GRP 12018 198.18.10.1 12017 >"$TSDP_TMP/strategy.json" 2>"$TSDP_TMP/strategy.out" &
+		$T2T_GRP 12018 198.18.21.3 12017 >"$TSDP_TMP/strategy.json" 2>"$TSDP_TMP/strategy.out" &
 	st=$!
 	TSDP_PIDS+=("$st")
 	wait_for 30 grep -q "logged on, subscribed" "$TSDP_TMP/strategy.out" || { die "strategy did not log on"; return 1; }
 	wait_for 5 sh -c "ip netns exec $NB ip maddr show | grep -q $T2T_GRP" || { die "no IGMP join in NB"; return 1; }
-	$pub timeout 60 $B/t2t-pub --rate "$T2T_RATE" --seconds "$T2T_SECONDS" --if 198.18.10.1 \
+	$pub timeout 60 $B/t2t-pub --rate "$T2T_RATE" --seconds "$T2T_SECONDS" --if 198.18.21.1 \
 		$T2T_GRP 12018 >"$TSDP_TMP/pub.json" 2>"$TSDP_TMP/pub.out" || { die "publisher: exit code $?"; return 1; }
 	wait_exit "$st" 60 || { die "strategy did not finish"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "strategy: exit code $WAIT_RC (something unaccounted for)"; return 1; }
@@ -76,14 +95,18 @@ t2t_paths() {
 }
 
 t_t2t_kernel() {
-	t2t_run "$(kern $NA)" "$(kern $NB)" "$(kern $NA)" || return 1
+	t2t_topology
+	t2t_run "$(kern $NP)" "$(kern $NB)" "$(kern $NX)" || return 1
 	t2t_paths
 	[ "$T2T_MD/$T2T_ORD" = kernel/kernel ] || { die "the kernel run took $T2T_MD/$T2T_ORD"; return 1; }
 }
 
 t_t2t_bypass() { # both legs through the stack (TICKSTACK_TCP=1 for the FIX session)
 	local sent
-	t2t_run "$(accel $NA pub)" "$(taccel $NB strat)" "$(taccel $NA exch)" || return 1
+	# correctness, not speed: three processes on two CPUs, none spins
+	local PROFILE=default
+	t2t_topology
+	t2t_run "$(accel $NP pub)" "$(taccel $NB strat)" "$(taccel $NX exch)" || return 1
 	t2t_paths
 	[ "$T2T_MD/$T2T_ORD" = bypass/bypass ] || { die "the bypass run took $T2T_MD/$T2T_ORD"; return 1; }
 	sent=$(jget "$TSDP_TMP/pub.json" 'j["sent"]')
@@ -92,7 +115,7 @@ t_t2t_bypass() { # both legs through the stack (TICKSTACK_TCP=1 for the FIX sess
 		{ die "strategy: rx_accel $(stat_sum "$TSDP_TMP/stats-strat-*.txt" rx_accel) of $sent ticks"; return 1; }
 	[ "$(stat_sum "$TSDP_TMP/stats-pub-*.txt" tx_accel)" -ge "$sent" ] ||
 		{ die "publisher: tx_accel $(stat_sum "$TSDP_TMP/stats-pub-*.txt" tx_accel) of $sent ticks"; return 1; }
-	tcp_accel strat 1 && tcp_accel exch 1 && kernel_silent "$NB"
+	tcp_accel strat 1 && tcp_accel exch 1 && kernel_silent "$NB" "$NX"
 }
 
 T2T_ALL="t2t_kernel t2t_bypass"
