@@ -28,8 +28,8 @@ fail_or_skip() {
 for t in sockperf ip ss taskset setpriv python3; do
 	command -v $t >/dev/null || fail_or_skip "$t not installed (hack/install-deps.sh)"
 done
-for f in libtickstack.so tickstack-run tickstack-stats tickstack-xdpd udpcheck tcpcheck fixcheck; do
-	[ -e "$B/$f" ] || fail_or_skip "$B/$f missing: run make -C dataplane all build/udpcheck build/tcpcheck build/fixcheck"
+for f in libtickstack.so tickstack-run tickstack-stats tickstack-xdpd udpcheck tcpcheck fixcheck t2t-pub t2t-strategy t2t-exchange; do
+	[ -e "$B/$f" ] || fail_or_skip "$B/$f missing: run make -C dataplane all t2t build/udpcheck build/tcpcheck build/fixcheck"
 done
 
 RUN=$B/tickstack-run

@@ -14,10 +14,6 @@ T2T_RATE=${T2T_RATE:-10000}
 T2T_SECONDS=${T2T_SECONDS:-2}
 T2T_EVERY=${T2T_EVERY:-100}
 
-for f in t2t-pub t2t-strategy t2t-exchange; do
-	[ -e "$B/$f" ] || fail_or_skip "$B/$f missing: run make -C dataplane t2t"
-done
-
 # jget FILE EXPR: a value of the one-line JSON in FILE (python3 expression
 # on j)
 jget() {
