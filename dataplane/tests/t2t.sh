@@ -13,6 +13,11 @@ T2T_GRP=239.198.18.17
 T2T_RATE=${T2T_RATE:-10000}
 T2T_SECONDS=${T2T_SECONDS:-2}
 T2T_EVERY=${T2T_EVERY:-100}
+# T2T_KEEP=DIR keeps each run's JSON lines there (<case>-pub.json,
+# -strategy.json, -exchange.json)
+T2T_KEEP=${T2T_KEEP:-}
+# the strategy's SO_RCVTIMEO: it gives up after this long without a tick
+T2T_IDLE=${T2T_IDLE:-20}
 
 # jget FILE EXPR: a value of the one-line JSON in FILE (python3 expression
 # on j)
@@ -47,7 +52,7 @@ t2t_run() {
 	ex=$!
 	TSDP_PIDS+=("$ex")
 	wait_for 10 tcp_listening "$NX" 12017 || { die "exchange did not listen"; return 1; }
-	$strat timeout 120 $B/t2t-strategy --every "$T2T_EVERY" --if $IPB --idle 20 \
+	$strat timeout 120 $B/t2t-strategy --every "$T2T_EVERY" --if $IPB --idle "$T2T_IDLE" \
 		$T2T_GRP 12018 198.18.21.3 12017 >"$TSDP_TMP/strategy.json" 2>"$TSDP_TMP/strategy.out" &
 	st=$!
 	TSDP_PIDS+=("$st")
@@ -60,6 +65,9 @@ t2t_run() {
 	wait_exit "$ex" 30 || { die "exchange did not finish"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "exchange: exit code $WAIT_RC"; return 1; }
 	cat "$TSDP_TMP/strategy.out"
+	if [ -n "$T2T_KEEP" ]; then
+		for f in pub strategy exchange; do cp "$TSDP_TMP/$f.json" "$T2T_KEEP/$CUR-$f.json"; done
+	fi
 	sent=$(jget "$TSDP_TMP/pub.json" 'j["sent"]')
 	buys=$((sent / T2T_EVERY))
 	[ "$sent" -ge $((T2T_RATE * T2T_SECONDS * 9 / 10)) ] || { die "publisher sent only $sent"; return 1; }
