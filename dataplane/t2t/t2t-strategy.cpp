@@ -284,7 +284,7 @@ int main(int argc, char **argv)
 	FIX::NullStoreFactory store;
 	Strategy app;
 	app.orders_.reserve(1 << 16);
-	uint64_t received = 0, lost = 0, ooo = 0, last = 0, total = 0;
+	uint64_t received = 0, lost = 0, ooo = 0, last = 0, total = 0, bytes = 0;
 	bool end_seen = false;
 
 	try {
@@ -322,6 +322,7 @@ int main(int argc, char **argv)
 				break;
 			}
 			received++;
+			bytes += (uint64_t)n;
 			if (tk.seq <= last) {
 				ooo++;
 				continue;
@@ -380,7 +381,8 @@ int main(int argc, char **argv)
 	std::string jt = t2t.json(), ji = inapp.json(), jr = rtt.json(),
 		    js = sell.json();
 	std::printf("{\"ok\":%s,\"ticks\":{\"sent\":%llu,\"received\":%llu,"
-		    "\"lost\":%llu,\"out_of_sequence\":%llu,\"end_marker\":%s},"
+		    "\"lost\":%llu,\"out_of_sequence\":%llu,\"end_marker\":%s,"
+		    "\"bytes\":%llu},"
 		    "\"orders\":{\"sent\":%zu,\"buy\":%ld,\"sell\":%ld,"
 		    "\"unfilled\":%ld,\"every\":%ld},"
 		    "\"fix\":{\"seq_errors\":%ld,\"recovery\":%ld,"
@@ -390,7 +392,7 @@ int main(int argc, char **argv)
 		    ok ? "true" : "false", (unsigned long long)total,
 		    (unsigned long long)received, (unsigned long long)lost,
 		    (unsigned long long)ooo, end_seen ? "true" : "false",
-		    app.orders_.size(), nbuy, nsell, unfilled, every,
+		    (unsigned long long)bytes, app.orders_.size(), nbuy, nsell, unfilled, every,
 		    app.s_.seq_errors(), app.s_.recovery(),
 		    (long)app.bad_reports_, (long)app.send_errors_, jt.c_str(),
 		    ji.c_str(), jr.c_str(), js.c_str());

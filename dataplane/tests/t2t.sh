@@ -58,7 +58,7 @@ t2t_run() {
 	TSDP_PIDS+=("$st")
 	wait_for 30 grep -q "logged on, subscribed" "$TSDP_TMP/strategy.out" || { die "strategy did not log on"; return 1; }
 	wait_for 5 sh -c "ip netns exec $NB ip maddr show | grep -q $T2T_GRP" || { die "no IGMP join in NB"; return 1; }
-	$pub timeout 60 $B/t2t-pub --rate "$T2T_RATE" --seconds "$T2T_SECONDS" --if 198.18.21.1 \
+	$pub timeout 60 $B/t2t-pub --rate "$T2T_RATE" --seconds "$T2T_SECONDS" --if 198.18.21.1 ${T2T_PUB_EXTRA:-} \
 		$T2T_GRP 12018 >"$TSDP_TMP/pub.json" 2>"$TSDP_TMP/pub.out" || { die "publisher: exit code $?"; return 1; }
 	wait_exit "$st" 60 || { die "strategy did not finish"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "strategy: exit code $WAIT_RC (something unaccounted for)"; return 1; }
@@ -70,7 +70,7 @@ t2t_run() {
 	fi
 	sent=$(jget "$TSDP_TMP/pub.json" 'j["sent"]')
 	buys=$((sent / T2T_EVERY))
-	[ "$sent" -ge $((T2T_RATE * T2T_SECONDS * 9 / 10)) ] || { die "publisher sent only $sent"; return 1; }
+	[ "$sent" -ge $((T2T_RATE * T2T_SECONDS * 99 / 100)) ] || { die "publisher sent only $sent"; return 1; }
 	[ "$(jget "$TSDP_TMP/strategy.json" 'j["ticks"]["sent"], j["ticks"]["received"], j["ticks"]["lost"], j["ticks"]["out_of_sequence"]')" = "($sent, $sent, 0, 0)" ] ||
 		{ die "ticks: published $sent, strategy saw $(jget "$TSDP_TMP/strategy.json" 'j["ticks"]')"; return 1; }
 	[ "$(jget "$TSDP_TMP/strategy.json" 'j["orders"]["buy"], j["orders"]["sell"], j["orders"]["unfilled"], j["latency_ns"]["tick_to_trade"]["count"]')" = "($buys, $buys, 0, $buys)" ] ||
@@ -122,4 +122,16 @@ t_t2t_bypass() { # both legs through the stack (TICKSTACK_TCP=1 for the FIX sess
 	tcp_accel strat 1 && tcp_accel exch 1 && kernel_silent "$NB" "$NX"
 }
 
-T2T_ALL="t2t_kernel t2t_bypass"
+t_t2t_mix() { # seed 003's mix and bursts from the publisher, on the kernel
+	local T2T_RATE=5000 T2T_SECONDS=2 T2T_PUB_EXTRA="--mix seed003 --burst 10000" sent
+	t2t_topology
+	t2t_run "$(kern $NP)" "$(kern $NB)" "$(kern $NX)" || return 1
+	sent=$(jget "$TSDP_TMP/pub.json" 'j["sent"]')
+	# second 0 at 5,000/s, second 1 at 15,000/s
+	[ "$sent" -ge 19900 ] && [ "$sent" -le 20100 ] || { die "publisher sent $sent, want about 20000"; return 1; }
+	# every third tick 600 bytes, the others 100
+	[ "$(jget "$TSDP_TMP/strategy.json" 'j["ticks"]["bytes"]')" = $(( (sent / 3) * 600 + (sent - sent / 3) * 100 )) ] ||
+		{ die "strategy received $(jget "$TSDP_TMP/strategy.json" 'j["ticks"]["bytes"]') bytes, not seed 003's mix"; return 1; }
+}
+
+T2T_ALL="t2t_kernel t2t_bypass t2t_mix"

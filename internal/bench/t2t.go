@@ -46,6 +46,7 @@ type T2TStrategy struct {
 		Lost          int64 `json:"lost"`
 		OutOfSequence int64 `json:"out_of_sequence"`
 		EndMarker     bool  `json:"end_marker"`
+		Bytes         int64 `json:"bytes"`
 	} `json:"ticks"`
 	Orders struct {
 		Sent     int64 `json:"sent"`
