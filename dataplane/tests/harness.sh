@@ -28,8 +28,8 @@ fail_or_skip() {
 for t in sockperf ip ss taskset setpriv python3; do
 	command -v $t >/dev/null || fail_or_skip "$t not installed (hack/install-deps.sh)"
 done
-for f in libtickstack.so tickstack-run tickstack-stats tickstack-xdpd udpcheck tcpcheck fixcheck; do
-	[ -e "$B/$f" ] || fail_or_skip "$B/$f missing: run make -C dataplane all build/udpcheck build/tcpcheck build/fixcheck"
+for f in libtickstack.so tickstack-run tickstack-stats tickstack-xdpd udpcheck tcpcheck fixcheck t2t-pub t2t-strategy t2t-exchange; do
+	[ -e "$B/$f" ] || fail_or_skip "$B/$f missing: run make -C dataplane all t2t build/udpcheck build/tcpcheck build/fixcheck"
 done
 
 RUN=$B/tickstack-run
@@ -715,13 +715,15 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 . "$here/tcp.sh"
 # the node daemon and the unprivileged library
 . "$here/xdpd.sh"
+# the tick-to-trade rig
+. "$here/t2t.sh"
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress $TCP_ALL $XDPD_ALL"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress $TCP_ALL $XDPD_ALL $T2T_ALL"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
 	start=$(date +%s%N)
-	if [ "$t" = multicast ] || [ "$t" = tcp_loss ] || [ "${t#xdpd_}" != "$t" ]; then # own topology
+	if [ "$t" = multicast ] || [ "$t" = tcp_loss ] || [ "${t#xdpd_}" != "$t" ] || [ "${t#t2t_}" != "$t" ]; then # own topology
 		( trap tsdp_cleanup_netns EXIT; t_$t ) && ok=1 || ok=0
 	else
 		new_pair

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// fixapp.h - what the rig's two FIX ends share: the session settings
+// (FIX 4.4, no data dictionary, as tests/fixcheck.cpp) and the checks that
+// the session never had to recover and its sequence numbers came in order.
+#ifndef TICKSTACK_T2T_FIXAPP_H
+#define TICKSTACK_T2T_FIXAPP_H
+
+#include <quickfix/Application.h>
+#include <quickfix/Message.h>
+#include <quickfix/Values.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <sstream>
+#include <string>
+
+namespace t2t {
+
+inline std::string fix_settings(bool acceptor, const std::string &host,
+				const std::string &port)
+{
+	std::ostringstream s;
+
+	s << "[DEFAULT]\n"
+	  << "ConnectionType=" << (acceptor ? "acceptor" : "initiator") << "\n"
+	  << "StartTime=00:00:00\nEndTime=00:00:00\n"
+	  << "HeartBtInt=30\nUseDataDictionary=N\nResetOnLogon=Y\n"
+	  << "ReconnectInterval=1\nSocketNodelay=Y\n"
+	  << (acceptor ? "SocketAcceptPort=" + port + "\n" :
+			 "SocketConnectHost=" + host +
+				 "\nSocketConnectPort=" + port + "\n")
+	  << "[SESSION]\nBeginString=FIX.4.4\n"
+	  << "SenderCompID=" << (acceptor ? "EXCH" : "STRAT") << "\n"
+	  << "TargetCompID=" << (acceptor ? "STRAT" : "EXCH") << "\n";
+	return s.str();
+}
+
+// Session: logon/logout state and the sequence checks of one end.
+class Session {
+public:
+	void logon(const FIX::SessionID &id)
+	{
+		std::lock_guard<std::mutex> g(mu_);
+		id_ = id;
+		on_ = true;
+		cv_.notify_all();
+	}
+	void logout()
+	{
+		std::lock_guard<std::mutex> g(mu_);
+		off_ = true;
+		cv_.notify_all();
+	}
+	// admin: every message the session received; counts recovery messages
+	// (ResendRequest, SequenceReset, Reject), which a stream that loses
+	// nothing never needs
+	void admin(const FIX::Message &m)
+	{
+		FIX::MsgType t;
+
+		m.getHeader().getField(t);
+		if (t == FIX::MsgType_ResendRequest ||
+		    t == FIX::MsgType_SequenceReset || t == FIX::MsgType_Reject)
+			recovery_++;
+		seq(m);
+	}
+	// seq: MsgSeqNum must grow by one with every message received
+	void seq(const FIX::Message &m)
+	{
+		FIX::MsgSeqNum n;
+
+		m.getHeader().getField(n);
+		std::lock_guard<std::mutex> g(mu_);
+		if (last_seq_ && n != last_seq_ + 1)
+			seq_errors_++;
+		last_seq_ = n;
+	}
+	template <class Pred> bool wait(int secs, Pred p)
+	{
+		std::unique_lock<std::mutex> g(mu_);
+		return cv_.wait_for(g, std::chrono::seconds(secs), p);
+	}
+	bool wait_logon(int secs)
+	{
+		return wait(secs, [this] { return on_; });
+	}
+	bool wait_logout(int secs)
+	{
+		return wait(secs, [this] { return off_; });
+	}
+	void notify()
+	{
+		std::lock_guard<std::mutex> g(mu_);
+		cv_.notify_all();
+	}
+	FIX::SessionID id()
+	{
+		std::lock_guard<std::mutex> g(mu_);
+		return id_;
+	}
+	long seq_errors()
+	{
+		std::lock_guard<std::mutex> g(mu_);
+		return seq_errors_;
+	}
+	int last_seq()
+	{
+		std::lock_guard<std::mutex> g(mu_);
+		return last_seq_;
+	}
+	long recovery() const { return recovery_; }
+
+	std::mutex mu_; // also guards the application's own state
+	std::condition_variable cv_;
+
+private:
+	FIX::SessionID id_;
+	bool on_ = false, off_ = false;
+	int last_seq_ = 0;
+	long seq_errors_ = 0;
+	std::atomic<long> recovery_{ 0 };
+};
+
+} // namespace t2t
+
+#endif
