@@ -119,22 +119,20 @@ static void print_cmsgs(struct msghdr *m)
 			printf("  cmsg IP_PKTINFO ifindex %s addr %s spec_dst %s\n",
 			       strncmp(ifn, "tsdp", 4) ? ifn : "of the link", a, d);
 		} else if (c->cmsg_level == SOL_SOCKET &&
-			   c->cmsg_type == SO_TIMESTAMPNS) {
+			   (c->cmsg_type == SO_TIMESTAMPNS ||
+			    c->cmsg_type == SO_TIMESTAMP)) {
+			int ns = c->cmsg_type == SO_TIMESTAMPNS;
 			struct timespec ts;
-			double t;
-
-			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-			t = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-			printf("  cmsg SO_TIMESTAMPNS %s\n",
-			       t <= now_s() && t > now_s() - 1 ? "now" : "WRONG");
-		} else if (c->cmsg_level == SOL_SOCKET &&
-			   c->cmsg_type == SO_TIMESTAMP) {
 			struct timeval tv;
 			double t;
 
-			memcpy(&tv, CMSG_DATA(c), sizeof(tv));
-			t = (double)tv.tv_sec + tv.tv_usec / 1e6;
-			printf("  cmsg SO_TIMESTAMP %s\n",
+			if (ns)
+				memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			else
+				memcpy(&tv, CMSG_DATA(c), sizeof(tv));
+			t = ns ? (double)ts.tv_sec + ts.tv_nsec / 1e9 :
+				 (double)tv.tv_sec + tv.tv_usec / 1e6;
+			printf("  cmsg %s %s\n", ns ? "SO_TIMESTAMPNS" : "SO_TIMESTAMP",
 			       t <= now_s() + 1e-6 && t > now_s() - 1 ? "now" : "WRONG");
 		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
 			printf("  cmsg IP_TOS %u\n", *(unsigned char *)CMSG_DATA(c));

@@ -24,14 +24,7 @@ B=$top/build
 trap tsdp_cleanup EXIT
 trap 'exit 130' INT TERM
 
-skip() {
-	if [ "${CI:-}" = true ]; then
-		echo "conform: FAIL: $*" >&2
-		exit 1
-	fi
-	echo "conform: SKIP: $*" >&2
-	exit 0
-}
+skip() { tsdp_fail_or_skip conform "$@"; }
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces, XDP)"
 for f in libtickstack.so tickstack-run conform; do
 	[ -e "$B/$f" ] || skip "$B/$f missing: run make -C dataplane all build/conform"

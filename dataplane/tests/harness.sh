@@ -15,14 +15,7 @@ B=$top/build
 trap tsdp_cleanup EXIT
 trap 'exit 130' INT TERM
 
-fail_or_skip() {
-	if [ "${CI:-}" = true ]; then
-		echo "harness: FAIL: $*" >&2
-		exit 1
-	fi
-	echo "harness: SKIP: $*" >&2
-	exit 0
-}
+fail_or_skip() { tsdp_fail_or_skip harness "$@"; }
 
 [ "$(id -u)" = 0 ] || fail_or_skip "needs root (network namespaces, XDP)"
 for t in sockperf ip ss taskset setpriv python3; do

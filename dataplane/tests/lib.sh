@@ -34,6 +34,19 @@ tsdp_cleanup_netns() {
 	done
 }
 
+# tsdp_fail_or_skip WHO MESSAGE: a missing requirement ends the script:
+# a failure under CI=true (a test that skips in CI is a defect), else a skip
+tsdp_fail_or_skip() {
+	local who=$1
+	shift
+	if [ "${CI:-}" = true ]; then
+		echo "$who: FAIL: $*" >&2
+		exit 1
+	fi
+	echo "$who: SKIP: $*" >&2
+	exit 0
+}
+
 tsdp_cleanup() {
 	tsdp_cleanup_netns
 	rm -rf "$TSDP_TMP"
