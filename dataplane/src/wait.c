@@ -98,8 +98,10 @@ void ts_wait__wake_sleepers(void)
 	uint64_t one = 1;
 	int i;
 
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&ts_wait_sleepers, __ATOMIC_RELAXED))
+	/* a sequentially consistent read-modify-write: the full barrier
+	 * between filling the queue and looking for sleepers (a fence would
+	 * do too, but ThreadSanitizer does not model fences) */
+	if (!__atomic_fetch_add(&ts_wait_sleepers, 0, __ATOMIC_SEQ_CST))
 		return;
 	for (i = 0; i < TS_WAKE_SLOTS; i++) {
 		int efd1;
