@@ -134,3 +134,25 @@ func Open(windows []tsv1.MaintenanceWindow, now time.Time) (open bool, next time
 	}
 	return false, next, time.Time{}, nil
 }
+
+// Gate says whether a new reboot slot may be given at now: not while paused, nor outside
+// the maintenance windows. When not, reason and message say why, and next is when the next window
+// opens (zero: paused, or none opens).
+func Gate(r *tsv1.RolloutSpec, now time.Time) (ok bool, reason, message string, next time.Time) {
+	if r == nil {
+		return true, "", "", time.Time{}
+	}
+	if r.Paused {
+		return false, tsv1.ReasonRolloutPaused, "spec.rollout.paused is true: no reboot or kubelet restart starts until it is false", time.Time{}
+	}
+	open, next, _, err := Open(r.Windows, now)
+	switch {
+	case err != nil:
+		return false, tsv1.ReasonOutsideWindow, "spec.rollout.windows: " + err.Error(), time.Time{}
+	case open:
+		return true, "", "", time.Time{}
+	case next.IsZero():
+		return false, tsv1.ReasonOutsideWindow, "no spec.rollout.windows window opens in the next 8 days", time.Time{}
+	}
+	return false, tsv1.ReasonOutsideWindow, fmt.Sprintf("outside spec.rollout.windows: the next window opens at %s", next.UTC().Format(time.RFC3339)), next
+}
