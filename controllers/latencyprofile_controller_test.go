@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -551,6 +552,14 @@ var _ = Describe("Rollout controls", func() {
 			return c.Reason
 		}, timeout, interval).Should(Equal(tsv1.ReasonOutsideWindow))
 		Consistently(granted, 2*time.Second, interval).Should(BeEmpty())
+
+		By("the reconcile asks to run again when the window opens")
+		rr := &LatencyProfileReconciler{Client: k8s, Now: func() time.Time { return now }}
+		res, err := rr.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: g}})
+		Expect(err).NotTo(HaveOccurred())
+		// The window starts at now+2h truncated to the minute; the requeue is a second after it.
+		Expect(res.RequeueAfter).To(BeNumerically(">", 119*time.Minute))
+		Expect(res.RequeueAfter).To(BeNumerically("<=", 2*time.Hour+time.Second))
 
 		By("a window that is open now")
 		setRollout(g, func(r *tsv1.RolloutSpec) {
