@@ -4,6 +4,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,8 @@ type LatencyProfileReconciler struct {
 	Client client.Client
 	// Metrics, when set, receives each profile's counts and conditions.
 	Metrics *ProfileMetrics
+	// Now is the clock of the maintenance windows; nil is time.Now.
+	Now func() time.Time
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch;update;patch
@@ -47,6 +50,8 @@ type profileScope struct {
 	states map[string]*tsv1.LatencyNodeState
 	// facts gathered by the phases, from which the status is computed.
 	facts profileFacts
+	// requeue, when set, is when the rollout next needs a look (a maintenance window opens).
+	requeue time.Duration
 }
 
 // Reconcile is the usual shape: get, finalizer, one deferred status patch, ordered phases
@@ -81,12 +86,13 @@ func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if !profile.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, scope)
 	}
-	return ctrl.Result{}, phase.Run(ctx, scope,
+	err = phase.Run(ctx, scope,
 		r.reconcileSelection,
 		r.reconcileNodeStates,
 		r.reconcileReboots,
 		r.reconcileReleases,
 	)
+	return ctrl.Result{RequeueAfter: scope.requeue}, err
 }
 
 func (r *LatencyProfileReconciler) newScope(ctx context.Context, profile *tsv1.LatencyProfile) (*profileScope, error) {

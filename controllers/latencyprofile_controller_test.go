@@ -11,7 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -450,5 +452,135 @@ var _ = Describe("Reboot slots", func() {
 		By("node b's drain fails; the slot passes to c")
 		requestReboot(g+"-b", true, tsv1.RebootDrainFailed)
 		Eventually(granted, timeout, interval).Should(Equal([]string{g + "-c"}))
+	})
+})
+
+// observed plays the agent having acted on the node state's current generation.
+func observed(node string) {
+	Eventually(func() error {
+		lns, err := getState(node)()
+		if err != nil {
+			return err
+		}
+		orig := lns.DeepCopy()
+		lns.Status.ObservedGeneration = lns.Generation
+		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
+	}, timeout, interval).Should(Succeed())
+}
+
+var _ = Describe("Rollout controls", func() {
+	// setup makes nodes named g-<suffix> with the given extra labels, a profile over them with the
+	// given rollout, and has every node ask for a reboot.
+	setup := func(r *tsv1.RolloutSpec, labels map[string]map[string]string, suffixes ...string) (string, func() []string) {
+		g := newGroup()
+		var nodes []string
+		for _, s := range suffixes {
+			n := makeNode(g+"-"+s, g)
+			if l := labels[s]; l != nil {
+				orig := n.DeepCopy()
+				for k, v := range l {
+					n.Labels[k] = v
+				}
+				Expect(k8s.Patch(ctx, n, client.MergeFrom(orig))).To(Succeed())
+			}
+			nodes = append(nodes, n.Name)
+		}
+		makeProfile(g, g, 0, func(p *tsv1.LatencyProfile) { p.Spec.Rollout = r })
+		for _, n := range nodes {
+			reportFacts(n, hostFacts("0-3"))
+			Eventually(func(gm Gomega) {
+				lns, err := getState(n)()
+				gm.Expect(err).NotTo(HaveOccurred())
+				gm.Expect(lns.Spec.Tuning).NotTo(BeNil())
+			}, timeout, interval).Should(Succeed())
+			requestReboot(n, true, tsv1.RebootRequested)
+			observed(n)
+		}
+		return g, func() []string {
+			var out []string
+			for _, n := range nodes {
+				if lns, err := getState(n)(); err == nil && lns.Spec.RebootGranted {
+					out = append(out, n)
+				}
+			}
+			return out
+		}
+	}
+	setRollout := func(name string, mutate func(*tsv1.RolloutSpec)) {
+		Eventually(func() error {
+			p := &tsv1.LatencyProfile{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+				return err
+			}
+			orig := p.DeepCopy()
+			if p.Spec.Rollout == nil {
+				p.Spec.Rollout = &tsv1.RolloutSpec{}
+			}
+			mutate(p.Spec.Rollout)
+			return k8s.Patch(ctx, p, client.MergeFrom(orig))
+		}, timeout, interval).Should(Succeed())
+	}
+	allDays := []tsv1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
+	hhmm := func(t time.Time) string { return t.UTC().Format("15:04") }
+
+	It("starts nothing while paused, and the held nodes go once it is resumed", func() {
+		g, granted := setup(&tsv1.RolloutSpec{Paused: true}, nil, "a", "b")
+		Eventually(func(gm Gomega) string { return profileCondition(g, tsv1.ProfileProgressing)(gm).Reason }, timeout, interval).
+			Should(Equal(tsv1.ReasonRolloutPaused))
+		Consistently(granted, 2*time.Second, interval).Should(BeEmpty())
+
+		By("resuming the rollout")
+		setRollout(g, func(r *tsv1.RolloutSpec) { r.Paused = false })
+		Eventually(granted, timeout, interval).Should(Equal([]string{g + "-a"}))
+	})
+
+	It("lets a node that already holds its slot finish while paused", func() {
+		g, granted := setup(nil, nil, "a")
+		Eventually(granted, timeout, interval).Should(Equal([]string{g + "-a"}))
+		requestReboot(g+"-a", true, tsv1.RebootRebooting)
+		setRollout(g, func(r *tsv1.RolloutSpec) { *r = tsv1.RolloutSpec{Paused: true} })
+		Consistently(granted, 2*time.Second, interval).Should(Equal([]string{g + "-a"}))
+	})
+
+	It("grants slots only inside a maintenance window", func() {
+		now := benchClock.Now()
+		closed := tsv1.MaintenanceWindow{Days: allDays, Start: hhmm(now.Add(2 * time.Hour)), End: hhmm(now.Add(3 * time.Hour)), TimeZone: "UTC"}
+		g, granted := setup(&tsv1.RolloutSpec{Windows: []tsv1.MaintenanceWindow{closed}}, nil, "a")
+		Eventually(func(gm Gomega) string {
+			c := profileCondition(g, tsv1.ProfileProgressing)(gm)
+			gm.Expect(c.Message).To(ContainSubstring("the next window opens at"))
+			return c.Reason
+		}, timeout, interval).Should(Equal(tsv1.ReasonOutsideWindow))
+		Consistently(granted, 2*time.Second, interval).Should(BeEmpty())
+
+		By("the reconcile asks to run again when the window opens")
+		rr := &LatencyProfileReconciler{Client: k8s, Now: func() time.Time { return now }}
+		res, err := rr.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: g}})
+		Expect(err).NotTo(HaveOccurred())
+		// The window starts at now+2h truncated to the minute; the requeue is a second after it.
+		Expect(res.RequeueAfter).To(BeNumerically(">", 119*time.Minute))
+		Expect(res.RequeueAfter).To(BeNumerically("<=", 2*time.Hour+time.Second))
+
+		By("a window that is open now")
+		setRollout(g, func(r *tsv1.RolloutSpec) {
+			// Written in New York's wall time: the zone is honoured, not taken as UTC.
+			ny, err := time.LoadLocation("America/New_York")
+			Expect(err).NotTo(HaveOccurred())
+			r.Windows = []tsv1.MaintenanceWindow{{Days: allDays, Start: now.Add(-time.Hour).In(ny).Format("15:04"),
+				End: now.Add(time.Hour).In(ny).Format("15:04"), TimeZone: "America/New_York"}}
+		})
+		Eventually(granted, timeout, interval).Should(Equal([]string{g + "-a"}))
+	})
+
+	It("keeps to the budget of each topology domain", func() {
+		rack := "tickstack.test/rack"
+		g, granted := setup(&tsv1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(3)), TopologyKey: rack},
+			map[string]map[string]string{"a": {rack: "r1"}, "b": {rack: "r1"}, "c": {rack: "r2"}}, "a", "b", "c")
+		Eventually(granted, timeout, interval).Should(Equal([]string{g + "-a", g + "-c"}))
+		Consistently(granted, 2*time.Second, interval).Should(Equal([]string{g + "-a", g + "-c"}))
+
+		By("a in rack r1 finishes; b, the other node of r1, gets the slot")
+		requestReboot(g+"-a", false, "")
+		Eventually(granted, timeout, interval).Should(Equal([]string{g + "-b", g + "-c"}))
 	})
 })

@@ -4,27 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/rollout"
 )
 
-// MaxUnavailable resolves rollout.maxUnavailable against the number of nodes a profile owns: a
-// count, or a percentage rounded down; never below 1, so a rollout always moves.
-func MaxUnavailable(r *tsv1.RolloutSpec, owned int) int {
-	if r == nil || r.MaxUnavailable == nil {
-		return 1
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(r.MaxUnavailable, owned, false)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
-}
+// MaxUnavailable resolves rollout.maxUnavailable against the number of nodes a profile owns
+// (internal/rollout).
+func MaxUnavailable(r *tsv1.RolloutSpec, owned int) int { return rollout.MaxUnavailable(r, owned) }
 
 // rebootHeld reports whether a granted node still needs its slot: it has not finished (RebootRequired
 // still True) and did not give up on a failed drain.
@@ -42,9 +36,10 @@ func wantsReboot(lns *tsv1.LatencyNodeState) bool {
 }
 
 // PlanReboots decides which nodes get a reboot slot and which give theirs back, so that no more than
-// maxUnavailable of the profile's nodes are cordoned or rebooting at once. Nodes cordoned by someone
-// else count against the budget too. Grants go in name order, so the rollout is predictable.
-func PlanReboots(states []*tsv1.LatencyNodeState, cordoned map[string]bool, maxUnavailable int) (grant, revoke []string) {
+// b.Max of the profile's nodes, and no more than b.PerDomain of one topology domain, are cordoned or
+// rebooting at once. Nodes cordoned by someone else count against the budgets too. Grants go in name
+// order, so the rollout is predictable; a node whose domain is full is passed over for the next.
+func PlanReboots(states []*tsv1.LatencyNodeState, cordoned map[string]bool, b rollout.Budget) (grant, revoke []string) {
 	unavailable := map[string]bool{}
 	for _, lns := range states {
 		switch {
@@ -57,21 +52,13 @@ func PlanReboots(states []*tsv1.LatencyNodeState, cordoned map[string]bool, maxU
 			unavailable[lns.Name] = true
 		}
 	}
-	budget := maxUnavailable - len(unavailable)
 	var waiting []string
 	for _, lns := range states {
 		if !lns.Spec.RebootGranted && wantsReboot(lns) {
 			waiting = append(waiting, lns.Name)
 		}
 	}
-	sort.Strings(waiting)
-	for _, name := range waiting {
-		if budget <= 0 {
-			break
-		}
-		grant = append(grant, name)
-		budget--
-	}
+	grant = b.Admit(slices.Sorted(maps.Keys(unavailable)), waiting)
 	sort.Strings(revoke)
 	return grant, revoke
 }
@@ -84,7 +71,20 @@ func (r *LatencyProfileReconciler) reconcileReboots(ctx context.Context, s *prof
 			cordoned[s.nodes[i].Name] = true
 		}
 	}
-	grant, revoke := PlanReboots(s.facts.states, cordoned, MaxUnavailable(s.profile.Spec.Rollout, len(s.facts.owned)))
+	grant, revoke := PlanReboots(s.facts.states, cordoned, rollout.ProfileBudget(s.profile.Spec.Rollout, len(s.facts.owned), s.nodes))
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	if ok, reason, msg, next := rollout.Gate(s.profile.Spec.Rollout, now); !ok {
+		if len(grant) > 0 {
+			s.facts.heldReason, s.facts.heldMessage = reason, msg
+		}
+		grant = nil
+		if !next.IsZero() {
+			s.requeue = next.Sub(now) + time.Second
+		}
+	}
 	grant = holdForBIOS(s.profile, s.facts.states, grant) // bios_gate.go: BIOS staged before the reboot
 	byName := map[string]*tsv1.LatencyNodeState{}
 	for _, lns := range s.facts.states {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/rollout"
 )
 
 func lnsWith(name string, granted bool, phase tsv1.RebootPhase, required bool) *tsv1.LatencyNodeState {
@@ -64,7 +65,7 @@ func TestPlanReboots(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			grant, take := PlanReboots(tt.states, tt.cordoned, tt.max)
+			grant, take := PlanReboots(tt.states, tt.cordoned, rollout.Budget{Max: tt.max})
 			if !reflect.DeepEqual(grant, tt.grant) || !reflect.DeepEqual(take, tt.take) {
 				t.Errorf("grant %v revoke %v, want %v %v", grant, take, tt.grant, tt.take)
 			}
@@ -81,5 +82,19 @@ func TestMaxUnavailable(t *testing.T) {
 		if got := MaxUnavailable(&tsv1.RolloutSpec{MaxUnavailable: tt.v}, tt.owned); got != tt.want {
 			t.Errorf("MaxUnavailable(%v, %d) = %d, want %d", tt.v, tt.owned, got, tt.want)
 		}
+	}
+}
+
+func TestPlanRebootsPerDomain(t *testing.T) {
+	rack := map[string]string{"a": "r1", "b": "r1", "c": "r2", "d": "r2"}
+	b := rollout.Budget{Max: 3, Domain: func(n string) string { return rack[n] }, PerDomain: 1}
+	req := func(n string) *tsv1.LatencyNodeState { return lnsWith(n, false, tsv1.RebootRequested, true) }
+	grant, _ := PlanReboots([]*tsv1.LatencyNodeState{req("a"), req("b"), req("c"), req("d")}, nil, b)
+	if !reflect.DeepEqual(grant, []string{"a", "c"}) {
+		t.Errorf("one per rack: grant %v, want [a c]", grant)
+	}
+	grant, _ = PlanReboots([]*tsv1.LatencyNodeState{req("a"), req("b"), req("c"), req("d")}, map[string]bool{"c": true}, b)
+	if !reflect.DeepEqual(grant, []string{"a"}) {
+		t.Errorf("c cordoned by someone else fills r2: grant %v, want [a]", grant)
 	}
 }

@@ -25,6 +25,8 @@ type profileFacts struct {
 	releasing        []string
 	resolutionErrors []nodeMessage
 	deleting         bool
+	// held says why no new reboot slot is given (paused, outside the windows): reason and message.
+	heldReason, heldMessage string
 }
 
 type nodeConflict struct {
@@ -152,6 +154,9 @@ func progressingCondition(f *profileFacts, c nodeCounts) metav1.Condition {
 	case len(c.applying) > 0:
 		cond.Reason = tsv1.ReasonApplying
 		cond.Message = fmt.Sprintf("agents of nodes %s are applying the tuning", list(c.applying))
+	case c.rebootPending > 0 && f.heldReason != "":
+		cond.Reason = f.heldReason
+		cond.Message = fmt.Sprintf("%d nodes wait for a reboot to finish applying: %s", c.rebootPending, f.heldMessage)
 	case c.rebootPending > 0:
 		cond.Reason = tsv1.ReasonRebootPending
 		cond.Message = fmt.Sprintf("%d nodes wait for a reboot to finish applying", c.rebootPending)

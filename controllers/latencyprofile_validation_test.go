@@ -31,7 +31,9 @@ func validProfile(name string) *tsv1.LatencyProfile {
 				NumVFs: ptr.To[int32](4), ResourceName: "md_vf", Acceleration: tsv1.AccelerationBypass,
 				Coalescing: &tsv1.Coalescing{RxUsecs: ptr.To[int32](0), AdaptiveRx: ptr.To(false)},
 			}},
-			Rollout: &tsv1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromString("25%")), DrainTimeout: &metav1.Duration{Duration: 600e9}},
+			Rollout: &tsv1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromString("25%")), DrainTimeout: &metav1.Duration{Duration: 600e9},
+				Windows:     []tsv1.MaintenanceWindow{{Days: []tsv1.Weekday{"Sat", "Sun"}, Start: "22:00", End: "04:00", TimeZone: "Europe/London"}},
+				TopologyKey: "topology.kubernetes.io/rack", MaxUnavailablePerDomain: ptr.To[int32](1)},
 		},
 	}
 }
@@ -111,6 +113,20 @@ var _ = Describe("LatencyProfile validation by the API server", func() {
 			"spec.rollout.maxUnavailable", "must be a count of at least 1"),
 		Entry("drain timeout too short", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.DrainTimeout = &metav1.Duration{Duration: 5e9} },
 			"spec.rollout.drainTimeout", "must be between 30s and 24h"),
+		Entry("window time zone that is not IANA", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.Windows[0].TimeZone = "Mars/Olympus" },
+			"spec.rollout.windows[0]", `timeZone: "Mars/Olympus" is not an IANA time zone name`),
+		Entry("window start that is not HH:MM", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.Windows[0].Start = "24:00" },
+			"spec.rollout.windows[0].start", "should match"),
+		Entry("window of no time", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.Windows[0].End = "22:00" },
+			"spec.rollout.windows[0]", "start and end must differ"),
+		Entry("window on an unknown day", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.Windows[0].Days = []tsv1.Weekday{"Monday"} },
+			"spec.rollout.windows[0].days[0]", "Unsupported value: \"Monday\""),
+		Entry("window without days", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.Windows[0].Days = nil },
+			"spec.rollout.windows[0].days", "Required value"),
+		Entry("topology key that is not a label key", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.TopologyKey = "rack name" },
+			"spec.rollout.topologyKey", "should match"),
+		Entry("per-domain budget zero", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.MaxUnavailablePerDomain = ptr.To[int32](0) },
+			"spec.rollout.maxUnavailablePerDomain", "should be greater than or equal to 1"),
 		Entry("node selector with an unknown operator", func(p *tsv1.LatencyProfile) {
 			p.Spec.NodeSelector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near", Values: []string{"b"}}}}
 		}, "spec.nodeSelector", "is not a valid label selector operator"),

@@ -18,7 +18,8 @@ type Options struct {
 	// NewBenchmarkMetrics); nil exports none.
 	ProfileMetrics   *ProfileMetrics
 	BenchmarkMetrics *BenchmarkMetrics
-	// Now is the clock of the benchmark and BIOS controllers; nil is time.Now.
+	// Now is the clock of the benchmark and BIOS controllers and of the maintenance windows; nil is
+	// time.Now.
 	Now func() time.Time
 	// BIOS holds the BIOS controller's periods (VerifyPeriod, RetryPeriod, Timeout, HoldTimeout);
 	// its clients and clock are set here.
@@ -35,7 +36,7 @@ func SetupControllers(mgr ctrl.Manager, o Options) error {
 		name  string
 		setup func(ctrl.Manager) error
 	}{
-		{"LatencyProfile", (&LatencyProfileReconciler{Client: c, Metrics: o.ProfileMetrics}).SetupWithManager},
+		{"LatencyProfile", (&LatencyProfileReconciler{Client: c, Metrics: o.ProfileMetrics, Now: o.Now}).SetupWithManager},
 		{"node label", (&NodeLabelReconciler{Client: c}).SetupWithManager},
 		{"network", (&NetworkReconciler{Client: c, Options: o.Network}).SetupWithManager},
 		{"LatencyBenchmark", (&LatencyBenchmarkReconciler{Client: c, Image: o.BenchImage, Now: o.Now,

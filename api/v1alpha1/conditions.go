@@ -42,6 +42,10 @@ const (
 	ReasonApplying = "Applying"
 	// ReasonRebootPending: nodes wait for a reboot.
 	ReasonRebootPending = "RebootPending"
+	// ReasonRolloutPaused: nodes wait for a reboot and spec.rollout.paused holds them.
+	ReasonRolloutPaused = "RolloutPaused"
+	// ReasonOutsideWindow: nodes wait for a reboot until a spec.rollout.windows window opens.
+	ReasonOutsideWindow = "OutsideMaintenanceWindow"
 	// ReasonResolutionFailed: the profile cannot be resolved for a node (for example none of its
 	// isolated CPUs exist there, or reserved CPUs are missing).
 	ReasonResolutionFailed = "ResolutionFailed"

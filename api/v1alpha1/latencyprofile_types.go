@@ -441,7 +441,7 @@ type DriftSpec struct {
 	Action DriftAction `json:"action,omitempty"`
 }
 
-// RolloutSpec limits how many nodes change at once.
+// RolloutSpec limits how many nodes change at once, and when.
 type RolloutSpec struct {
 	// MaxUnavailable is how many matched nodes may be cordoned or rebooting at once, as a count or a
 	// percentage of the matched nodes (rounded down, at least 1). Default 1.
@@ -455,6 +455,56 @@ type RolloutSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
+	// Paused stops the rollout: no node is given a new reboot slot (so no reboot or kubelet restart
+	// starts); a node already in its slot finishes. Default false.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// Windows are the maintenance windows: a reboot or kubelet restart starts only inside one of them
+	// (one already started finishes). None: any time.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Windows []MaintenanceWindow `json:"windows,omitempty"`
+	// TopologyKey is a node label key (a rack, a zone, a power domain): at most
+	// maxUnavailablePerDomain nodes of one value of this label are cordoned or rebooting at once, on
+	// top of maxUnavailable. A node without the label is its own domain.
+	// +optional
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	TopologyKey string `json:"topologyKey,omitempty"`
+	// MaxUnavailablePerDomain is the budget of each topologyKey domain. Default 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxUnavailablePerDomain *int32 `json:"maxUnavailablePerDomain,omitempty"`
+}
+
+// Weekday is a day of the week, as its first three letters.
+// +kubebuilder:validation:Enum=Mon;Tue;Wed;Thu;Fri;Sat;Sun
+type Weekday string
+
+// MaintenanceWindow is a time of day, on given days of the week, in an IANA time zone, during which
+// a reboot or a kubelet restart may start. A window whose end is not after its start runs past
+// midnight into the next day.
+// +kubebuilder:validation:XValidation:rule="self.start != self.end",message="rollout.windows[]: start and end must differ (a window of no time never opens)"
+type MaintenanceWindow struct {
+	// Days the window opens on (its start's day, in timeZone).
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=7
+	// +listType=set
+	Days []Weekday `json:"days"`
+	// Start is the opening time of day, HH:MM (24h) in timeZone.
+	// +required
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	Start string `json:"start"`
+	// End is the closing time of day, HH:MM (24h) in timeZone.
+	// +required
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	End string `json:"end"`
+	// TimeZone is an IANA time zone name such as Europe/London or America/New_York; UTC is allowed.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone"`
 }
 
 // LatencyProfileSpec is what a set of nodes must look like to run latency pods.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +51,7 @@ func Plan(ctx context.Context, c client.Client, p *tsv1.LatencyProfile, out io.W
 	if p.Spec.BIOS != nil {
 		planBIOS(ctx, c, p, nodes.Items, pl)
 	}
+	pl.Schedule(p.Spec.Rollout, nodes.Items, time.Now())
 	pl.Print(out)
 	return pl, nil
 }

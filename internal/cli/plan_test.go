@@ -104,11 +104,11 @@ func TestPlanAgainstTheAPIServer(t *testing.T) {
 	}
 	for _, line := range []string{
 		"Profile trading: 5 nodes in the plan, 2 would change, 1 would reboot",
-		"node n-tuned: apply",
+		"node n-tuned: apply\n  when: now: applied as soon as the agent sees the change (no drain, no reboot)",
 		"+ nic/md0.acceleration: busyPoll",
 		"+ sysctls.net.core.busy_poll: 50",
 		"node n-tie-extra: conflict\n  also selected by other at priority 0",
-		"node n-gone: restore (reboot required)",
+		"node n-gone: restore (reboot required)\n  when: reboot wave 1 of 1, now: the first reboot slots are free",
 	} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("plan output lacks %q:\n%s", line, out.String())

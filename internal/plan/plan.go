@@ -52,6 +52,8 @@ type NodePlan struct {
 	Reboot  bool
 	Changes []Change
 	Detail  string
+	// When says when the node would change (Schedule): at once, or in which reboot wave and from when.
+	When string
 	// BIOS is the BIOS part, when the profile has a bios section and the caller planned it.
 	BIOS *BIOSPlan
 
@@ -301,6 +303,9 @@ func (p *Plan) Print(w io.Writer) {
 			head += n.rebootText()
 		}
 		fmt.Fprintln(w, head)
+		if n.When != "" {
+			fmt.Fprintf(w, "  when: %s\n", n.When)
+		}
 		if n.Detail != "" {
 			fmt.Fprintf(w, "  %s\n", n.Detail)
 		}

@@ -19,6 +19,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/policy"
+	"github.com/tickstack/tickstack/internal/rollout"
 )
 
 // maxCPUID is the largest CPU id Linux can have (NR_CPUS is at most 8192).
@@ -108,6 +109,16 @@ func ValidateProfileSpec(spec *tsv1.LatencyProfileSpec, path *field.Path) (admis
 		if d := r.DrainTimeout.Duration; d < 30*time.Second || d > 24*time.Hour {
 			errs = append(errs, field.Invalid(path.Child("rollout", "drainTimeout"), r.DrainTimeout.String(),
 				"must be between 30s and 24h: pods need time to leave, and a node must not stay cordoned for days"))
+		}
+	}
+	if r := spec.Rollout; r != nil {
+		for i, w := range r.Windows {
+			if err := rollout.CheckWindow(w); err != nil {
+				errs = append(errs, field.Invalid(path.Child("rollout", "windows").Index(i), w, err.Error()))
+			}
+		}
+		if r.MaxUnavailablePerDomain != nil && r.TopologyKey == "" {
+			warnings = append(warnings, "spec.rollout.maxUnavailablePerDomain has no effect without spec.rollout.topologyKey")
 		}
 	}
 	return warnings, errs
