@@ -316,7 +316,8 @@ import socket; c = socket.create_connection(('$IPB', 12047), timeout=8); print(c
 		{ die "prefork (connect): no answer from the child"; return 1; }
 	wait_exit "$SRV" 20 && [ "$WAIT_RC" = 0 ] || { die "prefork (connect): server exit $WAIT_RC"; return 1; }
 	grep -q 'child: accepted' "$TSDP_TMP/server.out" || { die "prefork (connect): child did not accept"; return 1; }
-	cat "$TSDP_TMP"/stats-srv-*.txt | grep '^tcp ' | grep -q ' conns_kernel=1 ' ||
+	# (polled, as tcp_accel does: the dump of the process that exits last)
+	wait_for 5 sh -c "cat '$TSDP_TMP'/stats-srv-*.txt | grep '^tcp ' | grep -q ' conns_kernel=1 '" ||
 		{ die "prefork (connect): the listener on the kernel was not counted"; return 1; }
 	# and a connect from a TICKSTACK_TCP=connect process is accelerated
 	rm -f "$TSDP_TMP"/stats-*
