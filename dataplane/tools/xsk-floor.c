@@ -39,6 +39,18 @@ static uint8_t *area;
 static uint64_t freel[NFRAMES];
 static int nfree;
 static volatile sig_atomic_t stop;
+static struct xdp_program *attached;
+static int attached_ifindex;
+
+/* The program goes with the process: a second run on the same interface
+ * (a retry, the other mode) would otherwise find it attached and fail with
+ * EBUSY, since libxdp cannot reach the first run's dispatcher without bpffs. */
+static void detach(void)
+{
+	if (attached)
+		xdp_program__detach(attached, attached_ifindex, XDP_MODE_NATIVE, 0);
+	attached = NULL;
+}
 
 static void on_sig(int s)
 {
@@ -57,7 +69,7 @@ static uint64_t now_ns(void)
 static int die(const char *what, int err)
 {
 	fprintf(stderr, "xsk-floor: %s: %s\n", what, strerror(err < 0 ? -err : err));
-	exit(1);
+	exit(1); /* atexit: detach */
 }
 
 static void setup(const char *ifname, uint32_t local, uint16_t port)
@@ -88,6 +100,9 @@ static void setup(const char *ifname, uint32_t local, uint16_t port)
 	err = xdp_program__attach(prog, ifindex, XDP_MODE_NATIVE, 0);
 	if (err)
 		die("attach XDP (detach the old one: ip link set dev IF xdp off)", err);
+	attached = prog;
+	attached_ifindex = ifindex;
+	atexit(detach);
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.ts_steer_map), &key, &val, 0))
 		die("steer map", errno);
 	area = mmap(NULL, (size_t)NFRAMES * FSIZE, PROT_READ | PROT_WRITE,
@@ -300,7 +315,7 @@ int main(int argc, char **argv)
 		if (!inet_aton(argv[3], &local))
 			die("LOCAL_IP", EINVAL);
 		setup(argv[2], local.s_addr, htons((uint16_t)atoi(argv[4])));
-		return reflect();
+		return reflect(); /* until SIGINT/SIGTERM; atexit: detach */
 	}
 	if (argc == 9 && !strcmp(argv[1], "ping")) {
 		if (!inet_aton(argv[3], &local) || !inet_aton(argv[4], &peer))

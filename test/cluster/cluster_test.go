@@ -349,8 +349,20 @@ spec:
 			"nohup "+xsk+" reflect lat0 "+ends["lat-a"]+" 5000 >/tmp/reflect.log 2>&1 &"); err != nil {
 			t.Fatalf("start the reflector: %v\n%s", err, out)
 		}
-		// The reflector starts in the background: ping until it answers (each ping runs 2 s).
+		// The reflector starts in the background: wait for its ready line, then ping until it
+		// answers (each ping runs 2 s and detaches its XDP program when it exits).
 		var out string
+		err = eventually(30*time.Second, func() error {
+			var perr error
+			out, perr = kubectl("exec", "-n", namespace, "lat-a", "--", "cat", "/tmp/reflect.log")
+			if perr != nil || !strings.Contains(out, "xsk-floor: ready") {
+				return fmt.Errorf("the reflector is not ready: %v", perr)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("AF_XDP reflector on lat-a: %v\n%s", err, out)
+		}
 		err = eventually(30*time.Second, func() error {
 			var perr error
 			out, perr = kubectl("exec", "-n", namespace, "lat-b", "--", xsk, "ping", "lat0", ends["lat-b"], ends["lat-a"], mac, "5000", "64", "2")
