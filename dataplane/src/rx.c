@@ -235,7 +235,7 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 	struct rx_wait rw = { .s = s, .fd = fd, .msg = msg, .flags = flags };
 	struct ts_wait w = { .check = rx_check, .sleep_fds = rx_sleep_fds,
 			     .arg = &rw, .stacks = s->rx_stacks,
-			     .nstacks = &s->nrx };
+			     .nstacks = &s->nrx, .kernel_lazy = 1 };
 	ssize_t r;
 	int state;
 
