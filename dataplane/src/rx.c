@@ -163,7 +163,9 @@ static int rx_check(struct ts_wait *w, int kernel)
 		if (rw->r >= 0)
 			return 1;
 	}
-	if (kernel || __atomic_exchange_n(&s->kernel_hint, 0, __ATOMIC_ACQ_REL)) {
+	/* a plain load first: no read-modify-write while spinning */
+	if (kernel || (__atomic_load_n(&s->kernel_hint, __ATOMIC_RELAXED) &&
+		       __atomic_exchange_n(&s->kernel_hint, 0, __ATOMIC_ACQ_REL))) {
 		rw->r = ts_real_recvmsg(ts_sock__kfd(s, rw->fd), rw->msg,
 					rw->flags | MSG_DONTWAIT);
 		if (rw->r >= 0) {
@@ -235,7 +237,7 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 	struct rx_wait rw = { .s = s, .fd = fd, .msg = msg, .flags = flags };
 	struct ts_wait w = { .check = rx_check, .sleep_fds = rx_sleep_fds,
 			     .arg = &rw, .stacks = s->rx_stacks,
-			     .nstacks = &s->nrx };
+			     .nstacks = &s->nrx, .kernel_lazy = 1 };
 	ssize_t r;
 	int state;
 

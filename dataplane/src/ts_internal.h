@@ -403,6 +403,8 @@ struct ts_wait {
 	int (*sleep_fds)(struct ts_wait *w, struct pollfd *pf, int max);
 	void *arg;
 	int64_t timeout_ns;     /* <0 forever, 0 one look */
+	int kernel_lazy;        /* no kernel look before kernel_poll_ns of
+				 * spinning (recv); else one at once (poll) */
 	int any_signal;         /* EINTR for any handler (poll, select, epoll),
 				 * else only for one without SA_RESTART */
 	const sigset_t *mask;   /* ppoll's and epoll_pwait's mask */

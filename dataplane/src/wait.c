@@ -250,7 +250,10 @@ int ts_wait(struct ts_wait *w)
 	uint64_t start = ts_now_ns(), spin_end, deadline;
 	unsigned iter = 0;
 	struct ts_spin sp;
-	int kernel = 1, r;
+	/* a blocking wait looks at the kernel fds only every kernel_poll_ns
+	 * of spinning (a short wait makes no system call); a one-look wait
+	 * and a wait that ends at its deadline look at them too */
+	int kernel = w->timeout_ns == 0 || !w->kernel_lazy, r;
 
 	deadline = w->timeout_ns < 0 ? UINT64_MAX :
 				       start + (uint64_t)w->timeout_ns;
@@ -278,7 +281,7 @@ int ts_wait(struct ts_wait *w)
 			uint64_t now = ts_now_ns();
 
 			if (now >= deadline)
-				return 0;
+				return w->kernel_lazy ? w->check(w, 1) : 0;
 			kernel = ts_spin__tick(&sp, now);
 			if (now < spin_end)
 				continue;
