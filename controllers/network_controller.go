@@ -37,6 +37,9 @@ type NetworkOptions struct {
 	DevicePluginConfigMap string
 	// NodeFeatureRule is the name of the NodeFeatureRule (default tickstack).
 	NodeFeatureRule string
+	// XDPRunDir is the node daemon tickstack-xdpd's run directory, which bypass groups' attachments
+	// give their tickstack-xdp CNI plugin (default /run/tickstack/xdp).
+	XDPRunDir string
 }
 
 // NetworkReconciler renders, from every LatencyProfile, the SR-IOV device plugin's ConfigMap, the
@@ -50,6 +53,13 @@ type NetworkReconciler struct {
 	Options NetworkOptions
 	// nads and nfd say whether those CRDs were installed when the controller started.
 	nads, nfd bool
+}
+
+func (o NetworkOptions) xdpRunDir() string {
+	if o.XDPRunDir == "" {
+		return render.DefaultXDPRunDir
+	}
+	return o.XDPRunDir
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch
@@ -101,7 +111,7 @@ func (r *NetworkReconciler) reconcileNADs(ctx context.Context, name string) erro
 	}
 	if profile != nil && profile.DeletionTimestamp.IsZero() {
 		var err error
-		if want, err = render.NetworkAttachments(profile, r.Options.ResourcePrefix, r.Options.Namespace); err != nil {
+		if want, err = render.NetworkAttachments(profile, r.Options.ResourcePrefix, r.Options.Namespace, r.Options.xdpRunDir()); err != nil {
 			return err
 		}
 	}

@@ -578,6 +578,53 @@ type LatencyProfileSpec struct {
 	// whether the node's clock is in sync (condition TimeSynced; docs/ptp.md).
 	// +optional
 	PTP *PTPSpec `json:"ptp,omitempty"`
+
+	// Bypass configures the kernel-bypass stack the pod webhook injects into latency pods when a NIC
+	// group's acceleration is bypass (docs/dataplane.md).
+	// +optional
+	Bypass *BypassSpec `json:"bypass,omitempty"`
+}
+
+// BypassTCP says which TCP connections of a latency pod the bypass stack carries.
+// +kubebuilder:validation:Enum=Off;Connect;On
+type BypassTCP string
+
+const (
+	// BypassTCPOff leaves every TCP socket on the kernel (the default).
+	BypassTCPOff BypassTCP = "Off"
+	// BypassTCPConnect accelerates outgoing connections only; listeners stay on the kernel (for
+	// servers that accept in forked children).
+	BypassTCPConnect BypassTCP = "Connect"
+	// BypassTCPOn accelerates outgoing connections and listeners.
+	BypassTCPOn BypassTCP = "On"
+)
+
+// BypassSpec configures the bypass stack in latency pods.
+type BypassSpec struct {
+	// Require makes a socket the stack cannot accelerate fail its call (bind, connect, send) with an
+	// error naming the cause, instead of running on the kernel unnoticed: a latency pod that falls back
+	// silently is a latency incident. Default true.
+	// +optional
+	// +kubebuilder:default=true
+	Require *bool `json:"require,omitempty"`
+	// TCP says which TCP connections the stack carries: Off (default), Connect or On.
+	// +optional
+	// +kubebuilder:default=Off
+	TCP BypassTCP `json:"tcp,omitempty"`
+}
+
+// RequireBypass reports whether latency pods of this profile must be accelerated (spec.bypass.require,
+// default true).
+func (s *LatencyProfileSpec) RequireBypass() bool {
+	return s.Bypass == nil || s.Bypass.Require == nil || *s.Bypass.Require
+}
+
+// BypassTCPMode is spec.bypass.tcp with its default.
+func (s *LatencyProfileSpec) BypassTCPMode() BypassTCP {
+	if s.Bypass == nil || s.Bypass.TCP == "" {
+		return BypassTCPOff
+	}
+	return s.Bypass.TCP
 }
 
 // PTPRole is the PTP role a node plays.

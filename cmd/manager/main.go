@@ -28,9 +28,9 @@ import (
 
 // podFlags are the flags of the pod webhook, the network controller and the webhook certificate.
 type podFlags struct {
-	namespace, resourcePrefix, dataplaneImage, certMode       string
-	secretName, serviceName, mutatingConfig, validatingConfig string
-	caLifetime, certLifetime                                  time.Duration
+	namespace, resourcePrefix, dataplaneImage, certMode, xdpRunDir string
+	secretName, serviceName, mutatingConfig, validatingConfig      string
+	caLifetime, certLifetime                                       time.Duration
 }
 
 func (f *podFlags) bind() {
@@ -41,6 +41,7 @@ func (f *podFlags) bind() {
 	flag.StringVar(&f.namespace, "namespace", ns, "the operator's namespace: device plugin ConfigMap, default NAD namespace, webhook Secret (default $POD_NAMESPACE)")
 	flag.StringVar(&f.resourcePrefix, "resource-prefix", tsv1.DefaultResourcePrefix, "SR-IOV device plugin resource prefix: VFs are <prefix>/<resourceName>")
 	flag.StringVar(&f.dataplaneImage, "dataplane-image", "localhost/tickstack/agent:dev", "image holding "+tswebhook.DataplaneLibraryInImage+", copied into bypass pods by an init container")
+	flag.StringVar(&f.xdpRunDir, "xdp-run-dir", render.DefaultXDPRunDir, "run directory of the node daemon tickstack-xdpd (the chart's xdpd.runDir): bypass pods mount their directory below its pods/, and bypass attachments' tickstack-xdp plugin finds ctl.sock there")
 	flag.StringVar(&f.certMode, "webhook-cert-mode", "operator", "who manages the webhook serving certificate: operator (a CA and certificate in a Secret, caBundle patched, renewed) or cert-manager (files in --webhook-cert-dir)")
 	flag.StringVar(&f.secretName, "webhook-secret-name", "tickstack-webhook-server-cert", "Secret holding the webhook CA and serving certificate (operator mode)")
 	flag.StringVar(&f.serviceName, "webhook-service-name", "tickstack-webhook-service", "Service in front of the webhook server, named in the certificate (operator mode)")
@@ -116,7 +117,7 @@ func main() {
 		os.Exit(1)
 	}
 	if err := controllers.SetupControllers(mgr, controllers.Options{
-		Network:          controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix},
+		Network:          controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix, XDPRunDir: pf.xdpRunDir},
 		BenchImage:       benchImage,
 		ProfileMetrics:   controllers.NewProfileMetrics(metrics.Registry),
 		BenchmarkMetrics: controllers.NewBenchmarkMetrics(metrics.Registry),
@@ -131,6 +132,7 @@ func main() {
 		}
 		if err := tswebhook.SetupPodWebhook(mgr, tswebhook.PodOptions{
 			ResourcePrefix: pf.resourcePrefix, DataplaneImage: pf.dataplaneImage, NetworkNamespace: pf.namespace,
+			XDPRunDir: pf.xdpRunDir,
 		}); err != nil {
 			log.Error(err, "setting up the pod webhook")
 			os.Exit(1)

@@ -106,9 +106,44 @@ func CNIConfig(name string, nic *tsv1.NICSpec) (string, error) {
 	return string(b), nil
 }
 
+// XDPPluginType is the CNI plugin (cmd/tickstack-xdp-cni, installed on the node as tickstack-xdp)
+// chained last in a bypass group's attachment: it asks the node daemon tickstack-xdpd to attach the
+// steering program to the pod's interface in the pod's network namespace.
+const XDPPluginType = "tickstack-xdp"
+
+// DefaultXDPRunDir is tickstack-xdpd's run directory on the node unless the chart says otherwise.
+const DefaultXDPRunDir = "/run/tickstack/xdp"
+
+// xdpPluginConf is tickstack-xdp's entry in a bypass attachment's plugin list.
+type xdpPluginConf struct {
+	Type string `json:"type"`
+	// RunDir is tickstack-xdpd's --run-dir on the node (its ctl.sock is there).
+	RunDir string `json:"runDir"`
+}
+
+// BypassConfList chains tickstack-xdp after a group's attachment: a CNI network configuration list
+// whose first plugin is cfg (a single plugin's configuration, as CNIConfig renders it).
+func BypassConfList(name, cfg, runDir string) (string, error) {
+	var first map[string]any
+	if err := json.Unmarshal([]byte(cfg), &first); err != nil {
+		return "", fmt.Errorf("the CNI config of %s: %w", name, err)
+	}
+	delete(first, "cniVersion")
+	delete(first, "name")
+	b, err := json.Marshal(map[string]any{
+		"cniVersion": CNIVersion, "name": name,
+		"plugins": []any{first, xdpPluginConf{Type: XDPPluginType, RunDir: runDir}},
+	})
+	if err != nil {
+		return "", fmt.Errorf("encoding the CNI config list of %s: %w", name, err)
+	}
+	return string(b), nil
+}
+
 // NetworkAttachments renders the NetworkAttachmentDefinitions of a profile: one per NIC group with
-// a network. Groups backed by VFs carry the resourceName annotation <prefix>/<resourceName>.
-func NetworkAttachments(p *tsv1.LatencyProfile, prefix, defaultNamespace string) ([]*nadv1.NetworkAttachmentDefinition, error) {
+// a network. Groups backed by VFs carry the resourceName annotation <prefix>/<resourceName>. Bypass
+// groups chain tickstack-xdp (BypassConfList) with xdpRunDir, the node daemon's run directory.
+func NetworkAttachments(p *tsv1.LatencyProfile, prefix, defaultNamespace, xdpRunDir string) ([]*nadv1.NetworkAttachmentDefinition, error) {
 	var out []*nadv1.NetworkAttachmentDefinition
 	for i := range p.Spec.NICs {
 		nic := &p.Spec.NICs[i]
@@ -117,6 +152,9 @@ func NetworkAttachments(p *tsv1.LatencyProfile, prefix, defaultNamespace string)
 		}
 		name := NADName(p.Name, nic.Name)
 		cfg, err := CNIConfig(name, nic)
+		if err == nil && nic.Acceleration == tsv1.AccelerationBypass {
+			cfg, err = BypassConfList(name, cfg, xdpRunDir)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("LatencyProfile %s: %w", p.Name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/containernetworking/cni/libcni"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -147,7 +148,7 @@ func TestNetworkAttachmentsMatchUpstreamExamples(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.golden, func(t *testing.T) {
 			p := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "prof"}, Spec: tsv1.LatencyProfileSpec{NICs: []tsv1.NICSpec{c.nic}}}
-			nads, err := NetworkAttachments(p, "intel.com", "tickstack-system")
+			nads, err := NetworkAttachments(p, "intel.com", "tickstack-system", "/run/tickstack/xdp")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,6 +174,47 @@ func TestNetworkAttachmentsMatchUpstreamExamples(t *testing.T) {
 				t.Errorf("config differs from the upstream example:\n got %s\nwant %s", canonical(t, got), canonical(t, want))
 			}
 		})
+	}
+}
+
+// A bypass group's attachment is a plugin list: the group's own plugin, then tickstack-xdp with the
+// node daemon's run directory. libcni (what Multus and the container runtimes use) must parse it.
+func TestBypassAttachmentChainsTheXDPPlugin(t *testing.T) {
+	nic := tsv1.NICSpec{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"eth1"}}, Acceleration: tsv1.AccelerationBypass,
+		Network: &tsv1.NICNetwork{Type: tsv1.NetworkMacvlan, IPAM: &tsv1.IPAM{Type: "host-local", Subnet: "198.18.5.0/24"}}}
+	p := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "prof"}, Spec: tsv1.LatencyProfileSpec{NICs: []tsv1.NICSpec{nic}}}
+	nads, err := NetworkAttachments(p, "intel.com", "ns", "/var/run/xdp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := libcni.ConfListFromBytes([]byte(nads[0].Spec.Config))
+	if err != nil {
+		t.Fatalf("libcni cannot parse %s: %v", nads[0].Spec.Config, err)
+	}
+	if list.Name != "prof-md" || list.CNIVersion != CNIVersion || len(list.Plugins) != 2 {
+		t.Fatalf("list %s: want name prof-md, cniVersion %s, two plugins", nads[0].Spec.Config, CNIVersion)
+	}
+	single, err := CNIConfig("prof-md", &nic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, want map[string]any
+	if err := json.Unmarshal(list.Plugins[0].Bytes, &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(single), &want); err != nil {
+		t.Fatal(err)
+	}
+	if canonical(t, withoutKeys(first, "cniVersion", "name")) != canonical(t, withoutKeys(want, "cniVersion", "name")) {
+		t.Errorf("first plugin %s, want the group's own %s", list.Plugins[0].Bytes, single)
+	}
+	if list.Plugins[1].Network.Type != XDPPluginType || !strings.Contains(string(list.Plugins[1].Bytes), `"runDir":"/var/run/xdp"`) {
+		t.Errorf("second plugin %s, want %s with runDir /var/run/xdp", list.Plugins[1].Bytes, XDPPluginType)
+	}
+	nic.Acceleration = tsv1.AccelerationKernel
+	p.Spec.NICs[0] = nic
+	if nads, err = NetworkAttachments(p, "intel.com", "ns", "/var/run/xdp"); err != nil || nads[0].Spec.Config != single {
+		t.Errorf("a kernel group's attachment %v (%v), want the single plugin %s", nads[0].Spec.Config, err, single)
 	}
 }
 

@@ -1,6 +1,11 @@
 package webhook
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/render"
+)
 
 // The bypass stack's settings the pod webhook injects. The dataplane (dataplane/src/config.c,
 // ts_config__load, and dataplane/tools/tickstack-run.sh) reads these variables; keep the names in
@@ -31,6 +36,25 @@ const (
 	EnvDataplaneInterfaces = "TICKSTACK_IFACES"
 	// LatencyInterfacePrefix names the secondary interfaces the webhook attaches: lat0, lat1, ...
 	LatencyInterfacePrefix = "lat"
+
+	// EnvRequire makes a socket the stack cannot accelerate an error (spec.bypass.require).
+	EnvRequire = "TICKSTACK_REQUIRE"
+	// EnvTCP says which TCP connections the stack carries: 0, connect or 1 (spec.bypass.tcp).
+	EnvTCP = "TICKSTACK_TCP"
+	// EnvXDPDSocket is the node daemon's per-pod socket: with it the library attaches nothing
+	// itself and needs no admin capability (dataplane/src/xdpd.c).
+	EnvXDPDSocket = "TICKSTACK_XDPD_SOCKET"
+	// EnvPodUID is the pod's UID (downward API), which names the pod's directory under the node
+	// daemon's run directory.
+	EnvPodUID = "TICKSTACK_POD_UID"
+	// XDPVolume is the hostPath volume of the node daemon's pods directory.
+	XDPVolume = "tickstack-xdp"
+	// XDPMountDir is where the pod's own directory of the node daemon is mounted in the container.
+	XDPMountDir = "/run/tickstack"
+	// XDPSocketInPod is the daemon's socket as the container sees it.
+	XDPSocketInPod = XDPMountDir + "/xdp.sock"
+	// DefaultXDPRunDir is tickstack-xdpd's --run-dir on the node (the chart's xdpd.runDir).
+	DefaultXDPRunDir = render.DefaultXDPRunDir
 )
 
 // dataplaneCopyScript copies the library and the libraries it links (libxdp, libbpf, libelf, libz)
@@ -43,6 +67,10 @@ ldd "$lib" | awk '$3 ~ /^\// {print $3}' | while read -r dep; do
   case "${dep##*/}" in libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;; *) cp -L "$dep" ` + DataplaneLibraryDir + `/ ;; esac
 done`
 
-// bypassCapabilities are what AF_XDP needs in the latency container: attach the XDP program and
-// create the XSK (NET_ADMIN, NET_RAW, BPF) and lock the UMEM (IPC_LOCK).
-var bypassCapabilities = []corev1.Capability{"NET_ADMIN", "NET_RAW", "BPF", "IPC_LOCK"}
+// bypassCapabilities are all the latency container keeps: tickstack-xdpd on the node attaches XDP
+// and steers, so the pod only opens its AF_XDP sockets (NET_RAW) and locks their UMEM (IPC_LOCK: the
+// kernel otherwise charges it to RLIMIT_MEMLOCK of the uid, which Kubernetes cannot raise).
+var bypassCapabilities = []corev1.Capability{"NET_RAW", "IPC_LOCK"}
+
+// tcpEnv is TICKSTACK_TCP's value for a profile's spec.bypass.tcp.
+var tcpEnv = map[tsv1.BypassTCP]string{tsv1.BypassTCPOff: "0", tsv1.BypassTCPConnect: "connect", tsv1.BypassTCPOn: "1"}

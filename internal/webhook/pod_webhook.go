@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -33,6 +35,9 @@ type PodOptions struct {
 	// NetworkNamespace is where NetworkAttachmentDefinitions go when a profile names none (the
 	// operator's namespace).
 	NetworkNamespace string
+	// XDPRunDir is the node daemon tickstack-xdpd's run directory (default DefaultXDPRunDir): each
+	// bypass pod mounts its own directory below its pods/ folder.
+	XDPRunDir string
 }
 
 // +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.tickstack.io,admissionReviewVersions=v1,reinvocationPolicy=Never,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"tickstack.io/profile","operator":"Exists"}]}}`
@@ -55,6 +60,9 @@ const PodWebhookPath = "/mutate--v1-pod"
 func SetupPodWebhook(mgr ctrl.Manager, opts PodOptions) error {
 	if opts.ResourcePrefix == "" {
 		opts.ResourcePrefix = tsv1.DefaultResourcePrefix
+	}
+	if opts.XDPRunDir == "" {
+		opts.XDPRunDir = DefaultXDPRunDir
 	}
 	if opts.DataplaneImage == "" {
 		return fmt.Errorf("pod webhook: the dataplane image is not set (--dataplane-image)")
@@ -381,6 +389,8 @@ func Bypass(p *tsv1.LatencyProfile) bool {
 // from the dataplane image into an emptyDir the latency container mounts read-only. The init
 // container of a pod with exclusive CPUs asks for 100m CPU (requests equal limits, so the pod stays
 // Guaranteed); one on shared CPUs asks for memory only, so it needs no CPU beyond the pod's own.
+// The container gets its own directory of the node daemon tickstack-xdpd (its socket), the
+// profile's spec.bypass as environment, and a security context without admin capabilities.
 func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, opts PodOptions, ifaces []string, exclusive bool) error {
 	if !Bypass(p) {
 		return nil
@@ -391,6 +401,9 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 			return fmt.Errorf("container %s sets %s=%q, which the bypass stack of LatencyProfile %s needs for %s: remove it from the container, or choose acceleration kernel or busyPoll in the profile",
 				c.Name, EnvPreload, e.Value, p.Name, lib)
 		}
+	}
+	if err := dropPrivileges(c, p); err != nil {
+		return err
 	}
 	addVolume(pod, corev1.Volume{Name: DataplaneVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	if !hasInit(pod, DataplaneInitContainer) {
@@ -414,27 +427,59 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 	if len(ifaces) > 0 {
 		setEnvDefault(c, EnvDataplaneInterfaces, strings.Join(ifaces, ","))
 	}
-	addCapabilities(c, bypassCapabilities)
+	require := "0"
+	if p.Spec.RequireBypass() {
+		require = "1"
+	}
+	setEnvDefault(c, EnvRequire, require)
+	setEnvDefault(c, EnvTCP, tcpEnv[p.Spec.BypassTCPMode()])
+	// The pod's directory of the node daemon: the daemon creates <run dir>/pods/<pod UID>/xdp.sock
+	// when the CNI plugin plumbs the pod's interface; the container sees only its own directory.
+	setEnv(c, corev1.EnvVar{Name: EnvPodUID, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}})
+	setEnvDefault(c, EnvXDPDSocket, XDPSocketInPod)
+	addVolume(pod, corev1.Volume{Name: XDPVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+		Path: strings.TrimSuffix(opts.XDPRunDir, "/") + "/pods", Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}})
+	addMount(c, corev1.VolumeMount{Name: XDPVolume, MountPath: XDPMountDir, SubPathExpr: "$(" + EnvPodUID + ")"})
 	return nil
 }
 
-// addCapabilities adds capabilities to the container's security context, keeping those it has.
-func addCapabilities(c *corev1.Container, caps []corev1.Capability) {
-	if c.SecurityContext == nil {
-		c.SecurityContext = &corev1.SecurityContext{}
+// dropPrivileges gives the latency container what the bypass stack needs and nothing of admin
+// rank: all capabilities dropped, NET_RAW and IPC_LOCK added (with the container's own additions
+// kept), no privilege escalation. A privileged container, or one adding SYS_ADMIN, NET_ADMIN or
+// BPF, is refused: the node daemon does what those were for.
+func dropPrivileges(c *corev1.Container, p *tsv1.LatencyProfile) error {
+	sc := c.SecurityContext
+	if sc == nil {
+		sc = &corev1.SecurityContext{}
 	}
-	if c.SecurityContext.Capabilities == nil {
-		c.SecurityContext.Capabilities = &corev1.Capabilities{}
+	fix := "remove it: the node daemon tickstack-xdpd attaches XDP, and the webhook gives the container NET_RAW and IPC_LOCK, all the bypass stack needs (or choose acceleration kernel or busyPoll in LatencyProfile " + p.Name + ")"
+	if sc.Privileged != nil && *sc.Privileged {
+		return fmt.Errorf("container %s sets securityContext.privileged: %s", c.Name, fix)
 	}
-	have := map[corev1.Capability]bool{}
-	for _, x := range c.SecurityContext.Capabilities.Add {
-		have[x] = true
+	if sc.AllowPrivilegeEscalation != nil && *sc.AllowPrivilegeEscalation {
+		return fmt.Errorf("container %s sets securityContext.allowPrivilegeEscalation true, which a bypass pod does not get: %s", c.Name, fix)
 	}
-	for _, x := range caps {
-		if !have[x] {
-			c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, x)
+	if sc.Capabilities != nil {
+		for _, x := range sc.Capabilities.Add {
+			switch strings.TrimPrefix(strings.ToUpper(string(x)), "CAP_") {
+			case "SYS_ADMIN", "NET_ADMIN", "BPF", "ALL":
+				return fmt.Errorf("container %s adds capability %s in securityContext.capabilities.add: %s", c.Name, x, fix)
+			}
+		}
+	} else {
+		sc.Capabilities = &corev1.Capabilities{}
+	}
+	c.SecurityContext = sc
+	if !slices.Contains(sc.Capabilities.Drop, "ALL") {
+		sc.Capabilities.Drop = append(sc.Capabilities.Drop, "ALL")
+	}
+	for _, x := range bypassCapabilities {
+		if !slices.Contains(sc.Capabilities.Add, x) {
+			sc.Capabilities.Add = append(sc.Capabilities.Add, x)
 		}
 	}
+	sc.AllowPrivilegeEscalation = ptr.To(false)
+	return nil
 }
 
 func hasInit(pod *corev1.Pod, name string) bool {
@@ -444,6 +489,17 @@ func hasInit(pod *corev1.Pod, name string) bool {
 		}
 	}
 	return false
+}
+
+// setEnv sets a variable whatever the container says: one the webhook's own mounts depend on.
+func setEnv(c *corev1.Container, v corev1.EnvVar) {
+	for i := range c.Env {
+		if c.Env[i].Name == v.Name {
+			c.Env[i] = v
+			return
+		}
+	}
+	c.Env = append(c.Env, v)
 }
 
 func setEnvDefault(c *corev1.Container, name, value string) {

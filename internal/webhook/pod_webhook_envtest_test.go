@@ -149,21 +149,39 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			!strings.Contains(strings.Join(pod.Spec.InitContainers[0].Command, " "), "cp \"$lib\" /opt/tickstack/lib/") {
 			t.Errorf("init container %+v", pod.Spec.InitContainers)
 		}
-		var caps []corev1.Capability
-		if sc := c.SecurityContext; sc != nil && sc.Capabilities != nil {
-			caps = sc.Capabilities.Add
-		}
-		for _, want := range []corev1.Capability{"NET_ADMIN", "NET_RAW", "BPF", "IPC_LOCK"} {
-			if !slices.Contains(caps, want) {
-				t.Errorf("capabilities %v lack %s, which AF_XDP needs", caps, want)
-			}
+		sc := c.SecurityContext
+		if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+			!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_RAW", "IPC_LOCK"}) ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Errorf("security context %+v (capabilities %+v): want drop [ALL], add [NET_RAW IPC_LOCK], allowPrivilegeEscalation false", sc, sc.Capabilities)
 		}
 		env := map[string]string{}
 		for _, e := range c.Env {
 			env[e.Name] = e.Value
+			if e.Name == EnvPodUID && (e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.uid") {
+				t.Errorf("%s = %+v, want the downward API's metadata.uid", EnvPodUID, e)
+			}
 		}
-		if env["LD_PRELOAD"] != "/opt/tickstack/lib/libtickstack.so" || env["TICKSTACK_PROFILE"] != "latency" || env["TICKSTACK_IFACES"] != "lat0" {
-			t.Errorf("env %v", env)
+		want := map[string]string{"LD_PRELOAD": "/opt/tickstack/lib/libtickstack.so", "TICKSTACK_PROFILE": "latency", "TICKSTACK_IFACES": "lat0",
+			"TICKSTACK_REQUIRE": "1", "TICKSTACK_TCP": "0", "TICKSTACK_XDPD_SOCKET": "/run/tickstack/xdp.sock"}
+		for k, v := range want {
+			if env[k] != v {
+				t.Errorf("env %s = %q, want %q (env %v)", k, env[k], v, env)
+			}
+		}
+		var xdp *corev1.Volume
+		for i := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[i].Name == XDPVolume {
+				xdp = &pod.Spec.Volumes[i]
+			}
+		}
+		if xdp == nil || xdp.HostPath == nil || xdp.HostPath.Path != "/run/tickstack/xdp/pods" {
+			t.Errorf("volume %s: %+v, want hostPath /run/tickstack/xdp/pods", XDPVolume, xdp)
+		}
+		for _, m := range c.VolumeMounts {
+			if m.Name == XDPVolume && (m.MountPath != "/run/tickstack" || m.SubPathExpr != "$(TICKSTACK_POD_UID)") {
+				t.Errorf("mount %+v, want /run/tickstack with subPathExpr $(TICKSTACK_POD_UID)", m)
+			}
 		}
 		mounts := map[string]string{}
 		for _, m := range c.VolumeMounts {
@@ -202,6 +220,12 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			{"a conflicting LD_PRELOAD", func(p *corev1.Pod) {
 				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LD_PRELOAD", Value: "/usr/lib/libvma.so"}}
 			}, `container trader sets LD_PRELOAD="/usr/lib/libvma.so"`},
+			{"a privileged bypass container", func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			}, "container trader sets securityContext.privileged: remove it: the node daemon tickstack-xdpd attaches XDP"},
+			{"a bypass container adding NET_ADMIN", func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+			}, "container trader adds capability NET_ADMIN in securityContext.capabilities.add"},
 			{"an unknown profile", func(p *corev1.Pod) { p.Labels[tsv1.ProfileLabel] = "tspw-nosuch" },
 				"label tickstack.io/profile=tspw-nosuch names no LatencyProfile"},
 			{"huge pages of a size the profile lacks", func(p *corev1.Pod) {

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,7 +134,7 @@ func TestMutatePodCases(t *testing.T) {
 				if len(p.Spec.Containers[0].Env) != 0 {
 					t.Errorf("first container got env %v", p.Spec.Containers[0].Env)
 				}
-				if env := p.Spec.Containers[1].Env; len(env) != 3 || env[0].Value != "throughput" || env[2].Name != "TICKSTACK_IFACES" {
+				if env := p.Spec.Containers[1].Env; len(env) != 7 || env[0].Value != "throughput" || env[2].Name != "TICKSTACK_IFACES" || env[6].Name != EnvXDPDSocket {
 					t.Errorf("sidecar env %v", env)
 				}
 			},
@@ -173,6 +174,35 @@ func TestMutatePodCases(t *testing.T) {
 				p.Spec.InitContainers = []corev1.Container{{Name: "setup"}}
 			},
 			refusal: "container setup has no cpu limit",
+		},
+		{
+			name: "spec.bypass: require off, TCP for outgoing connections; the container's own capabilities kept",
+			profile: func(p *tsv1.LatencyProfile) {
+				p.Spec.Bypass = &tsv1.BypassSpec{Require: ptr.To(false), TCP: tsv1.BypassTCPConnect}
+			},
+			pod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_NICE"}}}
+			},
+			check: func(t *testing.T, p *corev1.Pod) {
+				env := map[string]string{}
+				for _, e := range p.Spec.Containers[0].Env {
+					env[e.Name] = e.Value
+				}
+				if env[EnvRequire] != "0" || env[EnvTCP] != "connect" {
+					t.Errorf("env %v: want %s=0 and %s=connect", env, EnvRequire, EnvTCP)
+				}
+				caps := p.Spec.Containers[0].SecurityContext.Capabilities
+				if !slices.Equal(caps.Add, []corev1.Capability{"SYS_NICE", "NET_RAW", "IPC_LOCK"}) || !slices.Equal(caps.Drop, []corev1.Capability{"ALL"}) {
+					t.Errorf("capabilities %+v: want the container's SYS_NICE kept, NET_RAW and IPC_LOCK added, ALL dropped", caps)
+				}
+			},
+		},
+		{
+			name: "a bypass container that asks for privilege escalation",
+			pod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)}
+			},
+			refusal: "container trader sets securityContext.allowPrivilegeEscalation true",
 		},
 		{
 			name:    "kernel acceleration: no preload",
