@@ -4,7 +4,8 @@
 #     and committed into buildah's local storage by hack/images/build.sh;
 #   - binaries are built before (go build, the dataplane's make) and COPYed from the build context,
 #     which hack/images/build.sh stages as:
-#       bin/manager, bin/agent    the Go binaries (static)
+#       bin/manager, bin/agent, bin/tickstack-xdp-cni
+#                                 the Go binaries (static)
 #       bench-bin/                binaries for the bench image (cmd/tickstack, cmd/tickstack-bench when
 #                                 present), may be empty
 #       dataplane/                the dataplane's runtime outputs (dataplane/build/*.so, *.bpf.o, tools)
@@ -28,8 +29,11 @@ COPY dataplane/ /opt/tickstack/dataplane/
 ENV PATH=/opt/tickstack/dataplane/bin:/opt/tickstack/dataplane:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # The node agent (a DaemonSet): tunes its own node; runs as root, privileges come from the pod spec.
+# The same pod runs the dataplane's tickstack-xdpd and installs the tickstack-xdp CNI plugin (static,
+# it runs on the host) into the node's CNI directory.
 FROM node-tools AS agent
 COPY bin/agent /usr/local/bin/agent
+COPY bin/tickstack-xdp-cni /usr/local/bin/tickstack-xdp-cni
 ENTRYPOINT ["/usr/local/bin/agent"]
 
 # The benchmark pods: sockperf and the bypass stack, driven by the command the LatencyBenchmark sets.

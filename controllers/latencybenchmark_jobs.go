@@ -198,7 +198,13 @@ func newBenchPod(in BenchJobInput, specJSON []byte) benchPod {
 	b := in.Benchmark
 	_, _, _, memory := placementOf(b)
 	caps := []corev1.Capability{"SYS_NICE", "IPC_LOCK"}
-	if hasBypass(b) {
+	switch {
+	case hasBypass(b) && in.Profile != "":
+		// The pod webhook plumbs the profile's interface through tickstack-xdpd: the bypass stack
+		// only opens its AF_XDP sockets (and the webhook refuses admin capabilities).
+		caps = append(caps, "NET_RAW")
+	case hasBypass(b):
+		// No profile, so no webhook and no node daemon: the library attaches XDP itself.
 		caps = append(caps, "NET_ADMIN", "NET_RAW", "BPF", "PERFMON")
 	}
 	env := []corev1.EnvVar{

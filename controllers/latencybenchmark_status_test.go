@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -647,6 +648,10 @@ func TestBenchPodsPassThePodWebhook(t *testing.T) {
 	runner := pod.Spec.Containers[0]
 	if env(runner, "LD_PRELOAD") == "" {
 		t.Errorf("the webhook did not inject the bypass library into %s: %+v", runner.Name, runner.Env)
+	}
+	if sc := runner.SecurityContext; sc == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_NICE", "IPC_LOCK", "NET_RAW"}) ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("the bypass runner's security context %+v: want ALL dropped, only SYS_NICE, IPC_LOCK and NET_RAW (tickstack-xdpd attaches XDP)", sc)
 	}
 	if c := runner.Command; len(c) != 6 || c[0] != "/usr/bin/env" || c[1] != "-u" || c[2] != "LD_PRELOAD" || !strings.Contains(c[5], "unset LD_PRELOAD") {
 		t.Errorf("the pod command %q keeps the injected LD_PRELOAD for the kernel stack's rows", c)

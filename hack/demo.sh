@@ -65,10 +65,14 @@ log "helm install (reboot command records only, boot loader drop-in in $SCRATCH)
 mkdir -p "$SCRATCH/grub.d"
 values=$(mktemp /tmp/tse2e-demo-values.XXXXXX)
 trap 'rm -f "$values"' EXIT
+cni_bin_dir=$(hack/local-cluster env | sed -n 's/^export TSLC_CNI_BIN_DIR=//p')
 cat >"$values" <<EOF
 imagePullPolicy: Never
 manager:
   resources: {requests: {cpu: null, memory: 64Mi}}
+xdpd:
+  cniBinDir: $cni_bin_dir
+  resources: {requests: {cpu: null, memory: 16Mi}}
 agent:
   resources: {requests: {cpu: null, memory: 32Mi}}
   rebootCommand: [/bin/sh, -c, 'date >> /demo/reboots']

@@ -106,7 +106,7 @@ build_pause() {
 stage() {
   local ctx=$1 name
   mkdir -p "$ctx/bin" "$ctx/bench-bin" "$ctx/dataplane"
-  for name in manager agent tickstack tickstack-bench tickstack-bench-upload; do
+  for name in manager agent tickstack-xdp-cni tickstack tickstack-bench tickstack-bench-upload; do
     if [ -n "${bins[$name]:-}" ]; then
       cp "${bins[$name]}" "$ctx/bin/$name"
     elif [ -d "$repo/cmd/$name" ] && ls "$repo/cmd/$name"/*.go >/dev/null 2>&1; then
@@ -138,7 +138,10 @@ stage() {
 build_target() {
   local target=$1 ctx=$2 image="localhost/tickstack-$1:$tag"
   case "$target" in
-    manager|agent) [ -f "$ctx/bin/$target" ] || { log "no binary for $target: give --bin $target=PATH or add ./cmd/$target"; exit 1; } ;;
+    manager) [ -f "$ctx/bin/$target" ] || { log "no binary for $target: give --bin $target=PATH or add ./cmd/$target"; exit 1; } ;;
+    agent) for b in agent tickstack-xdp-cni; do
+        [ -f "$ctx/bin/$b" ] || { log "no binary for $b: give --bin $b=PATH or add ./cmd/$b"; exit 1; }
+      done ;;
   esac
   log "buildah bud --target $target -> $image"
   local old; old=$(image_id "$image")

@@ -237,6 +237,61 @@ func TestAgentOnlyWhenEnabled(t *testing.T) {
 	}
 }
 
+// tickstack-xdpd runs beside the agent by default, the CNI plugin is installed into the node's CNI
+// directory, and the manager is told the same run directory the daemon uses.
+func TestXDPDaemonBesideTheAgent(t *testing.T) {
+	type pod struct{ containers, inits map[string]map[string]any }
+	agentPod := func(objs []*unstructured.Unstructured) (pod, []string, map[string]string) {
+		ds := ofKind(objs, "DaemonSet")
+		if len(ds) != 1 {
+			t.Fatalf("want one DaemonSet, got %d", len(ds))
+		}
+		spec, _, _ := unstructured.NestedMap(ds[0].Object, "spec", "template", "spec")
+		p := pod{map[string]map[string]any{}, map[string]map[string]any{}}
+		for key, m := range map[string]map[string]map[string]any{"containers": p.containers, "initContainers": p.inits} {
+			list, _, _ := unstructured.NestedSlice(spec, key)
+			for _, c := range list {
+				m[c.(map[string]any)["name"].(string)] = c.(map[string]any)
+			}
+		}
+		hostPaths := map[string]string{}
+		vols, _, _ := unstructured.NestedSlice(spec, "volumes")
+		for _, v := range vols {
+			if hp, ok, _ := unstructured.NestedString(v.(map[string]any), "hostPath", "path"); ok {
+				hostPaths[v.(map[string]any)["name"].(string)] = hp
+			}
+		}
+		dep := ofKind(objs, "Deployment")[0]
+		mc, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+		args, _, _ := unstructured.NestedStringSlice(mc[0].(map[string]any), "args")
+		return p, args, hostPaths
+	}
+	p, args, hostPaths := agentPod(mustRender(t, "xdpd.runDir=/var/run/tsx", "xdpd.cniBinDir=/usr/lib/cni"))
+	x := p.containers["xdpd"]
+	if x == nil {
+		t.Fatalf("no xdpd container in the agent pod: %v", p.containers)
+	}
+	if cmd, _, _ := unstructured.NestedStringSlice(x, "command"); !slices.Equal(cmd, []string{"/opt/tickstack/dataplane/tickstack-xdpd", "--run-dir", "/var/run/tsx"}) {
+		t.Errorf("xdpd command %v", cmd)
+	}
+	if priv, _, _ := unstructured.NestedBool(x, "securityContext", "privileged"); !priv {
+		t.Error("tickstack-xdpd must be privileged (setns, BPF, netlink)")
+	}
+	if hostPaths["xdpd-run"] != "/var/run/tsx" || hostPaths["cni-bin"] != "/usr/lib/cni" {
+		t.Errorf("host paths %v: want xdpd-run /var/run/tsx and cni-bin /usr/lib/cni", hostPaths)
+	}
+	if cmd, _, _ := unstructured.NestedStringSlice(p.inits["install-cni"], "command"); !strings.Contains(strings.Join(cmd, " "), "/host/cni-bin/tickstack-xdp") {
+		t.Errorf("install-cni command %v", cmd)
+	}
+	if !slices.Contains(args, "--xdp-run-dir=/var/run/tsx") {
+		t.Errorf("manager args %v lack --xdp-run-dir=/var/run/tsx", args)
+	}
+	p, _, hostPaths = agentPod(mustRender(t, "xdpd.enabled=false"))
+	if p.containers["xdpd"] != nil || p.inits["install-cni"] != nil || hostPaths["cni-bin"] != "" {
+		t.Errorf("xdpd.enabled=false still renders the daemon or the CNI install: %v %v", p.containers, p.inits)
+	}
+}
+
 func TestValuesSchemaRefusesBadValues(t *testing.T) {
 	for set, want := range map[string]string{
 		"manager.replicas=0":          "/manager/replicas",
@@ -245,6 +300,7 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		"agent.checkPeriod=soon":      "/agent/checkPeriod",
 		"webhook.certs.mode=helm":     "/webhook/certs/mode",
 		"manager.replica=2":           "additional properties 'replica' not allowed",
+		"xdpd.runDir=run/xdp":         "/xdpd/runDir",
 	} {
 		_, err := render(t, set)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -15,15 +16,19 @@ import (
 )
 
 // values configure the chart for this machine: images imported by hand; no CPU requests for the
-// operator and the agent, so the node's one allocatable CPU stays whole for a pinned pod; a reboot
-// command and a GRUB update command that only record into the scratch directory; and the GRUB
-// drop-in directory replaced by that scratch directory, so the real boot configuration is never
-// written.
-const values = `
+// operator, the agent and tickstack-xdpd, so the node's one allocatable CPU stays whole for a pinned
+// pod; the local cluster's CNI directory for the tickstack-xdp plugin; a reboot command and a GRUB
+// update command that only record into the scratch directory; and the GRUB drop-in directory
+// replaced by that scratch directory, so the real boot configuration is never written.
+func values(cniBinDir string) string {
+	return `
 imagePullPolicy: Never
 crds: {keep: true}
 manager:
   resources: {requests: {cpu: null, memory: 64Mi}}
+xdpd:
+  cniBinDir: ` + cniBinDir + `
+  resources: {requests: {cpu: null, memory: 16Mi}}
 agent:
   checkPeriod: 10s
   resources: {requests: {cpu: null, memory: 32Mi}}
@@ -37,6 +42,7 @@ agent:
   - {name: tse2e-scratch, mountPath: /tse2e}
   - {name: tse2e-scratch, mountPath: /host/etc/default/grub.d, subPath: grub.d}
 `
+}
 
 // holdManifest refuses every reboot slot at the API server: the operator cannot grant
 // spec.rebootGranted, so the agent never drains or reboots this machine, and the node keeps asking.
@@ -195,8 +201,12 @@ func podJSON(name string) (map[string]any, error) {
 
 var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 	It("installs the chart and the operator and agent become ready", func() {
+		env, err := run(time.Minute, nil, "hack/local-cluster", "env")
+		Expect(err).NotTo(HaveOccurred(), env)
+		cniBinDir := regexp.MustCompile(`(?m)^export TSLC_CNI_BIN_DIR=(\S+)$`).FindStringSubmatch(env)
+		Expect(cniBinDir).NotTo(BeNil(), "hack/local-cluster env names no TSLC_CNI_BIN_DIR:\n%s", env)
 		f := filepath.Join(GinkgoT().TempDir(), "values.yaml")
-		Expect(os.WriteFile(f, []byte(values), 0o644)).To(Succeed())
+		Expect(os.WriteFile(f, []byte(values(cniBinDir[1])), 0o644)).To(Succeed())
 		Expect(os.MkdirAll(filepath.Join(scratchDir, "grub.d"), 0o755)).To(Succeed())
 		out, err := helm(10*time.Minute, "install", release, "charts/tickstack", "-n", releaseNS, "--create-namespace",
 			"-f", f, "--wait", "--timeout", "8m")
@@ -381,8 +391,25 @@ spec:
 		Expect(exec(`echo "$LD_PRELOAD"`)).To(Equal(libInPod))
 		Expect(exec("test -s " + libInPod + " && echo present")).To(Equal("present"))
 
+		By("no admin capability: only NET_RAW and IPC_LOCK, no escalation, the node daemon's socket of this pod alone")
+		// CAP_NET_RAW is bit 13, CAP_IPC_LOCK bit 14; every other capability is dropped.
+		Expect(exec("grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status")).To(MatchRegexp(`^CapPrm:\s+0000000000006000\nCapEff:\s+0000000000006000\nCapBnd:\s+0000000000006000$`))
+		Expect(exec("grep NoNewPrivs /proc/self/status")).To(MatchRegexp(`NoNewPrivs:\s+1$`))
+		Expect(exec(`echo "$TICKSTACK_XDPD_SOCKET $TICKSTACK_REQUIRE"`)).To(Equal("/run/tickstack/xdp.sock 1"))
+		Expect(exec("ls -A /run/tickstack; test -S /run/tickstack/xdp.sock && echo socket")).To(Equal("xdp.sock\nsocket"))
+		uid := meta["uid"].(string)
+		Eventually(func() (string, error) {
+			return kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-agent", "-c", "xdpd", "--",
+				"/opt/tickstack/dataplane/tickstack-xdpd", "ctl", "status")
+		}, time.Minute, 2*time.Second).Should(ContainSubstring(uid+" "+ifname), "tickstack-xdpd plumbed the pod's interface")
+
 		out, err := kubectl(nil, "delete", "pod", "trader", "-n", testNS, "--wait=true", "--timeout=120s")
 		Expect(err).NotTo(HaveOccurred(), out)
+		By("the pod's plumbing goes with it (the CNI DEL)")
+		Eventually(func() (string, error) {
+			return kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-agent", "-c", "xdpd", "--",
+				"/opt/tickstack/dataplane/tickstack-xdpd", "ctl", "status")
+		}, time.Minute, 2*time.Second).ShouldNot(ContainSubstring(uid))
 	})
 
 	It("benchmarks the node: kernel and bypass ping-pong between two pods over the secondary network, a verdict, the validated label", func() {

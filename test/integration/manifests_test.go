@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -84,10 +85,19 @@ func TestAgentInstall(t *testing.T) {
 	if ds.Namespace != "tickstack-system" || !spec.HostNetwork || !spec.HostPID || spec.ServiceAccountName != "tickstack-agent" {
 		t.Errorf("DaemonSet %s/%s: hostNetwork %v hostPID %v serviceAccount %q", ds.Namespace, ds.Name, spec.HostNetwork, spec.HostPID, spec.ServiceAccountName)
 	}
-	if len(spec.Containers) != 1 {
-		t.Fatalf("%d containers", len(spec.Containers))
+	if len(spec.Containers) != 2 || spec.Containers[0].Name != "xdpd" || spec.Containers[1].Name != "agent" {
+		t.Fatalf("containers %d, want xdpd and agent", len(spec.Containers))
 	}
-	ctr := spec.Containers[0]
+	// tickstack-xdpd beside the agent, and the tickstack-xdp CNI plugin installed on the node.
+	xdpd := spec.Containers[0]
+	if !slices.Equal(xdpd.Command, []string{"/opt/tickstack/dataplane/tickstack-xdpd", "--run-dir", "/run/tickstack/xdp"}) ||
+		xdpd.SecurityContext == nil || xdpd.SecurityContext.Privileged == nil || !*xdpd.SecurityContext.Privileged {
+		t.Errorf("xdpd container: command %v, security context %+v", xdpd.Command, xdpd.SecurityContext)
+	}
+	if len(spec.InitContainers) != 1 || !strings.Contains(strings.Join(spec.InitContainers[0].Command, " "), "/host/cni-bin/tickstack-xdp") {
+		t.Errorf("init containers %+v, want install-cni", spec.InitContainers)
+	}
+	ctr := spec.Containers[1]
 	if ctr.SecurityContext == nil || ctr.SecurityContext.Privileged == nil || !*ctr.SecurityContext.Privileged {
 		t.Error("the agent container is not privileged")
 	}
