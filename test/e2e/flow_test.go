@@ -412,6 +412,109 @@ spec:
 		}, time.Minute, 2*time.Second).ShouldNot(ContainSubstring(uid))
 	})
 
+	It("keeps unprivileged bypass pods apart: a pod's ping-pong, a killed process's entries, another pod refused", func() {
+		// Two bypass pods on the node's shared CPUs (no CPU request): the webhook gives each the
+		// profile's network, the daemon's socket of its own pod and no admin capability. pod-b also
+		// mounts the node's whole pods directory, as a hostile pod might, to try pod-a's socket.
+		for _, name := range []string{"bp-a", "bp-b"} {
+			extra := ""
+			if name == "bp-b" {
+				extra = `
+    volumeMounts: [{name: all-pods, mountPath: /xdp-pods}]
+  volumes:
+  - {name: all-pods, hostPath: {path: /run/tickstack/xdp/pods, type: Directory}}`
+			}
+			apply(fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: %s
+  labels: {tickstack.io/profile: %s}
+  annotations: {tickstack.io/exclusive-cpus: "false"}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: bench
+    image: localhost/tickstack-bench:%s
+    imagePullPolicy: Never
+    command: [sleep, infinity]
+    resources:
+      requests: {memory: 128Mi}
+      limits: {memory: 128Mi}%s
+`, name, testNS, profileName, imageTag, extra))
+		}
+		addr := map[string]string{}
+		uid := map[string]string{}
+		for _, name := range []string{"bp-a", "bp-b"} {
+			Eventually(func(g Gomega) {
+				out, err := kubectl(nil, "get", "pod", name, "-n", testNS, "-o", "jsonpath={.status.phase} {.metadata.uid}")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(out).To(HavePrefix("Running "))
+				uid[name] = strings.Fields(out)[1]
+			}, 3*time.Minute, 2*time.Second).Should(Succeed())
+			out, err := kubectl(nil, "exec", "-n", testNS, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
+			Expect(err).NotTo(HaveOccurred(), out)
+			m := regexp.MustCompile(`inet (\S+)/`).FindStringSubmatch(out)
+			Expect(m).NotTo(BeNil(), out)
+			addr[name] = m[1]
+		}
+		in := func(pod, script string) (string, error) {
+			return kubectl(nil, "exec", "-n", testNS, pod, "--", "/bin/sh", "-c", script)
+		}
+		status := func() (string, error) {
+			return kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-agent", "-c", "xdpd", "--",
+				"/opt/tickstack/dataplane/tickstack-xdpd", "ctl", "status")
+		}
+		// entries of a pod's lat0 in the daemon's status: "<uid> lat0 <netns> <clients> <entries>".
+		entries := func(pod string) func() (string, error) {
+			return func() (string, error) {
+				out, err := status()
+				m := regexp.MustCompile(`(?m)^` + uid[pod] + ` lat0 \d+ (\d+) (\d+)$`).FindStringSubmatch(out)
+				if m == nil {
+					return "", fmt.Errorf("no line for %s in %q (%v)", pod, out, err)
+				}
+				return m[2], err
+			}
+		}
+		startServer := func() {
+			out, err := in("bp-a", "nohup sockperf sr -i "+addr["bp-a"]+" -p 11111 >/tmp/sr.log 2>&1 & echo $! > /tmp/sr.pid")
+			Expect(err).NotTo(HaveOccurred(), out)
+			Eventually(entries("bp-a"), 30*time.Second, 200*time.Millisecond).Should(Equal("1"), "the server's port steered to its XSK")
+		}
+
+		By("a ping-pong between the two pods, both ends accelerated (TICKSTACK_REQUIRE=1)")
+		startServer()
+		pp := "sockperf pp -i " + addr["bp-a"] + " -p 11111 -t 2 -m 64"
+		out, err := in("bp-b", pp)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`percentile 50.000 =\s+[0-9.]+`))
+
+		By("a process killed with SIGKILL: its entries go, and its replacement is accelerated")
+		out, err = in("bp-a", "kill -9 $(cat /tmp/sr.pid)")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(entries("bp-a"), 10*time.Second, 100*time.Millisecond).Should(Equal("0"))
+		startServer()
+		out, err = in("bp-b", pp)
+		Expect(err).NotTo(HaveOccurred(), out)
+
+		By("another pod on bp-a's socket: refused by the daemon, bp-a's entry untouched")
+		// A server that started would run until timeout ends it (status 124); refused, it fails at bind.
+		out, err = in("bp-b", "TICKSTACK_XDPD_SOCKET=/xdp-pods/"+uid["bp-a"]+"/xdp.sock timeout 20 sockperf sr -i "+addr["bp-b"]+" -p 11112 2>&1; echo status=$?")
+		Expect(err).NotTo(HaveOccurred(), out)
+		m := regexp.MustCompile(`status=(\d+)\s*$`).FindStringSubmatch(out)
+		Expect(m).NotTo(BeNil(), out)
+		Expect(m[1]).NotTo(BeElementOf("0", "124"), "a server on another pod's socket must fail at once under TICKSTACK_REQUIRE=1:\n%s", out)
+		logs, _ := kubectl(nil, "logs", "-n", releaseNS, "ds/"+release+"-agent", "-c", "xdpd")
+		Expect(logs).To(MatchRegexp(`refused pid .* not in the pod's network namespace`))
+		Expect(entries("bp-a")()).To(Equal("1"))
+		out, err = in("bp-b", pp)
+		Expect(err).NotTo(HaveOccurred(), "bp-a still serves after the refusal:\n%s", out)
+
+		out, err = kubectl(nil, "delete", "pod", "bp-a", "bp-b", "-n", testNS, "--wait=true", "--timeout=120s")
+		Expect(err).NotTo(HaveOccurred(), out)
+	})
+
 	It("benchmarks the node: kernel and bypass ping-pong between two pods over the secondary network, a verdict, the validated label", func() {
 		// TwoPods: the runner has the exclusive CPU 1 (ping-pong client, then oslat on it), the
 		// reflector runs on the shared CPU 0 with no CPU request (this node's allocatable CPU is 1).
