@@ -229,7 +229,7 @@ func TestOptionalMonitoring(t *testing.T) {
 }
 
 func TestAgentOnlyWhenEnabled(t *testing.T) {
-	if len(ofKind(mustRender(t), "DaemonSet")) != 1 || len(ofKind(mustRender(t), "ValidatingAdmissionPolicy")) != 1 {
+	if len(ofKind(mustRender(t, "xdpd.enabled=false"), "DaemonSet")) != 1 || len(ofKind(mustRender(t), "ValidatingAdmissionPolicy")) != 1 {
 		t.Error("the agent DaemonSet and its own-node policy render by default")
 	}
 	if len(ofKind(mustRender(t, "agent.enabled=false"), "DaemonSet")) != 0 {
@@ -237,58 +237,60 @@ func TestAgentOnlyWhenEnabled(t *testing.T) {
 	}
 }
 
-// tickstack-xdpd runs beside the agent by default, the CNI plugin is installed into the node's CNI
-// directory, and the manager is told the same run directory the daemon uses.
-func TestXDPDaemonBesideTheAgent(t *testing.T) {
-	type pod struct{ containers, inits map[string]map[string]any }
-	agentPod := func(objs []*unstructured.Unstructured) (pod, []string, map[string]string) {
-		ds := ofKind(objs, "DaemonSet")
-		if len(ds) != 1 {
-			t.Fatalf("want one DaemonSet, got %d", len(ds))
-		}
-		spec, _, _ := unstructured.NestedMap(ds[0].Object, "spec", "template", "spec")
-		p := pod{map[string]map[string]any{}, map[string]map[string]any{}}
-		for key, m := range map[string]map[string]map[string]any{"containers": p.containers, "initContainers": p.inits} {
-			list, _, _ := unstructured.NestedSlice(spec, key)
-			for _, c := range list {
-				m[c.(map[string]any)["name"].(string)] = c.(map[string]any)
+// tickstack-xdpd runs on the agent's nodes by default, in its own DaemonSet updated OnDelete (a restart
+// detaches its programs from running pods), installs the CNI plugin into the node's CNI directory, and
+// the manager is told the same run directory the daemon uses.
+func TestXDPDaemonOnTheAgentsNodes(t *testing.T) {
+	byName := func(objs []*unstructured.Unstructured, name string) *unstructured.Unstructured {
+		for _, o := range ofKind(objs, "DaemonSet") {
+			if o.GetName() == name {
+				return o
 			}
 		}
-		hostPaths := map[string]string{}
-		vols, _, _ := unstructured.NestedSlice(spec, "volumes")
-		for _, v := range vols {
-			if hp, ok, _ := unstructured.NestedString(v.(map[string]any), "hostPath", "path"); ok {
-				hostPaths[v.(map[string]any)["name"].(string)] = hp
-			}
-		}
-		dep := ofKind(objs, "Deployment")[0]
-		mc, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
-		args, _, _ := unstructured.NestedStringSlice(mc[0].(map[string]any), "args")
-		return p, args, hostPaths
+		return nil
 	}
-	p, args, hostPaths := agentPod(mustRender(t, "xdpd.runDir=/var/run/tsx", "xdpd.cniBinDir=/usr/lib/cni"))
-	x := p.containers["xdpd"]
-	if x == nil {
-		t.Fatalf("no xdpd container in the agent pod: %v", p.containers)
+	objs := mustRender(t, "xdpd.runDir=/var/run/tsx", "xdpd.cniBinDir=/usr/lib/cni")
+	ds := byName(objs, "t-tickstack-xdpd")
+	if ds == nil {
+		t.Fatalf("no DaemonSet t-tickstack-xdpd")
 	}
+	if u, _, _ := unstructured.NestedString(ds.Object, "spec", "updateStrategy", "type"); u != "OnDelete" {
+		t.Errorf("updateStrategy %q, want OnDelete: an upgrade must not restart the daemon under running bypass pods", u)
+	}
+	spec, _, _ := unstructured.NestedMap(ds.Object, "spec", "template", "spec")
+	if hp, _, _ := unstructured.NestedBool(spec, "hostPID"); !hp {
+		t.Error("tickstack-xdpd needs the host's PID namespace (/proc/<pid>/ns/net of pod processes)")
+	}
+	containers, _, _ := unstructured.NestedSlice(spec, "containers")
+	x := containers[0].(map[string]any)
 	if cmd, _, _ := unstructured.NestedStringSlice(x, "command"); !slices.Equal(cmd, []string{"/opt/tickstack/dataplane/tickstack-xdpd", "--run-dir", "/var/run/tsx"}) {
 		t.Errorf("xdpd command %v", cmd)
 	}
 	if priv, _, _ := unstructured.NestedBool(x, "securityContext", "privileged"); !priv {
 		t.Error("tickstack-xdpd must be privileged (setns, BPF, netlink)")
 	}
-	if hostPaths["xdpd-run"] != "/var/run/tsx" || hostPaths["cni-bin"] != "/usr/lib/cni" {
-		t.Errorf("host paths %v: want xdpd-run /var/run/tsx and cni-bin /usr/lib/cni", hostPaths)
+	hostPaths := map[string]string{}
+	vols, _, _ := unstructured.NestedSlice(spec, "volumes")
+	for _, v := range vols {
+		if hp, ok, _ := unstructured.NestedString(v.(map[string]any), "hostPath", "path"); ok {
+			hostPaths[v.(map[string]any)["name"].(string)] = hp
+		}
 	}
-	if cmd, _, _ := unstructured.NestedStringSlice(p.inits["install-cni"], "command"); !strings.Contains(strings.Join(cmd, " "), "/host/cni-bin/tickstack-xdp") {
+	if hostPaths["run"] != "/var/run/tsx" || hostPaths["cni-bin"] != "/usr/lib/cni" {
+		t.Errorf("host paths %v: want run /var/run/tsx and cni-bin /usr/lib/cni", hostPaths)
+	}
+	inits, _, _ := unstructured.NestedSlice(spec, "initContainers")
+	if cmd, _, _ := unstructured.NestedStringSlice(inits[0].(map[string]any), "command"); !strings.Contains(strings.Join(cmd, " "), "/host/cni-bin/tickstack-xdp") {
 		t.Errorf("install-cni command %v", cmd)
 	}
-	if !slices.Contains(args, "--xdp-run-dir=/var/run/tsx") {
+	mc, _, _ := unstructured.NestedSlice(ofKind(objs, "Deployment")[0].Object, "spec", "template", "spec", "containers")
+	if args, _, _ := unstructured.NestedStringSlice(mc[0].(map[string]any), "args"); !slices.Contains(args, "--xdp-run-dir=/var/run/tsx") {
 		t.Errorf("manager args %v lack --xdp-run-dir=/var/run/tsx", args)
 	}
-	p, _, hostPaths = agentPod(mustRender(t, "xdpd.enabled=false"))
-	if p.containers["xdpd"] != nil || p.inits["install-cni"] != nil || hostPaths["cni-bin"] != "" {
-		t.Errorf("xdpd.enabled=false still renders the daemon or the CNI install: %v %v", p.containers, p.inits)
+	for _, set := range []string{"xdpd.enabled=false", "agent.enabled=false"} {
+		if byName(mustRender(t, set), "t-tickstack-xdpd") != nil {
+			t.Errorf("%s still renders tickstack-xdpd", set)
+		}
 	}
 }
 

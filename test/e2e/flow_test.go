@@ -213,6 +213,10 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred(), "helm install:\n%s", out)
 		out, err = kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/"+release+"-agent", "--timeout=5m")
 		Expect(err).NotTo(HaveOccurred(), out)
+		// tickstack-xdpd updates OnDelete, which rollout status does not follow: its pods ready.
+		Eventually(func() (string, error) {
+			return kubectl(nil, "get", "daemonset", release+"-xdpd", "-n", releaseNS, "-o", "jsonpath={.status.desiredNumberScheduled}/{.status.numberReady}")
+		}, 5*time.Minute, 2*time.Second).Should(Equal("1/1"))
 		out, err = kubectl(nil, "create", "namespace", testNS)
 		Expect(err).NotTo(HaveOccurred(), out)
 		Eventually(func() error {
@@ -399,7 +403,7 @@ spec:
 		Expect(exec("ls -A /run/tickstack; test -S /run/tickstack/xdp.sock && echo socket")).To(Equal("xdp.sock\nsocket"))
 		uid := meta["uid"].(string)
 		Eventually(func() (string, error) {
-			return kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-agent", "-c", "xdpd", "--",
+			return kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-xdpd", "--",
 				"/opt/tickstack/dataplane/tickstack-xdpd", "ctl", "status")
 		}, time.Minute, 2*time.Second).Should(ContainSubstring(uid+" "+ifname), "tickstack-xdpd plumbed the pod's interface")
 
@@ -407,7 +411,7 @@ spec:
 		Expect(err).NotTo(HaveOccurred(), out)
 		By("the pod's plumbing goes with it (the CNI DEL)")
 		Eventually(func() (string, error) {
-			return kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-agent", "-c", "xdpd", "--",
+			return kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-xdpd", "--",
 				"/opt/tickstack/dataplane/tickstack-xdpd", "ctl", "status")
 		}, time.Minute, 2*time.Second).ShouldNot(ContainSubstring(uid))
 	})
@@ -463,7 +467,7 @@ spec:
 			return kubectl(nil, "exec", "-n", testNS, pod, "--", "/bin/sh", "-c", script)
 		}
 		status := func() (string, error) {
-			return kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-agent", "-c", "xdpd", "--",
+			return kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-xdpd", "--",
 				"/opt/tickstack/dataplane/tickstack-xdpd", "ctl", "status")
 		}
 		// entries of a pod's lat0 in the daemon's status: "<uid> lat0 <netns> <clients> <entries>".
@@ -505,7 +509,7 @@ spec:
 		m := regexp.MustCompile(`status=(\d+)\s*$`).FindStringSubmatch(out)
 		Expect(m).NotTo(BeNil(), out)
 		Expect(m[1]).NotTo(BeElementOf("0", "124"), "a server on another pod's socket must fail at once under TICKSTACK_REQUIRE=1:\n%s", out)
-		logs, _ := kubectl(nil, "logs", "-n", releaseNS, "ds/"+release+"-agent", "-c", "xdpd")
+		logs, _ := kubectl(nil, "logs", "-n", releaseNS, "ds/"+release+"-xdpd")
 		Expect(logs).To(MatchRegexp(`refused pid .* not in the pod's network namespace`))
 		Expect(entries("bp-a")()).To(Equal("1"))
 		out, err = in("bp-b", pp)

@@ -60,14 +60,18 @@ func kustomizeAgent(t *testing.T) []*unstructured.Unstructured {
 // least-privilege RBAC; a real API server accepts every object (server-side dry run).
 func TestAgentInstall(t *testing.T) {
 	objs := kustomizeAgent(t)
-	var ds appsv1.DaemonSet
+	var ds, xdpd appsv1.DaemonSet
 	var role rbacv1.ClusterRole
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 		switch o.GetKind() {
 		case "DaemonSet":
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &ds); err != nil {
+			target := &ds
+			if o.GetName() == "tickstack-xdpd" {
+				target = &xdpd
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, target); err != nil {
 				t.Fatal(err)
 			}
 		case "ClusterRole":
@@ -76,28 +80,30 @@ func TestAgentInstall(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"DaemonSet", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"} {
-		if kinds[k] != 1 {
-			t.Errorf("config/agent has %d %s, want 1", kinds[k], k)
+	for k, n := range map[string]int{"DaemonSet": 2, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1} {
+		if kinds[k] != n {
+			t.Errorf("config/agent has %d %s, want %d", kinds[k], k, n)
 		}
+	}
+	// tickstack-xdpd: its own DaemonSet, updated OnDelete, privileged in the host's PID namespace,
+	// and the tickstack-xdp CNI plugin installed on the node.
+	xs := xdpd.Spec.Template.Spec
+	if xdpd.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType || !xs.HostPID || len(xs.Containers) != 1 ||
+		!slices.Equal(xs.Containers[0].Command, []string{"/opt/tickstack/dataplane/tickstack-xdpd", "--run-dir", "/run/tickstack/xdp"}) ||
+		xs.Containers[0].SecurityContext == nil || xs.Containers[0].SecurityContext.Privileged == nil || !*xs.Containers[0].SecurityContext.Privileged {
+		t.Errorf("tickstack-xdpd DaemonSet: update %s, hostPID %v, containers %+v", xdpd.Spec.UpdateStrategy.Type, xs.HostPID, xs.Containers)
+	}
+	if len(xs.InitContainers) != 1 || !strings.Contains(strings.Join(xs.InitContainers[0].Command, " "), "/host/cni-bin/tickstack-xdp") {
+		t.Errorf("tickstack-xdpd init containers %+v, want install-cni", xs.InitContainers)
 	}
 	spec := ds.Spec.Template.Spec
 	if ds.Namespace != "tickstack-system" || !spec.HostNetwork || !spec.HostPID || spec.ServiceAccountName != "tickstack-agent" {
 		t.Errorf("DaemonSet %s/%s: hostNetwork %v hostPID %v serviceAccount %q", ds.Namespace, ds.Name, spec.HostNetwork, spec.HostPID, spec.ServiceAccountName)
 	}
-	if len(spec.Containers) != 2 || spec.Containers[0].Name != "xdpd" || spec.Containers[1].Name != "agent" {
-		t.Fatalf("containers %d, want xdpd and agent", len(spec.Containers))
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers", len(spec.Containers))
 	}
-	// tickstack-xdpd beside the agent, and the tickstack-xdp CNI plugin installed on the node.
-	xdpd := spec.Containers[0]
-	if !slices.Equal(xdpd.Command, []string{"/opt/tickstack/dataplane/tickstack-xdpd", "--run-dir", "/run/tickstack/xdp"}) ||
-		xdpd.SecurityContext == nil || xdpd.SecurityContext.Privileged == nil || !*xdpd.SecurityContext.Privileged {
-		t.Errorf("xdpd container: command %v, security context %+v", xdpd.Command, xdpd.SecurityContext)
-	}
-	if len(spec.InitContainers) != 1 || !strings.Contains(strings.Join(spec.InitContainers[0].Command, " "), "/host/cni-bin/tickstack-xdp") {
-		t.Errorf("init containers %+v, want install-cni", spec.InitContainers)
-	}
-	ctr := spec.Containers[1]
+	ctr := spec.Containers[0]
 	if ctr.SecurityContext == nil || ctr.SecurityContext.Privileged == nil || !*ctr.SecurityContext.Privileged {
 		t.Error("the agent container is not privileged")
 	}
