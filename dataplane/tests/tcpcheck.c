@@ -25,6 +25,12 @@
  *                                    TCP_INFO after connect (state, MSS,
  *                                    window scaling), after our FIN and
  *                                    after the peer's
+ *   tcpcheck options-server PORT     accept; TCP_INFO's negotiated options
+ *                                    (timestamps, window scaling) and
+ *                                    send MSS; read "x", answer "y", close
+ *   tcpcheck options-client HOST PORT
+ *                                    connect; the same TCP_INFO line; send
+ *                                    "x", read "y" and EOF
  *   (these print what they observed, one line each: the harness compares
  *   the kernel's run with the stack's)
  *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
@@ -365,6 +371,18 @@ static struct tcp_info tinfo(int fd, socklen_t *len)
 	return ti;
 }
 
+/* the options the handshake negotiated, as TCP_INFO reports them: what
+ * each end's kernel or stack offered and accepted */
+static void toptions(int fd, const char *who)
+{
+	socklen_t len;
+	struct tcp_info ti = tinfo(fd, &len);
+
+	printf("%s: timestamps %s, window scaling %s, send MSS %u\n", who,
+	       ti.tcpi_options & TCPI_OPT_TIMESTAMPS ? "on" : "off",
+	       ti.tcpi_options & TCPI_OPT_WSCALE ? "on" : "off", ti.tcpi_snd_mss);
+}
+
 /* TCP_INFO's state, polled until it is one of want (bounded) */
 static void tstate(int fd, const char *who, const char *when, const int *want)
 {
@@ -680,6 +698,28 @@ int main(int argc, char **argv)
 		while (read(fd, buf, sizeof(buf)) > 0)
 			;
 		tstate(fd, "client", "after the peer's FIN", tw);
+		close(fd);
+	} else if (!strcmp(m, "options-server") && argc == 3) {
+		fd = listener(atoi(argv[2]));
+		c = accept(fd, NULL, NULL);
+		if (c < 0)
+			die("accept");
+		toptions(c, "server");
+		expect(c, "x");
+		if (write(c, "y", 1) != 1)
+			die("write");
+		close(c);
+		close(fd);
+	} else if (!strcmp(m, "options-client") && argc == 4) {
+		char b;
+
+		fd = connect_to(argv[2], atoi(argv[3]));
+		toptions(fd, "client");
+		if (write(fd, "x", 1) != 1)
+			die("write");
+		expect(fd, "y");
+		if (read(fd, &b, 1) != 0)
+			die("no EOF after y");
 		close(fd);
 	} else if (!strcmp(m, "syncnt-client") && argc == 4) {
 		struct sockaddr_in sa = { .sin_family = AF_INET,
