@@ -250,6 +250,38 @@ static void expect(int fd, const char *want)
 	}
 }
 
+static int accept_one(int lfd)
+{
+	int c = accept(lfd, NULL, NULL);
+
+	if (c < 0)
+		die("accept");
+	return c;
+}
+
+/* a server's half of one exchange: read want, send say */
+static void answer(int fd, const char *want, const char *say)
+{
+	size_t len = strlen(say);
+
+	expect(fd, want);
+	if (write(fd, say, len) != (ssize_t)len)
+		die("write");
+}
+
+/* a client's half: send say, read want, then the server's EOF */
+static void request(int fd, const char *say, const char *want)
+{
+	size_t len = strlen(say);
+	char b;
+
+	if (write(fd, say, len) != (ssize_t)len)
+		die("write");
+	expect(fd, want);
+	if (read(fd, &b, 1) != 0)
+		die("no EOF after the answer");
+}
+
 /* Leaks left by n cycles: 0 when the fds and the library's counters are
  * back (polled up to 30 s: lwIP's TIME_WAIT lasts ~5 s here). */
 static int settle(int base, int n, const char *who)
@@ -527,9 +559,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(m, "recv-server") && argc == 4) {
 		fd = listener(atoi(argv[2]));
-		c = accept(fd, NULL, NULL);
-		if (c < 0)
-			die("accept");
+		c = accept_one(fd);
 		sink(c, argv[3]);
 		close(c);
 		close(fd);
@@ -551,9 +581,7 @@ int main(int argc, char **argv)
 		close(fd);
 	} else if (!strcmp(m, "halfclose-server") && argc == 3) {
 		fd = listener(atoi(argv[2]));
-		c = accept(fd, NULL, NULL);
-		if (c < 0)
-			die("accept");
+		c = accept_one(fd);
 		drain_report(c, "server");
 		printf("server: write after the peer's FIN: %s\n",
 		       write(c, "bye", 3) == 3 ? "3" : ename(errno));
@@ -584,9 +612,7 @@ int main(int argc, char **argv)
 		ssize_t n;
 
 		fd = listener(atoi(argv[2]));
-		c = accept(fd, NULL, NULL);
-		if (c < 0)
-			die("accept");
+		c = accept_one(fd);
 		while (got < (1 << 20) && (n = read(c, buf, sizeof(buf))) > 0)
 			got += n;
 		if (setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
@@ -662,9 +688,7 @@ int main(int argc, char **argv)
 		ti = tinfo(fd, &len);
 		printf("server: listener: state %s, %u bytes\n",
 		       tcp_state_name(ti.tcpi_state), (unsigned)len);
-		c = accept(fd, NULL, NULL);
-		if (c < 0)
-			die("accept");
+		c = accept_one(fd);
 		tstate(c, "server", "accepted", est);
 		file_signal("accepted", argv[2]);
 		while (read(c, buf, sizeof(buf)) > 0)
@@ -701,25 +725,15 @@ int main(int argc, char **argv)
 		close(fd);
 	} else if (!strcmp(m, "options-server") && argc == 3) {
 		fd = listener(atoi(argv[2]));
-		c = accept(fd, NULL, NULL);
-		if (c < 0)
-			die("accept");
+		c = accept_one(fd);
 		toptions(c, "server");
-		expect(c, "x");
-		if (write(c, "y", 1) != 1)
-			die("write");
+		answer(c, "x", "y");
 		close(c);
 		close(fd);
 	} else if (!strcmp(m, "options-client") && argc == 4) {
-		char b;
-
 		fd = connect_to(argv[2], atoi(argv[3]));
 		toptions(fd, "client");
-		if (write(fd, "x", 1) != 1)
-			die("write");
-		expect(fd, "y");
-		if (read(fd, &b, 1) != 0)
-			die("no EOF after y");
+		request(fd, "x", "y");
 		close(fd);
 	} else if (!strcmp(m, "syncnt-client") && argc == 4) {
 		struct sockaddr_in sa = { .sin_family = AF_INET,
@@ -747,12 +761,8 @@ int main(int argc, char **argv)
 		for (i = 0; i <= n; i++) {
 			if (i == 1)
 				base = count_fds();
-			c = accept(fd, NULL, NULL);
-			if (c < 0)
-				die("accept");
-			expect(c, "ping");
-			if (write(c, "pong", 4) != 4)
-				die("write");
+			c = accept_one(fd);
+			answer(c, "ping", "pong");
 			close(c);
 		}
 		if (settle(base, n, "server"))
@@ -760,7 +770,6 @@ int main(int argc, char **argv)
 		close(fd);
 	} else if (!strcmp(m, "cycles-client") && argc == 5) {
 		int base = -1;
-		char b;
 
 		n = atoi(argv[4]);
 		for (i = 0; i <= n; i++) {
@@ -770,11 +779,7 @@ int main(int argc, char **argv)
 				base = count_fds();
 			}
 			fd = connect_to(argv[2], atoi(argv[3]));
-			if (write(fd, "ping", 4) != 4)
-				die("write");
-			expect(fd, "pong");
-			if (read(fd, &b, 1) != 0)
-				die("no EOF after pong");
+			request(fd, "ping", "pong");
 			close(fd);
 		}
 		return settle(base, n, "client");
