@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages listed in hack/apt-packages.txt that are missing. Idempotent.
+# Installs the Debian packages listed in hack/apt-packages.txt that are missing, then fetches the
+# pinned lwIP source package the dataplane compiles (hack/lwip-source.sh). Idempotent.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 want=$(sed -e 's/#.*//' -e '/^\s*$/d' "$here/apt-packages.txt" | awk '{print $1}')
@@ -7,9 +8,11 @@ missing=()
 for p in $want; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" != 0 ]; then echo "install-deps: missing ${missing[*]}; run as root" >&2; exit 1; fi
-echo "install-deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq || true
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then echo "install-deps: missing ${missing[*]}; run as root" >&2; exit 1; fi
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq || true
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+"$here/lwip-source.sh"

@@ -219,7 +219,7 @@ static int require_fail(int fd, const char *why)
 	return -EOPNOTSUPP;
 }
 
-/* Retransmission limits. lwIP (Debian's build) gives up a connect after
+/* Retransmission limits. lwIP (src/lwipopts.h) gives up a connect after
  * TCP_SYNMAXRTX (6) SYNs one initial RTO apart (under a second with the
  * ticks here) and a connection after TCP_MAXRTX (12) retransmissions
  * (under a minute here), and knows neither TCP_SYNCNT nor
@@ -471,7 +471,7 @@ static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
 }
 
 /* ------------------------------------------------------------------ */
-/* NewReno (RFC 6582) around lwIP: Debian's lwIP leaves fast recovery on
+/* NewReno (RFC 6582) around lwIP: lwIP 2.1.3 leaves fast recovery on
  * the first new ACK, so when a window lost two segments the second waits
  * for a retransmission timeout (no SACK either). The input glue looks at
  * the connection before and after each segment: a partial ACK during
@@ -1571,9 +1571,15 @@ static int tcp_info(struct ts_tcp *t, int fd, void *val, socklen_t *len)
 			ti.tcpi_snd_wscale = p->snd_scale & 0xf;
 			ti.tcpi_rcv_wscale = p->rcv_scale & 0xf;
 		}
+#if LWIP_TCP_TIMESTAMPS
+		if (p->flags & TF_TIMESTAMP)
+			ti.tcpi_options |= TCPI_OPT_TIMESTAMPS;
+#endif
 		ti.tcpi_rto = (uint32_t)p->rto * 2 * TS_TCP_TMR_MS * 1000;
-		ti.tcpi_snd_mss = p->mss;
-		ti.tcpi_rcv_mss = p->mss;
+		/* payload per segment, the timestamps option taken off, as
+		 * Linux's mss_cache; advmss is the MSS itself */
+		ti.tcpi_snd_mss = tcp_mss(p);
+		ti.tcpi_rcv_mss = tcp_mss(p);
 		ti.tcpi_advmss = p->mss;
 		ti.tcpi_pmtu = p->mss + 40u;
 		for (sg = p->unacked; sg; sg = sg->next)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* tcp_lwip.c - lwIP 2.1.3 (Debian's liblwip) as the TCP engine: its raw
+/* tcp_lwip.c - lwIP 2.1.3 (Debian's source, built with src/lwipopts.h
+ * into build/liblwip-ts.a and linked in) as the TCP engine: its raw
  * API runs on the application's threads under lwIP's core lock (the TCP
  * layer's lock); its timers run on one helper thread. A netif per (interface,
  * local address) feeds ip4_input() with segments taken from the XSK and
@@ -165,7 +166,7 @@ static err_t nif_output(struct netif *n, struct pbuf *p,
 
 	(void)n;
 	(void)ipaddr;
-	/* LWIP_NETIF_TX_SINGLE_PBUF=1 in Debian's build: one contiguous
+	/* LWIP_NETIF_TX_SINGLE_PBUF=1 (src/lwipopts.h): one contiguous
 	 * buffer holding the whole packet */
 	if (p->len != p->tot_len || p->len < 20)
 		return ERR_VAL;
@@ -421,7 +422,8 @@ void ts_tcp__input_drain(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* timers. Debian's build fixes TCP_TMR_INTERVAL at 250 ms and lwIP counts
+/* timers. lwIP's TCP_TMR_INTERVAL is 250 ms (its default, which
+ * src/lwipopts.h keeps, as Debian's build did) and lwIP counts
  * retransmission timeouts, TIME_WAIT and keepalive in slow-timer ticks of
  * two intervals: with it, the shortest RTO is 3 ticks (1.5 s), so every
  * loss that fast retransmit does not repair stalls a stream for seconds.

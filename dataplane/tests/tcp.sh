@@ -175,8 +175,8 @@ scenario() {
 	cat "$TSDP_TMP/$tag-srv.txt" "$TSDP_TMP/$tag-cli.txt" >"$TSDP_TMP/$tag.txt"
 }
 
-t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states, a refused connect: the stack observes what the kernel does
-	local m i=0
+t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states and options, a refused connect: the stack observes what the kernel does
+	local m i=0 ends
 	for m in halfclose reset tcpinfo; do
 		i=$((i + 1))
 		scenario "$(kern $NB)" "$(kern $NA)" $m $((12020 + i)) kernel-$m || return 1
@@ -186,6 +186,23 @@ t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states, a ref
 				"$TSDP_TMP/stack-$m.txt" >&2; return 1; }
 		log "$CUR: $m as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-$m.txt")"
 	done
+	# the options each end's TCP_INFO shows (timestamps, window scaling, send
+	# MSS) with the stack on one end, passive then active open, and on both:
+	# the kernel's view of the stack shows what the stack offered/accepted
+	scenario "$(kern $NB)" "$(kern $NA)" options 12035 kernel-options || return 1
+	grep -q 'timestamps on, window scaling on' "$TSDP_TMP/kernel-options.txt" ||
+		{ die "options: the kernels negotiated no timestamps/window scaling: $(cat "$TSDP_TMP/kernel-options.txt")"; return 1; }
+	for ends in passive active both; do
+		case $ends in
+		passive) scenario "$(taccel $NB srv)" "$(kern $NA)" options 12036 stack-options ;;
+		active) scenario "$(kern $NB)" "$(taccel $NA cli)" options 12037 stack-options ;;
+		both) scenario "$(taccel $NB srv)" "$(taccel $NA cli)" options 12038 stack-options ;;
+		esac || return 1
+		cmp -s "$TSDP_TMP/kernel-options.txt" "$TSDP_TMP/stack-options.txt" ||
+			{ die "options, stack $ends: otherwise than kernel to kernel:"; diff "$TSDP_TMP/kernel-options.txt" \
+				"$TSDP_TMP/stack-options.txt" >&2; return 1; }
+	done
+	log "$CUR: options as kernel to kernel, stack passive, active and both: $(tr '\n' ';' <"$TSDP_TMP/stack-options.txt")"
 	# a connect where nobody listens: the peer's kernel resets the SYN
 	$(kern $NA) timeout 30 $B/tcpcheck refused-client $IPB 12039 >"$TSDP_TMP/kernel-refused.txt" 2>&1
 	$(taccel $NA cli) timeout 30 $B/tcpcheck refused-client $IPB 12039 >"$TSDP_TMP/stack-refused.txt" 2>&1

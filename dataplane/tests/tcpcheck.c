@@ -25,6 +25,12 @@
  *                                    TCP_INFO after connect (state, MSS,
  *                                    window scaling), after our FIN and
  *                                    after the peer's
+ *   tcpcheck options-server PORT     accept; TCP_INFO's negotiated options
+ *                                    (timestamps, window scaling) and
+ *                                    send MSS; read "x", answer "y", close
+ *   tcpcheck options-client HOST PORT
+ *                                    connect; the same TCP_INFO line; send
+ *                                    "x", read "y" and EOF
  *   (these print what they observed, one line each: the harness compares
  *   the kernel's run with the stack's)
  *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
@@ -244,6 +250,38 @@ static void expect(int fd, const char *want)
 	}
 }
 
+static int accept_one(int lfd)
+{
+	int c = accept(lfd, NULL, NULL);
+
+	if (c < 0)
+		die("accept");
+	return c;
+}
+
+/* a server's half of one exchange: read want, send say */
+static void answer(int fd, const char *want, const char *say)
+{
+	size_t len = strlen(say);
+
+	expect(fd, want);
+	if (write(fd, say, len) != (ssize_t)len)
+		die("write");
+}
+
+/* a client's half: send say, read want, then the server's EOF */
+static void request(int fd, const char *say, const char *want)
+{
+	size_t len = strlen(say);
+	char b;
+
+	if (write(fd, say, len) != (ssize_t)len)
+		die("write");
+	expect(fd, want);
+	if (read(fd, &b, 1) != 0)
+		die("no EOF after the answer");
+}
+
 /* Leaks left by n cycles: 0 when the fds and the library's counters are
  * back (polled up to 30 s: lwIP's TIME_WAIT lasts ~5 s here). */
 static int settle(int base, int n, const char *who)
@@ -363,6 +401,18 @@ static struct tcp_info tinfo(int fd, socklen_t *len)
 	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, len))
 		die("TCP_INFO");
 	return ti;
+}
+
+/* the options the handshake negotiated, as TCP_INFO reports them: what
+ * each end's kernel or stack offered and accepted */
+static void toptions(int fd, const char *who)
+{
+	socklen_t len;
+	struct tcp_info ti = tinfo(fd, &len);
+
+	printf("%s: timestamps %s, window scaling %s, send MSS %u\n", who,
+	       ti.tcpi_options & TCPI_OPT_TIMESTAMPS ? "on" : "off",
+	       ti.tcpi_options & TCPI_OPT_WSCALE ? "on" : "off", ti.tcpi_snd_mss);
 }
 
 /* TCP_INFO's state, polled until it is one of want (bounded) */
@@ -509,9 +559,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(m, "recv-server") && argc == 4) {
 		fd = listener(atoi(argv[2]));
-		c = accept(fd, NULL, NULL);
-		if (c < 0)
-			die("accept");
+		c = accept_one(fd);
 		sink(c, argv[3]);
 		close(c);
 		close(fd);
@@ -533,9 +581,7 @@ int main(int argc, char **argv)
 		close(fd);
 	} else if (!strcmp(m, "halfclose-server") && argc == 3) {
 		fd = listener(atoi(argv[2]));
-		c = accept(fd, NULL, NULL);
-		if (c < 0)
-			die("accept");
+		c = accept_one(fd);
 		drain_report(c, "server");
 		printf("server: write after the peer's FIN: %s\n",
 		       write(c, "bye", 3) == 3 ? "3" : ename(errno));
@@ -566,9 +612,7 @@ int main(int argc, char **argv)
 		ssize_t n;
 
 		fd = listener(atoi(argv[2]));
-		c = accept(fd, NULL, NULL);
-		if (c < 0)
-			die("accept");
+		c = accept_one(fd);
 		while (got < (1 << 20) && (n = read(c, buf, sizeof(buf))) > 0)
 			got += n;
 		if (setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
@@ -644,9 +688,7 @@ int main(int argc, char **argv)
 		ti = tinfo(fd, &len);
 		printf("server: listener: state %s, %u bytes\n",
 		       tcp_state_name(ti.tcpi_state), (unsigned)len);
-		c = accept(fd, NULL, NULL);
-		if (c < 0)
-			die("accept");
+		c = accept_one(fd);
 		tstate(c, "server", "accepted", est);
 		file_signal("accepted", argv[2]);
 		while (read(c, buf, sizeof(buf)) > 0)
@@ -681,6 +723,18 @@ int main(int argc, char **argv)
 			;
 		tstate(fd, "client", "after the peer's FIN", tw);
 		close(fd);
+	} else if (!strcmp(m, "options-server") && argc == 3) {
+		fd = listener(atoi(argv[2]));
+		c = accept_one(fd);
+		toptions(c, "server");
+		answer(c, "x", "y");
+		close(c);
+		close(fd);
+	} else if (!strcmp(m, "options-client") && argc == 4) {
+		fd = connect_to(argv[2], atoi(argv[3]));
+		toptions(fd, "client");
+		request(fd, "x", "y");
+		close(fd);
 	} else if (!strcmp(m, "syncnt-client") && argc == 4) {
 		struct sockaddr_in sa = { .sin_family = AF_INET,
 					  .sin_port = htons((uint16_t)atoi(argv[3])) };
@@ -707,12 +761,8 @@ int main(int argc, char **argv)
 		for (i = 0; i <= n; i++) {
 			if (i == 1)
 				base = count_fds();
-			c = accept(fd, NULL, NULL);
-			if (c < 0)
-				die("accept");
-			expect(c, "ping");
-			if (write(c, "pong", 4) != 4)
-				die("write");
+			c = accept_one(fd);
+			answer(c, "ping", "pong");
 			close(c);
 		}
 		if (settle(base, n, "server"))
@@ -720,7 +770,6 @@ int main(int argc, char **argv)
 		close(fd);
 	} else if (!strcmp(m, "cycles-client") && argc == 5) {
 		int base = -1;
-		char b;
 
 		n = atoi(argv[4]);
 		for (i = 0; i <= n; i++) {
@@ -730,11 +779,7 @@ int main(int argc, char **argv)
 				base = count_fds();
 			}
 			fd = connect_to(argv[2], atoi(argv[3]));
-			if (write(fd, "ping", 4) != 4)
-				die("write");
-			expect(fd, "pong");
-			if (read(fd, &b, 1) != 0)
-				die("no EOF after pong");
+			request(fd, "ping", "pong");
 			close(fd);
 		}
 		return settle(base, n, "client");

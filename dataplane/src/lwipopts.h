@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* lwipopts.h - the options tickstack builds lwIP 2.1.3 with (Debian's lwip
+ * source package, compiled by dataplane/Makefile into build/liblwip-ts.a and
+ * linked into libtickstack.so; docs/dataplane.md, "lwIP").
+ *
+ * The values are those of Debian's liblwip0 build (its port's lwipopts.h,
+ * installed as /usr/include/lwip/lwipopts.h by liblwip-dev), so that lwIP
+ * behaves as it did when the library linked Debian's liblwip0, with one
+ * change: LWIP_TCP_TIMESTAMPS is on. Change a value only with a measured
+ * reason, and say it in docs/dataplane.md's table. */
+#ifndef TS_LWIPOPTS_H
+#define TS_LWIPOPTS_H
+
+/* ---- what tickstack changes ----------------------------------------- */
+
+/* RFC 7323 timestamps, offered in our SYNs and accepted in a peer's: every
+ * Linux peer offers them (net.ipv4.tcp_timestamps=1), and Linux-to-Linux
+ * connections carry them */
+#define LWIP_TCP_TIMESTAMPS 1
+
+/* ---- Debian's build, unchanged --------------------------------------- */
+
+/* threads: an OS (pthreads, Debian's unix port sys_arch.c) with the core
+ * lock; tickstack takes that lock itself (src/tcp_lwip.c) and never starts
+ * lwIP's tcpip thread */
+#define NO_SYS 0
+#define LWIP_TCPIP_CORE_LOCKING 1
+
+/* memory: libc's malloc for the heap and for every pool */
+#define MEM_LIBC_MALLOC 1
+#define MEMP_MEM_MALLOC 1
+#define MEM_USE_POOLS 0
+#if defined __LP64__
+#define MEM_ALIGNMENT 8
+#else
+#define MEM_ALIGNMENT 4
+#endif
+
+/* TCP: MSS 1460, a 64 KiB window and send buffer, window scaling with a
+ * receive shift of 1 */
+#define TCP_MSS 1460
+#define TCP_WND 0xFFFF
+#define LWIP_WND_SCALE 1
+#define TCP_RCV_SCALE 1
+#define TCP_SND_BUF TCP_WND
+#define LWIP_TCP_KEEPALIVE 1
+#define LWIP_CHECKSUM_ON_COPY 1
+/* each outgoing packet is one contiguous pbuf */
+#define LWIP_NETIF_TX_SINGLE_PBUF 1
+#define LWIP_RANDOMIZE_INITIAL_LOCAL_PORTS 1
+
+/* modules compiled in (tickstack drives TCP over IPv4 through ip4_input;
+ * the others are part of Debian's build and cost nothing unused) */
+#define LWIP_ARP 1
+#define LWIP_ETHERNET 1
+#define LWIP_IPV4 1
+#define LWIP_ICMP 1
+#define LWIP_IGMP 1
+#define LWIP_RAW 1
+#define LWIP_UDP 1
+#define LWIP_UDPLITE 1
+#define LWIP_TCP 1
+#define LWIP_IPV6 1
+#define LWIP_ICMP6 1
+#define LWIP_IPV6_MLD 1
+#define IP_FORWARD 1
+#define ARP_QUEUEING 1
+#define ARP_QUEUE_LEN 10
+#define LWIP_NETIF_LOOPBACK 1
+#define LWIP_HAVE_LOOPIF 0
+#define LWIP_IPV6_DUP_DETECT_ATTEMPTS 1
+#define LWIP_IPV6_SEND_ROUTER_SOLICIT 1
+#define LWIP_IPV6_AUTOCONFIG 1
+#define LWIP_IPV6_FORWARD 1
+#define MEMP_NUM_MLD6_GROUP 16
+#define LWIP_IPV6_NUM_ADDRESSES 6
+
+/* lwIP's sockets API (compiled by Debian, not by tickstack: the library
+ * uses the raw API); these only shape its headers */
+#define LWIP_COMPAT_SOCKETS 0
+#define LWIP_SOCKET_OFFSET 1
+#define LWIP_POLL 1
+#define LWIP_SOCKET_OPEN_COUNT 1
+#define LWIP_SOCKET_SELECT 0
+#define LWIP_SOCKET_EXTERNAL_HEADERS 1
+#define LWIP_SOCKET_EXTERNAL_HEADER_SOCKETS_H "posix/sockets.h"
+#define LWIP_SOCKET_EXTERNAL_HEADER_INET_H "posix/inet.h"
+#define LWIP_SO_SNDTIMEO 1
+#define LWIP_SO_RCVTIMEO 1
+#define LWIP_SO_RCVBUF 1
+#define LWIP_SO_LINGER 1
+#define SO_REUSE 1
+#define LWIP_MULTICAST_TX_OPTIONS 1
+
+#define LWIP_STATS 0
+#define LWIP_STATS_DISPLAY 0
+/* a failed argument check returns an error instead of asserting */
+#define LWIP_NOASSERT_ON_ERROR 1
+
+/* the unix port's core-lock hooks (sys_arch.c) */
+#if !NO_SYS
+void sys_check_core_locking(void);
+#define LWIP_ASSERT_CORE_LOCKED() sys_check_core_locking()
+void sys_mark_tcpip_thread(void);
+#define LWIP_MARK_TCPIP_THREAD() sys_mark_tcpip_thread()
+#if LWIP_TCPIP_CORE_LOCKING
+void sys_lock_tcpip_core(void);
+#define LOCK_TCPIP_CORE() sys_lock_tcpip_core()
+void sys_unlock_tcpip_core(void);
+#define UNLOCK_TCPIP_CORE() sys_unlock_tcpip_core()
+#endif
+#endif
+
+#endif
