@@ -16,17 +16,21 @@ mkdir -p "$cache"
 
 # apt_mirror prints the first mirror of this machine's apt sources that serves $suite (deb822 or
 # one-line format), so the repo never names a mirror.
+# Only binary sources (Types: deb) count: hack/lwip-source.sh adds a deb-src file beside them. The
+# first match is kept in a variable, not cut with head, so that pipefail never sees a SIGPIPE.
 apt_mirror() {
-  local f
+  local f u=""
   for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    awk -v s="$suite" '
+    [ -f "$f" ] && [ -z "$u" ] || continue
+    u=$(awk -v s="$suite" '
+      /^Types:/ {deb=0; for (i=2;i<=NF;i++) if ($i=="deb") deb=1}
       /^URIs:/ {u=$2} /^Suites:/ {for (i=2;i<=NF;i++) if ($i==s) ok=1}
-      /^$/ {if (ok && u) {print u; exit} ok=0; u=""}
-      END {if (ok && u) print u}' "$f" | head -n1
-  done | head -n1 | grep . && return
-  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-    awk -v s="$suite" '$1=="deb" && $3==s {print $2; exit}' | grep . && return
+      /^$/ {if (ok && deb && u) {print u; done=1; exit} ok=0; deb=0; u=""}
+      END {if (!done && ok && deb && u) print u}' "$f")
+  done
+  [ -n "$u" ] || u=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+    awk -v s="$suite" '$1=="deb" && $3==s && !found {print $2; found=1}')
+  [ -n "$u" ] && { echo "$u"; return; }
   echo "debian-rootfs: no apt source for $suite found" >&2; return 1
 }
 

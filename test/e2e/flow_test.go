@@ -502,6 +502,23 @@ spec:
 		out, err = in("bp-b", pp)
 		Expect(err).NotTo(HaveOccurred(), out)
 
+		By("a second process in bp-a: its interface has one queue, which the first holds; the daemon arbitrates")
+		// macvlan has a single queue. With TICKSTACK_REQUIRE=0 the second server runs on the kernel
+		// (said and counted) and answers; with the default TICKSTACK_REQUIRE=1 it fails at bind.
+		out, err = in("bp-a", "TICKSTACK_REQUIRE=0 nohup sockperf sr -i "+addr["bp-a"]+" -p 11113 >/tmp/sr2.log 2>&1 &")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func() (string, error) { return in("bp-a", "cat /tmp/sr2.log") }, 30*time.Second, time.Second).
+			Should(ContainSubstring("not accelerated: Device or resource busy"))
+		out, err = in("bp-b", "sockperf pp -i "+addr["bp-a"]+" -p 11113 -t 2 -m 64")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`percentile 50.000 =\s+[0-9.]+`), "the second server, on the kernel, answers")
+		out, err = in("bp-b", pp)
+		Expect(err).NotTo(HaveOccurred(), "the first server keeps its queue:\n%s", out)
+		out, err = in("bp-a", "timeout 20 sockperf sr -i "+addr["bp-a"]+" -p 11114 2>&1; echo status=$?")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).NotTo(ContainSubstring("status=124"), "a third server under TICKSTACK_REQUIRE=1 ran on the kernel")
+		Expect(out).To(MatchRegexp(`TICKSTACK_REQUIRE=1: socket fd \d+ \(` + regexp.QuoteMeta(addr["bp-a"]) + `:11114\) cannot be accelerated`))
+
 		By("another pod on bp-a's socket: refused by the daemon, bp-a's entry untouched")
 		// A server that started would run until timeout ends it (status 124); refused, its bind fails
 		// at once (sockperf then exits 0, so the words are what is checked).
