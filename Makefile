@@ -63,10 +63,10 @@ verify-gen: generate manifests ## Fail when generated files are not committed as
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager, agent and tickstack CLI into bin/.
-	go build -o $(BIN)/manager ./cmd/manager
-	go build -o $(BIN)/agent ./cmd/agent
-	go build -o $(BIN)/tickstack ./cmd/tickstack
+build: ## Build the manager, agent and tickstack CLI into bin/, stamped with release, commit and date.
+	go build -ldflags "$$(hack/ldflags.sh)" -o $(BIN)/manager ./cmd/manager
+	go build -ldflags "$$(hack/ldflags.sh)" -o $(BIN)/agent ./cmd/agent
+	go build -ldflags "$$(hack/ldflags.sh)" -o $(BIN)/tickstack ./cmd/tickstack
 
 .PHONY: dataplane
 dataplane: ## Build the AF_XDP bypass stack (dataplane/build/).

@@ -29,6 +29,7 @@ import (
 	"github.com/tickstack/tickstack/internal/bootloader"
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/tuning"
+	"github.com/tickstack/tickstack/internal/version"
 )
 
 // options are the agent's flags.
@@ -224,6 +225,6 @@ func run(ctx context.Context, o *options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting the node agent", "node", o.nodeName, "hostRoot", o.hostRoot)
+	ctrl.Log.Info("starting the node agent", append([]any{"node", o.nodeName, "hostRoot", o.hostRoot}, version.Get().KeysAndValues()...)...)
 	return mgr.Start(ctx)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/certs"
 	"github.com/tickstack/tickstack/internal/render"
+	"github.com/tickstack/tickstack/internal/version"
 	tswebhook "github.com/tickstack/tickstack/internal/webhook"
 )
 
@@ -156,7 +157,7 @@ func main() {
 		log.Error(err, "adding the ready check")
 		os.Exit(1)
 	}
-	log.Info("starting the manager")
+	log.Info("starting the manager", version.Get().KeysAndValues()...)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "running the manager")
 		os.Exit(1)

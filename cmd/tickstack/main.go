@@ -18,6 +18,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/cli"
+	"github.com/tickstack/tickstack/internal/version"
 )
 
 func main() {
@@ -93,6 +94,15 @@ func newRoot() *cobra.Command {
 	planCmd.Flags().StringVarP(&file, "filename", "f", "", "the LatencyProfile to plan")
 	root.AddCommand(planCmd)
 	root.AddCommand(newBenchCmd(newClient, namespace), newReportCmd(newClient, namespace))
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print tickstack's release, git commit and build time",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "tickstack "+version.Get().String())
+			return err
+		},
+	})
 	return root
 }
 

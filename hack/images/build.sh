@@ -111,7 +111,7 @@ stage() {
       cp "${bins[$name]}" "$ctx/bin/$name"
     elif [ -d "$repo/cmd/$name" ] && ls "$repo/cmd/$name"/*.go >/dev/null 2>&1; then
       log "go build ./cmd/$name"
-      (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/bin/$name" "./cmd/$name")
+      (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $("$repo/hack/ldflags.sh")" -o "$ctx/bin/$name" "./cmd/$name")
     fi
   done
   # The benchmark pods run tickstack-bench, then tickstack-bench-upload writes its results into the
