@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -121,6 +122,10 @@ func (p PMC) readOnce(ctx context.Context) Sample {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, p.Path, p.Args()...).CombinedOutput()
+	if p.LocalAddress != "" && ctx.Err() != nil {
+		// The context killed pmc (SIGKILL) before it could unlink its reply socket: nobody else will.
+		_ = os.Remove(p.LocalAddress)
+	}
 	if err != nil {
 		return Sample{Err: fmt.Errorf("running pmc against %s: %w: %s", p.UDSAddress, err, strings.TrimSpace(string(out)))}
 	}
