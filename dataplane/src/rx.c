@@ -106,8 +106,10 @@ ssize_t ts_sock__pop(struct ts_sock *s, struct msghdr *msg, int flags)
 		memcpy(msg->msg_iov[i].iov_base, p + off, c);
 		off += c;
 	}
-	if (!(flags & MSG_PEEK))
+	if (!(flags & MSG_PEEK)) {
 		__atomic_store_n(&s->qhead, s->qhead + 1, __ATOMIC_RELEASE);
+		s->qbytes -= ts_rx_truesize(e.len);
+	}
 	pthread_mutex_unlock(&s->qlock);
 	msg->msg_flags = off < e.len ? MSG_TRUNC : 0;
 	if (msg->msg_name && msg->msg_namelen >= sizeof(struct sockaddr_in)) {

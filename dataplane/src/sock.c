@@ -280,6 +280,7 @@ static void sock__drain(struct ts_sock *s)
 		}
 		e = s->q[s->qhead & (s->qcap - 1)];
 		__atomic_store_n(&s->qhead, s->qhead + 1, __ATOMIC_RELEASE);
+		s->qbytes -= ts_rx_truesize(e.len);
 		pthread_mutex_unlock(&s->qlock);
 		ts_stack__frame_put(e.st, e.frame);
 	}
@@ -616,11 +617,15 @@ static int sock__enqueue(struct ts_sock *s, struct ts_stack *st,
 	struct ts_rxent *e;
 
 	pthread_mutex_lock(&s->qlock);
-	if (s->qtail - s->qhead >= s->qcap) {
+	/* as __udp_enqueue_schedule_skb: full once what is queued exceeds
+	 * SO_RCVBUF (one datagram always fits) */
+	if (s->qtail - s->qhead >= s->qcap ||
+	    (s->rcvbuf && s->qbytes > s->rcvbuf)) {
 		pthread_mutex_unlock(&s->qlock);
 		TS_INC(s->stats->rx_drops);
 		return -1;
 	}
+	s->qbytes += ts_rx_truesize(m->payload_len);
 	e = &s->q[s->qtail & (s->qcap - 1)];
 	e->st = st;
 	e->frame = frame;
@@ -879,6 +884,20 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 		case SO_REUSEADDR:
 			s->reuse = iv != 0;
 			break;
+		case SO_RCVBUF:
+		case SO_RCVBUFFORCE: {
+			/* the kernel's value: doubled, clamped by rmem_max
+			 * (SO_RCVBUF) and the minimum */
+			int v = 0;
+			socklen_t vl = sizeof(v);
+
+			if (!ts_real_getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &vl) && v > 0) {
+				pthread_mutex_lock(&s->qlock);
+				s->rcvbuf = (uint32_t)v;
+				pthread_mutex_unlock(&s->qlock);
+			}
+			break;
+		}
 		case SO_TIMESTAMP_OLD:
 		case SO_TIMESTAMP_NEW:
 		case SO_TIMESTAMPNS_OLD:
