@@ -29,10 +29,14 @@ static void vlog(const char *fmt, va_list ap)
 		(void)!ts_real_write(2, buf, (size_t)n);
 }
 
+__thread int ts_log_quiet;
+
 void ts_log(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (ts_log_quiet && !ts_cfg.debug)
+		return;
 	va_start(ap, fmt);
 	vlog(fmt, ap);
 	va_end(ap);

@@ -1080,10 +1080,12 @@ TS_API long syscall(long n, ...)
 static void atfork_prepare(void)
 {
 	ts_lock();
+	ts_sock__fork_prepare();
 }
 
 static void atfork_parent(void)
 {
+	ts_sock__fork_parent();
 	ts_unlock();
 }
 

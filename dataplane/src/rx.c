@@ -91,12 +91,20 @@ ssize_t ts_sock__pop(struct ts_sock *s, struct msghdr *msg, int flags)
 	size_t off = 0, i;
 	ssize_t ret;
 
+again:
 	pthread_mutex_lock(&s->qlock);
 	if (s->qhead == s->qtail) {
 		pthread_mutex_unlock(&s->qlock);
 		return -1;
 	}
 	e = s->q[s->qhead & (s->qcap - 1)];
+	if (ts_unlikely(s->claims != NULL) &&
+	    !ts_sock__claim(s, s->qhead, flags & MSG_PEEK)) {
+		/* queued before a fork and read by the other process */
+		pthread_mutex_unlock(&s->qlock);
+		ts_sock__skip_taken(s);
+		goto again;
+	}
 	p = ts_stack__frame_data(e.st, e.frame) + e.off;
 	for (i = 0; i < (size_t)msg->msg_iovlen && off < e.len; i++) {
 		size_t c = msg->msg_iov[i].iov_len;

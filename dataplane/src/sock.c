@@ -14,6 +14,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -268,6 +269,131 @@ static void sock__steer_all(struct ts_sock *s, int add)
 	}
 }
 
+/* ---- datagrams queued before a fork (struct ts_claim) ---------------- */
+
+static struct ts_claim *claim_of(const struct ts_sock *s, uint32_t pos)
+{
+	struct ts_claim *c;
+
+	for (c = s->claims; c; c = c->next)
+		if ((int32_t)(pos - c->from) >= 0 && (int32_t)(pos - c->to) < 0)
+			return c;
+	return NULL;
+}
+
+/* Whether this process may deliver the datagram at queue position pos:
+ * one queued before a fork is taken once, by whichever process reads it
+ * first (peek: only looks). qlock held. */
+int ts_sock__claim(struct ts_sock *s, uint32_t pos, int peek)
+{
+	struct ts_claim *c = claim_of(s, pos);
+	uint8_t *b;
+
+	if (!c)
+		return 1;
+	b = &c->taken[pos - c->from];
+	if (peek)
+		return !__atomic_load_n(b, __ATOMIC_ACQUIRE);
+	return !__atomic_exchange_n(b, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Forget the regions the reader has passed. qlock held. */
+static void claims_trim(struct ts_sock *s)
+{
+	struct ts_claim **pp = &s->claims, *c;
+
+	while ((c = *pp)) {
+		if ((int32_t)(s->qhead - c->to) >= 0) {
+			*pp = c->next;
+			munmap(c->taken, c->to - c->from);
+			free(c);
+		} else {
+			pp = &c->next;
+		}
+	}
+}
+
+/* Drop the datagrams at the head that the other side of a fork took. */
+void ts_sock__skip_taken(struct ts_sock *s)
+{
+	for (;;) {
+		struct ts_rxent e;
+
+		pthread_mutex_lock(&s->qlock);
+		if (s->qhead == s->qtail || ts_sock__claim(s, s->qhead, 1)) {
+			claims_trim(s);
+			pthread_mutex_unlock(&s->qlock);
+			return;
+		}
+		e = s->q[s->qhead & (s->qcap - 1)];
+		__atomic_store_n(&s->qhead, s->qhead + 1, __ATOMIC_RELEASE);
+		s->qbytes -= ts_rx_truesize(e.len);
+		claims_trim(s);
+		pthread_mutex_unlock(&s->qlock);
+		ts_stack__frame_put(e.st, e.frame);
+	}
+}
+
+/* atfork prepare (ts_lock held): every queue stays still across the fork,
+ * and what it holds that no region covers yet gets a shared region. */
+void ts_sock__fork_prepare(void)
+{
+	int fd;
+
+	if (!ts_fdtab)
+		return;
+	for (fd = 0; fd < ts_fdtab_size; fd++) {
+		struct ts_sock *s = ts_sock__of(fd);
+		struct ts_claim *c, *last = NULL;
+		uint32_t from;
+
+		if (!s || s->fd != fd || !s->q)
+			continue;
+		pthread_mutex_lock(&s->qlock);
+		s->fork_locked = 1;
+		from = s->qhead;
+		for (c = s->claims; c; c = c->next) {
+			last = c;
+			if ((int32_t)(c->to - from) > 0)
+				from = c->to;
+		}
+		if ((int32_t)(s->qtail - from) <= 0)
+			continue;
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			continue;
+		c->taken = mmap(NULL, s->qtail - from, PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (c->taken == MAP_FAILED) {
+			free(c);
+			continue;
+		}
+		c->from = from;
+		c->to = s->qtail;
+		if (last)
+			last->next = c;
+		else
+			s->claims = c;
+	}
+}
+
+/* atfork parent: the queues move again. */
+void ts_sock__fork_parent(void)
+{
+	int fd;
+
+	if (!ts_fdtab)
+		return;
+	for (fd = 0; fd < ts_fdtab_size; fd++) {
+		struct ts_sock *s = ts_sock__of(fd);
+
+		if (s && s->fd == fd && s->fork_locked) {
+			s->fork_locked = 0;
+			pthread_mutex_unlock(&s->qlock);
+		}
+	}
+}
+
 static void sock__drain(struct ts_sock *s)
 {
 	for (;;) {
@@ -275,6 +401,7 @@ static void sock__drain(struct ts_sock *s)
 
 		pthread_mutex_lock(&s->qlock);
 		if (s->qhead == s->qtail) {
+			claims_trim(s);
 			pthread_mutex_unlock(&s->qlock);
 			return;
 		}
@@ -469,7 +596,7 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 		TS_INC(ts_stats->sockets_kernel);
 		TS_INC(ts_stats->fallback_events);
 		ts_dbg("fd %d stays on the kernel: no XSK for its address", fd);
-		if (ts_cfg.require)
+		if (ts_cfg.require && !ts_log_quiet) /* not while adopting */
 			return ts_sock__require_fail(s, "no XDP-capable interface owns "
 					       "its local address");
 		return 0;
@@ -506,7 +633,14 @@ static void sock__adopt(struct ts_sock *s, int fd)
 	__atomic_store_n(&s->nrx, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->owner, ts_getpid(), __ATOMIC_RELEASE);
 	__atomic_store_n(&s->state, TS_S_NEW, __ATOMIC_RELEASE);
+	/* The parent's process usually still holds the interface's queue:
+	 * the socket then reads through the kernel, shared with the parent as
+	 * the kernel shares it, counted (sockets_kernel, fallback_events) and
+	 * not an error, even under TICKSTACK_REQUIRE (the parent's socket was
+	 * accelerated; nothing falls back silently that was asked for). */
+	ts_log_quiet++;
 	sock__activate(s, fd, 0);
+	ts_log_quiet--;
 	if (s->state != TS_S_ACCEL)
 		__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
 }
@@ -1086,6 +1220,8 @@ int ts_sock__fionread(struct ts_sock *s, int *out)
 	for (i = 0; i < n && !ts_sock__rx_ready(s); i++)
 		if (ts_stack__usable(s->rx_stacks[i]))
 			ts_stack__poll(s->rx_stacks[i], 1);
+	if (s->claims)
+		ts_sock__skip_taken(s);
 	pthread_mutex_lock(&s->qlock);
 	if (s->qhead != s->qtail) {
 		*out = s->q[s->qhead & (s->qcap - 1)].len;
@@ -1112,6 +1248,7 @@ void ts_sock__after_fork_child(struct tickstack_stats *old,
 		if (!s || s->fd != fd)
 			continue;
 		pthread_mutex_init(&s->qlock, NULL); /* only this thread runs */
+		s->fork_locked = 0;
 		if (s->stats != &s->dummy_stats && old != now)
 			s->stats = (struct tickstack_sock_stats *)((char *)now +
 				   ((char *)s->stats - (char *)old));

@@ -107,6 +107,9 @@ struct ts_config {
 extern struct ts_config ts_cfg TS_HIDDEN;
 TS_HIDDEN int ts_config__load(void);
 TS_HIDDEN void ts_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* While set, ts_log says nothing (ts_dbg still does): a forked child
+ * adopting an inherited socket expects to find its parent's queue busy. */
+TS_HIDDEN extern __thread int ts_log_quiet;
 TS_HIDDEN void ts_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- statistics region */
@@ -224,6 +227,17 @@ static inline uint32_t ts_rx_truesize(uint32_t len)
 	return alloc + 320;
 }
 
+/* Datagrams queued before a fork are in the parent's and the child's copy
+ * of the queue: whichever process reads one first takes it (a byte set
+ * atomically in memory both share, mapped at fork), the other skips it,
+ * as both would share the kernel's one queue. One region per fork that
+ * found datagrams not yet covered; freed once the reader passed it. */
+struct ts_claim {
+	uint32_t from, to;      /* queue positions [from, to) */
+	uint8_t *taken;         /* MAP_SHARED, to - from bytes */
+	struct ts_claim *next;
+};
+
 struct ts_rxent {
 	struct ts_stack *st;
 	uint64_t frame;   /* frame base address in the UMEM */
@@ -298,6 +312,8 @@ struct ts_sock {
 			       * queue holds qcap datagrams whatever their size */
 	uint32_t qbytes;      /* what the queued datagrams charge against rcvbuf
 			       * (ts_rx_truesize); under qlock */
+	struct ts_claim *claims; /* datagrams queued before a fork; qlock */
+	int fork_locked;      /* qlock held across fork (atfork prepare) */
 	struct ts_sock *next_port; /* chain in the port table */
 	struct ts_sock *next_free; /* pool */
 	struct tickstack_sock_stats *stats;
@@ -363,8 +379,17 @@ static inline int ts_sock__kfd(const struct ts_sock *s, int fd)
 	return k >= 0 ? k : fd;
 }
 
-static inline int ts_sock__rx_ready(const struct ts_sock *s)
+TS_HIDDEN void ts_sock__skip_taken(struct ts_sock *s);
+TS_HIDDEN int ts_sock__claim(struct ts_sock *s, uint32_t pos, int peek);
+TS_HIDDEN void ts_sock__fork_prepare(void);
+TS_HIDDEN void ts_sock__fork_parent(void);
+
+static inline int ts_sock__rx_ready(struct ts_sock *s)
 {
+	/* datagrams queued before a fork may have been taken by the other
+	 * process: look (rare: only sockets that crossed a fork) */
+	if (ts_unlikely(__atomic_load_n(&s->claims, __ATOMIC_ACQUIRE) != NULL))
+		ts_sock__skip_taken(s);
 	return __atomic_load_n(&s->qtail, __ATOMIC_ACQUIRE) !=
 	       __atomic_load_n(&s->qhead, __ATOMIC_ACQUIRE);
 }
