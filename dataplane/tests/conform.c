@@ -13,7 +13,10 @@
  *   "S count size tos delay_ms"   send count datagrams of size bytes
  *                                 ("<seq>:" then 'x'), IP_TOS tos, the
  *                                 first after delay_ms
- *   "E..."                        echo this datagram back
+ *   "E..."                        echo this datagram back (up to 9000 bytes)
+ *   "M group port count size"     send count datagrams to a multicast group
+ *                                 and port (conform.sh routes 224.0.0.0/4
+ *                                 through the link)
  *
  * A transcript holds only what a program can observe and what must be the
  * same on the kernel and through the stack: return values, errno names,
@@ -529,6 +532,273 @@ static void c_wakeup(void)
 	printf("400 receives: %d returned their datagram, %d timed out\n", ok, late);
 }
 
+/* Up to want datagrams on fds, waiting at most 1 s after the last one:
+ * how many each socket got; a sequence number out of order is printed. */
+static void collect(int *fds, int nfd, int want, int *got)
+{
+	int total = 0, i, last[8];
+
+	for (i = 0; i < nfd; i++) {
+		got[i] = 0;
+		last[i] = -1;
+	}
+	while (total < want) {
+		struct pollfd p[8];
+		int r;
+
+		for (i = 0; i < nfd; i++)
+			p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		r = poll(p, (nfds_t)nfd, 1000);
+		if (r <= 0)
+			break;
+		for (i = 0; i < nfd; i++) {
+			char buf[2048];
+			ssize_t n;
+
+			if (!(p[i].revents & POLLIN))
+				continue;
+			while ((n = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
+				int sq = seq_of(buf, n);
+
+				if (sq <= last[i])
+					printf("  socket %d: seq %d after %d\n", i, sq, last[i]);
+				last[i] = sq;
+				got[i]++;
+				total++;
+			}
+		}
+	}
+}
+
+static int bound_udp(uint16_t port, int opt)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	if (fd < 0)
+		fail("socket");
+	if (opt && setsockopt(fd, SOL_SOCKET, opt, &one, sizeof(one)))
+		fail("setsockopt");
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)))
+		fail("bind");
+	return fd;
+}
+
+/* SO_REUSEADDR: two sockets on one port; the kernel gives each unicast
+ * datagram to one of them (the one bound last), once */
+static void c_reuseaddr(void)
+{
+	int fds[2], got[2];
+
+	fds[0] = bound_udp(12150, SO_REUSEADDR);
+	fds[1] = bound_udp(12150, SO_REUSEADDR);
+	ask(fds[0], 20, 64, 0, 0);
+	collect(fds, 2, 20, got);
+	printf("20 sent to the shared port: first bound %d, second bound %d\n", got[0], got[1]);
+	close(fds[1]);
+	ask(fds[0], 5, 64, 0, 0);
+	collect(fds, 1, 5, got);
+	printf("the second closed: the first gets %d of 5\n", got[0]);
+}
+
+/* SO_REUSEPORT: the kernel's group picks one socket per flow */
+static void c_reuseport(void)
+{
+	int fds[2], got[2];
+
+	fds[0] = bound_udp(12151, SO_REUSEPORT);
+	fds[1] = bound_udp(12151, SO_REUSEPORT);
+	ask(fds[0], 20, 64, 0, 0);
+	collect(fds, 2, 20, got);
+	printf("20 sent to the group: %d and %d (one flow, one socket)\n", got[0], got[1]);
+}
+
+/* datagrams larger than the link's MTU (1500) and than a UMEM frame: they
+ * travel as IP fragments both ways, intact */
+static void c_bigdgram(void)
+{
+	static char buf[9100], req[9000];
+	int fd = udp(), k;
+	ssize_t n;
+
+	ask(fd, 3, 3000, 0, 0);
+	for (k = 0; k < 3; k++) {
+		n = recv(fd, buf, sizeof(buf), 0);
+		printf("received %zd bytes, seq %d, %s\n", n, seq_of(buf, n),
+		       n == 3000 && buf[2999] == 'x' ? "intact" : "DAMAGED");
+	}
+	memset(req, 'y', sizeof(req));
+	req[0] = 'E';
+	for (k = 0; k < 2; k++) {
+		size_t len = k ? sizeof(req) : 2000;
+
+		n = sendto(fd, req, len, 0, (struct sockaddr *)&peer, sizeof(peer));
+		printf("sent %zd of %zu\n", n, len);
+		n = recv(fd, buf, sizeof(buf), 0);
+		printf("echo %zd bytes, %s\n", n,
+		       n == (ssize_t)len && !memcmp(buf, req, len) ? "intact" : "DAMAGED");
+	}
+}
+
+/* vfork + exec while a socket is open: the socket keeps working */
+static void c_vfork(void)
+{
+	int fd = udp(), st = 0, k;
+	char buf[256];
+	ssize_t n;
+	pid_t p = vfork();
+
+	if (p == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	waitpid(p, &st, 0);
+	printf("vfork+exec child: exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	ask(fd, 2, 64, 0, 0);
+	for (k = 0; k < 2; k++) {
+		n = recv(fd, buf, sizeof(buf), 0);
+		printf("after it: %zd seq %d\n", n, seq_of(buf, n));
+	}
+}
+
+static char self_exe[4096];
+
+/* exec'd with LD_PRELOAD removed: plain kernel sockets, and it says so */
+static void c_exec_child(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512], buf[256];
+	int mapped = 0, fd;
+	ssize_t n;
+
+	while (f && fgets(line, sizeof(line), f))
+		mapped |= strstr(line, "libtickstack") != NULL;
+	if (f)
+		fclose(f);
+	printf("child: maps the stack: %s\n", mapped ? "YES" : "no");
+	fd = udp();
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("child: %zd seq %d\n", n, seq_of(buf, n));
+}
+
+static void c_exec(void)
+{
+	extern char **environ;
+	char *env[256], pa[INET_ADDRSTRLEN], pp[8], buf[256];
+	int fd = udp(), k = 0, st = 0, i;
+	ssize_t n;
+	pid_t p;
+
+	for (i = 0; environ[i] && k < 255; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11))
+			env[k++] = environ[i];
+	env[k] = NULL;
+	inet_ntop(AF_INET, &peer.sin_addr, pa, sizeof(pa));
+	snprintf(pp, sizeof(pp), "%u", ntohs(peer.sin_port));
+	p = fork();
+	if (p == 0) {
+		char *argv[] = { "conform", "exec-child", pa, pp, NULL };
+
+		execve(self_exe, argv, env);
+		_exit(127);
+	}
+	waitpid(p, &st, 0);
+	printf("child exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("parent: %zd seq %d\n", n, seq_of(buf, n));
+}
+
+/* poll and select over 64 sockets: only the one with data is ready */
+static void c_manyfds(void)
+{
+	struct pollfd p[64];
+	int fds[64], i, r, ready = 0, which = -1, maxfd = 0;
+	fd_set rs;
+	struct timeval tv = { 2, 0 };
+	char buf[256];
+
+	for (i = 0; i < 64; i++) {
+		fds[i] = udp();
+		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		if (fds[i] > maxfd)
+			maxfd = fds[i];
+	}
+	ask(fds[37], 1, 64, 0, 0);
+	r = poll(p, 64, 2000);
+	for (i = 0; i < 64; i++)
+		if (p[i].revents) {
+			ready++;
+			which = i;
+		}
+	printf("poll %d: %d ready, socket %d, revents %s\n", r, ready, which,
+	       which >= 0 && p[which].revents == POLLIN ? "POLLIN" : "OTHER");
+	FD_ZERO(&rs);
+	for (i = 0; i < 64; i++)
+		FD_SET(fds[i], &rs);
+	r = select(maxfd + 1, &rs, NULL, NULL, &tv);
+	for (i = 0, ready = 0; i < 64; i++)
+		if (FD_ISSET(fds[i], &rs)) {
+			ready++;
+			which = i;
+		}
+	printf("select %d: %d ready, socket %d\n", r, ready, which);
+	printf("recv %zd\n", recv(fds[37], buf, sizeof(buf), 0));
+}
+
+static void mc_req(int fd, const char *group, int port, int count)
+{
+	char req[64];
+	int n = snprintf(req, sizeof(req), "M %s %d %d 64", group, port, count);
+
+	if (sendto(fd, req, (size_t)n, 0, (struct sockaddr *)&peer, sizeof(peer)) != n)
+		fail("sendto request");
+}
+
+static int mc_join(int fd, const char *group, int join)
+{
+	struct ip_mreqn m = { .imr_ifindex = 0 };
+
+	inet_pton(AF_INET, group, &m.imr_multiaddr);
+	return setsockopt(fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &m, sizeof(m));
+}
+
+/* multicast: two groups on one port (IP_MULTICAST_ALL off: each socket its
+ * own group), a membership dropped, and our own datagrams looped back
+ * (IP_MULTICAST_LOOP on) or not (off) */
+static void c_mcast(void)
+{
+	int fds[2], got[2], zero = 0, loop, i;
+	struct sockaddr_in g = { .sin_family = AF_INET, .sin_port = htons(12160) };
+
+	for (i = 0; i < 2; i++) {
+		fds[i] = bound_udp(12160, SO_REUSEADDR);
+		setsockopt(fds[i], IPPROTO_IP, IP_MULTICAST_ALL, &zero, sizeof(zero));
+	}
+	i = mc_join(fds[0], "239.1.1.1", 1);
+	printf("join 239.1.1.1: %d %s\n", i, i ? en(errno) : "");
+	i = mc_join(fds[1], "239.1.1.2", 1);
+	printf("join 239.1.1.2: %d %s\n", i, i ? en(errno) : "");
+	mc_req(fds[0], "239.1.1.1", 12160, 3);
+	mc_req(fds[0], "239.1.1.2", 12160, 2);
+	collect(fds, 2, 5, got);
+	printf("3 to the first group, 2 to the second: %d and %d\n", got[0], got[1]);
+	printf("drop the first: %d\n", mc_join(fds[0], "239.1.1.1", 0));
+	mc_req(fds[0], "239.1.1.1", 12160, 2);
+	mc_req(fds[0], "239.1.1.2", 12160, 1);
+	collect(fds, 2, 3, got);
+	printf("2 more to the first, 1 to the second: %d and %d\n", got[0], got[1]);
+	inet_pton(AF_INET, "239.1.1.2", &g.sin_addr);
+	for (loop = 1; loop >= 0; loop--) {
+		setsockopt(fds[1], IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof(loop));
+		printf("send to our own group, loop %d: %zd\n", loop,
+		       sendto(fds[1], "1:own", 5, 0, (struct sockaddr *)&g, sizeof(g)));
+		collect(fds, 2, 1, got);
+		printf("  looped back: %d and %d\n", got[0], got[1]);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -538,15 +808,21 @@ int main(int argc, char **argv)
 		{ "connect", c_connect }, { "epoll", c_epoll },
 		{ "rcvbuf", c_rcvbuf },   { "fork", c_fork },
 		{ "fds", c_fds },         { "wakeup", c_wakeup },
+		{ "reuseaddr", c_reuseaddr }, { "reuseport", c_reuseport },
+		{ "bigdgram", c_bigdgram }, { "vfork", c_vfork },
+		{ "exec", c_exec },       { "exec-child", c_exec_child },
+		{ "manyfds", c_manyfds }, { "mcast", c_mcast },
 	};
 	unsigned i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1) < 0)
+		fail("readlink /proc/self/exe");
 	if (argc == 3 && !strcmp(argv[1], "peer")) {
 		int fd = socket(AF_INET, SOCK_DGRAM, 0);
 		struct sockaddr_in a = { .sin_family = AF_INET,
 					 .sin_port = htons((uint16_t)atoi(argv[2])) };
-		char b[2048];
+		static char b[65536];
 
 		if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)))
 			fail("peer bind");
@@ -563,14 +839,33 @@ int main(int argc, char **argv)
 				sendto(fd, b, (size_t)n, 0, (struct sockaddr *)&src, sl);
 				continue;
 			}
+			if (b[0] == 'M') {
+				char g[INET_ADDRSTRLEN];
+				int gport;
+				struct sockaddr_in ga = { .sin_family = AF_INET };
+
+				if (sscanf(b, "M %15s %d %d %d", g, &gport, &count, &size) != 4 ||
+				    size < 8 || size > 1472 || inet_pton(AF_INET, g, &ga.sin_addr) != 1)
+					continue;
+				ga.sin_port = htons((uint16_t)gport);
+				for (k = 0; k < count; k++) {
+					char d[1472];
+
+					memset(d, 'x', (size_t)size);
+					snprintf(d, 12, "%d:", k);
+					d[strlen(d)] = 'x';
+					sendto(fd, d, (size_t)size, 0, (struct sockaddr *)&ga, sizeof(ga));
+				}
+				continue;
+			}
 			if (sscanf(b, "S %d %d %d %d", &count, &size, &tos, &delay) != 4 ||
-			    size < 8 || size > 1472)
+			    size < 8 || size > 9000)
 				continue;
 			if (delay)
 				usleep((useconds_t)delay * 1000);
 			setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
 			for (k = 0; k < count; k++) {
-				char d[1472];
+				static char d[9000];
 
 				memset(d, 'x', (size_t)size);
 				snprintf(d, 12, "%d:", k);
