@@ -1195,7 +1195,7 @@ void ts_sock__uring_used(void)
 
 	if (__atomic_exchange_n(&ts_uring_used, 1, __ATOMIC_ACQ_REL))
 		return;
-	ts_log("io_uring in use: UDP sockets stay on the kernel stack");
+	ts_dbg("io_uring in use: UDP sockets stay on the kernel stack");
 	ts_lock();
 	for (fd = 0; fd < ts_fdtab_size; fd++) {
 		struct ts_sock *s = ts_sock__of(fd);

@@ -38,7 +38,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/io_uring.h>
+#include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -799,6 +803,72 @@ static void c_mcast(void)
 	}
 }
 
+/* io_uring on an accelerated socket: the ring reads the kernel socket, so
+ * the stack hands the process's sockets to the kernel when the first ring
+ * is set up (io_uring_setup through syscall(), as liburing does), and the
+ * ring's receive gets the datagram, never hangs */
+static void c_uring(void)
+{
+	struct io_uring_params p;
+	struct io_uring_sqe *sqes, *sqe;
+	struct io_uring_cqe *cqe;
+	unsigned *sq_tail, *sq_array, sq_mask, *cq_head, *cq_tail, cq_mask, head;
+	size_t sq_sz, cq_sz;
+	uint8_t *sq, *cq;
+	char buf[256];
+	int fd = udp(), ring, r;
+
+	memset(&p, 0, sizeof(p));
+	ring = (int)syscall(SYS_io_uring_setup, 4, &p);
+	if (ring < 0) {
+		printf("io_uring_setup: %s\n", en(errno));
+		return;
+	}
+	sq_sz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+	cq_sz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	if (p.features & IORING_FEAT_SINGLE_MMAP)
+		sq_sz = cq_sz = sq_sz > cq_sz ? sq_sz : cq_sz;
+	sq = mmap(NULL, sq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQ_RING);
+	cq = (p.features & IORING_FEAT_SINGLE_MMAP) ? sq :
+		mmap(NULL, cq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_CQ_RING);
+	sqes = mmap(NULL, p.sq_entries * sizeof(*sqes), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		    ring, IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED)
+		fail("mmap io_uring");
+	sq_tail = (unsigned *)(sq + p.sq_off.tail);
+	sq_array = (unsigned *)(sq + p.sq_off.array);
+	sq_mask = *(unsigned *)(sq + p.sq_off.ring_mask);
+	cq_head = (unsigned *)(cq + p.cq_off.head);
+	cq_tail = (unsigned *)(cq + p.cq_off.tail);
+	cq_mask = *(unsigned *)(cq + p.cq_off.ring_mask);
+
+	ask(fd, 1, 64, 0, 0);
+	sqe = &sqes[0];
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_RECV;
+	sqe->fd = fd;
+	sqe->addr = (uint64_t)(uintptr_t)buf;
+	sqe->len = sizeof(buf);
+	sqe->user_data = 7;
+	sq_array[*sq_tail & sq_mask] = 0;
+	__atomic_store_n(sq_tail, *sq_tail + 1, __ATOMIC_RELEASE);
+	r = (int)syscall(SYS_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+	head = __atomic_load_n(cq_head, __ATOMIC_ACQUIRE);
+	if (r < 0 || head == __atomic_load_n(cq_tail, __ATOMIC_ACQUIRE)) {
+		printf("io_uring_enter: %d %s, no completion\n", r, r < 0 ? en(errno) : "");
+		return;
+	}
+	cqe = (struct io_uring_cqe *)(cq + p.cq_off.cqes) + (head & cq_mask);
+	printf("io_uring recv: res %d, user_data %llu, seq %d\n", cqe->res,
+	       (unsigned long long)cqe->user_data, seq_of(buf, cqe->res));
+	__atomic_store_n(cq_head, head + 1, __ATOMIC_RELEASE);
+	{
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		printf("recv after it: %zd %s\n", n, n < 0 ? en(errno) : "");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -812,6 +882,7 @@ int main(int argc, char **argv)
 		{ "bigdgram", c_bigdgram }, { "vfork", c_vfork },
 		{ "exec", c_exec },       { "exec-child", c_exec_child },
 		{ "manyfds", c_manyfds }, { "mcast", c_mcast },
+		{ "uring", c_uring },
 	};
 	unsigned i;
 

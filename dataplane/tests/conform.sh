@@ -55,7 +55,8 @@ bigdgram kernel:tx_kernel_oversize latency TICKSTACK_REQUIRE=0
 vfork accel
 exec accel
 manyfds accel
-mcast accel"
+mcast accel
+uring kernel:kernel_uring"
 
 declare -A XFAIL=()
 while read -r c why; do
