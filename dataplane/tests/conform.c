@@ -14,6 +14,9 @@
  *                                 ("<seq>:" then 'x'), IP_TOS tos, the
  *                                 first after delay_ms
  *   "E..."                        echo this datagram back (up to 9000 bytes)
+ *   "C"                           send a datagram with a wrong UDP checksum
+ *                                 (seq 0, through a raw socket), then a good
+ *                                 one (seq 1)
  *   "M group port count size"     send count datagrams to a multicast group
  *                                 and port (conform.sh routes 224.0.0.0/4
  *                                 through the link)
@@ -869,6 +872,52 @@ static void c_uring(void)
 	}
 }
 
+/* SO_BINDTODEVICE and SO_MARK: routing and filtering the kernel does per
+ * device and mark; the stack leaves such sockets on the kernel, counted */
+static void c_devmark(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), mark = 7, r, k;
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	char ifn[IF_NAMESIZE] = "", buf[256];
+	struct if_nameindex *l = if_nameindex(), *i;
+	ssize_t n;
+
+	for (i = l; i && i->if_index; i++)
+		if (!strncmp(i->if_name, "tsdp", 4))
+			snprintf(ifn, sizeof(ifn), "%s", i->if_name);
+	if (l)
+		if_freenameindex(l);
+	r = setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifn, (socklen_t)strlen(ifn) + 1);
+	printf("SO_BINDTODEVICE the link: %d\n", r);
+	r = setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark));
+	printf("SO_MARK 7: %d\n", r);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)))
+		fail("bind");
+	ask(fd, 3, 64, 0, 0);
+	for (k = 0; k < 3; k++) {
+		n = recv(fd, buf, sizeof(buf), 0);
+		printf("%zd seq %d\n", n, seq_of(buf, n));
+	}
+}
+
+/* a datagram with a wrong UDP checksum is dropped (the kernel counts it
+ * in InCsumErrors); the good one after it arrives */
+static void c_csum(void)
+{
+	int fd = udp(), k;
+	char req[] = "C", buf[256];
+	ssize_t n;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (sendto(fd, req, 1, 0, (struct sockaddr *)&peer, sizeof(peer)) != 1)
+		fail("sendto request");
+	for (k = 0; k < 2 && poll(&p, 1, 1000) > 0; k++) {
+		n = recv(fd, buf, sizeof(buf), 0);
+		printf("received %zd seq %d\n", n, seq_of(buf, n));
+	}
+	printf("%d received\n", k);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -882,7 +931,8 @@ int main(int argc, char **argv)
 		{ "bigdgram", c_bigdgram }, { "vfork", c_vfork },
 		{ "exec", c_exec },       { "exec-child", c_exec_child },
 		{ "manyfds", c_manyfds }, { "mcast", c_mcast },
-		{ "uring", c_uring },
+		{ "uring", c_uring },     { "devmark", c_devmark },
+		{ "csum", c_csum },
 	};
 	unsigned i;
 
@@ -908,6 +958,37 @@ int main(int argc, char **argv)
 			b[n] = 0;
 			if (b[0] == 'E') {
 				sendto(fd, b, (size_t)n, 0, (struct sockaddr *)&src, sl);
+				continue;
+			}
+			if (b[0] == 'C') {
+				/* UDP header and payload through a raw socket: the
+				 * kernel adds the IP header, the checksum is ours */
+				int raw = socket(AF_INET, SOCK_RAW, IPPROTO_UDP);
+				struct sockaddr_in me;
+				socklen_t ml = sizeof(me);
+				char d[8 + 64];
+				uint16_t v;
+
+				getsockname(fd, (struct sockaddr *)&me, &ml);
+				memset(d, 'x', sizeof(d));
+				v = me.sin_port;
+				memcpy(d, &v, 2);
+				v = src.sin_port;
+				memcpy(d + 2, &v, 2);
+				v = htons((uint16_t)sizeof(d));
+				memcpy(d + 4, &v, 2);
+				v = htons(0x1234); /* wrong */
+				memcpy(d + 6, &v, 2);
+				snprintf(d + 8, 12, "0:");
+				d[10] = 'x';
+				if (raw >= 0) {
+					sendto(raw, d, sizeof(d), 0, (struct sockaddr *)&src, sl);
+					close(raw);
+				}
+				memset(d, 'x', 64);
+				snprintf(d, 12, "1:");
+				d[2] = 'x';
+				sendto(fd, d, 64, 0, (struct sockaddr *)&src, sl);
 				continue;
 			}
 			if (b[0] == 'M') {

@@ -56,7 +56,9 @@ vfork accel
 exec accel
 manyfds accel
 mcast accel
-uring kernel:kernel_uring"
+uring kernel:kernel_uring
+devmark kernel:kernel_option
+csum accel"
 
 declare -A XFAIL=()
 while read -r c why; do
