@@ -736,6 +736,9 @@ static int sock__wants(const struct ts_sock *s, const struct ts_udp_meta *m,
 		return 0;
 	if (s->connected && (s->raddr != m->saddr || s->rport != m->sport))
 		return 0;
+	/* connect narrowed a wildcard socket to one local address */
+	if (s->conn_laddr && s->conn_laddr != m->daddr)
+		return 0;
 	if (!mc || s->mc_all)
 		return 1;
 	for (g = 0; g < s->ngroups; g++)
@@ -853,10 +856,22 @@ int ts_sock__after_connect(struct ts_sock *s, int fd,
 
 	ts_lock();
 	if (addr && len >= sizeof(*sa) && sa->sin_family == AF_INET) {
+		struct sockaddr_in now;
+		socklen_t nl = sizeof(now);
+		uint32_t narrow = 0;
+
+		/* a socket bound to 0.0.0.0 now has the local address the
+		 * kernel chose for the peer: it receives only what is sent to
+		 * that address, and sends from it */
+		if (!s->laddr && !IN_MULTICAST(ntohl(sa->sin_addr.s_addr)) &&
+		    !ts_real_getsockname(fd, (struct sockaddr *)&now, &nl) &&
+		    now.sin_family == AF_INET)
+			narrow = now.sin_addr.s_addr;
 		pthread_rwlock_wrlock(&ts_port_lock);
 		s->raddr = sa->sin_addr.s_addr;
 		s->rport = sa->sin_port;
 		s->connected = 1;
+		s->conn_laddr = narrow;
 		pthread_rwlock_unlock(&ts_port_lock);
 		s->stats->raddr = s->raddr;
 		s->stats->rport = s->rport;
@@ -870,6 +885,7 @@ int ts_sock__after_connect(struct ts_sock *s, int fd,
 		s->connected = 0;
 		s->raddr = 0;
 		s->rport = 0;
+		s->conn_laddr = 0; /* as __udp_disconnect: the wildcard again */
 		pthread_rwlock_unlock(&ts_port_lock);
 		/* AF_UNSPEC also gives back a port the kernel chose (the socket
 		 * was not bound explicitly): the steering goes with it */

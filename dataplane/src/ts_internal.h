@@ -287,6 +287,8 @@ struct ts_sock {
 	uint32_t raddr;
 	uint16_t rport;
 	int connected;
+	uint32_t conn_laddr;  /* bound to 0.0.0.0 and connected: the local
+			       * address the kernel chose (getsockname); 0 */
 	struct timeval rcvtimeo;
 	struct timeval sndtimeo;
 	uint8_t ttl, mcast_ttl, tos, mcast_loop, mc_all;

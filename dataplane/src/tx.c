@@ -362,6 +362,7 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 	memset(&fl, 0, sizeof(fl));
 	fl.daddr = daddr;
 	fl.saddr = s->laddr && !IN_MULTICAST(ntohl(s->laddr)) ? s->laddr :
+		   !mc && s->conn_laddr ? s->conn_laddr :
 		   mc ? s->mcast_if : 0;
 	fl.oif = mc ? s->mcast_ifindex : 0;
 	fl.sport = s->lport;

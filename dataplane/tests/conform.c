@@ -14,6 +14,8 @@
  *                                 ("<seq>:" then 'x'), IP_TOS tos, the
  *                                 first after delay_ms
  *   "E..."                        echo this datagram back (up to 9000 bytes)
+ *   "A addr count"                send count datagrams ("a:...") to addr at
+ *                                 the requester's port
  *   "C"                           send a datagram with a wrong UDP checksum
  *                                 (seq 0, through a raw socket), then a good
  *                                 one (seq 1)
@@ -918,6 +920,34 @@ static void c_csum(void)
 	printf("%d received\n", k);
 }
 
+/* a socket bound to 0.0.0.0 and connected: the kernel chose one local
+ * address for it, and datagrams to the host's other address on that port
+ * are not its (the peer sends two there first, then one to the chosen one) */
+static void c_narrow(void)
+{
+	int fd = udp(), k;
+	struct sockaddr_in me;
+	socklen_t ml = sizeof(me);
+	char buf[256], a[INET_ADDRSTRLEN];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)))
+		fail("connect");
+	getsockname(fd, (struct sockaddr *)&me, &ml);
+	inet_ntop(AF_INET, &me.sin_addr, a, sizeof(a));
+	printf("connected from %s\n", a);
+	if (send(fd, "A 198.18.12.3 2", 15, 0) != 15)
+		fail("send request");
+	ask(fd, 1, 64, 0, 0);
+	for (k = 0; k < 3 && poll(&p, 1, 1000) > 0; k++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+		printf("received %zd: %s\n", n, n > 0 && buf[0] == 'a' ? "one sent to the other address" :
+		       seq_of(buf, n) == 0 ? "seq 0" : "OTHER");
+	}
+	printf("%d received\n", k);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -932,7 +962,7 @@ int main(int argc, char **argv)
 		{ "exec", c_exec },       { "exec-child", c_exec_child },
 		{ "manyfds", c_manyfds }, { "mcast", c_mcast },
 		{ "uring", c_uring },     { "devmark", c_devmark },
-		{ "csum", c_csum },
+		{ "csum", c_csum },       { "narrow", c_narrow },
 	};
 	unsigned i;
 
@@ -958,6 +988,18 @@ int main(int argc, char **argv)
 			b[n] = 0;
 			if (b[0] == 'E') {
 				sendto(fd, b, (size_t)n, 0, (struct sockaddr *)&src, sl);
+				continue;
+			}
+			if (b[0] == 'A') {
+				char ad[INET_ADDRSTRLEN];
+				struct sockaddr_in to = src;
+
+				if (sscanf(b, "A %15s %d", ad, &count) != 2 ||
+				    inet_pton(AF_INET, ad, &to.sin_addr) != 1)
+					continue;
+				for (k = 0; k < count; k++)
+					sendto(fd, "a:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 64, 0,
+					       (struct sockaddr *)&to, sizeof(to));
 				continue;
 			}
 			if (b[0] == 'C') {

@@ -58,7 +58,8 @@ manyfds accel
 mcast accel
 uring kernel:kernel_uring
 devmark kernel:kernel_option
-csum accel"
+csum accel
+narrow accel"
 
 declare -A XFAIL=()
 while read -r c why; do
@@ -79,6 +80,9 @@ ip netns exec "$NB" "$B/conform" peer $PORT >"$TSDP_TMP/peer.out" 2>&1 &
 TSDP_PIDS+=("$!")
 disown
 wait_for 10 udp_listening "$NB" $PORT || { echo "conform: the peer did not start" >&2; exit 1; }
+# a second address on our side (case narrow), reachable from the peer
+ip -n "$NA" addr add 198.18.12.3/24 dev "$(ip -n "$NA" -br link | awk '/^tsdp/ {print $1}' | cut -d@ -f1)"
+ip -n "$NB" neigh replace 198.18.12.3 lladdr "$maca" dev "$(ip -n "$NB" -br link | awk '/^tsdp/ {print $1}' | cut -d@ -f1)" nud permanent
 # multicast goes through the link on both sides (case mcast)
 for ns in "$NA" "$NB"; do
 	ip -n "$ns" route add 224.0.0.0/4 dev "$(ip -n "$ns" -br link | awk '/^tsdp/ {print $1}' | cut -d@ -f1)"
