@@ -269,6 +269,21 @@ static void sock__steer_all(struct ts_sock *s, int add)
 	}
 }
 
+/* The table's sockets, each once (at its first fd), from after *fd on:
+ *   for (fd = -1; (s = sock__next(&fd));) */
+static struct ts_sock *sock__next(int *fd)
+{
+	if (!ts_fdtab)
+		return NULL;
+	while (++*fd < ts_fdtab_size) {
+		struct ts_sock *s = ts_sock__of(*fd);
+
+		if (s && s->fd == *fd)
+			return s;
+	}
+	return NULL;
+}
+
 /* ---- datagrams queued before a fork (struct ts_claim) ---------------- */
 
 static struct ts_claim *claim_of(const struct ts_sock *s, uint32_t pos)
@@ -338,16 +353,14 @@ void ts_sock__skip_taken(struct ts_sock *s)
  * and what it holds that no region covers yet gets a shared region. */
 void ts_sock__fork_prepare(void)
 {
+	struct ts_sock *s;
 	int fd;
 
-	if (!ts_fdtab)
-		return;
-	for (fd = 0; fd < ts_fdtab_size; fd++) {
-		struct ts_sock *s = ts_sock__of(fd);
+	for (fd = -1; (s = sock__next(&fd));) {
 		struct ts_claim *c, *last = NULL;
 		uint32_t from;
 
-		if (!s || s->fd != fd || !s->q)
+		if (!s->q)
 			continue;
 		pthread_mutex_lock(&s->qlock);
 		s->fork_locked = 1;
@@ -380,14 +393,11 @@ void ts_sock__fork_prepare(void)
 /* atfork parent: the queues move again. */
 void ts_sock__fork_parent(void)
 {
+	struct ts_sock *s;
 	int fd;
 
-	if (!ts_fdtab)
-		return;
-	for (fd = 0; fd < ts_fdtab_size; fd++) {
-		struct ts_sock *s = ts_sock__of(fd);
-
-		if (s && s->fd == fd && s->fork_locked) {
+	for (fd = -1; (s = sock__next(&fd));) {
+		if (s->fork_locked) {
 			s->fork_locked = 0;
 			pthread_mutex_unlock(&s->qlock);
 		}
@@ -1207,16 +1217,15 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
  * from the first io_uring on, every socket is a kernel socket. */
 void ts_sock__uring_used(void)
 {
+	struct ts_sock *s;
 	int fd;
 
 	if (__atomic_exchange_n(&ts_uring_used, 1, __ATOMIC_ACQ_REL))
 		return;
 	ts_dbg("io_uring in use: UDP sockets stay on the kernel stack");
 	ts_lock();
-	for (fd = 0; fd < ts_fdtab_size; fd++) {
-		struct ts_sock *s = ts_sock__of(fd);
-
-		if (!s || s->fd != fd || s->state == TS_S_KERNEL)
+	for (fd = -1; (s = sock__next(&fd));) {
+		if (s->state == TS_S_KERNEL)
 			continue;
 		if (s->state == TS_S_NEW)
 			TS_INC(ts_stats->sockets_kernel);
@@ -1253,16 +1262,13 @@ int ts_sock__fionread(struct ts_sock *s, int *out)
 void ts_sock__after_fork_child(struct tickstack_stats *old,
 			       struct tickstack_stats *now)
 {
+	struct ts_sock *s;
 	int fd;
 
 	if (!ts_fdtab)
 		return;
 	pthread_rwlock_init(&ts_port_lock, NULL);
-	for (fd = 0; fd < ts_fdtab_size; fd++) {
-		struct ts_sock *s = ts_sock__of(fd);
-
-		if (!s || s->fd != fd)
-			continue;
+	for (fd = -1; (s = sock__next(&fd));) {
 		pthread_mutex_init(&s->qlock, NULL); /* only this thread runs */
 		s->fork_locked = 0;
 		if (s->stats != &s->dummy_stats && old != now)
@@ -1293,14 +1299,12 @@ int ts_sock__init_tables(void)
  * now and then, and hands such a port to the kernel. */
 void ts_sock__check_shared(void)
 {
+	struct ts_sock *s;
 	int fd, g, i;
 
 	ts_lock();
-	for (fd = 0; fd < ts_fdtab_size; fd++) {
-		struct ts_sock *s = ts_sock__of(fd);
-
-		if (!s || s->fd != fd || !s->reuse || s->state != TS_S_ACCEL ||
-		    s->owner != ts_getpid())
+	for (fd = -1; (s = sock__next(&fd));) {
+		if (!s->reuse || s->state != TS_S_ACCEL || s->owner != ts_getpid())
 			continue;
 		for (i = 0; i < s->nrx; i++) {
 			struct ts_stack *st = s->rx_stacks[i];
