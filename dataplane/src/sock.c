@@ -328,14 +328,15 @@ static void claims_trim(struct ts_sock *s)
 	}
 }
 
-/* Drop the datagrams at the head that the other side of a fork took. */
-void ts_sock__skip_taken(struct ts_sock *s)
+/* Drop datagrams from the head of the queue, giving their frames back:
+ * all of them (close), or those the other side of a fork took. */
+static void sock__drop_head(struct ts_sock *s, int all)
 {
 	for (;;) {
 		struct ts_rxent e;
 
 		pthread_mutex_lock(&s->qlock);
-		if (s->qhead == s->qtail || ts_sock__claim(s, s->qhead, 1)) {
+		if (s->qhead == s->qtail || (!all && ts_sock__claim(s, s->qhead, 1))) {
 			claims_trim(s);
 			pthread_mutex_unlock(&s->qlock);
 			return;
@@ -347,6 +348,11 @@ void ts_sock__skip_taken(struct ts_sock *s)
 		pthread_mutex_unlock(&s->qlock);
 		ts_stack__frame_put(e.st, e.frame);
 	}
+}
+
+void ts_sock__skip_taken(struct ts_sock *s)
+{
+	sock__drop_head(s, 0);
 }
 
 /* atfork prepare (ts_lock held): every queue stays still across the fork,
@@ -406,21 +412,7 @@ void ts_sock__fork_parent(void)
 
 static void sock__drain(struct ts_sock *s)
 {
-	for (;;) {
-		struct ts_rxent e;
-
-		pthread_mutex_lock(&s->qlock);
-		if (s->qhead == s->qtail) {
-			claims_trim(s);
-			pthread_mutex_unlock(&s->qlock);
-			return;
-		}
-		e = s->q[s->qhead & (s->qcap - 1)];
-		__atomic_store_n(&s->qhead, s->qhead + 1, __ATOMIC_RELEASE);
-		s->qbytes -= ts_rx_truesize(e.len);
-		pthread_mutex_unlock(&s->qlock);
-		ts_stack__frame_put(e.st, e.frame);
-	}
+	sock__drop_head(s, 1);
 }
 
 /* Move an accelerated socket to the kernel path (caller holds ts_lock).
