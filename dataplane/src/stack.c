@@ -1103,17 +1103,21 @@ void ts_stack__flush(struct ts_stack *st)
 
 /* Wait for room (a free frame, a TX slot): kick the kernel to complete
  * what is in flight. 0, or -EAGAIN (nonblock) / -ENOBUFS after 1 s /
- * -EINTR when a handler installed without SA_RESTART ran since sig0 (the
- * kernel's blocking send is interrupted so; with SA_RESTART it goes on). */
+ * -EINTR when a handler installed without SA_RESTART ran since the wait
+ * began (the kernel's blocking send is interrupted so; with SA_RESTART it
+ * goes on). *sig0 is taken at the first wait: a send that finds room at
+ * once reads nothing. */
 static int tx_wait(struct ts_stack *st, int *waited, uint64_t *deadline,
-		   int nonblock, unsigned long sig0)
+		   int nonblock, unsigned long *sig0)
 {
-	if (!(*waited)++)
+	if (!(*waited)++) {
 		TS_INC(st->st->tx_ring_full);
+		*sig0 = ts_sig__norestart_gen();
+	}
 	kick(st);
 	if (nonblock && *waited > 64)
 		return -EAGAIN;
-	if (!nonblock && ts_sig__norestart_gen() != sig0)
+	if (!nonblock && ts_sig__norestart_gen() != *sig0)
 		return -EINTR;
 	if (!*deadline)
 		*deadline = ts_now_ns() + 1000000000ull;
@@ -1132,7 +1136,7 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 	uint32_t idx;
 	size_t off = 0;
 	int i, n, k, err, waited = 0;
-	unsigned long sig0 = ts_sig__norestart_gen();
+	unsigned long sig0 = 0;
 
 	if (len > st->max_payload)
 		return -EMSGSIZE; /* the caller checks: never past the frame */
@@ -1148,7 +1152,7 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 			break;
 		}
 		pthread_mutex_unlock(&st->lock);
-		err = tx_wait(st, &waited, &deadline, nonblock, sig0);
+		err = tx_wait(st, &waited, &deadline, nonblock, &sig0);
 		if (err)
 			return err;
 	}
@@ -1175,7 +1179,7 @@ fill:
 	}
 	while (xsk_ring_prod__reserve(&st->tx, 1, &idx) != 1) {
 		pthread_mutex_unlock(&st->lock);
-		err = tx_wait(st, &waited, &deadline, nonblock, sig0);
+		err = tx_wait(st, &waited, &deadline, nonblock, &sig0);
 		pthread_mutex_lock(&st->lock);
 		if (err) {
 			free_push(st, frame);
@@ -1211,6 +1215,7 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	uint8_t *p;
 	uint32_t idx;
 	int k, err, waited = 0;
+	unsigned long sig0 = 0;
 
 	if (len + TS_ETH_HLEN > TS_XSK_MAX_FRAME)
 		return -EMSGSIZE;
@@ -1220,7 +1225,7 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 		if (st->nfree > 0 && xsk_prod_nb_free(&st->tx, 1))
 			break;
 		pthread_mutex_unlock(&st->lock);
-		err = tx_wait(st, &waited, &deadline, 1, 0);
+		err = tx_wait(st, &waited, &deadline, 1, &sig0);
 		if (err)
 			return -ENOBUFS;
 	}

@@ -220,11 +220,9 @@ TS_HIDDEN struct ts_stack *ts_stack__at(int i);
  * 1290 for 512 B, 2368 for 1000-1472 B. */
 static inline uint32_t ts_rx_truesize(uint32_t len)
 {
-	uint32_t need = len + 490, alloc = 512;
+	uint32_t need = len + 490; /* > 490: the power of two above, at least 512 */
 
-	while (alloc < need)
-		alloc <<= 1;
-	return alloc + 320;
+	return (1u << (32 - __builtin_clz(need - 1))) + 320;
 }
 
 /* Datagrams queued before a fork are in the parent's and the child's copy
