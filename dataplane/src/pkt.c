@@ -13,9 +13,25 @@
 uint32_t ts_csum__partial(const void *buf, size_t len, uint32_t sum)
 {
 	const uint8_t *p = buf;
-	uint64_t acc = 0, s;
+	uint64_t acc = 0, a1 = 0, a2 = 0, a3 = 0, s;
 	uint16_t folded;
 
+	/* four independent sums, so that a datagram's checksum (verified on
+	 * receive, computed on send) is not one long chain of dependent
+	 * additions; 32-bit halves added into 64 bits cannot overflow for any
+	 * IP length, and the order of a ones' complement sum does not matter */
+	while (len >= 32) {
+		uint64_t v[4];
+
+		memcpy(v, p, 32);
+		acc += (v[0] & 0xffffffffu) + (v[0] >> 32);
+		a1 += (v[1] & 0xffffffffu) + (v[1] >> 32);
+		a2 += (v[2] & 0xffffffffu) + (v[2] >> 32);
+		a3 += (v[3] & 0xffffffffu) + (v[3] >> 32);
+		p += 32;
+		len -= 32;
+	}
+	acc += a1 + a2 + a3;
 	while (len >= 8) {
 		uint64_t v;
 

@@ -32,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <xdp/libxdp.h>
@@ -44,6 +45,13 @@
 #define TS_RING_SIZE 4096u
 #define TS_TX_RESERVE 256u /* frames kept back from the fill ring for TX */
 #define TS_RX_BATCH 64u
+/* The fill ring is topped up once this many frames came in, not after
+ * every datagram: its consumer index is written by the kernel on the CPU
+ * that received, so reading it is a cache miss the ping-pong would pay
+ * on every datagram. The kernel takes at most one fill entry per RX
+ * descriptor (one it cannot post is reused), so the ring, thousands of
+ * entries deep, never runs dry for the few held back. */
+#define TS_FILL_BATCH 32u
 #define TS_TX_ONE_LOCK 512u /* up to this payload the copy runs under the lock */
 #define TS_MAX_STACKS TICKSTACK_STATS_MAX_XSK
 
@@ -83,6 +91,7 @@ struct ts_stack {
 	struct xdp_program *prog;
 	uint16_t ip_id;
 	uint32_t polls;
+	uint32_t rx_unfilled; /* RX descriptors taken since the last refill */
 	int kick_pending;     /* descriptors submitted since the last kick */
 	struct tickstack_xsk_stats *st;
 	struct tickstack_xsk_stats dummy;
@@ -562,7 +571,10 @@ static int link_info(struct ts_stack *st)
 	if (st->max_payload > TS_XSK_MAX_FRAME - TS_HDRS_LEN)
 		st->max_payload = TS_XSK_MAX_FRAME - TS_HDRS_LEN;
 	if (st->mtu + TS_ETH_HLEN > TS_XSK_MAX_FRAME)
-		ts_log("interface %s: MTU %u is larger than an XSK frame carries "
+		/* said only with TICKSTACK_DEBUG, as every per-socket fallback:
+		 * the sends that take the kernel are counted (tx_kernel_oversize),
+		 * and a program's stderr stays as it is on the kernel */
+		ts_dbg("interface %s: MTU %u is larger than an XSK frame carries "
 		       "(%d bytes with the Ethernet header): datagrams above %u "
 		       "bytes go through the kernel",
 		       st->ifname, st->mtu, TS_XSK_MAX_FRAME, st->max_payload);
@@ -617,8 +629,10 @@ static void kick(struct ts_stack *st)
 	int tries;
 
 	for (tries = 0; tries < 8; tries++) {
-		if (ts_real_sendto(st->xsk_fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >=
-		    0)
+		/* the system call itself: libc's sendto is a cancellation
+		 * point, which costs two calls more in a threaded process */
+		if (syscall(SYS_sendto, st->xsk_fd, NULL, 0, MSG_DONTWAIT, NULL,
+			    0) >= 0)
 			break;
 		TS_INC(st->st->tx_kick_errors);
 		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS)
@@ -1018,10 +1032,15 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out)
 		xsk_ring_cons__release(&st->rx, n);
 		TS_ADD(st->st->rx_packets, n);
 	}
-	if (xsk_prod_nb_free(&st->fq, 1) && st->nfree > TS_TX_RESERVE)
-		refill(st);
-	else if (st->nfree <= TS_TX_RESERVE)
-		TS_INC(st->st->fill_ring_empty);
+	st->rx_unfilled += n;
+	if (st->rx_unfilled >= TS_FILL_BATCH) {
+		if (st->nfree > TS_TX_RESERVE) {
+			refill(st);
+			st->rx_unfilled = 0;
+		} else {
+			TS_INC(st->st->fill_ring_empty);
+		}
+	}
 	/* a kick only when the driver asks for one (copy mode always does;
 	 * a zero-copy driver that is running does not) */
 	*kick_out = tx_pending(st) && xsk_ring_prod__needs_wakeup(&st->tx);

@@ -41,13 +41,16 @@ static void test_rfc1071(void)
  * length and alignment. */
 static void test_csum_reference(void)
 {
-	unsigned char b[300];
+	static unsigned char b[9100];
 	size_t off, len, i;
 
 	for (i = 0; i < sizeof(b); i++)
-		b[i] = (unsigned char)(i * 37 + 11);
+		b[i] = (unsigned char)(i * 37 + 11 + (i >> 8));
 	for (off = 0; off < 8; off++) {
-		for (len = 0; len + off <= sizeof(b); len += 7) {
+		/* every length around the 32- and 8-byte steps, then jumps up
+		 * to a 9,000-byte frame */
+		for (len = 0; len + off <= sizeof(b);
+		     len += len < 300 ? 1 : len < 1600 ? 13 : 997) {
 			uint32_t ref = 0;
 
 			for (i = 0; i + 1 < len; i += 2)
@@ -59,8 +62,10 @@ static void test_csum_reference(void)
 			      "off %zu len %zu", off, len);
 		}
 	}
-	memset(b, 0xff, 64);
+	memset(b, 0xff, sizeof(b));
 	CHECK(ts_csum__fold(ts_csum__partial(b, 64, 0xffff)) == 0xffff, "all ones");
+	CHECK(ts_csum__fold(ts_csum__partial(b, 9000, 0xffff)) == 0xffff,
+	      "all ones, 9000 bytes");
 }
 
 static void test_ipv4_known(void)
