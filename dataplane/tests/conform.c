@@ -649,6 +649,38 @@ static void c_bigdgram(void)
 	}
 }
 
+/* A 9,000-byte MTU link: each size once both ways. What fits in an XSK
+ * frame takes the XSK, a larger datagram the kernel (the program passes it
+ * on receive, the stack hands it over on send), one above the MTU is
+ * fragmented by the kernel; every byte arrives and nothing is written
+ * past a frame. */
+static void c_jumbo(void)
+{
+	static const int rx[] = { 1472, 3000, 3800, 8972 };
+	static const size_t tx[] = { 1472, 3000, 3800, 8972, 9000 };
+	static char buf[9100], req[9000];
+	int fd = udp();
+	unsigned k;
+	ssize_t n;
+
+	for (k = 0; k < sizeof(rx) / sizeof(rx[0]); k++) {
+		ask(fd, 1, rx[k], 0, 0);
+		n = recv(fd, buf, sizeof(buf), 0);
+		printf("received %zd bytes, seq %d, %s\n", n, seq_of(buf, n),
+		       n == rx[k] && buf[n - 1] == 'x' ? "intact" : "DAMAGED");
+	}
+	for (k = 0; k < sizeof(tx) / sizeof(tx[0]); k++) {
+		memset(req, 'a' + (int)k, sizeof(req));
+		req[0] = 'E';
+		n = sendto(fd, req, tx[k], 0, (struct sockaddr *)&peer, sizeof(peer));
+		printf("sent %zd of %zu\n", n, tx[k]);
+		n = recv(fd, buf, sizeof(buf), 0);
+		printf("echo %zd bytes, %s\n", n,
+		       n == (ssize_t)tx[k] && !memcmp(buf, req, tx[k]) ? "intact" :
+									 "DAMAGED");
+	}
+}
+
 /* vfork + exec while a socket is open: the socket keeps working */
 static void c_vfork(void)
 {
@@ -963,6 +995,7 @@ int main(int argc, char **argv)
 		{ "manyfds", c_manyfds }, { "mcast", c_mcast },
 		{ "uring", c_uring },     { "devmark", c_devmark },
 		{ "csum", c_csum },       { "narrow", c_narrow },
+		{ "jumbo", c_jumbo },
 	};
 	unsigned i;
 

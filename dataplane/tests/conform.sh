@@ -59,7 +59,8 @@ mcast accel
 uring kernel:kernel_uring
 devmark kernel:kernel_option
 csum accel
-narrow accel"
+narrow accel
+jumbo accel latency TICKSTACK_REQUIRE=0"
 
 declare -A XFAIL=()
 while read -r c why; do
@@ -88,6 +89,18 @@ for ns in "$NA" "$NB"; do
 	ip -n "$ns" route add 224.0.0.0/4 dev "$(ip -n "$ns" -br link | awk '/^tsdp/ {print $1}' | cut -d@ -f1)"
 done
 
+# a second link with a 9,000-byte MTU and its own peer (case jumbo)
+tsdp_ns NC c
+tsdp_ns ND d
+tsdp_pair "$NC" "$ND" 198.18.13 "j${TSDP_ID}a" "j${TSDP_ID}b"
+IPJ=198.18.13.2
+ip -n "$NC" link set "tsdpj${TSDP_ID}a" mtu 9000
+ip -n "$ND" link set "tsdpj${TSDP_ID}b" mtu 9000
+ip netns exec "$ND" "$B/conform" peer $PORT >"$TSDP_TMP/peer-jumbo.out" 2>&1 &
+TSDP_PIDS+=("$!")
+disown
+wait_for 10 udp_listening "$ND" $PORT || { echo "conform: the jumbo peer did not start" >&2; exit 1; }
+
 want=("$@")
 passed=0 failed=0 xfailed=0
 fails=()
@@ -96,13 +109,15 @@ while read -r c path prof extra; do
 		continue
 	fi
 	k=$TSDP_TMP/$c.kernel s=$TSDP_TMP/$c.stack
+	ns=$NA ip=$IPB
+	[ "$c" = jumbo ] && ns=$NC ip=$IPJ
 	rm -f "$TSDP_TMP"/stats-*
-	ip netns exec "$NA" timeout 60 "$B/conform" "$c" $IPB $PORT >"$k" 2>&1
+	ip netns exec "$ns" timeout 60 "$B/conform" "$c" $ip $PORT >"$k" 2>&1
 	echo "exit $?" >>"$k"
 	req=--require
 	case " $extra " in *" TICKSTACK_REQUIRE=0 "*) req= ;; esac
-	ip netns exec "$NA" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" $extra timeout 60 \
-		"$B/tickstack-run" -p "${prof:-latency}" $req "$B/conform" "$c" $IPB $PORT >"$s" 2>&1
+	ip netns exec "$ns" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" $extra timeout 60 \
+		"$B/tickstack-run" -p "${prof:-latency}" $req "$B/conform" "$c" $ip $PORT >"$s" 2>&1
 	echo "exit $?" >>"$s"
 	[ -n "${CONFORM_KEEP:-}" ] && mkdir -p "$CONFORM_KEEP" && cp "$k" "$s" "$CONFORM_KEEP/"
 	why=""
