@@ -629,10 +629,11 @@ static void kick(struct ts_stack *st)
 	int tries;
 
 	for (tries = 0; tries < 8; tries++) {
-		/* the system call itself: libc's sendto is a cancellation
-		 * point, which costs two calls more in a threaded process */
-		if (syscall(SYS_sendto, st->xsk_fd, NULL, 0, MSG_DONTWAIT, NULL,
-			    0) >= 0)
+		/* the system call itself (libc's, not the interposed
+		 * syscall()): libc's sendto is a cancellation point, which
+		 * costs two calls more in a threaded process */
+		if (ts_real_syscall(SYS_sendto, st->xsk_fd, NULL, 0,
+				    MSG_DONTWAIT, NULL, 0) >= 0)
 			break;
 		TS_INC(st->st->tx_kick_errors);
 		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS)
