@@ -65,7 +65,7 @@ static void ctl__nl_drain(int fd)
 
 static void *ctl__main(void *arg)
 {
-	uint64_t next_share = 0;
+	uint64_t next_share = 0, next_uring = 0;
 	int nl;
 
 	(void)arg;
@@ -96,6 +96,14 @@ static void *ctl__main(void *arg)
 		if (now >= next_share) {
 			ts_sock__check_shared();
 			next_share = now + TS_CTL_TICK_MS * 1000000ull;
+		}
+		/* a ring set up behind the library's back since the last
+		 * bind (statically linked liburing) */
+		if (now >= next_uring) {
+			if (!__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE) &&
+			    ts_uring__mapped())
+				ts_sock__uring_used();
+			next_uring = now + 1000000000ull;
 		}
 	}
 	return NULL;

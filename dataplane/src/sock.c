@@ -24,6 +24,7 @@ int ts_fdtab_size;
 struct ts_sock **ts_port_tab;
 int ts_sig_efd = -1;
 int ts_uring_used;
+static void sock__uring_used_locked(void);
 int ts_tstamp_wanted;
 
 /* ------------------------------------------------------------------ */
@@ -549,10 +550,17 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 		if (!fstat(fd, &stb))
 			s->ino = (uint64_t)stb.st_ino;
 	}
+	/* a ring set up where we did not see it: every socket moves, this
+	 * one included, and is counted there */
+	if (!__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE) &&
+	    ts_uring__mapped())
+		sock__uring_used_locked();
 	if (__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE)) {
-		__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
-		TS_INC(ts_stats->sockets_kernel);
-		TS_INC(ts_stats->kernel_uring);
+		if (s->state != TS_S_KERNEL) {
+			__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
+			TS_INC(ts_stats->sockets_kernel);
+			TS_INC(ts_stats->kernel_uring);
+		}
 		return 0;
 	}
 	s->stats->laddr = s->laddr;
@@ -1209,13 +1217,22 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
  * from the first io_uring on, every socket is a kernel socket. */
 void ts_sock__uring_used(void)
 {
+	if (__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE))
+		return;
+	ts_lock();
+	sock__uring_used_locked();
+	ts_unlock();
+}
+
+/* The caller holds ts_lock. */
+static void sock__uring_used_locked(void)
+{
 	struct ts_sock *s;
 	int fd;
 
 	if (__atomic_exchange_n(&ts_uring_used, 1, __ATOMIC_ACQ_REL))
 		return;
 	ts_dbg("io_uring in use: UDP sockets stay on the kernel stack");
-	ts_lock();
 	for (fd = -1; (s = sock__next(&fd));) {
 		if (s->state == TS_S_KERNEL)
 			continue;
@@ -1224,7 +1241,36 @@ void ts_sock__uring_used(void)
 		TS_INC(ts_stats->kernel_uring);
 		sock__to_kernel(s);
 	}
-	ts_unlock();
+}
+
+/* A ring whose set-up the library did not see (liburing linked statically
+ * makes the system call itself) is found by its mapping: every ring maps
+ * its queues from the io_uring file (IORING_SETUP_NO_MMAP rings, whose
+ * memory the program provides, excepted). Read at each bind while no ring
+ * is known, and every second by the control thread. */
+int ts_uring__mapped(void)
+{
+	static const char pat[] = "anon_inode:[io_uring]";
+	char buf[4096 + sizeof(pat)];
+	size_t keep = 0;
+	int fd, found = 0;
+	ssize_t n;
+
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (!found &&
+	       (n = ts_real_read(fd, buf + keep, sizeof(buf) - 1 - keep)) > 0) {
+		size_t len = keep + (size_t)n;
+
+		buf[len] = 0;
+		found = memmem(buf, len, pat, sizeof(pat) - 1) != NULL;
+		/* a match may straddle two reads */
+		keep = len < sizeof(pat) - 1 ? len : sizeof(pat) - 1;
+		memmove(buf, buf + len - keep, keep);
+	}
+	ts_real_close(fd);
+	return found;
 }
 
 int ts_sock__fionread(struct ts_sock *s, int *out)

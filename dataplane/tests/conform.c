@@ -844,43 +844,81 @@ static void c_mcast(void)
  * the stack hands the process's sockets to the kernel when the first ring
  * is set up (io_uring_setup through syscall(), as liburing does), and the
  * ring's receive gets the datagram, never hangs */
-static void c_uring(void)
+/* io_uring_setup as liburing linked statically makes it: the system call
+ * instruction itself, which no interposed function sees */
+static int uring_setup_raw(unsigned entries, struct io_uring_params *p)
 {
-	struct io_uring_params p;
-	struct io_uring_sqe *sqes, *sqe;
-	struct io_uring_cqe *cqe;
-	unsigned *sq_tail, *sq_array, sq_mask, *cq_head, *cq_tail, cq_mask, head;
-	size_t sq_sz, cq_sz;
-	uint8_t *sq, *cq;
-	char buf[256];
-	int fd = udp(), ring, r;
+#ifdef __x86_64__
+	long r;
 
-	memset(&p, 0, sizeof(p));
-	ring = (int)syscall(SYS_io_uring_setup, 4, &p);
-	if (ring < 0) {
-		printf("io_uring_setup: %s\n", en(errno));
-		return;
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "a"((long)SYS_io_uring_setup), "D"((long)entries), "S"(p)
+			 : "rcx", "r11", "memory");
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
 	}
-	sq_sz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-	cq_sz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-	if (p.features & IORING_FEAT_SINGLE_MMAP)
+	return (int)r;
+#else
+	return (int)syscall(SYS_io_uring_setup, entries, p);
+#endif
+}
+
+struct uring {
+	int fd;
+	struct io_uring_params p;
+	struct io_uring_sqe *sqes;
+	uint8_t *sq, *cq;
+};
+
+/* a ring with its queues mapped (0), or -1 with the reason printed */
+static int uring_open(struct uring *u, int raw)
+{
+	size_t sq_sz, cq_sz;
+
+	memset(&u->p, 0, sizeof(u->p));
+	u->fd = raw ? uring_setup_raw(4, &u->p) :
+		      (int)syscall(SYS_io_uring_setup, 4, &u->p);
+	if (u->fd < 0) {
+		printf("io_uring_setup: %s\n", en(errno));
+		return -1;
+	}
+	sq_sz = u->p.sq_off.array + u->p.sq_entries * sizeof(unsigned);
+	cq_sz = u->p.cq_off.cqes + u->p.cq_entries * sizeof(struct io_uring_cqe);
+	if (u->p.features & IORING_FEAT_SINGLE_MMAP)
 		sq_sz = cq_sz = sq_sz > cq_sz ? sq_sz : cq_sz;
-	sq = mmap(NULL, sq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQ_RING);
-	cq = (p.features & IORING_FEAT_SINGLE_MMAP) ? sq :
-		mmap(NULL, cq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_CQ_RING);
-	sqes = mmap(NULL, p.sq_entries * sizeof(*sqes), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		    ring, IORING_OFF_SQES);
-	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED)
+	u->sq = mmap(NULL, sq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+		     IORING_OFF_SQ_RING);
+	u->cq = (u->p.features & IORING_FEAT_SINGLE_MMAP) ?
+			u->sq :
+			mmap(NULL, cq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+			     u->fd, IORING_OFF_CQ_RING);
+	u->sqes = mmap(NULL, u->p.sq_entries * sizeof(*u->sqes), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQES);
+	if (u->sq == MAP_FAILED || u->cq == MAP_FAILED || u->sqes == MAP_FAILED)
 		fail("mmap io_uring");
-	sq_tail = (unsigned *)(sq + p.sq_off.tail);
-	sq_array = (unsigned *)(sq + p.sq_off.array);
-	sq_mask = *(unsigned *)(sq + p.sq_off.ring_mask);
-	cq_head = (unsigned *)(cq + p.cq_off.head);
-	cq_tail = (unsigned *)(cq + p.cq_off.tail);
-	cq_mask = *(unsigned *)(cq + p.cq_off.ring_mask);
+	return 0;
+}
+
+/* ask the peer for one datagram and take it with an IORING_OP_RECV, then
+ * look for anything left with a plain recv */
+static void uring_recv(struct uring *u, int fd)
+{
+	unsigned *sq_tail = (unsigned *)(u->sq + u->p.sq_off.tail);
+	unsigned *sq_array = (unsigned *)(u->sq + u->p.sq_off.array);
+	unsigned sq_mask = *(unsigned *)(u->sq + u->p.sq_off.ring_mask);
+	unsigned *cq_head = (unsigned *)(u->cq + u->p.cq_off.head);
+	unsigned *cq_tail = (unsigned *)(u->cq + u->p.cq_off.tail);
+	unsigned cq_mask = *(unsigned *)(u->cq + u->p.cq_off.ring_mask), head;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	char buf[256];
+	ssize_t n;
+	int r;
 
 	ask(fd, 1, 64, 0, 0);
-	sqe = &sqes[0];
+	sqe = &u->sqes[0];
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = IORING_OP_RECV;
 	sqe->fd = fd;
@@ -889,21 +927,67 @@ static void c_uring(void)
 	sqe->user_data = 7;
 	sq_array[*sq_tail & sq_mask] = 0;
 	__atomic_store_n(sq_tail, *sq_tail + 1, __ATOMIC_RELEASE);
-	r = (int)syscall(SYS_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+	r = (int)syscall(SYS_io_uring_enter, u->fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0);
 	head = __atomic_load_n(cq_head, __ATOMIC_ACQUIRE);
 	if (r < 0 || head == __atomic_load_n(cq_tail, __ATOMIC_ACQUIRE)) {
 		printf("io_uring_enter: %d %s, no completion\n", r, r < 0 ? en(errno) : "");
 		return;
 	}
-	cqe = (struct io_uring_cqe *)(cq + p.cq_off.cqes) + (head & cq_mask);
+	cqe = (struct io_uring_cqe *)(u->cq + u->p.cq_off.cqes) + (head & cq_mask);
 	printf("io_uring recv: res %d, user_data %llu, seq %d\n", cqe->res,
 	       (unsigned long long)cqe->user_data, seq_of(buf, cqe->res));
 	__atomic_store_n(cq_head, head + 1, __ATOMIC_RELEASE);
-	{
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("recv after it: %zd %s\n", n, n < 0 ? en(errno) : "");
+}
 
-		printf("recv after it: %zd %s\n", n, n < 0 ? en(errno) : "");
+/* a ring set up through syscall() after an accelerated bind */
+static void c_uring(void)
+{
+	struct uring u;
+	int fd = udp();
+
+	if (!uring_open(&u, 0))
+		uring_recv(&u, fd);
+}
+
+/* rings set up by the system call instruction itself (liburing linked
+ * statically): one before the bind, and, in a child, one after it that
+ * the stack can only find later; the child waits 2.5 s before receiving */
+static void c_uringraw(void)
+{
+	char pa[INET_ADDRSTRLEN], pp[8];
+	struct uring u;
+	pid_t p;
+	int fd, st = 0;
+
+	if (uring_open(&u, 1))
+		return;
+	fd = udp();
+	uring_recv(&u, fd);
+	fflush(stdout);
+	inet_ntop(AF_INET, &peer.sin_addr, pa, sizeof(pa));
+	snprintf(pp, sizeof(pp), "%u", ntohs(peer.sin_port));
+	p = fork();
+	if (p == 0) {
+		/* a fresh process (the stack preloaded again), no ring yet */
+		execl(self_exe, "conform", "uringraw-late", pa, pp, (char *)NULL);
+		_exit(127);
 	}
+	waitpid(p, &st, 0);
+	printf("late ring child: exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static void c_uringraw_late(void)
+{
+	struct uring u;
+	int fd = udp();
+
+	if (uring_open(&u, 1))
+		return;
+	sleep(2);
+	usleep(500000);
+	uring_recv(&u, fd);
 }
 
 /* SO_BINDTODEVICE and SO_MARK: routing and filtering the kernel does per
@@ -995,7 +1079,8 @@ int main(int argc, char **argv)
 		{ "manyfds", c_manyfds }, { "mcast", c_mcast },
 		{ "uring", c_uring },     { "devmark", c_devmark },
 		{ "csum", c_csum },       { "narrow", c_narrow },
-		{ "jumbo", c_jumbo },
+		{ "jumbo", c_jumbo },     { "uringraw", c_uringraw },
+		{ "uringraw-late", c_uringraw_late },
 	};
 	unsigned i;
 

@@ -57,6 +57,7 @@ exec accel
 manyfds accel
 mcast accel
 uring kernel:kernel_uring
+uringraw kernel:kernel_uring
 devmark kernel:kernel_option
 csum accel
 narrow accel
