@@ -52,6 +52,10 @@
  * descriptor (one it cannot post is reused), so the ring, thousands of
  * entries deep, never runs dry for the few held back. */
 #define TS_FILL_BATCH 32u
+/* Below this many entries the fill ring is low: it is then topped up at
+ * every poll and whenever a frame comes back, as the kernel takes no
+ * datagram while it is empty (and then no poll would come to refill it). */
+#define TS_FILL_LOW 256u
 #define TS_TX_ONE_LOCK 512u /* up to this payload the copy runs under the lock */
 #define TS_MAX_STACKS TICKSTACK_STATS_MAX_XSK
 
@@ -92,6 +96,7 @@ struct ts_stack {
 	uint16_t ip_id;
 	uint32_t polls;
 	uint32_t rx_unfilled; /* RX descriptors taken since the last refill */
+	int fill_low;         /* the fill ring held < TS_FILL_LOW at the last refill */
 	int kick_pending;     /* descriptors submitted since the last kick */
 	struct tickstack_xsk_stats *st;
 	struct tickstack_xsk_stats dummy;
@@ -595,19 +600,24 @@ static void refill(struct ts_stack *st)
 {
 	uint32_t n, idx, i;
 
-	if (st->nfree <= TS_TX_RESERVE)
+	st->rx_unfilled = 0;
+	if (st->nfree <= TS_TX_RESERVE) {
+		st->fill_low = 1; /* nothing to give: look again soon */
 		return;
+	}
 	n = xsk_prod_nb_free(&st->fq, st->nfree - TS_TX_RESERVE);
 	if (n > st->nfree - TS_TX_RESERVE)
 		n = st->nfree - TS_TX_RESERVE;
-	if (!n)
-		return;
-	if (xsk_ring_prod__reserve(&st->fq, n, &idx) != n)
-		return;
-	for (i = 0; i < n; i++)
-		*xsk_ring_prod__fill_addr(&st->fq, idx + i) =
-			st->freel[--st->nfree];
-	xsk_ring_prod__submit(&st->fq, n);
+	if (n && xsk_ring_prod__reserve(&st->fq, n, &idx) == n) {
+		for (i = 0; i < n; i++)
+			*xsk_ring_prod__fill_addr(&st->fq, idx + i) =
+				st->freel[--st->nfree];
+		xsk_ring_prod__submit(&st->fq, n);
+	}
+	/* entries in the ring now, from the kernel's current index (once
+	 * per refill: a stale index would call a starving ring full) */
+	st->fill_low = st->fq.size - xsk_prod_nb_free(&st->fq, st->fq.size) <
+		       TS_FILL_LOW;
 }
 
 static void reclaim(struct ts_stack *st)
@@ -621,6 +631,8 @@ static void reclaim(struct ts_stack *st)
 		free_push(st, *xsk_ring_cons__comp_addr(&st->cq, idx + i) &
 				      ~(uint64_t)(TS_FRAME_SIZE - 1));
 	xsk_ring_cons__release(&st->cq, n);
+	if (ts_unlikely(st->fill_low))
+		refill(st); /* as in ts_stack__frame_put */
 }
 
 /* The TX wake-up: a system call, made without the stack's lock. */
@@ -945,8 +957,13 @@ void ts_stack__frame_put(struct ts_stack *st, uint64_t frame)
 	if (st->owner != ts_getpid() || !st->usable)
 		return; /* frame of the parent's UMEM (after fork) */
 	pthread_mutex_lock(&st->lock);
-	if (!st->refcnt[i] || !--st->refcnt[i])
+	if (!st->refcnt[i] || !--st->refcnt[i]) {
 		free_push(st, frame);
+		/* a starved fill ring takes no datagram, so no poll would
+		 * refill it: the frames the application gives back do */
+		if (ts_unlikely(st->fill_low))
+			refill(st);
+	}
 	pthread_mutex_unlock(&st->lock);
 }
 
@@ -1034,13 +1051,10 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out)
 		TS_ADD(st->st->rx_packets, n);
 	}
 	st->rx_unfilled += n;
-	if (st->rx_unfilled >= TS_FILL_BATCH) {
-		if (st->nfree > TS_TX_RESERVE) {
-			refill(st);
-			st->rx_unfilled = 0;
-		} else {
+	if (st->rx_unfilled >= TS_FILL_BATCH || st->fill_low) {
+		if (st->nfree <= TS_TX_RESERVE)
 			TS_INC(st->st->fill_ring_empty);
-		}
+		refill(st);
 	}
 	/* a kick only when the driver asks for one (copy mode always does;
 	 * a zero-copy driver that is running does not) */

@@ -681,6 +681,45 @@ static void c_jumbo(void)
 	}
 }
 
+/* More datagrams queued on 31 sockets than the stack has UMEM frames,
+ * delivered while the program waits on a 32nd: the fill ring runs dry and
+ * the kernel drops at the XSK, as full receive buffers drop on the kernel.
+ * Once the program has read them, every socket receives again (how many
+ * were dropped is each stack's own accounting and is not compared). */
+static void c_starve(void)
+{
+	struct timeval tv = { 1, 0 };
+	int fds[32], k, ok = 0, big = 1 << 20;
+	char buf[256];
+	ssize_t n;
+
+	for (k = 0; k < 32; k++) {
+		fds[k] = udp();
+		setsockopt(fds[k], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		/* as much as the namespace's rmem_max allows (some hundred
+		 * datagrams each: together more than the 8192 frames) */
+		setsockopt(fds[k], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	}
+	for (k = 1; k < 32; k++)
+		ask(fds[k], 600, 64, 0, 0);
+	/* waiting here, the stack moves the others' datagrams to their
+	 * sockets as they come */
+	n = recv(fds[0], buf, sizeof(buf), 0);
+	printf("socket 0 while the others fill: %zd %s\n", n, n < 0 ? en(errno) : "");
+	for (k = 1; k < 32; k++)
+		while (recv(fds[k], buf, sizeof(buf), MSG_DONTWAIT) > 0)
+			;
+	for (k = 0; k < 32; k++) {
+		ask(fds[k], 1, 64, 0, 0);
+		n = recv(fds[k], buf, sizeof(buf), 0);
+		if (n == 64 && seq_of(buf, n) == 0)
+			ok++;
+		else
+			printf("socket %d: %zd %s\n", k, n, n < 0 ? en(errno) : "");
+	}
+	printf("%d of 32 sockets received after draining\n", ok);
+}
+
 /* vfork + exec while a socket is open: the socket keeps working */
 static void c_vfork(void)
 {
@@ -1080,6 +1119,7 @@ int main(int argc, char **argv)
 		{ "uring", c_uring },     { "devmark", c_devmark },
 		{ "csum", c_csum },       { "narrow", c_narrow },
 		{ "jumbo", c_jumbo },     { "uringraw", c_uringraw },
+		{ "starve", c_starve },
 		{ "uringraw-late", c_uringraw_late },
 	};
 	unsigned i;

@@ -61,6 +61,7 @@ uringraw kernel:kernel_uring
 devmark kernel:kernel_option
 csum accel
 narrow accel
+starve accel
 jumbo accel latency TICKSTACK_REQUIRE=0"
 
 declare -A XFAIL=()
