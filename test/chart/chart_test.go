@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -332,6 +333,31 @@ func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
 		}
 		if err := c.Create(ctx, o.DeepCopy(), client.DryRunAll); err != nil {
 			t.Errorf("the API server refuses %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+// The agent's own-node policy is the same from the chart (release tickstack) and from config/agent,
+// where test/manifests proves it enforced on a real API server: the two cannot drift apart.
+func TestOwnNodePolicyAsInKustomize(t *testing.T) {
+	out, err := exec.Command(helm(t), "template", "tickstack", chartDir(t), "-n", namespace, "--kube-version", "1.32.3").Output()
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	chart := kubetest.DecodeObjects(t, out)
+	kust := kubetest.Kustomize(t, filepath.Join("..", "..", "config", "agent"))
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		h, k := ofKind(chart, kind), ofKind(kust, kind)
+		if len(h) != 1 || len(k) != 1 {
+			t.Fatalf("%s: %d in the chart, %d in config/agent; want one each", kind, len(h), len(k))
+		}
+		if h[0].GetName() != k[0].GetName() {
+			t.Errorf("%s named %q by the chart, %q by config/agent", kind, h[0].GetName(), k[0].GetName())
+		}
+		hs, _, _ := unstructured.NestedMap(h[0].Object, "spec")
+		ks, _, _ := unstructured.NestedMap(k[0].Object, "spec")
+		if !reflect.DeepEqual(hs, ks) {
+			t.Errorf("%s spec differs:\nchart:        %v\nconfig/agent: %v", kind, hs, ks)
 		}
 	}
 }

@@ -1,0 +1,123 @@
+package manifests
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
+)
+
+// agentUser is the agent's service account as its projected token presents it on node-a: the
+// kubelet binds the node name into the token, and the API server passes it on as an extra.
+func agentUser(node string) rest.ImpersonationConfig {
+	return rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:tickstack-system:tickstack-agent",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:tickstack-system", "system:authenticated"},
+		Extra:    map[string][]string{"authentication.kubernetes.io/node-name": {node}},
+	}
+}
+
+// TestAgentMayChangeOnlyItsOwnNode installs config/agent's RBAC and own-node policy on a real
+// kube-apiserver and acts as the agent of node-a: its own Node and LatencyNodeState can be
+// changed, node-b's are refused by the policy (not by RBAC, which allows both); so is a change
+// by the same account without a node name.
+func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
+	e, admin := kubetest.New(t, kubetest.Options{CRDs: []string{"config/crd/bases"}})
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tickstack-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	installed := map[string]bool{}
+	for _, o := range kubetest.Kustomize(t, filepath.Join("..", "..", "config", "agent")) {
+		switch o.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			o.SetNamespace("") // cluster-scoped: kustomize sets it, the API server drops it
+		case "ServiceAccount":
+		default:
+			continue
+		}
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		installed[o.GetKind()] = true
+	}
+	for _, k := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ClusterRoleBinding"} {
+		if !installed[k] {
+			t.Fatalf("config/agent has no %s", k)
+		}
+	}
+	for _, n := range []string{"node-a", "node-b"} {
+		if err := admin.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Create(ctx, &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = agentUser("node-a")
+	agent, err := client.New(cfg, client.Options{Scheme: kubetest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the agent patches (its role grants patch, not update); a patch is an UPDATE to admission
+	label := func(o client.Object) error {
+		if err := agent.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			return err
+		}
+		base := o.DeepCopyObject().(client.Object)
+		o.SetLabels(map[string]string{"probe": time.Now().Format("150405.000000")})
+		return agent.Patch(ctx, o, client.MergeFrom(base))
+	}
+
+	// the policy is enforced a moment after it is created: probe until node-b is refused
+	var err2 error
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err2 = label(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}})
+		if err2 != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !apierrors.IsForbidden(err2) || !strings.Contains(err2.Error(), "only its own node") {
+		t.Fatalf("the agent of node-a changing Node node-b: got %v, want the policy's refusal", err2)
+	}
+	if err := label(&tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}); !apierrors.IsForbidden(err) ||
+		!strings.Contains(err.Error(), "only its own node") {
+		t.Errorf("the agent of node-a changing LatencyNodeState node-b: got %v, want the policy's refusal", err)
+	}
+	if err := label(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}); err != nil {
+		t.Errorf("the agent of node-a changing its own Node: %v", err)
+	}
+	if err := label(&tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}); err != nil {
+		t.Errorf("the agent of node-a changing its own LatencyNodeState: %v", err)
+	}
+	// a token without the node name (not a pod's) changes nothing
+	cfg.Impersonate = agentUser("node-a")
+	cfg.Impersonate.Extra = nil
+	anon, err := client.New(cfg, client.Options{Scheme: kubetest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &corev1.Node{}
+	if err := anon.Get(ctx, client.ObjectKey{Name: "node-a"}, n); err != nil {
+		t.Fatal(err)
+	}
+	base := n.DeepCopy()
+	n.Labels = map[string]string{"probe": "none"}
+	if err := anon.Patch(ctx, n, client.MergeFrom(base)); !apierrors.IsForbidden(err) ||
+		!strings.Contains(err.Error(), "only its own node") {
+		t.Errorf("the agent's account without a node name changing Node node-a: got %v, want the policy's refusal", err)
+	}
+}
