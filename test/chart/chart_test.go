@@ -337,7 +337,7 @@ func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
 	}
 }
 
-// The agent's own-node policy is the same from the chart (release tickstack) and from config/agent,
+// The agent's own-node policy is the same from the chart (release tickstack) and from config/default,
 // where test/manifests proves it enforced on a real API server: the two cannot drift apart.
 func TestOwnNodePolicyAsInKustomize(t *testing.T) {
 	out, err := exec.Command(helm(t), "template", "tickstack", chartDir(t), "-n", namespace, "--kube-version", "1.32.3").Output()
@@ -345,19 +345,19 @@ func TestOwnNodePolicyAsInKustomize(t *testing.T) {
 		t.Fatalf("helm template: %v", err)
 	}
 	chart := kubetest.DecodeObjects(t, out)
-	kust := kubetest.Kustomize(t, filepath.Join("..", "..", "config", "agent"))
+	kust := kubetest.Kustomize(t, filepath.Join("..", "..", "config", "default"))
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		h, k := ofKind(chart, kind), ofKind(kust, kind)
 		if len(h) != 1 || len(k) != 1 {
-			t.Fatalf("%s: %d in the chart, %d in config/agent; want one each", kind, len(h), len(k))
+			t.Fatalf("%s: %d in the chart, %d in config/default; want one each", kind, len(h), len(k))
 		}
 		if h[0].GetName() != k[0].GetName() {
-			t.Errorf("%s named %q by the chart, %q by config/agent", kind, h[0].GetName(), k[0].GetName())
+			t.Errorf("%s named %q by the chart, %q by config/default", kind, h[0].GetName(), k[0].GetName())
 		}
 		hs, _, _ := unstructured.NestedMap(h[0].Object, "spec")
 		ks, _, _ := unstructured.NestedMap(k[0].Object, "spec")
 		if !reflect.DeepEqual(hs, ks) {
-			t.Errorf("%s spec differs:\nchart:        %v\nconfig/agent: %v", kind, hs, ks)
+			t.Errorf("%s spec differs:\nchart:        %v\nconfig/default: %v", kind, hs, ks)
 		}
 	}
 }

@@ -30,11 +30,12 @@ func kustomizeAgent(t *testing.T) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join("..", "..", "config", "agent")).Output()
+	// config/agent is a base of config/default, which names and places it
+	out, err := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join("..", "..", "config", "default")).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			t.Fatalf("kubectl kustomize config/agent: %v\n%s", err, ee.Stderr)
+			t.Fatalf("kubectl kustomize config/default: %v\n%s", err, ee.Stderr)
 		}
 		t.Fatal(err)
 	}
@@ -48,14 +49,14 @@ func kustomizeAgent(t *testing.T) []*unstructured.Unstructured {
 			}
 			t.Fatal(err)
 		}
-		if len(u.Object) > 0 {
+		if n := u.GetName(); len(u.Object) > 0 && (strings.HasPrefix(n, "tickstack-agent") || n == "tickstack-xdpd") {
 			objs = append(objs, u)
 		}
 	}
 	return objs
 }
 
-// TestAgentInstall checks the DaemonSet install (config/agent): privileged with the host's
+// TestAgentInstall checks the node side of config/default (config/agent): privileged with the host's
 // network and PID namespaces, the host paths below /host, NODE_NAME from the downward API, and
 // least-privilege RBAC; a real API server accepts every object (server-side dry run).
 func TestAgentInstall(t *testing.T) {

@@ -1,5 +1,6 @@
-// Package manifests checks that the kustomize install (config/default) builds and that every object in
-// it is accepted by a real kube-apiserver.
+// Package manifests checks that the kustomize install (config/default: the operator and the node
+// side) builds, that every object in it is accepted by a real kube-apiserver, and that the agent's
+// own-node policy is enforced.
 package manifests
 
 import (
@@ -17,6 +18,7 @@ import (
 var clusterScoped = map[string]bool{
 	"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
 	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
 }
 
 func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
@@ -28,7 +30,7 @@ func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
 			t.Errorf("%s %s is in namespace %q, want tickstack-system", o.GetKind(), o.GetName(), o.GetNamespace())
 		}
 	}
-	for _, k := range []string{"CustomResourceDefinition", "Deployment", "ClusterRole", "ServiceAccount", "Service", "ValidatingWebhookConfiguration"} {
+	for _, k := range []string{"CustomResourceDefinition", "Deployment", "DaemonSet", "ClusterRole", "ServiceAccount", "Service", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy"} {
 		if kinds[k] == 0 {
 			t.Errorf("config/default has no %s", k)
 		}

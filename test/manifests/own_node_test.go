@@ -27,7 +27,7 @@ func agentUser(node string) rest.ImpersonationConfig {
 	}
 }
 
-// TestAgentMayChangeOnlyItsOwnNode installs config/agent's RBAC and own-node policy on a real
+// TestAgentMayChangeOnlyItsOwnNode installs config/default's RBAC and own-node policy on a real
 // kube-apiserver and acts as the agent of node-a: its own Node and LatencyNodeState can be
 // changed, node-b's are refused by the policy (not by RBAC, which allows both); so is a change
 // by the same account without a node name.
@@ -38,7 +38,7 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	installed := map[string]bool{}
-	for _, o := range kubetest.Kustomize(t, filepath.Join("..", "..", "config", "agent")) {
+	for _, o := range kubetest.Kustomize(t, filepath.Join("..", "..", "config", "default")) {
 		switch o.GetKind() {
 		case "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			o.SetNamespace("") // cluster-scoped: kustomize sets it, the API server drops it
@@ -53,7 +53,7 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 	}
 	for _, k := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ClusterRoleBinding"} {
 		if !installed[k] {
-			t.Fatalf("config/agent has no %s", k)
+			t.Fatalf("config/default has no %s", k)
 		}
 	}
 	for _, n := range []string{"node-a", "node-b"} {
