@@ -108,6 +108,10 @@ check: verify-gen lint test e2e ## What CI runs: generated files, lint, every te
 bench: dataplane ## Benchmarks, as ratios against a baseline measured in the same run (docs/benchmarks.md).
 	hack/bench.sh
 
+.PHONY: bench-dataplane
+bench-dataplane: ## The dataplane's latency benchmark (root, 2 CPUs, ~8 minutes): docs/bench-dataplane.md, .json, .svg.
+	$(MAKE) -C dataplane bench
+
 .PHONY: clean
 clean: ## Remove build outputs.
 	rm -rf $(BIN)
