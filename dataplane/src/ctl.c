@@ -100,8 +100,7 @@ static void *ctl__main(void *arg)
 		/* a ring set up behind the library's back since the last
 		 * bind (statically linked liburing) */
 		if (now >= next_uring) {
-			if (!__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE) &&
-			    ts_uring__mapped())
+			if (ts_uring__unseen())
 				ts_sock__uring_used();
 			next_uring = now + 1000000000ull;
 		}

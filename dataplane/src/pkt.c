@@ -22,8 +22,8 @@ uint32_t ts_csum__partial(const void *buf, size_t len, uint32_t sum)
 	 * IP length, and the order of a ones' complement sum does not matter */
 	/* a received datagram was written by another CPU: ask for all its
 	 * lines at once rather than miss on one after the other */
-	for (s = 64; s < len; s += 64)
-		__builtin_prefetch(p + s);
+	for (size_t off = 64; off < len; off += 64)
+		__builtin_prefetch(p + off);
 	while (len >= 32) {
 		uint64_t v[4];
 

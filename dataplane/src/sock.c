@@ -552,8 +552,7 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 	}
 	/* a ring set up where we did not see it: every socket moves, this
 	 * one included, and is counted there */
-	if (!__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE) &&
-	    ts_uring__mapped())
+	if (ts_uring__unseen())
 		sock__uring_used_locked();
 	if (__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE)) {
 		if (s->state != TS_S_KERNEL) {
@@ -1244,11 +1243,11 @@ static void sock__uring_used_locked(void)
 }
 
 /* A ring whose set-up the library did not see (liburing linked statically
- * makes the system call itself) is found by its mapping: every ring maps
- * its queues from the io_uring file (IORING_SETUP_NO_MMAP rings, whose
- * memory the program provides, excepted). Read at each bind while no ring
+ * makes the system call itself), found by its mapping: every ring maps its
+ * queues from the io_uring file (IORING_SETUP_NO_MMAP rings, whose memory
+ * the program provides, excepted). Looked for at each bind while no ring
  * is known, and every second by the control thread. */
-int ts_uring__mapped(void)
+int ts_uring__unseen(void)
 {
 	static const char pat[] = "anon_inode:[io_uring]";
 	char buf[4096 + sizeof(pat)];
@@ -1256,14 +1255,15 @@ int ts_uring__mapped(void)
 	int fd, found = 0;
 	ssize_t n;
 
+	if (__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE))
+		return 0;
 	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	while (!found &&
-	       (n = ts_real_read(fd, buf + keep, sizeof(buf) - 1 - keep)) > 0) {
+	       (n = ts_real_read(fd, buf + keep, sizeof(buf) - keep)) > 0) {
 		size_t len = keep + (size_t)n;
 
-		buf[len] = 0;
 		found = memmem(buf, len, pat, sizeof(pat) - 1) != NULL;
 		/* a match may straddle two reads */
 		keep = len < sizeof(pat) - 1 ? len : sizeof(pat) - 1;

@@ -49,8 +49,9 @@
  * every datagram: its consumer index is written by the kernel on the CPU
  * that received, so reading it is a cache miss the ping-pong would pay
  * on every datagram. The kernel takes at most one fill entry per RX
- * descriptor (one it cannot post is reused), so the ring, thousands of
- * entries deep, never runs dry for the few held back. */
+ * descriptor (one it cannot post is reused), so a ring thousands of
+ * entries deep misses nothing for the few held back; a low one is
+ * topped up more often (TS_FILL_LOW). */
 #define TS_FILL_BATCH 32u
 /* Below this many entries the fill ring is low: it is then topped up at
  * every poll and whenever a frame comes back, as the kernel takes no
@@ -598,26 +599,28 @@ static inline void free_push(struct ts_stack *st, uint64_t addr)
 
 static void refill(struct ts_stack *st)
 {
-	uint32_t n, idx, i;
+	uint32_t room, n = 0, idx, i;
 
 	st->rx_unfilled = 0;
 	if (st->nfree <= TS_TX_RESERVE) {
 		st->fill_low = 1; /* nothing to give: look again soon */
 		return;
 	}
-	n = xsk_prod_nb_free(&st->fq, st->nfree - TS_TX_RESERVE);
-	if (n > st->nfree - TS_TX_RESERVE)
-		n = st->nfree - TS_TX_RESERVE;
-	if (n && xsk_ring_prod__reserve(&st->fq, n, &idx) == n) {
+	/* the room from the kernel's current index (asking for the whole
+	 * ring reads it): a stale index would call a starving ring full */
+	room = xsk_prod_nb_free(&st->fq, st->fq.size);
+	if (room) {
+		n = room < st->nfree - TS_TX_RESERVE ? room :
+						       st->nfree - TS_TX_RESERVE;
+		if (xsk_ring_prod__reserve(&st->fq, n, &idx) != n)
+			n = 0;
 		for (i = 0; i < n; i++)
 			*xsk_ring_prod__fill_addr(&st->fq, idx + i) =
 				st->freel[--st->nfree];
-		xsk_ring_prod__submit(&st->fq, n);
+		if (n)
+			xsk_ring_prod__submit(&st->fq, n);
 	}
-	/* entries in the ring now, from the kernel's current index (once
-	 * per refill: a stale index would call a starving ring full) */
-	st->fill_low = st->fq.size - xsk_prod_nb_free(&st->fq, st->fq.size) <
-		       TS_FILL_LOW;
+	st->fill_low = st->fq.size - (room - n) < TS_FILL_LOW;
 }
 
 static void reclaim(struct ts_stack *st)
