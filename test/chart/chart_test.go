@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,6 +239,41 @@ func TestAgentOnlyWhenEnabled(t *testing.T) {
 	}
 }
 
+// An upgrade replaces one agent at a time unless agent.maxUnavailable says otherwise, and extra
+// arguments reach the agent's command line.
+func TestAgentRollout(t *testing.T) {
+	agentDS := func(objs []*unstructured.Unstructured) *unstructured.Unstructured {
+		for _, o := range ofKind(objs, "DaemonSet") {
+			if o.GetName() == "t-tickstack-agent" {
+				return o
+			}
+		}
+		t.Fatal("no agent DaemonSet rendered")
+		return nil
+	}
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{nil, "1"},
+		{[]string{"agent.maxUnavailable=3"}, "3"},
+		{[]string{"agent.maxUnavailable=25%"}, "25%"},
+	} {
+		ds := agentDS(mustRender(t, c.sets...))
+		got, _, _ := unstructured.NestedFieldNoCopy(ds.Object, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable")
+		typ, _, _ := unstructured.NestedString(ds.Object, "spec", "updateStrategy", "type")
+		if typ != "RollingUpdate" || fmt.Sprint(got) != c.want {
+			t.Errorf("--set %v: updateStrategy %s maxUnavailable %v, want RollingUpdate %s", c.sets, typ, got, c.want)
+		}
+	}
+	ds := agentDS(mustRender(t, "agent.extraArgs={--failpoint-file=/tse2e/failpoint}"))
+	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	if !slices.Contains(args, "--failpoint-file=/tse2e/failpoint") {
+		t.Errorf("agent.extraArgs not on the agent's command line: %v", args)
+	}
+}
+
 // tickstack-xdpd runs on the agent's nodes by default, in its own DaemonSet updated OnDelete (a restart
 // detaches its programs from running pods), installs the CNI plugin into the node's CNI directory, and
 // the manager is told the same run directory the daemon uses.
@@ -304,6 +340,9 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		"webhook.certs.mode=helm":     "/webhook/certs/mode",
 		"manager.replica=2":           "additional properties 'replica' not allowed",
 		"xdpd.runDir=run/xdp":         "/xdpd/runDir",
+		"agent.maxUnavailable=0":      "/agent/maxUnavailable",
+		"agent.maxUnavailable=all":    "/agent/maxUnavailable",
+		"agent.extraArgs={-v}":        "/agent/extraArgs/0",
 	} {
 		_, err := render(t, set)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -19,7 +19,8 @@ import (
 // operator, the agent and tickstack-xdpd, so the node's one allocatable CPU stays whole for a pinned
 // pod; the local cluster's CNI directory for the tickstack-xdp plugin; a reboot command and a GRUB
 // update command that only record into the scratch directory; and the GRUB drop-in directory
-// replaced by that scratch directory, so the real boot configuration is never written.
+// replaced by that scratch directory, so the real boot configuration is never written. The agent
+// watches a failpoint file there: the test names a point in it to have the agent kill itself there.
 func values(cniBinDir string) string {
 	return `
 imagePullPolicy: Never
@@ -31,6 +32,7 @@ xdpd:
   resources: {requests: {cpu: null, memory: 16Mi}}
 agent:
   checkPeriod: 10s
+  extraArgs: [--failpoint-file=/tse2e/failpoint]
   resources: {requests: {cpu: null, memory: 32Mi}}
   rebootCommand: [/bin/sh, -c, 'date +%s >> /tse2e/reboots']
   bootLoader:
@@ -193,6 +195,37 @@ func recorded(name string) int {
 	return len(strings.Fields(string(b)))
 }
 
+// agentRestarts is the agent container's restart count on the node.
+func agentRestarts() int {
+	GinkgoHelper()
+	out, err := kubectl(nil, "get", "pods", "-n", releaseNS, "-l", "app.kubernetes.io/instance="+release+",app.kubernetes.io/component=agent",
+		"--field-selector", "spec.nodeName="+nodeName, "-o", "jsonpath={.items[*].status.containerStatuses[?(@.name=='agent')].restartCount}")
+	Expect(err).NotTo(HaveOccurred(), out)
+	fields := strings.Fields(out)
+	Expect(fields).To(HaveLen(1), "one agent pod on %s: %q", nodeName, out)
+	var n int
+	_, err = fmt.Sscan(fields[0], &n)
+	Expect(err).NotTo(HaveOccurred(), out)
+	return n
+}
+
+// killAgentAt has the agent kill itself with SIGKILL when it reaches failpoint (--failpoint-file):
+// it removes the file first, so the restarted agent goes on. The returned function waits until it
+// happened: the file gone and the kubelet restarted the container.
+func killAgentAt(failpoint string) (waitKilled func()) {
+	GinkgoHelper()
+	restarts := agentRestarts()
+	file := filepath.Join(scratchDir, "failpoint")
+	Expect(os.WriteFile(file, []byte(failpoint+"\n"), 0o644)).To(Succeed())
+	return func() {
+		GinkgoHelper()
+		Eventually(func() string { return readHost(file) }, 3*time.Minute, time.Second).Should(Equal(absent),
+			"the agent never reached failpoint %s", failpoint)
+		Eventually(agentRestarts, 3*time.Minute, 2*time.Second).Should(BeNumerically(">", restarts),
+			"the kubelet did not restart the agent killed at %s", failpoint)
+	}
+}
+
 func podJSON(name string) (map[string]any, error) {
 	var p map[string]any
 	err := getJSON(&p, "pod", name, "-n", testNS)
@@ -236,10 +269,14 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 		}, 2*time.Minute, 2*time.Second).Should(ContainSubstring("must never reboot"))
 	})
 
-	It("applies a profile isolating CPU 1: runtime settings in effect, kernel arguments pending a reboot that never happens", func() {
+	It("applies a profile isolating CPU 1, though the agent is killed in the middle: runtime settings in effect, kernel arguments pending a reboot that never happens", func() {
 		out, err := kubectl(nil, "label", "node", nodeName, roleLabel+"="+roleValue, "--overwrite")
 		Expect(err).NotTo(HaveOccurred(), out)
+		// The agent dies (SIGKILL) after the first value it writes; the restarted one must finish from
+		// its journal, and the restore at the end must still bring back the values from before.
+		killed := killAgentAt("mid-apply")
 		apply(profile(true))
+		killed()
 
 		var lns *nodeState
 		Eventually(func(g Gomega) {
@@ -644,9 +681,11 @@ spec:
 		Eventually(nodeLabels, time.Minute, 2*time.Second).Should(HaveKeyWithValue("tickstack.io/validated", profileName))
 	})
 
-	It("restores the host when the profile is deleted", func() {
+	It("restores the host when the profile is deleted, though the agent is killed in the middle of the restore", func() {
+		killed := killAgentAt("mid-restore")
 		out, err := kubectl(nil, "delete", "latencyprofile", profileName, "--wait=true", "--timeout=180s")
 		Expect(err).NotTo(HaveOccurred(), out)
+		killed()
 		Eventually(func() string {
 			out, _ := kubectl(nil, "get", "latencynodestate", nodeName)
 			return out
