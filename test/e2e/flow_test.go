@@ -21,18 +21,16 @@ import (
 // update command that only record into the scratch directory; and the GRUB drop-in directory
 // replaced by that scratch directory, so the real boot configuration is never written. The agent
 // watches a failpoint file there: the test names a point in it to have the agent kill itself there.
-func values(cniBinDir string) string {
-	return `
+// previous: the values of the previous release's chart (hack/previous-release), which has neither
+// tickstack-xdpd nor the agent's extraArgs.
+func values(cniBinDir string, previous bool) string {
+	v := `
 imagePullPolicy: Never
 crds: {keep: true}
 manager:
   resources: {requests: {cpu: null, memory: 64Mi}}
-xdpd:
-  cniBinDir: ` + cniBinDir + `
-  resources: {requests: {cpu: null, memory: 16Mi}}
 agent:
   checkPeriod: 10s
-  extraArgs: [--failpoint-file=/tse2e/failpoint]
   resources: {requests: {cpu: null, memory: 32Mi}}
   rebootCommand: [/bin/sh, -c, 'date +%s >> /tse2e/reboots']
   bootLoader:
@@ -44,6 +42,27 @@ agent:
   - {name: tse2e-scratch, mountPath: /tse2e}
   - {name: tse2e-scratch, mountPath: /host/etc/default/grub.d, subPath: grub.d}
 `
+	if previous {
+		return v
+	}
+	return v + `  extraArgs: [--failpoint-file=/tse2e/failpoint]
+xdpd:
+  cniBinDir: ` + cniBinDir + `
+  resources: {requests: {cpu: null, memory: 16Mi}}
+`
+}
+
+// valuesFile writes values for this machine into a file of the running spec.
+func valuesFile(previous bool) string {
+	GinkgoHelper()
+	env, err := run(time.Minute, nil, "hack/local-cluster", "env")
+	Expect(err).NotTo(HaveOccurred(), env)
+	cniBinDir := regexp.MustCompile(`(?m)^export TSLC_CNI_BIN_DIR=(\S+)$`).FindStringSubmatch(env)
+	Expect(cniBinDir).NotTo(BeNil(), "hack/local-cluster env names no TSLC_CNI_BIN_DIR:\n%s", env)
+	f := filepath.Join(GinkgoT().TempDir(), "values.yaml")
+	Expect(os.WriteFile(f, []byte(values(cniBinDir[1], previous)), 0o644)).To(Succeed())
+	Expect(os.MkdirAll(filepath.Join(scratchDir, "grub.d"), 0o755)).To(Succeed())
+	return f
 }
 
 // holdManifest refuses every reboot slot at the API server: the operator cannot grant
@@ -234,13 +253,7 @@ func podJSON(name string) (map[string]any, error) {
 
 var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 	It("installs the chart and the operator and agent become ready", func() {
-		env, err := run(time.Minute, nil, "hack/local-cluster", "env")
-		Expect(err).NotTo(HaveOccurred(), env)
-		cniBinDir := regexp.MustCompile(`(?m)^export TSLC_CNI_BIN_DIR=(\S+)$`).FindStringSubmatch(env)
-		Expect(cniBinDir).NotTo(BeNil(), "hack/local-cluster env names no TSLC_CNI_BIN_DIR:\n%s", env)
-		f := filepath.Join(GinkgoT().TempDir(), "values.yaml")
-		Expect(os.WriteFile(f, []byte(values(cniBinDir[1])), 0o644)).To(Succeed())
-		Expect(os.MkdirAll(filepath.Join(scratchDir, "grub.d"), 0o755)).To(Succeed())
+		f := valuesFile(false)
 		out, err := helm(10*time.Minute, "install", release, "charts/tickstack", "-n", releaseNS, "--create-namespace",
 			"-f", f, "--wait", "--timeout", "8m")
 		Expect(err).NotTo(HaveOccurred(), "helm install:\n%s", out)

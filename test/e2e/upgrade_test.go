@@ -1,0 +1,297 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// upgradeProfile tunes what the previous release and this tree both know, without kernel arguments
+// (so the node becomes Applied with no reboot) and without a NIC group (the previous release's
+// images carry no bypass stack of their own).
+const upgradeProfile = `
+apiVersion: tickstack.io/v1alpha1
+kind: LatencyProfile
+metadata:
+  name: ` + profileName + `
+spec:
+  nodeSelector:
+    matchLabels: {` + roleLabel + `: ` + roleValue + `}
+  cpu: {reserved: "0"}
+  hugepages:
+    transparent: never
+  power:
+    maxCStateExitLatencyMicroseconds: 2
+  irq:
+    keepOffIsolated: true
+  sysctls:
+    kernel.timer_migration: "0"
+    vm.stat_interval: "10"
+    net.core.rmem_max: "33554432"
+  rollout:
+    maxUnavailable: 1
+`
+
+// upgradeBenchmark validates the node: a kernel ping-pong between two pods and oslat on the
+// runner's exclusive CPU, short.
+const upgradeBenchmark = `
+apiVersion: tickstack.io/v1alpha1
+kind: LatencyBenchmark
+metadata: {name: tse2e-upgrade, namespace: ` + testNS + `}
+spec:
+  target: {profile: ` + profileName + `}
+  stacks: [kernel]
+  placement: {mode: TwoPods, runnerCPUs: 1, reflectorCPUs: 0}
+  suites:
+    pingPong: {protocols: [udp], messageSizes: [64], durationSeconds: 2}
+    jitter: {cpus: pod, durationSeconds: 3, tools: [oslat]}
+  thresholds:
+    maxDropped: 0
+    latency:
+    - {suite: jitter, statistic: p99, max: 200us}
+  timeoutSeconds: 600
+`
+
+const journalHost = stateDirHost + "/tuning-journal.json"
+
+// tunedNode is what must not move while the operator is upgraded or rolled back: the host's values,
+// the agent's journal of originals, the node state's generation and spec, the node's labels of the
+// profile, the benchmark's result, and the recorders of reboots and boot loader updates.
+type tunedNode struct {
+	host             map[string]string
+	journal          string
+	generation       int64
+	spec             string
+	profile, valid   string
+	benchmark        string
+	reboots, updates int
+}
+
+func observeTunedNode() tunedNode {
+	GinkgoHelper()
+	var lns map[string]any
+	Expect(getJSON(&lns, "latencynodestate", nodeName)).To(Succeed())
+	meta, _ := lns["metadata"].(map[string]any)
+	gen, _ := meta["generation"].(float64)
+	spec, err := json.Marshal(lns["spec"])
+	Expect(err).NotTo(HaveOccurred())
+	var b map[string]any
+	Expect(getJSON(&b, "latencybenchmark", "tse2e-upgrade", "-n", testNS)).To(Succeed())
+	status, err := json.Marshal(b["status"])
+	Expect(err).NotTo(HaveOccurred())
+	labels := nodeLabels()
+	return tunedNode{
+		host: hostSnapshot(), journal: readHost(journalHost), generation: int64(gen), spec: string(spec),
+		profile: labels["tickstack.io/profile"], valid: labels["tickstack.io/validated"], benchmark: string(status),
+		reboots: recorded("reboots"), updates: recorded("grub-updates"),
+	}
+}
+
+// diff names what differs from before.
+func (before tunedNode) diff(now tunedNode) []string {
+	var d []string
+	for p, was := range before.host {
+		if is, ok := now.host[p]; ok && is != was && !(strings.HasPrefix(p, "/proc/irq/") && is == absent) {
+			d = append(d, fmt.Sprintf("host %s: was %q, is %q", p, was, is))
+		}
+	}
+	if now.journal != before.journal {
+		d = append(d, "the agent's journal of originals changed (a restore, or originals recorded again)")
+	}
+	if now.generation != before.generation || now.spec != before.spec {
+		d = append(d, fmt.Sprintf("the node state's spec changed: generation %d -> %d\nbefore: %s\nafter:  %s", before.generation, now.generation, before.spec, now.spec))
+	}
+	if now.profile != before.profile || now.valid != before.valid {
+		d = append(d, fmt.Sprintf("node labels: profile %q -> %q, validated %q -> %q", before.profile, now.profile, before.valid, now.valid))
+	}
+	if now.benchmark != before.benchmark {
+		d = append(d, fmt.Sprintf("the benchmark's status changed:\nbefore: %s\nafter:  %s", before.benchmark, now.benchmark))
+	}
+	if now.reboots != before.reboots || now.updates != before.updates {
+		d = append(d, fmt.Sprintf("reboot recorder %d -> %d, boot loader updates %d -> %d", before.reboots, now.reboots, before.updates, now.updates))
+	}
+	return d
+}
+
+// watchNode samples, every second until stop is called, what an upgrade must never do even for a
+// moment: cordon the node, grant it a reboot slot, or change a host value.
+func watchNode(host map[string]string) (stop func() []string) {
+	var (
+		mu     sync.Mutex
+		seen   []string
+		done   = make(chan struct{})
+		wg     sync.WaitGroup
+		record = func(s string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Contains(seen, s) {
+				seen = append(seen, s)
+			}
+		}
+	)
+	wg.Add(1)
+	go func() {
+		defer GinkgoRecover()
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Second):
+			}
+			var node struct {
+				Spec struct {
+					Unschedulable bool `json:"unschedulable"`
+				} `json:"spec"`
+			}
+			if getJSON(&node, "node", nodeName) == nil && node.Spec.Unschedulable {
+				record("the node was cordoned")
+			}
+			if lns, err := getNodeState(); err == nil && lns.Spec.RebootGranted {
+				record("the node state was granted a reboot slot")
+			}
+			for _, d := range hostDiff(host) {
+				record("host value changed: " + d)
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+}
+
+// runningImages lists the images of the release's manager and agent pods that are running.
+func runningImages() string {
+	out, _ := kubectl(nil, "get", "pods", "-n", releaseNS, "-l", "app.kubernetes.io/instance="+release,
+		"--field-selector", "status.phase=Running", "-o", "jsonpath={range .items[*]}{.spec.containers[0].image}{\"\\n\"}{end}")
+	return out
+}
+
+// settled waits until the release's manager and agent run only the images of tag and are ready.
+func settled(tag string) {
+	GinkgoHelper()
+	for _, w := range []string{"deployment/" + release + "-manager", "daemonset/" + release + "-agent"} {
+		out, err := kubectl(nil, "rollout", "status", "-n", releaseNS, w, "--timeout=5m")
+		Expect(err).NotTo(HaveOccurred(), out)
+	}
+	Eventually(func(g Gomega) {
+		imgs := strings.Fields(runningImages())
+		g.Expect(imgs).To(ContainElement("localhost/tickstack-manager:" + tag))
+		g.Expect(imgs).To(ContainElement("localhost/tickstack-agent:" + tag))
+		for _, img := range imgs {
+			if strings.Contains(img, "tickstack-manager:") || strings.Contains(img, "tickstack-agent:") {
+				g.Expect(img).To(HaveSuffix(":"+tag), "a pod of the other version still runs")
+			}
+		}
+	}, 5*time.Minute, 2*time.Second).Should(Succeed())
+}
+
+var _ = Describe("an upgrade of the operator with a profile live", Ordered, func() {
+	var prevVersion, prevChart, prevTag string
+	var before tunedNode
+
+	BeforeAll(func() {
+		By("the previous release: its chart, and its images on the node (hack/previous-release.sh)")
+		out, err := run(30*time.Minute, nil, "hack/previous-release.sh", "--import")
+		Expect(err).NotTo(HaveOccurred(), "hack/previous-release.sh --import:\n%s", out)
+		for _, l := range strings.Split(out, "\n") {
+			k, v, _ := strings.Cut(strings.TrimSpace(l), "=")
+			switch k {
+			case "version":
+				prevVersion = v
+			case "chart":
+				prevChart = v
+			case "tag":
+				prevTag = v
+			}
+		}
+		Expect([]string{prevVersion, prevChart, prevTag}).NotTo(ContainElement(""), "hack/previous-release.sh printed:\n%s", out)
+		DeferCleanup(func() {
+			By("the profile goes (the agent restores the host) and the release is uninstalled")
+			_, _ = kubectl(nil, "delete", "latencybenchmark", "tse2e-upgrade", "-n", testNS, "--ignore-not-found", "--wait=true", "--timeout=60s")
+			_, _ = kubectl(nil, "delete", "latencyprofile", profileName, "--ignore-not-found", "--wait=true", "--timeout=180s")
+			Eventually(func() string {
+				out, _ := kubectl(nil, "get", "latencynodestate", nodeName)
+				return out
+			}, 2*time.Minute, 2*time.Second).Should(ContainSubstring("NotFound"))
+			Expect(hostDiff(snapshot)).To(BeEmpty(), "the host after the restore")
+			out, err := helm(5*time.Minute, "uninstall", release, "-n", releaseNS, "--wait", "--timeout", "3m", "--ignore-not-found")
+			Expect(err).NotTo(HaveOccurred(), out)
+			_, _ = kubectl(nil, "delete", "namespace", testNS, "--ignore-not-found", "--wait=true", "--timeout=180s")
+		})
+	})
+
+	It("installs the previous release, which tunes the node: Applied and validated", func() {
+		out, err := helm(10*time.Minute, "install", release, prevChart, "-n", releaseNS, "--create-namespace",
+			"-f", valuesFile(true), "--set", "imageTag="+prevTag, "--wait", "--timeout", "8m")
+		Expect(err).NotTo(HaveOccurred(), "helm install of %s:\n%s", prevVersion, out)
+		settled(prevTag)
+		apply(holdManifest)
+		apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + testNS + "\n")
+		Eventually(func() error {
+			_, err := kubectl(nil, "get", "serviceaccount", "default", "-n", testNS)
+			return err
+		}, time.Minute, time.Second).Should(Succeed())
+		out, err = kubectl(nil, "label", "node", nodeName, roleLabel+"="+roleValue, "--overwrite")
+		Expect(err).NotTo(HaveOccurred(), out)
+		apply(upgradeProfile)
+		Eventually(func(g Gomega) {
+			lns, err := getNodeState()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
+			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"))
+			g.Expect(nodeLabels()).To(HaveKeyWithValue("tickstack.io/profile", profileName))
+		}, 5*time.Minute, 2*time.Second).Should(Succeed())
+		apply(upgradeBenchmark)
+		Eventually(func() (string, error) {
+			return kubectl(nil, "get", "latencybenchmark", "tse2e-upgrade", "-n", testNS, "-o", "jsonpath={.status.verdict}")
+		}, 10*time.Minute, 2*time.Second).Should(Equal("Passed"))
+		Eventually(nodeLabels, time.Minute, 2*time.Second).Should(HaveKeyWithValue("tickstack.io/validated", profileName))
+		for k, v := range wantSysctls {
+			Expect(readHost("/proc/sys/"+strings.ReplaceAll(k, ".", "/"))).To(Equal(v), "the host's %s", k)
+		}
+		Expect(readHost(journalHost)).NotTo(Equal(absent), "the agent journals the originals")
+		before = observeTunedNode()
+	})
+
+	It("upgrades to this tree's chart: no setting, drain, reboot, restore, spec, label or result moves", func() {
+		stop := watchNode(before.host)
+		out, err := helm(10*time.Minute, "upgrade", release, "charts/tickstack", "-n", releaseNS,
+			"-f", valuesFile(false), "--wait", "--timeout", "8m")
+		if err != nil {
+			stop()
+			Fail(fmt.Sprintf("helm upgrade:\n%s", out))
+		}
+		settled(imageTag)
+		// the new agent and manager have reconciled everything at least once by now: give them a
+		// few check periods (10 s) more to do what they would do
+		time.Sleep(25 * time.Second)
+		Expect(stop()).To(BeEmpty(), "during the upgrade")
+		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after the upgrade")
+	})
+
+	It("rolls back to the previous release: nothing moves either", func() {
+		stop := watchNode(before.host)
+		out, err := helm(10*time.Minute, "rollback", release, "1", "-n", releaseNS, "--wait", "--timeout", "8m")
+		if err != nil {
+			stop()
+			Fail(fmt.Sprintf("helm rollback:\n%s", out))
+		}
+		settled(prevTag)
+		time.Sleep(25 * time.Second)
+		Expect(stop()).To(BeEmpty(), "during the rollback")
+		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after the rollback")
+	})
+})
