@@ -38,6 +38,17 @@ const (
 	BMCAnnotation = "tickstack.io/bmc"
 )
 
+// Install: the uninstall guard.
+const (
+	// UninstallGuardLabel marks the installed objects a restore needs. The chart and config/default
+	// write it: "protected" on every object they install (the uninstall guard's admission policies
+	// refuse deleting the namespace, the manager, the agent, tickstack-xdpd, their service accounts
+	// and RBAC, and the CRDs so labelled while a LatencyProfile or LatencyNodeState exists), "check"
+	// on the ConfigMap the chart's pre-delete hook creates (refused likewise, so that helm uninstall
+	// stops before it deletes anything).
+	UninstallGuardLabel = "tickstack.io/uninstall-guard"
+)
+
 // Validation: the benchmark's verdict on a node, and what it gates.
 const (
 	// BenchmarkPassedAnnotation on a node names the profile the node last passed a LatencyBenchmark

@@ -231,8 +231,20 @@ func TestOptionalMonitoring(t *testing.T) {
 }
 
 func TestAgentOnlyWhenEnabled(t *testing.T) {
-	if len(ofKind(mustRender(t, "xdpd.enabled=false"), "DaemonSet")) != 1 || len(ofKind(mustRender(t), "ValidatingAdmissionPolicy")) != 1 {
+	ownNode := func(objs []*unstructured.Unstructured) int {
+		n := 0
+		for _, o := range ofKind(objs, "ValidatingAdmissionPolicy") {
+			if strings.HasSuffix(o.GetName(), "-agent-own-node") {
+				n++
+			}
+		}
+		return n
+	}
+	if len(ofKind(mustRender(t, "xdpd.enabled=false"), "DaemonSet")) != 1 || ownNode(mustRender(t)) != 1 {
 		t.Error("the agent DaemonSet and its own-node policy render by default")
+	}
+	if ownNode(mustRender(t, "agent.enabled=false")) != 0 {
+		t.Error("agent.enabled=false still renders the own-node policy")
 	}
 	if len(ofKind(mustRender(t, "agent.enabled=false"), "DaemonSet")) != 0 {
 		t.Error("agent.enabled=false still renders the DaemonSet")
@@ -385,18 +397,59 @@ func TestOwnNodePolicyAsInKustomize(t *testing.T) {
 	}
 	chart := kubetest.DecodeObjects(t, out)
 	kust := kubetest.Kustomize(t, filepath.Join("..", "..", "config", "default"))
+	// the own-node policy and the uninstall guard's two policies, each with its binding
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		h, k := ofKind(chart, kind), ofKind(kust, kind)
-		if len(h) != 1 || len(k) != 1 {
-			t.Fatalf("%s: %d in the chart, %d in config/default; want one each", kind, len(h), len(k))
+		if len(h) != 3 || len(k) != 3 {
+			t.Fatalf("%s: %d in the chart, %d in config/default; want three each", kind, len(h), len(k))
 		}
-		if h[0].GetName() != k[0].GetName() {
-			t.Errorf("%s named %q by the chart, %q by config/default", kind, h[0].GetName(), k[0].GetName())
+		byName := map[string]map[string]any{}
+		for _, o := range k {
+			byName[o.GetName()], _, _ = unstructured.NestedMap(o.Object, "spec")
 		}
-		hs, _, _ := unstructured.NestedMap(h[0].Object, "spec")
-		ks, _, _ := unstructured.NestedMap(k[0].Object, "spec")
-		if !reflect.DeepEqual(hs, ks) {
-			t.Errorf("%s spec differs:\nchart:        %v\nconfig/default: %v", kind, hs, ks)
+		for _, o := range h {
+			ks, ok := byName[o.GetName()]
+			if !ok {
+				t.Errorf("%s %s of the chart is not in config/default", kind, o.GetName())
+				continue
+			}
+			hs, _, _ := unstructured.NestedMap(o.Object, "spec")
+			if !reflect.DeepEqual(hs, ks) {
+				t.Errorf("%s %s spec differs:\nchart:        %v\nconfig/default: %v", kind, o.GetName(), hs, ks)
+			}
+		}
+	}
+}
+
+// Every object the chart installs carries the uninstall guard's label, and helm uninstall first
+// creates the check ConfigMap the guard refuses while a profile or node state exists (a pre-delete
+// hook); uninstallGuard.enabled=false drops both policies and the hook.
+func TestUninstallGuard(t *testing.T) {
+	objs := mustRender(t)
+	var hooks int
+	for _, o := range objs {
+		label := o.GetLabels()["tickstack.io/uninstall-guard"]
+		if o.GetAnnotations()["helm.sh/hook"] == "pre-delete" {
+			hooks++
+			if o.GetKind() != "ConfigMap" || label != "check" {
+				t.Errorf("the pre-delete hook is %s %s labelled %q, want the ConfigMap labelled check", o.GetKind(), o.GetName(), label)
+			}
+			continue
+		}
+		if label != "protected" {
+			t.Errorf("%s %s lacks tickstack.io/uninstall-guard=protected", o.GetKind(), o.GetName())
+		}
+	}
+	if hooks != 1 {
+		t.Errorf("%d pre-delete hooks, want the uninstall check", hooks)
+	}
+	off := mustRender(t, "uninstallGuard.enabled=false")
+	if n := len(ofKind(off, "ValidatingAdmissionPolicy")); n != 1 {
+		t.Errorf("uninstallGuard.enabled=false: %d admission policies, want the own-node policy alone", n)
+	}
+	for _, o := range off {
+		if o.GetAnnotations()["helm.sh/hook"] != "" {
+			t.Errorf("uninstallGuard.enabled=false still renders the hook %s %s", o.GetKind(), o.GetName())
 		}
 	}
 }

@@ -125,6 +125,25 @@ func stopCluster() {
 // reported.
 func cleanup() {
 	By("cleanup")
+	clearCluster()
+	_, _ = kubectl(nil, "delete", "crd", "latencyprofiles.tickstack.io", "latencynodestates.tickstack.io",
+		"latencybenchmarks.tickstack.io", "bmcs.tickstack.io", "--ignore-not-found", "--timeout=120s")
+	_, _ = kubectl(nil, "delete", "validatingadmissionpolicybinding", holdPolicy, "--ignore-not-found")
+	_, _ = kubectl(nil, "delete", "validatingadmissionpolicy", holdPolicy, "--ignore-not-found")
+	_, _ = kubectl(nil, "delete", "namespace", testNS, releaseNS, "--ignore-not-found", "--wait=true", "--timeout=180s")
+	if !hadRoleLabel {
+		_, _ = kubectl(nil, "label", "node", nodeName, roleLabel+"-")
+	}
+	_, _ = kubectl(nil, "annotate", "node", nodeName, "tickstack.io/benchmark-passed-")
+	_, _ = kubectl(nil, "label", "node", nodeName, "tickstack.io/profile-", "tickstack.io/validated-", "tickstack.io/fingerprint-")
+	restoreHost()
+}
+
+// clearCluster removes what a spec may have left of tickstack, so that the next spec starts from
+// nothing whatever failed before it: benchmarks, pods and profiles (the agent restores the host; if
+// it cannot, the finalizers are dropped and restoreHost puts the values back), the Helm release and
+// the kustomize install. The CRDs, namespaces and hold policy stay.
+func clearCluster() {
 	_, _ = kubectl(nil, "delete", "latencybenchmarks.tickstack.io", "--all", "-n", testNS, "--ignore-not-found", "--wait=true", "--timeout=60s")
 	_, _ = kubectl(nil, "delete", "pods", "--all", "-n", testNS, "--ignore-not-found", "--wait=true", "--timeout=60s")
 	if out, err := kubectl(nil, "delete", "latencyprofiles.tickstack.io", "--all", "--ignore-not-found", "--wait=true", "--timeout=180s"); err != nil {
@@ -142,17 +161,13 @@ func cleanup() {
 		}
 	}
 	_, _ = helm(5*time.Minute, "uninstall", release, "-n", releaseNS, "--wait", "--timeout", "3m", "--ignore-not-found")
-	_, _ = kubectl(nil, "delete", "crd", "latencyprofiles.tickstack.io", "latencynodestates.tickstack.io",
-		"latencybenchmarks.tickstack.io", "bmcs.tickstack.io", "--ignore-not-found", "--timeout=120s")
-	_, _ = kubectl(nil, "delete", "validatingadmissionpolicybinding", holdPolicy, "--ignore-not-found")
-	_, _ = kubectl(nil, "delete", "validatingadmissionpolicy", holdPolicy, "--ignore-not-found")
-	_, _ = kubectl(nil, "delete", "namespace", testNS, releaseNS, "--ignore-not-found", "--wait=true", "--timeout=180s")
-	if !hadRoleLabel {
-		_, _ = kubectl(nil, "label", "node", nodeName, roleLabel+"-")
-	}
-	_, _ = kubectl(nil, "annotate", "node", nodeName, "tickstack.io/benchmark-passed-")
-	_, _ = kubectl(nil, "label", "node", nodeName, "tickstack.io/profile-", "tickstack.io/validated-", "tickstack.io/fingerprint-")
+	_, _ = kubectl(nil, "delete", "-k", kustomizeDir, "--ignore-not-found", "--wait=true", "--timeout=180s")
+	restoreHost()
+}
 
+// restoreHost writes back any snapshotted host value that still differs and removes the scratch
+// paths the run created.
+func restoreHost() {
 	// Host: write back whatever still differs (reported as a failure by the restore spec when it
 	// ran; here it only protects the machine), then remove the scratch paths the run created.
 	if snapshot != nil {

@@ -65,6 +65,15 @@ func valuesFile(previous bool) string {
 	return f
 }
 
+// resetRecorders empties the scratch directory's recorders and failpoint before an install: the
+// agents of another spec (the previous release's too) may have run the commands.
+func resetRecorders() {
+	GinkgoHelper()
+	for _, r := range []string{"reboots", "grub-updates", "failpoint"} {
+		Expect(os.RemoveAll(filepath.Join(scratchDir, r))).To(Succeed())
+	}
+}
+
 // holdManifest refuses every reboot slot at the API server: the operator cannot grant
 // spec.rebootGranted, so the agent never drains or reboots this machine, and the node keeps asking.
 const holdManifest = `
@@ -253,6 +262,8 @@ func podJSON(name string) (map[string]any, error) {
 
 var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 	It("installs the chart and the operator and agent become ready", func() {
+		clearCluster() // whatever another spec left
+		resetRecorders()
 		f := valuesFile(false)
 		out, err := helm(10*time.Minute, "install", release, "charts/tickstack", "-n", releaseNS, "--create-namespace",
 			"-f", f, "--wait", "--timeout", "8m")
@@ -263,8 +274,7 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 		Eventually(func() (string, error) {
 			return kubectl(nil, "get", "daemonset", release+"-xdpd", "-n", releaseNS, "-o", "jsonpath={.status.desiredNumberScheduled}/{.status.numberReady}")
 		}, 5*time.Minute, 2*time.Second).Should(Equal("1/1"))
-		out, err = kubectl(nil, "create", "namespace", testNS)
-		Expect(err).NotTo(HaveOccurred(), out)
+		apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + testNS + "\n")
 		Eventually(func() error {
 			_, err := kubectl(nil, "get", "serviceaccount", "default", "-n", testNS)
 			return err
@@ -692,6 +702,26 @@ spec:
 		Expect(out).To(ContainSubstring("checks of node " + nodeName + ": Passed"))
 		Expect(out).To(MatchRegexp(`Passed\s+.*worst p99 [0-9.]+ us at oslat cpu 1 is within 200us`))
 		Eventually(nodeLabels, time.Minute, 2*time.Second).Should(HaveKeyWithValue("tickstack.io/validated", profileName))
+	})
+
+	It("refuses helm uninstall while the profile tunes the node, before deleting anything", func() {
+		out, err := helm(5*time.Minute, "uninstall", release, "-n", releaseNS, "--wait", "--timeout", "3m")
+		Expect(err).To(HaveOccurred(), "helm uninstall with a live profile succeeded:\n%s", out)
+		Expect(out).To(ContainSubstring("no agent to restore"), "the uninstall guard refused")
+		Expect(out).To(MatchRegexp(`(LatencyProfile `+profileName+` still tunes nodes|LatencyNodeState `+nodeName+` \(profile `+profileName+`\) still tunes node)`),
+			"helm's refusal names the profile")
+		for _, o := range []string{"daemonset/" + release + "-agent", "deployment/" + release + "-manager", "serviceaccount/" + release + "-agent",
+			"validatingadmissionpolicy/" + release + "-uninstall-guard-profiles"} {
+			_, err := kubectl(nil, "get", "-n", releaseNS, o)
+			Expect(err).NotTo(HaveOccurred(), "%s is gone after the refused uninstall", o)
+		}
+		out, err = kubectl(nil, "get", "configmap", "-n", releaseNS, release+"-uninstall-check", "--ignore-not-found", "-o", "name")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(BeEmpty(), "the refused check ConfigMap exists")
+		lns, err := getNodeState()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lns.cond("Applied").Status).To(Equal("True"))
+		Expect(agentRestarts()).To(BeNumerically(">=", 1)) // the agent pod is still the one killed mid-apply
 	})
 
 	It("restores the host when the profile is deleted, though the agent is killed in the middle of the restore", func() {

@@ -174,7 +174,7 @@ func watchNode(host map[string]string) (stop func() []string) {
 
 // runningImages lists the images of the release's manager and agent pods that are running.
 func runningImages() string {
-	out, _ := kubectl(nil, "get", "pods", "-n", releaseNS, "-l", "app.kubernetes.io/instance="+release,
+	out, _ := kubectl(nil, "get", "pods", "-n", releaseNS, "-l", "app.kubernetes.io/instance="+release+",app.kubernetes.io/component in (manager,agent)",
 		"--field-selector", "status.phase=Running", "-o", "jsonpath={range .items[*]}{.spec.containers[0].image}{\"\\n\"}{end}")
 	return out
 }
@@ -203,6 +203,7 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 	var before tunedNode
 
 	BeforeAll(func() {
+		clearCluster() // whatever another spec left
 		By("the previous release: its chart, and its images on the node (hack/previous-release.sh)")
 		out, err := run(30*time.Minute, nil, "hack/previous-release.sh", "--import")
 		Expect(err).NotTo(HaveOccurred(), "hack/previous-release.sh --import:\n%s", out)
@@ -234,6 +235,7 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 	})
 
 	It("installs the previous release, which tunes the node: Applied and validated", func() {
+		resetRecorders()
 		out, err := helm(10*time.Minute, "install", release, prevChart, "-n", releaseNS, "--create-namespace",
 			"-f", valuesFile(true), "--set", "imageTag="+prevTag, "--wait", "--timeout", "8m")
 		Expect(err).NotTo(HaveOccurred(), "helm install of %s:\n%s", prevVersion, out)

@@ -135,7 +135,8 @@ func TestAgentInstall(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]string{"/host/proc": "/proc", "/host/sys": "/sys", "/host/etc/default": "/etc/default", "/host/boot": "/boot", "/host/var/lib/tickstack": "/var/lib/tickstack"}
+	want := map[string]string{"/host/proc": "/proc", "/host/sys": "/sys", "/host/etc": "/etc", "/host/boot": "/boot",
+		"/host/var/lib/tickstack": "/var/lib/tickstack", "/host/run": "/run"}
 	if !reflect.DeepEqual(mounts, want) {
 		t.Errorf("host mounts %v, want %v", mounts, want)
 	}

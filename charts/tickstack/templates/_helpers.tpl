@@ -7,7 +7,14 @@
 {{- end -}}
 {{- end -}}
 
+{{- /* Every object the release installs: the uninstall guard refuses deleting what a restore needs while
+a LatencyProfile or LatencyNodeState exists (uninstall-guard.yaml). */}}
 {{- define "tickstack.labels" -}}
+{{ include "tickstack.commonLabels" . }}
+tickstack.io/uninstall-guard: protected
+{{- end -}}
+
+{{- define "tickstack.commonLabels" -}}
 app.kubernetes.io/name: tickstack
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}

@@ -1,0 +1,98 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// kustomizeDir is config/default with this machine's safety changes (testdata/kustomize).
+const kustomizeDir = "test/e2e/testdata/kustomize"
+
+// guarded are the objects the uninstall guard keeps while a profile lives: with them the node keeps
+// its agent, and the agent its RBAC.
+var guarded = []string{
+	"namespace/" + releaseNS,
+	"crd/latencyprofiles.tickstack.io", "crd/latencynodestates.tickstack.io",
+	"clusterrole/tickstack-manager", "clusterrole/tickstack-agent",
+	"clusterrolebinding/tickstack-agent",
+	"-n", releaseNS, "daemonset/tickstack-agent", "deployment/tickstack-manager", "serviceaccount/tickstack-agent",
+}
+
+var _ = Describe("kubectl apply -k and delete -k with a profile live", Ordered, func() {
+	BeforeAll(func() {
+		clearCluster() // whatever another spec left
+		DeferCleanup(func() {
+			_, _ = kubectl(nil, "delete", "latencyprofile", profileName, "--ignore-not-found", "--wait=true", "--timeout=180s")
+			_, _ = kubectl(nil, "wait", "--for=delete", "latencynodestate/"+nodeName, "--timeout=120s")
+			_, _ = kubectl(nil, "delete", "-k", kustomizeDir, "--ignore-not-found", "--wait=true", "--timeout=180s")
+		})
+	})
+
+	It("installs config/default, which tunes the node", func() {
+		Expect(os.MkdirAll(filepath.Join(scratchDir, "grub.d"), 0o755)).To(Succeed())
+		resetRecorders()
+		out, err := kubectl(nil, "apply", "-k", kustomizeDir)
+		Expect(err).NotTo(HaveOccurred(), "kubectl apply -k:\n%s", out)
+		for _, w := range []string{"deployment/tickstack-manager", "daemonset/tickstack-agent"} {
+			out, err := kubectl(nil, "rollout", "status", "-n", releaseNS, w, "--timeout=5m")
+			Expect(err).NotTo(HaveOccurred(), out)
+		}
+		out, err = kubectl(nil, "label", "node", nodeName, roleLabel+"="+roleValue, "--overwrite")
+		Expect(err).NotTo(HaveOccurred(), out)
+		// the validating webhook answers once the manager has made its certificate
+		Eventually(func() (string, error) {
+			return kubectl([]byte(upgradeProfile), "apply", "-f", "-")
+		}, 3*time.Minute, 2*time.Second).Should(ContainSubstring("latencyprofile.tickstack.io/" + profileName))
+		Eventually(func(g Gomega) {
+			lns, err := getNodeState()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
+			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"))
+		}, 5*time.Minute, 2*time.Second).Should(Succeed())
+		for k, v := range wantSysctls {
+			Expect(readHost("/proc/sys/"+strings.ReplaceAll(k, ".", "/"))).To(Equal(v), "the host's %s", k)
+		}
+	})
+
+	It("refuses kubectl delete -k while the profile tunes the node: the agent, the manager, their RBAC, the CRDs and the namespace stay", func() {
+		out, err := kubectl(nil, "delete", "-k", kustomizeDir, "--wait=false")
+		Expect(err).To(HaveOccurred(), "kubectl delete -k with a live profile succeeded:\n%s", out)
+		// either policy may answer first: the profile's, or its node state's (which names the profile too)
+		Expect(out).To(ContainSubstring("no agent to restore"), "the uninstall guard refused")
+		Expect(out).To(MatchRegexp(`(LatencyProfile `+profileName+` still tunes nodes|LatencyNodeState `+nodeName+` \(profile `+profileName+`\) still tunes node)`),
+			"the refusal names the profile")
+		out, err = kubectl(nil, append([]string{"get", "-o", "name"}, guarded...)...)
+		Expect(err).NotTo(HaveOccurred(), "a guarded object is gone:\n%s", out)
+		phase, err := kubectl(nil, "get", "namespace", releaseNS, "-o", "jsonpath={.status.phase}")
+		Expect(err).NotTo(HaveOccurred(), phase)
+		Expect(phase).To(Equal("Active"))
+		out, err = kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/tickstack-agent", "--timeout=1m")
+		Expect(err).NotTo(HaveOccurred(), "the agent no longer runs:\n%s", out)
+		lns, err := getNodeState()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lns.cond("Applied").Status).To(Equal("True"))
+	})
+
+	It("restores the node when the profile goes, and then kubectl delete -k removes everything", func() {
+		out, err := kubectl(nil, "delete", "latencyprofile", profileName, "--wait=true", "--timeout=180s")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func() string {
+			out, _ := kubectl(nil, "get", "latencynodestate", nodeName)
+			return out
+		}, 2*time.Minute, 2*time.Second).Should(ContainSubstring("NotFound"))
+		Expect(hostDiff(snapshot)).To(BeEmpty())
+		out, err = kubectl(nil, "delete", "-k", kustomizeDir, "--ignore-not-found", "--wait=true", "--timeout=180s")
+		Expect(err).NotTo(HaveOccurred(), "kubectl delete -k with no profile left:\n%s", out)
+		Eventually(func() string {
+			out, _ := kubectl(nil, append([]string{"get", "-o", "name", "--ignore-not-found"}, guarded...)...)
+			return strings.TrimSpace(out)
+		}, 3*time.Minute, 2*time.Second).Should(BeEmpty())
+	})
+})
