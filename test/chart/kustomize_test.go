@@ -108,9 +108,10 @@ func keyOf(kind, ns, name string) string {
 // namespace, name); the rules of every Role and ClusterRole, as a set of single grants; the roleRef
 // and subjects of every binding; every webhook of the webhook configurations (rules, failure policy,
 // side effects, match policy, selectors, the Service's path, port and namespace); the manager's and
-// the agents' pods (containers, full images, commands, arguments, ports, security contexts, volumes
-// and mounts, service account, host namespaces, update strategy); the CRDs' names, scope and versions
-// with their schemas; the Services' ports and selectors; the admission policies and their bindings.
+// the agents' pods (containers, full images, commands, arguments, ports, security contexts,
+// resources, probes, volumes and mounts, service account, host namespaces, update strategy); the
+// CRDs' names, scope and versions with their schemas; the Services' ports and selectors; the
+// admission policies and their bindings.
 func TestChartAndKustomizeDeployTheSameObjects(t *testing.T) {
 	args := []string{"template", compareRelease, chartDir(t), "-n", namespace, "--kube-version", "1.32.3"}
 	for _, s := range chartValues {
@@ -354,7 +355,7 @@ func webhooks(o *unstructured.Unstructured, kustomize bool) map[string]any {
 
 // podSpec keeps what a pod runs and may do: per container its image, command, arguments (a flag
 // repeated, as the chart renders a list, joined into one value, as the binaries read it; names mapped
-// to the chart's), ports, security context and mounts (mount path and what is mounted: volume names
+// to the chart's), ports, security context, resources, probes and mounts (mount path and what is mounted: volume names
 // differ); the pod's volumes (by what they are), account, host namespaces and security context.
 func podSpec(o *unstructured.Unstructured, chart bool) map[string]any {
 	spec, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
@@ -384,7 +385,7 @@ func podSpec(o *unstructured.Unstructured, chart bool) map[string]any {
 		for _, ci := range cs {
 			c := ci.(map[string]any)
 			name := list + "[" + fmt.Sprint(c["name"]) + "]"
-			for _, f := range []string{"image", "command", "ports", "securityContext"} {
+			for _, f := range []string{"image", "command", "ports", "securityContext", "resources", "livenessProbe", "readinessProbe"} {
 				out[name+"."+f] = c[f]
 			}
 			out[name+".args"] = normalArgs(c["args"], chart)

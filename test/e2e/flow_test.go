@@ -105,10 +105,31 @@ spec:
 // IRQs kept off CPU 1, and the second network's veth (tslcnet2) as the latency NIC group, on which
 // latency pods get a macvlan interface and the bypass stack. Huge pages, the governor (no cpufreq
 // in this VM) and coalescing (veth has none) are left out.
-func profile(isolate bool) string {
+func profile(isolate bool) string { return profileOf(isolate, true) }
+
+// upgradeProfile tunes what the previous release and this tree both know, without kernel arguments
+// (so the node becomes Applied with no reboot) and without a NIC group (the previous release's
+// images carry no bypass stack of their own).
+var upgradeProfile = profileOf(false, false)
+
+func profileOf(isolate, nics bool) string {
 	cpu := `{reserved: "0"}`
 	if isolate {
 		cpu = `{reserved: "0", isolated: "1"}`
+	}
+	nicGroup := ""
+	if nics {
+		nicGroup = `
+  nics:
+  - name: net2
+    selector:
+      drivers: [veth]
+      interfaceNames: [tslcnet2]
+    acceleration: bypass
+    network:
+      type: macvlan
+      namespace: ` + testNS + `
+      ipam: {type: host-local, subnet: 198.19.203.0/24, rangeStart: 198.19.203.100, rangeEnd: 198.19.203.150}`
 	}
 	return `
 apiVersion: tickstack.io/v1alpha1
@@ -128,17 +149,7 @@ spec:
   sysctls:
     kernel.timer_migration: "0"
     vm.stat_interval: "10"
-    net.core.rmem_max: "33554432"
-  nics:
-  - name: net2
-    selector:
-      drivers: [veth]
-      interfaceNames: [tslcnet2]
-    acceleration: bypass
-    network:
-      type: macvlan
-      namespace: ` + testNS + `
-      ipam: {type: host-local, subnet: 198.19.203.0/24, rangeStart: 198.19.203.100, rangeEnd: 198.19.203.150}
+    net.core.rmem_max: "33554432"` + nicGroup + `
   rollout:
     maxUnavailable: 1
     drainTimeout: 10m

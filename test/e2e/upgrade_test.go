@@ -14,32 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// upgradeProfile tunes what the previous release and this tree both know, without kernel arguments
-// (so the node becomes Applied with no reboot) and without a NIC group (the previous release's
-// images carry no bypass stack of their own).
-const upgradeProfile = `
-apiVersion: tickstack.io/v1alpha1
-kind: LatencyProfile
-metadata:
-  name: ` + profileName + `
-spec:
-  nodeSelector:
-    matchLabels: {` + roleLabel + `: ` + roleValue + `}
-  cpu: {reserved: "0"}
-  hugepages:
-    transparent: never
-  power:
-    maxCStateExitLatencyMicroseconds: 2
-  irq:
-    keepOffIsolated: true
-  sysctls:
-    kernel.timer_migration: "0"
-    vm.stat_interval: "10"
-    net.core.rmem_max: "33554432"
-  rollout:
-    maxUnavailable: 1
-`
-
 // upgradeBenchmark validates the node: a kernel ping-pong between two pods and oslat on the
 // runner's exclusive CPU, short.
 const upgradeBenchmark = `
@@ -268,32 +242,27 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 		before = observeTunedNode()
 	})
 
-	It("upgrades to this tree's chart: no setting, drain, reboot, restore, spec, label or result moves", func() {
+	// untouched runs helm (an upgrade or a rollback) with the node watched, waits until the manager
+	// and agent run the images of tag and then some check periods (10 s) more for the new agent and
+	// manager to do whatever they would do, and fails on anything that moved.
+	untouched := func(tag string, args ...string) {
 		stop := watchNode(before.host)
-		out, err := helm(10*time.Minute, "upgrade", release, "charts/tickstack", "-n", releaseNS,
-			"-f", valuesFile(false), "--wait", "--timeout", "8m")
+		out, err := helm(10*time.Minute, append(args, "-n", releaseNS, "--wait", "--timeout", "8m")...)
 		if err != nil {
 			stop()
-			Fail(fmt.Sprintf("helm upgrade:\n%s", out))
+			Fail(fmt.Sprintf("helm %s:\n%s", args[0], out))
 		}
-		settled(imageTag)
-		// the new agent and manager have reconciled everything at least once by now: give them a
-		// few check periods (10 s) more to do what they would do
+		settled(tag)
 		time.Sleep(25 * time.Second)
-		Expect(stop()).To(BeEmpty(), "during the upgrade")
-		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after the upgrade")
+		Expect(stop()).To(BeEmpty(), "during helm %s", args[0])
+		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after helm %s", args[0])
+	}
+
+	It("upgrades to this tree's chart: no setting, drain, reboot, restore, spec, label or result moves", func() {
+		untouched(imageTag, "upgrade", release, "charts/tickstack", "-f", valuesFile(false))
 	})
 
 	It("rolls back to the previous release: nothing moves either", func() {
-		stop := watchNode(before.host)
-		out, err := helm(10*time.Minute, "rollback", release, "1", "-n", releaseNS, "--wait", "--timeout", "8m")
-		if err != nil {
-			stop()
-			Fail(fmt.Sprintf("helm rollback:\n%s", out))
-		}
-		settled(prevTag)
-		time.Sleep(25 * time.Second)
-		Expect(stop()).To(BeEmpty(), "during the rollback")
-		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after the rollback")
+		untouched(prevTag, "rollback", release, "1")
 	})
 })
