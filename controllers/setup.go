@@ -24,6 +24,10 @@ type Options struct {
 	// BIOS holds the BIOS controller's periods (VerifyPeriod, RetryPeriod, Timeout, HoldTimeout);
 	// its clients and clock are set here.
 	BIOS BIOSReconciler
+	// UninstallGuard names the uninstall guard's policies (--uninstall-guard) the manager keeps in
+	// place while nodes are tuned; empty keeps none. UninstallGuardPeriod: zero is the default.
+	UninstallGuard       []string
+	UninstallGuardPeriod time.Duration
 }
 
 // SetupControllers registers every controller of the operator with mgr: the one wiring that
@@ -47,6 +51,12 @@ func SetupControllers(mgr ctrl.Manager, o Options) error {
 	} {
 		if err := s.setup(mgr); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", s.name, err)
+		}
+	}
+	if len(o.UninstallGuard) > 0 {
+		g := &UninstallGuard{Client: c, APIReader: mgr.GetAPIReader(), Names: o.UninstallGuard, Period: o.UninstallGuardPeriod}
+		if err := mgr.Add(g); err != nil {
+			return fmt.Errorf("setting up the uninstall guard: %w", err)
 		}
 	}
 	return nil

@@ -75,11 +75,13 @@ var _ = BeforeSuite(func() {
 	metrics = NewProfileMetrics(prometheus.NewRegistry())
 	// The wiring cmd/manager ships, with the test's clock, image and namespace.
 	Expect(SetupControllers(mgr, Options{
-		Network:          NetworkOptions{Namespace: operatorNS},
-		BenchImage:       "tslb.test/bench:1",
-		Now:              benchClock.Now,
-		ProfileMetrics:   metrics,
-		BenchmarkMetrics: NewBenchmarkMetrics(benchMetricsReg),
+		Network:              NetworkOptions{Namespace: operatorNS},
+		BenchImage:           "tslb.test/bench:1",
+		Now:                  benchClock.Now,
+		ProfileMetrics:       metrics,
+		BenchmarkMetrics:     NewBenchmarkMetrics(benchMetricsReg),
+		UninstallGuard:       []string{guardName},
+		UninstallGuardPeriod: 200 * time.Millisecond,
 	})).To(Succeed())
 	Expect(tswebhook.SetupLatencyProfileWebhook(mgr)).To(Succeed())
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -84,6 +85,8 @@ func main() {
 	var pf podFlags
 	pf.bind()
 	flag.StringVar(&benchImage, "bench-image", controllers.DefaultBenchImage, "image of the LatencyBenchmark pods (sockperf, rt-tests, the dataplane, tickstack-bench, tickstack-bench-upload)")
+	var uninstallGuard namesFlag
+	flag.Var(&uninstallGuard, "uninstall-guard", "admission policies put back if they are deleted while a LatencyProfile or LatencyNodeState exists (comma-separated; each binding named as its policy): the uninstall guard's and the agent's own-node policy, which no admission policy can guard; empty keeps none")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -120,6 +123,7 @@ func main() {
 	if err := controllers.SetupControllers(mgr, controllers.Options{
 		Network:          controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix, XDPRunDir: pf.xdpRunDir},
 		BenchImage:       benchImage,
+		UninstallGuard:   uninstallGuard.names,
 		ProfileMetrics:   controllers.NewProfileMetrics(metrics.Registry),
 		BenchmarkMetrics: controllers.NewBenchmarkMetrics(metrics.Registry),
 	}); err != nil {
@@ -162,4 +166,19 @@ func main() {
 		log.Error(err, "running the manager")
 		os.Exit(1)
 	}
+}
+
+// namesFlag is a comma-separated list of names.
+type namesFlag struct{ names []string }
+
+func (f *namesFlag) String() string { return strings.Join(f.names, ",") }
+
+func (f *namesFlag) Set(v string) error {
+	f.names = nil
+	for _, n := range strings.Split(v, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			f.names = append(f.names, n)
+		}
+	}
+	return nil
 }

@@ -78,6 +78,19 @@ var _ = Describe("kubectl apply -k and delete -k with a profile live", Ordered, 
 		lns, err := getNodeState()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(lns.cond("Applied").Status).To(Equal("True"))
+
+		By("the manager puts back the policies delete -k removed (none can guard another), so a second delete -k is refused too")
+		Eventually(func() error {
+			_, err := kubectl(nil, "get", "validatingadmissionpolicy,validatingadmissionpolicybinding",
+				"tickstack-uninstall-guard-profiles", "tickstack-uninstall-guard-node-states", "tickstack-agent-own-node")
+			return err
+		}, time.Minute, time.Second).Should(Succeed())
+		time.Sleep(3 * time.Second) // the API server enforces a policy a moment after it is created
+		out, err = kubectl(nil, "delete", "-k", kustomizeDir, "--wait=false")
+		Expect(err).To(HaveOccurred(), "the second kubectl delete -k succeeded:\n%s", out)
+		Expect(out).To(ContainSubstring("no agent to restore"))
+		out, err = kubectl(nil, append([]string{"get", "-o", "name"}, guarded...)...)
+		Expect(err).NotTo(HaveOccurred(), "a guarded object is gone after the second delete -k:\n%s", out)
 	})
 
 	It("restores the node when the profile goes, and then kubectl delete -k removes everything", func() {
