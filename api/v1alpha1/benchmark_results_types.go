@@ -174,6 +174,9 @@ type SustainedRate struct {
 	MessageSize int32    `json:"messageSize"`
 	// Mps is 0 when even the lowest rate was not sustained.
 	Mps int64 `json:"mps"`
+	// LimitReached is true when every rate of the sweep was sustained, so Mps is the sweep's highest
+	// rate and the real limit is higher: a lower bound, not a measurement.
+	LimitReached bool `json:"limitReached,omitempty"`
 }
 
 // BurstTrial is one tried burst length.
@@ -202,7 +205,8 @@ type MicroburstResult struct {
 	MaxBurstPackets int64 `json:"maxBurstPackets"`
 	// BurstTimeNs is paper 002's burst time: (46 + size) x packets x bit time x 8.
 	BurstTimeNs int64 `json:"burstTimeNs"`
-	// LimitReached is true when the largest allowed burst was absorbed, so the real limit is higher.
+	// LimitReached is true when every burst tried was absorbed (up to maxBurstPackets, or until
+	// maxTrials ran out), so MaxBurstPackets is a lower bound and the real limit is higher.
 	LimitReached bool `json:"limitReached,omitempty"`
 	// +optional
 	Error string `json:"error,omitempty"`

@@ -55,7 +55,8 @@ type RateSweepSpec struct {
 type MicroburstSpec struct {
 	// MessageSize; default 256 (paper 002's headline figure).
 	MessageSize int32 `json:"messageSize,omitempty"`
-	// MaxBurstPackets bounds the search; default 65536.
+	// MaxBurstPackets bounds the search; default 262144. A search that absorbs a burst this long
+	// reports limitReached: the result is a lower bound, not a measurement.
 	MaxBurstPackets int64 `json:"maxBurstPackets,omitempty"`
 	// TrialSeconds is how long each trial sends bursts, 10 bursts a second (all must
 	// pass); default 1.
@@ -182,7 +183,7 @@ func (s BenchmarkSuites) Defaulted() BenchmarkSuites {
 			m.MessageSize = 256
 		}
 		if m.MaxBurstPackets == 0 {
-			m.MaxBurstPackets = 65536
+			m.MaxBurstPackets = 262144
 		}
 		if m.TrialSeconds == 0 {
 			m.TrialSeconds = 1

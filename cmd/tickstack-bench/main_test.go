@@ -244,6 +244,10 @@ func TestRunnerOverVeth(t *testing.T) {
 	if ms := k.RateSweep.MaxSustained[0].Mps; ms != 0 && ms != 1000 && ms != 4000 {
 		t.Errorf("max sustained %d is not one of the rates", ms)
 	}
+	// the sweep's highest rate sustained is its bound, reported as such; anything else is measured
+	if m := k.RateSweep.MaxSustained[0]; m.LimitReached != (m.Mps == 4000) {
+		t.Errorf("max sustained %d msg/s with limitReached %v: want it exactly when the highest rate (4000) was sustained", m.Mps, m.LimitReached)
+	}
 	// microburst: the answer is a trial that dropped nothing, converted by paper 002's formula.
 	mb := k.Microburst
 	if mb == nil || mb.Error != "" || len(mb.Trials) == 0 || len(mb.Trials) > 3 {
@@ -257,6 +261,13 @@ func TestRunnerOverVeth(t *testing.T) {
 		if tr.Dropped == 0 && tr.Packets > best {
 			best = tr.Packets
 		}
+	}
+	dropped := false
+	for _, tr := range mb.Trials {
+		dropped = dropped || tr.Dropped > 0
+	}
+	if mb.LimitReached == dropped {
+		t.Errorf("microburst answer %d with limitReached %v: want it exactly when no trial dropped (%v)", mb.MaxBurstPackets, mb.LimitReached, !dropped)
 	}
 	if mb.MaxBurstPackets != best || mb.BurstTimeNs != bench.BurstTimeNs(256, best, 10000) || mb.LinkSpeedMbps != 10000 {
 		t.Errorf("microburst answer %d (%d ns), trials say %d: %+v", mb.MaxBurstPackets, mb.BurstTimeNs, best, mb)

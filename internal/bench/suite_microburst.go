@@ -67,6 +67,10 @@ func (r *Runner) microburst(ctx context.Context, stack tsv1.Stack, s *tsv1.Micro
 			break
 		}
 	}
+	// every burst tried was absorbed (the bound, or the trials ran out first): a lower bound
+	if hi == 0 && lo > 0 {
+		res.LimitReached = true
+	}
 	res.MaxBurstPackets = lo
 	res.BurstTimeNs = BurstTimeNs(s.MessageSize, lo, s.LinkSpeedMbps)
 	return res

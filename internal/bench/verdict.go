@@ -61,9 +61,13 @@ func Evaluate(r *tsv1.BenchmarkResults, t tsv1.Thresholds) tsv1.Verdict {
 			for _, m := range s.RateSweep.MaxSustained {
 				seen = true
 				name := fmt.Sprintf("rateSweep/%s/%s/%dB/sustained", s.Stack, m.Protocol, m.MessageSize)
-				if m.Mps >= min {
-					add(name, tsv1.VerdictPassed, "%d B on %s sustained %d msg/s >= %d", m.MessageSize, s.Stack, m.Mps, min)
-				} else {
+				switch {
+				case m.Mps >= min:
+					add(name, tsv1.VerdictPassed, "%d B on %s sustained %s msg/s >= %d", m.MessageSize, s.Stack, FormatSearched(m.Mps, m.LimitReached), min)
+				case m.LimitReached:
+					// a lower bound below the threshold says nothing either way
+					add(name, tsv1.VerdictInconclusive, "%d B on %s sustained every rate of the sweep, up to %d msg/s, which is below %d: add higher rates to suites.rateSweep.ratesMps", m.MessageSize, s.Stack, m.Mps, min)
+				default:
 					add(name, tsv1.VerdictFailed, "%d B on %s sustained only %d msg/s without drops, need %d", m.MessageSize, s.Stack, m.Mps, min)
 				}
 			}
@@ -84,7 +88,9 @@ func Evaluate(r *tsv1.BenchmarkResults, t tsv1.Thresholds) tsv1.Verdict {
 			name := fmt.Sprintf("microburst/%s", s.Stack)
 			switch {
 			case m.MaxBurstPackets >= min:
-				add(name, tsv1.VerdictPassed, "absorbed %d back-to-back %d B messages (%s us at %d Mb/s) >= %d", m.MaxBurstPackets, m.MessageSize, FormatNanosAsMicros(m.BurstTimeNs), m.LinkSpeedMbps, min)
+				add(name, tsv1.VerdictPassed, "absorbed %s back-to-back %d B messages (%s us at %d Mb/s) >= %d", FormatSearched(m.MaxBurstPackets, m.LimitReached), m.MessageSize, FormatNanosAsMicros(m.BurstTimeNs), m.LinkSpeedMbps, min)
+			case m.LimitReached:
+				add(name, tsv1.VerdictInconclusive, "absorbed every burst tried, up to the search's bound of %d messages, which is below %d: raise suites.microburst.maxBurstPackets", m.MaxBurstPackets, min)
 			case m.Error != "":
 				add(name, tsv1.VerdictInconclusive, "absorbed %d before the suite failed, need %d: %s", m.MaxBurstPackets, min, m.Error)
 			default:
@@ -321,4 +327,13 @@ func evalSpeedup(r *tsv1.BenchmarkResults, minStr string, add func(string, tsv1.
 		return
 	}
 	add("bypassSpeedup", tsv1.VerdictPassed, "bypass median is at least %sx faster than kernel (%s %d B), need %s", worst.MedianSpeedup, worst.Protocol, worst.MessageSize, minStr)
+}
+
+// FormatSearched prints a search's result: "at least N" when the search stopped at its bound (the
+// real limit is higher), else N.
+func FormatSearched(n int64, bound bool) string {
+	if bound {
+		return fmt.Sprintf("at least %d", n)
+	}
+	return fmt.Sprint(n)
 }

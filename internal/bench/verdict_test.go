@@ -85,6 +85,16 @@ func TestEvaluate(t *testing.T) {
 		{name: "sustained rate missed", th: tsv1.Thresholds{MinSustainedMps: ptr(int64(100000))}, want: tsv1.VerdictFailed, msg: "sustained only 10000 msg/s"},
 		{name: "microburst met", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(200))}, want: tsv1.VerdictPassed, msg: "absorbed 224"},
 		{name: "microburst missed", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(1000))}, want: tsv1.VerdictFailed, msg: "largest burst absorbed without a drop is 224"},
+		// a search that stopped at its bound measured a lower bound: above the threshold it passes,
+		// below it says nothing either way
+		{name: "microburst bound above the threshold", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(200))},
+			mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].Microburst.LimitReached = true }, want: tsv1.VerdictPassed, msg: "absorbed at least 224"},
+		{name: "microburst bound below the threshold", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(1000))},
+			mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].Microburst.LimitReached = true }, want: tsv1.VerdictInconclusive, msg: "raise suites.microburst.maxBurstPackets"},
+		{name: "sustained bound above the threshold", th: tsv1.Thresholds{MinSustainedMps: ptr(int64(10000))},
+			mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].RateSweep.MaxSustained[0].LimitReached = true }, want: tsv1.VerdictPassed, msg: "sustained at least 10000 msg/s"},
+		{name: "sustained bound below the threshold", th: tsv1.Thresholds{MinSustainedMps: ptr(int64(100000))},
+			mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].RateSweep.MaxSustained[0].LimitReached = true }, want: tsv1.VerdictInconclusive, msg: "add higher rates"},
 		{name: "bypass speedup met", th: tsv1.Thresholds{MinBypassSpeedup: "2.5"}, want: tsv1.VerdictPassed, msg: "2.500x"},
 		{name: "bypass speedup missed", th: tsv1.Thresholds{MinBypassSpeedup: "2.6"}, want: tsv1.VerdictFailed, msg: "only 2.500x faster than kernel at udp 64 B"},
 		{name: "bypass unavailable", th: tsv1.Thresholds{MinBypassSpeedup: "1.5"}, mod: func(r *tsv1.BenchmarkResults) {

@@ -55,7 +55,7 @@ svg .line.s0, svg .line.s1, svg .line.s2, svg .line.s3, svg .line.s4, svg .line.
 <tr><th class="l">protocol</th><th>size (B)</th><th>target msg/s</th><th>achieved msg/s</th><th>sent</th><th>dropped</th><th class="l">sustained</th><th>samples</th><th>min</th><th>median</th><th>mean</th><th>p99</th><th>max</th><th>std-dev</th></tr>
 {{range .Rows}}<tr><td class="l">{{.Protocol}}</td><td>{{.MessageSize}}</td><td>{{.TargetMps}}</td><td>{{.AchievedMps}}</td><td>{{.Sent}}</td><td>{{.Dropped}}</td><td class="l">{{if .Sustained}}yes{{else}}no{{end}}</td><td>{{.Samples}}</td><td>{{us .MinNs}}</td><td>{{us .MedianNs}}</td><td>{{us .MeanNs}}</td><td>{{us .P99Ns}}</td><td>{{us .MaxNs}}</td><td>{{us .StdDevNs}}</td></tr>
 {{end}}</table>
-<p>Highest rate sustained without drops: {{range $i, $m := .MaxSustained}}{{if $i}}; {{end}}{{$m.MessageSize}} B: {{$m.Mps}} msg/s{{end}}.</p>
+<p>Highest rate sustained without drops: {{range $i, $m := .MaxSustained}}{{if $i}}; {{end}}{{$m.MessageSize}} B: {{searched $m.Mps $m.LimitReached}} msg/s{{if $m.LimitReached}} (the sweep's highest rate: the real limit is higher){{end}}{{end}}.</p>
 {{if .Error}}<p class="note">rateSweep incomplete: {{.Error}}</p>{{end}}
 {{end}}
 {{with .Microburst}}
@@ -63,7 +63,7 @@ svg .line.s0, svg .line.s1, svg .line.s2, svg .line.s3, svg .line.s4, svg .line.
 <tr><th>burst (messages)</th><th>bursts</th><th>sent</th><th>dropped</th></tr>
 {{range .Trials}}<tr><td>{{.Packets}}</td><td>{{.Bursts}}</td><td>{{.Sent}}</td><td>{{.Dropped}}</td></tr>
 {{end}}</table>
-<p>Largest burst absorbed without a drop: <b>{{.MaxBurstPackets}}</b> messages{{if .LimitReached}} (the search limit: the real limit is higher){{end}};
+<p>Largest burst absorbed without a drop: <b>{{searched .MaxBurstPackets .LimitReached}}</b> messages{{if .LimitReached}} (the search's bound: every burst tried was absorbed, the real limit is higher){{end}};
 burst time (46 + {{.MessageSize}}) x {{.MaxBurstPackets}} x bit time x 8 at {{.LinkSpeedMbps}} Mb/s = <b>{{burstTime .BurstTimeNs}}</b>.</p>
 {{if .Error}}<p class="note">microburst incomplete: {{.Error}}</p>{{end}}
 {{end}}

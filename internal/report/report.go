@@ -327,6 +327,7 @@ func us(ns int64) string { return bench.FormatNanosAsMicros(ns) }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"us":        us,
+	"searched":  bench.FormatSearched,
 	"burstTime": func(ns int64) string { return usLabel(float64(ns)) },
 	"ptpStates": PTPStates,
 }).Parse(pageTemplate))

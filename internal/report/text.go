@@ -73,7 +73,11 @@ func WriteText(w io.Writer, n NodeResults) error {
 			}
 			tw.Flush()
 			for _, m := range rs.MaxSustained {
-				fmt.Fprintf(w, "highest rate sustained without drops, %s %d B: %d msg/s\n", m.Protocol, m.MessageSize, m.Mps)
+				bound := ""
+				if m.LimitReached {
+					bound = " (the sweep's highest rate: the real limit is higher)"
+				}
+				fmt.Fprintf(w, "highest rate sustained without drops, %s %d B: %s msg/s%s\n", m.Protocol, m.MessageSize, bench.FormatSearched(m.Mps, m.LimitReached), bound)
 			}
 			if rs.Error != "" {
 				fmt.Fprintf(w, "  incomplete: %s\n", rs.Error)
@@ -88,9 +92,9 @@ func WriteText(w io.Writer, n NodeResults) error {
 			tw.Flush()
 			limit := ""
 			if m.LimitReached {
-				limit = " (search limit reached)"
+				limit = " (the search's bound: every burst tried was absorbed, the real limit is higher)"
 			}
-			fmt.Fprintf(w, "largest burst without a drop: %d messages%s; burst time at %d Mb/s: %s us\n", m.MaxBurstPackets, limit, m.LinkSpeedMbps, us(m.BurstTimeNs))
+			fmt.Fprintf(w, "largest burst without a drop: %s messages%s; burst time at %d Mb/s: %s us\n", bench.FormatSearched(m.MaxBurstPackets, m.LimitReached), limit, m.LinkSpeedMbps, us(m.BurstTimeNs))
 			if m.Error != "" {
 				fmt.Fprintf(w, "  incomplete: %s\n", m.Error)
 			}

@@ -59,3 +59,36 @@ func TestWriteText(t *testing.T) {
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+// A search that stopped at its bound is printed as a lower bound in the text and on the page.
+func TestSearchBoundsPrintedAsLowerBounds(t *testing.T) {
+	res := loadResults(t)
+	k := res.Stack(tsv1.StackKernel)
+	k.Microburst.LimitReached = true
+	k.RateSweep.MaxSustained[0].LimitReached = true
+	var buf bytes.Buffer
+	if err := WriteText(&buf, NodeResults{Results: res}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("largest burst without a drop: at least %d messages (the search's bound", k.Microburst.MaxBurstPackets),
+		fmt.Sprintf("udp 64 B: at least %d msg/s (the sweep's highest rate", k.RateSweep.MaxSustained[0].Mps),
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, buf.String())
+		}
+	}
+	var html bytes.Buffer
+	if err := Render(&html, Input{Nodes: []NodeResults{{Node: "n", Results: res}}}); err != nil {
+		t.Fatal(err)
+	}
+	page := html.String()
+	for _, want := range []string{
+		fmt.Sprintf("<b>at least %d</b> messages (the search's bound", k.Microburst.MaxBurstPackets),
+		fmt.Sprintf("64 B: at least %d msg/s (the sweep's highest rate", k.RateSweep.MaxSustained[0].Mps),
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
