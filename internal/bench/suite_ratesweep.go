@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -65,16 +66,8 @@ func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSw
 			r.logf("rateSweep %s %d B at %d msg/s: achieved %d, dropped %d, median %s us", stack, size, rate, row.AchievedMps, row.Dropped, FormatNanosAsMicros(row.MedianNs))
 		}
 		// every rate sustained: the sweep found its bound, not the limit
-		best.LimitReached = stillSustained && best.Mps > 0 && best.Mps == maxRate(s.RatesMps)
+		best.LimitReached = stillSustained && best.Mps > 0 && best.Mps == slices.Max(s.RatesMps)
 		res.MaxSustained = append(res.MaxSustained, best)
 	}
 	return res
-}
-
-func maxRate(rates []int64) int64 {
-	var m int64
-	for _, r := range rates {
-		m = max(m, r)
-	}
-	return m
 }

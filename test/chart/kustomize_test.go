@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -143,7 +143,7 @@ func TestChartAndKustomizeDeployTheSameObjects(t *testing.T) {
 func compareInstalls(chart, kust map[string]*unstructured.Unstructured) []string {
 	var diff []string
 	matched := map[string]bool{}
-	for _, k := range sortedKeys(kust) {
+	for _, k := range slices.Sorted(maps.Keys(kust)) {
 		ko := kust[k]
 		if why, ok := onlyInKustomize[k]; ok {
 			if _, inChart := chart[k]; inChart {
@@ -165,7 +165,7 @@ func compareInstalls(chart, kust map[string]*unstructured.Unstructured) []string
 			diff = append(diff, fmt.Sprintf("%s: %s", k, d))
 		}
 	}
-	for _, k := range sortedKeys(chart) {
+	for _, k := range slices.Sorted(maps.Keys(chart)) {
 		if matched[k] {
 			continue
 		}
@@ -173,31 +173,22 @@ func compareInstalls(chart, kust map[string]*unstructured.Unstructured) []string
 			diff = append(diff, fmt.Sprintf("the chart installs %s; config/default does not", k))
 		}
 	}
-	for _, k := range sortedKeys(onlyInChart) {
+	for _, k := range slices.Sorted(maps.Keys(onlyInChart)) {
 		if _, ok := chart[k]; !ok {
 			diff = append(diff, fmt.Sprintf("%s is listed as the chart's alone, but the chart does not install it", k))
 		}
 	}
-	for _, k := range sortedKeys(onlyInKustomize) {
+	for _, k := range slices.Sorted(maps.Keys(onlyInKustomize)) {
 		if _, ok := kust[k]; !ok {
 			diff = append(diff, fmt.Sprintf("%s is listed as config/default's alone, but config/default does not install it", k))
 		}
 	}
-	for _, k := range sortedKeys(chartName) {
+	for _, k := range slices.Sorted(maps.Keys(chartName)) {
 		if _, ok := kust[k]; !ok {
 			diff = append(diff, fmt.Sprintf("%s is listed as named otherwise in the chart, but config/default does not install it", k))
 		}
 	}
 	return diff
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // maxDiffLines bounds what one field reports (a CRD's schema can differ in many places).
@@ -296,7 +287,7 @@ func grants(v any) []string {
 			}
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // stringSet is a podSpec field compared as a set (setDiff), not as a list.
@@ -467,7 +458,7 @@ func unionKeys[V any](a, b map[string]V) []string {
 	for k := range b {
 		u[k] = true
 	}
-	return sortedKeys(u)
+	return slices.Sorted(maps.Keys(u))
 }
 
 // diffValues reports where a (the chart's) and b (config/default's) differ, one line per differing

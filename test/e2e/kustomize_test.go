@@ -85,7 +85,11 @@ var _ = Describe("kubectl apply -k and delete -k with a profile live", Ordered, 
 				"tickstack-uninstall-guard-profiles", "tickstack-uninstall-guard-node-states", "tickstack-agent-own-node")
 			return err
 		}, time.Minute, time.Second).Should(Succeed())
-		time.Sleep(3 * time.Second) // the API server enforces a policy a moment after it is created
+		// the API server enforces a policy a moment after it is created: probe with a dry run
+		Eventually(func() string {
+			out, _ := kubectl(nil, "delete", "--dry-run=server", "-n", releaseNS, "daemonset/tickstack-agent")
+			return out
+		}, time.Minute, time.Second).Should(ContainSubstring("no agent to restore"))
 		out, err = kubectl(nil, "delete", "-k", kustomizeDir, "--wait=false")
 		Expect(err).To(HaveOccurred(), "the second kubectl delete -k succeeded:\n%s", out)
 		Expect(out).To(ContainSubstring("no agent to restore"))
