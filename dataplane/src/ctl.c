@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #define TS_CTL_TICK_MS 100
+#define TS_CTL_PIDFDS 16 /* children watched by poll; more: by the tick */
 
 static pthread_t ctl_tid;
 static pid_t ctl_pid;  /* process whose thread runs (0: none) */
@@ -82,16 +83,24 @@ static void *ctl__main(void *arg)
 		       "resolved but not refreshed on changes",
 		       strerror(errno));
 	for (;;) {
-		struct pollfd pf[2] = { { .fd = ctl_efd, .events = POLLIN },
-					{ .fd = nl, .events = POLLIN } };
+		/* the eventfd, rtnetlink, and the pidfds of forked children
+		 * (whose exit gives their sockets back to the XSK) */
+		struct pollfd pf[2 + TS_CTL_PIDFDS] = {
+			{ .fd = ctl_efd, .events = POLLIN },
+			{ .fd = nl, .events = POLLIN } };
 		uint64_t now, v;
+		int npf = 2;
 
-		ts_real_poll(pf, nl >= 0 ? 2 : 1, TS_CTL_TICK_MS);
+		if (nl < 0)
+			pf[1].fd = -1; /* poll ignores it */
+		npf += ts_sock__fork_pollfds(pf + 2, TS_CTL_PIDFDS);
+		ts_real_poll(pf, (nfds_t)npf, TS_CTL_TICK_MS);
 		if (pf[0].revents)
 			(void)!ts_real_read(ctl_efd, &v, sizeof(v));
 		if (nl >= 0 && pf[1].revents)
 			ctl__nl_drain(nl);
 		ts_nh__resolve_pending();
+		ts_sock__check_forks();
 		now = ts_now_ns();
 		if (now >= next_share) {
 			ts_sock__check_shared();
@@ -144,6 +153,17 @@ void ts_ctl__wake(void)
 		ts_unlock();
 	}
 	if (ctl_efd >= 0)
+		(void)!ts_real_write(ctl_efd, &one, sizeof(one));
+}
+
+/* Wake the thread if it runs in this process; never takes a lock (atfork
+ * handlers call it with ts_lock held). */
+void ts_ctl__poke(void)
+{
+	uint64_t one = 1;
+
+	if (__atomic_load_n(&ctl_pid, __ATOMIC_ACQUIRE) == ts_getpid() &&
+	    ctl_efd >= 0)
 		(void)!ts_real_write(ctl_efd, &one, sizeof(one));
 }
 

@@ -1075,6 +1075,141 @@ TS_API long syscall(long n, ...)
 }
 
 /* ------------------------------------------------------------------ */
+/* exec: the new image gets exactly the arguments and environment passed.
+ * A forked child notes first which sockets it inherited the new image
+ * will not hold (close-on-exec), so that its parent takes them back at
+ * once (ts_sock__before_exec); the rest stay shared until it exits. The
+ * exec* functions of libc call the system call directly, so each is
+ * wrapped; the list forms are turned into the vector forms, as libc does. */
+
+static void *exec_real(const char *name)
+{
+	void *p;
+
+	ts_in_lib++;
+	p = TS_DLSYM(name);
+	ts_in_lib--;
+	return p;
+}
+
+#define TS_EXEC_WRAP(call)                                                     \
+	do {                                                                   \
+		int r_, e_;                                                    \
+		if (ts_ready && !in_vfork_child())                             \
+			ts_sock__before_exec();                                \
+		r_ = (call);                                                   \
+		e_ = errno;                                                    \
+		if (ts_ready && !in_vfork_child())                             \
+			ts_sock__exec_failed();                                \
+		errno = e_;                                                    \
+		return r_;                                                     \
+	} while (0)
+
+typedef int (*exec_vec_fn)(const char *, char *const[]);
+typedef int (*exec_env_fn)(const char *, char *const[], char *const[]);
+
+TS_API int execve(const char *path, char *const argv[], char *const envp[])
+{
+	static exec_env_fn real;
+
+	if (!real)
+		real = (exec_env_fn)exec_real("execve");
+	TS_EXEC_WRAP(real(path, argv, envp));
+}
+
+TS_API int execv(const char *path, char *const argv[])
+{
+	static exec_vec_fn real;
+
+	if (!real)
+		real = (exec_vec_fn)exec_real("execv");
+	TS_EXEC_WRAP(real(path, argv));
+}
+
+TS_API int execvp(const char *file, char *const argv[])
+{
+	static exec_vec_fn real;
+
+	if (!real)
+		real = (exec_vec_fn)exec_real("execvp");
+	TS_EXEC_WRAP(real(file, argv));
+}
+
+TS_API int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	static exec_env_fn real;
+
+	if (!real)
+		real = (exec_env_fn)exec_real("execvpe");
+	TS_EXEC_WRAP(real(file, argv, envp));
+}
+
+TS_API int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	static int (*real)(int, char *const[], char *const[]);
+
+	if (!real)
+		real = (int (*)(int, char *const[], char *const[]))exec_real("fexecve");
+	TS_EXEC_WRAP(real(fd, argv, envp));
+}
+
+TS_API int execveat(int dirfd, const char *path, char *const argv[],
+		    char *const envp[], int flags)
+{
+	static int (*real)(int, const char *, char *const[], char *const[], int);
+
+	if (!real)
+		real = (int (*)(int, const char *, char *const[], char *const[],
+				int))exec_real("execveat");
+	TS_EXEC_WRAP(real(dirfd, path, argv, envp, flags));
+}
+
+/* the arguments of execl, execlp, execle up to the terminating NULL */
+#define TS_EXEC_ARGS(arg, ap, argv)                                            \
+	size_t n_ = 1;                                                         \
+	va_list c_;                                                            \
+	va_copy(c_, ap);                                                       \
+	while (va_arg(c_, char *))                                             \
+		n_++;                                                          \
+	va_end(c_);                                                            \
+	char *argv[n_ + 1];                                                    \
+	argv[0] = (char *)(arg);                                               \
+	for (size_t i_ = 1; i_ <= n_; i_++)                                    \
+		argv[i_] = va_arg(ap, char *)
+
+TS_API int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+
+	va_start(ap, arg);
+	TS_EXEC_ARGS(arg, ap, argv);
+	va_end(ap);
+	return execv(path, argv);
+}
+
+TS_API int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+
+	va_start(ap, arg);
+	TS_EXEC_ARGS(arg, ap, argv);
+	va_end(ap);
+	return execvp(file, argv);
+}
+
+TS_API int execle(const char *path, const char *arg, ...)
+{
+	char **envp;
+	va_list ap;
+
+	va_start(ap, arg);
+	TS_EXEC_ARGS(arg, ap, argv);
+	envp = va_arg(ap, char **);
+	va_end(ap);
+	return execve(path, argv, envp);
+}
+
+/* ------------------------------------------------------------------ */
 /* fork                                                                */
 
 static void atfork_prepare(void)

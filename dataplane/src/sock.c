@@ -10,12 +10,15 @@
 #include <ifaddrs.h>
 #include <linux/rtnetlink.h>
 #include <netinet/udp.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -166,6 +169,7 @@ static struct ts_sock *pool__take(void)
 
 static void pool__give(struct ts_sock *s)
 {
+	s->gen++; /* a fork watch holding it sees another incarnation */
 	s->next_free = NULL;
 	if (pool_tail)
 		pool_tail->next_free = s;
@@ -356,13 +360,305 @@ void ts_sock__skip_taken(struct ts_sock *s)
 	sock__drop_head(s, 0);
 }
 
-/* atfork prepare (ts_lock held): every queue stays still across the fork,
- * and what it holds that no region covers yet gets a shared region. */
-void ts_sock__fork_prepare(void)
+/* ---- sockets shared with forked children ------------------------------
+ * A child forked without exec shares each socket with its parent, as the
+ * kernel shares it: a datagram goes to whichever process reads first. The
+ * XSK is the parent's alone, so from the fork until the child is gone (or
+ * has closed its copy) the parent's steering entries for the socket are
+ * marked shared and the kernel socket both hold takes the port's
+ * datagrams ("parked"). The datagrams already queued are claimed once
+ * (struct ts_claim). Each fork that parks sockets gets a record in memory
+ * both processes map; the parent's control thread watches the child
+ * (pidfd) and its record, and steers each socket to the XSK again when no
+ * child holds it any more. A child that execs keeps its copies (a plain
+ * kernel socket in the new image) until it exits, as the kernel would. */
+
+struct ts_forkrec {           /* MAP_SHARED: parent and child */
+	pid_t pid;            /* the child's, written by it (0: not yet) */
+	uint32_t n;
+	uint8_t held[];       /* the child still holds socket i */
+};
+
+struct ts_forkwatch {         /* the parent's, under ts_lock */
+	struct ts_forkwatch *next;
+	struct ts_forkrec *rec;
+	size_t bytes;
+	uint64_t since;
+	int pidfd;            /* -1: not opened yet; -2: unavailable */
+	uint32_t n;
+	struct { struct ts_sock *s; uint32_t gen; int parked; } socks[];
+};
+
+/* A fork that never produced a child (fork failed) leaves a record no
+ * child writes: its sockets come back after this long. */
+#define TS_FORK_NOCHILD_NS (10ull * 1000000000ull)
+
+static struct ts_forkwatch *fork_watches; /* children being watched */
+static struct ts_forkwatch *fork_pending; /* the fork under way */
+
+static int sock__steer(struct ts_sock *s, struct ts_stack *st, uint32_t key);
+
+/* Mark s's entries shared (park) or steer them again (unpark). ts_lock. */
+static void sock__park(struct ts_sock *s, int park)
+{
+	int i, g;
+
+	for (i = 0; i < s->nrx; i++) {
+		struct ts_stack *st = s->rx_stacks[i];
+
+		if (!ts_stack__usable(st))
+			continue;
+		if (!IN_MULTICAST(ntohl(s->laddr))) {
+			if (park)
+				ts_stack__steer_shared(st, s->laddr, s->lport);
+			else
+				sock__steer(s, st, s->laddr);
+		}
+		for (g = 0; g < s->ngroups; g++) {
+			if (s->group_ifindex[g] != ts_stack__ifindex(st))
+				continue;
+			if (park)
+				ts_stack__steer_shared(st, s->groups[g], s->lport);
+			else
+				sock__steer(s, st, s->groups[g]);
+		}
+	}
+}
+
+static int sock__parkable(const struct ts_sock *s)
+{
+	return s->q && s->state == TS_S_ACCEL && s->nrx > 0 &&
+	       s->owner == ts_getpid();
+}
+
+/* atfork prepare: park every socket of ours and make its record. */
+static void fork__park(void)
+{
+	struct ts_forkwatch *w;
+	struct ts_sock *s;
+	uint32_t n = 0, i = 0;
+	size_t bytes;
+	int fd;
+
+	for (fd = -1; (s = sock__next(&fd));)
+		n += (uint32_t)sock__parkable(s);
+	if (!n)
+		return;
+	w = calloc(1, sizeof(*w) + n * sizeof(w->socks[0]));
+	if (!w)
+		return;
+	bytes = sizeof(struct ts_forkrec) + n;
+	w->rec = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (w->rec == MAP_FAILED) {
+		free(w);
+		return;
+	}
+	w->bytes = bytes;
+	w->pidfd = -1;
+	w->n = n;
+	w->rec->n = n;
+	for (fd = -1; (s = sock__next(&fd)) && i < n;) {
+		if (!sock__parkable(s))
+			continue;
+		s->fork_rec = w->rec;
+		s->fork_idx = i;
+		w->rec->held[i] = 1;
+		w->socks[i].s = s;
+		w->socks[i].gen = s->gen;
+		w->socks[i].parked = 1;
+		if (!s->parked++) {
+			sock__park(s, 1);
+			TS_INC(ts_stats->kernel_shared);
+			TS_INC(ts_stats->fallback_events);
+			ts_dbg("fd %d is shared with a forked child: the kernel "
+			       "delivers until the child lets it go", s->fd);
+		}
+		i++;
+	}
+	fork_pending = w;
+}
+
+/* A child closed its copy of s. */
+static void fork__released(struct ts_sock *s)
+{
+	struct ts_forkrec *r = s->fork_rec;
+
+	if (s->fork_idx < r->n)
+		__atomic_store_n(&r->held[s->fork_idx], 0, __ATOMIC_RELEASE);
+	s->fork_rec = NULL;
+}
+
+static int fork__child_gone(struct ts_forkwatch *w)
+{
+	pid_t pid = __atomic_load_n(&w->rec->pid, __ATOMIC_ACQUIRE);
+	struct pollfd p;
+
+	if (!pid)
+		return ts_now_ns() - w->since > TS_FORK_NOCHILD_NS;
+	if (w->pidfd == -1) {
+		w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (w->pidfd < 0) {
+			if (errno == ESRCH)
+				return 1;
+			w->pidfd = -2;
+		}
+	}
+	if (w->pidfd >= 0) {
+		p.fd = w->pidfd;
+		p.events = POLLIN;
+		return ts_real_poll(&p, 1, 0) > 0; /* exited (a zombie too) */
+	}
+	/* no pidfd (seccomp, old kernel): gone once reaped */
+	return kill(pid, 0) && errno == ESRCH;
+}
+
+static void fork__watch_free(struct ts_forkwatch *w)
+{
+	if (w->pidfd >= 0)
+		ts_real_close(w->pidfd);
+	munmap(w->rec, w->bytes);
+	free(w);
+}
+
+/* The control thread, now and then: sockets no child holds any more are
+ * steered to the XSK again. */
+void ts_sock__check_forks(void)
+{
+	struct ts_forkwatch **pp, *w;
+	uint32_t i;
+
+	if (!__atomic_load_n(&fork_watches, __ATOMIC_ACQUIRE))
+		return;
+	ts_lock();
+	for (pp = &fork_watches; (w = *pp);) {
+		int gone = fork__child_gone(w);
+
+		for (i = 0; i < w->n; i++) {
+			struct ts_sock *s = w->socks[i].s;
+
+			if (!w->socks[i].parked ||
+			    (!gone && __atomic_load_n(&w->rec->held[i],
+						      __ATOMIC_ACQUIRE)))
+				continue;
+			w->socks[i].parked = 0;
+			if (s->gen != w->socks[i].gen || s->parked <= 0)
+				continue; /* closed meanwhile */
+			if (!--s->parked && s->state == TS_S_ACCEL &&
+			    s->owner == ts_getpid()) {
+				sock__park(s, 0);
+				ts_dbg("fd %d: no forked child holds it any more, "
+				       "the XSK takes it again", s->fd);
+			}
+		}
+		if (gone) {
+			*pp = w->next;
+			fork__watch_free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+	ts_unlock();
+}
+
+/* The pidfds of the children being watched, for the control thread's
+ * poll: a child's exit wakes it at once. */
+int ts_sock__fork_pollfds(struct pollfd *pf, int max)
+{
+	struct ts_forkwatch *w;
+	int n = 0;
+
+	if (!__atomic_load_n(&fork_watches, __ATOMIC_ACQUIRE))
+		return 0;
+	ts_lock();
+	for (w = fork_watches; w && n < max; w = w->next)
+		if (w->pidfd >= 0) {
+			pf[n].fd = w->pidfd;
+			pf[n].events = POLLIN;
+			pf[n].revents = 0;
+			n++;
+		}
+	ts_unlock();
+	return n;
+}
+
+/* A forked child about to exec: the sockets it inherited that no fd
+ * keeps across the exec (close-on-exec) are let go now; the new image
+ * holds the others, plain kernel sockets there, until it exits. */
+void ts_sock__before_exec(void)
 {
 	struct ts_sock *s;
 	int fd;
 
+	if (!ts_fdtab)
+		return;
+	ts_lock();
+	for (fd = -1; (s = sock__next(&fd));) {
+		int kept = 0, f;
+
+		if (!s->fork_rec)
+			continue;
+		for (f = 0; f < ts_fdtab_size && !kept; f++) {
+			int fl;
+
+			if (ts_sock__of(f) != s)
+				continue;
+			fl = ts_real_fcntl(f, F_GETFD);
+			kept = fl >= 0 && !(fl & FD_CLOEXEC);
+		}
+		if (kept || s->fork_idx >= s->fork_rec->n)
+			continue;
+		s->exec_let_go = 1;
+		__atomic_store_n(&s->fork_rec->held[s->fork_idx], 0,
+				 __ATOMIC_RELEASE);
+	}
+	ts_unlock();
+}
+
+/* The exec failed: this process still holds what it let go. */
+void ts_sock__exec_failed(void)
+{
+	struct ts_sock *s;
+	int fd;
+
+	if (!ts_fdtab)
+		return;
+	ts_lock();
+	for (fd = -1; (s = sock__next(&fd));) {
+		if (!s->exec_let_go)
+			continue;
+		s->exec_let_go = 0;
+		if (s->fork_rec)
+			__atomic_store_n(&s->fork_rec->held[s->fork_idx], 1,
+					 __ATOMIC_RELEASE);
+	}
+	ts_unlock();
+}
+
+/* atfork prepare (ts_lock held): the sockets are parked, what the RX rings
+ * hold goes into the queues, every queue stays still across the fork, and
+ * what it holds that no region covers yet gets a shared region. */
+void ts_sock__fork_prepare(void)
+{
+	struct ts_sock *s;
+	int fd, i, n;
+
+	fork__park();
+	if (fork_pending) {
+		/* datagrams steered before the entries changed: into the
+		 * queues, where the claims below cover them; then once more
+		 * for one that an XDP program was redirecting meanwhile */
+		for (int round = 0; round < 2; round++) {
+			uint64_t until = ts_now_ns() + 20000;
+
+			n = ts_stack__count();
+			for (i = 0; i < n; i++)
+				if (ts_stack__usable(ts_stack__at(i)))
+					ts_stack__drain_rx(ts_stack__at(i));
+			while (!round && ts_now_ns() < until)
+				ts_cpu_relax();
+		}
+	}
 	for (fd = -1; (s = sock__next(&fd));) {
 		struct ts_claim *c, *last = NULL;
 		uint32_t from;
@@ -397,9 +693,10 @@ void ts_sock__fork_prepare(void)
 	}
 }
 
-/* atfork parent: the queues move again. */
+/* atfork parent: the queues move again, and the child is watched. */
 void ts_sock__fork_parent(void)
 {
+	struct ts_forkwatch *w = fork_pending;
 	struct ts_sock *s;
 	int fd;
 
@@ -408,6 +705,13 @@ void ts_sock__fork_parent(void)
 			s->fork_locked = 0;
 			pthread_mutex_unlock(&s->qlock);
 		}
+	}
+	if (w) {
+		fork_pending = NULL;
+		w->since = ts_now_ns();
+		w->next = fork_watches;
+		__atomic_store_n(&fork_watches, w, __ATOMIC_RELEASE);
+		ts_ctl__poke(); /* to open the child's pidfd */
 	}
 }
 
@@ -485,14 +789,14 @@ static int port__foreign(uint32_t key, uint16_t port)
  * another socket needs some of it. 0 when the XSK takes it. */
 static int sock__steer(struct ts_sock *s, struct ts_stack *st, uint32_t key)
 {
-	if (s->reuse && port__foreign(key, s->lport)) {
+	if (s->parked || (s->reuse && port__foreign(key, s->lport))) {
 		int r = ts_stack__steer_shared(st, key, s->lport);
 
 		if (r < 0) {
 			ts_stack__steer_add(st, key, s->lport);
 			r = ts_stack__steer_shared(st, key, s->lport);
 		}
-		if (r > 0) {
+		if (r > 0 && !s->parked) {
 			TS_INC(ts_stats->kernel_shared);
 			TS_INC(ts_stats->fallback_events);
 			ts_dbg("port %u is shared with another socket: the "
@@ -681,6 +985,9 @@ void ts_sock__finalize(struct ts_sock *s)
 		port_unlink(s);
 	}
 	__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
+	s->parked = 0;
+	if (s->fork_rec) /* a forked child closed its copy */
+		fork__released(s);
 	ts_unlock();
 	sock__drain(s);
 	if (s->kfd >= 0)
@@ -1300,15 +1607,33 @@ int ts_sock__fionread(struct ts_sock *s, int *out)
 void ts_sock__after_fork_child(struct tickstack_stats *old,
 			       struct tickstack_stats *now)
 {
+	struct ts_forkrec *rec = NULL;
 	struct ts_sock *s;
 	int fd;
 
 	if (!ts_fdtab)
 		return;
 	pthread_rwlock_init(&ts_port_lock, NULL);
+	/* the parent's watches are the parent's; this fork's record is
+	 * where the child says what it lets go */
+	while (fork_watches) {
+		struct ts_forkwatch *w = fork_watches;
+
+		fork_watches = w->next;
+		fork__watch_free(w);
+	}
+	if (fork_pending) {
+		rec = fork_pending->rec;
+		__atomic_store_n(&rec->pid, ts_getpid(), __ATOMIC_RELEASE);
+		free(fork_pending); /* the mapping stays: rec */
+		fork_pending = NULL;
+	}
 	for (fd = -1; (s = sock__next(&fd));) {
 		pthread_mutex_init(&s->qlock, NULL); /* only this thread runs */
 		s->fork_locked = 0;
+		s->parked = 0;
+		if (s->fork_rec != rec)
+			s->fork_rec = NULL; /* an earlier fork's */
 		if (s->stats != &s->dummy_stats && old != now)
 			s->stats = (struct tickstack_sock_stats *)((char *)now +
 				   ((char *)s->stats - (char *)old));
@@ -1342,7 +1667,8 @@ void ts_sock__check_shared(void)
 
 	ts_lock();
 	for (fd = -1; (s = sock__next(&fd));) {
-		if (!s->reuse || s->state != TS_S_ACCEL || s->owner != ts_getpid())
+		if (!s->reuse || s->parked || s->state != TS_S_ACCEL ||
+		    s->owner != ts_getpid())
 			continue;
 		for (i = 0; i < s->nrx; i++) {
 			struct ts_stack *st = s->rx_stacks[i];

@@ -1092,6 +1092,23 @@ int ts_stack__poll_rx(struct ts_stack *st)
 	return ts_stack__poll(st, 1);
 }
 
+/* Every datagram in st's RX ring into the sockets' queues, with ts_lock
+ * held (atfork prepare): TCP segments stay queued for the next poll, whose
+ * lwIP callbacks may take ts_lock. */
+int ts_stack__drain_rx(struct ts_stack *st)
+{
+	int got, k = 0;
+
+	pthread_mutex_lock(&st->lock);
+	got = stack__poll_rx_locked(st, &k);
+	pthread_mutex_unlock(&st->lock);
+	if (got > 0)
+		ts_wait__wake_sleepers();
+	if (k)
+		kick(st);
+	return got;
+}
+
 /* Lock-free hint: frames waiting in the RX ring? (Transmissions are the
  * sender's business: a receiver that took the lock whenever a kick was in
  * flight would only make the sender wait for the lock.) */

@@ -177,6 +177,7 @@ TS_HIDDEN uint32_t ts_stack__max_payload(const struct ts_stack *st);
 TS_HIDDEN uint32_t ts_stack__addr(const struct ts_stack *st);
 TS_HIDDEN void ts_stack__flush(struct ts_stack *st);
 TS_HIDDEN int ts_stack__poll_rx(struct ts_stack *st);
+TS_HIDDEN int ts_stack__drain_rx(struct ts_stack *st);
 TS_HIDDEN int ts_stack__poll(struct ts_stack *st, int wait);
 TS_HIDDEN int ts_stack__poll_all(void);
 TS_HIDDEN int ts_stack__busy(const struct ts_stack *st);
@@ -273,6 +274,7 @@ struct ts_sock {
 	int users;            /* calls in flight (atomic) */
 	int dead;             /* every fd closed (atomic) */
 	int fin;              /* finalised (atomic, once per incarnation) */
+	uint32_t gen;         /* incarnation: bumped when pooled (ts_lock) */
 	int fd;               /* first fd, for statistics */
 	int kfd;              /* after close with calls in flight: a dup of the
 			       * kernel socket they keep using, as the kernel
@@ -314,6 +316,14 @@ struct ts_sock {
 			       * (ts_rx_truesize); under qlock */
 	struct ts_claim *claims; /* datagrams queued before a fork; qlock */
 	int fork_locked;      /* qlock held across fork (atfork prepare) */
+	int parked;           /* forked children that may still read it: its
+			       * steering entries are marked shared, so the
+			       * kernel socket they share delivers (ts_lock) */
+	struct ts_forkrec *fork_rec; /* in a forked child: the record of the
+				      * fork it came through, where closing
+				      * its copy is noted; NULL */
+	uint32_t fork_idx;    /* its slot there */
+	int exec_let_go;      /* cleared its slot for an exec under way */
 	struct ts_sock *next_port; /* chain in the port table */
 	struct ts_sock *next_free; /* pool */
 	struct tickstack_sock_stats *stats;
@@ -421,6 +431,10 @@ TS_HIDDEN void ts_sock__setsockopt(struct ts_sock *s, int fd, int level,
 				   int opt, const void *val, socklen_t len);
 TS_HIDDEN int ts_sock__fionread(struct ts_sock *s, int *out);
 TS_HIDDEN void ts_sock__check_shared(void);
+TS_HIDDEN void ts_sock__check_forks(void);
+TS_HIDDEN int ts_sock__fork_pollfds(struct pollfd *pf, int max);
+TS_HIDDEN void ts_sock__before_exec(void);
+TS_HIDDEN void ts_sock__exec_failed(void);
 TS_HIDDEN int ts_poll__has_accel(struct pollfd *fds, nfds_t n);
 TS_HIDDEN int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 			    const sigset_t *mask);
@@ -479,6 +493,7 @@ TS_HIDDEN void ts_nh__reset(void);
 TS_HIDDEN void ts_nh__init(void);
 TS_HIDDEN void ts_ctl__start(void);
 TS_HIDDEN void ts_ctl__wake(void);
+TS_HIDDEN void ts_ctl__poke(void);
 TS_HIDDEN void ts_ctl__after_fork_child(void);
 
 /* ---- the process id, cached (getpid() is a system call); the fork

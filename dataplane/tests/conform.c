@@ -492,6 +492,48 @@ static void c_fork(void)
 	printf("parent, a new datagram: %zd seq %d\n", n, seq_of(buf, n));
 }
 
+/* a datagram that arrives after a fork, before the child (which never
+ * execs) first uses the socket, while the parent only waits for the child:
+ * the child reads it. After the child exits the socket is the parent's
+ * alone again (conform.sh: accel, so its last datagram came through the
+ * XSK once the stack's control thread saw the child go, within 100 ms). */
+static void c_forkwin(void)
+{
+	int fd = udp(), st, go[2];
+	char buf[256], c;
+	ssize_t n;
+	pid_t p;
+
+	if (pipe(go))
+		fail("pipe");
+	fflush(stdout);
+	p = fork();
+	if (p == 0) {
+		struct timeval tv = { .tv_sec = 2 };
+
+		if (read(go[0], &c, 1) != 1) /* the datagram has arrived */
+			_exit(1);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		n = recv(fd, buf, sizeof(buf), 0);
+		printf("child: %zd seq %d %s\n", n, seq_of(buf, n),
+		       n < 0 ? en(errno) : "");
+		fflush(stdout);
+		_exit(0);
+	}
+	ask(fd, 1, 64, 0, 0);
+	usleep(300000); /* it has crossed the link */
+	if (write(go[1], "x", 1) != 1)
+		fail("write");
+	waitpid(p, &st, 0);
+	printf("child exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("parent after the child: %zd %s\n", n, n < 0 ? en(errno) : "");
+	usleep(300000); /* three looks of the control thread */
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("parent, a new datagram: %zd seq %d\n", n, seq_of(buf, n));
+}
+
 /* dup2 over an accelerated fd, close_range, the fd number reused */
 static void c_fds(void)
 {
@@ -774,6 +816,11 @@ static void c_exec(void)
 		if (strncmp(environ[i], "LD_PRELOAD=", 11))
 			env[k++] = environ[i];
 	env[k] = NULL;
+	/* one datagram through the socket first (the path check: the
+	 * parent's socket is shared with the child until it exits) */
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("parent before: %zd seq %d\n", n, seq_of(buf, n));
 	inet_ntop(AF_INET, &peer.sin_addr, pa, sizeof(pa));
 	snprintf(pp, sizeof(pp), "%u", ntohs(peer.sin_port));
 	p = fork();
@@ -788,6 +835,116 @@ static void c_exec(void)
 	ask(fd, 1, 64, 0, 0);
 	n = recv(fd, buf, sizeof(buf), 0);
 	printf("parent: %zd seq %d\n", n, seq_of(buf, n));
+}
+
+/* fork and exec, the new image (preloaded) reading the socket it inherited
+ * (fd 50) as inetd's children do, once its parent says a datagram has
+ * arrived (fd 51) */
+static void c_forkexec_child(void)
+{
+	struct timeval tv = { .tv_sec = 2 };
+	char buf[256], c;
+	ssize_t n;
+
+	if (read(51, &c, 1) != 1)
+		fail("read the go pipe");
+	setsockopt(50, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = recv(50, buf, sizeof(buf), 0);
+	printf("exec'd child: %zd seq %d %s\n", n, seq_of(buf, n),
+	       n < 0 ? en(errno) : "");
+}
+
+static void c_forkexec(void)
+{
+	int fd = udp(), st = 0, go[2];
+	char pa[INET_ADDRSTRLEN], pp[8], buf[256];
+	ssize_t n;
+	pid_t p;
+
+	/* one datagram through the socket first (the path check) */
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("parent before: %zd seq %d\n", n, seq_of(buf, n));
+	if (pipe(go))
+		fail("pipe");
+	inet_ntop(AF_INET, &peer.sin_addr, pa, sizeof(pa));
+	snprintf(pp, sizeof(pp), "%u", ntohs(peer.sin_port));
+	p = fork();
+	if (p == 0) {
+		if (dup2(fd, 50) != 50 || dup2(go[0], 51) != 51)
+			_exit(126);
+		execl(self_exe, "conform", "forkexec-child", pa, pp, (char *)NULL);
+		_exit(127);
+	}
+	ask(fd, 1, 64, 0, 0);
+	usleep(300000); /* it has crossed the link */
+	if (write(go[1], "x", 1) != 1)
+		fail("write");
+	waitpid(p, &st, 0);
+	printf("child exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("parent after the child: %zd %s\n", n, n < 0 ? en(errno) : "");
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("parent, a new datagram: %zd seq %d\n", n, seq_of(buf, n));
+}
+
+/* fork and exec with a close-on-exec socket: the new image does not hold
+ * it, so the parent has it alone while the child still runs (conform.sh:
+ * accel, so the parent's datagram came through the XSK) */
+static void c_forkcloexec_child(void)
+{
+	char c;
+
+	const char *e = getenv("CONFORM_FD");
+
+	printf("exec'd child: the socket's fd %s\n",
+	       e && fcntl(atoi(e), F_GETFD) < 0 ? "closed" : "OPEN");
+	if (write(51, "r", 1) != 1)
+		fail("write the ready pipe");
+	while (read(52, &c, 1) > 0) /* until the parent closes it */
+		;
+}
+
+static void c_forkcloexec(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), st = 0;
+	int ready[2], hold[2];
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	char buf[256], c, pa[INET_ADDRSTRLEN], pp[8], fds[12];
+	ssize_t n;
+	pid_t p;
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)))
+		fail("socket, bind");
+	inet_ntop(AF_INET, &peer.sin_addr, pa, sizeof(pa));
+	snprintf(pp, sizeof(pp), "%u", ntohs(peer.sin_port));
+	snprintf(fds, sizeof(fds), "%d", fd);
+	if (pipe(ready) || pipe(hold))
+		fail("pipe");
+	p = fork();
+	if (p == 0) {
+		if (dup2(ready[1], 51) != 51 || dup2(hold[0], 52) != 52 ||
+		    setenv("CONFORM_FD", fds, 1))
+			_exit(126);
+		close(ready[0]);
+		close(ready[1]);
+		close(hold[0]);
+		close(hold[1]); /* EOF on 52 when the parent closes its end */
+		execl(self_exe, "conform", "forkcloexec-child", pa, pp, (char *)NULL);
+		_exit(127);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	if (read(ready[0], &c, 1) != 1)
+		fail("read the ready pipe");
+	usleep(300000); /* three looks of the stack's control thread */
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("parent, the child running: %zd seq %d\n", n, seq_of(buf, n));
+	close(hold[1]);
+	waitpid(p, &st, 0);
+	printf("child exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
 /* poll and select over 64 sockets: only the one with data is ready */
@@ -1110,11 +1267,14 @@ int main(int argc, char **argv)
 		{ "iov", c_iov },         { "mmsg", c_mmsg },
 		{ "rcvtimeo", c_rcvtimeo }, { "eintr", c_eintr },
 		{ "connect", c_connect }, { "epoll", c_epoll },
-		{ "rcvbuf", c_rcvbuf },   { "fork", c_fork },
+		{ "rcvbuf", c_rcvbuf },   { "fork", c_fork }, { "forkwin", c_forkwin },
 		{ "fds", c_fds },         { "wakeup", c_wakeup },
 		{ "reuseaddr", c_reuseaddr }, { "reuseport", c_reuseport },
 		{ "bigdgram", c_bigdgram }, { "vfork", c_vfork },
 		{ "exec", c_exec },       { "exec-child", c_exec_child },
+		{ "forkexec", c_forkexec }, { "forkexec-child", c_forkexec_child },
+		{ "forkcloexec", c_forkcloexec },
+		{ "forkcloexec-child", c_forkcloexec_child },
 		{ "manyfds", c_manyfds }, { "mcast", c_mcast },
 		{ "uring", c_uring },     { "devmark", c_devmark },
 		{ "csum", c_csum },       { "narrow", c_narrow },

@@ -47,6 +47,7 @@ connect accel
 epoll accel
 rcvbuf accel
 fork xsk
+forkwin accel
 fds accel
 wakeup accel default TICKSTACK_TCP=1
 reuseaddr accel
@@ -54,6 +55,8 @@ reuseport kernel:kernel_option
 bigdgram kernel:tx_kernel_oversize latency TICKSTACK_REQUIRE=0
 vfork accel
 exec accel
+forkexec accel
+forkcloexec accel
 manyfds accel
 mcast accel
 uring kernel:kernel_uring

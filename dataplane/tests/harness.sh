@@ -312,7 +312,7 @@ t_fork() { # a forked child echoes on the socket its parent bound
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 udp_listening "$NB" 11131 || { die "fork-echo did not listen"; return 1; }
-	# the child has adopted the socket (see udpcheck's fork-echo)
+	# the child runs (see udpcheck's fork-echo: datagrams before its first call wait in the shared kernel socket)
 	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "fork-echo's child not ready"; return 1; }
 	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11131 100 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "echo through the forked child failed"; return 1; }
