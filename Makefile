@@ -105,8 +105,8 @@ e2e: deps $(HELM) dataplane ## The local cluster's own test, then the whole flow
 check: verify-gen lint test e2e ## What CI runs: generated files, lint, every test, the end-to-end test.
 
 .PHONY: bench
-bench: dataplane ## Benchmarks, as ratios against a baseline measured in the same run (docs/benchmarks.md).
-	hack/bench.sh
+bench: dataplane envtest-assets ## Benchmarks, as ratios against a baseline measured in the same run, and the agent's own cost (docs/benchmarks.md; root).
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) hack/bench.sh
 
 .PHONY: bench-dataplane
 bench-dataplane: ## The dataplane's latency benchmark (root, 2 CPUs, ~8 minutes): docs/bench-dataplane.md, .json, .svg.

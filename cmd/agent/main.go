@@ -39,7 +39,7 @@ type options struct {
 	grubUpdate, rebootCmd, irqbalanceCmd              commandFlag
 	checkPeriod, drainTimeout, drainBackoff, rebootTO time.Duration
 	evictionGrace                                     int64
-	watchNICs                                         bool
+	watchNICs, confineSelf                            bool
 	metricsAddr, probeAddr                            string
 	ptp4lPath, phc2sysPath, pmcPath, ptpRunDir        string
 	failpointFile                                     string
@@ -62,6 +62,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.drainBackoff, "drain-retry-backoff", agent.DefaultDrainRetryBackoff, "wait after a failed drain before asking for a reboot slot again")
 	fs.DurationVar(&o.rebootTO, "reboot-timeout", agent.DefaultRebootTimeout, "how long the node may keep its boot ID after the reboot command before the agent reports it and runs the command again")
 	fs.Int64Var(&o.evictionGrace, "eviction-grace-period", -1, "termination grace period (seconds) for evicted pods; -1 uses each pod's own")
+	fs.BoolVar(&o.confineSelf, "confine-to-reserved-cpus", true, "keep the agent's own threads on spec.tuning.reservedCPUs while a tuning is in force, so it never runs on an isolated CPU")
 	fs.BoolVar(&o.watchNICs, "watch-nic-changes", true, "verify at once when the kernel announces a NIC setting change (ethtool netlink monitor)")
 	fs.StringVar(&o.ptp4lPath, "ptp4l-path", "", "the ptp4l executable: an absolute path, or empty to look ptp4l up on PATH")
 	fs.StringVar(&o.phc2sysPath, "phc2sys-path", "", "the phc2sys executable: an absolute path, or empty to look phc2sys up on PATH")
@@ -88,6 +89,7 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		CheckPeriod:              o.checkPeriod,
 		RebootCommand:            o.rebootCmd.argv,
 		IrqbalanceRestartCommand: o.irqbalanceCmd.argv,
+		ConfineSelf:              o.confineSelf,
 		DrainTimeout:             o.drainTimeout,
 		DrainRetryBackoff:        o.drainBackoff,
 		RebootTimeout:            o.rebootTO,

@@ -322,6 +322,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.labelNode(ctx, ""); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.releaseSelf(s.lns)
 	r.event(s.lns, corev1.EventTypeNormal, "Restored", "Restore", "restored the host's original values of %d settings", len(restored))
 	orig := s.lns.DeepCopy()
 	controllerutil.RemoveFinalizer(s.lns, tsv1.RestoreFinalizer)

@@ -34,6 +34,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bootloader"
 	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/host/cpuset"
 	"github.com/tickstack/tickstack/internal/phase"
 	"github.com/tickstack/tickstack/internal/tuning"
 )
@@ -110,6 +111,11 @@ type Reconciler struct {
 	// PTP are the host-side settings of the linuxptp daemon run for spec.tuning.ptp.
 	PTP PTPOptions
 
+	// ConfineSelf keeps every thread of this process on spec.tuning.reservedCPUs while a tuning
+	// is in force, and gives them back the affinity the process started with when it goes. The
+	// agent binary sets it; tests that run the reconciler in their own process leave it off.
+	ConfineSelf bool
+
 	// Failpoint, when set, is called at the named points (Failpoint* constants); the crash test
 	// kills the agent there. Production leaves it nil.
 	Failpoint func(point string)
@@ -123,6 +129,8 @@ type Reconciler struct {
 	applied map[types.UID]int64
 	// rebootIssued holds, per boot ID, when this process first and last ran the reboot command.
 	rebootIssued map[string][2]time.Time
+	// selfOrig is the CPU affinity this process started with (ConfineSelf).
+	selfOrig *cpuset.Set
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch;patch
@@ -215,11 +223,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if lns.Spec.Tuning == nil {
 		// Never touch the host before the operator resolved the tuning.
 		s.obs.noTuning = true
+		r.releaseSelf(lns)
 		return ctrl.Result{}, nil
 	}
 	if err := phase.Run(ctx, s,
 		r.reconcilePTP,
 		r.validate,
+		r.confineSelf,
 		r.ensureFinalizer,
 		r.applyRuntime,
 		r.reconcileKernelArgs,
