@@ -1095,6 +1095,10 @@ static void *exec_real(const char *name)
 #define TS_EXEC_WRAP(call)                                                     \
 	do {                                                                   \
 		int r_, e_;                                                    \
+		if (!real) {                                                   \
+			errno = ENOSYS; /* this libc has no such call */       \
+			return -1;                                             \
+		}                                                              \
 		if (ts_ready && !in_vfork_child())                             \
 			ts_sock__before_exec();                                \
 		r_ = (call);                                                   \

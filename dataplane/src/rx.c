@@ -82,13 +82,51 @@ static void sock__cmsgs(const struct ts_sock *s, const struct ts_rxent *e,
 	msg->msg_controllen = used;
 }
 
+/* Copy datagram e into msg as recvmsg returns it: payload, source, flags,
+ * control messages. Its length (MSG_TRUNC: the whole datagram's). */
+ssize_t ts_rx__copyout(const struct ts_sock *s, const struct ts_rxent *e,
+		       struct msghdr *msg, int flags)
+{
+	const uint8_t *p = ts_stack__frame_data(e->st, e->frame) + e->off;
+	size_t off = 0, i;
+
+	for (i = 0; i < (size_t)msg->msg_iovlen && off < e->len; i++) {
+		size_t c = msg->msg_iov[i].iov_len;
+
+		if (c > e->len - off)
+			c = e->len - off;
+		memcpy(msg->msg_iov[i].iov_base, p + off, c);
+		off += c;
+	}
+	msg->msg_flags = off < e->len ? MSG_TRUNC : 0;
+	if (msg->msg_name && msg->msg_namelen >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in *sa = msg->msg_name;
+
+		memset(sa, 0, sizeof(*sa));
+		sa->sin_family = AF_INET;
+		sa->sin_addr.s_addr = e->saddr;
+		sa->sin_port = e->sport;
+		msg->msg_namelen = sizeof(*sa);
+	} else if (msg->msg_name) {
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = e->sport,
+					  .sin_addr.s_addr = e->saddr };
+
+		memcpy(msg->msg_name, &sa, msg->msg_namelen);
+		msg->msg_namelen = sizeof(sa);
+	}
+	if (s->cmsgs)
+		sock__cmsgs(s, e, msg);
+	else
+		msg->msg_controllen = 0;
+	return (flags & MSG_TRUNC) ? (ssize_t)e->len : (ssize_t)off;
+}
+
 /* Copy the head datagram into msg: its length (MSG_TRUNC: the whole
  * datagram's), or -1 when the queue is empty. */
 ssize_t ts_sock__pop(struct ts_sock *s, struct msghdr *msg, int flags)
 {
 	struct ts_rxent e;
-	const uint8_t *p;
-	size_t off = 0, i;
 	ssize_t ret;
 
 again:
@@ -105,42 +143,14 @@ again:
 		ts_sock__skip_taken(s);
 		goto again;
 	}
-	p = ts_stack__frame_data(e.st, e.frame) + e.off;
-	for (i = 0; i < (size_t)msg->msg_iovlen && off < e.len; i++) {
-		size_t c = msg->msg_iov[i].iov_len;
-
-		if (c > e.len - off)
-			c = e.len - off;
-		memcpy(msg->msg_iov[i].iov_base, p + off, c);
-		off += c;
-	}
+	/* copied under the lock: a concurrent pop must not recycle the
+	 * frame first (the head moves only after the copy) */
+	ret = ts_rx__copyout(s, &e, msg, flags);
 	if (!(flags & MSG_PEEK)) {
 		__atomic_store_n(&s->qhead, s->qhead + 1, __ATOMIC_RELEASE);
 		s->qbytes -= ts_rx_truesize(e.len);
 	}
 	pthread_mutex_unlock(&s->qlock);
-	msg->msg_flags = off < e.len ? MSG_TRUNC : 0;
-	if (msg->msg_name && msg->msg_namelen >= sizeof(struct sockaddr_in)) {
-		struct sockaddr_in *sa = msg->msg_name;
-
-		memset(sa, 0, sizeof(*sa));
-		sa->sin_family = AF_INET;
-		sa->sin_addr.s_addr = e.saddr;
-		sa->sin_port = e.sport;
-		msg->msg_namelen = sizeof(*sa);
-	} else if (msg->msg_name) {
-		struct sockaddr_in sa = { .sin_family = AF_INET,
-					  .sin_port = e.sport,
-					  .sin_addr.s_addr = e.saddr };
-
-		memcpy(msg->msg_name, &sa, msg->msg_namelen);
-		msg->msg_namelen = sizeof(sa);
-	}
-	if (s->cmsgs)
-		sock__cmsgs(s, &e, msg);
-	else
-		msg->msg_controllen = 0;
-	ret = (flags & MSG_TRUNC) ? (ssize_t)e.len : (ssize_t)off;
 	if (!(flags & MSG_PEEK)) {
 		ts_stack__frame_put(e.st, e.frame);
 		TS_INC(s->stats->rx_accel);
@@ -168,6 +178,10 @@ static int rx_check(struct ts_wait *w, int kernel)
 	struct rx_wait *rw = w->arg;
 	struct ts_sock *s = rw->s;
 
+	if (w->direct && w->direct->done) { /* taken from the ring */
+		rw->r = w->direct->ret;
+		return 1;
+	}
 	if (ts_sock__rx_ready(s)) {
 		rw->r = ts_sock__pop(s, rw->msg, rw->flags);
 		if (rw->r >= 0)
@@ -245,9 +259,11 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 {
 	int nonblock = s->nonblock || (flags & MSG_DONTWAIT);
 	struct rx_wait rw = { .s = s, .fd = fd, .msg = msg, .flags = flags };
+	struct ts_direct dir = { .s = s, .msg = msg, .flags = flags };
 	struct ts_wait w = { .check = rx_check, .sleep_fds = rx_sleep_fds,
 			     .arg = &rw, .stacks = s->rx_stacks,
-			     .nstacks = &s->nrx, .kernel_lazy = 1 };
+			     .nstacks = &s->nrx, .kernel_lazy = 1,
+			     .direct = (flags & MSG_PEEK) ? NULL : &dir };
 	ssize_t r;
 	int state;
 

@@ -986,7 +986,8 @@ static int rx_csum_ok(const uint8_t *f, uint32_t len,
 
 /* Drain the RX ring into the sockets' queues; the caller holds st->lock.
  * *kick_out: a TX kick is due (made by the caller after unlocking). */
-static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out)
+static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
+				  struct ts_direct *dir)
 {
 	uint32_t idx = 0, n, i, got = 0;
 	uint64_t rx_ns = 0;
@@ -1037,7 +1038,11 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out)
 		/* make the payload offset relative to the frame base */
 		m.payload_off = (uint16_t)(m.payload_off + (d->addr - frame));
 		st->refcnt[frame / TS_FRAME_SIZE] = 0;
-		k = ts_sock__deliver(st, frame, &m, rx_ns);
+		k = ts_sock__deliver(st, frame, &m, rx_ns, dir);
+		if (k == TS_DELIVER_TAKEN) { /* copied out already */
+			free_push(st, frame);
+			continue;
+		}
 		if (k <= 0) {
 			if (k == 0)
 				TS_INC(st->st->rx_no_socket);
@@ -1077,13 +1082,31 @@ int ts_stack__poll(struct ts_stack *st, int wait)
 		pthread_mutex_lock(&st->lock);
 	else if (pthread_mutex_trylock(&st->lock))
 		return -1;
-	got = stack__poll_rx_locked(st, &k);
+	got = stack__poll_rx_locked(st, &k, NULL);
 	pthread_mutex_unlock(&st->lock);
 	if (got > 0) /* maybe into the queue of a thread asleep elsewhere */
 		ts_wait__wake_sleepers();
 	if (k)
 		kick(st);
 	ts_tcp__input_drain(); /* TCP segments queued above, into lwIP */
+	return got;
+}
+
+/* ts_stack__poll (without waiting for the lock), offering dir the first
+ * datagram for its socket (struct ts_direct). */
+int ts_stack__poll_direct(struct ts_stack *st, struct ts_direct *dir)
+{
+	int got, k = 0;
+
+	if (pthread_mutex_trylock(&st->lock))
+		return -1;
+	got = stack__poll_rx_locked(st, &k, dir);
+	pthread_mutex_unlock(&st->lock);
+	if (got > 0)
+		ts_wait__wake_sleepers();
+	if (k)
+		kick(st);
+	ts_tcp__input_drain();
 	return got;
 }
 
@@ -1100,7 +1123,7 @@ int ts_stack__drain_rx(struct ts_stack *st)
 	int got, k = 0;
 
 	pthread_mutex_lock(&st->lock);
-	got = stack__poll_rx_locked(st, &k);
+	got = stack__poll_rx_locked(st, &k, NULL);
 	pthread_mutex_unlock(&st->lock);
 	if (got > 0)
 		ts_wait__wake_sleepers();

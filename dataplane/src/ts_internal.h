@@ -179,6 +179,8 @@ TS_HIDDEN void ts_stack__flush(struct ts_stack *st);
 TS_HIDDEN int ts_stack__poll_rx(struct ts_stack *st);
 TS_HIDDEN int ts_stack__drain_rx(struct ts_stack *st);
 TS_HIDDEN int ts_stack__poll(struct ts_stack *st, int wait);
+struct ts_direct;
+TS_HIDDEN int ts_stack__poll_direct(struct ts_stack *st, struct ts_direct *dir);
 TS_HIDDEN int ts_stack__poll_all(void);
 TS_HIDDEN int ts_stack__busy(const struct ts_stack *st);
 TS_HIDDEN int ts_stack__any_busy(void);
@@ -416,6 +418,9 @@ TS_HIDDEN void ts_sock__dup(int oldfd, int newfd);
 TS_HIDDEN void ts_sock__check_owner(struct ts_sock *s, int fd);
 TS_HIDDEN int ts_sock__activate_for_send(struct ts_sock *s, int fd);
 TS_HIDDEN int ts_sock__require_fail(struct ts_sock *s, const char *why);
+TS_HIDDEN ssize_t ts_rx__copyout(const struct ts_sock *s,
+				 const struct ts_rxent *e, struct msghdr *msg,
+				 int flags);
 TS_HIDDEN ssize_t ts_sock__pop(struct ts_sock *s, struct msghdr *msg,
 			       int flags);
 TS_HIDDEN ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd,
@@ -449,8 +454,21 @@ TS_HIDDEN void ts_sock__after_fork_child(struct tickstack_stats *old,
 TS_HIDDEN int ts_sock__init_tables(void);
 TS_HIDDEN void ts_sock__deliver_begin(void);
 TS_HIDDEN void ts_sock__deliver_end(void);
+/* A receiving thread's offer to take its own next datagram straight from
+ * the RX ring it polls (ts_stack__poll_direct): when the ring's datagram
+ * is for s alone and s's queue is empty, it is copied to msg at once (no
+ * queue, no second lock), and the frame goes back to the fill ring. */
+struct ts_direct {
+	struct ts_sock *s;
+	struct msghdr *msg;
+	int flags;
+	int done;     /* taken: ret is recvmsg's result */
+	ssize_t ret;
+};
+#define TS_DELIVER_TAKEN (-2) /* ts_sock__deliver: copied to the ts_direct */
 TS_HIDDEN int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
-			       const struct ts_udp_meta *m, uint64_t rx_ns);
+			       const struct ts_udp_meta *m, uint64_t rx_ns,
+			       struct ts_direct *dir);
 
 /* ---- the wait primitive: recv, poll, select and epoll spin, then sleep
  * in ppoll on their kernel fds, the XSKs and the signal eventfd. */
@@ -469,6 +487,7 @@ struct ts_wait {
 	const sigset_t *mask;   /* ppoll's and epoll_pwait's mask */
 	struct ts_stack **stacks; /* XSKs to poll; NULL: all of the process */
 	int *nstacks;
+	struct ts_direct *direct; /* recv: take our datagram from the ring */
 	struct pollfd *sleep_buf; /* NULL: 16 of the caller's fds on the stack */
 	int sleep_cap;            /* the caller's fds that fit (the XSKs and
 				   * the eventfd get room after them) */

@@ -144,7 +144,11 @@ static void wait__poll_rings(const struct ts_wait *w)
 	for (i = 0; i < n; i++) {
 		struct ts_stack *st = __atomic_load_n(&w->stacks[i], __ATOMIC_ACQUIRE);
 
-		if (ts_stack__usable(st) && ts_stack__busy(st))
+		if (!ts_stack__usable(st) || !ts_stack__busy(st))
+			continue;
+		if (w->direct && !w->direct->done)
+			ts_stack__poll_direct(st, w->direct);
+		else
 			ts_stack__poll(st, 0);
 	}
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# bench/ab.sh - interleaved A/B of dataplane builds: the bypass sockperf UDP ping-pong over one veth
+# pair, each round running every build once, so that the VM's speed-mode changes hit all builds
+# alike (a single benchmark run per build cannot resolve a few percent on a shared VM).
+# Usage: bench/ab.sh ROUNDS SIZE DIR...   (as root; DIR: a dataplane directory with build/)
+# Prints each round's medians (us), then per build the median over rounds and the median of the
+# per-round ratios against the first DIR. AB_SECONDS sets each run's length (default 3).
+# A revision's build: git worktree add /tmp/rev REV && make -C /tmp/rev/dataplane all
+set -uo pipefail
+
+[ $# -ge 3 ] || { echo "usage: $0 ROUNDS SIZE DIR..." >&2; exit 2; }
+rounds=$1 size=$2
+shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+. "$top/tests/lib.sh"
+trap tsdp_cleanup EXIT
+trap 'exit 130' INT TERM
+[ "$(id -u)" = 0 ] || { echo "ab: needs root" >&2; exit 1; }
+for d in "$@"; do
+	[ -x "$d/build/tickstack-run" ] || { echo "ab: $d/build/tickstack-run missing: make -C $d all" >&2; exit 1; }
+done
+
+tsdp_ns NA a
+tsdp_ns NB b
+tsdp_pair "$NA" "$NB" 198.18.31
+IFA=tsdpv${TSDP_ID}a IFB=tsdpv${TSDP_ID}b IPA=198.18.31.1 IPB=198.18.31.2
+MACB=$(ip -n "$NB" -br link show "$IFB" | awk '{print $3}')
+MACA=$(ip -n "$NA" -br link show "$IFA" | awk '{print $3}')
+ip -n "$NA" neigh replace $IPB lladdr "$MACB" dev "$IFA" nud permanent
+ip -n "$NB" neigh replace $IPA lladdr "$MACA" dev "$IFB" nud permanent
+
+out=$(mktemp)
+PORT=21000
+for r in $(seq 1 "$rounds"); do
+	line="round $r:"
+	for d in "$@"; do
+		PORT=$((PORT + 1))
+		ip netns exec "$NB" "$d/build/tickstack-run" -p latency taskset -c 1 \
+			sockperf sr -i $IPB -p $PORT >/dev/null 2>&1 &
+		srv=$!
+		wait_for 10 udp_listening "$NB" $PORT || { echo "ab: server of $d did not start" >&2; exit 1; }
+		m=$(ip netns exec "$NA" "$d/build/tickstack-run" -p latency taskset -c 0 \
+			sockperf pp -i $IPB -p $PORT -m "$size" -t "${AB_SECONDS:-3}" 2>&1 |
+			sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
+		kill -INT "$srv" 2>/dev/null
+		wait "$srv" 2>/dev/null
+		ip -n "$NA" link set dev "$IFA" xdp off 2>/dev/null
+		ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
+		line="$line ${m:-none}"
+	done
+	echo "$line" | tee -a "$out"
+done
+python3 - "$out" "$@" <<'PY'
+import statistics, sys
+rows = [l.split(":", 1)[1].split() for l in open(sys.argv[1])]
+dirs = sys.argv[2:]
+for i, d in enumerate(dirs):
+    v = [float(r[i]) for r in rows if r[i] != "none"]
+    rat = [float(r[i]) / float(r[0]) for r in rows if "none" not in (r[i], r[0])]
+    print("%-40s median %.3f us  min %.3f us  ratio to the first %.3f" % (
+        d, statistics.median(v), min(v), statistics.median(rat)))
+PY
+rm -f "$out"
