@@ -248,7 +248,34 @@ static void sock__steer_del(struct ts_sock *s, struct ts_stack *st,
 		ts_stack__steer_del(st, key, s->lport, 1);
 }
 
-static void sock__steer_all(struct ts_sock *s, int add)
+/* What sock__steer_all does with each steering entry of a socket. */
+enum steer_op {
+	STEER_DEL,    /* take it down (unless another socket of ours needs it) */
+	STEER_SHARE,  /* mark it shared: the kernel delivers (park) */
+	STEER_AGAIN,  /* steer it to our XSK again, or shared (sock__steer) */
+};
+
+static int sock__steer(struct ts_sock *s, struct ts_stack *st, uint32_t key);
+
+static void sock__steer_key(struct ts_sock *s, struct ts_stack *st,
+			    uint32_t key, enum steer_op op)
+{
+	switch (op) {
+	case STEER_DEL:
+		sock__steer_del(s, st, key);
+		break;
+	case STEER_SHARE:
+		ts_stack__steer_shared(st, key, s->lport);
+		break;
+	case STEER_AGAIN:
+		sock__steer(s, st, key);
+		break;
+	}
+}
+
+/* op on every steering entry of s: its address and its groups, on each of
+ * its XSKs. ts_lock. */
+static void sock__steer_all(struct ts_sock *s, enum steer_op op)
 {
 	int i, g;
 
@@ -257,20 +284,11 @@ static void sock__steer_all(struct ts_sock *s, int add)
 
 		if (!ts_stack__usable(st))
 			continue;
-		if (!IN_MULTICAST(ntohl(s->laddr))) {
-			if (add)
-				ts_stack__steer_add(st, s->laddr, s->lport);
-			else
-				sock__steer_del(s, st, s->laddr);
-		}
-		for (g = 0; g < s->ngroups; g++) {
-			if (s->group_ifindex[g] != ts_stack__ifindex(st))
-				continue;
-			if (add)
-				ts_stack__steer_add(st, s->groups[g], s->lport);
-			else
-				sock__steer_del(s, st, s->groups[g]);
-		}
+		if (!IN_MULTICAST(ntohl(s->laddr)))
+			sock__steer_key(s, st, s->laddr, op);
+		for (g = 0; g < s->ngroups; g++)
+			if (s->group_ifindex[g] == ts_stack__ifindex(st))
+				sock__steer_key(s, st, s->groups[g], op);
 	}
 }
 
@@ -396,35 +414,6 @@ struct ts_forkwatch {         /* the parent's, under ts_lock */
 static struct ts_forkwatch *fork_watches; /* children being watched */
 static struct ts_forkwatch *fork_pending; /* the fork under way */
 
-static int sock__steer(struct ts_sock *s, struct ts_stack *st, uint32_t key);
-
-/* Mark s's entries shared (park) or steer them again (unpark). ts_lock. */
-static void sock__park(struct ts_sock *s, int park)
-{
-	int i, g;
-
-	for (i = 0; i < s->nrx; i++) {
-		struct ts_stack *st = s->rx_stacks[i];
-
-		if (!ts_stack__usable(st))
-			continue;
-		if (!IN_MULTICAST(ntohl(s->laddr))) {
-			if (park)
-				ts_stack__steer_shared(st, s->laddr, s->lport);
-			else
-				sock__steer(s, st, s->laddr);
-		}
-		for (g = 0; g < s->ngroups; g++) {
-			if (s->group_ifindex[g] != ts_stack__ifindex(st))
-				continue;
-			if (park)
-				ts_stack__steer_shared(st, s->groups[g], s->lport);
-			else
-				sock__steer(s, st, s->groups[g]);
-		}
-	}
-}
-
 static int sock__parkable(const struct ts_sock *s)
 {
 	return s->q && s->state == TS_S_ACCEL && s->nrx > 0 &&
@@ -468,7 +457,7 @@ static void fork__park(void)
 		w->socks[i].gen = s->gen;
 		w->socks[i].parked = 1;
 		if (!s->parked++) {
-			sock__park(s, 1);
+			sock__steer_all(s, STEER_SHARE);
 			TS_INC(ts_stats->kernel_shared);
 			TS_INC(ts_stats->fallback_events);
 			ts_dbg("fd %d is shared with a forked child: the kernel "
@@ -546,7 +535,7 @@ void ts_sock__check_forks(void)
 				continue; /* closed meanwhile */
 			if (!--s->parked && s->state == TS_S_ACCEL &&
 			    s->owner == ts_getpid()) {
-				sock__park(s, 0);
+				sock__steer_all(s, STEER_AGAIN);
 				ts_dbg("fd %d: no forked child holds it any more, "
 				       "the XSK takes it again", s->fd);
 			}
@@ -593,21 +582,24 @@ void ts_sock__before_exec(void)
 	if (!ts_fdtab)
 		return;
 	ts_lock();
-	for (fd = -1; (s = sock__next(&fd));) {
-		int kept = 0, f;
+	/* one pass over the fds: which sockets an fd keeps (exec_let_go -1) */
+	for (fd = 0; fd < ts_fdtab_size; fd++) {
+		int fl;
 
+		s = ts_sock__of(fd);
+		if (!s || !s->fork_rec || s->exec_let_go < 0)
+			continue;
+		fl = ts_real_fcntl(fd, F_GETFD);
+		if (fl >= 0 && !(fl & FD_CLOEXEC))
+			s->exec_let_go = -1;
+	}
+	for (fd = -1; (s = sock__next(&fd));) {
 		if (!s->fork_rec)
 			continue;
-		for (f = 0; f < ts_fdtab_size && !kept; f++) {
-			int fl;
-
-			if (ts_sock__of(f) != s)
-				continue;
-			fl = ts_real_fcntl(f, F_GETFD);
-			kept = fl >= 0 && !(fl & FD_CLOEXEC);
-		}
-		if (kept || s->fork_idx >= s->fork_rec->n)
+		if (s->exec_let_go < 0 || s->fork_idx >= s->fork_rec->n) {
+			s->exec_let_go = 0;
 			continue;
+		}
 		s->exec_let_go = 1;
 		__atomic_store_n(&s->fork_rec->held[s->fork_idx], 0,
 				 __ATOMIC_RELEASE);
@@ -725,7 +717,7 @@ static void sock__drain(struct ts_sock *s)
 static void sock__to_kernel(struct ts_sock *s)
 {
 	if (s->state == TS_S_ACCEL) {
-		sock__steer_all(s, 0);
+		sock__steer_all(s, STEER_DEL);
 		port_unlink(s);
 		TS_INC(ts_stats->sockets_kernel);
 	}
@@ -981,7 +973,7 @@ void ts_sock__finalize(struct ts_sock *s)
 		return;
 	ts_lock();
 	if (s->state == TS_S_ACCEL && s->owner == ts_getpid()) {
-		sock__steer_all(s, 0);
+		sock__steer_all(s, STEER_DEL);
 		port_unlink(s);
 	}
 	__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
@@ -1225,7 +1217,7 @@ int ts_sock__after_connect(struct ts_sock *s, int fd,
 		if (s->state == TS_S_ACCEL &&
 		    (ts_real_getsockname(fd, (struct sockaddr *)&now, &nl) ||
 		     now.sin_port != s->lport)) {
-			sock__steer_all(s, 0);
+			sock__steer_all(s, STEER_DEL);
 			port_unlink(s);
 			__atomic_store_n(&s->nrx, 0, __ATOMIC_RELEASE);
 			__atomic_store_n(&s->state, TS_S_NEW, __ATOMIC_RELEASE);

@@ -1071,10 +1071,14 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
 	return (int)got;
 }
 
-/* Poll st's RX ring. wait: 1 take the lock; 0 only if free (a spinning
- * thread leaves the ring to whoever is polling it: that one delivers to
- * every socket). Returns datagrams delivered, or -1 when skipped. */
-int ts_stack__poll(struct ts_stack *st, int wait)
+/* Poll st's RX ring once. wait: 1 take the lock; 0 only if free (a
+ * spinning thread leaves the ring to whoever is polling it: that one
+ * delivers to every socket). dir: a receiving thread's offer to take its
+ * own datagram (struct ts_direct). tcp: feed the TCP segments queued to
+ * lwIP (not under ts_lock: its callbacks may take it). Returns datagrams
+ * delivered, or -1 when skipped. */
+static int stack__poll(struct ts_stack *st, int wait, struct ts_direct *dir,
+		       int tcp)
 {
 	int got, k = 0;
 
@@ -1082,54 +1086,39 @@ int ts_stack__poll(struct ts_stack *st, int wait)
 		pthread_mutex_lock(&st->lock);
 	else if (pthread_mutex_trylock(&st->lock))
 		return -1;
-	got = stack__poll_rx_locked(st, &k, NULL);
+	got = stack__poll_rx_locked(st, &k, dir);
 	pthread_mutex_unlock(&st->lock);
 	if (got > 0) /* maybe into the queue of a thread asleep elsewhere */
 		ts_wait__wake_sleepers();
 	if (k)
 		kick(st);
-	ts_tcp__input_drain(); /* TCP segments queued above, into lwIP */
+	if (tcp)
+		ts_tcp__input_drain(); /* TCP segments queued above, into lwIP */
 	return got;
 }
 
-/* ts_stack__poll (without waiting for the lock), offering dir the first
- * datagram for its socket (struct ts_direct). */
+int ts_stack__poll(struct ts_stack *st, int wait)
+{
+	return stack__poll(st, wait, NULL, 1);
+}
+
+/* ts_stack__poll without waiting for the lock, offering dir the first
+ * datagram for its socket. */
 int ts_stack__poll_direct(struct ts_stack *st, struct ts_direct *dir)
 {
-	int got, k = 0;
+	return stack__poll(st, 0, dir, 1);
+}
 
-	if (pthread_mutex_trylock(&st->lock))
-		return -1;
-	got = stack__poll_rx_locked(st, &k, dir);
-	pthread_mutex_unlock(&st->lock);
-	if (got > 0)
-		ts_wait__wake_sleepers();
-	if (k)
-		kick(st);
-	ts_tcp__input_drain();
-	return got;
+/* Every datagram in st's RX ring into the sockets' queues, with ts_lock
+ * held (atfork prepare): TCP segments stay queued for the next poll. */
+int ts_stack__drain_rx(struct ts_stack *st)
+{
+	return stack__poll(st, 1, NULL, 0);
 }
 
 int ts_stack__poll_rx(struct ts_stack *st)
 {
 	return ts_stack__poll(st, 1);
-}
-
-/* Every datagram in st's RX ring into the sockets' queues, with ts_lock
- * held (atfork prepare): TCP segments stay queued for the next poll, whose
- * lwIP callbacks may take ts_lock. */
-int ts_stack__drain_rx(struct ts_stack *st)
-{
-	int got, k = 0;
-
-	pthread_mutex_lock(&st->lock);
-	got = stack__poll_rx_locked(st, &k, NULL);
-	pthread_mutex_unlock(&st->lock);
-	if (got > 0)
-		ts_wait__wake_sleepers();
-	if (k)
-		kick(st);
-	return got;
 }
 
 /* Lock-free hint: frames waiting in the RX ring? (Transmissions are the

@@ -325,7 +325,8 @@ struct ts_sock {
 				      * fork it came through, where closing
 				      * its copy is noted; NULL */
 	uint32_t fork_idx;    /* its slot there */
-	int exec_let_go;      /* cleared its slot for an exec under way */
+	int exec_let_go;      /* 1: cleared its slot for an exec under way;
+			       * -1 while looking: an fd keeps it */
 	struct ts_sock *next_port; /* chain in the port table */
 	struct ts_sock *next_free; /* pool */
 	struct tickstack_sock_stats *stats;

@@ -69,26 +69,11 @@ func TestRealHost(t *testing.T) {
 	hosttest.LockRealHost(t)
 
 	pid := os.Getpid()
-	vethA, vethB := fmt.Sprintf("tsagt%da", pid), fmt.Sprintf("tsagt%db", pid)
-	if out, err := exec.Command(ip, "link", "add", vethA, "numrxqueues", "2", "numtxqueues", "2", "type", "veth",
-		"peer", "name", vethB, "numrxqueues", "2", "numtxqueues", "2").CombinedOutput(); err != nil {
-		t.Fatalf("ip link add: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command(ip, "link", "del", vethA).Run() })
-
+	vethA := fmt.Sprintf("tsagt%da", pid)
+	hosttest.VethPair(t, ip, vethA, fmt.Sprintf("tsagt%db", pid), 2)
+	// the last line of defence: anything still different is a failure, put back by hand
 	files := realFiles(t, vethA)
-	before := hosttest.SnapshotFiles(t, files)
-	t.Cleanup(func() {
-		// The last line of defence: anything still different is a failure, put back by hand.
-		after := hosttest.SnapshotFiles(t, files)
-		for f, v := range before {
-			if after[f] == v {
-				continue
-			}
-			t.Errorf("real host file %s is %q after the test, was %q; putting it back", f, after[f], v)
-			_ = os.WriteFile(f, []byte(v), 0)
-		}
-	})
+	before := hosttest.GuardRealFiles(t, files)
 
 	state := agenttest.TempDir(t, "real")
 	irqbalanceFile := filepath.Join(state, "irqbalance") // never the host's own file
@@ -294,12 +279,8 @@ func TestRealHostNICEvent(t *testing.T) {
 	ip := testutil.RequireTool(t, "ip")
 	ethtool := testutil.RequireTool(t, "ethtool")
 	pid := os.Getpid()
-	vethC, vethD := fmt.Sprintf("tsagt%dc", pid), fmt.Sprintf("tsagt%dd", pid)
-	if out, err := exec.Command(ip, "link", "add", vethC, "numrxqueues", "4", "numtxqueues", "4", "type", "veth",
-		"peer", "name", vethD, "numrxqueues", "4", "numtxqueues", "4").CombinedOutput(); err != nil {
-		t.Fatalf("ip link add: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command(ip, "link", "del", vethC).Run() })
+	vethC := fmt.Sprintf("tsagt%dc", pid)
+	hosttest.VethPair(t, ip, vethC, fmt.Sprintf("tsagt%dd", pid), 4)
 
 	state := agenttest.TempDir(t, "nic")
 	h := &host.Host{Root: "/", IrqbalanceConfig: filepath.Join(state, "irqbalance"), NIC: &host.EthtoolNIC{}}

@@ -116,25 +116,10 @@ func TestAgentCost(t *testing.T) {
 
 	// the NIC group's interface: a veth pair with two queues, down, no address
 	pid := os.Getpid()
-	vethA, vethB := fmt.Sprintf("tsac%da", pid), fmt.Sprintf("tsac%db", pid)
-	if out, err := exec.Command(ip, "link", "add", vethA, "numrxqueues", "2", "numtxqueues", "2", "type", "veth",
-		"peer", "name", vethB, "numrxqueues", "2", "numtxqueues", "2").CombinedOutput(); err != nil {
-		t.Fatalf("ip link add: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command(ip, "link", "del", vethA).Run() })
-
+	vethA := fmt.Sprintf("tsac%da", pid)
+	hosttest.VethPair(t, ip, vethA, fmt.Sprintf("tsac%db", pid), 2)
 	// the last line of defence: every real file the profile may touch, compared at the end
-	files := realFiles(t, vethA)
-	before := hosttest.SnapshotFiles(t, files)
-	t.Cleanup(func() {
-		after := hosttest.SnapshotFiles(t, files)
-		for f, v := range before {
-			if after[f] != v {
-				t.Errorf("real host file %s is %q after the agent restored, was %q; putting it back", f, after[f], v)
-				_ = os.WriteFile(f, []byte(v), 0)
-			}
-		}
-	})
+	hosttest.GuardRealFiles(t, realFiles(t, vethA))
 
 	env, c := kubetest.New(t, kubetest.Options{})
 	user, err := env.AddUser(envtest.User{Name: "tickstack-agent-cost", Groups: []string{"system:masters"}})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -110,4 +111,34 @@ func Diff(before, after map[string]string) []string {
 	}
 	sort.Strings(diffs)
 	return diffs
+}
+
+// GuardRealFiles snapshots real host files now and returns the snapshot; when the test ends
+// (after the cleanups registered later, such as the code's own restore), it fails the test for
+// every file that differs and writes its snapshot back, so that the machine is never left changed.
+func GuardRealFiles(t testing.TB, files []string) map[string]string {
+	t.Helper()
+	before := SnapshotFiles(t, files)
+	t.Cleanup(func() {
+		after := SnapshotFiles(t, files)
+		for f, v := range before {
+			if after[f] != v {
+				t.Errorf("real host file %s is %q after the test, was %q; putting it back", f, after[f], v)
+				_ = os.WriteFile(f, []byte(v), 0)
+			}
+		}
+	})
+	return before
+}
+
+// VethPair creates the veth pair nameA-nameB with queues RX and TX queues each (down, no
+// address), deleted when the test ends.
+func VethPair(t testing.TB, ip, nameA, nameB string, queues int) {
+	t.Helper()
+	q := fmt.Sprint(queues)
+	if out, err := exec.Command(ip, "link", "add", nameA, "numrxqueues", q, "numtxqueues", q, "type", "veth",
+		"peer", "name", nameB, "numrxqueues", q, "numtxqueues", q).CombinedOutput(); err != nil {
+		t.Fatalf("ip link add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(ip, "link", "del", nameA).Run() })
 }
