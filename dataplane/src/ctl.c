@@ -21,6 +21,9 @@
 static pthread_t ctl_tid;
 static pid_t ctl_pid;  /* process whose thread runs (0: none) */
 static int ctl_efd = -1;
+static int ctl_nl = -1; /* the thread's rtnetlink socket, opened before it
+			 * starts: the process's fds are settled when
+			 * ts_ctl__start returns */
 
 static int ctl__nl_open(void)
 {
@@ -67,9 +70,8 @@ static void ctl__nl_drain(int fd)
 static void *ctl__main(void *arg)
 {
 	uint64_t next_share = 0, next_uring = 0;
-	int nl;
+	int nl = (int)(intptr_t)arg;
 
-	(void)arg;
 	ts_in_lib = 1; /* this thread's libc calls are never interposed */
 	/* It runs for microseconds when the network changes, but must run
 	 * then, also on a CPU the application keeps busy spinning (its
@@ -77,11 +79,9 @@ static void *ctl__main(void *arg)
 	 * where the process may set one (CAP_SYS_NICE), best effort. */
 	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10))
 		ts_dbg("control thread keeps its priority: %s", strerror(errno));
-	nl = ctl__nl_open();
 	if (nl < 0)
-		ts_log("rtnetlink subscription failed (%s): next hops are "
-		       "resolved but not refreshed on changes",
-		       strerror(errno));
+		ts_log("rtnetlink subscription failed: next hops are resolved "
+		       "but not refreshed on changes");
 	for (;;) {
 		/* the eventfd, rtnetlink, and the pidfds of forked children
 		 * (whose exit gives their sockets back to the XSK) */
@@ -128,10 +128,13 @@ void ts_ctl__start(void)
 		ctl_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (ctl_efd < 0)
 		return;
+	if (ctl_nl < 0)
+		ctl_nl = ctl__nl_open();
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ts_in_lib++;
-	if (!pthread_create(&ctl_tid, NULL, ctl__main, NULL)) {
+	if (!pthread_create(&ctl_tid, NULL, ctl__main,
+			    (void *)(intptr_t)ctl_nl)) {
 		pthread_detach(ctl_tid);
 		__atomic_store_n(&ctl_pid, ts_getpid(), __ATOMIC_RELEASE);
 	} else {
@@ -172,5 +175,13 @@ void ts_ctl__poke(void)
 void ts_ctl__after_fork_child(void)
 {
 	__atomic_store_n(&ctl_pid, 0, __ATOMIC_RELEASE);
+	/* the parent's eventfd and rtnetlink socket are the parent's
+	 * thread's: a wake-up written to a shared eventfd would reach it */
+	if (ctl_efd >= 0)
+		ts_real_close(ctl_efd);
+	if (ctl_nl >= 0)
+		ts_real_close(ctl_nl);
+	ctl_efd = -1;
+	ctl_nl = -1;
 	ts_nh__reset();
 }
