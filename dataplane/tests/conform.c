@@ -492,6 +492,31 @@ static void c_fork(void)
 	printf("parent, a new datagram: %zd seq %d\n", n, seq_of(buf, n));
 }
 
+/* The parent's side of forkwin and forkexec: a datagram arrives while
+ * the child (told by go to read it) has not used the socket yet, the
+ * child exits, and the socket is the parent's alone again; settle: a
+ * pause before the last datagram. */
+static void fork_parent(int fd, int go, pid_t p, useconds_t settle)
+{
+	char buf[256];
+	ssize_t n;
+	int st = 0;
+
+	ask(fd, 1, 64, 0, 0);
+	usleep(300000); /* it has crossed the link */
+	if (write(go, "x", 1) != 1)
+		fail("write");
+	waitpid(p, &st, 0);
+	printf("child exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("parent after the child: %zd %s\n", n, n < 0 ? en(errno) : "");
+	if (settle)
+		usleep(settle);
+	ask(fd, 1, 64, 0, 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("parent, a new datagram: %zd seq %d\n", n, seq_of(buf, n));
+}
+
 /* a datagram that arrives after a fork, before the child (which never
  * execs) first uses the socket, while the parent only waits for the child:
  * the child reads it. After the child exits the socket is the parent's
@@ -499,7 +524,7 @@ static void c_fork(void)
  * XSK once the stack's control thread saw the child go, within 100 ms). */
 static void c_forkwin(void)
 {
-	int fd = udp(), st, go[2];
+	int fd = udp(), go[2];
 	char buf[256], c;
 	ssize_t n;
 	pid_t p;
@@ -520,18 +545,7 @@ static void c_forkwin(void)
 		fflush(stdout);
 		_exit(0);
 	}
-	ask(fd, 1, 64, 0, 0);
-	usleep(300000); /* it has crossed the link */
-	if (write(go[1], "x", 1) != 1)
-		fail("write");
-	waitpid(p, &st, 0);
-	printf("child exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-	printf("parent after the child: %zd %s\n", n, n < 0 ? en(errno) : "");
-	usleep(300000); /* three looks of the control thread */
-	ask(fd, 1, 64, 0, 0);
-	n = recv(fd, buf, sizeof(buf), 0);
-	printf("parent, a new datagram: %zd seq %d\n", n, seq_of(buf, n));
+	fork_parent(fd, go[1], p, 300000); /* three looks of the control thread */
 }
 
 /* dup2 over an accelerated fd, close_range, the fd number reused */
@@ -856,7 +870,7 @@ static void c_forkexec_child(void)
 
 static void c_forkexec(void)
 {
-	int fd = udp(), st = 0, go[2];
+	int fd = udp(), go[2];
 	char pa[INET_ADDRSTRLEN], pp[8], buf[256];
 	ssize_t n;
 	pid_t p;
@@ -876,17 +890,7 @@ static void c_forkexec(void)
 		execl(self_exe, "conform", "forkexec-child", pa, pp, (char *)NULL);
 		_exit(127);
 	}
-	ask(fd, 1, 64, 0, 0);
-	usleep(300000); /* it has crossed the link */
-	if (write(go[1], "x", 1) != 1)
-		fail("write");
-	waitpid(p, &st, 0);
-	printf("child exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-	printf("parent after the child: %zd %s\n", n, n < 0 ? en(errno) : "");
-	ask(fd, 1, 64, 0, 0);
-	n = recv(fd, buf, sizeof(buf), 0);
-	printf("parent, a new datagram: %zd seq %d\n", n, seq_of(buf, n));
+	fork_parent(fd, go[1], p, 0);
 }
 
 /* fork and exec with a close-on-exec socket: the new image does not hold
