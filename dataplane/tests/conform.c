@@ -498,12 +498,16 @@ static void c_fork(void)
  * pause before the last datagram. */
 static void fork_parent(int fd, int go, pid_t p, useconds_t settle)
 {
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
 	char buf[256];
 	ssize_t n;
 	int st = 0;
 
 	ask(fd, 1, 64, 0, 0);
-	usleep(300000); /* it has crossed the link */
+	/* the datagram has arrived: the socket both hold is readable (the
+	 * parent's look consumes nothing) */
+	if (poll(&pf, 1, 2000) != 1)
+		fail("poll: the datagram did not arrive");
 	if (write(go, "x", 1) != 1)
 		fail("write");
 	waitpid(p, &st, 0);

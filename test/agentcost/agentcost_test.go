@@ -238,7 +238,7 @@ func TestAgentCost(t *testing.T) {
 	}
 
 	// idle: CPU time of every thread (schedstat, ns) and runs on the isolated CPUs (perf)
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // not a wait for a condition: the apply's last writes stay out of the idle window
 	perfData := filepath.Join(dir, "perf.data")
 	pr := exec.Command(perf, "record", "-q", "-e", "sched:sched_switch", "-C", isolated.String(), "-o", perfData,
 		"--", "sleep", strconv.FormatFloat(idleFlag.Seconds(), 'f', 3, 64))
