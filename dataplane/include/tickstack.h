@@ -75,6 +75,16 @@
 	X(newreno_rexmits)  /* partial ACKs answered with a retransmission */ \
 	X(listen_overflow)  /* SYNs / handshake ACKs dropped: accept queue full */
 
+/* Counters of the next-hop cache the send path reads (process wide): a
+ * route, rule, address, link or neighbour change that dropped cached next
+ * hops (a refresh), and what it cost the senders after it. */
+#define TICKSTACK_NH_COUNTERS(X)                                               \
+	X(refreshes)     /* rtnetlink changes that dropped cached next hops */ \
+	X(misses)        /* sends that found no next hop cached (a new flow,  \
+			    or the first send after a refresh) */              \
+	X(wait_timeouts) /* misses not answered by the control thread within  \
+			    5 ms: that datagram went through the kernel */
+
 #define TICKSTACK_DECLARE_U64(name) uint64_t name;
 
 struct tickstack_xsk_stats {
@@ -117,6 +127,9 @@ struct tickstack_stats {
 	struct {
 		TICKSTACK_TCP_COUNTERS(TICKSTACK_DECLARE_U64)
 	} tcp;
+	struct {
+		TICKSTACK_NH_COUNTERS(TICKSTACK_DECLARE_U64)
+	} nh;
 };
 
 #endif /* TICKSTACK_H */

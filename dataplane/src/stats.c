@@ -215,6 +215,11 @@ static void dump_to(FILE *f)
 	TICKSTACK_TCP_COUNTERS(PR)
 #undef PR
 	fprintf(f, "\n");
+	fprintf(f, "nh");
+#define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)t->nh.n);
+	TICKSTACK_NH_COUNTERS(PR)
+#undef PR
+	fprintf(f, "\n");
 }
 
 /* Append to path: created (O_EXCL) or an existing regular file of this

@@ -76,6 +76,7 @@ int ts_nh__get(const struct ts_flow *fl, struct ts_nexthop *out)
 		}
 		c->valid = 0;
 	}
+	TS_INC(ts_stats->nh.misses);
 	for (i = 0; i < nh_nreq; i++)
 		if (flow_eq(&nh_req[i], fl))
 			break;
@@ -103,6 +104,8 @@ int ts_nh__get(const struct ts_flow *fl, struct ts_nexthop *out)
 			break;
 	}
 	pthread_mutex_unlock(&nh_lock);
+	if (why == NH_PENDING)
+		TS_INC(ts_stats->nh.wait_timeouts);
 	return why;
 }
 
@@ -190,7 +193,7 @@ void ts_nh__resolve_pending(void)
  * entries through it; a route, rule, address or link change drops all. */
 void ts_nh__event(const struct nlmsghdr *h)
 {
-	int i;
+	int i, dropped = 0;
 
 	pthread_mutex_lock(&nh_lock);
 	if (h->nlmsg_type == RTM_NEWNEIGH || h->nlmsg_type == RTM_DELNEIGH) {
@@ -227,13 +230,18 @@ void ts_nh__event(const struct nlmsghdr *h)
 				 c->nh.ifindex == nd->ndm_ifindex &&
 				 (!ok || !mac || memcmp(mac, c->nh.mac, 6)))
 				c->valid = 0;
+			dropped += !c->valid;
 		}
 		goto out;
 	}
-	for (i = 0; i < TS_NH_CACHE; i++)
+	for (i = 0; i < TS_NH_CACHE; i++) {
+		dropped += nh_cache[i].valid;
 		nh_cache[i].valid = 0;
+	}
 out:
 	pthread_mutex_unlock(&nh_lock);
+	if (dropped)
+		TS_INC(ts_stats->nh.refreshes);
 }
 
 static void nh__cond_init(void)

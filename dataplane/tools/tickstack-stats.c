@@ -70,6 +70,10 @@ static void print(const struct tickstack_stats *t)
 #define PR(n) printf("    %-20s %llu\n", #n, (unsigned long long)t->tcp.n);
 	TICKSTACK_TCP_COUNTERS(PR)
 #undef PR
+	printf("  next hops\n");
+#define PR(n) printf("    %-20s %llu\n", #n, (unsigned long long)t->nh.n);
+	TICKSTACK_NH_COUNTERS(PR)
+#undef PR
 }
 
 static int show(int pid)
