@@ -100,6 +100,84 @@ type PercentilePoint struct {
 	ValueNs int64 `json:"valueNs"`
 }
 
+// MaxListedStalls is how many stalls a StallReport lists; its Count says how many there were.
+const MaxListedStalls = 10
+
+// Stall is one stretch of a run in which the measured messages stood still: a message far slower
+// than the run's p99.9, or a pause between two consecutive sends far longer than the run's usual
+// interval, stretches that overlap or touch counted as one.
+// +kubebuilder:object:generate=true
+type Stall struct {
+	// OffsetNs is when the stall began, from the send of the run's first timed message.
+	OffsetNs int64 `json:"offsetNs"`
+	// DurationNs is how long nothing moved: from the send of the first message the stall held up
+	// to that message's reply, or to the next send, whichever came later.
+	DurationNs int64 `json:"durationNs"`
+	// LatencyNs is the latency of the slowest timed message sent during the stall; at most the
+	// report's LatencyThresholdNs means no message was slow itself: the sender paused, or replies
+	// went missing.
+	LatencyNs int64 `json:"latencyNs"`
+}
+
+// StackCounter is one counter of the bypass stack's statistics (docs/dataplane.md "Statistics")
+// over one sockperf process's run, named after the line of the stack's statistics dump it is on
+// and its name there ("xsk.tx_ring_full", "sock.tx_kernel_neigh", "nh.refreshes"); counters of
+// several XSKs or sockets are summed.
+// +kubebuilder:object:generate=true
+type StackCounter struct {
+	Name  string `json:"name"`
+	Value int64  `json:"value"`
+}
+
+// StallReport is what the runner found about stalls in one row's run: the stalls themselves, a
+// sample count far below the suite's other rows, and, on the bypass stack, the stack's counters
+// that say what it was doing (docs/benchmark-methods.md "Stalls").
+// +kubebuilder:object:generate=true
+type StallReport struct {
+	// Count is the number of stalls found.
+	Count int32 `json:"count"`
+	// TotalNs is their summed duration.
+	TotalNs int64 `json:"totalNs"`
+	// LatencyThresholdNs is the latency above which a message is a stall: 10 x the run's p99.9,
+	// at least 1 ms. For the bypass stack's pingPong rows it is also the bound the row's maximum
+	// is checked against.
+	LatencyThresholdNs int64 `json:"latencyThresholdNs"`
+	// GapThresholdNs is the pause between the sends of two consecutive timed messages above which
+	// the pause is a stall: 10 x the median pause of the run, at least 1 ms (0: fewer than two
+	// messages).
+	GapThresholdNs int64 `json:"gapThresholdNs"`
+	// Stalls are the longest stalls, at most MaxListedStalls, in the order they happened.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	// +optional
+	Stalls []Stall `json:"stalls,omitempty"`
+	// NeighbourSamples is, for a pingPong row, the median sample count of the suite's other rows
+	// of the same stack and protocol (0: there were none).
+	// +optional
+	NeighbourSamples int64 `json:"neighbourSamples,omitempty"`
+	// FewSamples is true when the row's sample count is below a quarter of NeighbourSamples: in
+	// the same time the run timed far fewer messages than its neighbours did.
+	// +optional
+	FewSamples bool `json:"fewSamples,omitempty"`
+	// Counters are the bypass stack's counters of the runner's sockperf that are zero in an
+	// undisturbed run (waits for a full ring or an empty fill ring, drops, fallbacks to the
+	// kernel, next-hop refreshes, failed wake-ups, retransmissions) and were not; empty on the
+	// kernel stack.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Counters []StackCounter `json:"counters,omitempty"`
+	// ReflectorCounters are the same counters of the reflector's sockperf server of this row.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	ReflectorCounters []StackCounter `json:"reflectorCounters,omitempty"`
+	// CountersMissing says why the bypass stack's counters of a side are missing (the process
+	// wrote no statistics dump), so that empty counters are not read as an undisturbed run.
+	// +optional
+	CountersMissing string `json:"countersMissing,omitempty"`
+}
+
 // PingPongRow is one message size of one protocol.
 // +kubebuilder:object:generate=true
 type PingPongRow struct {
@@ -110,6 +188,9 @@ type PingPongRow struct {
 	LatencyStats `json:",inline"`
 	// Dropped counts replies that never came back (sockperf's "dropped messages").
 	Dropped int64 `json:"dropped"`
+	// Stalls is what the runner found about stalls in this row's run.
+	// +optional
+	Stalls *StallReport `json:"stalls,omitempty"`
 }
 
 // PingPongResult is the pingPong table.
@@ -152,6 +233,9 @@ type RateRow struct {
 	Sustained bool `json:"sustained"`
 	// LatencyStats is the half round trip of the reflected messages (one in ReplyEvery).
 	LatencyStats `json:",inline"`
+	// Stalls is what the runner found about stalls in this row's run.
+	// +optional
+	Stalls *StallReport `json:"stalls,omitempty"`
 }
 
 // RateSweepResult is the rateSweep table.
@@ -232,6 +316,9 @@ type MixedBurstRow struct {
 	// Large is the distribution of the 600 B messages only.
 	// +optional
 	Large *LatencyStats `json:"large,omitempty"`
+	// Stalls is what the runner found about stalls in this row's run.
+	// +optional
+	Stalls *StallReport `json:"stalls,omitempty"`
 }
 
 // MixedBurstResult is the mixedBurst table.

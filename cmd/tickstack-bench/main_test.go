@@ -208,6 +208,12 @@ func TestRunnerOverVeth(t *testing.T) {
 				t.Errorf("pingPong row %d is %s %d B, want %s %d B", i, row.Protocol, row.MessageSize, p, size)
 			}
 			monotonic(t, fmt.Sprintf("pingPong %s %d B", p, size), row.LatencyStats)
+			// every row is examined for stalls and compared with the other size of its protocol;
+			// the kernel stack has no counters to report
+			if st := row.Stalls; st == nil || st.LatencyThresholdNs != bench.LatencyStallThreshold(row.P999Ns) || st.NeighbourSamples == 0 ||
+				st.Counters != nil || st.ReflectorCounters != nil || st.CountersMissing != "" {
+				t.Errorf("pingPong %s %d B stall report %+v", p, size, row.Stalls)
+			}
 			if p == tsv1.ProtocolTCP && row.Dropped != 0 {
 				t.Errorf("TCP ping-pong dropped %d messages", row.Dropped)
 			}

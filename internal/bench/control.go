@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -53,6 +54,10 @@ type ReflectorCounters struct {
 	Received   int64  `json:"received"`
 	GapDropped int64  `json:"gapDropped"`
 	Output     string `json:"output,omitempty"`
+	// Stack are the bypass stack's exit counters of a bypass server.
+	Stack StackCounters `json:"stack,omitempty"`
+	// StackMissing says why a bypass server's counters are missing.
+	StackMissing string `json:"stackMissing,omitempty"`
 }
 
 type controlResponse struct {
@@ -74,6 +79,9 @@ type Reflector struct {
 	// Once makes Serve return after the first control connection ends (the client is done), so
 	// a Job's reflector pod completes.
 	Once bool
+	// WorkDir holds the bypass servers' statistics dumps until they are read; empty means the
+	// system's temporary directory.
+	WorkDir string
 }
 
 type reflectorProc struct {
@@ -81,6 +89,10 @@ type reflectorProc struct {
 	out  *syncBuffer
 	done chan struct{}
 	err  error
+	// statsDir receives a bypass server's statistics dump ("": none was asked for).
+	statsDir string
+	// statsErr says why a bypass server dumps no statistics.
+	statsErr string
 }
 
 func (r *Reflector) logf(format string, a ...any) {
@@ -129,6 +141,7 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 	defer func() {
 		for _, p := range procs {
 			stopProc(p)
+			p.removeStats()
 		}
 		c.Close()
 	}()
@@ -167,6 +180,7 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 				out := stopProc(p)
 				rep := ParseSockperfServer(out)
 				resp.Counters = &ReflectorCounters{Received: rep.Received, GapDropped: rep.GapDropped, Output: tail(out, 2000)}
+				resp.Counters.Stack, resp.Counters.StackMissing = p.stackCounters()
 				if !rep.HasReceived {
 					resp.Error = fmt.Sprintf("sockperf server printed no totals when stopped: %s", tail(out, 600))
 				}
@@ -233,8 +247,16 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 		return nil, err
 	}
 	p := &reflectorProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	if req.Stack == tsv1.StackBypass {
+		if p.statsDir, err = os.MkdirTemp(r.WorkDir, "tsbench-stats-"); err != nil {
+			p.statsDir, p.statsErr = "", fmt.Sprintf("creating a directory for the stack's statistics: %v", err)
+		} else {
+			withStatsFile(cmd, p.statsDir)
+		}
+	}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
+		p.removeStats()
 		return nil, fmt.Errorf("starting sockperf server: %w", err)
 	}
 	go func() {
@@ -249,13 +271,36 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 		}
 		select {
 		case <-p.done:
+			p.removeStats()
 			return nil, fmt.Errorf("sockperf server exited before it was ready (%v): %s", p.err, tail(p.out.String(), 600))
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			stopProc(p)
+			p.removeStats()
 			return nil, fmt.Errorf("sockperf server not ready after 15s: %s", tail(p.out.String(), 600))
 		}
+	}
+}
+
+// stackCounters reads a stopped bypass server's statistics dump and removes it; nil and "" for a
+// kernel server.
+func (p *reflectorProc) stackCounters() (StackCounters, string) {
+	if p.statsDir == "" {
+		return nil, p.statsErr
+	}
+	defer p.removeStats()
+	c, err := ReadStackStatsDir(p.statsDir)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return c, ""
+}
+
+func (p *reflectorProc) removeStats() {
+	if p.statsDir != "" {
+		os.RemoveAll(p.statsDir)
+		p.statsDir = ""
 	}
 }
 

@@ -2,7 +2,8 @@
 // message size, latency under load across message rates, microburst tolerance, a mixed-size bursty
 // pattern, and OS jitter with oslat and cyclictest; and it samples ptp4l's offset from its master
 // for the whole run. It holds the parsers of the tools' output, the suite drivers the node runner
-// executes, the validation of the suites and thresholds, and the verdict logic. The types it reads
+// executes, the stall detection (stalls in a run's per-message log, explained by the bypass
+// stack's counters), the validation of the suites and thresholds, and the verdict logic. The types it reads
 // and writes (BenchmarkSuites, BenchmarkResults, Thresholds, Verdict) are API types of
 // api/v1alpha1, embedded in the LatencyBenchmark.
 package bench

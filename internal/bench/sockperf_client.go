@@ -43,11 +43,15 @@ func (r *Runner) withServer(stack tsv1.Stack, proto tsv1.Protocol, gap bool, fn 
 	return counters, nil
 }
 
-// clientRun runs one sockperf client with a full log and returns its summary and the per-message
-// latencies in the full log's order.
-func (r *Runner) clientRun(ctx context.Context, stack tsv1.Stack, seconds int32, mode string, args ...string) (*SockperfClientReport, []int64, error) {
-	rep, rows, err := r.clientRunRows(ctx, stack, seconds, mode, args...)
-	return rep, latencies(rows), err
+// clientOutcome is one sockperf client run.
+type clientOutcome struct {
+	rep *SockperfClientReport
+	// rows are the full log's rows in its order.
+	rows []FullLogSample
+	// counters are the bypass stack's exit counters of the client (nil on the kernel stack, or
+	// when countersErr says why they are missing).
+	counters    StackCounters
+	countersErr error
 }
 
 func latencies(rows []FullLogSample) []int64 {
@@ -61,15 +65,18 @@ func latencies(rows []FullLogSample) []int64 {
 	return out
 }
 
-// clientRunRows is clientRun returning the full log's rows (sequence number and latency).
-func (r *Runner) clientRunRows(ctx context.Context, stack tsv1.Stack, seconds int32, mode string, args ...string) (*SockperfClientReport, []FullLogSample, error) {
+// clientRun runs one sockperf client with a full log and returns its summary, the full log's rows
+// (sequence number, times, latency) and, on the bypass stack, the stack's counters. On an error the
+// outcome holds what was read.
+func (r *Runner) clientRun(ctx context.Context, stack tsv1.Stack, seconds int32, mode string, args ...string) (clientOutcome, error) {
+	var o clientOutcome
 	sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
 	if err != nil {
-		return nil, nil, err
+		return o, err
 	}
 	logFile, err := os.CreateTemp(r.WorkDir, "fulllog-*.csv")
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating full log: %w", err)
+		return o, fmt.Errorf("creating full log: %w", err)
 	}
 	logPath := logFile.Name()
 	logFile.Close()
@@ -78,37 +85,53 @@ func (r *Runner) clientRunRows(ctx context.Context, stack tsv1.Stack, seconds in
 	full = append(full, "--full-log", logPath)
 	cmd, err := r.Tools.command(ctx, stack, r.CPUs, sp, full...)
 	if err != nil {
-		return nil, nil, err
+		return o, err
+	}
+	statsDir := ""
+	if stack == tsv1.StackBypass {
+		if statsDir, err = os.MkdirTemp(r.WorkDir, "stats-*"); err != nil {
+			o.countersErr = fmt.Errorf("creating a directory for the stack's statistics: %w", err)
+			statsDir = ""
+		} else {
+			defer os.RemoveAll(statsDir)
+			withStatsFile(cmd, statsDir)
+		}
 	}
 	r.logf("%s", strings.Join(cmd.Args, " "))
 	out, err := runTool(ctx, cmd, time.Duration(seconds)*time.Second+60*time.Second)
+	if statsDir != "" {
+		o.counters, o.countersErr = ReadStackStatsDir(statsDir)
+	}
 	if err != nil {
 		// sockperf's own error lines (or the launcher's) say more than an exit status.
 		if rep, perr := ParseSockperfClient(out); perr != nil && len(rep.Errors) > 0 {
-			return rep, nil, perr
+			o.rep = rep
+			return o, perr
 		}
-		return nil, nil, err
+		return o, err
 	}
 	rep, perr := ParseSockperfClient(out)
+	o.rep = rep
 	if rep != nil && rep.Version != "" {
 		r.noteTool("sockperf " + rep.Version)
 	}
 	if errors.Is(perr, ErrNoSummary) {
-		return rep, nil, fmt.Errorf("%w; its output ends: %s", perr, tail(out, 300))
+		return o, fmt.Errorf("%w; its output ends: %s", perr, tail(out, 300))
 	}
 	if perr != nil {
-		return rep, nil, perr
+		return o, perr
 	}
 	f, err := os.Open(logPath)
 	if err != nil {
-		return rep, nil, fmt.Errorf("opening full log: %w", err)
+		return o, fmt.Errorf("opening full log: %w", err)
 	}
 	defer f.Close()
 	rows, err := ParseFullLog(bufio.NewReader(f))
 	if err != nil {
-		return rep, nil, fmt.Errorf("sockperf full log: %w", err)
+		return o, fmt.Errorf("sockperf full log: %w", err)
 	}
-	return rep, rows, nil
+	o.rows = rows
+	return o, nil
 }
 
 // measureAttempts is how often a measurement is made when sockperf ended without a summary.

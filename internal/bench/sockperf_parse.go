@@ -198,8 +198,35 @@ func ParseSockperfServer(output string) *SockperfServerReport {
 type FullLogSample struct {
 	// Packet is sockperf's sequence number of the timed message.
 	Packet int64
+	// TxNs and RxNs are when the message was sent and its reply received, in nanoseconds of
+	// sockperf's clock (0 when the column was not a time).
+	TxNs, RxNs int64
 	// LatencyNs is the row's latency column (RTT/2 unless --full-rtt).
 	LatencyNs int64
+}
+
+// parseSecondsToNanos parses a non-negative decimal number of seconds with up to nine decimals
+// ("2.436765509", sockperf's full-log times) into integer nanoseconds without a float.
+func parseSecondsToNanos(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	intPart, frac, _ := strings.Cut(s, ".")
+	if intPart == "" || len(intPart) > 9 || len(frac) > 9 {
+		return 0, fmt.Errorf("%q is not a time in seconds", s)
+	}
+	for _, part := range []string{intPart, frac} {
+		for _, c := range part {
+			if c < '0' || c > '9' {
+				return 0, fmt.Errorf("%q is not a time in seconds", s)
+			}
+		}
+	}
+	whole, _ := strconv.ParseInt(intPart, 10, 64)
+	ns := whole * 1000000000
+	if frac != "" {
+		f, _ := strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
+		ns += f
+	}
+	return ns, nil
 }
 
 // ParseFullLog reads a sockperf --full-log CSV: a header of summary lines, then
@@ -235,7 +262,10 @@ func ParseFullLog(r io.Reader) ([]FullLogSample, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, FullLogSample{Packet: pkt, LatencyNs: lat})
+		// A time that is not a number leaves 0: the stall detection then has no time for the row.
+		tx, _ := parseSecondsToNanos(f[1])
+		rx, _ := parseSecondsToNanos(f[2])
+		out = append(out, FullLogSample{Packet: pkt, TxNs: tx, RxNs: rx, LatencyNs: lat})
 	}
 	if err := sc.Err(); err != nil {
 		return out, fmt.Errorf("reading full log: %w", err)

@@ -69,14 +69,13 @@ func (r *Runner) mixedBurst(ctx context.Context, stack tsv1.Stack, s *tsv1.Mixed
 			res.Error = joinErr(res.Error, fmt.Sprintf("%s: %v", label, err))
 			continue
 		}
-		var rep *SockperfClientReport
-		var rows []FullLogSample
+		var run clientOutcome
 		var counters *ReflectorCounters
 		err = r.retry(fmt.Sprintf("mixedBurst %s %s", stack, label), func() (err error) {
 			counters, err = r.withServer(stack, tsv1.ProtocolUDP, true, func(port int) error {
 				args := append(r.target(tsv1.ProtocolUDP, port), "--data-file", pb, "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
 				var err error
-				rep, rows, err = r.clientRunRows(ctx, stack, s.DurationSeconds, "pb", args...)
+				run, err = r.clientRun(ctx, stack, s.DurationSeconds, "pb", args...)
 				return err
 			})
 			return err
@@ -86,6 +85,7 @@ func (r *Runner) mixedBurst(ctx context.Context, stack tsv1.Stack, s *tsv1.Mixed
 			res.Error = joinErr(res.Error, fmt.Sprintf("%s: %v", label, err))
 			continue
 		}
+		rep, rows := run.rep, run.rows
 		// Sent counts the whole playback ([Total Run]); sockperf's measured window may leave the
 		// last few messages out of the samples.
 		row := tsv1.MixedBurstRow{SteadyMps: p.SteadyMps, BurstMps: p.BurstMps, Sent: rep.TotalSent, Dropped: rep.Dropped + counters.GapDropped}
@@ -107,6 +107,7 @@ func (r *Runner) mixedBurst(ctx context.Context, stack tsv1.Stack, s *tsv1.Mixed
 			row.Small, row.Large = &sst, &lst
 		}
 		row.LatencyStats = ComputeStats(latencies(rows))
+		row.Stalls = stallReport(stack, run, row.P999Ns, counters)
 		res.Rows = append(res.Rows, row)
 		r.logf("mixedBurst %s %s: sent %d, dropped %d, mean %s us, p99 %s us, std-dev %s us", stack, label, row.Sent, row.Dropped,
 			FormatNanosAsMicros(row.MeanNs), FormatNanosAsMicros(row.P99Ns), FormatNanosAsMicros(row.StdDevNs))

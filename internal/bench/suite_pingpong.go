@@ -12,33 +12,45 @@ import (
 func (r *Runner) pingPong(ctx context.Context, stack tsv1.Stack, s *tsv1.PingPongSpec) *tsv1.PingPongResult {
 	res := &tsv1.PingPongResult{}
 	for _, proto := range s.Protocols {
-		_, err := r.withServer(stack, proto, false, func(port int) error {
-			for _, size := range s.MessageSizes {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				args := append(r.target(proto, port), "-m", strconv.Itoa(int(size)), "-t", strconv.Itoa(int(s.DurationSeconds)))
-				var rep *SockperfClientReport
-				var samples []int64
-				err := r.retry(fmt.Sprintf("pingPong %s %s %d B", stack, proto, size), func() (err error) {
-					rep, samples, err = r.clientRun(ctx, stack, s.DurationSeconds, "pp", args...)
-					return err
-				})
-				if err != nil {
-					return fmt.Errorf("%d B: %w", size, err)
-				}
-				st := ComputeStats(samples)
-				res.Rows = append(res.Rows, tsv1.PingPongRow{Protocol: proto, MessageSize: size, LatencyStats: st, Dropped: rep.Dropped})
-				if res.Curve == nil && proto == s.Protocols[0] {
-					res.Curve = &tsv1.PercentileCurve{Protocol: proto, MessageSize: size, Points: ComputeCurve(samples)}
-				}
-				r.logf("pingPong %s %s %d B: median %s us p99 %s us", stack, proto, size, FormatNanosAsMicros(st.MedianNs), FormatNanosAsMicros(st.P99Ns))
+		for _, size := range s.MessageSizes {
+			if ctx.Err() != nil {
+				res.Error = joinErr(res.Error, fmt.Sprintf("%s: %v", proto, ctx.Err()))
+				break
 			}
-			return nil
-		})
-		if err != nil {
-			res.Error = joinErr(res.Error, fmt.Sprintf("%s: %v", proto, err))
+			row, sorted, err := r.pingPongRow(ctx, stack, proto, size, s.DurationSeconds)
+			if err != nil {
+				// the protocol's later sizes would fail the same way (e.g. multicast on the bypass)
+				res.Error = joinErr(res.Error, fmt.Sprintf("%s: %d B: %v", proto, size, err))
+				break
+			}
+			res.Rows = append(res.Rows, row)
+			if res.Curve == nil && proto == s.Protocols[0] {
+				res.Curve = &tsv1.PercentileCurve{Protocol: proto, MessageSize: size, Points: ComputeCurve(sorted)}
+			}
+			r.logf("pingPong %s %s %d B: median %s us p99 %s us, %d stalls", stack, proto, size,
+				FormatNanosAsMicros(row.MedianNs), FormatNanosAsMicros(row.P99Ns), row.Stalls.Count)
 		}
 	}
+	MarkFewSamples(res.Rows)
 	return res
+}
+
+// pingPongRow measures one protocol and size against a reflector server of its own, so that the
+// server's stack counters are this row's. It returns the row and its latencies, sorted.
+func (r *Runner) pingPongRow(ctx context.Context, stack tsv1.Stack, proto tsv1.Protocol, size, seconds int32) (tsv1.PingPongRow, []int64, error) {
+	var run clientOutcome
+	refl, err := r.withServer(stack, proto, false, func(port int) error {
+		args := append(r.target(proto, port), "-m", strconv.Itoa(int(size)), "-t", strconv.Itoa(int(seconds)))
+		return r.retry(fmt.Sprintf("pingPong %s %s %d B", stack, proto, size), func() (err error) {
+			run, err = r.clientRun(ctx, stack, seconds, "pp", args...)
+			return err
+		})
+	})
+	if err != nil {
+		return tsv1.PingPongRow{}, nil, err
+	}
+	samples := latencies(run.rows)
+	st := ComputeStats(samples)
+	return tsv1.PingPongRow{Protocol: proto, MessageSize: size, LatencyStats: st, Dropped: run.rep.Dropped,
+		Stalls: stallReport(stack, run, st.P999Ns, refl)}, samples, nil
 }

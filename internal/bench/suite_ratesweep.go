@@ -22,8 +22,7 @@ func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSw
 				return res
 			}
 			row := tsv1.RateRow{Protocol: s.Protocol, MessageSize: size, TargetMps: rate}
-			var rep *SockperfClientReport
-			var samples []int64
+			var run clientOutcome
 			var runErr error
 			var counters *ReflectorCounters
 			// Each attempt gets a fresh reflector, so its gap count covers that attempt only.
@@ -32,7 +31,7 @@ func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSw
 				counters, err = r.withServer(stack, s.Protocol, true, func(port int) error {
 					args := append(r.target(s.Protocol, port), "-m", strconv.Itoa(int(size)), "-t", strconv.Itoa(int(s.DurationSeconds)),
 						"--mps", strconv.FormatInt(rate, 10), "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
-					rep, samples, runErr = r.clientRun(ctx, stack, s.DurationSeconds, "ul", args...)
+					run, runErr = r.clientRun(ctx, stack, s.DurationSeconds, "ul", args...)
 					return nil
 				})
 				if err != nil {
@@ -40,6 +39,7 @@ func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSw
 				}
 				return runErr
 			})
+			rep := run.rep
 			if err != nil && (counters == nil || rep == nil || rep.ValidSent == 0) {
 				// Not measured: it cannot count as sustained either.
 				res.Error = joinErr(res.Error, fmt.Sprintf("%d B at %d msg/s: %v", size, rate, err))
@@ -55,7 +55,8 @@ func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSw
 			if runErr != nil && row.Dropped == 0 {
 				row.Dropped = rep.ValidSent / int64(s.ReplyEvery)
 			}
-			row.LatencyStats = ComputeStats(samples)
+			row.LatencyStats = ComputeStats(latencies(run.rows))
+			row.Stalls = stallReport(stack, run, row.P999Ns, counters)
 			row.Sustained = row.Dropped == 0 && row.AchievedMps*100 >= rate*95
 			res.Rows = append(res.Rows, row)
 			if stillSustained && row.Sustained {

@@ -41,20 +41,22 @@ svg .line.s0, svg .line.s1, svg .line.s2, svg .line.s3, svg .line.s4, svg .line.
 {{range .Notes}}<p class="note">{{.}}</p>{{end}}
 {{range .Charts}}{{.}}
 {{end}}
-{{range .Stacks}}{{if not .Unavailable}}
+{{range .Stacks}}{{if not .Unavailable}}{{$stack := .Stack}}{{$bypass := eq (print .Stack) "bypass"}}
 <h3>{{.Stack}} stack</h3>
 {{with .PingPong}}
 <table class="pingPong"><caption>pingPong (papers 000, 001)</caption>
-<tr><th class="l">protocol</th><th>size (B)</th><th>samples</th><th>min</th><th>median</th><th>mean</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>std-dev</th><th>dropped</th></tr>
-{{range .Rows}}<tr><td class="l">{{.Protocol}}</td><td>{{.MessageSize}}</td><td>{{.Samples}}</td><td>{{us .MinNs}}</td><td>{{us .MedianNs}}</td><td>{{us .MeanNs}}</td><td>{{us .P95Ns}}</td><td>{{us .P99Ns}}</td><td>{{us .P999Ns}}</td><td>{{us .MaxNs}}</td><td>{{us .StdDevNs}}</td><td>{{.Dropped}}</td></tr>
+<tr><th class="l">protocol</th><th>size (B)</th><th>samples</th><th>min</th><th>median</th><th>mean</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>std-dev</th><th>dropped</th><th>stalls</th>{{if $bypass}}<th class="l">max check</th>{{end}}</tr>
+{{range .Rows}}<tr><td class="l">{{.Protocol}}</td><td>{{.MessageSize}}</td><td>{{.Samples}}</td><td>{{us .MinNs}}</td><td>{{us .MedianNs}}</td><td>{{us .MeanNs}}</td><td>{{us .P95Ns}}</td><td>{{us .P99Ns}}</td><td>{{us .P999Ns}}</td><td>{{us .MaxNs}}</td><td>{{us .StdDevNs}}</td><td>{{.Dropped}}</td><td>{{stallCount .Stalls}}</td>{{if $bypass}}<td class="l">{{maxCheck .LatencyStats}}</td>{{end}}</tr>
 {{end}}</table>
+{{with pingPongStalls $stack .Rows}}<ul class="stalls">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Error}}<p class="note">pingPong incomplete: {{.Error}}</p>{{end}}
 {{end}}
 {{with .RateSweep}}
 <table class="rateSweep"><caption>rateSweep: latency under load (papers 000, 001, 002)</caption>
-<tr><th class="l">protocol</th><th>size (B)</th><th>target msg/s</th><th>achieved msg/s</th><th>sent</th><th>dropped</th><th class="l">sustained</th><th>samples</th><th>min</th><th>median</th><th>mean</th><th>p99</th><th>max</th><th>std-dev</th></tr>
-{{range .Rows}}<tr><td class="l">{{.Protocol}}</td><td>{{.MessageSize}}</td><td>{{.TargetMps}}</td><td>{{.AchievedMps}}</td><td>{{.Sent}}</td><td>{{.Dropped}}</td><td class="l">{{if .Sustained}}yes{{else}}no{{end}}</td><td>{{.Samples}}</td><td>{{us .MinNs}}</td><td>{{us .MedianNs}}</td><td>{{us .MeanNs}}</td><td>{{us .P99Ns}}</td><td>{{us .MaxNs}}</td><td>{{us .StdDevNs}}</td></tr>
+<tr><th class="l">protocol</th><th>size (B)</th><th>target msg/s</th><th>achieved msg/s</th><th>sent</th><th>dropped</th><th class="l">sustained</th><th>samples</th><th>min</th><th>median</th><th>mean</th><th>p99</th><th>max</th><th>std-dev</th><th>stalls</th></tr>
+{{range .Rows}}<tr><td class="l">{{.Protocol}}</td><td>{{.MessageSize}}</td><td>{{.TargetMps}}</td><td>{{.AchievedMps}}</td><td>{{.Sent}}</td><td>{{.Dropped}}</td><td class="l">{{if .Sustained}}yes{{else}}no{{end}}</td><td>{{.Samples}}</td><td>{{us .MinNs}}</td><td>{{us .MedianNs}}</td><td>{{us .MeanNs}}</td><td>{{us .P99Ns}}</td><td>{{us .MaxNs}}</td><td>{{us .StdDevNs}}</td><td>{{stallCount .Stalls}}</td></tr>
 {{end}}</table>
+{{with rateStalls $stack .Rows}}<ul class="stalls">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <p>Highest rate sustained without drops: {{range $i, $m := .MaxSustained}}{{if $i}}; {{end}}{{$m.MessageSize}} B: {{searched $m.Mps $m.LimitReached}} msg/s{{if $m.LimitReached}} (the sweep's highest rate: the real limit is higher){{end}}{{end}}.</p>
 {{if .Error}}<p class="note">rateSweep incomplete: {{.Error}}</p>{{end}}
 {{end}}
@@ -69,9 +71,10 @@ burst time (46 + {{.MessageSize}}) x {{.MaxBurstPackets}} x bit time x 8 at {{.L
 {{end}}
 {{with .MixedBurst}}
 <table class="mixedBurst"><caption>mixedBurst (paper 003): 2/3 at {{.SmallSize}} B, 1/3 at {{.LargeSize}} B, one-second bursts every other second</caption>
-<tr><th class="l">pattern</th><th>sent</th><th>dropped</th><th>average</th><th>p99</th><th>std-dev</th><th>median {{.SmallSize}} B</th><th>median {{.LargeSize}} B</th></tr>
-{{range .Rows}}<tr><td class="l">{{.SteadyMps}} msg/s + {{.BurstMps}} msg/s bursts</td><td>{{.Sent}}</td><td>{{.Dropped}}</td><td>{{us .MeanNs}}</td><td>{{us .P99Ns}}</td><td>{{us .StdDevNs}}</td><td>{{with .Small}}{{us .MedianNs}}{{end}}</td><td>{{with .Large}}{{us .MedianNs}}{{end}}</td></tr>
+<tr><th class="l">pattern</th><th>sent</th><th>dropped</th><th>average</th><th>p99</th><th>std-dev</th><th>median {{.SmallSize}} B</th><th>median {{.LargeSize}} B</th><th>stalls</th></tr>
+{{range .Rows}}<tr><td class="l">{{.SteadyMps}} msg/s + {{.BurstMps}} msg/s bursts</td><td>{{.Sent}}</td><td>{{.Dropped}}</td><td>{{us .MeanNs}}</td><td>{{us .P99Ns}}</td><td>{{us .StdDevNs}}</td><td>{{with .Small}}{{us .MedianNs}}{{end}}</td><td>{{with .Large}}{{us .MedianNs}}{{end}}</td><td>{{stallCount .Stalls}}</td></tr>
 {{end}}</table>
+{{with mixedStalls $stack .Rows}}<ul class="stalls">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Error}}<p class="note">mixedBurst incomplete: {{.Error}}</p>{{end}}
 {{end}}
 {{end}}{{end}}

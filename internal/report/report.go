@@ -330,4 +330,10 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"searched":  bench.FormatSearched,
 	"burstTime": func(ns int64) string { return usLabel(float64(ns)) },
 	"ptpStates": PTPStates,
+	// stalls (stalls.go)
+	"stallCount":     StallCount,
+	"maxCheck":       MaxCheckCell,
+	"pingPongStalls": PingPongStallNotes,
+	"rateStalls":     RateStallNotes,
+	"mixedStalls":    MixedStallNotes,
 }).Parse(pageTemplate))

@@ -28,6 +28,13 @@ func WriteText(w io.Writer, n NodeResults) error {
 		tw.Flush()
 		fmt.Fprintf(w, "\n%s\n", s)
 	}
+	// notes print the stall notes of a table under it, one a line.
+	notes := func(ns []string) {
+		tw.Flush()
+		for _, n := range ns {
+			fmt.Fprintf(w, "  stalls: %s\n", n)
+		}
+	}
 	fmt.Fprintf(w, "node %s: %s to %s\n", node, r.StartTime.UTC().Format("2006-01-02 15:04:05"), r.CompletionTime.UTC().Format("15:04:05 MST"))
 	if p := r.Path; p != nil {
 		via := ""
@@ -56,21 +63,31 @@ func WriteText(w io.Writer, n NodeResults) error {
 		}
 		if p := st.PingPong; p != nil {
 			heading(fmt.Sprintf("pingPong, %s stack: half round trip (us)", st.Stack))
-			line(append([]string{"protocol", "size"}, append(statHead, "dropped")...)...)
-			for _, row := range p.Rows {
-				line(append([]string{string(row.Protocol), fmt.Sprint(row.MessageSize)}, append(stats(row.LatencyStats), fmt.Sprint(row.Dropped))...)...)
+			head := append([]string{"protocol", "size"}, append(statHead, "dropped", "stalls")...)
+			if st.Stack == tsv1.StackBypass {
+				head = append(head, "max check")
 			}
+			line(head...)
+			for _, row := range p.Rows {
+				cells := append([]string{string(row.Protocol), fmt.Sprint(row.MessageSize)}, append(stats(row.LatencyStats), fmt.Sprint(row.Dropped), StallCount(row.Stalls))...)
+				if st.Stack == tsv1.StackBypass {
+					cells = append(cells, MaxCheckCell(row.LatencyStats))
+				}
+				line(cells...)
+			}
+			notes(PingPongStallNotes(st.Stack, p.Rows))
 			if p.Error != "" {
 				heading("  incomplete: " + p.Error)
 			}
 		}
 		if rs := st.RateSweep; rs != nil {
 			heading(fmt.Sprintf("rateSweep, %s stack: latency under load (us)", st.Stack))
-			line(append([]string{"protocol", "size", "target/s", "achieved/s", "sent", "dropped", "sustained"}, statHead...)...)
+			line(append([]string{"protocol", "size", "target/s", "achieved/s", "sent", "dropped", "sustained"}, append(statHead, "stalls")...)...)
 			for _, row := range rs.Rows {
 				line(append([]string{string(row.Protocol), fmt.Sprint(row.MessageSize), fmt.Sprint(row.TargetMps), fmt.Sprint(row.AchievedMps),
-					fmt.Sprint(row.Sent), fmt.Sprint(row.Dropped), yesNo(row.Sustained)}, stats(row.LatencyStats)...)...)
+					fmt.Sprint(row.Sent), fmt.Sprint(row.Dropped), yesNo(row.Sustained)}, append(stats(row.LatencyStats), StallCount(row.Stalls))...)...)
 			}
+			notes(RateStallNotes(st.Stack, rs.Rows))
 			tw.Flush()
 			for _, m := range rs.MaxSustained {
 				bound := ""
@@ -101,10 +118,11 @@ func WriteText(w io.Writer, n NodeResults) error {
 		}
 		if mb := st.MixedBurst; mb != nil {
 			heading(fmt.Sprintf("mixedBurst, %s stack: 2/3 at %d B, 1/3 at %d B, one-second bursts every other second (us)", st.Stack, mb.SmallSize, mb.LargeSize))
-			line("steady/s", "burst/s", "sent", "dropped", "average", "p99", "std-dev")
+			line("steady/s", "burst/s", "sent", "dropped", "average", "p99", "std-dev", "stalls")
 			for _, row := range mb.Rows {
-				line(fmt.Sprint(row.SteadyMps), fmt.Sprint(row.BurstMps), fmt.Sprint(row.Sent), fmt.Sprint(row.Dropped), us(row.MeanNs), us(row.P99Ns), us(row.StdDevNs))
+				line(fmt.Sprint(row.SteadyMps), fmt.Sprint(row.BurstMps), fmt.Sprint(row.Sent), fmt.Sprint(row.Dropped), us(row.MeanNs), us(row.P99Ns), us(row.StdDevNs), StallCount(row.Stalls))
 			}
+			notes(MixedStallNotes(st.Stack, mb.Rows))
 			if mb.Error != "" {
 				heading("  incomplete: " + mb.Error)
 			}

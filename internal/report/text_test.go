@@ -21,15 +21,21 @@ func TestWriteText(t *testing.T) {
 	}
 	out := buf.String()
 	lines := strings.Split(out, "\n")
-	// Every pingPong row of both stacks is one line with its protocol, size and statistics.
+	// Every pingPong row of both stacks is one line with its protocol, size, statistics and stalls
+	// (none reported in this document), the bypass rows with their max check.
 	for _, st := range []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} {
 		for _, row := range res.Stack(st).PingPong.Rows {
 			want := []string{string(row.Protocol), fmt.Sprint(row.MessageSize), fmt.Sprint(row.Samples),
 				bench.FormatNanosAsMicros(row.MedianNs), bench.FormatNanosAsMicros(row.P999Ns), bench.FormatNanosAsMicros(row.StdDevNs)}
+			fields, check := 13, ""
+			if st == tsv1.StackBypass {
+				fields, check = 17, MaxCheckCell(row.LatencyStats)
+			}
 			found := 0
 			for _, l := range lines {
 				f := strings.Fields(l)
-				if len(f) == 12 && f[0] == want[0] && f[1] == want[1] && f[2] == want[2] && f[4] == want[3] && f[8] == want[4] && f[10] == want[5] {
+				if len(f) == fields && f[0] == want[0] && f[1] == want[1] && f[2] == want[2] && f[4] == want[3] && f[8] == want[4] && f[10] == want[5] &&
+					f[12] == "-" && strings.Join(f[13:], " ") == check {
 					found++
 				}
 			}

@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+)
+
+// The bypass stack dumps its counters when a process exits if TICKSTACK_STATS_FILE names a file
+// ("%p" in the name is replaced by the process id); docs/dataplane.md "Statistics" describes them.
+// The runner sets it for every sockperf it starts on the bypass stack, on both sides, and reads the
+// dump back into the row's stall report.
+const (
+	statsFileEnv  = "TICKSTACK_STATS_FILE"
+	statsFileName = "stats-%p.txt"
+)
+
+// StackCounters are the exit counters of the bypass stack's processes of one run, by
+// "<line>.<counter>" ("xsk.tx_ring_full"), summed over the processes, XSKs and sockets.
+type StackCounters map[string]int64
+
+// statsLineKinds names the lines of the dump by their first word; "tickstack stats ..." is the
+// process line.
+var statsLineKinds = map[string]string{"tickstack": "process", "xsk": "xsk", "sock": "sock", "tcp": "tcp", "nh": "nh"}
+
+// statsIdentity are the fields of a dump line that name what it is about, not counters.
+var statsIdentity = map[string]bool{"pid": true, "profile": true, "if": true, "ifindex": true, "queue": true, "mode": true,
+	"fd": true, "local": true, "remote": true, "accelerated": true, "closed": true}
+
+// ParseStackStats reads the bypass stack's exit dumps (one or more, appended) and sums their
+// counters. Lines of an unknown kind and fields that are not counters are skipped, so a newer
+// library's dump still reads.
+func ParseStackStats(r io.Reader) (StackCounters, error) {
+	out := StackCounters{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		kind, ok := statsLineKinds[f[0]]
+		if !ok {
+			continue
+		}
+		for _, kv := range f[1:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || statsIdentity[k] {
+				continue
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				continue
+			}
+			out[kind+"."+k] += n
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading the stack's statistics dump: %w", err)
+	}
+	return out, nil
+}
+
+// errNoStatsDump says a bypass run left no statistics dump (the process was killed, or the
+// library could not write the file).
+var errNoStatsDump = errors.New("no statistics dump was written")
+
+// ReadStackStatsDir sums the dumps of every process in dir (the directory TICKSTACK_STATS_FILE
+// pointed into).
+func ReadStackStatsDir(dir string) (StackCounters, error) {
+	files, err := filepath.Glob(filepath.Join(dir, strings.Replace(statsFileName, "%p", "*", 1)))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, errNoStatsDump
+	}
+	out := StackCounters{}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		c, err := ParseStackStats(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range c {
+			out[k] += v
+		}
+	}
+	return out, nil
+}
+
+// stallCounters are the stack's counters that stay zero in an undisturbed run, in the order the
+// report lists them: waits on a full TX ring or an empty fill ring, drops, fallbacks to the kernel,
+// next-hop refreshes and the sends they held up, failed wake-ups, TCP retransmissions. Counters of
+// normal traffic (packets, kicks, nh.misses: one per flow) are not among them, nor tcp.resets (a
+// TCP run may end with one when the client closes).
+var stallCounters = []string{
+	"xsk.tx_ring_full", "xsk.fill_ring_empty", "xsk.fill_wakeups", "xsk.tx_kick_errors",
+	"xsk.rx_sockq_full", "xsk.rx_no_socket", "xsk.rx_bad", "xsk.rx_bad_csum",
+	"xsk.xdp_rx_dropped", "xsk.xdp_rx_ring_full", "xsk.xdp_fill_empty", "xsk.xdp_rx_invalid", "xsk.xdp_tx_invalid",
+	"nh.refreshes", "nh.wait_timeouts",
+	"process.fallback_events", "process.sockets_kernel", "process.kernel_option", "process.kernel_uring", "process.kernel_shared",
+	"sock.rx_kernel", "sock.tx_kernel", "sock.rx_drops", "sock.rx_filtered",
+	"sock.tx_kernel_noroute", "sock.tx_kernel_neigh", "sock.tx_kernel_local", "sock.tx_kernel_oversize",
+	"sock.tx_kernel_nostack", "sock.tx_kernel_flags", "sock.tx_kernel_mcloop",
+	"tcp.conns_kernel", "tcp.rx_no_netif", "tcp.tx_noroute", "tcp.tx_neigh", "tcp.tx_ring_full",
+	"tcp.newreno_rexmits", "tcp.listen_overflow",
+}
+
+// StallCounters returns the counters among stallCounters that are not zero.
+func (c StackCounters) StallCounters() []tsv1.StackCounter {
+	var out []tsv1.StackCounter
+	for _, name := range stallCounters {
+		if v := c[name]; v != 0 {
+			out = append(out, tsv1.StackCounter{Name: name, Value: v})
+		}
+	}
+	return out
+}
+
+// withStatsFile makes a bypass command dump the stack's counters into dir at exit.
+func withStatsFile(cmd *exec.Cmd, dir string) {
+	cmd.Env = append(os.Environ(), statsFileEnv+"="+filepath.Join(dir, statsFileName))
+}
+
+// stallReport is a row's stall report: the stalls in its run's full log and, on the bypass stack,
+// the counters of the runner's sockperf and of the reflector's server.
+func stallReport(stack tsv1.Stack, run clientOutcome, p999Ns int64, refl *ReflectorCounters) *tsv1.StallReport {
+	rep := DetectStalls(run.rows, p999Ns)
+	if stack != tsv1.StackBypass {
+		return rep
+	}
+	var missing []string
+	rep.Counters = run.counters.StallCounters()
+	if run.countersErr != nil {
+		missing = append(missing, "runner: "+run.countersErr.Error())
+	}
+	switch {
+	case refl == nil || (refl.Stack == nil && refl.StackMissing == ""):
+		missing = append(missing, "reflector: it sent no counters")
+	case refl.StackMissing != "":
+		missing = append(missing, "reflector: "+refl.StackMissing)
+	default:
+		rep.ReflectorCounters = refl.Stack.StallCounters()
+	}
+	rep.CountersMissing = strings.Join(missing, "; ")
+	return rep
+}
