@@ -16,6 +16,10 @@
 # Writes docs/bench-dataplane.md, .json and .svg (bench/report.py).
 # A search that reaches its bound (the highest rate tried, BENCH_MAXBURST)
 # is recorded as such and reported as "at least N", never as a measurement.
+# Ping-pong runs keep sockperf's full log until report.py has found its
+# stalls (build/bench-runs/stalls-PORT.json; BENCH_KEEP_FULL_LOGS=1 keeps the
+# logs too, ~25 MB each), and the bypass processes dump the stack's counters
+# (stats-*.txt), which the report lists with the stalls.
 # Settings: BENCH_SECONDS (per run, default 3), BENCH_OUT (md path),
 # BENCH_BUFFERS (receive buffer sizes of the microburst, default
 # "65536 212992"), BENCH_MAXBURST (the burst search's bound, default 262144),
@@ -113,14 +117,25 @@ stop_server() {
 	wait_exit "$SRV" 10 || echo "bench: server $SRV killed" >&2
 }
 
-# record KIND MODE PARAM: the client/server outputs of the run on PORT
-record() { echo "$1 $2 $3 $R/cli-$PORT.out $R/srv-$PORT.out $R/stats-cli$PORT $R/stats-srv$PORT" >>"$MAN"; }
+# record KIND MODE PARAM: the client/server outputs of the run on PORT, the
+# prefixes of its stack counter dumps, its stalls (when its full log was kept)
+record() { echo "$1 $2 $3 $R/cli-$PORT.out $R/srv-$PORT.out $R/stats-cli$PORT $R/stats-srv$PORT $R/stalls-$PORT.json" >>"$MAN"; }
+
+# stalls: the stalls of the run on PORT from its full log (after the run, off
+# the measured path), which is then removed unless BENCH_KEEP_FULL_LOGS=1
+stalls() {
+	[ -s "$R/full-$PORT.csv" ] || return 0
+	python3 "$here/report.py" --stalls "$R/full-$PORT.csv" >"$R/stalls-$PORT.json" ||
+		{ echo "bench: no stalls from $R/full-$PORT.csv" >&2; rm -f "$R/stalls-$PORT.json"; }
+	[ "${BENCH_KEEP_FULL_LOGS:-0}" = 1 ] || rm -f "$R/full-$PORT.csv"
+}
 
 pp() { # MODE SIZE
 	start_server "$1" || return
 	$(prefix "$NA" "$1" cli$PORT) taskset -c 0 timeout $((DUR + 30)) sockperf pp -i $IPB -p $PORT \
-		-m "$2" -t "$DUR" $(nbflag "$1") >"$R/cli-$PORT.out" 2>&1
+		-m "$2" -t "$DUR" $(nbflag "$1") --full-log "$R/full-$PORT.csv" >"$R/cli-$PORT.out" 2>&1
 	stop_server
+	stalls
 	record pp "$1" "$2"
 }
 
@@ -140,8 +155,9 @@ ul() { # MODE RATE
 tpp() { # MODE SIZE: TCP ping-pong
 	start_server "$1" tcp || return
 	$(prefix "$NA" "$1" cli$PORT tcp) taskset -c 0 timeout $((DUR + 30)) sockperf pp --tcp -i $IPB \
-		-p $PORT -m "$2" -t "$DUR" $(nbflag "$1") >"$R/cli-$PORT.out" 2>&1
+		-p $PORT -m "$2" -t "$DUR" $(nbflag "$1") --full-log "$R/full-$PORT.csv" >"$R/cli-$PORT.out" 2>&1
 	stop_server
+	stalls
 	record tcp_pp "$1" "$2"
 }
 

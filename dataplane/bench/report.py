@@ -6,8 +6,20 @@ docs/bench-dataplane.md (tables, ratios), .json and .svg.
                                       (and, under load, reached 95 % of its
                                       target rate)
   report.py --meta META --manifest MANIFEST --out docs/bench-dataplane.md
+  report.py --stalls FULL_LOG         the stalls of one run's sockperf full log
+                                      (JSON on standard output; bench.sh keeps
+                                      it instead of the full log)
+  report.py --from-json docs/bench-dataplane.json --out docs/bench-dataplane.md
+                                      renders a recorded run again (after a
+                                      change of this script)
+
+Stalls are found as internal/bench/stall.go finds them in the LatencyBenchmark
+(docs/benchmark-methods.md "Stalls"), and the stack counters listed with them
+are the ones internal/bench/stackstats.go lists.
 """
 import argparse
+import bisect
+import glob
 import json
 import math
 import os
@@ -22,6 +34,37 @@ MODES = {
 }
 COLORS = {"kernel": "#d62728", "kspin": "#ff7f0e", "bypass": "#1f77b4", "floor": "#2ca02c"}
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+# Stalls (docs/benchmark-methods.md "Stalls", internal/bench/stall.go): a message
+# slower than STALL_FACTOR x the run's p99.9, or a pause between two consecutive
+# sends longer than STALL_FACTOR x the run's median pause, both at least
+# STALL_MIN_NS; stretches that overlap or touch are one stall.
+STALL_FACTOR = 10
+STALL_MIN_NS = 1000000
+MAX_LISTED_STALLS = 10
+# a ping-pong run with fewer than 1/FEW_DIVISOR of the median sample count of
+# its mode's other sizes is flagged
+FEW_DIVISOR = 4
+# the regression check: a bypass ping-pong's maximum stays under FLOOR_FACTOR x
+# the floor tool's median maximum over the sizes of the same run (at least 1 ms)
+FLOOR_FACTOR = 4
+# the stack's counters that stay zero in an undisturbed run (the same list as
+# internal/bench/stackstats.go's stallCounters)
+STALL_COUNTERS = [
+    "xsk.tx_ring_full", "xsk.fill_ring_empty", "xsk.fill_wakeups", "xsk.tx_kick_errors",
+    "xsk.rx_sockq_full", "xsk.rx_no_socket", "xsk.rx_bad", "xsk.rx_bad_csum",
+    "xsk.xdp_rx_dropped", "xsk.xdp_rx_ring_full", "xsk.xdp_fill_empty", "xsk.xdp_rx_invalid", "xsk.xdp_tx_invalid",
+    "nh.refreshes", "nh.wait_timeouts",
+    "process.fallback_events", "process.sockets_kernel", "process.kernel_option", "process.kernel_uring",
+    "process.kernel_shared",
+    "sock.rx_kernel", "sock.tx_kernel", "sock.rx_drops", "sock.rx_filtered",
+    "sock.tx_kernel_noroute", "sock.tx_kernel_neigh", "sock.tx_kernel_local", "sock.tx_kernel_oversize",
+    "sock.tx_kernel_nostack", "sock.tx_kernel_flags", "sock.tx_kernel_mcloop",
+    "tcp.conns_kernel", "tcp.rx_no_netif", "tcp.tx_noroute", "tcp.tx_neigh", "tcp.tx_ring_full",
+    "tcp.newreno_rexmits", "tcp.listen_overflow",
+]
+STATS_LINES = {"tickstack": "process", "xsk": "xsk", "sock": "sock", "tcp": "tcp", "nh": "nh"}
+STATS_IDENTITY = {"pid", "profile", "if", "ifindex", "queue", "mode", "fd", "local", "remote", "accelerated", "closed"}
 
 
 def read(path):
@@ -52,9 +95,119 @@ def parse_latency(text):
     return r
 
 
-def parse_run(kind, mode, param, cli, srv):
+def decimal_ns(text, digits):
+    """A non-negative decimal number of seconds (digits 9) or microseconds
+    (digits 3) as integer nanoseconds, without a float, rounded half up; None
+    when it is not one."""
+    whole, _, frac = text.strip().partition(".")
+    if not whole.isdigit() or (frac and not frac.isdigit()):
+        return None
+    ns = int(whole) * 10 ** digits + int((frac + "0" * digits)[:digits])
+    if len(frac) > digits and frac[digits] >= "5":
+        ns += 1
+    return ns
+
+
+def read_full_log(path):
+    """(tx, rx, latency) in ns of every timed message of a sockperf --full-log,
+    in the log's order; rows without a latency (no reply) are left out."""
+    rows, in_rows = [], False
+    with open(path, errors="replace") as f:
+        for line in f:
+            t = line.strip()
+            if not in_rows:
+                in_rows = t.startswith("packet,") and "latency" in t
+                continue
+            p = t.split(",")
+            if len(p) < 4:
+                continue
+            lat = decimal_ns(p[3], 3)
+            if lat is None:
+                continue
+            rows.append((decimal_ns(p[1], 9) or 0, decimal_ns(p[2], 9) or 0, lat))
+    return rows
+
+
+def nearest_rank(sorted_values, pct):
+    n = len(sorted_values)
+    return sorted_values[min(max(math.ceil(pct / 100 * n) - 1, 0), n - 1)]
+
+
+def detect_stalls(rows):
+    """The stalls of one run (rows as read_full_log returns them), as
+    internal/bench/stall.go's DetectStalls finds them."""
+    rows = [r for r in rows if r[0] > 0]
+    rep = {"samples": len(rows), "count": 0, "total_ns": 0, "stalls": [], "gap_threshold_ns": 0}
+    if not rows:
+        rep["latency_threshold_ns"] = STALL_MIN_NS
+        return rep
+    p999 = nearest_rank(sorted(r[2] for r in rows), 99.9)
+    lthr = max(STALL_FACTOR * p999, STALL_MIN_NS)
+    rep["p999_ns"], rep["latency_threshold_ns"] = p999, lthr
+    found = [(tx, rx if rx > tx else tx + lat) for tx, rx, lat in rows if lat > lthr]
+    pauses = sorted(b[0] - a[0] for a, b in zip(rows, rows[1:]) if b[0] >= a[0])
+    if pauses:
+        gthr = max(STALL_FACTOR * nearest_rank(pauses, 50), STALL_MIN_NS)
+        rep["gap_threshold_ns"] = gthr
+        found += [(a[0], b[0]) for a, b in zip(rows, rows[1:]) if b[0] - a[0] > gthr]
+    if not found:
+        return rep
+    found.sort()
+    merged = [list(found[0])]
+    for start, end in found[1:]:
+        if start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    first = min(r[0] for r in rows)
+    stalls = [{"offset_ns": a - first, "duration_ns": b - a, "latency_ns": 0} for a, b in merged]
+    starts = [a for a, _ in merged]
+    for tx, _, lat in rows:
+        i = bisect.bisect_right(starts, tx) - 1
+        if i >= 0 and tx < merged[i][1]:
+            stalls[i]["latency_ns"] = max(stalls[i]["latency_ns"], lat)
+    rep["count"], rep["total_ns"] = len(stalls), sum(x["duration_ns"] for x in stalls)
+    longest = sorted(stalls, key=lambda x: -x["duration_ns"])[:MAX_LISTED_STALLS]
+    rep["stalls"] = sorted(longest, key=lambda x: x["offset_ns"])
+    return rep
+
+
+def read_counters(prefix):
+    """The stack's exit counters of the processes whose dumps are prefix-*.txt,
+    summed by "<line>.<counter>"; None when there is no dump."""
+    files = sorted(glob.glob(prefix + "-*.txt"))
+    if not files:
+        return None
+    out = {}
+    for name in files:
+        for line in read(name).splitlines():
+            f = line.split()
+            if not f or f[0] not in STATS_LINES:
+                continue
+            for kv in f[1:]:
+                k, eq, v = kv.partition("=")
+                if eq and k not in STATS_IDENTITY and v.isdigit():
+                    key = STATS_LINES[f[0]] + "." + k
+                    out[key] = out.get(key, 0) + int(v)
+    return out
+
+
+def stall_counters(counters):
+    """The counters of STALL_COUNTERS that are not zero, in its order."""
+    if counters is None:
+        return None
+    return [[k, counters[k]] for k in STALL_COUNTERS if counters.get(k)]
+
+
+def parse_run(kind, mode, param, cli, srv, stats_cli=None, stats_srv=None, stalls=None):
     c, s = read(cli), read(srv)
     run = {"kind": kind, "mode": mode, "param": int(param)}
+    if stalls and os.path.exists(stalls):
+        with open(stalls) as f:
+            run["stalls"] = json.load(f)
+    if mode == "bypass" and stats_cli:
+        run["counters_client"] = stall_counters(read_counters(stats_cli))
+        run["counters_server"] = stall_counters(read_counters(stats_srv))
     base = kind[4:] if kind.startswith("tcp_") else kind
     if base in ("pp", "ul", "floor"):
         run.update(parse_latency(c))
@@ -106,8 +259,90 @@ def load(manifest):
                     buf = p[4] if len(p) > 4 and p[4] != "-" else "default"
                     summary["maxburst"].setdefault(buf, {})[p[1]] = res
                 continue
-            runs.append(parse_run(p[0], p[1], p[2], p[3], p[4]))
+            runs.append(parse_run(*p[:8]))
     return runs, summary
+
+
+def mark_few_samples(runs):
+    """Flags the ping-pong runs that timed fewer than 1/FEW_DIVISOR of the
+    median of their mode's other sizes."""
+    for r in runs:
+        if r["kind"] not in ("pp", "tcp_pp") or not r.get("observations"):
+            continue
+        others = sorted(o["observations"] for o in runs if o is not r and o["kind"] == r["kind"]
+                        and o["mode"] == r["mode"] and o.get("observations"))
+        if not others:
+            continue
+        n = len(others)
+        median = others[n // 2] if n % 2 else (others[n // 2 - 1] + others[n // 2]) // 2
+        r["neighbour_samples"] = median
+        r["few_samples"] = r["observations"] * FEW_DIVISOR < median
+
+
+def max_checks(runs):
+    """The regression check: every bypass ping-pong's maximum against
+    FLOOR_FACTOR x the floor's median maximum over its sizes (at least 1 ms).
+    Returns the floor's median maximum (us; None without floor runs) and the
+    checks."""
+    floor = sorted(r["max"] for r in runs if r["kind"] == "floor" and r.get("max") is not None)
+    if not floor:
+        return None, []
+    ref = nearest_rank(floor, 50)
+    bound = max(FLOOR_FACTOR * ref, STALL_MIN_NS / 1000)
+    checks = []
+    for r in runs:
+        if r["mode"] == "bypass" and r["kind"] in ("pp", "tcp_pp") and r.get("max") is not None:
+            checks.append({"kind": r["kind"], "size": r["param"], "max": r["max"], "bound": bound,
+                           "ok": r["max"] <= bound})
+    return ref, checks
+
+
+def stall_cell(r):
+    """A run's stalls column: the count ("-": no full log kept), "few" for a
+    run with few samples."""
+    st = r.get("stalls")
+    cell = str(st["count"]) if st else "-"
+    return cell + (" few" if r.get("few_samples") else "")
+
+
+def short(ns):
+    """Nanoseconds with about three significant digits: "235 ms", "18.7 us"."""
+    v, unit = float(ns), "ns"
+    for scale, u in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+        if ns >= scale:
+            v, unit = ns / scale, u
+            break
+    return f"{v:.{0 if v >= 100 else 1 if v >= 10 else 2}f} {unit}"
+
+
+def stall_notes(label, r):
+    """The sentences that explain a run's stalls, as internal/report's
+    StallNotes words them."""
+    out = []
+    st = r.get("stalls")
+    if st and st["count"]:
+        listed = []
+        for x in st["stalls"]:
+            what = (f"slowest message {short(x['latency_ns'])}" if x["latency_ns"] > st["latency_threshold_ns"]
+                    else "no slow message: a pause between sends")
+            listed.append(f"at {x['offset_ns'] / 1e9:.3f} s for {short(x['duration_ns'])} ({what})")
+        which = f"; the {len(st['stalls'])} longest" if st["count"] > len(st["stalls"]) else ""
+        gap = f" or a pause between sends over {short(st['gap_threshold_ns'])}" if st["gap_threshold_ns"] else ""
+        n = "1 stall" if st["count"] == 1 else f"{st['count']} stalls"
+        out.append(f"{label}: {n}, {short(st['total_ns'])} in total (a message slower than "
+                   f"{short(st['latency_threshold_ns'])}{gap}){which}: {', '.join(listed)}")
+    if r.get("few_samples"):
+        out.append(f"{label}: {r['observations']} samples, under a quarter of the {r['neighbour_samples']} "
+                   "the other sizes timed (their median) in the same time")
+    if r["mode"] == "bypass" and "counters_client" in r:
+        def counted(cs):
+            if cs is None:
+                return "no statistics dump"
+            return " ".join(f"{k}={v}" for k, v in cs) if cs else "nothing unusual"
+        cli, srv = r.get("counters_client"), r.get("counters_server")
+        if cli or srv or out or cli is None or srv is None:
+            out.append(f"{label}: the bypass stack counted, client: {counted(cli)}; server: {counted(srv)}")
+    return out
 
 
 def searched(res):
@@ -218,17 +453,18 @@ def markdown(meta, runs, summary, svg_name):
     L.append(f"![latency by message size]({svg_name})\n")
 
     L.append("## Ping-pong (half round trip, us)\n")
-    L.append("| mode | size (B) | min | median | p99 | p99.9 | max | std-dev | drops |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    L.append("| mode | size (B) | min | median | p99 | p99.9 | max | std-dev | drops | stalls |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for mode in ("kernel", "kspin", "bypass", "floor"):
         for sz in (14, 64, 256, 1024, 1472):
             r = pp.get((mode, sz))
             if not r:
                 continue
             L.append(f"| {MODES[mode]} | {sz} | {fmt(r['min'])} | {fmt(r['median'])} | {fmt(r['p99'])} | "
-                     f"{fmt(r['p999'])} | {fmt(r['max'])} | {fmt(r['stddev'])} | {fmt(r['drops'])} |")
+                     f"{fmt(r['p999'])} | {fmt(r['max'])} | {fmt(r['stddev'])} | {fmt(r['drops'])} | "
+                     f"{'-' if mode == 'floor' else stall_cell(r)} |")
     L.append("\nThe floor tool has no socket layer and no drop accounting (a lost frame would show as a "
-             "1 s maximum).\n")
+             "1 s maximum), and keeps no full log: its stalls are not counted. Stalls: see below.\n")
 
     L.append("## Ratios and targets\n")
     L.append("| size (B) | bypass / floor, median (target <= 1.10) | bypass / kernel spinning, median (<= 0.50) "
@@ -249,6 +485,42 @@ def markdown(meta, runs, summary, svg_name):
             return "-" if v is None else f"{v:.2f} {'met' if v <= lim else 'MISSED'}"
         L.append(f"| {sz} | {mark(r1, 1.10)} | {mark(r2, 0.50)} | {mark(r3, 0.40)} |")
     L.append("")
+
+    floor_max, checks = max_checks(runs)
+    L.append("## Stalls and the bypass regression check\n")
+    L.append("bench.sh keeps each ping-pong's sockperf full log (`--full-log`) until report.py has found its "
+             "stalls, as the LatencyBenchmark runner does (docs/benchmark-methods.md \"Stalls\"): a message "
+             f"slower than {STALL_FACTOR} x the run's p99.9, or a pause between two consecutive sends longer than "
+             f"{STALL_FACTOR} x the run's median pause, both at least {STALL_MIN_NS // 1000000} ms; stretches that "
+             "overlap or touch are one stall, timed from the run's first timed message (sockperf's measured "
+             "window starts 400 ms into the run). The stalls column counts them (\"-\": the run kept no full "
+             f"log); \"few\" marks a run that timed fewer than 1/{FEW_DIVISOR} of the median sample count of its "
+             "mode's other sizes. For the bypass both sockperf processes dump the stack's counters "
+             "(`TICKSTACK_STATS_FILE`); each bypass row below lists those that stay zero in an undisturbed run "
+             "and were not (ring full, fill ring empty, drops, kernel fallbacks, next-hop refreshes, failed "
+             "wake-ups, TCP retransmissions: docs/dataplane.md \"Statistics\").\n")
+    if checks:
+        L.append(f"Regression check: every bypass ping-pong's maximum stays under {FLOOR_FACTOR} x the floor "
+                 f"tool's median maximum over its sizes in this run ({fmt(floor_max)} us), at least 1 ms: the "
+                 "floor has no socket layer, so its maximum is the machine's own pauses in this run (the "
+                 "hypervisor, the other tenants), and a bypass maximum far above it is the stack's.\n")
+        L.append("| ping-pong | size (B) | max (us) | bound (us) | check |")
+        L.append("|---|---:|---:|---:|---|")
+        for c in checks:
+            L.append(f"| {'UDP' if c['kind'] == 'pp' else 'TCP'} bypass | {c['size']} | {fmt(c['max'])} | "
+                     f"{fmt(c['bound'])} | {'met' if c['ok'] else 'MISSED'} |")
+        L.append("")
+    notes = []
+    for r in sorted((r for r in runs if r["kind"] in ("pp", "tcp_pp")),
+                    key=lambda r: (r["kind"], list(MODES).index(r["mode"]), r["param"])):
+        label = f"{'TCP' if r['kind'] == 'tcp_pp' else 'UDP'} {MODES[r['mode']]} {r['param']} B"
+        notes += stall_notes(label, r)
+    if not any("stalls" in r for r in runs):
+        L.append("This run kept no full logs (it predates the stall detection): its stalls are not known.\n")
+    elif not notes:
+        L.append("No ping-pong run stalled, and the bypass stack counted nothing unusual.\n")
+    if notes:
+        L += [f"- {n}" for n in notes] + [""]
 
     L.append("## Under load (64 B, reply every 100th message; half round trip, us)\n")
     L.append("| mode | target msg/s | achieved msg/s | min | median | p99 | p99.9 | max | std-dev | drops |")
@@ -276,8 +548,8 @@ def markdown(meta, runs, summary, svg_name):
         L.append("## TCP ping-pong (sockperf --tcp, half round trip, us)\n")
         L.append("The bypass runs with `TICKSTACK_TCP=1` (lwIP, see docs/dataplane.md). Drops: sockperf's "
                  "dropped, duplicated and out-of-order counts (a stream loses nothing it delivers).\n")
-        L.append("| mode | size (B) | min | median | p99 | p99.9 | max | std-dev | drops/dup/ooo |")
-        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        L.append("| mode | size (B) | min | median | p99 | p99.9 | max | std-dev | drops/dup/ooo | stalls |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for mode in ("kernel", "kspin", "bypass"):
             for sz in (14, 64, 256, 1024, 1472):
                 r = tpp.get((mode, sz))
@@ -285,7 +557,8 @@ def markdown(meta, runs, summary, svg_name):
                     continue
                 L.append(f"| {MODES[mode]} | {sz} | {fmt(r['min'])} | {fmt(r['median'])} | {fmt(r['p99'])} | "
                          f"{fmt(r['p999'])} | {fmt(r['max'])} | {fmt(r['stddev'])} | "
-                         f"{fmt(r['dropped_reported'])}/{fmt(r['duplicated'])}/{fmt(r['out_of_order'])} |")
+                         f"{fmt(r['dropped_reported'])}/{fmt(r['duplicated'])}/{fmt(r['out_of_order'])} | "
+                         f"{stall_cell(r)} |")
         L.append("\n| size (B) | TCP bypass / UDP bypass, median (target <= 1.25) "
                  "| TCP bypass / TCP kernel spinning, median (<= 0.70) |")
         L.append("|---:|---:|---:|")
@@ -336,16 +609,22 @@ def markdown(meta, runs, summary, svg_name):
         mb[buf] = {"ratio": r, "bound": text.startswith((">=", "<=", "- (")), "text": text}
         L.append(f"| {buf} | {searched(row.get('kernel'))} | {searched(row.get('bypass'))} | {text} |")
     L.append("")
-    return "\n".join(L) + "\n", ratios + tratios, mb
+    return "\n".join(L) + "\n", ratios + tratios, mb, checks
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check-last")
+    ap.add_argument("--stalls")
+    ap.add_argument("--from-json")
     ap.add_argument("--meta")
     ap.add_argument("--manifest")
     ap.add_argument("--out")
     a = ap.parse_args()
+    if a.stalls:
+        json.dump(detect_stalls(read_full_log(a.stalls)), sys.stdout)
+        sys.stdout.write("\n")
+        return 0
     if a.check_last:
         with open(a.check_last) as f:
             lines = [l.split() for l in f if l.strip()]
@@ -356,21 +635,27 @@ def main():
         print(f"bench: {p[0]} {p[1]} {p[2]}: drops={r['drops']} sent={r['sent']} "
               f"received={r['server_received']} rate={r.get('achieved_rate')}", file=sys.stderr)
         return 0 if r["ok"] else 1
-    meta = {}
-    with open(a.meta) as f:
-        for line in f:
-            if "=" in line:
-                k, v = line.rstrip("\n").split("=", 1)
-                meta[k] = v
-    runs, summary = load(a.manifest)
+    if a.from_json:
+        with open(a.from_json) as f:
+            recorded = json.load(f)
+        meta, runs, summary = recorded["meta"], recorded["runs"], recorded["summary"]
+    else:
+        meta = {}
+        with open(a.meta) as f:
+            for line in f:
+                if "=" in line:
+                    k, v = line.rstrip("\n").split("=", 1)
+                    meta[k] = v
+        runs, summary = load(a.manifest)
+    mark_few_samples(runs)
     base = os.path.splitext(a.out)[0]
     svg(runs, base + ".svg")
-    md, ratios, mb = markdown(meta, runs, summary, os.path.basename(base) + ".svg")
+    md, ratios, mb, checks = markdown(meta, runs, summary, os.path.basename(base) + ".svg")
     with open(a.out, "w") as f:
         f.write(md)
     with open(base + ".json", "w") as f:
         json.dump({"meta": meta, "runs": runs, "summary": summary, "ratios": ratios,
-                   "microburst_bypass_over_kernel": mb}, f, indent=1)
+                   "microburst_bypass_over_kernel": mb, "bypass_max_checks": checks}, f, indent=1)
         f.write("\n")
     print(f"bench: wrote {a.out}, {base}.json, {base}.svg", file=sys.stderr)
     return 0

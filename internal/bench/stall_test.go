@@ -1,12 +1,18 @@
 package bench
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 const (
@@ -248,5 +254,81 @@ func TestMaxCheck(t *testing.T) {
 		if b != c.bound || ok != c.ok {
 			t.Errorf("p99.9 %d, max %d: bound %d ok %v, want %d %v", c.p999, c.max, b, ok, c.bound, c.ok)
 		}
+	}
+}
+
+// writeFullLog writes rows as sockperf's --full-log does.
+func writeFullLog(t *testing.T, path string, rows []FullLogSample) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("sockperf: a summary\npacket, txTime(sec), rxTime(sec), latency(usec)\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%d, %d.%09d, %d.%09d, %s\n", r.Packet, r.TxNs/1e9, r.TxNs%1e9, r.RxNs/1e9, r.RxNs%1e9, FormatNanosAsMicros(r.LatencyNs))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dataplane/bench/report.py finds stalls for docs/bench-dataplane.md with its own copy of the
+// rules: on the same full logs it must find what DetectStalls finds.
+func TestReportPyFindsTheSameStalls(t *testing.T) {
+	python := testutil.RequireTool(t, "python3")
+	slow := map[int]int64{100: 5 * ms, 101: 7 * ms, 7000: 900 * us}
+	for k := 0; k < 14; k++ {
+		slow[1000+1000*k] = int64(2+k) * ms
+	}
+	paced := make([]FullLogSample, 3000)
+	for i := range paced {
+		l := 20 * us
+		if i == 1000 {
+			l = 30 * ms
+		}
+		tx := 1000*ms + int64(i)*ms
+		if i >= 2000 {
+			tx += 25 * ms // the sender stopped
+		}
+		paced[i] = FullLogSample{Packet: int64(i), TxNs: tx, RxNs: tx + 2*l, LatencyNs: l}
+	}
+	for name, rows := range map[string][]FullLogSample{
+		"ping-pong": pingPongLog(20000, 1*us, func(i int) int64 {
+			if l, ok := slow[i]; ok {
+				return l
+			}
+			return 2 * us
+		}),
+		"paced": paced,
+		"quiet": pingPongLog(500, 1*us, func(int) int64 { return 2 * us }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "full.csv")
+			writeFullLog(t, log, rows)
+			out, err := exec.Command(python, "-B", filepath.Join("..", "..", "dataplane", "bench", "report.py"), "--stalls", log).Output()
+			if err != nil {
+				t.Fatalf("report.py --stalls: %v", err)
+			}
+			var py struct {
+				Count              int32 `json:"count"`
+				TotalNs            int64 `json:"total_ns"`
+				LatencyThresholdNs int64 `json:"latency_threshold_ns"`
+				GapThresholdNs     int64 `json:"gap_threshold_ns"`
+				Stalls             []struct {
+					OffsetNs   int64 `json:"offset_ns"`
+					DurationNs int64 `json:"duration_ns"`
+					LatencyNs  int64 `json:"latency_ns"`
+				} `json:"stalls"`
+			}
+			if err := json.Unmarshal(out, &py); err != nil {
+				t.Fatalf("report.py printed %q: %v", out, err)
+			}
+			got := &tsv1.StallReport{Count: py.Count, TotalNs: py.TotalNs, LatencyThresholdNs: py.LatencyThresholdNs, GapThresholdNs: py.GapThresholdNs}
+			for _, s := range py.Stalls {
+				got.Stalls = append(got.Stalls, tsv1.Stall{OffsetNs: s.OffsetNs, DurationNs: s.DurationNs, LatencyNs: s.LatencyNs})
+			}
+			want := DetectStalls(rows, p999(rows))
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("report.py found %+v,\nDetectStalls %+v", got, want)
+			}
+		})
 	}
 }

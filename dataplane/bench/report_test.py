@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""bench/report_test.py - report.py's stall detection, counters, few-samples
+flag and regression check on crafted data (make -C dataplane test runs it;
+internal/bench's TestReportPyFindsTheSameStalls checks that report.py and the
+Go runner find the same stalls in the same full log)."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
+
+US, MS = 1000, 1000000
+
+
+def ping_pong(n, think, lat):
+    """n messages, each sent think ns after the previous reply, with half round
+    trip lat(i): (tx, rx, latency) in ns, the first send at 7 s."""
+    rows, t = [], 7000 * MS
+    for i in range(n):
+        rows.append((t, t + 2 * lat(i), lat(i)))
+        t += 2 * lat(i) + think
+    return rows
+
+
+class Stalls(unittest.TestCase):
+    def test_quiet_run(self):
+        rep = report.detect_stalls(ping_pong(10000, US, lambda i: 2 * US))
+        self.assertEqual((rep["count"], rep["latency_threshold_ns"], rep["gap_threshold_ns"]), (0, MS, MS))
+
+    def test_slow_reply_is_one_stall(self):
+        rows = ping_pong(20000, US, lambda i: 40 * MS if i == 12000 else 2 * US)
+        rep = report.detect_stalls(rows)
+        self.assertEqual(rep["count"], 1)
+        self.assertEqual(rep["stalls"], [{"offset_ns": 12000 * 5 * US, "duration_ns": 80 * MS + US, "latency_ns": 40 * MS}])
+
+    def test_sender_pause(self):
+        rows = ping_pong(5000, US, lambda i: 2 * US)
+        rows = rows[:3000] + [(tx + 30 * MS, rx + 30 * MS, lat) for tx, rx, lat in rows[3000:]]
+        rep = report.detect_stalls(rows)
+        self.assertEqual(rep["stalls"], [{"offset_ns": 2999 * 5 * US, "duration_ns": 30 * MS + 5 * US, "latency_ns": 2 * US}])
+
+    def test_list_is_capped_count_is_not(self):
+        slow = {100: 5 * MS, 101: 7 * MS}
+        slow.update({1000 + 1000 * k: (2 + k) * MS for k in range(14)})
+        rep = report.detect_stalls(ping_pong(20000, US, lambda i: slow.get(i, 2 * US)))
+        self.assertEqual(rep["count"], 15)
+        self.assertEqual(len(rep["stalls"]), report.MAX_LISTED_STALLS)
+        self.assertEqual(rep["total_ns"], sum(2 * v + US for v in slow.values()))
+        self.assertEqual(rep["stalls"][0]["duration_ns"], 24 * MS + 2 * US)
+        offsets = [s["offset_ns"] for s in rep["stalls"]]
+        self.assertEqual(offsets, sorted(offsets))
+
+    def test_full_log_is_read_to_the_nanosecond(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+            f.write("sockperf: summary lines\npacket, txTime(sec), rxTime(sec), latency(usec)\n"
+                    "0, 2.436765509, 2.436794561, 14.526\n1, 2.436794622, 2.436813660, 9.5195\n"
+                    "2, 2.436813790, 0, -\n")
+        try:
+            self.assertEqual(report.read_full_log(f.name),
+                             [(2436765509, 2436794561, 14526), (2436794622, 2436813660, 9520)])
+        finally:
+            os.unlink(f.name)
+
+
+class Counters(unittest.TestCase):
+    def test_dumps_are_summed_and_filtered(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.check_dir(d)
+
+    def check_dir(self, d):
+        dump = ("tickstack stats pid=1 profile=latency sockets_accelerated=1 sockets_kernel=0 fallback_events=0\n"
+                "xsk if=v ifindex=2 queue=0 mode=native rx_packets=9 tx_ring_full=0 fill_ring_empty=3\n"
+                "sock fd=4 local=0.0.0.0:1 remote=0.0.0.0:0 accelerated=1 closed=1 rx_accel=9 tx_kernel_neigh=1\n"
+                "tcp tx_ring_full=2\nnh refreshes=1 misses=3 wait_timeouts=0\n")
+        for pid in (11, 12):
+            with open(os.path.join(d, f"stats-cli5-{pid}.txt"), "w") as f:
+                f.write(dump)
+        c = report.read_counters(os.path.join(d, "stats-cli5"))
+        self.assertEqual(c["xsk.fill_ring_empty"], 6)
+        self.assertNotIn("xsk.queue", c)
+        self.assertEqual(report.stall_counters(c), [["xsk.fill_ring_empty", 6], ["nh.refreshes", 2],
+                                                     ["sock.tx_kernel_neigh", 2], ["tcp.tx_ring_full", 4]])
+        self.assertIsNone(report.read_counters(os.path.join(d, "stats-cli6")))
+
+
+class Checks(unittest.TestCase):
+    def runs(self):
+        runs = [{"kind": "pp", "mode": "bypass", "param": sz, "observations": n, "max": m}
+                for sz, n, m in ((14, 800000, 4100.0), (256, 786517, 1700.0), (1024, 23403, 235000.0),
+                                 (1472, 700000, 4000.0))]
+        runs += [{"kind": "floor", "mode": "floor", "param": sz, "max": m}
+                 for sz, m in ((14, 4584.0), (64, 4121.5), (256, 4012.0))]
+        return runs
+
+    def test_few_samples(self):
+        runs = self.runs()
+        report.mark_few_samples(runs)
+        self.assertEqual([r.get("few_samples") for r in runs[:4]], [False, False, True, False])
+        self.assertEqual(runs[2]["neighbour_samples"], 786517)
+
+    def test_max_against_the_floor(self):
+        ref, checks = report.max_checks(self.runs())
+        self.assertEqual(ref, 4121.5)
+        self.assertEqual([(c["size"], c["ok"]) for c in checks], [(14, True), (256, True), (1024, False), (1472, True)])
+        self.assertEqual(checks[0]["bound"], 4 * 4121.5)
+        self.assertEqual(report.max_checks([r for r in self.runs() if r["kind"] != "floor"]), (None, []))
+
+
+if __name__ == "__main__":
+    unittest.main()
