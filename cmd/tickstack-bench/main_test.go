@@ -422,6 +422,10 @@ func TestRunnerBypassOverVeth(t *testing.T) {
 			t.Fatalf("%s stack: %+v", st, s)
 		}
 		monotonic(t, string(st), s.PingPong.Rows[0].LatencyStats)
+		// both bypass processes dumped the stack's counters where the runner asked them to
+		if sr := s.PingPong.Rows[0].Stalls; sr == nil || sr.CountersMissing != "" {
+			t.Errorf("%s stack: stall report %+v", st, sr)
+		}
 	}
 	cmp := bench.CompareStacks(res)
 	if len(cmp) != 1 || cmp[0].MedianSpeedup == "" || cmp[0].KernelMedianNs != res.Stack(tsv1.StackKernel).PingPong.Rows[0].MedianNs {
