@@ -53,12 +53,26 @@ log "helm and the tickstack CLI"
 go build -o bin/tickstack ./cmd/tickstack
 
 log "images (built from ./cmd/* and dataplane/build, imported into the node's containerd)"
-if [ -n "${DEMO_REBUILD:-}" ] || ! "${KUBECTL[@]}" get node tslc-node -o jsonpath='{.status.images[*].names}' |
-  grep -q 'localhost/tickstack-bench:'; then
+# Rebuilt when what they are built from changed since the last import (tracked files and
+# uncommitted changes to them), when the node lacks them, or with DEMO_REBUILD=1: the tag stays the
+# chart's appVersion, so an old image under it would otherwise run the old code.
+stamp_file=${TICKSTACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickstack}/images/demo-sources.sha256
+sources=(api cmd internal dataplane Dockerfile go.mod go.sum hack/images charts/tickstack/Chart.yaml)
+stamp=
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  stamp=$({ git ls-files -s -- "${sources[@]}"; git diff HEAD -- "${sources[@]}"
+    git ls-files --others --exclude-standard -- "${sources[@]}" | xargs -r sha256sum; } | sha256sum | cut -d' ' -f1)
+fi
+rebuilt=0
+if [ -n "${DEMO_REBUILD:-}" ] || [ -z "$stamp" ] || [ "$stamp" != "$(cat "$stamp_file" 2>/dev/null)" ] ||
+  ! "${KUBECTL[@]}" get node tslc-node -o jsonpath='{.status.images[*].names}' | grep -q 'localhost/tickstack-bench:'; then
   make --no-print-directory dataplane
   hack/images/build.sh --import
+  mkdir -p "$(dirname "$stamp_file")"
+  [ -z "$stamp" ] || echo "$stamp" >"$stamp_file"
+  rebuilt=1
 else
-  echo "images already on the node (DEMO_REBUILD=1 rebuilds them)" >&2
+  echo "images on the node are built from these sources (DEMO_REBUILD=1 rebuilds them)" >&2
 fi
 
 log "helm install (reboot command records only, boot loader drop-in in $SCRATCH)"
@@ -83,8 +97,20 @@ agent:
   - {name: demo-scratch, mountPath: /demo}
   - {name: demo-scratch, mountPath: /host/etc/default/grub.d, subPath: grub.d}
 EOF
+installed=0
+KUBECONFIG=$(hack/local-cluster kubeconfig) "$HELM" status tickstack -n "$NS" >/dev/null 2>&1 && installed=1
 KUBECONFIG=$(hack/local-cluster kubeconfig) "$HELM" upgrade --install tickstack charts/tickstack -n "$NS" \
   --create-namespace -f "$values" --wait --timeout 8m
+if [ "$rebuilt" = 1 ] && [ "$installed" = 1 ]; then
+  # same image names as before: the running pods keep the old images until restarted
+  log "restarting the operator's pods on the rebuilt images"
+  for w in $("${KUBECTL[@]}" -n "$NS" get deployment,daemonset -o name); do
+    "${KUBECTL[@]}" -n "$NS" rollout restart "$w" >/dev/null
+  done
+  for w in $("${KUBECTL[@]}" -n "$NS" get deployment,daemonset -o name); do
+    "${KUBECTL[@]}" -n "$NS" rollout status "$w" --timeout=5m
+  done
+fi
 
 log "reboot hold: this machine never reboots, so no node gets a reboot slot"
 "${KUBECTL[@]}" apply -f - <<'EOF'
