@@ -104,11 +104,15 @@ KUBECONFIG=$(hack/local-cluster kubeconfig) "$HELM" upgrade --install tickstack 
 if [ "$rebuilt" = 1 ] && [ "$installed" = 1 ]; then
   # same image names as before: the running pods keep the old images until restarted
   log "restarting the operator's pods on the rebuilt images"
+  # (deleted rather than rolled: tickstack-xdpd's DaemonSet updates OnDelete)
+  "${KUBECTL[@]}" -n "$NS" delete pod --all --wait=true --timeout=3m >/dev/null
   for w in $("${KUBECTL[@]}" -n "$NS" get deployment,daemonset -o name); do
-    "${KUBECTL[@]}" -n "$NS" rollout restart "$w" >/dev/null
-  done
-  for w in $("${KUBECTL[@]}" -n "$NS" get deployment,daemonset -o name); do
-    "${KUBECTL[@]}" -n "$NS" rollout status "$w" --timeout=5m
+    if [ "$("${KUBECTL[@]}" -n "$NS" get "$w" -o jsonpath='{.spec.updateStrategy.type}')" = OnDelete ]; then
+      want=$("${KUBECTL[@]}" -n "$NS" get "$w" -o jsonpath='{.status.desiredNumberScheduled}')
+      "${KUBECTL[@]}" -n "$NS" wait "$w" --for=jsonpath='{.status.numberReady}'="$want" --timeout=5m
+    else
+      "${KUBECTL[@]}" -n "$NS" rollout status "$w" --timeout=5m
+    fi
   done
 fi
 
