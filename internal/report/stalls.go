@@ -95,27 +95,32 @@ func StallNotes(stack tsv1.Stack, label string, samples int64, s *tsv1.StallRepo
 
 // PingPongStallNotes are StallNotes for every row of a pingPong table.
 func PingPongStallNotes(stack tsv1.Stack, rows []tsv1.PingPongRow) []string {
-	var out []string
-	for _, r := range rows {
-		out = append(out, StallNotes(stack, fmt.Sprintf("%s %d B", r.Protocol, r.MessageSize), r.Samples, r.Stalls)...)
-	}
-	return out
+	return rowStallNotes(stack, rows, func(r tsv1.PingPongRow) (string, int64, *tsv1.StallReport) {
+		return fmt.Sprintf("%s %d B", r.Protocol, r.MessageSize), r.Samples, r.Stalls
+	})
 }
 
 // RateStallNotes are StallNotes for every row of a rateSweep table.
 func RateStallNotes(stack tsv1.Stack, rows []tsv1.RateRow) []string {
-	var out []string
-	for _, r := range rows {
-		out = append(out, StallNotes(stack, fmt.Sprintf("%s %d B at %d msg/s", r.Protocol, r.MessageSize, r.TargetMps), r.Samples, r.Stalls)...)
-	}
-	return out
+	return rowStallNotes(stack, rows, func(r tsv1.RateRow) (string, int64, *tsv1.StallReport) {
+		return fmt.Sprintf("%s %d B at %d msg/s", r.Protocol, r.MessageSize, r.TargetMps), r.Samples, r.Stalls
+	})
 }
 
 // MixedStallNotes are StallNotes for every row of a mixedBurst table.
 func MixedStallNotes(stack tsv1.Stack, rows []tsv1.MixedBurstRow) []string {
+	return rowStallNotes(stack, rows, func(r tsv1.MixedBurstRow) (string, int64, *tsv1.StallReport) {
+		return fmt.Sprintf("%d+%d msg/s", r.SteadyMps, r.BurstMps), r.Samples, r.Stalls
+	})
+}
+
+// rowStallNotes are StallNotes for every row of a table, each row's label, sample count and
+// stall report given by row.
+func rowStallNotes[R any](stack tsv1.Stack, rows []R, row func(R) (string, int64, *tsv1.StallReport)) []string {
 	var out []string
 	for _, r := range rows {
-		out = append(out, StallNotes(stack, fmt.Sprintf("%d+%d msg/s", r.SteadyMps, r.BurstMps), r.Samples, r.Stalls)...)
+		label, samples, stalls := row(r)
+		out = append(out, StallNotes(stack, label, samples, stalls)...)
 	}
 	return out
 }
