@@ -8,8 +8,9 @@
 #                                 the Go binaries (static)
 #       bench-bin/                binaries for the bench image (cmd/tickstack, cmd/tickstack-bench when
 #                                 present), may be empty
-#       dataplane/                the dataplane's runtime outputs (dataplane/build/*.so, *.bpf.o, tools)
-#                                 when it was built, else empty
+#       dataplane/                the dataplane's runtime outputs (dataplane/build/*.so, *.bpf.o, tools,
+#                                 the tick-to-trade rig t2t-pub, t2t-strategy, t2t-exchange) when it
+#                                 was built (make dataplane), else empty
 # Build:  hack/images/build.sh [--import] [manager] [agent] [bench]
 # Direct: buildah bud --target agent -t localhost/tickstack-agent:dev -f Dockerfile <staged context>
 
@@ -23,7 +24,8 @@ USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/manager"]
 
 # What every node-side image carries: ethtool, iproute2, sockperf, rt-tests (cyclictest, oslat,
-# hwlatdetect), linuxptp (ptp4l, phc2sys, pmc), libxdp/libbpf, and the dataplane's build outputs.
+# hwlatdetect), linuxptp (ptp4l, phc2sys, pmc), libxdp/libbpf, QuickFIX's runtime (libquickfix17, for
+# the tick-to-trade rig), and the dataplane's build outputs, on PATH.
 FROM ${TOOLS_IMAGE} AS node-tools
 COPY dataplane/ /opt/tickstack/dataplane/
 ENV PATH=/opt/tickstack/dataplane/bin:/opt/tickstack/dataplane:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -36,7 +38,8 @@ COPY bin/agent /usr/local/bin/agent
 COPY bin/tickstack-xdp-cni /usr/local/bin/tickstack-xdp-cni
 ENTRYPOINT ["/usr/local/bin/agent"]
 
-# The benchmark pods: sockperf and the bypass stack, driven by the command the LatencyBenchmark sets.
+# The benchmark pods: sockperf, the tick-to-trade rig and the bypass stack, driven by the command the
+# LatencyBenchmark sets.
 FROM node-tools AS bench
 COPY bench-bin/ /usr/local/bin/
 CMD ["sleep", "infinity"]

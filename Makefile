@@ -69,8 +69,8 @@ build: ## Build the manager, agent and tickstack CLI into bin/, stamped with rel
 	go build -ldflags "$$(hack/ldflags.sh)" -o $(BIN)/tickstack ./cmd/tickstack
 
 .PHONY: dataplane
-dataplane: ## Build the AF_XDP bypass stack (dataplane/build/).
-	$(MAKE) -C dataplane -j2
+dataplane: ## Build the AF_XDP bypass stack and the tick-to-trade rig (dataplane/build/).
+	$(MAKE) -C dataplane -j2 all t2t
 
 ##@ Main job
 

@@ -203,6 +203,16 @@ var _ = Describe("LatencyBenchmark validation by the API server", func() {
 			"spec.placement.runnerCPUs", "should be greater than or equal to 1"),
 		Entry("a timeout under a minute", func(b *tsv1.LatencyBenchmark) { b.Spec.TimeoutSeconds = ptr.To[int32](5) },
 			"spec.timeoutSeconds", "should be greater than or equal to 60"),
+		Entry("tick-to-trade bursts over an odd number of seconds", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.TickToTrade = &tsv1.TickToTradeSpec{BurstMps: 1000, DurationSeconds: 3}
+		}, "spec.suites", "suites.tickToTrade.durationSeconds: with burstMps use an even number"),
+		Entry("an unknown tick mix", func(b *tsv1.LatencyBenchmark) { b.Spec.Suites.TickToTrade = &tsv1.TickToTradeSpec{Mix: "bursty"} },
+			"spec.suites.tickToTrade.mix", "Unsupported value"),
+		Entry("a baseline without a benchmark", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.TickToTrade = &tsv1.TickToTradeSpec{Baseline: &tsv1.TickToTradeBaseline{}}
+		}, "spec.suites.tickToTrade.baseline.benchmark", "should be at least 1 chars long"),
+		Entry("a tick-to-trade limit on an unknown suite name", func(b *tsv1.LatencyBenchmark) { b.Spec.Thresholds.Latency[0].Suite = "tick2trade" },
+			"spec.thresholds.latency[0].suite", "Unsupported value"),
 	)
 
 	It("accepts a complete benchmark comparing both stacks", func() {
@@ -216,7 +226,10 @@ var _ = Describe("LatencyBenchmark validation by the API server", func() {
 			Microburst: &tsv1.MicroburstSpec{MessageSize: 64},
 			MixedBurst: &tsv1.MixedBurstSpec{DurationSeconds: 4},
 			Jitter:     &tsv1.JitterSpec{CPUs: "2-3,6"},
+			TickToTrade: &tsv1.TickToTradeSpec{RatesMps: []int64{500, 100000}, Mix: tsv1.TickMixSeed003, BurstMps: 5000, DurationSeconds: 4,
+				Baseline: &tsv1.TickToTradeBaseline{Benchmark: "untuned", Node: "worker-0"}},
 		}
+		b.Spec.Thresholds.Latency = append(b.Spec.Thresholds.Latency, tsv1.LatencyLimit{Suite: tsv1.SuiteTickToTrade, Stack: tsv1.StackBypass, RateMps: 100000, Statistic: tsv1.StatP99, Max: "50us"})
 		b.Spec.Thresholds.MinBypassSpeedup = "1.5"
 		b.Spec.Thresholds.Latency[0].Max = "1.5ms"
 		Expect(k8s.Create(ctx, b, client.DryRunAll)).To(Succeed())
@@ -389,6 +402,15 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			"thresholds.minBypassSpeedup"),
 		Entry("a schedule cron cannot parse", "cron", func(b *tsv1.LatencyBenchmark) { b.Spec.Schedule = "61 * * * *" },
 			"spec.schedule"),
+		Entry("tick-to-trade rates out of order", "t2trates", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.TickToTrade = &tsv1.TickToTradeSpec{RatesMps: []int64{10000, 500}}
+		}, "tickToTrade.ratesMps"),
+		Entry("a tick-to-trade baseline naming the benchmark itself", "selfbase", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.TickToTrade = &tsv1.TickToTradeSpec{Baseline: &tsv1.TickToTradeBaseline{Benchmark: "selfbase"}}
+		}, "spec.suites.tickToTrade.baseline.benchmark: names this benchmark itself"),
+		Entry("a message size selector on tick-to-trade", "t2tsize", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Thresholds.Latency = []tsv1.LatencyLimit{{Suite: tsv1.SuiteTickToTrade, MessageSize: 64, Statistic: tsv1.StatP99, Max: "1ms"}}
+		}, "thresholds.latency[0].messageSize: does not apply to suite tickToTrade"),
 	)
 
 	It("measures a node that joins the target during a run, even a run that started with none", func() {
@@ -454,6 +476,82 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, &corev1.Service{}))
 		}, 20*time.Second, 100*time.Millisecond).Should(BeTrue())
+	})
+
+	It("runs tickToTrade with a reflector for the venue, fails a row with a tick unaccounted for, and compares tuned with untuned", func() {
+		ns := tslbNamespace()
+		n := tslbNode("tslb-t2t", "tslb-p8")
+
+		By("the untuned baseline: the kernel on the node named, before a profile is trusted")
+		untuned := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "untuned"}, Spec: tsv1.LatencyBenchmarkSpec{
+			Target: tsv1.BenchmarkTarget{NodeNames: []string{n.Name}},
+			Suites: tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{RatesMps: []int64{500, 10000}}},
+		}}
+		Expect(k8s.Create(ctx, untuned)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, untuned))).To(Succeed()) })
+		job := nodeJob(ns, "untuned", 1, n.Name)
+		ps := job.Spec.Template.Spec
+		Expect(ps.Containers).To(HaveLen(2), "the venue (exchange simulator, publisher) runs in the reflector container")
+		Expect(ps.Containers[1].Name).To(Equal(benchReflectorContainer))
+		var spec tsv1.BenchmarkSuites
+		Expect(json.Unmarshal([]byte(env(ps.Containers[0], "TSB_SPEC")), &spec)).To(Succeed())
+		Expect(spec.TickToTrade).NotTo(BeNil())
+		Expect(spec.TickToTrade.RatesMps).To(Equal([]int64{500, 10000}))
+		uploadResults(ns, job.Name, t2tResults(n.Name, map[int64]int64{500: 40000, 10000: 50000}))
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "untuned")(g)
+			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictPassed))
+			g.Expect(nodeStatus(got, n.Name).Verdict.Reasons).To(ContainElement(HaveField("Name", "tickToTrade/kernel/10000msgps/accounted")))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("the tuned run points at it: gains in percent per stack and rate, taken when the node is judged")
+		tuned := validBenchmark(ns, "tuned", "tslb-p8")
+		tuned.Spec.Suites = tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{RatesMps: []int64{500, 10000}, Baseline: &tsv1.TickToTradeBaseline{Benchmark: "untuned"}}}
+		tuned.Spec.Thresholds = tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteTickToTrade, Statistic: tsv1.StatP99, Max: "150us"}}}
+		Expect(k8s.Create(ctx, tuned)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, tuned))).To(Succeed()) })
+		tj := nodeJob(ns, "tuned", 1, n.Name)
+		Expect(env(tj.Spec.Template.Spec.Containers[0], "TSB_SPEC")).NotTo(ContainSubstring("baseline"), "the runner does not see the baseline")
+		uploadResults(ns, tj.Name, t2tResults(n.Name, map[int64]int64{500: 30000, 10000: 40000}))
+		Eventually(func(g Gomega) {
+			got := nodeStatus(getBenchmark(ns, "tuned")(g), n.Name)
+			g.Expect(got.Verdict).NotTo(BeNil())
+			g.Expect(got.Verdict.Result).To(Equal(tsv1.VerdictPassed))
+			g.Expect(got.Verdict.Reasons).To(ContainElement(SatisfyAll(HaveField("Name", "tickToTrade/p99"), HaveField("Message", ContainSubstring("worst p99 120.000 us at tick-to-trade at 10000 msg/s on kernel is within 150us")))))
+			b := got.TickToTradeBaseline
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(b.Benchmark).To(Equal("untuned"))
+			g.Expect(b.Run).To(BeEquivalentTo(1))
+			g.Expect(b.Node).To(Equal(n.Name))
+			g.Expect(b.Rows).To(HaveLen(2))
+			g.Expect(b.Rows[0]).To(Equal(tsv1.TickToTradeGain{Stack: tsv1.StackKernel, RateMps: 500, BaselineStack: tsv1.StackKernel,
+				BaselineMeanNs: 40000, MeanNs: 30000, MeanGainPercent: "25.0", BaselineMedianNs: 40000, MedianNs: 30000, MedianGainPercent: "25.0",
+				BaselineP99Ns: 120000, P99Ns: 90000, P99GainPercent: "25.0"}))
+			g.Expect(b.Rows[1].MeanGainPercent).To(Equal("20.0"))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+		v, ok := metricValue("tickstack_benchmark_latency_seconds", map[string]string{"namespace": ns, "benchmark": "tuned", "suite": "tickToTrade", "rate": "10000", "statistic": "p99"})
+		Expect(ok).To(BeTrue())
+		Expect(v).To(BeNumerically("~", 120e-6, 1e-9))
+
+		By("a rerun with one tick lost fails the node on that row, whatever its latency")
+		cur := getBenchmark(ns, "tuned")(Default)
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Annotations = map[string]string{tsv1.RerunAnnotation: "lost"}
+		Expect(k8s.Patch(ctx, cur, patch)).To(Succeed())
+		lost := t2tResults(n.Name, map[int64]int64{500: 30000, 10000: 40000})
+		row := &lost.Stacks[0].TickToTrade.Rows[1]
+		row.TicksReceived, row.TicksLost, row.Unaccounted = row.TicksReceived-1, 1, []string{"ticks: 1 lost, 0 out of sequence"}
+		uploadResults(ns, nodeJob(ns, "tuned", 2, n.Name).Name, lost)
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "tuned")(g)
+			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictFailed))
+			ns := nodeStatus(got, n.Name)
+			g.Expect(ns.Message).To(ContainSubstring("tickToTrade/kernel/10000msgps/accounted"))
+			g.Expect(ns.Message).To(ContainSubstring("ticks: 1 lost"))
+			// the lost row is not compared with the baseline
+			g.Expect(ns.TickToTradeBaseline.Rows).To(HaveLen(1))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+		Eventually(nodeLabel(n.Name, tsv1.ValidatedLabel), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
 	})
 
 	It("starts a new run when the schedule comes due (injected clock)", func() {

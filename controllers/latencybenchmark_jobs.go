@@ -113,10 +113,14 @@ func benchLabels(b *tsv1.LatencyBenchmark, run int64) map[string]string {
 	return map[string]string{tsv1.BenchmarkLabel: b.Name, tsv1.BenchmarkRunLabel: strconv.FormatInt(run, 10)}
 }
 
-// runnerSpec is the bench.Spec the runner gets: the suites with the benchmark's stacks.
+// runnerSpec is the bench.Spec the runner gets: the suites with the benchmark's stacks, without
+// tickToTrade's baseline (the controller reads it when it judges a node).
 func runnerSpec(b *tsv1.LatencyBenchmark) tsv1.BenchmarkSuites {
 	s := *b.Spec.Suites.DeepCopy()
 	s.Stacks = append([]tsv1.Stack(nil), b.Spec.Stacks...)
+	if s.TickToTrade != nil {
+		s.TickToTrade.Baseline = nil
+	}
 	return s
 }
 

@@ -28,11 +28,11 @@ func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
 	m := &BenchmarkMetrics{
 		latency: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickstack_benchmark_latency_seconds",
-			Help: "Latency statistic of a benchmark row (network suites: half round trip) on a node, from its latest judged run.",
+			Help: "Latency statistic of a benchmark row (network suites: half round trip; tickToTrade: tick-to-trade) on a node, from its latest judged run.",
 		}, []string{"namespace", "benchmark", "node", "suite", "stack", "protocol", "size", "rate", "statistic"}),
 		dropped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickstack_benchmark_dropped_messages",
-			Help: "Messages dropped in a suite (sum over its rows) on a node, from its latest judged run.",
+			Help: "Messages dropped in a suite (sum over its rows; tickToTrade: ticks lost or out of sequence) on a node, from its latest judged run.",
 		}, []string{"namespace", "benchmark", "node", "suite", "stack"}),
 		jitter: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickstack_benchmark_jitter_seconds",
@@ -116,6 +116,14 @@ func (m *BenchmarkMetrics) observeResults(ns, name, node string, res *tsv1.Bench
 				drops += r.Dropped
 			}
 			m.dropped.WithLabelValues(ns, name, node, string(tsv1.SuiteMixedBurst), string(s.Stack)).Set(float64(drops))
+		}
+		if t := s.TickToTrade; t != nil {
+			var lost int64
+			for _, r := range t.Rows {
+				set(tsv1.SuiteTickToTrade, s.Stack, tsv1.ProtocolUDPMulticast, 0, r.RateMps, r.TickToTrade)
+				lost += r.TicksLost + r.TicksOutOfSequence
+			}
+			m.dropped.WithLabelValues(ns, name, node, string(tsv1.SuiteTickToTrade), string(s.Stack)).Set(float64(lost))
 		}
 		if mb := s.Microburst; mb != nil {
 			var drops int64

@@ -38,6 +38,9 @@ func (r *LatencyBenchmarkReconciler) reconcileValidation(_ context.Context, s *b
 	if err := bench.ValidateThresholds(b.Spec.Thresholds); err != nil {
 		problems = append(problems, "spec."+err.Error())
 	}
+	if t := b.Spec.Suites.TickToTrade; t != nil && t.Baseline != nil && t.Baseline.Benchmark == b.Name {
+		problems = append(problems, "spec.suites.tickToTrade.baseline.benchmark: names this benchmark itself: name the LatencyBenchmark that measured the untuned node")
+	}
 	if b.Spec.Schedule != "" {
 		if _, err := ParseSchedule(b.Spec.Schedule); err != nil {
 			problems = append(problems, err.Error())
@@ -322,6 +325,12 @@ func (r *LatencyBenchmarkReconciler) reconcileResults(ctx context.Context, s *be
 		if err != nil {
 			return err
 		}
+		if t := b.Spec.Suites.TickToTrade; t != nil && t.Baseline != nil && f.results != "" {
+			if f.baseline, err = r.readBaseline(ctx, b.Namespace, t.Baseline.Benchmark); err != nil {
+				return err
+			}
+			f.t2tBaseline = t.Baseline
+		}
 		*n = judgeNode(*n, f, b.Spec.Thresholds, s.now)
 		if n.Phase != tsv1.NodeCompleted && n.Phase != tsv1.NodeFailed {
 			continue
@@ -347,6 +356,18 @@ func (r *LatencyBenchmarkReconciler) reconcileResults(ctx context.Context, s *be
 		}
 	}
 	return nil
+}
+
+// readBaseline reads the LatencyBenchmark a tickToTrade baseline names; nil when it does not exist.
+func (r *LatencyBenchmarkReconciler) readBaseline(ctx context.Context, ns, name string) (*tsv1.LatencyBenchmark, error) {
+	base := &tsv1.LatencyBenchmark{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, base); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the tickToTrade baseline %s: %w", name, err)
+	}
+	return base, nil
 }
 
 // jobFacts reads one node's Job and results ConfigMap.

@@ -36,6 +36,10 @@ type benchJobFacts struct {
 	uploadError string
 	// exitCode is the runner's exit code as the uploader recorded it.
 	exitCode string
+	// t2tBaseline is suites.tickToTrade.baseline (nil: none), and baseline the LatencyBenchmark it
+	// names as read when the results arrived (nil: it does not exist).
+	t2tBaseline *tsv1.TickToTradeBaseline
+	baseline    *tsv1.LatencyBenchmark
 }
 
 // judgeNode computes one node's status from its previous status and the facts of its Job. It is
@@ -62,6 +66,9 @@ func judgeNode(prev tsv1.BenchmarkNodeStatus, f benchJobFacts, th tsv1.Threshold
 		}
 		v := bench.Evaluate(res, th)
 		out.Results, out.Verdict, out.Comparisons = res, &v, bench.CompareStacks(res)
+		if f.t2tBaseline != nil {
+			out.TickToTradeBaseline = bench.CompareTickToTradeBaseline(*f.t2tBaseline, prev.Node, f.baseline, res)
+		}
 		out.Phase, out.CompletionTime = tsv1.NodeCompleted, &done
 		out.Message = verdictMessage(v)
 		if f.exitCode != "" && f.exitCode != "0" {
@@ -123,6 +130,18 @@ func checkResults(r *tsv1.BenchmarkResults) error {
 		}
 		if m := st.MixedBurst; m != nil {
 			errs = append(errs, proto(m.Protocol))
+		}
+		if t := st.TickToTrade; t != nil {
+			if t.Mix != tsv1.TickMixSteady && t.Mix != tsv1.TickMixSeed003 {
+				errs = append(errs, fmt.Errorf("tickToTrade mix %q is not steady or seed003", t.Mix))
+			}
+			for _, row := range t.Rows {
+				for _, p := range []tsv1.Stack{row.MarketDataPath, row.OrderPath} {
+					if p != "" && p != tsv1.StackKernel && p != tsv1.StackBypass {
+						errs = append(errs, fmt.Errorf("tickToTrade path %q is not kernel or bypass", p))
+					}
+				}
+			}
 		}
 	}
 	if j := r.Jitter; j != nil {

@@ -128,6 +128,71 @@ func TestJudgeNode(t *testing.T) {
 	}
 }
 
+// t2tResults is a runner document with a kernel tickToTrade table: one accounted row per rate at
+// the given mean tick-to-trade.
+func t2tResults(node string, means map[int64]int64) *tsv1.BenchmarkResults {
+	r := sampleResults(node, nil)
+	t := &tsv1.TickToTradeResult{Mix: tsv1.TickMixSteady, MessageSize: 32, OrderEvery: 100}
+	for _, rate := range []int64{500, 10000} {
+		m, ok := means[rate]
+		if !ok {
+			continue
+		}
+		buys := rate * 4 / 100
+		st := tsv1.LatencyStats{Samples: buys, MinNs: m / 2, MedianNs: m, MeanNs: m, P95Ns: 2 * m, P99Ns: 3 * m, P999Ns: 4 * m, MaxNs: 5 * m, StdDevNs: m / 4}
+		t.Rows = append(t.Rows, tsv1.TickToTradeRow{RateMps: rate, AchievedMps: rate, TicksSent: rate * 4, TicksReceived: rate * 4, Orders: 2 * buys, ExchangeOrders: 2 * buys,
+			TickToTrade: st, InApplication: st, OrderToFill: st, Sell: st, MarketDataPath: tsv1.StackKernel, OrderPath: tsv1.StackKernel})
+	}
+	r.Stacks = []tsv1.StackResults{{Stack: tsv1.StackKernel, TickToTrade: t}}
+	return r
+}
+
+func TestJudgeNodeTickToTrade(t *testing.T) {
+	now := time.Unix(1700000100, 0).UTC()
+	pending := tsv1.BenchmarkNodeStatus{Node: "n1", Job: "lb-1-abc", Phase: tsv1.NodePending}
+	tuned := t2tResults("n1", map[int64]int64{500: 30000, 10000: 40000})
+	baseline := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "untuned", Namespace: "trading"},
+		Status: tsv1.LatencyBenchmarkStatus{Run: 2, Nodes: []tsv1.BenchmarkNodeStatus{{Node: "n1", Phase: tsv1.NodeCompleted, Results: t2tResults("n1", map[int64]int64{500: 40000, 10000: 50000})}}}}
+	ref := &tsv1.TickToTradeBaseline{Benchmark: "untuned"}
+
+	got := judgeNode(pending, benchJobFacts{results: resultsJSON(t, tuned), t2tBaseline: ref, baseline: baseline}, tsv1.Thresholds{}, now)
+	if got.Phase != tsv1.NodeCompleted || got.Verdict.Result != tsv1.VerdictPassed {
+		t.Fatalf("phase %s verdict %+v", got.Phase, got.Verdict)
+	}
+	b := got.TickToTradeBaseline
+	if b == nil || b.Benchmark != "untuned" || b.Run != 2 || b.Node != "n1" || len(b.Rows) != 2 ||
+		b.Rows[0].MeanGainPercent != "25.0" || b.Rows[1].MeanGainPercent != "20.0" || b.Rows[1].BaselineMeanNs != 50000 {
+		t.Fatalf("tuned vs untuned %+v", b)
+	}
+	// The comparison is taken once, when the node is judged: a later read of the baseline changes nothing.
+	again := judgeNode(got, benchJobFacts{results: resultsJSON(t, tuned), t2tBaseline: ref}, tsv1.Thresholds{}, now)
+	if again.TickToTradeBaseline == nil || len(again.TickToTradeBaseline.Rows) != 2 {
+		t.Fatalf("a judged node's comparison changed: %+v", again.TickToTradeBaseline)
+	}
+	// Without a baseline field nothing is compared; with a missing baseline the status says so.
+	if got := judgeNode(pending, benchJobFacts{results: resultsJSON(t, tuned)}, tsv1.Thresholds{}, now); got.TickToTradeBaseline != nil {
+		t.Errorf("comparison without a baseline: %+v", got.TickToTradeBaseline)
+	}
+	missing := judgeNode(pending, benchJobFacts{results: resultsJSON(t, tuned), t2tBaseline: ref}, tsv1.Thresholds{}, now)
+	if missing.TickToTradeBaseline == nil || !strings.Contains(missing.TickToTradeBaseline.Message, "does not exist") {
+		t.Errorf("missing baseline: %+v", missing.TickToTradeBaseline)
+	}
+	// A row with a tick unaccounted for fails the node.
+	lost := t2tResults("n1", map[int64]int64{500: 30000})
+	lost.Stacks[0].TickToTrade.Rows[0].TicksLost = 1
+	lost.Stacks[0].TickToTrade.Rows[0].Unaccounted = []string{"ticks: 1 lost, 0 out of sequence"}
+	if got := judgeNode(pending, benchJobFacts{results: resultsJSON(t, lost)}, tsv1.Thresholds{}, now); got.Verdict.Result != tsv1.VerdictFailed ||
+		!strings.Contains(got.Message, "tickToTrade/kernel/500msgps/accounted") {
+		t.Errorf("unaccounted tick: %s", got.Message)
+	}
+	// A document with a path the status schema refuses fails its node instead of the status update.
+	bad := resultsJSON(t, tuned)
+	bad = strings.Replace(bad, `"marketDataPath":"kernel"`, `"marketDataPath":"rdma"`, 1)
+	if got := judgeNode(pending, benchJobFacts{results: bad}, tsv1.Thresholds{}, now); got.Phase != tsv1.NodeFailed || !strings.Contains(got.Message, `tickToTrade path "rdma"`) {
+		t.Errorf("bad path: %s %s", got.Phase, got.Message)
+	}
+}
+
 func judgedNode(name string, v tsv1.VerdictResult) tsv1.BenchmarkNodeStatus {
 	return tsv1.BenchmarkNodeStatus{Node: name, Phase: tsv1.NodeCompleted, Verdict: &tsv1.Verdict{Result: v}}
 }
@@ -376,6 +441,28 @@ func TestBuildBenchJob(t *testing.T) {
 		}
 		if len(job.OwnerReferences) != 1 || job.OwnerReferences[0].Kind != "LatencyBenchmark" || !*job.OwnerReferences[0].Controller {
 			t.Errorf("owner %+v", job.OwnerReferences)
+		}
+	})
+	t.Run("tickToTrade alone has a reflector, and the runner never sees the baseline", func(t *testing.T) {
+		bm := mk(func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.PingPong = nil
+			b.Spec.Suites.TickToTrade = &tsv1.TickToTradeSpec{RatesMps: []int64{1000}, Baseline: &tsv1.TickToTradeBaseline{Benchmark: "untuned"}}
+		})
+		job, err := BuildBenchJob(in(bm))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := job.Spec.Template.Spec
+		if len(ps.Containers) != 2 || ps.Containers[1].Name != "reflector" {
+			t.Fatalf("containers %+v: the venue (publisher, exchange) runs in the reflector", ps.Containers)
+		}
+		var spec tsv1.BenchmarkSuites
+		if err := json.Unmarshal([]byte(env(ps.Containers[0], "TSB_SPEC")), &spec); err != nil || spec.TickToTrade == nil ||
+			spec.TickToTrade.RatesMps[0] != 1000 || spec.TickToTrade.Baseline != nil {
+			t.Errorf("TSB_SPEC %q: %v", env(ps.Containers[0], "TSB_SPEC"), err)
+		}
+		if bm.Spec.Suites.TickToTrade.Baseline == nil {
+			t.Error("building the Job dropped the benchmark's own baseline")
 		}
 	})
 	t.Run("two pods with bypass", func(t *testing.T) {

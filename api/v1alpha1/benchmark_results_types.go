@@ -37,7 +37,7 @@ const (
 )
 
 // SuiteName names a suite.
-// +kubebuilder:validation:Enum=pingPong;rateSweep;microburst;mixedBurst;jitter;ptp
+// +kubebuilder:validation:Enum=pingPong;rateSweep;microburst;mixedBurst;jitter;ptp;tickToTrade
 type SuiteName string
 
 const (
@@ -54,6 +54,9 @@ const (
 	// SuitePTP is ptp4l's offset from its master, sampled through its management socket for the
 	// whole run.
 	SuitePTP SuiteName = "ptp"
+	// SuiteTickToTrade is market data in, FIX order out, fill back and the position closed, by
+	// market-data rate (paper 004).
+	SuiteTickToTrade SuiteName = "tickToTrade"
 )
 
 // JitterTool names an rt-tests program.
@@ -403,6 +406,75 @@ type PTPResult struct {
 	Error string `json:"error,omitempty"`
 }
 
+// TickToTradeRow is one market-data rate of the tickToTrade suite: the rig's three programs' counts
+// and latencies (dataplane/t2t; docs/benchmark-methods.md "tickToTrade").
+// +kubebuilder:object:generate=true
+type TickToTradeRow struct {
+	// RateMps is the market-data rate asked for.
+	RateMps int64 `json:"rateMps"`
+	// BurstMps is added to the rate in every other second.
+	// +optional
+	BurstMps int64 `json:"burstMps,omitempty"`
+	// AchievedMps is the ticks sent divided by the time the publisher took.
+	AchievedMps int64 `json:"achievedMps"`
+	// TicksSent is what the publisher sent.
+	TicksSent int64 `json:"ticksSent"`
+	// TicksReceived is what the strategy received.
+	TicksReceived int64 `json:"ticksReceived"`
+	// TicksLost counts sequence gaps and a missing tail.
+	TicksLost int64 `json:"ticksLost"`
+	// TicksOutOfSequence counts ticks that came after a later one.
+	TicksOutOfSequence int64 `json:"ticksOutOfSequence"`
+	// Orders is the BUY and SELL orders the strategy sent.
+	Orders int64 `json:"orders"`
+	// OrdersUnfilled is the orders without a fill.
+	OrdersUnfilled int64 `json:"ordersUnfilled"`
+	// ExchangeOrders is what the exchange simulator received.
+	ExchangeOrders int64 `json:"exchangeOrders"`
+	// TickToTrade is the BUY's arrival at the exchange minus the tick's send time (paper 004's BUY
+	// row), one sample per BUY.
+	TickToTrade LatencyStats `json:"tickToTrade"`
+	// InApplication is the tick received (recv returned) to the BUY sent (QuickFIX's send returned).
+	InApplication LatencyStats `json:"inApplication"`
+	// OrderToFill is an order handed to QuickFIX to its fill received, BUY and SELL (the round
+	// trip through the exchange).
+	OrderToFill LatencyStats `json:"orderToFill"`
+	// Sell is the BUY's fill received to the SELL's arrival at the exchange (paper 004's SELL row).
+	Sell LatencyStats `json:"sell"`
+	// Unaccounted says what this run did not account for: ticks lost or out of sequence, orders
+	// without a fill, FIX sequence errors, counts the ends disagree on. Empty when every tick and
+	// order is accounted for; a row with entries fails its check.
+	// +listType=atomic
+	Unaccounted []string `json:"unaccounted,omitempty"`
+	// MarketDataPath is the path the strategy received the feed on: bypass when its feed socket
+	// received datagrams through the XSK (the stack's counters), else kernel.
+	// +optional
+	MarketDataPath Stack `json:"marketDataPath,omitempty"`
+	// OrderPath is the path the strategy's FIX session took: bypass when the stack carried its TCP
+	// connection (the profile's spec.bypass.tcp), else kernel.
+	// +optional
+	OrderPath Stack `json:"orderPath,omitempty"`
+}
+
+// TickToTradeResult is the tickToTrade table of one stack.
+// +kubebuilder:object:generate=true
+type TickToTradeResult struct {
+	// Mix is the feed's message sizes.
+	Mix TickMix `json:"mix"`
+	// MessageSize is the size of a tick with mix steady.
+	// +optional
+	MessageSize int32 `json:"messageSize,omitempty"`
+	// OrderEvery is the strategy's rule: a BUY on every Nth tick.
+	OrderEvery int32 `json:"orderEvery"`
+	// Rows has one entry per rate measured, in the order of the spec.
+	// +listType=atomic
+	Rows []TickToTradeRow `json:"rows,omitempty"`
+	// Error says why a rate was not measured (the rig missing, a program that failed); the rows
+	// measured are kept.
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
 // StackResults holds the network suites run on one stack.
 // +kubebuilder:object:generate=true
 type StackResults struct {
@@ -418,6 +490,8 @@ type StackResults struct {
 	Microburst *MicroburstResult `json:"microburst,omitempty"`
 	// +optional
 	MixedBurst *MixedBurstResult `json:"mixedBurst,omitempty"`
+	// +optional
+	TickToTrade *TickToTradeResult `json:"tickToTrade,omitempty"`
 }
 
 // NetworkPath is the network path the network suites measured.
@@ -476,7 +550,7 @@ type StackComparison struct {
 	Suite       SuiteName `json:"suite"`
 	Protocol    Protocol  `json:"protocol"`
 	MessageSize int32     `json:"messageSize,omitempty"`
-	// TargetMps is the rateSweep rate; SteadyMps/BurstMps name a mixedBurst pattern.
+	// TargetMps is the rateSweep or tickToTrade rate; SteadyMps/BurstMps name a mixedBurst pattern.
 	TargetMps      int64 `json:"targetMps,omitempty"`
 	SteadyMps      int64 `json:"steadyMps,omitempty"`
 	BurstMps       int64 `json:"burstMps,omitempty"`
@@ -489,4 +563,58 @@ type StackComparison struct {
 	MedianSpeedup string `json:"medianSpeedup,omitempty"`
 	// P99Speedup is the same for the 99th percentile.
 	P99Speedup string `json:"p99Speedup,omitempty"`
+}
+
+// TickToTradeGain compares one stack and rate of a tickToTrade run with its baseline.
+// +kubebuilder:object:generate=true
+type TickToTradeGain struct {
+	// Stack is this run's stack.
+	Stack Stack `json:"stack"`
+	// RateMps is the market-data rate.
+	RateMps int64 `json:"rateMps"`
+	// BaselineStack is the baseline row's stack: the same stack, else kernel (the untuned host's
+	// plain stack) when the baseline did not measure this one.
+	BaselineStack Stack `json:"baselineStack"`
+	// BaselineMeanNs is the baseline's mean tick-to-trade.
+	BaselineMeanNs int64 `json:"baselineMeanNs"`
+	// MeanNs is this run's mean tick-to-trade.
+	MeanNs int64 `json:"meanNs"`
+	// BaselineMedianNs is the baseline's median tick-to-trade.
+	BaselineMedianNs int64 `json:"baselineMedianNs"`
+	// MedianNs is this run's median tick-to-trade.
+	MedianNs int64 `json:"medianNs"`
+	// BaselineP99Ns is the baseline's 99th percentile of tick-to-trade.
+	BaselineP99Ns int64 `json:"baselineP99Ns"`
+	// P99Ns is this run's 99th percentile of tick-to-trade.
+	P99Ns int64 `json:"p99Ns"`
+	// MeanGainPercent is how much lower this run's mean is than the baseline's, in percent of the
+	// baseline, as a decimal string ("23.4"; negative: slower than the baseline). Paper 004's
+	// "tuning was worth 20-30 %" compares means.
+	MeanGainPercent string `json:"meanGainPercent"`
+	// MedianGainPercent is the same for the median.
+	MedianGainPercent string `json:"medianGainPercent"`
+	// P99GainPercent is the same for the 99th percentile.
+	P99GainPercent string `json:"p99GainPercent"`
+}
+
+// TickToTradeComparison is a node's tickToTrade results against the baseline named by
+// suites.tickToTrade.baseline, taken when the node was judged.
+// +kubebuilder:object:generate=true
+type TickToTradeComparison struct {
+	// Benchmark is the baseline LatencyBenchmark.
+	Benchmark string `json:"benchmark"`
+	// Run is the baseline's run the figures come from.
+	// +optional
+	Run int64 `json:"run,omitempty"`
+	// Node is the baseline's node the figures come from.
+	// +optional
+	Node string `json:"node,omitempty"`
+	// Rows has one entry per stack and rate measured by both (rows with unaccounted ticks on
+	// either side are left out).
+	// +listType=atomic
+	Rows []TickToTradeGain `json:"rows,omitempty"`
+	// Message says why there is nothing to compare with (the baseline is missing, has no such
+	// node, or no tickToTrade row of these rates).
+	// +optional
+	Message string `json:"message,omitempty"`
 }

@@ -18,6 +18,8 @@ type BenchmarkSuites struct {
 	Jitter *JitterSpec `json:"jitter,omitempty"`
 	// +optional
 	PTP *PTPSuite `json:"ptp,omitempty"`
+	// +optional
+	TickToTrade *TickToTradeSpec `json:"tickToTrade,omitempty"`
 }
 
 // PingPongSpec parameterises the pingPong suite.
@@ -105,6 +107,63 @@ type JitterSpec struct {
 	CyclictestIntervalMicros int32 `json:"cyclictestIntervalMicros,omitempty"`
 	// CyclictestPriority is cyclictest -p (SCHED_FIFO); default 95.
 	CyclictestPriority int32 `json:"cyclictestPriority,omitempty"`
+}
+
+// TickMix is the market-data message sizes of the tickToTrade suite's feed.
+// +kubebuilder:validation:Enum=steady;seed003
+type TickMix string
+
+const (
+	// TickMixSteady sends every tick at messageSize bytes.
+	TickMixSteady TickMix = "steady"
+	// TickMixSeed003 sends paper 003's mix: two ticks in three of 100 bytes, one of 600 bytes.
+	TickMixSeed003 TickMix = "seed003"
+)
+
+// TickToTradeSpec parameterises the tickToTrade suite (paper 004): the rig of dataplane/t2t
+// (a market-data publisher, a FIX strategy, an exchange simulator) at each market-data rate, on
+// each stack.
+// +kubebuilder:object:generate=true
+type TickToTradeSpec struct {
+	// RatesMps are the market-data rates in messages per second, increasing; default paper 004's
+	// 500, 1000, 10000, 50000, 100000.
+	// +listType=set
+	RatesMps []int64 `json:"ratesMps,omitempty"`
+	// DurationSeconds the publisher sends at each rate, 1..3600; default 4.
+	DurationSeconds int32 `json:"durationSeconds,omitempty"`
+	// OrderEvery: the strategy sends a BUY on every Nth tick (by sequence number), 1..1000000;
+	// default 100. Each BUY is filled and closed by a SELL.
+	OrderEvery int32 `json:"orderEvery,omitempty"`
+	// MessageSize of a tick in bytes with mix steady, 32..1472; default 32 (the feed's header).
+	MessageSize int32 `json:"messageSize,omitempty"`
+	// Mix: steady (default) or seed003 (paper 003's 2/3 at 100 B, 1/3 at 600 B).
+	// +optional
+	Mix TickMix `json:"mix,omitempty"`
+	// BurstMps is added to the rate during every other second (paper 003's one-second bursts);
+	// default 0. With bursts, durationSeconds must be even (whole burst periods).
+	// +optional
+	BurstMps int64 `json:"burstMps,omitempty"`
+	// Baseline names the untuned measurement this one is compared with: its tick-to-trade by stack
+	// and rate, and the gain in percent (docs/benchmark.md "Tuned vs untuned"). Read by the
+	// controller when it judges a node; the runner does not see it.
+	// +optional
+	Baseline *TickToTradeBaseline `json:"baseline,omitempty"`
+}
+
+// TickToTradeBaseline points at the LatencyBenchmark whose tickToTrade results are the untuned
+// figures: the same suite run before the profile was applied, or on a node outside it.
+// +kubebuilder:object:generate=true
+type TickToTradeBaseline struct {
+	// Benchmark is a LatencyBenchmark in this benchmark's namespace; its current run's results are
+	// read when a node of this benchmark is judged.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Benchmark string `json:"benchmark"`
+	// Node is the baseline benchmark's node to compare with; default: the node being judged when
+	// the baseline measured it, else the baseline's only node.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node,omitempty"`
 }
 
 // PTPRunDir is the host directory where the node agent keeps ptp4l's configuration and management
@@ -231,6 +290,25 @@ func (s BenchmarkSuites) Defaulted() BenchmarkSuites {
 		}
 		out.Jitter = &j
 	}
+	if s.TickToTrade != nil {
+		t := *s.TickToTrade
+		if len(t.RatesMps) == 0 {
+			t.RatesMps = []int64{500, 1000, 10000, 50000, 100000}
+		}
+		if t.DurationSeconds == 0 {
+			t.DurationSeconds = 4
+		}
+		if t.OrderEvery == 0 {
+			t.OrderEvery = 100
+		}
+		if t.MessageSize == 0 {
+			t.MessageSize = 32
+		}
+		if t.Mix == "" {
+			t.Mix = TickMixSteady
+		}
+		out.TickToTrade = &t
+	}
 	if s.PTP != nil {
 		p := *s.PTP
 		if p.Socket == "" {
@@ -247,7 +325,8 @@ func (s BenchmarkSuites) Defaulted() BenchmarkSuites {
 	return out
 }
 
-// NetworkSuites reports whether any suite needs a reflector.
+// NetworkSuites reports whether any suite needs a reflector (tickToTrade's publisher and exchange
+// simulator run there).
 func (s BenchmarkSuites) NetworkSuites() bool {
-	return s.PingPong != nil || s.RateSweep != nil || s.Microburst != nil || s.MixedBurst != nil
+	return s.PingPong != nil || s.RateSweep != nil || s.Microburst != nil || s.MixedBurst != nil || s.TickToTrade != nil
 }

@@ -42,8 +42,9 @@ func (st Statistic) Of(s LatencyStats) (int64, bool) {
 // LatencyLimit bounds one statistic over the rows of a suite that match its selectors.
 // +kubebuilder:object:generate=true
 type LatencyLimit struct {
-	// Suite is pingPong, rateSweep, mixedBurst, jitter or ptp (the |offset| of ptp4l from its
-	// master; the selectors below do not apply to it).
+	// Suite is pingPong, rateSweep, mixedBurst, jitter, ptp (the |offset| of ptp4l from its
+	// master; the selectors below do not apply to it) or tickToTrade (the tick-to-trade
+	// distribution of each rate; stack and rateMps narrow it).
 	Suite SuiteName `json:"suite"`
 	// Stack narrows to one stack; empty means every stack (ignored for jitter).
 	// +optional
@@ -57,6 +58,9 @@ type LatencyLimit struct {
 	// Tool narrows jitter rows to one tool; empty means both.
 	// +optional
 	Tool JitterTool `json:"tool,omitempty"`
+	// RateMps narrows rateSweep and tickToTrade rows to one rate; 0 means every rate.
+	// +optional
+	RateMps int64 `json:"rateMps,omitempty"`
 	// Statistic is the bounded statistic.
 	Statistic Statistic `json:"statistic"`
 	// Max is the largest allowed value, a duration such as "25us" or "1.5ms".

@@ -125,7 +125,7 @@ type BenchmarkPlacement struct {
 }
 
 // LatencyBenchmarkSpec is what to measure, where, how often, and what passes.
-// +kubebuilder:validation:XValidation:rule="has(self.suites.pingPong) || has(self.suites.rateSweep) || has(self.suites.microburst) || has(self.suites.mixedBurst) || has(self.suites.jitter) || has(self.suites.ptp)",message="suites: select at least one of pingPong, rateSweep, microburst, mixedBurst, jitter, ptp"
+// +kubebuilder:validation:XValidation:rule="has(self.suites.pingPong) || has(self.suites.rateSweep) || has(self.suites.microburst) || has(self.suites.mixedBurst) || has(self.suites.jitter) || has(self.suites.ptp) || has(self.suites.tickToTrade)",message="suites: select at least one of pingPong, rateSweep, microburst, mixedBurst, jitter, ptp, tickToTrade"
 // +kubebuilder:validation:XValidation:rule="!has(self.suites.stacks)",message="suites.stacks: set the stacks to compare in spec.stacks instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.stacks) || !('bypass' in self.stacks) || has(self.target.profile)",message="stacks: bypass needs target.profile: the pod webhook sets the bypass stack up from that profile"
 // +kubebuilder:validation:XValidation:rule="!has(self.stacks) || !('bypass' in self.stacks) || (has(self.placement) && self.placement.mode == 'TwoPods')",message="stacks: bypass needs placement.mode TwoPods: in one pod the traffic never leaves through an interface the bypass stack can drive"
@@ -141,6 +141,8 @@ type LatencyBenchmarkSpec struct {
 	Stacks []Stack `json:"stacks,omitempty"`
 
 	// Suites to run and their parameters (docs/benchmark-methods.md); unset suites are not run.
+	// tickToTrade.baseline names another LatencyBenchmark of this namespace whose tickToTrade
+	// results are the untuned figures (docs/benchmark.md "Tuned vs untuned").
 	// jitter.cpus may be "pod": the CPUs the runner container was given. ptp reads the node
 	// agent's ptp4l through /run/tickstack/ptp, which the runner pod mounts from the host. Rules on lists (message
 	// sizes, rates) and strings (jitter.cpus) are checked by the controller, which reports them on the Valid condition: the embedded types carry no maxItems,
@@ -148,6 +150,7 @@ type LatencyBenchmarkSpec struct {
 	// +required
 	// +kubebuilder:validation:XValidation:rule="!has(self.rateSweep) || !has(self.rateSweep.protocol) || self.rateSweep.protocol != 'tcp'",message="suites.rateSweep.protocol: tcp has no message drops to detect: use udp or udpMulticast"
 	// +kubebuilder:validation:XValidation:rule="!has(self.mixedBurst) || !has(self.mixedBurst.durationSeconds) || self.mixedBurst.durationSeconds % 2 == 0",message="suites.mixedBurst.durationSeconds: use an even number (a burst period is 2 s)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.tickToTrade) || !has(self.tickToTrade.burstMps) || self.tickToTrade.burstMps == 0 || !has(self.tickToTrade.durationSeconds) || self.tickToTrade.durationSeconds % 2 == 0",message="suites.tickToTrade.durationSeconds: with burstMps use an even number (a burst period is 2 s)"
 	// +kubebuilder:validation:XValidation:rule="!has(self.ptp) || !has(self.ptp.socket) || self.ptp.socket.startsWith('/run/tickstack/ptp/')",message="suites.ptp.socket: the benchmark pod mounts only the node agent's PTP directory: give a socket under /run/tickstack/ptp/ (default /run/tickstack/ptp/ptp4l.sock)"
 	Suites BenchmarkSuites `json:"suites"`
 
@@ -220,6 +223,10 @@ type BenchmarkNodeStatus struct {
 	// Verdict is the judgement against the thresholds, with one reason per check.
 	// +optional
 	Verdict *Verdict `json:"verdict,omitempty"`
+	// TickToTradeBaseline compares the node's tickToTrade results with the baseline named by
+	// suites.tickToTrade.baseline (tuned vs untuned), as it was when the node was judged.
+	// +optional
+	TickToTradeBaseline *TickToTradeComparison `json:"tickToTradeBaseline,omitempty"`
 	// Labelled is true once the node's tickstack.io/validated label was updated for this verdict
 	// (set when passed, removed when failed, left as it was when inconclusive), so a later run of
 	// another benchmark is not overwritten by this one.
@@ -281,7 +288,7 @@ type LatencyBenchmarkStatus struct {
 }
 
 // LatencyBenchmark measures nodes with the seed papers' methods (sockperf ping-pong by size,
-// latency under load by rate, microburst, mixed bursts, OS jitter), judges them against thresholds,
+// latency under load by rate, microburst, mixed bursts, OS jitter, tick-to-trade), judges them against thresholds,
 // and labels the nodes that pass tickstack.io/validated=<profile>.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

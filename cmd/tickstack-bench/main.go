@@ -8,8 +8,10 @@
 // for the bypass stack) when the client asks over a control connection. The control connection
 // uses --listen; the measured traffic uses --data-interface's address when given (a pod's latency
 // interface, e.g. lat0), so the suites run over the profile's network while the client finds the
-// reflector by its primary address. The client role runs the suites (sockperf clients, oslat,
-// cyclictest; pmc reading ptp4l for the ptp suite), then writes the results as compact JSON to
+// reflector by its primary address. The server also runs the tickToTrade suite's venue (the rig's
+// exchange simulator and market-data publisher) when the client asks. The client role runs the
+// suites (sockperf clients, oslat, cyclictest; pmc reading ptp4l for the ptp suite; the rig's
+// strategy for tickToTrade), then writes the results as compact JSON to
 // --output and prints them to stdout between marker lines (see bench.WriteResultsLog), where a
 // controller reads them from the pod log. Progress goes to stderr.
 package main
@@ -24,6 +26,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -79,6 +82,13 @@ type options struct {
 	ptpInterval  time.Duration
 	ptpDomain    int
 	ptpDuration  int
+	t2tDir       string
+	t2tRates     string
+	t2tDuration  int
+	t2tEvery     int
+	t2tSize      int
+	t2tMix       string
+	t2tBurst     int64
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, *flag.FlagSet, error) {
@@ -122,6 +132,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, *flag.FlagSet, error
 	fs.DurationVar(&o.ptpInterval, "ptp-interval", 0, "ptp: time between two reads of ptp4l, 100ms..60s (default 1s)")
 	fs.IntVar(&o.ptpDomain, "ptp-domain", 0, "ptp: ptp4l's domainNumber, 0..127 (default: from ptp4l.conf beside the socket, else 0)")
 	fs.IntVar(&o.ptpDuration, "ptp-duration", 0, "ptp: seconds to sample when ptp is the only suite (default 30)")
+	fs.StringVar(&o.t2tDir, "t2t-dir", "", "directory holding the tick-to-trade rig (t2t-pub, t2t-strategy, t2t-exchange; default: on PATH, then "+bench.T2TDirDefault+")")
+	fs.StringVar(&o.t2tRates, "t2t-rates", "", "tickToTrade: comma list of increasing market-data rates in msg/s (default 500,1000,10000,50000,100000)")
+	fs.IntVar(&o.t2tDuration, "t2t-duration", 0, "tickToTrade: seconds the publisher sends at each rate (default 4)")
+	fs.IntVar(&o.t2tEvery, "t2t-every", 0, "tickToTrade: a BUY on every Nth tick (default 100)")
+	fs.IntVar(&o.t2tSize, "t2t-size", 0, "tickToTrade: tick size in bytes, 32..1472 (default 32)")
+	fs.StringVar(&o.t2tMix, "t2t-mix", "", "tickToTrade: steady (default) or seed003 (2/3 at 100 B, 1/3 at 600 B)")
+	fs.Int64Var(&o.t2tBurst, "t2t-burst", 0, "tickToTrade: msg/s added in every other second")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -142,6 +159,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, a...))
 	}
 	tools := bench.Tools{Launcher: o.launcher}
+	if o.t2tDir != "" {
+		tools.T2TPub = filepath.Join(o.t2tDir, "t2t-pub")
+		tools.T2TStrategy = filepath.Join(o.t2tDir, "t2t-strategy")
+		tools.T2TExchange = filepath.Join(o.t2tDir, "t2t-exchange")
+	}
 	if o.cpus != "" {
 		if _, err := bench.ParseCPUList(o.cpus); err != nil {
 			return fmt.Errorf("--cpus: %w", err)
@@ -248,7 +270,7 @@ func buildSpec(o *options, fs *flag.FlagSet) (tsv1.BenchmarkSuites, error) {
 	var spec tsv1.BenchmarkSuites
 	suiteFlags := []string{"suites", "stacks", "protocols", "sizes", "duration", "rates", "rate-sizes", "reply-every", "burst-size",
 		"max-burst", "burst-trials", "link-mbps", "mixed-patterns", "mixed-duration", "jitter-cpus", "jitter-duration", "jitter-tools", "cyclictest-priority",
-		"ptp-socket", "ptp-interval", "ptp-domain", "ptp-duration"}
+		"ptp-socket", "ptp-interval", "ptp-domain", "ptp-duration", "t2t-rates", "t2t-duration", "t2t-every", "t2t-size", "t2t-mix", "t2t-burst"}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.specFile != "" {
@@ -282,7 +304,7 @@ func buildSpec(o *options, fs *flag.FlagSet) (tsv1.BenchmarkSuites, error) {
 		return spec, validate(spec)
 	}
 	if o.suites == "" {
-		return spec, errors.New("no suite: pass --spec FILE or --suites pingPong,rateSweep,microburst,mixedBurst,jitter,ptp")
+		return spec, errors.New("no suite: pass --spec FILE or --suites pingPong,rateSweep,microburst,mixedBurst,jitter,ptp,tickToTrade")
 	}
 	for _, s := range splitList(o.stacks) {
 		spec.Stacks = append(spec.Stacks, tsv1.Stack(s))
@@ -295,13 +317,13 @@ func buildSpec(o *options, fs *flag.FlagSet) (tsv1.BenchmarkSuites, error) {
 	if err != nil {
 		return spec, err
 	}
-	var rates []int64
-	for _, s := range splitList(o.rates) {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return spec, fmt.Errorf("--rates: %q is not a number of messages per second", s)
-		}
-		rates = append(rates, v)
+	rates, err := int64List("--rates", o.rates)
+	if err != nil {
+		return spec, err
+	}
+	t2tRates, err := int64List("--t2t-rates", o.t2tRates)
+	if err != nil {
+		return spec, err
 	}
 	for _, s := range splitList(o.suites) {
 		switch tsv1.SuiteName(s) {
@@ -348,8 +370,12 @@ func buildSpec(o *options, fs *flag.FlagSet) (tsv1.BenchmarkSuites, error) {
 				p.Domain = ptrTo(int32(max(min(o.ptpDomain, 1<<30), -1<<30)))
 			}
 			spec.PTP = p
+		case tsv1.SuiteTickToTrade:
+			spec.TickToTrade = &tsv1.TickToTradeSpec{RatesMps: t2tRates, DurationSeconds: int32(max(min(o.t2tDuration, 1<<30), -1<<30)),
+				OrderEvery: int32(max(min(o.t2tEvery, 1<<30), -1<<30)), MessageSize: int32(max(min(o.t2tSize, 1<<30), -1<<30)),
+				Mix: tsv1.TickMix(o.t2tMix), BurstMps: o.t2tBurst}
 		default:
-			return spec, fmt.Errorf("--suites: %q is not a suite: use pingPong, rateSweep, microburst, mixedBurst, jitter or ptp", s)
+			return spec, fmt.Errorf("--suites: %q is not a suite: use pingPong, rateSweep, microburst, mixedBurst, jitter, ptp or tickToTrade", s)
 		}
 	}
 	return spec, validate(spec)
@@ -369,6 +395,18 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+func int64List(flagName, s string) ([]int64, error) {
+	var out []int64
+	for _, f := range splitList(s) {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a number of messages per second", flagName, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func int32List(flagName, s string) ([]int32, error) {

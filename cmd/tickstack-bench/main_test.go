@@ -342,6 +342,11 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--role=client", "--cpus=a-b", "--suites=jitter", "--jitter-cpus=0"}, "--cpus"},
 		{[]string{"--role=client", "stray"}, "unexpected arguments"},
 		{[]string{"--role=server", "--listen=127.0.0.1", "--control-port=0", "--data-interface=tsbnnosuch0"}, "--data-interface tsbnnosuch0"},
+		{[]string{"--role=client", "--suites=tickToTrade", "--t2t-rates=1k"}, `--t2t-rates: "1k" is not a number`},
+		{[]string{"--role=client", "--suites=tickToTrade", "--t2t-mix=bursty"}, `tickToTrade.mix: "bursty" is not a mix`},
+		{[]string{"--role=client", "--suites=tickToTrade", "--t2t-burst=1000", "--t2t-duration=3"}, "tickToTrade.durationSeconds: 3 is odd"},
+		{[]string{"--role=client", "--suites=tickToTrade"}, "--peer is required"},
+		{[]string{"--role=client", "--spec=x.json", "--t2t-rates=500"}, "--t2t-rates and --spec both given"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
@@ -458,4 +463,141 @@ func TestRunnerDataInterface(t *testing.T) {
 		t.Fatalf("kernel stack: %+v", k)
 	}
 	monotonic(t, "udp 64 B over the data interface", k.PingPong.Rows[0].LatencyStats)
+}
+
+// t2tBuild returns the dataplane build directory holding the tick-to-trade rig and the launcher,
+// and reports the test unavailable (a failure under CI) when they are not built.
+func t2tBuild(t *testing.T, launcher bool) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", bench.T2TDirDefault))
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := []string{"t2t-pub", "t2t-strategy", "t2t-exchange"}
+	if launcher {
+		need = append(need, "tickstack-run", "libtickstack.so")
+	}
+	for _, f := range need {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			testutil.Unavailable(t, fmt.Sprintf("the dataplane and its tick-to-trade rig are not built (make -C dataplane all t2t): %v", err))
+		}
+	}
+	return dir
+}
+
+// checkT2TRows checks a stack's tickToTrade table: one row per rate, every tick sent received in
+// sequence, a BUY on every `every`th tick, each filled and closed by a filled SELL that the exchange
+// saw, the distributions' sample counts and order, and the path each leg took.
+func checkT2TRows(t *testing.T, st *tsv1.StackResults, rates []int64, seconds, every int64, marketData, orders tsv1.Stack) {
+	t.Helper()
+	tt := st.TickToTrade
+	if tt == nil || tt.Error != "" || len(tt.Rows) != len(rates) || tt.Mix != tsv1.TickMixSteady || tt.MessageSize != 32 || tt.OrderEvery != int32(every) {
+		t.Fatalf("%s tickToTrade: %+v", st.Stack, tt)
+	}
+	for i, row := range tt.Rows {
+		what := fmt.Sprintf("%s at %d msg/s", st.Stack, rates[i])
+		want := rates[i] * seconds
+		buys := row.TicksSent / every
+		if row.RateMps != rates[i] || row.TicksSent < want*99/100 || row.TicksSent > want+1 {
+			t.Errorf("%s: rate %d, %d ticks sent, want about %d", what, row.RateMps, row.TicksSent, want)
+		}
+		if len(row.Unaccounted) != 0 || row.TicksReceived != row.TicksSent || row.TicksLost != 0 || row.TicksOutOfSequence != 0 ||
+			row.Orders != 2*buys || row.OrdersUnfilled != 0 || row.ExchangeOrders != row.Orders {
+			t.Errorf("%s: not every tick and order accounted for: %+v", what, row)
+		}
+		for _, m := range []struct {
+			name string
+			s    tsv1.LatencyStats
+			n    int64
+		}{{"tick-to-trade", row.TickToTrade, buys}, {"in-application", row.InApplication, buys}, {"order->fill", row.OrderToFill, 2 * buys}, {"fill->SELL", row.Sell, buys}} {
+			if m.s.Samples != m.n {
+				t.Errorf("%s %s: %d samples, want %d", what, m.name, m.s.Samples, m.n)
+			}
+			monotonic(t, what+" "+m.name, m.s)
+		}
+		// tick-to-trade spans the in-application time of the same BUY: its smallest is larger
+		if row.TickToTrade.MinNs <= row.InApplication.MinNs {
+			t.Errorf("%s: tick-to-trade min %d ns within in-application min %d ns", what, row.TickToTrade.MinNs, row.InApplication.MinNs)
+		}
+		if row.MarketDataPath != marketData || row.OrderPath != orders {
+			t.Errorf("%s: market data on %q, orders on %q; want %s and %s", what, row.MarketDataPath, row.OrderPath, marketData, orders)
+		}
+	}
+}
+
+// TestRunnerTickToTradeOverVeth runs the tickToTrade suite as a TwoPods benchmark does: the venue
+// (exchange simulator and publisher) with the reflector in one namespace, the strategy with the
+// client in the other, at two rates on both stacks. The bypass rows run the feed through the XSK
+// at both ends and, with TICKSTACK_TCP=1 as a profile's spec.bypass.tcp On sets it, the FIX
+// session through the stack; the exchange simulator stays on the kernel.
+func TestRunnerTickToTradeOverVeth(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTool(t, "taskset")
+	dir := t2tBuild(t, true)
+	launcher := filepath.Join(dir, "tickstack-run")
+	t.Setenv("TICKSTACK_TCP", "1")
+	nsA, nsB := vethPair(t, "t")
+	cpu := "0"
+	if runtime.NumCPU() > 1 {
+		cpu = "1" // spinning ends on different CPUs
+	}
+	work := t.TempDir()
+	rates := []int64{1000, 5000}
+	res := runPair(t, nsA, nsB, []string{"--cpus=0", "--launcher=" + launcher, "--t2t-dir=" + dir},
+		[]string{"--cpus=" + cpu, "--launcher=" + launcher, "--t2t-dir=" + dir, "--work-dir=" + work, "--output=" + filepath.Join(work, "results.json"),
+			"--suites=tickToTrade", "--stacks=kernel,bypass", "--t2t-rates=1000,5000", "--t2t-duration=2", "--t2t-every=50"})
+	checkT2TRows(t, res.Stack(tsv1.StackKernel), rates, 2, 50, tsv1.StackKernel, tsv1.StackKernel)
+	checkT2TRows(t, res.Stack(tsv1.StackBypass), rates, 2, 50, tsv1.StackBypass, tsv1.StackBypass)
+	if files, _ := filepath.Glob(filepath.Join(work, "t2t-stats-*.txt")); len(files) != len(rates) {
+		t.Errorf("%d statistics files of the bypass strategy, want one per rate: %v", len(files), files)
+	}
+	var cmp []tsv1.StackComparison
+	for _, c := range bench.CompareStacks(res) {
+		if c.Suite == tsv1.SuiteTickToTrade {
+			cmp = append(cmp, c)
+		}
+	}
+	if len(cmp) != len(rates) || cmp[0].TargetMps != 1000 || cmp[1].TargetMps != 5000 || cmp[0].MedianSpeedup == "" {
+		t.Errorf("kernel vs bypass tick-to-trade: %+v", cmp)
+	}
+	v := bench.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteTickToTrade, Statistic: tsv1.StatMin, Max: "1s"}}})
+	if v.Result != tsv1.VerdictPassed || len(v.Reasons) != 1+2*len(rates) {
+		t.Errorf("verdict on the real run: %+v", v)
+	}
+	for _, st := range []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} {
+		for _, row := range res.Stack(st).TickToTrade.Rows {
+			t.Logf("%s at %d msg/s: tick-to-trade median %d ns p99 %d ns, in-application median %d ns, order->fill median %d ns",
+				st, row.RateMps, row.TickToTrade.MedianNs, row.TickToTrade.P99Ns, row.InApplication.MedianNs, row.OrderToFill.MedianNs)
+		}
+	}
+}
+
+// TestRunnerTickToTradeOnePod runs the venue and the strategy in one network namespace, as a
+// SamePod benchmark does: the publisher must loop its multicast back for the strategy.
+func TestRunnerTickToTradeOnePod(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t2tBuild(t, false)
+	nsA, _ := vethPair(t, "o")
+	res := runPair(t, nsA, nsA, []string{"--t2t-dir=" + dir},
+		[]string{"--t2t-dir=" + dir, "--suites=tickToTrade", "--t2t-rates=2000", "--t2t-duration=1", "--t2t-every=20"})
+	if res.Path == nil || res.Path.ClientAddress != res.Path.ReflectorAddress {
+		t.Fatalf("path %+v: the strategy and the venue share an address", res.Path)
+	}
+	checkT2TRows(t, res.Stack(tsv1.StackKernel), []int64{2000}, 1, 20, tsv1.StackKernel, tsv1.StackKernel)
+}
+
+// TestRunnerTickToTradeRigMissing: a reflector without the rig makes the suite say why and how to
+// fix it, and the node Inconclusive, not a crash or a silent pass.
+func TestRunnerTickToTradeRigMissing(t *testing.T) {
+	testutil.RequireRoot(t)
+	nsA, nsB := vethPair(t, "m")
+	missing := filepath.Join(t.TempDir(), "no-rig")
+	res := runPair(t, nsA, nsB, []string{"--t2t-dir=" + missing}, []string{"--t2t-dir=" + missing, "--suites=tickToTrade", "--t2t-rates=1000", "--t2t-duration=1"})
+	tt := res.Stack(tsv1.StackKernel).TickToTrade
+	if tt == nil || len(tt.Rows) != 0 || !strings.Contains(tt.Error, "reflector side:") || !strings.Contains(tt.Error, "make -C dataplane t2t") {
+		t.Fatalf("tickToTrade without the rig: %+v", tt)
+	}
+	if v := bench.Evaluate(res, tsv1.Thresholds{}); v.Result != tsv1.VerdictInconclusive || v.Reasons[0].Name != "suite/tickToTrade/kernel" {
+		t.Errorf("verdict %+v", v)
+	}
 }

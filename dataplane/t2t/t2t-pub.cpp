@@ -3,10 +3,12 @@
 // to a UDP multicast group at a steady rate, optionally with seed 003's
 // mix (2/3 of the messages 100 bytes, 1/3 600 bytes) and one-second bursts
 // every other second. Then the end marker (three times), and one line of
-// JSON on stdout: {"sent":N,...}.
+// JSON on stdout: {"sent":N,...}. IP_MULTICAST_LOOP is off unless --loop
+// (a subscriber in the publisher's own network namespace needs it; the
+// bypass stack sends looped datagrams through the kernel).
 //
 //   t2t-pub [--rate MSG/S] [--seconds S] [--size BYTES] [--mix seed003]
-//           [--burst MSG/S] [--if ADDR] [--ttl N] GROUP PORT
+//           [--burst MSG/S] [--if ADDR] [--ttl N] [--loop] GROUP PORT
 #include "feed.h"
 
 #include <arpa/inet.h>
@@ -30,7 +32,7 @@ int usage(const char *why)
 	std::fprintf(stderr,
 		     "usage: t2t-pub [--rate MSG/S] [--seconds S] [--size BYTES] "
 		     "[--mix seed003] [--burst MSG/S] [--if ADDR] [--ttl N] "
-		     "GROUP PORT\n");
+		     "[--loop] GROUP PORT\n");
 	return 2;
 }
 
@@ -67,6 +69,7 @@ int main(int argc, char **argv)
 {
 	long rate = 1000, seconds = 5, size = 32, burst = 0, ttl = 1;
 	bool mix = false;
+	unsigned char loop = 0;
 	const char *ifaddr = nullptr;
 	static const struct option opts[] = {
 		{ "rate", required_argument, nullptr, 'r' },
@@ -76,6 +79,7 @@ int main(int argc, char **argv)
 		{ "burst", required_argument, nullptr, 'b' },
 		{ "if", required_argument, nullptr, 'i' },
 		{ "ttl", required_argument, nullptr, 't' },
+		{ "loop", no_argument, nullptr, 'l' },
 		{ nullptr, 0, nullptr, 0 },
 	};
 	int c;
@@ -110,6 +114,9 @@ int main(int argc, char **argv)
 			if (!parse_long(optarg, 1, 255, &ttl))
 				return usage("--ttl: 1..255");
 			break;
+		case 'l':
+			loop = 1;
+			break;
 		default:
 			return usage(nullptr);
 		}
@@ -130,11 +137,11 @@ int main(int argc, char **argv)
 		std::perror("t2t-pub: socket");
 		return 1;
 	}
-	unsigned char t = (unsigned char)ttl, loop = 0;
+	unsigned char t = (unsigned char)ttl;
 	setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &t, sizeof(t));
-	// no copy to this namespace's own members: the subscribers are
-	// elsewhere, and a looped copy only the kernel can give (the stack
-	// sends such datagrams through the kernel)
+	// no copy to this namespace's own members unless --loop: the
+	// subscribers are elsewhere, and a looped copy only the kernel can
+	// give (the stack sends such datagrams through the kernel)
 	setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof(loop));
 	if (ifaddr) {
 		struct in_addr a;

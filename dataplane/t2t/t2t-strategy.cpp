@@ -185,10 +185,11 @@ struct Stats {
 		char b[400];
 		std::snprintf(b, sizeof(b),
 			      "{\"count\":%zu,\"min\":%llu,\"median\":%llu,"
-			      "\"p99\":%llu,\"p999\":%llu,\"max\":%llu,"
-			      "\"mean\":%.0f,\"stddev\":%.0f}",
+			      "\"p95\":%llu,\"p99\":%llu,\"p999\":%llu,"
+			      "\"max\":%llu,\"mean\":%.0f,\"stddev\":%.0f}",
 			      v.size(), (unsigned long long)pct(0),
 			      (unsigned long long)pct(50),
+			      (unsigned long long)pct(95),
 			      (unsigned long long)pct(99),
 			      (unsigned long long)pct(99.9),
 			      (unsigned long long)(v.empty() ? 0 : v.back()),

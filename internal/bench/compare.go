@@ -3,7 +3,8 @@ package bench
 import tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 
 // CompareStacks pairs every row measured on both stacks (pingPong by protocol and size, rateSweep
-// by protocol, size and rate, mixedBurst by pattern). It returns nil unless both stacks have rows.
+// by protocol, size and rate, mixedBurst by pattern, tickToTrade's tick-to-trade by rate). It
+// returns nil unless both stacks have rows.
 func CompareStacks(r *tsv1.BenchmarkResults) []tsv1.StackComparison {
 	k, b := r.Stack(tsv1.StackKernel), r.Stack(tsv1.StackBypass)
 	if k == nil || b == nil {
@@ -40,6 +41,15 @@ func CompareStacks(r *tsv1.BenchmarkResults) []tsv1.StackComparison {
 			for _, br := range b.MixedBurst.Rows {
 				if kr.SteadyMps == br.SteadyMps && kr.BurstMps == br.BurstMps && kr.Samples > 0 && br.Samples > 0 {
 					out = append(out, mk(tsv1.StackComparison{Suite: tsv1.SuiteMixedBurst, Protocol: k.MixedBurst.Protocol, SteadyMps: kr.SteadyMps, BurstMps: kr.BurstMps}, kr.LatencyStats, br.LatencyStats))
+				}
+			}
+		}
+	}
+	if k.TickToTrade != nil && b.TickToTrade != nil {
+		for _, kr := range k.TickToTrade.Rows {
+			for _, br := range b.TickToTrade.Rows {
+				if kr.RateMps == br.RateMps && kr.TickToTrade.Samples > 0 && br.TickToTrade.Samples > 0 {
+					out = append(out, mk(tsv1.StackComparison{Suite: tsv1.SuiteTickToTrade, Protocol: tsv1.ProtocolUDPMulticast, TargetMps: kr.RateMps}, kr.TickToTrade, br.TickToTrade))
 				}
 			}
 		}

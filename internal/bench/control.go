@@ -37,6 +37,9 @@ type controlRequest struct {
 	Group        string        `json:"group,omitempty"`
 	GapDetection bool          `json:"gapDetection,omitempty"`
 	ID           int           `json:"id,omitempty"`
+	// T2T is a tickToTrade request (ops t2tExchange, t2tPublish); WaitSeconds bounds t2tCollect.
+	T2T         *t2tRequest `json:"t2t,omitempty"`
+	WaitSeconds int         `json:"waitSeconds,omitempty"`
 }
 
 // ReflectorHello is the reflector's answer to "hello".
@@ -47,6 +50,9 @@ type ReflectorHello struct {
 	SockperfVersion string `json:"sockperfVersion,omitempty"`
 	// BypassUnavailable is empty when the bypass launcher is present, else why it is not.
 	BypassUnavailable string `json:"bypassUnavailable,omitempty"`
+	// T2TUnavailable is empty when the tick-to-trade rig's publisher and exchange simulator are
+	// present, else why they are not.
+	T2TUnavailable string `json:"t2tUnavailable,omitempty"`
 }
 
 // ReflectorCounters is what a stopped sockperf server reported.
@@ -65,6 +71,7 @@ type controlResponse struct {
 	ID       int                `json:"id,omitempty"`
 	Hello    *ReflectorHello    `json:"hello,omitempty"`
 	Counters *ReflectorCounters `json:"counters,omitempty"`
+	T2T      *T2TOutput         `json:"t2t,omitempty"`
 }
 
 // Reflector serves the control protocol and runs sockperf servers.
@@ -85,10 +92,13 @@ type Reflector struct {
 }
 
 type reflectorProc struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
+	cmd *exec.Cmd
+	out *syncBuffer
+	// stdout is kept apart for the rig's programs (their JSON line); nil for sockperf servers,
+	// whose out holds both.
+	stdout *syncBuffer
+	done   chan struct{}
+	err    error
 	// statsDir receives a bypass server's statistics dump ("": none was asked for).
 	statsDir string
 	// statsErr says why a bypass server dumps no statistics.
@@ -170,9 +180,40 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 					procs[next] = p
 					resp.ID = next
 				}
+			case "t2tExchange":
+				if req.T2T == nil || req.T2T.Exchange == nil {
+					resp.Error = "t2tExchange without t2t.exchange"
+					break
+				}
+				p, err := r.t2tExchange(ctx, req.T2T.Exchange)
+				if err != nil {
+					resp.Error = err.Error()
+				} else {
+					next++
+					procs[next] = p
+					resp.ID = next
+				}
+			case "t2tPublish":
+				if req.T2T == nil || req.T2T.Publish == nil {
+					resp.Error = "t2tPublish without t2t.publish"
+					break
+				}
+				out, err := r.t2tPublish(ctx, req.T2T.Publish)
+				resp.T2T = out
+				if err != nil {
+					resp.Error = err.Error()
+				}
+			case "t2tCollect":
+				p, ok := procs[req.ID]
+				if !ok || p.stdout == nil {
+					resp.Error = fmt.Sprintf("no tick-to-trade program with id %d", req.ID)
+					break
+				}
+				delete(procs, req.ID)
+				resp.T2T = collectT2T(p, time.Duration(min(max(req.WaitSeconds, 0), 600))*time.Second)
 			case "stop":
 				p, ok := procs[req.ID]
-				if !ok {
+				if !ok || p.stdout != nil {
 					resp.Error = fmt.Sprintf("no server with id %d", req.ID)
 					break
 				}
@@ -185,7 +226,7 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 					resp.Error = fmt.Sprintf("sockperf server printed no totals when stopped: %s", tail(out, 600))
 				}
 			default:
-				resp.Error = fmt.Sprintf("unknown op %q: use hello, start or stop", req.Op)
+				resp.Error = fmt.Sprintf("unknown op %q: use hello, start, stop, t2tExchange, t2tPublish or t2tCollect", req.Op)
 			}
 		}
 		if err := enc.Encode(resp); err != nil {
@@ -208,6 +249,12 @@ func (r *Reflector) hello(ctx context.Context) *ReflectorHello {
 	}
 	if _, err := r.Tools.FindLauncher(); err != nil {
 		h.BypassUnavailable = err.Error()
+	}
+	for _, t := range []struct{ name, set string }{{t2tPubName, r.Tools.T2TPub}, {t2tExchangeName, r.Tools.T2TExchange}} {
+		if _, err := r.Tools.t2tPath(t.name, t.set); err != nil {
+			h.T2TUnavailable = err.Error()
+			break
+		}
 	}
 	return h
 }

@@ -36,6 +36,9 @@ type Tools struct {
 	// Launcher is the bypass launcher; empty means DefaultLauncherPath (next to the working
 	// directory or the runner's executable), then tickstack-run on PATH.
 	Launcher string
+	// T2TPub, T2TStrategy and T2TExchange are the tick-to-trade rig's programs (dataplane/t2t);
+	// empty means on PATH, then T2TDirDefault next to the working directory or the runner.
+	T2TPub, T2TStrategy, T2TExchange string
 }
 
 func (t Tools) path(name, set string) (string, error) {

@@ -16,3 +16,10 @@ const MaxPTPDomain = 127
 
 // maxUDSPath is the longest UNIX socket path Linux accepts (sun_path minus its NUL).
 const maxUDSPath = 107
+
+// Limits of the tick-to-trade rig (dataplane/t2t): a tick is at least its 32-byte header, and the
+// publisher paces at most 10M msg/s.
+const (
+	MinT2TMessageSize = 32
+	MaxT2TRate        = 10000000
+)

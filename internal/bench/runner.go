@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Runner is the client side: it drives sockperf clients against a Reflector and runs the jitter
-// tools locally.
+// Runner is the client side: it drives sockperf clients against a Reflector, runs the jitter
+// tools locally, and runs the tick-to-trade rig's strategy against the venue the Reflector runs.
 type Runner struct {
 	Tools Tools
 	// Reflector is the connected server side; required for network suites.
@@ -176,6 +176,9 @@ func (r *Runner) runStack(ctx context.Context, stack tsv1.Stack, spec tsv1.Bench
 	}
 	if spec.MixedBurst != nil {
 		sr.MixedBurst = r.mixedBurst(ctx, stack, spec.MixedBurst)
+	}
+	if spec.TickToTrade != nil {
+		sr.TickToTrade = r.tickToTrade(ctx, stack, spec.TickToTrade)
 	}
 	return sr
 }

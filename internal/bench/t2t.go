@@ -7,7 +7,10 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
 // The tick-to-trade rig (dataplane/t2t, docs/benchmark-methods.md "Tick-to-trade") prints one JSON
@@ -19,11 +22,19 @@ type T2TStats struct {
 	Count  int64   `json:"count"`
 	Min    int64   `json:"min"`
 	Median int64   `json:"median"`
+	P95    int64   `json:"p95"`
 	P99    int64   `json:"p99"`
 	P999   int64   `json:"p999"`
 	Max    int64   `json:"max"`
 	Mean   float64 `json:"mean"`
 	StdDev float64 `json:"stddev"`
+}
+
+// LatencyStats converts the rig's distribution into the results' shape (mean and standard
+// deviation rounded to the nanosecond).
+func (s T2TStats) LatencyStats() tsv1.LatencyStats {
+	return tsv1.LatencyStats{Samples: s.Count, MinNs: s.Min, MedianNs: s.Median, MeanNs: int64(math.Round(s.Mean)),
+		P95Ns: s.P95, P99Ns: s.P99, P999Ns: s.P999, MaxNs: s.Max, StdDevNs: int64(math.Round(s.StdDev))}
 }
 
 // T2TPublisher is t2t-pub's line.
@@ -148,6 +159,24 @@ func (r T2TRun) Unaccounted() []string {
 	return out
 }
 
+// Row is the run as a tickToTrade row of the results, with what it did not account for. The
+// paths each leg took are the caller's to set (they come from the stack's counters).
+func (r T2TRun) Row() tsv1.TickToTradeRow {
+	p, s, x := r.Publisher, r.Strategy, r.Exchange
+	row := tsv1.TickToTradeRow{
+		RateMps: p.Rate, BurstMps: p.Burst, TicksSent: p.Sent,
+		TicksReceived: s.Ticks.Received, TicksLost: s.Ticks.Lost, TicksOutOfSequence: s.Ticks.OutOfSequence,
+		Orders: s.Orders.Sent, OrdersUnfilled: s.Orders.Unfilled, ExchangeOrders: x.Orders,
+		TickToTrade: s.Latency.TickToTrade.LatencyStats(), InApplication: s.Latency.InApp.LatencyStats(),
+		OrderToFill: s.Latency.RoundTrip.LatencyStats(), Sell: s.Latency.Sell.LatencyStats(),
+		Unaccounted: r.Unaccounted(),
+	}
+	if p.Seconds > 0 {
+		row.AchievedMps = int64(math.Round(float64(p.Sent) / p.Seconds))
+	}
+	return row
+}
+
 // T2TGainPercent is how much lower the tuned mean is than the untuned one, in percent of the
 // untuned (paper 004's "tuning was worth 20-30 %"); negative when tuning made it slower.
 func T2TGainPercent(untuned, tuned float64) float64 {
@@ -157,50 +186,60 @@ func T2TGainPercent(untuned, tuned float64) float64 {
 	return math.Round((untuned-tuned)/untuned*1000) / 10
 }
 
-func t2tMicros(ns float64) string {
-	return FormatNanosAsMicros(int64(math.Round(ns)))
+// FormatGainPercent renders a T2TGainPercent as the status holds it: one decimal ("23.4").
+func FormatGainPercent(v float64) string {
+	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
-// WriteT2TTable prints paper 004's table for each stack: rows BUY (mean tick-to-trade), SELL (mean
-// BUY fill -> SELL at the exchange), SD B, SD S, in microseconds; one column per rate, highest
-// first, as the paper's.
+// WriteT2TTable prints paper 004's table for each stack of the runs (WriteTickToTradeTable), the
+// stacks in the order they first appear.
 func WriteT2TTable(w io.Writer, runs []T2TRun) error {
-	byStack := map[string][]T2TRun{}
+	byStack := map[string][]tsv1.TickToTradeRow{}
 	var stacks []string
 	for _, r := range runs {
 		if _, ok := byStack[r.Stack]; !ok {
 			stacks = append(stacks, r.Stack)
 		}
-		byStack[r.Stack] = append(byStack[r.Stack], r)
+		byStack[r.Stack] = append(byStack[r.Stack], r.Row())
 	}
-	var b strings.Builder
 	for _, st := range stacks {
-		rs := byStack[st]
-		sort.SliceStable(rs, func(i, j int) bool { return rs[i].Publisher.Rate > rs[j].Publisher.Rate })
-		fmt.Fprintf(&b, "tick-to-trade, %s stack (us; columns: market data msg/s)\n", st)
-		fmt.Fprintf(&b, "%-6s", "")
+		if err := WriteTickToTradeTable(w, st, byStack[st]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteTickToTradeTable prints paper 004's table for one stack: rows BUY (mean tick-to-trade),
+// SELL (mean BUY fill -> SELL at the exchange), SD B, SD S, in microseconds; one column per rate,
+// highest first, as the paper's; then a blank line.
+func WriteTickToTradeTable(w io.Writer, stack string, rows []tsv1.TickToTradeRow) error {
+	rs := append([]tsv1.TickToTradeRow(nil), rows...)
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].RateMps > rs[j].RateMps })
+	var b strings.Builder
+	fmt.Fprintf(&b, "tick-to-trade, %s stack (us; columns: market data msg/s)\n", stack)
+	fmt.Fprintf(&b, "%-6s", "")
+	for _, r := range rs {
+		fmt.Fprintf(&b, " %10d", r.RateMps)
+	}
+	b.WriteString("\n")
+	lines := []struct {
+		name string
+		v    func(tsv1.TickToTradeRow) int64
+	}{
+		{"BUY", func(r tsv1.TickToTradeRow) int64 { return r.TickToTrade.MeanNs }},
+		{"SELL", func(r tsv1.TickToTradeRow) int64 { return r.Sell.MeanNs }},
+		{"SD B", func(r tsv1.TickToTradeRow) int64 { return r.TickToTrade.StdDevNs }},
+		{"SD S", func(r tsv1.TickToTradeRow) int64 { return r.Sell.StdDevNs }},
+	}
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%-6s", l.name)
 		for _, r := range rs {
-			fmt.Fprintf(&b, " %10d", r.Publisher.Rate)
-		}
-		b.WriteString("\n")
-		rows := []struct {
-			name string
-			v    func(T2TRun) float64
-		}{
-			{"BUY", func(r T2TRun) float64 { return r.Strategy.Latency.TickToTrade.Mean }},
-			{"SELL", func(r T2TRun) float64 { return r.Strategy.Latency.Sell.Mean }},
-			{"SD B", func(r T2TRun) float64 { return r.Strategy.Latency.TickToTrade.StdDev }},
-			{"SD S", func(r T2TRun) float64 { return r.Strategy.Latency.Sell.StdDev }},
-		}
-		for _, row := range rows {
-			fmt.Fprintf(&b, "%-6s", row.name)
-			for _, r := range rs {
-				fmt.Fprintf(&b, " %10s", t2tMicros(row.v(r)))
-			}
-			b.WriteString("\n")
+			fmt.Fprintf(&b, " %10s", FormatNanosAsMicros(l.v(r)))
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -17,6 +17,15 @@ func ValidateThresholds(t tsv1.Thresholds) error {
 		f := fmt.Sprintf("thresholds.latency[%d]", i)
 		switch l.Suite {
 		case tsv1.SuitePingPong, tsv1.SuiteRateSweep, tsv1.SuiteMixedBurst, tsv1.SuiteJitter:
+		case tsv1.SuiteTickToTrade:
+			for _, sel := range []struct {
+				name string
+				set  bool
+			}{{"protocol", l.Protocol != ""}, {"messageSize", l.MessageSize != 0}, {"tool", l.Tool != ""}} {
+				if sel.set {
+					errs = append(errs, fmt.Sprintf("%s.%s: does not apply to suite tickToTrade (its rows are a stack and a rate): remove it, or narrow with stack and rateMps", f, sel.name))
+				}
+			}
 		case tsv1.SuitePTP:
 			for _, sel := range []struct {
 				name string
@@ -27,7 +36,10 @@ func ValidateThresholds(t tsv1.Thresholds) error {
 				}
 			}
 		default:
-			errs = append(errs, fmt.Sprintf("%s.suite: %q has no latency rows: use pingPong, rateSweep, mixedBurst, jitter or ptp", f, l.Suite))
+			errs = append(errs, fmt.Sprintf("%s.suite: %q has no latency rows: use pingPong, rateSweep, mixedBurst, jitter, ptp or tickToTrade", f, l.Suite))
+		}
+		if l.RateMps < 0 || (l.RateMps != 0 && l.Suite != tsv1.SuiteRateSweep && l.Suite != tsv1.SuiteTickToTrade) {
+			errs = append(errs, fmt.Sprintf("%s.rateMps: %d: narrows rateSweep and tickToTrade rows to one rate of the suite; remove it for suite %s", f, l.RateMps, l.Suite))
 		}
 		if _, ok := l.Statistic.Of(tsv1.LatencyStats{}); !ok {
 			errs = append(errs, fmt.Sprintf("%s.statistic: %q is unknown: use min, median, mean, p95, p99, p999, max or stdDev", f, l.Statistic))
@@ -64,7 +76,7 @@ func ValidateSuites(s tsv1.BenchmarkSuites) error {
 	var errs []string
 	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	if !s.NetworkSuites() && s.Jitter == nil && s.PTP == nil {
-		add("spec: no suite selected: set at least one of pingPong, rateSweep, microburst, mixedBurst, jitter, ptp")
+		add("spec: no suite selected: set at least one of pingPong, rateSweep, microburst, mixedBurst, jitter, ptp, tickToTrade")
 	}
 	for i, st := range s.Stacks {
 		if st != tsv1.StackKernel && st != tsv1.StackBypass {
@@ -149,6 +161,40 @@ func ValidateSuites(s tsv1.BenchmarkSuites) error {
 		checkSize("mixedBurst.largeSize", m.LargeSize)
 		if m.ReplyEvery < 1 || m.ReplyEvery > 1000000 {
 			add("mixedBurst.replyEvery: %d out of range: use 1..1000000", m.ReplyEvery)
+		}
+	}
+	if t := s.TickToTrade; t != nil {
+		if len(t.RatesMps) == 0 {
+			add("tickToTrade.ratesMps: empty: give at least one rate, e.g. 500, 1000, 10000, 50000, 100000")
+		}
+		for i, v := range t.RatesMps {
+			if v < 1 || v > MaxT2TRate {
+				add("tickToTrade.ratesMps[%d]: %d out of range: use 1..%d messages per second", i, v, MaxT2TRate)
+			}
+		}
+		if !sort.SliceIsSorted(t.RatesMps, func(a, b int) bool { return t.RatesMps[a] < t.RatesMps[b] }) {
+			add("tickToTrade.ratesMps: rates must increase: sort them")
+		}
+		checkDuration("tickToTrade.durationSeconds", t.DurationSeconds, 1, 3600)
+		if t.OrderEvery < 1 || t.OrderEvery > 1000000 {
+			add("tickToTrade.orderEvery: %d out of range: use 1..1000000 (a BUY on every Nth tick)", t.OrderEvery)
+		} else if len(t.RatesMps) > 0 && t.RatesMps[0] > 0 && t.RatesMps[0]*int64(t.DurationSeconds) < int64(t.OrderEvery) {
+			add("tickToTrade.orderEvery: %d is more than the %d ticks of the lowest rate (%d msg/s for %d s): no order would be sent; lower it or send longer", t.OrderEvery, t.RatesMps[0]*int64(t.DurationSeconds), t.RatesMps[0], t.DurationSeconds)
+		}
+		switch t.Mix {
+		case tsv1.TickMixSteady:
+			if t.MessageSize < MinT2TMessageSize || t.MessageSize > MaxMessageSize {
+				add("tickToTrade.messageSize: %d out of range: use %d..%d bytes (a tick's header is 32 bytes)", t.MessageSize, MinT2TMessageSize, MaxMessageSize)
+			}
+		case tsv1.TickMixSeed003:
+		default:
+			add("tickToTrade.mix: %q is not a mix: use steady or seed003", t.Mix)
+		}
+		if t.BurstMps < 0 || t.BurstMps > MaxT2TRate {
+			add("tickToTrade.burstMps: %d out of range: use 0..%d", t.BurstMps, MaxT2TRate)
+		}
+		if t.BurstMps > 0 && t.DurationSeconds%2 != 0 {
+			add("tickToTrade.durationSeconds: %d is odd: with burstMps use an even number (a burst period is 2 s)", t.DurationSeconds)
 		}
 	}
 	if j := s.Jitter; j != nil {

@@ -18,7 +18,8 @@ import (
 )
 
 func TestSpecDefaultsAreValid(t *testing.T) {
-	s := tsv1.BenchmarkSuites{PingPong: &tsv1.PingPongSpec{}, RateSweep: &tsv1.RateSweepSpec{}, Microburst: &tsv1.MicroburstSpec{}, MixedBurst: &tsv1.MixedBurstSpec{}, Jitter: &tsv1.JitterSpec{CPUs: "1"}, PTP: &tsv1.PTPSuite{}}.Defaulted()
+	s := tsv1.BenchmarkSuites{PingPong: &tsv1.PingPongSpec{}, RateSweep: &tsv1.RateSweepSpec{}, Microburst: &tsv1.MicroburstSpec{}, MixedBurst: &tsv1.MixedBurstSpec{}, Jitter: &tsv1.JitterSpec{CPUs: "1"}, PTP: &tsv1.PTPSuite{},
+		TickToTrade: &tsv1.TickToTradeSpec{}}.Defaulted()
 	if err := ValidateSuites(s); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
@@ -31,8 +32,15 @@ func TestSpecDefaultsAreValid(t *testing.T) {
 	if *s.PTP != (tsv1.PTPSuite{Socket: "/run/tickstack/ptp/ptp4l.sock", IntervalMillis: 1000, DurationSeconds: 30}) {
 		t.Errorf("ptp defaults %+v, want the agent's socket, 1 s, 30 s and the domain left to ptp4l.conf", s.PTP)
 	}
+	if tt := s.TickToTrade; !reflect.DeepEqual(tt.RatesMps, []int64{500, 1000, 10000, 50000, 100000}) || tt.DurationSeconds != 4 || tt.OrderEvery != 100 ||
+		tt.MessageSize != 32 || tt.Mix != tsv1.TickMixSteady || tt.BurstMps != 0 {
+		t.Errorf("tickToTrade defaults %+v, want paper 004's rates, 4 s, a BUY every 100 ticks of 32 B, steady", tt)
+	}
 	if len(s.Stacks) != 1 || s.Stacks[0] != tsv1.StackKernel {
 		t.Errorf("stacks %v", s.Stacks)
+	}
+	if !(tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{}}).NetworkSuites() {
+		t.Error("tickToTrade asks for no reflector, but its publisher and exchange simulator run there")
 	}
 }
 
@@ -60,6 +68,14 @@ func TestSpecValidate(t *testing.T) {
 		{tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{Domain: ptr(int32(128))}}, "ptp.domain: 128 out of range: use 0..127"},
 		{tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{IntervalMillis: 10}}, "ptp.intervalMillis: 10 out of range: use 100..60000 milliseconds"},
 		{tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{DurationSeconds: -1}}, "ptp.durationSeconds: -1 out of range: use 1..86400 seconds"},
+		{tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{RatesMps: []int64{1000, 500}}}, "tickToTrade.ratesMps: rates must increase"},
+		{tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{RatesMps: []int64{0}}}, "tickToTrade.ratesMps[0]: 0 out of range: use 1..10000000"},
+		{tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{MessageSize: 16}}, "tickToTrade.messageSize: 16 out of range: use 32..1472 bytes"},
+		{tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{Mix: "bursty"}}, `tickToTrade.mix: "bursty" is not a mix`},
+		{tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{BurstMps: 1000, DurationSeconds: 3}}, "tickToTrade.durationSeconds: 3 is odd: with burstMps use an even number"},
+		{tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{RatesMps: []int64{10}, DurationSeconds: 2, OrderEvery: 100}}, "tickToTrade.orderEvery: 100 is more than the 20 ticks of the lowest rate"},
+		{tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{OrderEvery: -1}}, "tickToTrade.orderEvery: -1 out of range"},
+		{tsv1.BenchmarkSuites{TickToTrade: &tsv1.TickToTradeSpec{DurationSeconds: 3601}}, "tickToTrade.durationSeconds: 3601 out of range: use 1..3600 seconds"},
 	}
 	for _, c := range cases {
 		err := ValidateSuites(c.spec.Defaulted())
@@ -239,7 +255,7 @@ func TestResultTypesAreAPIShaped(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range []any{tsv1.BenchmarkResults{}, tsv1.BenchmarkSuites{}, tsv1.Thresholds{}, tsv1.Verdict{}, tsv1.StackComparison{}} {
+	for _, v := range []any{tsv1.BenchmarkResults{}, tsv1.BenchmarkSuites{}, tsv1.Thresholds{}, tsv1.Verdict{}, tsv1.StackComparison{}, tsv1.TickToTradeComparison{}} {
 		walk(reflect.TypeOf(v), reflect.TypeOf(v).Name())
 	}
 	if len(seen) < 20 {
@@ -255,7 +271,10 @@ func TestResultsDeepCopy(t *testing.T) {
 	cp.Stacks[0].PingPong.Rows[0].MedianNs = 1
 	cp.Stacks[0].MixedBurst.Rows[0].Small.P99Ns = 1
 	cp.Jitter.Rows[0].MaxNs = 1
-	if orig.Stacks[0].PingPong.Rows[0].MedianNs == 1 || orig.Stacks[0].MixedBurst.Rows[0].Small.P99Ns == 1 || orig.Jitter.Rows[0].MaxNs == 1 {
+	cp.Stacks[0].TickToTrade.Rows[0].TickToTrade.P99Ns = 1
+	cp.Stacks[0].TickToTrade.Rows[1].Unaccounted = append(cp.Stacks[0].TickToTrade.Rows[1].Unaccounted, "x")
+	if orig.Stacks[0].PingPong.Rows[0].MedianNs == 1 || orig.Stacks[0].MixedBurst.Rows[0].Small.P99Ns == 1 || orig.Jitter.Rows[0].MaxNs == 1 ||
+		orig.Stacks[0].TickToTrade.Rows[0].TickToTrade.P99Ns == 1 || len(orig.Stacks[0].TickToTrade.Rows[1].Unaccounted) != 0 {
 		t.Fatal("DeepCopy shares memory with the original")
 	}
 	th := tsv1.Thresholds{MaxDropped: ptr(int64(0)), Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong}}}

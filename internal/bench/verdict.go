@@ -13,7 +13,8 @@ import (
 // Inconclusive unless some check failed; the thresholds must be valid (see Thresholds.Validate):
 // an invalid rule is reported as a failed check. A ptp suite that got answers is always checked
 // for every sample in SLAVE state (check ptp/slave): an offset is only meaningful while the clock
-// follows its master.
+// follows its master. Every tickToTrade row likewise gets its check
+// (tickToTrade/<stack>/<rate>msgps/accounted): Failed unless every tick and order was accounted for.
 func Evaluate(r *tsv1.BenchmarkResults, t tsv1.Thresholds) tsv1.Verdict {
 	var checks []tsv1.VerdictCheck
 	add := func(name string, res tsv1.VerdictResult, format string, a ...any) {
@@ -32,6 +33,7 @@ func Evaluate(r *tsv1.BenchmarkResults, t tsv1.Thresholds) tsv1.Verdict {
 			{tsv1.SuiteRateSweep, errOf(s.RateSweep != nil, func() string { return s.RateSweep.Error })},
 			{tsv1.SuiteMicroburst, errOf(s.Microburst != nil, func() string { return s.Microburst.Error })},
 			{tsv1.SuiteMixedBurst, errOf(s.MixedBurst != nil, func() string { return s.MixedBurst.Error })},
+			{tsv1.SuiteTickToTrade, errOf(s.TickToTrade != nil, func() string { return s.TickToTrade.Error })},
 		} {
 			if e.err != "" {
 				add(fmt.Sprintf("suite/%s/%s", e.n, s.Stack), tsv1.VerdictInconclusive, "%s on %s did not complete: %s", e.n, s.Stack, e.err)
@@ -104,6 +106,11 @@ func Evaluate(r *tsv1.BenchmarkResults, t tsv1.Thresholds) tsv1.Verdict {
 	if t.MinBypassSpeedup != "" {
 		evalSpeedup(r, t.MinBypassSpeedup, add)
 	}
+	for _, s := range r.Stacks {
+		if s.TickToTrade != nil {
+			evalTickAccounting(s.Stack, s.TickToTrade, add)
+		}
+	}
 
 	v := tsv1.Verdict{Result: tsv1.VerdictPassed}
 	var failed, inconclusive, passed []tsv1.VerdictCheck
@@ -151,6 +158,9 @@ func evalLatency(r *tsv1.BenchmarkResults, i int, l tsv1.LatencyLimit, add func(
 	if l.MessageSize != 0 {
 		name += fmt.Sprintf("/%dB", l.MessageSize)
 	}
+	if l.RateMps != 0 {
+		name += fmt.Sprintf("/%dmsgps", l.RateMps)
+	}
 	max, err := time.ParseDuration(l.Max)
 	if _, ok := l.Statistic.Of(tsv1.LatencyStats{}); !ok || err != nil || max <= 0 {
 		add(name, tsv1.VerdictFailed, "thresholds.latency[%d] is invalid (statistic %q, max %q): fix the benchmark's thresholds", i, l.Statistic, l.Max)
@@ -160,6 +170,7 @@ func evalLatency(r *tsv1.BenchmarkResults, i int, l tsv1.LatencyLimit, add func(
 	match := func(p tsv1.Protocol, size int32) bool {
 		return (l.Protocol == "" || l.Protocol == p) && (l.MessageSize == 0 || l.MessageSize == size)
 	}
+	rateMatch := func(rate int64) bool { return l.RateMps == 0 || l.RateMps == rate }
 	for _, s := range r.Stacks {
 		if l.Suite == tsv1.SuiteJitter || (l.Stack != "" && l.Stack != s.Stack) {
 			continue
@@ -176,8 +187,18 @@ func evalLatency(r *tsv1.BenchmarkResults, i int, l tsv1.LatencyLimit, add func(
 		case tsv1.SuiteRateSweep:
 			if s.RateSweep != nil {
 				for _, row := range s.RateSweep.Rows {
-					if match(row.Protocol, row.MessageSize) && row.Samples > 0 && row.Sustained {
+					if match(row.Protocol, row.MessageSize) && rateMatch(row.TargetMps) && row.Samples > 0 && row.Sustained {
 						rows = append(rows, latencyRow{s.Stack, fmt.Sprintf("%s %d B at %d msg/s", row.Protocol, row.MessageSize, row.TargetMps), row.LatencyStats})
+					}
+				}
+			}
+		case tsv1.SuiteTickToTrade:
+			// A row with ticks or orders unaccounted for fails its own check and is not judged on
+			// its latency.
+			if s.TickToTrade != nil {
+				for _, row := range s.TickToTrade.Rows {
+					if rateMatch(row.RateMps) && row.TickToTrade.Samples > 0 && len(row.Unaccounted) == 0 {
+						rows = append(rows, latencyRow{s.Stack, fmt.Sprintf("tick-to-trade at %d msg/s", row.RateMps), row.TickToTrade})
 					}
 				}
 			}
@@ -236,6 +257,19 @@ func evalLatency(r *tsv1.BenchmarkResults, i int, l tsv1.LatencyLimit, add func(
 		return
 	}
 	add(name, tsv1.VerdictPassed, "worst %s %s us at %s is within %s (%d rows checked)", l.Statistic, FormatNanosAsMicros(worstV), where, l.Max, len(rows))
+}
+
+// evalTickAccounting checks every tickToTrade row: Failed unless every tick the publisher sent
+// was received in sequence and every order was filled, as the exchange and both FIX ends agree.
+func evalTickAccounting(stack tsv1.Stack, t *tsv1.TickToTradeResult, add func(string, tsv1.VerdictResult, string, ...any)) {
+	for _, row := range t.Rows {
+		name := fmt.Sprintf("tickToTrade/%s/%dmsgps/accounted", stack, row.RateMps)
+		if len(row.Unaccounted) > 0 {
+			add(name, tsv1.VerdictFailed, "at %d msg/s on %s not every tick and order is accounted for: %s", row.RateMps, stack, strings.Join(row.Unaccounted, "; "))
+			continue
+		}
+		add(name, tsv1.VerdictPassed, "at %d msg/s on %s every tick is accounted for: %d sent and received in sequence, %d orders filled", row.RateMps, stack, row.TicksSent, row.Orders)
+	}
 }
 
 // evalPTPSlave checks that every read of ptp4l found its port in SLAVE state with an offset. A

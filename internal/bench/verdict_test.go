@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -37,6 +38,9 @@ func sampleResults() *tsv1.BenchmarkResults {
 				MixedBurst: &tsv1.MixedBurstResult{Protocol: tsv1.ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []tsv1.MixedBurstRow{
 					{SteadyMps: 1000, BurstMps: 1000, Sent: 3000, LatencyStats: stats(25000, 70000), Small: ptr(stats(24000, 65000)), Large: ptr(stats(27000, 80000))},
 				}},
+				TickToTrade: &tsv1.TickToTradeResult{Mix: tsv1.TickMixSteady, MessageSize: 32, OrderEvery: 100, Rows: []tsv1.TickToTradeRow{
+					t2tRow(500, stats(40000, 90000)), t2tRow(10000, stats(45000, 120000)),
+				}},
 			},
 			{
 				Stack: tsv1.StackBypass,
@@ -51,6 +55,15 @@ func sampleResults() *tsv1.BenchmarkResults {
 			{Tool: tsv1.JitterCyclictest, CPU: 1, LatencyStats: tsv1.LatencyStats{Samples: 100, MinNs: 6000, MedianNs: 19000, MeanNs: 22000, P95Ns: 34000, P99Ns: 65000, P999Ns: 194000, MaxNs: 300000}},
 		}},
 	}
+}
+
+// t2tRow is an accounted tickToTrade row of 4 s at rate, a BUY every 100 ticks.
+func t2tRow(rate int64, tt tsv1.LatencyStats) tsv1.TickToTradeRow {
+	buys := rate * 4 / 100
+	tt.Samples = buys
+	return tsv1.TickToTradeRow{RateMps: rate, AchievedMps: rate, TicksSent: rate * 4, TicksReceived: rate * 4, Orders: 2 * buys, ExchangeOrders: 2 * buys,
+		TickToTrade: tt, InApplication: stats(5000, 20000), OrderToFill: stats(30000, 80000), Sell: stats(35000, 85000),
+		MarketDataPath: tsv1.StackKernel, OrderPath: tsv1.StackKernel}
 }
 
 func TestEvaluate(t *testing.T) {
@@ -125,6 +138,28 @@ func TestEvaluate(t *testing.T) {
 		}), want: tsv1.VerdictInconclusive, first: "suite/ptp", msg: "ptp did not complete: none of 5 reads was answered"},
 		{name: "ptp limit without the suite is inconclusive", th: ptpLimit(tsv1.StatP99, "1us"), want: tsv1.VerdictInconclusive,
 			first: "ptp/p99", msg: "no offset was measured in SLAVE state"},
+		{name: "tickToTrade rows accounted pass without thresholds", want: tsv1.VerdictPassed,
+			msg: "at 10000 msg/s on kernel every tick is accounted for: 40000 sent and received in sequence, 800 orders filled"},
+		{name: "tickToTrade unaccounted ticks fail the row", mod: func(r *tsv1.BenchmarkResults) {
+			row := &r.Stacks[0].TickToTrade.Rows[1]
+			row.TicksReceived--
+			row.TicksLost = 1
+			row.Unaccounted = []string{"ticks: 1 lost, 0 out of sequence"}
+		}, want: tsv1.VerdictFailed, first: "tickToTrade/kernel/10000msgps/accounted", msg: "at 10000 msg/s on kernel not every tick and order is accounted for: ticks: 1 lost"},
+		{name: "tickToTrade p99 within", th: t2tLimit("", 0, "120us"), want: tsv1.VerdictPassed,
+			first: "tickToTrade/p99", msg: "worst p99 120.000 us at tick-to-trade at 10000 msg/s on kernel is within 120us (2 rows checked)"},
+		{name: "tickToTrade p99 exceeded", th: t2tLimit("", 0, "119us"), want: tsv1.VerdictFailed,
+			first: "tickToTrade/p99", msg: "p99 120.000 us at tick-to-trade at 10000 msg/s on kernel exceeds 119us"},
+		{name: "tickToTrade narrowed to one rate", th: t2tLimit(tsv1.StackKernel, 500, "90us"), want: tsv1.VerdictPassed,
+			first: "tickToTrade/kernel/p99/500msgps", msg: "(1 rows checked)"},
+		{name: "tickToTrade limit on a stack not measured", th: t2tLimit(tsv1.StackBypass, 0, "1ms"), want: tsv1.VerdictInconclusive,
+			first: "tickToTrade/bypass/p99", msg: "no measured tickToTrade row"},
+		{name: "tickToTrade unaccounted rows are not judged on latency", th: t2tLimit("", 0, "100us"), mod: func(r *tsv1.BenchmarkResults) {
+			r.Stacks[0].TickToTrade.Rows[1].Unaccounted = []string{"orders: 400 BUY, 399 SELL, 1 without a fill"}
+		}, want: tsv1.VerdictFailed, first: "tickToTrade/kernel/10000msgps/accounted", msg: "worst p99 90.000 us at tick-to-trade at 500 msg/s on kernel is within 100us (1 rows checked)"},
+		{name: "tickToTrade suite error is inconclusive", mod: func(r *tsv1.BenchmarkResults) {
+			r.Stacks[0].TickToTrade.Error = "50000 msg/s: t2t-strategy exited before it was logged on"
+		}, want: tsv1.VerdictInconclusive, first: "suite/tickToTrade/kernel", msg: "tickToTrade on kernel did not complete: 50000 msg/s"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -182,6 +217,10 @@ func withPTP(mods ...func(*tsv1.PTPResult)) func(*tsv1.BenchmarkResults) {
 	}
 }
 
+func t2tLimit(stack tsv1.Stack, rate int64, max string) tsv1.Thresholds {
+	return tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteTickToTrade, Stack: stack, RateMps: rate, Statistic: tsv1.StatP99, Max: max}}}
+}
+
 func ptpLimit(st tsv1.Statistic, max string) tsv1.Thresholds {
 	return tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: st, Max: max}}}
 }
@@ -197,7 +236,8 @@ func rank(r tsv1.VerdictResult) int {
 }
 
 func TestThresholdsValidate(t *testing.T) {
-	good := tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP999, Max: "1.5ms"}, {Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "1us"}},
+	good := tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP999, Max: "1.5ms"}, {Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "1us"},
+		{Suite: tsv1.SuiteTickToTrade, Stack: tsv1.StackBypass, RateMps: 100000, Statistic: tsv1.StatP99, Max: "50us"}, {Suite: tsv1.SuiteRateSweep, RateMps: 10000, Statistic: tsv1.StatMedian, Max: "20us"}},
 		MinBypassSpeedup: "1.25", MaxDropped: ptr(int64(0))}
 	if err := ValidateThresholds(good); err != nil {
 		t.Fatalf("valid thresholds refused: %v", err)
@@ -215,6 +255,10 @@ func TestThresholdsValidate(t *testing.T) {
 		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "1us", Protocol: tsv1.ProtocolUDP}}}, "thresholds.latency[0].protocol: does not apply to suite ptp"},
 		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "1us", Stack: tsv1.StackKernel}}}, "thresholds.latency[0].stack: does not apply to suite ptp"},
 		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "-1us"}}}, "thresholds.latency[0].max"},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteTickToTrade, Statistic: tsv1.StatP99, Max: "1ms", MessageSize: 64}}}, "thresholds.latency[0].messageSize: does not apply to suite tickToTrade"},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteTickToTrade, Statistic: tsv1.StatP99, Max: "1ms", Protocol: tsv1.ProtocolUDP}}}, "thresholds.latency[0].protocol: does not apply to suite tickToTrade"},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "1ms", RateMps: 1000}}}, "thresholds.latency[0].rateMps: 1000: narrows rateSweep and tickToTrade rows"},
+		{tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteTickToTrade, Statistic: tsv1.StatP99, Max: "1ms", RateMps: -1}}}, "thresholds.latency[0].rateMps: -1"},
 	}
 	for _, c := range cases {
 		err := ValidateThresholds(c.th)
@@ -236,6 +280,22 @@ func TestCompareStacks(t *testing.T) {
 	r.Stacks = r.Stacks[:1]
 	if CompareStacks(r) != nil {
 		t.Error("comparison without a bypass stack")
+	}
+}
+
+func TestCompareStacksTickToTrade(t *testing.T) {
+	r := sampleResults()
+	r.Stacks[1].TickToTrade = &tsv1.TickToTradeResult{Mix: tsv1.TickMixSteady, OrderEvery: 100, Rows: []tsv1.TickToTradeRow{t2tRow(10000, stats(15000, 40000))}}
+	var got []tsv1.StackComparison
+	for _, c := range CompareStacks(r) {
+		if c.Suite == tsv1.SuiteTickToTrade {
+			got = append(got, c)
+		}
+	}
+	want := []tsv1.StackComparison{{Suite: tsv1.SuiteTickToTrade, Protocol: tsv1.ProtocolUDPMulticast, TargetMps: 10000,
+		KernelMedianNs: 45000, BypassMedianNs: 15000, KernelP99Ns: 120000, BypassP99Ns: 40000, MedianSpeedup: "3.000", P99Speedup: "3.000"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tickToTrade comparisons %+v, want the one rate measured on both stacks: %+v", got, want)
 	}
 }
 

@@ -201,7 +201,7 @@ func PrintBenchmark(out io.Writer, b *tsv1.LatencyBenchmark) {
 	for _, n := range nodes {
 		fmt.Fprintf(out, "\n== node %s: %s: %s\n", n.Node, n.Phase, n.Message)
 		if n.Results != nil {
-			if err := report.WriteText(out, report.NodeResults{Node: n.Node, Results: n.Results, Verdict: n.Verdict}); err != nil {
+			if err := report.WriteText(out, report.NodeResults{Node: n.Node, Results: n.Results, Verdict: n.Verdict, TickToTradeBaseline: n.TickToTradeBaseline}); err != nil {
 				fmt.Fprintf(out, "(tables unavailable: %v)\n", err)
 			}
 		}

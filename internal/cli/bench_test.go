@@ -273,16 +273,23 @@ func TestPrintBenchmarkShapes(t *testing.T) {
 		{Stack: tsv1.StackKernel,
 			RateSweep:  &tsv1.RateSweepResult{Rows: []tsv1.RateRow{{Protocol: tsv1.ProtocolUDP, MessageSize: 64, TargetMps: 10000, AchievedMps: 9990, Sent: 50000, Sustained: true, LatencyStats: stats}}, MaxSustained: []tsv1.SustainedRate{{Protocol: tsv1.ProtocolUDP, MessageSize: 64, Mps: 10000}}},
 			Microburst: &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: 64, LinkSpeedMbps: 10000, MaxBurstPackets: 23000, BurstTimeNs: 2024000, Trials: []tsv1.BurstTrial{{Packets: 23000, Bursts: 10, Sent: 230000}}},
-			MixedBurst: &tsv1.MixedBurstResult{Protocol: tsv1.ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []tsv1.MixedBurstRow{{SteadyMps: 500000, BurstMps: 500000, Sent: 3000000, LatencyStats: stats, Small: &stats}}}},
+			MixedBurst: &tsv1.MixedBurstResult{Protocol: tsv1.ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []tsv1.MixedBurstRow{{SteadyMps: 500000, BurstMps: 500000, Sent: 3000000, LatencyStats: stats, Small: &stats}}},
+			TickToTrade: &tsv1.TickToTradeResult{Mix: tsv1.TickMixSteady, MessageSize: 32, OrderEvery: 100, Rows: []tsv1.TickToTradeRow{{RateMps: 500, AchievedMps: 500, TicksSent: 2000, TicksReceived: 2000,
+				Orders: 40, ExchangeOrders: 40, TickToTrade: stats, InApplication: stats, OrderToFill: stats, Sell: stats, MarketDataPath: tsv1.StackKernel, OrderPath: tsv1.StackKernel}}}},
 		{Stack: tsv1.StackBypass, Unavailable: "tickstack-run not found"},
 	}, Jitter: &tsv1.JitterResult{Rows: []tsv1.JitterRow{{Tool: tsv1.JitterOslat, CPU: 3, LatencyStats: stats}}}}
 	b.Status.Nodes = []tsv1.BenchmarkNodeStatus{{Node: "n", Phase: tsv1.NodeCompleted, Message: "Passed: 0 checks", Results: res,
-		Verdict: &tsv1.Verdict{Result: tsv1.VerdictPassed}}}
+		Verdict: &tsv1.Verdict{Result: tsv1.VerdictPassed},
+		TickToTradeBaseline: &tsv1.TickToTradeComparison{Benchmark: "untuned", Run: 2, Node: "n", Rows: []tsv1.TickToTradeGain{{Stack: tsv1.StackKernel, RateMps: 500,
+			BaselineStack: tsv1.StackKernel, BaselineMeanNs: 2800, MeanNs: 2100, MeanGainPercent: "25.0", BaselineMedianNs: 2500, MedianNs: 2000, MedianGainPercent: "20.0",
+			BaselineP99Ns: 5000, P99Ns: 4000, P99GainPercent: "20.0"}}}}}
 	var out bytes.Buffer
 	PrintBenchmark(&out, b)
 	for _, want := range []string{"rateSweep, kernel stack", "highest rate sustained without drops, udp 64 B: 10000 msg/s",
 		"largest burst without a drop: 23000 messages", "2024.000", "mixedBurst, kernel stack: 2/3 at 100 B, 1/3 at 600 B",
-		"bypass stack unavailable: tickstack-run not found", "jitter (us)", "oslat", "== node n: Completed: Passed", "checks of node n: Passed"} {
+		"bypass stack unavailable: tickstack-run not found", "jitter (us)", "oslat", "== node n: Completed: Passed", "checks of node n: Passed",
+		"tick-to-trade, kernel stack (us; columns: market data msg/s)", "BUY         2.100", "SD S        0.500",
+		"tick-to-trade, tuned vs untuned: baseline LatencyBenchmark untuned run 2, node n", "25.0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

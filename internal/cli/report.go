@@ -30,7 +30,7 @@ func ReportInput(ctx context.Context, c client.Client, namespace, name string, g
 		if n.Results == nil {
 			continue
 		}
-		in.Nodes = append(in.Nodes, report.NodeResults{Node: n.Node, Results: n.Results, Verdict: n.Verdict})
+		in.Nodes = append(in.Nodes, report.NodeResults{Node: n.Node, Results: n.Results, Verdict: n.Verdict, TickToTradeBaseline: n.TickToTradeBaseline})
 	}
 	if len(in.Nodes) == 0 {
 		return in, fmt.Errorf("benchmark %s/%s has no results yet (run %d): wait for its run to finish (tickstack bench %s -n %s)", namespace, name, b.Status.Run, name, namespace)

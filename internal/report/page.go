@@ -27,7 +27,7 @@ svg .line.s0, svg .line.s1, svg .line.s2, svg .line.s3, svg .line.s4, svg .line.
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p>Generated {{.Generated}}. Latencies are half round trips (sockperf's RTT/2) in microseconds unless marked; methods: docs/benchmark-methods.md.</p>
+<p>Generated {{.Generated}}. Latencies are half round trips (sockperf's RTT/2) in microseconds unless marked (tickToTrade's are one way: tick sent to order at the exchange); methods: docs/benchmark-methods.md.</p>
 {{range .Nodes}}
 <section class="node" id="node-{{.Index}}">
 <h2>Node {{.Node}}</h2>
@@ -77,7 +77,32 @@ burst time (46 + {{.MessageSize}}) x {{.MaxBurstPackets}} x bit time x 8 at {{.L
 {{with mixedStalls $stack .Rows}}<ul class="stalls">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Error}}<p class="note">mixedBurst incomplete: {{.Error}}</p>{{end}}
 {{end}}
+{{with .TickToTrade}}{{$rows := t2tByRate .Rows}}
+<table class="tickToTrade"><caption>tickToTrade (paper 004): {{if eq .Mix "seed003"}}paper 003's mix of 100 B and 600 B ticks{{else}}{{.MessageSize}} B ticks{{end}}, a BUY every {{.OrderEvery}} ticks; BUY: mean tick-to-trade, SELL: mean BUY fill to SELL at the exchange, SD: standard deviations (µs; columns: market data msg/s)</caption>
+<tr><th></th>{{range $rows}}<th>{{.RateMps}}</th>{{end}}</tr>
+<tr><th class="l">BUY</th>{{range $rows}}<td>{{us .TickToTrade.MeanNs}}</td>{{end}}</tr>
+<tr><th class="l">SELL</th>{{range $rows}}<td>{{us .Sell.MeanNs}}</td>{{end}}</tr>
+<tr><th class="l">SD B</th>{{range $rows}}<td>{{us .TickToTrade.StdDevNs}}</td>{{end}}</tr>
+<tr><th class="l">SD S</th>{{range $rows}}<td>{{us .Sell.StdDevNs}}</td>{{end}}</tr>
+</table>
+<table class="tickToTradeCounts"><caption>tickToTrade: every tick and order accounted for, and the path each leg took</caption>
+<tr><th>rate msg/s</th><th>burst msg/s</th><th>achieved msg/s</th><th>ticks sent</th><th>received</th><th>lost</th><th>out of sequence</th><th>orders</th><th>unfilled</th><th>at the exchange</th><th class="l">market data</th><th class="l">orders</th><th class="l">accounted</th></tr>
+{{range .Rows}}<tr><td>{{.RateMps}}</td><td>{{.BurstMps}}</td><td>{{.AchievedMps}}</td><td>{{.TicksSent}}</td><td>{{.TicksReceived}}</td><td>{{.TicksLost}}</td><td>{{.TicksOutOfSequence}}</td><td>{{.Orders}}</td><td>{{.OrdersUnfilled}}</td><td>{{.ExchangeOrders}}</td><td class="l">{{dash (print .MarketDataPath)}}</td><td class="l">{{dash (print .OrderPath)}}</td><td class="l {{if .Unaccounted}}Failed{{else}}Passed{{end}}">{{if .Unaccounted}}no: {{range $i, $u := .Unaccounted}}{{if $i}}; {{end}}{{$u}}{{end}}{{else}}yes{{end}}</td></tr>
+{{end}}</table>
+<table class="tickToTradeLatency"><caption>tickToTrade: latencies (µs)</caption>
+<tr><th>rate msg/s</th><th class="l">measure</th><th>samples</th><th>min</th><th>median</th><th>mean</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>std-dev</th></tr>
+{{range .Rows}}{{$rate := .RateMps}}{{range measures .}}<tr><td>{{$rate}}</td><td class="l">{{.Name}}</td><td>{{.Stats.Samples}}</td><td>{{us .Stats.MinNs}}</td><td>{{us .Stats.MedianNs}}</td><td>{{us .Stats.MeanNs}}</td><td>{{us .Stats.P95Ns}}</td><td>{{us .Stats.P99Ns}}</td><td>{{us .Stats.P999Ns}}</td><td>{{us .Stats.MaxNs}}</td><td>{{us .Stats.StdDevNs}}</td></tr>
+{{end}}{{end}}</table>
+{{if .Error}}<p class="note">tickToTrade incomplete: {{.Error}}</p>{{end}}
+{{end}}
 {{end}}{{end}}
+{{with .Baseline}}
+<table class="tickToTradeBaseline"><caption>tick-to-trade, tuned vs untuned: {{baselineSource .}}</caption>
+<tr><th class="l">stack</th><th>rate msg/s</th><th class="l">baseline stack</th><th>untuned mean</th><th>tuned mean</th><th>gain %</th><th>untuned median</th><th>tuned median</th><th>gain %</th><th>untuned p99</th><th>tuned p99</th><th>gain %</th></tr>
+{{range .Rows}}<tr><td class="l">{{.Stack}}</td><td>{{.RateMps}}</td><td class="l">{{.BaselineStack}}</td><td>{{us .BaselineMeanNs}}</td><td>{{us .MeanNs}}</td><td>{{.MeanGainPercent}}</td><td>{{us .BaselineMedianNs}}</td><td>{{us .MedianNs}}</td><td>{{.MedianGainPercent}}</td><td>{{us .BaselineP99Ns}}</td><td>{{us .P99Ns}}</td><td>{{.P99GainPercent}}</td></tr>
+{{end}}</table>
+{{if .Message}}<p class="note">tuned vs untuned: {{.Message}}</p>{{end}}
+{{end}}
 {{with .Comparison}}
 <table class="comparison"><caption>kernel vs bypass</caption>
 <tr><th class="l">suite</th><th class="l">row</th><th>kernel median</th><th>bypass median</th><th>speedup</th><th>kernel p99</th><th>bypass p99</th><th>speedup</th></tr>

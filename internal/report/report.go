@@ -1,6 +1,7 @@
 // Package report renders LatencyBenchmark results as one self-contained HTML page: tables in the
 // seed papers' shapes and inline SVG plots (latency vs message size, latency vs message rate,
-// percentile curve, kernel vs bypass). No JavaScript, no external resources.
+// percentile curve, kernel vs bypass, tick-to-trade percentiles vs market-data rate). No
+// JavaScript, no external resources.
 package report
 
 import (
@@ -25,6 +26,8 @@ type NodeResults struct {
 	Results *tsv1.BenchmarkResults
 	// Verdict is the evaluation against the thresholds; optional.
 	Verdict *tsv1.Verdict
+	// TickToTradeBaseline is the tuned vs untuned comparison; optional.
+	TickToTradeBaseline *tsv1.TickToTradeComparison
 }
 
 // Input is everything the report shows.
@@ -42,6 +45,7 @@ const (
 	ChartLatencyVsRate = "latency-vs-rate"
 	ChartPercentile    = "percentile-curve"
 	ChartKernelBypass  = "kernel-vs-bypass"
+	ChartTickToTrade   = "tick-to-trade-vs-rate"
 )
 
 type nodeView struct {
@@ -53,6 +57,7 @@ type nodeView struct {
 	Notes      []string
 	Stacks     []stackView
 	Comparison []tsv1.StackComparison
+	Baseline   *tsv1.TickToTradeComparison
 }
 
 type stackView struct {
@@ -70,7 +75,7 @@ func Render(w io.Writer, in Input) error {
 		if n.Results == nil {
 			return fmt.Errorf("report: node %q has no results", n.Node)
 		}
-		nv := nodeView{Index: i, Node: n.Node, Results: n.Results, Verdict: n.Verdict, Comparison: bench.CompareStacks(n.Results)}
+		nv := nodeView{Index: i, Node: n.Node, Results: n.Results, Verdict: n.Verdict, Comparison: bench.CompareStacks(n.Results), Baseline: n.TickToTradeBaseline}
 		if nv.Node == "" {
 			nv.Node = n.Results.Node
 		}
@@ -80,7 +85,7 @@ func Render(w io.Writer, in Input) error {
 				nv.Notes = append(nv.Notes, fmt.Sprintf("%s stack unavailable: %s", s.Stack, s.Unavailable))
 			}
 		}
-		for _, c := range []*chart{sizeChart(i, n.Results), rateChart(i, n.Results), percentileChart(i, n.Results), bypassChart(i, n.Results)} {
+		for _, c := range []*chart{sizeChart(i, n.Results), rateChart(i, n.Results), percentileChart(i, n.Results), bypassChart(i, n.Results), tickToTradeChart(i, n.Results)} {
 			if c != nil {
 				nv.Charts = append(nv.Charts, template.HTML(c.svg())) //nolint:gosec // built from escaped text and numbers
 			}
@@ -214,6 +219,58 @@ func rateChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	}
 }
 
+// tickToTradeChart plots each stack's tick-to-trade percentiles by market-data rate (paper 004's
+// "latency over the range of messages per second"): median solid, p99 and p99.9 dashed; hollow
+// markers are rows with ticks or orders unaccounted for.
+func tickToTradeChart(idx int, r *tsv1.BenchmarkResults) *chart {
+	var ss []series
+	lo, hi := math.Inf(1), 0.0
+	rlo, rhi := math.Inf(1), 0.0
+	stats := []struct {
+		name string
+		v    func(tsv1.LatencyStats) int64
+	}{
+		{"median", func(s tsv1.LatencyStats) int64 { return s.MedianNs }},
+		{"p99", func(s tsv1.LatencyStats) int64 { return s.P99Ns }},
+		{"p99.9", func(s tsv1.LatencyStats) int64 { return s.P999Ns }},
+	}
+	for _, st := range r.Stacks {
+		if st.TickToTrade == nil {
+			continue
+		}
+		var rows []tsv1.TickToTradeRow
+		for _, row := range st.TickToTrade.Rows {
+			if row.TickToTrade.Samples > 0 {
+				rows = append(rows, row)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		sort.Slice(rows, func(a, b int) bool { return rows[a].RateMps < rows[b].RateMps })
+		for si, stat := range stats {
+			s := series{Name: fmt.Sprintf("%s %s", st.Stack, stat.name), Class: seriesClass(st.Stack, si), Dashed: si > 0}
+			for _, row := range rows {
+				v := float64(stat.v(row.TickToTrade))
+				s.Points = append(s.Points, point{X: float64(row.RateMps), Y: v, RawX: strconv.FormatInt(row.RateMps, 10), Open: len(row.Unaccounted) > 0,
+					Title: fmt.Sprintf("%s at %d msg/s (%d BUY): tick-to-trade %s %s", st.Stack, row.RateMps, row.TickToTrade.Samples, stat.name, usLabel(v))})
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+				rlo, rhi = math.Min(rlo, float64(row.RateMps)), math.Max(rhi, float64(row.RateMps))
+			}
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		return nil
+	}
+	return &chart{
+		ID: fmt.Sprintf("%s-%d", ChartTickToTrade, idx), Title: "tickToTrade: tick-to-trade percentiles by market-data rate (hollow: not every tick accounted for)",
+		X:      logAxis("market data rate (msg/s)", rlo, rhi, func(v float64) string { return rateLabel(v) }),
+		Y:      logAxis("tick-to-trade", lo, hi, usLabel),
+		Series: ss,
+	}
+}
+
 func rateLabel(v float64) string {
 	switch {
 	case v >= 1e6:
@@ -336,4 +393,13 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"pingPongStalls": PingPongStallNotes,
 	"rateStalls":     RateStallNotes,
 	"mixedStalls":    MixedStallNotes,
+	// tickToTrade
+	"t2tByRate": func(rows []tsv1.TickToTradeRow) []tsv1.TickToTradeRow {
+		out := append([]tsv1.TickToTradeRow(nil), rows...)
+		sort.SliceStable(out, func(i, j int) bool { return out[i].RateMps > out[j].RateMps })
+		return out
+	},
+	"measures":       TickToTradeMeasures,
+	"dash":           dash,
+	"baselineSource": BaselineSource,
 }).Parse(pageTemplate))

@@ -127,6 +127,25 @@ func WriteText(w io.Writer, n NodeResults) error {
 				heading("  incomplete: " + mb.Error)
 			}
 		}
+		if t := st.TickToTrade; t != nil {
+			tw.Flush()
+			writeTickToTradeText(w, tw, line, st.Stack, t, stats)
+		}
+	}
+	if b := n.TickToTradeBaseline; b != nil {
+		tw.Flush()
+		heading(fmt.Sprintf("tick-to-trade, tuned vs untuned: %s", BaselineSource(b)))
+		if len(b.Rows) > 0 {
+			line("stack", "rate/s", "baseline stack", "untuned mean", "tuned mean", "gain %", "untuned median", "tuned median", "gain %", "untuned p99", "tuned p99", "gain %")
+			for _, g := range b.Rows {
+				line(string(g.Stack), fmt.Sprint(g.RateMps), string(g.BaselineStack), us(g.BaselineMeanNs), us(g.MeanNs), g.MeanGainPercent,
+					us(g.BaselineMedianNs), us(g.MedianNs), g.MedianGainPercent, us(g.BaselineP99Ns), us(g.P99Ns), g.P99GainPercent)
+			}
+			tw.Flush()
+		}
+		if b.Message != "" {
+			fmt.Fprintf(w, "  %s\n", b.Message)
+		}
 	}
 	if cmp := bench.CompareStacks(r); len(cmp) > 0 {
 		heading("kernel vs bypass (us)")
@@ -169,6 +188,77 @@ func WriteText(w io.Writer, n NodeResults) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// writeTickToTradeText prints one stack's tickToTrade suite: paper 004's table (BUY, SELL, SD B,
+// SD S by rate), every tick's accounting and the path each leg took, then the distributions.
+func writeTickToTradeText(w io.Writer, tw *tabwriter.Writer, line func(...string), stack tsv1.Stack, t *tsv1.TickToTradeResult, stats func(tsv1.LatencyStats) []string) {
+	feed := fmt.Sprintf("%d B ticks", t.MessageSize)
+	if t.Mix == tsv1.TickMixSeed003 {
+		feed = "paper 003's mix of 100 B and 600 B ticks"
+	}
+	fmt.Fprintf(w, "\ntickToTrade, %s stack: %s, a BUY every %d ticks, each filled and closed by a SELL\n", stack, feed, t.OrderEvery)
+	if len(t.Rows) > 0 {
+		_ = bench.WriteTickToTradeTable(w, string(stack), t.Rows)
+		line("rate/s", "burst/s", "achieved/s", "ticks sent", "received", "lost", "out of seq", "orders", "unfilled", "exchange", "market data", "orders via", "accounted")
+		for _, row := range t.Rows {
+			line(fmt.Sprint(row.RateMps), fmt.Sprint(row.BurstMps), fmt.Sprint(row.AchievedMps), fmt.Sprint(row.TicksSent), fmt.Sprint(row.TicksReceived),
+				fmt.Sprint(row.TicksLost), fmt.Sprint(row.TicksOutOfSequence), fmt.Sprint(row.Orders), fmt.Sprint(row.OrdersUnfilled), fmt.Sprint(row.ExchangeOrders),
+				dash(string(row.MarketDataPath)), dash(string(row.OrderPath)), yesNo(len(row.Unaccounted) == 0))
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "\ntickToTrade, %s stack: latencies (us)\n", stack)
+		line("rate/s", "measure", "samples", "min", "median", "mean", "p95", "p99", "p99.9", "max", "std-dev")
+		for _, row := range t.Rows {
+			for _, m := range TickToTradeMeasures(row) {
+				line(append([]string{fmt.Sprint(row.RateMps), m.Name}, stats(m.Stats)...)...)
+			}
+		}
+		tw.Flush()
+		for _, row := range t.Rows {
+			for _, u := range row.Unaccounted {
+				fmt.Fprintf(w, "  unaccounted at %d msg/s: %s\n", row.RateMps, u)
+			}
+		}
+	}
+	if t.Error != "" {
+		fmt.Fprintf(w, "  incomplete: %s\n", t.Error)
+	}
+}
+
+// TickToTradeMeasure is one named distribution of a tickToTrade row.
+type TickToTradeMeasure struct {
+	Name  string
+	Stats tsv1.LatencyStats
+}
+
+// TickToTradeMeasures lists a row's distributions in the order the tables show them.
+func TickToTradeMeasures(row tsv1.TickToTradeRow) []TickToTradeMeasure {
+	return []TickToTradeMeasure{
+		{"tick-to-trade", row.TickToTrade},
+		{"in-application", row.InApplication},
+		{"order->fill", row.OrderToFill},
+		{"fill->SELL", row.Sell},
+	}
+}
+
+// BaselineSource names the baseline measurement of a tuned vs untuned comparison.
+func BaselineSource(b *tsv1.TickToTradeComparison) string {
+	s := "baseline LatencyBenchmark " + b.Benchmark
+	if b.Run != 0 {
+		s += fmt.Sprintf(" run %d", b.Run)
+	}
+	if b.Node != "" {
+		s += ", node " + b.Node
+	}
+	return s + " (gain: how much lower than the baseline, in percent of it)"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // PTPStates lists the port states a ptp table saw with their counts, "SLAVE:58,UNCALIBRATED:2"

@@ -609,11 +609,14 @@ spec:
 		Expect(err).NotTo(HaveOccurred(), out)
 	})
 
-	It("benchmarks the node: kernel and bypass ping-pong between two pods over the secondary network, a verdict, the validated label", func() {
+	It("benchmarks the node: kernel and bypass ping-pong and tick-to-trade between two pods over the secondary network, a verdict, the validated label", func() {
 		// TwoPods: the runner has the exclusive CPU 1 (ping-pong client, then oslat on it), the
 		// reflector runs on the shared CPU 0 with no CPU request (this node's allocatable CPU is 1).
 		// The pod webhook gives both the profile's macvlan network (lat0) and the bypass stack; the
-		// reflector serves sockperf on lat0's address. oslat only: cyclictest needs SCHED_FIFO,
+		// reflector serves sockperf on lat0's address. tickToTrade at one low rate: the reflector
+		// runs the venue (exchange simulator, publisher), the runner the strategy, every tick and
+		// order accounted for on both stacks; the profile leaves TCP on the kernel (spec.bypass.tcp
+		// Off), so the bypass rows' feed takes the XSK and their orders the kernel. oslat only: cyclictest needs SCHED_FIFO,
 		// which this kernel (cgroup v1 with RT group scheduling) refuses in every pod: the kubelet
 		// leaves kubepods' cpu.rt_runtime_us at 0.
 		manifest := fmt.Sprintf(`
@@ -626,11 +629,13 @@ spec:
   placement: {mode: TwoPods, runnerCPUs: 1, reflectorCPUs: 0}
   suites:
     pingPong: {protocols: [udp], messageSizes: [64, 1024], durationSeconds: 3}
+    tickToTrade: {ratesMps: [1000], durationSeconds: 2, orderEvery: 50}
     jitter: {cpus: pod, durationSeconds: 5, tools: [oslat]}
   thresholds:
     maxDropped: 0
     latency:
     - {suite: pingPong, statistic: median, max: 2ms}
+    - {suite: tickToTrade, statistic: p99, max: 200ms}
     - {suite: jitter, statistic: p99, max: 200us}
   timeoutSeconds: 600
 `, testNS, profileName)
@@ -654,6 +659,28 @@ spec:
 			MedianNs    int64  `json:"medianNs"`
 			Dropped     int64  `json:"dropped"`
 		}
+		type stats struct {
+			Samples  int64 `json:"samples"`
+			MinNs    int64 `json:"minNs"`
+			MedianNs int64 `json:"medianNs"`
+			P99Ns    int64 `json:"p99Ns"`
+			MaxNs    int64 `json:"maxNs"`
+		}
+		type t2tRow struct {
+			RateMps        int64    `json:"rateMps"`
+			TicksSent      int64    `json:"ticksSent"`
+			TicksReceived  int64    `json:"ticksReceived"`
+			TicksLost      int64    `json:"ticksLost"`
+			Orders         int64    `json:"orders"`
+			OrdersUnfilled int64    `json:"ordersUnfilled"`
+			ExchangeOrders int64    `json:"exchangeOrders"`
+			TickToTrade    stats    `json:"tickToTrade"`
+			InApplication  stats    `json:"inApplication"`
+			OrderToFill    stats    `json:"orderToFill"`
+			Unaccounted    []string `json:"unaccounted"`
+			MarketDataPath string   `json:"marketDataPath"`
+			OrderPath      string   `json:"orderPath"`
+		}
 		var b struct {
 			Status struct {
 				Verdict     string `json:"verdict"`
@@ -673,6 +700,10 @@ spec:
 								Rows  []row  `json:"rows"`
 								Error string `json:"error"`
 							} `json:"pingPong"`
+							TickToTrade struct {
+								Rows  []t2tRow `json:"rows"`
+								Error string   `json:"error"`
+							} `json:"tickToTrade"`
 						} `json:"stacks"`
 					} `json:"results"`
 				} `json:"nodes"`
@@ -704,11 +735,36 @@ spec:
 			}
 		}
 
+		By("tick-to-trade at 1000 msg/s on both stacks: every tick and order accounted for, the path each leg took")
+		for _, st := range res.Stacks {
+			Expect(st.TickToTrade.Error).To(BeEmpty(), "%s stack", st.Stack)
+			Expect(st.TickToTrade.Rows).To(HaveLen(1), "%s stack", st.Stack)
+			r := st.TickToTrade.Rows[0]
+			Expect(r.RateMps).To(BeEquivalentTo(1000))
+			Expect(r.TicksSent).To(BeNumerically("~", 2000, 20), "%s stack", st.Stack)
+			Expect(r.Unaccounted).To(BeEmpty(), "%s stack", st.Stack)
+			Expect(r.TicksReceived).To(Equal(r.TicksSent), "%s stack", st.Stack)
+			Expect(r.TicksLost).To(BeZero())
+			Expect(r.Orders).To(Equal(2*(r.TicksSent/50)), "%s stack: a BUY every 50 ticks, each closed by a SELL", st.Stack)
+			Expect(r.OrdersUnfilled).To(BeZero())
+			Expect(r.ExchangeOrders).To(Equal(r.Orders))
+			Expect(r.TickToTrade.Samples).To(Equal(r.TicksSent / 50))
+			Expect(r.OrderToFill.Samples).To(Equal(r.Orders))
+			Expect(r.TickToTrade.MinNs).To(BeNumerically(">", r.InApplication.MinNs), "%s stack: tick-to-trade spans the strategy's own time", st.Stack)
+			Expect(r.TickToTrade.MedianNs).To(BeNumerically("<=", r.TickToTrade.P99Ns))
+			want := map[string][2]string{"kernel": {"kernel", "kernel"}, "bypass": {"bypass", "kernel"}}[st.Stack]
+			Expect([2]string{r.MarketDataPath, r.OrderPath}).To(Equal(want), "%s stack: market data and order paths", st.Stack)
+		}
+
 		By("the results table: the path, both stacks' rows, their comparison, oslat on CPU 1, the checks")
 		Expect(out).To(ContainSubstring("path: " + res.Path.ClientAddress + " on lat0 to reflector " + res.Path.ReflectorAddress))
 		Expect(out).To(ContainSubstring("pingPong, kernel stack"))
 		Expect(out).To(ContainSubstring("pingPong, bypass stack"))
 		Expect(out).To(ContainSubstring("kernel vs bypass"))
+		Expect(out).To(ContainSubstring("tick-to-trade, kernel stack (us; columns: market data msg/s)"))
+		Expect(out).To(ContainSubstring("tick-to-trade, bypass stack (us; columns: market data msg/s)"))
+		Expect(out).To(MatchRegexp(`(?m)^BUY\s+[0-9]+\.[0-9]{3}$`))
+		Expect(out).To(MatchRegexp(`Passed\s+tickToTrade/bypass/1000msgps/accounted: at 1000 msg/s on bypass every tick is accounted for`))
 		Expect(out).To(MatchRegexp(`(?m)^\s*oslat\s+1\s+\d+`))
 		Expect(out).To(ContainSubstring("checks of node " + nodeName + ": Passed"))
 		Expect(out).To(MatchRegexp(`Passed\s+.*worst p99 [0-9.]+ us at oslat cpu 1 is within 200us`))
