@@ -90,18 +90,20 @@ func (r *Runner) t2tRun(ctx context.Context, stack tsv1.Stack, s *tsv1.TickToTra
 		}
 	}()
 
-	statsGlob := ""
 	args := []string{"--every", strconv.Itoa(int(s.OrderEvery)), "--if", r.LocalAddress, "--idle", strconv.Itoa(t2tIdleSeconds),
 		r.group(), strconv.Itoa(feedPort), r.Reflector.Hello.DataAddress, strconv.Itoa(exPort)}
 	cmd, err := r.Tools.command(ctx, stack, r.CPUs, strategy, args...)
 	if err != nil {
 		return row, err
 	}
+	statsDir := ""
 	if stack == tsv1.StackBypass {
 		// The stack's counters at exit say which path each leg took.
-		base := fmt.Sprintf("t2t-stats-%d-%d", rate, feedPort)
-		statsGlob = filepath.Join(r.WorkDir, base+"-*.txt")
-		cmd.Env = append(os.Environ(), "TICKSTACK_STATS_FILE="+filepath.Join(r.WorkDir, base+"-%p.txt"))
+		if statsDir, err = os.MkdirTemp(r.WorkDir, "t2t-stats-*"); err != nil {
+			return row, fmt.Errorf("creating a directory for the stack's statistics: %w", err)
+		}
+		defer os.RemoveAll(statsDir)
+		withStatsFile(cmd, statsDir)
 	}
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -181,7 +183,7 @@ func (r *Runner) t2tRun(ctx context.Context, stack tsv1.Stack, s *tsv1.TickToTra
 	row.MarketDataPath, row.OrderPath = tsv1.StackKernel, tsv1.StackKernel
 	if stack == tsv1.StackBypass {
 		row.MarketDataPath, row.OrderPath = "", ""
-		if md, ord, err := T2TPathsFromStats(statsGlob, feedPort); err != nil {
+		if md, ord, err := T2TPathsFromStats(statsDir, feedPort); err != nil {
 			row.Unaccounted = append(row.Unaccounted, "paths: "+err.Error())
 		} else {
 			row.MarketDataPath, row.OrderPath = md, ord
@@ -190,14 +192,15 @@ func (r *Runner) t2tRun(ctx context.Context, stack tsv1.Stack, s *tsv1.TickToTra
 	return row, nil
 }
 
-// T2TPathsFromStats reads the strategy's exit counters (TICKSTACK_STATS_FILE, the files glob
-// matches) and says which path each leg took: the market data is bypass when the feed's socket
-// (local port feedPort) received datagrams through the XSK, the orders when a TCP connection was
-// carried by the stack.
-func T2TPathsFromStats(glob string, feedPort int) (marketData, orders tsv1.Stack, err error) {
-	files, _ := filepath.Glob(glob)
+// T2TPathsFromStats reads the strategy's exit counters (the dumps TICKSTACK_STATS_FILE wrote
+// into dir, stackstats.go) and says which path each leg took: the market data is bypass when the
+// feed's socket (local port feedPort) received datagrams through the XSK, the orders when a TCP
+// connection was carried by the stack. The per-socket lines are read, not the sums
+// ParseStackStats makes: the FIX connection's socket counts rx_accel too (in bytes).
+func T2TPathsFromStats(dir string, feedPort int) (marketData, orders tsv1.Stack, err error) {
+	files, _ := filepath.Glob(filepath.Join(dir, strings.Replace(statsFileName, "%p", "*", 1)))
 	if len(files) == 0 {
-		return "", "", fmt.Errorf("the strategy left no statistics file (%s): the bypass library did not run in it", glob)
+		return "", "", fmt.Errorf("the strategy's statistics: %w: the bypass library did not run in it to the end", errNoStatsDump)
 	}
 	var rxAccel, conns int64
 	suffix := ":" + strconv.Itoa(feedPort)
@@ -207,6 +210,7 @@ func T2TPathsFromStats(glob string, feedPort int) (marketData, orders tsv1.Stack
 			return "", "", err
 		}
 		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
 		for sc.Scan() {
 			fields := strings.Fields(sc.Text())
 			if len(fields) == 0 {

@@ -197,32 +197,32 @@ func TestCompareTickToTradeBaseline(t *testing.T) {
 	}
 }
 
-// The files testdata/t2t/bypass-strategy-stats*.txt are the strategy's exit counters
-// (TICKSTACK_STATS_FILE) from runs of the suite's bypass stack over a veth pair at 1000 msg/s:
-// with TICKSTACK_TCP=1 (feed port 11116; the FIX connection's socket also counts rx_accel, in
-// bytes) and without it (feed port 11112).
+// The directories testdata/t2t/stats-tcp and stats-tcp-off hold the strategy's exit counters
+// (TICKSTACK_STATS_FILE) from runs of the suite's bypass stack over a veth pair at 1000 msg/s: with
+// TICKSTACK_TCP=1 (feed port 11116; the FIX connection's socket also counts rx_accel, in bytes)
+// and without it (feed port 11112).
 func TestT2TPathsFromStats(t *testing.T) {
 	for _, c := range []struct {
-		file       string
+		dir        string
 		port       int
 		md, orders tsv1.Stack
 		wantErr    string
 	}{
-		{file: "bypass-strategy-stats.txt", port: 11116, md: tsv1.StackBypass, orders: tsv1.StackBypass},
-		{file: "bypass-strategy-stats-tcp-off.txt", port: 11112, md: tsv1.StackBypass, orders: tsv1.StackKernel},
+		{dir: "stats-tcp", port: 11116, md: tsv1.StackBypass, orders: tsv1.StackBypass},
+		{dir: "stats-tcp-off", port: 11112, md: tsv1.StackBypass, orders: tsv1.StackKernel},
 		// another socket's datagrams are not the feed's
-		{file: "bypass-strategy-stats-tcp-off.txt", port: 11113, md: tsv1.StackKernel, orders: tsv1.StackKernel},
-		{file: "none-*.txt", port: 11112, wantErr: "the strategy left no statistics file"},
+		{dir: "stats-tcp-off", port: 11113, md: tsv1.StackKernel, orders: tsv1.StackKernel},
+		{dir: "no-such-dir", port: 11112, wantErr: "the strategy's statistics: no statistics dump was written"},
 	} {
-		md, orders, err := T2TPathsFromStats(filepath.Join("testdata", "t2t", c.file), c.port)
+		md, orders, err := T2TPathsFromStats(filepath.Join("testdata", "t2t", c.dir), c.port)
 		if c.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-				t.Errorf("%s: err %v, want %q", c.file, err, c.wantErr)
+				t.Errorf("%s: err %v, want %q", c.dir, err, c.wantErr)
 			}
 			continue
 		}
 		if err != nil || md != c.md || orders != c.orders {
-			t.Errorf("%s port %d: market data %q, orders %q, err %v; want %s, %s", c.file, c.port, md, orders, err, c.md, c.orders)
+			t.Errorf("%s port %d: market data %q, orders %q, err %v; want %s, %s", c.dir, c.port, md, orders, err, c.md, c.orders)
 		}
 	}
 }
