@@ -120,7 +120,41 @@ type Stall struct {
 	// report's LatencyThresholdNs means no message was slow itself: the sender paused, or replies
 	// went missing.
 	LatencyNs int64 `json:"latencyNs"`
+	// ClientRunQueueWaitNs is how long the runner's sockperf waited on a run queue for its CPU
+	// (/proc/<pid>/schedstat) within the stall, widened by one sample interval (1 ms) on each
+	// side (docs/benchmark-methods.md "Stalls").
+	// +optional
+	ClientRunQueueWaitNs int64 `json:"clientRunQueueWaitNs,omitempty"`
+	// ReflectorRunQueueWaitNs is the same for the reflector's sockperf server.
+	// +optional
+	ReflectorRunQueueWaitNs int64 `json:"reflectorRunQueueWaitNs,omitempty"`
+	// StealNs is the most steal time (the hypervisor running something else on the vCPU) that
+	// any one CPU of the client or the reflector accumulated within the stall, widened by one
+	// steal sample interval (10 ms) on each side. The kernel reports steal in 10 ms units
+	// (USER_HZ), so a value of 10 ms means anything from a little to 20 ms.
+	// +optional
+	StealNs int64 `json:"stealNs,omitempty"`
+	// Cause is what the operating system saw during the stall: preempted, steal or unexplained;
+	// empty when the runner sampled nothing for this run (see the report's AttributionMissing).
+	// +optional
+	Cause StallCause `json:"cause,omitempty"`
 }
+
+// StallCause is what a stall is attributed to (docs/benchmark-methods.md "Stalls").
+// +kubebuilder:validation:Enum=preempted;steal;unexplained
+type StallCause string
+
+const (
+	// StallPreempted: the client's or the reflector's sockperf waited on a run queue for at least
+	// half of the stall (another task had its CPU).
+	StallPreempted StallCause = "preempted"
+	// StallSteal: a CPU of the client or the reflector lost at least half of the stall to steal
+	// (the hypervisor ran something else on the vCPU).
+	StallSteal StallCause = "steal"
+	// StallUnexplained: neither covered half of the stall; the bypass stack's counters, if any,
+	// are what is left to explain it.
+	StallUnexplained StallCause = "unexplained"
+)
 
 // StackCounter is one counter of the bypass stack's statistics (docs/dataplane.md "Statistics")
 // over one sockperf process's run, named after the line of the stack's statistics dump it is on
@@ -179,6 +213,11 @@ type StallReport struct {
 	// wrote no statistics dump), so that empty counters are not read as an undisturbed run.
 	// +optional
 	CountersMissing string `json:"countersMissing,omitempty"`
+	// AttributionMissing says why the stalls' run-queue wait and steal are missing or cover
+	// one side only (no sample of the client's or the reflector's process, a reflector that
+	// cannot sample or runs on another host), so that an absent number is not read as zero.
+	// +optional
+	AttributionMissing string `json:"attributionMissing,omitempty"`
 }
 
 // PingPongRow is one message size of one protocol.

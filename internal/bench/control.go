@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -40,6 +42,8 @@ type controlRequest struct {
 	// T2T is a tickToTrade request (ops t2tExchange, t2tPublish); WaitSeconds bounds t2tCollect.
 	T2T         *t2tRequest `json:"t2t,omitempty"`
 	WaitSeconds int         `json:"waitSeconds,omitempty"`
+	// Windows are the stalls of a stopped server's run, on CLOCK_MONOTONIC ("sched").
+	Windows []StallWindow `json:"windows,omitempty"`
 }
 
 // ReflectorHello is the reflector's answer to "hello".
@@ -53,6 +57,12 @@ type ReflectorHello struct {
 	// T2TUnavailable is empty when the tick-to-trade rig's publisher and exchange simulator are
 	// present, else why they are not.
 	T2TUnavailable string `json:"t2tUnavailable,omitempty"`
+	// Sched is true when the reflector samples its servers' run-queue wait and steal and answers
+	// "sched" (an older reflector leaves it false).
+	Sched bool `json:"sched,omitempty"`
+	// BootID is the reflector host's /proc/sys/kernel/random/boot_id: its CLOCK_MONOTONIC is the
+	// runner's only when the two are the same.
+	BootID string `json:"bootID,omitempty"`
 }
 
 // ReflectorCounters is what a stopped sockperf server reported.
@@ -64,6 +74,17 @@ type ReflectorCounters struct {
 	Stack StackCounters `json:"stack,omitempty"`
 	// StackMissing says why a bypass server's counters are missing.
 	StackMissing string `json:"stackMissing,omitempty"`
+	// SchedMissing says why the reflector has no run-queue or steal samples of this server.
+	SchedMissing string `json:"schedMissing,omitempty"`
+
+	// serverID is the server's id on the reflector, for asking for its samples ("sched").
+	serverID int
+}
+
+// ReflectorSched is the reflector's answer to "sched": for each stall window, what its sampler
+// saw of the server.
+type ReflectorSched struct {
+	Deltas []SchedDelta `json:"deltas"`
 }
 
 type controlResponse struct {
@@ -72,6 +93,7 @@ type controlResponse struct {
 	Hello    *ReflectorHello    `json:"hello,omitempty"`
 	Counters *ReflectorCounters `json:"counters,omitempty"`
 	T2T      *T2TOutput         `json:"t2t,omitempty"`
+	Sched    *ReflectorSched    `json:"sched,omitempty"`
 }
 
 // Reflector serves the control protocol and runs sockperf servers.
@@ -89,7 +111,13 @@ type Reflector struct {
 	// WorkDir holds the bypass servers' statistics dumps until they are read; empty means the
 	// system's temporary directory.
 	WorkDir string
+	// Proc is where procfs is mounted, read for the servers' run-queue wait and steal; empty
+	// means /proc.
+	Proc string
 }
+
+// keptTraces is how many stopped servers' samples a control connection keeps for "sched".
+const keptTraces = 4
 
 type reflectorProc struct {
 	cmd *exec.Cmd
@@ -103,6 +131,8 @@ type reflectorProc struct {
 	statsDir string
 	// statsErr says why a bypass server dumps no statistics.
 	statsErr string
+	// sampler samples the server's run-queue wait and its CPUs' steal.
+	sampler *procSampler
 }
 
 func (r *Reflector) logf(format string, a ...any) {
@@ -147,11 +177,14 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	procs := map[int]*reflectorProc{}
+	// traces are the samples of stopped servers, until "sched" asks for them
+	traces := map[int]*schedTrace{}
 	next := 0
 	defer func() {
 		for _, p := range procs {
 			stopProc(p)
 			p.removeStats()
+			p.sampler.Stop()
 		}
 		c.Close()
 	}()
@@ -222,11 +255,28 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 				rep := ParseSockperfServer(out)
 				resp.Counters = &ReflectorCounters{Received: rep.Received, GapDropped: rep.GapDropped, Output: tail(out, 2000)}
 				resp.Counters.Stack, resp.Counters.StackMissing = p.stackCounters()
+				tr := p.sampler.Stop()
+				resp.Counters.SchedMissing = tr.Err
+				traces[req.ID] = tr
+				for id := range traces {
+					if id <= req.ID-keptTraces {
+						delete(traces, id)
+					}
+				}
 				if !rep.HasReceived {
 					resp.Error = fmt.Sprintf("sockperf server printed no totals when stopped: %s", tail(out, 600))
 				}
+			case "sched":
+				tr, ok := traces[req.ID]
+				if !ok {
+					resp.Error = fmt.Sprintf("no samples of a stopped server with id %d (only the last %d are kept)", req.ID, keptTraces)
+					break
+				}
+				delete(traces, req.ID)
+				resp.Sched = &ReflectorSched{Deltas: tr.deltas(req.Windows)}
 			default:
 				resp.Error = fmt.Sprintf("unknown op %q: use hello, start, stop, t2tExchange, t2tPublish or t2tCollect", req.Op)
+				resp.Error = fmt.Sprintf("unknown op %q: use hello, start, stop or sched", req.Op)
 			}
 		}
 		if err := enc.Encode(resp); err != nil {
@@ -236,7 +286,7 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 }
 
 func (r *Reflector) hello(ctx context.Context) *ReflectorHello {
-	h := &ReflectorHello{DataAddress: r.DataAddress}
+	h := &ReflectorHello{DataAddress: r.DataAddress, Sched: true, BootID: bootID(r.proc())}
 	if p, err := r.Tools.path("sockperf", r.Tools.Sockperf); err == nil {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		out, _ := exec.CommandContext(cctx, p, "--version").CombinedOutput()
@@ -306,6 +356,11 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 		p.removeStats()
 		return nil, fmt.Errorf("starting sockperf server: %w", err)
 	}
+	var cpus []int
+	if r.CPUs != "" {
+		cpus, _ = ParseCPUList(r.CPUs)
+	}
+	p.sampler = startProcSampler(r.proc(), cmd.Process.Pid, cpus, false)
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -319,15 +374,33 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 		select {
 		case <-p.done:
 			p.removeStats()
+			p.sampler.Stop()
 			return nil, fmt.Errorf("sockperf server exited before it was ready (%v): %s", p.err, tail(p.out.String(), 600))
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			stopProc(p)
 			p.removeStats()
+			p.sampler.Stop()
 			return nil, fmt.Errorf("sockperf server not ready after 15s: %s", tail(p.out.String(), 600))
 		}
 	}
+}
+
+func (r *Reflector) proc() string {
+	if r.Proc == "" {
+		return "/proc"
+	}
+	return r.Proc
+}
+
+// bootID is this host's boot id ("" when unreadable).
+func bootID(proc string) string {
+	b, err := os.ReadFile(filepath.Join(proc, "sys/kernel/random/boot_id"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // stackCounters reads a stopped bypass server's statistics dump and removes it; nil and "" for a
@@ -467,10 +540,27 @@ func (c *ReflectorClient) Start(s ServerSpec) (int, error) {
 func (c *ReflectorClient) Stop(id int) (*ReflectorCounters, error) {
 	resp, err := c.call(controlRequest{Op: "stop", ID: id}, 30*time.Second)
 	if resp != nil && resp.Counters != nil {
+		resp.Counters.serverID = id
 		return resp.Counters, err
 	}
 	if err == nil {
 		err = errors.New("reflector sent no counters")
 	}
 	return nil, err
+}
+
+// Sched asks what the reflector's sampler saw of a stopped server within each stall window
+// (CLOCK_MONOTONIC of the reflector's host); the reflector forgets the server's samples then.
+func (c *ReflectorClient) Sched(id int, windows []StallWindow) ([]SchedDelta, error) {
+	if !c.Hello.Sched {
+		return nil, errors.New("the reflector does not sample its servers (an older tickstack-bench)")
+	}
+	resp, err := c.call(controlRequest{Op: "sched", ID: id, Windows: windows}, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Sched == nil || len(resp.Sched.Deltas) != len(windows) {
+		return nil, fmt.Errorf("the reflector answered sched with no deltas for %d windows", len(windows))
+	}
+	return resp.Sched.Deltas, nil
 }

@@ -99,6 +99,19 @@ func TestReflectorRunsSockperf(t *testing.T) {
 	if counters.Received != 0 || counters.GapDropped != 0 || !strings.Contains(counters.Output, "No messages were received on the server") {
 		t.Errorf("idle server counters %+v", counters)
 	}
+	// The server was sampled from its start to its stop: a window inside that is sampled, one
+	// long before it is not; the samples are given once.
+	if !c.Hello.Sched || c.Hello.BootID == "" || c.Hello.BootID != bootID("/proc") || counters.SchedMissing != "" {
+		t.Errorf("greeting %+v, sched missing %q", c.Hello, counters.SchedMissing)
+	}
+	now := monoNow()
+	deltas, err := c.Sched(id, []StallWindow{{Start: now - int64(60*time.Millisecond), End: now - int64(50*time.Millisecond)}, {Start: now - int64(time.Hour), End: now - int64(time.Hour) + 1}})
+	if err != nil || len(deltas) != 2 || !deltas[0].Sampled || deltas[1].Sampled {
+		t.Errorf("sched deltas %+v, %v", deltas, err)
+	}
+	if _, err := c.Sched(id, []StallWindow{{Start: now, End: now}}); err == nil || !strings.Contains(err.Error(), "no samples of a stopped server") {
+		t.Errorf("samples given twice: %v", err)
+	}
 	_, err = c.Start(ServerSpec{Stack: tsv1.StackBypass, Protocol: tsv1.ProtocolUDP, Port: port + 1})
 	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "no XDP here") {
 		t.Errorf("failing launcher: %v", err)

@@ -156,11 +156,19 @@ func tail(s string, n int) string {
 
 // runTool runs cmd to completion with a deadline and returns its combined output.
 func runTool(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (string, error) {
+	return runToolStarted(ctx, cmd, timeout, nil)
+}
+
+// runToolStarted is runTool that calls started (when not nil) once the process runs.
+func runToolStarted(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, started func(pid int)) (string, error) {
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	done := make(chan struct{})
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("starting %s: %w", strings.Join(cmd.Args, " "), err)
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
 	}
 	var waitErr error
 	go func() {

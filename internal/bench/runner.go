@@ -37,9 +37,19 @@ type Runner struct {
 	Logf func(format string, a ...any)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Proc is where procfs is mounted, read for the clients' run-queue wait and steal; empty
+	// means /proc.
+	Proc string
 
 	portSeq int
 	tools   map[string]bool
+}
+
+func (r *Runner) proc() string {
+	if r.Proc == "" {
+		return "/proc"
+	}
+	return r.Proc
 }
 
 func (r *Runner) logf(format string, a ...any) {

@@ -52,6 +52,8 @@ type clientOutcome struct {
 	// when countersErr says why they are missing).
 	counters    StackCounters
 	countersErr error
+	// sched is what the sampler read of the client's process (nil: it was not started).
+	sched *schedTrace
 }
 
 func latencies(rows []FullLogSample) []int64 {
@@ -98,7 +100,17 @@ func (r *Runner) clientRun(ctx context.Context, stack tsv1.Stack, seconds int32,
 		}
 	}
 	r.logf("%s", strings.Join(cmd.Args, " "))
-	out, err := runTool(ctx, cmd, time.Duration(seconds)*time.Second+60*time.Second)
+	var cpus []int
+	if r.CPUs != "" {
+		cpus, _ = ParseCPUList(r.CPUs)
+	}
+	var sampler *procSampler
+	out, err := runToolStarted(ctx, cmd, time.Duration(seconds)*time.Second+60*time.Second, func(pid int) {
+		sampler = startProcSampler(r.proc(), pid, cpus, true)
+	})
+	if sampler != nil {
+		o.sched = sampler.Stop()
+	}
 	if statsDir != "" {
 		o.counters, o.countersErr = ReadStackStatsDir(statsDir)
 	}

@@ -135,10 +135,12 @@ func withStatsFile(cmd *exec.Cmd, dir string) {
 	cmd.Env = append(os.Environ(), statsFileEnv+"="+filepath.Join(dir, statsFileName))
 }
 
-// stallReport is a row's stall report: the stalls in its run's full log and, on the bypass stack,
-// the counters of the runner's sockperf and of the reflector's server.
-func stallReport(stack tsv1.Stack, run clientOutcome, p999Ns int64, refl *ReflectorCounters) *tsv1.StallReport {
+// stallReport is a row's stall report: the stalls in its run's full log, each attributed with
+// what the samplers on both sides saw (r.attribute), and, on the bypass stack, the counters of the
+// runner's sockperf and of the reflector's server.
+func (r *Runner) stallReport(stack tsv1.Stack, run clientOutcome, p999Ns int64, refl *ReflectorCounters) *tsv1.StallReport {
 	rep := DetectStalls(run.rows, p999Ns)
+	r.attribute(rep, run, refl)
 	if stack != tsv1.StackBypass {
 		return rep
 	}

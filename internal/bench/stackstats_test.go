@@ -142,9 +142,13 @@ dump
 		t.Fatalf("bypass run: counters %v (%v), %d rows", run.counters, run.countersErr, len(run.rows))
 	}
 	refl := &ReflectorCounters{Stack: StackCounters{"xsk.tx_ring_full": 4, "xsk.rx_packets": 9}}
-	rep := stallReport(tsv1.StackBypass, run, 2000, refl)
+	rep := (&Runner{}).stallReport(tsv1.StackBypass, run, 2000, refl)
 	if rep.Count != 1 || rep.Stalls[0].LatencyNs != 40000000 {
 		t.Errorf("stalls %+v, want the 40 ms message", rep)
+	}
+	// a script is no sockperf: its log cannot be placed in time, and the report says so
+	if rep.Stalls[0].Cause != "" || !strings.Contains(rep.AttributionMissing, "runner: placing sockperf's full log on CLOCK_MONOTONIC") {
+		t.Errorf("attribution of a fake sockperf's stall: %+v, missing %q", rep.Stalls[0], rep.AttributionMissing)
 	}
 	if len(rep.Counters) != 7 || rep.Counters[1] != (tsv1.StackCounter{Name: "nh.refreshes", Value: 1}) {
 		t.Errorf("runner counters %+v", rep.Counters)
@@ -152,7 +156,7 @@ dump
 	if !reflect.DeepEqual(rep.ReflectorCounters, []tsv1.StackCounter{{Name: "xsk.tx_ring_full", Value: 4}}) || rep.CountersMissing != "" {
 		t.Errorf("reflector counters %+v, missing %q", rep.ReflectorCounters, rep.CountersMissing)
 	}
-	if rep := stallReport(tsv1.StackBypass, run, 2000, &ReflectorCounters{StackMissing: "no statistics dump was written"}); !strings.Contains(rep.CountersMissing, "reflector: no statistics dump") {
+	if rep := (&Runner{}).stallReport(tsv1.StackBypass, run, 2000, &ReflectorCounters{StackMissing: "no statistics dump was written"}); !strings.Contains(rep.CountersMissing, "reflector: no statistics dump") {
 		t.Errorf("a reflector without counters: missing %q", rep.CountersMissing)
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, "stats-*"))
@@ -168,7 +172,7 @@ dump
 	if run.counters != nil || run.countersErr != nil {
 		t.Errorf("kernel run: counters %v (%v)", run.counters, run.countersErr)
 	}
-	if rep := stallReport(tsv1.StackKernel, run, 2000, &ReflectorCounters{}); rep.Counters != nil || rep.ReflectorCounters != nil || rep.CountersMissing != "" || rep.Count != 1 {
+	if rep := (&Runner{}).stallReport(tsv1.StackKernel, run, 2000, &ReflectorCounters{}); rep.Counters != nil || rep.ReflectorCounters != nil || rep.CountersMissing != "" || rep.Count != 1 {
 		t.Errorf("kernel stall report %+v", rep)
 	}
 
@@ -178,7 +182,7 @@ dump
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := stallReport(tsv1.StackBypass, run, 2000, refl); !strings.Contains(rep.CountersMissing, "runner: "+errNoStatsDump.Error()) {
+	if rep := (&Runner{}).stallReport(tsv1.StackBypass, run, 2000, refl); !strings.Contains(rep.CountersMissing, "runner: "+errNoStatsDump.Error()) {
 		t.Errorf("no dump: missing %q", rep.CountersMissing)
 	}
 }

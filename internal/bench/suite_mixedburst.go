@@ -107,10 +107,10 @@ func (r *Runner) mixedBurst(ctx context.Context, stack tsv1.Stack, s *tsv1.Mixed
 			row.Small, row.Large = &sst, &lst
 		}
 		row.LatencyStats = ComputeStats(latencies(rows))
-		row.Stalls = stallReport(stack, run, row.P999Ns, counters)
+		row.Stalls = r.stallReport(stack, run, row.P999Ns, counters)
 		res.Rows = append(res.Rows, row)
-		r.logf("mixedBurst %s %s: sent %d, dropped %d, mean %s us, p99 %s us, std-dev %s us", stack, label, row.Sent, row.Dropped,
-			FormatNanosAsMicros(row.MeanNs), FormatNanosAsMicros(row.P99Ns), FormatNanosAsMicros(row.StdDevNs))
+		r.logf("mixedBurst %s %s: sent %d, dropped %d, mean %s us, p99 %s us, std-dev %s us, %s", stack, label, row.Sent, row.Dropped,
+			FormatNanosAsMicros(row.MeanNs), FormatNanosAsMicros(row.P99Ns), FormatNanosAsMicros(row.StdDevNs), StallSummary(row.Stalls))
 	}
 	return res
 }

@@ -27,8 +27,8 @@ func (r *Runner) pingPong(ctx context.Context, stack tsv1.Stack, s *tsv1.PingPon
 			if res.Curve == nil && proto == s.Protocols[0] {
 				res.Curve = &tsv1.PercentileCurve{Protocol: proto, MessageSize: size, Points: ComputeCurve(sorted)}
 			}
-			r.logf("pingPong %s %s %d B: median %s us p99 %s us, %d stalls", stack, proto, size,
-				FormatNanosAsMicros(row.MedianNs), FormatNanosAsMicros(row.P99Ns), row.Stalls.Count)
+			r.logf("pingPong %s %s %d B: median %s us p99 %s us, %s", stack, proto, size,
+				FormatNanosAsMicros(row.MedianNs), FormatNanosAsMicros(row.P99Ns), StallSummary(row.Stalls))
 		}
 	}
 	MarkFewSamples(res.Rows)
@@ -52,5 +52,5 @@ func (r *Runner) pingPongRow(ctx context.Context, stack tsv1.Stack, proto tsv1.P
 	samples := latencies(run.rows)
 	st := ComputeStats(samples)
 	return tsv1.PingPongRow{Protocol: proto, MessageSize: size, LatencyStats: st, Dropped: run.rep.Dropped,
-		Stalls: stallReport(stack, run, st.P999Ns, refl)}, samples, nil
+		Stalls: r.stallReport(stack, run, st.P999Ns, refl)}, samples, nil
 }

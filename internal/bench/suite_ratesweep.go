@@ -56,7 +56,7 @@ func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSw
 				row.Dropped = rep.ValidSent / int64(s.ReplyEvery)
 			}
 			row.LatencyStats = ComputeStats(latencies(run.rows))
-			row.Stalls = stallReport(stack, run, row.P999Ns, counters)
+			row.Stalls = r.stallReport(stack, run, row.P999Ns, counters)
 			row.Sustained = row.Dropped == 0 && row.AchievedMps*100 >= rate*95
 			res.Rows = append(res.Rows, row)
 			if stillSustained && row.Sustained {
@@ -64,7 +64,7 @@ func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSw
 			} else {
 				stillSustained = false
 			}
-			r.logf("rateSweep %s %d B at %d msg/s: achieved %d, dropped %d, median %s us", stack, size, rate, row.AchievedMps, row.Dropped, FormatNanosAsMicros(row.MedianNs))
+			r.logf("rateSweep %s %d B at %d msg/s: achieved %d, dropped %d, median %s us, %s", stack, size, rate, row.AchievedMps, row.Dropped, FormatNanosAsMicros(row.MedianNs), StallSummary(row.Stalls))
 		}
 		// every rate sustained: the sweep found its bound, not the limit
 		best.LimitReached = stillSustained && best.Mps > 0 && best.Mps == slices.Max(s.RatesMps)

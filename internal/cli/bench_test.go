@@ -99,7 +99,8 @@ func (f *fakeNodes) run(ctx context.Context, t *testing.T, c client.Client, ns s
 						LatencyStats: tsv1.LatencyStats{Samples: 5000, MinNs: m / 2, MedianNs: m, MeanNs: m, P95Ns: 2 * m, P99Ns: 3 * m, P999Ns: 4 * m, MaxNs: 5 * m, StdDevNs: m / 5},
 						// the stall report goes through the API server's schema into the status
 						Stalls: &tsv1.StallReport{Count: 1, TotalNs: 3000000, LatencyThresholdNs: 1000000, GapThresholdNs: 1000000,
-							Stalls: []tsv1.Stall{{OffsetNs: 250000000, DurationNs: 3000000, LatencyNs: 4000}}},
+							Stalls: []tsv1.Stall{{OffsetNs: 250000000, DurationNs: 3000000, LatencyNs: 4000,
+								ClientRunQueueWaitNs: 200000, ReflectorRunQueueWaitNs: 2800000, Cause: tsv1.StallPreempted}}},
 					}}}}}}
 				b, _ := json.Marshal(res)
 				cm := &corev1.ConfigMap{}
@@ -173,7 +174,8 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 		}
 		for _, want := range []string{"run requested", "pingPong, kernel stack: half round trip (us)", "p99.9", "std-dev",
 			"24.000", "8.000", "== node tslb-cli-a", "checks of node tslb-cli-a: Passed", "pingPong/p99", "2 of 2 nodes passed",
-			"stalls: udp 64 B: 1 stall, 3.00 ms in total", "at 0.250 s for 3.00 ms (no slow message: a pause between sends)"} {
+			"stalls: udp 64 B: 1 stall, 3.00 ms in total", "at 0.250 s for 3.00 ms (no slow message: a pause between sends) [preempted: run-queue wait client 200 us, reflector 2.80 ms; steal 0]",
+			"stalls: udp 64 B: causes of the stalls: 1 preempted"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, out.String())
 			}

@@ -51,7 +51,7 @@ func StallNotes(stack tsv1.Stack, label string, samples int64, s *tsv1.StallRepo
 			if st.LatencyNs <= s.LatencyThresholdNs {
 				what = "no slow message: a pause between sends"
 			}
-			listed = append(listed, fmt.Sprintf("at %s s for %s (%s)", seconds(st.OffsetNs), shortDuration(st.DurationNs), what))
+			listed = append(listed, fmt.Sprintf("at %s s for %s (%s)%s", seconds(st.OffsetNs), shortDuration(st.DurationNs), what, stallCause(stack, s, st)))
 		}
 		which := ""
 		if int(s.Count) > len(s.Stalls) {
@@ -67,6 +67,12 @@ func StallNotes(stack tsv1.Stack, label string, samples int64, s *tsv1.StallRepo
 		}
 		out = append(out, fmt.Sprintf("%s: %s, %s in total (a message slower than %s%s)%s: %s", label, n,
 			shortDuration(s.TotalNs), shortDuration(s.LatencyThresholdNs), gap, which, strings.Join(listed, ", ")))
+		if causes := bench.StallSummary(s); strings.Contains(causes, "(") {
+			out = append(out, fmt.Sprintf("%s: causes of the stalls: %s", label, strings.TrimSuffix(causes[strings.Index(causes, "(")+1:], ")")))
+		}
+		if s.AttributionMissing != "" {
+			out = append(out, fmt.Sprintf("%s: run-queue wait and steal missing: %s", label, s.AttributionMissing))
+		}
 	}
 	if s.FewSamples {
 		out = append(out, fmt.Sprintf("%s: %d samples, under a quarter of the %d the suite's other rows timed (their median) in the same time", label, samples, s.NeighbourSamples))
@@ -91,6 +97,26 @@ func StallNotes(stack tsv1.Stack, label string, samples int64, s *tsv1.StallRepo
 		out = append(out, fmt.Sprintf("%s: bypass stack counters missing: %s", label, s.CountersMissing))
 	}
 	return out
+}
+
+// stallCause is one attributed stall's cause with the numbers behind it, " [preempted: ...]";
+// "" for a stall without a cause (an older runner, or nothing sampled).
+func stallCause(stack tsv1.Stack, s *tsv1.StallReport, st tsv1.Stall) string {
+	if st.Cause == "" {
+		return ""
+	}
+	more := ""
+	if st.Cause == tsv1.StallUnexplained && stack == tsv1.StackBypass && (len(s.Counters) > 0 || len(s.ReflectorCounters) > 0) {
+		more = "; see the bypass stack's counters"
+	}
+	d := func(ns int64) string {
+		if ns == 0 {
+			return "0"
+		}
+		return shortDuration(ns)
+	}
+	return fmt.Sprintf(" [%s: run-queue wait client %s, reflector %s; steal %s%s]", st.Cause,
+		d(st.ClientRunQueueWaitNs), d(st.ReflectorRunQueueWaitNs), d(st.StealNs), more)
 }
 
 // PingPongStallNotes are StallNotes for every row of a pingPong table.

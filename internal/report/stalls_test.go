@@ -21,8 +21,8 @@ func demoStalls(res *tsv1.BenchmarkResults) *tsv1.PingPongRow {
 	row.Stalls = &tsv1.StallReport{
 		Count: 12, TotalNs: 4120 * ms, LatencyThresholdNs: 187 * ms, GapThresholdNs: ms,
 		Stalls: []tsv1.Stall{
-			{OffsetNs: 1234 * ms, DurationNs: 470 * ms, LatencyNs: 235 * ms},
-			{OffsetNs: 2500 * ms, DurationNs: 37 * ms, LatencyNs: 2300},
+			{OffsetNs: 1234 * ms, DurationNs: 470 * ms, LatencyNs: 235 * ms, ClientRunQueueWaitNs: 2 * ms, ReflectorRunQueueWaitNs: 460 * ms, StealNs: 10 * ms, Cause: tsv1.StallPreempted},
+			{OffsetNs: 2500 * ms, DurationNs: 37 * ms, LatencyNs: 2300, ClientRunQueueWaitNs: 1 * ms, Cause: tsv1.StallUnexplained},
 		},
 		NeighbourSamples: 786517, FewSamples: true,
 		Counters: []tsv1.StackCounter{{Name: "xsk.fill_ring_empty", Value: 3}, {Name: "nh.refreshes", Value: 1}},
@@ -45,7 +45,9 @@ func TestStallsInTheTextReport(t *testing.T) {
 	for _, want := range []string{
 		" 12 few  OVER (> 187 ms)",
 		"  stalls: " + label + ": 12 stalls, 4.12 s in total (a message slower than 187 ms or a pause between sends over 1.00 ms); the 2 longest: " +
-			"at 1.234 s for 470 ms (slowest message 235 ms), at 2.500 s for 37.0 ms (no slow message: a pause between sends)",
+			"at 1.234 s for 470 ms (slowest message 235 ms) [preempted: run-queue wait client 2.00 ms, reflector 460 ms; steal 10.0 ms], " +
+			"at 2.500 s for 37.0 ms (no slow message: a pause between sends) [unexplained: run-queue wait client 1.00 ms, reflector 0; steal 0; see the bypass stack's counters]",
+		"  stalls: " + label + ": causes of the stalls: 2 listed: 1 preempted, 1 unexplained",
 		"  stalls: " + label + ": 23403 samples, under a quarter of the 786517 the suite's other rows timed (their median) in the same time",
 		"  stalls: " + label + ": the bypass stack counted, runner: xsk.fill_ring_empty=3 nh.refreshes=1; reflector: nothing unusual",
 	} {
@@ -53,8 +55,8 @@ func TestStallsInTheTextReport(t *testing.T) {
 			t.Errorf("text report lacks %q:\n%s", want, out)
 		}
 	}
-	if n := strings.Count(out, "  stalls: "); n != 3 {
-		t.Errorf("%d stall notes, want 3 (the other rows have no stall report)", n)
+	if n := strings.Count(out, "  stalls: "); n != 4 {
+		t.Errorf("%d stall notes, want 4 (the other rows have no stall report)", n)
 	}
 }
 
@@ -88,7 +90,8 @@ func TestStallsOnThePage(t *testing.T) {
 		t.Fatalf("%d stall lists, want the bypass pingPong's", len(lists))
 	}
 	items := find(lists[0], isElem("li"))
-	if len(items) != 3 || !strings.Contains(text(items[0]), "at 1.234 s for 470 ms (slowest message 235 ms)") {
+	if len(items) != 4 || !strings.Contains(text(items[0]), "at 1.234 s for 470 ms (slowest message 235 ms) [preempted: run-queue wait client 2.00 ms, reflector 460 ms; steal 10.0 ms]") ||
+		!strings.Contains(text(items[1]), "causes of the stalls: 2 listed: 1 preempted, 1 unexplained") {
 		t.Errorf("stall list items %d, first %q", len(items), text(items[0]))
 	}
 }
@@ -111,6 +114,17 @@ func TestStallNotes(t *testing.T) {
 	k.Count, k.TotalNs, k.Stalls = 1, 3*ms, []tsv1.Stall{{OffsetNs: 5, DurationNs: 3 * ms, LatencyNs: 2 * ms}}
 	if n := StallNotes(tsv1.StackKernel, "tcp 14 B", 900, &k); len(n) != 1 || n[0] != "tcp 14 B: 1 stall, 3.00 ms in total (a message slower than 1.00 ms or a pause between sends over 1.00 ms): at 0.000 s for 3.00 ms (slowest message 2.00 ms)" {
 		t.Errorf("kernel stall: %q", n)
+	}
+	// A stall the runner could not attribute says why.
+	a := k
+	a.AttributionMissing = "runner: the process ended before sockperf's clock variables were set"
+	if n := StallNotes(tsv1.StackKernel, "tcp 14 B", 900, &a); len(n) != 2 || n[1] != "tcp 14 B: run-queue wait and steal missing: runner: the process ended before sockperf's clock variables were set" {
+		t.Errorf("unattributed stall: %q", n)
+	}
+	a.Stalls = []tsv1.Stall{{OffsetNs: 5, DurationNs: 3 * ms, LatencyNs: 2 * ms, StealNs: 10 * ms, Cause: tsv1.StallSteal}}
+	a.AttributionMissing = ""
+	if n := StallNotes(tsv1.StackKernel, "tcp 14 B", 900, &a); len(n) != 2 || !strings.HasSuffix(n[0], "(slowest message 2.00 ms) [steal: run-queue wait client 0, reflector 0; steal 10.0 ms]") || n[1] != "tcp 14 B: causes of the stalls: 1 steal" {
+		t.Errorf("steal: %q", n)
 	}
 	m := *quiet
 	m.CountersMissing = "reflector: no statistics dump was written"

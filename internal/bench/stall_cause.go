@@ -1,0 +1,217 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+)
+
+// CauseShare is how much of a stall run-queue wait or steal must cover for the stall to be
+// attributed to it: half (docs/benchmark-methods.md "Stalls").
+const CauseShare = 0.5
+
+// StallWindow is one stall's time on CLOCK_MONOTONIC, in nanoseconds.
+type StallWindow struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+// SchedDelta is what one side's sampler saw within one stall window.
+type SchedDelta struct {
+	// RunQueueWaitNs is the growth of the process's run-queue wait.
+	RunQueueWaitNs int64 `json:"runQueueWaitNs"`
+	// StealNs is the largest growth of steal time among the process's CPUs.
+	StealNs int64 `json:"stealNs"`
+	// Sampled is false when the samples do not cover the window.
+	Sampled bool `json:"sampled"`
+}
+
+// counterGrowth is how much a cumulative counter sampled at times ts (ascending) grew over
+// [start-margin, end+margin]: the value at the first sample at or after the window's end (the
+// last sample if none is) minus the value at the last sample at or before its start (the first
+// if none is). ok is false when no sample lies within or around the window.
+func counterGrowth(ts []int64, value func(i int) int64, start, end, margin int64) (int64, bool) {
+	if len(ts) == 0 {
+		return 0, false
+	}
+	lo, hi := start-margin, end+margin
+	if hi < ts[0] || lo > ts[len(ts)-1] {
+		return 0, false
+	}
+	// last sample <= lo
+	i := sort.Search(len(ts), func(k int) bool { return ts[k] > lo }) - 1
+	i = max(i, 0)
+	// first sample >= hi
+	j := sort.Search(len(ts), func(k int) bool { return ts[k] >= hi })
+	j = min(j, len(ts)-1)
+	if j <= i {
+		return 0, false
+	}
+	return value(j) - value(i), true
+}
+
+// deltas computes, for each window, the run-queue wait and steal growth in a trace, with a
+// margin of one sample interval on each side (SchedSampleInterval for the wait,
+// StealSampleInterval for steal, whose counter moves in 10 ms units).
+func (tr *schedTrace) deltas(windows []StallWindow) []SchedDelta {
+	out := make([]SchedDelta, len(windows))
+	if tr == nil {
+		return out
+	}
+	sched := make([]int64, len(tr.Sched))
+	for i, s := range tr.Sched {
+		sched[i] = s.MonoNs
+	}
+	steal := make([]int64, len(tr.Steal))
+	for i, s := range tr.Steal {
+		steal[i] = s.MonoNs
+	}
+	for w, win := range windows {
+		d := &out[w]
+		d.RunQueueWaitNs, d.Sampled = counterGrowth(sched, func(i int) int64 { return tr.Sched[i].WaitNs }, win.Start, win.End, int64(SchedSampleInterval))
+		for c := range tr.CPUs {
+			g, ok := counterGrowth(steal, func(i int) int64 {
+				if c < len(tr.Steal[i].StealNs) {
+					return tr.Steal[i].StealNs[c]
+				}
+				return 0
+			}, win.Start, win.End, int64(StealSampleInterval))
+			if ok {
+				d.StealNs = max(d.StealNs, g)
+			}
+		}
+	}
+	return out
+}
+
+// StallCauseOf attributes a stall of durationNs: preempted when the longer run-queue wait of the
+// two sides covers at least CauseShare of it, steal when steal does (the larger of the two
+// when both do), else unexplained.
+func StallCauseOf(durationNs, clientWaitNs, reflectorWaitNs, stealNs int64) tsv1.StallCause {
+	wait := max(clientWaitNs, reflectorWaitNs)
+	covers := func(v int64) bool { return v > 0 && float64(v) >= CauseShare*float64(durationNs) }
+	switch {
+	case covers(wait) && wait >= stealNs:
+		return tsv1.StallPreempted
+	case covers(stealNs):
+		return tsv1.StallSteal
+	case covers(wait):
+		return tsv1.StallPreempted
+	}
+	return tsv1.StallUnexplained
+}
+
+// AttributeStalls fills each listed stall's run-queue waits, steal and cause from the client's
+// and the reflector's deltas for the same windows (nil: that side was not sampled). A stall
+// neither side sampled keeps an empty cause.
+func AttributeStalls(stalls []tsv1.Stall, client, reflector []SchedDelta) {
+	for i := range stalls {
+		s := &stalls[i]
+		var c, r SchedDelta
+		if i < len(client) {
+			c = client[i]
+		}
+		if i < len(reflector) {
+			r = reflector[i]
+		}
+		if !c.Sampled && !r.Sampled {
+			continue
+		}
+		s.ClientRunQueueWaitNs, s.ReflectorRunQueueWaitNs = c.RunQueueWaitNs, r.RunQueueWaitNs
+		s.StealNs = max(c.StealNs, r.StealNs)
+		s.Cause = StallCauseOf(s.DurationNs, s.ClientRunQueueWaitNs, s.ReflectorRunQueueWaitNs, s.StealNs)
+	}
+}
+
+// StallWindows places a report's listed stalls on CLOCK_MONOTONIC, given the CLOCK_MONOTONIC
+// time of a full-log time (the run's first send is at offset 0).
+func StallWindows(rep *tsv1.StallReport, firstSendLogNs int64, toMono func(logNs int64) int64) []StallWindow {
+	out := make([]StallWindow, len(rep.Stalls))
+	for i, s := range rep.Stalls {
+		out[i] = StallWindow{Start: toMono(firstSendLogNs + s.OffsetNs), End: toMono(firstSendLogNs + s.OffsetNs + s.DurationNs)}
+	}
+	return out
+}
+
+// attribute fills the run-queue wait, steal and cause of a row's listed stalls from the
+// client's samples (run.sched) and the reflector's (asked for with "sched"), and says in
+// rep.AttributionMissing what is missing.
+func (r *Runner) attribute(rep *tsv1.StallReport, run clientOutcome, refl *ReflectorCounters) {
+	if len(rep.Stalls) == 0 {
+		return
+	}
+	var missing []string
+	defer func() { rep.AttributionMissing = strings.Join(missing, "; ") }()
+	tr := run.sched
+	switch {
+	case tr == nil:
+		missing = append(missing, "runner: its sockperf was not sampled")
+		return
+	case tr.Clock == nil:
+		missing = append(missing, "runner: "+tr.ClockErr)
+		return
+	}
+	first := int64(0)
+	for _, row := range run.rows {
+		if row.TxNs > 0 && (first == 0 || row.TxNs < first) {
+			first = row.TxNs
+		}
+	}
+	windows := StallWindows(rep, first, tr.Clock.ToMono)
+	client := tr.deltas(windows)
+	if tr.Err != "" {
+		missing = append(missing, "runner: "+tr.Err)
+	}
+	var reflector []SchedDelta
+	switch {
+	case r.Reflector == nil || refl == nil:
+		missing = append(missing, "reflector: no server counters to ask with")
+	case refl.SchedMissing != "":
+		missing = append(missing, "reflector: "+refl.SchedMissing)
+	case r.Reflector.Hello.BootID != "" && r.Reflector.Hello.BootID != bootID(r.proc()):
+		missing = append(missing, "reflector: it runs on another host, whose CLOCK_MONOTONIC is not the runner's")
+	default:
+		var err error
+		if reflector, err = r.Reflector.Sched(refl.serverID, windows); err != nil {
+			missing = append(missing, "reflector: "+err.Error())
+		}
+	}
+	AttributeStalls(rep.Stalls, client, reflector)
+}
+
+// StallSummary is a stall report in a few words for a row's log line and table notes:
+// "0 stalls", "12 stalls (10 listed: 7 preempted, 2 steal, 1 unexplained)", or without the
+// parenthesis when the listed stalls have no cause.
+func StallSummary(rep *tsv1.StallReport) string {
+	if rep == nil {
+		return "stalls not looked for"
+	}
+	n := fmt.Sprintf("%d stalls", rep.Count)
+	if rep.Count == 1 {
+		n = "1 stall"
+	}
+	counts := map[tsv1.StallCause]int{}
+	attributed := 0
+	for _, s := range rep.Stalls {
+		if s.Cause != "" {
+			counts[s.Cause]++
+			attributed++
+		}
+	}
+	if attributed == 0 {
+		return n
+	}
+	var parts []string
+	for _, c := range []tsv1.StallCause{tsv1.StallPreempted, tsv1.StallSteal, tsv1.StallUnexplained} {
+		if counts[c] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[c], c))
+		}
+	}
+	listed := ""
+	if int(rep.Count) > len(rep.Stalls) {
+		listed = fmt.Sprintf("%d listed: ", len(rep.Stalls))
+	}
+	return fmt.Sprintf("%s (%s%s)", n, listed, strings.Join(parts, ", "))
+}
