@@ -158,6 +158,9 @@ func sockperfClockAddrs(dir, exe string) ([]uint64, error) {
 		return nil, nil
 	}
 	defer f.Close()
+	if now, err := os.Readlink(filepath.Join(dir, "exe")); err != nil || now != exe {
+		return nil, nil // it exec'd meanwhile: look again at the next sample
+	}
 	syms, _ := f.DynamicSymbols()
 	if more, err := f.Symbols(); err == nil {
 		syms = append(syms, more...)

@@ -71,3 +71,36 @@ func TestSockperfClockPlacesFullLogOnMonotonic(t *testing.T) {
 		t.Errorf("attributed stall %+v, missing %q", rep.Stalls[0], rep.AttributionMissing)
 	}
 }
+
+// A real pingPong row between a runner and a reflector on loopback, each pinned as the demo
+// pins them (first and last CPU of this test): every stall the row has comes attributed from
+// both sides, nothing is said missing (this found the runner reading the executable while
+// taskset exec'd sockperf).
+func TestPingPongRowAttributesItsStalls(t *testing.T) {
+	testutil.RequireTool(t, "sockperf")
+	testutil.RequireTool(t, "taskset")
+	cpus := affinityOf(0)
+	if len(cpus) == 0 {
+		t.Fatal("no CPU affinity")
+	}
+	c := startReflector(t, &Reflector{DataAddress: "127.0.0.1", CPUs: strconv.Itoa(cpus[0])})
+	r := &Runner{Reflector: c, LocalAddress: "127.0.0.1", CPUs: strconv.Itoa(cpus[len(cpus)-1]), WorkDir: t.TempDir(),
+		Logf: t.Logf, BasePort: 20000 + (os.Getpid()+11)%20000}
+	row, _, err := r.pingPongRow(t.Context(), tsv1.StackKernel, tsv1.ProtocolUDP, 64, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", StallSummary(row.Stalls))
+	if row.Samples == 0 || row.Stalls == nil {
+		t.Fatalf("row %+v", row)
+	}
+	if row.Stalls.Count > 0 && row.Stalls.AttributionMissing != "" {
+		t.Errorf("attribution missing: %s", row.Stalls.AttributionMissing)
+	}
+	for _, s := range row.Stalls.Stalls {
+		t.Logf("%+v", s)
+		if s.Cause == "" {
+			t.Errorf("stall without a cause: %+v", s)
+		}
+	}
+}

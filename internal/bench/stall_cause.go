@@ -28,10 +28,12 @@ type SchedDelta struct {
 	Sampled bool `json:"sampled"`
 }
 
-// counterGrowth is how much a cumulative counter sampled at times ts (ascending) grew over
-// [start-margin, end+margin]: the value at the first sample at or after the window's end (the
-// last sample if none is) minus the value at the last sample at or before its start (the first
-// if none is). ok is false when no sample lies within or around the window.
+// counterGrowth is how much a cumulative counter of time sampled at times ts (ascending) grew
+// over [start-margin, end+margin]: the value at the first sample at or after the window's end
+// (the last sample if none is) minus the value at the last sample at or before its start (the
+// first if none is), at most the widened window's length (a late sampler's samples enclose more
+// than the window, and no more time than the window's can have passed in it). ok is false when no
+// sample lies within or around the window.
 func counterGrowth(ts []int64, value func(i int) int64, start, end, margin int64) (int64, bool) {
 	if len(ts) == 0 {
 		return 0, false
@@ -49,7 +51,7 @@ func counterGrowth(ts []int64, value func(i int) int64, start, end, margin int64
 	if j <= i {
 		return 0, false
 	}
-	return value(j) - value(i), true
+	return min(value(j)-value(i), hi-lo), true
 }
 
 // deltas computes, for each window, the run-queue wait and steal growth in a trace, with a

@@ -29,26 +29,30 @@ func craftedTrace(waitFrom, waitTo, waitPerMs, stealAt int64) *schedTrace {
 
 func TestCounterGrowth(t *testing.T) {
 	ts := []int64{0, 10, 20, 30, 40}
-	v := func(i int) int64 { return ts[i] * 2 }
 	for _, c := range []struct {
 		name              string
+		rate              int64 // the counter grows by rate/2 per unit of time
 		start, end, margn int64
 		want              int64
 		ok                bool
 	}{
-		{"inside, on samples", 10, 30, 0, 40, true},
-		{"between samples widens to the enclosing ones", 12, 28, 0, 40, true},
-		{"margin widens by one sample", 20, 20, 10, 40, true},
-		{"before the first sample", -30, -20, 5, 0, false},
-		{"after the last sample", 50, 60, 5, 0, false},
-		{"overlapping the end is cut there", 30, 90, 0, 20, true},
+		{"inside, on samples", 1, 10, 30, 0, 10, true},
+		{"between samples widens to the enclosing ones", 1, 12, 28, 0, 10, true},
+		{"margin widens by one sample", 1, 20, 20, 10, 10, true},
+		{"before the first sample", 1, -30, -20, 5, 0, false},
+		{"after the last sample", 1, 50, 60, 5, 0, false},
+		{"overlapping the end is cut there", 1, 30, 90, 0, 5, true},
+		// waiting all the time: 40 between the enclosing samples 0 and 40 (a late sampler), but
+		// the widened window 8..32 is 24 long
+		{"no more than the widened window's length", 2, 12, 28, 4, 24, true},
 	} {
+		v := func(i int) int64 { return ts[i] * c.rate / 2 }
 		got, ok := counterGrowth(ts, v, c.start, c.end, c.margn)
 		if got != c.want || ok != c.ok {
 			t.Errorf("%s: got %d %v, want %d %v", c.name, got, ok, c.want, c.ok)
 		}
 	}
-	if _, ok := counterGrowth(nil, v, 0, 10, 0); ok {
+	if _, ok := counterGrowth(nil, func(int) int64 { return 0 }, 0, 10, 0); ok {
 		t.Error("no samples counted as sampled")
 	}
 }
