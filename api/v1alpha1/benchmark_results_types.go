@@ -121,7 +121,7 @@ type Stall struct {
 	// went missing.
 	LatencyNs int64 `json:"latencyNs"`
 	// ClientRunQueueWaitNs is how long the runner's sockperf waited on a run queue for its CPU
-	// (/proc/<pid>/schedstat) within the stall, widened by one sample interval (1 ms) on each
+	// (/proc/<pid>/schedstat) within the stall, widened by one sample interval (10 ms) on each
 	// side (docs/benchmark-methods.md "Stalls").
 	// +optional
 	ClientRunQueueWaitNs int64 `json:"clientRunQueueWaitNs,omitempty"`
@@ -146,7 +146,8 @@ type StallCause string
 
 const (
 	// StallPreempted: the client's or the reflector's sockperf waited on a run queue for at least
-	// half of the stall (another task had its CPU).
+	// half of the stall (another task had its CPU); on the kernel stack, whose sockperfs sleep
+	// until the message reaches them, the two sides' waits together.
 	StallPreempted StallCause = "preempted"
 	// StallSteal: a CPU of the client or the reflector lost at least half of the stall to steal
 	// (the hypervisor ran something else on the vCPU).

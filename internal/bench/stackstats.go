@@ -140,7 +140,7 @@ func withStatsFile(cmd *exec.Cmd, dir string) {
 // runner's sockperf and of the reflector's server.
 func (r *Runner) stallReport(stack tsv1.Stack, run clientOutcome, p999Ns int64, refl *ReflectorCounters) *tsv1.StallReport {
 	rep := DetectStalls(run.rows, p999Ns)
-	r.attribute(rep, run, refl)
+	r.attribute(rep, stack, run, refl)
 	if stack != tsv1.StackBypass {
 		return rep
 	}

@@ -88,11 +88,17 @@ func (tr *schedTrace) deltas(windows []StallWindow) []SchedDelta {
 	return out
 }
 
-// StallCauseOf attributes a stall of durationNs: preempted when the longer run-queue wait of the
-// two sides covers at least CauseShare of it, steal when steal does (the larger of the two
-// when both do), else unexplained.
-func StallCauseOf(durationNs, clientWaitNs, reflectorWaitNs, stealNs int64) tsv1.StallCause {
+// StallCauseOf attributes a stall of durationNs: preempted when the run-queue wait of the two
+// sides covers at least CauseShare of it, steal when steal does (the larger of the two when both
+// do), else unexplained. With blocking sockets (sleeping: the kernel stack's sockperf) a process
+// is runnable only while the message is with it, so the two sides' waits are on the message's
+// path one after the other and add up; with spinning ones (the bypass stack) both are runnable
+// all the time, their waits may overlap, and only the longer one counts.
+func StallCauseOf(durationNs, clientWaitNs, reflectorWaitNs, stealNs int64, sleeping bool) tsv1.StallCause {
 	wait := max(clientWaitNs, reflectorWaitNs)
+	if sleeping {
+		wait = clientWaitNs + reflectorWaitNs
+	}
 	covers := func(v int64) bool { return v > 0 && float64(v) >= CauseShare*float64(durationNs) }
 	switch {
 	case covers(wait) && wait >= stealNs:
@@ -106,9 +112,10 @@ func StallCauseOf(durationNs, clientWaitNs, reflectorWaitNs, stealNs int64) tsv1
 }
 
 // AttributeStalls fills each listed stall's run-queue waits, steal and cause from the client's
-// and the reflector's deltas for the same windows (nil: that side was not sampled). A stall
-// neither side sampled keeps an empty cause.
-func AttributeStalls(stalls []tsv1.Stall, client, reflector []SchedDelta) {
+// and the reflector's deltas for the same windows (nil: that side was not sampled); sleeping says
+// the two sides block in their receives (StallCauseOf). A stall neither side sampled keeps an
+// empty cause.
+func AttributeStalls(stalls []tsv1.Stall, client, reflector []SchedDelta, sleeping bool) {
 	for i := range stalls {
 		s := &stalls[i]
 		var c, r SchedDelta
@@ -123,7 +130,7 @@ func AttributeStalls(stalls []tsv1.Stall, client, reflector []SchedDelta) {
 		}
 		s.ClientRunQueueWaitNs, s.ReflectorRunQueueWaitNs = c.RunQueueWaitNs, r.RunQueueWaitNs
 		s.StealNs = max(c.StealNs, r.StealNs)
-		s.Cause = StallCauseOf(s.DurationNs, s.ClientRunQueueWaitNs, s.ReflectorRunQueueWaitNs, s.StealNs)
+		s.Cause = StallCauseOf(s.DurationNs, s.ClientRunQueueWaitNs, s.ReflectorRunQueueWaitNs, s.StealNs, sleeping)
 	}
 }
 
@@ -139,8 +146,10 @@ func StallWindows(rep *tsv1.StallReport, firstSendLogNs int64, toMono func(logNs
 
 // attribute fills the run-queue wait, steal and cause of a row's listed stalls from the
 // client's samples (run.sched) and the reflector's (asked for with "sched"), and says in
-// rep.AttributionMissing what is missing.
-func (r *Runner) attribute(rep *tsv1.StallReport, run clientOutcome, refl *ReflectorCounters) {
+// rep.AttributionMissing what is missing. On the kernel stack both sockperfs block in their
+// receives (sleeping); on the bypass stack they spin.
+func (r *Runner) attribute(rep *tsv1.StallReport, stack tsv1.Stack, run clientOutcome, refl *ReflectorCounters) {
+	sleeping := stack != tsv1.StackBypass
 	if len(rep.Stalls) == 0 {
 		return
 	}
@@ -180,7 +189,7 @@ func (r *Runner) attribute(rep *tsv1.StallReport, run clientOutcome, refl *Refle
 			missing = append(missing, "reflector: "+err.Error())
 		}
 	}
-	AttributeStalls(rep.Stalls, client, reflector)
+	AttributeStalls(rep.Stalls, client, reflector, sleeping)
 }
 
 // StallSummary is a stall report in a few words for a row's log line and table notes:

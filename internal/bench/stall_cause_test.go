@@ -85,18 +85,21 @@ func TestStallCauseOf(t *testing.T) {
 	for _, c := range []struct {
 		dur, client, refl, steal int64
 		want                     tsv1.StallCause
+		sleeping                 bool
 	}{
-		{10 * ms, 6 * ms, 0, 0, tsv1.StallPreempted},
-		{10 * ms, 0, 5 * ms, 0, tsv1.StallPreempted},
-		{10 * ms, 4 * ms, 4 * ms, 0, tsv1.StallUnexplained}, // each side under half
-		{10 * ms, 0, 0, 10 * ms, tsv1.StallSteal},
-		{10 * ms, 6 * ms, 0, 10 * ms, tsv1.StallSteal}, // both cover half: the larger
-		{10 * ms, 9 * ms, 0, 6 * ms, tsv1.StallPreempted},
-		{10 * ms, 1 * ms, 0, 0, tsv1.StallUnexplained},
-		{0, 0, 0, 0, tsv1.StallUnexplained},
+		{10 * ms, 6 * ms, 0, 0, tsv1.StallPreempted, false},
+		{10 * ms, 0, 5 * ms, 0, tsv1.StallPreempted, false},
+		{10 * ms, 4 * ms, 4 * ms, 0, tsv1.StallUnexplained, false}, // spinning: each side under half
+		{10 * ms, 4 * ms, 4 * ms, 0, tsv1.StallPreempted, true},    // sleeping: the waits add up
+		{10 * ms, 2 * ms, 2 * ms, 0, tsv1.StallUnexplained, true},
+		{10 * ms, 0, 0, 10 * ms, tsv1.StallSteal, false},
+		{10 * ms, 6 * ms, 0, 10 * ms, tsv1.StallSteal, false}, // both cover half: the larger
+		{10 * ms, 9 * ms, 0, 6 * ms, tsv1.StallPreempted, false},
+		{10 * ms, 1 * ms, 0, 0, tsv1.StallUnexplained, false},
+		{0, 0, 0, 0, tsv1.StallUnexplained, true},
 	} {
-		if got := StallCauseOf(c.dur, c.client, c.refl, c.steal); got != c.want {
-			t.Errorf("stall %d ns, waits %d/%d, steal %d: %s, want %s", c.dur, c.client, c.refl, c.steal, got, c.want)
+		if got := StallCauseOf(c.dur, c.client, c.refl, c.steal, c.sleeping); got != c.want {
+			t.Errorf("stall %d ns, waits %d/%d, steal %d, sleeping %v: %s, want %s", c.dur, c.client, c.refl, c.steal, c.sleeping, got, c.want)
 		}
 	}
 }
@@ -105,7 +108,7 @@ func TestAttributeStalls(t *testing.T) {
 	stalls := []tsv1.Stall{{DurationNs: 8 * ms}, {DurationNs: 8 * ms}, {DurationNs: 8 * ms}}
 	client := []SchedDelta{{RunQueueWaitNs: 1 * ms, Sampled: true}, {RunQueueWaitNs: 7 * ms, Sampled: true}, {}}
 	refl := []SchedDelta{{RunQueueWaitNs: 6 * ms, Sampled: true}, {StealNs: 10 * ms, Sampled: true}}
-	AttributeStalls(stalls, client, refl)
+	AttributeStalls(stalls, client, refl, false)
 	if s := stalls[0]; s.ClientRunQueueWaitNs != ms || s.ReflectorRunQueueWaitNs != 6*ms || s.Cause != tsv1.StallPreempted {
 		t.Errorf("reflector preempted: %+v", s)
 	}
@@ -117,7 +120,7 @@ func TestAttributeStalls(t *testing.T) {
 	}
 	// the client's samples alone attribute
 	one := []tsv1.Stall{{DurationNs: 4 * ms}}
-	AttributeStalls(one, []SchedDelta{{Sampled: true}}, nil)
+	AttributeStalls(one, []SchedDelta{{Sampled: true}}, nil, false)
 	if one[0].Cause != tsv1.StallUnexplained {
 		t.Errorf("client only: %+v", one[0])
 	}
