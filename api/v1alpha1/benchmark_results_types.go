@@ -131,7 +131,9 @@ type Stall struct {
 	// StealNs is the most steal time (the hypervisor running something else on the vCPU) that
 	// any one CPU of the client or the reflector accumulated within the stall, widened by one
 	// steal sample interval (10 ms) on each side. The kernel reports steal in 10 ms units
-	// (USER_HZ), so a value of 10 ms means anything from a little to 20 ms.
+	// (USER_HZ), so a value of 10 ms means anything from a little to 20 ms. On the bypass stack,
+	// whose sockperfs spin and never sleep, it is at least the time either was off its CPU
+	// without waiting for it (its vCPU taken, from its own clock to the nanosecond).
 	// +optional
 	StealNs int64 `json:"stealNs,omitempty"`
 	// Cause is what the operating system saw during the stall: preempted, steal or unexplained;

@@ -31,8 +31,8 @@ const (
 	maxSchedSamples = 1 << 20
 )
 
-// schedSample is one reading of a process's cumulative run-queue wait.
-type schedSample struct{ MonoNs, WaitNs int64 }
+// schedSample is one reading of a process's cumulative time on its CPU and run-queue wait.
+type schedSample struct{ MonoNs, ExecNs, WaitNs int64 }
 
 // stealSample is one reading of the cumulative steal time of each of the sampled CPUs.
 type stealSample struct {
@@ -116,7 +116,7 @@ func (s *procSampler) run() {
 	for {
 		now := monoNow()
 		if len(s.tr.Sched) < maxSchedSamples {
-			wait, err := readRunQueueWait(f, buf)
+			exec, wait, err := readSchedstat(f, buf)
 			if err != nil {
 				// the process ended (ESRCH) or the file went away
 				if len(s.tr.Sched) == 0 {
@@ -124,7 +124,7 @@ func (s *procSampler) run() {
 				}
 				break
 			}
-			s.tr.Sched = append(s.tr.Sched, schedSample{MonoNs: now, WaitNs: wait})
+			s.tr.Sched = append(s.tr.Sched, schedSample{MonoNs: now, ExecNs: exec, WaitNs: wait})
 			if st != nil && now-lastSteal >= int64(StealSampleInterval) {
 				if s.tr.CPUs == nil {
 					s.tr.CPUs = s.cpus
@@ -155,21 +155,26 @@ func (s *procSampler) run() {
 	clock.finish(&s.tr)
 }
 
-// readRunQueueWait reads the second field of /proc/<pid>/schedstat: nanoseconds the task spent
-// on a run queue waiting for its CPU.
-func readRunQueueWait(f *os.File, buf []byte) (int64, error) {
+// readSchedstat reads the first two fields of /proc/<pid>/schedstat: nanoseconds the task ran on
+// a CPU (with paravirtualised steal accounting, steal is not counted as running) and nanoseconds
+// it spent on a run queue waiting for its CPU.
+func readSchedstat(f *os.File, buf []byte) (exec, wait int64, err error) {
 	n, err := f.ReadAt(buf, 0)
 	if n == 0 {
 		if err == nil {
 			err = fmt.Errorf("empty schedstat")
 		}
-		return 0, err
+		return 0, 0, err
 	}
 	fields := bytes.Fields(buf[:n])
 	if len(fields) < 2 {
-		return 0, fmt.Errorf("schedstat %q has no run-queue wait field", buf[:n])
+		return 0, 0, fmt.Errorf("schedstat %q has no run-queue wait field", buf[:n])
 	}
-	return strconv.ParseInt(string(fields[1]), 10, 64)
+	if exec, err = strconv.ParseInt(string(fields[0]), 10, 64); err != nil {
+		return 0, 0, err
+	}
+	wait, err = strconv.ParseInt(string(fields[1]), 10, 64)
+	return exec, wait, err
 }
 
 // readSteal reads the steal column (the eighth number) of the cpuN lines of /proc/stat for cpus,

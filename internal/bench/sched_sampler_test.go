@@ -50,7 +50,7 @@ func TestSamplerSeesRunQueueWait(t *testing.T) {
 	}
 	defer f.Close()
 	direct := func() (mono, wait int64) {
-		wait, err := readRunQueueWait(f, make([]byte, 256))
+		_, wait, err := readSchedstat(f, make([]byte, 256))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,11 @@ type SchedDelta struct {
 	RunQueueWaitNs int64 `json:"runQueueWaitNs"`
 	// StealNs is the largest growth of steal time among the process's CPUs.
 	StealNs int64 `json:"stealNs"`
+	// OffCPUNs is the time the process was neither running nor waiting for its CPU: asleep, or
+	// its vCPU taken by the hypervisor (the kernel does not count steal as running). For a
+	// process that never sleeps (spinning) it is steal, measured in nanoseconds where
+	// /proc/stat's steal column moves in 10 ms steps.
+	OffCPUNs int64 `json:"offCPUNs,omitempty"`
 	// Sampled is false when the samples do not cover the window.
 	Sampled bool `json:"sampled"`
 }
@@ -35,23 +40,22 @@ type SchedDelta struct {
 // than the window, and no more time than the window's can have passed in it). ok is false when no
 // sample lies within or around the window.
 func counterGrowth(ts []int64, value func(i int) int64, start, end, margin int64) (int64, bool) {
-	if len(ts) == 0 {
+	i, j, ok := bracket(ts, start-margin, end+margin)
+	if !ok {
 		return 0, false
 	}
-	lo, hi := start-margin, end+margin
-	if hi < ts[0] || lo > ts[len(ts)-1] {
-		return 0, false
+	return min(value(j)-value(i), end-start+2*margin), true
+}
+
+// bracket returns the last sample at or before lo (the first if none is) and the first at or
+// after hi (the last if none is); ok is false when no sample lies within or around [lo, hi].
+func bracket(ts []int64, lo, hi int64) (i, j int, ok bool) {
+	if len(ts) == 0 || hi < ts[0] || lo > ts[len(ts)-1] {
+		return 0, 0, false
 	}
-	// last sample <= lo
-	i := sort.Search(len(ts), func(k int) bool { return ts[k] > lo }) - 1
-	i = max(i, 0)
-	// first sample >= hi
-	j := sort.Search(len(ts), func(k int) bool { return ts[k] >= hi })
-	j = min(j, len(ts)-1)
-	if j <= i {
-		return 0, false
-	}
-	return min(value(j)-value(i), hi-lo), true
+	i = max(sort.Search(len(ts), func(k int) bool { return ts[k] > lo })-1, 0)
+	j = min(sort.Search(len(ts), func(k int) bool { return ts[k] >= hi }), len(ts)-1)
+	return i, j, j > i
 }
 
 // deltas computes, for each window, the run-queue wait and steal growth in a trace, with a
@@ -73,6 +77,11 @@ func (tr *schedTrace) deltas(windows []StallWindow) []SchedDelta {
 	for w, win := range windows {
 		d := &out[w]
 		d.RunQueueWaitNs, d.Sampled = counterGrowth(sched, func(i int) int64 { return tr.Sched[i].WaitNs }, win.Start, win.End, int64(SchedSampleInterval))
+		if i, j, ok := bracket(sched, win.Start-int64(SchedSampleInterval), win.End+int64(SchedSampleInterval)); ok {
+			a, b := tr.Sched[i], tr.Sched[j]
+			off := (b.MonoNs - a.MonoNs) - (b.ExecNs - a.ExecNs) - (b.WaitNs - a.WaitNs)
+			d.OffCPUNs = min(max(off, 0), win.End-win.Start+2*int64(SchedSampleInterval))
+		}
 		for c := range tr.CPUs {
 			g, ok := counterGrowth(steal, func(i int) int64 {
 				if c < len(tr.Steal[i].StealNs) {
@@ -113,8 +122,8 @@ func StallCauseOf(durationNs, clientWaitNs, reflectorWaitNs, stealNs int64, slee
 
 // AttributeStalls fills each listed stall's run-queue waits, steal and cause from the client's
 // and the reflector's deltas for the same windows (nil: that side was not sampled); sleeping says
-// the two sides block in their receives (StallCauseOf). A stall neither side sampled keeps an
-// empty cause.
+// the two sides block in their receives (StallCauseOf). Sides that spin count their time off the
+// CPU as steal too. A stall neither side sampled keeps an empty cause.
 func AttributeStalls(stalls []tsv1.Stall, client, reflector []SchedDelta, sleeping bool) {
 	for i := range stalls {
 		s := &stalls[i]
@@ -130,6 +139,10 @@ func AttributeStalls(stalls []tsv1.Stall, client, reflector []SchedDelta, sleepi
 		}
 		s.ClientRunQueueWaitNs, s.ReflectorRunQueueWaitNs = c.RunQueueWaitNs, r.RunQueueWaitNs
 		s.StealNs = max(c.StealNs, r.StealNs)
+		if !sleeping {
+			// a spinning process off its CPU without waiting for it had its vCPU taken
+			s.StealNs = max(s.StealNs, c.OffCPUNs, r.OffCPUNs)
+		}
 		s.Cause = StallCauseOf(s.DurationNs, s.ClientRunQueueWaitNs, s.ReflectorRunQueueWaitNs, s.StealNs, sleeping)
 	}
 }

@@ -172,3 +172,42 @@ func TestSockperfClockToMono(t *testing.T) {
 		t.Errorf("mis-calibrated sockperf: mono %d, want 6.05 s", got)
 	}
 }
+
+// A spinning process's time off its CPU without waiting for it is its vCPU stolen: the trace's
+// clock, time on the CPU and run-queue wait give it to the nanosecond, and a spinning side's
+// stall is attributed to steal by it where /proc/stat's 10 ms steal steps show nothing; a
+// sleeping side's time off the CPU is its sleep and counts for nothing.
+func TestOffCPUIsStealForSpinners(t *testing.T) {
+	tr := &schedTrace{CPUs: []int{1}}
+	var exec, wait int64
+	for now := int64(0); now <= 100*ms; now += 10 * ms {
+		tr.Sched = append(tr.Sched, schedSample{MonoNs: now, ExecNs: exec, WaitNs: wait})
+		tr.Steal = append(tr.Steal, stealSample{MonoNs: now, StealNs: []int64{0}})
+		// the next 10 ms: on the CPU all of it, except 0.5 ms waiting and, from 40 to 50 ms, 6 ms
+		// off the CPU
+		step, off := 10*ms-ms/2, int64(0)
+		if now == 40*ms {
+			off = 6 * ms
+		}
+		exec += step - off
+		wait += ms / 2
+	}
+	d := tr.deltas([]StallWindow{{Start: 42 * ms, End: 47 * ms}, {Start: 72 * ms, End: 77 * ms}})
+	if d[0].OffCPUNs != 6*ms || d[0].StealNs != 0 || !d[0].Sampled {
+		t.Errorf("window with 6 ms off the CPU: %+v", d[0])
+	}
+	if d[1].OffCPUNs != 0 {
+		t.Errorf("window without: %+v", d[1])
+	}
+	for _, sleeping := range []bool{false, true} {
+		st := []tsv1.Stall{{DurationNs: 5 * ms}}
+		AttributeStalls(st, d[:1], nil, sleeping)
+		want, steal := tsv1.StallSteal, 6*ms
+		if sleeping {
+			want, steal = tsv1.StallUnexplained, 0
+		}
+		if st[0].Cause != want || st[0].StealNs != int64(steal) {
+			t.Errorf("sleeping %v: %+v, want %s with steal %d", sleeping, st[0], want, steal)
+		}
+	}
+}
