@@ -206,7 +206,7 @@ func TestOffCPUIsStealForSpinners(t *testing.T) {
 		if sleeping {
 			want, steal = tsv1.StallUnexplained, 0
 		}
-		if st[0].Cause != want || st[0].StealNs != int64(steal) {
+		if st[0].Cause != want || st[0].StealNs != steal {
 			t.Errorf("sleeping %v: %+v, want %s with steal %d", sleeping, st[0], want, steal)
 		}
 	}
