@@ -42,7 +42,6 @@
 #include "steer.skel.h"
 #include "tcp_internal.h"
 
-#define TS_RING_SIZE 4096u
 #define TS_TX_RESERVE 256u /* frames kept back from the fill ring for TX */
 #define TS_RX_BATCH 64u
 /* The fill ring is topped up once this many frames came in, not after

@@ -9,6 +9,7 @@
  * pid is removed first); the dump file is appended to only when it is a
  * regular file of ours with one link, never truncated, never followed. */
 #include "ts_internal.h"
+#include "steer_common.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -182,6 +183,13 @@ static void dump_to(FILE *f)
 		(unsigned long long)t->kernel_option,
 		(unsigned long long)t->kernel_uring,
 		(unsigned long long)t->kernel_shared);
+	/* what this process buffers on receive below its sockets: a socket
+	 * queue of sockq_len datagrams (fewer when SO_RCVBUF's bytes say so),
+	 * UMEM frames per XSK, the rings' entries; not counters */
+	fprintf(f, "buffers sockq_len=%u umem_frames=%u frame_size=%u "
+		   "rx_ring=%u fill_ring=%u\n",
+		ts_cfg.sockq_len, ts_cfg.umem_frames, (unsigned)TS_FRAME_SIZE,
+		TS_RING_SIZE, TS_RING_SIZE);
 	for (i = 0; i < t->nxsk && i < TICKSTACK_STATS_MAX_XSK; i++) {
 		const struct tickstack_xsk_stats *x = &t->xsk[i];
 

@@ -104,6 +104,9 @@ struct ts_config {
 	uint32_t sockq_len;
 	uint64_t yield_ns;      /* spin time between sched_yield() calls */
 };
+/* Entries of each XSK ring (fill, completion, RX, TX); the statistics dump
+ * reports it with the other receive buffering ("buffers" line). */
+#define TS_RING_SIZE 4096u
 extern struct ts_config ts_cfg TS_HIDDEN;
 TS_HIDDEN int ts_config__load(void);
 TS_HIDDEN void ts_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
