@@ -286,6 +286,14 @@ type RateRow struct {
 // RateSweepResult is the rateSweep table.
 // +kubebuilder:object:generate=true
 type RateSweepResult struct {
+	// ReceiveBufferBytes is the SO_RCVBUF asked of the reflector's servers (sockperf
+	// --buffer-size); 0: none, the socket's default.
+	// +optional
+	ReceiveBufferBytes int64 `json:"receiveBufferBytes,omitempty"`
+	// Buffering is the receive buffering in force at the reflector, as the first server of the
+	// sweep that reported it read it (every row runs a fresh server with the same settings).
+	// +optional
+	Buffering *ReceiveBuffering `json:"buffering,omitempty"`
 	// +listType=atomic
 	Rows []RateRow `json:"rows,omitempty"`
 	// MaxSustainedMps is, per message size, the highest target rate sustained; rates above the
@@ -319,6 +327,44 @@ type BurstTrial struct {
 	Sent int64 `json:"sent"`
 	// Dropped is the reflector's sequence-gap count.
 	Dropped int64 `json:"dropped"`
+}
+
+// ReceiveBuffering is the receive buffering in force at the receiving end of a run, the
+// reflector's sockperf server, read on the reflector (in its pod's network namespace). A field
+// left out is unknown (an older reflector or data plane, a file it could not read), never zero;
+// Missing says why (docs/benchmark-methods.md "Bounds, buffers and stalls").
+// +kubebuilder:object:generate=true
+type ReceiveBuffering struct {
+	// GrantedBytes is the receive buffer the kernel keeps for the server's socket, as
+	// getsockopt(SO_RCVBUF) returns it (sockperf prints it when given --buffer-size; without,
+	// the reflector reads it from a socket it opens the same way). With a request Linux grants
+	// twice the request, the request first capped at RmemMaxBytes: sockperf sets SO_RCVBUF, never
+	// SO_RCVBUFFORCE, so the cap applies whatever the pod's capabilities. Without a request it is
+	// RmemDefaultBytes. The bypass stack bounds a socket's queue by these bytes only once
+	// SO_RCVBUF was set; without, by SocketQueueDatagrams alone.
+	// +optional
+	GrantedBytes *int64 `json:"grantedBytes,omitempty"`
+	// RmemDefaultBytes is net.core.rmem_default, a socket's receive buffer when none is asked for.
+	// +optional
+	RmemDefaultBytes *int64 `json:"rmemDefaultBytes,omitempty"`
+	// RmemMaxBytes is net.core.rmem_max, the largest SO_RCVBUF request honoured.
+	// +optional
+	RmemMaxBytes *int64 `json:"rmemMaxBytes,omitempty"`
+	// SocketQueueDatagrams is, on the bypass stack, the most datagrams a socket queues
+	// (TICKSTACK_SOCKQ_LEN or the profile's), from the stack's statistics dump.
+	// +optional
+	SocketQueueDatagrams *int64 `json:"socketQueueDatagrams,omitempty"`
+	// UMEMFrames is, on the bypass stack, the frames of each XSK's UMEM (TICKSTACK_UMEM_FRAMES),
+	// shared by every socket's queue and the fill ring, from the stack's statistics dump.
+	// +optional
+	UMEMFrames *int64 `json:"umemFrames,omitempty"`
+	// RXRingEntries is, on the bypass stack, the entries of each XSK's RX ring, from the stack's
+	// statistics dump.
+	// +optional
+	RXRingEntries *int64 `json:"rxRingEntries,omitempty"`
+	// Missing says which of the values above are unknown, and why.
+	// +optional
+	Missing string `json:"missing,omitempty"`
 }
 
 // MicroburstResult is the microburst table and its answer.

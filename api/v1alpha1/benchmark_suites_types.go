@@ -50,6 +50,14 @@ type RateSweepSpec struct {
 	ReplyEvery int32 `json:"replyEvery,omitempty"`
 	// DurationSeconds per rate; default 5.
 	DurationSeconds int32 `json:"durationSeconds,omitempty"`
+	// ReceiveBufferBytes is the receive buffer of the reflector's (receiving) sockperf servers in
+	// bytes, 4096..67108864: sockperf --buffer-size, which sets SO_RCVBUF (and SO_SNDBUF). The
+	// bypass stack honours SO_RCVBUF as the kernel does, so both stacks drop at the same stated
+	// buffering. Unset: the socket's default (net.core.rmem_default on the kernel stack; the
+	// socket queue's length in datagrams on the bypass stack). The result reports the buffering
+	// in force either way.
+	// +optional
+	ReceiveBufferBytes int64 `json:"receiveBufferBytes,omitempty"`
 }
 
 // MicroburstSpec parameterises the microburst suite.
@@ -67,6 +75,18 @@ type MicroburstSpec struct {
 	MaxTrials int32 `json:"maxTrials,omitempty"`
 	// LinkSpeedMbps is the line rate for the burst-time formula; default 10000 (the paper's 10GbE).
 	LinkSpeedMbps int64 `json:"linkSpeedMbps,omitempty"`
+	// ReceiveBufferBytes are the receive buffer sizes in bytes the search runs at, increasing,
+	// each 4096..67108864, at most 8: one search per size on each stack, with the reflector's
+	// (receiving) sockperf server given --buffer-size N, which sets SO_RCVBUF (and SO_SNDBUF). The
+	// bypass stack honours SO_RCVBUF as the kernel does, so both stacks absorb a burst at the
+	// same buffering, and the result has one row per size: burst tolerance by buffer size
+	// (paper 002). Empty: one search at the socket's default (net.core.rmem_default on the
+	// kernel stack; the socket queue's length in datagrams on the bypass stack). Every row
+	// reports the buffering in force.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	ReceiveBufferBytes []int64 `json:"receiveBufferBytes,omitempty"`
 }
 
 // MixedBurstPattern is one of paper 003's message patterns.

@@ -23,3 +23,13 @@ const (
 	MinT2TMessageSize = 32
 	MaxT2TRate        = 10000000
 )
+
+// Receive buffer sizes a microburst or rateSweep may ask of the reflector's sockperf server
+// (sockperf --buffer-size, SO_RCVBUF): 4 KiB, a page, is far below any socket's default; 64 MiB is
+// far above the defaults of net.core.rmem_max, which caps the request anyway. A microburst runs
+// at most MaxReceiveBufferSizes of them (the CRD's maxItems).
+const (
+	MinReceiveBufferBytes = 4096
+	MaxReceiveBufferBytes = 64 << 20
+	MaxReceiveBufferSizes = 8
+)

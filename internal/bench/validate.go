@@ -93,6 +93,11 @@ func ValidateSuites(s tsv1.BenchmarkSuites) error {
 			add("%s: %d out of range: use %d..%d seconds", field, v, lo, hi)
 		}
 	}
+	checkBuffer := func(field string, v int64) {
+		if v < MinReceiveBufferBytes || v > MaxReceiveBufferBytes {
+			add("%s: %d out of range: use %d..%d bytes (the receiving socket's SO_RCVBUF; the kernel caps it at net.core.rmem_max)", field, v, MinReceiveBufferBytes, MaxReceiveBufferBytes)
+		}
+	}
 	checkProto := func(field string, p tsv1.Protocol) {
 		if p != tsv1.ProtocolUDP && p != tsv1.ProtocolUDPMulticast && p != tsv1.ProtocolTCP {
 			add("%s: %q is not a protocol: use udp, udpMulticast or tcp", field, p)
@@ -127,6 +132,9 @@ func ValidateSuites(s tsv1.BenchmarkSuites) error {
 			add("rateSweep.replyEvery: %d out of range: use 1..1000000", r.ReplyEvery)
 		}
 		checkDuration("rateSweep.durationSeconds", r.DurationSeconds, 1, 3600)
+		if r.ReceiveBufferBytes != 0 {
+			checkBuffer("rateSweep.receiveBufferBytes", r.ReceiveBufferBytes)
+		}
 	}
 	if m := s.Microburst; m != nil {
 		checkSize("microburst.messageSize", m.MessageSize)
@@ -139,6 +147,16 @@ func ValidateSuites(s tsv1.BenchmarkSuites) error {
 		}
 		if m.LinkSpeedMbps < 1 || m.LinkSpeedMbps > 1000000 {
 			add("microburst.linkSpeedMbps: %d out of range: use 1..1000000 (10000 for 10GbE)", m.LinkSpeedMbps)
+		}
+		if len(m.ReceiveBufferBytes) > MaxReceiveBufferSizes {
+			add("microburst.receiveBufferBytes: %d sizes: use at most %d (each is a search on every stack)", len(m.ReceiveBufferBytes), MaxReceiveBufferSizes)
+		}
+		for i, v := range m.ReceiveBufferBytes {
+			checkBuffer(fmt.Sprintf("microburst.receiveBufferBytes[%d]", i), v)
+			if i > 0 && v <= m.ReceiveBufferBytes[i-1] {
+				add("microburst.receiveBufferBytes: sizes must increase, each once: sort them and drop repeats")
+				break
+			}
 		}
 	}
 	if m := s.MixedBurst; m != nil {

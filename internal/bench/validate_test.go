@@ -56,6 +56,12 @@ func TestSpecValidate(t *testing.T) {
 		{tsv1.BenchmarkSuites{RateSweep: &tsv1.RateSweepSpec{RatesMps: []int64{1000, 500}}}, "rateSweep.ratesMps: rates must increase"},
 		{tsv1.BenchmarkSuites{RateSweep: &tsv1.RateSweepSpec{Protocol: tsv1.ProtocolTCP}}, "rateSweep.protocol: tcp has no message drops"},
 		{tsv1.BenchmarkSuites{Microburst: &tsv1.MicroburstSpec{LinkSpeedMbps: -1}}, "microburst.linkSpeedMbps"},
+		{tsv1.BenchmarkSuites{Microburst: &tsv1.MicroburstSpec{ReceiveBufferBytes: []int64{2048}}}, "microburst.receiveBufferBytes[0]: 2048 out of range: use 4096..67108864 bytes"},
+		{tsv1.BenchmarkSuites{Microburst: &tsv1.MicroburstSpec{ReceiveBufferBytes: []int64{65536, 1 << 27}}}, "microburst.receiveBufferBytes[1]: 134217728 out of range"},
+		{tsv1.BenchmarkSuites{Microburst: &tsv1.MicroburstSpec{ReceiveBufferBytes: []int64{212992, 65536}}}, "microburst.receiveBufferBytes: sizes must increase, each once: sort them"},
+		{tsv1.BenchmarkSuites{Microburst: &tsv1.MicroburstSpec{ReceiveBufferBytes: []int64{65536, 65536}}}, "microburst.receiveBufferBytes: sizes must increase, each once"},
+		{tsv1.BenchmarkSuites{Microburst: &tsv1.MicroburstSpec{ReceiveBufferBytes: []int64{4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576}}}, "microburst.receiveBufferBytes: 9 sizes: use at most 8"},
+		{tsv1.BenchmarkSuites{RateSweep: &tsv1.RateSweepSpec{ReceiveBufferBytes: -1}}, "rateSweep.receiveBufferBytes: -1 out of range: use 4096..67108864 bytes"},
 		{tsv1.BenchmarkSuites{MixedBurst: &tsv1.MixedBurstSpec{DurationSeconds: 3}}, "mixedBurst.durationSeconds: 3 is odd"},
 		{tsv1.BenchmarkSuites{MixedBurst: &tsv1.MixedBurstSpec{Patterns: []tsv1.MixedBurstPattern{{SteadyMps: 5000000, BurstMps: 5000000}}}}, "exceed the 20000000 a playback file may hold"},
 		{tsv1.BenchmarkSuites{Jitter: &tsv1.JitterSpec{}}, "jitter.cpus: empty CPU list"},
@@ -82,6 +88,20 @@ func TestSpecValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Validate(%+v) = %v, want an error containing %q", c.spec, err, c.want)
 		}
+	}
+}
+
+// Receive buffer sizes within the range, increasing, are taken as given; none stays none (the
+// socket's default, not a size the defaults invent).
+func TestSpecReceiveBuffers(t *testing.T) {
+	s := tsv1.BenchmarkSuites{Microburst: &tsv1.MicroburstSpec{ReceiveBufferBytes: []int64{MinReceiveBufferBytes, 65536, 212992, MaxReceiveBufferBytes}},
+		RateSweep: &tsv1.RateSweepSpec{ReceiveBufferBytes: 212992}}.Defaulted()
+	if err := ValidateSuites(s); err != nil {
+		t.Errorf("valid receive buffers refused: %v", err)
+	}
+	d := tsv1.BenchmarkSuites{Microburst: &tsv1.MicroburstSpec{}, RateSweep: &tsv1.RateSweepSpec{}}.Defaulted()
+	if d.Microburst.ReceiveBufferBytes != nil || d.RateSweep.ReceiveBufferBytes != 0 {
+		t.Errorf("defaults ask for receive buffers: %v, %d", d.Microburst.ReceiveBufferBytes, d.RateSweep.ReceiveBufferBytes)
 	}
 }
 
