@@ -38,7 +38,10 @@ type controlRequest struct {
 	Port         int           `json:"port,omitempty"`
 	Group        string        `json:"group,omitempty"`
 	GapDetection bool          `json:"gapDetection,omitempty"`
-	ID           int           `json:"id,omitempty"`
+	// ReceiveBufferBytes is the server's SO_RCVBUF (sockperf --buffer-size); 0: the default. A
+	// reflector without Hello.ReceiveBuffers ignores it.
+	ReceiveBufferBytes int64 `json:"receiveBufferBytes,omitempty"`
+	ID                 int   `json:"id,omitempty"`
 	// T2T is a tickToTrade request (ops t2tExchange, t2tPublish); WaitSeconds bounds t2tCollect.
 	T2T         *t2tRequest `json:"t2t,omitempty"`
 	WaitSeconds int         `json:"waitSeconds,omitempty"`
@@ -63,6 +66,10 @@ type ReflectorHello struct {
 	// BootID is the reflector host's /proc/sys/kernel/random/boot_id: its CLOCK_MONOTONIC is the
 	// runner's only when the two are the same.
 	BootID string `json:"bootID,omitempty"`
+	// ReceiveBuffers is true when the reflector gives a server the receive buffer a start asks
+	// for and reports every stopped server's buffering (an older reflector leaves it false and
+	// ignores the request's receiveBufferBytes).
+	ReceiveBuffers bool `json:"receiveBuffers,omitempty"`
 }
 
 // ReflectorCounters is what a stopped sockperf server reported.
@@ -76,6 +83,9 @@ type ReflectorCounters struct {
 	StackMissing string `json:"stackMissing,omitempty"`
 	// SchedMissing says why the reflector has no run-queue or steal samples of this server.
 	SchedMissing string `json:"schedMissing,omitempty"`
+	// Buffering is the server's receive buffering, read on the reflector (nil from an older
+	// reflector).
+	Buffering *tsv1.ReceiveBuffering `json:"buffering,omitempty"`
 
 	// serverID is the server's id on the reflector, for asking for its samples ("sched").
 	serverID int
@@ -133,6 +143,10 @@ type reflectorProc struct {
 	statsErr string
 	// sampler samples the server's run-queue wait and its CPUs' steal.
 	sampler *procSampler
+	// stack is the server's stack.
+	stack tsv1.Stack
+	// buffering is the kernel's part of the server's receive buffering, read when it was ready.
+	buffering *tsv1.ReceiveBuffering
 }
 
 func (r *Reflector) logf(format string, a ...any) {
@@ -253,7 +267,11 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 				delete(procs, req.ID)
 				out := stopProc(p)
 				rep := ParseSockperfServer(out)
-				resp.Counters = &ReflectorCounters{Received: rep.Received, GapDropped: rep.GapDropped, Output: tail(out, 2000)}
+				resp.Counters = &ReflectorCounters{Received: rep.Received, GapDropped: rep.GapDropped, Output: tail(out, 2000), Buffering: p.buffering}
+				if p.buffering != nil && p.stack == tsv1.StackBypass {
+					sb, err := p.stackBuffers()
+					withStackBuffers(p.buffering, sb, err)
+				}
 				resp.Counters.Stack, resp.Counters.StackMissing = p.stackCounters()
 				tr := p.sampler.Stop()
 				resp.Counters.SchedMissing = tr.Err
@@ -286,7 +304,7 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 }
 
 func (r *Reflector) hello(ctx context.Context) *ReflectorHello {
-	h := &ReflectorHello{DataAddress: r.DataAddress, Sched: true, BootID: bootID(r.proc())}
+	h := &ReflectorHello{DataAddress: r.DataAddress, Sched: true, BootID: bootID(r.proc()), ReceiveBuffers: true}
 	if p, err := r.Tools.path("sockperf", r.Tools.Sockperf); err == nil {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		out, _ := exec.CommandContext(cctx, p, "--version").CombinedOutput()
@@ -338,12 +356,18 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 	if req.GapDetection {
 		args = append(args, "-g")
 	}
+	if req.ReceiveBufferBytes != 0 {
+		if req.ReceiveBufferBytes < MinReceiveBufferBytes || req.ReceiveBufferBytes > MaxReceiveBufferBytes {
+			return nil, fmt.Errorf("receive buffer %d bytes out of range %d..%d", req.ReceiveBufferBytes, MinReceiveBufferBytes, MaxReceiveBufferBytes)
+		}
+		args = append(args, "--buffer-size", strconv.FormatInt(req.ReceiveBufferBytes, 10))
+	}
 	// The servers outlive this request: they stop on "stop", on connection close or at shutdown.
 	cmd, err := r.Tools.command(context.WithoutCancel(ctx), req.Stack, r.CPUs, sp, args...)
 	if err != nil {
 		return nil, err
 	}
-	p := &reflectorProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &reflectorProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{}), stack: req.Stack}
 	if req.Stack == tsv1.StackBypass {
 		if p.statsDir, err = os.MkdirTemp(r.WorkDir, "tsbench-stats-"); err != nil {
 			p.statsDir, p.statsErr = "", fmt.Sprintf("creating a directory for the stack's statistics: %v", err)
@@ -368,7 +392,9 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 	r.logf("sockperf server %s %s port %d (%s) started", req.Stack, req.Protocol, req.Port, cmd.String())
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if ParseSockperfServer(p.out.String()).Ready {
+		if out := p.out.String(); ParseSockperfServer(out).Ready {
+			// sockperf prints the buffer it was granted before it is ready
+			p.buffering = kernelBuffering(r.proc(), req.ReceiveBufferBytes, out)
 			return p, nil
 		}
 		select {
@@ -401,6 +427,17 @@ func bootID(proc string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// stackBuffers reads a stopped bypass server's buffering from its statistics dump.
+func (p *reflectorProc) stackBuffers() (StackBuffers, error) {
+	if p.statsDir == "" {
+		if p.statsErr != "" {
+			return StackBuffers{}, errors.New(p.statsErr)
+		}
+		return StackBuffers{}, errNoStatsDump
+	}
+	return ReadStackBuffersDir(p.statsDir)
 }
 
 // stackCounters reads a stopped bypass server's statistics dump and removes it; nil and "" for a
@@ -525,11 +562,19 @@ type ServerSpec struct {
 	Port         int
 	Group        string
 	GapDetection bool
+	// ReceiveBufferBytes is the server's SO_RCVBUF (sockperf --buffer-size); 0: the default.
+	ReceiveBufferBytes int64
 }
 
-// Start starts a sockperf server and waits until it receives.
+// Start starts a sockperf server and waits until it receives. A receive buffer is refused
+// unless the reflector says it sets one (Hello.ReceiveBuffers): an older reflector would start
+// the server without it.
 func (c *ReflectorClient) Start(s ServerSpec) (int, error) {
-	resp, err := c.call(controlRequest{Op: "start", Stack: s.Stack, Protocol: s.Protocol, Port: s.Port, Group: s.Group, GapDetection: s.GapDetection}, 30*time.Second)
+	if s.ReceiveBufferBytes != 0 && !c.Hello.ReceiveBuffers {
+		return 0, errReflectorBuffers
+	}
+	resp, err := c.call(controlRequest{Op: "start", Stack: s.Stack, Protocol: s.Protocol, Port: s.Port, Group: s.Group, GapDetection: s.GapDetection,
+		ReceiveBufferBytes: s.ReceiveBufferBytes}, 30*time.Second)
 	if err != nil {
 		return 0, err
 	}

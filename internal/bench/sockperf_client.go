@@ -25,10 +25,11 @@ func (r *Runner) target(proto tsv1.Protocol, port int) []string {
 	return []string{"-i", r.Reflector.Hello.DataAddress, "-p", p}
 }
 
-// withServer starts a sockperf server on the reflector, runs fn against its port and stops it.
-func (r *Runner) withServer(stack tsv1.Stack, proto tsv1.Protocol, gap bool, fn func(port int) error) (*ReflectorCounters, error) {
+// withServer starts a sockperf server on the reflector, with a receive buffer of rcvbuf bytes
+// (0: the socket's default), runs fn against its port and stops it.
+func (r *Runner) withServer(stack tsv1.Stack, proto tsv1.Protocol, gap bool, rcvbuf int64, fn func(port int) error) (*ReflectorCounters, error) {
 	port := r.port()
-	id, err := r.Reflector.Start(ServerSpec{Stack: stack, Protocol: proto, Port: port, Group: r.group(), GapDetection: gap})
+	id, err := r.Reflector.Start(ServerSpec{Stack: stack, Protocol: proto, Port: port, Group: r.group(), GapDetection: gap, ReceiveBufferBytes: rcvbuf})
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s %s reflector: %w", stack, proto, err)
 	}

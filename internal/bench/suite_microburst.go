@@ -79,7 +79,7 @@ func (r *Runner) microburst(ctx context.Context, stack tsv1.Stack, s *tsv1.Micro
 // burstTrial sends bursts of n messages against a fresh gap-detecting reflector and returns the
 // reflector's counters; *rep receives the client's report.
 func (r *Runner) burstTrial(ctx context.Context, stack tsv1.Stack, s *tsv1.MicroburstSpec, n int64, rep **SockperfClientReport) (*ReflectorCounters, error) {
-	return r.withServer(stack, tsv1.ProtocolUDP, true, func(port int) error {
+	return r.withServer(stack, tsv1.ProtocolUDP, true, 0, func(port int) error {
 		sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
 		if err != nil {
 			return err

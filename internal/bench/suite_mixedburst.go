@@ -72,7 +72,7 @@ func (r *Runner) mixedBurst(ctx context.Context, stack tsv1.Stack, s *tsv1.Mixed
 		var run clientOutcome
 		var counters *ReflectorCounters
 		err = r.retry(fmt.Sprintf("mixedBurst %s %s", stack, label), func() (err error) {
-			counters, err = r.withServer(stack, tsv1.ProtocolUDP, true, func(port int) error {
+			counters, err = r.withServer(stack, tsv1.ProtocolUDP, true, 0, func(port int) error {
 				args := append(r.target(tsv1.ProtocolUDP, port), "--data-file", pb, "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
 				var err error
 				run, err = r.clientRun(ctx, stack, s.DurationSeconds, "pb", args...)

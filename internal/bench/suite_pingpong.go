@@ -39,7 +39,7 @@ func (r *Runner) pingPong(ctx context.Context, stack tsv1.Stack, s *tsv1.PingPon
 // server's stack counters are this row's. It returns the row and its latencies, sorted.
 func (r *Runner) pingPongRow(ctx context.Context, stack tsv1.Stack, proto tsv1.Protocol, size, seconds int32) (tsv1.PingPongRow, []int64, error) {
 	var run clientOutcome
-	refl, err := r.withServer(stack, proto, false, func(port int) error {
+	refl, err := r.withServer(stack, proto, false, 0, func(port int) error {
 		args := append(r.target(proto, port), "-m", strconv.Itoa(int(size)), "-t", strconv.Itoa(int(seconds)))
 		return r.retry(fmt.Sprintf("pingPong %s %s %d B", stack, proto, size), func() (err error) {
 			run, err = r.clientRun(ctx, stack, seconds, "pp", args...)

@@ -12,7 +12,7 @@ import (
 // rateSweep measures latency under load across message rates and finds the highest rate each
 // message size sustains without a drop (papers 000, 001, 002).
 func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSweepSpec) *tsv1.RateSweepResult {
-	res := &tsv1.RateSweepResult{}
+	res := &tsv1.RateSweepResult{ReceiveBufferBytes: s.ReceiveBufferBytes}
 	for _, size := range s.MessageSizes {
 		best := tsv1.SustainedRate{Protocol: s.Protocol, MessageSize: size}
 		stillSustained := true
@@ -28,7 +28,7 @@ func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSw
 			// Each attempt gets a fresh reflector, so its gap count covers that attempt only.
 			err := r.retry(fmt.Sprintf("rateSweep %s %d B at %d msg/s", stack, size, rate), func() error {
 				var err error
-				counters, err = r.withServer(stack, s.Protocol, true, func(port int) error {
+				counters, err = r.withServer(stack, s.Protocol, true, s.ReceiveBufferBytes, func(port int) error {
 					args := append(r.target(s.Protocol, port), "-m", strconv.Itoa(int(size)), "-t", strconv.Itoa(int(s.DurationSeconds)),
 						"--mps", strconv.FormatInt(rate, 10), "--reply-every", strconv.Itoa(int(s.ReplyEvery)))
 					run, runErr = r.clientRun(ctx, stack, s.DurationSeconds, "ul", args...)
@@ -39,6 +39,9 @@ func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSw
 				}
 				return runErr
 			})
+			if res.Buffering == nil {
+				res.Buffering = bufferingOf(counters)
+			}
 			rep := run.rep
 			if err != nil && (counters == nil || rep == nil || rep.ValidSent == 0) {
 				// Not measured: it cannot count as sustained either.
