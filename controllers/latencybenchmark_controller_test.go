@@ -213,6 +213,12 @@ var _ = Describe("LatencyBenchmark validation by the API server", func() {
 		}, "spec.suites.tickToTrade.baseline.benchmark", "should be at least 1 chars long"),
 		Entry("a tick-to-trade limit on an unknown suite name", func(b *tsv1.LatencyBenchmark) { b.Spec.Thresholds.Latency[0].Suite = "tick2trade" },
 			"spec.thresholds.latency[0].suite", "Unsupported value"),
+		Entry("more receive buffer sizes than a run searches", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.Microburst = &tsv1.MicroburstSpec{ReceiveBufferBytes: []int64{4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576}}
+		}, "spec.suites.microburst.receiveBufferBytes", "must have at most 8 items"),
+		Entry("a receive buffer size twice", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.Microburst = &tsv1.MicroburstSpec{ReceiveBufferBytes: []int64{65536, 65536}}
+		}, "spec.suites.microburst.receiveBufferBytes[1]", "Duplicate value"),
 	)
 
 	It("accepts a complete benchmark comparing both stacks", func() {
@@ -222,8 +228,8 @@ var _ = Describe("LatencyBenchmark validation by the API server", func() {
 		b.Spec.Schedule = "0 3 * * *"
 		b.Spec.Suites = tsv1.BenchmarkSuites{
 			PingPong:   &tsv1.PingPongSpec{MessageSizes: []int32{14, 1472}},
-			RateSweep:  &tsv1.RateSweepSpec{Protocol: tsv1.ProtocolUDP, RatesMps: []int64{10000, 100000}},
-			Microburst: &tsv1.MicroburstSpec{MessageSize: 64},
+			RateSweep:  &tsv1.RateSweepSpec{Protocol: tsv1.ProtocolUDP, RatesMps: []int64{10000, 100000}, ReceiveBufferBytes: 212992},
+			Microburst: &tsv1.MicroburstSpec{MessageSize: 64, ReceiveBufferBytes: []int64{65536, 212992, 4194304}},
 			MixedBurst: &tsv1.MixedBurstSpec{DurationSeconds: 4},
 			Jitter:     &tsv1.JitterSpec{CPUs: "2-3,6"},
 			TickToTrade: &tsv1.TickToTradeSpec{RatesMps: []int64{500, 100000}, Mix: tsv1.TickMixSeed003, BurstMps: 5000, DurationSeconds: 4,
@@ -402,6 +408,12 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			"thresholds.minBypassSpeedup"),
 		Entry("a schedule cron cannot parse", "cron", func(b *tsv1.LatencyBenchmark) { b.Spec.Schedule = "61 * * * *" },
 			"spec.schedule"),
+		Entry("receive buffers out of order", "rcvbufs", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.Microburst = &tsv1.MicroburstSpec{ReceiveBufferBytes: []int64{212992, 65536}}
+		}, "microburst.receiveBufferBytes: sizes must increase"),
+		Entry("a receive buffer below a page", "rcvbuf", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.RateSweep = &tsv1.RateSweepSpec{ReceiveBufferBytes: 1024}
+		}, "rateSweep.receiveBufferBytes: 1024 out of range: use 4096..67108864 bytes"),
 		Entry("tick-to-trade rates out of order", "t2trates", func(b *tsv1.LatencyBenchmark) {
 			b.Spec.Suites.TickToTrade = &tsv1.TickToTradeSpec{RatesMps: []int64{10000, 500}}
 		}, "tickToTrade.ratesMps"),
@@ -476,6 +488,59 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, &corev1.Service{}))
 		}, 20*time.Second, 100*time.Millisecond).Should(BeTrue())
+	})
+
+	It("keeps the microburst table by receive buffer size, an unknown buffer left out, and judges every row", func() {
+		ns := tslbNamespace()
+		n := tslbNode("tslb-bufs", "tslb-p9")
+		b := validBenchmark(ns, "bufs", "tslb-p9")
+		b.Spec.Suites = tsv1.BenchmarkSuites{Microburst: &tsv1.MicroburstSpec{ReceiveBufferBytes: []int64{65536, 4194304}}}
+		b.Spec.Thresholds = tsv1.Thresholds{MinMicroburstPackets: ptr.To[int64](100)}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+		job := nodeJob(ns, "bufs", 1, n.Name)
+		var spec tsv1.BenchmarkSuites
+		Expect(json.Unmarshal([]byte(env(job.Spec.Template.Spec.Containers[0], "TSB_SPEC")), &spec)).To(Succeed())
+		Expect(spec.Microburst.ReceiveBufferBytes).To(Equal([]int64{65536, 4194304}), "the runner is given the sizes")
+
+		// the small buffer's row: every value read; the large one's: an rmem_max the reflector
+		// could not read, so unknown, and a lower bound above the threshold
+		granted, rmemDefault := int64(131072), int64(212992)
+		res := sampleResults(n.Name, nil)
+		res.Stacks = []tsv1.StackResults{{Stack: tsv1.StackKernel, Microburst: &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: 256, LinkSpeedMbps: 10000,
+			Rows: []tsv1.MicroburstRow{
+				{ReceiveBufferBytes: 65536, Buffering: &tsv1.ReceiveBuffering{GrantedBytes: &granted, RmemDefaultBytes: &rmemDefault, RmemMaxBytes: ptr.To[int64](4194304)},
+					Trials: []tsv1.BurstTrial{{Packets: 64, Bursts: 10, Sent: 640}, {Packets: 128, Bursts: 10, Sent: 1280, Dropped: 9}, {Packets: 96, Bursts: 10, Sent: 960}}, MaxBurstPackets: 96, BurstTimeNs: 23194},
+				{ReceiveBufferBytes: 4194304, Buffering: &tsv1.ReceiveBuffering{GrantedBytes: ptr.To[int64](8388608), RmemDefaultBytes: &rmemDefault, Missing: "net.core.rmem_max: permission denied"},
+					Trials: []tsv1.BurstTrial{{Packets: 64, Bursts: 10, Sent: 640}, {Packets: 128, Bursts: 10, Sent: 1280}}, MaxBurstPackets: 128, BurstTimeNs: 30925, LimitReached: true},
+			}}}}
+		uploadResults(ns, job.Name, res)
+		Eventually(func(g Gomega) {
+			got := nodeStatus(getBenchmark(ns, "bufs")(g), n.Name)
+			g.Expect(got.Verdict).NotTo(BeNil())
+			g.Expect(got.Verdict.Result).To(Equal(tsv1.VerdictFailed))
+			g.Expect(got.Verdict.Reasons[0].Name).To(Equal("microburst/kernel/rcvbuf65536"))
+			g.Expect(got.Verdict.Reasons[0].Message).To(ContainSubstring("at SO_RCVBUF 65536 is 96 messages of 256 B, need 100"))
+			g.Expect(got.Verdict.Reasons).To(ContainElement(SatisfyAll(HaveField("Name", "microburst/kernel/rcvbuf4194304"), HaveField("Result", tsv1.VerdictPassed),
+				HaveField("Message", ContainSubstring("absorbed at least 128")))))
+			rows := got.Results.Stack(tsv1.StackKernel).Microburst.Rows
+			g.Expect(rows).To(HaveLen(2))
+			g.Expect(rows[0].Buffering).To(Equal(res.Stacks[0].Microburst.Rows[0].Buffering))
+			g.Expect(rows[1].Buffering.RmemMaxBytes).To(BeNil(), "an unknown value stays unknown through the status")
+			g.Expect(rows[1].Buffering.Missing).To(ContainSubstring("permission denied"))
+			g.Expect(rows[1].Trials).To(HaveLen(2))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("exporting the largest burst per receive buffer size")
+		v, ok := metricValue("tickstack_benchmark_microburst_packets", map[string]string{"namespace": ns, "node": n.Name, "receive_buffer_bytes": "65536", "limit_reached": "false"})
+		Expect(ok).To(BeTrue())
+		Expect(v).To(BeEquivalentTo(96))
+		v, ok = metricValue("tickstack_benchmark_microburst_packets", map[string]string{"namespace": ns, "node": n.Name, "receive_buffer_bytes": "4194304", "limit_reached": "true"})
+		Expect(ok).To(BeTrue())
+		Expect(v).To(BeEquivalentTo(128))
+		v, ok = metricValue("tickstack_benchmark_dropped_messages", map[string]string{"namespace": ns, "node": n.Name, "suite": "microburst"})
+		Expect(ok).To(BeTrue())
+		Expect(v).To(BeEquivalentTo(9))
 	})
 
 	It("runs tickToTrade with a reflector for the venue, fails a row with a tick unaccounted for, and compares tuned with untuned", func() {

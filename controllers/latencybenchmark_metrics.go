@@ -12,6 +12,7 @@ import (
 type BenchmarkMetrics struct {
 	latency *prometheus.GaugeVec
 	dropped *prometheus.GaugeVec
+	burst   *prometheus.GaugeVec
 	jitter  *prometheus.GaugeVec
 	verdict *prometheus.GaugeVec
 	run     *prometheus.GaugeVec
@@ -34,6 +35,10 @@ func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
 			Name: "tickstack_benchmark_dropped_messages",
 			Help: "Messages dropped in a suite (sum over its rows; tickToTrade: ticks lost or out of sequence) on a node, from its latest judged run.",
 		}, []string{"namespace", "benchmark", "node", "suite", "stack"}),
+		burst: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickstack_benchmark_microburst_packets",
+			Help: "Largest burst absorbed without a drop by a microburst row (receive_buffer_bytes: the SO_RCVBUF asked for, default: none) on a node, from its latest judged run; limit_reached=true: a lower bound, the search's.",
+		}, []string{"namespace", "benchmark", "node", "stack", "receive_buffer_bytes", "limit_reached"}),
 		jitter: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickstack_benchmark_jitter_seconds",
 			Help: "OS noise statistic of a jitter row (tool on one CPU) on a node, from its latest judged run.",
@@ -47,7 +52,7 @@ func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
 			Help: "The current run number of a benchmark.",
 		}, []string{"namespace", "benchmark"}),
 	}
-	reg.MustRegister(m.latency, m.dropped, m.jitter, m.verdict, m.run)
+	reg.MustRegister(m.latency, m.dropped, m.burst, m.jitter, m.verdict, m.run)
 	return m
 }
 
@@ -66,6 +71,7 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 		node := prometheus.Labels{"namespace": ns, "benchmark": name, "node": n.Node}
 		m.latency.DeletePartialMatch(node)
 		m.dropped.DeletePartialMatch(node)
+		m.burst.DeletePartialMatch(node)
 		m.jitter.DeletePartialMatch(node)
 		m.verdict.DeletePartialMatch(node)
 		for _, r := range []tsv1.VerdictResult{tsv1.VerdictPassed, tsv1.VerdictFailed, tsv1.VerdictInconclusive} {
@@ -127,8 +133,18 @@ func (m *BenchmarkMetrics) observeResults(ns, name, node string, res *tsv1.Bench
 		}
 		if mb := s.Microburst; mb != nil {
 			var drops int64
-			for _, t := range mb.Trials {
-				drops += t.Dropped
+			for _, row := range mb.Rows {
+				for _, t := range row.Trials {
+					drops += t.Dropped
+				}
+				if len(row.Trials) == 0 {
+					continue
+				}
+				buf := "default"
+				if row.ReceiveBufferBytes != 0 {
+					buf = strconv.FormatInt(row.ReceiveBufferBytes, 10)
+				}
+				m.burst.WithLabelValues(ns, name, node, string(s.Stack), buf, strconv.FormatBool(row.LimitReached)).Set(float64(row.MaxBurstPackets))
 			}
 			m.dropped.WithLabelValues(ns, name, node, string(tsv1.SuiteMicroburst), string(s.Stack)).Set(float64(drops))
 		}
@@ -154,6 +170,7 @@ func (m *BenchmarkMetrics) forget(namespace, name string) {
 	l := prometheus.Labels{"namespace": namespace, "benchmark": name}
 	m.latency.DeletePartialMatch(l)
 	m.dropped.DeletePartialMatch(l)
+	m.burst.DeletePartialMatch(l)
 	m.jitter.DeletePartialMatch(l)
 	m.verdict.DeletePartialMatch(l)
 	m.run.DeletePartialMatch(l)

@@ -367,13 +367,16 @@ type ReceiveBuffering struct {
 	Missing string `json:"missing,omitempty"`
 }
 
-// MicroburstResult is the microburst table and its answer.
+// MicroburstRow is the search at one receive buffer size.
 // +kubebuilder:object:generate=true
-type MicroburstResult struct {
-	Protocol    Protocol `json:"protocol"`
-	MessageSize int32    `json:"messageSize"`
-	// LinkSpeedMbps is the line rate the burst time is computed for.
-	LinkSpeedMbps int64 `json:"linkSpeedMbps"`
+type MicroburstRow struct {
+	// ReceiveBufferBytes is the SO_RCVBUF asked of the receiving server (sockperf --buffer-size);
+	// 0: none, the socket's default.
+	ReceiveBufferBytes int64 `json:"receiveBufferBytes"`
+	// Buffering is the receive buffering in force, as the reflector read it for the first trial
+	// of this row.
+	// +optional
+	Buffering *ReceiveBuffering `json:"buffering,omitempty"`
 	// +listType=atomic
 	Trials []BurstTrial `json:"trials,omitempty"`
 	// MaxBurstPackets is the largest burst absorbed without a drop (0: none was).
@@ -383,8 +386,23 @@ type MicroburstResult struct {
 	// LimitReached is true when every burst tried was absorbed (up to maxBurstPackets, or until
 	// maxTrials ran out), so MaxBurstPackets is a lower bound and the real limit is higher.
 	LimitReached bool `json:"limitReached,omitempty"`
+	// Error says why this row's search did not complete; its trials are kept.
 	// +optional
 	Error string `json:"error,omitempty"`
+}
+
+// MicroburstResult is the microburst table: the largest burst absorbed, by receive buffer size.
+// +kubebuilder:object:generate=true
+type MicroburstResult struct {
+	Protocol    Protocol `json:"protocol"`
+	MessageSize int32    `json:"messageSize"`
+	// LinkSpeedMbps is the line rate the burst time is computed for.
+	LinkSpeedMbps int64 `json:"linkSpeedMbps"`
+	// Rows has one search per receive buffer size of the spec, in its order; one row at the
+	// socket's default (receiveBufferBytes 0) when the spec names none.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Rows []MicroburstRow `json:"rows,omitempty"`
 }
 
 // MixedBurstRow is one traffic pattern of paper 003.

@@ -254,10 +254,21 @@ func TestRunnerOverVeth(t *testing.T) {
 	if m := k.RateSweep.MaxSustained[0]; m.LimitReached != (m.Mps == 4000) {
 		t.Errorf("max sustained %d msg/s with limitReached %v: want it exactly when the highest rate (4000) was sustained", m.Mps, m.LimitReached)
 	}
-	// microburst: the answer is a trial that dropped nothing, converted by paper 002's formula.
-	mb := k.Microburst
-	if mb == nil || mb.Error != "" || len(mb.Trials) == 0 || len(mb.Trials) > 3 {
+	// rateSweep without a receive buffer: the socket's default, reported as the reflector read it
+	if b := k.RateSweep.Buffering; k.RateSweep.ReceiveBufferBytes != 0 || !defaultBuffering(b) {
+		t.Errorf("rateSweep buffering %+v", b)
+	}
+	// microburst: one row at the socket's default buffering (none asked for), its buffering
+	// reported; the answer is a trial that dropped nothing, converted by paper 002's formula.
+	if k.Microburst == nil || len(k.Microburst.Rows) != 1 {
+		t.Fatalf("microburst: %+v", k.Microburst)
+	}
+	mb := k.Microburst.Rows[0]
+	if mb.Error != "" || len(mb.Trials) == 0 || len(mb.Trials) > 3 || mb.ReceiveBufferBytes != 0 {
 		t.Fatalf("microburst: %+v", mb)
+	}
+	if !defaultBuffering(mb.Buffering) {
+		t.Errorf("microburst buffering %+v", mb.Buffering)
 	}
 	best := int64(0)
 	for _, tr := range mb.Trials {
@@ -275,7 +286,7 @@ func TestRunnerOverVeth(t *testing.T) {
 	if mb.LimitReached == dropped {
 		t.Errorf("microburst answer %d with limitReached %v: want it exactly when no trial dropped (%v)", mb.MaxBurstPackets, mb.LimitReached, !dropped)
 	}
-	if mb.MaxBurstPackets != best || mb.BurstTimeNs != bench.BurstTimeNs(256, best, 10000) || mb.LinkSpeedMbps != 10000 {
+	if mb.MaxBurstPackets != best || mb.BurstTimeNs != bench.BurstTimeNs(256, best, 10000) || k.Microburst.LinkSpeedMbps != 10000 {
 		t.Errorf("microburst answer %d (%d ns), trials say %d: %+v", mb.MaxBurstPackets, mb.BurstTimeNs, best, mb)
 	}
 	// mixedBurst: 1000 msg/s in the steady second, 2000 in the burst second.
@@ -321,6 +332,13 @@ func TestRunnerOverVeth(t *testing.T) {
 	if v.Result != tsv1.VerdictInconclusive || v.Reasons[0].Name != "stack/bypass" {
 		t.Errorf("verdict on the real run: %+v", v)
 	}
+}
+
+// defaultBuffering says b is the kernel's buffering of a socket that asked for none, fully
+// reported: granted net.core.rmem_default, no value of the bypass stack.
+func defaultBuffering(b *tsv1.ReceiveBuffering) bool {
+	return b != nil && b.Missing == "" && b.GrantedBytes != nil && b.RmemDefaultBytes != nil && b.RmemMaxBytes != nil &&
+		*b.GrantedBytes == *b.RmemDefaultBytes && b.SocketQueueDatagrams == nil && b.UMEMFrames == nil && b.RXRingEntries == nil
 }
 
 func TestFlagErrors(t *testing.T) {

@@ -46,7 +46,42 @@ func UnmarshalResults(b []byte) (*tsv1.BenchmarkResults, error) {
 	if r.SchemaVersion != tsv1.BenchmarkResultsSchemaVersion {
 		return nil, fmt.Errorf("results schema %q, this build reads %q: run a matching runner image", r.SchemaVersion, tsv1.BenchmarkResultsSchemaVersion)
 	}
+	if err := readLegacyMicroburst(b, &r); err != nil {
+		return nil, err
+	}
 	return &r, nil
+}
+
+// legacyMicroburst is the microburst result of a runner older than receive buffer sizes: one
+// search, at the socket's default buffering, its answer beside the protocol.
+type legacyMicroburst struct {
+	Trials          []tsv1.BurstTrial `json:"trials"`
+	MaxBurstPackets int64             `json:"maxBurstPackets"`
+	BurstTimeNs     int64             `json:"burstTimeNs"`
+	LimitReached    bool              `json:"limitReached"`
+	Error           string            `json:"error"`
+}
+
+// readLegacyMicroburst reads an older runner's microburst result as the one row it is (the
+// socket's default buffering, which that runner did not report), so that its answer is not lost.
+func readLegacyMicroburst(b []byte, r *tsv1.BenchmarkResults) error {
+	var legacy struct {
+		Stacks []struct {
+			Microburst *legacyMicroburst `json:"microburst"`
+		} `json:"stacks"`
+	}
+	if err := json.Unmarshal(b, &legacy); err != nil {
+		return fmt.Errorf("decoding results: %w", err)
+	}
+	for i, s := range legacy.Stacks {
+		m, old := r.Stacks[i].Microburst, s.Microburst
+		if m == nil || old == nil || len(m.Rows) > 0 || (len(old.Trials) == 0 && old.Error == "") {
+			continue
+		}
+		m.Rows = []tsv1.MicroburstRow{{Buffering: &tsv1.ReceiveBuffering{Missing: "an older tickstack-bench measured this row at the socket's default buffering and reported none"},
+			Trials: old.Trials, MaxBurstPackets: old.MaxBurstPackets, BurstTimeNs: old.BurstTimeNs, LimitReached: old.LimitReached, Error: old.Error}}
+	}
+	return nil
 }
 
 // WriteResultsFile writes the compact document to path atomically (temp file + rename).

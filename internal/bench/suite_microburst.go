@@ -12,16 +12,50 @@ import (
 )
 
 // microburst finds the largest back-to-back burst absorbed without a drop, doubling then
-// bisecting the burst length (paper 002).
+// bisecting the burst length (paper 002), once per receive buffer size of the spec (one search
+// at the socket's default when it names none).
 func (r *Runner) microburst(ctx context.Context, stack tsv1.Stack, s *tsv1.MicroburstSpec) *tsv1.MicroburstResult {
 	res := &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: s.MessageSize, LinkSpeedMbps: s.LinkSpeedMbps}
+	sizes := s.ReceiveBufferBytes
+	if len(sizes) == 0 {
+		sizes = []int64{0}
+	}
+	for _, rcvbuf := range sizes {
+		row := r.burstSearch(ctx, stack, s, rcvbuf)
+		r.logf("microburst %s %s: %s messages of %d B%s", stack, rcvbufLabel(rcvbuf), FormatSearched(row.MaxBurstPackets, row.LimitReached), s.MessageSize, errSuffix(row.Error))
+		res.Rows = append(res.Rows, row)
+	}
+	return res
+}
+
+// rcvbufLabel names a requested receive buffer in the log.
+func rcvbufLabel(rcvbuf int64) string {
+	if rcvbuf == 0 {
+		return "SO_RCVBUF default"
+	}
+	return fmt.Sprintf("SO_RCVBUF %d", rcvbuf)
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return " (incomplete: " + e + ")"
+}
+
+// burstSearch is one row: the search at one receive buffer size of the reflector's server.
+func (r *Runner) burstSearch(ctx context.Context, stack tsv1.Stack, s *tsv1.MicroburstSpec, rcvbuf int64) tsv1.MicroburstRow {
+	row := tsv1.MicroburstRow{ReceiveBufferBytes: rcvbuf}
 	trial := func(n int64) (bool, error) {
 		var rep *SockperfClientReport
 		var counters *ReflectorCounters
-		err := r.retry(fmt.Sprintf("microburst %s %d x %d B", stack, n, s.MessageSize), func() (err error) {
-			counters, err = r.burstTrial(ctx, stack, s, n, &rep)
+		err := r.retry(fmt.Sprintf("microburst %s %d x %d B, %s", stack, n, s.MessageSize, rcvbufLabel(rcvbuf)), func() (err error) {
+			counters, err = r.burstTrial(ctx, stack, s, n, rcvbuf, &rep)
 			return err
 		})
+		if row.Buffering == nil {
+			row.Buffering = bufferingOf(counters)
+		}
 		if err != nil {
 			return false, err
 		}
@@ -29,15 +63,15 @@ func (r *Runner) microburst(ctx context.Context, stack tsv1.Stack, s *tsv1.Micro
 		// Gap detection sees every loss followed by a later message; a loss at the very end of the
 		// last burst only shows as fewer messages received (the count includes warm-up messages).
 		t.Dropped = max(counters.GapDropped, rep.MessagesSent-counters.Received, 0)
-		res.Trials = append(res.Trials, t)
-		r.logf("microburst %s %d x %d B: sent %d, dropped %d", stack, n, s.MessageSize, t.Sent, t.Dropped)
+		row.Trials = append(row.Trials, t)
+		r.logf("microburst %s %d x %d B, %s: sent %d, dropped %d", stack, n, s.MessageSize, rcvbufLabel(rcvbuf), t.Sent, t.Dropped)
 		return t.Dropped == 0 && t.Sent > 0, nil
 	}
 	var lo, hi int64 // largest burst absorbed, smallest burst that dropped (0: none yet)
 	n := min(int64(64), s.MaxBurstPackets)
 	for i := int32(0); i < s.MaxTrials; i++ {
 		if ctx.Err() != nil {
-			res.Error = ctx.Err().Error()
+			row.Error = ctx.Err().Error()
 			break
 		}
 		if hi != 0 {
@@ -48,13 +82,13 @@ func (r *Runner) microburst(ctx context.Context, stack tsv1.Stack, s *tsv1.Micro
 		}
 		ok, err := trial(n)
 		if err != nil {
-			res.Error = fmt.Sprintf("burst of %d: %v", n, err)
+			row.Error = fmt.Sprintf("burst of %d: %v", n, err)
 			break
 		}
 		switch {
 		case ok && hi == 0 && n >= s.MaxBurstPackets:
 			lo = n
-			res.LimitReached = true
+			row.LimitReached = true
 		case ok:
 			lo = n
 			if hi == 0 {
@@ -63,23 +97,36 @@ func (r *Runner) microburst(ctx context.Context, stack tsv1.Stack, s *tsv1.Micro
 		default:
 			hi = n
 		}
-		if res.LimitReached {
+		if row.LimitReached {
 			break
 		}
 	}
 	// every burst tried was absorbed (the bound, or the trials ran out first): a lower bound
 	if hi == 0 && lo > 0 {
-		res.LimitReached = true
+		row.LimitReached = true
 	}
-	res.MaxBurstPackets = lo
-	res.BurstTimeNs = BurstTimeNs(s.MessageSize, lo, s.LinkSpeedMbps)
-	return res
+	row.MaxBurstPackets = lo
+	row.BurstTimeNs = BurstTimeNs(s.MessageSize, lo, s.LinkSpeedMbps)
+	return row
 }
 
-// burstTrial sends bursts of n messages against a fresh gap-detecting reflector and returns the
-// reflector's counters; *rep receives the client's report.
-func (r *Runner) burstTrial(ctx context.Context, stack tsv1.Stack, s *tsv1.MicroburstSpec, n int64, rep **SockperfClientReport) (*ReflectorCounters, error) {
-	return r.withServer(stack, tsv1.ProtocolUDP, true, 0, func(port int) error {
+// MicroburstError joins the errors of a microburst result's rows, each with its receive buffer
+// ("" when every row completed).
+func MicroburstError(m *tsv1.MicroburstResult) string {
+	var out string
+	for _, row := range m.Rows {
+		if row.Error != "" {
+			out = joinErr(out, rcvbufLabel(row.ReceiveBufferBytes)+": "+row.Error)
+		}
+	}
+	return out
+}
+
+// burstTrial sends bursts of n messages against a fresh gap-detecting reflector server with a
+// receive buffer of rcvbuf bytes (0: the default) and returns the reflector's counters; *rep
+// receives the client's report.
+func (r *Runner) burstTrial(ctx context.Context, stack tsv1.Stack, s *tsv1.MicroburstSpec, n, rcvbuf int64, rep **SockperfClientReport) (*ReflectorCounters, error) {
+	return r.withServer(stack, tsv1.ProtocolUDP, true, rcvbuf, func(port int) error {
 		sp, err := r.Tools.path("sockperf", r.Tools.Sockperf)
 		if err != nil {
 			return err

@@ -245,6 +245,37 @@ func TestResultsLogRoundTrip(t *testing.T) {
 	}
 }
 
+// An older runner's microburst (one search at the socket's default, its answer beside the
+// protocol) reads as the one row it is, its buffering unknown and said so.
+func TestResultsFromAnOlderRunner(t *testing.T) {
+	doc := `{"schemaVersion":"bench.tickstack.io/v1alpha1","startTime":"2026-11-22T00:54:03Z","completionTime":"2026-11-22T00:54:49Z",
+		"stacks":[{"stack":"kernel","microburst":{"protocol":"udp","messageSize":256,"linkSpeedMbps":10000,
+		"trials":[{"packets":64,"bursts":10,"sent":681,"dropped":0},{"packets":128,"bursts":10,"sent":1280,"dropped":180}],
+		"maxBurstPackets":64,"burstTimeNs":15462,"limitReached":false}},{"stack":"bypass","unavailable":"no launcher"}]}`
+	r, err := UnmarshalResults([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.Stack(tsv1.StackKernel).Microburst
+	if m == nil || len(m.Rows) != 1 {
+		t.Fatalf("microburst %+v", m)
+	}
+	row := m.Rows[0]
+	if row.ReceiveBufferBytes != 0 || len(row.Trials) != 2 || row.MaxBurstPackets != 64 || row.BurstTimeNs != 15462 || row.LimitReached ||
+		row.Buffering == nil || row.Buffering.GrantedBytes != nil || !strings.Contains(row.Buffering.Missing, "older tickstack-bench") {
+		t.Errorf("row %+v", row)
+	}
+	// a current document is read as it is
+	b, err := MarshalResults(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := UnmarshalResults(b)
+	if err != nil || !reflect.DeepEqual(again.Stack(tsv1.StackKernel).Microburst, m) {
+		t.Errorf("round trip: %+v, %v", again, err)
+	}
+}
+
 // The result types will be embedded in the CRD status: no floats anywhere, camelCase JSON names.
 func TestResultTypesAreAPIShaped(t *testing.T) {
 	seen := map[reflect.Type]bool{}

@@ -31,7 +31,7 @@ func Evaluate(r *tsv1.BenchmarkResults, t tsv1.Thresholds) tsv1.Verdict {
 		}{
 			{tsv1.SuitePingPong, errOf(s.PingPong != nil, func() string { return s.PingPong.Error })},
 			{tsv1.SuiteRateSweep, errOf(s.RateSweep != nil, func() string { return s.RateSweep.Error })},
-			{tsv1.SuiteMicroburst, errOf(s.Microburst != nil, func() string { return s.Microburst.Error })},
+			{tsv1.SuiteMicroburst, errOf(s.Microburst != nil, func() string { return MicroburstError(s.Microburst) })},
 			{tsv1.SuiteMixedBurst, errOf(s.MixedBurst != nil, func() string { return s.MixedBurst.Error })},
 			{tsv1.SuiteTickToTrade, errOf(s.TickToTrade != nil, func() string { return s.TickToTrade.Error })},
 		} {
@@ -79,29 +79,7 @@ func Evaluate(r *tsv1.BenchmarkResults, t tsv1.Thresholds) tsv1.Verdict {
 		}
 	}
 	if t.MinMicroburstPackets != nil {
-		min := *t.MinMicroburstPackets
-		seen := false
-		for _, s := range r.Stacks {
-			m := s.Microburst
-			if m == nil || (m.Error != "" && len(m.Trials) == 0) {
-				continue
-			}
-			seen = true
-			name := fmt.Sprintf("microburst/%s", s.Stack)
-			switch {
-			case m.MaxBurstPackets >= min:
-				add(name, tsv1.VerdictPassed, "absorbed %s back-to-back %d B messages (%s us at %d Mb/s) >= %d", FormatSearched(m.MaxBurstPackets, m.LimitReached), m.MessageSize, FormatNanosAsMicros(m.BurstTimeNs), m.LinkSpeedMbps, min)
-			case m.LimitReached:
-				add(name, tsv1.VerdictInconclusive, "absorbed every burst tried, up to the search's bound of %d messages, which is below %d: raise suites.microburst.maxBurstPackets", m.MaxBurstPackets, min)
-			case m.Error != "":
-				add(name, tsv1.VerdictInconclusive, "absorbed %d before the suite failed, need %d: %s", m.MaxBurstPackets, min, m.Error)
-			default:
-				add(name, tsv1.VerdictFailed, "largest burst absorbed without a drop is %d messages of %d B, need %d", m.MaxBurstPackets, m.MessageSize, min)
-			}
-		}
-		if !seen {
-			add("microburst", tsv1.VerdictInconclusive, "minMicroburstPackets is set but no microburst result was measured")
-		}
+		evalMicroburst(r, *t.MinMicroburstPackets, add)
 	}
 	if t.MinBypassSpeedup != "" {
 		evalSpeedup(r, t.MinBypassSpeedup, add)
@@ -257,6 +235,43 @@ func evalLatency(r *tsv1.BenchmarkResults, i int, l tsv1.LatencyLimit, add func(
 		return
 	}
 	add(name, tsv1.VerdictPassed, "worst %s %s us at %s is within %s (%d rows checked)", l.Statistic, FormatNanosAsMicros(worstV), where, l.Max, len(rows))
+}
+
+// evalMicroburst checks every microburst row, each receive buffer size of each stack, against
+// minMicroburstPackets: a lower bound (limitReached) below it, or a search cut short, is
+// Inconclusive, never Failed.
+func evalMicroburst(r *tsv1.BenchmarkResults, min int64, add func(string, tsv1.VerdictResult, string, ...any)) {
+	seen := false
+	for _, s := range r.Stacks {
+		m := s.Microburst
+		if m == nil {
+			continue
+		}
+		for _, row := range m.Rows {
+			if row.Error != "" && len(row.Trials) == 0 {
+				continue
+			}
+			seen = true
+			name := fmt.Sprintf("microburst/%s", s.Stack)
+			if row.ReceiveBufferBytes != 0 {
+				name += fmt.Sprintf("/rcvbuf%d", row.ReceiveBufferBytes)
+			}
+			at := rcvbufLabel(row.ReceiveBufferBytes)
+			switch {
+			case row.MaxBurstPackets >= min:
+				add(name, tsv1.VerdictPassed, "absorbed %s back-to-back %d B messages (%s us at %d Mb/s) at %s >= %d", FormatSearched(row.MaxBurstPackets, row.LimitReached), m.MessageSize, FormatNanosAsMicros(row.BurstTimeNs), m.LinkSpeedMbps, at, min)
+			case row.LimitReached:
+				add(name, tsv1.VerdictInconclusive, "absorbed every burst tried at %s, up to the search's bound of %d messages, which is below %d: raise suites.microburst.maxBurstPackets", at, row.MaxBurstPackets, min)
+			case row.Error != "":
+				add(name, tsv1.VerdictInconclusive, "absorbed %d at %s before the search failed, need %d: %s", row.MaxBurstPackets, at, min, row.Error)
+			default:
+				add(name, tsv1.VerdictFailed, "largest burst absorbed without a drop at %s is %d messages of %d B, need %d", at, row.MaxBurstPackets, m.MessageSize, min)
+			}
+		}
+	}
+	if !seen {
+		add("microburst", tsv1.VerdictInconclusive, "minMicroburstPackets is set but no microburst result was measured")
+	}
 }
 
 // evalTickAccounting checks every tickToTrade row: Failed unless every tick the publisher sent

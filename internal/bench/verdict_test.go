@@ -33,8 +33,13 @@ func sampleResults() *tsv1.BenchmarkResults {
 					},
 					MaxSustained: []tsv1.SustainedRate{{Protocol: tsv1.ProtocolUDP, MessageSize: 64, Mps: 10000}},
 				},
-				Microburst: &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: 256, LinkSpeedMbps: 10000, MaxBurstPackets: 224, BurstTimeNs: BurstTimeNs(256, 224, 10000),
-					Trials: []tsv1.BurstTrial{{Packets: 64, Sent: 640}, {Packets: 256, Sent: 2560, Dropped: 3}, {Packets: 224, Sent: 2240}}},
+				// two receive buffer sizes: the larger absorbs the longer burst
+				Microburst: &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: 256, LinkSpeedMbps: 10000, Rows: []tsv1.MicroburstRow{
+					{ReceiveBufferBytes: 65536, MaxBurstPackets: 224, BurstTimeNs: BurstTimeNs(256, 224, 10000),
+						Trials: []tsv1.BurstTrial{{Packets: 64, Sent: 640}, {Packets: 256, Sent: 2560, Dropped: 3}, {Packets: 224, Sent: 2240}}},
+					{ReceiveBufferBytes: 212992, MaxBurstPackets: 900, BurstTimeNs: BurstTimeNs(256, 900, 10000),
+						Trials: []tsv1.BurstTrial{{Packets: 512, Sent: 5120}, {Packets: 1024, Sent: 10240, Dropped: 40}, {Packets: 900, Sent: 9000}}},
+				}},
 				MixedBurst: &tsv1.MixedBurstResult{Protocol: tsv1.ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []tsv1.MixedBurstRow{
 					{SteadyMps: 1000, BurstMps: 1000, Sent: 3000, LatencyStats: stats(25000, 70000), Small: ptr(stats(24000, 65000)), Large: ptr(stats(27000, 80000))},
 				}},
@@ -96,14 +101,32 @@ func TestEvaluate(t *testing.T) {
 			first: "drops/kernel", msg: "3 messages dropped in pingPong tcp 64 B"},
 		{name: "sustained rate met", th: tsv1.Thresholds{MinSustainedMps: ptr(int64(10000))}, want: tsv1.VerdictPassed},
 		{name: "sustained rate missed", th: tsv1.Thresholds{MinSustainedMps: ptr(int64(100000))}, want: tsv1.VerdictFailed, msg: "sustained only 10000 msg/s"},
-		{name: "microburst met", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(200))}, want: tsv1.VerdictPassed, msg: "absorbed 224"},
-		{name: "microburst missed", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(1000))}, want: tsv1.VerdictFailed, msg: "largest burst absorbed without a drop is 224"},
+		{name: "microburst met", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(200))}, want: tsv1.VerdictPassed,
+			first: "microburst/kernel/rcvbuf65536", msg: "Mb/s) at SO_RCVBUF 65536 >= 200"},
+		{name: "microburst missed", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(1000))}, want: tsv1.VerdictFailed,
+			first: "microburst/kernel/rcvbuf65536", msg: "largest burst absorbed without a drop at SO_RCVBUF 65536 is 224"},
+		// the threshold applies to every receive buffer size: the small buffer's row fails alone
+		{name: "microburst judged per buffer size", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(500))}, want: tsv1.VerdictFailed,
+			first: "microburst/kernel/rcvbuf65536", msg: "at SO_RCVBUF 65536 is 224 messages of 256 B, need 500"},
+		{name: "microburst at the default buffer keeps its name", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(200))},
+			mod: func(r *tsv1.BenchmarkResults) {
+				r.Stacks[0].Microburst.Rows = r.Stacks[0].Microburst.Rows[:1]
+				r.Stacks[0].Microburst.Rows[0].ReceiveBufferBytes = 0
+			}, want: tsv1.VerdictPassed, first: "microburst/kernel", msg: "at SO_RCVBUF default"},
 		// a search that stopped at its bound measured a lower bound: above the threshold it passes,
-		// below it says nothing either way
+		// below it says nothing either way, in each row
 		{name: "microburst bound above the threshold", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(200))},
-			mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].Microburst.LimitReached = true }, want: tsv1.VerdictPassed, msg: "absorbed at least 224"},
-		{name: "microburst bound below the threshold", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(1000))},
-			mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].Microburst.LimitReached = true }, want: tsv1.VerdictInconclusive, msg: "raise suites.microburst.maxBurstPackets"},
+			mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].Microburst.Rows[0].LimitReached = true }, want: tsv1.VerdictPassed, msg: "absorbed at least 224"},
+		{name: "microburst bound below the threshold", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(500))},
+			mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].Microburst.Rows[0].LimitReached = true }, want: tsv1.VerdictInconclusive,
+			first: "microburst/kernel/rcvbuf65536", msg: "at SO_RCVBUF 65536, up to the search's bound of 224 messages, which is below 500: raise suites.microburst.maxBurstPackets"},
+		{name: "microburst bound below the threshold in one row, a failure in the other", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(1000))},
+			mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].Microburst.Rows[0].LimitReached = true }, want: tsv1.VerdictFailed,
+			first: "microburst/kernel/rcvbuf212992", msg: "is 900 messages"},
+		{name: "microburst row cut short is inconclusive", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(500))},
+			mod: func(r *tsv1.BenchmarkResults) {
+				r.Stacks[0].Microburst.Rows[0].Error = "reflector gone"
+			}, want: tsv1.VerdictInconclusive, first: "suite/microburst/kernel", msg: "microburst on kernel did not complete: SO_RCVBUF 65536: reflector gone"},
 		{name: "sustained bound above the threshold", th: tsv1.Thresholds{MinSustainedMps: ptr(int64(10000))},
 			mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].RateSweep.MaxSustained[0].LimitReached = true }, want: tsv1.VerdictPassed, msg: "sustained at least 10000 msg/s"},
 		{name: "sustained bound below the threshold", th: tsv1.Thresholds{MinSustainedMps: ptr(int64(100000))},
@@ -116,7 +139,7 @@ func TestEvaluate(t *testing.T) {
 		{name: "suite error alone is inconclusive", mod: func(r *tsv1.BenchmarkResults) { r.Stacks[0].RateSweep.Error = "reflector gone" }, want: tsv1.VerdictInconclusive,
 			first: "suite/rateSweep/kernel", msg: "reflector gone"},
 		{name: "failure outranks inconclusive", th: tsv1.Thresholds{MinMicroburstPackets: ptr(int64(1000))}, mod: func(r *tsv1.BenchmarkResults) { r.Jitter.Error = "oslat missing" }, want: tsv1.VerdictFailed,
-			first: "microburst/kernel"},
+			first: "microburst/kernel/rcvbuf65536"},
 		{name: "invalid rule fails loudly", th: tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: "p42", Max: "1us"}}}, want: tsv1.VerdictFailed, msg: "thresholds.latency[0] is invalid"},
 		{name: "ptp all SLAVE passes without thresholds", mod: withPTP(lockedPTP()), want: tsv1.VerdictPassed,
 			first: "ptp/slave", msg: "all 200 samples of /run/tickstack/ptp/ptp4l.sock in SLAVE state"},

@@ -271,10 +271,14 @@ func TestReadBenchmarkRefusesTyposAndOtherKinds(t *testing.T) {
 func TestPrintBenchmarkShapes(t *testing.T) {
 	b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "all"}}
 	stats := tsv1.LatencyStats{Samples: 10, MinNs: 1000, MedianNs: 2000, MeanNs: 2100, P95Ns: 3000, P99Ns: 4000, P999Ns: 5000, MaxNs: 6000, StdDevNs: 500}
+	granted, rmemDefault, rmemMax := int64(8388608), int64(212992), int64(33554432)
+	mb := &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: 64, LinkSpeedMbps: 10000, Rows: []tsv1.MicroburstRow{{ReceiveBufferBytes: 4194304,
+		Buffering:       &tsv1.ReceiveBuffering{GrantedBytes: &granted, RmemDefaultBytes: &rmemDefault, RmemMaxBytes: &rmemMax},
+		MaxBurstPackets: 23000, BurstTimeNs: 2024000, Trials: []tsv1.BurstTrial{{Packets: 23000, Bursts: 10, Sent: 230000}}}}}
 	res := &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, StartTime: metav1.Now(), CompletionTime: metav1.Now(), Stacks: []tsv1.StackResults{
 		{Stack: tsv1.StackKernel,
 			RateSweep:  &tsv1.RateSweepResult{Rows: []tsv1.RateRow{{Protocol: tsv1.ProtocolUDP, MessageSize: 64, TargetMps: 10000, AchievedMps: 9990, Sent: 50000, Sustained: true, LatencyStats: stats}}, MaxSustained: []tsv1.SustainedRate{{Protocol: tsv1.ProtocolUDP, MessageSize: 64, Mps: 10000}}},
-			Microburst: &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: 64, LinkSpeedMbps: 10000, MaxBurstPackets: 23000, BurstTimeNs: 2024000, Trials: []tsv1.BurstTrial{{Packets: 23000, Bursts: 10, Sent: 230000}}},
+			Microburst: mb,
 			MixedBurst: &tsv1.MixedBurstResult{Protocol: tsv1.ProtocolUDP, SmallSize: 100, LargeSize: 600, Rows: []tsv1.MixedBurstRow{{SteadyMps: 500000, BurstMps: 500000, Sent: 3000000, LatencyStats: stats, Small: &stats}}},
 			TickToTrade: &tsv1.TickToTradeResult{Mix: tsv1.TickMixSteady, MessageSize: 32, OrderEvery: 100, Rows: []tsv1.TickToTradeRow{{RateMps: 500, AchievedMps: 500, TicksSent: 2000, TicksReceived: 2000,
 				Orders: 40, ExchangeOrders: 40, TickToTrade: stats, InApplication: stats, OrderToFill: stats, Sell: stats, MarketDataPath: tsv1.StackKernel, OrderPath: tsv1.StackKernel}}}},
@@ -288,7 +292,7 @@ func TestPrintBenchmarkShapes(t *testing.T) {
 	var out bytes.Buffer
 	PrintBenchmark(&out, b)
 	for _, want := range []string{"rateSweep, kernel stack", "highest rate sustained without drops, udp 64 B: 10000 msg/s",
-		"largest burst without a drop: 23000 messages", "2024.000", "mixedBurst, kernel stack: 2/3 at 100 B, 1/3 at 600 B",
+		"microburst, kernel stack: 64 B messages", "4194304  8388608        212992  33554432          23000", "2024.000", "mixedBurst, kernel stack: 2/3 at 100 B, 1/3 at 600 B",
 		"bypass stack unavailable: tickstack-run not found", "jitter (us)", "oslat", "== node n: Completed: Passed", "checks of node n: Passed",
 		"tick-to-trade, kernel stack (us; columns: market data msg/s)", "BUY         2.100", "SD S        0.500",
 		"tick-to-trade, tuned vs untuned: baseline LatencyBenchmark untuned run 2, node n", "25.0"} {

@@ -52,6 +52,8 @@ svg .line.s0, svg .line.s1, svg .line.s2, svg .line.s3, svg .line.s4, svg .line.
 {{if .Error}}<p class="note">pingPong incomplete: {{.Error}}</p>{{end}}
 {{end}}
 {{with .RateSweep}}
+<p>rateSweep receive buffer: {{bufText .ReceiveBufferBytes .Buffering $bypass}}.</p>
+{{range bufNotes .ReceiveBufferBytes .Buffering $bypass}}<p class="note">buffers: {{.}}</p>{{end}}
 <table class="rateSweep"><caption>rateSweep: latency under load (papers 000, 001, 002)</caption>
 <tr><th class="l">protocol</th><th>size (B)</th><th>target msg/s</th><th>achieved msg/s</th><th>sent</th><th>dropped</th><th class="l">sustained</th><th>samples</th><th>min</th><th>median</th><th>mean</th><th>p99</th><th>max</th><th>std-dev</th><th>stalls</th></tr>
 {{range .Rows}}<tr><td class="l">{{.Protocol}}</td><td>{{.MessageSize}}</td><td>{{.TargetMps}}</td><td>{{.AchievedMps}}</td><td>{{.Sent}}</td><td>{{.Dropped}}</td><td class="l">{{if .Sustained}}yes{{else}}no{{end}}</td><td>{{.Samples}}</td><td>{{us .MinNs}}</td><td>{{us .MedianNs}}</td><td>{{us .MeanNs}}</td><td>{{us .P99Ns}}</td><td>{{us .MaxNs}}</td><td>{{us .StdDevNs}}</td><td>{{stallCount .Stalls}}</td></tr>
@@ -61,13 +63,12 @@ svg .line.s0, svg .line.s1, svg .line.s2, svg .line.s3, svg .line.s4, svg .line.
 {{if .Error}}<p class="note">rateSweep incomplete: {{.Error}}</p>{{end}}
 {{end}}
 {{with .Microburst}}
-<table class="microburst"><caption>microburst (paper 002): {{.MessageSize}} B messages, bursts 100 ms apart</caption>
-<tr><th>burst (messages)</th><th>bursts</th><th>sent</th><th>dropped</th></tr>
-{{range .Trials}}<tr><td>{{.Packets}}</td><td>{{.Bursts}}</td><td>{{.Sent}}</td><td>{{.Dropped}}</td></tr>
+<table class="microburst"><caption>microburst (paper 002): {{.MessageSize}} B messages, bursts 100 ms apart, by the reflector's receive buffer (bytes)</caption>
+<tr>{{range bufHead $bypass}}<th>{{.}}</th>{{end}}<th>largest burst (messages)</th><th>burst time</th><th class="l">trials (burst: dropped)</th></tr>
+{{range .Rows}}<tr>{{range bufCells .ReceiveBufferBytes .Buffering $bypass}}<td>{{.}}</td>{{end}}<td><b>{{searched .MaxBurstPackets .LimitReached}}</b></td><td>{{burstTime .BurstTimeNs}}</td><td class="l">{{trials .Trials}}</td></tr>
 {{end}}</table>
-<p>Largest burst absorbed without a drop: <b>{{searched .MaxBurstPackets .LimitReached}}</b> messages{{if .LimitReached}} (the search's bound: every burst tried was absorbed, the real limit is higher){{end}};
-burst time (46 + {{.MessageSize}}) x {{.MaxBurstPackets}} x bit time x 8 at {{.LinkSpeedMbps}} Mb/s = <b>{{burstTime .BurstTimeNs}}</b>.</p>
-{{if .Error}}<p class="note">microburst incomplete: {{.Error}}</p>{{end}}
+<p>Largest burst absorbed without a drop, by receive buffer; burst time (46 + {{.MessageSize}}) x messages x bit time x 8 at {{.LinkSpeedMbps}} Mb/s. "at least N": the search's bound, every burst tried was absorbed, the real limit is higher. "?": not reported.</p>
+{{range .Rows}}{{range bufNotes .ReceiveBufferBytes .Buffering $bypass}}<p class="note">buffers: {{.}}</p>{{end}}{{if .Error}}<p class="note">microburst at SO_RCVBUF {{rcvbuf .ReceiveBufferBytes}} incomplete: {{.Error}}</p>{{end}}{{end}}
 {{end}}
 {{with .MixedBurst}}
 <table class="mixedBurst"><caption>mixedBurst (paper 003): 2/3 at {{.SmallSize}} B, 1/3 at {{.LargeSize}} B, one-second bursts every other second</caption>

@@ -387,6 +387,13 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"searched":  bench.FormatSearched,
 	"burstTime": func(ns int64) string { return usLabel(float64(ns)) },
 	"ptpStates": PTPStates,
+	// receive buffering (buffers.go)
+	"bufHead":  BufferingHead,
+	"bufCells": BufferingCells,
+	"bufText":  BufferingText,
+	"bufNotes": BufferingNotes,
+	"rcvbuf":   RcvbufAsked,
+	"trials":   TrialsCell,
 	// stalls (stalls.go)
 	"stallCount":     StallCount,
 	"maxCheck":       MaxCheckCell,

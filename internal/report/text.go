@@ -82,6 +82,11 @@ func WriteText(w io.Writer, n NodeResults) error {
 		}
 		if rs := st.RateSweep; rs != nil {
 			heading(fmt.Sprintf("rateSweep, %s stack: latency under load (us)", st.Stack))
+			bypass := st.Stack == tsv1.StackBypass
+			fmt.Fprintf(w, "receive buffer: %s\n", BufferingText(rs.ReceiveBufferBytes, rs.Buffering, bypass))
+			for _, n := range BufferingNotes(rs.ReceiveBufferBytes, rs.Buffering, bypass) {
+				fmt.Fprintf(w, "  buffers: %s\n", n)
+			}
 			line(append([]string{"protocol", "size", "target/s", "achieved/s", "sent", "dropped", "sustained"}, append(statHead, "stalls")...)...)
 			for _, row := range rs.Rows {
 				line(append([]string{string(row.Protocol), fmt.Sprint(row.MessageSize), fmt.Sprint(row.TargetMps), fmt.Sprint(row.AchievedMps),
@@ -101,19 +106,26 @@ func WriteText(w io.Writer, n NodeResults) error {
 			}
 		}
 		if m := st.Microburst; m != nil {
-			heading(fmt.Sprintf("microburst, %s stack: %d B messages, bursts 100 ms apart", st.Stack, m.MessageSize))
-			line("burst", "bursts", "sent", "dropped")
-			for _, t := range m.Trials {
-				line(fmt.Sprint(t.Packets), fmt.Sprint(t.Bursts), fmt.Sprint(t.Sent), fmt.Sprint(t.Dropped))
+			bypass := st.Stack == tsv1.StackBypass
+			heading(fmt.Sprintf("microburst, %s stack: %d B messages, bursts 100 ms apart, by the reflector's receive buffer (bytes)", st.Stack, m.MessageSize))
+			line(append(BufferingHead(bypass), "largest burst", fmt.Sprintf("burst time at %d Mb/s (us)", m.LinkSpeedMbps), "trials (burst:dropped)")...)
+			var bufNotes []string
+			bound := false
+			for _, row := range m.Rows {
+				line(append(BufferingCells(row.ReceiveBufferBytes, row.Buffering, bypass),
+					bench.FormatSearched(row.MaxBurstPackets, row.LimitReached), us(row.BurstTimeNs), TrialsCell(row.Trials))...)
+				bufNotes = append(bufNotes, BufferingNotes(row.ReceiveBufferBytes, row.Buffering, bypass)...)
+				bound = bound || row.LimitReached
 			}
 			tw.Flush()
-			limit := ""
-			if m.LimitReached {
-				limit = " (the search's bound: every burst tried was absorbed, the real limit is higher)"
+			if bound {
+				fmt.Fprintln(w, "  at least N: the search's bound: every burst tried was absorbed, the real limit is higher")
 			}
-			fmt.Fprintf(w, "largest burst without a drop: %s messages%s; burst time at %d Mb/s: %s us\n", bench.FormatSearched(m.MaxBurstPackets, m.LimitReached), limit, m.LinkSpeedMbps, us(m.BurstTimeNs))
-			if m.Error != "" {
-				fmt.Fprintf(w, "  incomplete: %s\n", m.Error)
+			for _, n := range bufNotes {
+				fmt.Fprintf(w, "  buffers: %s\n", n)
+			}
+			if e := bench.MicroburstError(m); e != "" {
+				fmt.Fprintf(w, "  incomplete: %s\n", e)
 			}
 		}
 		if mb := st.MixedBurst; mb != nil {

@@ -48,7 +48,9 @@ func TestWriteText(t *testing.T) {
 	for _, want := range []string{
 		"verdict: Failed",
 		"path: 198.18.3.2 on lat0 to reflector 198.18.3.1",
-		fmt.Sprintf("largest burst without a drop: %d messages", k.Microburst.MaxBurstPackets),
+		"microburst, kernel stack: 256 B messages, bursts 100 ms apart, by the reflector's receive buffer (bytes)",
+		"buffers: SO_RCVBUF default: unknown: an older tickstack-bench measured this row",
+		"receive buffer: SO_RCVBUF default, granted ? (net.core.rmem_default ?, rmem_max ?)",
 		fmt.Sprintf("highest rate sustained without drops, udp 64 B: %d msg/s", k.RateSweep.MaxSustained[0].Mps),
 		"kernel vs bypass (us)",
 		"2.5", // the derived bypass stack is 2.5x faster
@@ -70,14 +72,15 @@ func ptrInt64(v int64) *int64 { return &v }
 func TestSearchBoundsPrintedAsLowerBounds(t *testing.T) {
 	res := loadResults(t)
 	k := res.Stack(tsv1.StackKernel)
-	k.Microburst.LimitReached = true
+	k.Microburst.Rows[0].LimitReached = true
 	k.RateSweep.MaxSustained[0].LimitReached = true
 	var buf bytes.Buffer
 	if err := WriteText(&buf, NodeResults{Results: res}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("largest burst without a drop: at least %d messages (the search's bound", k.Microburst.MaxBurstPackets),
+		fmt.Sprintf("at least %d  ", k.Microburst.Rows[0].MaxBurstPackets),
+		"at least N: the search's bound: every burst tried was absorbed, the real limit is higher",
 		fmt.Sprintf("udp 64 B: at least %d msg/s (the sweep's highest rate", k.RateSweep.MaxSustained[0].Mps),
 	} {
 		if !strings.Contains(buf.String(), want) {
@@ -90,10 +93,71 @@ func TestSearchBoundsPrintedAsLowerBounds(t *testing.T) {
 	}
 	page := html.String()
 	for _, want := range []string{
-		fmt.Sprintf("<b>at least %d</b> messages (the search's bound", k.Microburst.MaxBurstPackets),
+		fmt.Sprintf("<b>at least %d</b>", k.Microburst.Rows[0].MaxBurstPackets),
 		fmt.Sprintf("64 B: at least %d msg/s (the sweep's highest rate", k.RateSweep.MaxSustained[0].Mps),
 	} {
 		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// Every burst figure is printed beside the buffering it was measured at: one line per receive
+// buffer size with the SO_RCVBUF asked for, granted, the kernel's limits and, on the bypass
+// stack, its socket queue, UMEM frames and RX ring; the rateSweep says its buffering once.
+func TestBuffersBesideBurstFigures(t *testing.T) {
+	res := withBypass(loadResults(t))
+	k, b := res.Stack(tsv1.StackKernel), res.Stack(tsv1.StackBypass)
+	kb := func(granted int64) *tsv1.ReceiveBuffering {
+		return &tsv1.ReceiveBuffering{GrantedBytes: ptrInt64(granted), RmemDefaultBytes: ptrInt64(212992), RmemMaxBytes: ptrInt64(4194304)}
+	}
+	bb := func(granted int64) *tsv1.ReceiveBuffering {
+		x := kb(granted)
+		x.SocketQueueDatagrams, x.UMEMFrames, x.RXRingEntries = ptrInt64(1024), ptrInt64(8192), ptrInt64(4096)
+		return x
+	}
+	trials := []tsv1.BurstTrial{{Packets: 64, Bursts: 10, Sent: 640}, {Packets: 128, Bursts: 10, Sent: 1280, Dropped: 7}}
+	k.Microburst.Rows = []tsv1.MicroburstRow{
+		{ReceiveBufferBytes: 65536, Buffering: kb(131072), Trials: trials, MaxBurstPackets: 100, BurstTimeNs: 24160},
+		{ReceiveBufferBytes: 8 << 20, Buffering: kb(8388608), Trials: trials[:1], MaxBurstPackets: 64, BurstTimeNs: 15462, LimitReached: true},
+	}
+	b.Microburst = &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: 256, LinkSpeedMbps: 10000, Rows: []tsv1.MicroburstRow{
+		{Buffering: bb(212992), Trials: trials, MaxBurstPackets: 90, BurstTimeNs: 21744},
+	}}
+	k.RateSweep.ReceiveBufferBytes, k.RateSweep.Buffering = 65536, kb(131072)
+	var buf bytes.Buffer
+	if err := WriteText(&buf, NodeResults{Results: res}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	rows := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		rows[strings.Join(strings.Fields(l), " ")] = true
+	}
+	for _, want := range []string{
+		"SO_RCVBUF granted rmem_default rmem_max largest burst burst time at 10000 Mb/s (us) trials (burst:dropped)",
+		"65536 131072 212992 4194304 100 24.160 64:0,128:7",
+		"8388608 8388608 212992 4194304 at least 64 15.462 64:0",
+		"SO_RCVBUF granted rmem_default rmem_max sockq UMEM frames RX ring largest burst burst time at 10000 Mb/s (us) trials (burst:dropped)",
+		"default 212992 212992 4194304 1024 8192 4096 90 21.744 64:0,128:7",
+		"receive buffer: SO_RCVBUF 65536, granted 131072 (net.core.rmem_default 212992, rmem_max 4194304)",
+		"buffers: SO_RCVBUF 8388608: the kernel granted 8388608, less than twice the request: net.core.rmem_max (4194304) caps SO_RCVBUF (sockperf does not force it)",
+		"buffers: SO_RCVBUF default: on the bypass stack a socket without SO_RCVBUF queues up to its socket queue's datagrams whatever their size; the kernel's granted bytes do not bound it",
+	} {
+		if !rows[want] {
+			t.Errorf("text report lacks the line %q:\n%s", want, out)
+		}
+	}
+	var html bytes.Buffer
+	if err := Render(&html, Input{Nodes: []NodeResults{{Node: "n", Results: res}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"<td>65536</td><td>131072</td><td>212992</td><td>4194304</td><td><b>100</b></td>",
+		"<td>default</td><td>212992</td><td>212992</td><td>4194304</td><td>1024</td><td>8192</td><td>4096</td><td><b>90</b></td>",
+		"rateSweep receive buffer: SO_RCVBUF 65536, granted 131072 (net.core.rmem_default 212992, rmem_max 4194304).",
+	} {
+		if !strings.Contains(html.String(), want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
