@@ -72,6 +72,8 @@ type options struct {
 	maxBurst     int64
 	burstTrials  int
 	linkMbps     int64
+	burstBufs    string
+	rateBuf      int64
 	mixed        string
 	mixedSeconds int
 	jitterCPUs   string
@@ -122,6 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, *flag.FlagSet, error
 	fs.Int64Var(&o.maxBurst, "max-burst", 0, "microburst: largest burst to try")
 	fs.IntVar(&o.burstTrials, "burst-trials", 0, "microburst: most trials of the search")
 	fs.Int64Var(&o.linkMbps, "link-mbps", 0, "microburst: line rate for the burst-time formula (default 10000)")
+	fs.StringVar(&o.burstBufs, "burst-buffers", "", "microburst: comma list of increasing receive buffer sizes in bytes, the reflector's SO_RCVBUF (sockperf --buffer-size), one search each (default: the socket's default)")
+	fs.Int64Var(&o.rateBuf, "rate-buffer", 0, "rateSweep: the reflector's receive buffer in bytes, SO_RCVBUF (default: the socket's default)")
 	fs.StringVar(&o.mixed, "mixed-patterns", "", "mixedBurst: comma list of STEADY+BURST msg/s, e.g. 500000+500000,1000000+500000")
 	fs.IntVar(&o.mixedSeconds, "mixed-duration", 0, "mixedBurst: seconds per pattern (even)")
 	fs.StringVar(&o.jitterCPUs, "jitter-cpus", "", "jitter: CPU list to measure (required for jitter)")
@@ -269,7 +273,7 @@ func runClient(ctx context.Context, o *options, tools bench.Tools, spec tsv1.Ben
 func buildSpec(o *options, fs *flag.FlagSet) (tsv1.BenchmarkSuites, error) {
 	var spec tsv1.BenchmarkSuites
 	suiteFlags := []string{"suites", "stacks", "protocols", "sizes", "duration", "rates", "rate-sizes", "reply-every", "burst-size",
-		"max-burst", "burst-trials", "link-mbps", "mixed-patterns", "mixed-duration", "jitter-cpus", "jitter-duration", "jitter-tools", "cyclictest-priority",
+		"max-burst", "burst-trials", "link-mbps", "burst-buffers", "rate-buffer", "mixed-patterns", "mixed-duration", "jitter-cpus", "jitter-duration", "jitter-tools", "cyclictest-priority",
 		"ptp-socket", "ptp-interval", "ptp-domain", "ptp-duration", "t2t-rates", "t2t-duration", "t2t-every", "t2t-size", "t2t-mix", "t2t-burst"}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -317,11 +321,15 @@ func buildSpec(o *options, fs *flag.FlagSet) (tsv1.BenchmarkSuites, error) {
 	if err != nil {
 		return spec, err
 	}
-	rates, err := int64List("--rates", o.rates)
+	rates, err := int64List("--rates", "messages per second", o.rates)
 	if err != nil {
 		return spec, err
 	}
-	t2tRates, err := int64List("--t2t-rates", o.t2tRates)
+	t2tRates, err := int64List("--t2t-rates", "messages per second", o.t2tRates)
+	if err != nil {
+		return spec, err
+	}
+	burstBufs, err := int64List("--burst-buffers", "bytes", o.burstBufs)
 	if err != nil {
 		return spec, err
 	}
@@ -334,9 +342,11 @@ func buildSpec(o *options, fs *flag.FlagSet) (tsv1.BenchmarkSuites, error) {
 			}
 			spec.PingPong = p
 		case tsv1.SuiteRateSweep:
-			spec.RateSweep = &tsv1.RateSweepSpec{MessageSizes: rateSizes, RatesMps: rates, ReplyEvery: int32(o.replyEvery), DurationSeconds: int32(o.duration)}
+			spec.RateSweep = &tsv1.RateSweepSpec{MessageSizes: rateSizes, RatesMps: rates, ReplyEvery: int32(o.replyEvery), DurationSeconds: int32(o.duration),
+				ReceiveBufferBytes: o.rateBuf}
 		case tsv1.SuiteMicroburst:
-			spec.Microburst = &tsv1.MicroburstSpec{MessageSize: int32(o.burstSize), MaxBurstPackets: o.maxBurst, MaxTrials: int32(o.burstTrials), LinkSpeedMbps: o.linkMbps}
+			spec.Microburst = &tsv1.MicroburstSpec{MessageSize: int32(o.burstSize), MaxBurstPackets: o.maxBurst, MaxTrials: int32(o.burstTrials), LinkSpeedMbps: o.linkMbps,
+				ReceiveBufferBytes: burstBufs}
 		case tsv1.SuiteMixedBurst:
 			m := &tsv1.MixedBurstSpec{DurationSeconds: int32(o.mixedSeconds)}
 			for _, p := range splitList(o.mixed) {
@@ -397,12 +407,13 @@ func splitList(s string) []string {
 	return out
 }
 
-func int64List(flagName, s string) ([]int64, error) {
+// int64List parses a comma list of numbers of unit ("messages per second", "bytes").
+func int64List(flagName, unit, s string) ([]int64, error) {
 	var out []int64
 	for _, f := range splitList(s) {
 		v, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %q is not a number of messages per second", flagName, f)
+			return nil, fmt.Errorf("%s: %q is not a number of %s", flagName, f, unit)
 		}
 		out = append(out, v)
 	}

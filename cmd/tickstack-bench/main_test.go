@@ -341,6 +341,12 @@ func defaultBuffering(b *tsv1.ReceiveBuffering) bool {
 		*b.GrantedBytes == *b.RmemDefaultBytes && b.SocketQueueDatagrams == nil && b.UMEMFrames == nil && b.RXRingEntries == nil
 }
 
+// grantedFor is what Linux grants a plain SO_RCVBUF request (sockperf --buffer-size): twice the
+// request, the request first capped at net.core.rmem_max.
+func grantedFor(req int64, b *tsv1.ReceiveBuffering) int64 {
+	return 2 * min(req, *b.RmemMaxBytes)
+}
+
 func TestFlagErrors(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -365,6 +371,10 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--role=client", "--suites=tickToTrade", "--t2t-burst=1000", "--t2t-duration=3"}, "tickToTrade.durationSeconds: 3 is odd"},
 		{[]string{"--role=client", "--suites=tickToTrade"}, "--peer is required"},
 		{[]string{"--role=client", "--spec=x.json", "--t2t-rates=500"}, "--t2t-rates and --spec both given"},
+		{[]string{"--role=client", "--suites=microburst", "--burst-buffers=64k"}, `--burst-buffers: "64k" is not a number`},
+		{[]string{"--role=client", "--suites=microburst", "--burst-buffers=212992,65536"}, "microburst.receiveBufferBytes: sizes must increase"},
+		{[]string{"--role=client", "--suites=rateSweep", "--rate-buffer=1024"}, "rateSweep.receiveBufferBytes: 1024 out of range: use 4096..67108864 bytes"},
+		{[]string{"--role=client", "--spec=x.json", "--burst-buffers=65536"}, "--burst-buffers and --spec both given"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
@@ -419,6 +429,59 @@ func runPair(t *testing.T, nsA, nsB string, serverArgs, clientArgs []string) *ts
 	return res
 }
 
+// TestRunnerMicroburstBuffersOverVeth searches the largest burst at two receive buffer sizes of
+// the reflector's server on the kernel stack, as a Job does with suites.microburst.
+// receiveBufferBytes, and a rateSweep at a stated buffer: one row per size, each with the buffer
+// the kernel granted (twice the request, capped at rmem_max), and the larger buffer absorbs at
+// least as long a burst.
+func TestRunnerMicroburstBuffersOverVeth(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tool := range []string{"ip", "sockperf", "taskset"} {
+		testutil.RequireTool(t, tool)
+	}
+	nsA, nsB := vethPair(t, "r")
+	serverCPU, clientCPU := "0", "0"
+	if runtime.NumCPU() > 1 {
+		clientCPU = "1"
+	}
+	const small, large = 4096, 1 << 20
+	res := runPair(t, nsA, nsB, []string{"--cpus=" + serverCPU},
+		[]string{"--cpus=" + clientCPU, "--suites=microburst,rateSweep", "--burst-size=256", "--max-burst=512", "--burst-trials=6",
+			fmt.Sprintf("--burst-buffers=%d,%d", small, large), "--rates=1000", "--rate-sizes=64", "--duration=1", "--rate-buffer=65536"})
+	k := res.Stack(tsv1.StackKernel)
+	if k == nil || k.Microburst == nil || len(k.Microburst.Rows) != 2 {
+		t.Fatalf("kernel microburst: %+v", k)
+	}
+	rows := k.Microburst.Rows
+	for i, want := range []int64{small, large} {
+		row := rows[i]
+		b := row.Buffering
+		if row.ReceiveBufferBytes != want || row.Error != "" || len(row.Trials) == 0 {
+			t.Fatalf("row %d: %+v", i, row)
+		}
+		if b == nil || b.Missing != "" || b.GrantedBytes == nil || b.RmemDefaultBytes == nil || b.RmemMaxBytes == nil || b.SocketQueueDatagrams != nil {
+			t.Fatalf("row %d (SO_RCVBUF %d) buffering %+v", i, want, b)
+		}
+		if *b.GrantedBytes != grantedFor(want, b) {
+			t.Errorf("SO_RCVBUF %d: granted %d, want twice the request capped at rmem_max %d: %d", want, *b.GrantedBytes, *b.RmemMaxBytes, grantedFor(want, b))
+		}
+		t.Logf("SO_RCVBUF %d (granted %d): %s messages, trials %+v", want, *b.GrantedBytes, bench.FormatSearched(row.MaxBurstPackets, row.LimitReached), row.Trials)
+	}
+	if rows[1].MaxBurstPackets < rows[0].MaxBurstPackets {
+		t.Errorf("SO_RCVBUF %d absorbed %d messages, fewer than the %d of SO_RCVBUF %d", large, rows[1].MaxBurstPackets, rows[0].MaxBurstPackets, small)
+	}
+	// 8 KiB granted holds a few 256 B datagrams (each charged its skb's true size): a burst of
+	// 512 cannot fit, whatever the receiver drains meanwhile
+	if rows[0].LimitReached {
+		t.Errorf("SO_RCVBUF %d absorbed every burst up to the bound: %+v", small, rows[0])
+	}
+	rs := k.RateSweep
+	if rs == nil || rs.ReceiveBufferBytes != 65536 || rs.Buffering == nil || rs.Buffering.GrantedBytes == nil || rs.Buffering.RmemMaxBytes == nil ||
+		*rs.Buffering.GrantedBytes != grantedFor(65536, rs.Buffering) {
+		t.Errorf("rateSweep at SO_RCVBUF 65536: %+v", rs)
+	}
+}
+
 // TestRunnerBypassOverVeth measures UDP ping-pong on both stacks when the dataplane launcher is
 // built (make -C dataplane), and checks both tables are filled and compared. The launcher belongs
 // to the dataplane; without it this test has nothing to run.
@@ -438,7 +501,8 @@ func TestRunnerBypassOverVeth(t *testing.T) {
 		cpu = "1" // spinning ends on different CPUs
 	}
 	res := runPair(t, nsA, nsB, []string{"--cpus=0", "--launcher=" + launcher},
-		[]string{"--cpus=" + cpu, "--launcher=" + launcher, "--suites=pingPong", "--stacks=kernel,bypass", "--protocols=udp", "--sizes=64", "--duration=1"})
+		[]string{"--cpus=" + cpu, "--launcher=" + launcher, "--suites=pingPong,microburst", "--stacks=kernel,bypass", "--protocols=udp", "--sizes=64", "--duration=1",
+			"--burst-buffers=65536", "--max-burst=256", "--burst-trials=3"})
 	for _, st := range []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} {
 		s := res.Stack(st)
 		if s == nil || s.Unavailable != "" || s.PingPong == nil || s.PingPong.Error != "" || len(s.PingPong.Rows) != 1 {
@@ -450,6 +514,24 @@ func TestRunnerBypassOverVeth(t *testing.T) {
 			t.Errorf("%s stack: stall report %+v", st, sr)
 		}
 	}
+	// microburst at equal buffering: the kernel granted both servers the same SO_RCVBUF, and
+	// the bypass server's dump states its socket queue (the latency profile's), UMEM frames
+	// and RX ring
+	kb, bb := res.Stack(tsv1.StackKernel).Microburst, res.Stack(tsv1.StackBypass).Microburst
+	if kb == nil || bb == nil || len(kb.Rows) != 1 || len(bb.Rows) != 1 {
+		t.Fatalf("microburst: kernel %+v, bypass %+v", kb, bb)
+	}
+	k, b := kb.Rows[0].Buffering, bb.Rows[0].Buffering
+	if k == nil || b == nil || k.Missing != "" || b.Missing != "" || k.GrantedBytes == nil || b.GrantedBytes == nil || *k.GrantedBytes != *b.GrantedBytes ||
+		*b.GrantedBytes != grantedFor(65536, b) {
+		t.Fatalf("microburst buffering: kernel %+v, bypass %+v", k, b)
+	}
+	if b.SocketQueueDatagrams == nil || *b.SocketQueueDatagrams != 1024 || b.UMEMFrames == nil || *b.UMEMFrames != 8192 || b.RXRingEntries == nil || *b.RXRingEntries != 4096 ||
+		k.SocketQueueDatagrams != nil {
+		t.Errorf("bypass buffering %+v: want socket queue 1024 (profile latency), 8192 UMEM frames, RX ring 4096; kernel %+v", b, k)
+	}
+	t.Logf("microburst at SO_RCVBUF 65536: kernel %s, bypass %s messages", bench.FormatSearched(kb.Rows[0].MaxBurstPackets, kb.Rows[0].LimitReached),
+		bench.FormatSearched(bb.Rows[0].MaxBurstPackets, bb.Rows[0].LimitReached))
 	cmp := bench.CompareStacks(res)
 	if len(cmp) != 1 || cmp[0].MedianSpeedup == "" || cmp[0].KernelMedianNs != res.Stack(tsv1.StackKernel).PingPong.Rows[0].MedianNs {
 		t.Errorf("comparison %+v", cmp)
