@@ -212,6 +212,16 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 	for sc.Scan() {
 		var req controlRequest
 		var resp controlResponse
+		// register keeps a started process under a new id for the later requests
+		register := func(p *reflectorProc, err error) {
+			if err != nil {
+				resp.Error = err.Error()
+				return
+			}
+			next++
+			procs[next] = p
+			resp.ID = next
+		}
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			resp.Error = fmt.Sprintf("bad control request: %v", err)
 		} else {
@@ -219,27 +229,13 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 			case "hello":
 				resp.Hello = r.hello(ctx)
 			case "start":
-				p, err := r.start(ctx, req)
-				if err != nil {
-					resp.Error = err.Error()
-				} else {
-					next++
-					procs[next] = p
-					resp.ID = next
-				}
+				register(r.start(ctx, req))
 			case "t2tExchange":
 				if req.T2T == nil || req.T2T.Exchange == nil {
 					resp.Error = "t2tExchange without t2t.exchange"
 					break
 				}
-				p, err := r.t2tExchange(ctx, req.T2T.Exchange)
-				if err != nil {
-					resp.Error = err.Error()
-				} else {
-					next++
-					procs[next] = p
-					resp.ID = next
-				}
+				register(r.t2tExchange(ctx, req.T2T.Exchange))
 			case "t2tPublish":
 				if req.T2T == nil || req.T2T.Publish == nil {
 					resp.Error = "t2tPublish without t2t.publish"
@@ -293,8 +289,7 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 				delete(traces, req.ID)
 				resp.Sched = &ReflectorSched{Deltas: tr.deltas(req.Windows)}
 			default:
-				resp.Error = fmt.Sprintf("unknown op %q: use hello, start, stop, t2tExchange, t2tPublish or t2tCollect", req.Op)
-				resp.Error = fmt.Sprintf("unknown op %q: use hello, start, stop or sched", req.Op)
+				resp.Error = fmt.Sprintf("unknown op %q: use hello, start, stop, sched, t2tExchange, t2tPublish or t2tCollect", req.Op)
 			}
 		}
 		if err := enc.Encode(resp); err != nil {
