@@ -57,7 +57,7 @@ STALL_COUNTERS = [
     "nh.refreshes", "nh.wait_timeouts",
     "process.fallback_events", "process.sockets_kernel", "process.kernel_option", "process.kernel_uring",
     "process.kernel_shared",
-    "sock.rx_kernel", "sock.tx_kernel", "sock.rx_drops", "sock.rx_filtered",
+    "sock.rx_kernel", "sock.tx_kernel", "sock.rx_drops", "sock.rx_spilled", "sock.rx_filtered",
     "sock.tx_kernel_noroute", "sock.tx_kernel_neigh", "sock.tx_kernel_local", "sock.tx_kernel_oversize",
     "sock.tx_kernel_nostack", "sock.tx_kernel_flags", "sock.tx_kernel_mcloop",
     "tcp.conns_kernel", "tcp.rx_no_netif", "tcp.tx_noroute", "tcp.tx_neigh", "tcp.tx_ring_full",

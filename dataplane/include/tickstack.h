@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define TICKSTACK_STATS_MAGIC 0x54534b53u /* "TSKS" */
-#define TICKSTACK_STATS_VERSION 2u
+#define TICKSTACK_STATS_VERSION 3u
 #define TICKSTACK_STATS_MAX_XSK 8
 #define TICKSTACK_STATS_MAX_SOCK 256
 #define TICKSTACK_STATS_PATH_FMT "/dev/shm/tickstack-%d"
@@ -54,7 +54,9 @@
 	X(tx_kernel_oversize)  /* fallback reason: larger than the MTU */      \
 	X(tx_kernel_nostack)   /* fallback reason: no XSK on that interface */ \
 	X(tx_kernel_flags)     /* fallback reason: unsupported send flags */   \
-	X(tx_kernel_mcloop)    /* fallback reason: multicast loopback on */
+	X(tx_kernel_mcloop)    /* fallback reason: multicast loopback on */   \
+	X(rx_spilled)          /* queued as a copy: past the socket queue     \
+				* length, within SO_RCVBUF */
 
 /* Counters of the TCP layer (process wide). Per stream socket, the sock
  * counters rx_accel/tx_accel count bytes. */

@@ -87,7 +87,9 @@ static void sock__cmsgs(const struct ts_sock *s, const struct ts_rxent *e,
 ssize_t ts_rx__copyout(const struct ts_sock *s, const struct ts_rxent *e,
 		       struct msghdr *msg, int flags)
 {
-	const uint8_t *p = ts_stack__frame_data(e->st, e->frame) + e->off;
+	const uint8_t *p = (e->spilled ? (const uint8_t *)(uintptr_t)e->frame :
+				   ts_stack__frame_data(e->st, e->frame)) +
+			   e->off;
 	size_t off = 0, i;
 
 	for (i = 0; i < (size_t)msg->msg_iovlen && off < e->len; i++) {
@@ -149,10 +151,11 @@ again:
 	if (!(flags & MSG_PEEK)) {
 		__atomic_store_n(&s->qhead, s->qhead + 1, __ATOMIC_RELEASE);
 		s->qbytes -= ts_rx_truesize(e.len);
+		s->qframes -= !e.spilled;
 	}
 	pthread_mutex_unlock(&s->qlock);
 	if (!(flags & MSG_PEEK)) {
-		ts_stack__frame_put(e.st, e.frame);
+		ts_rxent_release(&e);
 		TS_INC(s->stats->rx_accel);
 	}
 	return ret;

@@ -367,9 +367,10 @@ static void sock__drop_head(struct ts_sock *s, int all)
 		e = s->q[s->qhead & (s->qcap - 1)];
 		__atomic_store_n(&s->qhead, s->qhead + 1, __ATOMIC_RELEASE);
 		s->qbytes -= ts_rx_truesize(e.len);
+		s->qframes -= !e.spilled;
 		claims_trim(s);
 		pthread_mutex_unlock(&s->qlock);
-		ts_stack__frame_put(e.st, e.frame);
+		ts_rxent_release(&e);
 	}
 }
 
@@ -1055,27 +1056,63 @@ static int sock__wants(const struct ts_sock *s, const struct ts_udp_meta *m,
 	return 0;
 }
 
+/* Double s's queue ring (positions are absolute, so each entry moves to
+ * its position in the larger ring). 0, or -1 out of memory. qlock. */
+static int sock__grow(struct ts_sock *s)
+{
+	uint32_t cap = s->qcap * 2, i;
+	struct ts_rxent *q;
+
+	if (cap > TS_SOCKQ_MAX || !(q = calloc(cap, sizeof(*q))))
+		return -1;
+	for (i = s->qhead; i != s->qtail; i++)
+		q[i & (cap - 1)] = s->q[i & (s->qcap - 1)];
+	free(s->q);
+	s->q = q;
+	s->qcap = cap;
+	return 0;
+}
+
+/* Queue a datagram on s: 0 holding the frame (a reference the caller
+ * counts), 1 as a copy (the frame is not needed), -1 full (dropped).
+ *
+ * As __udp_enqueue_schedule_skb, a socket is full once what is queued
+ * exceeds SO_RCVBUF (one datagram always fits). A socket whose
+ * application never set SO_RCVBUF holds the profile's socket queue length
+ * of datagrams. Queued datagrams hold their UMEM frame up to that length;
+ * past it, when SO_RCVBUF still has room, a datagram is copied and its
+ * frame goes back to the fill ring, so a large SO_RCVBUF holds as many
+ * datagrams as the kernel's would without starving the ring. */
 static int sock__enqueue(struct ts_sock *s, struct ts_stack *st,
 			 uint64_t frame, const struct ts_udp_meta *m,
 			 uint64_t rx_ns)
 {
 	struct ts_rxent *e;
+	void *copy = NULL;
 
 	pthread_mutex_lock(&s->qlock);
-	/* as __udp_enqueue_schedule_skb: full once what is queued exceeds
-	 * SO_RCVBUF (one datagram always fits) */
-	if (s->qtail - s->qhead >= s->qcap ||
-	    (s->rcvbuf && s->qbytes > s->rcvbuf)) {
-		pthread_mutex_unlock(&s->qlock);
-		TS_INC(s->stats->rx_drops);
-		return -1;
+	if (s->rcvbuf ? s->qbytes > s->rcvbuf :
+			s->qtail - s->qhead >= s->qcap)
+		goto full;
+	if (s->qframes >= ts_cfg.sockq_len) {
+		copy = malloc(m->payload_len ? m->payload_len : 1);
+		if (!copy)
+			goto full;
+		memcpy(copy, ts_stack__frame_data(st, frame) + m->payload_off,
+		       m->payload_len);
+	}
+	if (s->qtail - s->qhead >= s->qcap && sock__grow(s)) {
+		free(copy);
+		goto full;
 	}
 	s->qbytes += ts_rx_truesize(m->payload_len);
+	s->qframes += !copy;
 	e = &s->q[s->qtail & (s->qcap - 1)];
 	e->st = st;
-	e->frame = frame;
+	e->frame = copy ? (uint64_t)(uintptr_t)copy : frame;
+	e->spilled = copy != NULL;
 	e->rx_ns = rx_ns;
-	e->off = m->payload_off;
+	e->off = copy ? 0 : m->payload_off;
 	e->len = m->payload_len;
 	e->saddr = m->saddr;
 	e->sport = m->sport;
@@ -1084,7 +1121,13 @@ static int sock__enqueue(struct ts_sock *s, struct ts_stack *st,
 	e->ttl = m->ttl;
 	__atomic_store_n(&s->qtail, s->qtail + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->qlock);
-	return 0;
+	if (copy)
+		TS_INC(s->stats->rx_spilled);
+	return copy != NULL;
+full:
+	pthread_mutex_unlock(&s->qlock);
+	TS_INC(s->stats->rx_drops);
+	return -1;
 }
 
 /* The kernel hands a unicast datagram to ONE socket, the best match
@@ -1096,7 +1139,7 @@ int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 		     struct ts_direct *dir)
 {
 	struct ts_sock *s = ts_port_tab[ntohs(m->dport)], *best = NULL;
-	int k = 0, full = 0, best_score = -1;
+	int k = 0, full = 0, copied = 0, best_score = -1, r;
 	int mc = IN_MULTICAST(ntohl(m->daddr));
 
 	for (; s; s = s->next_port) {
@@ -1111,10 +1154,10 @@ int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 		if (mc) {
 			if (k >= 255)
 				break; /* the frame's reference count is 8 bits */
-			if (sock__enqueue(s, st, frame, m, rx_ns))
-				full++;
-			else
-				k++;
+			r = sock__enqueue(s, st, frame, m, rx_ns);
+			full += r < 0;
+			k += r == 0;
+			copied += r > 0;
 			continue;
 		}
 		score = (s->laddr ? 4 : 0) + (s->connected ? 4 : 0);
@@ -1140,14 +1183,15 @@ int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 		return TS_DELIVER_TAKEN;
 	}
 	if (best) {
-		if (sock__enqueue(best, st, frame, m, rx_ns))
-			full++;
-		else
-			k++;
+		int r = sock__enqueue(best, st, frame, m, rx_ns);
+
+		full += r < 0;
+		k += r == 0;
+		copied += r > 0;
 	}
 	if (k)
 		ts_stack__frame_refs(st, frame, k);
-	return k ? k : (full ? -1 : 0);
+	return k ? k : copied ? TS_DELIVER_COPIED : (full ? -1 : 0);
 }
 
 /* ------------------------------------------------------------------ */

@@ -969,6 +969,14 @@ void ts_stack__frame_put(struct ts_stack *st, uint64_t frame)
 	pthread_mutex_unlock(&st->lock);
 }
 
+void ts_rxent_release(const struct ts_rxent *e)
+{
+	if (e->spilled)
+		free((void *)(uintptr_t)e->frame);
+	else
+		ts_stack__frame_put(e->st, e->frame);
+}
+
 static int rx_csum_ok(const uint8_t *f, uint32_t len,
 		      const struct ts_udp_meta *m)
 {
@@ -1040,6 +1048,11 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
 		k = ts_sock__deliver(st, frame, &m, rx_ns, dir);
 		if (k == TS_DELIVER_TAKEN) { /* copied out already */
 			free_push(st, frame);
+			continue;
+		}
+		if (k == TS_DELIVER_COPIED) { /* queued as copies only */
+			free_push(st, frame);
+			got++;
 			continue;
 		}
 		if (k <= 0) {

@@ -107,6 +107,9 @@ struct ts_config {
 /* Entries of each XSK ring (fill, completion, RX, TX); the statistics dump
  * reports it with the other receive buffering ("buffers" line). */
 #define TS_RING_SIZE 4096u
+/* Largest socket queue ring, in datagrams: a socket grows its ring past the
+ * profile's length only while SO_RCVBUF has room (sock__enqueue). */
+#define TS_SOCKQ_MAX (1u << 20)
 extern struct ts_config ts_cfg TS_HIDDEN;
 TS_HIDDEN int ts_config__load(void);
 TS_HIDDEN void ts_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -210,6 +213,9 @@ TS_HIDDEN int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 TS_HIDDEN void ts_stack__frame_refs(struct ts_stack *st, uint64_t frame,
 				     int refs);
 TS_HIDDEN void ts_stack__frame_put(struct ts_stack *st, uint64_t addr);
+struct ts_rxent;
+/* Give back what a dequeued datagram held: its UMEM frame, or its copy. */
+TS_HIDDEN void ts_rxent_release(const struct ts_rxent *e);
 TS_HIDDEN const uint8_t *ts_stack__frame_data(struct ts_stack *st,
 					      uint64_t addr);
 TS_HIDDEN void ts_stack__after_fork_child(void);
@@ -252,6 +258,8 @@ struct ts_rxent {
 	uint32_t saddr;
 	uint32_t daddr;
 	uint8_t tos, ttl;
+	uint8_t spilled;  /* frame is a malloc'd copy of the payload (off 0),
+			   * not a UMEM frame: ts_rxent_release */
 };
 
 /* Control messages a socket asked for (setsockopt); those the stack
@@ -319,6 +327,11 @@ struct ts_sock {
 			       * queue holds qcap datagrams whatever their size */
 	uint32_t qbytes;      /* what the queued datagrams charge against rcvbuf
 			       * (ts_rx_truesize); under qlock */
+	uint32_t qframes;     /* queued datagrams that hold a UMEM frame; past
+			       * ts_cfg.sockq_len of them a socket whose
+			       * SO_RCVBUF has room queues copies instead
+			       * (spilled), as the kernel's buffer holds what
+			       * SO_RCVBUF allows; under qlock */
 	struct ts_claim *claims; /* datagrams queued before a fork; qlock */
 	int fork_locked;      /* qlock held across fork (atfork prepare) */
 	int parked;           /* forked children that may still read it: its
@@ -470,6 +483,7 @@ struct ts_direct {
 	ssize_t ret;
 };
 #define TS_DELIVER_TAKEN (-2) /* ts_sock__deliver: copied to the ts_direct */
+#define TS_DELIVER_COPIED (-3) /* ts_sock__deliver: queued as copies only */
 TS_HIDDEN int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 			       const struct ts_udp_meta *m, uint64_t rx_ns,
 			       struct ts_direct *dir);

@@ -46,6 +46,7 @@ eintr accel
 connect accel
 epoll accel
 rcvbuf accel
+rcvbufbig accel
 fork xsk
 forkwin accel
 fds accel

@@ -46,12 +46,14 @@ static int mksock(int port)
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
 				  .sin_addr = ip };
 	struct timeval tv = { .tv_usec = 20000 };
-	int one = 1, fd, tries;
+	int one = 1, fd, tries, rcvbuf = 1 << 20;
 
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* room past the socket queue length: the stack queues copies there */
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
 	/* a receiver still blocked on the closed socket keeps the port bound
 	 * for up to its SO_RCVTIMEO, as in the kernel: retry */
