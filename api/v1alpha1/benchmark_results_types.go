@@ -341,7 +341,8 @@ type ReceiveBuffering struct {
 	// twice the request, the request first capped at RmemMaxBytes: sockperf sets SO_RCVBUF, never
 	// SO_RCVBUFFORCE, so the cap applies whatever the pod's capabilities. Without a request it is
 	// RmemDefaultBytes. The bypass stack bounds a socket's queue by these bytes only once
-	// SO_RCVBUF was set; without, by SocketQueueDatagrams alone.
+	// SO_RCVBUF was set (then, like the kernel's, it holds what these bytes allow, copying the
+	// datagrams past SocketQueueDatagrams out of the UMEM); without, by SocketQueueDatagrams alone.
 	// +optional
 	GrantedBytes *int64 `json:"grantedBytes,omitempty"`
 	// RmemDefaultBytes is net.core.rmem_default, a socket's receive buffer when none is asked for.
@@ -350,8 +351,9 @@ type ReceiveBuffering struct {
 	// RmemMaxBytes is net.core.rmem_max, the largest SO_RCVBUF request honoured.
 	// +optional
 	RmemMaxBytes *int64 `json:"rmemMaxBytes,omitempty"`
-	// SocketQueueDatagrams is, on the bypass stack, the most datagrams a socket queues
-	// (TICKSTACK_SOCKQ_LEN or the profile's), from the stack's statistics dump.
+	// SocketQueueDatagrams is, on the bypass stack, the most datagrams a socket queues in UMEM
+	// frames (TICKSTACK_SOCKQ_LEN or the profile's), from the stack's statistics dump: all it
+	// holds without SO_RCVBUF; with SO_RCVBUF, the datagrams past it are queued as copies.
 	// +optional
 	SocketQueueDatagrams *int64 `json:"socketQueueDatagrams,omitempty"`
 	// UMEMFrames is, on the bypass stack, the frames of each XSK's UMEM (TICKSTACK_UMEM_FRAMES),
