@@ -1406,7 +1406,7 @@ int main(int argc, char **argv)
 					char d[1472];
 
 					memset(d, 'x', (size_t)size);
-					snprintf(d, 12, "%d:", k);
+					snprintf(d, 13, "%d:", k); /* room for any int */
 					d[strlen(d)] = 'x';
 					sendto(fd, d, (size_t)size, 0, (struct sockaddr *)&ga, sizeof(ga));
 				}
@@ -1422,7 +1422,7 @@ int main(int argc, char **argv)
 				static char d[9000];
 
 				memset(d, 'x', (size_t)size);
-				snprintf(d, 12, "%d:", k);
+				snprintf(d, 13, "%d:", k); /* room for any int */
 				d[strlen(d)] = 'x';
 				sendto(fd, d, (size_t)size, 0, (struct sockaddr *)&src, sl);
 			}

@@ -46,7 +46,8 @@ eintr accel
 connect accel
 epoll accel
 rcvbuf accel
-rcvbufbig accel
+rcvbufbig spilled
+rcvbufbig spilled latency ASAN=1
 fork xsk
 forkwin accel
 fds accel
@@ -122,8 +123,18 @@ while read -r c path prof extra; do
 	echo "exit $?" >>"$k"
 	req=--require
 	case " $extra " in *" TICKSTACK_REQUIRE=0 "*) req= ;; esac
+	bin=$B/conform name=$c
+	case " $extra " in *" ASAN=1 "*)
+		# the program and the library built with ASan/UBSan: any error aborts it, and its
+		# transcript (exit status included) no longer matches the kernel's
+		bin=$B/conform-asan name="$c (asan)" s=$TSDP_TMP/$c.asan-stack
+		[ -x "$bin" ] && [ -e "$B/libtickstack-asan.so" ] ||
+			{ echo "conform: $bin or libtickstack-asan.so missing: make -C dataplane test builds them" >&2; exit 1; }
+		extra="$extra TICKSTACK_LIB=$B/libtickstack-asan.so ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
+		;;
+	esac
 	ip netns exec "$ns" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" $extra timeout 60 \
-		"$B/tickstack-run" -p "${prof:-latency}" $req "$B/conform" "$c" $ip $PORT >"$s" 2>&1
+		"$B/tickstack-run" -p "${prof:-latency}" $req "$bin" "$c" $ip $PORT >"$s" 2>&1
 	echo "exit $?" >>"$s"
 	[ -n "${CONFORM_KEEP:-}" ] && mkdir -p "$CONFORM_KEEP" && cp "$k" "$s" "$CONFORM_KEEP/"
 	why=""
@@ -141,6 +152,11 @@ while read -r c path prof extra; do
 				grep '^rx_packets=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
 			[ "$n" -gt 0 ] || why="equal, but the XSK took nothing (rx_packets=0)"
 			;;
+		spilled) # through the XSK, and past the socket queue length as copies
+			n=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | grep '^sock ' | tr ' ' '\n' |
+				grep '^rx_spilled=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+			[ "$n" -gt 0 ] || why="equal, but no datagram was queued as a copy (rx_spilled=0)"
+			;;
 		kernel:*)
 			n=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | tr ' ' '\n' | grep "^${path#kernel:}=" |
 				cut -d= -f2 | awk '{s+=$1} END {print s+0}')
@@ -156,15 +172,15 @@ while read -r c path prof extra; do
 		else
 			echo "conform: FAIL $c: listed in tests/conform/xfail but now passes: remove it from the list" >&2
 			failed=$((failed + 1))
-			fails+=("$c")
+			fails+=("$name")
 		fi
 	elif [ -n "$why" ]; then
-		echo "conform: FAIL $c: $why" >&2
+		echo "conform: FAIL $name: $why" >&2
 		diff "$k" "$s" | sed 's/^/    /' >&2
 		failed=$((failed + 1))
-		fails+=("$c")
+		fails+=("$name")
 	else
-		echo "conform: PASS $c ($(grep -vc '^exit' "$k") lines)"
+		echo "conform: PASS $name ($(grep -vc '^exit' "$k") lines)"
 		passed=$((passed + 1))
 	fi
 done <<<"$CASES"

