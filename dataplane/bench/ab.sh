@@ -4,7 +4,8 @@
 # alike (a single benchmark run per build cannot resolve a few percent on a shared VM).
 # Usage: bench/ab.sh ROUNDS SIZE DIR...   (as root; DIR: a dataplane directory with build/)
 # Prints each round's medians (us), then per build the median over rounds and the median of the
-# per-round ratios against the first DIR. AB_SECONDS sets each run's length (default 3).
+# per-round ratios against the first DIR. AB_SECONDS sets each run's length (default 3); AB_TCP=1
+# runs sockperf --tcp with TICKSTACK_TCP=1 instead.
 # A revision's build: git worktree add /tmp/rev REV && make -C /tmp/rev/dataplane all
 set -uo pipefail
 
@@ -34,14 +35,21 @@ out=$(mktemp)
 PORT=21000
 for r in $(seq 1 "$rounds"); do
 	line="round $r:"
+	# AB_TCP=1: sockperf --tcp, the bypass with TICKSTACK_TCP=1
+	tcp= tcpenv=
+	[ -n "${AB_TCP:-}" ] && tcp=--tcp tcpenv=TICKSTACK_TCP=1
 	for d in "$@"; do
 		PORT=$((PORT + 1))
-		ip netns exec "$NB" "$d/build/tickstack-run" -p latency taskset -c 1 \
-			sockperf sr -i $IPB -p $PORT >/dev/null 2>&1 &
+		ip netns exec "$NB" env $tcpenv "$d/build/tickstack-run" -p latency taskset -c 1 \
+			sockperf sr $tcp -i $IPB -p $PORT >/dev/null 2>&1 &
 		srv=$!
-		wait_for 10 udp_listening "$NB" $PORT || { echo "ab: server of $d did not start" >&2; exit 1; }
-		m=$(ip netns exec "$NA" "$d/build/tickstack-run" -p latency taskset -c 0 \
-			sockperf pp -i $IPB -p $PORT -m "$size" -t "${AB_SECONDS:-3}" 2>&1 |
+		if [ -n "$tcp" ]; then
+			sleep 1
+		else
+			wait_for 10 udp_listening "$NB" $PORT || { echo "ab: server of $d did not start" >&2; exit 1; }
+		fi
+		m=$(ip netns exec "$NA" env $tcpenv "$d/build/tickstack-run" -p latency taskset -c 0 \
+			sockperf pp $tcp -i $IPB -p $PORT -m "$size" -t "${AB_SECONDS:-3}" 2>&1 |
 			sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
 		kill -INT "$srv" 2>/dev/null
 		wait "$srv" 2>/dev/null

@@ -75,10 +75,10 @@ META=$R/meta
 	echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "rmem_default=$(cat /proc/sys/net/core/rmem_default)"
 	echo "rmem_max=$(cat /proc/sys/net/core/rmem_max)"
-	# the bypass's buffering below the socket (dataplane/src/stack.c)
+	# the bypass's buffering below the socket (dataplane/src/config.c, ts_internal.h)
 	echo "umem_frames=${TICKSTACK_UMEM_FRAMES:-$(sed -n 's/^\tts_cfg.umem_frames = \([0-9]*\);/\1/p' "$top/src/config.c")}"
 	echo "sockq_len=${TICKSTACK_SOCKQ_LEN:-$(sed -n 's/^\tts_cfg.sockq_len = \([0-9]*\);/\1/p' "$top/src/config.c")}"
-	echo "rx_ring=$(sed -n 's/^#define TS_RING_SIZE \([0-9]*\)u.*/\1/p' "$top/src/stack.c")"
+	echo "rx_ring=$(sed -n 's/^#define TS_RING_SIZE \([0-9]*\)u.*/\1/p' "$top/src/ts_internal.h")"
 	echo "command=make -C dataplane bench"
 } >"$META"
 

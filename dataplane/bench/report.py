@@ -595,8 +595,9 @@ def markdown(meta, runs, summary, svg_name):
              "buffering: the receiving socket's `SO_RCVBUF` (sockperf `--buffer-size`), which the bypass "
              "honours as the kernel does (datagrams queued count their true size against it). Below the "
              f"socket the bypass has an RX ring of {meta.get('rx_ring', '?')} descriptors, "
-             f"{meta.get('umem_frames', '?')} UMEM frames and a socket queue of at most "
-             f"{meta.get('sockq_len', '?')} datagrams; the kernel clamps SO_RCVBUF to "
+             f"{meta.get('umem_frames', '?')} UMEM frames and a socket queue that holds "
+             f"{meta.get('sockq_len', '?')} datagrams in UMEM frames and, with `SO_RCVBUF` set, copies "
+             "of those past them up to what `SO_RCVBUF` allows; the kernel clamps SO_RCVBUF to "
              f"net.core.rmem_max = {meta.get('rmem_max', '?')} (net.core.rmem_default = "
              f"{meta.get('rmem_default', '?')}). The search doubles from 64 up to its bound, then bisects; "
              "a receiver that took every burst tried is reported as at least the bound.\n")
