@@ -71,7 +71,8 @@ type MicroburstSpec struct {
 	// TrialSeconds is how long each trial sends bursts, 10 bursts a second (all must
 	// pass); default 1.
 	TrialSeconds int32 `json:"trialSeconds,omitempty"`
-	// MaxTrials bounds the search (doubling, then bisection); default 16.
+	// MaxTrials bounds the search (doubling, then bisection) in burst lengths tried; default 16.
+	// A length that dropped is tried a second time and fails only when both trials dropped.
 	MaxTrials int32 `json:"maxTrials,omitempty"`
 	// LinkSpeedMbps is the line rate for the burst-time formula; default 10000 (the paper's 10GbE).
 	LinkSpeedMbps int64 `json:"linkSpeedMbps,omitempty"`

@@ -67,6 +67,17 @@ func (r *Runner) burstSearch(ctx context.Context, stack tsv1.Stack, s *tsv1.Micr
 		r.logf("microburst %s %d x %d B, %s: sent %d, dropped %d", stack, n, s.MessageSize, rcvbufLabel(rcvbuf), t.Sent, t.Dropped)
 		return t.Dropped == 0 && t.Sent > 0, nil
 	}
+	// A length that dropped is tried once more and fails only when both trials dropped: one
+	// pause of a shared machine during one trial does not end the search there. Both trials are
+	// kept in the row.
+	absorbed := func(n int64) (bool, error) {
+		ok, err := trial(n)
+		if ok || err != nil {
+			return ok, err
+		}
+		r.logf("microburst %s %d x %d B, %s: dropped, once more", stack, n, s.MessageSize, rcvbufLabel(rcvbuf))
+		return trial(n)
+	}
 	var lo, hi int64 // largest burst absorbed, smallest burst that dropped (0: none yet)
 	n := min(int64(64), s.MaxBurstPackets)
 	for i := int32(0); i < s.MaxTrials; i++ {
@@ -80,7 +91,7 @@ func (r *Runner) burstSearch(ctx context.Context, stack tsv1.Stack, s *tsv1.Micr
 			}
 			n = (lo + hi) / 2
 		}
-		ok, err := trial(n)
+		ok, err := absorbed(n)
 		if err != nil {
 			row.Error = fmt.Sprintf("burst of %d: %v", n, err)
 			break
