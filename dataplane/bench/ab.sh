@@ -15,6 +15,7 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$top/tests/lib.sh"
+tcp_listening() { ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .; }
 trap tsdp_cleanup EXIT
 trap 'exit 130' INT TERM
 [ "$(id -u)" = 0 ] || { echo "ab: needs root" >&2; exit 1; }
@@ -43,11 +44,9 @@ for r in $(seq 1 "$rounds"); do
 		ip netns exec "$NB" env $tcpenv "$d/build/tickstack-run" -p latency taskset -c 1 \
 			sockperf sr $tcp -i $IPB -p $PORT >/dev/null 2>&1 &
 		srv=$!
-		if [ -n "$tcp" ]; then
-			sleep 1
-		else
-			wait_for 10 udp_listening "$NB" $PORT || { echo "ab: server of $d did not start" >&2; exit 1; }
-		fi
+		listening=udp_listening
+		[ -n "$tcp" ] && listening=tcp_listening
+		wait_for 10 $listening "$NB" $PORT || { echo "ab: server of $d did not start" >&2; exit 1; }
 		m=$(ip netns exec "$NA" env $tcpenv "$d/build/tickstack-run" -p latency taskset -c 0 \
 			sockperf pp $tcp -i $IPB -p $PORT -m "$size" -t "${AB_SECONDS:-3}" 2>&1 |
 			sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
