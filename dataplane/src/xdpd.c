@@ -95,15 +95,23 @@ int ts_xdpd__request(const char *req, int passfd, char *rep, size_t cap)
 	}
 	if (ts_real_sendmsg(xdpd_fd, &mh, MSG_NOSIGNAL) < 0) {
 		err = -errno;
-		goto out_reset;
-	}
-	do
-		n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1, 0);
-	while (n < 0 && errno == EINTR);
-	/* a refusal closes the connection; if our request was still unread
-	 * then, a reset comes first and the reply behind it */
-	if (n < 0 && errno == ECONNRESET)
+		if (err != -EPIPE && err != -ECONNRESET)
+			goto out_reset;
+		/* the daemon refused this connection at accept and closed it
+		 * before the request went out: its reply is already queued */
 		n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		if (n <= 0)
+			goto out_reset;
+	} else {
+		do
+			n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1, 0);
+		while (n < 0 && errno == EINTR);
+		/* a refusal closes the connection; if our request was still
+		 * unread then, a reset comes first and the reply behind it */
+		if (n < 0 && errno == ECONNRESET)
+			n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1,
+					 MSG_DONTWAIT);
+	}
 	if (n <= 0) {
 		err = n < 0 ? -errno : -ECONNRESET;
 		goto out_reset;

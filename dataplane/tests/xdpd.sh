@@ -204,6 +204,18 @@ t_xdpd_kill() { # SIGKILL: the entries go at once, a replacement is accelerated
 	check_accel new
 }
 
+# xd_refused WRAP: a sockperf server of pod-c (under WRAP) on pod-b's socket
+# is refused, says why, and fails its bind (TICKSTACK_REQUIRE=1)
+xd_refused() {
+	local out="$TSDP_TMP/refused.out"
+	$1 $(xd_pod "$NC" pod-b refused --require) timeout 20 sockperf sr -i 198.18.13.1 -p 11236 \
+		>"$out" 2>&1
+	[ $? != 124 ] || { die "a server on another pod's socket ran (${1:-no wrapper})"; return 1; }
+	grep -q "tickstack-xdpd refused '[^']*': 13 refused: the caller is not in pod pod-b's network namespace" "$out" &&
+		grep -q "TICKSTACK_REQUIRE=1: socket fd [0-9]* (198.18.13.1:11236) cannot be accelerated" "$out" ||
+		{ die "refused library (${1:-no wrapper}) did not say so:"; cat "$out" >&2; return 1; }
+}
+
 t_xdpd_foreign() { # nothing reaches another pod's interface or entries
 	local r
 	C=1 xd_topo || return 1
@@ -214,6 +226,11 @@ t_xdpd_foreign() { # nothing reaches another pod's interface or entries
 	case "$r" in "error 13 refused"*) ;; *) die "foreign netns on pod-b's socket: '$r'"; return 1 ;; esac
 	grep -q "refused pid .* not in the pod's network namespace" "$TSDP_TMP/xdpd.out" ||
 		{ die "the daemon did not log the refusal"; return 1; }
+	# the library there, refused: it says so and stays on the kernel, whether
+	# its request went out before the daemon closed the connection or after
+	# (strace holds the request back 300 ms, past the close)
+	xd_refused "" || return 1
+	xd_refused "strace -f -o /dev/null -e trace=sendmsg -e inject=sendmsg:delay_enter=300000" || return 1
 	# pod-c's own socket, asking for pod-b's interface: refused
 	r=$(xd_nobody "$NC" $XD_PY "$XD_CLIENT" "$XD_RUN/pods/pod-c/xdp.sock" "add $IFB udp $IPB 11231" 2>&1)
 	case "$r" in "error 19 "*) ;; *) die "pod-c asking for pod-b's interface: '$r'"; return 1 ;; esac
