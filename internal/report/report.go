@@ -99,6 +99,26 @@ func Render(w io.Writer, in Input) error {
 	return page.Execute(w, map[string]any{"Title": title, "Generated": gen.UTC().Format(time.RFC3339), "Nodes": nodes})
 }
 
+// span is the range of the values one axis of a chart plots.
+type span struct{ lo, hi float64 }
+
+func newSpan() span { return span{lo: math.Inf(1)} }
+
+func (s *span) add(v float64) { s.lo, s.hi = math.Min(s.lo, v), math.Max(s.hi, v) }
+
+// byRateChart is a latency chart over a logarithmic rate axis (rateSweep, tickToTrade).
+func byRateChart(id, title, xLabel, yLabel string, ss []series, x, y span) *chart {
+	if len(ss) == 0 {
+		return nil
+	}
+	return &chart{
+		ID: id, Title: title,
+		X:      logAxis(xLabel, x.lo, x.hi, rateLabel),
+		Y:      logAxis(yLabel, y.lo, y.hi, usLabel),
+		Series: ss,
+	}
+}
+
 // seriesClass gives each (stack, protocol or size) a stable colour class.
 func seriesClass(stack tsv1.Stack, i int) int {
 	if stack == tsv1.StackBypass {
@@ -121,7 +141,7 @@ func protocolIndex(p tsv1.Protocol) int {
 // protocol, like papers 000 and 001.
 func sizeChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	var ss []series
-	lo, hi := math.Inf(1), 0.0
+	y := newSpan()
 	maxSize := 0.0
 	for _, st := range r.Stacks {
 		if st.PingPong == nil {
@@ -150,7 +170,7 @@ func sizeChart(idx int, r *tsv1.BenchmarkResults) *chart {
 					}
 					s.Points = append(s.Points, point{X: float64(row.MessageSize), Y: v, RawX: strconv.Itoa(int(row.MessageSize)),
 						Title: fmt.Sprintf("%s %s %d B: %s %s", st.Stack, p, row.MessageSize, stat, usLabel(v))})
-					lo, hi = math.Min(lo, v), math.Max(hi, v)
+					y.add(v)
 					maxSize = math.Max(maxSize, float64(row.MessageSize))
 				}
 				ss = append(ss, s)
@@ -163,7 +183,7 @@ func sizeChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	return &chart{
 		ID: fmt.Sprintf("%s-%d", ChartLatencyVsSize, idx), Title: "pingPong: half round trip by message size (median solid, p99 dashed)",
 		X:      linearAxis("message size (bytes)", 0, math.Max(maxSize, 100), true, func(v float64) string { return fnum(v) }),
-		Y:      logAxis("latency", lo, hi, usLabel),
+		Y:      logAxis("latency", y.lo, y.hi, usLabel),
 		Series: ss,
 	}
 }
@@ -172,8 +192,7 @@ func sizeChart(idx int, r *tsv1.BenchmarkResults) *chart {
 // hollow markers are rates not sustained without drops.
 func rateChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	var ss []series
-	lo, hi := math.Inf(1), 0.0
-	rlo, rhi := math.Inf(1), 0.0
+	x, y := newSpan(), newSpan()
 	for _, st := range r.Stacks {
 		if st.RateSweep == nil {
 			continue
@@ -201,22 +220,15 @@ func rateChart(idx int, r *tsv1.BenchmarkResults) *chart {
 					}
 					s.Points = append(s.Points, point{X: float64(row.TargetMps), Y: v, RawX: strconv.FormatInt(row.TargetMps, 10), Open: !row.Sustained,
 						Title: fmt.Sprintf("%s %d B at %d msg/s (achieved %d, dropped %d): %s %s", st.Stack, size, row.TargetMps, row.AchievedMps, row.Dropped, stat, usLabel(v))})
-					lo, hi = math.Min(lo, v), math.Max(hi, v)
-					rlo, rhi = math.Min(rlo, float64(row.TargetMps)), math.Max(rhi, float64(row.TargetMps))
+					y.add(v)
+					x.add(float64(row.TargetMps))
 				}
 				ss = append(ss, s)
 			}
 		}
 	}
-	if len(ss) == 0 {
-		return nil
-	}
-	return &chart{
-		ID: fmt.Sprintf("%s-%d", ChartLatencyVsRate, idx), Title: "rateSweep: latency under load (hollow: not sustained without drops)",
-		X:      logAxis("target rate (msg/s)", rlo, rhi, func(v float64) string { return rateLabel(v) }),
-		Y:      logAxis("latency", lo, hi, usLabel),
-		Series: ss,
-	}
+	return byRateChart(fmt.Sprintf("%s-%d", ChartLatencyVsRate, idx), "rateSweep: latency under load (hollow: not sustained without drops)",
+		"target rate (msg/s)", "latency", ss, x, y)
 }
 
 // tickToTradeChart plots each stack's tick-to-trade percentiles by market-data rate (paper 004's
@@ -224,8 +236,7 @@ func rateChart(idx int, r *tsv1.BenchmarkResults) *chart {
 // markers are rows with ticks or orders unaccounted for.
 func tickToTradeChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	var ss []series
-	lo, hi := math.Inf(1), 0.0
-	rlo, rhi := math.Inf(1), 0.0
+	x, y := newSpan(), newSpan()
 	stats := []struct {
 		name string
 		v    func(tsv1.LatencyStats) int64
@@ -254,21 +265,15 @@ func tickToTradeChart(idx int, r *tsv1.BenchmarkResults) *chart {
 				v := float64(stat.v(row.TickToTrade))
 				s.Points = append(s.Points, point{X: float64(row.RateMps), Y: v, RawX: strconv.FormatInt(row.RateMps, 10), Open: len(row.Unaccounted) > 0,
 					Title: fmt.Sprintf("%s at %d msg/s (%d BUY): tick-to-trade %s %s", st.Stack, row.RateMps, row.TickToTrade.Samples, stat.name, usLabel(v))})
-				lo, hi = math.Min(lo, v), math.Max(hi, v)
-				rlo, rhi = math.Min(rlo, float64(row.RateMps)), math.Max(rhi, float64(row.RateMps))
+				y.add(v)
+				x.add(float64(row.RateMps))
 			}
 			ss = append(ss, s)
 		}
 	}
-	if len(ss) == 0 {
-		return nil
-	}
-	return &chart{
-		ID: fmt.Sprintf("%s-%d", ChartTickToTrade, idx), Title: "tickToTrade: tick-to-trade percentiles by market-data rate (hollow: not every tick accounted for)",
-		X:      logAxis("market data rate (msg/s)", rlo, rhi, func(v float64) string { return rateLabel(v) }),
-		Y:      logAxis("tick-to-trade", lo, hi, usLabel),
-		Series: ss,
-	}
+	return byRateChart(fmt.Sprintf("%s-%d", ChartTickToTrade, idx),
+		"tickToTrade: tick-to-trade percentiles by market-data rate (hollow: not every tick accounted for)",
+		"market data rate (msg/s)", "tick-to-trade", ss, x, y)
 }
 
 func rateLabel(v float64) string {
@@ -301,7 +306,7 @@ func percentileChart(idx int, r *tsv1.BenchmarkResults) *chart {
 		c     *tsv1.PercentileCurve
 	}
 	maxFinite := 0.0
-	lo, hi := math.Inf(1), 0.0
+	y := newSpan()
 	for _, st := range r.Stacks {
 		if st.PingPong == nil || st.PingPong.Curve == nil || len(st.PingPong.Curve.Points) == 0 {
 			continue
@@ -314,7 +319,7 @@ func percentileChart(idx int, r *tsv1.BenchmarkResults) *chart {
 			if v, err := strconv.ParseFloat(p.Percentile, 64); err == nil && v < 100 {
 				maxFinite = math.Max(maxFinite, nines(v))
 			}
-			lo, hi = math.Min(lo, float64(p.ValueNs)), math.Max(hi, float64(p.ValueNs))
+			y.add(float64(p.ValueNs))
 		}
 	}
 	if len(curves) == 0 {
@@ -346,7 +351,7 @@ func percentileChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	}
 	return &chart{
 		ID: fmt.Sprintf("%s-%d", ChartPercentile, idx), Title: "pingPong: percentile curve of the reference size",
-		X: ax, Y: logAxis("latency", lo, hi, usLabel), Series: ss,
+		X: ax, Y: logAxis("latency", y.lo, y.hi, usLabel), Series: ss,
 	}
 }
 
