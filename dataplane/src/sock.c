@@ -745,7 +745,7 @@ static int sock__add_rx_stack(struct ts_sock *s, struct ts_stack *st)
  * (key, port) takes: /proc/net/udp of this namespace, our own accelerated
  * sockets recognised by inode. Only sockets with SO_REUSEADDR can share a
  * port with another, so only those are checked. */
-static int port__foreign(uint32_t key, uint16_t port)
+static int port__foreign(const struct ts_sock *s, uint32_t key, uint16_t port)
 {
 	char line[256];
 	int found = 0;
@@ -767,7 +767,7 @@ static int port__foreign(uint32_t key, uint16_t port)
 			continue;
 		for (o = ts_port_tab[ntohs(port)]; o && !mine; o = o->next_port)
 			mine = o->ino == ino;
-		if (mine)
+		if (mine || ino == s->ino) /* ours, or s itself (not linked yet) */
 			continue;
 		if (IN_MULTICAST(ntohl(key)))
 			found = la == 0 || la == key;
@@ -782,7 +782,7 @@ static int port__foreign(uint32_t key, uint16_t port)
  * another socket needs some of it. 0 when the XSK takes it. */
 static int sock__steer(struct ts_sock *s, struct ts_stack *st, uint32_t key)
 {
-	if (s->parked || (s->reuse && port__foreign(key, s->lport))) {
+	if (s->parked || (s->reuse && port__foreign(s, key, s->lport))) {
 		int r = ts_stack__steer_shared(st, key, s->lport);
 
 		if (r < 0) {
