@@ -977,18 +977,24 @@ void ts_rxent_release(const struct ts_rxent *e)
 		ts_stack__frame_put(e->st, e->frame);
 }
 
+/* A datagram is taken when its checksums verify, or when its UDP checksum
+ * field holds just the pseudo-header's sum (CHECKSUM_PARTIAL: a sender
+ * on this host, such as the kernel over veth, left the rest to an offload
+ * that never ran) and its IPv4 header verifies. The partial case is looked
+ * at first: it reads the headers only, where a full verification that
+ * fails would have read the whole payload for nothing. */
 static int rx_csum_ok(const uint8_t *f, uint32_t len,
 		      const struct ts_udp_meta *m)
 {
 	struct ts_udp_meta ip_only;
 
-	if (!ts_pkt__verify_csum(f, len, m))
-		return 1;
-	if (!m->udp_csum || !ts_pkt__csum_is_partial(m))
-		return 0;
-	ip_only = *m;
-	ip_only.udp_csum = 0; /* the IPv4 header checksum alone */
-	return !ts_pkt__verify_csum(f, len, &ip_only);
+	if (m->udp_csum && ts_pkt__csum_is_partial(m)) {
+		ip_only = *m;
+		ip_only.udp_csum = 0; /* the IPv4 header checksum alone */
+		if (!ts_pkt__verify_csum(f, len, &ip_only))
+			return 1;
+	}
+	return !ts_pkt__verify_csum(f, len, m);
 }
 
 /* Drain the RX ring into the sockets' queues; the caller holds st->lock.
