@@ -73,6 +73,9 @@ struct ts_tcp {
 	int acq_len;
 	/* options (applied when the pcb exists) */
 	int nodelay, quickack, keepalive, linger0;
+	/* an immediate ACK held back until the application has read what
+	 * it acknowledges and has nothing to send (cb_recv) */
+	int ack_owed;
 	u32_t recover; /* snd_nxt when fast recovery began (NewReno) */
 	int keep_idle, keep_intvl, keep_cnt;
 	/* retransmission limits as Linux applies them (see rexmit_limits) */
@@ -387,9 +390,38 @@ static err_t cb_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		t->rxq[t->rxt++ % RXQ_CAP] = p;
 	else /* total stays below the 64 KiB window: tot_len cannot wrap */
 		pbuf_cat(t->rxq[(t->rxt - 1) % RXQ_CAP], p);
-	if (t->quickack)
+	if (t->quickack) {
 		tcp_ack_now(pcb);
+	} else if ((pcb->flags & TF_ACK_NOW) && pcb->ooseq == NULL &&
+		   t->rx_avail < 2u * pcb->mss) {
+		/* lwIP acknowledges every second segment at once, here
+		 * before the application has seen the data: a message of
+		 * two segments (1,472 bytes) then costs a bare ACK and a TX
+		 * wake-up on the way to the application. Linux sends that
+		 * ACK only when its window would open (the application has
+		 * read); the reply the application is about to send carries
+		 * it. Held back while under two segments are unread and no
+		 * hole is being filled; sent when the application looks for
+		 * more and finds nothing (ack_owed_flush), else by lwIP's
+		 * delayed ACK (within one tick, TS_TCP_TMR_MS). */
+		tcp_clear_flags(pcb, TF_ACK_NOW);
+		tcp_set_flags(pcb, TF_ACK_DELAY);
+		t->ack_owed = 1;
+	}
 	return ERR_OK;
+}
+
+/* The ACK cb_recv held back, if the application has read everything and
+ * no segment it sent carried the ACK meanwhile. Under the lwIP lock. */
+static void ack_owed_flush(struct ts_tcp *t)
+{
+	if (!t->ack_owed || t->rx_avail)
+		return;
+	t->ack_owed = 0;
+	if (t->pcb && (t->pcb->flags & TF_ACK_DELAY)) {
+		tcp_ack_now(t->pcb);
+		tcp_output(t->pcb);
+	}
 }
 
 static void cb_err(void *arg, err_t err)
@@ -1174,6 +1206,8 @@ ssize_t ts_tcp__recvmsg(struct ts_tcp *t, int fd, struct msghdr *msg,
 			ts_stack__poll_all();
 		if (t->rx_avail)
 			rx_copy(t, msg, &done, !!(flags & MSG_PEEK));
+		if (!done)
+			ack_owed_flush(t); /* about to wait or say EAGAIN */
 		eof = t->rx_eof || t->shut_rd || t->state == T_CLOSED;
 		if (!done && t->so_error && !t->rx_avail) {
 			err = t->so_error;
@@ -1704,6 +1738,8 @@ short ts_tcp__revents(struct ts_tcp *t, short events)
 	case T_CONN:
 		if (t->rx_avail)
 			ev |= POLLIN;
+		else
+			ack_owed_flush(t);
 		if (t->rx_eof || t->shut_rd)
 			ev |= POLLIN | POLLRDHUP;
 		if (t->shut_wr || (t->pcb && tcp_sndbuf(t->pcb) > 0 &&
