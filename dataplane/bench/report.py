@@ -61,7 +61,7 @@ STALL_COUNTERS = [
     "sock.tx_kernel_noroute", "sock.tx_kernel_neigh", "sock.tx_kernel_local", "sock.tx_kernel_oversize",
     "sock.tx_kernel_nostack", "sock.tx_kernel_flags", "sock.tx_kernel_mcloop",
     "tcp.conns_kernel", "tcp.rx_no_netif", "tcp.tx_noroute", "tcp.tx_neigh", "tcp.tx_ring_full",
-    "tcp.newreno_rexmits", "tcp.listen_overflow",
+    "tcp.newreno_rexmits", "tcp.early_rexmits", "tcp.listen_overflow",
 ]
 STATS_LINES = {"tickstack": "process", "xsk": "xsk", "sock": "sock", "tcp": "tcp", "nh": "nh"}
 STATS_IDENTITY = {"pid", "profile", "if", "ifindex", "queue", "mode", "fd", "local", "remote", "accelerated", "closed"}

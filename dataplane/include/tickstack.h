@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define TICKSTACK_STATS_MAGIC 0x54534b53u /* "TSKS" */
-#define TICKSTACK_STATS_VERSION 3u
+#define TICKSTACK_STATS_VERSION 4u
 #define TICKSTACK_STATS_MAX_XSK 8
 #define TICKSTACK_STATS_MAX_SOCK 256
 #define TICKSTACK_STATS_PATH_FMT "/dev/shm/tickstack-%d"
@@ -75,7 +75,10 @@
 	X(tx_ring_full)     /* segment dropped: TX ring or frames exhausted */ \
 	X(resets)           /* connections ended by a reset or an abort */ \
 	X(newreno_rexmits)  /* partial ACKs answered with a retransmission */ \
-	X(listen_overflow)  /* SYNs / handshake ACKs dropped: accept queue full */
+	X(listen_overflow)  /* SYNs / handshake ACKs dropped: accept queue full */ \
+	X(early_rexmits)    /* early retransmits (RFC 5827): a loss with under \
+			       four segments out, found by fewer than three \
+			       duplicate ACKs */
 
 /* Counters of the next-hop cache the send path reads (process wide): a
  * route, rule, address, link or neighbour change that dropped cached next

@@ -508,7 +508,10 @@ static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
  * for a retransmission timeout (no SACK either). The input glue looks at
  * the connection before and after each segment: a partial ACK during
  * recovery retransmits the next missing segment at once and stays in
- * recovery until everything sent before it began is acknowledged. */
+ * recovery until everything sent before it began is acknowledged. And
+ * for small windows, limited transmit (RFC 3042) and early retransmit
+ * (RFC 5827): a loss that could never collect three duplicate ACKs is
+ * repaired without waiting for the retransmission timeout. */
 
 static struct tcp_pcb *active_pcb(uint32_t saddr, uint16_t sport,
 				  uint16_t dport)
@@ -595,6 +598,7 @@ int ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
 	if (pr->pcb) {
 		pr->infr = !!(p->flags & TF_INFR);
 		pr->lastack = p->lastack;
+		pr->dupacks = p->dupacks;
 	}
 	return 0;
 }
@@ -619,6 +623,40 @@ void ts_tcp__rx_post(struct ts_rx_probe *pr)
 		tcp_set_flags(p, TF_INFR);
 		ts_stats->tcp.newreno_rexmits++;
 		tcp_output(p);
+		return;
+	}
+	if (!pr->infr && p->lastack == pr->lastack && p->dupacks > pr->dupacks &&
+	    p->dupacks < 3 && p->unacked) {
+		/* A duplicate ACK before lwIP's fast retransmit (at three).
+		 * Limited transmit (RFC 3042): the first two each let one new
+		 * segment out beyond cwnd, so that a small window still
+		 * collects three duplicate ACKs. When no new segment can go,
+		 * early retransmit (RFC 5827): with N < 4 segments out, N - 1
+		 * duplicate ACKs are all there will ever be, and waiting for
+		 * three means waiting for the retransmission timeout. */
+		const struct tcp_seg *s = p->unacked;
+		u32_t before = p->snd_nxt;
+		unsigned n = 0;
+
+		if (p->unsent) {
+			tcpwnd_size_t cwnd = p->cwnd;
+
+			p->cwnd = (tcpwnd_size_t)(cwnd + p->dupacks * p->mss);
+			tcp_output(p);
+			p->cwnd = cwnd;
+		}
+		if (p->snd_nxt != before)
+			return; /* a new segment went: its ACK will tell */
+		for (; s && n < 4; s = s->next)
+			n++;
+		if (n >= 2 && n < 4 && p->dupacks >= n - 1) {
+			tcp_rexmit_fast(p);
+			if (p->flags & TF_INFR) {
+				t->recover = p->snd_nxt;
+				ts_stats->tcp.early_rexmits++;
+				tcp_output(p);
+			}
+		}
 	}
 }
 

@@ -56,6 +56,7 @@ struct ts_rx_probe {
 	struct tcp_pcb *pcb;
 	int infr;
 	u32_t lastack;
+	u8_t dupacks;
 };
 /* 1: drop the segment before lwIP sees it (a full accept queue) */
 TS_HIDDEN int ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,

@@ -116,7 +116,7 @@ var stallCounters = []string{
 	"sock.tx_kernel_noroute", "sock.tx_kernel_neigh", "sock.tx_kernel_local", "sock.tx_kernel_oversize",
 	"sock.tx_kernel_nostack", "sock.tx_kernel_flags", "sock.tx_kernel_mcloop",
 	"tcp.conns_kernel", "tcp.rx_no_netif", "tcp.tx_noroute", "tcp.tx_neigh", "tcp.tx_ring_full",
-	"tcp.newreno_rexmits", "tcp.listen_overflow",
+	"tcp.newreno_rexmits", "tcp.early_rexmits", "tcp.listen_overflow",
 }
 
 // StallCounters returns the counters among stallCounters that are not zero.
