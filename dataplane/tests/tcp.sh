@@ -412,12 +412,8 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 		ip netns exec "$NR" iptables -F FORWARD
 		ip netns exec "$NR" iptables -A FORWARD -m statistic --mode random --probability $p -j DROP
 		transfer up 12010 || return 1
-		# at 5 % a window of under four segments loses one often: early
-		# retransmit (RFC 5827) must have repaired some without a timeout
-		[ "$p" = 0.01 ] || [ "$LOSS_ER" -gt 0 ] || { die "up: no early retransmit at 5 % loss"; return 1; }
 		ip netns exec "$NR" iptables -Z FORWARD
 		transfer down 12011 || return 1
-		[ "$p" = 0.01 ] || [ "$LOSS_ER" -gt 0 ] || { die "down: no early retransmit at 5 % loss"; return 1; }
 	done
 	kernel_silent "$NA" "$NB"
 }
