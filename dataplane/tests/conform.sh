@@ -149,33 +149,26 @@ while read -r c path prof extra; do
 	else
 		case $path in
 		accel)
-			n=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | grep '^sock ' | tr ' ' '\n' |
-				grep '^rx_accel=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_accel)
 			[ "$n" -gt 0 ] || why="equal, but nothing came through the XSK (rx_accel=0)"
 			;;
 		xskonly) # every datagram through the XSK, none read from the kernel socket
-			n=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | grep '^sock ' | tr ' ' '\n' |
-				grep '^rx_accel=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
-			m=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | grep '^sock ' | tr ' ' '\n' |
-				grep '^rx_kernel=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
-			sh=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | grep '^tickstack stats' | tr ' ' '\n' |
-				grep '^kernel_shared=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_accel)
+			m=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_kernel)
+			sh=$(stat_sum "$TSDP_TMP/stats-*.txt" kernel_shared tickstack)
 			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$sh" = 0 ] ||
 				why="equal, but not all through the XSK (rx_accel=$n rx_kernel=$m kernel_shared=$sh)"
 			;;
 		xsk)
-			n=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | grep '^xsk ' | tr ' ' '\n' |
-				grep '^rx_packets=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_packets xsk)
 			[ "$n" -gt 0 ] || why="equal, but the XSK took nothing (rx_packets=0)"
 			;;
 		spilled) # through the XSK, and past the socket queue length as copies
-			n=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | grep '^sock ' | tr ' ' '\n' |
-				grep '^rx_spilled=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_spilled)
 			[ "$n" -gt 0 ] || why="equal, but no datagram was queued as a copy (rx_spilled=0)"
 			;;
 		kernel:*)
-			n=$(cat "$TSDP_TMP"/stats-*.txt 2>/dev/null | tr ' ' '\n' | grep "^${path#kernel:}=" |
-				cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" "${path#kernel:}" -)
 			[ "$n" -gt 0 ] || why="equal, but the fallback was not counted (${path#kernel:}=0)"
 			;;
 		esac

@@ -46,12 +46,6 @@ die() {
 	return 1
 }
 
-# stat_sum FILE-GLOB FIELD: sum of FIELD=N over the "sock" lines
-stat_sum() {
-	cat $1 2>/dev/null | grep '^sock ' | tr ' ' '\n' | grep "^$2=" | cut -d= -f2 |
-		awk '{s+=$1} END {print s+0}'
-}
-
 # accel NS: command prefix running a program through the interposer with a
 # stats file; kern NS: plain kernel stack.
 accel() { echo "ip netns exec $1 env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-$2-%p.txt $RUN -p ${PROFILE:-latency}"; }

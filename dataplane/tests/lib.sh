@@ -106,3 +106,13 @@ wait_exit() {
 	WAIT_RC=$?
 	return 0
 }
+
+# stat_sum GLOB KEY [LINE]: KEY summed over the stack's stats dumps GLOB (a
+# pattern, expanded here), on the lines of kind LINE (default sock; "-":
+# every line)
+stat_sum() {
+	local line=${3:-sock} pat='^'
+	[ "$line" = - ] || pat="^$line "
+	cat $1 2>/dev/null | grep "$pat" | tr ' ' '\n' | grep "^$2=" | cut -d= -f2 |
+		awk '{s+=$1} END {print s+0}'
+}

@@ -395,10 +395,10 @@ transfer() {
 	else
 		tcp_accel cli 1 rx && tcp_accel srv 1 tx || return 1
 	fi
-	LOSS_ER=$(cat "$TSDP_TMP"/stats-*.txt | tr ' ' '\n' | grep '^early_rexmits=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+	LOSS_ER=$(stat_sum "$TSDP_TMP/stats-*.txt" early_rexmits tcp)
 	log "$CUR: $dir ${TCP_LOSS_MIB} MiB intact in $(((e - s) / 1000000)) ms, router dropped" \
 		"$(ip netns exec "$NR" iptables -nvxL FORWARD | awk '/statistic/ {print $1}') packets," \
-		"NewReno retransmissions $(cat "$TSDP_TMP"/stats-*.txt | tr ' ' '\n' | grep '^newreno_rexmits=' | cut -d= -f2 | awk '{s+=$1} END {print s+0}')," \
+		"NewReno retransmissions $(stat_sum "$TSDP_TMP/stats-*.txt" newreno_rexmits tcp)," \
 		"early retransmits $LOSS_ER"
 }
 
