@@ -156,10 +156,10 @@ func progressingCondition(f *profileFacts, c nodeCounts) metav1.Condition {
 		cond.Message = fmt.Sprintf("agents of nodes %s are applying the tuning", list(c.applying))
 	case c.rebootPending > 0 && f.heldReason != "":
 		cond.Reason = f.heldReason
-		cond.Message = fmt.Sprintf("%d nodes wait for a reboot to finish applying: %s", c.rebootPending, f.heldMessage)
+		cond.Message = fmt.Sprintf("%d nodes wait for their rollout slot (a reboot or a kubelet restart) to finish applying: %s", c.rebootPending, f.heldMessage)
 	case c.rebootPending > 0:
 		cond.Reason = tsv1.ReasonRebootPending
-		cond.Message = fmt.Sprintf("%d nodes wait for a reboot to finish applying", c.rebootPending)
+		cond.Message = fmt.Sprintf("%d nodes wait for their rollout slot (a reboot or a kubelet restart) to finish applying", c.rebootPending)
 	case len(f.releasing) > 0:
 		cond.Reason = tsv1.ReasonDeleting
 		cond.Message = fmt.Sprintf("restoring nodes %s that the profile no longer selects", list(f.releasing))

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -31,6 +32,7 @@ func validProfile(name string) *tsv1.LatencyProfile {
 				NumVFs: ptr.To[int32](4), ResourceName: "md_vf", Acceleration: tsv1.AccelerationBypass,
 				Coalescing: &tsv1.Coalescing{RxUsecs: ptr.To[int32](0), AdaptiveRx: ptr.To(false)},
 			}},
+			Kubelet: &tsv1.KubeletSpec{TopologyManagerScope: "pod", SystemReservedMemory: ptr.To(resource.MustParse("2Gi"))},
 			Rollout: &tsv1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromString("25%")), DrainTimeout: &metav1.Duration{Duration: 600e9},
 				Windows:     []tsv1.MaintenanceWindow{{Days: []tsv1.Weekday{"Sat", "Sun"}, Start: "22:00", End: "04:00", TimeZone: "Europe/London"}},
 				TopologyKey: "topology.kubernetes.io/rack", MaxUnavailablePerDomain: ptr.To[int32](1)},
@@ -119,6 +121,16 @@ var _ = Describe("LatencyProfile validation by the API server", func() {
 			"spec.rollout.windows[0].start", "should match"),
 		Entry("window of no time", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.Windows[0].End = "22:00" },
 			"spec.rollout.windows[0]", "start and end must differ"),
+		Entry("kubelet section without a cpu section", func(p *tsv1.LatencyProfile) {
+			p.Spec.CPU = nil
+			p.Spec.Kubelet = &tsv1.KubeletSpec{}
+		}, "spec.cpu", "kubelet: reservedSystemCPUs follows cpu.reserved"),
+		Entry("kubelet memory reservation of zero", func(p *tsv1.LatencyProfile) {
+			p.Spec.Kubelet = &tsv1.KubeletSpec{SystemReservedMemory: ptr.To(resource.MustParse("0"))}
+		}, "spec.kubelet.systemReservedMemory", "must be above 0"),
+		Entry("kubelet topology manager policy the kubelet does not know", func(p *tsv1.LatencyProfile) {
+			p.Spec.Kubelet = &tsv1.KubeletSpec{TopologyManagerPolicy: "numa"}
+		}, "spec.kubelet.topologyManagerPolicy", "Unsupported value: \"numa\""),
 		Entry("window on an unknown day", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.Windows[0].Days = []tsv1.Weekday{"Monday"} },
 			"spec.rollout.windows[0].days[0]", "Unsupported value: \"Monday\""),
 		Entry("window without days", func(p *tsv1.LatencyProfile) { p.Spec.Rollout.Windows[0].Days = nil },

@@ -33,6 +33,17 @@ const (
 	// still missing after that reboot, the agent does not reboot for them again (one profile change
 	// costs at most one reboot); removing the annotation allows one more attempt.
 	RebootedForAnnotation = "tickstack.io/rebooted-for"
+	// KubeletRestartedForAnnotation on a LatencyNodeState holds a hash of the kubelet drop-in the
+	// agent last restarted the kubelet for, written by the agent. If that kubelet did not come back
+	// with the drop-in's values, the agent put the previous drop-in back and does not try the same
+	// one again; removing the annotation allows one more attempt.
+	KubeletRestartedForAnnotation = "tickstack.io/kubelet-restarted-for"
+	// TuningPendingTaint (NoSchedule) on a node keeps latency pods off it until its tuning is
+	// confirmed for the running boot: registered by the kubelet drop-in (a node joining), put on by
+	// the agent before a reboot it runs and when it finds a boot it has not applied yet, removed by
+	// the agent once the node state is Applied for the running boot (status.appliedBootID). System
+	// DaemonSets tolerate it.
+	TuningPendingTaint = "tickstack.io/tuning-pending"
 	// BMCAnnotation on a node names its BMC object when that object is not named after the node.
 	// Written by the cluster's administrator.
 	BMCAnnotation = "tickstack.io/bmc"

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -126,9 +127,25 @@ type NodeTuning struct {
 	// PTP is the profile's ptp section with the interface resolved for this node.
 	// +optional
 	PTP *PTPTuning `json:"ptp,omitempty"`
+	// Kubelet is the profile's kubelet section resolved (reservedSystemCPUs is ReservedCPUs): the
+	// agent's kubelet drop-in.
+	// +optional
+	Kubelet *KubeletTuning `json:"kubelet,omitempty"`
 	// DriftAction is what the agent does about drift: Correct (the default when empty) or Report.
 	// +optional
 	DriftAction DriftAction `json:"driftAction,omitempty"`
+}
+
+// KubeletTuning is the kubelet drop-in's inputs besides the reserved CPUs, defaults filled in.
+type KubeletTuning struct {
+	// TopologyManagerPolicy of the topology manager.
+	TopologyManagerPolicy TopologyManagerPolicy `json:"topologyManagerPolicy"`
+	// TopologyManagerScope of the topology manager.
+	TopologyManagerScope TopologyManagerScope `json:"topologyManagerScope"`
+	// SystemReservedMemory is systemReserved memory.
+	SystemReservedMemory resource.Quantity `json:"systemReservedMemory"`
+	// EvictionHardMemory is evictionHard memory.available.
+	EvictionHardMemory resource.Quantity `json:"evictionHardMemory"`
 }
 
 // PTPTuning is what the agent runs for PTP on this node.
@@ -280,7 +297,7 @@ type NodeFacts struct {
 }
 
 // SettingState is how one setting stands on the host.
-// +kubebuilder:validation:Enum=InSync;Drifted;PendingReboot;Failed;Unsupported
+// +kubebuilder:validation:Enum=InSync;Drifted;PendingReboot;PendingRestart;Failed;Unsupported
 type SettingState string
 
 const (
@@ -290,6 +307,9 @@ const (
 	SettingDrifted SettingState = "Drifted"
 	// SettingPendingReboot: written to the boot configuration, in effect after the next reboot.
 	SettingPendingReboot SettingState = "PendingReboot"
+	// SettingPendingRestart: a kubelet setting the kubelet takes up when it restarts in the node's
+	// rollout slot.
+	SettingPendingRestart SettingState = "PendingRestart"
 	// SettingFailed: the agent could not apply it; the message says why.
 	SettingFailed SettingState = "Failed"
 	// SettingUnsupported: the host has no such knob (for example cpufreq in a VM).
@@ -313,8 +333,8 @@ type SettingStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
-// RebootPhase is where a node is in its reboot.
-// +kubebuilder:validation:Enum=Requested;Draining;Rebooting;Verifying;DrainFailed
+// RebootPhase is where a node is in its reboot (or kubelet restart).
+// +kubebuilder:validation:Enum=Requested;Draining;Rebooting;RestartingKubelet;Verifying;DrainFailed
 type RebootPhase string
 
 const (
@@ -324,17 +344,36 @@ const (
 	RebootDraining RebootPhase = "Draining"
 	// RebootRebooting: drained; the reboot command ran.
 	RebootRebooting RebootPhase = "Rebooting"
-	// RebootVerifying: the node is back with a new boot ID; the agent checks /proc/cmdline.
+	// RebootRestartingKubelet: drained; the agent stops the kubelet, gives it new CPU and memory
+	// manager state and its drop-in, and starts it (action KubeletRestart).
+	RebootRestartingKubelet RebootPhase = "RestartingKubelet"
+	// RebootVerifying: the node is back with a new boot ID; the agent checks /proc/cmdline (after a
+	// kubelet restart: the kubelet is back and the agent checks its configz).
 	RebootVerifying RebootPhase = "Verifying"
 	// RebootDrainFailed: the drain timed out; the node was uncordoned and the blocking pod named.
 	// The agent asks again after a back-off.
 	RebootDrainFailed RebootPhase = "DrainFailed"
 )
 
-// RebootStatus is the agent's account of a reboot it needs.
+// RebootAction is what a node does in its rollout slot.
+// +kubebuilder:validation:Enum=Reboot;KubeletRestart
+type RebootAction string
+
+const (
+	// ActionReboot: a reboot, for kernel arguments or staged BIOS settings (and the kubelet's
+	// drop-in, when it changes too: one disruption instead of two).
+	ActionReboot RebootAction = "Reboot"
+	// ActionKubeletRestart: only the kubelet's settings change; the kubelet restarts, the host does not.
+	ActionKubeletRestart RebootAction = "KubeletRestart"
+)
+
+// RebootStatus is the agent's account of a reboot (or kubelet restart) it needs.
 type RebootStatus struct {
 	// Phase of the reboot.
 	Phase RebootPhase `json:"phase"`
+	// Action is what the slot is for. Unset: Reboot.
+	// +optional
+	Action RebootAction `json:"action,omitempty"`
 	// BootID is the kernel's boot ID when the reboot was requested; another one means it happened.
 	// +optional
 	BootID string `json:"bootID,omitempty"`
@@ -442,6 +481,11 @@ type LatencyNodeStateStatus struct {
 	// Reboot is set while the node needs, waits for or goes through a reboot.
 	// +optional
 	Reboot *RebootStatus `json:"reboot,omitempty"`
+	// AppliedBootID is the kernel boot ID under which the tuning was last found Applied; while the
+	// running boot's differs (a reboot), the tuning of this boot is not confirmed and the node keeps
+	// the tickstack.io/tuning-pending taint.
+	// +optional
+	AppliedBootID string `json:"appliedBootID,omitempty"`
 	// Fingerprint is a hash of the tuning really in effect; also the node label tickstack.io/fingerprint.
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -507,6 +508,50 @@ type MaintenanceWindow struct {
 	TimeZone string `json:"timeZone"`
 }
 
+// TopologyManagerPolicy is the kubelet's topology manager policy (how strictly CPUs, memory, huge
+// pages and devices of a pod must come from one NUMA node).
+// +kubebuilder:validation:Enum=none;best-effort;restricted;single-numa-node
+type TopologyManagerPolicy string
+
+// TopologyManagerScope is what the topology manager aligns: each container, or the whole pod.
+// +kubebuilder:validation:Enum=container;pod
+type TopologyManagerScope string
+
+const (
+	// DefaultTopologyManagerPolicy is kubelet.topologyManagerPolicy's default.
+	DefaultTopologyManagerPolicy TopologyManagerPolicy = "single-numa-node"
+	// DefaultTopologyManagerScope is kubelet.topologyManagerScope's default.
+	DefaultTopologyManagerScope TopologyManagerScope = "container"
+)
+
+// KubeletSpec hands the kubelet settings that CPU isolation depends on to the profile: with it, the
+// agent writes reservedSystemCPUs (= cpu.reserved), the static CPU manager, the topology manager and
+// the Static memory manager as a drop-in in the kubelet's --config-dir, and restarts the kubelet
+// inside the node's rollout slot (cordon, drain, new CPU and memory manager state, configz checked,
+// uncordon); deleting the profile takes the drop-in back the same way. Without it, the kubelet is
+// left as configured by hand (docs/agent.md "Kubelet settings").
+type KubeletSpec struct {
+	// TopologyManagerPolicy is the topology manager's policy. Default single-numa-node: a
+	// Guaranteed pod's CPUs, memory, huge pages and VF all on one NUMA node, or the pod is refused.
+	// +optional
+	// +kubebuilder:default=single-numa-node
+	TopologyManagerPolicy TopologyManagerPolicy `json:"topologyManagerPolicy,omitempty"`
+	// TopologyManagerScope is the topology manager's scope. Default container.
+	// +optional
+	// +kubebuilder:default=container
+	TopologyManagerScope TopologyManagerScope `json:"topologyManagerScope,omitempty"`
+	// SystemReservedMemory is the memory kept from pods for the system (the kubelet's
+	// systemReserved memory; kubeReserved memory is set to 0). Default 1Gi.
+	// +optional
+	SystemReservedMemory *resource.Quantity `json:"systemReservedMemory,omitempty"`
+	// EvictionHardMemory is the kubelet's hard eviction threshold memory.available. Default 100Mi.
+	// The memory manager's reservedMemory is their sum, on the NUMA node of the first reserved CPU
+	// (the Static memory manager refuses to start unless the two agree); huge pages are not
+	// reserved: all of the profile's huge pages go to pods.
+	// +optional
+	EvictionHardMemory *resource.Quantity `json:"evictionHardMemory,omitempty"`
+}
+
 // LatencyProfileSpec is what a set of nodes must look like to run latency pods.
 // +kubebuilder:validation:XValidation:rule="!has(self.ptp) || !has(self.ptp.nicGroup) || (has(self.nics) && self.nics.exists(n, n.name == self.ptp.nicGroup))",message="ptp.nicGroup must name one of the profile's spec.nics[] groups"
 type LatencyProfileSpec struct {
@@ -563,6 +608,12 @@ type LatencyProfileSpec struct {
 	// Rollout limits how many nodes change at once.
 	// +optional
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
+	// Kubelet makes the profile own the kubelet's CPU, topology and memory manager settings
+	// (reservedSystemCPUs follows cpu.reserved, which it requires). Unset: the kubelet is not
+	// touched.
+	// +optional
+	Kubelet *KubeletSpec `json:"kubelet,omitempty"`
 
 	// BIOS sets BIOS attributes through each node's BMC over Redfish (docs/bios.md). The operator
 	// validates them against the node's attribute registry, stages them, and they take effect in the

@@ -37,6 +37,11 @@ type options struct {
 	nodeName, hostRoot, journalPath, irqbalanceConfig string
 	bootLoader                                        string
 	grubUpdate, rebootCmd, irqbalanceCmd              commandFlag
+	kubeletConfigDir, kubeletRootDir, hostProcess     string
+	kubeletStop, kubeletStart                         commandFlag
+	kubeletStartTO                                    time.Duration
+	bootApply                                         bool
+	bootUnitDir, bootBinary                           string
 	checkPeriod, drainTimeout, drainBackoff, rebootTO time.Duration
 	evictionGrace                                     int64
 	watchNICs, confineSelf                            bool
@@ -57,6 +62,17 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(&o.grubUpdate, "grub-update-command", "regenerates grub.cfg after the drop-in changed (grub2-mkconfig -o /boot/grub2/grub.cfg on Fedora/RHEL); empty runs nothing"+commandHelp)
 	fs.Var(&o.rebootCmd, "reboot-command", "reboots the node once it is drained; runs with TICKSTACK_NODE_NAME and TICKSTACK_HOST_ROOT set"+commandHelp)
 	fs.Var(&o.irqbalanceCmd, "irqbalance-restart-command", "restarts irqbalance, if it runs, after its banned CPUs changed; empty runs nothing"+commandHelp)
+	o.kubeletStop = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl stop kubelet.service")}
+	o.kubeletStart = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl start kubelet.service")}
+	fs.StringVar(&o.kubeletConfigDir, "kubelet-config-dir", agent.DefaultKubeletConfigDir, "the kubelet's --config-dir on the host, where the agent writes its drop-in for a profile's kubelet section; empty: the agent never touches the kubelet")
+	fs.StringVar(&o.hostProcess, "host-process", "1", "a process in the host's mount namespace, through whose /proc/PID/root the agent (with hostPID) reaches the kubelet's files: a PID, or a command name whose oldest process is taken (for a host whose PID 1 is closed to containers); ignored with --host-root=/")
+	fs.StringVar(&o.kubeletRootDir, "kubelet-root-dir", agent.DefaultKubeletRootDir, "the kubelet's --root-dir on the host (its CPU and memory manager checkpoints)")
+	fs.Var(&o.kubeletStop, "kubelet-stop-command", "stops the kubelet (in the node's rollout slot, after the drain)"+commandHelp)
+	fs.Var(&o.kubeletStart, "kubelet-start-command", "starts the kubelet again; it must not be a child of the agent's container (systemd starts it on a host)"+commandHelp)
+	fs.DurationVar(&o.kubeletStartTO, "kubelet-start-timeout", agent.DefaultKubeletStartTimeout, "how long the restarted kubelet may take to show its new settings in configz before the agent puts the previous drop-in back")
+	fs.BoolVar(&o.bootApply, "boot-apply", false, "apply the runtime settings of the last tuning this agent applied ("+agent.DesiredPath+") and exit, without the API server: what the boot unit runs before the kubelet starts")
+	fs.StringVar(&o.bootUnitDir, "boot-unit-dir", agent.DefaultBootUnitDir, "systemd's unit directory on the host, where the agent installs "+agent.BootUnitName+" (ordered before kubelet.service) while a profile tunes the node; empty: no boot unit")
+	fs.StringVar(&o.bootBinary, "boot-binary", agent.DefaultBootBinary, "where on the host the agent copies its binary for the boot unit")
 	fs.DurationVar(&o.checkPeriod, "check-period", agent.DefaultCheckPeriod, "how often the host is checked for drift (NIC changes are seen at once)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", agent.DefaultDrainTimeout, "drain limit when the profile has no rollout.drainTimeout")
 	fs.DurationVar(&o.drainBackoff, "drain-retry-backoff", agent.DefaultDrainRetryBackoff, "wait after a failed drain before asking for a reboot slot again")
@@ -75,8 +91,16 @@ func (o *options) bind(fs *flag.FlagSet) {
 
 // reconciler builds the agent's reconciler from the flags (without the Kubernetes clients).
 func (o *options) reconciler() (*agent.Reconciler, error) {
-	if o.nodeName == "" {
+	if o.nodeName == "" && !o.bootApply {
 		return nil, errors.New("--node-name (or $NODE_NAME) is required: set it from the downward API (spec.nodeName)")
+	}
+	for _, f := range []struct{ flag, value string }{{"boot-unit-dir", o.bootUnitDir}, {"boot-binary", o.bootBinary}} {
+		if f.value != "" && !filepath.IsAbs(f.value) {
+			return nil, fmt.Errorf("--%s=%q: give an absolute path on the host", f.flag, f.value)
+		}
+	}
+	if o.bootUnitDir != "" && o.bootBinary == "" {
+		return nil, errors.New("--boot-binary is empty: the boot unit needs the agent's binary on the host; give a path, or --boot-unit-dir= for no boot unit")
 	}
 	if err := o.checkPTP(); err != nil {
 		return nil, err
@@ -93,10 +117,28 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		DrainTimeout:             o.drainTimeout,
 		DrainRetryBackoff:        o.drainBackoff,
 		RebootTimeout:            o.rebootTO,
+		BootUnit: agent.BootOptions{
+			UnitDir: o.bootUnitDir, Binary: o.bootBinary,
+			Args: []string{"--journal-path=" + o.journalPath, "--irqbalance-config=" + o.irqbalanceConfig},
+		},
+		Kubelet: agent.KubeletOptions{
+			ConfigDir: o.kubeletConfigDir, RootDir: o.kubeletRootDir,
+			StopCommand: o.kubeletStop.argv, StartCommand: o.kubeletStart.argv, StartTimeout: o.kubeletStartTO,
+		},
 		PTP: agent.PTPOptions{
 			Ptp4lPath: o.ptp4lPath, Phc2sysPath: o.phc2sysPath, PmcPath: o.pmcPath, RunDir: o.ptpRunDir,
 			Metrics: ctrlmetrics.Registry,
 		},
+	}
+	if err := o.checkKubelet(); err != nil {
+		return nil, err
+	}
+	if o.hostRoot != "/" {
+		// In the DaemonSet (hostPID): the kubelet's files through a host process's root.
+		if o.hostProcess == "" {
+			return nil, errors.New("--host-process is empty: give the PID (1) or command name of a process in the host's mount namespace")
+		}
+		r.Kubelet.HostProcess = o.hostProcess
 	}
 	if o.failpointFile != "" {
 		fp := failpointFile(o.failpointFile, killSelf)
@@ -117,6 +159,27 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		return nil, fmt.Errorf("--boot-loader=%q: use grub, bls or none", o.bootLoader)
 	}
 	return r, nil
+}
+
+// checkKubelet refuses kubelet flags the agent could not use, when it manages the kubelet.
+func (o *options) checkKubelet() error {
+	if o.kubeletConfigDir == "" {
+		return nil
+	}
+	for _, f := range []struct{ flag, value string }{{"kubelet-config-dir", o.kubeletConfigDir}, {"kubelet-root-dir", o.kubeletRootDir}} {
+		if !filepath.IsAbs(f.value) {
+			return fmt.Errorf("--%s=%q: give an absolute path on the host", f.flag, f.value)
+		}
+	}
+	for _, f := range []struct {
+		flag string
+		argv []string
+	}{{"kubelet-stop-command", o.kubeletStop.argv}, {"kubelet-start-command", o.kubeletStart.argv}} {
+		if len(f.argv) == 0 {
+			return fmt.Errorf("--%s is empty: the agent cannot restart the kubelet without it; give the command, or --kubelet-config-dir= to leave the kubelet alone", f.flag)
+		}
+	}
+	return nil
 }
 
 // maxPTPSocketPath is the longest UNIX socket path Linux accepts (sun_path minus its NUL); ptp4l's
@@ -203,6 +266,9 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	if o.bootApply {
+		return agent.BootApply(r, os.Stdout)
+	}
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(tsv1.AddToScheme(scheme))
@@ -216,6 +282,9 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	r.Client, r.APIReader = mgr.GetClient(), mgr.GetAPIReader()
+	if r.Kubelet.Configz, err = agent.NodeProxyConfigz(mgr.GetConfig(), o.nodeName); err != nil {
+		return fmt.Errorf("creating the configz reader: %w", err)
+	}
 	r.Recorder = mgr.GetEventRecorder("tickstack-agent")
 	var nics <-chan string
 	if o.watchNICs {

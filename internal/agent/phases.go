@@ -67,7 +67,7 @@ func (r *Reconciler) wasApplied(lns *tsv1.LatencyNodeState) bool {
 	if d := meta.FindStatusCondition(lns.Status.Conditions, tsv1.NodeDrifted); d != nil && d.Reason == ReasonDriftReported {
 		return true
 	}
-	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == ReasonPendingReboot)
+	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == ReasonPendingReboot || c.Reason == ReasonPendingKubeletRestart || c.Reason == ReasonKubeletRestartFailed)
 }
 
 // checkOnly is the report-only drift mode (spec.tuning.driftAction Report): once this generation
@@ -130,6 +130,10 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) error {
 	}
 	if len(s.obs.drifted) > 0 {
 		s.obs.corrected = len(tuning.Drift(rep.Results)) == 0
+	}
+	// What the boot unit applies after an unplanned reboot.
+	if err := r.saveDesired(s); err != nil {
+		s.obs.bootUnitErr = fmt.Errorf("saving the tuning in %s: %w", DesiredPath, err)
 	}
 	if len(tuning.Drift(rep.Results)) == 0 {
 		r.mu.Lock()
@@ -291,7 +295,9 @@ func (r *Reconciler) labelNode(ctx context.Context, fp string) error {
 // the agent does not reboot a node for a deleted node state (an event says so).
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.obs.deleting = true
-	s.obs.reboot = nil
+	if s.obs.reboot != nil && s.obs.reboot.Action != tsv1.ActionKubeletRestart {
+		s.obs.reboot = nil
+	}
 	if !controllerutil.ContainsFinalizer(s.lns, tsv1.RestoreFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -315,6 +321,21 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		if st.RebootRequired {
 			r.event(s.lns, corev1.EventTypeNormal, "KernelArgsPendingRemoval", "Restore", "kernel arguments %q were removed from the boot configuration; the running kernel keeps them until the node's next reboot (the agent does not reboot a node for a deleted node state)", st.Stale)
 		}
+	}
+	if done, err := r.restoreKubelet(ctx, s); err != nil || !done {
+		if err != nil {
+			s.obs.restoreErr = err
+			r.event(s.lns, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "restoring the kubelet's drop-in failed, retrying: %v", err)
+		}
+		return ctrl.Result{RequeueAfter: s.requeue}, nil
+	}
+	if err := r.removeBootUnit(); err != nil {
+		s.obs.restoreErr = err
+		r.event(s.lns, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "removing the boot unit failed, retrying: %v", err)
+		return ctrl.Result{RequeueAfter: r.DrainPoll}, nil
+	}
+	if err := r.setTaint(ctx, false); err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := r.uncordon(ctx); err != nil {
 		return ctrl.Result{}, err

@@ -64,8 +64,13 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 	argsRequired := s.obs.boot != nil && s.obs.boot.RebootRequired
 	// BIOS settings the operator staged for this boot need the same reboot (docs/bios.md).
 	s.obs.firmwarePending = s.lns.Spec.Firmware.PendingFor(bootID)
-	required := argsRequired || s.obs.firmwarePending
-
+	kubeletPending := s.obs.kubeletPending()
+	required := argsRequired || s.obs.firmwarePending || kubeletPending
+	// What the slot is for: a reboot carries a kubelet change too (kubelet.go).
+	action := tsv1.ActionReboot
+	if !argsRequired && !s.obs.firmwarePending {
+		action = tsv1.ActionKubeletRestart
+	}
 	// The node came back (or rebooted on its own) with another kernel: verify.
 	if rs != nil && rs.BootID != "" && rs.BootID != bootID && rs.Phase != tsv1.RebootVerifying {
 		r.setPhase(s, tsv1.RebootVerifying, "the node is back with a new boot ID; checking /proc/cmdline")
@@ -77,13 +82,35 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 		// arguments and cost a second one).
 		return nil
 	}
+	hash := rebootHash(s.obs.boot, s.lns.Spec.Firmware)
+	if action == tsv1.ActionReboot && !s.obs.firmwarePending && s.lns.Annotations[tsv1.RebootedForAnnotation] == hash &&
+		(rs == nil || rs.Phase == tsv1.RebootVerifying && rs.Action != tsv1.ActionKubeletRestart) {
+		// The node rebooted for these kernel arguments and still runs without them: no second
+		// reboot (a kubelet change still gets its restart).
+		if rs != nil {
+			if err := r.uncordon(ctx); err != nil {
+				return err
+			}
+			r.event(s.lns, corev1.EventTypeWarning, ReasonRebootDidNotApply, "Reboot", "the node rebooted for its kernel arguments and still runs without them: %s", s.obs.boot.Message())
+		}
+		s.obs.reboot, rs = nil, nil
+		s.obs.rebootDidNotApply = true
+		if !kubeletPending {
+			return nil
+		}
+		action = tsv1.ActionKubeletRestart
+	}
+
 	if !required {
 		if rs != nil {
 			// Done, or no longer needed (a profile change took the arguments back).
 			if err := r.uncordon(ctx); err != nil {
 				return err
 			}
-			if rs.Phase == tsv1.RebootVerifying {
+			switch {
+			case rs.Phase == tsv1.RebootVerifying && rs.Action == tsv1.ActionKubeletRestart && (s.obs.kubelet == nil || !s.obs.kubelet.failed):
+				r.event(s.lns, corev1.EventTypeNormal, "KubeletVerified", "RestartKubelet", "the kubelet runs with the drop-in's values (configz); uncordoned")
+			case rs.Phase == tsv1.RebootVerifying:
 				r.event(s.lns, corev1.EventTypeNormal, "RebootVerified", "Reboot", "the node rebooted: its kernel arguments are in effect and no staged BIOS setting waits for this boot; uncordoned")
 			}
 			s.obs.reboot = nil
@@ -91,31 +118,38 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 		return nil
 	}
 
-	hash := rebootHash(s.obs.boot, s.lns.Spec.Firmware)
 	switch {
-	case rs == nil || rs.Phase == tsv1.RebootVerifying:
+	case rs == nil || rs.Phase == tsv1.RebootVerifying && rs.Action != tsv1.ActionKubeletRestart:
 		if rs != nil {
-			// Rebooted, and the arguments are still missing.
+			// Rebooted, and something is still missing.
 			if err := r.uncordon(ctx); err != nil {
 				return err
 			}
 		}
-		// Pending firmware names the boot that has not rebooted yet, so only kernel arguments can
-		// be what a reboot did not apply.
-		if !s.obs.firmwarePending && s.lns.Annotations[tsv1.RebootedForAnnotation] == hash {
-			if rs != nil {
-				r.event(s.lns, corev1.EventTypeWarning, ReasonRebootDidNotApply, "Reboot", "the node rebooted for its kernel arguments and still runs without them: %s", s.obs.boot.Message())
-			}
-			s.obs.reboot = nil
-			s.obs.rebootDidNotApply = true
+		s.obs.reboot = nil
+		if action == tsv1.ActionKubeletRestart {
+			r.setPhase(s, tsv1.RebootRequested, "waiting for the operator's slot (rollout.maxUnavailable) to restart the kubelet")
+			s.obs.reboot.Action = action
+			r.event(s.lns, corev1.EventTypeNormal, "KubeletRestartRequested", "RestartKubelet", "%s; asking the operator for a slot", kubeletCause(s.obs.kubelet))
 			return nil
 		}
-		s.obs.reboot = nil
 		r.setPhase(s, tsv1.RebootRequested, "waiting for the operator's reboot slot (rollout.maxUnavailable)")
+		s.obs.reboot.Action = action
 		r.event(s.lns, corev1.EventTypeNormal, "RebootRequested", "Reboot", "%s; asking the operator for a reboot slot", rebootCause(&s.obs))
 		return nil
 
+	case rs.Phase == tsv1.RebootVerifying:
+		return r.verifyKubelet(ctx, s)
+
+	case rs.Phase == tsv1.RebootRestartingKubelet:
+		return r.restartKubelet(ctx, s)
+
 	case rs.Phase == tsv1.RebootRequested:
+		if action == tsv1.ActionKubeletRestart || s.obs.firmwarePending || s.lns.Annotations[tsv1.RebootedForAnnotation] != hash {
+			// A kubelet restart becomes a reboot when kernel arguments come along, unless the
+			// node already rebooted for those in vain.
+			rs.Action = action
+		}
 		if !s.lns.Spec.RebootGranted {
 			return nil
 		}
@@ -124,7 +158,11 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 		}
 		r.setPhase(s, tsv1.RebootDraining, "cordoned; evicting pods")
 		s.obs.reboot.BootID = bootID
-		r.event(s.lns, corev1.EventTypeNormal, "Draining", "Reboot", "reboot slot granted: node cordoned, evicting its pods (timeout %s)", r.drainTimeout(s.lns))
+		what := "reboot"
+		if rs.Action == tsv1.ActionKubeletRestart {
+			what = "kubelet restart"
+		}
+		r.event(s.lns, corev1.EventTypeNormal, "Draining", "Reboot", "%s slot granted: node cordoned, evicting its pods (timeout %s)", what, r.drainTimeout(s.lns))
 		return r.drainStep(ctx, s, hash)
 
 	case rs.Phase == tsv1.RebootDraining:
@@ -160,8 +198,35 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope, hash string) error
 		return err
 	}
 	if len(left) == 0 {
+		kubeletPending := s.obs.kubeletPending()
+		if s.obs.reboot.Action == tsv1.ActionKubeletRestart {
+			if !kubeletPending {
+				return nil // nothing left to do: the !required branch uncordons next time
+			}
+			if err := r.record("previous", s.obs.kubelet.current, false); err != nil {
+				return fmt.Errorf("recording the kubelet drop-in's content in %s: %w", KubeletStateDir, err)
+			}
+			if err := r.annotate(ctx, s, tsv1.KubeletRestartedForAnnotation, s.obs.kubelet.hash); err != nil {
+				return err
+			}
+			r.setPhase(s, tsv1.RebootRestartingKubelet, "drained; restarting the kubelet")
+			if err := r.patchStatus(ctx, s); err != nil {
+				return err
+			}
+			return r.restartKubelet(ctx, s)
+		}
 		if err := r.markRebootedFor(ctx, s, hash); err != nil {
 			return err
+		}
+		// No new latency pod until the tuning is confirmed for the next boot.
+		if err := r.setTaint(ctx, true); err != nil {
+			return err
+		}
+		if kubeletPending {
+			// One disruption for both: the kubelet takes its drop-in when the node comes back.
+			if err := r.switchKubelet(ctx, s.obs.kubelet.desired, false); err != nil {
+				r.event(s.lns, corev1.EventTypeWarning, ReasonKubeletRestartFailed, "RestartKubelet", "the kubelet drop-in could not go in before the reboot (the kubelet restarts with it after): %v", err)
+			}
 		}
 		r.setPhase(s, tsv1.RebootRebooting, "drained; rebooting")
 		return r.runReboot(ctx, s)

@@ -111,6 +111,13 @@ type Reconciler struct {
 	// PTP are the host-side settings of the linuxptp daemon run for spec.tuning.ptp.
 	PTP PTPOptions
 
+	// Kubelet says where the kubelet's drop-in and checkpoints are and how to restart it
+	// (spec.tuning.kubelet; kubelet.go).
+	Kubelet KubeletOptions
+	// BootUnit says where the boot unit that applies the last tuning before the kubelet goes
+	// (boot.go).
+	BootUnit BootOptions
+
 	// ConfineSelf keeps every thread of this process on spec.tuning.reservedCPUs while a tuning
 	// is in force, and gives them back the affinity the process started with when it goes. The
 	// agent binary sets it; tests that run the reconciler in their own process leave it off.
@@ -131,11 +138,15 @@ type Reconciler struct {
 	rebootIssued map[string][2]time.Time
 	// selfOrig is the CPU affinity this process started with (ConfineSelf).
 	selfOrig *cpuset.Set
+	// configz is the kubelet's configuration last read at configzAt (kubelet.go).
+	configz   map[string]string
+	configzAt time.Time
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=nodes/proxy,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -185,6 +196,15 @@ func (r *Reconciler) defaults() {
 	if r.ptpRun == nil {
 		r.ptpRun = newPTPRunner(r.PTP.Metrics)
 	}
+	if r.BootUnit.Binary == "" {
+		r.BootUnit.Binary = DefaultBootBinary
+	}
+	if r.Kubelet.RootDir == "" {
+		r.Kubelet.RootDir = DefaultKubeletRootDir
+	}
+	if r.Kubelet.StartTimeout <= 0 {
+		r.Kubelet.StartTimeout = DefaultKubeletStartTimeout
+	}
 	if r.PTP.StatusPeriod <= 0 {
 		r.PTP.StatusPeriod = DefaultPTPStatusPeriod
 	}
@@ -197,8 +217,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if req.Name != r.NodeName {
 		return ctrl.Result{}, nil
 	}
+	// Read from the API server, not the cache: a reconcile triggered by this agent's own
+	// annotation patch must not see the status from before its last status patch (a reboot or
+	// kubelet restart step would run twice).
 	lns := &tsv1.LatencyNodeState{}
-	if err := r.Client.Get(ctx, req.NamespacedName, lns); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, lns); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.ptpRun.stop()
 		}
@@ -227,14 +250,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	if err := phase.Run(ctx, s,
+		r.taintUnconfirmedBoot,
 		r.reconcilePTP,
 		r.validate,
 		r.confineSelf,
 		r.ensureFinalizer,
 		r.applyRuntime,
 		r.reconcileKernelArgs,
+		r.reconcileKubelet,
 		r.reconcileReboot,
+		r.reconcileBootUnit,
 		r.publishFingerprint,
+		r.confirmBoot,
 	); err != nil {
 		return ctrl.Result{}, err
 	}

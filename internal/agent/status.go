@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,6 +13,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bootloader"
+	"github.com/tickstack/tickstack/internal/host/kubeletconf"
 	"github.com/tickstack/tickstack/internal/ptp"
 	"github.com/tickstack/tickstack/internal/tuning"
 )
@@ -34,6 +36,12 @@ const (
 	// ReasonPendingReboot (Applied=False): runtime settings are in effect, kernel arguments wait
 	// for the reboot.
 	ReasonPendingReboot = "PendingReboot"
+	// ReasonBootUnitFailed (Degraded=True): the boot unit, its binary or the saved tuning could not
+	// be written (boot.go).
+	ReasonBootUnitFailed = "BootUnitFailed"
+	// ReasonPendingKubeletRestart (Applied=False): runtime settings are in effect, the kubelet's
+	// settings wait for its restart in the node's rollout slot.
+	ReasonPendingKubeletRestart = "PendingKubeletRestart"
 	// ReasonRestoring (Applied=False): the node state is being deleted; originals are put back.
 	ReasonRestoring = "Restoring"
 	// ReasonAsExpected (Degraded=False): nothing is wrong.
@@ -81,8 +89,18 @@ const (
 
 // Reboot phase reasons of RebootRequired=True are the phase names themselves (Requested,
 // Draining, Rebooting, Verifying, DrainFailed), prefixed "Reboot" where the phase alone is vague.
-func rebootReason(p tsv1.RebootPhase) string {
+func rebootReason(p tsv1.RebootPhase, a tsv1.RebootAction) string {
+	if a == tsv1.ActionKubeletRestart {
+		switch p {
+		case tsv1.RebootRequested:
+			return ReasonKubeletRestartRequired
+		case tsv1.RebootVerifying:
+			return "VerifyingKubelet"
+		}
+	}
 	switch p {
+	case tsv1.RebootRestartingKubelet:
+		return "RestartingKubelet"
 	case tsv1.RebootRequested:
 		return "RebootRequested"
 	case tsv1.RebootDraining:
@@ -110,6 +128,20 @@ func rebootCause(o *observation) string {
 		return firmwareMessage
 	}
 	return bootMessage(o.boot)
+}
+
+// kubeletCause says what a kubelet restart is for.
+func kubeletCause(k *kubeletObs) string {
+	if k == nil {
+		return "the kubelet's settings change"
+	}
+	if k.want == nil {
+		return "the profile no longer has kubelet settings: the drop-in " + kubeletconf.FileName + " goes back to what the host had"
+	}
+	if k.have != nil && bytes.Equal(k.current, k.desired) {
+		return "the kubelet drop-in is in place but the running kubelet has " + diffValues(k.want, k.have)
+	}
+	return "the kubelet's settings change (drop-in " + kubeletconf.FileName + ": reservedSystemCPUs, CPU, topology and memory managers)"
 }
 
 // bootMessage is the boot loader's account of the kernel arguments, safe when it was not read.
@@ -161,6 +193,12 @@ type observation struct {
 	ptpErr     error
 	ptp        *ptp.Snapshot
 	ptpRead    time.Time
+	// kubelet is the kubelet drop-in's state (nil: the tuning has none and none is on the host).
+	kubelet *kubeletObs
+	// bootUnitErr: the boot unit or the saved tuning could not be written (boot.go).
+	bootUnitErr error
+	// appliedBootID is the boot the tuning was last found Applied under.
+	appliedBootID string
 }
 
 // applyStatus writes the conditions, settings and observedGeneration computed from o into st.
@@ -174,6 +212,9 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: o.generation})
 	}
 	st.Reboot = o.reboot
+	if o.appliedBootID != "" {
+		st.AppliedBootID = o.appliedBootID
+	}
 	setPTPStatus(st, o, set)
 
 	switch {
@@ -212,6 +253,12 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 		set(tsv1.NodeApplied, false, ReasonPendingReboot, "runtime settings are in effect; "+o.boot.Message())
 	case o.hasArgs && o.boot == nil:
 		set(tsv1.NodeApplied, false, ReasonBootLoaderFailed, "runtime settings are in effect; the kernel arguments could not be checked")
+	case o.kubelet != nil && o.kubelet.err != nil:
+		set(tsv1.NodeApplied, false, o.kubelet.reason, "runtime settings are in effect; "+o.kubelet.err.Error())
+	case o.kubeletPending():
+		set(tsv1.NodeApplied, false, ReasonPendingKubeletRestart, "runtime settings are in effect; "+kubeletCause(o.kubelet)+": the kubelet restarts in the node's rollout slot")
+	case o.kubelet != nil && o.kubelet.failed:
+		set(tsv1.NodeApplied, false, ReasonKubeletRestartFailed, "runtime settings are in effect; the kubelet did not come back with its new settings (see Degraded)")
 	default:
 		set(tsv1.NodeApplied, true, ReasonApplied, appliedMessage(o.results, o.boot))
 	}
@@ -227,6 +274,14 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 		set(tsv1.NodeDegraded, true, ReasonRebootDidNotApply, "the node rebooted for its kernel arguments and still runs without them: "+bootMessage(o.boot)+"; check the boot loader configuration (--grub-update-command, BLS entries) and the LatencyNodeState annotation "+tsv1.RebootedForAnnotation+"; remove that annotation to let the agent reboot once more")
 	case o.rebootEr != nil:
 		set(tsv1.NodeDegraded, true, ReasonRebootFailed, o.rebootEr.Error())
+	case o.kubelet != nil && o.kubelet.err != nil:
+		set(tsv1.NodeDegraded, true, o.kubelet.reason, o.kubelet.err.Error())
+	case o.kubelet != nil && o.kubelet.restartErr != nil:
+		set(tsv1.NodeDegraded, true, ReasonKubeletRestartFailed, o.kubelet.restartErr.Error())
+	case o.bootUnitErr != nil:
+		set(tsv1.NodeDegraded, true, ReasonBootUnitFailed, "the tuning is in effect, but after an unplanned reboot it would not be back before the kubelet starts pods: "+o.bootUnitErr.Error())
+	case o.kubelet != nil && o.kubelet.failed:
+		set(tsv1.NodeDegraded, true, ReasonKubeletRestartFailed, "the kubelet did not come back with the drop-in "+kubeletconf.FileName+" the profile asks for, so the previous one is in place; fix the profile's kubelet section (or the kubelet), or remove the annotation "+tsv1.KubeletRestartedForAnnotation+" from the node state to try once more")
 	case len(notInSync) > 0:
 		set(tsv1.NodeDegraded, true, ReasonNotInSync, "settings not in effect after applying: "+strings.Join(notInSync, ", "))
 	case o.ptpInvalid != nil:
@@ -247,14 +302,28 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 		set(tsv1.NodeRebootRequired, false, ReasonRebootDidNotApply, bootMessage(o.boot)+"; the node already rebooted for them: no further reboot (see Degraded)")
 	case argsReboot || o.firmwarePending:
 		reason, msg := "RebootRequired", rebootCause(o)
+		if o.kubeletPending() {
+			msg += "; " + kubeletCause(o.kubelet) + " (in the same reboot)"
+		}
 		if o.reboot != nil {
-			reason = rebootReason(o.reboot.Phase)
+			reason = rebootReason(o.reboot.Phase, o.reboot.Action)
 			if o.reboot.Message != "" {
 				msg = o.reboot.Message + "; " + msg
 			}
 		}
-		if !argsReboot && reason != ReasonDrainFailed {
+		if !argsReboot && reason != ReasonDrainFailed && (o.reboot == nil || o.reboot.Action != tsv1.ActionKubeletRestart) {
 			reason = ReasonFirmwarePendingReboot
+		}
+		set(tsv1.NodeRebootRequired, true, reason, msg)
+	case o.kubeletPending():
+		// The slot is the reboot's (RebootRequired is what the operator's budget counts); the
+		// action is a kubelet restart.
+		reason, msg := ReasonKubeletRestartRequired, kubeletCause(o.kubelet)+": the agent restarts the kubelet in the node's rollout slot (rollout.maxUnavailable), not the node"
+		if o.reboot != nil {
+			reason = rebootReason(o.reboot.Phase, o.reboot.Action)
+			if o.reboot.Message != "" {
+				msg = o.reboot.Message + "; " + msg
+			}
 		}
 		set(tsv1.NodeRebootRequired, true, reason, msg)
 	case o.boot == nil:
@@ -358,6 +427,7 @@ func settings(o *observation) []tsv1.SettingStatus {
 			out = append(out, s)
 		}
 	}
+	out = append(out, kubeletSettings(o.kubelet, inKubeletRestart(o.reboot))...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	// The map key must be unique: a kernel argument could repeat (hugepages=N for two sizes).
 	uniq := make([]tsv1.SettingStatus, 0, len(out))

@@ -3,6 +3,8 @@
 package plan
 
 import (
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,11 +49,15 @@ type Change struct {
 
 // NodePlan is what would happen to one node.
 type NodePlan struct {
-	Node    string
-	Action  Action
-	Reboot  bool
-	Changes []Change
-	Detail  string
+	Node   string
+	Action Action
+	Reboot bool
+	// KubeletRestart: the kubelet's settings (the profile's kubelet section, reservedSystemCPUs)
+	// change without a reboot, so the kubelet restarts in the node's slot (drained first). With a
+	// reboot the kubelet change rides on it and this is false.
+	KubeletRestart bool
+	Changes        []Change
+	Detail         string
 	// When says when the node would change (Schedule): at once, or in which reboot wave and from when.
 	When string
 	// BIOS is the BIOS part, when the profile has a bios section and the caller planned it.
@@ -102,6 +108,10 @@ func Compute(p *tsv1.LatencyProfile, nodes []corev1.Node, profiles []tsv1.Latenc
 		if lns.Spec.Profile.Name == p.Name && !selected[name] {
 			np := NodePlan{Node: name, Action: Restore, Detail: "no longer selected: the agent restores the original host values"}
 			np.Reboot = lns.Spec.Tuning != nil && len(lns.Spec.Tuning.KernelArgs) > 0 && anyIn(lns.Spec.Tuning.KernelArgs, cmdline(lns))
+			if lns.Spec.Tuning != nil && lns.Spec.Tuning.Kubelet != nil {
+				np.KubeletRestart = true
+				np.Detail += "; the kubelet gets its original settings back: the node is drained and the kubelet restarted at once (the profile's rollout budget no longer applies)"
+			}
 			out.Nodes = append(out.Nodes, np)
 		}
 	}
@@ -143,8 +153,12 @@ func planNode(p *tsv1.LatencyProfile, node *corev1.Node, a resolve.Arbitration, 
 	}
 	np.Changes = Diff(current, want)
 	np.Reboot = needsReboot(current, want, facts)
+	np.KubeletRestart = !np.Reboot && needsKubeletRestart(current, want)
+	if np.Reboot && needsKubeletRestart(current, want) {
+		np.Detail = strings.TrimPrefix(np.Detail+"; the kubelet's new settings go in with the reboot (no separate kubelet restart)", "; ")
+	}
 	np.Action = Apply
-	if len(np.Changes) == 0 && !np.Reboot {
+	if len(np.Changes) == 0 && !np.Reboot && !np.KubeletRestart {
 		np.Action = Unchanged
 	}
 	return np
@@ -167,6 +181,24 @@ func needsReboot(current, want *tsv1.NodeTuning, facts *tsv1.NodeFacts) bool {
 		}
 	}
 	return false
+}
+
+// needsKubeletRestart reports whether the kubelet's drop-in would change: the kubelet section or,
+// with one, the reserved CPUs (its reservedSystemCPUs). A node new to the profile restarts unless
+// its kubelet already runs with the drop-in, which only the agent can tell.
+func needsKubeletRestart(current, want *tsv1.NodeTuning) bool {
+	var from *tsv1.KubeletTuning
+	fromCPUs := tsv1.CPUSet("")
+	if current != nil {
+		from, fromCPUs = current.Kubelet, current.ReservedCPUs
+	}
+	switch {
+	case want.Kubelet == nil:
+		return from != nil
+	case from == nil:
+		return true
+	}
+	return fromCPUs != want.ReservedCPUs || !equality.Semantic.DeepEqual(from, want.Kubelet)
 }
 
 func cmdline(lns *tsv1.LatencyNodeState) []string {
@@ -287,7 +319,7 @@ func unionKeys(a, b map[string]string) []string {
 
 // Print writes the plan for a person.
 func (p *Plan) Print(w io.Writer) {
-	changing, reboots := 0, 0
+	changing, reboots, restarts := 0, 0, 0
 	for _, n := range p.Nodes {
 		if n.Action == Apply || n.Action == Restore {
 			changing++
@@ -295,12 +327,18 @@ func (p *Plan) Print(w io.Writer) {
 		if n.Reboot {
 			reboots++
 		}
+		if n.KubeletRestart {
+			restarts++
+		}
 	}
-	fmt.Fprintf(w, "Profile %s: %d nodes in the plan, %d would change, %d would reboot\n", p.Profile, len(p.Nodes), changing, reboots)
+	fmt.Fprintf(w, "Profile %s: %d nodes in the plan, %d would change, %d would reboot, %d would restart their kubelet\n", p.Profile, len(p.Nodes), changing, reboots, restarts)
 	for _, n := range p.Nodes {
 		head := fmt.Sprintf("\nnode %s: %s", n.Node, n.Action)
-		if n.Reboot {
+		switch {
+		case n.Reboot:
 			head += n.rebootText()
+		case n.KubeletRestart:
+			head += " (kubelet restart: drained, the kubelet restarted with new CPU and memory manager state, uncordoned; no reboot)"
 		}
 		fmt.Fprintln(w, head)
 		if n.When != "" {

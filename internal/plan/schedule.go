@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,10 +31,11 @@ func (p *Plan) Schedule(r *tsv1.RolloutSpec, nodes []corev1.Node, now time.Time)
 		default:
 			continue
 		}
-		if n.Reboot {
+		slot := n.Reboot || n.KubeletRestart && n.Action == Apply
+		if slot {
 			waiting = append(waiting, n.Node)
 		}
-		if unschedulable[n.Node] && !n.Reboot {
+		if unschedulable[n.Node] && !slot {
 			cordoned = append(cordoned, n.Node)
 		}
 	}
@@ -55,7 +57,11 @@ func (p *Plan) Schedule(r *tsv1.RolloutSpec, nodes []corev1.Node, now time.Time)
 		if n.Action != Apply && n.Action != Restore {
 			continue
 		}
-		if !n.Reboot {
+		switch {
+		case n.KubeletRestart && n.Action == Restore:
+			n.When = "now: runtime settings at once, then the drain and the kubelet restart (no slot: the profile is gone)"
+			continue
+		case !n.Reboot && !n.KubeletRestart:
 			n.When = "now: applied as soon as the agent sees the change (no drain, no reboot)"
 			continue
 		}
@@ -63,10 +69,14 @@ func (p *Plan) Schedule(r *tsv1.RolloutSpec, nodes []corev1.Node, now time.Time)
 		switch {
 		case wave < 0:
 			n.When = "not while the nodes cordoned today use up the rollout's budget for it: uncordon them or raise rollout.maxUnavailable / maxUnavailablePerDomain"
-		case wave == 0:
+		case wave == 0 && n.Reboot:
 			n.When = fmt.Sprintf("reboot wave 1 of %d, %s", len(waves), first)
-		default:
+		case wave == 0:
+			n.When = fmt.Sprintf("kubelet restart in slot wave 1 of %d, %s (runtime settings at once)", len(waves), strings.Replace(first, "reboot slots", "slots", 1))
+		case n.Reboot:
 			n.When = fmt.Sprintf("reboot wave %d of %d, after wave %d has rebooted%s", wave+1, len(waves), wave, later)
+		default:
+			n.When = fmt.Sprintf("kubelet restart in slot wave %d of %d, after wave %d has finished%s (runtime settings at once)", wave+1, len(waves), wave, later)
 		}
 	}
 }

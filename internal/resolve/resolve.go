@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/cpuset"
 	"k8s.io/utils/ptr"
@@ -80,6 +81,49 @@ func Node(spec *tsv1.LatencyProfileSpec, facts *tsv1.NodeFacts) (*tsv1.NodeTunin
 	}
 	if t.PTP, err = ptpTuning(spec.PTP, t.NICs); err != nil {
 		return nil, err
+	}
+	if t.Kubelet, err = kubeletTuning(spec); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Defaults of the profile's kubelet section.
+var (
+	DefaultSystemReservedMemory = resource.MustParse("1Gi")
+	DefaultEvictionHardMemory   = resource.MustParse("100Mi")
+)
+
+// kubeletTuning resolves the profile's kubelet section, defaults filled in.
+func kubeletTuning(spec *tsv1.LatencyProfileSpec) (*tsv1.KubeletTuning, error) {
+	k := spec.Kubelet
+	if k == nil {
+		return nil, nil
+	}
+	if spec.CPU == nil {
+		return nil, errors.New("kubelet: reservedSystemCPUs follows cpu.reserved, and the profile has no cpu section: add cpu.reserved or remove kubelet")
+	}
+	t := &tsv1.KubeletTuning{
+		TopologyManagerPolicy: k.TopologyManagerPolicy, TopologyManagerScope: k.TopologyManagerScope,
+		SystemReservedMemory: DefaultSystemReservedMemory.DeepCopy(), EvictionHardMemory: DefaultEvictionHardMemory.DeepCopy(),
+	}
+	if t.TopologyManagerPolicy == "" {
+		t.TopologyManagerPolicy = tsv1.DefaultTopologyManagerPolicy
+	}
+	if t.TopologyManagerScope == "" {
+		t.TopologyManagerScope = tsv1.DefaultTopologyManagerScope
+	}
+	if k.SystemReservedMemory != nil {
+		t.SystemReservedMemory = k.SystemReservedMemory.DeepCopy()
+	}
+	if k.EvictionHardMemory != nil {
+		t.EvictionHardMemory = k.EvictionHardMemory.DeepCopy()
+	}
+	if t.SystemReservedMemory.Sign() <= 0 {
+		return nil, fmt.Errorf("kubelet.systemReservedMemory: %s must be above 0 (the Static memory manager needs a reservation)", t.SystemReservedMemory.String())
+	}
+	if t.EvictionHardMemory.Sign() <= 0 {
+		return nil, fmt.Errorf("kubelet.evictionHardMemory: %s must be above 0 (the Static memory manager needs a reservation)", t.EvictionHardMemory.String())
 	}
 	return t, nil
 }

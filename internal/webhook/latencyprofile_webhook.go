@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/cpuset"
@@ -109,6 +110,19 @@ func ValidateProfileSpec(spec *tsv1.LatencyProfileSpec, path *field.Path) (admis
 		if d := r.DrainTimeout.Duration; d < 30*time.Second || d > 24*time.Hour {
 			errs = append(errs, field.Invalid(path.Child("rollout", "drainTimeout"), r.DrainTimeout.String(),
 				"must be between 30s and 24h: pods need time to leave, and a node must not stay cordoned for days"))
+		}
+	}
+	if k := spec.Kubelet; k != nil {
+		if spec.CPU == nil {
+			errs = append(errs, field.Required(path.Child("cpu"), "kubelet: reservedSystemCPUs follows cpu.reserved; add cpu.reserved or remove kubelet"))
+		}
+		for _, f := range []struct {
+			name string
+			q    *resource.Quantity
+		}{{"systemReservedMemory", k.SystemReservedMemory}, {"evictionHardMemory", k.EvictionHardMemory}} {
+			if name, q := f.name, f.q; q != nil && q.Sign() <= 0 {
+				errs = append(errs, field.Invalid(path.Child("kubelet", name), q.String(), "must be above 0: the Static memory manager reserves this memory on the reserved CPUs' NUMA node; leave it unset for the default"))
+			}
 		}
 	}
 	if r := spec.Rollout; r != nil {

@@ -23,7 +23,7 @@ import (
 // watches a failpoint file there: the test names a point in it to have the agent kill itself there.
 // previous: the values of the previous release's chart (hack/previous-release), which has neither
 // tickstack-xdpd nor the agent's extraArgs.
-func values(cniBinDir string, previous bool) string {
+func values(cniBinDir, clusterDir string, previous bool) string {
 	v := `
 imagePullPolicy: Never
 crds: {keep: true}
@@ -45,7 +45,28 @@ agent:
 	if previous {
 		return v
 	}
-	return v + `  extraArgs: [--failpoint-file=/tse2e/failpoint]
+	// The kubelet is hack/local-cluster's process: its config dir and root dir are in the cluster's
+	// state directory, and it is stopped and started by hack/local-cluster (outside the agent's
+	// cgroups) through the host's mount namespace.
+	cache := os.Getenv("TICKSTACK_CACHE")
+	if cache == "" {
+		base, err := os.UserCacheDir()
+		Expect(err).NotTo(HaveOccurred())
+		cache = filepath.Join(base, "tickstack")
+	}
+	// This VM's PID 1 is closed to containers: the host's mount namespace is containerd's.
+	local := func(verb string) string {
+		return fmt.Sprintf(`[/bin/sh, -c, 'exec nsenter --target "$(pgrep -o -x containerd)" --mount -- env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TICKSTACK_CACHE=%s TICKSTACK_CLUSTER_DIR=%s %s/hack/local-cluster %s']`,
+			cache, clusterDir, repoRoot, verb)
+	}
+	return v + `  - {name: tse2e-scratch, mountPath: /host/etc/systemd/system, subPath: systemd}
+  extraArgs: [--failpoint-file=/tse2e/failpoint]
+  hostProcess: containerd
+  kubelet:
+    configDir: ` + clusterDir + `/etc/kubelet.conf.d
+    rootDir: ` + clusterDir + `/kubelet
+    stopCommand: ` + local("kubelet-stop") + `
+    startCommand: ` + local("kubelet-start") + `
 xdpd:
   cniBinDir: ` + cniBinDir + `
   resources: {requests: {cpu: null, memory: 16Mi}}
@@ -59,9 +80,12 @@ func valuesFile(previous bool) string {
 	Expect(err).NotTo(HaveOccurred(), env)
 	cniBinDir := regexp.MustCompile(`(?m)^export TSLC_CNI_BIN_DIR=(\S+)$`).FindStringSubmatch(env)
 	Expect(cniBinDir).NotTo(BeNil(), "hack/local-cluster env names no TSLC_CNI_BIN_DIR:\n%s", env)
+	clusterDir := regexp.MustCompile(`(?m)^export TICKSTACK_CLUSTER_DIR=(\S+)$`).FindStringSubmatch(env)
+	Expect(clusterDir).NotTo(BeNil(), "hack/local-cluster env names no TICKSTACK_CLUSTER_DIR:\n%s", env)
 	f := filepath.Join(GinkgoT().TempDir(), "values.yaml")
-	Expect(os.WriteFile(f, []byte(values(cniBinDir[1], previous)), 0o644)).To(Succeed())
+	Expect(os.WriteFile(f, []byte(values(cniBinDir[1], clusterDir[1], previous)), 0o644)).To(Succeed())
 	Expect(os.MkdirAll(filepath.Join(scratchDir, "grub.d"), 0o755)).To(Succeed())
+	Expect(os.MkdirAll(filepath.Join(scratchDir, "systemd"), 0o755)).To(Succeed())
 	return f
 }
 
@@ -76,6 +100,7 @@ func resetRecorders() {
 
 // holdManifest refuses every reboot slot at the API server: the operator cannot grant
 // spec.rebootGranted, so the agent never drains or reboots this machine, and the node keeps asking.
+// A slot for a kubelet restart (status.reboot.action KubeletRestart) is let through.
 const holdManifest = `
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -89,8 +114,8 @@ spec:
       operations: [CREATE, UPDATE]
       resources: [latencynodestates]
   validations:
-  - expression: "!has(object.spec.rebootGranted) || !object.spec.rebootGranted"
-    message: this machine must never reboot; the e2e test holds every reboot slot
+  - expression: "!has(object.spec.rebootGranted) || !object.spec.rebootGranted || (oldObject != null && has(oldObject.spec.rebootGranted) && oldObject.spec.rebootGranted) || (has(object.status) && has(object.status.reboot) && has(object.status.reboot.action) && object.status.reboot.action == 'KubeletRestart')"
+    message: this machine must never reboot; the e2e test holds every reboot slot (a kubelet restart's slot is let through)
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
@@ -156,6 +181,18 @@ spec:
 `
 }
 
+// operatorBack waits for the operator after a drain of the only node evicted it: its webhooks
+// answer again once its pod runs.
+func operatorBack() {
+	GinkgoHelper()
+	out, err := kubectl(nil, "rollout", "status", "-n", releaseNS, "deployment/"+release+"-manager", "--timeout=5m")
+	Expect(err).NotTo(HaveOccurred(), out)
+	Eventually(func() error {
+		_, err := kubectl([]byte(profile(false)), "apply", "--dry-run=server", "-f", "-")
+		return err
+	}, 2*time.Minute, 2*time.Second).Should(Succeed(), "the operator's webhook does not answer")
+}
+
 // The wanted sysctls, as the host shows them.
 var wantSysctls = map[string]string{
 	"kernel.timer_migration": "0",
@@ -186,6 +223,7 @@ type nodeState struct {
 	} `json:"spec"`
 	Status struct {
 		ObservedGeneration int64       `json:"observedGeneration"`
+		AppliedBootID      string      `json:"appliedBootID"`
 		Conditions         []condition `json:"conditions"`
 		Settings           []struct {
 			Name     string `json:"name"`
@@ -401,6 +439,259 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 		for k, v := range wantSysctls {
 			Expect(readHost("/proc/sys/"+strings.ReplaceAll(k, ".", "/"))).To(Equal(v), "the host's %s", k)
 		}
+	})
+
+	It("owns the kubelet's settings: a kubelet section with cpu.reserved 1 restarts the kubelet in its slot, configz and a Guaranteed pod show CPU 1 reserved; removing the section puts the kubelet back", func() {
+		configz := func(g Gomega) map[string]any {
+			out, err := kubectl(nil, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/configz")
+			g.Expect(err).NotTo(HaveOccurred(), out)
+			var doc struct {
+				KubeletConfig map[string]any `json:"kubeletconfig"`
+			}
+			g.Expect(json.Unmarshal([]byte(out), &doc)).To(Succeed())
+			return doc.KubeletConfig
+		}
+		env, err := run(time.Minute, nil, "hack/local-cluster", "env")
+		Expect(err).NotTo(HaveOccurred(), env)
+		clusterDir := regexp.MustCompile(`(?m)^export TICKSTACK_CLUSTER_DIR=(\S+)$`).FindStringSubmatch(env)[1]
+		dropIn := filepath.Join(clusterDir, "etc", "kubelet.conf.d", "50-tickstack.conf")
+		// The main file's values: what the kubelet must come back to.
+		Eventually(func(g Gomega) {
+			c := configz(g)
+			g.Expect(c).To(HaveKeyWithValue("reservedSystemCPUs", "0"))
+			g.Expect(c).To(HaveKeyWithValue("memoryManagerPolicy", "None"))
+		}, time.Minute, 2*time.Second).Should(Succeed())
+		Expect(dropIn).NotTo(BeAnExistingFile())
+
+		// A Guaranteed pod outside the profile: the kubelet's static CPU manager pins it.
+		apply(fmt.Sprintf(`
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: pinned, namespace: %s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: pinned}}
+  template:
+    metadata: {labels: {app: pinned}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: pinned
+        image: localhost/tickstack-bench:%s
+        imagePullPolicy: Never
+        command: [sleep, infinity]
+        resources:
+          requests: {cpu: "1", memory: 32Mi}
+          limits: {cpu: "1", memory: 32Mi}
+`, testNS, imageTag))
+		pinnedCPUs := func(g Gomega) string {
+			out, err := kubectl(nil, "exec", "-n", testNS, "deploy/pinned", "--", "/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status")
+			g.Expect(err).NotTo(HaveOccurred(), out)
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "Cpus_allowed_list:"))
+		}
+		Eventually(pinnedCPUs, 3*time.Minute, 2*time.Second).Should(Equal("1"))
+		defer func() {
+			_, _ = kubectl(nil, "delete", "deployment", "pinned", "-n", testNS, "--ignore-not-found", "--wait=false")
+		}()
+
+		withKubelet := strings.Replace(profile(false), `reserved: "0"`, `reserved: "1"`, 1) + "  kubelet: {topologyManagerPolicy: single-numa-node, systemReservedMemory: 512Mi}\n"
+		// held: the node asks for its slot and nothing starts.
+		held := func(why string) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				lns, err := getNodeState()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(lns.cond("RebootRequired")).To(HaveField("Reason", "KubeletRestartRequired"))
+			}, 2*time.Minute, 2*time.Second).Should(Succeed())
+			Consistently(func(g Gomega) {
+				lns, err := getNodeState()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(lns.Spec.RebootGranted).To(BeFalse(), "granted %s", why)
+				g.Expect(configz(g)).To(HaveKeyWithValue("reservedSystemCPUs", "0"))
+			}, 20*time.Second, 2*time.Second).Should(Succeed())
+			Expect(dropIn).NotTo(BeAnExistingFile())
+		}
+		rollout := func(extra string) string {
+			return strings.Replace(withKubelet, "  rollout:\n", "  rollout:\n"+extra, 1)
+		}
+
+		By("a paused rollout starts nothing")
+		apply(rollout("    paused: true\n"))
+		held("while the rollout is paused")
+
+		By("a maintenance window closed now delays the restart")
+		now := time.Now().UTC()
+		window := func(from, to time.Time) string {
+			return fmt.Sprintf("    windows: [{days: [Mon, Tue, Wed, Thu, Fri, Sat, Sun], start: %q, end: %q, timeZone: UTC}]\n", from.Format("15:04"), to.Format("15:04"))
+		}
+		apply(rollout(window(now.Add(6*time.Hour), now.Add(7*time.Hour))))
+		held("outside the maintenance window")
+		var prof struct {
+			Status struct {
+				Conditions []condition `json:"conditions"`
+			} `json:"status"`
+		}
+		Expect(getJSON(&prof, "latencyprofile", profileName)).To(Succeed())
+		Expect(fmt.Sprint(prof.Status.Conditions)).To(ContainSubstring("window"), "the profile says why the rollout waits")
+
+		By("the window open: the kubelet restarts in the node's slot")
+		apply(rollout(window(now.Add(-time.Hour), now.Add(2*time.Hour))))
+		Eventually(func(g Gomega) {
+			lns, err := getNodeState()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
+			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"), "%+v", lns.Status.Conditions)
+			g.Expect(lns.cond("RebootRequired")).To(HaveField("Status", "False"))
+			g.Expect(lns.Status.Reboot).To(BeNil())
+			c := configz(g)
+			g.Expect(c).To(HaveKeyWithValue("reservedSystemCPUs", "1"))
+			g.Expect(c).To(HaveKeyWithValue("cpuManagerPolicy", "static"))
+			g.Expect(c).To(HaveKeyWithValue("memoryManagerPolicy", "Static"))
+			g.Expect(c).To(HaveKeyWithValue("topologyManagerPolicy", "single-numa-node"))
+			var node struct {
+				Spec struct {
+					Unschedulable bool `json:"unschedulable"`
+				} `json:"spec"`
+			}
+			g.Expect(getJSON(&node, "node", nodeName)).To(Succeed())
+			g.Expect(node.Spec.Unschedulable).To(BeFalse())
+		}, 8*time.Minute, 3*time.Second).Should(Succeed())
+		Expect(dropIn).To(BeAnExistingFile())
+		lns, err := getNodeState()
+		Expect(err).NotTo(HaveOccurred())
+		for _, reason := range []string{"KubeletRestartRequested", "Draining", "KubeletRestarted", "KubeletVerified"} {
+			out, _ := kubectl(nil, "get", "events", "-A", "--field-selector", "reason="+reason+",involvedObject.uid="+lns.Metadata.UID, "-o", "name")
+			Expect(strings.Fields(out)).To(HaveLen(1), "one %s event for one kubelet change:\n%s", reason, out)
+		}
+		Expect(recorded("reboots")).To(BeZero(), "a kubelet change never reboots")
+		// The Guaranteed pod was drained and came back on the CPU that is no longer reserved.
+		Eventually(pinnedCPUs, 3*time.Minute, 2*time.Second).Should(Equal("0"))
+
+		By("the kubelet section removed: the drop-in goes and the kubelet runs with its main file again")
+		operatorBack()
+		apply(profile(false))
+		Eventually(func(g Gomega) {
+			lns, err := getNodeState()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
+			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"), "%+v", lns.Status.Conditions)
+			g.Expect(lns.Status.Reboot).To(BeNil())
+			c := configz(g)
+			g.Expect(c).To(HaveKeyWithValue("reservedSystemCPUs", "0"))
+			g.Expect(c).To(HaveKeyWithValue("memoryManagerPolicy", "None"))
+		}, 8*time.Minute, 3*time.Second).Should(Succeed())
+		Expect(dropIn).NotTo(BeAnExistingFile())
+		Eventually(pinnedCPUs, 3*time.Minute, 2*time.Second).Should(Equal("1"))
+		Expect(recorded("reboots")).To(BeZero())
+		operatorBack()
+	})
+
+	It("boots before pods: after an unplanned restart the boot unit puts the tuning back before the kubelet, and no profile pod runs until the node is Applied for the running boot and the taint is gone", func() {
+		unitFile := filepath.Join(scratchDir, "systemd", "tickstack-boot.service")
+		Eventually(unitFile, time.Minute, time.Second).Should(BeAnExistingFile())
+		unit, err := os.ReadFile(unitFile)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(unit)).To(ContainSubstring("Before=kubelet.service"))
+		for _, w := range []string{"kubelet.service.wants", "multi-user.target.wants"} {
+			Expect(os.Readlink(filepath.Join(scratchDir, "systemd", w, "tickstack-boot.service"))).To(Equal("../tickstack-boot.service"))
+		}
+		execStart := regexp.MustCompile(`(?m)^ExecStart=(.+)$`).FindStringSubmatch(string(unit))
+		Expect(execStart).NotTo(BeNil(), "no ExecStart in\n%s", unit)
+		Expect(filepath.Join(stateDirHost, "boot", "desired.json")).To(BeAnExistingFile())
+		bootID := readHost("/proc/sys/kernel/random/boot_id")
+		lns, err := getNodeState()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lns.Status.AppliedBootID).To(Equal(bootID))
+
+		By("the unplanned restart: kubelet and agent stopped, the host's defaults back, the node marked as booted anew")
+		out, err := run(time.Minute, nil, "hack/local-cluster", "kubelet-stop")
+		Expect(err).NotTo(HaveOccurred(), out)
+		kubeletStarted := false
+		defer func() {
+			if !kubeletStarted {
+				_, _ = run(time.Minute, nil, "hack/local-cluster", "kubelet-start")
+			}
+		}()
+		out, err = run(time.Minute, nil, "pkill", "-KILL", "-f", "^/usr/local/bin/agent ")
+		Expect(err).NotTo(HaveOccurred(), "killing the agent: %s", out)
+		for k := range wantSysctls {
+			p := "/proc/sys/" + strings.ReplaceAll(k, ".", "/")
+			Expect(os.WriteFile(p, []byte(snapshot[p]), 0o644)).To(Succeed())
+			Expect(readHost(p)).To(Equal(snapshot[p]))
+		}
+		// What the agent finds after a reboot: the tuning Applied under another boot. The taint
+		// is on as the agent puts it on at a new boot (and as the kubelet registers it for a node
+		// that joins): this test cannot reboot, so it sets both.
+		_, err = kubectl([]byte(`{"status":{"appliedBootID":"00000000-0000-4000-8000-0000000e2eb0"}}`), "patch", "latencynodestate", nodeName, "--subresource=status", "--type=merge", "--patch-file=/dev/stdin")
+		Expect(err).NotTo(HaveOccurred())
+		out, err = kubectl(nil, "taint", "node", nodeName, "tickstack.io/tuning-pending:NoSchedule", "--overwrite")
+		Expect(err).NotTo(HaveOccurred(), out)
+
+		By("the boot unit, before the kubelet")
+		argv := strings.Fields(execStart[1])
+		out, err = run(2*time.Minute, nil, argv[0], argv[1:]...)
+		Expect(err).NotTo(HaveOccurred(), "the boot unit's %s:\n%s", execStart[1], out)
+		Expect(out).To(ContainSubstring("settings written"))
+		for k, v := range wantSysctls {
+			Expect(readHost("/proc/sys/"+strings.ReplaceAll(k, ".", "/"))).To(Equal(v), "%s after the boot unit, before the kubelet", k)
+		}
+
+		By("a latency pod waiting, then the kubelet")
+		apply(fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: early
+  namespace: %s
+  labels: {tickstack.io/profile: %s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: early
+    image: localhost/tickstack-bench:%s
+    imagePullPolicy: Never
+    command: [sleep, infinity]
+    resources:
+      requests: {cpu: "1", memory: 32Mi}
+      limits: {cpu: "1", memory: 32Mi}
+`, testNS, profileName, imageTag))
+		defer func() {
+			_, _ = kubectl(nil, "delete", "pod", "early", "-n", testNS, "--ignore-not-found", "--wait=false")
+		}()
+		out, err = run(time.Minute, nil, "hack/local-cluster", "kubelet-start")
+		Expect(err).NotTo(HaveOccurred(), out)
+		kubeletStarted = true
+		// Sampled every second until the pod runs: it never runs while the taint is on or before
+		// the node state says Applied for this boot.
+		Eventually(func(g Gomega) {
+			phase, _ := kubectl(nil, "get", "pod", "early", "-n", testNS, "-o", "jsonpath={.status.phase}")
+			var node struct {
+				Spec struct {
+					Taints []struct {
+						Key string `json:"key"`
+					} `json:"taints"`
+				} `json:"spec"`
+			}
+			g.Expect(getJSON(&node, "node", nodeName)).To(Succeed())
+			tainted := false
+			for _, t := range node.Spec.Taints {
+				tainted = tainted || t.Key == "tickstack.io/tuning-pending"
+			}
+			lns, err := getNodeState()
+			g.Expect(err).NotTo(HaveOccurred())
+			if phase == "Running" {
+				Expect(tainted).To(BeFalse(), "the latency pod runs on a node with the tuning-pending taint")
+				Expect(lns.Status.AppliedBootID).To(Equal(bootID), "the latency pod runs before the node state is Applied for this boot")
+				Expect(lns.cond("Applied")).To(HaveField("Status", "True"))
+			}
+			g.Expect(phase).To(Equal("Running"))
+			g.Expect(tainted).To(BeFalse())
+		}, 4*time.Minute, time.Second).Should(Succeed())
+		for k, v := range wantSysctls {
+			Expect(readHost("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))).To(Equal(v))
+		}
+		Expect(recorded("reboots")).To(BeZero())
+		_, _ = kubectl(nil, "delete", "pod", "early", "-n", testNS, "--wait=true", "--timeout=60s")
 	})
 
 	It("admits a latency pod: the exclusive CPU, the secondary interface, the bypass stack", func() {

@@ -156,6 +156,7 @@ func TestAgentInstall(t *testing.T) {
 		"tickstack.io/latencynodestates":        "get,list,patch,watch",
 		"tickstack.io/latencynodestates/status": "get,patch",
 		"/nodes":                                "get,patch",
+		"/nodes/proxy":                          "get",
 		"/pods":                                 "list",
 		"/pods/eviction":                        "create",
 		"events.k8s.io/events":                  "create,patch",

@@ -3,8 +3,8 @@
 // resolved tuning. It never touches the kubelet's main configuration file: the drop-in overrides
 // the fields it names and removing it gives the main file's values back.
 //
-// Status: rendering only. Writing the file inside the node's rollout slot, restarting the kubelet and
-// verifying through configz are not wired into the agent yet (docs/agent.md, "Kubelet settings").
+// The agent (internal/agent, kubelet.go) writes it inside the node's rollout slot, restarts the
+// kubelet and checks Checked through configz (docs/agent.md, "Kubelet settings").
 package kubeletconf
 
 import (
@@ -21,6 +21,13 @@ import (
 // FileName is the drop-in's name in the --config-dir: the kubelet reads *.conf files there in
 // lexical order, later ones overriding earlier ones.
 const FileName = "50-tickstack.conf"
+
+// Checked are the fields of the drop-in that the running kubelet's configz must show once it
+// restarted with it, as paths into the configuration ("evictionHard/memory.available").
+var Checked = []string{
+	"reservedSystemCPUs", "cpuManagerPolicy", "topologyManagerPolicy", "topologyManagerScope",
+	"memoryManagerPolicy", "systemReserved/memory", "kubeReserved/memory", "evictionHard/memory.available",
+}
 
 // Settings are the inputs of the drop-in.
 type Settings struct {
@@ -54,6 +61,12 @@ type dropIn struct {
 	KubeReserved          map[string]string   `json:"kubeReserved"`
 	EvictionHard          map[string]string   `json:"evictionHard"`
 	ReservedMemory        []memoryReservation `json:"reservedMemory"`
+	RegisterWithTaints    []taint             `json:"registerWithTaints"`
+}
+
+type taint struct {
+	Key    string `json:"key"`
+	Effect string `json:"effect"`
 }
 
 var (
@@ -104,6 +117,8 @@ func Render(s Settings) ([]byte, error) {
 		KubeReserved:        map[string]string{"memory": "0"},
 		EvictionHard:        map[string]string{"memory.available": s.EvictionMemory.String()},
 		ReservedMemory:      []memoryReservation{{NUMANode: numa, Limits: map[string]string{"memory": total.String()}}},
+		// A node that (re)joins waits for its tuning: the agent takes the taint off once Applied.
+		RegisterWithTaints: []taint{{Key: tsv1.TuningPendingTaint, Effect: "NoSchedule"}},
 	}
 	out, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {

@@ -1,0 +1,164 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
+	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
+)
+
+func tainted(t *testing.T, node string) bool {
+	t.Helper()
+	return slices.ContainsFunc(getNode(t, node).Spec.Taints, func(x corev1.Taint) bool {
+		return x.Key == tsv1.TuningPendingTaint && x.Effect == corev1.TaintEffectNoSchedule
+	})
+}
+
+// TestTreeBootBeforePods: while a tuning is in force the agent keeps it in the saved tuning and
+// installs the boot unit (enabled for kubelet.service) with a copy of its binary; after an
+// unplanned reboot (a new boot ID, the runtime values back at the host's defaults) the boot unit's
+// --boot-apply puts them back without the API server; the agent then taints the node until it
+// finds the tuning Applied for the new boot (held here by a setting it cannot write), records that
+// boot and takes the taint off; the restore removes the unit, the binary and the saved tuning.
+func TestTreeBootBeforePods(t *testing.T) {
+	node := agenttest.Name("boot")
+	a := agenttest.NewTreeAgent(t, node)
+	before := agenttest.Snapshot(t, a.Root)
+	self := filepath.Join(agenttest.TempDir(t, "self"), "agent")
+	if err := os.WriteFile(self, []byte("#!/bin/sh\n# the agent's binary\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a.R.BootUnit = agent.BootOptions{UnitDir: "/etc/systemd/system", Self: self, Args: []string{"--journal-path=/var/lib/tickstack/tuning-journal.json"}}
+	tuningOf := &tsv1.NodeTuning{ReservedCPUs: "0-1", IsolatedCPUs: "2-3",
+		Sysctls: map[string]string{"vm.stat_interval": "10", "vm.swappiness": "10"}}
+	createNode(t, node)
+	createLNS(t, node, tuningOf)
+	stop := agenttest.StartAgent(t, cfg, a.R, nil)
+
+	bootID := readTree(t, a, "proc/sys/kernel/random/boot_id")
+	tsutil.Poll(t, 20*time.Second, "applied for this boot", func() error {
+		l := getLNS(t, node)
+		if err := wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied); err != nil {
+			return err
+		}
+		if l.Status.AppliedBootID != bootID {
+			return fmt.Errorf("appliedBootID %q, want %q", l.Status.AppliedBootID, bootID)
+		}
+		return nil
+	})
+	unit := readTree(t, a, "etc/systemd/system/"+agent.BootUnitName)
+	for _, want := range []string{"Before=kubelet.service", "ExecStart=" + agent.DefaultBootBinary + " --boot-apply --host-root=/ --journal-path=/var/lib/tickstack/tuning-journal.json", "WantedBy=kubelet.service"} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("the boot unit lacks %q:\n%s", want, unit)
+		}
+	}
+	for _, w := range []string{"kubelet.service.wants", "multi-user.target.wants"} {
+		if l, err := os.Readlink(filepath.Join(a.Root, "etc/systemd/system", w, agent.BootUnitName)); err != nil || l != "../"+agent.BootUnitName {
+			t.Errorf("%s link %q, %v", w, l, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(a.Root, agent.DefaultBootBinary)); err != nil || !bytes.Contains(b, []byte("the agent's binary")) {
+		t.Errorf("the binary copy: %q, %v", b, err)
+	}
+	if !strings.Contains(readTree(t, a, agent.DesiredPath), `"vm.stat_interval": "10"`) {
+		t.Errorf("the saved tuning lacks the sysctls:\n%s", readTree(t, a, agent.DesiredPath))
+	}
+	if tainted(t, node) {
+		t.Error("tainted while Applied for the running boot")
+	}
+
+	// An unplanned reboot: the agent gone, a new boot ID, the host's defaults back.
+	stop()
+	newBoot := "00000000-0000-4000-8000-0000000000b2"
+	for p, v := range map[string]string{"proc/sys/kernel/random/boot_id": newBoot, "proc/sys/vm/stat_interval": "1", "proc/sys/vm/swappiness": "60"} {
+		if err := os.WriteFile(filepath.Join(a.Root, p), []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The boot unit, before the kubelet: no API server needed.
+	var out bytes.Buffer
+	bootR := agenttest.TreeAgentOn("", a.Root, agenttest.TempDir(t, "bootlogs")).R
+	if err := agent.BootApply(bootR, &out); err != nil {
+		t.Fatalf("boot apply: %v\n%s", err, out.String())
+	}
+	if got := readTree(t, a, "proc/sys/vm/stat_interval"); got != "10" {
+		t.Errorf("after the boot unit vm.stat_interval is %q, want 10 (%s)", got, out.String())
+	}
+	if !strings.Contains(out.String(), "2 settings written") {
+		t.Errorf("boot apply said %q", out.String())
+	}
+	// A setting the agent cannot write in this boot holds the confirmation back.
+	swap := filepath.Join(a.Root, "proc/sys/vm/swappiness")
+	if err := os.Remove(swap); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(swap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.Root, "proc/sys/vm/stat_interval"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop = agenttest.StartAgent(t, cfg, a.R, nil)
+	tsutil.Poll(t, 20*time.Second, "tainted until confirmed", func() error {
+		if !tainted(t, node) {
+			return fmt.Errorf("no %s taint", tsv1.TuningPendingTaint)
+		}
+		if l := getLNS(t, node); l.Status.AppliedBootID != bootID {
+			return fmt.Errorf("appliedBootID %q while not Applied", l.Status.AppliedBootID)
+		}
+		return nil
+	})
+	if err := os.Remove(swap); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(swap, []byte("60\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tsutil.Poll(t, 20*time.Second, "confirmed for the new boot", func() error {
+		l := getLNS(t, node)
+		if l.Status.AppliedBootID != newBoot {
+			return fmt.Errorf("appliedBootID %q, want %q", l.Status.AppliedBootID, newBoot)
+		}
+		if tainted(t, node) {
+			return fmt.Errorf("still tainted")
+		}
+		return nil
+	})
+
+	// The restore takes it all away.
+	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
+		t.Fatal(err)
+	}
+	tsutil.Poll(t, 30*time.Second, "the node state gone", func() error {
+		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+	stop()
+	after := agenttest.Snapshot(t, a.Root)
+	// The tree's own boot ID and the sysctl files the test rewrote are not the restore's business.
+	var diff []string
+	for _, d := range hosttest.Diff(before, after) {
+		if !strings.Contains(d, "boot_id") {
+			diff = append(diff, d)
+		}
+	}
+	if len(diff) > 0 {
+		t.Errorf("the host differs after the restore:\n%s", strings.Join(diff, "\n"))
+	}
+}

@@ -1,0 +1,259 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
+	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/host/kubeletconf"
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
+)
+
+// treeKubelet stands in for the kubelet of a host-root tree (envtest runs none; the e2e restarts
+// the real one): stopping it forgets what it loaded; starting it refuses a CPU manager checkpoint
+// left from before (as the real kubelet refuses one made under other settings), writes a new one
+// and loads the drop-in, unless the test made it ignore drop-ins; configz answers while it runs
+// with the main file's values overridden by what it loaded.
+type treeKubelet struct {
+	logs, root string
+}
+
+const treeKubeletStart = `set -e
+logs=$1 root=$2 dropin=$3
+if [ -e "$root/cpu_manager_state" ]; then echo "could not restore state from checkpoint" >&2; exit 1; fi
+echo '{"policyName":"static"}' > "$root/cpu_manager_state"
+rm -f "$logs/loaded"
+if [ -e "$dropin" ] && [ ! -e "$logs/ignore-drop-ins" ]; then cp "$dropin" "$logs/loaded"; fi
+touch "$logs/running"
+echo start >> "$logs/log"; echo "start $(date +%T.%N)" >> "$logs/trace"`
+
+func newTreeKubelet(t *testing.T, a *agenttest.TreeAgent) *treeKubelet {
+	t.Helper()
+	k := &treeKubelet{logs: agenttest.TempDir(t, "kubelet"), root: filepath.Join(a.Root, "var/lib/kubelet")}
+	if err := os.MkdirAll(k.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Running, with a checkpoint of its main file's settings.
+	for p, c := range map[string]string{filepath.Join(k.root, "cpu_manager_state"): `{"policyName":"static"}`, filepath.Join(k.logs, "running"): ""} {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dropIn := filepath.Join(a.Root, "etc/kubernetes/kubelet.conf.d", kubeletconf.FileName)
+	a.R.Kubelet = agent.KubeletOptions{
+		ConfigDir: "/etc/kubernetes/kubelet.conf.d", RootDir: "/var/lib/kubelet",
+		StopCommand:  []string{"/bin/sh", "-c", `rm -f "$1/running" "$1/loaded"; echo stop >> "$1/log"; echo "stop $(date +%T.%N)" >> "$1/trace"`, "stop", k.logs},
+		StartCommand: []string{"/bin/sh", "-c", treeKubeletStart, "start", k.logs, k.root, dropIn},
+		Configz:      k.configz,
+		StartTimeout: 3 * time.Second,
+	}
+	return k
+}
+
+func (k *treeKubelet) configz(context.Context) ([]byte, error) {
+	if _, err := os.Stat(filepath.Join(k.logs, "running")); err != nil {
+		return nil, errors.New("the kubelet does not run")
+	}
+	conf := map[string]any{
+		"reservedSystemCPUs": "0", "cpuManagerPolicy": "static", "memoryManagerPolicy": "None",
+		"topologyManagerPolicy": "none", "topologyManagerScope": "container",
+		"evictionHard": map[string]any{"memory.available": "200Mi", "nodefs.available": "2%"},
+	}
+	if b, err := os.ReadFile(filepath.Join(k.logs, "loaded")); err == nil {
+		var d map[string]any
+		if err := json.Unmarshal(b, &d); err != nil {
+			return nil, err
+		}
+		for key, v := range d {
+			if m, ok := v.(map[string]any); ok {
+				if base, ok := conf[key].(map[string]any); ok {
+					for mk, mv := range m {
+						base[mk] = mv
+					}
+					continue
+				}
+			}
+			conf[key] = v
+		}
+	}
+	return json.Marshal(map[string]any{"kubeletconfig": conf})
+}
+
+func (k *treeKubelet) log(t *testing.T) string {
+	t.Helper()
+	return strings.Join(agenttest.Lines(t, filepath.Join(k.logs, "log")), " ")
+}
+
+func kubeletTuning(policy tsv1.TopologyManagerPolicy) *tsv1.NodeTuning {
+	return &tsv1.NodeTuning{
+		ReservedCPUs: "0-1", IsolatedCPUs: "2-3",
+		Kubelet: &tsv1.KubeletTuning{
+			TopologyManagerPolicy: policy, TopologyManagerScope: tsv1.DefaultTopologyManagerScope,
+			SystemReservedMemory: resource.MustParse("512Mi"), EvictionHardMemory: resource.MustParse("100Mi"),
+		},
+	}
+}
+
+func kubeletSetting(l *tsv1.LatencyNodeState, name string) tsv1.SettingStatus {
+	for _, s := range l.Status.Settings {
+		if s.Name == "kubelet/"+name {
+			return s
+		}
+	}
+	return tsv1.SettingStatus{}
+}
+
+// TestTreeKubeletRestart: a kubelet section waits for the slot, then the kubelet is stopped, its
+// checkpoints removed, the drop-in written and the kubelet started and checked through configz,
+// once; a kubelet that does not take up a drop-in gets the previous one back (Degraded, no retry);
+// deleting the node state restarts it with the host's original (no drop-in).
+func TestTreeKubeletRestart(t *testing.T) {
+	node := agenttest.Name("kubelet")
+	a := agenttest.NewTreeAgent(t, node)
+	k := newTreeKubelet(t, a)
+	dropIn := filepath.Join(a.Root, "etc/kubernetes/kubelet.conf.d", kubeletconf.FileName)
+	createNode(t, node)
+	createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
+	agenttest.StartAgent(t, cfg, a.R, nil)
+
+	tsutil.Poll(t, 20*time.Second, "a kubelet restart requested", func() error {
+		l := getLNS(t, node)
+		if err := wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionTrue, agent.ReasonKubeletRestartRequired); err != nil {
+			return err
+		}
+		if r := l.Status.Reboot; r == nil || r.Phase != tsv1.RebootRequested || r.Action != tsv1.ActionKubeletRestart {
+			return fmt.Errorf("reboot status %+v", r)
+		}
+		if s := kubeletSetting(l, "reservedSystemCPUs"); s.State != tsv1.SettingPendingRestart || s.Desired != "0-1" || s.Observed != "0" {
+			return fmt.Errorf("setting %+v", s)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionFalse, agent.ReasonPendingKubeletRestart)
+	})
+	// Nothing before the slot.
+	if _, err := os.Stat(dropIn); !os.IsNotExist(err) {
+		t.Fatalf("the drop-in was written before the slot: %v", err)
+	}
+	if got := k.log(t); got != "" {
+		t.Fatalf("the kubelet was touched before the slot: %s", got)
+	}
+
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	tsutil.Poll(t, 30*time.Second, "the kubelet restarted with the drop-in", func() error {
+		l := getLNS(t, node)
+		if l.Status.Reboot != nil {
+			return fmt.Errorf("reboot status %+v", l.Status.Reboot)
+		}
+		if err := wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, ""); err != nil {
+			return err
+		}
+		if s := kubeletSetting(l, "reservedSystemCPUs"); s.State != tsv1.SettingInSync || s.Observed != "0-1" {
+			return fmt.Errorf("setting %+v", s)
+		}
+		if s := kubeletSetting(l, "memoryManagerPolicy"); s.State != tsv1.SettingInSync || s.Observed != "Static" {
+			return fmt.Errorf("setting %+v", s)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	if got := k.log(t); got != "stop start" {
+		t.Errorf("kubelet log %q, want one stop and one start", got)
+	}
+	if getNode(t, node).Spec.Unschedulable {
+		t.Error("the node stays cordoned after the restart")
+	}
+	tsutil.Poll(t, 10*time.Second, "one event of each step", func() error {
+		for _, reason := range []string{"KubeletRestartRequested", "Draining", "KubeletRestarted", "KubeletVerified"} {
+			if n := len(events(t, node, reason)); n != 1 {
+				return fmt.Errorf("%d %s events, want 1", n, reason)
+			}
+		}
+		return nil
+	})
+	if got := readTree(t, a, "var/lib/tickstack/kubelet/original"); got != "# tickstack: no drop-in" {
+		t.Errorf("the original drop-in recorded as %q, want absent", got)
+	}
+	good, err := os.ReadFile(dropIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false }) // as the operator does
+
+	// A kubelet that ignores the new drop-in: rolled back after the start timeout, once.
+	if err := os.WriteFile(filepath.Join(k.logs, "ignore-drop-ins"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning = kubeletTuning("restricted") })
+	tsutil.Poll(t, 20*time.Second, "a second kubelet restart requested", func() error {
+		l := getLNS(t, node)
+		if r := l.Status.Reboot; r == nil || r.Phase != tsv1.RebootRequested {
+			return fmt.Errorf("reboot status %+v", r)
+		}
+		return nil
+	})
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	tsutil.Poll(t, 30*time.Second, "the previous drop-in back", func() error {
+		l := getLNS(t, node)
+		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonKubeletRestartFailed); err != nil {
+			return err
+		}
+		if l.Status.Reboot != nil {
+			return fmt.Errorf("reboot status %+v", l.Status.Reboot)
+		}
+		if !strings.HasPrefix(l.Annotations[tsv1.KubeletRestartedForAnnotation], "failed-") {
+			return fmt.Errorf("annotation %q", l.Annotations[tsv1.KubeletRestartedForAnnotation])
+		}
+		return wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, "")
+	})
+	if b, _ := os.ReadFile(dropIn); string(b) != string(good) {
+		t.Errorf("after the rollback the drop-in is\n%s\nwant the previous one\n%s", b, good)
+	}
+	if getNode(t, node).Spec.Unschedulable {
+		t.Error("the node stays cordoned after the rollback")
+	}
+	// Two stops and starts: the failed attempt and the rollback; no retry of the same drop-in.
+	time.Sleep(3 * time.Second)
+	if got := k.log(t); got != "stop start stop start stop start" {
+		b, _ := os.ReadFile(filepath.Join(k.logs, "trace"))
+		t.Errorf("kubelet log %q, want the first restart, the failed one and the rollback\n%s", got, b)
+	}
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	if err := os.Remove(filepath.Join(k.logs, "ignore-drop-ins")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Deletion: the kubelet restarts with no drop-in, without a slot.
+	l := getLNS(t, node)
+	if err := k8s.Delete(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	tsutil.Poll(t, 30*time.Second, "the node state gone", func() error {
+		cur := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(context.Background(), clientKey(node), cur); err == nil {
+			return fmt.Errorf("still there: reboot %+v, conditions %+v", cur.Status.Reboot, cur.Status.Conditions)
+		}
+		return nil
+	})
+	if _, err := os.Stat(dropIn); !os.IsNotExist(err) {
+		t.Errorf("the drop-in is still there after the restore: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(a.Root, "var/lib/tickstack/kubelet/original")); !os.IsNotExist(err) {
+		t.Errorf("the original's record is still there after the restore: %v", err)
+	}
+	if got := k.log(t); got != "stop start stop start stop start stop start" {
+		t.Errorf("kubelet log %q, want one more restart for the restore", got)
+	}
+	if getNode(t, node).Spec.Unschedulable {
+		t.Error("the node stays cordoned after the restore")
+	}
+}
