@@ -43,6 +43,9 @@ func TestTreeBootBeforePods(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.R.BootUnit = agent.BootOptions{UnitDir: "/etc/systemd/system", Self: self, Args: []string{"--journal-path=/var/lib/tickstack/tuning-journal.json"}}
+	// A kubelet the agent cannot read (here a config dir below a file; on the local cluster's VM,
+	// PID 1's root closed to containers): without a kubelet section it is never read.
+	a.R.Kubelet = agent.KubeletOptions{ConfigDir: "/proc/sys/vm/swappiness/kubelet.conf.d", StopCommand: []string{"false"}, StartCommand: []string{"false"}}
 	tuningOf := &tsv1.NodeTuning{ReservedCPUs: "0-1", IsolatedCPUs: "2-3",
 		Sysctls: map[string]string{"vm.stat_interval": "10", "vm.swappiness": "10"}}
 	createNode(t, node)

@@ -356,23 +356,28 @@ func (r *Reconciler) reconcileKubelet(ctx context.Context, s *scope) error {
 		}
 		return nil
 	}
+	var orig []byte
+	if t.Kubelet == nil {
+		// Without a kubelet section the drop-in is what the host had before tickstack wrote it;
+		// never written by tickstack (no record): the kubelet's files are not even read.
+		o, ok, err := r.recorded("original")
+		if err != nil {
+			s.obs.kubelet = &kubeletObs{err: fmt.Errorf("reading %s: %w", KubeletStateDir, err), reason: ReasonKubeletInvalid}
+			return nil
+		}
+		if !ok {
+			return nil
+		}
+		orig = o
+	}
 	current, err := readOptional(r.kubeletDropIn())
 	if err != nil {
 		s.obs.kubelet = &kubeletObs{err: fmt.Errorf("reading the kubelet drop-in: %w", err), reason: ReasonKubeletInvalid}
 		return nil
 	}
-	var orig []byte
-	if t.Kubelet == nil {
-		// Without a kubelet section the drop-in is what the host had before tickstack wrote it.
-		var ok bool
-		if orig, ok, err = r.recorded("original"); err != nil {
-			s.obs.kubelet = &kubeletObs{err: fmt.Errorf("reading %s: %w", KubeletStateDir, err), reason: ReasonKubeletInvalid}
-			return nil
-		}
-		if !ok || bytes.Equal(current, orig) && !inKubeletRestart(s.obs.reboot) {
-			// Never written by tickstack, or back as the host had it.
-			return nil
-		}
+	if t.Kubelet == nil && bytes.Equal(current, orig) && !inKubeletRestart(s.obs.reboot) {
+		// Back as the host had it.
+		return nil
 	}
 	o := &kubeletObs{current: current, desired: orig}
 	s.obs.kubelet = o
