@@ -50,7 +50,7 @@ vet: ## go vet, the e2e-tagged packages too.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml; the e2e-tagged packages too) and the import rules of docs/architecture.md.
-	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,scale ./...
 	go test $(GO_TEST_FLAGS) ./test/architecture/
 
 .PHONY: verify-gen
@@ -107,6 +107,10 @@ check: verify-gen lint test e2e ## What CI runs: generated files, lint, every te
 .PHONY: bench
 bench: dataplane envtest-assets ## Benchmarks, as ratios against a baseline measured in the same run, and the agent's own cost (docs/benchmarks.md; root).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) hack/bench.sh
+
+.PHONY: bench-scale
+bench-scale: envtest-assets ## The operator at 100, 1,000 and 5,000 kwok-simulated nodes (issue 20): docs/bench-scale.md, .json, .svg.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) hack/bench-scale.sh
 
 .PHONY: bench-dataplane
 bench-dataplane: ## The dataplane's latency benchmark (root, 2 CPUs, ~8 minutes): docs/bench-dataplane.md, .json, .svg.

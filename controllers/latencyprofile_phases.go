@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,18 +57,41 @@ func others(names []string, me string) []string {
 	return out
 }
 
-// reconcileNodeStates creates or updates the node state of every node the profile owns.
+// nodeStateWriters bounds the node state writes one reconcile has in flight: one at a time, a
+// profile change on 5,000 nodes waits on 5,000 API round trips in a row (docs/scale.md).
+const nodeStateWriters = 32
+
+// reconcileNodeStates creates or updates the node state of every node the profile owns: what to
+// write is decided node by node, the writes go out in parallel.
 func (r *LatencyProfileReconciler) reconcileNodeStates(ctx context.Context, s *profileScope) error {
-	var errs []error
+	type write struct {
+		node string
+		do   func(context.Context) error
+	}
+	var writes []write
 	for _, name := range slices.Sorted(maps.Keys(s.facts.owned)) {
-		if err := r.reconcileNodeState(ctx, s, name); err != nil {
-			errs = append(errs, fmt.Errorf("node %s: %w", name, err))
+		if do := r.reconcileNodeState(s, name); do != nil {
+			writes = append(writes, write{name, do})
 		}
 	}
+	errs := make([]error, len(writes))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(nodeStateWriters)
+	for i, w := range writes {
+		g.Go(func() error {
+			if err := w.do(gctx); err != nil {
+				errs[i] = fmt.Errorf("node %s: %w", w.node, err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
 	return errors.Join(errs...)
 }
 
-func (r *LatencyProfileReconciler) reconcileNodeState(ctx context.Context, s *profileScope, node string) error {
+// reconcileNodeState records what the profile's node state on node stands at, and returns the
+// write that brings it to the profile (nil: none).
+func (r *LatencyProfileReconciler) reconcileNodeState(s *profileScope, node string) func(context.Context) error {
 	f := &s.facts
 	p := s.profile
 	lns, exists := s.states[node]
@@ -76,14 +100,16 @@ func (r *LatencyProfileReconciler) reconcileNodeState(ctx context.Context, s *pr
 			ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{tsv1.ProfileLabel: p.Name}},
 			Spec:       tsv1.LatencyNodeStateSpec{NodeName: node, Profile: tsv1.ProfileReference{Name: p.Name, Generation: p.Generation}},
 		}
-		if err := controllerutil.SetOwnerReference(p, lns, r.Client.Scheme()); err != nil {
-			return err
-		}
-		if err := r.Client.Create(ctx, lns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating node state: %w", err)
-		}
 		f.waitingFacts = append(f.waitingFacts, node)
-		return nil
+		return func(ctx context.Context) error {
+			if err := controllerutil.SetOwnerReference(p, lns, r.Client.Scheme()); err != nil {
+				return err
+			}
+			if err := r.Client.Create(ctx, lns); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating node state: %w", err)
+			}
+			return nil
+		}
 	}
 	if lns.Spec.Profile.Name != p.Name || !lns.DeletionTimestamp.IsZero() {
 		// Another profile (or an earlier life of this one) still holds the node; its agent restores the
@@ -102,16 +128,21 @@ func (r *LatencyProfileReconciler) reconcileNodeState(ctx context.Context, s *pr
 		f.resolutionErrors = append(f.resolutionErrors, nodeMessage{node: node, message: err.Error()})
 		return nil
 	}
-	if apiequality.Semantic.DeepEqual(lns.Spec.Tuning, tuning) && lns.Spec.Profile.Generation == p.Generation {
+	if apiequality.Semantic.DeepEqual(lns.Spec.Tuning, tuning) {
+		// Nothing for this node: no write, and no new generation for its agent to apply (a fleet
+		// of thousands would otherwise pay a write and a status patch per node for a profile
+		// change that moves nothing there; docs/scale.md).
 		return nil
 	}
 	orig := lns.DeepCopy()
 	lns.Spec.Tuning = tuning
 	lns.Spec.Profile.Generation = p.Generation
-	if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patching node state: %w", err)
+	return func(ctx context.Context) error {
+		if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil {
+			return fmt.Errorf("patching node state: %w", err)
+		}
+		return nil
 	}
-	return nil
 }
 
 // reconcileReleases deletes this profile's node states on nodes it no longer owns: unselected, lost

@@ -11,7 +11,9 @@ import (
 type ProfileReference struct {
 	// Name of the LatencyProfile.
 	Name string `json:"name"`
-	// Generation of the profile the spec was resolved from.
+	// Generation of the profile whose resolution last changed this node's tuning. A profile change
+	// that leaves the node's tuning as it is does not touch the node state (no write, no new
+	// generation for the agent), so it may be older than the profile's generation.
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
 }

@@ -1,0 +1,264 @@
+//go:build scale
+
+package scale
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+)
+
+// The simulated fleet: Node objects that kwok keeps alive (heartbeats, leases) and a load generator
+// that plays every node's agent on the node states, the way internal/agent writes them: facts as
+// soon as the node state exists, the tuning's conditions after an apply delay when its spec
+// changes, the reboot protocol when the operator grants a slot. Like the real agent it patches
+// status only when something changes, so an idle fleet writes nothing.
+
+const (
+	kwokAnnotation = "kwok.x-k8s.io/node"
+	roleLabel      = "tickstack.io/role"
+	rackLabel      = "tickstack.test/rack"
+	zoneLabel      = "topology.kubernetes.io/zone"
+)
+
+// nodeName is the i-th simulated node.
+func nodeName(i int) string { return fmt.Sprintf("kwok-%05d", i) }
+
+// fleetNode is a node as a bare-metal trading server reports it: 64 CPUs on 2 NUMA nodes, 256 GiB,
+// labels for its rack (40 per rack) and zone (4).
+func fleetNode(i int) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: nodeName(i),
+		Labels: map[string]string{
+			corev1.LabelHostname: nodeName(i), corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+			roleLabel: "trading", rackLabel: fmt.Sprintf("r%03d", i/40), zoneLabel: fmt.Sprintf("z%d", i%4),
+			"node.kubernetes.io/instance-type": "bm.2s64c",
+		},
+		Annotations: map[string]string{kwokAnnotation: "fake"},
+	}}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods: resource.MustParse("110"), "hugepages-1Gi": resource.MustParse("0"),
+	}
+	n.Status.Capacity, n.Status.Allocatable = res, res.DeepCopy()
+	return n
+}
+
+// fleetFacts is what an agent reports for its node.
+func fleetFacts(cmdline string) *tsv1.NodeFacts {
+	return &tsv1.NodeFacts{
+		OnlineCPUs: "0-63", ThreadsPerCore: 1, Sockets: 2,
+		NUMANodes: []tsv1.NUMANode{{ID: 0, CPUs: "0-31"}, {ID: 1, CPUs: "32-63"}},
+		Interfaces: []tsv1.InterfaceFacts{
+			{Name: "ens1f0", Driver: "ice", PCIAddress: "0000:3b:00.0", Vendor: "8086", Device: "159b", NUMANode: ptrInt32(0), SRIOVTotalVFs: 64},
+			{Name: "eno1", Driver: "igb", PCIAddress: "0000:01:00.0", Vendor: "8086", Device: "1521", NUMANode: ptrInt32(0)},
+		},
+		KernelCmdline: cmdline, KernelRelease: "6.18.0",
+	}
+}
+
+func ptrInt32(v int32) *int32 { return &v }
+
+const baseCmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet"
+
+// agents plays every node's agent.
+type agents struct {
+	c client.Client
+	// applyDelay is how long an apply takes; rebootTime how long a reboot.
+	applyDelay, rebootTime time.Duration
+	q                      workqueue.TypedRateLimitingInterface[string]
+	mu                     sync.Mutex
+	// booted is each node's kernel command line (what a reboot brings in).
+	booted map[string]string
+	// drifted are the nodes told to report drift (Applied False, Degraded True) until cleared.
+	drifted map[string]bool
+	// rebooting are the nodes between their grant and the end of their reboot.
+	rebooting map[string]bool
+	// patches counts the generator's own writes.
+	patches atomic.Int64
+}
+
+func newAgents(c client.Client, applyDelay, rebootTime time.Duration) *agents {
+	return &agents{
+		c: c, applyDelay: applyDelay, rebootTime: rebootTime,
+		q:      workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 2*time.Second)),
+		booted: map[string]string{}, drifted: map[string]bool{}, rebooting: map[string]bool{},
+	}
+}
+
+// run watches the node states through inf and works on them with workers goroutines until ctx ends.
+func (a *agents) run(ctx context.Context, inf cache.Informer, workers int) error {
+	enqueue := func(obj any) {
+		if o, ok := obj.(client.Object); ok {
+			a.q.Add(o.GetName())
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, n any) { enqueue(n) },
+	}); err != nil {
+		return err
+	}
+	go func() { <-ctx.Done(); a.q.ShutDown() }()
+	for range workers {
+		go func() {
+			for {
+				name, quit := a.q.Get()
+				if quit {
+					return
+				}
+				if err := a.sync(ctx, name); err != nil && ctx.Err() == nil {
+					a.q.AddRateLimited(name)
+				} else {
+					a.q.Forget(name)
+				}
+				a.q.Done(name)
+			}
+		}()
+	}
+	return nil
+}
+
+// setDrift makes nodes report (on) or stop reporting drift.
+func (a *agents) setDrift(names []string, on bool) {
+	a.mu.Lock()
+	for _, n := range names {
+		if on {
+			a.drifted[n] = true
+		} else {
+			delete(a.drifted, n)
+		}
+	}
+	a.mu.Unlock()
+	for _, n := range names {
+		a.q.Add(n)
+	}
+}
+
+func (a *agents) cmdline(node string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.booted[node]; ok {
+		return c
+	}
+	return baseCmdline
+}
+
+func setCond(st *tsv1.LatencyNodeStateStatus, t string, ok bool, reason, msg string, gen int64) {
+	s := metav1.ConditionFalse
+	if ok {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
+
+// sync is one agent's reconcile.
+func (a *agents) sync(ctx context.Context, name string) error {
+	lns := &tsv1.LatencyNodeState{}
+	if err := a.c.Get(ctx, types.NamespacedName{Name: name}, lns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !lns.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	base := lns.DeepCopy()
+	st := &lns.Status
+	cmdline := a.cmdline(name)
+	if st.Facts == nil {
+		st.Facts = fleetFacts(cmdline)
+	}
+	st.Facts.KernelCmdline = cmdline
+	if t := lns.Spec.Tuning; t != nil {
+		if st.ObservedGeneration != lns.Generation {
+			// Applying takes a moment.
+			time.Sleep(a.applyDelay)
+		}
+		missing := []string{}
+		for _, arg := range t.KernelArgs {
+			if !strings.Contains(" "+cmdline+" ", " "+arg+" ") {
+				missing = append(missing, arg)
+			}
+		}
+		a.mu.Lock()
+		drifted, inReboot := a.drifted[name], a.rebooting[name]
+		a.mu.Unlock()
+		gen := lns.Generation
+		st.ObservedGeneration = gen
+		setCond(st, tsv1.NodeDrifted, false, "NoDrift", "every setting is as applied", gen)
+		switch {
+		case drifted:
+			setCond(st, tsv1.NodeApplied, false, "SettingsNotInSync", "settings not in effect after applying: sysctl/vm.stat_interval", gen)
+			setCond(st, tsv1.NodeDegraded, true, "SettingsNotInSync", "settings not in effect after applying: sysctl/vm.stat_interval", gen)
+		case len(missing) > 0:
+			setCond(st, tsv1.NodeApplied, false, "PendingReboot", "runtime settings are in effect; kernel arguments wait for a reboot", gen)
+			setCond(st, tsv1.NodeDegraded, false, "AsExpected", "no problem found", gen)
+		default:
+			setCond(st, tsv1.NodeApplied, true, "Applied", "42 settings in effect", gen)
+			setCond(st, tsv1.NodeDegraded, false, "AsExpected", "no problem found", gen)
+		}
+		setCond(st, tsv1.NodeRebootRequired, len(missing) > 0, map[bool]string{true: "RebootRequested", false: "KernelArgsInEffect"}[len(missing) > 0], "kernel arguments", gen)
+		switch {
+		case len(missing) == 0:
+			st.Reboot = nil
+		case st.Reboot == nil:
+			st.Reboot = &tsv1.RebootStatus{Phase: tsv1.RebootRequested, Action: tsv1.ActionReboot, BootID: "boot-1"}
+		case st.Reboot.Phase == tsv1.RebootRequested && lns.Spec.RebootGranted && !inReboot:
+			st.Reboot.Phase = tsv1.RebootRebooting
+			a.reboot(ctx, name, t.KernelArgs)
+		}
+	}
+	if equalStatus(base, lns) {
+		return nil
+	}
+	a.patches.Add(1)
+	return a.c.Status().Patch(ctx, lns, client.MergeFrom(base))
+}
+
+// reboot plays a reboot: the node cordoned, down for rebootTime, back with the arguments, uncordoned.
+func (a *agents) reboot(ctx context.Context, name string, args []string) {
+	a.mu.Lock()
+	a.rebooting[name] = true
+	a.mu.Unlock()
+	cordon := func(on bool) {
+		n := &corev1.Node{}
+		if err := a.c.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
+			return
+		}
+		orig := n.DeepCopy()
+		n.Spec.Unschedulable = on
+		a.patches.Add(1)
+		_ = a.c.Patch(ctx, n, client.MergeFrom(orig))
+	}
+	cordon(true)
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(a.rebootTime):
+		}
+		a.mu.Lock()
+		a.booted[name] = baseCmdline + " " + strings.Join(args, " ")
+		delete(a.rebooting, name)
+		a.mu.Unlock()
+		cordon(false)
+		a.q.Add(name)
+	}()
+}
+
+func equalStatus(a, b *tsv1.LatencyNodeState) bool {
+	return equalityDeep(a.Status, b.Status)
+}

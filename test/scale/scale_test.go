@@ -1,0 +1,651 @@
+//go:build scale
+
+// Package scale is the operator at fleet size (issue 20): a real kube-apiserver and etcd (the
+// envtest assets), kwok (sigs.k8s.io/kwok, pinned) keeping hundreds to thousands of simulated
+// nodes alive, a load generator playing their agents (fleet_test.go), and the manager binary run
+// as in production (cmd/manager: the same SetupControllers and flags; webhooks off, as nothing here
+// would call them). For each fleet size it measures, from the outside:
+//
+//   - the time from a profile's create, and from an update that changes every node's tuning, to
+//     every node state rendered (spec.tuning at the profile's generation);
+//   - the time for the profile's status to show 5 % of the nodes degraded after they report it,
+//     and to show them back;
+//   - the manager's API writes (its own client metrics) per node that changed, and for an update
+//     that changes no node's tuning (the target: none per node);
+//   - the manager's peak RSS and CPU seconds (/proc);
+//   - a reboot rollout of every node with maxUnavailable 5 %: granted slots sampled continuously
+//     (never above the budget), the total time.
+//
+// make bench-scale runs it (-scale.sizes=100,1000,5000 -scale.out=...) and hack/bench-scale.sh
+// writes docs/bench-scale.md; no timing is asserted, only what must hold at any speed (everything
+// rendered, the budget never exceeded).
+package scale
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/testutil"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
+)
+
+var (
+	sizesFlag = flag.String("scale.sizes", "100,1000", "fleet sizes to measure, comma-separated")
+	outFlag   = flag.String("scale.out", "", "write the results there as JSON")
+	kwokFlag  = flag.String("scale.kwok", "", "the kwok binary (hack/bench-scale.sh builds sigs.k8s.io/kwok/cmd/kwok at the pinned version)")
+	argsFlag  = flag.String("scale.manager-args", "", "extra manager flags, space-separated (to compare settings)")
+	srcFlag   = flag.String("scale.manager-src", "", "build cmd/manager from this tree instead (a git worktree of another revision, to compare)")
+)
+
+func equalityDeep(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }
+
+// kwokStages make a new simulated node Ready (its capacity as created) and, like a kubelet that
+// renews a lease every 10 s (kwok's --node-lease-duration-seconds=40), post its status every few
+// minutes.
+const kwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: tickstack-scale-node-ready}
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchExpressions:
+    - {key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: NotIn, values: ['True']}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Running
+      conditions:
+      {{ range NodeConditions }}
+      - {type: {{ .type | Quote }}, status: {{ .status | Quote }}, reason: {{ .reason | Quote }}, message: {{ .message | Quote }}, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: tickstack-scale-node-status}
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchExpressions:
+    - {key: '.status.phase', operator: In, values: ['Running']}
+    - {key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: In, values: ['True']}
+  delay: {durationMilliseconds: 240000, jitterDurationMilliseconds: 300000}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      {{ range NodeConditions }}
+      - {type: {{ .type | Quote }}, status: {{ .status | Quote }}, reason: {{ .reason | Quote }}, message: {{ .message | Quote }}, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
+      {{ end }}
+`
+
+// Result is one fleet size's figures.
+type Result struct {
+	Nodes int `json:"nodes"`
+	// Seconds from the profile's create / its update to every node state rendered.
+	CreateRenderedS float64 `json:"createRenderedSeconds"`
+	UpdateRenderedS float64 `json:"updateRenderedSeconds"`
+	// Seconds from 5 % of the agents reporting Degraded to the profile's status counting them, and
+	// from their recovery to the status counting none.
+	DriftSeenS, DriftClearedS float64
+	// The manager's writes (POST, PUT, PATCH, DELETE) per node changed by the update, and per node
+	// for an update that changes no node's tuning.
+	WritesPerChangedNode, WritesPerUnchangedNode float64
+	// The manager's reads (GET, LIST) over the whole run.
+	Reads, Writes int64
+	// Peak RSS (MiB) and CPU seconds of the manager over the whole run.
+	PeakRSSMiB, CPUSeconds float64
+	// The rollout: the budget, the most slots held at once, seconds to every node rebooted.
+	RolloutBudget, RolloutMaxHeld int
+	RolloutS                      float64
+	// Generator patches, for the record.
+	AgentPatches int64
+	// The API server's writes by resource during each update (everyone's: the generator's are
+	// node state status and node patches).
+	ChangedWrites, UnchangedWrites map[string]int64
+}
+
+func TestScale(t *testing.T) {
+	ctrllog.SetLogger(logr.Discard())
+	if *kwokFlag == "" {
+		t.Fatal("-scale.kwok is required: run make bench-scale (hack/bench-scale.sh builds kwok at the pinned version)")
+	}
+	root, err := testutil.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "manager")
+	if *srcFlag != "" {
+		root = *srcFlag
+	}
+	if out, err := exec.Command("go", "build", "-C", root, "-o", bin, "./cmd/manager").CombinedOutput(); err != nil {
+		t.Fatalf("building the manager: %v: %s", err, out)
+	}
+	var results []Result
+	for _, s := range strings.Split(*sizesFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 20 {
+			t.Fatalf("-scale.sizes: %q is not a fleet size of at least 20", s)
+		}
+		r := runFleet(t, bin, n)
+		t.Logf("%d nodes: %+v", n, r)
+		results = append(results, r)
+	}
+	if *outFlag != "" {
+		b, _ := json.MarshalIndent(results, "", "  ")
+		if err := os.WriteFile(*outFlag, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// process is a child whose RSS and CPU are sampled until it ends.
+type process struct {
+	cmd      *exec.Cmd
+	peakKiB  atomic.Int64
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+func start(t *testing.T, name string, argv []string, env []string) *process {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+				if kib := statusKiB(cmd.Process.Pid, "VmHWM"); kib > p.peakKiB.Load() {
+					p.peakKiB.Store(kib)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("%s's log ends:\n%s", name, b)
+		}
+	})
+	return p
+}
+
+func (p *process) stop() {
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		close(p.done)
+	})
+}
+
+// cpuSeconds is the process's user and system time so far.
+func (p *process) cpuSeconds() float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+func statusKiB(pid int, field string) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+var apiMetric = regexp.MustCompile(`^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$`)
+
+// apiWrites reads the API server's write counters by resource/subresource.
+func apiWrites(t *testing.T, ctx context.Context, cs *kubernetes.Clientset) map[string]int64 {
+	t.Helper()
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("reading the API server's metrics: %v", err)
+	}
+	out := map[string]int64{}
+	label := func(labels, name string) string {
+		m := regexp.MustCompile(name + `="([^"]*)"`).FindStringSubmatch(labels)
+		if m == nil {
+			return ""
+		}
+		return m[1]
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		m := apiMetric.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		switch label(m[1], "verb") {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY", "CREATE", "UPDATE":
+		default:
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		k := label(m[1], "resource")
+		if sub := label(m[1], "subresource"); sub != "" {
+			k += "/" + sub
+		}
+		out[k+" "+label(m[1], "verb")] += int64(v)
+	}
+	return out
+}
+
+func diffWrites(a, b map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range b {
+		if d := v - a[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+var restMetric = regexp.MustCompile(`^rest_client_requests_total\{([^}]*)\} ([0-9.e+]+)$`)
+
+// requests reads the manager's client-go request counters: writes and reads.
+func requests(t *testing.T, port int) (writes, reads int64) {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		t.Fatalf("reading the manager's metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		m := restMetric.FindStringSubmatch(s.Text())
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		switch {
+		case strings.Contains(m[1], `method="GET"`):
+			reads += int64(v)
+		case strings.Contains(m[1], `method="POST"`), strings.Contains(m[1], `method="PUT"`),
+			strings.Contains(m[1], `method="PATCH"`), strings.Contains(m[1], `method="DELETE"`):
+			writes += int64(v)
+		}
+	}
+	return writes, reads
+}
+
+func profile(n int) *tsv1.LatencyProfile {
+	return &tsv1.LatencyProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
+		Spec: tsv1.LatencyProfileSpec{
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{roleLabel: "trading"}},
+			CPU:          &tsv1.CPUSpec{Reserved: "0-1,32-33"},
+			Hugepages:    &tsv1.HugepagesSpec{Transparent: "never"},
+			Sysctls:      map[string]tsv1.SysctlValue{"vm.stat_interval": "10", "kernel.timer_migration": "0"},
+			NICs: []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{Drivers: []string{"ice"}},
+				Acceleration: tsv1.AccelerationBusyPoll}},
+			Rollout: &tsv1.RolloutSpec{MaxUnavailable: ptrIntStr(intstr.FromString("5%"))},
+		},
+	}
+}
+
+func ptrIntStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+// rendered counts the node states whose spec.tuning is set for the profile's generation gen, and
+// whose tuning passes check (nil: any).
+func rendered(ctx context.Context, c client.Client, gen int64, check func(*tsv1.NodeTuning) bool) (int, error) {
+	var list tsv1.LatencyNodeStateList
+	if err := c.List(ctx, &list); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Spec.Tuning != nil && s.Spec.Profile.Generation == gen && (check == nil || check(s.Spec.Tuning)) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// waitFor polls cond every 100 ms for up to limit; it returns the time it took.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, error)) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	for {
+		ok, err := cond()
+		if err == nil && ok {
+			return time.Since(t0)
+		}
+		if time.Since(t0) > limit {
+			t.Fatalf("%s: not within %s (last error %v)", what, limit, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func runFleet(t *testing.T, managerBin string, n int) Result {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := Result{Nodes: n}
+	env, err := kubetest.Start(kubetest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	admin, err := env.AddUser(envtest.User{Name: "scale-admin", Groups: []string{"system:masters"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The test's own clients are not the thing measured: plenty of QPS.
+	cfg := *admin.Config()
+	cfg.QPS, cfg.Burst = 2000, 4000
+	c, err := client.New(&cfg, client.Options{Scheme: kubetest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The fleet, kept alive by kwok.
+	stages := filepath.Join(t.TempDir(), "kwok-stages.yaml")
+	if err := os.WriteFile(stages, []byte(kwokStages), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kwok := start(t, "kwok", []string{*kwokFlag, "--config=" + stages, "--kubeconfig=" + kubeconfig, "--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake", "--node-lease-duration-seconds=40"}, nil)
+	defer kwok.stop()
+	createNodes(t, ctx, c, n)
+	waitFor(t, 10*time.Minute, "kwok makes every node Ready", func() (bool, error) {
+		var nodes corev1.NodeList
+		if err := c.List(ctx, &nodes); err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range nodes.Items {
+			for _, cond := range nodes.Items[i].Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == n, nil
+	})
+
+	// The agents.
+	gen := newAgents(c, 50*time.Millisecond, 2*time.Second)
+	agentCache, err := cache.New(&cfg, cache.Options{Scheme: kubetest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := agentCache.GetInformer(ctx, &tsv1.LatencyNodeState{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = agentCache.Start(ctx) }()
+	if err := gen.run(ctx, inf, 64); err != nil {
+		t.Fatal(err)
+	}
+
+	// The manager, as in production.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tickstack-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	argv := []string{managerBin, "--enable-webhooks=false", "--webhook-cert-mode=cert-manager", "--leader-elect=false",
+		"--namespace=tickstack-system", "--uninstall-guard=", fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port),
+		"--health-probe-bind-address=0", "--zap-log-level=error"}
+	argv = append(argv, strings.Fields(*argsFlag)...)
+	mgr := start(t, "manager", argv, []string{"KUBECONFIG=" + kubeconfig})
+	defer mgr.stop()
+	waitFor(t, time.Minute, "the manager serves its metrics", func() (bool, error) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+		if err != nil {
+			return false, err
+		}
+		return true, resp.Body.Close()
+	})
+
+	// A profile created: every node state rendered.
+	p := profile(n)
+	t0 := time.Now()
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Minute, "every node state rendered after the create", func() (bool, error) {
+		k, err := rendered(ctx, c, 1, nil)
+		return k == n, err
+	})
+	r.CreateRenderedS = time.Since(t0).Seconds()
+	// Everything settles: every node Applied, as the status counts.
+	settle := func(what string, want func(*tsv1.LatencyProfileStatus) bool) time.Duration {
+		return waitFor(t, 15*time.Minute, what, func() (bool, error) {
+			cur := &tsv1.LatencyProfile{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
+				return false, err
+			}
+			return cur.Status.ObservedGeneration == cur.Generation && want(&cur.Status), nil
+		})
+	}
+	settle("every node applied", func(s *tsv1.LatencyProfileStatus) bool { return int(s.AppliedNodes) == n })
+
+	cs, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An update that changes every node's tuning.
+	a0 := apiWrites(t, ctx, cs)
+	w0, _ := requests(t, port)
+	cur := &tsv1.LatencyProfile{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Sysctls["vm.stat_interval"] = "20"
+	t0 = time.Now()
+	if err := c.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Minute, "every node state rendered after the update", func() (bool, error) {
+		k, err := rendered(ctx, c, cur.Generation, func(tu *tsv1.NodeTuning) bool { return tu.Sysctls["vm.stat_interval"] == "20" })
+		return k == n, err
+	})
+	r.UpdateRenderedS = time.Since(t0).Seconds()
+	settle("every node applied after the update", func(s *tsv1.LatencyProfileStatus) bool { return int(s.AppliedNodes) == n })
+	quiet(t, port)
+	w1, _ := requests(t, port)
+	a1 := apiWrites(t, ctx, cs)
+	r.WritesPerChangedNode = float64(w1-w0) / float64(n)
+	r.ChangedWrites = diffWrites(a0, a1)
+
+	// An update that changes no node's tuning (a priority nothing competes with).
+	if err := c.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Priority = 10
+	if err := c.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	settle("the no-op update observed", func(s *tsv1.LatencyProfileStatus) bool { return int(s.AppliedNodes) == n })
+	quiet(t, port)
+	w2, _ := requests(t, port)
+	r.WritesPerUnchangedNode = float64(w2-w1) / float64(n)
+	r.UnchangedWrites = diffWrites(a1, apiWrites(t, ctx, cs))
+
+	// 5 % of the agents report drift they cannot correct, then recover.
+	var drifted []string
+	for i := 0; i < n; i += 20 {
+		drifted = append(drifted, nodeName(i))
+	}
+	gen.setDrift(drifted, true)
+	r.DriftSeenS = settle("the degraded nodes counted", func(s *tsv1.LatencyProfileStatus) bool { return int(s.DegradedNodes) == len(drifted) }).Seconds()
+	gen.setDrift(drifted, false)
+	r.DriftClearedS = settle("the degraded nodes back", func(s *tsv1.LatencyProfileStatus) bool {
+		return s.DegradedNodes == 0 && int(s.AppliedNodes) == n
+	}).Seconds()
+
+	// A reboot rollout of every node: kernel arguments for isolated CPUs.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.CPU.Isolated = "2-31,34-63"
+	r.RolloutBudget = max(1, n*5/100)
+	var held atomic.Int64
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		for sampleCtx.Err() == nil {
+			var list tsv1.LatencyNodeStateList
+			if err := c.List(sampleCtx, &list); err == nil {
+				k := int64(0)
+				for i := range list.Items {
+					s := &list.Items[i]
+					if s.Spec.RebootGranted && meta.IsStatusConditionTrue(s.Status.Conditions, tsv1.NodeRebootRequired) {
+						k++
+					}
+				}
+				if k > held.Load() {
+					held.Store(k)
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	t0 = time.Now()
+	if err := c.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	settle("every node rebooted", func(s *tsv1.LatencyProfileStatus) bool {
+		return int(s.AppliedNodes) == n && s.RebootPendingNodes == 0
+	})
+	r.RolloutS = time.Since(t0).Seconds()
+	stopSampling()
+	sampler.Wait()
+	r.RolloutMaxHeld = int(held.Load())
+
+	r.Writes, r.Reads = requests(t, port)
+	r.PeakRSSMiB = float64(max(mgr.peakKiB.Load(), statusKiB(mgr.cmd.Process.Pid, "VmHWM"))) / 1024
+	r.CPUSeconds = mgr.cpuSeconds()
+	r.AgentPatches = gen.patches.Load()
+	if r.RolloutMaxHeld > r.RolloutBudget {
+		t.Errorf("%d nodes: %d reboot slots held at once, above the budget of %d (maxUnavailable 5%%)", n, r.RolloutMaxHeld, r.RolloutBudget)
+	}
+	return r
+}
+
+// quiet waits until the manager's writes stop for two seconds (its work for the last change is done).
+func quiet(t *testing.T, port int) {
+	t.Helper()
+	last, _ := requests(t, port)
+	stable := time.Now()
+	for time.Since(stable) < 2*time.Second {
+		time.Sleep(250 * time.Millisecond)
+		w, _ := requests(t, port)
+		if w != last {
+			last, stable = w, time.Now()
+		}
+	}
+}
+
+func createNodes(t *testing.T, ctx context.Context, c client.Client, n int) {
+	t.Helper()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				node := fleetNode(i)
+				st := node.Status
+				if err := c.Create(ctx, node); err != nil {
+					failed.Store(err)
+					continue
+				}
+				node.Status = st
+				if err := c.Status().Update(ctx, node); err != nil {
+					failed.Store(err)
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("creating the fleet's nodes: %v", err)
+	}
+}
