@@ -71,6 +71,13 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 	if !argsRequired && !s.obs.firmwarePending {
 		action = tsv1.ActionKubeletRestart
 	}
+	if k := s.obs.kubelet; k != nil && k.err != nil && !argsRequired && !s.obs.firmwarePending &&
+		(rs == nil || rs.Action == tsv1.ActionKubeletRestart) {
+		// The kubelet's files or its drop-in could not be read or rendered this time: decide
+		// nothing about its slot (Degraded says why), as for an unreadable boot loader; a request
+		// already made stays as it is.
+		return nil
+	}
 	// The node came back (or rebooted on its own) with another kernel: verify.
 	if rs != nil && rs.BootID != "" && rs.BootID != bootID && rs.Phase != tsv1.RebootVerifying {
 		r.setPhase(s, tsv1.RebootVerifying, "the node is back with a new boot ID; checking /proc/cmdline")
