@@ -137,11 +137,17 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 		if action == tsv1.ActionKubeletRestart {
 			r.setPhase(s, tsv1.RebootRequested, "waiting for the operator's slot (rollout.maxUnavailable) to restart the kubelet")
 			s.obs.reboot.Action = action
+			if err := r.recordReboot(ctx, s); err != nil {
+				return err
+			}
 			r.event(s.lns, corev1.EventTypeNormal, "KubeletRestartRequested", "RestartKubelet", "%s; asking the operator for a slot", kubeletCause(s.obs.kubelet))
 			return nil
 		}
 		r.setPhase(s, tsv1.RebootRequested, "waiting for the operator's reboot slot (rollout.maxUnavailable)")
 		s.obs.reboot.Action = action
+		if err := r.recordReboot(ctx, s); err != nil {
+			return err
+		}
 		r.event(s.lns, corev1.EventTypeNormal, "RebootRequested", "Reboot", "%s; asking the operator for a reboot slot", rebootCause(&s.obs))
 		return nil
 
@@ -160,11 +166,11 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 		if !s.lns.Spec.RebootGranted {
 			return nil
 		}
-		if err := r.cordon(ctx); err != nil {
-			return err
-		}
 		r.setPhase(s, tsv1.RebootDraining, "cordoned; evicting pods")
 		s.obs.reboot.BootID = bootID
+		if err := r.recordReboot(ctx, s); err != nil {
+			return err
+		}
 		what := "reboot"
 		if rs.Action == tsv1.ActionKubeletRestart {
 			what = "kubelet restart"
@@ -200,6 +206,10 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 // drainStep evicts the node's pods; when none is left it reboots, when the drain took too long
 // it uncordons and reports DrainFailed with the blocking pod.
 func (r *Reconciler) drainStep(ctx context.Context, s *scope, hash string) error {
+	// Every step: Draining is recorded before the cordon, so a cordon that failed is done here.
+	if err := r.cordon(ctx); err != nil {
+		return err
+	}
 	left, blocking, err := r.evictPods(ctx)
 	if err != nil {
 		return err

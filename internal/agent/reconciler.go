@@ -287,6 +287,24 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// recordReboot writes status.reboot alone, now, before the step it starts is announced (event) or
+// done: a transition whose record failed is retried by the next reconcile, never announced or done
+// twice. The rest of the status follows in the reconcile's one patch.
+func (r *Reconciler) recordReboot(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.base.Status.Reboot, s.obs.reboot) {
+		return nil
+	}
+	base := s.lns.DeepCopy()
+	base.Status = *s.base.Status.DeepCopy()
+	obj := base.DeepCopy()
+	obj.Status.Reboot = s.obs.reboot.DeepCopy()
+	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("recording status.reboot of node state %s: %w", s.lns.Name, err)
+	}
+	s.base.Status.Reboot = s.obs.reboot.DeepCopy()
+	return nil
+}
+
 // reportFacts publishes the host's facts (also before spec.tuning is set: the operator needs
 // them to resolve it).
 func (r *Reconciler) reportFacts(s *scope) {

@@ -310,6 +310,21 @@ func podJSON(name string) (map[string]any, error) {
 }
 
 var _ = Describe("the whole flow on the local cluster", Ordered, func() {
+	// A failed step carries what the operator and the agent said meanwhile, and the node state's
+	// events: an intermittent failure on CI is read from the report, not rerun blind.
+	AfterEach(func() {
+		if !CurrentSpecReport().Failed() {
+			return
+		}
+		for _, c := range []string{"deployment/" + release + "-manager", "daemonset/" + release + "-agent"} {
+			out, _ := kubectl(nil, "logs", "-n", releaseNS, c, "--all-containers", "--tail=400", "--timestamps")
+			AddReportEntry(c+" log", out)
+		}
+		out, _ := kubectl(nil, "get", "events", "-A", "--sort-by", ".metadata.creationTimestamp",
+			"-o", "custom-columns=TIME:.metadata.creationTimestamp,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message")
+		AddReportEntry("events", out)
+	})
+
 	It("installs the chart and the operator and agent become ready", func() {
 		clearCluster() // whatever another spec left
 		resetRecorders()
@@ -561,6 +576,12 @@ spec:
 		Expect(err).NotTo(HaveOccurred())
 		for _, reason := range []string{"KubeletRestartRequested", "Draining", "KubeletRestarted", "KubeletVerified"} {
 			out, _ := kubectl(nil, "get", "events", "-A", "--field-selector", "reason="+reason+",involvedObject.uid="+lns.Metadata.UID, "-o", "name")
+			if len(strings.Fields(out)) != 1 {
+				// What the node state went through, for the failure message.
+				all, _ := kubectl(nil, "get", "events", "-A", "--field-selector", "involvedObject.uid="+lns.Metadata.UID,
+					"--sort-by", ".metadata.creationTimestamp", "-o", "custom-columns=TIME:.metadata.creationTimestamp,TYPE:.type,REASON:.reason,MESSAGE:.message")
+				AddReportEntry("node state events", all)
+			}
 			Expect(strings.Fields(out)).To(HaveLen(1), "one %s event for one kubelet change:\n%s", reason, out)
 		}
 		Expect(recorded("reboots")).To(BeZero(), "a kubelet change never reboots")
