@@ -4,8 +4,12 @@
 # Each image is written to an OCI archive under $TICKSTACK_CACHE/images/oci/NAME.tar and, with
 # --import, imported into the local cluster's containerd (hack/local-cluster import).
 #
+# The upstream components tickstack runs (hack/third-party.sh builds their binaries from the sources
+# pinned in hack/third-party.lock) get images of the same shape as their upstream ones, on the same
+# Debian base, named localhost/NAME:VERSION (NAME: multus-cni, node-feature-discovery).
+#
 # Usage: hack/images/build.sh [--import] [--tag TAG] [--bin NAME=PATH]... [TARGET...]
-#   TARGET   pause | base | manager | agent | bench   (default: manager agent bench)
+#   TARGET   pause | base | manager | agent | bench | multus | nfd   (default: manager agent bench)
 #   --bin    use PATH as bin/NAME instead of `go build ./cmd/NAME`
 #            (NAME: manager, agent, tickstack, tickstack-bench, tickstack-bench-upload; the last three go in
 #            the bench image)
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
     --import) import=1 ;;
     --tag) tag=$2; shift ;;
     --bin) bins[${2%%=*}]=${2#*=}; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) targets+=("$1") ;;
   esac
   shift
@@ -152,12 +156,58 @@ build_target() {
   to_archive "$image" "$oci/$target.tar"
 }
 
+# build_third_party TARGET: the image of an upstream component, from hack/third-party.sh's binaries,
+# laid out as the upstream image is (its manifests run it unchanged).
+build_third_party() {
+  local target=$1 name version bindir image out c old
+  case "$target" in
+    multus) name=multus-cni ;;
+    nfd) name=node-feature-discovery ;;
+  esac
+  version=$(awk -F'\t' -v n="$name" '!/^#/ && $1 == n {print $2}' "$repo/hack/third-party.lock")
+  bindir=$("$repo/hack/third-party.sh" "$name") || exit 1
+  bindir=${bindir#*=}
+  image=localhost/$name:$version
+  out="$oci/$name.tar"
+  if has_image "$image" "$bindir/.built" && [ -s "$out" ] && [ "$out" -nt "$bindir/.built" ]; then
+    echo "$out"
+    return
+  fi
+  build_bases
+  log "$image from $bindir"
+  old=$(image_id "$image")
+  c=$(buildah from -q "$BASE_IMAGE")
+  case "$target" in
+    multus)
+      # The upstream image: the thin plugin and its installers under /usr/src/multus-cni/bin, the
+      # entry points at /.
+      buildah copy -q "$c" "$bindir/multus" "$bindir/passthru" "$bindir/thin_entrypoint" "$bindir/install_multus" /usr/src/multus-cni/bin/ >/dev/null
+      buildah copy -q "$c" "$bindir/LICENSE" /usr/src/multus-cni/LICENSE >/dev/null
+      buildah copy -q "$c" "$bindir/thin_entrypoint" "$bindir/install_multus" / >/dev/null
+      buildah config --cmd '' "$c"
+      buildah config --entrypoint '["/thin_entrypoint"]' "$c" ;;
+    nfd)
+      buildah copy -q "$c" "$bindir/nfd-master" "$bindir/nfd-worker" "$bindir/nfd-gc" /usr/bin/ >/dev/null
+      buildah copy -q "$c" "$bindir/LICENSE" /usr/share/doc/node-feature-discovery/LICENSE >/dev/null
+      # The upstream image's default worker configuration, user and gRPC log level.
+      buildah copy -q "$c" "$bindir/../src/deployment/components/worker-config/nfd-worker.conf.example" \
+        /etc/kubernetes/node-feature-discovery/nfd-worker.conf >/dev/null
+      buildah config --cmd '' --user 65534:65534 --env GRPC_GO_LOG_SEVERITY_LEVEL=INFO "$c" ;;
+  esac
+  buildah config --label "org.opencontainers.image.version=$version" \
+    --label "org.opencontainers.image.source=$(awk -F'\t' -v n="$name" '!/^#/ && $1 == n {print $4}' "$repo/hack/third-party.lock")" "$c"
+  buildah commit -q --rm "$c" "$image" >/dev/null
+  drop_replaced "$old" "$image"
+  to_archive "$image" "$out"
+}
+
 archives=()
 ctx=""
 for t in "${targets[@]}"; do
   case "$t" in
     pause) archives+=("$(build_pause)") ;;
     base) build_bases ;;
+    multus|nfd) archives+=("$(build_third_party "$t")") ;;
     manager|agent|bench)
       if [ -z "$ctx" ]; then
         build_bases

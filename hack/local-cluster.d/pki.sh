@@ -71,11 +71,9 @@ pki_all() {
   pki_cert scheduler system:kube-scheduler ""
   pki_cert kube-proxy system:kube-proxy ""
   pki_cert kubelet "system:node:$NODE_NAME" system:nodes
-  pki_cert tickstack-cni tickstack-cni ""
   pki_kubeconfig admin admin
   pki_kubeconfig controller-manager controller-manager
   pki_kubeconfig scheduler scheduler
   pki_kubeconfig kube-proxy kube-proxy
   pki_kubeconfig kubelet kubelet
-  pki_kubeconfig tickstack-cni tickstack-cni
 }

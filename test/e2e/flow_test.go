@@ -1137,8 +1137,7 @@ spec:
 			out, err = kubectl(nil, "get", kind, "-o", "name")
 			Expect(err).NotTo(HaveOccurred(), out)
 			for _, n := range strings.Fields(out) {
-				// tickstack-cni is the local cluster's own CNI plugin (hack/local-cluster.d/cni-rbac.yaml).
-				if strings.Contains(n, "tickstack") && !strings.HasSuffix(n, "/tickstack-cni") {
+				if strings.Contains(n, "tickstack") {
 					Fail(fmt.Sprintf("%s left behind", n))
 				}
 			}
