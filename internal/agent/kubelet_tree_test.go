@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
@@ -254,5 +257,90 @@ func TestTreeKubeletRestart(t *testing.T) {
 	}
 	if getNode(t, node).Spec.Unschedulable {
 		t.Error("the node stays cordoned after the restore")
+	}
+}
+
+// TestTreeRebootRecordedFirst: a transition of the reboot protocol is recorded in status.reboot
+// before it is announced or done. While the API server refuses to record Draining (an admission
+// policy on the status subresource), the granted node is neither cordoned nor told Draining; once
+// the record goes through, there is one Draining event and the restart completes.
+func TestTreeRebootRecordedFirst(t *testing.T) {
+	ctx := context.Background()
+	node := agenttest.Name("recorded")
+	a := agenttest.NewTreeAgent(t, node)
+	newTreeKubelet(t, a)
+	createNode(t, node)
+	createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
+	agenttest.StartAgent(t, cfg, a.R, nil)
+	tsutil.Poll(t, 20*time.Second, "a kubelet restart requested", func() error {
+		if r := getLNS(t, node).Status.Reboot; r == nil || r.Phase != tsv1.RebootRequested {
+			return fmt.Errorf("reboot status %+v", r)
+		}
+		return nil
+	})
+
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{tsv1.GroupVersion.Group}, APIVersions: []string{"*"},
+						Resources: []string{"latencynodestates/status"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("object.metadata.name != %q || !has(object.status.reboot) || object.status.reboot.phase != 'Draining'", node),
+				Message:    "the test refuses to record Draining",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: node,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(ctx, o) })
+	}
+	// In force once a dry-run write of Draining is refused.
+	tsutil.Poll(t, 20*time.Second, "the policy in force", func() error {
+		l := getLNS(t, node)
+		orig := l.DeepCopy()
+		l.Status.Reboot = &tsv1.RebootStatus{Phase: tsv1.RebootDraining, Action: tsv1.ActionKubeletRestart}
+		if err := k8s.Status().Patch(ctx, l, client.MergeFrom(orig), client.DryRunAll); err == nil {
+			return errors.New("a write of Draining still goes through")
+		}
+		return nil
+	})
+
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	gomega.NewWithT(t).Consistently(func() string {
+		phase := "none"
+		if r := getLNS(t, node).Status.Reboot; r != nil {
+			phase = string(r.Phase)
+		}
+		return fmt.Sprintf("phase %s, cordoned %t, Draining events %d", phase, getNode(t, node).Spec.Unschedulable, len(events(t, node, "Draining")))
+	}).WithTimeout(4*time.Second).WithPolling(200*time.Millisecond).
+		Should(gomega.Equal("phase Requested, cordoned false, Draining events 0"), "nothing is done or announced before Draining is recorded")
+
+	for _, o := range []client.Object{binding, policy} {
+		if err := k8s.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tsutil.Poll(t, 60*time.Second, "the kubelet restarted", func() error {
+		l := getLNS(t, node)
+		if l.Status.Reboot != nil {
+			return fmt.Errorf("reboot status %+v", l.Status.Reboot)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	if n := len(events(t, node, "Draining")); n != 1 {
+		t.Errorf("%d Draining events, want 1", n)
 	}
 }
