@@ -195,8 +195,14 @@ tp_check() { # STATS-TAG: sent == received, and TAG's end used the XSK
 		{ ip netns exec "$NB" nstat -az 2>/dev/null | grep -E "^Udp|IpInDiscards|IpInHdrErrors" | grep -v " 0 " >&2
 		  cat /proc/net/softnet_stat >&2; die "sent ${sent:-?} received ${got:-?}"; return 1; }
 	log "$CUR: $sent sent, $got received"
-	[ "$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" "$field")" -ge $((sent * 99 / 100)) ] ||
-		{ die "$tag: $field below 99 % of $sent"; return 1; }
+	# A sender's first datagrams go through the kernel while the neighbour is being resolved
+	# (tx_kernel_neigh, as the kernel's own ARP takes): how many depends on the machine's load, not
+	# on the stack. They are excused, up to a tenth of the run; everything after must be XSK.
+	local neigh=0
+	[ "$field" != tx_accel ] || neigh=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" tx_kernel_neigh)
+	[ "$neigh" -le $((sent / 10)) ] || { die "$tag: $neigh of $sent sent through the kernel waiting for the neighbour"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" "$field")" -ge $(((sent - neigh) * 99 / 100)) ] ||
+		{ die "$tag: $field below 99 % of the $((sent - neigh)) sent after the neighbour was known ($sent in all)"; return 1; }
 }
 
 t_tp_kernel_server() { # bypass sender -> kernel receiver
