@@ -125,3 +125,13 @@ const (
 // otherwise (--resource-prefix): VFs are <prefix>/<resourceName>. The network controller renders
 // the device plugin's configuration with it and the pod webhook requests VFs by it.
 const DefaultResourcePrefix = "tickstack.io"
+
+// The node agent's contribution to node-feature-discovery: the NodeFeature object NodeFeaturePrefix
+// + <node> in the agent's namespace, with the attribute feature TuningFeature: elements "profile"
+// (the profile's name) and "applied" ("true" when the node state is Applied for its generation).
+// The operator's NodeFeatureRule turns it into the node label
+// feature.node.kubernetes.io/tickstack-tuning.applied.
+const (
+	TuningFeature     = "tickstack.tuning"
+	NodeFeaturePrefix = "tickstack-"
+)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
@@ -34,24 +35,25 @@ import (
 
 // options are the agent's flags.
 type options struct {
-	nodeName, hostRoot, journalPath, irqbalanceConfig string
-	bootLoader                                        string
-	grubUpdate, rebootCmd, irqbalanceCmd              commandFlag
-	kubeletConfigDir, kubeletRootDir, hostProcess     string
-	kubeletStop, kubeletStart                         commandFlag
-	kubeletStartTO                                    time.Duration
-	bootApply                                         bool
-	bootUnitDir, bootBinary                           string
-	checkPeriod, drainTimeout, drainBackoff, rebootTO time.Duration
-	evictionGrace                                     int64
-	watchNICs, confineSelf                            bool
-	metricsAddr, probeAddr                            string
-	ptp4lPath, phc2sysPath, pmcPath, ptpRunDir        string
-	failpointFile                                     string
+	nodeName, namespace, hostRoot, journalPath, irqbalanceConfig string
+	bootLoader                                                   string
+	grubUpdate, rebootCmd, irqbalanceCmd                         commandFlag
+	kubeletConfigDir, kubeletRootDir, hostProcess                string
+	kubeletStop, kubeletStart                                    commandFlag
+	kubeletStartTO                                               time.Duration
+	bootApply                                                    bool
+	bootUnitDir, bootBinary                                      string
+	checkPeriod, drainTimeout, drainBackoff, rebootTO            time.Duration
+	evictionGrace                                                int64
+	watchNICs, confineSelf                                       bool
+	metricsAddr, probeAddr                                       string
+	ptp4lPath, phc2sysPath, pmcPath, ptpRunDir                   string
+	failpointFile                                                string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default: $NODE_NAME, set from the downward API)")
+	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "the agent's namespace, where it publishes this node's NodeFeature for node-feature-discovery (default: $POD_NAMESPACE, set from the downward API); empty: none")
 	fs.StringVar(&o.hostRoot, "host-root", "/", "where the host's / is visible (/host in the DaemonSet)")
 	fs.StringVar(&o.journalPath, "journal-path", tuning.DefaultJournalPath, "the journal of original values, on the host (below --host-root)")
 	fs.StringVar(&o.irqbalanceConfig, "irqbalance-config", host.DefaultIrqbalanceConfig, "irqbalance's environment file, on the host")
@@ -108,6 +110,7 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 	h := &host.Host{Root: o.hostRoot, IrqbalanceConfig: o.irqbalanceConfig, NIC: &host.EthtoolNIC{}}
 	r := &agent.Reconciler{
 		NodeName:                 o.nodeName,
+		Namespace:                o.namespace,
 		Host:                     h,
 		Engine:                   &tuning.Engine{Host: h, JournalPath: o.journalPath},
 		CheckPeriod:              o.checkPeriod,
@@ -272,6 +275,7 @@ func run(ctx context.Context, o *options) error {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(tsv1.AddToScheme(scheme))
+	utilruntime.Must(nfdv1alpha1.AddToScheme(scheme))
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  agent.CacheOptions(o.nodeName),

@@ -78,6 +78,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// NodeName is this node.
 	NodeName string
+	// Namespace is the agent's: its NodeFeature for node-feature-discovery goes there (empty: none).
+	Namespace string
+	// noNFD: the NodeFeature CRD was not there (node-feature-discovery is not installed).
+	noNFD bool
 	// Host is the machine (its Root is "/" on the host, "/host" in the DaemonSet).
 	Host *host.Host
 	// Engine applies, verifies and restores runtime settings on Host.
@@ -233,6 +237,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	defer func() {
 		if err := r.patchStatus(ctx, s); err != nil {
 			reterr = errors.Join(reterr, err)
+		}
+		// After the status, whatever the phases did: a reconcile cut short must not leave an
+		// earlier "applied" published.
+		if lns.DeletionTimestamp.IsZero() {
+			if err := r.publishFeature(ctx, s); err != nil {
+				reterr = errors.Join(reterr, err)
+			}
 		}
 	}()
 

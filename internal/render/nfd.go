@@ -26,9 +26,8 @@ const (
 	LabelTuningApplied = "feature.node.kubernetes.io/tickstack-tuning.applied"
 )
 
-// TuningFeature is the feature the node agent publishes in its NodeFeature object: attributes
-// "profile" (the profile name) and "applied" ("true" when every setting is in effect).
-const TuningFeature = "tickstack.tuning"
+// TuningFeature is the feature the node agent publishes in its NodeFeature object (api keys.go).
+const TuningFeature = tsv1.TuningFeature
 
 // XDPNativeDrivers returns the kernel drivers with native XDP in upstream Linux, which the
 // xdp.native rule looks for.

@@ -449,6 +449,28 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 			g.Expect(lns.Status.Reboot).To(BeNil())
 			g.Expect(nodeLabels()).To(HaveKeyWithValue("tickstack.io/profile", profileName))
 		}, 5*time.Minute, 2*time.Second).Should(Succeed())
+		By("node-feature-discovery labels the node from the agent's NodeFeature and the operator's NodeFeatureRule")
+		Eventually(func(g Gomega) {
+			var nf struct {
+				Spec struct {
+					Features struct {
+						Attributes map[string]struct {
+							Elements map[string]string `json:"elements"`
+						} `json:"attributes"`
+					} `json:"features"`
+				} `json:"spec"`
+			}
+			g.Expect(getJSON(&nf, "nodefeatures.nfd.k8s-sigs.io", "tickstack-"+nodeName, "-n", releaseNS)).To(Succeed())
+			g.Expect(nf.Spec.Features.Attributes["tickstack.tuning"].Elements).To(Equal(map[string]string{"applied": "true", "profile": profileName}))
+			var rule struct {
+				Metadata struct {
+					Labels map[string]string `json:"labels"`
+				} `json:"metadata"`
+			}
+			g.Expect(getJSON(&rule, "nodefeaturerules.nfd.k8s-sigs.io", "tickstack")).To(Succeed())
+			// Put on the node by the real nfd-master (hack/local-cluster runs it), not by tickstack.
+			g.Expect(nodeLabels()).To(HaveKeyWithValue("feature.node.kubernetes.io/tickstack-tuning.applied", "true"))
+		}, 2*time.Minute, 2*time.Second).Should(Succeed())
 		Expect(filepath.Join(scratchDir, "grub.d", "99-tickstack.cfg")).NotTo(BeAnExistingFile())
 		Expect(recorded("reboots")).To(BeZero())
 		for k, v := range wantSysctls {
@@ -1114,6 +1136,8 @@ spec:
 		}, 2*time.Minute, 2*time.Second).Should(ContainSubstring("NotFound"))
 		Expect(hostDiff(snapshot)).To(BeEmpty())
 		Expect(nodeLabels()).NotTo(HaveKey("tickstack.io/profile"))
+		// The agent withdrew its NodeFeature: nfd-master takes the label off.
+		Eventually(nodeLabels, time.Minute, 2*time.Second).ShouldNot(HaveKey("feature.node.kubernetes.io/tickstack-tuning.applied"))
 		Expect(recorded("reboots")).To(BeZero())
 	})
 

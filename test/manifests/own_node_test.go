@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
@@ -32,7 +33,7 @@ func agentUser(node string) rest.ImpersonationConfig {
 // changed, node-b's are refused by the policy (not by RBAC, which allows both); so is a change
 // by the same account without a node name.
 func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
-	e, admin := kubetest.New(t, kubetest.Options{CRDs: []string{"config/crd/bases"}})
+	e, admin := kubetest.New(t, kubetest.Options{CRDs: []string{"config/crd/bases", "internal/render/testdata/crds"}})
 	ctx := context.Background()
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tickstack-system"}}); err != nil {
 		t.Fatal(err)
@@ -66,7 +67,11 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 	}
 	cfg := rest.CopyConfig(e.Config)
 	cfg.Impersonate = agentUser("node-a")
-	agent, err := client.New(cfg, client.Options{Scheme: kubetest.Scheme()})
+	scheme := kubetest.Scheme()
+	if err := nfdv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	agent, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +107,19 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 	}
 	if err := label(&tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}); err != nil {
 		t.Errorf("the agent of node-a changing its own LatencyNodeState: %v", err)
+	}
+	// its NodeFeature for node-feature-discovery: only tickstack-<its node>, naming its node
+	feature := func(name, node string) error {
+		return agent.Create(ctx, &nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "tickstack-system", Labels: map[string]string{nfdv1alpha1.NodeFeatureObjNodeNameLabel: node}}})
+	}
+	for _, c := range []struct{ name, node string }{{"tickstack-node-b", "node-b"}, {"tickstack-node-a", "node-b"}, {"nfd-node-a", "node-a"}} {
+		if err := feature(c.name, c.node); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only its own node's NodeFeature") {
+			t.Errorf("the agent of node-a creating NodeFeature %s for %s: got %v, want the policy's refusal", c.name, c.node, err)
+		}
+	}
+	if err := feature(tsv1.NodeFeaturePrefix+"node-a", "node-a"); err != nil {
+		t.Errorf("the agent of node-a creating its own NodeFeature: %v", err)
 	}
 	// a token without the node name (not a pod's) changes nothing
 	cfg.Impersonate = agentUser("node-a")
