@@ -160,6 +160,7 @@ func TestAgentInstall(t *testing.T) {
 		"/pods":                                 "list",
 		"/pods/eviction":                        "create",
 		"events.k8s.io/events":                  "create,patch",
+		"nfd.k8s-sigs.io/nodefeatures":          "create,delete,get,patch",
 	}
 	if !reflect.DeepEqual(got, wantRules) {
 		t.Errorf("agent ClusterRole %v, want %v", got, wantRules)
