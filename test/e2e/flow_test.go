@@ -680,26 +680,35 @@ spec:
 		}
 
 		By("a latency pod waiting, then the kubelet")
+		// Owned by a ReplicaSet, as latency pods are: a kubelet that has just started may refuse a
+		// pod the scheduler bound a moment after the node's labels changed ("Predicate
+		// NodeAffinity failed": its node watch lags its pod watch), and only a controller replaces
+		// such a Failed pod. Every pod of it is checked.
 		apply(fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
+apiVersion: apps/v1
+kind: ReplicaSet
 metadata:
   name: early
-  namespace: %s
-  labels: {tickstack.io/profile: %s}
+  namespace: %[1]s
 spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: early
-    image: localhost/tickstack-bench:%s
-    imagePullPolicy: Never
-    command: [sleep, infinity]
-    resources:
-      requests: {cpu: "1", memory: 32Mi}
-      limits: {cpu: "1", memory: 32Mi}
+  replicas: 1
+  selector: {matchLabels: {app: early}}
+  template:
+    metadata:
+      labels: {app: early, tickstack.io/profile: %[2]s}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: early
+        image: localhost/tickstack-bench:%[3]s
+        imagePullPolicy: Never
+        command: [sleep, infinity]
+        resources:
+          requests: {cpu: "1", memory: 32Mi}
+          limits: {cpu: "1", memory: 32Mi}
 `, testNS, profileName, imageTag))
 		defer func() {
-			_, _ = kubectl(nil, "delete", "pod", "early", "-n", testNS, "--ignore-not-found", "--wait=false")
+			_, _ = kubectl(nil, "delete", "replicaset", "early", "-n", testNS, "--ignore-not-found", "--wait=false")
 		}()
 		out, err = run(time.Minute, nil, "hack/local-cluster", "kubelet-start")
 		Expect(err).NotTo(HaveOccurred(), out)
@@ -707,7 +716,11 @@ spec:
 		// Sampled every second until the pod runs: it never runs while the taint is on or before
 		// the node state says Applied for this boot.
 		Eventually(func(g Gomega) {
-			phase, _ := kubectl(nil, "get", "pod", "early", "-n", testNS, "-o", "jsonpath={.status.phase}")
+			out, _ := kubectl(nil, "get", "pods", "-n", testNS, "-l", "app=early", "-o", "jsonpath={.items[*].status.phase}")
+			phase := "none"
+			if strings.Contains(" "+out+" ", " Running ") {
+				phase = "Running"
+			}
 			var node struct {
 				Spec struct {
 					Taints []struct {
@@ -734,7 +747,8 @@ spec:
 			Expect(readHost("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))).To(Equal(v))
 		}
 		Expect(recorded("reboots")).To(BeZero())
-		_, _ = kubectl(nil, "delete", "pod", "early", "-n", testNS, "--wait=true", "--timeout=60s")
+		_, _ = kubectl(nil, "delete", "replicaset", "early", "-n", testNS, "--wait=true", "--timeout=60s")
+		_, _ = kubectl(nil, "wait", "--for=delete", "pods", "-l", "app=early", "-n", testNS, "--timeout=60s")
 	})
 
 	It("admits a latency pod: the exclusive CPU, the secondary interface, the bypass stack", func() {
