@@ -170,6 +170,12 @@ func settled(tag string) {
 			}
 		}
 	}, 5*time.Minute, 2*time.Second).Should(Succeed())
+	// Ready is not yet answering: a pod's webhook server may still refuse connections (CI saw
+	// "connection refused" on the webhook Service right after the rollout).
+	Eventually(func() error {
+		_, err := kubectl([]byte(upgradeProfile), "apply", "--dry-run=server", "-f", "-")
+		return err
+	}, 2*time.Minute, 2*time.Second).Should(Succeed(), "the operator's webhook does not answer")
 }
 
 var _ = Describe("an upgrade of the operator with a profile live", Ordered, func() {
