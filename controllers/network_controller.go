@@ -2,10 +2,13 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +38,10 @@ type NetworkOptions struct {
 	ResourcePrefix string
 	// DevicePluginConfigMap is the name of the SR-IOV device plugin's ConfigMap (default sriovdp-config).
 	DevicePluginConfigMap string
+	// DevicePluginDaemonSet names the device plugin's DaemonSet in Namespace, when tickstack deploys
+	// it (the chart's sriovDevicePlugin.enabled): its pod template gets the configuration's hash,
+	// so the pods restart once on a change. Empty: a plugin deployed otherwise is not touched.
+	DevicePluginDaemonSet string
 	// NodeFeatureRule is the name of the NodeFeatureRule (default tickstack).
 	NodeFeatureRule string
 	// XDPRunDir is the node daemon tickstack-xdpd's run directory, which bypass groups' attachments
@@ -49,8 +56,11 @@ type NetworkOptions struct {
 // cover all profiles and belong to the operator. A kind whose CRD is not installed (no Multus, no
 // NFD) is skipped, with a log line at start.
 type NetworkReconciler struct {
-	Client  client.Client
-	Options NetworkOptions
+	Client client.Client
+	// APIReader reads the device plugin's DaemonSet (one object, not worth a cache of every
+	// DaemonSet); the manager's when nil.
+	APIReader client.Reader
+	Options   NetworkOptions
 	// nads and nfd say whether those CRDs were installed when the controller started.
 	nads, nfd bool
 }
@@ -178,6 +188,32 @@ func (r *NetworkReconciler) reconcileDevicePluginConfig(ctx context.Context, pro
 	}); err != nil {
 		return fmt.Errorf("applying ConfigMap %s/%s: %w", want.Namespace, want.Name, err)
 	}
+	return r.rollDevicePlugin(ctx, want.Data[render.DevicePluginConfigKey])
+}
+
+// rollDevicePlugin stamps the configuration's hash on the device plugin DaemonSet's pod template
+// when it differs: the DaemonSet controller then replaces each pod once, and the new pods read the
+// new configuration. An unchanged configuration writes nothing.
+func (r *NetworkReconciler) rollDevicePlugin(ctx context.Context, config string) error {
+	if r.Options.DevicePluginDaemonSet == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(config))
+	hash := hex.EncodeToString(sum[:8])
+	ds := &appsv1.DaemonSet{}
+	key := types.NamespacedName{Namespace: r.Options.Namespace, Name: r.Options.DevicePluginDaemonSet}
+	if err := r.APIReader.Get(ctx, key, ds); err != nil {
+		return fmt.Errorf("reading the device plugin DaemonSet %s (--device-plugin-daemonset): %w", key, err)
+	}
+	if ds.Spec.Template.Annotations[tsv1.DevicePluginConfigAnnotation] == hash {
+		return nil
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`,
+		tsv1.DevicePluginConfigAnnotation, hash)))
+	if err := r.Client.Patch(ctx, ds, patch); err != nil {
+		return fmt.Errorf("rolling the device plugin DaemonSet %s to configuration %s: %w", key, hash, err)
+	}
+	logf.FromContext(ctx).Info("device plugin configuration changed: rolling its DaemonSet", "daemonset", key, "config", hash)
 	return nil
 }
 
@@ -225,6 +261,9 @@ func (r *NetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Options.NodeFeatureRule == "" {
 		r.Options.NodeFeatureRule = "tickstack"
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Options.Namespace == "" {
 		return fmt.Errorf("network controller: the operator namespace is not set")

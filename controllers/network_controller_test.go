@@ -2,11 +2,14 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,6 +132,65 @@ var _ = Describe("Network and node label controllers", Ordered, func() {
 			return apierrors.IsNotFound(nk8s.Get(ctx, nadKey(ns, "tspw-net-md"), &nadv1.NetworkAttachmentDefinition{}))
 		}, "30s").Should(BeTrue())
 		Eventually(poolNames, "20s").ShouldNot(ContainElement("tspw_md"))
+	})
+
+	It("rolls the device plugin's DaemonSet once per configuration change, and never for other changes", func() {
+		// hashOf is the configuration's hash the network controller stamps on the pod template.
+		hashOf := func() string {
+			cm := &corev1.ConfigMap{}
+			if err := nk8s.Get(ctx, nadKey(ns, "sriovdp-config"), cm); err != nil {
+				return "no ConfigMap: " + err.Error()
+			}
+			sum := sha256.Sum256([]byte(cm.Data[render.DevicePluginConfigKey]))
+			return hex.EncodeToString(sum[:8])
+		}
+		ds := &appsv1.DaemonSet{}
+		stamped := func() string {
+			if err := nk8s.Get(ctx, nadKey(ns, devicePluginDS), ds); err != nil {
+				return err.Error()
+			}
+			return ds.Spec.Template.Annotations[tsv1.DevicePluginConfigAnnotation]
+		}
+		// settled: the stamp is the hash of the ConfigMap now, and stays so.
+		settled := func() int64 {
+			GinkgoHelper()
+			Eventually(func() bool { return stamped() == hashOf() }, "20s").Should(BeTrue(), "stamp %q, ConfigMap's hash %q", stamped(), hashOf())
+			Consistently(func() bool { return stamped() == hashOf() }, "1s").Should(BeTrue())
+			return ds.Generation
+		}
+		before := settled()
+
+		By("a profile adding a pool: one rollout")
+		p := profile()
+		p.Name = "tspw-net-roll"
+		p.Spec.NICs[0].ResourceName = "tspw_roll"
+		p.Spec.NICs = p.Spec.NICs[:1]
+		Expect(nk8s.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = client.IgnoreNotFound(nk8s.Delete(context.Background(), p)) })
+		Eventually(poolNames, "20s").Should(ContainElement("tspw_roll"))
+		Expect(settled()).To(Equal(before+1), "one pool added: exactly one new pod template")
+
+		By("a profile change that leaves the pools alone: no rollout")
+		cur := &tsv1.LatencyProfile{}
+		Expect(nk8s.Get(ctx, client.ObjectKeyFromObject(p), cur)).To(Succeed())
+		o := cur.DeepCopy()
+		cur.Spec.NICs[0].Network.IPAM.Subnet = "198.18.1.0/24"
+		cur.Spec.NICs[0].Network.IPAM.Gateway = "198.18.1.1"
+		Expect(nk8s.Patch(ctx, cur, client.MergeFrom(o))).To(Succeed())
+		// The NAD shows the controller handled the change.
+		Eventually(func() string {
+			nad := &nadv1.NetworkAttachmentDefinition{}
+			_ = nk8s.Get(ctx, nadKey(ns, "tspw-net-roll-md"), nad)
+			return nad.Spec.Config
+		}, "20s").Should(ContainSubstring("198.18.1.0/24"))
+		Expect(settled()).To(Equal(before+1), "the pools did not change: the pod template must not either")
+
+		By("deleting the profile: one more rollout, back to the configuration from before")
+		first := stamped()
+		Expect(nk8s.Delete(ctx, p)).To(Succeed())
+		Eventually(poolNames, "30s").ShouldNot(ContainElement("tspw_roll"))
+		Expect(settled()).To(Equal(before + 2))
+		Expect(stamped()).NotTo(Equal(first))
 	})
 
 	It("labels a node with the profile its agent reports Applied, and unlabels it when that stops", func() {

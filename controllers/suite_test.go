@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +32,24 @@ import (
 // operatorNS is the operator's namespace: the network controller's ConfigMap and default NADs go
 // there.
 const operatorNS = "tspw-system"
+
+// devicePluginDS is the SR-IOV device plugin's DaemonSet in operatorNS (the network controller's
+// --device-plugin-daemonset).
+const devicePluginDS = "tspw-sriovdp"
+
+func devicePluginDaemonSet() *appsv1.DaemonSet {
+	labels := map[string]string{"app": "tspw-sriovdp"}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: devicePluginDS},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "sriovdp", Image: "tspw.test/sriovdp:1"}}},
+			},
+		},
+	}
+}
 
 var (
 	k8s     client.Client
@@ -65,6 +84,8 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}})).To(Succeed())
+	// The device plugin's DaemonSet, as the chart deploys it, for the network controller to roll.
+	Expect(k8s.Create(ctx, devicePluginDaemonSet())).To(Succeed())
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:        scheme,
@@ -75,7 +96,7 @@ var _ = BeforeSuite(func() {
 	metrics = NewProfileMetrics(prometheus.NewRegistry())
 	// The wiring cmd/manager ships, with the test's clock, image and namespace.
 	Expect(SetupControllers(mgr, Options{
-		Network:              NetworkOptions{Namespace: operatorNS},
+		Network:              NetworkOptions{Namespace: operatorNS, DevicePluginDaemonSet: devicePluginDS},
 		BenchImage:           "tslb.test/bench:1",
 		Now:                  benchClock.Now,
 		ProfileMetrics:       metrics,

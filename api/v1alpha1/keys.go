@@ -44,6 +44,11 @@ const (
 	// the agent once the node state is Applied for the running boot (status.appliedBootID). System
 	// DaemonSets tolerate it.
 	TuningPendingTaint = "tickstack.io/tuning-pending"
+	// DevicePluginConfigAnnotation on the SR-IOV network device plugin's DaemonSet pod template
+	// holds a hash of the configuration the operator rendered for it (ConfigMap sriovdp-config).
+	// Written by the network controller when it is given the DaemonSet (--device-plugin-daemonset):
+	// the plugin reads its configuration only at start, so a new hash rolls its pods once.
+	DevicePluginConfigAnnotation = "tickstack.io/device-plugin-config"
 	// BMCAnnotation on a node names its BMC object when that object is not named after the node.
 	// Written by the cluster's administrator.
 	BMCAnnotation = "tickstack.io/bmc"

@@ -466,6 +466,18 @@ type BIOSStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// DeviceResource is one extended resource of the SR-IOV network device plugin on the node, as the
+// kubelet reports it in the Node's status.
+type DeviceResource struct {
+	// Name of the resource: <resourcePrefix>/<resourceName>.
+	Name string `json:"name"`
+	// Capacity is how many devices the plugin registered on this node: 0 when it found none that
+	// the pool's selectors match (a node without SR-IOV VFs), or does not run here.
+	Capacity int32 `json:"capacity"`
+	// Allocatable is how many of them pods can get (healthy ones).
+	Allocatable int32 `json:"allocatable"`
+}
+
 // LatencyNodeStateStatus is written by the node agent.
 type LatencyNodeStateStatus struct {
 	// ObservedGeneration is the spec generation the agent last acted on.
@@ -495,6 +507,18 @@ type LatencyNodeStateStatus struct {
 	// everything else in status is the agent's).
 	// +optional
 	BIOS *BIOSStatus `json:"bios,omitempty"`
+	// Devices are the node's SR-IOV network device plugin resources, read from its Node by the
+	// agent: every resource under the operator's resource prefix the kubelet reports, and every
+	// pool this node's NIC groups hand VFs out from (0 when the plugin registered none).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Devices []DeviceResource `json:"devices,omitempty"`
+	// VFs is how many VF devices pods can get on this node: the allocatable count summed over
+	// Devices. 0 on a node without SR-IOV; unset until the agent has read its Node.
+	// +optional
+	VFs *int32 `json:"vfs,omitempty"`
 	// PTP is the agent's last reading of ptp4l, when the tuning has a ptp section.
 	// +optional
 	PTP *PTPStatus `json:"ptp,omitempty"`
@@ -516,6 +540,7 @@ type LatencyNodeStateStatus struct {
 // +kubebuilder:printcolumn:name="Reboot",type=string,JSONPath=`.status.conditions[?(@.type=="RebootRequired")].status`
 // +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="Drifted")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="VFs",type=integer,JSONPath=`.status.vfs`
 // +kubebuilder:printcolumn:name="TimeSynced",type=string,JSONPath=`.status.conditions[?(@.type=="TimeSynced")].status`,priority=1
 // +kubebuilder:printcolumn:name="Offset",type=integer,JSONPath=`.status.ptp.offsetNs`,priority=1
 // +kubebuilder:printcolumn:name="BIOS",type=string,JSONPath=`.status.bios.conditions[?(@.type=="BIOSApplied")].reason`,priority=1

@@ -36,7 +36,7 @@ import (
 // options are the agent's flags.
 type options struct {
 	nodeName, namespace, hostRoot, journalPath, irqbalanceConfig string
-	bootLoader                                                   string
+	bootLoader, resourcePrefix                                   string
 	grubUpdate, rebootCmd, irqbalanceCmd                         commandFlag
 	kubeletConfigDir, kubeletRootDir, hostProcess                string
 	kubeletStop, kubeletStart                                    commandFlag
@@ -54,6 +54,7 @@ type options struct {
 func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default: $NODE_NAME, set from the downward API)")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "the agent's namespace, where it publishes this node's NodeFeature for node-feature-discovery (default: $POD_NAMESPACE, set from the downward API); empty: none")
+	fs.StringVar(&o.resourcePrefix, "resource-prefix", tsv1.DefaultResourcePrefix, "the SR-IOV device plugin resource prefix (the operator's --resource-prefix): the node's resources under it are reported in status.devices")
 	fs.StringVar(&o.hostRoot, "host-root", "/", "where the host's / is visible (/host in the DaemonSet)")
 	fs.StringVar(&o.journalPath, "journal-path", tuning.DefaultJournalPath, "the journal of original values, on the host (below --host-root)")
 	fs.StringVar(&o.irqbalanceConfig, "irqbalance-config", host.DefaultIrqbalanceConfig, "irqbalance's environment file, on the host")
@@ -111,6 +112,7 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 	r := &agent.Reconciler{
 		NodeName:                 o.nodeName,
 		Namespace:                o.namespace,
+		ResourcePrefix:           o.resourcePrefix,
 		Host:                     h,
 		Engine:                   &tuning.Engine{Host: h, JournalPath: o.journalPath},
 		CheckPeriod:              o.checkPeriod,

@@ -31,9 +31,9 @@ import (
 
 // podFlags are the flags of the pod webhook, the network controller and the webhook certificate.
 type podFlags struct {
-	namespace, resourcePrefix, dataplaneImage, certMode, xdpRunDir string
-	secretName, serviceName, mutatingConfig, validatingConfig      string
-	caLifetime, certLifetime                                       time.Duration
+	namespace, resourcePrefix, dataplaneImage, certMode, xdpRunDir, devicePluginDS string
+	secretName, serviceName, mutatingConfig, validatingConfig                      string
+	caLifetime, certLifetime                                                       time.Duration
 }
 
 func (f *podFlags) bind() {
@@ -43,6 +43,7 @@ func (f *podFlags) bind() {
 	}
 	flag.StringVar(&f.namespace, "namespace", ns, "the operator's namespace: device plugin ConfigMap, default NAD namespace, webhook Secret (default $POD_NAMESPACE)")
 	flag.StringVar(&f.resourcePrefix, "resource-prefix", tsv1.DefaultResourcePrefix, "SR-IOV device plugin resource prefix: VFs are <prefix>/<resourceName>")
+	flag.StringVar(&f.devicePluginDS, "device-plugin-daemonset", "", "the SR-IOV network device plugin's DaemonSet in --namespace, when tickstack deploys it: rolled once whenever the rendered configuration changes (the plugin reads it only at start); empty: none")
 	flag.StringVar(&f.dataplaneImage, "dataplane-image", "localhost/tickstack/agent:dev", "image holding "+tswebhook.DataplaneLibraryInImage+", copied into bypass pods by an init container")
 	flag.StringVar(&f.xdpRunDir, "xdp-run-dir", render.DefaultXDPRunDir, "run directory of the node daemon tickstack-xdpd (the chart's xdpd.runDir): bypass pods mount their directory below its pods/, and bypass attachments' tickstack-xdp plugin finds ctl.sock there")
 	flag.StringVar(&f.certMode, "webhook-cert-mode", "operator", "who manages the webhook serving certificate: operator (a CA and certificate in a Secret, caBundle patched, renewed) or cert-manager (files in --webhook-cert-dir)")
@@ -135,7 +136,7 @@ func main() {
 		os.Exit(1)
 	}
 	if err := controllers.SetupControllers(mgr, controllers.Options{
-		Network:          controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix, XDPRunDir: pf.xdpRunDir},
+		Network:          controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix, XDPRunDir: pf.xdpRunDir, DevicePluginDaemonSet: pf.devicePluginDS},
 		BenchImage:       benchImage,
 		UninstallGuard:   uninstallGuard.names,
 		ProfileMetrics:   controllers.NewProfileMetrics(metrics.Registry),

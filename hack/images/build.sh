@@ -6,10 +6,11 @@
 #
 # The upstream components tickstack runs (hack/third-party.sh builds their binaries from the sources
 # pinned in hack/third-party.lock) get images of the same shape as their upstream ones, on the same
-# Debian base, named localhost/NAME:VERSION (NAME: multus-cni, node-feature-discovery).
+# Debian base, named localhost/NAME:VERSION (NAME: multus-cni, node-feature-discovery,
+# sriov-network-device-plugin).
 #
 # Usage: hack/images/build.sh [--import] [--tag TAG] [--bin NAME=PATH]... [TARGET...]
-#   TARGET   pause | base | manager | agent | bench | multus | nfd   (default: manager agent bench)
+#   TARGET   pause | base | manager | agent | bench | multus | nfd | sriovdp   (default: manager agent bench)
 #   --bin    use PATH as bin/NAME instead of `go build ./cmd/NAME`
 #            (NAME: manager, agent, tickstack, tickstack-bench, tickstack-bench-upload; the last three go in
 #            the bench image)
@@ -163,6 +164,7 @@ build_third_party() {
   case "$target" in
     multus) name=multus-cni ;;
     nfd) name=node-feature-discovery ;;
+    sriovdp) name=sriov-network-device-plugin ;;
   esac
   version=$(awk -F'\t' -v n="$name" '!/^#/ && $1 == n {print $2}' "$repo/hack/third-party.lock")
   bindir=$("$repo/hack/third-party.sh" "$name") || exit 1
@@ -176,7 +178,8 @@ build_third_party() {
   build_bases
   log "$image from $bindir"
   old=$(image_id "$image")
-  c=$(buildah from -q "$BASE_IMAGE")
+  # The device plugin needs the PCI name database (Debian's pci.ids), which the tools base has.
+  if [ "$target" = sriovdp ]; then c=$(buildah from -q "$TOOLS_IMAGE"); else c=$(buildah from -q "$BASE_IMAGE"); fi
   case "$target" in
     multus)
       # The upstream image: the thin plugin and its installers under /usr/src/multus-cni/bin, the
@@ -193,6 +196,14 @@ build_third_party() {
       buildah copy -q "$c" "$bindir/../src/deployment/components/worker-config/nfd-worker.conf.example" \
         /etc/kubernetes/node-feature-discovery/nfd-worker.conf >/dev/null
       buildah config --cmd '' --user 65534:65534 --env GRPC_GO_LOG_SEVERITY_LEVEL=INFO "$c" ;;
+    sriovdp)
+      # The upstream image: sriovdp in /usr/bin and its entry point script at / (its arguments:
+      # --log-level, --resource-prefix, --config-file, ...). Intel's ddptool (DDP profiles only) is
+      # not built.
+      buildah copy -q "$c" "$bindir/sriovdp" /usr/bin/ >/dev/null
+      buildah copy -q "$c" "$bindir/../src/images/entrypoint.sh" /entrypoint.sh >/dev/null
+      buildah copy -q "$c" "$bindir/LICENSE" /usr/share/doc/sriov-network-device-plugin/LICENSE >/dev/null
+      buildah config --cmd '' --workingdir / --entrypoint '["/entrypoint.sh"]' "$c" ;;
   esac
   buildah config --label "org.opencontainers.image.version=$version" \
     --label "org.opencontainers.image.source=$(awk -F'\t' -v n="$name" '!/^#/ && $1 == n {print $4}' "$repo/hack/third-party.lock")" "$c"
@@ -207,7 +218,7 @@ for t in "${targets[@]}"; do
   case "$t" in
     pause) archives+=("$(build_pause)") ;;
     base) build_bases ;;
-    multus|nfd) archives+=("$(build_third_party "$t")") ;;
+    multus|nfd|sriovdp) archives+=("$(build_third_party "$t")") ;;
     manager|agent|bench)
       if [ -z "$ctx" ]; then
         build_bases

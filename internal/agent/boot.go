@@ -255,7 +255,13 @@ func (r *Reconciler) confirmBoot(ctx context.Context, s *scope) error {
 		return nil
 	}
 	s.obs.appliedBootID = strings.TrimSpace(s.bootID)
-	return r.setTaint(ctx, false)
+	node, err := r.getNode(ctx)
+	if err != nil {
+		return err
+	}
+	// reportDevices reads the same Node: one GET per reconcile.
+	s.node = node
+	return r.taintNode(ctx, node, false)
 }
 
 // setTaint puts the tuning-pending taint on the node or takes it off.
@@ -264,6 +270,11 @@ func (r *Reconciler) setTaint(ctx context.Context, on bool) error {
 	if err != nil {
 		return err
 	}
+	return r.taintNode(ctx, node, on)
+}
+
+// taintNode puts the tuning-pending taint on node or takes it off (node as just read).
+func (r *Reconciler) taintNode(ctx context.Context, node *corev1.Node, on bool) error {
 	i := slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == tsv1.TuningPendingTaint })
 	if (i >= 0) == on {
 		return nil

@@ -80,6 +80,9 @@ type Reconciler struct {
 	NodeName string
 	// Namespace is the agent's: its NodeFeature for node-feature-discovery goes there (empty: none).
 	Namespace string
+	// ResourcePrefix is the SR-IOV device plugin resource prefix (the operator's
+	// --resource-prefix): the Node's resources under it are reported in status.devices.
+	ResourcePrefix string
 	// noNFD: the NodeFeature CRD was not there (node-feature-discovery is not installed).
 	noNFD bool
 	// Host is the machine (its Root is "/" on the host, "/host" in the DaemonSet).
@@ -165,6 +168,8 @@ type scope struct {
 	requeue time.Duration
 	desired *tuning.Desired
 	bootID  string
+	// node is the Node as read in this reconcile, when a phase read it.
+	node *corev1.Node
 }
 
 // CacheOptions restricts the manager's cache to this node's LatencyNodeState: an agent never
@@ -193,6 +198,9 @@ func (r *Reconciler) defaults() {
 	}
 	if r.DrainPoll <= 0 {
 		r.DrainPoll = DefaultDrainPoll
+	}
+	if r.ResourcePrefix == "" {
+		r.ResourcePrefix = tsv1.DefaultResourcePrefix
 	}
 	if r.APIReader == nil {
 		r.APIReader = r.Client
@@ -273,6 +281,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileBootUnit,
 		r.publishFingerprint,
 		r.confirmBoot,
+		r.reportDevices,
 	); err != nil {
 		return ctrl.Result{}, err
 	}

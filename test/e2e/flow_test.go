@@ -70,6 +70,8 @@ agent:
 xdpd:
   cniBinDir: ` + cniBinDir + `
   resources: {requests: {cpu: null, memory: 16Mi}}
+sriovDevicePlugin:
+  enabled: true
 `
 }
 
@@ -142,8 +144,11 @@ func profileOf(isolate, nics bool) string {
 	if isolate {
 		cpu = `{reserved: "0", isolated: "1"}`
 	}
-	nicGroup := ""
+	// The profile with a NIC group outranks the device plugin step's profile (vfProfile), which
+	// selects this node too.
+	nicGroup, priority := "", ""
 	if nics {
+		priority = "\n  priority: 10"
 		nicGroup = `
   nics:
   - name: net2
@@ -163,7 +168,7 @@ metadata:
   name: ` + profileName + `
 spec:
   nodeSelector:
-    matchLabels: {` + roleLabel + `: ` + roleValue + `}
+    matchLabels: {` + roleLabel + `: ` + roleValue + `}` + priority + `
   cpu: ` + cpu + `
   hugepages:
     transparent: never
@@ -477,6 +482,8 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 			Expect(readHost("/proc/sys/"+strings.ReplaceAll(k, ".", "/"))).To(Equal(v), "the host's %s", k)
 		}
 	})
+
+	It("runs the SR-IOV device plugin on the configuration the operator renders: the pool accepted, 0 VFs on this VM in kubectl get lns, one restart per pool change; a profile selects the node by an operator-rendered NFD label", devicePluginSteps)
 
 	It("owns the kubelet's settings: a kubelet section with cpu.reserved 1 restarts the kubelet in its slot, configz and a Guaranteed pod show CPU 1 reserved; removing the section puts the kubelet back", func() {
 		configz := func(g Gomega) map[string]any {
