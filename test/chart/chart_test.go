@@ -85,10 +85,19 @@ func ofKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unst
 	return out
 }
 
+// plumbingOn deploys all the upstream plumbing the chart can deploy (each is off by default).
+var plumbingOn = []string{"multus.enabled=true", "nfd.enabled=true"}
+
 func TestLintStrict(t *testing.T) {
-	out, err := exec.Command(helm(t), "lint", "--strict", chartDir(t)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	for _, sets := range [][]string{nil, plumbingOn} {
+		args := []string{"lint", "--strict", chartDir(t)}
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
+		out, err := exec.Command(helm(t), args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("helm lint --strict %v: %v\n%s", sets, err, out)
+		}
 	}
 }
 
@@ -355,6 +364,10 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		"agent.maxUnavailable=0":      "/agent/maxUnavailable",
 		"agent.maxUnavailable=all":    "/agent/maxUnavailable",
 		"agent.extraArgs={-v}":        "/agent/extraArgs/0",
+		"multus.image.tag=":           "/multus/image/tag",
+		"multus.cniConfDir=etc/cni":   "/multus/cniConfDir",
+		"nfd.image.repository=":       "/nfd/image/repository",
+		"nfd.enable=true":             "additional properties 'enable' not allowed",
 	} {
 		_, err := render(t, set)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -364,9 +377,13 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 }
 
 // TestRenderedObjectsAcceptedByAPIServer creates the CRDs and namespace for real and sends every other
-// rendered object to a real kube-apiserver as a dry run.
+// rendered object to a real kube-apiserver as a dry run. The upstream plumbing is on: the default
+// objects and those it adds.
 func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
-	objs := mustRender(t)
+	objs := mustRender(t, plumbingOn...)
+	if len(objs) <= len(mustRender(t)) {
+		t.Fatal("the upstream plumbing adds no objects")
+	}
 	_, c := kubetest.New(t, kubetest.Options{NoCRDs: true})
 	ctx := context.Background()
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": namespace}}}
