@@ -91,8 +91,12 @@ envtest-assets: ## Build kube-apiserver from source and link etcd for envtest (c
 .PHONY: helm
 helm: $(HELM) ## Build helm at the pinned version into bin/.
 
+.PHONY: third-party
+third-party: ## Build Multus, the SR-IOV device plugin and node-feature-discovery from their pinned sources (cached; docs/third-party.md).
+	hack/third-party.sh >/dev/null
+
 .PHONY: test
-test: deps envtest-assets vet $(HELM) dataplane ## Run every test: Go unit, envtest, host and chart suites, then the dataplane's.
+test: deps envtest-assets vet $(HELM) dataplane third-party ## Run every test: Go unit, envtest, host and chart suites, then the dataplane's.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) TICKSTACK_HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) -C dataplane test
 

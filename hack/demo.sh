@@ -93,6 +93,10 @@ manager:
 xdpd:
   cniBinDir: $cni_bin_dir
   resources: {requests: {cpu: null, memory: 16Mi}}
+# The upstream SR-IOV network device plugin, on the configuration the operator renders
+# (docs/third-party.md); this VM has no VFs, which kubectl get lns reports as 0.
+sriovDevicePlugin:
+  enabled: true
 agent:
   resources: {requests: {cpu: null, memory: 32Mi}}
   rebootCommand: [/bin/sh, -c, 'date >> /demo/reboots']
@@ -197,6 +201,9 @@ log "the same profile without cpu.isolated: the runtime settings are all in effe
 "${KUBECTL[@]}" patch latencyprofile trading --type=json -p '[{"op":"remove","path":"/spec/cpu/isolated"}]'
 "${KUBECTL[@]}" wait --for=condition=Applied latencynodestate/tslc-node --timeout=5m
 "${KUBECTL[@]}" wait --for=jsonpath='{.metadata.labels.tickstack\.io/profile}'=trading node/tslc-node --timeout=2m
+"${KUBECTL[@]}" get lns
+log "the SR-IOV device plugin (the demo profile hands out no VFs: it waits for a pool)"
+"${KUBECTL[@]}" -n "$NS" logs daemonset/tickstack-sriov-device-plugin --tail=5
 
 # oslat only: cyclictest's SCHED_FIFO is refused in pods here (cgroup v1 RT group scheduling, and
 # the kubelet leaves kubepods' cpu.rt_runtime_us at 0).
@@ -228,6 +235,7 @@ cat >&2 <<EOF
   eval "\$(hack/local-cluster env)"            # KUBECONFIG for kubectl / helm / bin/tickstack
   hack/local-cluster kubectl get lp,lns          # the profile and the node's state
   hack/local-cluster kubectl get lns tslc-node -o yaml   # every setting: desired, observed, state
+  hack/local-cluster kubectl -n $NS logs ds/tickstack-sriov-device-plugin   # the device plugin
   hack/local-cluster kubectl get lbench -n $DEMO_NS       # the benchmark; bin/tickstack report demo -n $DEMO_NS -o report.html
   ls \$(dirname \$(hack/local-cluster kubeconfig))/logs    # each component's log
 == tear down

@@ -478,6 +478,10 @@ func (r *Reconciler) restartKubelet(ctx context.Context, s *scope) error {
 		return r.kubeletFailed(ctx, s, err, false)
 	}
 	r.setPhase(s, tsv1.RebootVerifying, "the kubelet restarted with the new drop-in; waiting for its configz to show the new values")
+	// Recorded before it is announced: the restarted kubelet may restart this agent's container.
+	if err := r.recordReboot(ctx, s); err != nil {
+		return err
+	}
 	r.event(s.lns, corev1.EventTypeNormal, "KubeletRestarted", "RestartKubelet", "drained; the kubelet restarted with the drop-in %s and new CPU and memory manager state", kubeletconf.FileName)
 	s.requeue = r.DrainPoll
 	return nil

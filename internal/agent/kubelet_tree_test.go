@@ -328,19 +328,87 @@ func TestTreeRebootRecordedFirst(t *testing.T) {
 	}).WithTimeout(4*time.Second).WithPolling(200*time.Millisecond).
 		Should(gomega.Equal("phase Requested, cordoned false, Draining events 0"), "nothing is done or announced before Draining is recorded")
 
+	// The end likewise: KubeletVerified is said once the end of the reboot is recorded (an agent
+	// the restarted kubelet restarts must not say it again). A second policy refuses recording it,
+	// proved in force on a probe node state first.
+	probe := node + "-probe"
+	createLNS(t, probe, nil)
+	end := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-end"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: policy.Spec.MatchConstraints,
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("!(object.metadata.name in [%q, %q]) || has(object.status.reboot) || !has(oldObject.status.reboot) || oldObject.status.reboot.phase != 'Verifying'", node, probe),
+				Message:    "the test refuses to record the end of Verifying",
+			}},
+		},
+	}
+	endBinding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-end"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: end.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	for _, o := range []client.Object{end, endBinding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(ctx, o) })
+	}
+	p := getLNS(t, probe)
+	orig := p.DeepCopy()
+	p.Status.Reboot = &tsv1.RebootStatus{Phase: tsv1.RebootVerifying, Action: tsv1.ActionKubeletRestart}
+	if err := k8s.Status().Patch(ctx, p, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	tsutil.Poll(t, 20*time.Second, "the second policy in force", func() error {
+		l := getLNS(t, probe)
+		orig := l.DeepCopy()
+		l.Status.Reboot = nil
+		if err := k8s.Status().Patch(ctx, l, client.MergeFrom(orig), client.DryRunAll); err == nil {
+			return errors.New("the end of Verifying is still recorded")
+		}
+		return nil
+	})
+
 	for _, o := range []client.Object{binding, policy} {
 		if err := k8s.Delete(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tsutil.Poll(t, 60*time.Second, "the kubelet restarted", func() error {
+	tsutil.Poll(t, 60*time.Second, "the kubelet restarted and verified", func() error {
+		if r := getLNS(t, node).Status.Reboot; r == nil || r.Phase != tsv1.RebootVerifying {
+			return fmt.Errorf("reboot status %+v", r)
+		}
+		if !getNode(t, node).Spec.Unschedulable {
+			return nil // uncordoned: the end is being recorded
+		}
+		return errors.New("still cordoned")
+	})
+	gomega.NewWithT(t).Consistently(func() string {
+		phase := "none"
+		if r := getLNS(t, node).Status.Reboot; r != nil {
+			phase = string(r.Phase)
+		}
+		return fmt.Sprintf("phase %s, KubeletVerified events %d", phase, len(events(t, node, "KubeletVerified")))
+	}).WithTimeout(4*time.Second).WithPolling(200*time.Millisecond).
+		Should(gomega.Equal("phase Verifying, KubeletVerified events 0"), "the end is not announced before it is recorded")
+
+	for _, o := range []client.Object{endBinding, end} {
+		if err := k8s.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tsutil.Poll(t, 60*time.Second, "the reboot over", func() error {
 		l := getLNS(t, node)
 		if l.Status.Reboot != nil {
 			return fmt.Errorf("reboot status %+v", l.Status.Reboot)
 		}
 		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 	})
-	if n := len(events(t, node, "Draining")); n != 1 {
-		t.Errorf("%d Draining events, want 1", n)
+	for _, reason := range []string{"Draining", "KubeletRestarted", "KubeletVerified"} {
+		if n := len(events(t, node, reason)); n != 1 {
+			t.Errorf("%d %s events, want 1", n, reason)
+		}
 	}
 }

@@ -98,6 +98,11 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 			if err := r.uncordon(ctx); err != nil {
 				return err
 			}
+			// Recorded before it is announced: an agent restarted in between does not say it twice.
+			s.obs.reboot = nil
+			if err := r.recordReboot(ctx, s); err != nil {
+				return err
+			}
 			r.event(s.lns, corev1.EventTypeWarning, ReasonRebootDidNotApply, "Reboot", "the node rebooted for its kernel arguments and still runs without them: %s", s.obs.boot.Message())
 		}
 		s.obs.reboot, rs = nil, nil
@@ -110,8 +115,14 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 
 	if !required {
 		if rs != nil {
-			// Done, or no longer needed (a profile change took the arguments back).
+			// Done, or no longer needed (a profile change took the arguments back). The end is
+			// recorded before it is announced: an agent restarted in between (the kubelet it just
+			// restarted may restart it) finds no reboot and says nothing twice.
 			if err := r.uncordon(ctx); err != nil {
+				return err
+			}
+			s.obs.reboot = nil
+			if err := r.recordReboot(ctx, s); err != nil {
 				return err
 			}
 			switch {

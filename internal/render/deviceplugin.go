@@ -15,8 +15,10 @@ import (
 
 // The SR-IOV network device plugin's configuration (k8snetworkplumbingwg/sriov-network-device-plugin,
 // README "Config parameters", and deployments/configMap.yaml). Its Go module is not served by the
-// module proxy this project builds with, so the documented JSON format is written here as typed
-// structs and tested against the README's and deployments' examples (testdata/sriovdp-*.json).
+// module proxy this project builds with (its pinned source is built on its own, hack/third-party.sh),
+// so the documented JSON format is written here as typed structs, tested against the README's and
+// deployments' examples (testdata/sriovdp-*.json) and, in test/thirdparty, against the real plugin's
+// parser and validation, which must accept what DevicePluginConfigMap renders.
 
 // DevicePluginConfigKey is the key of the device plugin's ConfigMap that holds the JSON
 // (its -config-file default is /etc/pcidp/config.json, mounted from this key).

@@ -88,8 +88,11 @@ func ofKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unst
 // plumbingOn deploys all the upstream plumbing the chart can deploy (each is off by default).
 var plumbingOn = []string{"multus.enabled=true", "nfd.enabled=true"}
 
+// allOn is plumbingOn and the SR-IOV device plugin, whose objects bind the operator's account.
+var allOn = append(slices.Clone(plumbingOn), "sriovDevicePlugin.enabled=true")
+
 func TestLintStrict(t *testing.T) {
-	for _, sets := range [][]string{nil, plumbingOn} {
+	for _, sets := range [][]string{nil, allOn} {
 		args := []string{"lint", "--strict", chartDir(t)}
 		for _, s := range sets {
 			args = append(args, "--set", s)
@@ -380,7 +383,7 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 // rendered object to a real kube-apiserver as a dry run. The upstream plumbing is on: the default
 // objects and those it adds.
 func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
-	objs := mustRender(t, plumbingOn...)
+	objs := mustRender(t, allOn...)
 	if len(objs) <= len(mustRender(t)) {
 		t.Fatal("the upstream plumbing adds no objects")
 	}
