@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define TICKSTACK_STATS_MAGIC 0x54534b53u /* "TSKS" */
-#define TICKSTACK_STATS_VERSION 4u
+#define TICKSTACK_STATS_VERSION 5u
 #define TICKSTACK_STATS_MAX_XSK 8
 #define TICKSTACK_STATS_MAX_SOCK 256
 #define TICKSTACK_STATS_PATH_FMT "/dev/shm/tickstack-%d"
@@ -98,6 +98,9 @@ struct tickstack_xsk_stats {
 	uint32_t queue;
 	uint32_t in_use;
 	uint32_t mode; /* 1 native (drv), 2 generic (skb) */
+	uint32_t tx_csum_offload; /* 1: the interface finishes UDP checksums
+				   * (AF_XDP TX metadata), 0: summed here */
+	uint32_t reserved;
 	TICKSTACK_XSK_COUNTERS(TICKSTACK_DECLARE_U64)
 };
 

@@ -122,6 +122,7 @@ int ts_config__load(void)
 	ts_cfg.xdp_mode = XDP_FLAGS_DRV_MODE;
 	ts_cfg.xdp_mode_auto = 1;
 	ts_cfg.udp_csum = 1;
+	ts_cfg.tx_csum_offload = 1;
 	ts_cfg.umem_frames = 8192;
 	ts_cfg.sockq_len = 1024;
 	ts_cfg.yield_ns = 500000;
@@ -147,6 +148,8 @@ int ts_config__load(void)
 	if (env_bool("TICKSTACK_REQUIRE", &ts_cfg.require) < 0)
 		err = -EINVAL;
 	if (env_bool("TICKSTACK_UDP_CSUM", &ts_cfg.udp_csum) < 0)
+		err = -EINVAL;
+	if (env_bool("TICKSTACK_TX_CSUM_OFFLOAD", &ts_cfg.tx_csum_offload) < 0)
 		err = -EINVAL;
 	if (env_bool("TICKSTACK_STATS", &ts_cfg.stats_dump) < 0)
 		err = -EINVAL;

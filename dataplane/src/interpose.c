@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <limits.h>
+#include <linux/if_xdp.h>
 #include <unistd.h>
 
 #define TS_API __attribute__((visibility("default")))
@@ -927,12 +928,45 @@ TS_API int ioctl(int fd, unsigned long req, ...)
 	return s ? (int)done(s, r) : r;
 }
 
+__thread uint32_t ts_umem_txmd_len;
+__thread int ts_umem_txmd_ok;
+
+/* The stack's own UMEM registration (through libxdp, ts_umem_txmd_len set):
+ * struct xdp_umem_reg as Linux 6.8 has it, tx_metadata_len in what was the
+ * padding after flags, which the flag XDP_UMEM_TX_METADATA_LEN says is set
+ * (without it the kernel ignores the field). A kernel that refuses either
+ * gets libxdp's registration as it was. */
+static int umem_reg(int fd, const void *val, socklen_t len)
+{
+	struct {
+		uint64_t addr, len;
+		uint32_t chunk_size, headroom, flags, tx_metadata_len;
+	} mr;
+
+	memset(&mr, 0, sizeof(mr));
+	memcpy(&mr, val, len < 28 ? len : 28);
+	mr.tx_metadata_len = ts_umem_txmd_len;
+	mr.flags |= 1u << 2; /* XDP_UMEM_TX_METADATA_LEN: the field is meant */
+	if (REAL(setsockopt)(fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr)) == 0) {
+		ts_umem_txmd_ok = 1;
+		return 0;
+	}
+	return REAL(setsockopt)(fd, SOL_XDP, XDP_UMEM_REG, val, len);
+}
+
 TS_API int setsockopt(int fd, int level, int opt, const void *val,
 		      socklen_t len)
 {
-	struct ts_sock *s = ours(fd);
-	struct ts_tcp *t = s ? NULL : tcp_ours(fd);
-	int r = REAL(setsockopt)(fd, level, opt, val, len);
+	struct ts_sock *s;
+	struct ts_tcp *t;
+	int r;
+
+	if (ts_unlikely(ts_umem_txmd_len) && level == SOL_XDP &&
+	    opt == XDP_UMEM_REG && val && len >= 24 && len <= 32)
+		return umem_reg(fd, val, len);
+	s = ours(fd);
+	t = s ? NULL : tcp_ours(fd);
+	r = REAL(setsockopt)(fd, level, opt, val, len);
 
 	if (r == 0 && s)
 		ts_sock__setsockopt(s, fd, level, opt, val, len);

@@ -178,18 +178,23 @@ int ts_pkt__verify_csum(const void *frame, size_t len,
 	return ts_csum__fold(sum) == 0xffff ? 0 : -EBADMSG;
 }
 
-int ts_pkt__csum_is_partial(const struct ts_udp_meta *m)
+uint16_t ts_csum__udp_partial(uint32_t saddr, uint32_t daddr, size_t ulen)
 {
-	size_t ulen = (size_t)m->payload_len + TS_UDP_HLEN;
 	uint8_t ph[12];
 
-	memcpy(ph, &m->saddr, 4);
-	memcpy(ph + 4, &m->daddr, 4);
+	memcpy(ph, &saddr, 4);
+	memcpy(ph + 4, &daddr, 4);
 	ph[8] = 0;
 	ph[9] = 17;
 	ph[10] = (uint8_t)(ulen >> 8);
 	ph[11] = (uint8_t)ulen;
-	return ntohs(m->udp_csum) == ts_csum__fold(ts_csum__partial(ph, 12, 0));
+	return htons(ts_csum__fold(ts_csum__partial(ph, 12, 0)));
+}
+
+int ts_pkt__csum_is_partial(const struct ts_udp_meta *m)
+{
+	return m->udp_csum == ts_csum__udp_partial(m->saddr, m->daddr,
+						   (size_t)m->payload_len + TS_UDP_HLEN);
 }
 
 int ts_pkt__build_udp(void *frame, size_t cap, size_t payload_len,
@@ -232,7 +237,10 @@ int ts_pkt__build_udp(void *frame, size_t cap, size_t payload_len,
 	udp[5] = (uint8_t)ulen;
 	udp[6] = 0;
 	udp[7] = 0;
-	if (s->udp_csum) {
+	if (s->udp_csum == TS_UDP_CSUM_PARTIAL) {
+		v = ts_csum__udp_partial(s->saddr, s->daddr, ulen);
+		memcpy(udp + 6, &v, 2);
+	} else if (s->udp_csum) {
 		v = ts_csum__udp(s->saddr, s->daddr, udp, ulen);
 		memcpy(udp + 6, &v, 2);
 	}

@@ -37,8 +37,13 @@ struct ts_udp_hdr_spec {
 	uint16_t ip_id; /* host order */
 	uint8_t ttl;
 	uint8_t tos;
-	int udp_csum;   /* 1: compute, 0: send zero (legal on IPv4) */
+	/* 1: compute, 0: send zero (legal on IPv4), TS_UDP_CSUM_PARTIAL: the
+	 * pseudo-header sum only, for the interface to finish (AF_XDP TX
+	 * checksum offload, as the kernel's CHECKSUM_PARTIAL) */
+	int udp_csum;
 };
+
+#define TS_UDP_CSUM_PARTIAL 2
 
 /* Sum 16-bit words (one's complement, not folded or inverted). */
 uint32_t ts_csum__partial(const void *buf, size_t len, uint32_t sum);
@@ -65,6 +70,9 @@ int ts_pkt__verify_csum(const void *frame, size_t len,
  * pseudo-header sum, not inverted), as veth delivers frames of kernel
  * sockets: 1 if so, else 0. */
 int ts_pkt__csum_is_partial(const struct ts_udp_meta *m);
+/* The value of a UDP checksum field that holds the pseudo-header sum alone
+ * (what an offloading sender leaves for the interface to finish). */
+uint16_t ts_csum__udp_partial(uint32_t saddr, uint32_t daddr, size_t ulen);
 
 /* Write Ethernet, IPv4 and UDP headers for payload_len bytes of payload
  * already placed at frame + TS_HDRS_LEN. Returns the frame length, or

@@ -64,6 +64,22 @@
  * only: the TX kick (a system call) runs after it is released. Creating a
  * stack runs under the control lock (ts_lock). Lock order: ts_lock, then
  * st->lock, then ts_port_lock (read), then a socket's qlock. */
+/* AF_XDP TX metadata (Linux 6.8; Debian bookworm's linux/if_xdp.h predates
+ * it): TS_TXMD_LEN bytes in front of a TX descriptor's data, which the
+ * kernel reads when the descriptor's options say XDP_TX_METADATA. Asked
+ * for: the UDP checksum, finished by the interface as for the kernel's
+ * CHECKSUM_PARTIAL (the field holds the pseudo-header sum). */
+#define TS_XDP_TX_METADATA (1u << 1)
+#define TS_TXMD_FLAGS_CHECKSUM (1u << 1)
+struct ts_txmd {
+	uint64_t flags;
+	uint16_t csum_start;  /* from the packet's first byte */
+	uint16_t csum_offset; /* of the checksum field, from csum_start */
+	uint32_t pad;
+	uint64_t launch_time;
+};
+#define TS_TXMD_LEN ((uint32_t)sizeof(struct ts_txmd))
+
 struct ts_stack {
 	pthread_mutex_t lock;
 	int ifindex;
@@ -98,6 +114,9 @@ struct ts_stack {
 	uint32_t rx_unfilled; /* RX descriptors taken since the last refill */
 	int fill_low;         /* the fill ring held < TS_FILL_LOW at the last refill */
 	int kick_pending;     /* descriptors submitted since the last kick */
+	uint32_t tx_off;      /* a sent packet's offset in its frame: TS_TXMD_LEN
+			       * when the UMEM carries TX metadata, else 0 */
+	int tx_csum;          /* the interface finishes UDP checksums */
 	struct tickstack_xsk_stats *st;
 	struct tickstack_xsk_stats dummy;
 };
@@ -637,6 +656,21 @@ static void reclaim(struct ts_stack *st)
 		refill(st); /* as in ts_stack__frame_put */
 }
 
+/* Whether the XSK runs zero-copy. The copy mode (veth, and any driver
+ * without AF_XDP zero-copy) sends through an skb, which finishes a
+ * checksum the TX metadata asks for in any kernel that takes the metadata
+ * (6.8); a zero-copy driver may not (its xsk-features say), so zero-copy
+ * sockets sum in software. */
+static int zerocopy(int fd)
+{
+	struct xdp_options o = {0};
+	socklen_t len = sizeof(o);
+
+	if (getsockopt(fd, SOL_XDP, XDP_OPTIONS, &o, &len))
+		return 1; /* unknown: as if it were */
+	return !!(o.flags & XDP_OPTIONS_ZEROCOPY);
+}
+
 /* The TX wake-up: a system call, made without the stack's lock. */
 static void kick(struct ts_stack *st)
 {
@@ -818,10 +852,16 @@ static int stack__create(struct ts_stack *st)
 	}
 	for (i = 0; i < st->nframes; i++)
 		free_push(st, (uint64_t)(st->nframes - 1 - i) * TS_FRAME_SIZE);
+	/* with room for TX metadata in front of every sent packet (libxdp
+	 * 1.3 cannot ask for it: the interposed setsockopt adds it) */
+	ts_umem_txmd_len = TS_TXMD_LEN;
+	ts_umem_txmd_ok = 0;
 	err = xsk_umem__create(&st->umem, st->area, st->area_size, &st->fq,
 			       &st->cq, &ucfg);
+	ts_umem_txmd_len = 0;
 	if (err)
 		goto out_destroy;
+	st->tx_off = ts_umem_txmd_ok ? TS_TXMD_LEN : 0;
 	for (tries = 0; st->xdpd; tries++) {
 		err = xdpd__bind(st, &scfg);
 		if (err != -EAGAIN || tries >= 100)
@@ -841,6 +881,8 @@ static int stack__create(struct ts_stack *st)
 	if (err)
 		goto out_destroy;
 	st->xsk_fd = xsk_socket__fd(st->xsk);
+	st->tx_csum = st->tx_off && ts_cfg.udp_csum && ts_cfg.tx_csum_offload &&
+		      !zerocopy(st->xsk_fd);
 	/* libxdp does not open it close-on-exec: an XSK surviving exec would
 	 * keep receiving for a process image that no longer reads it */
 	ts_real_fcntl(st->xsk_fd, F_SETFD, FD_CLOEXEC);
@@ -936,9 +978,11 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 	st->st->ifindex = (uint32_t)ifindex;
 	st->st->queue = (uint32_t)st->queue;
 	st->st->mode = (uint32_t)st->mode;
+	st->st->tx_csum_offload = (uint32_t)st->tx_csum;
 	__atomic_store_n(&st->usable, 1, __ATOMIC_RELEASE);
-	ts_dbg("XSK on %s queue %d mode %s", st->ifname, st->queue,
-	       st->mode == 1 ? "native" : "skb");
+	ts_dbg("XSK on %s queue %d mode %s, UDP checksums %s", st->ifname,
+	       st->queue, st->mode == 1 ? "native" : "skb",
+	       st->tx_csum ? "finished by the interface" : "summed here");
 	return st;
 }
 
@@ -1242,7 +1286,7 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 	}
 	/* the frame is ours alone: fill it without the lock */
 fill:
-	p = st->area + frame;
+	p = st->area + frame + st->tx_off;
 	for (i = 0; i < iovcnt && off < len; i++) {
 		size_t c = iov[i].iov_len;
 
@@ -1252,8 +1296,15 @@ fill:
 		off += c;
 	}
 	memcpy(h->smac, st->mac, 6);
-	h->udp_csum = ts_cfg.udp_csum;
-	n = ts_pkt__build_udp(p, TS_FRAME_SIZE, len, h);
+	h->udp_csum = st->tx_csum ? TS_UDP_CSUM_PARTIAL : ts_cfg.udp_csum;
+	n = ts_pkt__build_udp(p, TS_FRAME_SIZE - st->tx_off, len, h);
+	if (st->tx_csum) {
+		struct ts_txmd *md = (struct ts_txmd *)(void *)(p - TS_TXMD_LEN);
+
+		md->flags = TS_TXMD_FLAGS_CHECKSUM;
+		md->csum_start = TS_ETH_HLEN + TS_IP_HLEN;
+		md->csum_offset = 6;
+	}
 	if (len > TS_TX_ONE_LOCK)
 		pthread_mutex_lock(&st->lock);
 	if (n < 0) {
@@ -1271,8 +1322,10 @@ fill:
 			return err;
 		}
 	}
-	xsk_ring_prod__tx_desc(&st->tx, idx)->addr = frame;
+	xsk_ring_prod__tx_desc(&st->tx, idx)->addr = frame + st->tx_off;
 	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)n;
+	xsk_ring_prod__tx_desc(&st->tx, idx)->options =
+		st->tx_csum ? TS_XDP_TX_METADATA : 0;
 	xsk_ring_prod__submit(&st->tx, 1);
 	TS_INC(st->st->tx_packets);
 	if (more) {
@@ -1314,7 +1367,7 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 			return -ENOBUFS;
 	}
 	frame = st->freel[--st->nfree];
-	p = st->area + frame;
+	p = st->area + frame + st->tx_off;
 	memcpy(p, dmac, 6);
 	memcpy(p + 6, st->mac, 6);
 	p[12] = 0x08;
@@ -1325,8 +1378,9 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 		pthread_mutex_unlock(&st->lock);
 		return -ENOBUFS;
 	}
-	xsk_ring_prod__tx_desc(&st->tx, idx)->addr = frame;
+	xsk_ring_prod__tx_desc(&st->tx, idx)->addr = frame + st->tx_off;
 	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)(len + TS_ETH_HLEN);
+	xsk_ring_prod__tx_desc(&st->tx, idx)->options = 0;
 	xsk_ring_prod__submit(&st->tx, 1);
 	TS_INC(st->st->tx_packets);
 	if (more) {

@@ -195,8 +195,10 @@ static void dump_to(FILE *f)
 
 		if (!x->in_use)
 			continue;
-		fprintf(f, "xsk if=%s ifindex=%u queue=%u mode=%s", x->ifname,
-			x->ifindex, x->queue, x->mode == 1 ? "native" : "skb");
+		fprintf(f, "xsk if=%s ifindex=%u queue=%u mode=%s tx_csum=%s",
+			x->ifname, x->ifindex, x->queue,
+			x->mode == 1 ? "native" : "skb",
+			x->tx_csum_offload ? "offload" : "software");
 #define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)x->n);
 		TICKSTACK_XSK_COUNTERS(PR)
 #undef PR

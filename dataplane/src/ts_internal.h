@@ -92,6 +92,7 @@ struct ts_config {
 	int xdp_mode;           /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
 	int xdp_mode_auto;      /* try native, then generic */
 	int udp_csum;           /* compute UDP checksums on TX */
+	int tx_csum_offload;    /* let the interface finish them (AF_XDP TX metadata) */
 	int queue;              /* NIC queue to bind */
 	int queue_set;          /* TICKSTACK_QUEUE given: that queue only */
 	char xdpd_socket[108];  /* TICKSTACK_XDPD_SOCKET: the node daemon's */
@@ -116,6 +117,11 @@ TS_HIDDEN void ts_log(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 /* While set, ts_log says nothing (ts_dbg still does): a forked child
  * adopting an inherited socket expects to find its parent's queue busy. */
 TS_HIDDEN extern __thread int ts_log_quiet;
+/* Set by the stack around xsk_umem__create: the TX metadata length its UMEM
+ * registration asks for (libxdp's setsockopt, interposed, adds it; libxdp
+ * 1.3 has no field for it), and whether the kernel took it. */
+TS_HIDDEN extern __thread uint32_t ts_umem_txmd_len;
+TS_HIDDEN extern __thread int ts_umem_txmd_ok;
 TS_HIDDEN void ts_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- statistics region */

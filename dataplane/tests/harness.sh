@@ -282,6 +282,31 @@ t_payload() { # udpcheck: sizes 1..1472, byte-exact echoes, all multiplexers
 	done
 }
 
+t_txcsum() { # UDP checksums left to the interface (AF_XDP TX metadata) are right: with both links' TX checksumming off the kernel finishes them from the stack's partial sums, and the receivers (the stack, then the kernel) verify every one
+	local d ifc e side
+	for d in "$NA" "$NB"; do
+		ifc=$(ip -n "$d" -br link | awk '/^tsdp/ {sub(/@.*/, "", $1); print $1}')
+		ip netns exec "$d" ethtool -K "$ifc" tx off >/dev/null || { die "ethtool -K $ifc tx off"; return 1; }
+	done
+	for side in accel kern; do
+		rm -f "$TSDP_TMP"/stats-*
+		$($side $NB srv) $CPU_SRV $B/udpcheck echo $IPB 11134 200 block >"$TSDP_TMP/server.out" 2>&1 &
+		e=$!
+		TSDP_PIDS+=("$e")
+		wait_for 10 udp_listening "$NB" 11134 || { die "$side echo did not listen"; return 1; }
+		$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11134 200 >"$TSDP_TMP/client.out" 2>&1 ||
+			{ die "$side echo: payload check failed (checksums the receiver refused?)"; return 1; }
+		wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$side echo side failed ($WAIT_RC)"; return 1; }
+		check_accel cli || return 1
+		grep -q "tx_csum=offload" "$TSDP_TMP"/stats-cli-*.txt ||
+			{ die "the client summed its checksums itself: $(grep '^xsk' "$TSDP_TMP"/stats-cli-*.txt)"; return 1; }
+		if [ $side = accel ]; then
+			check_accel srv || return 1
+			[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_bad_csum xsk)" = 0 ] || { die "the stack refused checksums"; return 1; }
+		fi
+	done
+}
+
 t_connected() { # connect + write/read on a dup, SO_RCVTIMEO; echo side after an exec
 	local e
 	$(accel $NB srv) $CPU_SRV $B/udpcheck exec-echo $IPB 11132 100 >"$TSDP_TMP/server.out" 2>&1 &
@@ -716,7 +741,7 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 # the tick-to-trade rig
 . "$here/t2t.sh"
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress $TCP_ALL $XDPD_ALL $T2T_ALL"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload txcsum connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress $TCP_ALL $XDPD_ALL $T2T_ALL"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t

@@ -196,6 +196,40 @@ static void test_csum_partial(void)
 	CHECK(!ts_pkt__csum_is_partial(&m), "a corrupted checksum is not partial");
 }
 
+/* A datagram built for the interface to finish (TS_UDP_CSUM_PARTIAL)
+ * carries the pseudo-header sum, as a kernel sender's; finished as a NIC or
+ * the kernel's skb_checksum_help does (the ones' complement of the sum from
+ * the UDP header on, the field included), it is the full checksum. */
+static void test_csum_offload_build(void)
+{
+	size_t sizes[] = { 0, 1, 2, 14, 255, 1472 };
+	unsigned char f[2048], g[2048];
+	size_t i, j;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct ts_udp_hdr_spec s = spec();
+		struct ts_udp_meta m;
+		uint16_t fin;
+		int n;
+
+		for (j = 0; j < sizes[i]; j++)
+			f[TS_HDRS_LEN + j] = g[TS_HDRS_LEN + j] = (unsigned char)(j * 13 + i);
+		n = ts_pkt__build_udp(g, sizeof(g), sizes[i], &s); /* full */
+		s.udp_csum = TS_UDP_CSUM_PARTIAL;
+		CHECK(ts_pkt__build_udp(f, sizeof(f), sizes[i], &s) == n, "len");
+		CHECK(ts_pkt__parse_udp(f, (size_t)n, &m) == 0, "parse");
+		CHECK(ts_pkt__csum_is_partial(&m), "size %zu: not the partial sum", sizes[i]);
+		CHECK(!memcmp(f, g, 40) && !memcmp(f + 42, g + 42, (size_t)n - 42),
+		      "only the checksum field differs");
+		fin = htons((uint16_t)~ts_csum__fold(ts_csum__partial(f + TS_ETH_HLEN + TS_IP_HLEN,
+								      (size_t)n - TS_ETH_HLEN - TS_IP_HLEN, 0)));
+		if (!fin)
+			fin = 0xffff;
+		CHECK(!memcmp(&fin, g + 40, 2), "size %zu: finished %04x, full %02x%02x",
+		      sizes[i], ntohs(fin), g[40], g[41]);
+	}
+}
+
 static void test_parse_rejects(void)
 {
 	unsigned char f[128], g[128];
@@ -278,6 +312,7 @@ int main(void)
 	test_build_parse_roundtrip();
 	test_parse_rejects();
 	test_csum_partial();
+	test_csum_offload_build();
 	test_build_limits();
 	test_mcast_mac();
 	if (failures) {

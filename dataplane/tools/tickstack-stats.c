@@ -43,8 +43,10 @@ static void print(const struct tickstack_stats *t)
 
 		if (!x->in_use)
 			continue;
-		printf("  xsk %s (ifindex %u) queue %u mode %s\n", x->ifname,
-		       x->ifindex, x->queue, x->mode == 1 ? "native" : "skb");
+		printf("  xsk %s (ifindex %u) queue %u mode %s, UDP checksums %s\n",
+		       x->ifname, x->ifindex, x->queue,
+		       x->mode == 1 ? "native" : "skb",
+		       x->tx_csum_offload ? "offloaded" : "in software");
 #define PR(n) printf("    %-20s %llu\n", #n, (unsigned long long)x->n);
 		TICKSTACK_XSK_COUNTERS(PR)
 #undef PR

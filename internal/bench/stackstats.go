@@ -32,7 +32,7 @@ type StackCounters map[string]int64
 var statsLineKinds = map[string]string{"tickstack": "process", "xsk": "xsk", "sock": "sock", "tcp": "tcp", "nh": "nh"}
 
 // statsIdentity are the fields of a dump line that name what it is about, not counters.
-var statsIdentity = map[string]bool{"pid": true, "profile": true, "if": true, "ifindex": true, "queue": true, "mode": true,
+var statsIdentity = map[string]bool{"pid": true, "profile": true, "if": true, "ifindex": true, "queue": true, "mode": true, "tx_csum": true,
 	"fd": true, "local": true, "remote": true, "accelerated": true, "closed": true}
 
 // ParseStackStats reads the bypass stack's exit dumps (one or more, appended) and sums their
