@@ -29,7 +29,9 @@ func (r *Reconciler) nodeFeature() *nfdv1alpha1.NodeFeature {
 // publishFeature tells node-feature-discovery which profile tunes this node and whether its
 // tuning is in effect (the Applied condition of the status this reconcile wrote, for the current
 // generation), so that its rule labels the node. Without the NodeFeature CRD (no
-// node-feature-discovery) or without a namespace (--namespace) it does nothing.
+// node-feature-discovery) or without a namespace (--namespace) it does nothing. While what it
+// publishes is unchanged it makes no request, except a read back every FeatureRecheck (which
+// makes a NodeFeature deleted behind its back again).
 func (r *Reconciler) publishFeature(ctx context.Context, s *scope) error {
 	if r.Namespace == "" || r.noNFD {
 		return nil
@@ -44,7 +46,22 @@ func (r *Reconciler) publishFeature(ctx context.Context, s *scope) error {
 	want.Spec.Features.Attributes = map[string]nfdv1alpha1.AttributeFeatureSet{tsv1.TuningFeature: {Elements: map[string]string{
 		"profile": s.lns.Labels[tsv1.ProfileLabel], "applied": fmt.Sprint(applied),
 	}}}
+	// Unchanged since it was last written or read back, and read back recently: no request.
+	if p := r.published; p != nil && r.Clock.Since(r.publishedAt) < r.FeatureRecheck &&
+		equality.Semantic.DeepEqual(p.Spec, want.Spec) && equality.Semantic.DeepEqual(p.Labels, want.Labels) &&
+		equality.Semantic.DeepEqual(p.OwnerReferences, want.OwnerReferences) {
+		return nil
+	}
+	r.published = nil
+	if err := r.writeFeature(ctx, want); err != nil || r.noNFD {
+		return err
+	}
+	r.published, r.publishedAt = want, r.Clock.Now()
+	return nil
+}
 
+// writeFeature makes the NodeFeature what want says, reading it first.
+func (r *Reconciler) writeFeature(ctx context.Context, want *nfdv1alpha1.NodeFeature) error {
 	got := &nfdv1alpha1.NodeFeature{}
 	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), got)
 	switch {
@@ -77,6 +94,7 @@ func (r *Reconciler) withdrawFeature(ctx context.Context) error {
 	if r.Namespace == "" || r.noNFD {
 		return nil
 	}
+	r.published = nil
 	err := r.Client.Delete(ctx, r.nodeFeature())
 	if err == nil || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return nil

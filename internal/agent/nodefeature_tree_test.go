@@ -20,12 +20,14 @@ import (
 // TestTreeNodeFeature: the agent publishes its node's tuning for node-feature-discovery in the
 // NodeFeature tickstack-<node> of its namespace (the feature the operator's NodeFeatureRule
 // matches): the profile's name, and applied "false" until the node state is Applied for its
-// generation, then "true"; a tuning it cannot apply makes it "false" again; the restore deletes it.
+// generation, then "true"; a NodeFeature deleted by someone else comes back; a tuning it cannot
+// apply makes it "false" again; the restore deletes it.
 func TestTreeNodeFeature(t *testing.T) {
 	ctx := context.Background()
 	node := agenttest.Name("feature")
 	a := agenttest.NewTreeAgent(t, node)
 	a.R.Namespace = "default"
+	a.R.FeatureRecheck = 2 * time.Second
 	createNode(t, node)
 	createLNS(t, node, &tsv1.NodeTuning{ReservedCPUs: "0-1", IsolatedCPUs: "2-3", Sysctls: map[string]string{"vm.stat_interval": "10"}})
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) {
@@ -54,6 +56,13 @@ func TestTreeNodeFeature(t *testing.T) {
 		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 	})
 	tsutil.Poll(t, 10*time.Second, "the feature says applied", feature("map[applied:true profile:trading]"))
+
+	// Deleted behind the agent's back while nothing changes: made again at the next read back
+	// (FeatureRecheck), though the agent makes no request for it in between.
+	if err := k8s.Delete(ctx, &nfdv1alpha1.NodeFeature{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	tsutil.Poll(t, 20*time.Second, "the feature made again", feature("map[applied:true profile:trading]"))
 
 	// A setting the host refuses (a sysctl that is not there): not applied.
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning.Sysctls["net.core.not_a_sysctl"] = "1" })

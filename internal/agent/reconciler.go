@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bootloader"
@@ -62,6 +63,9 @@ const (
 	DefaultDrainRetryBackoff = 5 * time.Minute
 	DefaultDrainPoll         = 2 * time.Second
 	DefaultRebootTimeout     = 30 * time.Minute
+	// DefaultFeatureRecheck is how often the agent reads its NodeFeature back while what it
+	// publishes is unchanged (one read per reconcile cost 170 requests a second at 5,000 nodes).
+	DefaultFeatureRecheck = 5 * time.Minute
 	// BootIDPath is the kernel's boot ID, below the host root; another value means a reboot.
 	BootIDPath = "/proc/sys/kernel/random/boot_id"
 )
@@ -80,6 +84,12 @@ type Reconciler struct {
 	NodeName string
 	// Namespace is the agent's: its NodeFeature for node-feature-discovery goes there (empty: none).
 	Namespace string
+	// FeatureRecheck is how often the published NodeFeature is read back while unchanged (a
+	// deleted one is made again then); DefaultFeatureRecheck when zero.
+	FeatureRecheck time.Duration
+	// published is the NodeFeature as last written or found current, and when (publishFeature).
+	published   *nfdv1alpha1.NodeFeature
+	publishedAt time.Time
 	// ResourcePrefix is the SR-IOV device plugin resource prefix (the operator's
 	// --resource-prefix): the Node's resources under it are reported in status.devices.
 	ResourcePrefix string
@@ -198,6 +208,9 @@ func (r *Reconciler) defaults() {
 	}
 	if r.DrainPoll <= 0 {
 		r.DrainPoll = DefaultDrainPoll
+	}
+	if r.FeatureRecheck <= 0 {
+		r.FeatureRecheck = DefaultFeatureRecheck
 	}
 	if r.ResourcePrefix == "" {
 		r.ResourcePrefix = tsv1.DefaultResourcePrefix
