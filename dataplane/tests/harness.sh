@@ -267,36 +267,38 @@ t_mux() { # the server waits with select, poll and epoll (sockperf -F)
 	done
 }
 
+# echo_check SERVER-PREFIX PORT MUX WHAT: udpcheck's echo side in NB (run under SERVER-PREFIX:
+# accel or kern) waiting with MUX, and an accelerated sender in NA: sizes 1..1472, 200 rounds,
+# every echo byte-exact; WHAT names the run in failures
+echo_check() {
+	local e
+	$($1 $NB srv) $CPU_SRV $B/udpcheck echo $IPB $2 200 $3 >"$TSDP_TMP/server.out" 2>&1 &
+	e=$!
+	TSDP_PIDS+=("$e")
+	wait_for 10 udp_listening "$NB" $2 || { die "$4: echo did not listen"; return 1; }
+	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB $2 200 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "$4: payload check failed"; return 1; }
+	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$4: echo side failed ($WAIT_RC)"; return 1; }
+}
+
 t_payload() { # udpcheck: sizes 1..1472, byte-exact echoes, all multiplexers
-	local mux e
+	local mux
 	for mux in block poll select epoll mmsg; do
-		$(accel $NB srv) $CPU_SRV $B/udpcheck echo $IPB 11130 200 $mux >"$TSDP_TMP/server.out" 2>&1 &
-		e=$!
-		TSDP_PIDS+=("$e")
-		wait_for 10 udp_listening "$NB" 11130 || { die "$mux: echo did not listen"; return 1; }
-		$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11130 200 >"$TSDP_TMP/client.out" 2>&1 ||
-			{ die "$mux: payload check failed"; return 1; }
-		wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$mux: echo side failed ($WAIT_RC)"; return 1; }
+		echo_check accel 11130 $mux "$mux" || return 1
 		check_accel srv && check_accel cli || return 1
 		rm -f "$TSDP_TMP"/stats-*
 	done
 }
 
 t_txcsum() { # UDP checksums left to the interface (AF_XDP TX metadata) are right: with both links' TX checksumming off the kernel finishes them from the stack's partial sums, and the receivers (the stack, then the kernel) verify every one
-	local d ifc e side
+	local d ifc side
 	for d in "$NA" "$NB"; do
 		ifc=$(ip -n "$d" -br link | awk '/^tsdp/ {sub(/@.*/, "", $1); print $1}')
 		ip netns exec "$d" ethtool -K "$ifc" tx off >/dev/null || { die "ethtool -K $ifc tx off"; return 1; }
 	done
 	for side in accel kern; do
 		rm -f "$TSDP_TMP"/stats-*
-		$($side $NB srv) $CPU_SRV $B/udpcheck echo $IPB 11134 200 block >"$TSDP_TMP/server.out" 2>&1 &
-		e=$!
-		TSDP_PIDS+=("$e")
-		wait_for 10 udp_listening "$NB" 11134 || { die "$side echo did not listen"; return 1; }
-		$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11134 200 >"$TSDP_TMP/client.out" 2>&1 ||
-			{ die "$side echo: payload check failed (checksums the receiver refused?)"; return 1; }
-		wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$side echo side failed ($WAIT_RC)"; return 1; }
+		echo_check $side 11134 block "$side echo (checksums the receiver refused?)" || return 1
 		check_accel cli || return 1
 		grep -q "tx_csum=offload" "$TSDP_TMP"/stats-cli-*.txt ||
 			{ die "the client summed its checksums itself: $(grep '^xsk' "$TSDP_TMP"/stats-cli-*.txt)"; return 1; }
