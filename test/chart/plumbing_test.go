@@ -267,21 +267,14 @@ func TestNodeFeatureDiscovery(t *testing.T) {
 }
 
 // The CRD templates are what hack/plumbing-crds.py writes from the sources pinned in
-// hack/third-party.lock. hack/third-party.sh gets those sources when the cache lacks them (CI's
-// make test runs before anything else builds them); where it cannot, the test is skipped, and
-// fails in CI.
+// hack/third-party.lock (testutil.ThirdParty gets those sources).
 func TestPlumbingCRDsAsGenerated(t *testing.T) {
 	root, err := testutil.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"multus-cni", "node-feature-discovery"} {
-		var stderr bytes.Buffer
-		cmd := exec.Command(filepath.Join(root, "hack", "third-party.sh"), c)
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			testutil.Unavailable(t, fmt.Sprintf("the pinned source of %s: hack/third-party.sh: %v\n%s", c, err, stderr.String()))
-		}
+		testutil.ThirdParty(t, c)
 	}
 	dir := t.TempDir()
 	if out, err := exec.Command(filepath.Join(root, "hack", "plumbing-crds.py"), dir).CombinedOutput(); err != nil {

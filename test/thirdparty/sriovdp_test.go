@@ -22,27 +22,6 @@ import (
 	"github.com/tickstack/tickstack/internal/testutil"
 )
 
-// binary is the pinned component's binary NAME (hack/third-party.sh builds it when the cache lacks
-// it; where it cannot, the test is skipped, and fails in CI).
-func binary(t *testing.T, component, name string) string {
-	t.Helper()
-	root, err := testutil.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(filepath.Join(root, "hack", "third-party.sh"), component)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		testutil.Unavailable(t, fmt.Sprintf("%s from its pinned source: hack/third-party.sh: %v\n%s", component, err, stderr.String()))
-	}
-	_, dir, ok := strings.Cut(strings.TrimSpace(stdout.String()), "=")
-	if !ok {
-		t.Fatalf("hack/third-party.sh %s printed %q, want NAME=BINDIR", component, stdout.String())
-	}
-	return filepath.Join(dir, name)
-}
-
 // sriovdp runs the device plugin on config until it has validated it (it then discovers the host's
 // devices and serves them; the test stops it there) and returns its log.
 func sriovdp(t *testing.T, bin, config string) string {
@@ -83,7 +62,7 @@ func sriovdp(t *testing.T, bin, config string) string {
 // parser and validation, pool by pool, with the selectors as rendered: several profiles, VF
 // ranges in pfNames, interface names, vendors, the longest resource name the API allows.
 func TestDevicePluginAcceptsRenderedConfig(t *testing.T) {
-	bin := binary(t, "sriov-network-device-plugin", "sriovdp")
+	bin := filepath.Join(testutil.ThirdParty(t, "sriov-network-device-plugin"), "sriovdp")
 	long := strings.Repeat("x", 63)
 	nic := func(name, resource string, sel tsv1.NICSelector) tsv1.NICSpec {
 		return tsv1.NICSpec{Name: name, Selector: sel, NumVFs: ptr.To[int32](8), ResourceName: resource}
@@ -125,7 +104,7 @@ func TestDevicePluginAcceptsRenderedConfig(t *testing.T) {
 // The check above can fail: the plugin refuses a configuration that is wrong in the ways a
 // hand-written copy of its format could be.
 func TestDevicePluginRefusesWhatItShould(t *testing.T) {
-	bin := binary(t, "sriov-network-device-plugin", "sriovdp")
+	bin := filepath.Join(testutil.ThirdParty(t, "sriov-network-device-plugin"), "sriovdp")
 	for name, config := range map[string]string{
 		"a resource name with a slash": `{"resourceList":[{"resourceName":"md/feed","selectors":[{"vendors":["8086"]}]}]}`,
 		"a device type it lacks":       `{"resourceList":[{"resourceName":"md","deviceType":"vfio","selectors":[{"vendors":["8086"]}]}]}`,
