@@ -29,6 +29,8 @@ const (
 	crashNodeEnv   = "TSAGT_CRASH_NODE"
 	crashRootEnv   = "TSAGT_CRASH_ROOT"
 	crashLogsEnv   = "TSAGT_CRASH_LOGS"
+	// crashKubeletEnv, when set, is the state directory of the tree kubelet (newTreeKubelet).
+	crashKubeletEnv = "TSAGT_CRASH_KUBELET"
 )
 
 func crashHelper() int {
@@ -38,6 +40,9 @@ func crashHelper() int {
 		return 2
 	}
 	a := agenttest.TreeAgentOn(os.Getenv(crashNodeEnv), os.Getenv(crashRootEnv), os.Getenv(crashLogsEnv))
+	if k := os.Getenv(crashKubeletEnv); k != "" {
+		treeKubeletOn(a, k)
+	}
 	point := os.Getenv(crashHelperEnv)
 	a.R.Failpoint = func(p string) {
 		if p == point {
@@ -54,6 +59,12 @@ func crashHelper() int {
 // crashAt runs the agent of a tree in a child process until it kills itself at point.
 func crashAt(t *testing.T, point, node, root, logs string) {
 	t.Helper()
+	crashWith(t, point, node, root, logs, nil)
+}
+
+// crashWith is crashAt with more of the child's environment (crashKubeletEnv).
+func crashWith(t *testing.T, point, node, root, logs string, env []string) {
+	t.Helper()
 	cfgPath := filepath.Join(logs, "rest.json")
 	if err := agenttest.WriteConfig(cfg, cfgPath); err != nil {
 		t.Fatal(err)
@@ -61,6 +72,7 @@ func crashAt(t *testing.T, point, node, root, logs string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashHelperEnv+"="+point, crashConfigEnv+"="+cfgPath,
 		crashNodeEnv+"="+node, crashRootEnv+"="+root, crashLogsEnv+"="+logs)
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
@@ -149,4 +161,77 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 	if d := hosttest.Diff(before, agenttest.Snapshot(t, root)); len(d) > 0 {
 		t.Errorf("the tree differs from its originals after the restore:\n%s", strings.Join(d, "\n"))
 	}
+}
+
+// TestCrashAnnouncedOnce kills the agent right after it announced each step of a kubelet restart
+// and of a reboot, before the step is recorded (the kubelet the agent restarts may restart the
+// agent's container just there). The agent started after each kill makes the step again from
+// what is recorded, and in the end every step was said exactly once.
+func TestCrashAnnouncedOnce(t *testing.T) {
+	steps := func(t *testing.T, node string, crash func(reason string), requested, end string, start func()) {
+		crash(requested)
+		if l := getLNS(t, node); l.Status.Reboot != nil {
+			t.Fatalf("the request was recorded before the failpoint: %+v", l.Status.Reboot)
+		}
+		patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+		crash("Draining")
+		crash(map[string]string{"KubeletRestartRequested": "KubeletRestarted", "RebootRequested": "Rebooting"}[requested])
+		crash(end)
+		start()
+		tsutil.Poll(t, 30*time.Second, "the restart over", func() error {
+			l := getLNS(t, node)
+			if l.Status.Reboot != nil {
+				return fmt.Errorf("reboot %+v", l.Status.Reboot)
+			}
+			return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+		})
+		reasons := []string{requested, "Draining", end}
+		if requested == "KubeletRestartRequested" {
+			reasons = append(reasons, "KubeletRestarted")
+		}
+		for _, reason := range reasons {
+			if n := len(events(t, node, reason)); n != 1 {
+				t.Errorf("%d %s events, want 1", n, reason)
+			}
+		}
+		if getNode(t, node).Spec.Unschedulable {
+			t.Error("node left cordoned")
+		}
+	}
+
+	t.Run("kubelet", func(t *testing.T) {
+		node := agenttest.Name("announced-kubelet")
+		a := agenttest.NewTreeAgent(t, node)
+		k := newTreeKubelet(t, a)
+		logs := agenttest.TempDir(t, "crashlogs")
+		createNode(t, node)
+		createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
+		steps(t, node, func(reason string) {
+			crashWith(t, agent.FailpointAnnounced+reason, node, a.Root, logs, []string{crashKubeletEnv + "=" + k.logs})
+		}, "KubeletRestartRequested", "KubeletVerified", func() { agenttest.StartAgent(t, cfg, a.R, nil) })
+		// Killed between the restart and its record: the next agent finds the kubelet running
+		// with the drop-in and verifies it, without a second restart.
+		if got := k.log(t); got != "stop start" {
+			t.Errorf("kubelet log %q, want one restart", got)
+		}
+	})
+
+	t.Run("reboot", func(t *testing.T) {
+		node := agenttest.Name("announced-reboot")
+		a := agenttest.NewTreeAgent(t, node)
+		logs := agenttest.TempDir(t, "crashlogs")
+		createNode(t, node)
+		createLNS(t, node, treeTuning())
+		steps(t, node, func(reason string) {
+			if reason == "Rebooting" {
+				// Not a transition announce says: the step before the reboot command instead.
+				crashAt(t, agent.FailpointBeforeRebootCommand, node, a.Root, logs)
+				return
+			}
+			crashAt(t, agent.FailpointAnnounced+reason, node, a.Root, logs)
+		}, "RebootRequested", "RebootVerified", func() { agenttest.StartAgent(t, cfg, a.R, nil) })
+		if n := len(agenttest.Lines(t, filepath.Join(logs, "reboots"))) + len(agenttest.Lines(t, a.Reboots)); n != 1 {
+			t.Errorf("rebooted %d times, want 1", n)
+		}
+	})
 }

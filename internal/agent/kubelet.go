@@ -477,12 +477,12 @@ func (r *Reconciler) restartKubelet(ctx context.Context, s *scope) error {
 	if err := r.switchKubelet(ctx, o.desired, true); err != nil {
 		return r.kubeletFailed(ctx, s, err, false)
 	}
+	// Announced once, then recorded: the restarted kubelet may restart this agent's container.
+	r.announce(ctx, s, fromState(s, o.hash), corev1.EventTypeNormal, "KubeletRestarted", "RestartKubelet", "drained; the kubelet restarted with the drop-in %s and new CPU and memory manager state", kubeletconf.FileName)
 	r.setPhase(s, tsv1.RebootVerifying, "the kubelet restarted with the new drop-in; waiting for its configz to show the new values")
-	// Recorded before it is announced: the restarted kubelet may restart this agent's container.
 	if err := r.recordReboot(ctx, s); err != nil {
 		return err
 	}
-	r.event(s.lns, corev1.EventTypeNormal, "KubeletRestarted", "RestartKubelet", "drained; the kubelet restarted with the drop-in %s and new CPU and memory manager state", kubeletconf.FileName)
 	s.requeue = r.DrainPoll
 	return nil
 }
@@ -613,10 +613,10 @@ func (r *Reconciler) restoreKubelet(ctx context.Context, s *scope) (done bool, e
 		if err := r.cordon(ctx); err != nil {
 			return false, err
 		}
+		r.announce(ctx, s, fromState(s, "restore"), corev1.EventTypeNormal, "Draining", "Restore", "the node state is deleted: draining the node to restart the kubelet with its original settings")
 		s.obs.reboot = nil
 		r.setPhase(s, tsv1.RebootDraining, "restoring the kubelet's original settings: cordoned; evicting pods")
 		s.obs.reboot.Action = tsv1.ActionKubeletRestart
-		r.event(s.lns, corev1.EventTypeNormal, "Draining", "Restore", "the node state is deleted: draining the node to restart the kubelet with its original settings")
 		return false, nil
 	}
 	switch rs.Phase {
@@ -668,7 +668,7 @@ func (r *Reconciler) restoreKubelet(ctx context.Context, s *scope) (done bool, e
 		} else if err != nil {
 			r.event(s.lns, corev1.EventTypeWarning, ReasonKubeletRestartFailed, "Restore", "the kubelet does not answer configz %s after its restart with its original settings (check its log): %v", r.Kubelet.StartTimeout, err)
 		}
-		r.event(s.lns, corev1.EventTypeNormal, "KubeletRestored", "Restore", "the kubelet runs with its original settings again")
+		r.announce(ctx, s, fromState(s, "restore"), corev1.EventTypeNormal, "KubeletRestored", "Restore", "the kubelet runs with its original settings again")
 		s.obs.reboot = nil
 		return true, r.forgetKubelet()
 	}

@@ -45,16 +45,23 @@ echo start >> "$logs/log"`
 
 func newTreeKubelet(t *testing.T, a *agenttest.TreeAgent) *treeKubelet {
 	t.Helper()
-	k := &treeKubelet{logs: agenttest.TempDir(t, "kubelet"), root: filepath.Join(a.Root, "var/lib/kubelet")}
-	if err := os.MkdirAll(k.root, 0o755); err != nil {
+	logs := agenttest.TempDir(t, "kubelet")
+	root := filepath.Join(a.Root, "var/lib/kubelet")
+	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// Running, with a checkpoint of its main file's settings.
-	for p, c := range map[string]string{filepath.Join(k.root, "cpu_manager_state"): `{"policyName":"static"}`, filepath.Join(k.logs, "running"): ""} {
+	for p, c := range map[string]string{filepath.Join(root, "cpu_manager_state"): `{"policyName":"static"}`, filepath.Join(logs, "running"): ""} {
 		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return treeKubeletOn(a, logs)
+}
+
+// treeKubeletOn gives a's agent the tree kubelet whose state is in logs (newTreeKubelet made it).
+func treeKubeletOn(a *agenttest.TreeAgent, logs string) *treeKubelet {
+	k := &treeKubelet{logs: logs, root: filepath.Join(a.Root, "var/lib/kubelet")}
 	dropIn := filepath.Join(a.Root, "etc/kubernetes/kubelet.conf.d", kubeletconf.FileName)
 	a.R.Kubelet = agent.KubeletOptions{
 		ConfigDir: "/etc/kubernetes/kubelet.conf.d", RootDir: "/var/lib/kubelet",
@@ -260,11 +267,12 @@ func TestTreeKubeletRestart(t *testing.T) {
 	}
 }
 
-// TestTreeRebootRecordedFirst: a transition of the reboot protocol is recorded in status.reboot
-// before it is announced or done. While the API server refuses to record Draining (an admission
-// policy on the status subresource), the granted node is neither cordoned nor told Draining; once
-// the record goes through, there is one Draining event and the restart completes.
-func TestTreeRebootRecordedFirst(t *testing.T) {
+// TestTreeRebootAnnouncedOnce: a transition of the reboot protocol is recorded in status.reboot
+// before it is done, and said exactly once however often it is tried. While the API server
+// refuses to record Draining (an admission policy on the status subresource), the granted node is
+// not cordoned and has been told Draining once, not once per attempt; once the record goes
+// through, there is still one Draining event and the restart completes. The end likewise.
+func TestTreeRebootAnnouncedOnce(t *testing.T) {
 	ctx := context.Background()
 	node := agenttest.Name("recorded")
 	a := agenttest.NewTreeAgent(t, node)
@@ -319,6 +327,12 @@ func TestTreeRebootRecordedFirst(t *testing.T) {
 	})
 
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	tsutil.Poll(t, 20*time.Second, "Draining announced", func() error {
+		if n := len(events(t, node, "Draining")); n == 0 {
+			return errors.New("no Draining event")
+		}
+		return nil
+	})
 	gomega.NewWithT(t).Consistently(func() string {
 		phase := "none"
 		if r := getLNS(t, node).Status.Reboot; r != nil {
@@ -326,10 +340,10 @@ func TestTreeRebootRecordedFirst(t *testing.T) {
 		}
 		return fmt.Sprintf("phase %s, cordoned %t, Draining events %d", phase, getNode(t, node).Spec.Unschedulable, len(events(t, node, "Draining")))
 	}).WithTimeout(4*time.Second).WithPolling(200*time.Millisecond).
-		Should(gomega.Equal("phase Requested, cordoned false, Draining events 0"), "nothing is done or announced before Draining is recorded")
+		Should(gomega.Equal("phase Requested, cordoned false, Draining events 1"), "nothing is done before Draining is recorded, and it is said once")
 
-	// The end likewise: KubeletVerified is said once the end of the reboot is recorded (an agent
-	// the restarted kubelet restarts must not say it again). A second policy refuses recording it,
+	// The end likewise: KubeletVerified is said once however often the end is tried (an agent the
+	// restarted kubelet restarts must not say it again). A second policy refuses recording it,
 	// proved in force on a probe node state first.
 	probe := node + "-probe"
 	createLNS(t, probe, nil)
@@ -385,6 +399,12 @@ func TestTreeRebootRecordedFirst(t *testing.T) {
 		}
 		return errors.New("still cordoned")
 	})
+	tsutil.Poll(t, 20*time.Second, "KubeletVerified announced", func() error {
+		if n := len(events(t, node, "KubeletVerified")); n == 0 {
+			return errors.New("no KubeletVerified event")
+		}
+		return nil
+	})
 	gomega.NewWithT(t).Consistently(func() string {
 		phase := "none"
 		if r := getLNS(t, node).Status.Reboot; r != nil {
@@ -392,7 +412,7 @@ func TestTreeRebootRecordedFirst(t *testing.T) {
 		}
 		return fmt.Sprintf("phase %s, KubeletVerified events %d", phase, len(events(t, node, "KubeletVerified")))
 	}).WithTimeout(4*time.Second).WithPolling(200*time.Millisecond).
-		Should(gomega.Equal("phase Verifying, KubeletVerified events 0"), "the end is not announced before it is recorded")
+		Should(gomega.Equal("phase Verifying, KubeletVerified events 1"), "the end, tried again and again, is said once")
 
 	for _, o := range []client.Object{endBinding, end} {
 		if err := k8s.Delete(ctx, o); err != nil {

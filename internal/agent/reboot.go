@@ -98,12 +98,11 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 			if err := r.uncordon(ctx); err != nil {
 				return err
 			}
-			// Recorded before it is announced: an agent restarted in between does not say it twice.
+			r.announce(ctx, s, fromState(s, hash), corev1.EventTypeWarning, ReasonRebootDidNotApply, "Reboot", "the node rebooted for its kernel arguments and still runs without them: %s", s.obs.boot.Message())
 			s.obs.reboot = nil
 			if err := r.recordReboot(ctx, s); err != nil {
 				return err
 			}
-			r.event(s.lns, corev1.EventTypeWarning, ReasonRebootDidNotApply, "Reboot", "the node rebooted for its kernel arguments and still runs without them: %s", s.obs.boot.Message())
 		}
 		s.obs.reboot, rs = nil, nil
 		s.obs.rebootDidNotApply = true
@@ -115,23 +114,24 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 
 	if !required {
 		if rs != nil {
-			// Done, or no longer needed (a profile change took the arguments back). The end is
-			// recorded before it is announced: an agent restarted in between (the kubelet it just
-			// restarted may restart it) finds no reboot and says nothing twice.
+			// Done, or no longer needed (a profile change took the arguments back). Announced
+			// once (announce), then recorded: an agent restarted in between (the kubelet it just
+			// restarted may restart it) ends the same reboot again and says nothing twice.
 			if err := r.uncordon(ctx); err != nil {
 				return err
+			}
+			switch {
+			case (rs.Phase == tsv1.RebootVerifying || rs.Phase == tsv1.RebootRestartingKubelet) && rs.Action == tsv1.ActionKubeletRestart && (s.obs.kubelet == nil || !s.obs.kubelet.failed):
+				// RestartingKubelet: an agent killed after the restart and before recording
+				// Verifying finds the kubelet running with the drop-in's values.
+				r.announce(ctx, s, fromState(s, hash), corev1.EventTypeNormal, "KubeletVerified", "RestartKubelet", "the kubelet runs with the drop-in's values (configz); uncordoned")
+			case rs.Phase == tsv1.RebootVerifying:
+				r.announce(ctx, s, fromState(s, hash), corev1.EventTypeNormal, "RebootVerified", "Reboot", "the node rebooted: its kernel arguments are in effect and no staged BIOS setting waits for this boot; uncordoned")
 			}
 			s.obs.reboot = nil
 			if err := r.recordReboot(ctx, s); err != nil {
 				return err
 			}
-			switch {
-			case rs.Phase == tsv1.RebootVerifying && rs.Action == tsv1.ActionKubeletRestart && (s.obs.kubelet == nil || !s.obs.kubelet.failed):
-				r.event(s.lns, corev1.EventTypeNormal, "KubeletVerified", "RestartKubelet", "the kubelet runs with the drop-in's values (configz); uncordoned")
-			case rs.Phase == tsv1.RebootVerifying:
-				r.event(s.lns, corev1.EventTypeNormal, "RebootVerified", "Reboot", "the node rebooted: its kernel arguments are in effect and no staged BIOS setting waits for this boot; uncordoned")
-			}
-			s.obs.reboot = nil
 		}
 		return nil
 	}
@@ -146,21 +146,17 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 		}
 		s.obs.reboot = nil
 		if action == tsv1.ActionKubeletRestart {
+			// A second request for the same drop-in in the same boot (a drop-in removed by hand)
+			// follows a restart for it: the annotation tells the two apart.
+			r.announce(ctx, s, fromState(s, s.obs.kubelet.hash+"/"+s.lns.Annotations[tsv1.KubeletRestartedForAnnotation]), corev1.EventTypeNormal, "KubeletRestartRequested", "RestartKubelet", "%s; asking the operator for a slot", kubeletCause(s.obs.kubelet))
 			r.setPhase(s, tsv1.RebootRequested, "waiting for the operator's slot (rollout.maxUnavailable) to restart the kubelet")
 			s.obs.reboot.Action = action
-			if err := r.recordReboot(ctx, s); err != nil {
-				return err
-			}
-			r.event(s.lns, corev1.EventTypeNormal, "KubeletRestartRequested", "RestartKubelet", "%s; asking the operator for a slot", kubeletCause(s.obs.kubelet))
-			return nil
+			return r.recordReboot(ctx, s)
 		}
+		r.announce(ctx, s, fromState(s, hash+"/"+s.lns.Annotations[tsv1.RebootedForAnnotation]), corev1.EventTypeNormal, "RebootRequested", "Reboot", "%s; asking the operator for a reboot slot", rebootCause(&s.obs))
 		r.setPhase(s, tsv1.RebootRequested, "waiting for the operator's reboot slot (rollout.maxUnavailable)")
 		s.obs.reboot.Action = action
-		if err := r.recordReboot(ctx, s); err != nil {
-			return err
-		}
-		r.event(s.lns, corev1.EventTypeNormal, "RebootRequested", "Reboot", "%s; asking the operator for a reboot slot", rebootCause(&s.obs))
-		return nil
+		return r.recordReboot(ctx, s)
 
 	case rs.Phase == tsv1.RebootVerifying:
 		return r.verifyKubelet(ctx, s)
@@ -177,16 +173,16 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 		if !s.lns.Spec.RebootGranted {
 			return nil
 		}
+		what := "reboot"
+		if rs.Action == tsv1.ActionKubeletRestart {
+			what = "kubelet restart"
+		}
+		r.announce(ctx, s, fromState(s, hash), corev1.EventTypeNormal, "Draining", "Reboot", "%s slot granted: node cordoned, evicting its pods (timeout %s)", what, r.drainTimeout(s.lns))
 		r.setPhase(s, tsv1.RebootDraining, "cordoned; evicting pods")
 		s.obs.reboot.BootID = bootID
 		if err := r.recordReboot(ctx, s); err != nil {
 			return err
 		}
-		what := "reboot"
-		if rs.Action == tsv1.ActionKubeletRestart {
-			what = "kubelet restart"
-		}
-		r.event(s.lns, corev1.EventTypeNormal, "Draining", "Reboot", "%s slot granted: node cordoned, evicting its pods (timeout %s)", what, r.drainTimeout(s.lns))
 		return r.drainStep(ctx, s, hash)
 
 	case rs.Phase == tsv1.RebootDraining:

@@ -320,9 +320,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// recordReboot writes status.reboot alone, now, before the step it starts is announced (event) or
-// done: a transition whose record failed is retried by the next reconcile, never announced or done
-// twice. The rest of the status follows in the reconcile's one patch.
+// recordReboot writes status.reboot alone, now, before the step it starts is done: a transition
+// whose record failed is retried by the next reconcile, never done twice (and announce says it
+// once). The rest of the status follows in the reconcile's one patch.
 func (r *Reconciler) recordReboot(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.base.Status.Reboot, s.obs.reboot) {
 		return nil
