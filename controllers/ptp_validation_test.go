@@ -30,6 +30,7 @@ var _ = Describe("LatencyProfile ptp validation by the API server", func() {
 		Expect(p.Spec.PTP.Transport).To(Equal(tsv1.PTPTransportUDPv4))
 		Expect(p.Spec.PTP.Timestamping).To(Equal(tsv1.PTPTimestampingHardware))
 		Expect(p.Spec.PTP.MaxOffsetNs).To(Equal(int64(1000)))
+		Expect(p.Spec.PTP.MaxSystemOffsetNs).To(Equal(int64(1000)))
 		Expect(p.Spec.PTP.HoldTime).To(Equal(&metav1.Duration{Duration: 10e9}))
 
 		Expect(k8s.Create(ctx, validPTPProfile("ptp-complete"), client.DryRunAll)).To(Succeed())
@@ -71,6 +72,8 @@ var _ = Describe("LatencyProfile ptp validation by the API server", func() {
 			"spec.ptp.ptp4lOptions", "names must be 1 to 64 characters and values at most 256"),
 		Entry("negative offset threshold", func(s *tsv1.PTPSpec) { s.MaxOffsetNs = -5 },
 			"spec.ptp.maxOffsetNs", "should be greater than or equal to 1"),
+		Entry("negative system clock threshold", func(s *tsv1.PTPSpec) { s.MaxSystemOffsetNs = -5 },
+			"spec.ptp.maxSystemOffsetNs", "should be greater than or equal to 1"),
 		Entry("hold time that is not a duration", func(s *tsv1.PTPSpec) { s.HoldTime = &metav1.Duration{Duration: -1e9} },
 			"spec.ptp.holdTime", "should match"),
 	)

@@ -171,6 +171,10 @@ type PTPTuning struct {
 	Phc2sysOptions map[string]string `json:"phc2sysOptions,omitempty"`
 	// MaxOffsetNs is the in-sync threshold in nanoseconds.
 	MaxOffsetNs int64 `json:"maxOffsetNs"`
+	// MaxSystemOffsetNs is the system clock's in-sync threshold in nanoseconds (hardware time
+	// stamping). Unset in node states written before it existed: the agent's default applies.
+	// +optional
+	MaxSystemOffsetNs int64 `json:"maxSystemOffsetNs,omitempty"`
 	// HoldTime is how long the node may be out of sync before TimeSynced turns False.
 	// +kubebuilder:validation:Type=string
 	HoldTime metav1.Duration `json:"holdTime"`
@@ -187,6 +191,12 @@ type PTPStatus struct {
 	// MeanPathDelayNs is the measured one-way path delay to the master in nanoseconds.
 	// +optional
 	MeanPathDelayNs *int64 `json:"meanPathDelayNs,omitempty"`
+	// SystemOffsetNs is the last offset of the system clock (CLOCK_REALTIME, the clock
+	// applications and trade records read) in nanoseconds: from the NIC's clock as phc2sys reports
+	// it with hardware time stamping, from the master with software time stamping (ptp4l steers
+	// the system clock itself then). Absent on a grandmaster and while none is read.
+	// +optional
+	SystemOffsetNs *int64 `json:"systemOffsetNs,omitempty"`
 	// Restarts counts how often the agent restarted ptp4l or phc2sys.
 	// +optional
 	Restarts int32 `json:"restarts,omitempty"`
@@ -543,6 +553,7 @@ type LatencyNodeStateStatus struct {
 // +kubebuilder:printcolumn:name="VFs",type=integer,JSONPath=`.status.vfs`
 // +kubebuilder:printcolumn:name="TimeSynced",type=string,JSONPath=`.status.conditions[?(@.type=="TimeSynced")].status`,priority=1
 // +kubebuilder:printcolumn:name="Offset",type=integer,JSONPath=`.status.ptp.offsetNs`,priority=1
+// +kubebuilder:printcolumn:name="SysOffset",type=integer,JSONPath=`.status.ptp.systemOffsetNs`,priority=1
 // +kubebuilder:printcolumn:name="BIOS",type=string,JSONPath=`.status.bios.conditions[?(@.type=="BIOSApplied")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.fingerprint`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

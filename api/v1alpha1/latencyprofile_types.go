@@ -771,6 +771,16 @@ type PTPSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	MaxOffsetNs int64 `json:"maxOffsetNs,omitempty"`
 
+	// MaxSystemOffsetNs is the largest |offset| in nanoseconds of the system clock (CLOCK_REALTIME,
+	// the clock applications timestamp trades with) from the NIC's clock, as phc2sys reports it,
+	// that still counts as in sync; a slave whose phc2sys reports nothing is not in sync either.
+	// Hardware time stamping only: with software time stamping ptp4l steers the system clock
+	// itself and maxOffsetNs judges it. MiFID II RTS 25 allows HFT 100 µs from UTC in all.
+	// +optional
+	// +kubebuilder:default=1000
+	// +kubebuilder:validation:Minimum=1
+	MaxSystemOffsetNs int64 `json:"maxSystemOffsetNs,omitempty"`
+
 	// HoldTime is how long the node may be out of sync (port not SLAVE, or offset above
 	// maxOffsetNs) without interruption before TimeSynced turns False. 0s reacts at once.
 	// +optional

@@ -1784,6 +1784,11 @@ func (in *PTPStatus) DeepCopyInto(out *PTPStatus) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.SystemOffsetNs != nil {
+		in, out := &in.SystemOffsetNs, &out.SystemOffsetNs
+		*out = new(int64)
+		**out = **in
+	}
 	if in.LastSample != nil {
 		in, out := &in.LastSample, &out.LastSample
 		*out = (*in).DeepCopy()

@@ -82,7 +82,7 @@ func ptpConfig(t *tsv1.PTPTuning) ptp.Config {
 		Role: ptp.Role(t.Role), Interface: t.Interface, Domain: int(t.Domain),
 		Transport: ptp.Transport(t.Transport), Timestamping: ptp.Timestamping(t.Timestamping),
 		Ptp4lOptions: t.Ptp4lOptions, Phc2sysOptions: t.Phc2sysOptions,
-		MaxOffsetNs: t.MaxOffsetNs, HoldTime: t.HoldTime.Duration,
+		MaxOffsetNs: t.MaxOffsetNs, MaxSystemOffsetNs: t.MaxSystemOffsetNs, HoldTime: t.HoldTime.Duration,
 	}.WithDefaults()
 }
 
@@ -214,6 +214,9 @@ func ptpStatus(snap *ptp.Snapshot, read time.Time) *tsv1.PTPStatus {
 		st.MeanPathDelayNs = &s.MeanPathDelayNs
 		if s.HasOffset {
 			st.OffsetNs = &s.OffsetNs
+		}
+		if s.HasSystemOffset {
+			st.SystemOffsetNs = &s.SystemOffsetNs
 		}
 	}
 	return st

@@ -102,6 +102,10 @@ func TestAgentPTPOverVeth(t *testing.T) {
 		if p := l.Status.PTP; p == nil || p.PortState != string(ptp.PortStateSlave) || p.OffsetNs == nil || p.LastSample == nil {
 			return fmt.Errorf("status.ptp = %+v, want port SLAVE with an offset", p)
 		}
+		// Software time stamping: ptp4l steers the system clock, so its offset is the system clock's.
+		if p := l.Status.PTP; p.SystemOffsetNs == nil || *p.SystemOffsetNs != *p.OffsetNs {
+			return fmt.Errorf("status.ptp.systemOffsetNs = %v, want ptp4l's offset %d", p.SystemOffsetNs, *p.OffsetNs)
+		}
 		first = l.Status.PTP
 		return nil
 	})

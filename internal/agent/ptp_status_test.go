@@ -19,7 +19,7 @@ import (
 func TestPTPStatus(t *testing.T) {
 	read := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
 	synced := &ptp.Snapshot{
-		Status:   ptp.Status{Synced: true, Reason: ptp.ReasonSynchronized, Sample: ptp.Sample{PortState: "SLAVE", OffsetNs: -42, HasOffset: true, MeanPathDelayNs: 900}},
+		Status:   ptp.Status{Synced: true, Reason: ptp.ReasonSynchronized, Sample: ptp.Sample{PortState: "SLAVE", OffsetNs: -42, HasOffset: true, MeanPathDelayNs: 900, SystemOffsetNs: 35, HasSystemOffset: true}},
 		Restarts: map[string]int{"ptp4l": 2, "phc2sys": 1},
 	}
 	lost := &ptp.Snapshot{Status: ptp.Status{Reason: ptp.ReasonStateUnavailable, Message: "pmc: no answer", Sample: ptp.Sample{Err: errors.New("no answer")}}}
@@ -36,7 +36,7 @@ func TestPTPStatus(t *testing.T) {
 		name:       "synced slave with a live offset",
 		obs:        observation{ptpWanted: true, ptp: synced, ptpRead: read},
 		wantSynced: metav1.ConditionTrue, wantReason: ptp.ReasonSynchronized,
-		wantPTP: &tsv1.PTPStatus{PortState: "SLAVE", OffsetNs: ptr.To[int64](-42), MeanPathDelayNs: ptr.To[int64](900), Restarts: 3, LastSample: &metav1.Time{Time: read}},
+		wantPTP: &tsv1.PTPStatus{PortState: "SLAVE", OffsetNs: ptr.To[int64](-42), MeanPathDelayNs: ptr.To[int64](900), SystemOffsetNs: ptr.To[int64](35), Restarts: 3, LastSample: &metav1.Time{Time: read}},
 	}, {
 		name:       "unreadable state keeps no offset",
 		obs:        observation{ptpWanted: true, ptp: lost, ptpRead: read},
@@ -87,5 +87,5 @@ func equalPTP(a, b *tsv1.PTPStatus) bool {
 	}
 	eq := func(x, y *int64) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
 	return a.PortState == b.PortState && a.Restarts == b.Restarts && eq(a.OffsetNs, b.OffsetNs) &&
-		eq(a.MeanPathDelayNs, b.MeanPathDelayNs) && a.LastSample.Equal(b.LastSample)
+		eq(a.MeanPathDelayNs, b.MeanPathDelayNs) && eq(a.SystemOffsetNs, b.SystemOffsetNs) && a.LastSample.Equal(b.LastSample)
 }

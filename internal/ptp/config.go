@@ -51,6 +51,9 @@ const (
 	// DefaultMaxOffsetNs is the offset threshold when none is given: 1 µs, well inside what
 	// hardware time stamping holds and far inside MiFID II RTS 25's 100 µs for HFT.
 	DefaultMaxOffsetNs int64 = 1000
+	// DefaultMaxSystemOffsetNs is the system clock's threshold when none is given: 1 µs, the
+	// same budget again for the copy from the NIC's clock to CLOCK_REALTIME.
+	DefaultMaxSystemOffsetNs int64 = 1000
 	// DefaultHoldTime is how long the node may stay out of sync before TimeSynced turns false, for
 	// the profile API to default an absent holdTime to. WithDefaults leaves HoldTime alone: zero is
 	// a valid choice (react at once).
@@ -83,12 +86,18 @@ type Config struct {
 	Phc2sysOptions map[string]string
 	// MaxOffsetNs is the largest |offsetFromMaster| in nanoseconds that still counts as in sync.
 	MaxOffsetNs int64
+	// MaxSystemOffsetNs is the largest |offset| of the system clock (CLOCK_REALTIME) from the
+	// NIC's clock, as phc2sys reports it, that still counts as in sync (slaves only; with software
+	// time stamping ptp4l steers the system clock itself and its offset is the system clock's).
+	// Zero (only before WithDefaults) leaves the system clock unjudged.
+	MaxSystemOffsetNs int64
 	// HoldTime is how long the port may be out of SLAVE state or above MaxOffsetNs, without
 	// interruption, before TimeSynced turns false. Zero means at once.
 	HoldTime time.Duration
 }
 
-// WithDefaults returns a copy of c with empty Role, Transport, Timestamping and MaxOffsetNs set to
+// WithDefaults returns a copy of c with empty Role, Transport, Timestamping, MaxOffsetNs and
+// MaxSystemOffsetNs set to
 // the package defaults. Domain 0 and HoldTime 0 are valid choices and stay as they are.
 func (c Config) WithDefaults() Config {
 	if c.Role == "" {
@@ -102,6 +111,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxOffsetNs == 0 {
 		c.MaxOffsetNs = DefaultMaxOffsetNs
+	}
+	if c.MaxSystemOffsetNs == 0 {
+		c.MaxSystemOffsetNs = DefaultMaxSystemOffsetNs
 	}
 	return c
 }
@@ -162,6 +174,10 @@ func (c Config) Validate() error {
 	if c.MaxOffsetNs <= 0 {
 		add("ptp.maxOffsetNs", fmt.Sprintf("%d is not a positive number of nanoseconds", c.MaxOffsetNs),
 			"set the largest |offsetFromMaster| that still counts as in sync, e.g. 1000")
+	}
+	if c.MaxSystemOffsetNs < 0 {
+		add("ptp.maxSystemOffsetNs", fmt.Sprintf("%d is negative", c.MaxSystemOffsetNs),
+			"set the largest |offset| of the system clock from the NIC's clock that still counts as in sync, e.g. 1000")
 	}
 	if c.HoldTime < 0 {
 		add("ptp.holdTime", fmt.Sprintf("%s is negative", c.HoldTime),

@@ -53,6 +53,7 @@ type Daemon struct {
 	ptp4l      *Supervisor
 	phc2sys    *Supervisor
 	logParser  *LogParser
+	sysClock   *SystemClockParser
 	reader     Reader
 	monitor    *Monitor
 
@@ -124,9 +125,12 @@ func NewDaemon(cfg Config, opts DaemonOptions) (*Daemon, error) {
 		if err != nil {
 			return nil, err
 		}
+		d.sysClock = &SystemClockParser{Now: opts.Now}
 		sup := opts.Supervisor
 		sup.Logger = d.log
 		sup.LineVerbosity = periodicLineVerbosity
+		sup.OnLine = d.sysClock.Line
+		sup.OnStart = func(int) { d.sysClock.Reset() }
 		d.phc2sys = NewSupervisor(opts.Wrap(Command{Name: "phc2sys", Path: phc2sysPath, Args: args}), sup)
 	}
 
@@ -229,12 +233,26 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
+// systemOffset adds the system clock's offset to a sample: phc2sys's with hardware time stamping;
+// with software time stamping ptp4l steers CLOCK_REALTIME itself, so its offset is the system
+// clock's. A grandmaster's system clock is the source, not a follower: none.
+func (d *Daemon) systemOffset(s *Sample) {
+	switch {
+	case d.cfg.Role == RoleGrandmaster || s.Err != nil:
+	case d.sysClock != nil:
+		s.SystemOffsetNs, s.HasSystemOffset = d.sysClock.Read()
+	default:
+		s.SystemOffsetNs, s.HasSystemOffset = s.OffsetNs, s.HasOffset
+	}
+}
+
 // poll reads one sample and updates the verdict.
 func (d *Daemon) poll(ctx context.Context) {
 	s := d.reader.Read(ctx)
 	if ctx.Err() != nil {
 		return // the read was cut short by the stop, not by ptp4l
 	}
+	d.systemOffset(&s)
 	d.mu.Lock()
 	prev := d.status
 	next := d.monitor.Observe(s)

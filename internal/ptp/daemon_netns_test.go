@@ -195,6 +195,13 @@ func testMasterAndSlave(t *testing.T, transport Transport) {
 			st.Sample.HasOffset && st.Sample.MeanPathDelayNs > 0
 	})
 	t.Logf("slave synced: %s (path delay %d ns)", st.Message, st.Sample.MeanPathDelayNs)
+	// Software time stamping: ptp4l steers CLOCK_REALTIME, so its offset is the system clock's.
+	if !st.Sample.HasSystemOffset || st.Sample.SystemOffsetNs != st.Sample.OffsetNs {
+		t.Errorf("system clock offset %d ns (read: %v), want ptp4l's offset %d ns", st.Sample.SystemOffsetNs, st.Sample.HasSystemOffset, st.Sample.OffsetNs)
+	}
+	if gst := master.d.Status(); gst.Sample.HasSystemOffset {
+		t.Errorf("grandmaster status has a system clock offset %d ns; its system clock is the source", gst.Sample.SystemOffsetNs)
+	}
 	if gst := master.d.Status(); !gst.Synced || gst.Sample.PortState != PortStateMaster {
 		t.Errorf("grandmaster status = %+v, want synced with port MASTER", gst)
 	}

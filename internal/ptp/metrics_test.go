@@ -30,6 +30,7 @@ func TestCollector(t *testing.T) {
 	const restartsHelp = "# HELP tickstack_ptp_process_restarts_total Times a linuxptp process was restarted after exiting.\n# TYPE tickstack_ptp_process_restarts_total counter\n"
 	const offsetHelp = "# HELP tickstack_ptp_offset_nanoseconds PTP offsetFromMaster of the node's clock in nanoseconds, as ptp4l reports it.\n# TYPE tickstack_ptp_offset_nanoseconds gauge\n"
 	const delayHelp = "# HELP tickstack_ptp_mean_path_delay_nanoseconds PTP meanPathDelay to the master in nanoseconds.\n# TYPE tickstack_ptp_mean_path_delay_nanoseconds gauge\n"
+	const sysHelp = "# HELP tickstack_ptp_system_offset_nanoseconds Offset of the system clock (CLOCK_REALTIME) in nanoseconds: from the NIC's clock as phc2sys reports it, or from the master with software time stamping.\n# TYPE tickstack_ptp_system_offset_nanoseconds gauge\n"
 
 	tests := []struct {
 		name string
@@ -39,9 +40,10 @@ func TestCollector(t *testing.T) {
 		{
 			name: "synced slave",
 			snap: Snapshot{Interface: "eth0", Role: RoleSlave, Restarts: map[string]int{"ptp4l": 2, "phc2sys": 0},
-				Status: Status{Synced: true, Sample: Sample{PortState: PortStateSlave, OffsetNs: -42, HasOffset: true, MeanPathDelayNs: 2100}}},
+				Status: Status{Synced: true, Sample: Sample{PortState: PortStateSlave, OffsetNs: -42, HasOffset: true, MeanPathDelayNs: 2100, SystemOffsetNs: 17, HasSystemOffset: true}}},
 			want: offsetHelp + `tickstack_ptp_offset_nanoseconds{interface="eth0"} -42
 ` + delayHelp + `tickstack_ptp_mean_path_delay_nanoseconds{interface="eth0"} 2100
+` + sysHelp + `tickstack_ptp_system_offset_nanoseconds{interface="eth0"} 17
 ` + states("SLAVE") + syncHelp + `tickstack_ptp_time_synced{interface="eth0"} 1
 ` + restartsHelp + `tickstack_ptp_process_restarts_total{interface="eth0",process="phc2sys"} 0
 tickstack_ptp_process_restarts_total{interface="eth0",process="ptp4l"} 2

@@ -22,6 +22,11 @@ const (
 	ReasonOffsetAboveThreshold = "OffsetAboveThreshold"
 	// ReasonNoOffset (False): the port is SLAVE but no offset could be read.
 	ReasonNoOffset = "NoOffset"
+	// ReasonSystemOffsetAboveThreshold (False): the system clock's |offset| > maxSystemOffsetNs.
+	ReasonSystemOffsetAboveThreshold = "SystemOffsetAboveThreshold"
+	// ReasonNoSystemOffset (False): the port is SLAVE but phc2sys reports no offset of the
+	// system clock (not running, hung, or not following the NIC's clock).
+	ReasonNoSystemOffset = "NoSystemOffset"
 	// ReasonStateUnavailable (False): ptp4l's state could not be read (not running, not answering).
 	ReasonStateUnavailable = "StateUnavailable"
 	// ReasonNoSample (False): nothing has been read yet.
@@ -50,6 +55,7 @@ type Status struct {
 type Monitor struct {
 	role        Role
 	maxOffsetNs int64
+	maxSysNs    int64
 	holdTime    time.Duration
 	now         func() time.Time
 
@@ -58,9 +64,15 @@ type Monitor struct {
 	status     Status
 }
 
-// NewMonitor returns a Monitor for c's role, MaxOffsetNs and HoldTime, reading time from now.
+// NewMonitor returns a Monitor for c's role, MaxOffsetNs, MaxSystemOffsetNs (hardware time
+// stamping only) and HoldTime, reading time from now.
 func NewMonitor(c Config, now func() time.Time) *Monitor {
-	return &Monitor{role: c.Role, maxOffsetNs: c.MaxOffsetNs, holdTime: c.HoldTime, now: now,
+	// With software time stamping the system clock is the one ptp4l steers: maxOffsetNs judges it.
+	maxSys := c.MaxSystemOffsetNs
+	if !c.RunsPhc2sys() {
+		maxSys = 0
+	}
+	return &Monitor{role: c.Role, maxOffsetNs: c.MaxOffsetNs, maxSysNs: maxSys, holdTime: c.HoldTime, now: now,
 		status: Status{Reason: ReasonNoSample, Message: "no PTP state read yet"}}
 }
 
@@ -118,6 +130,15 @@ func (m *Monitor) judge(s Sample) (good bool, reason, message string) {
 	}
 	if abs(s.OffsetNs) > m.maxOffsetNs {
 		return false, ReasonOffsetAboveThreshold, fmt.Sprintf("offset %d ns is beyond ±%d ns", s.OffsetNs, m.maxOffsetNs)
+	}
+	if m.maxSysNs > 0 {
+		if !s.HasSystemOffset {
+			return false, ReasonNoSystemOffset, fmt.Sprintf("port SLAVE, offset %d ns, but phc2sys reports no system clock offset (not running, hung, or not following the NIC's clock)", s.OffsetNs)
+		}
+		if abs(s.SystemOffsetNs) > m.maxSysNs {
+			return false, ReasonSystemOffsetAboveThreshold, fmt.Sprintf("system clock offset %d ns is beyond ±%d ns (PTP offset %d ns)", s.SystemOffsetNs, m.maxSysNs, s.OffsetNs)
+		}
+		return true, "", fmt.Sprintf("port SLAVE, offset %d ns within ±%d ns, system clock offset %d ns within ±%d ns", s.OffsetNs, m.maxOffsetNs, s.SystemOffsetNs, m.maxSysNs)
 	}
 	return true, "", fmt.Sprintf("port SLAVE, offset %d ns within ±%d ns", s.OffsetNs, m.maxOffsetNs)
 }

@@ -52,6 +52,12 @@ type Sample struct {
 	MeanPathDelayNs int64
 	// StepsRemoved is the number of links between this clock and the grandmaster.
 	StepsRemoved int
+	// SystemOffsetNs is the system clock's (CLOCK_REALTIME) offset in nanoseconds, valid when
+	// HasSystemOffset: phc2sys's offset from the NIC's clock with hardware time stamping, ptp4l's
+	// offset from the master with software time stamping (ptp4l steers the system clock then).
+	SystemOffsetNs int64
+	// HasSystemOffset says whether a system clock offset was read.
+	HasSystemOffset bool
 	// Err is set when reading failed (ptp4l not running or not answering); the fields above are then
 	// empty.
 	Err error

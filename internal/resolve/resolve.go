@@ -136,7 +136,7 @@ func ptpTuning(p *tsv1.PTPSpec, nics []tsv1.NICTuning) (*tsv1.PTPTuning, error) 
 	}
 	t := &tsv1.PTPTuning{
 		Role: p.Role, Interface: p.Interface, Domain: p.Domain, Transport: p.Transport,
-		Timestamping: p.Timestamping, MaxOffsetNs: p.MaxOffsetNs,
+		Timestamping: p.Timestamping, MaxOffsetNs: p.MaxOffsetNs, MaxSystemOffsetNs: p.MaxSystemOffsetNs,
 		Ptp4lOptions: maps.Clone(p.Ptp4lOptions), Phc2sysOptions: maps.Clone(p.Phc2sysOptions),
 		HoldTime: metav1.Duration{Duration: ptp.DefaultHoldTime},
 	}
@@ -154,6 +154,9 @@ func ptpTuning(p *tsv1.PTPSpec, nics []tsv1.NICTuning) (*tsv1.PTPTuning, error) 
 	}
 	if t.MaxOffsetNs == 0 {
 		t.MaxOffsetNs = ptp.DefaultMaxOffsetNs
+	}
+	if t.MaxSystemOffsetNs == 0 {
+		t.MaxSystemOffsetNs = ptp.DefaultMaxSystemOffsetNs
 	}
 	if p.NICGroup == "" {
 		if p.Interface == "" {

@@ -250,7 +250,7 @@ func TestNodePTP(t *testing.T) {
 	defaults := func(iface string) *tsv1.PTPTuning {
 		return &tsv1.PTPTuning{
 			Role: tsv1.PTPRoleSlave, Interface: iface, Transport: tsv1.PTPTransportUDPv4,
-			Timestamping: tsv1.PTPTimestampingHardware, MaxOffsetNs: 1000, HoldTime: metav1.Duration{Duration: 10 * time.Second},
+			Timestamping: tsv1.PTPTimestampingHardware, MaxOffsetNs: 1000, MaxSystemOffsetNs: 1000, HoldTime: metav1.Duration{Duration: 10 * time.Second},
 		}
 	}
 	nics := []tsv1.NICSpec{
@@ -277,12 +277,12 @@ func TestNodePTP(t *testing.T) {
 		ptp: &tsv1.PTPSpec{
 			Role: tsv1.PTPRoleGrandmaster, Interface: "eno1", Domain: 24, Transport: tsv1.PTPTransportL2,
 			Timestamping: tsv1.PTPTimestampingSoftware, Ptp4lOptions: map[string]string{"priority1": "10"},
-			MaxOffsetNs: 50000, HoldTime: &metav1.Duration{Duration: 0},
+			MaxOffsetNs: 50000, MaxSystemOffsetNs: 2500, HoldTime: &metav1.Duration{Duration: 0},
 		},
 		want: &tsv1.PTPTuning{
 			Role: tsv1.PTPRoleGrandmaster, Interface: "eno1", Domain: 24, Transport: tsv1.PTPTransportL2,
 			Timestamping: tsv1.PTPTimestampingSoftware, Ptp4lOptions: map[string]string{"priority1": "10"},
-			MaxOffsetNs: 50000,
+			MaxOffsetNs: 50000, MaxSystemOffsetNs: 2500,
 		},
 	}, {
 		name:    "nicGroup that is not a group",
