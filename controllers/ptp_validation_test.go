@@ -5,6 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -31,6 +32,7 @@ var _ = Describe("LatencyProfile ptp validation by the API server", func() {
 		Expect(p.Spec.PTP.Timestamping).To(Equal(tsv1.PTPTimestampingHardware))
 		Expect(p.Spec.PTP.MaxOffsetNs).To(Equal(int64(1000)))
 		Expect(p.Spec.PTP.MaxSystemOffsetNs).To(Equal(int64(1000)))
+		Expect(p.Spec.PTP.SchedulingPolicy).To(Equal(tsv1.PTPSchedulingFIFO))
 		Expect(p.Spec.PTP.HoldTime).To(Equal(&metav1.Duration{Duration: 10e9}))
 
 		Expect(k8s.Create(ctx, validPTPProfile("ptp-complete"), client.DryRunAll)).To(Succeed())
@@ -74,6 +76,13 @@ var _ = Describe("LatencyProfile ptp validation by the API server", func() {
 			"spec.ptp.maxOffsetNs", "should be greater than or equal to 1"),
 		Entry("negative system clock threshold", func(s *tsv1.PTPSpec) { s.MaxSystemOffsetNs = -5 },
 			"spec.ptp.maxSystemOffsetNs", "should be greater than or equal to 1"),
+		Entry("SCHED_FIFO priority above the PTP operator's range", func(s *tsv1.PTPSpec) { s.SchedulingPriority = ptr.To[int32](66) },
+			"spec.ptp.schedulingPriority", "should be less than or equal to 65"),
+		Entry("a priority with SCHED_OTHER", func(s *tsv1.PTPSpec) {
+			s.SchedulingPolicy, s.SchedulingPriority = tsv1.PTPSchedulingOther, ptr.To[int32](5)
+		}, "spec.ptp", "SCHED_OTHER has no priority"),
+		Entry("an unknown scheduling policy", func(s *tsv1.PTPSpec) { s.SchedulingPolicy = "SCHED_RR" },
+			"spec.ptp.schedulingPolicy", "Unsupported value"),
 		Entry("hold time that is not a duration", func(s *tsv1.PTPSpec) { s.HoldTime = &metav1.Duration{Duration: -1e9} },
 			"spec.ptp.holdTime", "should match"),
 	)

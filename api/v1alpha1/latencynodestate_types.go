@@ -175,6 +175,15 @@ type PTPTuning struct {
 	// stamping). Unset in node states written before it existed: the agent's default applies.
 	// +optional
 	MaxSystemOffsetNs int64 `json:"maxSystemOffsetNs,omitempty"`
+	// SchedulingPolicy and SchedulingPriority (SCHED_FIFO only) of ptp4l and phc2sys. Unset in
+	// node states written before they existed: the agent's defaults apply.
+	// +optional
+	SchedulingPolicy PTPSchedulingPolicy `json:"schedulingPolicy,omitempty"`
+	// +optional
+	SchedulingPriority int32 `json:"schedulingPriority,omitempty"`
+	// CPUs is where ptp4l and phc2sys run: the node's reserved CPUs.
+	// +optional
+	CPUs string `json:"cpus,omitempty"`
 	// HoldTime is how long the node may be out of sync before TimeSynced turns False.
 	// +kubebuilder:validation:Type=string
 	HoldTime metav1.Duration `json:"holdTime"`

@@ -712,9 +712,21 @@ const (
 	PTPTimestampingSoftware PTPTimestamping = "software"
 )
 
+// PTPSchedulingPolicy is the Linux scheduling policy of ptp4l and phc2sys.
+// +kubebuilder:validation:Enum=SCHED_FIFO;SCHED_OTHER
+type PTPSchedulingPolicy string
+
+const (
+	// PTPSchedulingFIFO runs them real-time, ahead of every ordinary thread on the reserved CPUs.
+	PTPSchedulingFIFO PTPSchedulingPolicy = "SCHED_FIFO"
+	// PTPSchedulingOther runs them with the kernel's ordinary time sharing.
+	PTPSchedulingOther PTPSchedulingPolicy = "SCHED_OTHER"
+)
+
 // PTPSpec is a profile's PTP time sync: one ptp4l port per node, judged against maxOffsetNs.
 // +kubebuilder:validation:XValidation:rule="has(self.interface) != has(self.nicGroup)",message="ptp: set exactly one of ptp.interface (an interface name such as ens1f0) and ptp.nicGroup (the name of a spec.nics[] group)"
 // +kubebuilder:validation:XValidation:rule="!has(self.phc2sysOptions) || size(self.phc2sysOptions) == 0 || !has(self.timestamping) || self.timestamping == 'hardware'",message="ptp.phc2sysOptions: phc2sys does not run with software timestamping; remove the options or use hardware timestamping"
+// +kubebuilder:validation:XValidation:rule="!has(self.schedulingPriority) || !has(self.schedulingPolicy) || self.schedulingPolicy == 'SCHED_FIFO'",message="ptp.schedulingPriority: SCHED_OTHER has no priority; remove ptp.schedulingPriority or set ptp.schedulingPolicy to SCHED_FIFO"
 type PTPSpec struct {
 	// Role is slave (follow a master; trading nodes) or grandmaster (serve time; labs).
 	// +optional
@@ -780,6 +792,20 @@ type PTPSpec struct {
 	// +kubebuilder:default=1000
 	// +kubebuilder:validation:Minimum=1
 	MaxSystemOffsetNs int64 `json:"maxSystemOffsetNs,omitempty"`
+
+	// SchedulingPolicy is how ptp4l and phc2sys are scheduled: SCHED_FIFO (real-time, so a
+	// loaded node still answers sync messages and steers its clock on time) or SCHED_OTHER. Either
+	// way they run on the node's reserved CPUs (spec.cpu.reserved), off the isolated ones.
+	// +optional
+	// +kubebuilder:default=SCHED_FIFO
+	SchedulingPolicy PTPSchedulingPolicy `json:"schedulingPolicy,omitempty"`
+
+	// SchedulingPriority is their SCHED_FIFO priority, 1..65 as the PTP operator's
+	// ptpSchedulingPriority. Unset: 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65
+	SchedulingPriority *int32 `json:"schedulingPriority,omitempty"`
 
 	// HoldTime is how long the node may be out of sync (port not SLAVE, or offset above
 	// maxOffsetNs) without interruption before TimeSynced turns False. 0s reacts at once.

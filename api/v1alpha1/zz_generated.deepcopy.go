@@ -1754,6 +1754,11 @@ func (in *PTPSpec) DeepCopyInto(out *PTPSpec) {
 			(*out)[key] = val
 		}
 	}
+	if in.SchedulingPriority != nil {
+		in, out := &in.SchedulingPriority, &out.SchedulingPriority
+		*out = new(int32)
+		**out = **in
+	}
 	if in.HoldTime != nil {
 		in, out := &in.HoldTime, &out.HoldTime
 		*out = new(v1.Duration)

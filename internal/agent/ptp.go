@@ -83,6 +83,7 @@ func ptpConfig(t *tsv1.PTPTuning) ptp.Config {
 		Transport: ptp.Transport(t.Transport), Timestamping: ptp.Timestamping(t.Timestamping),
 		Ptp4lOptions: t.Ptp4lOptions, Phc2sysOptions: t.Phc2sysOptions,
 		MaxOffsetNs: t.MaxOffsetNs, MaxSystemOffsetNs: t.MaxSystemOffsetNs, HoldTime: t.HoldTime.Duration,
+		SchedPolicy: ptp.SchedPolicy(t.SchedulingPolicy), SchedPriority: int(t.SchedulingPriority), CPUs: t.CPUs,
 	}.WithDefaults()
 }
 

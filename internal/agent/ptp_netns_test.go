@@ -67,7 +67,8 @@ func TestAgentPTPOverVeth(t *testing.T) {
 			Ptp4lPath: ptp4lPath, PmcPath: pmcPath, RunDir: runDir, PollInterval: 200 * time.Millisecond,
 			StatusPeriod: time.Second,
 			Wrap: func(c ptp.Command) ptp.Command {
-				return ptp.Command{Name: c.Name, Path: ipPath, Args: append([]string{"netns", "exec", ns, c.Path}, c.Args...)}
+				c.Path, c.Args = ipPath, append([]string{"netns", "exec", ns, c.Path}, c.Args...)
+				return c
 			},
 			Supervisor: ptp.SupervisorOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, StopTimeout: 3 * time.Second},
 		}

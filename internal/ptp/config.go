@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tickstack/tickstack/internal/host/cpuset"
 )
 
 // Role is the PTP role this node plays.
@@ -43,6 +45,22 @@ const (
 	TimestampingSoftware Timestamping = "software"
 )
 
+// SchedPolicy is the Linux scheduling policy ptp4l and phc2sys run with.
+type SchedPolicy string
+
+const (
+	// SchedFIFO: real-time, at SchedPriority, ahead of every ordinary thread on their CPUs, so a
+	// loaded node still answers sync messages and steers its clock on time.
+	SchedFIFO SchedPolicy = "SCHED_FIFO"
+	// SchedOther: the kernel's ordinary time-sharing policy.
+	SchedOther SchedPolicy = "SCHED_OTHER"
+)
+
+// MaxSchedPriority is the highest SCHED_FIFO priority accepted for linuxptp: as the PTP
+// operator's ptpSchedulingPriority, below the kernel's interrupt threads (50) plus margin for
+// what a trading node runs above them.
+const MaxSchedPriority = 65
+
 // Defaults applied by WithDefaults to fields left at their zero value.
 const (
 	DefaultRole         = RoleSlave
@@ -54,6 +72,10 @@ const (
 	// DefaultMaxSystemOffsetNs is the system clock's threshold when none is given: 1 µs, the
 	// same budget again for the copy from the NIC's clock to CLOCK_REALTIME.
 	DefaultMaxSystemOffsetNs int64 = 1000
+	// DefaultSchedPolicy and DefaultSchedPriority: SCHED_FIFO at 10, the priority the PTP
+	// operator's documentation sets with ptpSchedulingPolicy SCHED_FIFO.
+	DefaultSchedPolicy   = SchedFIFO
+	DefaultSchedPriority = 10
 	// DefaultHoldTime is how long the node may stay out of sync before TimeSynced turns false, for
 	// the profile API to default an absent holdTime to. WithDefaults leaves HoldTime alone: zero is
 	// a valid choice (react at once).
@@ -94,6 +116,13 @@ type Config struct {
 	// HoldTime is how long the port may be out of SLAVE state or above MaxOffsetNs, without
 	// interruption, before TimeSynced turns false. Zero means at once.
 	HoldTime time.Duration
+	// SchedPolicy and SchedPriority (1..MaxSchedPriority, SCHED_FIFO only) are the scheduling of
+	// ptp4l and phc2sys.
+	SchedPolicy   SchedPolicy
+	SchedPriority int
+	// CPUs, a CPU list ("0-1"), pins ptp4l and phc2sys there: the node's reserved CPUs, off the
+	// isolated ones the trading threads own. Empty: no pinning.
+	CPUs string
 }
 
 // WithDefaults returns a copy of c with empty Role, Transport, Timestamping, MaxOffsetNs and
@@ -115,7 +144,25 @@ func (c Config) WithDefaults() Config {
 	if c.MaxSystemOffsetNs == 0 {
 		c.MaxSystemOffsetNs = DefaultMaxSystemOffsetNs
 	}
+	if c.SchedPolicy == "" {
+		c.SchedPolicy = DefaultSchedPolicy
+	}
+	if c.SchedPolicy == SchedFIFO && c.SchedPriority == 0 {
+		c.SchedPriority = DefaultSchedPriority
+	}
 	return c
+}
+
+// scheduling is the SCHED_FIFO priority (0: ordinary scheduling) and the CPUs (none: unpinned)
+// for ptp4l and phc2sys; c is valid.
+func (c Config) scheduling() (fifoPriority int, cpus []int) {
+	if c.SchedPolicy == SchedFIFO {
+		fifoPriority = c.SchedPriority
+	}
+	if c.CPUs != "" {
+		cpus = cpuset.MustParse(c.CPUs).CPUs()
+	}
+	return fifoPriority, cpus
 }
 
 // RunsPhc2sys reports whether the agent runs phc2sys for c: only with hardware time stamping, where a
@@ -174,6 +221,25 @@ func (c Config) Validate() error {
 	if c.MaxOffsetNs <= 0 {
 		add("ptp.maxOffsetNs", fmt.Sprintf("%d is not a positive number of nanoseconds", c.MaxOffsetNs),
 			"set the largest |offsetFromMaster| that still counts as in sync, e.g. 1000")
+	}
+	switch c.SchedPolicy {
+	case "", SchedOther:
+		if c.SchedPriority != 0 {
+			add("ptp.schedulingPriority", fmt.Sprintf("%d is set with policy %s, which has no priority", c.SchedPriority, SchedOther),
+				"remove ptp.schedulingPriority, or set ptp.schedulingPolicy to SCHED_FIFO")
+		}
+	case SchedFIFO:
+		if c.SchedPriority < 1 || c.SchedPriority > MaxSchedPriority {
+			add("ptp.schedulingPriority", fmt.Sprintf("%d is out of range 1..%d", c.SchedPriority, MaxSchedPriority),
+				"use a SCHED_FIFO priority from 1 to 65 (the PTP operator's range), e.g. 10")
+		}
+	default:
+		add("ptp.schedulingPolicy", fmt.Sprintf("unknown policy %q", c.SchedPolicy), `use "SCHED_FIFO" or "SCHED_OTHER"`)
+	}
+	if c.CPUs != "" {
+		if set, err := cpuset.Parse(c.CPUs); err != nil || set.IsEmpty() {
+			add("ptp.cpus", fmt.Sprintf("%q is not a CPU list", c.CPUs), "the agent pins linuxptp to the node's reserved CPUs: fix spec.cpu.reserved")
+		}
 	}
 	if c.MaxSystemOffsetNs < 0 {
 		add("ptp.maxSystemOffsetNs", fmt.Sprintf("%d is negative", c.MaxSystemOffsetNs),

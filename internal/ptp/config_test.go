@@ -27,6 +27,12 @@ func TestWithDefaults(t *testing.T) {
 		got.MaxOffsetNs != want.MaxOffsetNs || got.HoldTime != want.HoldTime || got.Domain != 0 {
 		t.Fatalf("WithDefaults() = %+v, want %+v", got, want)
 	}
+	if got.SchedPolicy != SchedFIFO || got.SchedPriority != 10 || got.MaxSystemOffsetNs != 1000 {
+		t.Fatalf("WithDefaults() scheduling %s %d, system offset %d, want SCHED_FIFO 10 and 1000", got.SchedPolicy, got.SchedPriority, got.MaxSystemOffsetNs)
+	}
+	if o := (Config{Interface: "eth0", SchedPolicy: SchedOther}).WithDefaults(); o.SchedPriority != 0 {
+		t.Fatalf("WithDefaults() gave SCHED_OTHER priority %d", o.SchedPriority)
+	}
 	if err := got.Validate(); err != nil {
 		t.Fatalf("defaulted config must be valid: %v", err)
 	}
@@ -52,6 +58,15 @@ func TestValidate(t *testing.T) {
 			c.Phc2sysOptions = map[string]string{"-R": "8", "step_threshold": "0.1", "-x": "true"}
 		}},
 		{name: "domain 127 is the top", mutate: func(c *Config) { c.Domain = 127 }},
+		{name: "SCHED_FIFO 65 pinned", mutate: func(c *Config) { c.SchedPolicy, c.SchedPriority, c.CPUs = SchedFIFO, 65, "0-1,4" }},
+		{name: "SCHED_FIFO above 65", mutate: func(c *Config) { c.SchedPolicy, c.SchedPriority = SchedFIFO, 66 },
+			wantErr: []string{"ptp.schedulingPriority: 66 is out of range 1..65"}},
+		{name: "priority with SCHED_OTHER", mutate: func(c *Config) { c.SchedPolicy, c.SchedPriority = SchedOther, 5 },
+			wantErr: []string{"ptp.schedulingPriority: 5 is set with policy SCHED_OTHER", "set ptp.schedulingPolicy to SCHED_FIFO"}},
+		{name: "unknown policy", mutate: func(c *Config) { c.SchedPolicy = "SCHED_RR" },
+			wantErr: []string{`ptp.schedulingPolicy: unknown policy "SCHED_RR"`}},
+		{name: "bad CPU list", mutate: func(c *Config) { c.CPUs = "0-" },
+			wantErr: []string{`ptp.cpus: "0-" is not a CPU list`}},
 		{name: "domain too high", mutate: func(c *Config) { c.Domain = 128 },
 			wantErr: []string{"ptp.domain: 128 is out of range 0..127", "refuses domains above 127"}},
 		{name: "domain negative", mutate: func(c *Config) { c.Domain = -1 },

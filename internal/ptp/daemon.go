@@ -31,7 +31,8 @@ type DaemonOptions struct {
 	// Now is the Monitor's clock (time.Now when nil).
 	Now func() time.Time
 	// Wrap, if set, rewrites each command before it runs, e.g. to prefix "ip netns exec NAME" or
-	// "nsenter". pmc needs no wrapping: it talks to ptp4l over a UNIX socket path.
+	// "nsenter" (a wrapper that execs: the scheduling set on its pid passes to the program; keep
+	// FIFOPriority and CPUs). pmc needs no wrapping: it talks to ptp4l over a UNIX socket path.
 	Wrap func(Command) Command
 	// Supervisor tunes restarts and stopping; its Logger, OnLine, OnStart and LineVerbosity are set
 	// by the Daemon.
@@ -114,7 +115,8 @@ func NewDaemon(cfg Config, opts DaemonOptions) (*Daemon, error) {
 	sup.LineVerbosity = periodicLineVerbosity
 	sup.OnLine = d.logParser.Line
 	sup.OnStart = func(int) { d.logParser.Reset() }
-	d.ptp4l = NewSupervisor(opts.Wrap(Command{Name: "ptp4l", Path: ptp4lPath, Args: Ptp4lArgs(d.configFile)}), sup)
+	prio, cpus := cfg.scheduling()
+	d.ptp4l = NewSupervisor(opts.Wrap(Command{Name: "ptp4l", Path: ptp4lPath, Args: Ptp4lArgs(d.configFile), FIFOPriority: prio, CPUs: cpus}), sup)
 
 	if cfg.RunsPhc2sys() {
 		phc2sysPath, err := lookPath(opts.Phc2sysPath, "phc2sys")
@@ -131,7 +133,7 @@ func NewDaemon(cfg Config, opts DaemonOptions) (*Daemon, error) {
 		sup.LineVerbosity = periodicLineVerbosity
 		sup.OnLine = d.sysClock.Line
 		sup.OnStart = func(int) { d.sysClock.Reset() }
-		d.phc2sys = NewSupervisor(opts.Wrap(Command{Name: "phc2sys", Path: phc2sysPath, Args: args}), sup)
+		d.phc2sys = NewSupervisor(opts.Wrap(Command{Name: "phc2sys", Path: phc2sysPath, Args: args, FIFOPriority: prio, CPUs: cpus}), sup)
 	}
 
 	if pmcPath, err := lookPath(opts.PmcPath, "pmc"); err == nil {

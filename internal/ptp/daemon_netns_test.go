@@ -54,7 +54,8 @@ func newPTPLab(t *testing.T, tag string) *ptpLab {
 // inNetns runs a command inside a network namespace.
 func (l *ptpLab) inNetns(ns string) func(Command) Command {
 	return func(c Command) Command {
-		return Command{Name: c.Name, Path: l.ip, Args: append([]string{"netns", "exec", ns, c.Path}, c.Args...)}
+		c.Path, c.Args = l.ip, append([]string{"netns", "exec", ns, c.Path}, c.Args...)
+		return c
 	}
 }
 
@@ -168,8 +169,10 @@ func testMasterAndSlave(t *testing.T, transport Transport) {
 	log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{})
 	const hold = 2 * time.Second
 
+	// The grandmaster with the kernel's ordinary scheduling, the slave with the defaults
+	// (SCHED_FIFO 10) pinned to CPU 0 as to a node's reserved CPUs.
 	gm := Config{Role: RoleGrandmaster, Interface: lab.ifMaster, Domain: 24, Transport: transport,
-		Timestamping: TimestampingSoftware, MaxOffsetNs: 1, HoldTime: hold, Ptp4lOptions: fastPTP()}
+		Timestamping: TimestampingSoftware, MaxOffsetNs: 1, HoldTime: hold, Ptp4lOptions: fastPTP(), SchedPolicy: SchedOther}
 	slaveOpts := fastPTP()
 	// The slave steers the machine-wide system clock: no steps, at most 100 ppb. Explicit PI
 	// constants make it lock at once: with the software time stamping defaults (ki = 0.001 scaled)
@@ -179,7 +182,7 @@ func testMasterAndSlave(t *testing.T, transport Transport) {
 	slaveOpts["pi_proportional_const"] = "0.1"
 	slaveOpts["pi_integral_const"] = "0.05"
 	slave := Config{Role: RoleSlave, Interface: lab.ifSlave, Domain: 24, Transport: transport,
-		Timestamping: TimestampingSoftware, MaxOffsetNs: 1_000_000, HoldTime: hold, Ptp4lOptions: slaveOpts}
+		Timestamping: TimestampingSoftware, MaxOffsetNs: 1_000_000, HoldTime: hold, Ptp4lOptions: slaveOpts, CPUs: "0"}
 
 	changes := &syncLog{}
 	master := lab.start(t, "gm", gm, lab.nsMaster, log, nil)
@@ -198,6 +201,12 @@ func testMasterAndSlave(t *testing.T, transport Transport) {
 	// Software time stamping: ptp4l steers CLOCK_REALTIME, so its offset is the system clock's.
 	if !st.Sample.HasSystemOffset || st.Sample.SystemOffsetNs != st.Sample.OffsetNs {
 		t.Errorf("system clock offset %d ns (read: %v), want ptp4l's offset %d ns", st.Sample.SystemOffsetNs, st.Sample.HasSystemOffset, st.Sample.OffsetNs)
+	}
+	if got := procSched(t, sl.d.Ptp4l().PID()); got != "policy 1 priority 10 cpus 0" {
+		t.Errorf("slave ptp4l scheduling: %s, want SCHED_FIFO (policy 1) priority 10 on CPU 0", got)
+	}
+	if got := procSched(t, master.d.Ptp4l().PID()); !strings.HasPrefix(got, "policy 0 priority 0 ") {
+		t.Errorf("grandmaster ptp4l scheduling: %s, want SCHED_OTHER (policy 0)", got)
 	}
 	if gst := master.d.Status(); gst.Sample.HasSystemOffset {
 		t.Errorf("grandmaster status has a system clock offset %d ns; its system clock is the source", gst.Sample.SystemOffsetNs)
@@ -317,4 +326,26 @@ func TestHardwareTimestampingWithoutPHC(t *testing.T) {
 	if got := d.Snapshot().Restarts; got["ptp4l"] < 2 || got["phc2sys"] != 0 {
 		t.Errorf("restarts = %v, want ptp4l >= 2 and phc2sys 0 (it waits for ptp4l)", got)
 	}
+}
+
+// procSched reads a process's scheduling policy, real-time priority and allowed CPUs from /proc.
+func procSched(t *testing.T, pid int) string {
+	t.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("reading pid %d's stat: %v", pid, err)
+	}
+	// Fields after the command name: state is field 3; rt_priority 40 and policy 41.
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("reading pid %d's status: %v", pid, err)
+	}
+	cpus := "?"
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			cpus = strings.TrimSpace(v)
+		}
+	}
+	return fmt.Sprintf("policy %s priority %s cpus %s", f[41-3], f[40-3], cpus)
 }

@@ -22,6 +22,10 @@ type Command struct {
 	Path string
 	// Args are the arguments after the program name.
 	Args []string
+	// FIFOPriority, when above 0, runs the process at SCHED_FIFO with that priority.
+	FIFOPriority int
+	// CPUs, when set, pins the process to these CPUs.
+	CPUs []int
 }
 
 // Supervisor defaults.
@@ -174,6 +178,10 @@ func (s *Supervisor) runOnce(ctx context.Context) error {
 	s.pid = pid
 	s.mu.Unlock()
 	s.log.Info("process started", "pid", pid, "path", s.cmd.Path, "args", s.cmd.Args)
+	if err := schedule(pid, s.cmd.FIFOPriority, s.cmd.CPUs); err != nil {
+		// It runs, with the kernel's ordinary scheduling: worse time under load, not none.
+		s.log.Error(err, "process runs with ordinary scheduling", "pid", pid)
+	}
 	if s.opts.OnStart != nil {
 		s.opts.OnStart(pid)
 	}

@@ -82,6 +82,10 @@ func Node(spec *tsv1.LatencyProfileSpec, facts *tsv1.NodeFacts) (*tsv1.NodeTunin
 	if t.PTP, err = ptpTuning(spec.PTP, t.NICs); err != nil {
 		return nil, err
 	}
+	if t.PTP != nil && reserved.Size() > 0 {
+		// linuxptp on the reserved CPUs, never on the isolated ones the trading threads own.
+		t.PTP.CPUs = string(t.ReservedCPUs)
+	}
 	if t.Kubelet, err = kubeletTuning(spec); err != nil {
 		return nil, err
 	}
@@ -157,6 +161,16 @@ func ptpTuning(p *tsv1.PTPSpec, nics []tsv1.NICTuning) (*tsv1.PTPTuning, error) 
 	}
 	if t.MaxSystemOffsetNs == 0 {
 		t.MaxSystemOffsetNs = ptp.DefaultMaxSystemOffsetNs
+	}
+	t.SchedulingPolicy = p.SchedulingPolicy
+	if t.SchedulingPolicy == "" {
+		t.SchedulingPolicy = tsv1.PTPSchedulingPolicy(ptp.DefaultSchedPolicy)
+	}
+	if t.SchedulingPolicy == tsv1.PTPSchedulingFIFO {
+		t.SchedulingPriority = ptp.DefaultSchedPriority
+		if p.SchedulingPriority != nil {
+			t.SchedulingPriority = *p.SchedulingPriority
+		}
 	}
 	if p.NICGroup == "" {
 		if p.Interface == "" {

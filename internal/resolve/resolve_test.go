@@ -251,6 +251,7 @@ func TestNodePTP(t *testing.T) {
 		return &tsv1.PTPTuning{
 			Role: tsv1.PTPRoleSlave, Interface: iface, Transport: tsv1.PTPTransportUDPv4,
 			Timestamping: tsv1.PTPTimestampingHardware, MaxOffsetNs: 1000, MaxSystemOffsetNs: 1000, HoldTime: metav1.Duration{Duration: 10 * time.Second},
+			SchedulingPolicy: tsv1.PTPSchedulingFIFO, SchedulingPriority: 10,
 		}
 	}
 	nics := []tsv1.NICSpec{
@@ -260,6 +261,7 @@ func TestNodePTP(t *testing.T) {
 	tests := []struct {
 		name    string
 		ptp     *tsv1.PTPSpec
+		cpu     *tsv1.CPUSpec
 		want    *tsv1.PTPTuning
 		wantErr string
 	}{{
@@ -278,12 +280,22 @@ func TestNodePTP(t *testing.T) {
 			Role: tsv1.PTPRoleGrandmaster, Interface: "eno1", Domain: 24, Transport: tsv1.PTPTransportL2,
 			Timestamping: tsv1.PTPTimestampingSoftware, Ptp4lOptions: map[string]string{"priority1": "10"},
 			MaxOffsetNs: 50000, MaxSystemOffsetNs: 2500, HoldTime: &metav1.Duration{Duration: 0},
+			SchedulingPolicy: tsv1.PTPSchedulingOther,
 		},
 		want: &tsv1.PTPTuning{
 			Role: tsv1.PTPRoleGrandmaster, Interface: "eno1", Domain: 24, Transport: tsv1.PTPTransportL2,
 			Timestamping: tsv1.PTPTimestampingSoftware, Ptp4lOptions: map[string]string{"priority1": "10"},
-			MaxOffsetNs: 50000, MaxSystemOffsetNs: 2500,
+			MaxOffsetNs: 50000, MaxSystemOffsetNs: 2500, SchedulingPolicy: tsv1.PTPSchedulingOther,
 		},
+	}, {
+		name: "a SCHED_FIFO priority given, and linuxptp on the reserved CPUs",
+		ptp:  &tsv1.PTPSpec{Interface: "eno1", SchedulingPolicy: tsv1.PTPSchedulingFIFO, SchedulingPriority: ptr.To[int32](40)},
+		cpu:  &tsv1.CPUSpec{Reserved: "0-1"},
+		want: func() *tsv1.PTPTuning {
+			w := defaults("eno1")
+			w.SchedulingPriority, w.CPUs = 40, "0-1"
+			return w
+		}(),
 	}, {
 		name:    "nicGroup that is not a group",
 		ptp:     &tsv1.PTPSpec{NICGroup: "feed"},
@@ -299,7 +311,7 @@ func TestNodePTP(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := tsv1.LatencyProfileSpec{NICs: nics, PTP: tc.ptp}
+			spec := tsv1.LatencyProfileSpec{NICs: nics, PTP: tc.ptp, CPU: tc.cpu}
 			got, err := Node(&spec, facts8())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
