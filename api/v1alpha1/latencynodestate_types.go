@@ -206,6 +206,11 @@ type PTPStatus struct {
 	// the system clock itself then). Absent on a grandmaster and while none is read.
 	// +optional
 	SystemOffsetNs *int64 `json:"systemOffsetNs,omitempty"`
+	// ClockConflicts are other daemons found steering the system clock a slave's linuxptp
+	// steers ("chronyd (pid 812)"): TimeSynced is False (ClockConflict) while any runs.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	ClockConflicts []string `json:"clockConflicts,omitempty"`
 	// Restarts counts how often the agent restarted ptp4l or phc2sys.
 	// +optional
 	Restarts int32 `json:"restarts,omitempty"`

@@ -1794,6 +1794,11 @@ func (in *PTPStatus) DeepCopyInto(out *PTPStatus) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.ClockConflicts != nil {
+		in, out := &in.ClockConflicts, &out.ClockConflicts
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.LastSample != nil {
 		in, out := &in.LastSample, &out.LastSample
 		*out = (*in).DeepCopy()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -218,6 +219,12 @@ func ptpStatus(snap *ptp.Snapshot, read time.Time) *tsv1.PTPStatus {
 		}
 		if s.HasSystemOffset {
 			st.SystemOffsetNs = &s.SystemOffsetNs
+		}
+		if s.ClockConflicts != "" {
+			st.ClockConflicts = strings.Split(s.ClockConflicts, ", ")
+			if len(st.ClockConflicts) > 16 {
+				st.ClockConflicts = st.ClockConflicts[:16]
+			}
 		}
 	}
 	return st

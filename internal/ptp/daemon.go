@@ -30,6 +30,9 @@ type DaemonOptions struct {
 	PollInterval time.Duration
 	// Now is the Monitor's clock (time.Now when nil).
 	Now func() time.Time
+	// ProcDir is the host's /proc, searched for other daemons steering the system clock
+	// (default /proc: the agent shares the host's PID namespace).
+	ProcDir string
 	// Wrap, if set, rewrites each command before it runs, e.g. to prefix "ip netns exec NAME" or
 	// "nsenter" (a wrapper that execs: the scheduling set on its pid passes to the program; keep
 	// FIFOPriority and CPUs). pmc needs no wrapping: it talks to ptp4l over a UNIX socket path.
@@ -58,9 +61,16 @@ type Daemon struct {
 	reader     Reader
 	monitor    *Monitor
 
+	// conflicts and conflictsAt: the last search for other clock daemons, and when (poll only).
+	conflicts   string
+	conflictsAt time.Time
+
 	mu     sync.Mutex
 	status Status
 }
+
+// conflictSearchPeriod is how often a slave's daemon looks for other clock daemons.
+const conflictSearchPeriod = 5 * time.Second
 
 // maxUDSPath is the longest UNIX socket path Linux accepts (sun_path minus its NUL).
 const maxUDSPath = 107
@@ -80,6 +90,9 @@ func NewDaemon(cfg Config, opts DaemonOptions) (*Daemon, error) {
 		return nil, fmt.Errorf("PTP daemon: resolving RunDir: %w", err)
 	}
 	opts.RunDir = runDir
+	if opts.ProcDir == "" {
+		opts.ProcDir = "/proc"
+	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
@@ -255,6 +268,13 @@ func (d *Daemon) poll(ctx context.Context) {
 		return // the read was cut short by the stop, not by ptp4l
 	}
 	d.systemOffset(&s)
+	if d.cfg.Role == RoleSlave {
+		// A search of /proc every conflictSearchPeriod: a daemon started later is found within it.
+		if now := d.opts.Now(); now.Sub(d.conflictsAt) >= conflictSearchPeriod {
+			d.conflicts, d.conflictsAt = strings.Join(FindClockConflicts(d.opts.ProcDir), ", "), now
+		}
+		s.ClockConflicts = d.conflicts
+	}
 	d.mu.Lock()
 	prev := d.status
 	next := d.monitor.Observe(s)

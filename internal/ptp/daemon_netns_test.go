@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -232,6 +233,10 @@ tickstack_ptp_time_synced{interface=%q} 1
 		t.Errorf("metrics: %v", err)
 	}
 
+	// 1b. A real chronyd starts on the host: two servos on one clock. The slave loses TimeSynced
+	// with ClockConflict after the hold time, and is synced again once chronyd is gone.
+	clockConflict(t, lab, sl.d)
+
 	// 2. The grandmaster stops: the slave stays synced for the hold time, then loses TimeSynced.
 	mark := changes.len()
 	gmPID := master.d.Ptp4l().PID()
@@ -348,4 +353,48 @@ func procSched(t *testing.T, pid int) string {
 		}
 	}
 	return fmt.Sprintf("policy %s priority %s cpus %s", f[41-3], f[40-3], cpus)
+}
+
+// clockConflict runs chronyd beside the synced slave d: TimeSynced turns False with ClockConflict
+// naming chronyd and its pid, then True again after chronyd stopped.
+func clockConflict(t *testing.T, lab *ptpLab, d *Daemon) {
+	t.Helper()
+	chronyd := tsutil.RequireTool(t, "chronyd")
+	conf := filepath.Join(lab.dir, "chrony.conf")
+	// No sources, no command socket, nothing written outside the lab's directory: it still
+	// takes the system clock (its frequency) as every chronyd does.
+	if err := os.WriteFile(conf, []byte("pidfile "+filepath.Join(lab.dir, "chronyd.pid")+"\nport 0\ncmdport 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(chronyd, "-d", "-u", "root", "-f", conf)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting chronyd: %v", err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	defer stop()
+	want := fmt.Sprintf("chronyd (pid %d)", cmd.Process.Pid)
+	var st Status
+	eventually(t, 30*time.Second, "the slave to lose TimeSynced to chronyd", func() bool {
+		st = d.Status()
+		return !st.Synced
+	})
+	if st.Reason != ReasonClockConflict || !strings.Contains(st.Message, want) {
+		t.Errorf("with chronyd running: %s (%s), want %s naming %s", st.Reason, st.Message, ReasonClockConflict, want)
+	}
+	if d.Snapshot().Status.Sample.ClockConflicts != want {
+		t.Errorf("sample conflicts %q, want %q", d.Snapshot().Status.Sample.ClockConflicts, want)
+	}
+	t.Logf("with chronyd: %s", st.Message)
+	stop()
+	eventually(t, 30*time.Second, "the slave to be synced again without chronyd", func() bool {
+		st = d.Status()
+		return st.Synced && st.Reason == ReasonSynchronized
+	})
 }

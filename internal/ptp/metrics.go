@@ -3,6 +3,7 @@ package ptp
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -29,13 +30,14 @@ type SnapshotSource interface {
 //	tickstack_ptp_offset_nanoseconds{interface}              offsetFromMaster (absent when not read)
 //	tickstack_ptp_mean_path_delay_nanoseconds{interface}     meanPathDelay (absent when not read)
 //	tickstack_ptp_system_offset_nanoseconds{interface}       system clock offset (absent when not read)
+//	tickstack_ptp_clock_conflicts{interface}                 other daemons steering the system clock (slaves)
 //	tickstack_ptp_port_state{interface,state}                1 for the current port state, 0 for the others
 //	tickstack_ptp_time_synced{interface}                     1 when TimeSynced is true
 //	tickstack_ptp_process_restarts_total{interface,process}  restarts of ptp4l and phc2sys
 type Collector struct {
 	src                            SnapshotSource
 	offset, pathDelay, state, sync *prometheus.Desc
-	sysOffset                      *prometheus.Desc
+	sysOffset, conflicts           *prometheus.Desc
 	restarts                       *prometheus.Desc
 }
 
@@ -49,6 +51,8 @@ func NewCollector(src SnapshotSource) *Collector {
 			"PTP meanPathDelay to the master in nanoseconds.", []string{"interface"}, nil),
 		sysOffset: prometheus.NewDesc("tickstack_ptp_system_offset_nanoseconds",
 			"Offset of the system clock (CLOCK_REALTIME) in nanoseconds: from the NIC's clock as phc2sys reports it, or from the master with software time stamping.", []string{"interface"}, nil),
+		conflicts: prometheus.NewDesc("tickstack_ptp_clock_conflicts",
+			"Other daemons (chronyd, ntpd, systemd-timesyncd, ptpd) found steering the system clock a slave's linuxptp steers.", []string{"interface"}, nil),
 		state: prometheus.NewDesc("tickstack_ptp_port_state",
 			"PTP port state: 1 for the current state, 0 for the others; all 0 when unreadable.", []string{"interface", "state"}, nil),
 		sync: prometheus.NewDesc("tickstack_ptp_time_synced",
@@ -60,7 +64,7 @@ func NewCollector(src SnapshotSource) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.offset, c.pathDelay, c.sysOffset, c.state, c.sync, c.restarts} {
+	for _, d := range []*prometheus.Desc{c.offset, c.pathDelay, c.sysOffset, c.conflicts, c.state, c.sync, c.restarts} {
 		ch <- d
 	}
 }
@@ -75,6 +79,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if st.Sample.HasSystemOffset {
 		ch <- prometheus.MustNewConstMetric(c.sysOffset, prometheus.GaugeValue, float64(st.Sample.SystemOffsetNs), s.Interface)
+	}
+	if s.Role != RoleGrandmaster {
+		n := 0
+		if st.Sample.ClockConflicts != "" {
+			n = len(strings.Split(st.Sample.ClockConflicts, ", "))
+		}
+		ch <- prometheus.MustNewConstMetric(c.conflicts, prometheus.GaugeValue, float64(n), s.Interface)
 	}
 	for _, ps := range PortStates() {
 		v := 0.0

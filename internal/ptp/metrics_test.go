@@ -30,6 +30,7 @@ func TestCollector(t *testing.T) {
 	const restartsHelp = "# HELP tickstack_ptp_process_restarts_total Times a linuxptp process was restarted after exiting.\n# TYPE tickstack_ptp_process_restarts_total counter\n"
 	const offsetHelp = "# HELP tickstack_ptp_offset_nanoseconds PTP offsetFromMaster of the node's clock in nanoseconds, as ptp4l reports it.\n# TYPE tickstack_ptp_offset_nanoseconds gauge\n"
 	const delayHelp = "# HELP tickstack_ptp_mean_path_delay_nanoseconds PTP meanPathDelay to the master in nanoseconds.\n# TYPE tickstack_ptp_mean_path_delay_nanoseconds gauge\n"
+	const conflictsHelp = "# HELP tickstack_ptp_clock_conflicts Other daemons (chronyd, ntpd, systemd-timesyncd, ptpd) found steering the system clock a slave's linuxptp steers.\n# TYPE tickstack_ptp_clock_conflicts gauge\n"
 	const sysHelp = "# HELP tickstack_ptp_system_offset_nanoseconds Offset of the system clock (CLOCK_REALTIME) in nanoseconds: from the NIC's clock as phc2sys reports it, or from the master with software time stamping.\n# TYPE tickstack_ptp_system_offset_nanoseconds gauge\n"
 
 	tests := []struct {
@@ -44,6 +45,7 @@ func TestCollector(t *testing.T) {
 			want: offsetHelp + `tickstack_ptp_offset_nanoseconds{interface="eth0"} -42
 ` + delayHelp + `tickstack_ptp_mean_path_delay_nanoseconds{interface="eth0"} 2100
 ` + sysHelp + `tickstack_ptp_system_offset_nanoseconds{interface="eth0"} 17
+` + conflictsHelp + `tickstack_ptp_clock_conflicts{interface="eth0"} 0
 ` + states("SLAVE") + syncHelp + `tickstack_ptp_time_synced{interface="eth0"} 1
 ` + restartsHelp + `tickstack_ptp_process_restarts_total{interface="eth0",process="phc2sys"} 0
 tickstack_ptp_process_restarts_total{interface="eth0",process="ptp4l"} 2
@@ -53,8 +55,26 @@ tickstack_ptp_process_restarts_total{interface="eth0",process="ptp4l"} 2
 			name: "unreadable: no offset, no state",
 			snap: Snapshot{Interface: "eth0", Restarts: map[string]int{"ptp4l": 5},
 				Status: Status{Sample: Sample{Err: errors.New("down")}}},
-			want: states("") + syncHelp + `tickstack_ptp_time_synced{interface="eth0"} 0
+			want: conflictsHelp + `tickstack_ptp_clock_conflicts{interface="eth0"} 0
+` + states("") + syncHelp + `tickstack_ptp_time_synced{interface="eth0"} 0
 ` + restartsHelp + `tickstack_ptp_process_restarts_total{interface="eth0",process="ptp4l"} 5
+`,
+		},
+		{
+			name: "slave beside two clock daemons",
+			snap: Snapshot{Interface: "eth0", Role: RoleSlave, Restarts: map[string]int{"ptp4l": 0},
+				Status: Status{Sample: Sample{PortState: PortStateSlave, ClockConflicts: "chronyd (pid 812), ntpd (pid 901)"}}},
+			want: conflictsHelp + `tickstack_ptp_clock_conflicts{interface="eth0"} 2
+` + states("SLAVE") + syncHelp + `tickstack_ptp_time_synced{interface="eth0"} 0
+` + restartsHelp + `tickstack_ptp_process_restarts_total{interface="eth0",process="ptp4l"} 0
+`,
+		},
+		{
+			name: "grandmaster: no conflict gauge (its system clock may follow NTP)",
+			snap: Snapshot{Interface: "eth0", Role: RoleGrandmaster, Restarts: map[string]int{"ptp4l": 0},
+				Status: Status{Synced: true, Sample: Sample{PortState: PortStateMaster}}},
+			want: states("MASTER") + syncHelp + `tickstack_ptp_time_synced{interface="eth0"} 1
+` + restartsHelp + `tickstack_ptp_process_restarts_total{interface="eth0",process="ptp4l"} 0
 `,
 		},
 	}

@@ -24,6 +24,9 @@ const (
 	ReasonNoOffset = "NoOffset"
 	// ReasonSystemOffsetAboveThreshold (False): the system clock's |offset| > maxSystemOffsetNs.
 	ReasonSystemOffsetAboveThreshold = "SystemOffsetAboveThreshold"
+	// ReasonClockConflict (False): another daemon (chronyd, ntpd, systemd-timesyncd, ptpd)
+	// steers the system clock a slave's linuxptp steers.
+	ReasonClockConflict = "ClockConflict"
 	// ReasonNoSystemOffset (False): the port is SLAVE but phc2sys reports no offset of the
 	// system clock (not running, hung, or not following the NIC's clock).
 	ReasonNoSystemOffset = "NoSystemOffset"
@@ -121,6 +124,9 @@ func (m *Monitor) judge(s Sample) (good bool, reason, message string) {
 			return true, "", fmt.Sprintf("grandmaster port is %s", s.PortState)
 		}
 		return false, ReasonPortNotMaster, fmt.Sprintf("grandmaster port is %s, not MASTER", stateText(s.PortState))
+	}
+	if s.ClockConflicts != "" {
+		return false, ReasonClockConflict, fmt.Sprintf("%s also steers the system clock linuxptp steers; stop and disable it on the node (for example systemctl disable --now chronyd)", s.ClockConflicts)
 	}
 	if s.PortState != PortStateSlave {
 		return false, ReasonPortNotSlave, fmt.Sprintf("port is %s, not SLAVE", stateText(s.PortState))

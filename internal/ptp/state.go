@@ -58,6 +58,9 @@ type Sample struct {
 	SystemOffsetNs int64
 	// HasSystemOffset says whether a system clock offset was read.
 	HasSystemOffset bool
+	// ClockConflicts lists, comma-separated, the other daemons found steering the system clock
+	// ("chronyd (pid 812)"), FindClockConflicts; empty when none.
+	ClockConflicts string
 	// Err is set when reading failed (ptp4l not running or not answering); the fields above are then
 	// empty.
 	Err error
