@@ -134,27 +134,7 @@ func nodeLabel(name, key string) func(Gomega) string {
 }
 
 func metricValue(name string, labels map[string]string) (float64, bool) {
-	families, err := benchMetricsReg.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue metric
-				}
-			}
-			return m.GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
+	return gaugeValue(benchMetricsReg, name, labels)
 }
 
 var _ = Describe("LatencyBenchmark validation by the API server", func() {
@@ -310,6 +290,12 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		Expect(ok && v == 1).To(BeTrue())
 		_, ok = metricValue("tickstack_benchmark_dropped_messages", map[string]string{"namespace": ns, "node": n1.Name, "suite": "pingPong"})
 		Expect(ok).To(BeTrue())
+		run := map[string]string{"namespace": ns, "benchmark": "nightly"}
+		started, ok := metricValue("tickstack_benchmark_run_start_timestamp_seconds", run)
+		Expect(ok).To(BeTrue(), "the run's start time is exported")
+		done, ok := metricValue("tickstack_benchmark_run_completion_timestamp_seconds", run)
+		Expect(ok).To(BeTrue(), "the completed run's completion time is exported")
+		Expect(done).To(BeNumerically(">=", started))
 
 		By("recording events")
 		Eventually(func(g Gomega) []string {
@@ -338,6 +324,10 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			g.Expect(got.Status.RunReason).To(Equal(RunReasonRerun))
 			g.Expect(got.Status.Verdict).To(BeEmpty())
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+		Eventually(func() bool {
+			_, ok := metricValue("tickstack_benchmark_run_completion_timestamp_seconds", run)
+			return ok
+		}, 20*time.Second, 100*time.Millisecond).Should(BeFalse(), "no completion time while the second run goes on")
 		uploadResults(ns, k1.Name, sampleResults(n1.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 50000}))
 		uploadResults(ns, k2.Name, sampleResults(n2.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 5000}))
 		Eventually(nodeLabel(n2.Name, tsv1.ValidatedLabel), 20*time.Second, 100*time.Millisecond).Should(Equal("tslb-p1"))

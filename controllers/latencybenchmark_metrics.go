@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
@@ -16,6 +17,9 @@ type BenchmarkMetrics struct {
 	jitter  *prometheus.GaugeVec
 	verdict *prometheus.GaugeVec
 	run     *prometheus.GaugeVec
+	// runStart and runCompletion are the current run's status.startTime and completionTime; the
+	// completion is absent while the run goes on.
+	runStart, runCompletion *prometheus.GaugeVec
 }
 
 // metricStats are the statistics exported per row (the full table stays in the status).
@@ -51,8 +55,16 @@ func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
 			Name: "tickstack_benchmark_run",
 			Help: "The current run number of a benchmark.",
 		}, []string{"namespace", "benchmark"}),
+		runStart: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickstack_benchmark_run_start_timestamp_seconds",
+			Help: "When a benchmark's current run started, in Unix seconds.",
+		}, []string{"namespace", "benchmark"}),
+		runCompletion: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickstack_benchmark_run_completion_timestamp_seconds",
+			Help: "When the last node of a benchmark's current run got its verdict, in Unix seconds; absent while the run goes on.",
+		}, []string{"namespace", "benchmark"}),
 	}
-	reg.MustRegister(m.latency, m.dropped, m.burst, m.jitter, m.verdict, m.run)
+	reg.MustRegister(m.latency, m.dropped, m.burst, m.jitter, m.verdict, m.run, m.runStart, m.runCompletion)
 	return m
 }
 
@@ -63,6 +75,8 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 	}
 	ns, name := b.Namespace, b.Name
 	m.run.WithLabelValues(ns, name).Set(float64(b.Status.Run))
+	setTimestamp(m.runStart, b.Status.StartTime, ns, name)
+	setTimestamp(m.runCompletion, b.Status.CompletionTime, ns, name)
 	for _, n := range b.Status.Nodes {
 		v := nodeVerdict(n)
 		if v == "" {
@@ -85,6 +99,15 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 			m.observeResults(ns, name, n.Node, n.Results)
 		}
 	}
+}
+
+// setTimestamp sets g's series to t in Unix seconds, or deletes it when t is unset.
+func setTimestamp(g *prometheus.GaugeVec, t *metav1.Time, labels ...string) {
+	if t == nil || t.IsZero() {
+		g.DeleteLabelValues(labels...)
+		return
+	}
+	g.WithLabelValues(labels...).Set(float64(t.Unix()))
 }
 
 func (m *BenchmarkMetrics) observeResults(ns, name, node string, res *tsv1.BenchmarkResults) {
@@ -174,4 +197,6 @@ func (m *BenchmarkMetrics) forget(namespace, name string) {
 	m.jitter.DeletePartialMatch(l)
 	m.verdict.DeletePartialMatch(l)
 	m.run.DeletePartialMatch(l)
+	m.runStart.DeletePartialMatch(l)
+	m.runCompletion.DeletePartialMatch(l)
 }

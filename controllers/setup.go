@@ -14,10 +14,12 @@ type Options struct {
 	Network NetworkOptions
 	// BenchImage is the image of the benchmark's runner and reflector pods (--bench-image).
 	BenchImage string
-	// ProfileMetrics and BenchmarkMetrics receive the controllers' metrics (NewProfileMetrics,
-	// NewBenchmarkMetrics); nil exports none.
+	// ProfileMetrics, BenchmarkMetrics and NodeMetrics receive the controllers' metrics
+	// (NewProfileMetrics, NewBenchmarkMetrics, NewNodeMetrics); nil exports none (and, for
+	// NodeMetrics, sets up no node metrics controller).
 	ProfileMetrics   *ProfileMetrics
 	BenchmarkMetrics *BenchmarkMetrics
+	NodeMetrics      *NodeMetrics
 	// Now is the clock of the benchmark and BIOS controllers and of the maintenance windows; nil is
 	// time.Now.
 	Now func() time.Time
@@ -51,6 +53,11 @@ func SetupControllers(mgr ctrl.Manager, o Options) error {
 	} {
 		if err := s.setup(mgr); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", s.name, err)
+		}
+	}
+	if o.NodeMetrics != nil {
+		if err := (&NodeMetricsReconciler{Client: c, Metrics: o.NodeMetrics}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the node metrics controller: %w", err)
 		}
 	}
 	if len(o.UninstallGuard) > 0 {

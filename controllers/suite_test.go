@@ -63,6 +63,8 @@ var (
 	benchClock = &testClock{}
 	// benchMetricsReg holds the LatencyBenchmark controller's metrics.
 	benchMetricsReg = prometheus.NewRegistry()
+	// nodeMetricsReg holds the node metrics controller's series.
+	nodeMetricsReg = prometheus.NewRegistry()
 )
 
 func TestControllers(t *testing.T) {
@@ -101,6 +103,7 @@ var _ = BeforeSuite(func() {
 		Now:                  benchClock.Now,
 		ProfileMetrics:       metrics,
 		BenchmarkMetrics:     NewBenchmarkMetrics(benchMetricsReg),
+		NodeMetrics:          NewNodeMetrics(nodeMetricsReg),
 		UninstallGuard:       []string{guardName},
 		UninstallGuardPeriod: 200 * time.Millisecond,
 	})).To(Succeed())

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages listed in hack/apt-packages.txt that are missing, then fetches the
-# pinned lwIP source package the dataplane compiles (hack/lwip-source.sh). Idempotent.
+# pinned lwIP source package the dataplane compiles (hack/lwip-source.sh) and promtool from the pinned
+# prometheus package, which the chart's rule tests run (hack/promtool.sh). Idempotent.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 want=$(sed -e 's/#.*//' -e '/^\s*$/d' "$here/apt-packages.txt" | awk '{print $1}')
@@ -14,5 +15,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq || true
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # chrony is installed for its chronyd, which the PTP tests start as a competing clock daemon; on
+  # a host booted with systemd the package starts its service, which must not steer this machine's
+  # clock. A chrony the machine had before is left alone.
+  if [[ " ${missing[*]} " == *" chrony "* ]] && command -v systemctl >/dev/null; then
+    systemctl disable --now chrony >/dev/null 2>&1 || true
+  fi
 fi
 "$here/lwip-source.sh"
+"$here/promtool.sh" >/dev/null

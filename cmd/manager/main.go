@@ -141,6 +141,7 @@ func main() {
 		UninstallGuard:   uninstallGuard.names,
 		ProfileMetrics:   controllers.NewProfileMetrics(metrics.Registry),
 		BenchmarkMetrics: controllers.NewBenchmarkMetrics(metrics.Registry),
+		NodeMetrics:      controllers.NewNodeMetrics(metrics.Registry),
 	}); err != nil {
 		log.Error(err, "setting up the controllers")
 		os.Exit(1)

@@ -357,20 +357,25 @@ func TestXDPDaemonOnTheAgentsNodes(t *testing.T) {
 
 func TestValuesSchemaRefusesBadValues(t *testing.T) {
 	for set, want := range map[string]string{
-		"manager.replicas=0":          "/manager/replicas",
-		"webhook.failurePolicy=Maybe": "/webhook/failurePolicy",
-		"imagePullPolicy=Sometimes":   "/imagePullPolicy",
-		"agent.checkPeriod=soon":      "/agent/checkPeriod",
-		"webhook.certs.mode=helm":     "/webhook/certs/mode",
-		"manager.replica=2":           "additional properties 'replica' not allowed",
-		"xdpd.runDir=run/xdp":         "/xdpd/runDir",
-		"agent.maxUnavailable=0":      "/agent/maxUnavailable",
-		"agent.maxUnavailable=all":    "/agent/maxUnavailable",
-		"agent.extraArgs={-v}":        "/agent/extraArgs/0",
-		"multus.image.tag=":           "/multus/image/tag",
-		"multus.cniConfDir=etc/cni":   "/multus/cniConfDir",
-		"nfd.image.repository=":       "/nfd/image/repository",
-		"nfd.enable=true":             "additional properties 'enable' not allowed",
+		"manager.replicas=0":                           "/manager/replicas",
+		"webhook.failurePolicy=Maybe":                  "/webhook/failurePolicy",
+		"imagePullPolicy=Sometimes":                    "/imagePullPolicy",
+		"agent.checkPeriod=soon":                       "/agent/checkPeriod",
+		"webhook.certs.mode=helm":                      "/webhook/certs/mode",
+		"manager.replica=2":                            "additional properties 'replica' not allowed",
+		"xdpd.runDir=run/xdp":                          "/xdpd/runDir",
+		"agent.maxUnavailable=0":                       "/agent/maxUnavailable",
+		"agent.maxUnavailable=all":                     "/agent/maxUnavailable",
+		"agent.extraArgs={-v}":                         "/agent/extraArgs/0",
+		"multus.image.tag=":                            "/multus/image/tag",
+		"multus.cniConfDir=etc/cni":                    "/multus/cniConfDir",
+		"nfd.image.repository=":                        "/nfd/image/repository",
+		"nfd.enable=true":                              "additional properties 'enable' not allowed",
+		"agent.metrics.port=0":                         "/agent/metrics/port",
+		"agent.metrics.enable=true":                    "additional properties 'enable' not allowed",
+		"metrics.prometheusRule.rebootGrace=soon":      "/metrics/prometheusRule/rebootGrace",
+		"metrics.prometheusRule.maxSystemOffsetNs=0":   "/metrics/prometheusRule/maxSystemOffsetNs",
+		"metrics.dashboard.labels.grafana_dashboard=1": "/metrics/dashboard/labels/grafana_dashboard",
 	} {
 		_, err := render(t, set)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -381,9 +386,10 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 
 // TestRenderedObjectsAcceptedByAPIServer creates the CRDs and namespace for real and sends every other
 // rendered object to a real kube-apiserver as a dry run. The upstream plumbing is on: the default
-// objects and those it adds.
+// objects and those it adds; so are the agents' metrics port and the dashboard ConfigMap (the
+// prometheus-operator objects need its CRDs, which are not here).
 func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
-	objs := mustRender(t, allOn...)
+	objs := mustRender(t, append(slices.Clone(allOn), "agent.metrics.enabled=true", "metrics.dashboard.enabled=true")...)
 	if len(objs) <= len(mustRender(t)) {
 		t.Fatal("the upstream plumbing adds no objects")
 	}

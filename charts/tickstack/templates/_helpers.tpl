@@ -43,3 +43,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "tickstack.certSecret" -}}
 {{ include "tickstack.fullname" . }}-webhook-cert
 {{- end -}}
+
+{{- /* A duration of one number and one unit (s, m, h or d; values.schema.json checks it) in seconds, for
+the PrometheusRule's expressions, which compare seconds. */}}
+{{- define "tickstack.seconds" -}}
+{{- $d := toString . -}}
+{{- if not (regexMatch "^[0-9]+(s|m|h|d)$" $d) -}}
+{{- fail (printf "%q is not a duration of one number and s, m, h or d" $d) -}}
+{{- end -}}
+{{- $n := regexFind "^[0-9]+" $d -}}
+{{- $unit := trimPrefix $n $d -}}
+{{- mul (int64 $n) (get (dict "s" 1 "m" 60 "h" 3600 "d" 86400) $unit) -}}
+{{- end -}}
