@@ -15,6 +15,7 @@ type BenchmarkMetrics struct {
 	dropped *prometheus.GaugeVec
 	burst   *prometheus.GaugeVec
 	jitter  *prometheus.GaugeVec
+	ptp     *prometheus.GaugeVec
 	verdict *prometheus.GaugeVec
 	run     *prometheus.GaugeVec
 	// runStart and runCompletion are the current run's status.startTime and completionTime; the
@@ -47,6 +48,10 @@ func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
 			Name: "tickstack_benchmark_jitter_seconds",
 			Help: "OS noise statistic of a jitter row (tool on one CPU) on a node, from its latest judged run.",
 		}, []string{"namespace", "benchmark", "node", "tool", "cpu", "statistic"}),
+		ptp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickstack_benchmark_ptp_offset_seconds",
+			Help: "Statistic of |offsetFromMaster| over the ptp suite's SLAVE samples on a node, from its latest judged run.",
+		}, []string{"namespace", "benchmark", "node", "statistic"}),
 		verdict: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickstack_benchmark_verdict",
 			Help: "1 for the verdict (Passed, Failed, Inconclusive) of a node in a benchmark's latest judged run.",
@@ -64,7 +69,7 @@ func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
 			Help: "When the last node of a benchmark's current run got its verdict, in Unix seconds; absent while the run goes on.",
 		}, []string{"namespace", "benchmark"}),
 	}
-	reg.MustRegister(m.latency, m.dropped, m.burst, m.jitter, m.verdict, m.run, m.runStart, m.runCompletion)
+	reg.MustRegister(m.latency, m.dropped, m.burst, m.jitter, m.ptp, m.verdict, m.run, m.runStart, m.runCompletion)
 	return m
 }
 
@@ -87,6 +92,7 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 		m.dropped.DeletePartialMatch(node)
 		m.burst.DeletePartialMatch(node)
 		m.jitter.DeletePartialMatch(node)
+		m.ptp.DeletePartialMatch(node)
 		m.verdict.DeletePartialMatch(node)
 		for _, r := range []tsv1.VerdictResult{tsv1.VerdictPassed, tsv1.VerdictFailed, tsv1.VerdictInconclusive} {
 			val := 0.0
@@ -183,6 +189,12 @@ func (m *BenchmarkMetrics) observeResults(ns, name, node string, res *tsv1.Bench
 			}
 		}
 	}
+	if p := res.PTP; p != nil && p.Offset.Samples > 0 {
+		for _, s := range metricStats() {
+			v, _ := s.Of(p.Offset)
+			m.ptp.WithLabelValues(ns, name, node, string(s)).Set(float64(v) / 1e9)
+		}
+	}
 }
 
 // forget drops a deleted benchmark's series.
@@ -195,6 +207,7 @@ func (m *BenchmarkMetrics) forget(namespace, name string) {
 	m.dropped.DeletePartialMatch(l)
 	m.burst.DeletePartialMatch(l)
 	m.jitter.DeletePartialMatch(l)
+	m.ptp.DeletePartialMatch(l)
 	m.verdict.DeletePartialMatch(l)
 	m.run.DeletePartialMatch(l)
 	m.runStart.DeletePartialMatch(l)

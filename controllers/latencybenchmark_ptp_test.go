@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,6 +126,30 @@ func TestJudgeNodePTP(t *testing.T) {
 				t.Errorf("status ptp table %+v, want the runner's", got.Results.PTP)
 			}
 		})
+	}
+}
+
+// The ptp suite's offset distribution is exported per node and statistic, in seconds, and goes with
+// the node's next judged run.
+func TestBenchmarkPTPOffsetMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewBenchmarkMetrics(reg)
+	b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Namespace: "trading", Name: "nightly"}}
+	b.Status.Nodes = []tsv1.BenchmarkNodeStatus{{Node: "n1", Phase: tsv1.NodeCompleted,
+		Verdict: &tsv1.Verdict{Result: tsv1.VerdictPassed}, Results: ptpOnlyResults(0)}}
+	m.observe(b)
+	want := map[string]float64{"median": 60e-9, "p99": 250e-9, "max": 310e-9}
+	for stat, v := range want {
+		got := promtest.ToFloat64(m.ptp.WithLabelValues("trading", "nightly", "n1", stat))
+		if math.Abs(got-v) > 1e-15 {
+			t.Errorf("tickstack_benchmark_ptp_offset_seconds{statistic=%q} = %g, want %g", stat, got, v)
+		}
+	}
+	// A run without the ptp suite leaves no stale offset behind.
+	b.Status.Nodes[0].Results = &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, Node: "n1"}
+	m.observe(b)
+	if n := promtest.CollectAndCount(m.ptp); n != 0 {
+		t.Errorf("%d ptp offset series after a run without the suite, want 0", n)
 	}
 }
 

@@ -204,10 +204,12 @@ func (d *Daemon) Status() Status {
 // Snapshot implements SnapshotSource.
 func (d *Daemon) Snapshot() Snapshot {
 	restarts := map[string]int{"ptp4l": d.ptp4l.Restarts()}
+	running := map[string]bool{"ptp4l": d.ptp4l.PID() != 0}
 	if d.phc2sys != nil {
 		restarts["phc2sys"] = d.phc2sys.Restarts()
+		running["phc2sys"] = d.phc2sys.PID() != 0
 	}
-	return Snapshot{Interface: d.cfg.Interface, Role: d.cfg.Role, Status: d.Status(), Restarts: restarts}
+	return Snapshot{Interface: d.cfg.Interface, Role: d.cfg.Role, Status: d.Status(), Restarts: restarts, Running: running}
 }
 
 // Run writes the configuration, starts the processes and polls their state until ctx ends; it

@@ -18,6 +18,8 @@ type Snapshot struct {
 	Status Status
 	// Restarts counts restarts per supervised process name ("ptp4l", "phc2sys").
 	Restarts map[string]int
+	// Running says, per supervised process name, whether it runs now.
+	Running map[string]bool
 }
 
 // SnapshotSource gives the current Snapshot; *Daemon is one.
@@ -34,11 +36,12 @@ type SnapshotSource interface {
 //	tickstack_ptp_port_state{interface,state}                1 for the current port state, 0 for the others
 //	tickstack_ptp_time_synced{interface}                     1 when TimeSynced is true
 //	tickstack_ptp_process_restarts_total{interface,process}  restarts of ptp4l and phc2sys
+//	tickstack_ptp_process_running{interface,process}         1 while ptp4l (phc2sys) runs
 type Collector struct {
 	src                            SnapshotSource
 	offset, pathDelay, state, sync *prometheus.Desc
 	sysOffset, conflicts           *prometheus.Desc
-	restarts                       *prometheus.Desc
+	restarts, running              *prometheus.Desc
 }
 
 // NewCollector returns a Collector for src; register it with the agent's registry.
@@ -59,12 +62,14 @@ func NewCollector(src SnapshotSource) *Collector {
 			"1 when the TimeSynced condition is true, else 0.", []string{"interface"}, nil),
 		restarts: prometheus.NewDesc("tickstack_ptp_process_restarts_total",
 			"Times a linuxptp process was restarted after exiting.", []string{"interface", "process"}, nil),
+		running: prometheus.NewDesc("tickstack_ptp_process_running",
+			"1 while a linuxptp process runs, 0 while its supervisor waits to restart it.", []string{"interface", "process"}, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.offset, c.pathDelay, c.sysOffset, c.conflicts, c.state, c.sync, c.restarts} {
+	for _, d := range []*prometheus.Desc{c.offset, c.pathDelay, c.sysOffset, c.conflicts, c.state, c.sync, c.restarts, c.running} {
 		ch <- d
 	}
 }
@@ -101,5 +106,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.sync, prometheus.GaugeValue, synced, s.Interface)
 	for _, name := range slices.Sorted(maps.Keys(s.Restarts)) {
 		ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(s.Restarts[name]), s.Interface, name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Running)) {
+		v := 0.0
+		if s.Running[name] {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, v, s.Interface, name)
 	}
 }

@@ -40,7 +40,7 @@ func TestCollector(t *testing.T) {
 	}{
 		{
 			name: "synced slave",
-			snap: Snapshot{Interface: "eth0", Role: RoleSlave, Restarts: map[string]int{"ptp4l": 2, "phc2sys": 0},
+			snap: Snapshot{Interface: "eth0", Role: RoleSlave, Restarts: map[string]int{"ptp4l": 2, "phc2sys": 0}, Running: map[string]bool{"ptp4l": true, "phc2sys": false},
 				Status: Status{Synced: true, Sample: Sample{PortState: PortStateSlave, OffsetNs: -42, HasOffset: true, MeanPathDelayNs: 2100, SystemOffsetNs: 17, HasSystemOffset: true}}},
 			want: offsetHelp + `tickstack_ptp_offset_nanoseconds{interface="eth0"} -42
 ` + delayHelp + `tickstack_ptp_mean_path_delay_nanoseconds{interface="eth0"} 2100
@@ -49,6 +49,10 @@ func TestCollector(t *testing.T) {
 ` + states("SLAVE") + syncHelp + `tickstack_ptp_time_synced{interface="eth0"} 1
 ` + restartsHelp + `tickstack_ptp_process_restarts_total{interface="eth0",process="phc2sys"} 0
 tickstack_ptp_process_restarts_total{interface="eth0",process="ptp4l"} 2
+# HELP tickstack_ptp_process_running 1 while a linuxptp process runs, 0 while its supervisor waits to restart it.
+# TYPE tickstack_ptp_process_running gauge
+tickstack_ptp_process_running{interface="eth0",process="phc2sys"} 0
+tickstack_ptp_process_running{interface="eth0",process="ptp4l"} 1
 `,
 		},
 		{
