@@ -36,6 +36,10 @@ var _ = Describe("LatencyProfile ptp validation by the API server", func() {
 		Expect(p.Spec.PTP.HoldTime).To(Equal(&metav1.Duration{Duration: 10e9}))
 
 		Expect(k8s.Create(ctx, validPTPProfile("ptp-complete"), client.DryRunAll)).To(Succeed())
+
+		bc := validProfile("ptp-boundary")
+		bc.Spec.PTP = &tsv1.PTPSpec{Role: tsv1.PTPRoleBoundary, Interfaces: []string{"ens1f0", "ens2f0"}}
+		Expect(k8s.Create(ctx, bc, client.DryRunAll)).To(Succeed())
 	})
 
 	DescribeTable("refuses a bad ptp section with a message naming the field",
@@ -52,6 +56,19 @@ var _ = Describe("LatencyProfile ptp validation by the API server", func() {
 			"spec.ptp", "set exactly one of ptp.interface"),
 		Entry("neither interface nor nicGroup", func(s *tsv1.PTPSpec) { s.NICGroup = "" },
 			"spec.ptp", "set exactly one of ptp.interface"),
+		Entry("interfaces beside nicGroup", func(s *tsv1.PTPSpec) {
+			s.Role, s.Interfaces = tsv1.PTPRoleBoundary, []string{"ens1f0", "ens1f1"}
+		}, "spec.ptp", "set exactly one of ptp.interface"),
+		Entry("a boundary clock without its ports", func(s *tsv1.PTPSpec) { s.Role = tsv1.PTPRoleBoundary },
+			"spec.ptp", "a boundary clock (ptp.role boundary) runs over ptp.interfaces"),
+		Entry("ports for a slave", func(s *tsv1.PTPSpec) { s.NICGroup, s.Interfaces = "", []string{"ens1f0", "ens1f1"} },
+			"spec.ptp", "a boundary clock (ptp.role boundary) runs over ptp.interfaces"),
+		Entry("a boundary clock with one port", func(s *tsv1.PTPSpec) {
+			s.Role, s.NICGroup, s.Interfaces = tsv1.PTPRoleBoundary, "", []string{"ens1f0"}
+		}, "spec.ptp.interfaces", "should have at least 2 items"),
+		Entry("a port twice", func(s *tsv1.PTPSpec) {
+			s.Role, s.NICGroup, s.Interfaces = tsv1.PTPRoleBoundary, "", []string{"ens1f0", "ens1f0"}
+		}, "spec.ptp.interfaces[1]", "Duplicate value"),
 		Entry("nicGroup that is no nics[] group", func(s *tsv1.PTPSpec) { s.NICGroup = "feed" },
 			"spec", "ptp.nicGroup must name one of the profile's spec.nics[] groups"),
 		Entry("interface name longer than Linux allows", func(s *tsv1.PTPSpec) { s.NICGroup, s.Interface = "", "a-very-long-interface" },
@@ -62,8 +79,8 @@ var _ = Describe("LatencyProfile ptp validation by the API server", func() {
 			"spec.ptp.domain", "ptp.domain must be in 0..127"),
 		Entry("negative domain", func(s *tsv1.PTPSpec) { s.Domain = -1 },
 			"spec.ptp.domain", "ptp.domain must be in 0..127"),
-		Entry("unknown role", func(s *tsv1.PTPSpec) { s.Role = "boundary" },
-			"spec.ptp.role", "Unsupported value: \"boundary\""),
+		Entry("unknown role", func(s *tsv1.PTPSpec) { s.Role = "transparent" },
+			"spec.ptp.role", "Unsupported value: \"transparent\""),
 		Entry("unknown transport", func(s *tsv1.PTPSpec) { s.Transport = "UDPv6" },
 			"spec.ptp.transport", "Unsupported value: \"UDPv6\""),
 		Entry("unknown timestamping", func(s *tsv1.PTPSpec) { s.Timestamping = "onestep" },

@@ -154,8 +154,12 @@ type KubeletTuning struct {
 type PTPTuning struct {
 	// Role is slave or grandmaster.
 	Role PTPRole `json:"role"`
-	// Interface is the interface ptp4l runs on.
+	// Interface is the interface ptp4l runs on, a boundary clock's first port.
 	Interface string `json:"interface"`
+	// Interfaces are a boundary clock's ports, in order.
+	// +optional
+	// +listType=atomic
+	Interfaces []string `json:"interfaces,omitempty"`
 	// Domain is the PTP domain number.
 	// +optional
 	Domain int32 `json:"domain,omitempty"`
@@ -189,6 +193,15 @@ type PTPTuning struct {
 	HoldTime metav1.Duration `json:"holdTime"`
 }
 
+// PTPPortStatus is one port of a boundary clock.
+type PTPPortStatus struct {
+	// Interface is the port's network interface.
+	Interface string `json:"interface"`
+	// PortState is its state (SLAVE, MASTER, PASSIVE, LISTENING, FAULTY, ...).
+	// +optional
+	PortState string `json:"portState,omitempty"`
+}
+
 // PTPStatus is the agent's last reading of ptp4l on this node.
 type PTPStatus struct {
 	// PortState is ptp4l's port state (SLAVE, MASTER, LISTENING, FAULTY, ...).
@@ -206,6 +219,11 @@ type PTPStatus struct {
 	// the system clock itself then). Absent on a grandmaster and while none is read.
 	// +optional
 	SystemOffsetNs *int64 `json:"systemOffsetNs,omitempty"`
+	// Ports are a boundary clock's ports with their states (ptp4l's port order).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Ports []PTPPortStatus `json:"ports,omitempty"`
 	// ClockConflicts are other daemons found steering the system clock a slave's linuxptp
 	// steers ("chronyd (pid 812)"): TimeSynced is False (ClockConflict) while any runs.
 	// +optional

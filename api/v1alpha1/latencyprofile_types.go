@@ -679,7 +679,7 @@ func (s *LatencyProfileSpec) BypassTCPMode() BypassTCP {
 }
 
 // PTPRole is the PTP role a node plays.
-// +kubebuilder:validation:Enum=slave;grandmaster
+// +kubebuilder:validation:Enum=slave;grandmaster;boundary
 type PTPRole string
 
 const (
@@ -687,6 +687,9 @@ const (
 	PTPRoleSlave PTPRole = "slave"
 	// PTPRoleGrandmaster is an ordinary clock that only serves time; for labs without a grandmaster.
 	PTPRoleGrandmaster PTPRole = "grandmaster"
+	// PTPRoleBoundary is a boundary clock over ptp.interfaces: locked to the best master through
+	// one port, it serves time through the others.
+	PTPRoleBoundary PTPRole = "boundary"
 )
 
 // PTPTransport is the network transport of PTP messages.
@@ -724,7 +727,8 @@ const (
 )
 
 // PTPSpec is a profile's PTP time sync: one ptp4l port per node, judged against maxOffsetNs.
-// +kubebuilder:validation:XValidation:rule="has(self.interface) != has(self.nicGroup)",message="ptp: set exactly one of ptp.interface (an interface name such as ens1f0) and ptp.nicGroup (the name of a spec.nics[] group)"
+// +kubebuilder:validation:XValidation:rule="(has(self.interface) ? 1 : 0) + (has(self.nicGroup) ? 1 : 0) + (has(self.interfaces) ? 1 : 0) == 1",message="ptp: set exactly one of ptp.interface (an interface name such as ens1f0), ptp.nicGroup (the name of a spec.nics[] group) and ptp.interfaces (a boundary clock's ports)"
+// +kubebuilder:validation:XValidation:rule="has(self.interfaces) == (has(self.role) && self.role == 'boundary')",message="ptp.interfaces: a boundary clock (ptp.role boundary) runs over ptp.interfaces, and only it: list its ports there, or give an ordinary clock ptp.interface"
 // +kubebuilder:validation:XValidation:rule="!has(self.phc2sysOptions) || size(self.phc2sysOptions) == 0 || !has(self.timestamping) || self.timestamping == 'hardware'",message="ptp.phc2sysOptions: phc2sys does not run with software timestamping; remove the options or use hardware timestamping"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedulingPriority) || !has(self.schedulingPolicy) || self.schedulingPolicy == 'SCHED_FIFO'",message="ptp.schedulingPriority: SCHED_OTHER has no priority; remove ptp.schedulingPriority or set ptp.schedulingPolicy to SCHED_FIFO"
 type PTPSpec struct {
@@ -746,6 +750,18 @@ type PTPSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	NICGroup string `json:"nicGroup,omitempty"`
+
+	// Interfaces are a boundary clock's ports, in order (role boundary): ptp4l runs one port on
+	// each. The best master algorithm makes the port towards the best master SLAVE and the others
+	// MASTER. Set this, interface or nicGroup.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=2
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=15
+	// +kubebuilder:validation:items:Pattern=`^[^/:\s\[\]]+$`
+	Interfaces []string `json:"interfaces,omitempty"`
 
 	// Domain is the PTP domain number, 0..127: the one your grandmaster announces (0 for the
 	// default profile, 24 for G.8275.1).

@@ -80,7 +80,7 @@ func newPTPRunner(reg prometheus.Registerer) *ptpRunner {
 // ptpConfig is the node-side view of spec.tuning.ptp, defaults applied.
 func ptpConfig(t *tsv1.PTPTuning) ptp.Config {
 	return ptp.Config{
-		Role: ptp.Role(t.Role), Interface: t.Interface, Domain: int(t.Domain),
+		Role: ptp.Role(t.Role), Interface: t.Interface, Interfaces: t.Interfaces, Domain: int(t.Domain),
 		Transport: ptp.Transport(t.Transport), Timestamping: ptp.Timestamping(t.Timestamping),
 		Ptp4lOptions: t.Ptp4lOptions, Phc2sysOptions: t.Phc2sysOptions,
 		MaxOffsetNs: t.MaxOffsetNs, MaxSystemOffsetNs: t.MaxSystemOffsetNs, HoldTime: t.HoldTime.Duration,
@@ -219,6 +219,11 @@ func ptpStatus(snap *ptp.Snapshot, read time.Time) *tsv1.PTPStatus {
 		}
 		if s.HasSystemOffset {
 			st.SystemOffsetNs = &s.SystemOffsetNs
+		}
+		if len(snap.Ports) > 1 {
+			for _, p := range snap.PortStatuses() {
+				st.Ports = append(st.Ports, tsv1.PTPPortStatus{Interface: p.Interface, PortState: string(p.State)})
+			}
 		}
 		if s.ClockConflicts != "" {
 			st.ClockConflicts = strings.Split(s.ClockConflicts, ", ")

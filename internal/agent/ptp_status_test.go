@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ func TestPTPStatus(t *testing.T) {
 		Status:   ptp.Status{Synced: true, Reason: ptp.ReasonSynchronized, Sample: ptp.Sample{PortState: "SLAVE", OffsetNs: -42, HasOffset: true, MeanPathDelayNs: 900, SystemOffsetNs: 35, HasSystemOffset: true}},
 		Restarts: map[string]int{"ptp4l": 2, "phc2sys": 1},
 	}
+	boundary := &ptp.Snapshot{Interface: "ens1f0", Ports: []string{"ens1f0", "ens2f0"}, Role: ptp.RoleBoundary,
+		Status: ptp.Status{Synced: true, Reason: ptp.ReasonSynchronized, Sample: ptp.Sample{PortState: "SLAVE", OffsetNs: 12, HasOffset: true,
+			Ports: []ptp.PortSample{{Number: 1, State: "SLAVE"}, {Number: 2, State: "MASTER"}}}}}
 	lost := &ptp.Snapshot{Status: ptp.Status{Reason: ptp.ReasonStateUnavailable, Message: "pmc: no answer", Sample: ptp.Sample{Err: errors.New("no answer")}}}
 	tests := []struct {
 		name                      string
@@ -37,6 +41,12 @@ func TestPTPStatus(t *testing.T) {
 		obs:        observation{ptpWanted: true, ptp: synced, ptpRead: read},
 		wantSynced: metav1.ConditionTrue, wantReason: ptp.ReasonSynchronized,
 		wantPTP: &tsv1.PTPStatus{PortState: "SLAVE", OffsetNs: ptr.To[int64](-42), MeanPathDelayNs: ptr.To[int64](900), SystemOffsetNs: ptr.To[int64](35), Restarts: 3, LastSample: &metav1.Time{Time: read}},
+	}, {
+		name:       "a boundary clock lists its ports by interface",
+		obs:        observation{ptpWanted: true, ptp: boundary, ptpRead: read},
+		wantSynced: metav1.ConditionTrue, wantReason: ptp.ReasonSynchronized,
+		wantPTP: &tsv1.PTPStatus{PortState: "SLAVE", OffsetNs: ptr.To[int64](12), MeanPathDelayNs: ptr.To[int64](0), LastSample: &metav1.Time{Time: read},
+			Ports: []tsv1.PTPPortStatus{{Interface: "ens1f0", PortState: "SLAVE"}, {Interface: "ens2f0", PortState: "MASTER"}}},
 	}, {
 		name:       "unreadable state keeps no offset",
 		obs:        observation{ptpWanted: true, ptp: lost, ptpRead: read},
@@ -87,5 +97,6 @@ func equalPTP(a, b *tsv1.PTPStatus) bool {
 	}
 	eq := func(x, y *int64) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
 	return a.PortState == b.PortState && a.Restarts == b.Restarts && eq(a.OffsetNs, b.OffsetNs) &&
-		eq(a.MeanPathDelayNs, b.MeanPathDelayNs) && eq(a.SystemOffsetNs, b.SystemOffsetNs) && a.LastSample.Equal(b.LastSample)
+		eq(a.MeanPathDelayNs, b.MeanPathDelayNs) && eq(a.SystemOffsetNs, b.SystemOffsetNs) && a.LastSample.Equal(b.LastSample) &&
+		reflect.DeepEqual(a.Ports, b.Ports)
 }

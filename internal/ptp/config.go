@@ -21,6 +21,10 @@ const (
 	// RoleGrandmaster is an ordinary clock that only ever serves time (masterOnly on its port). Meant
 	// for labs and tests where no real grandmaster exists.
 	RoleGrandmaster Role = "grandmaster"
+	// RoleBoundary is a boundary clock: one ptp4l over several ports (Interfaces), neither
+	// slaveOnly nor masterOnly. The best master algorithm makes the port towards the best master
+	// SLAVE, and this clock, locked to it, the master of the others.
+	RoleBoundary Role = "boundary"
 )
 
 // Transport is the network transport of PTP messages.
@@ -90,8 +94,12 @@ const MaxDomain = 127
 type Config struct {
 	// Role is slave (follow a master) or grandmaster (serve time; labs).
 	Role Role
-	// Interface is the network interface ptp4l runs on (one port).
+	// Interface is the network interface ptp4l runs on (one port), the first port of a boundary
+	// clock.
 	Interface string
+	// Interfaces are a boundary clock's ports, in order (the first is Interface; ptp4l numbers
+	// them 1, 2, ...). Empty for an ordinary clock.
+	Interfaces []string
 	// Domain is the PTP domain number, 0..127.
 	Domain int
 	// Transport is L2 or UDPv4.
@@ -132,6 +140,9 @@ func (c Config) WithDefaults() Config {
 	if c.Role == "" {
 		c.Role = DefaultRole
 	}
+	if c.Interface == "" && len(c.Interfaces) > 0 {
+		c.Interface = c.Interfaces[0]
+	}
 	if c.Transport == "" {
 		c.Transport = DefaultTransport
 	}
@@ -151,6 +162,14 @@ func (c Config) WithDefaults() Config {
 		c.SchedPriority = DefaultSchedPriority
 	}
 	return c
+}
+
+// Ports are the interfaces ptp4l runs on, in its port order.
+func (c Config) Ports() []string {
+	if len(c.Interfaces) > 0 {
+		return c.Interfaces
+	}
+	return []string{c.Interface}
 }
 
 // scheduling is the SCHED_FIFO priority (0: ordinary scheduling) and the CPUs (none: unpinned)
@@ -196,9 +215,29 @@ func (c Config) Validate() error {
 	}
 
 	switch c.Role {
-	case RoleSlave, RoleGrandmaster:
+	case RoleSlave, RoleGrandmaster, RoleBoundary:
 	default:
-		add("ptp.role", fmt.Sprintf("unknown role %q", c.Role), `use "slave" or "grandmaster"`)
+		add("ptp.role", fmt.Sprintf("unknown role %q", c.Role), `use "slave", "grandmaster" or "boundary"`)
+	}
+	switch {
+	case c.Role == RoleBoundary && len(c.Interfaces) < 2:
+		add("ptp.interfaces", fmt.Sprintf("a boundary clock has %d ports", len(c.Interfaces)),
+			"list at least two interfaces in ptp.interfaces: the one towards the grandmaster and those it serves")
+	case c.Role != RoleBoundary && len(c.Interfaces) > 1:
+		add("ptp.interfaces", fmt.Sprintf("%d ports with role %s", len(c.Interfaces), c.Role),
+			`several ports make a boundary clock: set ptp.role to "boundary", or give one interface`)
+	case len(c.Interfaces) > 0 && c.Interfaces[0] != c.Interface:
+		add("ptp.interfaces", fmt.Sprintf("the first port %q is not ptp.interface %q", c.Interfaces[0], c.Interface),
+			"give the ports in ptp.interfaces alone")
+	}
+	seen := map[string]bool{}
+	for i, name := range c.Interfaces {
+		if p := checkInterfaceName(name); p != "" {
+			add(fmt.Sprintf("ptp.interfaces[%d]", i), p, "give the name of a network interface, e.g. ens1f1")
+		} else if seen[name] {
+			add(fmt.Sprintf("ptp.interfaces[%d]", i), fmt.Sprintf("%q is listed twice", name), "list each port once")
+		}
+		seen[name] = true
 	}
 	if p := checkInterfaceName(c.Interface); p != "" {
 		add("ptp.interface", p, "give the name of the network interface ptp4l runs on, e.g. ens1f0")

@@ -58,6 +58,15 @@ func TestValidate(t *testing.T) {
 			c.Phc2sysOptions = map[string]string{"-R": "8", "step_threshold": "0.1", "-x": "true"}
 		}},
 		{name: "domain 127 is the top", mutate: func(c *Config) { c.Domain = 127 }},
+		{name: "valid boundary clock", mutate: func(c *Config) {
+			c.Role, c.Interfaces = RoleBoundary, []string{"ens1f0", "ens1f1", "ens2f0"}
+		}},
+		{name: "boundary clock with one port", mutate: func(c *Config) { c.Role, c.Interfaces = RoleBoundary, []string{"ens1f0"} },
+			wantErr: []string{"ptp.interfaces: a boundary clock has 1 ports", "list at least two interfaces"}},
+		{name: "several ports on a slave", mutate: func(c *Config) { c.Interfaces = []string{"ens1f0", "ens1f1"} },
+			wantErr: []string{"ptp.interfaces: 2 ports with role slave", `set ptp.role to "boundary"`}},
+		{name: "a port twice", mutate: func(c *Config) { c.Role, c.Interfaces = RoleBoundary, []string{"ens1f0", "ens1f0"} },
+			wantErr: []string{`ptp.interfaces[1]: "ens1f0" is listed twice`}},
 		{name: "SCHED_FIFO 65 pinned", mutate: func(c *Config) { c.SchedPolicy, c.SchedPriority, c.CPUs = SchedFIFO, 65, "0-1,4" }},
 		{name: "SCHED_FIFO above 65", mutate: func(c *Config) { c.SchedPolicy, c.SchedPriority = SchedFIFO, 66 },
 			wantErr: []string{"ptp.schedulingPriority: 66 is out of range 1..65"}},
@@ -71,8 +80,8 @@ func TestValidate(t *testing.T) {
 			wantErr: []string{"ptp.domain: 128 is out of range 0..127", "refuses domains above 127"}},
 		{name: "domain negative", mutate: func(c *Config) { c.Domain = -1 },
 			wantErr: []string{"ptp.domain: -1 is out of range"}},
-		{name: "unknown role", mutate: func(c *Config) { c.Role = "boundary" },
-			wantErr: []string{`ptp.role: unknown role "boundary"`, `use "slave" or "grandmaster"`}},
+		{name: "unknown role", mutate: func(c *Config) { c.Role = "transparent" },
+			wantErr: []string{`ptp.role: unknown role "transparent"`, `use "slave", "grandmaster" or "boundary"`}},
 		{name: "empty interface", mutate: func(c *Config) { c.Interface = "" },
 			wantErr: []string{"ptp.interface: is empty"}},
 		{name: "interface too long", mutate: func(c *Config) { c.Interface = "averyveryverylongname" },

@@ -209,7 +209,7 @@ func (d *Daemon) Snapshot() Snapshot {
 		restarts["phc2sys"] = d.phc2sys.Restarts()
 		running["phc2sys"] = d.phc2sys.PID() != 0
 	}
-	return Snapshot{Interface: d.cfg.Interface, Role: d.cfg.Role, Status: d.Status(), Restarts: restarts, Running: running}
+	return Snapshot{Interface: d.cfg.Interface, Ports: d.cfg.Ports(), Role: d.cfg.Role, Status: d.Status(), Restarts: restarts, Running: running}
 }
 
 // Run writes the configuration, starts the processes and polls their state until ctx ends; it
@@ -270,7 +270,7 @@ func (d *Daemon) poll(ctx context.Context) {
 		return // the read was cut short by the stop, not by ptp4l
 	}
 	d.systemOffset(&s)
-	if d.cfg.Role == RoleSlave {
+	if d.cfg.Role != RoleGrandmaster {
 		// A search of /proc every conflictSearchPeriod: a daemon started later is found within it.
 		if now := d.opts.Now(); now.Sub(d.conflictsAt) >= conflictSearchPeriod {
 			d.conflicts, d.conflictsAt = strings.Join(FindClockConflicts(d.opts.ProcDir), ", "), now

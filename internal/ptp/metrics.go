@@ -10,8 +10,10 @@ import (
 
 // Snapshot is what the Daemon knows at one moment, for metrics and for the node state.
 type Snapshot struct {
-	// Interface is the PTP interface.
+	// Interface is the PTP interface (a boundary clock's first port).
 	Interface string
+	// Ports are the interfaces of ptp4l's ports in its port order (one for an ordinary clock).
+	Ports []string
 	// Role is the configured role.
 	Role Role
 	// Status is the latest TimeSynced verdict and the sample behind it.
@@ -20,6 +22,35 @@ type Snapshot struct {
 	Restarts map[string]int
 	// Running says, per supervised process name, whether it runs now.
 	Running map[string]bool
+}
+
+// portNames are the snapshot's port interfaces (Interface alone when Ports is unset).
+func (s Snapshot) portNames() []string {
+	if len(s.Ports) > 0 {
+		return s.Ports
+	}
+	return []string{s.Interface}
+}
+
+// PortStatuses pairs each port's interface with its state in the snapshot's sample.
+func (s Snapshot) PortStatuses() []PortStatus {
+	var out []PortStatus
+	for i, name := range s.portNames() {
+		ps := PortStatus{Interface: name}
+		for _, p := range s.Status.Sample.Ports {
+			if p.Number == i+1 {
+				ps.State = p.State
+			}
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// PortStatus is one port's interface and state.
+type PortStatus struct {
+	Interface string
+	State     PortState
 }
 
 // SnapshotSource gives the current Snapshot; *Daemon is one.
@@ -33,7 +64,7 @@ type SnapshotSource interface {
 //	tickstack_ptp_mean_path_delay_nanoseconds{interface}     meanPathDelay (absent when not read)
 //	tickstack_ptp_system_offset_nanoseconds{interface}       system clock offset (absent when not read)
 //	tickstack_ptp_clock_conflicts{interface}                 other daemons steering the system clock (slaves)
-//	tickstack_ptp_port_state{interface,state}                1 for the current port state, 0 for the others
+//	tickstack_ptp_port_state{interface,state}                1 for each port's current state (interface: the port), 0 for the others
 //	tickstack_ptp_time_synced{interface}                     1 when TimeSynced is true
 //	tickstack_ptp_process_restarts_total{interface,process}  restarts of ptp4l and phc2sys
 //	tickstack_ptp_process_running{interface,process}         1 while ptp4l (phc2sys) runs
@@ -92,12 +123,27 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.conflicts, prometheus.GaugeValue, float64(n), s.Interface)
 	}
-	for _, ps := range PortStates() {
-		v := 0.0
-		if st.Sample.Err == nil && st.Sample.PortState == ps {
-			v = 1
+	for i, port := range s.portNames() {
+		// Port i+1's state: the sample's port of that number (a single-port sample without port
+		// numbers gives the clock's state).
+		state := PortStateUnknown
+		if st.Sample.Err == nil {
+			if len(st.Sample.Ports) == 0 && i == 0 {
+				state = st.Sample.PortState
+			}
+			for _, p := range st.Sample.Ports {
+				if p.Number == i+1 {
+					state = p.State
+				}
+			}
 		}
-		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, s.Interface, string(ps))
+		for _, ps := range PortStates() {
+			v := 0.0
+			if state == ps {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, port, string(ps))
+		}
 	}
 	synced := 0.0
 	if st.Synced {

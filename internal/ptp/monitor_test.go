@@ -2,6 +2,7 @@ package ptp
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -98,10 +99,10 @@ func TestMonitor(t *testing.T) {
 				if !s.transition && !got.LastTransition.Equal(prev) {
 					t.Errorf("step %d: LastTransition moved to %v without a change of Synced", i, got.LastTransition)
 				}
-				if got.Sample != s.sample {
+				if !reflect.DeepEqual(got.Sample, s.sample) {
 					t.Errorf("step %d: Status.Sample = %+v, want the observed %+v", i, got.Sample, s.sample)
 				}
-				if m.Status() != got {
+				if !reflect.DeepEqual(m.Status(), got) {
 					t.Errorf("step %d: Status() = %+v differs from Observe()'s %+v", i, m.Status(), got)
 				}
 				prev = got.LastTransition

@@ -8,7 +8,8 @@ import (
 )
 
 // RenderPtp4lConfig returns the ptp4l configuration file for c: a [global] section with the clock
-// settings and a section for c.Interface with the port settings. udsAddress is the path of ptp4l's
+// settings and a section per port (c.Interface, or a boundary clock's c.Interfaces) with the port
+// settings. udsAddress is the path of ptp4l's
 // management socket (pmc and phc2sys talk to it). c must be valid (see Config.Validate).
 func RenderPtp4lConfig(c Config, udsAddress string) (string, error) {
 	if err := c.Validate(); err != nil {
@@ -34,18 +35,24 @@ func RenderPtp4lConfig(c Config, udsAddress string) (string, error) {
 	if c.Role == RoleSlave {
 		b.WriteString("slaveOnly 1\n")
 	}
+	if c.Role == RoleBoundary && c.Timestamping == TimestampingHardware {
+		// Each port may have a clock of its own (two NICs): phc2sys -a keeps them in step.
+		b.WriteString("boundary_clock_jbod 1\n")
+	}
 	fmt.Fprintf(&b, "time_stamping %s\n", c.Timestamping)
 	fmt.Fprintf(&b, "uds_address %s\n", udsAddress)
 	for _, l := range global {
 		b.WriteString(l + "\n")
 	}
-	fmt.Fprintf(&b, "[%s]\n", c.Interface)
-	fmt.Fprintf(&b, "network_transport %s\n", c.Transport)
-	if c.Role == RoleGrandmaster {
-		b.WriteString("masterOnly 1\n")
-	}
-	for _, l := range port {
-		b.WriteString(l + "\n")
+	for _, iface := range c.Ports() {
+		fmt.Fprintf(&b, "[%s]\n", iface)
+		fmt.Fprintf(&b, "network_transport %s\n", c.Transport)
+		if c.Role == RoleGrandmaster {
+			b.WriteString("masterOnly 1\n")
+		}
+		for _, l := range port {
+			b.WriteString(l + "\n")
+		}
 	}
 	return b.String(), nil
 }

@@ -40,6 +40,24 @@ masterOnly 1
 `,
 		},
 		{
+			name: "hardware boundary clock: a section per port, the port options in each",
+			cfg: Config{Role: RoleBoundary, Interface: "ens1f0", Interfaces: []string{"ens1f0", "ens2f0"}, Domain: 24, Transport: TransportL2,
+				Timestamping: TimestampingHardware, MaxOffsetNs: 100, Ptp4lOptions: map[string]string{"logSyncInterval": "-4"}},
+			want: `# ptp4l configuration rendered by the tickstack agent (role boundary); edits are overwritten.
+[global]
+domainNumber 24
+boundary_clock_jbod 1
+time_stamping hardware
+uds_address /run/tickstack/ptp4l.sock
+[ens1f0]
+network_transport L2
+logSyncInterval -4
+[ens2f0]
+network_transport L2
+logSyncInterval -4
+`,
+		},
+		{
 			name: "options split by scope and sorted",
 			cfg: Config{Role: RoleSlave, Interface: "eth1", Domain: 7, Transport: TransportUDPv4, Timestamping: TimestampingSoftware, MaxOffsetNs: 100,
 				Ptp4lOptions: map[string]string{

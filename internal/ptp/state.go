@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,8 +44,12 @@ func PortStates() []PortState {
 
 // Sample is one reading of ptp4l's state.
 type Sample struct {
-	// PortState is the state of ptp4l's (first) port.
+	// PortState is the clock's state: SLAVE when one of its ports is (a boundary clock's port
+	// towards its master), else the first port's.
 	PortState PortState
+	// Ports are the states of every port ptp4l reported, by port number (1, 2, ... in the
+	// configuration's order).
+	Ports []PortSample
 	// OffsetNs is offsetFromMaster in nanoseconds, valid when HasOffset.
 	OffsetNs int64
 	// HasOffset says whether an offset was read.
@@ -64,6 +70,28 @@ type Sample struct {
 	// Err is set when reading failed (ptp4l not running or not answering); the fields above are then
 	// empty.
 	Err error
+}
+
+// PortSample is one port's state.
+type PortSample struct {
+	// Number is ptp4l's port number (its configuration's sections, from 1).
+	Number int
+	// State is the port's state.
+	State PortState
+}
+
+// clockState is the state a clock with these ports is in: SLAVE when any port is, else the
+// first port's.
+func clockState(ports []PortSample) PortState {
+	for _, p := range ports {
+		if p.State == PortStateSlave {
+			return PortStateSlave
+		}
+	}
+	if len(ports) == 0 {
+		return PortStateUnknown
+	}
+	return ports[0].State
 }
 
 // Reader reads ptp4l's current state.
@@ -149,14 +177,16 @@ func (p PMC) readOnce(ctx context.Context) Sample {
 // domain.
 var ErrNoResponse = errors.New("no response from ptp4l")
 
-// ParsePMC parses pmc's output for GET PORT_DATA_SET and GET CURRENT_DATA_SET. With several ports,
-// the first PORT_DATA_SET answer gives the state (the agent configures one port).
+// ParsePMC parses pmc's output for GET PORT_DATA_SET and GET CURRENT_DATA_SET. With several ports
+// (a boundary clock), each answers PORT_DATA_SET: Ports has them all, PortState says SLAVE when one
+// of them is.
 func ParsePMC(out string) (Sample, error) {
 	var (
 		s                    Sample
 		section              string
 		gotPort, gotCurrent  bool
 		offsetText, pathText string
+		port                 int
 	)
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
@@ -171,8 +201,17 @@ func ParsePMC(out string) (Sample, error) {
 			continue
 		}
 		switch {
-		case section == "PORT_DATA_SET" && f[0] == "portState" && !gotPort:
-			s.PortState, gotPort = PortState(f[1]), true
+		case section == "PORT_DATA_SET" && f[0] == "portIdentity":
+			port = 0
+			if i := strings.LastIndexByte(f[1], '-'); i >= 0 {
+				port, _ = strconv.Atoi(f[1][i+1:])
+			}
+		case section == "PORT_DATA_SET" && f[0] == "portState":
+			if port == 0 {
+				port = len(s.Ports) + 1
+			}
+			s.Ports = append(s.Ports, PortSample{Number: port, State: PortState(f[1])})
+			gotPort, port = true, 0
 		case section == "CURRENT_DATA_SET" && f[0] == "offsetFromMaster":
 			offsetText, gotCurrent = f[1], true
 		case section == "CURRENT_DATA_SET" && f[0] == "meanPathDelay":
@@ -191,6 +230,8 @@ func ParsePMC(out string) (Sample, error) {
 	if !gotPort {
 		return Sample{}, fmt.Errorf("%w to GET PORT_DATA_SET", ErrNoResponse)
 	}
+	slices.SortFunc(s.Ports, func(a, b PortSample) int { return a.Number - b.Number })
+	s.PortState = clockState(s.Ports)
 	if gotCurrent {
 		v, err := parseNs(offsetText)
 		if err != nil {
@@ -229,7 +270,7 @@ type LogParser struct {
 	Now func() time.Time
 
 	mu         sync.Mutex
-	state      PortState
+	ports      map[int]PortState
 	offset     int64
 	pathDelay  int64
 	hasOffset  bool
@@ -254,8 +295,11 @@ func (p *LogParser) Line(line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if m := reStateChange.FindStringSubmatch(line); m != nil {
-		if m[1] != "0" { // port 0 is the UNIX management port
-			p.state = PortState(m[3])
+		if n, _ := strconv.Atoi(m[1]); n != 0 { // port 0 is the UNIX management port
+			if p.ports == nil {
+				p.ports = map[int]PortState{}
+			}
+			p.ports[n] = PortState(m[3])
 		}
 		return
 	}
@@ -280,17 +324,21 @@ func (p *LogParser) Line(line string) {
 func (p *LogParser) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.state, p.offset, p.pathDelay, p.hasOffset, p.lastOffset = PortStateUnknown, 0, 0, false, time.Time{}
+	p.ports, p.offset, p.pathDelay, p.hasOffset, p.lastOffset = nil, 0, 0, false, time.Time{}
 }
 
 // Read returns the state seen so far. The offset is left out when older than MaxAge.
 func (p *LogParser) Read(context.Context) Sample {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.state == PortStateUnknown {
+	if len(p.ports) == 0 {
 		return Sample{Err: errors.New("ptp4l has not reported a port state in its output yet")}
 	}
-	s := Sample{PortState: p.state}
+	var s Sample
+	for _, n := range slices.Sorted(maps.Keys(p.ports)) {
+		s.Ports = append(s.Ports, PortSample{Number: n, State: p.ports[n]})
+	}
+	s.PortState = clockState(s.Ports)
 	maxAge := p.MaxAge
 	if maxAge <= 0 {
 		maxAge = 10 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -53,11 +54,18 @@ func TestParsePMC(t *testing.T) {
 		{name: "port data only", out: `	x-1 seq 0 RESPONSE MANAGEMENT PORT_DATA_SET 
 		portState               LISTENING
 `, want: Sample{PortState: PortStateListening}},
-		{name: "first port wins", out: `	x-1 seq 0 RESPONSE MANAGEMENT PORT_DATA_SET 
+		{name: "a boundary clock: every port, SLAVE if one is", out: `	x-2 seq 0 RESPONSE MANAGEMENT PORT_DATA_SET 
+		portIdentity            4e5e57.fffe.d12585-2
+		portState               SLAVE
+	x-1 seq 0 RESPONSE MANAGEMENT PORT_DATA_SET 
+		portIdentity            4e5e57.fffe.d12585-1
+		portState               MASTER
+`, want: Sample{PortState: PortStateSlave, Ports: []PortSample{{1, PortStateMaster}, {2, PortStateSlave}}}},
+		{name: "no port SLAVE: the first port's state", out: `	x-1 seq 0 RESPONSE MANAGEMENT PORT_DATA_SET 
 		portState               FAULTY
 	x-2 seq 0 RESPONSE MANAGEMENT PORT_DATA_SET 
-		portState               SLAVE
-`, want: Sample{PortState: PortStateFaulty}},
+		portState               MASTER
+`, want: Sample{PortState: PortStateFaulty, Ports: []PortSample{{1, PortStateFaulty}, {2, PortStateMaster}}}},
 		{name: "no answer (ptp4l down)", out: "sending: GET PORT_DATA_SET\nsending: GET CURRENT_DATA_SET\n", wantErr: ErrNoResponse},
 		{name: "current data set without port data", out: `	x-0 seq 1 RESPONSE MANAGEMENT CURRENT_DATA_SET 
 		offsetFromMaster 3.0
@@ -85,8 +93,8 @@ func TestParsePMC(t *testing.T) {
 			case err != nil:
 				t.Fatalf("ParsePMC() error = %v", err)
 			}
-			if got != tt.want {
-				t.Errorf("ParsePMC() = %+v, want %+v", got, tt.want)
+			if want := onePort(tt.want); !reflect.DeepEqual(got, want) {
+				t.Errorf("ParsePMC() = %+v, want %+v", got, want)
 			}
 		})
 	}
@@ -120,6 +128,13 @@ func TestLogParser(t *testing.T) {
 			"ptp4l[316.037]: port 1: UNCALIBRATED to SLAVE on MASTER_CLOCK_SELECTED",
 			"ptp4l[317.100]: master offset         40 s2 freq   -3 path delay  900",
 		}, advance: 11 * time.Second, want: Sample{PortState: PortStateSlave}},
+		{name: "a boundary clock: the SLAVE port makes the clock SLAVE", lines: []string{
+			"ptp4l[314.544]: port 1: INITIALIZING to LISTENING on INIT_COMPLETE",
+			"ptp4l[314.544]: port 2: INITIALIZING to LISTENING on INIT_COMPLETE",
+			"ptp4l[316.037]: port 2: LISTENING to MASTER on ANNOUNCE_RECEIPT_TIMEOUT_EXPIRES",
+			"ptp4l[316.037]: port 1: LISTENING to UNCALIBRATED on RS_SLAVE",
+			"ptp4l[316.900]: port 1: UNCALIBRATED to SLAVE on MASTER_CLOCK_SELECTED",
+		}, want: Sample{PortState: PortStateSlave, Ports: []PortSample{{1, PortStateSlave}, {2, PortStateMaster}}}},
 		{name: "other programs' lines ignored", lines: []string{
 			"phc2sys[317.100]: port 1: LISTENING to SLAVE on x",
 			"ptp4l[316.037]: selected best master clock 4e5e57.fffe.d12585",
@@ -140,8 +155,8 @@ func TestLogParser(t *testing.T) {
 				}
 				return
 			}
-			if got != tt.want {
-				t.Errorf("Read() = %+v, want %+v", got, tt.want)
+			if want := onePort(tt.want); !reflect.DeepEqual(got, want) {
+				t.Errorf("Read() = %+v, want %+v", got, want)
 			}
 			p.Reset()
 			if s := p.Read(context.Background()); s.Err == nil {
@@ -162,4 +177,12 @@ func TestPMCWithoutPtp4l(t *testing.T) {
 	if s.PortState != PortStateUnknown || s.HasOffset {
 		t.Errorf("Read() with no ptp4l filled a state: %+v", s)
 	}
+}
+
+// onePort completes a single-port want with its Ports (port 1 in PortState).
+func onePort(want Sample) Sample {
+	if want.Ports == nil && want.PortState != "" {
+		want.Ports = []PortSample{{Number: 1, State: want.PortState}}
+	}
+	return want
 }

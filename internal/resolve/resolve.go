@@ -172,9 +172,15 @@ func ptpTuning(p *tsv1.PTPSpec, nics []tsv1.NICTuning) (*tsv1.PTPTuning, error) 
 			t.SchedulingPriority = *p.SchedulingPriority
 		}
 	}
+	if len(p.Interfaces) > 0 {
+		// A boundary clock: the ports as given, the first one Interface.
+		t.Interfaces = slices.Clone(p.Interfaces)
+		t.Interface = p.Interfaces[0]
+		return t, nil
+	}
 	if p.NICGroup == "" {
 		if p.Interface == "" {
-			return nil, errors.New("spec.ptp: neither interface nor nicGroup is set: name the interface ptp4l runs on, or a spec.nics[] group")
+			return nil, errors.New("spec.ptp: neither interface, nicGroup nor interfaces is set: name the interface ptp4l runs on, or a spec.nics[] group")
 		}
 		return t, nil
 	}

@@ -288,6 +288,14 @@ func TestNodePTP(t *testing.T) {
 			MaxOffsetNs: 50000, MaxSystemOffsetNs: 2500, SchedulingPolicy: tsv1.PTPSchedulingOther,
 		},
 	}, {
+		name: "a boundary clock: its ports as given, the first one the interface",
+		ptp:  &tsv1.PTPSpec{Role: tsv1.PTPRoleBoundary, Interfaces: []string{"ens1f0", "ens2f0"}},
+		want: func() *tsv1.PTPTuning {
+			w := defaults("ens1f0")
+			w.Role, w.Interfaces = tsv1.PTPRoleBoundary, []string{"ens1f0", "ens2f0"}
+			return w
+		}(),
+	}, {
 		name: "a SCHED_FIFO priority given, and linuxptp on the reserved CPUs",
 		ptp:  &tsv1.PTPSpec{Interface: "eno1", SchedulingPolicy: tsv1.PTPSchedulingFIFO, SchedulingPriority: ptr.To[int32](40)},
 		cpu:  &tsv1.CPUSpec{Reserved: "0-1"},
@@ -307,7 +315,7 @@ func TestNodePTP(t *testing.T) {
 	}, {
 		name:    "neither interface nor nicGroup",
 		ptp:     &tsv1.PTPSpec{},
-		wantErr: "spec.ptp: neither interface nor nicGroup is set",
+		wantErr: "spec.ptp: neither interface, nicGroup nor interfaces is set",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
