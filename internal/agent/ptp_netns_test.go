@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -117,6 +119,36 @@ func TestAgentPTPOverVeth(t *testing.T) {
 			return fmt.Errorf("status.ptp.lastSample = %v, want later than %v", p, first.LastSample)
 		}
 		return nil
+	})
+
+	tsutil.Poll(t, 30*time.Second, "the slave node validated with TimeSynced True", func() error {
+		return wantValidation(t, slNode, "tsagt", "tsagt", corev1.ConditionTrue)
+	})
+
+	// A real chronyd starts on the host beside the slave's ptp4l: two servos on one clock. The
+	// slave's node state names it (ClockConflict), and the node loses tickstack.io/validated until
+	// chronyd is gone.
+	chronyd := startChronyd(t)
+	tsutil.Poll(t, 60*time.Second, "the slave's TimeSynced=False naming chronyd", func() error {
+		l := getLNS(t, slNode)
+		if err := wantCondition(l, tsv1.NodeTimeSynced, metav1.ConditionFalse, ptp.ReasonClockConflict); err != nil {
+			return err
+		}
+		if p := l.Status.PTP; p == nil || len(p.ClockConflicts) != 1 || p.ClockConflicts[0] != fmt.Sprintf("chronyd (pid %d)", chronyd.Process.Pid) {
+			return fmt.Errorf("status.ptp = %+v, want clockConflicts [chronyd (pid %d)]", p, chronyd.Process.Pid)
+		}
+		return nil
+	})
+	tsutil.Poll(t, 30*time.Second, "the slave node to lose tickstack.io/validated to chronyd", func() error {
+		return wantValidation(t, slNode, "", "tsagt", corev1.ConditionFalse)
+	})
+	_ = chronyd.Process.Kill()
+	_ = chronyd.Wait()
+	tsutil.Poll(t, 60*time.Second, "the slave's TimeSynced=True and tickstack.io/validated back without chronyd", func() error {
+		if err := wantCondition(getLNS(t, slNode), tsv1.NodeTimeSynced, metav1.ConditionTrue, ptp.ReasonSynchronized); err != nil {
+			return err
+		}
+		return wantValidation(t, slNode, "tsagt", "tsagt", corev1.ConditionTrue)
 	})
 
 	// The grandmaster's tuning loses its ptp section: its agent stops ptp4l and drops the status.
@@ -250,4 +282,22 @@ func wantValidation(t *testing.T, name, validated, passed string, synced corev1.
 		}
 	}
 	return fmt.Errorf("node has no %s condition", tsv1.NodeTimeSyncedCondition)
+}
+
+// startChronyd runs a real chronyd (no sources, no command socket, files in a temporary
+// directory) until the test ends or the caller kills it.
+func startChronyd(t *testing.T) *exec.Cmd {
+	t.Helper()
+	exe := tsutil.RequireTool(t, "chronyd")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "chrony.conf")
+	if err := os.WriteFile(conf, []byte("pidfile "+filepath.Join(dir, "chronyd.pid")+"\nport 0\ncmdport 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-d", "-u", "root", "-f", conf)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting chronyd: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
 }
