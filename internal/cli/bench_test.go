@@ -26,6 +26,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/render"
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
@@ -221,6 +222,8 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 				t.Errorf("the report is not self-contained: it has %s", external)
 			}
 		}
+		// As a person sees it: headless Chromium lays out and draws every chart.
+		tsutil.CheckChartsDrawn(t, tsutil.RenderInChromium(t, path), strings.Count(string(html), `class="chart"`))
 	})
 
 	t.Run("clear errors", func(t *testing.T) {
