@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +37,8 @@ import (
 // offset.
 func TestAgentPTPOverVeth(t *testing.T) {
 	tsutil.RequireRoot(t)
-	ptp4lPath, pmcPath := tsutil.RequireTool(t, "ptp4l"), tsutil.RequireTool(t, "pmc")
+	tsutil.RequireTool(t, "ptp4l")
+	tsutil.RequireTool(t, "pmc")
 	prefix := fmt.Sprintf("tsptpa%d", os.Getpid())
 	v := tsutil.VethNamespaces(t, prefix, "198.18.81")
 	ipPath, nsGM, nsSl, ifGM, ifSl := v.IP, v.NSA, v.NSB, v.IfA, v.IfB
@@ -58,24 +60,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 		}}
 	}
 	startAgent := func(node, ns string, tuning *tsv1.NodeTuning) {
-		createNode(t, node)
-		a := agenttest.NewTreeAgent(t, node)
-		runDir, err := os.MkdirTemp("", prefix+"-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(runDir) })
-		a.R.PTP = agent.PTPOptions{
-			Ptp4lPath: ptp4lPath, PmcPath: pmcPath, RunDir: runDir, PollInterval: 200 * time.Millisecond,
-			StatusPeriod: time.Second,
-			Wrap: func(c ptp.Command) ptp.Command {
-				c.Path, c.Args = ipPath, append([]string{"netns", "exec", ns, c.Path}, c.Args...)
-				return c
-			},
-			Supervisor: ptp.SupervisorOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, StopTimeout: 3 * time.Second},
-		}
-		createLNS(t, node, tuning)
-		agenttest.StartAgent(t, cfg, a.R, nil)
+		startPTPAgent(t, node, ns, ipPath, tuning, nil)
 	}
 	gmNode, slNode := prefix+"-gm", prefix+"-sl"
 	gmTuning := tuningFor(tsv1.PTPRoleGrandmaster, ifGM, fast)
@@ -300,4 +285,30 @@ func startChronyd(t *testing.T) *exec.Cmd {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd
+}
+
+// startPTPAgent runs node's agent on a tree with its linuxptp in network namespace ns (through
+// ip netns exec), its PTP metrics registered with reg when set, and creates the node and its node
+// state with tuning.
+func startPTPAgent(t *testing.T, node, ns, ipPath string, tuning *tsv1.NodeTuning, reg prometheus.Registerer) {
+	t.Helper()
+	ptp4lPath, pmcPath := tsutil.RequireTool(t, "ptp4l"), tsutil.RequireTool(t, "pmc")
+	createNode(t, node)
+	a := agenttest.NewTreeAgent(t, node)
+	runDir, err := os.MkdirTemp("", "tsptpa-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runDir) })
+	a.R.PTP = agent.PTPOptions{
+		Ptp4lPath: ptp4lPath, PmcPath: pmcPath, RunDir: runDir, PollInterval: 200 * time.Millisecond,
+		StatusPeriod: time.Second, Metrics: reg,
+		Wrap: func(c ptp.Command) ptp.Command {
+			c.Path, c.Args = ipPath, append([]string{"netns", "exec", ns, c.Path}, c.Args...)
+			return c
+		},
+		Supervisor: ptp.SupervisorOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, StopTimeout: 3 * time.Second},
+	}
+	createLNS(t, node, tuning)
+	agenttest.StartAgent(t, cfg, a.R, nil)
 }
