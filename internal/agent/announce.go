@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +43,7 @@ func (r *Reconciler) announce(ctx context.Context, s *scope, from, typ, reason, 
 		instance = instance[:128]
 	}
 	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: s.lns.Name + "." + hex.EncodeToString(sum[:8]), Namespace: metav1.NamespaceDefault},
+		ObjectMeta:          metav1.ObjectMeta{Name: eventName(s.lns.Name, sum[:8]), Namespace: metav1.NamespaceDefault},
 		EventTime:           metav1.NewMicroTime(r.Clock.Now()),
 		ReportingController: "tickstack-agent",
 		ReportingInstance:   instance,
@@ -58,6 +59,16 @@ func (r *Reconciler) announce(ctx context.Context, s *scope, from, typ, reason, 
 	if err := r.Client.Create(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
 		ctrl.LoggerFrom(ctx).Error(err, "announcing a reboot-protocol step", "reason", reason, "note", note)
 	}
+}
+
+// eventName is "<node state>.<hash in hex>", the node state's name cut so that the whole stays a
+// DNS subdomain of at most 253 characters.
+func eventName(lns string, sum []byte) string {
+	suffix := "." + hex.EncodeToString(sum)
+	if max := 253 - len(suffix); len(lns) > max {
+		lns = strings.TrimRight(lns[:max], ".-")
+	}
+	return lns + suffix
 }
 
 // fromState names the recorded state a reboot-protocol step leaves, for announce: the recorded
