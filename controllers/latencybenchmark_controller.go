@@ -96,6 +96,7 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		r.reconcileAccess,
 		r.reconcileJobs,
 		r.reconcileResults,
+		r.reconcileNextWave,
 		r.reconcileNodeLabels,
 	); err != nil {
 		return ctrl.Result{}, err

@@ -415,6 +415,56 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}, "thresholds.latency[0].messageSize: does not apply to suite tickToTrade"),
 	)
 
+	It("measures a fleet in waves of spec.maxParallel: the next node's Job after a verdict, every verdict in", func() {
+		ns := tslbNamespace()
+		nodes := []*corev1.Node{tslbNode("tslb-wave-a", "tslb-p20"), tslbNode("tslb-wave-b", "tslb-p20"), tslbNode("tslb-wave-c", "tslb-p20")}
+		b := validBenchmark(ns, "waves", "tslb-p20")
+		b.Spec.MaxParallel = ptr.To[int32](2)
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+		measuring := func(got *tsv1.LatencyBenchmark) int {
+			n := 0
+			for _, s := range got.Status.Nodes {
+				if s.Phase == tsv1.NodePending || s.Phase == tsv1.NodeRunning {
+					n++
+				}
+			}
+			return n
+		}
+
+		By("the first two nodes by name get a Job, the third waits for a slot")
+		j1, j2 := nodeJob(ns, "waves", 1, nodes[0].Name), nodeJob(ns, "waves", 1, nodes[1].Name)
+		third := benchJobName("waves", 1, nodes[2].Name)
+		Eventually(func(g Gomega) {
+			g.Expect(nodeStatus(getBenchmark(ns, "waves")(g), nodes[2].Name).Phase).To(Equal(tsv1.NodeWaiting))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+		Consistently(func(g Gomega) {
+			got := getBenchmark(ns, "waves")(g)
+			g.Expect(nodeStatus(got, nodes[2].Name).Phase).To(Equal(tsv1.NodeWaiting))
+			g.Expect(nodeStatus(got, nodes[2].Name).Message).To(ContainSubstring("spec.maxParallel 2"))
+			g.Expect(measuring(got)).To(BeNumerically("<=", 2))
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: third}, &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound))
+		}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("a verdict frees a slot: the third node's Job starts")
+		uploadResults(ns, j1.Name, sampleResults(nodes[0].Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
+		j3 := nodeJob(ns, "waves", 1, nodes[2].Name)
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "waves")(g)
+			g.Expect(nodeStatus(got, nodes[0].Name).Phase).To(Equal(tsv1.NodeCompleted))
+			g.Expect(measuring(got)).To(Equal(2))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("every verdict in")
+		uploadResults(ns, j2.Name, sampleResults(nodes[1].Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
+		uploadResults(ns, j3.Name, sampleResults(nodes[2].Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "waves")(g)
+			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictPassed))
+			g.Expect(got.Status.NodesPassed).To(BeEquivalentTo(3))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+
 	It("measures a node that joins the target during a run, even a run that started with none", func() {
 		ns := tslbNamespace()
 		b := validBenchmark(ns, "joiner", "tslb-p7")

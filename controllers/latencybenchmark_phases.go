@@ -78,10 +78,11 @@ func (r *LatencyBenchmarkReconciler) reconcileRun(ctx context.Context, s *benchS
 		st.LastScheduleTime = &start
 	}
 	st.Nodes = nil
+	phase, msg := waitingOrPending(b)
 	for _, n := range nodes {
 		st.Nodes = append(st.Nodes, tsv1.BenchmarkNodeStatus{
 			Node: n.Name, Profile: n.Labels[tsv1.ProfileLabel], Job: benchJobName(b.Name, st.Run, n.Name),
-			Phase: tsv1.NodePending, Message: "creating the Job",
+			Phase: phase, Message: msg,
 		})
 	}
 	for _, name := range missing {
@@ -143,9 +144,10 @@ func (r *LatencyBenchmarkReconciler) addJoinedNodes(ctx context.Context, s *benc
 		if have[n.Name] {
 			continue
 		}
+		phase, msg := waitingOrPending(b)
 		b.Status.Nodes = append(b.Status.Nodes, tsv1.BenchmarkNodeStatus{
 			Node: n.Name, Profile: n.Labels[tsv1.ProfileLabel], Job: benchJobName(b.Name, b.Status.Run, n.Name),
-			Phase: tsv1.NodePending, Message: "creating the Job (joined the target during the run)",
+			Phase: phase, Message: msg + " (joined the target during the run)",
 		})
 		r.event(b, corev1.EventTypeNormal, "NodeJoined", "Add", "run %d: node %s joined the target", b.Status.Run, n.Name)
 		added++
@@ -249,34 +251,92 @@ func (r *LatencyBenchmarkReconciler) reconcileJobs(ctx context.Context, s *bench
 	if image == "" {
 		image = DefaultBenchImage
 	}
+	startWaiting(b)
 	for _, n := range b.Status.Nodes {
-		if n.Job == "" || n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed {
+		if n.Job == "" || n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed || n.Phase == tsv1.NodeWaiting {
 			continue
 		}
-		in := BenchJobInput{Benchmark: b, Run: run, Node: n.Node, Profile: n.Profile, Image: image}
-		if err := r.Client.Create(ctx, buildResultsConfigMap(in)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating the results ConfigMap of node %s: %w", n.Node, err)
-		}
-		if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && runnerSpec(b).NetworkSuites() {
-			addr, err := r.reconcileReflector(ctx, in)
-			if err != nil {
-				return err
-			}
-			in.ReflectorAddress = addr
-		}
-		job, err := BuildBenchJob(in)
-		if err != nil {
+		if err := r.createNodeJob(ctx, b, n, image); err != nil {
 			return err
-		}
-		if err := r.Client.Create(ctx, job); err != nil {
-			if !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating the Job of node %s: %w", n.Node, err)
-			}
-		} else {
-			r.event(b, corev1.EventTypeNormal, "JobCreated", "Create", "run %d: Job %s measures node %s", run, job.Name, n.Node)
 		}
 	}
 	return r.deleteOldRuns(ctx, b)
+}
+
+// reconcileNextWave starts the Jobs of waiting nodes whose slots the verdicts of this reconcile
+// freed (spec.maxParallel), without waiting for another event.
+func (r *LatencyBenchmarkReconciler) reconcileNextWave(ctx context.Context, s *benchScope) error {
+	b := s.b
+	image := r.Image
+	if image == "" {
+		image = DefaultBenchImage
+	}
+	for _, n := range startWaiting(b) {
+		if err := r.createNodeJob(ctx, b, n, image); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startWaiting moves waiting nodes, by name, to Pending while fewer than spec.maxParallel nodes
+// have a Job measuring, and returns them.
+func startWaiting(b *tsv1.LatencyBenchmark) []tsv1.BenchmarkNodeStatus {
+	active := 0
+	for _, n := range b.Status.Nodes {
+		if n.Phase == tsv1.NodePending || n.Phase == tsv1.NodeRunning {
+			active++
+		}
+	}
+	var started []tsv1.BenchmarkNodeStatus
+	for i := range b.Status.Nodes {
+		n := &b.Status.Nodes[i]
+		if n.Phase != tsv1.NodeWaiting || (b.Spec.MaxParallel != nil && active >= int(*b.Spec.MaxParallel)) {
+			continue
+		}
+		n.Phase, n.Message = tsv1.NodePending, "creating the Job"
+		active++
+		started = append(started, *n)
+	}
+	return started
+}
+
+// waitingOrPending is the phase a node of a new run starts in: Waiting when spec.maxParallel
+// limits the run (startWaiting then starts the first wave), else Pending.
+func waitingOrPending(b *tsv1.LatencyBenchmark) (tsv1.NodeRunPhase, string) {
+	if b.Spec.MaxParallel != nil {
+		return tsv1.NodeWaiting, fmt.Sprintf("waiting for one of spec.maxParallel %d slots", *b.Spec.MaxParallel)
+	}
+	return tsv1.NodePending, "creating the Job"
+}
+
+// createNodeJob creates a node's results ConfigMap, its reflector when the placement has one, and
+// its Job; existing ones are kept.
+func (r *LatencyBenchmarkReconciler) createNodeJob(ctx context.Context, b *tsv1.LatencyBenchmark, n tsv1.BenchmarkNodeStatus, image string) error {
+	run := b.Status.Run
+	in := BenchJobInput{Benchmark: b, Run: run, Node: n.Node, Profile: n.Profile, Image: image}
+	if err := r.Client.Create(ctx, buildResultsConfigMap(in)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the results ConfigMap of node %s: %w", n.Node, err)
+	}
+	if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && runnerSpec(b).NetworkSuites() {
+		addr, err := r.reconcileReflector(ctx, in)
+		if err != nil {
+			return err
+		}
+		in.ReflectorAddress = addr
+	}
+	job, err := BuildBenchJob(in)
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, job); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the Job of node %s: %w", n.Node, err)
+		}
+	} else {
+		r.event(b, corev1.EventTypeNormal, "JobCreated", "Create", "run %d: Job %s measures node %s", run, job.Name, n.Node)
+	}
+	return nil
 }
 
 func (r *LatencyBenchmarkReconciler) deleteOldRuns(ctx context.Context, b *tsv1.LatencyBenchmark) error {
@@ -318,7 +378,7 @@ func (r *LatencyBenchmarkReconciler) reconcileResults(ctx context.Context, s *be
 	b := s.b
 	for i := range b.Status.Nodes {
 		n := &b.Status.Nodes[i]
-		if n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed || n.Job == "" {
+		if n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed || n.Phase == tsv1.NodeWaiting || n.Job == "" {
 			continue
 		}
 		f, job, err := r.jobFacts(ctx, b.Namespace, n.Job)

@@ -172,6 +172,14 @@ type LatencyBenchmarkSpec struct {
 	// +optional
 	Placement *BenchmarkPlacement `json:"placement,omitempty"`
 
+	// MaxParallel is how many nodes are measured at once: a run creates the Jobs of the first
+	// MaxParallel nodes (by name), and each node's verdict lets the next one start (Waiting until
+	// then). A fleet of a thousand nodes is measured in waves instead of a thousand pods at once.
+	// Unset: every node at once.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxParallel *int32 `json:"maxParallel,omitempty"`
+
 	// TimeoutSeconds bounds each node's Job (activeDeadlineSeconds); default 3600.
 	// +optional
 	// +kubebuilder:validation:Minimum=60
@@ -180,10 +188,12 @@ type LatencyBenchmarkSpec struct {
 }
 
 // NodeRunPhase is where one node's measurement stands.
-// +kubebuilder:validation:Enum=Pending;Running;Completed;Failed
+// +kubebuilder:validation:Enum=Waiting;Pending;Running;Completed;Failed
 type NodeRunPhase string
 
 const (
+	// NodeWaiting: no Job yet; the node waits for one of spec.maxParallel slots.
+	NodeWaiting NodeRunPhase = "Waiting"
 	// NodePending: the Job is created, no pod runs yet.
 	NodePending NodeRunPhase = "Pending"
 	// NodeRunning: the Job runs.

@@ -872,6 +872,11 @@ func (in *LatencyBenchmarkSpec) DeepCopyInto(out *LatencyBenchmarkSpec) {
 		*out = new(BenchmarkPlacement)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.MaxParallel != nil {
+		in, out := &in.MaxParallel, &out.MaxParallel
+		*out = new(int32)
+		**out = **in
+	}
 	if in.TimeoutSeconds != nil {
 		in, out := &in.TimeoutSeconds, &out.TimeoutSeconds
 		*out = new(int32)
