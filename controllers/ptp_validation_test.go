@@ -38,7 +38,7 @@ var _ = Describe("LatencyProfile ptp validation by the API server", func() {
 		Expect(k8s.Create(ctx, validPTPProfile("ptp-complete"), client.DryRunAll)).To(Succeed())
 
 		bc := validProfile("ptp-boundary")
-		bc.Spec.PTP = &tsv1.PTPSpec{Role: tsv1.PTPRoleBoundary, Interfaces: []string{"ens1f0", "ens2f0"}}
+		bc.Spec.PTP = &tsv1.PTPSpec{Role: tsv1.PTPRoleBoundary, Interfaces: []string{"ens1f0", "ens2f0"}, OwnsSystemClock: true}
 		Expect(k8s.Create(ctx, bc, client.DryRunAll)).To(Succeed())
 	})
 
@@ -59,6 +59,8 @@ var _ = Describe("LatencyProfile ptp validation by the API server", func() {
 		Entry("interfaces beside nicGroup", func(s *tsv1.PTPSpec) {
 			s.Role, s.Interfaces = tsv1.PTPRoleBoundary, []string{"ens1f0", "ens1f1"}
 		}, "spec.ptp", "set exactly one of ptp.interface"),
+		Entry("a grandmaster owning the system clock", func(s *tsv1.PTPSpec) { s.Role, s.OwnsSystemClock = tsv1.PTPRoleGrandmaster, true },
+			"spec.ptp", "ptp.ownsSystemClock: a grandmaster's system clock is its source"),
 		Entry("a boundary clock without its ports", func(s *tsv1.PTPSpec) { s.Role = tsv1.PTPRoleBoundary },
 			"spec.ptp", "a boundary clock (ptp.role boundary) runs over ptp.interfaces"),
 		Entry("ports for a slave", func(s *tsv1.PTPSpec) { s.NICGroup, s.Interfaces = "", []string{"ens1f0", "ens1f1"} },

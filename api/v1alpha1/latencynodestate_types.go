@@ -185,6 +185,9 @@ type PTPTuning struct {
 	SchedulingPolicy PTPSchedulingPolicy `json:"schedulingPolicy,omitempty"`
 	// +optional
 	SchedulingPriority int32 `json:"schedulingPriority,omitempty"`
+	// OwnsSystemClock: the agent stops and masks the host's clock daemons.
+	// +optional
+	OwnsSystemClock bool `json:"ownsSystemClock,omitempty"`
 	// CPUs is where ptp4l and phc2sys run: the node's reserved CPUs.
 	// +optional
 	CPUs string `json:"cpus,omitempty"`

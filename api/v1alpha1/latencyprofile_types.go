@@ -728,6 +728,7 @@ const (
 
 // PTPSpec is a profile's PTP time sync: one ptp4l port per node, judged against maxOffsetNs.
 // +kubebuilder:validation:XValidation:rule="(has(self.interface) ? 1 : 0) + (has(self.nicGroup) ? 1 : 0) + (has(self.interfaces) ? 1 : 0) == 1",message="ptp: set exactly one of ptp.interface (an interface name such as ens1f0), ptp.nicGroup (the name of a spec.nics[] group) and ptp.interfaces (a boundary clock's ports)"
+// +kubebuilder:validation:XValidation:rule="!has(self.ownsSystemClock) || !self.ownsSystemClock || !has(self.role) || self.role != 'grandmaster'",message="ptp.ownsSystemClock: a grandmaster's system clock is its source (it may follow NTP): remove ownsSystemClock, or use it on slaves and boundary clocks"
 // +kubebuilder:validation:XValidation:rule="has(self.interfaces) == (has(self.role) && self.role == 'boundary')",message="ptp.interfaces: a boundary clock (ptp.role boundary) runs over ptp.interfaces, and only it: list its ports there, or give an ordinary clock ptp.interface"
 // +kubebuilder:validation:XValidation:rule="!has(self.phc2sysOptions) || size(self.phc2sysOptions) == 0 || !has(self.timestamping) || self.timestamping == 'hardware'",message="ptp.phc2sysOptions: phc2sys does not run with software timestamping; remove the options or use hardware timestamping"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedulingPriority) || !has(self.schedulingPolicy) || self.schedulingPolicy == 'SCHED_FIFO'",message="ptp.schedulingPriority: SCHED_OTHER has no priority; remove ptp.schedulingPriority or set ptp.schedulingPolicy to SCHED_FIFO"
@@ -808,6 +809,14 @@ type PTPSpec struct {
 	// +kubebuilder:default=1000
 	// +kubebuilder:validation:Minimum=1
 	MaxSystemOffsetNs int64 `json:"maxSystemOffsetNs,omitempty"`
+
+	// OwnsSystemClock says PTP alone steers the system clock: the agent stops and masks the host's
+	// clock daemons (chrony, ntp, ntpsec, openntpd, systemd-timesyncd units) while the profile
+	// applies, journaling each one's original state, and unmasks them (and starts those that ran)
+	// when the profile goes. Without it, a running one only makes TimeSynced False
+	// (ClockConflict). Not with role grandmaster.
+	// +optional
+	OwnsSystemClock bool `json:"ownsSystemClock,omitempty"`
 
 	// SchedulingPolicy is how ptp4l and phc2sys are scheduled: SCHED_FIFO (real-time, so a
 	// loaded node still answers sync messages and steers its clock on time) or SCHED_OTHER. Either

@@ -37,7 +37,7 @@ import (
 type options struct {
 	nodeName, namespace, hostRoot, journalPath, irqbalanceConfig string
 	bootLoader, resourcePrefix                                   string
-	grubUpdate, rebootCmd, irqbalanceCmd                         commandFlag
+	grubUpdate, rebootCmd, irqbalanceCmd, systemctlCmd           commandFlag
 	kubeletConfigDir, kubeletRootDir, hostProcess                string
 	kubeletStop, kubeletStart                                    commandFlag
 	kubeletStartTO                                               time.Duration
@@ -65,6 +65,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(&o.grubUpdate, "grub-update-command", "regenerates grub.cfg after the drop-in changed (grub2-mkconfig -o /boot/grub2/grub.cfg on Fedora/RHEL); empty runs nothing"+commandHelp)
 	fs.Var(&o.rebootCmd, "reboot-command", "reboots the node once it is drained; runs with TICKSTACK_NODE_NAME and TICKSTACK_HOST_ROOT set"+commandHelp)
 	fs.Var(&o.irqbalanceCmd, "irqbalance-restart-command", "restarts irqbalance, if it runs, after its banned CPUs changed; empty runs nothing"+commandHelp)
+	o.systemctlCmd = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl")}
+	fs.Var(&o.systemctlCmd, "systemctl-command", "the host's systemctl, which stops and masks the host's clock daemons for a profile with ptp.ownsSystemClock and unmasks them after; empty: such a profile fails on them"+commandHelp)
 	o.kubeletStop = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl stop kubelet.service")}
 	o.kubeletStart = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl start kubelet.service")}
 	fs.StringVar(&o.kubeletConfigDir, "kubelet-config-dir", agent.DefaultKubeletConfigDir, "the kubelet's --config-dir on the host, where the agent writes its drop-in for a profile's kubelet section; empty: the agent never touches the kubelet")
@@ -108,7 +110,7 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 	if err := o.checkPTP(); err != nil {
 		return nil, err
 	}
-	h := &host.Host{Root: o.hostRoot, IrqbalanceConfig: o.irqbalanceConfig, NIC: &host.EthtoolNIC{}}
+	h := &host.Host{Root: o.hostRoot, IrqbalanceConfig: o.irqbalanceConfig, NIC: &host.EthtoolNIC{}, Systemctl: o.systemctlCmd.argv}
 	r := &agent.Reconciler{
 		NodeName:                 o.nodeName,
 		Namespace:                o.namespace,

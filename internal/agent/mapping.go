@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -28,6 +29,10 @@ func Desired(t *tsv1.NodeTuning) (*tuning.Desired, error) {
 			return nil
 		}
 		return &cs
+	}
+	if p := t.PTP; p != nil && p.OwnsSystemClock && p.Role != tsv1.PTPRoleGrandmaster {
+		// PTP alone steers the system clock: the host's clock daemons are stopped and masked.
+		d.TimeServices = slices.Clone(host.TimeServiceUnits)
 	}
 	if len(t.Sysctls) > 0 {
 		d.Sysctls = make(map[string]string, len(t.Sysctls))

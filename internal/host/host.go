@@ -33,6 +33,9 @@ type Host struct {
 	// NIC reads and writes NIC channels, rings and coalescing; nil means NICs cannot be tuned
 	// (every NIC call then fails with ErrUnsupported).
 	NIC NIC
+	// Systemctl is the command line of the host's systemctl (the agent's --systemctl-command, run
+	// in the host's mount namespace); empty means units cannot be read or changed.
+	Systemctl []string
 }
 
 // ErrUnsupported reports that this host has no such knob (no cpufreq in a VM, a driver without

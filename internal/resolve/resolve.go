@@ -162,6 +162,7 @@ func ptpTuning(p *tsv1.PTPSpec, nics []tsv1.NICTuning) (*tsv1.PTPTuning, error) 
 	if t.MaxSystemOffsetNs == 0 {
 		t.MaxSystemOffsetNs = ptp.DefaultMaxSystemOffsetNs
 	}
+	t.OwnsSystemClock = p.OwnsSystemClock
 	t.SchedulingPolicy = p.SchedulingPolicy
 	if t.SchedulingPolicy == "" {
 		t.SchedulingPolicy = tsv1.PTPSchedulingPolicy(ptp.DefaultSchedPolicy)

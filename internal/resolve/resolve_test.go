@@ -289,10 +289,10 @@ func TestNodePTP(t *testing.T) {
 		},
 	}, {
 		name: "a boundary clock: its ports as given, the first one the interface",
-		ptp:  &tsv1.PTPSpec{Role: tsv1.PTPRoleBoundary, Interfaces: []string{"ens1f0", "ens2f0"}},
+		ptp:  &tsv1.PTPSpec{Role: tsv1.PTPRoleBoundary, Interfaces: []string{"ens1f0", "ens2f0"}, OwnsSystemClock: true},
 		want: func() *tsv1.PTPTuning {
 			w := defaults("ens1f0")
-			w.Role, w.Interfaces = tsv1.PTPRoleBoundary, []string{"ens1f0", "ens2f0"}
+			w.Role, w.Interfaces, w.OwnsSystemClock = tsv1.PTPRoleBoundary, []string{"ens1f0", "ens2f0"}, true
 			return w
 		}(),
 	}, {

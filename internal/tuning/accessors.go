@@ -39,6 +39,13 @@ func accessorsFor(h *host.Host, k settingKey) setting {
 		return nicParamSetting(h, k.group, k.name, k.param)
 	case kindSRIOVNumVFs:
 		return sriovSetting(h, k.name)
+	case kindTimeService:
+		return setting{
+			read:   func() (string, error) { return h.UnitState(k.name) },
+			write:  func(v string) error { return h.SetUnitState(k.name, v) },
+			inSync: equal,
+			canon:  identity,
+		}
 	}
 	panic(fmt.Sprintf("tuning: no accessors for %v", k))
 }

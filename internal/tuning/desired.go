@@ -37,6 +37,10 @@ type Desired struct {
 	THP *THP
 	// WorkqueueCPUs restricts unbound kernel workqueues to these CPUs.
 	WorkqueueCPUs *cpuset.Set
+	// TimeServices are systemd units to stop and mask (host.TimeServiceUnits when PTP owns the
+	// system clock); those the host does not have are left out. Restoring unmasks each and starts
+	// it again if it ran.
+	TimeServices []string
 	// SMT turns simultaneous multithreading on or off at runtime (off takes every sibling thread
 	// offline). A node without SMT has nothing to switch.
 	SMT *bool

@@ -76,7 +76,7 @@ func expand(h *host.Host, d *Desired, phase int) ([]item, error) {
 	x := &expansion{h: h, online: online}
 	steps := []func(*Desired) error{x.smt, x.nicStructure}
 	if phase != phaseStructure {
-		steps = []func(*Desired) error{x.sysctls, x.irqs, x.cpuIdle, x.cpuFreq, x.thp, x.workqueue, x.queues, x.hugepages}
+		steps = []func(*Desired) error{x.sysctls, x.irqs, x.cpuIdle, x.cpuFreq, x.thp, x.workqueue, x.queues, x.hugepages, x.timeServices}
 	}
 	for _, step := range steps {
 		if err := step(d); err != nil {
@@ -84,6 +84,14 @@ func expand(h *host.Host, d *Desired, phase int) ([]item, error) {
 		}
 	}
 	return x.items, errors.Join(x.errs...)
+}
+
+// timeServices stops and masks the host's clock daemons among d.TimeServices.
+func (x *expansion) timeServices(d *Desired) error {
+	for _, u := range x.h.InstalledUnits(d.TimeServices) {
+		x.add("timeServices", timeServiceKey(u), host.UnitMaskedInactive)
+	}
+	return nil
 }
 
 // smt is SMT on or off (sibling CPUs online or offline).

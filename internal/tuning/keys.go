@@ -26,6 +26,7 @@ const (
 	kindHugepages
 	kindNICParam
 	kindSRIOVNumVFs
+	kindTimeService
 )
 
 // settingKey names one host setting as typed values. Its String form ("sysctl/vm.stat_interval",
@@ -53,6 +54,9 @@ func cpuIdleKey(cpu, state int) settingKey {
 func governorKey(cpu int) settingKey { return settingKey{kind: kindGovernor, n: cpu} }
 func thpKey(file string) settingKey  { return settingKey{kind: kindTHP, name: file} }
 func sriovKey(pci string) settingKey { return settingKey{kind: kindSRIOVNumVFs, name: pci} }
+func timeServiceKey(unit string) settingKey {
+	return settingKey{kind: kindTimeService, name: unit}
+}
 func hugepagesKey(node, sizeKB int) settingKey {
 	return settingKey{kind: kindHugepages, n: node, index: sizeKB}
 }
@@ -106,6 +110,8 @@ func (k settingKey) String() string {
 		return fmt.Sprintf("%s/%s/%s", k.group, k.name, k.param)
 	case kindSRIOVNumVFs:
 		return "sriov/" + k.name + "/numvfs"
+	case kindTimeService:
+		return "timeservice/" + k.name
 	}
 	return fmt.Sprintf("unknown setting kind %d", k.kind)
 }
@@ -114,7 +120,7 @@ func (k settingKey) String() string {
 // sysctl/<key>, irq/<n>, irq/default_smp_affinity, irqbalance/banned-cpus,
 // cpuidle/cpu<N>/state<M>, cpufreq/cpu<N>/governor, cpufreq/turbo, thp/enabled, thp/defrag,
 // workqueue/cpumask, rps/<if>/rx-<q>, xps/<if>/tx-<q>, hugepages/node<N>|all/<size>kB, smt/control,
-// channels|rings|coalesce/<if>/<param>, sriov/<pci>/numvfs.
+// channels|rings|coalesce/<if>/<param>, sriov/<pci>/numvfs, timeservice/<unit>.
 func parseSettingKey(name string) (settingKey, error) {
 	bad := fmt.Errorf("setting name %q is not one this agent knows", name)
 	parts := strings.Split(name, "/")
@@ -168,6 +174,8 @@ func parseSettingKey(name string) (settingKey, error) {
 		k = nicParamKey(host.NICGroup(parts[0]), parts[1], parts[2])
 	case parts[0] == "sriov" && len(parts) == 3 && parts[2] == "numvfs":
 		k = sriovKey(parts[1])
+	case parts[0] == "timeservice" && len(parts) == 2 && strings.HasSuffix(parts[1], ".service"):
+		k = timeServiceKey(parts[1])
 	default:
 		ok = false
 	}

@@ -29,6 +29,7 @@ func TestSettingKeys(t *testing.T) {
 		{hugepagesKey(1, 1048576), "hugepages/node1/1048576kB"},
 		{nicParamKey(host.Rings, "ens1f0", "rx"), "rings/ens1f0/rx"},
 		{sriovKey("0000:3b:00.0"), "sriov/0000:3b:00.0/numvfs"},
+		{timeServiceKey("chrony.service"), "timeservice/chrony.service"},
 	} {
 		if got := c.key.String(); got != c.name {
 			t.Errorf("%+v: name %q, want %q", c.key, got, c.name)
