@@ -16,6 +16,7 @@ type BenchmarkMetrics struct {
 	burst   *prometheus.GaugeVec
 	jitter  *prometheus.GaugeVec
 	ptp     *prometheus.GaugeVec
+	ptpSys  *prometheus.GaugeVec
 	verdict *prometheus.GaugeVec
 	run     *prometheus.GaugeVec
 	// runStart and runCompletion are the current run's status.startTime and completionTime; the
@@ -52,6 +53,10 @@ func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
 			Name: "tickstack_benchmark_ptp_offset_seconds",
 			Help: "Statistic of |offsetFromMaster| over the ptp suite's SLAVE samples on a node, from its latest judged run.",
 		}, []string{"namespace", "benchmark", "node", "statistic"}),
+		ptpSys: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickstack_benchmark_ptp_system_offset_seconds",
+			Help: "Statistic of the system clock's |offset| (as the node agent read it) over the ptp suite's SLAVE samples on a node, from its latest judged run.",
+		}, []string{"namespace", "benchmark", "node", "statistic"}),
 		verdict: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickstack_benchmark_verdict",
 			Help: "1 for the verdict (Passed, Failed, Inconclusive) of a node in a benchmark's latest judged run.",
@@ -69,7 +74,7 @@ func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
 			Help: "When the last node of a benchmark's current run got its verdict, in Unix seconds; absent while the run goes on.",
 		}, []string{"namespace", "benchmark"}),
 	}
-	reg.MustRegister(m.latency, m.dropped, m.burst, m.jitter, m.ptp, m.verdict, m.run, m.runStart, m.runCompletion)
+	reg.MustRegister(m.latency, m.dropped, m.burst, m.jitter, m.ptp, m.ptpSys, m.verdict, m.run, m.runStart, m.runCompletion)
 	return m
 }
 
@@ -93,6 +98,7 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 		m.burst.DeletePartialMatch(node)
 		m.jitter.DeletePartialMatch(node)
 		m.ptp.DeletePartialMatch(node)
+		m.ptpSys.DeletePartialMatch(node)
 		m.verdict.DeletePartialMatch(node)
 		for _, r := range []tsv1.VerdictResult{tsv1.VerdictPassed, tsv1.VerdictFailed, tsv1.VerdictInconclusive} {
 			val := 0.0
@@ -194,6 +200,12 @@ func (m *BenchmarkMetrics) observeResults(ns, name, node string, res *tsv1.Bench
 			v, _ := s.Of(p.Offset)
 			m.ptp.WithLabelValues(ns, name, node, string(s)).Set(float64(v) / 1e9)
 		}
+		if so := p.SystemOffset; so != nil && so.Samples > 0 {
+			for _, s := range metricStats() {
+				v, _ := s.Of(*so)
+				m.ptpSys.WithLabelValues(ns, name, node, string(s)).Set(float64(v) / 1e9)
+			}
+		}
 	}
 }
 
@@ -208,6 +220,7 @@ func (m *BenchmarkMetrics) forget(namespace, name string) {
 	m.burst.DeletePartialMatch(l)
 	m.jitter.DeletePartialMatch(l)
 	m.ptp.DeletePartialMatch(l)
+	m.ptpSys.DeletePartialMatch(l)
 	m.verdict.DeletePartialMatch(l)
 	m.run.DeletePartialMatch(l)
 	m.runStart.DeletePartialMatch(l)

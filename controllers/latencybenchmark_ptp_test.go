@@ -89,7 +89,8 @@ func ptpOnlyResults(notSlave int64) *tsv1.BenchmarkResults {
 	end := metav1.NewTime(start.Add(2 * time.Minute))
 	p := &tsv1.PTPResult{Socket: tsv1.DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 120 + notSlave, NotSlaveSamples: notSlave,
 		Offset:      tsv1.LatencyStats{Samples: 120, MinNs: 2, MedianNs: 60, MeanNs: 75, P95Ns: 180, P99Ns: 250, P999Ns: 310, MaxNs: 310, StdDevNs: 55},
-		MinOffsetNs: -310, MaxOffsetNs: 240, MedianPathDelayNs: 2100, PortStates: []tsv1.PTPPortStateCount{{State: "SLAVE", Samples: 120}}}
+		MinOffsetNs: -310, MaxOffsetNs: 240, MedianPathDelayNs: 2100, PortStates: []tsv1.PTPPortStateCount{{State: "SLAVE", Samples: 120}},
+		SystemOffset: &tsv1.LatencyStats{Samples: 118, MedianNs: 40, P99Ns: 90, MaxNs: 120}}
 	if notSlave > 0 {
 		p.PortStates = append(p.PortStates, tsv1.PTPPortStateCount{State: "UNCALIBRATED", Samples: notSlave})
 	}
@@ -145,10 +146,13 @@ func TestBenchmarkPTPOffsetMetric(t *testing.T) {
 			t.Errorf("tickstack_benchmark_ptp_offset_seconds{statistic=%q} = %g, want %g", stat, got, v)
 		}
 	}
+	if got := promtest.ToFloat64(m.ptpSys.WithLabelValues("trading", "nightly", "n1", "p99")); math.Abs(got-90e-9) > 1e-15 {
+		t.Errorf("tickstack_benchmark_ptp_system_offset_seconds{statistic=\"p99\"} = %g, want 90e-9", got)
+	}
 	// A run without the ptp suite leaves no stale offset behind.
 	b.Status.Nodes[0].Results = &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, Node: "n1"}
 	m.observe(b)
-	if n := promtest.CollectAndCount(m.ptp); n != 0 {
+	if n := promtest.CollectAndCount(m.ptp) + promtest.CollectAndCount(m.ptpSys); n != 0 {
 		t.Errorf("%d ptp offset series after a run without the suite, want 0", n)
 	}
 }

@@ -501,6 +501,12 @@ type PTPResult struct {
 	// samples (negative: this clock is behind its master).
 	MinOffsetNs int64 `json:"minOffsetNs"`
 	MaxOffsetNs int64 `json:"maxOffsetNs"`
+	// SystemOffset is the distribution of |offset| of the system clock (CLOCK_REALTIME, the clock
+	// applications timestamp with) over the SLAVE samples, as the node agent last read it
+	// (status.ptp.systemOffsetNs: phc2sys's offset from the NIC's clock, ptp4l's with software
+	// time stamping), in nanoseconds. Absent when the agent published none.
+	// +optional
+	SystemOffset *LatencyStats `json:"systemOffset,omitempty"`
 	// MedianPathDelayNs is the median meanPathDelay over the SLAVE samples.
 	MedianPathDelayNs int64 `json:"medianPathDelayNs"`
 	// PortStates lists every port state seen, in order of first appearance, with its count.

@@ -1740,6 +1740,11 @@ func (in *PTPPortStatus) DeepCopy() *PTPPortStatus {
 func (in *PTPResult) DeepCopyInto(out *PTPResult) {
 	*out = *in
 	out.Offset = in.Offset
+	if in.SystemOffset != nil {
+		in, out := &in.SystemOffset, &out.SystemOffset
+		*out = new(LatencyStats)
+		**out = **in
+	}
 	if in.PortStates != nil {
 		in, out := &in.PortStates, &out.PortStates
 		*out = make([]PTPPortStateCount, len(*in))

@@ -99,6 +99,10 @@ func (r *Runner) startPTP(ctx context.Context, s *tsv1.PTPSuite) (stop func() *t
 			if ctx.Err() != nil {
 				return
 			}
+			// The system clock's offset the node agent publishes beside the socket, when fresh.
+			if off, at, ok := ptp.ReadSystemOffset(filepath.Dir(s.Socket)); ok && time.Since(at) <= systemOffsetMaxAge(s) {
+				smp.SystemOffsetNs, smp.HasSystemOffset = off, true
+			}
 			samples = append(samples, smp)
 			select {
 			case <-ctx.Done():
@@ -118,10 +122,16 @@ func (r *Runner) startPTP(ctx context.Context, s *tsv1.PTPSuite) (stop func() *t
 	}
 }
 
+// systemOffsetMaxAge is how old the agent's published system clock offset may be to count: the
+// agent refreshes it every second; a stopped agent's is stale.
+func systemOffsetMaxAge(s *tsv1.PTPSuite) time.Duration {
+	return 3*time.Second + 2*time.Duration(s.IntervalMillis)*time.Millisecond
+}
+
 // summarizePTP fills the table from the samples in the order they were read. A read that got a
 // port state but no offset in SLAVE state counts as failed: the offset is what the suite measures.
 func summarizePTP(res *tsv1.PTPResult, samples []ptp.Sample) {
-	var abs, delays []int64
+	var abs, delays, sysAbs []int64
 	counts := map[string]int{}
 	res.Samples = int64(len(samples))
 	for _, s := range samples {
@@ -162,8 +172,19 @@ func summarizePTP(res *tsv1.PTPResult, samples []ptp.Sample) {
 		}
 		abs = append(abs, a)
 		delays = append(delays, s.MeanPathDelayNs)
+		if s.HasSystemOffset {
+			sa := s.SystemOffsetNs
+			if sa < 0 {
+				sa = -sa
+			}
+			sysAbs = append(sysAbs, sa)
+		}
 	}
 	res.Offset = ComputeStats(abs)
+	if len(sysAbs) > 0 {
+		st := ComputeStats(sysAbs)
+		res.SystemOffset = &st
+	}
 	if len(delays) > 0 {
 		sort.Slice(delays, func(a, b int) bool { return delays[a] < delays[b] })
 		res.MedianPathDelayNs = delays[percentileRank(len(delays), 50)]

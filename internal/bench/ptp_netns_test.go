@@ -144,6 +144,11 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 		res.MinOffsetNs < -o.MaxNs || res.MaxOffsetNs > o.MaxNs || res.MedianPathDelayNs <= 0 {
 		t.Errorf("offset %+v, signed %d..%d, path delay %d: want a finite locked offset and a positive path delay", o, res.MinOffsetNs, res.MaxOffsetNs, res.MedianPathDelayNs)
 	}
+	// The system clock's offset the slave's Daemon publishes beside the socket (software time
+	// stamping: ptp4l's own) is in the table, sample for sample.
+	if so := res.SystemOffset; so == nil || so.Samples == 0 || so.Samples > res.Samples || so.MaxNs >= 1_000_000 || so.MedianNs > so.MaxNs {
+		t.Errorf("system clock offset %+v over %d samples: want one per SLAVE sample the agent published, locked", so, res.Samples)
+	}
 	if left, _ := filepath.Glob(filepath.Join(lab.slaveDir, pmcSocketPrefix+"*")); len(left) != 0 {
 		t.Errorf("pmc's reply sockets left behind: %v", left)
 	}

@@ -237,6 +237,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}()
 	}
 	defer wg.Wait()
+	defer os.Remove(filepath.Join(d.opts.RunDir, SystemOffsetFile))
 
 	t := time.NewTicker(d.opts.PollInterval)
 	defer t.Stop()
@@ -263,6 +264,41 @@ func (d *Daemon) systemOffset(s *Sample) {
 	}
 }
 
+// SystemOffsetFile is the file in the daemon's run directory that holds the system clock's latest
+// offset, for readers outside the agent (the benchmark's ptp suite mounts the directory): one
+// line "<offset ns> <read at, Unix ns>", absent while none is read.
+const SystemOffsetFile = "system-offset"
+
+// publishSystemOffset writes s's system clock offset to SystemOffsetFile (by rename: a reader
+// never sees half a line), or removes the file when s has none. Errors are not the daemon's
+// concern: the file is informational.
+func (d *Daemon) publishSystemOffset(s Sample) {
+	path := filepath.Join(d.opts.RunDir, SystemOffsetFile)
+	if !s.HasSystemOffset {
+		_ = os.Remove(path)
+		return
+	}
+	tmp := path + ".tmp"
+	line := fmt.Sprintf("%d %d\n", s.SystemOffsetNs, d.opts.Now().UnixNano())
+	if os.WriteFile(tmp, []byte(line), 0o644) == nil {
+		_ = os.Rename(tmp, path)
+	}
+}
+
+// ReadSystemOffset reads SystemOffsetFile in dir: the offset and when it was read; ok is false
+// when the file is absent or unreadable.
+func ReadSystemOffset(dir string) (offsetNs int64, at time.Time, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dir, SystemOffsetFile))
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	var ns int64
+	if n, err := fmt.Sscanf(string(b), "%d %d", &offsetNs, &ns); err != nil || n != 2 {
+		return 0, time.Time{}, false
+	}
+	return offsetNs, time.Unix(0, ns), true
+}
+
 // poll reads one sample and updates the verdict.
 func (d *Daemon) poll(ctx context.Context) {
 	s := d.reader.Read(ctx)
@@ -270,6 +306,7 @@ func (d *Daemon) poll(ctx context.Context) {
 		return // the read was cut short by the stop, not by ptp4l
 	}
 	d.systemOffset(&s)
+	d.publishSystemOffset(s)
 	if d.cfg.Role != RoleGrandmaster {
 		// A search of /proc every conflictSearchPeriod: a daemon started later is found within it.
 		if now := d.opts.Now(); now.Sub(d.conflictsAt) >= conflictSearchPeriod {

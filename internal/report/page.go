@@ -122,6 +122,7 @@ svg .line.s0, svg .line.s1, svg .line.s2, svg .line.s3, svg .line.s4, svg .line.
 <tr><th>samples</th><th>not SLAVE</th><th>failed reads</th><th>median</th><th>p99</th><th>max</th><th>signed min</th><th>signed max</th><th>path delay</th><th class="l">port states</th></tr>
 <tr><td>{{.Samples}}</td><td>{{.NotSlaveSamples}}</td><td>{{.FailedReads}}</td><td>{{us .Offset.MedianNs}}</td><td>{{us .Offset.P99Ns}}</td><td>{{us .Offset.MaxNs}}</td><td>{{us .MinOffsetNs}}</td><td>{{us .MaxOffsetNs}}</td><td>{{us .MedianPathDelayNs}}</td><td class="l">{{ptpStates .}}</td></tr>
 </table>
+{{with .SystemOffset}}<p>system clock |offset| (the node agent's, {{.Samples}} samples): median {{us .MedianNs}} us, p99 {{us .P99Ns}} us, max {{us .MaxNs}} us</p>{{end}}
 {{if .LastFailure}}<p class="note">last failed ptp read: {{.LastFailure}}</p>{{end}}
 {{if .Error}}<p class="note">ptp incomplete: {{.Error}}</p>{{end}}
 {{end}}

@@ -21,7 +21,8 @@ func ptpResults() *tsv1.BenchmarkResults {
 		PTP: &tsv1.PTPResult{Socket: tsv1.DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 61, FailedReads: 1, NotSlaveSamples: 2,
 			Offset:      tsv1.LatencyStats{Samples: 58, MinNs: 3, MedianNs: 41, MeanNs: 60, P95Ns: 180, P99Ns: 233, P999Ns: 233, MaxNs: 233, StdDevNs: 50},
 			MinOffsetNs: -233, MaxOffsetNs: 190, MedianPathDelayNs: 2335, LastFailure: "no response from ptp4l",
-			PortStates: []tsv1.PTPPortStateCount{{State: "SLAVE", Samples: 58}, {State: "UNCALIBRATED", Samples: 2}}}}
+			SystemOffset: &tsv1.LatencyStats{Samples: 57, MedianNs: 52, P99Ns: 410, MaxNs: 720},
+			PortStates:   []tsv1.PTPPortStateCount{{State: "SLAVE", Samples: 58}, {State: "UNCALIBRATED", Samples: 2}}}}
 }
 
 func TestWriteTextPTP(t *testing.T) {
@@ -35,6 +36,7 @@ func TestWriteTextPTP(t *testing.T) {
 	for _, want := range []string{
 		"ptp: ptp4l's |offset from master| through /run/tickstack/ptp/ptp4l.sock, domain 24, read every 1000 ms (us)",
 		"last failed read: no response from ptp4l",
+		"system clock |offset| (the agent's, 57 samples): median 0.052 us, p99 0.410 us, max 0.720 us",
 		"Failed ptp/slave: 3 of 61 samples",
 		"Failed ptp/p99: p99 0.233 us",
 	} {
@@ -73,5 +75,10 @@ func TestRenderPTP(t *testing.T) {
 		return hasClass(n, "note") && strings.Contains(text(n), "no response from ptp4l")
 	})); n != 1 {
 		t.Errorf("%d notes with the last failed read, want 1", n)
+	}
+	if n := len(find(doc, func(n *html.Node) bool {
+		return n.Data == "p" && strings.Contains(text(n), "system clock |offset| (the node agent's, 57 samples): median 0.052 us, p99 0.410 us, max 0.720 us")
+	})); n != 1 {
+		t.Errorf("%d lines with the system clock's offset, want 1", n)
 	}
 }

@@ -192,6 +192,9 @@ func WriteText(w io.Writer, n NodeResults) error {
 		line(fmt.Sprint(p.Samples), fmt.Sprint(p.NotSlaveSamples), fmt.Sprint(p.FailedReads), us(p.Offset.MedianNs), us(p.Offset.P99Ns), us(p.Offset.MaxNs),
 			us(p.MinOffsetNs), us(p.MaxOffsetNs), us(p.MedianPathDelayNs), PTPStates(p))
 		tw.Flush()
+		if so := p.SystemOffset; so != nil {
+			fmt.Fprintf(w, "  system clock |offset| (the agent's, %d samples): median %s us, p99 %s us, max %s us\n", so.Samples, us(so.MedianNs), us(so.P99Ns), us(so.MaxNs))
+		}
 		if p.LastFailure != "" {
 			fmt.Fprintf(w, "  last failed read: %s\n", p.LastFailure)
 		}
