@@ -189,23 +189,23 @@ func (m *BenchmarkMetrics) observeResults(ns, name, node string, res *tsv1.Bench
 			if r.Samples == 0 {
 				continue
 			}
-			for _, s := range metricStats() {
-				v, _ := s.Of(r.LatencyStats)
-				m.jitter.WithLabelValues(ns, name, node, string(r.Tool), strconv.Itoa(int(r.CPU)), string(s)).Set(float64(v) / 1e9)
-			}
+			setStats(m.jitter, r.LatencyStats, ns, name, node, string(r.Tool), strconv.Itoa(int(r.CPU)))
 		}
 	}
 	if p := res.PTP; p != nil && p.Offset.Samples > 0 {
-		for _, s := range metricStats() {
-			v, _ := s.Of(p.Offset)
-			m.ptp.WithLabelValues(ns, name, node, string(s)).Set(float64(v) / 1e9)
-		}
+		setStats(m.ptp, p.Offset, ns, name, node)
 		if so := p.SystemOffset; so != nil && so.Samples > 0 {
-			for _, s := range metricStats() {
-				v, _ := s.Of(*so)
-				m.ptpSys.WithLabelValues(ns, name, node, string(s)).Set(float64(v) / 1e9)
-			}
+			setStats(m.ptpSys, *so, ns, name, node)
 		}
+	}
+}
+
+// setStats sets g's series of each exported statistic of st, in seconds, under labels followed by
+// the statistic's name.
+func setStats(g *prometheus.GaugeVec, st tsv1.LatencyStats, labels ...string) {
+	for _, s := range metricStats() {
+		v, _ := s.Of(st)
+		g.WithLabelValues(append(labels[:len(labels):len(labels)], string(s))...).Set(float64(v) / 1e9)
 	}
 }
 

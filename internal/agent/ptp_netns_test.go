@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -113,7 +111,7 @@ func TestAgentPTPOverVeth(t *testing.T) {
 	// A real chronyd starts on the host beside the slave's ptp4l: two servos on one clock. The
 	// slave's node state names it (ClockConflict), and the node loses tickstack.io/validated until
 	// chronyd is gone.
-	chronyd := startChronyd(t)
+	chronyd := tsutil.StartChronyd(t)
 	tsutil.Poll(t, 60*time.Second, "the slave's TimeSynced=False naming chronyd", func() error {
 		l := getLNS(t, slNode)
 		if err := wantCondition(l, tsv1.NodeTimeSynced, metav1.ConditionFalse, ptp.ReasonClockConflict); err != nil {
@@ -267,24 +265,6 @@ func wantValidation(t *testing.T, name, validated, passed string, synced corev1.
 		}
 	}
 	return fmt.Errorf("node has no %s condition", tsv1.NodeTimeSyncedCondition)
-}
-
-// startChronyd runs a real chronyd (no sources, no command socket, files in a temporary
-// directory) until the test ends or the caller kills it.
-func startChronyd(t *testing.T) *exec.Cmd {
-	t.Helper()
-	exe := tsutil.RequireTool(t, "chronyd")
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "chrony.conf")
-	if err := os.WriteFile(conf, []byte("pidfile "+filepath.Join(dir, "chronyd.pid")+"\nport 0\ncmdport 0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-d", "-u", "root", "-f", conf)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting chronyd: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd
 }
 
 // startPTPAgent runs node's agent on a tree with its linuxptp in network namespace ns (through

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -235,7 +234,7 @@ tickstack_ptp_time_synced{interface=%q} 1
 
 	// 1b. A real chronyd starts on the host: two servos on one clock. The slave loses TimeSynced
 	// with ClockConflict after the hold time, and is synced again once chronyd is gone.
-	clockConflict(t, lab, sl.d)
+	clockConflict(t, sl.d)
 
 	// 2. The grandmaster stops: the slave stays synced for the hold time, then loses TimeSynced.
 	mark := changes.len()
@@ -357,19 +356,9 @@ func procSched(t *testing.T, pid int) string {
 
 // clockConflict runs chronyd beside the synced slave d: TimeSynced turns False with ClockConflict
 // naming chronyd and its pid, then True again after chronyd stopped.
-func clockConflict(t *testing.T, lab *ptpLab, d *Daemon) {
+func clockConflict(t *testing.T, d *Daemon) {
 	t.Helper()
-	chronyd := tsutil.RequireTool(t, "chronyd")
-	conf := filepath.Join(lab.dir, "chrony.conf")
-	// No sources, no command socket, nothing written outside the lab's directory: it still
-	// takes the system clock (its frequency) as every chronyd does.
-	if err := os.WriteFile(conf, []byte("pidfile "+filepath.Join(lab.dir, "chronyd.pid")+"\nport 0\ncmdport 0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(chronyd, "-d", "-u", "root", "-f", conf)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting chronyd: %v", err)
-	}
+	cmd := tsutil.StartChronyd(t)
 	stopped := false
 	stop := func() {
 		if !stopped {

@@ -6,6 +6,7 @@ package testutil
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -55,4 +56,23 @@ func Poll(t testing.TB, timeout time.Duration, what string, cond func() error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// StartChronyd runs a real chronyd (Debian's chrony) in the foreground with no sources, no
+// command socket and its pid file in a temporary directory, plus args (e.g. "-x"), until the test
+// ends or the caller kills it. Without -x it takes the system clock, as every chronyd does.
+func StartChronyd(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	exe := RequireTool(t, "chronyd")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "chrony.conf")
+	if err := os.WriteFile(conf, []byte("pidfile "+filepath.Join(dir, "chronyd.pid")+"\nport 0\ncmdport 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, append(append([]string{}, args...), "-d", "-u", "root", "-f", conf)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting chronyd: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
 }
