@@ -423,7 +423,10 @@ func waitPhase(t *testing.T, pod, phase string, timeout time.Duration) {
 	})
 	if err != nil {
 		desc, _ := kubectl("describe", "pod", "-n", namespace, pod)
-		t.Fatalf("%v\n%s", err, desc)
+		// A pod left Pending is about the node: what it has and who holds it.
+		node, _ := kubectl("describe", "node")
+		pods, _ := kubectl("get", "pods", "--all-namespaces", "-o", "wide")
+		t.Fatalf("%v\n%s\n\nthe node:\n%s\n\nevery pod:\n%s", err, desc, node, pods)
 	}
 }
 
