@@ -10,10 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -44,8 +46,10 @@ type profileScope struct {
 	profile *tsv1.LatencyProfile
 	// all is every profile in the cluster, for arbitration between overlapping ones.
 	all []tsv1.LatencyProfile
-	// nodes is every node in the cluster.
+	// nodes is every node in the cluster. It, all and states are the cache's objects: read-only.
 	nodes []corev1.Node
+	// nodeNames says which nodes exist.
+	nodeNames map[string]bool
 	// states is every LatencyNodeState in the cluster, by name (= node name).
 	states map[string]*tsv1.LatencyNodeState
 	// facts gathered by the phases, from which the status is computed.
@@ -95,20 +99,27 @@ func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	return ctrl.Result{RequeueAfter: scope.requeue}, err
 }
 
+// newScope reads the cluster from the cache without copying it: every profile, node and node state
+// in scope is the cache's own object, shared and read-only. A phase that changes one writes a copy
+// (client.MergeFrom the cached one); copying 5,000 nodes and node states on every reconcile was most
+// of the manager's garbage at fleet size (docs/scale.md).
 func (r *LatencyProfileReconciler) newScope(ctx context.Context, profile *tsv1.LatencyProfile) (*profileScope, error) {
-	s := &profileScope{profile: profile, states: map[string]*tsv1.LatencyNodeState{}}
+	s := &profileScope{profile: profile, states: map[string]*tsv1.LatencyNodeState{}, nodeNames: map[string]bool{}}
 	var profiles tsv1.LatencyProfileList
-	if err := r.Client.List(ctx, &profiles); err != nil {
+	if err := r.Client.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing profiles: %w", err)
 	}
 	s.all = profiles.Items
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	s.nodes = nodes.Items
+	for i := range s.nodes {
+		s.nodeNames[s.nodes[i].Name] = true
+	}
 	var states tsv1.LatencyNodeStateList
-	if err := r.Client.List(ctx, &states); err != nil {
+	if err := r.Client.List(ctx, &states, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing node states: %w", err)
 	}
 	for i := range states.Items {
@@ -117,25 +128,61 @@ func (r *LatencyProfileReconciler) newScope(ctx context.Context, profile *tsv1.L
 	return s, nil
 }
 
-// SetupWithManager watches profiles, and re-evaluates every profile when a node, a node state or
-// another profile changes: ownership of a node depends on all profiles at once, and there are few.
+// SetupWithManager watches profiles. Who owns a node depends on every profile at once, so a profile
+// change or a node's labels re-evaluate every profile (there are few). A node state's own changes
+// (its agent's reports, thousands a minute across a fleet) concern only the profile that owns it, or
+// owned it before the change; a node state that goes may free its node for another profile, so its
+// deletion re-evaluates them all.
 func (r *LatencyProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list tsv1.LatencyProfileList
-		if err := r.Client.List(ctx, &list); err != nil {
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, p := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
-		}
-		return reqs
-	})
+	all := handler.EnqueueRequestsFromMapFunc(r.allProfiles)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tsv1.LatencyProfile{}).
 		Watches(&tsv1.LatencyProfile{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&tsv1.LatencyNodeState{}, all).
+		Watches(&tsv1.LatencyNodeState{}, nodeStateOwners{all: r.allProfiles}).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Named("latencyprofile").
 		Complete(r)
+}
+
+func (r *LatencyProfileReconciler) allProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list tsv1.LatencyProfileList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+	}
+	return reqs
+}
+
+// nodeStateOwners enqueues, for a node state's create, update or generic event, the profile that
+// owns it (both, when an update moves it from one to another), and every profile on its deletion.
+type nodeStateOwners struct {
+	all func(context.Context, client.Object) []reconcile.Request
+}
+
+func (h nodeStateOwners) owner(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if lns, ok := o.(*tsv1.LatencyNodeState); ok && lns.Spec.Profile.Name != "" {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: lns.Spec.Profile.Name}})
+	}
+}
+
+func (h nodeStateOwners) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.owner(e.Object, q)
+}
+
+func (h nodeStateOwners) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.owner(e.ObjectOld, q)
+	h.owner(e.ObjectNew, q)
+}
+
+func (h nodeStateOwners) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, req := range h.all(ctx, e.Object) {
+		q.Add(req)
+	}
+}
+
+func (h nodeStateOwners) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.owner(e.Object, q)
 }

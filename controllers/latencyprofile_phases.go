@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,14 +116,15 @@ func (r *LatencyProfileReconciler) reconcileNodeState(s *profileScope, node stri
 		f.waitingRelease = append(f.waitingRelease, node)
 		return nil
 	}
-	f.states = append(f.states, lns)
 	tuning, err := resolve.Node(&p.Spec, lns.Status.Facts)
 	switch {
 	case errors.Is(err, resolve.ErrNoFacts):
+		f.states = append(f.states, lns)
 		f.waitingFacts = append(f.waitingFacts, node)
 		return nil
 	case err != nil:
 		// Keep whatever the node has: never half-apply a profile that does not fit.
+		f.states = append(f.states, lns)
 		f.resolutionErrors = append(f.resolutionErrors, nodeMessage{node: node, message: err.Error()})
 		return nil
 	}
@@ -132,11 +132,15 @@ func (r *LatencyProfileReconciler) reconcileNodeState(s *profileScope, node stri
 		// Nothing for this node: no write, and no new generation for its agent to apply (a fleet
 		// of thousands would otherwise pay a write and a status patch per node for a profile
 		// change that moves nothing there; docs/scale.md).
+		f.states = append(f.states, lns)
 		return nil
 	}
-	orig := lns.DeepCopy()
+	// lns is the cache's: the write goes from a copy, which the later phases see.
+	orig := lns
+	lns = lns.DeepCopy()
 	lns.Spec.Tuning = tuning
 	lns.Spec.Profile.Generation = p.Generation
+	f.states = append(f.states, lns)
 	return func(ctx context.Context) error {
 		if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil {
 			return fmt.Errorf("patching node state: %w", err)
@@ -165,8 +169,9 @@ func (r *LatencyProfileReconciler) reconcileReleases(ctx context.Context, s *pro
 // no agent left to do that, so the restore finalizer is dropped here.
 func (r *LatencyProfileReconciler) release(ctx context.Context, s *profileScope, lns *tsv1.LatencyNodeState) error {
 	s.facts.releasing = append(s.facts.releasing, lns.Name)
-	if !nodeExists(s.nodes, lns.Name) && controllerutil.ContainsFinalizer(lns, tsv1.RestoreFinalizer) {
-		orig := lns.DeepCopy()
+	if !s.nodeNames[lns.Name] && controllerutil.ContainsFinalizer(lns, tsv1.RestoreFinalizer) {
+		orig := lns // the cache's: changed through a copy
+		lns = lns.DeepCopy()
 		controllerutil.RemoveFinalizer(lns, tsv1.RestoreFinalizer)
 		if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("node state %s: dropping the restore finalizer of a deleted node: %w", lns.Name, err)
@@ -203,13 +208,4 @@ func (r *LatencyProfileReconciler) reconcileDelete(ctx context.Context, s *profi
 	orig := s.profile.DeepCopy()
 	controllerutil.RemoveFinalizer(s.profile, tsv1.ProfileFinalizer)
 	return ctrl.Result{}, r.Client.Patch(ctx, s.profile, client.MergeFrom(orig))
-}
-
-func nodeExists(nodes []corev1.Node, name string) bool {
-	for i := range nodes {
-		if nodes[i].Name == name {
-			return true
-		}
-	}
-	return false
 }

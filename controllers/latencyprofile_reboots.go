@@ -86,15 +86,17 @@ func (r *LatencyProfileReconciler) reconcileReboots(ctx context.Context, s *prof
 		}
 	}
 	grant = holdForBIOS(s.profile, s.facts.states, grant) // bios_gate.go: BIOS staged before the reboot
-	byName := map[string]*tsv1.LatencyNodeState{}
-	for _, lns := range s.facts.states {
-		byName[lns.Name] = lns
+	index := map[string]int{}
+	for i, lns := range s.facts.states {
+		index[lns.Name] = i
 	}
 	var errs []error
 	set := func(name string, granted bool) {
-		lns := byName[name]
-		orig := lns.DeepCopy()
+		i := index[name]
+		orig := s.facts.states[i] // possibly the cache's: changed through a copy
+		lns := orig.DeepCopy()
 		lns.Spec.RebootGranted = granted
+		s.facts.states[i] = lns
 		if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil {
 			errs = append(errs, fmt.Errorf("node state %s: setting rebootGranted=%v: %w", name, granted, err))
 		}
