@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
 )
 
 var tslbSeq atomic.Int32
@@ -463,6 +464,57 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictPassed))
 			g.Expect(got.Status.NodesPassed).To(BeEquivalentTo(3))
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("keeps a large run's status under the object size limit: the tables past its share stay in their ConfigMaps", func() {
+		ns := tslbNamespace()
+		var nodes []*corev1.Node
+		for _, n := range []string{"a", "b", "c", "d", "e"} {
+			nodes = append(nodes, tslbNode("tslb-big-"+n, "tslb-p21"))
+		}
+		b := validBenchmark(ns, "big", "tslb-p21")
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+		// About 100 KiB of tables a node: two fit in the status's share, the other three do not.
+		big := func(node string) *tsv1.BenchmarkResults {
+			r := sampleResults(node, map[tsv1.Stack]int64{tsv1.StackKernel: 10000})
+			row := r.Stacks[0].PingPong.Rows[0]
+			for size := int32(65); size < 65+550; size++ {
+				row.MessageSize = size
+				r.Stacks[0].PingPong.Rows = append(r.Stacks[0].PingPong.Rows, row)
+			}
+			return r
+		}
+		raw, err := json.Marshal(big("x"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(raw)).To(BeNumerically(">", statusResultsBudget/3), "one node's tables must be more than a third of the share")
+		Expect(len(raw)).To(BeNumerically("<", statusResultsBudget/2-8), "two nodes' tables must fit the share")
+		for _, n := range nodes {
+			uploadResults(ns, nodeJob(ns, "big", 1, n.Name).Name, big(n.Name))
+		}
+		var got *tsv1.LatencyBenchmark
+		Eventually(func(g Gomega) {
+			got = getBenchmark(ns, "big")(g)
+			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictPassed))
+			g.Expect(got.Status.NodesPassed).To(BeEquivalentTo(5))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		inStatus := 0
+		for _, n := range got.Status.Nodes {
+			Expect(n.Verdict).NotTo(BeNil(), n.Node)
+			if n.Results != nil {
+				inStatus++
+				Expect(n.ResultsConfigMap).To(BeEmpty(), n.Node)
+				continue
+			}
+			Expect(n.ResultsConfigMap).To(Equal(n.Job), n.Node)
+			cm := &corev1.ConfigMap{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n.ResultsConfigMap}, cm)).To(Succeed())
+			res, err := bench.UnmarshalResults([]byte(cm.Data[tsv1.BenchResultsKey]))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Node).To(Equal(n.Node))
+			Expect(res.Stacks[0].PingPong.Rows).To(HaveLen(551))
+		}
+		Expect(inStatus).To(Equal(2))
 	})
 
 	It("measures a node that joins the target during a run, even a run that started with none", func() {

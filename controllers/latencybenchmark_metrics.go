@@ -93,12 +93,16 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 			continue
 		}
 		node := prometheus.Labels{"namespace": ns, "benchmark": name, "node": n.Node}
-		m.latency.DeletePartialMatch(node)
-		m.dropped.DeletePartialMatch(node)
-		m.burst.DeletePartialMatch(node)
-		m.jitter.DeletePartialMatch(node)
-		m.ptp.DeletePartialMatch(node)
-		m.ptpSys.DeletePartialMatch(node)
+		// A node whose tables moved to its ConfigMap (fitResults) keeps the series set from them
+		// when it was judged.
+		if n.Results != nil || n.ResultsConfigMap == "" {
+			m.latency.DeletePartialMatch(node)
+			m.dropped.DeletePartialMatch(node)
+			m.burst.DeletePartialMatch(node)
+			m.jitter.DeletePartialMatch(node)
+			m.ptp.DeletePartialMatch(node)
+			m.ptpSys.DeletePartialMatch(node)
+		}
 		m.verdict.DeletePartialMatch(node)
 		for _, r := range []tsv1.VerdictResult{tsv1.VerdictPassed, tsv1.VerdictFailed, tsv1.VerdictInconclusive} {
 			val := 0.0

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -353,4 +354,35 @@ func wantValidatedLabel(n tsv1.BenchmarkNodeStatus) (value string, keep bool) {
 		return "", false
 	}
 	return "", true
+}
+
+// statusResultsBudget is the share of a benchmark's status given to its nodes' tables and their
+// kernel vs bypass comparisons. An object is limited to about 1.5 MiB, one node's default pingPong
+// tables on both stacks take 5 to tens of KiB and their comparisons about 2 KiB, while the rest of a
+// node's entry (phase, verdict, message) is about 300 bytes: so a run over a fleet keeps the first
+// nodes' tables in the status and the rest in their results ConfigMaps, and a run over a couple of
+// thousand nodes still fits.
+const statusResultsBudget = 256 << 10
+
+// fitResults keeps the nodes' results and comparisons in the status, in node order, while they fit
+// within budget bytes of JSON; the nodes after that keep their results in the run's results
+// ConfigMap (the node's Job name), which resultsConfigMap then names, and their comparisons are
+// left out (they follow from the results: the CLI's tables show them). A node's results never
+// change within a run and a node once moved out stays out; a node judged late takes its place in
+// order, which may move out a later node's tables.
+func fitResults(b *tsv1.LatencyBenchmark, budget int) {
+	used := 0
+	for i := range b.Status.Nodes {
+		n := &b.Status.Nodes[i]
+		if n.Results == nil {
+			continue
+		}
+		res, err1 := json.Marshal(n.Results)
+		cmp, err2 := json.Marshal(n.Comparisons)
+		if err1 == nil && err2 == nil && used+len(res)+len(cmp) <= budget {
+			used += len(res) + len(cmp)
+			continue
+		}
+		n.Results, n.Comparisons, n.ResultsConfigMap = nil, nil, n.Job
+	}
 }

@@ -778,3 +778,51 @@ func TestSharedReflectorPassesThePodWebhook(t *testing.T) {
 		}
 	}
 }
+
+func TestFitResults(t *testing.T) {
+	res := sampleResults("n", map[tsv1.Stack]int64{tsv1.StackKernel: 10000})
+	raw, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := len(raw) + len("null") // no comparisons: a kernel-only table
+	node := func(name string, judged bool) tsv1.BenchmarkNodeStatus {
+		n := tsv1.BenchmarkNodeStatus{Node: name, Job: "job-" + name, Phase: tsv1.NodeRunning}
+		if judged {
+			n.Phase, n.Results = tsv1.NodeCompleted, res.DeepCopy()
+		}
+		return n
+	}
+	where := func(b *tsv1.LatencyBenchmark) string {
+		var out []string
+		for _, n := range b.Status.Nodes {
+			switch {
+			case n.Results != nil && n.ResultsConfigMap == "":
+				out = append(out, n.Node+":status")
+			case n.Results == nil && n.ResultsConfigMap == n.Job:
+				out = append(out, n.Node+":configmap")
+			case n.Results == nil && n.ResultsConfigMap == "":
+				out = append(out, n.Node+":none")
+			default:
+				out = append(out, n.Node+":both")
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	b := &tsv1.LatencyBenchmark{}
+	b.Status.Nodes = []tsv1.BenchmarkNodeStatus{node("a", false), node("b", true), node("c", true), node("d", true)}
+	fitResults(b, 2*one)
+	if got, want := where(b), "a:none b:status c:status d:configmap"; got != want {
+		t.Fatalf("two nodes' share: %s, want %s", got, want)
+	}
+	// a is judged late: it takes its place in order, c's tables move out, d's stay out.
+	b.Status.Nodes[0] = node("a", true)
+	fitResults(b, 2*one)
+	if got, want := where(b), "a:status b:status c:configmap d:configmap"; got != want {
+		t.Fatalf("after a's verdict: %s, want %s", got, want)
+	}
+	fitResults(b, 100*one)
+	if got, want := where(b), "a:status b:status c:configmap d:configmap"; got != want {
+		t.Fatalf("tables once moved out stay out: %s, want %s", got, want)
+	}
+}

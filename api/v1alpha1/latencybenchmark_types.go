@@ -223,10 +223,19 @@ type BenchmarkNodeStatus struct {
 	// CompletionTime is when the results were collected or the Job failed.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
-	// Results are every suite's tables as the runner measured them.
+	// Results are every suite's tables as the runner measured them. In a fleet too large for every
+	// node's tables to fit one object, the nodes past the status's share (256 KiB of results and
+	// comparisons, in node order) keep theirs in the run's results ConfigMap instead, named by
+	// resultsConfigMap.
 	// +optional
 	Results *BenchmarkResults `json:"results,omitempty"`
-	// Comparisons are the kernel vs bypass ratios of every row measured on both stacks.
+	// ResultsConfigMap, when set, is the ConfigMap in the benchmark's namespace (key results.json)
+	// that holds this node's results in place of the results field, which is then empty, as are
+	// the comparisons; it lives as long as the run. `tickstack bench` and `tickstack report` read it.
+	// +optional
+	ResultsConfigMap string `json:"resultsConfigMap,omitempty"`
+	// Comparisons are the kernel vs bypass ratios of every row measured on both stacks (left out
+	// with the results when those are in resultsConfigMap).
 	// +optional
 	// +listType=atomic
 	Comparisons []StackComparison `json:"comparisons,omitempty"`

@@ -94,13 +94,16 @@ func Bench(ctx context.Context, c client.Client, o BenchOptions, out io.Writer) 
 			if !o.Wait {
 				return cur, nil
 			}
-			if c := apimeta.FindStatusCondition(cur.Status.Conditions, tsv1.BenchmarkComplete); c != nil {
+			if cond := apimeta.FindStatusCondition(cur.Status.Conditions, tsv1.BenchmarkComplete); cond != nil {
 				switch {
-				case c.Status == metav1.ConditionTrue:
+				case cond.Status == metav1.ConditionTrue:
+					if err := LoadResults(ctx, c, cur); err != nil {
+						return cur, err
+					}
 					PrintBenchmark(out, cur)
 					return cur, verdictErr(cur, o.AllowInconclusive)
-				case c.Reason == tsv1.ReasonNoTargetNodes:
-					return cur, fmt.Errorf("benchmark %s: %s: check spec.target", key, c.Message)
+				case cond.Reason == tsv1.ReasonNoTargetNodes:
+					return cur, fmt.Errorf("benchmark %s: %s: check spec.target", key, cond.Message)
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -224,6 +225,44 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 		}
 		// As a person sees it: headless Chromium lays out and draws every chart.
 		tsutil.CheckChartsDrawn(t, tsutil.RenderInChromium(t, path), strings.Count(string(html), `class="chart"`))
+	})
+
+	t.Run("report reads the tables a large run keeps in the results ConfigMap", func(t *testing.T) {
+		// The controller moves a node's tables out of the status past its share (fitResults);
+		// here one node's are moved as it would.
+		cur := &tsv1.LatencyBenchmark{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "ci"}, cur); err != nil {
+			t.Fatal(err)
+		}
+		orig := cur.DeepCopy()
+		i := slices.IndexFunc(cur.Status.Nodes, func(n tsv1.BenchmarkNodeStatus) bool { return n.Node == "tslb-cli-a" })
+		if i < 0 || cur.Status.Nodes[i].Results == nil {
+			t.Fatalf("node tslb-cli-a has no results in the status: %+v", cur.Status.Nodes)
+		}
+		want := cur.Status.Nodes[i].Results.Stacks[0].PingPong.Rows[0].MedianNs
+		cur.Status.Nodes[i].Results, cur.Status.Nodes[i].ResultsConfigMap = nil, cur.Status.Nodes[i].Job
+		if err := c.Status().Patch(ctx, cur, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+		in, err := ReportInput(ctx, c, ns.Name, "ci", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, n := range in.Nodes {
+			got[n.Node] = n.Results.Stacks[0].PingPong.Rows[0].MedianNs
+		}
+		if len(got) != 2 || got["tslb-cli-a"] != want {
+			t.Errorf("report input medians %v, want tslb-cli-a's %d from its ConfigMap beside tslb-cli-b's", got, want)
+		}
+		// Without the ConfigMap, the error names the node and the ConfigMap.
+		if err := c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: orig.Status.Nodes[i].Job}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReportInput(ctx, c, ns.Name, "ci", time.Time{}); err == nil ||
+			!strings.Contains(err.Error(), "node tslb-cli-a") || !strings.Contains(err.Error(), orig.Status.Nodes[i].Job) {
+			t.Errorf("report without the ConfigMap: %v", err)
+		}
 	})
 
 	t.Run("clear errors", func(t *testing.T) {

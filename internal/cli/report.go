@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/report"
 )
 
@@ -24,6 +26,9 @@ func ReportInput(ctx context.Context, c client.Client, namespace, name string, g
 			return report.Input{}, fmt.Errorf("benchmark %s/%s does not exist (kubectl get lbench -A lists them)", namespace, name)
 		}
 		return report.Input{}, fmt.Errorf("reading benchmark %s/%s: %w", namespace, name, err)
+	}
+	if err := LoadResults(ctx, c, b); err != nil {
+		return report.Input{}, err
 	}
 	in := report.Input{Title: fmt.Sprintf("LatencyBenchmark %s/%s, run %d", namespace, name, b.Status.Run), Generated: generated}
 	for _, n := range b.Status.Nodes {
@@ -71,5 +76,26 @@ func Report(ctx context.Context, c client.Client, namespace, name, path string, 
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	fmt.Fprintf(out, "wrote %s: %d nodes\n", path, len(in.Nodes))
+	return nil
+}
+
+// LoadResults fills in, in b as read, the results of every node whose tables a large run keeps in
+// the run's results ConfigMap rather than in the status (status.nodes[].resultsConfigMap).
+func LoadResults(ctx context.Context, c client.Client, b *tsv1.LatencyBenchmark) error {
+	for i := range b.Status.Nodes {
+		n := &b.Status.Nodes[i]
+		if n.Results != nil || n.ResultsConfigMap == "" {
+			continue
+		}
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: n.ResultsConfigMap}, cm); err != nil {
+			return fmt.Errorf("node %s: reading its results from ConfigMap %s/%s: %w", n.Node, b.Namespace, n.ResultsConfigMap, err)
+		}
+		res, err := bench.UnmarshalResults([]byte(cm.Data[tsv1.BenchResultsKey]))
+		if err != nil {
+			return fmt.Errorf("node %s: ConfigMap %s/%s, key %s: %w", n.Node, b.Namespace, n.ResultsConfigMap, tsv1.BenchResultsKey, err)
+		}
+		n.Results = res
+	}
 	return nil
 }
