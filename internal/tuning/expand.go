@@ -218,8 +218,11 @@ func (x *expansion) cpuIdle(d *Desired) error {
 					return err
 				}
 				if len(states) == 0 {
-					x.fail(fieldErr("cpuIdle", "CPU %d has no cpuidle states", "remove cpuIdle for this node", cpu))
-					break
+					// No cpuidle driver (some VMs): nothing to disable here; the kernel idles
+					// with its default (HLT), which only the idle=poll kernel argument avoids.
+					x.unsupported("cpuIdle.maxLatencyUs", cpuIdleNoStatesKey(cpu), fmt.Sprintf("no idle state deeper than %d us", c.MaxLatencyUs),
+						"this CPU has no cpuidle states (no cpuidle driver): the kernel idles with its default halt, which no cpuidle setting changes; the idle=poll kernel argument keeps it from halting")
+					continue
 				}
 				for _, st := range states {
 					if st.LatencyUs > c.MaxLatencyUs {

@@ -42,7 +42,8 @@ type settingKey struct {
 	param string
 	// n is the IRQ, the CPU, the queue number or the NUMA node (host.AnyNode: all).
 	n int
-	// index is the idle state (kindCPUIdle) or the hugepage size in kB (kindHugepages).
+	// index is the idle state (kindCPUIdle; -1: the CPU's idle states as a whole) or the hugepage
+	// size in kB (kindHugepages).
 	index int
 }
 
@@ -50,6 +51,12 @@ func sysctlKey(key string) settingKey { return settingKey{kind: kindSysctl, name
 func irqKey(irq int) settingKey       { return settingKey{kind: kindIRQ, n: irq} }
 func cpuIdleKey(cpu, state int) settingKey {
 	return settingKey{kind: kindCPUIdle, n: cpu, index: state}
+}
+
+// cpuIdleNoStatesKey names a CPU's idle states as a whole, for a CPU that has none to set (no cpuidle
+// driver): reported Unsupported, never changed.
+func cpuIdleNoStatesKey(cpu int) settingKey {
+	return settingKey{kind: kindCPUIdle, n: cpu, index: -1}
 }
 func governorKey(cpu int) settingKey { return settingKey{kind: kindGovernor, n: cpu} }
 func thpKey(file string) settingKey  { return settingKey{kind: kindTHP, name: file} }
@@ -86,6 +93,9 @@ func (k settingKey) String() string {
 	case kindIrqbalanceBanned:
 		return "irqbalance/banned-cpus"
 	case kindCPUIdle:
+		if k.index < 0 {
+			return fmt.Sprintf("cpuidle/cpu%d", k.n)
+		}
 		return fmt.Sprintf("cpuidle/cpu%d/state%d", k.n, k.index)
 	case kindGovernor:
 		return fmt.Sprintf("cpufreq/cpu%d/governor", k.n)
@@ -118,7 +128,7 @@ func (k settingKey) String() string {
 
 // parseSettingKey reads a setting name back (from the journal). Names are kind/key:
 // sysctl/<key>, irq/<n>, irq/default_smp_affinity, irqbalance/banned-cpus,
-// cpuidle/cpu<N>/state<M>, cpufreq/cpu<N>/governor, cpufreq/turbo, thp/enabled, thp/defrag,
+// cpuidle/cpu<N>/state<M>, cpuidle/cpu<N>, cpufreq/cpu<N>/governor, cpufreq/turbo, thp/enabled, thp/defrag,
 // workqueue/cpumask, rps/<if>/rx-<q>, xps/<if>/tx-<q>, hugepages/node<N>|all/<size>kB, smt/control,
 // channels|rings|coalesce/<if>/<param>, sriov/<pci>/numvfs, timeservice/<unit>.
 func parseSettingKey(name string) (settingKey, error) {
@@ -147,6 +157,10 @@ func parseSettingKey(name string) (settingKey, error) {
 		cpu, ok1 := num(parts[1], "cpu")
 		st, ok2 := num(parts[2], "state")
 		k, ok = cpuIdleKey(cpu, st), ok1 && ok2
+	case parts[0] == "cpuidle" && len(parts) == 2:
+		var cpu int
+		cpu, ok = num(parts[1], "cpu")
+		k = cpuIdleNoStatesKey(cpu)
 	case parts[0] == "cpufreq" && len(parts) == 3 && parts[2] == "governor":
 		k.kind = kindGovernor
 		k.n, ok = num(parts[1], "cpu")

@@ -18,6 +18,7 @@ func TestSettingKeys(t *testing.T) {
 		{defaultIRQAffinityKey, "irq/default_smp_affinity"},
 		{irqbalanceBannedKey, "irqbalance/banned-cpus"},
 		{cpuIdleKey(3, 2), "cpuidle/cpu3/state2"},
+		{cpuIdleNoStatesKey(1), "cpuidle/cpu1"},
 		{governorKey(1), "cpufreq/cpu1/governor"},
 		{turboKey, "cpufreq/turbo"},
 		{thpKey(host.THPDefrag), "thp/defrag"},
@@ -39,7 +40,7 @@ func TestSettingKeys(t *testing.T) {
 			t.Errorf("parseSettingKey(%q) = %+v, %v; want %+v", c.name, back, err, c.key)
 		}
 	}
-	for _, bad := range []string{"", "sysctl", "irq/x", "cpuidle/cpu1", "cpuidle/1/state2", "thp/other", "rps/ens1f0/tx-1", "hugepages/nodeX/2048kB", "hugepages/all/2048", "nosuch/thing"} {
+	for _, bad := range []string{"", "sysctl", "irq/x", "cpuidle/cpux", "cpuidle/1/state2", "thp/other", "rps/ens1f0/tx-1", "hugepages/nodeX/2048kB", "hugepages/all/2048", "nosuch/thing"} {
 		if k, err := parseSettingKey(bad); err == nil {
 			t.Errorf("parseSettingKey(%q) = %+v, want an error", bad, k)
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/host/cpuset"
 	"github.com/tickstack/tickstack/internal/host/hosttest"
-	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 // realFiles lists the real kernel files a real-host test may change: every IRQ's affinity, the
@@ -184,8 +183,30 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 		t.Errorf("vm.stat_interval = %s", got)
 	}
 	t.Run("cpuidle", func(t *testing.T) {
-		if deeper == 0 {
-			testutil.Unavailable(t, fmt.Sprintf("cpu%d has no idle state deeper than 0 us: nothing to disable", last))
+		// What this host has decides what the engine must say: a CPU without cpuidle states (no
+		// cpuidle driver, as on some VMs) is reported Unsupported as a whole; one with only
+		// zero-latency states has nothing to disable; otherwise each deeper state is disabled.
+		var planned []Result
+		for _, r := range rep.Results {
+			if strings.HasPrefix(r.Name, fmt.Sprintf("cpuidle/cpu%d", last)) {
+				planned = append(planned, r)
+			}
+		}
+		switch {
+		case len(idle) == 0:
+			if len(planned) != 1 || planned[0].Name != fmt.Sprintf("cpuidle/cpu%d", last) || planned[0].State != Unsupported ||
+				!strings.Contains(planned[0].Message, "idle=poll") {
+				t.Fatalf("cpu%d has no cpuidle states: want one Unsupported cpuidle/cpu%d naming idle=poll, got %+v", last, last, planned)
+			}
+			return
+		case deeper == 0:
+			if len(planned) != 0 {
+				t.Fatalf("cpu%d has no idle state deeper than 0 us, yet %+v were planned", last, planned)
+			}
+			return
+		}
+		if len(planned) != deeper {
+			t.Errorf("cpu%d: %d settings planned for %d deeper states: %+v", last, len(planned), deeper, planned)
 		}
 		read := func(p string) string {
 			b, err := os.ReadFile(p)
