@@ -507,6 +507,9 @@ var _ = Describe("LatencyBenchmark controller", func() {
 				continue
 			}
 			Expect(n.ResultsConfigMap).To(Equal(n.Job), n.Node)
+			Expect(n.Comparisons).To(BeEmpty(), n.Node)
+			Expect(n.Verdict.Result).To(Equal(tsv1.VerdictPassed), n.Node)
+			Expect(n.Verdict.Reasons).To(BeEmpty(), n.Node)
 			cm := &corev1.ConfigMap{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n.ResultsConfigMap}, cm)).To(Succeed())
 			res, err := bench.UnmarshalResults([]byte(cm.Data[tsv1.BenchResultsKey]))

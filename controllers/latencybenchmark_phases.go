@@ -67,6 +67,12 @@ func (r *LatencyBenchmarkReconciler) reconcileRun(ctx context.Context, s *benchS
 	if err != nil {
 		return err
 	}
+	if n := len(nodes) + len(missing); n > tsv1.MaxBenchmarkNodes {
+		// Refused before anything starts: the status could not hold the run.
+		s.facts.invalid = fmt.Sprintf("spec.target selects %d nodes; one LatencyBenchmark measures at most %d (its status holds an entry per node): "+
+			"split the fleet into several LatencyBenchmarks by profile or spec.target.nodeSelector", n, tsv1.MaxBenchmarkNodes)
+		return phase.ErrStop
+	}
 	st := &b.Status
 	st.Run++
 	st.RunGeneration = b.Generation
@@ -142,6 +148,10 @@ func (r *LatencyBenchmarkReconciler) addJoinedNodes(ctx context.Context, s *benc
 	added := 0
 	for _, n := range nodes {
 		if have[n.Name] {
+			continue
+		}
+		if len(b.Status.Nodes) >= tsv1.MaxBenchmarkNodes {
+			r.event(b, corev1.EventTypeWarning, "NodeNotMeasured", "Add", "run %d: node %s joined the target, which already has %d nodes, the most one LatencyBenchmark measures: split the fleet into several LatencyBenchmarks", b.Status.Run, n.Name, tsv1.MaxBenchmarkNodes)
 			continue
 		}
 		phase, msg := waitingOrPending(b)

@@ -366,8 +366,9 @@ const statusResultsBudget = 256 << 10
 
 // fitResults keeps the nodes' results and comparisons in the status, in node order, while they fit
 // within budget bytes of JSON; the nodes after that keep their results in the run's results
-// ConfigMap (the node's Job name), which resultsConfigMap then names, and their comparisons are
-// left out (they follow from the results: the CLI's tables show them). A node's results never
+// ConfigMap (the node's Job name), which resultsConfigMap then names, and their comparisons and
+// verdict reasons are left out (they follow from the results and the thresholds: the CLI shows
+// them again); the verdict's result and the node's message stay. A node's results never
 // change within a run and a node once moved out stays out; a node judged late takes its place in
 // order, which may move out a later node's tables.
 func fitResults(b *tsv1.LatencyBenchmark, budget int) {
@@ -384,5 +385,8 @@ func fitResults(b *tsv1.LatencyBenchmark, budget int) {
 			continue
 		}
 		n.Results, n.Comparisons, n.ResultsConfigMap = nil, nil, n.Job
+		if n.Verdict != nil {
+			n.Verdict = &tsv1.Verdict{Result: n.Verdict.Result} // its reasons follow from the results
+		}
 	}
 }

@@ -790,6 +790,7 @@ func TestFitResults(t *testing.T) {
 		n := tsv1.BenchmarkNodeStatus{Node: name, Job: "job-" + name, Phase: tsv1.NodeRunning}
 		if judged {
 			n.Phase, n.Results = tsv1.NodeCompleted, res.DeepCopy()
+			n.Verdict = &tsv1.Verdict{Result: tsv1.VerdictPassed, Reasons: []tsv1.VerdictCheck{{Name: "pingPong/p99", Result: tsv1.VerdictPassed, Message: "within 40us"}}}
 		}
 		return n
 	}
@@ -800,6 +801,9 @@ func TestFitResults(t *testing.T) {
 			case n.Results != nil && n.ResultsConfigMap == "":
 				out = append(out, n.Node+":status")
 			case n.Results == nil && n.ResultsConfigMap == n.Job:
+				if n.Verdict == nil || n.Verdict.Result != tsv1.VerdictPassed || len(n.Verdict.Reasons) != 0 {
+					t.Errorf("%s moved out: verdict %+v, want its result alone", n.Node, n.Verdict)
+				}
 				out = append(out, n.Node+":configmap")
 			case n.Results == nil && n.ResultsConfigMap == "":
 				out = append(out, n.Node+":none")

@@ -204,6 +204,11 @@ const (
 	NodeFailed NodeRunPhase = "Failed"
 )
 
+// MaxBenchmarkNodes is the most nodes one LatencyBenchmark measures: its status holds an entry of a
+// few hundred bytes for each (the tables of most in their ConfigMaps), and an object is limited to
+// about 1.5 MiB. A larger fleet is measured by several benchmarks (by profile or nodeSelector).
+const MaxBenchmarkNodes = 2000
+
 // BenchmarkNodeStatus is one node's outcome in the current run.
 type BenchmarkNodeStatus struct {
 	// Node is the node's name.
@@ -231,7 +236,9 @@ type BenchmarkNodeStatus struct {
 	Results *BenchmarkResults `json:"results,omitempty"`
 	// ResultsConfigMap, when set, is the ConfigMap in the benchmark's namespace (key results.json)
 	// that holds this node's results in place of the results field, which is then empty, as are
-	// the comparisons; it lives as long as the run. `tickstack bench` and `tickstack report` read it.
+	// the comparisons and the verdict's reasons (the verdict's result and the message stay); it
+	// lives as long as the run. `tickstack bench` and `tickstack report` read it and show the
+	// reasons again from the results and spec.thresholds.
 	// +optional
 	ResultsConfigMap string `json:"resultsConfigMap,omitempty"`
 	// Comparisons are the kernel vs bypass ratios of every row measured on both stacks (left out
@@ -292,11 +299,13 @@ type LatencyBenchmarkStatus struct {
 	// NodesPassed is the number of them that passed.
 	// +optional
 	NodesPassed int32 `json:"nodesPassed"`
-	// Nodes holds each target node's tables, ratios, verdict and reasons.
+	// Nodes holds each target node's tables, ratios, verdict and reasons (the tables, ratios and
+	// reasons of the nodes past the status's share in their results ConfigMaps: resultsConfigMap).
+	// One benchmark measures at most MaxBenchmarkNodes nodes.
 	// +optional
 	// +listType=map
 	// +listMapKey=node
-	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:MaxItems=2000
 	Nodes []BenchmarkNodeStatus `json:"nodes,omitempty"`
 	// Conditions: Valid, Complete, Passed.
 	// +optional

@@ -240,7 +240,9 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 			t.Fatalf("node tslb-cli-a has no results in the status: %+v", cur.Status.Nodes)
 		}
 		want := cur.Status.Nodes[i].Results.Stacks[0].PingPong.Rows[0].MedianNs
-		cur.Status.Nodes[i].Results, cur.Status.Nodes[i].ResultsConfigMap = nil, cur.Status.Nodes[i].Job
+		wantChecks := len(cur.Status.Nodes[i].Verdict.Reasons)
+		cur.Status.Nodes[i].Results, cur.Status.Nodes[i].Comparisons, cur.Status.Nodes[i].ResultsConfigMap = nil, nil, cur.Status.Nodes[i].Job
+		cur.Status.Nodes[i].Verdict = &tsv1.Verdict{Result: cur.Status.Nodes[i].Verdict.Result}
 		if err := c.Status().Patch(ctx, cur, client.MergeFrom(orig)); err != nil {
 			t.Fatal(err)
 		}
@@ -251,6 +253,9 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 		got := map[string]int64{}
 		for _, n := range in.Nodes {
 			got[n.Node] = n.Results.Stacks[0].PingPong.Rows[0].MedianNs
+			if n.Node == "tslb-cli-a" && (wantChecks == 0 || n.Verdict == nil || len(n.Verdict.Reasons) != wantChecks) {
+				t.Errorf("tslb-cli-a's checks, from its tables and the thresholds: %+v, want %d", n.Verdict, wantChecks)
+			}
 		}
 		if len(got) != 2 || got["tslb-cli-a"] != want {
 			t.Errorf("report input medians %v, want tslb-cli-a's %d from its ConfigMap beside tslb-cli-b's", got, want)

@@ -79,8 +79,9 @@ func Report(ctx context.Context, c client.Client, namespace, name, path string, 
 	return nil
 }
 
-// LoadResults fills in, in b as read, the results of every node whose tables a large run keeps in
-// the run's results ConfigMap rather than in the status (status.nodes[].resultsConfigMap).
+// LoadResults fills in, in b as read, the results and the verdict's checks of every node whose
+// tables a large run keeps in the run's results ConfigMap rather than in the status
+// (status.nodes[].resultsConfigMap).
 func LoadResults(ctx context.Context, c client.Client, b *tsv1.LatencyBenchmark) error {
 	for i := range b.Status.Nodes {
 		n := &b.Status.Nodes[i]
@@ -96,6 +97,12 @@ func LoadResults(ctx context.Context, c client.Client, b *tsv1.LatencyBenchmark)
 			return fmt.Errorf("node %s: ConfigMap %s/%s, key %s: %w", n.Node, b.Namespace, n.ResultsConfigMap, tsv1.BenchResultsKey, err)
 		}
 		n.Results = res
+		if n.Verdict != nil && len(n.Verdict.Reasons) == 0 {
+			// The status keeps only the result of a moved node's verdict: its checks again, from
+			// its tables and the thresholds.
+			v := bench.Evaluate(res, b.Spec.Thresholds)
+			n.Verdict = &tsv1.Verdict{Result: n.Verdict.Result, Reasons: v.Reasons}
+		}
 	}
 	return nil
 }
