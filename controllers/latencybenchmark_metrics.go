@@ -96,12 +96,9 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 		// A node whose tables moved to its ConfigMap (fitResults) keeps the series set from them
 		// when it was judged.
 		if n.Results != nil || n.ResultsConfigMap == "" {
-			m.latency.DeletePartialMatch(node)
-			m.dropped.DeletePartialMatch(node)
-			m.burst.DeletePartialMatch(node)
-			m.jitter.DeletePartialMatch(node)
-			m.ptp.DeletePartialMatch(node)
-			m.ptpSys.DeletePartialMatch(node)
+			for _, g := range m.resultSeries() {
+				g.DeletePartialMatch(node)
+			}
 		}
 		m.verdict.DeletePartialMatch(node)
 		for _, r := range []tsv1.VerdictResult{tsv1.VerdictPassed, tsv1.VerdictFailed, tsv1.VerdictInconclusive} {
@@ -213,18 +210,20 @@ func setStats(g *prometheus.GaugeVec, st tsv1.LatencyStats, labels ...string) {
 	}
 }
 
+// resultSeries are the gauges set from a node's tables.
+func (m *BenchmarkMetrics) resultSeries() []*prometheus.GaugeVec {
+	return []*prometheus.GaugeVec{m.latency, m.dropped, m.burst, m.jitter, m.ptp, m.ptpSys}
+}
+
 // forget drops a deleted benchmark's series.
 func (m *BenchmarkMetrics) forget(namespace, name string) {
 	if m == nil {
 		return
 	}
 	l := prometheus.Labels{"namespace": namespace, "benchmark": name}
-	m.latency.DeletePartialMatch(l)
-	m.dropped.DeletePartialMatch(l)
-	m.burst.DeletePartialMatch(l)
-	m.jitter.DeletePartialMatch(l)
-	m.ptp.DeletePartialMatch(l)
-	m.ptpSys.DeletePartialMatch(l)
+	for _, g := range m.resultSeries() {
+		g.DeletePartialMatch(l)
+	}
 	m.verdict.DeletePartialMatch(l)
 	m.run.DeletePartialMatch(l)
 	m.runStart.DeletePartialMatch(l)
