@@ -84,8 +84,8 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	orig := b.DeepCopy()
 	defer func() {
 		setBenchmarkStatus(b, &s.facts, reterr == nil)
-		r.Metrics.observe(b)
 		fitResults(b, statusResultsBudget)
+		r.Metrics.observe(b)
 		if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching status: %w", err)})
 		}

@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +24,12 @@ type BenchmarkMetrics struct {
 	// runStart and runCompletion are the current run's status.startTime and completionTime; the
 	// completion is absent while the run goes on.
 	runStart, runCompletion *prometheus.GaugeVec
+
+	mu sync.Mutex
+	// seen is, per benchmark (namespace/name), what each judged node's series were last set from:
+	// a reconcile touches only the nodes whose outcome changed (a run over a fleet reconciles once
+	// per verdict or so, and every touch scans the gauges' series).
+	seen map[string]map[string]string
 }
 
 // metricStats are the statistics exported per row (the full table stays in the status).
@@ -74,11 +82,16 @@ func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
 			Help: "When the last node of a benchmark's current run got its verdict, in Unix seconds; absent while the run goes on.",
 		}, []string{"namespace", "benchmark"}),
 	}
+	m.seen = map[string]map[string]string{}
 	reg.MustRegister(m.latency, m.dropped, m.burst, m.jitter, m.ptp, m.ptpSys, m.verdict, m.run, m.runStart, m.runCompletion)
 	return m
 }
 
-// observe records the judged nodes of a benchmark's current run.
+// observe records the judged nodes of a benchmark's current run: each node's verdict, and the
+// per-row statistics of the nodes whose tables are in the status (at fleet size, the first nodes'
+// only: the others' are in their ConfigMaps, fitResults, and per-row series for a thousand nodes
+// would be a hundred thousand). Only the nodes whose outcome changed since the last call are
+// touched; the series of nodes no longer in the status go.
 func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 	if m == nil {
 		return
@@ -87,20 +100,22 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 	m.run.WithLabelValues(ns, name).Set(float64(b.Status.Run))
 	setTimestamp(m.runStart, b.Status.StartTime, ns, name)
 	setTimestamp(m.runCompletion, b.Status.CompletionTime, ns, name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := ns + "/" + name
+	prev := m.seen[key]
+	cur := make(map[string]string, len(b.Status.Nodes))
 	for _, n := range b.Status.Nodes {
 		v := nodeVerdict(n)
 		if v == "" {
 			continue
 		}
-		node := prometheus.Labels{"namespace": ns, "benchmark": name, "node": n.Node}
-		// A node whose tables moved to its ConfigMap (fitResults) keeps the series set from them
-		// when it was judged.
-		if n.Results != nil || n.ResultsConfigMap == "" {
-			for _, g := range m.resultSeries() {
-				g.DeletePartialMatch(node)
-			}
+		from := fmt.Sprintf("run %d: %s, tables %t", b.Status.Run, v, n.Results != nil)
+		cur[n.Node] = from
+		if prev[n.Node] == from {
+			continue
 		}
-		m.verdict.DeletePartialMatch(node)
+		m.forgetNode(ns, name, n.Node)
 		for _, r := range []tsv1.VerdictResult{tsv1.VerdictPassed, tsv1.VerdictFailed, tsv1.VerdictInconclusive} {
 			val := 0.0
 			if r == v {
@@ -112,6 +127,21 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 			m.observeResults(ns, name, n.Node, n.Results)
 		}
 	}
+	for node := range prev {
+		if _, ok := cur[node]; !ok {
+			m.forgetNode(ns, name, node)
+		}
+	}
+	m.seen[key] = cur
+}
+
+// forgetNode drops one node's series of a benchmark.
+func (m *BenchmarkMetrics) forgetNode(ns, name, node string) {
+	l := prometheus.Labels{"namespace": ns, "benchmark": name, "node": node}
+	for _, g := range m.resultSeries() {
+		g.DeletePartialMatch(l)
+	}
+	m.verdict.DeletePartialMatch(l)
 }
 
 // setTimestamp sets g's series to t in Unix seconds, or deletes it when t is unset.
@@ -220,6 +250,9 @@ func (m *BenchmarkMetrics) forget(namespace, name string) {
 	if m == nil {
 		return
 	}
+	m.mu.Lock()
+	delete(m.seen, namespace+"/"+name)
+	m.mu.Unlock()
 	l := prometheus.Labels{"namespace": namespace, "benchmark": name}
 	for _, g := range m.resultSeries() {
 		g.DeletePartialMatch(l)

@@ -149,7 +149,8 @@ func TestBenchmarkPTPOffsetMetric(t *testing.T) {
 	if got := promtest.ToFloat64(m.ptpSys.WithLabelValues("trading", "nightly", "n1", "p99")); math.Abs(got-90e-9) > 1e-15 {
 		t.Errorf("tickstack_benchmark_ptp_system_offset_seconds{statistic=\"p99\"} = %g, want 90e-9", got)
 	}
-	// A run without the ptp suite leaves no stale offset behind.
+	// The next run, without the ptp suite, leaves no stale offset behind.
+	b.Status.Run++
 	b.Status.Nodes[0].Results = &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, Node: "n1"}
 	m.observe(b)
 	if n := promtest.CollectAndCount(m.ptp) + promtest.CollectAndCount(m.ptpSys); n != 0 {
@@ -208,3 +209,45 @@ var _ = Describe("LatencyBenchmark ptp suite", func() {
 		Expect(err.Error()).To(ContainSubstring("spec.thresholds.latency[0].suite"))
 	})
 })
+
+// Per-row series exist for the nodes whose tables are in the status; every judged node has its
+// verdict; a node leaving the status takes its series along.
+func TestBenchmarkMetricsFollowTheStatus(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewBenchmarkMetrics(reg)
+	b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Namespace: "trading", Name: "fleet"}}
+	b.Status.Run = 1
+	node := func(name string, tables bool) tsv1.BenchmarkNodeStatus {
+		n := tsv1.BenchmarkNodeStatus{Node: name, Job: "job-" + name, Phase: tsv1.NodeCompleted, Verdict: &tsv1.Verdict{Result: tsv1.VerdictPassed}}
+		if tables {
+			n.Results = sampleResults(name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000})
+		} else {
+			n.ResultsConfigMap = n.Job
+		}
+		return n
+	}
+	b.Status.Nodes = []tsv1.BenchmarkNodeStatus{node("a", true), node("b", true), node("c", false)}
+	m.observe(b)
+	m.observe(b)
+	perNode := promtest.CollectAndCount(m.latency) / 2
+	if perNode == 0 {
+		t.Fatal("no latency series for the nodes with tables")
+	}
+	if got := promtest.CollectAndCount(m.verdict); got != 9 {
+		t.Errorf("%d verdict series, want 3 nodes x 3 verdicts", got)
+	}
+	if got := promtest.ToFloat64(m.verdict.WithLabelValues("trading", "fleet", "c", "Passed")); got != 1 {
+		t.Errorf("node c's Passed = %g, want 1", got)
+	}
+	// b's tables move to its ConfigMap (a node before it judged late), then b leaves the status.
+	b.Status.Nodes[1] = node("b", false)
+	m.observe(b)
+	if got := promtest.CollectAndCount(m.latency); got != perNode {
+		t.Errorf("%d latency series after b's tables moved, want a's %d alone", got, perNode)
+	}
+	b.Status.Nodes = b.Status.Nodes[:1]
+	m.observe(b)
+	if got := promtest.CollectAndCount(m.verdict); got != 3 {
+		t.Errorf("%d verdict series after b and c left the status, want a's 3", got)
+	}
+}
