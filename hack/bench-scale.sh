@@ -47,6 +47,8 @@ targets = [
     ("manager peak RSS at %d nodes" % big["nodes"], "%.0f MiB" % big["PeakRSSMiB"], "< 300 MiB", big["PeakRSSMiB"] < 300),
     ("node state and node writes for an update that changes no node (all sizes)", "%d" % max(nodeWrites(r) for r in rs), "0", max(nodeWrites(r) for r in rs) == 0),
     ("reboot slots held at once (max over sizes, as a share of the budget)", "%.2f" % max(r["RolloutMaxHeld"] / r["RolloutBudget"] for r in rs), "<= 1", all(r["RolloutMaxHeld"] <= r["RolloutBudget"] for r in rs)),
+    ("benchmark Jobs measuring at once (max over sizes, as a share of spec.maxParallel)", "%.2f" % max(r["BenchMaxAtOnce"] / r["BenchMaxParallel"] for r in rs), "<= 1", all(r["BenchMaxAtOnce"] <= r["BenchMaxParallel"] for r in rs)),
+    ("benchmark status at %d nodes (an object is limited to about 1.5 MiB)" % big["BenchNodes"], "%.0f KiB" % big["BenchStatusKiB"], "< 1024 KiB", big["BenchStatusKiB"] < 1024),
     ("growth of the manager's CPU seconds with the fleet (fitted exponent)", "%.2f" % fit("CPUSeconds"), "near 1", fit("CPUSeconds") < 1.3),
     ("growth of the update's render time with the fleet (fitted exponent)", "%.2f" % fit("updateRenderedSeconds"), "near 1", fit("updateRenderedSeconds") < 1.3),
 ]
@@ -64,6 +66,11 @@ for r in rs:
         r["nodes"], r["createRenderedSeconds"], r["updateRenderedSeconds"], r["DriftSeenS"], r["DriftClearedS"],
         r["WritesPerChangedNode"], r["WritesPerUnchangedNode"], r["Reads"], r["Writes"], r["PeakRSSMiB"], r["CPUSeconds"],
         r["RolloutBudget"], r["RolloutMaxHeld"], r["RolloutS"]))
+L += ["", "A LatencyBenchmark over the fleet's first 1,000 nodes (all of a smaller one), pingPong UDP and TCP at five sizes on both stacks, in waves of `spec.maxParallel` (5 %); each Job's pod is played by the generator, which uploads its node's tables (about 8 KiB of JSON) a second after the Job appears:", "",
+      "| nodes | benchmarked | maxParallel | most Jobs at once | create -> every verdict (s) | status (KiB) | nodes with tables in the status |",
+      "|---:|---:|---:|---:|---:|---:|---:|"]
+for r in rs:
+    L.append("| %d | %d | %d | %d | %.1f | %.0f | %d |" % (r["nodes"], r["BenchNodes"], r["BenchMaxParallel"], r["BenchMaxAtOnce"], r["BenchS"], r["BenchStatusKiB"], r["BenchResultsInStatus"]))
 L += ["", "![cost by fleet size](bench-scale.svg)", "", "## Targets (issue 20)", "",
       "| what | measured | target | |", "|---|---:|---:|---|"]
 for what, got, want, ok in targets:

@@ -77,12 +77,13 @@ func (f *podFlags) certManager() (*certs.Manager, error) {
 }
 
 func main() {
-	var metricsAddr, probeAddr, certDir, benchImage string
+	var metricsAddr, probeAddr, pprofAddr, certDir, benchImage string
 	var leaderElect, enableWebhooks bool
 	var apiQPS float64
 	var apiBurst int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "address Go's pprof endpoints (/debug/pprof/) bind to, for profiling the manager's CPU and memory; empty: off")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
 	flag.Float64Var(&apiQPS, "kube-api-qps", 500, "requests per second to the API server (client-side limit; the server's priority and fairness still apply): a profile change writes one node state per node it changes, so a fleet of 5,000 nodes needs hundreds (docs/bench-scale.md)")
 	flag.IntVar(&apiBurst, "kube-api-burst", 1000, "burst above --kube-api-qps")
@@ -127,6 +128,7 @@ func main() {
 		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
+		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "tickstack-manager.tickstack.io",
 		WebhookServer:          webhook.NewServer(whOpts),

@@ -14,7 +14,9 @@
 //     that changes no node's tuning (the target: none per node);
 //   - the manager's peak RSS and CPU seconds (/proc);
 //   - a reboot rollout of every node with maxUnavailable 5 %: granted slots sampled continuously
-//     (never above the budget), the total time.
+//     (never above the budget), the total time;
+//   - a LatencyBenchmark over 1,000 nodes (the whole fleet when smaller) with maxParallel 5 %: the
+//     Jobs measuring at once (never above it), the time to every verdict in, the status's size.
 //
 // make bench-scale runs it (-scale.sizes=100,1000,5000 -scale.out=...) and hack/bench-scale.sh
 // writes docs/bench-scale.md; no timing is asserted, only what must hold at any speed (everything
@@ -40,6 +42,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -126,6 +129,12 @@ type Result struct {
 	// The rollout: the budget, the most slots held at once, seconds to every node rebooted.
 	RolloutBudget, RolloutMaxHeld int
 	RolloutS                      float64
+	// The LatencyBenchmark: nodes measured, spec.maxParallel, the most Jobs measuring at once,
+	// seconds from its create to every verdict in, the status's size and the nodes whose tables it
+	// holds (the others' are in their results ConfigMaps).
+	BenchNodes, BenchMaxParallel, BenchMaxAtOnce int
+	BenchS, BenchStatusKiB                       float64
+	BenchResultsInStatus                         int
 	// Generator patches, for the record.
 	AgentPatches int64
 	// The API server's writes by resource during each update (everyone's: the generator's are
@@ -451,8 +460,17 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The benchmark pods.
+	pods := newRunners(c, time.Second)
+	jobInf, err := agentCache.GetInformer(ctx, &batchv1.Job{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() { _ = agentCache.Start(ctx) }()
 	if err := gen.run(ctx, inf, 64); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.run(ctx, jobInf, 16); err != nil {
 		t.Fatal(err)
 	}
 
@@ -592,6 +610,83 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	stopSampling()
 	sampler.Wait()
 	r.RolloutMaxHeld = int(held.Load())
+
+	// A LatencyBenchmark over the first 1,000 nodes (all of a smaller fleet) in waves of 5 %.
+	r.BenchNodes = min(n, benchNodes)
+	r.BenchMaxParallel = max(1, r.BenchNodes*5/100)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
+		t.Fatal(err)
+	}
+	lb := &tsv1.LatencyBenchmark{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "fleet"},
+		Spec: tsv1.LatencyBenchmarkSpec{
+			Target: tsv1.BenchmarkTarget{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+				tsv1.ProfileLabel: p.Name, benchLabel: "in"}}},
+			Suites:      tsv1.BenchmarkSuites{PingPong: &tsv1.PingPongSpec{Protocols: []tsv1.Protocol{tsv1.ProtocolUDP, tsv1.ProtocolTCP}, MessageSizes: []int32{14, 64, 256, 1024, 1472}}},
+			Thresholds:  tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "40us"}}},
+			MaxParallel: ptrInt32(int32(r.BenchMaxParallel)),
+		},
+	}
+	t0 = time.Now()
+	if err := c.Create(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Minute, "every benchmark verdict in", func() (bool, error) {
+		cur := &tsv1.LatencyBenchmark{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(lb), cur); err != nil {
+			return false, err
+		}
+		if cur.Status.Verdict == "" || int(cur.Status.NodesTotal) != r.BenchNodes {
+			return false, nil
+		}
+		r.BenchS = time.Since(t0).Seconds()
+		if cur.Status.Verdict != tsv1.VerdictPassed || int(cur.Status.NodesPassed) != r.BenchNodes {
+			msg := ""
+			if cond := meta.FindStatusCondition(cur.Status.Conditions, tsv1.BenchmarkPassed); cond != nil {
+				msg = cond.Message
+			}
+			t.Fatalf("%d nodes: benchmark verdict %s with %d of %d nodes passed: %s", n, cur.Status.Verdict, cur.Status.NodesPassed, r.BenchNodes, msg)
+		}
+		raw, err := json.Marshal(cur.Status)
+		if err != nil {
+			return false, err
+		}
+		r.BenchStatusKiB = float64(len(raw)) / 1024
+		for _, ns := range cur.Status.Nodes {
+			if ns.Results != nil {
+				r.BenchResultsInStatus++
+			}
+		}
+		return true, nil
+	})
+	r.BenchMaxAtOnce = int(pods.maxAtOnce.Load())
+	if r.BenchMaxAtOnce > r.BenchMaxParallel {
+		t.Errorf("%d nodes: %d benchmark Jobs measuring at once, above spec.maxParallel %d", n, r.BenchMaxAtOnce, r.BenchMaxParallel)
+	}
+	if n > tsv1.MaxBenchmarkNodes {
+		// One benchmark over the whole fleet is refused, clearly and before any Job, not left
+		// failing its status writes.
+		all := lb.DeepCopy()
+		all.ObjectMeta = metav1.ObjectMeta{Namespace: "bench", Name: "everything"}
+		all.Spec.Target = tsv1.BenchmarkTarget{Profile: p.Name}
+		if err := c.Create(ctx, all); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Minute, "the whole-fleet benchmark refused", func() (bool, error) {
+			cur := &tsv1.LatencyBenchmark{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(all), cur); err != nil {
+				return false, err
+			}
+			cond := meta.FindStatusCondition(cur.Status.Conditions, tsv1.BenchmarkValid)
+			return cond != nil && cond.Status == metav1.ConditionFalse &&
+				strings.Contains(cond.Message, fmt.Sprintf("selects %d nodes; one LatencyBenchmark measures at most %d", n, tsv1.MaxBenchmarkNodes)) &&
+				cur.Status.Run == 0, nil
+		})
+		var jobs batchv1.JobList
+		if err := c.List(ctx, &jobs, client.InNamespace("bench"), client.MatchingLabels{tsv1.BenchmarkLabel: all.Name}); err != nil || len(jobs.Items) != 0 {
+			t.Errorf("the refused benchmark has %d Jobs (%v), want none", len(jobs.Items), err)
+		}
+	}
 
 	r.Writes, r.Reads = requests(t, port)
 	r.PeakRSSMiB = float64(max(mgr.peakKiB.Load(), statusKiB(mgr.cmd.Process.Pid, "VmHWM"))) / 1024
