@@ -136,8 +136,24 @@ func profile(isolate bool) string { return profileOf(isolate, true) }
 
 // upgradeProfile tunes what the previous release and this tree both know, without kernel arguments
 // (so the node becomes Applied with no reboot) and without a NIC group (the previous release's
-// images carry no bypass stack of their own).
-var upgradeProfile = profileOf(false, false)
+// images carry no bypass stack of their own). On a host whose CPUs have no cpuidle states it leaves
+// power out too: the previous release refused the whole profile there ("remove cpuIdle for this
+// node"), where this tree reports that one setting Unsupported (the whole flow's profile keeps it).
+var upgradeProfile = upgradeProfileFor(hostHasCPUIdle())
+
+func upgradeProfileFor(cpuIdle bool) string {
+	p := profileOf(false, false)
+	if cpuIdle {
+		return p
+	}
+	return strings.Replace(p, "  power:\n    maxCStateExitLatencyMicroseconds: 2\n", "", 1)
+}
+
+// hostHasCPUIdle says whether this host's CPUs have cpuidle states (a cpuidle driver runs).
+func hostHasCPUIdle() bool {
+	states, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*")
+	return len(states) > 0
+}
 
 func profileOf(isolate, nics bool) string {
 	cpu := `{reserved: "0"}`
