@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -67,7 +68,8 @@ func (r *LatencyBenchmarkReconciler) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile is the usual shape: get, one deferred status patch, ordered phases (internal/phase).
+// Reconcile is the usual shape: get, one deferred status patch (when the status changed), ordered
+// phases (internal/phase).
 func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	b := &tsv1.LatencyBenchmark{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
@@ -86,6 +88,9 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		setBenchmarkStatus(b, &s.facts, reterr == nil)
 		fitResults(b, statusResultsBudget)
 		r.Metrics.observe(b)
+		if equality.Semantic.DeepEqual(orig.Status, b.Status) {
+			return // an empty patch still costs the API server a read, decode and validation of the object
+		}
 		if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching status: %w", err)})
 		}

@@ -4,9 +4,11 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -32,6 +34,61 @@ type LatencyProfileReconciler struct {
 	Metrics *ProfileMetrics
 	// Now is the clock of the maintenance windows; nil is time.Now.
 	Now func() time.Time
+
+	// written is the tuning writes the cache has not shown yet.
+	written ownWrites
+}
+
+// ownWrites remembers each node state's last tuning write until the cache shows it. A reconcile
+// that follows the one that wrote sooner than the watch delivers the write (common at fleet size,
+// where one reconcile writes thousands) would otherwise see the old object and send the same patch
+// again.
+type ownWrites struct {
+	mu sync.Mutex
+	m  map[string]ownWrite
+}
+
+type ownWrite struct {
+	// from is the resourceVersion the write was made against.
+	from   string
+	gen    int64
+	tuning *tsv1.NodeTuning
+}
+
+// pending says whether lns is the cache's copy from before a write of this tuning at generation
+// gen: the write is in flight, and there is nothing to do. Any other version ends the record.
+func (w *ownWrites) pending(lns *tsv1.LatencyNodeState, gen int64, tuning *tsv1.NodeTuning) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.m[lns.Name]
+	if !ok {
+		return false
+	}
+	if lns.ResourceVersion != e.from {
+		delete(w.m, lns.Name)
+		return false
+	}
+	return e.gen == gen && equality.Semantic.DeepEqual(e.tuning, tuning)
+}
+
+func (w *ownWrites) record(name, from string, gen int64, tuning *tsv1.NodeTuning) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]ownWrite{}
+	}
+	w.m[name] = ownWrite{from: from, gen: gen, tuning: tuning}
+}
+
+// forgetGone drops the records of node states that no longer exist.
+func (w *ownWrites) forgetGone(states map[string]*tsv1.LatencyNodeState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name := range w.m {
+		if _, ok := states[name]; !ok {
+			delete(w.m, name)
+		}
+	}
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch;update;patch
@@ -58,8 +115,8 @@ type profileScope struct {
 	requeue time.Duration
 }
 
-// Reconcile is the usual shape: get, finalizer, one deferred status patch, ordered phases
-// (internal/phase).
+// Reconcile is the usual shape: get, finalizer, one deferred status patch (when the status
+// changed), ordered phases (internal/phase).
 func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	profile := &tsv1.LatencyProfile{}
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
@@ -82,6 +139,9 @@ func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	defer func() {
 		setProfileStatus(profile, &scope.facts, reterr == nil)
 		r.Metrics.observe(profile)
+		if equality.Semantic.DeepEqual(orig.Status, profile.Status) {
+			return // an empty patch still costs the API server a read, decode and validation of the object
+		}
 		if err := r.Client.Status().Patch(ctx, profile, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching status: %w", err)})
 		}

@@ -66,3 +66,43 @@ func TestNodeStateOwnersEnqueue(t *testing.T) {
 		q.ShutDown()
 	}
 }
+
+// TestOwnWritesPending: a node state the cache still shows as it was before this reconciler's
+// tuning write is not written again; the cache's next version of it, a different tuning or
+// generation, and a node state that is gone end the record.
+func TestOwnWritesPending(t *testing.T) {
+	var w ownWrites
+	tuning := func(v string) *tsv1.NodeTuning {
+		return &tsv1.NodeTuning{Sysctls: map[string]string{"vm.stat_interval": v}}
+	}
+	at := func(name, rv string) *tsv1.LatencyNodeState {
+		return &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+	}
+	if w.pending(at("n1", "10"), 2, tuning("20")) {
+		t.Fatal("pending before any write")
+	}
+	w.record("n1", "10", 2, tuning("20"))
+	w.record("n2", "11", 2, tuning("20"))
+	for _, tc := range []struct {
+		name string
+		lns  *tsv1.LatencyNodeState
+		gen  int64
+		tu   *tsv1.NodeTuning
+		want bool
+	}{
+		{"the cache behind the write", at("n1", "10"), 2, tuning("20"), true},
+		{"still behind, asked again", at("n1", "10"), 2, tuning("20"), true},
+		{"another tuning wanted meanwhile", at("n1", "10"), 2, tuning("30"), false},
+		{"a newer generation", at("n1", "10"), 3, tuning("20"), false},
+		{"the cache caught up", at("n1", "12"), 2, tuning("20"), false},
+		{"the record is gone after that", at("n1", "10"), 2, tuning("20"), false},
+	} {
+		if got := w.pending(tc.lns, tc.gen, tc.tu); got != tc.want {
+			t.Errorf("%s: pending %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	w.forgetGone(map[string]*tsv1.LatencyNodeState{"n1": at("n1", "12")})
+	if w.pending(at("n2", "11"), 2, tuning("20")) {
+		t.Error("n2 is gone, its record should be too")
+	}
+}

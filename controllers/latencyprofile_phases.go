@@ -68,6 +68,7 @@ func (r *LatencyProfileReconciler) reconcileNodeStates(ctx context.Context, s *p
 		do   func(context.Context) error
 	}
 	var writes []write
+	r.written.forgetGone(s.states)
 	for _, name := range slices.Sorted(maps.Keys(s.facts.owned)) {
 		if do := r.reconcileNodeState(s, name); do != nil {
 			writes = append(writes, write{name, do})
@@ -128,6 +129,14 @@ func (r *LatencyProfileReconciler) reconcileNodeState(s *profileScope, node stri
 		f.resolutionErrors = append(f.resolutionErrors, nodeMessage{node: node, message: err.Error()})
 		return nil
 	}
+	if r.written.pending(lns, p.Generation, tuning) {
+		// This tuning is on its way: the cache still shows the object it was written over.
+		lns = lns.DeepCopy()
+		lns.Spec.Tuning = tuning
+		lns.Spec.Profile.Generation = p.Generation
+		f.states = append(f.states, lns)
+		return nil
+	}
 	if apiequality.Semantic.DeepEqual(lns.Spec.Tuning, tuning) {
 		// Nothing for this node: no write, and no new generation for its agent to apply (a fleet
 		// of thousands would otherwise pay a write and a status patch per node for a profile
@@ -145,6 +154,7 @@ func (r *LatencyProfileReconciler) reconcileNodeState(s *profileScope, node stri
 		if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil {
 			return fmt.Errorf("patching node state: %w", err)
 		}
+		r.written.record(lns.Name, orig.ResourceVersion, p.Generation, tuning)
 		return nil
 	}
 }
