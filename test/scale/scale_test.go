@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -49,6 +50,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -67,6 +70,7 @@ var (
 	kwokFlag  = flag.String("scale.kwok", "", "the kwok binary (hack/bench-scale.sh builds sigs.k8s.io/kwok/cmd/kwok at the pinned version)")
 	argsFlag  = flag.String("scale.manager-args", "", "extra manager flags, space-separated (to compare settings)")
 	srcFlag   = flag.String("scale.manager-src", "", "build cmd/manager from this tree instead (a git worktree of another revision, to compare)")
+	profFlag  = flag.String("scale.profile", "", "write CPU profiles of the manager and the API server, 30 s into the benchmark step, to this directory")
 )
 
 func equalityDeep(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }
@@ -365,9 +369,9 @@ func ptrIntStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
 
 // rendered counts the node states whose spec.tuning is set for the profile's generation gen, and
 // whose tuning passes check (nil: any).
-func rendered(ctx context.Context, c client.Client, gen int64, check func(*tsv1.NodeTuning) bool) (int, error) {
+func rendered(ctx context.Context, c client.Reader, gen int64, check func(*tsv1.NodeTuning) bool) (int, error) {
 	var list tsv1.LatencyNodeStateList
-	if err := c.List(ctx, &list); err != nil {
+	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -450,7 +454,9 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		return ready == n, nil
 	})
 
-	// The agents.
+	// The agents. Their cache is also where the test watches the fleet from: its waits read the
+	// watched objects, so that measuring adds no reads to the API server (a list of every node
+	// state every 100 ms would be most of its work at 5,000 nodes).
 	gen := newAgents(c, 50*time.Millisecond, 2*time.Second)
 	agentCache, err := cache.New(&cfg, cache.Options{Scheme: kubetest.Scheme()})
 	if err != nil {
@@ -479,7 +485,8 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	argv := []string{managerBin, "--enable-webhooks=false", "--webhook-cert-mode=cert-manager", "--leader-elect=false",
+	pprofPort := freePort(t)
+	argv := []string{managerBin, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort), "--enable-webhooks=false", "--webhook-cert-mode=cert-manager", "--leader-elect=false",
 		"--namespace=tickstack-system", "--uninstall-guard=", fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port),
 		"--health-probe-bind-address=0", "--zap-log-level=error"}
 	argv = append(argv, strings.Fields(*argsFlag)...)
@@ -500,7 +507,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		t.Fatal(err)
 	}
 	waitFor(t, 15*time.Minute, "every node state rendered after the create", func() (bool, error) {
-		k, err := rendered(ctx, c, 1, nil)
+		k, err := rendered(ctx, agentCache, 1, nil)
 		return k == n, err
 	})
 	r.CreateRenderedS = time.Since(t0).Seconds()
@@ -508,7 +515,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	settle := func(what string, want func(*tsv1.LatencyProfileStatus) bool) time.Duration {
 		return waitFor(t, 15*time.Minute, what, func() (bool, error) {
 			cur := &tsv1.LatencyProfile{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
+			if err := agentCache.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
 				return false, err
 			}
 			return cur.Status.ObservedGeneration == cur.Generation && want(&cur.Status), nil
@@ -533,7 +540,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		t.Fatal(err)
 	}
 	waitFor(t, 15*time.Minute, "every node state rendered after the update", func() (bool, error) {
-		k, err := rendered(ctx, c, cur.Generation, func(tu *tsv1.NodeTuning) bool { return tu.Sysctls["vm.stat_interval"] == "20" })
+		k, err := rendered(ctx, agentCache, cur.Generation, func(tu *tsv1.NodeTuning) bool { return tu.Sysctls["vm.stat_interval"] == "20" })
 		return k == n, err
 	})
 	r.UpdateRenderedS = time.Since(t0).Seconds()
@@ -576,29 +583,16 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	}
 	cur.Spec.CPU.Isolated = "2-31,34-63"
 	r.RolloutBudget = max(1, n*5/100)
-	var held atomic.Int64
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	var sampler sync.WaitGroup
-	sampler.Add(1)
-	go func() {
-		defer sampler.Done()
-		for sampleCtx.Err() == nil {
-			var list tsv1.LatencyNodeStateList
-			if err := c.List(sampleCtx, &list); err == nil {
-				k := int64(0)
-				for i := range list.Items {
-					s := &list.Items[i]
-					if s.Spec.RebootGranted && meta.IsStatusConditionTrue(s.Status.Conditions, tsv1.NodeRebootRequired) {
-						k++
-					}
-				}
-				if k > held.Load() {
-					held.Store(k)
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
+	// Slots held, counted on every node state event the watch delivers, so no peak is missed
+	// between samples.
+	slots := &heldSlots{held: map[string]bool{}}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { slots.see(obj) },
+		UpdateFunc: func(_, obj any) { slots.see(obj) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t0 = time.Now()
 	if err := c.Update(ctx, cur); err != nil {
 		t.Fatal(err)
@@ -607,9 +601,10 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		return int(s.AppliedNodes) == n && s.RebootPendingNodes == 0
 	})
 	r.RolloutS = time.Since(t0).Seconds()
-	stopSampling()
-	sampler.Wait()
-	r.RolloutMaxHeld = int(held.Load())
+	if err := inf.RemoveEventHandler(reg); err != nil {
+		t.Fatal(err)
+	}
+	r.RolloutMaxHeld = slots.peak()
 
 	// A LatencyBenchmark over the first 1,000 nodes (all of a smaller fleet) in waves of 5 %.
 	r.BenchNodes = min(n, benchNodes)
@@ -631,9 +626,12 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	if err := c.Create(ctx, lb); err != nil {
 		t.Fatal(err)
 	}
+	if *profFlag != "" {
+		go profileCPU(ctx, *profFlag, n, pprofPort, &cfg)
+	}
 	waitFor(t, 30*time.Minute, "every benchmark verdict in", func() (bool, error) {
 		cur := &tsv1.LatencyBenchmark{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(lb), cur); err != nil {
+		if err := agentCache.Get(ctx, client.ObjectKeyFromObject(lb), cur); err != nil {
 			return false, err
 		}
 		if cur.Status.Verdict == "" || int(cur.Status.NodesTotal) != r.BenchNodes {
@@ -674,7 +672,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		}
 		waitFor(t, 5*time.Minute, "the whole-fleet benchmark refused", func() (bool, error) {
 			cur := &tsv1.LatencyBenchmark{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(all), cur); err != nil {
+			if err := agentCache.Get(ctx, client.ObjectKeyFromObject(all), cur); err != nil {
 				return false, err
 			}
 			cond := meta.FindStatusCondition(cur.Status.Conditions, tsv1.BenchmarkValid)
@@ -743,4 +741,85 @@ func createNodes(t *testing.T, ctx context.Context, c client.Client, n int) {
 	if err, _ := failed.Load().(error); err != nil {
 		t.Fatalf("creating the fleet's nodes: %v", err)
 	}
+}
+
+// profileCPU writes 30-second CPU profiles of the manager (its --pprof-bind-address) and of the
+// API server (its /debug/pprof), taken together 20 s from now, to dir (-scale.profile).
+func profileCPU(ctx context.Context, dir string, n, managerPort int, cfg *rest.Config) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(20 * time.Second):
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile: %v\n", err)
+		return
+	}
+	var wg sync.WaitGroup
+	for name, url := range map[string]string{
+		"manager":   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=30", managerPort),
+		"apiserver": strings.TrimSuffix(cfg.Host, "/") + "/debug/pprof/profile?seconds=30",
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+				return
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+				return
+			}
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			if err == nil && resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("%s: %s", resp.Status, raw)
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, n)), raw, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// heldSlots counts the node states holding a reboot slot (granted, reboot still required) and the
+// most at once.
+type heldSlots struct {
+	mu       sync.Mutex
+	held     map[string]bool
+	now, max int
+}
+
+func (h *heldSlots) see(obj any) {
+	s, ok := obj.(*tsv1.LatencyNodeState)
+	if !ok {
+		return
+	}
+	holds := s.Spec.RebootGranted && meta.IsStatusConditionTrue(s.Status.Conditions, tsv1.NodeRebootRequired)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if holds == h.held[s.Name] {
+		return
+	}
+	h.held[s.Name] = holds
+	if holds {
+		h.now++
+		h.max = max(h.max, h.now)
+	} else {
+		h.now--
+	}
+}
+
+func (h *heldSlots) peak() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.max
 }
