@@ -123,7 +123,7 @@ func (r *LatencyBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// looks again when they change. There are few benchmarks.
 	allBenchmarks := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list tsv1.LatencyBenchmarkList
-		if err := r.Client.List(ctx, &list); err != nil {
+		if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // names only
 			return nil
 		}
 		reqs := make([]reconcile.Request, 0, len(list.Items))

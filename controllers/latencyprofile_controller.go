@@ -4,7 +4,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,58 +36,8 @@ type LatencyProfileReconciler struct {
 
 	// written is the tuning writes the cache has not shown yet.
 	written ownWrites
-}
-
-// ownWrites remembers each node state's last tuning write until the cache shows it. A reconcile
-// that follows the one that wrote sooner than the watch delivers the write (common at fleet size,
-// where one reconcile writes thousands) would otherwise see the old object and send the same patch
-// again.
-type ownWrites struct {
-	mu sync.Mutex
-	m  map[string]ownWrite
-}
-
-type ownWrite struct {
-	// from is the resourceVersion the write was made against.
-	from   string
-	gen    int64
-	tuning *tsv1.NodeTuning
-}
-
-// pending says whether lns is the cache's copy from before a write of this tuning at generation
-// gen: the write is in flight, and there is nothing to do. Any other version ends the record.
-func (w *ownWrites) pending(lns *tsv1.LatencyNodeState, gen int64, tuning *tsv1.NodeTuning) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	e, ok := w.m[lns.Name]
-	if !ok {
-		return false
-	}
-	if lns.ResourceVersion != e.from {
-		delete(w.m, lns.Name)
-		return false
-	}
-	return e.gen == gen && equality.Semantic.DeepEqual(e.tuning, tuning)
-}
-
-func (w *ownWrites) record(name, from string, gen int64, tuning *tsv1.NodeTuning) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.m == nil {
-		w.m = map[string]ownWrite{}
-	}
-	w.m[name] = ownWrite{from: from, gen: gen, tuning: tuning}
-}
-
-// forgetGone drops the records of node states that no longer exist.
-func (w *ownWrites) forgetGone(states map[string]*tsv1.LatencyNodeState) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for name := range w.m {
-		if _, ok := states[name]; !ok {
-			delete(w.m, name)
-		}
-	}
+	// resolved is each node's last resolution.
+	resolved resolutions
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch;update;patch

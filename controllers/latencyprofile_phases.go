@@ -24,9 +24,10 @@ func (r *LatencyProfileReconciler) reconcileSelection(_ context.Context, s *prof
 	f := &s.facts
 	f.owned = map[string]bool{}
 	f.conflicted = map[string]bool{}
+	mine, arbiter := resolve.CompileSelector(s.profile), resolve.NewArbiter(s.all)
 	for i := range s.nodes {
 		node := &s.nodes[i]
-		ok, err := resolve.SelectsNode(s.profile, node)
+		ok, err := mine.Selects(node)
 		if err != nil {
 			return err
 		}
@@ -34,7 +35,7 @@ func (r *LatencyProfileReconciler) reconcileSelection(_ context.Context, s *prof
 			continue
 		}
 		f.matched++
-		a := resolve.Arbitrate(node, s.all)
+		a := arbiter.Node(node)
 		switch {
 		case a.Winner == s.profile.Name:
 			f.owned[node.Name] = true
@@ -69,6 +70,7 @@ func (r *LatencyProfileReconciler) reconcileNodeStates(ctx context.Context, s *p
 	}
 	var writes []write
 	r.written.forgetGone(s.states)
+	r.resolved.forgetGone(s.states)
 	for _, name := range slices.Sorted(maps.Keys(s.facts.owned)) {
 		if do := r.reconcileNodeState(s, name); do != nil {
 			writes = append(writes, write{name, do})
@@ -117,7 +119,7 @@ func (r *LatencyProfileReconciler) reconcileNodeState(s *profileScope, node stri
 		f.waitingRelease = append(f.waitingRelease, node)
 		return nil
 	}
-	tuning, err := resolve.Node(&p.Spec, lns.Status.Facts)
+	tuning, err := r.resolved.node(node, p, lns.Status.Facts) // shared: copied before a write
 	switch {
 	case errors.Is(err, resolve.ErrNoFacts):
 		f.states = append(f.states, lns)
@@ -147,7 +149,7 @@ func (r *LatencyProfileReconciler) reconcileNodeState(s *profileScope, node stri
 	// lns is the cache's: the write goes from a copy, which the later phases see.
 	orig := lns
 	lns = lns.DeepCopy()
-	lns.Spec.Tuning = tuning
+	lns.Spec.Tuning = tuning.DeepCopy() // the patch's response is decoded into it
 	lns.Spec.Profile.Generation = p.Generation
 	f.states = append(f.states, lns)
 	return func(ctx context.Context) error {

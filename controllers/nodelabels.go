@@ -47,12 +47,14 @@ func NodeProfileLabelValue(lns *tsv1.LatencyNodeState) string {
 
 // Reconcile sets or removes one node's profile label.
 func (r *NodeLabelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Both are the cache's objects (every node state report of a fleet comes here): read-only,
+	// the node copied before it is changed.
 	node := &corev1.Node{}
-	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, node, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	lns := &tsv1.LatencyNodeState{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: node.Name}, lns); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: node.Name}, lns, client.UnsafeDisableDeepCopy); err != nil {
 		if client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("reading the node state of %s: %w", node.Name, err)
 		}
@@ -63,7 +65,8 @@ func (r *NodeLabelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if have == want && (labelled || want == "") {
 		return ctrl.Result{}, nil
 	}
-	orig := node.DeepCopy()
+	orig := node
+	node = node.DeepCopy()
 	node.Labels = setKey(node.Labels, tsv1.ProfileLabel, want)
 	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("labelling node %s: %w", node.Name, err)

@@ -188,7 +188,7 @@ func validationFactsChanged(e event.TypedUpdateEvent[client.Object]) bool {
 func (r *NodeValidationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allNodes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list corev1.NodeList
-		if err := r.Client.List(ctx, &list); err != nil {
+		if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // names only
 			return nil
 		}
 		reqs := make([]reconcile.Request, 0, len(list.Items))

@@ -90,9 +90,10 @@ func Compute(p *tsv1.LatencyProfile, nodes []corev1.Node, profiles []tsv1.Latenc
 	selected := map[string]bool{}
 	sorted := append([]corev1.Node{}, nodes...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	mine, arbiter := resolve.CompileSelector(p), resolve.NewArbiter(all)
 	for i := range sorted {
 		node := &sorted[i]
-		ok, err := resolve.SelectsNode(p, node)
+		ok, err := mine.Selects(node)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +101,7 @@ func Compute(p *tsv1.LatencyProfile, nodes []corev1.Node, profiles []tsv1.Latenc
 			continue
 		}
 		selected[node.Name] = true
-		out.Nodes = append(out.Nodes, planNode(p, node, resolve.Arbitrate(node, all), byNode[node.Name]))
+		out.Nodes = append(out.Nodes, planNode(p, node, arbiter.Node(node), byNode[node.Name]))
 	}
 	// Nodes this profile holds today but would no longer select go back to their originals.
 	for _, name := range slices.Sorted(maps.Keys(byNode)) {

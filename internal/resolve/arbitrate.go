@@ -23,25 +23,65 @@ type Arbitration struct {
 
 // SelectsNode reports whether the profile's node selector picks the node.
 func SelectsNode(p *tsv1.LatencyProfile, node *corev1.Node) (bool, error) {
+	return CompileSelector(p).Selects(node)
+}
+
+// Selector is a profile's node selector, compiled once for deciding many nodes.
+type Selector struct {
+	sel labels.Selector
+	err error
+}
+
+// CompileSelector compiles the profile's spec.nodeSelector.
+func CompileSelector(p *tsv1.LatencyProfile) Selector {
 	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.NodeSelector)
 	if err != nil {
-		return false, fmt.Errorf("spec.nodeSelector: %w", err)
+		return Selector{err: fmt.Errorf("spec.nodeSelector: %w", err)}
 	}
-	return sel.Matches(labels.Set(node.Labels)), nil
+	return Selector{sel: sel}
+}
+
+// Selects reports whether the selector picks the node.
+func (s Selector) Selects(node *corev1.Node) (bool, error) {
+	if s.err != nil {
+		return false, s.err
+	}
+	return s.sel.Matches(labels.Set(node.Labels)), nil
 }
 
 // Arbitrate decides which of the profiles selecting a node tunes it: the highest priority wins; at
 // equal top priority nobody does, and all of them report a conflict. Profiles being deleted take no
 // part: they give their nodes up.
 func Arbitrate(node *corev1.Node, profiles []tsv1.LatencyProfile) Arbitration {
+	return NewArbiter(profiles).Node(node)
+}
+
+// Arbiter arbitrates many nodes between the same profiles, their selectors compiled once (a
+// fleet's reconcile decides thousands of nodes).
+type Arbiter struct {
+	profiles []tsv1.LatencyProfile
+	sels     []Selector
+}
+
+// NewArbiter compiles the profiles' selectors. profiles is read, not copied: keep it unchanged.
+func NewArbiter(profiles []tsv1.LatencyProfile) *Arbiter {
+	a := &Arbiter{profiles: profiles, sels: make([]Selector, len(profiles))}
+	for i := range profiles {
+		a.sels[i] = CompileSelector(&profiles[i])
+	}
+	return a
+}
+
+// Node is Arbitrate(node, profiles).
+func (arb *Arbiter) Node(node *corev1.Node) Arbitration {
 	var a Arbitration
 	found := false
-	for i := range profiles {
-		p := &profiles[i]
+	for i := range arb.profiles {
+		p := &arb.profiles[i]
 		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if ok, err := SelectsNode(p, node); err != nil || !ok {
+		if ok, err := arb.sels[i].Selects(node); err != nil || !ok {
 			continue
 		}
 		switch {
