@@ -70,7 +70,7 @@ var (
 	kwokFlag  = flag.String("scale.kwok", "", "the kwok binary (hack/bench-scale.sh builds sigs.k8s.io/kwok/cmd/kwok at the pinned version)")
 	argsFlag  = flag.String("scale.manager-args", "", "extra manager flags, space-separated (to compare settings)")
 	srcFlag   = flag.String("scale.manager-src", "", "build cmd/manager from this tree instead (a git worktree of another revision, to compare)")
-	profFlag  = flag.String("scale.profile", "", "write CPU profiles of the manager and the API server, 30 s into the benchmark step, to this directory")
+	profFlag  = flag.String("scale.profile", "", "write CPU profiles of the manager and the API server, and the manager's heap profile, 20 s into the benchmark step, to this directory")
 )
 
 func equalityDeep(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }
@@ -512,13 +512,15 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	})
 	r.CreateRenderedS = time.Since(t0).Seconds()
 	// Everything settles: every node Applied, as the status counts.
+	latest := p.Generation // the profile's generation as last written
 	settle := func(what string, want func(*tsv1.LatencyProfileStatus) bool) time.Duration {
 		return waitFor(t, 15*time.Minute, what, func() (bool, error) {
 			cur := &tsv1.LatencyProfile{}
 			if err := agentCache.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
 				return false, err
 			}
-			return cur.Status.ObservedGeneration == cur.Generation && want(&cur.Status), nil
+			// The watch may not have delivered the last update yet: its generation, observed.
+			return cur.Generation >= latest && cur.Status.ObservedGeneration == cur.Generation && want(&cur.Status), nil
 		})
 	}
 	settle("every node applied", func(s *tsv1.LatencyProfileStatus) bool { return int(s.AppliedNodes) == n })
@@ -539,6 +541,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	if err := c.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
+	latest = cur.Generation
 	waitFor(t, 15*time.Minute, "every node state rendered after the update", func() (bool, error) {
 		k, err := rendered(ctx, agentCache, cur.Generation, func(tu *tsv1.NodeTuning) bool { return tu.Sysctls["vm.stat_interval"] == "20" })
 		return k == n, err
@@ -559,6 +562,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	if err := c.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
+	latest = cur.Generation
 	settle("the no-op update observed", func(s *tsv1.LatencyProfileStatus) bool { return int(s.AppliedNodes) == n })
 	quiet(t, port)
 	w2, _ := requests(t, port)
@@ -597,6 +601,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	if err := c.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
+	latest = cur.Generation
 	settle("every node rebooted", func(s *tsv1.LatencyProfileStatus) bool {
 		return int(s.AppliedNodes) == n && s.RebootPendingNodes == 0
 	})
@@ -744,7 +749,8 @@ func createNodes(t *testing.T, ctx context.Context, c client.Client, n int) {
 }
 
 // profileCPU writes 30-second CPU profiles of the manager (its --pprof-bind-address) and of the
-// API server (its /debug/pprof), taken together 20 s from now, to dir (-scale.profile).
+// API server (its /debug/pprof), taken together 20 s from now, and the manager's heap profile, to
+// dir (-scale.profile).
 func profileCPU(ctx context.Context, dir string, n, managerPort int, cfg *rest.Config) {
 	select {
 	case <-ctx.Done():
@@ -760,6 +766,7 @@ func profileCPU(ctx context.Context, dir string, n, managerPort int, cfg *rest.C
 	for name, url := range map[string]string{
 		"manager":   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=30", managerPort),
 		"apiserver": strings.TrimSuffix(cfg.Host, "/") + "/debug/pprof/profile?seconds=30",
+		"heap":      fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", managerPort),
 	} {
 		wg.Add(1)
 		go func() {
