@@ -120,6 +120,20 @@ bench-scale: envtest-assets ## The operator at 100, 1,000 and 5,000 kwok-simulat
 bench-dataplane: ## The dataplane's latency benchmark (root, 2 CPUs, ~8 minutes): docs/bench-dataplane.md, .json, .svg.
 	$(MAKE) -C dataplane bench
 
+# the build BASE is checked out and built in, outside the tree
+BENCH_BASE_DIR ?= $(or $(TMPDIR),/tmp)/tickstack-bench-base
+PASSES ?= 2
+
+.PHONY: bench-dataplane-compare
+bench-dataplane-compare: ## The dataplane benchmark of BASE=REVISION and of this tree, alternated PASSES times (default 2; ~10 minutes per run): ratios side by side in dataplane/build/alternate/compare.md.
+	@test -n "$(BASE)" || { echo "bench-dataplane-compare: set BASE=REVISION, the build to compare against (e.g. BASE=HEAD~1)" >&2; exit 2; }
+	git worktree remove --force $(BENCH_BASE_DIR) 2>/dev/null || rm -rf $(BENCH_BASE_DIR)
+	git worktree prune
+	git worktree add --detach $(BENCH_BASE_DIR) $(BASE)
+	$(MAKE) -C $(BENCH_BASE_DIR)/dataplane all
+	$(MAKE) -C dataplane all
+	dataplane/bench/alternate.sh $(PASSES) $(BENCH_BASE_DIR)/dataplane dataplane
+
 .PHONY: clean
 clean: ## Remove build outputs.
 	rm -rf $(BIN)

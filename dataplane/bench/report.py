@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import statistics
 import sys
 
 MODES = {
@@ -613,6 +614,47 @@ def markdown(meta, runs, summary, svg_name):
     return "\n".join(L) + "\n", ratios + tratios, mb, checks
 
 
+def pp_ratios(runs):
+    """Per ping-pong size of one benchmark run: the bypass median over the floor's and over kernel
+    spinning's, the ratios the benchmark's targets are stated in."""
+    med = {(r["mode"], r["param"]): r.get("median") for r in runs if r.get("kind") in ("pp", "floor")}
+    out = {}
+    for (mode, size), b in med.items():
+        if mode == "bypass":
+            out[size] = (ratio(b, med.get(("floor", size))), ratio(b, med.get(("kspin", size))))
+    return out
+
+
+def compare(labelled):
+    """The ping-pong ratios of several benchmark runs of several builds, [(label, runs)] in the
+    order they ran: per size and build every run's ratio and their median, and each build's median
+    over the first build's. Ratios, not microseconds: the floor and the kernel ran in the same
+    run and moved with the VM's speed as the bypass did."""
+    labels = list(dict.fromkeys(l for l, _ in labelled))
+    per = {}  # (label, size) -> [(over floor, over kspin)]
+    for label, runs in labelled:
+        for size, rs in pp_ratios(runs).items():
+            per.setdefault((label, size), []).append(rs)
+    sizes = sorted({s for _, s in per})
+
+    def med(label, size, i):
+        v = [x[i] for x in per.get((label, size), []) if x[i] is not None]
+        return statistics.median(v) if v else None
+
+    L = ["| size (B) | build | runs | bypass / floor, median | per run | bypass / kernel spinning, "
+         "median | per run |", "|---:|---|---:|---:|---|---:|---|"]
+    for size in sizes:
+        for label in labels:
+            rs = per.get((label, size), [])
+            cells = []
+            for i in (0, 1):
+                m, base = med(label, size, i), med(labels[0], size, i)
+                rel = f" ({m / base:.2f}x {labels[0]})" if label != labels[0] and m and base else ""
+                cells += [fmt(m) + rel, " ".join(fmt(x[i]) for x in rs)]
+            L.append(f"| {size} | {label} | {len(rs)} | {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} |")
+    return "\n".join(L) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check-last")
@@ -621,7 +663,17 @@ def main():
     ap.add_argument("--meta")
     ap.add_argument("--manifest")
     ap.add_argument("--out")
+    ap.add_argument("--compare", nargs="+", metavar="LABEL=JSON",
+                    help="the ping-pong ratios of benchmark runs (bench/alternate.sh), in the order they ran")
     a = ap.parse_args()
+    if a.compare:
+        labelled = []
+        for arg in a.compare:
+            label, _, path = arg.partition("=")
+            with open(path) as f:
+                labelled.append((label, json.load(f)["runs"]))
+        sys.stdout.write(compare(labelled))
+        return 0
     if a.stalls:
         json.dump(detect_stalls(read_full_log(a.stalls)), sys.stdout)
         sys.stdout.write("\n")

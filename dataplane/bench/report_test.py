@@ -108,5 +108,28 @@ class Checks(unittest.TestCase):
         self.assertEqual(report.max_checks([r for r in self.runs() if r["kind"] != "floor"]), (None, []))
 
 
+class Compare(unittest.TestCase):
+    @staticmethod
+    def run_of(bypass, floor, kspin):
+        return [{"kind": "pp", "mode": "bypass", "param": 14, "median": bypass},
+                {"kind": "floor", "mode": "floor", "param": 14, "median": floor},
+                {"kind": "pp", "mode": "kspin", "param": 14, "median": kspin},
+                {"kind": "pp", "mode": "kernel", "param": 14, "median": 9.0},
+                {"kind": "tcp_pp", "mode": "bypass", "param": 14, "median": 99.0}]
+
+    def test_ratios_per_run_and_build(self):
+        # the VM twice as slow in the third run: its microseconds double, its ratios do not
+        md = report.compare([("old", self.run_of(2.0, 2.0, 4.0)), ("new", self.run_of(1.8, 2.0, 4.0)),
+                             ("old", self.run_of(4.4, 4.0, 8.0)), ("new", self.run_of(3.6, 4.0, 8.0))])
+        rows = [l for l in md.splitlines() if l.startswith("| 14 ")]
+        self.assertEqual(rows, ["| 14 | old | 2 | 1.05 | 1.00 1.10 | 0.53 | 0.50 0.55 |",
+                                "| 14 | new | 2 | 0.90 (0.86x old) | 0.90 0.90 | 0.45 (0.86x old) | 0.45 0.45 |"])
+
+    def test_missing_mode(self):
+        runs = [r for r in self.run_of(2.0, 2.0, 4.0) if r["mode"] != "floor"]
+        md = report.compare([("old", runs), ("new", runs)])
+        self.assertIn("| 14 | new | 1 | - | - | 0.50 (1.00x old) | 0.50 |", md)
+
+
 if __name__ == "__main__":
     unittest.main()
