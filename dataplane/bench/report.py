@@ -586,9 +586,9 @@ def markdown(meta, runs, summary, svg_name):
                      f"{fmt(r['stddev'])} | "
                      f"{fmt(r['dropped_reported'])}/{fmt(r['duplicated'])}/{fmt(r['out_of_order'])} |")
         L.append("\nAs for UDP, sockperf's pacing and receiving client threads share CPU 0 and the bypass "
-                 "receiver sleeps when idle: a TCP reply that another thread of the process took from the "
-                 "XSK reaches the sleeping receiver through a wake-up on that shared CPU, which costs hundreds "
-                 "of microseconds here (see docs/dataplane.md).\n")
+                 "receiver sleeps when idle (`TICKSTACK_SPIN_USEC=0`); while it sleeps the stack's helper "
+                 "thread watches the XSK and wakes it only for data, as the kernel does (docs/dataplane.md "
+                 "\"Timers\").\n")
 
     L.append("## Microburst (seed 002's method)\n")
     L.append("The largest burst of back-to-back 256-byte datagrams (sockperf throughput mode, `-b N`, "

@@ -674,6 +674,8 @@ static int64_t tv_ns(const struct timeval *tv)
  * timeout (ns, <0 forever). kfd >= 0: also wake when that kernel fd is
  * readable (returns 1 then). 0 ready, 1 kernel fd, -EAGAIN timeout,
  * -EINTR. Called and returns without the locks. */
+static int ready_tx(struct ts_tcp *t);
+
 static int tcp_wait(struct ts_tcp *t, int (*ready)(struct ts_tcp *),
 		    int64_t timeout_ns, int kfd)
 {
@@ -717,10 +719,15 @@ static int tcp_wait(struct ts_tcp *t, int (*ready)(struct ts_tcp *),
 			kdue |= ts_spin__tick(&sp, now);
 			if (now >= spin_end) {
 				struct pollfd pf[TICKSTACK_STATS_MAX_XSK + 2];
-				int n = 0, k, ms = 10;
+				int n = 0, k, ms = 10, helped = 0;
 				uint64_t v;
 
-				for (k = 0; k < ts_stack__count(); k++) {
+				/* a receiver leaves the XSKs to the helper
+				 * thread (tcp_lwip.c, rx_sleepers); a sender
+				 * waits for ACKs, which wake nobody */
+				if (ready != ready_tx)
+					helped = ts_lwip__rx_sleep_begin();
+				for (k = 0; !helped && k < ts_stack__count(); k++) {
 					struct ts_stack *st = ts_stack__at(k);
 
 					if (!ts_stack__usable(st))
@@ -742,11 +749,15 @@ static int tcp_wait(struct ts_tcp *t, int (*ready)(struct ts_tcp *),
 				__atomic_add_fetch(&ts_wait_sleepers, 1, __ATOMIC_ACQ_REL);
 				if (ts_sig_efd >= 0)
 					(void)!ts_real_read(ts_sig_efd, &v, sizeof(v));
-				/* a state change between the last check and
-				 * the sleep is caught by the bounded sleep */
-				if (ts_sig__norestart_gen() == g0)
+				/* a wake-up written after the read above ends
+				 * the poll; one before it is seen by ready();
+				 * a change that wrote none (the kernel fd) is
+				 * caught by the bounded sleep */
+				if (ts_sig__norestart_gen() == g0 && !ready(t))
 					ts_real_poll(pf, (nfds_t)n, ms);
 				__atomic_sub_fetch(&ts_wait_sleepers, 1, __ATOMIC_ACQ_REL);
+				if (helped)
+					ts_lwip__rx_sleep_end();
 				iter = 0;
 				kdue = 1;
 			}

@@ -15,7 +15,9 @@
 #include <ifaddrs.h>
 #include <linux/rtnetlink.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <linux/types.h>
 
@@ -436,23 +438,98 @@ void ts_tcp__input_drain(void)
  * XSKs that nobody polled, so that connections move on while no
  * application thread is in the library, and then wakes sleepers. */
 
+/* Receivers asleep in tcp.c do not watch the XSKs themselves: every
+ * segment would wake them, the bare ACKs of their own thread's sends
+ * too, and a thread that wakes thousands of times a second for nothing
+ * loses its turn on a shared CPU to the scheduler's fairness (sockperf's
+ * TCP under-load client, whose sender and receiver share a CPU, waited
+ * hundreds of microseconds for each reply that way; a kernel socket
+ * wakes its reader only for data). While one sleeps, the helper thread
+ * watches the XSKs instead and wakes sleepers only when a callback
+ * changed something (data, a connection, an error): the wake-up a
+ * receiver gets is for its data. rx_sleepers and helper_watching are a
+ * Dekker pair: a sleeper that counts itself and then sees the helper not
+ * watching writes helper_efd; the helper that clears helper_watching
+ * looks at rx_sleepers again before it sleeps. */
+static int rx_sleepers;
+static int helper_watching;
+static int helper_efd = -1;
+
+int ts_lwip__rx_sleep_begin(void)
+{
+	uint64_t one = 1;
+
+	if (!timer_running || helper_efd < 0)
+		return 0;
+	__atomic_fetch_add(&rx_sleepers, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&helper_watching, __ATOMIC_SEQ_CST))
+		(void)!ts_real_write(helper_efd, &one, sizeof(one));
+	return 1;
+}
+
+void ts_lwip__rx_sleep_end(void)
+{
+	__atomic_fetch_sub(&rx_sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Until the next timer tick (due, ns): asleep on helper_efd, and on the
+ * XSKs while a receiver sleeps. Returns whether an XSK woke it. */
+static int helper_sleep(uint64_t due)
+{
+	struct pollfd pf[TICKSTACK_STATS_MAX_XSK + 1];
+	uint64_t now = ts_now_ns(), v;
+	int n = 0, k, watch, r;
+
+	pf[n].fd = helper_efd;
+	pf[n++].events = POLLIN;
+	watch = __atomic_load_n(&rx_sleepers, __ATOMIC_SEQ_CST) > 0;
+	__atomic_store_n(&helper_watching, watch, __ATOMIC_SEQ_CST);
+	if (!watch && __atomic_load_n(&rx_sleepers, __ATOMIC_SEQ_CST) > 0) {
+		watch = 1;
+		__atomic_store_n(&helper_watching, 1, __ATOMIC_SEQ_CST);
+	}
+	for (k = 0; watch && k < ts_stack__count(); k++) {
+		struct ts_stack *st = ts_stack__at(k);
+
+		if (!ts_stack__usable(st))
+			continue;
+		pf[n].fd = ts_stack__fd(st);
+		pf[n++].events = POLLIN;
+	}
+	if (now >= due)
+		return 0;
+	r = ts_real_poll(pf, (nfds_t)n, (int)((due - now + 999999) / 1000000));
+	if (r > 0 && (pf[0].revents & POLLIN))
+		(void)!ts_real_read(helper_efd, &v, sizeof(v));
+	for (k = 1; r > 0 && k < n; k++)
+		if (pf[k].revents & POLLIN)
+			return 1;
+	return 0;
+}
+
 static void *timer_main(void *arg)
 {
+	uint64_t due = ts_now_ns() + TS_TCP_TMR_MS * 1000000ull;
 	unsigned n = 0;
 
 	(void)arg;
 	for (;;) {
-		struct timespec ts = { 0, TS_TCP_TMR_MS * 1000000L };
-		int got = 0, ev;
+		int got = 0, ev, tick;
 
-		nanosleep(&ts, NULL);
+		helper_sleep(due);
+		tick = ts_now_ns() >= due;
 		ts_lwip__lock();
 		if (ts_stack__any_busy())
 			got = ts_stack__poll_all();
-		tcp_tmr();
-		ts_tcp__tick();
-		if (++n % 4 == 0) /* the XDP and UMEM counters, live */
-			ts_stack__refresh_stats();
+		if (tick) {
+			due += TS_TCP_TMR_MS * 1000000ull;
+			if (due < ts_now_ns()) /* not to catch up on missed ticks */
+				due = ts_now_ns() + TS_TCP_TMR_MS * 1000000ull;
+			tcp_tmr();
+			ts_tcp__tick();
+			if (++n % 4 == 0) /* the XDP and UMEM counters, live */
+				ts_stack__refresh_stats();
+		}
 		ev = ts_tcp__events();
 		ts_lwip__unlock();
 		if (got || ev)
@@ -468,6 +545,7 @@ int ts_lwip__start(void)
 
 	if (sys_mutex_new(&lock_tcpip_core) != ERR_OK)
 		return -ENOMEM;
+	helper_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	lwip_init();
 	sigfillset(&all);
 	/* the helper thread takes no signals: the application's own threads

@@ -42,6 +42,11 @@ TS_HIDDEN int ts_lwip__resolve(uint32_t daddr, int ms);
 /* Wake threads sleeping in the library (a state change they wait for
  * happened on the timer thread). */
 TS_HIDDEN void ts_lwip__wake(void);
+/* A receiver about to sleep: 1 when the helper thread watches the XSKs
+ * for it (then it sleeps on the wake-up eventfd alone, and calls
+ * ts_lwip__rx_sleep_end after), 0 when it must watch them itself. */
+TS_HIDDEN int ts_lwip__rx_sleep_begin(void);
+TS_HIDDEN void ts_lwip__rx_sleep_end(void);
 TS_HIDDEN int ts_lwip__start(void);
 
 /* lwIP's TCP timer period (tcp_lwip.c) and how much faster than lwIP's
