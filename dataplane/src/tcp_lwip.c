@@ -448,9 +448,9 @@ void ts_tcp__input_drain(void)
  * watches the XSKs instead and wakes sleepers only when a callback
  * changed something (data, a connection, an error): the wake-up a
  * receiver gets is for its data. rx_sleepers and helper_watching are a
- * Dekker pair: a sleeper that counts itself and then sees the helper not
- * watching writes helper_efd; the helper that clears helper_watching
- * looks at rx_sleepers again before it sleeps. */
+ * Dekker pair: a sleeper counts itself, then writes helper_efd if it sees
+ * the helper not watching; the helper clears helper_watching, then looks
+ * at rx_sleepers (and sets it again if it watches). */
 static int rx_sleepers;
 static int helper_watching;
 static int helper_efd = -1;
@@ -473,21 +473,19 @@ void ts_lwip__rx_sleep_end(void)
 }
 
 /* Until the next timer tick (due, ns): asleep on helper_efd, and on the
- * XSKs while a receiver sleeps. Returns whether an XSK woke it. */
-static int helper_sleep(uint64_t due)
+ * XSKs while a receiver sleeps. */
+static void helper_sleep(uint64_t due)
 {
 	struct pollfd pf[TICKSTACK_STATS_MAX_XSK + 1];
 	uint64_t now = ts_now_ns(), v;
-	int n = 0, k, watch, r;
+	int n = 0, k, watch;
 
 	pf[n].fd = helper_efd;
 	pf[n++].events = POLLIN;
+	__atomic_store_n(&helper_watching, 0, __ATOMIC_SEQ_CST);
 	watch = __atomic_load_n(&rx_sleepers, __ATOMIC_SEQ_CST) > 0;
-	__atomic_store_n(&helper_watching, watch, __ATOMIC_SEQ_CST);
-	if (!watch && __atomic_load_n(&rx_sleepers, __ATOMIC_SEQ_CST) > 0) {
-		watch = 1;
+	if (watch)
 		__atomic_store_n(&helper_watching, 1, __ATOMIC_SEQ_CST);
-	}
 	for (k = 0; watch && k < ts_stack__count(); k++) {
 		struct ts_stack *st = ts_stack__at(k);
 
@@ -496,15 +494,10 @@ static int helper_sleep(uint64_t due)
 		pf[n].fd = ts_stack__fd(st);
 		pf[n++].events = POLLIN;
 	}
-	if (now >= due)
-		return 0;
-	r = ts_real_poll(pf, (nfds_t)n, (int)((due - now + 999999) / 1000000));
-	if (r > 0 && (pf[0].revents & POLLIN))
+	if (now < due &&
+	    ts_real_poll(pf, (nfds_t)n, (int)((due - now + 999999) / 1000000)) > 0 &&
+	    (pf[0].revents & POLLIN))
 		(void)!ts_real_read(helper_efd, &v, sizeof(v));
-	for (k = 1; r > 0 && k < n; k++)
-		if (pf[k].revents & POLLIN)
-			return 1;
-	return 0;
 }
 
 static void *timer_main(void *arg)
