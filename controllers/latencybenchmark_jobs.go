@@ -19,9 +19,10 @@ import (
 	"github.com/tickstack/tickstack/internal/bench"
 )
 
-// DefaultBenchImage is the image of the benchmark pods unless the manager's --bench-image says
-// otherwise: sockperf, rt-tests, the dataplane, tickstack-bench and tickstack-bench-upload.
-const DefaultBenchImage = "localhost/tickstack/bench:dev"
+// DefaultBenchImage is the image of the benchmark pods when the reconciler is given none (the
+// manager always gives its --bench-image): sockperf, rt-tests, the dataplane, tickstack-bench and
+// tickstack-bench-upload. It is the name hack/images/build.sh gives an unversioned build.
+const DefaultBenchImage = "localhost/tickstack-bench:dev"
 
 // Names inside the benchmark pods.
 const (

@@ -44,7 +44,7 @@ func (f *podFlags) bind() {
 	flag.StringVar(&f.namespace, "namespace", ns, "the operator's namespace: device plugin ConfigMap, default NAD namespace, webhook Secret (default $POD_NAMESPACE)")
 	flag.StringVar(&f.resourcePrefix, "resource-prefix", tsv1.DefaultResourcePrefix, "SR-IOV device plugin resource prefix: VFs are <prefix>/<resourceName>")
 	flag.StringVar(&f.devicePluginDS, "device-plugin-daemonset", "", "the SR-IOV network device plugin's DaemonSet in --namespace, when tickstack deploys it: rolled once whenever the rendered configuration changes (the plugin reads it only at start); empty: none")
-	flag.StringVar(&f.dataplaneImage, "dataplane-image", "localhost/tickstack/agent:dev", "image holding "+tswebhook.DataplaneLibraryInImage+", copied into bypass pods by an init container")
+	flag.StringVar(&f.dataplaneImage, "dataplane-image", defaultImage("agent"), "image holding "+tswebhook.DataplaneLibraryInImage+", copied into bypass pods by an init container")
 	flag.StringVar(&f.xdpRunDir, "xdp-run-dir", render.DefaultXDPRunDir, "run directory of the node daemon tickstack-xdpd (the chart's xdpd.runDir): bypass pods mount their directory below its pods/, and bypass attachments' tickstack-xdp plugin finds ctl.sock there")
 	flag.StringVar(&f.certMode, "webhook-cert-mode", "operator", "who manages the webhook serving certificate: operator (a CA and certificate in a Secret, caBundle patched, renewed) or cert-manager (files in --webhook-cert-dir)")
 	flag.StringVar(&f.secretName, "webhook-secret-name", "tickstack-webhook-server-cert", "Secret holding the webhook CA and serving certificate (operator mode)")
@@ -53,6 +53,14 @@ func (f *podFlags) bind() {
 	flag.StringVar(&f.validatingConfig, "validating-webhook-configuration", "tickstack-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle is kept (operator mode)")
 	flag.DurationVar(&f.caLifetime, "webhook-ca-lifetime", 5*365*24*time.Hour, "lifetime of the webhook CA (operator mode); renewed with a third left")
 	flag.DurationVar(&f.certLifetime, "webhook-cert-lifetime", 90*24*time.Hour, "lifetime of the webhook serving certificate (operator mode); renewed with a third left")
+}
+
+// defaultImage is the name the image build gives tickstack's image tickstack-NAME of this
+// binary's release, in the chart's default registry: hack/images/build.sh tags the images with the
+// chart's appVersion, which hack/ldflags.sh stamps into the binary as its version. The chart and
+// config/default pass the names they install; this default serves a manager started by hand.
+func defaultImage(name string) string {
+	return "localhost/tickstack-" + name + ":" + version.Get().Version
 }
 
 // certManager returns the operator's certificate manager, or nil in cert-manager mode.
@@ -91,7 +99,7 @@ func main() {
 	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with the webhook serving tls.crt and tls.key (cert-manager mode)")
 	var pf podFlags
 	pf.bind()
-	flag.StringVar(&benchImage, "bench-image", controllers.DefaultBenchImage, "image of the LatencyBenchmark pods (sockperf, rt-tests, the dataplane, tickstack-bench, tickstack-bench-upload)")
+	flag.StringVar(&benchImage, "bench-image", defaultImage("bench"), "image of the LatencyBenchmark pods (sockperf, rt-tests, the dataplane, tickstack-bench, tickstack-bench-upload)")
 	var uninstallGuard namesFlag
 	flag.Var(&uninstallGuard, "uninstall-guard", "admission policies put back if they are deleted while a LatencyProfile or LatencyNodeState exists (comma-separated; each binding named as its policy): the uninstall guard's and the agent's own-node policy, which no admission policy can guard; empty keeps none")
 	opts := zap.Options{}
