@@ -18,8 +18,8 @@ import (
 	"github.com/tickstack/tickstack/internal/tuning"
 )
 
-// Condition reasons the agent writes on its LatencyNodeState. docs/agent.md explains each and
-// what to do about it.
+// Condition reasons the agent writes on its LatencyNodeState. docs/install.md (Reading status)
+// explains each and what to do about it; test/docs fails when one is missing there.
 const (
 	// ReasonApplied (Applied=True): every setting the host supports is in effect.
 	ReasonApplied = "Applied"

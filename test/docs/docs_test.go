@@ -1,0 +1,231 @@
+// Package docs checks that the documentation stands on its own and keeps up with the code: every
+// condition type and reason the operator and the agent write is explained in docs/install.md, every
+// page of docs/ is reachable from the index docs/README.md, and no link leaves the repository or
+// points at a file that is not there.
+package docs
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// root is the repository, seen from test/docs.
+const root = "../.."
+
+// statusDoc is the page that explains every condition and reason.
+const statusDoc = "docs/install.md"
+
+// reasonPackages are the packages whose reason constants end up in a status condition, a Node
+// condition, status.runReason or an event.
+var reasonPackages = []string{"api/v1alpha1", "internal/agent", "internal/ptp", "controllers"}
+
+// collected is what the Go sources say a status can show.
+type collected struct {
+	// reasons maps each reason string to where it is declared.
+	reasons map[string]string
+	// types maps each condition type to where it is declared.
+	types map[string]string
+}
+
+// collect reads the non-test Go files of the reason packages: constants named Reason* or
+// RunReason*, constants of a block documented as condition types, the string literals given to a
+// Reason field, and the string literals the agent's rebootReason returns.
+func collect(t *testing.T) collected {
+	t.Helper()
+	c := collected{reasons: map[string]string{}, types: map[string]string{}}
+	fset := token.NewFileSet()
+	for _, dir := range reasonPackages {
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") || strings.HasPrefix(filepath.Base(path), "zz_generated") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			where := func(n ast.Node) string {
+				p := fset.Position(n.Pos())
+				rel, _ := filepath.Rel(root, p.Filename)
+				return rel + ":" + strconv.Itoa(p.Line)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.GenDecl:
+					if n.Tok != token.CONST {
+						return true
+					}
+					types := n.Doc != nil && strings.HasPrefix(n.Doc.Text(), "Condition types")
+					for _, spec := range n.Specs {
+						vs := spec.(*ast.ValueSpec)
+						for i, name := range vs.Names {
+							if i >= len(vs.Values) {
+								continue
+							}
+							v, ok := stringLit(vs.Values[i])
+							if !ok {
+								continue
+							}
+							switch {
+							case types:
+								c.types[v] = where(name)
+							case strings.HasPrefix(name.Name, "Reason") || strings.HasPrefix(name.Name, "RunReason"):
+								c.reasons[v] = where(name)
+							}
+						}
+					}
+				case *ast.KeyValueExpr:
+					if k, ok := n.Key.(*ast.Ident); ok && k.Name == "Reason" {
+						if v, ok := stringLit(n.Value); ok {
+							c.reasons[v] = where(n)
+						}
+					}
+				case *ast.FuncDecl:
+					if n.Name.Name == "rebootReason" {
+						ast.Inspect(n.Body, func(m ast.Node) bool {
+							if r, ok := m.(*ast.ReturnStmt); ok && len(r.Results) == 1 {
+								if v, ok := stringLit(r.Results[0]); ok {
+									c.reasons[v] = where(r)
+								}
+							}
+							return true
+						})
+					}
+				}
+				return true
+			})
+		}
+	}
+	return c
+}
+
+func stringLit(e ast.Expr) (string, bool) {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	v, err := strconv.Unquote(lit.Value)
+	return v, err == nil && v != ""
+}
+
+func read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestEveryReasonIsDocumented fails when a condition reason or type the code can write is not
+// explained in docs/install.md: a reason must appear in backquotes, a condition type as the first
+// cell of a table row.
+func TestEveryReasonIsDocumented(t *testing.T) {
+	c := collect(t)
+	doc := read(t, statusDoc)
+	// The parser found what it must: a sample of each kind, so that a broken walk cannot pass.
+	for _, want := range []string{"NoNodesMatched", "WaitingForNodeFacts", "DriftReported", "VerifyingKubelet", "NotReported", "Synchronized", "NodesInconclusive", "CredentialsSecretInvalid", "Schedule"} {
+		if _, ok := c.reasons[want]; !ok {
+			t.Fatalf("the scan of %v missed the reason %q: the test's walk is broken", reasonPackages, want)
+		}
+	}
+	for _, want := range []string{"Ready", "Applied", "TimeSynced", "BMCReachable", "Passed"} {
+		if _, ok := c.types[want]; !ok {
+			t.Fatalf("the scan of %v missed the condition type %q: the test's walk is broken", reasonPackages, want)
+		}
+	}
+	var missing []string
+	for r, at := range c.reasons {
+		if !strings.Contains(doc, "`"+r+"`") {
+			missing = append(missing, "reason "+r+" ("+at+")")
+		}
+	}
+	for typ, at := range c.types {
+		if !regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(typ) + ` \|`).MatchString(doc) {
+			missing = append(missing, "condition type "+typ+" ("+at+")")
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		t.Errorf("%s is not explained in %s (Reading status): add it with its meaning and what to do", m, statusDoc)
+	}
+}
+
+// docPages lists docs/*.md.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) < 10 {
+		t.Fatalf("found %d pages in docs/: the test looks in the wrong place", len(pages))
+	}
+	return pages
+}
+
+// TestIndexLinksEveryPage fails when a page of docs/ is missing from the index docs/README.md.
+func TestIndexLinksEveryPage(t *testing.T) {
+	index := read(t, "docs/README.md")
+	for _, p := range docPages(t) {
+		name := filepath.Base(p)
+		if name == "README.md" {
+			continue
+		}
+		if !strings.Contains(index, "]("+name+")") && !strings.Contains(index, "]("+name+"#") {
+			t.Errorf("docs/%s is not linked from docs/README.md: add it to the index, in the reading order it belongs to", name)
+		}
+	}
+}
+
+// mdLink is an inline Markdown link's target.
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// code matches fenced code blocks and inline code spans, whose brackets are not links.
+var code = regexp.MustCompile("(?s)```.*?```|`[^`\n]*`")
+
+// TestLinksStayInTheRepository fails when a link of README.md, CHANGELOG.md or docs/ points outside
+// the repository (a reader of a release archive has nothing there) or at a file that does not exist.
+func TestLinksStayInTheRepository(t *testing.T) {
+	pages := append(docPages(t), filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md"))
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		for _, m := range mdLink.FindAllStringSubmatch(code.ReplaceAllString(string(b), ""), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			target, _, _ = strings.Cut(target, "#")
+			full, err := filepath.Abs(filepath.Join(filepath.Dir(p), target))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if full != abs && !strings.HasPrefix(full, abs+string(filepath.Separator)) {
+				t.Errorf("%s links %q, outside the repository: cite the source by title instead", rel, m[1])
+				continue
+			}
+			if _, err := os.Stat(full); err != nil {
+				t.Errorf("%s links %q, which does not exist", rel, m[1])
+			}
+		}
+	}
+}
