@@ -286,6 +286,19 @@ type NUMANode struct {
 	ID int32 `json:"id"`
 	// CPUs on the node.
 	CPUs CPUSet `json:"cpus"`
+	// Cores are the node's physical cores, each the cpulist of its SMT threads ("0,64"; one CPU
+	// per core without SMT), in the order of their lowest CPU: what keeps siblings together when
+	// CPUs are split (tickstack profile suggest).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4096
+	Cores []CPUSet `json:"cores,omitempty"`
+	// HugepageSizes are the huge page sizes the node offers, as quantities ("2Mi", "1Gi").
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=16
+	HugepageSizes []string `json:"hugepageSizes,omitempty"`
 }
 
 // InterfaceFacts describes one network interface of the host.

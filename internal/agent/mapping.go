@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/host/cpuset"
@@ -158,8 +160,27 @@ func NodeFacts(f *host.Facts) *tsv1.NodeFacts {
 		KernelCmdline:  f.KernelCmdline,
 		KernelRelease:  f.KernelRelease,
 	}
+	// Each core once, on the node of its lowest CPU, in the order of that CPU (f.CPUs is by id).
+	cores := map[int][]tsv1.CPUSet{}
+	seen := map[string]bool{}
+	for _, c := range f.CPUs {
+		if s := c.Siblings.Intersection(f.OnlineCPUs).String(); s != "" && !seen[s] {
+			seen[s] = true
+			cores[c.Node] = append(cores[c.Node], tsv1.CPUSet(s))
+		}
+	}
 	for _, n := range f.NUMANodes {
-		out.NUMANodes = append(out.NUMANodes, tsv1.NUMANode{ID: int32(n.ID), CPUs: tsv1.CPUSet(n.CPUs.String())})
+		numa := tsv1.NUMANode{ID: int32(n.ID), CPUs: tsv1.CPUSet(n.CPUs.String()), Cores: cores[n.ID]}
+		if len(numa.Cores) > 4096 {
+			numa.Cores = numa.Cores[:4096]
+		}
+		for _, kb := range n.HugepageSizesKB {
+			numa.HugepageSizes = append(numa.HugepageSizes, resource.NewQuantity(int64(kb)*1024, resource.BinarySI).String())
+		}
+		if len(numa.HugepageSizes) > 8 {
+			numa.HugepageSizes = numa.HugepageSizes[:8]
+		}
+		out.NUMANodes = append(out.NUMANodes, numa)
 	}
 	for _, i := range f.Interfaces {
 		ifc := tsv1.InterfaceFacts{

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -259,11 +260,24 @@ func TestNodeFacts(t *testing.T) {
 	n := 1
 	f := NodeFacts(&host.Facts{
 		OnlineCPUs: cpuset.MustParse("0-7"), ThreadsPerCore: 2, Sockets: 1, KernelCmdline: "ro", KernelRelease: "6.18",
-		NUMANodes:  []host.NUMANode{{ID: 0, CPUs: cpuset.MustParse("0-3")}, {ID: 1, CPUs: cpuset.MustParse("4-7")}},
+		NUMANodes: []host.NUMANode{{ID: 0, CPUs: cpuset.MustParse("0-1,4-5"), HugepageSizesKB: []int{2048, 1048576}},
+			{ID: 1, CPUs: cpuset.MustParse("2-3,6-7"), HugepageSizesKB: []int{2048}}},
+		CPUs: []host.CPU{
+			{ID: 0, Node: 0, Siblings: cpuset.MustParse("0,4")}, {ID: 1, Node: 0, Siblings: cpuset.MustParse("1,5")},
+			{ID: 2, Node: 1, Siblings: cpuset.MustParse("2,6")}, {ID: 3, Node: 1, Siblings: cpuset.MustParse("3,7")},
+			{ID: 4, Node: 0, Siblings: cpuset.MustParse("0,4")}, {ID: 5, Node: 0, Siblings: cpuset.MustParse("1,5")},
+			{ID: 6, Node: 1, Siblings: cpuset.MustParse("2,6")}, {ID: 7, Node: 1, Siblings: cpuset.MustParse("3,7")},
+		},
 		Interfaces: []host.Interface{{Name: "ens2", Driver: "ice", PCIAddress: "0000:3b:00.0", Vendor: "8086", Device: "159b", SRIOVTotalVFs: 8, NUMANode: &n}, {Name: "eth0", Driver: "virtio_net"}},
 	})
-	if f.OnlineCPUs != "0-7" || f.ThreadsPerCore != 2 || len(f.NUMANodes) != 2 || f.NUMANodes[1].CPUs != "4-7" || f.KernelRelease != "6.18" {
+	if f.OnlineCPUs != "0-7" || f.ThreadsPerCore != 2 || len(f.NUMANodes) != 2 || f.NUMANodes[1].CPUs != "2-3,6-7" || f.KernelRelease != "6.18" {
 		t.Errorf("facts %+v", f)
+	}
+	if got := fmt.Sprint(f.NUMANodes[0].Cores, f.NUMANodes[1].Cores); got != "[0,4 1,5] [2,6 3,7]" {
+		t.Errorf("cores per NUMA node %s, want each core once with its siblings", got)
+	}
+	if got := fmt.Sprint(f.NUMANodes[0].HugepageSizes, f.NUMANodes[1].HugepageSizes); got != "[2Mi 1Gi] [2Mi]" {
+		t.Errorf("huge page sizes %s", got)
 	}
 	if i := f.Interfaces[0]; i.Name != "ens2" || i.SRIOVTotalVFs != 8 || *i.NUMANode != 1 || i.Vendor != "8086" {
 		t.Errorf("interface %+v", i)
