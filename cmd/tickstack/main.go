@@ -94,6 +94,7 @@ func newRoot() *cobra.Command {
 	planCmd.Flags().StringVarP(&file, "filename", "f", "", "the LatencyProfile to plan")
 	root.AddCommand(planCmd)
 	root.AddCommand(newBenchCmd(newClient, namespace), newReportCmd(newClient, namespace))
+	root.AddCommand(cli.NewProfileCmd(newClient))
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print tickstack's release, git commit and build time",

@@ -77,8 +77,8 @@ func ExampleSuggestion_YAML() {
 	//   nics:
 	//     # Device NICs with driver ice on NUMA node 1 (the ports of one card, usually); SR-IOV capable
 	//     # (128 VFs): set numVfs, resourceName and network to give latency pods a VF each; 1 other device
-	//     # NIC(s) left out (the management NIC, usually): choose with --nic. Selected by name and driver;
-	//     # acceleration kernel until you choose busyPoll or bypass.
+	//     # NIC(s) left out (the management NIC, usually): choose with --nic. Selected by name and driver.
+	//     # Acceleration kernel until you choose busyPoll or bypass.
 	//     - name: trading
 	//       selector:
 	//         interfaceNames:

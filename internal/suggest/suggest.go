@@ -4,10 +4,11 @@
 // webhook's rules.
 //
 // The rules (docs/cli.md "tickstack profile suggest"):
-//   - the NIC: the node's device NICs (a PCI function, not an SR-IOV VF), SR-IOV capable ones
-//     first, then those that know their NUMA node, then by name; the group is every device NIC
-//     with the first one's driver on its NUMA node. veth interfaces only when the node has no
-//     device NIC. The NIC's NUMA node is where everything else goes (node 0 when it reports none).
+//   - the NIC: the node's device NICs (a PCI function that is not an SR-IOV VF, or a VM's virtio
+//     NIC), SR-IOV capable ones first, then those that know their NUMA node, then by name; the
+//     group is every device NIC with the first one's driver on its NUMA node, selected by name and
+//     driver. Only a node without a device NIC gets a group of every veth (by driver: a test bed).
+//     The NIC's NUMA node is where everything else goes (the first node when it reports none).
 //   - reserved: one physical core per NUMA node of the machine, with all its SMT siblings, the
 //     lowest-numbered cores of the NIC's NUMA node; at most all but one of that node's cores.
 //   - isolated: the rest of the NIC's NUMA node, whole cores. Other NUMA nodes stay ordinary CPUs.
@@ -90,7 +91,7 @@ func Suggest(f *tsv1.NodeFacts, o Options) (*Suggestion, error) {
 	if err := s.name(o); err != nil {
 		return nil, err
 	}
-	nics, nicNote, err := chooseNICs(f.Interfaces, o.NICs)
+	nics, nicNote, byDriver, err := chooseNICs(f.Interfaces, o.NICs)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func Suggest(f *tsv1.NodeFacts, o Options) (*Suggestion, error) {
 	if err := s.hugepages(t, o.Hugepages); err != nil {
 		return nil, err
 	}
-	s.nics(nics, nicNote)
+	s.nics(nics, nicNote, byDriver)
 	s.header(f, nodes)
 	return s, nil
 }
@@ -181,26 +182,29 @@ func (s *Suggestion) name(o Options) error {
 	return nil
 }
 
-// chooseNICs picks the interfaces of the NIC group and says why.
-func chooseNICs(ifs []tsv1.InterfaceFacts, named []string) ([]tsv1.InterfaceFacts, string, error) {
+// chooseNICs picks the interfaces of the NIC group, says why, and whether the group is selected
+// by driver alone.
+func chooseNICs(ifs []tsv1.InterfaceFacts, named []string) ([]tsv1.InterfaceFacts, string, bool, error) {
 	if len(named) > 0 {
 		var out []tsv1.InterfaceFacts
 		for _, n := range named {
 			i := slices.IndexFunc(ifs, func(f tsv1.InterfaceFacts) bool { return f.Name == n })
 			if i < 0 {
-				return nil, "", fmt.Errorf("--nic %s: the node reports no such interface; it has %s", n, names(ifs))
+				return nil, "", false, fmt.Errorf("--nic %s: the node reports no such interface; it has %s", n, names(ifs))
 			}
 			if len(out) > 0 && numaOf(out[0]) != numaOf(ifs[i]) {
-				return nil, "", fmt.Errorf("--nic %s is on NUMA node %s, %s on %s: name NICs of one NUMA node", n, numaOf(ifs[i]), out[0].Name, numaOf(out[0]))
+				return nil, "", false, fmt.Errorf("--nic %s is on NUMA node %s, %s on %s: name NICs of one NUMA node", n, numaOf(ifs[i]), out[0].Name, numaOf(out[0]))
 			}
 			out = append(out, ifs[i])
 		}
-		return out, "The interfaces you named (--nic).", nil
+		return out, "The interfaces you named (--nic).", false, nil
 	}
 	var devices, veths []tsv1.InterfaceFacts
 	for _, i := range ifs {
 		switch {
-		case i.PCIAddress != "" && i.PhysicalFunction == "":
+		case i.PhysicalFunction != "":
+			// A VF is handed to a pod, never tuned as the node's NIC.
+		case i.PCIAddress != "" || i.Driver == "virtio_net":
 			devices = append(devices, i)
 		case i.Driver == "veth":
 			veths = append(veths, i)
@@ -208,10 +212,10 @@ func chooseNICs(ifs []tsv1.InterfaceFacts, named []string) ([]tsv1.InterfaceFact
 	}
 	if len(devices) == 0 {
 		if len(veths) == 0 {
-			return nil, "", nil
+			return nil, "", false, nil
 		}
-		return veths, "The node has no device NIC (no PCI function): these are its veth interfaces, a test bed's. " +
-			"On a real node a device NIC is chosen instead.", nil
+		return veths, fmt.Sprintf("The node has no device NIC (no PCI function, no virtio NIC), only veth interfaces (%d): a test bed. "+
+			"Every veth is selected, by driver; name the one latency pods use with --nic.", len(veths)), true, nil
 	}
 	slices.SortStableFunc(devices, func(a, b tsv1.InterfaceFacts) int {
 		return cmp.Or(boolCmp(b.SRIOVTotalVFs > 0, a.SRIOVTotalVFs > 0), boolCmp(b.NUMANode != nil, a.NUMANode != nil),
@@ -225,13 +229,16 @@ func chooseNICs(ifs []tsv1.InterfaceFacts, named []string) ([]tsv1.InterfaceFact
 		}
 	}
 	why := fmt.Sprintf("Device NICs with driver %s on NUMA node %s (the ports of one card, usually)", cmp.Or(best.Driver, "unknown"), numaOf(best))
+	if best.NUMANode == nil {
+		why = fmt.Sprintf("Device NICs with driver %s, reporting no NUMA node (a VM's, usually)", cmp.Or(best.Driver, "unknown"))
+	}
 	if best.SRIOVTotalVFs > 0 {
 		why += fmt.Sprintf("; SR-IOV capable (%d VFs): set numVfs, resourceName and network to give latency pods a VF each", best.SRIOVTotalVFs)
 	}
 	if others := len(devices) - len(group); others > 0 {
 		why += fmt.Sprintf("; %d other device NIC(s) left out (the management NIC, usually): choose with --nic", others)
 	}
-	return group, why + ".", nil
+	return group, why + ".", len(group) > 32 && best.Driver != "", nil
 }
 
 func boolCmp(a, b bool) int {
@@ -350,7 +357,7 @@ func (s *Suggestion) hugepages(t node, amount resource.Quantity) error {
 	return nil
 }
 
-func (s *Suggestion) nics(nics []tsv1.InterfaceFacts, why string) {
+func (s *Suggestion) nics(nics []tsv1.InterfaceFacts, why string, byDriver bool) {
 	if len(nics) == 0 {
 		s.also = append(s.also, "The node reports no NIC: no nics section; the CPUs are split on its first NUMA node.")
 		return
@@ -358,7 +365,9 @@ func (s *Suggestion) nics(nics []tsv1.InterfaceFacts, why string) {
 	sel := tsv1.NICSelector{}
 	var drivers []string
 	for _, n := range nics {
-		sel.InterfaceNames = append(sel.InterfaceNames, n.Name)
+		if !byDriver {
+			sel.InterfaceNames = append(sel.InterfaceNames, n.Name)
+		}
 		if n.Driver != "" && !slices.Contains(drivers, n.Driver) {
 			drivers = append(drivers, n.Driver)
 		}
@@ -367,7 +376,10 @@ func (s *Suggestion) nics(nics []tsv1.InterfaceFacts, why string) {
 		sel.Drivers = drivers
 	}
 	s.Profile.Spec.NICs = []tsv1.NICSpec{{Name: NICGroup, Selector: sel}}
-	s.Notes["spec.nics[0]"] = why + " Selected by name and driver; acceleration kernel until you choose busyPoll or bypass."
+	if !byDriver {
+		why += " Selected by name and driver."
+	}
+	s.Notes["spec.nics[0]"] = why + " Acceleration kernel until you choose busyPoll or bypass."
 }
 
 func allHaveDriver(nics []tsv1.InterfaceFacts) bool {

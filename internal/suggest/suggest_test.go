@@ -56,43 +56,44 @@ func TestShapes(t *testing.T) {
 		opts               Options
 		reserved, isolated string
 		numa               int32
-		nics               []string
+		nics               string // names and drivers of the NIC group
 		kubelet            bool
 		hugepages          string // size x count, "" for none
 		warning            string // a webhook warning the suggestion is expected to carry
 	}{
 		{name: "1 NUMA node, SMT off", facts: machine(1, 8, false, both, nic("ens1f0", "ice", ptr.To[int32](0), 64)),
-			reserved: "0", isolated: "1-7", nics: []string{"ens1f0"}, kubelet: true, hugepages: "2Mi x 512"},
+			reserved: "0", isolated: "1-7", nics: "[ens1f0] [ice]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "1 NUMA node, SMT on", facts: machine(1, 8, true, both, nic("ens1f0", "ice", ptr.To[int32](0), 64)),
-			reserved: "0,8", isolated: "1-7,9-15", nics: []string{"ens1f0"}, kubelet: true, hugepages: "2Mi x 512"},
+			reserved: "0,8", isolated: "1-7,9-15", nics: "[ens1f0] [ice]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "2 NUMA nodes, SMT on, NIC on node 1", facts: machine(2, 8, true, both, nic("ens1f0", "mlx5_core", ptr.To[int32](1), 8)),
-			reserved: "8-9,24-25", isolated: "10-15,26-31", numa: 1, nics: []string{"ens1f0"}, kubelet: true, hugepages: "2Mi x 512"},
+			reserved: "8-9,24-25", isolated: "10-15,26-31", numa: 1, nics: "[ens1f0] [mlx5_core]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "2 NUMA nodes, SMT on, NIC on node 0", facts: machine(2, 8, true, both, nic("ens1f0", "mlx5_core", ptr.To[int32](0), 8)),
-			reserved: "0-1,16-17", isolated: "2-7,18-23", nics: []string{"ens1f0"}, kubelet: true, hugepages: "2Mi x 512"},
+			reserved: "0-1,16-17", isolated: "2-7,18-23", nics: "[ens1f0] [mlx5_core]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "2 NUMA nodes, SMT off, NIC on node 1", facts: machine(2, 4, false, both, nic("ens1f0", "ice", ptr.To[int32](1), 0)),
-			reserved: "4-5", isolated: "6-7", numa: 1, nics: []string{"ens1f0"}, kubelet: true, hugepages: "2Mi x 512"},
+			reserved: "4-5", isolated: "6-7", numa: 1, nics: "[ens1f0] [ice]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "dual-port card on node 1 chosen over the management NIC on node 0",
 			facts: machine(2, 8, false, both, nic("eno1", "igb", ptr.To[int32](0), 0), nic("ens2f0", "ice", ptr.To[int32](1), 128), nic("ens2f1", "ice", ptr.To[int32](1), 128)),
-			reserved: "8-9", isolated: "10-15", numa: 1, nics: []string{"ens2f0", "ens2f1"}, kubelet: true, hugepages: "2Mi x 512"},
+			reserved: "8-9", isolated: "10-15", numa: 1, nics: "[ens2f0 ens2f1] [ice]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "the NIC's node has two cores: one stays for latency pods", facts: machine(2, 2, true, both, nic("ens1f0", "ice", ptr.To[int32](1), 0)),
-			reserved: "2,6", isolated: "3,7", numa: 1, nics: []string{"ens1f0"}, kubelet: true, hugepages: "2Mi x 512"},
+			reserved: "2,6", isolated: "3,7", numa: 1, nics: "[ens1f0] [ice]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "too small to split: one core with SMT", facts: machine(1, 1, true, both, nic("ens1f0", "ice", ptr.To[int32](0), 0)),
-			reserved: "0-1", nics: []string{"ens1f0"}, hugepages: "2Mi x 512"},
+			reserved: "0-1", nics: "[ens1f0] [ice]", hugepages: "2Mi x 512"},
 		{name: "too small to split: one CPU", facts: machine(1, 1, false, both), reserved: "0", hugepages: "2Mi x 512"},
 		{name: "no NIC: the first NUMA node", facts: machine(2, 4, false, both), reserved: "0-1", isolated: "2-3", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "only veth (the test bed)", facts: machine(1, 2, false, both, tsv1.InterfaceFacts{Name: "md0", Driver: "veth"}, tsv1.InterfaceFacts{Name: "ifb0"}),
-			reserved: "0", isolated: "1", nics: []string{"md0"}, kubelet: true, hugepages: "2Mi x 512"},
-		{name: "a VM's NIC without a NUMA node", facts: machine(2, 4, false, both, tsv1.InterfaceFacts{Name: "eth0", Driver: "virtio_net", PCIAddress: "virtio0"}),
-			reserved: "0-1", isolated: "2-3", nics: []string{"eth0"}, kubelet: true, hugepages: "2Mi x 512"},
+			reserved: "0", isolated: "1", nics: "[] [veth]", kubelet: true, hugepages: "2Mi x 512"},
+		{name: "a VM's virtio NIC (MMIO: no PCI address) without a NUMA node, beside veths", facts: machine(2, 4, false, both,
+			tsv1.InterfaceFacts{Name: "eth0", Driver: "virtio_net"}, tsv1.InterfaceFacts{Name: "md0", Driver: "veth"}),
+			reserved: "0-1", isolated: "2-3", nics: "[eth0] [virtio_net]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "VFs are never the NIC", facts: machine(2, 4, false, both, tsv1.InterfaceFacts{Name: "ens1f0v0", Driver: "iavf", PCIAddress: "0000:3b:01.0", NUMANode: ptr.To[int32](0), PhysicalFunction: "ens1f0"},
 			nic("ens1f0", "ice", ptr.To[int32](1), 8)),
-			reserved: "4-5", isolated: "6-7", numa: 1, nics: []string{"ens1f0"}, kubelet: true, hugepages: "2Mi x 512"},
+			reserved: "4-5", isolated: "6-7", numa: 1, nics: "[ens1f0] [ice]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "only 1Gi pages offered", facts: machine(1, 4, false, []string{"1Gi"}, nic("ens1f0", "ice", ptr.To[int32](0), 0)), opts: Options{Hugepages: resource.MustParse("3Gi")},
-			reserved: "0", isolated: "1-3", nics: []string{"ens1f0"}, kubelet: true, hugepages: "1Gi x 3", warning: "1Gi pages on a given NUMA node"},
+			reserved: "0", isolated: "1-3", nics: "[ens1f0] [ice]", kubelet: true, hugepages: "1Gi x 3", warning: "1Gi pages on a given NUMA node"},
 		{name: "no huge page sizes reported", facts: machine(1, 4, false, nil, nic("ens1f0", "ice", ptr.To[int32](0), 0)),
-			reserved: "0", isolated: "1-3", nics: []string{"ens1f0"}, kubelet: true},
+			reserved: "0", isolated: "1-3", nics: "[ens1f0] [ice]", kubelet: true},
 		{name: "--nic and --reserved-cores", facts: machine(2, 8, true, both, nic("eno1", "igb", ptr.To[int32](0), 0), nic("ens2f0", "ice", ptr.To[int32](1), 8)),
-			opts: Options{NICs: []string{"eno1"}, ReservedCores: 3}, reserved: "0-2,16-18", isolated: "3-7,19-23", nics: []string{"eno1"}, kubelet: true, hugepages: "2Mi x 512"},
+			opts: Options{NICs: []string{"eno1"}, ReservedCores: 3}, reserved: "0-2,16-18", isolated: "3-7,19-23", nics: "[eno1] [igb]", kubelet: true, hugepages: "2Mi x 512"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := tt.opts
@@ -106,11 +107,11 @@ func TestShapes(t *testing.T) {
 				t.Errorf("reserved %q isolated %q on node %d, want %q %q on %d", spec.CPU.Reserved, spec.CPU.Isolated, s.NUMANode, tt.reserved, tt.isolated, tt.numa)
 			}
 			checkSplit(t, tt.facts, s)
-			var nics []string
+			nics := ""
 			if len(spec.NICs) == 1 {
-				nics = spec.NICs[0].Selector.InterfaceNames
+				nics = fmt.Sprint(spec.NICs[0].Selector.InterfaceNames, spec.NICs[0].Selector.Drivers)
 			}
-			if !reflect.DeepEqual(nics, tt.nics) {
+			if nics != tt.nics {
 				t.Errorf("NICs %v, want %v", nics, tt.nics)
 			}
 			if (spec.Kubelet != nil) != tt.kubelet {
