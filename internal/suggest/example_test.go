@@ -2,7 +2,6 @@ package suggest_test
 
 import (
 	"fmt"
-	"os"
 
 	"k8s.io/utils/ptr"
 
@@ -38,7 +37,7 @@ func ExampleSuggestion_YAML() {
 		fmt.Println(err)
 		return
 	}
-	os.Stdout.Write(out)
+	fmt.Print(string(out))
 	// Output:
 	// # Suggested by tickstack profile suggest from the node's facts: CPUs 0-15 (8 cores, SMT on (2
 	// # threads per core)), 2 NUMA node(s), kernel 6.18.0.

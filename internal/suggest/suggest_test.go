@@ -72,7 +72,7 @@ func TestShapes(t *testing.T) {
 		{name: "2 NUMA nodes, SMT off, NIC on node 1", facts: machine(2, 4, false, both, nic("ens1f0", "ice", ptr.To[int32](1), 0)),
 			reserved: "4-5", isolated: "6-7", numa: 1, nics: "[ens1f0] [ice]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "dual-port card on node 1 chosen over the management NIC on node 0",
-			facts: machine(2, 8, false, both, nic("eno1", "igb", ptr.To[int32](0), 0), nic("ens2f0", "ice", ptr.To[int32](1), 128), nic("ens2f1", "ice", ptr.To[int32](1), 128)),
+			facts:    machine(2, 8, false, both, nic("eno1", "igb", ptr.To[int32](0), 0), nic("ens2f0", "ice", ptr.To[int32](1), 128), nic("ens2f1", "ice", ptr.To[int32](1), 128)),
 			reserved: "8-9", isolated: "10-15", numa: 1, nics: "[ens2f0 ens2f1] [ice]", kubelet: true, hugepages: "2Mi x 512"},
 		{name: "the NIC's node has two cores: one stays for latency pods", facts: machine(2, 2, true, both, nic("ens1f0", "ice", ptr.To[int32](1), 0)),
 			reserved: "2,6", isolated: "3,7", numa: 1, nics: "[ens1f0] [ice]", kubelet: true, hugepages: "2Mi x 512"},

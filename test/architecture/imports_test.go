@@ -36,6 +36,8 @@ var rules = []rule{
 		never: []string{"internal/webhook/...", "internal/render/...", "internal/bench/...", "internal/bmc/...",
 			"internal/cli/...", "internal/plan/...", "internal/resolve/...", "internal/report/..."},
 		why: "the node agent links the host layer (host, tuning, bootloader, ptp), none of the operator's"},
+	{from: []string{"internal/suggest/..."}, never: []string{"..."}, but: []string{"api/...", "internal/suggest/..."},
+		why: "the profile suggestion is pure (facts in, profile out): the CLI reads the facts and runs the webhook's rules on it"},
 	{from: []string{"cmd/..."}, never: []string{"internal/testutil/...", "internal/host/hosttest/...", "internal/agent/agenttest/..."},
 		why: "no binary links a test helper"},
 }
@@ -115,6 +117,31 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// clients are the Kubernetes client libraries; a pure package links none of them.
+var clients = []string{"k8s.io/client-go/", "sigs.k8s.io/controller-runtime/"}
+
+// TestSuggestLinksNoClient checks what the module rules cannot see: the profile suggestion links no
+// Kubernetes client, directly or through the API package.
+func TestSuggestLinksNoClient(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", module+"internal/suggest")
+	cmd.Dir = "../.."
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(b))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps found %d packages: the test does not see the package", len(deps))
+	}
+	for _, d := range deps {
+		for _, c := range clients {
+			if strings.HasPrefix(d, c) {
+				t.Errorf("internal/suggest depends on %s: it computes a profile from facts and reaches no API server (docs/architecture.md)", d)
+			}
+		}
+	}
+}
+
 // TestRulesCanFail checks the matcher on a graph that breaks every rule, so a rule that matches
 // nothing by mistake cannot pass silently.
 func TestRulesCanFail(t *testing.T) {
@@ -125,6 +152,7 @@ func TestRulesCanFail(t *testing.T) {
 		"internal/agent":   "internal/webhook",
 		"cmd/tickstack":    "internal/testutil",
 		"internal/webhook": "internal/host",
+		"internal/suggest": "internal/webhook",
 	}
 	for pkg, dep := range bad {
 		broken := false
