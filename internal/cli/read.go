@@ -18,13 +18,7 @@ import (
 // whose Go type names the kind it must declare; what names it in errors ("profile"). Unknown fields
 // are an error, so a typo never silently drops a setting.
 func readObject(path string, stdin io.Reader, what string, obj client.Object) error {
-	var raw []byte
-	var err error
-	if path == "-" {
-		raw, err = io.ReadAll(stdin)
-	} else {
-		raw, err = os.ReadFile(path)
-	}
+	raw, err := readInput(path, stdin)
 	if err != nil {
 		return fmt.Errorf("reading the %s: %w", what, err)
 	}
@@ -43,4 +37,12 @@ func readObject(path string, stdin io.Reader, what string, obj client.Object) er
 		return fmt.Errorf("%s: metadata.name is missing", path)
 	}
 	return nil
+}
+
+// readInput reads a file, or standard input for "-".
+func readInput(path string, stdin io.Reader) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(path)
 }

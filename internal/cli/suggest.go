@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -36,13 +35,7 @@ type SuggestOptions struct {
 // ReadFacts reads a node's facts: exactly the JSON (or YAML) of a LatencyNodeState's
 // status.facts. Unknown fields are an error.
 func ReadFacts(path string, stdin io.Reader) (*tsv1.NodeFacts, error) {
-	var raw []byte
-	var err error
-	if path == "-" {
-		raw, err = io.ReadAll(stdin)
-	} else {
-		raw, err = os.ReadFile(path)
-	}
+	raw, err := readInput(path, stdin)
 	if err != nil {
 		return nil, fmt.Errorf("reading the facts: %w", err)
 	}

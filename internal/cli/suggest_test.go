@@ -81,9 +81,10 @@ func readSuggested(t *testing.T, out string, f *host.Facts) *tsv1.LatencyProfile
 	return p
 }
 
-func TestSuggestFromThisHostsFactsFile(t *testing.T) {
-	f, facts := hostFacts(t)
-	raw, err := json.Marshal(facts)
+// writeJSON writes v as facts.json in a temporary directory and returns its path.
+func writeJSON(t *testing.T, v any) string {
+	t.Helper()
+	raw, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +92,12 @@ func TestSuggestFromThisHostsFactsFile(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+func TestSuggestFromThisHostsFactsFile(t *testing.T) {
+	f, facts := hostFacts(t)
+	path := writeJSON(t, facts)
 	out, _, err := runSuggest(t, nil, "-f", path, "--node", "this-host")
 	if err != nil {
 		t.Fatalf("suggest -f: %v", err)
@@ -198,15 +205,7 @@ func TestSuggestFromTheCluster(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("status.facts: %v %v", ok, err)
 	}
-	raw, err := json.Marshal(stored)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "facts.json")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	offline, _, err := runSuggest(t, c, "-f", path, "--node", "worker-7")
+	offline, _, err := runSuggest(t, c, "-f", writeJSON(t, stored), "--node", "worker-7")
 	if err != nil {
 		t.Fatal(err)
 	}
