@@ -38,7 +38,14 @@ func hostFacts(t *testing.T) (*host.Facts, *tsv1.NodeFacts) {
 // runSuggest runs `tickstack profile suggest` with args and returns its output.
 func runSuggest(t *testing.T, c client.Client, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return runSuggestIn(t, c, "", args...)
+}
+
+// runSuggestIn runs it with stdin as standard input.
+func runSuggestIn(t *testing.T, c client.Client, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	cmd := NewProfileCmd(func() (client.Client, error) { return c, nil })
+	cmd.SetIn(strings.NewReader(stdin))
 	var out, errOut bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
@@ -130,6 +137,15 @@ func TestSuggestFromThisHostsFactsFile(t *testing.T) {
 	pj := &tsv1.LatencyProfile{}
 	if err := json.Unmarshal([]byte(j), pj); err != nil || !reflect.DeepEqual(pj.Spec, p.Spec) {
 		t.Errorf("-o json: %v\n%s", err, j)
+	}
+
+	// -f - reads the facts from standard input.
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, _, err := runSuggestIn(t, nil, string(raw), "-f", "-", "--node", "this-host"); err != nil || in != out {
+		t.Errorf("-f -: %v\n%s", err, in)
 	}
 
 	// A suggestion the webhook's rules refuse is an error, and nothing is printed.
