@@ -160,10 +160,11 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 	if err := os.WriteFile(file, []byte(benchYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b, err := ReadBenchmark(file, nil)
-	if err != nil {
+	bs, err := ReadBenchmarks(ctx, file, nil)
+	if err != nil || len(bs) != 1 {
 		t.Fatal(err)
 	}
+	b := bs[0]
 
 	t.Run("bench -f creates the benchmark, waits and prints the tables", func(t *testing.T) {
 		var out bytes.Buffer
@@ -295,22 +296,22 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 	})
 }
 
-func TestReadBenchmarkRefusesTyposAndOtherKinds(t *testing.T) {
+func TestReadBenchmarksRefusesTyposAndOtherKinds(t *testing.T) {
 	dir := t.TempDir()
 	for name, tc := range map[string]struct{ yaml, want string }{
 		"typo":       {strings.Replace(benchYAML, "thresholds:", "treshold:", 1), "unknown field"},
-		"other kind": {strings.Replace(benchYAML, "kind: LatencyBenchmark", "kind: LatencyProfile", 1), "want kind LatencyBenchmark"},
-		"no name":    {strings.Replace(benchYAML, "name: ci", "labels: {}", 1), "metadata.name is missing"},
+		"other kind": {strings.Replace(benchYAML, "kind: LatencyBenchmark", "kind: LatencyProfile", 1), "bench takes LatencyBenchmark, not LatencyProfile"},
+		"no name":    {strings.Replace(benchYAML, "name: ci", "labels: {}", 1), "metadata.name: Required value"},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
 		if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ReadBenchmark(path, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := ReadBenchmarks(context.Background(), path, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", name, err, tc.want)
 		}
 	}
-	if _, err := ReadBenchmark("-", strings.NewReader(benchYAML)); err != nil {
+	if _, err := ReadBenchmarks(context.Background(), "-", strings.NewReader(benchYAML)); err != nil {
 		t.Errorf("standard input: %v", err)
 	}
 }
