@@ -60,7 +60,7 @@ type Result struct {
 	doc        Document
 }
 
-// Name of the checked document, as messages name it.
+// String names the checked document as messages do.
 func (r Result) String() string { return r.doc.String() }
 
 // Err is nil for a valid document, else an error naming the document and every problem.
