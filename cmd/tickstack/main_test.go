@@ -43,6 +43,16 @@ func run(t *testing.T, program string, stdin string, args ...string) (string, er
 	return out.String(), err
 }
 
+// indent makes a YAML document one item of a YAML list.
+func indent(doc string) string {
+	lines := strings.Split(strings.TrimSuffix(doc, "\n"), "\n")
+	for i := range lines {
+		lines[i] = "  " + lines[i]
+	}
+	lines[0] = "-" + lines[0][1:]
+	return strings.Join(lines, "\n") + "\n"
+}
+
 func write(t *testing.T, dir, name, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
@@ -86,6 +96,10 @@ func TestBadInputsAreNamed(t *testing.T) {
 			[]string{"(ConfigMap x)", "apiVersion", "not a tickstack object"}},
 		{"an unserved version", "validate", strings.Replace(goodProfile, "v1alpha1", "v1", 1),
 			[]string{"apiVersion", "tickstack.io/v1 is not served"}},
+		{"a bad name", "validate", strings.Replace(goodProfile, "{name: good}", "{name: Good_Profile}", 1),
+			[]string{"(LatencyProfile Good_Profile)", "metadata.name: Invalid value"}},
+		{"a List with a bad item", "validate", "apiVersion: v1\nkind: List\nitems:\n" + indent(goodProfile) + indent(strings.Replace(goodBenchmark, "[64]", "[1]", 1)),
+			[]string{"document 1 item 1 (LatencyProfile good): valid", "document 1 item 2 (LatencyBenchmark default/gate): invalid", "spec.suites: invalid benchmark spec: pingPong.messageSizes[0]", "Valid=False"}},
 		{"no name", "validate", strings.Replace(goodProfile, "metadata: {name: good}", "metadata: {}", 1),
 			[]string{"metadata.name", "Required"}},
 		{"the benchmark controller's rule", "validate", goodBenchmark + "  schedule: \"61 * * * *\"\n",

@@ -56,7 +56,7 @@ func Validate(ctx context.Context, files []string, stdin io.Reader, output strin
 		}
 	}
 	if invalid > 0 {
-		return fmt.Errorf("%d of %d documents are invalid", invalid, len(results))
+		return fmt.Errorf("%d of %d objects are invalid", invalid, len(results))
 	}
 	return nil
 }

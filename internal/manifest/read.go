@@ -24,6 +24,9 @@ type Document struct {
 	File string
 	// Index counts the file's non-empty documents from 1.
 	Index int
+	// Item counts from 1 the items of a document that is a List (kind List, as kubectl get -o yaml
+	// writes several objects); 0 for a document that is one object.
+	Item int
 	// Object is the document's object; nil when Err is set.
 	Object *unstructured.Unstructured
 	// Err says why the document is no object (not YAML, a list or a scalar, duplicate keys).
@@ -33,6 +36,9 @@ type Document struct {
 // String names the document as messages do: "FILE document 2 (LatencyProfile trading)".
 func (d Document) String() string {
 	s := fmt.Sprintf("%s document %d", d.File, d.Index)
+	if d.Item > 0 {
+		s += fmt.Sprintf(" item %d", d.Item)
+	}
 	if d.Object != nil {
 		kind, name := d.Object.GetKind(), d.Object.GetName()
 		switch {
@@ -90,7 +96,7 @@ func Split(file string, raw []byte) []Document {
 			continue
 		}
 		d.Object, d.Err = obj, err
-		docs = append(docs, d)
+		docs = append(docs, items(d)...)
 	}
 }
 
@@ -130,4 +136,27 @@ func describe(v any) string {
 	default:
 		return "a number"
 	}
+}
+
+// items expands a List document (kind List with items, as kubectl get -o yaml writes several
+// objects) into one document per item; any other document is returned as it is.
+func items(d Document) []Document {
+	if d.Object == nil || d.Object.GetKind() != "List" || !d.Object.IsList() {
+		return []Document{d}
+	}
+	list, ok := d.Object.Object["items"].([]any)
+	if !ok {
+		return []Document{d}
+	}
+	out := make([]Document, 0, len(list))
+	for i, it := range list {
+		item := Document{File: d.File, Index: d.Index, Item: i + 1}
+		if m, ok := it.(map[string]any); ok {
+			item.Object = &unstructured.Unstructured{Object: m}
+		} else {
+			item.Err = fmt.Errorf("not an object: a List's items must be mappings with apiVersion, kind, metadata and spec, not %s", describe(it))
+		}
+		out = append(out, item)
+	}
+	return out
 }

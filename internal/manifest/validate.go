@@ -18,7 +18,6 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	metavalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -50,6 +49,7 @@ func (p Problem) String() string {
 type Result struct {
 	File       string    `json:"file"`
 	Document   int       `json:"document"`
+	Item       int       `json:"item,omitempty"`
 	APIVersion string    `json:"apiVersion,omitempty"`
 	Kind       string    `json:"kind,omitempty"`
 	Namespace  string    `json:"namespace,omitempty"`
@@ -179,7 +179,7 @@ func (v *Validator) kind(kind string) (*kindSchema, error) {
 // list types and CEL rules; then, when those pass, the rules the operator applies beyond the CRD:
 // the LatencyProfile validating webhook's, and the LatencyBenchmark controller's spec checks.
 func (v *Validator) Check(ctx context.Context, d Document) Result {
-	r := Result{File: d.File, Document: d.Index, doc: d}
+	r := Result{File: d.File, Document: d.Index, Item: d.Item, doc: d}
 	fail := func(field, msg string) Result {
 		r.Errors = append(r.Errors, Problem{Field: field, Message: msg})
 		return r
@@ -241,7 +241,7 @@ func (v *Validator) Check(ctx context.Context, d Document) Result {
 	}
 
 	// The registry's create checks (customresource strategy Validate and BeforeCreate).
-	errs := metavalidation.ValidateObjectMetaAccessor(u, ks.namespaced, path.ValidatePathSegmentName, field.NewPath("metadata"))
+	errs := metavalidation.ValidateObjectMetaAccessor(u, ks.namespaced, metavalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, u.Object, ks.validator)...)
 	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u.Object, ks.structural, false)...)
 	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, ks.structural, u.Object)...)
