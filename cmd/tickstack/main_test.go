@@ -154,6 +154,10 @@ func TestBadInputsAreNamed(t *testing.T) {
 // in text and as JSON, and a warning from the webhook's rules.
 func TestValidateWithoutKubeconfig(t *testing.T) {
 	in := goodProfile + "---\n" + goodBenchmark
+	// The environment has no kubeconfig: a command that needs the cluster says so.
+	if out, err := run(t, "tickstack", goodProfile, "plan", "-f", "-"); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
+		t.Fatalf("plan found a cluster without a kubeconfig: %v\n%s", err, out)
+	}
 	out, err := run(t, "tickstack", in, "validate", "-f", "-")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
