@@ -294,6 +294,26 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 			t.Errorf("a benchmark the controller refuses: %v", err)
 		}
 	})
+
+	t.Run("bench -o json: the benchmarks as data, the progress apart, the verdict's exit", func(t *testing.T) {
+		var out, progress bytes.Buffer
+		err := BenchAll(ctx, c, BenchOptions{Namespace: ns.Name, Wait: true, Poll: 100 * time.Millisecond, Timeout: time.Minute},
+			[]*tsv1.LatencyBenchmark{b}, OutputJSON, &out, &progress)
+		var verdict *VerdictError
+		if !errors.As(err, &verdict) || verdict.Verdict != tsv1.VerdictFailed {
+			t.Fatalf("want the Failed verdict of tslb-cli-b, got %v\n%s", err, progress.String())
+		}
+		var got []tsv1.LatencyBenchmark
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("-o json is not a list of benchmarks: %v\n%s", err, out.String())
+		}
+		if len(got) != 1 || got[0].Name != "ci" || got[0].Status.Verdict != tsv1.VerdictFailed || len(got[0].Status.Nodes) != 2 {
+			t.Errorf("benchmarks %+v, want ci with its Failed verdict over two nodes", got)
+		}
+		if !strings.Contains(progress.String(), "run requested") || strings.Contains(out.String(), "run requested") {
+			t.Errorf("the progress belongs on the other stream:\nout: %s\nprogress: %s", out.String(), progress.String())
+		}
+	})
 }
 
 func TestReadBenchmarksRefusesTyposAndOtherKinds(t *testing.T) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,6 +115,22 @@ func TestPlanAgainstTheAPIServer(t *testing.T) {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("plan output lacks %q:\n%s", line, out.String())
 		}
+	}
+
+	// -o json: the same plan as data.
+	out.Reset()
+	if err := PlanAll(ctx, c, []*tsv1.LatencyProfile{sample}, OutputJSON, &out); err != nil {
+		t.Fatal(err)
+	}
+	var plans []plan.Plan
+	if err := json.Unmarshal(out.Bytes(), &plans); err != nil {
+		t.Fatalf("-o json is not a list of plans: %v\n%s", err, out.String())
+	}
+	if len(plans) != 1 || plans[0].Profile != "trading" || len(plans[0].Nodes) != len(pl.Nodes) {
+		t.Fatalf("plans %+v, want the one plan of profile trading", plans)
+	}
+	if !strings.Contains(out.String(), `"action": "conflict"`) || !strings.Contains(out.String(), `"setting": "nic/md0.acceleration"`) {
+		t.Errorf("-o json lacks the node actions and changes:\n%s", out.String())
 	}
 
 	// Nothing was written: the stored profile still has no NIC group.
