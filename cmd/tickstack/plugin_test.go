@@ -25,7 +25,7 @@ func TestRealKubectlRunsThePlugin(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	complete := "#!/bin/sh\nexec kubectl-tickstack __complete \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "kubectl_complete-tickstack"), []byte(complete), 0o755); err != nil { //nolint:gosec // an executable, as docs/cli.md installs it
+	if err := os.WriteFile(filepath.Join(bin, "kubectl_complete-tickstack"), []byte(complete), 0o755); err != nil { // an executable, as docs/cli.md installs it
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + filepath.Join(bin, "nonexistent")}
