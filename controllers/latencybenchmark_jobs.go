@@ -114,17 +114,6 @@ func benchLabels(b *tsv1.LatencyBenchmark, run int64) map[string]string {
 	return map[string]string{tsv1.BenchmarkLabel: b.Name, tsv1.BenchmarkRunLabel: strconv.FormatInt(run, 10)}
 }
 
-// runnerSpec is the bench.Spec the runner gets: the suites with the benchmark's stacks, without
-// tickToTrade's baseline (the controller reads it when it judges a node).
-func runnerSpec(b *tsv1.LatencyBenchmark) tsv1.BenchmarkSuites {
-	s := *b.Spec.Suites.DeepCopy()
-	s.Stacks = append([]tsv1.Stack(nil), b.Spec.Stacks...)
-	if s.TickToTrade != nil {
-		s.TickToTrade.Baseline = nil
-	}
-	return s
-}
-
 func hasBypass(b *tsv1.LatencyBenchmark) bool {
 	for _, s := range b.Spec.Stacks {
 		if s == tsv1.StackBypass {
@@ -284,7 +273,7 @@ func (p benchPod) job(name string, labels, podLabels, annotations map[string]str
 // (BuildReflectorJob) at in.ReflectorAddress.
 func BuildBenchJob(in BenchJobInput) (*batchv1.Job, error) {
 	b := in.Benchmark
-	spec := runnerSpec(b)
+	spec := bench.RunnerSuites(b)
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the suites: %w", err)
@@ -321,7 +310,7 @@ func BuildBenchJob(in BenchJobInput) (*batchv1.Job, error) {
 // profile, serving sockperf on that network's interface, and exiting when its runner disconnects.
 func BuildReflectorJob(in BenchJobInput) (*batchv1.Job, error) {
 	b := in.Benchmark
-	specJSON, err := json.Marshal(runnerSpec(b))
+	specJSON, err := json.Marshal(bench.RunnerSuites(b))
 	if err != nil {
 		return nil, fmt.Errorf("encoding the suites: %w", err)
 	}

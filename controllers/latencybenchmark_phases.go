@@ -26,27 +26,7 @@ import (
 // reconcileValidation checks what the CRD's rules cannot: the suites and thresholds as the
 // runner will read them, and the cron schedule.
 func (r *LatencyBenchmarkReconciler) reconcileValidation(_ context.Context, s *benchScope) error {
-	b := s.b
-	var problems []string
-	spec := runnerSpec(b)
-	if spec.Jitter != nil && spec.Jitter.CPUs == tsv1.JitterCPUsPod {
-		spec.Jitter.CPUs = "0" // stands for the runner's CPUs, known only in the pod
-	}
-	if err := bench.ValidateSuites(spec.Defaulted()); err != nil {
-		problems = append(problems, "spec.suites: "+err.Error())
-	}
-	if err := bench.ValidateThresholds(b.Spec.Thresholds); err != nil {
-		problems = append(problems, "spec."+err.Error())
-	}
-	if t := b.Spec.Suites.TickToTrade; t != nil && t.Baseline != nil && t.Baseline.Benchmark == b.Name {
-		problems = append(problems, "spec.suites.tickToTrade.baseline.benchmark: names this benchmark itself: name the LatencyBenchmark that measured the untuned node")
-	}
-	if b.Spec.Schedule != "" {
-		if _, err := ParseSchedule(b.Spec.Schedule); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
-	if len(problems) > 0 {
+	if problems := bench.SpecProblems(s.b); len(problems) > 0 {
 		s.facts.invalid = strings.Join(problems, "; ")
 		return phase.ErrStop
 	}
@@ -108,7 +88,7 @@ func scheduleOf(b *tsv1.LatencyBenchmark) cron.Schedule {
 	if b.Spec.Schedule == "" {
 		return nil
 	}
-	sched, err := ParseSchedule(b.Spec.Schedule)
+	sched, err := bench.ParseSchedule(b.Spec.Schedule)
 	if err != nil {
 		return nil
 	}
@@ -328,7 +308,7 @@ func (r *LatencyBenchmarkReconciler) createNodeJob(ctx context.Context, b *tsv1.
 	if err := r.Client.Create(ctx, buildResultsConfigMap(in)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the results ConfigMap of node %s: %w", n.Node, err)
 	}
-	if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && runnerSpec(b).NetworkSuites() {
+	if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && bench.RunnerSuites(b).NetworkSuites() {
 		addr, err := r.reconcileReflector(ctx, in)
 		if err != nil {
 			return err

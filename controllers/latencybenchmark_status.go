@@ -299,15 +299,6 @@ func nodesWith(nodes []tsv1.BenchmarkNodeStatus, v tsv1.VerdictResult) string {
 	return out
 }
 
-// ParseSchedule parses a benchmark's cron schedule (five fields or a descriptor such as @daily).
-func ParseSchedule(s string) (cron.Schedule, error) {
-	sched, err := cron.ParseStandard(s)
-	if err != nil {
-		return nil, fmt.Errorf("spec.schedule %q: %v: write five fields such as \"0 3 * * *\", or @daily, @every 6h", s, err)
-	}
-	return sched, nil
-}
-
 // runDecision says whether a new run must start now, why, and when the schedule fires next. It is
 // pure. A run is due when the benchmark never ran, its spec changed since the current run, the
 // rerun annotation has a new value, or the schedule's next time after the current run's start has

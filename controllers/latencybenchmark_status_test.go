@@ -277,7 +277,7 @@ func condition(conds []metav1.Condition, typ string) metav1.Condition {
 func TestRunDecision(t *testing.T) {
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	started := metav1.NewTime(created.Add(10 * time.Minute))
-	hourly, err := ParseSchedule("0 * * * *")
+	hourly, err := bench.ParseSchedule("0 * * * *")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,18 +323,6 @@ func TestRunDecision(t *testing.T) {
 	}
 	if reason, next := runDecision(base(nil), nil, created.Add(48*time.Hour)); reason != "" || next != nil {
 		t.Fatalf("without a schedule: reason %q next %v, want nothing", reason, next)
-	}
-}
-
-func TestParseScheduleNamesTheField(t *testing.T) {
-	for _, s := range []string{"0 3 * * *", "@daily", "@every 6h"} {
-		if _, err := ParseSchedule(s); err != nil {
-			t.Errorf("%q: %v", s, err)
-		}
-	}
-	_, err := ParseSchedule("61 * * * *")
-	if err == nil || !strings.Contains(err.Error(), "spec.schedule") {
-		t.Fatalf("error %v does not name spec.schedule", err)
 	}
 }
 

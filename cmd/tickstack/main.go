@@ -1,5 +1,6 @@
-// Command tickstack is the user's and CI's tool: plan a profile's effect before applying it, run a
-// LatencyBenchmark and wait for its verdict, write a benchmark's HTML report.
+// Command tickstack is the user's and CI's tool: check objects offline, plan a profile's effect
+// before applying it, run a LatencyBenchmark and wait for its verdict, write a benchmark's HTML
+// report. Installed as kubectl-tickstack on the PATH it is the kubectl plugin `kubectl tickstack`.
 package main
 
 import (
@@ -7,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +25,7 @@ import (
 )
 
 func main() {
-	if err := newRoot().ExecuteContext(context.Background()); err != nil {
+	if err := newRoot(filepath.Base(os.Args[0])).ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "tickstack:", err)
 		var verdict *cli.VerdictError
 		if errors.As(err, &verdict) && verdict.Verdict != tsv1.VerdictFailed {
@@ -35,13 +38,18 @@ func main() {
 	}
 }
 
-func newRoot() *cobra.Command {
+// newRoot builds the command tree; program is the name it was run as: as kubectl-tickstack (a kubectl
+// plugin) its usage and completion say "kubectl tickstack".
+func newRoot(program string) *cobra.Command {
 	var kubeconfig, kubecontext string
 	root := &cobra.Command{
 		Use:           "tickstack",
-		Short:         "Plan, run and read tickstack's low-latency node tuning",
+		Short:         "Check, plan, run and read tickstack's low-latency node tuning",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	if strings.HasPrefix(program, "kubectl-") {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl " + strings.TrimPrefix(program, "kubectl-")}
 	}
 	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	root.PersistentFlags().StringVar(&kubecontext, "context", "", "kubeconfig context to use")
@@ -70,16 +78,19 @@ func newRoot() *cobra.Command {
 		return client.New(cfg, client.Options{Scheme: scheme})
 	}
 
-	var file string
+	var file, output string
 	planCmd := &cobra.Command{
 		Use:   "plan -f PROFILE.yaml",
-		Short: "Show which nodes a profile would change, how, and which would reboot; writes nothing",
+		Short: "Show which nodes each profile of a file would change, how, and which would reboot; writes nothing",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
 				return fmt.Errorf("plan needs -f PROFILE.yaml (or -f - for standard input)")
 			}
-			p, err := cli.ReadProfile(file, cmd.InOrStdin())
+			if err := cli.CheckOutput(output); err != nil {
+				return err
+			}
+			profiles, err := cli.ReadProfiles(cmd.Context(), file, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -87,12 +98,12 @@ func newRoot() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = cli.Plan(cmd.Context(), c, p, cmd.OutOrStdout())
-			return err
+			return cli.PlanAll(cmd.Context(), c, profiles, output, cmd.OutOrStdout())
 		},
 	}
-	planCmd.Flags().StringVarP(&file, "filename", "f", "", "the LatencyProfile to plan")
-	root.AddCommand(planCmd)
+	planCmd.Flags().StringVarP(&file, "filename", "f", "", "the LatencyProfiles to plan, one or more YAML documents (- for standard input)")
+	planCmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml: the plans as data, one per profile (default: text)")
+	root.AddCommand(planCmd, newValidateCmd())
 	root.AddCommand(newBenchCmd(newClient, namespace), newReportCmd(newClient, namespace))
 	root.AddCommand(cli.NewProfileCmd(newClient))
 	root.AddCommand(&cobra.Command{
@@ -108,7 +119,7 @@ func newRoot() *cobra.Command {
 }
 
 func newBenchCmd(newClient func() (client.Client, error), namespace func(string) string) *cobra.Command {
-	var file, ns string
+	var file, ns, output string
 	o := cli.BenchOptions{}
 	noWait := false
 	cmd := &cobra.Command{
@@ -120,15 +131,19 @@ kernel vs bypass ratios and the verdict with its reasons. Exit codes: 0 passed, 
 3 inconclusive (0 with --allow-inconclusive). For CI: tickstack bench -f bench.yaml --timeout 30m`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cli.CheckOutput(output); err != nil {
+				return err
+			}
+			var benchmarks []*tsv1.LatencyBenchmark
 			switch {
 			case file != "" && len(args) > 0:
 				return fmt.Errorf("give NAME or -f FILE, not both")
 			case file != "":
-				b, err := cli.ReadBenchmark(file, cmd.InOrStdin())
+				bs, err := cli.ReadBenchmarks(cmd.Context(), file, cmd.InOrStdin())
 				if err != nil {
 					return err
 				}
-				o.Benchmark = b
+				benchmarks = bs
 			case len(args) == 1:
 				o.Name = args[0]
 			default:
@@ -139,11 +154,11 @@ kernel vs bypass ratios and the verdict with its reasons. Exit codes: 0 passed, 
 			if err != nil {
 				return err
 			}
-			_, err = cli.Bench(cmd.Context(), c, o, cmd.OutOrStdout())
-			return err
+			return cli.BenchAll(cmd.Context(), c, o, benchmarks, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "the LatencyBenchmark to create or update and run")
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "the LatencyBenchmarks to create or update and run, in order, one or more YAML documents (- for standard input)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml: the benchmarks with their results and verdicts as data (progress goes to standard error; default: text)")
 	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace (default: the kubeconfig's, else default)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", time.Hour, "how long to wait for the run")
 	cmd.Flags().DurationVar(&o.Poll, "poll", 2*time.Second, "how often to read the status")
@@ -171,5 +186,29 @@ func newReportCmd(newClient func() (client.Client, error), namespace func(string
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "the HTML file to write (- for standard output)")
 	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace (default: the kubeconfig's, else default)")
+	return cmd
+}
+
+func newValidateCmd() *cobra.Command {
+	var files []string
+	var output string
+	cmd := &cobra.Command{
+		Use:   "validate -f FILE|-",
+		Short: "Check every LatencyProfile, LatencyBenchmark and BMC of a file offline, as the API server and the operator would",
+		Long: `Checks every document of each file without a cluster (no kubeconfig is read): unknown and
+duplicate fields, the CRDs' OpenAPI schema and CEL rules (run by the API server's own code on the CRDs
+this release installs), and the rules the operator applies beyond them (the LatencyProfile webhook's,
+the LatencyBenchmark controller's). Each problem is printed with its field path and the document
+(position, kind and name). Exit code 1 when a document is invalid.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cli.CheckOutput(output); err != nil {
+				return err
+			}
+			return cli.Validate(cmd.Context(), files, cmd.InOrStdin(), output, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "a file of one or more YAML or JSON documents (- for standard input); repeat for more files")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml: one result per document as data (default: text)")
 	return cmd
 }

@@ -17,16 +17,6 @@ import (
 	"github.com/tickstack/tickstack/internal/report"
 )
 
-// ReadBenchmark reads one LatencyBenchmark from a YAML or JSON file ("-" is standard input).
-// Unknown fields are an error, so a typo never silently drops a setting.
-func ReadBenchmark(path string, stdin io.Reader) (*tsv1.LatencyBenchmark, error) {
-	b := &tsv1.LatencyBenchmark{}
-	if err := readObject(path, stdin, "benchmark", b); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
 // BenchOptions says which benchmark `tickstack bench` runs and how it waits.
 type BenchOptions struct {
 	// Benchmark, when set, is created, or replaces the spec of the existing one of that name.
@@ -222,4 +212,58 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// BenchAll runs the benchmarks of a file in turn (o.Name's when benchmarks is empty) with the
+// options of o. With output json|yaml the progress and tables go to progress and the benchmarks,
+// with their results and verdicts, to out as a list. An error stops at once; a verdict that is not
+// a pass does not stop the next benchmark, and the worst one (Failed before Inconclusive) is
+// returned at the end.
+func BenchAll(ctx context.Context, c client.Client, o BenchOptions, benchmarks []*tsv1.LatencyBenchmark, output string, out, progress io.Writer) error {
+	text := out
+	if output != OutputText {
+		text = progress
+	}
+	runs := []BenchOptions{o}
+	if len(benchmarks) > 0 {
+		runs = runs[:0]
+		for _, b := range benchmarks {
+			ob := o
+			ob.Benchmark = b
+			runs = append(runs, ob)
+		}
+	}
+	var done []*tsv1.LatencyBenchmark
+	var worst *VerdictError
+	var err error
+	for _, run := range runs {
+		var b *tsv1.LatencyBenchmark
+		b, err = Bench(ctx, c, run, text)
+		if b != nil {
+			done = append(done, b)
+		}
+		var v *VerdictError
+		if errors.As(err, &v) {
+			if worst == nil || v.Verdict == tsv1.VerdictFailed {
+				worst = v
+			}
+			err = nil
+			continue
+		}
+		if err != nil {
+			break
+		}
+	}
+	if output != OutputText {
+		if werr := writeAs(out, output, done); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if worst != nil {
+		return worst
+	}
+	return nil
 }

@@ -160,10 +160,11 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 	if err := os.WriteFile(file, []byte(benchYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b, err := ReadBenchmark(file, nil)
-	if err != nil {
+	bs, err := ReadBenchmarks(ctx, file, nil)
+	if err != nil || len(bs) != 1 {
 		t.Fatal(err)
 	}
+	b := bs[0]
 
 	t.Run("bench -f creates the benchmark, waits and prints the tables", func(t *testing.T) {
 		var out bytes.Buffer
@@ -293,24 +294,44 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 			t.Errorf("a benchmark the controller refuses: %v", err)
 		}
 	})
+
+	t.Run("bench -o json: the benchmarks as data, the progress apart, the verdict's exit", func(t *testing.T) {
+		var out, progress bytes.Buffer
+		err := BenchAll(ctx, c, BenchOptions{Namespace: ns.Name, Wait: true, Poll: 100 * time.Millisecond, Timeout: time.Minute},
+			[]*tsv1.LatencyBenchmark{b}, OutputJSON, &out, &progress)
+		var verdict *VerdictError
+		if !errors.As(err, &verdict) || verdict.Verdict != tsv1.VerdictFailed {
+			t.Fatalf("want the Failed verdict of tslb-cli-b, got %v\n%s", err, progress.String())
+		}
+		var got []tsv1.LatencyBenchmark
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("-o json is not a list of benchmarks: %v\n%s", err, out.String())
+		}
+		if len(got) != 1 || got[0].Name != "ci" || got[0].Status.Verdict != tsv1.VerdictFailed || len(got[0].Status.Nodes) != 2 {
+			t.Errorf("benchmarks %+v, want ci with its Failed verdict over two nodes", got)
+		}
+		if !strings.Contains(progress.String(), "run requested") || strings.Contains(out.String(), "run requested") {
+			t.Errorf("the progress belongs on the other stream:\nout: %s\nprogress: %s", out.String(), progress.String())
+		}
+	})
 }
 
-func TestReadBenchmarkRefusesTyposAndOtherKinds(t *testing.T) {
+func TestReadBenchmarksRefusesTyposAndOtherKinds(t *testing.T) {
 	dir := t.TempDir()
 	for name, tc := range map[string]struct{ yaml, want string }{
 		"typo":       {strings.Replace(benchYAML, "thresholds:", "treshold:", 1), "unknown field"},
-		"other kind": {strings.Replace(benchYAML, "kind: LatencyBenchmark", "kind: LatencyProfile", 1), "want kind LatencyBenchmark"},
-		"no name":    {strings.Replace(benchYAML, "name: ci", "labels: {}", 1), "metadata.name is missing"},
+		"other kind": {strings.Replace(benchYAML, "kind: LatencyBenchmark", "kind: LatencyProfile", 1), "bench takes LatencyBenchmark, not LatencyProfile"},
+		"no name":    {strings.Replace(benchYAML, "name: ci", "labels: {}", 1), "metadata.name: Required value"},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
 		if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ReadBenchmark(path, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := ReadBenchmarks(context.Background(), path, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", name, err, tc.want)
 		}
 	}
-	if _, err := ReadBenchmark("-", strings.NewReader(benchYAML)); err != nil {
+	if _, err := ReadBenchmarks(context.Background(), "-", strings.NewReader(benchYAML)); err != nil {
 		t.Errorf("standard input: %v", err)
 	}
 }

@@ -16,16 +16,6 @@ import (
 	"github.com/tickstack/tickstack/internal/plan"
 )
 
-// ReadProfile reads one LatencyProfile from a YAML or JSON file ("-" is standard input). Unknown
-// fields are an error, so a typo never silently drops a setting.
-func ReadProfile(path string, stdin io.Reader) (*tsv1.LatencyProfile, error) {
-	p := &tsv1.LatencyProfile{}
-	if err := readObject(path, stdin, "profile", p); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
 // Plan validates the profile with the API server (a dry run: nothing is written), then prints which
 // nodes would change, how, and which would reboot. It returns the plan for callers that want it.
 func Plan(ctx context.Context, c client.Client, p *tsv1.LatencyProfile, out io.Writer) (*plan.Plan, error) {
@@ -75,4 +65,28 @@ func dryRun(ctx context.Context, c client.Client, p *tsv1.LatencyProfile) error 
 		return fmt.Errorf("the API server refuses the profile: %w", err)
 	}
 	return nil
+}
+
+// PlanAll plans each profile in turn (the documents of one file) and writes the plans as text, or
+// as a JSON or YAML list with output json|yaml.
+func PlanAll(ctx context.Context, c client.Client, profiles []*tsv1.LatencyProfile, output string, out io.Writer) error {
+	text := out
+	if output != OutputText {
+		text = io.Discard
+	}
+	plans := make([]*plan.Plan, 0, len(profiles))
+	for i, p := range profiles {
+		if i > 0 {
+			fmt.Fprintln(text)
+		}
+		pl, err := Plan(ctx, c, p, text)
+		if err != nil {
+			return fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+		plans = append(plans, pl)
+	}
+	if output == OutputText {
+		return nil
+	}
+	return writeAs(out, output, plans)
 }

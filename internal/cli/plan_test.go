@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,10 +56,11 @@ func TestPlanAgainstTheAPIServer(t *testing.T) {
 	}
 	mustCreate(t, c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-tie-extra", Labels: map[string]string{"tickstack.io/role": "trading", "tie": "yes"}}})
 
-	sample, err := ReadProfile(filepath.Join("..", "..", "config", "samples", "latencyprofile.yaml"), nil)
-	if err != nil {
+	samples, err := ReadProfiles(ctx, filepath.Join("..", "..", "config", "samples", "latencyprofile.yaml"), nil)
+	if err != nil || len(samples) != 1 {
 		t.Fatalf("the sample profile must read cleanly: %v", err)
 	}
+	sample := samples[0]
 	// The sample as it stands in the cluster today, without the NIC group.
 	current := sample.DeepCopy()
 	current.Spec.NICs = nil
@@ -71,7 +73,7 @@ func TestPlanAgainstTheAPIServer(t *testing.T) {
 
 	facts := &tsv1.NodeFacts{
 		OnlineCPUs: "0-3", KernelCmdline: "BOOT_IMAGE=/vmlinuz root=/dev/vda ro isolcpus=managed_irq,1-3 nohz_full=1-3 rcu_nocbs=1-3 irqaffinity=0 default_hugepagesz=2M",
-		Interfaces: []tsv1.InterfaceFacts{{Name: "md0", Driver: "veth"}},
+		Interfaces: []tsv1.InterfaceFacts{{Name: "md0", Driver: "ice"}},
 	}
 	tuned := &tsv1.NodeTuning{ReservedCPUs: "0", IsolatedCPUs: "1-3",
 		KernelArgs: []string{"isolcpus=managed_irq,1-3", "nohz_full=1-3", "rcu_nocbs=1-3", "irqaffinity=0"}}
@@ -115,6 +117,22 @@ func TestPlanAgainstTheAPIServer(t *testing.T) {
 		}
 	}
 
+	// -o json: the same plan as data.
+	out.Reset()
+	if err := PlanAll(ctx, c, []*tsv1.LatencyProfile{sample}, OutputJSON, &out); err != nil {
+		t.Fatal(err)
+	}
+	var plans []plan.Plan
+	if err := json.Unmarshal(out.Bytes(), &plans); err != nil {
+		t.Fatalf("-o json is not a list of plans: %v\n%s", err, out.String())
+	}
+	if len(plans) != 1 || plans[0].Profile != "trading" || len(plans[0].Nodes) != len(pl.Nodes) {
+		t.Fatalf("plans %+v, want the one plan of profile trading", plans)
+	}
+	if !strings.Contains(out.String(), `"action": "conflict"`) || !strings.Contains(out.String(), `"setting": "nic/md0.acceleration"`) {
+		t.Errorf("-o json lacks the node actions and changes:\n%s", out.String())
+	}
+
 	// Nothing was written: the stored profile still has no NIC group.
 	stored := &tsv1.LatencyProfile{}
 	if err := c.Get(ctx, client.ObjectKey{Name: sample.Name}, stored); err != nil {
@@ -137,7 +155,7 @@ func TestPlanAgainstTheAPIServer(t *testing.T) {
 	}
 }
 
-func TestReadProfileRefusesTyposAndOtherKinds(t *testing.T) {
+func TestReadProfilesNamesTheDocument(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -146,18 +164,20 @@ func TestReadProfileRefusesTyposAndOtherKinds(t *testing.T) {
 		}
 		return p
 	}
+	good := "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nmetadata: {name: x}\nspec: {nodeSelector: {}}\n"
 	for _, tc := range []struct{ name, body, want string }{
-		{"typo.yaml", "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nmetadata: {name: x}\nspec:\n  cpu: {reserved: '0', isolatd: '1-3'}\n", `unknown field "isolatd"`},
-		{"kind.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", `want kind LatencyProfile`},
-		{"noname.yaml", "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nspec: {}\n", "metadata.name is missing"},
+		{"typo.yaml", "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nmetadata: {name: x}\nspec:\n  nodeSelector: {}\n  cpu: {reserved: '0', isolatd: '1-3'}\n", `typo.yaml document 1 (LatencyProfile x): spec.cpu.isolatd: unknown field`},
+		{"kind.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", `kind.yaml document 1 (ConfigMap x): plan takes LatencyProfile, not ConfigMap`},
+		{"noname.yaml", "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nspec: {nodeSelector: {}}\n", "metadata.name: Required value"},
+		{"second.yaml", good + "---\n" + strings.Replace(good, "spec: {nodeSelector: {}}", "spec: {nodeSelector: {}, priority: high}", 1), "second.yaml document 2 (LatencyProfile x) is invalid:\n  spec.priority: Invalid value"},
 	} {
-		_, err := ReadProfile(write(tc.name, tc.body), nil)
+		_, err := ReadProfiles(context.Background(), write(tc.name, tc.body), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	p, err := ReadProfile("-", strings.NewReader("apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nmetadata: {name: stdin}\nspec: {nodeSelector: {}}\n"))
-	if err != nil || p.Name != "stdin" {
-		t.Errorf("reading standard input: %v, %v", p, err)
+	ps, err := ReadProfiles(context.Background(), "-", strings.NewReader(good+"---\n"+strings.Replace(good, "name: x", "name: second", 1)))
+	if err != nil || len(ps) != 2 || ps[0].Name != "x" || ps[1].Name != "second" {
+		t.Errorf("reading two profiles from standard input: %v, %v", ps, err)
 	}
 }

@@ -1,48 +1,79 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"reflect"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/manifest"
 )
 
-// readObject reads one tickstack object from a YAML or JSON file ("-" is standard input) into obj,
-// whose Go type names the kind it must declare; what names it in errors ("profile"). Unknown fields
-// are an error, so a typo never silently drops a setting.
-func readObject(path string, stdin io.Reader, what string, obj client.Object) error {
-	raw, err := readInput(path, stdin)
-	if err != nil {
-		return fmt.Errorf("reading the %s: %w", what, err)
-	}
-	if err := yaml.UnmarshalStrict(raw, obj); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	kind := reflect.TypeOf(obj).Elem().Name()
-	tm, ok := obj.GetObjectKind().(*metav1.TypeMeta)
-	if !ok {
-		return fmt.Errorf("%s: %T carries no TypeMeta", path, obj)
-	}
-	if tm.Kind != kind || tm.APIVersion != tsv1.GroupVersion.String() {
-		return fmt.Errorf("%s: want kind %s, apiVersion %s; got kind %q, apiVersion %q", path, kind, tsv1.GroupVersion, tm.Kind, tm.APIVersion)
-	}
-	if obj.GetName() == "" {
-		return fmt.Errorf("%s: metadata.name is missing", path)
-	}
-	return nil
+// ReadProfiles reads the LatencyProfiles of a YAML or JSON file of one or more documents ("-" is
+// standard input) and checks each offline as `tickstack validate` does. A document that is not a
+// valid LatencyProfile is refused, named by its position, kind and name; an empty file is refused.
+func ReadProfiles(ctx context.Context, path string, stdin io.Reader) ([]*tsv1.LatencyProfile, error) {
+	return readAll(ctx, path, stdin, "plan", func() *tsv1.LatencyProfile { return &tsv1.LatencyProfile{} })
 }
 
-// readInput reads a file, or standard input for "-".
-func readInput(path string, stdin io.Reader) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(stdin)
+// ReadBenchmarks reads the LatencyBenchmarks of a file as ReadProfiles reads profiles.
+func ReadBenchmarks(ctx context.Context, path string, stdin io.Reader) ([]*tsv1.LatencyBenchmark, error) {
+	return readAll(ctx, path, stdin, "bench", func() *tsv1.LatencyBenchmark { return &tsv1.LatencyBenchmark{} })
+}
+
+func readAll[T client.Object](ctx context.Context, path string, stdin io.Reader, cmd string, newObj func() T) ([]T, error) {
+	docs, err := manifest.ReadFile(path, stdin)
+	if err != nil {
+		return nil, err
 	}
-	return os.ReadFile(path)
+	v, err := manifest.NewValidator()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(docs))
+	for _, d := range docs {
+		obj := newObj()
+		if err := v.Decode(ctx, d, cmd, obj); err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// Output formats of -o.
+const (
+	OutputText = ""
+	OutputJSON = "json"
+	OutputYAML = "yaml"
+)
+
+// CheckOutput refuses an -o value other than json and yaml.
+func CheckOutput(o string) error {
+	switch o {
+	case OutputText, OutputJSON, OutputYAML:
+		return nil
+	}
+	return fmt.Errorf("-o %q: give json or yaml (or leave -o out for text)", o)
+}
+
+// writeAs writes v as JSON or YAML.
+func writeAs(out io.Writer, format string, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == OutputYAML {
+		if raw, err = yaml.JSONToYAML(raw); err != nil {
+			return err
+		}
+	} else {
+		raw = append(raw, '\n')
+	}
+	_, err = out.Write(raw)
+	return err
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/manifest"
 	"github.com/tickstack/tickstack/internal/suggest"
 	"github.com/tickstack/tickstack/internal/webhook"
 )
@@ -35,7 +36,7 @@ type SuggestOptions struct {
 // ReadFacts reads a node's facts: exactly the JSON (or YAML) of a LatencyNodeState's
 // status.facts. Unknown fields are an error.
 func ReadFacts(path string, stdin io.Reader) (*tsv1.NodeFacts, error) {
-	raw, err := readInput(path, stdin)
+	raw, err := manifest.ReadRaw(path, stdin)
 	if err != nil {
 		return nil, fmt.Errorf("reading the facts: %w", err)
 	}

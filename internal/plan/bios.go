@@ -7,16 +7,16 @@ import (
 // BIOSPlan is what a profile's bios section would change on one node, read from its BMC.
 type BIOSPlan struct {
 	// BMC is the endpoint the plan was read from.
-	BMC string
+	BMC string `json:"bmc,omitempty"`
 	// Changes has one entry per attribute whose value would change ("bios/<name>").
-	Changes []Change
+	Changes []Change `json:"changes,omitempty"`
 	// Reboot: the changes take effect at a reboot (the same one as the kernel arguments).
-	Reboot bool
+	Reboot bool `json:"reboot"`
 	// Refused is the attribute registry's refusal, when it refuses; nothing would be staged.
-	Refused string
+	Refused string `json:"refused,omitempty"`
 	// NotPlanned says why the BIOS part could not be planned (no BMC, credentials not readable
 	// with the caller's kubeconfig user, BMC not reachable from here).
-	NotPlanned string
+	NotPlanned string `json:"notPlanned,omitempty"`
 }
 
 // BIOSFromPlan is the plan's view of a Redfish BIOS plan.

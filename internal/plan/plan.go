@@ -42,26 +42,26 @@ const (
 
 // Change is one setting that would change.
 type Change struct {
-	Setting string
-	From    string
-	To      string
+	Setting string `json:"setting"`
+	From    string `json:"from,omitempty"`
+	To      string `json:"to,omitempty"`
 }
 
 // NodePlan is what would happen to one node.
 type NodePlan struct {
-	Node   string
-	Action Action
-	Reboot bool
+	Node   string `json:"node"`
+	Action Action `json:"action"`
+	Reboot bool   `json:"reboot"`
 	// KubeletRestart: the kubelet's settings (the profile's kubelet section, reservedSystemCPUs)
 	// change without a reboot, so the kubelet restarts in the node's slot (drained first). With a
 	// reboot the kubelet change rides on it and this is false.
-	KubeletRestart bool
-	Changes        []Change
-	Detail         string
+	KubeletRestart bool     `json:"kubeletRestart,omitempty"`
+	Changes        []Change `json:"changes,omitempty"`
+	Detail         string   `json:"detail,omitempty"`
 	// When says when the node would change (Schedule): at once, or in which reboot wave and from when.
-	When string
+	When string `json:"when,omitempty"`
 	// BIOS is the BIOS part, when the profile has a bios section and the caller planned it.
-	BIOS *BIOSPlan
+	BIOS *BIOSPlan `json:"bios,omitempty"`
 
 	// kernelReboot remembers whether the kernel arguments alone need the reboot.
 	kernelReboot bool
@@ -69,8 +69,8 @@ type NodePlan struct {
 
 // Plan is the whole answer.
 type Plan struct {
-	Profile string
-	Nodes   []NodePlan
+	Profile string     `json:"profile"`
+	Nodes   []NodePlan `json:"nodes"`
 }
 
 // Compute plans profile p against the cluster's nodes, the other profiles and the node states. p

@@ -2,9 +2,7 @@ package webhook
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -13,17 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/testutil"
-	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
 const (
@@ -66,42 +58,8 @@ func guaranteedPod(name, profile string) *corev1.Pod {
 // calls the webhook as configured by config/webhook (objectSelector, failurePolicy), then stops the
 // webhook server and checks that only labelled pods are refused.
 func TestPodWebhookThroughTheAPIServer(t *testing.T) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(tsv1.AddToScheme(scheme))
-	env, k8s := kubetest.New(t, kubetest.Options{Webhooks: true})
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:        scheme,
-		Metrics:       metricsserver.Options{BindAddress: "0"},
-		WebhookServer: env.WebhookServer(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := SetupLatencyProfileWebhook(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := SetupPodWebhook(mgr, PodOptions{DataplaneImage: tspwImage, NetworkNamespace: tspwNetNS}); err != nil {
-		t.Fatal(err)
-	}
-	mgrCtx, stopMgr := context.WithCancel(context.Background())
-	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(mgrCtx) }()
-	t.Cleanup(func() {
-		stopMgr()
-		if err := <-mgrDone; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	addr := env.WebhookAddress()
-	serving := func() error {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // local test server
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	}
-	testutil.Poll(t, 20*time.Second, "webhook server serving", serving)
+	w := serveWebhooks(t)
+	k8s := w.c
 
 	ctx := context.Background()
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tspwNamespace}}); err != nil {
@@ -261,13 +219,9 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 	t.Run("an unlabelled pod is untouched", func(t *testing.T) { unlabelledUntouched(t, "tspw-plain") })
 
 	t.Run("with the webhook down, unlabelled pods still create and labelled ones are refused", func(t *testing.T) {
-		stopMgr()
-		if err := <-mgrDone; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-		mgrDone <- nil // for the cleanup
+		w.stop(t)
 		testutil.Poll(t, 20*time.Second, "webhook server stopped", func() error {
-			if serving() == nil {
+			if w.serving() == nil {
 				return fmt.Errorf("still serving")
 			}
 			return nil
