@@ -469,7 +469,8 @@ t_xdpd_symlink() {
 # The per-pod limits, each refused with an error naming it and a log line
 # (at most 10 per 5 s per pod, the rest counted): more than 64 connections,
 # more than 1024 entries on one connection and 4096 on one pod interface,
-# oversized messages, several fds, truncated control data, a NUL byte.
+# oversized messages, several fds, truncated control data, a NUL byte, an
+# empty line.
 t_xdpd_limits() {
 	local before r sock
 	Q=1 xd_topo || return 1
@@ -495,9 +496,10 @@ t_xdpd_limits() {
 	wait_for 5 xd_status_is pod-b "0 0" || { die "entries left: $(xd_status)"; return 1; }
 	# malformed messages: refused, the connection still answers
 	r=$(xd_hostile "$NB" $XD_PY "$XD_FUZZ" proto "$sock" "$IFB") || { die "proto: $r"; return 1; }
-	[ "$(echo "$r" | grep -c "^[a-z0-9+-]* then hello: ok $IFB\$")" = 7 ] &&
+	[ "$(echo "$r" | grep -c "^[a-z0-9+-]* then hello: ok $IFB\$")" = 8 ] &&
 		[ "$(echo "$r" | grep -c "^[a-z0-9+-]*: error 71 a request is one message of at most 511 bytes with at most one fd")" = 5 ] &&
-		[ "$(echo "$r" | grep -c "^nul[a-z-]*: error 74 a request is one line of text, without NUL bytes")" = 2 ] ||
+		[ "$(echo "$r" | grep -c "^nul[a-z-]*: error 74 a request is one line of text, without NUL bytes")" = 2 ] &&
+		echo "$r" | grep -q "^newline-fd: error 22 bad request ''" ||
 		{ die "malformed messages: $r"; return 1; }
 	grep -q "pod pod-b: pid [0-9]*: refused a malformed message (too long, or more than one fd)" "$TSDP_TMP/xdpd.out" ||
 		{ die "no log of a malformed message"; return 1; }

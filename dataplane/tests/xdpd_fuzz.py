@@ -21,7 +21,8 @@ breaks the protocol (src/xdpd_proto.h) or a daemon that stops answering.
       as proof: prints per connection "conn I ok=K last=REPLY".
   xdpd_fuzz.py proto SOCKET IFNAME
       oversized messages, several fds, truncated control data, a NUL byte,
-      each on one connection, then a hello on it: prints "CASE: REPLY".
+      an empty line, each on one connection, then a hello on it: prints
+      "CASE: REPLY".
 """
 import array
 import errno
@@ -452,6 +453,9 @@ def proto(path, ifname):
         ("fds-9", b"hello", [hdr(fds)]),  # control data truncated at the daemon
         ("nul", b"hel\0lo", []),
         ("nul-fd", b"add %s udp 0.0.0.0 9\0" % ifname.encode(), [hdr(fds[:1])]),
+        # a line with nothing on it is a bad request, not the end of the
+        # connection (it was, and its fd leaked: found by fuzz_xdpd)
+        ("newline-fd", b"\n", [hdr(fds[:1])]),
     ]
     with connect(path) as s:
         for name, data, anc in cases:

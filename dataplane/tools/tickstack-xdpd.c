@@ -273,7 +273,8 @@ static void reply(int fd, const char *fmt, ...)
 /* Receive one message; *passfd gets the one fd it carried (or -1). More
  * than one fd, a truncated message or truncated control data: -EPROTO; a
  * NUL byte in it: -EBADMSG (every fd received is closed either way). 0 on
- * EOF (or a message of length 0), else the length. */
+ * EOF (or a message of length 0), else the length received; buf holds the
+ * text without a trailing newline. */
 static ssize_t msg_recv(int fd, char *buf, size_t cap, int *passfd)
 {
 	char cbuf[CMSG_SPACE(4 * sizeof(int))];
@@ -318,9 +319,11 @@ static ssize_t msg_recv(int fd, char *buf, size_t cap, int *passfd)
 		return bad || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ?
 			       -EPROTO : -EBADMSG;
 	}
+	/* a trailing newline is dropped from the text, not from the length:
+	 * a request of "\n" alone is an empty request, not the end */
 	buf[n] = 0;
-	if (n && buf[n - 1] == '\n')
-		buf[--n] = 0;
+	if (buf[n - 1] == '\n')
+		buf[n - 1] = 0;
 	return n;
 }
 
