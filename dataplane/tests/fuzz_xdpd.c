@@ -18,25 +18,14 @@
 
 #include <assert.h>
 
+#include "fuzz_input.h"
+
 #define FZ_IFS 2 /* attachments of the pod: "fz0", "fz1" */
 #define FZ_PORT_UDP 47100
 #define FZ_PORT_TCP 47101
 
 static struct pod fz_pod;
 static int fz_trace; /* FUZZ_XDPD_TRACE=1: each request and reply on stderr */
-
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned take(struct in *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
 
 static int count_fds(void)
 {

@@ -164,6 +164,17 @@ xd_stop_server() {
 	cp "$XD_STATS"/stats-"$2"-*.txt "$TSDP_TMP/"
 }
 
+# xd_served TAG PORT: a sockperf server of pod-b, alone in it, accelerated
+# through the daemon for a ping-pong from the peer
+xd_served() {
+	xd_server "$1" "$2" --require || return 1
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	xd_pp 0 "$2" client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" "$1" || return 1
+	check_accel "$1"
+}
+
 # xd_caps PID: the process holds CAP_NET_RAW alone and runs as uid 65534
 xd_caps() {
 	grep -q "^CapEff:[[:space:]]*0000000000002000$" "/proc/$1/status" &&
@@ -228,12 +239,7 @@ t_xdpd_kill() { # SIGKILL: the entries go at once, a replacement is accelerated
 	wait "$XS" 2>/dev/null
 	# the connection closed with the process: within a second, no entry
 	wait_for 1 xd_status_is pod-b "0 0" || { die "entries left 1 s after SIGKILL: $(xd_status)"; return 1; }
-	xd_server new 11221 --require || return 1
-	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
-	xd_pp 0 11221 client.out || { die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	xd_stop_server "$XS" new || return 1
-	check_accel new
+	xd_served new 11221
 }
 
 # xd_refused WRAP: a sockperf server of pod-c (under WRAP) on pod-b's socket
@@ -401,12 +407,7 @@ t_xdpd_restart() { # a daemon killed outright: its successor takes the interface
 	grep -q "replaced a steering program an earlier tickstack-xdpd left attached" "$TSDP_TMP/xdpd.out" ||
 		{ die "the left program was not replaced"; return 1; }
 	xd_stop_server "$old" old || return 1
-	xd_server new 11281 --require || return 1
-	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
-	xd_pp 0 11281 client.out || { die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	xd_stop_server "$XS" new || return 1
-	check_accel new
+	xd_served new 11281
 }
 
 # A pod that can write its own directory (a container running as uid 0,
@@ -520,10 +521,5 @@ t_xdpd_fuzz() {
 	kill -0 "$XD_DPID" 2>/dev/null || { die "the daemon died"; return 1; }
 	wait_for 5 xd_status_is pod-b "0 0" || { die "connections or entries left: $(xd_status)"; return 1; }
 	wait_for 5 xd_fds_are "$before" || { die "the daemon holds $(xd_fds) fds, $before before (XDPD_FUZZ_SEED=$seed)"; return 1; }
-	xd_server srv 11291 --require || return 1
-	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
-	xd_pp 0 11291 client.out || { die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	xd_stop_server "$XS" srv || return 1
-	check_accel srv
+	xd_served srv 11291
 }
