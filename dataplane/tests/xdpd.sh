@@ -17,8 +17,8 @@ XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent
 XD_CAPS="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
 XD_CLIENT="$here/xdpd_client.py"
 XD_FUZZ="$here/xdpd_fuzz.py"
-# the black-box fuzzer's length (tests/xdpd_fuzz.py): sessions, and the
-# seed (printed; set it to replay a failure)
+# the black-box fuzzer's length in sessions (tests/xdpd_fuzz.py, about
+# 10 s); its seed is printed, XDPD_FUZZ_SEED replays it
 XDPD_FUZZ_ITER=${XDPD_FUZZ_ITER:-8000}
 # Debian's python3: the test runs it as uid 65534, which may not read a
 # per-user interpreter (pyenv) found first on root's PATH
@@ -92,7 +92,8 @@ xd_stop() {
 # The topology above, the daemon, pod-b attached (pod-c with C=1; a
 # single-queue veth with Q=1; the daemon run under the command XD_WRAP,
 # which must run it as its child: XD_PID is the wrapper, XD_DPID the
-# daemon).
+# daemon; XD_BIN another daemon binary, an older build to see a test
+# fail on it).
 xd_topo() {
 	local ia="tsdpv${TSDP_ID}a" ib="tsdpv${TSDP_ID}b" nq=${Q:-2}
 	trap 'XD_RC=$?; xd_stop || XD_RC=1; tsdp_cleanup_netns; exit $XD_RC' EXIT
