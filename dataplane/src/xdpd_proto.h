@@ -16,13 +16,26 @@
  *   del IFNAME udp|tcp ADDR PORT           -> "ok"
  * Errors: "error ERRNO TEXT" (ERRNO a positive errno number). The daemon
  * removes a connection's XSKMAP slots and steering entries when it closes
- * (the process exited or was killed). */
+ * (the process exited or was killed); a message of length 0 closes it too.
+ *
+ * Limits (docs/dataplane.md, "Privilege model"): a request is one message
+ * of at most TS_XDPD_MSG_MAX - 1 bytes of text with no NUL byte and at most
+ * one fd, else "error 71" (EPROTO) or "error 74" (EBADMSG), and the
+ * connection stays usable; a pod holds at most TS_XDPD_POD_CLIENTS
+ * connections ("error 24", EMFILE, and the connection is closed); a
+ * connection holds at most TS_XDPD_CLIENT_ENTRIES steering entries and a
+ * pod at most TS_XDPD_IF_ENTRIES per interface, the size of that
+ * interface's steering map ("error 28", ENOSPC). So one pod's entries fit
+ * its own maps exactly: four connections can fill an interface, none can
+ * overflow it. */
 #ifndef TS_XDPD_PROTO_H
 #define TS_XDPD_PROTO_H
 
 #define TS_XDPD_MSG_MAX 512    /* one request or reply line */
 #define TS_XDPD_STATUS_MAX 65536 /* a status reply (control socket) */
 #define TS_XDPD_CLIENT_ENTRIES 1024 /* steering entries per connection */
+#define TS_XDPD_IF_ENTRIES 4096 /* per pod interface: TS_STEER_MAX_ENTRIES */
+#define TS_XDPD_POD_CLIENTS 64 /* connections per pod */
 #define TS_XDPD_POD_IFS 4      /* interfaces attached per pod */
 #define TS_XDPD_SOCK_NAME "xdp.sock"
 

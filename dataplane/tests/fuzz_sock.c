@@ -22,6 +22,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "fuzz_input.h"
+
 /* Loopback only: before the library's own constructor reads the
  * settings, allow no interface at all, so that a socket bound to 0.0.0.0
  * (a send from an unbound one) never attaches XDP to the host's NICs. */
@@ -31,19 +33,6 @@ __attribute__((constructor(101))) static void loopback_only(void)
 }
 
 #define SLOTS 6
-
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned take(struct in *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
 
 static void addr_of(struct sockaddr_in *sa, unsigned port)
 {

@@ -12,10 +12,14 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart statsfile"
+XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
 
 XD_CAPS="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
 XD_CLIENT="$here/xdpd_client.py"
+XD_FUZZ="$here/xdpd_fuzz.py"
+# the black-box fuzzer's length in sessions (tests/xdpd_fuzz.py, about
+# 10 s); its seed is printed, XDPD_FUZZ_SEED replays it
+XDPD_FUZZ_ITER=${XDPD_FUZZ_ITER:-8000}
 # Debian's python3: the test runs it as uid 65534, which may not read a
 # per-user interpreter (pyenv) found first on root's PATH
 XD_PY=/usr/bin/python3
@@ -36,6 +40,24 @@ xd_nobody() {
 		--inh-caps=-all --bounding-set=-all "$@"
 }
 
+# as uid 65534 in netns NS with CAP_NET_RAW, a pod's lot: the hostile
+# client that can pass AF_XDP sockets
+xd_hostile() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS "$@"
+}
+
+# as uid 0 without any capability: a container running as root, which
+# owns (and may write) its pod's directory unless it is mounted read-only
+xd_root_pod() {
+	setpriv --reuid=0 --regid=0 --clear-groups --inh-caps=-all --bounding-set=-all "$@"
+}
+
+# the number of fds the daemon holds
+xd_fds() { ls "/proc/$XD_DPID/fd" | wc -l; }
+xd_fds_are() { [ "$(xd_fds)" = "$1" ]; }
+
 xd_status() { "$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" status; }
 # xd_status_is POD "CLIENTS ENTRIES": the daemon's status line of POD says so
 xd_status_is() { xd_status | grep -q "^$1 [^ ]* [0-9]* $2\$"; }
@@ -45,12 +67,13 @@ xd_status_is() { xd_status | grep -q "^$1 [^ ]* [0-9]* $2\$"; }
 xd_stop() {
 	local rc=0
 	if [ -n "${XD_PID:-}" ]; then
-		kill -TERM "$XD_PID" 2>/dev/null
+		kill -TERM "${XD_DPID:-$XD_PID}" 2>/dev/null
 		if ! wait_exit "$XD_PID" 10 || [ "$WAIT_RC" != 0 ]; then
 			echo "harness: $CUR: FAIL: tickstack-xdpd exit code $WAIT_RC after SIGTERM" >&2
 			rc=1
 		fi
 		XD_PID=
+		XD_DPID=
 		if grep -q "Sanitizer\|runtime error" "$TSDP_TMP/xdpd.out"; then
 			echo "harness: $CUR: FAIL: sanitizer report from tickstack-xdpd:" >&2
 			cat "$TSDP_TMP/xdpd.out" >&2
@@ -67,7 +90,10 @@ xd_stop() {
 }
 
 # The topology above, the daemon, pod-b attached (pod-c with C=1; a
-# single-queue veth with Q=1).
+# single-queue veth with Q=1; the daemon run under the command XD_WRAP,
+# which must run it as its child: XD_PID is the wrapper, XD_DPID the
+# daemon; XD_BIN another daemon binary, an older build to see a test
+# fail on it).
 xd_topo() {
 	local ia="tsdpv${TSDP_ID}a" ib="tsdpv${TSDP_ID}b" nq=${Q:-2}
 	trap 'XD_RC=$?; xd_stop || XD_RC=1; tsdp_cleanup_netns; exit $XD_RC' EXIT
@@ -93,10 +119,17 @@ xd_topo() {
 	# the daemon built with ASan and UBSan: it parses what pods send
 	[ -x "$B/tickstack-xdpd-asan" ] ||
 		{ die "$B/tickstack-xdpd-asan missing: make -C dataplane build/tickstack-xdpd-asan"; return 1; }
-	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >"$TSDP_TMP/xdpd.out" 2>&1 &
+	# (LeakSanitizer cannot run under a tracer)
+	ASAN_OPTIONS="detect_leaks=$([ -z "${XD_WRAP:-}" ] && echo 1 || echo 0)" \
+		UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		${XD_WRAP:-} "${XD_BIN:-$B/tickstack-xdpd-asan}" --run-dir "$XD_RUN" >"$TSDP_TMP/xdpd.out" 2>&1 &
 	XD_PID=$!
-	wait_for 10 test -S "$XD_RUN/ctl.sock" || { die "tickstack-xdpd did not start"; return 1; }
+	XD_DPID=$XD_PID
+	wait_for 10 xd_status || { die "tickstack-xdpd did not start"; return 1; }
+	if [ -n "${XD_WRAP:-}" ]; then
+		XD_DPID=$(pgrep -P "$XD_PID")
+		[ -n "$XD_DPID" ] || { die "no daemon under $XD_WRAP"; return 1; }
+	fi
 	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||
 		{ die "attach pod-b failed"; return 1; }
 	ip -n "$NB" link show "$IFB" | grep -q "prog/xdp" || { die "no XDP program on $IFB after attach"; return 1; }
@@ -130,6 +163,17 @@ xd_stop_server() {
 	wait_exit "$1" 10 && [ "$WAIT_RC" = 0 ] || { die "$2 exit code $WAIT_RC after SIGINT"; return 1; }
 	wait_for 5 ls "$XD_STATS"/stats-"$2"-*.txt || { die "$2: no stats dump"; return 1; }
 	cp "$XD_STATS"/stats-"$2"-*.txt "$TSDP_TMP/"
+}
+
+# xd_served TAG PORT: a sockperf server of pod-b, alone in it, accelerated
+# through the daemon for a ping-pong from the peer
+xd_served() {
+	xd_server "$1" "$2" --require || return 1
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	xd_pp 0 "$2" client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" "$1" || return 1
+	check_accel "$1"
 }
 
 # xd_caps PID: the process holds CAP_NET_RAW alone and runs as uid 65534
@@ -196,12 +240,7 @@ t_xdpd_kill() { # SIGKILL: the entries go at once, a replacement is accelerated
 	wait "$XS" 2>/dev/null
 	# the connection closed with the process: within a second, no entry
 	wait_for 1 xd_status_is pod-b "0 0" || { die "entries left 1 s after SIGKILL: $(xd_status)"; return 1; }
-	xd_server new 11221 --require || return 1
-	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
-	xd_pp 0 11221 client.out || { die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	xd_stop_server "$XS" new || return 1
-	check_accel new
+	xd_served new 11221
 }
 
 # xd_refused WRAP: a sockperf server of pod-c (under WRAP) on pod-b's socket
@@ -362,16 +401,126 @@ t_xdpd_restart() { # a daemon killed outright: its successor takes the interface
 	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
 		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
 	XD_PID=$!
+	XD_DPID=$XD_PID
 	wait_for 10 xd_status || { die "the second daemon did not start"; return 1; }
 	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||
 		{ die "attach after a daemon crash failed"; return 1; }
 	grep -q "replaced a steering program an earlier tickstack-xdpd left attached" "$TSDP_TMP/xdpd.out" ||
 		{ die "the left program was not replaced"; return 1; }
 	xd_stop_server "$old" old || return 1
-	xd_server new 11281 --require || return 1
-	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
-	xd_pp 0 11281 client.out || { die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	xd_stop_server "$XS" new || return 1
-	check_accel new
+	xd_served new 11281
+}
+
+# A pod that can write its own directory (a container running as uid 0,
+# were the directory not mounted read-only) swaps a link to a host file in
+# for its socket, or plants one before the daemon binds: the daemon never
+# changes the host file. The daemon runs under strace, which holds it
+# 300 ms after every bind: the window in which a chmod(path) after the
+# bind (what the daemon did before) followed the pod's link, every time.
+t_xdpd_symlink() {
+	local d t r racer
+	XD_WRAP="strace -o /dev/null -e trace=bind -e inject=bind:delay_exit=300000" C=1 xd_topo || return 1
+	# the modes are given at the bind
+	[ "$(stat -c '%a %u' "$XD_RUN/ctl.sock")" = "600 0" ] &&
+		[ "$(stat -c '%a %u' "$XD_RUN/pods/pod-b/xdp.sock")" = "666 0" ] &&
+		[ "$(stat -c '%a %u %F' "$XD_RUN/pods/pod-b")" = "755 0 directory" ] ||
+		{ die "modes: $(stat -c '%n %a %u %F' "$XD_RUN/ctl.sock" "$XD_RUN/pods/pod-b" "$XD_RUN/pods/pod-b/xdp.sock")"; return 1; }
+	t=$XD/host-file
+	echo host >"$t"
+	chmod 0600 "$t"
+	d=$XD_RUN/pods/pod-c
+	# a re-bind (the pod plumbed again): the pod swaps its socket for a
+	# link to the host file as soon as the socket exists
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" detach pod-c || { die "detach pod-c failed"; return 1; }
+	[ ! -e "$d" ] || { die "$d stayed after the detach"; return 1; }
+	xd_root_pod timeout 20 sh -c 'until [ -S "$1/xdp.sock" ]; do :; done
+		ln -s "$2" "$1/.link" && mv -T "$1/.link" "$1/xdp.sock"' sh "$d" "$t" &
+	racer=$!
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-c "tsdpv${TSDP_ID}c" "/run/netns/$NC" ||
+		{ die "attach pod-c failed"; return 1; }
+	wait "$racer" || { die "the pod's swap failed ($?)"; return 1; }
+	[ -L "$d/xdp.sock" ] || { die "the pod's link is not in place: the race did not happen"; return 1; }
+	[ "$(stat -c %a "$t")" = 600 ] || { die "the daemon changed the host file's mode to $(stat -c %a "$t")"; return 1; }
+	# the detach removes the link, not what it points at
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" detach pod-c || { die "detach pod-c failed"; return 1; }
+	[ "$(cat "$t")" = host ] && [ ! -e "$d" ] || { die "the detach followed the link, or left $d"; return 1; }
+	# a link planted before the bind (the pod's directory outlives a
+	# daemon restart: the kubelet mounted it): refused, nothing followed
+	mkdir -m 0755 "$d"
+	xd_root_pod ln -s "$t" "$d/xdp.sock" || { die "the pod could not plant its link"; return 1; }
+	r=$("$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-c "tsdpv${TSDP_ID}c" "/run/netns/$NC" 2>&1) &&
+		{ die "attached over a planted link: '$r'"; return 1; }
+	case "$r" in *"$d/xdp.sock exists and is not a socket: remove it"*) ;; *) die "planted link: '$r'"; return 1 ;; esac
+	[ "$(stat -c %a "$t")" = 600 ] && [ -L "$d/xdp.sock" ] || { die "the planted link was followed or removed"; return 1; }
+	# the directory itself a link: refused, the target left as it was
+	rm "$d/xdp.sock"
+	rmdir "$d"
+	mkdir -m 0700 "$XD/elsewhere"
+	ln -s "$XD/elsewhere" "$d"
+	r=$("$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-c "tsdpv${TSDP_ID}c" "/run/netns/$NC" 2>&1) &&
+		{ die "attached through a directory link: '$r'"; return 1; }
+	case "$r" in *"$d is not a directory"*"remove it"*) ;; *) die "directory link: '$r'"; return 1 ;; esac
+	[ "$(stat -c %a "$XD/elsewhere")" = 700 ] && [ -z "$(ls -A "$XD/elsewhere")" ] ||
+		{ die "the daemon changed the link's target directory"; return 1; }
+	rm "$d"
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-c "tsdpv${TSDP_ID}c" "/run/netns/$NC" ||
+		{ die "attach pod-c after the cleanup failed"; return 1; }
+	[ "$(stat -c '%a %u' "$d/xdp.sock")" = "666 0" ] || { die "pod-c's socket: $(stat -c '%a %u' "$d/xdp.sock")"; return 1; }
+}
+
+# The per-pod limits, each refused with an error naming it and a log line
+# (at most 10 per 5 s per pod, the rest counted): more than 64 connections,
+# more than 1024 entries on one connection and 4096 on one pod interface,
+# oversized messages, several fds, truncated control data, a NUL byte, an
+# empty line.
+t_xdpd_limits() {
+	local before r sock
+	Q=1 xd_topo || return 1
+	sock=$XD_RUN/pods/pod-b/xdp.sock
+	before=$(xd_fds)
+	r=$(xd_hostile "$NB" $XD_PY "$XD_FUZZ" conns "$sock" 80) || { die "conns: $r"; return 1; }
+	[ "$r" = "ok=64 refused=16" ] || { die "80 connections: '$r', want ok=64 refused=16"; return 1; }
+	# 10 refusals logged, 6 counted when the interval ends
+	wait_for 8 grep -q "pod pod-b: 6 more refusals in 5 s not logged (at most 10 per 5 s)" "$TSDP_TMP/xdpd.out" ||
+		{ die "no count of the refusals held back"; cat "$TSDP_TMP/xdpd.out" >&2; return 1; }
+	[ "$(grep -c "pod pod-b: refused pid [0-9]* uid 65534: the pod holds 64 connections, the limit" "$TSDP_TMP/xdpd.out")" = 10 ] ||
+		{ die "not 10 refusal lines"; cat "$TSDP_TMP/xdpd.out" >&2; return 1; }
+	wait_for 5 xd_status_is pod-b "0 0" || { die "connections left: $(xd_status)"; return 1; }
+	# entries: 1024 per connection, 4096 per pod interface (its map)
+	r=$(xd_hostile "$NB" $XD_PY "$XD_FUZZ" entries "$sock" "$IFB" 5 1025) || { die "entries: $r"; return 1; }
+	echo "$r" | grep -q "^conn 0 ok=1024 last=error 28 this connection holds 1024 steering entries, the most one connection may" &&
+		[ "$(echo "$r" | grep -c "^conn [0-3] ok=1024 last=error 28 this connection holds 1024")" = 4 ] &&
+		echo "$r" | grep -q "^conn 4 ok=0 last=error 28 pod pod-b holds 4096 steering entries on $IFB, the most a pod interface may" ||
+		{ die "entries: $r"; return 1; }
+	grep -q "pod pod-b: pid [0-9]*: refused a steering entry: the connection holds 1024, the limit" "$TSDP_TMP/xdpd.out" &&
+		grep -q "pod pod-b: pid [0-9]*: refused a steering entry: $IFB holds 4096, the limit" "$TSDP_TMP/xdpd.out" ||
+		{ die "the entry refusals were not logged"; cat "$TSDP_TMP/xdpd.out" >&2; return 1; }
+	wait_for 5 xd_status_is pod-b "0 0" || { die "entries left: $(xd_status)"; return 1; }
+	# malformed messages: refused, the connection still answers
+	r=$(xd_hostile "$NB" $XD_PY "$XD_FUZZ" proto "$sock" "$IFB") || { die "proto: $r"; return 1; }
+	[ "$(echo "$r" | grep -c "^[a-z0-9+-]* then hello: ok $IFB\$")" = 8 ] &&
+		[ "$(echo "$r" | grep -c "^[a-z0-9+-]*: error 71 a request is one message of at most 511 bytes with at most one fd")" = 5 ] &&
+		[ "$(echo "$r" | grep -c "^nul[a-z-]*: error 74 a request is one line of text, without NUL bytes")" = 2 ] &&
+		echo "$r" | grep -q "^newline-fd: error 22 bad request ''" ||
+		{ die "malformed messages: $r"; return 1; }
+	grep -q "pod pod-b: pid [0-9]*: refused a malformed message (too long, or more than one fd)" "$TSDP_TMP/xdpd.out" ||
+		{ die "no log of a malformed message"; return 1; }
+	# and every fd those brought is closed again
+	wait_for 5 xd_fds_are "$before" || { die "the daemon holds $(xd_fds) fds, $before before"; return 1; }
+}
+
+# The black-box fuzzer (tests/xdpd_fuzz.py) as a hostile pod process: the
+# daemon stays up, answers every message, closes every fd it was passed,
+# and serves the pod's accelerated processes afterwards.
+t_xdpd_fuzz() {
+	local before r seed=${XDPD_FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}
+	xd_topo || return 1
+	before=$(xd_fds)
+	r=$(xd_hostile "$NB" timeout 120 $XD_PY "$XD_FUZZ" fuzz "$XD_RUN/pods/pod-b/xdp.sock" "$IFB" \
+		"$XDPD_FUZZ_ITER" "$seed" 2>&1) || { die "fuzzer (XDPD_FUZZ_SEED=$seed): $r"; return 1; }
+	log "$CUR: $r"
+	kill -0 "$XD_DPID" 2>/dev/null || { die "the daemon died"; return 1; }
+	wait_for 5 xd_status_is pod-b "0 0" || { die "connections or entries left: $(xd_status)"; return 1; }
+	wait_for 5 xd_fds_are "$before" || { die "the daemon holds $(xd_fds) fds, $before before (XDPD_FUZZ_SEED=$seed)"; return 1; }
+	xd_served srv 11291
 }

@@ -23,6 +23,14 @@
  * connection closes (the process exited, or was killed) its XSKMAP slots
  * and steering entries are deleted at once.
  *
+ * What a pod can send is bounded (src/xdpd_proto.h): message size, fds per
+ * message, connections per pod, steering entries per connection and per
+ * pod interface; each refusal names its limit, and refusals are logged at
+ * most LOG_BURST per LOG_INTERVAL_MS per pod, with a count of those held
+ * back. Nothing is ever changed through a path a pod can write: the pod's
+ * socket gets its mode when it is bound, and its directory is changed
+ * through an fd opened without following links.
+ *
  * One thread, one epoll loop: setns() moves this thread alone. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -44,11 +52,13 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "steer_common.h"
@@ -68,8 +78,18 @@
 #define PIDFD_GET_NET_NAMESPACE _IO(0xFF, 4)
 #endif
 
-#define MAX_CLIENTS_PER_POD 64
 #define DEFAULT_RUN_DIR "/run/tickstack/xdp"
+/* a refused connection: requests already queued that are read (and
+ * dropped) so that the close does not turn into a reset hiding the reply */
+#define REFUSE_DRAIN_MAX 4
+/* refusals logged per pod (and for the control socket) per interval */
+#define LOG_BURST 10
+#define LOG_INTERVAL_MS 5000
+
+_Static_assert(TS_XDPD_IF_ENTRIES == TS_STEER_MAX_ENTRIES,
+	       "a pod's entries on an interface fill exactly its steering map");
+_Static_assert(TS_XDPD_CLIENT_ENTRIES <= TS_XDPD_IF_ENTRIES,
+	       "a connection's entries fit its pod's map");
 
 struct entry {
 	int att;                 /* index in pod->ifs */
@@ -85,6 +105,7 @@ struct att {                     /* the program on one interface of a pod */
 	int mode;                /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
 	struct steer_bpf *skel;
 	struct client *qown[TS_XSKS_MAX];
+	int nents;               /* steering entries of every client here */
 };
 
 struct evsrc {                   /* what an epoll event points at */
@@ -93,6 +114,12 @@ struct evsrc {                   /* what an epoll event points at */
 };
 enum { EV_CTL_LISTEN = 1, EV_CTL_CONN, EV_POD_LISTEN, EV_CLIENT, EV_SIGNAL };
 
+struct ratelimit {               /* refusal log lines of one pod */
+	int64_t start;           /* the interval's start (monotonic ms) */
+	int logged;              /* lines logged in it */
+	unsigned long held;      /* lines held back in it */
+};
+
 struct pod {
 	char uid[72];
 	int nsfd;
@@ -100,7 +127,9 @@ struct pod {
 	struct att ifs[TS_XDPD_POD_IFS];
 	int nifs;
 	int lfd;                 /* DIR/pods/UID/xdp.sock */
+	int dfd;                 /* DIR/pods/UID, opened O_NOFOLLOW */
 	struct evsrc ev;
+	struct ratelimit rl;
 	char dir[160];
 	struct client *clients;
 	int nclients;
@@ -114,7 +143,7 @@ struct client {
 	uid_t uid;
 	int pidfd;
 	struct entry *ents;
-	int nents;
+	int nents, cap;
 	struct evsrc ev;
 	struct client *next;
 };
@@ -128,6 +157,7 @@ static const char *run_dir = DEFAULT_RUN_DIR;
 static int host_ns = -1;
 static int epfd = -1;
 static struct pod *pods;
+static struct ratelimit ctl_rl; /* refusals on the control socket */
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -139,6 +169,57 @@ static void logf_(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Say how many lines an interval held back, and start a new one. */
+static void rl_flush(struct ratelimit *rl, const char *who, int64_t now)
+{
+	if (rl->held)
+		logf_("%s: %lu more refusals in %d s not logged (at most %d "
+		      "per %d s)", who, rl->held, LOG_INTERVAL_MS / 1000,
+		      LOG_BURST, LOG_INTERVAL_MS / 1000);
+	rl->start = now;
+	rl->logged = 0;
+	rl->held = 0;
+}
+
+/* Log a refusal as "WHO: ...", at most LOG_BURST per LOG_INTERVAL_MS: a
+ * pod that sends nothing but bad requests cannot flood the node's log. */
+static void vrefusal(struct ratelimit *rl, const char *who, const char *fmt,
+		     va_list ap) __attribute__((format(printf, 3, 0)));
+static void vrefusal(struct ratelimit *rl, const char *who, const char *fmt,
+		     va_list ap)
+{
+	int64_t now = now_ms();
+	char line[400];
+
+	if (now - rl->start >= LOG_INTERVAL_MS)
+		rl_flush(rl, who, now);
+	if (rl->logged >= LOG_BURST) {
+		rl->held++;
+		return;
+	}
+	rl->logged++;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	logf_("%s: %s", who, line);
+}
+
+static void ctl_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void ctl_refusal(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vrefusal(&ctl_rl, "control socket", fmt, ap);
+	va_end(ap);
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt,
@@ -190,8 +271,10 @@ static void reply(int fd, const char *fmt, ...)
 }
 
 /* Receive one message; *passfd gets the one fd it carried (or -1). More
- * than one fd, a truncated message or truncated control data: -EPROTO
- * (every fd received is closed). 0 on EOF, else the length. */
+ * than one fd, a truncated message or truncated control data: -EPROTO; a
+ * NUL byte in it: -EBADMSG (every fd received is closed either way). 0 on
+ * EOF (or a message of length 0), else the length received; buf holds the
+ * text without a trailing newline. */
 static ssize_t msg_recv(int fd, char *buf, size_t cap, int *passfd)
 {
 	char cbuf[CMSG_SPACE(4 * sizeof(int))];
@@ -224,15 +307,23 @@ static ssize_t msg_recv(int fd, char *buf, size_t cap, int *passfd)
 			}
 		}
 	}
-	if (bad || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+	if (!n || bad || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    memchr(buf, 0, (size_t)n)) {
+		/* an fd with a message of length 0 (taken for EOF) is
+		 * closed as well */
 		if (*passfd >= 0)
 			close(*passfd);
 		*passfd = -1;
-		return -EPROTO;
+		if (!n)
+			return 0;
+		return bad || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ?
+			       -EPROTO : -EBADMSG;
 	}
+	/* a trailing newline is dropped from the text, not from the length:
+	 * a request of "\n" alone is an empty request, not the end */
 	buf[n] = 0;
-	if (n && buf[n - 1] == '\n')
-		buf[--n] = 0;
+	if (buf[n - 1] == '\n')
+		buf[n - 1] = 0;
 	return n;
 }
 
@@ -357,6 +448,19 @@ static struct att *att_find(struct pod *p, const char *ifname, int *idx)
 			return &p->ifs[i];
 		}
 	return NULL;
+}
+
+static void pod_refusal(struct pod *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void pod_refusal(struct pod *p, const char *fmt, ...)
+{
+	char who[96];
+	va_list ap;
+
+	snprintf(who, sizeof(who), "pod %s", p->uid);
+	va_start(ap, fmt);
+	vrefusal(&p->rl, who, fmt, ap);
+	va_end(ap);
 }
 
 static int map_count(int fd)
@@ -498,10 +602,39 @@ static void att_detach(struct pod *p, struct att *a)
 	a->skel = NULL;
 }
 
-/* Create DIR/pods/UID/ (root's, 0755, not a symlink) and its xdp.sock. */
-static int pod_socket(struct pod *p, char *why, size_t wl)
+/* Bind a unix socket at path with exactly mode: the mode is given to the
+ * socket's inode before the bind and the umask is cleared for it, so the
+ * file is created with it (unix_bind). Never a chmod(path) afterwards: a
+ * process that can write the directory could swap in a symlink between the
+ * bind and the chmod and have this daemon change the mode of any file. */
+static int bind_mode(int fd, const char *path, mode_t mode)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int err = 0;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >=
+	    sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	if (fchmod(fd, mode))
+		return -errno;
+	old = umask(0);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		err = -errno;
+	umask(old);
+	return err;
+}
+
+/* Create DIR/pods/UID/ (root's, 0755) and its xdp.sock (0666). The
+ * directory is what the pod sees (mounted read-only by the webhook; a pod
+ * running as uid 0 could write it otherwise), so nothing in it is reached
+ * by a path that a link could redirect: the directory is opened with
+ * O_NOFOLLOW and changed through that fd, the socket's name is looked at
+ * and removed relative to it and bound through /proc/self/fd/N, and the
+ * socket gets its mode at the bind. */
+static int pod_socket(struct pod *p, char *why, size_t wl)
+{
+	char path[64];
 	struct stat st;
 	int fd, n;
 
@@ -512,32 +645,36 @@ static int pod_socket(struct pod *p, char *why, size_t wl)
 	}
 	if (mkdir(p->dir, 0755) && errno != EEXIST)
 		goto out_err;
-	if (lstat(p->dir, &st) || !S_ISDIR(st.st_mode)) {
-		snprintf(why, wl, "%.160s is not a directory: remove it", p->dir);
-		return -ENOTDIR;
+	p->dfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (p->dfd < 0) {
+		n = -errno;
+		snprintf(why, wl, "%.160s is not a directory (%s): remove it",
+			 p->dir, strerror(-n));
+		return n;
 	}
-	if (chown(p->dir, 0, 0) || chmod(p->dir, 0755))
+	if (fchown(p->dfd, 0, 0) || fchmod(p->dfd, 0755))
 		goto out_err;
-	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", p->dir,
-		     TS_XDPD_SOCK_NAME);
-	if (n >= (int)sizeof(sa.sun_path)) {
-		snprintf(why, wl, "socket path under --run-dir %s is too long",
-			 run_dir);
-		return -ENAMETOOLONG;
-	}
-	if (!lstat(sa.sun_path, &st) && !S_ISSOCK(st.st_mode)) {
-		snprintf(why, wl, "%.110s exists and is not a socket: remove it",
-			 sa.sun_path);
+	if (!fstatat(p->dfd, TS_XDPD_SOCK_NAME, &st, AT_SYMLINK_NOFOLLOW) &&
+	    !S_ISSOCK(st.st_mode)) {
+		snprintf(why, wl, "%.120s/%s exists and is not a socket: remove it",
+			 p->dir, TS_XDPD_SOCK_NAME);
 		return -EEXIST;
 	}
-	unlink(sa.sun_path);
+	/* whatever the name is now: a link is removed, never followed */
+	unlinkat(p->dfd, TS_XDPD_SOCK_NAME, 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", p->dfd,
+		 TS_XDPD_SOCK_NAME);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		goto out_err;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(sa.sun_path, 0666) || listen(fd, 64)) {
+	n = bind_mode(fd, path, 0666);
+	if (n || listen(fd, TS_XDPD_POD_CLIENTS)) {
+		if (!n)
+			n = -errno;
 		close(fd);
-		goto out_err;
+		snprintf(why, wl, "creating the pod socket under %.160s: %s",
+			 p->dir, strerror(-n));
+		return n;
 	}
 	p->lfd = fd;
 	return 0;
@@ -563,7 +700,7 @@ static void client_close(struct client *c);
  * daemon would not be the one the pod sees. */
 static void pod_free(struct pod *p, int rmdir_too)
 {
-	char path[PATH_MAX + 16];
+	char who[96];
 	int i;
 
 	while (p->clients)
@@ -572,11 +709,14 @@ static void pod_free(struct pod *p, int rmdir_too)
 		att_detach(p, &p->ifs[i]);
 	if (p->lfd >= 0) {
 		close(p->lfd);
-		snprintf(path, sizeof(path), "%s/%s", p->dir, TS_XDPD_SOCK_NAME);
-		unlink(path);
+		unlinkat(p->dfd, TS_XDPD_SOCK_NAME, 0);
 		if (rmdir_too)
 			rmdir(p->dir);
 	}
+	if (p->dfd >= 0)
+		close(p->dfd);
+	snprintf(who, sizeof(who), "pod %s", p->uid);
+	rl_flush(&p->rl, who, now_ms());
 	if (p->nsfd >= 0)
 		close(p->nsfd);
 	free(p);
@@ -636,6 +776,8 @@ static int ctl_attach(const char *uid, const char *ifname, int nsfd,
 		p->ns_ino = ino;
 		p->ns_dev = dev;
 		p->lfd = -1;
+		p->dfd = -1;
+		p->rl.start = now_ms();
 		p->ev.type = EV_POD_LISTEN;
 		p->ev.p = p;
 		fresh = 1;
@@ -725,8 +867,10 @@ static void ctl_request(struct ctlconn *cc)
 	if (n == -EAGAIN)
 		return;
 	if (n <= 0) {
-		if (n == -EPROTO)
-			reply(cc->fd, "error one request per message, at most one fd");
+		if (n == -EPROTO || n == -EBADMSG)
+			reply(cc->fd, "error one request per message, a line of "
+			      "at most %d bytes, at most one fd",
+			      TS_XDPD_MSG_MAX - 1);
 		epoll_ctl(epfd, EPOLL_CTL_DEL, cc->fd, NULL);
 		close(cc->fd);
 		free(cc);
@@ -771,6 +915,7 @@ static void entry_remove(struct client *c, int i)
 	if (a->skel)
 		bpf_map_delete_elem(bpf_map__fd(a->skel->maps.ts_steer_map),
 				    &e->key);
+	a->nents--;
 	c->ents[i] = c->ents[--c->nents];
 }
 
@@ -842,16 +987,20 @@ static void pod_accept(struct pod *p)
 		goto out_refuse;
 	}
 	if (!client_in_pod(c)) {
-		logf_("pod %s: refused pid %d uid %u: not in the pod's network "
-		      "namespace", p->uid, (int)cred.pid, (unsigned)cred.uid);
+		pod_refusal(p, "refused pid %d uid %u: not in the pod's network "
+			    "namespace", (int)cred.pid, (unsigned)cred.uid);
 		reply(fd, "error %d refused: the caller is not in pod %s's network "
 		      "namespace; each pod uses only its own socket", EACCES,
 		      p->uid);
 		goto out_refuse;
 	}
-	if (p->nclients >= MAX_CLIENTS_PER_POD) {
-		reply(fd, "error %d pod %s has %d connected processes, the most "
-		      "there may be", EMFILE, p->uid, MAX_CLIENTS_PER_POD);
+	if (p->nclients >= TS_XDPD_POD_CLIENTS) {
+		pod_refusal(p, "refused pid %d uid %u: the pod holds %d "
+			    "connections, the limit", (int)cred.pid,
+			    (unsigned)cred.uid, TS_XDPD_POD_CLIENTS);
+		reply(fd, "error %d refused: pod %s holds %d connections to "
+		      "tickstack-xdpd, the most a pod may (one per process: "
+		      "end idle processes)", EMFILE, p->uid, TS_XDPD_POD_CLIENTS);
 		goto out_refuse;
 	}
 	c->ev.type = EV_CLIENT;
@@ -863,12 +1012,14 @@ static void pod_accept(struct pod *p)
 	return;
 out_refuse:
 	/* a request already queued would turn the close into a reset that
-	 * hides the reply from the caller: read it first */
+	 * hides the reply from the caller: read it first, but no more than a
+	 * few (a caller that keeps sending gets the reset) */
 	{
 		char junk[TS_XDPD_MSG_MAX];
-		int f;
+		int f, k;
 
-		while (msg_recv(fd, junk, sizeof(junk), &f) > 0)
+		for (k = 0; k < REFUSE_DRAIN_MAX &&
+			    msg_recv(fd, junk, sizeof(junk), &f) > 0; k++)
 			if (f >= 0)
 				close(f);
 	}
@@ -1013,6 +1164,29 @@ static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
 	return 0;
 }
 
+/* Room for one more entry of c: 0, or -ENOMEM. The array grows as the
+ * connection adds entries (at most TS_XDPD_CLIENT_ENTRIES). */
+static int client_grow(struct client *c)
+{
+	struct entry *n;
+	int cap;
+
+	if (c->nents < c->cap)
+		return 0;
+	cap = c->cap ? 2 * c->cap : 16;
+	if (cap > TS_XDPD_CLIENT_ENTRIES)
+		cap = TS_XDPD_CLIENT_ENTRIES;
+	n = realloc(c->ents, (size_t)cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	c->ents = n;
+	c->cap = cap;
+	return 0;
+}
+
+/* Steer k on attachment ai to the caller's XSK. Nothing changes unless the
+ * whole request succeeds: the limits are checked, and the map updated,
+ * before any owner's list is touched. */
 static int req_add(struct client *c, int ai, const struct ts_steer_key *k,
 		   int fd, char *why, size_t wl)
 {
@@ -1033,30 +1207,44 @@ static int req_add(struct client *c, int ai, const struct ts_steer_key *k,
 	}
 	v.queue = (__u16)q;
 	o = key_owner(c->pod, ai, k, &oi);
-	if (o && o != c) {
-		if (o->ents[oi].ino == ino) {
-			/* the same socket (inherited over fork): it moves to
-			 * the caller's XSK, as in the standalone library */
-			o->ents[oi] = o->ents[--o->nents];
-			o = NULL;
-		} else {
-			struct ts_steer_val old;
+	if (o && o != c && o->ents[oi].ino != ino) {
+		struct ts_steer_val old;
 
-			if (k->proto == TS_STEER_UDP &&
-			    !bpf_map_lookup_elem(mfd, k, &old)) {
-				/* both receive: the kernel delivers */
-				old.flags |= TS_STEER_F_SHARED;
-				bpf_map_update_elem(mfd, k, &old, BPF_EXIST);
-			}
-			snprintf(why, wl, "another process of the pod steers "
-				 "that port");
-			return -EADDRINUSE;
+		if (k->proto == TS_STEER_UDP && !bpf_map_lookup_elem(mfd, k, &old)) {
+			/* both receive: the kernel delivers */
+			old.flags |= TS_STEER_F_SHARED;
+			bpf_map_update_elem(mfd, k, &old, BPF_EXIST);
 		}
+		snprintf(why, wl, "another process of the pod steers that port");
+		return -EADDRINUSE;
 	}
-	if (!o && c->nents >= TS_XDPD_CLIENT_ENTRIES) {
-		snprintf(why, wl, "%d steering entries per process at most",
-			 TS_XDPD_CLIENT_ENTRIES);
-		return -ENOSPC;
+	/* o == c: the caller's own entry, renewed; o another connection:
+	 * the very same socket (inherited over fork) moves to the caller's
+	 * XSK, as in the standalone library; no o: a new entry */
+	if (o != c) {
+		if (c->nents >= TS_XDPD_CLIENT_ENTRIES) {
+			pod_refusal(c->pod, "pid %d: refused a steering entry: the "
+				    "connection holds %d, the limit", (int)c->pid,
+				    TS_XDPD_CLIENT_ENTRIES);
+			snprintf(why, wl, "this connection holds %d steering "
+				 "entries, the most one connection may; delete "
+				 "unused ones", TS_XDPD_CLIENT_ENTRIES);
+			return -ENOSPC;
+		}
+		if (!o && a->nents >= TS_XDPD_IF_ENTRIES) {
+			pod_refusal(c->pod, "pid %d: refused a steering entry: "
+				    "%s holds %d, the limit", (int)c->pid,
+				    a->ifname, TS_XDPD_IF_ENTRIES);
+			snprintf(why, wl, "pod %s holds %d steering entries on "
+				 "%s, the most a pod interface may (its steering "
+				 "map's size); delete unused ones", c->pod->uid,
+				 TS_XDPD_IF_ENTRIES, a->ifname);
+			return -ENOSPC;
+		}
+		if (client_grow(c)) {
+			snprintf(why, wl, "out of memory");
+			return -ENOMEM;
+		}
 	}
 	if (bpf_map_update_elem(mfd, k, &v, BPF_ANY)) {
 		err = -errno;
@@ -1067,13 +1255,10 @@ static int req_add(struct client *c, int ai, const struct ts_steer_key *k,
 		c->ents[oi].ino = ino;
 		return 0;
 	}
-	if (!c->ents) {
-		c->ents = calloc(TS_XDPD_CLIENT_ENTRIES, sizeof(*c->ents));
-		if (!c->ents) {
-			bpf_map_delete_elem(mfd, k);
-			return -ENOMEM;
-		}
-	}
+	if (o)
+		o->ents[oi] = o->ents[--o->nents];
+	else
+		a->nents++;
 	c->ents[c->nents].att = ai;
 	c->ents[c->nents].key = *k;
 	c->ents[c->nents].ino = ino;
@@ -1106,15 +1291,22 @@ static void client_request(struct client *c)
 	n = msg_recv(c->fd, buf, sizeof(buf), &passfd);
 	if (n == -EAGAIN)
 		return;
-	if (n <= 0) {
+	if (n == -EPROTO || n == -EBADMSG) {
+		pod_refusal(c->pod, "pid %d: refused a malformed message (%s)",
+			    (int)c->pid, n == -EPROTO ? "too long, or more than "
+			    "one fd" : "a NUL byte");
 		if (n == -EPROTO)
-			reply(c->fd, "error %d one request per message, at most "
-			      "one fd", EPROTO);
-		else {
-			client_close(c); /* EOF: the process is gone */
-			return;
-		}
-		goto out;
+			reply(c->fd, "error %d a request is one message of at most "
+			      "%d bytes with at most one fd (SCM_RIGHTS)", EPROTO,
+			      TS_XDPD_MSG_MAX - 1);
+		else
+			reply(c->fd, "error %d a request is one line of text, "
+			      "without NUL bytes", EBADMSG);
+		return;
+	}
+	if (n <= 0) {
+		client_close(c); /* EOF: the process is gone */
+		return;
 	}
 	if (!client_in_pod(c)) {
 		reply(c->fd, "error %d refused: the caller left the pod's network "
@@ -1204,15 +1396,71 @@ out:
 
 /* ---- serving */
 
+/* path as a directory of root's with mode, changed through an fd opened
+ * without following a link. */
 static int mkdir_root(const char *path, mode_t mode)
 {
 	struct stat st;
+	int fd, err = 0;
 
 	if (mkdir(path, mode) && errno != EEXIST)
 		return -errno;
-	if (lstat(path, &st) || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return -ENOTDIR;
-	return chmod(path, mode) ? -errno : 0;
+	if (fstat(fd, &st) || st.st_uid != 0)
+		err = -ENOTDIR;
+	else if (fchmod(fd, mode))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* The milliseconds until the first refusal interval that held lines back
+ * ends (its count is then logged), or -1: none. */
+static int rl_timeout(void)
+{
+	int64_t end = INT64_MAX, now;
+	struct pod *p;
+
+	if (ctl_rl.held)
+		end = ctl_rl.start + LOG_INTERVAL_MS;
+	for (p = pods; p; p = p->next)
+		if (p->rl.held && p->rl.start + LOG_INTERVAL_MS < end)
+			end = p->rl.start + LOG_INTERVAL_MS;
+	if (end == INT64_MAX)
+		return -1;
+	now = now_ms();
+	return end <= now ? 0 : (int)(end - now);
+}
+
+/* Log the counts of the intervals that ended. */
+static void rl_tick(void)
+{
+	int64_t now = now_ms();
+	char who[96];
+	struct pod *p;
+
+	if (ctl_rl.held && now - ctl_rl.start >= LOG_INTERVAL_MS)
+		rl_flush(&ctl_rl, "control socket", now);
+	for (p = pods; p; p = p->next) {
+		if (!p->rl.held || now - p->rl.start < LOG_INTERVAL_MS)
+			continue;
+		snprintf(who, sizeof(who), "pod %s", p->uid);
+		rl_flush(&p->rl, who, now);
+	}
+}
+
+/* Every pod may hold TS_XDPD_POD_CLIENTS connections, each a socket and
+ * a pidfd: the soft fd limit is raised to the hard one. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static int serve(void)
@@ -1224,6 +1472,8 @@ static int serve(void)
 	int lfd, sfd, err;
 
 	umask(077);
+	raise_nofile();
+	ctl_rl.start = now_ms();
 	libbpf_set_print(libbpf_quiet);
 	host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (host_ns < 0) {
@@ -1243,9 +1493,10 @@ static int serve(void)
 	}
 	unlink(sa.sun_path);
 	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(sa.sun_path, 0600) || listen(lfd, 16)) {
-		logf_("control socket %s: %s", sa.sun_path, strerror(errno));
+	if (lfd < 0 || (err = bind_mode(lfd, sa.sun_path, 0600)) ||
+	    listen(lfd, 16)) {
+		logf_("control socket %s: %s", sa.sun_path,
+		      strerror(err ? -err : errno));
 		return 1;
 	}
 	sigemptyset(&ss);
@@ -1264,12 +1515,13 @@ static int serve(void)
 	logf_("serving %s", sa.sun_path);
 	for (;;) {
 		struct epoll_event evs[32];
-		int n = epoll_wait(epfd, evs, 32, -1), i;
+		int n = epoll_wait(epfd, evs, 32, rl_timeout()), i;
 
 		if (n < 0 && errno != EINTR) {
 			logf_("epoll_wait: %s", strerror(errno));
 			break;
 		}
+		rl_tick();
 		for (i = 0; i < n; i++) {
 			struct evsrc *ev = evs[i].data.ptr;
 
@@ -1277,7 +1529,7 @@ static int serve(void)
 			case EV_SIGNAL:
 				goto out;
 			case EV_CTL_LISTEN: {
-				struct ucred cr;
+				struct ucred cr = { 0 };
 				socklen_t cl = sizeof(cr);
 				struct ctlconn *cc;
 				int fd = accept4(lfd, NULL, NULL,
@@ -1286,8 +1538,16 @@ static int serve(void)
 				if (fd < 0)
 					break;
 				if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ||
-				    cr.uid != 0 || !(cc = calloc(1, sizeof(*cc)))) {
+				    cr.uid != 0) {
+					ctl_refusal("refused pid %d uid %u: not root",
+						    (int)cr.pid, (unsigned)cr.uid);
 					reply(fd, "error the control socket is root's");
+					close(fd);
+					break;
+				}
+				cc = calloc(1, sizeof(*cc));
+				if (!cc) {
+					reply(fd, "error out of memory");
 					close(fd);
 					break;
 				}

@@ -434,12 +434,15 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 	setEnvDefault(c, EnvRequire, require)
 	setEnvDefault(c, EnvTCP, tcpEnv[p.Spec.BypassTCPMode()])
 	// The pod's directory of the node daemon: the daemon creates <run dir>/pods/<pod UID>/xdp.sock
-	// when the CNI plugin plumbs the pod's interface; the container sees only its own directory.
+	// when the CNI plugin plumbs the pod's interface; the container sees only its own directory, and
+	// read-only: connecting to a socket needs no write access to its mount, and a container running
+	// as uid 0 (the directory's owner) could otherwise swap the socket for a link before the daemon
+	// binds it again.
 	setEnv(c, corev1.EnvVar{Name: EnvPodUID, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}})
 	setEnvDefault(c, EnvXDPDSocket, XDPSocketInPod)
 	addVolume(pod, corev1.Volume{Name: XDPVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 		Path: strings.TrimSuffix(opts.XDPRunDir, "/") + "/pods", Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}})
-	addMount(c, corev1.VolumeMount{Name: XDPVolume, MountPath: XDPMountDir, SubPathExpr: "$(" + EnvPodUID + ")"})
+	addMount(c, corev1.VolumeMount{Name: XDPVolume, MountPath: XDPMountDir, SubPathExpr: "$(" + EnvPodUID + ")", ReadOnly: true})
 	return nil
 }
 

@@ -136,10 +136,18 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 		if xdp == nil || xdp.HostPath == nil || xdp.HostPath.Path != "/run/tickstack/xdp/pods" {
 			t.Errorf("volume %s: %+v, want hostPath /run/tickstack/xdp/pods", XDPVolume, xdp)
 		}
+		xdpMounts := 0
 		for _, m := range c.VolumeMounts {
-			if m.Name == XDPVolume && (m.MountPath != "/run/tickstack" || m.SubPathExpr != "$(TICKSTACK_POD_UID)") {
-				t.Errorf("mount %+v, want /run/tickstack with subPathExpr $(TICKSTACK_POD_UID)", m)
+			if m.Name != XDPVolume {
+				continue
 			}
+			xdpMounts++
+			if m.MountPath != "/run/tickstack" || m.SubPathExpr != "$(TICKSTACK_POD_UID)" || !m.ReadOnly {
+				t.Errorf("mount %+v, want /run/tickstack read-only with subPathExpr $(TICKSTACK_POD_UID)", m)
+			}
+		}
+		if xdpMounts != 1 {
+			t.Errorf("%d mounts of volume %s, want 1", xdpMounts, XDPVolume)
 		}
 		mounts := map[string]string{}
 		for _, m := range c.VolumeMounts {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
@@ -194,6 +195,26 @@ func TestMutatePodCases(t *testing.T) {
 				caps := p.Spec.Containers[0].SecurityContext.Capabilities
 				if !slices.Equal(caps.Add, []corev1.Capability{"SYS_NICE", "NET_RAW", "IPC_LOCK"}) || !slices.Equal(caps.Drop, []corev1.Capability{"ALL"}) {
 					t.Errorf("capabilities %+v: want the container's SYS_NICE kept, NET_RAW and IPC_LOCK added, ALL dropped", caps)
+				}
+			},
+		},
+		{
+			name: "the node daemon's directory: the pod's own, read-only (a pod running as root cannot swap its socket for a link)",
+			pod:  func(*corev1.Pod) {},
+			check: func(t *testing.T, p *corev1.Pod) {
+				want := corev1.VolumeMount{Name: XDPVolume, MountPath: XDPMountDir, SubPathExpr: "$(" + EnvPodUID + ")", ReadOnly: true}
+				n := 0
+				for _, m := range p.Spec.Containers[0].VolumeMounts {
+					if m.Name != XDPVolume {
+						continue
+					}
+					n++
+					if !equality.Semantic.DeepEqual(m, want) {
+						t.Errorf("mount %+v, want %+v", m, want)
+					}
+				}
+				if n != 1 {
+					t.Errorf("%d mounts of %s, want 1: %+v", n, XDPVolume, p.Spec.Containers[0].VolumeMounts)
 				}
 			},
 		},

@@ -843,6 +843,8 @@ spec:
 		Expect(exec("grep NoNewPrivs /proc/self/status")).To(MatchRegexp(`NoNewPrivs:\s+1$`))
 		Expect(exec(`echo "$TICKSTACK_XDPD_SOCKET $TICKSTACK_REQUIRE"`)).To(Equal("/run/tickstack/xdp.sock 1"))
 		Expect(exec("ls -A /run/tickstack; test -S /run/tickstack/xdp.sock && echo socket")).To(Equal("xdp.sock\nsocket"))
+		// read-only: the pod cannot swap its socket for a link before the daemon binds it again
+		Expect(exec("ln -s /etc/hostname /run/tickstack/probe 2>&1 || true")).To(ContainSubstring("Read-only file system"))
 		uid := meta["uid"].(string)
 		Eventually(func() (string, error) {
 			return kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-xdpd", "--",
