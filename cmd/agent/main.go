@@ -89,7 +89,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.phc2sysPath, "phc2sys-path", "", "the phc2sys executable: an absolute path, or empty to look phc2sys up on PATH")
 	fs.StringVar(&o.pmcPath, "pmc-path", "", "the pmc executable: an absolute path, or empty to look pmc up on PATH")
 	fs.StringVar(&o.ptpRunDir, "ptp-run-dir", "", "directory of ptp4l's configuration and management socket, as the agent sees it (default: "+agent.PTPRunDir+" below --host-root)")
-	fs.StringVar(&o.failpointFile, "failpoint-file", "", "testing only: a file naming a failpoint (mid-apply, mid-restore, after-journal, after-kernel-args, before-reboot-command, announced:REASON) at which the agent removes the file and kills itself with SIGKILL; empty (the default) disables it")
+	addFailpointFlag(fs, o) // test builds only (-tags failpoint): failpoint.go
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "address the metrics endpoint binds to; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8082", "address the health probes bind to")
 }
@@ -147,10 +147,7 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		}
 		r.Kubelet.HostProcess = o.hostProcess
 	}
-	if o.failpointFile != "" {
-		fp := failpointFile(o.failpointFile, killSelf)
-		r.Failpoint, r.Engine.Failpoint = fp, fp
-	}
+	o.setFailpoint(r)
 	if o.evictionGrace >= 0 {
 		g := o.evictionGrace
 		r.EvictionGracePeriod = &g
