@@ -120,4 +120,3 @@ func TestPTPFlags(t *testing.T) {
 		}
 	}
 }
-
