@@ -70,7 +70,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	o.kubeletStop = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl stop kubelet.service")}
 	o.kubeletStart = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl start kubelet.service")}
 	fs.StringVar(&o.kubeletConfigDir, "kubelet-config-dir", agent.DefaultKubeletConfigDir, "the kubelet's --config-dir on the host, where the agent writes its drop-in for a profile's kubelet section; empty: the agent never touches the kubelet")
-	fs.StringVar(&o.hostProcess, "host-process", "1", "a process in the host's mount namespace, through whose /proc/PID/root the agent (with hostPID) reaches the kubelet's files: a PID, or a command name whose oldest process is taken (for a host whose PID 1 is closed to containers); ignored with --host-root=/")
+	fs.StringVar(&o.hostProcess, "host-process", "1", "a process in the host's mount namespace, through whose /proc/PID/root the agent (with hostPID) reaches the kubelet's files: a PID, or a command name of a uid-0 process in the agent's PID namespace and the host's mount namespace (for a host whose PID 1 is closed to containers; namesakes in different mount namespaces are refused); ignored with --host-root=/")
 	fs.StringVar(&o.kubeletRootDir, "kubelet-root-dir", agent.DefaultKubeletRootDir, "the kubelet's --root-dir on the host (its CPU and memory manager checkpoints)")
 	fs.Var(&o.kubeletStop, "kubelet-stop-command", "stops the kubelet (in the node's rollout slot, after the drain)"+commandHelp)
 	fs.Var(&o.kubeletStart, "kubelet-start-command", "starts the kubelet again; it must not be a child of the agent's container (systemd starts it on a host)"+commandHelp)
