@@ -86,7 +86,7 @@ func (f *podFlags) certManager() (*certs.Manager, error) {
 
 func main() {
 	var metricsAddr, probeAddr, pprofAddr, certDir, benchImage string
-	var leaderElect, enableWebhooks bool
+	var leaderElect, enableWebhooks, allowInsecureBMC bool
 	var apiQPS float64
 	var apiBurst int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
@@ -96,6 +96,7 @@ func main() {
 	flag.Float64Var(&apiQPS, "kube-api-qps", 500, "requests per second to the API server (client-side limit; the server's priority and fairness still apply): a profile change writes one node state per node it changes, so a fleet of 5,000 nodes needs hundreds (docs/bench-scale.md)")
 	flag.IntVar(&apiBurst, "kube-api-burst", 1000, "burst above --kube-api-qps")
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "serve the admission webhooks")
+	flag.BoolVar(&allowInsecureBMC, "allow-insecure-bmc", false, "accept BMC objects with spec.tls.insecureSkipVerify or spec.allowPlainHTTP (their credentials can be taken on the way); off: such objects are refused (condition Accepted False, InsecureTransportRefused)")
 	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with the webhook serving tls.crt and tls.key (cert-manager mode)")
 	var pf podFlags
 	pf.bind()
@@ -148,6 +149,7 @@ func main() {
 	if err := controllers.SetupControllers(mgr, controllers.Options{
 		Network:          controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix, XDPRunDir: pf.xdpRunDir, DevicePluginDaemonSet: pf.devicePluginDS},
 		BenchImage:       benchImage,
+		BMC:              controllers.BMCPolicy{AllowInsecure: allowInsecureBMC, SecretNamespace: pf.namespace},
 		UninstallGuard:   uninstallGuard.names,
 		ProfileMetrics:   controllers.NewProfileMetrics(metrics.Registry),
 		BenchmarkMetrics: controllers.NewBenchmarkMetrics(metrics.Registry),
