@@ -51,6 +51,11 @@ def cluster_role():
         d = re.sub(r"\n  name: manager\n", "\n  name: {{ include \"tickstack.fullname\" . }}-manager\n"
                    "  labels: {{- include \"tickstack.labels\" . | nindent 4 }}\n", d, count=1)
         d = d.replace("\n  namespace: system\n", "\n  namespace: {{ .Release.Namespace }}\n")
+        # resourceNames: config/default's names of the manager's own objects, the chart's below
+        d = d.replace("  - tickstack-mutating-webhook-configuration\n", "  - {{ include \"tickstack.fullname\" . }}-mutating\n")
+        d = d.replace("  - tickstack-validating-webhook-configuration\n", "  - {{ include \"tickstack.fullname\" . }}-validating\n")
+        d = re.sub(r"  - tickstack-(uninstall-guard-[a-z-]+|agent-own-node)\n",
+                   lambda m: "  - {{ include \"tickstack.fullname\" . }}-" + m.group(1) + "\n", d)
         out.append(d)
     (chart / "manager-clusterrole.yaml").write_text(header.format(src=src.relative_to(root)) + "---\n".join(out))
 
