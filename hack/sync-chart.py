@@ -177,10 +177,10 @@ def pod_policy():
 
 
 def user_roles():
-    """config/rbac's roles for people (view, profile-editor, benchmark-runner)."""
+    """config/rbac's roles an administrator binds (view, profile-editor, benchmark-runner, metrics-reader)."""
     src = root / "config" / "rbac" / "user_roles.yaml"
     text = src.read_text()
-    text = re.sub(r"\n  name: (view|profile-editor|benchmark-runner)\n",
+    text = re.sub(r"\n  name: (view|profile-editor|benchmark-runner|metrics-reader)\n",
                   lambda m: "\n  name: {{ include \"tickstack.fullname\" . }}-" + m.group(1) + "\n", text)
     text = re.sub(r"\nmetadata:\n(  name: [^\n]+\n)(  labels:\n)?",
                   lambda m: "\nmetadata:\n" + m.group(1) + "  labels:\n    {{- include \"tickstack.labels\" . | nindent 4 }}\n", text)

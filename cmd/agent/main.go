@@ -22,13 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/bootloader"
 	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/metricsauth"
 	"github.com/tickstack/tickstack/internal/tuning"
 	"github.com/tickstack/tickstack/internal/version"
 )
@@ -47,6 +47,7 @@ type options struct {
 	evictionGrace                                                int64
 	watchNICs, confineSelf                                       bool
 	metricsAddr, probeAddr                                       string
+	metricsSecure                                                bool
 	ptp4lPath, phc2sysPath, pmcPath, ptpRunDir                   string
 	failpointFile                                                string
 }
@@ -91,6 +92,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.ptpRunDir, "ptp-run-dir", "", "directory of ptp4l's configuration and management socket, as the agent sees it (default: "+agent.PTPRunDir+" below --host-root)")
 	addFailpointFlag(fs, o) // test builds only (-tags failpoint): failpoint.go
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "address the metrics endpoint binds to; 0 disables it")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to clients the API server authenticates and authorizes (get on the non-resource URL /metrics); false: plain HTTP to anyone who reaches the port")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8082", "address the health probes bind to")
 }
 
@@ -280,7 +282,7 @@ func run(ctx context.Context, o *options) error {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  agent.CacheOptions(o.nodeName),
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                metricsauth.Options(o.metricsAddr, o.metricsSecure),
 		HealthProbeBindAddress: o.probeAddr,
 	})
 	if err != nil {

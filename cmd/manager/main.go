@@ -18,12 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/certs"
+	"github.com/tickstack/tickstack/internal/metricsauth"
 	"github.com/tickstack/tickstack/internal/render"
 	"github.com/tickstack/tickstack/internal/version"
 	tswebhook "github.com/tickstack/tickstack/internal/webhook"
@@ -86,10 +86,11 @@ func (f *podFlags) certManager() (*certs.Manager, error) {
 
 func main() {
 	var metricsAddr, probeAddr, pprofAddr, certDir, benchImage string
-	var leaderElect, enableWebhooks, allowInsecureBMC bool
+	var leaderElect, enableWebhooks, allowInsecureBMC, metricsSecure bool
 	var apiQPS float64
 	var apiBurst int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
+	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to clients the API server authenticates and authorizes (get on the non-resource URL /metrics: the chart's metrics-reader ClusterRole); false: plain HTTP to anyone who reaches the port")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "address Go's pprof endpoints (/debug/pprof/) bind to, for profiling the manager's CPU and memory; empty: off")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
@@ -135,7 +136,7 @@ func main() {
 		// managedFields are a good part of every cached object and no controller reads them: a
 		// fleet's Nodes and node states without them (docs/scale.md).
 		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                metricsauth.Options(metricsAddr, metricsSecure),
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElect,
