@@ -64,11 +64,11 @@ func bmcConditions(obj *tsv1.BMC, p BMCPolicy) []metav1.Condition {
 	} else {
 		set(tsv1.BMCAccepted, true, tsv1.ReasonBMCAccepted, "the operator uses this BMC for the BIOS settings of its node")
 	}
-	switch field := insecureField(obj); {
-	case field == "spec.tls.insecureSkipVerify":
+	switch insecureField(obj) {
+	case "spec.tls.insecureSkipVerify":
 		set(tsv1.BMCInsecureTransport, true, tsv1.ReasonBMCInsecureSkipVerify,
 			"spec.tls.insecureSkipVerify: any certificate is accepted, so anyone on the path to the BMC can take the credentials; give spec.tls.caBundle")
-	case field == "spec.allowPlainHTTP":
+	case "spec.allowPlainHTTP":
 		set(tsv1.BMCInsecureTransport, true, tsv1.ReasonBMCPlainHTTP,
 			"spec.allowPlainHTTP: the BMC password crosses the network in clear; use an https endpoint")
 	default:

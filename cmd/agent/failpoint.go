@@ -16,14 +16,15 @@ import (
 	"github.com/tickstack/tickstack/internal/agent"
 )
 
-func addFailpointFlag(fs *flag.FlagSet, o *options) {
-	fs.StringVar(&o.failpointFile, "failpoint-file", "", "testing only (a -tags failpoint build): a file naming a failpoint (mid-apply, mid-restore, after-journal, after-kernel-args, before-reboot-command, announced:REASON) at which the agent removes the file and kills itself with SIGKILL; empty (the default) disables it")
-}
-
-func (o *options) setFailpoint(r *agent.Reconciler) {
-	if o.failpointFile != "" {
-		fp := failpointFile(o.failpointFile, killSelf)
-		r.Failpoint, r.Engine.Failpoint = fp, fp
+// addTestFlags registers --failpoint-file and returns what sets its hook on the reconciler and
+// the engine.
+func addTestFlags(fs *flag.FlagSet) func(*agent.Reconciler) {
+	path := fs.String("failpoint-file", "", "testing only (a -tags failpoint build): a file naming a failpoint (mid-apply, mid-restore, after-journal, after-kernel-args, before-reboot-command, announced:REASON) at which the agent removes the file and kills itself with SIGKILL; empty (the default) disables it")
+	return func(r *agent.Reconciler) {
+		if *path != "" {
+			fp := failpointFile(*path, killSelf)
+			r.Failpoint, r.Engine.Failpoint = fp, fp
+		}
 	}
 }
 

@@ -8,6 +8,5 @@ import (
 	"github.com/tickstack/tickstack/internal/agent"
 )
 
-func addFailpointFlag(*flag.FlagSet, *options) {}
-
-func (o *options) setFailpoint(*agent.Reconciler) {}
+// addTestFlags registers the flags only a test build has (failpoint.go): none in a release.
+func addTestFlags(*flag.FlagSet) func(*agent.Reconciler) { return func(*agent.Reconciler) {} }

@@ -49,7 +49,9 @@ type options struct {
 	metricsAddr, probeAddr                                       string
 	metricsSecure                                                bool
 	ptp4lPath, phc2sysPath, pmcPath, ptpRunDir                   string
-	failpointFile                                                string
+	// applyTestFlags sets what the flags of a test build say (--failpoint-file, failpoint.go); a
+	// release build has none and does nothing.
+	applyTestFlags func(*agent.Reconciler)
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -90,7 +92,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.phc2sysPath, "phc2sys-path", "", "the phc2sys executable: an absolute path, or empty to look phc2sys up on PATH")
 	fs.StringVar(&o.pmcPath, "pmc-path", "", "the pmc executable: an absolute path, or empty to look pmc up on PATH")
 	fs.StringVar(&o.ptpRunDir, "ptp-run-dir", "", "directory of ptp4l's configuration and management socket, as the agent sees it (default: "+agent.PTPRunDir+" below --host-root)")
-	addFailpointFlag(fs, o) // test builds only (-tags failpoint): failpoint.go
+	o.applyTestFlags = addTestFlags(fs) // test builds only (-tags failpoint): failpoint.go
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "address the metrics endpoint binds to; 0 disables it")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to clients the API server authenticates and authorizes (get on the non-resource URL /metrics); false: plain HTTP to anyone who reaches the port")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8082", "address the health probes bind to")
@@ -149,7 +151,7 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		}
 		r.Kubelet.HostProcess = o.hostProcess
 	}
-	o.setFailpoint(r)
+	o.applyTestFlags(r)
 	if o.evictionGrace >= 0 {
 		g := o.evictionGrace
 		r.EvictionGracePeriod = &g
