@@ -108,7 +108,14 @@ func TestPodPolicyRechecksAfterMutation(t *testing.T) {
 					m.SubPathExpr = ""
 				}
 			}
-		}, "mounts volume tickstack-xdp only at its own pod's folder"},
+		}, "mounts volume tickstack-xdp only read-only at its own pod's folder"},
+		{"tickstack-xdp mounted writable", func(p *corev1.Pod) {
+			for i := range p.Spec.Containers[0].VolumeMounts {
+				if m := &p.Spec.Containers[0].VolumeMounts[i]; m.Name == XDPVolume {
+					m.ReadOnly = false
+				}
+			}
+		}, "mounts volume tickstack-xdp only read-only at its own pod's folder"},
 		{"an init container tickstack-dataplane running as root", func(p *corev1.Pod) {
 			p.Spec.InitContainers[0].SecurityContext = nil
 		}, "init container tickstack-dataplane of a latency pod (tickstack.io/profile) must run as non-root"},
