@@ -98,6 +98,7 @@ third-party: ## Build Multus, the SR-IOV device plugin and node-feature-discover
 .PHONY: test
 test: deps envtest-assets vet $(HELM) dataplane third-party ## Run every test: Go unit, envtest, host and chart suites, then the dataplane's.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) TICKSTACK_HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
+	go test -tags failpoint $(GO_TEST_FLAGS) ./cmd/agent/
 	$(MAKE) -C dataplane test
 
 .PHONY: e2e

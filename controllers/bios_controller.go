@@ -58,12 +58,17 @@ type BIOSReconciler struct {
 	// HoldTimeout is how long a node's reboot slot waits for a BMC that does not answer before its
 	// kernel arguments go ahead without the BIOS settings (which then need a reboot of their own).
 	HoldTimeout time.Duration
+	// Policy is what the operator accepts in a BMC object; SetupControllers sets it from
+	// Options.BMC.
+	Policy BMCPolicy
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=bmcs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// Credentials Secrets only in the operator's namespace (a Role, not a ClusterRole): a BMC object
+// naming a Secret elsewhere is refused (bmcRefusal).
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

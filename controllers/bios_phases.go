@@ -129,6 +129,9 @@ func (r *BIOSReconciler) bmcConfig(ctx context.Context, s *biosScope) (bmc.Confi
 		}
 		return bmc.Config{}, "", "", fmt.Errorf("getting BMC %s: %w", name, err)
 	}
+	if reason, msg := bmcRefusal(obj, r.Policy); reason != "" {
+		return bmc.Config{}, reason, msg, nil
+	}
 	ref := obj.Spec.CredentialsSecret
 	secret := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {

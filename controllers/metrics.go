@@ -7,6 +7,12 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
+// The manager's metrics are served behind controller-runtime's authentication and authorization
+// filter (internal/metricsauth): it asks the API server who a scraper is and whether it may get
+// /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // ProfileMetrics are the operator's per-profile gauges, the source of the chart's alerts.
 type ProfileMetrics struct {
 	nodes     *prometheus.GaugeVec

@@ -26,6 +26,9 @@ type Options struct {
 	// BIOS holds the BIOS controller's periods (VerifyPeriod, RetryPeriod, Timeout, HoldTimeout);
 	// its clients and clock are set here.
 	BIOS BIOSReconciler
+	// BMC is what the operator accepts in a BMC object (--allow-insecure-bmc, the operator's
+	// namespace for credentials Secrets); the BIOS and BMC controllers apply it.
+	BMC BMCPolicy
 	// UninstallGuard names the uninstall guard's policies (--uninstall-guard) the manager keeps in
 	// place while nodes are tuned; empty keeps none. UninstallGuardPeriod: zero is the default.
 	UninstallGuard       []string
@@ -37,7 +40,7 @@ type Options struct {
 func SetupControllers(mgr ctrl.Manager, o Options) error {
 	c := mgr.GetClient()
 	bios := o.BIOS
-	bios.Client, bios.APIReader, bios.Recorder, bios.Now = c, mgr.GetAPIReader(), mgr.GetEventRecorder("bios"), o.Now
+	bios.Client, bios.APIReader, bios.Recorder, bios.Now, bios.Policy = c, mgr.GetAPIReader(), mgr.GetEventRecorder("bios"), o.Now, o.BMC
 	for _, s := range []struct {
 		name  string
 		setup func(ctrl.Manager) error
@@ -48,6 +51,7 @@ func SetupControllers(mgr ctrl.Manager, o Options) error {
 		{"LatencyBenchmark", (&LatencyBenchmarkReconciler{Client: c, Image: o.BenchImage, Now: o.Now,
 			Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: o.BenchmarkMetrics}).SetupWithManager},
 		{"BIOS", bios.SetupWithManager},
+		{"BMC", (&BMCReconciler{Client: c, Policy: o.BMC}).SetupWithManager},
 		{"node validation", (&NodeValidationReconciler{Client: c, Recorder: mgr.GetEventRecorder("nodevalidation")}).SetupWithManager},
 		{"PTP gate", (&PTPGateReconciler{Client: c}).SetupWithManager},
 	} {

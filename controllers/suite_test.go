@@ -99,6 +99,7 @@ var _ = BeforeSuite(func() {
 	// The wiring cmd/manager ships, with the test's clock, image and namespace.
 	Expect(SetupControllers(mgr, Options{
 		Network:              NetworkOptions{Namespace: operatorNS, DevicePluginDaemonSet: devicePluginDS},
+		BMC:                  BMCPolicy{SecretNamespace: operatorNS},
 		BenchImage:           "tslb.test/bench:1",
 		Now:                  benchClock.Now,
 		ProfileMetrics:       metrics,

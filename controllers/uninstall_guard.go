@@ -14,7 +14,10 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;create
+// The guard reads only its own policies (config/default's names; hack/sync-chart.py renames them for
+// the chart). RBAC cannot limit create by name (the name is not known when it is authorised).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get,resourceNames=tickstack-uninstall-guard-profiles;tickstack-uninstall-guard-node-states;tickstack-agent-own-node
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=create
 
 // DefaultUninstallGuardPeriod is how often the uninstall guard's policies are looked at.
 const DefaultUninstallGuardPeriod = 2 * time.Second

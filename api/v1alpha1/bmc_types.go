@@ -29,7 +29,8 @@ type BMCTLS struct {
 	// +optional
 	SystemRoots bool `json:"systemRoots,omitempty"`
 	// InsecureSkipVerify accepts any certificate: the credentials can then be stolen by anyone on
-	// the path to the BMC. Only for labs.
+	// the path to the BMC. Only for labs: refused unless the manager runs with --allow-insecure-bmc,
+	// and condition InsecureTransport is True while it is in use.
 	// +optional
 	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
 }
@@ -46,13 +47,15 @@ type BMCSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	SystemID string `json:"systemID,omitempty"`
-	// CredentialsSecret holds the keys username and password. Only the operator reads it.
+	// CredentialsSecret holds the keys username and password. Only the operator reads it, and only
+	// in its own namespace: a Secret elsewhere is refused (condition Accepted False).
 	// +required
 	CredentialsSecret SecretKeyReference `json:"credentialsSecret"`
 	// TLS says which certificate the BMC must present.
 	// +optional
 	TLS *BMCTLS `json:"tls,omitempty"`
-	// AllowPlainHTTP permits an http:// endpoint.
+	// AllowPlainHTTP permits an http:// endpoint. Refused unless the manager runs with
+	// --allow-insecure-bmc; condition InsecureTransport is True while it is in use.
 	// +optional
 	AllowPlainHTTP bool `json:"allowPlainHTTP,omitempty"`
 }
@@ -62,7 +65,10 @@ type BMCSpec struct {
 // names it). The node agent never reads it.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,categories=tickstack
+// +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.endpoint`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Insecure",type=string,JSONPath=`.status.conditions[?(@.type=="InsecureTransport")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BMC struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -71,6 +77,23 @@ type BMC struct {
 	// Spec says how to reach the BMC.
 	// +required
 	Spec BMCSpec `json:"spec"`
+	// Status is what the operator makes of the object.
+	// +optional
+	Status BMCStatus `json:"status,omitempty"`
+}
+
+// BMCStatus is the operator's verdict on a BMC object (conditions Accepted and InsecureTransport).
+type BMCStatus struct {
+	// Conditions: Accepted (the operator uses the object), InsecureTransport (a TLS opt-out is in
+	// use: a warning).
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // BMCList is a list of BMCs.

@@ -111,3 +111,32 @@ const (
 	// it, so that the reboot can be recognised).
 	ReasonWaitingForBootID = "WaitingForBootID"
 )
+
+// Condition types in a BMC's status, written by the operator's BMC controller.
+const (
+	// BMCAccepted is True when the operator uses the BMC object; False names what it refuses
+	// (reasons InsecureTransportRefused, CredentialsSecretNamespaceRefused).
+	BMCAccepted = "Accepted"
+	// BMCInsecureTransport is True, a warning, while the object uses a TLS opt-out the manager
+	// allows (--allow-insecure-bmc): reasons InsecureSkipVerify, PlainHTTP.
+	BMCInsecureTransport = "InsecureTransport"
+)
+
+// Reasons of the BMC conditions; the refusals also appear on the node states' BMCReachable.
+const (
+	// ReasonBMCAccepted: the operator uses the object.
+	ReasonBMCAccepted = "Accepted"
+	// ReasonBMCInsecureRefused: spec.tls.insecureSkipVerify or spec.allowPlainHTTP is set and the
+	// manager runs without --allow-insecure-bmc (chart value bios.allowInsecureBMC).
+	ReasonBMCInsecureRefused = "InsecureTransportRefused"
+	// ReasonBMCSecretNamespace: spec.credentialsSecret names a Secret outside the operator's
+	// namespace, which the operator cannot and will not read.
+	ReasonBMCSecretNamespace = "CredentialsSecretNamespaceRefused"
+	// ReasonBMCInsecureSkipVerify: spec.tls.insecureSkipVerify is in use (allowed by the manager).
+	ReasonBMCInsecureSkipVerify = "InsecureSkipVerify"
+	// ReasonBMCPlainHTTP: spec.allowPlainHTTP is in use with an http:// endpoint (allowed by the
+	// manager): the password crosses the network in clear.
+	ReasonBMCPlainHTTP = "PlainHTTP"
+	// ReasonBMCTransportVerified: the BMC's certificate is verified (InsecureTransport False).
+	ReasonBMCTransportVerified = "Verified"
+)

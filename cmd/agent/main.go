@@ -22,13 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/bootloader"
 	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/metricsauth"
 	"github.com/tickstack/tickstack/internal/tuning"
 	"github.com/tickstack/tickstack/internal/version"
 )
@@ -47,8 +47,11 @@ type options struct {
 	evictionGrace                                                int64
 	watchNICs, confineSelf                                       bool
 	metricsAddr, probeAddr                                       string
+	metricsSecure                                                bool
 	ptp4lPath, phc2sysPath, pmcPath, ptpRunDir                   string
-	failpointFile                                                string
+	// applyTestFlags sets what the flags of a test build say (--failpoint-file, failpoint.go); a
+	// release build has none and does nothing.
+	applyTestFlags func(*agent.Reconciler)
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -70,7 +73,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	o.kubeletStop = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl stop kubelet.service")}
 	o.kubeletStart = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl start kubelet.service")}
 	fs.StringVar(&o.kubeletConfigDir, "kubelet-config-dir", agent.DefaultKubeletConfigDir, "the kubelet's --config-dir on the host, where the agent writes its drop-in for a profile's kubelet section; empty: the agent never touches the kubelet")
-	fs.StringVar(&o.hostProcess, "host-process", "1", "a process in the host's mount namespace, through whose /proc/PID/root the agent (with hostPID) reaches the kubelet's files: a PID, or a command name whose oldest process is taken (for a host whose PID 1 is closed to containers); ignored with --host-root=/")
+	fs.StringVar(&o.hostProcess, "host-process", "1", "a process in the host's mount namespace, through whose /proc/PID/root the agent (with hostPID) reaches the kubelet's files: a PID, or a command name of a uid-0 process in the agent's PID namespace and the host's mount namespace (for a host whose PID 1 is closed to containers; namesakes in different mount namespaces are refused); ignored with --host-root=/")
 	fs.StringVar(&o.kubeletRootDir, "kubelet-root-dir", agent.DefaultKubeletRootDir, "the kubelet's --root-dir on the host (its CPU and memory manager checkpoints)")
 	fs.Var(&o.kubeletStop, "kubelet-stop-command", "stops the kubelet (in the node's rollout slot, after the drain)"+commandHelp)
 	fs.Var(&o.kubeletStart, "kubelet-start-command", "starts the kubelet again; it must not be a child of the agent's container (systemd starts it on a host)"+commandHelp)
@@ -89,8 +92,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.phc2sysPath, "phc2sys-path", "", "the phc2sys executable: an absolute path, or empty to look phc2sys up on PATH")
 	fs.StringVar(&o.pmcPath, "pmc-path", "", "the pmc executable: an absolute path, or empty to look pmc up on PATH")
 	fs.StringVar(&o.ptpRunDir, "ptp-run-dir", "", "directory of ptp4l's configuration and management socket, as the agent sees it (default: "+agent.PTPRunDir+" below --host-root)")
-	fs.StringVar(&o.failpointFile, "failpoint-file", "", "testing only: a file naming a failpoint (mid-apply, mid-restore, after-journal, after-kernel-args, before-reboot-command, announced:REASON) at which the agent removes the file and kills itself with SIGKILL; empty (the default) disables it")
+	o.applyTestFlags = addTestFlags(fs) // test builds only (-tags failpoint): failpoint.go
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "address the metrics endpoint binds to; 0 disables it")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to clients the API server authenticates and authorizes (get on the non-resource URL /metrics); false: plain HTTP to anyone who reaches the port")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8082", "address the health probes bind to")
 }
 
@@ -147,10 +151,7 @@ func (o *options) reconciler() (*agent.Reconciler, error) {
 		}
 		r.Kubelet.HostProcess = o.hostProcess
 	}
-	if o.failpointFile != "" {
-		fp := failpointFile(o.failpointFile, killSelf)
-		r.Failpoint, r.Engine.Failpoint = fp, fp
-	}
+	o.applyTestFlags(r)
 	if o.evictionGrace >= 0 {
 		g := o.evictionGrace
 		r.EvictionGracePeriod = &g
@@ -283,7 +284,7 @@ func run(ctx context.Context, o *options) error {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  agent.CacheOptions(o.nodeName),
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                metricsauth.Options(o.metricsAddr, o.metricsSecure),
 		HealthProbeBindAddress: o.probeAddr,
 	})
 	if err != nil {

@@ -18,12 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/certs"
+	"github.com/tickstack/tickstack/internal/metricsauth"
 	"github.com/tickstack/tickstack/internal/render"
 	"github.com/tickstack/tickstack/internal/version"
 	tswebhook "github.com/tickstack/tickstack/internal/webhook"
@@ -86,16 +86,18 @@ func (f *podFlags) certManager() (*certs.Manager, error) {
 
 func main() {
 	var metricsAddr, probeAddr, pprofAddr, certDir, benchImage string
-	var leaderElect, enableWebhooks bool
+	var leaderElect, enableWebhooks, allowInsecureBMC, metricsSecure bool
 	var apiQPS float64
 	var apiBurst int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
+	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to clients the API server authenticates and authorizes (get on the non-resource URL /metrics: the chart's metrics-reader ClusterRole); false: plain HTTP to anyone who reaches the port")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "address Go's pprof endpoints (/debug/pprof/) bind to, for profiling the manager's CPU and memory; empty: off")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
 	flag.Float64Var(&apiQPS, "kube-api-qps", 500, "requests per second to the API server (client-side limit; the server's priority and fairness still apply): a profile change writes one node state per node it changes, so a fleet of 5,000 nodes needs hundreds (docs/bench-scale.md)")
 	flag.IntVar(&apiBurst, "kube-api-burst", 1000, "burst above --kube-api-qps")
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "serve the admission webhooks")
+	flag.BoolVar(&allowInsecureBMC, "allow-insecure-bmc", false, "accept BMC objects with spec.tls.insecureSkipVerify or spec.allowPlainHTTP (their credentials can be taken on the way); off: such objects are refused (condition Accepted False, InsecureTransportRefused)")
 	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with the webhook serving tls.crt and tls.key (cert-manager mode)")
 	var pf podFlags
 	pf.bind()
@@ -134,7 +136,7 @@ func main() {
 		// managedFields are a good part of every cached object and no controller reads them: a
 		// fleet's Nodes and node states without them (docs/scale.md).
 		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                metricsauth.Options(metricsAddr, metricsSecure),
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElect,
@@ -148,6 +150,7 @@ func main() {
 	if err := controllers.SetupControllers(mgr, controllers.Options{
 		Network:          controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix, XDPRunDir: pf.xdpRunDir, DevicePluginDaemonSet: pf.devicePluginDS},
 		BenchImage:       benchImage,
+		BMC:              controllers.BMCPolicy{AllowInsecure: allowInsecureBMC, SecretNamespace: pf.namespace},
 		UninstallGuard:   uninstallGuard.names,
 		ProfileMetrics:   controllers.NewProfileMetrics(metrics.Registry),
 		BenchmarkMetrics: controllers.NewBenchmarkMetrics(metrics.Registry),

@@ -9,11 +9,13 @@
 # Debian base, named localhost/NAME:VERSION (NAME: multus-cni, node-feature-discovery,
 # sriov-network-device-plugin).
 #
-# Usage: hack/images/build.sh [--import] [--tag TAG] [--bin NAME=PATH]... [TARGET...]
+# Usage: hack/images/build.sh [--import] [--test-build] [--tag TAG] [--bin NAME=PATH]... [TARGET...]
 #   TARGET   pause | base | manager | agent | bench | multus | nfd | sriovdp   (default: manager agent bench)
 #   --bin    use PATH as bin/NAME instead of `go build ./cmd/NAME`
 #            (NAME: manager, agent, tickstack, tickstack-bench, tickstack-bench-upload; the last three go in
 #            the bench image)
+#   --test-build  go build with -tags failpoint: the agent gets --failpoint-file, which the e2e
+#            uses to kill it mid-apply; a release build has no such flag (cmd/agent/failpoint.go)
 #   --tag    image tag (default: charts/tickstack appVersion, else dev):
 #            localhost/tickstack-{manager,agent,bench}:TAG, the names the chart uses
 # Prints the archive paths, one a line.
@@ -30,14 +32,16 @@ TOOLS_IMAGE=localhost/tickstack-debian-tools:$suite
 tag=$(awk -F'"' '/^appVersion:/ {print $2}' "$repo/charts/tickstack/Chart.yaml" 2>/dev/null || true)
 tag=${tag:-dev}
 import=0
+gotags=
 declare -A bins=()
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --import) import=1 ;;
+    --test-build) gotags=failpoint ;;
     --tag) tag=$2; shift ;;
     --bin) bins[${2%%=*}]=${2#*=}; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) targets+=("$1") ;;
   esac
   shift
@@ -116,7 +120,7 @@ stage() {
       cp "${bins[$name]}" "$ctx/bin/$name"
     elif [ -d "$repo/cmd/$name" ] && ls "$repo/cmd/$name"/*.go >/dev/null 2>&1; then
       log "go build ./cmd/$name"
-      (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $("$repo/hack/ldflags.sh")" -o "$ctx/bin/$name" "./cmd/$name")
+      (cd "$repo" && CGO_ENABLED=0 go build -trimpath ${gotags:+-tags "$gotags"} -ldflags "-s -w $("$repo/hack/ldflags.sh")" -o "$ctx/bin/$name" "./cmd/$name")
     fi
   done
   # The benchmark pods run tickstack-bench, then tickstack-bench-upload writes its results into the

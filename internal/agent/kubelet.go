@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,7 +73,8 @@ type KubeletOptions struct {
 	// HostProcess is a process in the host's mount namespace through whose /proc/PID/root the
 	// agent reaches the kubelet's files (hostPID), so that the kubelet's root directory, with the
 	// pods' volumes, is never mounted into the agent's pod: a PID ("1", the host's init), or a
-	// command name whose oldest process is taken (a host whose PID 1 is closed to containers).
+	// command name of a host process (a host whose PID 1 is closed to containers), which
+	// resolveHostProcess checks is one (docs/agent-host.md).
 	// Empty: the files are below Host.Root (the agent runs on the host itself).
 	HostProcess string
 	// ConfigDir is the kubelet's --config-dir on the host; empty: the agent manages no kubelet
@@ -111,38 +111,28 @@ type kubeletObs struct {
 }
 
 // kubeletPath is a host path of the kubelet's as the agent sees it.
-func (r *Reconciler) kubeletPath(p string) string {
+func (r *Reconciler) kubeletPath(p string) (string, error) {
 	if r.Kubelet.HostProcess == "" {
-		return r.Host.Path(p)
+		return r.Host.Path(p), nil
 	}
-	return filepath.Join("/proc", hostPID(r.Kubelet.HostProcess), "root", p)
+	pid, err := resolveHostProcess("/proc", r.Kubelet.HostProcess)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join("/proc", pid, "root", p), nil
 }
 
-// hostPID resolves KubeletOptions.HostProcess: a PID as given, or the lowest PID whose command
-// name is it (the name itself when none runs, so that the path names what is missing).
-func hostPID(proc string) string {
-	if _, err := strconv.Atoi(proc); err == nil {
-		return proc
-	}
-	best := -1
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || best >= 0 && pid > best {
-			continue
-		}
-		if comm, err := os.ReadFile(filepath.Join("/proc", d.Name(), "comm")); err == nil && strings.TrimSpace(string(comm)) == proc {
-			best = pid
-		}
-	}
-	if best < 0 {
-		return proc
-	}
-	return strconv.Itoa(best)
-}
-
-func (r *Reconciler) kubeletDropIn() string {
+func (r *Reconciler) kubeletDropIn() (string, error) {
 	return r.kubeletPath(filepath.Join(r.Kubelet.ConfigDir, kubeletconf.FileName))
+}
+
+// readDropIn reads the kubelet drop-in; absent is (nil, nil).
+func (r *Reconciler) readDropIn() ([]byte, error) {
+	p, err := r.kubeletDropIn()
+	if err != nil {
+		return nil, err
+	}
+	return readOptional(p)
 }
 
 func (r *Reconciler) kubeletState(name string) string {
@@ -232,7 +222,10 @@ func writeDurablyMode(path string, content []byte, mode os.FileMode) error {
 
 // setDropIn makes the drop-in hold content (nil: removes it), durably.
 func (r *Reconciler) setDropIn(content []byte) error {
-	path := r.kubeletDropIn()
+	path, err := r.kubeletDropIn()
+	if err != nil {
+		return err
+	}
 	if content == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -370,7 +363,7 @@ func (r *Reconciler) reconcileKubelet(ctx context.Context, s *scope) error {
 		}
 		orig = o
 	}
-	current, err := readOptional(r.kubeletDropIn())
+	current, err := r.readDropIn()
 	if err != nil {
 		s.obs.kubelet = &kubeletObs{err: fmt.Errorf("reading the kubelet drop-in: %w", err), reason: ReasonKubeletInvalid}
 		return nil
@@ -426,7 +419,7 @@ func (o *observation) kubeletPending() bool {
 // the checkpoints and puts content in place (nil: no drop-in); then starts the kubelet when start.
 // A failure after the stop starts the kubelet again with what it had.
 func (r *Reconciler) switchKubelet(ctx context.Context, content []byte, start bool) error {
-	current, err := readOptional(r.kubeletDropIn())
+	current, err := r.readDropIn()
 	if err != nil {
 		return fmt.Errorf("reading the kubelet drop-in: %w", err)
 	}
@@ -450,7 +443,7 @@ func (r *Reconciler) switchKubelet(ctx context.Context, content []byte, start bo
 		return fail(err)
 	}
 	if err := r.setDropIn(content); err != nil {
-		return fail(fmt.Errorf("writing the kubelet drop-in %s: %w", r.kubeletDropIn(), err))
+		return fail(fmt.Errorf("writing the kubelet drop-in in %s: %w", r.Kubelet.ConfigDir, err))
 	}
 	if !start {
 		return nil
@@ -463,7 +456,10 @@ func (r *Reconciler) switchKubelet(ctx context.Context, content []byte, start bo
 
 func (r *Reconciler) removeCheckpoints() error {
 	for _, c := range checkpoints {
-		p := r.kubeletPath(filepath.Join(r.Kubelet.RootDir, c))
+		p, err := r.kubeletPath(filepath.Join(r.Kubelet.RootDir, c))
+		if err != nil {
+			return err
+		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("removing the kubelet checkpoint %s: %w", p, err)
 		}
@@ -601,7 +597,7 @@ func (r *Reconciler) restoreKubelet(ctx context.Context, s *scope) (done bool, e
 	if !ok {
 		return true, nil
 	}
-	current, err := readOptional(r.kubeletDropIn())
+	current, err := r.readDropIn()
 	if err != nil {
 		return false, err
 	}

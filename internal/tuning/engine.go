@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/policy"
 )
 
 // DefaultJournalPath is where the journal lives on the host (below Host.Root). The DaemonSet
@@ -304,6 +305,20 @@ func (e *Engine) plannedNames(d *Desired) (map[string]bool, error) {
 	return names, errors.Join(errs...)
 }
 
+// journaledSettingAllowed refuses a journal entry the agent could never have written: a sysctl
+// off the allow-list (internal/policy). The journal is a file on the host, so a restore checks each
+// key again rather than writing whatever the file names; the entry stays journaled and is reported.
+func journaledSettingAllowed(k settingKey, jpath string) error {
+	if k.kind != kindSysctl {
+		return nil
+	}
+	if _, ok := policy.AllowedSysctls()[k.name]; !ok {
+		return fmt.Errorf("sysctl %s is not on the sysctl allow-list (internal/policy), so the agent never wrote it and does not restore it; "+
+			"the entry stays in the journal: inspect the journal (%s) and remove the entry by hand", k.name, jpath)
+	}
+	return nil
+}
+
 // restoreEntries writes back the originals of the entries in which (a subset of journal), last
 // journaled first, removes each restored entry and saves the journal. A setting whose object is
 // gone (an interface or IRQ that no longer exists) has nothing left to restore and is dropped.
@@ -316,6 +331,10 @@ func (e *Engine) restoreEntries(jpath string, journal, which []Entry) ([]Entry, 
 		en := which[i]
 		k, err := parseSettingKey(en.Name)
 		if err != nil {
+			errs = append(errs, fmt.Errorf("restore %s: %w", en.Name, err))
+			continue
+		}
+		if err := journaledSettingAllowed(k, jpath); err != nil {
 			errs = append(errs, fmt.Errorf("restore %s: %w", en.Name, err))
 			continue
 		}

@@ -9,4 +9,7 @@ package webhook
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;create;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;patch
+// Only its own two webhook configurations (config/default's names; hack/sync-chart.py renames them
+// for the chart, as the manager's --mutating/--validating-webhook-configuration flags name them).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;patch,resourceNames=tickstack-mutating-webhook-configuration
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=tickstack-validating-webhook-configuration

@@ -56,7 +56,8 @@ type PodMutator struct {
 // PodWebhookPath is where the pod webhook is served.
 const PodWebhookPath = "/mutate--v1-pod"
 
-// SetupPodWebhook registers the pod webhook on the manager's webhook server.
+// SetupPodWebhook registers the pod webhook and the ephemeral container check on the manager's
+// webhook server.
 func SetupPodWebhook(mgr ctrl.Manager, opts PodOptions) error {
 	if opts.ResourcePrefix == "" {
 		opts.ResourcePrefix = tsv1.DefaultResourcePrefix
@@ -69,6 +70,8 @@ func SetupPodWebhook(mgr ctrl.Manager, opts PodOptions) error {
 	}
 	m := &PodMutator{Reader: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()), Options: opts}
 	mgr.GetWebhookServer().Register(PodWebhookPath, &webhook.Admission{Handler: m})
+	mgr.GetWebhookServer().Register(EphemeralContainerWebhookPath, &webhook.Admission{
+		Handler: &EphemeralContainerValidator{Decoder: m.Decoder}})
 	return nil
 }
 
@@ -107,6 +110,9 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 // change. It is pure: the pod is changed in place only when it returns nil.
 func MutatePod(orig *corev1.Pod, p *tsv1.LatencyProfile, opts PodOptions) error {
 	pod := orig.DeepCopy()
+	if err := checkPodSecurity(pod); err != nil {
+		return err
+	}
 	c, err := latencyContainer(pod)
 	if err != nil {
 		return err
@@ -402,25 +408,22 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 				c.Name, EnvPreload, e.Value, p.Name, lib)
 		}
 	}
-	if err := dropPrivileges(c, p); err != nil {
-		return err
-	}
+	dropPrivileges(c)
 	addVolume(pod, corev1.Volume{Name: DataplaneVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	if !hasInit(pod, DataplaneInitContainer) {
-		small := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}
-		if exclusive {
-			small[corev1.ResourceCPU] = resource.MustParse("100m")
-		}
-		initC := corev1.Container{
-			Name:            DataplaneInitContainer,
-			Image:           opts.DataplaneImage,
-			ImagePullPolicy: corev1.PullIfNotPresent,
-			Command:         []string{"/bin/sh", "-c", dataplaneCopyScript},
-			Resources:       corev1.ResourceRequirements{Requests: small, Limits: small.DeepCopy()},
-			VolumeMounts:    []corev1.VolumeMount{{Name: DataplaneVolume, MountPath: DataplaneLibraryDir}},
-		}
-		pod.Spec.InitContainers = append([]corev1.Container{initC}, pod.Spec.InitContainers...)
+	small := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}
+	if exclusive {
+		small[corev1.ResourceCPU] = resource.MustParse("100m")
 	}
+	initC := corev1.Container{
+		Name:            DataplaneInitContainer,
+		Image:           opts.DataplaneImage,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{"/bin/sh", "-c", dataplaneCopyScript},
+		Resources:       corev1.ResourceRequirements{Requests: small, Limits: small.DeepCopy()},
+		VolumeMounts:    []corev1.VolumeMount{{Name: DataplaneVolume, MountPath: DataplaneLibraryDir}},
+		SecurityContext: dataplaneInitSecurityContext(),
+	}
+	pod.Spec.InitContainers = append([]corev1.Container{initC}, pod.Spec.InitContainers...)
 	addMount(c, corev1.VolumeMount{Name: DataplaneVolume, MountPath: DataplaneLibraryDir, ReadOnly: true})
 	setEnvDefault(c, EnvPreload, lib)
 	setEnvDefault(c, EnvDataplaneProfile, DataplaneLatencyProfile)
@@ -447,29 +450,14 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 }
 
 // dropPrivileges gives the latency container what the bypass stack needs and nothing of admin
-// rank: all capabilities dropped, NET_RAW and IPC_LOCK added (with the container's own additions
-// kept), no privilege escalation. A privileged container, or one adding SYS_ADMIN, NET_ADMIN or
-// BPF, is refused: the node daemon does what those were for.
-func dropPrivileges(c *corev1.Container, p *tsv1.LatencyProfile) error {
+// rank: all capabilities dropped, NET_RAW and IPC_LOCK added (with the container's own additions,
+// which checkPodSecurity limited to AllowedCapabilities, kept), no privilege escalation.
+func dropPrivileges(c *corev1.Container) {
 	sc := c.SecurityContext
 	if sc == nil {
 		sc = &corev1.SecurityContext{}
 	}
-	fix := "remove it: the node daemon tickstack-xdpd attaches XDP, and the webhook gives the container NET_RAW and IPC_LOCK, all the bypass stack needs (or choose acceleration kernel or busyPoll in LatencyProfile " + p.Name + ")"
-	if sc.Privileged != nil && *sc.Privileged {
-		return fmt.Errorf("container %s sets securityContext.privileged: %s", c.Name, fix)
-	}
-	if sc.AllowPrivilegeEscalation != nil && *sc.AllowPrivilegeEscalation {
-		return fmt.Errorf("container %s sets securityContext.allowPrivilegeEscalation true, which a bypass pod does not get: %s", c.Name, fix)
-	}
-	if sc.Capabilities != nil {
-		for _, x := range sc.Capabilities.Add {
-			switch strings.TrimPrefix(strings.ToUpper(string(x)), "CAP_") {
-			case "SYS_ADMIN", "NET_ADMIN", "BPF", "ALL":
-				return fmt.Errorf("container %s adds capability %s in securityContext.capabilities.add: %s", c.Name, x, fix)
-			}
-		}
-	} else {
+	if sc.Capabilities == nil {
 		sc.Capabilities = &corev1.Capabilities{}
 	}
 	c.SecurityContext = sc
@@ -482,16 +470,6 @@ func dropPrivileges(c *corev1.Container, p *tsv1.LatencyProfile) error {
 		}
 	}
 	sc.AllowPrivilegeEscalation = ptr.To(false)
-	return nil
-}
-
-func hasInit(pod *corev1.Pod, name string) bool {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // setEnv sets a variable whatever the container says: one the webhook's own mounts depend on.

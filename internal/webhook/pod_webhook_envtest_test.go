@@ -156,6 +156,11 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 		if mounts[DataplaneVolume] != DataplaneLibraryDir || mounts[HugepagesVolume] != "/dev/hugepages" {
 			t.Errorf("mounts %v", mounts)
 		}
+		if isc := pod.Spec.InitContainers[0].SecurityContext; isc == nil || !ptr.Deref(isc.RunAsNonRoot, false) ||
+			ptr.Deref(isc.AllowPrivilegeEscalation, true) || !ptr.Deref(isc.ReadOnlyRootFilesystem, false) ||
+			isc.SeccompProfile == nil || isc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("init container security context %+v: want Pod Security restricted and a read-only root", isc)
+		}
 		// The API server computes QoS after admission: the injected init container keeps it Guaranteed.
 		if pod.Status.QOSClass != corev1.PodQOSGuaranteed {
 			t.Errorf("QoS %s, want Guaranteed", pod.Status.QOSClass)
@@ -188,10 +193,27 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			}, `container trader sets LD_PRELOAD="/usr/lib/libvma.so"`},
 			{"a privileged bypass container", func(p *corev1.Pod) {
 				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
-			}, "container trader sets securityContext.privileged: remove it: the node daemon tickstack-xdpd attaches XDP"},
+			}, "spec.containers[0].securityContext.privileged (container trader) is true: remove it; the node daemon tickstack-xdpd attaches XDP"},
 			{"a bypass container adding NET_ADMIN", func(p *corev1.Pod) {
 				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
-			}, "container trader adds capability NET_ADMIN in securityContext.capabilities.add"},
+			}, "spec.containers[0].securityContext.capabilities.add[0] (container trader) adds capability NET_ADMIN"},
+			{"host networking", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, "spec.hostNetwork is true"},
+			{"a root init container", func(p *corev1.Pod) {
+				c := p.Spec.Containers[0].DeepCopy()
+				c.Name = "setup"
+				c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](0)}
+				p.Spec.InitContainers = []corev1.Container{*c}
+			}, "spec.initContainers[0].securityContext.runAsUser (container setup) is 0"},
+			{"a privileged sidecar", func(p *corev1.Pod) {
+				c := p.Spec.Containers[0].DeepCopy()
+				c.Name = "side"
+				c.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)}
+				p.Spec.Containers = append(p.Spec.Containers, *c)
+			}, "spec.containers[1].securityContext.allowPrivilegeEscalation (container side) is true"},
+			{"the reserved volume tickstack-xdp, pointing at the host's root", func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{{Name: XDPVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: XDPVolume, MountPath: "/host"}}
+			}, `spec.volumes[0].name "tickstack-xdp" is reserved for the volumes the tickstack webhook injects`},
 			{"an unknown profile", func(p *corev1.Pod) { p.Labels[tsv1.ProfileLabel] = "tspw-nosuch" },
 				"label tickstack.io/profile=tspw-nosuch names no LatencyProfile"},
 			{"huge pages of a size the profile lacks", func(p *corev1.Pod) {
@@ -210,6 +232,33 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 					t.Errorf("refusal %q does not say %q", err, c.want)
 				}
 			})
+		}
+	})
+
+	t.Run("debug containers of a labelled pod are held to the same rules", func(t *testing.T) {
+		pod := guaranteedPod("tspw-debugged", profile.Name)
+		if err := create(t, pod); err != nil {
+			t.Fatal(err)
+		}
+		debug := func(name string, sc *corev1.SecurityContext, mounts ...corev1.VolumeMount) error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				t.Fatal(err)
+			}
+			pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: name, Image: "localhost/debug:dev", SecurityContext: sc, VolumeMounts: mounts}})
+			return k8s.SubResource("ephemeralcontainers").Update(ctx, pod)
+		}
+		err := debug("root", &corev1.SecurityContext{Privileged: ptr.To(true)})
+		if err == nil || !strings.Contains(err.Error(), "vpodephemeral.tickstack.io") ||
+			!strings.Contains(err.Error(), "spec.ephemeralContainers[0].securityContext.privileged (container root) is true") {
+			t.Errorf("a privileged debug container: want the webhook's refusal naming the field, got %v", err)
+		}
+		err = debug("peek", nil, corev1.VolumeMount{Name: XDPVolume, MountPath: "/xdp"})
+		if err == nil || !strings.Contains(err.Error(), `spec.ephemeralContainers[0].volumeMounts[0].name "tickstack-xdp" (container peek) is reserved`) {
+			t.Errorf("a debug container mounting the node daemon's directory: want a refusal, got %v", err)
+		}
+		if err := debug("plain", &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}); err != nil {
+			t.Errorf("an unprivileged debug container was refused: %v", err)
 		}
 	})
 

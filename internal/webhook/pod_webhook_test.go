@@ -223,7 +223,7 @@ func TestMutatePodCases(t *testing.T) {
 			pod: func(p *corev1.Pod) {
 				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)}
 			},
-			refusal: "container trader sets securityContext.allowPrivilegeEscalation true",
+			refusal: "spec.containers[0].securityContext.allowPrivilegeEscalation (container trader) is true",
 		},
 		{
 			name:    "kernel acceleration: no preload",

@@ -423,11 +423,12 @@ func TestOwnNodePolicyAsInKustomize(t *testing.T) {
 	}
 	chart := kubetest.DecodeObjects(t, out)
 	kust := kubetest.Kustomize(t, filepath.Join("..", "..", "config", "default"))
-	// the own-node policy and the uninstall guard's two policies, each with its binding
+	// the own-node policy, the uninstall guard's two policies and the latency pod policy, each with
+	// its binding
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		h, k := ofKind(chart, kind), ofKind(kust, kind)
-		if len(h) != 3 || len(k) != 3 {
-			t.Fatalf("%s: %d in the chart, %d in config/default; want three each", kind, len(h), len(k))
+		if len(h) != 4 || len(k) != 4 {
+			t.Fatalf("%s: %d in the chart, %d in config/default; want four each", kind, len(h), len(k))
 		}
 		byName := map[string]map[string]any{}
 		for _, o := range k {
@@ -470,8 +471,8 @@ func TestUninstallGuard(t *testing.T) {
 		t.Errorf("%d pre-delete hooks, want the uninstall check", hooks)
 	}
 	off := mustRender(t, "uninstallGuard.enabled=false")
-	if n := len(ofKind(off, "ValidatingAdmissionPolicy")); n != 1 {
-		t.Errorf("uninstallGuard.enabled=false: %d admission policies, want the own-node policy alone", n)
+	if n := len(ofKind(off, "ValidatingAdmissionPolicy")); n != 2 {
+		t.Errorf("uninstallGuard.enabled=false: %d admission policies, want the own-node and latency pod policies alone", n)
 	}
 	for _, o := range off {
 		if o.GetAnnotations()["helm.sh/hook"] != "" {

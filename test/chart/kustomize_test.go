@@ -211,7 +211,7 @@ func compareObjects(c, k *unstructured.Unstructured) []string {
 	}
 	switch c.GetKind() {
 	case "ClusterRole", "Role":
-		diff = append(diff, setDiff("rules", grants(field(c, "rules")), grants(field(k, "rules")))...)
+		diff = append(diff, setDiff("rules", grants(field(c, "rules")), chartNamedGrants(grants(field(k, "rules"))))...)
 	case "ClusterRoleBinding", "RoleBinding":
 		same("roleRef", field(c, "roleRef"), field(k, "roleRef"))
 		diff = append(diff, setDiff("subjects", jsonSet(field(c, "subjects")), jsonSet(field(k, "subjects")))...)
@@ -288,6 +288,22 @@ func grants(v any) []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// chartNamedGrants renames the objects config/default's grants name (resourceNames) as the chart
+// names them (chartName): the manager's role names its own webhook configurations.
+func chartNamedGrants(gs []string) []string {
+	out := make([]string, 0, len(gs))
+	for _, g := range gs {
+		for key, chartN := range chartName {
+			_, name, _ := strings.Cut(key, " ")
+			if strings.HasSuffix(g, "/"+name) {
+				g = strings.TrimSuffix(g, name) + chartN
+			}
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 // stringSet is a podSpec field compared as a set (setDiff), not as a list.

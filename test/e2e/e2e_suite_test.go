@@ -85,8 +85,8 @@ var _ = SynchronizedBeforeSuite(func() []byte { return nil }, func([]byte) {
 	By("the images are on the node")
 	stamp, stampFile := sourceStamp()
 	if have, _ := os.ReadFile(stampFile); os.Getenv("TSE2E_BUILD_IMAGES") != "" || !nodeHasImages() || string(have) != stamp {
-		out, err := run(45*time.Minute, nil, "hack/images/build.sh", "--import")
-		Expect(err).NotTo(HaveOccurred(), "hack/images/build.sh --import:\n%s", out)
+		out, err := run(45*time.Minute, nil, "hack/images/build.sh", "--import", "--test-build")
+		Expect(err).NotTo(HaveOccurred(), "hack/images/build.sh --import --test-build:\n%s", out)
 		Eventually(nodeHasImages, time.Minute, 2*time.Second).Should(BeTrue(), "the node lacks the images after build.sh --import")
 		Expect(os.WriteFile(stampFile, []byte(stamp), 0o644)).To(Succeed())
 	}

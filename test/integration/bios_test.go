@@ -253,7 +253,7 @@ func TestBIOSBMCFailuresAreConditions(t *testing.T) {
 	bmcFor(t, c, tlsNode, ns, e, user, password, tsv1.BMCTLS{CABundle: foreignCA(t)})
 	bmcFor(t, c, authNode, ns, e, user, wrong, tsv1.BMCTLS{CABundle: string(e.ca)})
 	b := &tsv1.BMC{ObjectMeta: metav1.ObjectMeta{Name: noSecret}, Spec: tsv1.BMCSpec{Endpoint: e.url,
-		CredentialsSecret: tsv1.SecretKeyReference{Namespace: ns, Name: "absent"}, TLS: &tsv1.BMCTLS{InsecureSkipVerify: true}}}
+		CredentialsSecret: tsv1.SecretKeyReference{Namespace: ns, Name: "absent"}, TLS: &tsv1.BMCTLS{CABundle: string(e.ca)}}}
 	if err := c.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}

@@ -487,7 +487,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	port := freePort(t)
 	pprofPort := freePort(t)
 	argv := []string{managerBin, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort), "--enable-webhooks=false", "--webhook-cert-mode=cert-manager", "--leader-elect=false",
-		"--namespace=tickstack-system", "--uninstall-guard=", fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port),
+		"--namespace=tickstack-system", "--uninstall-guard=", fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false",
 		"--health-probe-bind-address=0", "--zap-log-level=error"}
 	argv = append(argv, strings.Fields(*argsFlag)...)
 	mgr := start(t, "manager", argv, []string{"KUBECONFIG=" + kubeconfig})
