@@ -161,6 +161,9 @@ func TestAgentInstall(t *testing.T) {
 		"/pods/eviction":                        "create",
 		"events.k8s.io/events":                  "create,patch",
 		"nfd.k8s-sigs.io/nodefeatures":          "create,delete,get,patch",
+		// the metrics endpoint's authentication and authorization filter (internal/metricsauth)
+		"authentication.k8s.io/tokenreviews":        "create",
+		"authorization.k8s.io/subjectaccessreviews": "create",
 	}
 	if !reflect.DeepEqual(got, wantRules) {
 		t.Errorf("agent ClusterRole %v, want %v", got, wantRules)
