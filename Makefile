@@ -49,11 +49,11 @@ fmt: ## go fmt.
 .PHONY: vet
 vet: ## go vet, the e2e-tagged packages too.
 	go vet ./...
-	go vet -tags e2e ./test/...
+	go vet -tags e2e,release ./test/...
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml; the e2e-tagged packages too) and the import rules of docs/architecture.md.
-	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,scale ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,scale,release ./...
 	go test $(GO_TEST_FLAGS) ./test/architecture/
 
 .PHONY: verify-gen
@@ -136,9 +136,14 @@ third-party: ## Build Multus, the SR-IOV device plugin and node-feature-discover
 
 .PHONY: test
 test: deps envtest-assets vet $(HELM) $(CYCLONEDX_GOMOD) dataplane third-party ## Run every test: Go unit, envtest, host, chart and release suites, then the dataplane's.
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) TICKSTACK_HELM=$(HELM) TICKSTACK_CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) TICKSTACK_HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	go test -tags failpoint $(GO_TEST_FLAGS) ./cmd/agent/
+	$(MAKE) test-release
 	$(MAKE) -C dataplane test
+
+.PHONY: test-release
+test-release: $(HELM) $(CYCLONEDX_GOMOD) ## make release into a temporary folder (without the image archives), checked: sums, CLI version, chart, SBOM (docs/releasing.md).
+	TICKSTACK_HELM=$(HELM) TICKSTACK_CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) go test -tags release $(GO_TEST_FLAGS) -v -timeout 30m ./test/release/
 
 .PHONY: e2e
 e2e: deps $(HELM) dataplane ## The local cluster's own test, then the whole flow on it (root): chart, profile, agent, latency pod, benchmark, restore, uninstall.
