@@ -6,12 +6,14 @@ SHELL := /usr/bin/env bash -o pipefail
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v3.22.0
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 K8S_VERSION ?= v1.32.3
 
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM := $(BIN)/helm-$(HELM_VERSION)
+CYCLONEDX_GOMOD := $(BIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
 export TICKSTACK_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tickstack
 export K8S_VERSION
 
@@ -34,6 +36,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into c
 	$(CONTROLLER_GEN) rbac:roleName=agent paths=./internal/agent/... output:rbac:artifacts:config=config/agent
 	hack/sync-chart.py
 	go run ./hack/apidocs config/crd/bases docs/api-reference.md
+	go run ./hack/chartdocs charts/tickstack
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -46,17 +49,17 @@ fmt: ## go fmt.
 .PHONY: vet
 vet: ## go vet, the e2e-tagged packages too.
 	go vet ./...
-	go vet -tags e2e ./test/...
+	go vet -tags e2e,release ./test/...
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml; the e2e-tagged packages too) and the import rules of docs/architecture.md.
-	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,scale ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,scale,release ./...
 	go test $(GO_TEST_FLAGS) ./test/architecture/
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are not committed as generated.
-	@if [ -n "$$(git status --porcelain -- api config charts/tickstack/templates docs/api-reference.md)" ]; then \
-		git status --porcelain -- api config charts/tickstack/templates docs/api-reference.md; \
+	@if [ -n "$$(git status --porcelain -- api config charts/tickstack/templates charts/tickstack/README.md docs/api-reference.md)" ]; then \
+		git status --porcelain -- api config charts/tickstack/templates charts/tickstack/README.md docs/api-reference.md; \
 		git --no-pager diff --stat -- api config charts; \
 		echo "verify-gen: generated files differ from the tree: run 'make generate manifests' and commit"; exit 1; fi
 
@@ -71,6 +74,42 @@ build: ## Build the manager, agent and tickstack CLI into bin/, stamped with rel
 .PHONY: dataplane
 dataplane: ## Build the AF_XDP bypass stack and the tick-to-trade rig (dataplane/build/).
 	$(MAKE) -C dataplane -j2 all t2t
+
+##@ Images, chart and release (docs/images.md, docs/releasing.md)
+
+# Where the images and the chart go; their version (hack/version.sh: $$VERSION, the release on its tag,
+# else a development version 0.2.0-dev.g<commit> that no release carries).
+REGISTRY ?= localhost
+VERSION ?= $(shell hack/version.sh)
+override VERSION := $(VERSION)
+# public: Debian bookworm-slim and golang images, everything compiled inside the build (a workstation
+# with docker, podman or buildah); local: this project's machines, which reach no image registry
+# (debootstrap bases, binaries built on the host: make dataplane first).
+IMAGE_BASES ?= public
+# more hack/images/build.sh options for make images (the e2e: --test-build)
+IMAGE_FLAGS ?=
+CHARTS := $(BIN)/charts
+# helm speaks plain HTTP to a loopback registry, as the image push does (hack/images/build.sh)
+PLAIN_HTTP = $(if $(filter 127.% localhost localhost:%,$(firstword $(subst /, ,$(REGISTRY)))),--plain-http)
+
+.PHONY: images
+images: $(if $(filter local,$(IMAGE_BASES)),dataplane) ## Build REGISTRY/tickstack-{manager,agent,bench}:VERSION with docker, podman or buildah (IMAGE_BASES=local here).
+	hack/images/build.sh --registry $(REGISTRY) --version $(VERSION) --bases $(IMAGE_BASES) $(IMAGE_FLAGS) manager agent bench
+
+.PHONY: push
+push: chart ## Push the images `make images` built (printing NAME:VERSION@DIGEST, for the chart's imageDigest values) and the chart to oci://REGISTRY/charts.
+	hack/images/build.sh --registry $(REGISTRY) --version $(VERSION) --bases $(IMAGE_BASES) --no-build --push manager agent bench
+	$(HELM) push $(CHARTS)/tickstack-$(VERSION).tgz oci://$(REGISTRY)/charts $(PLAIN_HTTP)
+
+.PHONY: chart
+chart: $(HELM) ## Package the chart as bin/charts/tickstack-VERSION.tgz, its version and appVersion VERSION.
+	@mkdir -p $(CHARTS)
+	$(HELM) package charts/tickstack --version $(VERSION) --app-version $(VERSION) -d $(CHARTS)
+
+.PHONY: release
+release: $(HELM) $(CYCLONEDX_GOMOD) $(if $(filter local,$(IMAGE_BASES)),dataplane) ## Everything of release VERSION=x.y.z in bin/release/VERSION (RELEASE_DIR): chart, CLIs, image archives and digests, SBOM, SHA256SUMS.
+	HELM=$(HELM) CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) hack/release.sh --version $(VERSION) --bases $(IMAGE_BASES) \
+		--out $(or $(RELEASE_DIR),$(BIN)/release/$(VERSION)) $(RELEASE_FLAGS)
 
 ##@ Main job
 
@@ -96,10 +135,15 @@ third-party: ## Build Multus, the SR-IOV device plugin and node-feature-discover
 	hack/third-party.sh >/dev/null
 
 .PHONY: test
-test: deps envtest-assets vet $(HELM) dataplane third-party ## Run every test: Go unit, envtest, host and chart suites, then the dataplane's.
+test: deps envtest-assets vet $(HELM) $(CYCLONEDX_GOMOD) dataplane third-party ## Run every test: Go unit, envtest, host, chart and release suites, then the dataplane's.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) TICKSTACK_HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	go test -tags failpoint $(GO_TEST_FLAGS) ./cmd/agent/
+	$(MAKE) test-release
 	$(MAKE) -C dataplane test
+
+.PHONY: test-release
+test-release: $(HELM) $(CYCLONEDX_GOMOD) ## make release into a temporary folder (without the image archives), checked: sums, CLI version, chart, SBOM (docs/releasing.md).
+	TICKSTACK_HELM=$(HELM) TICKSTACK_CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) go test -tags release $(GO_TEST_FLAGS) -v -timeout 30m ./test/release/
 
 .PHONY: e2e
 e2e: deps $(HELM) dataplane ## The local cluster's own test, then the whole flow on it (root): chart, profile, agent, latency pod, benchmark, restore, uninstall.
@@ -148,6 +192,12 @@ $(GOLANGCI_LINT):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/golangci-lint $@
+
+# go install builds it at the pinned version (the module proxy serves its source).
+$(CYCLONEDX_GOMOD):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) go install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+	mv $(BIN)/cyclonedx-gomod $@
 
 $(HELM):
 	@mkdir -p $(BIN)

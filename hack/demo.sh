@@ -55,8 +55,9 @@ go build -o bin/tickstack ./cmd/tickstack
 
 log "images (built from ./cmd/* and dataplane/build, imported into the node's containerd)"
 # Rebuilt when what they are built from changed since the last import (tracked files and
-# uncommitted changes to them), when the node lacks them, or with DEMO_REBUILD=1: the tag stays the
-# chart's appVersion, so an old image under it would otherwise run the old code.
+# uncommitted changes to them), when the node lacks them, or with DEMO_REBUILD=1: with uncommitted
+# changes the tag (hack/version.sh's, ending .dirty) stays the same, so an old image under it would
+# otherwise run the old code.
 stamp_file=${TICKSTACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickstack}/images/demo-sources.sha256
 sources=(api cmd internal dataplane Dockerfile go.mod go.sum hack/images charts/tickstack/Chart.yaml)
 stamp=
@@ -66,7 +67,7 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
 fi
 rebuilt=0
 if [ -n "${DEMO_REBUILD:-}" ] || [ -z "$stamp" ] || [ "$stamp" != "$(cat "$stamp_file" 2>/dev/null)" ] ||
-  ! "${KUBECTL[@]}" get node tslc-node -o jsonpath='{.status.images[*].names}' | grep -q 'localhost/tickstack-bench:'; then
+  ! "${KUBECTL[@]}" get node tslc-node -o jsonpath='{.status.images[*].names}' | grep -qF "localhost/tickstack-bench:$(hack/version.sh)"; then
   make --no-print-directory dataplane
   hack/images/build.sh --import
   mkdir -p "$(dirname "$stamp_file")"
@@ -115,8 +116,10 @@ agent:
 EOF
 installed=0
 KUBECONFIG=$(hack/local-cluster kubeconfig) "$HELM" status tickstack -n "$NS" >/dev/null 2>&1 && installed=1
+# The images hack/images/build.sh --import tagged with this tree's version (hack/version.sh: a
+# development version off a release tag, not the chart's appVersion).
 KUBECONFIG=$(hack/local-cluster kubeconfig) "$HELM" upgrade --install tickstack charts/tickstack -n "$NS" \
-  --create-namespace -f "$values" --wait --timeout 8m
+  --create-namespace -f "$values" --set imageTag="$(hack/version.sh)" --wait --timeout 8m
 if [ "$rebuilt" = 1 ] && [ "$installed" = 1 ]; then
   # same image names as before: the running pods keep the old images until restarted
   log "restarting the operator's pods on the rebuilt images"

@@ -41,7 +41,7 @@ func SockperfReceiveBuffer(output string) (int64, bool) {
 // bytes of SO_RCVBUF as sockperf does (plain SO_RCVBUF; 0: nothing asked) and returns what the
 // kernel granted: getsockopt(SO_RCVBUF).
 func probeReceiveBuffer(requested int64) (int64, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|sockCloexec, 0)
 	if err != nil {
 		return 0, fmt.Errorf("opening a UDP socket: %w", err)
 	}

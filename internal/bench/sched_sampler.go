@@ -223,18 +223,3 @@ func parseSteal(text []byte, cpus []int) ([]int64, error) {
 	}
 	return out, nil
 }
-
-// affinityOf returns the CPUs process pid may run on; nil when it cannot be read.
-func affinityOf(pid int) []int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(pid, &set); err != nil {
-		return nil
-	}
-	var out []int
-	for c := 0; c < len(set)*64; c++ {
-		if set.IsSet(c) {
-			out = append(out, c)
-		}
-	}
-	return out
-}

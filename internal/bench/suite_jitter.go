@@ -8,7 +8,6 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"golang.org/x/sys/unix"
 )
 
 // jitter measures OS noise on the given CPUs with oslat and cyclictest.
@@ -86,14 +85,13 @@ func (r *Runner) jitter(ctx context.Context, s *tsv1.JitterSpec) *tsv1.JitterRes
 // mainCPU picks the CPU for oslat's main thread: one this process may run on that is not measured,
 // else the first measured one (oslat's default, CPU 0, may be outside a pinned pod's cpuset).
 func mainCPU(measured []int) int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err == nil {
+	if allowed := affinityOf(0); allowed != nil {
 		in := map[int]bool{}
 		for _, c := range measured {
 			in[c] = true
 		}
-		for c := 0; c < 1024; c++ {
-			if set.IsSet(c) && !in[c] {
+		for _, c := range allowed {
+			if !in[c] {
 				return c
 			}
 		}

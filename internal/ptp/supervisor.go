@@ -163,7 +163,7 @@ func (s *Supervisor) runOnce(ctx context.Context) error {
 	defer runtime.UnlockOSThread()
 
 	cmd := exec.Command(s.cmd.Path, s.cmd.Args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	stdout := &lineWriter{emit: func(l string) { s.line("stdout", l) }}
 	stderr := &lineWriter{emit: func(l string) { s.line("stderr", l) }}
 	cmd.Stdout, cmd.Stderr = stdout, stderr

@@ -11,8 +11,9 @@ import (
 	"github.com/tickstack/tickstack/internal/testutil"
 )
 
-// A binary built with hack/ldflags.sh reports the chart's appVersion, the clone's commit and the build
-// time, never "unknown".
+// A binary built with hack/ldflags.sh reports hack/version.sh's version, the clone's commit and the
+// build time, never "unknown"; off a release tag that version is a development one naming the commit,
+// so a development build never carries a release's version.
 func TestBuiltBinaryReportsReleaseAndCommit(t *testing.T) {
 	root, err := testutil.RepoRoot()
 	if err != nil {
@@ -26,13 +27,25 @@ func TestBuiltBinaryReportsReleaseAndCommit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hack/ldflags.sh: %v", err)
 	}
+	version, err := exec.Command(filepath.Join(root, "hack", "version.sh")).Output()
+	if err != nil {
+		t.Fatalf("hack/version.sh: %v", err)
+	}
 	chart, err := os.ReadFile(filepath.Join(root, "charts", "tickstack", "Chart.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := regexp.MustCompile(`(?m)^appVersion: "([^"]+)"`).FindSubmatch(chart)
-	if release == nil {
+	app := regexp.MustCompile(`(?m)^appVersion: "([^"]+)"`).FindSubmatch(chart)
+	if app == nil {
 		t.Fatal("Chart.yaml has no appVersion")
+	}
+	release := [][]byte{nil, []byte(strings.TrimSpace(string(version)))}
+	tags, _ := exec.Command("git", "-C", root, "tag", "--points-at", "HEAD").Output()
+	if !strings.Contains("\n"+string(tags), "\nv"+string(app[1])+"\n") {
+		dev := regexp.MustCompile(`^[0-9]+\.[0-9]+\.0-dev\.g` + string(head[:12]) + `(\.dirty)?$`)
+		if !dev.Match(release[1]) || string(release[1]) == string(app[1]) {
+			t.Errorf("hack/version.sh off the release tag printed %q, want a development version matching %s", release[1], dev)
+		}
 	}
 	bin := filepath.Join(t.TempDir(), "tickstack")
 	build := exec.Command("go", "build", "-ldflags", strings.TrimSpace(string(flags)), "-o", bin, "./cmd/tickstack")

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -355,6 +356,69 @@ func TestXDPDaemonOnTheAgentsNodes(t *testing.T) {
 	}
 }
 
+// images lists every container image of the rendered objects (init containers too) by workload,
+// and the manager's --dataplane-image and --bench-image.
+func images(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, o := range objs {
+		for _, field := range []string{"initContainers", "containers"} {
+			cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", field)
+			for _, c := range cs {
+				c := c.(map[string]any)
+				out[o.GetKind()+"/"+o.GetName()+"/"+c["name"].(string)] = c["image"].(string)
+			}
+		}
+	}
+	args := managerArgs(t, objs)
+	out["--dataplane-image"], out["--bench-image"] = args["--dataplane-image"], args["--bench-image"]
+	return out
+}
+
+// Every tickstack image is <imageRegistry>/tickstack-<component>, by the chart's appVersion, by
+// imageTag, or by the digest `make push` printed (the tag then left out); the agent's digest covers
+// tickstack-xdpd, which runs from the agent's image.
+func TestImageReferences(t *testing.T) {
+	chart, err := os.ReadFile(filepath.Join(chartDir(t), "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := regexp.MustCompile(`(?m)^appVersion: "([^"]+)"`).FindSubmatch(chart)
+	if app == nil {
+		t.Fatal("Chart.yaml has no appVersion")
+	}
+	dm, da, db := "sha256:"+strings.Repeat("1", 64), "sha256:"+strings.Repeat("2", 64), "sha256:"+strings.Repeat("3", 64)
+	for _, tc := range []struct {
+		sets                  []string
+		manager, agent, bench string
+	}{
+		{nil, "localhost/tickstack-manager:" + string(app[1]), "localhost/tickstack-agent:" + string(app[1]), "localhost/tickstack-bench:" + string(app[1])},
+		{[]string{"imageRegistry=127.0.0.1:5050/team/", "imageTag=0.2.0-dev.gabc"},
+			"127.0.0.1:5050/team/tickstack-manager:0.2.0-dev.gabc", "127.0.0.1:5050/team/tickstack-agent:0.2.0-dev.gabc", "127.0.0.1:5050/team/tickstack-bench:0.2.0-dev.gabc"},
+		{[]string{"imageRegistry=r.example/t", "imageTag=1.0.0", "manager.imageDigest=" + dm, "agent.imageDigest=" + da, "bench.imageDigest=" + db},
+			"r.example/t/tickstack-manager@" + dm, "r.example/t/tickstack-agent@" + da, "r.example/t/tickstack-bench@" + db},
+		{[]string{"imageRegistry=", "agent.imageDigest=" + da}, "tickstack-manager:" + string(app[1]), "tickstack-agent@" + da, "tickstack-bench:" + string(app[1])},
+	} {
+		got := images(t, mustRender(t, tc.sets...))
+		want := map[string]string{
+			"Deployment/t-tickstack-manager/manager": tc.manager,
+			"DaemonSet/t-tickstack-agent/agent":      tc.agent,
+			"--dataplane-image":                      tc.agent,
+			"--bench-image":                          tc.bench,
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("--set %v: %s is %q, want %q", tc.sets, k, got[k], v)
+			}
+		}
+		for k, v := range got {
+			if strings.Contains(k, "xdpd") && v != tc.agent {
+				t.Errorf("--set %v: %s is %q, want the agent's image %q", tc.sets, k, v, tc.agent)
+			}
+		}
+	}
+}
+
 func TestValuesSchemaRefusesBadValues(t *testing.T) {
 	for set, want := range map[string]string{
 		"manager.replicas=0":                           "/manager/replicas",
@@ -372,6 +436,8 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		"nfd.image.repository=":                        "/nfd/image/repository",
 		"nfd.enable=true":                              "additional properties 'enable' not allowed",
 		"agent.metrics.port=0":                         "/agent/metrics/port",
+		"manager.imageDigest=sha256:abc":               "/manager/imageDigest",
+		"bench.imageDigest=0.2.0":                      "/bench/imageDigest",
 		"agent.metrics.enable=true":                    "additional properties 'enable' not allowed",
 		"metrics.prometheusRule.rebootGrace=soon":      "/metrics/prometheusRule/rebootGrace",
 		"metrics.prometheusRule.maxSystemOffsetNs=0":   "/metrics/prometheusRule/maxSystemOffsetNs",

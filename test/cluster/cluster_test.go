@@ -1,7 +1,8 @@
 //go:build e2e
 
-// The local cluster's own tests (hack/local-cluster): a pod runs from an image built here without a
-// registry and reaches the API server (pod and host network), a Service reaches its pod from the host
+// The local cluster's own tests (hack/local-cluster): a pod runs from an image built here and imported
+// without a registry, another from the same image pushed to the cluster's registry and pulled by the
+// node (plain HTTP on loopback); a pod reaches the API server (pod and host network), a Service reaches its pod from the host
 // and from another pod, a Guaranteed pod gets a CPU of its own from the static CPU manager, pods get
 // a secondary interface on the second network (macvlan) and on the point-to-point latency link (veth,
 // native XDP) and talk over them.
@@ -118,6 +119,47 @@ spec:
 		if !strings.Contains(logs, want) {
 			t.Errorf("pod log lacks %q:\n%s", want, logs)
 		}
+	}
+}
+
+// TestPodPullsFromLocalRegistry pushes the manager image to the cluster's registry (TSLC_REGISTRY,
+// the CNCF distribution registry on loopback) under a name the node has never seen, and runs a pod of
+// it with imagePullPolicy Always: containerd pulls it over plain HTTP (its hosts.toml for the
+// registry), the kubelet says so, and the pod runs the image.
+func TestPodPullsFromLocalRegistry(t *testing.T) {
+	env, err := command(time.Minute, filepath.Join(repoRoot, "hack", "local-cluster"), "env")
+	if err != nil {
+		t.Fatalf("hack/local-cluster env: %v\n%s", err, env)
+	}
+	m := regexp.MustCompile(`(?m)^export TSLC_REGISTRY=(\S+)$`).FindStringSubmatch(env)
+	if m == nil {
+		t.Fatalf("hack/local-cluster env names no TSLC_REGISTRY:\n%s", env)
+	}
+	// a tag of its own per run, so the node cannot have it from an earlier one
+	image := fmt.Sprintf("%s/tslc-e2e/hello:%d", m[1], time.Now().UnixNano())
+	if out, err := command(5*time.Minute, "buildah", "push", "-q", "--tls-verify=false",
+		"localhost/tickstack-manager:"+imageTag, "docker://"+image); err != nil {
+		t.Fatalf("buildah push: %v\n%s", err, out)
+	}
+	apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: pulled, namespace: %s}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: hello
+    image: %s
+    imagePullPolicy: Always
+`, namespace, image))
+	defer deletePods(t, "pulled")
+	waitPhase(t, "pulled", "Succeeded", 3*time.Minute)
+	if logs := podLogs(t, "pulled"); !strings.Contains(logs, "hello from a locally built tickstack image") {
+		t.Errorf("pod log lacks the image's greeting:\n%s", logs)
+	}
+	events, err := kubectl("get", "events", "-n", namespace, "--field-selector", "involvedObject.name=pulled,reason=Pulled", "-o", "jsonpath={.items[*].message}")
+	if err != nil || !strings.Contains(events, fmt.Sprintf("Successfully pulled image %q", image)) {
+		t.Errorf("no Pulled event for %s: %v\n%s", image, err, events)
 	}
 }
 

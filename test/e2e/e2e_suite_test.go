@@ -8,8 +8,11 @@
 //
 //	go test -tags e2e -v -timeout 60m ./test/e2e/      (root; make e2e)
 //
-// It starts the cluster when none runs and stops it at the end (TSE2E_KEEP_CLUSTER=1 keeps it),
-// builds and imports the images when the node lacks them (TSE2E_BUILD_IMAGES=1 always rebuilds).
+// It starts the cluster when none runs and stops it at the end (TSE2E_KEEP_CLUSTER=1 keeps it). As a
+// user does, it builds and pushes the images and the chart to a registry (make images push; the
+// cluster's own, on loopback) and installs from there (helm install oci://...): the node pulls every
+// image of the release, none is imported. It rebuilds them when their sources changed or the registry
+// lacks them (TSE2E_BUILD_IMAGES=1 always rebuilds).
 // The node is this machine: the agent tunes it for real, and the test checks that every value it
 // snapshotted before the install is back at the end. The agent's reboot command only records, its
 // boot loader drop-in goes to a scratch directory, and an admission policy holds every reboot slot:
@@ -23,9 +26,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -46,7 +51,6 @@ const (
 	holdPolicy   = "tse2e-reboot-hold"
 	scratchDir   = "/tmp/tse2e-agent" // hostPath the agent mounts at /tse2e (recorders, boot loader drop-in)
 	helmBinary   = "bin/helm-v3.22.0"
-	imageTag     = "0.1.0"
 	net2CIDR     = "198.19.203."
 	libInPod     = "/opt/tickstack/lib/libtickstack.so"
 	stateDirHost = "/var/lib/tickstack"
@@ -54,8 +58,13 @@ const (
 )
 
 var (
-	repoRoot       string
-	clusterStarted bool
+	repoRoot string
+	// The local cluster's registry (hack/local-cluster env: TSLC_REGISTRY), this tree's version
+	// (hack/version.sh) and the images pushed there, by digest (the chart's <component>.imageDigest).
+	registry, version                    string
+	managerImage, agentImage, benchImage string
+	sriovdpImage                         string
+	clusterStarted                       bool
 	// Host facts before the test, for the cleanup.
 	hadStateDir, hadGrubDir, hadRoleLabel bool
 	snapshot                              map[string]string
@@ -82,15 +91,34 @@ var _ = SynchronizedBeforeSuite(func() []byte { return nil }, func([]byte) {
 	}
 	DeferCleanup(stopCluster)
 
-	By("the images are on the node")
+	By("the images and the chart are in the cluster's registry (make images push)")
+	env, err := run(time.Minute, nil, "hack/local-cluster", "env")
+	Expect(err).NotTo(HaveOccurred(), env)
+	registry = envValue(env, "TSLC_REGISTRY")
+	v, err := run(time.Minute, nil, "hack/version.sh")
+	Expect(err).NotTo(HaveOccurred(), v)
+	// A test build (the agent's --failpoint-file, build.sh --test-build) gets a version of its own, so
+	// it never takes the tag of a build without it.
+	version = strings.TrimSpace(v) + ".failpoint"
+	if !strings.Contains(version, "-") {
+		version = strings.TrimSuffix(version, ".failpoint") + "-failpoint"
+	}
 	stamp, stampFile := sourceStamp()
-	if have, _ := os.ReadFile(stampFile); os.Getenv("TSE2E_BUILD_IMAGES") != "" || !nodeHasImages() || string(have) != stamp {
-		out, err := run(45*time.Minute, nil, "hack/images/build.sh", "--import", "--test-build")
-		Expect(err).NotTo(HaveOccurred(), "hack/images/build.sh --import --test-build:\n%s", out)
-		Eventually(nodeHasImages, time.Minute, 2*time.Second).Should(BeTrue(), "the node lacks the images after build.sh --import")
+	if have, _ := os.ReadFile(stampFile); os.Getenv("TSE2E_BUILD_IMAGES") != "" || !registryHasRelease() || string(have) != stamp {
+		out, err := run(45*time.Minute, nil, "make", "--no-print-directory", "images", "push",
+			"REGISTRY="+registry, "VERSION="+version, "IMAGE_BASES=local", "IMAGE_FLAGS=--test-build")
+		Expect(err).NotTo(HaveOccurred(), "make images push:\n%s", out)
+		// The SR-IOV device plugin the chart deploys: built by hack/local-cluster from its pinned source.
+		out, err = run(10*time.Minute, nil, "hack/images/build.sh", "--registry", registry, "--push", "sriovdp")
+		Expect(err).NotTo(HaveOccurred(), "hack/images/build.sh --push sriovdp:\n%s", out)
+		Expect(registryHasRelease()).To(BeTrue(), "the registry lacks the images or the chart after make images push")
 		Expect(os.WriteFile(stampFile, []byte(stamp), 0o644)).To(Succeed())
 	}
-	_, err := os.Stat(filepath.Join(repoRoot, helmBinary))
+	managerImage = registry + "/tickstack-manager@" + registryDigest("tickstack-manager", version)
+	agentImage = registry + "/tickstack-agent@" + registryDigest("tickstack-agent", version)
+	benchImage = registry + "/tickstack-bench@" + registryDigest("tickstack-bench", version)
+	sriovdpImage = registry + "/sriov-network-device-plugin:" + thirdPartyVersion("sriov-network-device-plugin")
+	_, err = os.Stat(filepath.Join(repoRoot, helmBinary))
 	Expect(err).NotTo(HaveOccurred(), "%s: run make helm", helmBinary)
 
 	By("a snapshot of every host setting the profile touches, before the install")
@@ -137,6 +165,7 @@ func cleanup() {
 	_, _ = kubectl(nil, "annotate", "node", nodeName, "tickstack.io/benchmark-passed-")
 	_, _ = kubectl(nil, "label", "node", nodeName, "tickstack.io/profile-", "tickstack.io/validated-", "tickstack.io/fingerprint-")
 	restoreHost()
+	_ = os.Remove(kustomizedFile)
 }
 
 // clearCluster removes what a spec may have left of tickstack, so that the next spec starts from
@@ -161,7 +190,11 @@ func clearCluster() {
 		}
 	}
 	_, _ = helm(5*time.Minute, "uninstall", release, "-n", releaseNS, "--wait", "--timeout", "3m", "--ignore-not-found")
-	_, _ = kubectl(nil, "delete", "-k", kustomizeDir, "--ignore-not-found", "--wait=true", "--timeout=180s")
+	if f, err := kustomized(); err == nil {
+		_, _ = kubectl(nil, "delete", "-f", f, "--ignore-not-found", "--wait=true", "--timeout=180s")
+	} else {
+		GinkgoWriter.Printf("the kustomize install is not deleted: %v\n", err)
+	}
 	restoreHost()
 }
 
@@ -263,11 +296,12 @@ func nodeLabels() map[string]string {
 }
 
 // sourceStamp identifies the sources the images are built from (the commit and any uncommitted
-// change below them), and the file that records the stamp of the images last imported by this test:
-// the images are rebuilt only when the sources changed.
+// change below them), and the file that records the stamp of the images and chart this test last
+// pushed: they are rebuilt only when the sources changed.
 func sourceStamp() (stamp, file string) {
 	GinkgoHelper()
-	paths := []string{"api", "cmd", "controllers", "internal", "dataplane", "Dockerfile", "hack/images", "go.mod", "go.sum"}
+	paths := []string{"api", "cmd", "controllers", "internal", "dataplane", "Dockerfile", "hack/images", "go.mod", "go.sum",
+		"charts/tickstack", "Makefile", "hack/version.sh", "hack/ldflags.sh"}
 	head, err := run(time.Minute, nil, "git", "rev-parse", "HEAD")
 	Expect(err).NotTo(HaveOccurred(), head)
 	diff, err := run(time.Minute, nil, "git", append([]string{"diff", "HEAD", "--"}, paths...)...)
@@ -285,18 +319,69 @@ func sourceStamp() (stamp, file string) {
 	return hex.EncodeToString(sum[:]), filepath.Join(cache, "images", "e2e-sources.stamp")
 }
 
-// nodeHasImages reports whether the node's containerd has the chart's three images.
-func nodeHasImages() bool {
-	out, err := kubectl(nil, "get", "node", nodeName, "-o", "jsonpath={.status.images[*].names}")
+// envValue is NAME's value in hack/local-cluster env's exports.
+func envValue(env, name string) string {
+	GinkgoHelper()
+	m := regexp.MustCompile(`(?m)^export ` + name + `=(\S+)$`).FindStringSubmatch(env)
+	Expect(m).NotTo(BeNil(), "hack/local-cluster env names no %s:\n%s", name, env)
+	return m[1]
+}
+
+// registryDigest is the digest of REPO:TAG in the cluster's registry (its manifest's), empty when
+// the registry does not have it.
+func registryDigest(repo, tag string) string {
+	req, err := http.NewRequest(http.MethodHead, "http://"+registry+"/v2/"+repo+"/manifests/"+tag, nil)
 	if err != nil {
-		return false
+		return ""
 	}
-	for _, img := range []string{"manager", "agent", "bench"} {
-		if !strings.Contains(out, "localhost/tickstack-"+img+":"+imageTag) {
+	req.Header.Set("Accept", strings.Join([]string{"application/vnd.oci.image.manifest.v1+json",
+		"application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.v2+json"}, ", "))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return resp.Header.Get("Docker-Content-Digest")
+}
+
+// registryHasRelease reports whether the registry has this tree's three images, its chart and the
+// device plugin's image.
+func registryHasRelease() bool {
+	for _, repo := range []string{"tickstack-manager", "tickstack-agent", "tickstack-bench", "charts/tickstack"} {
+		if registryDigest(repo, version) == "" {
 			return false
 		}
 	}
-	return true
+	return registryDigest("sriov-network-device-plugin", thirdPartyVersion("sriov-network-device-plugin")) != ""
+}
+
+// thirdPartyVersion is NAME's pinned version in hack/third-party.lock.
+func thirdPartyVersion(name string) string {
+	GinkgoHelper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "hack", "third-party.lock"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Split(l, "\t"); len(f) > 1 && f[0] == name {
+			return f[1]
+		}
+	}
+	Fail("hack/third-party.lock has no " + name)
+	return ""
+}
+
+// chartFromRegistry is how the tests install or upgrade to this tree: the chart pushed to the
+// cluster's registry, its images from there by digest (every one pulled by the node).
+func chartFromRegistry() []string {
+	return []string{"oci://" + registry + "/charts/tickstack", "--version", version, "--plain-http",
+		"--set", "imageRegistry=" + registry,
+		"--set", "manager.imageDigest=" + strings.SplitN(managerImage, "@", 2)[1],
+		"--set", "agent.imageDigest=" + strings.SplitN(agentImage, "@", 2)[1],
+		"--set", "bench.imageDigest=" + strings.SplitN(benchImage, "@", 2)[1],
+		"--set", "sriovDevicePlugin.image.repository=" + registry + "/sriov-network-device-plugin",
+	}
 }
 
 const absent = "<absent>"
@@ -362,4 +447,91 @@ func hostDiff(before map[string]string) []string {
 		}
 	}
 	return diff
+}
+
+// forgetRegistryImages removes from the node's containerd every image of the cluster's registry
+// (each name, and the image IDs they point at), so that what follows must pull them.
+func forgetRegistryImages() {
+	GinkgoHelper()
+	env, err := run(time.Minute, nil, "hack/local-cluster", "env")
+	Expect(err).NotTo(HaveOccurred(), env)
+	ctr := []string{"--address", envValue(env, "TSLC_CONTAINERD_ADDRESS"), "-n", "k8s.io", "images"}
+	out, err := run(time.Minute, nil, "ctr", append(ctr, "ls")...)
+	Expect(err).NotTo(HaveOccurred(), out)
+	targets := map[string]bool{}
+	var refs []string
+	lines := strings.Split(out, "\n")
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 2 && strings.HasPrefix(f[0], registry+"/") {
+			targets[f[2]] = true
+		}
+	}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 2 && targets[f[2]] {
+			refs = append(refs, f[0])
+		}
+	}
+	if len(refs) > 0 {
+		out, err := run(time.Minute, nil, "ctr", append(append(ctr, "rm"), refs...)...)
+		Expect(err).NotTo(HaveOccurred(), out)
+	}
+}
+
+// expectPulledFromRegistry checks that the release's pods run exactly the images of want, each from
+// the cluster's registry, and that the kubelet pulled every one of them (its Pulled event).
+func expectPulledFromRegistry(want map[string]bool) {
+	GinkgoHelper()
+	var pods struct {
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Spec struct {
+				InitContainers []struct {
+					Image string `json:"image"`
+				} `json:"initContainers"`
+				Containers []struct {
+					Image string `json:"image"`
+				} `json:"containers"`
+			} `json:"spec"`
+			Status struct {
+				InitContainerStatuses []struct {
+					ImageID string `json:"imageID"`
+				} `json:"initContainerStatuses"`
+				ContainerStatuses []struct {
+					ImageID string `json:"imageID"`
+				} `json:"containerStatuses"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	Expect(getJSON(&pods, "pods", "-n", releaseNS)).To(Succeed())
+	seen := map[string]bool{}
+	for _, p := range pods.Items {
+		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+			Expect(want).To(HaveKey(c.Image), "pod %s runs an image that is not the release's from the registry", p.Metadata.Name)
+			seen[c.Image] = true
+		}
+		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			Expect(c.ImageID).To(HavePrefix(registry+"/"), "pod %s: the image the runtime ran", p.Metadata.Name)
+		}
+	}
+	Expect(seen).To(HaveLen(len(want)), "the release's pods run %v", seen)
+	var events struct {
+		Items []struct {
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
+		} `json:"items"`
+	}
+	Expect(getJSON(&events, "events", "-n", releaseNS)).To(Succeed())
+	pulled := map[string]bool{}
+	for _, e := range events.Items {
+		for img := range want {
+			if e.Reason == "Pulled" && strings.HasPrefix(e.Message, fmt.Sprintf("Successfully pulled image %q", img)) {
+				pulled[img] = true
+			}
+		}
+	}
+	for img := range want {
+		Expect(pulled).To(HaveKey(img), "no kubelet event says it pulled %s", img)
+	}
 }

@@ -15,7 +15,8 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// values configure the chart for this machine: images imported by hand; no CPU requests for the
+// values configure the chart for this machine: images pulled from the cluster's registry (the
+// previous release's imported by hand); no CPU requests for the
 // operator, the agent and tickstack-xdpd, so the node's one allocatable CPU stays whole for a pinned
 // pod; the local cluster's CNI directory for the tickstack-xdp plugin; a reboot command and a GRUB
 // update command that only record into the scratch directory; and the GRUB drop-in directory
@@ -24,8 +25,12 @@ import (
 // previous: the values of the previous release's chart (hack/previous-release), which has neither
 // tickstack-xdpd nor the agent's extraArgs.
 func values(cniBinDir, clusterDir string, previous bool) string {
+	policy := "IfNotPresent"
+	if previous {
+		policy = "Never"
+	}
 	v := `
-imagePullPolicy: Never
+imagePullPolicy: ` + policy + `
 crds: {keep: true}
 manager:
   resources: {requests: {cpu: null, memory: 64Mi}}
@@ -350,8 +355,10 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 		clearCluster() // whatever another spec left
 		resetRecorders()
 		f := valuesFile(false)
-		out, err := helm(10*time.Minute, "install", release, "charts/tickstack", "-n", releaseNS, "--create-namespace",
-			"-f", f, "--wait", "--timeout", "8m")
+		// Whatever an earlier run pulled goes: the install must pull every image of the release.
+		forgetRegistryImages()
+		out, err := helm(10*time.Minute, append(append([]string{"install", release}, chartFromRegistry()...),
+			"-n", releaseNS, "--create-namespace", "-f", f, "--wait", "--timeout", "8m")...)
 		Expect(err).NotTo(HaveOccurred(), "helm install:\n%s", out)
 		out, err = kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/"+release+"-agent", "--timeout=5m")
 		Expect(err).NotTo(HaveOccurred(), out)
@@ -359,6 +366,8 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 		Eventually(func() (string, error) {
 			return kubectl(nil, "get", "daemonset", release+"-xdpd", "-n", releaseNS, "-o", "jsonpath={.status.desiredNumberScheduled}/{.status.numberReady}")
 		}, 5*time.Minute, 2*time.Second).Should(Equal("1/1"))
+		By("every image of the release was pulled from the registry, by digest where the chart was given one")
+		expectPulledFromRegistry(map[string]bool{managerImage: true, agentImage: true, sriovdpImage: true})
 		apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + testNS + "\n")
 		Eventually(func() error {
 			_, err := kubectl(nil, "get", "serviceaccount", "default", "-n", testNS)
@@ -537,13 +546,13 @@ spec:
       terminationGracePeriodSeconds: 1
       containers:
       - name: pinned
-        image: localhost/tickstack-bench:%s
-        imagePullPolicy: Never
+        image: %s
+        imagePullPolicy: IfNotPresent
         command: [sleep, infinity]
         resources:
           requests: {cpu: "1", memory: 32Mi}
           limits: {cpu: "1", memory: 32Mi}
-`, testNS, imageTag))
+`, testNS, benchImage))
 		pinnedCPUs := func(g Gomega) string {
 			out, err := kubectl(nil, "exec", "-n", testNS, "deploy/pinned", "--", "/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status")
 			g.Expect(err).NotTo(HaveOccurred(), out)
@@ -723,13 +732,13 @@ spec:
       terminationGracePeriodSeconds: 1
       containers:
       - name: early
-        image: localhost/tickstack-bench:%[3]s
-        imagePullPolicy: Never
+        image: %[3]s
+        imagePullPolicy: IfNotPresent
         command: [sleep, infinity]
         resources:
           requests: {cpu: "1", memory: 32Mi}
           limits: {cpu: "1", memory: 32Mi}
-`, testNS, profileName, imageTag))
+`, testNS, profileName, benchImage))
 		defer func() {
 			_, _ = kubectl(nil, "delete", "replicaset", "early", "-n", testNS, "--ignore-not-found", "--wait=false")
 		}()
@@ -786,13 +795,13 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: trader
-    image: localhost/tickstack-bench:%s
-    imagePullPolicy: Never
+    image: %s
+    imagePullPolicy: IfNotPresent
     command: [sleep, infinity]
     resources:
       requests: {cpu: "1", memory: 64Mi}
       limits: {cpu: "1", memory: 64Mi}
-`, testNS, profileName, imageTag))
+`, testNS, profileName, benchImage))
 		Eventually(func(g Gomega) {
 			out, err := kubectl(nil, "get", "pod", "trader", "-n", testNS, "-o", "jsonpath={.status.phase}")
 			g.Expect(err).NotTo(HaveOccurred())
@@ -884,13 +893,13 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: bench
-    image: localhost/tickstack-bench:%s
-    imagePullPolicy: Never
+    image: %s
+    imagePullPolicy: IfNotPresent
     command: [sleep, infinity]
     resources:
       requests: {memory: 128Mi}
       limits: {memory: 128Mi}%s
-`, name, testNS, profileName, imageTag, extra))
+`, name, testNS, profileName, benchImage, extra))
 		}
 		addr := map[string]string{}
 		uid := map[string]string{}

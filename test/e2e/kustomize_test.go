@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -14,6 +16,34 @@ import (
 
 // kustomizeDir is config/default with this machine's safety changes (testdata/kustomize).
 const kustomizeDir = "test/e2e/testdata/kustomize"
+
+// kustomized renders kustomizeDir into a file for kubectl apply -f and delete -f (the objects in
+// kustomize's order), its images this tree's in the cluster's registry (pulled by the node, as for the
+// chart) in place of config/'s localhost/tickstack-*:<appVersion>.
+func kustomized() (string, error) {
+	out, err := kubectl(nil, "kustomize", kustomizeDir)
+	if err != nil {
+		return "", fmt.Errorf("kubectl kustomize %s: %v\n%s", kustomizeDir, err, out)
+	}
+	images := regexp.MustCompile(`localhost/tickstack-(manager|agent|bench):[0-9A-Za-z.+-]+`)
+	if images.FindString(out) == "" {
+		return "", fmt.Errorf("config/default names no localhost/tickstack-* image")
+	}
+	out = images.ReplaceAllStringFunc(out, func(m string) string {
+		return map[string]string{"manager": managerImage, "agent": agentImage, "bench": benchImage}[images.FindStringSubmatch(m)[1]]
+	})
+	return kustomizedFile, os.WriteFile(kustomizedFile, []byte(out), 0o644)
+}
+
+// kustomizedFile is where kustomized writes (removed by the cleanup).
+var kustomizedFile = filepath.Join(os.TempDir(), "tse2e-kustomized.yaml")
+
+func mustKustomized() string {
+	GinkgoHelper()
+	f, err := kustomized()
+	Expect(err).NotTo(HaveOccurred())
+	return f
+}
 
 // guarded are the objects the uninstall guard keeps while a profile lives: with them the node keeps
 // its agent, and the agent its RBAC.
@@ -31,14 +61,14 @@ var _ = Describe("kubectl apply -k and delete -k with a profile live", Ordered, 
 		DeferCleanup(func() {
 			_, _ = kubectl(nil, "delete", "latencyprofile", profileName, "--ignore-not-found", "--wait=true", "--timeout=180s")
 			_, _ = kubectl(nil, "wait", "--for=delete", "latencynodestate/"+nodeName, "--timeout=120s")
-			_, _ = kubectl(nil, "delete", "-k", kustomizeDir, "--ignore-not-found", "--wait=true", "--timeout=180s")
+			_, _ = kubectl(nil, "delete", "-f", mustKustomized(), "--ignore-not-found", "--wait=true", "--timeout=180s")
 		})
 	})
 
 	It("installs config/default, which tunes the node", func() {
 		Expect(os.MkdirAll(filepath.Join(scratchDir, "grub.d"), 0o755)).To(Succeed())
 		resetRecorders()
-		out, err := kubectl(nil, "apply", "-k", kustomizeDir)
+		out, err := kubectl(nil, "apply", "-f", mustKustomized())
 		Expect(err).NotTo(HaveOccurred(), "kubectl apply -k:\n%s", out)
 		for _, w := range []string{"deployment/tickstack-manager", "daemonset/tickstack-agent"} {
 			out, err := kubectl(nil, "rollout", "status", "-n", releaseNS, w, "--timeout=5m")
@@ -62,7 +92,7 @@ var _ = Describe("kubectl apply -k and delete -k with a profile live", Ordered, 
 	})
 
 	It("refuses kubectl delete -k while the profile tunes the node: the agent, the manager, their RBAC, the CRDs and the namespace stay", func() {
-		out, err := kubectl(nil, "delete", "-k", kustomizeDir, "--wait=false")
+		out, err := kubectl(nil, "delete", "-f", mustKustomized(), "--wait=false")
 		Expect(err).To(HaveOccurred(), "kubectl delete -k with a live profile succeeded:\n%s", out)
 		// either policy may answer first: the profile's, or its node state's (which names the profile too)
 		Expect(out).To(ContainSubstring("no agent to restore"), "the uninstall guard refused")
@@ -90,7 +120,7 @@ var _ = Describe("kubectl apply -k and delete -k with a profile live", Ordered, 
 			out, _ := kubectl(nil, "delete", "--dry-run=server", "-n", releaseNS, "daemonset/tickstack-agent")
 			return out
 		}, time.Minute, time.Second).Should(ContainSubstring("no agent to restore"))
-		out, err = kubectl(nil, "delete", "-k", kustomizeDir, "--wait=false")
+		out, err = kubectl(nil, "delete", "-f", mustKustomized(), "--wait=false")
 		Expect(err).To(HaveOccurred(), "the second kubectl delete -k succeeded:\n%s", out)
 		Expect(out).To(ContainSubstring("no agent to restore"))
 		out, err = kubectl(nil, append([]string{"get", "-o", "name"}, guarded...)...)
@@ -105,7 +135,7 @@ var _ = Describe("kubectl apply -k and delete -k with a profile live", Ordered, 
 			return out
 		}, 2*time.Minute, 2*time.Second).Should(ContainSubstring("NotFound"))
 		Expect(hostDiff(snapshot)).To(BeEmpty())
-		out, err = kubectl(nil, "delete", "-k", kustomizeDir, "--ignore-not-found", "--wait=true", "--timeout=180s")
+		out, err = kubectl(nil, "delete", "-f", mustKustomized(), "--ignore-not-found", "--wait=true", "--timeout=180s")
 		Expect(err).NotTo(HaveOccurred(), "kubectl delete -k with no profile left:\n%s", out)
 		Eventually(func() string {
 			out, _ := kubectl(nil, append([]string{"get", "-o", "name", "--ignore-not-found"}, guarded...)...)

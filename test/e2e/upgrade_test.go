@@ -153,8 +153,9 @@ func runningImages() string {
 	return out
 }
 
-// settled waits until the release's manager and agent run only the images of tag and are ready.
-func settled(tag string) {
+// settled waits until the release's manager and agent run only the images manager and agent and
+// are ready.
+func settled(manager, agent string) {
 	GinkgoHelper()
 	for _, w := range []string{"deployment/" + release + "-manager", "daemonset/" + release + "-agent"} {
 		out, err := kubectl(nil, "rollout", "status", "-n", releaseNS, w, "--timeout=5m")
@@ -162,12 +163,10 @@ func settled(tag string) {
 	}
 	Eventually(func(g Gomega) {
 		imgs := strings.Fields(runningImages())
-		g.Expect(imgs).To(ContainElement("localhost/tickstack-manager:" + tag))
-		g.Expect(imgs).To(ContainElement("localhost/tickstack-agent:" + tag))
+		g.Expect(imgs).To(ContainElement(manager))
+		g.Expect(imgs).To(ContainElement(agent))
 		for _, img := range imgs {
-			if strings.Contains(img, "tickstack-manager:") || strings.Contains(img, "tickstack-agent:") {
-				g.Expect(img).To(HaveSuffix(":"+tag), "a pod of the other version still runs")
-			}
+			g.Expect(img).To(BeElementOf(manager, agent), "a pod of the other version still runs")
 		}
 	}, 5*time.Minute, 2*time.Second).Should(Succeed())
 	// Ready is not yet answering: a pod's webhook server may still refuse connections (CI saw
@@ -219,7 +218,7 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 		out, err := helm(10*time.Minute, "install", release, prevChart, "-n", releaseNS, "--create-namespace",
 			"-f", valuesFile(true), "--set", "imageTag="+prevTag, "--wait", "--timeout", "8m")
 		Expect(err).NotTo(HaveOccurred(), "helm install of %s:\n%s", prevVersion, out)
-		settled(prevTag)
+		settled("localhost/tickstack-manager:"+prevTag, "localhost/tickstack-agent:"+prevTag)
 		apply(holdManifest)
 		apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + testNS + "\n")
 		Eventually(func() error {
@@ -249,26 +248,26 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 	})
 
 	// untouched runs helm (an upgrade or a rollback) with the node watched, waits until the manager
-	// and agent run the images of tag and then some check periods (10 s) more for the new agent and
-	// manager to do whatever they would do, and fails on anything that moved.
-	untouched := func(tag string, args ...string) {
+	// and agent run the images manager and agent and then some check periods (10 s) more for the new
+	// agent and manager to do whatever they would do, and fails on anything that moved.
+	untouched := func(manager, agent string, args ...string) {
 		stop := watchNode(before.host)
 		out, err := helm(10*time.Minute, append(args, "-n", releaseNS, "--wait", "--timeout", "8m")...)
 		if err != nil {
 			stop()
 			Fail(fmt.Sprintf("helm %s:\n%s", args[0], out))
 		}
-		settled(tag)
+		settled(manager, agent)
 		time.Sleep(25 * time.Second)
 		Expect(stop()).To(BeEmpty(), "during helm %s", args[0])
 		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after helm %s", args[0])
 	}
 
 	It("upgrades to this tree's chart: no setting, drain, reboot, restore, spec, label or result moves", func() {
-		untouched(imageTag, "upgrade", release, "charts/tickstack", "-f", valuesFile(false))
+		untouched(managerImage, agentImage, append(append([]string{"upgrade", release}, chartFromRegistry()...), "-f", valuesFile(false))...)
 	})
 
 	It("rolls back to the previous release: nothing moves either", func() {
-		untouched(prevTag, "rollback", release, "1")
+		untouched("localhost/tickstack-manager:"+prevTag, "localhost/tickstack-agent:"+prevTag, "rollback", release, "1")
 	})
 })

@@ -27,12 +27,17 @@ app.kubernetes.io/name: tickstack
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- /* An image reference: imageRegistry/<image>, then @<digest> when the component's imageDigest is set
+(the tag is then left out: the digest alone names the image), else :<imageTag or appVersion>. */ -}}
 {{- define "tickstack.image" -}}
-{{- $tag := .root.Values.imageTag | default .root.Chart.AppVersion -}}
+{{- $name := .image -}}
 {{- if .root.Values.imageRegistry -}}
-{{ printf "%s/%s:%s" .root.Values.imageRegistry .image $tag }}
+{{- $name = printf "%s/%s" (trimSuffix "/" .root.Values.imageRegistry) .image -}}
+{{- end -}}
+{{- if .digest -}}
+{{ printf "%s@%s" $name .digest }}
 {{- else -}}
-{{ printf "%s:%s" .image $tag }}
+{{ printf "%s:%s" $name (.root.Values.imageTag | default .root.Chart.AppVersion) }}
 {{- end -}}
 {{- end -}}
 

@@ -1,7 +1,10 @@
+//go:build linux
+
 package ptp
 
 import (
 	"fmt"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -10,6 +13,8 @@ import (
 // above 0, and pins it to cpus, when set. Setting them right after the start leaves ptp4l and
 // phc2sys a few hundred microseconds of ordinary scheduling while they read their configuration,
 // before they open a socket.
+// The agent runs on Linux nodes only; sched_other.go lets the package (which the CLI imports for
+// its PTP parsing) build elsewhere.
 func schedule(pid, priority int, cpus []int) error {
 	if len(cpus) > 0 {
 		var set unix.CPUSet
@@ -27,4 +32,9 @@ func schedule(pid, priority int, cpus []int) error {
 		}
 	}
 	return nil
+}
+
+// procAttr starts the child in its own process group, killed when the thread that forked it exits.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package bench
+
+// The runner measures Linux nodes only; these let the package, which the CLI imports for its
+// tables, build for other systems (the CLI's darwin build: make release).
+
+// sockCloexec: no SOCK_CLOEXEC flag outside Linux's socket types.
+const sockCloexec = 0
+
+// affinityOf: no CPU affinity outside Linux.
+func affinityOf(int) []int { return nil }
