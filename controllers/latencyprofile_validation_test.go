@@ -22,7 +22,7 @@ func validProfile(name string) *tsv1.LatencyProfile {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: tsv1.LatencyProfileSpec{
 			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tickstack.test/validation": "none"}},
-			CPU:          &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-15"},
+			CPU:          &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-15", Offlined: "16-31"},
 			Hugepages:    &tsv1.HugepagesSpec{DefaultSize: "1Gi", Pages: []tsv1.HugePages{{Size: "1Gi", Count: 4}, {Size: "2Mi", Count: 64, Node: ptr.To[int32](0)}}},
 			Power:        &tsv1.PowerSpec{MaxCStateExitLatencyMicroseconds: ptr.To[int32](0), Governor: "performance", Turbo: tsv1.Enabled},
 			Kernel:       &tsv1.KernelSpec{AdditionalArgs: []string{"nosoftlockup", "tsc=reliable"}},
@@ -66,6 +66,14 @@ var _ = Describe("LatencyProfile validation by the API server", func() {
 			"spec.cpu.isolated", "CPU 9000 does not exist on any Linux machine"),
 		Entry("reserved and isolated overlap", func(p *tsv1.LatencyProfile) { p.Spec.CPU.Isolated = "1-7" },
 			"spec.cpu.isolated", "CPUs 1 are also in cpu.reserved (0-1): reserved and isolated must be disjoint"),
+		Entry("offlining CPU 0 (CEL)", func(p *tsv1.LatencyProfile) { p.Spec.CPU.Reserved, p.Spec.CPU.Offlined = "1", "0,16-31" },
+			"spec.cpu.offlined", "cpu.offlined: CPU 0 cannot be taken offline (the boot CPU; most kernels have no cpu0/online): remove it from cpu.offlined"),
+		Entry("offlining a reserved CPU", func(p *tsv1.LatencyProfile) { p.Spec.CPU.Offlined = "1,16-31" },
+			"spec.cpu.offlined", "CPUs 1 are also in cpu.reserved: a CPU the node runs work on cannot be offline; remove them from cpu.offlined or from cpu.reserved"),
+		Entry("offlining an isolated CPU", func(p *tsv1.LatencyProfile) { p.Spec.CPU.Offlined = "14-31" },
+			"spec.cpu.offlined", "CPUs 14-15 are also in cpu.isolated: a CPU the node runs work on cannot be offline; remove them from cpu.offlined or from cpu.isolated"),
+		Entry("offlined CPUs that are not a cpulist", func(p *tsv1.LatencyProfile) { p.Spec.CPU.Offlined = "31-16" },
+			"spec.cpu.offlined", "not a cpulist"),
 		Entry("unknown isolation mode", func(p *tsv1.LatencyProfile) { p.Spec.CPU.IsolationMode = "Hard" },
 			"spec.cpu.isolationMode", "Unsupported value"),
 		Entry("default huge page size without pages of that size", func(p *tsv1.LatencyProfile) {

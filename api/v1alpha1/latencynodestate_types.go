@@ -83,6 +83,9 @@ type NodeTuning struct {
 	// IsolatedCPUs are the node's isolated CPUs.
 	// +optional
 	IsolatedCPUs CPUSet `json:"isolatedCPUs,omitempty"`
+	// OfflinedCPUs are taken offline at runtime (CPU hotplug, cpuN/online), no reboot.
+	// +optional
+	OfflinedCPUs CPUSet `json:"offlinedCPUs,omitempty"`
 	// KernelArgs are the arguments tickstack wants on the kernel command line, in a stable order.
 	// +optional
 	// +listType=atomic
@@ -332,6 +335,13 @@ type InterfaceFacts struct {
 type NodeFacts struct {
 	// OnlineCPUs are the CPUs the kernel runs.
 	OnlineCPUs CPUSet `json:"onlineCPUs"`
+	// PresentCPUs are the CPUs the machine has, online or offline (/sys/devices/system/cpu/present).
+	// +optional
+	PresentCPUs CPUSet `json:"presentCPUs,omitempty"`
+	// HotpluggableCPUs are the CPUs with a cpuN/online file, online or offline: the ones that can
+	// be taken offline (spec.cpu.offlined). CPU 0 often has none.
+	// +optional
+	HotpluggableCPUs CPUSet `json:"hotpluggableCPUs,omitempty"`
 	// ThreadsPerCore is 2 with SMT on, 1 without.
 	// +optional
 	ThreadsPerCore int32 `json:"threadsPerCore,omitempty"`

@@ -44,6 +44,17 @@ type CPUSpec struct {
 	// +optional
 	Isolated CPUSet `json:"isolated,omitempty"`
 
+	// Offlined CPUs are taken offline at runtime (CPU hotplug through
+	// /sys/devices/system/cpu/cpuN/online; no reboot), as OpenShift's PerformanceProfile
+	// cpu.offlined: CPUs a node has but its workloads should not use, to cut its power draw and
+	// noise. Refused if it names CPU 0 or a reserved or isolated CPU, and on a node where a CPU
+	// does not exist or cannot be taken offline. Restored (brought back online) when the profile
+	// goes. With the profile's kubelet section, a change restarts the kubelet in the node's slot
+	// so its CPU manager sees the CPUs that are online (docs/agent.md, "Offlined CPUs").
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.split(',').exists(r, r.split('-')[0] == '0')",message="cpu.offlined: CPU 0 cannot be taken offline (the boot CPU; most kernels have no cpu0/online): remove it from cpu.offlined"
+	Offlined CPUSet `json:"offlined,omitempty"`
+
 	// IsolationMode says how hard the isolated CPUs are kept apart. Default Nohz.
 	// +optional
 	// +kubebuilder:default=Nohz

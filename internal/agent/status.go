@@ -138,6 +138,9 @@ func kubeletCause(k *kubeletObs) string {
 	if k.want == nil {
 		return "the profile no longer has kubelet settings: the drop-in " + kubeletconf.FileName + " goes back to what the host had"
 	}
+	if k.cpus.stale() && bytes.Equal(k.current, k.desired) {
+		return "the kubelet's CPU manager plans with CPUs " + k.cpus.known + " but CPUs " + k.cpus.online + " are online (CPUs taken offline or brought back since it started): it restarts with new checkpoints"
+	}
 	if k.have != nil && bytes.Equal(k.current, k.desired) {
 		return "the kubelet drop-in is in place but the running kubelet has " + diffValues(k.want, k.have)
 	}

@@ -352,3 +352,45 @@ func TestNodeDriftAction(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeOfflinedCPUs: cpu.offlined is checked per node against the CPUs it has (present, also
+// once offline) and those it can take offline (a cpuN/online file).
+func TestNodeOfflinedCPUs(t *testing.T) {
+	withHotplug := func(online, present, hotplug tsv1.CPUSet) *tsv1.NodeFacts {
+		f := facts8()
+		f.OnlineCPUs, f.PresentCPUs, f.HotpluggableCPUs = online, present, hotplug
+		return f
+	}
+	tests := []struct {
+		name    string
+		offline tsv1.CPUSet
+		facts   *tsv1.NodeFacts
+		want    tsv1.CPUSet
+		wantErr string
+	}{
+		{"none asked", "", withHotplug("0-7", "0-7", "1-7"), "", ""},
+		{"hotpluggable CPUs", "6-7", withHotplug("0-7", "0-7", "1-7"), "6-7", ""},
+		{"already offline: still present, still resolved", "6-7", withHotplug("0-5", "0-7", "1-7"), "6-7", ""},
+		{"a CPU the node does not have", "6-9", withHotplug("0-7", "0-7", "1-7"), "", "spec.cpu.offlined: CPUs 8-9 do not exist on this node (present: 0-7)"},
+		{"a CPU without an online file", "5-7", withHotplug("0-7", "0-7", "1-4,6-7"), "", "spec.cpu.offlined: CPUs 5 cannot be taken offline on this node"},
+		{"an agent that reports no hotpluggable CPUs", "7", withHotplug("0-7", "", ""), "", "spec.cpu.offlined: CPUs 7 cannot be taken offline on this node"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-5", Offlined: tt.offline}}
+			got, err := Node(&spec, tt.facts)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.OfflinedCPUs != tt.want {
+				t.Errorf("offlinedCPUs = %q, want %q", got.OfflinedCPUs, tt.want)
+			}
+		})
+	}
+}

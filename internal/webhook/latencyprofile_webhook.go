@@ -83,6 +83,7 @@ func ValidateProfileSpec(spec *tsv1.LatencyProfileSpec, path *field.Path) (admis
 					fmt.Sprintf("CPUs %s are also in cpu.reserved (%s): reserved and isolated must be disjoint", both, c.Reserved)))
 			}
 		}
+		errs = append(errs, validOfflined(path.Child("cpu", "offlined"), c, reserved, isolated)...)
 		if c.IsolationMode == tsv1.IsolationStrict && c.Isolated == "" {
 			warnings = append(warnings, "spec.cpu.isolationMode Strict has no effect without spec.cpu.isolated")
 		}
@@ -136,6 +137,28 @@ func ValidateProfileSpec(spec *tsv1.LatencyProfileSpec, path *field.Path) (admis
 		}
 	}
 	return warnings, errs
+}
+
+// validOfflined refuses offlining CPU 0 (the CRD's CEL rule says so too, for clients that skip
+// the webhook) and the reserved or isolated CPUs, which the node needs online.
+func validOfflined(path *field.Path, c *tsv1.CPUSpec, reserved, isolated cpuset.CPUSet) field.ErrorList {
+	offlined, errs := validCPUSet(path, c.Offlined)
+	if len(errs) > 0 {
+		return errs
+	}
+	if offlined.Contains(0) {
+		errs = append(errs, field.Invalid(path, c.Offlined, "CPU 0 cannot be taken offline (the boot CPU; most kernels have no cpu0/online): remove it from cpu.offlined"))
+	}
+	for _, other := range []struct {
+		name string
+		set  cpuset.CPUSet
+	}{{"reserved", reserved}, {"isolated", isolated}} {
+		if both := offlined.Intersection(other.set); both.Size() > 0 {
+			errs = append(errs, field.Invalid(path, c.Offlined,
+				fmt.Sprintf("CPUs %s are also in cpu.%s: a CPU the node runs work on cannot be offline; remove them from cpu.offlined or from cpu.%s", both, other.name, other.name)))
+		}
+	}
+	return errs
 }
 
 func validCPUSet(path *field.Path, s tsv1.CPUSet) (cpuset.CPUSet, field.ErrorList) {
