@@ -22,7 +22,7 @@ func validProfile(name string) *tsv1.LatencyProfile {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: tsv1.LatencyProfileSpec{
 			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tickstack.test/validation": "none"}},
-			CPU:          &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-15", Offlined: "16-31"},
+			CPU:          &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-15", Offlined: "16-31", Shared: "32-33"},
 			Hugepages:    &tsv1.HugepagesSpec{DefaultSize: "1Gi", Pages: []tsv1.HugePages{{Size: "1Gi", Count: 4}, {Size: "2Mi", Count: 64, Node: ptr.To[int32](0)}}},
 			Power:        &tsv1.PowerSpec{MaxCStateExitLatencyMicroseconds: ptr.To[int32](0), Governor: "performance", Turbo: tsv1.Enabled},
 			Kernel:       &tsv1.KernelSpec{AdditionalArgs: []string{"nosoftlockup", "tsc=reliable"}},
@@ -74,6 +74,14 @@ var _ = Describe("LatencyProfile validation by the API server", func() {
 			"spec.cpu.offlined", "CPUs 14-15 are also in cpu.isolated: a CPU the node runs work on cannot be offline; remove them from cpu.offlined or from cpu.isolated"),
 		Entry("offlined CPUs that are not a cpulist", func(p *tsv1.LatencyProfile) { p.Spec.CPU.Offlined = "31-16" },
 			"spec.cpu.offlined", "not a cpulist"),
+		Entry("shared CPUs without a kubelet section (CEL)", func(p *tsv1.LatencyProfile) { p.Spec.Kubelet = nil },
+			"spec", "cpu.shared: the kubelet must keep the shared CPUs out of its exclusive allocation through its reservedSystemCPUs, which the profile's kubelet section owns: add a kubelet section (kubelet: {}) or remove cpu.shared"),
+		Entry("shared CPUs that are isolated", func(p *tsv1.LatencyProfile) { p.Spec.CPU.Shared = "15,32" },
+			"spec.cpu.shared", "CPUs 15 are also in cpu.isolated: the shared pool is a set of CPUs of its own; remove them from cpu.shared or from cpu.isolated"),
+		Entry("shared CPUs that are offlined", func(p *tsv1.LatencyProfile) { p.Spec.CPU.Shared = "31-32" },
+			"spec.cpu.shared", "CPUs 31 are also in cpu.offlined"),
+		Entry("shared CPUs that are reserved", func(p *tsv1.LatencyProfile) { p.Spec.CPU.Shared = "1" },
+			"spec.cpu.shared", "CPUs 1 are also in cpu.reserved"),
 		Entry("unknown isolation mode", func(p *tsv1.LatencyProfile) { p.Spec.CPU.IsolationMode = "Hard" },
 			"spec.cpu.isolationMode", "Unsupported value"),
 		Entry("default huge page size without pages of that size", func(p *tsv1.LatencyProfile) {

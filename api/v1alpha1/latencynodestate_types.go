@@ -83,6 +83,10 @@ type NodeTuning struct {
 	// IsolatedCPUs are the node's isolated CPUs.
 	// +optional
 	IsolatedCPUs CPUSet `json:"isolatedCPUs,omitempty"`
+	// SharedCPUs are the shared pool (spec.cpu.shared) on this node: in the kubelet's
+	// reservedSystemCPUs, advertised as tickstack.io/shared-cpus.
+	// +optional
+	SharedCPUs CPUSet `json:"sharedCPUs,omitempty"`
 	// OfflinedCPUs are taken offline at runtime (CPU hotplug, cpuN/online), no reboot.
 	// +optional
 	OfflinedCPUs CPUSet `json:"offlinedCPUs,omitempty"`
@@ -132,8 +136,8 @@ type NodeTuning struct {
 	// PTP is the profile's ptp section with the interface resolved for this node.
 	// +optional
 	PTP *PTPTuning `json:"ptp,omitempty"`
-	// Kubelet is the profile's kubelet section resolved (reservedSystemCPUs is ReservedCPUs): the
-	// agent's kubelet drop-in.
+	// Kubelet is the profile's kubelet section resolved (reservedSystemCPUs is ReservedCPUs with
+	// SharedCPUs): the agent's kubelet drop-in.
 	// +optional
 	Kubelet *KubeletTuning `json:"kubelet,omitempty"`
 	// DriftAction is what the agent does about drift: Correct (the default when empty) or Report.

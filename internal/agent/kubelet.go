@@ -309,7 +309,7 @@ func kubeletWant(t *tsv1.NodeTuning, facts *tsv1.NodeFacts) ([]byte, map[string]
 		numa = facts.NUMANodes
 	}
 	out, err := kubeletconf.Render(kubeletconf.Settings{
-		ReservedCPUs: string(t.ReservedCPUs), TopologyPolicy: string(k.TopologyManagerPolicy), TopologyScope: string(k.TopologyManagerScope),
+		ReservedCPUs: string(t.ReservedCPUs), SharedCPUs: string(t.SharedCPUs), TopologyPolicy: string(k.TopologyManagerPolicy), TopologyScope: string(k.TopologyManagerScope),
 		NUMANodes: numa, SystemMemory: k.SystemReservedMemory, EvictionMemory: k.EvictionHardMemory,
 	})
 	if err != nil {

@@ -32,10 +32,13 @@ func TestTreeOfflinedCPUs(t *testing.T) {
 	tsutil.Poll(t, 20*time.Second, "applied", func() error {
 		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, "")
 	})
+	tsutil.Poll(t, 20*time.Second, "facts", func() error {
+		if f := getLNS(t, node).Status.Facts; f == nil || f.PresentCPUs != "0-3" || f.HotpluggableCPUs != "1-3" {
+			return fmt.Errorf("facts %+v, want present 0-3 and hotpluggable 1-3 (Degraded: %s)", f, condition(getLNS(t, node), tsv1.NodeDegraded).Message)
+		}
+		return nil
+	})
 	l := getLNS(t, node)
-	if f := l.Status.Facts; f == nil || f.PresentCPUs != "0-3" || f.HotpluggableCPUs != "1-3" {
-		t.Errorf("facts %+v, want present 0-3 and hotpluggable 1-3", f)
-	}
 	if l.Status.Reboot != nil {
 		t.Errorf("offlining CPUs asked for a reboot: %+v", l.Status.Reboot)
 	}

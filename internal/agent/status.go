@@ -198,6 +198,8 @@ type observation struct {
 	ptpRead    time.Time
 	// kubelet is the kubelet drop-in's state (nil: the tuning has none and none is on the host).
 	kubelet *kubeletObs
+	// shared is the shared CPU pool's extended resource on the Node (nil: none wanted or found).
+	shared *sharedObs
 	// bootUnitErr: the boot unit or the saved tuning could not be written (boot.go).
 	bootUnitErr error
 	// appliedBootID is the boot the tuning was last found Applied under.
@@ -431,6 +433,7 @@ func settings(o *observation) []tsv1.SettingStatus {
 		}
 	}
 	out = append(out, kubeletSettings(o.kubelet, inKubeletRestart(o.reboot))...)
+	out = append(out, sharedSettings(o.shared)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	// The map key must be unique: a kernel argument could repeat (hugepages=N for two sizes).
 	uniq := make([]tsv1.SettingStatus, 0, len(out))

@@ -77,3 +77,35 @@ func TestPlanOfflinedCPUs(t *testing.T) {
 		})
 	}
 }
+
+// TestKubeletRestartForCPUPools: a change of the shared pool (in reservedSystemCPUs) or of the
+// offlined CPUs restarts a kubelet the profile owns, and nothing else does.
+func TestKubeletRestartForCPUPools(t *testing.T) {
+	k := &tsv1.KubeletTuning{TopologyManagerPolicy: "single-numa-node", TopologyManagerScope: "container"}
+	base := func() *tsv1.NodeTuning {
+		return &tsv1.NodeTuning{ReservedCPUs: "0", SharedCPUs: "1", OfflinedCPUs: "7", Kubelet: k.DeepCopy()}
+	}
+	for _, tt := range []struct {
+		name   string
+		mutate func(*tsv1.NodeTuning)
+		want   bool
+	}{
+		{"unchanged", func(*tsv1.NodeTuning) {}, false},
+		{"shared pool grows", func(n *tsv1.NodeTuning) { n.SharedCPUs = "1-2" }, true},
+		{"shared pool goes", func(n *tsv1.NodeTuning) { n.SharedCPUs = "" }, true},
+		{"offlined CPUs change", func(n *tsv1.NodeTuning) { n.OfflinedCPUs = "6-7" }, true},
+		{"kubelet section dropped", func(n *tsv1.NodeTuning) { n.Kubelet = nil }, true},
+	} {
+		want := base()
+		tt.mutate(want)
+		if got := needsKubeletRestart(base(), want); got != tt.want {
+			t.Errorf("%s: needsKubeletRestart = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	// A profile without a kubelet section restarts nothing when its pools change.
+	from, to := base(), base()
+	from.Kubelet, to.Kubelet, to.SharedCPUs = nil, nil, "1-2"
+	if needsKubeletRestart(from, to) {
+		t.Error("a change without a kubelet section restarts the kubelet")
+	}
+}

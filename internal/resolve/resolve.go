@@ -58,6 +58,15 @@ func Node(spec *tsv1.LatencyProfileSpec, facts *tsv1.NodeFacts) (*tsv1.NodeTunin
 			return nil, err
 		}
 		t.OfflinedCPUs = tsv1.CPUSet(offlined.String())
+		shared, err := ParseCPUSet("spec.cpu.shared", spec.CPU.Shared)
+		if err != nil {
+			return nil, err
+		}
+		on := shared.Intersection(online)
+		if shared.Size() > 0 && on.Size() == 0 {
+			return nil, fmt.Errorf("spec.cpu.shared: none of CPUs %s exist on this node (online: %s): share CPUs the node has", shared, online)
+		}
+		t.SharedCPUs = tsv1.CPUSet(on.String())
 	}
 	keepIRQsOff := isolated.Size() > 0 && (spec.IRQ == nil || spec.IRQ.KeepOffIsolated == nil || *spec.IRQ.KeepOffIsolated)
 	if keepIRQsOff {

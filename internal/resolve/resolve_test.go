@@ -394,3 +394,36 @@ func TestNodeOfflinedCPUs(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeSharedCPUs: cpu.shared is clipped to the node's CPUs like cpu.isolated, and refused on a
+// node that has none of them.
+func TestNodeSharedCPUs(t *testing.T) {
+	kubelet := &tsv1.KubeletSpec{}
+	for _, tt := range []struct {
+		name, shared string
+		want         tsv1.CPUSet
+		wantErr      string
+	}{
+		{"none", "", "", ""},
+		{"on the node", "6-7", "6-7", ""},
+		{"clipped to the node's CPUs", "6-9", "6-7", ""},
+		{"none of them on the node", "16-17", "", "spec.cpu.shared: none of CPUs 16-17 exist on this node (online: 0-7)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-5", Shared: tsv1.CPUSet(tt.shared)}, Kubelet: kubelet}
+			got, err := Node(&spec, facts8())
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.SharedCPUs != tt.want || got.ReservedCPUs != "0-1" || got.Kubelet == nil {
+				t.Errorf("shared %q reserved %q kubelet %v, want shared %q, reserved 0-1 and the kubelet section", got.SharedCPUs, got.ReservedCPUs, got.Kubelet, tt.want)
+			}
+		})
+	}
+}

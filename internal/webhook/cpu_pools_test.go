@@ -33,3 +33,28 @@ func TestValidateOfflined(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateShared: the shared pool must be disjoint from the reserved, isolated and offlined
+// CPUs (the kubelet section it needs is a CEL rule of the CRD).
+func TestValidateShared(t *testing.T) {
+	for _, tt := range []struct {
+		shared tsv1.CPUSet
+		want   string
+	}{
+		{"6", ""},
+		{"1,6", "CPUs 1 are also in cpu.reserved"},
+		{"5-6", "CPUs 5 are also in cpu.isolated"},
+		{"6-7", "CPUs 7 are also in cpu.offlined"},
+		{"6-", "not a cpulist"},
+	} {
+		spec := &tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-5", Offlined: "7", Shared: tt.shared}, Kubelet: &tsv1.KubeletSpec{}}
+		_, errs := ValidateProfileSpec(spec, field.NewPath("spec"))
+		got := errs.ToAggregate()
+		switch {
+		case tt.want == "" && got != nil:
+			t.Errorf("shared %q: refused: %v", tt.shared, got)
+		case tt.want != "" && (got == nil || !strings.Contains(got.Error(), "spec.cpu.shared") || !strings.Contains(got.Error(), tt.want)):
+			t.Errorf("shared %q: error %v, want spec.cpu.shared ... %q", tt.shared, got, tt.want)
+		}
+	}
+}
