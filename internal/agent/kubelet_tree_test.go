@@ -118,12 +118,7 @@ func kubeletTuning(policy tsv1.TopologyManagerPolicy) *tsv1.NodeTuning {
 }
 
 func kubeletSetting(l *tsv1.LatencyNodeState, name string) tsv1.SettingStatus {
-	for _, s := range l.Status.Settings {
-		if s.Name == "kubelet/"+name {
-			return s
-		}
-	}
-	return tsv1.SettingStatus{}
+	return setting(l, "kubelet/"+name)
 }
 
 // TestTreeKubeletRestart: a kubelet section waits for the slot, then the kubelet is stopped, its

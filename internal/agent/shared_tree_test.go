@@ -90,16 +90,7 @@ func TestTreeSharedCPUs(t *testing.T) {
 		return nil
 	})
 
-	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
-		t.Fatal(err)
-	}
-	tsutil.Poll(t, 30*time.Second, "node state gone", func() error {
-		l := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(context.Background(), clientKey(node), l); err == nil {
-			return fmt.Errorf("still there: finalizers %v, reboot %+v", l.Finalizers, l.Status.Reboot)
-		}
-		return nil
-	})
+	deleteLNS(t, node)
 	if c, al := sharedPool(getNode(t, node)); c != "-" || al != "-" {
 		t.Errorf("after the restore the node still advertises the pool: capacity %s allocatable %s", c, al)
 	}

@@ -26,6 +26,23 @@ func facts8() *tsv1.NodeFacts {
 	}
 }
 
+// nodeOrErr resolves spec for facts. With wantErr it checks that the resolution fails with an
+// error containing it and returns nil; without, it fails the test on any error.
+func nodeOrErr(t *testing.T, spec *tsv1.LatencyProfileSpec, facts *tsv1.NodeFacts, wantErr string) *tsv1.NodeTuning {
+	t.Helper()
+	got, err := Node(spec, facts)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error = %v, want one containing %q", err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+	return got
+}
+
 func TestNodeCPUsAndKernelArgs(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -81,15 +98,9 @@ func TestNodeCPUsAndKernelArgs(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Node(&tt.spec, tt.facts)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
+			got := nodeOrErr(t, &tt.spec, tt.facts, tt.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
 			}
 			if got.ReservedCPUs != tt.wantReserved || got.IsolatedCPUs != tt.wantIsolated {
 				t.Errorf("cpus = reserved %q isolated %q, want %q %q", got.ReservedCPUs, got.IsolatedCPUs, tt.wantReserved, tt.wantIsolated)
@@ -175,15 +186,9 @@ func TestNodeNICs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0", Isolated: "1-7"}, NICs: tt.nics, Sysctls: tt.sysctls}
-			got, err := Node(&spec, facts8())
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
+			got := nodeOrErr(t, &spec, facts8(), tt.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var ifs []string
 			for _, n := range got.NICs {
@@ -378,15 +383,9 @@ func TestNodeOfflinedCPUs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-5", Offlined: tt.offline}}
-			got, err := Node(&spec, tt.facts)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
+			got := nodeOrErr(t, &spec, tt.facts, tt.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got.OfflinedCPUs != tt.want {
 				t.Errorf("offlinedCPUs = %q, want %q", got.OfflinedCPUs, tt.want)
@@ -411,15 +410,9 @@ func TestNodeSharedCPUs(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-5", Shared: tsv1.CPUSet(tt.shared)}, Kubelet: kubelet}
-			got, err := Node(&spec, facts8())
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
+			got := nodeOrErr(t, &spec, facts8(), tt.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got.SharedCPUs != tt.want || got.ReservedCPUs != "0-1" || got.Kubelet == nil {
 				t.Errorf("shared %q reserved %q kubelet %v, want shared %q, reserved 0-1 and the kubelet section", got.SharedCPUs, got.ReservedCPUs, got.Kubelet, tt.want)
