@@ -126,6 +126,11 @@ const (
 	MutatedAnnotation = "tickstack.io/mutated"
 )
 
+// SharedCPUsResource is the extended resource of a node's shared CPU pool (spec.cpu.shared), one
+// unit per shared CPU: written by the node agent into its Node's status (capacity and
+// allocatable), requested by pods that use the pool.
+const SharedCPUsResource corev1.ResourceName = "tickstack.io/shared-cpus"
+
 // DefaultResourcePrefix is the SR-IOV device plugin's resource prefix unless the manager is told
 // otherwise (--resource-prefix): VFs are <prefix>/<resourceName>. The network controller renders
 // the device plugin's configuration with it and the pod webhook requests VFs by it.

@@ -83,6 +83,13 @@ type NodeTuning struct {
 	// IsolatedCPUs are the node's isolated CPUs.
 	// +optional
 	IsolatedCPUs CPUSet `json:"isolatedCPUs,omitempty"`
+	// SharedCPUs are the shared pool (spec.cpu.shared) on this node: in the kubelet's
+	// reservedSystemCPUs, advertised as tickstack.io/shared-cpus.
+	// +optional
+	SharedCPUs CPUSet `json:"sharedCPUs,omitempty"`
+	// OfflinedCPUs are taken offline at runtime (CPU hotplug, cpuN/online), no reboot.
+	// +optional
+	OfflinedCPUs CPUSet `json:"offlinedCPUs,omitempty"`
 	// KernelArgs are the arguments tickstack wants on the kernel command line, in a stable order.
 	// +optional
 	// +listType=atomic
@@ -129,8 +136,8 @@ type NodeTuning struct {
 	// PTP is the profile's ptp section with the interface resolved for this node.
 	// +optional
 	PTP *PTPTuning `json:"ptp,omitempty"`
-	// Kubelet is the profile's kubelet section resolved (reservedSystemCPUs is ReservedCPUs): the
-	// agent's kubelet drop-in.
+	// Kubelet is the profile's kubelet section resolved (reservedSystemCPUs is ReservedCPUs with
+	// SharedCPUs): the agent's kubelet drop-in.
 	// +optional
 	Kubelet *KubeletTuning `json:"kubelet,omitempty"`
 	// DriftAction is what the agent does about drift: Correct (the default when empty) or Report.
@@ -332,6 +339,13 @@ type InterfaceFacts struct {
 type NodeFacts struct {
 	// OnlineCPUs are the CPUs the kernel runs.
 	OnlineCPUs CPUSet `json:"onlineCPUs"`
+	// PresentCPUs are the CPUs the machine has, online or offline (/sys/devices/system/cpu/present).
+	// +optional
+	PresentCPUs CPUSet `json:"presentCPUs,omitempty"`
+	// HotpluggableCPUs are the CPUs with a cpuN/online file, online or offline: the ones that can
+	// be taken offline (spec.cpu.offlined). CPU 0 often has none.
+	// +optional
+	HotpluggableCPUs CPUSet `json:"hotpluggableCPUs,omitempty"`
 	// ThreadsPerCore is 2 with SMT on, 1 without.
 	// +optional
 	ThreadsPerCore int32 `json:"threadsPerCore,omitempty"`

@@ -44,6 +44,27 @@ type CPUSpec struct {
 	// +optional
 	Isolated CPUSet `json:"isolated,omitempty"`
 
+	// Offlined CPUs are taken offline at runtime (CPU hotplug through
+	// /sys/devices/system/cpu/cpuN/online; no reboot), as OpenShift's PerformanceProfile
+	// cpu.offlined: CPUs a node has but its workloads should not use, to cut its power draw and
+	// noise. Refused if it names CPU 0 or a reserved or isolated CPU, and on a node where a CPU
+	// does not exist or cannot be taken offline. Restored (brought back online) when the profile
+	// goes. With the profile's kubelet section, a change restarts the kubelet in the node's slot
+	// so its CPU manager sees the CPUs that are online (docs/agent.md, "Offlined CPUs").
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.split(',').exists(r, r.split('-')[0] == '0')",message="cpu.offlined: CPU 0 cannot be taken offline (the boot CPU; most kernels have no cpu0/online): remove it from cpu.offlined"
+	Offlined CPUSet `json:"offlined,omitempty"`
+
+	// Shared CPUs are a pool pods may use beside their exclusive CPUs (OpenShift's mixed CPUs):
+	// the node advertises them as the extended resource tickstack.io/shared-cpus (one unit per
+	// CPU), and the kubelet never hands them out as exclusive CPUs: as in OpenShift they are part
+	// of its reservedSystemCPUs, so the profile's kubelet section is required. A Guaranteed pod's
+	// exclusive containers get their own CPUs; its other containers (a fractional CPU request) and
+	// every Burstable or BestEffort pod run on the kubelet's shared pool, which holds them. Must
+	// be disjoint from cpu.reserved, cpu.isolated and cpu.offlined (docs/agent.md, "Shared CPUs").
+	// +optional
+	Shared CPUSet `json:"shared,omitempty"`
+
 	// IsolationMode says how hard the isolated CPUs are kept apart. Default Nohz.
 	// +optional
 	// +kubebuilder:default=Nohz
@@ -553,6 +574,7 @@ type KubeletSpec struct {
 }
 
 // LatencyProfileSpec is what a set of nodes must look like to run latency pods.
+// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || !has(self.cpu.shared) || size(self.cpu.shared) == 0 || has(self.kubelet)",message="cpu.shared: the kubelet must keep the shared CPUs out of its exclusive allocation through its reservedSystemCPUs, which the profile's kubelet section owns: add a kubelet section (kubelet: {}) or remove cpu.shared"
 // +kubebuilder:validation:XValidation:rule="!has(self.ptp) || !has(self.ptp.nicGroup) || (has(self.nics) && self.nics.exists(n, n.name == self.ptp.nicGroup))",message="ptp.nicGroup must name one of the profile's spec.nics[] groups"
 type LatencyProfileSpec struct {
 	// NodeSelector picks the nodes this profile tunes (node labels, including node-feature-discovery
@@ -610,8 +632,8 @@ type LatencyProfileSpec struct {
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
 
 	// Kubelet makes the profile own the kubelet's CPU, topology and memory manager settings
-	// (reservedSystemCPUs follows cpu.reserved, which it requires). Unset: the kubelet is not
-	// touched.
+	// (reservedSystemCPUs follows cpu.reserved and cpu.shared, which it requires). Unset: the
+	// kubelet is not touched.
 	// +optional
 	Kubelet *KubeletSpec `json:"kubelet,omitempty"`
 

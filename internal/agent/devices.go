@@ -31,7 +31,8 @@ func (r *Reconciler) reportDevices(ctx context.Context, s *scope) error {
 func nodeDevices(node *corev1.Node, prefix string, tuning *tsv1.NodeTuning) ([]tsv1.DeviceResource, *int32) {
 	names := map[corev1.ResourceName]bool{}
 	for name := range node.Status.Capacity {
-		if strings.HasPrefix(string(name), prefix+"/") {
+		// The shared CPU pool is the agent's own resource, not a device plugin's.
+		if strings.HasPrefix(string(name), prefix+"/") && name != tsv1.SharedCPUsResource {
 			names[name] = true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/host/cpuset"
 	"github.com/tickstack/tickstack/internal/host/kubeletconf"
 )
 
@@ -108,6 +110,70 @@ type kubeletObs struct {
 	reason string
 	// restartErr is a failed restart (Degraded, KubeletRestartFailed).
 	restartErr error
+	// cpus, when set, compares the CPUs the running kubelet's CPU manager plans with (its
+	// checkpoint) with those the host has online; stale when they differ.
+	cpus *kubeletCPUs
+}
+
+// kubeletCPUs is the CPU manager's view of the CPUs against the host's.
+type kubeletCPUs struct {
+	online, known string
+}
+
+func (c *kubeletCPUs) stale() bool { return c != nil && c.online != c.known }
+
+// cpuManagerCheckpoint is the part of the kubelet's cpu_manager_state the agent reads: the static
+// policy's shared pool and its exclusive assignments, which together are every CPU it plans with.
+type cpuManagerCheckpoint struct {
+	PolicyName    string                       `json:"policyName"`
+	DefaultCPUSet string                       `json:"defaultCpuSet"`
+	Entries       map[string]map[string]string `json:"entries"`
+}
+
+// checkpointCPUs returns the CPUs a static CPU manager checkpoint covers; false for another
+// policy, an empty or unreadable checkpoint (nothing to compare).
+func checkpointCPUs(b []byte) (cpuset.Set, bool) {
+	var c cpuManagerCheckpoint
+	if len(b) == 0 || json.Unmarshal(b, &c) != nil || c.PolicyName != "static" || c.DefaultCPUSet == "" {
+		return cpuset.Set{}, false
+	}
+	all, err := cpuset.Parse(c.DefaultCPUSet)
+	if err != nil {
+		return cpuset.Set{}, false
+	}
+	for _, containers := range c.Entries {
+		for _, v := range containers {
+			if s, err := cpuset.Parse(v); err == nil {
+				all = all.Union(s)
+			}
+		}
+	}
+	return all, true
+}
+
+// observeKubeletCPUs compares the running kubelet's CPU manager checkpoint with the CPUs online
+// now. The static CPU manager learns the online CPUs only when it starts (and refuses to start on
+// a checkpoint that names others): after CPUs went offline or came back (cpu.offlined, SMT), or a
+// reboot brought the offlined CPUs back under a kubelet that then started, the kubelet must
+// restart with new checkpoints. Nil when there is nothing to compare.
+func (r *Reconciler) observeKubeletCPUs() *kubeletCPUs {
+	p, err := r.kubeletPath(filepath.Join(r.Kubelet.RootDir, "cpu_manager_state"))
+	if err != nil {
+		return nil
+	}
+	b, err := readOptional(p)
+	if err != nil {
+		return nil
+	}
+	known, ok := checkpointCPUs(b)
+	if !ok {
+		return nil
+	}
+	online, err := r.Host.OnlineCPUs()
+	if err != nil {
+		return nil
+	}
+	return &kubeletCPUs{online: online.String(), known: known.String()}
 }
 
 // kubeletPath is a host path of the kubelet's as the agent sees it.
@@ -243,7 +309,7 @@ func kubeletWant(t *tsv1.NodeTuning, facts *tsv1.NodeFacts) ([]byte, map[string]
 		numa = facts.NUMANodes
 	}
 	out, err := kubeletconf.Render(kubeletconf.Settings{
-		ReservedCPUs: string(t.ReservedCPUs), TopologyPolicy: string(k.TopologyManagerPolicy), TopologyScope: string(k.TopologyManagerScope),
+		ReservedCPUs: string(t.ReservedCPUs), SharedCPUs: string(t.SharedCPUs), TopologyPolicy: string(k.TopologyManagerPolicy), TopologyScope: string(k.TopologyManagerScope),
 		NUMANodes: numa, SystemMemory: k.SystemReservedMemory, EvictionMemory: k.EvictionHardMemory,
 	})
 	if err != nil {
@@ -381,8 +447,15 @@ func (r *Reconciler) reconcileKubelet(ctx context.Context, s *scope) error {
 		}
 	}
 	o.hash = dropInHash(o.desired)
+	if t.Kubelet != nil {
+		// Also while the kubelet restarts: its new checkpoint must cover the online CPUs.
+		if o.cpus = r.observeKubeletCPUs(); o.cpus.stale() {
+			// A restart for the CPUs is its own attempt: it has a hash of its own.
+			o.hash = dropInHash(append(slices.Clone(o.desired), "\nonline CPUs "+o.cpus.online...))
+		}
+	}
 	o.failed = s.lns.Annotations[tsv1.KubeletRestartedForAnnotation] == "failed-"+o.hash
-	o.pending = !bytes.Equal(current, o.desired)
+	o.pending = !bytes.Equal(current, o.desired) || o.cpus.stale()
 	// The running kubelet must show the drop-in too (a crash between the write and the restart,
 	// or a drop-in written by hand, leaves it behind); its values are the settings' Observed.
 	have, err := r.cachedConfigz(ctx, o.pending || inKubeletRestart(s.obs.reboot))
@@ -571,6 +644,16 @@ func kubeletSettings(o *kubeletObs, inRestart bool) []tsv1.SettingStatus {
 			s.State, s.Message = tsv1.SettingPendingRestart, "in effect once the kubelet restarts in the node's rollout slot"
 			if inRestart {
 				s.Message = "the kubelet is restarting with it"
+			}
+		}
+		out = append(out, s)
+	}
+	if c := o.cpus; c != nil {
+		s := tsv1.SettingStatus{Name: "kubelet/cpuManagerCPUs", Desired: c.online, Observed: c.known, State: tsv1.SettingInSync}
+		if c.stale() {
+			s.State, s.Message = tsv1.SettingPendingRestart, "the kubelet's CPU manager plans with other CPUs than are online (CPUs taken offline or brought back since it started): it restarts with new checkpoints in the node's rollout slot"
+			if o.failed {
+				s.State, s.Message = tsv1.SettingFailed, "the kubelet restarted for the online CPUs did not come back (see Degraded)"
 			}
 		}
 		out = append(out, s)

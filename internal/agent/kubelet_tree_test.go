@@ -28,7 +28,7 @@ import (
 // treeKubelet stands in for the kubelet of a host-root tree (envtest runs none; the e2e restarts
 // the real one): stopping it forgets what it loaded; starting it refuses a CPU manager checkpoint
 // left from before (as the real kubelet refuses one made under other settings), writes a new one
-// and loads the drop-in, unless the test made it ignore drop-ins; configz answers while it runs
+// over the tree's online CPUs and loads the drop-in, unless the test made it ignore drop-ins; configz answers while it runs
 // with the main file's values overridden by what it loaded.
 type treeKubelet struct {
 	logs, root string
@@ -37,7 +37,7 @@ type treeKubelet struct {
 const treeKubeletStart = `set -e
 logs=$1 root=$2 dropin=$3
 if [ -e "$root/cpu_manager_state" ]; then echo "could not restore state from checkpoint" >&2; exit 1; fi
-echo '{"policyName":"static"}' > "$root/cpu_manager_state"
+echo "{\"policyName\":\"static\",\"defaultCpuSet\":\"$(cat "$root/../../../sys/devices/system/cpu/online")\"}" > "$root/cpu_manager_state"
 rm -f "$logs/loaded"
 if [ -e "$dropin" ] && [ ! -e "$logs/ignore-drop-ins" ]; then cp "$dropin" "$logs/loaded"; fi
 touch "$logs/running"
@@ -118,12 +118,7 @@ func kubeletTuning(policy tsv1.TopologyManagerPolicy) *tsv1.NodeTuning {
 }
 
 func kubeletSetting(l *tsv1.LatencyNodeState, name string) tsv1.SettingStatus {
-	for _, s := range l.Status.Settings {
-		if s.Name == "kubelet/"+name {
-			return s
-		}
-	}
-	return tsv1.SettingStatus{}
+	return setting(l, "kubelet/"+name)
 }
 
 // TestTreeKubeletRestart: a kubelet section waits for the slot, then the kubelet is stopped, its

@@ -57,6 +57,9 @@ func Desired(t *tsv1.NodeTuning) (*tuning.Desired, error) {
 		d.CPUFreq = &tuning.CPUFreq{Governor: string(t.Governor), Turbo: toggle(t.Turbo)}
 	}
 	d.SMT = toggle(t.SMT)
+	if t.OfflinedCPUs != "" {
+		d.OfflineCPUs = set("offlinedCPUs", t.OfflinedCPUs)
+	}
 	if t.WorkqueueCPUs != "" {
 		d.WorkqueueCPUs = set("workqueueCPUs", t.WorkqueueCPUs)
 	}
@@ -154,11 +157,13 @@ func hugepageKB(s tsv1.HugePageSize) (int, error) {
 // NodeFacts maps what the host layer discovered onto the facts the operator's resolution reads.
 func NodeFacts(f *host.Facts) *tsv1.NodeFacts {
 	out := &tsv1.NodeFacts{
-		OnlineCPUs:     tsv1.CPUSet(f.OnlineCPUs.String()),
-		ThreadsPerCore: int32(f.ThreadsPerCore),
-		Sockets:        int32(f.Sockets),
-		KernelCmdline:  f.KernelCmdline,
-		KernelRelease:  f.KernelRelease,
+		OnlineCPUs:       tsv1.CPUSet(f.OnlineCPUs.String()),
+		PresentCPUs:      tsv1.CPUSet(f.PresentCPUs.String()),
+		HotpluggableCPUs: tsv1.CPUSet(f.HotpluggableCPUs.String()),
+		ThreadsPerCore:   int32(f.ThreadsPerCore),
+		Sockets:          int32(f.Sockets),
+		KernelCmdline:    f.KernelCmdline,
+		KernelRelease:    f.KernelRelease,
 	}
 	// Each core once, on the node of its lowest CPU, in the order of that CPU (f.CPUs is by id).
 	cores := map[int][]tsv1.CPUSet{}

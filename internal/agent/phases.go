@@ -346,6 +346,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.withdrawFeature(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
+	if _, err := r.setSharedCPUs(ctx, nil, 0, false); err != nil {
+		return ctrl.Result{}, err
+	}
 	r.releaseSelf(s.lns)
 	r.event(s.lns, corev1.EventTypeNormal, "Restored", "Restore", "restored the host's original values of %d settings", len(restored))
 	orig := s.lns.DeepCopy()

@@ -163,6 +163,10 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
+// nodes/status: only to advertise the shared CPU pool (tickstack.io/shared-cpus) in its own Node's
+// capacity and allocatable; the own-node admission policy refuses any other change of a Node's
+// status and any other Node (config/agent/own_node_policy.yaml).
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=nodes/proxy,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
@@ -294,6 +298,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileBootUnit,
 		r.publishFingerprint,
 		r.confirmBoot,
+		r.advertiseSharedCPUs,
 		r.reportDevices,
 	); err != nil {
 		return ctrl.Result{}, err

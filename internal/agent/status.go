@@ -138,6 +138,9 @@ func kubeletCause(k *kubeletObs) string {
 	if k.want == nil {
 		return "the profile no longer has kubelet settings: the drop-in " + kubeletconf.FileName + " goes back to what the host had"
 	}
+	if k.cpus.stale() && bytes.Equal(k.current, k.desired) {
+		return "the kubelet's CPU manager plans with CPUs " + k.cpus.known + " but CPUs " + k.cpus.online + " are online (CPUs taken offline or brought back since it started): it restarts with new checkpoints"
+	}
 	if k.have != nil && bytes.Equal(k.current, k.desired) {
 		return "the kubelet drop-in is in place but the running kubelet has " + diffValues(k.want, k.have)
 	}
@@ -195,6 +198,8 @@ type observation struct {
 	ptpRead    time.Time
 	// kubelet is the kubelet drop-in's state (nil: the tuning has none and none is on the host).
 	kubelet *kubeletObs
+	// shared is the shared CPU pool's extended resource on the Node (nil: none wanted or found).
+	shared *sharedObs
 	// bootUnitErr: the boot unit or the saved tuning could not be written (boot.go).
 	bootUnitErr error
 	// appliedBootID is the boot the tuning was last found Applied under.
@@ -428,6 +433,7 @@ func settings(o *observation) []tsv1.SettingStatus {
 		}
 	}
 	out = append(out, kubeletSettings(o.kubelet, inKubeletRestart(o.reboot))...)
+	out = append(out, sharedSettings(o.shared)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	// The map key must be unique: a kernel argument could repeat (hugepages=N for two sizes).
 	uniq := make([]tsv1.SettingStatus, 0, len(out))

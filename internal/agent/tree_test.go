@@ -195,16 +195,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 
 	// Deleting the node state restores the runtime originals and the boot configuration; the
 	// running kernel keeps its arguments until the next reboot (an event says so).
-	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
-		t.Fatal(err)
-	}
-	tsutil.Poll(t, 20*time.Second, "node state gone", func() error {
-		l := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(context.Background(), clientKey(node), l); err == nil {
-			return fmt.Errorf("still there: finalizers %v, conditions %+v", l.Finalizers, l.Status.Conditions)
-		}
-		return nil
-	})
+	deleteLNS(t, node)
 	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Errorf("the tree differs from its originals after the restore:\n%s", strings.Join(d, "\n"))
 	}

@@ -199,3 +199,50 @@ func (h *Host) SetSMTControl(v string) error {
 	}
 	return h.WriteFile(smtControl, v)
 }
+
+func cpuOnlinePath(cpu int) string {
+	return fmt.Sprintf("/sys/devices/system/cpu/cpu%d/online", cpu)
+}
+
+// PresentCPUs reads /sys/devices/system/cpu/present: the CPUs the machine has, online or not.
+func (h *Host) PresentCPUs() (cpuset.Set, error) {
+	v, err := h.ReadFile("/sys/devices/system/cpu/present")
+	if err != nil {
+		return cpuset.Set{}, err
+	}
+	return cpuset.Parse(v)
+}
+
+// HotpluggableCPUs lists the CPUs that have an online file (cpuN/online), online or offline:
+// those the kernel can take offline and back. CPU 0 often has none.
+func (h *Host) HotpluggableCPUs() (cpuset.Set, error) {
+	files, err := h.Glob("/sys/devices/system/cpu/cpu[0-9]*/online")
+	if err != nil {
+		return cpuset.Set{}, err
+	}
+	var ids []int
+	for _, f := range files {
+		if n, err := strconv.Atoi(strings.TrimPrefix(path.Base(path.Dir(f)), "cpu")); err == nil {
+			ids = append(ids, n)
+		}
+	}
+	return cpuset.New(ids...), nil
+}
+
+// HasCPUOnline reports whether the CPU can be taken offline (it has an online file).
+func (h *Host) HasCPUOnline(cpu int) bool { return h.Exists(cpuOnlinePath(cpu)) }
+
+// CPUOnline reads a CPU's hotplug state from cpuN/online.
+func (h *Host) CPUOnline(cpu int) (bool, error) {
+	v, err := h.ReadFile(cpuOnlinePath(cpu))
+	if err != nil {
+		return false, err
+	}
+	return v == "1", nil
+}
+
+// SetCPUOnline takes a CPU offline or brings it back (CPU hotplug): the kernel migrates its
+// tasks, timers and interrupts to the other online CPUs first.
+func (h *Host) SetCPUOnline(cpu int, online bool) error {
+	return h.WriteFile(cpuOnlinePath(cpu), map[bool]string{true: "1", false: "0"}[online])
+}

@@ -24,6 +24,11 @@ type Facts struct {
 	KernelCmdline string
 	// OnlineCPUs are the CPUs the kernel runs.
 	OnlineCPUs cpuset.Set
+	// PresentCPUs are the CPUs the machine has, online or not (/sys/devices/system/cpu/present).
+	PresentCPUs cpuset.Set
+	// HotpluggableCPUs are the CPUs with a cpuN/online file, online or not: those that can be
+	// taken offline.
+	HotpluggableCPUs cpuset.Set
 	// IsolatedCPUs are the CPUs isolated at boot (/sys/devices/system/cpu/isolated).
 	IsolatedCPUs cpuset.Set
 	// NohzFullCPUs are the adaptive-tick CPUs (/sys/devices/system/cpu/nohz_full).
@@ -111,6 +116,9 @@ func (h *Host) Discover() (*Facts, error) {
 	if f.KernelCmdline, err = h.ReadFile("/proc/cmdline"); err != nil {
 		return nil, fmt.Errorf("discover: reading the kernel command line: %w", err)
 	}
+	// Optional: a kernel without CPU hotplug has neither; nothing can be taken offline there.
+	f.PresentCPUs, _ = h.PresentCPUs()
+	f.HotpluggableCPUs, _ = h.HotpluggableCPUs()
 	if v, err := h.ReadFile("/sys/devices/system/cpu/isolated"); err == nil {
 		f.IsolatedCPUs, _ = cpuset.Parse(v)
 	}

@@ -184,14 +184,16 @@ func needsReboot(current, want *tsv1.NodeTuning, facts *tsv1.NodeFacts) bool {
 	return false
 }
 
-// needsKubeletRestart reports whether the kubelet's drop-in would change: the kubelet section or,
-// with one, the reserved CPUs (its reservedSystemCPUs). A node new to the profile restarts unless
-// its kubelet already runs with the drop-in, which only the agent can tell.
+// needsKubeletRestart reports whether the kubelet must restart: its drop-in would change (the
+// kubelet section or, with one, the reserved or shared CPUs, its reservedSystemCPUs), or, with one, the
+// offlined CPUs change (the static CPU manager learns the online CPUs only when it starts, with
+// new checkpoints). A node new to the profile restarts unless its kubelet already runs with the
+// drop-in, which only the agent can tell.
 func needsKubeletRestart(current, want *tsv1.NodeTuning) bool {
 	var from *tsv1.KubeletTuning
-	fromCPUs := tsv1.CPUSet("")
+	fromCPUs, fromShared, fromOfflined := tsv1.CPUSet(""), tsv1.CPUSet(""), tsv1.CPUSet("")
 	if current != nil {
-		from, fromCPUs = current.Kubelet, current.ReservedCPUs
+		from, fromCPUs, fromShared, fromOfflined = current.Kubelet, current.ReservedCPUs, current.SharedCPUs, current.OfflinedCPUs
 	}
 	switch {
 	case want.Kubelet == nil:
@@ -199,7 +201,7 @@ func needsKubeletRestart(current, want *tsv1.NodeTuning) bool {
 	case from == nil:
 		return true
 	}
-	return fromCPUs != want.ReservedCPUs || !equality.Semantic.DeepEqual(from, want.Kubelet)
+	return fromCPUs != want.ReservedCPUs || fromShared != want.SharedCPUs || fromOfflined != want.OfflinedCPUs || !equality.Semantic.DeepEqual(from, want.Kubelet)
 }
 
 func cmdline(lns *tsv1.LatencyNodeState) []string {

@@ -53,6 +53,20 @@ func Node(spec *tsv1.LatencyProfileSpec, facts *tsv1.NodeFacts) (*tsv1.NodeTunin
 		}
 		t.ReservedCPUs = tsv1.CPUSet(reserved.String())
 		t.IsolatedCPUs = tsv1.CPUSet(isolated.String())
+		offlined, err := offlinedCPUs(spec.CPU, facts)
+		if err != nil {
+			return nil, err
+		}
+		t.OfflinedCPUs = tsv1.CPUSet(offlined.String())
+		shared, err := ParseCPUSet("spec.cpu.shared", spec.CPU.Shared)
+		if err != nil {
+			return nil, err
+		}
+		on := shared.Intersection(online)
+		if shared.Size() > 0 && on.Size() == 0 {
+			return nil, fmt.Errorf("spec.cpu.shared: none of CPUs %s exist on this node (online: %s): share CPUs the node has", shared, online)
+		}
+		t.SharedCPUs = tsv1.CPUSet(on.String())
 	}
 	keepIRQsOff := isolated.Size() > 0 && (spec.IRQ == nil || spec.IRQ.KeepOffIsolated == nil || *spec.IRQ.KeepOffIsolated)
 	if keepIRQsOff {
@@ -223,6 +237,33 @@ func cpus(c *tsv1.CPUSpec, online cpuset.CPUSet) (reserved, isolated cpuset.CPUS
 		return reserved, isolated, fmt.Errorf("spec.cpu.isolated: none of CPUs %s exist on this node (online: %s)", wantIsolated, online)
 	}
 	return reserved, isolated, nil
+}
+
+// offlinedCPUs checks cpu.offlined against the node: every CPU must exist there (present, or
+// online for an agent that reports no present CPUs) and have a cpuN/online file. An offlined CPU
+// has left the online CPUs, so existence is judged by the present and hotpluggable CPUs.
+func offlinedCPUs(c *tsv1.CPUSpec, facts *tsv1.NodeFacts) (cpuset.CPUSet, error) {
+	want, err := ParseCPUSet("spec.cpu.offlined", c.Offlined)
+	if err != nil || want.Size() == 0 {
+		return want, err
+	}
+	present, err := ParseCPUSet("status.facts.presentCPUs", facts.PresentCPUs)
+	if err != nil {
+		return want, err
+	}
+	online, _ := ParseCPUSet("status.facts.onlineCPUs", facts.OnlineCPUs)
+	hotplug, err := ParseCPUSet("status.facts.hotpluggableCPUs", facts.HotpluggableCPUs)
+	if err != nil {
+		return want, err
+	}
+	present = present.Union(online).Union(hotplug)
+	if missing := want.Difference(present); missing.Size() > 0 {
+		return want, fmt.Errorf("spec.cpu.offlined: CPUs %s do not exist on this node (present: %s): offline only CPUs the node has", missing, present)
+	}
+	if fixed := want.Difference(hotplug); fixed.Size() > 0 {
+		return want, fmt.Errorf("spec.cpu.offlined: CPUs %s cannot be taken offline on this node (they have no /sys/devices/system/cpu/cpuN/online file; hotpluggable: %q): remove them from cpu.offlined", fixed, hotplug.String())
+	}
+	return want, nil
 }
 
 func hugepages(h *tsv1.HugepagesSpec, facts *tsv1.NodeFacts, t *tsv1.NodeTuning) error {

@@ -26,6 +26,23 @@ func facts8() *tsv1.NodeFacts {
 	}
 }
 
+// nodeOrErr resolves spec for facts. With wantErr it checks that the resolution fails with an
+// error containing it and returns nil; without, it fails the test on any error.
+func nodeOrErr(t *testing.T, spec *tsv1.LatencyProfileSpec, facts *tsv1.NodeFacts, wantErr string) *tsv1.NodeTuning {
+	t.Helper()
+	got, err := Node(spec, facts)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error = %v, want one containing %q", err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+	return got
+}
+
 func TestNodeCPUsAndKernelArgs(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -81,15 +98,9 @@ func TestNodeCPUsAndKernelArgs(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Node(&tt.spec, tt.facts)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
+			got := nodeOrErr(t, &tt.spec, tt.facts, tt.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
 			}
 			if got.ReservedCPUs != tt.wantReserved || got.IsolatedCPUs != tt.wantIsolated {
 				t.Errorf("cpus = reserved %q isolated %q, want %q %q", got.ReservedCPUs, got.IsolatedCPUs, tt.wantReserved, tt.wantIsolated)
@@ -175,15 +186,9 @@ func TestNodeNICs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0", Isolated: "1-7"}, NICs: tt.nics, Sysctls: tt.sysctls}
-			got, err := Node(&spec, facts8())
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
+			got := nodeOrErr(t, &spec, facts8(), tt.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var ifs []string
 			for _, n := range got.NICs {
@@ -350,5 +355,68 @@ func TestNodeDriftAction(t *testing.T) {
 		if got.DriftAction != want {
 			t.Errorf("drift action %q resolves to %q, want %q", action, got.DriftAction, want)
 		}
+	}
+}
+
+// TestNodeOfflinedCPUs: cpu.offlined is checked per node against the CPUs it has (present, also
+// once offline) and those it can take offline (a cpuN/online file).
+func TestNodeOfflinedCPUs(t *testing.T) {
+	withHotplug := func(online, present, hotplug tsv1.CPUSet) *tsv1.NodeFacts {
+		f := facts8()
+		f.OnlineCPUs, f.PresentCPUs, f.HotpluggableCPUs = online, present, hotplug
+		return f
+	}
+	tests := []struct {
+		name    string
+		offline tsv1.CPUSet
+		facts   *tsv1.NodeFacts
+		want    tsv1.CPUSet
+		wantErr string
+	}{
+		{"none asked", "", withHotplug("0-7", "0-7", "1-7"), "", ""},
+		{"hotpluggable CPUs", "6-7", withHotplug("0-7", "0-7", "1-7"), "6-7", ""},
+		{"already offline: still present, still resolved", "6-7", withHotplug("0-5", "0-7", "1-7"), "6-7", ""},
+		{"a CPU the node does not have", "6-9", withHotplug("0-7", "0-7", "1-7"), "", "spec.cpu.offlined: CPUs 8-9 do not exist on this node (present: 0-7)"},
+		{"a CPU without an online file", "5-7", withHotplug("0-7", "0-7", "1-4,6-7"), "", "spec.cpu.offlined: CPUs 5 cannot be taken offline on this node"},
+		{"an agent that reports no hotpluggable CPUs", "7", withHotplug("0-7", "", ""), "", "spec.cpu.offlined: CPUs 7 cannot be taken offline on this node"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-5", Offlined: tt.offline}}
+			got := nodeOrErr(t, &spec, tt.facts, tt.wantErr)
+			if got == nil {
+				return
+			}
+			if got.OfflinedCPUs != tt.want {
+				t.Errorf("offlinedCPUs = %q, want %q", got.OfflinedCPUs, tt.want)
+			}
+		})
+	}
+}
+
+// TestNodeSharedCPUs: cpu.shared is clipped to the node's CPUs like cpu.isolated, and refused on a
+// node that has none of them.
+func TestNodeSharedCPUs(t *testing.T) {
+	kubelet := &tsv1.KubeletSpec{}
+	for _, tt := range []struct {
+		name, shared string
+		want         tsv1.CPUSet
+		wantErr      string
+	}{
+		{"none", "", "", ""},
+		{"on the node", "6-7", "6-7", ""},
+		{"clipped to the node's CPUs", "6-9", "6-7", ""},
+		{"none of them on the node", "16-17", "", "spec.cpu.shared: none of CPUs 16-17 exist on this node (online: 0-7)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-5", Shared: tsv1.CPUSet(tt.shared)}, Kubelet: kubelet}
+			got := nodeOrErr(t, &spec, facts8(), tt.wantErr)
+			if got == nil {
+				return
+			}
+			if got.SharedCPUs != tt.want || got.ReservedCPUs != "0-1" || got.Kubelet == nil {
+				t.Errorf("shared %q reserved %q kubelet %v, want shared %q, reserved 0-1 and the kubelet section", got.SharedCPUs, got.ReservedCPUs, got.Kubelet, tt.want)
+			}
+		})
 	}
 }

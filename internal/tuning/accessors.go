@@ -39,6 +39,16 @@ func accessorsFor(h *host.Host, k settingKey) setting {
 		return nicParamSetting(h, k.group, k.name, k.param)
 	case kindSRIOVNumVFs:
 		return sriovSetting(h, k.name)
+	case kindCPUOnline:
+		return setting{
+			read: func() (string, error) {
+				on, err := h.CPUOnline(k.n)
+				return map[bool]string{true: "1", false: "0"}[on], err
+			},
+			write:  func(v string) error { return h.SetCPUOnline(k.n, v == "1") },
+			inSync: equal,
+			canon:  identity,
+		}
 	case kindTimeService:
 		return setting{
 			read:   func() (string, error) { return h.UnitState(k.name) },

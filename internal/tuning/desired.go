@@ -44,6 +44,9 @@ type Desired struct {
 	// SMT turns simultaneous multithreading on or off at runtime (off takes every sibling thread
 	// offline). A node without SMT has nothing to switch.
 	SMT *bool
+	// OfflineCPUs are taken offline (CPU hotplug: cpuN/online set to 0); restoring brings each
+	// back to its journaled state. Every one must have an online file on the host.
+	OfflineCPUs *cpuset.Set
 	// Interfaces tunes network interfaces.
 	Interfaces []InterfaceTuning
 	// Hugepages allocates runtime hugepages per NUMA node.
@@ -173,6 +176,9 @@ func Validate(d *Desired) error {
 		if d.THP.Defrag != "" && !slices.Contains(thpDefragModes, d.THP.Defrag) {
 			errs = append(errs, fieldErr("thp.defrag", "%q is not a THP defrag mode", "use one of "+strings.Join(thpDefragModes, ", "), d.THP.Defrag))
 		}
+	}
+	if d.OfflineCPUs != nil && d.OfflineCPUs.Contains(0) {
+		errs = append(errs, fieldErr("offlineCPUs", "names CPU 0", "keep CPU 0 (the boot CPU) online: remove it from the list"))
 	}
 	if d.WorkqueueCPUs != nil && d.WorkqueueCPUs.IsEmpty() {
 		errs = append(errs, fieldErr("workqueueCPUs", "is empty", "name the housekeeping CPUs, e.g. \"0-1\""))

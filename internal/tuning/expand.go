@@ -21,7 +21,7 @@ type item struct {
 	unsupported          string
 }
 
-// Phases: structural settings first (SMT, which takes sibling CPUs offline; VF counts, channels,
+// Phases: structural settings first (SMT and offlined CPUs, which take CPUs offline; VF counts, channels,
 // rings and coalescing, which create or remove queues), so that the second phase (per-CPU and
 // per-queue settings and the rest) is expanded on the CPUs and queues that exist afterwards.
 const (
@@ -74,7 +74,7 @@ func expand(h *host.Host, d *Desired, phase int) ([]item, error) {
 		return nil, err
 	}
 	x := &expansion{h: h, online: online}
-	steps := []func(*Desired) error{x.smt, x.nicStructure}
+	steps := []func(*Desired) error{x.smt, x.offline, x.nicStructure}
 	if phase != phaseStructure {
 		steps = []func(*Desired) error{x.sysctls, x.irqs, x.cpuIdle, x.cpuFreq, x.thp, x.workqueue, x.queues, x.hugepages, x.timeServices}
 	}
@@ -112,6 +112,25 @@ func (x *expansion) smt(d *Desired) error {
 		default:
 			x.add("smt", smtKey, v)
 		}
+	}
+	return nil
+}
+
+// offline takes CPUs offline (CPU hotplug). A CPU without an online file cannot be.
+func (x *expansion) offline(d *Desired) error {
+	if d.OfflineCPUs == nil {
+		return nil
+	}
+	var missing []int
+	for _, cpu := range d.OfflineCPUs.CPUs() {
+		if !x.h.HasCPUOnline(cpu) {
+			missing = append(missing, cpu)
+			continue
+		}
+		x.add("offlineCPUs", cpuOnlineKey(cpu), "0")
+	}
+	if len(missing) > 0 {
+		x.fail(fieldErr("offlineCPUs", "CPUs %s cannot be taken offline on this node (no cpuN/online file: absent, or not hotpluggable)", "remove them from cpu.offlined", cpuset.New(missing...)))
 	}
 	return nil
 }

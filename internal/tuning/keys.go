@@ -27,6 +27,7 @@ const (
 	kindNICParam
 	kindSRIOVNumVFs
 	kindTimeService
+	kindCPUOnline
 )
 
 // settingKey names one host setting as typed values. Its String form ("sysctl/vm.stat_interval",
@@ -58,9 +59,10 @@ func cpuIdleKey(cpu, state int) settingKey {
 func cpuIdleNoStatesKey(cpu int) settingKey {
 	return settingKey{kind: kindCPUIdle, n: cpu, index: -1}
 }
-func governorKey(cpu int) settingKey { return settingKey{kind: kindGovernor, n: cpu} }
-func thpKey(file string) settingKey  { return settingKey{kind: kindTHP, name: file} }
-func sriovKey(pci string) settingKey { return settingKey{kind: kindSRIOVNumVFs, name: pci} }
+func governorKey(cpu int) settingKey  { return settingKey{kind: kindGovernor, n: cpu} }
+func cpuOnlineKey(cpu int) settingKey { return settingKey{kind: kindCPUOnline, n: cpu} }
+func thpKey(file string) settingKey   { return settingKey{kind: kindTHP, name: file} }
+func sriovKey(pci string) settingKey  { return settingKey{kind: kindSRIOVNumVFs, name: pci} }
 func timeServiceKey(unit string) settingKey {
 	return settingKey{kind: kindTimeService, name: unit}
 }
@@ -122,6 +124,8 @@ func (k settingKey) String() string {
 		return "sriov/" + k.name + "/numvfs"
 	case kindTimeService:
 		return "timeservice/" + k.name
+	case kindCPUOnline:
+		return fmt.Sprintf("hotplug/cpu%d/online", k.n)
 	}
 	return fmt.Sprintf("unknown setting kind %d", k.kind)
 }
@@ -130,7 +134,7 @@ func (k settingKey) String() string {
 // sysctl/<key>, irq/<n>, irq/default_smp_affinity, irqbalance/banned-cpus,
 // cpuidle/cpu<N>/state<M>, cpuidle/cpu<N>, cpufreq/cpu<N>/governor, cpufreq/turbo, thp/enabled, thp/defrag,
 // workqueue/cpumask, rps/<if>/rx-<q>, xps/<if>/tx-<q>, hugepages/node<N>|all/<size>kB, smt/control,
-// channels|rings|coalesce/<if>/<param>, sriov/<pci>/numvfs, timeservice/<unit>.
+// channels|rings|coalesce/<if>/<param>, sriov/<pci>/numvfs, timeservice/<unit>, hotplug/cpu<N>/online.
 func parseSettingKey(name string) (settingKey, error) {
 	bad := fmt.Errorf("setting name %q is not one this agent knows", name)
 	parts := strings.Split(name, "/")
@@ -188,6 +192,10 @@ func parseSettingKey(name string) (settingKey, error) {
 		k = nicParamKey(host.NICGroup(parts[0]), parts[1], parts[2])
 	case parts[0] == "sriov" && len(parts) == 3 && parts[2] == "numvfs":
 		k = sriovKey(parts[1])
+	case parts[0] == "hotplug" && len(parts) == 3 && parts[2] == "online":
+		var cpu int
+		cpu, ok = num(parts[1], "cpu")
+		k = cpuOnlineKey(cpu)
 	case parts[0] == "timeservice" && len(parts) == 2 && strings.HasSuffix(parts[1], ".service"):
 		k = timeServiceKey(parts[1])
 	default:

@@ -31,6 +31,7 @@ func TestSettingKeys(t *testing.T) {
 		{nicParamKey(host.Rings, "ens1f0", "rx"), "rings/ens1f0/rx"},
 		{sriovKey("0000:3b:00.0"), "sriov/0000:3b:00.0/numvfs"},
 		{timeServiceKey("chrony.service"), "timeservice/chrony.service"},
+		{cpuOnlineKey(5), "hotplug/cpu5/online"},
 	} {
 		if got := c.key.String(); got != c.name {
 			t.Errorf("%+v: name %q, want %q", c.key, got, c.name)

@@ -10,13 +10,14 @@ import (
 )
 
 // buildTree creates a host-root directory tree for what this VM cannot change itself: four CPUs
-// with cpuidle and cpufreq (governor, intel_pstate turbo), IRQs, a NUMA node with 2M and 1G
-// hugepage pools, an SR-IOV capable PCI NIC (ice, 8 VFs) with two queues, sysctls and an
+// with cpuidle, cpufreq (governor, intel_pstate turbo) and hotplug (cpu1-3/online), IRQs, a NUMA
+// node with 2M and 1G hugepage pools, an SR-IOV capable PCI NIC (ice, 8 VFs) with two queues, sysctls and an
 // irqbalance file. realSysctls makes /proc/sys a link to the real one.
 func buildTree(t testing.TB, dir string, realSysctls bool) {
 	t.Helper()
 	files := map[string]string{
 		"sys/devices/system/cpu/online":                                            "0-3",
+		"sys/devices/system/cpu/present":                                           "0-3",
 		"sys/devices/system/cpu/intel_pstate/no_turbo":                             "0",
 		"sys/devices/virtual/workqueue/cpumask":                                    "f",
 		"sys/devices/system/node/node0/cpulist":                                    "0-3",
@@ -55,6 +56,10 @@ func buildTree(t testing.TB, dir string, realSysctls bool) {
 			files[fmt.Sprintf("%scpuidle/state%d/name", base, i)] = st.name
 			files[fmt.Sprintf("%scpuidle/state%d/latency", base, i)] = fmt.Sprint(st.lat)
 			files[fmt.Sprintf("%scpuidle/state%d/disable", base, i)] = "0"
+		}
+		if cpu > 0 {
+			// CPU 0 has no online file, as on most x86 kernels: it cannot be taken offline.
+			files[base+"online"] = "1"
 		}
 		files[base+"cpufreq/scaling_governor"] = "powersave"
 		files[base+"cpufreq/scaling_available_governors"] = "performance powersave"

@@ -83,6 +83,9 @@ func ValidateProfileSpec(spec *tsv1.LatencyProfileSpec, path *field.Path) (admis
 					fmt.Sprintf("CPUs %s are also in cpu.reserved (%s): reserved and isolated must be disjoint", both, c.Reserved)))
 			}
 		}
+		offlined, oErrs := validOfflined(path.Child("cpu", "offlined"), c, reserved, isolated)
+		errs = append(errs, oErrs...)
+		errs = append(errs, validShared(path.Child("cpu", "shared"), c, map[string]cpuset.CPUSet{"reserved": reserved, "isolated": isolated, "offlined": offlined})...)
 		if c.IsolationMode == tsv1.IsolationStrict && c.Isolated == "" {
 			warnings = append(warnings, "spec.cpu.isolationMode Strict has no effect without spec.cpu.isolated")
 		}
@@ -136,6 +139,44 @@ func ValidateProfileSpec(spec *tsv1.LatencyProfileSpec, path *field.Path) (admis
 		}
 	}
 	return warnings, errs
+}
+
+// validOfflined refuses offlining CPU 0 (the CRD's CEL rule says so too, for clients that skip
+// the webhook) and the reserved or isolated CPUs, which the node needs online.
+func validOfflined(path *field.Path, c *tsv1.CPUSpec, reserved, isolated cpuset.CPUSet) (cpuset.CPUSet, field.ErrorList) {
+	offlined, errs := validCPUSet(path, c.Offlined)
+	if len(errs) > 0 {
+		return offlined, errs
+	}
+	if offlined.Contains(0) {
+		errs = append(errs, field.Invalid(path, c.Offlined, "CPU 0 cannot be taken offline (the boot CPU; most kernels have no cpu0/online): remove it from cpu.offlined"))
+	}
+	for _, other := range []struct {
+		name string
+		set  cpuset.CPUSet
+	}{{"reserved", reserved}, {"isolated", isolated}} {
+		if both := offlined.Intersection(other.set); both.Size() > 0 {
+			errs = append(errs, field.Invalid(path, c.Offlined,
+				fmt.Sprintf("CPUs %s are also in cpu.%s: a CPU the node runs work on cannot be offline; remove them from cpu.offlined or from cpu.%s", both, other.name, other.name)))
+		}
+	}
+	return offlined, errs
+}
+
+// validShared refuses shared CPUs that are also reserved, isolated or offlined: the pool is a
+// set of its own (the kubelet gets it beside cpu.reserved in reservedSystemCPUs).
+func validShared(path *field.Path, c *tsv1.CPUSpec, others map[string]cpuset.CPUSet) field.ErrorList {
+	shared, errs := validCPUSet(path, c.Shared)
+	if len(errs) > 0 {
+		return errs
+	}
+	for _, name := range slices.Sorted(maps.Keys(others)) {
+		if both := shared.Intersection(others[name]); both.Size() > 0 {
+			errs = append(errs, field.Invalid(path, c.Shared,
+				fmt.Sprintf("CPUs %s are also in cpu.%s: the shared pool is a set of CPUs of its own; remove them from cpu.shared or from cpu.%s", both, name, name)))
+		}
+	}
+	return errs
 }
 
 func validCPUSet(path *field.Path, s tsv1.CPUSet) (cpuset.CPUSet, field.ErrorList) {

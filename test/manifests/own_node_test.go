@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,6 +108,48 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 	}
 	if err := label(&tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}); err != nil {
 		t.Errorf("the agent of node-a changing its own LatencyNodeState: %v", err)
+	}
+	// its Node's status: only the shared CPU pool's extended resource, on its own Node
+	status := func(node string, mutate func(*corev1.Node)) error {
+		n := &corev1.Node{}
+		if err := agent.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			return err
+		}
+		base := n.DeepCopy()
+		mutate(n)
+		return agent.Status().Patch(ctx, n, client.MergeFrom(base))
+	}
+	setPool := func(count int64) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			q := *resource.NewQuantity(count, resource.DecimalSI)
+			n.Status.Capacity = corev1.ResourceList{tsv1.SharedCPUsResource: q}
+			n.Status.Allocatable = corev1.ResourceList{tsv1.SharedCPUsResource: q}
+		}
+	}
+	if err := status("node-a", setPool(4)); err != nil {
+		t.Errorf("the agent of node-a advertising its shared CPUs: %v", err)
+	}
+	if err := status("node-b", setPool(4)); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only its own node") {
+		t.Errorf("the agent of node-a advertising node-b's shared CPUs: got %v, want the policy's refusal", err)
+	}
+	for what, mutate := range map[string]func(*corev1.Node){
+		"another resource": func(n *corev1.Node) { n.Status.Capacity["example.com/dongle"] = resource.MustParse("1") },
+		"a condition": func(n *corev1.Node) {
+			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "Probe", Status: corev1.ConditionTrue})
+		},
+		"an address": func(n *corev1.Node) {
+			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "198.18.0.1"})
+		},
+	} {
+		if err := status("node-a", mutate); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only the capacity and allocatable of tickstack.io/shared-cpus") {
+			t.Errorf("the agent of node-a changing %s in its Node's status: got %v, want the policy's refusal", what, err)
+		}
+	}
+	if err := status("node-a", func(n *corev1.Node) {
+		delete(n.Status.Capacity, tsv1.SharedCPUsResource)
+		delete(n.Status.Allocatable, tsv1.SharedCPUsResource)
+	}); err != nil {
+		t.Errorf("the agent of node-a withdrawing its shared CPUs: %v", err)
 	}
 	// its NodeFeature for node-feature-discovery: only tickstack-<its node>, naming its node
 	feature := func(name, node string) error {

@@ -60,14 +60,15 @@ func TempDir(t testing.TB, tag string) string {
 // InitialCmdline is the kernel command line a tree boots with.
 const InitialCmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet"
 
-// BuildTree creates a host root for what this VM cannot change: four CPUs with cpuidle and
-// cpufreq (governor, intel_pstate turbo), IRQs, a NUMA node with hugepage pools, an SR-IOV
+// BuildTree creates a host root for what this VM cannot change: four CPUs with cpuidle, cpufreq
+// (governor, intel_pstate turbo) and hotplug (cpu1-3/online), IRQs, a NUMA node with hugepage pools, an SR-IOV
 // capable PCI NIC ens1f0 (ice, 8 VFs) with two queues, sysctls, irqbalance's file, /proc/cmdline
 // and a boot ID.
 func BuildTree(t testing.TB, dir string) {
 	t.Helper()
 	files := map[string]string{
 		"sys/devices/system/cpu/online":                                            "0-3",
+		"sys/devices/system/cpu/present":                                           "0-3",
 		"sys/devices/system/cpu/intel_pstate/no_turbo":                             "0",
 		"sys/devices/virtual/workqueue/cpumask":                                    "f",
 		"sys/devices/system/node/node0/cpulist":                                    "0-3",
@@ -104,6 +105,10 @@ func BuildTree(t testing.TB, dir string) {
 			files[fmt.Sprintf("%scpuidle/state%d/name", base, i)] = st.name
 			files[fmt.Sprintf("%scpuidle/state%d/latency", base, i)] = fmt.Sprint(st.lat)
 			files[fmt.Sprintf("%scpuidle/state%d/disable", base, i)] = "0"
+		}
+		if cpu > 0 {
+			// CPU 0 has no online file, as on most x86 kernels.
+			files[base+"online"] = "1"
 		}
 		files[base+"cpufreq/scaling_governor"] = "powersave"
 		files[base+"cpufreq/scaling_available_governors"] = "performance powersave"

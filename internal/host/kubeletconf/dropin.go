@@ -31,8 +31,10 @@ var Checked = []string{
 
 // Settings are the inputs of the drop-in.
 type Settings struct {
-	// ReservedCPUs is the resolved cpu.reserved: the kubelet's reservedSystemCPUs.
-	ReservedCPUs string
+	// ReservedCPUs is the resolved cpu.reserved and SharedCPUs the resolved cpu.shared: together
+	// the kubelet's reservedSystemCPUs (the shared pool is never allocated exclusively, as
+	// OpenShift's mixed CPUs are reserved). The memory reservation follows ReservedCPUs alone.
+	ReservedCPUs, SharedCPUs string
 	// TopologyPolicy and TopologyScope are the topology manager's; empty: single-numa-node, container.
 	TopologyPolicy, TopologyScope string
 	// NUMANodes are the host's NUMA nodes (the agent's facts): the memory reservation goes to the
@@ -80,6 +82,10 @@ func Render(s Settings) ([]byte, error) {
 	if err != nil || reserved.IsEmpty() {
 		return nil, fmt.Errorf("reservedSystemCPUs: %q is not a non-empty CPU list (cpu.reserved)", s.ReservedCPUs)
 	}
+	shared, err := cpuset.Parse(s.SharedCPUs)
+	if err != nil {
+		return nil, fmt.Errorf("reservedSystemCPUs: shared CPUs %q are not a CPU list (cpu.shared)", s.SharedCPUs)
+	}
 	policy, scope := s.TopologyPolicy, s.TopologyScope
 	if policy == "" {
 		policy = "single-numa-node"
@@ -110,7 +116,7 @@ func Render(s Settings) ([]byte, error) {
 	total.Add(s.EvictionMemory)
 	d := dropIn{
 		APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration",
-		CPUManagerPolicy: "static", ReservedSystemCPUs: reserved.String(),
+		CPUManagerPolicy: "static", ReservedSystemCPUs: reserved.Union(shared).String(),
 		TopologyManagerPolicy: policy, TopologyManagerScope: scope,
 		MemoryManagerPolicy: "Static",
 		SystemReserved:      map[string]string{"memory": s.SystemMemory.String()},

@@ -69,3 +69,30 @@ func TestRenderRefusesNamingTheInput(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderReservesTheSharedPool: the shared CPUs join reservedSystemCPUs (the kubelet never
+// gives them out exclusively), and the memory reservation stays with the reserved CPUs' NUMA node
+// although a shared CPU comes first.
+func TestRenderReservesTheSharedPool(t *testing.T) {
+	out, err := Render(Settings{ReservedCPUs: "4", SharedCPUs: "1-2", NUMANodes: twoNodes,
+		SystemMemory: resource.MustParse("1Gi"), EvictionMemory: resource.MustParse("100Mi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		ReservedSystemCPUs string `json:"reservedSystemCPUs"`
+		ReservedMemory     []struct {
+			NUMANode int32 `json:"numaNode"`
+		} `json:"reservedMemory"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ReservedSystemCPUs != "1-2,4" || len(got.ReservedMemory) != 1 || got.ReservedMemory[0].NUMANode != 1 {
+		t.Errorf("reservedSystemCPUs %q, reservedMemory %+v; want 1-2,4 and NUMA node 1", got.ReservedSystemCPUs, got.ReservedMemory)
+	}
+	if _, err := Render(Settings{ReservedCPUs: "4", SharedCPUs: "x", NUMANodes: twoNodes,
+		SystemMemory: resource.MustParse("1Gi"), EvictionMemory: resource.MustParse("100Mi")}); err == nil || !strings.Contains(err.Error(), "cpu.shared") {
+		t.Errorf("a shared list that does not parse: %v, want an error naming cpu.shared", err)
+	}
+}
