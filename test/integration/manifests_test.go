@@ -153,15 +153,15 @@ func TestAgentInstall(t *testing.T) {
 		}
 	}
 	wantRules := map[string]string{
-		"tickstack.io/latencynodestates":            "get,list,patch,watch",
-		"tickstack.io/latencynodestates/status":     "get,patch",
-		"/nodes":                                    "get,patch",
-		"/nodes/proxy":                              "get",
-		"/nodes/status":                             "patch",
-		"/pods":                                     "list",
-		"/pods/eviction":                            "create",
-		"events.k8s.io/events":                      "create,patch",
-		"nfd.k8s-sigs.io/nodefeatures":              "create,delete,get,patch",
+		"tickstack.io/latencynodestates":        "get,list,patch,watch",
+		"tickstack.io/latencynodestates/status": "get,patch",
+		"/nodes":                                "get,patch",
+		"/nodes/proxy":                          "get",
+		"/nodes/status":                         "patch",
+		"/pods":                                 "list",
+		"/pods/eviction":                        "create",
+		"events.k8s.io/events":                  "create,patch",
+		"nfd.k8s-sigs.io/nodefeatures":          "create,delete,get,patch",
 		// the metrics endpoint's authentication and authorization filter (internal/metricsauth)
 		"authentication.k8s.io/tokenreviews":        "create",
 		"authorization.k8s.io/subjectaccessreviews": "create",
