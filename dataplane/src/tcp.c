@@ -88,6 +88,11 @@ struct ts_tcp {
 	uint64_t rexmit_since;  /* ns: first retransmission of unacked data */
 	struct timeval rcvtimeo, sndtimeo;
 	struct tickstack_sock_stats *stats, dummy;
+	/* what woke its waiters (epoll's EPOLLET); nospace: a send found no
+	 * room, or a poll found it not writable, since the last room made
+	 * (Linux's SOCK_NOSPACE: only then does room wake the socket) */
+	struct ts_edges edges;
+	int nospace;
 };
 
 /* A closed connection lwIP still carries (FIN_WAIT, LAST_ACK, TIME_WAIT). */
@@ -353,6 +358,7 @@ static void apply_opts(struct ts_tcp *t)
 /* lwIP callbacks (under the locks)                                    */
 
 static int tcp_event;
+static int ready_tx(struct ts_tcp *t);
 
 int ts_tcp__events(void)
 {
@@ -377,8 +383,10 @@ static err_t cb_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	}
 	if (!p) {
 		t->rx_eof = 1;
+		t->edges.any++;
 		return ERR_OK;
 	}
+	t->edges.in++;
 	if (t->shut_rd) {
 		tcp_recved(pcb, p->tot_len);
 		pbuf_free(p);
@@ -431,6 +439,7 @@ static void cb_err(void *arg, err_t err)
 	tcp_event = 1;
 	if (!t)
 		return;
+	t->edges.any++;
 	t->pcb = NULL;
 	if (err == ERR_RST)
 		t->so_error = t->state == T_CONNECTING ? ECONNREFUSED : ECONNRESET;
@@ -450,9 +459,26 @@ static err_t cb_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 	tcp_event = 1;
 	if (t && err == ERR_OK && t->state == T_CONNECTING) {
 		t->state = T_CONN;
+		t->edges.any++;
 		/* lwIP takes no RTT sample from a handshake: its initial RTO,
 		 * which the SYN schedule had replaced, applies again */
 		pcb->rto = t->rto0;
+	}
+	return ERR_OK;
+}
+
+/* Acknowledged data freed send room: a writer that found none is woken
+ * once the stream is writable again (Linux's sk_stream_write_space). */
+static err_t cb_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	struct ts_tcp *t = arg;
+
+	(void)pcb;
+	(void)len;
+	if (t && t->nospace && ready_tx(t)) {
+		t->nospace = 0;
+		t->edges.out++;
+		tcp_event = 1;
 	}
 	return ERR_OK;
 }
@@ -461,6 +487,7 @@ static void callbacks(struct tcp_pcb *pcb, struct ts_tcp *t)
 {
 	tcp_arg(pcb, t);
 	tcp_recv(pcb, cb_recv);
+	tcp_sent(pcb, cb_sent);
 	tcp_err(pcb, cb_err);
 }
 
@@ -497,6 +524,7 @@ static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
 		l->acq_head = t;
 	l->acq_tail = t;
 	l->acq_len++;
+	l->edges.in++;
 	ts_stats->tcp.conns_accel++;
 	ts_stats->tcp.conns_live++;
 	return ERR_OK;
@@ -674,8 +702,6 @@ static int64_t tv_ns(const struct timeval *tv)
  * timeout (ns, <0 forever). kfd >= 0: also wake when that kernel fd is
  * readable (returns 1 then). 0 ready, 1 kernel fd, -EAGAIN timeout,
  * -EINTR. Called and returns without the locks. */
-static int ready_tx(struct ts_tcp *t);
-
 static int tcp_wait(struct ts_tcp *t, int (*ready)(struct ts_tcp *),
 		    int64_t timeout_ns, int kfd)
 {
@@ -1354,6 +1380,8 @@ ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
 					iov_off = 0;
 				}
 			}
+			if (done < want)
+				t->nospace = 1; /* room wakes it (cb_sent) */
 			if (!(flags & MSG_MORE) || done < want)
 				tcp_output(t->pcb);
 		}
@@ -1771,12 +1799,15 @@ int ts_tcp__kernel_watch(struct ts_tcp *t)
 	return t->state == T_LISTEN;
 }
 
-/* As Linux's tcp_poll reports it. */
-short ts_tcp__revents(struct ts_tcp *t, short events)
+/* As Linux's tcp_poll reports it (which also notes a writer waiting for
+ * room when the stream is not writable). */
+short ts_tcp__revents(struct ts_tcp *t, short events, struct ts_edges *edges)
 {
 	short ev = 0;
 
 	ts_lwip__lock();
+	if (edges)
+		*edges = t->edges;
 	switch (t->state) {
 	case T_LISTEN:
 		if (t->acq_head)
@@ -1794,6 +1825,8 @@ short ts_tcp__revents(struct ts_tcp *t, short events)
 		if (t->shut_wr || (t->pcb && tcp_sndbuf(t->pcb) > 0 &&
 				   tcp_sndqueuelen(t->pcb) < TCP_SND_QUEUELEN / 2))
 			ev |= POLLOUT;
+		else
+			t->nospace = 1;
 		if (t->rx_eof && t->shut_wr)
 			ev |= POLLHUP;
 		break;

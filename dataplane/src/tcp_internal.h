@@ -67,11 +67,13 @@ TS_HIDDEN void ts_tcp__set_nonblock(struct ts_tcp *t, int on);
 TS_HIDDEN int ts_tcp__fionread(struct ts_tcp *t, int *out);
 
 /* readiness (sock.c's poll, select and epoll loops): poll-style revents
- * of an accelerated stream for the wanted events; whether the kernel fd
- * must be looked at too (a listener: connections on other interfaces
- * reach the kernel's queue). */
+ * of an accelerated stream for the wanted events, and what has woken it
+ * (edges, NULL when not wanted); whether the kernel fd must be looked at
+ * too (a listener: connections on other interfaces reach the kernel's
+ * queue). */
 TS_HIDDEN int ts_tcp__accel(struct ts_tcp *t);
-TS_HIDDEN short ts_tcp__revents(struct ts_tcp *t, short events);
+TS_HIDDEN short ts_tcp__revents(struct ts_tcp *t, short events,
+				struct ts_edges *edges);
 TS_HIDDEN int ts_tcp__kernel_watch(struct ts_tcp *t);
 
 #endif

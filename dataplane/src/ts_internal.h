@@ -466,6 +466,15 @@ TS_HIDDEN void ts_sock__exec_failed(void);
 TS_HIDDEN int ts_poll__has_accel(struct pollfd *fds, nfds_t n);
 TS_HIDDEN int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 			    const sigset_t *mask);
+/* What has woken an accelerated socket's waiters, per kind: counts that
+ * only grow. The kernel wakes an epoll member for data (in), for send
+ * room (out) and for a change of state (any: connected, end of stream,
+ * an error); an EPOLLET member is reported once one of them moved (in
+ * and out only when it asked for them), with everything then ready. */
+struct ts_edges {
+	uint32_t in, out, any;
+};
+
 TS_HIDDEN int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev);
 TS_HIDDEN void ts_ep__forget_fd(int fd);
 TS_HIDDEN int ts_ep__active(int epfd);

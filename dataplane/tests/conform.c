@@ -47,6 +47,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -1306,6 +1307,313 @@ static void c_narrow(void)
 	printf("%d received\n", k);
 }
 
+/* ---- TCP (conform.sh runs these with TICKSTACK_TCP=1). The peer's TCP
+ * side listens on the same port number; each connection is a child of
+ * its own, reading request lines:
+ *   "S n ms"   after ms, send n bytes ('a' + i % 26)
+ *   "Z ms"     after ms, read to EOF, then answer "got N" (the bytes
+ *              after the line)
+ *   "K port"   connect back to the requester's address at port, send
+ *              "hi", then read to EOF */
+
+static int tcp_to_peer(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		fail("socket");
+	if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)))
+		fail("connect");
+	return fd;
+}
+
+static void tcp_ask(int fd, const char *line)
+{
+	size_t n = strlen(line);
+
+	if (write(fd, line, n) != (ssize_t)n)
+		fail("write request");
+}
+
+static void nonblock(int fd, int on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
+/* epoll_wait once: the count and each event's data and events */
+static void ep_show(const char *what, int ep, int ms)
+{
+	struct epoll_event out[4];
+	int n = epoll_wait(ep, out, 4, ms), i;
+
+	printf("%s: %d%s", what, n, n < 0 ? en(errno) : "");
+	for (i = 0; i < n; i++)
+		printf(" [0x%llx%s%s%s%s%s]", (unsigned long long)out[i].data.u64,
+		       out[i].events & EPOLLIN ? " IN" : "", out[i].events & EPOLLOUT ? " OUT" : "",
+		       out[i].events & EPOLLRDHUP ? " RDHUP" : "",
+		       out[i].events & EPOLLHUP ? " HUP" : "", out[i].events & EPOLLERR ? " ERR" : "");
+	printf("\n");
+}
+
+/* read what is there (non-blocking): how many bytes */
+static long drain(int fd)
+{
+	char buf[4096];
+	long got = 0;
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		got += n;
+	return got;
+}
+
+/* read exactly n bytes (blocking, 2 s at most each) */
+static long read_n(int fd, long n)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char buf[4096];
+	long got = 0;
+
+	while (got < n && poll(&p, 1, 2000) == 1) {
+		ssize_t k = recv(fd, buf, (size_t)(n - got < 4096 ? n - got : 4096), MSG_DONTWAIT);
+
+		if (k <= 0)
+			break;
+		got += k;
+	}
+	return got;
+}
+
+static void ep_ctl_show(const char *what, int ep, int op, int fd, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = 0xe0 };
+	int r = epoll_ctl(ep, op, fd, &ev);
+
+	printf("%s: %d %s\n", what, r, r ? en(errno) : "");
+}
+
+/* EPOLLEXCLUSIVE where the kernel takes it and where it refuses it, and
+ * the errors of a set that does not hold the fd */
+static void ep_exclusive(int fd)
+{
+	int ep = epoll_create1(0), other = epoll_create1(0);
+
+	ep_ctl_show("MOD unregistered", ep, EPOLL_CTL_MOD, fd, EPOLLIN);
+	ep_ctl_show("DEL unregistered", ep, EPOLL_CTL_DEL, fd, 0);
+	ep_ctl_show("ADD to a non-epoll fd", fd, EPOLL_CTL_ADD, fd, EPOLLIN);
+	ep_ctl_show("ADD to a closed set", 999, EPOLL_CTL_ADD, fd, EPOLLIN);
+	ep_ctl_show("bad op", ep, 99, fd, EPOLLIN);
+	ep_ctl_show("ADD IN|EXCLUSIVE|ONESHOT", ep, EPOLL_CTL_ADD, fd,
+		    EPOLLIN | EPOLLEXCLUSIVE | EPOLLONESHOT);
+	ep_ctl_show("ADD IN|EXCLUSIVE|RDHUP", ep, EPOLL_CTL_ADD, fd,
+		    EPOLLIN | EPOLLEXCLUSIVE | EPOLLRDHUP);
+	ep_ctl_show("ADD IN|OUT|ET|EXCLUSIVE", ep, EPOLL_CTL_ADD, fd,
+		    EPOLLIN | EPOLLOUT | EPOLLET | EPOLLEXCLUSIVE);
+	ep_ctl_show("ADD again", ep, EPOLL_CTL_ADD, fd, EPOLLIN);
+	ep_ctl_show("MOD an exclusive member", ep, EPOLL_CTL_MOD, fd, EPOLLIN);
+	ep_ctl_show("MOD with EXCLUSIVE", ep, EPOLL_CTL_MOD, fd, EPOLLIN | EPOLLEXCLUSIVE);
+	ep_show("the exclusive member", ep, 0);
+	ep_ctl_show("DEL", ep, EPOLL_CTL_DEL, fd, 0);
+	ep_ctl_show("ADD IN (another set)", other, EPOLL_CTL_ADD, fd, EPOLLIN);
+	ep_ctl_show("MOD with EXCLUSIVE", other, EPOLL_CTL_MOD, fd, EPOLLIN | EPOLLEXCLUSIVE);
+	close(ep);
+	close(other);
+}
+
+/* An event loop's sender: 4 MiB to a peer that starts reading 300 ms
+ * later, writing until EAGAIN and then waiting for EPOLLOUT (edge
+ * triggered) each time; what the peer got. */
+static void et_sender(int fd, int ep)
+{
+	static char chunk[65536];
+	long sent = 0, total = 4l << 20, i;
+	int waits = 0, stuck = 0;
+	char line[64] = "";
+
+	memset(chunk, 'z', sizeof(chunk));
+	tcp_ask(fd, "Z 300\n");
+	while (sent < total) {
+		size_t want = (size_t)(total - sent < 65536 ? total - sent : 65536);
+		ssize_t n = send(fd, chunk, want, 0);
+		struct epoll_event out[4];
+
+		if (n > 0) {
+			sent += n;
+			continue;
+		}
+		if (n == 0 || errno != EAGAIN) {
+			printf("send: %zd %s\n", n, en(errno));
+			break;
+		}
+		waits++;
+		if (epoll_wait(ep, out, 4, 3000) != 1 || !(out[0].events & EPOLLOUT)) {
+			stuck = 1;
+			break;
+		}
+	}
+	shutdown(fd, SHUT_WR);
+	nonblock(fd, 0);
+	for (i = 0; i < (long)sizeof(line) - 1; i++)
+		if (recv(fd, line + i, 1, 0) != 1 || line[i] == '\n')
+			break;
+	line[i] = 0;
+	printf("sender: %s, %s; peer: %s\n", stuck ? "STUCK waiting for EPOLLOUT" : "all sent",
+	       waits ? "waited for EPOLLOUT" : "NEVER WAITED",
+	       !strncmp(line, "got ", 4) && atol(line + 4) == total ? "got all" : "NOT ALL");
+}
+
+/* Edge-triggered epoll on a connected stream, as the kernel reports it:
+ * readiness on ADD, nothing while idle (no repeated EPOLLOUT), one report
+ * per arrival (never again after a partial read), EPOLLIN and EPOLLOUT
+ * together when data arrives, EPOLLONESHOT, EPOLLOUT after a full send
+ * buffer, EPOLLEXCLUSIVE */
+static void c_tcpet(void)
+{
+	int fd = tcp_to_peer(), ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = 0xfeed0003 };
+	char buf[64];
+
+	nonblock(fd, 1);
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	ep_show("ADD IN|OUT|ET", ep, 0);
+	ep_show("idle", ep, 0);
+	ep_show("idle, 100 ms", ep, 100);
+	tcp_ask(fd, "S 100 100\n");
+	ep_show("request sent, reply in 100 ms", ep, 2000);
+	printf("read 10: %zd\n", recv(fd, buf, 10, 0));
+	ep_show("after reading 10 of 100", ep, 0);
+	tcp_ask(fd, "S 100 100\n");
+	ep_show("100 more", ep, 2000);
+	printf("drained %ld\n", drain(fd));
+	ep_show("drained", ep, 0);
+	ev.events = EPOLLIN | EPOLLONESHOT;
+	ev.data.u64 = 0xfeed0004;
+	epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+	ep_show("MOD IN|ONESHOT, nothing queued", ep, 0);
+	tcp_ask(fd, "S 10 0\n");
+	ep_show("ONESHOT", ep, 2000);
+	printf("drained %ld\n", read_n(fd, 10));
+	tcp_ask(fd, "S 10 0\n");
+	ep_show("ONESHOT disarmed", ep, 300);
+	epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+	ep_show("re-armed", ep, 2000);
+	printf("drained %ld\n", read_n(fd, 10));
+	ev.events = EPOLLOUT | EPOLLET;
+	ev.data.u64 = 0xfeed0005;
+	epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+	ep_show("MOD OUT|ET", ep, 0);
+	ep_show("idle", ep, 0);
+	et_sender(fd, ep);
+	close(ep);
+	close(fd);
+	ep_exclusive(tcp_to_peer());
+}
+
+/* The same on a UDP socket: EPOLLIN and EPOLLOUT together on an arrival
+ * (the kernel reports what is ready once anything wakes the socket),
+ * EPOLLEXCLUSIVE */
+static void c_udpet(void)
+{
+	int fd = udp(), ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = 0xfeed0006 };
+	char buf[256];
+
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	ep_show("ADD IN|OUT|ET", ep, 0);
+	ep_show("idle", ep, 0);
+	ask(fd, 1, 64, 0, 300);
+	ep_show("request sent", ep, 100);
+	ep_show("reply in 300 ms", ep, 2000);
+	ep_show("unread", ep, 0);
+	printf("recv %zd\n", recv(fd, buf, sizeof(buf), 0));
+	ep_show("read", ep, 0);
+	close(ep);
+	ep_exclusive(fd);
+}
+
+/* the peer's TCP side: one child per connection, serving its requests */
+static int line_in(int fd, char *b, size_t cap)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < cap; i++)
+		if (recv(fd, b + i, 1, 0) != 1 || b[i] == '\n')
+			break;
+	b[i] = 0;
+	return i > 0;
+}
+
+static void tcp_serve(int c)
+{
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	static char d[65536];
+	char l[64];
+	int n, ms;
+
+	getpeername(c, (struct sockaddr *)&from, &fl);
+	while (line_in(c, l, sizeof(l))) {
+		if (sscanf(l, "S %d %d", &n, &ms) == 2 && n >= 0) {
+			usleep((useconds_t)ms * 1000);
+			for (int k = 0; k < n; k++)
+				d[k % (int)sizeof(d)] = (char)('a' + k % 26);
+			while (n > 0) {
+				ssize_t w = send(c, d, (size_t)(n < (int)sizeof(d) ? n : (int)sizeof(d)), 0);
+
+				if (w <= 0)
+					break;
+				n -= (int)w;
+			}
+		} else if (sscanf(l, "Z %d", &ms) == 1) {
+			long got = 0;
+			ssize_t r;
+
+			usleep((useconds_t)ms * 1000);
+			while ((r = recv(c, d, sizeof(d), 0)) > 0)
+				got += r;
+			n = snprintf(l, sizeof(l), "got %ld\n", got);
+			send(c, l, (size_t)n, 0);
+			break;
+		} else if (sscanf(l, "K %d", &n) == 1) {
+			int b = socket(AF_INET, SOCK_STREAM, 0);
+
+			from.sin_port = htons((uint16_t)n);
+			if (b >= 0 && !connect(b, (struct sockaddr *)&from, sizeof(from))) {
+				send(b, "hi\n", 3, 0);
+				while (recv(b, d, sizeof(d), 0) > 0)
+					;
+			}
+			close(b);
+		}
+	}
+	close(c);
+}
+
+static void tcp_peer(int port)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+	signal(SIGCHLD, SIG_IGN);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 64))
+		fail("peer TCP listen");
+	for (;;) {
+		int c = accept(l, NULL, NULL);
+
+		if (c < 0)
+			continue;
+		if (fork() == 0) {
+			close(l);
+			tcp_serve(c);
+			_exit(0);
+		}
+		close(c);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -1327,6 +1635,7 @@ int main(int argc, char **argv)
 		{ "csum", c_csum },       { "narrow", c_narrow },
 		{ "jumbo", c_jumbo },     { "uringraw", c_uringraw },
 		{ "starve", c_starve },
+		{ "tcpet", c_tcpet },     { "udpet", c_udpet },
 		{ "uringraw-late", c_uringraw_late },
 	};
 	unsigned i;
@@ -1342,6 +1651,10 @@ int main(int argc, char **argv)
 
 		if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)))
 			fail("peer bind");
+		if (fork() == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			tcp_peer(atoi(argv[2]));
+		}
 		for (;;) {
 			struct sockaddr_in src;
 			socklen_t sl = sizeof(src);
