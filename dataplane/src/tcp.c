@@ -93,6 +93,9 @@ struct ts_tcp {
 	 * (Linux's SOCK_NOSPACE: only then does room wake the socket) */
 	struct ts_edges edges;
 	int nospace;
+	/* connect has reported how the handshake ended (Linux's socket
+	 * state SS_CONNECTED): a connect now says EISCONN */
+	int connect_done;
 };
 
 /* A closed connection lwIP still carries (FIN_WAIT, LAST_ACK, TIME_WAIT). */
@@ -186,6 +189,8 @@ static void tcp_stats_slot(struct ts_tcp *t)
 {
 	struct tickstack_sock_stats *s = ts_stats__sock_slot(t->fd);
 
+	if (s) /* what arrived before accept */
+		s->rx_accel += t->dummy.rx_accel;
 	t->stats = s ? s : &t->dummy;
 	t->stats->accelerated = 1;
 	t->stats->laddr = t->laddr;
@@ -331,6 +336,26 @@ static int rexmit_limits(struct tcp_pcb *p, struct ts_tcp *t, uint64_t now)
 	return 0;
 }
 
+/* Keepalive: seconds as Linux counts them (defaults 7200, 75, 9) in
+ * lwIP's milliseconds, which pass TS_TCP_TICK_SCALE times faster here
+ * than lwIP counts them (its ticks run that much faster); the interval
+ * bounded so that lwIP's idle + count * interval fits its 32 bits. */
+static void keep_times(struct tcp_pcb *p, const struct ts_tcp *t)
+{
+	uint64_t ms = 1000ull * TS_TCP_TICK_SCALE, idle, intvl;
+	u32_t cnt = (u32_t)(t->keep_cnt > 0 ? t->keep_cnt : 9);
+
+	idle = (uint64_t)(t->keep_idle > 0 ? t->keep_idle : 7200) * ms;
+	intvl = (uint64_t)(t->keep_intvl > 0 ? t->keep_intvl : 75) * ms;
+	if (idle > UINT32_MAX / 2)
+		idle = UINT32_MAX / 2;
+	if (intvl > (UINT32_MAX - idle) / cnt)
+		intvl = (UINT32_MAX - idle) / cnt;
+	p->keep_idle = (u32_t)idle;
+	p->keep_intvl = (u32_t)intvl;
+	p->keep_cnt = cnt;
+}
+
 static void apply_opts(struct ts_tcp *t)
 {
 	struct tcp_pcb *p = t->pcb;
@@ -345,13 +370,7 @@ static void apply_opts(struct ts_tcp *t)
 		ip_set_option(p, SOF_KEEPALIVE);
 	else
 		ip_reset_option(p, SOF_KEEPALIVE);
-	/* seconds as Linux counts them (defaults 7200, 75, 9), in lwIP's
-	 * milliseconds divided by how much faster its ticks run here */
-	p->keep_idle = (u32_t)(t->keep_idle ? t->keep_idle : 7200) * 1000 /
-		       TS_TCP_TICK_SCALE;
-	p->keep_intvl = (u32_t)(t->keep_intvl ? t->keep_intvl : 75) * 1000 /
-			TS_TCP_TICK_SCALE;
-	p->keep_cnt = (u32_t)(t->keep_cnt ? t->keep_cnt : 9);
+	keep_times(p, t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -491,6 +510,21 @@ static void callbacks(struct tcp_pcb *pcb, struct ts_tcp *t)
 	tcp_err(pcb, cb_err);
 }
 
+/* An accepted socket inherits its listener's options, as Linux's copy
+ * of the listening socket (sk_clone_lock) does. */
+static void inherit_opts(const struct ts_tcp *l, struct ts_tcp *t)
+{
+	t->nodelay = l->nodelay;
+	t->keepalive = l->keepalive;
+	t->linger0 = l->linger0;
+	t->keep_idle = l->keep_idle;
+	t->keep_intvl = l->keep_intvl;
+	t->keep_cnt = l->keep_cnt;
+	t->user_timeout = l->user_timeout;
+	t->rcvtimeo = l->rcvtimeo;
+	t->sndtimeo = l->sndtimeo;
+}
+
 static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
 {
 	struct ts_tcp *l = arg, *t;
@@ -510,9 +544,8 @@ static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
 	t->lport = htons(npcb->local_port);
 	t->raddr = ip4_addr_get_u32(ip_2_ip4(&npcb->remote_ip));
 	t->rport = htons(npcb->remote_port);
-	/* accepted sockets inherit the listener's options, as on Linux */
-	t->nodelay = l->nodelay;
-	t->keepalive = l->keepalive;
+	inherit_opts(l, t);
+	t->connect_done = 1;
 	t->hold = l->hold;
 	t->hold->refs++;
 	callbacks(npcb, t);
@@ -944,6 +977,45 @@ out_nomem:
 	return 0;
 }
 
+/* connect on a stream already connecting or connected, as Linux's
+ * __inet_stream_connect answers it: EALREADY while the handshake runs (a
+ * blocking socket waits for its end, up to SO_SNDTIMEO); once it ended,
+ * the next connect reports how (0, or the error, ECONNABORTED when
+ * SO_ERROR took it), and every later one says EISCONN. */
+static int connect_again(struct ts_tcp *t)
+{
+	int r = 0;
+
+	if (t->state == T_CONNECTING) {
+		if (!t->nonblock)
+			r = tcp_wait(t, ready_connect, tv_ns(&t->sndtimeo), -1);
+		if (t->nonblock || r == -EAGAIN) {
+			errno = EALREADY;
+			return -1;
+		}
+		if (r == -EINTR) {
+			errno = EINTR;
+			return -1;
+		}
+	}
+	ts_lwip__lock();
+	if (t->connect_done) {
+		r = EISCONN;
+	} else if (t->state == T_CONN) {
+		r = 0;
+	} else {
+		r = t->so_error ? t->so_error : ECONNABORTED;
+		t->so_error = 0;
+	}
+	t->connect_done = 1;
+	ts_lwip__unlock();
+	if (r) {
+		errno = r;
+		return -1;
+	}
+	return 0;
+}
+
 int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 		    socklen_t len)
 {
@@ -957,16 +1029,13 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	ip_addr_t a;
 	int r;
 
-	if (t->state == T_CONNECTING) {
-		errno = t->nonblock ? EALREADY : EINPROGRESS;
-		return -1;
-	}
-	if (t->state == T_CONN || t->state == T_CLOSED) {
+	if (t->state == T_LISTEN) {
 		errno = EISCONN;
 		return -1;
 	}
-	if (t->state != T_NEW || !addr || len < sizeof(*sa) ||
-	    sa->sin_family != AF_INET)
+	if (t->state != T_NEW)
+		return connect_again(t);
+	if (!addr || len < sizeof(*sa) || sa->sin_family != AF_INET)
 		goto kernel_quiet;
 	r = ts_lwip__resolve(sa->sin_addr.s_addr, 1000);
 	if (r == -EAGAIN) {
@@ -1071,6 +1140,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	ts_lwip__lock();
 	r = t->state == T_CONN ? 0 : (t->so_error ? t->so_error : ECONNREFUSED);
 	t->so_error = 0;
+	t->connect_done = 1;
 	ts_lwip__unlock();
 	if (r) {
 		errno = r;
@@ -1092,6 +1162,48 @@ kernel:
 kernel_quiet:
 	to_kernel(t, fd, "not an IPv4 connect");
 	return ts_real_connect(fd, addr, len);
+}
+
+/* The options an accepted socket inherits from its listener (Linux
+ * copies the listening socket), copied from the listener's kernel socket
+ * to the accepted one's placeholder, which answers getsockopt for it. The
+ * kernel reports SO_RCVBUF and SO_SNDBUF doubled and doubles what it is
+ * given: halved on the way. */
+static void inherit_kernel_opts(int lfd, int nfd)
+{
+	static const struct {
+		int level, opt;
+	} opts[] = {
+		{ SOL_SOCKET, SO_KEEPALIVE },	 { SOL_SOCKET, SO_RCVBUF },
+		{ SOL_SOCKET, SO_SNDBUF },	 { SOL_SOCKET, SO_LINGER },
+		{ SOL_SOCKET, SO_RCVLOWAT },
+		{ SOL_SOCKET, SO_RCVTIMEO },	 { SOL_SOCKET, SO_SNDTIMEO },
+		{ IPPROTO_IP, IP_TOS },		 { IPPROTO_IP, IP_TTL },
+		{ IPPROTO_TCP, TCP_NODELAY },	 { IPPROTO_TCP, TCP_KEEPIDLE },
+		{ IPPROTO_TCP, TCP_KEEPINTVL },	 { IPPROTO_TCP, TCP_KEEPCNT },
+		{ IPPROTO_TCP, TCP_USER_TIMEOUT }, { IPPROTO_TCP, TCP_LINGER2 },
+	};
+	union {
+		int i;
+		struct linger lg;
+		struct timeval tv;
+	} v;
+	unsigned i;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		socklen_t l = sizeof(v);
+
+		if (ts_real_getsockopt(lfd, opts[i].level, opts[i].opt, &v, &l) < 0)
+			continue;
+		if (opts[i].level == SOL_SOCKET &&
+		    (opts[i].opt == SO_RCVBUF || opts[i].opt == SO_SNDBUF))
+			v.i /= 2;
+		ts_real_setsockopt(nfd, opts[i].level, opts[i].opt, &v, l);
+	}
+	/* not the listener's SO_PRIORITY: Linux gives the child the SYN's
+	 * (0 off the wire); IP_TOS above set the placeholder's from the TOS */
+	v.i = 0;
+	ts_real_setsockopt(nfd, SOL_SOCKET, SO_PRIORITY, &v, sizeof(v.i));
 }
 
 int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
@@ -1170,6 +1282,7 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 	tab_set(nfd, c);
 	TS_INC(ts_stats->sockets_accelerated);
 	ts_lwip__unlock();
+	inherit_kernel_opts(fd, nfd);
 	if (addr && len) {
 		struct sockaddr_in sa = { .sin_family = AF_INET,
 					  .sin_port = c->rport,

@@ -38,6 +38,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1533,6 +1534,168 @@ static void c_udpet(void)
 	ep_exclusive(fd);
 }
 
+static void show_connect(const char *what, int fd, const struct sockaddr_in *to)
+{
+	int r = connect(fd, (const struct sockaddr *)to, sizeof(*to));
+
+	printf("%s: %d %s\n", what, r, r ? en(errno) : "");
+}
+
+/* The connect state machine as Linux has it: a non-blocking connect says
+ * EINPROGRESS, another while the handshake runs EALREADY (the peer's
+ * firewall drops SYNs to PORT+99: conform.sh), the first after it ended
+ * 0 (or its error: ECONNREFUSED, ECONNABORTED once SO_ERROR took it),
+ * then EISCONN; a blocking connect's next connect EISCONN, a listener's
+ * too. */
+static void c_tcpconnect(void)
+{
+	struct sockaddr_in dead = peer, closed = peer;
+	struct pollfd p = { .events = POLLOUT };
+	int fd, err = 0, l;
+	socklen_t el = sizeof(err);
+
+	dead.sin_port = htons((uint16_t)(ntohs(peer.sin_port) + 99));
+	closed.sin_port = htons((uint16_t)(ntohs(peer.sin_port) + 98));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	show_connect("unanswered, non-blocking", fd, &dead);
+	show_connect("again, in progress", fd, &dead);
+	show_connect("again", fd, &dead);
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	show_connect("non-blocking", fd, &peer);
+	p.fd = fd;
+	printf("poll: %d revents 0x%x\n", poll(&p, 1, 2000), p.revents);
+	show_connect("after it completed", fd, &peer);
+	show_connect("again", fd, &peer);
+	show_connect("again", fd, &peer);
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	show_connect("refused, non-blocking", fd, &closed);
+	p.fd = fd;
+	printf("poll: %d revents 0x%x\n", poll(&p, 1, 2000), p.revents);
+	show_connect("after the reset", fd, &closed);
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	show_connect("refused, non-blocking", fd, &closed);
+	p.fd = fd;
+	printf("poll: %d revents 0x%x\n", poll(&p, 1, 2000), p.revents);
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+	printf("SO_ERROR %s\n", en(err));
+	show_connect("after SO_ERROR", fd, &closed);
+	close(fd);
+	fd = tcp_to_peer();
+	show_connect("blocking, connected: again", fd, &peer);
+	tcp_ask(fd, "S 10 0\n");
+	printf("then 10 bytes from the peer: %ld\n", read_n(fd, 10));
+	close(fd);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	{
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(12171) };
+
+		if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4))
+			fail("listen");
+	}
+	show_connect("a listener", l, &peer);
+	close(l);
+}
+
+static void show_opt(int fd, int level, int opt, const char *name)
+{
+	union {
+		int i;
+		struct linger lg;
+		struct timeval tv;
+	} v;
+	socklen_t len = sizeof(v);
+	int r;
+
+	memset(&v, 0, sizeof(v));
+	r = getsockopt(fd, level, opt, &v, &len);
+	if (r)
+		printf("  %s: %s\n", name, en(errno));
+	else if (len == sizeof(struct linger) && opt == SO_LINGER)
+		printf("  %s: on %d, %d s\n", name, v.lg.l_onoff, v.lg.l_linger);
+	else if (len == sizeof(struct timeval))
+		printf("  %s: %ld.%06ld s\n", name, (long)v.tv.tv_sec, (long)v.tv.tv_usec);
+	else
+		printf("  %s: %d\n", name, v.i);
+}
+
+#define SHOW(fd, level, opt) show_opt(fd, level, opt, #opt)
+
+/* getsockopt on an accepted socket: the options it inherited from its
+ * listener, as Linux copies them (the peer connects back to us) */
+static void c_tcpaccept(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), c, a, one = 1, v;
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12170) };
+	struct linger lg = { 1, 5 };
+	struct timeval tv = { 3, 0 };
+	char buf[8];
+
+	/* the kernel's run leaves its end of the connection in TIME_WAIT */
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&me, sizeof(me)))
+		fail("bind");
+	setsockopt(l, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(l, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	v = 65536;
+	setsockopt(l, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	v = 32768;
+	setsockopt(l, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	setsockopt(l, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	v = 3;
+	setsockopt(l, SOL_SOCKET, SO_PRIORITY, &v, sizeof(v));
+	v = 0x10;
+	setsockopt(l, IPPROTO_IP, IP_TOS, &v, sizeof(v));
+	v = 30;
+	setsockopt(l, IPPROTO_TCP, TCP_KEEPIDLE, &v, sizeof(v));
+	v = 5;
+	setsockopt(l, IPPROTO_TCP, TCP_KEEPINTVL, &v, sizeof(v));
+	v = 4;
+	setsockopt(l, IPPROTO_TCP, TCP_KEEPCNT, &v, sizeof(v));
+	v = 7000;
+	setsockopt(l, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v));
+	if (listen(l, 4))
+		fail("listen");
+	c = tcp_to_peer();
+	tcp_ask(c, "K 12170\n");
+	a = accept(l, NULL, NULL);
+	if (a < 0)
+		fail("accept");
+	printf("accepted; its options:\n");
+	SHOW(a, IPPROTO_TCP, TCP_NODELAY);
+	SHOW(a, SOL_SOCKET, SO_KEEPALIVE);
+	SHOW(a, SOL_SOCKET, SO_RCVBUF);
+	SHOW(a, SOL_SOCKET, SO_SNDBUF);
+	SHOW(a, SOL_SOCKET, SO_LINGER);
+	SHOW(a, SOL_SOCKET, SO_RCVTIMEO);
+	SHOW(a, SOL_SOCKET, SO_PRIORITY);
+	SHOW(a, IPPROTO_IP, IP_TOS);
+	SHOW(a, IPPROTO_TCP, TCP_KEEPIDLE);
+	SHOW(a, IPPROTO_TCP, TCP_KEEPINTVL);
+	SHOW(a, IPPROTO_TCP, TCP_KEEPCNT);
+	SHOW(a, IPPROTO_TCP, TCP_USER_TIMEOUT);
+	SHOW(a, IPPROTO_TCP, TCP_QUICKACK);
+	SHOW(a, SOL_SOCKET, SO_ERROR);
+	SHOW(a, SOL_SOCKET, SO_TYPE);
+	SHOW(a, SOL_SOCKET, SO_ACCEPTCONN);
+	SHOW(l, SOL_SOCKET, SO_ACCEPTCONN);
+	printf("read: %zd\n", read(a, buf, 3));
+	/* the inherited receive timeout: nothing more comes */
+	{
+		double t0 = now_s();
+		ssize_t n = read(a, buf, sizeof(buf));
+
+		printf("read: %zd %s after %s\n", n, n < 0 ? en(errno) : "",
+		       now_s() - t0 >= 2.5 ? "the listener's SO_RCVTIMEO" : "TOO EARLY");
+	}
+	close(a);
+	close(c);
+	close(l);
+}
+
 /* the peer's TCP side: one child per connection, serving its requests */
 static int line_in(int fd, char *b, size_t cap)
 {
@@ -1636,6 +1799,7 @@ int main(int argc, char **argv)
 		{ "jumbo", c_jumbo },     { "uringraw", c_uringraw },
 		{ "starve", c_starve },
 		{ "tcpet", c_tcpet },     { "udpet", c_udpet },
+		{ "tcpconnect", c_tcpconnect }, { "tcpaccept", c_tcpaccept },
 		{ "uringraw-late", c_uringraw_late },
 	};
 	unsigned i;

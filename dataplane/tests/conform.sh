@@ -78,7 +78,9 @@ narrow accel
 starve accel
 jumbo accel latency TICKSTACK_REQUIRE=0
 udpet accel
-tcpet tcp latency TICKSTACK_TCP=1"
+tcpet tcp latency TICKSTACK_TCP=1
+tcpconnect tcp latency TICKSTACK_TCP=1
+tcpaccept tcp latency TICKSTACK_TCP=1"
 
 declare -A XFAIL=()
 while read -r c why; do
@@ -100,6 +102,8 @@ TSDP_PIDS+=("$!")
 disown
 wait_for 10 udp_listening "$NB" $PORT || { echo "conform: the peer did not start" >&2; exit 1; }
 wait_for 10 tcp_listening "$NB" $PORT || { echo "conform: the peer's TCP side did not start" >&2; exit 1; }
+# SYNs to PORT+99 go unanswered (case tcpconnect: a handshake that stays in progress)
+ip netns exec "$NB" iptables -A INPUT -p tcp --dport $((PORT + 99)) -j DROP
 # a second address on our side (case narrow), reachable from the peer
 ip -n "$NA" addr add 198.18.12.3/24 dev "$(ip -n "$NA" -br link | awk '/^tsdp/ {print $1}' | cut -d@ -f1)"
 ip -n "$NB" neigh replace 198.18.12.3 lladdr "$maca" dev "$(ip -n "$NB" -br link | awk '/^tsdp/ {print $1}' | cut -d@ -f1)" nud permanent
