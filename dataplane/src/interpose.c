@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <limits.h>
@@ -672,6 +674,238 @@ TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 	}
 	ts_sock__flush(s);
 	return (int)done(s, (ssize_t)i);
+}
+
+/* ------------------------------------------------------------------ */
+/* sendfile, splice: the kernel copies between its own files, so on an
+ * accelerated stream it would reach the placeholder socket (EPIPE,
+ * ENOTCONN, or a wait for bytes that go to the shadow). The bytes go
+ * through a buffer instead, with the kernel's semantics: a non-blocking
+ * stream takes what it can and the rest stays in the file (the offset,
+ * or the file position, moves by what was sent) or in the pipe (no more
+ * is read from a pipe than the stream or the pipe can take now, since a
+ * pipe cannot take bytes back); EAGAIN when nothing fits; SIGPIPE and
+ * EPIPE on a closed stream. A UDP socket's datagram goes out through its
+ * kernel socket (the kernel sends it, counted as tx_kernel) and its
+ * datagrams come from the stack's queue. */
+
+#define TS_COPY_CHUNK 65536
+#define TS_MAX_RW 0x7ffff000 /* Linux's MAX_RW_COUNT */
+
+static __thread char *copy_buf;
+
+static char *copy_buffer(void)
+{
+	if (!copy_buf)
+		copy_buf = malloc(TS_COPY_CHUNK);
+	if (!copy_buf)
+		errno = ENOMEM;
+	return copy_buf;
+}
+
+static int is_pipe(int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISFIFO(st.st_mode);
+}
+
+/* One chunk of a file (at *pos, which moves by what was sent) or of a
+ * pipe (pos NULL: no more read than the stream takes now) to a stream:
+ * bytes sent, 0 at the end of the file, -1. */
+static ssize_t chunk_to_stream(struct ts_tcp *t, int out, int in, off_t *pos,
+			       size_t want, int flags)
+{
+	char *buf = copy_buffer();
+	ssize_t r, s;
+
+	if (!buf)
+		return -1;
+	if (want > TS_COPY_CHUNK)
+		want = TS_COPY_CHUNK;
+	if (!pos) {
+		s = ts_tcp__send_room(t, flags);
+		if (s < 0)
+			return -1;
+		if ((size_t)s < want)
+			want = (size_t)s;
+	}
+	r = pos ? pread(in, buf, want, *pos) : REAL(read)(in, buf, want);
+	if (r <= 0)
+		return r;
+	if (!pos)
+		return ts_tcp__send_all(t, out, buf, (size_t)r, flags);
+	s = tcp_send_one(t, out, buf, (size_t)r, flags);
+	if (s > 0)
+		*pos += s;
+	return s;
+}
+
+/* sendfile to a stream: from *off (moved, the file position kept) or
+ * from the file position (moved); a pipe as the source too. */
+static ssize_t stream_sendfile(struct ts_tcp *t, int out, int in, off_t *off,
+			       size_t count)
+{
+	off_t pos = off ? *off : lseek(in, 0, SEEK_CUR);
+	int seekable = off || pos >= 0;
+	size_t done = 0;
+
+	if (count > TS_MAX_RW)
+		count = TS_MAX_RW;
+	while (done < count) {
+		size_t want = count - done < TS_COPY_CHUNK ? count - done :
+							     TS_COPY_CHUNK;
+		ssize_t n = chunk_to_stream(t, out, in, seekable ? &pos : NULL,
+					    want, 0);
+
+		if (n < 0 && done)
+			break;
+		if (n < 0)
+			return -1;
+		done += (size_t)n;
+		if ((size_t)n < want) /* the end, or what fits now */
+			break;
+	}
+	if (off)
+		*off = pos;
+	else if (seekable)
+		lseek(in, pos, SEEK_SET);
+	return (ssize_t)done;
+}
+
+/* A UDP socket's sendfile or splice: the kernel socket sends. */
+static ssize_t udp_kernel_sent(int fd, ssize_t r)
+{
+	struct ts_sock *s = r > 0 ? ours(fd) : NULL;
+
+	if (s)
+		TS_INC(s->stats->tx_kernel);
+	return s ? done(s, r) : r;
+}
+
+TS_API ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	struct ts_tcp *t = tcp_ours(out);
+
+	if (ts_tcp__stream(t))
+		return stream_sendfile(t, out, in, off, count);
+	return udp_kernel_sent(out, REAL(sendfile)(out, in, off, count));
+}
+
+TS_API ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
+{
+	struct ts_tcp *t = tcp_ours(out);
+
+	if (ts_tcp__stream(t))
+		return stream_sendfile(t, out, in, (off_t *)off, count);
+	return udp_kernel_sent(out, REAL(sendfile64)(out, in, off, count));
+}
+
+/* What the pipe can take now (its size less what it holds), waiting for
+ * room unless it or the call is non-blocking. */
+static ssize_t pipe_room(int fd, unsigned int flags)
+{
+	for (;;) {
+		int size = REAL(fcntl)(fd, F_GETPIPE_SZ), held = 0;
+		struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+		if (size < 0 || REAL(ioctl)(fd, FIONREAD, &held) < 0)
+			return -1;
+		if (size - held >= 4096)
+			return size - held - 4096; /* a partly filled page */
+		if ((flags & SPLICE_F_NONBLOCK) ||
+		    (REAL(fcntl)(fd, F_GETFL) & O_NONBLOCK)) {
+			errno = EAGAIN;
+			return -1;
+		}
+		if (REAL(poll)(&pf, 1, -1) < 0)
+			return -1;
+	}
+}
+
+/* A socket's bytes (a stream's, or one datagram) into a pipe, as the
+ * kernel's do_splice: EINVAL for an offset on the socket or no pipe. */
+static ssize_t splice_from_sock(struct ts_sock *s, struct ts_tcp *t, int in,
+				const loff_t *off_in, int out,
+				const loff_t *off_out, size_t len,
+				unsigned int flags)
+{
+	ssize_t room, r, w, k = 0;
+	char *buf;
+
+	if (!is_pipe(out) || off_in) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (off_out) {
+		errno = ESPIPE;
+		return -1;
+	}
+	room = pipe_room(out, flags);
+	buf = copy_buffer();
+	if (room < 0 || !buf)
+		return -1;
+	if (len > (size_t)room)
+		len = (size_t)room;
+	if (len > TS_COPY_CHUNK)
+		len = TS_COPY_CHUNK;
+	r = s ? recv_one(s, in, buf, len, 0, NULL, NULL) :
+		tcp_recv_one(t, in, buf, len, 0, NULL);
+	while (r > 0 && k < r) {
+		w = REAL(write)(out, buf + k, (size_t)(r - k));
+		if (w < 0 && errno != EINTR)
+			break;
+		k += w > 0 ? w : 0;
+	}
+	return r;
+}
+
+/* A pipe's bytes to a stream, as the kernel's do_splice: ESPIPE for an
+ * offset on the pipe, EINVAL for one on the socket or no pipe; EAGAIN
+ * from an empty pipe with SPLICE_F_NONBLOCK (or a non-blocking pipe). */
+static ssize_t splice_to_stream(struct ts_tcp *t, int in, const loff_t *off_in,
+				int out, const loff_t *off_out, size_t len,
+				unsigned int flags)
+{
+	struct pollfd pf = { .fd = in, .events = POLLIN };
+
+	if (!is_pipe(in) || (!off_in && off_out)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (off_in) {
+		errno = ESPIPE;
+		return -1;
+	}
+	if (!len)
+		return 0;
+	if (((flags & SPLICE_F_NONBLOCK) ||
+	     (REAL(fcntl)(in, F_GETFL) & O_NONBLOCK)) &&
+	    REAL(poll)(&pf, 1, 0) == 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return chunk_to_stream(t, out, in, NULL, len,
+			       (flags & SPLICE_F_MORE) ? MSG_MORE : 0);
+}
+
+TS_API ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out,
+		      size_t len, unsigned int flags)
+{
+	struct ts_tcp *tin = tcp_ours(in), *tout = tcp_ours(out);
+	struct ts_sock *s;
+
+	if (ts_tcp__stream(tout))
+		return splice_to_stream(tout, in, off_in, out, off_out, len, flags);
+	if (ts_tcp__stream(tin))
+		return splice_from_sock(NULL, tin, in, off_in, out, off_out, len,
+					flags);
+	s = ours(in);
+	if (s)
+		return done(s, splice_from_sock(s, NULL, in, off_in, out,
+						off_out, len, flags));
+	return udp_kernel_sent(out, REAL(splice)(in, off_in, out, off_out, len,
+						 flags));
 }
 
 /* ------------------------------------------------------------------ */

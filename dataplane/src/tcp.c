@@ -1435,10 +1435,9 @@ static ssize_t send_fail(int err, int flags)
 	return -1;
 }
 
-ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
-			int flags)
+static ssize_t tcp_send(struct ts_tcp *t, int fd, const struct msghdr *msg,
+			int flags, int nonblock)
 {
-	int nonblock = t->nonblock || (flags & MSG_DONTWAIT);
 	size_t want = iov_total(msg), done = 0, iov_i = 0, iov_off = 0;
 	int r;
 
@@ -1522,6 +1521,61 @@ ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
 	}
 	t->stats->tx_accel += done;
 	return (ssize_t)done;
+}
+
+ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
+			int flags)
+{
+	return tcp_send(t, fd, msg, flags, t->nonblock || (flags & MSG_DONTWAIT));
+}
+
+/* What the queue can take now (sendfile and splice read no more than that
+ * from a pipe, which cannot take bytes back), waiting for room on a
+ * blocking stream (SO_SNDTIMEO); -1 with errno as a send would set it. */
+ssize_t ts_tcp__send_room(struct ts_tcp *t, int flags)
+{
+	for (;;) {
+		size_t room = 0;
+		int err = 0, r;
+
+		ts_lwip__lock();
+		if (t->so_error) {
+			err = t->so_error;
+			t->so_error = 0;
+		} else if (t->state == T_CLOSED || t->shut_wr || !t->pcb) {
+			err = EPIPE;
+		} else if (t->state == T_CONN &&
+			   tcp_sndqueuelen(t->pcb) < TCP_SND_QUEUELEN - 4) {
+			room = tcp_sndbuf(t->pcb);
+		}
+		if (!room && !err)
+			t->nospace = 1;
+		ts_lwip__unlock();
+		if (err)
+			return send_fail(err, flags);
+		if (room)
+			return (ssize_t)room;
+		if (t->nonblock || (flags & MSG_DONTWAIT)) {
+			errno = EAGAIN;
+			return -1;
+		}
+		r = tcp_wait(t, ready_tx, tv_ns(&t->sndtimeo), -1);
+		if (r < 0) {
+			errno = r == -EINTR ? EINTR : EAGAIN;
+			return -1;
+		}
+	}
+}
+
+/* Bytes already taken from their source (a pipe): all sent, waiting for
+ * room whatever O_NONBLOCK says. */
+ssize_t ts_tcp__send_all(struct ts_tcp *t, int fd, const void *buf,
+			 size_t len, int flags)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	return tcp_send(t, fd, &msg, flags, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1905,6 +1959,11 @@ int ts_tcp__fionread(struct ts_tcp *t, int *out)
 int ts_tcp__accel(struct ts_tcp *t)
 {
 	return t && t->state != T_NEW;
+}
+
+int ts_tcp__stream(struct ts_tcp *t)
+{
+	return t && t->state != T_NEW && t->state != T_LISTEN;
 }
 
 int ts_tcp__kernel_watch(struct ts_tcp *t)

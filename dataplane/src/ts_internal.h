@@ -76,7 +76,10 @@
 	X(int, accept, (int, struct sockaddr *, socklen_t *))                 \
 	X(int, accept4, (int, struct sockaddr *, socklen_t *, int))           \
 	X(int, getpeername, (int, struct sockaddr *, socklen_t *))            \
-	X(int, shutdown, (int, int))
+	X(int, shutdown, (int, int))                                          \
+	X(ssize_t, sendfile, (int, int, off_t *, size_t))                     \
+	X(ssize_t, sendfile64, (int, int, off64_t *, size_t))                 \
+	X(ssize_t, splice, (int, loff_t *, int, loff_t *, size_t, unsigned int))
 
 #define TS_DECLARE_REAL(ret, name, args) extern ret(*ts_real_##name) args TS_HIDDEN;
 TS_REAL_CALLS(TS_DECLARE_REAL)

@@ -49,6 +49,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -1312,8 +1313,8 @@ static void c_narrow(void)
  * side listens on the same port number; each connection is a child of
  * its own, reading request lines:
  *   "S n ms"   after ms, send n bytes ('a' + i % 26)
- *   "Z ms"     after ms, read to EOF, then answer "got N" (the bytes
- *              after the line)
+ *   "Z ms"     after ms, read to EOF, then answer "got N hash H" (the
+ *              bytes after the line, their FNV-1a hash in hex)
  *   "K port"   connect back to the requester's address at port, send
  *              "hi", then read to EOF */
 
@@ -1696,6 +1697,219 @@ static void c_tcpaccept(void)
 	close(l);
 }
 
+/* a file of n bytes ('a' + i % 26 at offset i), opened for reading */
+static int pattern_file(long n)
+{
+	char path[] = "/tmp/conform-sendfile-XXXXXX", b[4096];
+	int fd = mkstemp(path);
+	long i;
+
+	if (fd < 0)
+		fail("mkstemp");
+	unlink(path);
+	for (i = 0; i < n; i++) {
+		b[i % 4096] = (char)('a' + i % 26);
+		if (i % 4096 == 4095 || i == n - 1)
+			if (write(fd, b, (size_t)(i % 4096 + 1)) != i % 4096 + 1)
+				fail("write file");
+	}
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+/* end a "Z" request: shut our side, print what the peer got */
+static void peer_got(int fd, long want, unsigned long hash)
+{
+	char line[80] = "";
+	unsigned long h = 0;
+	long got = -1;
+	int i;
+
+	shutdown(fd, SHUT_WR);
+	nonblock(fd, 0);
+	for (i = 0; i < (int)sizeof(line) - 1; i++)
+		if (recv(fd, line + i, 1, 0) != 1 || line[i] == '\n')
+			break;
+	line[i] = 0;
+	sscanf(line, "got %ld hash %lx", &got, &h);
+	printf("peer got %s, %s\n", got == want ? "all" : "NOT ALL",
+	       h == hash ? "intact" : "DAMAGED");
+}
+
+/* the peer's hash (FNV-1a) of the pattern from offset a to b */
+static unsigned long pattern_hash(unsigned long h, long a, long b)
+{
+	for (; a < b; a++)
+		h = (h ^ (unsigned char)('a' + a % 26)) * 16777619ul & 0xfffffffful;
+	return h;
+}
+
+/* sendfile on a stream: blocking with and without an offset (which moves
+ * or leaves the file position), at the end of the file, then non-blocking
+ * into a peer that reads late: partial sends, EAGAIN, the offset updated,
+ * EPOLLOUT|EPOLLET in between; every byte arrives once, in order */
+static void c_tcpsendfile(void)
+{
+	long size = 4l << 20, sent = 0;
+	int f = pattern_file(size), fd = tcp_to_peer(), ep = epoll_create1(0);
+	int partial = 0, eagain = 0, stuck = 0;
+	struct epoll_event ev = { .events = EPOLLOUT | EPOLLET };
+	unsigned long h = 2166136261ul;
+	off_t off = 0;
+	ssize_t n;
+
+	tcp_ask(fd, "Z 300\n");
+	n = sendfile(fd, f, &off, 100000);
+	printf("sendfile 100000 at 0: %zd, offset %ld, file position %ld\n", n, (long)off,
+	       (long)lseek(f, 0, SEEK_CUR));
+	lseek(f, 100000, SEEK_SET);
+	n = sendfile(fd, f, NULL, 50000);
+	printf("sendfile 50000 at the position: %zd, file position %ld\n", n,
+	       (long)lseek(f, 0, SEEK_CUR));
+	off = size;
+	n = sendfile(fd, f, &off, 1000);
+	printf("sendfile at the end: %zd, offset %ld\n", n, (long)off);
+	n = sendfile(fd, f, &off, 0);
+	printf("sendfile 0 bytes: %zd\n", n);
+	h = pattern_hash(h, 0, 150000);
+	nonblock(fd, 1);
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	epoll_wait(ep, &ev, 1, 0);
+	off = 150000;
+	while (off < size) {
+		long want = size - off;
+
+		n = sendfile(fd, f, &off, (size_t)want);
+		if (n > 0) {
+			partial |= n < want;
+			sent += n;
+			continue;
+		}
+		if (n < 0 && errno == EAGAIN) {
+			eagain = 1;
+			if (epoll_wait(ep, &ev, 1, 3000) != 1) {
+				stuck = 1;
+				break;
+			}
+			continue;
+		}
+		printf("sendfile: %zd %s\n", n, en(errno));
+		break;
+	}
+	h = pattern_hash(h, 150000, size);
+	printf("non-blocking: %s, %s, %s, offset at the end: %s\n",
+	       partial ? "partial sends" : "NONE PARTIAL", eagain ? "EAGAIN" : "NO EAGAIN",
+	       stuck ? "STUCK" : "EPOLLOUT each time", off == size ? "yes" : "NO");
+	peer_got(fd, 150000 + sent, h);
+	n = sendfile(f, fd, NULL, 10);
+	printf("sendfile from a socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	close(ep);
+	close(fd);
+	close(f);
+}
+
+/* splice between a pipe and a stream, both ways: received bytes go into
+ * the pipe, what the pipe holds goes out; an empty non-blocking socket; an
+ * offset on the socket's side; two sockets, no pipe */
+static void c_tcpsplice(void)
+{
+	int fd = tcp_to_peer(), p[2], k, ok = 1;
+	unsigned long h = 2166136261ul;
+	static char b[65536];
+	loff_t o = 0;
+	long got = 0, i;
+	ssize_t n;
+
+	if (pipe(p) || fcntl(p[1], F_SETPIPE_SZ, 1 << 20) < 0)
+		fail("pipe");
+	tcp_ask(fd, "S 5000 0\n");
+	while (got < 5000) {
+		n = splice(fd, NULL, p[1], NULL, 65536, 0);
+		if (n <= 0) {
+			printf("splice from the socket: %zd %s\n", n, en(errno));
+			break;
+		}
+		got += n;
+	}
+	n = read(p[0], b, sizeof(b));
+	for (i = 0; i < n; i++)
+		ok &= b[i] == 'a' + i % 26;
+	printf("spliced from the socket: %ld, the pipe holds %zd, %s\n", got, n,
+	       ok ? "intact" : "DAMAGED");
+	/* SPLICE_F_NONBLOCK is about the pipe: a socket waits unless it is
+	 * non-blocking itself */
+	nonblock(fd, 1);
+	n = splice(fd, NULL, p[1], NULL, 100, 0);
+	printf("nothing to read, non-blocking: %zd %s\n", n, n < 0 ? en(errno) : "");
+	nonblock(fd, 0);
+	n = splice(fd, &o, p[1], NULL, 100, 0);
+	printf("an offset on the socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	if (write(p[1], "x", 1) != 1)
+		fail("write pipe");
+	n = splice(p[0], NULL, fd, &o, 100, 0);
+	printf("an offset on the socket (out): %zd %s\n", n, n < 0 ? en(errno) : "");
+	k = tcp_to_peer();
+	n = splice(k, NULL, fd, NULL, 100, 0);
+	printf("socket to socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	close(k);
+	if (read(p[0], b, 1) != 1)
+		fail("read pipe");
+	/* 200,000 bytes of the pattern into the pipe (1 MiB) */
+	for (i = 0; i < 200000; i += 50000) {
+		for (k = 0; k < 50000; k++)
+			b[k] = (char)('a' + (i + k) % 26);
+		if (write(p[1], b, 50000) != 50000)
+			fail("write pipe");
+	}
+	tcp_ask(fd, "Z 0\n");
+	got = 0;
+	while (got < 200000) {
+		n = splice(p[0], NULL, fd, NULL, (size_t)(200000 - got), 0);
+		if (n <= 0) {
+			printf("splice to the socket: %zd %s\n", n, en(errno));
+			break;
+		}
+		got += n;
+	}
+	printf("spliced to the socket: %ld\n", got);
+	peer_got(fd, 200000, pattern_hash(h, 0, 200000));
+	close(fd);
+}
+
+/* sendfile and splice on a connected UDP socket: the file's bytes and the
+ * pipe's go out as one datagram (echoed by the peer), a datagram goes into
+ * a pipe (up to the length asked: the rest of it is dropped) */
+static void c_udpsplice(void)
+{
+	int fd = udp(), f = pattern_file(3000), p[2];
+	char buf[2048];
+	off_t off = 0;
+	ssize_t n;
+
+	if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)) || pipe(p))
+		fail("connect, pipe");
+	if (pwrite(f, "E", 1, 0) != 1)
+		fail("pwrite");
+	n = sendfile(fd, f, &off, 1000);
+	printf("sendfile 1000: %zd, offset %ld\n", n, (long)off);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("echo: %zd bytes, %s\n", n, n == 1000 && buf[999] == 'a' + 999 % 26 ? "intact" : "DAMAGED");
+	if (write(p[1], "Ehello, pipe", 12) != 12)
+		fail("write pipe");
+	n = splice(p[0], NULL, fd, NULL, 12, 0);
+	printf("splice pipe to socket: %zd\n", n);
+	n = splice(fd, NULL, p[1], NULL, 5, 0);
+	printf("splice the echo into the pipe, 5 bytes: %zd\n", n);
+	n = read(p[0], buf, sizeof(buf));
+	printf("the pipe holds %zd: %.*s\n", n, (int)(n > 0 ? n : 0), buf);
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("then recv: %zd %s\n", n, n < 0 ? en(errno) : "");
+	ask(fd, 1, 64, 0, 0);
+	n = splice(fd, NULL, p[1], NULL, 2048, 0);
+	printf("splice a 64-byte datagram: %zd\n", n);
+	close(f);
+}
+
 /* the peer's TCP side: one child per connection, serving its requests */
 static int line_in(int fd, char *b, size_t cap)
 {
@@ -1733,10 +1947,15 @@ static void tcp_serve(int c)
 			long got = 0;
 			ssize_t r;
 
+			unsigned long h = 2166136261ul;
+
 			usleep((useconds_t)ms * 1000);
-			while ((r = recv(c, d, sizeof(d), 0)) > 0)
+			while ((r = recv(c, d, sizeof(d), 0)) > 0) {
+				for (ssize_t k = 0; k < r; k++)
+					h = (h ^ (unsigned char)d[k]) * 16777619ul & 0xfffffffful;
 				got += r;
-			n = snprintf(l, sizeof(l), "got %ld\n", got);
+			}
+			n = snprintf(l, sizeof(l), "got %ld hash %lx\n", got, h);
 			send(c, l, (size_t)n, 0);
 			break;
 		} else if (sscanf(l, "K %d", &n) == 1) {
@@ -1800,6 +2019,8 @@ int main(int argc, char **argv)
 		{ "starve", c_starve },
 		{ "tcpet", c_tcpet },     { "udpet", c_udpet },
 		{ "tcpconnect", c_tcpconnect }, { "tcpaccept", c_tcpaccept },
+		{ "tcpsendfile", c_tcpsendfile }, { "tcpsplice", c_tcpsplice },
+		{ "udpsplice", c_udpsplice },
 		{ "uringraw-late", c_uringraw_late },
 	};
 	unsigned i;

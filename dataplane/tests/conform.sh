@@ -80,7 +80,10 @@ jumbo accel latency TICKSTACK_REQUIRE=0
 udpet accel
 tcpet tcp latency TICKSTACK_TCP=1
 tcpconnect tcp latency TICKSTACK_TCP=1
-tcpaccept tcp latency TICKSTACK_TCP=1"
+tcpaccept tcp latency TICKSTACK_TCP=1
+tcpsendfile tcp latency TICKSTACK_TCP=1
+tcpsplice tcp latency TICKSTACK_TCP=1
+udpsplice accel"
 
 declare -A XFAIL=()
 while read -r c why; do
