@@ -483,20 +483,35 @@ TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 /* As the kernel's do_recvmmsg: every datagram waits as the socket does,
  * MSG_WAITFORONE turns MSG_DONTWAIT on after the first, and the timeout is
  * looked at (and written back) after each datagram only. */
+/* End of a call on a datagram socket (s) or a stream (s NULL). */
+static inline ssize_t done_any(struct ts_sock *s, ssize_t r)
+{
+	return s ? done(s, r) : r;
+}
+
+/* One message of recvmmsg, from a datagram socket or a stream. */
+static ssize_t recv_msg_any(struct ts_sock *s, struct ts_tcp *t, int fd,
+			    struct msghdr *m, int flags)
+{
+	return s ? ts_sock__recvmsg(s, fd, m, flags) :
+		   ts_tcp__recvmsg(t, fd, m, flags);
+}
+
 TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		    struct timespec *tmo)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t = s ? NULL : tcp_ours(fd);
 	struct timespec end = { 0, 0 };
 	int f = flags & ~MSG_WAITFORONE;
 	unsigned int i;
 
-	if (!s)
+	if (!s && !ts_tcp__stream(t))
 		return REAL(recvmmsg)(fd, vec, n, flags, tmo);
 	if (tmo) {
 		if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000) {
 			errno = EINVAL;
-			return (int)done(s, -1);
+			return (int)done_any(s, -1);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &end);
 		end.tv_sec += tmo->tv_sec;
@@ -507,12 +522,12 @@ TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		}
 	}
 	for (i = 0; i < n; i++) {
-		ssize_t r = ts_sock__recvmsg(s, fd, &vec[i].msg_hdr, f);
+		ssize_t r = recv_msg_any(s, t, fd, &vec[i].msg_hdr, f);
 
 		if (r < 0) {
 			if (i > 0)
 				break;
-			return (int)done(s, -1);
+			return (int)done_any(s, -1);
 		}
 		vec[i].msg_len = (unsigned int)r;
 		if (flags & MSG_WAITFORONE)
@@ -533,7 +548,7 @@ TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 			tmo->tv_nsec = (long)(left % 1000000000);
 		}
 	}
-	return (int)done(s, (ssize_t)i);
+	return (int)done_any(s, (ssize_t)i);
 }
 
 TS_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
@@ -636,6 +651,70 @@ TS_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	return done(s, ts_sock__sendmsg(s, fd, &msg, 0, 0));
 }
 
+/* preadv2 and pwritev2 at offset -1 are readv and writev on a socket
+ * (RWF_NOWAIT is MSG_DONTWAIT there, the kernel's other flags change
+ * nothing for a socket); at an offset the kernel says ESPIPE. */
+#define TS_RWF_KNOWN (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND)
+
+static int rw2_ours(int fd, off64_t off, int cnt, int flags)
+{
+	return off == -1 && cnt >= 0 && cnt <= IOV_MAX &&
+	       !(flags & ~TS_RWF_KNOWN) &&
+	       (is_ours(fd) || ts_tcp__stream(tcp_ours(fd)));
+}
+
+static ssize_t rw2(int fd, const struct iovec *iov, int cnt, int flags,
+		   int out)
+{
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+			      .msg_iovlen = (size_t)cnt };
+	int mf = (flags & RWF_NOWAIT) ? MSG_DONTWAIT : 0;
+	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t = s ? NULL : tcp_ours(fd);
+
+	if (!s && !t) { /* gone meanwhile: the kernel's answer */
+		errno = EBADF;
+		return -1;
+	}
+	if (s)
+		return done(s, out ? ts_sock__sendmsg(s, fd, &msg, mf, 0) :
+				     ts_sock__recvmsg(s, fd, &msg, mf));
+	return out ? ts_tcp__sendmsg(t, fd, &msg, mf) :
+		     ts_tcp__recvmsg(t, fd, &msg, mf);
+}
+
+TS_API ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off,
+		       int flags)
+{
+	if (!rw2_ours(fd, off, cnt, flags))
+		return REAL(preadv2)(fd, iov, cnt, off, flags);
+	return rw2(fd, iov, cnt, flags, 0);
+}
+
+TS_API ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt,
+			  off64_t off, int flags)
+{
+	if (!rw2_ours(fd, off, cnt, flags))
+		return REAL(preadv64v2)(fd, iov, cnt, off, flags);
+	return rw2(fd, iov, cnt, flags, 0);
+}
+
+TS_API ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
+			int flags)
+{
+	if (!rw2_ours(fd, off, cnt, flags))
+		return REAL(pwritev2)(fd, iov, cnt, off, flags);
+	return rw2(fd, iov, cnt, flags, 1);
+}
+
+TS_API ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
+			   off64_t off, int flags)
+{
+	if (!rw2_ours(fd, off, cnt, flags))
+		return REAL(pwritev64v2)(fd, iov, cnt, off, flags);
+	return rw2(fd, iov, cnt, flags, 1);
+}
+
 TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct ts_sock *s = ours(fd);
@@ -649,13 +728,33 @@ TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	return done(s, ts_sock__sendmsg(s, fd, msg, flags, 0));
 }
 
+/* sendmmsg on a stream: each message in turn, as the kernel's. */
+static int stream_sendmmsg(struct ts_tcp *t, int fd, struct mmsghdr *vec,
+			   unsigned int n, int flags)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		ssize_t r = ts_tcp__sendmsg(t, fd, &vec[i].msg_hdr, flags);
+
+		if (r < 0)
+			return i ? (int)i : -1;
+		vec[i].msg_len = (unsigned int)r;
+	}
+	return (int)i;
+}
+
 TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 	unsigned int i;
 
-	if (!s)
+	if (!s) {
+		if (ts_tcp__stream(t = tcp_ours(fd)))
+			return stream_sendmmsg(t, fd, vec, n, flags);
 		return REAL(sendmmsg)(fd, vec, n, flags);
+	}
 	/* one batch: the TX ring is kicked once, after the last datagram */
 	for (i = 0; i < n; i++) {
 		ssize_t r = ts_sock__sendmsg(s, fd, &vec[i].msg_hdr, flags,

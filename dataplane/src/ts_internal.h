@@ -79,7 +79,11 @@
 	X(int, shutdown, (int, int))                                          \
 	X(ssize_t, sendfile, (int, int, off_t *, size_t))                     \
 	X(ssize_t, sendfile64, (int, int, off64_t *, size_t))                 \
-	X(ssize_t, splice, (int, loff_t *, int, loff_t *, size_t, unsigned int))
+	X(ssize_t, splice, (int, loff_t *, int, loff_t *, size_t, unsigned int)) \
+	X(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int))      \
+	X(ssize_t, preadv64v2, (int, const struct iovec *, int, off64_t, int)) \
+	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int))     \
+	X(ssize_t, pwritev64v2, (int, const struct iovec *, int, off64_t, int))
 
 #define TS_DECLARE_REAL(ret, name, args) extern ret(*ts_real_##name) args TS_HIDDEN;
 TS_REAL_CALLS(TS_DECLARE_REAL)

@@ -1910,6 +1910,63 @@ static void c_udpsplice(void)
 	close(f);
 }
 
+/* The other calls that take a socket on a stream: sendmmsg and recvmmsg
+ * (each message in turn), preadv2 and pwritev2 at offset -1 (readv and
+ * writev; RWF_NOWAIT is MSG_DONTWAIT), pread, pwrite and preadv at an
+ * offset (ESPIPE), copy_file_range (files only), tee and vmsplice (pipes
+ * only) */
+static void c_tcpcalls(void)
+{
+	int fd = tcp_to_peer(), f = pattern_file(100), p[2];
+	char a[] = "abcdefghij", b[] = "klmnopqrst", r1[64], r2[64];
+	struct iovec wi[2] = { { a, 10 }, { b, 10 } }, ri[2] = { { r1, 64 }, { r2, 64 } };
+	struct mmsghdr mm[2];
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	unsigned long h = 2166136261ul;
+	loff_t o = 0;
+	ssize_t n;
+
+	if (pipe(p))
+		fail("pipe");
+	memset(mm, 0, sizeof(mm));
+	tcp_ask(fd, "S 26 0\n");
+	poll(&pf, 1, 2000);
+	mm[0].msg_hdr.msg_iov = &ri[0];
+	mm[0].msg_hdr.msg_iovlen = 1;
+	mm[1].msg_hdr.msg_iov = &ri[1];
+	mm[1].msg_hdr.msg_iovlen = 1;
+	n = recvmmsg(fd, mm, 2, MSG_DONTWAIT, NULL);
+	printf("recvmmsg: %zd, first %u bytes\n", n, mm[0].msg_len);
+	n = preadv2(fd, ri, 1, -1, RWF_NOWAIT);
+	printf("preadv2 at -1, RWF_NOWAIT, nothing there: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = preadv(fd, ri, 1, 0);
+	printf("preadv at 0: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = pread(fd, r1, 10, 0);
+	printf("pread: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = pwrite(fd, r1, 10, 0);
+	printf("pwrite: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = copy_file_range(f, NULL, fd, NULL, 10, 0);
+	printf("copy_file_range to the socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = copy_file_range(fd, NULL, f, &o, 10, 0);
+	printf("copy_file_range from the socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = tee(fd, p[1], 10, SPLICE_F_NONBLOCK);
+	printf("tee from the socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = vmsplice(fd, wi, 1, 0);
+	printf("vmsplice to the socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	tcp_ask(fd, "Z 0\n");
+	mm[0].msg_hdr.msg_iov = &wi[0];
+	mm[1].msg_hdr.msg_iov = &wi[1];
+	n = sendmmsg(fd, mm, 2, 0);
+	printf("sendmmsg: %zd, %u and %u bytes\n", n, mm[0].msg_len, mm[1].msg_len);
+	n = pwritev2(fd, wi, 2, -1, 0);
+	printf("pwritev2 at -1: %zd\n", n);
+	h = pattern_hash(h, 0, 20); /* abc...t twice */
+	h = pattern_hash(h, 0, 20);
+	peer_got(fd, 40, h);
+	close(fd);
+	close(f);
+}
+
 /* the peer's TCP side: one child per connection, serving its requests */
 static int line_in(int fd, char *b, size_t cap)
 {
@@ -2020,7 +2077,7 @@ int main(int argc, char **argv)
 		{ "tcpet", c_tcpet },     { "udpet", c_udpet },
 		{ "tcpconnect", c_tcpconnect }, { "tcpaccept", c_tcpaccept },
 		{ "tcpsendfile", c_tcpsendfile }, { "tcpsplice", c_tcpsplice },
-		{ "udpsplice", c_udpsplice },
+		{ "udpsplice", c_udpsplice }, { "tcpcalls", c_tcpcalls },
 		{ "uringraw-late", c_uringraw_late },
 	};
 	unsigned i;

@@ -83,6 +83,7 @@ tcpconnect tcp latency TICKSTACK_TCP=1
 tcpaccept tcp latency TICKSTACK_TCP=1
 tcpsendfile tcp latency TICKSTACK_TCP=1
 tcpsplice tcp latency TICKSTACK_TCP=1
+tcpcalls tcp latency TICKSTACK_TCP=1
 udpsplice accel"
 
 declare -A XFAIL=()
