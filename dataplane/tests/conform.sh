@@ -84,6 +84,9 @@ tcpaccept tcp latency TICKSTACK_TCP=1
 tcpsendfile tcp latency TICKSTACK_TCP=1
 tcpsplice tcp latency TICKSTACK_TCP=1
 tcpcalls tcp latency TICKSTACK_TCP=1
+tcpet tcp latency TICKSTACK_TCP=1 ASAN=1
+tcpsendfile tcp latency TICKSTACK_TCP=1 ASAN=1
+tcpsplice tcp latency TICKSTACK_TCP=1 ASAN=1
 udpsplice accel"
 
 declare -A XFAIL=()
