@@ -480,9 +480,6 @@ TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	return done(s, ts_sock__recvmsg(s, fd, msg, flags));
 }
 
-/* As the kernel's do_recvmmsg: every datagram waits as the socket does,
- * MSG_WAITFORONE turns MSG_DONTWAIT on after the first, and the timeout is
- * looked at (and written back) after each datagram only. */
 /* End of a call on a datagram socket (s) or a stream (s NULL). */
 static inline ssize_t done_any(struct ts_sock *s, ssize_t r)
 {
@@ -497,6 +494,10 @@ static ssize_t recv_msg_any(struct ts_sock *s, struct ts_tcp *t, int fd,
 		   ts_tcp__recvmsg(t, fd, m, flags);
 }
 
+/* As the kernel's do_recvmmsg: every datagram (or a stream's next bytes)
+ * waits as the socket does, MSG_WAITFORONE turns MSG_DONTWAIT on after
+ * the first, and the timeout is looked at (and written back) after each
+ * message only. */
 TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		    struct timespec *tmo)
 {
@@ -791,15 +792,33 @@ TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 #define TS_COPY_CHUNK 65536
 #define TS_MAX_RW 0x7ffff000 /* Linux's MAX_RW_COUNT */
 
-static __thread char *copy_buf;
+_Static_assert(sizeof(off_t) == sizeof(off64_t), "sendfile64 passes its offset as sendfile's");
+
+/* the calling thread's buffer, freed when the thread ends */
+static pthread_key_t copy_key;
+static pthread_once_t copy_once = PTHREAD_ONCE_INIT;
+
+static void copy_key_init(void)
+{
+	if (pthread_key_create(&copy_key, free))
+		copy_key = (pthread_key_t)-1;
+}
 
 static char *copy_buffer(void)
 {
-	if (!copy_buf)
-		copy_buf = malloc(TS_COPY_CHUNK);
-	if (!copy_buf)
+	char *b = NULL;
+
+	pthread_once(&copy_once, copy_key_init);
+	if (copy_key != (pthread_key_t)-1)
+		b = pthread_getspecific(copy_key);
+	if (!b && copy_key != (pthread_key_t)-1 && (b = malloc(TS_COPY_CHUNK)) &&
+	    pthread_setspecific(copy_key, b)) {
+		free(b);
+		b = NULL;
+	}
+	if (!b)
 		errno = ENOMEM;
-	return copy_buf;
+	return b;
 }
 
 static int is_pipe(int fd)
@@ -953,7 +972,7 @@ static ssize_t splice_from_sock(struct ts_sock *s, struct ts_tcp *t, int in,
 	while (r > 0 && k < r) {
 		w = REAL(write)(out, buf + k, (size_t)(r - k));
 		if (w < 0 && errno != EINTR)
-			break;
+			return k ? k : -1; /* the pipe's reader went */
 		k += w > 0 ? w : 0;
 	}
 	return r;
