@@ -338,7 +338,8 @@ static int member_ready(const struct ts_ep_member *m, uint32_t *ev,
 		if (ts_sock__state(s) != TS_S_ACCEL)
 			return 0;
 		g->in = __atomic_load_n(&s->qtail, __ATOMIC_ACQUIRE);
-		g->out = (uint32_t)(s->stats->tx_accel + s->stats->tx_kernel);
+		g->out = (uint32_t)(__atomic_load_n(&s->stats->tx_accel, __ATOMIC_RELAXED) +
+				    __atomic_load_n(&s->stats->tx_kernel, __ATOMIC_RELAXED));
 		g->any = 0;
 		if ((m->events & EPOLLIN) && ts_sock__rx_ready(s))
 			*ev |= EPOLLIN;

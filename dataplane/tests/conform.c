@@ -22,6 +22,8 @@
  *   "M group port count size"     send count datagrams to a multicast group
  *                                 and port (conform.sh routes 224.0.0.0/4
  *                                 through the link)
+ * and on TCP, the same port, the requests of the stream cases (the TCP
+ * section below).
  *
  * A transcript holds only what a program can observe and what must be the
  * same on the kernel and through the stack: return values, errno names,
