@@ -684,37 +684,19 @@ static ssize_t rw2(int fd, const struct iovec *iov, int cnt, int flags,
 		     ts_tcp__recvmsg(t, fd, &msg, mf);
 }
 
-TS_API ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off,
-		       int flags)
-{
-	if (!rw2_ours(fd, off, cnt, flags))
-		return REAL(preadv2)(fd, iov, cnt, off, flags);
-	return rw2(fd, iov, cnt, flags, 0);
-}
-
-TS_API ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt,
-			  off64_t off, int flags)
-{
-	if (!rw2_ours(fd, off, cnt, flags))
-		return REAL(preadv64v2)(fd, iov, cnt, off, flags);
-	return rw2(fd, iov, cnt, flags, 0);
-}
-
-TS_API ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
-			int flags)
-{
-	if (!rw2_ours(fd, off, cnt, flags))
-		return REAL(pwritev2)(fd, iov, cnt, off, flags);
-	return rw2(fd, iov, cnt, flags, 1);
-}
-
-TS_API ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
-			   off64_t off, int flags)
-{
-	if (!rw2_ours(fd, off, cnt, flags))
-		return REAL(pwritev64v2)(fd, iov, cnt, off, flags);
-	return rw2(fd, iov, cnt, flags, 1);
-}
+#define TS_RW2(name, off_type, out)                                            \
+	TS_API ssize_t name(int fd, const struct iovec *iov, int cnt,          \
+			    off_type off, int flags)                           \
+	{                                                                      \
+		if (!rw2_ours(fd, off, cnt, flags))                            \
+			return REAL(name)(fd, iov, cnt, off, flags);           \
+		return rw2(fd, iov, cnt, flags, out);                          \
+	}
+TS_RW2(preadv2, off_t, 0)
+TS_RW2(preadv64v2, off64_t, 0)
+TS_RW2(pwritev2, off_t, 1)
+TS_RW2(pwritev64v2, off64_t, 1)
+#undef TS_RW2
 
 TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {

@@ -977,6 +977,30 @@ out_nomem:
 	return 0;
 }
 
+/* How the handshake ended, said once: 0, or -1 with its error (none: the
+ * error when SO_ERROR took it); EISCONN once said. */
+static int connect_report(struct ts_tcp *t, int none)
+{
+	int r;
+
+	ts_lwip__lock();
+	if (t->connect_done) {
+		r = EISCONN;
+	} else if (t->state == T_CONN) {
+		r = 0;
+	} else {
+		r = t->so_error ? t->so_error : none;
+		t->so_error = 0;
+	}
+	t->connect_done = 1;
+	ts_lwip__unlock();
+	if (r) {
+		errno = r;
+		return -1;
+	}
+	return 0;
+}
+
 /* connect on a stream already connecting or connected, as Linux's
  * __inet_stream_connect answers it: EALREADY while the handshake runs (a
  * blocking socket waits for its end, up to SO_SNDTIMEO); once it ended,
@@ -998,22 +1022,7 @@ static int connect_again(struct ts_tcp *t)
 			return -1;
 		}
 	}
-	ts_lwip__lock();
-	if (t->connect_done) {
-		r = EISCONN;
-	} else if (t->state == T_CONN) {
-		r = 0;
-	} else {
-		r = t->so_error ? t->so_error : ECONNABORTED;
-		t->so_error = 0;
-	}
-	t->connect_done = 1;
-	ts_lwip__unlock();
-	if (r) {
-		errno = r;
-		return -1;
-	}
-	return 0;
+	return connect_report(t, ECONNABORTED);
 }
 
 int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
@@ -1137,16 +1146,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 		errno = EINTR; /* the connection goes on, as on the kernel */
 		return -1;
 	}
-	ts_lwip__lock();
-	r = t->state == T_CONN ? 0 : (t->so_error ? t->so_error : ECONNREFUSED);
-	t->so_error = 0;
-	t->connect_done = 1;
-	ts_lwip__unlock();
-	if (r) {
-		errno = r;
-		return -1;
-	}
-	return 0;
+	return connect_report(t, ECONNREFUSED);
 out_lwip:
 	hold_put(t->hold);
 	t->hold = NULL;

@@ -1544,6 +1544,17 @@ static void show_connect(const char *what, int fd, const struct sockaddr_in *to)
 	printf("%s: %d %s\n", what, r, r ? en(errno) : "");
 }
 
+/* a non-blocking connect to, and poll until it ends (2 s at most) */
+static int connect_polled(const char *what, const struct sockaddr_in *to)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	show_connect(what, fd, to);
+	printf("poll: %d revents 0x%x\n", poll(&p, 1, 2000), p.revents);
+	return fd;
+}
+
 /* The connect state machine as Linux has it: a non-blocking connect says
  * EINPROGRESS, another while the handshake runs EALREADY (the peer's
  * firewall drops SYNs to PORT+99: conform.sh), the first after it ended
@@ -1553,7 +1564,6 @@ static void show_connect(const char *what, int fd, const struct sockaddr_in *to)
 static void c_tcpconnect(void)
 {
 	struct sockaddr_in dead = peer, closed = peer;
-	struct pollfd p = { .events = POLLOUT };
 	int fd, err = 0, l;
 	socklen_t el = sizeof(err);
 
@@ -1564,24 +1574,15 @@ static void c_tcpconnect(void)
 	show_connect("again, in progress", fd, &dead);
 	show_connect("again", fd, &dead);
 	close(fd);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	show_connect("non-blocking", fd, &peer);
-	p.fd = fd;
-	printf("poll: %d revents 0x%x\n", poll(&p, 1, 2000), p.revents);
+	fd = connect_polled("non-blocking", &peer);
 	show_connect("after it completed", fd, &peer);
 	show_connect("again", fd, &peer);
 	show_connect("again", fd, &peer);
 	close(fd);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	show_connect("refused, non-blocking", fd, &closed);
-	p.fd = fd;
-	printf("poll: %d revents 0x%x\n", poll(&p, 1, 2000), p.revents);
+	fd = connect_polled("refused, non-blocking", &closed);
 	show_connect("after the reset", fd, &closed);
 	close(fd);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	show_connect("refused, non-blocking", fd, &closed);
-	p.fd = fd;
-	printf("poll: %d revents 0x%x\n", poll(&p, 1, 2000), p.revents);
+	fd = connect_polled("refused, non-blocking", &closed);
 	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
 	printf("SO_ERROR %s\n", en(err));
 	show_connect("after SO_ERROR", fd, &closed);
@@ -1630,8 +1631,18 @@ static void show_opt(int fd, int level, int opt, const char *name)
  * listener, as Linux copies them (the peer connects back to us) */
 static void c_tcpaccept(void)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0), c, a, one = 1, v;
+	static const struct {
+		int level, opt, v;
+	} set[] = {
+		{ IPPROTO_TCP, TCP_NODELAY, 1 },   { SOL_SOCKET, SO_KEEPALIVE, 1 },
+		{ SOL_SOCKET, SO_RCVBUF, 65536 },  { SOL_SOCKET, SO_SNDBUF, 32768 },
+		{ SOL_SOCKET, SO_PRIORITY, 3 },    { IPPROTO_IP, IP_TOS, 0x10 },
+		{ IPPROTO_TCP, TCP_KEEPIDLE, 30 }, { IPPROTO_TCP, TCP_KEEPINTVL, 5 },
+		{ IPPROTO_TCP, TCP_KEEPCNT, 4 },   { IPPROTO_TCP, TCP_USER_TIMEOUT, 7000 },
+	};
+	int l = socket(AF_INET, SOCK_STREAM, 0), c, a, one = 1;
 	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12170) };
+	unsigned k;
 	struct linger lg = { 1, 5 };
 	struct timeval tv = { 3, 0 };
 	char buf[8];
@@ -1640,26 +1651,10 @@ static void c_tcpaccept(void)
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(l, (struct sockaddr *)&me, sizeof(me)))
 		fail("bind");
-	setsockopt(l, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(l, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	v = 65536;
-	setsockopt(l, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
-	v = 32768;
-	setsockopt(l, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	for (k = 0; k < sizeof(set) / sizeof(set[0]); k++)
+		setsockopt(l, set[k].level, set[k].opt, &set[k].v, sizeof(int));
 	setsockopt(l, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	v = 3;
-	setsockopt(l, SOL_SOCKET, SO_PRIORITY, &v, sizeof(v));
-	v = 0x10;
-	setsockopt(l, IPPROTO_IP, IP_TOS, &v, sizeof(v));
-	v = 30;
-	setsockopt(l, IPPROTO_TCP, TCP_KEEPIDLE, &v, sizeof(v));
-	v = 5;
-	setsockopt(l, IPPROTO_TCP, TCP_KEEPINTVL, &v, sizeof(v));
-	v = 4;
-	setsockopt(l, IPPROTO_TCP, TCP_KEEPCNT, &v, sizeof(v));
-	v = 7000;
-	setsockopt(l, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v));
 	if (listen(l, 4))
 		fail("listen");
 	c = tcp_to_peer();
