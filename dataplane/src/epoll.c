@@ -25,12 +25,11 @@ struct ts_ep_member {
 	uint32_t events;
 	epoll_data_t data;
 	int disabled; /* EPOLLONESHOT fired */
-	/* EPOLLET: an edge is a datagram queued, or a send made, since the
-	 * last report (fresh: not reported since ADD or MOD, which report
-	 * what is ready, as the kernel's ep_insert/ep_modify do) */
+	/* EPOLLET: reported again once its socket was woken (struct
+	 * ts_edges) since seen; fresh: not looked at since ADD or MOD, which
+	 * report what is ready, as the kernel's ep_insert/ep_modify do */
 	int et_fresh;
-	uint32_t et_tail;
-	uint64_t et_tx;
+	struct ts_edges seen;
 };
 
 struct ts_ep {
@@ -93,31 +92,79 @@ static struct ts_ep *ep_get_or_add(int epfd)
 	return e;
 }
 
+/* Whether fd joins the kernel's set: every fd but an accelerated stream
+ * that is not a listener (an unbound placeholder socket would report
+ * EPOLLHUP). */
+static int ep_in_kernel(int fd)
+{
+	struct ts_tcp *t;
+
+	if (ts_sock__of(fd) || !ts_tcp_on || !(t = ts_tcp__of(fd)))
+		return 1;
+	return ts_tcp__kernel_watch(t);
+}
+
+#define EP_EXCLUSIVE_OK                                                        \
+	(EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET |    \
+	 EPOLLEXCLUSIVE)
+
+/* For a member the kernel's set never holds, the kernel's answers in the
+ * order of its do_epoll_ctl. First the set (no lock held): EBADF, or
+ * EINVAL for the fd itself or a file that is no epoll; a DEL of an fd the
+ * set does not hold says ENOENT when the set is good. */
+static int ep_set_check(int epfd, int fd, int op, const struct epoll_event *ev)
+{
+	if (op != EPOLL_CTL_DEL && !ev) {
+		errno = EFAULT;
+		return -1;
+	}
+	if (ts_real_epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL) < 0 &&
+	    errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+/* Then EPOLLEXCLUSIVE's rules and the operation against the members
+ * (m: the fd's, or NULL): 0 or a negative errno. */
+static int ep_op_check(int op, const struct epoll_event *ev,
+		       const struct ts_ep_member *m)
+{
+	if (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE) &&
+	    (op == EPOLL_CTL_MOD || (ev->events & ~EP_EXCLUSIVE_OK)))
+		return -EINVAL;
+	switch (op) {
+	case EPOLL_CTL_ADD:
+		return m ? -EEXIST : 0;
+	case EPOLL_CTL_DEL:
+		return m ? 0 : -ENOENT;
+	case EPOLL_CTL_MOD:
+		return !m ? -ENOENT : (m->events & EPOLLEXCLUSIVE) ? -EINVAL : 0;
+	}
+	return -EINVAL;
+}
+
 int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct epoll_event kev;
 	struct ts_ep *e;
-	int i, r, had;
+	int i, r, had, kernel = ep_in_kernel(fd);
 
 	memset(&kev, 0, sizeof(kev));
 	if (ev) {
 		kev.events = ev->events;
 		kev.data.u64 = TS_EP_TAG_SOCK | (uint32_t)fd;
 	}
-	/* an accelerated stream's kernel fd joins only for a listener (an
-	 * unbound placeholder socket would report EPOLLHUP) */
-	if (ts_sock__of(fd) || !ts_tcp_on || !ts_tcp__of(fd) ||
-	    ts_tcp__kernel_watch(ts_tcp__of(fd))) {
-		r = ts_real_epoll_ctl(epfd, op, fd, ev ? &kev : NULL);
-		if (r < 0)
-			return r;
-	} else if (op != EPOLL_CTL_DEL && !ev) {
-		errno = EFAULT;
+	r = kernel ? ts_real_epoll_ctl(epfd, op, fd, ev ? &kev : NULL) :
+		     ep_set_check(epfd, fd, op, ev);
+	if (r < 0)
+		return r;
+	e = op == EPOLL_CTL_DEL ? ep_of(epfd) : ep_get_or_add(epfd);
+	if (!e) {
+		if (kernel)
+			return 0;
+		errno = op == EPOLL_CTL_DEL ? ENOENT : ENOMEM;
 		return -1;
 	}
-	e = op == EPOLL_CTL_DEL ? ep_of(epfd) : ep_get_or_add(epfd);
-	if (!e)
-		return 0;
 	known_set(epfd);
 	known_set(fd);
 	pthread_mutex_lock(&e->lock);
@@ -125,6 +172,12 @@ int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	for (i = 0; i < e->n; i++)
 		if (e->m[i].fd == fd)
 			break;
+	r = kernel ? 0 : ep_op_check(op, ev, i < e->n ? &e->m[i] : NULL);
+	if (r) {
+		pthread_mutex_unlock(&e->lock);
+		errno = -r;
+		return -1;
+	}
 	if (op == EPOLL_CTL_DEL) {
 		if (i < e->n)
 			e->m[i] = e->m[--e->n];
@@ -270,6 +323,54 @@ static void ep__merge_kernel(struct ep_wait *ew, struct epoll_event *kev,
 	}
 }
 
+/* An accelerated member's events as poll reports them, and what has
+ * woken its socket (for UDP: a datagram queued, a send made; the queue's
+ * tail is read before the queue, so an arrival in between is an edge
+ * still to come). 0: not accelerated, the kernel's set reports it. */
+static int member_ready(const struct ts_ep_member *m, uint32_t *ev,
+			struct ts_edges *g)
+{
+	struct ts_sock *s = ts_sock__of(m->fd);
+	struct ts_tcp *t;
+
+	*ev = 0;
+	if (s) {
+		if (ts_sock__state(s) != TS_S_ACCEL)
+			return 0;
+		g->in = __atomic_load_n(&s->qtail, __ATOMIC_ACQUIRE);
+		g->out = (uint32_t)(__atomic_load_n(&s->stats->tx_accel, __ATOMIC_RELAXED) +
+				    __atomic_load_n(&s->stats->tx_kernel, __ATOMIC_RELAXED));
+		g->any = 0;
+		if ((m->events & EPOLLIN) && ts_sock__rx_ready(s))
+			*ev |= EPOLLIN;
+		if (m->events & EPOLLOUT)
+			*ev |= EPOLLOUT;
+		return 1;
+	}
+	t = ts_tcp_on ? ts_tcp__of(m->fd) : NULL;
+	if (!ts_tcp__accel(t))
+		return 0;
+	*ev = (uint16_t)ts_tcp__revents(t, (short)m->events, g);
+	return 1;
+}
+
+/* EPOLLET: what is ready when the socket was woken since the member was
+ * last looked at, else nothing. The wake-up is used up even when nothing
+ * it asked for is ready, as in the kernel's ep_send_events. */
+static uint32_t et_filter(struct ts_ep_member *m, uint32_t ev,
+			  const struct ts_edges *g)
+{
+	int woken = m->et_fresh || g->any != m->seen.any ||
+		    ((m->events & EPOLLIN) && g->in != m->seen.in) ||
+		    ((m->events & EPOLLOUT) && g->out != m->seen.out);
+
+	if (!woken)
+		return 0;
+	m->et_fresh = 0;
+	m->seen = *g;
+	return ev;
+}
+
 static int ep_check(struct ts_wait *w, int kernel)
 {
 	struct ep_wait *ew = w->arg;
@@ -281,39 +382,13 @@ static int ep_check(struct ts_wait *w, int kernel)
 	pthread_mutex_lock(&e->lock);
 	for (i = 0; i < e->n && ew->nout < ew->max; i++) {
 		struct ts_ep_member *m = &e->m[i];
-		struct ts_sock *s = ts_sock__of(m->fd);
-		uint32_t ev = 0;
+		struct ts_edges g;
+		uint32_t ev;
 
-		if (!s && !m->disabled && ts_tcp_on) {
-			struct ts_tcp *t = ts_tcp__of(m->fd);
-
-			if (ts_tcp__accel(t)) {
-				ev = (uint16_t)ts_tcp__revents(t, (short)m->events);
-				if (ev)
-					out_add(ew, m, ev);
-				continue;
-			}
-		}
-		if (m->disabled || !s || ts_sock__state(s) != TS_S_ACCEL)
+		if (m->disabled || !member_ready(m, &ev, &g))
 			continue;
-		if ((m->events & EPOLLIN) && ts_sock__rx_ready(s))
-			ev |= EPOLLIN;
-		if (m->events & EPOLLOUT)
-			ev |= EPOLLOUT;
-		if (ev && (m->events & EPOLLET)) {
-			uint32_t tail = __atomic_load_n(&s->qtail, __ATOMIC_ACQUIRE);
-			uint64_t tx = s->stats->tx_accel + s->stats->tx_kernel;
-
-			if (!m->et_fresh && tail == m->et_tail)
-				ev &= ~(uint32_t)EPOLLIN;
-			if (!m->et_fresh && tx == m->et_tx)
-				ev &= ~(uint32_t)EPOLLOUT;
-			if (ev) {
-				m->et_fresh = 0;
-				m->et_tail = tail;
-				m->et_tx = tx;
-			}
-		}
+		if (m->events & EPOLLET)
+			ev = et_filter(m, ev, &g);
 		if (ev)
 			out_add(ew, m, ev);
 	}

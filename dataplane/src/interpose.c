@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <limits.h>
@@ -478,23 +480,39 @@ TS_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	return done(s, ts_sock__recvmsg(s, fd, msg, flags));
 }
 
-/* As the kernel's do_recvmmsg: every datagram waits as the socket does,
- * MSG_WAITFORONE turns MSG_DONTWAIT on after the first, and the timeout is
- * looked at (and written back) after each datagram only. */
+/* End of a call on a datagram socket (s) or a stream (s NULL). */
+static inline ssize_t done_any(struct ts_sock *s, ssize_t r)
+{
+	return s ? done(s, r) : r;
+}
+
+/* One message of recvmmsg, from a datagram socket or a stream. */
+static ssize_t recv_msg_any(struct ts_sock *s, struct ts_tcp *t, int fd,
+			    struct msghdr *m, int flags)
+{
+	return s ? ts_sock__recvmsg(s, fd, m, flags) :
+		   ts_tcp__recvmsg(t, fd, m, flags);
+}
+
+/* As the kernel's do_recvmmsg: every datagram (or a stream's next bytes)
+ * waits as the socket does, MSG_WAITFORONE turns MSG_DONTWAIT on after
+ * the first, and the timeout is looked at (and written back) after each
+ * message only. */
 TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		    struct timespec *tmo)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t = s ? NULL : tcp_ours(fd);
 	struct timespec end = { 0, 0 };
 	int f = flags & ~MSG_WAITFORONE;
 	unsigned int i;
 
-	if (!s)
+	if (!s && !ts_tcp__stream(t))
 		return REAL(recvmmsg)(fd, vec, n, flags, tmo);
 	if (tmo) {
 		if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000) {
 			errno = EINVAL;
-			return (int)done(s, -1);
+			return (int)done_any(s, -1);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &end);
 		end.tv_sec += tmo->tv_sec;
@@ -505,12 +523,12 @@ TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 		}
 	}
 	for (i = 0; i < n; i++) {
-		ssize_t r = ts_sock__recvmsg(s, fd, &vec[i].msg_hdr, f);
+		ssize_t r = recv_msg_any(s, t, fd, &vec[i].msg_hdr, f);
 
 		if (r < 0) {
 			if (i > 0)
 				break;
-			return (int)done(s, -1);
+			return (int)done_any(s, -1);
 		}
 		vec[i].msg_len = (unsigned int)r;
 		if (flags & MSG_WAITFORONE)
@@ -531,7 +549,7 @@ TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 			tmo->tv_nsec = (long)(left % 1000000000);
 		}
 	}
-	return (int)done(s, (ssize_t)i);
+	return (int)done_any(s, (ssize_t)i);
 }
 
 TS_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
@@ -634,6 +652,52 @@ TS_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	return done(s, ts_sock__sendmsg(s, fd, &msg, 0, 0));
 }
 
+/* preadv2 and pwritev2 at offset -1 are readv and writev on a socket
+ * (RWF_NOWAIT is MSG_DONTWAIT there, the kernel's other flags change
+ * nothing for a socket); at an offset the kernel says ESPIPE. */
+#define TS_RWF_KNOWN (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND)
+
+static int rw2_ours(int fd, off64_t off, int cnt, int flags)
+{
+	return off == -1 && cnt >= 0 && cnt <= IOV_MAX &&
+	       !(flags & ~TS_RWF_KNOWN) &&
+	       (is_ours(fd) || ts_tcp__stream(tcp_ours(fd)));
+}
+
+static ssize_t rw2(int fd, const struct iovec *iov, int cnt, int flags,
+		   int out)
+{
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+			      .msg_iovlen = (size_t)cnt };
+	int mf = (flags & RWF_NOWAIT) ? MSG_DONTWAIT : 0;
+	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t = s ? NULL : tcp_ours(fd);
+
+	if (!s && !t) { /* gone meanwhile: the kernel's answer */
+		errno = EBADF;
+		return -1;
+	}
+	if (s)
+		return done(s, out ? ts_sock__sendmsg(s, fd, &msg, mf, 0) :
+				     ts_sock__recvmsg(s, fd, &msg, mf));
+	return out ? ts_tcp__sendmsg(t, fd, &msg, mf) :
+		     ts_tcp__recvmsg(t, fd, &msg, mf);
+}
+
+#define TS_RW2(name, off_type, out)                                            \
+	TS_API ssize_t name(int fd, const struct iovec *iov, int cnt,          \
+			    off_type off, int flags)                           \
+	{                                                                      \
+		if (!rw2_ours(fd, off, cnt, flags))                            \
+			return REAL(name)(fd, iov, cnt, off, flags);           \
+		return rw2(fd, iov, cnt, flags, out);                          \
+	}
+TS_RW2(preadv2, off_t, 0)
+TS_RW2(preadv64v2, off64_t, 0)
+TS_RW2(pwritev2, off_t, 1)
+TS_RW2(pwritev64v2, off64_t, 1)
+#undef TS_RW2
+
 TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct ts_sock *s = ours(fd);
@@ -647,13 +711,33 @@ TS_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	return done(s, ts_sock__sendmsg(s, fd, msg, flags, 0));
 }
 
+/* sendmmsg on a stream: each message in turn, as the kernel's. */
+static int stream_sendmmsg(struct ts_tcp *t, int fd, struct mmsghdr *vec,
+			   unsigned int n, int flags)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		ssize_t r = ts_tcp__sendmsg(t, fd, &vec[i].msg_hdr, flags);
+
+		if (r < 0)
+			return i ? (int)i : -1;
+		vec[i].msg_len = (unsigned int)r;
+	}
+	return (int)i;
+}
+
 TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 {
 	struct ts_sock *s = ours(fd);
+	struct ts_tcp *t;
 	unsigned int i;
 
-	if (!s)
+	if (!s) {
+		if (ts_tcp__stream(t = tcp_ours(fd)))
+			return stream_sendmmsg(t, fd, vec, n, flags);
 		return REAL(sendmmsg)(fd, vec, n, flags);
+	}
 	/* one batch: the TX ring is kicked once, after the last datagram */
 	for (i = 0; i < n; i++) {
 		ssize_t r = ts_sock__sendmsg(s, fd, &vec[i].msg_hdr, flags,
@@ -672,6 +756,256 @@ TS_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 	}
 	ts_sock__flush(s);
 	return (int)done(s, (ssize_t)i);
+}
+
+/* ------------------------------------------------------------------ */
+/* sendfile, splice: the kernel copies between its own files, so on an
+ * accelerated stream it would reach the placeholder socket (EPIPE,
+ * ENOTCONN, or a wait for bytes that go to the shadow). The bytes go
+ * through a buffer instead, with the kernel's semantics: a non-blocking
+ * stream takes what it can and the rest stays in the file (the offset,
+ * or the file position, moves by what was sent) or in the pipe (no more
+ * is read from a pipe than the stream or the pipe can take now, since a
+ * pipe cannot take bytes back); EAGAIN when nothing fits; SIGPIPE and
+ * EPIPE on a closed stream. A UDP socket's datagram goes out through its
+ * kernel socket (the kernel sends it, counted as tx_kernel) and its
+ * datagrams come from the stack's queue. */
+
+#define TS_COPY_CHUNK 65536
+#define TS_MAX_RW 0x7ffff000 /* Linux's MAX_RW_COUNT */
+
+_Static_assert(sizeof(off_t) == sizeof(off64_t), "sendfile64 passes its offset as sendfile's");
+
+/* the calling thread's buffer, freed when the thread ends */
+static pthread_key_t copy_key;
+static pthread_once_t copy_once = PTHREAD_ONCE_INIT;
+
+static void copy_key_init(void)
+{
+	if (pthread_key_create(&copy_key, free))
+		copy_key = (pthread_key_t)-1;
+}
+
+static char *copy_buffer(void)
+{
+	char *b = NULL;
+
+	pthread_once(&copy_once, copy_key_init);
+	if (copy_key != (pthread_key_t)-1)
+		b = pthread_getspecific(copy_key);
+	if (!b && copy_key != (pthread_key_t)-1 && (b = malloc(TS_COPY_CHUNK)) &&
+	    pthread_setspecific(copy_key, b)) {
+		free(b);
+		b = NULL;
+	}
+	if (!b)
+		errno = ENOMEM;
+	return b;
+}
+
+static int is_pipe(int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISFIFO(st.st_mode);
+}
+
+/* One chunk of a file (at *pos, which moves by what was sent) or of a
+ * pipe (pos NULL: no more read than the stream takes now) to a stream:
+ * bytes sent, 0 at the end of the file, -1. */
+static ssize_t chunk_to_stream(struct ts_tcp *t, int out, int in, off_t *pos,
+			       size_t want, int flags)
+{
+	char *buf = copy_buffer();
+	ssize_t r, s;
+
+	if (!buf)
+		return -1;
+	if (want > TS_COPY_CHUNK)
+		want = TS_COPY_CHUNK;
+	if (!pos) {
+		s = ts_tcp__send_room(t, flags);
+		if (s < 0)
+			return -1;
+		if ((size_t)s < want)
+			want = (size_t)s;
+	}
+	r = pos ? pread(in, buf, want, *pos) : REAL(read)(in, buf, want);
+	if (r <= 0)
+		return r;
+	if (!pos)
+		return ts_tcp__send_all(t, out, buf, (size_t)r, flags);
+	s = tcp_send_one(t, out, buf, (size_t)r, flags);
+	if (s > 0)
+		*pos += s;
+	return s;
+}
+
+/* sendfile to a stream: from *off (moved, the file position kept) or
+ * from the file position (moved); a pipe as the source too. */
+static ssize_t stream_sendfile(struct ts_tcp *t, int out, int in, off_t *off,
+			       size_t count)
+{
+	off_t pos = off ? *off : lseek(in, 0, SEEK_CUR);
+	int seekable = off || pos >= 0;
+	size_t done = 0;
+
+	if (count > TS_MAX_RW)
+		count = TS_MAX_RW;
+	while (done < count) {
+		size_t want = count - done < TS_COPY_CHUNK ? count - done :
+							     TS_COPY_CHUNK;
+		ssize_t n = chunk_to_stream(t, out, in, seekable ? &pos : NULL,
+					    want, 0);
+
+		if (n < 0 && done)
+			break;
+		if (n < 0)
+			return -1;
+		done += (size_t)n;
+		if ((size_t)n < want) /* the end, or what fits now */
+			break;
+	}
+	if (off)
+		*off = pos;
+	else if (seekable)
+		lseek(in, pos, SEEK_SET);
+	return (ssize_t)done;
+}
+
+/* A UDP socket's sendfile or splice: the kernel socket sends. */
+static ssize_t udp_kernel_sent(int fd, ssize_t r)
+{
+	struct ts_sock *s = r > 0 ? ours(fd) : NULL;
+
+	if (s)
+		TS_INC(s->stats->tx_kernel);
+	return s ? done(s, r) : r;
+}
+
+TS_API ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	struct ts_tcp *t = tcp_ours(out);
+
+	if (ts_tcp__stream(t))
+		return stream_sendfile(t, out, in, off, count);
+	return udp_kernel_sent(out, REAL(sendfile)(out, in, off, count));
+}
+
+TS_API ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
+{
+	struct ts_tcp *t = tcp_ours(out);
+
+	if (ts_tcp__stream(t))
+		return stream_sendfile(t, out, in, (off_t *)off, count);
+	return udp_kernel_sent(out, REAL(sendfile64)(out, in, off, count));
+}
+
+/* What the pipe can take now (its size less what it holds), waiting for
+ * room unless it or the call is non-blocking. */
+static ssize_t pipe_room(int fd, unsigned int flags)
+{
+	for (;;) {
+		int size = REAL(fcntl)(fd, F_GETPIPE_SZ), held = 0;
+		struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+		if (size < 0 || REAL(ioctl)(fd, FIONREAD, &held) < 0)
+			return -1;
+		if (size - held >= 4096)
+			return size - held - 4096; /* a partly filled page */
+		if ((flags & SPLICE_F_NONBLOCK) ||
+		    (REAL(fcntl)(fd, F_GETFL) & O_NONBLOCK)) {
+			errno = EAGAIN;
+			return -1;
+		}
+		if (REAL(poll)(&pf, 1, -1) < 0)
+			return -1;
+	}
+}
+
+/* A socket's bytes (a stream's, or one datagram) into a pipe, as the
+ * kernel's do_splice: EINVAL for an offset on the socket or no pipe. */
+static ssize_t splice_from_sock(struct ts_sock *s, struct ts_tcp *t, int in,
+				const loff_t *off_in, int out,
+				const loff_t *off_out, size_t len,
+				unsigned int flags)
+{
+	ssize_t room, r, w, k = 0;
+	char *buf;
+
+	if (!is_pipe(out) || off_in) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (off_out) {
+		errno = ESPIPE;
+		return -1;
+	}
+	room = pipe_room(out, flags);
+	buf = copy_buffer();
+	if (room < 0 || !buf)
+		return -1;
+	if (len > (size_t)room)
+		len = (size_t)room;
+	if (len > TS_COPY_CHUNK)
+		len = TS_COPY_CHUNK;
+	r = s ? recv_one(s, in, buf, len, 0, NULL, NULL) :
+		tcp_recv_one(t, in, buf, len, 0, NULL);
+	while (r > 0 && k < r) {
+		w = REAL(write)(out, buf + k, (size_t)(r - k));
+		if (w < 0 && errno != EINTR)
+			return k ? k : -1; /* the pipe's reader went */
+		k += w > 0 ? w : 0;
+	}
+	return r;
+}
+
+/* A pipe's bytes to a stream, as the kernel's do_splice: ESPIPE for an
+ * offset on the pipe, EINVAL for one on the socket or no pipe; EAGAIN
+ * from an empty pipe with SPLICE_F_NONBLOCK (or a non-blocking pipe). */
+static ssize_t splice_to_stream(struct ts_tcp *t, int in, const loff_t *off_in,
+				int out, const loff_t *off_out, size_t len,
+				unsigned int flags)
+{
+	struct pollfd pf = { .fd = in, .events = POLLIN };
+
+	if (!is_pipe(in) || (!off_in && off_out)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (off_in) {
+		errno = ESPIPE;
+		return -1;
+	}
+	if (!len)
+		return 0;
+	if (((flags & SPLICE_F_NONBLOCK) ||
+	     (REAL(fcntl)(in, F_GETFL) & O_NONBLOCK)) &&
+	    REAL(poll)(&pf, 1, 0) == 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return chunk_to_stream(t, out, in, NULL, len,
+			       (flags & SPLICE_F_MORE) ? MSG_MORE : 0);
+}
+
+TS_API ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out,
+		      size_t len, unsigned int flags)
+{
+	struct ts_tcp *tin = tcp_ours(in), *tout = tcp_ours(out);
+	struct ts_sock *s;
+
+	if (ts_tcp__stream(tout))
+		return splice_to_stream(tout, in, off_in, out, off_out, len, flags);
+	if (ts_tcp__stream(tin))
+		return splice_from_sock(NULL, tin, in, off_in, out, off_out, len,
+					flags);
+	s = ours(in);
+	if (s)
+		return done(s, splice_from_sock(s, NULL, in, off_in, out,
+						off_out, len, flags));
+	return udp_kernel_sent(out, REAL(splice)(in, off_in, out, off_out, len,
+						 flags));
 }
 
 /* ------------------------------------------------------------------ */

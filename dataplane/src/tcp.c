@@ -88,6 +88,14 @@ struct ts_tcp {
 	uint64_t rexmit_since;  /* ns: first retransmission of unacked data */
 	struct timeval rcvtimeo, sndtimeo;
 	struct tickstack_sock_stats *stats, dummy;
+	/* what woke its waiters (epoll's EPOLLET); nospace: a send found no
+	 * room, or a poll found it not writable, since the last room made
+	 * (Linux's SOCK_NOSPACE: only then does room wake the socket) */
+	struct ts_edges edges;
+	int nospace;
+	/* connect has reported how the handshake ended (Linux's socket
+	 * state SS_CONNECTED): a connect now says EISCONN */
+	int connect_done;
 };
 
 /* A closed connection lwIP still carries (FIN_WAIT, LAST_ACK, TIME_WAIT). */
@@ -181,6 +189,8 @@ static void tcp_stats_slot(struct ts_tcp *t)
 {
 	struct tickstack_sock_stats *s = ts_stats__sock_slot(t->fd);
 
+	if (s) /* what arrived before accept */
+		s->rx_accel += t->dummy.rx_accel;
 	t->stats = s ? s : &t->dummy;
 	t->stats->accelerated = 1;
 	t->stats->laddr = t->laddr;
@@ -326,6 +336,26 @@ static int rexmit_limits(struct tcp_pcb *p, struct ts_tcp *t, uint64_t now)
 	return 0;
 }
 
+/* Keepalive: seconds as Linux counts them (defaults 7200, 75, 9) in
+ * lwIP's milliseconds, which pass TS_TCP_TICK_SCALE times faster here
+ * than lwIP counts them (its ticks run that much faster); the interval
+ * bounded so that lwIP's idle + count * interval fits its 32 bits. */
+static void keep_times(struct tcp_pcb *p, const struct ts_tcp *t)
+{
+	uint64_t ms = 1000ull * TS_TCP_TICK_SCALE, idle, intvl;
+	u32_t cnt = (u32_t)(t->keep_cnt > 0 ? t->keep_cnt : 9);
+
+	idle = (uint64_t)(t->keep_idle > 0 ? t->keep_idle : 7200) * ms;
+	intvl = (uint64_t)(t->keep_intvl > 0 ? t->keep_intvl : 75) * ms;
+	if (idle > UINT32_MAX / 2)
+		idle = UINT32_MAX / 2;
+	if (intvl > (UINT32_MAX - idle) / cnt)
+		intvl = (UINT32_MAX - idle) / cnt;
+	p->keep_idle = (u32_t)idle;
+	p->keep_intvl = (u32_t)intvl;
+	p->keep_cnt = cnt;
+}
+
 static void apply_opts(struct ts_tcp *t)
 {
 	struct tcp_pcb *p = t->pcb;
@@ -340,19 +370,14 @@ static void apply_opts(struct ts_tcp *t)
 		ip_set_option(p, SOF_KEEPALIVE);
 	else
 		ip_reset_option(p, SOF_KEEPALIVE);
-	/* seconds as Linux counts them (defaults 7200, 75, 9), in lwIP's
-	 * milliseconds divided by how much faster its ticks run here */
-	p->keep_idle = (u32_t)(t->keep_idle ? t->keep_idle : 7200) * 1000 /
-		       TS_TCP_TICK_SCALE;
-	p->keep_intvl = (u32_t)(t->keep_intvl ? t->keep_intvl : 75) * 1000 /
-			TS_TCP_TICK_SCALE;
-	p->keep_cnt = (u32_t)(t->keep_cnt ? t->keep_cnt : 9);
+	keep_times(p, t);
 }
 
 /* ------------------------------------------------------------------ */
 /* lwIP callbacks (under the locks)                                    */
 
 static int tcp_event;
+static int ready_tx(struct ts_tcp *t);
 
 int ts_tcp__events(void)
 {
@@ -377,8 +402,10 @@ static err_t cb_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	}
 	if (!p) {
 		t->rx_eof = 1;
+		t->edges.any++;
 		return ERR_OK;
 	}
+	t->edges.in++;
 	if (t->shut_rd) {
 		tcp_recved(pcb, p->tot_len);
 		pbuf_free(p);
@@ -431,6 +458,7 @@ static void cb_err(void *arg, err_t err)
 	tcp_event = 1;
 	if (!t)
 		return;
+	t->edges.any++;
 	t->pcb = NULL;
 	if (err == ERR_RST)
 		t->so_error = t->state == T_CONNECTING ? ECONNREFUSED : ECONNRESET;
@@ -450,9 +478,26 @@ static err_t cb_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 	tcp_event = 1;
 	if (t && err == ERR_OK && t->state == T_CONNECTING) {
 		t->state = T_CONN;
+		t->edges.any++;
 		/* lwIP takes no RTT sample from a handshake: its initial RTO,
 		 * which the SYN schedule had replaced, applies again */
 		pcb->rto = t->rto0;
+	}
+	return ERR_OK;
+}
+
+/* Acknowledged data freed send room: a writer that found none is woken
+ * once the stream is writable again (Linux's sk_stream_write_space). */
+static err_t cb_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	struct ts_tcp *t = arg;
+
+	(void)pcb;
+	(void)len;
+	if (t && t->nospace && ready_tx(t)) {
+		t->nospace = 0;
+		t->edges.out++;
+		tcp_event = 1;
 	}
 	return ERR_OK;
 }
@@ -461,7 +506,23 @@ static void callbacks(struct tcp_pcb *pcb, struct ts_tcp *t)
 {
 	tcp_arg(pcb, t);
 	tcp_recv(pcb, cb_recv);
+	tcp_sent(pcb, cb_sent);
 	tcp_err(pcb, cb_err);
+}
+
+/* An accepted socket inherits its listener's options, as Linux's copy
+ * of the listening socket (sk_clone_lock) does. */
+static void inherit_opts(const struct ts_tcp *l, struct ts_tcp *t)
+{
+	t->nodelay = l->nodelay;
+	t->keepalive = l->keepalive;
+	t->linger0 = l->linger0;
+	t->keep_idle = l->keep_idle;
+	t->keep_intvl = l->keep_intvl;
+	t->keep_cnt = l->keep_cnt;
+	t->user_timeout = l->user_timeout;
+	t->rcvtimeo = l->rcvtimeo;
+	t->sndtimeo = l->sndtimeo;
 }
 
 static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
@@ -483,9 +544,8 @@ static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
 	t->lport = htons(npcb->local_port);
 	t->raddr = ip4_addr_get_u32(ip_2_ip4(&npcb->remote_ip));
 	t->rport = htons(npcb->remote_port);
-	/* accepted sockets inherit the listener's options, as on Linux */
-	t->nodelay = l->nodelay;
-	t->keepalive = l->keepalive;
+	inherit_opts(l, t);
+	t->connect_done = 1;
 	t->hold = l->hold;
 	t->hold->refs++;
 	callbacks(npcb, t);
@@ -497,6 +557,7 @@ static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
 		l->acq_head = t;
 	l->acq_tail = t;
 	l->acq_len++;
+	l->edges.in++;
 	ts_stats->tcp.conns_accel++;
 	ts_stats->tcp.conns_live++;
 	return ERR_OK;
@@ -674,8 +735,6 @@ static int64_t tv_ns(const struct timeval *tv)
  * timeout (ns, <0 forever). kfd >= 0: also wake when that kernel fd is
  * readable (returns 1 then). 0 ready, 1 kernel fd, -EAGAIN timeout,
  * -EINTR. Called and returns without the locks. */
-static int ready_tx(struct ts_tcp *t);
-
 static int tcp_wait(struct ts_tcp *t, int (*ready)(struct ts_tcp *),
 		    int64_t timeout_ns, int kfd)
 {
@@ -918,6 +977,54 @@ out_nomem:
 	return 0;
 }
 
+/* How the handshake ended, said once: 0, or -1 with its error (none: the
+ * error when SO_ERROR took it); EISCONN once said. */
+static int connect_report(struct ts_tcp *t, int none)
+{
+	int r;
+
+	ts_lwip__lock();
+	if (t->connect_done) {
+		r = EISCONN;
+	} else if (t->state == T_CONN) {
+		r = 0;
+	} else {
+		r = t->so_error ? t->so_error : none;
+		t->so_error = 0;
+	}
+	t->connect_done = 1;
+	ts_lwip__unlock();
+	if (r) {
+		errno = r;
+		return -1;
+	}
+	return 0;
+}
+
+/* connect on a stream already connecting or connected, as Linux's
+ * __inet_stream_connect answers it: EALREADY while the handshake runs (a
+ * blocking socket waits for its end, up to SO_SNDTIMEO); once it ended,
+ * the next connect reports how (0, or the error, ECONNABORTED when
+ * SO_ERROR took it), and every later one says EISCONN. */
+static int connect_again(struct ts_tcp *t)
+{
+	int r = 0;
+
+	if (t->state == T_CONNECTING) {
+		if (!t->nonblock)
+			r = tcp_wait(t, ready_connect, tv_ns(&t->sndtimeo), -1);
+		if (t->nonblock || r == -EAGAIN) {
+			errno = EALREADY;
+			return -1;
+		}
+		if (r == -EINTR) {
+			errno = EINTR;
+			return -1;
+		}
+	}
+	return connect_report(t, ECONNABORTED);
+}
+
 int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 		    socklen_t len)
 {
@@ -931,16 +1038,13 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	ip_addr_t a;
 	int r;
 
-	if (t->state == T_CONNECTING) {
-		errno = t->nonblock ? EALREADY : EINPROGRESS;
-		return -1;
-	}
-	if (t->state == T_CONN || t->state == T_CLOSED) {
+	if (t->state == T_LISTEN) {
 		errno = EISCONN;
 		return -1;
 	}
-	if (t->state != T_NEW || !addr || len < sizeof(*sa) ||
-	    sa->sin_family != AF_INET)
+	if (t->state != T_NEW)
+		return connect_again(t);
+	if (!addr || len < sizeof(*sa) || sa->sin_family != AF_INET)
 		goto kernel_quiet;
 	r = ts_lwip__resolve(sa->sin_addr.s_addr, 1000);
 	if (r == -EAGAIN) {
@@ -1042,15 +1146,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 		errno = EINTR; /* the connection goes on, as on the kernel */
 		return -1;
 	}
-	ts_lwip__lock();
-	r = t->state == T_CONN ? 0 : (t->so_error ? t->so_error : ECONNREFUSED);
-	t->so_error = 0;
-	ts_lwip__unlock();
-	if (r) {
-		errno = r;
-		return -1;
-	}
-	return 0;
+	return connect_report(t, ECONNREFUSED);
 out_lwip:
 	hold_put(t->hold);
 	t->hold = NULL;
@@ -1066,6 +1162,48 @@ kernel:
 kernel_quiet:
 	to_kernel(t, fd, "not an IPv4 connect");
 	return ts_real_connect(fd, addr, len);
+}
+
+/* The options an accepted socket inherits from its listener (Linux
+ * copies the listening socket), copied from the listener's kernel socket
+ * to the accepted one's placeholder, which answers getsockopt for it. The
+ * kernel reports SO_RCVBUF and SO_SNDBUF doubled and doubles what it is
+ * given: halved on the way. */
+static void inherit_kernel_opts(int lfd, int nfd)
+{
+	static const struct {
+		int level, opt;
+	} opts[] = {
+		{ SOL_SOCKET, SO_KEEPALIVE },	 { SOL_SOCKET, SO_RCVBUF },
+		{ SOL_SOCKET, SO_SNDBUF },	 { SOL_SOCKET, SO_LINGER },
+		{ SOL_SOCKET, SO_RCVLOWAT },
+		{ SOL_SOCKET, SO_RCVTIMEO },	 { SOL_SOCKET, SO_SNDTIMEO },
+		{ IPPROTO_IP, IP_TOS },		 { IPPROTO_IP, IP_TTL },
+		{ IPPROTO_TCP, TCP_NODELAY },	 { IPPROTO_TCP, TCP_KEEPIDLE },
+		{ IPPROTO_TCP, TCP_KEEPINTVL },	 { IPPROTO_TCP, TCP_KEEPCNT },
+		{ IPPROTO_TCP, TCP_USER_TIMEOUT }, { IPPROTO_TCP, TCP_LINGER2 },
+	};
+	union {
+		int i;
+		struct linger lg;
+		struct timeval tv;
+	} v;
+	unsigned i;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		socklen_t l = sizeof(v);
+
+		if (ts_real_getsockopt(lfd, opts[i].level, opts[i].opt, &v, &l) < 0)
+			continue;
+		if (opts[i].level == SOL_SOCKET &&
+		    (opts[i].opt == SO_RCVBUF || opts[i].opt == SO_SNDBUF))
+			v.i /= 2;
+		ts_real_setsockopt(nfd, opts[i].level, opts[i].opt, &v, l);
+	}
+	/* not the listener's SO_PRIORITY: Linux gives the child the SYN's
+	 * (0 off the wire); IP_TOS above set the placeholder's from the TOS */
+	v.i = 0;
+	ts_real_setsockopt(nfd, SOL_SOCKET, SO_PRIORITY, &v, sizeof(v.i));
 }
 
 int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
@@ -1144,6 +1282,7 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 	tab_set(nfd, c);
 	TS_INC(ts_stats->sockets_accelerated);
 	ts_lwip__unlock();
+	inherit_kernel_opts(fd, nfd);
 	if (addr && len) {
 		struct sockaddr_in sa = { .sin_family = AF_INET,
 					  .sin_port = c->rport,
@@ -1296,10 +1435,9 @@ static ssize_t send_fail(int err, int flags)
 	return -1;
 }
 
-ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
-			int flags)
+static ssize_t tcp_send(struct ts_tcp *t, int fd, const struct msghdr *msg,
+			int flags, int nonblock)
 {
-	int nonblock = t->nonblock || (flags & MSG_DONTWAIT);
 	size_t want = iov_total(msg), done = 0, iov_i = 0, iov_off = 0;
 	int r;
 
@@ -1354,6 +1492,8 @@ ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
 					iov_off = 0;
 				}
 			}
+			if (done < want)
+				t->nospace = 1; /* room wakes it (cb_sent) */
 			if (!(flags & MSG_MORE) || done < want)
 				tcp_output(t->pcb);
 		}
@@ -1381,6 +1521,61 @@ ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
 	}
 	t->stats->tx_accel += done;
 	return (ssize_t)done;
+}
+
+ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
+			int flags)
+{
+	return tcp_send(t, fd, msg, flags, t->nonblock || (flags & MSG_DONTWAIT));
+}
+
+/* What the queue can take now (sendfile and splice read no more than that
+ * from a pipe, which cannot take bytes back), waiting for room on a
+ * blocking stream (SO_SNDTIMEO); -1 with errno as a send would set it. */
+ssize_t ts_tcp__send_room(struct ts_tcp *t, int flags)
+{
+	for (;;) {
+		size_t room = 0;
+		int err = 0, r;
+
+		ts_lwip__lock();
+		if (t->so_error) {
+			err = t->so_error;
+			t->so_error = 0;
+		} else if (t->state == T_CLOSED || t->shut_wr || !t->pcb) {
+			err = EPIPE;
+		} else if (t->state == T_CONN &&
+			   tcp_sndqueuelen(t->pcb) < TCP_SND_QUEUELEN - 4) {
+			room = tcp_sndbuf(t->pcb);
+		}
+		if (!room && !err)
+			t->nospace = 1;
+		ts_lwip__unlock();
+		if (err)
+			return send_fail(err, flags);
+		if (room)
+			return (ssize_t)room;
+		if (t->nonblock || (flags & MSG_DONTWAIT)) {
+			errno = EAGAIN;
+			return -1;
+		}
+		r = tcp_wait(t, ready_tx, tv_ns(&t->sndtimeo), -1);
+		if (r < 0) {
+			errno = r == -EINTR ? EINTR : EAGAIN;
+			return -1;
+		}
+	}
+}
+
+/* Bytes already taken from their source (a pipe): all sent, waiting for
+ * room whatever O_NONBLOCK says. */
+ssize_t ts_tcp__send_all(struct ts_tcp *t, int fd, const void *buf,
+			 size_t len, int flags)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	return tcp_send(t, fd, &msg, flags, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1766,17 +1961,25 @@ int ts_tcp__accel(struct ts_tcp *t)
 	return t && t->state != T_NEW;
 }
 
+int ts_tcp__stream(struct ts_tcp *t)
+{
+	return t && t->state != T_NEW && t->state != T_LISTEN;
+}
+
 int ts_tcp__kernel_watch(struct ts_tcp *t)
 {
 	return t->state == T_LISTEN;
 }
 
-/* As Linux's tcp_poll reports it. */
-short ts_tcp__revents(struct ts_tcp *t, short events)
+/* As Linux's tcp_poll reports it (which also notes a writer waiting for
+ * room when the stream is not writable). */
+short ts_tcp__revents(struct ts_tcp *t, short events, struct ts_edges *edges)
 {
 	short ev = 0;
 
 	ts_lwip__lock();
+	if (edges)
+		*edges = t->edges;
 	switch (t->state) {
 	case T_LISTEN:
 		if (t->acq_head)
@@ -1794,6 +1997,8 @@ short ts_tcp__revents(struct ts_tcp *t, short events)
 		if (t->shut_wr || (t->pcb && tcp_sndbuf(t->pcb) > 0 &&
 				   tcp_sndqueuelen(t->pcb) < TCP_SND_QUEUELEN / 2))
 			ev |= POLLOUT;
+		else
+			t->nospace = 1;
 		if (t->rx_eof && t->shut_wr)
 			ev |= POLLHUP;
 		break;

@@ -51,6 +51,12 @@ TS_HIDDEN ssize_t ts_tcp__recvmsg(struct ts_tcp *t, int fd,
 				  struct msghdr *msg, int flags);
 TS_HIDDEN ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd,
 				  const struct msghdr *msg, int flags);
+/* sendfile and splice (interpose.c): room for a send now (waiting on a
+ * blocking stream), and a send of bytes taken from a pipe that waits for
+ * room whatever O_NONBLOCK says */
+TS_HIDDEN ssize_t ts_tcp__send_room(struct ts_tcp *t, int flags);
+TS_HIDDEN ssize_t ts_tcp__send_all(struct ts_tcp *t, int fd, const void *buf,
+				   size_t len, int flags);
 TS_HIDDEN int ts_tcp__shutdown(struct ts_tcp *t, int fd, int how);
 TS_HIDDEN void ts_tcp__close(int fd);
 TS_HIDDEN void ts_tcp__dup(int oldfd, int newfd);
@@ -67,11 +73,15 @@ TS_HIDDEN void ts_tcp__set_nonblock(struct ts_tcp *t, int on);
 TS_HIDDEN int ts_tcp__fionread(struct ts_tcp *t, int *out);
 
 /* readiness (sock.c's poll, select and epoll loops): poll-style revents
- * of an accelerated stream for the wanted events; whether the kernel fd
- * must be looked at too (a listener: connections on other interfaces
- * reach the kernel's queue). */
+ * of an accelerated stream for the wanted events, and what has woken it
+ * (edges, NULL when not wanted); whether the kernel fd must be looked at
+ * too (a listener: connections on other interfaces reach the kernel's
+ * queue). */
 TS_HIDDEN int ts_tcp__accel(struct ts_tcp *t);
-TS_HIDDEN short ts_tcp__revents(struct ts_tcp *t, short events);
+/* connecting, connected or closed: its bytes are the shadow's */
+TS_HIDDEN int ts_tcp__stream(struct ts_tcp *t);
+TS_HIDDEN short ts_tcp__revents(struct ts_tcp *t, short events,
+				struct ts_edges *edges);
 TS_HIDDEN int ts_tcp__kernel_watch(struct ts_tcp *t);
 
 #endif

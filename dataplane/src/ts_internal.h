@@ -76,7 +76,14 @@
 	X(int, accept, (int, struct sockaddr *, socklen_t *))                 \
 	X(int, accept4, (int, struct sockaddr *, socklen_t *, int))           \
 	X(int, getpeername, (int, struct sockaddr *, socklen_t *))            \
-	X(int, shutdown, (int, int))
+	X(int, shutdown, (int, int))                                          \
+	X(ssize_t, sendfile, (int, int, off_t *, size_t))                     \
+	X(ssize_t, sendfile64, (int, int, off64_t *, size_t))                 \
+	X(ssize_t, splice, (int, loff_t *, int, loff_t *, size_t, unsigned int)) \
+	X(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int))      \
+	X(ssize_t, preadv64v2, (int, const struct iovec *, int, off64_t, int)) \
+	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int))     \
+	X(ssize_t, pwritev64v2, (int, const struct iovec *, int, off64_t, int))
 
 #define TS_DECLARE_REAL(ret, name, args) extern ret(*ts_real_##name) args TS_HIDDEN;
 TS_REAL_CALLS(TS_DECLARE_REAL)
@@ -466,6 +473,15 @@ TS_HIDDEN void ts_sock__exec_failed(void);
 TS_HIDDEN int ts_poll__has_accel(struct pollfd *fds, nfds_t n);
 TS_HIDDEN int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 			    const sigset_t *mask);
+/* What has woken an accelerated socket's waiters, per kind: counts that
+ * only grow. The kernel wakes an epoll member for data (in), for send
+ * room (out) and for a change of state (any: connected, end of stream,
+ * an error); an EPOLLET member is reported once one of them moved (in
+ * and out only when it asked for them), with everything then ready. */
+struct ts_edges {
+	uint32_t in, out, any;
+};
+
 TS_HIDDEN int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev);
 TS_HIDDEN void ts_ep__forget_fd(int fd);
 TS_HIDDEN int ts_ep__active(int epfd);

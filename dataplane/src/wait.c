@@ -369,7 +369,7 @@ static int poll_check(struct ts_wait *w, int kernel)
 			struct ts_tcp *t = tcp_accel(p->fd);
 
 			if (t)
-				p->revents = ts_tcp__revents(t, p->events);
+				p->revents = ts_tcp__revents(t, p->events, NULL);
 		} else if (ts_sock__state(s) == TS_S_ACCEL) {
 			if ((p->events & POLLIN) && ts_sock__rx_ready(s))
 				p->revents |= POLLIN;

@@ -22,6 +22,8 @@
  *   "M group port count size"     send count datagrams to a multicast group
  *                                 and port (conform.sh routes 224.0.0.0/4
  *                                 through the link)
+ * and on TCP, the same port, the requests of the stream cases (the TCP
+ * section below).
  *
  * A transcript holds only what a program can observe and what must be the
  * same on the kernel and through the stack: return values, errno names,
@@ -38,6 +40,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +50,8 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -1306,6 +1311,745 @@ static void c_narrow(void)
 	printf("%d received\n", k);
 }
 
+/* ---- TCP (conform.sh runs these with TICKSTACK_TCP=1). The peer's TCP
+ * side listens on the same port number; each connection is a child of
+ * its own, reading request lines:
+ *   "S n ms"   after ms, send n bytes ('a' + i % 26)
+ *   "Z ms"     after ms, read to EOF, then answer "got N hash H" (the
+ *              bytes after the line, their FNV-1a hash in hex)
+ *   "K port"   connect back to the requester's address at port, send
+ *              "hi", then read to EOF */
+
+static int tcp_to_peer(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		fail("socket");
+	if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)))
+		fail("connect");
+	return fd;
+}
+
+static void tcp_ask(int fd, const char *line)
+{
+	size_t n = strlen(line);
+
+	if (write(fd, line, n) != (ssize_t)n)
+		fail("write request");
+}
+
+static void nonblock(int fd, int on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
+/* epoll_wait once: the count and each event's data and events */
+static void ep_show(const char *what, int ep, int ms)
+{
+	struct epoll_event out[4];
+	int n = epoll_wait(ep, out, 4, ms), i;
+
+	printf("%s: %d%s", what, n, n < 0 ? en(errno) : "");
+	for (i = 0; i < n; i++)
+		printf(" [0x%llx%s%s%s%s%s]", (unsigned long long)out[i].data.u64,
+		       out[i].events & EPOLLIN ? " IN" : "", out[i].events & EPOLLOUT ? " OUT" : "",
+		       out[i].events & EPOLLRDHUP ? " RDHUP" : "",
+		       out[i].events & EPOLLHUP ? " HUP" : "", out[i].events & EPOLLERR ? " ERR" : "");
+	printf("\n");
+}
+
+/* read what is there (non-blocking): how many bytes */
+static long drain(int fd)
+{
+	char buf[4096];
+	long got = 0;
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		got += n;
+	return got;
+}
+
+/* read exactly n bytes (blocking, 2 s at most each) */
+static long read_n(int fd, long n)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char buf[4096];
+	long got = 0;
+
+	while (got < n && poll(&p, 1, 2000) == 1) {
+		ssize_t k = recv(fd, buf, (size_t)(n - got < 4096 ? n - got : 4096), MSG_DONTWAIT);
+
+		if (k <= 0)
+			break;
+		got += k;
+	}
+	return got;
+}
+
+static void ep_ctl_show(const char *what, int ep, int op, int fd, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = 0xe0 };
+	int r = epoll_ctl(ep, op, fd, &ev);
+
+	printf("%s: %d %s\n", what, r, r ? en(errno) : "");
+}
+
+/* EPOLLEXCLUSIVE where the kernel takes it and where it refuses it, and
+ * the errors of a set that does not hold the fd */
+static void ep_exclusive(int fd)
+{
+	int ep = epoll_create1(0), other = epoll_create1(0);
+
+	ep_ctl_show("MOD unregistered", ep, EPOLL_CTL_MOD, fd, EPOLLIN);
+	ep_ctl_show("DEL unregistered", ep, EPOLL_CTL_DEL, fd, 0);
+	ep_ctl_show("ADD to a non-epoll fd", fd, EPOLL_CTL_ADD, fd, EPOLLIN);
+	ep_ctl_show("ADD to a closed set", 999, EPOLL_CTL_ADD, fd, EPOLLIN);
+	ep_ctl_show("bad op", ep, 99, fd, EPOLLIN);
+	ep_ctl_show("ADD IN|EXCLUSIVE|ONESHOT", ep, EPOLL_CTL_ADD, fd,
+		    EPOLLIN | EPOLLEXCLUSIVE | EPOLLONESHOT);
+	ep_ctl_show("ADD IN|EXCLUSIVE|RDHUP", ep, EPOLL_CTL_ADD, fd,
+		    EPOLLIN | EPOLLEXCLUSIVE | EPOLLRDHUP);
+	ep_ctl_show("ADD IN|OUT|ET|EXCLUSIVE", ep, EPOLL_CTL_ADD, fd,
+		    EPOLLIN | EPOLLOUT | EPOLLET | EPOLLEXCLUSIVE);
+	ep_ctl_show("ADD again", ep, EPOLL_CTL_ADD, fd, EPOLLIN);
+	ep_ctl_show("MOD an exclusive member", ep, EPOLL_CTL_MOD, fd, EPOLLIN);
+	ep_ctl_show("MOD with EXCLUSIVE", ep, EPOLL_CTL_MOD, fd, EPOLLIN | EPOLLEXCLUSIVE);
+	ep_show("the exclusive member", ep, 0);
+	ep_ctl_show("DEL", ep, EPOLL_CTL_DEL, fd, 0);
+	ep_ctl_show("ADD IN (another set)", other, EPOLL_CTL_ADD, fd, EPOLLIN);
+	ep_ctl_show("MOD with EXCLUSIVE", other, EPOLL_CTL_MOD, fd, EPOLLIN | EPOLLEXCLUSIVE);
+	close(ep);
+	close(other);
+}
+
+/* An event loop's sender: 4 MiB to a peer that starts reading 300 ms
+ * later, writing until EAGAIN and then waiting for EPOLLOUT (edge
+ * triggered) each time; what the peer got. */
+static void et_sender(int fd, int ep)
+{
+	static char chunk[65536];
+	long sent = 0, total = 4l << 20, i;
+	int waits = 0, stuck = 0;
+	char line[64] = "";
+
+	memset(chunk, 'z', sizeof(chunk));
+	tcp_ask(fd, "Z 300\n");
+	while (sent < total) {
+		size_t want = (size_t)(total - sent < 65536 ? total - sent : 65536);
+		ssize_t n = send(fd, chunk, want, 0);
+		struct epoll_event out[4];
+
+		if (n > 0) {
+			sent += n;
+			continue;
+		}
+		if (n == 0 || errno != EAGAIN) {
+			printf("send: %zd %s\n", n, en(errno));
+			break;
+		}
+		waits++;
+		if (epoll_wait(ep, out, 4, 3000) != 1 || !(out[0].events & EPOLLOUT)) {
+			stuck = 1;
+			break;
+		}
+	}
+	shutdown(fd, SHUT_WR);
+	nonblock(fd, 0);
+	for (i = 0; i < (long)sizeof(line) - 1; i++)
+		if (recv(fd, line + i, 1, 0) != 1 || line[i] == '\n')
+			break;
+	line[i] = 0;
+	printf("sender: %s, %s; peer: %s\n", stuck ? "STUCK waiting for EPOLLOUT" : "all sent",
+	       waits ? "waited for EPOLLOUT" : "NEVER WAITED",
+	       !strncmp(line, "got ", 4) && atol(line + 4) == total ? "got all" : "NOT ALL");
+}
+
+/* Edge-triggered epoll on a connected stream, as the kernel reports it:
+ * readiness on ADD, nothing while idle (no repeated EPOLLOUT), one report
+ * per arrival (never again after a partial read), EPOLLIN and EPOLLOUT
+ * together when data arrives, EPOLLONESHOT, EPOLLOUT after a full send
+ * buffer, EPOLLEXCLUSIVE */
+static void c_tcpet(void)
+{
+	int fd = tcp_to_peer(), ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = 0xfeed0003 };
+	char buf[64];
+
+	nonblock(fd, 1);
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	ep_show("ADD IN|OUT|ET", ep, 0);
+	ep_show("idle", ep, 0);
+	ep_show("idle, 100 ms", ep, 100);
+	tcp_ask(fd, "S 100 100\n");
+	ep_show("request sent, reply in 100 ms", ep, 2000);
+	printf("read 10: %zd\n", recv(fd, buf, 10, 0));
+	ep_show("after reading 10 of 100", ep, 0);
+	tcp_ask(fd, "S 100 100\n");
+	ep_show("100 more", ep, 2000);
+	printf("drained %ld\n", drain(fd));
+	ep_show("drained", ep, 0);
+	ev.events = EPOLLIN | EPOLLONESHOT;
+	ev.data.u64 = 0xfeed0004;
+	epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+	ep_show("MOD IN|ONESHOT, nothing queued", ep, 0);
+	tcp_ask(fd, "S 10 0\n");
+	ep_show("ONESHOT", ep, 2000);
+	printf("drained %ld\n", read_n(fd, 10));
+	tcp_ask(fd, "S 10 0\n");
+	ep_show("ONESHOT disarmed", ep, 300);
+	epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+	ep_show("re-armed", ep, 2000);
+	printf("drained %ld\n", read_n(fd, 10));
+	ev.events = EPOLLOUT | EPOLLET;
+	ev.data.u64 = 0xfeed0005;
+	epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+	ep_show("MOD OUT|ET", ep, 0);
+	ep_show("idle", ep, 0);
+	et_sender(fd, ep);
+	close(ep);
+	close(fd);
+	ep_exclusive(tcp_to_peer());
+}
+
+/* The same on a UDP socket: EPOLLIN and EPOLLOUT together on an arrival
+ * (the kernel reports what is ready once anything wakes the socket),
+ * EPOLLEXCLUSIVE */
+static void c_udpet(void)
+{
+	int fd = udp(), ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = 0xfeed0006 };
+	char buf[256];
+
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	ep_show("ADD IN|OUT|ET", ep, 0);
+	ep_show("idle", ep, 0);
+	ask(fd, 1, 64, 0, 300);
+	ep_show("request sent", ep, 100);
+	ep_show("reply in 300 ms", ep, 2000);
+	ep_show("unread", ep, 0);
+	printf("recv %zd\n", recv(fd, buf, sizeof(buf), 0));
+	ep_show("read", ep, 0);
+	close(ep);
+	ep_exclusive(fd);
+}
+
+static void show_connect(const char *what, int fd, const struct sockaddr_in *to)
+{
+	int r = connect(fd, (const struct sockaddr *)to, sizeof(*to));
+
+	printf("%s: %d %s\n", what, r, r ? en(errno) : "");
+}
+
+/* a non-blocking connect to, and poll until it ends (2 s at most) */
+static int connect_polled(const char *what, const struct sockaddr_in *to)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	show_connect(what, fd, to);
+	printf("poll: %d revents 0x%x\n", poll(&p, 1, 2000), p.revents);
+	return fd;
+}
+
+/* The connect state machine as Linux has it: a non-blocking connect says
+ * EINPROGRESS, another while the handshake runs EALREADY (the peer's
+ * firewall drops SYNs to PORT+99: conform.sh), the first after it ended
+ * 0 (or its error: ECONNREFUSED, ECONNABORTED once SO_ERROR took it),
+ * then EISCONN; a blocking connect's next connect EISCONN, a listener's
+ * too. */
+static void c_tcpconnect(void)
+{
+	struct sockaddr_in dead = peer, closed = peer;
+	int fd, err = 0, l;
+	socklen_t el = sizeof(err);
+
+	dead.sin_port = htons((uint16_t)(ntohs(peer.sin_port) + 99));
+	closed.sin_port = htons((uint16_t)(ntohs(peer.sin_port) + 98));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	show_connect("unanswered, non-blocking", fd, &dead);
+	show_connect("again, in progress", fd, &dead);
+	show_connect("again", fd, &dead);
+	close(fd);
+	fd = connect_polled("non-blocking", &peer);
+	show_connect("after it completed", fd, &peer);
+	show_connect("again", fd, &peer);
+	show_connect("again", fd, &peer);
+	close(fd);
+	fd = connect_polled("refused, non-blocking", &closed);
+	show_connect("after the reset", fd, &closed);
+	close(fd);
+	fd = connect_polled("refused, non-blocking", &closed);
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+	printf("SO_ERROR %s\n", en(err));
+	show_connect("after SO_ERROR", fd, &closed);
+	close(fd);
+	fd = tcp_to_peer();
+	show_connect("blocking, connected: again", fd, &peer);
+	tcp_ask(fd, "S 10 0\n");
+	printf("then 10 bytes from the peer: %ld\n", read_n(fd, 10));
+	close(fd);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	{
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(12171) };
+
+		if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4))
+			fail("listen");
+	}
+	show_connect("a listener", l, &peer);
+	close(l);
+}
+
+static void show_opt(int fd, int level, int opt, const char *name)
+{
+	union {
+		int i;
+		struct linger lg;
+		struct timeval tv;
+	} v;
+	socklen_t len = sizeof(v);
+	int r;
+
+	memset(&v, 0, sizeof(v));
+	r = getsockopt(fd, level, opt, &v, &len);
+	if (r)
+		printf("  %s: %s\n", name, en(errno));
+	else if (len == sizeof(struct linger) && opt == SO_LINGER)
+		printf("  %s: on %d, %d s\n", name, v.lg.l_onoff, v.lg.l_linger);
+	else if (len == sizeof(struct timeval))
+		printf("  %s: %ld.%06ld s\n", name, (long)v.tv.tv_sec, (long)v.tv.tv_usec);
+	else
+		printf("  %s: %d\n", name, v.i);
+}
+
+#define SHOW(fd, level, opt) show_opt(fd, level, opt, #opt)
+
+/* getsockopt on an accepted socket: the options it inherited from its
+ * listener, as Linux copies them (the peer connects back to us) */
+static void c_tcpaccept(void)
+{
+	static const struct {
+		int level, opt, v;
+	} set[] = {
+		{ IPPROTO_TCP, TCP_NODELAY, 1 },   { SOL_SOCKET, SO_KEEPALIVE, 1 },
+		{ SOL_SOCKET, SO_RCVBUF, 65536 },  { SOL_SOCKET, SO_SNDBUF, 32768 },
+		{ SOL_SOCKET, SO_PRIORITY, 3 },    { IPPROTO_IP, IP_TOS, 0x10 },
+		{ IPPROTO_TCP, TCP_KEEPIDLE, 30 }, { IPPROTO_TCP, TCP_KEEPINTVL, 5 },
+		{ IPPROTO_TCP, TCP_KEEPCNT, 4 },   { IPPROTO_TCP, TCP_USER_TIMEOUT, 7000 },
+	};
+	int l = socket(AF_INET, SOCK_STREAM, 0), c, a, one = 1;
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12170) };
+	unsigned k;
+	struct linger lg = { 1, 5 };
+	struct timeval tv = { 3, 0 };
+	char buf[8];
+
+	/* the kernel's run leaves its end of the connection in TIME_WAIT */
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&me, sizeof(me)))
+		fail("bind");
+	for (k = 0; k < sizeof(set) / sizeof(set[0]); k++)
+		setsockopt(l, set[k].level, set[k].opt, &set[k].v, sizeof(int));
+	setsockopt(l, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (listen(l, 4))
+		fail("listen");
+	c = tcp_to_peer();
+	tcp_ask(c, "K 12170\n");
+	a = accept(l, NULL, NULL);
+	if (a < 0)
+		fail("accept");
+	printf("accepted; its options:\n");
+	SHOW(a, IPPROTO_TCP, TCP_NODELAY);
+	SHOW(a, SOL_SOCKET, SO_KEEPALIVE);
+	SHOW(a, SOL_SOCKET, SO_RCVBUF);
+	SHOW(a, SOL_SOCKET, SO_SNDBUF);
+	SHOW(a, SOL_SOCKET, SO_LINGER);
+	SHOW(a, SOL_SOCKET, SO_RCVTIMEO);
+	SHOW(a, SOL_SOCKET, SO_PRIORITY);
+	SHOW(a, IPPROTO_IP, IP_TOS);
+	SHOW(a, IPPROTO_TCP, TCP_KEEPIDLE);
+	SHOW(a, IPPROTO_TCP, TCP_KEEPINTVL);
+	SHOW(a, IPPROTO_TCP, TCP_KEEPCNT);
+	SHOW(a, IPPROTO_TCP, TCP_USER_TIMEOUT);
+	SHOW(a, IPPROTO_TCP, TCP_QUICKACK);
+	SHOW(a, SOL_SOCKET, SO_ERROR);
+	SHOW(a, SOL_SOCKET, SO_TYPE);
+	SHOW(a, SOL_SOCKET, SO_ACCEPTCONN);
+	SHOW(l, SOL_SOCKET, SO_ACCEPTCONN);
+	printf("read: %zd\n", read(a, buf, 3));
+	/* the inherited receive timeout: nothing more comes */
+	{
+		double t0 = now_s();
+		ssize_t n = read(a, buf, sizeof(buf));
+
+		printf("read: %zd %s after %s\n", n, n < 0 ? en(errno) : "",
+		       now_s() - t0 >= 2.5 ? "the listener's SO_RCVTIMEO" : "TOO EARLY");
+	}
+	close(a);
+	close(c);
+	close(l);
+}
+
+/* a file of n bytes ('a' + i % 26 at offset i), opened for reading */
+static int pattern_file(long n)
+{
+	char path[] = "/tmp/conform-sendfile-XXXXXX", b[4096];
+	int fd = mkstemp(path);
+	long i;
+
+	if (fd < 0)
+		fail("mkstemp");
+	unlink(path);
+	for (i = 0; i < n; i++) {
+		b[i % 4096] = (char)('a' + i % 26);
+		if (i % 4096 == 4095 || i == n - 1)
+			if (write(fd, b, (size_t)(i % 4096 + 1)) != i % 4096 + 1)
+				fail("write file");
+	}
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+/* end a "Z" request: shut our side, print what the peer got */
+static void peer_got(int fd, long want, unsigned long hash)
+{
+	char line[80] = "";
+	unsigned long h = 0;
+	long got = -1;
+	int i;
+
+	shutdown(fd, SHUT_WR);
+	nonblock(fd, 0);
+	for (i = 0; i < (int)sizeof(line) - 1; i++)
+		if (recv(fd, line + i, 1, 0) != 1 || line[i] == '\n')
+			break;
+	line[i] = 0;
+	sscanf(line, "got %ld hash %lx", &got, &h);
+	printf("peer got %s, %s\n", got == want ? "all" : "NOT ALL",
+	       h == hash ? "intact" : "DAMAGED");
+}
+
+/* the peer's hash (FNV-1a) of the pattern from offset a to b */
+static unsigned long pattern_hash(unsigned long h, long a, long b)
+{
+	for (; a < b; a++)
+		h = (h ^ (unsigned char)('a' + a % 26)) * 16777619ul & 0xfffffffful;
+	return h;
+}
+
+/* sendfile on a stream: blocking with and without an offset (which moves
+ * or leaves the file position), at the end of the file, then non-blocking
+ * into a peer that reads late: partial sends, EAGAIN, the offset updated,
+ * EPOLLOUT|EPOLLET in between; every byte arrives once, in order */
+static void c_tcpsendfile(void)
+{
+	long size = 4l << 20, sent = 0;
+	int f = pattern_file(size), fd = tcp_to_peer(), ep = epoll_create1(0);
+	int partial = 0, eagain = 0, stuck = 0;
+	struct epoll_event ev = { .events = EPOLLOUT | EPOLLET };
+	unsigned long h = 2166136261ul;
+	off_t off = 0;
+	ssize_t n;
+
+	tcp_ask(fd, "Z 300\n");
+	n = sendfile(fd, f, &off, 100000);
+	printf("sendfile 100000 at 0: %zd, offset %ld, file position %ld\n", n, (long)off,
+	       (long)lseek(f, 0, SEEK_CUR));
+	lseek(f, 100000, SEEK_SET);
+	n = sendfile(fd, f, NULL, 50000);
+	printf("sendfile 50000 at the position: %zd, file position %ld\n", n,
+	       (long)lseek(f, 0, SEEK_CUR));
+	off = size;
+	n = sendfile(fd, f, &off, 1000);
+	printf("sendfile at the end: %zd, offset %ld\n", n, (long)off);
+	n = sendfile(fd, f, &off, 0);
+	printf("sendfile 0 bytes: %zd\n", n);
+	h = pattern_hash(h, 0, 150000);
+	nonblock(fd, 1);
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	epoll_wait(ep, &ev, 1, 0);
+	off = 150000;
+	while (off < size) {
+		long want = size - off;
+
+		n = sendfile(fd, f, &off, (size_t)want);
+		if (n > 0) {
+			partial |= n < want;
+			sent += n;
+			continue;
+		}
+		if (n < 0 && errno == EAGAIN) {
+			eagain = 1;
+			if (epoll_wait(ep, &ev, 1, 3000) != 1) {
+				stuck = 1;
+				break;
+			}
+			continue;
+		}
+		printf("sendfile: %zd %s\n", n, en(errno));
+		break;
+	}
+	h = pattern_hash(h, 150000, size);
+	printf("non-blocking: %s, %s, %s, offset at the end: %s\n",
+	       partial ? "partial sends" : "NONE PARTIAL", eagain ? "EAGAIN" : "NO EAGAIN",
+	       stuck ? "STUCK" : "EPOLLOUT each time", off == size ? "yes" : "NO");
+	peer_got(fd, 150000 + sent, h);
+	n = sendfile(f, fd, NULL, 10);
+	printf("sendfile from a socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	close(ep);
+	close(fd);
+	close(f);
+}
+
+/* splice between a pipe and a stream, both ways: received bytes go into
+ * the pipe, what the pipe holds goes out; an empty non-blocking socket; an
+ * offset on the socket's side; two sockets, no pipe */
+static void c_tcpsplice(void)
+{
+	int fd = tcp_to_peer(), p[2], k, ok = 1;
+	unsigned long h = 2166136261ul;
+	static char b[65536];
+	loff_t o = 0;
+	long got = 0, i;
+	ssize_t n;
+
+	if (pipe(p) || fcntl(p[1], F_SETPIPE_SZ, 1 << 20) < 0)
+		fail("pipe");
+	tcp_ask(fd, "S 5000 0\n");
+	while (got < 5000) {
+		n = splice(fd, NULL, p[1], NULL, 65536, 0);
+		if (n <= 0) {
+			printf("splice from the socket: %zd %s\n", n, en(errno));
+			break;
+		}
+		got += n;
+	}
+	n = read(p[0], b, sizeof(b));
+	for (i = 0; i < n; i++)
+		ok &= b[i] == 'a' + i % 26;
+	printf("spliced from the socket: %ld, the pipe holds %zd, %s\n", got, n,
+	       ok ? "intact" : "DAMAGED");
+	/* SPLICE_F_NONBLOCK is about the pipe: a socket waits unless it is
+	 * non-blocking itself */
+	nonblock(fd, 1);
+	n = splice(fd, NULL, p[1], NULL, 100, 0);
+	printf("nothing to read, non-blocking: %zd %s\n", n, n < 0 ? en(errno) : "");
+	nonblock(fd, 0);
+	n = splice(fd, &o, p[1], NULL, 100, 0);
+	printf("an offset on the socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	if (write(p[1], "x", 1) != 1)
+		fail("write pipe");
+	n = splice(p[0], NULL, fd, &o, 100, 0);
+	printf("an offset on the socket (out): %zd %s\n", n, n < 0 ? en(errno) : "");
+	k = tcp_to_peer();
+	n = splice(k, NULL, fd, NULL, 100, 0);
+	printf("socket to socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	close(k);
+	if (read(p[0], b, 1) != 1)
+		fail("read pipe");
+	/* 200,000 bytes of the pattern into the pipe (1 MiB) */
+	for (i = 0; i < 200000; i += 50000) {
+		for (k = 0; k < 50000; k++)
+			b[k] = (char)('a' + (i + k) % 26);
+		if (write(p[1], b, 50000) != 50000)
+			fail("write pipe");
+	}
+	tcp_ask(fd, "Z 0\n");
+	got = 0;
+	while (got < 200000) {
+		n = splice(p[0], NULL, fd, NULL, (size_t)(200000 - got), 0);
+		if (n <= 0) {
+			printf("splice to the socket: %zd %s\n", n, en(errno));
+			break;
+		}
+		got += n;
+	}
+	printf("spliced to the socket: %ld\n", got);
+	peer_got(fd, 200000, pattern_hash(h, 0, 200000));
+	close(fd);
+}
+
+/* sendfile and splice on a connected UDP socket: the file's bytes and the
+ * pipe's go out as one datagram (echoed by the peer), a datagram goes into
+ * a pipe (up to the length asked: the rest of it is dropped) */
+static void c_udpsplice(void)
+{
+	int fd = udp(), f = pattern_file(3000), p[2];
+	char buf[2048];
+	off_t off = 0;
+	ssize_t n;
+
+	if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)) || pipe(p))
+		fail("connect, pipe");
+	if (pwrite(f, "E", 1, 0) != 1)
+		fail("pwrite");
+	n = sendfile(fd, f, &off, 1000);
+	printf("sendfile 1000: %zd, offset %ld\n", n, (long)off);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("echo: %zd bytes, %s\n", n, n == 1000 && buf[999] == 'a' + 999 % 26 ? "intact" : "DAMAGED");
+	if (write(p[1], "Ehello, pipe", 12) != 12)
+		fail("write pipe");
+	n = splice(p[0], NULL, fd, NULL, 12, 0);
+	printf("splice pipe to socket: %zd\n", n);
+	n = splice(fd, NULL, p[1], NULL, 5, 0);
+	printf("splice the echo into the pipe, 5 bytes: %zd\n", n);
+	n = read(p[0], buf, sizeof(buf));
+	printf("the pipe holds %zd: %.*s\n", n, (int)(n > 0 ? n : 0), buf);
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("then recv: %zd %s\n", n, n < 0 ? en(errno) : "");
+	ask(fd, 1, 64, 0, 0);
+	n = splice(fd, NULL, p[1], NULL, 2048, 0);
+	printf("splice a 64-byte datagram: %zd\n", n);
+	close(f);
+}
+
+/* The other calls that take a socket on a stream: sendmmsg and recvmmsg
+ * (each message in turn), preadv2 and pwritev2 at offset -1 (readv and
+ * writev; RWF_NOWAIT is MSG_DONTWAIT), pread, pwrite and preadv at an
+ * offset (ESPIPE), copy_file_range (files only), tee and vmsplice (pipes
+ * only) */
+static void c_tcpcalls(void)
+{
+	int fd = tcp_to_peer(), f = pattern_file(100), p[2];
+	char a[] = "abcdefghij", b[] = "klmnopqrst", r1[64], r2[64];
+	struct iovec wi[2] = { { a, 10 }, { b, 10 } }, ri[2] = { { r1, 64 }, { r2, 64 } };
+	struct mmsghdr mm[2];
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	unsigned long h = 2166136261ul;
+	loff_t o = 0;
+	ssize_t n;
+
+	if (pipe(p))
+		fail("pipe");
+	memset(mm, 0, sizeof(mm));
+	tcp_ask(fd, "S 26 0\n");
+	poll(&pf, 1, 2000);
+	mm[0].msg_hdr.msg_iov = &ri[0];
+	mm[0].msg_hdr.msg_iovlen = 1;
+	mm[1].msg_hdr.msg_iov = &ri[1];
+	mm[1].msg_hdr.msg_iovlen = 1;
+	n = recvmmsg(fd, mm, 2, MSG_DONTWAIT, NULL);
+	printf("recvmmsg: %zd, first %u bytes\n", n, mm[0].msg_len);
+	n = preadv2(fd, ri, 1, -1, RWF_NOWAIT);
+	printf("preadv2 at -1, RWF_NOWAIT, nothing there: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = preadv(fd, ri, 1, 0);
+	printf("preadv at 0: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = pread(fd, r1, 10, 0);
+	printf("pread: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = pwrite(fd, r1, 10, 0);
+	printf("pwrite: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = copy_file_range(f, NULL, fd, NULL, 10, 0);
+	printf("copy_file_range to the socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = copy_file_range(fd, NULL, f, &o, 10, 0);
+	printf("copy_file_range from the socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = tee(fd, p[1], 10, SPLICE_F_NONBLOCK);
+	printf("tee from the socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	n = vmsplice(fd, wi, 1, 0);
+	printf("vmsplice to the socket: %zd %s\n", n, n < 0 ? en(errno) : "");
+	tcp_ask(fd, "Z 0\n");
+	mm[0].msg_hdr.msg_iov = &wi[0];
+	mm[1].msg_hdr.msg_iov = &wi[1];
+	n = sendmmsg(fd, mm, 2, 0);
+	printf("sendmmsg: %zd, %u and %u bytes\n", n, mm[0].msg_len, mm[1].msg_len);
+	n = pwritev2(fd, wi, 2, -1, 0);
+	printf("pwritev2 at -1: %zd\n", n);
+	h = pattern_hash(h, 0, 20); /* abc...t twice */
+	h = pattern_hash(h, 0, 20);
+	peer_got(fd, 40, h);
+	close(fd);
+	close(f);
+}
+
+/* the peer's TCP side: one child per connection, serving its requests */
+static int line_in(int fd, char *b, size_t cap)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < cap; i++)
+		if (recv(fd, b + i, 1, 0) != 1 || b[i] == '\n')
+			break;
+	b[i] = 0;
+	return i > 0;
+}
+
+static void tcp_serve(int c)
+{
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	static char d[65536];
+	char l[64];
+	int n, ms;
+
+	getpeername(c, (struct sockaddr *)&from, &fl);
+	while (line_in(c, l, sizeof(l))) {
+		if (sscanf(l, "S %d %d", &n, &ms) == 2 && n >= 0) {
+			usleep((useconds_t)ms * 1000);
+			for (int k = 0; k < n; k++)
+				d[k % (int)sizeof(d)] = (char)('a' + k % 26);
+			while (n > 0) {
+				ssize_t w = send(c, d, (size_t)(n < (int)sizeof(d) ? n : (int)sizeof(d)), 0);
+
+				if (w <= 0)
+					break;
+				n -= (int)w;
+			}
+		} else if (sscanf(l, "Z %d", &ms) == 1) {
+			long got = 0;
+			ssize_t r;
+
+			unsigned long h = 2166136261ul;
+
+			usleep((useconds_t)ms * 1000);
+			while ((r = recv(c, d, sizeof(d), 0)) > 0) {
+				for (ssize_t k = 0; k < r; k++)
+					h = (h ^ (unsigned char)d[k]) * 16777619ul & 0xfffffffful;
+				got += r;
+			}
+			n = snprintf(l, sizeof(l), "got %ld hash %lx\n", got, h);
+			send(c, l, (size_t)n, 0);
+			break;
+		} else if (sscanf(l, "K %d", &n) == 1) {
+			int b = socket(AF_INET, SOCK_STREAM, 0);
+
+			from.sin_port = htons((uint16_t)n);
+			if (b >= 0 && !connect(b, (struct sockaddr *)&from, sizeof(from))) {
+				send(b, "hi\n", 3, 0);
+				while (recv(b, d, sizeof(d), 0) > 0)
+					;
+			}
+			close(b);
+		}
+	}
+	close(c);
+}
+
+static void tcp_peer(int port)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+	signal(SIGCHLD, SIG_IGN);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 64))
+		fail("peer TCP listen");
+	for (;;) {
+		int c = accept(l, NULL, NULL);
+
+		if (c < 0)
+			continue;
+		if (fork() == 0) {
+			close(l);
+			tcp_serve(c);
+			_exit(0);
+		}
+		close(c);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -1327,6 +2071,10 @@ int main(int argc, char **argv)
 		{ "csum", c_csum },       { "narrow", c_narrow },
 		{ "jumbo", c_jumbo },     { "uringraw", c_uringraw },
 		{ "starve", c_starve },
+		{ "tcpet", c_tcpet },     { "udpet", c_udpet },
+		{ "tcpconnect", c_tcpconnect }, { "tcpaccept", c_tcpaccept },
+		{ "tcpsendfile", c_tcpsendfile }, { "tcpsplice", c_tcpsplice },
+		{ "udpsplice", c_udpsplice }, { "tcpcalls", c_tcpcalls },
 		{ "uringraw-late", c_uringraw_late },
 	};
 	unsigned i;
@@ -1342,6 +2090,10 @@ int main(int argc, char **argv)
 
 		if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)))
 			fail("peer bind");
+		if (fork() == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			tcp_peer(atoi(argv[2]));
+		}
 		for (;;) {
 			struct sockaddr_in src;
 			socklen_t sl = sizeof(src);

@@ -16,6 +16,9 @@
 #   spilled        past the socket queue length, datagrams were kept as
 #                  copies (rx_spilled > 0)
 #   kernel:FIELD   it left its socket on the kernel, counted (FIELD > 0)
+#   tcp            a stream case (TICKSTACK_TCP=1): its connections went
+#                  through lwIP and the XSK (conns_accel > 0, rx_accel > 0)
+#                  and none stayed on the kernel (conns_kernel = 0)
 # tests/conform/xfail lists the known differences, one "CASE reason" a
 # line: such a case's diff is printed and it must still differ (the list
 # only shrinks: a case that now passes fails the run until it is removed).
@@ -73,7 +76,18 @@ devmark kernel:kernel_option
 csum accel
 narrow accel
 starve accel
-jumbo accel latency TICKSTACK_REQUIRE=0"
+jumbo accel latency TICKSTACK_REQUIRE=0
+udpet accel
+tcpet tcp latency TICKSTACK_TCP=1
+tcpconnect tcp latency TICKSTACK_TCP=1
+tcpaccept tcp latency TICKSTACK_TCP=1
+tcpsendfile tcp latency TICKSTACK_TCP=1
+tcpsplice tcp latency TICKSTACK_TCP=1
+tcpcalls tcp latency TICKSTACK_TCP=1
+tcpet tcp latency TICKSTACK_TCP=1 ASAN=1
+tcpsendfile tcp latency TICKSTACK_TCP=1 ASAN=1
+tcpsplice tcp latency TICKSTACK_TCP=1 ASAN=1
+udpsplice accel"
 
 declare -A XFAIL=()
 while read -r c why; do
@@ -94,6 +108,9 @@ ip netns exec "$NB" "$B/conform" peer $PORT >"$TSDP_TMP/peer.out" 2>&1 &
 TSDP_PIDS+=("$!")
 disown
 wait_for 10 udp_listening "$NB" $PORT || { echo "conform: the peer did not start" >&2; exit 1; }
+wait_for 10 tcp_listening "$NB" $PORT || { echo "conform: the peer's TCP side did not start" >&2; exit 1; }
+# SYNs to PORT+99 go unanswered (case tcpconnect: a handshake that stays in progress)
+ip netns exec "$NB" iptables -A INPUT -p tcp --dport $((PORT + 99)) -j DROP
 # a second address on our side (case narrow), reachable from the peer
 ip -n "$NA" addr add 198.18.12.3/24 dev "$(ip -n "$NA" -br link | awk '/^tsdp/ {print $1}' | cut -d@ -f1)"
 ip -n "$NB" neigh replace 198.18.12.3 lladdr "$maca" dev "$(ip -n "$NB" -br link | awk '/^tsdp/ {print $1}' | cut -d@ -f1)" nud permanent
@@ -166,6 +183,13 @@ while read -r c path prof extra; do
 		spilled) # through the XSK, and past the socket queue length as copies
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_spilled)
 			[ "$n" -gt 0 ] || why="equal, but no datagram was queued as a copy (rx_spilled=0)"
+			;;
+		tcp)
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" conns_accel tcp)
+			m=$(stat_sum "$TSDP_TMP/stats-*.txt" conns_kernel tcp)
+			r=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_accel)
+			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$r" -gt 0 ] ||
+				why="equal, but not through the XSK (conns_accel=$n conns_kernel=$m rx_accel=$r)"
 			;;
 		kernel:*)
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" "${path#kernel:}" -)

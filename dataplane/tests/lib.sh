@@ -88,6 +88,10 @@ udp_listening() { # udp_listening NS PORT
 	ip netns exec "$1" ss -Hnlu "sport = :$2" | grep -q .
 }
 
+tcp_listening() { # tcp_listening NS PORT
+	ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .
+}
+
 # wait_exit PID TIMEOUT_S: wait for a background pid to exit, bounded;
 # sets WAIT_RC to its exit code (or 124 on timeout, after a KILL).
 wait_exit() {

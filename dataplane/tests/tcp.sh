@@ -13,10 +13,6 @@ TCP_LOSS_MIB=${TCP_LOSS_MIB:-256}
 
 taccel() { echo "$(accel "$1" "$2") --require env TICKSTACK_TCP=1"; }
 
-tcp_listening() { # tcp_listening NS PORT
-	ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .
-}
-
 kstat() { # kstat NS COUNTER: the kernel's TCP counter in NS
 	ip netns exec "$1" nstat -asz "$2" | awk -v c="$2" '$1 == c {print $2}'
 }
