@@ -158,7 +158,7 @@ func NewNodeCmd(newClient func() (client.Client, error)) *cobra.Command {
 a deleted profile (finalizer tickstack.io/node-states) and the uninstall guard wait for, and what
 the node's agent would have removed after restoring the host. Refused while an agent pod runs on
 the node (Running and Ready): that agent restores the node itself. Nothing is restored on the host:
-the node stays tuned (docs/troubleshooting.md, "A node's agent is gone for good").`,
+the node stays tuned (docs/install.md, "A node whose agent is gone for good").`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newClient()
