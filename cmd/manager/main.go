@@ -183,28 +183,10 @@ func main() {
 				log.Error(err, "adding the webhook certificate manager")
 				os.Exit(1)
 			}
-			if err := mgr.AddReadyzCheck("webhook-certificate", certMgr.Ready); err != nil {
-				log.Error(err, "adding the certificate ready check")
-				os.Exit(1)
-			}
 		}
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "adding the health check")
-		os.Exit(1)
-	}
-	if enableWebhooks {
-		// Every replica serves the webhooks, the leader and the others alike (controller-runtime
-		// starts the webhook server before and regardless of leader election): a replica is ready
-		// once its webhook server accepts TLS connections, so the Service sends admission requests
-		// to the replicas that can answer them.
-		if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
-			log.Error(err, "adding the webhook server ready check")
-			os.Exit(1)
-		}
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		log.Error(err, "adding the ready check")
+	if err := addChecks(mgr, enableWebhooks, certMgr); err != nil {
+		log.Error(err, "adding the health and ready checks")
 		os.Exit(1)
 	}
 	log.Info("starting the manager", version.Get().KeysAndValues()...)
@@ -212,6 +194,28 @@ func main() {
 		log.Error(err, "running the manager")
 		os.Exit(1)
 	}
+}
+
+// addChecks adds the manager's health and ready checks. Every replica serves the webhooks, the
+// leader and the others alike (controller-runtime starts the webhook server before, and whatever
+// the outcome of, leader election): with webhooks, a replica is ready once its webhook server
+// accepts TLS connections (and, with the operator's certificate, once that is issued), so the
+// Service sends admission requests only to replicas that can answer them.
+func addChecks(mgr ctrl.Manager, webhooks bool, certMgr *certs.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if webhooks {
+		if certMgr != nil {
+			if err := mgr.AddReadyzCheck("webhook-certificate", certMgr.Ready); err != nil {
+				return err
+			}
+		}
+		if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return err
+		}
+	}
+	return mgr.AddReadyzCheck("readyz", healthz.Ping)
 }
 
 // leaderElectionID names the Lease the replicas elect their leader on; the leader election Role
