@@ -147,9 +147,11 @@ func startReplica(t *testing.T, c client.Client, name string) *replica {
 		LeaderElection:          true,
 		LeaderElectionID:        failoverLease,
 		LeaderElectionNamespace: operatorNS,
-		LeaseDuration:           ptr.To(6 * time.Second),
-		RenewDeadline:           ptr.To(4 * time.Second),
-		RetryPeriod:             ptr.To(500 * time.Millisecond),
+		// Short, but with room for a loaded machine: a leader that misses its renewals would stop
+		// on its own (and fail the test).
+		LeaseDuration: ptr.To(10 * time.Second),
+		RenewDeadline: ptr.To(7 * time.Second),
+		RetryPeriod:   ptr.To(500 * time.Millisecond),
 	})
 	if err != nil {
 		t.Fatal(err)
