@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +39,8 @@ type grantRecorder struct {
 	grantTimes map[string]time.Time
 	maxHeld    int
 	violations []string
+	// timeline is every change seen, for the failure message.
+	timeline []string
 }
 
 func (g *grantRecorder) observe(l *tsv1.LatencyNodeState, deleted bool) {
@@ -54,6 +55,12 @@ func (g *grantRecorder) observe(l *tsv1.LatencyNodeState, deleted bool) {
 		}
 	}
 	g.granted[l.Name] = now
+	phase := ""
+	if l.Status.Reboot != nil {
+		phase = string(l.Status.Reboot.Phase)
+	}
+	g.timeline = append(g.timeline, fmt.Sprintf("rv %s %s granted=%v phase=%q rebootRequired=%v deleted=%v", l.ResourceVersion, l.Name, now, phase,
+		meta.IsStatusConditionTrue(l.Status.Conditions, tsv1.NodeRebootRequired), deleted))
 	held := 0
 	for _, v := range g.granted {
 		if v {
@@ -67,41 +74,13 @@ func (g *grantRecorder) observe(l *tsv1.LatencyNodeState, deleted bool) {
 	}
 }
 
-// run lists the node states, then watches from the list's resource version, resuming from the
-// last one seen, so that no change is missed.
+// run records every change of the node states matching sel until ctx ends (watchAll).
 func (g *grantRecorder) run(ctx context.Context, cl client.WithWatch, sel client.MatchingLabels) {
-	rv := ""
-	for ctx.Err() == nil {
-		if rv == "" {
-			var list tsv1.LatencyNodeStateList
-			if err := cl.List(ctx, &list, sel); err != nil {
-				continue
-			}
-			for i := range list.Items {
-				g.observe(&list.Items[i], false)
-			}
-			rv = list.ResourceVersion
+	watchAll(ctx, cl, func() client.ObjectList { return &tsv1.LatencyNodeStateList{} }, sel, func(o client.Object, deleted bool) {
+		if l, ok := o.(*tsv1.LatencyNodeState); ok {
+			g.observe(l, deleted)
 		}
-		w, err := cl.Watch(ctx, &tsv1.LatencyNodeStateList{}, sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
-		if err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
-			}
-			continue
-		}
-		for ev := range w.ResultChan() {
-			l, isState := ev.Object.(*tsv1.LatencyNodeState)
-			if ev.Type == watch.Error || !isState {
-				break
-			}
-			rv = l.ResourceVersion
-			if ev.Type != watch.Bookmark {
-				g.observe(l, ev.Type == watch.Deleted)
-			}
-		}
-		w.Stop()
-	}
+	})
 }
 
 // grantedCount is how many nodes were granted a slot so far.
@@ -303,6 +282,11 @@ func TestLeaderKilledMidRolloutNewLeaderContinues(t *testing.T) {
 	granted, times, maxHeld, violations := grants.snapshot()
 	for _, v := range violations {
 		t.Error(v)
+	}
+	if len(violations) > 0 {
+		grants.mu.Lock()
+		t.Logf("every node state change seen:\n%s", strings.Join(grants.timeline, "\n"))
+		grants.mu.Unlock()
 	}
 	var after []string
 	for _, n := range names {

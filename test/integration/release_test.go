@@ -16,15 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	"github.com/tickstack/tickstack/internal/cli"
 )
@@ -38,29 +33,8 @@ import (
 // keeps its tuning, as release says.
 func TestReleaseNodeWhoseAgentIsGone(t *testing.T) {
 	g := gomega.NewWithT(t)
-	c, err := client.New(restCfg, client.Options{Scheme: agenttest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{Scheme: operatorScheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, controllers.BIOSReconciler{})); err != nil {
-		t.Fatal(err)
-	}
-	opDone := make(chan error, 1)
-	go func() { opDone <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-opDone; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
+	ctx := context.Background()
+	c := startOperator(t, &syncBuffer{}, 5*time.Second)
 
 	role := agenttest.Name("release")
 	node := agenttest.Name("rel")
@@ -104,7 +78,7 @@ func TestReleaseNodeWhoseAgentIsGone(t *testing.T) {
 	// The agent is gone; its pod still reads Running and Ready.
 	stopAgent()
 	var out bytes.Buffer
-	err = cli.ReleaseNode(ctx, c, node, &out)
+	err := cli.ReleaseNode(ctx, c, node, &out)
 	if !errors.Is(err, cli.ErrAgentRunning) || !strings.Contains(err.Error(), pod.Namespace+"/"+pod.Name) {
 		t.Fatalf("release with the agent's pod Ready: %v, want a refusal naming the pod", err)
 	}
