@@ -36,6 +36,8 @@ type LatencyProfileReconciler struct {
 
 	// written is the tuning writes the cache has not shown yet.
 	written ownWrites
+	// grants is the reboot slot writes the cache has not shown yet.
+	grants grantWrites
 	// resolved is each node's last resolution.
 	resolved resolutions
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -82,6 +83,53 @@ func (w *ownWrites) pending(lns *tsv1.LatencyNodeState, gen int64, tuning *tsv1.
 
 func (w *ownWrites) record(name, from string, gen int64, tuning *tsv1.NodeTuning) {
 	w.put(name, ownWrite{from: from, gen: gen, tuning: tuning})
+}
+
+// grantWrites remembers each node state's last reboot slot write (spec.rebootGranted) until the
+// cache shows it. The slots are a budget: a reconcile that plans from a cache which has not shown
+// the grants the previous reconcile wrote would count those slots free and grant them to more
+// nodes than the budget allows. It happens: a reconcile started by another object's event (the
+// profile's own status write) can run before the watch shows the node states' change.
+type grantWrites struct{ nodeMemory[grantWrite] }
+
+type grantWrite struct {
+	// from is the resourceVersion the write was made against, to the one it produced.
+	from, to string
+	granted  bool
+}
+
+func (w *grantWrites) record(name, from, to string, granted bool) {
+	w.put(name, grantWrite{from: from, to: to, granted: granted})
+}
+
+// view returns lns as the reconciler last wrote its slot when the cache's copy predates that
+// write (the write itself is in flight), else lns itself, ending the record.
+func (w *grantWrites) view(lns *tsv1.LatencyNodeState) *tsv1.LatencyNodeState {
+	e, ok := w.get(lns.Name)
+	if !ok {
+		return lns
+	}
+	if !olderThan(lns.ResourceVersion, e.from, e.to) {
+		w.drop(lns.Name)
+		return lns
+	}
+	if lns.Spec.RebootGranted == e.granted {
+		return lns
+	}
+	c := lns.DeepCopy()
+	c.Spec.RebootGranted = e.granted
+	return c
+}
+
+// olderThan says whether the cache's resourceVersion rv comes before the write from -> to: it is
+// from itself, or (the API server's versions being etcd revisions) a number below to.
+func olderThan(rv, from, to string) bool {
+	if rv == from {
+		return true
+	}
+	n, err1 := strconv.ParseUint(rv, 10, 64)
+	t, err2 := strconv.ParseUint(to, 10, 64)
+	return err1 == nil && err2 == nil && n < t
 }
 
 // resolutions remembers each node's last resolve.Node: a profile reconcile (every node state

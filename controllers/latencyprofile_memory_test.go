@@ -89,3 +89,43 @@ func TestResolutionsNode(t *testing.T) {
 		t.Error("n2 is gone, its resolution should be too")
 	}
 }
+
+// TestGrantWritesView: a node state the cache shows from before this reconciler's slot write (the
+// version it was written against, or any version below the one the write produced) is seen with
+// the slot as written, so that the budget counts it; the cache's copy of the write, or a later
+// one, ends the record and is seen as it is.
+func TestGrantWritesView(t *testing.T) {
+	lns := func(rv string, granted bool) *tsv1.LatencyNodeState {
+		return &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: rv}, Spec: tsv1.LatencyNodeStateSpec{RebootGranted: granted}}
+	}
+	var w grantWrites
+	if got := w.view(lns("10", false)); got.Spec.RebootGranted {
+		t.Error("no write recorded: the cache's copy must be seen as it is")
+	}
+	w.record("n1", "10", "14", true)
+	for _, rv := range []string{"10", "12"} {
+		old := lns(rv, false)
+		got := w.view(old)
+		if !got.Spec.RebootGranted {
+			t.Errorf("cache at %s, before the grant that made 14: seen without the slot", rv)
+		}
+		if old.Spec.RebootGranted {
+			t.Error("view changed the cache's object")
+		}
+	}
+	if got := w.view(lns("14", true)); !got.Spec.RebootGranted {
+		t.Error("the cache's copy of the write: seen without the slot")
+	}
+	// The record ended: a later version that took the slot back is seen as it is.
+	if got := w.view(lns("12", false)); got.Spec.RebootGranted {
+		t.Error("a record the cache has shown must end")
+	}
+	w.record("n1", "20", "21", false)
+	if got := w.view(lns("20", true)); got.Spec.RebootGranted {
+		t.Error("a slot taken back is still counted while the cache shows the grant")
+	}
+	w.forgetGone(map[string]*tsv1.LatencyNodeState{})
+	if got := w.view(lns("20", true)); !got.Spec.RebootGranted {
+		t.Error("a node state that is gone must end its record")
+	}
+}

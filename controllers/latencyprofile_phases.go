@@ -71,6 +71,7 @@ func (r *LatencyProfileReconciler) reconcileNodeStates(ctx context.Context, s *p
 	var writes []write
 	r.written.forgetGone(s.states)
 	r.resolved.forgetGone(s.states)
+	r.grants.forgetGone(s.states)
 	for _, name := range slices.Sorted(maps.Keys(s.facts.owned)) {
 		if do := r.reconcileNodeState(s, name); do != nil {
 			writes = append(writes, write{name, do})

@@ -65,6 +65,11 @@ func PlanReboots(states []*tsv1.LatencyNodeState, cordoned map[string]bool, b ro
 
 // reconcileReboots hands out and takes back reboot slots among the nodes the profile owns.
 func (r *LatencyProfileReconciler) reconcileReboots(ctx context.Context, s *profileScope) error {
+	// The slots this reconciler granted or took back lately count as written even where the cache
+	// does not show them yet: planning from the older copies would exceed the budget.
+	for i, lns := range s.facts.states {
+		s.facts.states[i] = r.grants.view(lns)
+	}
 	cordoned := map[string]bool{}
 	for i := range s.nodes {
 		if s.nodes[i].Spec.Unschedulable && s.facts.owned[s.nodes[i].Name] {
@@ -99,7 +104,9 @@ func (r *LatencyProfileReconciler) reconcileReboots(ctx context.Context, s *prof
 		s.facts.states[i] = lns
 		if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil {
 			errs = append(errs, fmt.Errorf("node state %s: setting rebootGranted=%v: %w", name, granted, err))
+			return
 		}
+		r.grants.record(name, orig.ResourceVersion, lns.ResourceVersion, granted)
 	}
 	for _, name := range revoke {
 		set(name, false)

@@ -90,6 +90,9 @@ lc() { echo "[/bin/sh, -c, 'exec nsenter --target \"\$(pgrep -o -x containerd)\"
 cat >"$values" <<EOF
 imagePullPolicy: Never
 manager:
+  # one node: with two replicas and their PodDisruptionBudget, a drain of the only node could not
+  # evict the second replica (the first one's replacement waits for the uncordon)
+  replicas: 1
   resources: {requests: {cpu: null, memory: 64Mi}}
 xdpd:
   cniBinDir: $cni_bin_dir

@@ -93,7 +93,7 @@ func main() {
 	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to clients the API server authenticates and authorizes (get on the non-resource URL /metrics: the chart's metrics-reader ClusterRole); false: plain HTTP to anyone who reaches the port")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "address Go's pprof endpoints (/debug/pprof/) bind to, for profiling the manager's CPU and memory; empty: off")
-	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader (a Lease in --namespace) so that only one replica reconciles; every replica serves the webhooks")
 	flag.Float64Var(&apiQPS, "kube-api-qps", 500, "requests per second to the API server (client-side limit; the server's priority and fairness still apply): a profile change writes one node state per node it changes, so a fleet of 5,000 nodes needs hundreds (docs/bench-scale.md)")
 	flag.IntVar(&apiBurst, "kube-api-burst", 1000, "burst above --kube-api-qps")
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "serve the admission webhooks")
@@ -140,8 +140,15 @@ func main() {
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElect,
-		LeaderElectionID:       "tickstack-manager.tickstack.io",
-		WebhookServer:          webhook.NewServer(whOpts),
+		LeaderElectionID:       leaderElectionID,
+		// The Lease lives in the operator's namespace, which the namespaced leader election Role
+		// covers (config/rbac/leader_election_role.yaml).
+		LeaderElectionNamespace: pf.namespace,
+		// A replica that stops (a rolling update, a drained node) hands the Lease over at once
+		// instead of making the other wait out its duration; safe because the process ends as
+		// soon as Start returns.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhook.NewServer(whOpts),
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
@@ -176,18 +183,10 @@ func main() {
 				log.Error(err, "adding the webhook certificate manager")
 				os.Exit(1)
 			}
-			if err := mgr.AddReadyzCheck("webhook-certificate", certMgr.Ready); err != nil {
-				log.Error(err, "adding the certificate ready check")
-				os.Exit(1)
-			}
 		}
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "adding the health check")
-		os.Exit(1)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		log.Error(err, "adding the ready check")
+	if err := addChecks(mgr, enableWebhooks, certMgr); err != nil {
+		log.Error(err, "adding the health and ready checks")
 		os.Exit(1)
 	}
 	log.Info("starting the manager", version.Get().KeysAndValues()...)
@@ -196,6 +195,32 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// addChecks adds the manager's health and ready checks. Every replica serves the webhooks, the
+// leader and the others alike (controller-runtime starts the webhook server before, and whatever
+// the outcome of, leader election): with webhooks, a replica is ready once its webhook server
+// accepts TLS connections (and, with the operator's certificate, once that is issued), so the
+// Service sends admission requests only to replicas that can answer them.
+func addChecks(mgr ctrl.Manager, webhooks bool, certMgr *certs.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if webhooks {
+		if certMgr != nil {
+			if err := mgr.AddReadyzCheck("webhook-certificate", certMgr.Ready); err != nil {
+				return err
+			}
+		}
+		if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return err
+		}
+	}
+	return mgr.AddReadyzCheck("readyz", healthz.Ping)
+}
+
+// leaderElectionID names the Lease the replicas elect their leader on; the leader election Role
+// grants get and update on this name alone.
+const leaderElectionID = "tickstack-manager.tickstack.io"
 
 // namesFlag is a comma-separated list of names.
 type namesFlag struct{ names []string }

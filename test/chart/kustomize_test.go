@@ -109,7 +109,8 @@ func keyOf(kind, ns, name string) string {
 // and subjects of every binding; every webhook of the webhook configurations (rules, failure policy,
 // side effects, match policy, selectors, the Service's path, port and namespace); the manager's and
 // the agents' pods (containers, full images, commands, arguments, ports, security contexts,
-// resources, probes, volumes and mounts, service account, host namespaces, update strategy); the
+// resources, probes, volumes and mounts, service account, host namespaces, update strategy, replicas,
+// affinity); the PodDisruptionBudgets; the
 // CRDs' names, scope and versions with their schemas; the Services' ports and selectors; the
 // admission policies and their bindings.
 func TestChartAndKustomizeDeployTheSameObjects(t *testing.T) {
@@ -223,6 +224,8 @@ func compareObjects(c, k *unstructured.Unstructured) []string {
 	case "Deployment", "DaemonSet":
 		same("spec.updateStrategy", field(c, "spec", "updateStrategy"), field(k, "spec", "updateStrategy"))
 		same("spec.strategy", field(c, "spec", "strategy"), field(k, "spec", "strategy"))
+		same("spec.replicas", field(c, "spec", "replicas"), field(k, "spec", "replicas"))
+		same("pod affinity", withoutInstanceDeep(field(c, "spec", "template", "spec", "affinity")), field(k, "spec", "template", "spec", "affinity"))
 		pc, pk := podSpec(c, true), podSpec(k, false)
 		for _, f := range unionKeys(pc, pk) {
 			sc, cok := pc[f].(stringSet)
@@ -241,6 +244,8 @@ func compareObjects(c, k *unstructured.Unstructured) []string {
 	case "Service":
 		same("spec.ports", field(c, "spec", "ports"), field(k, "spec", "ports"))
 		same("spec.selector", withoutInstance(field(c, "spec", "selector")), withoutInstance(field(k, "spec", "selector")))
+	case "PodDisruptionBudget":
+		same("spec", withoutInstanceDeep(field(c, "spec")), field(k, "spec"))
 	case "ServiceAccount":
 	default:
 		same("spec", field(c, "spec"), field(k, "spec"))
@@ -464,6 +469,28 @@ func withoutInstance(v any) any {
 		}
 	}
 	return out
+}
+
+// withoutInstanceDeep drops Helm's instance label from every label map below v (the chart's label
+// selectors in affinity terms and budgets; config/default has no release).
+func withoutInstanceDeep(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if k != "app.kubernetes.io/instance" {
+				out[k] = withoutInstanceDeep(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutInstanceDeep(e)
+		}
+		return out
+	}
+	return v
 }
 
 func unionKeys[V any](a, b map[string]V) []string {

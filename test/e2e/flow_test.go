@@ -33,6 +33,9 @@ func values(cniBinDir, clusterDir string, previous bool) string {
 imagePullPolicy: ` + policy + `
 crds: {keep: true}
 manager:
+  # one node: with two replicas and their PodDisruptionBudget, a drain of the only node could not
+  # evict the second replica (the first one's replacement waits for the uncordon)
+  replicas: 1
   resources: {requests: {cpu: null, memory: 64Mi}}
 agent:
   checkPeriod: 10s

@@ -57,23 +57,39 @@ func (c *cordonRecorder) observe(n *corev1.Node, deleted bool) {
 	c.max = max(c.max, count)
 }
 
-// run lists the nodes, then watches from the list's resource version, so that no change is
-// missed; a watch that ends or fails (the API server may still be warming its watch cache) is
-// resumed from the last resource version seen.
+// run records every change of the nodes matching sel until ctx ends (watchAll).
 func (c *cordonRecorder) run(ctx context.Context, cl client.WithWatch, sel client.MatchingLabels) {
+	watchAll(ctx, cl, func() client.ObjectList { return &corev1.NodeList{} }, sel, func(o client.Object, deleted bool) {
+		if n, ok := o.(*corev1.Node); ok {
+			c.observe(n, deleted)
+		}
+	})
+}
+
+// watchAll lists the objects of newList's kind matching sel, then watches them from the list's
+// resource version, so that no change is missed; a watch that ends or fails (the API server may
+// still be warming its watch cache) is resumed from the last resource version seen. observe gets
+// every object listed and every change, in order, until ctx ends.
+func watchAll(ctx context.Context, cl client.WithWatch, newList func() client.ObjectList, sel client.MatchingLabels, observe func(o client.Object, deleted bool)) {
 	rv := ""
 	for ctx.Err() == nil {
 		if rv == "" {
-			var list corev1.NodeList
-			if err := cl.List(ctx, &list, sel); err != nil {
+			list := newList()
+			if err := cl.List(ctx, list, sel); err != nil {
 				continue
 			}
-			for i := range list.Items {
-				c.observe(&list.Items[i], false)
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				panic(err) // a list type without items: the caller's mistake
 			}
-			rv = list.ResourceVersion
+			for _, it := range items {
+				if o, ok := it.(client.Object); ok {
+					observe(o, false)
+				}
+			}
+			rv = list.GetResourceVersion()
 		}
-		w, err := cl.Watch(ctx, &corev1.NodeList{}, sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+		w, err := cl.Watch(ctx, newList(), sel, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -82,13 +98,13 @@ func (c *cordonRecorder) run(ctx context.Context, cl client.WithWatch, sel clien
 			continue
 		}
 		for ev := range w.ResultChan() {
-			n, isNode := ev.Object.(*corev1.Node)
-			if ev.Type == watch.Error || !isNode {
+			o, isObject := ev.Object.(client.Object)
+			if ev.Type == watch.Error || !isObject {
 				break
 			}
-			rv = n.ResourceVersion
+			rv = o.GetResourceVersion()
 			if ev.Type != watch.Bookmark {
-				c.observe(n, ev.Type == watch.Deleted)
+				observe(o, ev.Type == watch.Deleted)
 			}
 		}
 		w.Stop()

@@ -60,3 +60,21 @@ the PrometheusRule's expressions, which compare seconds. */}}
 {{- $unit := trimPrefix $n $d -}}
 {{- mul (int64 $n) (get (dict "s" 1 "m" 60 "h" 3600 "d" 86400) $unit) -}}
 {{- end -}}
+
+{{- /* The manager pods' affinity: manager.affinity, plus the anti-affinity of manager.podAntiAffinity
+(by hostname, between the release's manager pods) unless manager.affinity has its own. */}}
+{{- define "tickstack.managerAffinity" -}}
+{{- $aff := deepCopy (.Values.manager.affinity | default dict) -}}
+{{- $mode := .Values.manager.podAntiAffinity -}}
+{{- if and (ne $mode "none") (not (hasKey $aff "podAntiAffinity")) -}}
+{{- $labels := include "tickstack.selector" . | fromYaml -}}
+{{- $_ := set $labels "app.kubernetes.io/component" "manager" -}}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" $labels) -}}
+{{- if eq $mode "hard" -}}
+{{- $_ := set $aff "podAntiAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (list $term)) -}}
+{{- else -}}
+{{- $_ := set $aff "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) -}}
+{{- end -}}
+{{- end -}}
+{{- if $aff }}{{ toYaml $aff }}{{ end -}}
+{{- end -}}
