@@ -107,6 +107,14 @@ class Pool:
         except OSError:  # no CAP_NET_RAW
             return self._keep(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
 
+    def umem(self):
+        """A UMEM memfd the daemon accepts: 128 frames, every page written."""
+        f = os.memfd_create("xdpd-fuzz-umem")
+        self.objs.append(f)
+        os.ftruncate(f, 128 * 2048)
+        os.pwrite(f, b"\1" * (128 * 2048), 0)
+        return f
+
     def one(self):
         k = self.rnd.randrange(9)
         try:
@@ -156,7 +164,7 @@ class Pool:
 
 # ---------------------------------------------------------------- messages
 
-OPS = ["hello", "busy", "xsk", "add", "del", "share", "shared"]
+OPS = ["hello", "busy", "xsk", "umem", "add", "del", "share", "shared"]
 
 
 def token(rnd, ifname):
@@ -233,7 +241,7 @@ def ancillary(rnd, pool):
 def valid(rnd, ifname, pool, proofs):
     """A well-formed request with the fd it needs: the daemon's state
     (queues, entries, their owners, shared marks) changes for real."""
-    op = rnd.choice(["hello", "busy", "xsk", "xsk", "add", "add", "add", "share", "shared", "del", "del"])
+    op = rnd.choice(["hello", "busy", "xsk", "xsk", "umem", "umem", "add", "add", "add", "share", "shared", "del", "del"])
     q = rnd.randrange(0, 4)
     if op == "hello":
         return b"hello", []
@@ -241,6 +249,8 @@ def valid(rnd, ifname, pool, proofs):
         return ("busy %s %d" % (ifname, q)).encode(), []
     if op == "xsk":
         return ("xsk %s %d" % (ifname, q)).encode(), [pool.xsk()]
+    if op == "umem":
+        return ("umem %s %d 2048 64" % (ifname, q)).encode(), [pool.umem()]
     proto, port = rnd.choice(list(proofs))
     addr = rnd.choice(["0.0.0.0", "198.18.12.2", "198.18.%d.%d" % (rnd.randrange(256), rnd.randrange(256))])
     req = ("%s %s %s %s %d" % (op, ifname, proto, addr, port)).encode()
