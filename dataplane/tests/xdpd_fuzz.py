@@ -108,11 +108,11 @@ class Pool:
             return self._keep(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
 
     def umem(self):
-        """A UMEM memfd the daemon accepts: 128 frames, every page written."""
+        """A UMEM memfd the daemon accepts: 32 frames, every page written."""
         f = os.memfd_create("xdpd-fuzz-umem")
         self.objs.append(f)
-        os.ftruncate(f, 128 * 2048)
-        os.pwrite(f, b"\1" * (128 * 2048), 0)
+        os.ftruncate(f, 32 * 2048)
+        os.pwrite(f, b"\1" * (32 * 2048), 0)
         return f
 
     def one(self):
@@ -241,7 +241,7 @@ def ancillary(rnd, pool):
 def valid(rnd, ifname, pool, proofs):
     """A well-formed request with the fd it needs: the daemon's state
     (queues, entries, their owners, shared marks) changes for real."""
-    op = rnd.choice(["hello", "busy", "xsk", "xsk", "umem", "umem", "add", "add", "add", "share", "shared", "del", "del"])
+    op = rnd.choice(["hello", "busy", "xsk", "xsk", "umem", "add", "add", "add", "share", "shared", "del", "del"])
     q = rnd.randrange(0, 4)
     if op == "hello":
         return b"hello", []
