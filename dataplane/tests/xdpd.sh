@@ -394,6 +394,7 @@ t_xdpd_tcp() {
 	srv=$!
 	TSDP_PIDS+=("$srv")
 	wait_for 10 tcp_listening "$NB" 11241 || { die "the pod's TCP server did not listen"; return 1; }
+	xd_caps "$srv" || { die "the TCP server is not uid 65534 without capabilities, memlock 8 MiB"; return 1; }
 	xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
 	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf pp --tcp -i $IPB -p 11241 -t 2 -m 64 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
