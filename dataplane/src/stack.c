@@ -712,18 +712,27 @@ static int tx_pending(struct ts_stack *st)
  * "madvise" mode too): received datagrams land in frames that cycle through
  * the whole fill ring, megabytes, and on 4 KiB pages most of them would
  * cost the copies a TLB miss. Aligned to 2 MiB so that every page can be
- * huge; faulted in now, as the ring's first datagrams should not be. */
-static void *umem_map(size_t size)
+ * huge; faulted in now, as the ring's first datagrams should not be.
+ * fd >= 0: a shared mapping of that memfd
+ * (the daemon registers it: written here, its pages are charged to this
+ * process's memory cgroup before the daemon pins them), else private
+ * anonymous memory. */
+static void *umem_map(size_t size, int fd)
 {
 	const size_t huge = (size_t)2 << 20;
 	size_t len = size + huge;
 	uint8_t *p, *a;
 
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	p = mmap(NULL, len, fd < 0 ? PROT_READ | PROT_WRITE : PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return MAP_FAILED;
 	a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (fd >= 0 && mmap(a, size, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		munmap(p, len);
+		return MAP_FAILED;
+	}
 	if (a > p)
 		munmap(p, (size_t)(a - p));
 	if (p + len > a + size)
@@ -737,48 +746,24 @@ static void *umem_map(size_t size)
 	return a;
 }
 
-/* The UMEM as a memfd for the daemon (xdpd__umem): sized and huge-page
- * aligned as umem_map's, every page written (so charged to this process's
- * memory cgroup before the daemon pins it). *memfd gets the fd. */
+/* The UMEM as a memfd for the daemon (xdpd__umem); *memfd gets the fd. */
 static void *umem_map_memfd(size_t size, int *memfd)
 {
-	const size_t huge = (size_t)2 << 20;
-	size_t len = size + huge;
-	uint8_t *p, *a;
-	int fd;
+	int fd = memfd_create("tickstack-umem", MFD_CLOEXEC), e;
+	void *a;
 
-	fd = memfd_create("tickstack-umem", MFD_CLOEXEC);
 	if (fd < 0)
 		return MAP_FAILED;
-	if (ftruncate(fd, (off_t)size))
-		goto out_close;
-	p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		goto out_close;
-	a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
-	if (mmap(a, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-		 0) == MAP_FAILED) {
-		munmap(p, len);
-		goto out_close;
+	if (!ftruncate(fd, (off_t)size)) {
+		a = umem_map(size, fd);
+		if (a != MAP_FAILED) {
+			*memfd = fd;
+			return a;
+		}
 	}
-	if (a > p)
-		munmap(p, (size_t)(a - p));
-	if (p + len > a + size)
-		munmap(a + size, (size_t)(p + len - (a + size)));
-	(void)madvise(a, size, MADV_HUGEPAGE);
-#ifdef MADV_POPULATE_WRITE
-	if (madvise(a, size, MADV_POPULATE_WRITE))
-#endif
-		memset(a, 0, size);
-	*memfd = fd;
-	return a;
-out_close:
-	{
-		int e = errno;
-
-		ts_real_close(fd);
-		errno = e;
-	}
+	e = errno;
+	ts_real_close(fd);
+	errno = e;
 	return MAP_FAILED;
 }
 
@@ -1026,7 +1011,7 @@ static int stack__create(struct ts_stack *st)
 	st->area_size = (size_t)st->nframes * TS_FRAME_SIZE;
 	st->memfd_mode = st->xdpd && !ts_cfg.xdpd_netraw;
 	st->area = st->memfd_mode ? umem_map_memfd(st->area_size, &memfd) :
-				    umem_map(st->area_size);
+				    umem_map(st->area_size, -1);
 	if (st->area == MAP_FAILED) {
 		st->area = NULL;
 		err = -errno;

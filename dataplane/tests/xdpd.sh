@@ -200,6 +200,16 @@ xd_caps() {
 		grep -q "^Max locked memory *8388608 *8388608 " "/proc/$1/limits"
 }
 
+# xd_still_served PORT: after hostile requests, pod-b's one entry is
+# untouched and its server srv on PORT still accelerated
+xd_still_served() {
+	xd_status_is pod-b "1 1" || { die "pod-b's entry changed: $(xd_status)"; return 1; }
+	xd_pp 0 "$1" client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" srv || return 1
+	check_accel srv
+}
+
 # ---------------------------------------------------------------- tests
 
 t_xdpd_pp() { # accelerated ping-pong in a pod without any capability
@@ -262,11 +272,7 @@ t_xdpd_umem() {
 	case "$r" in "error 22 the UMEM memfd holds 1073741824 bytes"*"at most 536870912") ;; *) die "1 GiB UMEM: '$r'"; return 1 ;; esac
 	# every fd passed either way is closed, no XSK is left in the daemon
 	wait_for 5 xd_fds_are "$before" || { die "the daemon holds $(xd_fds) fds, $before before"; return 1; }
-	xd_status_is pod-b "1 1" || { die "pod-b's entry changed: $(xd_status)"; return 1; }
-	xd_pp 0 11202 client.out || { die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	xd_stop_server "$XS" srv || return 1
-	check_accel srv
+	xd_still_served 11202
 }
 
 # The fallback (TICKSTACK_XDPD_MODE=netraw): the process makes its XSK with
@@ -373,11 +379,7 @@ t_xdpd_foreign() { # nothing reaches another pod's interface or entries
 	# the control socket is root's
 	r=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" status 2>&1) &&
 		{ die "uid 65534 read the status: '$r'"; return 1; }
-	xd_status_is pod-b "1 1" || { die "pod-b's entry changed: $(xd_status)"; return 1; }
-	xd_pp 0 11231 client.out || { die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	xd_stop_server "$XS" srv || return 1
-	check_accel srv
+	xd_still_served 11231
 }
 
 # TCP through the daemon: a listener in the pod, then a connection out of
