@@ -13,7 +13,7 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_umem xdpd_netraw xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
+XDPD_ALL="xdpd_pp xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
 
 # a pod's process: no capability in any set
 XD_CAPS="--inh-caps=-all --ambient-caps=-all --bounding-set=-all"
@@ -273,6 +273,22 @@ t_xdpd_umem() {
 	# every fd passed either way is closed, no XSK is left in the daemon
 	wait_for 5 xd_fds_are "$before" || { die "the daemon holds $(xd_fds) fds, $before before"; return 1; }
 	xd_still_served 11202
+}
+
+# The UMEM a pod's XSKs may pin through the daemon: 1 GiB. A process
+# without any capability holds two 512 MiB XSKs on a 4-queue interface; a
+# third is refused with the limit, and all goes when it exits.
+t_xdpd_umem_limit() {
+	local r before
+	Q=4 xd_topo || return 1
+	before=$(xd_fds)
+	r=$(xd_nobody "$NB" $XD_PY "$XD_FUZZ" umems "$XD_RUN/pods/pod-b/xdp.sock" "$IFB" 3 536870912 2>&1) ||
+		{ die "umems: $r"; return 1; }
+	echo "$r" | grep -q "^conn 0 ok native " && echo "$r" | grep -q "^conn 1 ok native " &&
+		echo "$r" | grep -q "^conn 2 error 28 pod pod-b's XSKs hold 1073741824 bytes of UMEM, the daemon registers at most 1073741824 per pod$" ||
+		{ die "three 512 MiB UMEMs: $r"; return 1; }
+	wait_for 5 xd_status_is pod-b "0 0" || { die "connections left: $(xd_status)"; return 1; }
+	wait_for 5 xd_fds_are "$before" || { die "the daemon holds $(xd_fds) fds, $before before"; return 1; }
 }
 
 # The fallback (TICKSTACK_XDPD_MODE=netraw): the process makes its XSK with

@@ -1169,7 +1169,7 @@ static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
 		   char *why, size_t wl)
 {
 	socklen_t il = sizeof(int);
-	int dom = 0, q;
+	int dom = 0, q, err;
 
 	q = queue_for(c, a, qs, why, wl);
 	if (q < 0)
@@ -1183,8 +1183,10 @@ static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
 		snprintf(why, wl, "the XSK is not in the pod's network namespace");
 		return -EACCES;
 	}
-	a->qbytes[q] = 0; /* the process's own UMEM, charged to it */
-	return xskmap_set(c, a, q, fd, why, wl);
+	err = xskmap_set(c, a, q, fd, why, wl);
+	if (!err)
+		a->qbytes[q] = 0; /* the process's own UMEM, charged to it */
+	return err;
 }
 
 /* UMEM bytes the daemon registered for a pod's live XSKMAP slots. */
@@ -1283,15 +1285,18 @@ static int xsk_make(struct pod *p, struct att *a, int q, int memfd, size_t size,
 	 * CAP_IPC_LOCK) is not charged RLIMIT_MEMLOCK, pod_umem_bytes bounds
 	 * what a pod can pin */
 	mr.addr = (uint64_t)(uintptr_t)area;
-	mr.tx_metadata_len = *txmd;
+	mr.tx_metadata_len = (uint32_t)*txmd;
 	mr.flags = *txmd ? 1u << 2 : 0; /* XDP_UMEM_TX_METADATA_LEN */
-	*txmd = !setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr)) &&
-		mr.tx_metadata_len;
-	if (!*txmd && setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &mr,
-				 sizeof(struct xdp_umem_reg))) {
-		err = -errno;
-		snprintf(why, wl, "UMEM registration: %s", strerror(errno));
-		goto out_close;
+	if (setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr))) {
+		/* a kernel before 6.8 knows neither the flag nor the field */
+		mr.flags = 0;
+		mr.tx_metadata_len = 0;
+		*txmd = 0;
+		if (setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr))) {
+			err = -errno;
+			snprintf(why, wl, "UMEM registration: %s", strerror(errno));
+			goto out_close;
+		}
 	}
 	for (i = 0; i < 4; i++)
 		if (setsockopt(fd, SOL_XDP, rings[i], &ring, sizeof(ring))) {
