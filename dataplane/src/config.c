@@ -174,6 +174,22 @@ int ts_config__load(void)
 				 "%s", v);
 		}
 	}
+	/* how a pod's XSK is made when the daemon serves it: by the daemon
+	 * from the process's memfd (no capability), or by the process
+	 * itself (the fallback: CAP_NET_RAW, and CAP_IPC_LOCK or memlock) */
+	v = getenv("TICKSTACK_XDPD_MODE");
+	if (v && *v) {
+		if (!strcmp(v, "memfd"))
+			ts_cfg.xdpd_netraw = 0;
+		else if (!strcmp(v, "netraw"))
+			ts_cfg.xdpd_netraw = 1;
+		else {
+			ts_log("invalid TICKSTACK_XDPD_MODE=%s: memfd (the "
+			       "default: the daemon makes the XSK) or netraw "
+			       "(the process makes it, with CAP_NET_RAW)", v);
+			err = -EINVAL;
+		}
+	}
 	v = getenv("TICKSTACK_IFACES");
 	if (v)
 		snprintf(ts_cfg.ifaces, sizeof(ts_cfg.ifaces), "%s", v);

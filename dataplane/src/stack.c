@@ -13,9 +13,12 @@
  *
  * All of that is the standalone mode (root on a laptop). With
  * TICKSTACK_XDPD_SOCKET set, the node's tickstack-xdpd attached the program
- * when the pod's interface was plumbed; this process only binds its XSK to
- * a free queue and hands it, and its steering requests, to the daemon
- * (xdpd.c): no program, no map fd, no announcement. */
+ * when the pod's interface was plumbed; this process maps its UMEM from a
+ * memfd, passes it to the daemon, which creates the XSK in the pod's
+ * namespace, binds it to a free queue and passes it back, and sends the
+ * daemon its steering requests (xdpd.c): no program, no map fd, no
+ * announcement, no capability. TICKSTACK_XDPD_MODE=netraw: the process
+ * creates its XSK itself (CAP_NET_RAW) and hands it over. */
 #include "ts_internal.h"
 
 #include <dirent.h>
@@ -41,6 +44,7 @@
 #include "steer_common.h"
 #include "steer.skel.h"
 #include "tcp_internal.h"
+#include "xdpd_proto.h"
 
 #define TS_TX_RESERVE 256u /* frames kept back from the fill ring for TX */
 #define TS_RX_BATCH 64u
@@ -79,6 +83,8 @@ struct ts_txmd {
 	uint64_t launch_time;
 };
 #define TS_TXMD_LEN ((uint32_t)sizeof(struct ts_txmd))
+_Static_assert(sizeof(struct ts_txmd) == TS_XDPD_TXMD_LEN,
+	       "the daemon registers a UMEM with this TX metadata room");
 
 struct ts_stack {
 	pthread_mutex_t lock;
@@ -95,6 +101,9 @@ struct ts_stack {
 	struct xsk_umem *umem;
 	struct xsk_socket *xsk;
 	int xsk_fd;
+	int memfd_mode;  /* the daemon made the XSK: the rings are ring_map's */
+	void *ring_map[4];  /* fill, completion, RX, TX */
+	size_t ring_len[4];
 	struct xsk_ring_prod fq, tx;
 	struct xsk_ring_cons cq, rx;
 	uint8_t *area;
@@ -703,18 +712,27 @@ static int tx_pending(struct ts_stack *st)
  * "madvise" mode too): received datagrams land in frames that cycle through
  * the whole fill ring, megabytes, and on 4 KiB pages most of them would
  * cost the copies a TLB miss. Aligned to 2 MiB so that every page can be
- * huge; faulted in now, as the ring's first datagrams should not be. */
-static void *umem_map(size_t size)
+ * huge; faulted in now, as the ring's first datagrams should not be.
+ * fd >= 0: a shared mapping of that memfd
+ * (the daemon registers it: written here, its pages are charged to this
+ * process's memory cgroup before the daemon pins them), else private
+ * anonymous memory. */
+static void *umem_map(size_t size, int fd)
 {
 	const size_t huge = (size_t)2 << 20;
 	size_t len = size + huge;
 	uint8_t *p, *a;
 
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	p = mmap(NULL, len, fd < 0 ? PROT_READ | PROT_WRITE : PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return MAP_FAILED;
 	a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (fd >= 0 && mmap(a, size, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		munmap(p, len);
+		return MAP_FAILED;
+	}
 	if (a > p)
 		munmap(p, (size_t)(a - p));
 	if (p + len > a + size)
@@ -728,8 +746,39 @@ static void *umem_map(size_t size)
 	return a;
 }
 
+/* The UMEM as a memfd for the daemon (xdpd__umem); *memfd gets the fd. */
+static void *umem_map_memfd(size_t size, int *memfd)
+{
+	int fd = memfd_create("tickstack-umem", MFD_CLOEXEC), e;
+	void *a;
+
+	if (fd < 0)
+		return MAP_FAILED;
+	if (!ftruncate(fd, (off_t)size)) {
+		a = umem_map(size, fd);
+		if (a != MAP_FAILED) {
+			*memfd = fd;
+			return a;
+		}
+	}
+	e = errno;
+	ts_real_close(fd);
+	errno = e;
+	return MAP_FAILED;
+}
+
 static void stack__destroy(struct ts_stack *st)
 {
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (st->ring_map[i])
+			munmap(st->ring_map[i], st->ring_len[i]);
+	memset(st->ring_map, 0, sizeof(st->ring_map));
+	if (st->memfd_mode && st->xsk_fd >= 0)
+		ts_real_close(st->xsk_fd);
+	if (st->memfd_mode)
+		st->xsk_fd = -1;
 	if (st->xsk)
 		xsk_socket__delete(st->xsk);
 	if (st->umem)
@@ -794,6 +843,104 @@ static int link_queues(const struct ts_stack *st)
 	return n < 1 ? 1 : n > TS_XSKS_MAX ? TS_XSKS_MAX : n;
 }
 
+/* Whether queue q, busy, is held by no live process of the pod (a dead
+ * process's XSK, which deferred kernel work frees in a moment). */
+static int xdpd__queue_gone(const struct ts_stack *st, int q)
+{
+	char req[64], rep[16];
+
+	snprintf(req, sizeof(req), "busy %s %d", st->ifname, q);
+	return !ts_xdpd__request(req, -1, rep, sizeof(rep)) && !atoi(rep);
+}
+
+/* Point a ring at its mapping (as libxdp does for the rings it maps). */
+static void ring_init(struct xsk_ring_prod *r, uint8_t *m,
+		      const struct xdp_ring_offset *o, uint32_t n, int prod)
+{
+	r->mask = n - 1;
+	r->size = n;
+	r->producer = (__u32 *)(m + o->producer);
+	r->consumer = (__u32 *)(m + o->consumer);
+	r->flags = (__u32 *)(m + o->flags);
+	r->ring = m + o->desc;
+	r->cached_prod = *r->producer;
+	/* a producer sees the whole ring free */
+	r->cached_cons = *r->consumer + (prod ? n : 0);
+}
+
+/* Map the rings of the XSK the daemon made for us: mapping a passed
+ * AF_XDP socket needs no capability. */
+static int xsk_rings_map(struct ts_stack *st)
+{
+	static const off_t pgoff[4] = { XDP_UMEM_PGOFF_FILL_RING,
+					XDP_UMEM_PGOFF_COMPLETION_RING,
+					XDP_PGOFF_RX_RING, XDP_PGOFF_TX_RING };
+	static const size_t el[4] = { sizeof(__u64), sizeof(__u64),
+				      sizeof(struct xdp_desc),
+				      sizeof(struct xdp_desc) };
+	struct xdp_mmap_offsets off;
+	const struct xdp_ring_offset *o[4] = { &off.fr, &off.cr, &off.rx, &off.tx };
+	socklen_t len = sizeof(off);
+	int i;
+
+	if (ts_real_getsockopt(st->xsk_fd, SOL_XDP, XDP_MMAP_OFFSETS, &off,
+			       &len))
+		return -errno;
+	for (i = 0; i < 4; i++) {
+		void *m;
+
+		st->ring_len[i] = o[i]->desc + TS_RING_SIZE * el[i];
+		m = mmap(NULL, st->ring_len[i], PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_POPULATE, st->xsk_fd, pgoff[i]);
+		if (m == MAP_FAILED)
+			return -errno;
+		st->ring_map[i] = m;
+	}
+	ring_init(&st->fq, st->ring_map[0], o[0], TS_RING_SIZE, 1);
+	ring_init((struct xsk_ring_prod *)&st->cq, st->ring_map[1], o[1],
+		  TS_RING_SIZE, 0);
+	ring_init((struct xsk_ring_prod *)&st->rx, st->ring_map[2], o[2],
+		  TS_RING_SIZE, 0);
+	ring_init(&st->tx, st->ring_map[3], o[3], TS_RING_SIZE, 1);
+	return 0;
+}
+
+/* The daemon makes the XSK from our UMEM's memfd ("umem", xdpd_proto.h)
+ * on a free queue, as xdpd__bind below picks it, and passes it back. */
+static int xdpd__umem(struct ts_stack *st, int memfd)
+{
+	int q, nq = link_queues(st), first = 0, err = -EBUSY, gone = 0;
+
+	if (ts_cfg.queue_set) {
+		first = ts_cfg.queue;
+		nq = first + 1;
+	}
+	for (q = first; q < nq; q++) {
+		char req[96], rep[64], mode[16];
+		int fd = -1, txmd = 0;
+
+		snprintf(req, sizeof(req), "umem %s %d %u %u", st->ifname, q,
+			 (unsigned)TS_FRAME_SIZE, TS_RING_SIZE);
+		err = ts_xdpd__request_fd(req, memfd, rep, sizeof(rep), &fd);
+		if (!err && (fd < 0 || sscanf(rep, "%15s %d", mode, &txmd) != 2)) {
+			if (fd >= 0)
+				ts_real_close(fd);
+			return -EPROTO;
+		}
+		if (!err) {
+			st->xsk_fd = fd;
+			st->queue = q;
+			st->mode = !strcmp(mode, "skb") ? 2 : 1;
+			st->tx_off = txmd == (int)TS_TXMD_LEN ? TS_TXMD_LEN : 0;
+			return 0;
+		}
+		if (err != -EBUSY)
+			return err;
+		gone |= xdpd__queue_gone(st, q);
+	}
+	return gone ? -EAGAIN : err;
+}
+
 /* Bind the XSK to a free queue (the kernel allows one XSK per queue):
  * TICKSTACK_QUEUE's, else the first free one, so that several processes
  * of a pod share a multi-queue interface. -EAGAIN: every queue is busy
@@ -808,8 +955,6 @@ static int xdpd__bind(struct ts_stack *st, const struct xsk_socket_config *scfg)
 		nq = first + 1;
 	}
 	for (q = first; q < nq; q++) {
-		char req[64], rep[16];
-
 		err = xsk_socket__create(&st->xsk, st->ifname, (__u32)q, st->umem,
 					 &st->rx, &st->tx, scfg);
 		if (!err) {
@@ -818,9 +963,7 @@ static int xdpd__bind(struct ts_stack *st, const struct xsk_socket_config *scfg)
 		}
 		if (err != -EBUSY)
 			return err;
-		snprintf(req, sizeof(req), "busy %s %d", st->ifname, q);
-		if (!ts_xdpd__request(req, -1, rep, sizeof(rep)) && !atoi(rep))
-			gone = 1;
+		gone |= xdpd__queue_gone(st, q);
 	}
 	return gone ? -EAGAIN : err;
 }
@@ -856,7 +999,7 @@ static int stack__create(struct ts_stack *st)
 		.bind_flags = XDP_USE_NEED_WAKEUP,
 	};
 	uint32_t i;
-	int err, tries;
+	int err, tries, memfd = -1;
 
 	err = link_info(st);
 	if (err)
@@ -866,7 +1009,9 @@ static int stack__create(struct ts_stack *st)
 		goto out;
 	st->nframes = ts_cfg.umem_frames;
 	st->area_size = (size_t)st->nframes * TS_FRAME_SIZE;
-	st->area = umem_map(st->area_size);
+	st->memfd_mode = st->xdpd && !ts_cfg.xdpd_netraw;
+	st->area = st->memfd_mode ? umem_map_memfd(st->area_size, &memfd) :
+				    umem_map(st->area_size, -1);
 	if (st->area == MAP_FAILED) {
 		st->area = NULL;
 		err = -errno;
@@ -880,6 +1025,23 @@ static int stack__create(struct ts_stack *st)
 	}
 	for (i = 0; i < st->nframes; i++)
 		free_push(st, (uint64_t)(st->nframes - 1 - i) * TS_FRAME_SIZE);
+	if (st->memfd_mode) {
+		for (tries = 0;; tries++) {
+			err = xdpd__umem(st, memfd);
+			if (err != -EAGAIN || tries >= 100)
+				break;
+			usleep(20000);
+		}
+		/* the mapping keeps the UMEM: the memfd is not needed */
+		ts_real_close(memfd);
+		memfd = -1;
+		if (err)
+			goto out_destroy;
+		err = xsk_rings_map(st);
+		if (err)
+			goto out_destroy;
+		goto xsk_made;
+	}
 	/* with room for TX metadata in front of every sent packet (libxdp
 	 * 1.3 cannot ask for it: the interposed setsockopt adds it) */
 	ts_umem_txmd_len = TS_TXMD_LEN;
@@ -909,12 +1071,17 @@ static int stack__create(struct ts_stack *st)
 	if (err)
 		goto out_destroy;
 	st->xsk_fd = xsk_socket__fd(st->xsk);
+xsk_made:
 	st->tx_csum = st->tx_off && ts_cfg.udp_csum && ts_cfg.tx_csum_offload &&
 		      !zerocopy(st->xsk_fd);
 	/* libxdp does not open it close-on-exec: an XSK surviving exec would
 	 * keep receiving for a process image that no longer reads it */
 	ts_real_fcntl(st->xsk_fd, F_SETFD, FD_CLOEXEC);
 	stack__rings_dontfork(st);
+	if (st->memfd_mode) { /* the daemon put it in the XSKMAP */
+		refill(st);
+		return 0;
+	}
 	if (st->xdpd) {
 		err = xdpd__register(st);
 		if (err)
@@ -930,6 +1097,8 @@ static int stack__create(struct ts_stack *st)
 	steer__announce(st);
 	return 0;
 out_destroy:
+	if (memfd >= 0)
+		ts_real_close(memfd);
 	stack__destroy(st);
 out:
 	return err;
@@ -985,8 +1154,10 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		       strerror(-err),
 		       err == -EBUSY ? " (another process owns this queue, or "
 				       "another XDP program is attached)" :
-		       err == -EPERM && st->xdpd ? " (an XSK needs CAP_NET_RAW: "
-						   "add it to the container)" :
+		       err == -EPERM && st->xdpd && !st->memfd_mode ?
+				       " (TICKSTACK_XDPD_MODE=netraw: an XSK "
+				       "needs CAP_NET_RAW; the default mode "
+				       "needs none)" :
 		       err == -EPERM ? " (needs CAP_NET_ADMIN, CAP_BPF and "
 				       "CAP_NET_RAW)" :
 		       err == -ENOBUFS ? " (the UMEM is charged to RLIMIT_MEMLOCK "
@@ -1464,6 +1635,20 @@ void ts_stack__refresh_stats(void)
 	}
 }
 
+/* Replace the shared UMEM mapping by a private copy in place. */
+static void umem_private_copy(struct ts_stack *st)
+{
+	void *p = mmap(NULL, st->area_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	memcpy(p, st->area, st->area_size);
+	if (mremap(p, st->area_size, st->area_size, MREMAP_MAYMOVE | MREMAP_FIXED,
+		   st->area) == MAP_FAILED)
+		munmap(p, st->area_size);
+}
+
 /* In a forked child the parent's XSKs stay the parent's: close our copy
  * of their fds and never touch their rings. */
 void ts_stack__after_fork_child(void)
@@ -1483,6 +1668,11 @@ void ts_stack__after_fork_child(void)
 		if (st->xsk_fd >= 0)
 			ts_real_close(st->xsk_fd);
 		st->xsk_fd = -1;
+		/* a daemon-made UMEM is a shared mapping of a memfd: the
+		 * child reads the datagrams queued before the fork from a
+		 * private copy, as it would from a private UMEM */
+		if (st->memfd_mode)
+			umem_private_copy(st);
 		/* the parent's announcement (or daemon connection) is the
 		 * parent's */
 		if (st->announce_fd >= 0)

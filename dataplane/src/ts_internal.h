@@ -103,6 +103,7 @@ struct ts_config {
 	int queue;              /* NIC queue to bind */
 	int queue_set;          /* TICKSTACK_QUEUE given: that queue only */
 	char xdpd_socket[108];  /* TICKSTACK_XDPD_SOCKET: the node daemon's */
+	int xdpd_netraw;        /* TICKSTACK_XDPD_MODE=netraw: the process makes its XSK */
 	int stats_dump;         /* print counters at exit */
 	char stats_file[256];   /* dump there instead of stderr */
 	char ifaces[256];       /* comma list of interfaces, empty = all */
@@ -144,6 +145,8 @@ TS_HIDDEN struct tickstack_sock_stats *ts_stats__sock_slot(int fd);
 TS_HIDDEN int ts_xdpd__on(void);
 TS_HIDDEN int ts_xdpd__request(const char *req, int passfd, char *rep,
 			       size_t cap);
+TS_HIDDEN int ts_xdpd__request_fd(const char *req, int passfd, char *rep,
+				  size_t cap, int *gotfd);
 TS_HIDDEN int ts_xdpd__serves(const char *ifname);
 TS_HIDDEN int ts_xdpd__proof_fd(uint32_t daddr, uint16_t dport, int proto);
 TS_HIDDEN int ts_xdpd__steer(const char *op, const char *ifname,

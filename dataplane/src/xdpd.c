@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /* xdpd.c - the library's side of the pod protocol (src/xdpd_proto.h):
  * with TICKSTACK_XDPD_SOCKET set the node's tickstack-xdpd owns XDP; this
- * process only creates its XSK (CAP_NET_RAW) and asks the daemon to put it
- * in the XSKMAP and to steer its ports, proving each port with the kernel
- * socket bound to it. No map fd ever enters the process.
+ * process passes its UMEM (a memfd) and gets back the XSK the daemon made
+ * for it (TICKSTACK_XDPD_MODE=netraw: it creates the XSK itself, with
+ * CAP_NET_RAW, and hands it over), and asks the daemon to steer its ports,
+ * proving each port with the kernel socket bound to it. No map fd ever
+ * enters the process.
  *
  * One connection per process (a forked child opens its own: the daemon
  * ties entries to the connection, which closes when the process dies).
@@ -67,9 +69,45 @@ static int xdpd__connect_locked(void)
 	return 0;
 }
 
+/* Receive the reply into buf; *gotfd (when asked for) gets the one fd it
+ * carried, any other fd is closed. */
+static ssize_t xdpd__recv(char *buf, size_t cap, int flags, int *gotfd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	n = ts_real_recvmsg(xdpd_fd, &mh, flags | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return n;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		int f;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len < CMSG_LEN(sizeof(int)))
+			continue;
+		memcpy(&f, CMSG_DATA(c), sizeof(int));
+		if (gotfd && *gotfd < 0)
+			*gotfd = f;
+		else
+			ts_real_close(f);
+	}
+	return n;
+}
+
 /* One request, one reply. 0 ("ok ..."; rep holds what follows "ok") or a
  * negative errno (the daemon's, its text logged). */
 int ts_xdpd__request(const char *req, int passfd, char *rep, size_t cap)
+{
+	return ts_xdpd__request_fd(req, passfd, rep, cap, NULL);
+}
+
+/* The same; *gotfd (-1 before) gets the fd an "ok" reply carried. */
+int ts_xdpd__request_fd(const char *req, int passfd, char *rep, size_t cap,
+			int *gotfd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))], buf[TS_XDPD_MSG_MAX];
 	struct iovec iov = { .iov_base = (void *)req, .iov_len = strlen(req) };
@@ -99,24 +137,28 @@ int ts_xdpd__request(const char *req, int passfd, char *rep, size_t cap)
 			goto out_reset;
 		/* the daemon refused this connection at accept and closed it
 		 * before the request went out: its reply is already queued */
-		n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		n = xdpd__recv(buf, sizeof(buf) - 1, MSG_DONTWAIT, gotfd);
 		if (n <= 0)
 			goto out_reset;
 	} else {
 		do
-			n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1, 0);
+			n = xdpd__recv(buf, sizeof(buf) - 1, 0, gotfd);
 		while (n < 0 && errno == EINTR);
 		/* a refusal closes the connection; if our request was still
 		 * unread then, a reset comes first and the reply behind it */
 		if (n < 0 && errno == ECONNRESET)
-			n = ts_real_recv(xdpd_fd, buf, sizeof(buf) - 1,
-					 MSG_DONTWAIT);
+			n = xdpd__recv(buf, sizeof(buf) - 1, MSG_DONTWAIT,
+				       gotfd);
 	}
 	if (n <= 0) {
 		err = n < 0 ? -errno : -ECONNRESET;
 		goto out_reset;
 	}
 	buf[n] = 0;
+	if (strncmp(buf, "ok", 2) && gotfd && *gotfd >= 0) {
+		ts_real_close(*gotfd); /* an fd with a refusal: not ours */
+		*gotfd = -1;
+	}
 	if (!strncmp(buf, "ok", 2)) {
 		if (rep)
 			snprintf(rep, cap, "%s", buf[2] ? buf + 3 : "");
@@ -130,9 +172,10 @@ int ts_xdpd__request(const char *req, int passfd, char *rep, size_t cap)
 		err = e > 0 ? -e : -EPROTO;
 	}
 	/* refusals the caller handles itself (a port another process of the
-	 * pod steers, an entry already gone or another's, after a fork) are
-	 * not news */
-	if (err != -EADDRINUSE && err != -ENOENT && err != -EPERM)
+	 * pod steers, an entry already gone or another's, after a fork, a
+	 * queue another process holds) are not news */
+	if (err != -EADDRINUSE && err != -ENOENT && err != -EPERM &&
+	    err != -EBUSY)
 		ts_log("tickstack-xdpd refused '%s': %s", req, buf + 6);
 	goto out;
 out_reset:

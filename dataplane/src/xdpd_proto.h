@@ -8,12 +8,29 @@
  *   hello                                  -> "ok IFNAME..." (the pod's interfaces)
  *   busy IFNAME QUEUE                      -> "ok 0|1" (1: a live process of
  *                                            the pod holds that queue)
- *   xsk IFNAME QUEUE             + XSK fd  -> "ok native|skb"
+ *   umem IFNAME QUEUE FRAME RING + memfd   -> "ok native|skb TXMD" + XSK fd
+ *                                            (the default: the daemon makes
+ *                                            the XSK, the pod needs no
+ *                                            capability; below)
+ *   xsk IFNAME QUEUE             + XSK fd  -> "ok native|skb" (the fallback:
+ *                                            the process made it, CAP_NET_RAW)
  *   add IFNAME udp|tcp ADDR PORT + socket  -> "ok"
  *   share IFNAME udp|tcp ADDR PORT + socket-> "ok 0|1" (1: another process's
  *                                            entry now leaves it to the kernel)
  *   shared IFNAME udp|tcp ADDR PORT        -> "ok 0|1" (own entry marked shared)
  *   del IFNAME udp|tcp ADDR PORT           -> "ok"
+ * "umem": the memfd (memfd_create) is the UMEM, every page already written
+ * (so charged to the pod's memory cgroup; else "error 14", EFAULT), a
+ * multiple of FRAME bytes (2048 or 4096) and at most TS_XDPD_UMEM_MAX. The
+ * daemon creates the AF_XDP socket in the pod's network namespace (the one
+ * the CNI plugin's attach named, never one the client names), registers
+ * the UMEM from its own mapping of the memfd (TX metadata room of TXMD
+ * bytes when the kernel has it, else TXMD is 0), sizes the four rings to
+ * RING entries, binds it to QUEUE of IFNAME, puts it in the XSKMAP and
+ * passes it back; it keeps no copy. The process maps the rings from that
+ * fd and the memfd as its UMEM. The pinned pages are not charged to the
+ * daemon's RLIMIT_MEMLOCK (it holds CAP_IPC_LOCK): a pod's XSKs hold at
+ * most TS_XDPD_POD_UMEM bytes of UMEM ("error 28", ENOSPC).
  * Errors: "error ERRNO TEXT" (ERRNO a positive errno number). The daemon
  * removes a connection's XSKMAP slots and steering entries when it closes
  * (the process exited or was killed); a message of length 0 closes it too.
@@ -37,6 +54,10 @@
 #define TS_XDPD_IF_ENTRIES 4096 /* per pod interface: TS_STEER_MAX_ENTRIES */
 #define TS_XDPD_POD_CLIENTS 64 /* connections per pod */
 #define TS_XDPD_POD_IFS 4      /* interfaces attached per pod */
+#define TS_XDPD_RING_MAX 4096  /* entries of each XSK ring ("umem") */
+#define TS_XDPD_UMEM_MAX (512ull << 20) /* one "umem" memfd */
+#define TS_XDPD_POD_UMEM (1ull << 30)   /* registered UMEM per pod */
+#define TS_XDPD_TXMD_LEN 24    /* TX metadata room (struct xsk_tx_metadata) */
 #define TS_XDPD_SOCK_NAME "xdp.sock"
 
 #endif

@@ -62,7 +62,7 @@ static int fd_of(unsigned kind, int shared)
 {
 	int p[2];
 
-	switch (kind % 9) {
+	switch (kind % 10) {
 	case 0: /* the input's UDP socket, bound to the port the grammar asks for */
 		return fcntl(shared, F_DUPFD_CLOEXEC, 0);
 	case 1: /* another UDP socket on that port */
@@ -82,19 +82,28 @@ static int fd_of(unsigned kind, int shared)
 		return open("/dev/null", O_RDONLY | O_CLOEXEC);
 	case 7:
 		return socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	case 8: { /* a UMEM memfd of 32 frames, written ("umem") */
+		static char page[4096];
+		int m = memfd_create("fz-umem", MFD_CLOEXEC), k;
+
+		for (k = 0; m >= 0 && k < 16; k++)
+			if (write(m, page, sizeof(page)) != sizeof(page))
+				break;
+		return m;
+	}
 	default: /* an unbound UDP socket */
 		return socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	}
 }
 
-static const char *const ops[] = { "hello", "busy", "xsk", "add", "del",
-				   "share", "shared", "nope" };
+static const char *const ops[] = { "hello", "busy", "xsk", "umem", "add",
+				   "del", "share", "shared", "nope" };
 static const char *const ifnames[] = { "fz0", "fz1", "lo", "" };
 
 /* One request from the grammar, fields right or wrong. */
 static size_t grammar(struct in *in, char *buf, size_t cap)
 {
-	unsigned op = take(in) % 8, f = take(in);
+	unsigned op = take(in) % 9, f = take(in);
 	const char *ifn = ifnames[(f & 3) == 3 && take(in) & 1 ? 3 : f % 2];
 	static const char *const addrs[] = { "0.0.0.0", "198.18.0.1",
 					     "198.18.12.2", "255.255.255.255",
@@ -108,6 +117,10 @@ static size_t grammar(struct in *in, char *buf, size_t cap)
 	snprintf(q, sizeof(q), "%d", (int)(take(in) % 70) - 2);
 	if (op < 3)
 		n = snprintf(buf, cap, "%s %s %s", ops[op], ifn, q);
+	else if (op == 3)
+		n = snprintf(buf, cap, "umem %s %s %d %d", ifn, q,
+			     take(in) & 1 ? 2048 : (int)take(in) << 4,
+			     take(in) & 1 ? 64 : (int)take(in));
 	else
 		n = snprintf(buf, cap, "%s %s %s %s %s", ops[op], ifn,
 			     take(in) & 1 ? "tcp" : "udp",

@@ -2,19 +2,26 @@
 # belongs to the node daemon (tickstack-xdpd, docs/dataplane.md "Privilege
 # model"). The daemon runs in this (the node's) namespace and attaches the
 # steering program to the pod's veth end inside the pod's namespace; the
-# pod's processes run as uid 65534 with CAP_NET_RAW alone and
-# TICKSTACK_REQUIRE=1. Their UMEMs are 1024 frames (2 MiB): without
-# CAP_IPC_LOCK the kernel charges every UMEM of the uid to one 8 MiB
-# RLIMIT_MEMLOCK, and xdpd_two runs three processes at once (the default
-# 16 MiB UMEM needs CAP_IPC_LOCK, which the webhook adds).
+# pod's processes run as uid 65534 with no capability at all (Pod Security
+# "restricted"), RLIMIT_MEMLOCK at its 8 MiB default and
+# TICKSTACK_REQUIRE=1: the daemon makes each XSK from the process's UMEM
+# memfd (the default 16 MiB, twice the memlock limit, which the daemon's
+# registration does not charge). xdpd_netraw runs the fallback, where the
+# process makes its XSK with CAP_NET_RAW and a 2 MiB UMEM under that limit.
 # Topology: NA (peer, 198.18.12.1) -- 2-queue veth -- NB (pod "pod-b",
 # 198.18.12.2); NC (pod "pod-c", 198.18.13.1) -- veth -- NA (198.18.13.2).
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
+XDPD_ALL="xdpd_pp xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
 
-XD_CAPS="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
+# a pod's process: no capability in any set
+XD_CAPS="--inh-caps=-all --ambient-caps=-all --bounding-set=-all"
+# the fallback's (TICKSTACK_XDPD_MODE=netraw) and a hostile client's that
+# can pass AF_XDP sockets: CAP_NET_RAW alone
+XD_CAPS_RAW="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
+# RLIMIT_MEMLOCK at Linux's default, whatever the harness's shell has
+XD_MEMLOCK="prlimit --memlock=8388608:8388608"
 XD_CLIENT="$here/xdpd_client.py"
 XD_FUZZ="$here/xdpd_fuzz.py"
 # the black-box fuzzer's length in sessions (tests/xdpd_fuzz.py, about
@@ -25,10 +32,16 @@ XDPD_FUZZ_ITER=${XDPD_FUZZ_ITER:-8000}
 XD_PY=/usr/bin/python3
 
 # xd_pod NS POD TAG [--require]: a command prefix running a program in pod
-# POD the way the webhook sets it up, without root and capabilities
+# POD the way the webhook sets it up, without root and capabilities (with
+# XD_MODE=netraw: the fallback, CAP_NET_RAW and a 2 MiB UMEM)
 xd_pod() {
-	echo "ip netns exec $1 setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS" \
-		"env TICKSTACK_XDPD_SOCKET=$XD_RUN/pods/$2/xdp.sock TICKSTACK_UMEM_FRAMES=1024" \
+	if [ "${XD_MODE:-}" = netraw ]; then
+		echo "ip netns exec $1 $XD_MEMLOCK setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS_RAW" \
+			"env TICKSTACK_XDPD_MODE=netraw TICKSTACK_UMEM_FRAMES=1024"
+	else
+		echo "ip netns exec $1 $XD_MEMLOCK setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS env"
+	fi
+	echo "TICKSTACK_XDPD_SOCKET=$XD_RUN/pods/$2/xdp.sock" \
 		"TICKSTACK_STATS_FILE=$XD_STATS/stats-$3-%p.txt $RUN -p latency ${4:-}"
 }
 
@@ -45,7 +58,7 @@ xd_nobody() {
 xd_hostile() {
 	local ns=$1
 	shift
-	ip netns exec "$ns" setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS "$@"
+	ip netns exec "$ns" setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS_RAW "$@"
 }
 
 # as uid 0 without any capability: a container running as root, which
@@ -176,30 +189,122 @@ xd_served() {
 	check_accel "$1"
 }
 
-# xd_caps PID: the process holds CAP_NET_RAW alone and runs as uid 65534
+# xd_caps PID: the process runs as uid 65534 with every capability set
+# empty and RLIMIT_MEMLOCK at 8 MiB
 xd_caps() {
-	grep -q "^CapEff:[[:space:]]*0000000000002000$" "/proc/$1/status" &&
-		grep -q "^Uid:[[:space:]]*65534" "/proc/$1/status"
+	local s
+	for s in CapInh CapPrm CapEff CapBnd CapAmb; do
+		grep -q "^$s:[[:space:]]*0000000000000000$" "/proc/$1/status" || return 1
+	done
+	grep -q "^Uid:[[:space:]]*65534" "/proc/$1/status" &&
+		grep -q "^Max locked memory *8388608 *8388608 " "/proc/$1/limits"
+}
+
+# xd_still_served PORT: after hostile requests, pod-b's one entry is
+# untouched and its server srv on PORT still accelerated
+xd_still_served() {
+	xd_status_is pod-b "1 1" || { die "pod-b's entry changed: $(xd_status)"; return 1; }
+	xd_pp 0 "$1" client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" srv || return 1
+	check_accel srv
 }
 
 # ---------------------------------------------------------------- tests
 
-t_xdpd_pp() { # accelerated ping-pong in a pod without privileges
-	local prog
+t_xdpd_pp() { # accelerated ping-pong in a pod without any capability
+	local prog udp0
 	xd_topo || return 1
 	prog=$(ip -n "$NB" link show "$IFB" | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p')
+	udp0=$(kstat "$NB" UdpInDatagrams)
 	xd_server srv 11201 --require || return 1
-	xd_caps "$XS" || { die "the server is not uid 65534 with CAP_NET_RAW alone"; return 1; }
+	xd_caps "$(pgrep -P "$XS" -x sockperf || echo "$XS")" ||
+		{ die "the server is not uid 65534 without capabilities, memlock 8 MiB: $(grep -E '^(Uid|Cap)' "/proc/$XS/status")"; return 1; }
 	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
 	xd_pp 0 11201 client.out || { die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	xd_stop_server "$XS" srv || return 1
 	check_accel srv || return 1
+	# the pod's kernel saw (almost) none of the ping-pong's datagrams
+	[ $(($(kstat "$NB" UdpInDatagrams) - ${udp0:-0})) -le 20 ] ||
+		{ die "the pod's kernel received $(($(kstat "$NB" UdpInDatagrams) - ${udp0:-0})) datagrams"; return 1; }
 	grep -q "queue=0 mode=native" "$TSDP_TMP"/stats-srv-*.txt || { die "not on queue 0 natively"; return 1; }
 	# the library attached nothing: the daemon's program is still there
 	[ "$(ip -n "$NB" link show "$IFB" | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p')" = "$prog" ] ||
 		{ die "the XDP program on $IFB changed"; return 1; }
 	wait_for 1 xd_status_is pod-b "0 0" || { die "entries left after exit: $(xd_status)"; return 1; }
+}
+
+# The daemon makes an XSK from a pod process's memfd ("umem") only in that
+# pod's namespace, on that pod's interface, on a queue no other process of
+# the pod holds; it keeps no copy of what it passes back.
+t_xdpd_umem() {
+	local r sock before
+	C=1 xd_topo || return 1
+	sock=$XD_RUN/pods/pod-b/xdp.sock
+	xd_server srv 11202 --require || return 1
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	before=$(xd_fds)
+	# without any capability: an AF_XDP socket back, its rings mapped
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$sock" "umem $IFB 1 2048 64" --memfd 1048576 2>&1)
+	case "$r" in "ok native "[02]*" fd=AF_XDP rings=mapped") ;; *) die "umem: '$r'"; return 1 ;; esac
+	# a queue another process of the pod holds
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$sock" "umem $IFB 0 2048 64" --memfd 1048576 2>&1)
+	case "$r" in "error 16 queue 0 of $IFB is used by another process of the pod"*) ;; *) die "a held queue: '$r'"; return 1 ;; esac
+	# a process of pod-c: on pod-b's socket refused, on its own socket
+	# pod-b's interface is not there, nor is an interface of the node
+	r=$(xd_nobody "$NC" $XD_PY "$XD_CLIENT" "$sock" "umem $IFB 1 2048 64" --memfd 1048576 2>&1)
+	case "$r" in "error 13 refused"*) ;; *) die "pod-c on pod-b's socket: '$r'"; return 1 ;; esac
+	r=$(xd_nobody "$NC" $XD_PY "$XD_CLIENT" "$XD_RUN/pods/pod-c/xdp.sock" "umem $IFB 1 2048 64" --memfd 1048576 2>&1)
+	case "$r" in "error 19 interface '$IFB' is not attached for this pod") ;; *) die "pod-c asking for pod-b's interface: '$r'"; return 1 ;; esac
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$sock" "umem lo 1 2048 64" --memfd 1048576 2>&1)
+	case "$r" in "error 19 interface 'lo' is not attached for this pod") ;; *) die "another interface: '$r'"; return 1 ;; esac
+	# what the memfd and the request must be
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$sock" "umem $IFB 64 2048 64" --memfd 1048576 2>&1)
+	case "$r" in "error 22 queue '64' out of range [0, 64)") ;; *) die "queue 64: '$r'"; return 1 ;; esac
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$sock" "umem $IFB 1 1000 64" --memfd 1048576 2>&1)
+	case "$r" in "error 22 frame size '1000' must be 2048 or 4096"*) ;; *) die "frame 1000: '$r'"; return 1 ;; esac
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$sock" "umem $IFB 1 2048 64" --udp "$IPB:11203" 2>&1)
+	case "$r" in "error 22 the request must carry the UMEM as a memfd"*) ;; *) die "a UDP socket as UMEM: '$r'"; return 1 ;; esac
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$sock" "umem $IFB 1 2048 64" --memfd-cold 1048576 2>&1)
+	case "$r" in "error 14 the UMEM memfd has pages not written yet"*) ;; *) die "unwritten UMEM: '$r'"; return 1 ;; esac
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$sock" "umem $IFB 1 2048 64" --memfd-cold 1073741824 2>&1)
+	case "$r" in "error 22 the UMEM memfd holds 1073741824 bytes"*"at most 536870912") ;; *) die "1 GiB UMEM: '$r'"; return 1 ;; esac
+	# every fd passed either way is closed, no XSK is left in the daemon
+	wait_for 5 xd_fds_are "$before" || { die "the daemon holds $(xd_fds) fds, $before before"; return 1; }
+	xd_still_served 11202
+}
+
+# The UMEM a pod's XSKs may pin through the daemon: 1 GiB. A process
+# without any capability holds two 512 MiB XSKs on a 4-queue interface; a
+# third is refused with the limit, and all goes when it exits.
+t_xdpd_umem_limit() {
+	local r before
+	Q=4 xd_topo || return 1
+	before=$(xd_fds)
+	r=$(xd_nobody "$NB" $XD_PY "$XD_FUZZ" umems "$XD_RUN/pods/pod-b/xdp.sock" "$IFB" 3 536870912 2>&1) ||
+		{ die "umems: $r"; return 1; }
+	echo "$r" | grep -q "^conn 0 ok native " && echo "$r" | grep -q "^conn 1 ok native " &&
+		echo "$r" | grep -q "^conn 2 error 28 pod pod-b's XSKs hold 1073741824 bytes of UMEM, the daemon registers at most 1073741824 per pod$" ||
+		{ die "three 512 MiB UMEMs: $r"; return 1; }
+	wait_for 5 xd_status_is pod-b "0 0" || { die "connections left: $(xd_status)"; return 1; }
+	wait_for 5 xd_fds_are "$before" || { die "the daemon holds $(xd_fds) fds, $before before"; return 1; }
+}
+
+# The fallback (TICKSTACK_XDPD_MODE=netraw): the process makes its XSK with
+# CAP_NET_RAW and hands it over; without it, it says so.
+t_xdpd_netraw() {
+	local out
+	xd_topo || return 1
+	XD_MODE=netraw xd_served raw 11206 || return 1
+	out=$(ip netns exec "$NB" setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS \
+		env TICKSTACK_XDPD_MODE=netraw TICKSTACK_UMEM_FRAMES=1024 \
+		TICKSTACK_XDPD_SOCKET=$XD_RUN/pods/pod-b/xdp.sock $RUN --require $B/udpcheck echo $IPB 11207 1 2>&1) &&
+		{ die "bind succeeded under TICKSTACK_REQUIRE=1 without CAP_NET_RAW in netraw mode"; return 1; }
+	case "$out" in *"TICKSTACK_XDPD_MODE=netraw: an XSK needs CAP_NET_RAW"*) ;;
+	*) die "netraw without CAP_NET_RAW: '$out'"; return 1 ;; esac
+	out=$(env TICKSTACK_XDPD_MODE=bogus $RUN /bin/true 2>&1)
+	case "$out" in *"invalid TICKSTACK_XDPD_MODE=bogus: memfd"*) ;; *) die "a bad mode: '$out'"; return 1 ;; esac
 }
 
 t_xdpd_two() { # two processes share the pod's interface, one queue each
@@ -290,11 +395,7 @@ t_xdpd_foreign() { # nothing reaches another pod's interface or entries
 	# the control socket is root's
 	r=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" status 2>&1) &&
 		{ die "uid 65534 read the status: '$r'"; return 1; }
-	xd_status_is pod-b "1 1" || { die "pod-b's entry changed: $(xd_status)"; return 1; }
-	xd_pp 0 11231 client.out || { die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	xd_stop_server "$XS" srv || return 1
-	check_accel srv
+	xd_still_served 11231
 }
 
 # TCP through the daemon: a listener in the pod, then a connection out of
@@ -311,6 +412,7 @@ t_xdpd_tcp() {
 	srv=$!
 	TSDP_PIDS+=("$srv")
 	wait_for 10 tcp_listening "$NB" 11241 || { die "the pod's TCP server did not listen"; return 1; }
+	xd_caps "$srv" || { die "the TCP server is not uid 65534 without capabilities, memlock 8 MiB"; return 1; }
 	xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
 	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf pp --tcp -i $IPB -p 11241 -t 2 -m 64 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }

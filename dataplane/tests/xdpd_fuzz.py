@@ -19,6 +19,11 @@ breaks the protocol (src/xdpd_proto.h) or a daemon that stops answering.
       entries asked for (the last connection: one), at distinct addresses
       in 198.18.64.0/18 with one UDP socket bound to the wildcard address
       as proof: prints per connection "conn I ok=K last=REPLY".
+  xdpd_fuzz.py umems SOCKET IFNAME CONNS BYTES
+      CONNS connections at once, connection I asking for an XSK on queue I
+      made from a memfd of BYTES, every page written ("umem"), each XSK
+      received and held until the end: prints per connection
+      "conn I REPLY".
   xdpd_fuzz.py proto SOCKET IFNAME
       oversized messages, several fds, truncated control data, a NUL byte,
       an empty line, each on one connection, then a hello on it: prints
@@ -27,6 +32,7 @@ breaks the protocol (src/xdpd_proto.h) or a daemon that stops answering.
 import array
 import errno
 import ipaddress
+import mmap
 import os
 import random
 import re
@@ -107,6 +113,14 @@ class Pool:
         except OSError:  # no CAP_NET_RAW
             return self._keep(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
 
+    def umem(self):
+        """A UMEM memfd the daemon accepts: 32 frames, every page written."""
+        f = os.memfd_create("xdpd-fuzz-umem")
+        self.objs.append(f)
+        os.ftruncate(f, 32 * 2048)
+        os.pwrite(f, b"\1" * (32 * 2048), 0)
+        return f
+
     def one(self):
         k = self.rnd.randrange(9)
         try:
@@ -156,7 +170,7 @@ class Pool:
 
 # ---------------------------------------------------------------- messages
 
-OPS = ["hello", "busy", "xsk", "add", "del", "share", "shared"]
+OPS = ["hello", "busy", "xsk", "umem", "add", "del", "share", "shared"]
 
 
 def token(rnd, ifname):
@@ -233,7 +247,7 @@ def ancillary(rnd, pool):
 def valid(rnd, ifname, pool, proofs):
     """A well-formed request with the fd it needs: the daemon's state
     (queues, entries, their owners, shared marks) changes for real."""
-    op = rnd.choice(["hello", "busy", "xsk", "xsk", "add", "add", "add", "share", "shared", "del", "del"])
+    op = rnd.choice(["hello", "busy", "xsk", "xsk", "umem", "add", "add", "add", "share", "shared", "del", "del"])
     q = rnd.randrange(0, 4)
     if op == "hello":
         return b"hello", []
@@ -241,6 +255,8 @@ def valid(rnd, ifname, pool, proofs):
         return ("busy %s %d" % (ifname, q)).encode(), []
     if op == "xsk":
         return ("xsk %s %d" % (ifname, q)).encode(), [pool.xsk()]
+    if op == "umem":
+        return ("umem %s %d 2048 64" % (ifname, q)).encode(), [pool.umem()]
     proto, port = rnd.choice(list(proofs))
     addr = rnd.choice(["0.0.0.0", "198.18.12.2", "198.18.%d.%d" % (rnd.randrange(256), rnd.randrange(256))])
     req = ("%s %s %s %s %d" % (op, ifname, proto, addr, port)).encode()
@@ -439,6 +455,28 @@ def entries(path, ifname, nconn, per):
     return 0
 
 
+def umems(path, ifname, nconn, size):
+    held = []
+    for i in range(nconn):
+        s = connect(path)
+        f = os.memfd_create("xdpd-umem")
+        os.ftruncate(f, size)
+        with mmap.mmap(f, size) as m:
+            for off in range(0, size, mmap.PAGESIZE):
+                m[off] = 1
+        s.sendmsg([("umem %s %d 2048 64" % (ifname, i)).encode()],
+                  [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [f]))])
+        rep, fds, _, _ = socket.recv_fds(s, MSG_MAX + 1, 1)
+        os.close(f)
+        print("conn %d %s" % (i, check(rep, "umem").decode()))
+        held.append((s, fds))
+    for s, fds in held:
+        s.close()
+        for f in fds:
+            os.close(f)
+    return 0
+
+
 def proto(path, ifname):
     """Each case on one connection, then a hello on the same connection:
     a malformed message is refused and the connection stays usable."""
@@ -473,6 +511,8 @@ def main():
         return conns(a[1], int(a[2]))
     if len(a) == 5 and a[0] == "entries":
         return entries(a[1], a[2], int(a[3]), int(a[4]))
+    if len(a) == 5 and a[0] == "umems":
+        return umems(a[1], a[2], int(a[3]), int(a[4]))
     if len(a) == 3 and a[0] == "proto":
         return proto(a[1], a[2])
     print(__doc__, file=sys.stderr)

@@ -41,6 +41,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/if_link.h>
+#include <linux/if_xdp.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -52,6 +53,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -105,6 +107,7 @@ struct att {                     /* the program on one interface of a pod */
 	int mode;                /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
 	struct steer_bpf *skel;
 	struct client *qown[TS_XSKS_MAX];
+	uint64_t qbytes[TS_XSKS_MAX]; /* UMEM the daemon registered there */
 	int nents;               /* steering entries of every client here */
 };
 
@@ -1118,12 +1121,13 @@ static int client_queue(struct client *c, struct att *a)
 	return -1;
 }
 
-static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
-		   char *why, size_t wl)
+/* Queue qs of a for c: its number, or a negative errno with why set. One
+ * XSK per queue, one queue per connection and interface. */
+static int queue_for(struct client *c, struct att *a, const char *qs,
+		     char *why, size_t wl)
 {
-	int dom = 0, q, fdq;
-	socklen_t il = sizeof(dom);
 	char *end;
+	int fdq;
 	long v;
 
 	errno = 0;
@@ -1132,7 +1136,44 @@ static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
 		snprintf(why, wl, "queue '%s' out of range [0, %d)", qs, TS_XSKS_MAX);
 		return -EINVAL;
 	}
-	q = (int)v;
+	if (a->qown[v] && a->qown[v] != c) {
+		snprintf(why, wl, "queue %ld of %s is used by another process of "
+			 "the pod (pid %d): one XSK per queue", v, a->ifname,
+			 (int)a->qown[v]->pid);
+		return -EBUSY;
+	}
+	fdq = client_queue(c, a);
+	if (fdq >= 0 && fdq != v) {
+		snprintf(why, wl, "this connection already has queue %d of %s",
+			 fdq, a->ifname);
+		return -EBUSY;
+	}
+	return (int)v;
+}
+
+/* Put the XSK fd in a's XSKMAP slot q, for c. */
+static int xskmap_set(struct client *c, struct att *a, int q, int fd,
+		      char *why, size_t wl)
+{
+	if (bpf_map_update_elem(bpf_map__fd(a->skel->maps.ts_xsks), &q, &fd, 0)) {
+		int err = -errno;
+
+		snprintf(why, wl, "XSKMAP update: %s", strerror(errno));
+		return err;
+	}
+	a->qown[q] = c;
+	return 0;
+}
+
+static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
+		   char *why, size_t wl)
+{
+	socklen_t il = sizeof(int);
+	int dom = 0, q, err;
+
+	q = queue_for(c, a, qs, why, wl);
+	if (q < 0)
+		return q;
 	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &il) ||
 	    dom != AF_XDP) {
 		snprintf(why, wl, "the request must carry an AF_XDP socket");
@@ -1142,25 +1183,195 @@ static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
 		snprintf(why, wl, "the XSK is not in the pod's network namespace");
 		return -EACCES;
 	}
-	if (a->qown[q] && a->qown[q] != c) {
-		snprintf(why, wl, "queue %d of %s is used by another process of "
-			 "the pod (pid %d): one XSK per queue", q, a->ifname,
-			 (int)a->qown[q]->pid);
-		return -EBUSY;
-	}
-	fdq = client_queue(c, a);
-	if (fdq >= 0 && fdq != q) {
-		snprintf(why, wl, "this connection already has queue %d of %s",
-			 fdq, a->ifname);
-		return -EBUSY;
-	}
-	if (bpf_map_update_elem(bpf_map__fd(a->skel->maps.ts_xsks), &q, &fd, 0)) {
-		int err = -errno;
+	err = xskmap_set(c, a, q, fd, why, wl);
+	if (!err)
+		a->qbytes[q] = 0; /* the process's own UMEM, charged to it */
+	return err;
+}
 
-		snprintf(why, wl, "XSKMAP update: %s", strerror(errno));
+/* UMEM bytes the daemon registered for a pod's live XSKMAP slots. */
+static uint64_t pod_umem_bytes(const struct pod *p)
+{
+	uint64_t n = 0;
+	int i, q;
+
+	for (i = 0; i < p->nifs; i++)
+		for (q = 0; q < TS_XSKS_MAX; q++)
+			if (p->ifs[i].qown[q])
+				n += p->ifs[i].qbytes[q];
+	return n;
+}
+
+/* A power of two in [lo, hi], or -1. */
+static long pow2_in(const char *s, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi || (v & (v - 1)))
+		return -1;
+	return v;
+}
+
+/* Whether every page of the mapping is resident: the pod wrote its UMEM
+ * before passing it, so its pages are charged to the pod's memory cgroup,
+ * not to the daemon that pins them. */
+static int all_resident(void *addr, size_t len)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = (len + pg - 1) / pg, i;
+	unsigned char *vec = malloc(n);
+	int ok = 0;
+
+	if (!vec)
+		return 0;
+	if (!mincore(addr, len, vec)) {
+		for (i = 0; i < n && (vec[i] & 1); i++)
+			;
+		ok = i == n;
+	}
+	free(vec);
+	return ok;
+}
+
+/* The AF_XDP socket for "umem": created in the pod's network namespace,
+ * its UMEM registered from the daemon's mapping of memfd (with TX metadata
+ * room when txmd and the kernel has it; *txmd says whether it took), its
+ * rings sized, bound to queue q of a. The fd, or a negative errno. */
+static int xsk_make(struct pod *p, struct att *a, int q, int memfd, size_t size,
+		    unsigned frame, unsigned ring, int *txmd, char *why, size_t wl)
+{
+	struct sockaddr_xdp sx = { .sxdp_family = AF_XDP,
+				   .sxdp_flags = XDP_USE_NEED_WAKEUP,
+				   .sxdp_ifindex = (uint32_t)a->ifindex,
+				   .sxdp_queue_id = (uint32_t)q };
+	struct { /* struct xdp_umem_reg as Linux 6.8 has it */
+		uint64_t addr, len;
+		uint32_t chunk_size, headroom, flags, tx_metadata_len;
+	} mr = { .len = size, .chunk_size = frame };
+	static const int rings[] = { XDP_UMEM_FILL_RING, XDP_UMEM_COMPLETION_RING,
+				     XDP_RX_RING, XDP_TX_RING };
+	void *area;
+	int fd, err, i;
+
+	area = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (area == MAP_FAILED) {
+		err = -errno;
+		snprintf(why, wl, "cannot map the UMEM memfd: %s", strerror(errno));
 		return err;
 	}
-	a->qown[q] = c;
+	if (!all_resident(area, size)) {
+		snprintf(why, wl, "the UMEM memfd has pages not written yet: "
+			 "write every page before passing it (its memory is the "
+			 "pod's)");
+		err = -EFAULT;
+		goto out_unmap;
+	}
+	err = enter_ns(p->nsfd);
+	if (err) {
+		snprintf(why, wl, "cannot enter the pod's network namespace: %s",
+			 strerror(-err));
+		goto out_unmap;
+	}
+	fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+	err = fd < 0 ? -errno : 0;
+	leave_ns();
+	if (fd < 0) {
+		snprintf(why, wl, "AF_XDP socket: %s", strerror(-err));
+		goto out_unmap;
+	}
+	/* the pages are pinned by the registration: the daemon (with
+	 * CAP_IPC_LOCK) is not charged RLIMIT_MEMLOCK, pod_umem_bytes bounds
+	 * what a pod can pin */
+	mr.addr = (uint64_t)(uintptr_t)area;
+	mr.tx_metadata_len = (uint32_t)*txmd;
+	mr.flags = *txmd ? 1u << 2 : 0; /* XDP_UMEM_TX_METADATA_LEN */
+	if (setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr))) {
+		/* a kernel before 6.8 knows neither the flag nor the field */
+		mr.flags = 0;
+		mr.tx_metadata_len = 0;
+		*txmd = 0;
+		if (setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr))) {
+			err = -errno;
+			snprintf(why, wl, "UMEM registration: %s", strerror(errno));
+			goto out_close;
+		}
+	}
+	for (i = 0; i < 4; i++)
+		if (setsockopt(fd, SOL_XDP, rings[i], &ring, sizeof(ring))) {
+			err = -errno;
+			snprintf(why, wl, "ring sizes: %s", strerror(errno));
+			goto out_close;
+		}
+	if (bind(fd, (struct sockaddr *)&sx, sizeof(sx))) {
+		err = -errno;
+		snprintf(why, wl, "binding to queue %d of %s: %s", q, a->ifname,
+			 strerror(errno));
+		goto out_close;
+	}
+	munmap(area, size); /* the registration holds the pages */
+	return fd;
+out_close:
+	close(fd);
+out_unmap:
+	munmap(area, size);
+	return err;
+}
+
+/* "umem IFNAME QUEUE FRAME RING" with the UMEM's memfd: the daemon makes
+ * the XSK (the pod holds no capability), puts it in the XSKMAP and *xsk
+ * gets its fd, to pass back and close. */
+static int req_umem(struct client *c, struct att *a, const char *qs,
+		    const char *fs, const char *rs, int memfd, int *xsk,
+		    int *txmd, char *why, size_t wl)
+{
+	long frame = pow2_in(fs, 2048, 4096), ring = pow2_in(rs, 64, TS_XDPD_RING_MAX);
+	struct stat st;
+	int q, fd, err;
+	uint64_t held;
+
+	q = queue_for(c, a, qs, why, wl);
+	if (q < 0)
+		return q;
+	if (frame < 0 || ring < 0) {
+		snprintf(why, wl, "frame size '%.16s' must be 2048 or 4096, ring "
+			 "size '%.16s' a power of two in [64, %d]", fs, rs,
+			 TS_XDPD_RING_MAX);
+		return -EINVAL;
+	}
+	if (memfd < 0 || fcntl(memfd, F_GET_SEALS) < 0 || fstat(memfd, &st) ||
+	    !S_ISREG(st.st_mode)) {
+		snprintf(why, wl, "the request must carry the UMEM as a memfd "
+			 "(memfd_create)");
+		return -EINVAL;
+	}
+	if (st.st_size <= 0 || st.st_size % frame ||
+	    (uint64_t)st.st_size > TS_XDPD_UMEM_MAX) {
+		snprintf(why, wl, "the UMEM memfd holds %lld bytes: a multiple of "
+			 "the frame size (%ld), at most %llu", (long long)st.st_size,
+			 frame, (unsigned long long)TS_XDPD_UMEM_MAX);
+		return -EINVAL;
+	}
+	held = pod_umem_bytes(c->pod) - (a->qown[q] == c ? a->qbytes[q] : 0);
+	if (held + (uint64_t)st.st_size > TS_XDPD_POD_UMEM) {
+		snprintf(why, wl, "pod %s's XSKs hold %llu bytes of UMEM, the "
+			 "daemon registers at most %llu per pod",
+			 c->pod->uid, (unsigned long long)held,
+			 (unsigned long long)TS_XDPD_POD_UMEM);
+		return -ENOSPC;
+	}
+	fd = xsk_make(c->pod, a, q, memfd, (size_t)st.st_size, (unsigned)frame,
+		      (unsigned)ring, txmd, why, wl);
+	if (fd < 0)
+		return fd;
+	err = xskmap_set(c, a, q, fd, why, wl);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	a->qbytes[q] = (uint64_t)st.st_size;
+	*xsk = fd;
 	return 0;
 }
 
@@ -1342,6 +1553,25 @@ static void client_request(struct client *c)
 		reply(c->fd, "ok %d", q >= 0 && q < TS_XSKS_MAX && a->qown[q] &&
 				      a->qown[q] != c);
 		goto out;
+	}
+	if (nf == 5 && !strcmp(op, "umem")) {
+		int xsk = -1, txmd = (int)TS_XDPD_TXMD_LEN;
+
+		err = req_umem(c, a, f3, f4, f5, passfd, &xsk, &txmd, why,
+			       sizeof(why));
+		if (!err) {
+			char out[32];
+			int m = snprintf(out, sizeof(out), "ok %s %d",
+					 a->mode == XDP_FLAGS_SKB_MODE ? "skb" :
+					 "native", txmd ? (int)TS_XDPD_TXMD_LEN : 0);
+
+			/* the process holds the XSK from here: the daemon's
+			 * copy goes, so the process's exit frees it */
+			msg_send(c->fd, out, (size_t)m, xsk);
+			close(xsk);
+			goto out;
+		}
+		goto done;
 	}
 	if (nf == 3 && !strcmp(op, "xsk")) {
 		err = req_xsk(c, a, f3, passfd, why, sizeof(why));

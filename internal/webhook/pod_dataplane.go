@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/render"
 )
@@ -66,11 +64,6 @@ cp "$lib" ` + DataplaneLibraryDir + `/
 ldd "$lib" | awk '$3 ~ /^\// {print $3}' | while read -r dep; do
   case "${dep##*/}" in libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;; *) cp -L "$dep" ` + DataplaneLibraryDir + `/ ;; esac
 done`
-
-// bypassCapabilities are all the latency container keeps: tickstack-xdpd on the node attaches XDP
-// and steers, so the pod only opens its AF_XDP sockets (NET_RAW) and locks their UMEM (IPC_LOCK: the
-// kernel otherwise charges it to RLIMIT_MEMLOCK of the uid, which Kubernetes cannot raise).
-var bypassCapabilities = []corev1.Capability{"NET_RAW", "IPC_LOCK"}
 
 // tcpEnv is TICKSTACK_TCP's value for a profile's spec.bypass.tcp.
 var tcpEnv = map[tsv1.BypassTCP]string{tsv1.BypassTCPOff: "0", tsv1.BypassTCPConnect: "connect", tsv1.BypassTCPOn: "1"}

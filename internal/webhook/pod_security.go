@@ -16,7 +16,7 @@ import (
 
 // What an opted-in pod may not ask for (docs/pod-webhook.md, "What a latency pod may not ask for").
 // The opt-in namespace of a bypass pod cannot run under Pod Security "restricted" yet (the bypass
-// needs NET_RAW, IPC_LOCK and the node daemon's directory), so the webhook and the
+// needs no capability any more, but still the node daemon's directory, a hostPath), so the webhook and the
 // ValidatingAdmissionPolicy config/webhook/pod_policy.yaml (the same rules, after every mutation)
 // hold every container of a labelled pod to these rules whatever its namespace allows.
 
@@ -24,9 +24,11 @@ import (
 // no pod can bring its own volume (a hostPath anywhere) under a name the webhook trusts.
 var ReservedVolumes = []string{XDPVolume, DataplaneVolume, HugepagesVolume}
 
-// AllowedCapabilities are the only capabilities a container of a labelled pod may add: the bypass
-// stack's own (NET_RAW for its AF_XDP sockets, IPC_LOCK for their UMEM) and SYS_NICE (real-time
-// priority of a latency thread on its own exclusive CPUs; the benchmark's runner uses it).
+// AllowedCapabilities are the only capabilities a container of a labelled pod may add: those of the
+// bypass stack's fallback mode (TICKSTACK_XDPD_MODE=netraw: NET_RAW for AF_XDP sockets the process
+// creates, IPC_LOCK for their UMEM; by default tickstack-xdpd creates them and the container needs
+// none) and SYS_NICE (real-time priority of a latency thread on its own exclusive CPUs; the
+// benchmark's runner uses it).
 var AllowedCapabilities = []corev1.Capability{"NET_RAW", "IPC_LOCK", "SYS_NICE"}
 
 // DataplaneInitUser is the uid and gid the injected init container runs as: it only copies
@@ -131,7 +133,7 @@ func checkContainer(c podContainer) error {
 	if sc.Capabilities != nil {
 		for j, x := range sc.Capabilities.Add {
 			if !slices.Contains(AllowedCapabilities, corev1.Capability(strings.TrimPrefix(strings.ToUpper(string(x)), "CAP_"))) {
-				return fmt.Errorf("%s adds capability %s: remove it; a latency pod may add only %v (the webhook adds NET_RAW and IPC_LOCK to the bypass container itself), and %s",
+				return fmt.Errorf("%s adds capability %s: remove it; a latency pod may add only %v (the bypass container needs none: tickstack-xdpd creates its AF_XDP sockets), and %s",
 					at(fmt.Sprintf("capabilities.add[%d]", j)), x, AllowedCapabilities, podSecurityFix)
 			}
 		}

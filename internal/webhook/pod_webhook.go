@@ -449,9 +449,11 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 	return nil
 }
 
-// dropPrivileges gives the latency container what the bypass stack needs and nothing of admin
-// rank: all capabilities dropped, NET_RAW and IPC_LOCK added (with the container's own additions,
-// which checkPodSecurity limited to AllowedCapabilities, kept), no privilege escalation.
+// dropPrivileges gives the latency container nothing of admin rank: all capabilities dropped, none
+// added (the container's own additions, which checkPodSecurity limited to AllowedCapabilities,
+// kept), no privilege escalation. The bypass stack needs no capability: tickstack-xdpd on the node
+// attaches XDP, steers, and creates the container's AF_XDP sockets from the UMEM memfds the library
+// passes (docs/dataplane.md, "Privilege model"), so Pod Security "restricted" admits the pod.
 func dropPrivileges(c *corev1.Container) {
 	sc := c.SecurityContext
 	if sc == nil {
@@ -463,11 +465,6 @@ func dropPrivileges(c *corev1.Container) {
 	c.SecurityContext = sc
 	if !slices.Contains(sc.Capabilities.Drop, "ALL") {
 		sc.Capabilities.Drop = append(sc.Capabilities.Drop, "ALL")
-	}
-	for _, x := range bypassCapabilities {
-		if !slices.Contains(sc.Capabilities.Add, x) {
-			sc.Capabilities.Add = append(sc.Capabilities.Add, x)
-		}
 	}
 	sc.AllowPrivilegeEscalation = ptr.To(false)
 }

@@ -193,8 +193,8 @@ func TestMutatePodCases(t *testing.T) {
 					t.Errorf("env %v: want %s=0 and %s=connect", env, EnvRequire, EnvTCP)
 				}
 				caps := p.Spec.Containers[0].SecurityContext.Capabilities
-				if !slices.Equal(caps.Add, []corev1.Capability{"SYS_NICE", "NET_RAW", "IPC_LOCK"}) || !slices.Equal(caps.Drop, []corev1.Capability{"ALL"}) {
-					t.Errorf("capabilities %+v: want the container's SYS_NICE kept, NET_RAW and IPC_LOCK added, ALL dropped", caps)
+				if !slices.Equal(caps.Add, []corev1.Capability{"SYS_NICE"}) || !slices.Equal(caps.Drop, []corev1.Capability{"ALL"}) {
+					t.Errorf("capabilities %+v: want the container's SYS_NICE kept, nothing added, ALL dropped", caps)
 				}
 			},
 		},
