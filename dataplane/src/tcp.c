@@ -526,11 +526,28 @@ static struct tcp_pcb *active_pcb(uint32_t saddr, uint16_t sport,
 	return NULL;
 }
 
-/* A connection in TIME_WAIT for this 4-tuple ends, as on Linux, when a
- * new SYN arrives with a sequence number beyond what it received (lwIP
- * would answer with a reset): the new connection reuses the tuple. */
+/* Whether a SYN may end connection p in TIME_WAIT, as Linux decides it
+ * (tcp_timewait_state_process): when both ends used timestamps, a SYN
+ * whose TSval is older than the last one seen is refused (PAWS); the SYN
+ * is accepted when its sequence number is beyond what p received, or its
+ * TSval newer than the last one seen. */
+static int tw_syn_ok(const struct tcp_pcb *p, const struct ts_rx_probe *pr,
+		     uint32_t seq)
+{
+	int ts = pr->syn_ts && (p->flags & TF_TIMESTAMP);
+	int32_t age = (int32_t)(p->ts_recent - pr->syn_tsval);
+
+	if (ts && age > 0)
+		return 0;
+	return TCP_SEQ_GT(seq, p->rcv_nxt) || (ts && age < 0);
+}
+
+/* A connection in TIME_WAIT for this 4-tuple ends (lwIP would answer the
+ * SYN with a reset or an ACK) when a new SYN may reuse the tuple (pr: its
+ * sequence number and timestamp), or unconditionally (pr NULL: the kernel
+ * gave the port out again for a connect of ours). */
 static void tw_reuse(uint32_t raddr, uint16_t rport, uint16_t lport,
-		     uint32_t seq, int only_after)
+		     uint32_t seq, const struct ts_rx_probe *pr)
 {
 	struct tcp_pcb *p;
 
@@ -539,7 +556,7 @@ static void tw_reuse(uint32_t raddr, uint16_t rport, uint16_t lport,
 		    p->remote_port != ntohs(rport) ||
 		    ip4_addr_get_u32(ip_2_ip4(&p->remote_ip)) != raddr)
 			continue;
-		if (!only_after || TCP_SEQ_GT(seq, p->rcv_nxt))
+		if (!pr || tw_syn_ok(p, pr, seq))
 			tcp_abort(p); /* TIME_WAIT: freed, no segment sent */
 		return;
 	}
@@ -589,7 +606,7 @@ int ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
 
 	pr->pcb = NULL;
 	if ((flags & (TCP_SYN | TCP_ACK)) == TCP_SYN)
-		tw_reuse(saddr, sport, dport, seq, 1);
+		tw_reuse(saddr, sport, dport, seq, pr);
 	p = active_pcb(saddr, sport, dport);
 	if (listen_overflow(p, dport, flags))
 		return 1;
@@ -1013,7 +1030,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	t->state = T_CONNECTING;
 	/* lwIP refuses a tuple it still holds in TIME_WAIT; the kernel gave
 	 * this port out again, so that connection is over */
-	tw_reuse(t->raddr, t->rport, t->lport, 0, 0);
+	tw_reuse(t->raddr, t->rport, t->lport, 0, NULL);
 	set_v4(&a, t->raddr);
 	if (tcp_connect(pcb, &a, ntohs(t->rport), cb_connected) != ERR_OK) {
 		tcp_arg(pcb, NULL);
