@@ -459,10 +459,10 @@ static void fork__park(void)
 		w->socks[i].parked = 1;
 		if (!s->parked++) {
 			sock__steer_all(s, STEER_SHARE);
-			TS_INC(ts_stats->kernel_shared);
-			TS_INC(ts_stats->fallback_events);
-			ts_dbg("fd %d is shared with a forked child: the kernel "
-			       "delivers until the child lets it go", s->fd);
+			ts_sock__fallback(s, TS_FB_FORK, "shared with a forked "
+					  "child: the kernel delivers until the "
+					  "child lets it go",
+					  &ts_stats->kernel_shared);
 		}
 		i++;
 	}
@@ -789,27 +789,45 @@ static int sock__steer(struct ts_sock *s, struct ts_stack *st, uint32_t key)
 			ts_stack__steer_add(st, key, s->lport);
 			r = ts_stack__steer_shared(st, key, s->lport);
 		}
-		if (r > 0 && !s->parked) {
-			TS_INC(ts_stats->kernel_shared);
-			TS_INC(ts_stats->fallback_events);
-			ts_dbg("port %u is shared with another socket: the "
-			       "kernel delivers", ntohs(s->lport));
-		}
+		if (r > 0 && !s->parked)
+			ts_sock__fallback(s, TS_FB_SHARED, "another socket of the "
+					  "namespace shares the port: the "
+					  "kernel delivers",
+					  &ts_stats->kernel_shared);
 		return 0; /* our entry, marked shared: read from the kernel fd */
 	}
 	return ts_stack__steer_add(st, key, s->lport);
 }
 
-int ts_sock__require_fail(struct ts_sock *s, const char *why)
+/* The socket, or a call on it, uses the kernel: ts_fallback decides. */
+int ts_sock__fallback(struct ts_sock *s, enum ts_fb_why why,
+		      const char *detail, uint64_t *counter)
 {
-	char a[INET_ADDRSTRLEN];
+	struct ts_fb f = { .fd = s->fd, .laddr = s->laddr, .lport = s->lport,
+			   .why = why, .detail = detail, .counter = counter };
 
-	inet_ntop(AF_INET, &s->laddr, a, sizeof(a));
-	ts_log("TICKSTACK_REQUIRE=1: socket fd %d (%s:%u) cannot be "
-	       "accelerated: %s; fix that or unset TICKSTACK_REQUIRE to let "
-	       "it use the kernel stack",
-	       s->fd, a, ntohs(s->lport), why);
-	return -EOPNOTSUPP;
+	return ts_fallback(&f);
+}
+
+/* As ts_sock__fallback; while a forked child adopts an inherited socket
+ * (ts_log_quiet), whatever the reason, it is that of the fork. */
+static int sock__fallback_quiet(struct ts_sock *s, enum ts_fb_why why,
+				const char *detail, uint64_t *counter)
+{
+	if (ts_log_quiet)
+		return ts_sock__fallback(s, TS_FB_FORK, detail, counter);
+	return ts_sock__fallback(s, why, detail, counter);
+}
+
+/* Why no interface of the socket's took it: a taken queue, or no XSK. */
+static enum ts_fb_why sock__why_none(const int *idx, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ts_stack__why_none(idx[i]) == TS_FB_QUEUE)
+			return TS_FB_QUEUE;
+	return TS_FB_NOXSK;
 }
 
 /* Install steering once the socket has a local port. for_send: bind an
@@ -853,9 +871,14 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 		sock__uring_used_locked();
 	if (__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE)) {
 		if (s->state != TS_S_KERNEL) {
+			int r = sock__fallback_quiet(s, TS_FB_URING,
+						     "the process uses io_uring",
+						     &ts_stats->kernel_uring);
+
+			if (r < 0)
+				return r;
 			__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
 			TS_INC(ts_stats->sockets_kernel);
-			TS_INC(ts_stats->kernel_uring);
 		}
 		return 0;
 	}
@@ -869,7 +892,14 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 			cap <<= 1;
 		s->q = calloc(cap, sizeof(*s->q));
 		if (!s->q) {
+			int r = sock__fallback_quiet(s, TS_FB_MEMORY,
+						     "no memory for its queue",
+						     NULL);
+
+			if (r < 0)
+				return r;
 			__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
+			TS_INC(ts_stats->sockets_kernel);
 			return 0;
 		}
 		s->qcap = cap;
@@ -898,13 +928,15 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 					s->lport);
 	}
 	if (!s->nrx && !IN_MULTICAST(ntohl(s->laddr))) {
+		enum ts_fb_why why = sock__why_none(idx, n);
+		int r = sock__fallback_quiet(s, why, why == TS_FB_QUEUE ?
+			"another process holds the queue of its interface" :
+			"no XDP-capable interface owns its local address", NULL);
+
+		if (r < 0)
+			return r;
 		__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
 		TS_INC(ts_stats->sockets_kernel);
-		TS_INC(ts_stats->fallback_events);
-		ts_dbg("fd %d stays on the kernel: no XSK for its address", fd);
-		if (ts_cfg.require && !ts_log_quiet) /* not while adopting */
-			return ts_sock__require_fail(s, "no XDP-capable interface owns "
-					       "its local address");
 		return 0;
 	}
 	ts_ctl__start();
@@ -1367,9 +1399,7 @@ static int option__needs_kernel(int level, int opt, int iv, const void *val,
 	return 0;
 }
 
-/* Called after the kernel accepted the option. */
-void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
-			 const void *val, socklen_t len)
+static int option__int(const void *val, socklen_t len)
 {
 	int iv = 0;
 
@@ -1377,17 +1407,113 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 		memcpy(&iv, val, sizeof(int));
 	else if (len >= 1 && val)
 		iv = *(const unsigned char *)val;
+	return iv;
+}
+
+/* Source filters: the kernel implements them */
+static int option__filter(int level, int opt)
+{
+	return level == IPPROTO_IP &&
+	       (opt == IP_ADD_SOURCE_MEMBERSHIP || opt == IP_BLOCK_SOURCE ||
+		opt == MCAST_JOIN_SOURCE_GROUP || opt == MCAST_JOIN_GROUP);
+}
+
+#define OPT_NAME(l, o) { l, o, #o }
+static const struct { int level, opt; const char *name; } option_names[] = {
+	OPT_NAME(SOL_SOCKET, SO_BINDTODEVICE), OPT_NAME(SOL_SOCKET, SO_BINDTOIFINDEX),
+	OPT_NAME(SOL_SOCKET, SO_MARK), OPT_NAME(SOL_SOCKET, SO_REUSEPORT),
+	OPT_NAME(SOL_SOCKET, SO_TIMESTAMPING_OLD),
+	OPT_NAME(SOL_SOCKET, SO_TIMESTAMPING_NEW),
+	OPT_NAME(SOL_SOCKET, SO_RXQ_OVFL), OPT_NAME(SOL_SOCKET, SO_RCVMARK),
+	OPT_NAME(SOL_SOCKET, SO_RCVPRIORITY), OPT_NAME(SOL_SOCKET, SO_PASSCRED),
+	OPT_NAME(SOL_SOCKET, SO_PASSSEC), OPT_NAME(SOL_SOCKET, SO_ATTACH_FILTER),
+	OPT_NAME(SOL_SOCKET, SO_ATTACH_BPF),
+	OPT_NAME(SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF),
+	OPT_NAME(SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF),
+	OPT_NAME(IPPROTO_IP, IP_RECVOPTS), OPT_NAME(IPPROTO_IP, IP_RETOPTS),
+	OPT_NAME(IPPROTO_IP, IP_RECVORIGDSTADDR), OPT_NAME(IPPROTO_IP, IP_RECVERR),
+	OPT_NAME(IPPROTO_IP, IP_PASSSEC), OPT_NAME(IPPROTO_IP, IP_CHECKSUM),
+	OPT_NAME(IPPROTO_IP, IP_RECVFRAGSIZE), OPT_NAME(IPPROTO_IP, IP_TRANSPARENT),
+	OPT_NAME(IPPROTO_IP, IP_UNICAST_IF), OPT_NAME(IPPROTO_IP, IP_OPTIONS),
+	OPT_NAME(IPPROTO_IP, IP_MTU_DISCOVER),
+	OPT_NAME(IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP),
+	OPT_NAME(IPPROTO_IP, IP_BLOCK_SOURCE),
+	OPT_NAME(IPPROTO_IP, MCAST_JOIN_GROUP),
+	OPT_NAME(IPPROTO_IP, MCAST_JOIN_SOURCE_GROUP),
+	OPT_NAME(IPPROTO_UDP, UDP_CORK), OPT_NAME(IPPROTO_UDP, UDP_SEGMENT),
+	OPT_NAME(IPPROTO_UDP, UDP_GRO), OPT_NAME(IPPROTO_UDP, UDP_ENCAP),
+};
+
+static const char *option__name(int level, int opt)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(option_names) / sizeof(option_names[0]); i++)
+		if (option_names[i].level == level && option_names[i].opt == opt)
+			return option_names[i].name;
+	return "option";
+}
+
+/* Before the kernel sees the option: one the stack does not reproduce
+ * moves the socket to the kernel, or, refused (TICKSTACK_REQUIRE=1),
+ * fails the call and the kernel never sees it. 0 or -EOPNOTSUPP. */
+int ts_sock__setsockopt_pre(struct ts_sock *s, int fd, int level, int opt,
+			    const void *val, socklen_t len)
+{
+	int iv = option__int(val, len), kern, filter, r = 0;
+	char what[64];
+
+	filter = option__filter(level, opt);
+	kern = filter || option__needs_kernel(level, opt, iv, val, len);
+	if (!kern)
+		return 0;
 	ts_lock();
-	if (option__needs_kernel(level, opt, iv, val, len)) {
-		if (s->state != TS_S_KERNEL) {
-			ts_dbg("fd %d moves to the kernel: option %d/%d", fd,
-			       level, opt);
-			TS_INC(ts_stats->kernel_option);
-			TS_INC(ts_stats->fallback_events);
+	if (s->state != TS_S_KERNEL) {
+		snprintf(what, sizeof(what), "%s (level %d, option %d)",
+			 option__name(level, opt), level, opt);
+		r = ts_sock__fallback(s, filter ? TS_FB_SHAPE : TS_FB_OPTION,
+				      what, filter ? NULL :
+				      &ts_stats->kernel_option);
+		if (!r) {
+			ts_dbg("fd %d moves to the kernel: %s", fd, what);
 			if (s->state == TS_S_NEW)
 				TS_INC(ts_stats->sockets_kernel);
 			sock__to_kernel(s);
 		}
+	}
+	ts_unlock();
+	return r;
+}
+
+/* A membership the stack cannot steer (no interface, too many groups, the
+ * interface's queue taken): the socket moves to the kernel, or, refused,
+ * the kernel's join is undone and the call fails. */
+static int sock__join_kernel(struct ts_sock *s, int fd, enum ts_fb_why why,
+			     const char *detail, const void *val, socklen_t len)
+{
+	int r = ts_sock__fallback(s, why, detail, NULL);
+
+	if (r < 0) {
+		ts_real_setsockopt(fd, IPPROTO_IP, IP_DROP_MEMBERSHIP, val, len);
+		return r;
+	}
+	if (s->state == TS_S_NEW)
+		TS_INC(ts_stats->sockets_kernel);
+	sock__to_kernel(s);
+	return 0;
+}
+
+/* Called after the kernel accepted the option. 0, or -EOPNOTSUPP when a
+ * membership is refused (TICKSTACK_REQUIRE=1). */
+int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
+			const void *val, socklen_t len)
+{
+	int iv = option__int(val, len), ret = 0;
+
+	ts_lock();
+	if (option__filter(level, opt) ||
+	    option__needs_kernel(level, opt, iv, val, len)) {
+		/* moved by ts_sock__setsockopt_pre */
 	} else if (level == SOL_SOCKET) {
 		switch (opt) {
 		case SO_RCVTIMEO_OLD:
@@ -1507,7 +1633,18 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 						    mr.imr_ifindex :
 						    0);
 			if (s->ngroups >= TS_MAX_GROUPS || idx <= 0) {
-				sock__to_kernel(s);
+				ret = sock__join_kernel(s, fd, idx <= 0 ?
+					TS_FB_NOXSK : TS_FB_SHAPE, idx <= 0 ?
+					"no interface for the group" :
+					"more memberships than the stack steers",
+					val, len);
+				break;
+			}
+			if (s->state != TS_S_KERNEL && !ts_stack__get(idx, 1)) {
+				ret = sock__join_kernel(s, fd,
+					ts_stack__why_none(idx),
+					"no XSK on the group's interface",
+					val, len);
 				break;
 			}
 			pthread_rwlock_wrlock(&ts_port_lock);
@@ -1559,17 +1696,10 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			}
 			break;
 		}
-		case IP_ADD_SOURCE_MEMBERSHIP:
-		case IP_BLOCK_SOURCE:
-		case MCAST_JOIN_SOURCE_GROUP:
-		case MCAST_JOIN_GROUP:
-			/* source filters: the kernel implements them */
-			TS_INC(ts_stats->fallback_events);
-			sock__to_kernel(s);
-			break;
 		}
 	}
 	ts_unlock();
+	return ret;
 }
 
 /* io_uring reads and writes the kernel socket behind the library's back:
@@ -1597,7 +1727,11 @@ static void sock__uring_used_locked(void)
 			continue;
 		if (s->state == TS_S_NEW)
 			TS_INC(ts_stats->sockets_kernel);
-		TS_INC(ts_stats->kernel_uring);
+		/* the ring exists: the socket moves even when REQUIRE refuses
+		 * (then said, and counted here) */
+		if (ts_sock__fallback(s, TS_FB_URING, "the process set up an "
+				      "io_uring", &ts_stats->kernel_uring) < 0)
+			TS_INC(ts_stats->kernel_uring);
 		sock__to_kernel(s);
 	}
 }

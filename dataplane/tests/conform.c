@@ -40,10 +40,14 @@
 #include <netinet/ip.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
 #include <linux/io_uring.h>
+#include <linux/net_tstamp.h>
+#include <linux/udp.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -1306,6 +1310,232 @@ static void c_narrow(void)
 	printf("%d received\n", k);
 }
 
+
+/* ---- TICKSTACK_REQUIRE=1 (the stack's run has it, the kernel's not):
+ * each call that would move a socket, or a datagram, to the kernel fails
+ * there with EOPNOTSUPP and one line on stderr naming the reason and the
+ * option; on the kernel the call succeeds. Either prints "as required",
+ * so the transcripts are equal only when both happened. stderr is caught
+ * around each call (the library's line is checked, not printed). */
+static int req_saved = -1;
+static char req_path[64];
+
+static int req_on(void)
+{
+	const char *v = getenv("TICKSTACK_REQUIRE");
+
+	return v && !strcmp(v, "1");
+}
+
+static void req_begin(void)
+{
+	int fd;
+
+	fflush(stderr);
+	snprintf(req_path, sizeof(req_path), "/tmp/conform-req.%d", (int)getpid());
+	fd = open(req_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fail("open the stderr file");
+	req_saved = dup(2);
+	dup2(fd, 2);
+	close(fd);
+}
+
+/* r: the call's result, ok_kernel: it succeeded; reason and name: what the
+ * library's line must say */
+static void req_end(const char *what, int ok_kernel, const char *reason,
+		    const char *name)
+{
+	int e = errno, fd, ok;
+	char log[2048] = "";
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(req_saved, 2);
+	close(req_saved);
+	fd = open(req_path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, log, sizeof(log) - 1) : -1;
+	log[n > 0 ? n : 0] = 0;
+	if (fd >= 0)
+		close(fd);
+	unlink(req_path);
+	if (req_on())
+		ok = !ok_kernel && e == EOPNOTSUPP &&
+		     strstr(log, "TICKSTACK_REQUIRE=1") && strstr(log, reason) &&
+		     strstr(log, name);
+	else
+		ok = ok_kernel;
+	printf("%s: %s\n", what, ok ? "as required" :
+	       req_on() ? "NOT REFUSED, or refused without naming the reason" :
+			  "failed on the kernel");
+	if (!ok)
+		printf("  errno %s, stderr: %s\n", en(e), log);
+}
+
+static void req_opt(int level, int opt, const void *val, socklen_t len,
+		    const char *name)
+{
+	int fd = udp(), r;
+
+	req_begin();
+	r = setsockopt(fd, level, opt, val, len);
+	req_end(name, r == 0, "option", name);
+	close(fd);
+}
+
+static int link_ifindex(char *name)
+{
+	struct if_nameindex *l = if_nameindex(), *i;
+	int idx = 0;
+
+	for (i = l; i && i->if_index; i++)
+		if (!strncmp(i->if_name, "tsdp", 4)) {
+			idx = (int)i->if_index;
+			if (name)
+				snprintf(name, IF_NAMESIZE, "%s", i->if_name);
+		}
+	if (l)
+		if_freenameindex(l);
+	return idx;
+}
+
+#define REQ_INT(level, opt, v)                                                \
+	do {                                                                  \
+		int iv_ = (v);                                                \
+		req_opt(level, opt, &iv_, sizeof(iv_), #opt);                 \
+	} while (0)
+
+/* every row of the option table that moves a socket to the kernel */
+static void c_require(void)
+{
+	struct sock_filter all = BPF_STMT(BPF_RET | BPF_K, 0xffff);
+	struct sock_fprog prog = { .len = 1, .filter = &all };
+	char ifn[IF_NAMESIZE] = "";
+	int idx = link_ifindex(ifn), fd, r;
+	unsigned char ipopts[4] = { 1, 1, 1, 0 }; /* NOPs, end */
+	struct ip_mreq_source ms = { .imr_multiaddr.s_addr = inet_addr("239.198.18.7"),
+				     .imr_interface.s_addr = inet_addr("198.18.12.1"),
+				     .imr_sourceaddr = peer.sin_addr };
+	struct ip_mreq mr = { .imr_multiaddr.s_addr = inet_addr("239.198.18.7"),
+			      .imr_interface.s_addr = inet_addr("198.18.12.1") };
+	struct group_req gr = { .gr_interface = (uint32_t)idx };
+	struct group_source_req gs = { .gsr_interface = (uint32_t)idx };
+	struct sockaddr_in *g = (struct sockaddr_in *)&gr.gr_group;
+
+	REQ_INT(SOL_SOCKET, SO_REUSEPORT, 1);
+	req_opt(SOL_SOCKET, SO_BINDTODEVICE, ifn, (socklen_t)strlen(ifn) + 1,
+		"SO_BINDTODEVICE");
+	REQ_INT(SOL_SOCKET, SO_BINDTOIFINDEX, idx);
+	REQ_INT(SOL_SOCKET, SO_MARK, 7);
+	REQ_INT(SOL_SOCKET, SO_TIMESTAMPING_OLD,
+		SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE);
+	REQ_INT(SOL_SOCKET, SO_RXQ_OVFL, 1);
+	REQ_INT(SOL_SOCKET, SO_RCVMARK, 1);
+	/* (SO_PASSCRED and SO_PASSSEC: this kernel refuses them on UDP) */
+	req_opt(SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog), "SO_ATTACH_FILTER");
+	REQ_INT(IPPROTO_IP, IP_RECVERR, 1);
+	REQ_INT(IPPROTO_IP, IP_RECVORIGDSTADDR, 1);
+	REQ_INT(IPPROTO_IP, IP_RECVOPTS, 1);
+	REQ_INT(IPPROTO_IP, IP_RETOPTS, 1);
+	REQ_INT(IPPROTO_IP, IP_PASSSEC, 1);
+	REQ_INT(IPPROTO_IP, IP_CHECKSUM, 1);
+	REQ_INT(IPPROTO_IP, IP_RECVFRAGSIZE, 1);
+	REQ_INT(IPPROTO_IP, IP_TRANSPARENT, 1);
+	REQ_INT(IPPROTO_IP, IP_UNICAST_IF, (int)htonl((uint32_t)idx));
+	req_opt(IPPROTO_IP, IP_OPTIONS, ipopts, sizeof(ipopts), "IP_OPTIONS");
+	REQ_INT(IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DONT);
+	REQ_INT(IPPROTO_UDP, UDP_CORK, 1);
+	REQ_INT(IPPROTO_UDP, UDP_SEGMENT, 1000);
+	REQ_INT(IPPROTO_UDP, UDP_GRO, 1);
+	/* source filters */
+	req_opt(IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP, &ms, sizeof(ms),
+		"IP_ADD_SOURCE_MEMBERSHIP");
+	g->sin_family = AF_INET;
+	g->sin_addr.s_addr = inet_addr("239.198.18.8");
+	req_opt(IPPROTO_IP, MCAST_JOIN_GROUP, &gr, sizeof(gr), "MCAST_JOIN_GROUP");
+	memcpy(&gs.gsr_group, &gr.gr_group, sizeof(gr.gr_group));
+	memcpy(&gs.gsr_source, &peer, sizeof(peer));
+	req_opt(IPPROTO_IP, MCAST_JOIN_SOURCE_GROUP, &gs, sizeof(gs),
+		"MCAST_JOIN_SOURCE_GROUP");
+	fd = udp();
+	if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)))
+		fail("IP_ADD_MEMBERSHIP");
+	req_begin();
+	r = setsockopt(fd, IPPROTO_IP, IP_BLOCK_SOURCE, &ms, sizeof(ms));
+	req_end("IP_BLOCK_SOURCE", r == 0, "shape", "IP_BLOCK_SOURCE");
+	close(fd);
+}
+
+static void req_send(int fd, const void *buf, size_t len, int flags,
+		     const struct sockaddr_in *to, const char *what,
+		     const char *reason)
+{
+	ssize_t n;
+
+	req_begin();
+	n = sendto(fd, buf, len, flags, (const struct sockaddr *)to, sizeof(*to));
+	req_end(what, n == (ssize_t)len, reason, reason);
+}
+
+/* the datagrams the kernel would carry: multicast loopback, a local
+ * destination, a size beyond the link, send flags */
+static void c_requiresend(void)
+{
+	static char big[3000];
+	struct sockaddr_in mc = { .sin_family = AF_INET, .sin_port = htons(12160),
+				  .sin_addr.s_addr = inet_addr("239.198.18.9") };
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12161),
+				  .sin_addr.s_addr = inet_addr("198.18.12.1") };
+	char req[] = "E hello";
+	int fd = udp();
+
+	req_send(fd, req, sizeof(req), 0, &mc, "multicast send, IP_MULTICAST_LOOP on",
+		 "multicast loopback");
+	req_send(fd, req, sizeof(req), 0, &me, "send to our own address",
+		 "local destination");
+	memset(big, 'E', sizeof(big));
+	req_send(fd, big, sizeof(big), 0, &peer, "3000 bytes over a 1500-byte link",
+		 "size");
+	req_send(fd, req, sizeof(req), MSG_MORE, &peer, "send with MSG_MORE", "shape");
+	close(fd);
+}
+
+/* A second process finds the interface's queue taken (this one holds it):
+ * its bind fails under TICKSTACK_REQUIRE=1, naming the reason */
+static void c_queue_child(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), r;
+	struct sockaddr_in a = { .sin_family = AF_INET };
+
+	req_begin();
+	r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	req_end("second process: bind", r == 0, "queue taken", "queue");
+}
+
+static void c_queue(void)
+{
+	char pa[INET_ADDRSTRLEN], pp[8], buf[256];
+	int fd = udp(), st = 0;
+	ssize_t n;
+	pid_t p;
+
+	ask(fd, 1, 64, 0, 0); /* this process's XSK holds the queue */
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("first process: %zd seq %d\n", n, seq_of(buf, n));
+	inet_ntop(AF_INET, &peer.sin_addr, pa, sizeof(pa));
+	snprintf(pp, sizeof(pp), "%u", ntohs(peer.sin_port));
+	{
+		/* posix_spawn: no fork handler runs, our socket stays ours */
+		char *argv[] = { "conform", "queue-child", pa, pp, NULL };
+		extern char **environ;
+
+		if (posix_spawn(&p, self_exe, NULL, NULL, argv, environ))
+			fail("posix_spawn");
+	}
+	waitpid(p, &st, 0);
+	printf("second process exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -1328,6 +1558,8 @@ int main(int argc, char **argv)
 		{ "jumbo", c_jumbo },     { "uringraw", c_uringraw },
 		{ "starve", c_starve },
 		{ "uringraw-late", c_uringraw_late },
+		{ "require", c_require }, { "requiresend", c_requiresend },
+		{ "queue", c_queue },     { "queue-child", c_queue_child },
 	};
 	unsigned i;
 

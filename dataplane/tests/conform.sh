@@ -15,7 +15,12 @@
 #                  forked child's reads are not in the dumps: it _exits)
 #   spilled        past the socket queue length, datagrams were kept as
 #                  copies (rx_spilled > 0)
-#   kernel:FIELD   it left its socket on the kernel, counted (FIELD > 0)
+#   kernel:FIELD   it left its socket on the kernel, counted (FIELD > 0);
+#                  such a case runs without --require (TICKSTACK_REQUIRE=0)
+#   refused        run with --require, every call that would have moved a
+#                  socket or a datagram to the kernel failed (the program
+#                  checks EOPNOTSUPP and the library's message), and nothing
+#                  fell back (sockets_kernel = 0, fallback_events = 0)
 # tests/conform/xfail lists the known differences, one "CASE reason" a
 # line: such a case's diff is printed and it must still differ (the list
 # only shrinks: a case that now passes fails the run until it is removed).
@@ -59,21 +64,24 @@ forkwin accel
 fds accel
 wakeup accel default TICKSTACK_TCP=1
 reuseaddr xskonly
-reuseport kernel:kernel_option
+reuseport kernel:kernel_option latency TICKSTACK_REQUIRE=0
 bigdgram kernel:tx_kernel_oversize latency TICKSTACK_REQUIRE=0
 vfork accel
 exec accel
 forkexec accel
 forkcloexec accel
 manyfds accel
-mcast accel
-uring kernel:kernel_uring
-uringraw kernel:kernel_uring
-devmark kernel:kernel_option
+mcast accel latency TICKSTACK_REQUIRE=0
+uring kernel:kernel_uring latency TICKSTACK_REQUIRE=0
+uringraw kernel:kernel_uring latency TICKSTACK_REQUIRE=0
+devmark kernel:kernel_option latency TICKSTACK_REQUIRE=0
 csum accel
 narrow accel
 starve accel
-jumbo accel latency TICKSTACK_REQUIRE=0"
+jumbo accel latency TICKSTACK_REQUIRE=0
+require refused
+requiresend refused
+queue refused"
 
 declare -A XFAIL=()
 while read -r c why; do
@@ -166,6 +174,12 @@ while read -r c path prof extra; do
 		spilled) # through the XSK, and past the socket queue length as copies
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_spilled)
 			[ "$n" -gt 0 ] || why="equal, but no datagram was queued as a copy (rx_spilled=0)"
+			;;
+		refused)
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" sockets_kernel tickstack)
+			m=$(stat_sum "$TSDP_TMP/stats-*.txt" fallback_events tickstack)
+			[ -n "$req" ] && [ "$n" = 0 ] && [ "$m" = 0 ] ||
+				why="equal, but not refused under --require (sockets_kernel=$n fallback_events=$m, --require: ${req:-no})"
 			;;
 		kernel:*)
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" "${path#kernel:}" -)
