@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <linux/net_tstamp.h>
 #include <linux/rtnetlink.h>
 #include <netinet/udp.h>
 #include <poll.h>
@@ -1346,6 +1347,31 @@ static int group_ifindex(uint32_t group, uint32_t ifaddr, int ifindex)
 #define UDP_GRO 104
 #endif
 
+/* SO_TIMESTAMPING flags the stack serves: software receive timestamps,
+ * taken when the datagram leaves the XSK's RX ring, reported as the
+ * kernel reports them (SOF_TIMESTAMPING_SOFTWARE with RX_SOFTWARE; RX_SOFTWARE
+ * alone generates without reporting). Transmit, hardware and the other
+ * options need the kernel (its error queue, the NIC's clock). The value
+ * is an int or a struct so_timestamping (flags, bind_phc). */
+#ifndef SOF_TIMESTAMPING_OPT_RX_FILTER
+#define SOF_TIMESTAMPING_OPT_RX_FILTER (1 << 17) /* Linux 6.12 */
+#endif
+#define TS_TSING_RX_SOFT (SOF_TIMESTAMPING_RX_SOFTWARE | \
+			  SOF_TIMESTAMPING_SOFTWARE | \
+			  SOF_TIMESTAMPING_OPT_RX_FILTER)
+
+static int tstamping__rx_soft(int flags, socklen_t len)
+{
+	if (len < sizeof(int))
+		return 0;
+	if ((unsigned)flags & ~TS_TSING_RX_SOFT)
+		return 0;
+	/* SOFTWARE without RX_SOFTWARE reports whatever stamp the kernel
+	 * took for another socket: the kernel's business */
+	return !(flags & SOF_TIMESTAMPING_SOFTWARE) ||
+	       (flags & SOF_TIMESTAMPING_RX_SOFTWARE);
+}
+
 /* Options whose effect the stack does not reproduce: the socket moves to
  * the kernel (counted in kernel_option) as soon as one is turned on. */
 static int option__needs_kernel(int level, int opt, int iv, const void *val,
@@ -1357,9 +1383,10 @@ static int option__needs_kernel(int level, int opt, int iv, const void *val,
 			return len > 0 && val && *(const char *)val;
 		case SO_BINDTOIFINDEX:
 		case SO_MARK:          /* policy routing, netfilter */
-		case SO_REUSEPORT:     /* the kernel's group picks one socket */
 		case SO_TIMESTAMPING_OLD:
 		case SO_TIMESTAMPING_NEW:
+			return !tstamping__rx_soft(iv, len);
+		case SO_REUSEPORT:     /* the kernel's group picks one socket */
 		case SO_RXQ_OVFL:
 		case SO_RCVMARK:
 		case SO_RCVPRIORITY:
@@ -1553,17 +1580,26 @@ int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 
 			s->cmsgs &= ~(TS_CM_TSTAMP | TS_CM_TSTAMPNS);
 			if (iv) {
+				s->tstamp_new = nw;
 				s->cmsgs |= ns ? TS_CM_TSTAMPNS : TS_CM_TSTAMP;
 				/* the RX path reads the clock from now on */
 				__atomic_store_n(&ts_tstamp_wanted, 1,
 						 __ATOMIC_RELAXED);
-				s->tstamp_type = ns ? (nw ? SO_TIMESTAMPNS_NEW :
-							    SO_TIMESTAMPNS_OLD) :
-						      (nw ? SO_TIMESTAMP_NEW :
-							    SO_TIMESTAMP_OLD);
 			}
 			break;
 		}
+		case SO_TIMESTAMPING_OLD:
+		case SO_TIMESTAMPING_NEW:
+			/* as sock_set_timestamping: the cmsg types follow */
+			s->tstamp_new = opt == SO_TIMESTAMPING_NEW;
+			s->cmsgs &= ~TS_CM_TSTAMPING;
+			if ((iv & SOF_TIMESTAMPING_SOFTWARE) &&
+			    (iv & SOF_TIMESTAMPING_RX_SOFTWARE)) {
+				s->cmsgs |= TS_CM_TSTAMPING;
+				__atomic_store_n(&ts_tstamp_wanted, 1,
+						 __ATOMIC_RELAXED);
+			}
+			break;
 		}
 	} else if (level == IPPROTO_IP) {
 		switch (opt) {

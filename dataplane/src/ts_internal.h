@@ -312,6 +312,7 @@ enum {
 	TS_CM_TOS = 1 << 2,
 	TS_CM_TSTAMP = 1 << 3,   /* SO_TIMESTAMP(_NEW): struct timeval */
 	TS_CM_TSTAMPNS = 1 << 4, /* SO_TIMESTAMPNS(_NEW): struct timespec */
+	TS_CM_TSTAMPING = 1 << 5, /* SO_TIMESTAMPING software RX: SCM_TIMESTAMPING */
 };
 
 #define TS_MAX_GROUPS 16
@@ -354,7 +355,7 @@ struct ts_sock {
 	struct ts_stack *rx_stacks[TS_MAX_RX_STACKS];
 	int nrx;              /* atomic: entries are only appended */
 	int cmsgs;            /* TS_CM_* */
-	int tstamp_type;      /* cmsg type of the timestamp the app asked for */
+	int tstamp_new;       /* the kernel's SOCK_TSTAMP_NEW: _NEW cmsg types */
 	int reuse;            /* SO_REUSEADDR: others may share the port */
 	uint64_t ino;         /* the kernel socket's inode (foreign-socket check) */
 	struct ts_stack *tx_pending_st; /* a batch left descriptors unkicked */

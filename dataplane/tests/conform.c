@@ -150,6 +150,26 @@ static void print_cmsgs(struct msghdr *m)
 				 (double)tv.tv_sec + tv.tv_usec / 1e6;
 			printf("  cmsg %s %s\n", ns ? "SO_TIMESTAMPNS" : "SO_TIMESTAMP",
 			       t <= now_s() + 1e-6 && t > now_s() - 1 ? "now" : "WRONG");
+		} else if (c->cmsg_level == SOL_SOCKET &&
+			   (c->cmsg_type == SO_TIMESTAMPING_OLD ||
+			    c->cmsg_type == SO_TIMESTAMPING_NEW)) {
+			struct timespec t3[3];
+			double t;
+
+			memcpy(t3, CMSG_DATA(c), sizeof(t3));
+			t = (double)t3[0].tv_sec + t3[0].tv_nsec / 1e9;
+			printf("  cmsg %s len %zu software %s, legacy %s, hardware %s\n",
+			       c->cmsg_type == SO_TIMESTAMPING_NEW ? "SO_TIMESTAMPING_NEW" :
+								     "SO_TIMESTAMPING_OLD",
+			       (size_t)c->cmsg_len,
+			       t <= now_s() + 1e-6 && t > now_s() - 1 ? "now" : "WRONG",
+			       t3[1].tv_sec || t3[1].tv_nsec ? "set" : "0",
+			       t3[2].tv_sec || t3[2].tv_nsec ? "set" : "0");
+		} else if (c->cmsg_level == SOL_SOCKET &&
+			   (c->cmsg_type == SO_TIMESTAMPNS_NEW ||
+			    c->cmsg_type == SO_TIMESTAMP_NEW)) {
+			printf("  cmsg %s\n", c->cmsg_type == SO_TIMESTAMPNS_NEW ?
+			       "SO_TIMESTAMPNS_NEW" : "SO_TIMESTAMP_NEW");
 		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
 			printf("  cmsg IP_TOS %u\n", *(unsigned char *)CMSG_DATA(c));
 		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
@@ -1311,6 +1331,45 @@ static void c_narrow(void)
 }
 
 
+/* SO_TIMESTAMPING software receive timestamps (SCM_TIMESTAMPING, taken at
+ * the XSK through the stack): reported, with SO_TIMESTAMPNS beside them,
+ * the _NEW types after SO_TIMESTAMPING_NEW, generated but not reported */
+static void tsing_recv(int fd, const char *what)
+{
+	char buf[256], cb[512];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cb, .msg_controllen = sizeof(cb) };
+	ssize_t n;
+
+	ask(fd, 1, 64, 0, 0);
+	n = recvmsg(fd, &m, 0);
+	printf("%s: recvmsg %zd seq %d flags 0x%x\n", what, n, seq_of(buf, n), m.msg_flags);
+	print_cmsgs(&m);
+}
+
+static void c_tsing(void)
+{
+	int fd = udp(), one = 1, r;
+	int f = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+
+	r = setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_OLD, &f, sizeof(f));
+	printf("SO_TIMESTAMPING rx software: %d\n", r);
+	tsing_recv(fd, "rx software");
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS_OLD, &one, sizeof(one));
+	tsing_recv(fd, "with SO_TIMESTAMPNS");
+	r = setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_NEW, &f, sizeof(f));
+	printf("SO_TIMESTAMPING_NEW: %d\n", r);
+	tsing_recv(fd, "new");
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS_OLD, &(int){ 0 }, sizeof(int));
+	f = SOF_TIMESTAMPING_RX_SOFTWARE;
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_OLD, &f, sizeof(f));
+	tsing_recv(fd, "generated, not reported");
+	f = 0;
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_OLD, &f, sizeof(f));
+	tsing_recv(fd, "off");
+}
+
 /* ---- TICKSTACK_REQUIRE=1 (the stack's run has it, the kernel's not):
  * each call that would move a socket, or a datagram, to the kernel fails
  * there with EOPNOTSUPP and one line on stderr naming the reason and the
@@ -1427,8 +1486,8 @@ static void c_require(void)
 		"SO_BINDTODEVICE");
 	REQ_INT(SOL_SOCKET, SO_BINDTOIFINDEX, idx);
 	REQ_INT(SOL_SOCKET, SO_MARK, 7);
-	REQ_INT(SOL_SOCKET, SO_TIMESTAMPING_OLD,
-		SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE);
+	REQ_INT(SOL_SOCKET, SO_TIMESTAMPING_OLD, /* transmit stamps: the kernel's */
+		SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE);
 	REQ_INT(SOL_SOCKET, SO_RXQ_OVFL, 1);
 	REQ_INT(SOL_SOCKET, SO_RCVMARK, 1);
 	/* (SO_PASSCRED and SO_PASSSEC: this kernel refuses them on UDP) */
@@ -1558,6 +1617,7 @@ int main(int argc, char **argv)
 		{ "jumbo", c_jumbo },     { "uringraw", c_uringraw },
 		{ "starve", c_starve },
 		{ "uringraw-late", c_uringraw_late },
+		{ "tsing", c_tsing },
 		{ "require", c_require }, { "requiresend", c_requiresend },
 		{ "queue", c_queue },     { "queue-child", c_queue_child },
 	};

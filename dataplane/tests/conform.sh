@@ -49,6 +49,7 @@ done
 # it without --require, for a case whose datagrams the stack hands to the
 # kernel one by one, which --require would turn into errors)
 CASES="cmsg accel
+tsing xskonly
 flags accel
 iov accel
 mmsg accel
