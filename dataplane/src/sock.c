@@ -9,6 +9,8 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <linux/net_tstamp.h>
+#include <sodium/crypto_shorthash_siphash24.h>
+#include <sys/random.h>
 #include <linux/rtnetlink.h>
 #include <netinet/udp.h>
 #include <poll.h>
@@ -783,7 +785,8 @@ static int port__foreign(const struct ts_sock *s, uint32_t key, uint16_t port)
  * another socket needs some of it. 0 when the XSK takes it. */
 static int sock__steer(struct ts_sock *s, struct ts_stack *st, uint32_t key)
 {
-	if (s->parked || (s->reuse && port__foreign(s, key, s->lport))) {
+	if (s->parked || ((s->reuse || s->reuseport) &&
+			  port__foreign(s, key, s->lport))) {
 		int r = ts_stack__steer_shared(st, key, s->lport);
 
 		if (r < 0) {
@@ -1163,6 +1166,46 @@ full:
 	return -1;
 }
 
+/* A SO_REUSEPORT group of this process (sockets of the port bound to the
+ * same address, unconnected, with the option): the kernel picks one
+ * socket per flow by a hash of the 4-tuple under a secret of its own
+ * (reciprocal_scale(udp_ehashfn(...), n) over the group in bind order);
+ * the stack does the same with SipHash under a key of the process: each
+ * flow to one socket, flows spread evenly, not the kernel's choice of
+ * socket for a given flow, which nobody outside the kernel can know. */
+static unsigned char reuseport_key[crypto_shorthash_siphash24_KEYBYTES];
+static int reuseport_keyed;
+
+static int reuseport__member(const struct ts_sock *s, const struct ts_sock *g)
+{
+	return s->reuseport && !s->connected && s->laddr == g->laddr;
+}
+
+static struct ts_sock *reuseport__pick(struct ts_sock *best,
+				       const struct ts_udp_meta *m)
+{
+	unsigned char in[12], h[crypto_shorthash_siphash24_BYTES];
+	struct ts_sock *s;
+	uint32_t n = 0, i, hash;
+
+	for (s = ts_port_tab[ntohs(m->dport)]; s; s = s->next_port)
+		n += s->state == TS_S_ACCEL && reuseport__member(s, best);
+	if (n < 2)
+		return best;
+	memcpy(in, &m->saddr, 4);
+	memcpy(in + 4, &m->daddr, 4);
+	memcpy(in + 8, &m->sport, 2);
+	memcpy(in + 10, &m->dport, 2);
+	crypto_shorthash_siphash24(h, in, sizeof(in), reuseport_key);
+	memcpy(&hash, h, sizeof(hash));
+	/* the list is newest first: member i of the bind order is n-1-i */
+	i = n - 1 - (uint32_t)(((uint64_t)hash * n) >> 32);
+	for (s = ts_port_tab[ntohs(m->dport)]; s; s = s->next_port)
+		if (s->state == TS_S_ACCEL && reuseport__member(s, best) && !i--)
+			return s;
+	return best;
+}
+
 /* The kernel hands a unicast datagram to ONE socket, the best match
  * (address bound exactly beats the wildcard, a connected peer beats none;
  * among equals the one bound last), and a multicast one to every socket
@@ -1199,6 +1242,8 @@ int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 			best_score = score;
 		}
 	}
+	if (best && best->reuseport && !best->connected)
+		best = reuseport__pick(best, m);
 	if (best && dir && best == dir->s && !dir->done &&
 	    __atomic_load_n(&best->qhead, __ATOMIC_ACQUIRE) ==
 		    __atomic_load_n(&best->qtail, __ATOMIC_ACQUIRE) &&
@@ -1386,7 +1431,6 @@ static int option__needs_kernel(int level, int opt, int iv, const void *val,
 		case SO_TIMESTAMPING_OLD:
 		case SO_TIMESTAMPING_NEW:
 			return !tstamping__rx_soft(iv, len);
-		case SO_REUSEPORT:     /* the kernel's group picks one socket */
 		case SO_RXQ_OVFL:
 		case SO_RCVMARK:
 		case SO_RCVPRIORITY:
@@ -1395,7 +1439,7 @@ static int option__needs_kernel(int level, int opt, int iv, const void *val,
 			return iv != 0;
 		case SO_ATTACH_FILTER: /* socket filters run in the kernel */
 		case SO_ATTACH_BPF:
-		case SO_ATTACH_REUSEPORT_CBPF:
+		case SO_ATTACH_REUSEPORT_CBPF: /* the group's program picks */
 		case SO_ATTACH_REUSEPORT_EBPF:
 			return 1;
 		}
@@ -1555,6 +1599,13 @@ int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			break;
 		case SO_REUSEADDR:
 			s->reuse = iv != 0;
+			break;
+		case SO_REUSEPORT:
+			if (iv && !reuseport_keyed &&
+			    getrandom(reuseport_key, sizeof(reuseport_key), 0) ==
+				    (ssize_t)sizeof(reuseport_key))
+				reuseport_keyed = 1;
+			s->reuseport = iv != 0;
 			break;
 		case SO_RCVBUF:
 		case SO_RCVBUFFORCE: {
@@ -1890,7 +1941,7 @@ void ts_sock__check_shared(void)
 
 	ts_lock();
 	for (fd = -1; (s = sock__next(&fd));) {
-		if (!s->reuse || s->parked || s->state != TS_S_ACCEL ||
+		if (!(s->reuse || s->reuseport) || s->parked || s->state != TS_S_ACCEL ||
 		    s->owner != ts_getpid())
 			continue;
 		for (i = 0; i < s->nrx; i++) {

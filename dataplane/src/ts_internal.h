@@ -357,6 +357,7 @@ struct ts_sock {
 	int cmsgs;            /* TS_CM_* */
 	int tstamp_new;       /* the kernel's SOCK_TSTAMP_NEW: _NEW cmsg types */
 	int reuse;            /* SO_REUSEADDR: others may share the port */
+	int reuseport;        /* SO_REUSEPORT: a group of this process's sockets */
 	uint64_t ino;         /* the kernel socket's inode (foreign-socket check) */
 	struct ts_stack *tx_pending_st; /* a batch left descriptors unkicked */
 	int kernel_hint;      /* kernel fd reported readable (atomic) */

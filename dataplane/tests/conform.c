@@ -732,16 +732,48 @@ static void c_reuseaddr(void)
 	printf("the second closed: the first gets %d of 5\n", got[0]);
 }
 
-/* SO_REUSEPORT: the kernel's group picks one socket per flow */
+/* SO_REUSEPORT: the group picks one socket per flow. Which socket a flow
+ * gets depends on a hash under a secret (the kernel's, or the stack's), so
+ * what is printed is what holds for any secret: one flow, one socket;
+ * each of 32 flows (two datagrams each, "P 32") to one socket; both
+ * sockets get flows (all 32 on one: 2^-31) */
 static void c_reuseport(void)
 {
-	int fds[2], got[2];
+	int fds[2], got[2], sock_of[32], total = 0, split = 0, i, used[2] = { 0, 0 };
 
 	fds[0] = bound_udp(12151, SO_REUSEPORT);
 	fds[1] = bound_udp(12151, SO_REUSEPORT);
 	ask(fds[0], 20, 64, 0, 0);
 	collect(fds, 2, 20, got);
-	printf("20 sent to the group: %d and %d (one flow, one socket)\n", got[0], got[1]);
+	printf("20 sent to the group: %d to one socket, %d to the other\n",
+	       got[0] > got[1] ? got[0] : got[1], got[0] > got[1] ? got[1] : got[0]);
+	for (i = 0; i < 32; i++)
+		sock_of[i] = -1;
+	if (sendto(fds[0], "P 32", 4, 0, (struct sockaddr *)&peer, sizeof(peer)) != 4)
+		fail("sendto request");
+	while (total < 64) {
+		struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN },
+				       { .fd = fds[1], .events = POLLIN } };
+		char buf[256];
+		ssize_t n;
+
+		if (poll(p, 2, 1000) <= 0)
+			break;
+		for (i = 0; i < 2; i++)
+			while ((n = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
+				int f = seq_of(buf, n);
+
+				total++;
+				if (f < 0 || f >= 32)
+					continue;
+				if (sock_of[f] >= 0 && sock_of[f] != i)
+					split++;
+				sock_of[f] = i;
+				used[i] = 1;
+			}
+	}
+	printf("32 flows, 2 datagrams each: %d received, %d flows split, %s\n", total,
+	       split, used[0] && used[1] ? "both sockets got flows" : "ONE SOCKET GOT EVERY FLOW");
 }
 
 /* datagrams larger than the link's MTU (1500) and than a UMEM frame: they
@@ -1657,6 +1689,20 @@ int main(int argc, char **argv)
 				for (k = 0; k < count; k++)
 					sendto(fd, "a:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 64, 0,
 					       (struct sockaddr *)&to, sizeof(to));
+				continue;
+			}
+			if (b[0] == 'P' && sscanf(b, "P %d", &count) == 1) {
+				/* count flows: two datagrams ("<k>:") from each of
+				 * count fresh sockets (source ports) */
+				for (k = 0; k < count && k < 1000; k++) {
+					int f = socket(AF_INET, SOCK_DGRAM, 0);
+					char d[64];
+					int dl = snprintf(d, sizeof(d), "%d:flow", k);
+
+					sendto(f, d, (size_t)dl, 0, (struct sockaddr *)&src, sl);
+					sendto(f, d, (size_t)dl, 0, (struct sockaddr *)&src, sl);
+					close(f);
+				}
 				continue;
 			}
 			if (b[0] == 'C') {

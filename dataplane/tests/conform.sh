@@ -65,7 +65,7 @@ forkwin accel
 fds accel
 wakeup accel default TICKSTACK_TCP=1
 reuseaddr xskonly
-reuseport kernel:kernel_option latency TICKSTACK_REQUIRE=0
+reuseport xskonly
 bigdgram kernel:tx_kernel_oversize latency TICKSTACK_REQUIRE=0
 vfork accel
 exec accel

@@ -109,9 +109,12 @@ static void test_options(void)
 	      "IP_PKTINFO off");
 	CHECK(ts_sock__state(s) == TS_S_NEW, "still undecided");
 	one = 1;
-	CHECK(setsockopt(a, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == 0, "SO_REUSEPORT");
+	CHECK(setsockopt(a, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == 0 &&
+		      s->reuseport && ts_sock__state(s) == TS_S_NEW,
+	      "SO_REUSEPORT: a group the stack serves");
+	CHECK(setsockopt(a, IPPROTO_IP, IP_RECVERR, &one, sizeof(one)) == 0, "IP_RECVERR");
 	CHECK(ts_sock__state(s) == TS_S_KERNEL && ts_stats->kernel_option == before + 1,
-	      "SO_REUSEPORT moves the socket to the kernel, counted");
+	      "IP_RECVERR moves the socket to the kernel, counted");
 	one = 7;
 	CHECK(setsockopt(b, IPPROTO_IP, IP_TTL, &one, sizeof(one)) == 0 &&
 		      ts_sock__of(b)->ttl == 7,
