@@ -1513,7 +1513,18 @@ static void c_require(void)
 	struct group_source_req gs = { .gsr_interface = (uint32_t)idx };
 	struct sockaddr_in *g = (struct sockaddr_in *)&gr.gr_group;
 
-	REQ_INT(SOL_SOCKET, SO_REUSEPORT, 1);
+	/* SO_REUSEPORT is served; a group's own program is the kernel's */
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &(int){ 1 }, sizeof(int)) ||
+	    bind(fd, (struct sockaddr *)&(struct sockaddr_in){ .sin_family = AF_INET },
+		 sizeof(struct sockaddr_in)))
+		fail("SO_REUSEPORT socket");
+	all = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+	req_begin();
+	r = setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog));
+	req_end("SO_ATTACH_REUSEPORT_CBPF", r == 0, "option", "SO_ATTACH_REUSEPORT_CBPF");
+	close(fd);
+	all = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xffff);
 	req_opt(SOL_SOCKET, SO_BINDTODEVICE, ifn, (socklen_t)strlen(ifn) + 1,
 		"SO_BINDTODEVICE");
 	REQ_INT(SOL_SOCKET, SO_BINDTOIFINDEX, idx);
