@@ -13,10 +13,6 @@ cache=${TICKSTACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tickstack}/images
 suite=${DEBIAN_SUITE:-$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")}
 # The node tools: hack/images/tools-packages.txt (the Dockerfile's public build installs the same list).
 tools_pkgs=${TOOLS_PACKAGES:-$(sed -e 's/#.*//' "$(dirname "$0")/tools-packages.txt" | xargs)}
-# libquickfix17: the runtime of the tick-to-trade rig (dataplane/t2t) the benchmark pods run.
-# libsodium23: the dataplane library's SipHash (TCP initial sequence numbers).
-# pci.ids: the PCI name database the SR-IOV network device plugin cannot discover devices without.
-tools_pkgs=${TOOLS_PACKAGES:-"ethtool iproute2 sockperf rt-tests linuxptp libxdp1 libbpf1 libsodium23 libquickfix17 iputils-ping procps kmod pci.ids"}
 mkdir -p "$cache"
 
 # apt_mirror prints the first mirror of this machine's apt sources that serves $suite (deb822 or
