@@ -218,8 +218,18 @@ TS_API int socket(int domain, int type, int protocol)
 		return fd;
 	if (in_vfork_child())
 		return fd; /* the parent's tables are not the child's */
-	if (!ts_sock__new(fd, !!(type & SOCK_NONBLOCK)))
-		TS_INC(ts_stats->sockets_kernel);
+	if (!ts_sock__new(fd, !!(type & SOCK_NONBLOCK))) {
+		struct ts_fb f = { .fd = fd, .why = TS_FB_MEMORY,
+				   .detail = "no socket object (memory, or an fd "
+					     "beyond the table)",
+				   .counter = &ts_stats->sockets_kernel };
+
+		if (ts_fallback(&f) < 0) {
+			REAL(close)(fd);
+			errno = EOPNOTSUPP;
+			return -1;
+		}
+	}
 	return fd;
 }
 
@@ -1300,12 +1310,18 @@ TS_API int setsockopt(int fd, int level, int opt, const void *val,
 		return umem_reg(fd, val, len);
 	s = ours(fd);
 	t = s ? NULL : tcp_ours(fd);
-	r = REAL(setsockopt)(fd, level, opt, val, len);
+	r = s ? ts_sock__setsockopt_pre(s, fd, level, opt, val, len) : 0;
+	if (r == 0) /* else refused (TICKSTACK_REQUIRE=1): the kernel never sees it */
+		r = REAL(setsockopt)(fd, level, opt, val, len);
 
 	if (r == 0 && s)
-		ts_sock__setsockopt(s, fd, level, opt, val, len);
+		r = ts_sock__setsockopt(s, fd, level, opt, val, len);
 	else if (r == 0 && t)
 		ts_tcp__setsockopt(t, fd, level, opt, val, len);
+	if (r < -1) {
+		errno = -r;
+		r = -1;
+	}
 	return s ? (int)done(s, r) : r;
 }
 

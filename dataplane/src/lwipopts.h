@@ -6,7 +6,8 @@
  * The values are those of Debian's liblwip0 build (its port's lwipopts.h,
  * installed as /usr/include/lwip/lwipopts.h by liblwip-dev), so that lwIP
  * behaves as it did when the library linked Debian's liblwip0, with one
- * change: LWIP_TCP_TIMESTAMPS is on. Change a value only with a measured
+ * changes: LWIP_TCP_TIMESTAMPS is on, and initial sequence numbers come from
+ * tickstack's RFC 6528 hook. Change a value only with a measured
  * reason, and say it in docs/dataplane.md's table. */
 #ifndef TS_LWIPOPTS_H
 #define TS_LWIPOPTS_H
@@ -17,6 +18,12 @@
  * Linux peer offers them (net.ipv4.tcp_timestamps=1), and Linux-to-Linux
  * connections carry them */
 #define LWIP_TCP_TIMESTAMPS 1
+
+/* initial sequence numbers: a keyed hash of the 4-tuple plus a clock
+ * (RFC 6528, src/tcp_isn.c) instead of lwIP's counter that starts at 6510
+ * in every process */
+#define LWIP_HOOK_FILENAME "lwip_hooks.h"
+#define LWIP_HOOK_TCP_ISN ts_isn__hook
 
 /* ---- Debian's build, unchanged --------------------------------------- */
 

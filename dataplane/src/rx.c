@@ -46,18 +46,28 @@ static void cmsg_put(struct msghdr *msg, size_t *used, int level, int type,
 static void sock__cmsgs(const struct ts_sock *s, const struct ts_rxent *e,
 			struct msghdr *msg)
 {
+	struct timespec ts = { .tv_sec = (time_t)(e->rx_ns / 1000000000ull),
+			       .tv_nsec = (long)(e->rx_ns % 1000000000ull) };
 	size_t used = 0;
 
 	if (s->cmsgs & TS_CM_TSTAMPNS) {
-		struct timespec ts = { .tv_sec = (time_t)(e->rx_ns / 1000000000ull),
-				       .tv_nsec = (long)(e->rx_ns % 1000000000ull) };
-
-		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_type, &ts, sizeof(ts));
+		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_new ?
+			 SO_TIMESTAMPNS_NEW : SO_TIMESTAMPNS_OLD, &ts, sizeof(ts));
 	} else if (s->cmsgs & TS_CM_TSTAMP) {
-		struct timeval tv = { .tv_sec = (time_t)(e->rx_ns / 1000000000ull),
-				      .tv_usec = (long)(e->rx_ns % 1000000000ull) / 1000 };
+		struct timeval tv = { .tv_sec = ts.tv_sec,
+				      .tv_usec = ts.tv_nsec / 1000 };
 
-		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_type, &tv, sizeof(tv));
+		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_new ?
+			 SO_TIMESTAMP_NEW : SO_TIMESTAMP_OLD, &tv, sizeof(tv));
+	}
+	if (s->cmsgs & TS_CM_TSTAMPING) {
+		/* struct scm_timestamping(64): software, (deprecated), raw
+		 * hardware; the same layout on 64-bit */
+		struct timespec tss[3] = { ts };
+
+		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_new ?
+			 SO_TIMESTAMPING_NEW : SO_TIMESTAMPING_OLD, tss,
+			 sizeof(tss));
 	}
 	if (s->cmsgs & TS_CM_PKTINFO) {
 		struct in_pktinfo pi;

@@ -8,6 +8,9 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <linux/net_tstamp.h>
+#include <sodium/crypto_shorthash_siphash24.h>
+#include <sys/random.h>
 #include <linux/rtnetlink.h>
 #include <netinet/udp.h>
 #include <poll.h>
@@ -459,10 +462,10 @@ static void fork__park(void)
 		w->socks[i].parked = 1;
 		if (!s->parked++) {
 			sock__steer_all(s, STEER_SHARE);
-			TS_INC(ts_stats->kernel_shared);
-			TS_INC(ts_stats->fallback_events);
-			ts_dbg("fd %d is shared with a forked child: the kernel "
-			       "delivers until the child lets it go", s->fd);
+			ts_sock__fallback(s, TS_FB_FORK, "shared with a forked "
+					  "child: the kernel delivers until the "
+					  "child lets it go",
+					  &ts_stats->kernel_shared);
 		}
 		i++;
 	}
@@ -782,34 +785,53 @@ static int port__foreign(const struct ts_sock *s, uint32_t key, uint16_t port)
  * another socket needs some of it. 0 when the XSK takes it. */
 static int sock__steer(struct ts_sock *s, struct ts_stack *st, uint32_t key)
 {
-	if (s->parked || (s->reuse && port__foreign(s, key, s->lport))) {
+	if (s->parked || ((s->reuse || s->reuseport) &&
+			  port__foreign(s, key, s->lport))) {
 		int r = ts_stack__steer_shared(st, key, s->lport);
 
 		if (r < 0) {
 			ts_stack__steer_add(st, key, s->lport);
 			r = ts_stack__steer_shared(st, key, s->lport);
 		}
-		if (r > 0 && !s->parked) {
-			TS_INC(ts_stats->kernel_shared);
-			TS_INC(ts_stats->fallback_events);
-			ts_dbg("port %u is shared with another socket: the "
-			       "kernel delivers", ntohs(s->lport));
-		}
+		if (r > 0 && !s->parked)
+			ts_sock__fallback(s, TS_FB_SHARED, "another socket of the "
+					  "namespace shares the port: the "
+					  "kernel delivers",
+					  &ts_stats->kernel_shared);
 		return 0; /* our entry, marked shared: read from the kernel fd */
 	}
 	return ts_stack__steer_add(st, key, s->lport);
 }
 
-int ts_sock__require_fail(struct ts_sock *s, const char *why)
+/* The socket, or a call on it, uses the kernel: ts_fallback decides. */
+int ts_sock__fallback(struct ts_sock *s, enum ts_fb_why why,
+		      const char *detail, uint64_t *counter)
 {
-	char a[INET_ADDRSTRLEN];
+	struct ts_fb f = { .fd = s->fd, .laddr = s->laddr, .lport = s->lport,
+			   .why = why, .detail = detail, .counter = counter };
 
-	inet_ntop(AF_INET, &s->laddr, a, sizeof(a));
-	ts_log("TICKSTACK_REQUIRE=1: socket fd %d (%s:%u) cannot be "
-	       "accelerated: %s; fix that or unset TICKSTACK_REQUIRE to let "
-	       "it use the kernel stack",
-	       s->fd, a, ntohs(s->lport), why);
-	return -EOPNOTSUPP;
+	return ts_fallback(&f);
+}
+
+/* As ts_sock__fallback; while a forked child adopts an inherited socket
+ * (ts_log_quiet), whatever the reason, it is that of the fork. */
+static int sock__fallback_quiet(struct ts_sock *s, enum ts_fb_why why,
+				const char *detail, uint64_t *counter)
+{
+	if (ts_log_quiet)
+		return ts_sock__fallback(s, TS_FB_FORK, detail, counter);
+	return ts_sock__fallback(s, why, detail, counter);
+}
+
+/* Why no interface of the socket's took it: a taken queue, or no XSK. */
+static enum ts_fb_why sock__why_none(const int *idx, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ts_stack__why_none(idx[i]) == TS_FB_QUEUE)
+			return TS_FB_QUEUE;
+	return TS_FB_NOXSK;
 }
 
 /* Install steering once the socket has a local port. for_send: bind an
@@ -853,9 +875,14 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 		sock__uring_used_locked();
 	if (__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE)) {
 		if (s->state != TS_S_KERNEL) {
+			int r = sock__fallback_quiet(s, TS_FB_URING,
+						     "the process uses io_uring",
+						     &ts_stats->kernel_uring);
+
+			if (r < 0)
+				return r;
 			__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
 			TS_INC(ts_stats->sockets_kernel);
-			TS_INC(ts_stats->kernel_uring);
 		}
 		return 0;
 	}
@@ -869,7 +896,14 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 			cap <<= 1;
 		s->q = calloc(cap, sizeof(*s->q));
 		if (!s->q) {
+			int r = sock__fallback_quiet(s, TS_FB_MEMORY,
+						     "no memory for its queue",
+						     NULL);
+
+			if (r < 0)
+				return r;
 			__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
+			TS_INC(ts_stats->sockets_kernel);
 			return 0;
 		}
 		s->qcap = cap;
@@ -898,13 +932,15 @@ static int sock__activate(struct ts_sock *s, int fd, int for_send)
 					s->lport);
 	}
 	if (!s->nrx && !IN_MULTICAST(ntohl(s->laddr))) {
+		enum ts_fb_why why = sock__why_none(idx, n);
+		int r = sock__fallback_quiet(s, why, why == TS_FB_QUEUE ?
+			"another process holds the queue of its interface" :
+			"no XDP-capable interface owns its local address", NULL);
+
+		if (r < 0)
+			return r;
 		__atomic_store_n(&s->state, TS_S_KERNEL, __ATOMIC_RELEASE);
 		TS_INC(ts_stats->sockets_kernel);
-		TS_INC(ts_stats->fallback_events);
-		ts_dbg("fd %d stays on the kernel: no XSK for its address", fd);
-		if (ts_cfg.require && !ts_log_quiet) /* not while adopting */
-			return ts_sock__require_fail(s, "no XDP-capable interface owns "
-					       "its local address");
 		return 0;
 	}
 	ts_ctl__start();
@@ -1130,6 +1166,46 @@ full:
 	return -1;
 }
 
+/* A SO_REUSEPORT group of this process (sockets of the port bound to the
+ * same address, unconnected, with the option): the kernel picks one
+ * socket per flow by a hash of the 4-tuple under a secret of its own
+ * (reciprocal_scale(udp_ehashfn(...), n) over the group in bind order);
+ * the stack does the same with SipHash under a key of the process: each
+ * flow to one socket, flows spread evenly, not the kernel's choice of
+ * socket for a given flow, which nobody outside the kernel can know. */
+static unsigned char reuseport_key[crypto_shorthash_siphash24_KEYBYTES];
+static int reuseport_keyed;
+
+static int reuseport__member(const struct ts_sock *s, const struct ts_sock *g)
+{
+	return s->reuseport && !s->connected && s->laddr == g->laddr;
+}
+
+static struct ts_sock *reuseport__pick(struct ts_sock *best,
+				       const struct ts_udp_meta *m)
+{
+	unsigned char in[12], h[crypto_shorthash_siphash24_BYTES];
+	struct ts_sock *s;
+	uint32_t n = 0, i, hash;
+
+	for (s = ts_port_tab[ntohs(m->dport)]; s; s = s->next_port)
+		n += s->state == TS_S_ACCEL && reuseport__member(s, best);
+	if (n < 2)
+		return best;
+	memcpy(in, &m->saddr, 4);
+	memcpy(in + 4, &m->daddr, 4);
+	memcpy(in + 8, &m->sport, 2);
+	memcpy(in + 10, &m->dport, 2);
+	crypto_shorthash_siphash24(h, in, sizeof(in), reuseport_key);
+	memcpy(&hash, h, sizeof(hash));
+	/* the list is newest first: member i of the bind order is n-1-i */
+	i = n - 1 - (uint32_t)(((uint64_t)hash * n) >> 32);
+	for (s = ts_port_tab[ntohs(m->dport)]; s; s = s->next_port)
+		if (s->state == TS_S_ACCEL && reuseport__member(s, best) && !i--)
+			return s;
+	return best;
+}
+
 /* The kernel hands a unicast datagram to ONE socket, the best match
  * (address bound exactly beats the wildcard, a connected peer beats none;
  * among equals the one bound last), and a multicast one to every socket
@@ -1166,6 +1242,8 @@ int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 			best_score = score;
 		}
 	}
+	if (best && best->reuseport && !best->connected)
+		best = reuseport__pick(best, m);
 	if (best && dir && best == dir->s && !dir->done &&
 	    __atomic_load_n(&best->qhead, __ATOMIC_ACQUIRE) ==
 		    __atomic_load_n(&best->qtail, __ATOMIC_ACQUIRE) &&
@@ -1314,6 +1392,31 @@ static int group_ifindex(uint32_t group, uint32_t ifaddr, int ifindex)
 #define UDP_GRO 104
 #endif
 
+/* SO_TIMESTAMPING flags the stack serves: software receive timestamps,
+ * taken when the datagram leaves the XSK's RX ring, reported as the
+ * kernel reports them (SOF_TIMESTAMPING_SOFTWARE with RX_SOFTWARE; RX_SOFTWARE
+ * alone generates without reporting). Transmit, hardware and the other
+ * options need the kernel (its error queue, the NIC's clock). The value
+ * is an int or a struct so_timestamping (flags, bind_phc). */
+#ifndef SOF_TIMESTAMPING_OPT_RX_FILTER
+#define SOF_TIMESTAMPING_OPT_RX_FILTER (1 << 17) /* Linux 6.12 */
+#endif
+#define TS_TSING_RX_SOFT (SOF_TIMESTAMPING_RX_SOFTWARE | \
+			  SOF_TIMESTAMPING_SOFTWARE | \
+			  SOF_TIMESTAMPING_OPT_RX_FILTER)
+
+static int tstamping__rx_soft(int flags, socklen_t len)
+{
+	if (len < sizeof(int))
+		return 0;
+	if ((unsigned)flags & ~TS_TSING_RX_SOFT)
+		return 0;
+	/* SOFTWARE without RX_SOFTWARE reports whatever stamp the kernel
+	 * took for another socket: the kernel's business */
+	return !(flags & SOF_TIMESTAMPING_SOFTWARE) ||
+	       (flags & SOF_TIMESTAMPING_RX_SOFTWARE);
+}
+
 /* Options whose effect the stack does not reproduce: the socket moves to
  * the kernel (counted in kernel_option) as soon as one is turned on. */
 static int option__needs_kernel(int level, int opt, int iv, const void *val,
@@ -1325,9 +1428,9 @@ static int option__needs_kernel(int level, int opt, int iv, const void *val,
 			return len > 0 && val && *(const char *)val;
 		case SO_BINDTOIFINDEX:
 		case SO_MARK:          /* policy routing, netfilter */
-		case SO_REUSEPORT:     /* the kernel's group picks one socket */
 		case SO_TIMESTAMPING_OLD:
 		case SO_TIMESTAMPING_NEW:
+			return !tstamping__rx_soft(iv, len);
 		case SO_RXQ_OVFL:
 		case SO_RCVMARK:
 		case SO_RCVPRIORITY:
@@ -1336,7 +1439,7 @@ static int option__needs_kernel(int level, int opt, int iv, const void *val,
 			return iv != 0;
 		case SO_ATTACH_FILTER: /* socket filters run in the kernel */
 		case SO_ATTACH_BPF:
-		case SO_ATTACH_REUSEPORT_CBPF:
+		case SO_ATTACH_REUSEPORT_CBPF: /* the group's program picks */
 		case SO_ATTACH_REUSEPORT_EBPF:
 			return 1;
 		}
@@ -1367,9 +1470,7 @@ static int option__needs_kernel(int level, int opt, int iv, const void *val,
 	return 0;
 }
 
-/* Called after the kernel accepted the option. */
-void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
-			 const void *val, socklen_t len)
+static int option__int(const void *val, socklen_t len)
 {
 	int iv = 0;
 
@@ -1377,17 +1478,113 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 		memcpy(&iv, val, sizeof(int));
 	else if (len >= 1 && val)
 		iv = *(const unsigned char *)val;
+	return iv;
+}
+
+/* Source filters: the kernel implements them */
+static int option__filter(int level, int opt)
+{
+	return level == IPPROTO_IP &&
+	       (opt == IP_ADD_SOURCE_MEMBERSHIP || opt == IP_BLOCK_SOURCE ||
+		opt == MCAST_JOIN_SOURCE_GROUP || opt == MCAST_JOIN_GROUP);
+}
+
+#define OPT_NAME(l, o) { l, o, #o }
+static const struct { int level, opt; const char *name; } option_names[] = {
+	OPT_NAME(SOL_SOCKET, SO_BINDTODEVICE), OPT_NAME(SOL_SOCKET, SO_BINDTOIFINDEX),
+	OPT_NAME(SOL_SOCKET, SO_MARK),
+	OPT_NAME(SOL_SOCKET, SO_TIMESTAMPING_OLD),
+	OPT_NAME(SOL_SOCKET, SO_TIMESTAMPING_NEW),
+	OPT_NAME(SOL_SOCKET, SO_RXQ_OVFL), OPT_NAME(SOL_SOCKET, SO_RCVMARK),
+	OPT_NAME(SOL_SOCKET, SO_RCVPRIORITY), OPT_NAME(SOL_SOCKET, SO_PASSCRED),
+	OPT_NAME(SOL_SOCKET, SO_PASSSEC), OPT_NAME(SOL_SOCKET, SO_ATTACH_FILTER),
+	OPT_NAME(SOL_SOCKET, SO_ATTACH_BPF),
+	OPT_NAME(SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF),
+	OPT_NAME(SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF),
+	OPT_NAME(IPPROTO_IP, IP_RECVOPTS), OPT_NAME(IPPROTO_IP, IP_RETOPTS),
+	OPT_NAME(IPPROTO_IP, IP_RECVORIGDSTADDR), OPT_NAME(IPPROTO_IP, IP_RECVERR),
+	OPT_NAME(IPPROTO_IP, IP_PASSSEC), OPT_NAME(IPPROTO_IP, IP_CHECKSUM),
+	OPT_NAME(IPPROTO_IP, IP_RECVFRAGSIZE), OPT_NAME(IPPROTO_IP, IP_TRANSPARENT),
+	OPT_NAME(IPPROTO_IP, IP_UNICAST_IF), OPT_NAME(IPPROTO_IP, IP_OPTIONS),
+	OPT_NAME(IPPROTO_IP, IP_MTU_DISCOVER),
+	OPT_NAME(IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP),
+	OPT_NAME(IPPROTO_IP, IP_BLOCK_SOURCE),
+	OPT_NAME(IPPROTO_IP, MCAST_JOIN_GROUP),
+	OPT_NAME(IPPROTO_IP, MCAST_JOIN_SOURCE_GROUP),
+	OPT_NAME(IPPROTO_UDP, UDP_CORK), OPT_NAME(IPPROTO_UDP, UDP_SEGMENT),
+	OPT_NAME(IPPROTO_UDP, UDP_GRO), OPT_NAME(IPPROTO_UDP, UDP_ENCAP),
+};
+
+static const char *option__name(int level, int opt)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(option_names) / sizeof(option_names[0]); i++)
+		if (option_names[i].level == level && option_names[i].opt == opt)
+			return option_names[i].name;
+	return "option";
+}
+
+/* Before the kernel sees the option: one the stack does not reproduce
+ * moves the socket to the kernel, or, refused (TICKSTACK_REQUIRE=1),
+ * fails the call and the kernel never sees it. 0 or -EOPNOTSUPP. */
+int ts_sock__setsockopt_pre(struct ts_sock *s, int fd, int level, int opt,
+			    const void *val, socklen_t len)
+{
+	int iv = option__int(val, len), kern, filter, r = 0;
+	char what[64];
+
+	filter = option__filter(level, opt);
+	kern = filter || option__needs_kernel(level, opt, iv, val, len);
+	if (!kern)
+		return 0;
 	ts_lock();
-	if (option__needs_kernel(level, opt, iv, val, len)) {
-		if (s->state != TS_S_KERNEL) {
-			ts_dbg("fd %d moves to the kernel: option %d/%d", fd,
-			       level, opt);
-			TS_INC(ts_stats->kernel_option);
-			TS_INC(ts_stats->fallback_events);
+	if (s->state != TS_S_KERNEL) {
+		snprintf(what, sizeof(what), "%s (level %d, option %d)",
+			 option__name(level, opt), level, opt);
+		r = ts_sock__fallback(s, filter ? TS_FB_SHAPE : TS_FB_OPTION,
+				      what, filter ? NULL :
+				      &ts_stats->kernel_option);
+		if (!r) {
+			ts_dbg("fd %d moves to the kernel: %s", fd, what);
 			if (s->state == TS_S_NEW)
 				TS_INC(ts_stats->sockets_kernel);
 			sock__to_kernel(s);
 		}
+	}
+	ts_unlock();
+	return r;
+}
+
+/* A membership the stack cannot steer (no interface, too many groups, the
+ * interface's queue taken): the socket moves to the kernel, or, refused,
+ * the kernel's join is undone and the call fails. */
+static int sock__join_kernel(struct ts_sock *s, int fd, enum ts_fb_why why,
+			     const char *detail, const void *val, socklen_t len)
+{
+	int r = ts_sock__fallback(s, why, detail, NULL);
+
+	if (r < 0) {
+		ts_real_setsockopt(fd, IPPROTO_IP, IP_DROP_MEMBERSHIP, val, len);
+		return r;
+	}
+	if (s->state == TS_S_NEW)
+		TS_INC(ts_stats->sockets_kernel);
+	sock__to_kernel(s);
+	return 0;
+}
+
+/* Called after the kernel accepted the option. 0, or -EOPNOTSUPP when a
+ * membership is refused (TICKSTACK_REQUIRE=1). */
+int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
+			const void *val, socklen_t len)
+{
+	int iv = option__int(val, len), ret = 0;
+
+	ts_lock();
+	if (option__filter(level, opt) ||
+	    option__needs_kernel(level, opt, iv, val, len)) {
+		/* moved by ts_sock__setsockopt_pre */
 	} else if (level == SOL_SOCKET) {
 		switch (opt) {
 		case SO_RCVTIMEO_OLD:
@@ -1402,6 +1599,13 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			break;
 		case SO_REUSEADDR:
 			s->reuse = iv != 0;
+			break;
+		case SO_REUSEPORT:
+			if (iv && !reuseport_keyed &&
+			    getrandom(reuseport_key, sizeof(reuseport_key), 0) ==
+				    (ssize_t)sizeof(reuseport_key))
+				reuseport_keyed = 1;
+			s->reuseport = iv != 0;
 			break;
 		case SO_RCVBUF:
 		case SO_RCVBUFFORCE: {
@@ -1427,17 +1631,26 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 
 			s->cmsgs &= ~(TS_CM_TSTAMP | TS_CM_TSTAMPNS);
 			if (iv) {
+				s->tstamp_new = nw;
 				s->cmsgs |= ns ? TS_CM_TSTAMPNS : TS_CM_TSTAMP;
 				/* the RX path reads the clock from now on */
 				__atomic_store_n(&ts_tstamp_wanted, 1,
 						 __ATOMIC_RELAXED);
-				s->tstamp_type = ns ? (nw ? SO_TIMESTAMPNS_NEW :
-							    SO_TIMESTAMPNS_OLD) :
-						      (nw ? SO_TIMESTAMP_NEW :
-							    SO_TIMESTAMP_OLD);
 			}
 			break;
 		}
+		case SO_TIMESTAMPING_OLD:
+		case SO_TIMESTAMPING_NEW:
+			/* as sock_set_timestamping: the cmsg types follow */
+			s->tstamp_new = opt == SO_TIMESTAMPING_NEW;
+			s->cmsgs &= ~TS_CM_TSTAMPING;
+			if ((iv & SOF_TIMESTAMPING_SOFTWARE) &&
+			    (iv & SOF_TIMESTAMPING_RX_SOFTWARE)) {
+				s->cmsgs |= TS_CM_TSTAMPING;
+				__atomic_store_n(&ts_tstamp_wanted, 1,
+						 __ATOMIC_RELAXED);
+			}
+			break;
 		}
 	} else if (level == IPPROTO_IP) {
 		switch (opt) {
@@ -1507,7 +1720,18 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 						    mr.imr_ifindex :
 						    0);
 			if (s->ngroups >= TS_MAX_GROUPS || idx <= 0) {
-				sock__to_kernel(s);
+				ret = sock__join_kernel(s, fd, idx <= 0 ?
+					TS_FB_NOXSK : TS_FB_SHAPE, idx <= 0 ?
+					"no interface for the group" :
+					"more memberships than the stack steers",
+					val, len);
+				break;
+			}
+			if (s->state != TS_S_KERNEL && !ts_stack__get(idx, 1)) {
+				ret = sock__join_kernel(s, fd,
+					ts_stack__why_none(idx),
+					"no XSK on the group's interface",
+					val, len);
 				break;
 			}
 			pthread_rwlock_wrlock(&ts_port_lock);
@@ -1559,17 +1783,10 @@ void ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			}
 			break;
 		}
-		case IP_ADD_SOURCE_MEMBERSHIP:
-		case IP_BLOCK_SOURCE:
-		case MCAST_JOIN_SOURCE_GROUP:
-		case MCAST_JOIN_GROUP:
-			/* source filters: the kernel implements them */
-			TS_INC(ts_stats->fallback_events);
-			sock__to_kernel(s);
-			break;
 		}
 	}
 	ts_unlock();
+	return ret;
 }
 
 /* io_uring reads and writes the kernel socket behind the library's back:
@@ -1597,7 +1814,11 @@ static void sock__uring_used_locked(void)
 			continue;
 		if (s->state == TS_S_NEW)
 			TS_INC(ts_stats->sockets_kernel);
-		TS_INC(ts_stats->kernel_uring);
+		/* the ring exists: the socket moves even when REQUIRE refuses
+		 * (then said, and counted here) */
+		if (ts_sock__fallback(s, TS_FB_URING, "the process set up an "
+				      "io_uring", &ts_stats->kernel_uring) < 0)
+			TS_INC(ts_stats->kernel_uring);
 		sock__to_kernel(s);
 	}
 }
@@ -1720,7 +1941,7 @@ void ts_sock__check_shared(void)
 
 	ts_lock();
 	for (fd = -1; (s = sock__next(&fd));) {
-		if (!s->reuse || s->parked || s->state != TS_S_ACCEL ||
+		if (!(s->reuse || s->reuseport) || s->parked || s->state != TS_S_ACCEL ||
 		    s->owner != ts_getpid())
 			continue;
 		for (i = 0; i < s->nrx; i++) {

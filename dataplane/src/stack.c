@@ -97,6 +97,7 @@ struct ts_stack {
 	uint32_t addr;        /* the interface's first IPv4 address */
 	pid_t owner;
 	int usable;
+	int err;  /* why creating the XSK failed (-errno), else 0 */
 	int mode; /* 1 native, 2 skb */
 	struct xsk_umem *umem;
 	struct xsk_socket *xsk;
@@ -1104,6 +1105,18 @@ out:
 	return err;
 }
 
+/* Why this process has no XSK on ifindex: TS_FB_QUEUE when its queue is
+ * taken (EBUSY), else TS_FB_NOXSK. */
+enum ts_fb_why ts_stack__why_none(int ifindex)
+{
+	int i;
+
+	for (i = 0; i < ts_stack__count(); i++)
+		if (stacks[i]->ifindex == ifindex && stacks[i]->owner == ts_getpid())
+			return stacks[i]->err == -EBUSY ? TS_FB_QUEUE : TS_FB_NOXSK;
+	return TS_FB_NOXSK;
+}
+
 struct ts_stack *ts_stack__get(int ifindex, int create)
 {
 	struct ts_stack *st = NULL;
@@ -1168,6 +1181,7 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 						    "attach it for this pod)" :
 				       "");
 		st->usable = 0;
+		st->err = err;
 		return NULL;
 	}
 	st->st = ts_stats__xsk_slot();

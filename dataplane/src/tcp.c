@@ -213,23 +213,30 @@ static int tcp_connect_only;
 /* a forked child: streams accelerated before the fork are the parent's */
 static int tcp_forked;
 
-static void to_kernel(struct ts_tcp *t, int fd, const char *why)
+static void to_kernel(struct ts_tcp *t, int fd)
 {
-	ts_dbg("fd %d: stream stays on the kernel: %s", fd, why);
 	tab_set(fd, NULL);
 	ts_stats->tcp.conns_kernel++;
 	TS_INC(ts_stats->sockets_kernel);
-	TS_INC(ts_stats->fallback_events);
 	free(t);
 }
 
-static int require_fail(int fd, const char *why)
+/* The stream goes to the kernel (ts_fallback decides and counts), or the
+ * call fails: -1 with errno EOPNOTSUPP (TICKSTACK_REQUIRE=1), the shadow
+ * kept. */
+static int tcp_fallback(struct ts_tcp *t, int fd, enum ts_fb_why why,
+			const char *detail)
 {
-	ts_log("TICKSTACK_REQUIRE=1: stream socket fd %d cannot be "
-	       "accelerated: %s; fix that or unset TICKSTACK_REQUIRE to let "
-	       "it use the kernel stack",
-	       fd, why);
-	return -EOPNOTSUPP;
+	struct ts_fb f = { .fd = fd, .stream = 1, .laddr = t->laddr,
+			   .lport = t->lport, .why = why, .detail = detail };
+	int r = ts_fallback(&f);
+
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	to_kernel(t, fd);
+	return 0;
 }
 
 /* Retransmission limits. lwIP (src/lwipopts.h) gives up a connect after
@@ -587,11 +594,28 @@ static struct tcp_pcb *active_pcb(uint32_t saddr, uint16_t sport,
 	return NULL;
 }
 
-/* A connection in TIME_WAIT for this 4-tuple ends, as on Linux, when a
- * new SYN arrives with a sequence number beyond what it received (lwIP
- * would answer with a reset): the new connection reuses the tuple. */
+/* Whether a SYN may end connection p in TIME_WAIT, as Linux decides it
+ * (tcp_timewait_state_process): when both ends used timestamps, a SYN
+ * whose TSval is older than the last one seen is refused (PAWS); the SYN
+ * is accepted when its sequence number is beyond what p received, or its
+ * TSval newer than the last one seen. */
+static int tw_syn_ok(const struct tcp_pcb *p, const struct ts_rx_probe *pr,
+		     uint32_t seq)
+{
+	int ts = pr->syn_ts && (p->flags & TF_TIMESTAMP);
+	int32_t age = (int32_t)(p->ts_recent - pr->syn_tsval);
+
+	if (ts && age > 0)
+		return 0;
+	return TCP_SEQ_GT(seq, p->rcv_nxt) || (ts && age < 0);
+}
+
+/* A connection in TIME_WAIT for this 4-tuple ends (lwIP would answer the
+ * SYN with a reset or an ACK) when a new SYN may reuse the tuple (pr: its
+ * sequence number and timestamp), or unconditionally (pr NULL: the kernel
+ * gave the port out again for a connect of ours). */
 static void tw_reuse(uint32_t raddr, uint16_t rport, uint16_t lport,
-		     uint32_t seq, int only_after)
+		     uint32_t seq, const struct ts_rx_probe *pr)
 {
 	struct tcp_pcb *p;
 
@@ -600,7 +624,7 @@ static void tw_reuse(uint32_t raddr, uint16_t rport, uint16_t lport,
 		    p->remote_port != ntohs(rport) ||
 		    ip4_addr_get_u32(ip_2_ip4(&p->remote_ip)) != raddr)
 			continue;
-		if (!only_after || TCP_SEQ_GT(seq, p->rcv_nxt))
+		if (!pr || tw_syn_ok(p, pr, seq))
 			tcp_abort(p); /* TIME_WAIT: freed, no segment sent */
 		return;
 	}
@@ -650,7 +674,7 @@ int ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
 
 	pr->pcb = NULL;
 	if ((flags & (TCP_SYN | TCP_ACK)) == TCP_SYN)
-		tw_reuse(saddr, sport, dport, seq, 1);
+		tw_reuse(saddr, sport, dport, seq, pr);
 	p = active_pcb(saddr, sport, dport);
 	if (listen_overflow(p, dport, flags))
 		return 1;
@@ -914,14 +938,11 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 	r = ts_real_listen(fd, backlog);
 	if (r < 0)
 		return r;
-	if (tcp_connect_only) {
-		to_kernel(t, fd, "TICKSTACK_TCP=connect keeps listeners on the kernel");
-		return 0;
-	}
-	if (local_of(fd, &t->laddr, &t->lport) < 0) {
-		to_kernel(t, fd, "no local address");
-		return 0;
-	}
+	if (tcp_connect_only)
+		return tcp_fallback(t, fd, TS_FB_ASKED, "TICKSTACK_TCP=connect "
+				    "keeps listeners on the kernel");
+	if (local_of(fd, &t->laddr, &t->lport) < 0)
+		return tcp_fallback(t, fd, TS_FB_SHAPE, "no local address");
 	n = (ntohl(t->laddr) >> 24) == 127 ? 0 : ts_iface__for(t->laddr, idx, 8);
 	/* XSKs are created under the control lock, never under lwIP's */
 	ts_lock();
@@ -934,15 +955,18 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 		if (sts[i])
 			hold_add(t->hold, sts[i]);
 	if (!t->hold || !t->hold->n) {
+		enum ts_fb_why why = TS_FB_NOXSK;
+
 		hold_put(t->hold);
+		t->hold = NULL;
 		ts_lwip__unlock();
-		to_kernel(t, fd, "no XSK on the interfaces of its address");
-		if (ts_cfg.require) {
-			errno = -require_fail(fd, "no XDP-capable interface owns "
-						  "its local address");
-			return -1;
-		}
-		return 0;
+		for (i = 0; i < n; i++)
+			if (ts_stack__why_none(idx[i]) == TS_FB_QUEUE)
+				why = TS_FB_QUEUE;
+		return tcp_fallback(t, fd, why, why == TS_FB_QUEUE ?
+				    "another process holds the queue of its "
+				    "interface" : "no XDP-capable interface "
+				    "owns its local address");
 	}
 	pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
 	if (!pcb)
@@ -973,8 +997,7 @@ out_nomem:
 	hold_put(t->hold);
 	t->hold = NULL;
 	ts_lwip__unlock();
-	to_kernel(t, fd, "lwIP refused the listener");
-	return 0;
+	return tcp_fallback(t, fd, TS_FB_MEMORY, "lwIP refused the listener");
 }
 
 /* How the handshake ended, said once: 0, or -1 with its error (none: the
@@ -1034,6 +1057,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	struct netif *nif;
 	struct tcp_pcb *pcb;
 	char ifname[IF_NAMESIZE];
+	enum ts_fb_why fb = TS_FB_NOXSK;
 	const char *why;
 	ip_addr_t a;
 	int r;
@@ -1049,10 +1073,12 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	r = ts_lwip__resolve(sa->sin_addr.s_addr, 1000);
 	if (r == -EAGAIN) {
 		why = "the next hop's MAC address did not resolve";
+		fb = TS_FB_NOROUTE;
 		goto kernel;
 	}
 	if (r) {
 		why = "destination is local, broadcast or has no route";
+		fb = TS_FB_LOCAL;
 		goto kernel;
 	}
 	ts_lwip__lock();
@@ -1091,6 +1117,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 		ts_lwip__unlock();
 		why = st ? "its local address is not on the outgoing interface" :
 			   "no XSK on the outgoing interface";
+		fb = st ? TS_FB_NOXSK : ts_stack__why_none(nh.ifindex);
 		goto kernel;
 	}
 	t->hold = hold_new(t->laddr, t->lport);
@@ -1117,7 +1144,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	t->state = T_CONNECTING;
 	/* lwIP refuses a tuple it still holds in TIME_WAIT; the kernel gave
 	 * this port out again, so that connection is over */
-	tw_reuse(t->raddr, t->rport, t->lport, 0, 0);
+	tw_reuse(t->raddr, t->rport, t->lport, 0, NULL);
 	set_v4(&a, t->raddr);
 	if (tcp_connect(pcb, &a, ntohs(t->rport), cb_connected) != ERR_OK) {
 		tcp_arg(pcb, NULL);
@@ -1152,15 +1179,13 @@ out_lwip:
 	t->hold = NULL;
 	ts_lwip__unlock();
 	why = "lwIP refused the connection";
+	fb = TS_FB_MEMORY;
 kernel:
-	if (ts_cfg.require) {
-		errno = -require_fail(fd, why);
+	if (tcp_fallback(t, fd, fb, why) < 0)
 		return -1;
-	}
-	to_kernel(t, fd, why);
 	return ts_real_connect(fd, addr, len);
-kernel_quiet:
-	to_kernel(t, fd, "not an IPv4 connect");
+kernel_quiet: /* the kernel's answer (AF_UNSPEC, a bad address...) */
+	to_kernel(t, fd);
 	return ts_real_connect(fd, addr, len);
 }
 

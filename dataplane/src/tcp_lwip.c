@@ -10,6 +10,7 @@
  * started: nothing else would need it, and without it every lwIP call
  * happens where the library decides, under its locks. */
 #include "tcp_lwip.h"
+#include "lwip_hooks.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -352,6 +353,32 @@ void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
 	pthread_mutex_unlock(&inq_lock);
 }
 
+/* A SYN's timestamp option (RFC 7323: kind 8, length 10), for the TIME_WAIT
+ * check; th: the TCP header, len: the bytes from it to the end. */
+static void syn_tsval(const uint8_t *th, uint32_t len, struct ts_rx_probe *pr)
+{
+	uint32_t off = 20, end = (uint32_t)(th[12] >> 4) * 4;
+
+	pr->syn_ts = 0;
+	if (!(th[13] & TCP_SYN) || end > len)
+		return;
+	while (off < end && th[off] != 0) { /* 0: end of options */
+		if (th[off] == 1) { /* no-op */
+			off++;
+			continue;
+		}
+		if (off + 1 >= end || th[off + 1] < 2 || off + th[off + 1] > end)
+			return;
+		if (th[off] == 8 && th[off + 1] == 10) {
+			memcpy(&pr->syn_tsval, th + off + 2, 4);
+			pr->syn_tsval = ntohl(pr->syn_tsval);
+			pr->syn_ts = 1;
+			return;
+		}
+		off += th[off + 1];
+	}
+}
+
 static void seg_input(struct ts_seg *g)
 {
 	uint8_t *ip = g->ip;
@@ -378,6 +405,7 @@ static void seg_input(struct ts_seg *g)
 	memcpy(&sport, ip + ihl, 2);
 	memcpy(&dport, ip + ihl + 2, 2);
 	memcpy(&seq, ip + ihl + 4, 4);
+	syn_tsval(ip + ihl, tot - ihl, &pr);
 	if (ts_tcp__rx_pre(saddr, sport, dport, ntohl(seq), ip[ihl + 13], &pr)) {
 		pbuf_free(p);
 		return;
@@ -500,6 +528,23 @@ static void helper_sleep(uint64_t due)
 		(void)!ts_real_read(helper_efd, &v, sizeof(v));
 }
 
+/* lwIP 2.1.3 starts its persist timer when the next unsent segment does
+ * not fit the peer's window, and stops it only when tcp_output sends one;
+ * but an ACK may take every unsent segment (after a retransmission timeout
+ * moved the unacknowledged ones there), leaving the timer running with
+ * nothing to probe, and tcp_slowtmr then asserts ("persist ticking with
+ * empty send buffer") and aborts the process: seen in the harness's 5 %
+ * loss transfer on a loaded machine. Nothing waits: stop the timer, as
+ * tcp_output would have. Under the core lock, just before tcp_tmr(). */
+static void persist_idle_stop(void)
+{
+	struct tcp_pcb *p;
+
+	for (p = tcp_active_pcbs; p; p = p->next)
+		if (p->persist_backoff && !p->unsent)
+			p->persist_backoff = 0;
+}
+
 static void *timer_main(void *arg)
 {
 	uint64_t due = ts_now_ns() + TS_TCP_TMR_MS * 1000000ull;
@@ -518,6 +563,7 @@ static void *timer_main(void *arg)
 			due += TS_TCP_TMR_MS * 1000000ull;
 			if (due < ts_now_ns()) /* not to catch up on missed ticks */
 				due = ts_now_ns() + TS_TCP_TMR_MS * 1000000ull;
+			persist_idle_stop();
 			tcp_tmr();
 			ts_tcp__tick();
 			if (++n % 4 == 0) /* the XDP and UMEM counters, live */
@@ -536,6 +582,9 @@ int ts_lwip__start(void)
 	sigset_t all, old;
 	int err;
 
+	err = ts_isn__init();
+	if (err)
+		return err;
 	if (sys_mutex_new(&lock_tcpip_core) != ERR_OK)
 		return -ENOMEM;
 	helper_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -58,6 +58,10 @@ TS_HIDDEN int ts_lwip__start(void);
  * ts_tcp__events: whether callbacks ran since the last call (clears) */
 TS_HIDDEN void ts_tcp__tick(void);
 struct ts_rx_probe {
+	/* in: the segment's timestamp option (for a SYN's TIME_WAIT check) */
+	int syn_ts;
+	u32_t syn_tsval;
+	/* out */
 	struct tcp_pcb *pcb;
 	int infr;
 	u32_t lastack;

@@ -132,6 +132,40 @@ TS_HIDDEN extern __thread uint32_t ts_umem_txmd_len;
 TS_HIDDEN extern __thread int ts_umem_txmd_ok;
 TS_HIDDEN void ts_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- fallback to the kernel (src/fallback.c): the one function every
+ * path asks before a socket, or a call on it, uses the kernel instead of
+ * the XSK. 0: go on (counted: fallback_events and *counter); -EOPNOTSUPP:
+ * TICKSTACK_REQUIRE=1 refuses this reason (said on stderr): the caller
+ * fails its call with that errno and leaves the socket as it was. */
+enum ts_fb_why {
+	TS_FB_NOXSK,   /* no XSK on the interfaces of its address or route */
+	TS_FB_QUEUE,   /* the interface's queue is another process's (EBUSY) */
+	TS_FB_OPTION,  /* an option the stack does not reproduce */
+	TS_FB_SIZE,    /* larger than the MTU or an XSK frame */
+	TS_FB_SHAPE,   /* flags, control messages, source filters, families */
+	TS_FB_LOCAL,   /* a local, loopback or broadcast destination */
+	TS_FB_NOROUTE, /* no route to the destination */
+	TS_FB_MCLOOP,  /* a multicast send with IP_MULTICAST_LOOP on */
+	TS_FB_URING,   /* io_uring in the process */
+	TS_FB_MEMORY,  /* no memory for the socket's state */
+	/* never refused */
+	TS_FB_NEIGH,   /* next hop unresolved: the kernel resolves it */
+	TS_FB_SHARED,  /* another socket shares the port: the kernel delivers */
+	TS_FB_FORK,    /* a forked child reads an inherited socket */
+	TS_FB_ASKED,   /* the configuration asks for it (TICKSTACK_TCP=connect) */
+};
+struct ts_fb {
+	int fd;
+	int stream;          /* 1: a stream socket */
+	uint32_t laddr;      /* network order, for the message */
+	uint16_t lport;
+	enum ts_fb_why why;
+	const char *detail;  /* which option, size, destination... */
+	uint64_t *counter;   /* the reason's own counter, or NULL */
+};
+TS_HIDDEN int ts_fallback(const struct ts_fb *f);
+TS_HIDDEN const char *ts_fallback__name(enum ts_fb_why why);
+
 /* ---- statistics region */
 extern struct tickstack_stats *ts_stats TS_HIDDEN;
 TS_HIDDEN int ts_stats__init(void);
@@ -190,6 +224,7 @@ struct xsk_socket;
 
 struct ts_stack;
 TS_HIDDEN struct ts_stack *ts_stack__get(int ifindex, int create);
+TS_HIDDEN enum ts_fb_why ts_stack__why_none(int ifindex);
 TS_HIDDEN int ts_stack__fd(const struct ts_stack *st);
 TS_HIDDEN int ts_stack__ifindex(const struct ts_stack *st);
 TS_HIDDEN int ts_stack__usable(const struct ts_stack *st);
@@ -287,6 +322,7 @@ enum {
 	TS_CM_TOS = 1 << 2,
 	TS_CM_TSTAMP = 1 << 3,   /* SO_TIMESTAMP(_NEW): struct timeval */
 	TS_CM_TSTAMPNS = 1 << 4, /* SO_TIMESTAMPNS(_NEW): struct timespec */
+	TS_CM_TSTAMPING = 1 << 5, /* SO_TIMESTAMPING software RX: SCM_TIMESTAMPING */
 };
 
 #define TS_MAX_GROUPS 16
@@ -329,8 +365,9 @@ struct ts_sock {
 	struct ts_stack *rx_stacks[TS_MAX_RX_STACKS];
 	int nrx;              /* atomic: entries are only appended */
 	int cmsgs;            /* TS_CM_* */
-	int tstamp_type;      /* cmsg type of the timestamp the app asked for */
+	int tstamp_new;       /* the kernel's SOCK_TSTAMP_NEW: _NEW cmsg types */
 	int reuse;            /* SO_REUSEADDR: others may share the port */
+	int reuseport;        /* SO_REUSEPORT: a group of this process's sockets */
 	uint64_t ino;         /* the kernel socket's inode (foreign-socket check) */
 	struct ts_stack *tx_pending_st; /* a batch left descriptors unkicked */
 	int kernel_hint;      /* kernel fd reported readable (atomic) */
@@ -450,7 +487,8 @@ TS_HIDDEN void ts_sock__release(int fd);
 TS_HIDDEN void ts_sock__dup(int oldfd, int newfd);
 TS_HIDDEN void ts_sock__check_owner(struct ts_sock *s, int fd);
 TS_HIDDEN int ts_sock__activate_for_send(struct ts_sock *s, int fd);
-TS_HIDDEN int ts_sock__require_fail(struct ts_sock *s, const char *why);
+TS_HIDDEN int ts_sock__fallback(struct ts_sock *s, enum ts_fb_why why,
+				 const char *detail, uint64_t *counter);
 TS_HIDDEN ssize_t ts_rx__copyout(const struct ts_sock *s,
 				 const struct ts_rxent *e, struct msghdr *msg,
 				 int flags);
@@ -465,7 +503,9 @@ TS_HIDDEN int ts_sock__after_bind(struct ts_sock *s, int fd);
 TS_HIDDEN int ts_sock__after_connect(struct ts_sock *s, int fd,
 				     const struct sockaddr *addr,
 				     socklen_t len);
-TS_HIDDEN void ts_sock__setsockopt(struct ts_sock *s, int fd, int level,
+TS_HIDDEN int ts_sock__setsockopt_pre(struct ts_sock *s, int fd, int level,
+				       int opt, const void *val, socklen_t len);
+TS_HIDDEN int ts_sock__setsockopt(struct ts_sock *s, int fd, int level,
 				   int opt, const void *val, socklen_t len);
 TS_HIDDEN int ts_sock__fionread(struct ts_sock *s, int *out);
 TS_HIDDEN void ts_sock__check_shared(void);

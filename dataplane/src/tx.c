@@ -285,17 +285,30 @@ void ts_sock__flush(struct ts_sock *s)
 }
 
 static ssize_t kernel_send(struct ts_sock *s, int fd, const struct msghdr *msg,
-			   int flags, uint64_t *reason)
+			   int flags)
 {
 	ssize_t r;
 
 	ts_sock__flush(s); /* what the batch queued before goes out first */
 	r = ts_real_sendmsg(ts_sock__kfd(s, fd), msg, flags);
-	if (reason)
-		TS_INC(*reason);
 	if (r >= 0)
 		TS_INC(s->stats->tx_kernel);
 	return r;
+}
+
+/* This datagram goes through the kernel (ts_fallback decides, and counts
+ * it in *reason), or the send fails (TICKSTACK_REQUIRE=1). */
+static ssize_t fallback_send(struct ts_sock *s, int fd, const struct msghdr *msg,
+			     int flags, enum ts_fb_why why, const char *detail,
+			     uint64_t *reason)
+{
+	int r = ts_sock__fallback(s, why, detail, reason);
+
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return kernel_send(s, fd, msg, flags);
 }
 
 /* The XSK of ifindex: found without a lock, created under ts_lock. */
@@ -330,21 +343,23 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 
 	ts_sock__check_owner(s, fd);
 	if (ts_sock__state(s) == TS_S_KERNEL)
-		return kernel_send(s, fd, msg, flags, NULL);
+		return kernel_send(s, fd, msg, flags);
 	if ((flags & ~TS_SEND_FLAGS) || msg->msg_controllen)
-		return kernel_send(s, fd, msg, flags, &s->stats->tx_kernel_flags);
+		return fallback_send(s, fd, msg, flags, TS_FB_SHAPE,
+				     "send flags or control messages",
+				     &s->stats->tx_kernel_flags);
 	if (msg->msg_name) {
 		const struct sockaddr_in *sa = msg->msg_name;
 
 		if (msg->msg_namelen < sizeof(*sa) || sa->sin_family != AF_INET)
-			return kernel_send(s, fd, msg, flags, NULL);
+			return kernel_send(s, fd, msg, flags); /* its error */
 		daddr = sa->sin_addr.s_addr;
 		dport = sa->sin_port;
 	} else if (s->connected) {
 		daddr = s->raddr;
 		dport = s->rport;
 	} else {
-		return kernel_send(s, fd, msg, flags, NULL);
+		return kernel_send(s, fd, msg, flags); /* EDESTADDRREQ */
 	}
 	for (i = 0; i < (size_t)msg->msg_iovlen; i++)
 		len += msg->msg_iov[i].iov_len;
@@ -357,16 +372,18 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 		}
 	}
 	if (ts_sock__state(s) != TS_S_ACCEL)
-		return kernel_send(s, fd, msg, flags, NULL);
+		return kernel_send(s, fd, msg, flags);
 	if (!dport || !daddr || daddr == INADDR_BROADCAST)
-		return kernel_send(s, fd, msg, flags,
-				   &s->stats->tx_kernel_local);
+		return fallback_send(s, fd, msg, flags, TS_FB_LOCAL,
+				     "broadcast, port 0 or address 0",
+				     &s->stats->tx_kernel_local);
 	mc = IN_MULTICAST(ntohl(daddr));
 	if (mc && s->mcast_loop)
 		/* IP_MULTICAST_LOOP (on by default) gives a copy to the host's
 		 * own members, which only the kernel path does */
-		return kernel_send(s, fd, msg, flags,
-				   &s->stats->tx_kernel_mcloop);
+		return fallback_send(s, fd, msg, flags, TS_FB_MCLOOP,
+				     "a multicast send with IP_MULTICAST_LOOP on",
+				     &s->stats->tx_kernel_mcloop);
 	memset(&fl, 0, sizeof(fl));
 	fl.daddr = daddr;
 	fl.saddr = s->laddr && !IN_MULTICAST(ntohl(s->laddr)) ? s->laddr :
@@ -377,40 +394,29 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 	fl.dport = dport;
 	fl.tos = s->tos & 0x1c; /* the routing bits (RT_TOS) */
 	why = ts_nh__get(&fl, &nh);
-	if (why != NH_OK) {
-		uint64_t *c = why == NH_LOCAL ? &s->stats->tx_kernel_local :
-			      why == NH_NOROUTE ? &s->stats->tx_kernel_noroute :
-						  &s->stats->tx_kernel_neigh;
-
-		TS_INC(ts_stats->fallback_events);
-		if (ts_cfg.require && (why == NH_LOCAL || why == NH_NOROUTE)) {
-			TS_INC(*c);
-			errno = -ts_sock__require_fail(
-				s, why == NH_LOCAL ? "destination is local or "
-						     "broadcast" :
-						     "no route to the destination");
-			return -1;
-		}
-		/* being resolved, or a neighbour miss: the kernel send
-		 * resolves it (ARP) */
-		return kernel_send(s, fd, msg, flags, c);
-	}
+	if (why == NH_LOCAL)
+		return fallback_send(s, fd, msg, flags, TS_FB_LOCAL,
+				     "the destination is local or broadcast",
+				     &s->stats->tx_kernel_local);
+	if (why == NH_NOROUTE)
+		return fallback_send(s, fd, msg, flags, TS_FB_NOROUTE,
+				     "no route to the destination",
+				     &s->stats->tx_kernel_noroute);
+	if (why != NH_OK) /* being resolved, or a neighbour miss: the
+			   * kernel send resolves it (ARP) */
+		return fallback_send(s, fd, msg, flags, TS_FB_NEIGH,
+				     "next hop not resolved yet",
+				     &s->stats->tx_kernel_neigh);
 	st = tx_stack(nh.ifindex);
-	if (!st || len > ts_stack__max_payload(st)) {
-		uint64_t *c = st ? &s->stats->tx_kernel_oversize :
-				   &s->stats->tx_kernel_nostack;
-
-		TS_INC(ts_stats->fallback_events);
-		if (ts_cfg.require) {
-			TS_INC(*c);
-			errno = -ts_sock__require_fail(
-				s, st ? "datagram larger than the MTU or an "
-					"XSK frame" :
-					"no XSK on the outgoing interface");
-			return -1;
-		}
-		return kernel_send(s, fd, msg, flags, c);
-	}
+	if (!st)
+		return fallback_send(s, fd, msg, flags,
+				     ts_stack__why_none(nh.ifindex),
+				     "no XSK on the outgoing interface",
+				     &s->stats->tx_kernel_nostack);
+	if (len > ts_stack__max_payload(st))
+		return fallback_send(s, fd, msg, flags, TS_FB_SIZE,
+				     "datagram larger than the MTU or an XSK "
+				     "frame", &s->stats->tx_kernel_oversize);
 	memset(&h, 0, sizeof(h));
 	memcpy(h.dmac, nh.mac, 6);
 	h.saddr = fl.saddr ? fl.saddr : nh.prefsrc;

@@ -43,10 +43,14 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
 #include <linux/io_uring.h>
+#include <linux/net_tstamp.h>
+#include <linux/udp.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -151,6 +155,26 @@ static void print_cmsgs(struct msghdr *m)
 				 (double)tv.tv_sec + tv.tv_usec / 1e6;
 			printf("  cmsg %s %s\n", ns ? "SO_TIMESTAMPNS" : "SO_TIMESTAMP",
 			       t <= now_s() + 1e-6 && t > now_s() - 1 ? "now" : "WRONG");
+		} else if (c->cmsg_level == SOL_SOCKET &&
+			   (c->cmsg_type == SO_TIMESTAMPING_OLD ||
+			    c->cmsg_type == SO_TIMESTAMPING_NEW)) {
+			struct timespec t3[3];
+			double t;
+
+			memcpy(t3, CMSG_DATA(c), sizeof(t3));
+			t = (double)t3[0].tv_sec + t3[0].tv_nsec / 1e9;
+			printf("  cmsg %s len %zu software %s, legacy %s, hardware %s\n",
+			       c->cmsg_type == SO_TIMESTAMPING_NEW ? "SO_TIMESTAMPING_NEW" :
+								     "SO_TIMESTAMPING_OLD",
+			       (size_t)c->cmsg_len,
+			       t <= now_s() + 1e-6 && t > now_s() - 1 ? "now" : "WRONG",
+			       t3[1].tv_sec || t3[1].tv_nsec ? "set" : "0",
+			       t3[2].tv_sec || t3[2].tv_nsec ? "set" : "0");
+		} else if (c->cmsg_level == SOL_SOCKET &&
+			   (c->cmsg_type == SO_TIMESTAMPNS_NEW ||
+			    c->cmsg_type == SO_TIMESTAMP_NEW)) {
+			printf("  cmsg %s\n", c->cmsg_type == SO_TIMESTAMPNS_NEW ?
+			       "SO_TIMESTAMPNS_NEW" : "SO_TIMESTAMP_NEW");
 		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
 			printf("  cmsg IP_TOS %u\n", *(unsigned char *)CMSG_DATA(c));
 		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
@@ -713,16 +737,48 @@ static void c_reuseaddr(void)
 	printf("the second closed: the first gets %d of 5\n", got[0]);
 }
 
-/* SO_REUSEPORT: the kernel's group picks one socket per flow */
+/* SO_REUSEPORT: the group picks one socket per flow. Which socket a flow
+ * gets depends on a hash under a secret (the kernel's, or the stack's), so
+ * what is printed is what holds for any secret: one flow, one socket;
+ * each of 32 flows (two datagrams each, "P 32") to one socket; both
+ * sockets get flows (all 32 on one: 2^-31) */
 static void c_reuseport(void)
 {
-	int fds[2], got[2];
+	int fds[2], got[2], sock_of[32], total = 0, split = 0, i, used[2] = { 0, 0 };
 
 	fds[0] = bound_udp(12151, SO_REUSEPORT);
 	fds[1] = bound_udp(12151, SO_REUSEPORT);
 	ask(fds[0], 20, 64, 0, 0);
 	collect(fds, 2, 20, got);
-	printf("20 sent to the group: %d and %d (one flow, one socket)\n", got[0], got[1]);
+	printf("20 sent to the group: %d to one socket, %d to the other\n",
+	       got[0] > got[1] ? got[0] : got[1], got[0] > got[1] ? got[1] : got[0]);
+	for (i = 0; i < 32; i++)
+		sock_of[i] = -1;
+	if (sendto(fds[0], "P 32", 4, 0, (struct sockaddr *)&peer, sizeof(peer)) != 4)
+		fail("sendto request");
+	while (total < 64) {
+		struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN },
+				       { .fd = fds[1], .events = POLLIN } };
+		char buf[256];
+		ssize_t n;
+
+		if (poll(p, 2, 1000) <= 0)
+			break;
+		for (i = 0; i < 2; i++)
+			while ((n = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
+				int f = seq_of(buf, n);
+
+				total++;
+				if (f < 0 || f >= 32)
+					continue;
+				if (sock_of[f] >= 0 && sock_of[f] != i)
+					split++;
+				sock_of[f] = i;
+				used[i] = 1;
+			}
+	}
+	printf("32 flows, 2 datagrams each: %d received, %d flows split, %s\n", total,
+	       split, used[0] && used[1] ? "both sockets got flows" : "ONE SOCKET GOT EVERY FLOW");
 }
 
 /* datagrams larger than the link's MTU (1500) and than a UMEM frame: they
@@ -2050,6 +2106,281 @@ static void tcp_peer(int port)
 	}
 }
 
+/* SO_TIMESTAMPING software receive timestamps (SCM_TIMESTAMPING, taken at
+ * the XSK through the stack): reported, with SO_TIMESTAMPNS beside them,
+ * the _NEW types after SO_TIMESTAMPING_NEW, generated but not reported */
+static void tsing_recv(int fd, const char *what)
+{
+	char buf[256], cb[512];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cb, .msg_controllen = sizeof(cb) };
+	ssize_t n;
+
+	ask(fd, 1, 64, 0, 0);
+	n = recvmsg(fd, &m, 0);
+	printf("%s: recvmsg %zd seq %d flags 0x%x\n", what, n, seq_of(buf, n), m.msg_flags);
+	print_cmsgs(&m);
+}
+
+static void c_tsing(void)
+{
+	int fd = udp(), one = 1, r;
+	int f = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+
+	r = setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_OLD, &f, sizeof(f));
+	printf("SO_TIMESTAMPING rx software: %d\n", r);
+	tsing_recv(fd, "rx software");
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS_OLD, &one, sizeof(one));
+	tsing_recv(fd, "with SO_TIMESTAMPNS");
+	r = setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_NEW, &f, sizeof(f));
+	printf("SO_TIMESTAMPING_NEW: %d\n", r);
+	tsing_recv(fd, "new");
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS_OLD, &(int){ 0 }, sizeof(int));
+	f = SOF_TIMESTAMPING_RX_SOFTWARE;
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_OLD, &f, sizeof(f));
+	tsing_recv(fd, "generated, not reported");
+	f = 0;
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_OLD, &f, sizeof(f));
+	tsing_recv(fd, "off");
+}
+
+/* ---- TICKSTACK_REQUIRE=1 (the stack's run has it, the kernel's not):
+ * each call that would move a socket, or a datagram, to the kernel fails
+ * there with EOPNOTSUPP and one line on stderr naming the reason and the
+ * option; on the kernel the call succeeds. Either prints "as required",
+ * so the transcripts are equal only when both happened. stderr is caught
+ * around each call (the library's line is checked, not printed). */
+static int req_saved = -1;
+static char req_path[64];
+
+static int req_on(void)
+{
+	const char *v = getenv("TICKSTACK_REQUIRE");
+
+	return v && !strcmp(v, "1");
+}
+
+static void req_begin(void)
+{
+	int fd;
+
+	fflush(stderr);
+	snprintf(req_path, sizeof(req_path), "/tmp/conform-req.%d", (int)getpid());
+	fd = open(req_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fail("open the stderr file");
+	req_saved = dup(2);
+	dup2(fd, 2);
+	close(fd);
+}
+
+/* r: the call's result, ok_kernel: it succeeded; reason and name: what the
+ * library's line must say */
+static void req_end(const char *what, int ok_kernel, const char *reason,
+		    const char *name)
+{
+	int e = errno, fd, ok;
+	char log[2048] = "";
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(req_saved, 2);
+	close(req_saved);
+	fd = open(req_path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, log, sizeof(log) - 1) : -1;
+	log[n > 0 ? n : 0] = 0;
+	if (fd >= 0)
+		close(fd);
+	unlink(req_path);
+	if (req_on())
+		ok = !ok_kernel && e == EOPNOTSUPP &&
+		     strstr(log, "TICKSTACK_REQUIRE=1") && strstr(log, reason) &&
+		     strstr(log, name);
+	else
+		ok = ok_kernel;
+	printf("%s: %s\n", what, ok ? "as required" :
+	       req_on() ? "NOT REFUSED, or refused without naming the reason" :
+			  "failed on the kernel");
+	if (!ok)
+		printf("  errno %s, stderr: %s\n", en(e), log);
+}
+
+static void req_opt(int level, int opt, const void *val, socklen_t len,
+		    const char *name)
+{
+	int fd = udp(), r;
+
+	req_begin();
+	r = setsockopt(fd, level, opt, val, len);
+	req_end(name, r == 0, "option", name);
+	close(fd);
+}
+
+static int link_ifindex(char *name)
+{
+	struct if_nameindex *l = if_nameindex(), *i;
+	int idx = 0;
+
+	for (i = l; i && i->if_index; i++)
+		if (!strncmp(i->if_name, "tsdp", 4)) {
+			idx = (int)i->if_index;
+			if (name)
+				snprintf(name, IF_NAMESIZE, "%s", i->if_name);
+		}
+	if (l)
+		if_freenameindex(l);
+	return idx;
+}
+
+#define REQ_INT(level, opt, v)                                                \
+	do {                                                                  \
+		int iv_ = (v);                                                \
+		req_opt(level, opt, &iv_, sizeof(iv_), #opt);                 \
+	} while (0)
+
+/* every row of the option table that moves a socket to the kernel */
+static void c_require(void)
+{
+	struct sock_filter all = BPF_STMT(BPF_RET | BPF_K, 0xffff);
+	struct sock_fprog prog = { .len = 1, .filter = &all };
+	char ifn[IF_NAMESIZE] = "";
+	int idx = link_ifindex(ifn), fd, r;
+	unsigned char ipopts[4] = { 1, 1, 1, 0 }; /* NOPs, end */
+	struct ip_mreq_source ms = { .imr_multiaddr.s_addr = inet_addr("239.198.18.7"),
+				     .imr_interface.s_addr = inet_addr("198.18.12.1"),
+				     .imr_sourceaddr = peer.sin_addr };
+	struct ip_mreq mr = { .imr_multiaddr.s_addr = inet_addr("239.198.18.7"),
+			      .imr_interface.s_addr = inet_addr("198.18.12.1") };
+	struct group_req gr = { .gr_interface = (uint32_t)idx };
+	struct group_source_req gs = { .gsr_interface = (uint32_t)idx };
+	struct sockaddr_in *g = (struct sockaddr_in *)&gr.gr_group;
+
+	/* SO_REUSEPORT is served; a group's own program is the kernel's */
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &(int){ 1 }, sizeof(int)) ||
+	    bind(fd, (struct sockaddr *)&(struct sockaddr_in){ .sin_family = AF_INET },
+		 sizeof(struct sockaddr_in)))
+		fail("SO_REUSEPORT socket");
+	all = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+	req_begin();
+	r = setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog));
+	req_end("SO_ATTACH_REUSEPORT_CBPF", r == 0, "option", "SO_ATTACH_REUSEPORT_CBPF");
+	close(fd);
+	all = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xffff);
+	req_opt(SOL_SOCKET, SO_BINDTODEVICE, ifn, (socklen_t)strlen(ifn) + 1,
+		"SO_BINDTODEVICE");
+	REQ_INT(SOL_SOCKET, SO_BINDTOIFINDEX, idx);
+	REQ_INT(SOL_SOCKET, SO_MARK, 7);
+	REQ_INT(SOL_SOCKET, SO_TIMESTAMPING_OLD, /* transmit stamps: the kernel's */
+		SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE);
+	REQ_INT(SOL_SOCKET, SO_RXQ_OVFL, 1);
+	REQ_INT(SOL_SOCKET, SO_RCVMARK, 1);
+	/* (SO_PASSCRED and SO_PASSSEC: this kernel refuses them on UDP) */
+	req_opt(SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog), "SO_ATTACH_FILTER");
+	REQ_INT(IPPROTO_IP, IP_RECVERR, 1);
+	REQ_INT(IPPROTO_IP, IP_RECVORIGDSTADDR, 1);
+	REQ_INT(IPPROTO_IP, IP_RECVOPTS, 1);
+	REQ_INT(IPPROTO_IP, IP_RETOPTS, 1);
+	REQ_INT(IPPROTO_IP, IP_PASSSEC, 1);
+	REQ_INT(IPPROTO_IP, IP_CHECKSUM, 1);
+	REQ_INT(IPPROTO_IP, IP_RECVFRAGSIZE, 1);
+	REQ_INT(IPPROTO_IP, IP_TRANSPARENT, 1);
+	REQ_INT(IPPROTO_IP, IP_UNICAST_IF, (int)htonl((uint32_t)idx));
+	req_opt(IPPROTO_IP, IP_OPTIONS, ipopts, sizeof(ipopts), "IP_OPTIONS");
+	REQ_INT(IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DONT);
+	REQ_INT(IPPROTO_UDP, UDP_CORK, 1);
+	REQ_INT(IPPROTO_UDP, UDP_SEGMENT, 1000);
+	REQ_INT(IPPROTO_UDP, UDP_GRO, 1);
+	/* source filters */
+	req_opt(IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP, &ms, sizeof(ms),
+		"IP_ADD_SOURCE_MEMBERSHIP");
+	g->sin_family = AF_INET;
+	g->sin_addr.s_addr = inet_addr("239.198.18.8");
+	req_opt(IPPROTO_IP, MCAST_JOIN_GROUP, &gr, sizeof(gr), "MCAST_JOIN_GROUP");
+	memcpy(&gs.gsr_group, &gr.gr_group, sizeof(gr.gr_group));
+	memcpy(&gs.gsr_source, &peer, sizeof(peer));
+	req_opt(IPPROTO_IP, MCAST_JOIN_SOURCE_GROUP, &gs, sizeof(gs),
+		"MCAST_JOIN_SOURCE_GROUP");
+	fd = udp();
+	if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)))
+		fail("IP_ADD_MEMBERSHIP");
+	req_begin();
+	r = setsockopt(fd, IPPROTO_IP, IP_BLOCK_SOURCE, &ms, sizeof(ms));
+	req_end("IP_BLOCK_SOURCE", r == 0, "shape", "IP_BLOCK_SOURCE");
+	close(fd);
+}
+
+static void req_send(int fd, const void *buf, size_t len, int flags,
+		     const struct sockaddr_in *to, const char *what,
+		     const char *reason)
+{
+	ssize_t n;
+
+	req_begin();
+	n = sendto(fd, buf, len, flags, (const struct sockaddr *)to, sizeof(*to));
+	req_end(what, n == (ssize_t)len, reason, reason);
+}
+
+/* the datagrams the kernel would carry: multicast loopback, a local
+ * destination, a size beyond the link, send flags */
+static void c_requiresend(void)
+{
+	static char big[3000];
+	struct sockaddr_in mc = { .sin_family = AF_INET, .sin_port = htons(12160),
+				  .sin_addr.s_addr = inet_addr("239.198.18.9") };
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12161),
+				  .sin_addr.s_addr = inet_addr("198.18.12.1") };
+	char req[] = "E hello";
+	int fd = udp();
+
+	req_send(fd, req, sizeof(req), 0, &mc, "multicast send, IP_MULTICAST_LOOP on",
+		 "multicast loopback");
+	req_send(fd, req, sizeof(req), 0, &me, "send to our own address",
+		 "local destination");
+	memset(big, 'E', sizeof(big));
+	req_send(fd, big, sizeof(big), 0, &peer, "3000 bytes over a 1500-byte link",
+		 "size");
+	req_send(fd, req, sizeof(req), MSG_MORE, &peer, "send with MSG_MORE", "shape");
+	close(fd);
+}
+
+/* A second process finds the interface's queue taken (this one holds it):
+ * its bind fails under TICKSTACK_REQUIRE=1, naming the reason */
+static void c_queue_child(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), r;
+	struct sockaddr_in a = { .sin_family = AF_INET };
+
+	req_begin();
+	r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	req_end("second process: bind", r == 0, "queue taken", "queue");
+}
+
+static void c_queue(void)
+{
+	char pa[INET_ADDRSTRLEN], pp[8], buf[256];
+	int fd = udp(), st = 0;
+	ssize_t n;
+	pid_t p;
+
+	ask(fd, 1, 64, 0, 0); /* this process's XSK holds the queue */
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("first process: %zd seq %d\n", n, seq_of(buf, n));
+	inet_ntop(AF_INET, &peer.sin_addr, pa, sizeof(pa));
+	snprintf(pp, sizeof(pp), "%u", ntohs(peer.sin_port));
+	{
+		/* posix_spawn: no fork handler runs, our socket stays ours */
+		char *argv[] = { "conform", "queue-child", pa, pp, NULL };
+		extern char **environ;
+
+		if (posix_spawn(&p, self_exe, NULL, NULL, argv, environ))
+			fail("posix_spawn");
+	}
+	waitpid(p, &st, 0);
+	printf("second process exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -2076,6 +2407,9 @@ int main(int argc, char **argv)
 		{ "tcpsendfile", c_tcpsendfile }, { "tcpsplice", c_tcpsplice },
 		{ "udpsplice", c_udpsplice }, { "tcpcalls", c_tcpcalls },
 		{ "uringraw-late", c_uringraw_late },
+		{ "tsing", c_tsing },
+		{ "require", c_require }, { "requiresend", c_requiresend },
+		{ "queue", c_queue },     { "queue-child", c_queue_child },
 	};
 	unsigned i;
 
@@ -2117,6 +2451,20 @@ int main(int argc, char **argv)
 				for (k = 0; k < count; k++)
 					sendto(fd, "a:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 64, 0,
 					       (struct sockaddr *)&to, sizeof(to));
+				continue;
+			}
+			if (b[0] == 'P' && sscanf(b, "P %d", &count) == 1) {
+				/* count flows: two datagrams ("<k>:") from each of
+				 * count fresh sockets (source ports) */
+				for (k = 0; k < count && k < 1000; k++) {
+					int f = socket(AF_INET, SOCK_DGRAM, 0);
+					char d[64];
+					int dl = snprintf(d, sizeof(d), "%d:flow", k);
+
+					sendto(f, d, (size_t)dl, 0, (struct sockaddr *)&src, sl);
+					sendto(f, d, (size_t)dl, 0, (struct sockaddr *)&src, sl);
+					close(f);
+				}
 				continue;
 			}
 			if (b[0] == 'C') {

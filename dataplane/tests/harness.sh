@@ -636,7 +636,7 @@ for i in range(20):
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "epoll returned events nobody registered"; return 1; }
 }
 
-t_reuseport() { # two SO_REUSEPORT sockets: each datagram is delivered once
+t_reuseport() { # two SO_REUSEPORT sockets of one process: each datagram is delivered once, through the XSK
 	local e
 	$(accel $NB srv) python3 -c '
 import select, socket, sys, time
@@ -668,6 +668,10 @@ for i in range(100):
     time.sleep(0.002)
 ' || { die "sender failed"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$(grep received "$TSDP_TMP/server.out") of 100"; return 1; }
+	# the group is served by the stack (it went to the kernel before)
+	wait_for 5 ls "$TSDP_TMP"/stats-srv-*.txt || { die "srv: no stats dump"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)" = 100 ] && [ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_kernel)" = 0 ] ||
+		{ die "not every datagram came through the XSK"; return 1; }
 }
 
 t_readv() { # readv/writev on an accelerated socket (blocking readv sees what took the XSK)

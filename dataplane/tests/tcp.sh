@@ -350,6 +350,77 @@ t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, 
 	grep -q "invalid TICKSTACK_TCP=maybe" "$TSDP_TMP/client.out" || { die "bad TICKSTACK_TCP not reported"; return 1; }
 }
 
+# port_twice SRV-PREFIX CLI-PREFIX PORT LPORT TAG: two client processes in
+# a row from local port LPORT to a greet-server that closes first, so that
+# it holds the first connection in TIME_WAIT when the second SYN comes: the
+# second connects at once, as between two kernels (a refused SYN would
+# cost at least one SYN retransmission, 1 s)
+port_twice() {
+	local srv=$1 cli=$2 port=$3 lport=$4 tag=$5 p i ms
+	$srv timeout 30 $B/tcpcheck greet-server "$port" 2 >"$TSDP_TMP/$tag-srv.out" 2>&1 &
+	p=$!
+	TSDP_PIDS+=("$p")
+	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
+	for i in 1 2; do
+		$cli timeout 20 $B/tcpcheck port-client $IPB "$port" "$lport" >"$TSDP_TMP/$tag-cli$i.out" \
+			2>"$TSDP_TMP/$tag-cli$i.err" || { die "$tag: client $i: exit code $?: $(cat "$TSDP_TMP/$tag-cli$i.err")"; return 1; }
+		grep -q '^client: read hi then EOF$' "$TSDP_TMP/$tag-cli$i.out" || { die "$tag: client $i got no greeting"; return 1; }
+		ms=$(sed -n 's/^connect ms //p' "$TSDP_TMP/$tag-cli$i.err")
+		[ "${ms:-99999}" -lt 900 ] || { die "$tag: client $i took ${ms:-?} ms to connect"; return 1; }
+		log "$CUR: $tag: client $i from port $lport connected in $ms ms"
+	done
+	wait_exit "$p" 10 && [ "$WAIT_RC" = 0 ] || { die "$tag: server exit code $WAIT_RC"; return 1; }
+}
+
+t_tcp_port_reuse() { # two client processes in a row on one local port: the second connects at once while the server holds TIME_WAIT
+	port_twice "$(kern $NB)" "$(kern $NA)" 12050 42050 kernel || return 1
+	port_twice "$(taccel $NB srv)" "$(taccel $NA cli)" 12051 42051 stack || return 1
+	tcp_accel srv 2 tx && conns_through_xsk cli 2 || return 1
+	port_twice "$(kern $NB)" "$(taccel $NA cli)" 12052 42052 stack-kernel-server || return 1
+	port_twice "$(taccel $NB srv)" "$(kern $NA)" 12053 42053 kernel-client
+}
+
+# isn_check TAG: the ISNs a kernel server saw (tcpcheck greet-server ...
+# isn, in $TSDP_TMP/TAG-srv.out): the first two are one 4-tuple from two
+# processes in a row and differ, the second above the first by the clock
+# (less than 2^31 ahead); the others, one process each from other local
+# ports, are no counter: most steps between successive ones are large
+isn_check() {
+	awk -v tag="$1" 'BEGIN { n = 0; big = 0 } $1 == "isn" { port[n] = $2; isn[n++] = $3 }
+	END {
+		if (n < 10) { print tag ": " n " ISNs, want 10"; exit 1 }
+		if (port[0] != port[1]) { print tag ": the first two came from different ports"; exit 1 }
+		d = (isn[1] - isn[0] + 4294967296) % 4294967296
+		if (d == 0 || d >= 2147483648) { print tag ": same 4-tuple: ISN " isn[0] " then " isn[1]; exit 1 }
+		for (i = 3; i < n; i++) {
+			s = (isn[i] - isn[i - 1] + 4294967296) % 4294967296
+			if (s > 16777216 && s < 4294967296 - 16777216) big++
+		}
+		if (big < 5) { print tag ": ISNs of successive 4-tuples step by less than 2^24 " (7 - big) " times of 7: a counter"; exit 1 }
+		print tag ": same 4-tuple ISNs " isn[0] " then " isn[1] " (+" d "), " big " of 7 steps across 4-tuples above 2^24"
+	}' "$TSDP_TMP/$1-srv.out"
+}
+
+isn_run() { # isn_run CLI-PREFIX PORT TAG: ten client processes against a kernel server printing ISNs
+	local cli=$1 port=$2 tag=$3 p i
+	$(kern $NB) timeout 60 $B/tcpcheck greet-server "$port" 10 isn >"$TSDP_TMP/$tag-srv.out" 2>&1 &
+	p=$!
+	TSDP_PIDS+=("$p")
+	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
+	for i in 0 0 1 2 3 4 5 6 7 8; do
+		$cli timeout 20 $B/tcpcheck port-client $IPB "$port" $((43000 + port % 100 * 10 + i)) \
+			>/dev/null 2>"$TSDP_TMP/$tag-cli.err" || { die "$tag: client: exit code $?: $(cat "$TSDP_TMP/$tag-cli.err")"; return 1; }
+	done
+	wait_exit "$p" 10 && [ "$WAIT_RC" = 0 ] || { die "$tag: server exit code $WAIT_RC: $(cat "$TSDP_TMP/$tag-srv.out")"; return 1; }
+	log "$CUR: $(isn_check "$tag")" && isn_check "$tag" >/dev/null || { die "$(isn_check "$tag")"; return 1; }
+}
+
+t_tcp_isn() { # initial sequence numbers as RFC 6528 has them: per 4-tuple unpredictable, rising with a clock, on the kernel and through the stack
+	isn_run "$(kern $NA)" 12054 kernel || return 1
+	isn_run "$(taccel $NA cli)" 12055 stack || return 1
+	conns_through_xsk cli 10
+}
+
 # ---- integrity under loss: A - router R - B, R drops at random
 
 loss_topology() {
@@ -414,4 +485,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_loss"
+TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_loss"

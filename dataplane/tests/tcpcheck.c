@@ -60,6 +60,16 @@
  *                                    read every answer
  *                                    N times: connect, "ping", read "pong"
  *                                    and EOF, close
+ *   tcpcheck greet-server PORT N [isn]
+ *                                    N times: accept, write "hi", close
+ *                                    first (this side keeps TIME_WAIT);
+ *                                    with isn (kernel only) print the
+ *                                    peer's initial sequence number first
+ *                                    (TCP_REPAIR: needs CAP_NET_ADMIN)
+ *   tcpcheck port-client HOST PORT LPORT
+ *                                    bind LPORT (SO_REUSEADDR), connect,
+ *                                    read "hi" and EOF; prints the connect
+ *                                    time in ms on stderr
  *
  * After the cycles each side checks for leaks: its open fds are back to
  * the count after a first warm-up cycle (which creates the library's XSK
@@ -111,6 +121,74 @@ static int listener(int port)
 	if (listen(fd, 128) < 0)
 		die("listen");
 	return fd;
+}
+
+/* The peer's initial sequence number on an accepted connection the peer
+ * has sent nothing on yet: the kernel's rcv_nxt, read in repair mode. */
+static unsigned peer_isn(int fd)
+{
+	int on = 1, off = 0, q = TCP_RECV_QUEUE;
+	unsigned seq = 0;
+	socklen_t len = sizeof(seq);
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) ||
+	    getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &seq, &len) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)))
+		die("TCP_REPAIR (CAP_NET_ADMIN, kernel sockets only)");
+	return seq - 1; /* the SYN took one */
+}
+
+static void greet_server(int port, int n, int isn)
+{
+	int fd = listener(port), c, i;
+
+	for (i = 0; i < n; i++) {
+		struct sockaddr_in pa;
+		socklen_t pl = sizeof(pa);
+
+		c = accept(fd, (struct sockaddr *)&pa, &pl);
+		if (c < 0)
+			die("accept");
+		if (isn)
+			printf("isn %u %u\n", ntohs(pa.sin_port), peer_isn(c));
+		fflush(stdout);
+		if (write(c, "hi", 2) != 2)
+			die("write");
+		close(c);
+	}
+	close(fd);
+}
+
+static void port_client(const char *host, int port, int lport)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port) },
+			   la = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)lport) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct timespec t0, t1;
+	char buf[8];
+	ssize_t n, got = 0;
+
+	if (fd < 0 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		die("socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&la, sizeof(la)) < 0)
+		die("bind");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("connect");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	fprintf(stderr, "connect ms %lld\n",
+		(long long)(t1.tv_sec - t0.tv_sec) * 1000 +
+			(t1.tv_nsec - t0.tv_nsec) / 1000000);
+	while ((n = read(fd, buf + got, sizeof(buf) - (size_t)got)) > 0)
+		got += n;
+	if (n < 0)
+		die("read");
+	printf("client: read %.*s then EOF\n", (int)got, buf);
+	close(fd);
 }
 
 static int connect_to(const char *host, int port)
@@ -749,6 +827,11 @@ int main(int argc, char **argv)
 		       connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ?
 			       ename(errno) : "succeeded");
 		close(fd);
+	} else if (!strcmp(m, "greet-server") && (argc == 4 || argc == 5)) {
+		greet_server(atoi(argv[2]), atoi(argv[3]),
+			     argc == 5 && !strcmp(argv[4], "isn"));
+	} else if (!strcmp(m, "port-client") && argc == 5) {
+		port_client(argv[2], atoi(argv[3]), atoi(argv[4]));
 	} else if (!strcmp(m, "backlog-server") && argc == 4) {
 		backlog_server(atoi(argv[2]), argv[3]);
 	} else if (!strcmp(m, "backlog-client") && argc == 5) {

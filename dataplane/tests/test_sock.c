@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include "ts_internal.h"
 
+#include <linux/net_tstamp.h>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/uio.h>
@@ -85,14 +87,14 @@ static void test_fd_table(void)
 static void test_options(void)
 {
 	uint64_t before = ts_stats->kernel_option;
-	int one = 1, a = udp(), b = udp();
+	int one = 1, a = udp(), b = udp(), c = udp();
 	struct ts_sock *s = ts_sock__of(a);
 
 	CHECK(setsockopt(a, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) == 0 &&
 		      (s->cmsgs & TS_CM_PKTINFO),
 	      "IP_PKTINFO tracked");
 	CHECK(setsockopt(a, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) == 0 &&
-		      (s->cmsgs & TS_CM_TSTAMPNS) && s->tstamp_type == SO_TIMESTAMPNS,
+		      (s->cmsgs & TS_CM_TSTAMPNS) && !s->tstamp_new,
 	      "SO_TIMESTAMPNS tracked");
 	CHECK(setsockopt(a, SOL_SOCKET, SO_TIMESTAMP, &one, sizeof(one)) == 0 &&
 		      (s->cmsgs & TS_CM_TSTAMP) && !(s->cmsgs & TS_CM_TSTAMPNS),
@@ -107,9 +109,12 @@ static void test_options(void)
 	      "IP_PKTINFO off");
 	CHECK(ts_sock__state(s) == TS_S_NEW, "still undecided");
 	one = 1;
-	CHECK(setsockopt(a, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == 0, "SO_REUSEPORT");
+	CHECK(setsockopt(a, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == 0 &&
+		      s->reuseport && ts_sock__state(s) == TS_S_NEW,
+	      "SO_REUSEPORT: a group the stack serves");
+	CHECK(setsockopt(a, IPPROTO_IP, IP_RECVERR, &one, sizeof(one)) == 0, "IP_RECVERR");
 	CHECK(ts_sock__state(s) == TS_S_KERNEL && ts_stats->kernel_option == before + 1,
-	      "SO_REUSEPORT moves the socket to the kernel, counted");
+	      "IP_RECVERR moves the socket to the kernel, counted");
 	one = 7;
 	CHECK(setsockopt(b, IPPROTO_IP, IP_TTL, &one, sizeof(one)) == 0 &&
 		      ts_sock__of(b)->ttl == 7,
@@ -118,6 +123,16 @@ static void test_options(void)
 	CHECK(setsockopt(b, IPPROTO_IP, IP_TTL, &one, sizeof(one)) == 0 &&
 		      ts_sock__of(b)->ttl == 64,
 	      "IP_TTL -1 is the default again (%u)", ts_sock__of(b)->ttl);
+	one = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+	CHECK(setsockopt(c, SOL_SOCKET, SO_TIMESTAMPING_NEW, &one, sizeof(one)) == 0 &&
+		      (ts_sock__of(c)->cmsgs & TS_CM_TSTAMPING) && ts_sock__of(c)->tstamp_new &&
+		      ts_sock__state(ts_sock__of(c)) != TS_S_KERNEL,
+	      "SO_TIMESTAMPING software RX served by the stack, _NEW cmsgs");
+	one |= SOF_TIMESTAMPING_TX_SOFTWARE;
+	CHECK(setsockopt(c, SOL_SOCKET, SO_TIMESTAMPING_OLD, &one, sizeof(one)) == 0 &&
+		      ts_sock__state(ts_sock__of(c)) == TS_S_KERNEL,
+	      "SO_TIMESTAMPING with TX timestamps moves the socket to the kernel");
+	close(c);
 	one = 0;
 	CHECK(setsockopt(b, SOL_SOCKET, SO_MARK, &one, sizeof(one)) == 0 &&
 		      ts_sock__state(ts_sock__of(b)) == TS_S_NEW,
