@@ -58,7 +58,7 @@ func readme(dir string) ([]byte, error) {
 		KubeVersion string `yaml:"kubeVersion"`
 	}
 	if err := yaml.Unmarshal(chart, &meta); err != nil {
-		return nil, fmt.Errorf("Chart.yaml: %w", err)
+		return nil, fmt.Errorf("reading Chart.yaml: %w", err)
 	}
 	src, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
 	if err != nil {
