@@ -1407,11 +1407,24 @@ static void uring_seen(void)
 		ts_sock__uring_used();
 }
 
+/* Before a ring is set up: under TICKSTACK_REQUIRE=1 with a socket
+ * accelerated, the negative errno that fails the set-up, else 0. */
+static int uring_gate(void)
+{
+	return ts_ready && !ts_in_lib ? ts_sock__uring_gate() : 0;
+}
+
 struct io_uring;
 struct io_uring_params;
 
 TS_API int io_uring_setup(unsigned int entries, struct io_uring_params *p)
 {
+	int e = uring_gate();
+
+	if (e) {
+		errno = -e;
+		return -1;
+	}
 	uring_seen();
 	return (int)REAL(syscall)(SYS_io_uring_setup, (long)entries, p);
 }
@@ -1422,7 +1435,10 @@ TS_API int io_uring_queue_init_params(unsigned int entries,
 {
 	int (*real)(unsigned int, struct io_uring *, struct io_uring_params *) =
 		uring_real("io_uring_queue_init_params");
+	int e = uring_gate();
 
+	if (e)
+		return e; /* liburing's convention: -errno */
 	uring_seen();
 	if (!real)
 		return -ENOSYS;
@@ -1434,7 +1450,10 @@ TS_API int io_uring_queue_init(unsigned int entries, struct io_uring *ring,
 {
 	int (*real)(unsigned int, struct io_uring *, unsigned int) =
 		uring_real("io_uring_queue_init");
+	int e = uring_gate();
 
+	if (e)
+		return e; /* liburing's convention: -errno */
 	uring_seen();
 	if (!real)
 		return -ENOSYS;
@@ -1451,8 +1470,15 @@ TS_API long syscall(long n, ...)
 	for (i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
-	if (n == SYS_io_uring_setup)
+	if (n == SYS_io_uring_setup) {
+		int e = uring_gate();
+
+		if (e) {
+			errno = -e;
+			return -1;
+		}
 		uring_seen();
+	}
 	else if (n == SYS_close && ts_ready && !ts_in_lib)
 		forget((int)a[0]);
 	return REAL(syscall)(n, a[0], a[1], a[2], a[3], a[4], a[5]);

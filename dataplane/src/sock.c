@@ -1800,6 +1800,29 @@ void ts_sock__uring_used(void)
 	ts_unlock();
 }
 
+/* Under TICKSTACK_REQUIRE=1 a ring may not be set up while a socket is
+ * accelerated: the ring would move it to the kernel, so the set-up call
+ * fails instead (EOPNOTSUPP, said naming the socket); 0: go ahead. A ring
+ * the library does not see being set up (ts_uring__unseen) leaves no call
+ * to fail: its sockets move, said on stderr. */
+int ts_sock__uring_gate(void)
+{
+	struct ts_sock *s;
+	int fd, ret = 0;
+
+	if (!ts_cfg.require ||
+	    __atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE))
+		return 0;
+	ts_lock();
+	for (fd = -1; !ret && (s = sock__next(&fd));)
+		if (s->state == TS_S_ACCEL)
+			ret = ts_sock__fallback(s, TS_FB_URING, "an io_uring "
+						"set up while it is accelerated",
+						NULL);
+	ts_unlock();
+	return ret;
+}
+
 /* The caller holds ts_lock. */
 static void sock__uring_used_locked(void)
 {

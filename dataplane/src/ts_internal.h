@@ -481,6 +481,7 @@ TS_HIDDEN extern int ts_uring_used;
 TS_HIDDEN extern int ts_tstamp_wanted; /* a socket asked for SO_TIMESTAMP* */
 TS_HIDDEN extern pthread_rwlock_t ts_port_lock;
 TS_HIDDEN void ts_sock__uring_used(void);
+TS_HIDDEN int ts_sock__uring_gate(void);
 TS_HIDDEN int ts_uring__unseen(void); /* a ring not yet known is mapped */
 TS_HIDDEN struct ts_sock *ts_sock__new(int fd, int nonblock);
 TS_HIDDEN void ts_sock__release(int fd);

@@ -2322,6 +2322,23 @@ static void req_send(int fd, const void *buf, size_t len, int flags,
 	req_end(what, n == (ssize_t)len, reason, reason);
 }
 
+/* an io_uring set up (as liburing does, through syscall()) while a socket
+ * is accelerated: the ring would read the kernel socket, so under
+ * TICKSTACK_REQUIRE=1 the set-up fails, naming the reason */
+static void req_uring(void)
+{
+	struct io_uring_params p;
+	int r;
+
+	memset(&p, 0, sizeof(p));
+	req_begin();
+	r = (int)syscall(SYS_io_uring_setup, 4, &p);
+	req_end("io_uring_setup with an accelerated socket open", r >= 0,
+		"io_uring", "io_uring");
+	if (r >= 0)
+		close(r);
+}
+
 /* the datagrams the kernel would carry: multicast loopback, a local
  * destination, a size beyond the link, send flags */
 static void c_requiresend(void)
@@ -2342,6 +2359,7 @@ static void c_requiresend(void)
 	req_send(fd, big, sizeof(big), 0, &peer, "3000 bytes over a 1500-byte link",
 		 "size");
 	req_send(fd, req, sizeof(req), MSG_MORE, &peer, "send with MSG_MORE", "shape");
+	req_uring();
 	close(fd);
 }
 
