@@ -319,7 +319,9 @@ t_xdpd_two() { # two processes share the pod's interface, one queue each
 	# both queues taken: a third process stays on the kernel, counted
 	xd_server three 11213 || return 1
 	s3=$XS
-	grep -q "not accelerated: Device or resource busy" "$TSDP_TMP/server-three.out" ||
+	# (said once the daemon refused the queue, which may come after the
+	# kernel socket is bound and listed)
+	wait_for 5 grep -q "not accelerated: Device or resource busy" "$TSDP_TMP/server-three.out" ||
 		{ die "the third process did not report the busy queues"; return 1; }
 	xd_pp 0 11211 client-one.out &
 	local c1=$!
