@@ -36,10 +36,15 @@ fi
 PASSED=0
 FAILED=0
 FAILS=()
+FAIL_NOTES=$TSDP_TMP/.fails
+mkdir -p "$FAIL_NOTES"
 
 log() { echo "harness: $*"; }
+# die MESSAGE: the test's failure, with the tails of its outputs; the first
+# message of each failed test is repeated in the summary (CI shows the end)
 die() {
 	echo "harness: $CUR: FAIL: $*" >&2
+	[ -s "$FAIL_NOTES/$CUR" ] || echo "$*" >"$FAIL_NOTES/$CUR"
 	for f in "$TSDP_TMP"/*.out "$TSDP_TMP"/stats-*; do
 		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 25 "$f" >&2; }
 	done
@@ -768,6 +773,9 @@ for t in $TESTS; do
 		FAILED=$((FAILED + 1))
 		FAILS+=("$t")
 	fi
+done
+for t in "${FAILS[@]}"; do
+	log "FAIL $t: $(cat "$FAIL_NOTES/$t" 2>/dev/null || echo "no message")"
 done
 log "$PASSED passed, $FAILED failed ${FAILS[*]:-}"
 [ "$FAILED" = 0 ]
