@@ -1908,6 +1908,26 @@ int ts_tcp__getsockopt(struct ts_tcp *t, int fd, int level, int opt,
 		*r = tcp_info(t, fd, val, len);
 		return 1;
 	}
+	/* TCP_MAXSEG of a connection lwIP carries: its payload per segment,
+	 * as Linux's mss_cache (the placeholder kernel socket, never
+	 * connected, would answer its default 536: iperf3 then warns that its
+	 * datagrams exceed the MSS); a listener's and an unconnected
+	 * socket's come from the kernel socket, as before */
+	if (level == IPPROTO_TCP && opt == TCP_MAXSEG && val && len &&
+	    *len >= sizeof(int) && t->state == T_CONN) {
+		int mss = -1;
+
+		ts_lwip__lock();
+		if (t->pcb)
+			mss = tcp_mss(t->pcb);
+		ts_lwip__unlock();
+		if (mss > 0) {
+			*(int *)val = mss;
+			*len = sizeof(int);
+			*r = 0;
+			return 1;
+		}
+	}
 	if (level == SOL_SOCKET && opt == SO_ERROR && val && len &&
 	    *len >= sizeof(int)) {
 		ts_lwip__lock();

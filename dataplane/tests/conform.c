@@ -1732,6 +1732,11 @@ static void c_tcpaccept(void)
 	SHOW(a, IPPROTO_TCP, TCP_KEEPCNT);
 	SHOW(a, IPPROTO_TCP, TCP_USER_TIMEOUT);
 	SHOW(a, IPPROTO_TCP, TCP_QUICKACK);
+	/* the connection's MSS (iperf3 sizes its datagrams by the control
+	 * connection's), and a listener's */
+	SHOW(a, IPPROTO_TCP, TCP_MAXSEG);
+	SHOW(c, IPPROTO_TCP, TCP_MAXSEG);
+	SHOW(l, IPPROTO_TCP, TCP_MAXSEG);
 	SHOW(a, SOL_SOCKET, SO_ERROR);
 	SHOW(a, SOL_SOCKET, SO_TYPE);
 	SHOW(a, SOL_SOCKET, SO_ACCEPTCONN);
