@@ -2089,7 +2089,10 @@ int ts_tcp__init(void)
 
 /* Connections still closing (under the core lock): closed by the
  * application and not yet in TIME_WAIT, or with a FIN of ours not yet
- * acknowledged. */
+ * acknowledged, or acknowledged and the peer's FIN not yet come
+ * (FIN_WAIT_2: a peer that closes when it reads our end, as a server
+ * does, sends its FIN a moment later; once the process is gone the kernel
+ * would reset it: redis-cli's exit against redis-server). */
 static int closing_count(void)
 {
 	struct ts_linger *l;
@@ -2098,8 +2101,8 @@ static int closing_count(void)
 
 	for (p = tcp_active_pcbs; p; p = p->next)
 		n += p->callback_arg &&
-		     (p->state == FIN_WAIT_1 || p->state == CLOSING ||
-		      p->state == LAST_ACK);
+		     (p->state == FIN_WAIT_1 || p->state == FIN_WAIT_2 ||
+		      p->state == CLOSING || p->state == LAST_ACK);
 	for (l = lingers; l; l = l->next)
 		for (p = tcp_active_pcbs; p; p = p->next)
 			if (p == l->pcb && p->local_port == l->lport &&

@@ -15,8 +15,8 @@
 #                       file fetched by curl (sha256 compared), wrk
 #   prog_nginx_workers  the same with a master and 2 workers (fork)
 #   prog_redis          redis-server, redis-benchmark -P 16 with 50 clients
-#   prog_socat_tcp      socat TCP4-LISTEN,fork echoing to 4 socat clients
-#   prog_socat_udp      socat UDP4-RECVFROM,fork echoing to 6 socat clients
+#   prog_socat_tcp      socat TCP4-LISTEN,fork echoing to 4 socat clients in turn
+#   prog_socat_udp      socat UDP4-RECVFROM,fork echoing to 6 socat clients in turn
 #   prog_iperf3         iperf3 TCP (64 MiB) and UDP (5,000 datagrams)
 #   prog_asyncio        tests/asyncecho.py: asyncio echo server and client
 
@@ -42,7 +42,10 @@ kcounters() {
 
 ksnap() { # ksnap NS...: remember the counters kernel_idle compares with
 	local ns
-	for ns in "$@"; do kcounters "$ns" >"$TSDP_TMP/ksnap-$ns"; done
+	for ns in "$@"; do
+		kcounters "$ns" >"$TSDP_TMP/ksnap-$ns"
+		ip netns exec "$ns" nstat -asz 2>/dev/null | awk 'NR > 1 {print $1, $2}' | sort >"$TSDP_TMP/ksnapall-$ns"
+	done
 }
 
 # kernel_idle NS...: since ksnap, the kernel of each NS opened and accepted
@@ -62,7 +65,13 @@ kernel_idle() {
 				if (kv[2] > lim) { bad = bad " " kv[1] "=" kv[2] " (at most " lim ")" }
 			}
 			if (bad) { print bad; exit 1 }
-		}' >"$TSDP_TMP/kidle" || { die "the kernel of $ns carried the stack's traffic:$(cat "$TSDP_TMP/kidle")"; return 1; }
+		}' >"$TSDP_TMP/kidle" || {
+			# every counter that moved, for the reason
+			ip netns exec "$ns" nstat -asz 2>/dev/null | awk 'NR > 1 {print $1, $2}' | sort |
+				join "$TSDP_TMP/ksnapall-$ns" - | awk '$3 != $2 {printf "%s+%d ", $1, $3 - $2}' >"$TSDP_TMP/kmoved"
+			die "the kernel of $ns carried the stack's traffic:$(cat "$TSDP_TMP/kidle"); moved: $(cat "$TSDP_TMP/kmoved")"
+			return 1
+		}
 		log "$CUR: kernel of ${ns#tsdp"$TSDP_ID"}: $d"
 	done
 }
@@ -134,7 +143,7 @@ nginx_run() {
 	if [ "$workers" != 0 ]; then
 		wait_for 10 sh -c "[ \$(pgrep -c -P $p) -ge $workers ]" || { die "$tag: nginx started no $workers workers"; return 1; }
 	fi
-	sum=$($cli timeout 60 curl -sS --fail "http://$IPB:$port/big.bin" 2>"$TSDP_TMP/$tag-curl.err" | sha256sum)
+	sum=$($cli timeout 60 curl -sS --fail --max-time 20 "http://$IPB:$port/big.bin" 2>"$TSDP_TMP/$tag-curl.err" | sha256sum)
 	if [ "$sum" = "$BIG_SUM" ]; then
 		echo "curl: 64 MiB, sha256 as sent" >"$TSDP_TMP/$tag.txt"
 	else
@@ -222,10 +231,11 @@ t_prog_redis() { # redis-server and redis-benchmark -P 16 -c 50 (SET, GET, INCR,
 # ---- socat in fork mode
 
 # socat_run SRV-PREFIX CLI-PREFIX PROTO PORT TAG: a socat server in fork
-# mode echoing (PIPE) and concurrent socat clients, each with its own data;
-# the transcript in $TSDP_TMP/TAG.txt
+# mode echoing (PIPE) and socat clients one after the other (each client
+# process takes the link's one queue in turn: an XSK per queue and process),
+# each with its own data; the transcript in $TSDP_TMP/TAG.txt
 socat_run() {
-	local srv=$1 cli=$2 proto=$3 port=$4 tag=$5 p i n pids=()
+	local srv=$1 cli=$2 proto=$3 port=$4 tag=$5 p i n
 	if [ "$proto" = tcp ]; then
 		$srv socat TCP4-LISTEN:"$port",bind="$IPB",fork,reuseaddr PIPE >"$TSDP_TMP/$tag-socat.out" 2>&1 &
 		p=$!
@@ -244,15 +254,12 @@ socat_run() {
 	for i in $(seq 1 $n); do
 		if [ "$proto" = tcp ]; then
 			# 1 MiB each; after its end the client waits up to 5 s for the rest of the echo
-			$cli timeout 30 socat -t 5 - TCP4:"$IPB:$port" <"$TSDP_TMP/in$i" >"$TSDP_TMP/$tag-out$i" 2>"$TSDP_TMP/$tag-cli$i.err" &
+			$cli timeout 30 socat -t 5 - TCP4:"$IPB:$port" <"$TSDP_TMP/in$i" >"$TSDP_TMP/$tag-out$i" 2>"$TSDP_TMP/$tag-cli$i.err"
 		else
-			# one 1,000-byte datagram each; the reply within 2 s
-			$cli timeout 30 socat -t 2 - UDP4-SENDTO:"$IPB:$port" <"$TSDP_TMP/in$i" >"$TSDP_TMP/$tag-out$i" 2>"$TSDP_TMP/$tag-cli$i.err" &
-		fi
-		pids+=($!)
-	done
-	for i in $(seq 1 $n); do
-		wait "${pids[$((i - 1))]}" || echo "client $i: exit code $?: $(head -c 200 "$TSDP_TMP/$tag-cli$i.err")" >>"$TSDP_TMP/$tag.txt"
+			# one 1,000-byte datagram each; the reply within 1 s (the
+			# children of the ones before are still alive)
+			$cli timeout 30 socat -t 1 - UDP4-SENDTO:"$IPB:$port" <"$TSDP_TMP/in$i" >"$TSDP_TMP/$tag-out$i" 2>"$TSDP_TMP/$tag-cli$i.err"
+		fi || echo "client $i: exit code $?: $(head -c 200 "$TSDP_TMP/$tag-cli$i.err")" >>"$TSDP_TMP/$tag.txt"
 		if cmp -s "$TSDP_TMP/in$i" "$TSDP_TMP/$tag-out$i"; then
 			echo "client $i: $(stat -c %s "$TSDP_TMP/in$i") bytes echoed intact"
 		else
@@ -287,11 +294,11 @@ socat_case() { # socat_case tcp|udp PORT: kernel then stack
 	kernel_idle "$NA" "$NB"
 }
 
-t_prog_socat_tcp() { # socat TCP4-LISTEN:...,fork,reuseaddr PIPE: 4 concurrent clients, 1 MiB echoed each
+t_prog_socat_tcp() { # socat TCP4-LISTEN:...,fork,reuseaddr PIPE: 4 clients, 1 MiB echoed each
 	socat_case tcp 15030
 }
 
-t_prog_socat_udp() { # socat UDP4-RECVFROM:...,fork PIPE: 6 concurrent clients, a datagram echoed each
+t_prog_socat_udp() { # socat UDP4-RECVFROM:...,fork PIPE: 6 clients, a datagram echoed each, the children alive together
 	socat_case udp 15040
 }
 
