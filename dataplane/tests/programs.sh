@@ -237,7 +237,10 @@ t_prog_redis() { # redis-server and redis-benchmark -P 16 -c 50 (SET, GET, INCR,
 socat_run() {
 	local srv=$1 cli=$2 proto=$3 port=$4 tag=$5 p i n
 	if [ "$proto" = tcp ]; then
-		$srv socat TCP4-LISTEN:"$port",bind="$IPB",fork,reuseaddr PIPE >"$TSDP_TMP/$tag-socat.out" 2>&1 &
+		# -t 10: after the client's end, a child keeps echoing what its
+		# pipe still holds for up to 10 s (socat's 0.5 s default cuts the
+		# echo short on a loaded machine, on the kernel too)
+		$srv socat -t 10 TCP4-LISTEN:"$port",bind="$IPB",fork,reuseaddr PIPE >"$TSDP_TMP/$tag-socat.out" 2>&1 &
 		p=$!
 		TSDP_PIDS+=("$p")
 		wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: socat did not listen"; return 1; }
