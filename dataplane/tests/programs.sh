@@ -143,7 +143,7 @@ nginx_run() {
 	if [ "$workers" != 0 ]; then
 		wait_for 10 sh -c "[ \$(pgrep -c -P $p) -ge $workers ]" || { die "$tag: nginx started no $workers workers"; return 1; }
 	fi
-	sum=$($cli timeout 60 curl -sS --fail --max-time 20 "http://$IPB:$port/big.bin" 2>"$TSDP_TMP/$tag-curl.err" | sha256sum)
+	sum=$($cli timeout 60 curl -sS --fail --max-time 15 "http://$IPB:$port/big.bin" 2>"$TSDP_TMP/$tag-curl.err" | sha256sum)
 	if [ "$sum" = "$BIG_SUM" ]; then
 		echo "curl: 64 MiB, sha256 as sent" >"$TSDP_TMP/$tag.txt"
 	else
@@ -155,7 +155,7 @@ nginx_run() {
 	[ "${n:-0}" -gt 0 ] && echo "wrk: requests answered" >>"$TSDP_TMP/$tag.txt" ||
 		echo "wrk: no request answered" >>"$TSDP_TMP/$tag.txt"
 	grep -E 'Socket errors|Non-2xx' "$TSDP_TMP/$tag-wrk.out" | sed 's/^ */wrk: /' >>"$TSDP_TMP/$tag.txt"
-	stop_pid "$p" QUIT "$tag: nginx" || return 1
+	stop_pid "$p" TERM "$tag: nginx" || return 1
 	grep -E '\[(error|crit|alert|emerg)\]' "$dir/error.log" | sed 's/^[0-9/]* [0-9:]* /nginx: /; s/ [0-9]*#[0-9]*: / /' |
 		sed 's/, client: .*//' | sort -u >>"$TSDP_TMP/$tag.txt"
 	log "$CUR: $tag: wrk $n requests in 1 s"
