@@ -309,7 +309,8 @@ t_prog_socat_udp() { # socat UDP4-RECVFROM:...,fork PIPE: 6 clients, a datagram 
 
 # iperf3_run SRV-PREFIX CLI-PREFIX PORT TAG ARGS...: a one-off iperf3
 # server and a client with ARGS (-J); what the client's report says in
-# $TSDP_TMP/TAG.txt. TCP: the client sent every byte; the receiver counts
+# $TSDP_TMP/TAG.txt. TCP: the client sent every byte asked (in whole
+# blocks: at times one more, on the kernel too); the receiver counts
 # what it read before the sender's TEST_END came on the control
 # connection, so less than that (what was in flight and in its socket
 # buffer then: on the kernel as through the stack). UDP: every datagram
@@ -330,8 +331,12 @@ if "error" in r:
     print("iperf3:", r["error"])
 e = r.get("end", {})
 if r.get("start", {}).get("test_start", {}).get("protocol") == "TCP":
-    s, g = e["sum_sent"]["bytes"], e["sum_received"]["bytes"]
-    print("tcp: sent %d bytes, the receiver counted %s" % (s, "all or less" if 0 < g <= s else "%d" % g))
+    ts = r["start"]["test_start"]
+    s, g, want = e["sum_sent"]["bytes"], e["sum_received"]["bytes"], ts["bytes"]
+    # whole blocks: a block more than asked at times, on the kernel too
+    print("tcp: sent %s, the receiver counted %s" % (
+        "what was asked" if want <= s <= want + 2 * ts["blksize"] else "%d bytes of %d" % (s, want),
+        "all or less" if 0 < g <= s else "%d" % g))
     print("rate %.0f Mbit/s" % (e["sum_received"]["bits_per_second"] / 1e6), file=sys.stderr)
 else:
     u = e["sum"]
