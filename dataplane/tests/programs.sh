@@ -257,7 +257,7 @@ socat_run() {
 	for i in $(seq 1 $n); do
 		if [ "$proto" = tcp ]; then
 			# 1 MiB each; after its end the client waits up to 5 s for the rest of the echo
-			$cli timeout 30 socat -t 5 - TCP4:"$IPB:$port" <"$TSDP_TMP/in$i" >"$TSDP_TMP/$tag-out$i" 2>"$TSDP_TMP/$tag-cli$i.err"
+			$cli timeout 15 socat -t 5 - TCP4:"$IPB:$port" <"$TSDP_TMP/in$i" >"$TSDP_TMP/$tag-out$i" 2>"$TSDP_TMP/$tag-cli$i.err"
 		else
 			# one 1,000-byte datagram each; the reply within 1 s (the
 			# children of the ones before are still alive)
