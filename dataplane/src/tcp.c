@@ -41,14 +41,20 @@ enum {
 #define RXQ_CAP 512
 
 /* Steering entries for (laddr, lport, TCP) on some XSKs, shared by a
- * listener and its connections, released with the last of them. */
+ * listener and its connections, and by every socket of the process on
+ * that address and port (the steering map has one entry per key), released
+ * with the last of them. */
 struct ts_hold {
 	int refs;
 	uint32_t laddr;
 	uint16_t lport;
 	int n;
 	struct ts_stack *st[8];
+	struct ts_hold *next;
 };
+
+/* every live hold, under lwIP's core lock */
+static struct ts_hold *holds;
 
 struct ts_tcp {
 	int refs; /* fds (dup) pointing here */
@@ -131,22 +137,40 @@ static void tab_set(int fd, struct ts_tcp *t)
 /* ------------------------------------------------------------------ */
 /* steering                                                           */
 
+/* The hold of (laddr, lport): the live one, or a new one. A port the
+ * kernel gives out again while a closed connection of this process still
+ * holds it in lwIP (its reservation ends in TIME_WAIT, see ts_tcp__tick)
+ * shares that connection's hold: with a hold of its own, the old one's
+ * release, up to TIME_WAIT's 4.8 s later, deleted the steering entry the
+ * new connection uses, whose segments then went to the kernel (stalls of
+ * tens of seconds in redis-benchmark, conformance case tcpholdport). */
 static struct ts_hold *hold_new(uint32_t laddr, uint16_t lport)
 {
-	struct ts_hold *h = calloc(1, sizeof(*h));
+	struct ts_hold *h;
 
+	for (h = holds; h; h = h->next)
+		if (h->laddr == laddr && h->lport == lport) {
+			h->refs++;
+			return h;
+		}
+	h = calloc(1, sizeof(*h));
 	if (h) {
 		h->refs = 1;
 		h->laddr = laddr;
 		h->lport = lport;
+		h->next = holds;
+		holds = h;
 	}
 	return h;
 }
 
 static int hold_add(struct ts_hold *h, struct ts_stack *st)
 {
-	int r;
+	int r, i;
 
+	for (i = 0; i < h->n; i++)
+		if (h->st[i] == st)
+			return 0; /* shared: already steered there */
 	if (h->n >= (int)(sizeof(h->st) / sizeof(h->st[0])))
 		return -ENOSPC;
 	r = ts_stack__steer_add_proto(st, h->laddr, h->lport, TS_STEER_TCP);
@@ -158,10 +182,16 @@ static int hold_add(struct ts_hold *h, struct ts_stack *st)
 
 static void hold_put(struct ts_hold *h)
 {
+	struct ts_hold **pp;
 	int i;
 
 	if (!h || --h->refs > 0)
 		return;
+	for (pp = &holds; *pp; pp = &(*pp)->next)
+		if (*pp == h) {
+			*pp = h->next;
+			break;
+		}
 	for (i = 0; i < h->n; i++)
 		if (ts_stack__usable(h->st[i]))
 			ts_stack__steer_del_proto(h->st[i], h->laddr, h->lport,
@@ -1908,6 +1938,26 @@ int ts_tcp__getsockopt(struct ts_tcp *t, int fd, int level, int opt,
 		*r = tcp_info(t, fd, val, len);
 		return 1;
 	}
+	/* TCP_MAXSEG of a connection lwIP carries: its payload per segment,
+	 * as Linux's mss_cache (the placeholder kernel socket, never
+	 * connected, would answer its default 536: iperf3 then warns that its
+	 * datagrams exceed the MSS); a listener's and an unconnected
+	 * socket's come from the kernel socket, as before */
+	if (level == IPPROTO_TCP && opt == TCP_MAXSEG && val && len &&
+	    *len >= sizeof(int) && t->state == T_CONN) {
+		int mss = -1;
+
+		ts_lwip__lock();
+		if (t->pcb)
+			mss = tcp_mss(t->pcb);
+		ts_lwip__unlock();
+		if (mss > 0) {
+			*(int *)val = mss;
+			*len = sizeof(int);
+			*r = 0;
+			return 1;
+		}
+	}
 	if (level == SOL_SOCKET && opt == SO_ERROR && val && len &&
 	    *len >= sizeof(int)) {
 		ts_lwip__lock();
@@ -2069,7 +2119,10 @@ int ts_tcp__init(void)
 
 /* Connections still closing (under the core lock): closed by the
  * application and not yet in TIME_WAIT, or with a FIN of ours not yet
- * acknowledged. */
+ * acknowledged, or acknowledged and the peer's FIN not yet come
+ * (FIN_WAIT_2: a peer that closes when it reads our end, as a server
+ * does, sends its FIN a moment later; once the process is gone the kernel
+ * would reset it: redis-cli's exit against redis-server). */
 static int closing_count(void)
 {
 	struct ts_linger *l;
@@ -2078,8 +2131,8 @@ static int closing_count(void)
 
 	for (p = tcp_active_pcbs; p; p = p->next)
 		n += p->callback_arg &&
-		     (p->state == FIN_WAIT_1 || p->state == CLOSING ||
-		      p->state == LAST_ACK);
+		     (p->state == FIN_WAIT_1 || p->state == FIN_WAIT_2 ||
+		      p->state == CLOSING || p->state == LAST_ACK);
 	for (l = lingers; l; l = l->next)
 		for (p = tcp_active_pcbs; p; p = p->next)
 			if (p == l->pcb && p->local_port == l->lport &&

@@ -1732,6 +1732,11 @@ static void c_tcpaccept(void)
 	SHOW(a, IPPROTO_TCP, TCP_KEEPCNT);
 	SHOW(a, IPPROTO_TCP, TCP_USER_TIMEOUT);
 	SHOW(a, IPPROTO_TCP, TCP_QUICKACK);
+	/* the connection's MSS (iperf3 sizes its datagrams by the control
+	 * connection's), and a listener's */
+	SHOW(a, IPPROTO_TCP, TCP_MAXSEG);
+	SHOW(c, IPPROTO_TCP, TCP_MAXSEG);
+	SHOW(l, IPPROTO_TCP, TCP_MAXSEG);
 	SHOW(a, SOL_SOCKET, SO_ERROR);
 	SHOW(a, SOL_SOCKET, SO_TYPE);
 	SHOW(a, SOL_SOCKET, SO_ACCEPTCONN);
@@ -1747,6 +1752,48 @@ static void c_tcpaccept(void)
 	}
 	close(a);
 	close(c);
+	close(l);
+}
+
+/* a port this process connected from, its connection closed by us first
+ * (TIME_WAIT here), listened on again with SO_REUSEADDR as a restarted
+ * server does: once the old connection's TIME_WAIT is over (4.8 s in the
+ * stack), the listener still gets its connections (the old connection's
+ * end took the port's steering with it: the SYN went to the kernel) */
+static void c_tcpholdport(void)
+{
+	int c = socket(AF_INET, SOCK_STREAM, 0), l, k, a, one = 1;
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12180) };
+	socklen_t ml = sizeof(me);
+	char buf[8] = "";
+	ssize_t n;
+
+	setsockopt(c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(c, (struct sockaddr *)&me, sizeof(me)))
+		fail("bind");
+	if (connect(c, (struct sockaddr *)&peer, sizeof(peer)))
+		fail("connect");
+	getsockname(c, (struct sockaddr *)&me, &ml);
+	tcp_ask(c, "S 3 0\n");
+	n = recv(c, buf, 3, MSG_WAITALL);
+	printf("first connection: read %zd\n", n);
+	close(c);
+	usleep(200000); /* the peer's FIN: TIME_WAIT */
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	printf("bind the port again: %d\n", bind(l, (struct sockaddr *)&me, sizeof(me)));
+	printf("listen: %d\n", listen(l, 4));
+	sleep(6);
+	k = tcp_to_peer();
+	tcp_ask(k, "K 12180\n");
+	a = accept(l, NULL, NULL);
+	if (a < 0)
+		fail("accept");
+	memset(buf, 0, sizeof(buf));
+	n = recv(a, buf, 3, MSG_WAITALL);
+	printf("accepted; read %zd: %.2s\n", n, buf);
+	close(a);
+	close(k);
 	close(l);
 }
 
@@ -2422,6 +2469,7 @@ int main(int argc, char **argv)
 		{ "starve", c_starve },
 		{ "tcpet", c_tcpet },     { "udpet", c_udpet },
 		{ "tcpconnect", c_tcpconnect }, { "tcpaccept", c_tcpaccept },
+		{ "tcpholdport", c_tcpholdport },
 		{ "tcpsendfile", c_tcpsendfile }, { "tcpsplice", c_tcpsplice },
 		{ "udpsplice", c_udpsplice }, { "tcpcalls", c_tcpcalls },
 		{ "uringraw-late", c_uringraw_late },

@@ -88,6 +88,7 @@ udpet accel
 tcpet tcp latency TICKSTACK_TCP=1
 tcpconnect tcp latency TICKSTACK_TCP=1
 tcpaccept tcp latency TICKSTACK_TCP=1
+tcpholdport tcp latency TICKSTACK_TCP=1
 tcpsendfile tcp latency TICKSTACK_TCP=1
 tcpsplice tcp latency TICKSTACK_TCP=1
 tcpcalls tcp latency TICKSTACK_TCP=1

@@ -751,8 +751,10 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 . "$here/xdpd.sh"
 # the tick-to-trade rig
 . "$here/t2t.sh"
+# real programs: nginx, redis, socat, iperf3, python asyncio
+. "$here/programs.sh"
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload txcsum connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress $TCP_ALL $XDPD_ALL $T2T_ALL"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload txcsum connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress $TCP_ALL $PROG_ALL $XDPD_ALL $T2T_ALL"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
