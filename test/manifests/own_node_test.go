@@ -131,7 +131,7 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 		"another tickstack.io label": func(n *corev1.Node) {
 			n.Labels[tsv1.ProfileLabel] = "stolen"
 		},
-		"an annotation": func(n *corev1.Node) { n.Annotations = map[string]string{"example.com/x": "y"} },
+		"an annotation":            func(n *corev1.Node) { n.Annotations = map[string]string{"example.com/x": "y"} },
 		"removing another's taint": func(n *corev1.Node) { n.Spec.Taints = nil }, // the API server's not-ready taint
 		"another taint": func(n *corev1.Node) {
 			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "example.com/evict-me", Effect: corev1.TaintEffectNoExecute})
