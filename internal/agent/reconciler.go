@@ -173,7 +173,10 @@ type Reconciler struct {
 // authorizes it so when it has fine-grained authorization (KubeletFineGrainedAuthz); no
 // nodes/proxy, which would allow exec into any pod through any kubelet (kubeletread.go).
 // +kubebuilder:rbac:groups="",resources=nodes/configz,verbs=get
+// pods list: the drain lists its node's pods (a field selector, which RBAC cannot enforce).
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// pods/eviction: the manager's eviction webhook admits only pods of the agent's own node
+// (internal/webhook/eviction.go).
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
