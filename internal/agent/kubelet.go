@@ -394,12 +394,9 @@ const ConfigzPeriod = 5 * time.Minute
 // ConfigzPeriod, else returns the last reading.
 func (r *Reconciler) cachedConfigz(ctx context.Context, fresh bool) (map[string]string, error) {
 	r.mu.Lock()
-	have, at, read := r.configz, r.configzAt, r.configzRead
+	have, at := r.configz, r.configzAt
 	r.mu.Unlock()
-	if !fresh && read != nil && r.Clock.Since(at) < ConfigzPeriod {
-		if have == nil {
-			return nil, errors.New(read.Message)
-		}
+	if !fresh && have != nil && r.Clock.Since(at) < ConfigzPeriod {
 		return have, nil
 	}
 	have, err := r.readConfigz(ctx)
@@ -431,7 +428,13 @@ func dropInHash(b []byte) string {
 func (r *Reconciler) reconcileKubelet(ctx context.Context, s *scope) error {
 	err := r.reconcileKubeletDropIn(ctx, s)
 	if r.Kubelet.ConfigDir != "" {
-		_, _ = r.cachedConfigz(ctx, false) // the last reading unless stale
+		// For the status alone, one attempt per ConfigzPeriod, answered or not.
+		r.mu.Lock()
+		stale := r.configzRead == nil || r.Clock.Since(r.configzAt) >= ConfigzPeriod
+		r.mu.Unlock()
+		if stale {
+			_, _ = r.cachedConfigz(ctx, true)
+		}
 		s.obs.kubeletConfig = r.kubeletConfigRead()
 	}
 	return err
