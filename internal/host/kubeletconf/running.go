@@ -157,7 +157,12 @@ func flagValue(args []string, name string) string {
 // Kubernetes runs on).
 const clockTicks = 100
 
-// processStart is when process pid started: the boot time (/proc/stat btime) plus its start
+// StartSlack is how long after the kubelet's start a change of one of its files is still taken
+// as read by it: the start time is known to a clock tick, the boot time through /proc/uptime, and
+// the agent writes its drop-in just before it starts the kubelet.
+const StartSlack = time.Second
+
+// processStart is when process pid started: the boot time (now less /proc/uptime) plus its start
 // time after boot (/proc/PID/stat field 22).
 func processStart(procRoot string, pid int) (time.Time, error) {
 	stat, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
@@ -173,27 +178,27 @@ func processStart(procRoot string, pid int) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("reading the kubelet's start time: %w", err)
 	}
-	b, err := os.ReadFile(filepath.Join(procRoot, "stat"))
+	b, err := os.ReadFile(filepath.Join(procRoot, "uptime"))
 	if err != nil {
 		return time.Time{}, err
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 2 && f[0] == "btime" {
-			boot, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				return time.Time{}, err
-			}
-			return time.Unix(boot, 0).Add(time.Duration(ticks) * time.Second / clockTicks), nil
-		}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return time.Time{}, fmt.Errorf("empty %s/uptime", procRoot)
 	}
-	return time.Time{}, fmt.Errorf("no btime in %s/stat", procRoot)
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s/uptime: %w", procRoot, err)
+	}
+	boot := time.Now().Add(-time.Duration(up * float64(time.Second)))
+	return boot.Add(time.Duration(ticks) * time.Second / clockTicks), nil
 }
 
 // ReadFiles returns the configuration the kubelet k read at its start, as configz shows it
 // ({"kubeletconfig": {...}}): its --config file with the --config-dir drop-ins (*.conf, in name
 // order) merged over it field by field, read through procRoot/PID/root. Defaults the kubelet
-// fills in and deprecated flags are not included. A file changed after the kubelet started is an
-// error: the running kubelet may not have read it. Also returns the files read.
+// fills in and deprecated flags are not included. A file changed after the kubelet started (more
+// than StartSlack after) is an error: the running kubelet may not have read it. Also returns the files read.
 func ReadFiles(procRoot string, k *RunningKubelet) ([]byte, []string, error) {
 	root := filepath.Join(procRoot, strconv.Itoa(k.PID), "root")
 	files := []string{k.Config}
@@ -229,7 +234,7 @@ func ReadFiles(procRoot string, k *RunningKubelet) ([]byte, []string, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading the kubelet's configuration: %w", err)
 		}
-		if st.ModTime().After(k.Started) {
+		if st.ModTime().After(k.Started.Add(StartSlack)) {
 			return nil, nil, fmt.Errorf("%s changed at %s, after the kubelet (pid %d) started at %s: its running values are unknown until it restarts", f, st.ModTime().UTC().Format(time.RFC3339), k.PID, k.Started.UTC().Format(time.RFC3339))
 		}
 		b, err := os.ReadFile(full)

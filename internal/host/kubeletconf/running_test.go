@@ -108,8 +108,21 @@ func TestFindKubeletAndReadFiles(t *testing.T) {
 		t.Errorf("merged %s\nwant   %s", got, want)
 	}
 
-	// A drop-in written after the start: the running values are unknown.
-	if err := os.WriteFile(filepath.Join(confDir, "20-b.conf"), []byte("reservedSystemCPUs: \"2\"\n"), 0o644); err != nil {
+	// A drop-in written just before the start counts as read; one written after the start (past
+	// the slack): the running values are unknown.
+	later := filepath.Join(confDir, "20-b.conf")
+	if err := os.WriteFile(later, []byte("reservedSystemCPUs: \"2\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	justBefore := k.Started.Add(-10 * time.Millisecond)
+	if err := os.Chtimes(later, justBefore, justBefore); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadFiles("/proc", k); err != nil {
+		t.Errorf("a drop-in written just before the start: %v", err)
+	}
+	after := k.Started.Add(StartSlack + time.Second)
+	if err := os.Chtimes(later, after, after); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := ReadFiles("/proc", k); err == nil || !strings.Contains(err.Error(), "after the kubelet") {
