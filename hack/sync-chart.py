@@ -125,6 +125,9 @@ def webhooks():
                   "  labels: {{- include \"tickstack.labels\" . | nindent 4 }}\n" + ann, text)
     text = text.replace("      name: webhook-service\n", "      name: {{ $svc }}\n")
     text = text.replace("      namespace: system\n", "      namespace: {{ .Release.Namespace }}\n")
+    # the eviction check is called for the agent's service account only
+    text = text.replace("'system:serviceaccount:tickstack-system:tickstack-agent'",
+                        "'system:serviceaccount:{{ .Release.Namespace }}:{{ include \"tickstack.fullname\" . }}-agent'")
     text = text.replace("  failurePolicy: Fail\n  name: vlatencyprofile", "  failurePolicy: {{ .Values.webhook.failurePolicy }}\n  name: vlatencyprofile")
     old = chart / "webhook-configurations.yaml"
     if old.exists():

@@ -212,6 +212,34 @@ type PTPPortStatus struct {
 	PortState string `json:"portState,omitempty"`
 }
 
+// KubeletConfigSource says where the agent read the running kubelet's configuration.
+// +kubebuilder:validation:Enum=Configz;Files;Unavailable
+type KubeletConfigSource string
+
+const (
+	// KubeletConfigFromConfigz: the kubelet's own /configz on its node, with the agent's token,
+	// which the kubelet authorizes as nodes/configz (fine-grained kubelet authorization,
+	// KubeletFineGrainedAuthz). The agent holds no nodes/proxy.
+	KubeletConfigFromConfigz KubeletConfigSource = "Configz"
+	// KubeletConfigFromFiles: configz was refused or did not answer; the kubelet's --config file
+	// and --config-dir drop-ins on the host, read through the process that listens on the
+	// kubelet's port, and only when that process started after the files last changed.
+	KubeletConfigFromFiles KubeletConfigSource = "Files"
+	// KubeletConfigUnavailable: neither answered (Message says why).
+	KubeletConfigUnavailable KubeletConfigSource = "Unavailable"
+)
+
+// KubeletConfigStatus says how the agent last read the running kubelet's configuration, which the
+// kubelet entries of settings show (docs/agent.md "Kubelet settings").
+type KubeletConfigStatus struct {
+	// Source of the last reading.
+	Source KubeletConfigSource `json:"source"`
+	// Message says why configz was not used, and which files were read, when it was not.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
 // PTPStatus is the agent's last reading of ptp4l on this node.
 type PTPStatus struct {
 	// PortState is ptp4l's port state (SLAVE, MASTER, LISTENING, FAULTY, ...).
@@ -594,6 +622,10 @@ type LatencyNodeStateStatus struct {
 	// PTP is the agent's last reading of ptp4l, when the tuning has a ptp section.
 	// +optional
 	PTP *PTPStatus `json:"ptp,omitempty"`
+	// KubeletConfig says how the agent reads the running kubelet's configuration (agents started
+	// with --kubelet-config-dir).
+	// +optional
+	KubeletConfig *KubeletConfigStatus `json:"kubeletConfig,omitempty"`
 	// Conditions: Applied, Degraded, RebootRequired, Drifted, TimeSynced.
 	// +optional
 	// +listType=map

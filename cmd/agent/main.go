@@ -39,6 +39,7 @@ type options struct {
 	bootLoader, resourcePrefix                                   string
 	grubUpdate, rebootCmd, irqbalanceCmd, systemctlCmd           commandFlag
 	kubeletConfigDir, kubeletRootDir, hostProcess                string
+	kubeletCAFile                                                string
 	kubeletStop, kubeletStart                                    commandFlag
 	kubeletStartTO                                               time.Duration
 	bootApply                                                    bool
@@ -74,6 +75,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	o.kubeletStart = commandFlag{argv: strings.Fields("nsenter --target 1 --mount -- systemctl start kubelet.service")}
 	fs.StringVar(&o.kubeletConfigDir, "kubelet-config-dir", agent.DefaultKubeletConfigDir, "the kubelet's --config-dir on the host, where the agent writes its drop-in for a profile's kubelet section; empty: the agent never touches the kubelet")
 	fs.StringVar(&o.hostProcess, "host-process", "1", "a process in the host's mount namespace, through whose /proc/PID/root the agent (with hostPID) reaches the kubelet's files: a PID, or a command name of a uid-0 process in the agent's PID namespace and the host's mount namespace (for a host whose PID 1 is closed to containers; namesakes in different mount namespaces are refused); ignored with --host-root=/")
+	fs.StringVar(&o.kubeletCAFile, "kubelet-ca-file", "", "the CA that signs the kubelet's serving certificate, for the agent's direct read of its kubelet's /configz (nodes/configz); empty: the cluster's CA (the service account's ca.crt). A kubelet whose certificate it does not verify is read from its files on the host instead (status.kubeletConfig)")
 	fs.StringVar(&o.kubeletRootDir, "kubelet-root-dir", agent.DefaultKubeletRootDir, "the kubelet's --root-dir on the host (its CPU and memory manager checkpoints)")
 	fs.Var(&o.kubeletStop, "kubelet-stop-command", "stops the kubelet (in the node's rollout slot, after the drain)"+commandHelp)
 	fs.Var(&o.kubeletStart, "kubelet-start-command", "starts the kubelet again; it must not be a child of the agent's container (systemd starts it on a host)"+commandHelp)
@@ -291,9 +293,15 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	r.Client, r.APIReader = mgr.GetClient(), mgr.GetAPIReader()
-	if r.Kubelet.Configz, err = agent.NodeProxyConfigz(mgr.GetConfig(), o.nodeName); err != nil {
+	configz, err := agent.KubeletConfigz(mgr.GetConfig(), mgr.GetAPIReader(), o.nodeName, o.kubeletCAFile)
+	if err != nil {
 		return fmt.Errorf("creating the configz reader: %w", err)
 	}
+	// The agent runs with hostPID and hostNetwork: /proc shows the kubelet, /proc/self/net the
+	// host's sockets.
+	r.Kubelet.Config = agent.KubeletConfigReader{
+		Configz: configz, Files: agent.KubeletFiles(mgr.GetAPIReader(), o.nodeName, "/proc", "/proc/self/net"),
+	}.Read
 	r.Recorder = mgr.GetEventRecorder("tickstack-agent")
 	var nics <-chan string
 	if o.watchNICs {

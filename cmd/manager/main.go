@@ -178,6 +178,7 @@ func main() {
 			log.Error(err, "setting up the pod webhook")
 			os.Exit(1)
 		}
+		tswebhook.SetupEvictionWebhook(mgr.GetWebhookServer(), mgr.GetAPIReader())
 		if certMgr != nil {
 			if err := mgr.Add(certMgr); err != nil {
 				log.Error(err, "adding the webhook certificate manager")

@@ -71,6 +71,9 @@ pki_all() {
   pki_cert scheduler system:kube-scheduler ""
   pki_cert kube-proxy system:kube-proxy ""
   pki_cert kubelet "system:node:$NODE_NAME" system:nodes
+  # The kubelet's serving certificate (tlsCertFile): signed by the CA, so a client with the
+  # cluster's CA (tickstack's agent reading /configz) verifies it.
+  pki_cert kubelet-serving "system:node:$NODE_NAME" system:nodes "IP:$NODE_IP,DNS:$NODE_NAME"
   pki_kubeconfig admin admin
   pki_kubeconfig controller-manager controller-manager
   pki_kubeconfig scheduler scheduler

@@ -75,13 +75,23 @@ func evictable(p *corev1.Pod) bool {
 // evictPods asks the eviction API (which enforces PodDisruptionBudgets) to evict every pod of
 // the node that must leave. It returns the pods still there (namespace/name) and the last one
 // whose eviction a budget refused.
+//
+// The pods of the agent's own namespace go last, once every other pod is gone: the manager among
+// them serves the webhook that admits the agent's evictions (internal/webhook/eviction.go), so
+// evicting it first would leave the rest of the drain waiting for it to come back, for good on a
+// node where it can only come back here.
 func (r *Reconciler) evictPods(ctx context.Context) (left []string, blocking string, err error) {
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.MatchingFields{"spec.nodeName": r.NodeName}); err != nil {
 		return nil, "", fmt.Errorf("listing pods of node %s: %w", r.NodeName, err)
 	}
+	own := func(p *corev1.Pod) bool { return r.Namespace != "" && p.Namespace == r.Namespace }
 	sort.Slice(pods.Items, func(i, j int) bool {
-		return pods.Items[i].Namespace+"/"+pods.Items[i].Name < pods.Items[j].Namespace+"/"+pods.Items[j].Name
+		a, b := &pods.Items[i], &pods.Items[j]
+		if own(a) != own(b) {
+			return !own(a)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -89,6 +99,10 @@ func (r *Reconciler) evictPods(ctx context.Context) (left []string, blocking str
 			continue
 		}
 		name := p.Namespace + "/" + p.Name
+		if own(p) && len(left) > 0 {
+			left = append(left, name) // after the others
+			continue
+		}
 		if p.DeletionTimestamp != nil {
 			left = append(left, name) // terminating
 			continue

@@ -17,8 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -86,9 +84,9 @@ type KubeletOptions struct {
 	RootDir string
 	// StopCommand and StartCommand stop and start the kubelet (systemctl through nsenter).
 	StopCommand, StartCommand []string
-	// Configz returns the running kubelet's configuration (/configz, through the API server's node
-	// proxy); an error while it does not answer.
-	Configz func(ctx context.Context) ([]byte, error)
+	// Config returns the running kubelet's configuration (KubeletConfigReader: the kubelet's own
+	// /configz, else its files on the host); an error while it does not answer.
+	Config func(ctx context.Context) (KubeletConfig, error)
 	// StartTimeout is how long the kubelet may take after its start to show the new values.
 	StartTimeout time.Duration
 }
@@ -355,30 +353,41 @@ func flatten(v any) string {
 }
 
 // readConfigz reads the running kubelet's values of kubeletconf.Checked (nil while it does not
-// answer).
+// answer), and records how it read them (status.kubeletConfig).
 func (r *Reconciler) readConfigz(ctx context.Context) (map[string]string, error) {
-	if r.Kubelet.Configz == nil {
-		return nil, errors.New("no configz reader")
+	have, read, err := r.readKubeletConfig(ctx)
+	r.mu.Lock()
+	r.configzRead = read
+	r.mu.Unlock()
+	return have, err
+}
+
+func (r *Reconciler) readKubeletConfig(ctx context.Context) (map[string]string, *tsv1.KubeletConfigStatus, error) {
+	if r.Kubelet.Config == nil {
+		err := errors.New("no reader of the kubelet's configuration")
+		return nil, &tsv1.KubeletConfigStatus{Source: tsv1.KubeletConfigUnavailable, Message: err.Error()}, err
 	}
-	b, err := r.Kubelet.Configz(ctx)
+	kc, err := r.Kubelet.Config(ctx)
 	if err != nil {
-		return nil, err
+		return nil, &tsv1.KubeletConfigStatus{Source: tsv1.KubeletConfigUnavailable, Message: limit(err.Error())}, err
 	}
+	read := &tsv1.KubeletConfigStatus{Source: kc.Source, Message: kc.Message}
 	var doc struct {
 		KubeletConfig map[string]any `json:"kubeletconfig"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil || doc.KubeletConfig == nil {
-		return nil, fmt.Errorf("configz: not a kubelet configuration: %.200s", b)
+	if err := json.Unmarshal(kc.Doc, &doc); err != nil || doc.KubeletConfig == nil {
+		err := fmt.Errorf("%s: not a kubelet configuration: %.200s", kc.Source, kc.Doc)
+		return nil, &tsv1.KubeletConfigStatus{Source: tsv1.KubeletConfigUnavailable, Message: limit(err.Error())}, err
 	}
 	have := map[string]string{}
 	for _, f := range kubeletconf.Checked {
 		have[f] = flatten(lookup(doc.KubeletConfig, f))
 	}
-	return have, nil
+	return have, read, nil
 }
 
-// ConfigzPeriod is how often the agent reads configz while nothing about the kubelet changes (a
-// read goes through the API server's node proxy: a fleet of agents must not read it at every check).
+// ConfigzPeriod is how often the agent reads the kubelet's configuration while nothing about the
+// kubelet changes.
 const ConfigzPeriod = 5 * time.Minute
 
 // cachedConfigz reads configz when fresh is asked for or the last reading is older than
@@ -397,6 +406,13 @@ func (r *Reconciler) cachedConfigz(ctx context.Context, fresh bool) (map[string]
 	return have, err
 }
 
+// kubeletConfigRead is how the agent last read the kubelet's configuration (nil: never).
+func (r *Reconciler) kubeletConfigRead() *tsv1.KubeletConfigStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.configzRead.DeepCopy()
+}
+
 func dropInHash(b []byte) string {
 	if b == nil {
 		return "none"
@@ -406,8 +422,25 @@ func dropInHash(b []byte) string {
 }
 
 // reconcileKubelet compares the drop-in (and, once it is in place, the running kubelet) with
-// spec.tuning.kubelet; a difference is a pending kubelet restart for the reboot protocol.
+// spec.tuning.kubelet; a difference is a pending kubelet restart for the reboot protocol. An agent
+// that manages the kubelet also reports how it reads the kubelet's configuration, with or without
+// a kubelet section (status.kubeletConfig): whether a kubelet section could be verified here.
 func (r *Reconciler) reconcileKubelet(ctx context.Context, s *scope) error {
+	err := r.reconcileKubeletDropIn(ctx, s)
+	if r.Kubelet.ConfigDir != "" {
+		// For the status alone, one attempt per ConfigzPeriod, answered or not.
+		r.mu.Lock()
+		stale := r.configzRead == nil || r.Clock.Since(r.configzAt) >= ConfigzPeriod
+		r.mu.Unlock()
+		if stale {
+			_, _ = r.cachedConfigz(ctx, true)
+		}
+		s.obs.kubeletConfig = r.kubeletConfigRead()
+	}
+	return err
+}
+
+func (r *Reconciler) reconcileKubeletDropIn(ctx context.Context, s *scope) error {
 	t := s.lns.Spec.Tuning
 	if r.Kubelet.ConfigDir == "" {
 		if t.Kubelet != nil {
@@ -761,18 +794,4 @@ func (r *Reconciler) forgetKubelet() error {
 		}
 	}
 	return nil
-}
-
-// NodeProxyConfigz reads node's kubelet configuration the way kubectl does (GET
-// /api/v1/nodes/NODE/proxy/configz through the API server; RBAC nodes/proxy get).
-func NodeProxyConfigz(cfg *rest.Config, node string) (func(context.Context) ([]byte, error), error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) ([]byte, error) {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		return cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
-	}, nil
 }

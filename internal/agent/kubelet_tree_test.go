@@ -67,7 +67,7 @@ func treeKubeletOn(a *agenttest.TreeAgent, logs string) *treeKubelet {
 		ConfigDir: "/etc/kubernetes/kubelet.conf.d", RootDir: "/var/lib/kubelet",
 		StopCommand:  []string{"/bin/sh", "-c", `rm -f "$1/running" "$1/loaded"; echo stop >> "$1/log"`, "stop", k.logs},
 		StartCommand: []string{"/bin/sh", "-c", treeKubeletStart, "start", k.logs, k.root, dropIn},
-		Configz:      k.configz,
+		Config:       agent.KubeletConfigReader{Configz: k.configz}.Read,
 		StartTimeout: 3 * time.Second,
 	}
 	return k
@@ -144,6 +144,9 @@ func TestTreeKubeletRestart(t *testing.T) {
 		}
 		if s := kubeletSetting(l, "reservedSystemCPUs"); s.State != tsv1.SettingPendingRestart || s.Desired != "0-1" || s.Observed != "0" {
 			return fmt.Errorf("setting %+v", s)
+		}
+		if k := l.Status.KubeletConfig; k == nil || k.Source != tsv1.KubeletConfigFromConfigz {
+			return fmt.Errorf("status.kubeletConfig %+v, want source Configz", k)
 		}
 		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionFalse, agent.ReasonPendingKubeletRestart)
 	})

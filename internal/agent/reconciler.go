@@ -158,6 +158,8 @@ type Reconciler struct {
 	// configz is the kubelet's configuration last read at configzAt (kubelet.go).
 	configz   map[string]string
 	configzAt time.Time
+	// configzRead is how the kubelet's configuration was last read (status.kubeletConfig).
+	configzRead *tsv1.KubeletConfigStatus
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch;patch
@@ -167,8 +169,14 @@ type Reconciler struct {
 // capacity and allocatable; the own-node admission policy refuses any other change of a Node's
 // status and any other Node (config/agent/own_node_policy.yaml).
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=nodes/proxy,verbs=get
+// nodes/configz: the kubelet's /configz on its own node, read directly from the kubelet, which
+// authorizes it so when it has fine-grained authorization (KubeletFineGrainedAuthz); no
+// nodes/proxy, which would allow exec into any pod through any kubelet (kubeletread.go).
+// +kubebuilder:rbac:groups="",resources=nodes/configz,verbs=get
+// pods list: the drain lists its node's pods (a field selector, which RBAC cannot enforce).
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// pods/eviction: the manager's eviction webhook admits only pods of the agent's own node
+// (internal/webhook/eviction.go).
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

@@ -198,6 +198,9 @@ type observation struct {
 	ptpRead    time.Time
 	// kubelet is the kubelet drop-in's state (nil: the tuning has none and none is on the host).
 	kubelet *kubeletObs
+	// kubeletConfig is how the kubelet's configuration was last read (nil: the agent manages no
+	// kubelet).
+	kubeletConfig *tsv1.KubeletConfigStatus
 	// shared is the shared CPU pool's extended resource on the Node (nil: none wanted or found).
 	shared *sharedObs
 	// bootUnitErr: the boot unit or the saved tuning could not be written (boot.go).
@@ -221,6 +224,9 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 		st.AppliedBootID = o.appliedBootID
 	}
 	setPTPStatus(st, o, set)
+	if o.kubeletConfig != nil {
+		st.KubeletConfig = o.kubeletConfig
+	}
 
 	switch {
 	case o.deleting:

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -24,6 +25,8 @@ import (
 // configures them (objectSelector, failurePolicy), served by a manager as cmd/manager serves them.
 type webhookEnv struct {
 	c client.Client
+	// cfg reaches the API server as its administrator (for impersonation).
+	cfg *rest.Config
 	// serving is nil while the webhook server accepts TLS connections.
 	serving func() error
 	stopMgr func()
@@ -63,8 +66,9 @@ func serveWebhooks(t *testing.T) *webhookEnv {
 	if err := SetupPodWebhook(mgr, PodOptions{DataplaneImage: tspwImage, NetworkNamespace: tspwNetNS}); err != nil {
 		t.Fatal(err)
 	}
+	SetupEvictionWebhook(mgr.GetWebhookServer(), mgr.GetAPIReader())
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &webhookEnv{c: k8s, stopMgr: cancel, done: make(chan error, 1)}
+	w := &webhookEnv{c: k8s, cfg: env.Config, stopMgr: cancel, done: make(chan error, 1)}
 	go func() { w.done <- mgr.Start(ctx) }()
 	t.Cleanup(func() { w.stop(t) })
 	addr := env.WebhookAddress()

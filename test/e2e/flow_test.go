@@ -263,6 +263,10 @@ type nodeState struct {
 		Reboot *struct {
 			Phase string `json:"phase"`
 		} `json:"reboot"`
+		KubeletConfig *struct {
+			Source  string `json:"source"`
+			Message string `json:"message"`
+		} `json:"kubeletConfig"`
 	} `json:"status"`
 }
 
@@ -510,6 +514,8 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 			Expect(readHost("/proc/sys/"+strings.ReplaceAll(k, ".", "/"))).To(Equal(v), "the host's %s", k)
 		}
 	})
+
+	It("refuses the agent's token an exec into a running pod, at the API server and at the kubelet; the agent reads its kubelet's configuration from configz", agentTokenSteps)
 
 	It("runs the SR-IOV device plugin on the configuration the operator renders: the pool accepted, 0 VFs on this VM in kubectl get lns, one restart per pool change; a profile selects the node by an operator-rendered NFD label", devicePluginSteps)
 

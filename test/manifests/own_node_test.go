@@ -3,6 +3,7 @@ package manifests
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,13 +77,18 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// the agent patches (its role grants patch, not update); a patch is an UPDATE to admission
+	// the agent patches (its role grants patch, not update); a patch is an UPDATE to admission.
+	// On a Node the probe is the one label the agent owns.
 	label := func(o client.Object) error {
 		if err := agent.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 			return err
 		}
 		base := o.DeepCopyObject().(client.Object)
-		o.SetLabels(map[string]string{"probe": time.Now().Format("150405.000000")})
+		key := "probe"
+		if _, node := o.(*corev1.Node); node {
+			key = tsv1.FingerprintLabel
+		}
+		o.SetLabels(map[string]string{key: time.Now().Format("150405.000000")})
 		return agent.Patch(ctx, o, client.MergeFrom(base))
 	}
 
@@ -108,6 +114,69 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 	}
 	if err := label(&tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}); err != nil {
 		t.Errorf("the agent of node-a changing its own LatencyNodeState: %v", err)
+	}
+	// its Node itself: only the label, taint, annotation and cordon the agent owns
+	nodeSpec := func(node string, mutate func(*corev1.Node)) error {
+		n := &corev1.Node{}
+		if err := agent.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			return err
+		}
+		base := n.DeepCopy()
+		mutate(n)
+		return agent.Patch(ctx, n, client.MergeFrom(base))
+	}
+	const notOwned = "may change on its Node only the label tickstack.io/fingerprint"
+	for what, mutate := range map[string]func(*corev1.Node){
+		"another label": func(n *corev1.Node) { n.Labels["node-role.kubernetes.io/control-plane"] = "" },
+		"another tickstack.io label": func(n *corev1.Node) {
+			n.Labels[tsv1.ProfileLabel] = "stolen"
+		},
+		"an annotation":            func(n *corev1.Node) { n.Annotations = map[string]string{"example.com/x": "y"} },
+		"removing another's taint": func(n *corev1.Node) { n.Spec.Taints = nil }, // the API server's not-ready taint
+		"another taint": func(n *corev1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "example.com/evict-me", Effect: corev1.TaintEffectNoExecute})
+		},
+		"a cordon without its annotation": func(n *corev1.Node) { n.Spec.Unschedulable = true },
+		"the pod CIDR":                    func(n *corev1.Node) { n.Spec.PodCIDR = "198.18.0.0/24" },
+		"a finalizer":                     func(n *corev1.Node) { n.Finalizers = append(n.Finalizers, "example.com/hold") },
+	} {
+		if err := nodeSpec("node-a", mutate); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), notOwned) {
+			t.Errorf("the agent of node-a changing %s on its Node: got %v, want the policy's refusal", what, err)
+		}
+	}
+	pendingTaint := corev1.Taint{Key: tsv1.TuningPendingTaint, Effect: corev1.TaintEffectNoSchedule}
+	for _, c := range []struct {
+		what   string
+		mutate func(*corev1.Node)
+	}{
+		{"adding its taint", func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, pendingTaint) }},
+		{"cordoning with its annotation", func(n *corev1.Node) {
+			n.Spec.Unschedulable = true
+			n.Annotations = map[string]string{tsv1.CordonedAnnotation: "true"}
+		}},
+		{"uncordoning what it cordoned", func(n *corev1.Node) {
+			n.Spec.Unschedulable = false
+			delete(n.Annotations, tsv1.CordonedAnnotation)
+		}},
+		{"removing its taint", func(n *corev1.Node) {
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == tsv1.TuningPendingTaint })
+		}},
+	} {
+		if err := nodeSpec("node-a", c.mutate); err != nil {
+			t.Errorf("the agent of node-a %s: %v", c.what, err)
+		}
+	}
+	// a node someone else cordoned stays cordoned
+	cordoned := &corev1.Node{}
+	if err := admin.Get(ctx, client.ObjectKey{Name: "node-a"}, cordoned); err != nil {
+		t.Fatal(err)
+	}
+	cordoned.Spec.Unschedulable = true
+	if err := admin.Update(ctx, cordoned); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodeSpec("node-a", func(n *corev1.Node) { n.Spec.Unschedulable = false }); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), notOwned) {
+		t.Errorf("the agent of node-a uncordoning a node an administrator cordoned: got %v, want the policy's refusal", err)
 	}
 	// its Node's status: only the shared CPU pool's extended resource, on its own Node
 	status := func(node string, mutate func(*corev1.Node)) error {

@@ -1,0 +1,8 @@
+package agent
+
+import "context"
+
+// EvictPods is evictPods for the tests of package agent_test.
+func (r *Reconciler) EvictPods(ctx context.Context) (left []string, blocking string, err error) {
+	return r.evictPods(ctx)
+}
