@@ -20,6 +20,12 @@
 #   tcp            a stream case (TICKSTACK_TCP=1): its connections went
 #                  through lwIP and the XSK (conns_accel > 0, rx_accel > 0)
 #                  and none stayed on the kernel (conns_kernel = 0)
+#   jumbo          every datagram went through the XSK both ways, the
+#                  jumbo ones as chains of frames (AF_XDP multi-buffer):
+#                  rx_accel > 0, rx_multibuf > 0, tx_multibuf > 0, and
+#                  rx_kernel = tx_kernel = 0
+#   tcpjumbo       tcp, with jumbo segments both ways (rx_multibuf > 0,
+#                  tx_multibuf > 0)
 #   refused        run with --require, every call that would have moved a
 #                  socket or a datagram to the kernel failed (the program
 #                  checks EOPNOTSUPP and the library's message), and nothing
@@ -84,6 +90,8 @@ csum accel
 narrow accel
 starve accel
 jumbo accel latency TICKSTACK_REQUIRE=0
+jumbo9000 jumbo
+tcpjumbo tcpjumbo latency TICKSTACK_TCP=1
 udpet accel
 tcpet tcp latency TICKSTACK_TCP=1
 tcpconnect tcp latency TICKSTACK_TCP=1
@@ -151,7 +159,7 @@ while read -r c path prof extra; do
 	fi
 	k=$TSDP_TMP/$c.kernel s=$TSDP_TMP/$c.stack
 	ns=$NA ip=$IPB
-	[ "$c" = jumbo ] && ns=$NC ip=$IPJ
+	case $c in jumbo | jumbo9000 | tcpjumbo) ns=$NC ip=$IPJ ;; esac
 	rm -f "$TSDP_TMP"/stats-*
 	ip netns exec "$ns" timeout 60 "$B/conform" "$c" $ip $PORT >"$k" 2>&1
 	echo "exit $?" >>"$k"
@@ -190,6 +198,23 @@ while read -r c path prof extra; do
 		xsk)
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_packets xsk)
 			[ "$n" -gt 0 ] || why="equal, but the XSK took nothing (rx_packets=0)"
+			;;
+		jumbo) # both ways through the XSK, the jumbo frames as chains
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_accel)
+			m=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_kernel)
+			t=$(stat_sum "$TSDP_TMP/stats-*.txt" tx_kernel)
+			r=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_multibuf xsk)
+			x=$(stat_sum "$TSDP_TMP/stats-*.txt" tx_multibuf xsk)
+			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$t" = 0 ] && [ "$r" -gt 0 ] && [ "$x" -gt 0 ] ||
+				why="equal, but not all through the XSK (rx_accel=$n rx_kernel=$m tx_kernel=$t rx_multibuf=$r tx_multibuf=$x)"
+			;;
+		tcpjumbo)
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" conns_accel tcp)
+			m=$(stat_sum "$TSDP_TMP/stats-*.txt" conns_kernel tcp)
+			r=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_multibuf xsk)
+			x=$(stat_sum "$TSDP_TMP/stats-*.txt" tx_multibuf xsk)
+			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$r" -gt 0 ] && [ "$x" -gt 0 ] ||
+				why="equal, but not through the XSK in jumbo segments (conns_accel=$n conns_kernel=$m rx_multibuf=$r tx_multibuf=$x)"
 			;;
 		spilled) # through the XSK, and past the socket queue length as copies
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_spilled)
