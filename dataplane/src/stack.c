@@ -949,13 +949,14 @@ static int xdpd__umem(struct ts_stack *st, int memfd)
 		nq = first + 1;
 	}
 	for (q = first; q < nq; q++) {
-		char req[96], rep[64], mode[16];
+		char req[96], rep[64], mode[16], sg[8] = "";
 		int fd = -1, txmd = 0;
 
 		snprintf(req, sizeof(req), "umem %s %d %u %u", st->ifname, q,
 			 (unsigned)TS_FRAME_SIZE, TS_RING_SIZE);
 		err = ts_xdpd__request_fd(req, memfd, rep, sizeof(rep), &fd);
-		if (!err && (fd < 0 || sscanf(rep, "%15s %d", mode, &txmd) != 2)) {
+		if (!err && (fd < 0 || sscanf(rep, "%15s %d %7s", mode, &txmd,
+					      sg) < 2)) {
 			if (fd >= 0)
 				ts_real_close(fd);
 			return -EPROTO;
@@ -965,6 +966,7 @@ static int xdpd__umem(struct ts_stack *st, int memfd)
 			st->queue = q;
 			st->mode = !strcmp(mode, "skb") ? 2 : 1;
 			st->tx_off = txmd == (int)TS_TXMD_LEN ? TS_TXMD_LEN : 0;
+			st->sg = !strcmp(sg, "sg"); /* bound with XDP_USE_SG */
 			return 0;
 		}
 		if (err != -EBUSY)
@@ -1007,7 +1009,8 @@ static int xdpd__register(struct ts_stack *st)
 	char req[64], rep[32];
 	int err;
 
-	snprintf(req, sizeof(req), "xsk %s %d", st->ifname, st->queue);
+	snprintf(req, sizeof(req), "xsk %s %d%s", st->ifname, st->queue,
+		 st->sg ? " sg" : "");
 	err = ts_xdpd__request(req, st->xsk_fd, rep, sizeof(rep));
 	if (err)
 		return err;

@@ -808,14 +808,15 @@ static void c_bigdgram(void)
 	}
 }
 
-/* A 9,000-byte MTU link: each size once both ways. What fits in an XSK
- * frame takes the XSK, a larger datagram the kernel (the program passes it
- * on receive, the stack hands it over on send), one above the MTU is
- * fragmented by the kernel; every byte arrives and nothing is written
- * past a frame. */
+/* A 9,000-byte MTU link: each size once both ways. What the MTU carries
+ * takes the XSK (a jumbo frame as a chain of frames), one above the MTU
+ * is fragmented by the kernel both ways: the stack hands such a send to
+ * the kernel (counted: tx_kernel_oversize), and the program passes
+ * fragments to the kernel, which reassembles them for the socket's kernel
+ * fd; every byte arrives and nothing is written past a frame. */
 static void c_jumbo(void)
 {
-	static const int rx[] = { 1472, 3000, 3800, 8972 };
+	static const int rx[] = { 1472, 3000, 3800, 8972, 9000 };
 	static const size_t tx[] = { 1472, 3000, 3800, 8972, 9000 };
 	static char buf[9100], req[9000];
 	int fd = udp();
