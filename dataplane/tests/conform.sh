@@ -91,7 +91,9 @@ narrow accel
 starve accel
 jumbo accel latency TICKSTACK_REQUIRE=0
 jumbo9000 jumbo
+jumbo9000 jumbo latency ASAN=1
 tcpjumbo tcpjumbo latency TICKSTACK_TCP=1
+tcpjumbo tcpjumbo latency TICKSTACK_TCP=1 ASAN=1
 udpet accel
 tcpet tcp latency TICKSTACK_TCP=1
 tcpconnect tcp latency TICKSTACK_TCP=1
