@@ -325,6 +325,8 @@ t_xdpd_jumbo() {
 		TSDP_PIDS+=("$e")
 		XD_MODE=
 		wait_for 10 udp_listening "$NB" $port || { die "$mode: echo did not listen"; return 1; }
+		# its steering entry is in (the kernel's bind is seen first)
+		wait_for 5 xd_status_is pod-b "1 1" || { die "$mode: status: $(xd_status)"; return 1; }
 		ip netns exec "$NA" env UDPCHECK_BIG=1 timeout 30 $B/udpcheck send $IPB $port 90 \
 			>"$TSDP_TMP/client-$mode.out" 2>&1 || { die "$mode: large datagrams failed"; return 1; }
 		wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] ||
@@ -332,10 +334,13 @@ t_xdpd_jumbo() {
 		wait_for 5 ls "$XD_STATS"/stats-jumbo-$mode-*.txt || { die "$mode: no stats dump"; return 1; }
 		cp "$XD_STATS"/stats-jumbo-$mode-*.txt "$TSDP_TMP/"
 		n=$TSDP_TMP/stats-jumbo-$mode-*.txt
-		[ "$(stat_sum "$n" rx_multibuf xsk)" -gt 0 ] && [ "$(stat_sum "$n" tx_multibuf xsk)" -gt 0 ] ||
-			{ die "$mode: no datagram larger than a frame went through the XSK as a chain"; return 1; }
+		# (as bigmtu: 40 of the 90 came in as chains, and chains went out)
+		[ "$(stat_sum "$n" rx_multibuf xsk)" = 40 ] && [ "$(stat_sum "$n" tx_multibuf xsk)" -gt 0 ] ||
+			{ die "$mode: not every datagram larger than a frame went through the XSK as a chain: $(grep ^xsk $n)"; return 1; }
+		# every one received through the XSK; sent too, but for the first
+		# replies, which may wait for ARP on the kernel (tx_kernel_neigh)
 		[ "$(stat_sum "$n" rx_accel)" = 90 ] && [ "$(stat_sum "$n" rx_kernel)" = 0 ] &&
-			[ "$(stat_sum "$n" tx_kernel)" = 0 ] ||
+			[ "$(stat_sum "$n" tx_kernel_oversize)" = 0 ] ||
 			{ die "$mode: datagrams within the MTU went through the kernel: $(grep ^sock $n)"; return 1; }
 	done
 }
