@@ -24,8 +24,13 @@
 #                  jumbo ones as chains of frames (AF_XDP multi-buffer):
 #                  rx_accel > 0, rx_multibuf > 0, tx_multibuf > 0, and
 #                  rx_kernel = tx_kernel = 0
+#                  and the kernel of the case's namespace received and sent
+#                  no UDP datagram meanwhile (nstat UdpInDatagrams,
+#                  UdpOutDatagrams)
 #   tcpjumbo       tcp, with jumbo segments both ways (rx_multibuf > 0,
-#                  tx_multibuf > 0)
+#                  tx_multibuf > 0), and the kernel of the case's namespace
+#                  received and sent no TCP segment meanwhile (nstat
+#                  TcpInSegs, TcpOutSegs)
 #   refused        run with --require, every call that would have moved a
 #                  socket or a datagram to the kernel failed (the program
 #                  checks EOPNOTSUPP and the library's message), and nothing
@@ -49,6 +54,12 @@ trap tsdp_cleanup EXIT
 trap 'exit 130' INT TERM
 
 skip() { tsdp_fail_or_skip conform "$@"; }
+# kcounts NS COUNTER...: the kernel's SNMP counters of NS (nstat), one line
+kcounts() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" nstat -asz "$@" | awk 'NR > 1 {printf "%s=%s ", $1, $2}'
+}
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces, XDP)"
 for f in libtickstack.so tickstack-run conform; do
 	[ -e "$B/$f" ] || skip "$B/$f missing: run make -C dataplane all build/conform"
@@ -147,6 +158,12 @@ tsdp_pair "$NC" "$ND" 198.18.13 "j${TSDP_ID}a" "j${TSDP_ID}b"
 IPJ=198.18.13.2
 ip -n "$NC" link set "tsdpj${TSDP_ID}a" mtu 9000
 ip -n "$ND" link set "tsdpj${TSDP_ID}b" mtu 9000
+# static neighbours there too (the path checks of jumbo9000 and tcpjumbo
+# want no send through the kernel, an ARP wait included)
+ip -n "$NC" neigh replace $IPJ lladdr "$(ip -n "$ND" -br link | awk '/^tsdp/ {print $3}')" \
+	dev "tsdpj${TSDP_ID}a" nud permanent
+ip -n "$ND" neigh replace 198.18.13.1 lladdr "$(ip -n "$NC" -br link | awk '/^tsdp/ {print $3}')" \
+	dev "tsdpj${TSDP_ID}b" nud permanent
 ip netns exec "$ND" "$B/conform" peer $PORT >"$TSDP_TMP/peer-jumbo.out" 2>&1 &
 TSDP_PIDS+=("$!")
 disown
@@ -177,9 +194,15 @@ while read -r c path prof extra; do
 		extra="$extra TICKSTACK_LIB=$B/libtickstack-asan.so ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
 		;;
 	esac
+	# the kernel's own counters of the case's namespace, for the path checks
+	# that want them flat through the stack's run
+	kc="UdpInDatagrams UdpOutDatagrams"
+	[ "$path" = tcpjumbo ] && kc="TcpInSegs TcpOutSegs"
+	k0=$(kcounts "$ns" $kc)
 	ip netns exec "$ns" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" $extra timeout 60 \
 		"$B/tickstack-run" -p "${prof:-latency}" $req "$bin" "$c" $ip $PORT >"$s" 2>&1
 	echo "exit $?" >>"$s"
+	k1=$(kcounts "$ns" $kc)
 	[ -n "${CONFORM_KEEP:-}" ] && mkdir -p "$CONFORM_KEEP" && cp "$k" "$s" "$CONFORM_KEEP/"
 	why=""
 	if ! cmp -s "$k" "$s"; then
@@ -209,6 +232,8 @@ while read -r c path prof extra; do
 			x=$(stat_sum "$TSDP_TMP/stats-*.txt" tx_multibuf xsk)
 			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$t" = 0 ] && [ "$r" -gt 0 ] && [ "$x" -gt 0 ] ||
 				why="equal, but not all through the XSK (rx_accel=$n rx_kernel=$m tx_kernel=$t rx_multibuf=$r tx_multibuf=$x)"
+			[ -n "$why" ] || [ "$k0" = "$k1" ] ||
+				why="equal, but the kernel carried datagrams ($kc: $k0 before, $k1 after)"
 			;;
 		tcpjumbo)
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" conns_accel tcp)
@@ -217,6 +242,8 @@ while read -r c path prof extra; do
 			x=$(stat_sum "$TSDP_TMP/stats-*.txt" tx_multibuf xsk)
 			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$r" -gt 0 ] && [ "$x" -gt 0 ] ||
 				why="equal, but not through the XSK in jumbo segments (conns_accel=$n conns_kernel=$m rx_multibuf=$r tx_multibuf=$x)"
+			[ -n "$why" ] || [ "$k0" = "$k1" ] ||
+				why="equal, but the kernel carried segments ($kc: $k0 before, $k1 after)"
 			;;
 		spilled) # through the XSK, and past the socket queue length as copies
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_spilled)
