@@ -2103,9 +2103,9 @@ static void c_tcpcalls(void)
 }
 
 /* TCP on a 9,000-byte MTU link: the MSS follows the MTU (8,960, 8,948 a
- * segment with timestamps, as the kernel's TCP_INFO says), then 8 MiB each
- * way, every byte once and in order (the segments are jumbo frames: a
- * chain of frames each through the stack) */
+ * segment with timestamps, as the kernel's TCP_INFO and TCP_MAXSEG say),
+ * then 8 MiB each way, every byte once and in order (the segments are
+ * jumbo frames: a chain of frames each through the stack) */
 static void c_tcpjumbo(void)
 {
 	long size = 8l << 20, got = 0;
@@ -2115,12 +2115,15 @@ static void c_tcpjumbo(void)
 	unsigned long h = 2166136261ul, want = 2166136261ul;
 	static char d[65536];
 	char l[32];
+	socklen_t sl = sizeof(int);
 	ssize_t n;
 	long k;
+	int seg = 0;
 
 	memset(&ti, 0, sizeof(ti));
 	getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl);
-	printf("send MSS %u\n", ti.tcpi_snd_mss);
+	getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &seg, &sl);
+	printf("send MSS %u, TCP_MAXSEG %d\n", ti.tcpi_snd_mss, seg);
 	n = snprintf(l, sizeof(l), "S %ld 0\n", size);
 	tcp_ask(fd, l);
 	while (got < size && (n = recv(fd, d, sizeof(d), 0)) > 0) {
