@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define TICKSTACK_STATS_MAGIC 0x54534b53u /* "TSKS" */
-#define TICKSTACK_STATS_VERSION 5u
+#define TICKSTACK_STATS_VERSION 6u
 #define TICKSTACK_STATS_MAX_XSK 8
 #define TICKSTACK_STATS_MAX_SOCK 256
 #define TICKSTACK_STATS_PATH_FMT "/dev/shm/tickstack-%d"
@@ -37,7 +37,9 @@
 	X(xdp_rx_ring_full)  /* kernel: rx_ring_full */                        \
 	X(xdp_fill_empty)    /* kernel: rx_fill_ring_empty_descs */            \
 	X(xdp_tx_ring_empty) /* kernel: tx_ring_empty_descs */             \
-	X(umem_frames_out)   /* frames not free (rings, queues), refreshed */
+	X(umem_frames_out)   /* frames not free (rings, queues), refreshed */ \
+	X(rx_multibuf)       /* jumbo frames received as a chain (XDP_USE_SG) */ \
+	X(tx_multibuf)       /* jumbo frames sent as a chain */
 
 /* Counters of one socket. "kernel" means the datagram went through the
  * ordinary kernel socket (fallback), "accel" through the XSK. */

@@ -43,9 +43,22 @@
 #define MEM_ALIGNMENT 4
 #endif
 
-/* TCP: MSS 1460, a 64 KiB window and send buffer, window scaling with a
- * receive shift of 1 */
-#define TCP_MSS 1460
+/* TCP: MSS up to 8960 (a 9,000-byte MTU: each connection's is min(TCP_MSS,
+ * its interface's MTU - 40), so 1460 on a standard link), a 64 KiB window
+ * and send buffer, window scaling with a receive shift of 1. The options
+ * lwIP derives from TCP_MSS keep the values they had with 1460: */
+#define TCP_MSS 8960
+#define TS_TCP_MSS_STD 1460
+#define TCP_SND_QUEUELEN ((4 * (TCP_SND_BUF) + (TS_TCP_MSS_STD - 1)) / TS_TCP_MSS_STD)
+#define TCP_WND_UPDATE_THRESHOLD LWIP_MIN((TCP_WND / 4), (TS_TCP_MSS_STD * 4))
+/* read only by lwIP's netconn API, which the build leaves out; below
+ * what lwIP's check for a 16-bit snd_buf wants with TCP_MSS 8960 */
+#define TCP_SNDLOWAT (0xFFFF - 4 * TCP_MSS - 1)
+/* lwIP's TCP sanity checks (core/init.c) run where its POSIX headers have
+ * replaced TCP_MSS with glibc's <netinet/tcp.h> TCP_MSS (512), so they
+ * check other values than the build's: the same checks are made at the
+ * end of this file with this file's values. */
+#define LWIP_DISABLE_TCP_SANITY_CHECKS 1
 #define TCP_WND 0xFFFF
 #define LWIP_WND_SCALE 1
 #define TCP_RCV_SCALE 1
@@ -116,6 +129,17 @@ void sys_lock_tcpip_core(void);
 void sys_unlock_tcpip_core(void);
 #define UNLOCK_TCPIP_CORE() sys_unlock_tcpip_core()
 #endif
+#endif
+
+/* lwIP's TCP sanity checks, with this file's TCP_MSS (see above) */
+#if TCP_SND_BUF < (2 * TCP_MSS) || TCP_WND < TCP_MSS
+#error "TCP_SND_BUF and TCP_WND must hold two segments of TCP_MSS"
+#endif
+#if TCP_SND_QUEUELEN < (2 * (TCP_SND_BUF / TS_TCP_MSS_STD))
+#error "TCP_SND_QUEUELEN must hold 2 * TCP_SND_BUF / MSS segments"
+#endif
+#if TCP_SNDLOWAT >= TCP_SND_BUF || TCP_SNDLOWAT >= (0xFFFF - (4 * TCP_MSS))
+#error "TCP_SNDLOWAT must be below TCP_SND_BUF and 4 MSS below 0xFFFF"
 #endif
 
 #endif

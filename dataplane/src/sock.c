@@ -1118,10 +1118,11 @@ static int sock__grow(struct ts_sock *s)
  * of datagrams. Queued datagrams hold their UMEM frame up to that length;
  * past it, when SO_RCVBUF still has room, a datagram is copied and its
  * frame goes back to the fill ring, so a large SO_RCVBUF holds as many
- * datagrams as the kernel's would without starving the ring. */
+ * datagrams as the kernel's would without starving the ring. A joined
+ * jumbo frame (lin, not a UMEM frame) is always queued as a copy. */
 static int sock__enqueue(struct ts_sock *s, struct ts_stack *st,
-			 uint64_t frame, const struct ts_udp_meta *m,
-			 uint64_t rx_ns)
+			 uint64_t frame, const uint8_t *lin,
+			 const struct ts_udp_meta *m, uint64_t rx_ns)
 {
 	struct ts_rxent *e;
 	void *copy = NULL;
@@ -1130,12 +1131,12 @@ static int sock__enqueue(struct ts_sock *s, struct ts_stack *st,
 	if (s->rcvbuf ? s->qbytes > s->rcvbuf :
 			s->qtail - s->qhead >= s->qcap)
 		goto full;
-	if (s->qframes >= ts_cfg.sockq_len) {
+	if (lin || s->qframes >= ts_cfg.sockq_len) {
 		copy = malloc(m->payload_len ? m->payload_len : 1);
 		if (!copy)
 			goto full;
-		memcpy(copy, ts_stack__frame_data(st, frame) + m->payload_off,
-		       m->payload_len);
+		memcpy(copy, (lin ? lin : ts_stack__frame_data(st, frame)) +
+			     m->payload_off, m->payload_len);
 	}
 	if (s->qtail - s->qhead >= s->qcap && sock__grow(s)) {
 		free(copy);
@@ -1157,7 +1158,7 @@ static int sock__enqueue(struct ts_sock *s, struct ts_stack *st,
 	e->ttl = m->ttl;
 	__atomic_store_n(&s->qtail, s->qtail + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->qlock);
-	if (copy)
+	if (copy && !lin)
 		TS_INC(s->stats->rx_spilled);
 	return copy != NULL;
 full:
@@ -1209,8 +1210,9 @@ static struct ts_sock *reuseport__pick(struct ts_sock *best,
 /* The kernel hands a unicast datagram to ONE socket, the best match
  * (address bound exactly beats the wildcard, a connected peer beats none;
  * among equals the one bound last), and a multicast one to every socket
- * that wants it. */
-int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
+ * that wants it. lin: the datagram's frame joined from a chain (a jumbo
+ * frame), copied to each socket; frame is then unused. */
+int ts_sock__deliver(struct ts_stack *st, uint64_t frame, const uint8_t *lin,
 		     const struct ts_udp_meta *m, uint64_t rx_ns,
 		     struct ts_direct *dir)
 {
@@ -1230,7 +1232,7 @@ int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 		if (mc) {
 			if (k >= 255)
 				break; /* the frame's reference count is 8 bits */
-			r = sock__enqueue(s, st, frame, m, rx_ns);
+			r = sock__enqueue(s, st, frame, lin, m, rx_ns);
 			full += r < 0;
 			k += r == 0;
 			copied += r > 0;
@@ -1250,18 +1252,21 @@ int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 	    !__atomic_load_n(&best->claims, __ATOMIC_ACQUIRE)) {
 		/* the receiving thread's own, and nothing queued before it */
 		struct ts_rxent e = { .st = st, .frame = frame, .rx_ns = rx_ns,
+				      .spilled = lin != NULL,
 				      .off = m->payload_off,
 				      .len = m->payload_len, .saddr = m->saddr,
 				      .sport = m->sport, .daddr = m->daddr,
 				      .tos = m->tos, .ttl = m->ttl };
 
+		if (lin) /* read from the joined copy (off: its payload) */
+			e.frame = (uint64_t)(uintptr_t)lin;
 		dir->ret = ts_rx__copyout(best, &e, dir->msg, dir->flags);
 		dir->done = 1;
 		TS_INC(best->stats->rx_accel);
 		return TS_DELIVER_TAKEN;
 	}
 	if (best) {
-		int r = sock__enqueue(best, st, frame, m, rx_ns);
+		int r = sock__enqueue(best, st, frame, lin, m, rx_ns);
 
 		full += r < 0;
 		k += r == 0;

@@ -85,6 +85,14 @@ struct ts_txmd {
 #define TS_TXMD_LEN ((uint32_t)sizeof(struct ts_txmd))
 _Static_assert(sizeof(struct ts_txmd) == TS_XDPD_TXMD_LEN,
 	       "the daemon registers a UMEM with this TX metadata room");
+/* AF_XDP multi-buffer (Linux 6.6; not in bookworm's linux/if_xdp.h): the
+ * bind flag, and the descriptor option saying that the packet goes on in
+ * the next descriptor. */
+#define TS_XDP_USE_SG (1u << 4)
+#define TS_XDP_PKT_CONTD (1u << 0)
+_Static_assert(TS_XSK_SG_MAX_FRAME <= 16 * (TS_FRAME_SIZE - TS_TXMD_LEN),
+	       "a jumbo frame is sent in at most 16 descriptors (the copy "
+	       "mode's skb takes 17 fragments)");
 
 struct ts_stack {
 	pthread_mutex_t lock;
@@ -94,6 +102,9 @@ struct ts_stack {
 	uint8_t mac[6];
 	uint32_t mtu;
 	uint32_t max_payload; /* largest datagram the XSK carries both ways */
+	int sg;               /* bound with XDP_USE_SG: frames above one UMEM
+			       * frame come and go as chains (multi-buffer) */
+	uint8_t *jbuf;        /* a received chain, joined (under lock) */
 	uint32_t addr;        /* the interface's first IPv4 address */
 	pid_t owner;
 	int usable;
@@ -280,7 +291,7 @@ static int steer__attach(struct ts_stack *st)
 		st->skel = steer_bpf__open();
 		if (!st->skel)
 			return -errno ? -errno : -ENOMEM;
-		st->prog = xdp_program__from_bpf_obj(st->skel->obj, "xdp");
+		st->prog = xdp_program__from_bpf_obj(st->skel->obj, "xdp.frags");
 		err = (int)libxdp_get_error(st->prog);
 		if (err || !st->prog) {
 			st->prog = NULL;
@@ -461,7 +472,8 @@ int ts_stack__steer_add_proto(struct ts_stack *st, uint32_t daddr,
 	struct ts_steer_key key = { .daddr = daddr, .dport = dport,
 				    .proto = (__u8)proto };
 	struct ts_steer_val val = { .owner = (__u32)ts_getpid(),
-				    .queue = (__u16)st->queue };
+				    .queue = (__u16)st->queue,
+				    .flags = st->sg ? TS_STEER_F_SG : 0 };
 	struct ts_steer_val old;
 
 	if (st->xdpd)
@@ -598,20 +610,6 @@ static int link_info(struct ts_stack *st)
 		goto out;
 	}
 	st->mtu = (uint32_t)ifr.ifr_mtu;
-	/* what one UMEM frame carries: on receive the kernel keeps 256 bytes
-	 * of headroom (TS_XSK_MAX_FRAME), the program passes longer frames to
-	 * the kernel; a send that does not fit goes through the kernel */
-	st->max_payload = st->mtu - TS_IP_HLEN - TS_UDP_HLEN;
-	if (st->max_payload > TS_XSK_MAX_FRAME - TS_HDRS_LEN)
-		st->max_payload = TS_XSK_MAX_FRAME - TS_HDRS_LEN;
-	if (st->mtu + TS_ETH_HLEN > TS_XSK_MAX_FRAME)
-		/* said only with TICKSTACK_DEBUG, as every per-socket fallback:
-		 * the sends that take the kernel are counted (tx_kernel_oversize),
-		 * and a program's stderr stays as it is on the kernel */
-		ts_dbg("interface %s: MTU %u is larger than an XSK frame carries "
-		       "(%d bytes with the Ethernet header): datagrams above %u "
-		       "bytes go through the kernel",
-		       st->ifname, st->mtu, TS_XSK_MAX_FRAME, st->max_payload);
 	ifr.ifr_addr.sa_family = AF_INET;
 	if (ts_real_ioctl(fd, SIOCGIFADDR, &ifr) == 0)
 		st->addr = ((struct sockaddr_in *)&ifr.ifr_addr)->sin_addr.s_addr;
@@ -623,6 +621,38 @@ out:
 static inline void free_push(struct ts_stack *st, uint64_t addr)
 {
 	st->freel[st->nfree++] = addr;
+}
+
+/* Whether frames of the link's MTU are longer than one UMEM frame takes,
+ * so that the XSK is bound with XDP_USE_SG (chosen at setup: an XSK of
+ * a standard MTU stays single-buffer, as before). */
+static int needs_sg(const struct ts_stack *st)
+{
+	return st->mtu + TS_ETH_HLEN > TS_XSK_MAX_FRAME;
+}
+
+/* What the XSK carries, once bound: one UMEM frame (on receive the kernel
+ * keeps 256 bytes of headroom, TS_XSK_MAX_FRAME), or with XDP_USE_SG a
+ * chain up to TS_XSK_SG_MAX_FRAME; never more than the MTU. The program
+ * passes longer frames to the kernel; a send that does not fit goes
+ * through the kernel (which fragments what the MTU does not take). */
+static void set_max_payload(struct ts_stack *st)
+{
+	uint32_t frame = st->sg ? TS_XSK_SG_MAX_FRAME : TS_XSK_MAX_FRAME;
+
+	st->max_payload = st->mtu - TS_IP_HLEN - TS_UDP_HLEN;
+	if (st->max_payload > frame - TS_HDRS_LEN)
+		st->max_payload = frame - TS_HDRS_LEN;
+	if (st->mtu + TS_ETH_HLEN > frame)
+		/* said only with TICKSTACK_DEBUG, as every per-socket fallback:
+		 * the sends that take the kernel are counted (tx_kernel_oversize),
+		 * and a program's stderr stays as it is on the kernel */
+		ts_dbg("interface %s: MTU %u is larger than the XSK carries "
+		       "(%u bytes with the Ethernet header%s): datagrams above "
+		       "%u bytes go through the kernel",
+		       st->ifname, st->mtu, frame,
+		       needs_sg(st) && !st->sg ? "; the kernel refused "
+		       "XDP_USE_SG" : "", st->max_payload);
 }
 
 static void refill(struct ts_stack *st)
@@ -788,6 +818,8 @@ static void stack__destroy(struct ts_stack *st)
 		munmap(st->area, st->area_size);
 	free(st->freel);
 	free(st->refcnt);
+	free(st->jbuf);
+	st->jbuf = NULL;
 	st->xsk = NULL;
 	st->umem = NULL;
 	st->area = NULL;
@@ -917,13 +949,14 @@ static int xdpd__umem(struct ts_stack *st, int memfd)
 		nq = first + 1;
 	}
 	for (q = first; q < nq; q++) {
-		char req[96], rep[64], mode[16];
+		char req[96], rep[64], mode[16], sg[8] = "";
 		int fd = -1, txmd = 0;
 
 		snprintf(req, sizeof(req), "umem %s %d %u %u", st->ifname, q,
 			 (unsigned)TS_FRAME_SIZE, TS_RING_SIZE);
 		err = ts_xdpd__request_fd(req, memfd, rep, sizeof(rep), &fd);
-		if (!err && (fd < 0 || sscanf(rep, "%15s %d", mode, &txmd) != 2)) {
+		if (!err && (fd < 0 || sscanf(rep, "%15s %d %7s", mode, &txmd,
+					      sg) < 2)) {
 			if (fd >= 0)
 				ts_real_close(fd);
 			return -EPROTO;
@@ -933,6 +966,7 @@ static int xdpd__umem(struct ts_stack *st, int memfd)
 			st->queue = q;
 			st->mode = !strcmp(mode, "skb") ? 2 : 1;
 			st->tx_off = txmd == (int)TS_TXMD_LEN ? TS_TXMD_LEN : 0;
+			st->sg = !strcmp(sg, "sg"); /* bound with XDP_USE_SG */
 			return 0;
 		}
 		if (err != -EBUSY)
@@ -975,7 +1009,8 @@ static int xdpd__register(struct ts_stack *st)
 	char req[64], rep[32];
 	int err;
 
-	snprintf(req, sizeof(req), "xsk %s %d", st->ifname, st->queue);
+	snprintf(req, sizeof(req), "xsk %s %d%s", st->ifname, st->queue,
+		 st->sg ? " sg" : "");
 	err = ts_xdpd__request(req, st->xsk_fd, rep, sizeof(rep));
 	if (err)
 		return err;
@@ -1053,6 +1088,12 @@ static int stack__create(struct ts_stack *st)
 	if (err)
 		goto out_destroy;
 	st->tx_off = ts_umem_txmd_ok ? TS_TXMD_LEN : 0;
+	/* jumbo frames: a chain of frames per packet (Linux 6.6); a kernel
+	 * or a zero-copy driver without it refuses the flag, and the XSK
+	 * then carries what one frame takes */
+	st->sg = needs_sg(st);
+sg_retry:
+	scfg.bind_flags = XDP_USE_NEED_WAKEUP | (st->sg ? TS_XDP_USE_SG : 0);
 	for (tries = 0; st->xdpd; tries++) {
 		err = xdpd__bind(st, &scfg);
 		if (err != -EAGAIN || tries >= 100)
@@ -1069,10 +1110,21 @@ static int stack__create(struct ts_stack *st)
 			break;
 		usleep(20000);
 	}
+	if ((err == -EINVAL || err == -EOPNOTSUPP) && st->sg) {
+		ts_dbg("interface %s: XDP_USE_SG refused (%s): jumbo frames "
+		       "go through the kernel", st->ifname, strerror(-err));
+		st->sg = 0;
+		goto sg_retry;
+	}
 	if (err)
 		goto out_destroy;
 	st->xsk_fd = xsk_socket__fd(st->xsk);
 xsk_made:
+	set_max_payload(st);
+	if (st->sg && !(st->jbuf = malloc(TS_XSK_SG_MAX_FRAME))) {
+		err = -ENOMEM;
+		goto out_destroy;
+	}
 	st->tx_csum = st->tx_off && ts_cfg.udp_csum && ts_cfg.tx_csum_offload &&
 		      !zerocopy(st->xsk_fd);
 	/* libxdp does not open it close-on-exec: an XSK surviving exec would
@@ -1254,15 +1306,88 @@ static int rx_csum_ok(const uint8_t *f, uint32_t len,
 	return !ts_pkt__verify_csum(f, len, m);
 }
 
+/* A chain of descriptors (a multi-buffer frame: every one but the last
+ * says XDP_PKT_CONTD) from position i of the n peeked, joined into
+ * st->jbuf; its frames go back to the free list. Returns the descriptors
+ * it spans, 0 when the chain goes on past the n peeked (the kernel
+ * publishes a chain whole: the next poll sees the rest), and *len the
+ * joined length, 0 when it is longer than a jumbo frame (dropped). */
+static uint32_t rx_chain(struct ts_stack *st, uint32_t idx, uint32_t i,
+			 uint32_t n, uint32_t *len)
+{
+	uint32_t j, k, off = 0;
+	int fits = st->jbuf != NULL;
+
+	for (j = i; j < n; j++)
+		if (!(xsk_ring_cons__rx_desc(&st->rx, idx + j)->options &
+		      TS_XDP_PKT_CONTD))
+			break;
+	if (j == n)
+		return 0;
+	for (k = i; k <= j; k++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&st->rx, idx + k);
+		uint64_t frame = d->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
+
+		if (fits && d->len <= TS_FRAME_SIZE - (d->addr - frame) &&
+		    d->len <= TS_XSK_SG_MAX_FRAME - off) {
+			memcpy(st->jbuf + off, st->area + d->addr, d->len);
+			off += d->len;
+		} else {
+			fits = 0; /* longer than a jumbo frame: dropped */
+		}
+		free_push(st, frame);
+	}
+	*len = fits ? off : 0;
+	TS_INC(st->st->rx_multibuf);
+	return j + 1 - i;
+}
+
+/* One joined frame (rx_chain) to TCP or to its socket, as a copy: the
+ * frames that carried it are free already. */
+static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
+		     struct ts_direct *dir)
+{
+	const uint8_t *f = st->jbuf;
+	struct ts_udp_meta m;
+	int k;
+
+	if (!len) {
+		TS_INC(st->st->rx_bad);
+		return 0;
+	}
+	if (ts_tcp__is_tcp(f, len)) {
+		ts_tcp__input(st, f, len);
+		return 0;
+	}
+	if (ts_pkt__parse_udp(f, len, &m)) {
+		TS_INC(st->st->rx_bad);
+		return 0;
+	}
+	if (!rx_csum_ok(f, len, &m)) {
+		TS_INC(st->st->rx_bad_csum);
+		return 0;
+	}
+	k = ts_sock__deliver(st, 0, f, &m, rx_ns, dir);
+	if (k == TS_DELIVER_TAKEN)
+		return 0;
+	if (k == TS_DELIVER_COPIED)
+		return 1;
+	if (k == 0)
+		TS_INC(st->st->rx_no_socket);
+	else
+		TS_INC(st->st->rx_sockq_full);
+	return 0;
+}
+
 /* Drain the RX ring into the sockets' queues; the caller holds st->lock.
  * *kick_out: a TX kick is due (made by the caller after unlocking). */
 static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
 				  struct ts_direct *dir)
 {
-	uint32_t idx = 0, n, i, got = 0;
+	uint32_t idx = 0, n, i, got = 0, extra = 0, peeked;
 	uint64_t rx_ns = 0;
 
-	n = xsk_ring_cons__peek(&st->rx, TS_RX_BATCH, &idx);
+	n = peeked = xsk_ring_cons__peek(&st->rx, TS_RX_BATCH, &idx);
 	if (n && __atomic_load_n(&ts_tstamp_wanted, __ATOMIC_RELAXED)) {
 		struct timespec ts;
 
@@ -1280,8 +1405,22 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
 		uint64_t frame = d->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
 		const uint8_t *f = st->area + d->addr;
 		struct ts_udp_meta m;
+		uint32_t span, jlen;
 		int k;
 
+		if (ts_unlikely(d->options & TS_XDP_PKT_CONTD)) {
+			/* a jumbo frame (XDP_USE_SG) */
+			span = rx_chain(st, idx, i, n, &jlen);
+			if (!span) { /* published whole: the rest comes next */
+				xsk_ring_cons__cancel(&st->rx, n - i);
+				n = i;
+				break;
+			}
+			extra += span - 1;
+			i += span - 1;
+			got += (uint32_t)rx_joined(st, jlen, rx_ns, dir);
+			continue;
+		}
 		if (d->len <= TS_FRAME_SIZE - (d->addr - frame) &&
 		    ts_tcp__is_tcp(f, d->len)) {
 			/* queued for the TCP layer (a copy), which runs after
@@ -1308,7 +1447,7 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
 		/* make the payload offset relative to the frame base */
 		m.payload_off = (uint16_t)(m.payload_off + (d->addr - frame));
 		st->refcnt[frame / TS_FRAME_SIZE] = 0;
-		k = ts_sock__deliver(st, frame, &m, rx_ns, dir);
+		k = ts_sock__deliver(st, frame, NULL, &m, rx_ns, dir);
 		if (k == TS_DELIVER_TAKEN) { /* copied out already */
 			free_push(st, frame);
 			continue;
@@ -1328,10 +1467,11 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
 		}
 		got++;
 	}
-	if (n) {
+	if (peeked)
 		ts_sock__deliver_end();
+	if (n) {
 		xsk_ring_cons__release(&st->rx, n);
-		TS_ADD(st->st->rx_packets, n);
+		TS_ADD(st->st->rx_packets, n - extra);
 	}
 	st->rx_unfilled += n;
 	if (st->rx_unfilled >= TS_FILL_BATCH || st->fill_low) {
@@ -1468,6 +1608,95 @@ static int tx_wait(struct ts_stack *st, int *waited, uint64_t *deadline,
 	return 0;
 }
 
+/* Put frame f of flen bytes (longer than one UMEM frame: a jumbo frame)
+ * on the TX ring as a chain of descriptors, XDP_PKT_CONTD on all but the
+ * last (AF_XDP multi-buffer). Under st->lock. -EAGAIN: not enough free
+ * frames or ring entries for the whole chain (nothing taken). */
+static int tx_chain_locked(struct ts_stack *st, const uint8_t *f, size_t flen)
+{
+	const uint32_t room = TS_FRAME_SIZE - st->tx_off;
+	uint32_t k = (uint32_t)((flen + room - 1) / room), idx, i;
+	size_t off = 0;
+
+	if (st->nfree < k || xsk_ring_prod__reserve(&st->tx, k, &idx) != k)
+		return -EAGAIN;
+	for (i = 0; i < k; i++) {
+		struct xdp_desc *d = xsk_ring_prod__tx_desc(&st->tx, idx + i);
+		uint64_t frame = st->freel[--st->nfree];
+		uint32_t c = flen - off > room ? room : (uint32_t)(flen - off);
+
+		memcpy(st->area + frame + st->tx_off, f + off, c);
+		d->addr = frame + st->tx_off;
+		d->len = c;
+		d->options = i + 1 < k ? TS_XDP_PKT_CONTD : 0;
+		off += c;
+	}
+	xsk_ring_prod__submit(&st->tx, k);
+	TS_INC(st->st->tx_packets);
+	TS_INC(st->st->tx_multibuf);
+	return 0;
+}
+
+/* A datagram longer than one UMEM frame (XDP_USE_SG): built whole in a
+ * buffer of its own, checksummed here (no TX metadata), then copied into
+ * a chain of frames. */
+static int send_jumbo(struct ts_stack *st, struct ts_udp_hdr_spec *h,
+		      const struct iovec *iov, int iovcnt, size_t len,
+		      int nonblock, int more)
+{
+	uint64_t deadline = 0;
+	unsigned long sig0 = 0;
+	size_t off = 0, cap = TS_HDRS_LEN + len;
+	int i, n, k, err, waited = 0;
+	uint8_t *p = malloc(cap);
+
+	if (!p)
+		return -ENOBUFS;
+	for (i = 0; i < iovcnt && off < len; i++) {
+		size_t c = iov[i].iov_len;
+
+		if (c > len - off)
+			c = len - off;
+		memcpy(p + TS_HDRS_LEN + off, iov[i].iov_base, c);
+		off += c;
+	}
+	memcpy(h->smac, st->mac, 6);
+	h->udp_csum = ts_cfg.udp_csum;
+	pthread_mutex_lock(&st->lock);
+	h->ip_id = st->ip_id++;
+	pthread_mutex_unlock(&st->lock);
+	n = ts_pkt__build_udp(p, cap, len, h);
+	if (n < 0) {
+		free(p);
+		return n;
+	}
+	for (;;) {
+		pthread_mutex_lock(&st->lock);
+		reclaim(st);
+		err = tx_chain_locked(st, p, (size_t)n);
+		if (!err)
+			break;
+		pthread_mutex_unlock(&st->lock);
+		err = tx_wait(st, &waited, &deadline, nonblock, &sig0);
+		if (err) {
+			free(p);
+			return err;
+		}
+	}
+	if (more) {
+		st->kick_pending = 1;
+		k = 0;
+	} else {
+		k = xsk_ring_prod__needs_wakeup(&st->tx);
+		st->kick_pending = 0;
+	}
+	pthread_mutex_unlock(&st->lock);
+	free(p);
+	if (k)
+		kick(st);
+	return 0;
+}
+
 int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 		   const struct iovec *iov, int iovcnt, size_t len,
 		   int nonblock, int more)
@@ -1481,6 +1710,8 @@ int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 
 	if (len > st->max_payload)
 		return -EMSGSIZE; /* the caller checks: never past the frame */
+	if (ts_unlikely(TS_HDRS_LEN + len > TS_FRAME_SIZE - st->tx_off))
+		return send_jumbo(st, h, iov, iovcnt, len, nonblock, more);
 	for (;;) {
 		pthread_mutex_lock(&st->lock);
 		reclaim(st);
@@ -1554,6 +1785,41 @@ fill:
 	return 0;
 }
 
+/* ts_stack__send_ip of a packet longer than one UMEM frame (a TCP
+ * segment of a jumbo MSS): joined behind its Ethernet header, then a
+ * chain of frames; dropped (-ENOBUFS) when there is no room. */
+static int send_ip_jumbo(struct ts_stack *st, const uint8_t dmac[6],
+			 const void *ip, size_t len, int more)
+{
+	uint8_t f[TS_XSK_SG_MAX_FRAME];
+	int k, err;
+
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, st->mac, 6);
+	f[12] = 0x08;
+	f[13] = 0x00;
+	memcpy(f + TS_ETH_HLEN, ip, len);
+	pthread_mutex_lock(&st->lock);
+	reclaim(st);
+	err = tx_chain_locked(st, f, len + TS_ETH_HLEN);
+	if (err) {
+		pthread_mutex_unlock(&st->lock);
+		kick(st); /* complete what is in flight for the retransmission */
+		return -ENOBUFS;
+	}
+	if (more) {
+		st->kick_pending = 1;
+		k = 0;
+	} else {
+		k = xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st);
+		st->kick_pending = 0;
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (k)
+		kick(st);
+	return 0;
+}
+
 /* Transmit one IPv4 packet (headers built by the caller) behind an
  * Ethernet header to dmac. more: leave the wake-up to ts_stack__flush
  * (several segments, one system call). Never waits long: a segment that
@@ -1567,8 +1833,10 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	int k, err, waited = 0;
 	unsigned long sig0 = 0;
 
-	if (len + TS_ETH_HLEN > TS_XSK_MAX_FRAME)
-		return -EMSGSIZE;
+	if (len > st->max_payload + TS_IP_HLEN + TS_UDP_HLEN)
+		return -EMSGSIZE; /* longer than the netif's MTU (tcp_lwip.c) */
+	if (ts_unlikely(len + TS_ETH_HLEN > TS_FRAME_SIZE - st->tx_off))
+		return send_ip_jumbo(st, dmac, ip, len, more);
 	for (;;) {
 		pthread_mutex_lock(&st->lock);
 		reclaim(st);

@@ -41,7 +41,11 @@ static __always_inline int count(__u32 idx, int action)
 	return action;
 }
 
-SEC("xdp")
+/* "xdp.frags" (BPF_F_XDP_HAS_FRAGS): the program sees multi-buffer
+ * frames whole, so native XDP attaches to a veth whose peer's MTU is
+ * above a page, and a jumbo frame can go to an XSK bound with XDP_USE_SG.
+ * It reads the headers only, which are in the first buffer. */
+SEC("xdp.frags")
 int ts_steer(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -51,6 +55,7 @@ int ts_steer(struct xdp_md *ctx)
 	void *l4;
 	struct ts_steer_key key = {};
 	struct ts_steer_val *v;
+	__u64 len;
 
 	if ((void *)(eth + 1) > data_end)
 		return XDP_PASS;
@@ -90,7 +95,11 @@ int ts_steer(struct xdp_md *ctx)
 	}
 	if (!v)
 		return count(TS_CNT_PASS_NOMATCH, XDP_PASS);
-	if (data_end - data > TS_XSK_MAX_FRAME)
+	len = bpf_xdp_get_buff_len(ctx);
+	/* an XSK without XDP_USE_SG would drop a frame longer than one of
+	 * its frames: the kernel takes it */
+	if (len > TS_XSK_MAX_FRAME &&
+	    (!(v->flags & TS_STEER_F_SG) || len > TS_XSK_SG_MAX_FRAME))
 		return count(TS_CNT_PASS_BIG, XDP_PASS);
 	if (v->flags & TS_STEER_F_SHARED)
 		return count(TS_CNT_PASS_SHARED, XDP_PASS);

@@ -11,6 +11,13 @@
  * XSK: the program passes those to the kernel. */
 #define TS_FRAME_SIZE 2048
 #define TS_XSK_MAX_FRAME (TS_FRAME_SIZE - 256)
+/* A longer frame (a jumbo frame) enters an XSK bound with XDP_USE_SG as a
+ * chain of frames (AF_XDP multi-buffer, Linux 6.6), up to this length:
+ * an MTU of 9,216, the largest jumbo frame NICs take, behind its Ethernet
+ * header. The kernel's chunk size is at most a page (4 KiB), so a larger
+ * frame size cannot carry an MTU of 9,000 (docs/dataplane.md, Jumbo
+ * frames). */
+#define TS_XSK_SG_MAX_FRAME (9216 + 14)
 
 /* Names the library uses to find the program and its maps when another
  * process of the same namespace attached it first (max 15 chars). */
@@ -34,6 +41,8 @@ struct ts_steer_key {
 #define TS_STEER_TCP 6 /* IPPROTO_TCP */
 
 #define TS_STEER_F_SHARED 1 /* several processes want it: kernel delivers */
+#define TS_STEER_F_SG 2     /* the owner's XSK takes multi-buffer frames
+			     * (XDP_USE_SG) up to TS_XSK_SG_MAX_FRAME */
 
 struct ts_steer_val {
 	__u32 owner; /* pid of the process whose XSK receives it */
@@ -46,7 +55,7 @@ enum ts_cnt_idx {
 	TS_CNT_PASS_NOMATCH,
 	TS_CNT_PASS_SHARED,
 	TS_CNT_PASS_QUEUE,
-	TS_CNT_PASS_BIG, /* longer than an XSK frame */
+	TS_CNT_PASS_BIG, /* longer than the owner's XSK takes */
 	TS_CNT_MAX,
 };
 

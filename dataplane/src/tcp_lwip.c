@@ -209,19 +209,17 @@ static err_t nif_output6(struct netif *n, struct pbuf *p,
 static err_t nif_init(struct netif *n)
 {
 	struct ts_nif *t = n->state;
-	uint32_t mtu = ts_stack__mtu(t->st);
-
 	n->name[0] = 't';
 	n->name[1] = 's';
 	n->output = nif_output;
 #if LWIP_IPV6
 	n->output_ip6 = nif_output6;
 #endif
-	/* a segment must fit the frame an XSK takes (TS_XSK_MAX_FRAME) behind
-	 * its 14-byte header;
-	 * lwIP's MSS is min(TCP_MSS=1460, mtu - 40) */
-	n->mtu = (u16_t)(mtu > TS_XSK_MAX_FRAME - 14 ? TS_XSK_MAX_FRAME - 14 :
-							 mtu);
+	/* a segment must fit what the XSK carries behind its 14-byte header:
+	 * one frame (TS_XSK_MAX_FRAME), or a jumbo frame as a chain
+	 * (XDP_USE_SG); lwIP's MSS is min(TCP_MSS = 8960, mtu - 40), what it
+	 * offers in a SYN and what it takes of the peer's */
+	n->mtu = (u16_t)(ts_stack__max_payload(t->st) + 28);
 	n->flags = NETIF_FLAG_LINK_UP;
 	return ERR_OK;
 }

@@ -551,8 +551,8 @@ struct ts_direct {
 #define TS_DELIVER_TAKEN (-2) /* ts_sock__deliver: copied to the ts_direct */
 #define TS_DELIVER_COPIED (-3) /* ts_sock__deliver: queued as copies only */
 TS_HIDDEN int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
-			       const struct ts_udp_meta *m, uint64_t rx_ns,
-			       struct ts_direct *dir);
+			       const uint8_t *lin, const struct ts_udp_meta *m,
+			       uint64_t rx_ns, struct ts_direct *dir);
 
 /* ---- the wait primitive: recv, poll, select and epoll spin, then sleep
  * in ppoll on their kernel fds, the XSKs and the signal eventfd. */

@@ -8,12 +8,13 @@
  *   hello                                  -> "ok IFNAME..." (the pod's interfaces)
  *   busy IFNAME QUEUE                      -> "ok 0|1" (1: a live process of
  *                                            the pod holds that queue)
- *   umem IFNAME QUEUE FRAME RING + memfd   -> "ok native|skb TXMD" + XSK fd
+ *   umem IFNAME QUEUE FRAME RING + memfd   -> "ok native|skb TXMD [sg]" + XSK fd
  *                                            (the default: the daemon makes
  *                                            the XSK, the pod needs no
  *                                            capability; below)
- *   xsk IFNAME QUEUE             + XSK fd  -> "ok native|skb" (the fallback:
- *                                            the process made it, CAP_NET_RAW)
+ *   xsk IFNAME QUEUE [sg]        + XSK fd  -> "ok native|skb" (the fallback:
+ *                                            the process made it, CAP_NET_RAW;
+ *                                            sg: bound with XDP_USE_SG)
  *   add IFNAME udp|tcp ADDR PORT + socket  -> "ok"
  *   share IFNAME udp|tcp ADDR PORT + socket-> "ok 0|1" (1: another process's
  *                                            entry now leaves it to the kernel)
@@ -26,8 +27,11 @@
  * the CNI plugin's attach named, never one the client names), registers
  * the UMEM from its own mapping of the memfd (TX metadata room of TXMD
  * bytes when the kernel has it, else TXMD is 0), sizes the four rings to
- * RING entries, binds it to QUEUE of IFNAME, puts it in the XSKMAP and
- * passes it back; it keeps no copy. The process maps the rings from that
+ * RING entries, binds it to QUEUE of IFNAME (with XDP_USE_SG when the
+ * interface's MTU makes frames longer than one UMEM frame takes and the
+ * kernel allows it: the reply then ends in "sg", and the steering entries
+ * of that XSK let jumbo frames through to it as chains of frames), puts it
+ * in the XSKMAP and passes it back; it keeps no copy. The process maps the rings from that
  * fd and the memfd as its UMEM. The pinned pages are not charged to the
  * daemon's RLIMIT_MEMLOCK (it holds CAP_IPC_LOCK): a pod's XSKs hold at
  * most TS_XDPD_POD_UMEM bytes of UMEM ("error 28", ENOSPC).

@@ -20,6 +20,17 @@
 #   tcp            a stream case (TICKSTACK_TCP=1): its connections went
 #                  through lwIP and the XSK (conns_accel > 0, rx_accel > 0)
 #                  and none stayed on the kernel (conns_kernel = 0)
+#   jumbo          every datagram went through the XSK both ways, the
+#                  jumbo ones as chains of frames (AF_XDP multi-buffer):
+#                  rx_accel > 0, rx_multibuf > 0, tx_multibuf > 0, and
+#                  rx_kernel = tx_kernel = 0
+#                  and the kernel of the case's namespace received and sent
+#                  no UDP datagram meanwhile (nstat UdpInDatagrams,
+#                  UdpOutDatagrams)
+#   tcpjumbo       tcp, with jumbo segments both ways (rx_multibuf > 0,
+#                  tx_multibuf > 0), and the kernel of the case's namespace
+#                  received and sent no TCP segment meanwhile (nstat
+#                  TcpInSegs, TcpOutSegs)
 #   refused        run with --require, every call that would have moved a
 #                  socket or a datagram to the kernel failed (the program
 #                  checks EOPNOTSUPP and the library's message), and nothing
@@ -43,6 +54,12 @@ trap tsdp_cleanup EXIT
 trap 'exit 130' INT TERM
 
 skip() { tsdp_fail_or_skip conform "$@"; }
+# kcounts NS COUNTER...: the kernel's SNMP counters of NS (nstat), one line
+kcounts() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" nstat -asz "$@" | awk 'NR > 1 {printf "%s=%s ", $1, $2}'
+}
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces, XDP)"
 for f in libtickstack.so tickstack-run conform; do
 	[ -e "$B/$f" ] || skip "$B/$f missing: run make -C dataplane all build/conform"
@@ -84,6 +101,10 @@ csum accel
 narrow accel
 starve accel
 jumbo accel latency TICKSTACK_REQUIRE=0
+jumbo9000 jumbo
+jumbo9000 jumbo latency ASAN=1
+tcpjumbo tcpjumbo latency TICKSTACK_TCP=1
+tcpjumbo tcpjumbo latency TICKSTACK_TCP=1 ASAN=1
 udpet accel
 tcpet tcp latency TICKSTACK_TCP=1
 tcpconnect tcp latency TICKSTACK_TCP=1
@@ -137,6 +158,12 @@ tsdp_pair "$NC" "$ND" 198.18.13 "j${TSDP_ID}a" "j${TSDP_ID}b"
 IPJ=198.18.13.2
 ip -n "$NC" link set "tsdpj${TSDP_ID}a" mtu 9000
 ip -n "$ND" link set "tsdpj${TSDP_ID}b" mtu 9000
+# static neighbours there too (the path checks of jumbo9000 and tcpjumbo
+# want no send through the kernel, an ARP wait included)
+ip -n "$NC" neigh replace $IPJ lladdr "$(ip -n "$ND" -br link | awk '/^tsdp/ {print $3}')" \
+	dev "tsdpj${TSDP_ID}a" nud permanent
+ip -n "$ND" neigh replace 198.18.13.1 lladdr "$(ip -n "$NC" -br link | awk '/^tsdp/ {print $3}')" \
+	dev "tsdpj${TSDP_ID}b" nud permanent
 ip netns exec "$ND" "$B/conform" peer $PORT >"$TSDP_TMP/peer-jumbo.out" 2>&1 &
 TSDP_PIDS+=("$!")
 disown
@@ -151,7 +178,7 @@ while read -r c path prof extra; do
 	fi
 	k=$TSDP_TMP/$c.kernel s=$TSDP_TMP/$c.stack
 	ns=$NA ip=$IPB
-	[ "$c" = jumbo ] && ns=$NC ip=$IPJ
+	case $c in jumbo | jumbo9000 | tcpjumbo) ns=$NC ip=$IPJ ;; esac
 	rm -f "$TSDP_TMP"/stats-*
 	ip netns exec "$ns" timeout 60 "$B/conform" "$c" $ip $PORT >"$k" 2>&1
 	echo "exit $?" >>"$k"
@@ -167,9 +194,15 @@ while read -r c path prof extra; do
 		extra="$extra TICKSTACK_LIB=$B/libtickstack-asan.so ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
 		;;
 	esac
+	# the kernel's own counters of the case's namespace, for the path checks
+	# that want them flat through the stack's run
+	kc="UdpInDatagrams UdpOutDatagrams"
+	[ "$path" = tcpjumbo ] && kc="TcpInSegs TcpOutSegs"
+	k0=$(kcounts "$ns" $kc)
 	ip netns exec "$ns" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" $extra timeout 60 \
 		"$B/tickstack-run" -p "${prof:-latency}" $req "$bin" "$c" $ip $PORT >"$s" 2>&1
 	echo "exit $?" >>"$s"
+	k1=$(kcounts "$ns" $kc)
 	[ -n "${CONFORM_KEEP:-}" ] && mkdir -p "$CONFORM_KEEP" && cp "$k" "$s" "$CONFORM_KEEP/"
 	why=""
 	if ! cmp -s "$k" "$s"; then
@@ -190,6 +223,27 @@ while read -r c path prof extra; do
 		xsk)
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_packets xsk)
 			[ "$n" -gt 0 ] || why="equal, but the XSK took nothing (rx_packets=0)"
+			;;
+		jumbo) # both ways through the XSK, the jumbo frames as chains
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_accel)
+			m=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_kernel)
+			t=$(stat_sum "$TSDP_TMP/stats-*.txt" tx_kernel)
+			r=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_multibuf xsk)
+			x=$(stat_sum "$TSDP_TMP/stats-*.txt" tx_multibuf xsk)
+			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$t" = 0 ] && [ "$r" -gt 0 ] && [ "$x" -gt 0 ] ||
+				why="equal, but not all through the XSK (rx_accel=$n rx_kernel=$m tx_kernel=$t rx_multibuf=$r tx_multibuf=$x)"
+			[ -n "$why" ] || [ "$k0" = "$k1" ] ||
+				why="equal, but the kernel carried datagrams ($kc: $k0 before, $k1 after)"
+			;;
+		tcpjumbo)
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" conns_accel tcp)
+			m=$(stat_sum "$TSDP_TMP/stats-*.txt" conns_kernel tcp)
+			r=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_multibuf xsk)
+			x=$(stat_sum "$TSDP_TMP/stats-*.txt" tx_multibuf xsk)
+			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$r" -gt 0 ] && [ "$x" -gt 0 ] ||
+				why="equal, but not through the XSK in jumbo segments (conns_accel=$n conns_kernel=$m rx_multibuf=$r tx_multibuf=$x)"
+			[ -n "$why" ] || [ "$k0" = "$k1" ] ||
+				why="equal, but the kernel carried segments ($kc: $k0 before, $k1 after)"
 			;;
 		spilled) # through the XSK, and past the socket queue length as copies
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_spilled)

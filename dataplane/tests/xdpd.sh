@@ -13,7 +13,7 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
+XDPD_ALL="xdpd_pp xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
 
 # a pod's process: no capability in any set
 XD_CAPS="--inh-caps=-all --ambient-caps=-all --bounding-set=-all"
@@ -305,6 +305,44 @@ t_xdpd_netraw() {
 	*) die "netraw without CAP_NET_RAW: '$out'"; return 1 ;; esac
 	out=$(env TICKSTACK_XDPD_MODE=bogus $RUN /bin/true 2>&1)
 	case "$out" in *"invalid TICKSTACK_XDPD_MODE=bogus: memfd"*) ;; *) die "a bad mode: '$out'"; return 1 ;; esac
+}
+
+# MTU 3500 on the pod's link: datagrams longer than one UMEM frame go both
+# ways through the XSK as chains of frames (XDP_USE_SG), byte-exact, with
+# the XSK made by the daemon (its reply says "sg", its steering entries let
+# jumbo frames through) and with the fallback's (the process says "sg").
+t_xdpd_jumbo() {
+	local mode e port=11230 n
+	Q=1 xd_topo || return 1
+	ip -n "$NA" link set "tsdpv${TSDP_ID}a" mtu 3500
+	ip -n "$NB" link set "$IFB" mtu 3500
+	for mode in memfd netraw; do
+		port=$((port + 1))
+		XD_MODE=$mode
+		$(xd_pod "$NB" pod-b "jumbo-$mode" --require) env UDPCHECK_BIG=1 \
+			$B/udpcheck echo $IPB $port 90 >"$TSDP_TMP/server-$mode.out" 2>&1 &
+		e=$!
+		TSDP_PIDS+=("$e")
+		XD_MODE=
+		wait_for 10 udp_listening "$NB" $port || { die "$mode: echo did not listen"; return 1; }
+		# its steering entry is in (the kernel's bind is seen first)
+		wait_for 5 xd_status_is pod-b "1 1" || { die "$mode: status: $(xd_status)"; return 1; }
+		ip netns exec "$NA" env UDPCHECK_BIG=1 timeout 30 $B/udpcheck send $IPB $port 90 \
+			>"$TSDP_TMP/client-$mode.out" 2>&1 || { die "$mode: large datagrams failed"; return 1; }
+		wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] ||
+			{ die "$mode: echo failed ($WAIT_RC): $(cat "$TSDP_TMP/server-$mode.out")"; return 1; }
+		wait_for 5 ls "$XD_STATS"/stats-jumbo-$mode-*.txt || { die "$mode: no stats dump"; return 1; }
+		cp "$XD_STATS"/stats-jumbo-$mode-*.txt "$TSDP_TMP/"
+		n=$TSDP_TMP/stats-jumbo-$mode-*.txt
+		# (as bigmtu: 40 of the 90 came in as chains, and chains went out)
+		[ "$(stat_sum "$n" rx_multibuf xsk)" = 40 ] && [ "$(stat_sum "$n" tx_multibuf xsk)" -gt 0 ] ||
+			{ die "$mode: not every datagram larger than a frame went through the XSK as a chain: $(grep ^xsk $n)"; return 1; }
+		# every one received through the XSK; sent too, but for the first
+		# replies, which may wait for ARP on the kernel (tx_kernel_neigh)
+		[ "$(stat_sum "$n" rx_accel)" = 90 ] && [ "$(stat_sum "$n" rx_kernel)" = 0 ] &&
+			[ "$(stat_sum "$n" tx_kernel_oversize)" = 0 ] ||
+			{ die "$mode: datagrams within the MTU went through the kernel: $(grep ^sock $n)"; return 1; }
+	done
 }
 
 t_xdpd_two() { # two processes share the pod's interface, one queue each

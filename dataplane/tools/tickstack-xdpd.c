@@ -108,6 +108,8 @@ struct att {                     /* the program on one interface of a pod */
 	struct steer_bpf *skel;
 	struct client *qown[TS_XSKS_MAX];
 	uint64_t qbytes[TS_XSKS_MAX]; /* UMEM the daemon registered there */
+	uint8_t qsg[TS_XSKS_MAX];     /* its XSK takes jumbo frames as chains
+				       * (XDP_USE_SG): entries say so */
 	int nents;               /* steering entries of every client here */
 };
 
@@ -1166,7 +1168,7 @@ static int xskmap_set(struct client *c, struct att *a, int q, int fd,
 }
 
 static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
-		   char *why, size_t wl)
+		   int sg, char *why, size_t wl)
 {
 	socklen_t il = sizeof(int);
 	int dom = 0, q, err;
@@ -1184,8 +1186,12 @@ static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
 		return -EACCES;
 	}
 	err = xskmap_set(c, a, q, fd, why, wl);
-	if (!err)
+	if (!err) {
 		a->qbytes[q] = 0; /* the process's own UMEM, charged to it */
+		/* the process bound it: its word (a wrong one loses only the
+		 * jumbo frames of its own ports, which its XSK then drops) */
+		a->qsg[q] = (uint8_t)sg;
+	}
 	return err;
 }
 
@@ -1235,12 +1241,34 @@ static int all_resident(void *addr, size_t len)
 	return ok;
 }
 
+#define TS_XDP_USE_SG (1u << 4) /* Linux 6.6; not in bookworm's if_xdp.h */
+
+/* Whether frames of a's MTU are longer than one UMEM frame of frame bytes
+ * takes (the kernel keeps 256 of them), read in the pod's namespace. */
+static int needs_sg(const struct att *a, unsigned frame)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
+
+	if (s < 0)
+		return 0;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", a->ifname);
+	if (!ioctl(s, SIOCGIFMTU, &ifr))
+		r = (unsigned)ifr.ifr_mtu + 14 > frame - 256;
+	close(s);
+	return r;
+}
+
 /* The AF_XDP socket for "umem": created in the pod's network namespace,
  * its UMEM registered from the daemon's mapping of memfd (with TX metadata
  * room when txmd and the kernel has it; *txmd says whether it took), its
- * rings sized, bound to queue q of a. The fd, or a negative errno. */
+ * rings sized, bound to queue q of a (with XDP_USE_SG when the MTU needs
+ * chains of frames and the kernel takes it: *sg says). The fd, or a
+ * negative errno. */
 static int xsk_make(struct pod *p, struct att *a, int q, int memfd, size_t size,
-		    unsigned frame, unsigned ring, int *txmd, char *why, size_t wl)
+		    unsigned frame, unsigned ring, int *txmd, int *sg, char *why,
+		    size_t wl)
 {
 	struct sockaddr_xdp sx = { .sxdp_family = AF_XDP,
 				   .sxdp_flags = XDP_USE_NEED_WAKEUP,
@@ -1276,6 +1304,7 @@ static int xsk_make(struct pod *p, struct att *a, int q, int memfd, size_t size,
 	}
 	fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
 	err = fd < 0 ? -errno : 0;
+	*sg = needs_sg(a, frame);
 	leave_ns();
 	if (fd < 0) {
 		snprintf(why, wl, "AF_XDP socket: %s", strerror(-err));
@@ -1304,12 +1333,24 @@ static int xsk_make(struct pod *p, struct att *a, int q, int memfd, size_t size,
 			snprintf(why, wl, "ring sizes: %s", strerror(errno));
 			goto out_close;
 		}
+	if (*sg) {
+		sx.sxdp_flags |= TS_XDP_USE_SG;
+		if (!bind(fd, (struct sockaddr *)&sx, sizeof(sx)))
+			goto bound;
+		/* no multi-buffer here: jumbo frames stay on the kernel */
+		*sg = 0;
+		sx.sxdp_flags &= ~TS_XDP_USE_SG;
+		if (errno != EINVAL && errno != EOPNOTSUPP)
+			goto bind_failed;
+	}
 	if (bind(fd, (struct sockaddr *)&sx, sizeof(sx))) {
+bind_failed:
 		err = -errno;
 		snprintf(why, wl, "binding to queue %d of %s: %s", q, a->ifname,
 			 strerror(errno));
 		goto out_close;
 	}
+bound:
 	munmap(area, size); /* the registration holds the pages */
 	return fd;
 out_close:
@@ -1324,7 +1365,7 @@ out_unmap:
  * gets its fd, to pass back and close. */
 static int req_umem(struct client *c, struct att *a, const char *qs,
 		    const char *fs, const char *rs, int memfd, int *xsk,
-		    int *txmd, char *why, size_t wl)
+		    int *txmd, int *sg, char *why, size_t wl)
 {
 	long frame = pow2_in(fs, 2048, 4096), ring = pow2_in(rs, 64, TS_XDPD_RING_MAX);
 	struct stat st;
@@ -1362,7 +1403,7 @@ static int req_umem(struct client *c, struct att *a, const char *qs,
 		return -ENOSPC;
 	}
 	fd = xsk_make(c->pod, a, q, memfd, (size_t)st.st_size, (unsigned)frame,
-		      (unsigned)ring, txmd, why, wl);
+		      (unsigned)ring, txmd, sg, why, wl);
 	if (fd < 0)
 		return fd;
 	err = xskmap_set(c, a, q, fd, why, wl);
@@ -1371,6 +1412,7 @@ static int req_umem(struct client *c, struct att *a, const char *qs,
 		return err;
 	}
 	a->qbytes[q] = (uint64_t)st.st_size;
+	a->qsg[q] = (uint8_t)*sg;
 	*xsk = fd;
 	return 0;
 }
@@ -1417,6 +1459,7 @@ static int req_add(struct client *c, int ai, const struct ts_steer_key *k,
 		return -ENOENT;
 	}
 	v.queue = (__u16)q;
+	v.flags = a->qsg[q] ? TS_STEER_F_SG : 0;
 	o = key_owner(c->pod, ai, k, &oi);
 	if (o && o != c && o->ents[oi].ino != ino) {
 		struct ts_steer_val old;
@@ -1555,15 +1598,16 @@ static void client_request(struct client *c)
 		goto out;
 	}
 	if (nf == 5 && !strcmp(op, "umem")) {
-		int xsk = -1, txmd = (int)TS_XDPD_TXMD_LEN;
+		int xsk = -1, txmd = (int)TS_XDPD_TXMD_LEN, sg = 0;
 
-		err = req_umem(c, a, f3, f4, f5, passfd, &xsk, &txmd, why,
+		err = req_umem(c, a, f3, f4, f5, passfd, &xsk, &txmd, &sg, why,
 			       sizeof(why));
 		if (!err) {
 			char out[32];
-			int m = snprintf(out, sizeof(out), "ok %s %d",
+			int m = snprintf(out, sizeof(out), "ok %s %d%s",
 					 a->mode == XDP_FLAGS_SKB_MODE ? "skb" :
-					 "native", txmd ? (int)TS_XDPD_TXMD_LEN : 0);
+					 "native", txmd ? (int)TS_XDPD_TXMD_LEN : 0,
+					 sg ? " sg" : "");
 
 			/* the process holds the XSK from here: the daemon's
 			 * copy goes, so the process's exit frees it */
@@ -1573,8 +1617,8 @@ static void client_request(struct client *c)
 		}
 		goto done;
 	}
-	if (nf == 3 && !strcmp(op, "xsk")) {
-		err = req_xsk(c, a, f3, passfd, why, sizeof(why));
+	if ((nf == 3 || (nf == 4 && !strcmp(f4, "sg"))) && !strcmp(op, "xsk")) {
+		err = req_xsk(c, a, f3, passfd, nf == 4, why, sizeof(why));
 		if (!err) {
 			reply(c->fd, "ok %s", a->mode == XDP_FLAGS_SKB_MODE ?
 				      "skb" : "native");

@@ -94,7 +94,7 @@ static void setup(const char *ifname, uint32_t local, uint16_t port)
 	skel = steer_bpf__open();
 	if (!skel)
 		die("open BPF skeleton", errno);
-	prog = xdp_program__from_bpf_obj(skel->obj, "xdp");
+	prog = xdp_program__from_bpf_obj(skel->obj, "xdp.frags");
 	if (libxdp_get_error(prog))
 		die("xdp program", (int)libxdp_get_error(prog));
 	err = xdp_program__attach(prog, ifindex, XDP_MODE_NATIVE, 0);
