@@ -2280,7 +2280,10 @@ struct fw_conn {              /* owner: a connection pumped through b */
 	int b_eof;            /* b said end of stream: our FIN is queued */
 	int eof_sent;         /* the peer's FIN passed on (shutdown(b)) */
 	int want_out;         /* b was full */
-	short rev;            /* what the last poll saw on b */
+	/* bytes taken from b that lwIP did not queue yet (its segment
+	 * queue was full): sent first, never dropped */
+	char *pend;
+	size_t pend_len, pend_off;
 };
 
 struct fw_lis {               /* owner: a listener passing connections */
@@ -2540,6 +2543,7 @@ static void fw_conn_end(struct fw_conn *f)
 	tcp_destroy(t);
 	ts_real_close(f->kfd);
 	ts_real_close(f->b);
+	free(f->pend);
 	ts_stats->tcp.fork_shared--;
 }
 
@@ -2564,8 +2568,10 @@ static void fw_rx(struct fw_conn *f, char *buf, size_t cap)
 		iov.iov_len = (size_t)w;
 		done = 0;
 		rx_copy(t, &m, &done, 0);
-		if ((size_t)w < done)
+		if ((size_t)w < done) {
+			f->want_out = 1; /* b is full: its room wakes the pump */
 			break;
+		}
 	}
 	ack_owed_flush(t);
 	if (!t->rx_avail && (t->rx_eof || t->state == T_CLOSED) &&
@@ -2575,13 +2581,70 @@ static void fw_rx(struct fw_conn *f, char *buf, size_t cap)
 	}
 }
 
+/* Queue bytes on lwIP's connection, as much as it takes; what it does
+ * not take stays in f->pend. 0, or -1 when that copy failed. */
+static int fw_queue(struct fw_conn *f, const char *buf, size_t n)
+{
+	struct ts_tcp *t = f->t;
+	size_t done = 0;
+
+	while (done < n && t->pcb) {
+		size_t c = n - done, room = tcp_sndbuf(t->pcb);
+
+		if (tcp_sndqueuelen(t->pcb) >= TCP_SND_QUEUELEN - 4)
+			room = 0;
+		if (c > room)
+			c = room;
+		if (c > (size_t)tcp_mss(t->pcb))
+			c = (size_t)tcp_mss(t->pcb);
+		if (!c || tcp_write(t->pcb, buf + done, (u16_t)c,
+				    TCP_WRITE_FLAG_COPY) != ERR_OK)
+			break;
+		done += c;
+	}
+	t->stats->tx_accel += done;
+	if (done == n || !t->pcb)
+		return 0;
+	t->nospace = 1; /* cb_sent kicks the pump */
+	if (buf != f->pend) {
+		f->pend = malloc(n - done);
+		if (!f->pend)
+			return -1;
+		memcpy(f->pend, buf + done, n - done);
+		f->pend_off = 0;
+		f->pend_len = n - done;
+	} else {
+		f->pend_off += done;
+	}
+	return 0;
+}
+
 /* b's bytes into lwIP as its send buffer has room; 1: the connection
  * ended (every process closed its end) and f is to be freed. */
 static int fw_tx(struct fw_conn *f, char *buf, size_t cap)
 {
 	struct ts_tcp *t = f->t;
 
-	while (!f->b_eof) {
+	if (f->pend && t->pcb && t->state == T_CONN) {
+		size_t left = f->pend_len - f->pend_off;
+		char *p = f->pend;
+
+		f->pend = NULL;
+		memmove(p, p + f->pend_off, left);
+		f->pend = p;
+		f->pend_off = 0;
+		f->pend_len = left;
+		if (fw_queue(f, f->pend, left))
+			return 1;
+		if (f->pend_off == f->pend_len) {
+			free(f->pend);
+			f->pend = NULL;
+		}
+	} else if (f->pend && !t->pcb) {
+		free(f->pend); /* the connection is gone: as a reset drops them */
+		f->pend = NULL;
+	}
+	while (!f->b_eof && !f->pend) {
 		size_t room = 0;
 		ssize_t n;
 
@@ -2602,28 +2665,29 @@ static int fw_tx(struct fw_conn *f, char *buf, size_t cap)
 		if (n < 0 && errno == EAGAIN)
 			break;
 		if (n < 0) { /* ECONNRESET: closed with bytes unread */
+			ts_dbg("shared stream: %s from the unix end: reset",
+			       strerror(errno));
 			t->linger0 = 1;
 			return 1;
 		}
 		if (n == 0) {
 			f->b_eof = 1;
-			if (t->pcb && !t->shut_wr) {
-				t->shut_wr = 1;
-				tcp_shutdown(t->pcb, 0, 1);
-			}
 			break;
 		}
 		if (t->pcb && t->state == T_CONN) {
 			opts_from_kernel(t, f->kfd);
-			if (tcp_write(t->pcb, buf, (u16_t)n, TCP_WRITE_FLAG_COPY) !=
-			    ERR_OK)
+			if (fw_queue(f, buf, (size_t)n))
 				return 1;
-			t->stats->tx_accel += (uint64_t)n;
 		}
+	}
+	/* end of stream from the processes: our FIN once all is queued */
+	if (f->b_eof && !f->pend && t->pcb && !t->shut_wr) {
+		t->shut_wr = 1;
+		tcp_shutdown(t->pcb, 0, 1);
 	}
 	if (t->pcb)
 		tcp_output(t->pcb);
-	if (f->b_eof) {
+	if (f->b_eof && !f->pend) {
 		struct pollfd pf = { .fd = f->b, .events = 0 };
 
 		/* POLLHUP: every end A is closed (a shutdown alone says
@@ -2721,7 +2785,7 @@ int ts_tcp__fw_pollfds(struct pollfd *pf, int max)
 		struct ts_tcp *t = f->t;
 		/* b's bytes are taken when lwIP has room for them (cb_sent
 		 * kicks the pump), or dropped once the connection is gone */
-		int in = !f->b_eof &&
+		int in = !f->b_eof && !f->pend &&
 			 (t->state == T_CLOSED || !t->pcb ||
 			  (t->state == T_CONN && !t->shut_wr &&
 			   tcp_sndbuf(t->pcb) > 0 &&

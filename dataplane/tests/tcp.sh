@@ -348,6 +348,35 @@ import socket; c = socket.create_connection(('$IPB', 12047), timeout=8); print(c
 	tcp_accel cli 1
 }
 
+# socat_echo_clients PORT N: N socat clients in a row (accelerated, in NA)
+# each send 256 KiB through an echo and must get every byte back in order
+socat_echo_clients() {
+	local port=$1 n=$2 i
+	head -c 262144 /dev/urandom >"$TSDP_TMP/socat.in"
+	for i in $(seq 1 "$n"); do
+		$(taccel $NA cli) timeout 20 socat -t 5 -T 10 - "TCP4:$IPB:$port" <"$TSDP_TMP/socat.in" \
+			>"$TSDP_TMP/socat.out.$i" 2>"$TSDP_TMP/socat.err.$i" ||
+			{ die "socat client $i: exit $?: $(cat "$TSDP_TMP/socat.err.$i")"; return 1; }
+		cmp -s "$TSDP_TMP/socat.in" "$TSDP_TMP/socat.out.$i" ||
+			{ die "socat client $i: the echo differs ($(stat -c %s "$TSDP_TMP/socat.out.$i") of 262144 bytes)"; return 1; }
+	done
+}
+
+t_tcp_socat_fork() { # socat TCP-LISTEN,fork: a child per connection echoes on the stream its parent accepted
+	ip netns exec "$NB" nstat -n >/dev/null
+	ip netns exec "$NA" nstat -n >/dev/null
+	$(taccel $NB srv) timeout 60 socat -T 10 "TCP4-LISTEN:12060,bind=$IPB,reuseaddr,fork" PIPE \
+		>"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12060 || { die "socat did not listen"; return 1; }
+	socat_echo_clients 12060 3 || return 1
+	kill -TERM "$SRV"
+	wait_exit "$SRV" 10
+	! grep -qi 'E \|error' "$TSDP_TMP/server.out" || { die "socat server: $(cat "$TSDP_TMP/server.out")"; return 1; }
+	tcp_accel srv 3 && tcp_accel cli 3 && kernel_silent "$NA" "$NB"
+}
+
 t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
 	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 \
 		>"$TSDP_TMP/client.out" 2>&1
@@ -501,4 +530,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_loss"
+TCP_ALL="tcp_socat_fork tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_loss"
