@@ -113,6 +113,10 @@ tcpholdport tcp latency TICKSTACK_TCP=1
 tcpsendfile tcp latency TICKSTACK_TCP=1
 tcpsplice tcp latency TICKSTACK_TCP=1
 tcpcalls tcp latency TICKSTACK_TCP=1
+tcpfork tcp latency TICKSTACK_TCP=1
+tcpforkconn tcp latency TICKSTACK_TCP=1
+tcpprefork tcp latency TICKSTACK_TCP=1
+udpforkpeer xsk
 tcpet tcp latency TICKSTACK_TCP=1 ASAN=1
 tcpsendfile tcp latency TICKSTACK_TCP=1 ASAN=1
 tcpsplice tcp latency TICKSTACK_TCP=1 ASAN=1
