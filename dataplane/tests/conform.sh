@@ -120,6 +120,7 @@ udpforkpeer xsk
 tcpet tcp latency TICKSTACK_TCP=1 ASAN=1
 tcpsendfile tcp latency TICKSTACK_TCP=1 ASAN=1
 tcpsplice tcp latency TICKSTACK_TCP=1 ASAN=1
+tcpforkconn tcp latency TICKSTACK_TCP=1 ASAN=1
 udpsplice accel
 require refused
 requiresend refused
