@@ -1652,17 +1652,31 @@ TS_API int execle(const char *path, const char *arg, ...)
 /* ------------------------------------------------------------------ */
 /* fork                                                                */
 
+/* TCP streams and listeners become unix sockets at the fork (tcp.c): the
+ * epoll sets that hold them follow the fd to its new file. */
+static int fork_tcp_fds[256];
+
 static void atfork_prepare(void)
 {
+	int i, n;
+
 	ts_lock();
+	n = ts_tcp__fork_fds(fork_tcp_fds, 256, 0);
+	for (i = 0; i < n; i++)
+		ts_ep__kernel_forget(fork_tcp_fds[i]);
 	ts_tcp__fork_prepare();
 	ts_sock__fork_prepare();
 }
 
 static void atfork_parent(void)
 {
+	int i, n;
+
 	ts_sock__fork_parent();
 	ts_unlock();
+	n = ts_tcp__fork_fds(fork_tcp_fds, 256, 1);
+	for (i = 0; i < n; i++)
+		ts_ep__kernel_adopt(fork_tcp_fds[i]);
 }
 
 static void atfork_child(void)

@@ -2315,6 +2315,8 @@ static struct fw_lis *fw_liss;
 static int fw_kick;           /* under the core lock: the pump has work */
 static struct fw_name *fw_names;
 static pthread_mutex_t fw_names_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fw_moved[256]; /* fds the last prepare replaced */
+static int fw_nmoved;
 
 static void fw_note(struct ts_tcp *t)
 {
@@ -2455,6 +2457,8 @@ static void fds_replace(struct ts_tcp *t, int newf)
 				 O_CLOEXEC : 0) < 0)
 			continue;
 		tab_set(fd, NULL);
+		if (fw_nmoved < (int)(sizeof(fw_moved) / sizeof(fw_moved[0])))
+			fw_moved[fw_nmoved++] = fd;
 	}
 }
 
@@ -2507,6 +2511,31 @@ static void fw_share_listener(struct ts_tcp *t)
 	fw_liss = f;
 	fw_kick = 1;
 	ts_stats->tcp.fork_shared++;
+}
+
+/* The fds of accelerated streams and listeners (done 0: those the
+ * prepare below will share; done 1: those it did share: they no longer
+ * name a shadow). */
+
+int ts_tcp__fork_fds(int *fds, int max, int done)
+{
+	int fd, n = 0;
+
+	if (done) {
+		for (n = 0; n < fw_nmoved && n < max; n++)
+			fds[n] = fw_moved[n];
+		fw_nmoved = 0;
+		return n;
+	}
+	if (!ts_tcp_on)
+		return 0;
+	for (fd = 0; fd < 65536 && n < max; fd++) {
+		struct ts_tcp *t = __atomic_load_n(&ts_tcp_tab[fd], __ATOMIC_ACQUIRE);
+
+		if (t && t->state != T_NEW)
+			fds[n++] = fd;
+	}
+	return n;
 }
 
 /* atfork prepare (the control lock held): every accelerated stream and

@@ -2404,6 +2404,47 @@ static void c_udpforkpeer(void)
 	child_status(p);
 }
 
+/* A parent that forks a helper and keeps waiting in epoll on a stream and
+ * a listener it registered before the fork: the set keeps reporting both. */
+static void c_tcpforkepoll(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = tcp_to_peer(), a, one = 1;
+	int ep = epoll_create1(0);
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12173) };
+	struct epoll_event ev = { .events = EPOLLIN };
+	char buf[16];
+	pid_t p;
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, 4))
+		fail("bind/listen");
+	ev.data.u64 = 1;
+	epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
+	ev.data.u64 = 2;
+	epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
+	ep_show("before the fork", ep, 0);
+	fflush(stdout);
+	p = fork();
+	if (p < 0)
+		fail("fork");
+	if (p == 0)
+		_exit(0);
+	child_status(p);
+	tcp_ask(c, "S 5 0\n");
+	ep_show("data on the stream", ep, 2000);
+	printf("read %zd\n", read(c, buf, sizeof(buf)));
+	ep_show("read", ep, 0);
+	tcp_ask(c, "K 12173\n");
+	ep_show("a connection", ep, 2000);
+	a = accept(l, NULL, NULL);
+	printf("accept %s, read %zd\n", a < 0 ? en(errno) : "ok", a < 0 ? -1 : read(a, buf, 3));
+	ep_show("accepted", ep, 0);
+	close(a);
+	close(c);
+	close(l);
+	close(ep);
+}
+
 static void tcp_serve(int c)
 {
 	struct sockaddr_in from;
@@ -2800,6 +2841,7 @@ int main(int argc, char **argv)
 		{ "udpsplice", c_udpsplice }, { "tcpcalls", c_tcpcalls },
 		{ "tcpfork", c_tcpfork }, { "tcpforkconn", c_tcpforkconn },
 		{ "tcpprefork", c_tcpprefork }, { "udpforkpeer", c_udpforkpeer },
+		{ "tcpforkepoll", c_tcpforkepoll },
 		{ "uringraw-late", c_uringraw_late },
 		{ "tsing", c_tsing },
 		{ "require", c_require }, { "requiresend", c_requiresend },
