@@ -2469,9 +2469,12 @@ static void fw_share_conn(struct ts_tcp *t)
 
 	kfd = ts_real_fcntl(t->fd, F_DUPFD_CLOEXEC, 0);
 	if (kfd < 0 || stream_pair(&a, &b)) {
+		ts_log("fd %d: the accelerated stream cannot be shared with the "
+		       "forked child (%s): it stays this process's, the child "
+		       "sees an unconnected socket", t->fd, strerror(errno));
 		if (kfd >= 0)
 			ts_real_close(kfd);
-		return; /* it stays the parent's; the child sees the placeholder */
+		return;
 	}
 	name_add(a, 0, t->laddr, t->lport, t->raddr, t->rport, kfd);
 	fds_replace(t, a);
@@ -2491,6 +2494,9 @@ static void fw_share_listener(struct ts_tcp *t)
 	f = calloc(1, sizeof(*f));
 	if (klfd < 0 || !f ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp)) {
+		ts_log("fd %d: the accelerated listener cannot be shared with the "
+		       "forked child (%s): it stays this process's", t->fd,
+		       strerror(errno ? errno : ENOMEM));
 		if (klfd >= 0)
 			ts_real_close(klfd);
 		free(f);
