@@ -2334,7 +2334,8 @@ int ts_tcp__fw_due(void)
 
 int ts_tcp__fw_active(void)
 {
-	return fw_conns || fw_liss;
+	return __atomic_load_n(&fw_conns, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&fw_liss, __ATOMIC_RELAXED);
 }
 
 static ino_t fd_ino(int fd)

@@ -517,11 +517,12 @@ static void helper_sleep(uint64_t due)
 	pf[n++].events = POLLIN;
 	/* objects shared with forked children: their unix sockets, and the
 	 * XSKs, whose segments nobody else may be there to take */
-	ts_lwip__core_enter();
-	fw = ts_tcp__fw_active();
-	if (fw)
+	fw = ts_tcp__fw_active(); /* a hint: the list is read under the lock */
+	if (fw) {
+		ts_lwip__core_enter();
 		n += ts_tcp__fw_pollfds(pf + n, FW_POLL_MAX);
-	ts_lwip__core_exit();
+		ts_lwip__core_exit();
+	}
 	__atomic_store_n(&helper_watching, 0, __ATOMIC_SEQ_CST);
 	watch = fw || __atomic_load_n(&rx_sleepers, __ATOMIC_SEQ_CST) > 0;
 	if (watch)
