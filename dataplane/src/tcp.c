@@ -2776,11 +2776,13 @@ static int fw_lis_run(struct fw_lis *f)
 		fds[0] = a;
 		fds[1] = pk;
 		if (fw_send(f->p, &m, fds, 2)) {
-			f->want_out = errno == EAGAIN;
+			int e = errno;
+
+			f->want_out = e == EAGAIN; /* stays queued in lwIP */
 			ts_real_close(a);
 			ts_real_close(b);
 			ts_real_close(pk);
-			return errno == EPIPE || errno == ECONNREFUSED;
+			return e == EPIPE || e == ECONNREFUSED;
 		}
 		ts_real_close(a);
 		l->acq_head = c->acq_next;
@@ -2795,13 +2797,16 @@ static int fw_lis_run(struct fw_lis *f)
 			ts_real_close(pk);
 		}
 	}
-	while ((k = ts_real_accept4(f->klfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+	/* the kernel's own queue waits in the kernel while the acceptors'
+	 * is full */
+	while (!f->want_out &&
+	       (k = ts_real_accept4(f->klfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
 		m = (struct fw_msg){ .kernel = 1 };
 		if (fw_send(f->p, &m, &k, 1))
-			f->want_out = errno == EAGAIN;
+			f->want_out = errno == EAGAIN; /* (lost: a full queue) */
 		else
 			ts_stats->tcp.conns_kernel++;
-		ts_real_close(k); /* sent, or lost as a full queue drops it */
+		ts_real_close(k);
 	}
 	{
 		struct pollfd pf = { .fd = f->p, .events = 0 };
