@@ -2842,7 +2842,7 @@ int ts_tcp__fw_pollfds(struct pollfd *pf, int max)
 		pf[n].events = l->want_out ? POLLOUT : 0;
 		pf[n++].revents = 0;
 		pf[n].fd = l->klfd;
-		pf[n].events = POLLIN;
+		pf[n].events = l->want_out ? 0 : POLLIN;
 		pf[n++].revents = 0;
 	}
 	return n;
