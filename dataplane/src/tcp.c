@@ -2316,6 +2316,7 @@ static int fw_kick;           /* under the core lock: the pump has work */
 static struct fw_name *fw_names;
 static pthread_mutex_t fw_names_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fw_moved[256]; /* fds the last prepare replaced */
+static int fw_moved_any;    /* the pump moved bytes or a connection */
 static int fw_nmoved;
 
 static void fw_note(struct ts_tcp *t)
@@ -2604,6 +2605,7 @@ static void fw_rx(struct fw_conn *f, char *buf, size_t cap)
 		iov.iov_len = (size_t)w;
 		done = 0;
 		rx_copy(t, &m, &done, 0);
+		fw_moved_any = 1;
 		if ((size_t)w < done) {
 			f->want_out = 1; /* b is full: its room wakes the pump */
 			break;
@@ -2639,6 +2641,7 @@ static int fw_queue(struct fw_conn *f, const char *buf, size_t n)
 		done += c;
 	}
 	t->stats->tx_accel += done;
+	fw_moved_any |= done > 0;
 	if (done == n || !t->pcb)
 		return 0;
 	t->nospace = 1; /* cb_sent kicks the pump */
@@ -2785,6 +2788,7 @@ static int fw_lis_run(struct fw_lis *f)
 			return e == EPIPE || e == ECONNREFUSED;
 		}
 		ts_real_close(a);
+		fw_moved_any = 1;
 		l->acq_head = c->acq_next;
 		if (!l->acq_head)
 			l->acq_tail = NULL;
@@ -2848,12 +2852,14 @@ int ts_tcp__fw_pollfds(struct pollfd *pf, int max)
 	return n;
 }
 
-/* Under the core lock, after that poll: move what can move. */
-void ts_tcp__fw_run(void)
+/* Under the core lock, after that poll: move what can move; 1 when
+ * something moved. */
+int ts_tcp__fw_run(void)
 {
 	static char buf[65535];
 	struct fw_conn **pp, *f;
 	struct fw_lis **lp, *l;
+	int i;
 
 	for (pp = &fw_conns; (f = *pp);) {
 		int end;
@@ -2883,6 +2889,9 @@ void ts_tcp__fw_run(void)
 		}
 		lp = &l->next;
 	}
+	i = fw_moved_any;
+	fw_moved_any = 0;
+	return i;
 }
 
 /* ---- every process: calls on a shared fd ---- */

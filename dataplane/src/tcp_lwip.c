@@ -507,6 +507,9 @@ void ts_lwip__rx_sleep_end(void)
  * XSKs while a receiver sleeps. */
 #define FW_POLL_MAX 1024
 
+/* ns: the fork pump last moved something (the TCP thread's own) */
+static uint64_t fw_busy_ns;
+
 static void helper_sleep(uint64_t due)
 {
 	static struct pollfd pf[TICKSTACK_STATS_MAX_XSK + 1 + FW_POLL_MAX];
@@ -534,6 +537,16 @@ static void helper_sleep(uint64_t due)
 			continue;
 		pf[n].fd = ts_stack__fd(st);
 		pf[n++].events = POLLIN;
+	}
+	/* While the fork pump is busy, the thread spins as the profile's
+	 * blocking calls do (TICKSTACK_SPIN_USEC): every connection a child
+	 * uses passes through it, and a sleep would cost each message two
+	 * wake-ups of this thread */
+	if (fw && (ts_cfg.spin_usec < 0 ||
+		   now - fw_busy_ns < (uint64_t)ts_cfg.spin_usec * 1000)) {
+		if (ts_real_poll(pf, (nfds_t)n, 0) > 0 && (pf[0].revents & POLLIN))
+			(void)!ts_real_read(helper_efd, &v, sizeof(v));
+		return;
 	}
 	if (now < due &&
 	    ts_real_poll(pf, (nfds_t)n, (int)((due - now + 999999) / 1000000)) > 0 &&
@@ -572,8 +585,8 @@ static void *timer_main(void *arg)
 		ts_lwip__lock();
 		if (ts_stack__any_busy())
 			got = ts_stack__poll_all();
-		if (ts_tcp__fw_active())
-			ts_tcp__fw_run();
+		if (ts_tcp__fw_active() && (ts_tcp__fw_run() || got))
+			fw_busy_ns = ts_now_ns();
 		if (tick) {
 			due += TS_TCP_TMR_MS * 1000000ull;
 			if (due < ts_now_ns()) /* not to catch up on missed ticks */

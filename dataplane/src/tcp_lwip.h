@@ -81,6 +81,6 @@ TS_HIDDEN int ts_tcp__events(void);
 TS_HIDDEN int ts_tcp__fw_due(void);
 TS_HIDDEN int ts_tcp__fw_active(void);
 TS_HIDDEN int ts_tcp__fw_pollfds(struct pollfd *pf, int max);
-TS_HIDDEN void ts_tcp__fw_run(void);
+TS_HIDDEN int ts_tcp__fw_run(void); /* 1: it moved something */
 
 #endif
