@@ -2445,6 +2445,44 @@ static void c_tcpforkepoll(void)
 	close(ep);
 }
 
+/* The parent keeps using its connection after forking a child that
+ * never touches it (a helper that exits): 300,000 bytes each way. */
+static void c_tcpforkparent(void)
+{
+	static char d[300000];
+	int fd = tcp_to_peer();
+	size_t i, put = 0;
+	ssize_t n, got = 0;
+	char buf[128];
+	pid_t p;
+
+	for (i = 0; i < sizeof(d); i++)
+		d[i] = (char)('a' + i % 26);
+	fflush(stdout);
+	p = fork();
+	if (p < 0)
+		fail("fork");
+	if (p == 0)
+		_exit(0);
+	child_status(p);
+	tcp_ask(fd, "S 300000 0\n");
+	while (got < 300000 && (n = read(fd, d, sizeof(d))) > 0)
+		got += n;
+	printf("parent: read %zd\n", got);
+	for (i = 0; i < sizeof(d); i++)
+		d[i] = (char)('a' + i % 26);
+	tcp_ask(fd, "Z 0\n");
+	while (put < sizeof(d) && (n = write(fd, d + put, sizeof(d) - put)) > 0)
+		put += (size_t)n;
+	shutdown(fd, SHUT_WR);
+	got = 0;
+	while ((n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	buf[got] = 0;
+	printf("parent: wrote %zu, the peer: %s", put, buf);
+	close(fd);
+}
+
 static void tcp_serve(int c)
 {
 	struct sockaddr_in from;
@@ -2841,7 +2879,7 @@ int main(int argc, char **argv)
 		{ "udpsplice", c_udpsplice }, { "tcpcalls", c_tcpcalls },
 		{ "tcpfork", c_tcpfork }, { "tcpforkconn", c_tcpforkconn },
 		{ "tcpprefork", c_tcpprefork }, { "udpforkpeer", c_udpforkpeer },
-		{ "tcpforkepoll", c_tcpforkepoll },
+		{ "tcpforkepoll", c_tcpforkepoll }, { "tcpforkparent", c_tcpforkparent },
 		{ "uringraw-late", c_uringraw_late },
 		{ "tsing", c_tsing },
 		{ "require", c_require }, { "requiresend", c_requiresend },
