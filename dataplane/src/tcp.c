@@ -2280,8 +2280,8 @@ struct fw_conn {              /* owner: a connection pumped through b */
 	int b_eof;            /* b said end of stream: our FIN is queued */
 	int eof_sent;         /* the peer's FIN passed on (shutdown(b)) */
 	int want_out;         /* b was full */
-	/* bytes taken from b that lwIP did not queue yet (its segment
-	 * queue was full): sent first, never dropped */
+	/* bytes taken from b that lwIP did not queue yet: sent first,
+	 * never dropped (FW_PEND_MAX) */
 	char *pend;
 	size_t pend_len, pend_off;
 };
@@ -2619,14 +2619,26 @@ static void fw_rx(struct fw_conn *f, char *buf, size_t cap)
 	}
 }
 
-/* Queue bytes on lwIP's connection, as much as it takes; what it does
- * not take stays in f->pend. 0, or -1 when that copy failed. */
-static int fw_queue(struct fw_conn *f, const char *buf, size_t n)
+/* The bytes the processes wrote that lwIP has no room for yet wait in
+ * f->pend, up to FW_PEND_MAX: the send buffer a kernel socket would
+ * have (Linux grows one to tcp_wmem's 4 MiB), so that a writer sees the
+ * room it would see on the kernel (a program that stops reading while it
+ * cannot write, as socat's PIPE echo does, needs it). */
+#define FW_PEND_MAX (4u << 20)
+
+static size_t pend_left(const struct fw_conn *f)
+{
+	return f->pend_len - f->pend_off;
+}
+
+/* Queue f->pend on lwIP's connection, as much as it takes. */
+static void fw_flush(struct fw_conn *f)
 {
 	struct ts_tcp *t = f->t;
-	size_t done = 0;
+	size_t done = 0, n = pend_left(f);
+	const char *buf = f->pend + f->pend_off;
 
-	while (done < n && t->pcb) {
+	while (done < n && t->pcb && t->state == T_CONN) {
 		size_t c = n - done, room = tcp_sndbuf(t->pcb);
 
 		if (tcp_sndqueuelen(t->pcb) >= TCP_SND_QUEUELEN - 4)
@@ -2642,65 +2654,42 @@ static int fw_queue(struct fw_conn *f, const char *buf, size_t n)
 	}
 	t->stats->tx_accel += done;
 	fw_moved_any |= done > 0;
-	if (done == n || !t->pcb)
-		return 0;
-	t->nospace = 1; /* cb_sent kicks the pump */
-	if (buf != f->pend) {
-		f->pend = malloc(n - done);
-		if (!f->pend)
-			return -1;
-		memcpy(f->pend, buf + done, n - done);
-		f->pend_off = 0;
-		f->pend_len = n - done;
-	} else {
-		f->pend_off += done;
-	}
-	return 0;
+	f->pend_off += done;
+	if (done < n && t->pcb)
+		t->nospace = 1; /* cb_sent kicks the pump */
+	if (!pend_left(f))
+		f->pend_off = f->pend_len = 0;
 }
 
-/* b's bytes into lwIP as its send buffer has room; 1: the connection
- * ended (every process closed its end) and f is to be freed. */
+/* b's bytes into lwIP (through f->pend); 1: the connection ended (every
+ * process closed its end) and f is to be freed. */
 static int fw_tx(struct fw_conn *f, char *buf, size_t cap)
 {
 	struct ts_tcp *t = f->t;
 
-	if (f->pend && t->pcb && t->state == T_CONN) {
-		size_t left = f->pend_len - f->pend_off;
-		char *p = f->pend;
-
-		f->pend = NULL;
-		memmove(p, p + f->pend_off, left);
-		f->pend = p;
-		f->pend_off = 0;
-		f->pend_len = left;
-		if (fw_queue(f, f->pend, left))
-			return 1;
-		if (f->pend_off == f->pend_len) {
-			free(f->pend);
-			f->pend = NULL;
-		}
-	} else if (f->pend && !t->pcb) {
-		free(f->pend); /* the connection is gone: as a reset drops them */
-		f->pend = NULL;
-	}
-	while (!f->b_eof && !f->pend) {
-		size_t room = 0;
+	(void)buf;
+	(void)cap;
+	if (!t->pcb) /* the connection is gone: as a reset drops them */
+		f->pend_off = f->pend_len = 0;
+	fw_flush(f);
+	while (!f->b_eof && t->state != T_CONNECTING &&
+	       pend_left(f) < FW_PEND_MAX) {
+		size_t want = FW_PEND_MAX - pend_left(f);
 		ssize_t n;
 
-		if (t->state == T_CONN && t->pcb && !t->shut_wr &&
-		    tcp_sndqueuelen(t->pcb) < TCP_SND_QUEUELEN - 4)
-			room = tcp_sndbuf(t->pcb);
-		if (t->state == T_CONNECTING)
-			return 0;
-		if (t->state == T_CONN && t->pcb && !room) {
-			t->nospace = 1; /* cb_sent kicks the pump */
-			return 0;
+		if (want > 65536)
+			want = 65536;
+		if (f->pend_off && f->pend_len + want > FW_PEND_MAX) {
+			memmove(f->pend, f->pend + f->pend_off, pend_left(f));
+			f->pend_len -= f->pend_off;
+			f->pend_off = 0;
 		}
-		if (room > cap)
-			room = cap;
-		if (!room) /* closed: what comes is dropped, as a reset would */
-			room = cap;
-		n = ts_real_recv(f->b, buf, room, MSG_DONTWAIT);
+		if (!f->pend) {
+			f->pend = malloc(FW_PEND_MAX);
+			if (!f->pend)
+				return 1;
+		}
+		n = ts_real_recv(f->b, f->pend + f->pend_len, want, MSG_DONTWAIT);
 		if (n < 0 && errno == EAGAIN)
 			break;
 		if (n < 0) { /* ECONNRESET: closed with bytes unread */
@@ -2713,20 +2702,26 @@ static int fw_tx(struct fw_conn *f, char *buf, size_t cap)
 			f->b_eof = 1;
 			break;
 		}
-		if (t->pcb && t->state == T_CONN) {
-			opts_from_kernel(t, f->kfd);
-			if (fw_queue(f, buf, (size_t)n))
-				return 1;
-		}
+		if (!t->pcb)
+			continue; /* dropped */
+		f->pend_len += (size_t)n;
+		fw_moved_any = 1;
+		opts_from_kernel(t, f->kfd);
+		fw_flush(f);
 	}
 	/* end of stream from the processes: our FIN once all is queued */
-	if (f->b_eof && !f->pend && t->pcb && !t->shut_wr) {
+	if (f->b_eof && !pend_left(f) && t->pcb && !t->shut_wr) {
 		t->shut_wr = 1;
 		tcp_shutdown(t->pcb, 0, 1);
 	}
 	if (t->pcb)
 		tcp_output(t->pcb);
-	if (f->b_eof && !f->pend) {
+	if (f->pend && !pend_left(f) && f->b_eof) {
+		free(f->pend);
+		f->pend = NULL;
+		f->pend_off = f->pend_len = 0;
+	}
+	if (f->b_eof && !pend_left(f)) {
 		struct pollfd pf = { .fd = f->b, .events = 0 };
 
 		/* POLLHUP: every end A is closed (a shutdown alone says
@@ -2830,11 +2825,8 @@ int ts_tcp__fw_pollfds(struct pollfd *pf, int max)
 		struct ts_tcp *t = f->t;
 		/* b's bytes are taken when lwIP has room for them (cb_sent
 		 * kicks the pump), or dropped once the connection is gone */
-		int in = !f->b_eof && !f->pend &&
-			 (t->state == T_CLOSED || !t->pcb ||
-			  (t->state == T_CONN && !t->shut_wr &&
-			   tcp_sndbuf(t->pcb) > 0 &&
-			   tcp_sndqueuelen(t->pcb) < TCP_SND_QUEUELEN - 4));
+		int in = !f->b_eof && t->state != T_CONNECTING &&
+			 pend_left(f) < FW_PEND_MAX;
 
 		pf[n].fd = f->b;
 		pf[n].events = (short)((in ? POLLIN : 0) |
