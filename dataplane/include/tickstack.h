@@ -80,7 +80,9 @@
 	X(listen_overflow)  /* SYNs / handshake ACKs dropped: accept queue full */ \
 	X(early_rexmits)    /* early retransmits (RFC 5827): a loss with under \
 			       four segments out, found by fewer than three \
-			       duplicate ACKs */
+			       duplicate ACKs */ \
+	X(fork_shared)      /* connections and listeners shared with forked \
+			       children, pumped by this process (live) */
 
 /* Counters of the next-hop cache the send path reads (process wide): a
  * route, rule, address, link or neighbour change that dropped cached next

@@ -210,6 +210,59 @@ int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	return 0;
 }
 
+/* fd is about to name another file (a TCP stream or listener shared at a
+ * fork, tcp.c): the kernel's sets drop their registration of the old one,
+ * which they could no longer find by fd. */
+void ts_ep__kernel_forget(int fd)
+{
+	struct ts_ep *e;
+	int i;
+
+	if (fd < 0 || fd >= (int)sizeof(ep_known) ||
+	    !__atomic_load_n(&ep_known[fd], __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ep_list_lock);
+	for (e = eps; e; e = e->next) {
+		pthread_mutex_lock(&e->lock);
+		for (i = 0; e->epfd >= 0 && i < e->n; i++)
+			if (e->m[i].fd == fd)
+				ts_real_epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
+		pthread_mutex_unlock(&e->lock);
+	}
+	pthread_mutex_unlock(&ep_list_lock);
+}
+
+/* fd names its new file (a kernel socket to the library): every set that
+ * holds it as a member registers that file in the kernel's set, with the
+ * member's events, so that the set keeps reporting it. */
+void ts_ep__kernel_adopt(int fd)
+{
+	struct epoll_event kev;
+	struct ts_ep *e;
+	int i;
+
+	if (fd < 0 || fd >= (int)sizeof(ep_known) ||
+	    !__atomic_load_n(&ep_known[fd], __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ep_list_lock);
+	for (e = eps; e; e = e->next) {
+		pthread_mutex_lock(&e->lock);
+		for (i = 0; e->epfd >= 0 && i < e->n; i++) {
+			if (e->m[i].fd != fd)
+				continue;
+			memset(&kev, 0, sizeof(kev));
+			/* a one-shot member that fired stays quiet */
+			kev.events = e->m[i].disabled ? 0 : e->m[i].events;
+			kev.data.u64 = TS_EP_TAG_SOCK | (uint32_t)fd;
+			if (ts_real_epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &kev) < 0 &&
+			    errno == EEXIST)
+				ts_real_epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &kev);
+		}
+		pthread_mutex_unlock(&e->lock);
+	}
+	pthread_mutex_unlock(&ep_list_lock);
+}
+
 void ts_ep__forget_fd(int fd)
 {
 	struct ts_ep *e;

@@ -277,8 +277,13 @@ TS_API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 
 	/* the kernel socket is really bound: it knows the answer (an
 	 * accepted or connected stream's is the shadow's) */
+	int r;
+
 	if (t)
 		return ts_tcp__getsockname(t, fd, addr, len);
+	if (ts_unlikely(ts_ready && !ts_in_lib) &&
+	    ts_tcp__fw_name(fd, 0, addr, len, &r))
+		return r; /* shared with a forked child (tcp.c, fork) */
 	return REAL(getsockname)(fd, addr, len);
 }
 
@@ -286,8 +291,13 @@ TS_API int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	struct ts_tcp *t = tcp_ours(fd);
 
+	int r;
+
 	if (t)
 		return ts_tcp__getpeername(t, fd, addr, len);
+	if (ts_unlikely(ts_ready && !ts_in_lib) &&
+	    ts_tcp__fw_name(fd, 1, addr, len, &r))
+		return r;
 	return REAL(getpeername)(fd, addr, len);
 }
 
@@ -304,12 +314,17 @@ TS_API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	struct ts_tcp *t = tcp_ours(fd);
 
+	int r;
+
 	if (t)
 		return ts_tcp__accept(t, fd, addr, len, flags);
 	if (ts_unlikely(ts_tcp__inherited_listener(fd))) {
 		errno = EOPNOTSUPP;
 		return -1;
 	}
+	if (ts_unlikely(ts_ready && !ts_in_lib) &&
+	    ts_tcp__fw_accept(fd, addr, len, flags, &r))
+		return r;
 	return REAL(accept4)(fd, addr, len, flags);
 }
 
@@ -317,12 +332,17 @@ TS_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	struct ts_tcp *t = tcp_ours(fd);
 
+	int r;
+
 	if (t)
 		return ts_tcp__accept(t, fd, addr, len, 0);
 	if (ts_unlikely(ts_tcp__inherited_listener(fd))) {
 		errno = EOPNOTSUPP;
 		return -1;
 	}
+	if (ts_unlikely(ts_ready && !ts_in_lib) &&
+	    ts_tcp__fw_accept(fd, addr, len, 0, &r))
+		return r;
 	return REAL(accept)(fd, addr, len);
 }
 
@@ -1310,6 +1330,9 @@ TS_API int setsockopt(int fd, int level, int opt, const void *val,
 		return umem_reg(fd, val, len);
 	s = ours(fd);
 	t = s ? NULL : tcp_ours(fd);
+	if (!s && !t && ts_unlikely(ts_ready && !ts_in_lib) &&
+	    ts_tcp__fw_sockopt(fd, 1, level, opt, (void *)val, &len, &r))
+		return r; /* shared with a forked child (tcp.c, fork) */
 	r = s ? ts_sock__setsockopt_pre(s, fd, level, opt, val, len) : 0;
 	if (r == 0) /* else refused (TICKSTACK_REQUIRE=1): the kernel never sees it */
 		r = REAL(setsockopt)(fd, level, opt, val, len);
@@ -1333,6 +1356,9 @@ TS_API int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 	/* every option was passed to the kernel socket, which reports it;
 	 * an accelerated stream's pending error is the shadow's */
 	if (t && ts_tcp__getsockopt(t, fd, level, opt, val, len, &r))
+		return r;
+	if (!t && ts_unlikely(ts_ready && !ts_in_lib) &&
+	    ts_tcp__fw_sockopt(fd, 0, level, opt, val, len, &r))
 		return r;
 	return REAL(getsockopt)(fd, level, opt, val, len);
 }
@@ -1626,16 +1652,31 @@ TS_API int execle(const char *path, const char *arg, ...)
 /* ------------------------------------------------------------------ */
 /* fork                                                                */
 
+/* TCP streams and listeners become unix sockets at the fork (tcp.c): the
+ * epoll sets that hold them follow the fd to its new file. */
+static int fork_tcp_fds[256];
+
 static void atfork_prepare(void)
 {
+	int i, n;
+
 	ts_lock();
+	n = ts_tcp__fork_fds(fork_tcp_fds, 256, 0);
+	for (i = 0; i < n; i++)
+		ts_ep__kernel_forget(fork_tcp_fds[i]);
+	ts_tcp__fork_prepare();
 	ts_sock__fork_prepare();
 }
 
 static void atfork_parent(void)
 {
+	int i, n;
+
 	ts_sock__fork_parent();
 	ts_unlock();
+	n = ts_tcp__fork_fds(fork_tcp_fds, 256, 1);
+	for (i = 0; i < n; i++)
+		ts_ep__kernel_adopt(fork_tcp_fds[i]);
 }
 
 static void atfork_child(void)

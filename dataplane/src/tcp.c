@@ -23,6 +23,8 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
+#include <poll.h>
 #include <linux/types.h>
 
 #include "steer_common.h"
@@ -102,6 +104,8 @@ struct ts_tcp {
 	/* connect has reported how the handshake ended (Linux's socket
 	 * state SS_CONNECTED): a connect now says EISCONN */
 	int connect_done;
+	/* shared with forked children: pumped through a unix socket (fork) */
+	int fwd;
 };
 
 /* A closed connection lwIP still carries (FIN_WAIT, LAST_ACK, TIME_WAIT). */
@@ -415,6 +419,9 @@ static void apply_opts(struct ts_tcp *t)
 
 static int tcp_event;
 static int ready_tx(struct ts_tcp *t);
+static void fw_note(struct ts_tcp *t);
+static void fw_after_fork_child(void);
+static void fw_fini(void);
 
 int ts_tcp__events(void)
 {
@@ -430,6 +437,7 @@ static err_t cb_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 
 	(void)err;
 	tcp_event = 1;
+	fw_note(t);
 	if (!t) {
 		if (p) {
 			tcp_recved(pcb, p->tot_len);
@@ -495,6 +503,7 @@ static void cb_err(void *arg, err_t err)
 	tcp_event = 1;
 	if (!t)
 		return;
+	fw_note(t);
 	t->edges.any++;
 	t->pcb = NULL;
 	if (err == ERR_RST)
@@ -513,6 +522,7 @@ static err_t cb_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 	struct ts_tcp *t = arg;
 
 	tcp_event = 1;
+	fw_note(t);
 	if (t && err == ERR_OK && t->state == T_CONNECTING) {
 		t->state = T_CONN;
 		t->edges.any++;
@@ -531,6 +541,7 @@ static err_t cb_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 
 	(void)pcb;
 	(void)len;
+	fw_note(t);
 	if (t && t->nospace && ready_tx(t)) {
 		t->nospace = 0;
 		t->edges.out++;
@@ -595,6 +606,7 @@ static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
 	l->acq_tail = t;
 	l->acq_len++;
 	l->edges.in++;
+	fw_note(l);
 	ts_stats->tcp.conns_accel++;
 	ts_stats->tcp.conns_live++;
 	return ERR_OK;
@@ -2175,6 +2187,7 @@ void ts_tcp__fini(void)
 		if (t && t->fd == fd && t->pcb && t->state == T_CONN)
 			tcp_shutdown(t->pcb, 0, 1);
 	}
+	fw_fini();
 	ts_lwip__unlock();
 	end = ts_now_ns() + 1500000000ull;
 	do {
@@ -2193,6 +2206,7 @@ void ts_tcp__after_fork_child(void)
 {
 	int fd, n = 0;
 
+	fw_after_fork_child();
 	ts_tcp_on = 0;
 	tcp_forked = 1;
 	for (fd = 0; ts_tcp_tab && fd < 65536; fd++) {
@@ -2230,4 +2244,802 @@ int ts_tcp__inherited_listener(int fd)
 		return 0;
 	t = ts_tcp_tab[fd];
 	return t && t->state == T_LISTEN;
+}
+
+/* ------------------------------------------------------------------ */
+/* fork: streams and listeners shared with forked children             *
+ *
+ * lwIP's connections live in this process's memory and only this
+ * process has the XSK: a forked child cannot run them, and a live TCP
+ * connection cannot move to the kernel (the kernel knows no such
+ * connection). So at the fork this process (the owner) hands every
+ * accelerated connection to a kernel object both processes can share: a
+ * connected AF_UNIX stream pair. One end (A) replaces the application's
+ * fd, in the parent too, before the fork, so that parent and child hold
+ * the same open file as they would a kernel socket: either may read,
+ * write, poll, shut down or close it, and the last close ends it. The
+ * owner's TCP thread pumps bytes between the other end (B) and lwIP,
+ * with flow control both ways (lwIP's window opens as B takes bytes;
+ * B's bytes are taken as lwIP's send buffer has room). A listener becomes
+ * a SOCK_SEQPACKET pair: every process's fd is the end C, readable when a
+ * connection waits, and accept on it receives one (an end A of a new
+ * pair and its placeholder socket, passed with SCM_RIGHTS), so that any
+ * number of processes (pre-fork workers) accept, each connection once.
+ * Connections the kernel listener takes (loopback, other interfaces) are
+ * passed the same way as the kernel sockets they are. What the owner
+ * records per shared object (struct fw_name, copied into the child by
+ * the fork) answers getsockname, getpeername and the options that a
+ * unix socket cannot. The owner must outlive its children's use of
+ * them: its exit ends them (docs/dataplane.md, Fork). */
+
+struct fw_conn {              /* owner: a connection pumped through b */
+	struct fw_conn *next;
+	struct ts_tcp *t;     /* out of the table: fd -1 */
+	int b;                /* our end of the pair */
+	int kfd;              /* its placeholder kernel socket (options) */
+	int b_eof;            /* b said end of stream: our FIN is queued */
+	int eof_sent;         /* the peer's FIN passed on (shutdown(b)) */
+	int want_out;         /* b was full */
+	/* bytes taken from b that lwIP did not queue yet: sent first,
+	 * never dropped (FW_PEND_MAX) */
+	char *pend;
+	size_t pend_len, pend_off;
+};
+
+struct fw_lis {               /* owner: a listener passing connections */
+	struct fw_lis *next;
+	struct ts_tcp *t;
+	int p;                /* our end of the SEQPACKET pair */
+	int klfd;             /* the kernel listener (non-blocking) */
+	int want_out;         /* p was full */
+	short rev, krev;
+};
+
+struct fw_name {              /* every process: what a shared fd is */
+	struct fw_name *next;
+	ino_t ino;            /* of the unix socket (fstat) */
+	int listener;
+	uint32_t laddr, raddr;
+	uint16_t lport, rport;
+	int kfd;              /* kernel socket answering options, or -1 */
+};
+
+struct fw_msg {               /* one connection passed to an acceptor */
+	uint32_t kernel;      /* 1: the fd is the kernel's own connection */
+	uint32_t laddr, raddr;
+	uint16_t lport, rport;
+};
+
+static struct fw_conn *fw_conns;
+static struct fw_lis *fw_liss;
+static int fw_kick;           /* under the core lock: the pump has work */
+static struct fw_name *fw_names;
+static pthread_mutex_t fw_names_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fw_moved[256]; /* fds the last prepare replaced */
+static int fw_moved_any;    /* the pump moved bytes or a connection */
+static int fw_nmoved;
+
+static void fw_note(struct ts_tcp *t)
+{
+	if (t && t->fwd)
+		fw_kick = 1;
+}
+
+int ts_tcp__fw_due(void)
+{
+	int k = fw_kick;
+
+	fw_kick = 0;
+	return k;
+}
+
+int ts_tcp__fw_active(void)
+{
+	return __atomic_load_n(&fw_conns, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&fw_liss, __ATOMIC_RELAXED);
+}
+
+static ino_t fd_ino(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? 0 : st.st_ino;
+}
+
+static void name_add(int fd, int listener, uint32_t laddr, uint16_t lport,
+		     uint32_t raddr, uint16_t rport, int kfd)
+{
+	struct fw_name *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return;
+	n->ino = fd_ino(fd);
+	n->listener = listener;
+	n->laddr = laddr;
+	n->lport = lport;
+	n->raddr = raddr;
+	n->rport = rport;
+	n->kfd = kfd;
+	pthread_mutex_lock(&fw_names_lock);
+	n->next = fw_names;
+	__atomic_store_n(&fw_names, n, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&fw_names_lock);
+}
+
+/* The record of fd when it is a shared stream or listener; a copy. */
+static int name_of(int fd, struct fw_name *out)
+{
+	struct fw_name *n;
+	ino_t ino;
+
+	if (!__atomic_load_n(&fw_names, __ATOMIC_ACQUIRE))
+		return 0;
+	ino = fd_ino(fd);
+	if (!ino)
+		return 0;
+	pthread_mutex_lock(&fw_names_lock);
+	for (n = fw_names; n && n->ino != ino; n = n->next)
+		;
+	if (n)
+		*out = *n;
+	pthread_mutex_unlock(&fw_names_lock);
+	return n != NULL;
+}
+
+/* Options the application set on the placeholder (its setsockopt goes
+ * there: a unix socket takes no TCP option) that lwIP's connection
+ * follows. */
+static void opts_from_kernel(struct ts_tcp *t, int kfd)
+{
+	struct linger lg;
+	socklen_t l = sizeof(int);
+	int v;
+
+	if (kfd < 0)
+		return;
+	if (!ts_real_getsockopt(kfd, IPPROTO_TCP, TCP_NODELAY, &v, &l))
+		t->nodelay = !!v;
+	l = sizeof(int);
+	if (!ts_real_getsockopt(kfd, SOL_SOCKET, SO_KEEPALIVE, &v, &l))
+		t->keepalive = !!v;
+	l = sizeof(lg);
+	if (!ts_real_getsockopt(kfd, SOL_SOCKET, SO_LINGER, &lg, &l))
+		t->linger0 = lg.l_onoff && !lg.l_linger;
+	apply_opts(t);
+}
+
+static struct fw_conn *fw_conn_new(struct ts_tcp *t, int b, int kfd)
+{
+	struct fw_conn *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->t = t;
+	f->b = b;
+	f->kfd = kfd;
+	t->fwd = 1;
+	t->fd = -1;
+	t->refs = 1;
+	f->next = fw_conns;
+	fw_conns = f;
+	fw_kick = 1;
+	ts_stats->tcp.fork_shared++;
+	return f;
+}
+
+/* A new pair for a connection: *a (the application's end, blocking and
+ * close-on-exec) and *b (ours, non-blocking); 0 or -1. */
+static int stream_pair(int *a, int *b)
+{
+	int sp[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+		return -1;
+	*a = sp[0];
+	*b = sp[1];
+	ts_real_fcntl(*b, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+/* Put new (an open file) at every fd of the table pointing at t, with
+ * that fd's close-on-exec flag; the file's own flags from t. */
+static void fds_replace(struct ts_tcp *t, int newf)
+{
+	int fd;
+
+	if (t->nonblock)
+		ts_real_fcntl(newf, F_SETFL, O_NONBLOCK);
+	for (fd = 0; fd < 65536; fd++) {
+		int fl;
+
+		if (ts_tcp_tab[fd] != t)
+			continue;
+		fl = ts_real_fcntl(fd, F_GETFD);
+		if (ts_real_dup3(newf, fd, fl > 0 && (fl & FD_CLOEXEC) ?
+				 O_CLOEXEC : 0) < 0)
+			continue;
+		tab_set(fd, NULL);
+		if (fw_nmoved < (int)(sizeof(fw_moved) / sizeof(fw_moved[0])))
+			fw_moved[fw_nmoved++] = fd;
+	}
+}
+
+/* atfork prepare, under the core lock: a connection goes to a pair. */
+static void fw_share_conn(struct ts_tcp *t)
+{
+	int a, b, kfd;
+
+	kfd = ts_real_fcntl(t->fd, F_DUPFD_CLOEXEC, 0);
+	if (kfd < 0 || stream_pair(&a, &b)) {
+		ts_log("fd %d: the accelerated stream cannot be shared with the "
+		       "forked child (%s): it stays this process's, the child "
+		       "sees an unconnected socket", t->fd, strerror(errno));
+		if (kfd >= 0)
+			ts_real_close(kfd);
+		return;
+	}
+	name_add(a, 0, t->laddr, t->lport, t->raddr, t->rport, kfd);
+	fds_replace(t, a);
+	ts_real_close(a);
+	if (!fw_conn_new(t, b, kfd)) {
+		ts_real_close(b); /* the peer sees the stream end */
+		ts_real_close(kfd);
+	}
+}
+
+static void fw_share_listener(struct ts_tcp *t)
+{
+	struct fw_lis *f;
+	int sp[2], klfd;
+
+	klfd = ts_real_fcntl(t->fd, F_DUPFD_CLOEXEC, 0);
+	f = calloc(1, sizeof(*f));
+	if (klfd < 0 || !f ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp)) {
+		ts_log("fd %d: the accelerated listener cannot be shared with the "
+		       "forked child (%s): it stays this process's", t->fd,
+		       strerror(errno ? errno : ENOMEM));
+		if (klfd >= 0)
+			ts_real_close(klfd);
+		free(f);
+		return;
+	}
+	ts_real_fcntl(sp[1], F_SETFL, O_NONBLOCK);
+	ts_real_fcntl(klfd, F_SETFL, O_NONBLOCK);
+	name_add(sp[0], 1, t->laddr, t->lport, 0, 0, klfd);
+	fds_replace(t, sp[0]);
+	ts_real_close(sp[0]);
+	f->t = t;
+	f->p = sp[1];
+	f->klfd = klfd;
+	t->fwd = 1;
+	t->fd = -1;
+	t->refs = 1;
+	f->next = fw_liss;
+	fw_liss = f;
+	fw_kick = 1;
+	ts_stats->tcp.fork_shared++;
+}
+
+/* The fds of accelerated streams and listeners (done 0: those the
+ * prepare below will share; done 1: those it did share: they no longer
+ * name a shadow). */
+
+int ts_tcp__fork_fds(int *fds, int max, int done)
+{
+	int fd, n = 0;
+
+	if (done) {
+		for (n = 0; n < fw_nmoved && n < max; n++)
+			fds[n] = fw_moved[n];
+		fw_nmoved = 0;
+		return n;
+	}
+	if (!ts_tcp_on)
+		return 0;
+	for (fd = 0; fd < 65536 && n < max; fd++) {
+		struct ts_tcp *t = __atomic_load_n(&ts_tcp_tab[fd], __ATOMIC_ACQUIRE);
+
+		if (t && t->state != T_NEW)
+			fds[n++] = fd;
+	}
+	return n;
+}
+
+/* atfork prepare (the control lock held): every accelerated stream and
+ * listener of the table becomes shared (above). */
+void ts_tcp__fork_prepare(void)
+{
+	int fd;
+
+	if (!ts_tcp_on)
+		return;
+	ts_lwip__lock();
+	for (fd = 0; fd < 65536; fd++) {
+		struct ts_tcp *t = ts_tcp_tab[fd];
+
+		if (!t || t->fd != fd)
+			continue;
+		if (t->state == T_LISTEN)
+			fw_share_listener(t);
+		else if (t->state == T_CONN || t->state == T_CONNECTING ||
+			 (t->state == T_CLOSED && (t->rx_avail || t->pcb)))
+			fw_share_conn(t);
+	}
+	ts_lwip__unlock();
+}
+
+/* ---- the pump (the TCP thread, under the core lock) ---- */
+
+static void fw_conn_end(struct fw_conn *f)
+{
+	struct ts_tcp *t = f->t;
+
+	opts_from_kernel(t, f->kfd); /* SO_LINGER 0: a reset */
+	t->fd = f->kfd; /* a connecting socket's port stays reserved */
+	tcp_destroy(t);
+	ts_real_close(f->kfd);
+	ts_real_close(f->b);
+	free(f->pend);
+	ts_stats->tcp.fork_shared--;
+}
+
+/* lwIP's bytes into b; the peer's FIN as end of stream. */
+static void fw_rx(struct fw_conn *f, char *buf, size_t cap)
+{
+	struct ts_tcp *t = f->t;
+
+	f->want_out = 0;
+	while (t->rx_avail) {
+		struct iovec iov = { .iov_base = buf, .iov_len = cap };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+		size_t done = 0;
+		ssize_t w;
+
+		rx_copy(t, &m, &done, 1);
+		w = ts_real_send(f->b, buf, done, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w <= 0) {
+			f->want_out = w < 0 && errno == EAGAIN;
+			return;
+		}
+		iov.iov_len = (size_t)w;
+		done = 0;
+		rx_copy(t, &m, &done, 0);
+		fw_moved_any = 1;
+		if ((size_t)w < done) {
+			f->want_out = 1; /* b is full: its room wakes the pump */
+			break;
+		}
+	}
+	ack_owed_flush(t);
+	if (!t->rx_avail && (t->rx_eof || t->state == T_CLOSED) &&
+	    !f->eof_sent) {
+		ts_real_shutdown(f->b, SHUT_WR);
+		f->eof_sent = 1;
+	}
+}
+
+/* The bytes the processes wrote that lwIP has no room for yet wait in
+ * f->pend, up to FW_PEND_MAX: the send buffer a kernel socket would
+ * have (Linux grows one to tcp_wmem's 4 MiB), so that a writer sees the
+ * room it would see on the kernel (a program that stops reading while it
+ * cannot write, as socat's PIPE echo does, needs it). */
+#define FW_PEND_MAX (4u << 20)
+
+static size_t pend_left(const struct fw_conn *f)
+{
+	return f->pend_len - f->pend_off;
+}
+
+/* Queue f->pend on lwIP's connection, as much as it takes. */
+static void fw_flush(struct fw_conn *f)
+{
+	struct ts_tcp *t = f->t;
+	size_t done = 0, n = pend_left(f);
+	const char *buf = f->pend + f->pend_off;
+
+	while (done < n && t->pcb && t->state == T_CONN) {
+		size_t c = n - done, room = tcp_sndbuf(t->pcb);
+
+		if (tcp_sndqueuelen(t->pcb) >= TCP_SND_QUEUELEN - 4)
+			room = 0;
+		if (c > room)
+			c = room;
+		if (c > (size_t)tcp_mss(t->pcb))
+			c = (size_t)tcp_mss(t->pcb);
+		if (!c || tcp_write(t->pcb, buf + done, (u16_t)c,
+				    TCP_WRITE_FLAG_COPY) != ERR_OK)
+			break;
+		done += c;
+	}
+	t->stats->tx_accel += done;
+	fw_moved_any |= done > 0;
+	f->pend_off += done;
+	if (done < n && t->pcb)
+		t->nospace = 1; /* cb_sent kicks the pump */
+	if (!pend_left(f))
+		f->pend_off = f->pend_len = 0;
+}
+
+/* b's bytes into lwIP (through f->pend); 1: the connection ended (every
+ * process closed its end) and f is to be freed. */
+static int fw_tx(struct fw_conn *f, char *buf, size_t cap)
+{
+	struct ts_tcp *t = f->t;
+
+	(void)buf;
+	(void)cap;
+	if (!t->pcb) /* the connection is gone: as a reset drops them */
+		f->pend_off = f->pend_len = 0;
+	fw_flush(f);
+	while (!f->b_eof && t->state != T_CONNECTING &&
+	       pend_left(f) < FW_PEND_MAX) {
+		size_t want = FW_PEND_MAX - pend_left(f);
+		ssize_t n;
+
+		if (want > 65536)
+			want = 65536;
+		if (f->pend_off && f->pend_len + want > FW_PEND_MAX) {
+			memmove(f->pend, f->pend + f->pend_off, pend_left(f));
+			f->pend_len -= f->pend_off;
+			f->pend_off = 0;
+		}
+		if (!f->pend) {
+			f->pend = malloc(FW_PEND_MAX);
+			if (!f->pend)
+				return 1;
+		}
+		n = ts_real_recv(f->b, f->pend + f->pend_len, want, MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0) { /* ECONNRESET: closed with bytes unread */
+			ts_dbg("shared stream: %s from the unix end: reset",
+			       strerror(errno));
+			t->linger0 = 1;
+			return 1;
+		}
+		if (n == 0) {
+			f->b_eof = 1;
+			break;
+		}
+		if (!t->pcb)
+			continue; /* dropped */
+		f->pend_len += (size_t)n;
+		fw_moved_any = 1;
+		opts_from_kernel(t, f->kfd);
+		fw_flush(f);
+	}
+	/* end of stream from the processes: our FIN once all is queued */
+	if (f->b_eof && !pend_left(f) && t->pcb && !t->shut_wr) {
+		t->shut_wr = 1;
+		tcp_shutdown(t->pcb, 0, 1);
+	}
+	if (t->pcb)
+		tcp_output(t->pcb);
+	if (f->pend && !pend_left(f) && f->b_eof) {
+		free(f->pend);
+		f->pend = NULL;
+		f->pend_off = f->pend_len = 0;
+	}
+	if (f->b_eof && !pend_left(f)) {
+		struct pollfd pf = { .fd = f->b, .events = 0 };
+
+		/* POLLHUP: every end A is closed (a shutdown alone says
+		 * end of stream without it) */
+		if (ts_real_poll(&pf, 1, 0) > 0 && (pf.revents & POLLHUP))
+			return 1;
+	}
+	return 0;
+}
+
+static int fw_send(int p, const struct fw_msg *m, const int *fds, int nfds)
+{
+	char ctl[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
+	struct msghdr h = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = ctl,
+			    .msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int)) };
+	struct cmsghdr *c;
+
+	memset(ctl, 0, sizeof(ctl));
+	c = CMSG_FIRSTHDR(&h);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+	return ts_real_sendmsg(p, &h, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+/* Pass lwIP's accepted connections, and the kernel listener's, to the
+ * acceptors; 1: no process holds the listener any more. */
+static int fw_lis_run(struct fw_lis *f)
+{
+	struct ts_tcp *l = f->t, *c;
+	struct fw_msg m;
+	int fds[2], a, b, pk, k;
+
+	f->want_out = 0;
+	while ((c = l->acq_head)) {
+		if (stream_pair(&a, &b))
+			return 0;
+		pk = ts_real_socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (pk < 0) {
+			ts_real_close(a);
+			ts_real_close(b);
+			return 0;
+		}
+		inherit_kernel_opts(f->klfd, pk);
+		m = (struct fw_msg){ .laddr = c->laddr, .raddr = c->raddr,
+				     .lport = c->lport, .rport = c->rport };
+		fds[0] = a;
+		fds[1] = pk;
+		if (fw_send(f->p, &m, fds, 2)) {
+			int e = errno;
+
+			f->want_out = e == EAGAIN; /* stays queued in lwIP */
+			ts_real_close(a);
+			ts_real_close(b);
+			ts_real_close(pk);
+			return e == EPIPE || e == ECONNREFUSED;
+		}
+		ts_real_close(a);
+		fw_moved_any = 1;
+		l->acq_head = c->acq_next;
+		if (!l->acq_head)
+			l->acq_tail = NULL;
+		l->acq_len--;
+		c->acq_next = NULL;
+		tcp_stats_slot(c); /* its bytes, under fd -1: no fd of ours */
+		opts_from_kernel(c, pk);
+		if (!fw_conn_new(c, b, pk)) {
+			ts_real_close(b);
+			ts_real_close(pk);
+		}
+	}
+	/* the kernel's own queue waits in the kernel while the acceptors'
+	 * is full */
+	while (!f->want_out &&
+	       (k = ts_real_accept4(f->klfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		m = (struct fw_msg){ .kernel = 1 };
+		if (fw_send(f->p, &m, &k, 1))
+			f->want_out = errno == EAGAIN; /* (lost: a full queue) */
+		else
+			ts_stats->tcp.conns_kernel++;
+		ts_real_close(k);
+	}
+	{
+		struct pollfd pf = { .fd = f->p, .events = 0 };
+
+		return ts_real_poll(&pf, 1, 0) > 0 && (pf.revents & POLLHUP);
+	}
+}
+
+/* The TCP thread's poll: what the pump waits for. */
+int ts_tcp__fw_pollfds(struct pollfd *pf, int max)
+{
+	struct fw_conn *f;
+	struct fw_lis *l;
+	int n = 0;
+
+	for (f = fw_conns; f && n < max; f = f->next) {
+		struct ts_tcp *t = f->t;
+		/* b's bytes are taken when lwIP has room for them (cb_sent
+		 * kicks the pump), or dropped once the connection is gone */
+		int in = !f->b_eof && t->state != T_CONNECTING &&
+			 pend_left(f) < FW_PEND_MAX;
+
+		pf[n].fd = f->b;
+		pf[n].events = (short)((in ? POLLIN : 0) |
+				       (f->want_out ? POLLOUT : 0));
+		pf[n++].revents = 0;
+	}
+	for (l = fw_liss; l && n + 1 < max; l = l->next) {
+		pf[n].fd = l->p;
+		pf[n].events = l->want_out ? POLLOUT : 0;
+		pf[n++].revents = 0;
+		pf[n].fd = l->klfd;
+		pf[n].events = l->want_out ? 0 : POLLIN;
+		pf[n++].revents = 0;
+	}
+	return n;
+}
+
+/* Under the core lock, after that poll: move what can move; 1 when
+ * something moved. */
+int ts_tcp__fw_run(void)
+{
+	static char buf[65535];
+	struct fw_conn **pp, *f;
+	struct fw_lis **lp, *l;
+	int i;
+
+	for (pp = &fw_conns; (f = *pp);) {
+		int end;
+
+		fw_rx(f, buf, sizeof(buf));
+		end = fw_tx(f, buf, sizeof(buf));
+		if (!end && f->t->state == T_CLOSED && !f->t->pcb &&
+		    f->eof_sent && !f->want_out)
+			end = 1; /* reset or timed out: b closes, A's writes fail */
+		if (end) {
+			*pp = f->next;
+			fw_conn_end(f);
+			free(f);
+			continue;
+		}
+		pp = &f->next;
+	}
+	for (lp = &fw_liss; (l = *lp);) {
+		if (fw_lis_run(l)) {
+			*lp = l->next;
+			tcp_destroy(l->t);
+			ts_real_close(l->p);
+			ts_real_close(l->klfd);
+			ts_stats->tcp.fork_shared--;
+			free(l);
+			continue;
+		}
+		lp = &l->next;
+	}
+	i = fw_moved_any;
+	fw_moved_any = 0;
+	return i;
+}
+
+/* ---- every process: calls on a shared fd ---- */
+
+/* accept on a shared listener: 1 (the result in *r) or 0 (not one). */
+int ts_tcp__fw_accept(int fd, struct sockaddr *addr, socklen_t *len,
+		      int flags, int *r)
+{
+	struct fw_name n;
+	struct fw_msg m;
+	char ctl[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr h = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *c;
+	int fds[2] = { -1, -1 }, nf = 0;
+	ssize_t got;
+
+	if (!name_of(fd, &n) || !n.listener)
+		return 0;
+	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
+		errno = EINVAL;
+		*r = -1;
+		return 1;
+	}
+	got = ts_real_recvmsg(fd, &h, (flags & SOCK_CLOEXEC) ? MSG_CMSG_CLOEXEC : 0);
+	if (got < 0) {
+		*r = -1;
+		return 1;
+	}
+	for (c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			nf = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			if (nf > 2)
+				nf = 2;
+			memcpy(fds, CMSG_DATA(c), (size_t)nf * sizeof(int));
+		}
+	if (got != (ssize_t)sizeof(m) || nf < 1 || (!m.kernel && nf < 2)) {
+		/* the owner is gone (end of stream): as a closed listener */
+		if (nf > 0)
+			ts_real_close(fds[0]);
+		if (nf > 1)
+			ts_real_close(fds[1]);
+		errno = EINVAL;
+		*r = -1;
+		return 1;
+	}
+	ts_real_fcntl(fds[0], F_SETFL, (flags & SOCK_NONBLOCK) ? O_NONBLOCK : 0);
+	if (m.kernel) {
+		if (addr && len && ts_real_getpeername(fds[0], addr, len) < 0)
+			*len = 0;
+	} else {
+		name_add(fds[0], 0, m.laddr, m.lport, m.raddr, m.rport, fds[1]);
+		if (addr && len)
+			put_addr(addr, len, m.raddr, m.rport);
+	}
+	*r = fds[0];
+	return 1;
+}
+
+/* getsockname (peer 0) and getpeername (peer 1) on a shared fd */
+int ts_tcp__fw_name(int fd, int peer, struct sockaddr *addr, socklen_t *len,
+		    int *r)
+{
+	struct fw_name n;
+
+	if (!name_of(fd, &n))
+		return 0;
+	if (peer && n.listener) {
+		errno = ENOTCONN;
+		*r = -1;
+	} else {
+		*r = peer ? put_addr(addr, len, n.raddr, n.rport) :
+			    put_addr(addr, len, n.laddr, n.lport);
+	}
+	return 1;
+}
+
+/* Options of a shared fd: the unix socket keeps what it has itself
+ * (timeouts, the pending error, buffer sizes are the placeholder's);
+ * the rest is the placeholder's. set: 1 for setsockopt. */
+int ts_tcp__fw_sockopt(int fd, int set, int level, int opt, void *val,
+		       socklen_t *len, int *r)
+{
+	struct fw_name n;
+	int v;
+
+	if (!name_of(fd, &n))
+		return 0;
+	if (!set && level == SOL_SOCKET &&
+	    (opt == SO_TYPE || opt == SO_DOMAIN || opt == SO_PROTOCOL ||
+	     opt == SO_ACCEPTCONN)) {
+		v = opt == SO_TYPE ? SOCK_STREAM :
+		    opt == SO_DOMAIN ? AF_INET :
+		    opt == SO_PROTOCOL ? IPPROTO_TCP : n.listener;
+		if (!val || !len || *len < sizeof(int)) {
+			errno = EINVAL;
+			*r = -1;
+			return 1;
+		}
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(int);
+		*r = 0;
+		return 1;
+	}
+	if (level == SOL_SOCKET &&
+	    (opt == SO_RCVTIMEO || opt == SO_SNDTIMEO || opt == SO_RCVLOWAT ||
+	     opt == SO_ERROR || n.kfd < 0)) {
+		if (set && n.kfd >= 0)
+			ts_real_setsockopt(n.kfd, level, opt, val, *len);
+		*r = set ? ts_real_setsockopt(fd, level, opt, val, *len) :
+			   ts_real_getsockopt(fd, level, opt, val, len);
+		return 1;
+	}
+	if (n.kfd < 0)
+		return 0;
+	*r = set ? ts_real_setsockopt(n.kfd, level, opt, val, *len) :
+		   ts_real_getsockopt(n.kfd, level, opt, val, len);
+	return 1;
+}
+
+/* atfork child: the pump's ends are the owner's (an end kept here would
+ * keep the other side from seeing every process close), and so are the
+ * kernel listeners it takes connections from. */
+static void fw_after_fork_child(void)
+{
+	struct fw_name *n;
+
+	pthread_mutex_init(&fw_names_lock, NULL);
+	while (fw_conns) {
+		struct fw_conn *f = fw_conns;
+
+		fw_conns = f->next;
+		ts_real_close(f->b);
+		free(f);
+	}
+	while (fw_liss) {
+		struct fw_lis *l = fw_liss;
+
+		fw_liss = l->next;
+		ts_real_close(l->p);
+		ts_real_close(l->klfd);
+		for (n = fw_names; n; n = n->next)
+			if (n->kfd == l->klfd)
+				n->kfd = -1;
+		free(l);
+	}
+}
+
+/* At exit, under the core lock: the shared connections end with a FIN
+ * (nothing serves them once the owner is gone). */
+static void fw_fini(void)
+{
+	struct fw_conn *f;
+
+	for (f = fw_conns; f; f = f->next)
+		if (f->t->pcb && f->t->state == T_CONN && !f->t->shut_wr)
+			tcp_shutdown(f->t->pcb, 0, 1);
 }

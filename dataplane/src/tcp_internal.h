@@ -37,6 +37,20 @@ TS_HIDDEN void ts_tcp__input_drain(void);
 TS_HIDDEN int ts_tcp__init(void);
 TS_HIDDEN void ts_tcp__fini(void);
 TS_HIDDEN void ts_tcp__after_fork_child(void);
+/* fork (tcp.c, Fork): at the fork every accelerated stream and listener
+ * becomes a unix socket shared with the child, pumped by this process's
+ * TCP thread; calls on such an fd in any process (1: answered, the
+ * result in *r; 0: not a shared fd) */
+TS_HIDDEN void ts_tcp__fork_prepare(void);
+/* the fds that ts_tcp__fork_prepare will replace (before it), and did
+ * replace (after it): up to max into fds, the count returned */
+TS_HIDDEN int ts_tcp__fork_fds(int *fds, int max, int done);
+TS_HIDDEN int ts_tcp__fw_accept(int fd, struct sockaddr *addr, socklen_t *len,
+				int flags, int *r);
+TS_HIDDEN int ts_tcp__fw_name(int fd, int peer, struct sockaddr *addr,
+			      socklen_t *len, int *r);
+TS_HIDDEN int ts_tcp__fw_sockopt(int fd, int set, int level, int opt,
+				 void *val, socklen_t *len, int *r);
 
 /* the socket calls (interpose.c); each returns like the libc call */
 TS_HIDDEN void ts_tcp__socket(int fd, int type);

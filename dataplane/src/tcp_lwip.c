@@ -52,9 +52,12 @@ void ts_lwip__core_enter(void)
 
 static void input_process(void);
 
+static int helper_efd = -1;
+
 void ts_lwip__core_exit(void)
 {
-	int i;
+	uint64_t one = 1;
+	int i, fw;
 
 	if (core_depth == 1)
 		input_process(); /* segments queued meanwhile by other threads */
@@ -64,7 +67,10 @@ void ts_lwip__core_exit(void)
 	for (i = 0; i < ts_stack__count(); i++)
 		if (ts_stack__usable(ts_stack__at(i)))
 			ts_stack__flush(ts_stack__at(i));
+	fw = ts_tcp__fw_due();
 	UNLOCK_TCPIP_CORE();
+	if (fw && helper_efd >= 0) /* the TCP thread pumps (tcp.c, fork) */
+		(void)!ts_real_write(helper_efd, &one, sizeof(one));
 }
 
 void ts_lwip__lock(void)
@@ -479,7 +485,6 @@ void ts_tcp__input_drain(void)
  * at rx_sleepers (and sets it again if it watches). */
 static int rx_sleepers;
 static int helper_watching;
-static int helper_efd = -1;
 
 int ts_lwip__rx_sleep_begin(void)
 {
@@ -500,16 +505,29 @@ void ts_lwip__rx_sleep_end(void)
 
 /* Until the next timer tick (due, ns): asleep on helper_efd, and on the
  * XSKs while a receiver sleeps. */
+#define FW_POLL_MAX 1024
+
+/* ns: the fork pump last moved something (the TCP thread's own) */
+static uint64_t fw_busy_ns;
+
 static void helper_sleep(uint64_t due)
 {
-	struct pollfd pf[TICKSTACK_STATS_MAX_XSK + 1];
+	static struct pollfd pf[TICKSTACK_STATS_MAX_XSK + 1 + FW_POLL_MAX];
 	uint64_t now = ts_now_ns(), v;
-	int n = 0, k, watch;
+	int n = 0, k, watch, fw;
 
 	pf[n].fd = helper_efd;
 	pf[n++].events = POLLIN;
+	/* objects shared with forked children: their unix sockets, and the
+	 * XSKs, whose segments nobody else may be there to take */
+	fw = ts_tcp__fw_active(); /* a hint: the list is read under the lock */
+	if (fw) {
+		ts_lwip__core_enter();
+		n += ts_tcp__fw_pollfds(pf + n, FW_POLL_MAX);
+		ts_lwip__core_exit();
+	}
 	__atomic_store_n(&helper_watching, 0, __ATOMIC_SEQ_CST);
-	watch = __atomic_load_n(&rx_sleepers, __ATOMIC_SEQ_CST) > 0;
+	watch = fw || __atomic_load_n(&rx_sleepers, __ATOMIC_SEQ_CST) > 0;
 	if (watch)
 		__atomic_store_n(&helper_watching, 1, __ATOMIC_SEQ_CST);
 	for (k = 0; watch && k < ts_stack__count(); k++) {
@@ -519,6 +537,16 @@ static void helper_sleep(uint64_t due)
 			continue;
 		pf[n].fd = ts_stack__fd(st);
 		pf[n++].events = POLLIN;
+	}
+	/* While the fork pump is busy, the thread spins as the profile's
+	 * blocking calls do (TICKSTACK_SPIN_USEC): every connection a child
+	 * uses passes through it, and a sleep would cost each message two
+	 * wake-ups of this thread */
+	if (fw && (ts_cfg.spin_usec < 0 ||
+		   now - fw_busy_ns < (uint64_t)ts_cfg.spin_usec * 1000)) {
+		if (ts_real_poll(pf, (nfds_t)n, 0) > 0 && (pf[0].revents & POLLIN))
+			(void)!ts_real_read(helper_efd, &v, sizeof(v));
+		return;
 	}
 	if (now < due &&
 	    ts_real_poll(pf, (nfds_t)n, (int)((due - now + 999999) / 1000000)) > 0 &&
@@ -557,6 +585,8 @@ static void *timer_main(void *arg)
 		ts_lwip__lock();
 		if (ts_stack__any_busy())
 			got = ts_stack__poll_all();
+		if (ts_tcp__fw_active() && (ts_tcp__fw_run() || got))
+			fw_busy_ns = ts_now_ns();
 		if (tick) {
 			due += TS_TCP_TMR_MS * 1000000ull;
 			if (due < ts_now_ns()) /* not to catch up on missed ticks */

@@ -6,6 +6,8 @@
 
 #include "tcp_internal.h"
 
+#include <poll.h>
+
 #include <lwip/init.h>
 #include <lwip/ip.h>
 #include <lwip/ip4.h>
@@ -73,5 +75,12 @@ TS_HIDDEN int ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
 			     struct ts_rx_probe *pr);
 TS_HIDDEN void ts_tcp__rx_post(struct ts_rx_probe *pr);
 TS_HIDDEN int ts_tcp__events(void);
+/* the fork pump (tcp.c): whether it has work (clears), whether any
+ * shared object exists, its fds for the TCP thread's poll, and its run
+ * (under the core lock) */
+TS_HIDDEN int ts_tcp__fw_due(void);
+TS_HIDDEN int ts_tcp__fw_active(void);
+TS_HIDDEN int ts_tcp__fw_pollfds(struct pollfd *pf, int max);
+TS_HIDDEN int ts_tcp__fw_run(void); /* 1: it moved something */
 
 #endif

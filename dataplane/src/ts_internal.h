@@ -528,6 +528,8 @@ struct ts_edges {
 
 TS_HIDDEN int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev);
 TS_HIDDEN void ts_ep__forget_fd(int fd);
+TS_HIDDEN void ts_ep__kernel_forget(int fd);
+TS_HIDDEN void ts_ep__kernel_adopt(int fd);
 TS_HIDDEN int ts_ep__active(int epfd);
 TS_HIDDEN int ts_ep__wait(int epfd, struct epoll_event *out, int max,
 			  int64_t timeout_ns, const sigset_t *mask);

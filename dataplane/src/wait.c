@@ -329,7 +329,9 @@ static int accel_fd(int fd)
 	if (!s)
 		return tcp_accel(fd) != NULL;
 	ts_sock__check_owner(s, fd);
-	return ts_sock__state(s) == TS_S_ACCEL;
+	/* on the kernel since a fork, datagrams queued before it still wait
+	 * in its queue: readable without the kernel's word */
+	return ts_sock__state(s) == TS_S_ACCEL || ts_sock__rx_ready(s);
 }
 
 int ts_poll__has_accel(struct pollfd *fds, nfds_t n)
@@ -375,6 +377,8 @@ static int poll_check(struct ts_wait *w, int kernel)
 				p->revents |= POLLIN;
 			if (p->events & POLLOUT)
 				p->revents |= POLLOUT;
+		} else if ((p->events & POLLIN) && ts_sock__rx_ready(s)) {
+			p->revents |= POLLIN; /* queued before a fork */
 		}
 	}
 	if (kernel) {

@@ -2169,6 +2169,320 @@ static int line_in(int fd, char *b, size_t cap)
 	return i > 0;
 }
 
+/* ---- fork (issue 39): the shapes servers take. Each child reports what
+ * it saw and leaves with _exit (LeakSanitizer's exit check in a child of a
+ * threaded parent reports its own doubts); the parent waits for it. */
+
+static void child_status(pid_t p)
+{
+	int st = 0;
+
+	waitpid(p, &st, 0);
+	if (WIFSIGNALED(st))
+		printf("child killed by signal %d\n", WTERMSIG(st));
+	else
+		printf("child exit %d\n", WEXITSTATUS(st));
+}
+
+/* an accepted or connected stream's names and kind, as the child sees them */
+static void stream_show(const char *who, int fd)
+{
+	struct sockaddr_in a;
+	socklen_t l = sizeof(a);
+	int v = -1;
+
+	if (getpeername(fd, (struct sockaddr *)&a, &l))
+		printf("%s: getpeername %s\n", who, en(errno));
+	else
+		printf("%s: peer %s\n", who,
+		       a.sin_family == AF_INET && a.sin_addr.s_addr == peer.sin_addr.s_addr ?
+			       "the peer's address" : "OTHER");
+	l = sizeof(v);
+	getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &l);
+	printf("%s: SO_DOMAIN %s", who, v == AF_INET ? "AF_INET" : "OTHER");
+	l = sizeof(v);
+	getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l);
+	printf(", SO_TYPE %s\n", v == SOCK_STREAM ? "SOCK_STREAM" : "OTHER");
+}
+
+/* A connection inherited across fork: the parent closes its copy at once
+ * (a fork-per-connection server), the child sends 100,000 bytes on it,
+ * shuts it down and reads the peer's answer (count and hash). */
+static void c_tcpfork(void)
+{
+	static char d[100000];
+	int fd = tcp_to_peer(), nodelay = 1;
+	char buf[128];
+	size_t i, put = 0;
+	ssize_t n, got = 0;
+	pid_t p;
+
+	for (i = 0; i < sizeof(d); i++)
+		d[i] = (char)('a' + i % 26);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay));
+	fflush(stdout);
+	p = fork();
+	if (p < 0)
+		fail("fork");
+	if (p == 0) {
+		socklen_t l = sizeof(nodelay);
+
+		stream_show("child", fd);
+		nodelay = -1;
+		getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &l);
+		printf("child: TCP_NODELAY %d\n", nodelay);
+		tcp_ask(fd, "Z 0\n");
+		while (put < sizeof(d)) {
+			n = write(fd, d + put, sizeof(d) - put);
+			if (n <= 0) {
+				printf("child: write %s\n", en(errno));
+				fflush(stdout);
+				_exit(1);
+			}
+			put += (size_t)n;
+		}
+		printf("child: wrote %zu\n", put);
+		if (shutdown(fd, SHUT_WR))
+			printf("child: shutdown %s\n", en(errno));
+		while ((n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+			got += n;
+		buf[got] = 0;
+		printf("child: read %s(then %zd %s)\n", buf, n, n < 0 ? en(errno) : "EOF");
+		fflush(stdout);
+		_exit(0);
+	}
+	close(fd);
+	child_status(p);
+}
+
+/* A fork-per-connection server (socat TCP-LISTEN,fork; inetd's nowait):
+ * the parent accepts, forks, closes its copy; the child reads what the
+ * client sent. */
+static void c_tcpforkconn(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), c, a, one = 1;
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12171) };
+	char buf[8];
+	ssize_t n;
+	pid_t p;
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, 4))
+		fail("bind/listen");
+	c = tcp_to_peer();
+	tcp_ask(c, "K 12171\n");
+	a = accept(l, NULL, NULL);
+	if (a < 0)
+		fail("accept");
+	fflush(stdout);
+	p = fork();
+	if (p < 0)
+		fail("fork");
+	if (p == 0) {
+		close(l);
+		stream_show("child", a);
+		n = read(a, buf, 3);
+		printf("child: read %zd%s%.*s", n, n < 0 ? en(errno) : " ",
+		       n > 0 ? (int)n : 0, buf);
+		if (n <= 0)
+			printf("\n");
+		close(a);
+		fflush(stdout);
+		_exit(0);
+	}
+	close(a);
+	child_status(p);
+	/* the listener still works in the parent */
+	tcp_ask(c, "K 12171\n");
+	a = accept(l, NULL, NULL);
+	n = a < 0 ? -1 : read(a, buf, 3);
+	printf("parent: accept %s, read %zd\n", a < 0 ? en(errno) : "ok", n);
+	close(a);
+	close(c);
+	close(l);
+}
+
+/* A pre-fork server (nginx's workers, Apache prefork): the parent listens,
+ * two children accept a connection each; the parent never accepts. */
+static void c_tcpprefork(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), c, one = 1, k;
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12172) };
+	pid_t p[2];
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, 8))
+		fail("bind/listen");
+	fflush(stdout);
+	for (k = 0; k < 2; k++) {
+		p[k] = fork();
+		if (p[k] < 0)
+			fail("fork");
+		if (p[k] == 0) {
+			struct sockaddr_in from, loc;
+			socklen_t fl = sizeof(from), ll = sizeof(loc);
+			char buf[8];
+			int v = -1, a;
+			ssize_t n;
+
+			ll = sizeof(v);
+			getsockopt(l, SOL_SOCKET, SO_ACCEPTCONN, &v, &ll);
+			a = accept(l, (struct sockaddr *)&from, &fl);
+			if (a < 0) {
+				printf("worker: accept %s\n", en(errno));
+				fflush(stdout);
+				_exit(1);
+			}
+			ll = sizeof(loc);
+			getsockname(a, (struct sockaddr *)&loc, &ll);
+			n = read(a, buf, 3);
+			printf("worker: SO_ACCEPTCONN %d, accepted from %s to port %d, read %zd\n",
+			       v, from.sin_addr.s_addr == peer.sin_addr.s_addr ? "the peer" : "OTHER",
+			       ntohs(loc.sin_port), n);
+			close(a);
+			fflush(stdout);
+			_exit(0);
+		}
+	}
+	c = tcp_to_peer();
+	tcp_ask(c, "K 12172\nK 12172\n");
+	{
+		int st[2] = { 0, 0 };
+
+		/* both first: a worker's line comes before either status */
+		waitpid(p[0], &st[0], 0);
+		waitpid(p[1], &st[1], 0);
+		for (k = 0; k < 2; k++)
+			printf("worker exit %d\n", WIFEXITED(st[k]) ? WEXITSTATUS(st[k]) : -1);
+	}
+	close(c);
+	close(l);
+}
+
+/* A UDP server forking per peer (socat UDP4-RECVFROM,fork; inetd's wait
+ * for dgram): the parent peeks at the first datagram and forks; the child
+ * waits in select, reads it and talks to the peer. */
+static void c_udpforkpeer(void)
+{
+	int fd = udp();
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	char buf[256];
+	ssize_t n;
+	pid_t p;
+
+	ask(fd, 1, 64, 0, 0);
+	if (poll(&pf, 1, 2000) != 1)
+		fail("poll: the datagram did not arrive");
+	n = recvfrom(fd, buf, sizeof(buf), MSG_PEEK, (struct sockaddr *)&from, &fl);
+	printf("parent peeked %zd from %s\n", n,
+	       from.sin_addr.s_addr == peer.sin_addr.s_addr ? "the peer" : "OTHER");
+	fflush(stdout);
+	p = fork();
+	if (p < 0)
+		fail("fork");
+	if (p == 0) {
+		struct timeval tv = { .tv_sec = 2 };
+		fd_set r;
+		int k;
+
+		FD_ZERO(&r);
+		FD_SET(fd, &r);
+		k = select(fd + 1, &r, NULL, NULL, &tv);
+		printf("child: select %d\n", k);
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		printf("child: read %zd seq %d\n", n, seq_of(buf, n));
+		ask(fd, 1, 64, 0, 0);
+		pf.revents = 0;
+		k = poll(&pf, 1, 2000);
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		printf("child: poll %d, the answer %zd seq %d\n", k, n, seq_of(buf, n));
+		fflush(stdout);
+		_exit(0);
+	}
+	child_status(p);
+}
+
+/* A parent that forks a helper and keeps waiting in epoll on a stream and
+ * a listener it registered before the fork: the set keeps reporting both. */
+static void c_tcpforkepoll(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = tcp_to_peer(), a, one = 1;
+	int ep = epoll_create1(0);
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12173) };
+	struct epoll_event ev = { .events = EPOLLIN };
+	char buf[16];
+	pid_t p;
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, 4))
+		fail("bind/listen");
+	ev.data.u64 = 1;
+	epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
+	ev.data.u64 = 2;
+	epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
+	ep_show("before the fork", ep, 0);
+	fflush(stdout);
+	p = fork();
+	if (p < 0)
+		fail("fork");
+	if (p == 0)
+		_exit(0);
+	child_status(p);
+	tcp_ask(c, "S 5 0\n");
+	ep_show("data on the stream", ep, 2000);
+	printf("read %zd\n", read(c, buf, sizeof(buf)));
+	ep_show("read", ep, 0);
+	tcp_ask(c, "K 12173\n");
+	ep_show("a connection", ep, 2000);
+	a = accept(l, NULL, NULL);
+	printf("accept %s, read %zd\n", a < 0 ? en(errno) : "ok", a < 0 ? -1 : read(a, buf, 3));
+	ep_show("accepted", ep, 0);
+	close(a);
+	close(c);
+	close(l);
+	close(ep);
+}
+
+/* The parent keeps using its connection after forking a child that
+ * never touches it (a helper that exits): 300,000 bytes each way. */
+static void c_tcpforkparent(void)
+{
+	static char d[300000];
+	int fd = tcp_to_peer();
+	size_t i, put = 0;
+	ssize_t n, got = 0;
+	char buf[128];
+	pid_t p;
+
+	for (i = 0; i < sizeof(d); i++)
+		d[i] = (char)('a' + i % 26);
+	fflush(stdout);
+	p = fork();
+	if (p < 0)
+		fail("fork");
+	if (p == 0)
+		_exit(0);
+	child_status(p);
+	tcp_ask(fd, "S 300000 0\n");
+	while (got < 300000 && (n = read(fd, d, sizeof(d))) > 0)
+		got += n;
+	printf("parent: read %zd\n", got);
+	for (i = 0; i < sizeof(d); i++)
+		d[i] = (char)('a' + i % 26);
+	tcp_ask(fd, "Z 0\n");
+	while (put < sizeof(d) && (n = write(fd, d + put, sizeof(d) - put)) > 0)
+		put += (size_t)n;
+	shutdown(fd, SHUT_WR);
+	got = 0;
+	while ((n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	buf[got] = 0;
+	printf("parent: wrote %zu, the peer: %s", put, buf);
+	close(fd);
+}
+
 static void tcp_serve(int c)
 {
 	struct sockaddr_in from;
@@ -2563,6 +2877,9 @@ int main(int argc, char **argv)
 		{ "tcpholdport", c_tcpholdport },
 		{ "tcpsendfile", c_tcpsendfile }, { "tcpsplice", c_tcpsplice },
 		{ "udpsplice", c_udpsplice }, { "tcpcalls", c_tcpcalls },
+		{ "tcpfork", c_tcpfork }, { "tcpforkconn", c_tcpforkconn },
+		{ "tcpprefork", c_tcpprefork }, { "udpforkpeer", c_udpforkpeer },
+		{ "tcpforkepoll", c_tcpforkepoll }, { "tcpforkparent", c_tcpforkparent },
 		{ "uringraw-late", c_uringraw_late },
 		{ "tsing", c_tsing },
 		{ "require", c_require }, { "requiresend", c_requiresend },

@@ -113,9 +113,16 @@ tcpholdport tcp latency TICKSTACK_TCP=1
 tcpsendfile tcp latency TICKSTACK_TCP=1
 tcpsplice tcp latency TICKSTACK_TCP=1
 tcpcalls tcp latency TICKSTACK_TCP=1
+tcpfork tcp latency TICKSTACK_TCP=1
+tcpforkconn tcp latency TICKSTACK_TCP=1
+tcpprefork tcp latency TICKSTACK_TCP=1
+tcpforkepoll tcp latency TICKSTACK_TCP=1
+tcpforkparent tcp latency TICKSTACK_TCP=1
+udpforkpeer xsk
 tcpet tcp latency TICKSTACK_TCP=1 ASAN=1
 tcpsendfile tcp latency TICKSTACK_TCP=1 ASAN=1
 tcpsplice tcp latency TICKSTACK_TCP=1 ASAN=1
+tcpforkconn tcp latency TICKSTACK_TCP=1 ASAN=1
 udpsplice accel
 require refused
 requiresend refused

@@ -524,6 +524,31 @@ t_forkq() { # fork with a datagram queued: the child reads it and echoes the res
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "forkq-echo failed ($WAIT_RC)"; return 1; }
 }
 
+t_socat_udp_fork() { # socat UDP4-RECVFROM,fork (the inetd pattern): each peer's child answers through cat
+	local i
+	$(accel $NB srv) --require timeout 60 socat -T 3 "UDP4-RECVFROM:11137,bind=$IPB,fork" EXEC:cat \
+		>"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 udp_listening "$NB" 11137 || { die "socat did not listen"; return 1; }
+	for i in 1 2 3; do
+		echo "peer $i" | $(accel $NA cli) --require timeout 10 socat -t 2 - "UDP4:$IPB:11137" \
+			>"$TSDP_TMP/client.out.$i" 2>&1 || { die "client $i: exit $?"; return 1; }
+		[ "$(cat "$TSDP_TMP/client.out.$i")" = "peer $i" ] ||
+			{ die "client $i: answer '$(cat "$TSDP_TMP/client.out.$i")', want 'peer $i'"; return 1; }
+	done
+	kill -TERM "$SRV"
+	wait_exit "$SRV" 10
+	# the first peer's datagram came through the server's XSK (a peer that
+	# comes while a child still holds the socket reaches the kernel socket
+	# they share: docs/dataplane.md, fork), every answer through the
+	# clients' XSKs
+	[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)" -ge 1 ] ||
+		{ die "nothing came through the server's XSK"; return 1; }
+	[ "$(stat_sum "$TSDP_TMP/stats-cli-*.txt" rx_accel)" -ge 3 ] ||
+		{ die "the clients' XSKs took $(stat_sum "$TSDP_TMP/stats-cli-*.txt" rx_accel) answers, want 3"; return 1; }
+}
+
 t_policy() { # ip rule: a socket bound to the second link's address leaves through that link
 	local ia="tsdp${TSDP_ID}q1" ib="tsdp${TSDP_ID}q2" before1 before2 d1 d2
 	ip link add "${ia}a" netns "$NA" type veth peer name "${ia}b" netns "$NB"
@@ -763,7 +788,7 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 # real programs: nginx, redis, socat, iperf3, python asyncio
 . "$here/programs.sh"
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload txcsum connected fork multicast require noadmin cmsg bigmtu forkq policy mcshare epollset reuseport readv stress $TCP_ALL $PROG_ALL $XDPD_ALL $T2T_ALL"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload txcsum connected fork multicast require noadmin cmsg bigmtu forkq socat_udp_fork policy mcshare epollset reuseport readv stress $TCP_ALL $PROG_ALL $XDPD_ALL $T2T_ALL"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t

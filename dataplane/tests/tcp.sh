@@ -310,16 +310,25 @@ t_tcp_timeouts() { # keepalive, TCP_USER_TIMEOUT and TCP_SYNCNT against a silent
 	conns_through_xsk cli 3
 }
 
-t_tcp_prefork() { # a listener accepted on in a forked child: loud with TICKSTACK_TCP=1, on the kernel with =connect
-	# TICKSTACK_TCP=1: the parent's lwIP owns the listener's connections;
-	# the child's accept fails at once, with the fix named, never waits
-	ip netns exec "$NB" env TICKSTACK_TCP=1 $RUN timeout 30 python3 "$here/prefork.py" 12046 $IPB \
-		>"$TSDP_TMP/server.out" 2>&1 || { die "prefork (1): exit code $?"; return 1; }
-	grep -Eq 'child: accept E(OPNOTSUPP|NOTSUP)$' "$TSDP_TMP/server.out" &&
-		grep -q 'run a server that accepts in forked children with TICKSTACK_TCP=connect' "$TSDP_TMP/server.out" ||
-		{ die "prefork (1): the child's accept did not fail loudly"; return 1; }
+t_tcp_prefork() { # a listener accepted on in forked children (pre-fork): accelerated, through the parent's stack
+	# TICKSTACK_TCP=1 under --require: the parent's lwIP takes the
+	# connection and passes it to the child that accepts (docs: Fork); the
+	# kernels of both ends carry nothing
+	ip netns exec "$NB" nstat -n >/dev/null
+	ip netns exec "$NA" nstat -n >/dev/null
+	$(taccel $NB srv) timeout 30 python3 "$here/prefork.py" 12046 $IPB >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12046 || { die "prefork (1): server did not listen"; return 1; }
+	[ "$($(taccel $NA cli) timeout 10 python3 -c "
+import socket; c = socket.create_connection(('$IPB', 12046), timeout=8); print(c.recv(8).decode())")" = hi ] ||
+		{ die "prefork (1): no answer from the child: $(cat "$TSDP_TMP/server.out")"; return 1; }
+	wait_exit "$SRV" 20 && [ "$WAIT_RC" = 0 ] || { die "prefork (1): server exit $WAIT_RC"; return 1; }
+	grep -q 'child: accepted' "$TSDP_TMP/server.out" || { die "prefork (1): child did not accept: $(cat "$TSDP_TMP/server.out")"; return 1; }
+	tcp_accel srv 1 tx && tcp_accel cli 1 rx && kernel_silent "$NA" "$NB" || return 1
 	# TICKSTACK_TCP=connect: the listener stays on the kernel (counted),
 	# the child accepts as on the kernel
+	rm -f "$TSDP_TMP"/stats-*
 	ip netns exec "$NB" env TICKSTACK_TCP=connect TICKSTACK_STATS_FILE=$TSDP_TMP/stats-srv-%p.txt $RUN \
 		timeout 30 python3 "$here/prefork.py" 12047 $IPB >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
@@ -337,6 +346,38 @@ import socket; c = socket.create_connection(('$IPB', 12047), timeout=8); print(c
 	rm -f "$TSDP_TMP"/stats-*
 	tcp_pp "$(kern $NB)" "$(accel $NA cli) --require env TICKSTACK_TCP=connect" 12048 64 || return 1
 	tcp_accel cli 1
+}
+
+# socat_echo_clients PORT N: N socat clients in a row (accelerated, in NA)
+# each send 256 KiB through an echo and must get every byte back in order
+socat_echo_clients() {
+	local port=$1 n=$2 i
+	head -c 262144 /dev/urandom >"$TSDP_TMP/socat.in"
+	for i in $(seq 1 "$n"); do
+		$(taccel $NA cli) timeout 20 socat -t 5 -T 10 - "TCP4:$IPB:$port" <"$TSDP_TMP/socat.in" \
+			>"$TSDP_TMP/socat.out.$i" 2>"$TSDP_TMP/socat.err.$i" ||
+			{ die "socat client $i: exit $?: $(cat "$TSDP_TMP/socat.err.$i")"; return 1; }
+		cmp -s "$TSDP_TMP/socat.in" "$TSDP_TMP/socat.out.$i" ||
+			{ die "socat client $i: the echo differs ($(stat -c %s "$TSDP_TMP/socat.out.$i") of 262144 bytes)"; return 1; }
+	done
+}
+
+t_tcp_socat_fork() { # socat TCP-LISTEN,fork: a child per connection relays the stream its parent accepted to cat
+	ip netns exec "$NB" nstat -n >/dev/null
+	ip netns exec "$NA" nstat -n >/dev/null
+	$(taccel $NB srv) timeout 60 socat -T 10 "TCP4-LISTEN:12060,bind=$IPB,reuseaddr,fork" EXEC:cat \
+		>"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12060 || { die "socat did not listen"; return 1; }
+	# (cat, not socat's PIPE: a socat that writes 8 KiB blocking into its
+	# own full pipe stops itself, on the kernel too, whenever the stream
+	# brings the bytes faster than it drains them)
+	socat_echo_clients 12060 3 || return 1
+	kill -TERM "$SRV"
+	wait_exit "$SRV" 10
+	! grep -qi 'E \|error' "$TSDP_TMP/server.out" || { die "socat server: $(cat "$TSDP_TMP/server.out")"; return 1; }
+	tcp_accel srv 3 && tcp_accel cli 3 && kernel_silent "$NA" "$NB"
 }
 
 t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
@@ -492,4 +533,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_loss"
+TCP_ALL="tcp_socat_fork tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_loss"
