@@ -15,7 +15,7 @@
 #                       file fetched by curl (sha256 compared), wrk
 #   prog_nginx_workers  the same with a master and 2 workers (fork)
 #   prog_redis          redis-server, redis-benchmark -P 16 with 50 clients
-#   prog_socat_tcp      socat TCP4-LISTEN,fork echoing to 4 socat clients in turn
+#   prog_socat_tcp      socat TCP4-LISTEN,fork echoing through cat to 4 socat clients in turn
 #   prog_socat_udp      socat UDP4-RECVFROM,fork echoing to 6 socat clients in turn
 #                       (each child answers through the kernel: the parent
 #                       holds the link's one queue)
@@ -233,16 +233,22 @@ t_prog_redis() { # redis-server and redis-benchmark -P 16 -c 50 (SET, GET, INCR,
 # ---- socat in fork mode
 
 # socat_run SRV-PREFIX CLI-PREFIX PROTO PORT TAG: a socat server in fork
-# mode echoing (PIPE) and socat clients one after the other (each client
+# mode echoing (TCP: through `cat`, the usual shape of a fork-per-connection
+# relay; UDP: PIPE) and socat clients one after the other (each client
 # process takes the link's one queue in turn: an XSK per queue and process),
 # each with its own data; the transcript in $TSDP_TMP/TAG.txt
 socat_run() {
 	local srv=$1 cli=$2 proto=$3 port=$4 tag=$5 p i n
 	if [ "$proto" = tcp ]; then
-		# -t 10: after the client's end, a child keeps echoing what its
-		# pipe still holds for up to 10 s (socat's 0.5 s default cuts the
-		# echo short on a loaded machine, on the kernel too)
-		$srv socat -t 10 TCP4-LISTEN:"$port",bind="$IPB",fork,reuseaddr PIPE >"$TSDP_TMP/$tag-socat.out" 2>&1 &
+		# -t 10: after the client's end, a child keeps echoing what cat
+		# still holds for up to 10 s (socat's 0.5 s default cuts the echo
+		# short on a loaded machine, on the kernel too). Not PIPE: socat
+		# writes its 8 KiB blocks into its own pipe once select says it has
+		# room for one page, and blocks there for good when its socket
+		# cannot take the pipe's other end (seen through the stack's
+		# forked streams, whose unix socket buffers are smaller than a
+		# kernel TCP socket's; a socat limit, not a stream's)
+		$srv socat -t 10 TCP4-LISTEN:"$port",bind="$IPB",fork,reuseaddr EXEC:cat >"$TSDP_TMP/$tag-socat.out" 2>&1 &
 		p=$!
 		TSDP_PIDS+=("$p")
 		wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: socat did not listen"; return 1; }
@@ -310,7 +316,7 @@ socat_case() { # socat_case tcp|udp PORT: kernel then stack
 	kernel_idle "$NA" "$NB"
 }
 
-t_prog_socat_tcp() { # socat TCP4-LISTEN:...,fork,reuseaddr PIPE: 4 clients, 1 MiB echoed each
+t_prog_socat_tcp() { # socat TCP4-LISTEN:...,fork,reuseaddr EXEC:cat: 4 clients, 1 MiB echoed each
 	socat_case tcp 15030
 }
 
