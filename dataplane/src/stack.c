@@ -712,32 +712,49 @@ static int zerocopy(int fd)
 	return !!(o.flags & XDP_OPTIONS_ZEROCOPY);
 }
 
-/* The TX wake-up: a system call, made without the stack's lock. */
+static int tx_pending(struct ts_stack *st)
+{
+	return st->tx.cached_prod !=
+	       __atomic_load_n(st->tx.consumer, __ATOMIC_ACQUIRE);
+}
+
+/* The TX wake-up: a system call, made without the stack's lock. The
+ * kernel's copy mode sends at most 32 descriptors a call and says EAGAIN
+ * when more are left: the call is made again while it makes progress,
+ * until the ring is empty (a TCP burst is hundreds of segments; those left
+ * in the ring would wait for the next wake-up, which a sender waiting for
+ * their ACKs never makes). A call that moved nothing counts as failed; up
+ * to 8 of them, with the completion ring emptied between (a full one
+ * stops the kernel). */
 static void kick(struct ts_stack *st)
 {
-	int tries;
+	int fails = 0;
 
-	for (tries = 0; tries < 8; tries++) {
+	for (;;) {
+		uint32_t cons = __atomic_load_n(st->tx.consumer, __ATOMIC_ACQUIRE);
+
 		/* the system call itself (libc's, not the interposed
 		 * syscall()): libc's sendto is a cancellation point, which
 		 * costs two calls more in a threaded process */
 		if (ts_real_syscall(SYS_sendto, st->xsk_fd, NULL, 0,
 				    MSG_DONTWAIT, NULL, 0) >= 0)
 			break;
-		TS_INC(st->st->tx_kick_errors);
-		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS)
+		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+			TS_INC(st->st->tx_kick_errors);
 			break;
+		}
+		if (__atomic_load_n(st->tx.consumer, __ATOMIC_ACQUIRE) == cons) {
+			TS_INC(st->st->tx_kick_errors);
+			if (++fails >= 8)
+				break;
+		} else if (!tx_pending(st)) {
+			break;
+		}
 		pthread_mutex_lock(&st->lock);
 		reclaim(st);
 		pthread_mutex_unlock(&st->lock);
 	}
 	TS_INC(st->st->tx_kicks);
-}
-
-static int tx_pending(struct ts_stack *st)
-{
-	return st->tx.cached_prod !=
-	       __atomic_load_n(st->tx.consumer, __ATOMIC_ACQUIRE);
 }
 
 /* The UMEM, on transparent huge pages where the kernel gives them (its
