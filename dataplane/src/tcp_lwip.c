@@ -642,12 +642,21 @@ static void persist_idle_stop(void)
 			p->persist_backoff = 0;
 }
 
+/* set by the helper thread once its fds are open (ts_lwip__start) */
+static int helper_ready;
+
 static void *timer_main(void *arg)
 {
 	uint64_t due = ts_now_ns() + TS_TCP_TMR_MS * 1000000ull;
 	unsigned n = 0;
 
 	(void)arg;
+	/* its route lookup socket (route.c keeps one per thread) now: the
+	 * helper sends segments (ACKs, retransmissions) whose next hop it may
+	 * look up, and a socket opened at its first lookup would appear at a
+	 * random point of the process's life (tcp_cycles counts fds) */
+	ts_route__open();
+	__atomic_store_n(&helper_ready, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		int got = 0, ev, tick;
 
@@ -679,7 +688,7 @@ static void *timer_main(void *arg)
 int ts_lwip__start(void)
 {
 	sigset_t all, old;
-	int err;
+	int err, i;
 
 	err = ts_isn__init();
 	if (err)
@@ -698,5 +707,8 @@ int ts_lwip__start(void)
 		return -err;
 	pthread_setname_np(timer_thread, "tickstack-tcp");
 	timer_running = 1;
+	/* the process's fds are settled when this returns (as ts_ctl__start's) */
+	for (i = 0; i < 1000 && !__atomic_load_n(&helper_ready, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
 	return 0;
 }

@@ -216,6 +216,7 @@ TS_HIDDEN int ts_route__lookup(uint32_t daddr, struct ts_nexthop *nh);
 TS_HIDDEN int ts_route__lookup_flow(const struct ts_flow *fl,
 				   struct ts_nexthop *nh);
 TS_HIDDEN int ts_neigh__lookup(int ifindex, uint32_t addr, uint8_t mac[6]);
+TS_HIDDEN int ts_route__open(void);
 TS_HIDDEN void ts_route__reset_after_fork(void);
 
 /* ---- per (interface, queue) XSK stack */
