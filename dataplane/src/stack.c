@@ -1859,7 +1859,7 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	if (len > st->max_payload + TS_IP_HLEN + TS_UDP_HLEN)
 		return -EMSGSIZE; /* longer than the netif's MTU (tcp_lwip.c) */
 	if (ts_unlikely(len + TS_ETH_HLEN > TS_FRAME_SIZE - st->tx_off))
-		return send_ip_jumbo(st, dmac, ip, len, more);
+		return send_ip_jumbo(st, dmac, ip, len, more); /* no csum_start */
 	for (;;) {
 		pthread_mutex_lock(&st->lock);
 		reclaim(st);
