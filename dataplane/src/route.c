@@ -40,6 +40,13 @@ static int nl_open(void)
 	return 0;
 }
 
+/* The calling thread's netlink socket, opened now rather than at its
+ * first lookup (the TCP helper thread, at its start: tcp_lwip.c). */
+int ts_route__open(void)
+{
+	return nl_open();
+}
+
 void ts_route__reset_after_fork(void)
 {
 	if (nl_fd >= 0)
