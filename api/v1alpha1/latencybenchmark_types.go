@@ -14,6 +14,11 @@ const (
 	BenchmarkComplete = "Complete"
 	// BenchmarkPassed is True when the current run is complete and every node passed.
 	BenchmarkPassed = "Passed"
+	// BenchmarkNamespaceOptedIn is False when the benchmark's namespace is not opted in to
+	// benchmarks: the manager may create Jobs and their objects only in namespaces where an
+	// administrator bound it the benchmark namespace ClusterRole (docs/security.md); its message
+	// names the namespace and the RoleBinding to create. Nothing is created until it is True.
+	BenchmarkNamespaceOptedIn = "NamespaceOptedIn"
 )
 
 // Condition reasons of a LatencyBenchmark.
@@ -34,6 +39,10 @@ const (
 	ReasonNodesFailed = "NodesFailed"
 	// ReasonNodesInconclusive: nothing failed, but something a threshold needs was not measured.
 	ReasonNodesInconclusive = "NodesInconclusive"
+	// ReasonNamespaceOptedIn: the manager may create the benchmark's objects in its namespace.
+	ReasonNamespaceOptedIn = "NamespaceOptedIn"
+	// ReasonNamespaceNotOptedIn: the manager may not; the message names the RoleBinding to create.
+	ReasonNamespaceNotOptedIn = "NamespaceNotOptedIn"
 )
 
 // Keys of a results ConfigMap, written by tickstack-bench-upload in the benchmark pod.
