@@ -176,7 +176,7 @@ var _ = Describe("LatencyBenchmark ptp suite", func() {
 		b.Spec.Suites.PTP = &tsv1.PTPSuite{Socket: "/var/run/ptp4l"}
 		err := k8s.Create(ctx, b, client.DryRunAll)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-		Expect(err.Error()).To(ContainSubstring("suites.ptp.socket: the benchmark pod mounts only the node agent's PTP directory: give a socket under /run/tickstack/ptp/"))
+		Expect(err.Error()).To(ContainSubstring("suites.ptp.socket: the benchmark pod mounts only the node agent's read-only PTP directory: give a socket under /run/tickstack/ptp/"))
 
 		b.Spec.Suites.PTP = &tsv1.PTPSuite{Socket: "/run/tickstack/ptp/ptp4l.sock"}
 		Expect(k8s.Create(ctx, b, client.DryRunAll)).To(Succeed())

@@ -153,14 +153,14 @@ type LatencyBenchmarkSpec struct {
 	// tickToTrade.baseline names another LatencyBenchmark of this namespace whose tickToTrade
 	// results are the untuned figures (docs/benchmark.md "Tuned vs untuned").
 	// jitter.cpus may be "pod": the CPUs the runner container was given. ptp reads the node
-	// agent's ptp4l through /run/tickstack/ptp, which the runner pod mounts from the host. Rules on lists (message
+	// agent's ptp4l through /run/tickstack/ptp, where the runner pod mounts the agent's read-only PTP directory. Rules on lists (message
 	// sizes, rates) and strings (jitter.cpus) are checked by the controller, which reports them on the Valid condition: the embedded types carry no maxItems,
 	// so CEL rules over them exceed the API server's cost budget.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="!has(self.rateSweep) || !has(self.rateSweep.protocol) || self.rateSweep.protocol != 'tcp'",message="suites.rateSweep.protocol: tcp has no message drops to detect: use udp or udpMulticast"
 	// +kubebuilder:validation:XValidation:rule="!has(self.mixedBurst) || !has(self.mixedBurst.durationSeconds) || self.mixedBurst.durationSeconds % 2 == 0",message="suites.mixedBurst.durationSeconds: use an even number (a burst period is 2 s)"
 	// +kubebuilder:validation:XValidation:rule="!has(self.tickToTrade) || !has(self.tickToTrade.burstMps) || self.tickToTrade.burstMps == 0 || !has(self.tickToTrade.durationSeconds) || self.tickToTrade.durationSeconds % 2 == 0",message="suites.tickToTrade.durationSeconds: with burstMps use an even number (a burst period is 2 s)"
-	// +kubebuilder:validation:XValidation:rule="!has(self.ptp) || !has(self.ptp.socket) || self.ptp.socket.startsWith('/run/tickstack/ptp/')",message="suites.ptp.socket: the benchmark pod mounts only the node agent's PTP directory: give a socket under /run/tickstack/ptp/ (default /run/tickstack/ptp/ptp4l.sock)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.ptp) || !has(self.ptp.socket) || self.ptp.socket.startsWith('/run/tickstack/ptp/')",message="suites.ptp.socket: the benchmark pod mounts only the node agent's read-only PTP directory: give a socket under /run/tickstack/ptp/ (default /run/tickstack/ptp/ptp4l.sock)"
 	Suites BenchmarkSuites `json:"suites"`
 
 	// Thresholds a node must meet to pass; unset ones are not checked. With none, a node passes
