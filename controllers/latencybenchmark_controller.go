@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -39,16 +40,24 @@ type LatencyBenchmarkReconciler struct {
 	Recorder events.EventRecorder
 	// Metrics, when set, receives each node's results and verdict.
 	Metrics *BenchmarkMetrics
+	// ClusterRole is the ClusterRole an administrator binds in a namespace to opt it in to
+	// benchmarks (--benchmark-cluster-role); "" is DefaultBenchmarkClusterRole. Only named in the
+	// NamespaceOptedIn condition: the API server decides.
+	ClusterRole string
+
+	// userMu guards user, the manager's user name as the API server knows it (asked once).
+	userMu sync.Mutex
+	user   string
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencybenchmarks,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencybenchmarks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch
+// Cluster-wide, the benchmark controller only reads (its cache watches the Jobs and ConfigMaps
+// benchmarks own). What it creates in a benchmark's namespace comes from the ClusterRole
+// config/rbac/benchmark_namespace.yaml, bound there by an administrator (latencybenchmark_namespace.go).
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -99,6 +108,7 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := phase.Run(ctx, s,
 		r.reconcileValidation,
 		r.reconcileRun,
+		r.reconcileNamespace,
 		r.reconcileAccess,
 		r.reconcileJobs,
 		r.reconcileResults,
@@ -108,8 +118,10 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 	var res ctrl.Result
-	if s.facts.next != nil {
-		res.RequeueAfter = max(s.facts.next.Sub(now), time.Second)
+	for _, at := range []*time.Time{s.facts.next, s.facts.recheck} {
+		if at != nil && (res.RequeueAfter == 0 || at.Sub(now) < res.RequeueAfter) {
+			res.RequeueAfter = max(at.Sub(now), time.Second)
+		}
 	}
 	return res, nil
 }

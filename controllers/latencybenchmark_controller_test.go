@@ -585,6 +585,31 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}, 20*time.Second, 100*time.Millisecond).Should(BeTrue())
 	})
 
+	It("gives its pods no capability but SYS_NICE and IPC_LOCK, the bypass stack's too, every other one dropped", func() {
+		ns := tslbNamespace()
+		n := tslbNode("tslb-caps", "tslb-p10")
+		b := validBenchmark(ns, "caps", "tslb-p10")
+		b.Spec.Stacks = []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass}
+		b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+
+		runner := nodeJob(ns, "caps", 1, n.Name)
+		reflector := &batchv1.Job{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: reflectorJobName(runner.Name)}, reflector)).To(Succeed())
+		for _, job := range []*batchv1.Job{runner, reflector} {
+			Expect(job.Spec.Template.Spec.Containers).NotTo(BeEmpty())
+			Expect(job.Spec.Template.Spec.HostNetwork).To(BeFalse())
+			for _, c := range job.Spec.Template.Spec.Containers {
+				Expect(c.SecurityContext).NotTo(BeNil(), c.Name)
+				Expect(c.SecurityContext.Capabilities.Drop).To(Equal([]corev1.Capability{"ALL"}), c.Name)
+				Expect(c.SecurityContext.Capabilities.Add).To(Equal([]corev1.Capability{"SYS_NICE", "IPC_LOCK"}), c.Name)
+				Expect(c.SecurityContext.AllowPrivilegeEscalation).To(Equal(ptr.To(false)), c.Name)
+				Expect(c.SecurityContext.Privileged).To(BeNil(), c.Name)
+			}
+		}
+	})
+
 	It("keeps the microburst table by receive buffer size, an unknown buffer left out, and judges every row", func() {
 		ns := tslbNamespace()
 		n := tslbNode("tslb-bufs", "tslb-p9")

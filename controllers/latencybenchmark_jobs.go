@@ -24,6 +24,13 @@ import (
 // tickstack-bench-upload. It is the name hack/images/build.sh gives an unversioned build.
 const DefaultBenchImage = "localhost/tickstack-bench:dev"
 
+// benchCapabilities are the only capabilities of the runner and reflector containers, each for one
+// reason (docs/benchmark.md, "capabilities"; test/chart/testdata/permissions.yaml lists them too):
+//   - SYS_NICE: cyclictest's SCHED_FIFO priority (jitter.cyclictestPriority) and the bypass
+//     stack's raised priority of a latency thread on its own exclusive CPU;
+//   - IPC_LOCK: cyclictest's mlockall (-m), so a page fault is not measured as jitter.
+func benchCapabilities() []corev1.Capability { return []corev1.Capability{"SYS_NICE", "IPC_LOCK"} }
+
 // Names inside the benchmark pods.
 const (
 	benchRunnerContainer    = "runner"
@@ -191,16 +198,13 @@ type benchPod struct {
 func newBenchPod(in BenchJobInput, specJSON []byte) benchPod {
 	b := in.Benchmark
 	_, _, _, memory := placementOf(b)
-	caps := []corev1.Capability{"SYS_NICE", "IPC_LOCK"}
-	switch {
-	case hasBypass(b) && in.Profile != "":
-		// The pod webhook plumbs the profile's interface through tickstack-xdpd: the bypass stack
-		// only opens its AF_XDP sockets (and the webhook refuses admin capabilities).
-		caps = append(caps, "NET_RAW")
-	case hasBypass(b):
-		// No profile, so no webhook and no node daemon: the library attaches XDP itself.
-		caps = append(caps, "NET_ADMIN", "NET_RAW", "BPF", "PERFMON")
-	}
+	// Every capability is dropped (the container runtime's defaults too) but benchCapabilities.
+	// None is needed for the bypass stack: tickstack-xdpd, on a profile's node, attaches XDP and
+	// creates the runner's AF_XDP sockets from the UMEM memfds it passes (docs/dataplane.md,
+	// "Privilege model"), so no NET_RAW; and the bypass stack runs only on a profile's nodes (the
+	// CRD refuses it without target.profile), so never without the daemon, with NET_ADMIN, BPF
+	// and PERFMON for a library that would attach XDP itself.
+	caps := benchCapabilities()
 	env := []corev1.EnvVar{
 		{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
@@ -224,11 +228,14 @@ func newBenchPod(in BenchJobInput, specJSON []byte) benchPod {
 func (p benchPod) container(name, script string, cpus int32) corev1.Container {
 	return corev1.Container{
 		Name: name, Image: p.in.Image, ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         benchCommand(script),
-		Env:             append([]corev1.EnvVar(nil), p.env...),
-		Resources:       resourcesFor(cpus, p.memory),
-		SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: append([]corev1.Capability(nil), p.caps...)}},
-		VolumeMounts:    []corev1.VolumeMount{{Name: benchResultsVolume, MountPath: benchResultsDir}},
+		Command:   benchCommand(script),
+		Env:       append([]corev1.EnvVar(nil), p.env...),
+		Resources: resourcesFor(cpus, p.memory),
+		SecurityContext: &corev1.SecurityContext{
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: append([]corev1.Capability(nil), p.caps...)},
+			AllowPrivilegeEscalation: ptr.To(false),
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: benchResultsVolume, MountPath: benchResultsDir}},
 	}
 }
 

@@ -6,17 +6,18 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bench"
@@ -72,15 +73,20 @@ func (r *LatencyBenchmarkReconciler) reconcileRun(ctx context.Context, s *benchS
 		})
 	}
 	for _, name := range missing {
-		msg := fmt.Sprintf("node %s does not exist: fix spec.target.nodeNames", name)
-		done := metav1.NewTime(s.now)
-		st.Nodes = append(st.Nodes, tsv1.BenchmarkNodeStatus{Node: name, Phase: tsv1.NodeFailed, Message: msg, CompletionTime: &done,
-			Verdict: &tsv1.Verdict{Result: tsv1.VerdictFailed, Reasons: []tsv1.VerdictCheck{{Name: "node", Result: tsv1.VerdictFailed, Message: msg}}}})
+		st.Nodes = append(st.Nodes, refusedNode(name, fmt.Sprintf("node %s does not exist: fix spec.target.nodeNames", name), s.now))
 	}
 	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Node < st.Nodes[j].Node })
 	s.newRun = reason
 	r.event(b, corev1.EventTypeNormal, "RunStarted", "Start", "run %d started (%s) on %d nodes", st.Run, reason, len(st.Nodes))
 	return nil
+}
+
+// refusedNode is the status of a target node that is not measured (msg says why and the fix):
+// Failed, with no Job.
+func refusedNode(node, msg string, now time.Time) tsv1.BenchmarkNodeStatus {
+	done := metav1.NewTime(now)
+	return tsv1.BenchmarkNodeStatus{Node: node, Phase: tsv1.NodeFailed, Message: msg, CompletionTime: &done,
+		Verdict: &tsv1.Verdict{Result: tsv1.VerdictFailed, Reasons: []tsv1.VerdictCheck{{Name: "node", Result: tsv1.VerdictFailed, Message: msg}}}}
 }
 
 // scheduleOf is the benchmark's parsed schedule, nil without one (validation ran before).
@@ -189,10 +195,11 @@ func (r *LatencyBenchmarkReconciler) targetNodes(ctx context.Context, b *tsv1.La
 }
 
 // reconcileAccess keeps the service account, the Role limited to this run's results ConfigMaps,
-// and its RoleBinding.
+// and its RoleBinding, while the run still creates Jobs. They are read uncached: the manager may
+// not list service accounts, Roles or RoleBindings anywhere (latencybenchmark_namespace.go).
 func (r *LatencyBenchmarkReconciler) reconcileAccess(ctx context.Context, s *benchScope) error {
 	b := s.b
-	if b.Status.Run == 0 || len(b.Status.Nodes) == 0 {
+	if !createsObjects(b) {
 		return nil
 	}
 	var cms []string
@@ -204,28 +211,35 @@ func (r *LatencyBenchmarkReconciler) reconcileAccess(ctx context.Context, s *ben
 	sa, role, rb := buildBenchAccess(b, cms)
 	for _, want := range []client.Object{sa, role, rb} {
 		if err := r.apply(ctx, want); err != nil {
-			return err
+			return r.forbidden(ctx, s, err)
 		}
 	}
 	return nil
 }
 
-// apply creates an owned object or brings its rules/subjects/spec to what is wanted.
+// apply creates an owned object or patches its labels, owner references and rules/subjects to
+// what is wanted.
 func (r *LatencyBenchmarkReconciler) apply(ctx context.Context, want client.Object) error {
 	have := want.DeepCopyObject().(client.Object)
-	_, err := controllerutil.CreateOrPatch(ctx, r.Client, have, func() error {
-		switch h := have.(type) {
-		case *corev1.ServiceAccount:
-		default:
-			copyRBAC(h, want)
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), have)
+	if apierrors.IsNotFound(err) {
+		if err := r.Client.Create(ctx, want.DeepCopyObject().(client.Object)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s: %w", want, want.GetName(), err)
 		}
-		h := have
-		h.SetLabels(want.GetLabels())
-		h.SetOwnerReferences(want.GetOwnerReferences())
 		return nil
-	})
+	}
 	if err != nil {
-		return fmt.Errorf("applying %T %s: %w", want, want.GetName(), err)
+		return fmt.Errorf("reading %T %s: %w", want, want.GetName(), err)
+	}
+	orig := have.DeepCopyObject().(client.Object)
+	copyRBAC(have, want)
+	have.SetLabels(want.GetLabels())
+	have.SetOwnerReferences(want.GetOwnerReferences())
+	if equality.Semantic.DeepEqual(orig, have) {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, have, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("patching %T %s: %w", want, want.GetName(), err)
 	}
 	return nil
 }
@@ -247,7 +261,7 @@ func (r *LatencyBenchmarkReconciler) reconcileJobs(ctx context.Context, s *bench
 			continue
 		}
 		if err := r.createNodeJob(ctx, b, n, image); err != nil {
-			return err
+			return r.forbidden(ctx, s, err)
 		}
 	}
 	return r.deleteOldRuns(ctx, b)
@@ -263,7 +277,7 @@ func (r *LatencyBenchmarkReconciler) reconcileNextWave(ctx context.Context, s *b
 	}
 	for _, n := range startWaiting(b) {
 		if err := r.createNodeJob(ctx, b, n, image); err != nil {
-			return err
+			return r.forbidden(ctx, s, err)
 		}
 	}
 	return nil
@@ -343,6 +357,15 @@ func (r *LatencyBenchmarkReconciler) deleteOldRuns(ctx context.Context, b *tsv1.
 	if err := r.Client.List(ctx, &jobs, client.InNamespace(b.Namespace), sel); err != nil {
 		return fmt.Errorf("listing Jobs of older runs: %w", err)
 	}
+	var cms corev1.ConfigMapList
+	if err := r.Client.List(ctx, &cms, client.InNamespace(b.Namespace), sel); err != nil {
+		return fmt.Errorf("listing ConfigMaps of older runs: %w", err)
+	}
+	if len(jobs.Items) == 0 && len(cms.Items) == 0 {
+		// Nothing of an older run is left: its reflector Services went before its ConfigMaps, and
+		// Services are listed uncached, so not on every reconcile.
+		return nil
+	}
 	for i := range jobs.Items {
 		if err := r.Client.Delete(ctx, &jobs.Items[i], client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Job %s of an older run: %w", jobs.Items[i].Name, err)
@@ -350,10 +373,6 @@ func (r *LatencyBenchmarkReconciler) deleteOldRuns(ctx context.Context, b *tsv1.
 	}
 	if err := r.deleteOldReflectorServices(ctx, b.Namespace, sel); err != nil {
 		return err
-	}
-	var cms corev1.ConfigMapList
-	if err := r.Client.List(ctx, &cms, client.InNamespace(b.Namespace), sel); err != nil {
-		return fmt.Errorf("listing ConfigMaps of older runs: %w", err)
 	}
 	for i := range cms.Items {
 		if err := r.Client.Delete(ctx, &cms.Items[i]); client.IgnoreNotFound(err) != nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // TestBuildBenchJobMountsPTP checks BuildBenchJob calls addPTPSocket: the runner of a benchmark
-// with the ptp suite gets the agent's PTP directory, alone or beside a reflector container.
+// with the ptp suite gets the agent's read-only PTP directory, read-only, alone or beside a
+// reflector container, and no other host path.
 func TestBuildBenchJobMountsPTP(t *testing.T) {
 	mk := func(suites tsv1.BenchmarkSuites) BenchJobInput {
 		b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "trading", UID: "u1"}}
@@ -20,7 +21,7 @@ func TestBuildBenchJobMountsPTP(t *testing.T) {
 	}
 	mounted := func(c corev1.Container) bool {
 		for _, m := range c.VolumeMounts {
-			if m.Name == benchPTPVolume && m.MountPath == tsv1.PTPRunDir && !m.ReadOnly {
+			if m.Name == benchPTPVolume && m.MountPath == tsv1.PTPRunDir && m.ReadOnly {
 				return true
 			}
 		}
@@ -28,7 +29,7 @@ func TestBuildBenchJobMountsPTP(t *testing.T) {
 	}
 	hostPTP := func(ps corev1.PodSpec) bool {
 		for _, v := range ps.Volumes {
-			if v.Name == benchPTPVolume && v.HostPath != nil && v.HostPath.Path == tsv1.PTPRunDir {
+			if v.Name == benchPTPVolume && v.HostPath != nil && v.HostPath.Path == tsv1.PTPReadOnlyDir {
 				return true
 			}
 		}
@@ -59,6 +60,11 @@ func TestBuildBenchJobMountsPTP(t *testing.T) {
 			for _, c := range ps.Containers[1:] {
 				if mounted(c) {
 					t.Errorf("%s mounts the PTP directory", c.Name)
+				}
+			}
+			for _, v := range ps.Volumes {
+				if v.HostPath != nil && v.HostPath.Path != tsv1.PTPReadOnlyDir {
+					t.Errorf("volume %s is the host's %s: only %s may be mounted", v.Name, v.HostPath.Path, tsv1.PTPReadOnlyDir)
 				}
 			}
 		})

@@ -42,27 +42,27 @@ func TestAddPTPSocket(t *testing.T) {
 	withoutPTP := &tsv1.LatencyBenchmark{}
 	withoutPTP.Spec.Suites.Jitter = &tsv1.JitterSpec{CPUs: "pod"}
 
-	t.Run("ptp selected: the runner gets the agent's PTP directory, writable", func(t *testing.T) {
+	t.Run("ptp selected: the runner gets the agent's read-only PTP directory, read-only", func(t *testing.T) {
 		ps := benchPodSpec(true)
 		addPTPSocket(&ps, withPTP)
 		if len(ps.Volumes) != 2 {
 			t.Fatalf("volumes %+v, want results and ptp", ps.Volumes)
 		}
 		v := ps.Volumes[1]
-		if v.Name != benchPTPVolume || v.HostPath == nil || v.HostPath.Path != "/run/tickstack/ptp" ||
+		if v.Name != benchPTPVolume || v.HostPath == nil || v.HostPath.Path != "/run/tickstack/ptp-ro" ||
 			v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate {
-			t.Errorf("ptp volume %+v, want hostPath /run/tickstack/ptp (DirectoryOrCreate)", v)
+			t.Errorf("ptp volume %+v, want hostPath /run/tickstack/ptp-ro (DirectoryOrCreate), never ptp4l's own /run/tickstack/ptp", v)
 		}
 		runner := ps.Containers[0]
-		if len(runner.VolumeMounts) != 2 || !reflect.DeepEqual(runner.VolumeMounts[1], corev1.VolumeMount{Name: benchPTPVolume, MountPath: "/run/tickstack/ptp"}) {
-			t.Errorf("runner mounts %+v, want the ptp directory at /run/tickstack/ptp, writable (pmc binds its reply socket there)", runner.VolumeMounts)
+		if len(runner.VolumeMounts) != 2 || !reflect.DeepEqual(runner.VolumeMounts[1], corev1.VolumeMount{Name: benchPTPVolume, MountPath: "/run/tickstack/ptp", ReadOnly: true}) {
+			t.Errorf("runner mounts %+v, want the read-only ptp directory at /run/tickstack/ptp, read-only", runner.VolumeMounts)
 		}
 		if got := ps.Containers[1].VolumeMounts; len(got) != 1 {
 			t.Errorf("reflector mounts %+v, want only the results", got)
 		}
-		// The default socket of the suite lies in the mounted directory.
-		if s := (tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{}}).Defaulted().PTP.Socket; s != v.HostPath.Path+"/ptp4l.sock" {
-			t.Errorf("default socket %s is not in the mounted %s", s, v.HostPath.Path)
+		// The default socket of the suite lies in the mounted directory, as the runner sees it.
+		if s := (tsv1.BenchmarkSuites{PTP: &tsv1.PTPSuite{}}).Defaulted().PTP.Socket; s != runner.VolumeMounts[1].MountPath+"/ptp4l.sock" {
+			t.Errorf("default socket %s is not in the mounted %s", s, runner.VolumeMounts[1].MountPath)
 		}
 	})
 	t.Run("no ptp suite: nothing changes", func(t *testing.T) {
@@ -176,7 +176,7 @@ var _ = Describe("LatencyBenchmark ptp suite", func() {
 		b.Spec.Suites.PTP = &tsv1.PTPSuite{Socket: "/var/run/ptp4l"}
 		err := k8s.Create(ctx, b, client.DryRunAll)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-		Expect(err.Error()).To(ContainSubstring("suites.ptp.socket: the benchmark pod mounts only the node agent's PTP directory: give a socket under /run/tickstack/ptp/"))
+		Expect(err.Error()).To(ContainSubstring("suites.ptp.socket: the benchmark pod mounts only the node agent's read-only PTP directory: give a socket under /run/tickstack/ptp/"))
 
 		b.Spec.Suites.PTP = &tsv1.PTPSuite{Socket: "/run/tickstack/ptp/ptp4l.sock"}
 		Expect(k8s.Create(ctx, b, client.DryRunAll)).To(Succeed())

@@ -216,6 +216,12 @@ type benchmarkFacts struct {
 	now time.Time
 	// next is the next scheduled run (nil without a schedule).
 	next *time.Time
+	// namespace is namespaceOptedIn when the manager may create the run's objects in the
+	// benchmark's namespace, else why not (the NamespaceOptedIn condition's message); "" when not
+	// asked in this reconcile (the condition stays as it was).
+	namespace string
+	// recheck is when to look at the namespace again (nil: no need).
+	recheck *time.Time
 }
 
 // setBenchmarkStatus writes the summary fields and conditions from the nodes and the facts. It is
@@ -233,6 +239,15 @@ func setBenchmarkStatus(b *tsv1.LatencyBenchmark, f *benchmarkFacts, ok bool) {
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: tsv1.BenchmarkValid, Status: metav1.ConditionFalse, Reason: tsv1.ReasonInvalidSpec, Message: f.invalid, ObservedGeneration: gen})
 	} else {
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: tsv1.BenchmarkValid, Status: metav1.ConditionTrue, Reason: tsv1.ReasonSpecValid, Message: "the spec is valid", ObservedGeneration: gen})
+	}
+	switch f.namespace {
+	case "":
+	case namespaceOptedIn:
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: tsv1.BenchmarkNamespaceOptedIn, Status: metav1.ConditionTrue, Reason: tsv1.ReasonNamespaceOptedIn,
+			Message: fmt.Sprintf("the manager may create the benchmark's Jobs in namespace %s", b.Namespace), ObservedGeneration: gen})
+	default:
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: tsv1.BenchmarkNamespaceOptedIn, Status: metav1.ConditionFalse, Reason: tsv1.ReasonNamespaceNotOptedIn,
+			Message: f.namespace, ObservedGeneration: gen})
 	}
 	verdict, passed, total, done := summarize(st.Nodes)
 	st.Verdict, st.NodesPassed, st.NodesTotal = verdict, passed, total

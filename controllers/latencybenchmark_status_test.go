@@ -724,9 +724,9 @@ func TestBenchPodsPassThePodWebhook(t *testing.T) {
 	if env(runner, "LD_PRELOAD") == "" {
 		t.Errorf("the webhook did not inject the bypass library into %s: %+v", runner.Name, runner.Env)
 	}
-	if sc := runner.SecurityContext; sc == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_NICE", "IPC_LOCK", "NET_RAW"}) ||
+	if sc := runner.SecurityContext; sc == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_NICE", "IPC_LOCK"}) ||
 		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
-		t.Errorf("the bypass runner's security context %+v: want ALL dropped, only SYS_NICE, IPC_LOCK and NET_RAW (tickstack-xdpd attaches XDP)", sc)
+		t.Errorf("the bypass runner's security context %+v: want ALL dropped, only SYS_NICE and IPC_LOCK (tickstack-xdpd attaches XDP and creates the AF_XDP sockets)", sc)
 	}
 	if c := runner.Command; len(c) != 6 || c[0] != "/usr/bin/env" || c[1] != "-u" || c[2] != "LD_PRELOAD" || !strings.Contains(c[5], "unset LD_PRELOAD") {
 		t.Errorf("the pod command %q keeps the injected LD_PRELOAD for the kernel stack's rows", c)

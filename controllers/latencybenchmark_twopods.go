@@ -22,8 +22,9 @@ import (
 func (r *LatencyBenchmarkReconciler) reconcileReflector(ctx context.Context, in BenchJobInput) (string, error) {
 	b := in.Benchmark
 	want := buildReflectorService(in)
+	// Services are read uncached: the manager may not list them anywhere.
 	svc := &corev1.Service{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), svc)
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), svc)
 	if apierrors.IsNotFound(err) {
 		svc = want
 		if err = r.Client.Create(ctx, svc); apierrors.IsAlreadyExists(err) {
@@ -71,7 +72,7 @@ func (r *LatencyBenchmarkReconciler) stopReflector(ctx context.Context, ns, runn
 // deleteOldReflectorServices deletes the reflector Services sel selects (those of older runs).
 func (r *LatencyBenchmarkReconciler) deleteOldReflectorServices(ctx context.Context, ns string, sel client.ListOption) error {
 	var svcs corev1.ServiceList
-	if err := r.Client.List(ctx, &svcs, client.InNamespace(ns), sel); err != nil {
+	if err := r.APIReader.List(ctx, &svcs, client.InNamespace(ns), sel); err != nil {
 		return fmt.Errorf("listing reflector Services of older runs: %w", err)
 	}
 	for i := range svcs.Items {

@@ -14,6 +14,10 @@ type Options struct {
 	Network NetworkOptions
 	// BenchImage is the image of the benchmark's runner and reflector pods (--bench-image).
 	BenchImage string
+	// BenchmarkClusterRole is the ClusterRole that opts a namespace in to benchmarks
+	// (--benchmark-cluster-role), named in the benchmark's NamespaceOptedIn condition; "" is
+	// DefaultBenchmarkClusterRole.
+	BenchmarkClusterRole string
 	// ProfileMetrics, BenchmarkMetrics and NodeMetrics receive the controllers' metrics
 	// (NewProfileMetrics, NewBenchmarkMetrics, NewNodeMetrics); nil exports none (and, for
 	// NodeMetrics, sets up no node metrics controller).
@@ -48,7 +52,7 @@ func SetupControllers(mgr ctrl.Manager, o Options) error {
 		{"LatencyProfile", (&LatencyProfileReconciler{Client: c, Metrics: o.ProfileMetrics, Now: o.Now}).SetupWithManager},
 		{"node label", (&NodeLabelReconciler{Client: c}).SetupWithManager},
 		{"network", (&NetworkReconciler{Client: c, Options: o.Network}).SetupWithManager},
-		{"LatencyBenchmark", (&LatencyBenchmarkReconciler{Client: c, Image: o.BenchImage, Now: o.Now,
+		{"LatencyBenchmark", (&LatencyBenchmarkReconciler{Client: c, Image: o.BenchImage, Now: o.Now, ClusterRole: o.BenchmarkClusterRole,
 			Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: o.BenchmarkMetrics}).SetupWithManager},
 		{"BIOS", bios.SetupWithManager},
 		{"BMC", (&BMCReconciler{Client: c, Policy: o.BMC}).SetupWithManager},

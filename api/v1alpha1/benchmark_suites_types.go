@@ -188,19 +188,26 @@ type TickToTradeBaseline struct {
 }
 
 // PTPRunDir is the host directory where the node agent keeps ptp4l's configuration and management
-// socket, and where the benchmark runner reads that socket.
+// socket; in a benchmark runner pod, the path where PTPReadOnlyDir is mounted read-only.
 const PTPRunDir = "/run/tickstack/ptp"
 
-// DefaultPTPSocket is the node agent's ptp4l management socket.
+// PTPReadOnlyDir is the host directory where the node agent serves ptp4l's management socket
+// read-only (GET only: a SET or COMMAND is dropped) as ptp4l.sock, with copies of ptp4l.conf and the
+// system clock's offset: the only PTP files a benchmark runner pod mounts (read-only, at PTPRunDir).
+const PTPReadOnlyDir = PTPRunDir + "-ro"
+
+// DefaultPTPSocket is the node agent's ptp4l management socket as a benchmark pod sees it (the
+// read-only one of PTPReadOnlyDir).
 const DefaultPTPSocket = PTPRunDir + "/ptp4l.sock"
 
 // PTPSuite parameterises the ptp suite: ptp4l's offset from its master, read with pmc through
 // ptp4l's management socket every intervalMillis while the other suites run.
 // +kubebuilder:object:generate=true
 type PTPSuite struct {
-	// Socket is ptp4l's UNIX management socket (its uds_address); default
-	// /run/tickstack/ptp/ptp4l.sock, where the node agent's ptp4l listens. pmc binds its own
-	// reply socket in the same directory, so the directory must be writable.
+	// Socket is ptp4l's UNIX management socket as the runner pod sees it; default
+	// /run/tickstack/ptp/ptp4l.sock, where the node agent serves ptp4l's management read-only (the
+	// host's /run/tickstack/ptp-ro, mounted read-only). pmc binds its reply socket in the runner's
+	// own work directory; the agent answers it through the runner's root.
 	// +optional
 	// +kubebuilder:validation:MaxLength=107
 	Socket string `json:"socket,omitempty"`

@@ -14,6 +14,11 @@ const (
 	BenchmarkComplete = "Complete"
 	// BenchmarkPassed is True when the current run is complete and every node passed.
 	BenchmarkPassed = "Passed"
+	// BenchmarkNamespaceOptedIn is False when the benchmark's namespace is not opted in to
+	// benchmarks: the manager may create Jobs and their objects only in namespaces where an
+	// administrator bound it the benchmark namespace ClusterRole (docs/security.md); its message
+	// names the namespace and the RoleBinding to create. Nothing is created until it is True.
+	BenchmarkNamespaceOptedIn = "NamespaceOptedIn"
 )
 
 // Condition reasons of a LatencyBenchmark.
@@ -34,6 +39,10 @@ const (
 	ReasonNodesFailed = "NodesFailed"
 	// ReasonNodesInconclusive: nothing failed, but something a threshold needs was not measured.
 	ReasonNodesInconclusive = "NodesInconclusive"
+	// ReasonNamespaceOptedIn: the manager may create the benchmark's objects in its namespace.
+	ReasonNamespaceOptedIn = "NamespaceOptedIn"
+	// ReasonNamespaceNotOptedIn: the manager may not; the message names the RoleBinding to create.
+	ReasonNamespaceNotOptedIn = "NamespaceNotOptedIn"
 )
 
 // Keys of a results ConfigMap, written by tickstack-bench-upload in the benchmark pod.
@@ -144,14 +153,14 @@ type LatencyBenchmarkSpec struct {
 	// tickToTrade.baseline names another LatencyBenchmark of this namespace whose tickToTrade
 	// results are the untuned figures (docs/benchmark.md "Tuned vs untuned").
 	// jitter.cpus may be "pod": the CPUs the runner container was given. ptp reads the node
-	// agent's ptp4l through /run/tickstack/ptp, which the runner pod mounts from the host. Rules on lists (message
+	// agent's ptp4l through /run/tickstack/ptp, where the runner pod mounts the agent's read-only PTP directory. Rules on lists (message
 	// sizes, rates) and strings (jitter.cpus) are checked by the controller, which reports them on the Valid condition: the embedded types carry no maxItems,
 	// so CEL rules over them exceed the API server's cost budget.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="!has(self.rateSweep) || !has(self.rateSweep.protocol) || self.rateSweep.protocol != 'tcp'",message="suites.rateSweep.protocol: tcp has no message drops to detect: use udp or udpMulticast"
 	// +kubebuilder:validation:XValidation:rule="!has(self.mixedBurst) || !has(self.mixedBurst.durationSeconds) || self.mixedBurst.durationSeconds % 2 == 0",message="suites.mixedBurst.durationSeconds: use an even number (a burst period is 2 s)"
 	// +kubebuilder:validation:XValidation:rule="!has(self.tickToTrade) || !has(self.tickToTrade.burstMps) || self.tickToTrade.burstMps == 0 || !has(self.tickToTrade.durationSeconds) || self.tickToTrade.durationSeconds % 2 == 0",message="suites.tickToTrade.durationSeconds: with burstMps use an even number (a burst period is 2 s)"
-	// +kubebuilder:validation:XValidation:rule="!has(self.ptp) || !has(self.ptp.socket) || self.ptp.socket.startsWith('/run/tickstack/ptp/')",message="suites.ptp.socket: the benchmark pod mounts only the node agent's PTP directory: give a socket under /run/tickstack/ptp/ (default /run/tickstack/ptp/ptp4l.sock)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.ptp) || !has(self.ptp.socket) || self.ptp.socket.startsWith('/run/tickstack/ptp/')",message="suites.ptp.socket: the benchmark pod mounts only the node agent's read-only PTP directory: give a socket under /run/tickstack/ptp/ (default /run/tickstack/ptp/ptp4l.sock)"
 	Suites BenchmarkSuites `json:"suites"`
 
 	// Thresholds a node must meet to pass; unset ones are not checked. With none, a node passes

@@ -217,7 +217,7 @@ func (o *options) checkPTP() error {
 	if !filepath.IsAbs(o.ptpRunDir) {
 		return fmt.Errorf("--ptp-run-dir=%q: give an absolute directory, or leave it empty for %s below --host-root", o.ptpRunDir, agent.PTPRunDir)
 	}
-	if sock := filepath.Join(o.ptpRunDir, "ptp4l.sock"); len(sock) > maxPTPSocketPath {
+	if sock := filepath.Join(o.ptpRunDir+"-ro", "ptp4l.sock"); len(sock) > maxPTPSocketPath { // the longer of the two: the read-only one
 		return fmt.Errorf("--ptp-run-dir=%q: ptp4l's socket %s would be %d bytes, more than the %d Linux allows: choose a shorter directory", o.ptpRunDir, sock, len(sock), maxPTPSocketPath)
 	}
 	return nil

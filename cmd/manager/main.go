@@ -85,7 +85,7 @@ func (f *podFlags) certManager() (*certs.Manager, error) {
 }
 
 func main() {
-	var metricsAddr, probeAddr, pprofAddr, certDir, benchImage string
+	var metricsAddr, probeAddr, pprofAddr, certDir, benchImage, benchmarkClusterRole string
 	var leaderElect, enableWebhooks, allowInsecureBMC, metricsSecure bool
 	var apiQPS float64
 	var apiBurst int
@@ -102,6 +102,7 @@ func main() {
 	var pf podFlags
 	pf.bind()
 	flag.StringVar(&benchImage, "bench-image", defaultImage("bench"), "image of the LatencyBenchmark pods (sockperf, rt-tests, the dataplane, tickstack-bench, tickstack-bench-upload)")
+	flag.StringVar(&benchmarkClusterRole, "benchmark-cluster-role", controllers.DefaultBenchmarkClusterRole, "the ClusterRole an administrator binds to the manager's service account in a namespace to opt it in to benchmarks (the chart's <fullname>-benchmark-namespace); named in a LatencyBenchmark's NamespaceOptedIn condition")
 	var uninstallGuard namesFlag
 	flag.Var(&uninstallGuard, "uninstall-guard", "admission policies put back if they are deleted while a LatencyProfile or LatencyNodeState exists (comma-separated; each binding named as its policy): the uninstall guard's and the agent's own-node policy, which no admission policy can guard; empty keeps none")
 	opts := zap.Options{}
@@ -155,13 +156,14 @@ func main() {
 		os.Exit(1)
 	}
 	if err := controllers.SetupControllers(mgr, controllers.Options{
-		Network:          controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix, XDPRunDir: pf.xdpRunDir, DevicePluginDaemonSet: pf.devicePluginDS},
-		BenchImage:       benchImage,
-		BMC:              controllers.BMCPolicy{AllowInsecure: allowInsecureBMC, SecretNamespace: pf.namespace},
-		UninstallGuard:   uninstallGuard.names,
-		ProfileMetrics:   controllers.NewProfileMetrics(metrics.Registry),
-		BenchmarkMetrics: controllers.NewBenchmarkMetrics(metrics.Registry),
-		NodeMetrics:      controllers.NewNodeMetrics(metrics.Registry),
+		Network:              controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix, XDPRunDir: pf.xdpRunDir, DevicePluginDaemonSet: pf.devicePluginDS},
+		BenchImage:           benchImage,
+		BenchmarkClusterRole: benchmarkClusterRole,
+		BMC:                  controllers.BMCPolicy{AllowInsecure: allowInsecureBMC, SecretNamespace: pf.namespace},
+		UninstallGuard:       uninstallGuard.names,
+		ProfileMetrics:       controllers.NewProfileMetrics(metrics.Registry),
+		BenchmarkMetrics:     controllers.NewBenchmarkMetrics(metrics.Registry),
+		NodeMetrics:          controllers.NewNodeMetrics(metrics.Registry),
 	}); err != nil {
 		log.Error(err, "setting up the controllers")
 		os.Exit(1)

@@ -44,7 +44,8 @@ type PTPOptions struct {
 	// Ptp4lPath, Phc2sysPath and PmcPath are the linuxptp executables; empty ones are looked up
 	// on PATH.
 	Ptp4lPath, Phc2sysPath, PmcPath string
-	// RunDir overrides Host.Path(PTPRunDir).
+	// RunDir overrides Host.Path(PTPRunDir). The read-only directory benchmark pods mount is
+	// RunDir+"-ro" (tsv1.PTPReadOnlyDir below the host root by default).
 	RunDir string
 	// Wrap rewrites each linuxptp command before it runs (tests: "ip netns exec NAME").
 	Wrap func(ptp.Command) ptp.Command
@@ -123,7 +124,7 @@ func (r *Reconciler) ptpDaemonOptions() ptp.DaemonOptions {
 		dir = r.Host.Path(PTPRunDir)
 	}
 	return ptp.DaemonOptions{
-		RunDir: dir, Logger: ctrl.Log.WithName("ptp"), Wrap: r.PTP.Wrap, PollInterval: r.PTP.PollInterval,
+		RunDir: dir, ReadOnlyDir: dir + "-ro", Logger: ctrl.Log.WithName("ptp"), Wrap: r.PTP.Wrap, PollInterval: r.PTP.PollInterval,
 		Ptp4lPath: r.PTP.Ptp4lPath, Phc2sysPath: r.PTP.Phc2sysPath, PmcPath: r.PTP.PmcPath,
 		Supervisor: r.PTP.Supervisor,
 		OnChange:   func(ptp.Status) { r.ptpRun.notify(r.NodeName) },

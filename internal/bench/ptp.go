@@ -20,17 +20,14 @@ import (
 )
 
 // The ptp suite reads ptp4l's port state and offset from its master with pmc, like the node agent
-// does (ptp.PMC), with one difference: pmc's own reply socket is bound beside ptp4l's socket
-// (PMC.LocalAddress, pmc -i) instead of in /var/run. ptp4l answers to the path pmc bound, resolved in ptp4l's mount
-// namespace; in a benchmark pod only the directory mounted from the host resolves to the same
-// place on both sides.
+// does (ptp.PMC), through the socket the agent serves read-only (ptp.ReadOnlyProxy: GET only),
+// which is all of the host's PTP a benchmark pod mounts. pmc binds its reply socket in the
+// runner's work directory (PMC.LocalAddress, pmc -i): the agent finds it through the pmc process's
+// root, so it needs no directory shared with the host, and the pod no writable host path.
 
 // pmcSocketPrefix names pmc's reply socket, followed by the runner's process id and a random
-// number: runners in two pods on one node share the directory and may have the same pid.
+// number.
 const pmcSocketPrefix = "pmc.tsbench."
-
-// pmcSocketLongest is the longest "/<reply socket name>" (Linux's pid_max is 4194304).
-const pmcSocketLongest = "/" + pmcSocketPrefix + "4194304.ffffffff"
 
 // ptpDomainOf returns the domain to read with: the spec's, else the domainNumber of the ptp4l.conf
 // beside the socket (where the node agent writes it), else 0. from says which.
@@ -83,8 +80,12 @@ func (r *Runner) startPTP(ctx context.Context, s *tsv1.PTPSuite) (stop func() *t
 	if out, verr := exec.CommandContext(ctx, pmcPath, "-v").CombinedOutput(); verr == nil {
 		r.noteTool("linuxptp pmc " + strings.TrimSpace(string(out)))
 	}
+	replyDir := r.WorkDir
+	if replyDir == "" || len(replyDir)+len("/"+pmcSocketPrefix+"4194304.ffffffff") > maxUDSPath {
+		replyDir = os.TempDir() // the path must fit a UNIX socket address
+	}
 	reader := ptp.PMC{Path: pmcPath, UDSAddress: s.Socket, Domain: int(res.Domain),
-		LocalAddress: filepath.Join(filepath.Dir(s.Socket), fmt.Sprintf("%s%d.%08x", pmcSocketPrefix, os.Getpid(), rand.Uint32()))}
+		LocalAddress: filepath.Join(replyDir, fmt.Sprintf("%s%d.%08x", pmcSocketPrefix, os.Getpid(), rand.Uint32()))}
 	r.logf("ptp: reading %s (domain %d) every %d ms", s.Socket, res.Domain, s.IntervalMillis)
 
 	ctx, cancel := context.WithCancel(ctx)

@@ -19,11 +19,11 @@ import (
 )
 
 // ptpLab is a PTP grandmaster and a slave, each a real ptp4l under the agent's ptp.Daemon, in two
-// network namespaces joined by a veth pair, with software time stamping.
+// network namespaces joined by a veth pair, with software time stamping. The suite reads the
+// slave through the socket its Daemon serves read-only, as a benchmark pod does.
 type ptpLab struct {
 	pmc       string
-	slaveDir  string
-	slaveSock string
+	slaveSock string // the read-only one
 	slave     *ptp.Daemon
 }
 
@@ -53,7 +53,7 @@ func newPTPLab(t *testing.T) *ptpLab {
 	start := func(name, ns string, cfg ptp.Config) *ptp.Daemon {
 		t.Helper()
 		d, err := ptp.NewDaemon(cfg, ptp.DaemonOptions{
-			RunDir: filepath.Join(dir, name), Logger: log.WithName(name), Ptp4lPath: ptp4l, PmcPath: lab.pmc,
+			RunDir: filepath.Join(dir, name), ReadOnlyDir: filepath.Join(dir, name+"-ro"), Logger: log.WithName(name), Ptp4lPath: ptp4l, PmcPath: lab.pmc,
 			PollInterval: 200 * time.Millisecond,
 			Wrap: func(c ptp.Command) ptp.Command {
 				return ptp.Command{Name: c.Name, Path: ip, Args: append([]string{"netns", "exec", ns, c.Path}, c.Args...)}
@@ -85,7 +85,7 @@ func newPTPLab(t *testing.T) *ptpLab {
 		Timestamping: ptp.TimestampingSoftware, MaxOffsetNs: 1, Ptp4lOptions: fast()})
 	lab.slave = start("sl", nsSlave, ptp.Config{Role: ptp.RoleSlave, Interface: ifSlave, Domain: 24, Transport: ptp.TransportUDPv4,
 		Timestamping: ptp.TimestampingSoftware, MaxOffsetNs: 1_000_000, Ptp4lOptions: slaveOpts})
-	lab.slaveDir, lab.slaveSock = filepath.Join(dir, "sl"), lab.slave.UDSAddress()
+	lab.slaveSock = filepath.Join(dir, "sl-ro", "ptp4l.sock")
 	return lab
 }
 
@@ -149,7 +149,7 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 	if so := res.SystemOffset; so == nil || so.Samples == 0 || so.Samples > res.Samples || so.MaxNs >= 1_000_000 || so.MedianNs > so.MaxNs {
 		t.Errorf("system clock offset %+v over %d samples: want one per SLAVE sample the agent published, locked", so, res.Samples)
 	}
-	if left, _ := filepath.Glob(filepath.Join(lab.slaveDir, pmcSocketPrefix+"*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(runner.WorkDir, pmcSocketPrefix+"*")); len(left) != 0 {
 		t.Errorf("pmc's reply sockets left behind: %v", left)
 	}
 
@@ -198,17 +198,20 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 		t.Errorf("wrong domain verdict %+v, want Inconclusive with suite/ptp first", v)
 	}
 
-	// 5. From another mount namespace with its own /run, as in a pod that mounts only the PTP
-	// directory: pmc's default reply socket (/var/run/pmc.PID) is not where ptp4l sends the answer,
-	// the reply socket beside ptp4l's is.
+	// 5. From another mount namespace with its own /run and its own work directory, as in a pod
+	// that mounts only the read-only PTP directory: ptp4l's own socket cannot answer a pmc there
+	// (it would send to a path only that namespace has), the read-only socket does, through the
+	// pmc process's root.
 	unshare := tsutil.RequireTool(t, "unshare")
 	podPmc := filepath.Join(t.TempDir(), "pmc-in-own-mount-ns")
-	script := fmt.Sprintf("#!/bin/sh\nexec %s -m --propagation private sh -c 'mount -t tmpfs tmpfs /run && exec \"$0\" \"$@\"' %s \"$@\"\n", unshare, lab.pmc)
+	script := fmt.Sprintf("#!/bin/sh\nexec %s -m --propagation private sh -c 'mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs %s && exec \"$0\" \"$@\"' %s \"$@\"\n",
+		unshare, runner.WorkDir, lab.pmc)
 	if err := os.WriteFile(podPmc, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if s := (ptp.PMC{Path: podPmc, UDSAddress: lab.slaveSock, Domain: 24, Attempts: 1}).Read(context.Background()); s.Err == nil {
-		t.Errorf("pmc replying to /var/run from its own mount namespace got an answer (%+v): the test does not separate the namespaces", s)
+	if s := (ptp.PMC{Path: podPmc, UDSAddress: lab.slave.UDSAddress(), Domain: 24, Attempts: 1,
+		LocalAddress: filepath.Join(runner.WorkDir, "pmc.direct")}).Read(context.Background()); s.Err == nil {
+		t.Errorf("ptp4l's own socket answered a pmc in its own mount namespace (%+v): the test does not separate the namespaces", s)
 	}
 	lab.waitLocked(t)
 	runner.Tools.Pmc = podPmc
@@ -217,6 +220,6 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	if p := r.PTP; p == nil || p.Error != "" || p.Offset.Samples == 0 {
-		t.Errorf("ptp from its own mount namespace: %+v, want SLAVE samples", p)
+		t.Errorf("ptp from its own mount namespace through the read-only socket: %+v, want SLAVE samples", p)
 	}
 }

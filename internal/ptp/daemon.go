@@ -40,6 +40,11 @@ type DaemonOptions struct {
 	// Supervisor tunes restarts and stopping; its Logger, OnLine, OnStart and LineVerbosity are set
 	// by the Daemon.
 	Supervisor SupervisorOptions
+	// ReadOnlyDir, if set, is a directory for readers that must not change ptp4l (the benchmark's
+	// runner pods mount it read-only): the Daemon serves ptp4l's management socket there read-only
+	// as ptp4l.sock (ReadOnlyProxy: GET only) and keeps copies of ptp4l.conf and SystemOffsetFile
+	// beside it. Its proxy's own sockets for ptp4l's answers are in RunDir/ro.
+	ReadOnlyDir string
 	// OnChange, if set, is called from the polling goroutine whenever TimeSynced or its reason
 	// changes, so the agent can update the node at once instead of at its next resync.
 	OnChange func(Status)
@@ -113,6 +118,15 @@ func NewDaemon(cfg Config, opts DaemonOptions) (*Daemon, error) {
 	}
 	if len(d.udsAddress) > maxUDSPath {
 		return nil, fmt.Errorf("PTP daemon: socket path %s is longer than %d bytes; use a shorter RunDir", d.udsAddress, maxUDSPath)
+	}
+	if opts.ReadOnlyDir != "" {
+		if opts.ReadOnlyDir, err = filepath.Abs(opts.ReadOnlyDir); err != nil {
+			return nil, fmt.Errorf("PTP daemon: resolving ReadOnlyDir: %w", err)
+		}
+		if ro := filepath.Join(opts.ReadOnlyDir, "ptp4l.sock"); len(ro) > maxUDSPath {
+			return nil, fmt.Errorf("PTP daemon: read-only socket path %s is longer than %d bytes; use a shorter directory", ro, maxUDSPath)
+		}
+		d.opts.ReadOnlyDir = opts.ReadOnlyDir
 	}
 	d.status = d.monitor.Status()
 
@@ -226,6 +240,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 		"timestamping", d.cfg.Timestamping, "config", d.configFile)
 
 	var wg sync.WaitGroup
+	if ro := d.opts.ReadOnlyDir; ro != "" {
+		if err := os.MkdirAll(ro, 0o755); err != nil {
+			return fmt.Errorf("creating the read-only PTP directory: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(ro, "ptp4l.conf"), []byte(d.ptp4lConf), 0o644); err != nil {
+			return fmt.Errorf("writing the read-only copy of ptp4l's configuration: %w", err)
+		}
+		p := &ReadOnlyProxy{Listen: filepath.Join(ro, "ptp4l.sock"), Upstream: d.udsAddress, ReplyDir: filepath.Join(d.opts.RunDir, "ro"),
+			ProcDir: d.opts.ProcDir, Logger: d.log.WithName("read-only-socket")}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.Run(ctx); err != nil {
+				d.log.Error(err, "the read-only PTP socket stopped: benchmark pods cannot read ptp4l")
+			}
+		}()
+		defer os.Remove(filepath.Join(ro, SystemOffsetFile))
+	}
 	for _, s := range []*Supervisor{d.ptp4l, d.phc2sys} {
 		if s == nil {
 			continue
@@ -265,7 +297,7 @@ func (d *Daemon) systemOffset(s *Sample) {
 }
 
 // SystemOffsetFile is the file in the daemon's run directory that holds the system clock's latest
-// offset, for readers outside the agent (the benchmark's ptp suite mounts the directory): one
+// offset, for readers outside the agent (the benchmark's ptp suite reads its copy in ReadOnlyDir): one
 // line "<offset ns> <read at, Unix ns>", absent while none is read.
 const SystemOffsetFile = "system-offset"
 
@@ -273,15 +305,20 @@ const SystemOffsetFile = "system-offset"
 // never sees half a line), or removes the file when s has none. Errors are not the daemon's
 // concern: the file is informational.
 func (d *Daemon) publishSystemOffset(s Sample) {
-	path := filepath.Join(d.opts.RunDir, SystemOffsetFile)
-	if !s.HasSystemOffset {
-		_ = os.Remove(path)
-		return
-	}
-	tmp := path + ".tmp"
 	line := fmt.Sprintf("%d %d\n", s.SystemOffsetNs, d.opts.Now().UnixNano())
-	if os.WriteFile(tmp, []byte(line), 0o644) == nil {
-		_ = os.Rename(tmp, path)
+	for _, dir := range []string{d.opts.RunDir, d.opts.ReadOnlyDir} {
+		if dir == "" {
+			continue
+		}
+		path := filepath.Join(dir, SystemOffsetFile)
+		if !s.HasSystemOffset {
+			_ = os.Remove(path)
+			continue
+		}
+		tmp := path + ".tmp"
+		if os.WriteFile(tmp, []byte(line), 0o644) == nil {
+			_ = os.Rename(tmp, path)
+		}
 	}
 }
 

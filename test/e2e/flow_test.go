@@ -380,6 +380,10 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 			_, err := kubectl(nil, "get", "serviceaccount", "default", "-n", testNS)
 			return err
 		}, time.Minute, time.Second).Should(Succeed())
+		By("the test namespace is opted in to benchmarks as docs/security.md tells an administrator")
+		out, err = kubectl(nil, "create", "rolebinding", "tickstack-benchmarks", "--namespace", testNS,
+			"--clusterrole", release+"-benchmark-namespace", "--serviceaccount", releaseNS+":"+release+"-manager")
+		Expect(err).NotTo(HaveOccurred(), out)
 	})
 
 	It("holds every reboot slot at the API server", func() {
