@@ -506,6 +506,10 @@ t_xdpd_fork() { # a forked child takes its parent's socket over, on its own queu
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 udp_listening "$NB" 11261 || { die "fork-echo did not listen"; return 1; }
+	# the child has made its first call on the socket, and so taken its
+	# queue and the socket's steering (a datagram sent before that reads
+	# through the kernel socket both hold: udpcheck's fork-echo)
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "fork-echo's child not ready"; return 1; }
 	# the child holds queue 1: the peer sends from CPU 1 (XPS)
 	ip netns exec "$NA" taskset -c 1 timeout 30 $B/udpcheck send $IPB 11261 100 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "echo through the forked child failed"; return 1; }
