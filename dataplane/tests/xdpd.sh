@@ -498,8 +498,14 @@ t_statsfile() { # the library's files: nothing followed, nothing truncated
 }
 
 t_xdpd_fork() { # a forked child takes its parent's socket over, on its own queue
-	local e
+	local e ia="tsdpv${TSDP_ID}a"
 	xd_topo || return 1
+	# static neighbours both ways: the child's first echo does not wait for
+	# ARP (on a loaded machine that wait can time out and the echo go
+	# through the kernel, tx_kernel_neigh; harness tp_check covers it)
+	ip -n "$NA" neigh replace $IPB lladdr "$(ip -n "$NB" -br link show "$IFB" | awk '{print $3}')" dev "$ia" nud permanent &&
+		ip -n "$NB" neigh replace 198.18.12.1 lladdr "$(ip -n "$NA" -br link show "$ia" | awk '{print $3}')" dev "$IFB" nud permanent ||
+		{ die "cannot set static neighbours"; return 1; }
 	# one queue each (TICKSTACK_QUEUE=any): the parent's, then the child's
 	$(xd_pod "$NB" pod-b srv --require) env TICKSTACK_QUEUE=any $B/udpcheck fork-echo $IPB 11261 100 \
 		>"$TSDP_TMP/server.out" 2>&1 &
