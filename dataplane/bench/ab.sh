@@ -5,7 +5,8 @@
 # Usage: bench/ab.sh ROUNDS SIZE DIR...   (as root; DIR: a dataplane directory with build/)
 # Prints each round's medians (us), then per build the median over rounds and the median of the
 # per-round ratios against the first DIR. AB_SECONDS sets each run's length (default 3); AB_TCP=1
-# runs sockperf --tcp with TICKSTACK_TCP=1 instead.
+# runs sockperf --tcp with TICKSTACK_TCP=1 instead; AB_QUEUES=N gives the veth N queues (each
+# bypass end then serves all N, polled together, unless a DIR's tickstack-run sets TICKSTACK_QUEUE).
 # A revision's build: git worktree add /tmp/rev REV && make -C /tmp/rev/dataplane all
 set -uo pipefail
 
@@ -25,7 +26,7 @@ done
 
 tsdp_ns NA a
 tsdp_ns NB b
-tsdp_pair "$NA" "$NB" 198.18.31
+TSDP_QUEUES=${AB_QUEUES:-} tsdp_pair "$NA" "$NB" 198.18.31
 IFA=tsdpv${TSDP_ID}a IFB=tsdpv${TSDP_ID}b IPA=198.18.31.1 IPB=198.18.31.2
 MACB=$(ip -n "$NB" -br link show "$IFB" | awk '{print $3}')
 MACA=$(ip -n "$NA" -br link show "$IFA" | awk '{print $3}')

@@ -18,7 +18,8 @@
 #define TICKSTACK_STATS_MAX_SOCK 256
 #define TICKSTACK_STATS_PATH_FMT "/dev/shm/tickstack-%d"
 
-/* Counters of one XSK (one interface queue owned by the process). */
+/* Counters of the XSKs of one interface: one AF_XDP socket per receive
+ * queue the process serves (queue .. queue + nqueues - 1), summed. */
 #define TICKSTACK_XSK_COUNTERS(X)                                              \
 	X(rx_packets)        /* frames taken from the RX ring */               \
 	X(tx_packets)        /* frames put on the TX ring */                   \
@@ -99,11 +100,13 @@
 struct tickstack_xsk_stats {
 	char ifname[16];
 	uint32_t ifindex;
-	uint32_t queue;
+	uint32_t queue;   /* the first queue served */
 	uint32_t in_use;
 	uint32_t mode; /* 1 native (drv), 2 generic (skb) */
 	uint32_t tx_csum_offload; /* 1: the interface finishes UDP checksums
 				   * (AF_XDP TX metadata), 0: summed here */
+	uint32_t zerocopy; /* 1: bound zero-copy, 0: copy mode */
+	uint32_t nqueues;  /* receive queues served, one XSK each */
 	uint32_t reserved;
 	TICKSTACK_XSK_COUNTERS(TICKSTACK_DECLARE_U64)
 };

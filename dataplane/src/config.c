@@ -112,6 +112,57 @@ static int apply_profile(const char *p)
 	return -EINVAL;
 }
 
+/* TICKSTACK_XDP_MODE: "native", "skb" (generic), "auto", "zerocopy",
+ * "copy", or one of the first three and one of the last two, with a comma
+ * ("native,zerocopy"). zerocopy alone means native too: generic XDP has no
+ * zero-copy. */
+static int xdp_mode_parse(const char *v)
+{
+	char buf[64], *tok, *save = NULL;
+	int xdp = 0, bind = 0;
+
+	if (strlen(v) >= sizeof(buf))
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%s", v);
+	snprintf(ts_cfg.xdp_mode_str, sizeof(ts_cfg.xdp_mode_str), "%s", v);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "native") || !strcmp(tok, "drv")) {
+			if (xdp++)
+				return -EINVAL;
+			ts_cfg.xdp_mode_auto = 0;
+			ts_cfg.xdp_mode = XDP_FLAGS_DRV_MODE;
+		} else if (!strcmp(tok, "skb") || !strcmp(tok, "generic")) {
+			if (xdp++)
+				return -EINVAL;
+			ts_cfg.xdp_mode_auto = 0;
+			ts_cfg.xdp_mode = XDP_FLAGS_SKB_MODE;
+		} else if (!strcmp(tok, "auto")) {
+			if (xdp++)
+				return -EINVAL;
+		} else if (!strcmp(tok, "zerocopy") || !strcmp(tok, "zc")) {
+			if (bind++)
+				return -EINVAL;
+			ts_cfg.xdp_bind = TS_BIND_ZEROCOPY;
+		} else if (!strcmp(tok, "copy")) {
+			if (bind++)
+				return -EINVAL;
+			ts_cfg.xdp_bind = TS_BIND_COPY;
+		} else {
+			return -EINVAL;
+		}
+	}
+	if (!xdp && !bind)
+		return -EINVAL;
+	if (ts_cfg.xdp_bind == TS_BIND_ZEROCOPY) {
+		if (!ts_cfg.xdp_mode_auto && ts_cfg.xdp_mode == XDP_FLAGS_SKB_MODE)
+			return -EINVAL;
+		ts_cfg.xdp_mode_auto = 0;
+		ts_cfg.xdp_mode = XDP_FLAGS_DRV_MODE;
+	}
+	return 0;
+}
+
 int ts_config__load(void)
 {
 	const char *v;
@@ -137,10 +188,14 @@ int ts_config__load(void)
 		ts_cfg.kernel_poll_ns = (uint64_t)x * 1000;
 	if (env_long("TICKSTACK_SPIN_YIELD_USEC", 0, 10L * 1000000, &x) > 0)
 		ts_cfg.yield_ns = (uint64_t)x * 1000;
-	if (env_long("TICKSTACK_QUEUE", 0, 63, &x) > 0) {
+	v = getenv("TICKSTACK_QUEUE");
+	if (v && !strcmp(v, "any"))
+		ts_cfg.queue_any = 1;
+	else if (env_long("TICKSTACK_QUEUE", 0, 63, &x) > 0) {
 		ts_cfg.queue = (int)x;
 		ts_cfg.queue_set = 1;
-	}
+	} else if (v && *v)
+		err = -EINVAL;
 	if (env_long("TICKSTACK_UMEM_FRAMES", 1024, 1 << 18, &x) > 0)
 		ts_cfg.umem_frames = (uint32_t)x;
 	if (env_long("TICKSTACK_SOCKQ_LEN", 16, 1 << 16, &x) > 0)
@@ -194,20 +249,13 @@ int ts_config__load(void)
 	if (v)
 		snprintf(ts_cfg.ifaces, sizeof(ts_cfg.ifaces), "%s", v);
 	v = getenv("TICKSTACK_XDP_MODE");
-	if (v && *v) {
-		ts_cfg.xdp_mode_auto = 0;
-		if (!strcmp(v, "native") || !strcmp(v, "drv"))
-			ts_cfg.xdp_mode = XDP_FLAGS_DRV_MODE;
-		else if (!strcmp(v, "skb") || !strcmp(v, "generic"))
-			ts_cfg.xdp_mode = XDP_FLAGS_SKB_MODE;
-		else if (!strcmp(v, "auto"))
-			ts_cfg.xdp_mode_auto = 1;
-		else {
-			ts_log("invalid TICKSTACK_XDP_MODE=%s: use native, skb or "
-			       "auto",
-			       v);
-			err = -EINVAL;
-		}
+	if (v && *v && xdp_mode_parse(v) < 0) {
+		ts_log("invalid TICKSTACK_XDP_MODE=%s: a comma list of at most "
+		       "one XDP mode (native, skb or auto) and one bind mode "
+		       "(zerocopy or copy; zerocopy needs native), e.g. "
+		       "native,zerocopy",
+		       v);
+		err = -EINVAL;
 	}
 	return err;
 }

@@ -20,9 +20,10 @@ static const struct {
 } reasons[] = {
 	[TS_FB_NOXSK] = { "no XSK", "use an address of an interface the stack "
 		"accelerates (XDP-capable, in TICKSTACK_IFACES)", 1 },
-	[TS_FB_QUEUE] = { "queue taken", "give each accelerated process a queue "
-		"of its own (TICKSTACK_QUEUE; with tickstack-xdpd, an "
-		"interface with a free queue)", 1 },
+	[TS_FB_QUEUE] = { "queue taken", "run one accelerated process per "
+		"interface (it serves every queue), or give each process one "
+		"queue (TICKSTACK_QUEUE=N or any) where the NIC's flow steering "
+		"puts its flows there", 1 },
 	[TS_FB_OPTION] = { "option", "leave the option off", 1 },
 	[TS_FB_SIZE] = { "size", "keep datagrams within the MTU and an XSK "
 		"frame", 1 },

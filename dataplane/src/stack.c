@@ -94,6 +94,24 @@ _Static_assert(TS_XSK_SG_MAX_FRAME <= 16 * (TS_FRAME_SIZE - TS_TXMD_LEN),
 	       "a jumbo frame is sent in at most 16 descriptors (the copy "
 	       "mode's skb takes 17 fragments)");
 
+/* One receive queue's AF_XDP socket: its RX ring and the UMEM rings that
+ * feed it (fill) and that it would complete sends on (completion). rq[0]
+ * of a stack also carries the TX ring; the others only receive. Every
+ * queue of an interface is served (docs/dataplane.md "Every queue
+ * served"): a flow lands on whichever queue the NIC or the sender picks. */
+struct ts_rxq {
+	struct xsk_ring_cons rx;
+	struct xsk_ring_prod fq;
+	struct xsk_ring_cons cq;
+	int fd;
+	int queue;
+	struct xsk_socket *xsk; /* libxdp's (standalone, netraw) */
+	void *ring_map[4];      /* the daemon made it: fill, completion, RX, TX */
+	size_t ring_len[4];
+	uint32_t rx_unfilled;   /* RX descriptors taken since the last refill */
+	int fill_low;           /* the fill ring held < fill_low_mark at the last refill */
+};
+
 struct ts_stack {
 	pthread_mutex_t lock;
 	int ifindex;
@@ -111,13 +129,16 @@ struct ts_stack {
 	int err;  /* why creating the XSK failed (-errno), else 0 */
 	int mode; /* 1 native, 2 skb */
 	struct xsk_umem *umem;
-	struct xsk_socket *xsk;
-	int xsk_fd;
-	int memfd_mode;  /* the daemon made the XSK: the rings are ring_map's */
-	void *ring_map[4];  /* fill, completion, RX, TX */
-	size_t ring_len[4];
-	struct xsk_ring_prod fq, tx;
-	struct xsk_ring_cons cq, rx;
+	int xsk_fd;      /* what a sleeper polls: rq[0].fd, or with several
+			  * queues an epoll fd holding every rq's */
+	int epoll_fd;
+	int memfd_mode;  /* the daemon made the XSKs: the rings are ring_map's */
+	int zerocopy;    /* the XSKs are bound zero-copy (XDP_OPTIONS) */
+	int nrq;
+	uint32_t fill_cap;      /* entries a fill ring is topped up to */
+	uint32_t fill_low_mark; /* below it a fill ring is low */
+	struct xsk_ring_prod tx; /* rq[0]'s */
+	struct ts_rxq rq[TS_XSKS_MAX];
 	uint8_t *area;
 	size_t area_size;
 	uint32_t nframes;
@@ -126,14 +147,16 @@ struct ts_stack {
 	uint8_t *refcnt;
 	int steer_fd;
 	int xsks_fd;
+	int qown_fd;     /* ts_qown: which process holds each queue (-1: a
+			  * program of an older library, without it) */
+	char why[320];   /* what refused the XSK, for the message */
 	int announce_fd; /* abstract UNIX socket: "this process uses the program" */
 	int xdpd;        /* tickstack-xdpd owns the program and the maps */
 	struct steer_bpf *skel;
 	struct xdp_program *prog;
 	uint16_t ip_id;
 	uint32_t polls;
-	uint32_t rx_unfilled; /* RX descriptors taken since the last refill */
-	int fill_low;         /* the fill ring held < TS_FILL_LOW at the last refill */
+	int fill_low;         /* some rq's fill_low */
 	int kick_pending;     /* descriptors submitted since the last kick */
 	uint32_t tx_off;      /* a sent packet's offset in its frame: TS_TXMD_LEN
 			       * when the UMEM carries TX metadata, else 0 */
@@ -146,6 +169,24 @@ static struct ts_stack *stacks[TS_MAX_STACKS];
 static int nstacks; /* appended under ts_lock, read with atomic loads */
 
 int ts_stack__fd(const struct ts_stack *st) { return st->xsk_fd; }
+
+int ts_stack__poll_fds(const struct ts_stack *st, struct pollfd *pf, int room)
+{
+	int i, n = 0;
+
+	if (st->epoll_fd >= 0 || st->nrq == 1) {
+		if (room < 1)
+			return 0;
+		pf[0].fd = st->xsk_fd;
+		pf[0].events = POLLIN;
+		return 1;
+	}
+	for (i = 0; i < st->nrq && n < room; i++) {
+		pf[n].fd = st->rq[i].fd;
+		pf[n++].events = POLLIN;
+	}
+	return n;
+}
 int ts_stack__ifindex(const struct ts_stack *st) { return st->ifindex; }
 int ts_stack__usable(const struct ts_stack *st)
 {
@@ -260,6 +301,7 @@ static int steer__find(struct ts_stack *st)
 	}
 	st->steer_fd = map_fd_by_name(ids, info.nr_map_ids, TS_MAP_STEER);
 	st->xsks_fd = map_fd_by_name(ids, info.nr_map_ids, TS_MAP_XSKS);
+	st->qown_fd = map_fd_by_name(ids, info.nr_map_ids, TS_MAP_QOWN);
 	if (st->steer_fd < 0 || st->xsks_fd < 0) {
 		if (st->steer_fd >= 0)
 			ts_real_close(st->steer_fd);
@@ -305,6 +347,7 @@ static int steer__attach(struct ts_stack *st)
 			st->mode = modes[i] == XDP_MODE_SKB ? 2 : 1;
 			st->steer_fd = bpf_map__fd(st->skel->maps.ts_steer_map);
 			st->xsks_fd = bpf_map__fd(st->skel->maps.ts_xsks);
+			st->qown_fd = bpf_map__fd(st->skel->maps.ts_qown);
 			return 0;
 		}
 		ts_dbg("xdp attach on %s mode %d: %s", st->ifname, modes[i],
@@ -399,6 +442,7 @@ static int steer__replace(struct ts_stack *st)
 	st->mode = flags == XDP_FLAGS_SKB_MODE ? 2 : 1;
 	st->steer_fd = bpf_map__fd(st->skel->maps.ts_steer_map);
 	st->xsks_fd = bpf_map__fd(st->skel->maps.ts_xsks);
+	st->qown_fd = bpf_map__fd(st->skel->maps.ts_qown);
 	return 0;
 }
 
@@ -656,43 +700,67 @@ static void set_max_payload(struct ts_stack *st)
 		       "XDP_USE_SG" : "", st->max_payload);
 }
 
-static void refill(struct ts_stack *st)
+/* Top q's fill ring up to st->fill_cap entries (the whole ring with one
+ * queue; with several, each gets its share of the UMEM, half of it
+ * between them, so that no queue starves the others). */
+static void refill_q(struct ts_stack *st, struct ts_rxq *q)
 {
-	uint32_t room, n = 0, idx, i;
+	uint32_t room, held, n = 0, idx, i;
 
-	st->rx_unfilled = 0;
+	q->rx_unfilled = 0;
 	if (st->nfree <= TS_TX_RESERVE) {
-		st->fill_low = 1; /* nothing to give: look again soon */
+		q->fill_low = 1; /* nothing to give: look again soon */
 		return;
 	}
 	/* the room from the kernel's current index (asking for the whole
 	 * ring reads it): a stale index would call a starving ring full */
-	room = xsk_prod_nb_free(&st->fq, st->fq.size);
-	if (room) {
-		n = room < st->nfree - TS_TX_RESERVE ? room :
-						       st->nfree - TS_TX_RESERVE;
-		if (xsk_ring_prod__reserve(&st->fq, n, &idx) != n)
+	room = xsk_prod_nb_free(&q->fq, q->fq.size);
+	held = q->fq.size - room;
+	if (held < st->fill_cap) {
+		n = st->fill_cap - held;
+		if (n > st->nfree - TS_TX_RESERVE)
+			n = st->nfree - TS_TX_RESERVE;
+		if (xsk_ring_prod__reserve(&q->fq, n, &idx) != n)
 			n = 0;
 		for (i = 0; i < n; i++)
-			*xsk_ring_prod__fill_addr(&st->fq, idx + i) =
+			*xsk_ring_prod__fill_addr(&q->fq, idx + i) =
 				st->freel[--st->nfree];
 		if (n)
-			xsk_ring_prod__submit(&st->fq, n);
+			xsk_ring_prod__submit(&q->fq, n);
 	}
-	st->fill_low = st->fq.size - (room - n) < TS_FILL_LOW;
+	q->fill_low = held + n < st->fill_low_mark;
+}
+
+static void fill_low_update(struct ts_stack *st)
+{
+	int i, low = 0;
+
+	for (i = 0; i < st->nrq; i++)
+		low |= st->rq[i].fill_low;
+	st->fill_low = low;
+}
+
+static void refill(struct ts_stack *st)
+{
+	int i;
+
+	for (i = 0; i < st->nrq; i++)
+		refill_q(st, &st->rq[i]);
+	fill_low_update(st);
 }
 
 static void reclaim(struct ts_stack *st)
 {
 	uint32_t idx, n, i;
 
-	n = xsk_ring_cons__peek(&st->cq, TS_RING_SIZE, &idx);
+	/* sends go through rq[0] only: the other completion rings stay empty */
+	n = xsk_ring_cons__peek(&st->rq[0].cq, TS_RING_SIZE, &idx);
 	if (!n)
 		return;
 	for (i = 0; i < n; i++)
-		free_push(st, *xsk_ring_cons__comp_addr(&st->cq, idx + i) &
+		free_push(st, *xsk_ring_cons__comp_addr(&st->rq[0].cq, idx + i) &
 				      ~(uint64_t)(TS_FRAME_SIZE - 1));
-	xsk_ring_cons__release(&st->cq, n);
+	xsk_ring_cons__release(&st->rq[0].cq, n);
 	if (ts_unlikely(st->fill_low))
 		refill(st); /* as in ts_stack__frame_put */
 }
@@ -707,7 +775,7 @@ static int zerocopy(int fd)
 	struct xdp_options o = {0};
 	socklen_t len = sizeof(o);
 
-	if (getsockopt(fd, SOL_XDP, XDP_OPTIONS, &o, &len))
+	if (ts_real_getsockopt(fd, SOL_XDP, XDP_OPTIONS, &o, &len))
 		return 1; /* unknown: as if it were */
 	return !!(o.flags & XDP_OPTIONS_ZEROCOPY);
 }
@@ -736,7 +804,7 @@ static void kick(struct ts_stack *st)
 		/* the system call itself (libc's, not the interposed
 		 * syscall()): libc's sendto is a cancellation point, which
 		 * costs two calls more in a threaded process */
-		if (ts_real_syscall(SYS_sendto, st->xsk_fd, NULL, 0,
+		if (ts_real_syscall(SYS_sendto, st->rq[0].fd, NULL, 0,
 				    MSG_DONTWAIT, NULL, 0) >= 0)
 			break;
 		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
@@ -818,18 +886,28 @@ static void *umem_map_memfd(size_t size, int *memfd)
 
 static void stack__destroy(struct ts_stack *st)
 {
-	int i;
+	int i, j;
 
-	for (i = 0; i < 4; i++)
-		if (st->ring_map[i])
-			munmap(st->ring_map[i], st->ring_len[i]);
-	memset(st->ring_map, 0, sizeof(st->ring_map));
-	if (st->memfd_mode && st->xsk_fd >= 0)
-		ts_real_close(st->xsk_fd);
-	if (st->memfd_mode)
-		st->xsk_fd = -1;
-	if (st->xsk)
-		xsk_socket__delete(st->xsk);
+	/* the sockets sharing the UMEM before the one that registered it */
+	for (j = st->nrq - 1; j >= 0; j--) {
+		struct ts_rxq *q = &st->rq[j];
+
+		for (i = 0; i < 4; i++)
+			if (q->ring_map[i])
+				munmap(q->ring_map[i], q->ring_len[i]);
+		memset(q->ring_map, 0, sizeof(q->ring_map));
+		if (st->memfd_mode && q->fd >= 0)
+			ts_real_close(q->fd);
+		if (q->xsk)
+			xsk_socket__delete(q->xsk);
+		q->xsk = NULL;
+		q->fd = -1;
+	}
+	st->nrq = 0;
+	if (st->epoll_fd >= 0)
+		ts_real_close(st->epoll_fd);
+	st->epoll_fd = -1;
+	st->xsk_fd = -1;
 	if (st->umem)
 		xsk_umem__delete(st->umem);
 	if (st->area)
@@ -838,7 +916,6 @@ static void stack__destroy(struct ts_stack *st)
 	free(st->refcnt);
 	free(st->jbuf);
 	st->jbuf = NULL;
-	st->xsk = NULL;
 	st->umem = NULL;
 	st->area = NULL;
 	st->freel = NULL;
@@ -864,16 +941,25 @@ static void stack__rings_dontfork(struct ts_stack *st)
 {
 	struct xdp_mmap_offsets off;
 	socklen_t len = sizeof(off);
+	int i;
 
-	if (ts_real_getsockopt(st->xsk_fd, SOL_XDP, XDP_MMAP_OFFSETS, &off,
-			       &len))
-		return;
-	ring__dontfork(st->rx.ring, off.rx.desc,
-		       st->rx.size * sizeof(struct xdp_desc));
-	ring__dontfork(st->tx.ring, off.tx.desc,
-		       st->tx.size * sizeof(struct xdp_desc));
-	ring__dontfork(st->fq.ring, off.fr.desc, st->fq.size * sizeof(__u64));
-	ring__dontfork(st->cq.ring, off.cr.desc, st->cq.size * sizeof(__u64));
+	for (i = 0; i < st->nrq; i++) {
+		struct ts_rxq *q = &st->rq[i];
+
+		len = sizeof(off);
+		if (ts_real_getsockopt(q->fd, SOL_XDP, XDP_MMAP_OFFSETS, &off,
+				       &len))
+			return;
+		ring__dontfork(q->rx.ring, off.rx.desc,
+			       q->rx.size * sizeof(struct xdp_desc));
+		if (!i)
+			ring__dontfork(st->tx.ring, off.tx.desc,
+				       st->tx.size * sizeof(struct xdp_desc));
+		ring__dontfork(q->fq.ring, off.fr.desc,
+			       q->fq.size * sizeof(__u64));
+		ring__dontfork(q->cq.ring, off.cr.desc,
+			       q->cq.size * sizeof(__u64));
+	}
 }
 
 /* Queues of the interface (its rx-N in sysfs), at most TS_XSKS_MAX. */
@@ -919,9 +1005,9 @@ static void ring_init(struct xsk_ring_prod *r, uint8_t *m,
 	r->cached_cons = *r->consumer + (prod ? n : 0);
 }
 
-/* Map the rings of the XSK the daemon made for us: mapping a passed
- * AF_XDP socket needs no capability. */
-static int xsk_rings_map(struct ts_stack *st)
+/* Map the rings of an XSK the daemon made for us (q; the TX ring only for
+ * rq[0]): mapping a passed AF_XDP socket needs no capability. */
+static int xsk_rings_map(struct ts_stack *st, struct ts_rxq *q)
 {
 	static const off_t pgoff[4] = { XDP_UMEM_PGOFF_FILL_RING,
 					XDP_UMEM_PGOFF_COMPLETION_RING,
@@ -932,108 +1018,247 @@ static int xsk_rings_map(struct ts_stack *st)
 	struct xdp_mmap_offsets off;
 	const struct xdp_ring_offset *o[4] = { &off.fr, &off.cr, &off.rx, &off.tx };
 	socklen_t len = sizeof(off);
-	int i;
+	int i, n = q == &st->rq[0] ? 4 : 3;
 
-	if (ts_real_getsockopt(st->xsk_fd, SOL_XDP, XDP_MMAP_OFFSETS, &off,
-			       &len))
+	if (ts_real_getsockopt(q->fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &len))
 		return -errno;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < n; i++) {
 		void *m;
 
-		st->ring_len[i] = o[i]->desc + TS_RING_SIZE * el[i];
-		m = mmap(NULL, st->ring_len[i], PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_POPULATE, st->xsk_fd, pgoff[i]);
+		q->ring_len[i] = o[i]->desc + TS_RING_SIZE * el[i];
+		m = mmap(NULL, q->ring_len[i], PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_POPULATE, q->fd, pgoff[i]);
 		if (m == MAP_FAILED)
 			return -errno;
-		st->ring_map[i] = m;
+		q->ring_map[i] = m;
 	}
-	ring_init(&st->fq, st->ring_map[0], o[0], TS_RING_SIZE, 1);
-	ring_init((struct xsk_ring_prod *)&st->cq, st->ring_map[1], o[1],
+	ring_init(&q->fq, q->ring_map[0], o[0], TS_RING_SIZE, 1);
+	ring_init((struct xsk_ring_prod *)&q->cq, q->ring_map[1], o[1],
 		  TS_RING_SIZE, 0);
-	ring_init((struct xsk_ring_prod *)&st->rx, st->ring_map[2], o[2],
+	ring_init((struct xsk_ring_prod *)&q->rx, q->ring_map[2], o[2],
 		  TS_RING_SIZE, 0);
-	ring_init(&st->tx, st->ring_map[3], o[3], TS_RING_SIZE, 1);
+	if (n == 4)
+		ring_init(&st->tx, q->ring_map[3], o[3], TS_RING_SIZE, 1);
 	return 0;
 }
 
-/* The daemon makes the XSK from our UMEM's memfd ("umem", xdpd_proto.h)
- * on a free queue, as xdpd__bind below picks it, and passes it back. */
-static int xdpd__umem(struct ts_stack *st, int memfd)
+/* The daemon makes q's XSK on queue qid from our UMEM's memfd ("umem",
+ * xdpd_proto.h) and passes it back: a UMEM registration of its own over
+ * the same memory, so a frame's address is the same in every queue's. */
+static int xdpd__umem(struct ts_stack *st, struct ts_rxq *q, int qid, int memfd)
 {
-	int q, nq = link_queues(st), first = 0, err = -EBUSY, gone = 0;
+	char req[96], rep[64], mode[16], sg[8] = "";
+	int fd = -1, txmd = 0, err;
 
-	if (ts_cfg.queue_set) {
-		first = ts_cfg.queue;
-		nq = first + 1;
+	snprintf(req, sizeof(req), "umem %s %d %u %u", st->ifname, qid,
+		 (unsigned)TS_FRAME_SIZE, TS_RING_SIZE);
+	err = ts_xdpd__request_fd(req, memfd, rep, sizeof(rep), &fd);
+	if (!err && (fd < 0 || sscanf(rep, "%15s %d %7s", mode, &txmd, sg) < 2)) {
+		if (fd >= 0)
+			ts_real_close(fd);
+		return -EPROTO;
 	}
-	for (q = first; q < nq; q++) {
-		char req[96], rep[64], mode[16], sg[8] = "";
-		int fd = -1, txmd = 0;
-
-		snprintf(req, sizeof(req), "umem %s %d %u %u", st->ifname, q,
-			 (unsigned)TS_FRAME_SIZE, TS_RING_SIZE);
-		err = ts_xdpd__request_fd(req, memfd, rep, sizeof(rep), &fd);
-		if (!err && (fd < 0 || sscanf(rep, "%15s %d %7s", mode, &txmd,
-					      sg) < 2)) {
-			if (fd >= 0)
-				ts_real_close(fd);
-			return -EPROTO;
-		}
-		if (!err) {
-			st->xsk_fd = fd;
-			st->queue = q;
-			st->mode = !strcmp(mode, "skb") ? 2 : 1;
-			st->tx_off = txmd == (int)TS_TXMD_LEN ? TS_TXMD_LEN : 0;
-			st->sg = !strcmp(sg, "sg"); /* bound with XDP_USE_SG */
-			return 0;
-		}
-		if (err != -EBUSY)
-			return err;
-		gone |= xdpd__queue_gone(st, q);
+	if (err)
+		return err;
+	q->fd = fd;
+	if (q == &st->rq[0]) {
+		st->mode = !strcmp(mode, "skb") ? 2 : 1;
+		st->tx_off = txmd == (int)TS_TXMD_LEN ? TS_TXMD_LEN : 0;
+		st->sg = !strcmp(sg, "sg"); /* bound with XDP_USE_SG */
 	}
-	return gone ? -EAGAIN : err;
+	return 0;
 }
 
-/* Bind the XSK to a free queue (the kernel allows one XSK per queue):
- * TICKSTACK_QUEUE's, else the first free one, so that several processes
- * of a pod share a multi-queue interface. -EAGAIN: every queue is busy
- * but one no live process of the pod holds (a dead process's XSK, which
- * deferred kernel work frees in a moment): try again. */
-static int xdpd__bind(struct ts_stack *st, const struct xsk_socket_config *scfg)
-{
-	int q, nq = link_queues(st), first = 0, err = -EBUSY, gone = 0;
-
-	if (ts_cfg.queue_set) {
-		first = ts_cfg.queue;
-		nq = first + 1;
-	}
-	for (q = first; q < nq; q++) {
-		err = xsk_socket__create(&st->xsk, st->ifname, (__u32)q, st->umem,
-					 &st->rx, &st->tx, scfg);
-		if (!err) {
-			st->queue = q;
-			return 0;
-		}
-		if (err != -EBUSY)
-			return err;
-		gone |= xdpd__queue_gone(st, q);
-	}
-	return gone ? -EAGAIN : err;
-}
-
-/* Hand the XSK to the daemon: it goes into the XSKMAP slot of its queue. */
-static int xdpd__register(struct ts_stack *st)
+/* Hand q's XSK to the daemon: it goes into the XSKMAP slot of its queue. */
+static int xdpd__register(struct ts_stack *st, struct ts_rxq *q)
 {
 	char req[64], rep[32];
 	int err;
 
-	snprintf(req, sizeof(req), "xsk %s %d%s", st->ifname, st->queue,
+	snprintf(req, sizeof(req), "xsk %s %d%s", st->ifname, q->queue,
 		 st->sg ? " sg" : "");
-	err = ts_xdpd__request(req, st->xsk_fd, rep, sizeof(rep));
+	err = ts_xdpd__request(req, q->fd, rep, sizeof(rep));
 	if (err)
 		return err;
 	st->mode = !strcmp(rep, "skb") ? 2 : 1;
 	return 0;
+}
+
+/* q's XSK through libxdp on queue qid: rq[0]'s registers the UMEM's
+ * rings and carries TX, the others share the UMEM (XDP_SHARED_UMEM, a
+ * fill and completion ring of their own) and only receive. */
+static int xsk_make(struct ts_stack *st, struct ts_rxq *q, int qid,
+		    const struct xsk_socket_config *scfg)
+{
+	if (q == &st->rq[0])
+		return xsk_socket__create(&q->xsk, st->ifname, (__u32)qid,
+					  st->umem, &q->rx, &st->tx, scfg);
+	return xsk_socket__create_shared(&q->xsk, st->ifname, (__u32)qid,
+					 st->umem, &q->rx, NULL, &q->fq, &q->cq,
+					 scfg);
+}
+
+/* One queue's XSK, in the way this process gets them. -EBUSY: another
+ * process holds the queue; -EAGAIN: busy, but held by no live process of
+ * the pod or namespace (a dead process's XSK, which deferred kernel work
+ * frees in a moment): try again. */
+static int stack__queue(struct ts_stack *st, struct ts_rxq *q, int qid,
+			int memfd, const struct xsk_socket_config *scfg)
+{
+	int err;
+
+	q->queue = qid;
+	q->fd = -1;
+	if (st->memfd_mode) {
+		err = xdpd__umem(st, q, qid, memfd);
+		if (!err)
+			err = xsk_rings_map(st, q);
+	} else {
+		err = xsk_make(st, q, qid, scfg);
+		if (!err)
+			q->fd = xsk_socket__fd(q->xsk);
+		if (!err && st->xdpd)
+			err = xdpd__register(st, q);
+	}
+	if (err == -EBUSY &&
+	    (st->xdpd ? xdpd__queue_gone(st, qid) : !steer__announced(st)))
+		return -EAGAIN;
+	if (err)
+		return err;
+	/* libxdp does not open it close-on-exec: an XSK surviving exec would
+	 * keep receiving for a process image that no longer reads it */
+	ts_real_fcntl(q->fd, F_SETFD, FD_CLOEXEC);
+	if (st->xdpd)
+		return 0; /* the daemon put it in the XSKMAP */
+	err = xsk_socket__update_xskmap(q->xsk, st->xsks_fd);
+	if (err)
+		return err;
+	if (st->qown_fd >= 0) { /* flows of ours landing here are ours */
+		__u32 k = (__u32)qid, pid = (__u32)ts_getpid();
+
+		bpf_map_update_elem(st->qown_fd, &k, &pid, BPF_ANY);
+	}
+	return 0;
+}
+
+/* XDP_USE_SG refused by the kernel or the driver (st->sg is cleared: the
+ * caller binds again without it). */
+static int sg_refused(struct ts_stack *st, int err)
+{
+	if ((err != -EINVAL && err != -EOPNOTSUPP) || !st->sg)
+		return 0;
+	ts_dbg("interface %s: XDP_USE_SG refused (%s): jumbo frames go "
+	       "through the kernel", st->ifname, strerror(-err));
+	st->sg = 0;
+	return 1;
+}
+
+/* The queues this process serves: TICKSTACK_QUEUE's alone, else every
+ * receive queue of the interface (TICKSTACK_QUEUE=any: one of them, the
+ * first free, stack__any_queue). */
+static int stack__queues(struct ts_stack *st, int *qids)
+{
+	int i, n;
+
+	if (ts_cfg.queue_set) {
+		qids[0] = ts_cfg.queue;
+		return 1;
+	}
+	n = link_queues(st);
+	for (i = 0; i < n; i++)
+		qids[i] = i;
+	return n;
+}
+
+/* What a sleeper polls (ts_stack__poll_fds): each queue's XSK; with more
+ * than TS_XSK_POLL_QUEUES queues an epoll fd holding them all. Watched by
+ * an epoll, an XSK makes the kernel run the epoll's callback for every
+ * frame it receives: measured on veth, 4-7 % of the UDP ping-pong's round
+ * trip, which is why the XSKs are polled directly where they fit. */
+static int stack__poll_fd(struct ts_stack *st)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int i;
+
+	if (st->nrq <= TS_XSK_POLL_QUEUES) {
+		st->xsk_fd = st->rq[0].fd;
+		return 0;
+	}
+	st->epoll_fd = ts_real_epoll_create1(EPOLL_CLOEXEC);
+	if (st->epoll_fd < 0)
+		return -errno;
+	for (i = 0; i < st->nrq; i++) {
+		ev.data.u32 = (uint32_t)i;
+		if (ts_real_epoll_ctl(st->epoll_fd, EPOLL_CTL_ADD, st->rq[i].fd,
+				      &ev))
+			return -errno;
+	}
+	st->xsk_fd = st->epoll_fd;
+	return 0;
+}
+
+/* The bind mode TICKSTACK_XDP_MODE insists on, checked on what the kernel
+ * gave: 0, or -EOPNOTSUPP with st->why saying what and how to fix it. */
+static int stack__mode_check(struct ts_stack *st)
+{
+	if (!ts_cfg.xdp_mode_auto &&
+	    (st->mode == 2) != (ts_cfg.xdp_mode == XDP_FLAGS_SKB_MODE)) {
+		snprintf(st->why, sizeof(st->why),
+			 "TICKSTACK_XDP_MODE=%s: the XDP program on %s runs in "
+			 "%s mode, not the one asked for (%s attached it: "
+			 "detach it, or change TICKSTACK_XDP_MODE)",
+			 ts_cfg.xdp_mode_str, st->ifname,
+			 st->mode == 1 ? "native" : "generic (skb)",
+			 st->xdpd ? "tickstack-xdpd" : "another process");
+		return -EOPNOTSUPP;
+	}
+	if ((ts_cfg.xdp_bind == TS_BIND_ZEROCOPY && !st->zerocopy) ||
+	    (ts_cfg.xdp_bind == TS_BIND_COPY && st->zerocopy)) {
+		snprintf(st->why, sizeof(st->why),
+			 "TICKSTACK_XDP_MODE=%s: tickstack-xdpd bound the XSK "
+			 "of %s in %s mode",
+			 ts_cfg.xdp_mode_str, st->ifname,
+			 st->zerocopy ? "zero-copy" : "copy");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* TICKSTACK_QUEUE=any: one queue, the first of qids no other process
+ * holds (several processes share an interface, each flow steered to its
+ * process's queue by the NIC's rules or by the sender). Busy queues whose
+ * holder is gone (-EAGAIN) are tried again for up to 2 s. */
+static int stack__any_queue(struct ts_stack *st, const int *qids, int nq,
+			    int memfd, const struct xsk_socket_config *scfg)
+{
+	int i, tries, err = -EBUSY, again;
+
+	for (tries = 0; tries <= 100; tries++) {
+		again = 0;
+		for (i = 0; i < nq; i++) {
+			err = stack__queue(st, &st->rq[0], qids[i], memfd, scfg);
+			if (!err) {
+				st->nrq = 1;
+				return 0;
+			}
+			if (st->rq[0].xsk)
+				xsk_socket__delete(st->rq[0].xsk);
+			st->rq[0].xsk = NULL;
+			if (err == -EAGAIN)
+				again = 1;
+			else if (err != -EBUSY) {
+				st->nrq = 1; /* what it made, for stack__destroy */
+				return err;
+			}
+		}
+		if (!again)
+			break;
+		usleep(20000);
+	}
+	snprintf(st->why, sizeof(st->why),
+		 "TICKSTACK_QUEUE=any: every queue of %s is another process's",
+		 st->ifname);
+	return -EBUSY;
 }
 
 static int stack__create(struct ts_stack *st)
@@ -1052,9 +1277,14 @@ static int stack__create(struct ts_stack *st)
 		.xdp_flags = 0,
 		.bind_flags = XDP_USE_NEED_WAKEUP,
 	};
+	int qids[TS_XSKS_MAX];
 	uint32_t i;
-	int err, tries, memfd = -1;
+	int err, tries, nq, memfd = -1;
 
+	if (ts_cfg.xdp_bind == TS_BIND_ZEROCOPY)
+		scfg.bind_flags |= XDP_ZEROCOPY;
+	else if (ts_cfg.xdp_bind == TS_BIND_COPY)
+		scfg.bind_flags |= XDP_COPY;
 	err = link_info(st);
 	if (err)
 		goto out;
@@ -1079,93 +1309,106 @@ static int stack__create(struct ts_stack *st)
 	}
 	for (i = 0; i < st->nframes; i++)
 		free_push(st, (uint64_t)(st->nframes - 1 - i) * TS_FRAME_SIZE);
-	if (st->memfd_mode) {
+	if (!st->memfd_mode) {
+		/* with room for TX metadata in front of every sent packet
+		 * (libxdp 1.3 cannot ask for it: the interposed setsockopt
+		 * adds it) */
+		ts_umem_txmd_len = TS_TXMD_LEN;
+		ts_umem_txmd_ok = 0;
+		err = xsk_umem__create(&st->umem, st->area, st->area_size,
+				       &st->rq[0].fq, &st->rq[0].cq, &ucfg);
+		ts_umem_txmd_len = 0;
+		if (err)
+			goto out_destroy;
+		st->tx_off = ts_umem_txmd_ok ? TS_TXMD_LEN : 0;
+	}
+	/* jumbo frames: a chain of frames per packet (Linux 6.6); a kernel
+	 * or a zero-copy driver without it refuses the flag, and the XSKs
+	 * then carry what one frame takes (the daemon decides for the XSKs
+	 * it makes, and says so: xdpd__umem) */
+	st->sg = !st->memfd_mode && needs_sg(st);
+sg_retry:
+	scfg.bind_flags = (scfg.bind_flags & ~TS_XDP_USE_SG) |
+			  (st->sg ? TS_XDP_USE_SG : 0);
+	nq = stack__queues(st, qids);
+	if (ts_cfg.queue_any) {
+		err = stack__any_queue(st, qids, nq, memfd, &scfg);
+		if (err && sg_refused(st, err)) {
+			st->nrq = 0;
+			goto sg_retry;
+		}
+		if (err)
+			goto out_destroy;
+		nq = 0; /* done */
+	}
+	for (st->nrq = ts_cfg.queue_any; st->nrq < nq; st->nrq++) {
 		for (tries = 0;; tries++) {
-			err = xdpd__umem(st, memfd);
+			err = stack__queue(st, &st->rq[st->nrq], qids[st->nrq],
+					   memfd, &scfg);
 			if (err != -EAGAIN || tries >= 100)
 				break;
+			if (st->rq[st->nrq].xsk)
+				xsk_socket__delete(st->rq[st->nrq].xsk);
+			st->rq[st->nrq].xsk = NULL;
 			usleep(20000);
 		}
-		/* the mapping keeps the UMEM: the memfd is not needed */
+		if (err == -EAGAIN)
+			err = -EBUSY;
+		if (err && !st->nrq && sg_refused(st, err))
+			goto sg_retry; /* the first XSK: nothing made yet */
+		if (err) {
+			st->nrq++; /* what it made, for stack__destroy */
+			if (err == -EBUSY)
+				snprintf(st->why, sizeof(st->why),
+					 "queue %d of %s is another process's; "
+					 "a process serves every queue of an "
+					 "interface, or the one TICKSTACK_QUEUE "
+					 "names",
+					 qids[st->nrq - 1], st->ifname);
+			else if (err == -EOPNOTSUPP && ts_cfg.xdp_bind)
+				snprintf(st->why, sizeof(st->why),
+					 "TICKSTACK_XDP_MODE=%s: the driver of "
+					 "%s cannot bind an AF_XDP socket in %s "
+					 "mode (veth: copy only)",
+					 ts_cfg.xdp_mode_str, st->ifname,
+					 ts_cfg.xdp_bind == TS_BIND_ZEROCOPY ?
+						 "zero-copy" : "copy");
+			goto out_destroy;
+		}
+	}
+	if (memfd >= 0) /* the mappings keep the UMEM */
 		ts_real_close(memfd);
-		memfd = -1;
-		if (err)
-			goto out_destroy;
-		err = xsk_rings_map(st);
-		if (err)
-			goto out_destroy;
-		goto xsk_made;
-	}
-	/* with room for TX metadata in front of every sent packet (libxdp
-	 * 1.3 cannot ask for it: the interposed setsockopt adds it) */
-	ts_umem_txmd_len = TS_TXMD_LEN;
-	ts_umem_txmd_ok = 0;
-	err = xsk_umem__create(&st->umem, st->area, st->area_size, &st->fq,
-			       &st->cq, &ucfg);
-	ts_umem_txmd_len = 0;
+	memfd = -1;
+	st->queue = st->rq[0].queue;
+	st->zerocopy = zerocopy(st->rq[0].fd);
+	err = stack__mode_check(st);
 	if (err)
 		goto out_destroy;
-	st->tx_off = ts_umem_txmd_ok ? TS_TXMD_LEN : 0;
-	/* jumbo frames: a chain of frames per packet (Linux 6.6); a kernel
-	 * or a zero-copy driver without it refuses the flag, and the XSK
-	 * then carries what one frame takes */
-	st->sg = needs_sg(st);
-sg_retry:
-	scfg.bind_flags = XDP_USE_NEED_WAKEUP | (st->sg ? TS_XDP_USE_SG : 0);
-	for (tries = 0; st->xdpd; tries++) {
-		err = xdpd__bind(st, &scfg);
-		if (err != -EAGAIN || tries >= 100)
-			break;
-		usleep(20000);
-	}
-	for (tries = 0; !st->xdpd; tries++) {
-		err = xsk_socket__create(&st->xsk, st->ifname, (__u32)st->queue,
-					 st->umem, &st->rx, &st->tx, &scfg);
-		/* The queue of an XSK whose process just exited is freed by
-		 * deferred kernel work: busy while nobody announces using the
-		 * interface means it is about to be free. */
-		if (err != -EBUSY || tries >= 100 || steer__announced(st))
-			break;
-		usleep(20000);
-	}
-	if ((err == -EINVAL || err == -EOPNOTSUPP) && st->sg) {
-		ts_dbg("interface %s: XDP_USE_SG refused (%s): jumbo frames "
-		       "go through the kernel", st->ifname, strerror(-err));
-		st->sg = 0;
-		goto sg_retry;
-	}
-	if (err)
-		goto out_destroy;
-	st->xsk_fd = xsk_socket__fd(st->xsk);
-xsk_made:
 	set_max_payload(st);
 	if (st->sg && !(st->jbuf = malloc(TS_XSK_SG_MAX_FRAME))) {
 		err = -ENOMEM;
 		goto out_destroy;
 	}
-	st->tx_csum = st->tx_off && ts_cfg.udp_csum && ts_cfg.tx_csum_offload &&
-		      !zerocopy(st->xsk_fd);
-	/* libxdp does not open it close-on-exec: an XSK surviving exec would
-	 * keep receiving for a process image that no longer reads it */
-	ts_real_fcntl(st->xsk_fd, F_SETFD, FD_CLOEXEC);
-	stack__rings_dontfork(st);
-	if (st->memfd_mode) { /* the daemon put it in the XSKMAP */
-		refill(st);
-		return 0;
-	}
-	if (st->xdpd) {
-		err = xdpd__register(st);
-		if (err)
-			goto out_destroy;
-		refill(st);
-		return 0;
-	}
-	steer__purge_stale(st);
-	err = xsk_socket__update_xskmap(st->xsk, st->xsks_fd);
+	err = stack__poll_fd(st);
 	if (err)
 		goto out_destroy;
+	/* each queue's fill ring gets its share of the UMEM: the whole ring
+	 * with one queue, as before; half the frames between them with
+	 * several, the rest for sockets' queues and sends */
+	st->fill_cap = TS_RING_SIZE;
+	if (st->nrq > 1 &&
+	    (st->nframes - TS_TX_RESERVE) / (2u * (uint32_t)st->nrq) < st->fill_cap)
+		st->fill_cap = (st->nframes - TS_TX_RESERVE) / (2u * (uint32_t)st->nrq);
+	st->fill_low_mark = TS_FILL_LOW < st->fill_cap / 4 ? TS_FILL_LOW :
+							     st->fill_cap / 4;
+	st->tx_csum = st->tx_off && ts_cfg.udp_csum && ts_cfg.tx_csum_offload &&
+		      !st->zerocopy;
+	stack__rings_dontfork(st);
+	if (!st->xdpd) {
+		steer__purge_stale(st);
+		steer__announce(st);
+	}
 	refill(st);
-	steer__announce(st);
 	return 0;
 out_destroy:
 	if (memfd >= 0)
@@ -1226,15 +1469,17 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 	st->queue = ts_cfg.queue;
 	st->owner = me;
 	st->steer_fd = st->xsks_fd = st->xsk_fd = st->announce_fd = -1;
+	st->qown_fd = st->epoll_fd = -1;
 	st->xdpd = ts_xdpd__on();
 	st->st = &st->dummy;
 	libbpf_set_print(quiet_print);
 	libxdp_set_print(quiet_xdp_print);
 	err = stack__create(st);
 	if (err) {
-		ts_log("interface %s (ifindex %d) queue %d not accelerated: %s%s",
-		       st->ifname[0] ? st->ifname : "?", ifindex, st->queue,
-		       strerror(-err),
+		ts_log("interface %s (ifindex %d) not accelerated: %s%s%s%s",
+		       st->ifname[0] ? st->ifname : "?", ifindex,
+		       strerror(-err), st->why[0] ? ": " : "", st->why,
+		       st->why[0] ? "" :
 		       err == -EBUSY ? " (another process owns this queue, or "
 				       "another XDP program is attached)" :
 		       err == -EPERM && st->xdpd && !st->memfd_mode ?
@@ -1261,10 +1506,14 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 	st->st->ifindex = (uint32_t)ifindex;
 	st->st->queue = (uint32_t)st->queue;
 	st->st->mode = (uint32_t)st->mode;
+	st->st->nqueues = (uint32_t)st->nrq;
+	st->st->zerocopy = (uint32_t)st->zerocopy;
 	st->st->tx_csum_offload = (uint32_t)st->tx_csum;
 	__atomic_store_n(&st->usable, 1, __ATOMIC_RELEASE);
-	ts_dbg("XSK on %s queue %d mode %s, UDP checksums %s", st->ifname,
-	       st->queue, st->mode == 1 ? "native" : "skb",
+	ts_dbg("XSKs on %s queues %d-%d, XDP %s, bound %s, UDP checksums %s",
+	       st->ifname, st->queue, st->rq[st->nrq - 1].queue,
+	       st->mode == 1 ? "native" : "skb",
+	       st->zerocopy ? "zero-copy" : "copy",
 	       st->tx_csum ? "finished by the interface" : "summed here");
 	return st;
 }
@@ -1330,20 +1579,20 @@ static int rx_csum_ok(const uint8_t *f, uint32_t len,
  * it spans, 0 when the chain goes on past the n peeked (the kernel
  * publishes a chain whole: the next poll sees the rest), and *len the
  * joined length, 0 when it is longer than a jumbo frame (dropped). */
-static uint32_t rx_chain(struct ts_stack *st, uint32_t idx, uint32_t i,
-			 uint32_t n, uint32_t *len)
+static uint32_t rx_chain(struct ts_stack *st, struct ts_rxq *q, uint32_t idx,
+			 uint32_t i, uint32_t n, uint32_t *len)
 {
 	uint32_t j, k, off = 0;
 	int fits = st->jbuf != NULL;
 
 	for (j = i; j < n; j++)
-		if (!(xsk_ring_cons__rx_desc(&st->rx, idx + j)->options &
+		if (!(xsk_ring_cons__rx_desc(&q->rx, idx + j)->options &
 		      TS_XDP_PKT_CONTD))
 			break;
 	if (j == n)
 		return 0;
 	for (k = i; k <= j; k++) {
-		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&st->rx, idx + k);
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx + k);
 		uint64_t frame = d->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
 
 		if (fits && d->len <= TS_FRAME_SIZE - (d->addr - frame) &&
@@ -1397,29 +1646,28 @@ static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
 	return 0;
 }
 
-/* Drain the RX ring into the sockets' queues; the caller holds st->lock.
- * *kick_out: a TX kick is due (made by the caller after unlocking). */
-static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
-				  struct ts_direct *dir)
+/* Drain q's RX ring into the sockets' queues; the caller holds st->lock. */
+static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
+			    struct ts_direct *dir)
 {
 	uint32_t idx = 0, n, i, got = 0, extra = 0, peeked;
 	uint64_t rx_ns = 0;
 
-	n = peeked = xsk_ring_cons__peek(&st->rx, TS_RX_BATCH, &idx);
+	n = peeked = xsk_ring_cons__peek(&q->rx, TS_RX_BATCH, &idx);
 	if (n && __atomic_load_n(&ts_tstamp_wanted, __ATOMIC_RELAXED)) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
 		rx_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	} else if (xsk_ring_prod__needs_wakeup(&st->fq)) {
+	} else if (xsk_ring_prod__needs_wakeup(&q->fq)) {
 		/* a zero-copy driver waits for a wake-up to use the fill ring */
-		ts_real_recvfrom(st->xsk_fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+		ts_real_recvfrom(q->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 		TS_INC(st->st->fill_wakeups);
 	}
 	if (n)
 		ts_sock__deliver_begin();
 	for (i = 0; i < n; i++) {
-		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&st->rx, idx + i);
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx + i);
 		uint64_t frame = d->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
 		const uint8_t *f = st->area + d->addr;
 		struct ts_udp_meta m;
@@ -1428,9 +1676,9 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
 
 		if (ts_unlikely(d->options & TS_XDP_PKT_CONTD)) {
 			/* a jumbo frame (XDP_USE_SG) */
-			span = rx_chain(st, idx, i, n, &jlen);
+			span = rx_chain(st, q, idx, i, n, &jlen);
 			if (!span) { /* published whole: the rest comes next */
-				xsk_ring_cons__cancel(&st->rx, n - i);
+				xsk_ring_cons__cancel(&q->rx, n - i);
 				n = i;
 				break;
 			}
@@ -1489,20 +1737,36 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
 	if (peeked)
 		ts_sock__deliver_end();
 	if (n) {
-		xsk_ring_cons__release(&st->rx, n);
+		xsk_ring_cons__release(&q->rx, n);
 		TS_ADD(st->st->rx_packets, n - extra);
 	}
-	st->rx_unfilled += n;
-	if (st->rx_unfilled >= TS_FILL_BATCH || st->fill_low) {
+	q->rx_unfilled += n;
+	if (q->rx_unfilled >= TS_FILL_BATCH || q->fill_low) {
 		if (st->nfree <= TS_TX_RESERVE)
 			TS_INC(st->st->fill_ring_empty);
-		refill(st);
+		refill_q(st, q);
+		if (st->nrq == 1)
+			st->fill_low = q->fill_low;
+		else
+			fill_low_update(st);
 	}
+	return (int)got;
+}
+
+/* Drain every queue's RX ring; the caller holds st->lock. *kick_out: a TX
+ * kick is due (made by the caller after unlocking). */
+static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
+				  struct ts_direct *dir)
+{
+	int i, got = 0;
+
+	for (i = 0; i < st->nrq; i++)
+		got += rxq__poll_locked(st, &st->rq[i], dir);
 	/* a kick only when the driver asks for one (copy mode always does;
 	 * a zero-copy driver that is running does not) */
 	*kick_out = tx_pending(st) && xsk_ring_prod__needs_wakeup(&st->tx);
 	reclaim(st);
-	return (int)got;
+	return got;
 }
 
 /* Poll st's RX ring once. wait: 1 take the lock; 0 only if free (a
@@ -1560,9 +1824,14 @@ int ts_stack__poll_rx(struct ts_stack *st)
  * flight would only make the sender wait for the lock.) */
 int ts_stack__busy(const struct ts_stack *st)
 {
+	int i;
+
 	/* the shared ring indices, not the poller's private cached ones */
-	return __atomic_load_n(st->rx.producer, __ATOMIC_ACQUIRE) !=
-	       __atomic_load_n(st->rx.consumer, __ATOMIC_ACQUIRE);
+	for (i = 0; i < st->nrq; i++)
+		if (__atomic_load_n(st->rq[i].rx.producer, __ATOMIC_ACQUIRE) !=
+		    __atomic_load_n(st->rq[i].rx.consumer, __ATOMIC_ACQUIRE))
+			return 1;
+	return 0;
 }
 
 int ts_stack__any_busy(void)
@@ -1914,12 +2183,14 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
  * (in the RX ring, socket queues, TX ring or completion ring). */
 uint32_t ts_stack__frames_out(struct ts_stack *st)
 {
-	uint32_t in_fill, out;
+	uint32_t in_fill = 0, out;
+	int i;
 
 	pthread_mutex_lock(&st->lock);
 	reclaim(st);
-	in_fill = st->fq.cached_prod -
-		  __atomic_load_n(st->fq.consumer, __ATOMIC_ACQUIRE);
+	for (i = 0; i < st->nrq; i++)
+		in_fill += st->rq[i].fq.cached_prod -
+			   __atomic_load_n(st->rq[i].fq.consumer, __ATOMIC_ACQUIRE);
 	out = st->nframes - st->nfree - in_fill;
 	pthread_mutex_unlock(&st->lock);
 	return out;
@@ -1931,21 +2202,32 @@ void ts_stack__refresh_stats(void)
 
 	for (i = 0; i < nstacks; i++) {
 		struct ts_stack *st = stacks[i];
-		struct xdp_statistics xs;
-		socklen_t len = sizeof(xs);
+		struct xdp_statistics xs, sum;
+		socklen_t len;
+		int j;
 
 		if (!st->usable || st->owner != ts_getpid())
 			continue;
-		memset(&xs, 0, sizeof(xs));
-		if (ts_real_getsockopt(st->xsk_fd, SOL_XDP, XDP_STATISTICS, &xs,
-				       &len))
-			continue;
-		st->st->xdp_rx_dropped = xs.rx_dropped;
-		st->st->xdp_rx_invalid = xs.rx_invalid_descs;
-		st->st->xdp_tx_invalid = xs.tx_invalid_descs;
-		st->st->xdp_rx_ring_full = xs.rx_ring_full;
-		st->st->xdp_fill_empty = xs.rx_fill_ring_empty_descs;
-		st->st->xdp_tx_ring_empty = xs.tx_ring_empty_descs;
+		memset(&sum, 0, sizeof(sum));
+		for (j = 0; j < st->nrq; j++) { /* the sum over the queues */
+			memset(&xs, 0, sizeof(xs));
+			len = sizeof(xs);
+			if (ts_real_getsockopt(st->rq[j].fd, SOL_XDP,
+					       XDP_STATISTICS, &xs, &len))
+				continue;
+			sum.rx_dropped += xs.rx_dropped;
+			sum.rx_invalid_descs += xs.rx_invalid_descs;
+			sum.tx_invalid_descs += xs.tx_invalid_descs;
+			sum.rx_ring_full += xs.rx_ring_full;
+			sum.rx_fill_ring_empty_descs += xs.rx_fill_ring_empty_descs;
+			sum.tx_ring_empty_descs += xs.tx_ring_empty_descs;
+		}
+		st->st->xdp_rx_dropped = sum.rx_dropped;
+		st->st->xdp_rx_invalid = sum.rx_invalid_descs;
+		st->st->xdp_tx_invalid = sum.tx_invalid_descs;
+		st->st->xdp_rx_ring_full = sum.rx_ring_full;
+		st->st->xdp_fill_empty = sum.rx_fill_ring_empty_descs;
+		st->st->xdp_tx_ring_empty = sum.tx_ring_empty_descs;
 		st->st->umem_frames_out = ts_stack__frames_out(st);
 	}
 }
@@ -1968,7 +2250,7 @@ static void umem_private_copy(struct ts_stack *st)
  * of their fds and never touch their rings. */
 void ts_stack__after_fork_child(void)
 {
-	int i;
+	int i, j;
 
 	ts_xdpd__after_fork_child();
 
@@ -1980,8 +2262,14 @@ void ts_stack__after_fork_child(void)
 		pthread_mutex_init(&st->lock, NULL);
 		if (!st->usable)
 			continue;
-		if (st->xsk_fd >= 0)
-			ts_real_close(st->xsk_fd);
+		for (j = 0; j < st->nrq; j++) {
+			if (st->rq[j].fd >= 0)
+				ts_real_close(st->rq[j].fd);
+			st->rq[j].fd = -1;
+		}
+		if (st->epoll_fd >= 0)
+			ts_real_close(st->epoll_fd);
+		st->epoll_fd = -1;
 		st->xsk_fd = -1;
 		/* a daemon-made UMEM is a shared mapping of a memfd: the
 		 * child reads the datagrams queued before the fork from a

@@ -195,9 +195,11 @@ static void dump_to(FILE *f)
 
 		if (!x->in_use)
 			continue;
-		fprintf(f, "xsk if=%s ifindex=%u queue=%u mode=%s tx_csum=%s",
-			x->ifname, x->ifindex, x->queue,
+		fprintf(f, "xsk if=%s ifindex=%u queue=%u queues=%u mode=%s "
+			   "bind=%s tx_csum=%s",
+			x->ifname, x->ifindex, x->queue, x->nqueues,
 			x->mode == 1 ? "native" : "skb",
+			x->zerocopy ? "zerocopy" : "copy",
 			x->tx_csum_offload ? "offload" : "software");
 #define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)x->n);
 		TICKSTACK_XSK_COUNTERS(PR)

@@ -25,6 +25,16 @@ struct {
 	__type(value, __u32);
 } ts_xsks SEC(".maps");
 
+/* Which process (the owner of steering entries) holds the XSK of each
+ * queue: a flow of a process that serves every queue is redirected on
+ * whichever queue it lands. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TS_XSKS_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} ts_qown SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, TS_CNT_MAX);
@@ -103,8 +113,16 @@ int ts_steer(struct xdp_md *ctx)
 		return count(TS_CNT_PASS_BIG, XDP_PASS);
 	if (v->flags & TS_STEER_F_SHARED)
 		return count(TS_CNT_PASS_SHARED, XDP_PASS);
-	if (v->queue != ctx->rx_queue_index)
-		return count(TS_CNT_PASS_QUEUE, XDP_PASS);
+	if (v->queue != ctx->rx_queue_index) {
+		/* another queue: the owner's too when it serves it */
+		__u32 q = ctx->rx_queue_index;
+		__u32 *o = bpf_map_lookup_elem(&ts_qown, &q);
+
+		if (!o || *o != v->owner)
+			return count(TS_CNT_PASS_QUEUE, XDP_PASS);
+		count(TS_CNT_REDIRECT, 0);
+		return bpf_redirect_map(&ts_xsks, q, XDP_PASS);
+	}
 	count(TS_CNT_REDIRECT, 0);
 	/* An empty slot (the owner exited) falls back to the kernel. */
 	return bpf_redirect_map(&ts_xsks, v->queue, XDP_PASS);

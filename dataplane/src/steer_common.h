@@ -25,6 +25,7 @@
 #define TS_MAP_STEER "ts_steer_map"
 #define TS_MAP_XSKS "ts_xsks"
 #define TS_MAP_CNT "ts_cnt"
+#define TS_MAP_QOWN "ts_qown"
 
 /* Key: destination (IPv4, port, protocol), network order; daddr 0 = any.
  * proto is TS_STEER_UDP (0: the layout entries had before TCP, so a

@@ -899,7 +899,7 @@ static int tcp_wait(struct ts_tcp *t, int (*ready)(struct ts_tcp *),
 				return -EAGAIN;
 			kdue |= ts_spin__tick(&sp, now);
 			if (now >= spin_end) {
-				struct pollfd pf[TICKSTACK_STATS_MAX_XSK + 2];
+				struct pollfd pf[TS_XSK_POLLFDS + 2];
 				int n = 0, k, ms = 10, helped = 0;
 				uint64_t v;
 
@@ -913,8 +913,8 @@ static int tcp_wait(struct ts_tcp *t, int (*ready)(struct ts_tcp *),
 
 					if (!ts_stack__usable(st))
 						continue;
-					pf[n].fd = ts_stack__fd(st);
-					pf[n++].events = POLLIN;
+					n += ts_stack__poll_fds(st, &pf[n],
+								TS_XSK_POLLFDS - n);
 				}
 				if (ts_sig_efd >= 0) {
 					pf[n].fd = ts_sig_efd;

@@ -587,7 +587,7 @@ static uint64_t fw_busy_ns;
 
 static void helper_sleep(uint64_t due)
 {
-	static struct pollfd pf[TICKSTACK_STATS_MAX_XSK + 1 + FW_POLL_MAX];
+	static struct pollfd pf[TS_XSK_POLLFDS + 1 + FW_POLL_MAX];
 	uint64_t now = ts_now_ns(), v;
 	int n = 0, k, watch, fw;
 
@@ -610,8 +610,8 @@ static void helper_sleep(uint64_t due)
 
 		if (!ts_stack__usable(st))
 			continue;
-		pf[n].fd = ts_stack__fd(st);
-		pf[n++].events = POLLIN;
+		n += ts_stack__poll_fds(st, &pf[n],
+				       (int)(sizeof(pf) / sizeof(pf[0])) - n);
 	}
 	/* While the fork pump is busy, the thread spins as the profile's
 	 * blocking calls do (TICKSTACK_SPIN_USEC): every connection a child

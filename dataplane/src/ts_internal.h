@@ -98,10 +98,13 @@ struct ts_config {
 	int require;            /* TICKSTACK_REQUIRE=1 */
 	int xdp_mode;           /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
 	int xdp_mode_auto;      /* try native, then generic */
+	int xdp_bind;           /* TS_BIND_ANY, TS_BIND_ZEROCOPY or TS_BIND_COPY */
+	char xdp_mode_str[64];  /* TICKSTACK_XDP_MODE as given (messages) */
 	int udp_csum;           /* compute UDP checksums on TX */
 	int tx_csum_offload;    /* let the interface finish them (AF_XDP TX metadata) */
 	int queue;              /* NIC queue to bind */
 	int queue_set;          /* TICKSTACK_QUEUE given: that queue only */
+	int queue_any;          /* TICKSTACK_QUEUE=any: one queue, the first free */
 	char xdpd_socket[108];  /* TICKSTACK_XDPD_SOCKET: the node daemon's */
 	int xdpd_netraw;        /* TICKSTACK_XDPD_MODE=netraw: the process makes its XSK */
 	int stats_dump;         /* print counters at exit */
@@ -113,6 +116,11 @@ struct ts_config {
 	uint32_t sockq_len;
 	uint64_t yield_ns;      /* spin time between sched_yield() calls */
 };
+/* TICKSTACK_XDP_MODE's bind mode: what the kernel picks (zero-copy where
+ * the driver has it), or insisted on (refused where it cannot be had). */
+#define TS_BIND_ANY 0
+#define TS_BIND_ZEROCOPY 1
+#define TS_BIND_COPY 2
 /* Entries of each XSK ring (fill, completion, RX, TX); the statistics dump
  * reports it with the other receive buffering ("buffers" line). */
 #define TS_RING_SIZE 4096u
@@ -227,6 +235,15 @@ struct ts_stack;
 TS_HIDDEN struct ts_stack *ts_stack__get(int ifindex, int create);
 TS_HIDDEN enum ts_fb_why ts_stack__why_none(int ifindex);
 TS_HIDDEN int ts_stack__fd(const struct ts_stack *st);
+/* The fds a sleeping thread polls for st's RX rings: every queue's XSK, or
+ * for a stack of more than TS_XSK_POLL_QUEUES queues one epoll fd holding
+ * them (an epoll watch costs every received frame a callback in the
+ * kernel: docs/dataplane.md "Every queue served"). Writes at most room
+ * entries to pf and returns how many. */
+#define TS_XSK_POLL_QUEUES 8
+#define TS_XSK_POLLFDS (TICKSTACK_STATS_MAX_XSK * TS_XSK_POLL_QUEUES)
+TS_HIDDEN int ts_stack__poll_fds(const struct ts_stack *st, struct pollfd *pf,
+				 int room);
 TS_HIDDEN int ts_stack__ifindex(const struct ts_stack *st);
 TS_HIDDEN int ts_stack__usable(const struct ts_stack *st);
 TS_HIDDEN void ts_stack__mac(const struct ts_stack *st, uint8_t mac[6]);

@@ -167,10 +167,10 @@ static void wait__poll_rings(const struct ts_wait *w)
 static int wait__sleep(struct ts_wait *w, uint64_t now, uint64_t deadline,
 		       unsigned long g0, int *res)
 {
-	struct pollfd local[16 + TICKSTACK_STATS_MAX_XSK + 1];
+	struct pollfd local[16 + TS_XSK_POLLFDS + 1];
 	struct pollfd *pf = w->sleep_buf ? w->sleep_buf : local;
 	struct timespec ts, *tsp = NULL;
-	int n, i, k, r, slot, efd;
+	int n, i, k, r, slot, efd, xroom = TS_XSK_POLLFDS;
 
 	/* room for the XSKs and the eventfd is kept after the caller's */
 	n = w->sleep_fds(w, pf, w->sleep_buf ? w->sleep_cap : 16);
@@ -181,8 +181,9 @@ static int wait__sleep(struct ts_wait *w, uint64_t now, uint64_t deadline,
 
 			if (!ts_stack__usable(st))
 				continue;
-			pf[n].fd = ts_stack__fd(st);
-			pf[n++].events = POLLIN;
+			r = ts_stack__poll_fds(st, &pf[n], xroom);
+			n += r;
+			xroom -= r;
 		}
 	} else {
 		k = ts_stack__count();
@@ -191,8 +192,9 @@ static int wait__sleep(struct ts_wait *w, uint64_t now, uint64_t deadline,
 
 			if (!ts_stack__usable(st))
 				continue;
-			pf[n].fd = ts_stack__fd(st);
-			pf[n++].events = POLLIN;
+			r = ts_stack__poll_fds(st, &pf[n], xroom);
+			n += r;
+			xroom -= r;
 		}
 	}
 	slot = wake_slot_get();
@@ -425,7 +427,7 @@ int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 		  const sigset_t *mask)
 {
 	struct pollfd stackbuf[TS_POLL_STACK];
-	nfds_t need = n + TICKSTACK_STATS_MAX_XSK + 1;
+	nfds_t need = n + TS_XSK_POLLFDS + 1;
 	struct poll_wait pw = { .fds = fds, .n = n, .tmp = stackbuf };
 	struct ts_wait w = { .check = poll_check, .sleep_fds = poll_sleep_all,
 			     .arg = &pw, .timeout_ns = timeout_ns,

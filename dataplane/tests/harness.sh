@@ -787,13 +787,15 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 . "$here/t2t.sh"
 # real programs: nginx, redis, socat, iperf3, python asyncio
 . "$here/programs.sh"
+# every receive queue served
+. "$here/queues.sh"
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload txcsum connected fork multicast require noadmin cmsg bigmtu forkq socat_udp_fork policy mcshare epollset reuseport readv stress $TCP_ALL $PROG_ALL $XDPD_ALL $T2T_ALL"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload txcsum connected fork multicast require noadmin cmsg bigmtu forkq socat_udp_fork policy mcshare epollset reuseport readv stress $TCP_ALL $PROG_ALL $XDPD_ALL $T2T_ALL $QUEUES_ALL"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
 	start=$(date +%s%N)
-	if [ "$t" = multicast ] || [ "$t" = tcp_loss ] || [ "${t#xdpd_}" != "$t" ] || [ "${t#t2t_}" != "$t" ]; then # own topology
+	if [ "$t" = multicast ] || [ "$t" = tcp_loss ] || [ "${t#xdpd_}" != "$t" ] || [ "${t#t2t_}" != "$t" ] || [ "${t#queues}" != "$t" ]; then # own topology
 		( trap tsdp_cleanup_netns EXIT; t_$t ) && ok=1 || ok=0
 	else
 		new_pair

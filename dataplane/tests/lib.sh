@@ -62,9 +62,11 @@ tsdp_ns() { # tsdp_ns VAR NAME: creates netns tsdp<ID>NAME, its name in VAR
 
 # tsdp_pair A B SUBNET: veth between netns A and B, A gets SUBNET.1, B .2
 # Interface names: <A>v / <B>v (kept under 15 chars by short suffixes).
+# TSDP_QUEUES=N: N receive and transmit queues on both ends.
 tsdp_pair() {
-	local a=$1 b=$2 net=$3 ia="${4:-v${TSDP_ID}a}" ib="${5:-v${TSDP_ID}b}"
-	ip link add "tsdp$ia" netns "$a" type veth peer name "tsdp$ib" netns "$b"
+	local a=$1 b=$2 net=$3 ia="${4:-v${TSDP_ID}a}" ib="${5:-v${TSDP_ID}b}" q=()
+	[ -z "${TSDP_QUEUES:-}" ] || q=(numtxqueues "$TSDP_QUEUES" numrxqueues "$TSDP_QUEUES")
+	ip link add "tsdp$ia" netns "$a" "${q[@]}" type veth peer name "tsdp$ib" netns "$b" "${q[@]}"
 	ip -n "$a" addr add "$net.1/24" dev "tsdp$ia"
 	ip -n "$b" addr add "$net.2/24" dev "tsdp$ib"
 	ip -n "$a" link set "tsdp$ia" up

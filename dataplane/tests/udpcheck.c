@@ -6,8 +6,10 @@
  *                                          each echo, compare bytes
  *   udpcheck echo IP PORT COUNT MUX        echo COUNT datagrams, waiting
  *                                          with MUX: block|poll|select|epoll
- *   udpcheck fork-echo IP PORT COUNT       bind, fork; the child echoes on
- *                                          the inherited socket
+ *   udpcheck fork-echo IP PORT COUNT       bind, fork; the child polls the
+ *                                          inherited socket once without
+ *                                          waiting, prints "ready" and
+ *                                          echoes on it
  *   udpcheck send-connected IP PORT COUNT  like send, through connect(),
  *                                          write() and read() on a dup()
  *                                          of the socket, after checking
@@ -473,10 +475,19 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (pid == 0) {
-			/* ready at once: what arrives before the child's first
-			 * call on the socket waits in the kernel socket both
-			 * processes hold (the parent's steering was parked at
-			 * the fork), as with the kernel */
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			/* ready after a first call on the socket that does
+			 * not wait (where the interposer adopts it: its own
+			 * XSK and steering). What arrives before it waits in
+			 * the kernel socket both processes hold (the parent's
+			 * steering was parked at the fork), as with the
+			 * kernel; a test that requires every datagram through
+			 * the child's XSK sends after "ready". */
+			if (poll(&p, 1, 0) < 0) {
+				perror("udpcheck fork-echo: poll");
+				exit(1);
+			}
 			printf("ready\n");
 			fflush(stdout);
 			exit(echo(fd, count, "poll"));

@@ -154,10 +154,11 @@ xd_topo() {
 	fi
 }
 
-# xd_server TAG PORT [--require]: sockperf server in pod-b
+# xd_server TAG PORT [--require]: sockperf server in pod-b (XS_ENV: more
+# variables for it)
 xd_server() {
 	local tag=$1 port=$2 req=${3:-}
-	$(xd_pod "$NB" pod-b "$tag" "$req") env TICKSTACK_SPIN_USEC=0 \
+	$(xd_pod "$NB" pod-b "$tag" "$req") env TICKSTACK_SPIN_USEC=0 ${XS_ENV:-} \
 		sockperf sr -i $IPB -p "$port" >"$TSDP_TMP/server-$tag.out" 2>&1 &
 	XS=$!
 	TSDP_PIDS+=("$XS")
@@ -228,7 +229,9 @@ t_xdpd_pp() { # accelerated ping-pong in a pod without any capability
 	# the pod's kernel saw (almost) none of the ping-pong's datagrams
 	[ $(($(kstat "$NB" UdpInDatagrams) - ${udp0:-0})) -le 20 ] ||
 		{ die "the pod's kernel received $(($(kstat "$NB" UdpInDatagrams) - ${udp0:-0})) datagrams"; return 1; }
-	grep -q "queue=0 mode=native" "$TSDP_TMP"/stats-srv-*.txt || { die "not on queue 0 natively"; return 1; }
+	# every queue, native XDP, copy mode (veth has no zero-copy)
+	grep -q "queue=0 queues=2 mode=native bind=copy" "$TSDP_TMP"/stats-srv-*.txt ||
+		{ die "not on queues 0-1 natively in copy mode: $(grep ^xsk "$TSDP_TMP"/stats-srv-*.txt)"; return 1; }
 	# the library attached nothing: the daemon's program is still there
 	[ "$(ip -n "$NB" link show "$IFB" | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p')" = "$prog" ] ||
 		{ die "the XDP program on $IFB changed"; return 1; }
@@ -242,7 +245,8 @@ t_xdpd_umem() {
 	local r sock before
 	C=1 xd_topo || return 1
 	sock=$XD_RUN/pods/pod-b/xdp.sock
-	xd_server srv 11202 --require || return 1
+	# (on queue 0 alone: queue 1 is the test client's)
+	XS_ENV=TICKSTACK_QUEUE=0 xd_server srv 11202 --require || return 1
 	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
 	before=$(xd_fds)
 	# without any capability: an AF_XDP socket back, its rings mapped
@@ -345,8 +349,8 @@ t_xdpd_jumbo() {
 	done
 }
 
-t_xdpd_two() { # two processes share the pod's interface, one queue each
-	local s1 s2 s3
+t_xdpd_two() { # two processes share the pod's interface, one queue each (TICKSTACK_QUEUE=any)
+	local s1 s2 s3 XS_ENV=TICKSTACK_QUEUE=any
 	xd_topo || return 1
 	xd_server one 11211 --require || return 1
 	s1=$XS
@@ -403,7 +407,8 @@ xd_refused() {
 t_xdpd_foreign() { # nothing reaches another pod's interface or entries
 	local r
 	C=1 xd_topo || return 1
-	xd_server srv 11231 --require || return 1
+	# (on queue 0 alone: queue 1 is the hostile client's)
+	XS_ENV=TICKSTACK_QUEUE=0 xd_server srv 11231 --require || return 1
 	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
 	# a process of pod-c (another netns) on pod-b's socket: refused
 	r=$(xd_nobody "$NC" $XD_PY "$XD_CLIENT" "$XD_RUN/pods/pod-b/xdp.sock" hello 2>&1)
@@ -493,13 +498,24 @@ t_statsfile() { # the library's files: nothing followed, nothing truncated
 }
 
 t_xdpd_fork() { # a forked child takes its parent's socket over, on its own queue
-	local e
+	local e ia="tsdpv${TSDP_ID}a"
 	xd_topo || return 1
-	$(xd_pod "$NB" pod-b srv --require) $B/udpcheck fork-echo $IPB 11261 100 \
+	# static neighbours both ways: the child's first echo does not wait for
+	# ARP (on a loaded machine that wait can time out and the echo go
+	# through the kernel, tx_kernel_neigh; harness tp_check covers it)
+	ip -n "$NA" neigh replace $IPB lladdr "$(ip -n "$NB" -br link show "$IFB" | awk '{print $3}')" dev "$ia" nud permanent &&
+		ip -n "$NB" neigh replace 198.18.12.1 lladdr "$(ip -n "$NA" -br link show "$ia" | awk '{print $3}')" dev "$IFB" nud permanent ||
+		{ die "cannot set static neighbours"; return 1; }
+	# one queue each (TICKSTACK_QUEUE=any): the parent's, then the child's
+	$(xd_pod "$NB" pod-b srv --require) env TICKSTACK_QUEUE=any $B/udpcheck fork-echo $IPB 11261 100 \
 		>"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 udp_listening "$NB" 11261 || { die "fork-echo did not listen"; return 1; }
+	# the child has made its first call on the socket, and so taken its
+	# queue and the socket's steering (a datagram sent before that reads
+	# through the kernel socket both hold: udpcheck's fork-echo)
+	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "fork-echo's child not ready"; return 1; }
 	# the child holds queue 1: the peer sends from CPU 1 (XPS)
 	ip netns exec "$NA" taskset -c 1 timeout 30 $B/udpcheck send $IPB 11261 100 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "echo through the forked child failed"; return 1; }

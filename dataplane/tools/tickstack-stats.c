@@ -43,9 +43,12 @@ static void print(const struct tickstack_stats *t)
 
 		if (!x->in_use)
 			continue;
-		printf("  xsk %s (ifindex %u) queue %u mode %s, UDP checksums %s\n",
+		printf("  xsk %s (ifindex %u) queues %u-%u, XDP %s, bound %s, "
+		       "UDP checksums %s\n",
 		       x->ifname, x->ifindex, x->queue,
+		       x->queue + (x->nqueues ? x->nqueues - 1 : 0),
 		       x->mode == 1 ? "native" : "skb",
+		       x->zerocopy ? "zero-copy" : "copy",
 		       x->tx_csum_offload ? "offloaded" : "in software");
 #define PR(n) printf("    %-20s %llu\n", #n, (unsigned long long)x->n);
 		TICKSTACK_XSK_COUNTERS(PR)

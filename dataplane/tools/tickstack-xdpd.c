@@ -939,9 +939,14 @@ static void client_close(struct client *c)
 			if (a->qown[q] != c)
 				continue;
 			a->qown[q] = NULL;
-			if (a->skel)
+			if (a->skel) {
+				__u32 none = 0;
+
 				bpf_map_delete_elem(bpf_map__fd(a->skel->maps.ts_xsks),
 						    &q);
+				bpf_map_update_elem(bpf_map__fd(a->skel->maps.ts_qown),
+						    &q, &none, BPF_ANY);
+			}
 		}
 	}
 	for (cp = &p->clients; *cp; cp = &(*cp)->next)
@@ -1124,12 +1129,12 @@ static int client_queue(struct client *c, struct att *a)
 }
 
 /* Queue qs of a for c: its number, or a negative errno with why set. One
- * XSK per queue, one queue per connection and interface. */
+ * XSK per queue; a connection may hold several queues of an interface (a
+ * process serves every queue: docs/dataplane.md "Every queue served"). */
 static int queue_for(struct client *c, struct att *a, const char *qs,
 		     char *why, size_t wl)
 {
 	char *end;
-	int fdq;
 	long v;
 
 	errno = 0;
@@ -1144,12 +1149,6 @@ static int queue_for(struct client *c, struct att *a, const char *qs,
 			 (int)a->qown[v]->pid);
 		return -EBUSY;
 	}
-	fdq = client_queue(c, a);
-	if (fdq >= 0 && fdq != v) {
-		snprintf(why, wl, "this connection already has queue %d of %s",
-			 fdq, a->ifname);
-		return -EBUSY;
-	}
 	return (int)v;
 }
 
@@ -1157,12 +1156,17 @@ static int queue_for(struct client *c, struct att *a, const char *qs,
 static int xskmap_set(struct client *c, struct att *a, int q, int fd,
 		      char *why, size_t wl)
 {
+	__u32 pid;
+
 	if (bpf_map_update_elem(bpf_map__fd(a->skel->maps.ts_xsks), &q, &fd, 0)) {
 		int err = -errno;
 
 		snprintf(why, wl, "XSKMAP update: %s", strerror(errno));
 		return err;
 	}
+	/* the steering program redirects c's flows that land on q here */
+	pid = (__u32)c->pid;
+	bpf_map_update_elem(bpf_map__fd(a->skel->maps.ts_qown), &q, &pid, BPF_ANY);
 	a->qown[q] = c;
 	return 0;
 }
