@@ -655,10 +655,10 @@ static void *timer_main(void *arg)
 	unsigned n = 0;
 
 	(void)arg;
-	/* its route lookup socket (route.c keeps one per thread) now: the
-	 * helper sends segments (ACKs, retransmissions) whose next hop it may
-	 * look up, and a socket opened at its first lookup would appear at a
-	 * random point of the process's life (tcp_cycles counts fds) */
+	/* the process's route lookup socket (route.c) now: the helper sends
+	 * segments (ACKs, retransmissions) whose next hop it may look up, and
+	 * a socket opened at the first lookup would appear at a random point
+	 * of the process's life (tcp_cycles counts fds) */
 	ts_route__open();
 	__atomic_store_n(&helper_ready, 1, __ATOMIC_RELEASE);
 	for (;;) {

@@ -511,6 +511,16 @@ loss_topology() {
 	IPB=198.18.21.2
 }
 
+# loss_why: after a failed transfer, what each accelerated namespace's
+# kernel did (a reset or abort there means a segment missed the XSK)
+loss_why() {
+	local ns
+	for ns in "$NA" "$NB"; do
+		echo "---- kernel TCP counters of $ns (nonzero)" >&2
+		ip netns exec "$ns" nstat -asz 2>/dev/null | awk '$1 ~ /^Tcp/ && $2 != 0' >&2
+	done
+}
+
 # transfer DIRECTION PORT: DIRECTION up (A sends to B) or down (B to A)
 transfer() {
 	local dir=$1 port=$2 s e
@@ -528,9 +538,9 @@ transfer() {
 		$(taccel $NA cli) timeout 900 $B/tcpcheck send-client $IPB "$port" "$TSDP_TMP/in" >"$TSDP_TMP/client.out" 2>&1
 	else
 		$(taccel $NA cli) timeout 900 $B/tcpcheck recv-client $IPB "$port" "$TSDP_TMP/out" >"$TSDP_TMP/client.out" 2>&1
-	fi || { die "$dir: client exit code $?"; return 1; }
-	wait_exit "$SRV" 60 || { die "$dir: server did not finish"; return 1; }
-	[ "$WAIT_RC" = 0 ] || { die "$dir: server exit code $WAIT_RC"; return 1; }
+	fi || { die "$dir: client exit code $?: $(tail -n 3 "$TSDP_TMP/client.out" | tr '\n' ' ')"; loss_why; return 1; }
+	wait_exit "$SRV" 60 || { die "$dir: server did not finish"; loss_why; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "$dir: server exit code $WAIT_RC: $(tail -n 3 "$TSDP_TMP/server.out" | tr '\n' ' ')"; loss_why; return 1; }
 	e=$(date +%s%N)
 	[ "$(sha256sum <"$TSDP_TMP/out")" = "$IN_SUM" ] || { die "$dir: sha256 differs"; return 1; }
 	if [ "$dir" = up ]; then

@@ -295,6 +295,56 @@ static void source(int fd, const char *in)
 		die("read EOF");
 }
 
+/* what each open fd is ("3 socket:[123]" lines), for a leak's report */
+static char fds_seen[4096];
+
+/* "socket:[N]" is a netlink socket of this process */
+static int netlink_inode(const char *link)
+{
+	char line[512], ino[32];
+	FILE *f;
+	int found = 0;
+
+	if (sscanf(link, "socket:[%31[0-9]]", ino) != 1)
+		return 0;
+	f = fopen("/proc/self/net/netlink", "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char f9[10][32];
+
+		found = sscanf(line, "%31s %31s %31s %31s %31s %31s %31s %31s %31s %31s",
+			       f9[0], f9[1], f9[2], f9[3], f9[4], f9[5], f9[6], f9[7],
+			       f9[8], f9[9]) == 10 && !strcmp(f9[9], ino);
+	}
+	fclose(f);
+	return found;
+}
+
+static void list_fds(char *out, size_t len)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	size_t off = 0;
+
+	out[0] = 0;
+	if (!d)
+		return;
+	while ((e = readdir(d)) && off + 300 < len) {
+		char path[300], to[256];
+		ssize_t n;
+
+		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, to, sizeof(to) - 1);
+		to[n > 0 ? n : 0] = 0;
+		off += (size_t)snprintf(out + off, len - off, " %s=%s%s", e->d_name, to,
+					netlink_inode(to) ? "(netlink)" : "");
+	}
+	closedir(d);
+}
+
 static int count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -396,6 +446,13 @@ static int settle(int base, int n, const char *who)
 	       "conns_live=%llu ports_held=%llu umem_frames_out=%llu\n",
 	       who, n, now, base, st ? "yes" : "no", (unsigned long long)live,
 	       (unsigned long long)held, (unsigned long long)frames);
+	if (now != base) {
+		char after[4096];
+
+		list_fds(after, sizeof(after));
+		fprintf(stderr, "tcpcheck: %s: fds before:%s\ntcpcheck: %s: fds after:%s\n",
+			who, fds_seen, who, after);
+	}
 	if (st)
 		munmap(st, sizeof(*st));
 	return now == base && !live && !held && !frames ? 0 : 1;
@@ -842,8 +899,10 @@ int main(int argc, char **argv)
 		fd = listener(atoi(argv[2]));
 		n = atoi(argv[3]);
 		for (i = 0; i <= n; i++) {
-			if (i == 1)
+			if (i == 1) {
 				base = count_fds();
+				list_fds(fds_seen, sizeof(fds_seen));
+			}
 			c = accept_one(fd);
 			answer(c, "ping", "pong");
 			close(c);
@@ -860,6 +919,7 @@ int main(int argc, char **argv)
 				/* the warm-up connection's close settles */
 				usleep(200000);
 				base = count_fds();
+				list_fds(fds_seen, sizeof(fds_seen));
 			}
 			fd = connect_to(argv[2], atoi(argv[3]));
 			request(fd, "ping", "pong");
