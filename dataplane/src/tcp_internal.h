@@ -27,12 +27,10 @@ static inline int ts_tcp__is_tcp(const uint8_t *p, uint32_t len)
 
 /* RX dispatch (stack.c, under the ring's lock): one Ethernet frame
  * holding an IPv4/TCP segment is copied to the TCP layer's input queue
- * (the caller frees the frame), its checksum verified on the copy;
- * -EBADMSG: a wrong checksum, dropped (the caller counts it, as for UDP).
- * ts_tcp__input_drain, called once the ring lock is released, hands the
- * queue to lwIP under its core lock. */
-TS_HIDDEN int ts_tcp__input(struct ts_stack *st, const uint8_t *frame,
-			    uint32_t len);
+ * (the caller frees the frame); ts_tcp__input_drain, called once the
+ * ring lock is released, hands the queue to lwIP under its core lock. */
+TS_HIDDEN void ts_tcp__input(struct ts_stack *st, const uint8_t *frame,
+			     uint32_t len);
 TS_HIDDEN void ts_tcp__input_drain(void);
 
 /* life cycle */
