@@ -184,30 +184,25 @@ func (p *Plugin) Run(ctx context.Context) error {
 		} else {
 			p.log.Info("registered with the kubelet", "resource", p.opts.ResourceName, "units", p.opts.Units,
 				"socketDir", p.opts.SocketDir, "daemonServes", p.daemonServes())
-			err = p.watch(ctx, tick.C, sock)
+			p.watch(ctx, tick.C, sock)
 		}
 		srv.Stop()
 		_ = os.Remove(sock)
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return nil
-		}
-		if err != nil {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-tick.C:
-			}
+		case <-tick.C:
 		}
 	}
 }
 
-// watch follows the daemon's socket until ctx ends (nil) or the plugin's own socket goes (the
-// kubelet restarted: an error, to serve and register again).
-func (p *Plugin) watch(ctx context.Context, tick <-chan time.Time, sock string) error {
+// watch follows the daemon's socket until ctx ends or the plugin's own socket goes (the kubelet
+// restarted: the caller serves and registers again).
+func (p *Plugin) watch(ctx context.Context, tick <-chan time.Time, sock string) {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-tick:
 		}
 		if p.checkHealth() {
@@ -215,7 +210,7 @@ func (p *Plugin) watch(ctx context.Context, tick <-chan time.Time, sock string) 
 		}
 		if _, err := os.Lstat(sock); err != nil {
 			p.log.Info("the plugin's socket is gone (the kubelet restarted): registering again")
-			return errors.New("plugin socket removed")
+			return
 		}
 	}
 }
