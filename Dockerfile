@@ -11,7 +11,7 @@
 # Where no image registry is reachable (this project's machines), hack/images/build.sh --bases local
 # passes local Debian bases made by debootstrap (BASE_IMAGE, TOOLS_IMAGE) and BINARIES=prebuilt with a
 # build context it stages from binaries built on the host:
-#   prebuilt/bin/         manager, agent, tickstack-xdp-cni (static Go binaries)
+#   prebuilt/bin/         manager, agent, tickstack-xdp-cni, tickstack-xdpd-plugin (static Go binaries)
 #   prebuilt/bench-bin/   tickstack, tickstack-bench, tickstack-bench-upload
 #   prebuilt/dataplane/   the dataplane's runtime outputs (hack/images/dataplane-outputs.sh)
 # Only the stages a target needs are built (docker's BuildKit, podman and buildah skip the others).
@@ -41,7 +41,7 @@ ARG COMMIT=unknown
 ARG MODIFIED=false
 ARG DATE=unknown
 RUN set -e; pkg=github.com/tickstack/tickstack/internal/version; \
-    for name in manager agent tickstack-xdp-cni tickstack tickstack-bench tickstack-bench-upload; do \
+    for name in manager agent tickstack-xdp-cni tickstack-xdpd-plugin tickstack tickstack-bench tickstack-bench-upload; do \
       CGO_ENABLED=0 go build -trimpath \
         -ldflags "-s -w -X $pkg.Version=$VERSION -X $pkg.Commit=$COMMIT -X $pkg.Modified=$MODIFIED -X $pkg.Date=$DATE" \
         -o /out/bin/$name ./cmd/$name; \
@@ -96,14 +96,15 @@ COPY --from=bins /out/dataplane/ /opt/tickstack/dataplane/
 ENV PATH=/opt/tickstack/dataplane/bin:/opt/tickstack/dataplane:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # The node agent (a DaemonSet): tunes its own node; runs as root, privileges come from the pod spec.
-# The same image runs tickstack-xdpd (the chart's xdpd DaemonSet) and installs the tickstack-xdp CNI
-# plugin (static, it runs on the host) into the node's CNI directory.
+# The same image runs tickstack-xdpd and its device plugin tickstack-xdpd-plugin (the chart's xdpd
+# DaemonSet) and installs the tickstack-xdp CNI plugin (static, it runs on the host) into the node's
+# CNI directory.
 FROM node-tools AS agent
 ARG VERSION=dev
 ARG COMMIT=unknown
 LABEL org.opencontainers.image.title=tickstack-agent org.opencontainers.image.version=${VERSION} \
       org.opencontainers.image.revision=${COMMIT}
-COPY --from=bins /out/bin/agent /out/bin/tickstack-xdp-cni /usr/local/bin/
+COPY --from=bins /out/bin/agent /out/bin/tickstack-xdp-cni /out/bin/tickstack-xdpd-plugin /usr/local/bin/
 ENTRYPOINT ["/usr/local/bin/agent"]
 
 # The benchmark pods: sockperf, the tick-to-trade rig and the bypass stack, driven by the command the

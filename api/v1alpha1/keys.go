@@ -131,6 +131,13 @@ const (
 // allocatable), requested by pods that use the pool.
 const SharedCPUsResource corev1.ResourceName = "tickstack.io/shared-cpus"
 
+// XDPDResource is the extended resource of tickstack-xdpd's node socket, many units per node,
+// advertised by the xdpd DaemonSet's device plugin (cmd/tickstack-xdpd-plugin) while the daemon
+// serves: a container that requests one unit gets the daemon's socket directory mounted read-only
+// at /run/tickstack by the kubelet, with no volume in the pod spec. The pod webhook requests it for
+// bypass containers.
+const XDPDResource corev1.ResourceName = "tickstack.io/xdpd"
+
 // DefaultResourcePrefix is the SR-IOV device plugin's resource prefix unless the manager is told
 // otherwise (--resource-prefix): VFs are <prefix>/<resourceName>. The network controller renders
 // the device plugin's configuration with it and the pod webhook requests VFs by it.

@@ -45,7 +45,7 @@ func (f *podFlags) bind() {
 	flag.StringVar(&f.resourcePrefix, "resource-prefix", tsv1.DefaultResourcePrefix, "SR-IOV device plugin resource prefix: VFs are <prefix>/<resourceName>")
 	flag.StringVar(&f.devicePluginDS, "device-plugin-daemonset", "", "the SR-IOV network device plugin's DaemonSet in --namespace, when tickstack deploys it: rolled once whenever the rendered configuration changes (the plugin reads it only at start); empty: none")
 	flag.StringVar(&f.dataplaneImage, "dataplane-image", defaultImage("agent"), "image holding "+tswebhook.DataplaneLibraryInImage+", copied into bypass pods by an init container")
-	flag.StringVar(&f.xdpRunDir, "xdp-run-dir", render.DefaultXDPRunDir, "run directory of the node daemon tickstack-xdpd (the chart's xdpd.runDir): bypass pods mount their directory below its pods/, and bypass attachments' tickstack-xdp plugin finds ctl.sock there")
+	flag.StringVar(&f.xdpRunDir, "xdp-run-dir", render.DefaultXDPRunDir, "run directory of the node daemon tickstack-xdpd (the chart's xdpd.runDir): bypass attachments' tickstack-xdp plugin finds ctl.sock there (bypass pods get its socket from the device plugin, tickstack.io/xdpd)")
 	flag.StringVar(&f.certMode, "webhook-cert-mode", "operator", "who manages the webhook serving certificate: operator (a CA and certificate in a Secret, caBundle patched, renewed) or cert-manager (files in --webhook-cert-dir)")
 	flag.StringVar(&f.secretName, "webhook-secret-name", "tickstack-webhook-server-cert", "Secret holding the webhook CA and serving certificate (operator mode)")
 	flag.StringVar(&f.serviceName, "webhook-service-name", "tickstack-webhook-service", "Service in front of the webhook server, named in the certificate (operator mode)")

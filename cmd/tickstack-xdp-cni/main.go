@@ -2,8 +2,8 @@
 // LatencyProfile's bypass NIC group (internal/render.BypassConfList). It plumbs a latency pod's
 // interface for the bypass stack without giving the pod any admin capability: it asks the node
 // daemon tickstack-xdpd (dataplane/tools/tickstack-xdpd.c) to attach the steering program to the
-// interface inside the pod's network namespace, and the daemon then serves the pod's own socket
-// (<runDir>/pods/<pod UID>/xdp.sock), which the pod webhook mounts into the latency container.
+// interface inside the pod's network namespace, and the daemon then serves the pod's processes on
+// <runDir>/node/xdp.sock, which the device plugin tickstack-xdpd-plugin mounts into the latency container.
 //
 //	{"type": "tickstack-xdp", "runDir": "/run/tickstack/xdp"}
 //

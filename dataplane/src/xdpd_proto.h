@@ -2,7 +2,9 @@
 /* xdpd_proto.h - the pod protocol between libtickstack and tickstack-xdpd
  * (private to the dataplane; docs/dataplane.md "Privilege model").
  *
- * A SOCK_SEQPACKET connection to the pod's xdp.sock, one request per
+ * A SOCK_SEQPACKET connection to the pod's xdp.sock (DIR/pods/UID/, or
+ * DIR/node/ for every pod: the daemon tells the pod by the caller's
+ * network namespace), one request per
  * message, one reply per message, ASCII text; where a request proves
  * something it carries ONE file descriptor (SCM_RIGHTS):
  *   hello                                  -> "ok IFNAME..." (the pod's interfaces)
@@ -63,5 +65,8 @@
 #define TS_XDPD_POD_UMEM (1ull << 30)   /* registered UMEM per pod */
 #define TS_XDPD_TXMD_LEN 24    /* TX metadata room (struct xsk_tx_metadata) */
 #define TS_XDPD_SOCK_NAME "xdp.sock"
+/* DIR/node/xdp.sock: every pod's socket, the pod told by the caller's
+ * network namespace (tools/tickstack-xdpd.c) */
+#define TS_XDPD_NODE_DIR "node"
 
 #endif

@@ -13,7 +13,7 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
+XDPD_ALL="xdpd_pp xdpd_node xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
 
 # a pod's process: no capability in any set
 XD_CAPS="--inh-caps=-all --ambient-caps=-all --bounding-set=-all"
@@ -33,7 +33,8 @@ XD_PY=/usr/bin/python3
 
 # xd_pod NS POD TAG [--require]: a command prefix running a program in pod
 # POD the way the webhook sets it up, without root and capabilities (with
-# XD_MODE=netraw: the fallback, CAP_NET_RAW and a 2 MiB UMEM)
+# XD_MODE=netraw: the fallback, CAP_NET_RAW and a 2 MiB UMEM; with
+# XD_SOCK=node: on the node socket, as the device plugin mounts it)
 xd_pod() {
 	if [ "${XD_MODE:-}" = netraw ]; then
 		echo "ip netns exec $1 $XD_MEMLOCK setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS_RAW" \
@@ -41,7 +42,9 @@ xd_pod() {
 	else
 		echo "ip netns exec $1 $XD_MEMLOCK setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS env"
 	fi
-	echo "TICKSTACK_XDPD_SOCKET=$XD_RUN/pods/$2/xdp.sock" \
+	local sock=$XD_RUN/pods/$2/xdp.sock
+	[ "${XD_SOCK:-}" != node ] || sock=$XD_RUN/node/xdp.sock
+	echo "TICKSTACK_XDPD_SOCKET=$sock" \
 		"TICKSTACK_STATS_FILE=$XD_STATS/stats-$3-%p.txt $RUN -p latency ${4:-}"
 }
 
@@ -235,6 +238,53 @@ t_xdpd_pp() { # accelerated ping-pong in a pod without any capability
 	# the library attached nothing: the daemon's program is still there
 	[ "$(ip -n "$NB" link show "$IFB" | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p')" = "$prog" ] ||
 		{ die "the XDP program on $IFB changed"; return 1; }
+	wait_for 1 xd_status_is pod-b "0 0" || { die "entries left after exit: $(xd_status)"; return 1; }
+}
+
+# The node socket (DIR/node/xdp.sock, what the device plugin mounts into
+# every bypass container): one socket for every pod, each caller served as
+# the pod attached in its network namespace, a caller in any other
+# namespace refused.
+t_xdpd_node() {
+	local r sock
+	C=1 xd_topo || return 1
+	sock=$XD_RUN/node/xdp.sock
+	[ "$(stat -c '%a %u %F' "$XD_RUN/node")" = "755 0 directory" ] &&
+		[ "$(stat -c '%a %u %F' "$sock")" = "666 0 socket" ] &&
+		[ "$(ls -A "$XD_RUN/node")" = xdp.sock ] ||
+		{ die "node socket: $(stat -c '%n %a %u %F' "$XD_RUN/node" "$sock") $(ls -A "$XD_RUN/node")"; return 1; }
+	# each pod's process sees its own pod: its interfaces, and no other's
+	r=$(xd_nobody "$NC" $XD_PY "$XD_CLIENT" "$sock" hello 2>&1)
+	[ "$r" = "ok tsdpv${TSDP_ID}c" ] || { die "pod-c's hello on the node socket: '$r'"; return 1; }
+	r=$(xd_nobody "$NB" $XD_PY "$XD_CLIENT" "$sock" hello 2>&1)
+	[ "$r" = "ok $IFB" ] || { die "pod-b's hello on the node socket: '$r'"; return 1; }
+	r=$(xd_nobody "$NC" $XD_PY "$XD_CLIENT" "$sock" "add $IFB udp $IPB 11241" --udp "198.18.13.1:11241" 2>&1)
+	case "$r" in "error 19 "*) ;; *) die "pod-c asking for pod-b's interface on the node socket: '$r'"; return 1 ;; esac
+	# a namespace no pod is attached in (the peer's, the node's): refused, logged
+	for ns in "$NA" ""; do
+		if [ -n "$ns" ]; then
+			r=$(xd_nobody "$ns" $XD_PY "$XD_CLIENT" "$sock" hello 2>&1)
+		else
+			r=$(setpriv --reuid=65534 --regid=65534 --clear-groups $XD_PY "$XD_CLIENT" "$sock" hello 2>&1)
+		fi
+		case "$r" in "error 13 refused: the caller's network namespace is no pod's"*) ;;
+		*) die "unattached netns ${ns:-node} on the node socket: '$r'"; return 1 ;; esac
+	done
+	grep -q "node socket: refused pid .* no attached pod's" "$TSDP_TMP/xdpd.out" ||
+		{ die "the daemon did not log the refusal"; return 1; }
+	# a two-pod namespace would make the node socket ambiguous: refused
+	r=$("$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-x lo "/run/netns/$NB" 2>&1) &&
+		{ die "a second pod attached in pod-b's namespace: '$r'"; return 1; }
+	case "$r" in *"pod pod-b is attached in that network namespace"*) ;; *) die "second pod in a netns: '$r'"; return 1 ;; esac
+	# the library through the node socket: accelerated, no capability
+	XD_SOCK=node xd_server srv 11241 --require || return 1
+	xd_caps "$(pgrep -P "$XS" -x sockperf || echo "$XS")" ||
+		{ die "the server is not uid 65534 without capabilities"; return 1; }
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	xd_pp 0 11241 client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" srv || return 1
+	check_accel srv || return 1
 	wait_for 1 xd_status_is pod-b "0 0" || { die "entries left after exit: $(xd_status)"; return 1; }
 }
 

@@ -14,6 +14,14 @@
  * never shared between pods, nothing is pinned) and attaches it to IFNAME
  * there, then serves DIR/pods/UID/xdp.sock, the pod's only view.
  *
+ * DIR/node/xdp.sock (0666; DIR/node holds nothing else) is the same
+ * protocol for every pod at once: a pod that cannot mount a host path
+ * (Pod Security "restricted") gets DIR/node from the node's device plugin
+ * (tickstack.io/xdpd, a read-only mount the pod spec never shows). Which
+ * pod a connection belongs to is read from the caller, never from a path:
+ * its network namespace (SO_PEERPIDFD, the pidfd's namespace) must be one
+ * the CNI plugin attached, and that attachment is the pod.
+ *
  * On the pod socket (src/xdpd_proto.h) a process of the pod hands over its
  * XSK and asks for steering entries, proving each with its kernel socket.
  * Every request is checked: the caller's network namespace (through a
@@ -117,7 +125,8 @@ struct evsrc {                   /* what an epoll event points at */
 	int type;
 	void *p;
 };
-enum { EV_CTL_LISTEN = 1, EV_CTL_CONN, EV_POD_LISTEN, EV_CLIENT, EV_SIGNAL };
+enum { EV_CTL_LISTEN = 1, EV_CTL_CONN, EV_POD_LISTEN, EV_NODE_LISTEN, EV_CLIENT,
+       EV_SIGNAL };
 
 struct ratelimit {               /* refusal log lines of one pod */
 	int64_t start;           /* the interval's start (monotonic ms) */
@@ -163,6 +172,8 @@ static int host_ns = -1;
 static int epfd = -1;
 static struct pod *pods;
 static struct ratelimit ctl_rl; /* refusals on the control socket */
+static struct ratelimit node_rl; /* refusals on DIR/node/xdp.sock before a
+				  * pod is known */
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -374,33 +385,41 @@ static int sock_in_pod(int fd, const struct pod *p)
 	return ok;
 }
 
-/* Whether the client process still runs in the pod's network namespace:
- * asked of the pidfd taken at connect time (Linux 6.11), else its /proc
- * entry is read and then the pidfd says the process is still alive, so the
- * pid was not reused meanwhile. */
-static int client_in_pod(const struct client *c)
+/* The network namespace the client process runs in now: asked of the
+ * pidfd taken at connect time (Linux 6.11), else its /proc entry is read
+ * and then the pidfd says the process is still alive, so the pid was not
+ * reused meanwhile. 0, or -1: the process is gone. */
+static int client_ns(const struct client *c, uint64_t *ino, uint64_t *dev)
 {
 	int ns = ioctl(c->pidfd, PIDFD_GET_NET_NAMESPACE, 0);
 	char path[64];
 	struct stat st;
 
 	if (ns >= 0) {
-		uint64_t ino = 0, dev = 0;
-		int ok = !fd_ns_id(ns, &ino, &dev) && ino == c->pod->ns_ino &&
-			 dev == c->pod->ns_dev;
+		int err = fd_ns_id(ns, ino, dev);
 
 		close(ns);
-		return ok;
+		return err ? -1 : 0;
 	}
 	if (errno == ESRCH)
-		return 0; /* the process is gone */
+		return -1; /* the process is gone */
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)c->pid);
 	if (stat(path, &st))
-		return 0;
+		return -1;
 	if (syscall(SYS_pidfd_send_signal, c->pidfd, 0, NULL, 0))
-		return 0;
-	return (uint64_t)st.st_ino == c->pod->ns_ino &&
-	       (uint64_t)st.st_dev == c->pod->ns_dev;
+		return -1;
+	*ino = (uint64_t)st.st_ino;
+	*dev = (uint64_t)st.st_dev;
+	return 0;
+}
+
+/* Whether the client process still runs in the pod's network namespace. */
+static int client_in_pod(const struct client *c)
+{
+	uint64_t ino = 0, dev = 0;
+
+	return !client_ns(c, &ino, &dev) && ino == c->pod->ns_ino &&
+	       dev == c->pod->ns_dev;
 }
 
 /* ---- pods */
@@ -430,6 +449,17 @@ static int valid_ifname(const char *s)
 		if (s[i] <= ' ' || s[i] == '/' || s[i] == ':' || s[i] > '~')
 			return 0;
 	return 1;
+}
+
+/* The pod attached in the network namespace (ino, dev), or NULL. */
+static struct pod *pod_by_ns(uint64_t ino, uint64_t dev)
+{
+	struct pod *p;
+
+	for (p = pods; p; p = p->next)
+		if (p->ns_ino == ino && p->ns_dev == dev)
+			return p;
+	return NULL;
 }
 
 static struct pod *pod_find(const char *uid)
@@ -763,6 +793,13 @@ static int ctl_attach(const char *uid, const char *ifname, int nsfd,
 			return -EINVAL;
 		}
 	}
+	p = pod_by_ns(ino, dev);
+	if (p && strcmp(p->uid, uid)) {
+		/* DIR/node/xdp.sock tells pods apart by network namespace */
+		snprintf(why, wl, "pod %s is attached in that network namespace "
+			 "already: one pod per network namespace", p->uid);
+		return -EEXIST;
+	}
 	p = pod_find(uid);
 	if (p && (p->ns_ino != ino || p->ns_dev != dev)) {
 		snprintf(why, wl, "pod %s is attached in another network "
@@ -963,14 +1000,27 @@ static void client_close(struct client *c)
 	free(c);
 }
 
-static void pod_accept(struct pod *p)
+static void node_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void node_refusal(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vrefusal(&node_rl, "node socket", fmt, ap);
+	va_end(ap);
+}
+
+/* A connection on a pod's own socket (p) or on DIR/node/xdp.sock (p NULL,
+ * lfd): there the pod is the one attached in the caller's network
+ * namespace. */
+static void pod_accept(struct pod *p, int lfd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct client *c;
 	int fd;
 
-	fd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	fd = accept4(p ? p->lfd : lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
 	c = calloc(1, sizeof(*c));
@@ -995,6 +1045,25 @@ static void pod_accept(struct pod *p)
 	if (c->pidfd < 0) {
 		reply(fd, "error %d the connecting process is gone", ESRCH);
 		goto out_refuse;
+	}
+	if (!p) {
+		uint64_t ino = 0, dev = 0;
+
+		if (client_ns(c, &ino, &dev)) {
+			reply(fd, "error %d the connecting process is gone", ESRCH);
+			goto out_refuse;
+		}
+		p = c->pod = pod_by_ns(ino, dev);
+		if (!p) {
+			node_refusal("refused pid %d uid %u: its network namespace "
+				     "(inode %llu) is no attached pod's", (int)cred.pid,
+				     (unsigned)cred.uid, (unsigned long long)ino);
+			reply(fd, "error %d refused: the caller's network namespace "
+			      "is no pod's that tickstack-xdpd serves (the "
+			      "tickstack-xdp CNI plugin attaches a bypass pod's "
+			      "interface when the pod starts)", EACCES);
+			goto out_refuse;
+		}
 	}
 	if (!client_in_pod(c)) {
 		pod_refusal(p, "refused pid %d uid %u: not in the pod's network "
@@ -1703,6 +1772,8 @@ static int rl_timeout(void)
 
 	if (ctl_rl.held)
 		end = ctl_rl.start + LOG_INTERVAL_MS;
+	if (node_rl.held && node_rl.start + LOG_INTERVAL_MS < end)
+		end = node_rl.start + LOG_INTERVAL_MS;
 	for (p = pods; p; p = p->next)
 		if (p->rl.held && p->rl.start + LOG_INTERVAL_MS < end)
 			end = p->rl.start + LOG_INTERVAL_MS;
@@ -1721,6 +1792,8 @@ static void rl_tick(void)
 
 	if (ctl_rl.held && now - ctl_rl.start >= LOG_INTERVAL_MS)
 		rl_flush(&ctl_rl, "control socket", now);
+	if (node_rl.held && now - node_rl.start >= LOG_INTERVAL_MS)
+		rl_flush(&node_rl, "node socket", now);
 	for (p = pods; p; p = p->next) {
 		if (!p->rl.held || now - p->rl.start < LOG_INTERVAL_MS)
 			continue;
@@ -1745,13 +1818,15 @@ static int serve(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct evsrc ctl_ev = { EV_CTL_LISTEN, NULL }, sig_ev = { EV_SIGNAL, NULL };
-	char path[PATH_MAX];
+	struct evsrc node_ev = { EV_NODE_LISTEN, NULL };
+	char path[PATH_MAX], npath[PATH_MAX];
 	sigset_t ss;
-	int lfd, sfd, err;
+	int lfd, nfd, sfd, err;
 
 	umask(077);
 	raise_nofile();
 	ctl_rl.start = now_ms();
+	node_rl.start = ctl_rl.start;
 	libbpf_set_print(libbpf_quiet);
 	host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (host_ns < 0) {
@@ -1759,7 +1834,9 @@ static int serve(void)
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/pods", run_dir);
-	if ((err = mkdir_root(run_dir, 0711)) || (err = mkdir_root(path, 0711))) {
+	snprintf(npath, sizeof(npath), "%s/" TS_XDPD_NODE_DIR, run_dir);
+	if ((err = mkdir_root(run_dir, 0711)) || (err = mkdir_root(path, 0711)) ||
+	    (err = mkdir_root(npath, 0755))) {
 		logf_("run directory %s: %s (it must be root's; run as root)",
 		      run_dir, strerror(-err));
 		return 1;
@@ -1777,6 +1854,17 @@ static int serve(void)
 		      strerror(err ? -err : errno));
 		return 1;
 	}
+	/* every pod's socket: root's directory, which no pod can write (the
+	 * device plugin mounts it read-only), so a plain path is safe here */
+	snprintf(npath, sizeof(npath), "%s/" TS_XDPD_NODE_DIR "/" TS_XDPD_SOCK_NAME,
+		 run_dir);
+	unlink(npath);
+	nfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (nfd < 0 || (err = bind_mode(nfd, npath, 0666)) ||
+	    listen(nfd, TS_XDPD_POD_CLIENTS)) {
+		logf_("node socket %s: %s", npath, strerror(err ? -err : errno));
+		return 1;
+	}
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
@@ -1789,8 +1877,9 @@ static int serve(void)
 		return 1;
 	}
 	ep_add(lfd, &ctl_ev);
+	ep_add(nfd, &node_ev);
 	ep_add(sfd, &sig_ev);
-	logf_("serving %s", sa.sun_path);
+	logf_("serving %s and %s", sa.sun_path, npath);
 	for (;;) {
 		struct epoll_event evs[32];
 		int n = epoll_wait(epfd, evs, 32, rl_timeout()), i;
@@ -1839,7 +1928,10 @@ static int serve(void)
 				ctl_request(ev->p);
 				break;
 			case EV_POD_LISTEN:
-				pod_accept(ev->p);
+				pod_accept(ev->p, -1);
+				break;
+			case EV_NODE_LISTEN:
+				pod_accept(NULL, nfd);
 				break;
 			case EV_CLIENT: {
 				struct client *c = ev->p;
@@ -1863,6 +1955,7 @@ out:
 		pod_free(p, 0);
 	}
 	unlink(sa.sun_path);
+	unlink(npath);
 	logf_("stopped");
 	return 0;
 }

@@ -26,7 +26,7 @@
 #   --bases B      public (default) or local (debootstrap, buildah or podman; --import's default)
 #   --binaries B   source (compiled in the build; public's default) or prebuilt (local's default)
 #   --bin NAME=PATH  with prebuilt binaries, PATH as NAME instead of `go build ./cmd/NAME` (NAME: manager,
-#                  agent, tickstack-xdp-cni, tickstack, tickstack-bench, tickstack-bench-upload)
+#                  agent, tickstack-xdp-cni, tickstack-xdpd-plugin, tickstack, tickstack-bench, tickstack-bench-upload)
 #   --test-build   with prebuilt binaries, go build with -tags failpoint: the agent gets --failpoint-file,
 #                  which the e2e uses to kill it mid-apply; a release build has no such flag
 #                  (cmd/agent/failpoint.go). Give such images a version of their own (the e2e's ends .failpoint).
@@ -221,7 +221,7 @@ stage() {
   # The binaries report the images' version (a tag that is no version, as the upgrade test's
   # previous-<version>-<commit>, leaves them hack/version.sh's).
   flags=$(VERSION=$version "$repo/hack/ldflags.sh" 2>/dev/null || "$repo/hack/ldflags.sh")
-  for name in manager agent tickstack-xdp-cni tickstack tickstack-bench tickstack-bench-upload; do
+  for name in manager agent tickstack-xdp-cni tickstack-xdpd-plugin tickstack tickstack-bench tickstack-bench-upload; do
     if [ -n "${bins[$name]:-}" ]; then
       cp "${bins[$name]}" "$ctx/bin/$name"
     elif [ -d "$repo/cmd/$name" ] && ls "$repo/cmd/$name"/*.go >/dev/null 2>&1; then
@@ -246,7 +246,7 @@ build_target() {
     --build-arg "DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)")
   if [ "$binaries" = prebuilt ]; then
     case "$target" in
-      manager) b=(manager) ;; agent) b=(agent tickstack-xdp-cni) ;; *) b=() ;;
+      manager) b=(manager) ;; agent) b=(agent tickstack-xdp-cni tickstack-xdpd-plugin) ;; *) b=() ;;
     esac
     for name in "${b[@]}"; do
       [ -f "$ctx/prebuilt/bin/$name" ] || { log "no binary for $name: give --bin $name=PATH or add ./cmd/$name"; exit 1; }

@@ -39,15 +39,14 @@ const (
 	EnvRequire = "TICKSTACK_REQUIRE"
 	// EnvTCP says which TCP connections the stack carries: 0, connect or 1 (spec.bypass.tcp).
 	EnvTCP = "TICKSTACK_TCP"
-	// EnvXDPDSocket is the node daemon's per-pod socket: with it the library attaches nothing
-	// itself and needs no admin capability (dataplane/src/xdpd.c).
+	// EnvXDPDSocket is the node daemon's socket: with it the library attaches nothing itself and
+	// needs no admin capability (dataplane/src/xdpd.c).
 	EnvXDPDSocket = "TICKSTACK_XDPD_SOCKET"
-	// EnvPodUID is the pod's UID (downward API), which names the pod's directory under the node
-	// daemon's run directory.
-	EnvPodUID = "TICKSTACK_POD_UID"
-	// XDPVolume is the hostPath volume of the node daemon's pods directory.
+	// XDPVolume is the name the node daemon's hostPath volume had before the device plugin
+	// (tsv1.XDPDResource) mounted its socket: still reserved, so no pod brings a volume under it.
 	XDPVolume = "tickstack-xdp"
-	// XDPMountDir is where the pod's own directory of the node daemon is mounted in the container.
+	// XDPMountDir is where the device plugin mounts the daemon's node socket directory, read-only
+	// (cmd/tickstack-xdpd-plugin's --container-path).
 	XDPMountDir = "/run/tickstack"
 	// XDPSocketInPod is the daemon's socket as the container sees it.
 	XDPSocketInPod = XDPMountDir + "/xdp.sock"

@@ -95,27 +95,21 @@ func TestPodPolicyRechecksAfterMutation(t *testing.T) {
 		{"seccomp Unconfined", func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
 		}, "may not run with seccompProfile Unconfined"},
-		{"tickstack-xdp pointing at the host's root", func(p *corev1.Pod) {
-			for i := range p.Spec.Volumes {
-				if p.Spec.Volumes[i].Name == XDPVolume {
-					p.Spec.Volumes[i].HostPath.Path = "/"
-				}
-			}
-		}, "volume tickstack-xdp of a latency pod (tickstack.io/profile) must be the webhook's hostPath"},
-		{"tickstack-xdp mounted whole", func(p *corev1.Pod) {
-			for i := range p.Spec.Containers[0].VolumeMounts {
-				if m := &p.Spec.Containers[0].VolumeMounts[i]; m.Name == XDPVolume {
-					m.SubPathExpr = ""
-				}
-			}
-		}, "mounts volume tickstack-xdp only read-only at its own pod's folder"},
-		{"tickstack-xdp mounted writable", func(p *corev1.Pod) {
-			for i := range p.Spec.Containers[0].VolumeMounts {
-				if m := &p.Spec.Containers[0].VolumeMounts[i]; m.Name == XDPVolume {
-					m.ReadOnly = false
-				}
-			}
-		}, "mounts volume tickstack-xdp only read-only at its own pod's folder"},
+		{"a hostPath volume under the reserved name tickstack-xdp", func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: XDPVolume, VolumeSource: corev1.VolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+		}, "volume name tickstack-xdp is reserved"},
+		{"an emptyDir under the reserved name tickstack-xdp, mounted", func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: XDPVolume, VolumeSource: corev1.VolumeSource{
+				EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: XDPVolume, MountPath: "/x"})
+		}, "volume name tickstack-xdp is reserved"},
+		{"the daemon's socket in a container keeping its capabilities", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.Capabilities.Drop = nil
+		}, "holding tickstack.io/xdpd must drop ALL capabilities"},
+		{"the daemon's socket in a container that does not forbid escalation", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil
+		}, "holding tickstack.io/xdpd must drop ALL capabilities and set allowPrivilegeEscalation false"},
 		{"an init container tickstack-dataplane running as root", func(p *corev1.Pod) {
 			p.Spec.InitContainers[0].SecurityContext = nil
 		}, "init container tickstack-dataplane of a latency pod (tickstack.io/profile) must run as non-root"},

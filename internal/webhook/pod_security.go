@@ -15,10 +15,11 @@ import (
 )
 
 // What an opted-in pod may not ask for (docs/pod-webhook.md, "What a latency pod may not ask for").
-// The opt-in namespace of a bypass pod cannot run under Pod Security "restricted" yet (the bypass
-// needs no capability any more, but still the node daemon's directory, a hostPath), so the webhook and the
-// ValidatingAdmissionPolicy config/webhook/pod_policy.yaml (the same rules, after every mutation)
-// hold every container of a labelled pod to these rules whatever its namespace allows.
+// A bypass pod can run under Pod Security "restricted" (no capability, no host path: the node
+// daemon's socket comes from the device plugin, tsv1.XDPDResource), but its namespace need not
+// enforce it, so the webhook and the ValidatingAdmissionPolicy config/webhook/pod_policy.yaml (the
+// same rules, after every mutation) hold every container of a labelled pod to these rules whatever
+// its namespace allows.
 
 // ReservedVolumes are the volume names the webhook injects: a pod that declares one is refused, so
 // no pod can bring its own volume (a hostPath anywhere) under a name the webhook trusts.

@@ -35,8 +35,8 @@ type PodOptions struct {
 	// NetworkNamespace is where NetworkAttachmentDefinitions go when a profile names none (the
 	// operator's namespace).
 	NetworkNamespace string
-	// XDPRunDir is the node daemon tickstack-xdpd's run directory (default DefaultXDPRunDir): each
-	// bypass pod mounts its own directory below its pods/ folder.
+	// XDPRunDir is the node daemon tickstack-xdpd's run directory (default DefaultXDPRunDir); bypass
+	// containers get its node/ directory from the device plugin (tsv1.XDPDResource), not by path.
 	XDPRunDir string
 }
 
@@ -395,8 +395,9 @@ func Bypass(p *tsv1.LatencyProfile) bool {
 // from the dataplane image into an emptyDir the latency container mounts read-only. The init
 // container of a pod with exclusive CPUs asks for 100m CPU (requests equal limits, so the pod stays
 // Guaranteed); one on shared CPUs asks for memory only, so it needs no CPU beyond the pod's own.
-// The container gets its own directory of the node daemon tickstack-xdpd (its socket), the
-// profile's spec.bypass as environment, and a security context without admin capabilities.
+// The container gets the node daemon tickstack-xdpd's socket through the device plugin's resource
+// (no volume in the pod spec), the profile's spec.bypass as environment, and a security context
+// Pod Security "restricted" admits.
 func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, opts PodOptions, ifaces []string, exclusive bool) error {
 	if !Bypass(p) {
 		return nil
@@ -408,7 +409,7 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 				c.Name, EnvPreload, e.Value, p.Name, lib)
 		}
 	}
-	dropPrivileges(c)
+	dropPrivileges(pod, c)
 	addVolume(pod, corev1.Volume{Name: DataplaneVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	small := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}
 	if exclusive {
@@ -436,25 +437,25 @@ func injectBypass(pod *corev1.Pod, c *corev1.Container, p *tsv1.LatencyProfile, 
 	}
 	setEnvDefault(c, EnvRequire, require)
 	setEnvDefault(c, EnvTCP, tcpEnv[p.Spec.BypassTCPMode()])
-	// The pod's directory of the node daemon: the daemon creates <run dir>/pods/<pod UID>/xdp.sock
-	// when the CNI plugin plumbs the pod's interface; the container sees only its own directory, and
-	// read-only: connecting to a socket needs no write access to its mount, and a container running
-	// as uid 0 (the directory's owner) could otherwise swap the socket for a link before the daemon
-	// binds it again.
-	setEnv(c, corev1.EnvVar{Name: EnvPodUID, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}})
+	// The node daemon's socket: one unit of the xdpd DaemonSet's device plugin, whose allocation
+	// the kubelet answers with a read-only mount of the daemon's <run dir>/node at XDPMountDir. The
+	// pod spec shows no host path (Pod Security "restricted" admits it), the pod lands only on nodes
+	// whose daemon serves, and the daemon tells the pod by the caller's network namespace, so every
+	// container may get the same directory. Read-only: connecting to a socket needs no write access.
+	setResource(c, tsv1.XDPDResource, *resource.NewQuantity(1, resource.DecimalSI))
 	setEnvDefault(c, EnvXDPDSocket, XDPSocketInPod)
-	addVolume(pod, corev1.Volume{Name: XDPVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-		Path: strings.TrimSuffix(opts.XDPRunDir, "/") + "/pods", Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}})
-	addMount(c, corev1.VolumeMount{Name: XDPVolume, MountPath: XDPMountDir, SubPathExpr: "$(" + EnvPodUID + ")", ReadOnly: true})
 	return nil
 }
 
 // dropPrivileges gives the latency container nothing of admin rank: all capabilities dropped, none
 // added (the container's own additions, which checkPodSecurity limited to AllowedCapabilities,
-// kept), no privilege escalation. The bypass stack needs no capability: tickstack-xdpd on the node
-// attaches XDP, steers, and creates the container's AF_XDP sockets from the UMEM memfds the library
-// passes (docs/dataplane.md, "Privilege model"), so Pod Security "restricted" admits the pod.
-func dropPrivileges(c *corev1.Container) {
+// kept), no privilege escalation, the runtime's default seccomp profile unless the pod or the
+// container names one, and runAsNonRoot where the pod's uid is known (a non-zero runAsUser, which
+// checkPodSecurity requires of any runAsUser): the webhook never picks a uid, which the image owns.
+// The bypass stack needs no capability: tickstack-xdpd on the node attaches XDP, steers, and creates
+// the container's AF_XDP sockets from the UMEM memfds the library passes (docs/dataplane.md,
+// "Privilege model"), so Pod Security "restricted" admits the pod.
+func dropPrivileges(pod *corev1.Pod, c *corev1.Container) {
 	sc := c.SecurityContext
 	if sc == nil {
 		sc = &corev1.SecurityContext{}
@@ -467,17 +468,15 @@ func dropPrivileges(c *corev1.Container) {
 		sc.Capabilities.Drop = append(sc.Capabilities.Drop, "ALL")
 	}
 	sc.AllowPrivilegeEscalation = ptr.To(false)
-}
-
-// setEnv sets a variable whatever the container says: one the webhook's own mounts depend on.
-func setEnv(c *corev1.Container, v corev1.EnvVar) {
-	for i := range c.Env {
-		if c.Env[i].Name == v.Name {
-			c.Env[i] = v
-			return
-		}
+	psc := pod.Spec.SecurityContext
+	if sc.SeccompProfile == nil && (psc == nil || psc.SeccompProfile == nil) {
+		sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 	}
-	c.Env = append(c.Env, v)
+	uidKnown := sc.RunAsUser != nil || (psc != nil && psc.RunAsUser != nil)
+	nonRootSaid := sc.RunAsNonRoot != nil || (psc != nil && psc.RunAsNonRoot != nil)
+	if uidKnown && !nonRootSaid {
+		sc.RunAsNonRoot = ptr.To(true)
+	}
 }
 
 func setEnvDefault(c *corev1.Container, name, value string) {

@@ -86,8 +86,8 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := pod.Spec.Containers[0]
-		for _, r := range []corev1.ResourceName{"tickstack.io/md_vf", "hugepages-1Gi"} {
-			want := map[corev1.ResourceName]string{"tickstack.io/md_vf": "1", "hugepages-1Gi": "2Gi"}[r]
+		for _, r := range []corev1.ResourceName{"tickstack.io/md_vf", "hugepages-1Gi", tsv1.XDPDResource} {
+			want := map[corev1.ResourceName]string{"tickstack.io/md_vf": "1", "hugepages-1Gi": "2Gi", tsv1.XDPDResource: "1"}[r]
 			if q := c.Resources.Limits[r]; q.String() != want {
 				t.Errorf("limit %s = %s, want %s", r, q.String(), want)
 			}
@@ -113,12 +113,12 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 			t.Errorf("security context %+v (capabilities %+v): want drop [ALL], nothing added (the node daemon makes the XSKs), allowPrivilegeEscalation false", sc, sc.Capabilities)
 		}
+		if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("seccomp profile %+v, want RuntimeDefault", sc.SeccompProfile)
+		}
 		env := map[string]string{}
 		for _, e := range c.Env {
 			env[e.Name] = e.Value
-			if e.Name == EnvPodUID && (e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.uid") {
-				t.Errorf("%s = %+v, want the downward API's metadata.uid", EnvPodUID, e)
-			}
 		}
 		want := map[string]string{"LD_PRELOAD": "/opt/tickstack/lib/libtickstack.so", "TICKSTACK_PROFILE": "latency", "TICKSTACK_IFACES": "lat0",
 			"TICKSTACK_REQUIRE": "1", "TICKSTACK_TCP": "0", "TICKSTACK_XDPD_SOCKET": "/run/tickstack/xdp.sock"}
@@ -127,27 +127,11 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 				t.Errorf("env %s = %q, want %q (env %v)", k, env[k], v, env)
 			}
 		}
-		var xdp *corev1.Volume
-		for i := range pod.Spec.Volumes {
-			if pod.Spec.Volumes[i].Name == XDPVolume {
-				xdp = &pod.Spec.Volumes[i]
+		// the daemon's socket comes from the device plugin: no host path anywhere in the spec
+		for _, v := range pod.Spec.Volumes {
+			if v.HostPath != nil || v.Name == XDPVolume {
+				t.Errorf("volume %+v: a bypass pod gets no host path", v)
 			}
-		}
-		if xdp == nil || xdp.HostPath == nil || xdp.HostPath.Path != "/run/tickstack/xdp/pods" {
-			t.Errorf("volume %s: %+v, want hostPath /run/tickstack/xdp/pods", XDPVolume, xdp)
-		}
-		xdpMounts := 0
-		for _, m := range c.VolumeMounts {
-			if m.Name != XDPVolume {
-				continue
-			}
-			xdpMounts++
-			if m.MountPath != "/run/tickstack" || m.SubPathExpr != "$(TICKSTACK_POD_UID)" || !m.ReadOnly {
-				t.Errorf("mount %+v, want /run/tickstack read-only with subPathExpr $(TICKSTACK_POD_UID)", m)
-			}
-		}
-		if xdpMounts != 1 {
-			t.Errorf("%d mounts of volume %s, want 1", xdpMounts, XDPVolume)
 		}
 		mounts := map[string]string{}
 		for _, m := range c.VolumeMounts {
@@ -253,9 +237,9 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			!strings.Contains(err.Error(), "spec.ephemeralContainers[0].securityContext.privileged (container root) is true") {
 			t.Errorf("a privileged debug container: want the webhook's refusal naming the field, got %v", err)
 		}
-		err = debug("peek", nil, corev1.VolumeMount{Name: XDPVolume, MountPath: "/xdp"})
-		if err == nil || !strings.Contains(err.Error(), `spec.ephemeralContainers[0].volumeMounts[0].name "tickstack-xdp" (container peek) is reserved`) {
-			t.Errorf("a debug container mounting the node daemon's directory: want a refusal, got %v", err)
+		err = debug("peek", nil, corev1.VolumeMount{Name: DataplaneVolume, MountPath: "/lib-rw"})
+		if err == nil || !strings.Contains(err.Error(), `spec.ephemeralContainers[0].volumeMounts[0].name "tickstack-dataplane" (container peek) is reserved`) {
+			t.Errorf("a debug container mounting the bypass library's volume writable: want a refusal, got %v", err)
 		}
 		if err := debug("plain", &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}); err != nil {
 			t.Errorf("an unprivileged debug container was refused: %v", err)
@@ -274,6 +258,39 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 		}
 	}
 	t.Run("an unlabelled pod is untouched", func(t *testing.T) { unlabelledUntouched(t, "tspw-plain") })
+
+	// Pod Security admission (kube-apiserver's PodSecurity plugin, on by default) judges the pod after
+	// the webhook mutated it: a bypass pod of a namespace that enforces "restricted" is admitted when
+	// it says what restricted asks of any pod (a non-root user), and the webhook adds nothing
+	// restricted refuses (no capability, no host path, seccomp RuntimeDefault).
+	t.Run("a bypass pod in a namespace enforcing Pod Security restricted is admitted", func(t *testing.T) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tspw-restricted",
+			Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
+		if err := k8s.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+		pod := guaranteedPod("tspw-restricted", profile.Name)
+		pod.Namespace = ns.Name
+		if err := create(t, pod); err == nil || !strings.Contains(err.Error(), `violates PodSecurity "restricted:`) ||
+			!strings.Contains(err.Error(), "runAsNonRoot") {
+			t.Fatalf("a pod without a non-root user: want Pod Security's refusal naming runAsNonRoot, got %v", err)
+		}
+		pod = guaranteedPod("tspw-restricted", profile.Name)
+		pod.Namespace = ns.Name
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
+		if err := create(t, pod); err != nil {
+			t.Fatalf("a bypass pod with runAsUser 1000 refused: %v", err)
+		}
+		c := pod.Spec.Containers[0]
+		if q := c.Resources.Limits[tsv1.XDPDResource]; q.Value() != 1 || len(pod.Spec.InitContainers) != 1 {
+			t.Errorf("the pod was not set up for the bypass stack: %+v", pod.Spec)
+		}
+		if sc := c.SecurityContext; !ptr.Deref(sc.RunAsNonRoot, false) || sc.SeccompProfile == nil ||
+			sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("security context %+v: want runAsNonRoot (the pod's uid is 1000) and seccomp RuntimeDefault", sc)
+		}
+	})
 
 	t.Run("with the webhook down, unlabelled pods still create and labelled ones are refused", func(t *testing.T) {
 		w.stop(t)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
@@ -135,7 +134,7 @@ func TestMutatePodCases(t *testing.T) {
 				if len(p.Spec.Containers[0].Env) != 0 {
 					t.Errorf("first container got env %v", p.Spec.Containers[0].Env)
 				}
-				if env := p.Spec.Containers[1].Env; len(env) != 7 || env[0].Value != "throughput" || env[2].Name != "TICKSTACK_IFACES" || env[6].Name != EnvXDPDSocket {
+				if env := p.Spec.Containers[1].Env; len(env) != 6 || env[0].Value != "throughput" || env[2].Name != "TICKSTACK_IFACES" || env[5].Name != EnvXDPDSocket {
 					t.Errorf("sidecar env %v", env)
 				}
 			},
@@ -199,22 +198,62 @@ func TestMutatePodCases(t *testing.T) {
 			},
 		},
 		{
-			name: "the node daemon's directory: the pod's own, read-only (a pod running as root cannot swap its socket for a link)",
+			name: "the node daemon's socket: one unit of the device plugin's resource, no volume, no host path; restricted's securityContext",
 			pod:  func(*corev1.Pod) {},
 			check: func(t *testing.T, p *corev1.Pod) {
-				want := corev1.VolumeMount{Name: XDPVolume, MountPath: XDPMountDir, SubPathExpr: "$(" + EnvPodUID + ")", ReadOnly: true}
-				n := 0
-				for _, m := range p.Spec.Containers[0].VolumeMounts {
-					if m.Name != XDPVolume {
-						continue
-					}
-					n++
-					if !equality.Semantic.DeepEqual(m, want) {
-						t.Errorf("mount %+v, want %+v", m, want)
+				c := p.Spec.Containers[0]
+				if q := c.Resources.Limits[tsv1.XDPDResource]; q.Value() != 1 {
+					t.Errorf("limits %v: want 1 %s", c.Resources.Limits, tsv1.XDPDResource)
+				}
+				if q := c.Resources.Requests[tsv1.XDPDResource]; q.Value() != 1 {
+					t.Errorf("requests %v: want 1 %s", c.Resources.Requests, tsv1.XDPDResource)
+				}
+				for _, v := range p.Spec.Volumes {
+					if v.HostPath != nil || v.Name == XDPVolume {
+						t.Errorf("volume %+v: a bypass pod gets no host path", v)
 					}
 				}
-				if n != 1 {
-					t.Errorf("%d mounts of %s, want 1: %+v", n, XDPVolume, p.Spec.Containers[0].VolumeMounts)
+				for _, m := range c.VolumeMounts {
+					if m.Name == XDPVolume {
+						t.Errorf("mount %+v: the socket comes from the device plugin", m)
+					}
+				}
+				sc := c.SecurityContext
+				if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+					t.Errorf("seccomp %+v, want RuntimeDefault", sc.SeccompProfile)
+				}
+				if sc.RunAsNonRoot != nil {
+					t.Errorf("runAsNonRoot %v set for a pod whose uid the image decides", *sc.RunAsNonRoot)
+				}
+				if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 || *sc.AllowPrivilegeEscalation {
+					t.Errorf("security context %+v: want ALL dropped, nothing added, no escalation", sc)
+				}
+			},
+		},
+		{
+			name: "a pod of a known non-root uid: runAsNonRoot; its own seccomp profile kept",
+			pod: func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To(int64(1000)),
+					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("trading.json")}}
+			},
+			check: func(t *testing.T, p *corev1.Pod) {
+				sc := p.Spec.Containers[0].SecurityContext
+				if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+					t.Errorf("runAsNonRoot %v, want true for runAsUser 1000", sc.RunAsNonRoot)
+				}
+				if sc.SeccompProfile != nil {
+					t.Errorf("seccomp %+v set over the pod's own Localhost profile", sc.SeccompProfile)
+				}
+			},
+		},
+		{
+			name: "a pod that says runAsNonRoot false itself keeps it",
+			pod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To(int64(1000)), RunAsNonRoot: ptr.To(false)}
+			},
+			check: func(t *testing.T, p *corev1.Pod) {
+				if sc := p.Spec.Containers[0].SecurityContext; *sc.RunAsNonRoot {
+					t.Errorf("runAsNonRoot %v, want the container's false", *sc.RunAsNonRoot)
 				}
 			},
 		},

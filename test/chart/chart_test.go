@@ -338,8 +338,38 @@ func TestXDPDaemonOnTheAgentsNodes(t *testing.T) {
 			hostPaths[v.(map[string]any)["name"].(string)] = hp
 		}
 	}
-	if hostPaths["run"] != "/var/run/tsx" || hostPaths["cni-bin"] != "/usr/lib/cni" {
-		t.Errorf("host paths %v: want run /var/run/tsx and cni-bin /usr/lib/cni", hostPaths)
+	if hostPaths["run"] != "/var/run/tsx" || hostPaths["cni-bin"] != "/usr/lib/cni" || hostPaths["node-socket"] != "/var/run/tsx/node" ||
+		hostPaths["device-plugins"] != "/var/lib/kubelet/device-plugins" || len(hostPaths) != 4 {
+		t.Errorf("host paths %v: want run /var/run/tsx, cni-bin /usr/lib/cni, node-socket /var/run/tsx/node and device-plugins /var/lib/kubelet/device-plugins, no other", hostPaths)
+	}
+	// The device plugin of the daemon's socket: beside the daemon, no capability, its own socket
+	// directory read-only, the kubelet's device plugin directory; the mount it hands out is the
+	// daemon's node directory.
+	if len(containers) != 2 {
+		t.Fatalf("%d containers, want xdpd and device-plugin", len(containers))
+	}
+	dp := containers[1].(map[string]any)
+	if cmd, _, _ := unstructured.NestedStringSlice(dp, "command"); !slices.Equal(cmd, []string{"/usr/local/bin/tickstack-xdpd-plugin", "--socket-dir=/var/run/tsx/node", "--units=1000"}) {
+		t.Errorf("device-plugin command %v", cmd)
+	}
+	if drop, _, _ := unstructured.NestedStringSlice(dp, "securityContext", "capabilities", "drop"); !slices.Equal(drop, []string{"ALL"}) {
+		t.Errorf("device-plugin drops %v, want ALL", drop)
+	}
+	if esc, ok, _ := unstructured.NestedBool(dp, "securityContext", "allowPrivilegeEscalation"); !ok || esc {
+		t.Error("device-plugin must set allowPrivilegeEscalation false")
+	}
+	if priv, _, _ := unstructured.NestedBool(dp, "securityContext", "privileged"); priv {
+		t.Error("device-plugin must not be privileged")
+	}
+	mounts, _, _ := unstructured.NestedSlice(dp, "volumeMounts")
+	got := map[string]bool{}
+	for _, m := range mounts {
+		m := m.(map[string]any)
+		ro, _ := m["readOnly"].(bool)
+		got[fmt.Sprintf("%s %s %v", m["name"], m["mountPath"], ro)] = true
+	}
+	if !got["node-socket /var/run/tsx/node true"] || !got["device-plugins /var/lib/kubelet/device-plugins false"] || len(got) != 2 {
+		t.Errorf("device-plugin mounts %v: want the node socket directory read-only and the kubelet's device-plugins", got)
 	}
 	inits, _, _ := unstructured.NestedSlice(spec, "initContainers")
 	if cmd, _, _ := unstructured.NestedStringSlice(inits[0].(map[string]any), "command"); !strings.Contains(strings.Join(cmd, " "), "/host/cni-bin/tickstack-xdp") {

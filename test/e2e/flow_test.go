@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -859,7 +860,7 @@ spec:
 		Expect(exec(`echo "$LD_PRELOAD"`)).To(Equal(libInPod))
 		Expect(exec("test -s " + libInPod + " && echo present")).To(Equal("present"))
 
-		By("no capability at all, no escalation, the node daemon's socket of this pod alone")
+		By("no capability at all, no escalation, the node daemon's socket from the device plugin, read-only")
 		// tickstack-xdpd makes the pod's AF_XDP sockets from its UMEM memfds: every capability is dropped.
 		Expect(exec("grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status")).To(MatchRegexp(`^CapPrm:\s+0000000000000000\nCapEff:\s+0000000000000000\nCapBnd:\s+0000000000000000$`))
 		Expect(exec("grep NoNewPrivs /proc/self/status")).To(MatchRegexp(`NoNewPrivs:\s+1$`))
@@ -1002,6 +1003,159 @@ spec:
 
 		out, err = kubectl(nil, "delete", "pod", "bp-a", "bp-b", "-n", testNS, "--wait=true", "--timeout=120s")
 		Expect(err).NotTo(HaveOccurred(), out)
+	})
+
+	It("runs bypass pods under Pod Security restricted: no capability, no host path, accelerated with the pods' kernel counters flat; a reserved volume name refused", func() {
+		// The test namespace enforces "restricted" for this spec (Pod Security judges pods at creation,
+		// so the pods of other specs are not affected). The pods say what restricted asks of any pod
+		// (a non-root user); the webhook adds the rest (capabilities dropped, no escalation, seccomp
+		// RuntimeDefault) and the node daemon's socket as one unit of tickstack.io/xdpd, a read-only
+		// mount the kubelet adds from the device plugin: no volume of the pod's points at the host.
+		out, err := kubectl(nil, "label", "namespace", testNS, "--overwrite",
+			"pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/enforce-version=latest")
+		Expect(err).NotTo(HaveOccurred(), out)
+		DeferCleanup(func() {
+			_, _ = kubectl(nil, "delete", "pod", "rp-a", "rp-b", "-n", testNS, "--ignore-not-found", "--wait=true", "--timeout=120s")
+			_, _ = kubectl(nil, "label", "namespace", testNS, "pod-security.kubernetes.io/enforce-", "pod-security.kubernetes.io/enforce-version-")
+		})
+		pod := func(name, securityContext, volumes string) string {
+			return fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: %s
+  labels: {tickstack.io/profile: %s}
+  annotations: {tickstack.io/exclusive-cpus: "false"}
+spec:
+  terminationGracePeriodSeconds: 1%s
+  containers:
+  - name: bench
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: [sleep, infinity]
+    resources:
+      requests: {memory: 128Mi}
+      limits: {memory: 128Mi}%s
+`, name, testNS, profileName, securityContext, benchImage, volumes)
+		}
+		nonRoot := `
+  securityContext: {runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532}`
+
+		By("Pod Security enforces restricted here: a pod without a non-root user is refused")
+		out, err = kubectl([]byte(pod("rp-root", "", "")), "create", "-f", "-")
+		Expect(err).To(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring(`violates PodSecurity "restricted:latest"`))
+		Expect(out).To(ContainSubstring("runAsNonRoot"))
+
+		By("a pod declaring the reserved volume name tickstack-xdp is refused with the webhook's message")
+		out, err = kubectl([]byte(pod("rp-reserved", nonRoot, `
+    volumeMounts: [{name: tickstack-xdp, mountPath: /run/tickstack}]
+  volumes:
+  - {name: tickstack-xdp, emptyDir: {}}`)), "create", "-f", "-")
+		Expect(err).To(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring(`admission webhook "mpod.tickstack.io" denied the request: spec.volumes[0].name "tickstack-xdp" is reserved for the volumes the tickstack webhook injects`))
+
+		By("two bypass pods are admitted and run: no host path, the daemon's socket as a device, restricted's security context")
+		for _, name := range []string{"rp-a", "rp-b"} {
+			apply(pod(name, nonRoot, ""))
+		}
+		addr := map[string]string{}
+		uid := map[string]string{}
+		for _, name := range []string{"rp-a", "rp-b"} {
+			Eventually(func(g Gomega) {
+				out, err := kubectl(nil, "get", "pod", name, "-n", testNS, "-o", "jsonpath={.status.phase} {.metadata.uid}")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(out).To(HavePrefix("Running "))
+				uid[name] = strings.Fields(out)[1]
+			}, 3*time.Minute, 2*time.Second).Should(Succeed())
+			var p struct {
+				Spec struct {
+					Volumes    []map[string]any `json:"volumes"`
+					Containers []struct {
+						Resources struct {
+							Limits map[string]string `json:"limits"`
+						} `json:"resources"`
+						SecurityContext map[string]any `json:"securityContext"`
+					} `json:"containers"`
+				} `json:"spec"`
+			}
+			Expect(getJSON(&p, "pod", name, "-n", testNS)).To(Succeed())
+			for _, v := range p.Spec.Volumes {
+				Expect(v).NotTo(HaveKey("hostPath"), "volume %v of %s", v, name)
+			}
+			c := p.Spec.Containers[0]
+			Expect(c.Resources.Limits).To(HaveKeyWithValue("tickstack.io/xdpd", "1"))
+			Expect(c.SecurityContext).To(HaveKeyWithValue("allowPrivilegeEscalation", false))
+			Expect(c.SecurityContext).To(HaveKeyWithValue("capabilities", HaveKeyWithValue("drop", ConsistOf("ALL"))))
+			Expect(c.SecurityContext).To(HaveKeyWithValue("seccompProfile", HaveKeyWithValue("type", "RuntimeDefault")))
+			out, err := kubectl(nil, "exec", "-n", testNS, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
+			Expect(err).NotTo(HaveOccurred(), out)
+			m := regexp.MustCompile(`inet (\S+)/`).FindStringSubmatch(out)
+			Expect(m).NotTo(BeNil(), out)
+			addr[name] = m[1]
+		}
+		in := func(pod, script string) string {
+			GinkgoHelper()
+			out, err := kubectl(nil, "exec", "-n", testNS, pod, "--", "/bin/sh", "-c", script)
+			Expect(err).NotTo(HaveOccurred(), out)
+			return strings.TrimSpace(out)
+		}
+		Expect(in("rp-a", "id -u; ls -A /run/tickstack")).To(Equal("65532\nxdp.sock"))
+		entries := func() (string, error) {
+			out, err := kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-xdpd", "-c", "xdpd", "--",
+				"/opt/tickstack/dataplane/tickstack-xdpd", "ctl", "status")
+			m := regexp.MustCompile(`(?m)^` + uid["rp-a"] + ` lat0 \d+ \d+ (\d+)$`).FindStringSubmatch(out)
+			if m == nil {
+				return "", fmt.Errorf("no line for rp-a in %q (%v)", out, err)
+			}
+			return m[1], err
+		}
+
+		By("a server in rp-a: its port steered to its XSK; the process holds no capability")
+		in("rp-a", "nohup sockperf sr -i "+addr["rp-a"]+" -p 11121 >/tmp/sr.log 2>&1 & echo $! > /tmp/sr.pid")
+		Eventually(entries, 30*time.Second, 200*time.Millisecond).Should(Equal("1"), "the server's port steered to its XSK")
+		Expect(in("rp-a", "grep -E '^Cap(Prm|Eff|Bnd):' /proc/$(cat /tmp/sr.pid)/status")).
+			To(MatchRegexp(`^CapPrm:\s+0000000000000000\nCapEff:\s+0000000000000000\nCapBnd:\s+0000000000000000$`))
+
+		By("a ping-pong from rp-b: through the XSKs, the pods' kernel UDP and TCP counters flat")
+		// /proc/net/snmp is the pod's network namespace's: "Udp: InDatagrams NoPorts InErrors
+		// OutDatagrams ..." and "Tcp: ... InSegs OutSegs ..." (names on one line, values on the next).
+		snmp := func(pod string) map[string]int64 {
+			GinkgoHelper()
+			lines := strings.Split(in(pod, "cat /proc/net/snmp"), "\n")
+			v := map[string]int64{}
+			for i := 0; i+1 < len(lines); i += 2 {
+				names, vals := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+				for j := 1; j < len(names) && j < len(vals); j++ {
+					n, _ := strconv.ParseInt(vals[j], 10, 64)
+					v[strings.TrimSuffix(names[0], ":")+names[j]] = n
+				}
+			}
+			Expect(v).To(HaveKey("UdpInDatagrams"))
+			return v
+		}
+		before := map[string]map[string]int64{"rp-a": snmp("rp-a"), "rp-b": snmp("rp-b")}
+		out = in("rp-b", "TICKSTACK_STATS=1 sockperf pp -i "+addr["rp-a"]+" -p 11121 -t 2 -m 64 2>&1")
+		Expect(out).To(MatchRegexp(`percentile 50.000 =\s+[0-9.]+`))
+		m := regexp.MustCompile(`ReceivedMessages=(\d+)`).FindStringSubmatch(out)
+		Expect(m).NotTo(BeNil(), out)
+		received, _ := strconv.Atoi(m[1])
+		Expect(received).To(BeNumerically(">", 1000), out)
+		// the stack's own counters: the client's datagrams went through its XSK on lat0
+		m = regexp.MustCompile(`xsk if=lat0 [^\n]* rx_packets=(\d+) tx_packets=(\d+)`).FindStringSubmatch(out)
+		Expect(m).NotTo(BeNil(), "no XSK counters of lat0 in the client's stats:\n%s", out)
+		rx, _ := strconv.Atoi(m[1])
+		tx, _ := strconv.Atoi(m[2])
+		Expect(rx).To(BeNumerically(">=", received), out)
+		Expect(tx).To(BeNumerically(">=", received), out)
+		for _, name := range []string{"rp-a", "rp-b"} {
+			after := snmp(name)
+			for _, k := range []string{"UdpInDatagrams", "UdpOutDatagrams", "TcpInSegs", "TcpOutSegs"} {
+				Expect(after[k]-before[name][k]).To(BeNumerically("<=", 20),
+					"%s's kernel counted %d %s during %d round trips", name, after[k]-before[name][k], k, received)
+			}
+		}
 	})
 
 	It("benchmarks the node: kernel and bypass ping-pong and tick-to-trade between two pods over the secondary network, a verdict, the validated label", func() {

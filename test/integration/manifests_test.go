@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -89,10 +90,16 @@ func TestAgentInstall(t *testing.T) {
 	// tickstack-xdpd: its own DaemonSet, updated OnDelete, privileged in the host's PID namespace,
 	// and the tickstack-xdp CNI plugin installed on the node.
 	xs := xdpd.Spec.Template.Spec
-	if xdpd.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType || !xs.HostPID || len(xs.Containers) != 1 ||
+	if xdpd.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType || !xs.HostPID || len(xs.Containers) != 2 ||
 		!slices.Equal(xs.Containers[0].Command, []string{"/opt/tickstack/dataplane/tickstack-xdpd", "--run-dir", "/run/tickstack/xdp"}) ||
 		xs.Containers[0].SecurityContext == nil || xs.Containers[0].SecurityContext.Privileged == nil || !*xs.Containers[0].SecurityContext.Privileged {
 		t.Errorf("tickstack-xdpd DaemonSet: update %s, hostPID %v, containers %+v", xdpd.Spec.UpdateStrategy.Type, xs.HostPID, xs.Containers)
+	}
+	// and beside it the device plugin of its node socket: no capability, no escalation.
+	if dp := xs.Containers[1]; dp.Name != "device-plugin" || !slices.Contains(dp.Command, "--socket-dir=/run/tickstack/xdp/node") ||
+		dp.SecurityContext == nil || dp.SecurityContext.AllowPrivilegeEscalation == nil || *dp.SecurityContext.AllowPrivilegeEscalation ||
+		dp.SecurityContext.Capabilities == nil || !slices.Equal(dp.SecurityContext.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("tickstack-xdpd's device plugin %+v", dp)
 	}
 	if len(xs.InitContainers) != 1 || !strings.Contains(strings.Join(xs.InitContainers[0].Command, " "), "/host/cni-bin/tickstack-xdp") {
 		t.Errorf("tickstack-xdpd init containers %+v, want install-cni", xs.InitContainers)
