@@ -163,7 +163,7 @@ func TestAgentInstall(t *testing.T) {
 		"tickstack.io/latencynodestates":        "get,list,patch,watch",
 		"tickstack.io/latencynodestates/status": "get,patch",
 		"/nodes":                                "get,patch",
-		"/nodes/proxy":                          "get",
+		"/nodes/configz":                        "get", // the kubelet's effective configuration, through its fine-grained authorization
 		"/nodes/status":                         "patch",
 		"/pods":                                 "list",
 		"/pods/eviction":                        "create",
