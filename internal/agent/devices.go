@@ -31,8 +31,9 @@ func (r *Reconciler) reportDevices(ctx context.Context, s *scope) error {
 func nodeDevices(node *corev1.Node, prefix string, tuning *tsv1.NodeTuning) ([]tsv1.DeviceResource, *int32) {
 	names := map[corev1.ResourceName]bool{}
 	for name := range node.Status.Capacity {
-		// The shared CPU pool is the agent's own resource, not a device plugin's.
-		if strings.HasPrefix(string(name), prefix+"/") && name != tsv1.SharedCPUsResource {
+		// The shared CPU pool is the agent's own resource, and the node daemon's socket units are
+		// tickstack-xdpd's device plugin's (one per bypass container): neither is a VF.
+		if strings.HasPrefix(string(name), prefix+"/") && name != tsv1.SharedCPUsResource && name != tsv1.XDPDResource {
 			names[name] = true
 		}
 	}

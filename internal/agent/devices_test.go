@@ -35,4 +35,10 @@ func TestNodeDevices(t *testing.T) {
 	if got != nil || vfs == nil || *vfs != 0 {
 		t.Errorf("no resources: devices %v, vfs %v; want none and 0", got, vfs)
 	}
+	// the shared CPU pool and the node daemon's socket units share the prefix and are no VFs
+	own := corev1.ResourceList{tsv1.XDPDResource: resource.MustParse("1000"), tsv1.SharedCPUsResource: resource.MustParse("2")}
+	got, vfs = nodeDevices(&corev1.Node{Status: corev1.NodeStatus{Capacity: own, Allocatable: own}}, "tickstack.io", nil)
+	if got != nil || vfs == nil || *vfs != 0 {
+		t.Errorf("tickstack's own resources: devices %v, vfs %v; want none and 0", got, vfs)
+	}
 }
