@@ -86,6 +86,9 @@ func Bench(ctx context.Context, c client.Client, o BenchOptions, out io.Writer) 
 			}
 			if cond := apimeta.FindStatusCondition(cur.Status.Conditions, tsv1.BenchmarkComplete); cond != nil {
 				switch {
+				case cond.Status == metav1.ConditionTrue && cur.Status.Verdict == "":
+					// a status written without its summary (another writer's patch between
+					// the controller's): the controller writes both together, so wait
 				case cond.Status == metav1.ConditionTrue:
 					if err := LoadResults(ctx, c, cur); err != nil {
 						return cur, err
