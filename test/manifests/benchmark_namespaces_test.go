@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/render"
+	"github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
@@ -204,11 +206,10 @@ func getBenchmark(t *testing.T, c client.Client, ns string) *tsv1.LatencyBenchma
 // wait polls cond every 100 ms until it holds, failing the test after timeout.
 func wait(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	testutil.Poll(t, timeout, what, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return errors.New("not yet")
+	})
 }
