@@ -148,7 +148,11 @@ test-release: $(HELM) $(CYCLONEDX_GOMOD) ## make release into a temporary folder
 .PHONY: e2e
 e2e: deps $(HELM) dataplane ## The local cluster's own test, then the whole flow on it (root): chart, profile, agent, latency pod, benchmark, restore, uninstall.
 	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 40m ./test/cluster/
-	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 80m ./test/e2e/ -ginkgo.v
+	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 80m ./test/e2e/ -ginkgo.v -ginkgo.label-filter='!soak'
+
+.PHONY: soak
+soak: deps $(HELM) dataplane ## The operator on the local cluster for SOAK_DURATION (default 10m): profile changes, a benchmark a minute, agent restarts; fails on growth or a stuck state (root; docs/benchmarks.md).
+	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout $(or $(SOAK_TIMEOUT),90m) ./test/e2e/ -ginkgo.v -ginkgo.label-filter=soak
 
 .PHONY: check
 check: verify-gen lint test e2e ## What CI runs: generated files, lint, every test, the end-to-end test.

@@ -343,6 +343,40 @@ func podJSON(name string) (map[string]any, error) {
 	return p, err
 }
 
+// installRelease installs this tree's chart from the cluster's registry with the values of this
+// machine (and any extra helm arguments), pulling every image of the release, and waits until the
+// operator, the agents and tickstack-xdpd are ready.
+func installRelease(extra ...string) {
+	GinkgoHelper()
+	f := valuesFile(false)
+	// Whatever an earlier run pulled goes: the install must pull every image of the release.
+	forgetRegistryImages()
+	args := append(append([]string{"install", release}, chartFromRegistry()...),
+		"-n", releaseNS, "--create-namespace", "-f", f, "--wait", "--timeout", "8m")
+	out, err := helm(10*time.Minute, append(args, extra...)...)
+	Expect(err).NotTo(HaveOccurred(), "helm install:\n%s", out)
+	out, err = kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/"+release+"-agent", "--timeout=5m")
+	Expect(err).NotTo(HaveOccurred(), out)
+	// tickstack-xdpd updates OnDelete, which rollout status does not follow: its pods ready.
+	Eventually(func() (string, error) {
+		return kubectl(nil, "get", "daemonset", release+"-xdpd", "-n", releaseNS, "-o", "jsonpath={.status.desiredNumberScheduled}/{.status.numberReady}")
+	}, 5*time.Minute, 2*time.Second).Should(Equal("1/1"))
+	By("every image of the release was pulled from the registry, by digest where the chart was given one")
+	expectPulledFromRegistry(map[string]bool{managerImage: true, agentImage: true, sriovdpImage: true})
+	apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + testNS + "\n")
+	Eventually(func() error {
+		_, err := kubectl(nil, "get", "serviceaccount", "default", "-n", testNS)
+		return err
+	}, time.Minute, time.Second).Should(Succeed())
+	By("the test namespace is opted in to benchmarks as docs/security.md tells an administrator")
+	apply(`apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: tickstack-benchmarks, namespace: ` + testNS + `}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ` + release + `-benchmark-namespace}
+subjects: [{kind: ServiceAccount, name: ` + release + `-manager, namespace: ` + releaseNS + `}]
+`)
+}
+
 var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 	// A failed step carries what the operator and the agent said meanwhile, and the node state's
 	// events: an intermittent failure on CI is read from the report, not rerun blind.
@@ -362,29 +396,7 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 	It("installs the chart and the operator and agent become ready", func() {
 		clearCluster() // whatever another spec left
 		resetRecorders()
-		f := valuesFile(false)
-		// Whatever an earlier run pulled goes: the install must pull every image of the release.
-		forgetRegistryImages()
-		out, err := helm(10*time.Minute, append(append([]string{"install", release}, chartFromRegistry()...),
-			"-n", releaseNS, "--create-namespace", "-f", f, "--wait", "--timeout", "8m")...)
-		Expect(err).NotTo(HaveOccurred(), "helm install:\n%s", out)
-		out, err = kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/"+release+"-agent", "--timeout=5m")
-		Expect(err).NotTo(HaveOccurred(), out)
-		// tickstack-xdpd updates OnDelete, which rollout status does not follow: its pods ready.
-		Eventually(func() (string, error) {
-			return kubectl(nil, "get", "daemonset", release+"-xdpd", "-n", releaseNS, "-o", "jsonpath={.status.desiredNumberScheduled}/{.status.numberReady}")
-		}, 5*time.Minute, 2*time.Second).Should(Equal("1/1"))
-		By("every image of the release was pulled from the registry, by digest where the chart was given one")
-		expectPulledFromRegistry(map[string]bool{managerImage: true, agentImage: true, sriovdpImage: true})
-		apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + testNS + "\n")
-		Eventually(func() error {
-			_, err := kubectl(nil, "get", "serviceaccount", "default", "-n", testNS)
-			return err
-		}, time.Minute, time.Second).Should(Succeed())
-		By("the test namespace is opted in to benchmarks as docs/security.md tells an administrator")
-		out, err = kubectl(nil, "create", "rolebinding", "tickstack-benchmarks", "--namespace", testNS,
-			"--clusterrole", release+"-benchmark-namespace", "--serviceaccount", releaseNS+":"+release+"-manager")
-		Expect(err).NotTo(HaveOccurred(), out)
+		installRelease()
 	})
 
 	It("holds every reboot slot at the API server", func() {
