@@ -504,7 +504,21 @@ func expectPulledFromRegistry(want map[string]bool) {
 			} `json:"status"`
 		} `json:"items"`
 	}
-	Expect(getJSON(&pods, "pods", "-n", releaseNS)).To(Succeed())
+	// A container that is (re)starting has no image ID yet (the SR-IOV device plugin restarts once
+	// when the operator renders its pool): wait until every container has run.
+	Eventually(func() error {
+		if err := getJSON(&pods, "pods", "-n", releaseNS); err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+				if c.ImageID == "" {
+					return fmt.Errorf("pod %s: a container has not started", p.Metadata.Name)
+				}
+			}
+		}
+		return nil
+	}, 3*time.Minute, 2*time.Second).Should(Succeed())
 	seen := map[string]bool{}
 	for _, p := range pods.Items {
 		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
