@@ -223,7 +223,9 @@ subjects: [{kind: ServiceAccount, name: tse2e-soak-metrics, namespace: ` + testN
 		Expect(err).NotTo(HaveOccurred(), token)
 		token = strings.TrimSpace(token)
 
-		By("the profile and a benchmark scheduled every minute")
+		By("the node labelled for the profile, the profile and a benchmark scheduled every minute")
+		out, err := kubectl(nil, "label", "node", nodeName, roleLabel+"="+roleValue, "--overwrite")
+		Expect(err).NotTo(HaveOccurred(), out)
 		interval := 10
 		apply(soakProfile(interval))
 		apply(fmt.Sprintf(`
@@ -349,7 +351,7 @@ spec:
 		minutes := int64(duration / time.Minute)
 		Expect(b.Status.Run).To(BeNumerically(">=", minutes-1), "scheduled every minute for %s, ran %d times", duration, b.Status.Run)
 		Expect(b.Status.Verdict).NotTo(BeEmpty())
-		out, err := kubectl(nil, "delete", "latencybenchmark", soakBenchmark, "-n", testNS, "--wait=true", "--timeout=2m")
+		out, err = kubectl(nil, "delete", "latencybenchmark", soakBenchmark, "-n", testNS, "--wait=true", "--timeout=2m")
 		Expect(err).NotTo(HaveOccurred(), out)
 
 		By("no cordon, no taint of the agent's, no benchmark pod left")
