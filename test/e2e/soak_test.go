@@ -387,7 +387,7 @@ spec:
 		}
 		AddReportEntry("soak", strings.Join(report, "\n"))
 		GinkgoWriter.Println(strings.Join(report, "\n"))
-		Expect(len(procs[0].order)).To(Equal(1), "the manager restarted during the soak")
+		Expect(procs[0].order).To(HaveLen(1), "the manager restarted during the soak")
 		Expect(exceeded).To(BeEmpty())
 		Expect(restarts).To(BeNumerically(">=", 1), "the agent was never restarted")
 	})
