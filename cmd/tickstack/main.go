@@ -21,12 +21,20 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/cli"
+	"github.com/tickstack/tickstack/internal/qualify"
 	"github.com/tickstack/tickstack/internal/version"
 )
 
 func main() {
 	if err := newRoot(filepath.Base(os.Args[0])).ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "tickstack:", err)
+		var qv *qualify.VerdictError
+		if errors.As(err, &qv) && qv.Verdict == tsv1.QualifyDegraded {
+			os.Exit(3) // qualify: Degraded
+		}
+		if errors.As(err, &qv) {
+			os.Exit(2) // qualify: Unsupported
+		}
 		var verdict *cli.VerdictError
 		if errors.As(err, &verdict) && verdict.Verdict != tsv1.VerdictFailed {
 			os.Exit(3) // Inconclusive: something a threshold needs was not measured
@@ -107,6 +115,7 @@ func newRoot(program string) *cobra.Command {
 	root.AddCommand(newBenchCmd(newClient, namespace), newReportCmd(newClient, namespace))
 	root.AddCommand(cli.NewProfileCmd(newClient))
 	root.AddCommand(cli.NewNodeCmd(newClient))
+	root.AddCommand(newQualifyCmd())
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print tickstack's release, git commit and build time",
