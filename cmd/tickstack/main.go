@@ -28,22 +28,28 @@ import (
 func main() {
 	if err := newRoot(filepath.Base(os.Args[0])).ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "tickstack:", err)
-		var qv *qualify.VerdictError
-		if errors.As(err, &qv) && qv.Verdict == tsv1.QualifyDegraded {
-			os.Exit(3) // qualify: Degraded
-		}
-		if errors.As(err, &qv) {
-			os.Exit(2) // qualify: Unsupported
-		}
-		var verdict *cli.VerdictError
-		if errors.As(err, &verdict) && verdict.Verdict != tsv1.VerdictFailed {
-			os.Exit(3) // Inconclusive: something a threshold needs was not measured
-		}
-		if errors.As(err, &verdict) {
-			os.Exit(2) // Failed: a node did not meet the thresholds
-		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is the exit status of a failed command: 2 for a failed benchmark or an Unsupported
+// interface, 3 for an inconclusive benchmark or a Degraded interface, else 1.
+func exitCode(err error) int {
+	var qv *qualify.VerdictError
+	if errors.As(err, &qv) && qv.Verdict == tsv1.QualifyDegraded {
+		return 3 // qualify: Degraded
+	}
+	if errors.As(err, &qv) {
+		return 2 // qualify: Unsupported
+	}
+	var verdict *cli.VerdictError
+	if errors.As(err, &verdict) && verdict.Verdict != tsv1.VerdictFailed {
+		return 3 // Inconclusive: something a threshold needs was not measured
+	}
+	if errors.As(err, &verdict) {
+		return 2 // Failed: a node did not meet the thresholds
+	}
+	return 1
 }
 
 // newRoot builds the command tree; program is the name it was run as: as kubectl-tickstack (a kubectl
