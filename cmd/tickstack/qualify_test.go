@@ -153,3 +153,31 @@ func TestQualifyOnVeth(t *testing.T) {
 		t.Errorf("reasons %+v lack zeroCopy", r.Reasons)
 	}
 }
+
+// TestQualifyBadInputsAreNamed: each bad flag is refused before anything runs, naming the flag.
+func TestQualifyBadInputsAreNamed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"qualify"}, "--interface is required"},
+		{[]string{"qualify", "-i", "nosuchif0"}, "--interface nosuchif0: no such interface"},
+		{[]string{"qualify", "-i", "this-is-far-too-long"}, "longer than 15 characters"},
+		{[]string{"qualify", "-i", "lo", "--size", "9000"}, "--size 9000 out of range"},
+		{[]string{"qualify", "-i", "lo", "--duration", "5m"}, "--duration 5m0s out of range"},
+		{[]string{"qualify", "-i", "lo", "-o", "yaml"}, `-o "yaml": use json or text`},
+	} {
+		root := newRoot("tickstack")
+		root.SetArgs(tc.args)
+		var out strings.Builder
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.ExecuteContext(context.Background())
+		if err == nil || !strings.Contains(err.Error(), tc.want) || exitCode(err) != 1 {
+			t.Errorf("%v: error %v (exit %d), want one naming %q, exit 1", tc.args, err, exitCode(err), tc.want)
+		}
+		if out.Len() != 0 && strings.Contains(out.String(), "verdict") {
+			t.Errorf("%v: a report was printed: %s", tc.args, out.String())
+		}
+	}
+}
