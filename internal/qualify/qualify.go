@@ -115,15 +115,13 @@ func Run(ctx context.Context, o Options) (*tsv1.QualifyReport, error) {
 	}
 	o.logf("qualify %s: reading the NIC", o.Interface)
 	probeNIC(&o, r)
-	switch {
-	case r.Address == "":
+	if r.Error != "" {
+		// the NIC could not be read (not Linux): nothing to try
+	} else if r.Address == "" {
 		r.Error = fmt.Sprintf("%s has no IPv4 address: give it one (the trials bind a socket there)", o.Interface)
-	default:
-		launcher, err := o.Tools.FindLauncher()
-		if err != nil {
-			r.Error = err.Error()
-			break
-		}
+	} else if launcher, err := o.Tools.FindLauncher(); err != nil {
+		r.Error = err.Error()
+	} else {
 		o.logf("qualify %s: trying the XDP and bind modes", o.Interface)
 		tryModes(ctx, &o, launcher, r)
 		if o.Reflector != nil {

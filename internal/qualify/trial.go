@@ -83,10 +83,12 @@ func trial(ctx context.Context, o *Options, launcher, addr, mode string, n int) 
 	stop := func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 		select {
-		case <-done:
+		case werr := <-done:
+			_ = werr // stopped on purpose: its exit status says nothing
 		case <-time.After(5 * time.Second):
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
+			werr := <-done
+			_ = werr
 		}
 	}
 	o.logf("trial TICKSTACK_XDP_MODE=%s: %s", mode, cmd.String())

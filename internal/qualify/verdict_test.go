@@ -51,7 +51,9 @@ func TestJudge(t *testing.T) {
 			r.Conformance = []tsv1.QualifyConformance{{Case: conformNotRun, Detail: "the conformance cases did not run: no conform"}}
 		}, tsv1.QualifyDegraded, []string{"conformance/notRun"}},
 		{"no peer", func(r *tsv1.QualifyReport) { r.Peer, r.Conformance, r.PingPong = "", nil, nil }, tsv1.QualifyDegraded, []string{"peer"}},
-		{"bypass ping-pong failed", func(r *tsv1.QualifyReport) { r.PingPong[1] = tsv1.QualifyPingPong{Stack: tsv1.StackBypass, Error: "no result"} },
+		{"bypass ping-pong failed", func(r *tsv1.QualifyReport) {
+			r.PingPong[1] = tsv1.QualifyPingPong{Stack: tsv1.StackBypass, Error: "no result"}
+		},
 			tsv1.QualifyUnsupported, []string{"pingPong/bypass"}},
 		{"kernel ping-pong failed", func(r *tsv1.QualifyReport) { r.PingPong[0].Error = "sockperf exited" }, tsv1.QualifyDegraded, []string{"pingPong/kernel"}},
 		{"bypass not faster", func(r *tsv1.QualifyReport) { r.PingPong[1].MedianNs = 9500 }, tsv1.QualifyDegraded, []string{"pingPong"}},
