@@ -724,7 +724,7 @@ func TestRunnerQualifyOverVeth(t *testing.T) {
 	if _, err := (bench.Tools{Launcher: launcher}).FindConform(); err != nil {
 		testutil.Unavailable(t, fmt.Sprintf("the data plane is not built (make -C dataplane all build/conform): %v", err))
 	}
-	link := testutil.VethNamespaces(t, fmt.Sprintf("qualify%d", os.Getpid()%1000), "198.18.0")
+	link := testutil.VethNamespaces(t, fmt.Sprintf("qualifyb%d", os.Getpid()%10000), "198.18.0")
 	spec := filepath.Join(t.TempDir(), "spec.json")
 	if err := os.WriteFile(spec, []byte(`{"stacks":["kernel","bypass"],"qualify":{"durationSeconds":1}}`), 0o644); err != nil {
 		t.Fatal(err)

@@ -66,7 +66,7 @@ func TestQualifyOnVeth(t *testing.T) {
 	if _, err := tools.FindConform(); err != nil {
 		testutil.Unavailable(t, fmt.Sprintf("the data plane is not built (make -C dataplane all build/conform): %v", err))
 	}
-	link := testutil.VethNamespaces(t, fmt.Sprintf("qualify%d", os.Getpid()%10000), "198.18.92")
+	link := testutil.VethNamespaces(t, fmt.Sprintf("qualifyc%d", os.Getpid()%10000), "198.18.92")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
