@@ -121,7 +121,7 @@ func newRoot(program string) *cobra.Command {
 	root.AddCommand(newBenchCmd(newClient, namespace), newReportCmd(newClient, namespace))
 	root.AddCommand(cli.NewProfileCmd(newClient))
 	root.AddCommand(cli.NewNodeCmd(newClient))
-	root.AddCommand(newQualifyCmd())
+	root.AddCommand(newQualifyCmd(), newQualifyPeerCmd())
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print tickstack's release, git commit and build time",

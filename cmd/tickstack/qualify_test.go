@@ -181,3 +181,82 @@ func TestQualifyBadInputsAreNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestQualifyPeerInterfaceOnVeth qualifies one end of a veth pair whose other end is in the same
+// namespace, as two VFs of one port are: --peer-interface moves the other end into a namespace of
+// its own with a reflector there, and moves it back afterwards.
+func TestQualifyPeerInterfaceOnVeth(t *testing.T) {
+	testutil.RequireRoot(t)
+	ipTool := testutil.RequireTool(t, "ip")
+	testutil.RequireTool(t, "sockperf")
+	launcher, err := filepath.Abs(filepath.Join("..", "..", bench.DefaultLauncherPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (bench.Tools{Launcher: launcher}).FindConform(); err != nil {
+		testutil.Unavailable(t, fmt.Sprintf("the data plane is not built (make -C dataplane all build/conform): %v", err))
+	}
+	id := os.Getpid() % 10000
+	ns, ifa, ifb := fmt.Sprintf("qualifyd%d", id), fmt.Sprintf("qualda%d", id), fmt.Sprintf("qualdb%d", id)
+	sh := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(ipTool, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	sh("netns", "add", ns)
+	t.Cleanup(func() { _ = exec.Command(ipTool, "netns", "del", ns).Run() })
+	sh("-n", ns, "link", "add", ifa, "type", "veth", "peer", "name", ifb)
+	sh("-n", ns, "addr", "add", "198.18.93.1/24", "dev", ifa)
+	sh("-n", ns, "link", "set", ifa, "up")
+	sh("-n", ns, "link", "set", "lo", "up")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cli := exec.CommandContext(ctx, ipTool, "netns", "exec", ns, self, "qualify", "-i", ifa, "--peer-interface", ifb, "--peer-address", "198.18.93.2/24",
+		"--launcher", launcher, "--duration", "1s", "-o", "json")
+	cli.Env = append(os.Environ(), qualifyRole+"=cli")
+	var stderr strings.Builder
+	cli.Stderr = &stderr
+	out, err := cli.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Errorf("exit %v, want status 3 (Degraded); stderr:\n%s", err, stderr.String())
+	}
+	var r tsv1.QualifyReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("qualify -o json printed %q (%v); stderr:\n%s", out, err, stderr.String())
+	}
+	if r.Peer != "198.18.93.2" || len(r.Conformance) == 0 || len(r.PingPong) != 2 {
+		t.Errorf("peer %q, conformance %+v, ping-pong %+v", r.Peer, r.Conformance, r.PingPong)
+	}
+	for _, c := range r.Conformance {
+		if !c.Passed {
+			t.Errorf("conformance %s: %s", c.Case, c.Detail)
+		}
+	}
+	for _, p := range r.PingPong {
+		if p.Error != "" || p.MedianNs <= 0 {
+			t.Errorf("ping-pong %+v", p)
+		}
+	}
+	// the peer's end is back, and its namespace gone
+	if o, err := exec.Command(ipTool, "-n", ns, "link", "show", "dev", ifb).CombinedOutput(); err != nil {
+		t.Errorf("%s is not back in %s: %v: %s", ifb, ns, err, o)
+	}
+	if o, _ := exec.Command(ipTool, "netns", "list").CombinedOutput(); strings.Contains(string(o), "tickstack-qualify-") {
+		t.Errorf("the peer's namespace is left: %s", o)
+	}
+	// bad peer flags are refused before anything moves
+	bad := exec.CommandContext(ctx, ipTool, "netns", "exec", ns, self, "qualify", "-i", ifa, "--peer-interface", ifb, "--peer-address", "198.18.93.2",
+		"--launcher", launcher)
+	bad.Env = cli.Env
+	if o, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(o), "--peer-address \"198.18.93.2\": give an IPv4 address with its prefix length") {
+		t.Errorf("--peer-address without a prefix: %v: %s", err, o)
+	}
+	if o, err := exec.Command(ipTool, "-n", ns, "link", "show", "dev", ifb).CombinedOutput(); err != nil {
+		t.Errorf("a refused run moved %s: %v: %s", ifb, err, o)
+	}
+}

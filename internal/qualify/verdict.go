@@ -84,7 +84,7 @@ func judgeNIC(r *tsv1.QualifyReport, add addFunc) {
 
 func judgeTraffic(r *tsv1.QualifyReport, add addFunc) {
 	if r.Peer == "" {
-		add(tsv1.QualifyDegraded, "peer", "no peer given: the conformance cases and the kernel vs bypass ping-pong did not run (pass --peer, a tickstack-bench --role=server on a second interface or node)")
+		add(tsv1.QualifyDegraded, "peer", "no peer given: the conformance cases and the kernel vs bypass ping-pong did not run (pass --peer-interface, a second VF of the port, or --peer, a tickstack-bench --role=server on another node)")
 		return
 	}
 	for _, c := range r.Conformance {
