@@ -166,8 +166,8 @@ func TestBuffersBesideBurstFigures(t *testing.T) {
 // TestQualifyInText: a node's qualify report is printed with its verdict, findings and reasons.
 func TestQualifyInText(t *testing.T) {
 	res := &tsv1.BenchmarkResults{Node: "n1", Qualify: &tsv1.QualifyReport{Interface: "lat0", Driver: "iavf", DriverVersion: "6.18", Firmware: "4.40",
-		Queues: tsv1.QualifyQueues{ReceiveQueues: 4},
-		XDP:    tsv1.QualifyXDP{Native: tsv1.QualifyTrial{Works: true}, ZeroCopy: tsv1.QualifyTrial{Detail: "refused"}},
+		Queues:      tsv1.QualifyQueues{ReceiveQueues: 4},
+		XDP:         tsv1.QualifyXDP{Native: tsv1.QualifyTrial{Works: true}, ZeroCopy: tsv1.QualifyTrial{Detail: "refused"}},
 		Conformance: []tsv1.QualifyConformance{{Case: "cmsg", Passed: true}, {Case: "iov", Detail: "differs"}},
 		PingPong: []tsv1.QualifyPingPong{{Stack: tsv1.StackKernel, MessageSize: 64, MedianNs: 9000, P99Ns: 12000},
 			{Stack: tsv1.StackBypass, MessageSize: 64, Error: "no result"}},
