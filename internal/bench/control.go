@@ -649,7 +649,7 @@ func (r *Reflector) conformPeer(ctx context.Context, port int) (*reflectorProc, 
 		close(p.done)
 	}()
 	deadline := time.Now().Add(15 * time.Second)
-	for !Listening(r.proc(), port) {
+	for !listening(r.proc(), port) {
 		select {
 		case <-p.done:
 			p.sampler.Stop()
@@ -666,9 +666,9 @@ func (r *Reflector) conformPeer(ctx context.Context, port int) (*reflectorProc, 
 	return p, nil
 }
 
-// Listening reports whether a UDP and a TCP socket of this network namespace are bound to port
+// listening reports whether a UDP and a TCP socket of this network namespace are bound to port
 // (proc/net/udp and proc/net/tcp, where the TCP one is in LISTEN, state 0A).
-func Listening(proc string, port int) bool {
+func listening(proc string, port int) bool {
 	want := fmt.Sprintf(":%04X ", port)
 	has := func(file string, tcp bool) bool {
 		b, err := os.ReadFile(filepath.Join(proc, "net", file))
