@@ -59,7 +59,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
 WORKDIR /src
 COPY hack/lwip-source.sh hack/lwip-source.sha256 hack/images/dataplane-outputs.sh hack/
 COPY dataplane/ dataplane/
-RUN make -C dataplane -j"$(nproc)" all t2t && hack/dataplane-outputs.sh dataplane/build /out/dataplane
+RUN make -C dataplane -j"$(nproc)" all t2t build/conform && hack/dataplane-outputs.sh dataplane/build /out/dataplane
 
 FROM scratch AS bins-source
 COPY --from=go-build /out/ /out/

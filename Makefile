@@ -72,8 +72,8 @@ build: ## Build the manager, agent and tickstack CLI into bin/, stamped with rel
 	go build -ldflags "$$(hack/ldflags.sh)" -o $(BIN)/tickstack ./cmd/tickstack
 
 .PHONY: dataplane
-dataplane: ## Build the AF_XDP bypass stack and the tick-to-trade rig (dataplane/build/).
-	$(MAKE) -C dataplane -j2 all t2t
+dataplane: ## Build the AF_XDP bypass stack, the tick-to-trade rig and the conformance program tickstack qualify runs (dataplane/build/).
+	$(MAKE) -C dataplane -j2 all t2t build/conform
 
 ##@ Images, chart and release (docs/images.md, docs/releasing.md)
 

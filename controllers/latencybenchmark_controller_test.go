@@ -166,6 +166,12 @@ var _ = Describe("LatencyBenchmark validation by the API server", func() {
 			b.Spec.Target = tsv1.BenchmarkTarget{NodeNames: []string{"a"}}
 			b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods}
 		}, "spec", "bypass needs target.profile"),
+		Entry("qualify without the bypass stack", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.Qualify = &tsv1.QualifySpec{}
+		}, "spec", "suites.qualify needs bypass in stacks"),
+		Entry("qualify on an interface name that is not one", func(b *tsv1.LatencyBenchmark) {
+			b.Spec.Suites.Qualify = &tsv1.QualifySpec{Interface: "eth0; reboot"}
+		}, "spec.suites.qualify.interface", "should match"),
 		Entry("rate sweep over tcp", func(b *tsv1.LatencyBenchmark) {
 			b.Spec.Suites.RateSweep = &tsv1.RateSweepSpec{Protocol: tsv1.ProtocolTCP}
 		}, "spec.suites", "tcp has no message drops"),
@@ -608,6 +614,50 @@ var _ = Describe("LatencyBenchmark controller", func() {
 				Expect(c.SecurityContext.Privileged).To(BeNil(), c.Name)
 			}
 		}
+	})
+
+	It("runs the qualify suite on each node and keeps each interface's report and verdict in the status: Unsupported fails the node", func() {
+		ns := tslbNamespace()
+		n1, n2 := tslbNode("tslb-qual-a", "tslb-p11"), tslbNode("tslb-qual-b", "tslb-p11")
+		b := validBenchmark(ns, "qualify", "tslb-p11")
+		b.Spec.Stacks = []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass}
+		b.Spec.Placement = &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods}
+		b.Spec.Suites = tsv1.BenchmarkSuites{Qualify: &tsv1.QualifySpec{}}
+		b.Spec.Thresholds = tsv1.Thresholds{}
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+		j1, j2 := nodeJob(ns, "qualify", 1, n1.Name), nodeJob(ns, "qualify", 1, n2.Name)
+		var spec tsv1.BenchmarkSuites
+		Expect(json.Unmarshal([]byte(env(j1.Spec.Template.Spec.Containers[0], "TSB_SPEC")), &spec)).To(Succeed())
+		Expect(spec.Qualify).NotTo(BeNil(), "the runner is given the qualify suite")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: reflectorJobName(j1.Name)}, &batchv1.Job{})).To(Succeed(), "it runs against a reflector pod")
+
+		report := func(v tsv1.QualifyVerdict, reason tsv1.QualifyReason) *tsv1.QualifyReport {
+			return &tsv1.QualifyReport{Interface: "lat0", Driver: "iavf", NUMANode: 0, Peer: "198.18.0.2",
+				XDP:     tsv1.QualifyXDP{Native: tsv1.QualifyTrial{Works: true, Detail: "XDP native, bound copy"}, ZeroCopy: tsv1.QualifyTrial{Detail: "refused"}},
+				Verdict: v, Reasons: []tsv1.QualifyReason{reason}}
+		}
+		r1 := sampleResults(n1.Name, nil)
+		r1.Qualify = report(tsv1.QualifyDegraded, tsv1.QualifyReason{Check: "zeroCopy", Verdict: tsv1.QualifyDegraded, Message: "AF_XDP zero-copy is not available"})
+		r2 := sampleResults(n2.Name, nil)
+		r2.Qualify = report(tsv1.QualifyUnsupported, tsv1.QualifyReason{Check: "conformance/iov", Verdict: tsv1.QualifyUnsupported, Message: "differs from the kernel"})
+		uploadResults(ns, j1.Name, r1)
+		uploadResults(ns, j2.Name, r2)
+		Eventually(func(g Gomega) {
+			got := getBenchmark(ns, "qualify")(g)
+			a, bb := nodeStatus(got, n1.Name), nodeStatus(got, n2.Name)
+			g.Expect(a.Results).NotTo(BeNil())
+			g.Expect(a.Results.Qualify).NotTo(BeNil())
+			g.Expect(a.Results.Qualify.Verdict).To(Equal(tsv1.QualifyDegraded))
+			g.Expect(a.Results.Qualify.Reasons[0].Check).To(Equal("zeroCopy"))
+			g.Expect(a.Verdict.Result).To(Equal(tsv1.VerdictPassed))
+			g.Expect(a.Verdict.Reasons[0].Message).To(ContainSubstring("interface lat0 is degraded: zeroCopy"))
+			g.Expect(bb.Results.Qualify.Verdict).To(Equal(tsv1.QualifyUnsupported))
+			g.Expect(bb.Verdict.Result).To(Equal(tsv1.VerdictFailed))
+			g.Expect(bb.Verdict.Reasons[0].Name).To(Equal("qualify/lat0"))
+			g.Expect(bb.Verdict.Reasons[0].Message).To(ContainSubstring("unsupported: conformance/iov: differs from the kernel"))
+			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictFailed))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
 	It("keeps the microburst table by receive buffer size, an unknown buffer left out, and judges every row", func() {

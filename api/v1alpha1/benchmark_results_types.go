@@ -645,6 +645,9 @@ type BenchmarkResults struct {
 	Jitter *JitterResult `json:"jitter,omitempty"`
 	// +optional
 	PTP *PTPResult `json:"ptp,omitempty"`
+	// Qualify is the qualify suite's report of the runner's data interface.
+	// +optional
+	Qualify *QualifyReport `json:"qualify,omitempty"`
 }
 
 // Stack returns the results of one stack, or nil.

@@ -20,6 +20,11 @@ type BenchmarkSuites struct {
 	PTP *PTPSuite `json:"ptp,omitempty"`
 	// +optional
 	TickToTrade *TickToTradeSpec `json:"tickToTrade,omitempty"`
+	// Qualify runs `tickstack qualify` on the runner's data interface against the reflector
+	// (docs/install.md "Qualifying a node's NIC"); its verdict is in the node's results
+	// (status.nodes[].results.qualify) and a node whose interface is Unsupported fails.
+	// +optional
+	Qualify *QualifySpec `json:"qualify,omitempty"`
 }
 
 // PingPongSpec parameterises the pingPong suite.
@@ -337,6 +342,16 @@ func (s BenchmarkSuites) Defaulted() BenchmarkSuites {
 		}
 		out.TickToTrade = &t
 	}
+	if s.Qualify != nil {
+		q := *s.Qualify
+		if q.MessageSize == 0 {
+			q.MessageSize = 64
+		}
+		if q.DurationSeconds == 0 {
+			q.DurationSeconds = 2
+		}
+		out.Qualify = &q
+	}
 	if s.PTP != nil {
 		p := *s.PTP
 		if p.Socket == "" {
@@ -354,7 +369,7 @@ func (s BenchmarkSuites) Defaulted() BenchmarkSuites {
 }
 
 // NetworkSuites reports whether any suite needs a reflector (tickToTrade's publisher and exchange
-// simulator run there).
+// simulator run there; qualify's conformance peer and ping-pong servers too).
 func (s BenchmarkSuites) NetworkSuites() bool {
-	return s.PingPong != nil || s.RateSweep != nil || s.Microburst != nil || s.MixedBurst != nil || s.TickToTrade != nil
+	return s.PingPong != nil || s.RateSweep != nil || s.Microburst != nil || s.MixedBurst != nil || s.TickToTrade != nil || s.Qualify != nil
 }

@@ -134,7 +134,8 @@ type BenchmarkPlacement struct {
 }
 
 // LatencyBenchmarkSpec is what to measure, where, how often, and what passes.
-// +kubebuilder:validation:XValidation:rule="has(self.suites.pingPong) || has(self.suites.rateSweep) || has(self.suites.microburst) || has(self.suites.mixedBurst) || has(self.suites.jitter) || has(self.suites.ptp) || has(self.suites.tickToTrade)",message="suites: select at least one of pingPong, rateSweep, microburst, mixedBurst, jitter, ptp, tickToTrade"
+// +kubebuilder:validation:XValidation:rule="has(self.suites.pingPong) || has(self.suites.rateSweep) || has(self.suites.microburst) || has(self.suites.mixedBurst) || has(self.suites.jitter) || has(self.suites.ptp) || has(self.suites.tickToTrade) || has(self.suites.qualify)",message="suites: select at least one of pingPong, rateSweep, microburst, mixedBurst, jitter, ptp, tickToTrade, qualify"
+// +kubebuilder:validation:XValidation:rule="!has(self.suites.qualify) || (has(self.stacks) && 'bypass' in self.stacks)",message="suites.qualify needs bypass in stacks (with target.profile and placement.mode TwoPods): its trials run the bypass stack through the profile's node daemon, tickstack-xdpd, and its ping-pong compares the two stacks"
 // +kubebuilder:validation:XValidation:rule="!has(self.suites.stacks)",message="suites.stacks: set the stacks to compare in spec.stacks instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.stacks) || !('bypass' in self.stacks) || has(self.target.profile)",message="stacks: bypass needs target.profile: the pod webhook sets the bypass stack up from that profile"
 // +kubebuilder:validation:XValidation:rule="!has(self.stacks) || !('bypass' in self.stacks) || (has(self.placement) && self.placement.mode == 'TwoPods')",message="stacks: bypass needs placement.mode TwoPods: in one pod the traffic never leaves through an interface the bypass stack can drive"

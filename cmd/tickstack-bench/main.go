@@ -32,9 +32,12 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 
 	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/qualify"
 )
 
 func main() {
@@ -258,6 +261,10 @@ func runClient(ctx context.Context, o *options, tools bench.Tools, spec tsv1.Ben
 	if res == nil {
 		return err
 	}
+	if q := spec.Defaulted().Qualify; q != nil && err == nil {
+		res.Qualify = runQualify(ctx, runner, res, q, tools, workDir, logf)
+		res.CompletionTime = metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+	}
 	if o.output != "" {
 		if werr := bench.WriteResultsFile(o.output, res); werr != nil {
 			return werr
@@ -430,4 +437,27 @@ func int32List(flagName, s string) ([]int32, error) {
 		out = append(out, int32(v))
 	}
 	return out, nil
+}
+
+// runQualify runs the qualify suite on the data interface the runner measured over (or the
+// spec's), against the same reflector: the interface's report and verdict go into the results.
+func runQualify(ctx context.Context, runner *bench.Runner, res *tsv1.BenchmarkResults, q *tsv1.QualifySpec, tools bench.Tools, workDir string,
+	logf func(string, ...any)) *tsv1.QualifyReport {
+	ifname := q.Interface
+	if ifname == "" && res.Path != nil {
+		ifname = res.Path.Interface
+	}
+	dir := filepath.Join(workDir, "qualify")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return &tsv1.QualifyReport{Interface: ifname, NUMANode: -1, Verdict: tsv1.QualifyUnsupported, Error: err.Error()}
+	}
+	o := qualify.Options{Interface: ifname, Reflector: runner.Reflector, Tools: tools, WorkDir: dir, CPUs: runner.CPUs,
+		MessageSize: q.MessageSize, Duration: time.Duration(q.DurationSeconds) * time.Second, Logf: logf}
+	r, err := qualify.Run(ctx, o)
+	if err != nil {
+		r = &tsv1.QualifyReport{Interface: ifname, NUMANode: -1, Error: err.Error()}
+		qualify.Judge(r)
+	}
+	logf("qualify %s: %s", r.Interface, r.Verdict)
+	return r
 }

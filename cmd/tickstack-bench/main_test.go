@@ -709,3 +709,52 @@ func TestRunnerTickToTradeRigMissing(t *testing.T) {
 		t.Errorf("verdict %+v", v)
 	}
 }
+
+// TestRunnerQualifyOverVeth runs the qualify suite as a benchmark Job does (--spec with
+// suites.qualify, the reflector in the other namespace): the runner qualifies the interface it
+// measures over, and the report is in the results: veth, native XDP, zero-copy refused, so
+// Degraded, the conformance cases passed against the reflector's peer, both stacks' medians.
+func TestRunnerQualifyOverVeth(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireTool(t, "sockperf")
+	launcher, err := filepath.Abs(filepath.Join("..", "..", bench.DefaultLauncherPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (bench.Tools{Launcher: launcher}).FindConform(); err != nil {
+		testutil.Unavailable(t, fmt.Sprintf("the data plane is not built (make -C dataplane all build/conform): %v", err))
+	}
+	link := testutil.VethNamespaces(t, fmt.Sprintf("qualifyb%d", os.Getpid()%10000), "198.18.0")
+	spec := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(spec, []byte(`{"stacks":["kernel","bypass"],"qualify":{"durationSeconds":1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runPair(t, link.NSA, link.NSB, []string{"--launcher=" + launcher}, []string{"--launcher=" + launcher, "--spec=" + spec})
+	q := res.Qualify
+	if q == nil {
+		t.Fatalf("no qualify report in %+v", res)
+	}
+	if len(res.Stacks) != 0 {
+		t.Errorf("stacks %+v: qualify alone runs no stack suite", res.Stacks)
+	}
+	if q.Interface != link.IfB || q.Driver != "veth" || q.Peer != link.AddrA || !q.XDP.Native.Works || q.XDP.ZeroCopy.Works {
+		t.Errorf("report %+v: want %s, veth, peer %s, native XDP, no zero-copy", q, link.IfB, link.AddrA)
+	}
+	if q.Verdict != tsv1.QualifyDegraded || len(q.Conformance) == 0 || len(q.PingPong) != 2 {
+		t.Errorf("verdict %s (%+v), conformance %+v, ping-pong %+v", q.Verdict, q.Reasons, q.Conformance, q.PingPong)
+	}
+	for _, c := range q.Conformance {
+		if !c.Passed {
+			t.Errorf("conformance %s: %s", c.Case, c.Detail)
+		}
+	}
+	for _, p := range q.PingPong {
+		if p.Error != "" || p.MedianNs <= 0 {
+			t.Errorf("ping-pong %+v", p)
+		}
+	}
+	v := bench.Evaluate(res, tsv1.Thresholds{})
+	if v.Result != tsv1.VerdictPassed || len(v.Reasons) != 1 || v.Reasons[0].Name != "qualify/"+link.IfB {
+		t.Errorf("verdict %+v: a Degraded interface passes, with the qualify check", v)
+	}
+}

@@ -21,21 +21,35 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/cli"
+	"github.com/tickstack/tickstack/internal/qualify"
 	"github.com/tickstack/tickstack/internal/version"
 )
 
 func main() {
 	if err := newRoot(filepath.Base(os.Args[0])).ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "tickstack:", err)
-		var verdict *cli.VerdictError
-		if errors.As(err, &verdict) && verdict.Verdict != tsv1.VerdictFailed {
-			os.Exit(3) // Inconclusive: something a threshold needs was not measured
-		}
-		if errors.As(err, &verdict) {
-			os.Exit(2) // Failed: a node did not meet the thresholds
-		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is the exit status of a failed command: 2 for a failed benchmark or an Unsupported
+// interface, 3 for an inconclusive benchmark or a Degraded interface, else 1.
+func exitCode(err error) int {
+	var qv *qualify.VerdictError
+	if errors.As(err, &qv) && qv.Verdict == tsv1.QualifyDegraded {
+		return 3 // qualify: Degraded
+	}
+	if errors.As(err, &qv) {
+		return 2 // qualify: Unsupported
+	}
+	var verdict *cli.VerdictError
+	if errors.As(err, &verdict) && verdict.Verdict != tsv1.VerdictFailed {
+		return 3 // Inconclusive: something a threshold needs was not measured
+	}
+	if errors.As(err, &verdict) {
+		return 2 // Failed: a node did not meet the thresholds
+	}
+	return 1
 }
 
 // newRoot builds the command tree; program is the name it was run as: as kubectl-tickstack (a kubectl
@@ -107,6 +121,7 @@ func newRoot(program string) *cobra.Command {
 	root.AddCommand(newBenchCmd(newClient, namespace), newReportCmd(newClient, namespace))
 	root.AddCommand(cli.NewProfileCmd(newClient))
 	root.AddCommand(cli.NewNodeCmd(newClient))
+	root.AddCommand(newQualifyCmd(), newQualifyPeerCmd())
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print tickstack's release, git commit and build time",

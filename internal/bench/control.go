@@ -70,6 +70,10 @@ type ReflectorHello struct {
 	// for and reports every stopped server's buffering (an older reflector leaves it false and
 	// ignores the request's receiveBufferBytes).
 	ReceiveBuffers bool `json:"receiveBuffers,omitempty"`
+	// ConformUnavailable is empty when the reflector can run the conformance suite's peer
+	// ("conformPeer", for the qualify suite), else why it cannot (an older reflector says nothing
+	// and answers the op as unknown).
+	ConformUnavailable string `json:"conformUnavailable,omitempty"`
 }
 
 // ReflectorCounters is what a stopped sockperf server reported.
@@ -230,6 +234,8 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 				resp.Hello = r.hello(ctx)
 			case "start":
 				register(r.start(ctx, req))
+			case "conformPeer":
+				register(r.conformPeer(ctx, req.Port))
 			case "t2tExchange":
 				if req.T2T == nil || req.T2T.Exchange == nil {
 					resp.Error = "t2tExchange without t2t.exchange"
@@ -289,7 +295,7 @@ func (r *Reflector) handle(ctx context.Context, c net.Conn) {
 				delete(traces, req.ID)
 				resp.Sched = &ReflectorSched{Deltas: tr.deltas(req.Windows)}
 			default:
-				resp.Error = fmt.Sprintf("unknown op %q: use hello, start, stop, sched, t2tExchange, t2tPublish or t2tCollect", req.Op)
+				resp.Error = fmt.Sprintf("unknown op %q: use hello, start, stop, sched, conformPeer, t2tExchange, t2tPublish or t2tCollect", req.Op)
 			}
 		}
 		if err := enc.Encode(resp); err != nil {
@@ -312,6 +318,9 @@ func (r *Reflector) hello(ctx context.Context) *ReflectorHello {
 	}
 	if _, err := r.Tools.FindLauncher(); err != nil {
 		h.BypassUnavailable = err.Error()
+	}
+	if _, err := r.Tools.FindConform(); err != nil {
+		h.ConformUnavailable = err.Error()
 	}
 	for _, t := range []struct{ name, set string }{{t2tPubName, r.Tools.T2TPub}, {t2tExchangeName, r.Tools.T2TExchange}} {
 		if _, err := r.Tools.t2tPath(t.name, t.set); err != nil {
@@ -576,6 +585,16 @@ func (c *ReflectorClient) Start(s ServerSpec) (int, error) {
 	return resp.ID, nil
 }
 
+// ConformPeer starts the conformance suite's peer (`conform peer PORT`, on the kernel) on the
+// reflector's side and waits until it listens; it runs until the control connection ends.
+func (c *ReflectorClient) ConformPeer(port int) error {
+	if c.Hello.ConformUnavailable != "" {
+		return fmt.Errorf("reflector side: %s", c.Hello.ConformUnavailable)
+	}
+	_, err := c.call(controlRequest{Op: "conformPeer", Port: port}, 30*time.Second)
+	return err
+}
+
 // Stop stops a server with SIGINT and returns its counters.
 func (c *ReflectorClient) Stop(id int) (*ReflectorCounters, error) {
 	resp, err := c.call(controlRequest{Op: "stop", ID: id}, 30*time.Second)
@@ -603,4 +622,66 @@ func (c *ReflectorClient) Sched(id int, windows []StallWindow) ([]SchedDelta, er
 		return nil, fmt.Errorf("the reflector answered sched with no deltas for %d windows", len(windows))
 	}
 	return resp.Sched.Deltas, nil
+}
+
+// conformPeer starts `conform peer PORT` (the conformance suite's kernel peer, dataplane/tests/
+// conform.c) bound to every address of the reflector's namespace, and returns once its UDP and
+// TCP sockets listen. Like a t2t program it is not a sockperf server ("stop" refuses it); it is
+// stopped when the control connection ends.
+func (r *Reflector) conformPeer(ctx context.Context, port int) (*reflectorProc, error) {
+	if port < 1024 || port > 65535 {
+		return nil, fmt.Errorf("port %d out of range 1024..65535", port)
+	}
+	bin, err := r.Tools.FindConform()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), bin, "peer", strconv.Itoa(port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &reflectorProc{cmd: cmd, out: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{}), stack: tsv1.StackKernel}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the conformance peer: %w", err)
+	}
+	p.sampler = startProcSampler(r.proc(), cmd.Process.Pid, nil, false)
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for !listening(r.proc(), port) {
+		select {
+		case <-p.done:
+			p.sampler.Stop()
+			return nil, fmt.Errorf("conformance peer exited before it listened (%v): %s", p.err, tail(p.out.String(), 600))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stopProc(p)
+			p.sampler.Stop()
+			return nil, fmt.Errorf("conformance peer not listening on port %d after 15s: %s", port, tail(p.out.String(), 600))
+		}
+	}
+	r.logf("conformance peer on port %d started", port)
+	return p, nil
+}
+
+// listening reports whether a UDP and a TCP socket of this network namespace are bound to port
+// (proc/net/udp and proc/net/tcp, where the TCP one is in LISTEN, state 0A).
+func listening(proc string, port int) bool {
+	want := fmt.Sprintf(":%04X ", port)
+	has := func(file string, tcp bool) bool {
+		b, err := os.ReadFile(filepath.Join(proc, "net", file))
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) > 3 && strings.HasSuffix(f[1]+" ", want) && (!tcp || f[3] == "0A") {
+				return true
+			}
+		}
+		return false
+	}
+	return has("udp", false) && has("tcp", true)
 }

@@ -39,6 +39,9 @@ type Tools struct {
 	// T2TPub, T2TStrategy and T2TExchange are the tick-to-trade rig's programs (dataplane/t2t);
 	// empty means on PATH, then T2TDirDefault next to the working directory or the runner.
 	T2TPub, T2TStrategy, T2TExchange string
+	// Conform is the dataplane's conformance program (dataplane/tests/conform.c); empty means
+	// "conform" beside the launcher.
+	Conform string
 }
 
 func (t Tools) path(name, set string) (string, error) {
@@ -196,4 +199,24 @@ func runToolStarted(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, s
 		<-done // the command's Cancel (SIGINT, then SIGKILL after WaitDelay) ends it
 		return out.String(), fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), ctx.Err())
 	}
+}
+
+// FindConform returns the conformance suite's program (dataplane/tests/conform.c, built as
+// build/conform beside the launcher), or an error that says where it looked.
+func (t Tools) FindConform() (string, error) {
+	if t.Conform != "" {
+		if isExecutable(t.Conform) {
+			return t.Conform, nil
+		}
+		return "", fmt.Errorf("conformance program %s is missing or not executable: build it (make -C dataplane build/conform)", t.Conform)
+	}
+	l, err := t.FindLauncher()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(filepath.Dir(l), "conform")
+	if !isExecutable(p) {
+		return "", fmt.Errorf("conformance program %s not found beside the launcher: build it (make -C dataplane build/conform)", p)
+	}
+	return p, nil
 }

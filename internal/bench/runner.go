@@ -101,7 +101,7 @@ func (r *Runner) Run(ctx context.Context, spec tsv1.BenchmarkSuites) (*tsv1.Benc
 	if spec.PTP != nil {
 		stopPTP = r.startPTP(ctx, spec.PTP)
 	}
-	if spec.NetworkSuites() {
+	if spec.PingPong != nil || spec.RateSweep != nil || spec.Microburst != nil || spec.MixedBurst != nil || spec.TickToTrade != nil {
 		for _, stack := range spec.Stacks {
 			res.Stacks = append(res.Stacks, r.runStack(ctx, stack, spec))
 		}

@@ -76,7 +76,7 @@ func ValidateSuites(s tsv1.BenchmarkSuites) error {
 	var errs []string
 	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	if !s.NetworkSuites() && s.Jitter == nil && s.PTP == nil {
-		add("spec: no suite selected: set at least one of pingPong, rateSweep, microburst, mixedBurst, jitter, ptp, tickToTrade")
+		add("spec: no suite selected: set at least one of pingPong, rateSweep, microburst, mixedBurst, jitter, ptp, tickToTrade, qualify")
 	}
 	for i, st := range s.Stacks {
 		if st != tsv1.StackKernel && st != tsv1.StackBypass {
@@ -180,6 +180,10 @@ func ValidateSuites(s tsv1.BenchmarkSuites) error {
 		if m.ReplyEvery < 1 || m.ReplyEvery > 1000000 {
 			add("mixedBurst.replyEvery: %d out of range: use 1..1000000", m.ReplyEvery)
 		}
+	}
+	if q := s.Qualify; q != nil {
+		checkSize("qualify.messageSize", q.MessageSize)
+		checkDuration("qualify.durationSeconds", q.DurationSeconds, 1, 60)
 	}
 	if t := s.TickToTrade; t != nil {
 		if len(t.RatesMps) == 0 {

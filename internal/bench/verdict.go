@@ -46,6 +46,9 @@ func Evaluate(r *tsv1.BenchmarkResults, t tsv1.Thresholds) tsv1.Verdict {
 	if r.PTP != nil {
 		evalPTPSlave(r.PTP, add)
 	}
+	if q := r.Qualify; q != nil {
+		evalQualify(q, add)
+	}
 
 	for i, l := range t.Latency {
 		evalLatency(r, i, l, add)
@@ -385,4 +388,23 @@ func FormatSearched(n int64, bound bool) string {
 		return fmt.Sprintf("at least %d", n)
 	}
 	return fmt.Sprint(n)
+}
+
+// evalQualify turns the qualify suite's verdict into a check: Unsupported fails the node,
+// Degraded passes with its reasons said, a report without a verdict is inconclusive.
+func evalQualify(q *tsv1.QualifyReport, add func(string, tsv1.VerdictResult, string, ...any)) {
+	var reasons []string
+	for _, r := range q.Reasons {
+		reasons = append(reasons, r.Check+": "+r.Message)
+	}
+	switch q.Verdict {
+	case tsv1.QualifyUnsupported:
+		add("qualify/"+q.Interface, tsv1.VerdictFailed, "interface %s is unsupported: %s", q.Interface, strings.Join(reasons, "; "))
+	case tsv1.QualifyDegraded:
+		add("qualify/"+q.Interface, tsv1.VerdictPassed, "interface %s is degraded: %s", q.Interface, strings.Join(reasons, "; "))
+	case tsv1.QualifySupported:
+		add("qualify/"+q.Interface, tsv1.VerdictPassed, "interface %s is supported (driver %s)", q.Interface, q.Driver)
+	default:
+		add("qualify/"+q.Interface, tsv1.VerdictInconclusive, "interface %s: the qualification gave no verdict: %s", q.Interface, q.Error)
+	}
 }

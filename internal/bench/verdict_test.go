@@ -355,3 +355,26 @@ func TestRatio(t *testing.T) {
 		t.Error("negative ratio accepted")
 	}
 }
+
+func TestEvaluateQualify(t *testing.T) {
+	for _, tc := range []struct {
+		v    tsv1.QualifyVerdict
+		want tsv1.VerdictResult
+		msg  string
+	}{
+		{tsv1.QualifySupported, tsv1.VerdictPassed, "interface lat0 is supported (driver ice)"},
+		{tsv1.QualifyDegraded, tsv1.VerdictPassed, "interface lat0 is degraded: zeroCopy: copy mode"},
+		{tsv1.QualifyUnsupported, tsv1.VerdictFailed, "interface lat0 is unsupported: zeroCopy: copy mode"},
+		{"", tsv1.VerdictInconclusive, "the qualification gave no verdict"},
+	} {
+		r := &tsv1.BenchmarkResults{Qualify: &tsv1.QualifyReport{Interface: "lat0", Driver: "ice", Verdict: tc.v,
+			Reasons: []tsv1.QualifyReason{{Check: "zeroCopy", Verdict: tsv1.QualifyDegraded, Message: "copy mode"}}}}
+		if tc.v == tsv1.QualifySupported {
+			r.Qualify.Reasons = nil
+		}
+		v := Evaluate(r, tsv1.Thresholds{})
+		if v.Result != tc.want || len(v.Reasons) != 1 || v.Reasons[0].Name != "qualify/lat0" || !strings.Contains(v.Reasons[0].Message, tc.msg) {
+			t.Errorf("%q: verdict %+v, want %s with %q", tc.v, v, tc.want, tc.msg)
+		}
+	}
+}

@@ -202,7 +202,40 @@ func WriteText(w io.Writer, n NodeResults) error {
 			fmt.Fprintf(w, "  incomplete: %s\n", p.Error)
 		}
 	}
+	if q := r.Qualify; q != nil {
+		writeQualifyText(w, q)
+	}
 	return tw.Flush()
+}
+
+// writeQualifyText prints the qualify suite's verdict with the findings behind it (the whole report
+// is in the results: -o json, or tickstack qualify on the node).
+func writeQualifyText(w io.Writer, q *tsv1.QualifyReport) {
+	fmt.Fprintf(w, "qualify %s: %s (driver %s %s, firmware %s; receive queues %d; XDP native %s, zero-copy %s; hardware timestamps %s)\n",
+		q.Interface, q.Verdict, q.Driver, q.DriverVersion, dash(q.Firmware), q.Queues.ReceiveQueues, yesNo(q.XDP.Native.Works), yesNo(q.XDP.ZeroCopy.Works),
+		yesNo(q.Timestamping.HardwareRX && q.Timestamping.HardwareTX))
+	passed := 0
+	for _, c := range q.Conformance {
+		if c.Passed {
+			passed++
+		}
+	}
+	if len(q.Conformance) > 0 {
+		fmt.Fprintf(w, "  conformance: %d of %d cases as the kernel\n", passed, len(q.Conformance))
+	}
+	for _, p := range q.PingPong {
+		if p.Error != "" {
+			fmt.Fprintf(w, "  ping-pong %s: not measured: %s\n", p.Stack, p.Error)
+		} else {
+			fmt.Fprintf(w, "  ping-pong %s, UDP %d B: median %s us, p99 %s us\n", p.Stack, p.MessageSize, us(p.MedianNs), us(p.P99Ns))
+		}
+	}
+	if q.Error != "" {
+		fmt.Fprintf(w, "  could not run: %s\n", q.Error)
+	}
+	for _, r := range q.Reasons {
+		fmt.Fprintf(w, "  - %s (%s): %s\n", r.Check, r.Verdict, r.Message)
+	}
 }
 
 // writeTickToTradeText prints one stack's tickToTrade suite: paper 004's table (BUY, SELL, SD B,

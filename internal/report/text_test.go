@@ -162,3 +162,30 @@ func TestBuffersBesideBurstFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestQualifyInText: a node's qualify report is printed with its verdict, findings and reasons.
+func TestQualifyInText(t *testing.T) {
+	res := &tsv1.BenchmarkResults{Node: "n1", Qualify: &tsv1.QualifyReport{Interface: "lat0", Driver: "iavf", DriverVersion: "6.18", Firmware: "4.40",
+		Queues:      tsv1.QualifyQueues{ReceiveQueues: 4},
+		XDP:         tsv1.QualifyXDP{Native: tsv1.QualifyTrial{Works: true}, ZeroCopy: tsv1.QualifyTrial{Detail: "refused"}},
+		Conformance: []tsv1.QualifyConformance{{Case: "cmsg", Passed: true}, {Case: "iov", Detail: "differs"}},
+		PingPong: []tsv1.QualifyPingPong{{Stack: tsv1.StackKernel, MessageSize: 64, MedianNs: 9000, P99Ns: 12000},
+			{Stack: tsv1.StackBypass, MessageSize: 64, Error: "no result"}},
+		Verdict: tsv1.QualifyUnsupported,
+		Reasons: []tsv1.QualifyReason{{Check: "conformance/iov", Verdict: tsv1.QualifyUnsupported, Message: "differs"}}}}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, NodeResults{Results: res}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"qualify lat0: Unsupported (driver iavf 6.18, firmware 4.40; receive queues 4; XDP native yes, zero-copy no; hardware timestamps no)",
+		"conformance: 1 of 2 cases as the kernel",
+		"ping-pong kernel, UDP 64 B: median 9.000 us, p99 12.000 us",
+		"ping-pong bypass: not measured: no result",
+		"- conformance/iov (Unsupported): differs",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

@@ -77,6 +77,10 @@ func TestBenchmarkPodCapabilitiesAsListed(t *testing.T) {
 		{"TwoPods, kernel and bypass, pingPong and ptp", tsv1.LatencyBenchmarkSpec{Stacks: []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass},
 			Placement: &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods}, Suites: tsv1.BenchmarkSuites{PingPong: &tsv1.PingPongSpec{}, PTP: &tsv1.PTPSuite{}}}},
 		{"jitter alone", tsv1.LatencyBenchmarkSpec{Suites: tsv1.BenchmarkSuites{Jitter: &tsv1.JitterSpec{}}}},
+		// qualify's trials attach XDP and bind AF_XDP sockets through the profile's tickstack-xdpd
+		// (the pod webhook's socket), so it adds nothing to the list
+		{"TwoPods, kernel and bypass, qualify", tsv1.LatencyBenchmarkSpec{Stacks: []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass},
+			Placement: &tsv1.BenchmarkPlacement{Mode: tsv1.PlacementTwoPods}, Suites: tsv1.BenchmarkSuites{Qualify: &tsv1.QualifySpec{}}}},
 	} {
 		b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "caps", Namespace: "bench", UID: "u1"}, Spec: tc.spec}
 		b.Spec.Target.Profile = "p"
