@@ -1192,6 +1192,7 @@ spec:
     pingPong: {protocols: [udp], messageSizes: [64, 1024], durationSeconds: 3}
     tickToTrade: {ratesMps: [1000], durationSeconds: 2, orderEvery: 50}
     jitter: {cpus: pod, durationSeconds: 5, tools: [oslat]}
+    qualify: {durationSeconds: 1}
   thresholds:
     maxDropped: 0
     latency:
@@ -1254,6 +1255,14 @@ spec:
 							ReflectorAddress string `json:"reflectorAddress"`
 							Interface        string `json:"interface"`
 						} `json:"path"`
+						Qualify *struct {
+							Verdict string `json:"verdict"`
+							Driver  string `json:"driver"`
+							Reasons []struct {
+								Check   string `json:"check"`
+								Verdict string `json:"verdict"`
+							} `json:"reasons"`
+						} `json:"qualify"`
 						Stacks []struct {
 							Stack       string `json:"stack"`
 							Unavailable string `json:"unavailable"`
@@ -1281,6 +1290,14 @@ spec:
 		Expect(res.Path.ClientAddress).To(HavePrefix(net2CIDR))
 		Expect(res.Path.ReflectorAddress).To(HavePrefix(net2CIDR))
 		Expect(res.Path.ClientAddress).NotTo(Equal(res.Path.ReflectorAddress))
+
+		By("the qualify suite judged lat0 in the pod: a macvlan, degraded (no zero-copy there), never unsupported")
+		Expect(res.Qualify).NotTo(BeNil(), "no qualify report in the results")
+		Expect(res.Qualify.Driver).To(Equal("macvlan"))
+		Expect(res.Qualify.Verdict).To(Equal("Degraded"), "reasons: %+v", res.Qualify.Reasons)
+		for _, r := range res.Qualify.Reasons {
+			Expect(r.Verdict).NotTo(Equal("Unsupported"), "qualify check %s", r.Check)
+		}
 
 		By("both stacks measured every size, nothing dropped")
 		Expect(res.Stacks).To(HaveLen(2))
