@@ -126,6 +126,44 @@ const (
 	MutatedAnnotation = "tickstack.io/mutated"
 )
 
+// Per-pod runtime controls (docs/agent.md "Per-pod controls"): annotations of a latency pod with
+// the CRI-O annotations' values, read by the pod webhook (which admits them only for Guaranteed pods
+// with whole CPUs whose profile's spec.podControls.allow names the control) and by the node's NRI
+// plugin, which applies them to the pod's exclusive CPUs before its container starts.
+const (
+	// IRQLoadBalancingAnnotation "disable" or "housekeeping" steers device interrupts off the pod's
+	// exclusive CPUs (PodControlIRQLoadBalancing).
+	IRQLoadBalancingAnnotation = "tickstack.io/irq-load-balancing"
+	// CPUCStatesAnnotation "enable", "disable" or "max_latency:N" (microseconds) limits the idle
+	// states of the pod's exclusive CPUs (PodControlCPUCStates).
+	CPUCStatesAnnotation = "tickstack.io/cpu-c-states"
+	// CPUFreqGovernorAnnotation names the cpufreq governor of the pod's exclusive CPUs
+	// (PodControlCPUFreqGovernor).
+	CPUFreqGovernorAnnotation = "tickstack.io/cpu-freq-governor"
+	// CPUQuotaAnnotation "disable" takes the CFS quota off the pod's containers (PodControlCPUQuota).
+	CPUQuotaAnnotation = "tickstack.io/cpu-quota"
+)
+
+// PodControls lists every per-pod control, in the order they are applied.
+func PodControls() []PodControl {
+	return []PodControl{PodControlIRQLoadBalancing, PodControlCPUCStates, PodControlCPUFreqGovernor, PodControlCPUQuota}
+}
+
+// Annotation is the pod annotation that asks for the control.
+func (c PodControl) Annotation() string {
+	switch c {
+	case PodControlIRQLoadBalancing:
+		return IRQLoadBalancingAnnotation
+	case PodControlCPUCStates:
+		return CPUCStatesAnnotation
+	case PodControlCPUFreqGovernor:
+		return CPUFreqGovernorAnnotation
+	case PodControlCPUQuota:
+		return CPUQuotaAnnotation
+	}
+	return ""
+}
+
 // SharedCPUsResource is the extended resource of a node's shared CPU pool (spec.cpu.shared), one
 // unit per shared CPU: written by the node agent into its Node's status (capacity and
 // allocatable), requested by pods that use the pool.
