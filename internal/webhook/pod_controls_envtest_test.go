@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -91,5 +92,20 @@ func TestPodControlsThroughTheAPIServer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPodControlsAgainstNodeWidePower: a profile may not allow a per-pod control on a setting it
+// also sets node-wide (the agent would write its own value back over the pod's).
+func TestPodControlsAgainstNodeWidePower(t *testing.T) {
+	spec := bypassProfile("x").Spec
+	max := int32(10)
+	spec.Power = &tsv1.PowerSpec{MaxCStateExitLatencyMicroseconds: &max, Governor: "performance"}
+	spec.PodControls = &tsv1.PodControlsSpec{Allow: []tsv1.PodControl{tsv1.PodControlIRQLoadBalancing, tsv1.PodControlCPUCStates, tsv1.PodControlCPUFreqGovernor}}
+	_, errs := ValidateProfileSpec(&spec, field.NewPath("spec"))
+	got := errs.ToAggregate()
+	if got == nil || !strings.Contains(got.Error(), "spec.podControls.allow[1]") || !strings.Contains(got.Error(), "spec.podControls.allow[2]") ||
+		strings.Contains(got.Error(), "allow[0]") {
+		t.Errorf("errors %v: want allow[1] (C-states) and allow[2] (governor) refused, allow[0] not", got)
 	}
 }
