@@ -124,7 +124,8 @@ func TestContainerdNRIRealHost(t *testing.T) {
 		return func() {
 			cancel()
 			select {
-			case <-done:
+			case err := <-done:
+				t.Logf("the plugin stopped: %v", err)
 			case <-time.After(10 * time.Second):
 				t.Error("the plugin did not stop")
 			}
