@@ -142,6 +142,14 @@ const (
 	CPUFreqGovernorAnnotation = "tickstack.io/cpu-freq-governor"
 	// CPUQuotaAnnotation "disable" takes the CFS quota off the pod's containers (PodControlCPUQuota).
 	CPUQuotaAnnotation = "tickstack.io/cpu-quota"
+	// NRIPluginName is the name the node's NRI plugin registers with the runtime under.
+	NRIPluginName = "tickstack"
+	// NRIRequiredPluginsAnnotation (NRI's own key, read by containerd's default NRI validator) lists
+	// the NRI plugins that must have seen a container's creation: the pod webhook adds
+	// NRIPluginName to it on a pod asking for a per-pod control, so that a container created while
+	// the plugin is not connected (a node just rebooted) fails instead of running without its
+	// controls. Written by the pod webhook.
+	NRIRequiredPluginsAnnotation = "required-plugins.noderesource.dev/pod"
 )
 
 // PodControls lists every per-pod control, in the order they are applied.

@@ -141,6 +141,8 @@ func TestContainerdNRIRealHost(t *testing.T) {
 			tsv1.IRQLoadBalancingAnnotation: "disable",
 			tsv1.CPUCStatesAnnotation:       "disable",
 			tsv1.CPUQuotaAnnotation:         "disable",
+			// what the pod webhook adds to such a pod
+			tsv1.NRIRequiredPluginsAnnotation: `["` + tsv1.NRIPluginName + `"]`,
 		},
 		"log_directory": filepath.Join(dir, "logs"),
 		"linux": map[string]any{
@@ -207,6 +209,18 @@ func TestContainerdNRIRealHost(t *testing.T) {
 	crictl("rm", id2)
 	if mid := snapshot(t, h, cpu); equalMaps(before, mid) {
 		t.Fatal("the values went back without the plugin: the test cannot tell a restore on reconnect")
+	}
+	// While the plugin is away no container of the pod is created (containerd's default validator
+	// and the pod's required plugin): none runs without its controls.
+	if err := os.MkdirAll(filepath.Join(dir, "out", "probe3"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(crictlBin, "--runtime-endpoint", "unix://"+sock, "--image-endpoint", "unix://"+sock,
+		"create", pod, ctrCfg("probe3"), podCfg).CombinedOutput()
+	if err == nil {
+		t.Errorf("a container was created while the plugin was not connected: %s", out)
+	} else if o := strings.ReplaceAll(string(out), `\"`, `"`); !strings.Contains(o, `required plugin "`+tsv1.NRIPluginName+`" not present`) {
+		t.Errorf("creating a container without the plugin failed, but not for the missing plugin: %s", out)
 	}
 	stopPlugin = startPlugin()
 	if after := snapshot(t, h, cpu); !equalMaps(before, after) {
@@ -412,6 +426,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   plugin_config_path = %[7]q
   plugin_registration_timeout = "10s"
   plugin_request_timeout = "10s"
+  # The default validator fails a container whose pod requires a plugin that did not see it
+  # (required-plugins.noderesource.dev/pod, which the pod webhook sets).
+  [plugins.'io.containerd.nri.v1.nri'.default_validator]
+    enable = true
 
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"

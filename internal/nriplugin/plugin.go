@@ -79,7 +79,7 @@ type Plugin struct {
 
 // Run connects to the runtime's NRI socket and serves until the connection ends.
 func (p *Plugin) Run(ctx context.Context, socket string) error {
-	s, err := stub.New(p, stub.WithPluginName("tickstack"), stub.WithPluginIdx("50"), stub.WithSocketPath(socket))
+	s, err := stub.New(p, stub.WithPluginName(tsv1.NRIPluginName), stub.WithPluginIdx("50"), stub.WithSocketPath(socket))
 	if err != nil {
 		return fmt.Errorf("nri plugin: %w", err)
 	}

@@ -48,8 +48,31 @@ func TestPodControlsThroughTheAPIServer(t *testing.T) {
 			t.Fatalf("refused: %v", err)
 		}
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0)) })
-		if p.Annotations[tsv1.IRQLoadBalancingAnnotation] != "disable" || p.Annotations[tsv1.MutatedAnnotation] != allowing.Name {
-			t.Errorf("annotations after admission: %v", p.Annotations)
+		if p.Annotations[tsv1.IRQLoadBalancingAnnotation] != "disable" || p.Annotations[tsv1.MutatedAnnotation] != allowing.Name ||
+			p.Annotations[tsv1.NRIRequiredPluginsAnnotation] != `["tickstack"]` {
+			t.Errorf("annotations after admission: %v (want the NRI plugin required)", p.Annotations)
+		}
+	})
+
+	t.Run("a pod's own required NRI plugins are kept", func(t *testing.T) {
+		p := pod("own", allowing.Name, map[string]string{tsv1.IRQLoadBalancingAnnotation: "disable", tsv1.NRIRequiredPluginsAnnotation: `["other"]`})
+		if err := k8s.Create(ctx, p); err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0)) })
+		if got := p.Annotations[tsv1.NRIRequiredPluginsAnnotation]; got != `["other","tickstack"]` {
+			t.Errorf("required NRI plugins %s", got)
+		}
+	})
+
+	t.Run("a pod without controls gets no required NRI plugin", func(t *testing.T) {
+		p := pod("none", allowing.Name, nil)
+		if err := k8s.Create(ctx, p); err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0)) })
+		if _, ok := p.Annotations[tsv1.NRIRequiredPluginsAnnotation]; ok {
+			t.Errorf("annotations %v", p.Annotations)
 		}
 	})
 

@@ -171,7 +171,33 @@ func checkPodControls(pod *corev1.Pod, p *tsv1.LatencyProfile, exclusive bool) e
 	if p.Spec.PodControls != nil {
 		allow = p.Spec.PodControls.Allow
 	}
-	return policy.PodControlsNotAllowed(req, allow, "LatencyProfile "+p.Name+" (the nodes this pod is pinned to)")
+	if err := policy.PodControlsNotAllowed(req, allow, "LatencyProfile "+p.Name+" (the nodes this pod is pinned to)"); err != nil {
+		return err
+	}
+	return requireNRIPlugin(pod)
+}
+
+// requireNRIPlugin adds the node's NRI plugin to the pod's required NRI plugins (NRI's
+// annotation, read by containerd's default validator), keeping any the pod names itself.
+func requireNRIPlugin(pod *corev1.Pod) error {
+	var names []string
+	if v, ok := pod.Annotations[tsv1.NRIRequiredPluginsAnnotation]; ok {
+		if err := json.Unmarshal([]byte(v), &names); err != nil {
+			return fmt.Errorf("annotation %s=%q: the value must be a JSON list of NRI plugin names: %v", tsv1.NRIRequiredPluginsAnnotation, v, err)
+		}
+	}
+	if slices.Contains(names, tsv1.NRIPluginName) {
+		return nil
+	}
+	b, err := json.Marshal(append(names, tsv1.NRIPluginName))
+	if err != nil {
+		return err
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[tsv1.NRIRequiredPluginsAnnotation] = string(b)
+	return nil
 }
 
 // exclusiveCPUs reads ExclusiveCPUsAnnotation.
