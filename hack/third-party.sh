@@ -175,7 +175,7 @@ components=("$@")
 [ ${#components[@]} -gt 0 ] || components=(multus-cni sriov-network-device-plugin node-feature-discovery containerd cri-tools)
 for c in "${components[@]}"; do
   case "$c" in
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     */*) die "$c is part of ${c%%/*}, not a component" ;;
   esac
   build "$c"
