@@ -22,6 +22,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/host/cpuset"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
 	"github.com/tickstack/tickstack/internal/nriplugin"
 	"github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/tuning"
@@ -40,6 +41,9 @@ const probeImage = "localhost/tickstack-nri-probe:test"
 // (Synchronize against the journal).
 func TestContainerdNRIRealHost(t *testing.T) {
 	testutil.RequireRoot(t)
+	// Other real-host tests (internal/agent, internal/tuning, test/agentcost) change IRQ affinity
+	// too: one at a time, held until every cleanup below has run.
+	hosttest.LockRealHost(t)
 	runc := testutil.RequireTool(t, "runc")
 	ctrdBin := testutil.ThirdParty(t, "containerd")
 	crictlBin := filepath.Join(testutil.ThirdParty(t, "cri-tools"), "crictl")
