@@ -131,7 +131,7 @@ envtest-assets: ## Build kube-apiserver from source and link etcd for envtest (c
 helm: $(HELM) ## Build helm at the pinned version into bin/.
 
 .PHONY: third-party
-third-party: ## Build Multus, the SR-IOV device plugin and node-feature-discovery from their pinned sources (cached; docs/third-party.md).
+third-party: ## Build Multus, the SR-IOV device plugin, node-feature-discovery, containerd 2 and crictl from their pinned sources (cached; docs/third-party.md).
 	hack/third-party.sh >/dev/null
 
 .PHONY: test

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gets the upstream components tickstack runs but does not own (Multus, the SR-IOV network device
-# plugin, node-feature-discovery) at the versions pinned in hack/third-party.lock, checks them, and
-# builds their binaries (issue #19, docs/third-party.md).
+# plugin, node-feature-discovery, and containerd 2 with crictl for the per-pod controls over NRI,
+# which Debian's containerd 1.6 lacks) at the versions pinned in hack/third-party.lock, checks them,
+# and builds their binaries (issues #19, #42; docs/third-party.md).
 #
 # Sources, per kind in the lock file:
 #   archive  NAME-VERSION.tar.gz from $TICKSTACK_THIRD_PARTY_DIR, else ../shared/third_party beside the
@@ -15,7 +16,7 @@
 # vendor directory), never as a dependency of tickstack.
 #
 # Usage: hack/third-party.sh [COMPONENT...]   COMPONENT: multus-cni | sriov-network-device-plugin |
-#        node-feature-discovery (default: all). Prints NAME=BINDIR for each, one a line.
+#        node-feature-discovery | containerd | cri-tools (default: all). Prints NAME=BINDIR for each, one a line.
 # Output: $TICKSTACK_CACHE/third-party/NAME-VERSION/{src,bin} (built once, reused while present).
 # Images: hack/images/build.sh multus nfd (on the project's Debian bases).
 set -euo pipefail
@@ -151,6 +152,17 @@ recipe $(sha256sum "$0" | cut -d' ' -f1)"
         go build -trimpath -o "$work/bin/" \
           -ldflags "-s -w -X sigs.k8s.io/node-feature-discovery/pkg/version.version=$version -X sigs.k8s.io/node-feature-discovery/pkg/utils/hostpath.pathPrefix=/host-" \
           ./cmd/nfd-master ./cmd/nfd-worker ./cmd/nfd-gc ;;
+      containerd)
+        # The upstream static build (Makefile's STATIC=1): no btrfs snapshotter (it needs cgo),
+        # the shim that runs runc (Debian's runc stays), and ctr.
+        local p=github.com/containerd/containerd/v2/version
+        [ "$commit" != - ] || commit=""
+        go build -trimpath -tags "no_btrfs netgo osusergo static_build" -o "$work/bin/" \
+          -ldflags "-s -w -X $p.Version=$version -X $p.Revision=$commit -X $p.Package=github.com/containerd/containerd/v2 -extldflags -static" \
+          ./cmd/containerd ./cmd/containerd-shim-runc-v2 ./cmd/ctr ;;
+      cri-tools)
+        go build -trimpath -o "$work/bin/" \
+          -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$version" ./cmd/crictl ;;
       *) die "no build recipe for $name" ;;
     esac
   ) >&2 || die "building $name $version failed"
@@ -160,10 +172,10 @@ recipe $(sha256sum "$0" | cut -d' ' -f1)"
 }
 
 components=("$@")
-[ ${#components[@]} -gt 0 ] || components=(multus-cni sriov-network-device-plugin node-feature-discovery)
+[ ${#components[@]} -gt 0 ] || components=(multus-cni sriov-network-device-plugin node-feature-discovery containerd cri-tools)
 for c in "${components[@]}"; do
   case "$c" in
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     */*) die "$c is part of ${c%%/*}, not a component" ;;
   esac
   build "$c"

@@ -126,6 +126,52 @@ const (
 	MutatedAnnotation = "tickstack.io/mutated"
 )
 
+// Per-pod runtime controls (docs/agent.md "Per-pod controls"): annotations of a latency pod with
+// the CRI-O annotations' values, read by the pod webhook (which admits them only for Guaranteed pods
+// with whole CPUs whose profile's spec.podControls.allow names the control) and by the node's NRI
+// plugin, which applies them to the pod's exclusive CPUs before its container starts.
+const (
+	// IRQLoadBalancingAnnotation "disable" or "housekeeping" steers device interrupts off the pod's
+	// exclusive CPUs (PodControlIRQLoadBalancing).
+	IRQLoadBalancingAnnotation = "tickstack.io/irq-load-balancing"
+	// CPUCStatesAnnotation "enable", "disable" or "max_latency:N" (microseconds) limits the idle
+	// states of the pod's exclusive CPUs (PodControlCPUCStates).
+	CPUCStatesAnnotation = "tickstack.io/cpu-c-states"
+	// CPUFreqGovernorAnnotation names the cpufreq governor of the pod's exclusive CPUs
+	// (PodControlCPUFreqGovernor).
+	CPUFreqGovernorAnnotation = "tickstack.io/cpu-freq-governor"
+	// CPUQuotaAnnotation "disable" takes the CFS quota off the pod's containers (PodControlCPUQuota).
+	CPUQuotaAnnotation = "tickstack.io/cpu-quota"
+	// NRIPluginName is the name the node's NRI plugin registers with the runtime under.
+	NRIPluginName = "tickstack"
+	// NRIRequiredPluginsAnnotation (NRI's own key, read by containerd's default NRI validator) lists
+	// the NRI plugins that must have seen a container's creation: the pod webhook adds
+	// NRIPluginName to it on a pod asking for a per-pod control, so that a container created while
+	// the plugin is not connected (a node just rebooted) fails instead of running without its
+	// controls. Written by the pod webhook.
+	NRIRequiredPluginsAnnotation = "required-plugins.noderesource.dev/pod"
+)
+
+// PodControls lists every per-pod control, in the order they are applied.
+func PodControls() []PodControl {
+	return []PodControl{PodControlIRQLoadBalancing, PodControlCPUCStates, PodControlCPUFreqGovernor, PodControlCPUQuota}
+}
+
+// Annotation is the pod annotation that asks for the control.
+func (c PodControl) Annotation() string {
+	switch c {
+	case PodControlIRQLoadBalancing:
+		return IRQLoadBalancingAnnotation
+	case PodControlCPUCStates:
+		return CPUCStatesAnnotation
+	case PodControlCPUFreqGovernor:
+		return CPUFreqGovernorAnnotation
+	case PodControlCPUQuota:
+		return CPUQuotaAnnotation
+	}
+	return ""
+}
+
 // SharedCPUsResource is the extended resource of a node's shared CPU pool (spec.cpu.shared), one
 // unit per shared CPU: written by the node agent into its Node's status (capacity and
 // allocatable), requested by pods that use the pool.

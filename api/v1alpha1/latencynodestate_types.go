@@ -143,6 +143,11 @@ type NodeTuning struct {
 	// DriftAction is what the agent does about drift: Correct (the default when empty) or Report.
 	// +optional
 	DriftAction DriftAction `json:"driftAction,omitempty"`
+	// PodControls are the per-pod runtime controls the profile allows on this node
+	// (spec.podControls.allow): the agent hands them to the node's NRI plugin.
+	// +optional
+	// +listType=set
+	PodControls []PodControl `json:"podControls,omitempty"`
 }
 
 // KubeletTuning is the kubelet drop-in's inputs besides the reserved CPUs, defaults filled in.

@@ -656,6 +656,40 @@ type LatencyProfileSpec struct {
 	// group's acceleration is bypass (docs/dataplane.md).
 	// +optional
 	Bypass *BypassSpec `json:"bypass,omitempty"`
+
+	// PodControls says which per-pod runtime controls a latency pod of this profile may ask for by
+	// annotation (tickstack.io/irq-load-balancing, cpu-c-states, cpu-freq-governor, cpu-quota),
+	// applied by the node's NRI plugin to the pod's exclusive CPUs before its container starts
+	// (docs/agent.md "Per-pod controls"). Unset: none; the pod webhook refuses such annotations.
+	// +optional
+	PodControls *PodControlsSpec `json:"podControls,omitempty"`
+}
+
+// PodControl is one per-pod runtime control (the CRI-O annotations' names, under tickstack.io/).
+// +kubebuilder:validation:Enum=irqLoadBalancing;cpuCStates;cpuFreqGovernor;cpuQuota
+type PodControl string
+
+const (
+	// PodControlIRQLoadBalancing steers device interrupts off the pod's CPUs
+	// (tickstack.io/irq-load-balancing: disable or housekeeping).
+	PodControlIRQLoadBalancing PodControl = "irqLoadBalancing"
+	// PodControlCPUCStates limits the idle states of the pod's CPUs
+	// (tickstack.io/cpu-c-states: enable, disable or max_latency:N microseconds).
+	PodControlCPUCStates PodControl = "cpuCStates"
+	// PodControlCPUFreqGovernor sets the cpufreq governor of the pod's CPUs
+	// (tickstack.io/cpu-freq-governor: NAME).
+	PodControlCPUFreqGovernor PodControl = "cpuFreqGovernor"
+	// PodControlCPUQuota takes the CFS quota off the pod's containers (tickstack.io/cpu-quota: disable).
+	PodControlCPUQuota PodControl = "cpuQuota"
+)
+
+// PodControlsSpec lists the per-pod runtime controls a profile's nodes allow.
+type PodControlsSpec struct {
+	// Allow names the controls latency pods may ask for on this profile's nodes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=set
+	Allow []PodControl `json:"allow,omitempty"`
 }
 
 // BypassTCP says which TCP connections of a latency pod the bypass stack carries.

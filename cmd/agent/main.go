@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -258,6 +260,15 @@ func (c *commandFlag) Set(v string) error {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == nriCommand {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		if err := runNRIPlugin(ctx, os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "nri plugin:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	o.bind(flag.CommandLine)
 	zo := zap.Options{}

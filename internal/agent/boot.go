@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/host/cpuset"
+	"github.com/tickstack/tickstack/internal/nriplugin"
 	"github.com/tickstack/tickstack/internal/tuning"
 )
 
@@ -153,7 +155,7 @@ func (r *Reconciler) removeBootUnit() error {
 		unit, links, binary := r.bootFiles()
 		paths = append(append(links, unit), binary)
 	}
-	paths = append(paths, r.Host.Path(DesiredPath))
+	paths = append(paths, r.Host.Path(DesiredPath), r.Host.Path(nriplugin.DefaultPolicyPath))
 	var errs []error
 	for _, p := range paths {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -174,8 +176,12 @@ type savedTuning struct {
 	Tuning     *tsv1.NodeTuning `json:"tuning"`
 }
 
-// saveDesired keeps the tuning this reconcile applied for the boot unit (only when it changed).
+// saveDesired keeps the tuning this reconcile applied for the boot unit (only when it changed),
+// and hands the per-pod controls the profile allows to the node's NRI plugin (savePodControls).
 func (r *Reconciler) saveDesired(s *scope) error {
+	if err := r.savePodControls(s.lns.Spec.Tuning); err != nil {
+		return err
+	}
 	b, err := json.MarshalIndent(savedTuning{Profile: s.lns.Spec.Profile.Name, Generation: s.lns.Generation, Tuning: s.lns.Spec.Tuning}, "", "  ")
 	if err != nil {
 		return err
@@ -290,4 +296,25 @@ func (r *Reconciler) taintNode(ctx context.Context, node *corev1.Node, on bool) 
 		return fmt.Errorf("%s the taint %s on node %s: %w", map[bool]string{true: "putting", false: "taking off"}[on], tsv1.TuningPendingTaint, r.NodeName, err)
 	}
 	return nil
+}
+
+// savePodControls writes the NRI plugin's node policy (docs/agent.md "Per-pod controls"): the
+// controls spec.tuning.podControls allows and the CPUs that are never exclusive (reserved and
+// shared). A tuning that allows none removes the file, and the plugin then refuses every container
+// asking for a control.
+func (r *Reconciler) savePodControls(t *tsv1.NodeTuning) error {
+	p := nriplugin.NodePolicy{}
+	if t != nil {
+		p.Allow = t.PodControls
+		reserved, err := cpuset.Parse(string(t.ReservedCPUs))
+		if err != nil {
+			return fmt.Errorf("spec.tuning.reservedCPUs: %w", err)
+		}
+		shared, err := cpuset.Parse(string(t.SharedCPUs))
+		if err != nil {
+			return fmt.Errorf("spec.tuning.sharedCPUs: %w", err)
+		}
+		p.NotExclusiveCPUs = reserved.Union(shared).String()
+	}
+	return nriplugin.WriteNodePolicy(r.Host.Path(nriplugin.DefaultPolicyPath), p)
 }

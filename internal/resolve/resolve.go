@@ -103,6 +103,9 @@ func Node(spec *tsv1.LatencyProfileSpec, facts *tsv1.NodeFacts) (*tsv1.NodeTunin
 	if t.Kubelet, err = kubeletTuning(spec); err != nil {
 		return nil, err
 	}
+	if spec.PodControls != nil && len(spec.PodControls.Allow) > 0 {
+		t.PodControls = append([]tsv1.PodControl(nil), spec.PodControls.Allow...)
+	}
 	return t, nil
 }
 

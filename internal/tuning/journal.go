@@ -63,3 +63,10 @@ func saveJournal(path string, entries []Entry) error {
 	}
 	return nil
 }
+
+// LoadJournal reads a journal file of the same format as the agent's (the node's NRI plugin keeps
+// its own per-container originals in one); a missing file is an empty journal.
+func LoadJournal(path string) ([]Entry, error) { return loadJournal(path) }
+
+// SaveJournal writes a journal file durably (see saveJournal); an empty journal removes it.
+func SaveJournal(path string, entries []Entry) error { return saveJournal(path, entries) }

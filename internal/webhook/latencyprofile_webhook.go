@@ -138,7 +138,28 @@ func ValidateProfileSpec(spec *tsv1.LatencyProfileSpec, path *field.Path) (admis
 			warnings = append(warnings, "spec.rollout.maxUnavailablePerDomain has no effect without spec.rollout.topologyKey")
 		}
 	}
+	errs = append(errs, validPodControls(spec, path)...)
 	return warnings, errs
+}
+
+// validPodControls refuses a per-pod control on a setting the profile also owns node-wide: the
+// agent keeps its value on every CPU and would take a pod's change for drift and write it back.
+func validPodControls(spec *tsv1.LatencyProfileSpec, path *field.Path) field.ErrorList {
+	if spec.PodControls == nil || spec.Power == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, c := range spec.PodControls.Allow {
+		switch {
+		case c == tsv1.PodControlCPUCStates && spec.Power.MaxCStateExitLatencyMicroseconds != nil:
+			errs = append(errs, field.Invalid(path.Child("podControls", "allow").Index(i), c,
+				"spec.power.maxCStateExitLatencyMicroseconds sets the C-states of every CPU, which the agent keeps: remove one of the two"))
+		case c == tsv1.PodControlCPUFreqGovernor && spec.Power.Governor != "":
+			errs = append(errs, field.Invalid(path.Child("podControls", "allow").Index(i), c,
+				"spec.power.governor sets the governor of every CPU, which the agent keeps: remove one of the two"))
+		}
+	}
+	return errs
 }
 
 // validOfflined refuses offlining CPU 0 (the CRD's CEL rule says so too, for clients that skip

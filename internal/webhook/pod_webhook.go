@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/policy"
 	"github.com/tickstack/tickstack/internal/render"
 )
 
@@ -123,8 +124,14 @@ func MutatePod(orig *corev1.Pod, p *tsv1.LatencyProfile, opts PodOptions) error 
 	}
 	if exclusive {
 		if err := checkGuaranteed(pod, c); err != nil {
+			if req, perr := policy.ParsePodControls(pod.Annotations); perr == nil && !req.Empty() {
+				return fmt.Errorf("annotation %s needs a Guaranteed pod with whole CPUs: %w", req.Controls()[0].Annotation(), err)
+			}
 			return err
 		}
+	}
+	if err := checkPodControls(pod, p, exclusive); err != nil {
+		return err
 	}
 	bypassIfaces, err := attachNetworks(pod, c, p, opts)
 	if err != nil {
@@ -142,6 +149,54 @@ func MutatePod(orig *corev1.Pod, p *tsv1.LatencyProfile, opts PodOptions) error 
 	}
 	pod.Annotations[tsv1.MutatedAnnotation] = p.Name
 	*orig = *pod
+	return nil
+}
+
+// checkPodControls refuses per-pod control annotations (docs/agent.md "Per-pod controls") with a
+// bad value, on a pod without exclusive CPUs, or that the profile does not allow. A Guaranteed pod
+// with whole CPUs is already required of a pod with exclusive CPUs (checkGuaranteed).
+func checkPodControls(pod *corev1.Pod, p *tsv1.LatencyProfile, exclusive bool) error {
+	req, err := policy.ParsePodControls(pod.Annotations)
+	if err != nil {
+		return err
+	}
+	if req.Empty() {
+		return nil
+	}
+	if !exclusive {
+		return fmt.Errorf("annotation %s acts on the pod's exclusive CPUs, and %s=false gives it none: remove one of the two annotations",
+			req.Controls()[0].Annotation(), tsv1.ExclusiveCPUsAnnotation)
+	}
+	var allow []tsv1.PodControl
+	if p.Spec.PodControls != nil {
+		allow = p.Spec.PodControls.Allow
+	}
+	if err := policy.PodControlsNotAllowed(req, allow, "LatencyProfile "+p.Name+" (the nodes this pod is pinned to)"); err != nil {
+		return err
+	}
+	return requireNRIPlugin(pod)
+}
+
+// requireNRIPlugin adds the node's NRI plugin to the pod's required NRI plugins (NRI's
+// annotation, read by containerd's default validator), keeping any the pod names itself.
+func requireNRIPlugin(pod *corev1.Pod) error {
+	var names []string
+	if v, ok := pod.Annotations[tsv1.NRIRequiredPluginsAnnotation]; ok {
+		if err := json.Unmarshal([]byte(v), &names); err != nil {
+			return fmt.Errorf("annotation %s=%q: the value must be a JSON list of NRI plugin names: %v", tsv1.NRIRequiredPluginsAnnotation, v, err)
+		}
+	}
+	if slices.Contains(names, tsv1.NRIPluginName) {
+		return nil
+	}
+	b, err := json.Marshal(append(names, tsv1.NRIPluginName))
+	if err != nil {
+		return err
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[tsv1.NRIRequiredPluginsAnnotation] = string(b)
 	return nil
 }
 

@@ -29,7 +29,7 @@ var rules = []rule{
 		why: "the libraries under internal/ never depend on the controllers, the binaries or the test suites"},
 	{from: []string{"cmd/manager", "controllers/...", "internal/webhook/..."},
 		never: []string{"internal/agent/...", "internal/host/...", "internal/tuning/...", "internal/bootloader/...",
-			"internal/cli/...", "internal/plan/...", "internal/report/...", "internal/manifest/...", "internal/qualify/..."},
+			"internal/nriplugin/...", "internal/cli/...", "internal/plan/...", "internal/report/...", "internal/manifest/...", "internal/qualify/..."},
 		but: []string{"internal/host/cpuset"},
 		why: "the operator links no host-tuning code, no CLI code and no NIC qualification (the CPU list parser excepted)"},
 	{from: []string{"internal/bench/..."}, never: []string{"internal/qualify/...", "internal/host/..."}, but: []string{"internal/host/cpuset"},
