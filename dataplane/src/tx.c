@@ -437,5 +437,7 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 	if (more)
 		__atomic_store_n(&s->tx_pending_st, st, __ATOMIC_RELEASE);
 	TS_INC(s->stats->tx_accel);
+	if (ts_unlikely(s->txts)) /* SOF_TIMESTAMPING_TX_SOFTWARE */
+		ts_sock__tx_stamp(s, &h, msg, len);
 	return (ssize_t)len;
 }
