@@ -43,13 +43,13 @@ static void cmsg_put(struct msghdr *msg, size_t *used, int level, int type,
 	*used += space < room ? space : room;
 }
 
-/* The timestamp control messages of data received at ns (CLOCK_REALTIME)
- * and, when the driver gave one, hw_ns (the NIC's clock; 0: none), as
- * the kernel's __sock_recv_timestamp and tcp_recv_timestamp write them:
- * SO_TIMESTAMPNS or SO_TIMESTAMP, then SCM_TIMESTAMPING (software,
- * deprecated zero, raw hardware). cm: TS_CM_* of the socket. */
+/* The timestamp control messages of data received (or, for the error
+ * queue, sent) at ns (CLOCK_REALTIME), as the kernel's
+ * __sock_recv_timestamp and tcp_recv_timestamp write them: SO_TIMESTAMPNS
+ * or SO_TIMESTAMP, then SCM_TIMESTAMPING (software; deprecated and raw
+ * hardware zero: the stack takes no hardware stamp). cm: TS_CM_*. */
 void ts_rx__tstamp_cmsgs(struct msghdr *msg, size_t *used, int cm, int tsnew,
-			 uint64_t ns, uint64_t hw_ns)
+			 uint64_t ns)
 {
 	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
 			       .tv_nsec = (long)(ns % 1000000000ull) };
@@ -64,22 +64,14 @@ void ts_rx__tstamp_cmsgs(struct msghdr *msg, size_t *used, int cm, int tsnew,
 		cmsg_put(msg, used, SOL_SOCKET, tsnew ?
 			 SO_TIMESTAMP_NEW : SO_TIMESTAMP_OLD, &tv, sizeof(tv));
 	}
-	if (cm & (TS_CM_TSTAMPING | TS_CM_TSTAMPING_HW)) {
+	if (cm & TS_CM_TSTAMPING) {
 		/* struct scm_timestamping(64): software, (deprecated), raw
-		 * hardware; the same layout on 64-bit. The kernel writes it
-		 * only when one of the stamps it reports is there. */
-		struct timespec tss[3] = { { 0 } };
+		 * hardware; the same layout on 64-bit */
+		struct timespec tss[3] = { ts };
 
-		if (cm & TS_CM_TSTAMPING)
-			tss[0] = ts;
-		if ((cm & TS_CM_TSTAMPING_HW) && hw_ns) {
-			tss[2].tv_sec = (time_t)(hw_ns / 1000000000ull);
-			tss[2].tv_nsec = (long)(hw_ns % 1000000000ull);
-		}
-		if ((cm & TS_CM_TSTAMPING) || hw_ns)
-			cmsg_put(msg, used, SOL_SOCKET, tsnew ?
-				 SO_TIMESTAMPING_NEW : SO_TIMESTAMPING_OLD, tss,
-				 sizeof(tss));
+		cmsg_put(msg, used, SOL_SOCKET, tsnew ?
+			 SO_TIMESTAMPING_NEW : SO_TIMESTAMPING_OLD, tss,
+			 sizeof(tss));
 	}
 }
 
@@ -92,7 +84,7 @@ static void sock__cmsgs(const struct ts_sock *s, const struct ts_rxent *e,
 
 	if (s->cmsgs & TS_CM_TSTAMP_ANY)
 		ts_rx__tstamp_cmsgs(msg, &used, s->cmsgs, s->tstamp_new,
-				    e->rx_ns, 0);
+				    e->rx_ns);
 	if (s->cmsgs & TS_CM_PKTINFO) {
 		struct in_pktinfo pi;
 
@@ -260,7 +252,7 @@ ssize_t ts_sock__errq_pop(struct ts_sock *s, struct msghdr *msg)
 	free(e.data);
 	msg->msg_flags = MSG_ERRQUEUE | (off < e.len ? MSG_TRUNC : 0);
 	msg->msg_namelen = 0;
-	ts_rx__tstamp_cmsgs(msg, &used, cm, s->tstamp_new, e.ns, 0);
+	ts_rx__tstamp_cmsgs(msg, &used, cm, s->tstamp_new, e.ns);
 	memset(&eh, 0, sizeof(eh));
 	eh.ee.ee_errno = ENOMSG;
 	eh.ee.ee_origin = SO_EE_ORIGIN_TIMESTAMPING;

@@ -1473,7 +1473,7 @@ static ssize_t tcp_recv_done(struct ts_tcp *t, struct msghdr *msg, size_t ctl,
 		size_t used = 0;
 
 		msg->msg_controllen = ctl;
-		ts_rx__tstamp_cmsgs(msg, &used, t->tscm, t->tsnew, rx_ns, 0);
+		ts_rx__tstamp_cmsgs(msg, &used, t->tscm, t->tsnew, rx_ns);
 		msg->msg_controllen = used;
 	}
 	return (ssize_t)done;

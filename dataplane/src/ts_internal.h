@@ -341,13 +341,12 @@ enum {
 	TS_CM_TSTAMP = 1 << 3,   /* SO_TIMESTAMP(_NEW): struct timeval */
 	TS_CM_TSTAMPNS = 1 << 4, /* SO_TIMESTAMPNS(_NEW): struct timespec */
 	TS_CM_TSTAMPING = 1 << 5, /* SO_TIMESTAMPING software RX: SCM_TIMESTAMPING */
-	TS_CM_TSTAMPING_HW = 1 << 6, /* SO_TIMESTAMPING raw hardware RX */
 };
-#define TS_CM_TSTAMP_ANY (TS_CM_TSTAMP | TS_CM_TSTAMPNS | TS_CM_TSTAMPING | \
-			  TS_CM_TSTAMPING_HW)
-/* The timestamp control messages (rx.c), for datagrams and streams. */
+#define TS_CM_TSTAMP_ANY (TS_CM_TSTAMP | TS_CM_TSTAMPNS | TS_CM_TSTAMPING)
+/* The timestamp control messages (rx.c), for datagrams, streams and the
+ * error queue. */
 TS_HIDDEN void ts_rx__tstamp_cmsgs(struct msghdr *msg, size_t *used, int cm,
-				   int tsnew, uint64_t ns, uint64_t hw_ns);
+				   int tsnew, uint64_t ns);
 
 #define TS_MAX_GROUPS 16
 #define TS_MAX_RX_STACKS 8

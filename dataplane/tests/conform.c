@@ -2898,6 +2898,23 @@ static void c_tcptstamp(void)
 	close(keep);
 }
 
+/* hardware receive stamps asked for: the stack hands the socket to the
+ * kernel (docs/dataplane.md: XDP RX metadata needs a device-bound
+ * program); on veth, which has no hardware clock, the kernel's stamp
+ * carries no hardware time (zero) */
+static void c_hwtstamp(void)
+{
+	int fd = udp(), keep = ts_keep_on();
+
+	ts_set(fd, SO_TIMESTAMPING_OLD, SOF_TIMESTAMPING_RX_HARDWARE |
+				    SOF_TIMESTAMPING_RAW_HARDWARE | TSF_RX);
+	ts_udp_one(fd, "hardware and software", 512);
+	ts_set(fd, SO_TIMESTAMPING_OLD, SOF_TIMESTAMPING_RX_HARDWARE |
+				    SOF_TIMESTAMPING_RAW_HARDWARE);
+	ts_udp_one(fd, "hardware only", 512);
+	close(keep);
+}
+
 /* transmit software stamps through the error queue: with OPT_ID, with
  * OPT_TSONLY; the payload looped back, sock_extended_err */
 static void ts_errq(int fd, const char *what, double t0)
@@ -3267,6 +3284,7 @@ int main(int argc, char **argv)
 		{ "tsing", c_tsing },
 		{ "tstamp", c_tstamp },   { "tcptstamp", c_tcptstamp },
 		{ "udptxtstamp", c_udptxtstamp }, { "tcptxtstamp", c_tcptxtstamp },
+		{ "hwtstamp", c_hwtstamp },
 		{ "require", c_require }, { "requiresend", c_requiresend },
 		{ "queue", c_queue },     { "queue-child", c_queue_child },
 	};

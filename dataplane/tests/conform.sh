@@ -85,6 +85,7 @@ tcptstamp tcp latency TICKSTACK_TCP=1 ASAN=1
 udptxtstamp xskonly
 udptxtstamp xskonly latency ASAN=1
 tcptxtstamp kernel:kernel_option latency TICKSTACK_REQUIRE=0 TICKSTACK_TCP=1
+hwtstamp kernel:kernel_option latency TICKSTACK_REQUIRE=0
 flags accel
 iov accel
 mmsg accel
