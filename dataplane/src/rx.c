@@ -265,12 +265,16 @@ ssize_t ts_sock__errq_pop(struct ts_sock *s, struct msghdr *msg)
 
 void ts_sock__errq_free(struct ts_sock *s)
 {
+	uint32_t h;
+
+	/* a poll may still look at a closed socket's counts: atomics, and
+	 * they only move forward */
 	pthread_mutex_lock(&s->qlock);
-	while (s->errq && s->errq_head != s->errq_tail)
-		free(s->errq[s->errq_head++ % TS_ERRQ_CAP].data);
+	for (h = s->errq_head; s->errq && h != s->errq_tail; h++)
+		free(s->errq[h % TS_ERRQ_CAP].data);
+	__atomic_store_n(&s->errq_head, s->errq_tail, __ATOMIC_RELEASE);
 	free(s->errq);
 	s->errq = NULL;
-	s->errq_head = s->errq_tail = 0;
 	pthread_mutex_unlock(&s->qlock);
 }
 
