@@ -1443,6 +1443,7 @@ static int option__needs_kernel(int level, int opt, int iv, const void *val,
 			return len > 0 && val && *(const char *)val;
 		case SO_BINDTOIFINDEX:
 		case SO_MARK:          /* policy routing, netfilter */
+			return iv != 0;
 		case SO_TIMESTAMPING_OLD:
 		case SO_TIMESTAMPING_NEW:
 			return !tstamping__rx_soft(iv, len);

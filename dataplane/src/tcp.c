@@ -2083,7 +2083,7 @@ static void tstamp_from_kernel(struct ts_tcp *t, int kfd)
 		      SOF_TIMESTAMPING_OPT_RX_FILTER)
 
 /* Before the kernel sees the option: SO_TIMESTAMPING with flags the stack
- * does not serve moves a socket not yet connected or listening to the
+ * does not serve (transmit, hardware, SOFTWARE alone) moves a socket not yet connected or listening to the
  * kernel (counted: kernel_option), or fails (TICKSTACK_REQUIRE=1, and on
  * a stream already accelerated, which cannot move). 0 or -1 with errno. */
 int ts_tcp__setsockopt_pre(struct ts_tcp *t, int fd, int level, int opt,
@@ -2096,13 +2096,17 @@ int ts_tcp__setsockopt_pre(struct ts_tcp *t, int fd, int level, int opt,
 		return 0;
 	if (val && len >= sizeof(int))
 		memcpy(&iv, val, sizeof(int));
-	if (!((unsigned)iv & ~TCP_TSING_OK))
+	/* SOFTWARE without RX_SOFTWARE reports stamps other sockets made the
+	 * kernel take: the kernel's business, as on UDP */
+	if (!((unsigned)iv & ~TCP_TSING_OK) &&
+	    (!(iv & SOF_TIMESTAMPING_SOFTWARE) ||
+	     (iv & SOF_TIMESTAMPING_RX_SOFTWARE)))
 		return 0;
 	if (t->state == T_NEW) {
 		struct ts_fb f = { .fd = fd, .stream = 1, .laddr = t->laddr,
 				   .lport = t->lport, .why = TS_FB_OPTION,
 				   .detail = "SO_TIMESTAMPING (transmit or hardware "
-					     "stamps)",
+					     "stamps, or SOFTWARE without RX_SOFTWARE)",
 				   .counter = &ts_stats->kernel_option };
 		int r = ts_fallback(&f);
 
@@ -2113,9 +2117,10 @@ int ts_tcp__setsockopt_pre(struct ts_tcp *t, int fd, int level, int opt,
 		to_kernel(t, fd);
 		return 0;
 	}
-	ts_log("fd %d: SO_TIMESTAMPING flags 0x%x (transmit or hardware stamps) "
-	       "on an accelerated stream: refused (EOPNOTSUPP); set them before "
-	       "connect or listen, and the socket stays on the kernel", fd, iv);
+	ts_log("fd %d: SO_TIMESTAMPING flags 0x%x (transmit or hardware stamps, "
+	       "or SOFTWARE without RX_SOFTWARE) on an accelerated stream: "
+	       "refused (EOPNOTSUPP); set them before connect or listen, and "
+	       "the socket stays on the kernel", fd, iv);
 	errno = EOPNOTSUPP;
 	return -1;
 }
