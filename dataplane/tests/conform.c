@@ -2973,6 +2973,38 @@ static void c_udptxtstamp(void)
 	}
 }
 
+/* the same with a datagram the kernel socket sends (a control message
+ * on the send): its stamp comes from the kernel's error queue, and its
+ * OPT_ID key follows the stack's (SCM_TS_OPT_ID) */
+static void c_udptxtstampk(void)
+{
+	int fd = udp(), ttl = 9;
+	char cb[CMSG_SPACE(sizeof(int))], b[256];
+	struct iovec iov = { "E hello", 7 };
+	struct msghdr m = { .msg_name = &peer, .msg_namelen = sizeof(peer),
+			    .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cb, .msg_controllen = sizeof(cb) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	double t0;
+
+	memset(cb, 0, sizeof(cb));
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_TTL;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &ttl, sizeof(ttl));
+	ts_set(fd, SO_TIMESTAMPING_OLD, SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
+				    SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY);
+	for (int k = 0; k < 4; k++) {
+		t0 = now_s();
+		if (k == 1 || k == 2)
+			printf("sendmsg with IP_TTL: %zd\n", sendmsg(fd, &m, 0));
+		else if (sendto(fd, "E hello", 7, 0, (struct sockaddr *)&peer, sizeof(peer)) != 7)
+			fail("sendto");
+		ts_errq(fd, "send", t0);
+		printf("echo: %zd\n", recv(fd, b, sizeof(b), 0));
+	}
+}
+
 static void c_tcptxtstamp(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -3286,7 +3318,7 @@ int main(int argc, char **argv)
 		{ "tsing", c_tsing },
 		{ "tstamp", c_tstamp },   { "tcptstamp", c_tcptstamp },
 		{ "udptxtstamp", c_udptxtstamp }, { "tcptxtstamp", c_tcptxtstamp },
-		{ "hwtstamp", c_hwtstamp },
+		{ "hwtstamp", c_hwtstamp }, { "udptxtstampk", c_udptxtstampk },
 		{ "require", c_require }, { "requiresend", c_requiresend },
 		{ "queue", c_queue },     { "queue-child", c_queue_child },
 	};

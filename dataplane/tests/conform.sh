@@ -86,6 +86,7 @@ udptxtstamp xskonly
 udptxtstamp xskonly latency ASAN=1
 tcptxtstamp kernel:kernel_option latency TICKSTACK_REQUIRE=0 TICKSTACK_TCP=1
 hwtstamp kernel:kernel_option latency TICKSTACK_REQUIRE=0
+udptxtstampk kernel:tx_kernel_flags latency TICKSTACK_REQUIRE=0
 flags accel
 iov accel
 mmsg accel
