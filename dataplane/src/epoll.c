@@ -393,11 +393,14 @@ static int member_ready(const struct ts_ep_member *m, uint32_t *ev,
 		g->in = __atomic_load_n(&s->qtail, __ATOMIC_ACQUIRE);
 		g->out = (uint32_t)(__atomic_load_n(&s->stats->tx_accel, __ATOMIC_RELAXED) +
 				    __atomic_load_n(&s->stats->tx_kernel, __ATOMIC_RELAXED));
-		g->any = 0;
+		/* a transmit stamp queued: EPOLLERR, asked or not */
+		g->any = __atomic_load_n(&s->errq_tail, __ATOMIC_ACQUIRE);
 		if ((m->events & EPOLLIN) && ts_sock__rx_ready(s))
 			*ev |= EPOLLIN;
 		if (m->events & EPOLLOUT)
 			*ev |= EPOLLOUT;
+		if (ts_unlikely(ts_sock__errq_ready(s)))
+			*ev |= EPOLLERR;
 		return 1;
 	}
 	t = ts_tcp_on ? ts_tcp__of(m->fd) : NULL;

@@ -1333,7 +1333,10 @@ TS_API int setsockopt(int fd, int level, int opt, const void *val,
 	if (!s && !t && ts_unlikely(ts_ready && !ts_in_lib) &&
 	    ts_tcp__fw_sockopt(fd, 1, level, opt, (void *)val, &len, &r))
 		return r; /* shared with a forked child (tcp.c, fork) */
-	r = s ? ts_sock__setsockopt_pre(s, fd, level, opt, val, len) : 0;
+	r = s ? ts_sock__setsockopt_pre(s, fd, level, opt, val, len) :
+	    t ? ts_tcp__setsockopt_pre(t, fd, level, opt, val, len) : 0;
+	if (r == 0 && t && ts_tcp__of(fd) != t)
+		t = NULL; /* moved to the kernel */
 	if (r == 0) /* else refused (TICKSTACK_REQUIRE=1): the kernel never sees it */
 		r = REAL(setsockopt)(fd, level, opt, val, len);
 

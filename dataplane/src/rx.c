@@ -4,6 +4,8 @@
 #include "ts_internal.h"
 
 #include <arpa/inet.h>
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,34 +43,48 @@ static void cmsg_put(struct msghdr *msg, size_t *used, int level, int type,
 	*used += space < room ? space : room;
 }
 
+/* The timestamp control messages of data received (or, for the error
+ * queue, sent) at ns (CLOCK_REALTIME), as the kernel's
+ * __sock_recv_timestamp and tcp_recv_timestamp write them: SO_TIMESTAMPNS
+ * or SO_TIMESTAMP, then SCM_TIMESTAMPING (software; deprecated and raw
+ * hardware zero: the stack takes no hardware stamp). cm: TS_CM_*. */
+void ts_rx__tstamp_cmsgs(struct msghdr *msg, size_t *used, int cm, int tsnew,
+			 uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
+			       .tv_nsec = (long)(ns % 1000000000ull) };
+
+	if (cm & TS_CM_TSTAMPNS) {
+		cmsg_put(msg, used, SOL_SOCKET, tsnew ?
+			 SO_TIMESTAMPNS_NEW : SO_TIMESTAMPNS_OLD, &ts, sizeof(ts));
+	} else if (cm & TS_CM_TSTAMP) {
+		struct timeval tv = { .tv_sec = ts.tv_sec,
+				      .tv_usec = ts.tv_nsec / 1000 };
+
+		cmsg_put(msg, used, SOL_SOCKET, tsnew ?
+			 SO_TIMESTAMP_NEW : SO_TIMESTAMP_OLD, &tv, sizeof(tv));
+	}
+	if (cm & TS_CM_TSTAMPING) {
+		/* struct scm_timestamping(64): software, (deprecated), raw
+		 * hardware; the same layout on 64-bit */
+		struct timespec tss[3] = { ts };
+
+		cmsg_put(msg, used, SOL_SOCKET, tsnew ?
+			 SO_TIMESTAMPING_NEW : SO_TIMESTAMPING_OLD, tss,
+			 sizeof(tss));
+	}
+}
+
 /* The control messages the kernel's udp_recvmsg writes, in its order: the
  * timestamp (sock_recv_cmsgs), then IP_PKTINFO, IP_TTL, IP_TOS. */
 static void sock__cmsgs(const struct ts_sock *s, const struct ts_rxent *e,
 			struct msghdr *msg)
 {
-	struct timespec ts = { .tv_sec = (time_t)(e->rx_ns / 1000000000ull),
-			       .tv_nsec = (long)(e->rx_ns % 1000000000ull) };
 	size_t used = 0;
 
-	if (s->cmsgs & TS_CM_TSTAMPNS) {
-		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_new ?
-			 SO_TIMESTAMPNS_NEW : SO_TIMESTAMPNS_OLD, &ts, sizeof(ts));
-	} else if (s->cmsgs & TS_CM_TSTAMP) {
-		struct timeval tv = { .tv_sec = ts.tv_sec,
-				      .tv_usec = ts.tv_nsec / 1000 };
-
-		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_new ?
-			 SO_TIMESTAMP_NEW : SO_TIMESTAMP_OLD, &tv, sizeof(tv));
-	}
-	if (s->cmsgs & TS_CM_TSTAMPING) {
-		/* struct scm_timestamping(64): software, (deprecated), raw
-		 * hardware; the same layout on 64-bit */
-		struct timespec tss[3] = { ts };
-
-		cmsg_put(msg, &used, SOL_SOCKET, s->tstamp_new ?
-			 SO_TIMESTAMPING_NEW : SO_TIMESTAMPING_OLD, tss,
-			 sizeof(tss));
-	}
+	if (s->cmsgs & TS_CM_TSTAMP_ANY)
+		ts_rx__tstamp_cmsgs(msg, &used, s->cmsgs, s->tstamp_new,
+				    e->rx_ns);
 	if (s->cmsgs & TS_CM_PKTINFO) {
 		struct in_pktinfo pi;
 
@@ -132,6 +148,134 @@ ssize_t ts_rx__copyout(const struct ts_sock *s, const struct ts_rxent *e,
 	else
 		msg->msg_controllen = 0;
 	return (flags & MSG_TRUNC) ? (ssize_t)e->len : (ssize_t)off;
+}
+
+/* A transmit stamp waiting in the error queue: what the kernel's clone of
+ * the sent skb holds (the frame, from its Ethernet header; nothing with
+ * SOF_TIMESTAMPING_OPT_TSONLY). */
+struct ts_errent {
+	uint64_t ns;
+	uint32_t key;
+	uint32_t len;
+	uint8_t *data;
+};
+/* Stamps kept unread; past that the newest are dropped, as the kernel
+ * drops them when the socket's receive buffer is full (sock_queue_err_skb). */
+#define TS_ERRQ_CAP 256u
+
+void ts_sock__tx_stamp(struct ts_sock *s, struct ts_udp_hdr_spec *h,
+		       const struct msghdr *msg, size_t len)
+{
+	struct timespec now;
+	struct ts_errent e = { 0 };
+	int f = s->txts;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	e.ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	if (!(f & SOF_TIMESTAMPING_OPT_TSONLY)) {
+		size_t off = 0, i;
+		int n;
+
+		e.data = malloc(TS_HDRS_LEN + len);
+		if (!e.data)
+			return;
+		for (i = 0; i < (size_t)msg->msg_iovlen && off < len; i++) {
+			size_t c = msg->msg_iov[i].iov_len;
+
+			if (c > len - off)
+				c = len - off;
+			memcpy(e.data + TS_HDRS_LEN + off, msg->msg_iov[i].iov_base, c);
+			off += c;
+		}
+		n = ts_pkt__build_udp(e.data, TS_HDRS_LEN + len, len, h);
+		if (n < 0) {
+			free(e.data);
+			return;
+		}
+		e.len = (uint32_t)n;
+	}
+	pthread_mutex_lock(&s->qlock);
+	/* OPT_ID: counted per datagram stamped (__ip_append_data) */
+	if (f & SOF_TIMESTAMPING_OPT_ID)
+		e.key = s->tskey++;
+	if (!s->errq)
+		s->errq = calloc(TS_ERRQ_CAP, sizeof(*s->errq));
+	if (!s->errq || s->errq_tail - s->errq_head >= TS_ERRQ_CAP) {
+		pthread_mutex_unlock(&s->qlock);
+		free(e.data);
+		return;
+	}
+	s->errq[s->errq_tail % TS_ERRQ_CAP] = e;
+	__atomic_store_n(&s->errq_tail, s->errq_tail + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->qlock);
+	if (__atomic_load_n(&ts_wait_sleepers, __ATOMIC_ACQUIRE))
+		ts_wait__wake_sleepers(); /* a poll for POLLERR */
+}
+
+/* recvmsg(MSG_ERRQUEUE) as the kernel's ip_recv_error answers it for a
+ * transmit stamp: the data (cut to the buffer, MSG_TRUNC), no address,
+ * SO_TIMESTAMP(NS) when asked, SCM_TIMESTAMPING with
+ * SOF_TIMESTAMPING_SOFTWARE, then IP_RECVERR (sock_extended_err ENOMSG,
+ * SO_EE_ORIGIN_TIMESTAMPING, SCM_TSTAMP_SND, the OPT_ID key; the
+ * offender's address zero without SOF_TIMESTAMPING_OPT_CMSG), and
+ * MSG_ERRQUEUE in msg_flags. */
+ssize_t ts_sock__errq_pop(struct ts_sock *s, struct msghdr *msg)
+{
+	struct {
+		struct sock_extended_err ee;
+		struct sockaddr_in offender;
+	} eh;
+	struct ts_errent e;
+	size_t off = 0, used = 0, i;
+	int cm;
+
+	pthread_mutex_lock(&s->qlock);
+	if (s->errq_head == s->errq_tail) {
+		pthread_mutex_unlock(&s->qlock);
+		return -1;
+	}
+	e = s->errq[s->errq_head % TS_ERRQ_CAP];
+	__atomic_store_n(&s->errq_head, s->errq_head + 1, __ATOMIC_RELEASE);
+	cm = (s->cmsgs & (TS_CM_TSTAMP | TS_CM_TSTAMPNS)) |
+	     (s->txts & SOF_TIMESTAMPING_SOFTWARE ? TS_CM_TSTAMPING : 0);
+	if (!(s->txts & SOF_TIMESTAMPING_OPT_ID))
+		e.key = 0;
+	pthread_mutex_unlock(&s->qlock);
+	for (i = 0; i < (size_t)msg->msg_iovlen && off < e.len; i++) {
+		size_t c = msg->msg_iov[i].iov_len;
+
+		if (c > e.len - off)
+			c = e.len - off;
+		memcpy(msg->msg_iov[i].iov_base, e.data + off, c);
+		off += c;
+	}
+	free(e.data);
+	msg->msg_flags = MSG_ERRQUEUE | (off < e.len ? MSG_TRUNC : 0);
+	msg->msg_namelen = 0;
+	ts_rx__tstamp_cmsgs(msg, &used, cm, s->tstamp_new, e.ns);
+	memset(&eh, 0, sizeof(eh));
+	eh.ee.ee_errno = ENOMSG;
+	eh.ee.ee_origin = SO_EE_ORIGIN_TIMESTAMPING;
+	eh.ee.ee_info = SCM_TSTAMP_SND;
+	eh.ee.ee_data = e.key;
+	cmsg_put(msg, &used, IPPROTO_IP, IP_RECVERR, &eh, sizeof(eh));
+	msg->msg_controllen = used;
+	return (ssize_t)off;
+}
+
+void ts_sock__errq_free(struct ts_sock *s)
+{
+	uint32_t h;
+
+	/* a poll may still look at a closed socket's counts: atomics, and
+	 * they only move forward */
+	pthread_mutex_lock(&s->qlock);
+	for (h = s->errq_head; s->errq && h != s->errq_tail; h++)
+		free(s->errq[h % TS_ERRQ_CAP].data);
+	__atomic_store_n(&s->errq_head, s->errq_tail, __ATOMIC_RELEASE);
+	free(s->errq);
+	s->errq = NULL;
+	pthread_mutex_unlock(&s->qlock);
 }
 
 /* Copy the head datagram into msg: its length (MSG_TRUNC: the whole
@@ -289,6 +433,12 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 		state = ts_sock__state(s);
 	}
 	if (state != TS_S_ACCEL || (flags & ~TS_RECV_FLAGS)) {
+		if ((flags & MSG_ERRQUEUE) && ts_sock__errq_ready(s)) {
+			/* the stack's transmit stamps, then the kernel's */
+			r = ts_sock__errq_pop(s, msg);
+			if (r >= 0)
+				return r;
+		}
 		if (ts_sock__rx_ready(s) && !(flags & ~TS_RECV_FLAGS)) {
 			/* queued before it moved to the kernel */
 			r = ts_sock__pop(s, msg, flags);

@@ -1019,6 +1019,8 @@ void ts_sock__finalize(struct ts_sock *s)
 		fork__released(s);
 	ts_unlock();
 	sock__drain(s);
+	if (ts_unlikely(s->errq))
+		ts_sock__errq_free(s);
 	if (s->kfd >= 0)
 		ts_real_close(s->kfd);
 	ts_lock();
@@ -1400,26 +1402,34 @@ static int group_ifindex(uint32_t group, uint32_t ifaddr, int ifindex)
 /* SO_TIMESTAMPING flags the stack serves: software receive timestamps,
  * taken when the datagram leaves the XSK's RX ring, reported as the
  * kernel reports them (SOF_TIMESTAMPING_SOFTWARE with RX_SOFTWARE; RX_SOFTWARE
- * alone generates without reporting). Transmit, hardware and the other
- * options need the kernel (its error queue, the NIC's clock). The value
- * is an int or a struct so_timestamping (flags, bind_phc). */
+ * alone generates without reporting); software transmit stamps, taken
+ * when the datagram enters the TX ring, in the socket's error queue
+ * (TX_SOFTWARE, OPT_ID, OPT_TSONLY: rx.c, ts_sock__tx_stamp). Hardware
+ * stamps and the other options need the kernel (the NIC's clock, its
+ * scheduler and ACK stamps). The value is an int or a struct
+ * so_timestamping (flags, bind_phc). */
 #ifndef SOF_TIMESTAMPING_OPT_RX_FILTER
 #define SOF_TIMESTAMPING_OPT_RX_FILTER (1 << 17) /* Linux 6.12 */
 #endif
 #define TS_TSING_RX_SOFT (SOF_TIMESTAMPING_RX_SOFTWARE | \
 			  SOF_TIMESTAMPING_SOFTWARE | \
 			  SOF_TIMESTAMPING_OPT_RX_FILTER)
+#define TS_TSING_TX_SOFT (SOF_TIMESTAMPING_TX_SOFTWARE | \
+			  SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY)
 
 static int tstamping__rx_soft(int flags, socklen_t len)
 {
 	if (len < sizeof(int))
 		return 0;
-	if ((unsigned)flags & ~TS_TSING_RX_SOFT)
+	if ((unsigned)flags & ~(TS_TSING_RX_SOFT | TS_TSING_TX_SOFT))
 		return 0;
-	/* SOFTWARE without RX_SOFTWARE reports whatever stamp the kernel
-	 * took for another socket: the kernel's business */
+	/* SOFTWARE without RX_SOFTWARE reports whatever receive stamp the
+	 * kernel took for another socket: the kernel's business, unless it
+	 * is there for transmit stamps (the stack reports none received,
+	 * as the kernel when no other socket has it take them) */
 	return !(flags & SOF_TIMESTAMPING_SOFTWARE) ||
-	       (flags & SOF_TIMESTAMPING_RX_SOFTWARE);
+	       (flags & (SOF_TIMESTAMPING_RX_SOFTWARE |
+			 SOF_TIMESTAMPING_TX_SOFTWARE));
 }
 
 /* Options whose effect the stack does not reproduce: the socket moves to
@@ -1433,6 +1443,7 @@ static int option__needs_kernel(int level, int opt, int iv, const void *val,
 			return len > 0 && val && *(const char *)val;
 		case SO_BINDTOIFINDEX:
 		case SO_MARK:          /* policy routing, netfilter */
+			return iv != 0;
 		case SO_TIMESTAMPING_OLD:
 		case SO_TIMESTAMPING_NEW:
 			return !tstamping__rx_soft(iv, len);
@@ -1649,6 +1660,15 @@ int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			/* as sock_set_timestamping: the cmsg types follow */
 			s->tstamp_new = opt == SO_TIMESTAMPING_NEW;
 			s->cmsgs &= ~TS_CM_TSTAMPING;
+			/* as sock_set_timestamping: OPT_ID turned on starts
+			 * the keys at 0 */
+			if ((iv & SOF_TIMESTAMPING_OPT_ID) &&
+			    !(s->txts & SOF_TIMESTAMPING_OPT_ID)) {
+				pthread_mutex_lock(&s->qlock);
+				s->tskey = 0;
+				pthread_mutex_unlock(&s->qlock);
+			}
+			s->txts = iv & SOF_TIMESTAMPING_TX_SOFTWARE ? iv : 0;
 			if ((iv & SOF_TIMESTAMPING_SOFTWARE) &&
 			    (iv & SOF_TIMESTAMPING_RX_SOFTWARE)) {
 				s->cmsgs |= TS_CM_TSTAMPING;

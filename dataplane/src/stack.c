@@ -1605,7 +1605,7 @@ static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
 		return 0;
 	}
 	if (ts_tcp__is_tcp(f, len)) {
-		ts_tcp__input(st, f, len);
+		ts_tcp__input(st, f, len, rx_ns);
 		return 0;
 	}
 	if (ts_pkt__parse_udp(f, len, &m)) {
@@ -1641,7 +1641,8 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 
 		clock_gettime(CLOCK_REALTIME, &ts);
 		rx_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	} else if (xsk_ring_prod__needs_wakeup(&q->fq)) {
+	}
+	if (xsk_ring_prod__needs_wakeup(&q->fq)) {
 		/* a zero-copy driver waits for a wake-up to use the fill ring */
 		ts_real_recvfrom(q->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 		TS_INC(st->st->fill_wakeups);
@@ -1673,7 +1674,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		    ts_tcp__is_tcp(f, d->len)) {
 			/* queued for the TCP layer (a copy), which runs after
 			 * this ring's lock is released */
-			ts_tcp__input(st, f, d->len);
+			ts_tcp__input(st, f, d->len, rx_ns);
 			free_push(st, frame);
 			continue;
 		}

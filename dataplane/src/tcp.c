@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <poll.h>
 #include <linux/types.h>
+#include <linux/net_tstamp.h>
 
 #include "steer_common.h"
 
@@ -106,6 +107,12 @@ struct ts_tcp {
 	int connect_done;
 	/* shared with forked children: pumped through a unix socket (fork) */
 	int fwd;
+	/* receive timestamps the application asked for (TS_CM_*, as the
+	 * kernel socket holds them: tstamp_from_kernel), the _NEW cmsg types,
+	 * and when each queued chain arrived (CLOCK_REALTIME ns, beside rxq;
+	 * allocated by the first stamped segment) */
+	int tscm, tsnew;
+	uint64_t *rxq_ns;
 };
 
 /* A closed connection lwIP still carries (FIN_WAIT, LAST_ACK, TIME_WAIT). */
@@ -239,6 +246,8 @@ static void rxq_free(struct ts_tcp *t)
 		pbuf_free(t->rxq[t->rxh++ % RXQ_CAP]);
 	t->rx_avail = 0;
 	t->rx_off = 0;
+	free(t->rxq_ns);
+	t->rxq_ns = NULL;
 }
 
 /* Leave the fd to the kernel: forget the shadow. */
@@ -458,10 +467,15 @@ static err_t cb_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	}
 	t->rx_avail += p->tot_len;
 	t->stats->rx_accel += p->tot_len;
+	if (ts_unlikely(t->tscm) && !t->rxq_ns)
+		t->rxq_ns = calloc(RXQ_CAP, sizeof(*t->rxq_ns));
 	if (t->rxt - t->rxh < RXQ_CAP)
 		t->rxq[t->rxt++ % RXQ_CAP] = p;
 	else /* total stays below the 64 KiB window: tot_len cannot wrap */
 		pbuf_cat(t->rxq[(t->rxt - 1) % RXQ_CAP], p);
+	if (ts_unlikely(t->rxq_ns)) /* the segment's, or the one that
+				     * completed it (out of order) */
+		t->rxq_ns[(t->rxt - 1) % RXQ_CAP] = ts_tcp_seg_rx_ns;
 	if (t->quickack) {
 		tcp_ack_now(pcb);
 	} else if ((pcb->flags & TF_ACK_NOW) && pcb->ooseq == NULL &&
@@ -571,6 +585,8 @@ static void inherit_opts(const struct ts_tcp *l, struct ts_tcp *t)
 	t->user_timeout = l->user_timeout;
 	t->rcvtimeo = l->rcvtimeo;
 	t->sndtimeo = l->sndtimeo;
+	t->tscm = l->tscm;
+	t->tsnew = l->tsnew;
 }
 
 static err_t cb_accept(void *arg, struct tcp_pcb *npcb, err_t err)
@@ -1249,6 +1265,11 @@ static void inherit_kernel_opts(int lfd, int nfd)
 		{ IPPROTO_TCP, TCP_NODELAY },	 { IPPROTO_TCP, TCP_KEEPIDLE },
 		{ IPPROTO_TCP, TCP_KEEPINTVL },	 { IPPROTO_TCP, TCP_KEEPCNT },
 		{ IPPROTO_TCP, TCP_USER_TIMEOUT }, { IPPROTO_TCP, TCP_LINGER2 },
+		/* receive timestamps (SO_TIMESTAMPING_NEW last: it reads the
+		 * flags only when they were set through it) */
+		{ SOL_SOCKET, SO_TIMESTAMPING_OLD }, { SOL_SOCKET, SO_TIMESTAMP_OLD },
+		{ SOL_SOCKET, SO_TIMESTAMPNS_OLD }, { SOL_SOCKET, SO_TIMESTAMP_NEW },
+		{ SOL_SOCKET, SO_TIMESTAMPNS_NEW }, { SOL_SOCKET, SO_TIMESTAMPING_NEW },
 	};
 	union {
 		int i;
@@ -1265,6 +1286,14 @@ static void inherit_kernel_opts(int lfd, int nfd)
 		if (opts[i].level == SOL_SOCKET &&
 		    (opts[i].opt == SO_RCVBUF || opts[i].opt == SO_SNDBUF))
 			v.i /= 2;
+		/* a timestamp flag that is off is left alone: turning one
+		 * off clears what another turned on */
+		if (opts[i].level == SOL_SOCKET && !v.i &&
+		    (opts[i].opt == SO_TIMESTAMP_OLD || opts[i].opt == SO_TIMESTAMP_NEW ||
+		     opts[i].opt == SO_TIMESTAMPNS_OLD ||
+		     opts[i].opt == SO_TIMESTAMPNS_NEW ||
+		     opts[i].opt == SO_TIMESTAMPING_NEW))
+			continue;
 		ts_real_setsockopt(nfd, opts[i].level, opts[i].opt, &v, l);
 	}
 	/* not the listener's SO_PRIORITY: Linux gives the child the SYN's
@@ -1369,7 +1398,7 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 /* Copy up to want bytes from the queue into msg's iov at *done; consume
  * unless peek. Under the locks. */
 static size_t rx_copy(struct ts_tcp *t, struct msghdr *msg, size_t *done,
-		      int peek)
+		      int peek, uint64_t *rx_ns)
 {
 	size_t iov_i = 0, iov_off = *done, copied = 0;
 	uint32_t h = t->rxh;
@@ -1391,6 +1420,8 @@ static size_t rx_copy(struct ts_tcp *t, struct msghdr *msg, size_t *done,
 			c = 0xffff;
 		pbuf_copy_partial(p, (char *)msg->msg_iov[iov_i].iov_base + iov_off,
 				  (u16_t)c, off);
+		if (ts_unlikely(t->rxq_ns)) /* tcp_recvmsg: the last skb's */
+			*rx_ns = t->rxq_ns[h % RXQ_CAP];
 		copied += c;
 		off = (uint16_t)(off + c);
 		iov_off += c;
@@ -1433,14 +1464,32 @@ static size_t iov_total(const struct msghdr *msg)
 	return n;
 }
 
+/* tcp_recvmsg's end: the receive timestamp of the last segment read
+ * from (tcp_recv_timestamp), when the socket asked for one. */
+static ssize_t tcp_recv_done(struct ts_tcp *t, struct msghdr *msg, size_t ctl,
+			     size_t done, uint64_t rx_ns)
+{
+	if (ts_unlikely(rx_ns) && t->tscm) {
+		size_t used = 0;
+
+		msg->msg_controllen = ctl;
+		ts_rx__tstamp_cmsgs(msg, &used, t->tscm, t->tsnew, rx_ns);
+		msg->msg_controllen = used;
+	}
+	return (ssize_t)done;
+}
+
 ssize_t ts_tcp__recvmsg(struct ts_tcp *t, int fd, struct msghdr *msg,
 			int flags)
 {
 	int nonblock = t->nonblock || (flags & MSG_DONTWAIT);
-	size_t want = iov_total(msg), done = 0;
+	size_t want = iov_total(msg), done = 0, ctl = msg->msg_controllen;
+	uint64_t rx_ns = 0;
 	int r;
 
-	if (t->state == T_NEW || t->state == T_LISTEN)
+	if (t->state == T_NEW || t->state == T_LISTEN ||
+	    (flags & MSG_ERRQUEUE)) /* the stack queues no error: the
+				     * kernel's (empty) queue answers */
 		return ts_real_recvmsg(fd, msg, flags);
 	if (flags & ~TCP_RECV_FLAGS) {
 		ts_dbg("fd %d: recv flags 0x%x not supported on an accelerated "
@@ -1460,7 +1509,7 @@ ssize_t ts_tcp__recvmsg(struct ts_tcp *t, int fd, struct msghdr *msg,
 		if (ts_stack__any_busy())
 			ts_stack__poll_all();
 		if (t->rx_avail)
-			rx_copy(t, msg, &done, !!(flags & MSG_PEEK));
+			rx_copy(t, msg, &done, !!(flags & MSG_PEEK), &rx_ns);
 		if (!done)
 			ack_owed_flush(t); /* about to wait or say EAGAIN */
 		eof = t->rx_eof || t->shut_rd || t->state == T_CLOSED;
@@ -1475,17 +1524,17 @@ ssize_t ts_tcp__recvmsg(struct ts_tcp *t, int fd, struct msghdr *msg,
 		}
 		if (done == want || eof || (done && !(flags & MSG_WAITALL)) ||
 		    (flags & MSG_PEEK && done))
-			return (ssize_t)done;
+			return tcp_recv_done(t, msg, ctl, done, rx_ns);
 		if (nonblock) {
 			if (done)
-				return (ssize_t)done;
+				return tcp_recv_done(t, msg, ctl, done, rx_ns);
 			errno = EAGAIN;
 			return -1;
 		}
 		r = tcp_wait(t, ready_rx, tv_ns(&t->rcvtimeo), -1);
 		if (r < 0) {
 			if (done)
-				return (ssize_t)done;
+				return tcp_recv_done(t, msg, ctl, done, rx_ns);
 			errno = r == -EINTR ? EINTR : EAGAIN;
 			return -1;
 		}
@@ -1983,14 +2032,111 @@ int ts_tcp__getsockopt(struct ts_tcp *t, int fd, int level, int opt,
 	return 0;
 }
 
+/* The receive timestamps the kernel socket kfd would write, from what
+ * it reports of its flags (sk_getsockopt): SOCK_RCVTSTAMP(NS),
+ * SOCK_TSTAMP_NEW and sk_tsflags. A stamp exists when this socket asks
+ * the kernel to take them (SO_TIMESTAMP*, SOF_TIMESTAMPING_RX_SOFTWARE);
+ * tcp_recv_timestamp reports it as SCM_TIMESTAMPING with
+ * SOF_TIMESTAMPING_SOFTWARE, unless OPT_RX_FILTER without RX_SOFTWARE. */
+#ifndef SOF_TIMESTAMPING_OPT_RX_FILTER
+#define SOF_TIMESTAMPING_OPT_RX_FILTER (1 << 17) /* Linux 6.12 */
+#endif
+static void tstamp_from_kernel(struct ts_tcp *t, int kfd)
+{
+	static const int opts[] = { SO_TIMESTAMP_OLD, SO_TIMESTAMPNS_OLD,
+				    SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW,
+				    SO_TIMESTAMPING_OLD };
+	int v[5] = { 0 }, cm = 0, rcv, i;
+
+	for (i = 0; i < 5; i++) {
+		socklen_t l = sizeof(v[i]);
+
+		ts_real_getsockopt(kfd, SOL_SOCKET, opts[i], &v[i], &l);
+	}
+	rcv = v[0] || v[1] || v[2] || v[3];
+	if (rcv)
+		cm |= v[1] || v[3] ? TS_CM_TSTAMPNS : TS_CM_TSTAMP;
+	if ((rcv || (v[4] & SOF_TIMESTAMPING_RX_SOFTWARE)) &&
+	    (v[4] & SOF_TIMESTAMPING_SOFTWARE) &&
+	    ((v[4] & SOF_TIMESTAMPING_RX_SOFTWARE) ||
+	     !(v[4] & SOF_TIMESTAMPING_OPT_RX_FILTER)))
+		cm |= TS_CM_TSTAMPING;
+	if (cm)
+		__atomic_store_n(&ts_tstamp_wanted, 1, __ATOMIC_RELAXED);
+	ts_lwip__lock();
+	t->tscm = cm;
+	t->tsnew = v[2] || v[3];
+	if (!t->tsnew && v[4]) {
+		int f = 0;
+		socklen_t l = sizeof(f);
+
+		ts_real_getsockopt(kfd, SOL_SOCKET, SO_TIMESTAMPING_NEW, &f, &l);
+		t->tsnew = f != 0;
+	}
+	ts_lwip__unlock();
+}
+
+/* SO_TIMESTAMPING flags an accelerated stream serves: software receive
+ * stamps (the kernel's transmit stamps count bytes acknowledged or sent
+ * by its TCP, which lwIP does not report). */
+#define TCP_TSING_OK (SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE | \
+		      SOF_TIMESTAMPING_OPT_RX_FILTER)
+
+/* Before the kernel sees the option: SO_TIMESTAMPING with flags the stack
+ * does not serve (transmit, hardware, SOFTWARE alone) moves a socket not yet connected or listening to the
+ * kernel (counted: kernel_option), or fails (TICKSTACK_REQUIRE=1, and on
+ * a stream already accelerated, which cannot move). 0 or -1 with errno. */
+int ts_tcp__setsockopt_pre(struct ts_tcp *t, int fd, int level, int opt,
+			   const void *val, socklen_t len)
+{
+	int iv = 0;
+
+	if (level != SOL_SOCKET ||
+	    (opt != SO_TIMESTAMPING_OLD && opt != SO_TIMESTAMPING_NEW))
+		return 0;
+	if (val && len >= sizeof(int))
+		memcpy(&iv, val, sizeof(int));
+	/* SOFTWARE without RX_SOFTWARE reports stamps other sockets made the
+	 * kernel take: the kernel's business, as on UDP */
+	if (!((unsigned)iv & ~TCP_TSING_OK) &&
+	    (!(iv & SOF_TIMESTAMPING_SOFTWARE) ||
+	     (iv & SOF_TIMESTAMPING_RX_SOFTWARE)))
+		return 0;
+	if (t->state == T_NEW) {
+		struct ts_fb f = { .fd = fd, .stream = 1, .laddr = t->laddr,
+				   .lport = t->lport, .why = TS_FB_OPTION,
+				   .detail = "SO_TIMESTAMPING (transmit or hardware "
+					     "stamps, or SOFTWARE without RX_SOFTWARE)",
+				   .counter = &ts_stats->kernel_option };
+		int r = ts_fallback(&f);
+
+		if (r < 0) {
+			errno = -r;
+			return -1;
+		}
+		to_kernel(t, fd);
+		return 0;
+	}
+	ts_log("fd %d: SO_TIMESTAMPING flags 0x%x (transmit or hardware stamps, "
+	       "or SOFTWARE without RX_SOFTWARE) on an accelerated stream: "
+	       "refused (EOPNOTSUPP); set them before connect or listen, and "
+	       "the socket stays on the kernel", fd, iv);
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
 void ts_tcp__setsockopt(struct ts_tcp *t, int fd, int level, int opt,
 			const void *val, socklen_t len)
 {
 	int iv = 0;
 
-	(void)fd;
 	if (val && len >= sizeof(int))
 		memcpy(&iv, val, sizeof(int));
+	if (level == SOL_SOCKET &&
+	    (opt == SO_TIMESTAMP_OLD || opt == SO_TIMESTAMP_NEW ||
+	     opt == SO_TIMESTAMPNS_OLD || opt == SO_TIMESTAMPNS_NEW ||
+	     opt == SO_TIMESTAMPING_OLD || opt == SO_TIMESTAMPING_NEW))
+		tstamp_from_kernel(t, fd);
 	ts_lwip__lock();
 	if (level == SOL_SOCKET) {
 		if (opt == SO_RCVTIMEO && len >= sizeof(struct timeval))
@@ -2596,7 +2742,7 @@ static void fw_rx(struct fw_conn *f, char *buf, size_t cap)
 		size_t done = 0;
 		ssize_t w;
 
-		rx_copy(t, &m, &done, 1);
+		rx_copy(t, &m, &done, 1, &(uint64_t){ 0 });
 		w = ts_real_send(f->b, buf, done, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w <= 0) {
 			f->want_out = w < 0 && errno == EAGAIN;
@@ -2604,7 +2750,7 @@ static void fw_rx(struct fw_conn *f, char *buf, size_t cap)
 		}
 		iov.iov_len = (size_t)w;
 		done = 0;
-		rx_copy(t, &m, &done, 0);
+		rx_copy(t, &m, &done, 0, &(uint64_t){ 0 });
 		fw_moved_any = 1;
 		if ((size_t)w < done) {
 			f->want_out = 1; /* b is full: its room wakes the pump */

@@ -30,7 +30,10 @@ static inline int ts_tcp__is_tcp(const uint8_t *p, uint32_t len)
  * (the caller frees the frame); ts_tcp__input_drain, called once the
  * ring lock is released, hands the queue to lwIP under its core lock. */
 TS_HIDDEN void ts_tcp__input(struct ts_stack *st, const uint8_t *frame,
-			     uint32_t len);
+			     uint32_t len, uint64_t rx_ns);
+/* The receive time of the segment lwIP is processing (CLOCK_REALTIME ns,
+ * 0 when no socket asked for timestamps); under the core lock. */
+TS_HIDDEN extern uint64_t ts_tcp_seg_rx_ns;
 TS_HIDDEN void ts_tcp__input_drain(void);
 
 /* life cycle */
@@ -81,6 +84,8 @@ TS_HIDDEN int ts_tcp__getsockname(struct ts_tcp *t, int fd,
 /* 1 when answered (ret in *r), 0 to ask the kernel socket */
 TS_HIDDEN int ts_tcp__getsockopt(struct ts_tcp *t, int fd, int level, int opt,
 				 void *val, socklen_t *len, int *r);
+TS_HIDDEN int ts_tcp__setsockopt_pre(struct ts_tcp *t, int fd, int level,
+				      int opt, const void *val, socklen_t len);
 TS_HIDDEN void ts_tcp__setsockopt(struct ts_tcp *t, int fd, int level,
 				  int opt, const void *val, socklen_t len);
 TS_HIDDEN void ts_tcp__set_nonblock(struct ts_tcp *t, int on);

@@ -320,14 +320,18 @@ struct ts_seg {
 	struct ts_seg *next;
 	struct ts_stack *st;
 	uint32_t len;
+	uint64_t rx_ns;
 	uint8_t ip[];
 };
+
+uint64_t ts_tcp_seg_rx_ns;
 
 static pthread_mutex_t inq_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ts_seg *inq_head, *inq_tail;
 static int inq_len;
 
-void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
+void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len,
+		   uint64_t rx_ns)
 {
 	const uint8_t *ip = frame + 14;
 	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4, tot;
@@ -346,6 +350,7 @@ void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len)
 	g->next = NULL;
 	g->st = st;
 	g->len = tot;
+	g->rx_ns = rx_ns;
 	memcpy(g->ip, ip, tot);
 	pthread_mutex_lock(&inq_lock);
 	if (inq_tail)
@@ -414,6 +419,7 @@ static void seg_input(struct ts_seg *g)
 		pbuf_free(p);
 		return;
 	}
+	ts_tcp_seg_rx_ns = g->rx_ns;
 	if (ip4_input(p, n) != ERR_OK)
 		pbuf_free(p);
 	ts_tcp__rx_post(&pr);

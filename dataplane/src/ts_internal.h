@@ -342,6 +342,11 @@ enum {
 	TS_CM_TSTAMPNS = 1 << 4, /* SO_TIMESTAMPNS(_NEW): struct timespec */
 	TS_CM_TSTAMPING = 1 << 5, /* SO_TIMESTAMPING software RX: SCM_TIMESTAMPING */
 };
+#define TS_CM_TSTAMP_ANY (TS_CM_TSTAMP | TS_CM_TSTAMPNS | TS_CM_TSTAMPING)
+/* The timestamp control messages (rx.c), for datagrams, streams and the
+ * error queue. */
+TS_HIDDEN void ts_rx__tstamp_cmsgs(struct msghdr *msg, size_t *used, int cm,
+				   int tsnew, uint64_t ns);
 
 #define TS_MAX_GROUPS 16
 #define TS_MAX_RX_STACKS 8
@@ -384,6 +389,14 @@ struct ts_sock {
 	int nrx;              /* atomic: entries are only appended */
 	int cmsgs;            /* TS_CM_* */
 	int tstamp_new;       /* the kernel's SOCK_TSTAMP_NEW: _NEW cmsg types */
+	/* transmit software stamps (SOF_TIMESTAMPING_TX_SOFTWARE): the socket's
+	 * SO_TIMESTAMPING flags when they ask for them, else 0 (ts_lock); the
+	 * next OPT_ID key and the stamps not yet read (MSG_ERRQUEUE), a ring
+	 * allocated by the first (qlock; errq_tail atomic, for poll) */
+	int txts;
+	uint32_t tskey;
+	struct ts_errent *errq;
+	uint32_t errq_head, errq_tail;
 	int reuse;            /* SO_REUSEADDR: others may share the port */
 	int reuseport;        /* SO_REUSEPORT: a group of this process's sockets */
 	uint64_t ino;         /* the kernel socket's inode (foreign-socket check) */
@@ -513,6 +526,19 @@ TS_HIDDEN ssize_t ts_rx__copyout(const struct ts_sock *s,
 				 int flags);
 TS_HIDDEN ssize_t ts_sock__pop(struct ts_sock *s, struct msghdr *msg,
 			       int flags);
+/* Transmit stamps (rx.c): queue the one of a datagram just sent (its
+ * frame rebuilt from h, the payload from msg), read the oldest as
+ * recvmsg(MSG_ERRQUEUE) returns it (-1 when none), free them all. */
+struct ts_udp_hdr_spec;
+TS_HIDDEN void ts_sock__tx_stamp(struct ts_sock *s, struct ts_udp_hdr_spec *h,
+				 const struct msghdr *msg, size_t len);
+TS_HIDDEN ssize_t ts_sock__errq_pop(struct ts_sock *s, struct msghdr *msg);
+TS_HIDDEN void ts_sock__errq_free(struct ts_sock *s);
+static inline int ts_sock__errq_ready(const struct ts_sock *s)
+{
+	return __atomic_load_n(&s->errq_tail, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&s->errq_head, __ATOMIC_ACQUIRE);
+}
 TS_HIDDEN ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd,
 				   struct msghdr *msg, int flags);
 TS_HIDDEN ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd,

@@ -6,6 +6,8 @@
  * tx_kernel_neigh) while the control thread resolves it. */
 #include "ts_internal.h"
 
+#include <linux/net_tstamp.h>
+
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <linux/neighbour.h>
@@ -284,13 +286,65 @@ void ts_sock__flush(struct ts_sock *s)
 		ts_stack__flush(st);
 }
 
+#ifndef SCM_TS_OPT_ID
+#define SCM_TS_OPT_ID 81 /* Linux 6.13 */
+#endif
+
+/* A kernel that does not know SCM_TS_OPT_ID (before 6.13): its own
+ * OPT_ID count then numbers what it sends. */
+static int ts_opt_id_cmsg = 1;
+
+/* A datagram of a socket with transmit stamps and OPT_ID that the kernel
+ * socket sends: its key is the socket's next (SCM_TS_OPT_ID), so that the
+ * keys number every datagram, whichever path took it. */
+static ssize_t kernel_send_keyed(struct ts_sock *s, int kfd,
+				 const struct msghdr *msg, int flags)
+{
+	size_t cl = CMSG_ALIGN(msg->msg_controllen), sp = CMSG_SPACE(sizeof(uint32_t));
+	char stackbuf[512], *buf = stackbuf;
+	struct msghdr m = *msg;
+	struct cmsghdr *c;
+	uint32_t key;
+	ssize_t r;
+
+	if (cl + sp > sizeof(stackbuf) && !(buf = malloc(cl + sp)))
+		return ts_real_sendmsg(kfd, msg, flags);
+	memset(buf, 0, cl + sp);
+	if (msg->msg_controllen)
+		memcpy(buf, msg->msg_control, msg->msg_controllen);
+	pthread_mutex_lock(&s->qlock);
+	key = s->tskey++;
+	pthread_mutex_unlock(&s->qlock);
+	c = (struct cmsghdr *)(void *)(buf + cl);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_TS_OPT_ID;
+	c->cmsg_len = CMSG_LEN(sizeof(key));
+	memcpy(CMSG_DATA(c), &key, sizeof(key));
+	m.msg_control = buf;
+	m.msg_controllen = cl + sp;
+	r = ts_real_sendmsg(kfd, &m, flags);
+	if (r < 0 && errno == EINVAL) {
+		/* the cmsg unknown (or the caller's own refused) */
+		r = ts_real_sendmsg(kfd, msg, flags);
+		if (r >= 0)
+			__atomic_store_n(&ts_opt_id_cmsg, 0, __ATOMIC_RELAXED);
+	}
+	if (buf != stackbuf)
+		free(buf);
+	return r;
+}
+
 static ssize_t kernel_send(struct ts_sock *s, int fd, const struct msghdr *msg,
 			   int flags)
 {
 	ssize_t r;
 
 	ts_sock__flush(s); /* what the batch queued before goes out first */
-	r = ts_real_sendmsg(ts_sock__kfd(s, fd), msg, flags);
+	if (ts_unlikely(s->txts & SOF_TIMESTAMPING_OPT_ID) &&
+	    __atomic_load_n(&ts_opt_id_cmsg, __ATOMIC_RELAXED))
+		r = kernel_send_keyed(s, ts_sock__kfd(s, fd), msg, flags);
+	else
+		r = ts_real_sendmsg(ts_sock__kfd(s, fd), msg, flags);
 	if (r >= 0)
 		TS_INC(s->stats->tx_kernel);
 	return r;
@@ -437,5 +491,7 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 	if (more)
 		__atomic_store_n(&s->tx_pending_st, st, __ATOMIC_RELEASE);
 	TS_INC(s->stats->tx_accel);
+	if (ts_unlikely(s->txts)) /* SOF_TIMESTAMPING_TX_SOFTWARE */
+		ts_sock__tx_stamp(s, &h, msg, len);
 	return (ssize_t)len;
 }

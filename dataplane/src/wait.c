@@ -379,6 +379,8 @@ static int poll_check(struct ts_wait *w, int kernel)
 				p->revents |= POLLIN;
 			if (p->events & POLLOUT)
 				p->revents |= POLLOUT;
+			if (ts_unlikely(ts_sock__errq_ready(s)))
+				p->revents |= POLLERR; /* transmit stamps */
 		} else if ((p->events & POLLIN) && ts_sock__rx_ready(s)) {
 			p->revents |= POLLIN; /* queued before a fork */
 		}

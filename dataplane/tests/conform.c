@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/errqueue.h>
 #include <linux/filter.h>
 #include <linux/io_uring.h>
 #include <linux/net_tstamp.h>
@@ -2596,6 +2597,437 @@ static void c_tsing(void)
 	tsing_recv(fd, "off");
 }
 
+/* ---- timestamps (SO_TIMESTAMP, SO_TIMESTAMPNS, SO_TIMESTAMPING), the
+ * cases tstamp, tcptstamp, tcptxtstamp, udptxtstamp. What is printed:
+ * the options as getsockopt reads them back; each control message's level,
+ * type, cmsg_len and offset in the buffer and msg_controllen (the layout);
+ * whether each stamp is plausible: CLOCK_REALTIME, not before the request
+ * that made the peer send (or the send), not after the call returned, and
+ * not before the previous stamp of the case ("in window", "monotone"). */
+static double ts_prev;
+
+/* The kernel turns its receive stamps on for every socket of the host
+ * once one asks (net_enable_timestamp), a moment later (deferred work):
+ * a datagram that arrives in between has none. A socket that keeps them
+ * on for the whole case makes the kernel's run deterministic. */
+static int ts_keep_on(void)
+{
+	int k = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
+
+	setsockopt(k, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+	usleep(100000);
+	return k;
+}
+
+static double ts_of(const struct cmsghdr *c, int *hw_set)
+{
+	struct timespec ts[3];
+	struct timeval tv;
+
+	*hw_set = -1;
+	if (c->cmsg_type == SO_TIMESTAMP_OLD || c->cmsg_type == SO_TIMESTAMP_NEW) {
+		/* struct __kernel_sock_timeval for _NEW: 64-bit fields, as
+		 * struct timeval here */
+		memcpy(&tv, CMSG_DATA(c), sizeof(tv));
+		return (double)tv.tv_sec + tv.tv_usec / 1e6;
+	}
+	memcpy(ts, CMSG_DATA(c), c->cmsg_type == SO_TIMESTAMPING_OLD ||
+				 c->cmsg_type == SO_TIMESTAMPING_NEW ?
+				 sizeof(ts) : sizeof(ts[0]));
+	if (c->cmsg_type == SO_TIMESTAMPING_OLD || c->cmsg_type == SO_TIMESTAMPING_NEW)
+		*hw_set = (ts[1].tv_sec || ts[1].tv_nsec) * 2 +
+			  !!(ts[2].tv_sec || ts[2].tv_nsec);
+	return (double)ts[0].tv_sec + ts[0].tv_nsec / 1e9;
+}
+
+static const char *ts_name(int level, int type)
+{
+	if (level == SOL_SOCKET)
+		switch (type) {
+		case SO_TIMESTAMP_OLD: return "SO_TIMESTAMP_OLD";
+		case SO_TIMESTAMP_NEW: return "SO_TIMESTAMP_NEW";
+		case SO_TIMESTAMPNS_OLD: return "SO_TIMESTAMPNS_OLD";
+		case SO_TIMESTAMPNS_NEW: return "SO_TIMESTAMPNS_NEW";
+		case SO_TIMESTAMPING_OLD: return "SO_TIMESTAMPING_OLD";
+		case SO_TIMESTAMPING_NEW: return "SO_TIMESTAMPING_NEW";
+		}
+	if (level == IPPROTO_IP && type == IP_RECVERR)
+		return "IP_RECVERR";
+	return "other";
+}
+
+/* Every control message of m, its layout and its stamp's plausibility;
+ * t0: when the datagram or bytes could first have been stamped. */
+static void ts_show(struct msghdr *m, double t0)
+{
+	double t1 = now_s();
+	struct cmsghdr *c;
+
+	printf("  controllen %zu flags%s%s\n", (size_t)m->msg_controllen,
+	       m->msg_flags & MSG_CTRUNC ? " MSG_CTRUNC" : "",
+	       m->msg_flags & MSG_ERRQUEUE ? " MSG_ERRQUEUE" : "");
+	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		int hw = -1;
+		double t;
+
+		printf("  cmsg at %zu level %d %s len %zu", (size_t)((char *)c - (char *)m->msg_control),
+		       c->cmsg_level, ts_name(c->cmsg_level, c->cmsg_type),
+		       (size_t)c->cmsg_len);
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR) {
+			struct sock_extended_err ee;
+
+			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+			printf(": errno %s origin %u type %u code %u info %u data %u\n",
+			       en((int)ee.ee_errno), ee.ee_origin, ee.ee_type,
+			       ee.ee_code, ee.ee_info, ee.ee_data);
+			continue;
+		}
+		if (c->cmsg_level != SOL_SOCKET || !strcmp(ts_name(c->cmsg_level, c->cmsg_type), "other")) {
+			printf("\n");
+			continue;
+		}
+		if (c->cmsg_len < CMSG_LEN(c->cmsg_type == SO_TIMESTAMPING_OLD ||
+					   c->cmsg_type == SO_TIMESTAMPING_NEW ?
+					   3 * sizeof(struct timespec) : sizeof(struct timeval))) {
+			printf(": truncated\n");
+			continue;
+		}
+		t = ts_of(c, &hw);
+		if (hw >= 0)
+			printf(" (deprecated %s, hardware %s)", hw & 2 ? "set" : "0",
+			       hw & 1 ? "set" : "0");
+		if (t == 0) {
+			printf(": zero\n");
+			continue;
+		}
+		printf(": %s, %s\n",
+		       t >= t0 - 1e-6 && t <= t1 + 1e-6 ? "in window" : "OUT OF WINDOW",
+		       t >= ts_prev - 1e-6 ? "monotone" : "NOT MONOTONE");
+		ts_prev = t;
+	}
+}
+
+static void ts_opts(int fd)
+{
+	struct so_timestamping st = { 0 };
+	socklen_t l = sizeof(int);
+	int a = -1, b = -1, c2 = -1, d = -1;
+
+	getsockopt(fd, SOL_SOCKET, SO_TIMESTAMP_OLD, &a, &l);
+	l = sizeof(int);
+	getsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS_OLD, &b, &l);
+	l = sizeof(int);
+	getsockopt(fd, SOL_SOCKET, SO_TIMESTAMP_NEW, &c2, &l);
+	l = sizeof(int);
+	getsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS_NEW, &d, &l);
+	printf("  getsockopt SO_TIMESTAMP %d SO_TIMESTAMPNS %d _NEW %d %d", a, b, c2, d);
+	l = sizeof(st);
+	getsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_OLD, &st, &l);
+	printf(" SO_TIMESTAMPING len %u flags 0x%x", (unsigned)l, st.flags);
+	memset(&st, 0, sizeof(st));
+	l = sizeof(st);
+	getsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING_NEW, &st, &l);
+	printf(" _NEW flags 0x%x\n", st.flags);
+}
+
+static void ts_udp_one(int fd, const char *what, size_t ctl)
+{
+	char buf[256], cb[512];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cb, .msg_controllen = ctl };
+	double t0 = now_s();
+	ssize_t n;
+
+	ask(fd, 1, 64, 0, 0);
+	n = recvmsg(fd, &m, 0);
+	printf("%s: recvmsg %zd seq %d\n", what, n, seq_of(buf, n));
+	ts_show(&m, t0);
+}
+
+static void ts_set(int fd, int opt, int v)
+{
+	int r = setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+
+	printf("setsockopt %s 0x%x: %d %s\n", ts_name(SOL_SOCKET, opt), v, r,
+	       r ? en(errno) : "");
+	ts_opts(fd);
+}
+
+#ifndef SOF_TIMESTAMPING_OPT_RX_FILTER
+#define SOF_TIMESTAMPING_OPT_RX_FILTER (1 << 17) /* Linux 6.12 */
+#endif
+#define TSF_RX (SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE)
+
+static void c_tstamp(void)
+{
+	int fd = udp(), i, keep = ts_keep_on();
+	char bufs[4][256], cb[4][256];
+	struct iovec iov[4];
+	struct mmsghdr mm[4];
+	double t0;
+
+	ts_opts(fd);
+	ts_set(fd, SO_TIMESTAMP_OLD, 1);
+	ts_udp_one(fd, "SO_TIMESTAMP", 512);
+	ts_set(fd, SO_TIMESTAMPNS_OLD, 1);
+	ts_udp_one(fd, "SO_TIMESTAMPNS", 512);
+	ts_set(fd, SO_TIMESTAMPNS_NEW, 1);
+	ts_udp_one(fd, "SO_TIMESTAMPNS_NEW", 512);
+	ts_set(fd, SO_TIMESTAMP_NEW, 1);
+	ts_udp_one(fd, "SO_TIMESTAMP_NEW", 512);
+	ts_set(fd, SO_TIMESTAMP_NEW, 0);
+	ts_set(fd, SO_TIMESTAMPING_OLD, TSF_RX);
+	ts_udp_one(fd, "SO_TIMESTAMPING", 512);
+	ts_set(fd, SO_TIMESTAMPNS_OLD, 1);
+	ts_udp_one(fd, "SO_TIMESTAMPING + SO_TIMESTAMPNS", 512);
+	/* room for the first message only, then for a part of the second */
+	ts_udp_one(fd, "control for one", CMSG_SPACE(sizeof(struct timespec)));
+	ts_udp_one(fd, "control short", CMSG_SPACE(sizeof(struct timespec)) + 24);
+	ts_set(fd, SO_TIMESTAMPING_NEW, TSF_RX | SOF_TIMESTAMPING_OPT_RX_FILTER);
+	ts_udp_one(fd, "SO_TIMESTAMPING_NEW", 512);
+	/* recvmmsg: three datagrams queued, each with its own stamps */
+	ask(fd, 3, 100, 0, 0);
+	t0 = now_s();
+	usleep(200000);
+	for (i = 0; i < 4; i++) {
+		iov[i] = (struct iovec){ bufs[i], sizeof(bufs[i]) };
+		mm[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1,
+						 .msg_control = cb[i],
+						 .msg_controllen = sizeof(cb[i]) };
+	}
+	t0 -= 0.2; /* sent after the request, before the recvmmsg */
+	i = recvmmsg(fd, mm, 3, MSG_WAITFORONE, NULL);
+	printf("recvmmsg %d\n", i);
+	for (int k = 0; k < i; k++) {
+		printf(" [%d] len %u seq %d\n", k, mm[k].msg_len,
+		       seq_of(bufs[k], mm[k].msg_len));
+		ts_show(&mm[k].msg_hdr, t0);
+	}
+	ts_set(fd, SO_TIMESTAMPING_OLD, 0);
+	ts_set(fd, SO_TIMESTAMPNS_OLD, 0);
+	ts_udp_one(fd, "off", 512);
+	close(keep);
+}
+
+static void ts_tcp_read_from(int fd, const char *what, const char *req, size_t want,
+			     size_t ctl, double t0)
+{
+	char buf[4096], cb[512];
+	size_t got = 0;
+
+	if (req)
+		tcp_ask(fd, req);
+	while (got < want) {
+		struct iovec iov = { buf, want - got < sizeof(buf) ? want - got : sizeof(buf) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = cb, .msg_controllen = ctl };
+		ssize_t n = recvmsg(fd, &m, MSG_WAITALL);
+
+		printf("%s: recvmsg %zd\n", what, n);
+		if (n <= 0)
+			return;
+		ts_show(&m, t0);
+		got += (size_t)n;
+	}
+}
+
+static void ts_tcp_read(int fd, const char *what, const char *req, size_t want,
+			size_t ctl)
+{
+	ts_tcp_read_from(fd, what, req, want, ctl, now_s());
+}
+
+
+static void c_tcptstamp(void)
+{
+	int c = tcp_to_peer(), l, a, one = 1, keep = ts_keep_on();
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12171) };
+	char hi[3];
+	double t0;
+
+	ts_opts(c);
+	ts_tcp_read(c, "none", "S 100 0\n", 100, 512);
+	ts_set(c, SO_TIMESTAMP_OLD, 1);
+	ts_tcp_read(c, "SO_TIMESTAMP", "S 100 0\n", 100, 512);
+	ts_set(c, SO_TIMESTAMPNS_OLD, 1);
+	ts_tcp_read(c, "SO_TIMESTAMPNS", "S 3000 0\n", 3000, 512);
+	ts_set(c, SO_TIMESTAMPNS_NEW, 1);
+	ts_tcp_read(c, "SO_TIMESTAMPNS_NEW", "S 100 0\n", 100, 512);
+	ts_set(c, SO_TIMESTAMPNS_NEW, 0);
+	ts_set(c, SO_TIMESTAMPING_OLD, TSF_RX);
+	ts_tcp_read(c, "SO_TIMESTAMPING", "S 100 0\n", 100, 512);
+	ts_set(c, SO_TIMESTAMP_OLD, 1);
+	ts_tcp_read(c, "SO_TIMESTAMPING + SO_TIMESTAMP", "S 100 0\n", 100, 512);
+	ts_tcp_read(c, "control short", "S 100 0\n", 100, CMSG_SPACE(sizeof(struct timeval)) + 20);
+	ts_set(c, SO_TIMESTAMPING_NEW, TSF_RX);
+	ts_tcp_read(c, "SO_TIMESTAMPING_NEW", "S 100 0\n", 100, 512);
+	/* transmit stamps refused... on the kernel accepted: not asked here
+	 * (case tcptxtstamp); the error queue of a stream is empty */
+	{
+		char cb[128];
+		struct msghdr m = { .msg_control = cb, .msg_controllen = sizeof(cb) };
+
+		ssize_t n = recvmsg(c, &m, MSG_ERRQUEUE | MSG_DONTWAIT);
+
+		printf("MSG_ERRQUEUE: %zd %s\n", n, en(errno));
+	}
+	ts_set(c, SO_TIMESTAMPING_OLD, 0);
+	ts_set(c, SO_TIMESTAMP_OLD, 0);
+	ts_tcp_read(c, "off", "S 100 0\n", 100, 512);
+	/* an accepted stream inherits its listener's */
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&me, sizeof(me)))
+		fail("bind");
+	ts_set(l, SO_TIMESTAMPNS_OLD, 1);
+	ts_set(l, SO_TIMESTAMPING_OLD, TSF_RX);
+	if (listen(l, 4))
+		fail("listen");
+	t0 = now_s();
+	tcp_ask(c, "K 12171\n");
+	a = accept(l, NULL, NULL);
+	if (a < 0)
+		fail("accept");
+	printf("accepted:\n");
+	ts_opts(a);
+	ts_tcp_read_from(a, "accepted", NULL, sizeof(hi), 512, t0);
+	close(a);
+	close(l);
+	close(c);
+	close(keep);
+}
+
+/* hardware receive stamps asked for: the stack hands the socket to the
+ * kernel (docs/dataplane.md: XDP RX metadata needs a device-bound
+ * program); on veth, which has no hardware clock, the kernel's stamp
+ * carries no hardware time (zero) */
+static void c_hwtstamp(void)
+{
+	int fd = udp(), keep = ts_keep_on();
+
+	ts_set(fd, SO_TIMESTAMPING_OLD, SOF_TIMESTAMPING_RX_HARDWARE |
+				    SOF_TIMESTAMPING_RAW_HARDWARE | TSF_RX);
+	ts_udp_one(fd, "hardware and software", 512);
+	ts_set(fd, SO_TIMESTAMPING_OLD, SOF_TIMESTAMPING_RX_HARDWARE |
+				    SOF_TIMESTAMPING_RAW_HARDWARE);
+	ts_udp_one(fd, "hardware only", 512);
+	close(keep);
+}
+
+/* transmit software stamps through the error queue: with OPT_ID, with
+ * OPT_TSONLY; the payload looped back, sock_extended_err */
+static void ts_errq(int fd, const char *what, double t0)
+{
+	char buf[2048], cb[512];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cb, .msg_controllen = sizeof(cb) };
+	struct sockaddr_in from;
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		struct pollfd p = { .fd = fd, .events = 0 };
+
+		poll(&p, 1, 10);
+		if (p.revents & POLLERR)
+			break;
+	}
+	m.msg_name = &from;
+	m.msg_namelen = sizeof(from);
+	n = recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT);
+	printf("%s: errqueue recvmsg %zd %s namelen %u\n", what, n, n < 0 ? en(errno) : "",
+	       (unsigned)m.msg_namelen);
+	if (n >= 0)
+		ts_show(&m, t0);
+}
+
+static void c_udptxtstamp(void)
+{
+	int fd = udp(), f;
+	double t0;
+	char b[256];
+
+	ts_set(fd, SO_TIMESTAMPING_OLD, SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
+				    SOF_TIMESTAMPING_OPT_ID);
+	for (int k = 0; k < 3; k++) {
+		t0 = now_s();
+		if (sendto(fd, "E hello", 7, 0, (struct sockaddr *)&peer, sizeof(peer)) != 7)
+			fail("sendto");
+		ts_errq(fd, "OPT_ID", t0);
+		printf("echo: %zd\n", recv(fd, b, sizeof(b), 0));
+	}
+	f = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_TSONLY;
+	ts_set(fd, SO_TIMESTAMPING_OLD, f);
+	t0 = now_s();
+	sendto(fd, "E x", 3, 0, (struct sockaddr *)&peer, sizeof(peer));
+	ts_errq(fd, "OPT_TSONLY", t0);
+	printf("echo: %zd\n", recv(fd, b, sizeof(b), 0));
+	printf("errqueue empty: ");
+	{
+		struct msghdr m = { 0 };
+		ssize_t n = recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT);
+
+		printf("%zd %s\n", n, en(errno));
+	}
+}
+
+/* the same with a datagram the kernel socket sends (a control message
+ * on the send): its stamp comes from the kernel's error queue, and its
+ * OPT_ID key follows the stack's (SCM_TS_OPT_ID) */
+static void c_udptxtstampk(void)
+{
+	int fd = udp(), ttl = 9;
+	char cb[CMSG_SPACE(sizeof(int))], b[256];
+	struct iovec iov = { "E hello", 7 };
+	struct msghdr m = { .msg_name = &peer, .msg_namelen = sizeof(peer),
+			    .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cb, .msg_controllen = sizeof(cb) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	double t0;
+
+	memset(cb, 0, sizeof(cb));
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_TTL;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &ttl, sizeof(ttl));
+	ts_set(fd, SO_TIMESTAMPING_OLD, SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
+				    SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY);
+	for (int k = 0; k < 4; k++) {
+		t0 = now_s();
+		if (k == 1 || k == 2)
+			printf("sendmsg with IP_TTL: %zd\n", sendmsg(fd, &m, 0));
+		else if (sendto(fd, "E hello", 7, 0, (struct sockaddr *)&peer, sizeof(peer)) != 7)
+			fail("sendto");
+		ts_errq(fd, "send", t0);
+		printf("echo: %zd\n", recv(fd, b, sizeof(b), 0));
+	}
+}
+
+static void c_tcptxtstamp(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	double t0;
+
+	/* before connect (OPT_ID needs a connection on TCP): the stream
+	 * stays on the kernel */
+	ts_set(fd, SO_TIMESTAMPING_OLD, SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
+				    SOF_TIMESTAMPING_OPT_TSONLY);
+	if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)))
+		fail("connect");
+	ts_set(fd, SO_TIMESTAMPING_OLD, SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
+				    SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY);
+	t0 = now_s();
+	tcp_ask(fd, "S 10 0\n");
+	ts_errq(fd, "first write", t0);
+	t0 = now_s();
+	tcp_ask(fd, "S 10 0\n");
+	ts_errq(fd, "second write (OPT_ID: its last byte)", t0);
+	ts_tcp_read(fd, "data", NULL, 20, 512);
+	close(fd);
+}
+
 /* ---- TICKSTACK_REQUIRE=1 (the stack's run has it, the kernel's not):
  * each call that would move a socket, or a datagram, to the kernel fails
  * there with EOPNOTSUPP and one line on stderr naming the reason and the
@@ -2723,8 +3155,10 @@ static void c_require(void)
 		"SO_BINDTODEVICE");
 	REQ_INT(SOL_SOCKET, SO_BINDTOIFINDEX, idx);
 	REQ_INT(SOL_SOCKET, SO_MARK, 7);
-	REQ_INT(SOL_SOCKET, SO_TIMESTAMPING_OLD, /* transmit stamps: the kernel's */
-		SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE);
+	REQ_INT(SOL_SOCKET, SO_TIMESTAMPING_OLD, /* scheduler stamps: the kernel's */
+		SOF_TIMESTAMPING_TX_SCHED | SOF_TIMESTAMPING_SOFTWARE);
+	REQ_INT(SOL_SOCKET, SO_TIMESTAMPING_OLD, /* hardware stamps: the kernel's */
+		SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE);
 	REQ_INT(SOL_SOCKET, SO_RXQ_OVFL, 1);
 	REQ_INT(SOL_SOCKET, SO_RCVMARK, 1);
 	/* (SO_PASSCRED and SO_PASSSEC: this kernel refuses them on UDP) */
@@ -2882,6 +3316,9 @@ int main(int argc, char **argv)
 		{ "tcpforkepoll", c_tcpforkepoll }, { "tcpforkparent", c_tcpforkparent },
 		{ "uringraw-late", c_uringraw_late },
 		{ "tsing", c_tsing },
+		{ "tstamp", c_tstamp },   { "tcptstamp", c_tcptstamp },
+		{ "udptxtstamp", c_udptxtstamp }, { "tcptxtstamp", c_tcptxtstamp },
+		{ "hwtstamp", c_hwtstamp }, { "udptxtstampk", c_udptxtstampk },
 		{ "require", c_require }, { "requiresend", c_requiresend },
 		{ "queue", c_queue },     { "queue-child", c_queue_child },
 	};

@@ -78,6 +78,15 @@ done
 # kernel one by one, which --require would turn into errors)
 CASES="cmsg accel
 tsing xskonly
+tstamp xskonly
+tstamp xskonly latency ASAN=1
+tcptstamp tcp latency TICKSTACK_TCP=1
+tcptstamp tcp latency TICKSTACK_TCP=1 ASAN=1
+udptxtstamp xskonly
+udptxtstamp xskonly latency ASAN=1
+tcptxtstamp kernel:kernel_option latency TICKSTACK_REQUIRE=0 TICKSTACK_TCP=1
+hwtstamp kernel:kernel_option latency TICKSTACK_REQUIRE=0
+udptxtstampk kernel:tx_kernel_flags latency TICKSTACK_REQUIRE=0
 flags accel
 iov accel
 mmsg accel

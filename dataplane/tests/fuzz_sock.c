@@ -54,6 +54,7 @@ static const struct {
 	{ IPPROTO_IP, IP_MULTICAST_LOOP }, { IPPROTO_IP, IP_MULTICAST_TTL },
 	{ IPPROTO_IP, IP_MULTICAST_ALL }, { IPPROTO_IP, IP_RECVERR },
 	{ IPPROTO_IP, IP_MTU_DISCOVER }, { IPPROTO_UDP, 1 /* UDP_CORK */ },
+	{ SOL_SOCKET, SO_TIMESTAMPING }, /* receive and transmit stamps */
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -111,7 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					    .msg_controllen = a & 1 ? b % sizeof(cbuf) : 0 };
 
 			recvmsg(s, &m, MSG_DONTWAIT | (a & 2 ? MSG_PEEK : 0) |
-					       (a & 4 ? MSG_TRUNC : 0));
+					       (a & 4 ? MSG_TRUNC : 0) |
+					       (a & 8 ? MSG_ERRQUEUE : 0));
 			break;
 		}
 		case 6: {

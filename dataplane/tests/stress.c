@@ -4,7 +4,9 @@
  * harness's "stress" test runs it through both).
  *   stress echo IP PORT0 NSOCK SECONDS   NSOCK sockets on PORT0.., receiver
  *        threads waiting with recvfrom (SO_RCVTIMEO), recvmsg with
- *        IP_PKTINFO, poll and epoll, echoing what they get; a closer thread
+ *        IP_PKTINFO, poll and epoll, echoing what they get (every other
+ *        socket with receive and transmit timestamps, its error queue read
+ *        by the recvmsg threads, or left to fill); a closer thread
  *        closes a socket while others block on it, dup2()s another over
  *        one, and binds a new one on the port; exits 0 after SECONDS
  *   stress blast IP PORT0 NSOCK SECONDS  two senders (sendto, sendmmsg)
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/net_tstamp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -55,6 +58,13 @@ static int mksock(int port)
 	/* room past the socket queue length: the stack queues copies there */
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
+	if (port & 1) { /* stamps both ways: the error queue fills */
+		int f = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_TX_SOFTWARE |
+			SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID;
+
+		setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &f, sizeof(f));
+	}
 	/* a receiver still blocked on the closed socket keeps the port bound
 	 * for up to its SO_RCVTIMEO, as in the kernel: retry */
 	for (tries = 0; tries < 200; tries++) {
@@ -103,6 +113,8 @@ static void *receiver(void *arg)
 
 			n = recvmsg(fd, &m, 0);
 			echo(fd, buf, n, &from);
+			m.msg_controllen = sizeof(cbuf);
+			recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT);
 		} else if (how == 2) {
 			struct pollfd pf[2] = { { .fd = fd, .events = POLLIN },
 						{ .fd = sfd((i + 1) % nsock),

@@ -128,10 +128,15 @@ static void test_options(void)
 		      (ts_sock__of(c)->cmsgs & TS_CM_TSTAMPING) && ts_sock__of(c)->tstamp_new &&
 		      ts_sock__state(ts_sock__of(c)) != TS_S_KERNEL,
 	      "SO_TIMESTAMPING software RX served by the stack, _NEW cmsgs");
-	one |= SOF_TIMESTAMPING_TX_SOFTWARE;
+	one |= SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_OPT_ID;
+	CHECK(setsockopt(c, SOL_SOCKET, SO_TIMESTAMPING_OLD, &one, sizeof(one)) == 0 &&
+		      ts_sock__of(c)->txts == one && !ts_sock__of(c)->tskey &&
+		      ts_sock__state(ts_sock__of(c)) != TS_S_KERNEL,
+	      "SO_TIMESTAMPING software TX stamps served by the stack (error queue)");
+	one |= SOF_TIMESTAMPING_TX_SCHED;
 	CHECK(setsockopt(c, SOL_SOCKET, SO_TIMESTAMPING_OLD, &one, sizeof(one)) == 0 &&
 		      ts_sock__state(ts_sock__of(c)) == TS_S_KERNEL,
-	      "SO_TIMESTAMPING with TX timestamps moves the socket to the kernel");
+	      "SO_TIMESTAMPING with scheduler stamps moves the socket to the kernel");
 	close(c);
 	one = 0;
 	CHECK(setsockopt(b, SOL_SOCKET, SO_MARK, &one, sizeof(one)) == 0 &&
