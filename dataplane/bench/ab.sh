@@ -10,7 +10,9 @@
 # Two pseudo-builds judge the issue-40 ratios on alternated runs: floor=DIR runs DIR's raw AF_XDP
 # floor tool (build/xsk-floor, UDP only) and kernel runs sockperf --nonblocked on the kernel
 # (spinning), in the same rounds: e.g. bench/ab.sh 20 14 floor=. kernel . gives bypass / floor and
-# kernel / floor per round (bypass / kernel spinning: their quotient).
+# kernel / floor per round (bypass / kernel spinning: their quotient). floorcopy=DIR is the floor
+# tool with XSK_FLOOR_COPY=1: every payload copied out of its frame and the reply's back in, the
+# copies a recvfrom and a sendto make (the size-dependent part of the gap to the bare floor).
 # A revision's build: git worktree add /tmp/rev REV && make -C /tmp/rev/dataplane all
 set -uo pipefail
 
@@ -27,9 +29,9 @@ trap 'exit 130' INT TERM
 for d in "$@"; do
 	case $d in
 	kernel) continue ;;
-	floor=*)
+	floor=* | floorcopy=*)
 		[ -z "${AB_TCP:-}" ] || { echo "ab: the floor tool is UDP only (unset AB_TCP)" >&2; exit 2; }
-		[ -x "${d#floor=}/build/xsk-floor" ] || { echo "ab: ${d#floor=}/build/xsk-floor missing: make -C ${d#floor=} all" >&2; exit 1; }
+		[ -x "${d#*=}/build/xsk-floor" ] || { echo "ab: ${d#*=}/build/xsk-floor missing: make -C ${d#*=} all" >&2; exit 1; }
 		continue ;;
 	esac
 	[ -x "$d/build/tickstack-run" ] || { echo "ab: $d/build/tickstack-run missing: make -C $d all" >&2; exit 1; }
@@ -53,12 +55,13 @@ for r in $(seq 1 "$rounds"); do
 	[ -n "${AB_TCP:-}" ] && tcp=--tcp tcpenv=TICKSTACK_TCP=1
 	for d in "$@"; do
 		PORT=$((PORT + 1))
-		if [ "${d%%=*}" = floor ]; then
-			f=${d#floor=}/build/xsk-floor
-			ip netns exec "$NB" taskset -c 1 "$f" reflect "$IFB" $IPB $PORT >"$TSDP_TMP/floor.out" 2>&1 &
+		if [ "${d%%=*}" = floor ] || [ "${d%%=*}" = floorcopy ]; then
+			f=${d#*=}/build/xsk-floor cp=0
+			[ "${d%%=*}" = floorcopy ] && cp=1
+			ip netns exec "$NB" env XSK_FLOOR_COPY=$cp taskset -c 1 "$f" reflect "$IFB" $IPB $PORT >"$TSDP_TMP/floor.out" 2>&1 &
 			srv=$!
 			wait_for 10 grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" || { echo "ab: the floor reflector did not start" >&2; exit 1; }
-			m=$(ip netns exec "$NA" taskset -c 0 "$f" ping "$IFA" $IPA $IPB "$MACB" $PORT "$size" "${AB_SECONDS:-3}" 2>&1 |
+			m=$(ip netns exec "$NA" env XSK_FLOOR_COPY=$cp taskset -c 0 "$f" ping "$IFA" $IPA $IPB "$MACB" $PORT "$size" "${AB_SECONDS:-3}" 2>&1 |
 				sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
 			kill -INT "$srv" 2>/dev/null
 			wait "$srv" 2>/dev/null
