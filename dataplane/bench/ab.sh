@@ -7,6 +7,12 @@
 # per-round ratios against the first DIR. AB_SECONDS sets each run's length (default 3); AB_TCP=1
 # runs sockperf --tcp with TICKSTACK_TCP=1 instead; AB_QUEUES=N gives the veth N queues (each
 # bypass end then serves all N, polled together, unless a DIR's tickstack-run sets TICKSTACK_QUEUE).
+# Two pseudo-builds judge the issue-40 ratios on alternated runs: floor=DIR runs DIR's raw AF_XDP
+# floor tool (build/xsk-floor, UDP only) and kernel runs sockperf --nonblocked on the kernel
+# (spinning), in the same rounds: e.g. bench/ab.sh 20 14 floor=. kernel . gives bypass / floor and
+# kernel / floor per round (bypass / kernel spinning: their quotient). floorcopy=DIR is the floor
+# tool with XSK_FLOOR_COPY=1: every payload copied out of its frame and the reply's back in, the
+# copies a recvfrom and a sendto make (the size-dependent part of the gap to the bare floor).
 # A revision's build: git worktree add /tmp/rev REV && make -C /tmp/rev/dataplane all
 set -uo pipefail
 
@@ -21,6 +27,13 @@ trap tsdp_cleanup EXIT
 trap 'exit 130' INT TERM
 [ "$(id -u)" = 0 ] || { echo "ab: needs root" >&2; exit 1; }
 for d in "$@"; do
+	case $d in
+	kernel) continue ;;
+	floor=* | floorcopy=*)
+		[ -z "${AB_TCP:-}" ] || { echo "ab: the floor tool is UDP only (unset AB_TCP)" >&2; exit 2; }
+		[ -x "${d#*=}/build/xsk-floor" ] || { echo "ab: ${d#*=}/build/xsk-floor missing: make -C ${d#*=} all" >&2; exit 1; }
+		continue ;;
+	esac
 	[ -x "$d/build/tickstack-run" ] || { echo "ab: $d/build/tickstack-run missing: make -C $d all" >&2; exit 1; }
 done
 
@@ -42,14 +55,31 @@ for r in $(seq 1 "$rounds"); do
 	[ -n "${AB_TCP:-}" ] && tcp=--tcp tcpenv=TICKSTACK_TCP=1
 	for d in "$@"; do
 		PORT=$((PORT + 1))
-		ip netns exec "$NB" env $tcpenv "$d/build/tickstack-run" -p latency taskset -c 1 \
-			sockperf sr $tcp -i $IPB -p $PORT >/dev/null 2>&1 &
+		if [ "${d%%=*}" = floor ] || [ "${d%%=*}" = floorcopy ]; then
+			f=${d#*=}/build/xsk-floor cp=0
+			[ "${d%%=*}" = floorcopy ] && cp=1
+			ip netns exec "$NB" env XSK_FLOOR_COPY=$cp taskset -c 1 "$f" reflect "$IFB" $IPB $PORT >"$TSDP_TMP/floor.out" 2>&1 &
+			srv=$!
+			wait_for 10 grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" || { echo "ab: the floor reflector did not start" >&2; exit 1; }
+			m=$(ip netns exec "$NA" env XSK_FLOOR_COPY=$cp taskset -c 0 "$f" ping "$IFA" $IPA $IPB "$MACB" $PORT "$size" "${AB_SECONDS:-3}" 2>&1 |
+				sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
+			kill -INT "$srv" 2>/dev/null
+			wait "$srv" 2>/dev/null
+			ip -n "$NA" link set dev "$IFA" xdp off 2>/dev/null
+			ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
+			line="$line ${m:-none}"
+			continue
+		fi
+		run=("$d/build/tickstack-run" -p latency) nb=
+		[ "$d" = kernel ] && run=() nb=--nonblocked
+		ip netns exec "$NB" env $tcpenv "${run[@]}" taskset -c 1 \
+			sockperf sr $tcp $nb -i $IPB -p $PORT >/dev/null 2>&1 &
 		srv=$!
 		listening=udp_listening
 		[ -n "$tcp" ] && listening=tcp_listening
 		wait_for 10 $listening "$NB" $PORT || { echo "ab: server of $d did not start" >&2; exit 1; }
-		m=$(ip netns exec "$NA" env $tcpenv "$d/build/tickstack-run" -p latency taskset -c 0 \
-			sockperf pp $tcp -i $IPB -p $PORT -m "$size" -t "${AB_SECONDS:-3}" 2>&1 |
+		m=$(ip netns exec "$NA" env $tcpenv "${run[@]}" taskset -c 0 \
+			sockperf pp $tcp $nb -i $IPB -p $PORT -m "$size" -t "${AB_SECONDS:-3}" 2>&1 |
 			sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
 		kill -INT "$srv" 2>/dev/null
 		wait "$srv" 2>/dev/null
@@ -66,7 +96,12 @@ dirs = sys.argv[2:]
 for i, d in enumerate(dirs):
     v = [float(r[i]) for r in rows if r[i] != "none"]
     rat = [float(r[i]) / float(r[0]) for r in rows if "none" not in (r[i], r[0])]
-    print("%-40s median %.3f us  min %.3f us  ratio to the first %.3f" % (
-        d, statistics.median(v), min(v), statistics.median(rat)))
+    line = "%-40s median %.3f us  min %.3f us  ratio to the first %.3f" % (
+        d, statistics.median(v), min(v), statistics.median(rat))
+    if "kernel" in dirs:  # per-round ratio to the kernel (spinning) run
+        k = dirs.index("kernel")
+        rk = [float(r[i]) / float(r[k]) for r in rows if "none" not in (r[i], r[k])]
+        line += "  to kernel %.3f" % statistics.median(rk)
+    print(line)
 PY
 rm -f "$out"

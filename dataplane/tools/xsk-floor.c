@@ -4,7 +4,12 @@
  *   xsk-floor reflect IFNAME LOCAL_IP PORT
  *   xsk-floor ping IFNAME LOCAL_IP PEER_IP PEER_MAC PORT SIZE SECONDS
  * ping prints half round trips (usec) like sockperf: min, percentiles, max.
- * Copy mode, one kick (sendto MSG_DONTWAIT) per frame, busy polling. */
+ * Copy mode, one kick (sendto MSG_DONTWAIT) per frame, busy polling.
+ * XSK_FLOOR_COPY=1 (both ends): each received payload is copied out of its
+ * frame whole, and the reflector sends its reply from a fresh frame with
+ * the payload copied back in, as a recvfrom and a sendto through any
+ * socket API must; without it the reflector swaps the headers in place and
+ * the pinger reads 8 bytes of each reply (the bare ring floor). */
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -41,6 +46,8 @@ static int nfree;
 static volatile sig_atomic_t stop;
 static struct xdp_program *attached;
 static int attached_ifindex;
+static int copy_payload;              /* XSK_FLOOR_COPY */
+static uint8_t appbuf[FSIZE];         /* the "application's" buffer */
 
 /* The program goes with the process: a second run on the same interface
  * (a retry, the other mode) would otherwise find it attached and fail with
@@ -184,6 +191,17 @@ static int reflect(void)
 			uint32_t len = d->len;
 
 			xsk_ring_cons__release(&rx, 1);
+			if (copy_payload && len > TS_HDRS_LEN && nfree) {
+				/* recvfrom's copy out, then sendto's copy into a
+				 * frame of its own; the received frame goes back */
+				uint64_t out = freel[--nfree];
+
+				memcpy(appbuf, area + addr + TS_HDRS_LEN, len - TS_HDRS_LEN);
+				memcpy(area + out, area + addr, TS_HDRS_LEN);
+				memcpy(area + out + TS_HDRS_LEN, appbuf, len - TS_HDRS_LEN);
+				refill(addr);
+				addr = out;
+			}
 			p = area + addr;
 			memcpy(t, p, 6);
 			memcpy(p, p + 6, 6);
@@ -245,6 +263,9 @@ static int ping(uint32_t local, uint32_t peer, const uint8_t *pmac,
 				const struct xdp_desc *d = xsk_ring_cons__rx_desc(&rx, idx);
 				uint64_t got;
 
+				if (copy_payload && d->len > TS_HDRS_LEN)
+					memcpy(appbuf, area + d->addr + TS_HDRS_LEN,
+					       d->len - TS_HDRS_LEN);
 				memcpy(&got, area + d->addr + TS_HDRS_LEN, sizeof(got));
 				refill(d->addr);
 				xsk_ring_cons__release(&rx, 1);
@@ -311,6 +332,7 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_sig);
 	libbpf_set_print(quiet);
 	libxdp_set_print(quiet_xdp);
+	copy_payload = getenv("XSK_FLOOR_COPY") && atoi(getenv("XSK_FLOOR_COPY")) > 0;
 	if (argc == 5 && !strcmp(argv[1], "reflect")) {
 		if (!inet_aton(argv[3], &local))
 			die("LOCAL_IP", EINVAL);
