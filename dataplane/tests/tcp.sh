@@ -463,6 +463,40 @@ t_tcp_isn() { # initial sequence numbers as RFC 6528 has them: per 4-tuple unpre
 	conns_through_xsk cli 10
 }
 
+t_tcp_txcsum() { # TCP checksums left to the interface (AF_XDP TX metadata) are right: with both links' TX checksumming off the kernel finishes each from the stack's pseudo-header sum, and a bypass receiver, then a kernel receiver, verify every one
+	local d ifc srv pre port=12060
+	for d in "$NA" "$NB"; do
+		ifc=$(ip -n "$d" -br link | awk '/^tsdp/ {sub(/@.*/, "", $1); print $1}')
+		ip netns exec "$d" ethtool -K "$ifc" tx off >/dev/null || { die "ethtool -K $ifc tx off"; return 1; }
+	done
+	head -c 16M /dev/urandom >"$TSDP_TMP/in"
+	for srv in accel kern; do
+		rm -f "$TSDP_TMP"/out "$TSDP_TMP"/stats-*
+		port=$((port + 1))
+		if [ $srv = accel ]; then pre=$(taccel "$NB" srv); else pre=$(kern "$NB"); fi
+		$pre $CPU_SRV $B/tcpcheck recv-server $port "$TSDP_TMP/out" >"$TSDP_TMP/server.out" 2>&1 &
+		SRV=$!
+		TSDP_PIDS+=("$SRV")
+		wait_for 10 tcp_listening "$NB" $port || { die "$srv receiver did not listen"; return 1; }
+		$(taccel "$NA" cli) $CPU_CLI timeout 120 $B/tcpcheck send-client $IPB $port "$TSDP_TMP/in" \
+			>"$TSDP_TMP/client.out" 2>&1 || { die "$srv receiver: client exit code $? (segments refused?)"; return 1; }
+		wait_exit "$SRV" 60 && [ "$WAIT_RC" = 0 ] || { die "$srv receiver: server failed ($WAIT_RC)"; return 1; }
+		cmp -s "$TSDP_TMP/in" "$TSDP_TMP/out" || { die "$srv receiver: the bytes differ"; return 1; }
+		grep -q "tx_csum=offload" "$TSDP_TMP"/stats-cli-*.txt ||
+			{ die "the client summed its checksums itself: $(grep '^xsk' "$TSDP_TMP"/stats-cli-*.txt)"; return 1; }
+		tcp_accel cli 1 tx || return 1
+		if [ $srv = accel ]; then
+			tcp_accel srv 1 rx || return 1
+			[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_bad_csum xsk)" = 0 ] || { die "the stack refused checksums"; return 1; }
+			# the kernel finished every sum: none reached the receiver partial
+			[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_csum_completed tcp)" = 0 ] ||
+				{ die "partial checksums reached the receiver with TX checksumming off"; return 1; }
+		else
+			[ "$(kstat "$NB" TcpInCsumErrors)" = 0 ] || { die "the kernel receiver counted checksum errors"; return 1; }
+		fi
+	done
+}
+
 # ---- integrity under loss: A - router R - B, R drops at random
 
 loss_topology() {
@@ -543,4 +577,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_socat_fork tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_loss"
+TCP_ALL="tcp_socat_fork tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_txcsum tcp_loss"
