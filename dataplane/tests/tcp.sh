@@ -210,6 +210,37 @@ t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states and op
 	tcp_accel cli 2 && tcp_accel srv 2
 }
 
+# tailwin_run SRV-PREFIX CLI-PREFIX PORT TAG: tcpcheck tailwin-*; the
+# transcript in $TSDP_TMP/TAG.txt
+tailwin_run() {
+	local srv=$1 cli=$2 port=$3 tag=$4 p
+	rm -f "$TSDP_TMP/go-$tag".*
+	$srv timeout 60 $B/tcpcheck tailwin-server "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+	p=$!
+	TSDP_PIDS+=("$p")
+	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
+	$cli timeout 60 $B/tcpcheck tailwin-client $IPB "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag.txt" 2>&1 ||
+		{ die "$tag: client exit code $?"; return 1; }
+	wait_exit "$p" 30 || { die "$tag: server did not finish"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "$tag: server exit code $WAIT_RC: $(cat "$TSDP_TMP/$tag-srv.txt")"; return 1; }
+}
+
+t_tcp_tailwin() { # a stream's last segment, its FIN on it, meets a nearly closed window (the reader waits): every byte arrives before the EOF, as on the kernel
+	# lwIP's persist timer splits the unsent head to fill a small window
+	# (tcp_split_unsent_seg); lwIP 2.1.3 left the FIN on the first part
+	# too, and the reader took the EOF there, the bytes after it lost
+	# (tests/tcpcheck.c tailwin; lwip-patches/0001-*)
+	tailwin_run "$(kern $NB)" "$(kern $NA)" 12050 kernel-tailwin || return 1
+	tailwin_run "$(taccel $NB srv)" "$(taccel $NA cli)" 12051 stack-tailwin || return 1
+	grep -q 'sent 1048876, received 1048876, intact' "$TSDP_TMP/kernel-tailwin.txt" ||
+		{ die "tailwin: the kernel run is not the reference: $(cat "$TSDP_TMP/kernel-tailwin.txt")"; return 1; }
+	cmp -s "$TSDP_TMP/kernel-tailwin.txt" "$TSDP_TMP/stack-tailwin.txt" ||
+		{ die "tailwin: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-tailwin.txt" \
+			"$TSDP_TMP/stack-tailwin.txt" >&2; return 1; }
+	log "$CUR: tailwin as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-tailwin.txt")"
+	tcp_accel cli 2 rx && tcp_accel srv 2 tx
+}
+
 # backlog_run SRV-PREFIX CLI-PREFIX PORT TAG: tcpcheck backlog-*; the
 # transcript (server, then client) in $TSDP_TMP/TAG.txt
 backlog_run() {
@@ -577,4 +608,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_socat_fork tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_txcsum tcp_loss"
+TCP_ALL="tcp_socat_fork tcp_tailwin tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_txcsum tcp_loss"
