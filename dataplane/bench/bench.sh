@@ -16,7 +16,9 @@
 #  - TCP bulk throughput: Debian's iperf3, one stream, kernel and bypass
 #    alternated BENCH_TPUT_REPS times (default 5) on the same veth pair,
 #    BENCH_TPUT_SECONDS each (default 4, after 1 s left out); the target is
-#    bypass / kernel >= 0.5 (the median of the alternated pairs' ratios).
+#    bypass / kernel >= 0.5 (the median of the alternated pairs' ratios);
+#    beside each pair the raw AF_XDP TX floor for 1,500-byte packets
+#    (build/xsk-floor blast -> sink), and bypass / floor.
 # Writes docs/bench-dataplane.md, .json and .svg (bench/report.py); exits 3
 # when the throughput target is missed (the report is written all the same).
 # A search that reaches its bound (the highest rate tried, BENCH_MAXBURST)
@@ -28,7 +30,9 @@
 # Settings: BENCH_SECONDS (per run, default 3), BENCH_OUT (md path),
 # BENCH_BUFFERS (receive buffer sizes of the microburst, default
 # "65536 212992"), BENCH_MAXBURST (the burst search's bound, default 262144),
-# BENCH_QUICK=1 (one size, one rate: a smoke test of this script).
+# BENCH_QUICK=1 (one size, one rate, one throughput pair of 2 s unless
+# BENCH_TPUT_REPS/BENCH_TPUT_SECONDS say otherwise: a smoke test of this
+# script).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -197,6 +201,24 @@ tput() {
 	record tput "$1" "$2"
 }
 
+# REP: the raw AF_XDP TX floor for MTU-sized frames: xsk-floor blast sends
+# 1,472-byte UDP payloads (1,500-byte IPv4 packets) for TDUR s through its
+# copy-mode TX ring, xsk-floor sink counts what its XSK receives (printed
+# when it is stopped)
+tfloor() {
+	PORT=$((PORT + 1))
+	detach
+	ip netns exec "$NB" taskset -c 1 "$B/xsk-floor" sink "$IFB" $IPB $PORT >"$R/srv-$PORT.out" 2>&1 &
+	SRV=$!
+	wait_for 10 grep -q "xsk-floor: ready" "$R/srv-$PORT.out" || { log "sink did not start"; return 1; }
+	ip netns exec "$NA" taskset -c 0 "$B/xsk-floor" blast "$IFA" $IPA $IPB "$MACB" $PORT 1472 "$TDUR" \
+		>"$R/cli-$PORT.out" 2>&1
+	sleep 0.2 # the last frames in flight
+	stop_server
+	detach
+	record tfloor floor "$1"
+}
+
 floor() { # SIZE
 	PORT=$((PORT + 1))
 	detach
@@ -242,8 +264,8 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then # smoke test of the script itself
 	RATES="10000"
 	MAXBURST=128
 	BUFFERS=65536
-	TREPS=1
-	TDUR=2
+	TREPS=${BENCH_TPUT_REPS:-1}
+	TDUR=${BENCH_TPUT_SECONDS:-2}
 fi
 for m in kernel kspin bypass; do
 	detach
@@ -255,13 +277,16 @@ for m in kernel kspin bypass; do
 	for s in $SIZES; do log "TCP ping-pong $m $s B"; tpp $m $s; done
 	for r in ${TCP_RATES:-10000 100000}; do log "TCP under-load $m $r msg/s"; tul $m $r; done
 done
-# bulk throughput: kernel and bypass alternated, so that both see the VM alike
+# bulk throughput: kernel, bypass and the raw AF_XDP floor alternated, so
+# that all three see the VM alike
 for i in $(seq 1 "$TREPS"); do
 	for m in kernel bypass; do
 		detach # an XDP program on the veth slows the kernel's own path
 		log "TCP throughput (iperf3) $m, pair $i"
 		tput $m "$i"
 	done
+	log "raw AF_XDP TX floor, 1,500-byte packets, pair $i"
+	tfloor "$i"
 done
 
 for m in kernel kspin bypass; do

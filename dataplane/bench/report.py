@@ -224,19 +224,41 @@ def parse_iperf3(text):
             "cpu_client": cpu.get("host_total"), "cpu_server": cpu.get("remote_total")}
 
 
+# The raw floor's frames (xsk-floor blast: 1,472-byte UDP payloads, 1,500-byte
+# IPv4 packets, the MTU) as TCP would fill them: 1,448 bytes of payload a
+# segment (MSS 1,460 less the timestamp option), what iperf3 counts
+TPUT_FLOOR_MSS = 1448
+
+
+def parse_floor_tput(text):
+    """The sink's count of an xsk-floor blast -> sink run: frames/s, Mbit/s
+    of IPv4 packets and the TCP payload those frames would carry."""
+    m = re.search(r"xsk-floor: sink frames=(\d+) bytes=(\d+) seconds=([\d.]+)", text or "")
+    if not m or not int(m.group(1)) or not float(m.group(3)):
+        return {"error": "no sink count in the floor's output"}
+    frames, secs = int(m.group(1)), float(m.group(3))
+    fps = frames / secs
+    return {"fps": fps, "ip_mbps": int(m.group(2)) * 8 / secs / 1e6, "bps": fps * TPUT_FLOOR_MSS * 8}
+
+
 def tput_pairs(runs):
     """The throughput runs as alternated pairs: [{"pair", "kernel", "bypass",
-    "ratio"}] (Mbit/s; ratio None when either run failed)."""
+    "floor", "ratio", "floor_ratio"}] (Mbit/s; floor: the raw AF_XDP floor
+    as TCP payload; ratio: bypass / kernel, floor_ratio: bypass / floor,
+    None when either run failed or did not run)."""
     by = {}
     for r in runs:
-        if r["kind"] == "tput":
+        if r["kind"] in ("tput", "tfloor"):
             by.setdefault(r["param"], {})[r["mode"]] = r
     out = []
     for i in sorted(by):
-        k, b = by[i].get("kernel"), by[i].get("bypass")
-        kb, bb = k and k.get("bps"), b and b.get("bps")
+        k, b, f = by[i].get("kernel"), by[i].get("bypass"), by[i].get("floor")
+        kb, bb, fb = k and k.get("bps"), b and b.get("bps"), f and f.get("bps")
         out.append({"pair": i, "kernel": kb and kb / 1e6, "bypass": bb and bb / 1e6,
-                    "ratio": bb / kb if kb and bb else None})
+                    "floor": fb and fb / 1e6, "floor_fps": f and f.get("fps"),
+                    "ratio": bb / kb if kb and bb else None,
+                    "floor_ratio": bb / fb if fb and bb else None,
+                    "floor_over_kernel": fb / kb if fb and kb else None})
     return out
 
 
@@ -251,14 +273,24 @@ def tput_summary(runs):
     med = statistics.median(ratios)
     ks = [p["kernel"] for p in pairs if p["kernel"]]
     bs = [p["bypass"] for p in pairs if p["bypass"]]
+    fs = [p["floor"] for p in pairs if p["floor"]]
+    frs = [p["floor_ratio"] for p in pairs if p["floor_ratio"]]
+    fks = [p["floor_over_kernel"] for p in pairs if p["floor_over_kernel"]]
     return {"pairs": pairs, "ratio_median": med, "target": TPUT_TARGET, "met": med >= TPUT_TARGET,
             "kernel_median_mbps": statistics.median(ks) if ks else None,
-            "bypass_median_mbps": statistics.median(bs) if bs else None}
+            "bypass_median_mbps": statistics.median(bs) if bs else None,
+            "floor_median_mbps": statistics.median(fs) if fs else None,
+            "bypass_over_floor_median": statistics.median(frs) if frs else None,
+            "floor_over_kernel_median": statistics.median(fks) if fks else None}
 
 
 def parse_run(kind, mode, param, cli, srv, stats_cli=None, stats_srv=None, stalls=None):
     c, s = read(cli), read(srv)
     run = {"kind": kind, "mode": mode, "param": int(param)}
+    if kind == "tfloor":
+        run.update(parse_floor_tput(s))
+        run["ok"] = "bps" in run
+        return run
     if kind == "tput":
         run.update(parse_iperf3(c))
         if mode == "bypass" and stats_cli:
@@ -654,21 +686,33 @@ def markdown(meta, runs, summary, svg_name):
                  "the bypass (`TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1`, both ends) alternated pair by pair, so "
                  "that both see the VM alike; the bypass segments at MSS 1,448 (MTU 1,500, TCP timestamps) "
                  "while the kernel's TCP hands veth 64 KiB GSO packets. Retransmissions: the sender's, as "
-                 "iperf3 reads them from `TCP_INFO`.\n")
-        L.append("| pair | kernel (Mbit/s) | retr | bypass (Mbit/s) | retr | bypass / kernel |")
-        L.append("|---:|---:|---:|---:|---:|---:|")
-        byp = {(r["mode"], r["param"]): r for r in runs if r["kind"] == "tput"}
+                 "iperf3 reads them from `TCP_INFO`. The raw floor, run in each pair too: "
+                 "`xsk-floor blast` fills its AF_XDP TX ring (copy mode, as the bypass) with "
+                 "1,500-byte IPv4 packets, one wake-up per ring's worth, and `xsk-floor sink` counts what "
+                 "its XSK received on the other end: no TCP, no ACKs, no copies; its frames per second as "
+                 f"TCP payload ({TPUT_FLOOR_MSS} bytes a frame) are the most a 1,500-byte-MTU stream "
+                 "through AF_XDP copy mode on this veth can carry.\n")
+        L.append("| pair | kernel (Mbit/s) | retr | bypass (Mbit/s) | retr | raw floor (frames/s) | "
+                 "raw floor as TCP payload (Mbit/s) | bypass / kernel | bypass / raw floor | raw floor / kernel |")
+        L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        byp = {(r["mode"], r["param"]): r for r in runs if r["kind"] in ("tput", "tfloor")}
         for p in tp["pairs"]:
             k, b = byp.get(("kernel", p["pair"]), {}), byp.get(("bypass", p["pair"]), {})
+            f = byp.get(("floor", p["pair"]), {})
             L.append(f"| {p['pair']} | {fmt(p['kernel'], 0) if p['kernel'] else k.get('error', '-')} | "
                      f"{fmt(k.get('retransmits'))} | {fmt(p['bypass'], 0) if p['bypass'] else b.get('error', '-')} | "
-                     f"{fmt(b.get('retransmits'))} | {fmt(p['ratio'])} |")
+                     f"{fmt(b.get('retransmits'))} | {fmt(p['floor_fps'], 0) if p['floor_fps'] else f.get('error', '-')} | "
+                     f"{fmt(p['floor'], 0) if p['floor'] else '-'} | {fmt(p['ratio'])} | "
+                     f"{fmt(p['floor_ratio'])} | {fmt(p['floor_over_kernel'])} |")
         L.append("")
         L.append("| bypass / kernel, iperf3 TCP, median of the pairs (target >= "
-                 f"{TPUT_TARGET:.2f}) | kernel median (Mbit/s) | bypass median (Mbit/s) |")
-        L.append("|---:|---:|---:|")
+                 f"{TPUT_TARGET:.2f}) | bypass / raw floor, median | raw floor / kernel, median | "
+                 "kernel median (Mbit/s) | bypass median (Mbit/s) | raw floor median (Mbit/s) |")
+        L.append("|---:|---:|---:|---:|---:|---:|")
         L.append(f"| {tp['ratio_median']:.2f} {'met' if tp['met'] else 'MISSED'} | "
-                 f"{fmt(tp['kernel_median_mbps'], 0)} | {fmt(tp['bypass_median_mbps'], 0)} |")
+                 f"{fmt(tp['bypass_over_floor_median'])} | {fmt(tp['floor_over_kernel_median'])} | "
+                 f"{fmt(tp['kernel_median_mbps'], 0)} | {fmt(tp['bypass_median_mbps'], 0)} | "
+                 f"{fmt(tp['floor_median_mbps'], 0)} |")
         L.append("")
         notes = []
         for r in sorted((r for r in runs if r["kind"] == "tput" and r["mode"] == "bypass"),

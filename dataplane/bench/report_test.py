@@ -170,6 +170,32 @@ class Throughput(unittest.TestCase):
         self.assertEqual((tp["ratio_median"], tp["met"]), (0.0, False))
         self.assertIsNone(report.tput_summary([]))
 
+    def test_the_raw_floor_beside_each_pair(self):
+        with tempfile.TemporaryDirectory() as d:
+            srv = os.path.join(d, "srv.out")
+            with open(srv, "w") as f:
+                f.write("xsk-floor: ready\nxsk-floor: sink frames=1000000 bytes=1500000000 seconds=4.000 gbps=3.000\n")
+            r = report.parse_run("tfloor", "floor", "1", os.path.join(d, "none"), srv)
+            self.assertTrue(r["ok"])
+            self.assertAlmostEqual(r["fps"], 250000)
+            self.assertAlmostEqual(r["ip_mbps"], 3000)
+            self.assertAlmostEqual(r["bps"], 250000 * 1448 * 8)
+            with open(srv, "w") as f:
+                f.write("xsk-floor: ready\n")
+            r = report.parse_run("tfloor", "floor", "2", os.path.join(d, "none"), srv)
+            self.assertFalse(r["ok"])
+        runs = self.runs([(10e9, 2e9), (10e9, 3e9)])
+        runs.append({"kind": "tfloor", "mode": "floor", "param": 1, "bps": 4e9, "fps": 4e9 / 1448 / 8})
+        runs.append({"kind": "tfloor", "mode": "floor", "param": 2, "error": "x"})
+        tp = report.tput_summary(runs)
+        self.assertAlmostEqual(tp["ratio_median"], 0.25)  # the floor does not count as a pair's ratio
+        self.assertAlmostEqual(tp["pairs"][0]["floor_ratio"], 0.5)
+        self.assertIsNone(tp["pairs"][1]["floor_ratio"])
+        self.assertAlmostEqual(tp["bypass_over_floor_median"], 0.5)
+        self.assertAlmostEqual(tp["floor_over_kernel_median"], 0.4)
+        md = report.markdown({}, runs, {"maxrate": {}, "maxburst": {}}, "x.svg")[0]
+        self.assertIn("| 0.25 MISSED | 0.50 | 0.40 |", md)
+
     def test_compare_lists_the_throughput(self):
         md = report.compare([("old", self.runs([(10e9, 1e9)])), ("new", self.runs([(10e9, 6e9)]))])
         self.assertIn("| old | 1 | 0.10 | 0.10 |", md)
