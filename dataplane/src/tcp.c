@@ -1451,6 +1451,13 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 
 #define TCP_RECV_FLAGS (MSG_DONTWAIT | MSG_PEEK | MSG_WAITALL | MSG_NOSIGNAL)
 
+/* Whether pcb has taken in the peer's FIN. */
+static int fin_in(const struct tcp_pcb *pcb)
+{
+	return pcb->state == CLOSE_WAIT || pcb->state == CLOSING ||
+	       pcb->state == LAST_ACK || pcb->state == TIME_WAIT;
+}
+
 /* Copy up to want bytes from the queue into msg's iov at *done; consume
  * unless peek. Under the locks. */
 static size_t rx_copy(struct ts_tcp *t, struct msghdr *msg, size_t *done,
@@ -1499,6 +1506,22 @@ static size_t rx_copy(struct ts_tcp *t, struct msghdr *msg, size_t *done,
 		if (t->pcb && copied) {
 			size_t n = copied;
 
+			if (fin_in(t->pcb)) {
+				/* the peer's FIN is in: it sends nothing more,
+				 * and a window update (tcp_recved sends one per
+				 * TCP_WND_UPDATE_THRESHOLD read) would reach a
+				 * peer that may have exited, whose kernel resets
+				 * it; Linux sends none then (its socket is closed
+				 * for receiving). The window is still given back,
+				 * silently: lwIP resets on close a connection
+				 * whose window is not whole (unread data). */
+				tcpwnd_size_t w = t->pcb->rcv_wnd;
+
+				t->pcb->rcv_wnd = n >= (size_t)(TCP_WND_MAX(t->pcb) - w) ?
+							  TCP_WND_MAX(t->pcb) :
+							  (tcpwnd_size_t)(w + n);
+				n = 0;
+			}
 			while (n) {
 				u16_t k = (u16_t)(n > 0xffff ? 0xffff : n);
 

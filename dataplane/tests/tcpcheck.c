@@ -31,25 +31,31 @@
  *   tcpcheck options-client HOST PORT
  *                                    connect; the same TCP_INFO line; send
  *                                    "x", read "y" and EOF
- *   tcpcheck tailwin-server PORT GO  twice: accept, send w - 500 bytes of
+ *   tcpcheck tailwin-server PORT GO  3 times: accept, send w - 500 bytes of
  *                                    a pattern (w: 1 MiB, then 65,535,
  *                                    the receive windows of lwIP as built
- *                                    here and as Debian built it), wait
- *                                    until the peer acknowledged them all
- *                                    (TCP_INFO; 3 s at most), send 800
- *                                    bytes more and close at once: that
- *                                    last segment, the FIN on it, meets a
- *                                    window of ~500 bytes, and lwIP's
- *                                    persist timer splits it to fill the
- *                                    window; 300 ms later create GO.N
- *                                    (a reader whose window cannot take
- *                                    the first part gets GO.N after 2 s
- *                                    without progress)
+ *                                    here and as Debian built it; then
+ *                                    100,500), wait until the peer
+ *                                    acknowledged them all (TCP_INFO; 3 s
+ *                                    at most), send 800 bytes more and
+ *                                    close at once: that last segment, the
+ *                                    FIN on it, meets a window of ~500
+ *                                    bytes, and lwIP's persist timer
+ *                                    splits it to fill the window; 300 ms
+ *                                    later create GO.N (a reader whose
+ *                                    window cannot take the first part
+ *                                    gets GO.N after 2 s without progress)
  *   tcpcheck tailwin-client HOST PORT GO
- *                                    twice: connect, read nothing until
+ *                                    3 times: connect, read nothing until
  *                                    the file GO.N exists, then read to
  *                                    EOF: the count and whether every
- *                                    byte is the pattern's
+ *                                    byte is the pattern's. The third
+ *                                    time it shuts down writing first and
+ *                                    reads 300 ms after GO.2, when the
+ *                                    server has exited: its reads must
+ *                                    send nothing (window updates after
+ *                                    the peer's FIN would meet the
+ *                                    server's kernel, which resets)
  *   (these print what they observed, one line each: the harness compares
  *   the kernel's run with the stack's)
  *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
@@ -435,7 +441,7 @@ static uint8_t tail_byte(size_t i)
 	return (uint8_t)(i * 2654435761u >> 13);
 }
 
-static const size_t tail_first[] = { 1024 * 1024 - 500, 65535 - 500 };
+static const size_t tail_first[] = { 1024 * 1024 - 500, 65535 - 500, 100000 };
 #define TAIL_LAST 800
 
 static void go_file(const char *go, size_t k)
@@ -534,7 +540,14 @@ static void tailwin_client(const char *host, int port, const char *go)
 		int fd = connect_to(host, port);
 		ssize_t r;
 
+		/* the last: this end's FIN first, as a client that sends its
+		 * request and half-closes; the server's FIN then ends it, the
+		 * server exits, and only then is the data read */
+		if (k == 2 && shutdown(fd, SHUT_WR) < 0)
+			die("shutdown");
 		go_wait(go, k);
+		if (k == 2)
+			usleep(300 * 1000);
 		while ((r = read(fd, buf, sizeof(buf))) > 0) {
 			ssize_t i;
 
