@@ -92,7 +92,7 @@ META=$R/meta
 	echo "umem_frames=${TICKSTACK_UMEM_FRAMES:-$(sed -n 's/^\tts_cfg.umem_frames = \([0-9]*\);/\1/p' "$top/src/config.c")}"
 	echo "sockq_len=${TICKSTACK_SOCKQ_LEN:-$(sed -n 's/^\tts_cfg.sockq_len = \([0-9]*\);/\1/p' "$top/src/config.c")}"
 	echo "rx_ring=$(sed -n 's/^#define TS_RING_SIZE \([0-9]*\)u.*/\1/p' "$top/src/ts_internal.h")"
-	echo "command=make -C dataplane bench"
+	echo "command=${BENCH_QUICK:+BENCH_QUICK=$BENCH_QUICK }${BENCH_TPUT_REPS:+BENCH_TPUT_REPS=$BENCH_TPUT_REPS }${BENCH_TPUT_SECONDS:+BENCH_TPUT_SECONDS=$BENCH_TPUT_SECONDS }make -C dataplane bench"
 } >"$META"
 
 detach() {

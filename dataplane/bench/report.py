@@ -230,15 +230,21 @@ def parse_iperf3(text):
 TPUT_FLOOR_MSS = 1448
 
 
-def parse_floor_tput(text):
-    """The sink's count of an xsk-floor blast -> sink run: frames/s, Mbit/s
-    of IPv4 packets and the TCP payload those frames would carry."""
-    m = re.search(r"xsk-floor: sink frames=(\d+) bytes=(\d+) seconds=([\d.]+)", text or "")
-    if not m or not int(m.group(1)) or not float(m.group(3)):
-        return {"error": "no sink count in the floor's output"}
-    frames, secs = int(m.group(1)), float(m.group(3))
-    fps = frames / secs
-    return {"fps": fps, "ip_mbps": int(m.group(2)) * 8 / secs / 1e6, "bps": fps * TPUT_FLOOR_MSS * 8}
+def parse_floor_tput(blast, sink):
+    """An xsk-floor blast -> sink run: the frames/s copy-mode TX moved (the
+    blast's count, the floor), Mbit/s of IPv4 packets and the TCP payload
+    those frames would carry; the sink's count of what its XSK received
+    ("delivered_fps": a receiver that other jobs hold off the CPU drops,
+    which TCP's flow control would have spared)."""
+    m = re.search(r"xsk-floor: blast frames=(\d+) kicks=\d+ seconds=([\d.]+)", blast or "")
+    if not m or not int(m.group(1)) or not float(m.group(2)):
+        return {"error": "no blast count in the floor's output"}
+    fps = int(m.group(1)) / float(m.group(2))
+    out = {"fps": fps, "ip_mbps": fps * 1500 * 8 / 1e6, "bps": fps * TPUT_FLOOR_MSS * 8}
+    d = re.search(r"xsk-floor: sink frames=(\d+) bytes=\d+ seconds=([\d.]+)", sink or "")
+    if d and float(d.group(2)):
+        out["delivered_fps"] = int(d.group(1)) / float(d.group(2))
+    return out
 
 
 def tput_pairs(runs):
@@ -256,6 +262,7 @@ def tput_pairs(runs):
         kb, bb, fb = k and k.get("bps"), b and b.get("bps"), f and f.get("bps")
         out.append({"pair": i, "kernel": kb and kb / 1e6, "bypass": bb and bb / 1e6,
                     "floor": fb and fb / 1e6, "floor_fps": f and f.get("fps"),
+                    "floor_delivered_fps": f and f.get("delivered_fps"),
                     "ratio": bb / kb if kb and bb else None,
                     "floor_ratio": bb / fb if fb and bb else None,
                     "floor_over_kernel": fb / kb if fb and kb else None})
@@ -288,7 +295,7 @@ def parse_run(kind, mode, param, cli, srv, stats_cli=None, stats_srv=None, stall
     c, s = read(cli), read(srv)
     run = {"kind": kind, "mode": mode, "param": int(param)}
     if kind == "tfloor":
-        run.update(parse_floor_tput(s))
+        run.update(parse_floor_tput(c, s))
         run["ok"] = "bps" in run
         return run
     if kind == "tput":
@@ -536,6 +543,9 @@ def markdown(meta, runs, summary, svg_name):
              "do not edit by hand, run it again.\n")
     L.append(f"- run: {meta.get('date', '?')}, kernel {meta.get('kernel', '?')}, {meta.get('cpus', '?')} vCPUs "
              f"({meta.get('cpu_model', '?')}), sockperf {meta.get('sockperf', '?')}, {meta.get('seconds', '?')} s per run")
+    if "BENCH_QUICK=1" in meta.get("command", ""):
+        L.append(f"- the quick form (`{meta['command']}`): one message size, one rate, a short search; "
+                 "a smoke test of the benchmark, not its full tables")
     L.append(f"- machine noise: load average {meta.get('loadavg_start', '?')} at the start, "
              f"{meta.get('loadavg_end', '?')} at the end (1/5/15 min). The VM is shared with other jobs: "
              "medians move by about 20 % between runs and the tails (p99.9, max) by 2-5x; "
@@ -688,13 +698,17 @@ def markdown(meta, runs, summary, svg_name):
                  "while the kernel's TCP hands veth 64 KiB GSO packets. Retransmissions: the sender's, as "
                  "iperf3 reads them from `TCP_INFO`. The raw floor, run in each pair too: "
                  "`xsk-floor blast` fills its AF_XDP TX ring (copy mode, as the bypass) with "
-                 "1,500-byte IPv4 packets, one wake-up per ring's worth, and `xsk-floor sink` counts what "
-                 "its XSK received on the other end: no TCP, no ACKs, no copies; its frames per second as "
-                 f"TCP payload ({TPUT_FLOOR_MSS} bytes a frame) are the most a 1,500-byte-MTU stream "
-                 "through AF_XDP copy mode on this veth can carry.\n")
+                 "1,500-byte IPv4 packets, one wake-up per ring's worth (the kernel moves 32 a call), "
+                 "into `xsk-floor sink`'s XSK on the other end: no TCP, no ACKs, no copies in user space. "
+                 "The frames per second the TX path moved, as TCP payload "
+                 f"({TPUT_FLOOR_MSS} bytes a frame), are what a 1,500-byte-MTU stream through AF_XDP copy "
+                 "mode on this veth could carry at most; \"delivered\" is what the sink's XSK received (a "
+                 "sink that other jobs keep off its CPU drops the rest; TCP's flow control would not "
+                 "have sent it).\n")
         L.append("| pair | kernel (Mbit/s) | retr | bypass (Mbit/s) | retr | raw floor (frames/s) | "
-                 "raw floor as TCP payload (Mbit/s) | bypass / kernel | bypass / raw floor | raw floor / kernel |")
-        L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                 "delivered (frames/s) | raw floor as TCP payload (Mbit/s) | bypass / kernel | "
+                 "bypass / raw floor | raw floor / kernel |")
+        L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         byp = {(r["mode"], r["param"]): r for r in runs if r["kind"] in ("tput", "tfloor")}
         for p in tp["pairs"]:
             k, b = byp.get(("kernel", p["pair"]), {}), byp.get(("bypass", p["pair"]), {})
@@ -702,6 +716,7 @@ def markdown(meta, runs, summary, svg_name):
             L.append(f"| {p['pair']} | {fmt(p['kernel'], 0) if p['kernel'] else k.get('error', '-')} | "
                      f"{fmt(k.get('retransmits'))} | {fmt(p['bypass'], 0) if p['bypass'] else b.get('error', '-')} | "
                      f"{fmt(b.get('retransmits'))} | {fmt(p['floor_fps'], 0) if p['floor_fps'] else f.get('error', '-')} | "
+                     f"{fmt(p['floor_delivered_fps'], 0)} | "
                      f"{fmt(p['floor'], 0) if p['floor'] else '-'} | {fmt(p['ratio'])} | "
                      f"{fmt(p['floor_ratio'])} | {fmt(p['floor_over_kernel'])} |")
         L.append("")

@@ -172,17 +172,20 @@ class Throughput(unittest.TestCase):
 
     def test_the_raw_floor_beside_each_pair(self):
         with tempfile.TemporaryDirectory() as d:
-            srv = os.path.join(d, "srv.out")
+            cli, srv = os.path.join(d, "cli.out"), os.path.join(d, "srv.out")
+            with open(cli, "w") as f:
+                f.write("xsk-floor: blast frames=1000000 kicks=31250 seconds=4.000 gbps=2.943\n")
             with open(srv, "w") as f:
-                f.write("xsk-floor: ready\nxsk-floor: sink frames=1000000 bytes=1500000000 seconds=4.000 gbps=3.000\n")
-            r = report.parse_run("tfloor", "floor", "1", os.path.join(d, "none"), srv)
+                f.write("xsk-floor: ready\nxsk-floor: sink frames=800000 bytes=1200000000 seconds=4.000 gbps=2.400\n")
+            r = report.parse_run("tfloor", "floor", "1", cli, srv)
             self.assertTrue(r["ok"])
-            self.assertAlmostEqual(r["fps"], 250000)
+            self.assertAlmostEqual(r["fps"], 250000)  # what TX moved, not what the sink kept
+            self.assertAlmostEqual(r["delivered_fps"], 200000)
             self.assertAlmostEqual(r["ip_mbps"], 3000)
             self.assertAlmostEqual(r["bps"], 250000 * 1448 * 8)
-            with open(srv, "w") as f:
-                f.write("xsk-floor: ready\n")
-            r = report.parse_run("tfloor", "floor", "2", os.path.join(d, "none"), srv)
+            with open(cli, "w") as f:
+                f.write("xsk-floor: attach XDP: Device or resource busy\n")
+            r = report.parse_run("tfloor", "floor", "2", cli, srv)
             self.assertFalse(r["ok"])
         runs = self.runs([(10e9, 2e9), (10e9, 3e9)])
         runs.append({"kind": "tfloor", "mode": "floor", "param": 1, "bps": 4e9, "fps": 4e9 / 1448 / 8})
