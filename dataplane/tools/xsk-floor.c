@@ -15,8 +15,9 @@
  * blast/sink: the raw TX throughput floor, what the bypass's bulk TCP
  * carries at best: blast fills the TX ring with SIZE-byte UDP frames (the
  * ring's whole free room, one kick per batch) for SECONDS and the sink
- * counts what arrived through its own XSK; the sink prints frames and
- * Gbit/s of IP payload (IPv4 packets: SIZE + 28 bytes) on SIGINT/SIGTERM
+ * counts what arrived through its own XSK. blast prints what it sent
+ * ("xsk-floor: blast frames=N kicks=K seconds=S gbps=G", G: IPv4 packets
+ * of SIZE + 28 bytes); the sink prints what it received on SIGINT/SIGTERM
  * ("xsk-floor: sink frames=N bytes=B seconds=S gbps=G"), counting from its
  * first frame to its last. */
 #include <arpa/inet.h>
