@@ -13,6 +13,10 @@ docs/bench-dataplane.md (tables, ratios), .json and .svg.
                                       renders a recorded run again (after a
                                       change of this script)
 
+Writing a report exits 3 when the TCP bulk throughput target (the median of
+the alternated pairs' bypass / kernel iperf3 ratios >= TPUT_TARGET) is
+missed, after writing everything.
+
 Stalls are found as internal/bench/stall.go finds them in the LatencyBenchmark
 (docs/benchmark-methods.md "Stalls"), and the stack counters listed with them
 are the ones internal/bench/stackstats.go lists.
@@ -64,6 +68,10 @@ STALL_COUNTERS = [
     "tcp.conns_kernel", "tcp.rx_no_netif", "tcp.tx_noroute", "tcp.tx_neigh", "tcp.tx_ring_full",
     "tcp.newreno_rexmits", "tcp.early_rexmits", "tcp.listen_overflow",
 ]
+# TCP bulk throughput (iperf3): the median over the alternated kernel/bypass
+# pairs of bypass / kernel stays at least this
+TPUT_TARGET = 0.5
+EXIT_TPUT_MISSED = 3
 STATS_LINES = {"tickstack": "process", "xsk": "xsk", "sock": "sock", "tcp": "tcp", "nh": "nh"}
 STATS_IDENTITY = {"pid", "profile", "if", "ifindex", "queue", "mode", "fd", "local", "remote", "accelerated", "closed"}
 
@@ -200,9 +208,103 @@ def stall_counters(counters):
     return [[k, counters[k]] for k in STALL_COUNTERS if counters.get(k)]
 
 
+def parse_iperf3(text):
+    """Bits per second received, the sender's retransmissions and both ends'
+    CPU use of an iperf3 -J client report; an error message when it has none."""
+    try:
+        d = json.loads(text)
+    except ValueError:
+        return {"error": (text.strip().splitlines() or ["no output"])[-1][:200]}
+    end = d.get("end") or {}
+    bps = (end.get("sum_received") or {}).get("bits_per_second")
+    if not bps:
+        return {"error": d.get("error") or "no throughput in the report"}
+    cpu = end.get("cpu_utilization_percent") or {}
+    return {"bps": bps, "retransmits": (end.get("sum_sent") or {}).get("retransmits"),
+            "cpu_client": cpu.get("host_total"), "cpu_server": cpu.get("remote_total")}
+
+
+# The raw floor's frames (xsk-floor blast: 1,472-byte UDP payloads, 1,500-byte
+# IPv4 packets, the MTU) as TCP would fill them: 1,448 bytes of payload a
+# segment (MSS 1,460 less the timestamp option), what iperf3 counts
+TPUT_FLOOR_MSS = 1448
+
+
+def parse_floor_tput(blast, sink):
+    """An xsk-floor blast -> sink run: the frames/s copy-mode TX moved (the
+    blast's count, the floor), Mbit/s of IPv4 packets and the TCP payload
+    those frames would carry; the sink's count of what its XSK received
+    ("delivered_fps": a receiver that other jobs hold off the CPU drops,
+    which TCP's flow control would have spared)."""
+    m = re.search(r"xsk-floor: blast frames=(\d+) kicks=\d+ seconds=([\d.]+)", blast or "")
+    if not m or not int(m.group(1)) or not float(m.group(2)):
+        return {"error": "no blast count in the floor's output"}
+    fps = int(m.group(1)) / float(m.group(2))
+    out = {"fps": fps, "ip_mbps": fps * 1500 * 8 / 1e6, "bps": fps * TPUT_FLOOR_MSS * 8}
+    d = re.search(r"xsk-floor: sink frames=(\d+) bytes=\d+ seconds=([\d.]+)", sink or "")
+    if d and float(d.group(2)):
+        out["delivered_fps"] = int(d.group(1)) / float(d.group(2))
+    return out
+
+
+def tput_pairs(runs):
+    """The throughput runs as alternated pairs: [{"pair", "kernel", "bypass",
+    "floor", "ratio", "floor_ratio"}] (Mbit/s; floor: the raw AF_XDP floor
+    as TCP payload; ratio: bypass / kernel, floor_ratio: bypass / floor,
+    None when either run failed or did not run)."""
+    by = {}
+    for r in runs:
+        if r["kind"] in ("tput", "tfloor"):
+            by.setdefault(r["param"], {})[r["mode"]] = r
+    out = []
+    for i in sorted(by):
+        k, b, f = by[i].get("kernel"), by[i].get("bypass"), by[i].get("floor")
+        kb, bb, fb = k and k.get("bps"), b and b.get("bps"), f and f.get("bps")
+        out.append({"pair": i, "kernel": kb and kb / 1e6, "bypass": bb and bb / 1e6,
+                    "floor": fb and fb / 1e6, "floor_fps": f and f.get("fps"),
+                    "floor_delivered_fps": f and f.get("delivered_fps"),
+                    "ratio": bb / kb if kb and bb else None,
+                    "floor_ratio": bb / fb if fb and bb else None,
+                    "floor_over_kernel": fb / kb if fb and kb else None})
+    return out
+
+
+def tput_summary(runs):
+    """The throughput row: the median of the pairs' ratios against
+    TPUT_TARGET (a failed run counts as a ratio of 0: it is missed); None
+    without throughput runs."""
+    pairs = tput_pairs(runs)
+    if not pairs:
+        return None
+    ratios = [p["ratio"] or 0.0 for p in pairs]
+    med = statistics.median(ratios)
+    ks = [p["kernel"] for p in pairs if p["kernel"]]
+    bs = [p["bypass"] for p in pairs if p["bypass"]]
+    fs = [p["floor"] for p in pairs if p["floor"]]
+    frs = [p["floor_ratio"] for p in pairs if p["floor_ratio"]]
+    fks = [p["floor_over_kernel"] for p in pairs if p["floor_over_kernel"]]
+    return {"pairs": pairs, "ratio_median": med, "target": TPUT_TARGET, "met": med >= TPUT_TARGET,
+            "kernel_median_mbps": statistics.median(ks) if ks else None,
+            "bypass_median_mbps": statistics.median(bs) if bs else None,
+            "floor_median_mbps": statistics.median(fs) if fs else None,
+            "bypass_over_floor_median": statistics.median(frs) if frs else None,
+            "floor_over_kernel_median": statistics.median(fks) if fks else None}
+
+
 def parse_run(kind, mode, param, cli, srv, stats_cli=None, stats_srv=None, stalls=None):
     c, s = read(cli), read(srv)
     run = {"kind": kind, "mode": mode, "param": int(param)}
+    if kind == "tfloor":
+        run.update(parse_floor_tput(c, s))
+        run["ok"] = "bps" in run
+        return run
+    if kind == "tput":
+        run.update(parse_iperf3(c))
+        if mode == "bypass" and stats_cli:
+            run["counters_client"] = stall_counters(read_counters(stats_cli))
+            run["counters_server"] = stall_counters(read_counters(stats_srv))
+        run["ok"] = "bps" in run
+        return run
     if stalls and os.path.exists(stalls):
         with open(stalls) as f:
             run["stalls"] = json.load(f)
@@ -441,6 +543,9 @@ def markdown(meta, runs, summary, svg_name):
              "do not edit by hand, run it again.\n")
     L.append(f"- run: {meta.get('date', '?')}, kernel {meta.get('kernel', '?')}, {meta.get('cpus', '?')} vCPUs "
              f"({meta.get('cpu_model', '?')}), sockperf {meta.get('sockperf', '?')}, {meta.get('seconds', '?')} s per run")
+    if "BENCH_QUICK=1" in meta.get("command", ""):
+        L.append(f"- the quick form (`{meta['command']}`): one message size, one rate, a short search; "
+                 "a smoke test of the benchmark, not its full tables")
     L.append(f"- machine noise: load average {meta.get('loadavg_start', '?')} at the start, "
              f"{meta.get('loadavg_end', '?')} at the end (1/5/15 min). The VM is shared with other jobs: "
              "medians move by about 20 % between runs and the tails (p99.9, max) by 2-5x; "
@@ -583,6 +688,54 @@ def markdown(meta, runs, summary, svg_name):
                  "thread watches the XSK and wakes it only for data, as the kernel does (docs/dataplane.md "
                  "\"Timers\").\n")
 
+    tp = tput_summary(runs)
+    if tp:
+        L.append("## TCP bulk throughput (iperf3, one stream)\n")
+        L.append(f"Debian's iperf3 {meta.get('iperf3', '?')}, one TCP stream from CPU 0 to CPU 1 over the same "
+                 f"veth pair, {meta.get('tput_seconds', '?')} s after 1 s left out (`-O 1`), the kernel and "
+                 "the bypass (`TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1`, both ends) alternated pair by pair, so "
+                 "that both see the VM alike; the bypass segments at MSS 1,448 (MTU 1,500, TCP timestamps) "
+                 "while the kernel's TCP hands veth 64 KiB GSO packets. Retransmissions: the sender's, as "
+                 "iperf3 reads them from `TCP_INFO`. The raw floor, run in each pair too: "
+                 "`xsk-floor blast` fills its AF_XDP TX ring (copy mode, as the bypass) with "
+                 "1,500-byte IPv4 packets, one wake-up per ring's worth (the kernel moves 32 a call), "
+                 "into `xsk-floor sink`'s XSK on the other end: no TCP, no ACKs, no copies in user space. "
+                 "The frames per second the TX path moved, as TCP payload "
+                 f"({TPUT_FLOOR_MSS} bytes a frame), are what a 1,500-byte-MTU stream through AF_XDP copy "
+                 "mode on this veth could carry at most; \"delivered\" is what the sink's XSK received (a "
+                 "sink that other jobs keep off its CPU drops the rest; TCP's flow control would not "
+                 "have sent it).\n")
+        L.append("| pair | kernel (Mbit/s) | retr | bypass (Mbit/s) | retr | raw floor (frames/s) | "
+                 "delivered (frames/s) | raw floor as TCP payload (Mbit/s) | bypass / kernel | "
+                 "bypass / raw floor | raw floor / kernel |")
+        L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        byp = {(r["mode"], r["param"]): r for r in runs if r["kind"] in ("tput", "tfloor")}
+        for p in tp["pairs"]:
+            k, b = byp.get(("kernel", p["pair"]), {}), byp.get(("bypass", p["pair"]), {})
+            f = byp.get(("floor", p["pair"]), {})
+            L.append(f"| {p['pair']} | {fmt(p['kernel'], 0) if p['kernel'] else k.get('error', '-')} | "
+                     f"{fmt(k.get('retransmits'))} | {fmt(p['bypass'], 0) if p['bypass'] else b.get('error', '-')} | "
+                     f"{fmt(b.get('retransmits'))} | {fmt(p['floor_fps'], 0) if p['floor_fps'] else f.get('error', '-')} | "
+                     f"{fmt(p['floor_delivered_fps'], 0)} | "
+                     f"{fmt(p['floor'], 0) if p['floor'] else '-'} | {fmt(p['ratio'])} | "
+                     f"{fmt(p['floor_ratio'])} | {fmt(p['floor_over_kernel'])} |")
+        L.append("")
+        L.append("| bypass / kernel, iperf3 TCP, median of the pairs (target >= "
+                 f"{TPUT_TARGET:.2f}) | bypass / raw floor, median | raw floor / kernel, median | "
+                 "kernel median (Mbit/s) | bypass median (Mbit/s) | raw floor median (Mbit/s) |")
+        L.append("|---:|---:|---:|---:|---:|---:|")
+        L.append(f"| {tp['ratio_median']:.2f} {'met' if tp['met'] else 'MISSED'} | "
+                 f"{fmt(tp['bypass_over_floor_median'])} | {fmt(tp['floor_over_kernel_median'])} | "
+                 f"{fmt(tp['kernel_median_mbps'], 0)} | {fmt(tp['bypass_median_mbps'], 0)} | "
+                 f"{fmt(tp['floor_median_mbps'], 0)} |")
+        L.append("")
+        notes = []
+        for r in sorted((r for r in runs if r["kind"] == "tput" and r["mode"] == "bypass"),
+                        key=lambda r: r["param"]):
+            notes += stall_notes(f"bypass iperf3, pair {r['param']}", r)
+        if notes:
+            L += [f"- {n}" for n in notes] + [""]
+
     L.append("## Microburst (seed 002's method)\n")
     L.append("The largest burst of back-to-back 256-byte datagrams (sockperf throughput mode, `-b N`, "
              "sent by the kernel stack in both cases) that the receiver takes without a drop, at equal "
@@ -604,7 +757,7 @@ def markdown(meta, runs, summary, svg_name):
         mb[buf] = {"ratio": r, "bound": text.startswith((">=", "<=", "- (")), "text": text}
         L.append(f"| {buf} | {searched(row.get('kernel'))} | {searched(row.get('bypass'))} | {text} |")
     L.append("")
-    return "\n".join(L) + "\n", ratios + tratios, mb, checks
+    return "\n".join(L) + "\n", ratios + tratios, mb, checks, tp
 
 
 def pp_ratios(runs):
@@ -648,6 +801,18 @@ def compare(labelled):
                 rel = f" ({m / base:.2f}x {labels[0]})" if label != labels[0] and m and base else ""
                 cells += [fmt(m) + rel, " ".join(fmt(x[i]) for x in rs)]
             L.append(f"| {size} | {label} | {len(rs)} | {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} |")
+    tps = {}  # label -> [median ratio of a run]
+    for label, runs in labelled:
+        tp = tput_summary(runs)
+        if tp:
+            tps.setdefault(label, []).append(tp["ratio_median"])
+    if tps:
+        L += ["", "| build | runs | TCP throughput bypass / kernel (iperf3), median | per run |",
+              "|---|---:|---:|---|"]
+        for label in labels:
+            v = tps.get(label, [])
+            L.append(f"| {label} | {len(v)} | {fmt(statistics.median(v)) if v else '-'} | "
+                     f"{' '.join(fmt(x) for x in v)} |")
     return "\n".join(L) + "\n"
 
 
@@ -699,14 +864,19 @@ def main():
     mark_few_samples(runs)
     base = os.path.splitext(a.out)[0]
     svg(runs, base + ".svg")
-    md, ratios, mb, checks = markdown(meta, runs, summary, os.path.basename(base) + ".svg")
+    md, ratios, mb, checks, tp = markdown(meta, runs, summary, os.path.basename(base) + ".svg")
     with open(a.out, "w") as f:
         f.write(md)
     with open(base + ".json", "w") as f:
         json.dump({"meta": meta, "runs": runs, "summary": summary, "ratios": ratios,
-                   "microburst_bypass_over_kernel": mb, "bypass_max_checks": checks}, f, indent=1)
+                   "microburst_bypass_over_kernel": mb, "bypass_max_checks": checks,
+                   "tcp_throughput": tp}, f, indent=1)
         f.write("\n")
     print(f"bench: wrote {a.out}, {base}.json, {base}.svg", file=sys.stderr)
+    if tp and not tp["met"]:
+        print(f"bench: TCP throughput target missed: bypass / kernel {tp['ratio_median']:.2f} "
+              f"< {TPUT_TARGET:.2f}", file=sys.stderr)
+        return EXIT_TPUT_MISSED
     return 0
 
 

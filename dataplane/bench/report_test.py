@@ -3,6 +3,7 @@
 flag and regression check on crafted data (make -C dataplane test runs it;
 internal/bench's TestReportPyFindsTheSameStalls checks that report.py and the
 Go runner find the same stalls in the same full log)."""
+import json
 import os
 import sys
 import tempfile
@@ -129,6 +130,79 @@ class Compare(unittest.TestCase):
         runs = [r for r in self.run_of(2.0, 2.0, 4.0) if r["mode"] != "floor"]
         md = report.compare([("old", runs), ("new", runs)])
         self.assertIn("| 14 | new | 1 | - | - | 0.50 (1.00x old) | 0.50 |", md)
+
+
+class Throughput(unittest.TestCase):
+    @staticmethod
+    def iperf3(bps):
+        return json.dumps({"end": {"sum_received": {"bits_per_second": bps}, "sum_sent": {"retransmits": 7},
+                                   "cpu_utilization_percent": {"host_total": 50.0, "remote_total": 40.0}}})
+
+    def test_report_is_parsed(self):
+        with tempfile.TemporaryDirectory() as d:
+            cli = os.path.join(d, "cli.out")
+            with open(cli, "w") as f:
+                f.write(self.iperf3(9.5e9))
+            r = report.parse_run("tput", "kernel", "2", cli, os.path.join(d, "none"))
+            self.assertEqual((r["bps"], r["retransmits"], r["ok"]), (9.5e9, 7, True))
+            with open(cli, "w") as f:
+                f.write('{"error": "unable to connect to server"}')
+            r = report.parse_run("tput", "bypass", "2", cli, os.path.join(d, "none"))
+            self.assertEqual((r.get("error"), r["ok"]), ("unable to connect to server", False))
+
+    @staticmethod
+    def runs(pairs):
+        runs = []
+        for i, (k, b) in enumerate(pairs, 1):
+            runs.append({"kind": "tput", "mode": "kernel", "param": i, "bps": k})
+            runs.append({"kind": "tput", "mode": "bypass", "param": i} | ({"bps": b} if b else {"error": "x"}))
+        return runs
+
+    def test_median_of_the_pairs_ratios(self):
+        # the VM slower in the second pair: the ratio, not the Mbit/s, is judged
+        tp = report.tput_summary(self.runs([(10e9, 6e9), (4e9, 2.2e9), (10e9, 4e9)]))
+        self.assertAlmostEqual(tp["ratio_median"], 0.55)
+        self.assertTrue(tp["met"])
+        self.assertEqual(tp["kernel_median_mbps"], 10000)
+
+    def test_a_failed_run_counts_as_missed(self):
+        tp = report.tput_summary(self.runs([(10e9, 6e9), (10e9, None), (10e9, None)]))
+        self.assertEqual((tp["ratio_median"], tp["met"]), (0.0, False))
+        self.assertIsNone(report.tput_summary([]))
+
+    def test_the_raw_floor_beside_each_pair(self):
+        with tempfile.TemporaryDirectory() as d:
+            cli, srv = os.path.join(d, "cli.out"), os.path.join(d, "srv.out")
+            with open(cli, "w") as f:
+                f.write("xsk-floor: blast frames=1000000 kicks=31250 seconds=4.000 gbps=2.943\n")
+            with open(srv, "w") as f:
+                f.write("xsk-floor: ready\nxsk-floor: sink frames=800000 bytes=1200000000 seconds=4.000 gbps=2.400\n")
+            r = report.parse_run("tfloor", "floor", "1", cli, srv)
+            self.assertTrue(r["ok"])
+            self.assertAlmostEqual(r["fps"], 250000)  # what TX moved, not what the sink kept
+            self.assertAlmostEqual(r["delivered_fps"], 200000)
+            self.assertAlmostEqual(r["ip_mbps"], 3000)
+            self.assertAlmostEqual(r["bps"], 250000 * 1448 * 8)
+            with open(cli, "w") as f:
+                f.write("xsk-floor: attach XDP: Device or resource busy\n")
+            r = report.parse_run("tfloor", "floor", "2", cli, srv)
+            self.assertFalse(r["ok"])
+        runs = self.runs([(10e9, 2e9), (10e9, 3e9)])
+        runs.append({"kind": "tfloor", "mode": "floor", "param": 1, "bps": 4e9, "fps": 4e9 / 1448 / 8})
+        runs.append({"kind": "tfloor", "mode": "floor", "param": 2, "error": "x"})
+        tp = report.tput_summary(runs)
+        self.assertAlmostEqual(tp["ratio_median"], 0.25)  # the floor does not count as a pair's ratio
+        self.assertAlmostEqual(tp["pairs"][0]["floor_ratio"], 0.5)
+        self.assertIsNone(tp["pairs"][1]["floor_ratio"])
+        self.assertAlmostEqual(tp["bypass_over_floor_median"], 0.5)
+        self.assertAlmostEqual(tp["floor_over_kernel_median"], 0.4)
+        md = report.markdown({}, runs, {"maxrate": {}, "maxburst": {}}, "x.svg")[0]
+        self.assertIn("| 0.25 MISSED | 0.50 | 0.40 |", md)
+
+    def test_compare_lists_the_throughput(self):
+        md = report.compare([("old", self.runs([(10e9, 1e9)])), ("new", self.runs([(10e9, 6e9)]))])
+        self.assertIn("| old | 1 | 0.10 | 0.10 |", md)
+        self.assertIn("| new | 1 | 0.60 | 0.60 |", md)
 
 
 if __name__ == "__main__":

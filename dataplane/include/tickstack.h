@@ -29,7 +29,7 @@
 	X(tx_ring_full)      /* TX waited: ring or free frames exhausted */    \
 	X(fill_ring_empty)   /* fill ring found empty when refilling */        \
 	X(tx_kicks)          /* sendto() wake-ups of the kernel TX path */     \
-	X(tx_kick_errors)    /* wake-ups that failed (EAGAIN/EBUSY/...) */     \
+	X(tx_kick_errors)    /* wake-up calls that moved nothing or failed */ \
 	X(rx_bad_csum)       /* dropped: IPv4 or UDP checksum wrong */         \
 	X(fill_wakeups)      /* fill ring needs_wakeup serviced */             \
 	X(xdp_rx_dropped)    /* kernel XDP_STATISTICS: rx_dropped */           \

@@ -5,10 +5,11 @@
  *
  * The values are those of Debian's liblwip0 build (its port's lwipopts.h,
  * installed as /usr/include/lwip/lwipopts.h by liblwip-dev), so that lwIP
- * behaves as it did when the library linked Debian's liblwip0, with one
- * changes: LWIP_TCP_TIMESTAMPS is on, and initial sequence numbers come from
- * tickstack's RFC 6528 hook. Change a value only with a measured
- * reason, and say it in docs/dataplane.md's table. */
+ * behaves as it did when the library linked Debian's liblwip0, with these
+ * changes: LWIP_TCP_TIMESTAMPS is on, initial sequence numbers come from
+ * tickstack's RFC 6528 hook, and the window, send buffer and checksums
+ * are set for bulk throughput (below). Change a value only with a
+ * measured reason, and say it in docs/dataplane.md's table. */
 #ifndef TS_LWIPOPTS_H
 #define TS_LWIPOPTS_H
 
@@ -24,6 +25,32 @@
  * in every process */
 #define LWIP_HOOK_FILENAME "lwip_hooks.h"
 #define LWIP_HOOK_TCP_ISN ts_isn__hook
+
+/* bulk throughput (docs/dataplane.md, "The lwIP build"; measured with
+ * iperf3 through the stack against the kernel on one veth pair, make
+ * bench): a window and send buffer of TS_LWIP_WND (Debian: 64 KiB, at
+ * most 64 KiB in flight, and the receiver's ACKs coalesced per batch of
+ * segments would stall a sender on it), window scaling with a receive
+ * shift that fits it; the send queue's segment count follows the buffer
+ * (TCP_SND_QUEUELEN, below). */
+#define TS_LWIP_WND (1024 * 1024)
+#define TCP_WND TS_LWIP_WND
+#define LWIP_WND_SCALE 1
+#define TCP_RCV_SCALE 5
+#define TCP_SND_BUF TS_LWIP_WND
+
+/* checksums: per netif (the glue verifies received TCP segments itself,
+ * in one pass, and lets the interface finish outgoing ones where the XSK
+ * takes checksum offload: src/tcp_lwip.c), and lwIP's own sums through the
+ * library's 64-bit one (lwIP's algorithm adds 16 bits at a time); no sum
+ * while tcp_write copies (an offloaded segment needs none, another gets
+ * it when sent) */
+#define LWIP_CHECKSUM_CTRL_PER_NETIF 1
+unsigned short ts_lwip__chksum(const void *data, int len);
+#define LWIP_CHKSUM ts_lwip__chksum
+#define LWIP_CHECKSUM_ON_COPY 0
+/* received segments reach lwIP as custom pbufs around the glue's copy */
+#define LWIP_SUPPORT_CUSTOM_PBUF 1
 
 /* ---- Debian's build, unchanged --------------------------------------- */
 
@@ -44,9 +71,9 @@
 #endif
 
 /* TCP: MSS up to 8960 (a 9,000-byte MTU: each connection's is min(TCP_MSS,
- * its interface's MTU - 40), so 1460 on a standard link), a 64 KiB window
- * and send buffer, window scaling with a receive shift of 1. The options
- * lwIP derives from TCP_MSS keep the values they had with 1460: */
+ * its interface's MTU - 40), so 1460 on a standard link); window and send
+ * buffer: above. The options lwIP derives from TCP_MSS keep the values
+ * they had with 1460: */
 #define TCP_MSS 8960
 #define TS_TCP_MSS_STD 1460
 #define TCP_SND_QUEUELEN ((4 * (TCP_SND_BUF) + (TS_TCP_MSS_STD - 1)) / TS_TCP_MSS_STD)
@@ -59,12 +86,7 @@
  * check other values than the build's: the same checks are made at the
  * end of this file with this file's values. */
 #define LWIP_DISABLE_TCP_SANITY_CHECKS 1
-#define TCP_WND 0xFFFF
-#define LWIP_WND_SCALE 1
-#define TCP_RCV_SCALE 1
-#define TCP_SND_BUF TCP_WND
 #define LWIP_TCP_KEEPALIVE 1
-#define LWIP_CHECKSUM_ON_COPY 1
 /* each outgoing packet is one contiguous pbuf */
 #define LWIP_NETIF_TX_SINGLE_PBUF 1
 #define LWIP_RANDOMIZE_INITIAL_LOCAL_PORTS 1

@@ -203,6 +203,7 @@ uint32_t ts_stack__max_payload(const struct ts_stack *st)
 	return st->max_payload;
 }
 uint32_t ts_stack__addr(const struct ts_stack *st) { return st->addr; }
+int ts_stack__tx_csum(const struct ts_stack *st) { return st->tx_csum; }
 int ts_stack__count(void) { return __atomic_load_n(&nstacks, __ATOMIC_ACQUIRE); }
 struct ts_stack *ts_stack__at(int i) { return stacks[i]; }
 
@@ -779,32 +780,49 @@ static int zerocopy(int fd)
 	return !!(o.flags & XDP_OPTIONS_ZEROCOPY);
 }
 
-/* The TX wake-up: a system call, made without the stack's lock. */
+static int tx_pending(struct ts_stack *st)
+{
+	return st->tx.cached_prod !=
+	       __atomic_load_n(st->tx.consumer, __ATOMIC_ACQUIRE);
+}
+
+/* The TX wake-up: a system call, made without the stack's lock. The
+ * kernel's copy mode sends at most 32 descriptors a call and says EAGAIN
+ * when more are left: the call is made again while it makes progress,
+ * until the ring is empty (a TCP burst is hundreds of segments; those left
+ * in the ring would wait for the next wake-up, which a sender waiting for
+ * their ACKs never makes). A call that moved nothing counts as failed; up
+ * to 8 of them, with the completion ring emptied between (a full one
+ * stops the kernel). */
 static void kick(struct ts_stack *st)
 {
-	int tries;
+	int fails = 0;
 
-	for (tries = 0; tries < 8; tries++) {
+	for (;;) {
+		uint32_t cons = __atomic_load_n(st->tx.consumer, __ATOMIC_ACQUIRE);
+
 		/* the system call itself (libc's, not the interposed
 		 * syscall()): libc's sendto is a cancellation point, which
 		 * costs two calls more in a threaded process */
 		if (ts_real_syscall(SYS_sendto, st->rq[0].fd, NULL, 0,
 				    MSG_DONTWAIT, NULL, 0) >= 0)
 			break;
-		TS_INC(st->st->tx_kick_errors);
-		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS)
+		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+			TS_INC(st->st->tx_kick_errors);
 			break;
+		}
+		if (__atomic_load_n(st->tx.consumer, __ATOMIC_ACQUIRE) == cons) {
+			TS_INC(st->st->tx_kick_errors);
+			if (++fails >= 8)
+				break;
+		} else if (!tx_pending(st)) {
+			break;
+		}
 		pthread_mutex_lock(&st->lock);
 		reclaim(st);
 		pthread_mutex_unlock(&st->lock);
 	}
 	TS_INC(st->st->tx_kicks);
-}
-
-static int tx_pending(struct ts_stack *st)
-{
-	return st->tx.cached_prod !=
-	       __atomic_load_n(st->tx.consumer, __ATOMIC_ACQUIRE);
 }
 
 /* The UMEM, on transparent huge pages where the kernel gives them (its
@@ -1674,7 +1692,8 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		    ts_tcp__is_tcp(f, d->len)) {
 			/* queued for the TCP layer (a copy), which runs after
 			 * this ring's lock is released */
-			ts_tcp__input(st, f, d->len, rx_ns);
+			if (ts_tcp__input(st, f, d->len, rx_ns) == -EBADMSG)
+				TS_INC(st->st->rx_bad_csum);
 			free_push(st, frame);
 			continue;
 		}
@@ -2092,10 +2111,14 @@ static int send_ip_jumbo(struct ts_stack *st, const uint8_t dmac[6],
 
 /* Transmit one IPv4 packet (headers built by the caller) behind an
  * Ethernet header to dmac. more: leave the wake-up to ts_stack__flush
- * (several segments, one system call). Never waits long: a segment that
+ * (several segments, one system call). csum_start > 0 (only where
+ * ts_stack__tx_csum says the XSK takes it): the interface finishes the
+ * checksum at csum_start + csum_offset (bytes from the IPv4 header), whose
+ * field holds the pseudo-header sum. Never waits long: a segment that
  * finds no room is dropped (-ENOBUFS) and TCP retransmits it. */
 int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
-		      const void *ip, size_t len, int more)
+		      const void *ip, size_t len, int more,
+		      uint16_t csum_start, uint16_t csum_offset)
 {
 	uint64_t frame, deadline = 0;
 	uint8_t *p;
@@ -2106,7 +2129,7 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	if (len > st->max_payload + TS_IP_HLEN + TS_UDP_HLEN)
 		return -EMSGSIZE; /* longer than the netif's MTU (tcp_lwip.c) */
 	if (ts_unlikely(len + TS_ETH_HLEN > TS_FRAME_SIZE - st->tx_off))
-		return send_ip_jumbo(st, dmac, ip, len, more);
+		return send_ip_jumbo(st, dmac, ip, len, more); /* no csum_start */
 	for (;;) {
 		pthread_mutex_lock(&st->lock);
 		reclaim(st);
@@ -2124,6 +2147,15 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	p[12] = 0x08;
 	p[13] = 0x00;
 	memcpy(p + TS_ETH_HLEN, ip, len);
+	if (csum_start && st->tx_csum) {
+		struct ts_txmd *md = (struct ts_txmd *)(void *)(p - TS_TXMD_LEN);
+
+		md->flags = TS_TXMD_FLAGS_CHECKSUM;
+		md->csum_start = (uint16_t)(TS_ETH_HLEN + csum_start);
+		md->csum_offset = csum_offset;
+	} else {
+		csum_start = 0;
+	}
 	if (xsk_ring_prod__reserve(&st->tx, 1, &idx) != 1) {
 		free_push(st, frame);
 		pthread_mutex_unlock(&st->lock);
@@ -2131,7 +2163,8 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	}
 	xsk_ring_prod__tx_desc(&st->tx, idx)->addr = frame + st->tx_off;
 	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)(len + TS_ETH_HLEN);
-	xsk_ring_prod__tx_desc(&st->tx, idx)->options = 0;
+	xsk_ring_prod__tx_desc(&st->tx, idx)->options =
+		csum_start ? TS_XDP_TX_METADATA : 0;
 	xsk_ring_prod__submit(&st->tx, 1);
 	TS_INC(st->st->tx_packets);
 	if (more) {

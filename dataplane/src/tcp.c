@@ -41,7 +41,7 @@ enum {
 	T_CLOSED,     /* lwIP is done with it (reset, refused, ended) */
 };
 
-#define RXQ_CAP 512
+#define RXQ_CAP 1024
 
 /* Steering entries for (laddr, lport, TCP) on some XSKs, shared by a
  * listener and its connections, and by every socket of the process on
@@ -85,6 +85,7 @@ struct ts_tcp {
 	/* an immediate ACK held back until the application has read what
 	 * it acknowledges and has nothing to send (cb_recv) */
 	int ack_owed;
+	int ack_batched; /* on ack_batch: its ACK waits for the batch's end */
 	u32_t recover; /* snd_nxt when fast recovery began (NewReno) */
 	int keep_idle, keep_intvl, keep_cnt;
 	/* retransmission limits as Linux applies them (see rexmit_limits) */
@@ -440,6 +441,42 @@ int ts_tcp__events(void)
 	return ev;
 }
 
+/* Streams whose immediate ACK cb_recv held back until the end of the
+ * batch of segments lwIP is taking in (under the core lock; emptied by
+ * ts_tcp__batch_end before the lock is released, so no stream on it can
+ * be closed meanwhile). A full list holds no more back. */
+#define ACK_BATCH_MAX 64
+static struct ts_tcp *ack_batch[ACK_BATCH_MAX];
+static int ack_batch_n;
+
+static int ack_batch_add(struct ts_tcp *t)
+{
+	if (t->ack_batched)
+		return 1;
+	if (ack_batch_n == ACK_BATCH_MAX)
+		return 0;
+	t->ack_batched = 1;
+	ack_batch[ack_batch_n++] = t;
+	return 1;
+}
+
+void ts_tcp__batch_end(void)
+{
+	int i;
+
+	for (i = 0; i < ack_batch_n; i++) {
+		struct ts_tcp *t = ack_batch[i];
+
+		t->ack_batched = 0;
+		/* still owed: no segment of ours carried it meanwhile */
+		if (t->pcb && (t->pcb->flags & TF_ACK_DELAY)) {
+			tcp_ack_now(t->pcb);
+			tcp_output(t->pcb);
+		}
+	}
+	ack_batch_n = 0;
+}
+
 static err_t cb_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
 	struct ts_tcp *t = arg;
@@ -459,6 +496,14 @@ static err_t cb_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		t->edges.any++;
 		return ERR_OK;
 	}
+	/* a full ring chains onto its last entry, whose tot_len (16 bits)
+	 * must not wrap: past that (hundreds of small segments unread in a
+	 * window of TCP_WND) lwIP keeps the data (refused_data) and offers
+	 * it again once the application has read (rx_copy), or at its next
+	 * timer tick */
+	if (!t->shut_rd && t->rxt - t->rxh == RXQ_CAP &&
+	    (uint32_t)t->rxq[(t->rxt - 1) % RXQ_CAP]->tot_len + p->tot_len > 0xffff)
+		return ERR_MEM;
 	t->edges.in++;
 	if (t->shut_rd) {
 		tcp_recved(pcb, p->tot_len);
@@ -471,13 +516,24 @@ static err_t cb_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		t->rxq_ns = calloc(RXQ_CAP, sizeof(*t->rxq_ns));
 	if (t->rxt - t->rxh < RXQ_CAP)
 		t->rxq[t->rxt++ % RXQ_CAP] = p;
-	else /* total stays below the 64 KiB window: tot_len cannot wrap */
+	else
 		pbuf_cat(t->rxq[(t->rxt - 1) % RXQ_CAP], p);
 	if (ts_unlikely(t->rxq_ns)) /* the segment's, or the one that
 				     * completed it (out of order) */
 		t->rxq_ns[(t->rxt - 1) % RXQ_CAP] = ts_tcp_seg_rx_ns;
 	if (t->quickack) {
 		tcp_ack_now(pcb);
+	} else if ((pcb->flags & TF_ACK_NOW) && pcb->ooseq == NULL &&
+		   ts_lwip_batch_more && ack_batch_add(t)) {
+		/* more segments of this batch follow: one ACK for them all,
+		 * at the batch's end (ts_tcp__batch_end), as Linux's GRO
+		 * acknowledges a train of segments once; lwIP alone sends one
+		 * for every second segment, and each costs the receiver a
+		 * frame through the kernel's TX path and the sender one to
+		 * take in. Never for out-of-order data (the duplicate ACKs
+		 * of a loss go out at once). */
+		tcp_clear_flags(pcb, TF_ACK_NOW);
+		tcp_set_flags(pcb, TF_ACK_DELAY);
 	} else if ((pcb->flags & TF_ACK_NOW) && pcb->ooseq == NULL &&
 		   t->rx_avail < 2u * pcb->mss) {
 		/* lwIP acknowledges every second segment at once, here
@@ -1395,6 +1451,13 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 
 #define TCP_RECV_FLAGS (MSG_DONTWAIT | MSG_PEEK | MSG_WAITALL | MSG_NOSIGNAL)
 
+/* Whether pcb has taken in the peer's FIN. */
+static int fin_in(const struct tcp_pcb *pcb)
+{
+	return pcb->state == CLOSE_WAIT || pcb->state == CLOSING ||
+	       pcb->state == LAST_ACK || pcb->state == TIME_WAIT;
+}
+
 /* Copy up to want bytes from the queue into msg's iov at *done; consume
  * unless peek. Under the locks. */
 static size_t rx_copy(struct ts_tcp *t, struct msghdr *msg, size_t *done,
@@ -1443,12 +1506,31 @@ static size_t rx_copy(struct ts_tcp *t, struct msghdr *msg, size_t *done,
 		if (t->pcb && copied) {
 			size_t n = copied;
 
+			if (fin_in(t->pcb)) {
+				/* the peer's FIN is in: it sends nothing more,
+				 * and a window update (tcp_recved sends one per
+				 * TCP_WND_UPDATE_THRESHOLD read) would reach a
+				 * peer that may have exited, whose kernel resets
+				 * it; Linux sends none then (its socket is closed
+				 * for receiving). The window is still given back,
+				 * silently: lwIP resets on close a connection
+				 * whose window is not whole (unread data). */
+				tcpwnd_size_t w = t->pcb->rcv_wnd;
+
+				t->pcb->rcv_wnd = n >= (size_t)(TCP_WND_MAX(t->pcb) - w) ?
+							  TCP_WND_MAX(t->pcb) :
+							  (tcpwnd_size_t)(w + n);
+				n = 0;
+			}
 			while (n) {
 				u16_t k = (u16_t)(n > 0xffff ? 0xffff : n);
 
 				tcp_recved(t->pcb, k);
 				n -= k;
 			}
+			/* data cb_recv could not queue: room now */
+			if (t->pcb && t->pcb->refused_data)
+				tcp_process_refused_data(t->pcb);
 		}
 	}
 	*done += copied;

@@ -27,10 +27,12 @@ static inline int ts_tcp__is_tcp(const uint8_t *p, uint32_t len)
 
 /* RX dispatch (stack.c, under the ring's lock): one Ethernet frame
  * holding an IPv4/TCP segment is copied to the TCP layer's input queue
- * (the caller frees the frame); ts_tcp__input_drain, called once the
- * ring lock is released, hands the queue to lwIP under its core lock. */
-TS_HIDDEN void ts_tcp__input(struct ts_stack *st, const uint8_t *frame,
-			     uint32_t len, uint64_t rx_ns);
+ * (the caller frees the frame), its checksum verified on the copy;
+ * -EBADMSG: a wrong checksum, dropped (the caller counts it, as for UDP).
+ * ts_tcp__input_drain, called once the ring lock is released, hands the
+ * queue to lwIP under its core lock. */
+TS_HIDDEN int ts_tcp__input(struct ts_stack *st, const uint8_t *frame,
+			    uint32_t len, uint64_t rx_ns);
 /* The receive time of the segment lwIP is processing (CLOCK_REALTIME ns,
  * 0 when no socket asked for timestamps); under the core lock. */
 TS_HIDDEN extern uint64_t ts_tcp_seg_rx_ns;

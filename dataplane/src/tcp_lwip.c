@@ -164,21 +164,71 @@ int ts_lwip__resolve(uint32_t daddr, int ms)
 /* ------------------------------------------------------------------ */
 /* netifs                                                              */
 
+/* lwIP's checksum (LWIP_CHKSUM, src/lwipopts.h): the folded ones'
+ * complement sum, not inverted, as the bytes lie in memory */
+unsigned short ts_lwip__chksum(const void *data, int len)
+{
+	return htons(ts_csum__fold(ts_csum__partial(data, (size_t)len, 0)));
+}
+
+/* The IPv4 pseudo-header's sum (host order) of a TCP segment of seglen
+ * bytes behind the IPv4 header ip. */
+static uint32_t tcp_pseudo(const uint8_t *ip, uint32_t seglen)
+{
+	uint8_t ph[12];
+
+	memcpy(ph, ip + 12, 8);
+	ph[8] = 0;
+	ph[9] = 6;
+	ph[10] = (uint8_t)(seglen >> 8);
+	ph[11] = (uint8_t)seglen;
+	return ts_csum__partial(ph, sizeof(ph), 0);
+}
+
+/* A TCP segment lwIP left unsummed (its netif has NETIF_CHECKSUM_GEN_TCP
+ * off: the interface of the netif's XSK finishes checksums): the
+ * pseudo-header sum in the field for the interface to finish; 1 when st
+ * does that, else the whole sum here (0): the route may have chosen an
+ * XSK other than the netif's, or the segment needs several frames. */
+static int tcp_csum_out(struct ts_stack *st, uint8_t *ip, uint32_t len,
+			uint32_t ihl)
+{
+	uint8_t *th = ip + ihl;
+	uint32_t pseudo = tcp_pseudo(ip, len - ihl);
+	/* the offload rides on a single frame's TX metadata: a jumbo
+	 * segment, sent as a chain of frames (ts_stack__send_ip), is summed
+	 * here (64: more than the metadata's room in front of the packet) */
+	int off = ts_stack__tx_csum(st) && len + 14 + 64 <= TS_FRAME_SIZE;
+	uint16_t sum;
+
+	if (off) {
+		sum = ts_csum__fold(pseudo);
+	} else {
+		th[16] = th[17] = 0;
+		sum = (uint16_t)~ts_csum__fold(
+			ts_csum__partial(th, len - ihl, pseudo));
+	}
+	th[16] = (uint8_t)(sum >> 8);
+	th[17] = (uint8_t)sum;
+	return off;
+}
+
 static err_t nif_output(struct netif *n, struct pbuf *p,
 			const ip4_addr_t *ipaddr)
 {
 	struct ts_nexthop nh;
 	struct ts_stack *st;
-	const uint8_t *ip = p->payload;
-	uint32_t daddr;
+	uint8_t *ip = p->payload;
+	uint32_t daddr, ihl;
+	uint16_t cstart = 0;
 	int r;
 
-	(void)n;
 	(void)ipaddr;
 	/* LWIP_NETIF_TX_SINGLE_PBUF=1 (src/lwipopts.h): one contiguous
 	 * buffer holding the whole packet */
 	if (p->len != p->tot_len || p->len < 20)
 		return ERR_VAL;
+	ihl = (uint32_t)(ip[0] & 0xf) * 4;
 	memcpy(&daddr, ip + 16, 4);
 	r = ts_lwip__nexthop(daddr, &nh);
 	if (r) {
@@ -193,7 +243,13 @@ static err_t nif_output(struct netif *n, struct pbuf *p,
 		ts_stats->tcp.tx_noroute++;
 		return ERR_OK;
 	}
-	if (ts_stack__send_ip(st, nh.mac, ip, p->len, 1)) {
+	/* lwIP rewrites the field at every transmission (tcp_output_segment)
+	 * and builds its ACKs and resets anew: writing it here is safe */
+	if (ip[9] == 6 && ihl >= 20 && p->len >= ihl + 20 &&
+	    !(n->chksum_flags & NETIF_CHECKSUM_GEN_TCP) &&
+	    tcp_csum_out(st, ip, p->len, ihl))
+		cstart = (uint16_t)ihl;
+	if (ts_stack__send_ip(st, nh.mac, ip, p->len, 1, cstart, 16)) {
 		ts_stats->tcp.tx_ring_full++;
 		return ERR_OK;
 	}
@@ -227,6 +283,14 @@ static err_t nif_init(struct netif *n)
 	 * offers in a SYN and what it takes of the peer's */
 	n->mtu = (u16_t)(ts_stack__max_payload(t->st) + 28);
 	n->flags = NETIF_FLAG_LINK_UP;
+	/* received TCP segments are verified by the glue (ts_tcp__input, one
+	 * pass over the copy it makes anyway); outgoing ones are left to the
+	 * interface where the XSK takes checksum offload (nif_output) */
+	NETIF_SET_CHECKSUM_CTRL(n, NETIF_CHECKSUM_ENABLE_ALL &
+					   ~(NETIF_CHECKSUM_CHECK_TCP |
+					     (ts_stack__tx_csum(t->st) ?
+						      NETIF_CHECKSUM_GEN_TCP :
+						      0)));
 	return ERR_OK;
 }
 
@@ -284,39 +348,32 @@ struct ts_stack *ts_lwip__stack(const struct netif *n)
 /* ------------------------------------------------------------------ */
 /* input                                                               */
 
-/* Senders on veth (the kernel's CHECKSUM_PARTIAL) leave the TCP checksum
- * holding only the folded pseudo-header sum, for hardware that is not
- * there. lwIP checks every checksum (CHECKSUM_CHECK_TCP is fixed at 1 in
- * the build): complete that form, leave any other bad sum to lwIP. */
-static void csum_complete(uint8_t *ip, uint32_t ihl, uint32_t tot)
+/* Whether a received segment's TCP checksum is right (lwIP checks none:
+ * NETIF_CHECKSUM_CHECK_TCP is off on every netif). Senders on veth (the
+ * kernel's CHECKSUM_PARTIAL, and this library's own offloaded sends)
+ * leave the field holding only the folded pseudo-header sum, for hardware
+ * that is not there: the sender is on this host, nothing crossed a wire,
+ * and that form is taken as the kernel takes it. */
+static int csum_ok(const uint8_t *ip, uint32_t ihl, uint32_t tot)
 {
-	uint8_t *th = ip + ihl, ph[12];
-	uint32_t seglen = tot - ihl, pseudo, sum;
-	uint16_t field;
+	const uint8_t *th = ip + ihl;
+	uint32_t pseudo = tcp_pseudo(ip, tot - ihl);
 
-	memcpy(ph, ip + 12, 8);
-	ph[8] = 0;
-	ph[9] = 6;
-	ph[10] = (uint8_t)(seglen >> 8);
-	ph[11] = (uint8_t)seglen;
-	pseudo = ts_csum__partial(ph, sizeof(ph), 0);
-	sum = ts_csum__partial(th, seglen, pseudo);
-	if (ts_csum__fold(sum) == 0xffff)
-		return;
-	field = (uint16_t)(th[16] << 8 | th[17]);
-	if (field != ts_csum__fold(pseudo))
-		return;
-	th[16] = th[17] = 0;
-	sum = (uint16_t)~ts_csum__fold(ts_csum__partial(th, seglen, pseudo));
-	th[16] = (uint8_t)(sum >> 8);
-	th[17] = (uint8_t)sum;
+	if (ts_csum__fold(ts_csum__partial(th, tot - ihl, pseudo)) == 0xffff)
+		return 1;
+	if ((uint16_t)(th[16] << 8 | th[17]) != ts_csum__fold(pseudo))
+		return 0;
 	ts_stats->tcp.rx_csum_completed++;
+	return 1;
 }
 
 /* Segments from the RX path (which holds an XSK's ring lock, taken after
  * the core lock elsewhere: lwIP cannot run there) wait here for the next
- * holder of the core lock. */
+ * holder of the core lock. Each is one allocation that becomes the pbuf
+ * lwIP keeps (a custom pbuf around ip, freed with it): one copy out of
+ * the UMEM frame, none into lwIP. */
 struct ts_seg {
+	struct pbuf_custom pc; /* first: the pbuf lwIP frees */
 	struct ts_seg *next;
 	struct ts_stack *st;
 	uint32_t len;
@@ -326,12 +383,18 @@ struct ts_seg {
 
 uint64_t ts_tcp_seg_rx_ns;
 
+static void seg_free(struct pbuf *p)
+{
+	free(p); /* the ts_seg it heads */
+}
+
+int ts_lwip_batch_more;
 static pthread_mutex_t inq_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ts_seg *inq_head, *inq_tail;
 static int inq_len;
 
-void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len,
-		   uint64_t rx_ns)
+int ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len,
+		  uint64_t rx_ns)
 {
 	const uint8_t *ip = frame + 14;
 	uint32_t ihl = (uint32_t)(ip[0] & 0xf) * 4, tot;
@@ -340,18 +403,23 @@ void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len,
 	tot = (uint32_t)(ip[2] << 8 | ip[3]);
 	if (!ts_tcp_on || ihl < 20 || tot < ihl + 20 || tot > len - 14) {
 		ts_stats->tcp.rx_no_netif++;
-		return;
+		return -EINVAL;
 	}
 	/* copied: lwIP may keep a segment (out of order, unread) for long,
 	 * and the UMEM frame goes straight back to the fill ring */
 	g = malloc(sizeof(*g) + tot);
 	if (!g)
-		return;
+		return -ENOMEM;
 	g->next = NULL;
 	g->st = st;
 	g->len = tot;
 	g->rx_ns = rx_ns;
 	memcpy(g->ip, ip, tot);
+	/* summed on the copy, which the copy just brought into the cache */
+	if (!csum_ok(g->ip, ihl, tot)) {
+		free(g);
+		return -EBADMSG;
+	}
 	pthread_mutex_lock(&inq_lock);
 	if (inq_tail)
 		inq_tail->next = g;
@@ -360,6 +428,7 @@ void ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len,
 	inq_tail = g;
 	__atomic_store_n(&inq_len, inq_len + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&inq_lock);
+	return 0;
 }
 
 /* A SYN's timestamp option (RFC 7323: kind 8, length 10), for the TIME_WAIT
@@ -388,6 +457,7 @@ static void syn_tsval(const uint8_t *th, uint32_t len, struct ts_rx_probe *pr)
 	}
 }
 
+/* Hands g to lwIP (which frees it, as a pbuf) or frees it. */
 static void seg_input(struct ts_seg *g)
 {
 	uint8_t *ip = g->ip;
@@ -402,13 +472,16 @@ static void seg_input(struct ts_seg *g)
 	n = ts_lwip__netif(g->st, daddr);
 	if (!n) {
 		ts_stats->tcp.rx_no_netif++;
+		free(g);
 		return;
 	}
-	p = pbuf_alloc(PBUF_RAW, (u16_t)tot, PBUF_RAM);
-	if (!p)
+	g->pc.custom_free_function = seg_free;
+	p = pbuf_alloced_custom(PBUF_RAW, (u16_t)tot, PBUF_RAM, &g->pc, g->ip,
+				(u16_t)tot);
+	if (!p) {
+		free(g);
 		return;
-	memcpy(p->payload, ip, tot);
-	csum_complete(p->payload, ihl, tot);
+	}
 	ts_stats->tcp.segs_rx++;
 	memcpy(&saddr, ip + 12, 4);
 	memcpy(&sport, ip + ihl, 2);
@@ -440,11 +513,13 @@ static void input_process(void)
 		while (g) {
 			struct ts_seg *next = g->next;
 
+			ts_lwip_batch_more = next != NULL;
 			seg_input(g);
-			free(g);
 			g = next;
 		}
 	}
+	ts_lwip_batch_more = 0;
+	ts_tcp__batch_end(); /* the ACKs held back for the batch */
 }
 
 /* After an RX poll released its ring lock (no lock held, or the core

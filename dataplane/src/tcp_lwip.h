@@ -74,6 +74,11 @@ TS_HIDDEN int ts_tcp__rx_pre(uint32_t saddr, uint16_t sport, uint16_t dport,
 			     uint32_t seq, uint8_t flags,
 			     struct ts_rx_probe *pr);
 TS_HIDDEN void ts_tcp__rx_post(struct ts_rx_probe *pr);
+/* While lwIP takes a batch of received segments (under the core lock):
+ * more segments follow the current one; at its end tcp_lwip.c calls
+ * ts_tcp__batch_end (tcp.c), which sends the ACKs cb_recv held back. */
+TS_HIDDEN extern int ts_lwip_batch_more;
+TS_HIDDEN void ts_tcp__batch_end(void);
 TS_HIDDEN int ts_tcp__events(void);
 /* the fork pump (tcp.c): whether it has work (clears), whether any
  * shared object exists, its fds for the TCP thread's poll, and its run

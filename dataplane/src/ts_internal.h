@@ -267,7 +267,10 @@ TS_HIDDEN int ts_stack__steer_del_proto(struct ts_stack *st, uint32_t daddr,
 					uint16_t dport, int proto,
 					int only_mine);
 TS_HIDDEN int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
-				const void *ip, size_t len, int kick_now);
+				const void *ip, size_t len, int more,
+				uint16_t csum_start, uint16_t csum_offset);
+/* the XSK's interface finishes checksums (AF_XDP TX metadata) */
+TS_HIDDEN int ts_stack__tx_csum(const struct ts_stack *st);
 TS_HIDDEN uint32_t ts_stack__frames_out(struct ts_stack *st);
 TS_HIDDEN int ts_stack__steer_shared(struct ts_stack *st, uint32_t daddr,
 				     uint16_t dport);

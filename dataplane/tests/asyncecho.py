@@ -79,7 +79,14 @@ async def one(addr, port, i, size):
     writer.close()
     await writer.wait_closed()
     ok = bytes(got) == data
-    return "conn %d: sent %d, echoed %d, %s" % (i, size, len(got), "intact" if ok else "DIFFERS"), ok
+    extra = ""
+    if not ok:
+        j = next((k for k in range(min(len(got), len(data))) if got[k] != data[k]), min(len(got), len(data)))
+        # where the echo resumes: the missing piece's length
+        rest = bytes(got[j:j + 64])
+        at = data.find(rest, j) if rest else -1
+        extra = " first difference at %d, resumes at %d" % (j, at)
+    return "conn %d: sent %d, echoed %d, %s%s" % (i, size, len(got), "intact" if ok else "DIFFERS", extra), ok
 
 
 async def client(addr, port, conns, size):

@@ -210,6 +210,46 @@ t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states and op
 	tcp_accel cli 2 && tcp_accel srv 2
 }
 
+# tailwin_run SRV-PREFIX CLI-PREFIX PORT TAG: tcpcheck tailwin-*; the
+# transcript in $TSDP_TMP/TAG.txt
+tailwin_run() {
+	local srv=$1 cli=$2 port=$3 tag=$4 p
+	rm -f "$TSDP_TMP/go-$tag".*
+	$srv timeout 60 $B/tcpcheck tailwin-server "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+	p=$!
+	TSDP_PIDS+=("$p")
+	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
+	$cli timeout 60 $B/tcpcheck tailwin-client $IPB "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag.txt" 2>&1 ||
+		{ die "$tag: client exit code $?"; return 1; }
+	wait_exit "$p" 30 || { die "$tag: server did not finish"; return 1; }
+	[ "$WAIT_RC" = 0 ] || { die "$tag: server exit code $WAIT_RC: $(cat "$TSDP_TMP/$tag-srv.txt")"; return 1; }
+}
+
+t_tcp_tailwin() { # a stream's last segment, its FIN on it, meets a nearly closed window (the reader waits): every byte arrives before the EOF, as on the kernel; reads after the peer's FIN send nothing
+	# lwIP's persist timer splits the unsent head to fill a small window
+	# (tcp_split_unsent_seg); lwIP 2.1.3 left the FIN on the first part
+	# too, and the reader took the EOF there, the bytes after it lost
+	# (tests/tcpcheck.c tailwin; lwip-patches/0001-*). Reads after the
+	# peer's FIN sent lwIP's window updates, which the kernel of an exited
+	# peer reset (prog_asyncio's server namespace, now and then)
+	tailwin_run "$(kern $NB)" "$(kern $NA)" 12050 kernel-tailwin || return 1
+	local rsts
+	rsts=$(kstat "$NB" TcpOutRsts)
+	tailwin_run "$(taccel $NB srv)" "$(taccel $NA cli)" 12051 stack-tailwin || return 1
+	# the reader's window updates after the FIN reach nobody once the
+	# server has exited: the kernel there must see none (it would reset)
+	sleep 0.5
+	[ "$(kstat "$NB" TcpOutRsts)" = "$rsts" ] ||
+		{ die "tailwin: the server's kernel sent $(($(kstat "$NB" TcpOutRsts) - rsts)) resets (segments after the server exited)"; return 1; }
+	grep -q 'connection 2: sent 100800, received 100800, intact' "$TSDP_TMP/kernel-tailwin.txt" ||
+		{ die "tailwin: the kernel run is not the reference: $(cat "$TSDP_TMP/kernel-tailwin.txt")"; return 1; }
+	cmp -s "$TSDP_TMP/kernel-tailwin.txt" "$TSDP_TMP/stack-tailwin.txt" ||
+		{ die "tailwin: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-tailwin.txt" \
+			"$TSDP_TMP/stack-tailwin.txt" >&2; return 1; }
+	log "$CUR: tailwin as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-tailwin.txt")"
+	tcp_accel cli 3 rx && tcp_accel srv 3 tx
+}
+
 # backlog_run SRV-PREFIX CLI-PREFIX PORT TAG: tcpcheck backlog-*; the
 # transcript (server, then client) in $TSDP_TMP/TAG.txt
 backlog_run() {
@@ -463,6 +503,40 @@ t_tcp_isn() { # initial sequence numbers as RFC 6528 has them: per 4-tuple unpre
 	conns_through_xsk cli 10
 }
 
+t_tcp_txcsum() { # TCP checksums left to the interface (AF_XDP TX metadata) are right: with both links' TX checksumming off the kernel finishes each from the stack's pseudo-header sum, and a bypass receiver, then a kernel receiver, verify every one
+	local d ifc srv pre port=12060
+	for d in "$NA" "$NB"; do
+		ifc=$(ip -n "$d" -br link | awk '/^tsdp/ {sub(/@.*/, "", $1); print $1}')
+		ip netns exec "$d" ethtool -K "$ifc" tx off >/dev/null || { die "ethtool -K $ifc tx off"; return 1; }
+	done
+	head -c 16M /dev/urandom >"$TSDP_TMP/in"
+	for srv in accel kern; do
+		rm -f "$TSDP_TMP"/out "$TSDP_TMP"/stats-*
+		port=$((port + 1))
+		if [ $srv = accel ]; then pre=$(taccel "$NB" srv); else pre=$(kern "$NB"); fi
+		$pre $CPU_SRV $B/tcpcheck recv-server $port "$TSDP_TMP/out" >"$TSDP_TMP/server.out" 2>&1 &
+		SRV=$!
+		TSDP_PIDS+=("$SRV")
+		wait_for 10 tcp_listening "$NB" $port || { die "$srv receiver did not listen"; return 1; }
+		$(taccel "$NA" cli) $CPU_CLI timeout 120 $B/tcpcheck send-client $IPB $port "$TSDP_TMP/in" \
+			>"$TSDP_TMP/client.out" 2>&1 || { die "$srv receiver: client exit code $? (segments refused?)"; return 1; }
+		wait_exit "$SRV" 60 && [ "$WAIT_RC" = 0 ] || { die "$srv receiver: server failed ($WAIT_RC)"; return 1; }
+		cmp -s "$TSDP_TMP/in" "$TSDP_TMP/out" || { die "$srv receiver: the bytes differ"; return 1; }
+		grep -q "tx_csum=offload" "$TSDP_TMP"/stats-cli-*.txt ||
+			{ die "the client summed its checksums itself: $(grep '^xsk' "$TSDP_TMP"/stats-cli-*.txt)"; return 1; }
+		tcp_accel cli 1 tx || return 1
+		if [ $srv = accel ]; then
+			tcp_accel srv 1 rx || return 1
+			[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_bad_csum xsk)" = 0 ] || { die "the stack refused checksums"; return 1; }
+			# the kernel finished every sum: none reached the receiver partial
+			[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_csum_completed tcp)" = 0 ] ||
+				{ die "partial checksums reached the receiver with TX checksumming off"; return 1; }
+		else
+			[ "$(kstat "$NB" TcpInCsumErrors)" = 0 ] || { die "the kernel receiver counted checksum errors"; return 1; }
+		fi
+	done
+}
+
 # ---- integrity under loss: A - router R - B, R drops at random
 
 loss_topology() {
@@ -543,4 +617,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_socat_fork tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_loss"
+TCP_ALL="tcp_socat_fork tcp_tailwin tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_txcsum tcp_loss"

@@ -31,6 +31,31 @@
  *   tcpcheck options-client HOST PORT
  *                                    connect; the same TCP_INFO line; send
  *                                    "x", read "y" and EOF
+ *   tcpcheck tailwin-server PORT GO  3 times: accept, send w - 500 bytes of
+ *                                    a pattern (w: 1 MiB, then 65,535,
+ *                                    the receive windows of lwIP as built
+ *                                    here and as Debian built it; then
+ *                                    100,500), wait until the peer
+ *                                    acknowledged them all (TCP_INFO; 3 s
+ *                                    at most), send 800 bytes more and
+ *                                    close at once: that last segment, the
+ *                                    FIN on it, meets a window of ~500
+ *                                    bytes, and lwIP's persist timer
+ *                                    splits it to fill the window; 300 ms
+ *                                    later create GO.N (a reader whose
+ *                                    window cannot take the first part
+ *                                    gets GO.N after 2 s without progress)
+ *   tcpcheck tailwin-client HOST PORT GO
+ *                                    3 times: connect, read nothing until
+ *                                    the file GO.N exists, then read to
+ *                                    EOF: the count and whether every
+ *                                    byte is the pattern's. The third
+ *                                    time it shuts down writing first and
+ *                                    reads 300 ms after GO.2, when the
+ *                                    server has exited: its reads must
+ *                                    send nothing (window updates after
+ *                                    the peer's FIN would meet the
+ *                                    server's kernel, which resets)
  *   (these print what they observed, one line each: the harness compares
  *   the kernel's run with the stack's)
  *   tcpcheck cycles-server PORT N    N times: accept, read "ping", answer
@@ -410,6 +435,134 @@ static void request(int fd, const char *say, const char *want)
 		die("no EOF after the answer");
 }
 
+/* tailwin: the byte at offset i of a connection's stream */
+static uint8_t tail_byte(size_t i)
+{
+	return (uint8_t)(i * 2654435761u >> 13);
+}
+
+static const size_t tail_first[] = { 1024 * 1024 - 500, 65535 - 500, 100000 };
+#define TAIL_LAST 800
+
+static void go_file(const char *go, size_t k)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.%zu", go, k);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	if (fd < 0)
+		die(path);
+	close(fd);
+}
+
+static void go_wait(const char *go, size_t k)
+{
+	char path[4096];
+	int i;
+
+	snprintf(path, sizeof(path), "%s.%zu", go, k);
+	for (i = 0; i < 3000 && access(path, F_OK); i++)
+		usleep(10 * 1000);
+}
+
+/* until the peer acknowledged everything sent, at most 3 s (a kernel
+ * reader that does not read has a smaller window: its run does not meet
+ * the case's window edge, and is the reference all the same) */
+static void acked_wait(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len;
+	int i;
+
+	for (i = 0; i < 300; i++) {
+		len = sizeof(ti);
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+			die("TCP_INFO");
+		if (!ti.tcpi_unacked)
+			return;
+		usleep(10 * 1000);
+	}
+}
+
+static void tailwin_server(int lfd, const char *go)
+{
+	size_t k, i, n = tail_first[0] + TAIL_LAST;
+	uint8_t *buf = malloc(n);
+
+	if (!buf)
+		die("malloc");
+	for (i = 0; i < n; i++)
+		buf[i] = tail_byte(i);
+	for (k = 0; k < sizeof(tail_first) / sizeof(tail_first[0]); k++) {
+		size_t off = 0, end = tail_first[k] + TAIL_LAST;
+		int c = accept_one(lfd), go_done = 0;
+
+		/* non-blocking: a reader whose window cannot take the first
+		 * part (the kernel's, unread) is let read after 2 s without
+		 * progress; its run does not meet the window edge and is the
+		 * reference all the same */
+		fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+		while (off < end) {
+			size_t want = off < tail_first[k] ? tail_first[k] - off : end - off;
+			ssize_t w = write(c, buf + off, want);
+			struct pollfd pf = { .fd = c, .events = POLLOUT };
+
+			if (w < 0 && errno == EAGAIN) {
+				if (!poll(&pf, 1, 2000) && !go_done) {
+					go_file(go, k);
+					go_done = 1;
+				}
+				continue;
+			}
+			if (w <= 0)
+				die("write");
+			off += (size_t)w;
+			if (off == tail_first[k] && !go_done)
+				acked_wait(c);
+		}
+		close(c); /* the FIN rides on the last data segment */
+		if (!go_done) {
+			usleep(300 * 1000); /* lwIP's persist timer: 60 ms */
+			go_file(go, k);
+		}
+	}
+	free(buf);
+}
+
+static void tailwin_client(const char *host, int port, const char *go)
+{
+	size_t k;
+
+	for (k = 0; k < sizeof(tail_first) / sizeof(tail_first[0]); k++) {
+		size_t got = 0, bad = 0;
+		uint8_t buf[65536];
+		int fd = connect_to(host, port);
+		ssize_t r;
+
+		/* the last: this end's FIN first, as a client that sends its
+		 * request and half-closes; the server's FIN then ends it, the
+		 * server exits, and only then is the data read */
+		if (k == 2 && shutdown(fd, SHUT_WR) < 0)
+			die("shutdown");
+		go_wait(go, k);
+		if (k == 2)
+			usleep(300 * 1000);
+		while ((r = read(fd, buf, sizeof(buf))) > 0) {
+			ssize_t i;
+
+			for (i = 0; i < r; i++)
+				bad += buf[i] != tail_byte(got + (size_t)i);
+			got += (size_t)r;
+		}
+		if (r < 0)
+			die("read");
+		printf("client: connection %zu: sent %zu, received %zu, %s\n", k,
+		       tail_first[k] + TAIL_LAST, got, bad ? "DIFFERS" : "intact");
+		close(fd);
+	}
+}
+
 /* Leaks left by n cycles: 0 when the fds and the library's counters are
  * back (polled up to 30 s: lwIP's TIME_WAIT lasts ~5 s here). */
 static int settle(int base, int n, const char *who)
@@ -714,6 +867,12 @@ int main(int argc, char **argv)
 		fd = connect_to(argv[2], atoi(argv[3]));
 		sink(fd, argv[4]);
 		close(fd);
+	} else if (!strcmp(m, "tailwin-server") && argc == 4) {
+		fd = listener(atoi(argv[2]));
+		tailwin_server(fd, argv[3]);
+		close(fd);
+	} else if (!strcmp(m, "tailwin-client") && argc == 5) {
+		tailwin_client(argv[2], atoi(argv[3]), argv[4]);
 	} else if (!strcmp(m, "halfclose-server") && argc == 3) {
 		fd = listener(atoi(argv[2]));
 		c = accept_one(fd);

@@ -3,13 +3,23 @@
  * sockets, no locks. One side reflects frames, the other times round trips.
  *   xsk-floor reflect IFNAME LOCAL_IP PORT
  *   xsk-floor ping IFNAME LOCAL_IP PEER_IP PEER_MAC PORT SIZE SECONDS
+ *   xsk-floor sink IFNAME LOCAL_IP PORT
+ *   xsk-floor blast IFNAME LOCAL_IP PEER_IP PEER_MAC PORT SIZE SECONDS
  * ping prints half round trips (usec) like sockperf: min, percentiles, max.
  * Copy mode, one kick (sendto MSG_DONTWAIT) per frame, busy polling.
  * XSK_FLOOR_COPY=1 (both ends): each received payload is copied out of its
  * frame whole, and the reflector sends its reply from a fresh frame with
  * the payload copied back in, as a recvfrom and a sendto through any
  * socket API must; without it the reflector swaps the headers in place and
- * the pinger reads 8 bytes of each reply (the bare ring floor). */
+ * the pinger reads 8 bytes of each reply (the bare ring floor).
+ * blast/sink: the raw TX throughput floor, what the bypass's bulk TCP
+ * carries at best: blast fills the TX ring with SIZE-byte UDP frames (the
+ * ring's whole free room, one kick per batch) for SECONDS and the sink
+ * counts what arrived through its own XSK. blast prints what it sent
+ * ("xsk-floor: blast frames=N kicks=K seconds=S gbps=G", G: IPv4 packets
+ * of SIZE + 28 bytes); the sink prints what it received on SIGINT/SIGTERM
+ * ("xsk-floor: sink frames=N bytes=B seconds=S gbps=G"), counting from its
+ * first frame to its last. */
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -219,6 +229,92 @@ static int reflect(void)
 	return 0;
 }
 
+/* sink: count frames until stopped; the time from the first to the last */
+static int sink(void)
+{
+	uint64_t frames = 0, bytes = 0, first = 0, last = 0;
+
+	printf("xsk-floor: ready\n");
+	fflush(stdout);
+	while (!stop) {
+		uint32_t idx, n, i;
+
+		n = xsk_ring_cons__peek(&rx, 256, &idx);
+		if (!n) {
+			if (xsk_ring_prod__needs_wakeup(&fq))
+				recvfrom(xsk_socket__fd(xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+			continue;
+		}
+		last = now_ns();
+		if (!first)
+			first = last;
+		for (i = 0; i < n; i++) {
+			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&rx, idx + i);
+
+			bytes += d->len > 14 ? d->len - 14 : 0; /* the IPv4 packet */
+			freel[nfree++] = d->addr & ~(uint64_t)(FSIZE - 1);
+		}
+		xsk_ring_cons__release(&rx, n);
+		frames += n;
+		while (nfree)
+			if (xsk_ring_prod__reserve(&fq, 1, &idx) == 1) {
+				*xsk_ring_prod__fill_addr(&fq, idx) = freel[--nfree];
+				xsk_ring_prod__submit(&fq, 1);
+			} else {
+				break;
+			}
+	}
+	{
+		double secs = last > first ? (double)(last - first) / 1e9 : 0;
+
+		printf("xsk-floor: sink frames=%llu bytes=%llu seconds=%.3f gbps=%.3f\n",
+		       (unsigned long long)frames, (unsigned long long)bytes, secs,
+		       secs > 0 ? (double)bytes * 8 / secs / 1e9 : 0.0);
+	}
+	return 0;
+}
+
+/* blast: SIZE-byte UDP datagrams as fast as copy-mode TX moves them */
+static int blast(uint32_t local, uint32_t peer, const uint8_t *pmac,
+		 const uint8_t *mymac, uint16_t port, size_t size, double secs)
+{
+	struct ts_udp_hdr_spec h = { .saddr = local, .daddr = peer,
+				     .sport = port, .dport = port, .ttl = 64 };
+	uint64_t start = now_ns(), end, sent = 0, kicks = 0;
+	int len = 0;
+
+	memcpy(h.dmac, pmac, 6);
+	memcpy(h.smac, mymac, 6);
+	end = start + (uint64_t)(secs * 1e9);
+	while (!stop && now_ns() < end) {
+		uint32_t idx, n, i;
+
+		recycle();
+		n = xsk_prod_nb_free(&tx, (uint32_t)nfree);
+		if (n > (uint32_t)nfree)
+			n = (uint32_t)nfree;
+		if (n && xsk_ring_prod__reserve(&tx, n, &idx) == n) {
+			for (i = 0; i < n; i++) {
+				uint64_t addr = freel[--nfree];
+
+				h.ip_id = (uint16_t)(sent + i);
+				len = ts_pkt__build_udp(area + addr, FSIZE, size, &h);
+				xsk_ring_prod__tx_desc(&tx, idx + i)->addr = addr;
+				xsk_ring_prod__tx_desc(&tx, idx + i)->len = (uint32_t)len;
+			}
+			xsk_ring_prod__submit(&tx, n);
+			sent += n;
+		}
+		sendto(xsk_socket__fd(xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+		kicks++;
+	}
+	printf("xsk-floor: blast frames=%llu kicks=%llu seconds=%.3f gbps=%.3f\n",
+	       (unsigned long long)sent, (unsigned long long)kicks,
+	       (double)(now_ns() - start) / 1e9,
+	       (double)sent * (double)(len - 14) * 8 / ((double)(now_ns() - start)) );
+	return 0;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -339,7 +435,13 @@ int main(int argc, char **argv)
 		setup(argv[2], local.s_addr, htons((uint16_t)atoi(argv[4])));
 		return reflect(); /* until SIGINT/SIGTERM; atexit: detach */
 	}
-	if (argc == 9 && !strcmp(argv[1], "ping")) {
+	if (argc == 5 && !strcmp(argv[1], "sink")) {
+		if (!inet_aton(argv[3], &local))
+			die("LOCAL_IP", EINVAL);
+		setup(argv[2], local.s_addr, htons((uint16_t)atoi(argv[4])));
+		return sink(); /* until SIGINT/SIGTERM */
+	}
+	if (argc == 9 && (!strcmp(argv[1], "ping") || !strcmp(argv[1], "blast"))) {
 		if (!inet_aton(argv[3], &local) || !inet_aton(argv[4], &peer))
 			die("LOCAL_IP/PEER_IP", EINVAL);
 		if (parse_mac(argv[5], pmac))
@@ -352,11 +454,17 @@ int main(int argc, char **argv)
 		memcpy(mymac, ifr.ifr_hwaddr.sa_data, 6);
 		close(fd);
 		setup(argv[2], local.s_addr, htons((uint16_t)atoi(argv[6])));
+		if (!strcmp(argv[1], "blast"))
+			return blast(local.s_addr, peer.s_addr, pmac, mymac,
+				     htons((uint16_t)atoi(argv[6])), (size_t)atoi(argv[7]),
+				     atof(argv[8]));
 		return ping(local.s_addr, peer.s_addr, pmac, mymac,
 			    htons((uint16_t)atoi(argv[6])), (size_t)atoi(argv[7]),
 			    atof(argv[8]));
 	}
 	fprintf(stderr, "usage: xsk-floor reflect IFNAME LOCAL_IP PORT\n"
-			"       xsk-floor ping IFNAME LOCAL_IP PEER_IP PEER_MAC PORT SIZE SECONDS\n");
+			"       xsk-floor ping IFNAME LOCAL_IP PEER_IP PEER_MAC PORT SIZE SECONDS\n"
+			"       xsk-floor sink IFNAME LOCAL_IP PORT\n"
+			"       xsk-floor blast IFNAME LOCAL_IP PEER_IP PEER_MAC PORT SIZE SECONDS\n");
 	return 2;
 }
