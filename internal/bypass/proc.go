@@ -1,0 +1,172 @@
+package bypass
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+)
+
+// regionPrefix is the path every process under libtickstack maps its region from, as its own
+// mount namespace names it (TICKSTACK_STATS_PATH_FMT).
+const regionPrefix = "/dev/shm/tickstack-"
+
+// Process is one process under libtickstack found on the node.
+type Process struct {
+	// PID is its PID in the PID namespace of the /proc scanned (the node's, for the agent with
+	// hostPID); NSPID is its PID in its own (innermost) PID namespace, the one its region is named
+	// after and tickstack-stats takes inside the pod.
+	PID, NSPID int
+	// Comm is its command name (/proc/PID/comm).
+	Comm string
+	// PodUID and ContainerID come from its cgroup path (empty for a process outside a pod).
+	PodUID, ContainerID string
+	// Stats is its region, read once.
+	Stats *Stats
+}
+
+// Unreadable is a process that maps a region the scan could not read, with why.
+type Unreadable struct {
+	PID    int
+	Reason string // "version" (another layout: VersionError) or "read"
+	Err    error
+}
+
+// Scan finds the processes below proc (a procfs mount: "/proc") that map their own statistics
+// region, and reads each region through the process's root (/proc/PID/root/dev/shm/...), which
+// reaches the /dev/shm of the process's own mount namespace, a pod's included. Reading another
+// process's root takes what ptrace's read mode takes (the same user, or CAP_SYS_PTRACE): the agent
+// holds it as a privileged container. Processes that exit during the scan are left out.
+func Scan(proc string) ([]Process, []Unreadable, error) {
+	fs, err := procfs.NewFS(proc)
+	if err != nil {
+		return nil, nil, err
+	}
+	procs, err := fs.AllProcs()
+	if err != nil {
+		return nil, nil, err
+	}
+	var found []Process
+	var bad []Unreadable
+	for _, p := range procs {
+		nspid, ok := ownRegion(p)
+		if !ok {
+			continue
+		}
+		st, err := readRegion(filepath.Join(proc, strconv.Itoa(p.PID), "root"), nspid)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+				continue // exited meanwhile
+			}
+			reason := "read"
+			var ve *VersionError
+			if errors.As(err, &ve) {
+				reason = "version"
+			}
+			bad = append(bad, Unreadable{PID: p.PID, Reason: reason, Err: err})
+			continue
+		}
+		pr := Process{PID: p.PID, NSPID: nspid, Stats: st}
+		pr.Comm, _ = p.Comm()
+		if cgs, err := p.Cgroups(); err == nil {
+			for _, cg := range cgs {
+				if uid, cid := PodOfCgroup(cg.Path); uid != "" {
+					pr.PodUID, pr.ContainerID = uid, cid
+					break
+				}
+			}
+		}
+		found = append(found, pr)
+	}
+	return found, bad, nil
+}
+
+// ownRegion tells whether p maps the region of its own PID (a forked child keeps its parent's
+// mapping beside its own) and returns that PID, as p's PID namespace numbers it.
+func ownRegion(p procfs.Proc) (int, bool) {
+	maps, err := p.ProcMaps()
+	if err != nil {
+		return 0, false
+	}
+	var pids []int
+	for _, m := range maps {
+		if !strings.HasPrefix(m.Pathname, regionPrefix) {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimPrefix(m.Pathname, regionPrefix)); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	if len(pids) == 0 {
+		return 0, false
+	}
+	nspid := p.PID
+	if st, err := p.NewStatus(); err == nil && len(st.NSpids) > 0 {
+		nspid = int(st.NSpids[len(st.NSpids)-1])
+	}
+	for _, n := range pids {
+		if n == nspid {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// readRegion reads /dev/shm/tickstack-<nspid> below root, never following a symbolic link
+// (/dev/shm is writable by every user of the pod) and reading no more than the layout.
+func readRegion(root string, nspid int) (*Stats, error) {
+	path := filepath.Join(root, regionPrefix+strconv.Itoa(nspid))
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b := make([]byte, StatsSize)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	st, err := ParseStats(b[:n])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
+
+// A pod's UID in a cgroup path: the kubelet's cgroupfs driver names the pod's cgroup
+// pod<uid> (/kubepods/besteffort/pod<uid>/<container>), the systemd driver
+// kubepods-<qos>-pod<uid with _ for ->.slice (.../cri-containerd-<container>.scope).
+var podCgroup = regexp.MustCompile(`(?:^|[/-])pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})(?:\.slice)?(?:/([^/]+)|$)`)
+
+// containerID takes the container runtime's 64-hex ID out of a container's cgroup name:
+// <id>, cri-containerd-<id>.scope, crio-<id>.scope, docker-<id>.scope.
+var containerID = regexp.MustCompile(`^(?:[a-z-]+-)?([0-9a-f]{64})(?:\.scope)?$`)
+
+// PodOfCgroup returns the pod UID and container ID a cgroup path names, or empty strings for a
+// path outside a pod. The container ID is empty when the path names the pod but no container.
+func PodOfCgroup(path string) (podUID, container string) {
+	m := podCgroup.FindStringSubmatch(path)
+	if m == nil {
+		return "", ""
+	}
+	podUID = strings.ReplaceAll(m[1], "_", "-")
+	if c := containerID.FindStringSubmatch(m[2]); c != nil {
+		container = c[1]
+	}
+	return podUID, container
+}
