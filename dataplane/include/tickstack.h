@@ -5,7 +5,10 @@
  * The library is used through LD_PRELOAD (tickstack-run); this header only
  * describes what other programs may read: the layout of the statistics
  * region every accelerated process publishes in /dev/shm/tickstack-<pid>,
- * read by tickstack-stats while the process runs.
+ * read by tickstack-stats while the process runs, and by the node agent,
+ * which exports it per pod (internal/bypass, docs/monitoring.md). A change
+ * of the layout raises TICKSTACK_STATS_VERSION; internal/bypass's tests
+ * compile this header and fail until its Go mirror follows.
  */
 #ifndef TICKSTACK_H
 #define TICKSTACK_H
