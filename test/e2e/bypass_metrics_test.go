@@ -5,6 +5,7 @@ package e2e
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,7 +19,7 @@ import (
 )
 
 // agentMetricsPort is the chart's agent.metrics.port, which values() turns on: the agent runs with
-// hostNetwork, so its endpoint is this machine's (the local cluster's node).
+// hostNetwork, so its endpoint is on the node's address.
 const agentMetricsPort = 8083
 
 // metricsReaderToken is a token of a service account bound to the release's metrics-reader
@@ -42,11 +43,11 @@ func metricsReaderToken() string {
 
 // scrapeAgent gets the node agent's /metrics as Prometheus does (HTTPS, the agent's self-signed
 // certificate, a bearer token the agent's filter checks with the API server).
-func scrapeAgent(token string) (map[string]*dto.MetricFamily, error) {
+func scrapeAgent(nodeIP, token string) (map[string]*dto.MetricFamily, error) {
 	c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the agent's certificate is self-signed, as the PodMonitor says
 	}}
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", agentMetricsPort), nil)
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s/metrics", net.JoinHostPort(nodeIP, strconv.Itoa(agentMetricsPort))), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -95,9 +96,13 @@ next:
 func expectBypassMetrics(pod, container, podPID, ifname string, minRX int) {
 	GinkgoHelper()
 	token := metricsReaderToken()
+	nodeIP, err := kubectl(nil, "get", "node", nodeName, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`)
+	Expect(err).NotTo(HaveOccurred(), nodeIP)
+	nodeIP = strings.TrimSpace(nodeIP)
+	Expect(nodeIP).NotTo(BeEmpty(), "node %s has no InternalIP", nodeName)
 	who := map[string]string{"namespace": testNS, "pod": pod, "container": container}
 	Eventually(func(g Gomega) {
-		fams, err := scrapeAgent(token)
+		fams, err := scrapeAgent(nodeIP, token)
 		g.Expect(err).NotTo(HaveOccurred())
 		info := seriesOf(fams, "tickstack_bypass_process_info", who)
 		g.Expect(info).To(ContainElement(And(HaveKeyWithValue("pod_pid", podPID), HaveKeyWithValue("", "1"))),
