@@ -24,7 +24,7 @@ type Options struct {
 	// Proc is the procfs to scan: "/proc" in the agent, which runs with hostPID.
 	Proc string
 	// Pods lists the node's pods, to name a process's pod from the pod UID of its cgroup. Nil:
-	// processes are exported without a namespace and pod.
+	// only the processes outside pods are exported.
 	Pods PodLister
 	// Relist is the least time between two lists (DefaultRelist when zero).
 	Relist time.Duration
@@ -121,8 +121,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	procs, bad, err := Scan(c.o.Proc)
 	if err != nil {
-		c.o.Log.V(1).Info("scanning for bypass processes failed", "proc", c.o.Proc, "error", err.Error())
-		ch <- prometheus.NewInvalidMetric(c.info, err)
+		// Not an invalid metric: that would fail the whole scrape, the agent's other series with it.
+		c.o.Log.Error(err, "scanning for bypass processes failed", "proc", c.o.Proc)
 		return
 	}
 	unreadable := map[string]int{"version": 0, "read": 0}

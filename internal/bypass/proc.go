@@ -1,6 +1,8 @@
 package bypass
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -55,8 +57,9 @@ func Scan(proc string) ([]Process, []Unreadable, error) {
 	}
 	var found []Process
 	var bad []Unreadable
+	r := bufio.NewReaderSize(nil, 4096)
 	for _, p := range procs {
-		nspid, ok := ownRegion(p)
+		nspid, ok := ownRegion(proc, p, r)
 		if !ok {
 			continue
 		}
@@ -89,19 +92,32 @@ func Scan(proc string) ([]Process, []Unreadable, error) {
 }
 
 // ownRegion tells whether p maps the region of its own PID (a forked child keeps its parent's
-// mapping beside its own) and returns that PID, as p's PID namespace numbers it.
-func ownRegion(p procfs.Proc) (int, bool) {
-	maps, err := p.ProcMaps()
+// mapping beside its own) and returns that PID, as p's PID namespace numbers it. The maps of every
+// process on the node are read at each scrape: they are scanned line by line in one reused buffer
+// for the region's path, and only a process that maps one is looked at further.
+func ownRegion(proc string, p procfs.Proc, r *bufio.Reader) (int, bool) {
+	f, err := os.Open(filepath.Join(proc, strconv.Itoa(p.PID), "maps"))
 	if err != nil {
 		return 0, false
 	}
+	defer func() { _ = f.Close() }()
+	r.Reset(f)
 	var pids []int
-	for _, m := range maps {
-		if !strings.HasPrefix(m.Pathname, regionPrefix) {
-			continue
+	for {
+		line, err := r.ReadSlice('\n')
+		if i := bytes.Index(line, []byte(regionPrefix)); i >= 0 {
+			// the path is the line's last field
+			if n, err := strconv.Atoi(string(bytes.TrimSpace(line[i+len(regionPrefix):]))); err == nil {
+				pids = append(pids, n)
+			}
 		}
-		if n, err := strconv.Atoi(strings.TrimPrefix(m.Pathname, regionPrefix)); err == nil {
-			pids = append(pids, n)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			for errors.Is(err, bufio.ErrBufferFull) { // the rest of an overlong line
+				_, err = r.ReadSlice('\n')
+			}
+		}
+		if err != nil {
+			break
 		}
 	}
 	if len(pids) == 0 {
