@@ -104,7 +104,7 @@ func NewCollector(o Options) *Collector {
 		tcpDrops: prometheus.NewDesc("tickstack_bypass_tcp_segment_drops_total",
 			"TCP segments dropped by the stack: no_route, neighbour (unresolved), tx_ring_full, listen_overflow (SYNs and handshake ACKs: accept queue full).", with("reason"), nil),
 		unreadable: prometheus.NewDesc("tickstack_bypass_processes_unreadable",
-			"Processes mapping a statistics region the agent could not read at this scrape: version (the library of another tickstack release), read (an error: the agent's log says which at V(1)).",
+			"Processes mapping a statistics region the agent could not read at this scrape: version (the library of an earlier tickstack release), read (an error: the agent's debug log says which).",
 			[]string{"reason"}, nil),
 	}
 }

@@ -310,11 +310,11 @@ func TestCollectorOnTheRealHost(t *testing.T) {
 	}
 }
 
-// A process mapping a region of another layout version is counted unreadable, not exported.
+// A process mapping a region of an earlier layout version is counted unreadable, not exported.
 func TestCollectorCountsARegionOfAnotherVersion(t *testing.T) {
 	testutil.RequireRoot(t)
 	py := testutil.RequireTool(t, "python3")
-	// The region of a library of a later release: the magic, version StatsVersion+1, mapped.
+	// The region of a library of an earlier release: the magic, version StatsVersion-1, mapped.
 	script := fmt.Sprintf(`import mmap, os, struct, sys, time
 p = "/dev/shm/tickstack-%%d" %% os.getpid()
 fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
@@ -326,7 +326,7 @@ try:
     sys.stdin.read()
 finally:
     os.unlink(p)
-`, StatsSize, StatsSize, StatsMagic, StatsVersion+1)
+`, StatsSize, StatsSize, StatsMagic, StatsVersion-1)
 	cmd := exec.Command(py, "-c", script)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -351,13 +351,13 @@ finally:
 	for _, u := range bad {
 		if u.PID == cmd.Process.Pid {
 			found = true
-			if u.Reason != "version" || !strings.Contains(u.Err.Error(), "layout version 7") {
+			if u.Reason != "version" || !strings.Contains(u.Err.Error(), "layout version 5") {
 				t.Errorf("process %d: %s %v, want reason version", u.PID, u.Reason, u.Err)
 			}
 		}
 	}
 	if !found {
-		t.Fatalf("process %d with a version %d region is not among the unreadable: %+v", cmd.Process.Pid, StatsVersion+1, bad)
+		t.Fatalf("process %d with a version %d region is not among the unreadable: %+v", cmd.Process.Pid, StatsVersion-1, bad)
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(Options{}))

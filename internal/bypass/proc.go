@@ -37,7 +37,7 @@ type Process struct {
 // Unreadable is a process that maps a region the scan could not read, with why.
 type Unreadable struct {
 	PID    int
-	Reason string // "version" (another layout: VersionError) or "read"
+	Reason string // "version" (an earlier layout: VersionError) or "read"
 	Err    error
 }
 

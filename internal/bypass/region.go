@@ -13,13 +13,16 @@ import (
 )
 
 // The layout of struct tickstack_stats in dataplane/include/tickstack.h, at the version this
-// reader knows. The header changes its version whenever the layout changes; region_test.go
-// compiles a C program with the header and fails when its version, sizes or offsets differ from
-// these types, so a layout change cannot land without this reader following it.
+// reader knows. From that version on the layout only grows at its end (the header says so), each
+// growth raising the version: a region of a later version is read by the prefix this reader knows.
+// region_test.go compiles a C program with the header and fails when a member this reader knows
+// moves, or the header's version is below this reader's, so a change that breaks the rule cannot
+// land without this reader following it.
 const (
 	// StatsMagic is TICKSTACK_STATS_MAGIC ("TSKS").
 	StatsMagic = 0x54534b53
-	// StatsVersion is the TICKSTACK_STATS_VERSION whose layout the types below mirror.
+	// StatsVersion is the TICKSTACK_STATS_VERSION whose layout the types below mirror; later
+	// versions extend it at the end.
 	StatsVersion = 6
 	// MaxXSK and MaxSock are TICKSTACK_STATS_MAX_XSK and TICKSTACK_STATS_MAX_SOCK.
 	MaxXSK  = 8
@@ -133,9 +136,10 @@ type Stats struct {
 // StatsSize is sizeof(struct tickstack_stats) at StatsVersion.
 const StatsSize = int(unsafe.Sizeof(Stats{}))
 
-// ParseStats decodes a region's bytes (the file /dev/shm/tickstack-<pid>). It refuses a region
-// without the magic (not yet initialised, or not a tickstack region), of another layout version,
-// or shorter than the layout.
+// ParseStats decodes a region's bytes (the file /dev/shm/tickstack-<pid>): the prefix of
+// StatsSize bytes, which a later version extends. It refuses a region without the magic (not yet
+// initialised, or not a tickstack region), of an earlier layout version, or shorter than the
+// layout.
 func ParseStats(b []byte) (*Stats, error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("%d bytes: shorter than the region's header", len(b))
@@ -143,7 +147,7 @@ func ParseStats(b []byte) (*Stats, error) {
 	if m := binary.NativeEndian.Uint32(b); m != StatsMagic {
 		return nil, fmt.Errorf("magic %#x, want %#x: not (yet) a tickstack statistics region", m, StatsMagic)
 	}
-	if v := binary.NativeEndian.Uint32(b[4:]); v != StatsVersion {
+	if v := binary.NativeEndian.Uint32(b[4:]); v < StatsVersion {
 		return nil, &VersionError{Version: v}
 	}
 	if len(b) < StatsSize {
@@ -156,12 +160,12 @@ func ParseStats(b []byte) (*Stats, error) {
 	return &s, nil
 }
 
-// VersionError is a region of a layout version this reader does not know: a library of another
-// tickstack release than the agent's (during an upgrade, until the pod restarts).
+// VersionError is a region of a layout version before the one this reader knows: a library of an
+// earlier tickstack release than the agent's (during an upgrade, until the pod restarts).
 type VersionError struct{ Version uint32 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("layout version %d, this reader knows %d: the process runs a libtickstack of another release than the agent", e.Version, StatsVersion)
+	return fmt.Sprintf("layout version %d, this reader knows %d and later: the process runs a libtickstack of an earlier release than the agent", e.Version, StatsVersion)
 }
 
 // cString is a NUL-terminated C string of a fixed array.
