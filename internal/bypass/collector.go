@@ -131,7 +131,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		c.o.Log.V(1).Info("cannot read a bypass process's statistics", "pid", u.PID, "error", u.Err.Error())
 	}
 	for reason, n := range unreadable {
-		ch <- prometheus.MustNewConstMetric(c.unreadable, prometheus.GaugeValue, float64(n), reason)
+		c.send(ch, c.unreadable, prometheus.GaugeValue, float64(n), reason)
 	}
 	names := c.resolve(procs)
 	for i := range procs {
@@ -148,10 +148,9 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 	s := p.Stats
 	with := func(l ...string) []string { return append(append(make([]string, 0, len(base)+len(l)), base...), l...) }
 	counter := func(d *prometheus.Desc, v uint64, l ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), with(l...)...)
+		c.send(ch, d, prometheus.CounterValue, float64(v), with(l...)...)
 	}
-	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1,
-		with(p.Comm, strconv.Itoa(p.NSPID), cString(s.Profile[:]))...)
+	c.send(ch, c.info, prometheus.GaugeValue, 1, with(label(p.Comm), strconv.Itoa(p.NSPID), label(cString(s.Profile[:])))...)
 
 	// One interface's XSKs are one slot; two slots of one name (never written so) are summed, as
 	// a registry refuses two series of the same labels.
@@ -163,7 +162,7 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 		if x.InUse == 0 {
 			continue
 		}
-		name := cString(x.Ifname[:])
+		name := label(cString(x.Ifname[:]))
 		a := ifs[name]
 		if a == nil {
 			a = &ifc{}
@@ -236,6 +235,27 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 	counter(c.tcpDrops, s.TCP.TxNeigh, "neighbour")
 	counter(c.tcpDrops, s.TCP.TxRingFull, "tx_ring_full")
 	counter(c.tcpDrops, s.TCP.ListenOverflow, "listen_overflow")
+}
+
+// send sends one series; one that cannot be made (never expected: the labels are made valid) is
+// logged and left out rather than panicking the scrape.
+func (c *Collector) send(ch chan<- prometheus.Metric, d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		c.o.Log.Error(err, "a bypass series left out", "labels", labels)
+		return
+	}
+	ch <- m
+}
+
+// label makes a string the process or its region gives (its command, its profile, an interface
+// name: all the process's own to write) a valid label value: UTF-8, at most 64 bytes.
+func label(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > 64 {
+		s = strings.ToValidUTF8(s[:64], "")
+	}
+	return s
 }
 
 // resolve names the pods of procs: from what the last list said, listing the node's pods again

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -367,5 +368,55 @@ finally:
 	}
 	if v := value(fams, "tickstack_bypass_process_info", map[string]string{"pid": strconv.Itoa(cmd.Process.Pid)}); v != -1 {
 		t.Errorf("the process of an unknown layout is exported")
+	}
+}
+
+// A process writes what it likes into its own region and its command name: invalid UTF-8 in its
+// profile, its interface's name and its comm gives valid label values, and the scrape goes on.
+func TestCollectorSurvivesAHostileRegion(t *testing.T) {
+	testutil.RequireRoot(t)
+	py := testutil.RequireTool(t, "python3")
+	xsk := int(unsafe.Offsetof(Stats{}.XSK))
+	script := fmt.Sprintf(`import ctypes, mmap, os, struct, sys
+p = "/dev/shm/tickstack-%%d" %% os.getpid()
+fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+os.ftruncate(fd, %d)
+m = mmap.mmap(fd, %d)
+m[0:32] = struct.pack("=IIiI", %d, %d, os.getpid(), 1) + b"\xff\xfelat\x00" + b"\x00" * 10
+m[%d:%d] = b"\xc3\x28eth0\x00" + b"\x00" * 9
+m[%d:%d] = struct.pack("=I", 1)
+ctypes.CDLL(None).prctl(15, b"\xff\xfebad", 0, 0, 0)
+print("ready", flush=True)
+try:
+    sys.stdin.read()
+finally:
+    os.unlink(p)
+`, StatsSize, StatsSize, StatsMagic, StatsVersion, xsk, xsk+16, xsk+24, xsk+28)
+	cmd := exec.Command(py, "-c", script)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the region's process: %q %v", line, err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(Options{}))
+	fams := scrape(t, reg)
+	pid := strconv.Itoa(cmd.Process.Pid)
+	if v := value(fams, "tickstack_bypass_process_info", map[string]string{"pid": pid, "process": "\uFFFDbad", "profile": "\uFFFDlat"}); v != 1 {
+		t.Errorf("tickstack_bypass_process_info of the hostile process: %v, want 1 with its comm and profile made valid: %v", v, fams["tickstack_bypass_process_info"])
+	}
+	if v := value(fams, "tickstack_bypass_packets_total", map[string]string{"pid": pid, "interface": "\uFFFD(eth0", "direction": "rx"}); v != 0 {
+		t.Errorf("tickstack_bypass_packets_total of the hostile process's interface: %v, want 0 under its name made valid", v)
 	}
 }

@@ -135,11 +135,23 @@ func ownRegion(proc string, p procfs.Proc, r *bufio.Reader) (int, bool) {
 	return 0, false
 }
 
-// readRegion reads /dev/shm/tickstack-<nspid> below root, never following a symbolic link
-// (/dev/shm is writable by every user of the pod) and reading no more than the layout.
+// readRegion reads /dev/shm/tickstack-<nspid> of the process whose root is root
+// (/proc/PID/root). The path is resolved inside that root (openat2 RESOLVE_IN_ROOT): the pod's
+// files are the pod's to lay out, so a symbolic link there (/dev/shm -> /etc) stays in the pod's
+// tree rather than reaching the agent's; the region itself is never a link (O_NOFOLLOW), only a
+// regular file (no FIFO to block on), and no more than the layout is read.
 func readRegion(root string, nspid int) (*Stats, error) {
-	path := filepath.Join(root, regionPrefix+strconv.Itoa(nspid))
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	defer func() { _ = unix.Close(rfd) }()
+	name := strings.TrimPrefix(regionPrefix, "/") + strconv.Itoa(nspid)
+	path := filepath.Join(root, name)
+	fd, err := unix.Openat2(rfd, name, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
