@@ -105,11 +105,8 @@ func ownRegion(proc string, p procfs.Proc, r *bufio.Reader) (int, bool) {
 	var pids []int
 	for {
 		line, err := r.ReadSlice('\n')
-		if i := bytes.Index(line, []byte(regionPrefix)); i >= 0 {
-			// the path is the line's last field
-			if n, err := strconv.Atoi(string(bytes.TrimSpace(line[i+len(regionPrefix):]))); err == nil {
-				pids = append(pids, n)
-			}
+		if n, ok := regionOf(line); ok {
+			pids = append(pids, n)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			for errors.Is(err, bufio.ErrBufferFull) { // the rest of an overlong line
@@ -133,6 +130,20 @@ func ownRegion(proc string, p procfs.Proc, r *bufio.Reader) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// regionOf returns n when a maps line's path (its last field) is a statistics region,
+// <dir>/shm/tickstack-<n>: /dev/shm/tickstack-<n> as the process's own mount namespace names it
+// (what the kernel prints for a process in another mount namespace, a pod's), or the directory a
+// runtime mounts at a pod's /dev/shm should a kernel print that instead.
+func regionOf(line []byte) (int, bool) {
+	const base = "/tickstack-"
+	i := bytes.LastIndex(line, []byte(base))
+	if i < 0 || !bytes.HasSuffix(line[:i], []byte("/shm")) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(bytes.TrimRight(line[i+len(base):], "\n")))
+	return n, err == nil && n > 0
 }
 
 // readRegion reads /dev/shm/tickstack-<nspid> of the process whose root is root

@@ -186,3 +186,20 @@ func TestPodOfCgroup(t *testing.T) {
 		}
 	}
 }
+
+func TestRegionOfAMapsLine(t *testing.T) {
+	for line, want := range map[string]int{
+		"7f1c2a000000-7f1c2a05b000 rw-s 00000000 00:1a 1234                       /dev/shm/tickstack-17\n":                              17,
+		"7f1c2a000000-7f1c2a05b000 rw-s 00000000 00:1a 1234 /run/containerd/io.containerd.grpc.v1.cri/sandboxes/ab12/shm/tickstack-1\n": 1,
+		"7f1c2a000000-7f1c2a05b000 rw-s 00000000 00:1a 1234 /dev/shm/tickstack-17 (deleted)\n":                                          0,
+		"7f1c2a000000-7f1c2a05b000 rw-s 00000000 00:1a 1234 /tmp/tickstack-17\n":                                                        0,
+		"7f1c2a000000-7f1c2a05b000 r-xp 00000000 08:01 99 /opt/tickstack/lib/libtickstack.so\n":                                         0,
+		"7f1c2a000000-7f1c2a05b000 rw-s 00000000 00:1a 1234 /dev/shm/tickstack-x\n":                                                     0,
+		"7f1c2a000000-7f1c2a05b000 rw-p 00000000 00:00 0\n":                                                                             0,
+	} {
+		n, ok := regionOf([]byte(line))
+		if n != want || ok != (want != 0) {
+			t.Errorf("regionOf(%q) = %d, %v; want %d", line, n, ok, want)
+		}
+	}
+}
