@@ -306,9 +306,8 @@ func TestCollectorOnTheRealHost(t *testing.T) {
 			t.Errorf("%s%v = %v, want 0 (present, nothing fell back or dropped)", c.family, c.labels, v)
 		}
 	}
-	if v := value(fams, "tickstack_bypass_processes_unreadable", map[string]string{"reason": "version"}); v != 0 {
-		t.Errorf("unreadable processes (version): %v, want 0", v)
-	}
+	// (tickstack_bypass_processes_unreadable counts the whole host's, other tests' processes
+	// included: TestCollectorCountsARegionOfAnotherVersion checks it.)
 }
 
 // A process mapping a region of an earlier layout version is counted unreadable, not exported.
@@ -318,6 +317,10 @@ func TestCollectorCountsARegionOfAnotherVersion(t *testing.T) {
 	// The region of a library of an earlier release: the magic, version StatsVersion-1, mapped.
 	script := fmt.Sprintf(`import mmap, os, struct, sys, time
 p = "/dev/shm/tickstack-%%d" %% os.getpid()
+try:
+    os.unlink(p)  # a region left by a killed process that had this pid, as the library does
+except FileNotFoundError:
+    pass
 fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
 os.ftruncate(fd, %d)
 m = mmap.mmap(fd, %d)
@@ -379,6 +382,10 @@ func TestCollectorSurvivesAHostileRegion(t *testing.T) {
 	xsk := int(unsafe.Offsetof(Stats{}.XSK))
 	script := fmt.Sprintf(`import ctypes, mmap, os, struct, sys
 p = "/dev/shm/tickstack-%%d" %% os.getpid()
+try:
+    os.unlink(p)  # a region left by a killed process that had this pid, as the library does
+except FileNotFoundError:
+    pass
 fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
 os.ftruncate(fd, %d)
 m = mmap.mmap(fd, %d)
