@@ -17,10 +17,12 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -29,6 +31,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/bootloader"
+	"github.com/tickstack/tickstack/internal/bypass"
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/metricsauth"
 	"github.com/tickstack/tickstack/internal/tuning"
@@ -314,6 +317,20 @@ func run(ctx context.Context, o *options) error {
 		Configz: configz, Files: agent.KubeletFiles(mgr.GetAPIReader(), o.nodeName, "/proc", "/proc/self/net"),
 	}.Read
 	r.Recorder = mgr.GetEventRecorder("tickstack-agent")
+	if o.metricsAddr != "0" {
+		// The counters of the node's kernel-bypass processes, per pod (docs/monitoring.md): found
+		// through /proc (hostPID), named from the pods the API server lists on this node.
+		reader := mgr.GetAPIReader()
+		ctrlmetrics.Registry.MustRegister(bypass.NewCollector(bypass.Options{
+			Proc: "/proc",
+			Pods: func(ctx context.Context) ([]corev1.Pod, error) {
+				var pods corev1.PodList
+				err := reader.List(ctx, &pods, client.MatchingFields{"spec.nodeName": o.nodeName})
+				return pods.Items, err
+			},
+			Log: ctrl.Log.WithName("bypass"),
+		}))
+	}
 	var nics <-chan string
 	if o.watchNICs {
 		// The agent runs with hostNetwork: its network namespace is the host's.

@@ -5,7 +5,15 @@
  * The library is used through LD_PRELOAD (tickstack-run); this header only
  * describes what other programs may read: the layout of the statistics
  * region every accelerated process publishes in /dev/shm/tickstack-<pid>,
- * read by tickstack-stats while the process runs.
+ * read by tickstack-stats while the process runs, and by the node agent,
+ * which exports it per pod (internal/bypass, docs/monitoring.md).
+ *
+ * From version 6 on the layout only grows at its end: a new field, array or
+ * group of counters goes after nh, never into the X-macro lists below (a
+ * counter added to one moves every member after it), and raises
+ * TICKSTACK_STATS_VERSION. The agent reads a later version by the prefix it
+ * knows; internal/bypass's tests compile this header and fail when a member
+ * it knows moves.
  */
 #ifndef TICKSTACK_H
 #define TICKSTACK_H

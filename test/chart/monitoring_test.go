@@ -220,6 +220,9 @@ func TestMonitoringObjects(t *testing.T) {
 	if len(eps) != 1 || portName == "" || eps[0].(map[string]any)["port"] != portName {
 		t.Errorf("PodMonitor endpoints %v, want the agent's port %q (9555)", eps, portName)
 	}
+	if honor, _ := eps[0].(map[string]any)["honorLabels"].(bool); !honor {
+		t.Error("the PodMonitor must honour the series' labels: a bypass process's namespace and pod are its own, not the agent's")
+	}
 	relabel, _ := json.Marshal(eps[0].(map[string]any)["relabelings"])
 	if !strings.Contains(string(relabel), `"sourceLabels":["__meta_kubernetes_pod_node_name"],"targetLabel":"node"`) {
 		t.Errorf("the PodMonitor does not label the agents' series with their node: %s", relabel)

@@ -71,6 +71,8 @@ agent:
 	return v + `  - {name: tse2e-scratch, mountPath: /host/etc/systemd/system, subPath: systemd}
   extraArgs: [--failpoint-file=/tse2e/failpoint]
   hostProcess: containerd
+  # the agent's metrics endpoint (port 8083 of this machine): the bypass pods' counters
+  metrics: {enabled: true}
   kubelet:
     configDir: ` + clusterDir + `/etc/kubelet.conf.d
     rootDir: ` + clusterDir + `/kubelet
@@ -1017,7 +1019,7 @@ spec:
 		Expect(err).NotTo(HaveOccurred(), out)
 	})
 
-	It("runs bypass pods under Pod Security restricted: no capability, no host path, accelerated with the pods' kernel counters flat; a reserved volume name refused", func() {
+	It("runs bypass pods under Pod Security restricted: no capability, no host path, accelerated with the pods' kernel counters flat, the server's counters on the node's metrics endpoint under its pod; a reserved volume name refused", func() {
 		// The test namespace enforces "restricted" for this spec (Pod Security judges pods at creation,
 		// so the pods of other specs are not affected). The pods say what restricted asks of any pod
 		// (a non-root user); the webhook adds the rest (capabilities dropped, no escalation, seccomp
@@ -1168,6 +1170,9 @@ spec:
 					"%s's kernel counted %d %s during %d round trips", name, after[k]-before[name][k], k, received)
 			}
 		}
+
+		By("the node agent's metrics endpoint shows the server's counters under rp-a's namespace and name")
+		expectBypassMetrics("rp-a", "bench", in("rp-a", "cat /tmp/sr.pid"), "lat0", received)
 	})
 
 	It("benchmarks the node: kernel and bypass ping-pong and tick-to-trade between two pods over the secondary network, a verdict, the validated label", func() {
