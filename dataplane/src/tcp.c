@@ -1106,6 +1106,8 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 	ts_stats->tcp.listen_accel++;
 	TS_INC(ts_stats->sockets_accelerated);
 	ts_lwip__unlock();
+	ts_ctl__wake(); /* the control thread: it answers the inspection
+			 * tools (capture.c) of a TCP-only process too */
 	return 0;
 out_nomem:
 	hold_put(t->hold);
@@ -1278,6 +1280,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	ts_stats->tcp.conns_live++;
 	TS_INC(ts_stats->sockets_accelerated);
 	unlock_wake();
+	ts_ctl__wake(); /* as for a listener */
 	if (t->nonblock) {
 		errno = EINPROGRESS;
 		return -1;

@@ -108,7 +108,7 @@ t_dump_tcp() { # a TCP ping-pong captured at the client: handshake and data both
 	# every data segment tshark sees is in order: nothing captured twice
 	# or lost between the stack and the file
 	[ "$(tcount "$f" "tcp.analysis.retransmission || tcp.analysis.lost_segment || tcp.analysis.out_of_order")" = 0 ] ||
-		{ die "tshark sees lost, reordered or repeated segments"; return 1; }
+		{ die "tshark sees lost, reordered or repeated segments: $(tshark -r "$f" -Y "tcp.analysis.retransmission || tcp.analysis.lost_segment || tcp.analysis.out_of_order" 2>/dev/null | head -n 5)"; return 1; }
 	tcp_accel srv 1
 }
 
@@ -159,20 +159,11 @@ t_dump_drops() { # a stalled reader: the stack drops and counts, never waits (ev
 	[ "$(tshark -r "$f" 2>/dev/null | wc -l)" = "$written" ] || { die "the file does not hold the $written frames written"; return 1; }
 }
 
-t_stackdump() { # tickstack-stackdump lists a process's UDP and TCP sockets (json parsed, table), its XSK rings and UMEM, here and through /proc/PID/root
-	local pid f=$TSDP_TMP/sd.json
-	inspect_tools || return 1
-	$(taccel $NB srv) $CPU_SRV sockperf sr --tcp -i $IPB -p 12302 >"$TSDP_TMP/server.out" 2>&1 &
-	SRV=$!
-	TSDP_PIDS+=("$SRV")
-	wait_for 10 tcp_listening "$NB" 12302 || { die "server did not listen"; return 1; }
-	$(taccel $NA cli) $CPU_CLI timeout 30 sockperf pp --tcp -i $IPB -p 12302 -t 4 -m 64 >"$TSDP_TMP/client.out" 2>&1 &
-	CLI=$!
-	TSDP_PIDS+=("$CLI")
-	sleep 1.5
-	pid=$(proc_of "sockperf sr --tcp -i $IPB -p 12302") || { die "no server pid"; return 1; }
-	"$SDUMP" -p "$pid" -o json >"$f" 2>"$TSDP_TMP/sd.err" || { die "stackdump failed: $(cat "$TSDP_TMP/sd.err")"; return 1; }
-	python3 - "$f" "$IPB" <<'EOF' || { die "stackdump json: $(cat "$TSDP_TMP/sd.err") $(head -c 2000 "$f")"; return 1; }
+# sd_ok PID FILE: tickstack-stackdump -o json of PID into FILE shows the
+# listener and an established connection with data both ways
+sd_ok() {
+	"$SDUMP" -p "$1" -o json >"$2" 2>"$TSDP_TMP/sd.err" || return 1
+	python3 - "$2" "$IPB" 2>>"$TSDP_TMP/sd.err" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 ip = sys.argv[2]
@@ -192,6 +183,22 @@ assert x[0]["fill"] > 0, "empty fill ring %s" % x
 assert x[0]["counters"]["rx_packets"] > 0, x
 assert p["counters"]["tcp_conns_accel"] >= 1, p["counters"]
 EOF
+}
+
+t_stackdump() { # tickstack-stackdump lists a process's TCP sockets (json parsed, table), its XSK rings and UMEM, here and through /proc/PID/root
+	local pid f=$TSDP_TMP/sd.json
+	inspect_tools || return 1
+	$(taccel $NB srv) $CPU_SRV sockperf sr --tcp -i $IPB -p 12302 >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" 12302 || { die "server did not listen"; return 1; }
+	$(taccel $NA cli) $CPU_CLI timeout 30 sockperf pp --tcp -i $IPB -p 12302 -t 4 -m 64 >"$TSDP_TMP/client.out" 2>&1 &
+	CLI=$!
+	TSDP_PIDS+=("$CLI")
+	pid=$(proc_of "sockperf sr --tcp -i $IPB -p 12302") || { die "no server pid"; return 1; }
+	# the client's round trips under way (a loaded machine starts it late)
+	wait_for 10 sd_ok "$pid" "$f" ||
+		{ die "stackdump json: $(cat "$TSDP_TMP/sd.err") $(head -c 3000 "$f")"; return 1; }
 	"$SDUMP" -p "$pid" >"$TSDP_TMP/sd.txt" 2>&1 || { die "stackdump table failed"; return 1; }
 	grep -q "LISTEN" "$TSDP_TMP/sd.txt" && grep -q "ESTABLISHED" "$TSDP_TMP/sd.txt" && grep -q "cwnd" "$TSDP_TMP/sd.txt" ||
 		{ die "table: $(cat "$TSDP_TMP/sd.txt")"; return 1; }
