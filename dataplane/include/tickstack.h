@@ -180,7 +180,7 @@ struct tickstack_stats {
 #define TICKSTACK_CAP_OUT 2u   /* put on the XSK's TX ring */
 #define TICKSTACK_CAP_PAD 0x100u /* filler to the end of the ring: skip */
 /* A reader that has not looked for this long is gone: the stack detaches. */
-#define TICKSTACK_CAP_STALE_NS 3000000000ull
+#define TICKSTACK_CAP_STALE_NS 10000000000ull
 
 struct tickstack_cap_hdr {
 	uint32_t magic;
