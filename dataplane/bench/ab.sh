@@ -86,7 +86,7 @@ for r in $(seq 1 "$rounds"); do
 		wait_for 10 $listening "$NB" $PORT || { echo "ab: server of $d did not start" >&2; exit 1; }
 		cap=
 		if [ "$d" != "$a" ]; then
-			"$d/build/tickstack-dump" -p "$(pgrep -n -f "sockperf sr $tcp -i $IPB -p $PORT")" -w /dev/null \
+			"$d/build/tickstack-dump" -p "$(pgrep -n -f "sockperf sr ${tcp:+$tcp }-i $IPB -p $PORT")" -w /dev/null \
 				2>"$out.cap" &
 			cap=$!
 			wait_for 10 grep -q "capturing from" "$out.cap" || { echo "ab: capture of $d did not attach" >&2; exit 1; }

@@ -1179,15 +1179,17 @@ spec:
 		// to the server through the pod's /dev/shm (docs/dataplane.md, "Seeing inside the bypass").
 		in("rp-a", "nohup /opt/tickstack/lib/tickstack-dump -p $(cat /tmp/sr.pid) -w /tmp/cap.pcapng -G 60 "+
 			"udp port 11121 >/tmp/dump.log 2>&1 & echo $! > /tmp/dump.pid")
-		Eventually(func() string { out, _ := kubectl(nil, "exec", "-n", testNS, "rp-a", "--", "cat", "/tmp/dump.log"); return out },
-			30*time.Second, 200*time.Millisecond).Should(ContainSubstring("capturing from 1 process"))
+		dumpLog := func() string {
+			out, _ := kubectl(nil, "exec", "-n", testNS, "rp-a", "--", "cat", "/tmp/dump.log")
+			return out
+		}
+		Eventually(dumpLog, 30*time.Second, 200*time.Millisecond).Should(ContainSubstring("capturing from 1 process"))
 		out = in("rp-b", "sockperf pp -i "+addr["rp-a"]+" -p 11121 -t 1 -m 64 2>&1")
 		m = regexp.MustCompile(`\[Total Run\][^\n]*SentMessages=(\d+)`).FindStringSubmatch(out)
 		Expect(m).NotTo(BeNil(), out)
 		sent, _ := strconv.Atoi(m[1])
 		in("rp-a", "kill -INT $(cat /tmp/dump.pid)")
-		Eventually(func() string { out, _ := kubectl(nil, "exec", "-n", testNS, "rp-a", "--", "cat", "/tmp/dump.log"); return out },
-			30*time.Second, 200*time.Millisecond).Should(MatchRegexp(`frames written, \d+ captured by the stack, 0 dropped`))
+		Eventually(dumpLog, 30*time.Second, 200*time.Millisecond).Should(MatchRegexp(`frames written, \d+ captured by the stack, 0 dropped`))
 		pcap, err := kubectl(nil, "exec", "-n", testNS, "rp-a", "--", "cat", "/tmp/cap.pcapng")
 		Expect(err).NotTo(HaveOccurred())
 		f := filepath.Join(GinkgoT().TempDir(), "rp-a.pcapng")
@@ -1200,8 +1202,8 @@ spec:
 		}
 		// every request the server received and every reply it sent (64-byte payloads: sockperf's
 		// warm-up messages are of other sizes), on lat0, as the stack saw them
-		Expect(frames("frame.packet_flags_direction == 1 && ip.dst == "+addr["rp-a"]+" && udp.dstport == 11121 && udp.length == 72")).To(Equal(sent))
-		Expect(frames("frame.packet_flags_direction == 2 && ip.src == "+addr["rp-a"]+" && udp.srcport == 11121 && udp.length == 72")).To(Equal(sent))
+		Expect(frames("frame.packet_flags_direction == 1 && ip.dst == " + addr["rp-a"] + " && udp.dstport == 11121 && udp.length == 72")).To(Equal(sent))
+		Expect(frames("frame.packet_flags_direction == 2 && ip.src == " + addr["rp-a"] + " && udp.srcport == 11121 && udp.length == 72")).To(Equal(sent))
 		Expect(frames(`frame.interface_name == "lat0" && udp.length == 72`)).To(Equal(2 * sent))
 
 		By("tickstack-stackdump in rp-a lists the server's socket on its XSK")
