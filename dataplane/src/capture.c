@@ -30,6 +30,8 @@ static size_t cap_maplen;
 static uint32_t cap_size, cap_snaplen; /* copied at attach: trusted */
 static uint64_t cap_head;
 static uint32_t cap_gen;
+static uint32_t cap_answered; /* the last request looked at: a ring let go
+			       * (stale reader) is not taken again */
 
 static struct tickstack_dump *dump_map; /* control thread only */
 static size_t dump_maplen;
@@ -89,6 +91,7 @@ static void cap__attach(uint32_t gen)
 	struct tickstack_cap_hdr *h;
 	size_t len = 0;
 
+	cap_answered = gen;
 	snprintf(path, sizeof(path), TICKSTACK_CAP_PATH_FMT, (int)getpid());
 	h = map_tool_file(path, sizeof(*h), &len);
 	if (!h)
@@ -136,7 +139,7 @@ static void cap__poll(void)
 		else
 			return;
 	}
-	if (req && req != __atomic_load_n(&ts_stats->cap_att, __ATOMIC_ACQUIRE))
+	if (req && req != cap_answered)
 		cap__attach(req);
 }
 
@@ -258,6 +261,7 @@ void ts_cap__after_fork_child(void)
 		munmap(cap_h, cap_maplen);
 	cap_h = NULL;
 	cap_gen = 0;
+	cap_answered = 0;
 	__atomic_store_n(&ts_cap_on, 0, __ATOMIC_RELAXED);
 	pthread_mutex_init(&cap_lock, NULL);
 }

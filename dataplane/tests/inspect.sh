@@ -6,7 +6,7 @@
 # lists the process's sockets and rings (docs/dataplane.md, "Seeing inside
 # the bypass").
 
-INSPECT_ALL="dump_udp dump_tcp dump_filter dump_drops stackdump"
+INSPECT_ALL="dump_udp dump_tcp dump_filter dump_drops dump_reattach stackdump"
 DUMP=$B/tickstack-dump
 SDUMP=$B/tickstack-stackdump
 
@@ -213,4 +213,22 @@ t_stackdump() { # tickstack-stackdump lists a process's TCP sockets (json parsed
 	[ ! -e "/dev/shm/tickstack-$pid.dump" ] || { die "the snapshot file was left behind"; return 1; }
 	wait_exit "$CLI" 30 && [ "$WAIT_RC" = 0 ] || { die "client exit code $WAIT_RC"; return 1; }
 	stop_server
+}
+
+t_dump_reattach() { # a reader killed with SIGKILL leaves its ring behind: the next tickstack-dump takes the process over at once and captures
+	local pid f=$TSDP_TMP/re.pcapng
+	inspect_tools || return 1
+	start_server "$(accel $NB srv)" 11304 || return 1
+	pid=$(proc_of "sockperf sr -i $IPB -p 11304") || { die "no server pid"; return 1; }
+	dump_start "$pid" "$TSDP_TMP/killed.pcapng" || return 1
+	kill -KILL "$DUMP_PID"
+	wait "$DUMP_PID" 2>/dev/null
+	[ -e "/dev/shm/tickstack-$pid.cap" ] || { die "the killed reader's ring is not there (the case tests nothing)"; return 1; }
+	dump_start "$pid" "$f" -c 20 || return 1
+	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11304 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?"; return 1; }
+	wait_exit "$DUMP_PID" 10 && [ "$WAIT_RC" = 0 ] || { die "the second tickstack-dump did not end on -c 20 ($WAIT_RC)"; return 1; }
+	stop_server || return 1
+	[ "$(tshark -r "$f" 2>/dev/null | wc -l)" = 20 ] || { die "the second capture holds $(tshark -r "$f" 2>/dev/null | wc -l) frames"; return 1; }
+	[ ! -e "/dev/shm/tickstack-$pid.cap" ] || { die "the ring was left behind"; return 1; }
 }
