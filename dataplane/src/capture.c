@@ -265,3 +265,18 @@ void ts_cap__after_fork_child(void)
 	__atomic_store_n(&ts_cap_on, 0, __ATOMIC_RELAXED);
 	pthread_mutex_init(&cap_lock, NULL);
 }
+
+/* At exit: the ring is let go, so a reader that cannot see the process
+ * (from the node, another pid namespace) stops. */
+void ts_cap__fini(void)
+{
+	struct tickstack_cap_hdr *h;
+
+	pthread_mutex_lock(&cap_lock);
+	h = cap_h;
+	cap_h = NULL;
+	__atomic_store_n(&ts_cap_on, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&cap_lock);
+	if (h)
+		__atomic_store_n(&h->attached, 2, __ATOMIC_RELEASE);
+}

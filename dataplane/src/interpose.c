@@ -1746,5 +1746,6 @@ __attribute__((destructor)) static void ts_fini(void)
 	ts_tcp__fini();
 	ts_stack__fini_all();
 	ts_stats__dump();
+	ts_cap__fini();
 	ts_stats__fini();
 }

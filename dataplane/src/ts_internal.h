@@ -192,6 +192,7 @@ TS_HIDDEN void ts_cap__frame(uint32_t ifindex, uint32_t queue, uint32_t flags,
 			     const void *p, uint32_t len, uint64_t ts_ns);
 TS_HIDDEN uint64_t ts_cap__now(void); /* CLOCK_REALTIME, ns */
 TS_HIDDEN void ts_cap__after_fork_child(void);
+TS_HIDDEN void ts_cap__fini(void); /* exit: the reader is told */
 /* the control thread's tick: attach/detach the ring, answer a snapshot */
 TS_HIDDEN void ts_inspect__poll(void);
 TS_HIDDEN struct tickstack_dump_sock *ts_dump__sock_slot(struct tickstack_dump *d);

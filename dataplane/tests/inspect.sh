@@ -215,7 +215,7 @@ t_stackdump() { # tickstack-stackdump lists a process's TCP sockets (json parsed
 	stop_server
 }
 
-t_dump_reattach() { # a reader killed with SIGKILL leaves its ring behind: the next tickstack-dump takes the process over at once and captures
+t_dump_reattach() { # a reader killed with SIGKILL leaves its ring behind: the next tickstack-dump takes the process over at once and captures; from the node (-r /proc/PID/root) the process's exit ends a capture
 	local pid f=$TSDP_TMP/re.pcapng
 	inspect_tools || return 1
 	start_server "$(accel $NB srv)" 11304 || return 1
@@ -228,7 +228,15 @@ t_dump_reattach() { # a reader killed with SIGKILL leaves its ring behind: the n
 	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11304 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	wait_exit "$DUMP_PID" 10 && [ "$WAIT_RC" = 0 ] || { die "the second tickstack-dump did not end on -c 20 ($WAIT_RC)"; return 1; }
-	stop_server || return 1
 	[ "$(tshark -r "$f" 2>/dev/null | wc -l)" = 20 ] || { die "the second capture holds $(tshark -r "$f" 2>/dev/null | wc -l) frames"; return 1; }
 	[ ! -e "/dev/shm/tickstack-$pid.cap" ] || { die "the ring was left behind"; return 1; }
+	# as from the node (through /proc/PID/root, where the tool cannot ask the
+	# kernel whether the pid lives): the process's exit ends the capture
+	"$DUMP" -r "/proc/$pid/root" -p "$pid" -w "$TSDP_TMP/node.pcapng" 2>"$TSDP_TMP/dump.out" &
+	DUMP_PID=$!
+	TSDP_PIDS+=("$DUMP_PID")
+	wait_for 10 grep -q "capturing from" "$TSDP_TMP/dump.out" || { die "no attach through /proc/$pid/root: $(cat "$TSDP_TMP/dump.out")"; return 1; }
+	stop_server || return 1
+	wait_exit "$DUMP_PID" 5 && [ "$WAIT_RC" = 0 ] || { die "the capture did not end with the process ($WAIT_RC)"; return 1; }
+	grep -q "frames written" "$TSDP_TMP/dump.out" || { die "no counts at the end"; return 1; }
 }
