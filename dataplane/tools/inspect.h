@@ -167,10 +167,19 @@ static inline int ts_insp__targets(const char *tool, const char *spec,
 			snprintf(out[n].dir, sizeof(out[n].dir), "%s", dir);
 			out[n].pid = pid;
 			out[n].local = !root;
-			if (out[n].local && kill(pid, 0) < 0 && errno == ESRCH)
-				continue; /* a stale region */
-			if (!ts_insp__map(tool, &out[n]))
-				n++;
+			if (out[n].local && (pid == getpid() ||
+					     (kill(pid, 0) < 0 && errno == ESRCH)))
+				continue; /* a stale region, or this tool's own
+					   * (in a bypass pod it runs preloaded) */
+			if (ts_insp__map(tool, &out[n]))
+				continue;
+			/* no accelerated socket, no XSK: nothing to see, and
+			 * no control thread to answer (a shell of the pod) */
+			if (!out[n].st->nxsk && !out[n].st->sockets_accelerated) {
+				munmap(out[n].st, sizeof(*out[n].st));
+				continue;
+			}
+			n++;
 		}
 		closedir(d);
 		if (!n)
