@@ -54,7 +54,7 @@ RUN set -e; pkg=github.com/tickstack/tickstack/internal/version; \
 FROM ${BUILD_IMAGE} AS dataplane-build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       make gcc g++ libc6-dev clang llvm bpftool libxdp-dev libbpf-dev libsodium-dev libelf-dev zlib1g-dev pkg-config \
-      libquickfix-dev dpkg-dev ca-certificates \
+      libquickfix-dev libpcap-dev dpkg-dev ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY hack/lwip-source.sh hack/lwip-source.sha256 hack/images/dataplane-outputs.sh hack/

@@ -14,6 +14,9 @@
 # tool with XSK_FLOOR_COPY=1: every payload copied out of its frame and the reply's back in, the
 # copies a recvfrom and a sendto make (the size-dependent part of the gap to the bare floor).
 # A revision's build: git worktree add /tmp/rev REV && make -C /tmp/rev/dataplane all
+# DIR@capture: that build with tickstack-dump attached to the server for the whole run (written to
+# /dev/null, no filter): the cost of a capture while attached (docs/dataplane.md, "Seeing inside the
+# bypass"). The same DIR may be named with and without it.
 set -uo pipefail
 
 [ $# -ge 3 ] || { echo "usage: $0 ROUNDS SIZE DIR..." >&2; exit 2; }
@@ -26,7 +29,8 @@ tcp_listening() { ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .; }
 trap tsdp_cleanup EXIT
 trap 'exit 130' INT TERM
 [ "$(id -u)" = 0 ] || { echo "ab: needs root" >&2; exit 1; }
-for d in "$@"; do
+for a in "$@"; do
+	d=${a%@capture}
 	case $d in
 	kernel) continue ;;
 	floor=* | floorcopy=*)
@@ -35,6 +39,7 @@ for d in "$@"; do
 		continue ;;
 	esac
 	[ -x "$d/build/tickstack-run" ] || { echo "ab: $d/build/tickstack-run missing: make -C $d all" >&2; exit 1; }
+	[ "$d" = "$a" ] || [ -x "$d/build/tickstack-dump" ] || { echo "ab: $d/build/tickstack-dump missing: make -C $d all" >&2; exit 1; }
 done
 
 tsdp_ns NA a
@@ -53,7 +58,8 @@ for r in $(seq 1 "$rounds"); do
 	# AB_TCP=1: sockperf --tcp, the bypass with TICKSTACK_TCP=1
 	tcp= tcpenv=
 	[ -n "${AB_TCP:-}" ] && tcp=--tcp tcpenv=TICKSTACK_TCP=1
-	for d in "$@"; do
+	for a in "$@"; do
+		d=${a%@capture}
 		PORT=$((PORT + 1))
 		if [ "${d%%=*}" = floor ] || [ "${d%%=*}" = floorcopy ]; then
 			f=${d#*=}/build/xsk-floor cp=0
@@ -78,9 +84,21 @@ for r in $(seq 1 "$rounds"); do
 		listening=udp_listening
 		[ -n "$tcp" ] && listening=tcp_listening
 		wait_for 10 $listening "$NB" $PORT || { echo "ab: server of $d did not start" >&2; exit 1; }
+		cap=
+		if [ "$d" != "$a" ]; then
+			"$d/build/tickstack-dump" -p "$(pgrep -n -f "sockperf sr ${tcp:+$tcp }-i $IPB -p $PORT")" -w /dev/null \
+				2>"$out.cap" &
+			cap=$!
+			wait_for 10 grep -q "capturing from" "$out.cap" || { echo "ab: capture of $d did not attach" >&2; exit 1; }
+		fi
 		m=$(ip netns exec "$NA" env $tcpenv "${run[@]}" taskset -c 0 \
 			sockperf pp $tcp $nb -i $IPB -p $PORT -m "$size" -t "${AB_SECONDS:-3}" 2>&1 |
 			sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
+		if [ -n "$cap" ]; then
+			kill -INT "$cap"
+			wait "$cap"
+			echo "ab: $a: $(tail -n 1 "$out.cap")" >&2
+		fi
 		kill -INT "$srv" 2>/dev/null
 		wait "$srv" 2>/dev/null
 		ip -n "$NA" link set dev "$IFA" xdp off 2>/dev/null
@@ -104,4 +122,4 @@ for i, d in enumerate(dirs):
         line += "  to kernel %.3f" % statistics.median(rk)
     print(line)
 PY
-rm -f "$out"
+rm -f "$out" "$out.cap"

@@ -153,6 +153,117 @@ struct tickstack_stats {
 	struct {
 		TICKSTACK_NH_COUNTERS(TICKSTACK_DECLARE_U64)
 	} nh;
+	/* Requests of the inspection tools (docs/dataplane.md, "Seeing
+	 * inside the bypass"), appended to the region: a reader sees them
+	 * when the file is at least sizeof(struct tickstack_stats) long.
+	 * The process's control thread looks at them every 100 ms. */
+	uint32_t cap_req;   /* tickstack-dump: nonzero, a capture ring is in
+			     * tickstack-<pid>.cap, this generation */
+	uint32_t cap_att;   /* the generation the stack attached, 0: none */
+	uint32_t dump_req;  /* tickstack-stackdump: bumped for a snapshot */
+	uint32_t dump_done; /* dump_req once tickstack-<pid>.dump holds it */
+};
+
+/* ---- the capture ring (tickstack-dump)
+ *
+ * /dev/shm/tickstack-<pid>.cap, made by the reader (tickstack-dump), owned
+ * by the process's user, mode 0600: a header, then `size` bytes of records.
+ * One producer side (the stack, under its capture lock), one consumer (the
+ * reader). The stack copies each frame it receives from or puts on an XSK
+ * (up to snaplen bytes) with the time it saw it; when the ring has no room
+ * it drops the frame and counts it, never waits. */
+#define TICKSTACK_CAP_MAGIC 0x50435354u /* "TSCP" */
+#define TICKSTACK_CAP_VERSION 1u
+#define TICKSTACK_CAP_PATH_FMT "/dev/shm/tickstack-%d.cap"
+#define TICKSTACK_CAP_ALIGN 32u
+#define TICKSTACK_CAP_IN 1u    /* received from the XSK */
+#define TICKSTACK_CAP_OUT 2u   /* put on the XSK's TX ring */
+#define TICKSTACK_CAP_PAD 0x100u /* filler to the end of the ring: skip */
+/* A reader that has not looked for this long is gone: the stack detaches. */
+#define TICKSTACK_CAP_STALE_NS 10000000000ull
+
+struct tickstack_cap_hdr {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t size;      /* bytes of records: a power of two */
+	uint32_t snaplen;   /* bytes of a frame kept */
+	uint64_t reader_ns; /* CLOCK_MONOTONIC of the reader's last look */
+	uint32_t attached;  /* stack: 1 copying into this ring, 2 let go */
+	uint32_t reserved[9];
+	/* the stack's (a cache line of its own) */
+	uint64_t head __attribute__((aligned(64))); /* bytes written */
+	uint64_t captured; /* frames copied */
+	uint64_t dropped;  /* frames dropped: no room */
+	/* the reader's */
+	uint64_t tail __attribute__((aligned(64))); /* bytes consumed */
+	uint8_t data[] __attribute__((aligned(64)));
+};
+
+/* One record: this header, caplen bytes of the frame, padding to
+ * TICKSTACK_CAP_ALIGN. A record never wraps: the stack pads the ring's
+ * end (TICKSTACK_CAP_PAD) and starts over at 0. */
+struct tickstack_cap_rec {
+	uint32_t reclen;  /* header, frame and padding */
+	uint32_t caplen;
+	uint32_t origlen;
+	uint32_t ifindex;
+	uint64_t ts_ns;   /* CLOCK_REALTIME where the stack saw it */
+	uint32_t flags;   /* TICKSTACK_CAP_IN / _OUT / _PAD */
+	uint32_t queue;   /* the receive queue (RX), 0 on TX */
+};
+
+/* ---- the stack snapshot (tickstack-stackdump)
+ *
+ * /dev/shm/tickstack-<pid>.dump, made by the reader like the capture ring;
+ * the control thread writes a snapshot into it when dump_req moves, then
+ * sets dump_done. */
+#define TICKSTACK_DUMP_MAGIC 0x50445354u /* "TSDP" */
+#define TICKSTACK_DUMP_VERSION 1u
+#define TICKSTACK_DUMP_PATH_FMT "/dev/shm/tickstack-%d.dump"
+#define TICKSTACK_DUMP_MAX_SOCK 1024
+#define TICKSTACK_DUMP_MAX_XSK 64
+
+struct tickstack_dump_xsk {
+	char ifname[16];
+	uint32_t ifindex;
+	uint32_t queue;
+	/* entries in each ring now, and its size */
+	uint32_t rx, fill, tx, comp, ring_size;
+	/* UMEM frames of the interface (every queue's XSK shares it) */
+	uint32_t umem_frames, umem_free, umem_out;
+	uint32_t reserved[3];
+};
+
+struct tickstack_dump_sock {
+	int32_t fd;
+	uint32_t proto;   /* 17 UDP, 6 TCP */
+	uint32_t state;   /* UDP: 1 accelerated, 2 kernel; TCP: lwIP's
+			   * enum tcp_state (0 CLOSED .. 10 TIME_WAIT) */
+	uint32_t laddr, raddr; /* network order */
+	uint16_t lport, rport;
+	uint32_t rxq;     /* UDP: datagrams queued; TCP: bytes not read */
+	uint32_t rxq_bytes;
+	uint32_t txq;     /* TCP: bytes sent, not acknowledged */
+	uint32_t txq_segs; /* TCP: segments queued (lwIP snd_queuelen) */
+	/* TCP (0 for UDP), from lwIP's pcb */
+	uint32_t cwnd, ssthresh, snd_wnd, rcv_wnd, mss;
+	uint32_t srtt_us; /* smoothed round trip time */
+	uint32_t rto_ms;
+	uint32_t nrtx;    /* retransmissions of the segment now timed */
+	uint32_t backlog; /* listener: connections waiting for accept */
+	uint32_t reserved[3];
+	uint64_t rx, tx;  /* datagrams (UDP) or bytes (TCP) through the XSK */
+};
+
+struct tickstack_dump {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t seq;    /* the dump_req it answers */
+	uint32_t nsock, nxsk;
+	uint32_t truncated; /* sockets past TICKSTACK_DUMP_MAX_SOCK */
+	uint64_t time_ns;   /* CLOCK_REALTIME of the snapshot */
+	struct tickstack_dump_xsk xsk[TICKSTACK_DUMP_MAX_XSK];
+	struct tickstack_dump_sock sock[TICKSTACK_DUMP_MAX_SOCK];
 };
 
 #endif /* TICKSTACK_H */

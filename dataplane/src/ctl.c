@@ -101,6 +101,7 @@ static void *ctl__main(void *arg)
 			ctl__nl_drain(nl);
 		ts_nh__resolve_pending();
 		ts_sock__check_forks();
+		ts_inspect__poll();
 		now = ts_now_ns();
 		if (now >= next_share) {
 			ts_sock__check_shared();

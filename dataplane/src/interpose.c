@@ -1695,6 +1695,7 @@ static void atfork_child(void)
 	ts_sock__after_fork_child(old, ts_stats);
 	ts_ep__after_fork_child();
 	ts_ctl__after_fork_child();
+	ts_cap__after_fork_child();
 	ts_tcp__after_fork_child();
 	ts_wait__after_fork_child();
 	if (old != ts_stats)
@@ -1745,5 +1746,6 @@ __attribute__((destructor)) static void ts_fini(void)
 	ts_tcp__fini();
 	ts_stack__fini_all();
 	ts_stats__dump();
+	ts_cap__fini();
 	ts_stats__fini();
 }

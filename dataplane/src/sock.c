@@ -2007,3 +2007,42 @@ void ts_sock__check_shared(void)
 	ts_unlock();
 }
 
+
+/* The snapshot's datagram sockets (tickstack-stackdump; the control
+ * thread, on request): one entry per fd. */
+void ts_sock__snapshot(struct tickstack_dump *d)
+{
+	int fd;
+
+	if (!ts_fdtab)
+		return;
+	ts_lock(); /* sockets are pooled, not freed: the lock keeps a slot's
+		    * incarnation while it is read */
+	for (fd = 0; fd < ts_fdtab_size; fd++) {
+		struct ts_sock *s = __atomic_load_n(&ts_fdtab[fd],
+						    __ATOMIC_ACQUIRE);
+		struct tickstack_dump_sock *o;
+
+		if (!s || __atomic_load_n(&s->dead, __ATOMIC_RELAXED))
+			continue;
+		o = ts_dump__sock_slot(d);
+		if (!o)
+			break;
+		o->fd = fd;
+		o->proto = IPPROTO_UDP;
+		o->state = (uint32_t)__atomic_load_n(&s->state, __ATOMIC_RELAXED);
+		o->laddr = s->conn_laddr ? s->conn_laddr : s->laddr;
+		o->lport = s->lport;
+		o->raddr = s->raddr;
+		o->rport = s->rport;
+		pthread_mutex_lock(&s->qlock);
+		o->rxq = s->qtail - s->qhead;
+		o->rxq_bytes = s->qbytes;
+		pthread_mutex_unlock(&s->qlock);
+		if (s->stats) {
+			o->rx = s->stats->rx_accel;
+			o->tx = s->stats->tx_accel;
+		}
+	}
+	ts_unlock();
+}

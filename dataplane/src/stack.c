@@ -1609,6 +1609,32 @@ static uint32_t rx_chain(struct ts_stack *st, struct ts_rxq *q, uint32_t idx,
 	return j + 1 - i;
 }
 
+/* A capture is attached (capture.c): copy the batch's frames to its ring
+ * before anything reads them, with the time the batch was taken (the
+ * SO_TIMESTAMP time when a socket asked for one). The frames of a chain
+ * (jumbo) are copied once joined (rx_joined). */
+static void __attribute__((noinline, cold))
+rx_capture(struct ts_stack *st, struct ts_rxq *q, uint32_t idx, uint32_t n,
+	   uint64_t rx_ns)
+{
+	uint64_t ts = rx_ns ? rx_ns : ts_cap__now();
+	int in_chain = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx + i);
+		uint64_t frame = d->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
+		int contd = !!(d->options & TS_XDP_PKT_CONTD);
+
+		if (!in_chain && !contd &&
+		    d->len <= TS_FRAME_SIZE - (d->addr - frame))
+			ts_cap__frame((uint32_t)st->ifindex, (uint32_t)q->queue,
+				      TICKSTACK_CAP_IN, st->area + d->addr,
+				      d->len, ts);
+		in_chain = contd;
+	}
+}
+
 /* One joined frame (rx_chain) to TCP or to its socket, as a copy: the
  * frames that carried it are free already. */
 static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
@@ -1617,6 +1643,10 @@ static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
 	const uint8_t *f = st->jbuf;
 	struct ts_udp_meta m;
 	int k;
+
+	if (ts_cap__on() && len)
+		ts_cap__frame((uint32_t)st->ifindex, 0, TICKSTACK_CAP_IN, f, len,
+			      rx_ns ? rx_ns : ts_cap__now());
 
 	if (!len) {
 		TS_INC(st->st->rx_bad);
@@ -1665,6 +1695,8 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		ts_real_recvfrom(q->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 		TS_INC(st->st->fill_wakeups);
 	}
+	if (n && ts_cap__on())
+		rx_capture(st, q, idx, n, rx_ns);
 	if (n)
 		ts_sock__deliver_begin();
 	for (i = 0; i < n; i++) {
@@ -1920,6 +1952,9 @@ static int tx_chain_locked(struct ts_stack *st, const uint8_t *f, size_t flen)
 		d->options = i + 1 < k ? TS_XDP_PKT_CONTD : 0;
 		off += c;
 	}
+	if (ts_cap__on())
+		ts_cap__frame((uint32_t)st->ifindex, 0, TICKSTACK_CAP_OUT, f,
+			      (uint32_t)flen, ts_cap__now());
 	xsk_ring_prod__submit(&st->tx, k);
 	TS_INC(st->st->tx_packets);
 	TS_INC(st->st->tx_multibuf);
@@ -2059,6 +2094,9 @@ fill:
 	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)n;
 	xsk_ring_prod__tx_desc(&st->tx, idx)->options =
 		st->tx_csum ? TS_XDP_TX_METADATA : 0;
+	if (ts_cap__on())
+		ts_cap__frame((uint32_t)st->ifindex, 0, TICKSTACK_CAP_OUT, p,
+			      (uint32_t)n, ts_cap__now());
 	xsk_ring_prod__submit(&st->tx, 1);
 	TS_INC(st->st->tx_packets);
 	if (more) {
@@ -2165,6 +2203,9 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	xsk_ring_prod__tx_desc(&st->tx, idx)->len = (uint32_t)(len + TS_ETH_HLEN);
 	xsk_ring_prod__tx_desc(&st->tx, idx)->options =
 		csum_start ? TS_XDP_TX_METADATA : 0;
+	if (ts_cap__on())
+		ts_cap__frame((uint32_t)st->ifindex, 0, TICKSTACK_CAP_OUT, p,
+			      (uint32_t)(len + TS_ETH_HLEN), ts_cap__now());
 	xsk_ring_prod__submit(&st->tx, 1);
 	TS_INC(st->st->tx_packets);
 	if (more) {
@@ -2301,4 +2342,49 @@ void ts_stack__fini_all(void)
 		if (tx_pending(st))
 			kick(st);
 	}
+}
+
+/* The snapshot's rings (tickstack-stackdump; the control thread): one
+ * entry per XSK, its rings' entries now and the interface's UMEM. */
+static uint32_t ring_entries(const uint32_t *prod, const uint32_t *cons)
+{
+	if (!prod || !cons)
+		return 0;
+	return __atomic_load_n(prod, __ATOMIC_ACQUIRE) -
+	       __atomic_load_n(cons, __ATOMIC_ACQUIRE);
+}
+
+int ts_stack__snapshot(struct tickstack_dump_xsk *x, int max)
+{
+	int i, j, n = 0;
+
+	for (i = 0; i < ts_stack__count(); i++) {
+		struct ts_stack *st = stacks[i];
+		uint32_t out;
+
+		if (!st->usable || st->owner != ts_getpid())
+			continue;
+		out = ts_stack__frames_out(st);
+		for (j = 0; j < st->nrq && n < max; j++, n++) {
+			struct ts_rxq *q = &st->rq[j];
+
+			memset(&x[n], 0, sizeof(x[n]));
+			snprintf(x[n].ifname, sizeof(x[n].ifname), "%s",
+				 st->ifname);
+			x[n].ifindex = (uint32_t)st->ifindex;
+			x[n].queue = (uint32_t)q->queue;
+			x[n].ring_size = TS_RING_SIZE;
+			x[n].rx = ring_entries(q->rx.producer, q->rx.consumer);
+			x[n].fill = ring_entries(q->fq.producer, q->fq.consumer);
+			x[n].comp = ring_entries(q->cq.producer, q->cq.consumer);
+			if (j == 0)
+				x[n].tx = ring_entries(st->tx.producer,
+						       st->tx.consumer);
+			x[n].umem_frames = st->nframes;
+			x[n].umem_free = __atomic_load_n(&st->nfree,
+							 __ATOMIC_RELAXED);
+			x[n].umem_out = out;
+		}
+	}
+	return n;
 }

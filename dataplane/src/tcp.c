@@ -1106,6 +1106,8 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 	ts_stats->tcp.listen_accel++;
 	TS_INC(ts_stats->sockets_accelerated);
 	ts_lwip__unlock();
+	ts_ctl__wake(); /* the control thread: it answers the inspection
+			 * tools (capture.c) of a TCP-only process too */
 	return 0;
 out_nomem:
 	hold_put(t->hold);
@@ -1278,6 +1280,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	ts_stats->tcp.conns_live++;
 	TS_INC(ts_stats->sockets_accelerated);
 	unlock_wake();
+	ts_ctl__wake(); /* as for a listener */
 	if (t->nonblock) {
 		errno = EINPROGRESS;
 		return -1;
@@ -3270,4 +3273,59 @@ static void fw_fini(void)
 	for (f = fw_conns; f; f = f->next)
 		if (f->t->pcb && f->t->state == T_CONN && !f->t->shut_wr)
 			tcp_shutdown(f->t->pcb, 0, 1);
+}
+
+/* The snapshot's stream sockets (tickstack-stackdump; the control thread,
+ * on request): one entry per fd with what lwIP's pcb holds, in the units
+ * TCP_INFO reports (tcp_info above). State: Linux's numbering (ss), with
+ * TIME_WAIT as such. */
+void ts_tcp__snapshot(struct tickstack_dump *d)
+{
+	int fd;
+
+	if (!ts_tcp_tab)
+		return;
+	ts_lwip__lock();
+	for (fd = 0; fd < 65536; fd++) {
+		struct ts_tcp *t = __atomic_load_n(&ts_tcp_tab[fd],
+						   __ATOMIC_ACQUIRE);
+		struct tickstack_dump_sock *o;
+		struct tcp_pcb *p;
+
+		if (!t || t->state == T_NEW)
+			continue;
+		o = ts_dump__sock_slot(d);
+		if (!o)
+			break;
+		o->fd = fd;
+		o->proto = IPPROTO_TCP;
+		o->state = linux_state(t);
+		o->laddr = t->laddr;
+		o->lport = t->lport;
+		o->raddr = t->raddr;
+		o->rport = t->rport;
+		o->rxq = (uint32_t)t->rx_avail;
+		o->rxq_bytes = (uint32_t)t->rx_avail;
+		o->backlog = t->state == T_LISTEN ? (uint32_t)t->acq_len : 0;
+		if (t->stats) {
+			o->rx = t->stats->rx_accel;
+			o->tx = t->stats->tx_accel;
+		}
+		p = t->state == T_LISTEN ? NULL : t->pcb;
+		if (!p)
+			continue;
+		if (p->state == TIME_WAIT)
+			o->state = 6;
+		o->txq = p->snd_nxt - p->lastack;
+		o->txq_segs = p->snd_queuelen;
+		o->cwnd = p->cwnd;
+		o->ssthresh = p->ssthresh;
+		o->snd_wnd = p->snd_wnd;
+		o->rcv_wnd = p->rcv_wnd;
+		o->mss = p->mss;
+		o->srtt_us = (uint32_t)(p->sa >> 3) * 2 * TS_TCP_TMR_MS * 1000;
+		o->rto_ms = (uint32_t)p->rto * 2 * TS_TCP_TMR_MS;
+		o->nrtx = p->nrtx;
+	}
+	ts_lwip__unlock();
 }

@@ -183,6 +183,24 @@ TS_HIDDEN void ts_stats__fini(void);
 TS_HIDDEN struct tickstack_xsk_stats *ts_stats__xsk_slot(void);
 TS_HIDDEN struct tickstack_sock_stats *ts_stats__sock_slot(int fd);
 
+/* ---- inspection (capture.c): tickstack-dump's capture ring and
+ * tickstack-stackdump's snapshot. ts_cap_on is the data path's one look per
+ * batch (relaxed): set only while a reader's ring is attached. */
+TS_HIDDEN extern int ts_cap_on;
+#define ts_cap__on() ts_unlikely(__atomic_load_n(&ts_cap_on, __ATOMIC_RELAXED))
+TS_HIDDEN void ts_cap__frame(uint32_t ifindex, uint32_t queue, uint32_t flags,
+			     const void *p, uint32_t len, uint64_t ts_ns);
+TS_HIDDEN uint64_t ts_cap__now(void); /* CLOCK_REALTIME, ns */
+TS_HIDDEN void ts_cap__after_fork_child(void);
+TS_HIDDEN void ts_cap__fini(void); /* exit: the reader is told */
+/* the control thread's tick: attach/detach the ring, answer a snapshot */
+TS_HIDDEN void ts_inspect__poll(void);
+TS_HIDDEN struct tickstack_dump_sock *ts_dump__sock_slot(struct tickstack_dump *d);
+/* each layer fills its part of the snapshot */
+TS_HIDDEN int ts_stack__snapshot(struct tickstack_dump_xsk *x, int max);
+TS_HIDDEN void ts_sock__snapshot(struct tickstack_dump *d);
+TS_HIDDEN void ts_tcp__snapshot(struct tickstack_dump *d);
+
 /* ---- the node daemon (TICKSTACK_XDPD_SOCKET; xdpd.c, xdpd_proto.h) */
 TS_HIDDEN int ts_xdpd__on(void);
 TS_HIDDEN int ts_xdpd__request(const char *req, int passfd, char *rep,

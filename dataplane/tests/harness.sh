@@ -789,8 +789,10 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 . "$here/programs.sh"
 # every receive queue served
 . "$here/queues.sh"
+# the inspection tools (tickstack-dump, tickstack-stackdump)
+. "$here/inspect.sh"
 
-ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload txcsum connected fork multicast require noadmin cmsg bigmtu forkq socat_udp_fork policy mcshare epollset reuseport readv stress $TCP_ALL $PROG_ALL $XDPD_ALL $T2T_ALL $QUEUES_ALL"
+ALL="pp_both pp_kernel_server pp_kernel_client under_load ul_kernel_server throughput tp_kernel_server tp_kernel_client sigint_client mux nonblocked payload txcsum connected fork multicast require noadmin cmsg bigmtu forkq socat_udp_fork policy mcshare epollset reuseport readv stress $TCP_ALL $PROG_ALL $XDPD_ALL $T2T_ALL $QUEUES_ALL $INSPECT_ALL"
 TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t

@@ -134,9 +134,12 @@ static int show_all(void)
 		return 1;
 	}
 	while ((e = readdir(d))) {
-		int pid;
+		int pid, end = 0;
 
-		if (sscanf(e->d_name, "tickstack-%d", &pid) == 1 && pid > 0) {
+		/* tickstack-<pid> exactly: not the .cap/.dump files beside it
+		 * (tickstack-dump, tickstack-stackdump) */
+		if (sscanf(e->d_name, "tickstack-%d%n", &pid, &end) == 1 &&
+		    pid > 0 && !e->d_name[end]) {
 			show(pid);
 			n++;
 		}

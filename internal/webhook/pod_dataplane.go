@@ -54,14 +54,25 @@ const (
 	DefaultXDPRunDir = render.DefaultXDPRunDir
 )
 
-// dataplaneCopyScript copies the library and the libraries it links (libxdp, libbpf, libelf, libz)
-// but not glibc's, which must stay the application's own, into the shared folder. libtickstack.so
-// carries RUNPATH $ORIGIN, so it finds them there whatever image the trading application uses.
+// DataplaneTools are the inspection tools the init container copies beside the library, so that
+// `kubectl exec POD -- /opt/tickstack/lib/tickstack-dump ...` works in any application image
+// (docs/dataplane.md, "Seeing inside the bypass"). They need no capability: they read and write the
+// process's files in the pod's own /dev/shm, as the process's user.
+const DataplaneTools = "tickstack-stats tickstack-dump tickstack-stackdump"
+
+// dataplaneCopyScript copies the library, the inspection tools and the libraries they link (libxdp,
+// libbpf, libelf, libz; libpcap and its own for tickstack-dump) but not glibc's, which must stay the
+// application's own, into the shared folder. The library and the tools carry RUNPATH $ORIGIN, so
+// they find them there whatever image the trading application uses.
 const dataplaneCopyScript = `set -eu
 lib=` + DataplaneLibraryInImage + `
-cp "$lib" ` + DataplaneLibraryDir + `/
-ldd "$lib" | awk '$3 ~ /^\// {print $3}' | while read -r dep; do
-  case "${dep##*/}" in libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;; *) cp -L "$dep" ` + DataplaneLibraryDir + `/ ;; esac
+bins="$lib"
+for t in ` + DataplaneTools + `; do bins="$bins ${lib%/*}/$t"; done
+for f in $bins; do
+  cp "$f" ` + DataplaneLibraryDir + `/
+  ldd "$f" | awk '$3 ~ /^\// {print $3}' | while read -r dep; do
+    case "${dep##*/}" in libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;; *) cp -L "$dep" ` + DataplaneLibraryDir + `/ ;; esac
+  done
 done`
 
 // tcpEnv is TICKSTACK_TCP's value for a profile's spec.bypass.tcp.

@@ -104,7 +104,8 @@ func TestPodWebhookThroughTheAPIServer(t *testing.T) {
 			t.Errorf("node affinity %+v", terms)
 		}
 		if len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Image != tspwImage ||
-			!strings.Contains(strings.Join(pod.Spec.InitContainers[0].Command, " "), "cp \"$lib\" /opt/tickstack/lib/") {
+			!strings.Contains(strings.Join(pod.Spec.InitContainers[0].Command, " "), "cp \"$f\" /opt/tickstack/lib/") ||
+			!strings.Contains(strings.Join(pod.Spec.InitContainers[0].Command, " "), "tickstack-dump tickstack-stackdump") {
 			t.Errorf("init container %+v", pod.Spec.InitContainers)
 		}
 		sc := c.SecurityContext

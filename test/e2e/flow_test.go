@@ -1173,6 +1173,58 @@ spec:
 
 		By("the node agent's metrics endpoint shows the server's counters under rp-a's namespace and name")
 		expectBypassMetrics("rp-a", "bench", in("rp-a", "cat /tmp/sr.pid"), "lat0", received)
+
+		By("tickstack-dump by kubectl exec in rp-a (no capability) captures a ping-pong both ways; tshark reads it")
+		// The webhook copied the tools beside the library; the tool runs as the pod's user and talks
+		// to the server through the pod's /dev/shm (docs/dataplane.md, "Seeing inside the bypass").
+		in("rp-a", "nohup /opt/tickstack/lib/tickstack-dump -p $(cat /tmp/sr.pid) -w /tmp/cap.pcapng -G 60 "+
+			"udp port 11121 >/tmp/dump.log 2>&1 & echo $! > /tmp/dump.pid")
+		dumpLog := func() string {
+			out, _ := kubectl(nil, "exec", "-n", testNS, "rp-a", "--", "cat", "/tmp/dump.log")
+			return out
+		}
+		Eventually(dumpLog, 30*time.Second, 200*time.Millisecond).Should(ContainSubstring("capturing from 1 process"))
+		out = in("rp-b", "sockperf pp -i "+addr["rp-a"]+" -p 11121 -t 1 -m 64 2>&1")
+		m = regexp.MustCompile(`\[Total Run\][^\n]*SentMessages=(\d+)`).FindStringSubmatch(out)
+		Expect(m).NotTo(BeNil(), out)
+		sent, _ := strconv.Atoi(m[1])
+		in("rp-a", "kill -INT $(cat /tmp/dump.pid)")
+		Eventually(dumpLog, 30*time.Second, 200*time.Millisecond).Should(MatchRegexp(`frames written, \d+ captured by the stack, 0 dropped`))
+		pcap, err := kubectl(nil, "exec", "-n", testNS, "rp-a", "--", "cat", "/tmp/cap.pcapng")
+		Expect(err).NotTo(HaveOccurred())
+		f := filepath.Join(GinkgoT().TempDir(), "rp-a.pcapng")
+		Expect(os.WriteFile(f, []byte(pcap), 0o644)).To(Succeed())
+		frames := func(filter string) int {
+			GinkgoHelper()
+			out, err := run(time.Minute, nil, "tshark", "-r", f, "-Y", filter)
+			Expect(err).NotTo(HaveOccurred(), "tshark (Debian's; hack/apt-packages.txt) reads the capture: %s", out)
+			return len(strings.Split(strings.TrimSpace(out), "\n"))
+		}
+		// every request the server received and every reply it sent (64-byte payloads: sockperf's
+		// warm-up messages are of other sizes), on lat0, as the stack saw them
+		Expect(frames("frame.packet_flags_direction == 1 && ip.dst == " + addr["rp-a"] + " && udp.dstport == 11121 && udp.length == 72")).To(Equal(sent))
+		Expect(frames("frame.packet_flags_direction == 2 && ip.src == " + addr["rp-a"] + " && udp.srcport == 11121 && udp.length == 72")).To(Equal(sent))
+		Expect(frames(`frame.interface_name == "lat0" && udp.length == 72`)).To(Equal(2 * sent))
+
+		By("tickstack-stackdump in rp-a lists the server's socket on its XSK")
+		var sd struct {
+			Processes []struct {
+				Sockets []struct {
+					Proto, State, Local string
+					Rx                  int64
+				} `json:"sockets"`
+				Xsks []struct {
+					Ifname     string `json:"ifname"`
+					UmemFrames int    `json:"umem_frames"`
+				} `json:"xsks"`
+			} `json:"processes"`
+		}
+		Expect(json.Unmarshal([]byte(in("rp-a", "/opt/tickstack/lib/tickstack-stackdump -p $(cat /tmp/sr.pid) -o json")), &sd)).To(Succeed())
+		Expect(sd.Processes).To(HaveLen(1))
+		Expect(sd.Processes[0].Sockets).To(ContainElement(And(
+			HaveField("Proto", "udp"), HaveField("State", "ACCELERATED"), HaveField("Local", addr["rp-a"]+":11121"),
+			HaveField("Rx", BeNumerically(">=", received+sent)))))
+		Expect(sd.Processes[0].Xsks).To(ContainElement(And(HaveField("Ifname", "lat0"), HaveField("UmemFrames", BeNumerically(">", 0)))))
 	})
 
 	It("benchmarks the node: kernel and bypass ping-pong and tick-to-trade between two pods over the secondary network, a verdict, the validated label", func() {
