@@ -617,7 +617,7 @@ t_xdpd_restart() { # a daemon killed outright with its state file damaged: a cle
 	head -c 300 /dev/urandom | tr '\n' x >"$XD_RUN/state"
 	xd_again || return 1
 	ip -n "$NB" link show "$IFB" | grep -q "prog/xdp" || { die "the program went with the daemon"; return 1; }
-	grep -q "state file $XD_RUN/state: first line .* is not 'tickstack-xdpd-state 1': the file is ignored" "$TSDP_TMP/xdpd.out" ||
+	grep -aq "state file $XD_RUN/state: first line .* is not 'tickstack-xdpd-state 1': the file is ignored" "$TSDP_TMP/xdpd.out" ||
 		{ die "no line about the damaged state file"; return 1; }
 	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||
 		{ die "attach after a daemon crash failed"; return 1; }

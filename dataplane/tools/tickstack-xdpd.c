@@ -1860,6 +1860,15 @@ out:
 
 static int state_on; /* serve() keeps the file (not the fuzzer's daemon) */
 
+/* A line read from the file, cut at its newline, as a log may show it. */
+static void printable(char *s)
+{
+	s[strcspn(s, "\n")] = 0;
+	for (; *s; s++)
+		if ((unsigned char)*s < ' ' || (unsigned char)*s > '~')
+			*s = '?';
+}
+
 static void state_save(void)
 {
 	char tmp[PATH_MAX], path[PATH_MAX];
@@ -2248,9 +2257,10 @@ static void state_recover(void)
 		close(fd);
 		return;
 	}
+	line[0] = 0; /* an empty file leaves it so */
 	if (!fgets(line, sizeof(line), f) || strncmp(line, STATE_MAGIC "\n",
 						     sizeof(STATE_MAGIC))) {
-		line[strcspn(line, "\n")] = 0;
+		printable(line);
 		logf_("state file %s: first line '%.40s' is not '%s': the file is "
 		      "ignored; pods attached before are served again when the "
 		      "CNI plugin attaches them", path, line, STATE_MAGIC);
@@ -2265,7 +2275,7 @@ static void state_recover(void)
 		int ifindex, mode, q, pid, sg;
 
 		lineno++;
-		line[strcspn(line, "\n")] = 0;
+		printable(line);
 		if (sscanf(line, "att %127s %127s %d %llu %llu %u %d %c", uid, ifn,
 			   &ifindex, &ino, &dev, &prog, &mode, &extra) == 7 &&
 		    valid_uid(uid) && valid_ifname(ifn) && ifindex > 0) {
