@@ -39,6 +39,10 @@
  * socket gets its mode when it is bound, and its directory is changed
  * through an fd opened without following links.
  *
+ * A restart is invisible to the pods: DIR/state names what is attached,
+ * and the next daemon takes it over, maps and entries included ("state
+ * across restarts" below; SIGTERM leaves the programs attached for it).
+ *
  * One thread, one epoll loop: setns() moves this thread alone. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
