@@ -16,9 +16,11 @@
  * to the connection this process opens again (docs/dataplane.md, "Daemon
  * restarts"). A request that finds its connection closed connects again
  * and is sent once more; while the socket path is missing or refuses
- * (ENOENT, ECONNREFUSED) a request waits for it with a backoff of 2 ms
- * doubling to 200 ms, at most TICKSTACK_XDPD_WAIT_MS in all; once a wait
- * ran out, requests try once without waiting until the daemon answers.
+ * (ENOENT, ECONNREFUSED; a process that never connected waits only for a
+ * socket that refuses, one a daemon served) a request waits for it with a
+ * backoff of 2 ms doubling to 200 ms, at most TICKSTACK_XDPD_WAIT_MS in
+ * all; once a wait ran out, requests try once without waiting until the
+ * daemon answers.
  * The data path never waits: only binds, connects and closes ask. */
 #include "ts_internal.h"
 
@@ -84,9 +86,11 @@ static int xdpd__connect_locked(void)
 	while ((err = xdpd__dial(&fd))) {
 		struct timespec ts;
 
-		if (xdpd_ever && !xdpd_down && xdpd__restarting(err) &&
+		/* a daemon that restarts: its socket comes back (a socket
+		 * that refuses was served before, whoever connected) */
+		if (!xdpd_down && xdpd__restarting(err) &&
+		    (xdpd_ever || err == -ECONNREFUSED) &&
 		    waited < ts_cfg.xdpd_wait_ms) {
-			/* a daemon that restarts: its socket comes back */
 			if (step > ts_cfg.xdpd_wait_ms - waited)
 				step = ts_cfg.xdpd_wait_ms - waited;
 			ts.tv_sec = step / 1000;
@@ -108,6 +112,8 @@ static int xdpd__connect_locked(void)
 			xdpd_down = 1;
 			return err;
 		}
+		if (waited) /* waited once for a refusing socket */
+			xdpd_down = 1;
 		if (!xdpd_failed_logged++)
 			ts_log("TICKSTACK_XDPD_SOCKET=%s: cannot connect (%s): the "
 			       "node's tickstack-xdpd must serve this pod (the "
