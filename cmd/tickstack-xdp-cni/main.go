@@ -11,7 +11,8 @@
 // <runDir>/ctl.sock and passes the previous plugin's result through; the daemon's refusal fails the
 // ADD with the daemon's words. DEL: sends "detach <K8S_POD_UID>"; a daemon that is not running, or a
 // pod it does not know, is not an error (DEL must be idempotent). CHECK: sends the attach again,
-// which is idempotent for the same namespace and re-plumbs a pod after a daemon restart.
+// which is idempotent for the same namespace (a restarted daemon takes its pods over from its state
+// file, so CHECK finds the pod attached; it plumbs one whose record was lost).
 package main
 
 import (
@@ -109,8 +110,9 @@ func cmdDel(args *skel.CmdArgs) error {
 	}
 	reply, err := request(filepath.Join(conf.RunDir, "ctl.sock"), "detach "+uid, -1)
 	if err != nil {
-		// The daemon is gone: its programs went with it (SIGTERM) or are replaced at the next
-		// attach (SIGKILL), and the pod's XSKs close with its processes.
+		// The daemon is gone (restarting, or uninstalled): the pod's program stays on its interface
+		// and goes with its network namespace; a restarted daemon drops the record of a pod whose
+		// namespace is gone; the pod's XSKs close with its processes.
 		fmt.Fprintf(os.Stderr, "tickstack-xdp: DEL of pod %s: %v (nothing to detach)\n", uid, err)
 		return nil
 	}

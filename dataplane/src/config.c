@@ -175,6 +175,7 @@ int ts_config__load(void)
 	ts_cfg.udp_csum = 1;
 	ts_cfg.tx_csum_offload = 1;
 	ts_cfg.umem_frames = 8192;
+	ts_cfg.xdpd_wait_ms = 5000;
 	ts_cfg.sockq_len = 1024;
 	ts_cfg.yield_ns = 500000;
 
@@ -228,6 +229,15 @@ int ts_config__load(void)
 			snprintf(ts_cfg.xdpd_socket, sizeof(ts_cfg.xdpd_socket),
 				 "%s", v);
 		}
+	}
+	/* how long a request waits for a daemon that restarts */
+	switch (env_long("TICKSTACK_XDPD_WAIT_MS", 0, 60000, &x)) {
+	case 1:
+		ts_cfg.xdpd_wait_ms = (int)x;
+		break;
+	case -EINVAL:
+		err = -EINVAL;
+		break;
 	}
 	/* how a pod's XSK is made when the daemon serves it: by the daemon
 	 * from the process's memfd (no capability), or by the process

@@ -107,6 +107,8 @@ struct ts_config {
 	int queue_any;          /* TICKSTACK_QUEUE=any: one queue, the first free */
 	char xdpd_socket[108];  /* TICKSTACK_XDPD_SOCKET: the node daemon's */
 	int xdpd_netraw;        /* TICKSTACK_XDPD_MODE=netraw: the process makes its XSK */
+	int xdpd_wait_ms;       /* TICKSTACK_XDPD_WAIT_MS: a request waits that
+				 * long for a restarting daemon */
 	int stats_dump;         /* print counters at exit */
 	char stats_file[256];   /* dump there instead of stderr */
 	char ifaces[256];       /* comma list of interfaces, empty = all */

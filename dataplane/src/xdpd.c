@@ -9,7 +9,19 @@
  *
  * One connection per process (a forked child opens its own: the daemon
  * ties entries to the connection, which closes when the process dies).
- * Requests are synchronous, under xdpd_lock, on the control path only. */
+ * Requests are synchronous, under xdpd_lock, on the control path only.
+ *
+ * The daemon may restart (an upgrade, a crash): its program, maps, steering
+ * entries and this process's XSKs stay, and the new daemon gives them back
+ * to the connection this process opens again (docs/dataplane.md, "Daemon
+ * restarts"). A request that finds its connection closed connects again
+ * and is sent once more; while the socket path is missing or refuses
+ * (ENOENT, ECONNREFUSED; a process that never connected waits only for a
+ * socket that refuses, one a daemon served) a request waits for it with a
+ * backoff of 2 ms doubling to 200 ms, at most TICKSTACK_XDPD_WAIT_MS in
+ * all; once a wait ran out, requests try once without waiting until the
+ * daemon answers.
+ * The data path never waits: only binds, connects and closes ask. */
 #include "ts_internal.h"
 
 #include <arpa/inet.h>
@@ -27,6 +39,33 @@ static pthread_mutex_t xdpd_lock = PTHREAD_MUTEX_INITIALIZER;
 static int xdpd_fd = -1;
 static pid_t xdpd_pid; /* process that opened xdpd_fd */
 static int xdpd_failed_logged;
+static int xdpd_ever; /* a connection was up once: a refusal is a restart */
+static int xdpd_down; /* a wait ran out: no more waits until one connects */
+static int xdpd_lost; /* the connection was lost: say when it is back */
+
+/* Nothing listens on the daemon's path (yet): it is starting again. */
+static int xdpd__restarting(int err)
+{
+	return err == -ECONNREFUSED || err == -ENOENT || err == -EAGAIN;
+}
+
+static int xdpd__dial(int *out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ts_cfg.xdpd_socket);
+	fd = ts_real_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (ts_real_connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+		ts_real_close(fd);
+		return err;
+	}
+	*out = fd;
+	return 0;
+}
 
 int ts_xdpd__on(void)
 {
@@ -35,22 +74,46 @@ int ts_xdpd__on(void)
 
 static int xdpd__connect_locked(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tmo = { .tv_sec = 5 };
-	int fd, err;
+	long waited = 0, step = 2;
+	int fd = -1, err;
 
 	if (xdpd_fd >= 0 && xdpd_pid == ts_getpid())
 		return 0;
 	if (xdpd_fd >= 0) /* the parent's connection: never speak on it */
 		ts_real_close(xdpd_fd);
 	xdpd_fd = -1;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ts_cfg.xdpd_socket);
-	fd = ts_real_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (ts_real_connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = -errno;
-		ts_real_close(fd);
+	while ((err = xdpd__dial(&fd))) {
+		struct timespec ts;
+
+		/* a daemon that restarts: its socket comes back (a socket
+		 * that refuses was served before, whoever connected) */
+		if (!xdpd_down && xdpd__restarting(err) &&
+		    (xdpd_ever || err == -ECONNREFUSED) &&
+		    waited < ts_cfg.xdpd_wait_ms) {
+			if (step > ts_cfg.xdpd_wait_ms - waited)
+				step = ts_cfg.xdpd_wait_ms - waited;
+			ts.tv_sec = step / 1000;
+			ts.tv_nsec = (step % 1000) * 1000000;
+			nanosleep(&ts, NULL);
+			waited += step;
+			step = step * 2 > 200 ? 200 : step * 2;
+			continue;
+		}
+		if (xdpd_ever && xdpd__restarting(err)) {
+			if (!xdpd_down)
+				ts_log("tickstack-xdpd at %s: not back after %d ms "
+				       "(%s): until it is, new sockets %s; each "
+				       "request tries again", ts_cfg.xdpd_socket,
+				       ts_cfg.xdpd_wait_ms, strerror(-err),
+				       ts_cfg.require ?
+					       "fail (TICKSTACK_REQUIRE=1)" :
+					       "stay on the kernel");
+			xdpd_down = 1;
+			return err;
+		}
+		if (waited) /* waited once for a refusing socket */
+			xdpd_down = 1;
 		if (!xdpd_failed_logged++)
 			ts_log("TICKSTACK_XDPD_SOCKET=%s: cannot connect (%s): the "
 			       "node's tickstack-xdpd must serve this pod (the "
@@ -62,6 +125,11 @@ static int xdpd__connect_locked(void)
 						"stay on the kernel");
 		return err;
 	}
+	if (xdpd_lost)
+		ts_log("tickstack-xdpd at %s: connected again", ts_cfg.xdpd_socket);
+	xdpd_ever = 1;
+	xdpd_down = 0;
+	xdpd_lost = 0;
 	/* a daemon that stops answering must not hang a bind forever */
 	ts_real_setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
 	xdpd_fd = fd;
@@ -112,10 +180,14 @@ int ts_xdpd__request_fd(const char *req, int passfd, char *rep, size_t cap,
 	char cbuf[CMSG_SPACE(sizeof(int))], buf[TS_XDPD_MSG_MAX];
 	struct iovec iov = { .iov_base = (void *)req, .iov_len = strlen(req) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int err, reused, again = 0;
 	ssize_t n;
-	int err;
 
 	pthread_mutex_lock(&xdpd_lock);
+retry:
+	/* a connection of an earlier request: the daemon may have restarted
+	 * since (it closed), and then the request is sent again once */
+	reused = xdpd_fd >= 0 && xdpd_pid == ts_getpid() && !again;
 	err = xdpd__connect_locked();
 	if (err)
 		goto out;
@@ -135,6 +207,8 @@ int ts_xdpd__request_fd(const char *req, int passfd, char *rep, size_t cap,
 		err = -errno;
 		if (err != -EPIPE && err != -ECONNRESET)
 			goto out_reset;
+		if (reused)
+			goto out_again;
 		/* the daemon refused this connection at accept and closed it
 		 * before the request went out: its reply is already queued */
 		n = xdpd__recv(buf, sizeof(buf) - 1, MSG_DONTWAIT, gotfd);
@@ -146,12 +220,17 @@ int ts_xdpd__request_fd(const char *req, int passfd, char *rep, size_t cap,
 		while (n < 0 && errno == EINTR);
 		/* a refusal closes the connection; if our request was still
 		 * unread then, a reset comes first and the reply behind it */
-		if (n < 0 && errno == ECONNRESET)
+		if (n < 0 && errno == ECONNRESET) {
 			n = xdpd__recv(buf, sizeof(buf) - 1, MSG_DONTWAIT,
 				       gotfd);
+			if (n < 0)
+				errno = ECONNRESET; /* nothing behind it */
+		}
 	}
 	if (n <= 0) {
 		err = n < 0 ? -errno : -ECONNRESET;
+		if (reused && (err == -ECONNRESET || err == -EPIPE))
+			goto out_again;
 		goto out_reset;
 	}
 	buf[n] = 0;
@@ -178,11 +257,26 @@ int ts_xdpd__request_fd(const char *req, int passfd, char *rep, size_t cap,
 	    err != -EBUSY)
 		ts_log("tickstack-xdpd refused '%s': %s", req, buf + 6);
 	goto out;
+out_again:
+	/* closed under us: a daemon that stopped; its successor takes this
+	 * process's entries and XSKs over when it connects again */
+	ts_log("tickstack-xdpd at %s: connection closed (%s): the daemon "
+	       "restarts; connecting again", ts_cfg.xdpd_socket, strerror(-err));
+	ts_real_close(xdpd_fd);
+	xdpd_fd = -1;
+	xdpd_lost = 1;
+	again = 1;
+	if (gotfd && *gotfd >= 0) {
+		ts_real_close(*gotfd);
+		*gotfd = -1;
+	}
+	goto retry;
 out_reset:
 	ts_log("tickstack-xdpd at %s: connection lost (%s): sockets stay on "
 	       "the kernel", ts_cfg.xdpd_socket, strerror(-err));
 	ts_real_close(xdpd_fd);
 	xdpd_fd = -1;
+	xdpd_lost = 1;
 out:
 	pthread_mutex_unlock(&xdpd_lock);
 	return err;

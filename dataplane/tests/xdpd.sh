@@ -13,7 +13,7 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
-XDPD_ALL="xdpd_pp xdpd_node xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
+XDPD_ALL="xdpd_pp xdpd_node xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_recover xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
 
 # a pod's process: no capability in any set
 XD_CAPS="--inh-caps=-all --ambient-caps=-all --bounding-set=-all"
@@ -78,8 +78,9 @@ xd_status() { "$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" status; }
 # xd_status_is POD "CLIENTS ENTRIES": the daemon's status line of POD says so
 xd_status_is() { xd_status | grep -q "^$1 [^ ]* [0-9]* $2\$"; }
 
-# Stop the daemon: SIGTERM, a clean exit (ASan/UBSan/LeakSanitizer quiet),
-# its programs gone from the pods' interfaces.
+# Stop the daemon: SIGTERM, a clean exit (ASan/UBSan/LeakSanitizer quiet).
+# The programs it attached stay (the next daemon takes them over: xdpd_recover);
+# the pods' namespaces go with the test.
 xd_stop() {
 	local rc=0
 	if [ -n "${XD_PID:-}" ]; then
@@ -93,10 +94,6 @@ xd_stop() {
 		if grep -q "Sanitizer\|runtime error" "$TSDP_TMP/xdpd.out"; then
 			echo "harness: $CUR: FAIL: sanitizer report from tickstack-xdpd:" >&2
 			cat "$TSDP_TMP/xdpd.out" >&2
-			rc=1
-		fi
-		if ip -n "$NB" link show "$IFB" 2>/dev/null | grep -q "prog/xdp"; then
-			echo "harness: $CUR: FAIL: an XDP program stayed on $IFB after the daemon stopped" >&2
 			rc=1
 		fi
 	fi
@@ -596,27 +593,167 @@ t_xdpd_absent() { # no daemon: the library attaches nothing itself
 	! ip -n "$NB" link show | grep -q "prog/xdp" || { die "the library attached XDP"; return 1; }
 }
 
-t_xdpd_restart() { # a daemon killed outright: its successor takes the interface back
+# xd_again: the daemon killed outright (SIGKILL) and started again on the
+# same run directory
+xd_again() {
+	kill -KILL "$XD_PID"
+	wait "$XD_PID" 2>/dev/null
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
+	XD_PID=$!
+	XD_DPID=$XD_PID
+	wait_for 10 xd_status || { die "the daemon did not start again"; return 1; }
+}
+
+t_xdpd_restart() { # a daemon killed outright with its state file damaged: a clear line, no crash; the CNI's attach takes the interface back
 	local old
 	xd_topo || return 1
 	xd_server old 11281 --require || return 1
 	old=$XS
 	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
-	kill -KILL "$XD_PID"
-	wait "$XD_PID" 2>/dev/null
-	# its program stays attached (and keeps passing what it cannot redirect)
+	grep -q "^att pod-b $IFB " "$XD_RUN/state" || { die "no state record of pod-b: $(cat "$XD_RUN/state")"; return 1; }
+	# a file that is no state at all: ignored, said so; the program stays
+	# attached (and keeps passing what it cannot redirect)
+	head -c 300 /dev/urandom | tr '\n' x >"$XD_RUN/state"
+	xd_again || return 1
 	ip -n "$NB" link show "$IFB" | grep -q "prog/xdp" || { die "the program went with the daemon"; return 1; }
-	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
-	XD_PID=$!
-	XD_DPID=$XD_PID
-	wait_for 10 xd_status || { die "the second daemon did not start"; return 1; }
+	grep -aq "state file $XD_RUN/state: first line .* is not 'tickstack-xdpd-state 1': the file is ignored" "$TSDP_TMP/xdpd.out" ||
+		{ die "no line about the damaged state file"; return 1; }
 	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||
 		{ die "attach after a daemon crash failed"; return 1; }
 	grep -q "replaced a steering program an earlier tickstack-xdpd left attached" "$TSDP_TMP/xdpd.out" ||
 		{ die "the left program was not replaced"; return 1; }
 	xd_stop_server "$old" old || return 1
-	xd_served new 11281
+	xd_served new 11281 || return 1
+	# records that do not parse and a pod that is gone: each dropped with
+	# a line, the rest taken over
+	{
+		echo "att pod-gone eth0 2 1 1 7 2"
+		echo "att ../x eth0 2 1 1 7 2"
+		echo "q pod-b $IFB nonsense"
+	} >>"$XD_RUN/state"
+	mkdir -p "$XD_RUN/pods/pod-gone"
+	xd_again || return 1
+	grep -q "state: pod pod-gone: its network namespace (inode 1) is gone: the pod is, its record dropped" "$TSDP_TMP/xdpd.out" &&
+		grep -q "state file $XD_RUN/state line [0-9]*: cannot parse 'att ../x eth0" "$TSDP_TMP/xdpd.out" &&
+		grep -q "state file $XD_RUN/state line [0-9]*: cannot parse 'q pod-b" "$TSDP_TMP/xdpd.out" &&
+		grep -q "pod pod-b: $IFB taken over from the previous daemon" "$TSDP_TMP/xdpd.out" ||
+		{ die "the damaged records were not each said and dropped"; return 1; }
+	[ ! -e "$XD_RUN/pods/pod-gone" ] && ! grep -q pod-gone "$XD_RUN/state" ||
+		{ die "the gone pod's record or directory stayed: $(cat "$XD_RUN/state")"; return 1; }
+	# copies of the real file cut short or with bytes changed: the daemon
+	# starts each time (ASan, UBSan), whatever it takes over
+	local good=$TSDP_TMP/state.good i
+	cp "$XD_RUN/state" "$good"
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		$XD_PY - "$good" "$XD_RUN/state" "$i" <<-'PY'
+		import random, sys
+		d = bytearray(open(sys.argv[1], "rb").read())
+		r = random.Random(int(sys.argv[3]))
+		if r.random() < 0.3:
+		    d = d[:r.randrange(len(d))]
+		for _ in range(r.randrange(1, 6)):
+		    if d:
+		        d[r.randrange(len(d))] = r.choice(b"0123456789 \n-x\xff")
+		open(sys.argv[2], "wb").write(d)
+		PY
+		xd_again || { die "no start on damaged state $i: $(od -c "$XD_RUN/state" | head -5)"; return 1; }
+	done
+	cp "$good" "$XD_RUN/state"
+	xd_again || return 1
+	xd_served again 11282
+}
+
+# t_xdpd_recover: a ping-pong runs through the daemon's SIGKILL and restart:
+# nothing lost, and its successor serves the pod again without the CNI: a
+# socket the running process opens after the restart is steered to its XSK
+# (the library connects again and gets its queues back), a process's
+# entries go when it exits, a namespace attached after the restart is
+# served, and the programs stay attached over a SIGTERM too (an upgrade).
+t_xdpd_recover() {
+	local pp py i0 XS_ENV=TICKSTACK_QUEUE=0
+	xd_topo || return 1
+	# sockperf on queue 0 (the peer's CPU 0), a process that opens a
+	# socket later on queue 1 (CPU 1)
+	xd_server srv 11291 --require || return 1
+	$(xd_pod "$NB" pod-b py --require) env TICKSTACK_QUEUE=1 $XD_PY "$here/xdpd_rebind.py" $IPB 11292 11293 "$XD_STATS/go" \
+		>"$TSDP_TMP/rebind.out" 2>&1 &
+	py=$!
+	TSDP_PIDS+=("$py")
+	wait_for 10 udp_listening "$NB" 11292 || { die "the rebind process did not listen"; return 1; }
+	wait_for 5 xd_status_is pod-b "2 2" || { die "status: $(xd_status)"; return 1; }
+	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf pp -i $IPB -p 11291 -t 6 -m 64 \
+		>"$TSDP_TMP/client.out" 2>&1 &
+	pp=$!
+	sleep 1.5
+	i0=$(ip -n "$NB" link show "$IFB" | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p')
+	kill -KILL "$XD_PID"
+	wait "$XD_PID" 2>/dev/null
+	sleep 1 # no daemon: the steering goes on
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
+	XD_PID=$!
+	XD_DPID=$XD_PID
+	wait_for 10 xd_status || { die "the daemon did not start again"; return 1; }
+	# taken over from its state: no attach, the processes' entries kept
+	grep -q "pod pod-b: $IFB taken over from the previous daemon (program $i0, now [0-9]*; 2 steering entries)" "$TSDP_TMP/xdpd.out" ||
+		{ die "pod-b was not taken over: $(grep -v '^tickstack-xdpd: serving' "$TSDP_TMP/xdpd.out" | tail -5)"; return 1; }
+	[ "$(grep -c "attached (" "$TSDP_TMP/xdpd.out")" = 1 ] || { die "attached more than once"; return 1; }
+	xd_status_is pod-b "2 2" || { die "status after the restart: $(xd_status)"; return 1; }
+	wait "$pp" || { die "the ping-pong through the restart: exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" 1000 || return 1
+	# a socket the running process opens now: steered (its third entry)
+	touch "$XD_STATS/go"
+	wait_for 10 grep -q "^bound 11293" "$TSDP_TMP/rebind.out" ||
+		{ die "the running process's new socket: $(cat "$TSDP_TMP/rebind.out")"; return 1; }
+	grep -q "tickstack-xdpd at .*: connected again" "$TSDP_TMP/rebind.out" &&
+		grep -q "pod pod-b: pid [0-9]* connected again: its 1 steering entries and 1 queues" "$TSDP_TMP/xdpd.out" ||
+		{ die "the process did not get its queue back: $(cat "$TSDP_TMP/rebind.out")"; return 1; }
+	xd_status_is pod-b "2 3" || { die "status after the new socket: $(xd_status)"; return 1; }
+	local udp0
+	udp0=$(kstat "$NB" UdpInDatagrams)
+	ip netns exec "$NA" taskset -c 1 timeout 20 $B/udpcheck send $IPB 11293 500 >"$TSDP_TMP/send.out" 2>&1 ||
+		{ die "echo on the new socket: $(cat "$TSDP_TMP/send.out")"; return 1; }
+	[ $(($(kstat "$NB" UdpInDatagrams) - ${udp0:-0})) -le 20 ] ||
+		{ die "the new socket's datagrams went through the pod's kernel"; return 1; }
+	# once more: a process killed while it has not spoken to the new
+	# daemon takes its entries with it
+	xd_again || return 1
+	xd_status_is pod-b "2 3" || { die "status after the second restart: $(xd_status)"; return 1; }
+	kill -KILL "$py"
+	wait "$py" 2>/dev/null
+	wait_for 2 xd_status_is pod-b "1 1" || { die "the killed process's entries stayed: $(xd_status)"; return 1; }
+	grep -q "pod pod-b: pid [0-9]*, which held 2 steering entries before the restart, exited: they are removed" "$TSDP_TMP/xdpd.out" ||
+		{ die "no line about the killed process's entries"; return 1; }
+	# sockperf's close speaks to the daemon: connected again, its entry goes
+	xd_stop_server "$XS" srv || return 1
+	check_accel srv || return 1
+	wait_for 2 xd_status_is pod-b "0 0" || { die "sockperf's entry stayed after it exited: $(xd_status)"; return 1; }
+	# a namespace plumbed after the restart: served
+	tsdp_ns NC c
+	tsdp_pair "$NC" "$NA" 198.18.13 "v${TSDP_ID}c" "v${TSDP_ID}d"
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-c "tsdpv${TSDP_ID}c" "/run/netns/$NC" ||
+		{ die "attach pod-c after the restart failed"; return 1; }
+	$(xd_pod "$NC" pod-c c --require) env TICKSTACK_SPIN_USEC=0 sockperf sr -i 198.18.13.1 -p 11294 \
+		>"$TSDP_TMP/server-c.out" 2>&1 &
+	local sc=$!
+	TSDP_PIDS+=("$sc")
+	wait_for 10 udp_listening "$NC" 11294 || { die "pod-c's server did not listen"; return 1; }
+	wait_for 5 xd_status_is pod-c "1 1" || { die "status: $(xd_status)"; return 1; }
+	ip netns exec "$NA" timeout 30 sockperf pp -i 198.18.13.1 -p 11294 -t 2 -m 64 >"$TSDP_TMP/client-c.out" 2>&1 ||
+		{ die "pod-c's client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client-c.out" || return 1
+	xd_stop_server "$sc" c || return 1
+	check_accel c || return 1
+	# SIGTERM (an upgrade's): the programs stay, the state names them
+	kill -TERM "$XD_PID"
+	wait_exit "$XD_PID" 10 && [ "$WAIT_RC" = 0 ] || { die "exit code $WAIT_RC after SIGTERM"; return 1; }
+	XD_PID=
+	ip -n "$NB" link show "$IFB" | grep -q "prog/xdp" && ip -n "$NC" link show "tsdpv${TSDP_ID}c" | grep -q "prog/xdp" ||
+		{ die "a program went with the daemon's SIGTERM"; return 1; }
+	grep -q "^att pod-b " "$XD_RUN/state" && grep -q "^att pod-c " "$XD_RUN/state" ||
+		{ die "state after SIGTERM: $(cat "$XD_RUN/state")"; return 1; }
+	! grep -q "Sanitizer\|runtime error" "$TSDP_TMP/xdpd.out" || { die "sanitizer report"; return 1; }
 }
 
 # A pod that can write its own directory (a container running as uid 0,

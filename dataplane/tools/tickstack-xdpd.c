@@ -39,6 +39,10 @@
  * socket gets its mode when it is bound, and its directory is changed
  * through an fd opened without following links.
  *
+ * A restart is invisible to the pods: DIR/state names what is attached,
+ * and the next daemon takes it over, maps and entries included ("state
+ * across restarts" below; SIGTERM leaves the programs attached for it).
+ *
  * One thread, one epoll loop: setns() moves this thread alone. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -89,6 +93,7 @@
 #endif
 
 #define DEFAULT_RUN_DIR "/run/tickstack/xdp"
+#define STATE_NAME "state" /* DIR/state: what the daemon attached */
 /* a refused connection: requests already queued that are read (and
  * dropped) so that the close does not turn into a reset hiding the reply */
 #define REFUSE_DRAIN_MAX 4
@@ -119,6 +124,7 @@ struct att {                     /* the program on one interface of a pod */
 	uint8_t qsg[TS_XSKS_MAX];     /* its XSK takes jumbo frames as chains
 				       * (XDP_USE_SG): entries say so */
 	int nents;               /* steering entries of every client here */
+	__u32 prog_id;           /* the attached program's id (state file) */
 };
 
 struct evsrc {                   /* what an epoll event points at */
@@ -126,7 +132,7 @@ struct evsrc {                   /* what an epoll event points at */
 	void *p;
 };
 enum { EV_CTL_LISTEN = 1, EV_CTL_CONN, EV_POD_LISTEN, EV_NODE_LISTEN, EV_CLIENT,
-       EV_SIGNAL };
+       EV_SIGNAL, EV_GHOST };
 
 struct ratelimit {               /* refusal log lines of one pod */
 	int64_t start;           /* the interval's start (monotonic ms) */
@@ -150,6 +156,10 @@ struct pod {
 	struct pod *next;
 };
 
+/* A connection, or (fd -1) a ghost: a process that held entries and
+ * queues before the daemon restarted, recovered from the maps, watched
+ * through its pidfd until it connects again (its entries become that
+ * connection's) or exits (they go). */
 struct client {
 	int fd;
 	struct pod *pod;
@@ -174,6 +184,8 @@ static struct pod *pods;
 static struct ratelimit ctl_rl; /* refusals on the control socket */
 static struct ratelimit node_rl; /* refusals on DIR/node/xdp.sock before a
 				  * pod is known */
+
+static void state_save(void);
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -546,6 +558,16 @@ static int att_leftover(int ifindex, int *mode)
 	return fd;
 }
 
+/* The id of the program behind fd, or 0. */
+static __u32 prog_id_of(int fd)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
 static int att_attach(struct pod *p, struct att *a, char *why, size_t wl)
 {
 	static const int modes[2] = { XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE };
@@ -613,6 +635,8 @@ static int att_attach(struct pod *p, struct att *a, char *why, size_t wl)
 	steer_bpf__destroy(a->skel);
 	a->skel = NULL;
 out:
+	if (!err)
+		a->prog_id = prog_id_of(bpf_program__fd(a->skel->progs.ts_steer));
 	leave_ns();
 	return err;
 }
@@ -730,14 +754,35 @@ static void ep_add(int fd, struct evsrc *ev)
 
 static void client_close(struct client *c);
 
-/* rmdir: at detach only. On shutdown the directory stays: the kubelet
- * bind-mounted it into the pod, and a directory created anew by the next
- * daemon would not be the one the pod sees. */
-static void pod_free(struct pod *p, int rmdir_too)
+/* rmdir: at detach only. On shutdown (keep) the directory stays: the
+ * kubelet bind-mounted it into the pod, and a directory created anew by
+ * the next daemon would not be the one the pod sees; and the programs stay
+ * attached with their maps, entries and XSKs, which the next daemon takes
+ * over (state_recover). */
+static void pod_free(struct pod *p, int rmdir_too, int keep)
 {
 	char who[96];
 	int i;
 
+	if (keep) {
+		struct client *c;
+
+		/* the connections close; their entries and queues stay in
+		 * the maps for the processes, which connect again */
+		while ((c = p->clients)) {
+			p->clients = c->next;
+			if (c->fd >= 0)
+				close(c->fd);
+			if (c->pidfd >= 0)
+				close(c->pidfd);
+			free(c->ents);
+			free(c);
+		}
+		for (i = 0; i < p->nifs; i++)
+			if (p->ifs[i].skel) /* closes fds: XDP stays attached */
+				steer_bpf__destroy(p->ifs[i].skel);
+		p->nifs = 0;
+	}
 	while (p->clients)
 		client_close(p->clients);
 	for (i = 0; i < p->nifs; i++)
@@ -844,13 +889,14 @@ static int ctl_attach(const char *uid, const char *ifname, int nsfd,
 		p->next = pods;
 		pods = p;
 	}
+	state_save();
 	logf_("pod %s: %s attached (%s), netns inode %llu", uid, ifname,
 	      a->mode == XDP_FLAGS_SKB_MODE ? "generic" : "native",
 	      (unsigned long long)ino);
 	return 0;
 out_err:
 	if (fresh)
-		pod_free(p, 1);
+		pod_free(p, 1, 0);
 	return err;
 }
 
@@ -867,7 +913,8 @@ static int ctl_detach(const char *uid, char *why, size_t wl)
 			struct pod *p = *pp;
 
 			*pp = p->next;
-			pod_free(p, 1);
+			pod_free(p, 1, 0);
+			state_save();
 			logf_("pod %s: detached", uid);
 			return 0;
 		}
@@ -965,7 +1012,7 @@ static void client_close(struct client *c)
 {
 	struct pod *p = c->pod;
 	struct client **cp;
-	int i, q;
+	int i, q, queues = 0;
 
 	while (c->nents)
 		entry_remove(c, c->nents - 1);
@@ -976,6 +1023,7 @@ static void client_close(struct client *c)
 			if (a->qown[q] != c)
 				continue;
 			a->qown[q] = NULL;
+			queues++;
 			if (a->skel) {
 				__u32 none = 0;
 
@@ -992,12 +1040,55 @@ static void client_close(struct client *c)
 			break;
 		}
 	p->nclients--;
-	epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
+	if (c->fd >= 0) {
+		epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+	} else if (c->pidfd >= 0) {
+		epoll_ctl(epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
+	}
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	free(c->ents);
 	free(c);
+	if (queues)
+		state_save(); /* the queues' owners, for the next daemon */
+}
+
+/* The ghost of pid in p (a process that held entries or queues before the
+ * daemon restarted), or NULL. */
+static struct client *ghost_of(struct pod *p, pid_t pid)
+{
+	struct client *g;
+
+	for (g = p->clients; g; g = g->next)
+		if (g->fd < 0 && g->pid == pid)
+			return g;
+	return NULL;
+}
+
+/* c, a new connection of the process g stood for, takes over g's entries
+ * and queues: the process is served as before the restart. */
+static void ghost_adopt(struct client *c, struct client *g)
+{
+	struct pod *p = c->pod;
+	int i, q, queues = 0;
+
+	for (i = 0; i < p->nifs; i++)
+		for (q = 0; q < TS_XSKS_MAX; q++)
+			if (p->ifs[i].qown[q] == g) {
+				p->ifs[i].qown[q] = c;
+				queues++;
+			}
+	free(c->ents);
+	c->ents = g->ents;
+	c->nents = g->nents;
+	c->cap = g->cap;
+	g->ents = NULL;
+	g->nents = 0;
+	logf_("pod %s: pid %d connected again: its %d steering entries and %d "
+	      "queues from before the restart are its own again", p->uid,
+	      (int)c->pid, c->nents, queues);
+	client_close(g); /* nothing of it is left: only its watch goes */
 }
 
 static void node_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1073,7 +1164,7 @@ static void pod_accept(struct pod *p, int lfd)
 		      p->uid);
 		goto out_refuse;
 	}
-	if (p->nclients >= TS_XDPD_POD_CLIENTS) {
+	if (p->nclients >= TS_XDPD_POD_CLIENTS && !ghost_of(p, c->pid)) {
 		pod_refusal(p, "refused pid %d uid %u: the pod holds %d "
 			    "connections, the limit", (int)cred.pid,
 			    (unsigned)cred.uid, TS_XDPD_POD_CLIENTS);
@@ -1088,6 +1179,12 @@ static void pod_accept(struct pod *p, int lfd)
 	p->clients = c;
 	p->nclients++;
 	ep_add(fd, &c->ev);
+	{
+		struct client *g = ghost_of(p, c->pid);
+
+		if (g)
+			ghost_adopt(c, g);
+	}
 	return;
 out_refuse:
 	/* a request already queued would turn the close into a reset that
@@ -1264,6 +1361,7 @@ static int req_xsk(struct client *c, struct att *a, const char *qs, int fd,
 		/* the process bound it: its word (a wrong one loses only the
 		 * jumbo frames of its own ports, which its XSK then drops) */
 		a->qsg[q] = (uint8_t)sg;
+		state_save(); /* the queue's owner, for the next daemon */
 	}
 	return err;
 }
@@ -1486,6 +1584,7 @@ static int req_umem(struct client *c, struct att *a, const char *qs,
 	}
 	a->qbytes[q] = (uint64_t)st.st_size;
 	a->qsg[q] = (uint8_t)*sg;
+	state_save(); /* the queue's owner and its UMEM, for the next daemon */
 	*xsk = fd;
 	return 0;
 }
@@ -1741,6 +1840,499 @@ out:
 		close(passfd);
 }
 
+/* ---- state across restarts
+ *
+ * DIR/state (root's, 0600, replaced atomically: written to DIR/state.tmp,
+ * synced, renamed) names what the daemon attached, for the next daemon:
+ *   tickstack-xdpd-state 1
+ *   att UID IFNAME IFINDEX NETNS-INODE NETNS-DEV PROG-ID MODE
+ *   q UID IFNAME QUEUE PID UMEM-BYTES SG
+ * ("q": a queue's XSK, the process that holds it and the UMEM the daemon
+ * registered for it). Written at every attach, detach and change of a
+ * queue's owner. A daemon that starts (after SIGKILL, a crash, an upgrade)
+ * takes each attachment over when it still holds: the network namespace
+ * (found by its inode in /run/netns or a process's /proc/PID/ns/net: the
+ * daemon runs in the node's PID namespace), the interface at that index,
+ * a steering program on it. It loads its own program over the same maps
+ * (reacquired by id: CAP_SYS_ADMIN) and swaps it in atomically
+ * (XDP_FLAGS_REPLACE), so no packet misses the steering. The maps' entries
+ * and queues belong to ghosts (struct client) of the processes that made
+ * them: a process that connects again gets them back, one that exited
+ * takes them with it. A record that no longer holds is dropped with a log
+ * line; a file that cannot be read is ignored with one. */
+#define STATE_MAGIC "tickstack-xdpd-state 1"
+
+static int state_on; /* serve() keeps the file (not the fuzzer's daemon) */
+
+/* A line read from the file, cut at its newline, as a log may show it. */
+static void printable(char *s)
+{
+	s[strcspn(s, "\n")] = 0;
+	for (; *s; s++)
+		if ((unsigned char)*s < ' ' || (unsigned char)*s > '~')
+			*s = '?';
+}
+
+static void state_save(void)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	struct pod *p;
+	FILE *f;
+	int fd, i, q, err = 0;
+
+	if (!state_on)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", run_dir, STATE_NAME);
+	snprintf(path, sizeof(path), "%s/%s", run_dir, STATE_NAME);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		logf_("state file %s: %s: a restart of the daemon will not serve "
+		      "the pods again until the CNI plugin attaches them", tmp,
+		      strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	fprintf(f, "%s\n", STATE_MAGIC);
+	for (p = pods; p; p = p->next)
+		for (i = 0; i < p->nifs; i++) {
+			struct att *a = &p->ifs[i];
+
+			fprintf(f, "att %s %s %d %llu %llu %u %d\n", p->uid,
+				a->ifname, a->ifindex,
+				(unsigned long long)p->ns_ino,
+				(unsigned long long)p->ns_dev, a->prog_id, a->mode);
+			for (q = 0; q < TS_XSKS_MAX; q++)
+				if (a->qown[q])
+					fprintf(f, "q %s %s %d %d %llu %d\n", p->uid,
+						a->ifname, q, (int)a->qown[q]->pid,
+						(unsigned long long)a->qbytes[q],
+						a->qsg[q]);
+		}
+	if (fflush(f) || fsync(fd))
+		err = errno;
+	if (fclose(f) && !err)
+		err = errno;
+	if (!err && rename(tmp, path))
+		err = errno;
+	if (err) {
+		logf_("state file %s: %s: a restart of the daemon will not serve "
+		      "the pods again until the CNI plugin attaches them", path,
+		      strerror(err));
+		unlink(tmp);
+	}
+}
+
+/* A network namespace fd for (ino, dev): a name in /run/netns, else a
+ * process's /proc/PID/ns/net (the pod's pause process holds it), or -1. */
+static int ns_find(uint64_t ino, uint64_t dev)
+{
+	static const char *const dirs[2] = { "/run/netns", "/proc" };
+	char path[PATH_MAX];
+	struct dirent *e;
+	struct stat st;
+	int i, fd = -1;
+
+	for (i = 0; i < 2 && fd < 0; i++) {
+		DIR *d = opendir(dirs[i]);
+
+		if (!d)
+			continue;
+		while (fd < 0 && (e = readdir(d))) {
+			if (e->d_name[0] == '.' ||
+			    (i == 1 && (e->d_name[0] < '1' || e->d_name[0] > '9')))
+				continue;
+			snprintf(path, sizeof(path), i ? "%s/%s/ns/net" : "%s/%s",
+				 dirs[i], e->d_name);
+			if (stat(path, &st) || st.st_ino != ino ||
+			    (uint64_t)st.st_dev != dev)
+				continue;
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+		}
+		closedir(d);
+	}
+	return fd;
+}
+
+/* The ghost of pid in p, made when none is yet: NULL when the process is
+ * gone or no longer in the pod's namespace (its pid reused elsewhere). */
+static struct client *ghost_get(struct pod *p, pid_t pid)
+{
+	struct client *g = ghost_of(p, pid);
+
+	if (g || pid <= 0)
+		return g;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->fd = -1;
+	g->pod = p;
+	g->pid = pid;
+	g->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (g->pidfd < 0 || !client_in_pod(g)) {
+		if (g->pidfd >= 0)
+			close(g->pidfd);
+		free(g);
+		return NULL;
+	}
+	/* readable when the process exits */
+	g->ev.type = EV_GHOST;
+	g->ev.p = g;
+	g->next = p->clients;
+	p->clients = g;
+	p->nclients++;
+	ep_add(g->pidfd, &g->ev);
+	return g;
+}
+
+/* The maps of the program attached as a (prog_id, in the pod's namespace)
+ * reused by a program of our own swapped in for it. 0, or a negative
+ * errno with why set. */
+static int att_takeover(struct att *a, char *why, size_t wl)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, xq);
+	LIBBPF_OPTS(bpf_xdp_attach_opts, o);
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info), ids[8], n, i;
+	int pfd, err, reused = 0;
+
+	if ((int)if_nametoindex(a->ifname) != a->ifindex) {
+		snprintf(why, wl, "interface %s (index %d) is gone", a->ifname,
+			 a->ifindex);
+		return -ENODEV;
+	}
+	if (bpf_xdp_query(a->ifindex, 0, &xq) || !xq.prog_id) {
+		snprintf(why, wl, "no XDP program is attached to %s any more",
+			 a->ifname);
+		return -ENOENT;
+	}
+	a->mode = xq.attach_mode == XDP_ATTACHED_SKB ? XDP_FLAGS_SKB_MODE :
+						       XDP_FLAGS_DRV_MODE;
+	pfd = bpf_prog_get_fd_by_id(xq.prog_id);
+	if (pfd < 0) {
+		snprintf(why, wl, "program %u: %s (the daemon needs "
+			 "CAP_SYS_ADMIN)", xq.prog_id, strerror(errno));
+		return -errno;
+	}
+	memset(&info, 0, sizeof(info));
+	info.nr_map_ids = 8;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(pfd, &info, &len) ||
+	    strcmp(info.name, TS_PROG_NAME)) {
+		snprintf(why, wl, "the program on %s (id %u) is not a steering "
+			 "program: left alone", a->ifname, xq.prog_id);
+		err = -EEXIST;
+		goto out;
+	}
+	a->skel = steer_bpf__open();
+	if (!a->skel) {
+		err = errno ? -errno : -ENOMEM;
+		snprintf(why, wl, "opening the steering program: %s",
+			 strerror(-err));
+		goto out;
+	}
+	n = info.nr_map_ids < 8 ? info.nr_map_ids : 8;
+	for (i = 0; i < n; i++) {
+		struct bpf_map_info mi;
+		__u32 ml = sizeof(mi);
+		struct bpf_map *m;
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+
+		if (mfd < 0)
+			continue;
+		memset(&mi, 0, sizeof(mi));
+		if (!bpf_obj_get_info_by_fd(mfd, &mi, &ml) &&
+		    (m = bpf_object__find_map_by_name(a->skel->obj, mi.name)) &&
+		    !bpf_map__reuse_fd(m, mfd))
+			reused++;
+		close(mfd); /* reuse_fd holds its own copy */
+	}
+	if (reused < 4) {
+		snprintf(why, wl, "the program on %s (id %u) has %d of the 4 "
+			 "steering maps", a->ifname, xq.prog_id, reused);
+		err = -ENOENT;
+		goto out_skel;
+	}
+	err = steer_bpf__load(a->skel);
+	if (err) {
+		snprintf(why, wl, "the maps of program %u do not fit this "
+			 "daemon's program (%s): it stays attached, the pod's "
+			 "sockets keep their steering; attach the pod again (its "
+			 "new sockets need it)", xq.prog_id, strerror(-err));
+		goto out_skel;
+	}
+	/* exactly that program is replaced: nothing else in between */
+	o.old_prog_fd = pfd;
+	err = bpf_xdp_attach(a->ifindex, bpf_program__fd(a->skel->progs.ts_steer),
+			     (__u32)a->mode | XDP_FLAGS_REPLACE, &o);
+	if (err) {
+		snprintf(why, wl, "replacing program %u on %s: %s", xq.prog_id,
+			 a->ifname, strerror(-err));
+		goto out_skel;
+	}
+	a->prog_id = prog_id_of(bpf_program__fd(a->skel->progs.ts_steer));
+	goto out;
+out_skel:
+	steer_bpf__destroy(a->skel);
+	a->skel = NULL;
+out:
+	close(pfd);
+	return err;
+}
+
+/* The processes behind a's queues and entries (read from its maps) as
+ * ghosts; what a process that is gone left is deleted. */
+static void att_ghosts(struct pod *p, int ai)
+{
+	struct att *a = &p->ifs[ai];
+	int qfd = bpf_map__fd(a->skel->maps.ts_qown);
+	int xfd = bpf_map__fd(a->skel->maps.ts_xsks);
+	int mfd = bpf_map__fd(a->skel->maps.ts_steer_map);
+	struct ts_steer_key *keys, *prev = NULL;
+	struct ts_steer_val v;
+	__u32 pid, none = 0;
+	int q, gone = 0, n = 0, i;
+
+	for (q = 0; q < TS_XSKS_MAX; q++) {
+		struct client *g;
+
+		if (bpf_map_lookup_elem(qfd, &q, &pid) || !pid)
+			continue;
+		g = ghost_get(p, (pid_t)pid);
+		if (g) {
+			a->qown[q] = g;
+			continue;
+		}
+		bpf_map_delete_elem(xfd, &q);
+		bpf_map_update_elem(qfd, &q, &none, BPF_ANY);
+	}
+	/* the keys first: deleting while walking would restart the walk */
+	keys = calloc(TS_STEER_MAX_ENTRIES, sizeof(*keys));
+	if (!keys)
+		return;
+	while (n < TS_STEER_MAX_ENTRIES &&
+	       !bpf_map_get_next_key(mfd, prev, &keys[n])) {
+		prev = &keys[n];
+		n++;
+	}
+	for (i = 0; i < n; i++) {
+		struct client *g;
+
+		if (bpf_map_lookup_elem(mfd, &keys[i], &v))
+			continue;
+		g = ghost_get(p, (pid_t)v.owner);
+		if (g && g->nents < TS_XDPD_CLIENT_ENTRIES && !client_grow(g)) {
+			g->ents[g->nents].att = ai;
+			g->ents[g->nents].key = keys[i];
+			g->ents[g->nents].ino = 0;
+			g->nents++;
+			a->nents++;
+			continue;
+		}
+		bpf_map_delete_elem(mfd, &keys[i]);
+		gone++;
+	}
+	free(keys);
+	if (gone)
+		logf_("pod %s: %s: %d steering entries of processes that exited "
+		      "while no daemon ran removed", p->uid, a->ifname, gone);
+}
+
+/* The pod directory of a pod that is gone. */
+static void pod_dir_remove(const char *uid)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/pods/%s/%s", run_dir, uid,
+		 TS_XDPD_SOCK_NAME);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/pods/%s", run_dir, uid);
+	rmdir(path);
+}
+
+struct qrec {                    /* a "q" line, applied once att lines are */
+	char uid[72], ifname[IF_NAMESIZE];
+	int q, pid, sg;
+	unsigned long long bytes;
+};
+
+/* One "att" record: its pod (made on its first record) takes the
+ * attachment over, or the record is dropped with a log line. */
+static void state_att(const char *uid, const char *ifname, int ifindex,
+		      uint64_t ino, uint64_t dev, unsigned prog_id, int lineno)
+{
+	char why[400] = "";
+	struct pod *p = pod_find(uid), *o = pod_by_ns(ino, dev);
+	struct att *a;
+	int err, nsfd;
+
+	if (o && o != p) {
+		logf_("state: pod %s: its network namespace is pod %s's: record "
+		      "(line %d) dropped", uid, o->uid, lineno);
+		return;
+	}
+	if (p && (att_find(p, ifname, NULL) || p->nifs >= TS_XDPD_POD_IFS ||
+		  p->ns_ino != ino || p->ns_dev != dev)) {
+		logf_("state: pod %s %s: a second record (line %d) dropped", uid,
+		      ifname, lineno);
+		return;
+	}
+	if (!p) {
+		nsfd = ns_find(ino, dev);
+		if (nsfd < 0) {
+			logf_("state: pod %s: its network namespace (inode %llu) "
+			      "is gone: the pod is, its record dropped", uid,
+			      (unsigned long long)ino);
+			pod_dir_remove(uid);
+			return;
+		}
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			close(nsfd);
+			return;
+		}
+		snprintf(p->uid, sizeof(p->uid), "%.71s", uid);
+		p->nsfd = nsfd;
+		p->ns_ino = ino;
+		p->ns_dev = dev;
+		p->lfd = -1;
+		p->dfd = -1;
+		p->rl.start = now_ms();
+		p->ev.type = EV_POD_LISTEN;
+		p->ev.p = p;
+		err = pod_socket(p, why, sizeof(why));
+		if (err) {
+			logf_("state: pod %s: %s: its record dropped", uid, why);
+			pod_free(p, 0, 0);
+			return;
+		}
+		ep_add(p->lfd, &p->ev);
+		p->next = pods;
+		pods = p;
+	}
+	a = &p->ifs[p->nifs];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->ifname, sizeof(a->ifname), "%.15s", ifname);
+	a->ifindex = ifindex;
+	err = enter_ns(p->nsfd);
+	if (!err) {
+		err = att_takeover(a, why, sizeof(why));
+		leave_ns();
+	} else {
+		snprintf(why, sizeof(why), "cannot enter its network namespace: %s",
+			 strerror(-err));
+	}
+	if (err) {
+		logf_("state: pod %s %s: %s: its record dropped", uid, ifname, why);
+		return;
+	}
+	p->nifs++;
+	att_ghosts(p, p->nifs - 1);
+	logf_("pod %s: %s taken over from the previous daemon (program %u, "
+	      "now %u; %d steering entries), netns inode %llu", uid, ifname,
+	      prog_id, a->prog_id, a->nents, (unsigned long long)ino);
+}
+
+/* Serve again what the previous daemon attached (DIR/state). Never fails:
+ * what cannot be taken over is logged and left to the CNI plugin. */
+static void state_recover(void)
+{
+	char path[PATH_MAX], line[512];
+	struct qrec *qs = NULL;
+	int nq = 0, lineno = 0, fd, i;
+	struct pod *p, **pp;
+	struct stat st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", run_dir, STATE_NAME);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			logf_("state file %s: %s: ignored; pods attached before "
+			      "are served again when the CNI plugin attaches "
+			      "them", path, strerror(errno));
+		return;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    !(f = fdopen(fd, "r"))) {
+		logf_("state file %s: not a regular file of root's: ignored; pods "
+		      "attached before are served again when the CNI plugin "
+		      "attaches them", path);
+		close(fd);
+		return;
+	}
+	line[0] = 0; /* an empty file leaves it so */
+	if (!fgets(line, sizeof(line), f) || strncmp(line, STATE_MAGIC "\n",
+						     sizeof(STATE_MAGIC))) {
+		printable(line);
+		logf_("state file %s: first line '%.40s' is not '%s': the file is "
+		      "ignored; pods attached before are served again when the "
+		      "CNI plugin attaches them", path, line, STATE_MAGIC);
+		fclose(f);
+		return;
+	}
+	lineno = 1;
+	while (fgets(line, sizeof(line), f)) {
+		char uid[128], ifn[128], extra;
+		unsigned long long ino, dev, bytes;
+		unsigned prog;
+		int ifindex, mode, q, pid, sg;
+
+		lineno++;
+		printable(line);
+		if (sscanf(line, "att %127s %127s %d %llu %llu %u %d %c", uid, ifn,
+			   &ifindex, &ino, &dev, &prog, &mode, &extra) == 7 &&
+		    valid_uid(uid) && valid_ifname(ifn) && ifindex > 0) {
+			state_att(uid, ifn, ifindex, ino, dev, prog, lineno);
+			continue;
+		}
+		if (sscanf(line, "q %127s %127s %d %d %llu %d %c", uid, ifn, &q,
+			   &pid, &bytes, &sg, &extra) == 6 && valid_uid(uid) &&
+		    valid_ifname(ifn) && q >= 0 && q < TS_XSKS_MAX && pid > 0 &&
+		    bytes <= TS_XDPD_UMEM_MAX && (sg == 0 || sg == 1)) {
+			struct qrec *n = realloc(qs, (size_t)(nq + 1) * sizeof(*qs));
+
+			if (!n)
+				break;
+			qs = n;
+			snprintf(qs[nq].uid, sizeof(qs[nq].uid), "%.71s", uid);
+			snprintf(qs[nq].ifname, sizeof(qs[nq].ifname), "%.15s", ifn);
+			qs[nq].q = q;
+			qs[nq].pid = pid;
+			qs[nq].bytes = bytes;
+			qs[nq].sg = sg;
+			nq++;
+			continue;
+		}
+		logf_("state file %s line %d: cannot parse '%.60s': ignored", path,
+		      lineno, line);
+	}
+	fclose(f);
+	/* a queue's UMEM and SG, where the process that holds it is the one
+	 * the record names */
+	for (i = 0; i < nq; i++) {
+		struct att *a;
+
+		p = pod_find(qs[i].uid);
+		a = p ? att_find(p, qs[i].ifname, NULL) : NULL;
+		if (a && a->qown[qs[i].q] && a->qown[qs[i].q]->pid == qs[i].pid) {
+			a->qbytes[qs[i].q] = qs[i].bytes;
+			a->qsg[qs[i].q] = (uint8_t)qs[i].sg;
+		}
+	}
+	free(qs);
+	/* a pod whose every record was dropped */
+	for (pp = &pods; (p = *pp);) {
+		if (p->nifs) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		pod_free(p, 0, 0);
+	}
+	state_save();
+}
+
 /* ---- serving */
 
 /* path as a directory of root's with mode, changed through an fd opened
@@ -1879,6 +2471,8 @@ static int serve(void)
 	ep_add(lfd, &ctl_ev);
 	ep_add(nfd, &node_ev);
 	ep_add(sfd, &sig_ev);
+	state_on = 1;
+	state_recover();
 	logf_("serving %s and %s", sa.sun_path, npath);
 	for (;;) {
 		struct epoll_event evs[32];
@@ -1933,6 +2527,16 @@ static int serve(void)
 			case EV_NODE_LISTEN:
 				pod_accept(NULL, nfd);
 				break;
+			case EV_GHOST: { /* the process exited */
+				struct client *g = ev->p;
+
+				logf_("pod %s: pid %d, which held %d steering "
+				      "entries before the restart, exited: they "
+				      "are removed", g->pod->uid, (int)g->pid,
+				      g->nents);
+				client_close(g);
+				break;
+			}
 			case EV_CLIENT: {
 				struct client *c = ev->p;
 
@@ -1947,12 +2551,18 @@ static int serve(void)
 		}
 	}
 out:
-	/* no state survives the daemon: leave no program behind either */
+	/* the programs stay attached, with their entries and XSKs, and the
+	 * state file names them: the next daemon serves the pods again
+	 * (state_recover); a pod's own detach (the CNI plugin's DEL) is what
+	 * takes its program away */
+	if (pods)
+		logf_("stopping: the pods' programs stay attached for the next "
+		      "tickstack-xdpd (%s/%s)", run_dir, STATE_NAME);
 	while (pods) {
 		struct pod *p = pods;
 
 		pods = p->next;
-		pod_free(p, 0);
+		pod_free(p, 0, 1);
 	}
 	unlink(sa.sun_path);
 	unlink(npath);

@@ -299,8 +299,8 @@ func TestAgentRollout(t *testing.T) {
 	}
 }
 
-// tickstack-xdpd runs on the agent's nodes by default, in its own DaemonSet updated OnDelete (a restart
-// detaches its programs from running pods), installs the CNI plugin into the node's CNI directory, and
+// tickstack-xdpd runs on the agent's nodes by default, in its own DaemonSet updated RollingUpdate one node
+// at a time and never two on a node (a restarted daemon takes its pods over from the run directory), installs the CNI plugin into the node's CNI directory, and
 // the manager is told the same run directory the daemon uses.
 func TestXDPDaemonOnTheAgentsNodes(t *testing.T) {
 	byName := func(objs []*unstructured.Unstructured, name string) *unstructured.Unstructured {
@@ -316,8 +316,11 @@ func TestXDPDaemonOnTheAgentsNodes(t *testing.T) {
 	if ds == nil {
 		t.Fatalf("no DaemonSet t-tickstack-xdpd")
 	}
-	if u, _, _ := unstructured.NestedString(ds.Object, "spec", "updateStrategy", "type"); u != "OnDelete" {
-		t.Errorf("updateStrategy %q, want OnDelete: an upgrade must not restart the daemon under running bypass pods", u)
+	u, _, _ := unstructured.NestedString(ds.Object, "spec", "updateStrategy", "type")
+	mu, _, _ := unstructured.NestedFieldNoCopy(ds.Object, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable")
+	ms, _, _ := unstructured.NestedFieldNoCopy(ds.Object, "spec", "updateStrategy", "rollingUpdate", "maxSurge")
+	if u != "RollingUpdate" || fmt.Sprint(mu) != "1" || fmt.Sprint(ms) != "0" {
+		t.Errorf("updateStrategy %q maxUnavailable %v maxSurge %v, want RollingUpdate 1 0: one daemon per node at a time", u, mu, ms)
 	}
 	spec, _, _ := unstructured.NestedMap(ds.Object, "spec", "template", "spec")
 	if hp, _, _ := unstructured.NestedBool(spec, "hostPID"); !hp {

@@ -265,6 +265,13 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 
 	It("upgrades to this tree's chart: no setting, drain, reboot, restore, spec, label or result moves", func() {
 		untouched(managerImage, agentImage, append(append([]string{"upgrade", release}, chartFromRegistry()...), "-f", valuesFile(false))...)
+		By("tickstack-xdpd rolls to this tree's image by itself (RollingUpdate, no pod deleted by hand)")
+		out, err := kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/"+release+"-xdpd", "--timeout=3m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func() (string, error) {
+			return kubectl(nil, "get", "pods", "-n", releaseNS, "-l", "app.kubernetes.io/component=xdpd",
+				"-o", "jsonpath={.items[*].spec.containers[0].image}")
+		}, time.Minute, 2*time.Second).Should(Equal(agentImage))
 	})
 
 	It("rolls back to the previous release: nothing moves either", func() {

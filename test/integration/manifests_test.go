@@ -87,10 +87,15 @@ func TestAgentInstall(t *testing.T) {
 			t.Errorf("config/agent has %d %s, want %d", kinds[k], k, n)
 		}
 	}
-	// tickstack-xdpd: its own DaemonSet, updated OnDelete, privileged in the host's PID namespace,
-	// and the tickstack-xdp CNI plugin installed on the node.
+	// tickstack-xdpd: its own DaemonSet, updated RollingUpdate one node at a time and never two on a
+	// node (a restarted daemon takes its pods over from its run directory, which two would share),
+	// privileged in the host's PID namespace, and the tickstack-xdp CNI plugin installed on the node.
 	xs := xdpd.Spec.Template.Spec
-	if xdpd.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType || !xs.HostPID || len(xs.Containers) != 2 ||
+	if ru := xdpd.Spec.UpdateStrategy.RollingUpdate; xdpd.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ru == nil ||
+		ru.MaxUnavailable == nil || ru.MaxUnavailable.IntValue() != 1 || ru.MaxSurge == nil || ru.MaxSurge.IntValue() != 0 {
+		t.Errorf("tickstack-xdpd DaemonSet: update %+v, want RollingUpdate maxUnavailable 1 maxSurge 0", xdpd.Spec.UpdateStrategy)
+	}
+	if !xs.HostPID || len(xs.Containers) != 2 ||
 		!slices.Equal(xs.Containers[0].Command, []string{"/opt/tickstack/dataplane/tickstack-xdpd", "--run-dir", "/run/tickstack/xdp"}) ||
 		xs.Containers[0].SecurityContext == nil || xs.Containers[0].SecurityContext.Privileged == nil || !*xs.Containers[0].SecurityContext.Privileged {
 		t.Errorf("tickstack-xdpd DaemonSet: update %s, hostPID %v, containers %+v", xdpd.Spec.UpdateStrategy.Type, xs.HostPID, xs.Containers)
