@@ -102,6 +102,18 @@ drop_replaced() {
   buildah rmi "$1" >/dev/null 2>&1 || true
 }
 
+# drop_older_tags IMAGE: removes from containers/storage the other tags of IMAGE's repository made
+# before it. Called after IMAGE was pushed: those are in the registry they were pushed to, and a
+# development loop that pushes each commit's images (the e2e) would otherwise fill the disk, until
+# the kubelet's image garbage collection removes the pause image and no pod starts.
+drop_older_tags() {
+  local name=${1%:*} ref
+  buildah images --filter "before=$1" --format '{{.Name}}:{{.Tag}}' 2>/dev/null | while read -r ref; do
+    if [ "${ref%:*}" = "$name" ] && [ "$ref" != "$1" ]; then buildah rmi "$ref" >/dev/null 2>&1 || true; fi
+  done
+  buildah rmi --prune >/dev/null 2>&1 || true # the untagged images those tags leave
+}
+
 # to_archive IMAGE FILE: writes IMAGE from buildah's storage to an OCI archive named IMAGE.
 to_archive() {
   rm -f "$2"
@@ -264,6 +276,7 @@ build_target() {
   # What the caller gets: the pushed name and digest, the release's archive, or the local archive.
   if [ "$push" = 1 ]; then
     push_image "$image"
+    [ "$tool" = docker ] || drop_older_tags "$image"
   fi
   if [ -n "$archive_dir" ]; then
     archive_image "$image" "$archive_dir/tickstack-$target-$tag.oci.tar"
