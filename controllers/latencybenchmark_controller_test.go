@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 var tslbSeq atomic.Int32
@@ -518,7 +518,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			Expect(n.Verdict.Reasons).To(BeEmpty(), n.Node)
 			cm := &corev1.ConfigMap{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n.ResultsConfigMap}, cm)).To(Succeed())
-			res, err := bench.UnmarshalResults([]byte(cm.Data[tsv1.BenchResultsKey]))
+			res, err := judge.UnmarshalResults([]byte(cm.Data[tsv1.BenchResultsKey]))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Node).To(Equal(n.Node))
 			Expect(res.Stacks[0].PingPong.Rows).To(HaveLen(551))
