@@ -33,9 +33,9 @@ var rules = []rule{
 	{from: []string{"cmd/manager", "controllers/...", "internal/webhook/..."},
 		never: []string{"internal/agent/...", "internal/host/...", "internal/tuning/...", "internal/bootloader/...", "internal/bypass/...",
 			"internal/nriplugin/...", "internal/cli/...", "internal/plan/...", "internal/report/...", "internal/manifest/...", "internal/qualify/...",
-			"internal/bench"},
+			"internal/bench", "internal/ptp/..."},
 		but: []string{"internal/host/cpuset"},
-		why: "the operator links no host-tuning code, no CLI code, no NIC qualification and not the benchmark runner (the CPU list parser excepted; it judges with internal/bench/judge)"},
+		why: "the operator links no host-tuning code, no CLI code, no NIC qualification, not the benchmark runner and not linuxptp's supervision (the CPU list parser excepted; it judges with internal/bench/judge, and the PTP defaults are the API's)"},
 	{from: []string{"internal/bench/judge/..."}, never: []string{"..."}, but: []string{"api/...", "internal/bench/judge/..."},
 		why: "the benchmark judge is pure (validation, verdict, comparisons, results I/O over the API's types): the operator, the report and the CLI link it"},
 	{from: []string{"..."}, except: []string{"cmd/tickstack-bench", "cmd/tickstack", "internal/qualify/..."}, never: []string{"internal/bench"},
@@ -172,6 +172,7 @@ func TestRulesCanFail(t *testing.T) {
 		"controllers/benchmark": "internal/bench",
 		"internal/report":       "internal/bench",
 		"internal/bench/judge":  "internal/ptp",
+		"controllers/profile":   "internal/ptp",
 	}
 	for pkg, dep := range bad {
 		broken := false
@@ -234,6 +235,9 @@ func TestManagerLinksNoRunner(t *testing.T) {
 	}
 	if links(manager, runner) {
 		t.Errorf("cmd/manager links %s: the operator judges with internal/bench/judge and never links the runner (docs/architecture.md)", runner)
+	}
+	if links(manager, module+"internal/ptp") {
+		t.Errorf("cmd/manager links internal/ptp: the node's linuxptp supervision; the operator reads the PTP defaults from the API (docs/architecture.md)")
 	}
 	if !links(linked(t, "cmd/tickstack-bench"), runner) {
 		t.Errorf("the check finds no %s in tickstack-bench, which runs it: the check cannot fail", runner)
