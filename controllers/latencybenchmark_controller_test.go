@@ -652,6 +652,8 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			g.Expect(a.Results.Qualify.Reasons[0].Check).To(Equal("zeroCopy"))
 			g.Expect(a.Verdict.Result).To(Equal(tsv1.VerdictPassed))
 			g.Expect(a.Verdict.Reasons[0].Message).To(ContainSubstring("interface lat0 is degraded: zeroCopy"))
+			g.Expect(bb.Results).NotTo(BeNil(), "node b's results are copied in their own reconcile")
+			g.Expect(bb.Results.Qualify).NotTo(BeNil())
 			g.Expect(bb.Results.Qualify.Verdict).To(Equal(tsv1.QualifyUnsupported))
 			g.Expect(bb.Verdict.Result).To(Equal(tsv1.VerdictFailed))
 			g.Expect(bb.Verdict.Reasons[0].Name).To(Equal("qualify/lat0"))
