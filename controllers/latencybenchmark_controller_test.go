@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 var tslbSeq atomic.Int32
@@ -518,7 +518,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			Expect(n.Verdict.Reasons).To(BeEmpty(), n.Node)
 			cm := &corev1.ConfigMap{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n.ResultsConfigMap}, cm)).To(Succeed())
-			res, err := bench.UnmarshalResults([]byte(cm.Data[tsv1.BenchResultsKey]))
+			res, err := judge.UnmarshalResults([]byte(cm.Data[tsv1.BenchResultsKey]))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Node).To(Equal(n.Node))
 			Expect(res.Stacks[0].PingPong.Rows).To(HaveLen(551))
@@ -652,6 +652,8 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			g.Expect(a.Results.Qualify.Reasons[0].Check).To(Equal("zeroCopy"))
 			g.Expect(a.Verdict.Result).To(Equal(tsv1.VerdictPassed))
 			g.Expect(a.Verdict.Reasons[0].Message).To(ContainSubstring("interface lat0 is degraded: zeroCopy"))
+			g.Expect(bb.Results).NotTo(BeNil(), "node b's results are copied in their own reconcile")
+			g.Expect(bb.Results.Qualify).NotTo(BeNil())
 			g.Expect(bb.Results.Qualify.Verdict).To(Equal(tsv1.QualifyUnsupported))
 			g.Expect(bb.Verdict.Result).To(Equal(tsv1.VerdictFailed))
 			g.Expect(bb.Verdict.Reasons[0].Name).To(Equal("qualify/lat0"))

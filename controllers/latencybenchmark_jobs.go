@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // DefaultBenchImage is the image of the benchmark pods when the reconciler is given none (the
@@ -280,7 +280,7 @@ func (p benchPod) job(name string, labels, podLabels, annotations map[string]str
 // (BuildReflectorJob) at in.ReflectorAddress.
 func BuildBenchJob(in BenchJobInput) (*batchv1.Job, error) {
 	b := in.Benchmark
-	spec := bench.RunnerSuites(b)
+	spec := judge.RunnerSuites(b)
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the suites: %w", err)
@@ -317,7 +317,7 @@ func BuildBenchJob(in BenchJobInput) (*batchv1.Job, error) {
 // profile, serving sockperf on that network's interface, and exiting when its runner disconnects.
 func BuildReflectorJob(in BenchJobInput) (*batchv1.Job, error) {
 	b := in.Benchmark
-	specJSON, err := json.Marshal(bench.RunnerSuites(b))
+	specJSON, err := json.Marshal(judge.RunnerSuites(b))
 	if err != nil {
 		return nil, fmt.Errorf("encoding the suites: %w", err)
 	}
@@ -351,7 +351,7 @@ func buildReflectorService(in BenchJobInput) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Selector:                 map[string]string{tsv1.ReflectorLabel: runner},
 			PublishNotReadyAddresses: true,
-			Ports:                    []corev1.ServicePort{{Name: "control", Port: int32(bench.DefaultControlPort)}},
+			Ports:                    []corev1.ServicePort{{Name: "control", Port: int32(judge.DefaultControlPort)}},
 		},
 	}
 }

@@ -14,7 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 	"github.com/tickstack/tickstack/internal/phase"
 )
 
@@ -56,7 +56,7 @@ func benchRights(b *tsv1.LatencyBenchmark) []benchRight {
 		{"rbac.authorization.k8s.io", "roles", "create"},
 		{"rbac.authorization.k8s.io", "rolebindings", "create"},
 	}
-	if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && bench.RunnerSuites(b).NetworkSuites() {
+	if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && judge.RunnerSuites(b).NetworkSuites() {
 		rights = append(rights, benchRight{"", "services", "create"})
 	}
 	return rights

@@ -20,14 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 	"github.com/tickstack/tickstack/internal/phase"
 )
 
 // reconcileValidation checks what the CRD's rules cannot: the suites and thresholds as the
 // runner will read them, and the cron schedule.
 func (r *LatencyBenchmarkReconciler) reconcileValidation(_ context.Context, s *benchScope) error {
-	if problems := bench.SpecProblems(s.b); len(problems) > 0 {
+	if problems := judge.SpecProblems(s.b); len(problems) > 0 {
 		s.facts.invalid = strings.Join(problems, "; ")
 		return phase.ErrStop
 	}
@@ -94,7 +94,7 @@ func scheduleOf(b *tsv1.LatencyBenchmark) cron.Schedule {
 	if b.Spec.Schedule == "" {
 		return nil
 	}
-	sched, err := bench.ParseSchedule(b.Spec.Schedule)
+	sched, err := judge.ParseSchedule(b.Spec.Schedule)
 	if err != nil {
 		return nil
 	}
@@ -322,7 +322,7 @@ func (r *LatencyBenchmarkReconciler) createNodeJob(ctx context.Context, b *tsv1.
 	if err := r.Client.Create(ctx, buildResultsConfigMap(in)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the results ConfigMap of node %s: %w", n.Node, err)
 	}
-	if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && bench.RunnerSuites(b).NetworkSuites() {
+	if mode, _, _, _ := placementOf(b); mode == tsv1.PlacementTwoPods && judge.RunnerSuites(b).NetworkSuites() {
 		addr, err := r.reconcileReflector(ctx, in)
 		if err != nil {
 			return err

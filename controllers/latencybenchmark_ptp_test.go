@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // benchPodSpec is a pod spec shaped like BuildBenchJob's: the runner, and the reflector beside it
@@ -115,7 +115,7 @@ func TestJudgeNodePTP(t *testing.T) {
 		{"not SLAVE for a while", 3, tsv1.Thresholds{}, tsv1.VerdictFailed, "Failed: ptp/slave: 3 of 123 samples of /run/tickstack/ptp/ptp4l.sock not in SLAVE state (SLAVE 120, UNCALIBRATED 3)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc, err := bench.MarshalResults(ptpOnlyResults(tc.notSlave))
+			doc, err := judge.MarshalResults(ptpOnlyResults(tc.notSlave))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +189,7 @@ var _ = Describe("LatencyBenchmark ptp suite", func() {
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
 		want := ptpOnlyResults(2)
-		v := bench.Evaluate(want, tsv1.Thresholds{})
+		v := judge.Evaluate(want, tsv1.Thresholds{})
 		// A dry-run status update goes through the schema (and its pruning) without racing the
 		// controller's own status writes for more than a conflict.
 		Eventually(func(g Gomega) {

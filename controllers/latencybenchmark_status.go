@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // Run reasons recorded in status.runReason.
@@ -58,17 +58,17 @@ func judgeNode(prev tsv1.BenchmarkNodeStatus, f benchJobFacts, th tsv1.Threshold
 	}
 	switch {
 	case f.results != "":
-		res, err := bench.UnmarshalResults([]byte(f.results))
+		res, err := judge.UnmarshalResults([]byte(f.results))
 		if err == nil {
 			err = checkResults(res)
 		}
 		if err != nil {
 			return fail(fmt.Sprintf("results of Job %s are unreadable: %v", prev.Job, err))
 		}
-		v := bench.Evaluate(res, th)
-		out.Results, out.Verdict, out.Comparisons = res, &v, bench.CompareStacks(res)
+		v := judge.Evaluate(res, th)
+		out.Results, out.Verdict, out.Comparisons = res, &v, judge.CompareStacks(res)
 		if f.t2tBaseline != nil {
-			out.TickToTradeBaseline = bench.CompareTickToTradeBaseline(*f.t2tBaseline, prev.Node, f.baseline, res)
+			out.TickToTradeBaseline = judge.CompareTickToTradeBaseline(*f.t2tBaseline, prev.Node, f.baseline, res)
 		}
 		out.Phase, out.CompletionTime = tsv1.NodeCompleted, &done
 		out.Message = verdictMessage(v)

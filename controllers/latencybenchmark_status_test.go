@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 	tswebhook "github.com/tickstack/tickstack/internal/webhook"
 )
 
@@ -277,7 +277,7 @@ func condition(conds []metav1.Condition, typ string) metav1.Condition {
 func TestRunDecision(t *testing.T) {
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	started := metav1.NewTime(created.Add(10 * time.Minute))
-	hourly, err := bench.ParseSchedule("0 * * * *")
+	hourly, err := judge.ParseSchedule("0 * * * *")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +507,7 @@ func TestBuildBenchJob(t *testing.T) {
 		}
 		svc := buildReflectorService(in(bm))
 		if svc.Name != job.Name || svc.Spec.Selector[tsv1.ReflectorLabel] != job.Name || svc.Spec.ClusterIP != "" ||
-			len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != bench.DefaultControlPort {
+			len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != judge.DefaultControlPort {
 			t.Errorf("reflector service %+v", svc)
 		}
 		if svc.Labels[tsv1.BenchmarkRunLabel] != "7" || len(svc.OwnerReferences) != 1 {

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -780,6 +782,28 @@ const (
 	PTPSchedulingFIFO PTPSchedulingPolicy = "SCHED_FIFO"
 	// PTPSchedulingOther runs them with the kernel's ordinary time sharing.
 	PTPSchedulingOther PTPSchedulingPolicy = "SCHED_OTHER"
+)
+
+// Defaults of a profile's ptp section: the CRD's +kubebuilder:default markers give the same values
+// to a stored profile, internal/resolve to a node's PTPTuning, and internal/ptp to the Config the
+// agent runs.
+const (
+	DefaultPTPRole         = PTPRoleSlave
+	DefaultPTPTransport    = PTPTransportUDPv4
+	DefaultPTPTimestamping = PTPTimestampingHardware
+	// DefaultPTPMaxOffsetNs is the offset threshold when none is given: 1 µs, well inside what
+	// hardware time stamping holds and far inside MiFID II RTS 25's 100 µs for HFT.
+	DefaultPTPMaxOffsetNs int64 = 1000
+	// DefaultPTPMaxSystemOffsetNs is the system clock's threshold when none is given: 1 µs, the
+	// same budget again for the copy from the NIC's clock to CLOCK_REALTIME.
+	DefaultPTPMaxSystemOffsetNs int64 = 1000
+	// DefaultPTPSchedulingPolicy and DefaultPTPSchedulingPriority: SCHED_FIFO at 10, the priority
+	// the PTP operator's documentation sets with ptpSchedulingPolicy SCHED_FIFO.
+	DefaultPTPSchedulingPolicy   = PTPSchedulingFIFO
+	DefaultPTPSchedulingPriority = 10
+	// DefaultPTPHoldTime is how long a node may stay out of sync before TimeSynced turns false when
+	// ptp.holdTime is absent.
+	DefaultPTPHoldTime = 10 * time.Second
 )
 
 // PTPSpec is a profile's PTP time sync: one ptp4l port per node, judged against maxOffsetNs.

@@ -12,7 +12,7 @@
 // exchange simulator and market-data publisher) when the client asks. The client role runs the
 // suites (sockperf clients, oslat, cyclictest; pmc reading ptp4l for the ptp suite; the rig's
 // strategy for tickToTrade), then writes the results as compact JSON to
-// --output and prints them to stdout between marker lines (see bench.WriteResultsLog), where a
+// --output and prints them to stdout between marker lines (see judge.WriteResultsLog), where a
 // controller reads them from the pod log. Progress goes to stderr.
 package main
 
@@ -35,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 
 	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/qualify"
@@ -103,7 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, *flag.FlagSet, error
 	fs.StringVar(&o.role, "role", "", "server (the reflector) or client (runs the suites)")
 	fs.StringVar(&o.listen, "listen", "", "server: this host's IP on the test network; sockperf servers bind to it and the control port listens on it")
 	fs.StringVar(&o.dataIface, "data-interface", "", "server: interface whose IPv4 address the sockperf servers bind to (default: the --listen address)")
-	fs.IntVar(&o.controlPort, "control-port", bench.DefaultControlPort, "server: control port; client: default port of --peer")
+	fs.IntVar(&o.controlPort, "control-port", judge.DefaultControlPort, "server: control port; client: default port of --peer")
 	fs.BoolVar(&o.once, "once", false, "server: exit when the first client disconnects (for Jobs)")
 	fs.StringVar(&o.peer, "peer", "", "client: the reflector's control address, IP or IP:PORT")
 	fs.DurationVar(&o.peerTimeout, "peer-timeout", 2*time.Minute, "client: how long to wait for the reflector")
@@ -172,7 +173,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		tools.T2TExchange = filepath.Join(o.t2tDir, "t2t-exchange")
 	}
 	if o.cpus != "" {
-		if _, err := bench.ParseCPUList(o.cpus); err != nil {
+		if _, err := judge.ParseCPUList(o.cpus); err != nil {
 			return fmt.Errorf("--cpus: %w", err)
 		}
 	}
@@ -266,11 +267,11 @@ func runClient(ctx context.Context, o *options, tools bench.Tools, spec tsv1.Ben
 		res.CompletionTime = metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	}
 	if o.output != "" {
-		if werr := bench.WriteResultsFile(o.output, res); werr != nil {
+		if werr := judge.WriteResultsFile(o.output, res); werr != nil {
 			return werr
 		}
 	}
-	if werr := bench.WriteResultsLog(stdout, res); werr != nil {
+	if werr := judge.WriteResultsLog(stdout, res); werr != nil {
 		return fmt.Errorf("printing results: %w", werr)
 	}
 	return err
@@ -401,7 +402,7 @@ func buildSpec(o *options, fs *flag.FlagSet) (tsv1.BenchmarkSuites, error) {
 func ptrTo[T any](v T) *T { return &v }
 
 func validate(spec tsv1.BenchmarkSuites) error {
-	return bench.ValidateSuites(spec.Defaulted())
+	return judge.ValidateSuites(spec.Defaulted())
 }
 
 func splitList(s string) []string {

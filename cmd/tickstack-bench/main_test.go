@@ -16,6 +16,7 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 
 	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/testutil"
@@ -168,7 +169,7 @@ func TestRunnerOverVeth(t *testing.T) {
 		t.Fatalf("server did not exit after its client left: %s", serverLog.String())
 	}
 
-	res, err := bench.ReadResultsLog(&stdout)
+	res, err := judge.ReadResultsLog(&stdout)
 	if err != nil {
 		t.Fatalf("results block in the log: %v\n%s", err, stdout.String())
 	}
@@ -176,7 +177,7 @@ func TestRunnerOverVeth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromFile, err := bench.UnmarshalResults(fileBytes)
+	fromFile, err := judge.UnmarshalResults(fileBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestRunnerOverVeth(t *testing.T) {
 			monotonic(t, fmt.Sprintf("pingPong %s %d B", p, size), row.LatencyStats)
 			// every row is examined for stalls and compared with the other size of its protocol;
 			// the kernel stack has no counters to report
-			if st := row.Stalls; st == nil || st.LatencyThresholdNs != bench.LatencyStallThreshold(row.P999Ns) || st.NeighbourSamples == 0 ||
+			if st := row.Stalls; st == nil || st.LatencyThresholdNs != judge.LatencyStallThreshold(row.P999Ns) || st.NeighbourSamples == 0 ||
 				st.Counters != nil || st.ReflectorCounters != nil || st.CountersMissing != "" {
 				t.Errorf("pingPong %s %d B stall report %+v", p, size, row.Stalls)
 			}
@@ -294,7 +295,7 @@ func TestRunnerOverVeth(t *testing.T) {
 	if mb.LimitReached == dropped {
 		t.Errorf("microburst answer %d with limitReached %v: want it exactly when no length failed (%v)", mb.MaxBurstPackets, mb.LimitReached, !dropped)
 	}
-	if mb.MaxBurstPackets != best || mb.BurstTimeNs != bench.BurstTimeNs(256, best, 10000) || k.Microburst.LinkSpeedMbps != 10000 {
+	if mb.MaxBurstPackets != best || mb.BurstTimeNs != judge.BurstTimeNs(256, best, 10000) || k.Microburst.LinkSpeedMbps != 10000 {
 		t.Errorf("microburst answer %d (%d ns), trials say %d: %+v", mb.MaxBurstPackets, mb.BurstTimeNs, best, mb)
 	}
 	// mixedBurst: 1000 msg/s in the steady second, 2000 in the burst second.
@@ -336,7 +337,7 @@ func TestRunnerOverVeth(t *testing.T) {
 		t.Errorf("jitter tools %s, %s", res.Jitter.Rows[0].Tool, res.Jitter.Rows[1].Tool)
 	}
 	// The verdict logic accepts the real document.
-	v := bench.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatMin, Max: "10s"}}})
+	v := judge.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatMin, Max: "10s"}}})
 	if v.Result != tsv1.VerdictInconclusive || v.Reasons[0].Name != "stack/bypass" {
 		t.Errorf("verdict on the real run: %+v", v)
 	}
@@ -430,7 +431,7 @@ func runPair(t *testing.T, nsA, nsB string, serverArgs, clientArgs []string) *ts
 	if err := client.Run(); err != nil {
 		t.Fatalf("client: %v\n%s", err, stderr.String())
 	}
-	res, err := bench.ReadResultsLog(&stdout)
+	res, err := judge.ReadResultsLog(&stdout)
 	if err != nil {
 		t.Fatalf("results: %v\n%s", err, stderr.String())
 	}
@@ -473,7 +474,7 @@ func TestRunnerMicroburstBuffersOverVeth(t *testing.T) {
 		if *b.GrantedBytes != grantedFor(want, b) {
 			t.Errorf("SO_RCVBUF %d: granted %d, want twice the request capped at rmem_max %d: %d", want, *b.GrantedBytes, *b.RmemMaxBytes, grantedFor(want, b))
 		}
-		t.Logf("SO_RCVBUF %d (granted %d): %s messages, trials %+v", want, *b.GrantedBytes, bench.FormatSearched(row.MaxBurstPackets, row.LimitReached), row.Trials)
+		t.Logf("SO_RCVBUF %d (granted %d): %s messages, trials %+v", want, *b.GrantedBytes, judge.FormatSearched(row.MaxBurstPackets, row.LimitReached), row.Trials)
 	}
 	if rows[1].MaxBurstPackets < rows[0].MaxBurstPackets {
 		t.Errorf("SO_RCVBUF %d absorbed %d messages, fewer than the %d of SO_RCVBUF %d", large, rows[1].MaxBurstPackets, rows[0].MaxBurstPackets, small)
@@ -538,9 +539,9 @@ func TestRunnerBypassOverVeth(t *testing.T) {
 		k.SocketQueueDatagrams != nil {
 		t.Errorf("bypass buffering %+v: want socket queue 1024 (profile latency), 8192 UMEM frames, RX ring 4096; kernel %+v", b, k)
 	}
-	t.Logf("microburst at SO_RCVBUF 65536: kernel %s, bypass %s messages", bench.FormatSearched(kb.Rows[0].MaxBurstPackets, kb.Rows[0].LimitReached),
-		bench.FormatSearched(bb.Rows[0].MaxBurstPackets, bb.Rows[0].LimitReached))
-	cmp := bench.CompareStacks(res)
+	t.Logf("microburst at SO_RCVBUF 65536: kernel %s, bypass %s messages", judge.FormatSearched(kb.Rows[0].MaxBurstPackets, kb.Rows[0].LimitReached),
+		judge.FormatSearched(bb.Rows[0].MaxBurstPackets, bb.Rows[0].LimitReached))
+	cmp := judge.CompareStacks(res)
 	if len(cmp) != 1 || cmp[0].MedianSpeedup == "" || cmp[0].KernelMedianNs != res.Stack(tsv1.StackKernel).PingPong.Rows[0].MedianNs {
 		t.Errorf("comparison %+v", cmp)
 	}
@@ -660,7 +661,7 @@ func TestRunnerTickToTradeOverVeth(t *testing.T) {
 		t.Errorf("the strategy's statistics directories were left in the work directory: %v", left)
 	}
 	var cmp []tsv1.StackComparison
-	for _, c := range bench.CompareStacks(res) {
+	for _, c := range judge.CompareStacks(res) {
 		if c.Suite == tsv1.SuiteTickToTrade {
 			cmp = append(cmp, c)
 		}
@@ -668,7 +669,7 @@ func TestRunnerTickToTradeOverVeth(t *testing.T) {
 	if len(cmp) != len(rates) || cmp[0].TargetMps != 1000 || cmp[1].TargetMps != 5000 || cmp[0].MedianSpeedup == "" {
 		t.Errorf("kernel vs bypass tick-to-trade: %+v", cmp)
 	}
-	v := bench.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteTickToTrade, Statistic: tsv1.StatMin, Max: "1s"}}})
+	v := judge.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuiteTickToTrade, Statistic: tsv1.StatMin, Max: "1s"}}})
 	if v.Result != tsv1.VerdictPassed || len(v.Reasons) != 1+2*len(rates) {
 		t.Errorf("verdict on the real run: %+v", v)
 	}
@@ -705,7 +706,7 @@ func TestRunnerTickToTradeRigMissing(t *testing.T) {
 	if tt == nil || len(tt.Rows) != 0 || !strings.Contains(tt.Error, "reflector side:") || !strings.Contains(tt.Error, "make -C dataplane t2t") {
 		t.Fatalf("tickToTrade without the rig: %+v", tt)
 	}
-	if v := bench.Evaluate(res, tsv1.Thresholds{}); v.Result != tsv1.VerdictInconclusive || v.Reasons[0].Name != "suite/tickToTrade/kernel" {
+	if v := judge.Evaluate(res, tsv1.Thresholds{}); v.Result != tsv1.VerdictInconclusive || v.Reasons[0].Name != "suite/tickToTrade/kernel" {
 		t.Errorf("verdict %+v", v)
 	}
 }
@@ -753,7 +754,7 @@ func TestRunnerQualifyOverVeth(t *testing.T) {
 			t.Errorf("ping-pong %+v", p)
 		}
 	}
-	v := bench.Evaluate(res, tsv1.Thresholds{})
+	v := judge.Evaluate(res, tsv1.Thresholds{})
 	if v.Result != tsv1.VerdictPassed || len(v.Reasons) != 1 || v.Reasons[0].Name != "qualify/"+link.IfB {
 		t.Errorf("verdict %+v: a Degraded interface passes, with the qualify check", v)
 	}

@@ -12,6 +12,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 	"github.com/tickstack/tickstack/internal/qualify"
 )
 
@@ -82,7 +83,7 @@ ping-pong over the interface. Verdict: Supported (exit 0), Degraded (exit 3, 0 w
 			if peer != "" {
 				addr := peer
 				if _, _, err := net.SplitHostPort(addr); err != nil {
-					addr = net.JoinHostPort(addr, strconv.Itoa(bench.DefaultControlPort))
+					addr = net.JoinHostPort(addr, strconv.Itoa(judge.DefaultControlPort))
 				}
 				rc, err := bench.DialReflector(cmd.Context(), addr, peerTimeout)
 				if err != nil {
@@ -140,7 +141,7 @@ func newQualifyPeerCmd() *cobra.Command {
 			if net.ParseIP(listen) == nil {
 				return fmt.Errorf("--listen %q: an IP of this namespace", listen)
 			}
-			ln, err := net.Listen("tcp", net.JoinHostPort(listen, strconv.Itoa(bench.DefaultControlPort)))
+			ln, err := net.Listen("tcp", net.JoinHostPort(listen, strconv.Itoa(judge.DefaultControlPort)))
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 	"github.com/tickstack/tickstack/internal/testutil"
 )
 
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "reflector":
 		addr, launcher := os.Args[1], os.Args[2]
-		ln, err := net.Listen("tcp", net.JoinHostPort(addr, fmt.Sprint(bench.DefaultControlPort)))
+		ln, err := net.Listen("tcp", net.JoinHostPort(addr, fmt.Sprint(judge.DefaultControlPort)))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

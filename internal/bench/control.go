@@ -17,15 +17,13 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // The reflector side (role server) runs sockperf servers when the client side asks over a small
 // control connection: one JSON request per line, one JSON response per line. Only sockperf server
 // command lines built here from validated fields can be started, and every server started over a
 // connection is stopped when that connection closes.
-
-// DefaultControlPort is the reflector's control port.
-const DefaultControlPort = 11100
 
 // DefaultMulticastGroup is the group multicast suites use (administratively scoped, link-local use:
 // the TTL is sockperf's default 2 and the test network is a private veth pair or the node's VF).
@@ -361,8 +359,8 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 		args = append(args, "-g")
 	}
 	if req.ReceiveBufferBytes != 0 {
-		if req.ReceiveBufferBytes < MinReceiveBufferBytes || req.ReceiveBufferBytes > MaxReceiveBufferBytes {
-			return nil, fmt.Errorf("receive buffer %d bytes out of range %d..%d", req.ReceiveBufferBytes, MinReceiveBufferBytes, MaxReceiveBufferBytes)
+		if req.ReceiveBufferBytes < judge.MinReceiveBufferBytes || req.ReceiveBufferBytes > judge.MaxReceiveBufferBytes {
+			return nil, fmt.Errorf("receive buffer %d bytes out of range %d..%d", req.ReceiveBufferBytes, judge.MinReceiveBufferBytes, judge.MaxReceiveBufferBytes)
 		}
 		args = append(args, "--buffer-size", strconv.FormatInt(req.ReceiveBufferBytes, 10))
 	}
@@ -386,7 +384,7 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 	}
 	var cpus []int
 	if r.CPUs != "" {
-		cpus, _ = ParseCPUList(r.CPUs)
+		cpus, _ = judge.ParseCPUList(r.CPUs)
 	}
 	p.sampler = startProcSampler(r.proc(), cmd.Process.Pid, cpus, false)
 	go func() {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 
 	"github.com/tickstack/tickstack/internal/ptp"
 )
@@ -52,8 +53,8 @@ func ptpDomainOf(s *tsv1.PTPSuite) (domain int32, from string, err error) {
 		}
 		if len(fields) == 2 && fields[0] == "domainNumber" {
 			v, err := strconv.ParseInt(fields[1], 10, 32)
-			if err != nil || v < 0 || v > MaxPTPDomain {
-				return 0, "", fmt.Errorf("%s: domainNumber %q is not 0..%d: set ptp.domain", conf, fields[1], MaxPTPDomain)
+			if err != nil || v < 0 || v > judge.MaxPTPDomain {
+				return 0, "", fmt.Errorf("%s: domainNumber %q is not 0..%d: set ptp.domain", conf, fields[1], judge.MaxPTPDomain)
 			}
 			return int32(v), conf, nil
 		}
@@ -81,7 +82,7 @@ func (r *Runner) startPTP(ctx context.Context, s *tsv1.PTPSuite) (stop func() *t
 		r.noteTool("linuxptp pmc " + strings.TrimSpace(string(out)))
 	}
 	replyDir := r.WorkDir
-	if replyDir == "" || len(replyDir)+len("/"+pmcSocketPrefix+"4194304.ffffffff") > maxUDSPath {
+	if replyDir == "" || len(replyDir)+len("/"+pmcSocketPrefix+"4194304.ffffffff") > judge.MaxUDSPath {
 		replyDir = os.TempDir() // the path must fit a UNIX socket address
 	}
 	reader := ptp.PMC{Path: pmcPath, UDSAddress: s.Socket, Domain: int(res.Domain),
@@ -117,8 +118,8 @@ func (r *Runner) startPTP(ctx context.Context, s *tsv1.PTPSuite) (stop func() *t
 		<-done
 		summarizePTP(res, samples)
 		r.logf("ptp: %d samples, %d not SLAVE, %d failed; |offset| median %s us p99 %s us max %s us",
-			res.Samples, res.NotSlaveSamples, res.FailedReads, FormatNanosAsMicros(res.Offset.MedianNs),
-			FormatNanosAsMicros(res.Offset.P99Ns), FormatNanosAsMicros(res.Offset.MaxNs))
+			res.Samples, res.NotSlaveSamples, res.FailedReads, judge.FormatNanosAsMicros(res.Offset.MedianNs),
+			judge.FormatNanosAsMicros(res.Offset.P99Ns), judge.FormatNanosAsMicros(res.Offset.MaxNs))
 		return res
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 
 	"github.com/go-logr/logr/funcr"
 
@@ -155,14 +156,14 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 
 	// 2. The verdict: a generous bound passes, an impossible one fails, both naming the offset.
 	results := &tsv1.BenchmarkResults{SchemaVersion: tsv1.BenchmarkResultsSchemaVersion, PTP: res}
-	v := Evaluate(results, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "10ms"}}})
+	v := judge.Evaluate(results, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "10ms"}}})
 	if v.Result != tsv1.VerdictPassed || len(v.Reasons) != 2 || !strings.Contains(v.Reasons[0].Message+v.Reasons[1].Message, "|offset from master|") {
 		t.Errorf("generous bound: %+v, want Passed with ptp/p99 and ptp/slave", v)
 	}
 	if res.Offset.MaxNs <= 1 {
 		t.Fatalf("max |offset| %d ns: the impossible bound below would hold", res.Offset.MaxNs)
 	}
-	v = Evaluate(results, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatMax, Max: "1ns"}}})
+	v = judge.Evaluate(results, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatMax, Max: "1ns"}}})
 	if v.Result != tsv1.VerdictFailed || v.Reasons[0].Name != "ptp/max" || !strings.Contains(v.Reasons[0].Message, "exceeds 1ns") {
 		t.Errorf("impossible bound: %+v, want Failed on ptp/max", v)
 	}
@@ -193,7 +194,7 @@ func TestPTPSuiteAgainstRealPtp4l(t *testing.T) {
 	if p := r.PTP; p == nil || p.Samples == 0 || p.FailedReads != p.Samples || !strings.Contains(p.Error, "domain 7") {
 		t.Fatalf("wrong domain: %+v, want every read failed and an error naming domain 7", p)
 	}
-	v = Evaluate(r, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "10ms"}}})
+	v = judge.Evaluate(r, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "10ms"}}})
 	if v.Result != tsv1.VerdictInconclusive || v.Reasons[0].Name != "suite/ptp" {
 		t.Errorf("wrong domain verdict %+v, want Inconclusive with suite/ptp first", v)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/tickstack/tickstack/internal/ptp"
 )
 
+func ptr[T any](v T) *T { return &v }
+
 func TestSummarizePTP(t *testing.T) {
 	slave := func(off, delay int64) ptp.Sample {
 		return ptp.Sample{PortState: ptp.PortStateSlave, OffsetNs: off, HasOffset: true, MeanPathDelayNs: delay}

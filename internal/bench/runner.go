@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -76,7 +77,7 @@ func (r *Runner) noteTool(s string) {
 // Error field and the run goes on; an error is returned only for a spec or setup that cannot run.
 func (r *Runner) Run(ctx context.Context, spec tsv1.BenchmarkSuites) (*tsv1.BenchmarkResults, error) {
 	spec = spec.Defaulted()
-	if err := ValidateSuites(spec); err != nil {
+	if err := judge.ValidateSuites(spec); err != nil {
 		return nil, err
 	}
 	if st, err := os.Stat(r.WorkDir); err != nil || !st.IsDir() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // target returns the sockperf client arguments that address the reflector's server.
@@ -103,7 +104,7 @@ func (r *Runner) clientRun(ctx context.Context, stack tsv1.Stack, seconds int32,
 	r.logf("%s", strings.Join(cmd.Args, " "))
 	var cpus []int
 	if r.CPUs != "" {
-		cpus, _ = ParseCPUList(r.CPUs)
+		cpus, _ = judge.ParseCPUList(r.CPUs)
 	}
 	var sampler *procSampler
 	out, err := runToolStarted(ctx, cmd, time.Duration(seconds)*time.Second+60*time.Second, func(pid int) {

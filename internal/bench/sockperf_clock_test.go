@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 
 	"github.com/tickstack/tickstack/internal/testutil"
 )
@@ -90,7 +91,7 @@ func TestPingPongRowAttributesItsStalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s", StallSummary(row.Stalls))
+	t.Logf("%s", judge.StallSummary(row.Stalls))
 	if row.Samples == 0 || row.Stalls == nil {
 		t.Fatalf("row %+v", row)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // A dump the library wrote for a bypass sockperf client (dataplane/src/stats.c, dump_to), with a
@@ -116,7 +117,7 @@ func TestStackCountersReachTheStallReport(t *testing.T) {
 		}
 		return 2000
 	}) {
-		fmt.Fprintf(&b, "%d, %d.%09d, %d.%09d, %s\n", i, row.TxNs/1e9, row.TxNs%1e9, row.RxNs/1e9, row.RxNs%1e9, FormatNanosAsMicros(row.LatencyNs))
+		fmt.Fprintf(&b, "%d, %d.%09d, %d.%09d, %s\n", i, row.TxNs/1e9, row.TxNs%1e9, row.RxNs/1e9, row.RxNs%1e9, judge.FormatNanosAsMicros(row.LatencyNs))
 	}
 	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)

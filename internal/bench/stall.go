@@ -3,37 +3,14 @@ package bench
 import (
 	"slices"
 	"sort"
-	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
-// What "far" means for a stall (docs/benchmark-methods.md "Stalls"): a message is a stall when its
-// latency is above StallFactor x the run's p99.9, and a pause between the sends of two consecutive
-// timed messages is one when it is above StallFactor x the run's median pause; both at least
-// StallMinimum, so that a run with a tight tail does not report every scheduler tick.
-const (
-	StallFactor  = 10
-	StallMinimum = time.Millisecond
-	// FewSamplesDivisor: a pingPong row with fewer than 1/FewSamplesDivisor of the median sample
-	// count of its suite's other rows (same stack and protocol) is flagged.
-	FewSamplesDivisor = 4
-)
-
-// LatencyStallThreshold is the latency above which a message of a run with this p99.9 is a stall.
-// It is also the bound of the bypass pingPong's regression check (MaxCheck).
-func LatencyStallThreshold(p999Ns int64) int64 {
-	return max(StallFactor*p999Ns, int64(StallMinimum))
-}
-
-// MaxCheck is the regression check the benchmark reports for the bypass stack's pingPong rows:
-// the row's maximum against a bound derived from the same run. The in-cluster runner has no
-// floor tool (dataplane/bench/bench.sh has xsk-floor), so the bound is the run's own latency
-// stall threshold; ok is false exactly when the run had a message slow enough to be a stall.
-func MaxCheck(st tsv1.LatencyStats) (boundNs int64, ok bool) {
-	b := LatencyStallThreshold(st.P999Ns)
-	return b, st.MaxNs <= b
-}
+// FewSamplesDivisor: a pingPong row with fewer than 1/FewSamplesDivisor of the median sample
+// count of its suite's other rows (same stack and protocol) is flagged.
+const FewSamplesDivisor = 4
 
 // stretch is a time interval [start, end) of the sockperf clock.
 type stretch struct{ start, end int64 }
@@ -44,7 +21,7 @@ type stretch struct{ start, end int64 }
 // the median pause (at least StallMinimum). Stretches that overlap or touch are one stall. The
 // report lists the MaxListedStalls longest in time order; offsets are from the first send.
 func DetectStalls(rows []FullLogSample, p999Ns int64) *tsv1.StallReport {
-	rep := &tsv1.StallReport{LatencyThresholdNs: LatencyStallThreshold(p999Ns)}
+	rep := &tsv1.StallReport{LatencyThresholdNs: judge.LatencyStallThreshold(p999Ns)}
 	if slices.ContainsFunc(rows, func(r FullLogSample) bool { return r.TxNs <= 0 }) {
 		// a row without a send time cannot be placed in the run
 		rows = slices.DeleteFunc(slices.Clone(rows), func(r FullLogSample) bool { return r.TxNs <= 0 })
@@ -73,7 +50,7 @@ func DetectStalls(rows []FullLogSample, p999Ns int64) *tsv1.StallReport {
 			sorted := slices.Clone(pauses)
 			slices.Sort(sorted)
 			median := sorted[percentileRank(len(sorted), 50)]
-			rep.GapThresholdNs = max(StallFactor*median, int64(StallMinimum))
+			rep.GapThresholdNs = max(judge.StallFactor*median, int64(judge.StallMinimum))
 			for i := 1; i < len(rows); i++ {
 				if rows[i].TxNs-rows[i-1].TxNs > rep.GapThresholdNs {
 					found = append(found, stretch{rows[i-1].TxNs, rows[i].TxNs})

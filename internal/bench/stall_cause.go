@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -203,39 +202,4 @@ func (r *Runner) attribute(rep *tsv1.StallReport, stack tsv1.Stack, run clientOu
 		}
 	}
 	AttributeStalls(rep.Stalls, client, reflector, sleeping)
-}
-
-// StallSummary is a stall report in a few words for a row's log line and table notes:
-// "0 stalls", "12 stalls (10 listed: 7 preempted, 2 steal, 1 unexplained)", or without the
-// parenthesis when the listed stalls have no cause.
-func StallSummary(rep *tsv1.StallReport) string {
-	if rep == nil {
-		return "stalls not looked for"
-	}
-	n := fmt.Sprintf("%d stalls", rep.Count)
-	if rep.Count == 1 {
-		n = "1 stall"
-	}
-	counts := map[tsv1.StallCause]int{}
-	attributed := 0
-	for _, s := range rep.Stalls {
-		if s.Cause != "" {
-			counts[s.Cause]++
-			attributed++
-		}
-	}
-	if attributed == 0 {
-		return n
-	}
-	var parts []string
-	for _, c := range []tsv1.StallCause{tsv1.StallPreempted, tsv1.StallSteal, tsv1.StallUnexplained} {
-		if counts[c] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[c], c))
-		}
-	}
-	listed := ""
-	if int(rep.Count) > len(rep.Stalls) {
-		listed = fmt.Sprintf("%d listed: ", len(rep.Stalls))
-	}
-	return fmt.Sprintf("%s (%s%s)", n, listed, strings.Join(parts, ", "))
 }

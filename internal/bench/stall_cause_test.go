@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // a trace sampled every millisecond from 0 to 100 ms whose run-queue wait grows by waitPerMs in
@@ -136,10 +137,10 @@ func TestStallWindowsAndSummary(t *testing.T) {
 	if w[0] != (StallWindow{Start: 1107 * ms, End: 1112 * ms}) || w[2].Start != 1407*ms {
 		t.Errorf("windows %+v", w)
 	}
-	if got := StallSummary(rep); got != "12 stalls (3 listed: 2 preempted, 1 unexplained)" {
+	if got := judge.StallSummary(rep); got != "12 stalls (3 listed: 2 preempted, 1 unexplained)" {
 		t.Errorf("summary %q", got)
 	}
-	if got := StallSummary(&tsv1.StallReport{Count: 1, Stalls: []tsv1.Stall{{}}}); got != "1 stall" {
+	if got := judge.StallSummary(&tsv1.StallReport{Count: 1, Stalls: []tsv1.Stall{{}}}); got != "1 stall" {
 		t.Errorf("unattributed summary %q", got)
 	}
 }

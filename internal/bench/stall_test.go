@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 
 	"github.com/tickstack/tickstack/internal/testutil"
 )
@@ -250,7 +251,7 @@ func TestMaxCheck(t *testing.T) {
 		{18700 * us, 235 * ms, 187 * ms, false}, // the demo's bypass 1024 B row
 		{18700 * us, 187 * ms, 187 * ms, true},
 	} {
-		b, ok := MaxCheck(tsv1.LatencyStats{P999Ns: c.p999, MaxNs: c.max})
+		b, ok := judge.MaxCheck(tsv1.LatencyStats{P999Ns: c.p999, MaxNs: c.max})
 		if b != c.bound || ok != c.ok {
 			t.Errorf("p99.9 %d, max %d: bound %d ok %v, want %d %v", c.p999, c.max, b, ok, c.bound, c.ok)
 		}
@@ -263,7 +264,7 @@ func writeFullLog(t *testing.T, path string, rows []FullLogSample) {
 	var b strings.Builder
 	b.WriteString("sockperf: a summary\npacket, txTime(sec), rxTime(sec), latency(usec)\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%d, %d.%09d, %d.%09d, %s\n", r.Packet, r.TxNs/1e9, r.TxNs%1e9, r.RxNs/1e9, r.RxNs%1e9, FormatNanosAsMicros(r.LatencyNs))
+		fmt.Fprintf(&b, "%d, %d.%09d, %d.%09d, %s\n", r.Packet, r.TxNs/1e9, r.TxNs%1e9, r.RxNs/1e9, r.RxNs%1e9, judge.FormatNanosAsMicros(r.LatencyNs))
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)

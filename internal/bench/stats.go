@@ -53,16 +53,6 @@ func ParseMicrosToNanos(s string) (int64, error) {
 	return ns, nil
 }
 
-// FormatNanosAsMicros renders nanoseconds as microseconds with three decimals ("8.638").
-func FormatNanosAsMicros(ns int64) string {
-	sign := ""
-	if ns < 0 {
-		sign = "-"
-		ns = -ns
-	}
-	return fmt.Sprintf("%s%d.%03d", sign, ns/1000, ns%1000)
-}
-
 // percentileRank returns the nearest-rank index into n sorted samples for percentile p (0..100).
 func percentileRank(n int, p float64) int {
 	if n == 0 {

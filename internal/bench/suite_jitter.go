@@ -8,12 +8,13 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // jitter measures OS noise on the given CPUs with oslat and cyclictest.
 func (r *Runner) jitter(ctx context.Context, s *tsv1.JitterSpec) *tsv1.JitterResult {
 	res := &tsv1.JitterResult{}
-	cpus, err := ParseCPUList(s.CPUs)
+	cpus, err := judge.ParseCPUList(s.CPUs)
 	if err != nil {
 		res.Error = err.Error()
 		return res

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // microburst finds the largest back-to-back burst absorbed without a drop, doubling then
@@ -22,18 +23,10 @@ func (r *Runner) microburst(ctx context.Context, stack tsv1.Stack, s *tsv1.Micro
 	}
 	for _, rcvbuf := range sizes {
 		row := r.burstSearch(ctx, stack, s, rcvbuf)
-		r.logf("microburst %s %s: %s messages of %d B%s", stack, rcvbufLabel(rcvbuf), FormatSearched(row.MaxBurstPackets, row.LimitReached), s.MessageSize, errSuffix(row.Error))
+		r.logf("microburst %s %s: %s messages of %d B%s", stack, judge.ReceiveBufferLabel(rcvbuf), judge.FormatSearched(row.MaxBurstPackets, row.LimitReached), s.MessageSize, errSuffix(row.Error))
 		res.Rows = append(res.Rows, row)
 	}
 	return res
-}
-
-// rcvbufLabel names a requested receive buffer in the log.
-func rcvbufLabel(rcvbuf int64) string {
-	if rcvbuf == 0 {
-		return "SO_RCVBUF default"
-	}
-	return fmt.Sprintf("SO_RCVBUF %d", rcvbuf)
 }
 
 func errSuffix(e string) string {
@@ -49,7 +42,7 @@ func (r *Runner) burstSearch(ctx context.Context, stack tsv1.Stack, s *tsv1.Micr
 	trial := func(n int64) (bool, error) {
 		var rep *SockperfClientReport
 		var counters *ReflectorCounters
-		err := r.retry(fmt.Sprintf("microburst %s %d x %d B, %s", stack, n, s.MessageSize, rcvbufLabel(rcvbuf)), func() (err error) {
+		err := r.retry(fmt.Sprintf("microburst %s %d x %d B, %s", stack, n, s.MessageSize, judge.ReceiveBufferLabel(rcvbuf)), func() (err error) {
 			counters, err = r.burstTrial(ctx, stack, s, n, rcvbuf, &rep)
 			return err
 		})
@@ -64,7 +57,7 @@ func (r *Runner) burstSearch(ctx context.Context, stack tsv1.Stack, s *tsv1.Micr
 		// last burst only shows as fewer messages received (the count includes warm-up messages).
 		t.Dropped = max(counters.GapDropped, rep.MessagesSent-counters.Received, 0)
 		row.Trials = append(row.Trials, t)
-		r.logf("microburst %s %d x %d B, %s: sent %d, dropped %d", stack, n, s.MessageSize, rcvbufLabel(rcvbuf), t.Sent, t.Dropped)
+		r.logf("microburst %s %d x %d B, %s: sent %d, dropped %d", stack, n, s.MessageSize, judge.ReceiveBufferLabel(rcvbuf), t.Sent, t.Dropped)
 		return t.Dropped == 0 && t.Sent > 0, nil
 	}
 	// A length that dropped is tried once more and fails only when both trials dropped: one
@@ -75,7 +68,7 @@ func (r *Runner) burstSearch(ctx context.Context, stack tsv1.Stack, s *tsv1.Micr
 		if ok || err != nil {
 			return ok, err
 		}
-		r.logf("microburst %s %d x %d B, %s: dropped, once more", stack, n, s.MessageSize, rcvbufLabel(rcvbuf))
+		r.logf("microburst %s %d x %d B, %s: dropped, once more", stack, n, s.MessageSize, judge.ReceiveBufferLabel(rcvbuf))
 		return trial(n)
 	}
 	var lo, hi int64 // largest burst absorbed, smallest burst that dropped (0: none yet)
@@ -117,20 +110,8 @@ func (r *Runner) burstSearch(ctx context.Context, stack tsv1.Stack, s *tsv1.Micr
 		row.LimitReached = true
 	}
 	row.MaxBurstPackets = lo
-	row.BurstTimeNs = BurstTimeNs(s.MessageSize, lo, s.LinkSpeedMbps)
+	row.BurstTimeNs = judge.BurstTimeNs(s.MessageSize, lo, s.LinkSpeedMbps)
 	return row
-}
-
-// MicroburstError joins the errors of a microburst result's rows, each with its receive buffer
-// ("" when every row completed).
-func MicroburstError(m *tsv1.MicroburstResult) string {
-	var out string
-	for _, row := range m.Rows {
-		if row.Error != "" {
-			out = joinErr(out, rcvbufLabel(row.ReceiveBufferBytes)+": "+row.Error)
-		}
-	}
-	return out
 }
 
 // burstTrial sends bursts of n messages against a fresh gap-detecting reflector server with a
@@ -144,7 +125,7 @@ func (r *Runner) burstTrial(ctx context.Context, stack tsv1.Stack, s *tsv1.Micro
 		}
 		args := append([]string{"tp"}, r.target(tsv1.ProtocolUDP, port)...)
 		args = append(args, "-m", strconv.Itoa(int(s.MessageSize)), "-t", strconv.Itoa(int(s.TrialSeconds)),
-			"-b", strconv.FormatInt(n, 10), "--mps", strconv.FormatInt(n*BurstsPerSecond, 10))
+			"-b", strconv.FormatInt(n, 10), "--mps", strconv.FormatInt(n*judge.BurstsPerSecond, 10))
 		cmd, err := r.Tools.command(ctx, stack, r.CPUs, sp, args...)
 		if err != nil {
 			return err

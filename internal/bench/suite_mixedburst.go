@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // mixedSize is the size of message i of a mixedBurst playback: two small, then one large.
@@ -110,7 +111,7 @@ func (r *Runner) mixedBurst(ctx context.Context, stack tsv1.Stack, s *tsv1.Mixed
 		row.Stalls = r.stallReport(stack, run, row.P999Ns, counters)
 		res.Rows = append(res.Rows, row)
 		r.logf("mixedBurst %s %s: sent %d, dropped %d, mean %s us, p99 %s us, std-dev %s us, %s", stack, label, row.Sent, row.Dropped,
-			FormatNanosAsMicros(row.MeanNs), FormatNanosAsMicros(row.P99Ns), FormatNanosAsMicros(row.StdDevNs), StallSummary(row.Stalls))
+			judge.FormatNanosAsMicros(row.MeanNs), judge.FormatNanosAsMicros(row.P99Ns), judge.FormatNanosAsMicros(row.StdDevNs), judge.StallSummary(row.Stalls))
 	}
 	return res
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // pingPong measures the half round trip by protocol and message size (papers 000, 001).
@@ -28,7 +29,7 @@ func (r *Runner) pingPong(ctx context.Context, stack tsv1.Stack, s *tsv1.PingPon
 				res.Curve = &tsv1.PercentileCurve{Protocol: proto, MessageSize: size, Points: ComputeCurve(sorted)}
 			}
 			r.logf("pingPong %s %s %d B: median %s us p99 %s us, %s", stack, proto, size,
-				FormatNanosAsMicros(row.MedianNs), FormatNanosAsMicros(row.P99Ns), StallSummary(row.Stalls))
+				judge.FormatNanosAsMicros(row.MedianNs), judge.FormatNanosAsMicros(row.P99Ns), judge.StallSummary(row.Stalls))
 		}
 	}
 	MarkFewSamples(res.Rows)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // rateSweep measures latency under load across message rates and finds the highest rate each
@@ -67,7 +68,7 @@ func (r *Runner) rateSweep(ctx context.Context, stack tsv1.Stack, s *tsv1.RateSw
 			} else {
 				stillSustained = false
 			}
-			r.logf("rateSweep %s %d B at %d msg/s: achieved %d, dropped %d, median %s us, %s", stack, size, rate, row.AchievedMps, row.Dropped, FormatNanosAsMicros(row.MedianNs), StallSummary(row.Stalls))
+			r.logf("rateSweep %s %d B at %d msg/s: achieved %d, dropped %d, median %s us, %s", stack, size, rate, row.AchievedMps, row.Dropped, judge.FormatNanosAsMicros(row.MedianNs), judge.StallSummary(row.Stalls))
 		}
 		// every rate sustained: the sweep found its bound, not the limit
 		best.LimitReached = stillSustained && best.Mps > 0 && best.Mps == slices.Max(s.RatesMps)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // t2tStrategyReady is what t2t-strategy prints on stderr once it is logged on to the exchange and
@@ -53,7 +54,7 @@ func (r *Runner) tickToTrade(ctx context.Context, stack tsv1.Stack, s *tsv1.Tick
 		}
 		res.Rows = append(res.Rows, row)
 		r.logf("tickToTrade %s at %d msg/s: %d ticks, %d orders, tick-to-trade median %s us p99 %s us, market data on %s, orders on %s%s",
-			stack, rate, row.TicksSent, row.Orders, FormatNanosAsMicros(row.TickToTrade.MedianNs), FormatNanosAsMicros(row.TickToTrade.P99Ns),
+			stack, rate, row.TicksSent, row.Orders, judge.FormatNanosAsMicros(row.TickToTrade.MedianNs), judge.FormatNanosAsMicros(row.TickToTrade.P99Ns),
 			orDashStack(row.MarketDataPath), orDashStack(row.OrderPath), unaccountedNote(row.Unaccounted))
 	}
 	return res

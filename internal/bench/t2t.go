@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
-	"strconv"
-	"strings"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // The tick-to-trade rig (dataplane/t2t, docs/benchmark-methods.md "Tick-to-trade") prints one JSON
@@ -177,20 +175,6 @@ func (r T2TRun) Row() tsv1.TickToTradeRow {
 	return row
 }
 
-// T2TGainPercent is how much lower the tuned mean is than the untuned one, in percent of the
-// untuned (paper 004's "tuning was worth 20-30 %"); negative when tuning made it slower.
-func T2TGainPercent(untuned, tuned float64) float64 {
-	if untuned == 0 {
-		return 0
-	}
-	return math.Round((untuned-tuned)/untuned*1000) / 10
-}
-
-// FormatGainPercent renders a T2TGainPercent as the status holds it: one decimal ("23.4").
-func FormatGainPercent(v float64) string {
-	return strconv.FormatFloat(v, 'f', 1, 64)
-}
-
 // WriteT2TTable prints paper 004's table for each stack of the runs (WriteTickToTradeTable), the
 // stacks in the order they first appear.
 func WriteT2TTable(w io.Writer, runs []T2TRun) error {
@@ -203,43 +187,9 @@ func WriteT2TTable(w io.Writer, runs []T2TRun) error {
 		byStack[r.Stack] = append(byStack[r.Stack], r.Row())
 	}
 	for _, st := range stacks {
-		if err := WriteTickToTradeTable(w, st, byStack[st]); err != nil {
+		if err := judge.WriteTickToTradeTable(w, st, byStack[st]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// WriteTickToTradeTable prints paper 004's table for one stack: rows BUY (mean tick-to-trade),
-// SELL (mean BUY fill -> SELL at the exchange), SD B, SD S, in microseconds; one column per rate,
-// highest first, as the paper's; then a blank line.
-func WriteTickToTradeTable(w io.Writer, stack string, rows []tsv1.TickToTradeRow) error {
-	rs := append([]tsv1.TickToTradeRow(nil), rows...)
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].RateMps > rs[j].RateMps })
-	var b strings.Builder
-	fmt.Fprintf(&b, "tick-to-trade, %s stack (us; columns: market data msg/s)\n", stack)
-	fmt.Fprintf(&b, "%-6s", "")
-	for _, r := range rs {
-		fmt.Fprintf(&b, " %10d", r.RateMps)
-	}
-	b.WriteString("\n")
-	lines := []struct {
-		name string
-		v    func(tsv1.TickToTradeRow) int64
-	}{
-		{"BUY", func(r tsv1.TickToTradeRow) int64 { return r.TickToTrade.MeanNs }},
-		{"SELL", func(r tsv1.TickToTradeRow) int64 { return r.Sell.MeanNs }},
-		{"SD B", func(r tsv1.TickToTradeRow) int64 { return r.TickToTrade.StdDevNs }},
-		{"SD S", func(r tsv1.TickToTradeRow) int64 { return r.Sell.StdDevNs }},
-	}
-	for _, l := range lines {
-		fmt.Fprintf(&b, "%-6s", l.name)
-		for _, r := range rs {
-			fmt.Fprintf(&b, " %10s", FormatNanosAsMicros(l.v(r)))
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }

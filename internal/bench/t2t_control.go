@@ -14,6 +14,7 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // The tickToTrade suite's venue side runs on the reflector: the exchange simulator (t2t-exchange,
@@ -118,8 +119,8 @@ func (r *Reflector) publishArgs(p *T2TPublishSpec) ([]string, error) {
 	if err := checkT2TPort(p.Port); err != nil {
 		return nil, err
 	}
-	if p.RateMps < 1 || p.RateMps > MaxT2TRate || p.BurstMps < 0 || p.BurstMps > MaxT2TRate {
-		return nil, fmt.Errorf("rate %d + burst %d msg/s out of range: rate 1..%d, burst 0..%d", p.RateMps, p.BurstMps, MaxT2TRate, MaxT2TRate)
+	if p.RateMps < 1 || p.RateMps > judge.MaxT2TRate || p.BurstMps < 0 || p.BurstMps > judge.MaxT2TRate {
+		return nil, fmt.Errorf("rate %d + burst %d msg/s out of range: rate 1..%d, burst 0..%d", p.RateMps, p.BurstMps, judge.MaxT2TRate, judge.MaxT2TRate)
 	}
 	if p.Seconds < 1 || p.Seconds > 3600 {
 		return nil, fmt.Errorf("seconds %d out of range 1..3600", p.Seconds)
@@ -130,8 +131,8 @@ func (r *Reflector) publishArgs(p *T2TPublishSpec) ([]string, error) {
 		args = append(args, "--mix", string(tsv1.TickMixSeed003))
 	case tsv1.TickMixSteady, "":
 		if p.Size != 0 {
-			if p.Size < MinT2TMessageSize || p.Size > MaxMessageSize {
-				return nil, fmt.Errorf("size %d out of range %d..%d", p.Size, MinT2TMessageSize, MaxMessageSize)
+			if p.Size < judge.MinT2TMessageSize || p.Size > judge.MaxMessageSize {
+				return nil, fmt.Errorf("size %d out of range %d..%d", p.Size, judge.MinT2TMessageSize, judge.MaxMessageSize)
 			}
 			args = append(args, "--size", strconv.Itoa(int(p.Size)))
 		}

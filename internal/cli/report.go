@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 	"github.com/tickstack/tickstack/internal/report"
 )
 
@@ -92,7 +92,7 @@ func LoadResults(ctx context.Context, c client.Client, b *tsv1.LatencyBenchmark)
 		if err := c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: n.ResultsConfigMap}, cm); err != nil {
 			return fmt.Errorf("node %s: reading its results from ConfigMap %s/%s: %w", n.Node, b.Namespace, n.ResultsConfigMap, err)
 		}
-		res, err := bench.UnmarshalResults([]byte(cm.Data[tsv1.BenchResultsKey]))
+		res, err := judge.UnmarshalResults([]byte(cm.Data[tsv1.BenchResultsKey]))
 		if err != nil {
 			return fmt.Errorf("node %s: ConfigMap %s/%s, key %s: %w", n.Node, b.Namespace, n.ResultsConfigMap, tsv1.BenchResultsKey, err)
 		}
@@ -100,7 +100,7 @@ func LoadResults(ctx context.Context, c client.Client, b *tsv1.LatencyBenchmark)
 		if n.Verdict != nil && len(n.Verdict.Reasons) == 0 {
 			// The status keeps only the result of a moved node's verdict: its checks again, from
 			// its tables and the thresholds.
-			v := bench.Evaluate(res, b.Spec.Thresholds)
+			v := judge.Evaluate(res, b.Spec.Thresholds)
 			n.Verdict = &tsv1.Verdict{Result: n.Verdict.Result, Reasons: v.Reasons}
 		}
 	}

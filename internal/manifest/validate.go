@@ -27,7 +27,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/config/crd"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 	"github.com/tickstack/tickstack/internal/webhook"
 )
 
@@ -285,7 +285,7 @@ func operatorRules(u *unstructured.Unstructured) ([]Problem, []string, error) {
 			return nil, nil, err
 		}
 		var out []Problem
-		for _, p := range bench.SpecProblems(b) {
+		for _, p := range judge.SpecProblems(b) {
 			f, msg, ok := strings.Cut(p, ": ")
 			if !ok || strings.ContainsAny(f, " ") {
 				f, msg = "", p

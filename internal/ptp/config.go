@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/host/cpuset"
 )
 
@@ -65,25 +66,20 @@ const (
 // what a trading node runs above them.
 const MaxSchedPriority = 65
 
-// Defaults applied by WithDefaults to fields left at their zero value.
+// Defaults applied by WithDefaults to fields left at their zero value: the API's
+// (tsv1.DefaultPTP*), which the CRD and internal/resolve give a profile too.
 const (
-	DefaultRole         = RoleSlave
-	DefaultTransport    = TransportUDPv4
-	DefaultTimestamping = TimestampingHardware
-	// DefaultMaxOffsetNs is the offset threshold when none is given: 1 µs, well inside what
-	// hardware time stamping holds and far inside MiFID II RTS 25's 100 µs for HFT.
-	DefaultMaxOffsetNs int64 = 1000
-	// DefaultMaxSystemOffsetNs is the system clock's threshold when none is given: 1 µs, the
-	// same budget again for the copy from the NIC's clock to CLOCK_REALTIME.
-	DefaultMaxSystemOffsetNs int64 = 1000
-	// DefaultSchedPolicy and DefaultSchedPriority: SCHED_FIFO at 10, the priority the PTP
-	// operator's documentation sets with ptpSchedulingPolicy SCHED_FIFO.
-	DefaultSchedPolicy   = SchedFIFO
-	DefaultSchedPriority = 10
+	DefaultRole              = Role(tsv1.DefaultPTPRole)
+	DefaultTransport         = Transport(tsv1.DefaultPTPTransport)
+	DefaultTimestamping      = Timestamping(tsv1.DefaultPTPTimestamping)
+	DefaultMaxOffsetNs       = tsv1.DefaultPTPMaxOffsetNs
+	DefaultMaxSystemOffsetNs = tsv1.DefaultPTPMaxSystemOffsetNs
+	DefaultSchedPolicy       = SchedPolicy(tsv1.DefaultPTPSchedulingPolicy)
+	DefaultSchedPriority     = tsv1.DefaultPTPSchedulingPriority
 	// DefaultHoldTime is how long the node may stay out of sync before TimeSynced turns false, for
 	// the profile API to default an absent holdTime to. WithDefaults leaves HoldTime alone: zero is
 	// a valid choice (react at once).
-	DefaultHoldTime = 10 * time.Second
+	DefaultHoldTime = tsv1.DefaultPTPHoldTime
 )
 
 // MaxDomain is the highest PTP domain number ptp4l 3.1 accepts (IEEE 1588-2008 reserves 128-255).

@@ -19,6 +19,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // Options say what to qualify and with which tools.
@@ -84,8 +85,8 @@ func (o *Options) Check() error {
 	if _, err := net.InterfaceByName(o.Interface); err != nil {
 		return fmt.Errorf("--interface %s: no such interface in this network namespace (ip -br link lists them): %w", o.Interface, err)
 	}
-	if o.MessageSize != 0 && (o.MessageSize < bench.MinMessageSize || o.MessageSize > bench.MaxMessageSize) {
-		return fmt.Errorf("--size %d out of range: use %d..%d bytes", o.MessageSize, bench.MinMessageSize, bench.MaxMessageSize)
+	if o.MessageSize != 0 && (o.MessageSize < judge.MinMessageSize || o.MessageSize > judge.MaxMessageSize) {
+		return fmt.Errorf("--size %d out of range: use %d..%d bytes", o.MessageSize, judge.MinMessageSize, judge.MaxMessageSize)
 	}
 	if o.Duration != 0 && (o.Duration < time.Second || o.Duration > time.Minute) {
 		return fmt.Errorf("--duration %s out of range: use 1s..60s", o.Duration)

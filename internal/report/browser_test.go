@@ -9,7 +9,7 @@ import (
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
@@ -20,7 +20,7 @@ import (
 // content, kept beside the page for a person to look at.
 func TestReportInChromium(t *testing.T) {
 	res := withBypass(loadResults(t))
-	v := bench.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "1us"}}})
+	v := judge.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "1us"}}})
 	in := Input{Title: "bench/<veth>", Generated: time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC), Nodes: []NodeResults{
 		{Node: "tsbn-node", Results: res, Verdict: &v},
 		{Node: "tsbn-t2t", Results: loadT2TResults(t)},

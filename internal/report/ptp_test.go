@@ -11,7 +11,7 @@ import (
 	"golang.org/x/net/html"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // ptpResults is a run with only the ptp suite: 58 SLAVE samples, 2 UNCALIBRATED, 1 failed read.
@@ -27,7 +27,7 @@ func ptpResults() *tsv1.BenchmarkResults {
 
 func TestWriteTextPTP(t *testing.T) {
 	res := ptpResults()
-	v := bench.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "200ns"}}})
+	v := judge.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePTP, Statistic: tsv1.StatP99, Max: "200ns"}}})
 	var buf bytes.Buffer
 	if err := WriteText(&buf, NodeResults{Results: res, Verdict: &v}); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // NodeResults is one node's benchmark outcome.
@@ -75,7 +75,7 @@ func Render(w io.Writer, in Input) error {
 		if n.Results == nil {
 			return fmt.Errorf("report: node %q has no results", n.Node)
 		}
-		nv := nodeView{Index: i, Node: n.Node, Results: n.Results, Verdict: n.Verdict, Comparison: bench.CompareStacks(n.Results), Baseline: n.TickToTradeBaseline}
+		nv := nodeView{Index: i, Node: n.Node, Results: n.Results, Verdict: n.Verdict, Comparison: judge.CompareStacks(n.Results), Baseline: n.TickToTradeBaseline}
 		if nv.Node == "" {
 			nv.Node = n.Results.Node
 		}
@@ -359,7 +359,7 @@ func percentileChart(idx int, r *tsv1.BenchmarkResults) *chart {
 // both, like paper 000's kernel vs OpenOnload exhibit.
 func bypassChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	var cmp []tsv1.StackComparison
-	for _, c := range bench.CompareStacks(r) {
+	for _, c := range judge.CompareStacks(r) {
 		if c.Suite == tsv1.SuitePingPong {
 			cmp = append(cmp, c)
 		}
@@ -385,11 +385,11 @@ func bypassChart(idx int, r *tsv1.BenchmarkResults) *chart {
 	}
 }
 
-func us(ns int64) string { return bench.FormatNanosAsMicros(ns) }
+func us(ns int64) string { return judge.FormatNanosAsMicros(ns) }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"us":        us,
-	"searched":  bench.FormatSearched,
+	"searched":  judge.FormatSearched,
 	"burstTime": func(ns int64) string { return usLabel(float64(ns)) },
 	"ptpStates": PTPStates,
 	// receive buffering (buffers.go)

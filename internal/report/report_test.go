@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // testdata/results_veth.json is a document the runner wrote on this machine over a veth pair
@@ -26,7 +26,7 @@ func loadResults(t *testing.T) *tsv1.BenchmarkResults {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := bench.UnmarshalResults(b)
+	r, err := judge.UnmarshalResults(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func atoi(s string) float64 {
 
 func TestRenderPlotsTheData(t *testing.T) {
 	res := withBypass(loadResults(t))
-	verdict := bench.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "1us"}}})
+	verdict := judge.Evaluate(res, tsv1.Thresholds{Latency: []tsv1.LatencyLimit{{Suite: tsv1.SuitePingPong, Statistic: tsv1.StatP99, Max: "1us"}}})
 	doc, page := render(t, Input{Title: "bench/<veth>", Generated: time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC),
 		Nodes: []NodeResults{{Node: "tsbn-node", Results: res, Verdict: &verdict}}})
 
@@ -286,7 +286,7 @@ func TestRenderPlotsTheData(t *testing.T) {
 		t.Fatal("no kernel-vs-bypass chart")
 	}
 	bars := find(svg[0], func(n *html.Node) bool { return n.Data == "rect" && hasClass(n, "bar") })
-	cmp := bench.CompareStacks(res)
+	cmp := judge.CompareStacks(res)
 	if len(bars) != 2*len(cmp) || len(cmp) != 4 {
 		t.Fatalf("%d bars for %d compared rows", len(bars), len(cmp))
 	}
@@ -316,8 +316,8 @@ func TestRenderPlotsTheData(t *testing.T) {
 		t.Fatalf("kernel pingPong table has %d rows, want %d", len(rows), len(k.PingPong.Rows)+1)
 	}
 	cells := find(rows[1], isElem("td"))
-	if text(cells[4]) != bench.FormatNanosAsMicros(k.PingPong.Rows[0].MedianNs) {
-		t.Errorf("median cell %q, want %q", text(cells[4]), bench.FormatNanosAsMicros(k.PingPong.Rows[0].MedianNs))
+	if text(cells[4]) != judge.FormatNanosAsMicros(k.PingPong.Rows[0].MedianNs) {
+		t.Errorf("median cell %q, want %q", text(cells[4]), judge.FormatNanosAsMicros(k.PingPong.Rows[0].MedianNs))
 	}
 	for _, cls := range []string{"rateSweep", "microburst", "mixedBurst", "jitter", "comparison", "verdict"} {
 		if len(find(doc, func(n *html.Node) bool { return n.Data == "table" && hasClass(n, cls) })) == 0 {

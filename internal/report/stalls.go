@@ -6,8 +6,7 @@ import (
 	"strings"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // StallCount is a row's stalls column: the number of stalls, with "few" when the row timed far
@@ -24,12 +23,12 @@ func StallCount(s *tsv1.StallReport) string {
 }
 
 // MaxCheckCell is the bypass pingPong's regression check: the row's maximum against the bound
-// derived from the same run (bench.MaxCheck).
+// derived from the same run (judge.MaxCheck).
 func MaxCheckCell(st tsv1.LatencyStats) string {
 	if st.Samples == 0 {
 		return "-"
 	}
-	bound, ok := bench.MaxCheck(st)
+	bound, ok := judge.MaxCheck(st)
 	if ok {
 		return "ok (<= " + shortDuration(bound) + ")"
 	}
@@ -67,7 +66,7 @@ func StallNotes(stack tsv1.Stack, label string, samples int64, s *tsv1.StallRepo
 		}
 		out = append(out, fmt.Sprintf("%s: %s, %s in total (a message slower than %s%s)%s: %s", label, n,
 			shortDuration(s.TotalNs), shortDuration(s.LatencyThresholdNs), gap, which, strings.Join(listed, ", ")))
-		if causes := bench.StallSummary(s); strings.Contains(causes, "(") {
+		if causes := judge.StallSummary(s); strings.Contains(causes, "(") {
 			out = append(out, fmt.Sprintf("%s: causes of the stalls: %s", label, strings.TrimSuffix(causes[strings.Index(causes, "(")+1:], ")")))
 		}
 		if s.AttributionMissing != "" {

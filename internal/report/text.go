@@ -8,7 +8,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // WriteText prints one node's results as plain-text tables in the papers' shapes (for
@@ -51,7 +51,7 @@ func WriteText(w io.Writer, n NodeResults) error {
 			}
 		}
 	}
-	us := bench.FormatNanosAsMicros
+	us := judge.FormatNanosAsMicros
 	stats := func(s tsv1.LatencyStats) []string {
 		return []string{fmt.Sprint(s.Samples), us(s.MinNs), us(s.MedianNs), us(s.MeanNs), us(s.P95Ns), us(s.P99Ns), us(s.P999Ns), us(s.MaxNs), us(s.StdDevNs)}
 	}
@@ -99,7 +99,7 @@ func WriteText(w io.Writer, n NodeResults) error {
 				if m.LimitReached {
 					bound = " (the sweep's highest rate: the real limit is higher)"
 				}
-				fmt.Fprintf(w, "highest rate sustained without drops, %s %d B: %s msg/s%s\n", m.Protocol, m.MessageSize, bench.FormatSearched(m.Mps, m.LimitReached), bound)
+				fmt.Fprintf(w, "highest rate sustained without drops, %s %d B: %s msg/s%s\n", m.Protocol, m.MessageSize, judge.FormatSearched(m.Mps, m.LimitReached), bound)
 			}
 			if rs.Error != "" {
 				fmt.Fprintf(w, "  incomplete: %s\n", rs.Error)
@@ -113,7 +113,7 @@ func WriteText(w io.Writer, n NodeResults) error {
 			bound := false
 			for _, row := range m.Rows {
 				line(append(BufferingCells(row.ReceiveBufferBytes, row.Buffering, bypass),
-					bench.FormatSearched(row.MaxBurstPackets, row.LimitReached), us(row.BurstTimeNs), TrialsCell(row.Trials))...)
+					judge.FormatSearched(row.MaxBurstPackets, row.LimitReached), us(row.BurstTimeNs), TrialsCell(row.Trials))...)
 				bufNotes = append(bufNotes, BufferingNotes(row.ReceiveBufferBytes, row.Buffering, bypass)...)
 				bound = bound || row.LimitReached
 			}
@@ -124,7 +124,7 @@ func WriteText(w io.Writer, n NodeResults) error {
 			for _, n := range bufNotes {
 				fmt.Fprintf(w, "  buffers: %s\n", n)
 			}
-			if e := bench.MicroburstError(m); e != "" {
+			if e := judge.MicroburstError(m); e != "" {
 				fmt.Fprintf(w, "  incomplete: %s\n", e)
 			}
 		}
@@ -159,7 +159,7 @@ func WriteText(w io.Writer, n NodeResults) error {
 			fmt.Fprintf(w, "  %s\n", b.Message)
 		}
 	}
-	if cmp := bench.CompareStacks(r); len(cmp) > 0 {
+	if cmp := judge.CompareStacks(r); len(cmp) > 0 {
 		heading("kernel vs bypass (us)")
 		line("suite", "row", "kernel median", "bypass median", "speedup", "kernel p99", "bypass p99", "speedup")
 		for _, c := range cmp {
@@ -247,7 +247,7 @@ func writeTickToTradeText(w io.Writer, tw *tabwriter.Writer, line func(...string
 	}
 	fmt.Fprintf(w, "\ntickToTrade, %s stack: %s, a BUY every %d ticks, each filled and closed by a SELL\n", stack, feed, t.OrderEvery)
 	if len(t.Rows) > 0 {
-		_ = bench.WriteTickToTradeTable(w, string(stack), t.Rows)
+		_ = judge.WriteTickToTradeTable(w, string(stack), t.Rows)
 		line("rate/s", "burst/s", "achieved/s", "ticks sent", "received", "lost", "out of seq", "orders", "unfilled", "exchange", "market data", "orders via", "accounted")
 		for _, row := range t.Rows {
 			line(fmt.Sprint(row.RateMps), fmt.Sprint(row.BurstMps), fmt.Sprint(row.AchievedMps), fmt.Sprint(row.TicksSent), fmt.Sprint(row.TicksReceived),

@@ -8,13 +8,13 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 func TestWriteText(t *testing.T) {
 	res := withBypass(loadResults(t))
 	res.Path = &tsv1.NetworkPath{ClientAddress: "198.18.3.2", ReflectorAddress: "198.18.3.1", Interface: "lat0"}
-	v := bench.Evaluate(res, tsv1.Thresholds{MinMicroburstPackets: ptrInt64(1 << 40)})
+	v := judge.Evaluate(res, tsv1.Thresholds{MinMicroburstPackets: ptrInt64(1 << 40)})
 	var buf bytes.Buffer
 	if err := WriteText(&buf, NodeResults{Results: res, Verdict: &v}); err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func TestWriteText(t *testing.T) {
 	for _, st := range []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} {
 		for _, row := range res.Stack(st).PingPong.Rows {
 			want := []string{string(row.Protocol), fmt.Sprint(row.MessageSize), fmt.Sprint(row.Samples),
-				bench.FormatNanosAsMicros(row.MedianNs), bench.FormatNanosAsMicros(row.P999Ns), bench.FormatNanosAsMicros(row.StdDevNs)}
+				judge.FormatNanosAsMicros(row.MedianNs), judge.FormatNanosAsMicros(row.P999Ns), judge.FormatNanosAsMicros(row.StdDevNs)}
 			fields, check := 13, ""
 			if st == tsv1.StackBypass {
 				fields, check = 17, MaxCheckCell(row.LatencyStats)

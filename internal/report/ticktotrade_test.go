@@ -11,7 +11,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"golang.org/x/net/html"
 
-	"github.com/tickstack/tickstack/internal/bench"
+	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
 // testdata/results_t2t_veth.json is a document the runner wrote on this machine over a veth pair
@@ -23,7 +23,7 @@ func loadT2TResults(t *testing.T) *tsv1.BenchmarkResults {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := bench.UnmarshalResults(b)
+	r, err := judge.UnmarshalResults(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,8 @@ func t2tInput(t *testing.T) (NodeResults, *tsv1.BenchmarkResults) {
 	// one row with a tick unaccounted for, shown hollow and not compared
 	lost := &res.Stack(tsv1.StackBypass).TickToTrade.Rows[1]
 	lost.Unaccounted = []string{"ticks: 1 lost, 0 out of sequence"}
-	base := &tsv1.TickToTradeComparison{Benchmark: "untuned", Run: 3, Node: "tsbn-node", Rows: bench.CompareTickToTrade(untunedOf(res), res)}
-	v := bench.Evaluate(res, tsv1.Thresholds{})
+	base := &tsv1.TickToTradeComparison{Benchmark: "untuned", Run: 3, Node: "tsbn-node", Rows: judge.CompareTickToTrade(untunedOf(res), res)}
+	v := judge.Evaluate(res, tsv1.Thresholds{})
 	return NodeResults{Node: "tsbn-node", Results: res, Verdict: &v, TickToTradeBaseline: base}, res
 }
 
@@ -153,7 +153,7 @@ func TestWriteTextTickToTrade(t *testing.T) {
 	out := buf.String()
 	for _, st := range []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} {
 		var table bytes.Buffer
-		if err := bench.WriteTickToTradeTable(&table, string(st), res.Stack(st).TickToTrade.Rows); err != nil {
+		if err := judge.WriteTickToTradeTable(&table, string(st), res.Stack(st).TickToTrade.Rows); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(out, table.String()) {

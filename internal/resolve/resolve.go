@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/ptp"
 )
 
 // ErrNoFacts means the node's agent has not reported the host facts yet.
@@ -159,33 +158,33 @@ func ptpTuning(p *tsv1.PTPSpec, nics []tsv1.NICTuning) (*tsv1.PTPTuning, error) 
 		Role: p.Role, Interface: p.Interface, Domain: p.Domain, Transport: p.Transport,
 		Timestamping: p.Timestamping, MaxOffsetNs: p.MaxOffsetNs, MaxSystemOffsetNs: p.MaxSystemOffsetNs,
 		Ptp4lOptions: maps.Clone(p.Ptp4lOptions), Phc2sysOptions: maps.Clone(p.Phc2sysOptions),
-		HoldTime: metav1.Duration{Duration: ptp.DefaultHoldTime},
+		HoldTime: metav1.Duration{Duration: tsv1.DefaultPTPHoldTime},
 	}
 	if p.HoldTime != nil {
 		t.HoldTime = *p.HoldTime
 	}
 	if t.Role == "" {
-		t.Role = tsv1.PTPRole(ptp.DefaultRole)
+		t.Role = tsv1.DefaultPTPRole
 	}
 	if t.Transport == "" {
-		t.Transport = tsv1.PTPTransport(ptp.DefaultTransport)
+		t.Transport = tsv1.DefaultPTPTransport
 	}
 	if t.Timestamping == "" {
-		t.Timestamping = tsv1.PTPTimestamping(ptp.DefaultTimestamping)
+		t.Timestamping = tsv1.DefaultPTPTimestamping
 	}
 	if t.MaxOffsetNs == 0 {
-		t.MaxOffsetNs = ptp.DefaultMaxOffsetNs
+		t.MaxOffsetNs = tsv1.DefaultPTPMaxOffsetNs
 	}
 	if t.MaxSystemOffsetNs == 0 {
-		t.MaxSystemOffsetNs = ptp.DefaultMaxSystemOffsetNs
+		t.MaxSystemOffsetNs = tsv1.DefaultPTPMaxSystemOffsetNs
 	}
 	t.OwnsSystemClock = p.OwnsSystemClock
 	t.SchedulingPolicy = p.SchedulingPolicy
 	if t.SchedulingPolicy == "" {
-		t.SchedulingPolicy = tsv1.PTPSchedulingPolicy(ptp.DefaultSchedPolicy)
+		t.SchedulingPolicy = tsv1.DefaultPTPSchedulingPolicy
 	}
 	if t.SchedulingPolicy == tsv1.PTPSchedulingFIFO {
-		t.SchedulingPriority = ptp.DefaultSchedPriority
+		t.SchedulingPriority = tsv1.DefaultPTPSchedulingPriority
 		if p.SchedulingPriority != nil {
 			t.SchedulingPriority = *p.SchedulingPriority
 		}

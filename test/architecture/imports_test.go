@@ -7,6 +7,7 @@ package architecture
 import (
 	"bytes"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,12 +15,14 @@ import (
 const module = "github.com/tickstack/tickstack/"
 
 // rule forbids the packages matching from (a path, or a path followed by /... for it and those below
-// it) to depend, directly or not, on any package matching one of never, except those in but.
+// it), except those matching except, to depend, directly or not, on any package matching one of
+// never, except those in but.
 type rule struct {
-	from  []string
-	never []string
-	but   []string
-	why   string
+	from   []string
+	except []string
+	never  []string
+	but    []string
+	why    string
 }
 
 var rules = []rule{
@@ -29,11 +32,16 @@ var rules = []rule{
 		why: "the libraries under internal/ never depend on the controllers, the binaries or the test suites"},
 	{from: []string{"cmd/manager", "controllers/...", "internal/webhook/..."},
 		never: []string{"internal/agent/...", "internal/host/...", "internal/tuning/...", "internal/bootloader/...", "internal/bypass/...",
-			"internal/nriplugin/...", "internal/cli/...", "internal/plan/...", "internal/report/...", "internal/manifest/...", "internal/qualify/..."},
+			"internal/nriplugin/...", "internal/cli/...", "internal/plan/...", "internal/report/...", "internal/manifest/...", "internal/qualify/...",
+			"internal/bench", "internal/ptp/..."},
 		but: []string{"internal/host/cpuset"},
-		why: "the operator links no host-tuning code, no CLI code and no NIC qualification (the CPU list parser excepted)"},
+		why: "the operator links no host-tuning code, no CLI code, no NIC qualification, not the benchmark runner and not linuxptp's supervision (the CPU list parser excepted; it judges with internal/bench/judge, and the PTP defaults are the API's)"},
+	{from: []string{"internal/bench/judge/..."}, never: []string{"..."}, but: []string{"api/...", "internal/bench/judge/..."},
+		why: "the benchmark judge is pure (validation, verdict, comparisons, results I/O over the API's types): the operator, the report and the CLI link it"},
+	{from: []string{"..."}, except: []string{"cmd/tickstack-bench", "cmd/tickstack", "internal/qualify/..."}, never: []string{"internal/bench"},
+		why: "the benchmark runner (sockperf, rt-tests, the reflector, PTP reads) is linked by tickstack-bench and the CLI's NIC qualification only: everything else judges with internal/bench/judge"},
 	{from: []string{"internal/bench/..."}, never: []string{"internal/qualify/...", "internal/host/..."}, but: []string{"internal/host/cpuset"},
-		why: "the benchmark runner is linked by the operator (validation, verdict): the NIC qualification that reads the host sits above it, in cmd/tickstack and cmd/tickstack-bench"},
+		why: "the NIC qualification that reads the host sits above the benchmark runner, in cmd/tickstack and cmd/tickstack-bench"},
 	{from: []string{"cmd/agent", "internal/agent/..."},
 		never: []string{"internal/webhook/...", "internal/render/...", "internal/bench/...", "internal/bmc/...",
 			"internal/cli/...", "internal/plan/...", "internal/resolve/...", "internal/report/...", "internal/manifest/..."},
@@ -52,6 +60,11 @@ func match(pattern, pkg string) bool {
 		return pkg == p || strings.HasPrefix(pkg, p+"/")
 	}
 	return pkg == pattern
+}
+
+// applies says whether the rule holds pkg to its never list.
+func (r rule) applies(pkg string) bool {
+	return matchAny(r.from, pkg) && !matchAny(r.except, pkg)
 }
 
 func matchAny(patterns []string, pkg string) bool {
@@ -103,7 +116,7 @@ func TestImportRules(t *testing.T) {
 	for _, r := range rules {
 		matched := 0
 		for pkg, deps := range g {
-			if !matchAny(r.from, pkg) {
+			if !r.applies(pkg) {
 				continue
 			}
 			matched++
@@ -148,19 +161,23 @@ func TestSuggestLinksNoClient(t *testing.T) {
 // nothing by mistake cannot pass silently.
 func TestRulesCanFail(t *testing.T) {
 	bad := map[string]string{
-		"api/v1alpha1":     "internal/bench",
-		"internal/bench":   "controllers",
-		"cmd/manager":      "internal/tuning",
-		"controllers":      "internal/bypass",
-		"internal/agent":   "internal/webhook",
-		"cmd/tickstack":    "internal/testutil",
-		"internal/webhook": "internal/host",
-		"internal/suggest": "internal/webhook",
+		"api/v1alpha1":          "internal/bench",
+		"internal/bench":        "controllers",
+		"cmd/manager":           "internal/tuning",
+		"controllers":           "internal/bypass",
+		"internal/agent":        "internal/webhook",
+		"cmd/tickstack":         "internal/testutil",
+		"internal/webhook":      "internal/host",
+		"internal/suggest":      "internal/webhook",
+		"controllers/benchmark": "internal/bench",
+		"internal/report":       "internal/bench",
+		"internal/bench/judge":  "internal/ptp",
+		"controllers/profile":   "internal/ptp",
 	}
 	for pkg, dep := range bad {
 		broken := false
 		for _, r := range rules {
-			if matchAny(r.from, pkg) && matchAny(r.never, dep) && !matchAny(r.but, dep) {
+			if r.applies(pkg) && matchAny(r.never, dep) && !matchAny(r.but, dep) {
 				broken = true
 			}
 		}
@@ -170,5 +187,59 @@ func TestRulesCanFail(t *testing.T) {
 	}
 	if !matchAny(rules[2].but, "internal/host/cpuset") || matchAny(rules[2].but, "internal/host") {
 		t.Error("the CPU list parser exception matches the wrong packages")
+	}
+	// the judge is not the runner: the operator may link it
+	for _, r := range rules {
+		if r.applies("cmd/manager") && matchAny(r.never, "internal/bench/judge") && !matchAny(r.but, "internal/bench/judge") {
+			t.Error("a rule forbids the operator the benchmark judge")
+		}
+	}
+	for _, pkg := range []string{"cmd/tickstack-bench", "cmd/tickstack", "internal/qualify"} {
+		for _, r := range rules {
+			if r.applies(pkg) && matchAny(r.never, "internal/bench") {
+				t.Errorf("a rule forbids %s the benchmark runner it runs", pkg)
+			}
+		}
+	}
+}
+
+// runner is the benchmark runner's package: the node-side code that execs the tools.
+const runner = module + "internal/bench"
+
+// linked returns what the binary of package pkg links: `go list -deps`, the way the Go linker sees it.
+func linked(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", module+pkg)
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.String())
+	}
+	return strings.Fields(string(b))
+}
+
+// links reports whether deps hold the package p itself (not one below it).
+func links(deps []string, p string) bool {
+	return slices.Contains(deps, p)
+}
+
+// TestManagerLinksNoRunner checks the manager's binary: it judges benchmarks (internal/bench/judge)
+// and links no benchmark runner. The same check over tickstack-bench, which must link the runner,
+// shows it can fail.
+func TestManagerLinksNoRunner(t *testing.T) {
+	manager := linked(t, "cmd/manager")
+	if !links(manager, module+"controllers") || !links(manager, module+"internal/bench/judge") {
+		t.Fatalf("go list -deps cmd/manager holds neither the controllers nor the judge (%d packages): the test does not see the binary", len(manager))
+	}
+	if links(manager, runner) {
+		t.Errorf("cmd/manager links %s: the operator judges with internal/bench/judge and never links the runner (docs/architecture.md)", runner)
+	}
+	if links(manager, module+"internal/ptp") {
+		t.Errorf("cmd/manager links internal/ptp: the node's linuxptp supervision; the operator reads the PTP defaults from the API (docs/architecture.md)")
+	}
+	if !links(linked(t, "cmd/tickstack-bench"), runner) {
+		t.Errorf("the check finds no %s in tickstack-bench, which runs it: the check cannot fail", runner)
 	}
 }

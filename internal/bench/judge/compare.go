@@ -1,4 +1,4 @@
-package bench
+package judge
 
 import tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 

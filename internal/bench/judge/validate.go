@@ -1,4 +1,4 @@
-package bench
+package judge
 
 import (
 	"fmt"
@@ -240,8 +240,8 @@ func ValidateSuites(s tsv1.BenchmarkSuites) error {
 		switch {
 		case !filepath.IsAbs(p.Socket) || filepath.Clean(p.Socket) != p.Socket:
 			add("ptp.socket: %q is not a clean absolute path: give the read-only socket the node agent serves, e.g. %s", p.Socket, tsv1.DefaultPTPSocket)
-		case len(p.Socket) > maxUDSPath:
-			add("ptp.socket: %q is longer than %d bytes, the longest UNIX socket path: use a shorter path", p.Socket, maxUDSPath)
+		case len(p.Socket) > MaxUDSPath:
+			add("ptp.socket: %q is longer than %d bytes, the longest UNIX socket path: use a shorter path", p.Socket, MaxUDSPath)
 		}
 		if p.Domain != nil && (*p.Domain < 0 || *p.Domain > MaxPTPDomain) {
 			add("ptp.domain: %d out of range: use 0..%d, ptp4l's domainNumber (or leave it unset to read it from ptp4l.conf beside the socket)", *p.Domain, MaxPTPDomain)

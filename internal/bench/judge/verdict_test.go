@@ -1,4 +1,4 @@
-package bench
+package judge
 
 import (
 	"reflect"
@@ -219,12 +219,9 @@ func TestEvaluate(t *testing.T) {
 // p99 is 900 ns, the maximum 1.5 us.
 func lockedPTP() func(*tsv1.PTPResult) {
 	return func(p *tsv1.PTPResult) {
-		var abs []int64
-		for i := int64(1); i <= 196; i++ {
-			abs = append(abs, i*4)
-		}
-		abs = append(abs, 850, 900, 1200, 1500)
-		*p = tsv1.PTPResult{Socket: tsv1.DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 200, Offset: ComputeStats(abs),
+		// the statistics of |offset| 4, 8, ... 784, 850, 900, 1200, 1500 ns as the runner computes them
+		abs := tsv1.LatencyStats{Samples: 200, MinNs: 4, MedianNs: 400, MeanNs: 408, P95Ns: 760, P99Ns: 900, P999Ns: 1500, MaxNs: 1500, StdDevNs: 249}
+		*p = tsv1.PTPResult{Socket: tsv1.DefaultPTPSocket, Domain: 24, IntervalMillis: 1000, Samples: 200, Offset: abs,
 			MinOffsetNs: -1500, MaxOffsetNs: 1200, PortStates: []tsv1.PTPPortStateCount{{State: "SLAVE", Samples: 200}}}
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package judge
 
 // BurstsPerSecond is how often the microburst suite repeats a burst: 100 ms apart, so the receiver
 // has drained the previous burst before the next one.
@@ -14,8 +14,8 @@ const (
 // MaxPTPDomain is the highest PTP domain number ptp4l accepts.
 const MaxPTPDomain = 127
 
-// maxUDSPath is the longest UNIX socket path Linux accepts (sun_path minus its NUL).
-const maxUDSPath = 107
+// MaxUDSPath is the longest UNIX socket path Linux accepts (sun_path minus its NUL).
+const MaxUDSPath = 107
 
 // Limits of the tick-to-trade rig (dataplane/t2t): a tick is at least its 32-byte header, and the
 // publisher paces at most 10M msg/s.

@@ -1,4 +1,4 @@
-package bench
+package judge
 
 import (
 	"fmt"
@@ -259,7 +259,7 @@ func evalMicroburst(r *tsv1.BenchmarkResults, min int64, add func(string, tsv1.V
 			if row.ReceiveBufferBytes != 0 {
 				name += fmt.Sprintf("/rcvbuf%d", row.ReceiveBufferBytes)
 			}
-			at := rcvbufLabel(row.ReceiveBufferBytes)
+			at := ReceiveBufferLabel(row.ReceiveBufferBytes)
 			switch {
 			case row.MaxBurstPackets >= min:
 				add(name, tsv1.VerdictPassed, "absorbed %s back-to-back %d B messages (%s us at %d Mb/s) at %s >= %d", FormatSearched(row.MaxBurstPackets, row.LimitReached), m.MessageSize, FormatNanosAsMicros(row.BurstTimeNs), m.LinkSpeedMbps, at, min)

@@ -1,4 +1,4 @@
-package bench
+package judge
 
 import (
 	"fmt"
@@ -7,6 +7,10 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 )
+
+// DefaultControlPort is the runner's reflector control port: the port the benchmark's Jobs and
+// NetworkPolicy open between the runner pods.
+const DefaultControlPort = 11100
 
 // RunnerSuites is the part of a benchmark the runner in each Job gets: the suites with the
 // benchmark's stacks, without the tick-to-trade baseline (the controller reads that benchmark).
