@@ -128,8 +128,13 @@ out_refuse:
 static void cap__poll(void)
 {
 	uint32_t req = __atomic_load_n(&ts_stats->cap_req, __ATOMIC_ACQUIRE);
-	struct tickstack_cap_hdr *h = cap_h;
+	struct tickstack_cap_hdr *h;
 
+	/* under the lock: ts_cap__fini clears it from the exiting thread
+	 * (it never unmaps, so h stays readable here) */
+	pthread_mutex_lock(&cap_lock);
+	h = cap_h;
+	pthread_mutex_unlock(&cap_lock);
 	if (h) {
 		uint64_t seen = __atomic_load_n(&h->reader_ns, __ATOMIC_RELAXED);
 

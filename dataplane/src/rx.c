@@ -77,15 +77,15 @@ void ts_rx__tstamp_cmsgs(struct msghdr *msg, size_t *used, int cm, int tsnew,
 
 /* The control messages the kernel's udp_recvmsg writes, in its order: the
  * timestamp (sock_recv_cmsgs), then IP_PKTINFO, IP_TTL, IP_TOS. */
-static void sock__cmsgs(const struct ts_sock *s, const struct ts_rxent *e,
-			struct msghdr *msg)
+static void sock__cmsgs(const struct ts_sock *s, int cm,
+			const struct ts_rxent *e, struct msghdr *msg)
 {
 	size_t used = 0;
 
-	if (s->cmsgs & TS_CM_TSTAMP_ANY)
-		ts_rx__tstamp_cmsgs(msg, &used, s->cmsgs, s->tstamp_new,
+	if (cm & TS_CM_TSTAMP_ANY)
+		ts_rx__tstamp_cmsgs(msg, &used, cm, s->tstamp_new,
 				    e->rx_ns);
-	if (s->cmsgs & TS_CM_PKTINFO) {
+	if (cm & TS_CM_PKTINFO) {
 		struct in_pktinfo pi;
 
 		memset(&pi, 0, sizeof(pi));
@@ -98,12 +98,12 @@ static void sock__cmsgs(const struct ts_sock *s, const struct ts_rxent *e,
 						 e->daddr;
 		cmsg_put(msg, &used, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 	}
-	if (s->cmsgs & TS_CM_TTL) {
+	if (cm & TS_CM_TTL) {
 		int ttl = e->ttl;
 
 		cmsg_put(msg, &used, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
 	}
-	if (s->cmsgs & TS_CM_TOS)
+	if (cm & TS_CM_TOS)
 		cmsg_put(msg, &used, IPPROTO_IP, IP_TOS, &e->tos, 1);
 	msg->msg_controllen = used;
 }
@@ -117,6 +117,7 @@ ssize_t ts_rx__copyout(const struct ts_sock *s, const struct ts_rxent *e,
 				   ts_stack__frame_data(e->st, e->frame)) +
 			   e->off;
 	size_t off = 0, i;
+	int cm;
 
 	for (i = 0; i < (size_t)msg->msg_iovlen && off < e->len; i++) {
 		size_t c = msg->msg_iov[i].iov_len;
@@ -143,8 +144,10 @@ ssize_t ts_rx__copyout(const struct ts_sock *s, const struct ts_rxent *e,
 		memcpy(msg->msg_name, &sa, msg->msg_namelen);
 		msg->msg_namelen = sizeof(sa);
 	}
-	if (s->cmsgs)
-		sock__cmsgs(s, e, msg);
+	/* setsockopt of another thread may change them: read once */
+	cm = __atomic_load_n(&s->cmsgs, __ATOMIC_RELAXED);
+	if (cm)
+		sock__cmsgs(s, cm, e, msg);
 	else
 		msg->msg_controllen = 0;
 	return (flags & MSG_TRUNC) ? (ssize_t)e->len : (ssize_t)off;
@@ -168,7 +171,7 @@ void ts_sock__tx_stamp(struct ts_sock *s, struct ts_udp_hdr_spec *h,
 {
 	struct timespec now;
 	struct ts_errent e = { 0 };
-	int f = s->txts;
+	int f = __atomic_load_n(&s->txts, __ATOMIC_RELAXED);
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	e.ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
@@ -227,7 +230,7 @@ ssize_t ts_sock__errq_pop(struct ts_sock *s, struct msghdr *msg)
 	} eh;
 	struct ts_errent e;
 	size_t off = 0, used = 0, i;
-	int cm;
+	int cm, txts;
 
 	pthread_mutex_lock(&s->qlock);
 	if (s->errq_head == s->errq_tail) {
@@ -236,9 +239,11 @@ ssize_t ts_sock__errq_pop(struct ts_sock *s, struct msghdr *msg)
 	}
 	e = s->errq[s->errq_head % TS_ERRQ_CAP];
 	__atomic_store_n(&s->errq_head, s->errq_head + 1, __ATOMIC_RELEASE);
-	cm = (s->cmsgs & (TS_CM_TSTAMP | TS_CM_TSTAMPNS)) |
-	     (s->txts & SOF_TIMESTAMPING_SOFTWARE ? TS_CM_TSTAMPING : 0);
-	if (!(s->txts & SOF_TIMESTAMPING_OPT_ID))
+	txts = __atomic_load_n(&s->txts, __ATOMIC_RELAXED);
+	cm = (__atomic_load_n(&s->cmsgs, __ATOMIC_RELAXED) &
+	      (TS_CM_TSTAMP | TS_CM_TSTAMPNS)) |
+	     (txts & SOF_TIMESTAMPING_SOFTWARE ? TS_CM_TSTAMPING : 0);
+	if (!(txts & SOF_TIMESTAMPING_OPT_ID))
 		e.key = 0;
 	pthread_mutex_unlock(&s->qlock);
 	for (i = 0; i < (size_t)msg->msg_iovlen && off < e.len; i++) {

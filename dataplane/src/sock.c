@@ -1645,10 +1645,13 @@ int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 			int nw = opt == SO_TIMESTAMP_NEW || opt == SO_TIMESTAMPNS_NEW;
 			int ns = opt == SO_TIMESTAMPNS_OLD || opt == SO_TIMESTAMPNS_NEW;
 
-			s->cmsgs &= ~(TS_CM_TSTAMP | TS_CM_TSTAMPNS);
+			__atomic_and_fetch(&s->cmsgs, ~(TS_CM_TSTAMP | TS_CM_TSTAMPNS),
+					   __ATOMIC_RELAXED);
 			if (iv) {
 				s->tstamp_new = nw;
-				s->cmsgs |= ns ? TS_CM_TSTAMPNS : TS_CM_TSTAMP;
+				__atomic_or_fetch(&s->cmsgs,
+						  ns ? TS_CM_TSTAMPNS : TS_CM_TSTAMP,
+						  __ATOMIC_RELAXED);
 				/* the RX path reads the clock from now on */
 				__atomic_store_n(&ts_tstamp_wanted, 1,
 						 __ATOMIC_RELAXED);
@@ -1659,7 +1662,7 @@ int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 		case SO_TIMESTAMPING_NEW:
 			/* as sock_set_timestamping: the cmsg types follow */
 			s->tstamp_new = opt == SO_TIMESTAMPING_NEW;
-			s->cmsgs &= ~TS_CM_TSTAMPING;
+			__atomic_and_fetch(&s->cmsgs, ~TS_CM_TSTAMPING, __ATOMIC_RELAXED);
 			/* as sock_set_timestamping: OPT_ID turned on starts
 			 * the keys at 0 */
 			if ((iv & SOF_TIMESTAMPING_OPT_ID) &&
@@ -1668,10 +1671,14 @@ int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 				s->tskey = 0;
 				pthread_mutex_unlock(&s->qlock);
 			}
-			s->txts = iv & SOF_TIMESTAMPING_TX_SOFTWARE ? iv : 0;
+			/* read by sends and error-queue reads of other threads */
+			__atomic_store_n(&s->txts,
+					 iv & SOF_TIMESTAMPING_TX_SOFTWARE ? iv : 0,
+					 __ATOMIC_RELAXED);
 			if ((iv & SOF_TIMESTAMPING_SOFTWARE) &&
 			    (iv & SOF_TIMESTAMPING_RX_SOFTWARE)) {
-				s->cmsgs |= TS_CM_TSTAMPING;
+				__atomic_or_fetch(&s->cmsgs, TS_CM_TSTAMPING,
+						  __ATOMIC_RELAXED);
 				__atomic_store_n(&ts_tstamp_wanted, 1,
 						 __ATOMIC_RELAXED);
 			}
@@ -1680,14 +1687,17 @@ int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 	} else if (level == IPPROTO_IP) {
 		switch (opt) {
 		case IP_PKTINFO:
-			s->cmsgs = iv ? s->cmsgs | TS_CM_PKTINFO :
-					s->cmsgs & ~TS_CM_PKTINFO;
+			iv ? __atomic_or_fetch(&s->cmsgs, TS_CM_PKTINFO, __ATOMIC_RELAXED)
+			   : __atomic_and_fetch(&s->cmsgs, ~TS_CM_PKTINFO,
+						__ATOMIC_RELAXED);
 			break;
 		case IP_RECVTTL:
-			s->cmsgs = iv ? s->cmsgs | TS_CM_TTL : s->cmsgs & ~TS_CM_TTL;
+			iv ? __atomic_or_fetch(&s->cmsgs, TS_CM_TTL, __ATOMIC_RELAXED)
+			   : __atomic_and_fetch(&s->cmsgs, ~TS_CM_TTL, __ATOMIC_RELAXED);
 			break;
 		case IP_RECVTOS:
-			s->cmsgs = iv ? s->cmsgs | TS_CM_TOS : s->cmsgs & ~TS_CM_TOS;
+			iv ? __atomic_or_fetch(&s->cmsgs, TS_CM_TOS, __ATOMIC_RELAXED)
+			   : __atomic_and_fetch(&s->cmsgs, ~TS_CM_TOS, __ATOMIC_RELAXED);
 			break;
 		case IP_MULTICAST_ALL:
 			s->mc_all = iv != 0;

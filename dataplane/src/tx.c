@@ -340,7 +340,8 @@ static ssize_t kernel_send(struct ts_sock *s, int fd, const struct msghdr *msg,
 	ssize_t r;
 
 	ts_sock__flush(s); /* what the batch queued before goes out first */
-	if (ts_unlikely(s->txts & SOF_TIMESTAMPING_OPT_ID) &&
+	if (ts_unlikely(__atomic_load_n(&s->txts, __ATOMIC_RELAXED) &
+			SOF_TIMESTAMPING_OPT_ID) &&
 	    __atomic_load_n(&ts_opt_id_cmsg, __ATOMIC_RELAXED))
 		r = kernel_send_keyed(s, ts_sock__kfd(s, fd), msg, flags);
 	else
@@ -491,7 +492,8 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 	if (more)
 		__atomic_store_n(&s->tx_pending_st, st, __ATOMIC_RELEASE);
 	TS_INC(s->stats->tx_accel);
-	if (ts_unlikely(s->txts)) /* SOF_TIMESTAMPING_TX_SOFTWARE */
+	if (ts_unlikely(__atomic_load_n(&s->txts, __ATOMIC_RELAXED)))
+		/* SOF_TIMESTAMPING_TX_SOFTWARE */
 		ts_sock__tx_stamp(s, &h, msg, len);
 	return (ssize_t)len;
 }
