@@ -1,7 +1,8 @@
 // Package docs checks that the documentation stands on its own and keeps up with the code: every
 // condition type and reason the operator and the agent write is explained in docs/install.md, every
-// page of docs/ is reachable from the index docs/README.md, and no link leaves the repository or
-// points at a file that is not there.
+// page of docs/ is reachable from the index docs/README.md, no link leaves the repository or
+// points at a file or a section that is not there, and every section the code cites
+// (docs/NAME.md "Section") is on the page it names.
 package docs
 
 import (
