@@ -333,6 +333,21 @@ func TestCitedSectionsExist(t *testing.T) {
 		titles[page] = ts
 		return ts, true
 	}
+	// check reports a citation m (page, section) found at where that names no heading or bold lead.
+	check := func(where string, m []string) {
+		ts, ok := titlesOf(m[1])
+		if !ok {
+			t.Errorf("%s cites docs/%s, which does not exist", where, m[1])
+			return
+		}
+		want := strings.ToLower(m[2])
+		for _, title := range ts {
+			if strings.Contains(title, want) {
+				return
+			}
+		}
+		t.Errorf("%s cites docs/%s %q, which has no such section (moved or renamed? cite its new page and title)", where, m[1], m[2])
+	}
 	checked := 0
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -358,28 +373,26 @@ func TestCitedSectionsExist(t *testing.T) {
 		for i, line := range strings.Split(string(b), "\n") {
 			for _, m := range citation.FindAllStringSubmatch(line, -1) {
 				checked++
-				ts, ok := titlesOf(m[1])
-				if !ok {
-					t.Errorf("%s:%d cites docs/%s, which does not exist", rel, i+1, m[1])
-					continue
-				}
-				want := strings.ToLower(m[2])
-				found := false
-				for _, title := range ts {
-					if strings.Contains(title, want) {
-						found = true
-						break
-					}
-				}
-				if !found {
-					t.Errorf("%s:%d cites docs/%s %q, which has no such section (moved or renamed? cite its new page and title)", rel, i+1, m[1], m[2])
-				}
+				check(rel+":"+strconv.Itoa(i+1), m)
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The pages cite each other the same way, across line breaks.
+	pages := append(docPages(t), filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md"))
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		for _, m := range citation.FindAllStringSubmatch(strings.Join(strings.Fields(string(b)), " "), -1) {
+			checked++
+			check(rel, m)
+		}
 	}
 	if checked < 20 {
 		t.Fatalf("found %d citations: the test looks in the wrong place", checked)
