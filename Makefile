@@ -151,7 +151,7 @@ e2e: deps $(HELM) dataplane ## The local cluster's own test, then the whole flow
 	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 80m ./test/e2e/ -ginkgo.v -ginkgo.label-filter='!soak'
 
 .PHONY: soak
-soak: deps $(HELM) dataplane ## The operator on the local cluster for SOAK_DURATION (default 10m): profile changes, a benchmark a minute, agent restarts; fails on growth or a stuck state (root; docs/benchmarks.md).
+soak: deps $(HELM) dataplane ## The operator on the local cluster for SOAK_DURATION (default 10m): profile changes, a benchmark a minute, agent restarts; fails on growth or a stuck state (root; docs/e2e.md).
 	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout $(or $(SOAK_TIMEOUT),90m) ./test/e2e/ -ginkgo.v -ginkgo.label-filter=soak
 
 .PHONY: check

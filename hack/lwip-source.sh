@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fetches and unpacks Debian's lwip source package (the lwIP that Debian's liblwip0 is built from,
 # with Debian's patches), which dataplane/Makefile compiles with tickstack's own lwipopts.h
-# (docs/dataplane.md, "lwIP"). The version and the sha256 of every file are pinned in
-# hack/lwip-source.sha256; the unpacked tree is cached:
+# (docs/dataplane-design.md, "The lwIP build"). The version and the sha256 of every file are
+# pinned in hack/lwip-source.sha256; the unpacked tree is cached:
 #   $TICKSTACK_CACHE/lwip-<version>/src
 # Idempotent: a verified tree is reused. Needs root only when apt has no deb-src index yet: it then
 # adds /etc/apt/sources.list.d/tickstack-src.sources, a deb-src copy of the machine's own

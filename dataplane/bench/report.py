@@ -685,7 +685,7 @@ def markdown(meta, runs, summary, svg_name):
                      f"{fmt(r['dropped_reported'])}/{fmt(r['duplicated'])}/{fmt(r['out_of_order'])} |")
         L.append("\nAs for UDP, sockperf's pacing and receiving client threads share CPU 0 and the bypass "
                  "receiver sleeps when idle (`TICKSTACK_SPIN_USEC=0`); while it sleeps the stack's helper "
-                 "thread watches the XSK and wakes it only for data, as the kernel does (docs/dataplane.md "
+                 "thread watches the XSK and wakes it only for data, as the kernel does (docs/dataplane-design.md "
                  "\"Timers\").\n")
 
     tp = tput_summary(runs)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tickstack.h - public interface of the tickstack AF_XDP UDP data plane.
+ * tickstack.h - public interface of the tickstack AF_XDP data plane (UDP,
+ * and TCP through lwIP).
  *
  * The library is used through LD_PRELOAD (tickstack-run); this header only
  * describes what other programs may read: the layout of the statistics

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* lwipopts.h - the options tickstack builds lwIP 2.1.3 with (Debian's lwip
  * source package, compiled by dataplane/Makefile into build/liblwip-ts.a and
- * linked into libtickstack.so; docs/dataplane.md, "lwIP").
+ * linked into libtickstack.so; docs/dataplane-design.md, "The lwIP build").
  *
  * The values are those of Debian's liblwip0 build (its port's lwipopts.h,
  * installed as /usr/include/lwip/lwipopts.h by liblwip-dev), so that lwIP
@@ -9,7 +9,7 @@
  * changes: LWIP_TCP_TIMESTAMPS is on, initial sequence numbers come from
  * tickstack's RFC 6528 hook, and the window, send buffer and checksums
  * are set for bulk throughput (below). Change a value only with a
- * measured reason, and say it in docs/dataplane.md's table. */
+ * measured reason, and say it in docs/dataplane-design.md's table. */
 #ifndef TS_LWIPOPTS_H
 #define TS_LWIPOPTS_H
 
@@ -26,7 +26,7 @@
 #define LWIP_HOOK_FILENAME "lwip_hooks.h"
 #define LWIP_HOOK_TCP_ISN ts_isn__hook
 
-/* bulk throughput (docs/dataplane.md, "The lwIP build"; measured with
+/* bulk throughput (docs/dataplane-design.md, "The lwIP build"; measured with
  * iperf3 through the stack against the kernel on one veth pair, make
  * bench): a window and send buffer of TS_LWIP_WND (Debian: 64 KiB, at
  * most 64 KiB in flight, and the receiver's ACKs coalesced per batch of

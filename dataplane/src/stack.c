@@ -97,8 +97,9 @@ _Static_assert(TS_XSK_SG_MAX_FRAME <= 16 * (TS_FRAME_SIZE - TS_TXMD_LEN),
 /* One receive queue's AF_XDP socket: its RX ring and the UMEM rings that
  * feed it (fill) and that it would complete sends on (completion). rq[0]
  * of a stack also carries the TX ring; the others only receive. Every
- * queue of an interface is served (docs/dataplane.md "Every queue
- * served"): a flow lands on whichever queue the NIC or the sender picks. */
+ * queue of an interface is served (docs/dataplane-design.md "Every
+ * queue served"): a flow lands on whichever queue the NIC or the sender
+ * picks. */
 struct ts_rxq {
 	struct xsk_ring_cons rx;
 	struct xsk_ring_prod fq;

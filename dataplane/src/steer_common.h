@@ -15,8 +15,8 @@
  * chain of frames (AF_XDP multi-buffer, Linux 6.6), up to this length:
  * an MTU of 9,216, the largest jumbo frame NICs take, behind its Ethernet
  * header. The kernel's chunk size is at most a page (4 KiB), so a larger
- * frame size cannot carry an MTU of 9,000 (docs/dataplane.md, Jumbo
- * frames). */
+ * frame size cannot carry an MTU of 9,000 (docs/dataplane-design.md,
+ * "Jumbo frames"). */
 #define TS_XSK_SG_MAX_FRAME (9216 + 14)
 
 /* Names the library uses to find the program and its maps when another

@@ -2501,7 +2501,7 @@ int ts_tcp__inherited_listener(int fd)
  * records per shared object (struct fw_name, copied into the child by
  * the fork) answers getsockname, getpeername and the options that a
  * unix socket cannot. The owner must outlive its children's use of
- * them: its exit ends them (docs/dataplane.md, Fork). */
+ * them: its exit ends them (docs/dataplane-design.md, "Fork"). */
 
 struct fw_conn {              /* owner: a connection pumped through b */
 	struct fw_conn *next;

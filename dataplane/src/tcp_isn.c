@@ -17,8 +17,8 @@
  * 0600) and holds exactly a key. Anything else (no /dev/shm, a planted
  * file) leaves the process with a key of its own, said in the log: still
  * unpredictable, only a port reused across processes then relies on TCP
- * timestamps to end the peer's TIME_WAIT. docs/dataplane.md, "Initial
- * sequence numbers". */
+ * timestamps to end the peer's TIME_WAIT. docs/dataplane-design.md,
+ * "Initial sequence numbers". */
 #include "ts_internal.h"
 #include "lwip_hooks.h"
 

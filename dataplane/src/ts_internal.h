@@ -258,7 +258,7 @@ TS_HIDDEN int ts_stack__fd(const struct ts_stack *st);
 /* The fds a sleeping thread polls for st's RX rings: every queue's XSK, or
  * for a stack of more than TS_XSK_POLL_QUEUES queues one epoll fd holding
  * them (an epoll watch costs every received frame a callback in the
- * kernel: docs/dataplane.md "Every queue served"). Writes at most room
+ * kernel: docs/dataplane-design.md "Every queue served"). Writes at most room
  * entries to pf and returns how many. */
 #define TS_XSK_POLL_QUEUES 8
 #define TS_XSK_POLLFDS (TICKSTACK_STATS_MAX_XSK * TS_XSK_POLL_QUEUES)

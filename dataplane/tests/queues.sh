@@ -1,5 +1,5 @@
 # tests/queues.sh - sourced by harness.sh: every receive queue of an
-# interface is served (docs/dataplane.md "Every queue served").
+# interface is served (docs/dataplane-design.md "Every queue served").
 # Topology: NA (kernel peer, 198.18.14.1) -- veth with 4 RX and 4 TX queues
 # on both ends -- NB (accelerated, 198.18.14.2). A veth delivers a frame on
 # the peer's receive queue numbered as the sender's transmit queue, which

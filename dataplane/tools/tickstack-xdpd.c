@@ -1296,7 +1296,8 @@ static int client_queue(struct client *c, struct att *a)
 
 /* Queue qs of a for c: its number, or a negative errno with why set. One
  * XSK per queue; a connection may hold several queues of an interface (a
- * process serves every queue: docs/dataplane.md "Every queue served"). */
+ * process serves every queue: docs/dataplane-design.md "Every queue
+ * served"). */
 static int queue_for(struct client *c, struct att *a, const char *qs,
 		     char *why, size_t wl)
 {

@@ -3,7 +3,7 @@
 // is pure: no client, no host access; the caller reads the facts and checks the result with the
 // webhook's rules.
 //
-// The rules (docs/cli.md "tickstack profile suggest"):
+// The rules (docs/cli.md "profile suggest"):
 //   - the NIC: the node's device NICs (a PCI function that is not an SR-IOV VF, or a VM's virtio
 //     NIC), SR-IOV capable ones first, then those that know their NUMA node, then by name; the
 //     group is every device NIC with the first one's driver on its NUMA node, selected by name and

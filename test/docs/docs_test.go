@@ -1,7 +1,8 @@
 // Package docs checks that the documentation stands on its own and keeps up with the code: every
 // condition type and reason the operator and the agent write is explained in docs/install.md, every
-// page of docs/ is reachable from the index docs/README.md, and no link leaves the repository or
-// points at a file that is not there.
+// page of docs/ is reachable from the index docs/README.md, no link leaves the repository or
+// points at a file or a section that is not there, and every section the code cites
+// (docs/NAME.md "Section") is on the page it names.
 package docs
 
 import (
@@ -227,5 +228,173 @@ func TestLinksStayInTheRepository(t *testing.T) {
 				t.Errorf("%s links %q, which does not exist", rel, m[1])
 			}
 		}
+	}
+}
+
+// heading is a Markdown heading line; anchorTag an explicit anchor (<a id="...">).
+var (
+	heading   = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *#*$`)
+	anchorTag = regexp.MustCompile(`<a id="([^"]+)">`)
+	boldLead  = regexp.MustCompile(`\*\*([^*]+)\*\*`)
+	notSlug   = regexp.MustCompile(`[^\p{L}\p{N}\- _]`)
+)
+
+// slug is the anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens.
+func slug(h string) string {
+	return strings.ReplaceAll(notSlug.ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), ""), " ", "-")
+}
+
+// anchors lists the fragments a page answers to: its headings' slugs (a repeated one with -1, -2,
+// ... as GitHub numbers them) and its explicit anchors. Code blocks are left out.
+func anchors(text string) map[string]bool {
+	text = regexp.MustCompile("(?s)```.*?```").ReplaceAllString(text, "")
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, m := range heading.FindAllStringSubmatch(text, -1) {
+		s := slug(m[1])
+		if n := seen[s]; n > 0 {
+			out[s+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[s] = true
+		}
+		seen[s]++
+	}
+	for _, m := range anchorTag.FindAllStringSubmatch(text, -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
+// TestLinkedSectionsExist fails when a link of README.md, CHANGELOG.md or docs/ names a section
+// (#fragment) its page does not have: a section that moved to another page, or was renamed.
+func TestLinkedSectionsExist(t *testing.T) {
+	pages := append(docPages(t), filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md"))
+	cache := map[string]map[string]bool{}
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		for _, m := range mdLink.FindAllStringSubmatch(code.ReplaceAllString(string(b), ""), -1) {
+			file, frag, ok := strings.Cut(m[1], "#")
+			if !ok || strings.Contains(file, "://") || (file != "" && !strings.HasSuffix(file, ".md")) {
+				continue
+			}
+			target := p
+			if file != "" {
+				target = filepath.Join(filepath.Dir(p), file)
+			}
+			a, ok := cache[target]
+			if !ok {
+				tb, err := os.ReadFile(target)
+				if err != nil {
+					continue // TestLinksStayInTheRepository reports it
+				}
+				a = anchors(string(tb))
+				cache[target] = a
+			}
+			if !a[frag] {
+				t.Errorf("%s links %q: that page has no section %q (moved or renamed? link its new place)", rel, m[1], frag)
+			}
+		}
+	}
+}
+
+// citation is how code cites a section of a page: docs/NAME.md "Section" (or docs/NAME.md, "Section").
+var citation = regexp.MustCompile(`docs/([a-z0-9-]+\.md),? \\?"([^"\\]+)\\?"`)
+
+// sourceExt are the files whose comments and messages cite the docs.
+var sourceExt = map[string]bool{".go": true, ".c": true, ".h": true, ".cc": true, ".sh": true, ".py": true, ".yaml": true, ".mk": true}
+
+// TestCitedSectionsExist fails when code cites a section of a page that the page does not have: a
+// section that moved to another page (docs/dataplane.md's design to docs/dataplane-design.md, say)
+// or was renamed. The cited name must be found in a heading or a bold paragraph lead of the page.
+func TestCitedSectionsExist(t *testing.T) {
+	titles := map[string][]string{}
+	titlesOf := func(page string) ([]string, bool) {
+		if ts, ok := titles[page]; ok {
+			return ts, true
+		}
+		b, err := os.ReadFile(filepath.Join(root, "docs", page))
+		if err != nil {
+			return nil, false
+		}
+		var ts []string
+		for _, m := range heading.FindAllStringSubmatch(string(b), -1) {
+			ts = append(ts, m[1])
+		}
+		for _, m := range boldLead.FindAllStringSubmatch(string(b), -1) {
+			ts = append(ts, m[1])
+		}
+		for i := range ts {
+			ts[i] = strings.ToLower(strings.ReplaceAll(ts[i], "`", ""))
+		}
+		titles[page] = ts
+		return ts, true
+	}
+	// check reports a citation m (page, section) found at where that names no heading or bold lead.
+	check := func(where string, m []string) {
+		ts, ok := titlesOf(m[1])
+		if !ok {
+			t.Errorf("%s cites docs/%s, which does not exist", where, m[1])
+			return
+		}
+		want := strings.ToLower(m[2])
+		for _, title := range ts {
+			if strings.Contains(title, want) {
+				return
+			}
+		}
+		t.Errorf("%s cites docs/%s %q, which has no such section (moved or renamed? cite its new page and title)", where, m[1], m[2])
+	}
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			switch {
+			case path != root && strings.HasPrefix(name, "."), name == "bin", name == "build", name == "node_modules",
+				name == "testbin", name == "vendor", name == "third_party", path == filepath.Join(root, "docs"):
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !sourceExt[filepath.Ext(name)] && name != "Makefile" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range citation.FindAllStringSubmatch(line, -1) {
+				checked++
+				check(rel+":"+strconv.Itoa(i+1), m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pages cite each other the same way, across line breaks.
+	pages := append(docPages(t), filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md"))
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		for _, m := range citation.FindAllStringSubmatch(strings.Join(strings.Fields(string(b)), " "), -1) {
+			checked++
+			check(rel, m)
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("found %d citations: the test looks in the wrong place", checked)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// The soak (make soak; docs/benchmarks.md "Soak"): the operator installed as the whole flow installs
+// The soak (make soak; docs/e2e.md "Soak"): the operator installed as the whole flow installs
 // it, then for SOAK_DURATION (default 10m) a profile change every few seconds, a scheduled benchmark
 // every minute and the agent's pod deleted now and then. It samples the manager's, the agents' and
 // tickstack-xdpd's resident memory, open fds and goroutines (threads for the C daemon), and fails on
