@@ -196,6 +196,23 @@ func soakProfile(interval int) string {
 }
 
 var _ = Describe("a soak of the operator", Ordered, Label("soak"), func() {
+	// A failure carries the components' logs, the node's events and the pods' state: a soak fails
+	// after minutes, and is read from its report, not rerun blind.
+	AfterEach(func() {
+		if !CurrentSpecReport().Failed() {
+			return
+		}
+		for _, c := range []string{"deployment/" + release + "-manager", "daemonset/" + release + "-agent"} {
+			out, _ := kubectl(nil, "logs", "-n", releaseNS, c, "--all-containers", "--tail=200", "--timestamps")
+			AddReportEntry(c+" log", out)
+		}
+		out, _ := kubectl(nil, "get", "pods", "-A", "-o", "wide")
+		AddReportEntry("pods", out)
+		out, _ = kubectl(nil, "get", "events", "-A", "--sort-by", ".metadata.creationTimestamp",
+			"-o", "custom-columns=TIME:.metadata.creationTimestamp,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message")
+		AddReportEntry("events", out)
+	})
+
 	It("installs the chart with the agent's metrics served", func() {
 		clearCluster()
 		resetRecorders()
