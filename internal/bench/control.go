@@ -635,7 +635,7 @@ func (r *Reflector) conformPeer(ctx context.Context, port int) (*reflectorProc, 
 		return nil, err
 	}
 	cmd := exec.CommandContext(context.WithoutCancel(ctx), bin, "peer", strconv.Itoa(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	p := &reflectorProc{cmd: cmd, out: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{}), stack: tsv1.StackKernel}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {

@@ -123,7 +123,7 @@ func (t Tools) command(ctx context.Context, stack tsv1.Stack, cpus string, tool 
 	argv = append(argv, tool)
 	argv = append(argv, args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	// sockperf and the launcher end on SIGINT (their summaries are printed from its handler).
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 5 * time.Second
