@@ -505,7 +505,8 @@ t_xdpd_tcp() {
 	TSDP_PIDS+=("$srv")
 	wait_for 10 tcp_listening "$NB" 11241 || { die "the pod's TCP server did not listen"; return 1; }
 	xd_caps "$srv" || { die "the TCP server is not uid 65534 without capabilities, memlock 8 MiB"; return 1; }
-	xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	# the listener's steering entry may reach the daemon's status a moment after listen()
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
 	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf pp --tcp -i $IPB -p 11241 -t 2 -m 64 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
