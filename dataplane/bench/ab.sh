@@ -31,6 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$top/tests/lib.sh"
 tcp_listening() { ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .; }
+floor_up() { grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" || ! kill -0 "$1" 2>/dev/null; }
 trap tsdp_cleanup EXIT
 trap 'exit 130' INT TERM
 [ "$(id -u)" = 0 ] || { echo "ab: needs root" >&2; exit 1; }
@@ -76,9 +77,19 @@ for r in $(seq 1 "$rounds"); do
 		if [ "${d%%=*}" = floor ] || [ "${d%%=*}" = floorcopy ]; then
 			f=${d#*=}/build/xsk-floor cp=0
 			[ "${d%%=*}" = floorcopy ] && cp=1
-			ip netns exec "$NB" env XSK_FLOOR_COPY=$cp taskset -c 1 "$f" reflect "$IFB" $IPB $PORT >"$TSDP_TMP/floor.out" 2>&1 &
-			srv=$!
-			wait_for 10 grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" || { echo "ab: the floor reflector did not start: $(cat "$TSDP_TMP/floor.out")" >&2; exit 1; }
+			# the XSK of the run before may still be closing (EBUSY):
+			# up to three tries, a second apart
+			for try in 1 2 3; do
+				ip netns exec "$NB" env XSK_FLOOR_COPY=$cp taskset -c 1 "$f" reflect "$IFB" $IPB $PORT >"$TSDP_TMP/floor.out" 2>&1 &
+				srv=$!
+				wait_for 10 floor_up "$srv"
+				grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" && break
+				kill -INT "$srv" 2>/dev/null
+				wait "$srv" 2>/dev/null
+				[ "$try" = 3 ] && { echo "ab: the floor reflector did not start: $(cat "$TSDP_TMP/floor.out")" >&2; exit 1; }
+				ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
+				sleep 1
+			done
 			m=$(ip netns exec "$NA" env XSK_FLOOR_COPY=$cp taskset -c 0 "$f" ping "$IFA" $IPA $IPB "$MACB" $PORT "$size" "${AB_SECONDS:-3}" 2>&1 |
 				sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
 			kill -INT "$srv" 2>/dev/null
