@@ -18,6 +18,8 @@
 # over the kernel (spinning, MSG_DONTWAIT) instead of sockperf: sockperf's own per-message work is
 # sockperf's run less udp-pp's on the same stack, and min=DIR / floorcopy=DIR the stack's part of
 # the gap to the floor with no tool of its own in it.
+# (xsk-floor's XSK_FLOOR_THREAD=1, through a DIR whose build/xsk-floor is a wrapper setting it, makes
+# the floor multi-threaded, as a process with the library's control thread is.)
 # A revision's build: git worktree add /tmp/rev REV && make -C /tmp/rev/dataplane all
 # DIR@capture: that build with tickstack-dump attached to the server for the whole run (written to
 # /dev/null, no filter): the cost of a capture while attached (docs/dataplane.md, "Seeing inside the
