@@ -166,7 +166,7 @@ bench-scale: envtest-assets ## The operator at 100, 1,000 and 5,000 kwok-simulat
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) hack/bench-scale.sh
 
 .PHONY: bench-dataplane
-bench-dataplane: ## The dataplane's latency benchmark (root, 2 CPUs, ~8 minutes): docs/bench-dataplane.md, .json, .svg.
+bench-dataplane: ## The dataplane's latency benchmark (root, 2 CPUs, ~20 minutes; BENCH_QUICK=1 ~10): docs/bench-dataplane.md, .json, .svg.
 	$(MAKE) -C dataplane bench
 
 # the build BASE is checked out and built in, outside the tree

@@ -13,6 +13,13 @@
 # kernel / floor per round (bypass / kernel spinning: their quotient). floorcopy=DIR is the floor
 # tool with XSK_FLOOR_COPY=1: every payload copied out of its frame and the reply's back in, the
 # copies a recvfrom and a sendto make (the size-dependent part of the gap to the bare floor).
+# min=DIR and minkernel run build/udp-pp (DIR's; minkernel: this tree's), the least a socket-API
+# ping-pong can do (one sendto and one recvfrom per message), over DIR's bypass (-p latency) and
+# over the kernel (spinning, MSG_DONTWAIT) instead of sockperf: sockperf's own per-message work is
+# sockperf's run less udp-pp's on the same stack, and min=DIR / floorcopy=DIR the stack's part of
+# the gap to the floor with no tool of its own in it.
+# (xsk-floor's XSK_FLOOR_THREAD=1, through a DIR whose build/xsk-floor is a wrapper setting it, makes
+# the floor multi-threaded, as a process with the library's control thread is.)
 # A revision's build: git worktree add /tmp/rev REV && make -C /tmp/rev/dataplane all
 # DIR@capture: that build with tickstack-dump attached to the server for the whole run (written to
 # /dev/null, no filter): the cost of a capture while attached (docs/dataplane.md, "Seeing inside the
@@ -26,6 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$top/tests/lib.sh"
 tcp_listening() { ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .; }
+floor_up() { grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" || ! kill -0 "$1" 2>/dev/null; }
 trap tsdp_cleanup EXIT
 trap 'exit 130' INT TERM
 [ "$(id -u)" = 0 ] || { echo "ab: needs root" >&2; exit 1; }
@@ -33,6 +41,13 @@ for a in "$@"; do
 	d=${a%@capture}
 	case $d in
 	kernel) continue ;;
+	minkernel)
+		[ -x "$top/build/udp-pp" ] || { echo "ab: $top/build/udp-pp missing: make -C $top all" >&2; exit 1; }
+		continue ;;
+	min=*)
+		[ -z "${AB_TCP:-}" ] || { echo "ab: udp-pp is UDP only (unset AB_TCP)" >&2; exit 2; }
+		[ -x "${d#*=}/build/udp-pp" ] || { echo "ab: ${d#*=}/build/udp-pp missing: make -C ${d#*=} all" >&2; exit 1; }
+		continue ;;
 	floor=* | floorcopy=*)
 		[ -z "${AB_TCP:-}" ] || { echo "ab: the floor tool is UDP only (unset AB_TCP)" >&2; exit 2; }
 		[ -x "${d#*=}/build/xsk-floor" ] || { echo "ab: ${d#*=}/build/xsk-floor missing: make -C ${d#*=} all" >&2; exit 1; }
@@ -64,10 +79,35 @@ for r in $(seq 1 "$rounds"); do
 		if [ "${d%%=*}" = floor ] || [ "${d%%=*}" = floorcopy ]; then
 			f=${d#*=}/build/xsk-floor cp=0
 			[ "${d%%=*}" = floorcopy ] && cp=1
-			ip netns exec "$NB" env XSK_FLOOR_COPY=$cp taskset -c 1 "$f" reflect "$IFB" $IPB $PORT >"$TSDP_TMP/floor.out" 2>&1 &
-			srv=$!
-			wait_for 10 grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" || { echo "ab: the floor reflector did not start" >&2; exit 1; }
+			# the XSK of the run before may still be closing (EBUSY):
+			# up to three tries, a second apart
+			for try in 1 2 3; do
+				ip netns exec "$NB" env XSK_FLOOR_COPY=$cp taskset -c 1 "$f" reflect "$IFB" $IPB $PORT >"$TSDP_TMP/floor.out" 2>&1 &
+				srv=$!
+				wait_for 10 floor_up "$srv"
+				grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" && break
+				kill -INT "$srv" 2>/dev/null
+				wait "$srv" 2>/dev/null
+				[ "$try" = 3 ] && { echo "ab: the floor reflector did not start: $(cat "$TSDP_TMP/floor.out")" >&2; exit 1; }
+				ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
+				sleep 1
+			done
 			m=$(ip netns exec "$NA" env XSK_FLOOR_COPY=$cp taskset -c 0 "$f" ping "$IFA" $IPA $IPB "$MACB" $PORT "$size" "${AB_SECONDS:-3}" 2>&1 |
+				sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
+			kill -INT "$srv" 2>/dev/null
+			wait "$srv" 2>/dev/null
+			ip -n "$NA" link set dev "$IFA" xdp off 2>/dev/null
+			ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
+			line="$line ${m:-none}"
+			continue
+		fi
+		if [ "$d" = minkernel ] || [ "${d%%=*}" = min ]; then
+			f=$top/build/udp-pp run=() spin=1
+			[ "$d" = minkernel ] || f=${d#*=}/build/udp-pp run=("${d#*=}/build/tickstack-run" -p latency) spin=0
+			ip netns exec "$NB" env UDP_PP_SPIN=$spin "${run[@]}" taskset -c 1 "$f" reflect $IPB $PORT >/dev/null 2>&1 &
+			srv=$!
+			wait_for 10 udp_listening "$NB" $PORT || { echo "ab: udp-pp reflector of $d did not start" >&2; exit 1; }
+			m=$(ip netns exec "$NA" env UDP_PP_SPIN=$spin "${run[@]}" taskset -c 0 "$f" ping $IPA $IPB $PORT "$size" "${AB_SECONDS:-3}" 2>&1 |
 				sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
 			kill -INT "$srv" 2>/dev/null
 			wait "$srv" 2>/dev/null

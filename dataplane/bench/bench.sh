@@ -4,6 +4,10 @@
 #  - sockperf ping-pong at 14, 64, 256, 1024, 1472 bytes for: kernel
 #    blocking, kernel spinning (--nonblocked), the bypass stack
 #    (tickstack-run -p latency), and the raw AF_XDP floor (build/xsk-floor);
+#  - issue 40's ratios on alternated runs (bench/ab.sh, BENCH_ALT_ROUNDS
+#    rounds per size): the floor, the floor with the copies a socket API
+#    makes (XSK_FLOOR_COPY=1), udp-pp (the least a socket ping-pong does)
+#    over the bypass and over the kernel, kernel spinning and the bypass;
 #  - sockperf under-load at 10k, 100k, 250k, 500k msg/s and the highest
 #    rate sustained without drops (kernel blocking, kernel spinning, bypass);
 #  - microburst: the largest back-to-back burst of 256-byte datagrams
@@ -31,8 +35,10 @@
 # BENCH_BUFFERS (receive buffer sizes of the microburst, default
 # "65536 212992"), BENCH_MAXBURST (the burst search's bound, default 262144),
 # BENCH_QUICK=1 (one size, one rate, one throughput pair of 2 s unless
-# BENCH_TPUT_REPS/BENCH_TPUT_SECONDS say otherwise: a smoke test of this
-# script).
+# BENCH_TPUT_REPS/BENCH_TPUT_SECONDS say otherwise, the alternated ratios in
+# 3 rounds: a smoke test of this script), BENCH_ALT_SIZES (default: every size),
+# BENCH_ALT_ROUNDS (default 5), BENCH_ALT_SECONDS (default 2): the
+# alternated ratios (bench/ab.sh), issue 40's targets.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,7 +56,7 @@ OUT=${BENCH_OUT:-$top/../docs/bench-dataplane.md}
 for t in sockperf iperf3 ip ss taskset python3; do
 	command -v $t >/dev/null || { echo "bench: $t missing (hack/install-deps.sh)" >&2; exit 1; }
 done
-for f in libtickstack.so tickstack-run xsk-floor; do
+for f in libtickstack.so tickstack-run xsk-floor udp-pp; do
 	[ -e "$B/$f" ] || { echo "bench: $B/$f missing: make -C dataplane" >&2; exit 1; }
 done
 [ "$(nproc)" -ge 2 ] || { echo "bench: needs 2 CPUs (the two ends spin on different CPUs)" >&2; exit 1; }
@@ -92,7 +98,7 @@ META=$R/meta
 	echo "umem_frames=${TICKSTACK_UMEM_FRAMES:-$(sed -n 's/^\tts_cfg.umem_frames = \([0-9]*\);/\1/p' "$top/src/config.c")}"
 	echo "sockq_len=${TICKSTACK_SOCKQ_LEN:-$(sed -n 's/^\tts_cfg.sockq_len = \([0-9]*\);/\1/p' "$top/src/config.c")}"
 	echo "rx_ring=$(sed -n 's/^#define TS_RING_SIZE \([0-9]*\)u.*/\1/p' "$top/src/ts_internal.h")"
-	echo "command=${BENCH_QUICK:+BENCH_QUICK=$BENCH_QUICK }${BENCH_TPUT_REPS:+BENCH_TPUT_REPS=$BENCH_TPUT_REPS }${BENCH_TPUT_SECONDS:+BENCH_TPUT_SECONDS=$BENCH_TPUT_SECONDS }make -C dataplane bench"
+	echo "command=${BENCH_QUICK:+BENCH_QUICK=$BENCH_QUICK }${BENCH_TPUT_REPS:+BENCH_TPUT_REPS=$BENCH_TPUT_REPS }${BENCH_TPUT_SECONDS:+BENCH_TPUT_SECONDS=$BENCH_TPUT_SECONDS }${BENCH_ALT_ROUNDS:+BENCH_ALT_ROUNDS=$BENCH_ALT_ROUNDS }${BENCH_ALT_SIZES:+BENCH_ALT_SIZES=\"$BENCH_ALT_SIZES\" }make -C dataplane bench"
 } >"$META"
 
 detach() {
@@ -256,11 +262,15 @@ burst_ok() {
 log() { echo "bench: $*" >&2; }
 
 SIZES="14 64 256 1024 1472"
+ALT_SIZES=${BENCH_ALT_SIZES:-$SIZES}
+ALT_ROUNDS=${BENCH_ALT_ROUNDS:-5}
+ALT_DUR=${BENCH_ALT_SECONDS:-2}
 RATES="10000 100000 250000 500000"
 MAXBURST=${BENCH_MAXBURST:-262144}
 BUFFERS=${BENCH_BUFFERS:-65536 212992}
 if [ "${BENCH_QUICK:-0}" = 1 ]; then # smoke test of the script itself
 	SIZES="64"
+	ALT_ROUNDS=${BENCH_ALT_ROUNDS:-3}
 	RATES="10000"
 	MAXBURST=128
 	BUFFERS=65536
@@ -272,6 +282,18 @@ for m in kernel kspin bypass; do
 	for s in $SIZES; do log "ping-pong $m $s B"; pp $m $s; done
 done
 for s in $SIZES; do log "ping-pong floor $s B"; floor $s; done
+# issue 40's ratios on alternated runs: bench/ab.sh runs the floor, the
+# copying floor, udp-pp over the bypass and over the kernel, kernel spinning
+# and the bypass one after the other, ALT_ROUNDS times per size, so that the
+# ratios come from runs seconds apart (the sequential runs above are minutes
+# apart, and the VM changes speed in between); report.py takes the median
+# of the per-round ratios and their spread
+for s in $ALT_SIZES; do
+	log "alternated ratios $s B ($ALT_ROUNDS rounds)"
+	AB_SECONDS=$ALT_DUR "$here/ab.sh" "$ALT_ROUNDS" "$s" floor="$top" floorcopy="$top" min="$top" \
+		minkernel kernel "$top" >"$R/alt-$s.out" 2>&1 || log "alternated ratios $s B failed: $R/alt-$s.out"
+	echo "alt $s $R/alt-$s.out floor,floorcopy,min,minkernel,kspin,bypass" >>"$MAN"
+done
 for m in kernel kspin bypass; do
 	detach
 	for s in $SIZES; do log "TCP ping-pong $m $s B"; tpp $m $s; done

@@ -132,6 +132,44 @@ class Compare(unittest.TestCase):
         self.assertIn("| 14 | new | 1 | - | - | 0.50 (1.00x old) | 0.50 |", md)
 
 
+class Alternated(unittest.TestCase):
+    COLS = ["floor", "floorcopy", "min", "minkernel", "kspin", "bypass"]
+
+    def test_per_round_ratios_and_verdicts(self):
+        # the VM twice as slow in round 2: its microseconds double, its ratios do not;
+        # a round without a bypass figure is left out of the bypass's ratios only
+        text = ("round 1: 2.0 2.1 2.3 4.0 4.0 2.4\nround 2: 4.0 4.2 4.6 8.0 8.0 4.4\n"
+                "round 3: 2.0 2.1 2.3 4.0 4.0 none\nab: noise\n")
+        a = report.parse_alt(1472, text, self.COLS)
+        self.assertEqual(a["rounds"], 3)
+        self.assertAlmostEqual(a["medians"]["bypass"], 3.4)
+        bf = a["ratios"]["bypass_over_floor"]
+        self.assertEqual((bf["n"], round(bf["median"], 3), bf["min"], bf["max"]), (2, 1.15, 1.1, 1.2))
+        self.assertEqual(a["ratios"]["floor_over_kspin"]["median"], 0.5)
+        self.assertEqual(report.alt_verdicts(a), ("MISSED", "MISSED"))
+
+    def test_kernel_target_missed_by_the_link(self):
+        a = report.parse_alt(64, "round 1: 3.0 3.1 3.2 4.5 4.5 3.2\n", self.COLS)
+        self.assertEqual(report.alt_verdicts(a), ("met", "MISSED, veth copy path: floor / kernel 0.67"))
+        md = "\n".join(report.alt_markdown([a]))
+        self.assertIn("| 64 | 1 | 3.000 | 3.100 | 3.200 | 4.500 | 3.200 | 1.067 (1.07-1.07) met | "
+                      "1.032 (1.03-1.03) | 0.667 (0.67-0.67) | 0.711 (0.71-0.71) MISSED, veth copy path: "
+                      "floor / kernel 0.67 |", md)
+        a = report.parse_alt(64, "round 1: 1.0 1.0 1.0 2.5 2.5 1.05\n", self.COLS)
+        self.assertEqual(report.alt_verdicts(a), ("met", "met"))
+
+    def test_manifest_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            out, man = os.path.join(d, "alt-64.out"), os.path.join(d, "manifest")
+            with open(out, "w") as f:
+                f.write("round 1: 2.0 2.1 2.3 4.0 4.0 2.4\n")
+            with open(man, "w") as f:
+                f.write(f"alt 64 {out} {','.join(self.COLS)}\n")
+            runs, summary = report.load(man)
+        self.assertEqual(runs, [])
+        self.assertEqual(summary["alternated"][0]["medians"]["min"], 2.3)
+
+
 class Throughput(unittest.TestCase):
     @staticmethod
     def iperf3(bps):

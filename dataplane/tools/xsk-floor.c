@@ -7,6 +7,7 @@
  *   xsk-floor blast IFNAME LOCAL_IP PEER_IP PEER_MAC PORT SIZE SECONDS
  * ping prints half round trips (usec) like sockperf: min, percentiles, max.
  * Copy mode, one kick (sendto MSG_DONTWAIT) per frame, busy polling.
+ * XSK_FLOOR_THREAD=1: a second, sleeping thread (a multi-threaded process).
  * XSK_FLOOR_COPY=1 (both ends): each received payload is copied out of its
  * frame whole, and the reflector sends its reply from a fresh frame with
  * the payload copied back in, as a recvfrom and a sendto through any
@@ -27,6 +28,7 @@
 #include <linux/if_link.h>
 #include <math.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -315,6 +317,18 @@ static int blast(uint32_t local, uint32_t peer, const uint8_t *pmac,
 	return 0;
 }
 
+/* XSK_FLOOR_THREAD=1: a second thread that only sleeps, so that the
+ * process is multi-threaded as one with the library's control thread is
+ * (the kernel then takes a file reference in every system call's fdget):
+ * what being a multi-threaded process costs the floor */
+static void *idle_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -429,6 +443,16 @@ int main(int argc, char **argv)
 	libbpf_set_print(quiet);
 	libxdp_set_print(quiet_xdp);
 	copy_payload = getenv("XSK_FLOOR_COPY") && atoi(getenv("XSK_FLOOR_COPY")) > 0;
+	if (getenv("XSK_FLOOR_THREAD") && atoi(getenv("XSK_FLOOR_THREAD")) > 0) {
+		pthread_t t;
+		sigset_t all, old;
+
+		sigfillset(&all); /* the signals stay the main thread's */
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		if (pthread_create(&t, NULL, idle_thread, NULL))
+			die("pthread_create", errno);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	if (argc == 5 && !strcmp(argv[1], "reflect")) {
 		if (!inet_aton(argv[3], &local))
 			die("LOCAL_IP", EINVAL);
