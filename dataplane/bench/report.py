@@ -718,7 +718,8 @@ def markdown(meta, runs, summary, svg_name):
         L.append("## TCP bulk throughput (iperf3, one stream)\n")
         L.append(f"Debian's iperf3 {meta.get('iperf3', '?')}, one TCP stream from CPU 0 to CPU 1 over the same "
                  f"veth pair, {meta.get('tput_seconds', '?')} s after 1 s left out (`-O 1`), the kernel and "
-                 "the bypass (`TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1`, both ends) alternated pair by pair, so "
+                 "the bypass (`TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1`, both ends, `tickstack-run -p "
+                 f"{meta.get('tput_profile', 'latency')}`) alternated pair by pair, so "
                  "that both see the VM alike, at each link MTU in turn ("
                  + ", ".join(f"{m:,}" for m in mtus) + "; both ends of the pair set to it). The bypass "
                  "segments at the MTU less 52 bytes (MSS = MTU - 40, less the timestamp option: 1,448 at "
