@@ -56,7 +56,7 @@ OUT=${BENCH_OUT:-$top/../docs/bench-dataplane.md}
 for t in sockperf iperf3 ip ss taskset python3; do
 	command -v $t >/dev/null || { echo "bench: $t missing (hack/install-deps.sh)" >&2; exit 1; }
 done
-for f in libtickstack.so tickstack-run xsk-floor; do
+for f in libtickstack.so tickstack-run tickstack-stackdump xsk-floor; do
 	[ -e "$B/$f" ] || { echo "bench: $B/$f missing: make -C dataplane" >&2; exit 1; }
 done
 [ "$(nproc)" -ge 2 ] || { echo "bench: needs 2 CPUs (the two ends spin on different CPUs)" >&2; exit 1; }
@@ -120,6 +120,13 @@ prefix() {
 	esac
 }
 tcp_listening() { ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .; }
+# accel_listening PID: the bypass process PID's listener is lwIP's, its port
+# steered. The library's listen() makes the kernel listen first (ss shows it)
+# and then sets up the XSK and the steering: a client that connected in
+# between would reach the kernel's listener, and its connection would break
+# when the steering starts (its segments then go to lwIP, which resets them;
+# seen once as an iperf3 "Broken pipe" under load)
+accel_listening() { "$B/tickstack-stackdump" -p "$1" 2>/dev/null | grep -q " LISTEN "; }
 nbflag() { [ "$1" = kspin ] && echo --nonblocked; }
 
 PORT=20000
@@ -132,6 +139,9 @@ start_server() { # MODE [tcp]
 		$(nbflag "$1") ${SRV_BUF:+--buffer-size $SRV_BUF} >"$R/srv-$PORT.out" 2>&1 &
 	SRV=$!
 	wait_for 10 ${tcp:-udp}_listening "$NB" $PORT || { echo "bench: server did not start" >&2; return 1; }
+	if [ "$1" = bypass ] && [ -n "$tcp" ]; then
+		wait_for 10 accel_listening "$SRV" || { echo "bench: the server's listener is not accelerated" >&2; return 1; }
+	fi
 }
 stop_server() {
 	kill -INT "$SRV" 2>/dev/null
@@ -210,6 +220,9 @@ tput() {
 		>"$R/srv-$PORT.out" 2>&1 &
 	SRV=$!
 	wait_for 10 tcp_listening "$NB" $PORT || { log "iperf3 server did not start"; return 1; }
+	if [ "$1" = bypass ]; then
+		wait_for 10 accel_listening "$SRV" || { log "iperf3 server's listener is not accelerated"; return 1; }
+	fi
 	$(prefix "$NA" "$1" cli$PORT tcp "$TPROF") $req taskset -c 0 timeout $((TDUR + 30)) iperf3 -c $IPB -p $PORT \
 		-t "$TDUR" -O 1 -J >"$R/cli-$PORT.out" 2>&1
 	wait_exit "$SRV" 10 || log "iperf3 server $SRV killed"
