@@ -19,10 +19,14 @@
 #    (TICKSTACK_TCP=1);
 #  - TCP bulk throughput: Debian's iperf3, one stream, kernel and bypass
 #    alternated BENCH_TPUT_REPS times (default 5) on the same veth pair,
-#    BENCH_TPUT_SECONDS each (default 4, after 1 s left out); the target is
-#    bypass / kernel >= 0.5 (the median of the alternated pairs' ratios);
-#    beside each pair the raw AF_XDP TX floor for 1,500-byte packets
-#    (build/xsk-floor blast -> sink), and bypass / floor.
+#    BENCH_TPUT_SECONDS each (default 4, after 1 s left out), at each link
+#    MTU of BENCH_TPUT_MTUS (default "1500 9000"; both ends set to it, then
+#    back to 1,500); the target is bypass / kernel >= 0.5 (the median of
+#    the alternated pairs' ratios) at the first MTU; beside each pair the
+#    raw AF_XDP TX floor for packets of the MTU (build/xsk-floor blast ->
+#    sink), and bypass / floor. The bypass runs iperf3 under the
+#    profile BENCH_TPUT_PROFILE (default throughput: spin 20 us, then sleep;
+#    the latency profile's 100 ms spin loses to other jobs on a shared VM).
 # Writes docs/bench-dataplane.md, .json and .svg (bench/report.py); exits 3
 # when the throughput target is missed (the report is written all the same).
 # A search that reaches its bound (the highest rate tried, BENCH_MAXBURST)
@@ -51,12 +55,14 @@ trap 'exit 130' INT TERM
 DUR=${BENCH_SECONDS:-3}
 TDUR=${BENCH_TPUT_SECONDS:-4}
 TREPS=${BENCH_TPUT_REPS:-5}
+TMTUS=${BENCH_TPUT_MTUS:-1500 9000}
+TPROF=${BENCH_TPUT_PROFILE:-throughput}
 OUT=${BENCH_OUT:-$top/../docs/bench-dataplane.md}
 [ "$(id -u)" = 0 ] || { echo "bench: needs root" >&2; exit 1; }
 for t in sockperf iperf3 ip ss taskset python3; do
 	command -v $t >/dev/null || { echo "bench: $t missing (hack/install-deps.sh)" >&2; exit 1; }
 done
-for f in libtickstack.so tickstack-run xsk-floor udp-pp; do
+for f in libtickstack.so tickstack-run tickstack-stackdump xsk-floor udp-pp; do
 	[ -e "$B/$f" ] || { echo "bench: $B/$f missing: make -C dataplane" >&2; exit 1; }
 done
 [ "$(nproc)" -ge 2 ] || { echo "bench: needs 2 CPUs (the two ends spin on different CPUs)" >&2; exit 1; }
@@ -90,6 +96,8 @@ META=$R/meta
 	echo "sockperf=$(sockperf --version 2>&1 | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -n1)"
 	echo "iperf3=$(iperf3 --version 2>&1 | sed -n 's/^iperf \([^ ]*\).*/\1/p' | head -n1)"
 	echo "tput_seconds=$TDUR"
+	echo "tput_mtus=$TMTUS"
+	echo "tput_profile=$TPROF"
 	echo "seconds=$DUR"
 	echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "rmem_default=$(cat /proc/sys/net/core/rmem_default)"
@@ -98,7 +106,7 @@ META=$R/meta
 	echo "umem_frames=${TICKSTACK_UMEM_FRAMES:-$(sed -n 's/^\tts_cfg.umem_frames = \([0-9]*\);/\1/p' "$top/src/config.c")}"
 	echo "sockq_len=${TICKSTACK_SOCKQ_LEN:-$(sed -n 's/^\tts_cfg.sockq_len = \([0-9]*\);/\1/p' "$top/src/config.c")}"
 	echo "rx_ring=$(sed -n 's/^#define TS_RING_SIZE \([0-9]*\)u.*/\1/p' "$top/src/ts_internal.h")"
-	echo "command=${BENCH_QUICK:+BENCH_QUICK=$BENCH_QUICK }${BENCH_TPUT_REPS:+BENCH_TPUT_REPS=$BENCH_TPUT_REPS }${BENCH_TPUT_SECONDS:+BENCH_TPUT_SECONDS=$BENCH_TPUT_SECONDS }${BENCH_ALT_ROUNDS:+BENCH_ALT_ROUNDS=$BENCH_ALT_ROUNDS }${BENCH_ALT_SIZES:+BENCH_ALT_SIZES=\"$BENCH_ALT_SIZES\" }make -C dataplane bench"
+	echo "command=${BENCH_QUICK:+BENCH_QUICK=$BENCH_QUICK }${BENCH_TPUT_REPS:+BENCH_TPUT_REPS=$BENCH_TPUT_REPS }${BENCH_TPUT_SECONDS:+BENCH_TPUT_SECONDS=$BENCH_TPUT_SECONDS }${BENCH_TPUT_MTUS:+BENCH_TPUT_MTUS=\"$BENCH_TPUT_MTUS\" }${BENCH_TPUT_PROFILE:+BENCH_TPUT_PROFILE=$BENCH_TPUT_PROFILE }${BENCH_ALT_ROUNDS:+BENCH_ALT_ROUNDS=$BENCH_ALT_ROUNDS }${BENCH_ALT_SIZES:+BENCH_ALT_SIZES=\"$BENCH_ALT_SIZES\" }make -C dataplane bench"
 } >"$META"
 
 detach() {
@@ -108,16 +116,23 @@ detach() {
 	ip -n "$NB" link set dev "$IFB" xdpgeneric off 2>/dev/null
 }
 
-# prefix NS MODE TAG [tcp]: how a program runs in NS for MODE
+# prefix NS MODE TAG [tcp [PROFILE]]: how a program runs in NS for MODE
 prefix() {
 	local tcp=
 	[ "${4:-}" = tcp ] && tcp=TICKSTACK_TCP=1
 	case $2 in
-	bypass) echo "ip netns exec $1 env $tcp TICKSTACK_STATS_FILE=$R/stats-$3-%p.txt $B/tickstack-run -p latency" ;;
+	bypass) echo "ip netns exec $1 env $tcp TICKSTACK_STATS_FILE=$R/stats-$3-%p.txt $B/tickstack-run -p ${5:-latency}" ;;
 	*) echo "ip netns exec $1" ;;
 	esac
 }
 tcp_listening() { ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .; }
+# accel_listening PID: the bypass process PID's listener is lwIP's, its port
+# steered. The library's listen() makes the kernel listen first (ss shows it)
+# and then sets up the XSK and the steering: a client that connected in
+# between would reach the kernel's listener, and its connection would break
+# when the steering starts (its segments then go to lwIP, which resets them;
+# seen once as an iperf3 "Broken pipe" under load)
+accel_listening() { "$B/tickstack-stackdump" -p "$1" 2>/dev/null | grep -q " LISTEN "; }
 nbflag() { [ "$1" = kspin ] && echo --nonblocked; }
 
 PORT=20000
@@ -130,15 +145,24 @@ start_server() { # MODE [tcp]
 		$(nbflag "$1") ${SRV_BUF:+--buffer-size $SRV_BUF} >"$R/srv-$PORT.out" 2>&1 &
 	SRV=$!
 	wait_for 10 ${tcp:-udp}_listening "$NB" $PORT || { echo "bench: server did not start" >&2; return 1; }
+	if [ "$1" = bypass ] && [ -n "$tcp" ]; then
+		wait_for 10 accel_listening "$SRV" || { echo "bench: the server's listener is not accelerated" >&2; return 1; }
+	fi
 }
 stop_server() {
 	kill -INT "$SRV" 2>/dev/null
 	wait_exit "$SRV" 10 || echo "bench: server $SRV killed" >&2
 }
 
-# record KIND MODE PARAM: the client/server outputs of the run on PORT, the
-# prefixes of its stack counter dumps, its stalls (when its full log was kept)
-record() { echo "$1 $2 $3 $R/cli-$PORT.out $R/srv-$PORT.out $R/stats-cli$PORT $R/stats-srv$PORT $R/stalls-$PORT.json" >>"$MAN"; }
+# record KIND MODE PARAM [MTU]: the client/server outputs of the run on PORT,
+# the prefixes of its stack counter dumps, its stalls (when its full log was
+# kept), the link MTU of a throughput run
+record() { echo "$1 $2 $3 $R/cli-$PORT.out $R/srv-$PORT.out $R/stats-cli$PORT $R/stats-srv$PORT $R/stalls-$PORT.json${4:+ $4}" >>"$MAN"; }
+
+# setmtu MTU: both ends of the pair
+setmtu() {
+	ip -n "$NA" link set dev "$IFA" mtu "$1" && ip -n "$NB" link set dev "$IFB" mtu "$1"
+}
 
 # stalls: the stalls of the run on PORT from its full log (after the run, off
 # the measured path), which is then removed unless BENCH_KEEP_FULL_LOGS=1
@@ -190,39 +214,44 @@ tul() { # MODE RATE: TCP under load (the client's receiver sleeps, as in ul)
 	record tcp_ul "$1" "$2"
 }
 
-# MODE REP: iperf3, one TCP stream from NA to NB for TDUR s (the first second,
-# slow start, left out); the bypass under TICKSTACK_REQUIRE=1, so a
-# connection left on the kernel fails the run instead of measuring the kernel
+# MODE REP MTU: iperf3, one TCP stream from NA to NB for TDUR s (the first
+# second, slow start, left out), the link at MTU; the bypass under
+# TICKSTACK_REQUIRE=1, so a connection left on the kernel fails the run
+# instead of measuring the kernel
 tput() {
 	local req=
 	[ "$1" = bypass ] && req="env TICKSTACK_REQUIRE=1"
 	PORT=$((PORT + 1))
-	$(prefix "$NB" "$1" srv$PORT tcp) $req taskset -c 1 iperf3 -s -1 -B $IPB -p $PORT \
+	$(prefix "$NB" "$1" srv$PORT tcp "$TPROF") $req taskset -c 1 iperf3 -s -1 -B $IPB -p $PORT \
 		>"$R/srv-$PORT.out" 2>&1 &
 	SRV=$!
 	wait_for 10 tcp_listening "$NB" $PORT || { log "iperf3 server did not start"; return 1; }
-	$(prefix "$NA" "$1" cli$PORT tcp) $req taskset -c 0 timeout $((TDUR + 30)) iperf3 -c $IPB -p $PORT \
+	if [ "$1" = bypass ]; then
+		wait_for 10 accel_listening "$SRV" || { log "iperf3 server's listener is not accelerated"; return 1; }
+	fi
+	$(prefix "$NA" "$1" cli$PORT tcp "$TPROF") $req taskset -c 0 timeout $((TDUR + 30)) iperf3 -c $IPB -p $PORT \
 		-t "$TDUR" -O 1 -J >"$R/cli-$PORT.out" 2>&1
 	wait_exit "$SRV" 10 || log "iperf3 server $SRV killed"
-	record tput "$1" "$2"
+	record tput "$1" "$2" "$3"
 }
 
-# REP: the raw AF_XDP TX floor for MTU-sized frames: xsk-floor blast sends
-# 1,472-byte UDP payloads (1,500-byte IPv4 packets) for TDUR s through its
-# copy-mode TX ring, xsk-floor sink counts what its XSK receives (printed
-# when it is stopped)
+# REP MTU: the raw AF_XDP TX floor for MTU-sized frames: xsk-floor blast
+# sends UDP payloads of MTU - 28 bytes (IPv4 packets of the MTU; chains of
+# frames past a frame's 2,048 bytes) for TDUR s through its copy-mode TX
+# ring, xsk-floor sink counts what its XSK receives (printed when it is
+# stopped)
 tfloor() {
 	PORT=$((PORT + 1))
 	detach
 	ip netns exec "$NB" taskset -c 1 "$B/xsk-floor" sink "$IFB" $IPB $PORT >"$R/srv-$PORT.out" 2>&1 &
 	SRV=$!
 	wait_for 10 grep -q "xsk-floor: ready" "$R/srv-$PORT.out" || { log "sink did not start"; return 1; }
-	ip netns exec "$NA" taskset -c 0 "$B/xsk-floor" blast "$IFA" $IPA $IPB "$MACB" $PORT 1472 "$TDUR" \
+	ip netns exec "$NA" taskset -c 0 "$B/xsk-floor" blast "$IFA" $IPA $IPB "$MACB" $PORT $(($2 - 28)) "$TDUR" \
 		>"$R/cli-$PORT.out" 2>&1
 	sleep 0.2 # the last frames in flight
 	stop_server
 	detach
-	record tfloor floor "$1"
+	record tfloor floor "$1" "$2"
 }
 
 floor() { # SIZE
@@ -300,16 +329,20 @@ for m in kernel kspin bypass; do
 	for r in ${TCP_RATES:-10000 100000}; do log "TCP under-load $m $r msg/s"; tul $m $r; done
 done
 # bulk throughput: kernel, bypass and the raw AF_XDP floor alternated, so
-# that all three see the VM alike
-for i in $(seq 1 "$TREPS"); do
-	for m in kernel bypass; do
-		detach # an XDP program on the veth slows the kernel's own path
-		log "TCP throughput (iperf3) $m, pair $i"
-		tput $m "$i"
+# that all three see the VM alike, at each MTU in turn
+for mtu in $TMTUS; do
+	setmtu "$mtu" || { log "MTU $mtu refused by the veth pair"; exit 1; }
+	for i in $(seq 1 "$TREPS"); do
+		for m in kernel bypass; do
+			detach # an XDP program on the veth slows the kernel's own path
+			log "TCP throughput (iperf3) $m, MTU $mtu, pair $i"
+			tput $m "$i" "$mtu"
+		done
+		log "raw AF_XDP TX floor, $mtu-byte packets, pair $i"
+		tfloor "$i" "$mtu"
 	done
-	log "raw AF_XDP TX floor, 1,500-byte packets, pair $i"
-	tfloor "$i"
 done
+setmtu 1500
 
 for m in kernel kspin bypass; do
 	detach

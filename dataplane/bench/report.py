@@ -224,13 +224,18 @@ def parse_iperf3(text):
             "cpu_client": cpu.get("host_total"), "cpu_server": cpu.get("remote_total")}
 
 
-# The raw floor's frames (xsk-floor blast: 1,472-byte UDP payloads, 1,500-byte
-# IPv4 packets, the MTU) as TCP would fill them: 1,448 bytes of payload a
-# segment (MSS 1,460 less the timestamp option), what iperf3 counts
-TPUT_FLOOR_MSS = 1448
+# The raw floor's frames (xsk-floor blast: UDP payloads of MTU - 28 bytes,
+# IPv4 packets of the MTU) as TCP would fill them: MTU - 52 bytes of payload
+# a segment (the MSS, MTU - 40, less the timestamp option), what iperf3
+# counts: 1,448 at MTU 1,500
+TPUT_MTU = 1500  # the link's MTU of a run that does not say it
 
 
-def parse_floor_tput(blast, sink):
+def floor_mss(mtu):
+    return mtu - 52
+
+
+def parse_floor_tput(blast, sink, mtu=TPUT_MTU):
     """An xsk-floor blast -> sink run: the frames/s copy-mode TX moved (the
     blast's count, the floor), Mbit/s of IPv4 packets and the TCP payload
     those frames would carry; the sink's count of what its XSK received
@@ -240,21 +245,30 @@ def parse_floor_tput(blast, sink):
     if not m or not int(m.group(1)) or not float(m.group(2)):
         return {"error": "no blast count in the floor's output"}
     fps = int(m.group(1)) / float(m.group(2))
-    out = {"fps": fps, "ip_mbps": fps * 1500 * 8 / 1e6, "bps": fps * TPUT_FLOOR_MSS * 8}
+    out = {"fps": fps, "ip_mbps": fps * mtu * 8 / 1e6, "bps": fps * floor_mss(mtu) * 8}
     d = re.search(r"xsk-floor: sink frames=(\d+) bytes=\d+ seconds=([\d.]+)", sink or "")
     if d and float(d.group(2)):
         out["delivered_fps"] = int(d.group(1)) / float(d.group(2))
     return out
 
 
-def tput_pairs(runs):
-    """The throughput runs as alternated pairs: [{"pair", "kernel", "bypass",
-    "floor", "ratio", "floor_ratio"}] (Mbit/s; floor: the raw AF_XDP floor
-    as TCP payload; ratio: bypass / kernel, floor_ratio: bypass / floor,
-    None when either run failed or did not run)."""
+def tput_mtus(runs):
+    """The link MTUs the throughput runs were made at, smallest first."""
+    return sorted({r.get("mtu", TPUT_MTU) for r in runs if r["kind"] in ("tput", "tfloor")})
+
+
+def tput_pairs(runs, mtu=None):
+    """The throughput runs at link MTU mtu (default: the smallest measured)
+    as alternated pairs: [{"pair", "kernel", "bypass", "floor", "ratio",
+    "floor_ratio"}] (Mbit/s; floor: the raw AF_XDP floor as TCP payload;
+    ratio: bypass / kernel, floor_ratio: bypass / floor, None when either
+    run failed or did not run)."""
+    mtus = tput_mtus(runs)
+    if mtu is None and mtus:
+        mtu = mtus[0]
     by = {}
     for r in runs:
-        if r["kind"] in ("tput", "tfloor"):
+        if r["kind"] in ("tput", "tfloor") and r.get("mtu", TPUT_MTU) == mtu:
             by.setdefault(r["param"], {})[r["mode"]] = r
     out = []
     for i in sorted(by):
@@ -269,11 +283,16 @@ def tput_pairs(runs):
     return out
 
 
-def tput_summary(runs):
-    """The throughput row: the median of the pairs' ratios against
-    TPUT_TARGET (a failed run counts as a ratio of 0: it is missed); None
-    without throughput runs."""
-    pairs = tput_pairs(runs)
+def tput_summary(runs, mtu=None):
+    """The throughput row at link MTU mtu (default: the smallest measured,
+    the headline: the standard 1,500): the median of the pairs' ratios
+    against TPUT_TARGET (a failed run counts as a ratio of 0: it is
+    missed); None without throughput runs. The headline carries the rows
+    of every MTU measured in "by_mtu"."""
+    mtus = tput_mtus(runs)
+    if mtu is None and mtus:
+        mtu = mtus[0]
+    pairs = tput_pairs(runs, mtu)
     if not pairs:
         return None
     ratios = [p["ratio"] or 0.0 for p in pairs]
@@ -283,19 +302,24 @@ def tput_summary(runs):
     fs = [p["floor"] for p in pairs if p["floor"]]
     frs = [p["floor_ratio"] for p in pairs if p["floor_ratio"]]
     fks = [p["floor_over_kernel"] for p in pairs if p["floor_over_kernel"]]
-    return {"pairs": pairs, "ratio_median": med, "target": TPUT_TARGET, "met": med >= TPUT_TARGET,
+    out = {"mtu": mtu, "pairs": pairs, "ratio_median": med, "target": TPUT_TARGET, "met": med >= TPUT_TARGET,
             "kernel_median_mbps": statistics.median(ks) if ks else None,
             "bypass_median_mbps": statistics.median(bs) if bs else None,
             "floor_median_mbps": statistics.median(fs) if fs else None,
             "bypass_over_floor_median": statistics.median(frs) if frs else None,
             "floor_over_kernel_median": statistics.median(fks) if fks else None}
+    if mtu == mtus[0] and len(mtus) > 1:
+        out["by_mtu"] = {str(m): tput_summary(runs, m) for m in mtus[1:]}
+    return out
 
 
-def parse_run(kind, mode, param, cli, srv, stats_cli=None, stats_srv=None, stalls=None):
+def parse_run(kind, mode, param, cli, srv, stats_cli=None, stats_srv=None, stalls=None, mtu=None):
     c, s = read(cli), read(srv)
     run = {"kind": kind, "mode": mode, "param": int(param)}
+    if mtu and mtu != "-":
+        run["mtu"] = int(mtu)
     if kind == "tfloor":
-        run.update(parse_floor_tput(c, s))
+        run.update(parse_floor_tput(c, s, run.get("mtu", TPUT_MTU)))
         run["ok"] = "bps" in run
         return run
     if kind == "tput":
@@ -366,7 +390,7 @@ def load(manifest):
                     buf = p[4] if len(p) > 4 and p[4] != "-" else "default"
                     summary["maxburst"].setdefault(buf, {})[p[1]] = res
                 continue
-            runs.append(parse_run(*p[:8]))
+            runs.append(parse_run(*p[:9]))
     return runs, summary
 
 
@@ -748,49 +772,61 @@ def markdown(meta, runs, summary, svg_name):
 
     tp = tput_summary(runs)
     if tp:
+        mtus = tput_mtus(runs)
         L.append("## TCP bulk throughput (iperf3, one stream)\n")
         L.append(f"Debian's iperf3 {meta.get('iperf3', '?')}, one TCP stream from CPU 0 to CPU 1 over the same "
                  f"veth pair, {meta.get('tput_seconds', '?')} s after 1 s left out (`-O 1`), the kernel and "
-                 "the bypass (`TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1`, both ends) alternated pair by pair, so "
-                 "that both see the VM alike; the bypass segments at MSS 1,448 (MTU 1,500, TCP timestamps) "
-                 "while the kernel's TCP hands veth 64 KiB GSO packets. Retransmissions: the sender's, as "
-                 "iperf3 reads them from `TCP_INFO`. The raw floor, run in each pair too: "
-                 "`xsk-floor blast` fills its AF_XDP TX ring (copy mode, as the bypass) with "
-                 "1,500-byte IPv4 packets, one wake-up per ring's worth (the kernel moves 32 a call), "
-                 "into `xsk-floor sink`'s XSK on the other end: no TCP, no ACKs, no copies in user space. "
-                 "The frames per second the TX path moved, as TCP payload "
-                 f"({TPUT_FLOOR_MSS} bytes a frame), are what a 1,500-byte-MTU stream through AF_XDP copy "
-                 "mode on this veth could carry at most; \"delivered\" is what the sink's XSK received (a "
-                 "sink that other jobs keep off its CPU drops the rest; TCP's flow control would not "
-                 "have sent it).\n")
-        L.append("| pair | kernel (Mbit/s) | retr | bypass (Mbit/s) | retr | raw floor (frames/s) | "
-                 "delivered (frames/s) | raw floor as TCP payload (Mbit/s) | bypass / kernel | "
-                 "bypass / raw floor | raw floor / kernel |")
-        L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        byp = {(r["mode"], r["param"]): r for r in runs if r["kind"] in ("tput", "tfloor")}
-        for p in tp["pairs"]:
-            k, b = byp.get(("kernel", p["pair"]), {}), byp.get(("bypass", p["pair"]), {})
-            f = byp.get(("floor", p["pair"]), {})
-            L.append(f"| {p['pair']} | {fmt(p['kernel'], 0) if p['kernel'] else k.get('error', '-')} | "
-                     f"{fmt(k.get('retransmits'))} | {fmt(p['bypass'], 0) if p['bypass'] else b.get('error', '-')} | "
-                     f"{fmt(b.get('retransmits'))} | {fmt(p['floor_fps'], 0) if p['floor_fps'] else f.get('error', '-')} | "
-                     f"{fmt(p['floor_delivered_fps'], 0)} | "
-                     f"{fmt(p['floor'], 0) if p['floor'] else '-'} | {fmt(p['ratio'])} | "
-                     f"{fmt(p['floor_ratio'])} | {fmt(p['floor_over_kernel'])} |")
-        L.append("")
-        L.append("| bypass / kernel, iperf3 TCP, median of the pairs (target >= "
+                 "the bypass (`TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1`, both ends, `tickstack-run -p "
+                 f"{meta.get('tput_profile', 'latency')}`) alternated pair by pair, so "
+                 "that both see the VM alike, at each link MTU in turn ("
+                 + ", ".join(f"{m:,}" for m in mtus) + "; both ends of the pair set to it). The bypass "
+                 "segments at the MTU less 52 bytes (MSS = MTU - 40, less the timestamp option: 1,448 at "
+                 "MTU 1,500, 8,948 at 9,000; a segment longer than a UMEM frame goes out as a chain of "
+                 "frames, AF_XDP multi-buffer), while the kernel's TCP hands veth 64 KiB GSO packets at "
+                 "any MTU. Retransmissions: the sender's, as iperf3 reads them from `TCP_INFO`. The raw "
+                 "floor, run in each pair too: `xsk-floor blast` fills its AF_XDP TX ring (copy mode, as "
+                 "the bypass) with IPv4 packets of the MTU (chains of frames above 2,048 bytes), one "
+                 "wake-up per ring's worth (the kernel moves 32 descriptors a call), into `xsk-floor "
+                 "sink`'s XSK on the other end: no TCP, no ACKs. The packets per second the TX path "
+                 "moved, as TCP payload (MTU - 52 bytes a packet), are what a stream of that MTU through "
+                 "AF_XDP copy mode on this veth could carry at most; \"delivered\" is what the sink's "
+                 "XSK received (a sink that other jobs keep off its CPU drops the rest; TCP's flow "
+                 "control would not have sent it). The target is read at MTU "
+                 f"{mtus[0]:,}, the link as it comes.\n")
+        byp = {(r.get("mtu", TPUT_MTU), r["mode"], r["param"]): r for r in runs
+               if r["kind"] in ("tput", "tfloor")}
+        rows = [tp] + [tp["by_mtu"][str(m)] for m in mtus[1:] if tp.get("by_mtu", {}).get(str(m))]
+        for t in rows:
+            mtu = t["mtu"]
+            L.append(f"MTU {mtu:,}:\n")
+            L.append("| pair | kernel (Mbit/s) | retr | bypass (Mbit/s) | retr | raw floor (packets/s) | "
+                     "delivered (packets/s) | raw floor as TCP payload (Mbit/s) | bypass / kernel | "
+                     "bypass / raw floor | raw floor / kernel |")
+            L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for p in t["pairs"]:
+                k, b = byp.get((mtu, "kernel", p["pair"]), {}), byp.get((mtu, "bypass", p["pair"]), {})
+                f = byp.get((mtu, "floor", p["pair"]), {})
+                L.append(f"| {p['pair']} | {fmt(p['kernel'], 0) if p['kernel'] else k.get('error', '-')} | "
+                         f"{fmt(k.get('retransmits'))} | {fmt(p['bypass'], 0) if p['bypass'] else b.get('error', '-')} | "
+                         f"{fmt(b.get('retransmits'))} | {fmt(p['floor_fps'], 0) if p['floor_fps'] else f.get('error', '-')} | "
+                         f"{fmt(p['floor_delivered_fps'], 0)} | "
+                         f"{fmt(p['floor'], 0) if p['floor'] else '-'} | {fmt(p['ratio'])} | "
+                         f"{fmt(p['floor_ratio'])} | {fmt(p['floor_over_kernel'])} |")
+            L.append("")
+        L.append("| MTU | bypass / kernel, iperf3 TCP, median of the pairs (target >= "
                  f"{TPUT_TARGET:.2f}) | bypass / raw floor, median | raw floor / kernel, median | "
                  "kernel median (Mbit/s) | bypass median (Mbit/s) | raw floor median (Mbit/s) |")
-        L.append("|---:|---:|---:|---:|---:|---:|")
-        L.append(f"| {tp['ratio_median']:.2f} {'met' if tp['met'] else 'MISSED'} | "
-                 f"{fmt(tp['bypass_over_floor_median'])} | {fmt(tp['floor_over_kernel_median'])} | "
-                 f"{fmt(tp['kernel_median_mbps'], 0)} | {fmt(tp['bypass_median_mbps'], 0)} | "
-                 f"{fmt(tp['floor_median_mbps'], 0)} |")
+        L.append("|---:|---:|---:|---:|---:|---:|---:|")
+        for t in rows:
+            L.append(f"| {t['mtu']:,} | {t['ratio_median']:.2f} {'met' if t['met'] else 'MISSED'} | "
+                     f"{fmt(t['bypass_over_floor_median'])} | {fmt(t['floor_over_kernel_median'])} | "
+                     f"{fmt(t['kernel_median_mbps'], 0)} | {fmt(t['bypass_median_mbps'], 0)} | "
+                     f"{fmt(t['floor_median_mbps'], 0)} |")
         L.append("")
         notes = []
         for r in sorted((r for r in runs if r["kind"] == "tput" and r["mode"] == "bypass"),
-                        key=lambda r: r["param"]):
-            notes += stall_notes(f"bypass iperf3, pair {r['param']}", r)
+                        key=lambda r: (r.get("mtu", TPUT_MTU), r["param"])):
+            notes += stall_notes(f"bypass iperf3, MTU {r.get('mtu', TPUT_MTU):,}, pair {r['param']}", r)
         if notes:
             L += [f"- {n}" for n in notes] + [""]
 

@@ -235,7 +235,29 @@ class Throughput(unittest.TestCase):
         self.assertAlmostEqual(tp["bypass_over_floor_median"], 0.5)
         self.assertAlmostEqual(tp["floor_over_kernel_median"], 0.4)
         md = report.markdown({}, runs, {"maxrate": {}, "maxburst": {}}, "x.svg")[0]
-        self.assertIn("| 0.25 MISSED | 0.50 | 0.40 |", md)
+        self.assertIn("| 1,500 | 0.25 MISSED | 0.50 | 0.40 |", md)
+
+    def test_rows_per_mtu(self):
+        # the headline is the smallest MTU's (the link as it comes); each other MTU has its row
+        runs = [r | {"mtu": 1500} for r in self.runs([(10e9, 3e9), (10e9, 3e9)])]
+        runs += [r | {"mtu": 9000} for r in self.runs([(10e9, 6e9), (8e9, 4.8e9)])]
+        tp = report.tput_summary(runs)
+        self.assertEqual((tp["mtu"], tp["ratio_median"], tp["met"]), (1500, 0.3, False))
+        t9 = tp["by_mtu"]["9000"]
+        self.assertEqual((t9["mtu"], t9["met"]), (9000, True))
+        self.assertAlmostEqual(t9["ratio_median"], 0.6)
+        self.assertEqual(len(t9["pairs"]), 2)
+        md = report.markdown({}, runs, {"maxrate": {}, "maxburst": {}}, "x.svg")[0]
+        self.assertIn("| 1,500 | 0.30 MISSED |", md)
+        self.assertIn("| 9,000 | 0.60 met |", md)
+        with tempfile.TemporaryDirectory() as d:
+            cli, srv = os.path.join(d, "cli.out"), os.path.join(d, "srv.out")
+            with open(cli, "w") as f:
+                f.write("xsk-floor: blast frames=400000 kicks=31250 seconds=4.000 gbps=7.0\n")
+            open(srv, "w").close()
+            r = report.parse_run("tfloor", "floor", "1", cli, srv, "-", "-", "-", "9000")
+            self.assertEqual(r["mtu"], 9000)
+            self.assertAlmostEqual(r["bps"], 100000 * 8948 * 8)  # MSS 8,960 less the timestamps
 
     def test_compare_lists_the_throughput(self):
         md = report.compare([("old", self.runs([(10e9, 1e9)])), ("new", self.runs([(10e9, 6e9)]))])

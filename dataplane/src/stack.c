@@ -1930,13 +1930,19 @@ static int tx_wait(struct ts_stack *st, int *waited, uint64_t *deadline,
 	return 0;
 }
 
-/* Put frame f of flen bytes (longer than one UMEM frame: a jumbo frame)
- * on the TX ring as a chain of descriptors, XDP_PKT_CONTD on all but the
- * last (AF_XDP multi-buffer). Under st->lock. -EAGAIN: not enough free
- * frames or ring entries for the whole chain (nothing taken). */
-static int tx_chain_locked(struct ts_stack *st, const uint8_t *f, size_t flen)
+/* A frame longer than one UMEM frame, as a chain of frames (XDP_USE_SG):
+ * hlen bytes of hdr (may be 0), then blen bytes of body, copied straight
+ * into the frames. csum_start > 0: the interface finishes the checksum at
+ * csum_start + csum_offset (bytes from the frame's first byte), asked for
+ * in the first descriptor's TX metadata (copy mode takes it there for the
+ * whole chain: tests/tcp.sh tcp_txcsum_jumbo). Under st->lock; -EAGAIN
+ * when the free list or the ring has no room for the chain. */
+static int tx_chain_locked(struct ts_stack *st, const uint8_t *hdr,
+			   size_t hlen, const uint8_t *body, size_t blen,
+			   uint16_t csum_start, uint16_t csum_offset)
 {
 	const uint32_t room = TS_FRAME_SIZE - st->tx_off;
+	const size_t flen = hlen + blen;
 	uint32_t k = (uint32_t)((flen + room - 1) / room), idx, i;
 	size_t off = 0;
 
@@ -1945,17 +1951,42 @@ static int tx_chain_locked(struct ts_stack *st, const uint8_t *f, size_t flen)
 	for (i = 0; i < k; i++) {
 		struct xdp_desc *d = xsk_ring_prod__tx_desc(&st->tx, idx + i);
 		uint64_t frame = st->freel[--st->nfree];
+		uint8_t *p = st->area + frame + st->tx_off;
 		uint32_t c = flen - off > room ? room : (uint32_t)(flen - off);
+		uint32_t done = 0;
 
-		memcpy(st->area + frame + st->tx_off, f + off, c);
+		if (off < hlen) { /* the header: in the first frame (room > 14) */
+			done = (uint32_t)(hlen - off);
+			memcpy(p, hdr + off, done);
+		}
+		memcpy(p + done, body + off + done - hlen, c - done);
 		d->addr = frame + st->tx_off;
 		d->len = c;
 		d->options = i + 1 < k ? TS_XDP_PKT_CONTD : 0;
+		if (!i && csum_start) {
+			struct ts_txmd *md = (struct ts_txmd *)(void *)(p - TS_TXMD_LEN);
+
+			md->flags = TS_TXMD_FLAGS_CHECKSUM;
+			md->csum_start = csum_start;
+			md->csum_offset = csum_offset;
+			d->options |= TS_XDP_TX_METADATA;
+		}
 		off += c;
 	}
-	if (ts_cap__on())
-		ts_cap__frame((uint32_t)st->ifindex, 0, TICKSTACK_CAP_OUT, f,
-			      (uint32_t)flen, ts_cap__now());
+	if (ts_cap__on()) {
+		/* the capture takes one contiguous frame: joined here, off the
+		 * path of a process nobody captures */
+		uint8_t *j = malloc(flen);
+
+		if (j) {
+			if (hlen)
+				memcpy(j, hdr, hlen);
+			memcpy(j + hlen, body, blen);
+			ts_cap__frame((uint32_t)st->ifindex, 0, TICKSTACK_CAP_OUT, j,
+				      (uint32_t)flen, ts_cap__now());
+			free(j);
+		}
+	}
 	xsk_ring_prod__submit(&st->tx, k);
 	TS_INC(st->st->tx_packets);
 	TS_INC(st->st->tx_multibuf);
@@ -1998,7 +2029,7 @@ static int send_jumbo(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 	for (;;) {
 		pthread_mutex_lock(&st->lock);
 		reclaim(st);
-		err = tx_chain_locked(st, p, (size_t)n);
+		err = tx_chain_locked(st, NULL, 0, p, (size_t)n, 0, 0);
 		if (!err)
 			break;
 		pthread_mutex_unlock(&st->lock);
@@ -2114,22 +2145,27 @@ fill:
 }
 
 /* ts_stack__send_ip of a packet longer than one UMEM frame (a TCP
- * segment of a jumbo MSS): joined behind its Ethernet header, then a
- * chain of frames; dropped (-ENOBUFS) when there is no room. */
+ * segment of a jumbo MSS): its Ethernet header and the packet copied
+ * straight into a chain of frames; dropped (-ENOBUFS) when there is no
+ * room. csum_start: as for ts_stack__send_ip. */
 static int send_ip_jumbo(struct ts_stack *st, const uint8_t dmac[6],
-			 const void *ip, size_t len, int more)
+			 const void *ip, size_t len, int more,
+			 uint16_t csum_start, uint16_t csum_offset)
 {
-	uint8_t f[TS_XSK_SG_MAX_FRAME];
+	uint8_t eth[TS_ETH_HLEN];
 	int k, err;
 
-	memcpy(f, dmac, 6);
-	memcpy(f + 6, st->mac, 6);
-	f[12] = 0x08;
-	f[13] = 0x00;
-	memcpy(f + TS_ETH_HLEN, ip, len);
+	memcpy(eth, dmac, 6);
+	memcpy(eth + 6, st->mac, 6);
+	eth[12] = 0x08;
+	eth[13] = 0x00;
+	if (!st->tx_csum)
+		csum_start = 0;
 	pthread_mutex_lock(&st->lock);
 	reclaim(st);
-	err = tx_chain_locked(st, f, len + TS_ETH_HLEN);
+	err = tx_chain_locked(st, eth, TS_ETH_HLEN, ip, len,
+			      csum_start ? (uint16_t)(TS_ETH_HLEN + csum_start) : 0,
+			      csum_offset);
 	if (err) {
 		pthread_mutex_unlock(&st->lock);
 		kick(st); /* complete what is in flight for the retransmission */
@@ -2168,7 +2204,8 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	if (len > st->max_payload + TS_IP_HLEN + TS_UDP_HLEN)
 		return -EMSGSIZE; /* longer than the netif's MTU (tcp_lwip.c) */
 	if (ts_unlikely(len + TS_ETH_HLEN > TS_FRAME_SIZE - st->tx_off))
-		return send_ip_jumbo(st, dmac, ip, len, more); /* no csum_start */
+		return send_ip_jumbo(st, dmac, ip, len, more, csum_start,
+				     csum_offset);
 	for (;;) {
 		pthread_mutex_lock(&st->lock);
 		reclaim(st);

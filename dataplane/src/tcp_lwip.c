@@ -189,16 +189,15 @@ static uint32_t tcp_pseudo(const uint8_t *ip, uint32_t seglen)
  * off: the interface of the netif's XSK finishes checksums): the
  * pseudo-header sum in the field for the interface to finish; 1 when st
  * does that, else the whole sum here (0): the route may have chosen an
- * XSK other than the netif's, or the segment needs several frames. */
+ * XSK other than the netif's. */
 static int tcp_csum_out(struct ts_stack *st, uint8_t *ip, uint32_t len,
 			uint32_t ihl)
 {
 	uint8_t *th = ip + ihl;
 	uint32_t pseudo = tcp_pseudo(ip, len - ihl);
-	/* the offload rides on a single frame's TX metadata: a jumbo
-	 * segment, sent as a chain of frames (ts_stack__send_ip), is summed
-	 * here (64: more than the metadata's room in front of the packet) */
-	int off = ts_stack__tx_csum(st) && len + 14 + 64 <= TS_FRAME_SIZE;
+	/* the offload rides on the TX metadata of the packet's first frame,
+	 * a jumbo segment's chain of frames included (ts_stack__send_ip) */
+	int off = ts_stack__tx_csum(st);
 	uint16_t sum;
 
 	if (off) {

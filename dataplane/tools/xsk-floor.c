@@ -20,7 +20,10 @@
  * ("xsk-floor: blast frames=N kicks=K seconds=S gbps=G", G: IPv4 packets
  * of SIZE + 28 bytes); the sink prints what it received on SIGINT/SIGTERM
  * ("xsk-floor: sink frames=N bytes=B seconds=S gbps=G"), counting from its
- * first frame to its last. */
+ * first frame to its last. On a link whose MTU one frame cannot hold (a
+ * jumbo MTU) both bind with XDP_USE_SG (AF_XDP multi-buffer, as the
+ * library does): blast sends each datagram as a chain of frames, copied
+ * from one template packet, and the sink counts chains as frames. */
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -60,6 +63,9 @@ static struct xdp_program *attached;
 static int attached_ifindex;
 static int copy_payload;              /* XSK_FLOOR_COPY */
 static uint8_t appbuf[FSIZE];         /* the "application's" buffer */
+static int sg;                        /* bound with XDP_USE_SG (jumbo MTU) */
+#define FLOOR_XDP_USE_SG (1u << 4)    /* linux/if_xdp.h of Linux 6.6 */
+#define FLOOR_XDP_PKT_CONTD (1u << 0)
 
 /* The program goes with the process: a second run on the same interface
  * (a retry, the other mode) would otherwise find it attached and fail with
@@ -110,6 +116,21 @@ static void setup(const char *ifname, uint32_t local, uint16_t port)
 
 	if (!ifindex)
 		die(ifname, errno);
+	{ /* a frame of the link's MTU must fit one UMEM frame, else chains */
+		struct ifreq ifr;
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+		if (fd < 0 || ioctl(fd, SIOCGIFMTU, &ifr) < 0)
+			die(ifname, errno);
+		close(fd);
+		sg = ifr.ifr_mtu + 14 > FSIZE - 256;
+	}
+	if (sg) {
+		sc.bind_flags |= FLOOR_XDP_USE_SG;
+		val.flags |= TS_STEER_F_SG;
+	}
 	skel = steer_bpf__open();
 	if (!skel)
 		die("open BPF skeleton", errno);
@@ -253,11 +274,14 @@ static int sink(void)
 		for (i = 0; i < n; i++) {
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&rx, idx + i);
 
-			bytes += d->len > 14 ? d->len - 14 : 0; /* the IPv4 packet */
+			bytes += d->len; /* less the Ethernet header: below */
 			freel[nfree++] = d->addr & ~(uint64_t)(FSIZE - 1);
+			if (!(d->options & FLOOR_XDP_PKT_CONTD)) { /* a chain's end */
+				frames++;
+				bytes -= 14; /* the IPv4 packet */
+			}
 		}
 		xsk_ring_cons__release(&rx, n);
-		frames += n;
 		while (nfree)
 			if (xsk_ring_prod__reserve(&fq, 1, &idx) == 1) {
 				*xsk_ring_prod__fill_addr(&fq, idx) = freel[--nfree];
@@ -276,6 +300,59 @@ static int sink(void)
 	return 0;
 }
 
+/* blast of datagrams longer than a frame (XDP_USE_SG): each a chain of
+ * frames, copied from one template packet (its IP ID left as built) */
+static int blast_sg(struct ts_udp_hdr_spec *h, size_t size, uint64_t end,
+		    uint64_t start)
+{
+	uint64_t sent = 0, kicks = 0;
+	uint8_t *tpl = malloc(size + TS_HDRS_LEN);
+	int len;
+	uint32_t k;
+
+	if (!sg)
+		die("SIZE: larger than a frame on a link whose MTU one frame holds", EINVAL);
+	if (!tpl)
+		die("malloc", ENOMEM);
+	len = ts_pkt__build_udp(tpl, size + TS_HDRS_LEN, size, h);
+	if (len < 0)
+		die("build", -len);
+	k = (uint32_t)((len + FSIZE - 1) / FSIZE);
+	while (!stop && now_ns() < end) {
+		uint32_t idx, n, i, j;
+
+		recycle();
+		n = xsk_prod_nb_free(&tx, (uint32_t)nfree) / k;
+		if (n > (uint32_t)nfree / k)
+			n = (uint32_t)nfree / k;
+		if (n && xsk_ring_prod__reserve(&tx, n * k, &idx) == n * k) {
+			for (i = 0; i < n; i++) {
+				for (j = 0; j < k; j++) {
+					struct xdp_desc *d = xsk_ring_prod__tx_desc(&tx, idx + i * k + j);
+					uint64_t addr = freel[--nfree];
+					uint32_t off = j * FSIZE;
+					uint32_t c = (uint32_t)len - off > FSIZE ? FSIZE : (uint32_t)len - off;
+
+					memcpy(area + addr, tpl + off, c);
+					d->addr = addr;
+					d->len = c;
+					d->options = j + 1 < k ? FLOOR_XDP_PKT_CONTD : 0;
+				}
+			}
+			xsk_ring_prod__submit(&tx, n * k);
+			sent += n;
+		}
+		sendto(xsk_socket__fd(xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+		kicks++;
+	}
+	printf("xsk-floor: blast frames=%llu kicks=%llu seconds=%.3f gbps=%.3f\n",
+	       (unsigned long long)sent, (unsigned long long)kicks,
+	       (double)(now_ns() - start) / 1e9,
+	       (double)sent * (double)(len - 14) * 8 / ((double)(now_ns() - start)));
+	free(tpl);
+	return 0;
+}
+
 /* blast: SIZE-byte UDP datagrams as fast as copy-mode TX moves them */
 static int blast(uint32_t local, uint32_t peer, const uint8_t *pmac,
 		 const uint8_t *mymac, uint16_t port, size_t size, double secs)
@@ -288,6 +365,8 @@ static int blast(uint32_t local, uint32_t peer, const uint8_t *pmac,
 	memcpy(h.dmac, pmac, 6);
 	memcpy(h.smac, mymac, 6);
 	end = start + (uint64_t)(secs * 1e9);
+	if (size + TS_HDRS_LEN > FSIZE)
+		return blast_sg(&h, size, end, start);
 	while (!stop && now_ns() < end) {
 		uint32_t idx, n, i;
 
