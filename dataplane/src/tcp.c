@@ -1035,7 +1035,7 @@ static int local_of(int fd, uint32_t *addr, uint16_t *port)
 
 int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 {
-	int idx[8], n, i, r;
+	int idx[8], n, i, r, kernel_first;
 	struct ts_stack *sts[8];
 	struct tcp_pcb *pcb, *lp;
 	ip_addr_t a;
@@ -1047,15 +1047,25 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 	}
 	if (t->state != T_NEW)
 		return ts_real_listen(fd, backlog);
-	/* the kernel listens too: connections it can see (loopback, other
-	 * interfaces) queue there; steered SYNs never reach it */
-	r = ts_real_listen(fd, backlog);
-	if (r < 0)
-		return r;
+	/* The kernel listens too: connections it can see (loopback, other
+	 * interfaces) queue there; steered SYNs never reach it. On a bound
+	 * port it listens last, once the steering and lwIP's listener exist:
+	 * a client that knew the port and connected in between would
+	 * otherwise complete its handshake with the kernel and lose the
+	 * connection when the steering started. An unbound socket gets its
+	 * port from listen() itself, which nobody can reach before it
+	 * returns. */
+	kernel_first = local_of(fd, &t->laddr, &t->lport) < 0 || !t->lport ||
+		       tcp_connect_only;
+	if (kernel_first) {
+		r = ts_real_listen(fd, backlog);
+		if (r < 0)
+			return r;
+	}
 	if (tcp_connect_only)
 		return tcp_fallback(t, fd, TS_FB_ASKED, "TICKSTACK_TCP=connect "
 				    "keeps listeners on the kernel");
-	if (local_of(fd, &t->laddr, &t->lport) < 0)
+	if (kernel_first && local_of(fd, &t->laddr, &t->lport) < 0)
 		return tcp_fallback(t, fd, TS_FB_SHAPE, "no local address");
 	n = (ntohl(t->laddr) >> 24) == 127 ? 0 : ts_iface__for(t->laddr, idx, 8);
 	/* XSKs are created under the control lock, never under lwIP's */
@@ -1077,6 +1087,8 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 		for (i = 0; i < n; i++)
 			if (ts_stack__why_none(idx[i]) == TS_FB_QUEUE)
 				why = TS_FB_QUEUE;
+		if (!kernel_first && ts_real_listen(fd, backlog) < 0)
+			return -1;
 		return tcp_fallback(t, fd, why, why == TS_FB_QUEUE ?
 				    "another process holds the queue of its "
 				    "interface" : "no XDP-capable interface "
@@ -1098,10 +1110,25 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 		goto out_nomem;
 	}
 	t->pcb = lp;
-	t->state = T_LISTEN;
 	t->backlog = backlog < 0 ? 0 : backlog;
 	tcp_arg(lp, t);
 	tcp_accept(lp, cb_accept);
+	if (!kernel_first && ts_real_listen(fd, backlog) < 0) {
+		/* the kernel refused (EADDRINUSE ...): so does listen(), with
+		 * nothing left behind; a SYN lwIP took meanwhile is reset, as
+		 * the kernel resets a SYN to a port nobody listens on */
+		r = errno;
+		tcp_arg(lp, NULL);
+		tcp_accept(lp, NULL);
+		tcp_close(lp);
+		t->pcb = NULL;
+		hold_put(t->hold);
+		t->hold = NULL;
+		ts_lwip__unlock();
+		errno = r;
+		return -1;
+	}
+	t->state = T_LISTEN;
 	tcp_stats_slot(t);
 	ts_stats->tcp.listen_accel++;
 	TS_INC(ts_stats->sockets_accelerated);
@@ -1113,6 +1140,8 @@ out_nomem:
 	hold_put(t->hold);
 	t->hold = NULL;
 	ts_lwip__unlock();
+	if (!kernel_first && ts_real_listen(fd, backlog) < 0)
+		return -1;
 	return tcp_fallback(t, fd, TS_FB_MEMORY, "lwIP refused the listener");
 }
 

@@ -420,6 +420,40 @@ t_tcp_socat_fork() { # socat TCP-LISTEN,fork: a child per connection relays the 
 	tcp_accel srv 3 && tcp_accel cli 3 && kernel_silent "$NA" "$NB"
 }
 
+t_tcp_listen_race() { # a client connecting while the server starts listening (refused until it does) gets a connection that carries its stream: the steering and lwIP's listener exist before the kernel listens
+	# a client that reached the kernel's listener in between would lose
+	# its connection once the steering started (its segments steered to a
+	# stack that knows no such connection): a reset or a stall here. Five
+	# servers one after the other (one accelerated process per interface)
+	local i p srv
+	ip netns exec "$NB" nstat -n >/dev/null
+	for i in 1 2 3 4 5; do
+		$(kern $NA) timeout 30 python3 "$here/listenrace.py" "$IPB" $((12069 + i)) 65536 "$TSDP_TMP/race-$i.ready" \
+			>"$TSDP_TMP/race-$i.txt" 2>&1 &
+		p=$!
+		TSDP_PIDS+=("$p")
+		wait_for 10 test -e "$TSDP_TMP/race-$i.ready" || { die "listen race $i: the client never tried"; return 1; }
+		$(taccel $NB srv) timeout 30 socat -T 10 "TCP4-LISTEN:$((12069 + i)),bind=$IPB,reuseaddr" EXEC:cat \
+			>"$TSDP_TMP/race-srv-$i.out" 2>&1 &
+		srv=$!
+		TSDP_PIDS+=("$srv")
+		wait_exit "$p" 30 || { die "listen race $i: client did not finish"; return 1; }
+		[ "$WAIT_RC" = 0 ] || { die "listen race $i: $(cat "$TSDP_TMP/race-$i.txt")"; return 1; }
+		grep -q ', echoed 65536 of 65536, intact' "$TSDP_TMP/race-$i.txt" ||
+			{ die "listen race $i: $(cat "$TSDP_TMP/race-$i.txt")"; return 1; }
+		# the client was there before the server: refused first
+		! grep -q '^attempts 1,' "$TSDP_TMP/race-$i.txt" ||
+			{ die "listen race $i: the client's first connect succeeded: it did not race the listen"; return 1; }
+		wait_exit "$srv" 15 || { die "listen race $i: socat did not end with its connection"; return 1; }
+	done
+	log "$CUR: $(cat "$TSDP_TMP"/race-*.txt | tr '\n' ';')"
+	# (the server's kernel refuses the early SYNs with resets: only a
+	# connection it accepted would be wrong)
+	[ "$(kstat "$NB" TcpPassiveOpens)" = 0 ] ||
+		{ die "the server's kernel accepted $(kstat "$NB" TcpPassiveOpens) connections"; return 1; }
+	tcp_accel srv 5 rx
+}
+
 t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
 	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 \
 		>"$TSDP_TMP/client.out" 2>&1
@@ -630,4 +664,4 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_socat_fork tcp_tailwin tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_txcsum tcp_txcsum_jumbo tcp_loss"
+TCP_ALL="tcp_socat_fork tcp_listen_race tcp_tailwin tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_txcsum tcp_txcsum_jumbo tcp_loss"
