@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #define TICKSTACK_STATS_MAGIC 0x54534b53u /* "TSKS" */
-#define TICKSTACK_STATS_VERSION 6u
+#define TICKSTACK_STATS_VERSION 7u
 #define TICKSTACK_STATS_MAX_XSK 8
 #define TICKSTACK_STATS_MAX_SOCK 256
 #define TICKSTACK_STATS_PATH_FMT "/dev/shm/tickstack-%d"
@@ -104,6 +104,19 @@
 	X(wait_timeouts) /* misses not answered by the control thread within  \
 			    5 ms: that datagram went through the kernel */
 
+/* Version 7: the bytes through xsk[i], in xsk_bytes[i] (the same index):
+ * whole frames with their Ethernet header, as the kernel's rx_bytes and
+ * tx_bytes of an interface count them (a jumbo chain once, whole). */
+#define TICKSTACK_XSK_BYTES_COUNTERS(X)                                        \
+	X(rx_bytes) /* bytes of the frames counted in rx_packets */            \
+	X(tx_bytes) /* bytes of the frames counted in tx_packets */
+
+/* Version 7: TCP counters appended after the first group (tcp). */
+#define TICKSTACK_TCP_EXT_COUNTERS(X)                                          \
+	X(rexmit_segs) /* every segment sent again: retransmission timer,      \
+			  fast retransmit, early retransmit, NewReno partial \
+			  ACKs, SYN and FIN resends (Linux's TcpRetransSegs) */
+
 #define TICKSTACK_DECLARE_U64(name) uint64_t name;
 
 struct tickstack_xsk_stats {
@@ -163,6 +176,13 @@ struct tickstack_stats {
 	uint32_t cap_att;   /* the generation the stack attached, 0: none */
 	uint32_t dump_req;  /* tickstack-stackdump: bumped for a snapshot */
 	uint32_t dump_done; /* dump_req once tickstack-<pid>.dump holds it */
+	/* version 7 */
+	struct tickstack_xsk_bytes {
+		TICKSTACK_XSK_BYTES_COUNTERS(TICKSTACK_DECLARE_U64)
+	} xsk_bytes[TICKSTACK_STATS_MAX_XSK];
+	struct {
+		TICKSTACK_TCP_EXT_COUNTERS(TICKSTACK_DECLARE_U64)
+	} tcp_ext;
 };
 
 /* ---- the capture ring (tickstack-dump)

@@ -163,7 +163,9 @@ struct ts_stack {
 			       * when the UMEM carries TX metadata, else 0 */
 	int tx_csum;          /* the interface finishes UDP checksums */
 	struct tickstack_xsk_stats *st;
+	struct tickstack_xsk_bytes *sb; /* st's byte counters */
 	struct tickstack_xsk_stats dummy;
+	struct tickstack_xsk_bytes dummy_bytes;
 };
 
 static struct ts_stack *stacks[TS_MAX_STACKS];
@@ -1473,6 +1475,7 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 	st->qown_fd = st->epoll_fd = -1;
 	st->xdpd = ts_xdpd__on();
 	st->st = &st->dummy;
+	st->sb = &st->dummy_bytes;
 	libbpf_set_print(quiet_print);
 	libxdp_set_print(quiet_xdp_print);
 	err = stack__create(st);
@@ -1501,6 +1504,7 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		return NULL;
 	}
 	st->st = ts_stats__xsk_slot();
+	st->sb = st->st ? ts_stats__xsk_bytes(st->st) : &st->dummy_bytes;
 	if (!st->st)
 		st->st = &st->dummy;
 	snprintf(st->st->ifname, sizeof(st->st->ifname), "%s", st->ifname);
@@ -1682,7 +1686,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 			    struct ts_direct *dir)
 {
 	uint32_t idx = 0, n, i, got = 0, extra = 0, peeked;
-	uint64_t rx_ns = 0;
+	uint64_t rx_ns = 0, bytes = 0;
 
 	n = peeked = xsk_ring_cons__peek(&q->rx, TS_RX_BATCH, &idx);
 	if (n && __atomic_load_n(&ts_tstamp_wanted, __ATOMIC_RELAXED)) {
@@ -1718,9 +1722,11 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 			}
 			extra += span - 1;
 			i += span - 1;
+			bytes += jlen;
 			got += (uint32_t)rx_joined(st, jlen, rx_ns, dir);
 			continue;
 		}
+		bytes += d->len;
 		if (d->len <= TS_FRAME_SIZE - (d->addr - frame) &&
 		    ts_tcp__is_tcp(f, d->len)) {
 			/* queued for the TCP layer (a copy), which runs after
@@ -1773,6 +1779,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 	if (n) {
 		xsk_ring_cons__release(&q->rx, n);
 		TS_ADD(st->st->rx_packets, n - extra);
+		TS_ADD(st->sb->rx_bytes, bytes);
 	}
 	q->rx_unfilled += n;
 	if (q->rx_unfilled >= TS_FILL_BATCH || q->fill_low) {
@@ -1989,6 +1996,7 @@ static int tx_chain_locked(struct ts_stack *st, const uint8_t *hdr,
 	}
 	xsk_ring_prod__submit(&st->tx, k);
 	TS_INC(st->st->tx_packets);
+	TS_ADD(st->sb->tx_bytes, flen);
 	TS_INC(st->st->tx_multibuf);
 	return 0;
 }
@@ -2131,6 +2139,7 @@ fill:
 			      (uint32_t)n, ts_cap__now());
 	xsk_ring_prod__submit(&st->tx, 1);
 	TS_INC(st->st->tx_packets);
+	TS_ADD(st->sb->tx_bytes, n);
 	if (more) {
 		st->kick_pending = 1;
 		k = 0;
@@ -2246,6 +2255,7 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 			      (uint32_t)(len + TS_ETH_HLEN), ts_cap__now());
 	xsk_ring_prod__submit(&st->tx, 1);
 	TS_INC(st->st->tx_packets);
+	TS_ADD(st->sb->tx_bytes, len + TS_ETH_HLEN);
 	if (more) {
 		st->kick_pending = 1;
 		k = 0;
@@ -2363,6 +2373,7 @@ void ts_stack__after_fork_child(void)
 		st->announce_fd = -1;
 		st->usable = 0;
 		st->st = &st->dummy;
+		st->sb = &st->dummy_bytes;
 	}
 }
 

@@ -183,6 +183,8 @@ TS_HIDDEN void ts_stats__reinit_after_fork(void);
 TS_HIDDEN void ts_stats__dump(void);
 TS_HIDDEN void ts_stats__fini(void);
 TS_HIDDEN struct tickstack_xsk_stats *ts_stats__xsk_slot(void);
+TS_HIDDEN struct tickstack_xsk_bytes *
+ts_stats__xsk_bytes(struct tickstack_xsk_stats *x);
 TS_HIDDEN struct tickstack_sock_stats *ts_stats__sock_slot(int fd);
 
 /* ---- inspection (capture.c): tickstack-dump's capture ring and
