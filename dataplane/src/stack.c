@@ -43,6 +43,7 @@
 
 #include "steer_common.h"
 #include "steer.skel.h"
+#include "steer_hw.skel.h"
 #include "tcp_internal.h"
 #include "xdpd_proto.h"
 
@@ -154,6 +155,9 @@ struct ts_stack {
 	int announce_fd; /* abstract UNIX socket: "this process uses the program" */
 	int xdpd;        /* tickstack-xdpd owns the program and the maps */
 	struct steer_bpf *skel;
+	struct steer_hw_bpf *hwskel; /* the device-bound program, when loaded */
+	int hwts;             /* the attached program is ts_steer_hw: each
+			       * steered frame carries struct ts_xdp_meta */
 	struct xdp_program *prog;
 	uint16_t ip_id;
 	uint32_t polls;
@@ -163,9 +167,9 @@ struct ts_stack {
 			       * when the UMEM carries TX metadata, else 0 */
 	int tx_csum;          /* the interface finishes UDP checksums */
 	struct tickstack_xsk_stats *st;
-	struct tickstack_xsk_bytes *sb; /* st's byte counters */
+	struct tickstack_xsk_ext *sb; /* st's byte counters */
 	struct tickstack_xsk_stats dummy;
-	struct tickstack_xsk_bytes dummy_bytes;
+	struct tickstack_xsk_ext dummy_bytes;
 };
 
 static struct ts_stack *stacks[TS_MAX_STACKS];
@@ -276,7 +280,8 @@ static int steer__find(struct ts_stack *st)
 		return -ENOENT;
 	if (xdp_multiprog__is_legacy(mp)) {
 		p = xdp_multiprog__main_prog(mp);
-		if (p && !strcmp(xdp_program__name(p), TS_PROG_NAME))
+		if (p && (!strcmp(xdp_program__name(p), TS_PROG_NAME) ||
+			  !strcmp(xdp_program__name(p), TS_PROG_NAME_HW)))
 			found = p;
 		else if (p)
 			err = -EBUSY;
@@ -294,6 +299,7 @@ static int steer__find(struct ts_stack *st)
 	if (!found)
 		goto out;
 	st->mode = xdp_multiprog__attach_mode(mp) == XDP_MODE_SKB ? 2 : 1;
+	st->hwts = !strcmp(xdp_program__name(found), TS_PROG_NAME_HW);
 	memset(&info, 0, sizeof(info));
 	info.nr_map_ids = 16;
 	info.map_ids = (__u64)(unsigned long)ids;
@@ -320,10 +326,63 @@ out:
 	return err;
 }
 
+/* TICKSTACK_RX_HWTSTAMP: the steering program built to read each frame's
+ * hardware receive time (bpf_xdp_metadata_rx_timestamp), which the
+ * verifier takes only in a program bound to its device at load
+ * (BPF_F_XDP_DEV_BOUND_ONLY, prog_ifindex) and the kernel attaches only
+ * in native mode. Attached on its own (bpf_xdp_attach), as tickstack-xdpd
+ * attaches: libxdp's dispatcher runs programs as extensions of one that is
+ * not device-bound, which the kernel refuses for a device-bound one. */
+#ifndef BPF_F_XDP_DEV_BOUND_ONLY
+#define BPF_F_XDP_DEV_BOUND_ONLY (1U << 6) /* Linux 6.3; older uapi headers */
+#endif
+
+static int steer__attach_hw(struct ts_stack *st)
+{
+	struct steer_hw_bpf *hw = steer_hw_bpf__open();
+	struct bpf_program *p;
+	int err;
+
+	if (!hw)
+		return errno ? -errno : -ENOMEM;
+	p = hw->progs.ts_steer_hw;
+	bpf_program__set_ifindex(p, (__u32)st->ifindex);
+	bpf_program__set_flags(p, bpf_program__flags(p) |
+					  BPF_F_XDP_DEV_BOUND_ONLY);
+	err = steer_hw_bpf__load(hw);
+	if (!err)
+		err = bpf_xdp_attach(st->ifindex, bpf_program__fd(p),
+				     XDP_FLAGS_DRV_MODE |
+					     XDP_FLAGS_UPDATE_IF_NOEXIST,
+				     NULL);
+	if (err) {
+		err = err < 0 ? err : -errno;
+		steer_hw_bpf__destroy(hw);
+		return err;
+	}
+	st->hwskel = hw;
+	st->hwts = 1;
+	st->mode = 1;
+	st->steer_fd = bpf_map__fd(hw->maps.ts_steer_map);
+	st->xsks_fd = bpf_map__fd(hw->maps.ts_xsks);
+	st->qown_fd = bpf_map__fd(hw->maps.ts_qown);
+	return 0;
+}
+
 static int steer__attach(struct ts_stack *st)
 {
 	enum xdp_attach_mode modes[2];
 	int nmodes = 0, i, err = -EINVAL;
+
+	if (ts_cfg.rx_hwtstamp &&
+	    (ts_cfg.xdp_mode_auto || ts_cfg.xdp_mode != XDP_FLAGS_SKB_MODE)) {
+		err = steer__attach_hw(st);
+		if (!err || err == -EEXIST || err == -EBUSY)
+			return err;
+		ts_dbg("device-bound XDP on %s (hardware receive stamps): %s; "
+		       "the frames carry none (hw_unbound)",
+		       st->ifname, strerror(-err));
+	}
 
 	if (ts_cfg.xdp_mode_auto) {
 		modes[nmodes++] = XDP_MODE_NATIVE;
@@ -1504,9 +1563,18 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		return NULL;
 	}
 	st->st = ts_stats__xsk_slot();
-	st->sb = st->st ? ts_stats__xsk_bytes(st->st) : &st->dummy_bytes;
+	st->sb = st->st ? ts_stats__xsk_ext(st->st) : &st->dummy_bytes;
 	if (!st->st)
 		st->st = &st->dummy;
+	/* hardware stamps asked for, none to have here: counted, said once */
+	if (ts_cfg.rx_hwtstamp && !st->hwts) {
+		st->sb->hw_unbound = 1;
+		ts_dbg("interface %s: TICKSTACK_RX_HWTSTAMP, but its XDP program "
+		       "is not device-bound (%s): no hardware receive stamps",
+		       st->ifname, st->xdpd ? "attached by tickstack-xdpd" :
+				   st->mode == 2 ? "generic XDP" :
+						   "a program without them");
+	}
 	snprintf(st->st->ifname, sizeof(st->st->ifname), "%s", st->ifname);
 	st->st->ifindex = (uint32_t)ifindex;
 	st->st->queue = (uint32_t)st->queue;
@@ -1665,6 +1733,7 @@ static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
 		TS_INC(st->st->rx_bad);
 		return 0;
 	}
+	m.hw_ns = 0; /* a chain: its first frame's metadata is not kept */
 	if (!rx_csum_ok(f, len, &m)) {
 		TS_INC(st->st->rx_bad_csum);
 		return 0;
@@ -1679,6 +1748,25 @@ static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
 	else
 		TS_INC(st->st->rx_sockq_full);
 	return 0;
+}
+
+/* The hardware receive time ts_steer_hw put before the frame at addr
+ * (struct ts_xdp_meta), 0 when it has none; its magic cleared, so that
+ * the next frame in this UMEM frame is never read with it. */
+static uint64_t rx_hw_meta(struct ts_stack *st, uint64_t addr)
+{
+	uint8_t *p = st->area + addr - sizeof(struct ts_xdp_meta);
+	struct ts_xdp_meta md;
+
+	memcpy(&md, p, sizeof(md));
+	if (md.magic != TS_XDP_META_MAGIC)
+		return 0;
+	memset(p + offsetof(struct ts_xdp_meta, magic), 0, sizeof(md.magic));
+	TS_INC(st->sb->rx_hw_meta);
+	if (md.err || !md.hw_ns)
+		return 0;
+	TS_INC(st->sb->rx_hw_tstamps);
+	return md.hw_ns;
 }
 
 /* Drain q's RX ring into the sockets' queues; the caller holds st->lock. */
@@ -1710,8 +1798,11 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		const uint8_t *f = st->area + d->addr;
 		struct ts_udp_meta m;
 		uint32_t span, jlen;
+		uint64_t hw = 0;
 		int k;
 
+		if (ts_unlikely(st->hwts))
+			hw = rx_hw_meta(st, d->addr);
 		if (ts_unlikely(d->options & TS_XDP_PKT_CONTD)) {
 			/* a jumbo frame (XDP_USE_SG) */
 			span = rx_chain(st, q, idx, i, n, &jlen);
@@ -1753,6 +1844,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		}
 		/* make the payload offset relative to the frame base */
 		m.payload_off = (uint16_t)(m.payload_off + (d->addr - frame));
+		m.hw_ns = hw;
 		st->refcnt[frame / TS_FRAME_SIZE] = 0;
 		k = ts_sock__deliver(st, frame, NULL, &m, rx_ns, dir);
 		if (k == TS_DELIVER_TAKEN) { /* copied out already */

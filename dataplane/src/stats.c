@@ -138,8 +138,8 @@ struct tickstack_xsk_stats *ts_stats__xsk_slot(void)
 	for (i = 0; i < TICKSTACK_STATS_MAX_XSK; i++) {
 		if (!ts_stats->xsk[i].in_use) {
 			ts_stats->xsk[i].in_use = 1;
-			memset(&ts_stats->xsk_bytes[i], 0,
-			       sizeof(ts_stats->xsk_bytes[i]));
+			memset(&ts_stats->xsk_ext[i], 0,
+			       sizeof(ts_stats->xsk_ext[i]));
 			if (i + 1 > ts_stats->nxsk)
 				ts_stats->nxsk = i + 1;
 			return &ts_stats->xsk[i];
@@ -149,9 +149,9 @@ struct tickstack_xsk_stats *ts_stats__xsk_slot(void)
 }
 
 /* the byte counters of the XSK slot x (ts_stats__xsk_slot's) */
-struct tickstack_xsk_bytes *ts_stats__xsk_bytes(struct tickstack_xsk_stats *x)
+struct tickstack_xsk_ext *ts_stats__xsk_ext(struct tickstack_xsk_stats *x)
 {
-	return &ts_stats->xsk_bytes[x - ts_stats->xsk];
+	return &ts_stats->xsk_ext[x - ts_stats->xsk];
 }
 
 struct tickstack_sock_stats *ts_stats__sock_slot(int fd)
@@ -212,8 +212,8 @@ static void dump_to(FILE *f)
 #define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)x->n);
 		TICKSTACK_XSK_COUNTERS(PR)
 #undef PR
-#define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)t->xsk_bytes[i].n);
-		TICKSTACK_XSK_BYTES_COUNTERS(PR)
+#define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)t->xsk_ext[i].n);
+		TICKSTACK_XSK_EXT_COUNTERS(PR)
 #undef PR
 		fprintf(f, "\n");
 	}

@@ -157,8 +157,8 @@ static void print_table(const struct ts_target *t, const struct tickstack_dump *
 #define PR(n) printf(" " #n "=%llu", (unsigned long long)x->n);
 		TICKSTACK_XSK_COUNTERS(PR)
 #undef PR
-#define PR(n) printf(" " #n "=%llu", (unsigned long long)s->xsk_bytes[i].n);
-		TICKSTACK_XSK_BYTES_COUNTERS(PR)
+#define PR(n) printf(" " #n "=%llu", (unsigned long long)s->xsk_ext[i].n);
+		TICKSTACK_XSK_EXT_COUNTERS(PR)
 #undef PR
 		printf("\n");
 	}
@@ -230,8 +230,8 @@ static void print_json(const struct ts_target *t, const struct tickstack_dump *d
 			TICKSTACK_XSK_COUNTERS(PR)
 #undef PR
 #define PR(n)                                                                  \
-	printf(",\"" #n "\":%llu", (unsigned long long)s->xsk_bytes[j].n);
-			TICKSTACK_XSK_BYTES_COUNTERS(PR)
+	printf(",\"" #n "\":%llu", (unsigned long long)s->xsk_ext[j].n);
+			TICKSTACK_XSK_EXT_COUNTERS(PR)
 #undef PR
 			break;
 		}

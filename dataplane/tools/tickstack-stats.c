@@ -54,8 +54,8 @@ static void print(const struct tickstack_stats *t)
 		TICKSTACK_XSK_COUNTERS(PR)
 #undef PR
 #define PR(n)                                                                  \
-	printf("    %-20s %llu\n", #n, (unsigned long long)t->xsk_bytes[i].n);
-		TICKSTACK_XSK_BYTES_COUNTERS(PR)
+	printf("    %-20s %llu\n", #n, (unsigned long long)t->xsk_ext[i].n);
+		TICKSTACK_XSK_EXT_COUNTERS(PR)
 #undef PR
 	}
 	for (i = 0; i < TICKSTACK_STATS_MAX_SOCK; i++) {

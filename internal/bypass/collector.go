@@ -179,8 +179,8 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 		}
 		a.rx += x.RxPackets
 		a.tx += x.TxPackets
-		a.rxBytes += s.XSKBytes[i].RxBytes
-		a.txBytes += s.XSKBytes[i].TxBytes
+		a.rxBytes += s.XSKExt[i].RxBytes
+		a.txBytes += s.XSKExt[i].TxBytes
 		a.sockq += x.RxSockqFull
 		a.nosock += x.RxNoSocket
 		a.bad += x.RxBad

@@ -27,7 +27,7 @@ const (
 	// versions extend it at the end.
 	StatsVersion = 7
 	// MinStatsVersion is the earliest version read: version 6, whose layout ends before
-	// XSKBytes (the libtickstack of the release before, until its pod restarts).
+	// XSKExt (the libtickstack of the release before, until its pod restarts).
 	MinStatsVersion = 6
 	// MaxXSK and MaxSock are TICKSTACK_STATS_MAX_XSK and TICKSTACK_STATS_MAX_SOCK.
 	MaxXSK  = 8
@@ -112,11 +112,14 @@ type TCPStats struct {
 	ForkShared      uint64
 }
 
-// XSKBytesStats mirrors struct tickstack_xsk_bytes (TICKSTACK_XSK_BYTES_COUNTERS, version 7):
-// the bytes through the XSK slot of the same index.
-type XSKBytesStats struct {
-	RxBytes uint64
-	TxBytes uint64
+// XSKExtStats mirrors struct tickstack_xsk_ext (TICKSTACK_XSK_EXT_COUNTERS, version 7): more
+// counters of the XSK slot of the same index.
+type XSKExtStats struct {
+	RxBytes     uint64
+	TxBytes     uint64
+	RxHwMeta    uint64
+	RxHwTstamps uint64
+	HwUnbound   uint64
 }
 
 // TCPExtStats mirrors the tcp_ext member (TICKSTACK_TCP_EXT_COUNTERS, version 7).
@@ -151,17 +154,17 @@ type Stats struct {
 	// the inspection tools' requests (tickstack-dump, tickstack-stackdump)
 	CapReq, CapAtt, DumpReq, DumpDone uint32
 	// version 7
-	XSKBytes [MaxXSK]XSKBytesStats
-	TCPExt   TCPExtStats
+	XSKExt [MaxXSK]XSKExtStats
+	TCPExt TCPExtStats
 }
 
 // StatsSize is sizeof(struct tickstack_stats) at StatsVersion.
 const StatsSize = int(unsafe.Sizeof(Stats{}))
 
-// statsSizeV6 is sizeof(struct tickstack_stats) at version 6: the layout up to XSKBytes.
-const statsSizeV6 = int(unsafe.Offsetof(Stats{}.XSKBytes))
+// statsSizeV6 is sizeof(struct tickstack_stats) at version 6: the layout up to XSKExt.
+const statsSizeV6 = int(unsafe.Offsetof(Stats{}.XSKExt))
 
-// HasV7 says whether the region carries the members of version 7 (XSKBytes, TCPExt).
+// HasV7 says whether the region carries the members of version 7 (XSKExt, TCPExt).
 func (s *Stats) HasV7() bool { return s.Version >= 7 }
 
 // ParseStats decodes a region's bytes (the file /dev/shm/tickstack-<pid>): the prefix of
