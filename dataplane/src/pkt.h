@@ -25,7 +25,6 @@ struct ts_udp_meta {
 	uint16_t udp_csum;    /* as found in the frame */
 	uint8_t ttl;
 	uint8_t tos;
-	uint64_t hw_ns;       /* hardware receive time (set by the RX path) */
 };
 
 struct ts_udp_hdr_spec {

@@ -101,8 +101,10 @@ static void sock__cmsgs(const struct ts_sock *s, int cm,
 	size_t used = 0;
 
 	if (cm & (TS_CM_TSTAMP_ANY | TS_CM_TSHW))
-		ts_rx__tstamp_cmsgs_hw(msg, &used, cm, s->tstamp_new,
-				       e->rx_ns, e->hw_ns);
+		ts_rx__tstamp_cmsgs_hw(msg, &used, cm, s->tstamp_new, e->rx_ns,
+				       cm & TS_CM_TSHW && !e->spilled ?
+					       ts_stack__frame_hw(e->st, e->frame) :
+					       0);
 	if (cm & TS_CM_PKTINFO) {
 		struct in_pktinfo pi;
 

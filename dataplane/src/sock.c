@@ -1151,7 +1151,6 @@ static int sock__enqueue(struct ts_sock *s, struct ts_stack *st,
 	e->frame = copy ? (uint64_t)(uintptr_t)copy : frame;
 	e->spilled = copy != NULL;
 	e->rx_ns = rx_ns;
-	e->hw_ns = m->hw_ns;
 	e->off = copy ? 0 : m->payload_off;
 	e->len = m->payload_len;
 	e->saddr = m->saddr;
@@ -1255,7 +1254,6 @@ int ts_sock__deliver(struct ts_stack *st, uint64_t frame, const uint8_t *lin,
 	    !__atomic_load_n(&best->claims, __ATOMIC_ACQUIRE)) {
 		/* the receiving thread's own, and nothing queued before it */
 		struct ts_rxent e = { .st = st, .frame = frame, .rx_ns = rx_ns,
-				      .hw_ns = m->hw_ns,
 				      .spilled = lin != NULL,
 				      .off = m->payload_off,
 				      .len = m->payload_len, .saddr = m->saddr,

@@ -155,9 +155,6 @@ struct ts_stack {
 	int announce_fd; /* abstract UNIX socket: "this process uses the program" */
 	int xdpd;        /* tickstack-xdpd owns the program and the maps */
 	struct steer_bpf *skel;
-	struct steer_hw_bpf *hwskel; /* the device-bound program, when loaded */
-	int hwts;             /* the attached program is ts_steer_hw: each
-			       * steered frame carries struct ts_xdp_meta */
 	struct xdp_program *prog;
 	uint16_t ip_id;
 	uint32_t polls;
@@ -166,10 +163,16 @@ struct ts_stack {
 	uint32_t tx_off;      /* a sent packet's offset in its frame: TS_TXMD_LEN
 			       * when the UMEM carries TX metadata, else 0 */
 	int tx_csum;          /* the interface finishes UDP checksums */
+	int hwts;             /* the attached program is ts_steer_hw: each
+			       * steered frame carries struct ts_xdp_meta */
 	struct tickstack_xsk_stats *st;
-	struct tickstack_xsk_ext *sb; /* st's byte counters */
+	struct tickstack_xsk_ext *sb; /* st's version-7 counters */
 	struct tickstack_xsk_stats dummy;
 	struct tickstack_xsk_ext dummy_bytes;
+	struct steer_hw_bpf *hwskel; /* the device-bound program, when loaded */
+	uint64_t *hwtime;     /* with hwts: the hardware receive time of the
+			       * datagram in each UMEM frame (kept beside the
+			       * frames, not with each queued datagram) */
 };
 
 static struct ts_stack *stacks[TS_MAX_STACKS];
@@ -1566,6 +1569,11 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 	st->sb = st->st ? ts_stats__xsk_ext(st->st) : &st->dummy_bytes;
 	if (!st->st)
 		st->st = &st->dummy;
+	if (st->hwts) {
+		st->hwtime = calloc(st->nframes, sizeof(*st->hwtime));
+		if (!st->hwtime)
+			st->hwts = 0; /* frames with metadata, none kept */
+	}
 	/* hardware stamps asked for, none to have here: counted, said once */
 	if (ts_cfg.rx_hwtstamp && !st->hwts) {
 		st->sb->hw_unbound = 1;
@@ -1594,6 +1602,11 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 const uint8_t *ts_stack__frame_data(struct ts_stack *st, uint64_t addr)
 {
 	return st->area + addr;
+}
+
+uint64_t ts_stack__frame_hw(const struct ts_stack *st, uint64_t addr)
+{
+	return st->hwts ? st->hwtime[addr / TS_FRAME_SIZE] : 0;
 }
 
 void ts_stack__frame_refs(struct ts_stack *st, uint64_t frame, int refs)
@@ -1733,7 +1746,6 @@ static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
 		TS_INC(st->st->rx_bad);
 		return 0;
 	}
-	m.hw_ns = 0; /* a chain: its first frame's metadata is not kept */
 	if (!rx_csum_ok(f, len, &m)) {
 		TS_INC(st->st->rx_bad_csum);
 		return 0;
@@ -1798,11 +1810,11 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		const uint8_t *f = st->area + d->addr;
 		struct ts_udp_meta m;
 		uint32_t span, jlen;
-		uint64_t hw = 0;
 		int k;
 
 		if (ts_unlikely(st->hwts))
-			hw = rx_hw_meta(st, d->addr);
+			st->hwtime[frame / TS_FRAME_SIZE] =
+				rx_hw_meta(st, d->addr);
 		if (ts_unlikely(d->options & TS_XDP_PKT_CONTD)) {
 			/* a jumbo frame (XDP_USE_SG) */
 			span = rx_chain(st, q, idx, i, n, &jlen);
@@ -1844,7 +1856,6 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		}
 		/* make the payload offset relative to the frame base */
 		m.payload_off = (uint16_t)(m.payload_off + (d->addr - frame));
-		m.hw_ns = hw;
 		st->refcnt[frame / TS_FRAME_SIZE] = 0;
 		k = ts_sock__deliver(st, frame, NULL, &m, rx_ns, dir);
 		if (k == TS_DELIVER_TAKEN) { /* copied out already */

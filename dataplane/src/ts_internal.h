@@ -315,6 +315,10 @@ struct ts_rxent;
 TS_HIDDEN void ts_rxent_release(const struct ts_rxent *e);
 TS_HIDDEN const uint8_t *ts_stack__frame_data(struct ts_stack *st,
 					      uint64_t addr);
+/* The hardware receive time of the datagram in the UMEM frame at addr
+ * (TICKSTACK_RX_HWTSTAMP), 0: none */
+TS_HIDDEN uint64_t ts_stack__frame_hw(const struct ts_stack *st,
+				      uint64_t addr);
 TS_HIDDEN void ts_stack__after_fork_child(void);
 TS_HIDDEN void ts_stack__refresh_stats(void);
 TS_HIDDEN void ts_stack__fini_all(void);
@@ -349,7 +353,6 @@ struct ts_rxent {
 	struct ts_stack *st;
 	uint64_t frame;   /* frame base address in the UMEM */
 	uint64_t rx_ns;   /* CLOCK_REALTIME when taken from the RX ring */
-	uint64_t hw_ns;   /* hardware receive time (XDP metadata), 0: none */
 	uint32_t off;     /* payload offset from frame base */
 	uint16_t len;
 	uint16_t sport;
