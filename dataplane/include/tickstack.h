@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #define TICKSTACK_STATS_MAGIC 0x54534b53u /* "TSKS" */
-#define TICKSTACK_STATS_VERSION 6u
+#define TICKSTACK_STATS_VERSION 7u
 #define TICKSTACK_STATS_MAX_XSK 8
 #define TICKSTACK_STATS_MAX_SOCK 256
 #define TICKSTACK_STATS_PATH_FMT "/dev/shm/tickstack-%d"
@@ -104,6 +104,27 @@
 	X(wait_timeouts) /* misses not answered by the control thread within  \
 			    5 ms: that datagram went through the kernel */
 
+/* Version 7: more counters of xsk[i], in xsk_ext[i] (the same index).
+ * Bytes: whole frames with their Ethernet header, as the kernel's rx_bytes
+ * and tx_bytes of an interface count them (a jumbo chain once, whole).
+ * Hardware receive timestamps (TICKSTACK_RX_HWTSTAMP=1, docs/dataplane.md):
+ * frames that came with the device-bound program's metadata, those of them
+ * with a hardware time, and hw_unbound, 1 when the stamps were asked for
+ * but the program is not device-bound (generic XDP, tickstack-xdpd, a
+ * driver that refused it): the XSK's frames carry no hardware time. */
+#define TICKSTACK_XSK_EXT_COUNTERS(X)                                          \
+	X(rx_bytes)      /* bytes of the frames counted in rx_packets */       \
+	X(tx_bytes)      /* bytes of the frames counted in tx_packets */       \
+	X(rx_hw_meta)    /* frames with the XDP program's metadata */          \
+	X(rx_hw_tstamps) /* ... carrying a hardware receive time */            \
+	X(hw_unbound)    /* 1: stamps asked for, program not device-bound */
+
+/* Version 7: TCP counters appended after the first group (tcp). */
+#define TICKSTACK_TCP_EXT_COUNTERS(X)                                          \
+	X(rexmit_segs) /* every segment sent again: retransmission timer,      \
+			  fast retransmit, early retransmit, NewReno partial \
+			  ACKs, SYN and FIN resends (Linux's TcpRetransSegs) */
+
 #define TICKSTACK_DECLARE_U64(name) uint64_t name;
 
 struct tickstack_xsk_stats {
@@ -163,6 +184,13 @@ struct tickstack_stats {
 	uint32_t cap_att;   /* the generation the stack attached, 0: none */
 	uint32_t dump_req;  /* tickstack-stackdump: bumped for a snapshot */
 	uint32_t dump_done; /* dump_req once tickstack-<pid>.dump holds it */
+	/* version 7 */
+	struct tickstack_xsk_ext {
+		TICKSTACK_XSK_EXT_COUNTERS(TICKSTACK_DECLARE_U64)
+	} xsk_ext[TICKSTACK_STATS_MAX_XSK];
+	struct {
+		TICKSTACK_TCP_EXT_COUNTERS(TICKSTACK_DECLARE_U64)
+	} tcp_ext;
 };
 
 /* ---- the capture ring (tickstack-dump)

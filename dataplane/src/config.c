@@ -213,6 +213,8 @@ int ts_config__load(void)
 		err = -EINVAL;
 	if (env_bool("TICKSTACK_DISABLE", &ts_cfg.disabled) < 0)
 		err = -EINVAL;
+	if (env_bool("TICKSTACK_RX_HWTSTAMP", &ts_cfg.rx_hwtstamp) < 0)
+		err = -EINVAL;
 	v = getenv("TICKSTACK_STATS_FILE");
 	if (v && *v) {
 		snprintf(ts_cfg.stats_file, sizeof(ts_cfg.stats_file), "%s", v);

@@ -12,4 +12,9 @@ u32_t ts_isn__hook(const ip_addr_t *local_ip, u16_t local_port,
 /* the key, before the first connection (no file I/O under lwIP's lock) */
 int ts_isn__init(void);
 
+/* tcp_output_segment sends a segment again (lwip-patches/0002): counted in
+ * the statistics region's tcp_ext.rexmit_segs (src/tcp.c) */
+struct tcp_pcb;
+void ts_tcp__rexmit_hook(const struct tcp_pcb *pcb);
+
 #endif

@@ -25,6 +25,7 @@
  * in every process */
 #define LWIP_HOOK_FILENAME "lwip_hooks.h"
 #define LWIP_HOOK_TCP_ISN ts_isn__hook
+#define LWIP_HOOK_TCP_OUT_REXMIT ts_tcp__rexmit_hook
 
 /* bulk throughput (docs/dataplane-design.md, "The lwIP build"; measured with
  * iperf3 through the stack against the kernel on one veth pair, make

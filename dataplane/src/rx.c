@@ -51,6 +51,16 @@ static void cmsg_put(struct msghdr *msg, size_t *used, int level, int type,
 void ts_rx__tstamp_cmsgs(struct msghdr *msg, size_t *used, int cm, int tsnew,
 			 uint64_t ns)
 {
+	ts_rx__tstamp_cmsgs_hw(msg, used, cm, tsnew, ns, 0);
+}
+
+/* hw_ns: the frame's hardware receive time (TS_CM_TSHW, raw hardware
+ * reported): SCM_TIMESTAMPING's third slot, as the kernel's
+ * __sock_recv_timestamp puts skb_hwtstamps there; the message goes out
+ * when one of its slots has a time (none: no message, as the kernel's) */
+void ts_rx__tstamp_cmsgs_hw(struct msghdr *msg, size_t *used, int cm,
+			    int tsnew, uint64_t ns, uint64_t hw_ns)
+{
 	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
 			       .tv_nsec = (long)(ns % 1000000000ull) };
 
@@ -64,14 +74,22 @@ void ts_rx__tstamp_cmsgs(struct msghdr *msg, size_t *used, int cm, int tsnew,
 		cmsg_put(msg, used, SOL_SOCKET, tsnew ?
 			 SO_TIMESTAMP_NEW : SO_TIMESTAMP_OLD, &tv, sizeof(tv));
 	}
-	if (cm & TS_CM_TSTAMPING) {
+	if (cm & (TS_CM_TSTAMPING | TS_CM_TSHW)) {
 		/* struct scm_timestamping(64): software, (deprecated), raw
 		 * hardware; the same layout on 64-bit */
-		struct timespec tss[3] = { ts };
+		struct timespec tss[3];
 
-		cmsg_put(msg, used, SOL_SOCKET, tsnew ?
-			 SO_TIMESTAMPING_NEW : SO_TIMESTAMPING_OLD, tss,
-			 sizeof(tss));
+		memset(tss, 0, sizeof(tss));
+		if (cm & TS_CM_TSTAMPING)
+			tss[0] = ts;
+		if ((cm & TS_CM_TSHW) && hw_ns) {
+			tss[2].tv_sec = (time_t)(hw_ns / 1000000000ull);
+			tss[2].tv_nsec = (long)(hw_ns % 1000000000ull);
+		}
+		if ((cm & TS_CM_TSTAMPING) || hw_ns)
+			cmsg_put(msg, used, SOL_SOCKET, tsnew ?
+				 SO_TIMESTAMPING_NEW : SO_TIMESTAMPING_OLD,
+				 tss, sizeof(tss));
 	}
 }
 
@@ -82,9 +100,11 @@ static void sock__cmsgs(const struct ts_sock *s, int cm,
 {
 	size_t used = 0;
 
-	if (cm & TS_CM_TSTAMP_ANY)
-		ts_rx__tstamp_cmsgs(msg, &used, cm, s->tstamp_new,
-				    e->rx_ns);
+	if (cm & (TS_CM_TSTAMP_ANY | TS_CM_TSHW))
+		ts_rx__tstamp_cmsgs_hw(msg, &used, cm, s->tstamp_new, e->rx_ns,
+				       cm & TS_CM_TSHW && !e->spilled ?
+					       ts_stack__frame_hw(e->st, e->frame) :
+					       0);
 	if (cm & TS_CM_PKTINFO) {
 		struct in_pktinfo pi;
 

@@ -1416,12 +1416,21 @@ static int group_ifindex(uint32_t group, uint32_t ifaddr, int ifindex)
 			  SOF_TIMESTAMPING_OPT_RX_FILTER)
 #define TS_TSING_TX_SOFT (SOF_TIMESTAMPING_TX_SOFTWARE | \
 			  SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY)
+/* hardware receive stamps: served with TICKSTACK_RX_HWTSTAMP=1 from the
+ * device-bound program's XDP metadata (docs/dataplane.md, "Hardware
+ * receive timestamps"); else the socket goes to the kernel */
+#define TS_TSING_RX_HW (SOF_TIMESTAMPING_RX_HARDWARE | \
+			SOF_TIMESTAMPING_RAW_HARDWARE)
 
 static int tstamping__rx_soft(int flags, socklen_t len)
 {
+	unsigned ok = TS_TSING_RX_SOFT | TS_TSING_TX_SOFT;
+
 	if (len < sizeof(int))
 		return 0;
-	if ((unsigned)flags & ~(TS_TSING_RX_SOFT | TS_TSING_TX_SOFT))
+	if (ts_cfg.rx_hwtstamp)
+		ok |= TS_TSING_RX_HW;
+	if ((unsigned)flags & ~ok)
 		return 0;
 	/* SOFTWARE without RX_SOFTWARE reports whatever receive stamp the
 	 * kernel took for another socket: the kernel's business, unless it
@@ -1662,7 +1671,17 @@ int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 		case SO_TIMESTAMPING_NEW:
 			/* as sock_set_timestamping: the cmsg types follow */
 			s->tstamp_new = opt == SO_TIMESTAMPING_NEW;
-			__atomic_and_fetch(&s->cmsgs, ~TS_CM_TSTAMPING, __ATOMIC_RELAXED);
+			__atomic_and_fetch(&s->cmsgs, ~(TS_CM_TSTAMPING | TS_CM_TSHW),
+					   __ATOMIC_RELAXED);
+			/* as __sock_recv_timestamp: raw hardware stamps
+			 * reported, received ones unless OPT_RX_FILTER
+			 * leaves them out (only here with
+			 * TICKSTACK_RX_HWTSTAMP) */
+			if ((iv & SOF_TIMESTAMPING_RAW_HARDWARE) &&
+			    ((iv & SOF_TIMESTAMPING_RX_HARDWARE) ||
+			     !(iv & SOF_TIMESTAMPING_OPT_RX_FILTER)))
+				__atomic_or_fetch(&s->cmsgs, TS_CM_TSHW,
+						  __ATOMIC_RELAXED);
 			/* as sock_set_timestamping: OPT_ID turned on starts
 			 * the keys at 0 */
 			if ((iv & SOF_TIMESTAMPING_OPT_ID) &&

@@ -43,6 +43,7 @@
 
 #include "steer_common.h"
 #include "steer.skel.h"
+#include "steer_hw.skel.h"
 #include "tcp_internal.h"
 #include "xdpd_proto.h"
 
@@ -162,8 +163,16 @@ struct ts_stack {
 	uint32_t tx_off;      /* a sent packet's offset in its frame: TS_TXMD_LEN
 			       * when the UMEM carries TX metadata, else 0 */
 	int tx_csum;          /* the interface finishes UDP checksums */
+	int hwts;             /* the attached program is ts_steer_hw: each
+			       * steered frame carries struct ts_xdp_meta */
 	struct tickstack_xsk_stats *st;
+	struct tickstack_xsk_ext *sb; /* st's version-7 counters */
 	struct tickstack_xsk_stats dummy;
+	struct tickstack_xsk_ext dummy_bytes;
+	struct steer_hw_bpf *hwskel; /* the device-bound program, when loaded */
+	uint64_t *hwtime;     /* with hwts: the hardware receive time of the
+			       * datagram in each UMEM frame (kept beside the
+			       * frames, not with each queued datagram) */
 };
 
 static struct ts_stack *stacks[TS_MAX_STACKS];
@@ -274,7 +283,8 @@ static int steer__find(struct ts_stack *st)
 		return -ENOENT;
 	if (xdp_multiprog__is_legacy(mp)) {
 		p = xdp_multiprog__main_prog(mp);
-		if (p && !strcmp(xdp_program__name(p), TS_PROG_NAME))
+		if (p && (!strcmp(xdp_program__name(p), TS_PROG_NAME) ||
+			  !strcmp(xdp_program__name(p), TS_PROG_NAME_HW)))
 			found = p;
 		else if (p)
 			err = -EBUSY;
@@ -292,6 +302,7 @@ static int steer__find(struct ts_stack *st)
 	if (!found)
 		goto out;
 	st->mode = xdp_multiprog__attach_mode(mp) == XDP_MODE_SKB ? 2 : 1;
+	st->hwts = !strcmp(xdp_program__name(found), TS_PROG_NAME_HW);
 	memset(&info, 0, sizeof(info));
 	info.nr_map_ids = 16;
 	info.map_ids = (__u64)(unsigned long)ids;
@@ -318,10 +329,63 @@ out:
 	return err;
 }
 
+/* TICKSTACK_RX_HWTSTAMP: the steering program built to read each frame's
+ * hardware receive time (bpf_xdp_metadata_rx_timestamp), which the
+ * verifier takes only in a program bound to its device at load
+ * (BPF_F_XDP_DEV_BOUND_ONLY, prog_ifindex) and the kernel attaches only
+ * in native mode. Attached on its own (bpf_xdp_attach), as tickstack-xdpd
+ * attaches: libxdp's dispatcher runs programs as extensions of one that is
+ * not device-bound, which the kernel refuses for a device-bound one. */
+#ifndef BPF_F_XDP_DEV_BOUND_ONLY
+#define BPF_F_XDP_DEV_BOUND_ONLY (1U << 6) /* Linux 6.3; older uapi headers */
+#endif
+
+static int steer__attach_hw(struct ts_stack *st)
+{
+	struct steer_hw_bpf *hw = steer_hw_bpf__open();
+	struct bpf_program *p;
+	int err;
+
+	if (!hw)
+		return errno ? -errno : -ENOMEM;
+	p = hw->progs.ts_steer_hw;
+	bpf_program__set_ifindex(p, (__u32)st->ifindex);
+	bpf_program__set_flags(p, bpf_program__flags(p) |
+					  BPF_F_XDP_DEV_BOUND_ONLY);
+	err = steer_hw_bpf__load(hw);
+	if (!err)
+		err = bpf_xdp_attach(st->ifindex, bpf_program__fd(p),
+				     XDP_FLAGS_DRV_MODE |
+					     XDP_FLAGS_UPDATE_IF_NOEXIST,
+				     NULL);
+	if (err) {
+		err = err < 0 ? err : -errno;
+		steer_hw_bpf__destroy(hw);
+		return err;
+	}
+	st->hwskel = hw;
+	st->hwts = 1;
+	st->mode = 1;
+	st->steer_fd = bpf_map__fd(hw->maps.ts_steer_map);
+	st->xsks_fd = bpf_map__fd(hw->maps.ts_xsks);
+	st->qown_fd = bpf_map__fd(hw->maps.ts_qown);
+	return 0;
+}
+
 static int steer__attach(struct ts_stack *st)
 {
 	enum xdp_attach_mode modes[2];
 	int nmodes = 0, i, err = -EINVAL;
+
+	if (ts_cfg.rx_hwtstamp &&
+	    (ts_cfg.xdp_mode_auto || ts_cfg.xdp_mode != XDP_FLAGS_SKB_MODE)) {
+		err = steer__attach_hw(st);
+		if (!err || err == -EEXIST || err == -EBUSY)
+			return err;
+		ts_dbg("device-bound XDP on %s (hardware receive stamps): %s; "
+		       "the frames carry none (hw_unbound)",
+		       st->ifname, strerror(-err));
+	}
 
 	if (ts_cfg.xdp_mode_auto) {
 		modes[nmodes++] = XDP_MODE_NATIVE;
@@ -1473,6 +1537,7 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 	st->qown_fd = st->epoll_fd = -1;
 	st->xdpd = ts_xdpd__on();
 	st->st = &st->dummy;
+	st->sb = &st->dummy_bytes;
 	libbpf_set_print(quiet_print);
 	libxdp_set_print(quiet_xdp_print);
 	err = stack__create(st);
@@ -1501,8 +1566,23 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		return NULL;
 	}
 	st->st = ts_stats__xsk_slot();
+	st->sb = st->st ? ts_stats__xsk_ext(st->st) : &st->dummy_bytes;
 	if (!st->st)
 		st->st = &st->dummy;
+	if (st->hwts) {
+		st->hwtime = calloc(st->nframes, sizeof(*st->hwtime));
+		if (!st->hwtime)
+			st->hwts = 0; /* frames with metadata, none kept */
+	}
+	/* hardware stamps asked for, none to have here: counted, said once */
+	if (ts_cfg.rx_hwtstamp && !st->hwts) {
+		st->sb->hw_unbound = 1;
+		ts_dbg("interface %s: TICKSTACK_RX_HWTSTAMP, but its XDP program "
+		       "is not device-bound (%s): no hardware receive stamps",
+		       st->ifname, st->xdpd ? "attached by tickstack-xdpd" :
+				   st->mode == 2 ? "generic XDP" :
+						   "a program without them");
+	}
 	snprintf(st->st->ifname, sizeof(st->st->ifname), "%s", st->ifname);
 	st->st->ifindex = (uint32_t)ifindex;
 	st->st->queue = (uint32_t)st->queue;
@@ -1522,6 +1602,11 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 const uint8_t *ts_stack__frame_data(struct ts_stack *st, uint64_t addr)
 {
 	return st->area + addr;
+}
+
+uint64_t ts_stack__frame_hw(const struct ts_stack *st, uint64_t addr)
+{
+	return st->hwts ? st->hwtime[addr / TS_FRAME_SIZE] : 0;
 }
 
 void ts_stack__frame_refs(struct ts_stack *st, uint64_t frame, int refs)
@@ -1677,12 +1762,31 @@ static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
 	return 0;
 }
 
+/* The hardware receive time ts_steer_hw put before the frame at addr
+ * (struct ts_xdp_meta), 0 when it has none; its magic cleared, so that
+ * the next frame in this UMEM frame is never read with it. */
+static uint64_t rx_hw_meta(struct ts_stack *st, uint64_t addr)
+{
+	uint8_t *p = st->area + addr - sizeof(struct ts_xdp_meta);
+	struct ts_xdp_meta md;
+
+	memcpy(&md, p, sizeof(md));
+	if (md.magic != TS_XDP_META_MAGIC)
+		return 0;
+	memset(p + offsetof(struct ts_xdp_meta, magic), 0, sizeof(md.magic));
+	TS_INC(st->sb->rx_hw_meta);
+	if (md.err || !md.hw_ns)
+		return 0;
+	TS_INC(st->sb->rx_hw_tstamps);
+	return md.hw_ns;
+}
+
 /* Drain q's RX ring into the sockets' queues; the caller holds st->lock. */
 static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 			    struct ts_direct *dir)
 {
 	uint32_t idx = 0, n, i, got = 0, extra = 0, peeked;
-	uint64_t rx_ns = 0;
+	uint64_t rx_ns = 0, bytes = 0;
 
 	n = peeked = xsk_ring_cons__peek(&q->rx, TS_RX_BATCH, &idx);
 	if (n && __atomic_load_n(&ts_tstamp_wanted, __ATOMIC_RELAXED)) {
@@ -1708,6 +1812,9 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		uint32_t span, jlen;
 		int k;
 
+		if (ts_unlikely(st->hwts))
+			st->hwtime[frame / TS_FRAME_SIZE] =
+				rx_hw_meta(st, d->addr);
 		if (ts_unlikely(d->options & TS_XDP_PKT_CONTD)) {
 			/* a jumbo frame (XDP_USE_SG) */
 			span = rx_chain(st, q, idx, i, n, &jlen);
@@ -1718,9 +1825,11 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 			}
 			extra += span - 1;
 			i += span - 1;
+			bytes += jlen;
 			got += (uint32_t)rx_joined(st, jlen, rx_ns, dir);
 			continue;
 		}
+		bytes += d->len;
 		if (d->len <= TS_FRAME_SIZE - (d->addr - frame) &&
 		    ts_tcp__is_tcp(f, d->len)) {
 			/* queued for the TCP layer (a copy), which runs after
@@ -1773,6 +1882,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 	if (n) {
 		xsk_ring_cons__release(&q->rx, n);
 		TS_ADD(st->st->rx_packets, n - extra);
+		TS_ADD(st->sb->rx_bytes, bytes);
 	}
 	q->rx_unfilled += n;
 	if (q->rx_unfilled >= TS_FILL_BATCH || q->fill_low) {
@@ -1989,6 +2099,7 @@ static int tx_chain_locked(struct ts_stack *st, const uint8_t *hdr,
 	}
 	xsk_ring_prod__submit(&st->tx, k);
 	TS_INC(st->st->tx_packets);
+	TS_ADD(st->sb->tx_bytes, flen);
 	TS_INC(st->st->tx_multibuf);
 	return 0;
 }
@@ -2131,6 +2242,7 @@ fill:
 			      (uint32_t)n, ts_cap__now());
 	xsk_ring_prod__submit(&st->tx, 1);
 	TS_INC(st->st->tx_packets);
+	TS_ADD(st->sb->tx_bytes, n);
 	if (more) {
 		st->kick_pending = 1;
 		k = 0;
@@ -2246,6 +2358,7 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 			      (uint32_t)(len + TS_ETH_HLEN), ts_cap__now());
 	xsk_ring_prod__submit(&st->tx, 1);
 	TS_INC(st->st->tx_packets);
+	TS_ADD(st->sb->tx_bytes, len + TS_ETH_HLEN);
 	if (more) {
 		st->kick_pending = 1;
 		k = 0;
@@ -2363,6 +2476,7 @@ void ts_stack__after_fork_child(void)
 		st->announce_fd = -1;
 		st->usable = 0;
 		st->st = &st->dummy;
+		st->sb = &st->dummy_bytes;
 	}
 }
 

@@ -138,12 +138,20 @@ struct tickstack_xsk_stats *ts_stats__xsk_slot(void)
 	for (i = 0; i < TICKSTACK_STATS_MAX_XSK; i++) {
 		if (!ts_stats->xsk[i].in_use) {
 			ts_stats->xsk[i].in_use = 1;
+			memset(&ts_stats->xsk_ext[i], 0,
+			       sizeof(ts_stats->xsk_ext[i]));
 			if (i + 1 > ts_stats->nxsk)
 				ts_stats->nxsk = i + 1;
 			return &ts_stats->xsk[i];
 		}
 	}
 	return NULL;
+}
+
+/* the byte counters of the XSK slot x (ts_stats__xsk_slot's) */
+struct tickstack_xsk_ext *ts_stats__xsk_ext(struct tickstack_xsk_stats *x)
+{
+	return &ts_stats->xsk_ext[x - ts_stats->xsk];
 }
 
 struct tickstack_sock_stats *ts_stats__sock_slot(int fd)
@@ -204,6 +212,9 @@ static void dump_to(FILE *f)
 #define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)x->n);
 		TICKSTACK_XSK_COUNTERS(PR)
 #undef PR
+#define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)t->xsk_ext[i].n);
+		TICKSTACK_XSK_EXT_COUNTERS(PR)
+#undef PR
 		fprintf(f, "\n");
 	}
 	for (i = 0; i < TICKSTACK_STATS_MAX_SOCK; i++) {
@@ -225,6 +236,9 @@ static void dump_to(FILE *f)
 	fprintf(f, "tcp");
 #define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)t->tcp.n);
 	TICKSTACK_TCP_COUNTERS(PR)
+#undef PR
+#define PR(n) fprintf(f, " " #n "=%llu", (unsigned long long)t->tcp_ext.n);
+	TICKSTACK_TCP_EXT_COUNTERS(PR)
 #undef PR
 	fprintf(f, "\n");
 	fprintf(f, "nh");

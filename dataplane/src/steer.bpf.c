@@ -51,12 +51,47 @@ static __always_inline int count(__u32 idx, int action)
 	return action;
 }
 
+#ifdef TS_STEER_HWTS
+extern int bpf_xdp_metadata_rx_timestamp(const struct xdp_md *ctx,
+					 __u64 *timestamp) __ksym;
+
+/* The frame's hardware receive time into the metadata area, for the XSK
+ * (docs/dataplane.md, "Hardware receive timestamps") */
+static __always_inline void rx_meta(struct xdp_md *ctx)
+{
+	struct ts_xdp_meta *m;
+	__u64 t = 0;
+	int err;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*m))) {
+		count(TS_CNT_META_FAIL, 0);
+		return;
+	}
+	m = (void *)(long)ctx->data_meta;
+	if ((void *)(m + 1) > (void *)(long)ctx->data) {
+		count(TS_CNT_META_FAIL, 0);
+		return;
+	}
+	err = bpf_xdp_metadata_rx_timestamp(ctx, &t);
+	m->hw_ns = err ? 0 : t;
+	m->err = err;
+	m->magic = TS_XDP_META_MAGIC;
+}
+#define TS_STEER_FN ts_steer_hw
+#else
+static __always_inline void rx_meta(struct xdp_md *ctx)
+{
+	(void)ctx;
+}
+#define TS_STEER_FN ts_steer
+#endif
+
 /* "xdp.frags" (BPF_F_XDP_HAS_FRAGS): the program sees multi-buffer
  * frames whole, so native XDP attaches to a veth whose peer's MTU is
  * above a page, and a jumbo frame can go to an XSK bound with XDP_USE_SG.
  * It reads the headers only, which are in the first buffer. */
 SEC("xdp.frags")
-int ts_steer(struct xdp_md *ctx)
+int TS_STEER_FN(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -121,9 +156,11 @@ int ts_steer(struct xdp_md *ctx)
 		if (!o || *o != v->owner)
 			return count(TS_CNT_PASS_QUEUE, XDP_PASS);
 		count(TS_CNT_REDIRECT, 0);
+		rx_meta(ctx);
 		return bpf_redirect_map(&ts_xsks, q, XDP_PASS);
 	}
 	count(TS_CNT_REDIRECT, 0);
+	rx_meta(ctx);
 	/* An empty slot (the owner exited) falls back to the kernel. */
 	return bpf_redirect_map(&ts_xsks, v->queue, XDP_PASS);
 }

@@ -22,6 +22,11 @@
 /* Names the library uses to find the program and its maps when another
  * process of the same namespace attached it first (max 15 chars). */
 #define TS_PROG_NAME "ts_steer"
+/* The same program built with TS_STEER_HWTS (steer_hw.bpf.o): device-bound
+ * (BPF_F_XDP_DEV_BOUND_ONLY), it reads each steered frame's hardware
+ * receive timestamp (bpf_xdp_metadata_rx_timestamp) into the metadata
+ * area before the frame (struct ts_xdp_meta). */
+#define TS_PROG_NAME_HW "ts_steer_hw"
 #define TS_MAP_STEER "ts_steer_map"
 #define TS_MAP_XSKS "ts_xsks"
 #define TS_MAP_CNT "ts_cnt"
@@ -51,12 +56,25 @@ struct ts_steer_val {
 	__u16 flags;
 };
 
+/* What ts_steer_hw puts right before a steered frame's data (its XSK
+ * descriptor's address less sizeof): the kfunc's result. magic last, next
+ * to the data: the stack checks it and clears it, so a frame the program
+ * could not give metadata (no headroom) is never read with a stale one. */
+struct ts_xdp_meta {
+	__u64 hw_ns; /* the hardware receive time (the NIC's clock), 0: none */
+	__s32 err;   /* the kfunc's result: 0, -ENODATA (no stamp for this
+		      * frame), -EOPNOTSUPP (the driver has no such kfunc) */
+	__u32 magic; /* TS_XDP_META_MAGIC */
+};
+#define TS_XDP_META_MAGIC 0x54534d44u /* "TSMD" */
+
 enum ts_cnt_idx {
 	TS_CNT_REDIRECT = 0,
 	TS_CNT_PASS_NOMATCH,
 	TS_CNT_PASS_SHARED,
 	TS_CNT_PASS_QUEUE,
 	TS_CNT_PASS_BIG, /* longer than the owner's XSK takes */
+	TS_CNT_META_FAIL, /* ts_steer_hw: no room for the metadata */
 	TS_CNT_MAX,
 };
 

@@ -166,6 +166,14 @@ int ts_lwip__resolve(uint32_t daddr, int ms)
 
 /* lwIP's checksum (LWIP_CHKSUM, src/lwipopts.h): the folded ones'
  * complement sum, not inverted, as the bytes lie in memory */
+/* LWIP_HOOK_TCP_OUT_REXMIT (lwip-patches/0002): a segment sent again,
+ * under lwIP's lock like every TCP counter */
+void ts_tcp__rexmit_hook(const struct tcp_pcb *pcb)
+{
+	(void)pcb;
+	ts_stats->tcp_ext.rexmit_segs++;
+}
+
 unsigned short ts_lwip__chksum(const void *data, int len)
 {
 	return htons(ts_csum__fold(ts_csum__partial(data, (size_t)len, 0)));

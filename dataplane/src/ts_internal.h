@@ -117,6 +117,9 @@ struct ts_config {
 	uint32_t umem_frames;
 	uint32_t sockq_len;
 	uint64_t yield_ns;      /* spin time between sched_yield() calls */
+	int rx_hwtstamp;        /* TICKSTACK_RX_HWTSTAMP=1: hardware receive
+				 * stamps from XDP metadata (device-bound
+				 * program) for SO_TIMESTAMPING */
 };
 /* TICKSTACK_XDP_MODE's bind mode: what the kernel picks (zero-copy where
  * the driver has it), or insisted on (refused where it cannot be had). */
@@ -183,6 +186,8 @@ TS_HIDDEN void ts_stats__reinit_after_fork(void);
 TS_HIDDEN void ts_stats__dump(void);
 TS_HIDDEN void ts_stats__fini(void);
 TS_HIDDEN struct tickstack_xsk_stats *ts_stats__xsk_slot(void);
+TS_HIDDEN struct tickstack_xsk_ext *
+ts_stats__xsk_ext(struct tickstack_xsk_stats *x);
 TS_HIDDEN struct tickstack_sock_stats *ts_stats__sock_slot(int fd);
 
 /* ---- inspection (capture.c): tickstack-dump's capture ring and
@@ -310,6 +315,10 @@ struct ts_rxent;
 TS_HIDDEN void ts_rxent_release(const struct ts_rxent *e);
 TS_HIDDEN const uint8_t *ts_stack__frame_data(struct ts_stack *st,
 					      uint64_t addr);
+/* The hardware receive time of the datagram in the UMEM frame at addr
+ * (TICKSTACK_RX_HWTSTAMP), 0: none */
+TS_HIDDEN uint64_t ts_stack__frame_hw(const struct ts_stack *st,
+				      uint64_t addr);
 TS_HIDDEN void ts_stack__after_fork_child(void);
 TS_HIDDEN void ts_stack__refresh_stats(void);
 TS_HIDDEN void ts_stack__fini_all(void);
@@ -364,12 +373,16 @@ enum {
 	TS_CM_TSTAMP = 1 << 3,   /* SO_TIMESTAMP(_NEW): struct timeval */
 	TS_CM_TSTAMPNS = 1 << 4, /* SO_TIMESTAMPNS(_NEW): struct timespec */
 	TS_CM_TSTAMPING = 1 << 5, /* SO_TIMESTAMPING software RX: SCM_TIMESTAMPING */
+	TS_CM_TSHW = 1 << 6,      /* SO_TIMESTAMPING raw hardware RX: its slot */
 };
 #define TS_CM_TSTAMP_ANY (TS_CM_TSTAMP | TS_CM_TSTAMPNS | TS_CM_TSTAMPING)
 /* The timestamp control messages (rx.c), for datagrams, streams and the
  * error queue. */
 TS_HIDDEN void ts_rx__tstamp_cmsgs(struct msghdr *msg, size_t *used, int cm,
 				   int tsnew, uint64_t ns);
+/* the same with a hardware receive time (0: none) for TS_CM_TSHW */
+TS_HIDDEN void ts_rx__tstamp_cmsgs_hw(struct msghdr *msg, size_t *used, int cm,
+				      int tsnew, uint64_t ns, uint64_t hw_ns);
 
 #define TS_MAX_GROUPS 16
 #define TS_MAX_RX_STACKS 8

@@ -2898,10 +2898,13 @@ static void c_tcptstamp(void)
 	close(keep);
 }
 
-/* hardware receive stamps asked for: the stack hands the socket to the
- * kernel (docs/dataplane.md: XDP RX metadata needs a device-bound
- * program); on veth, which has no hardware clock, the kernel's stamp
- * carries no hardware time (zero) */
+/* hardware receive stamps asked for: by default the stack hands the
+ * socket to the kernel (hwtstamp); with TICKSTACK_RX_HWTSTAMP=1 it serves
+ * them from the device-bound program's XDP metadata (hwtstampxdp) or,
+ * where the program is not device-bound (generic XDP), with none
+ * (hwtstampgen, counted). On veth, which has no hardware clock, the
+ * kernel's stamp carries no hardware time (zero: the software slot only,
+ * and no message at all when only hardware stamps are asked for) */
 static void c_hwtstamp(void)
 {
 	int fd = udp(), keep = ts_keep_on();
@@ -3319,6 +3322,7 @@ int main(int argc, char **argv)
 		{ "tstamp", c_tstamp },   { "tcptstamp", c_tcptstamp },
 		{ "udptxtstamp", c_udptxtstamp }, { "tcptxtstamp", c_tcptxtstamp },
 		{ "hwtstamp", c_hwtstamp }, { "udptxtstampk", c_udptxtstampk },
+		{ "hwtstampxdp", c_hwtstamp }, { "hwtstampgen", c_hwtstamp },
 		{ "require", c_require }, { "requiresend", c_requiresend },
 		{ "queue", c_queue },     { "queue-child", c_queue_child },
 	};

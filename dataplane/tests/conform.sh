@@ -10,6 +10,12 @@
 #                  from the kernel socket, and the port was never handed
 #                  to the kernel (rx_accel > 0, rx_kernel = 0,
 #                  kernel_shared = 0)
+#   hwmeta         xskonly, and every datagram's frame came with the
+#                  device-bound program's metadata (rx_hw_meta >= rx_accel;
+#                  TICKSTACK_RX_HWTSTAMP=1), none with a hardware time on
+#                  veth (rx_hw_tstamps = 0)
+#   hwunbound      xskonly, the program not device-bound (generic XDP):
+#                  counted (hw_unbound > 0), no metadata (rx_hw_meta = 0)
 #   xsk            the stack's XSK took the datagrams (rx_packets > 0 on
 #                  its xsk line), whichever process then read them (a
 #                  forked child's reads are not in the dumps: it _exits)
@@ -75,7 +81,9 @@ done
 # CASE PATH [PROFILE [VAR=VALUE...]]  (the stack run's tickstack-run profile,
 # default latency, and its extra environment; TICKSTACK_REQUIRE=0 there runs
 # it without --require, for a case whose datagrams the stack hands to the
-# kernel one by one, which --require would turn into errors)
+# kernel one by one, which --require would turn into errors; XDP_FRESH=1
+# detaches the XDP programs of the case's namespace before and after the
+# stack's run)
 CASES="cmsg accel
 tsing xskonly
 tstamp xskonly
@@ -86,6 +94,9 @@ udptxtstamp xskonly
 udptxtstamp xskonly latency ASAN=1
 tcptxtstamp kernel:kernel_option latency TICKSTACK_REQUIRE=0 TICKSTACK_TCP=1
 hwtstamp kernel:kernel_option latency TICKSTACK_REQUIRE=0
+hwtstampxdp hwmeta latency TICKSTACK_RX_HWTSTAMP=1 XDP_FRESH=1
+hwtstampxdp hwmeta latency TICKSTACK_RX_HWTSTAMP=1 XDP_FRESH=1 ASAN=1
+hwtstampgen hwunbound latency TICKSTACK_RX_HWTSTAMP=1 TICKSTACK_XDP_MODE=skb XDP_FRESH=1
 udptxtstampk kernel:tx_kernel_flags latency TICKSTACK_REQUIRE=0
 flags accel
 iov accel
@@ -217,6 +228,19 @@ while read -r c path prof extra; do
 		extra="$extra TICKSTACK_LIB=$B/libtickstack-asan.so ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
 		;;
 	esac
+	# XDP_FRESH=1: the case's stack loads its own program (the one an
+	# earlier case left attached decides how the XDP runs), and leaves
+	# none for the next case
+	fresh=
+	case " $extra " in *" XDP_FRESH=1 "*) fresh=1 ;; esac
+	xdp_off() {
+		local l
+		for l in $(ip -n "$ns" -br link | awk '/^tsdp/ {sub(/@.*/, "", $1); print $1}'); do
+			ip -n "$ns" link set dev "$l" xdp off 2>/dev/null
+			ip -n "$ns" link set dev "$l" xdpgeneric off 2>/dev/null
+		done
+	}
+	[ -z "$fresh" ] || xdp_off
 	# the kernel's own counters of the case's namespace, for the path checks
 	# that want them flat through the stack's run
 	kc="UdpInDatagrams UdpOutDatagrams"
@@ -225,6 +249,7 @@ while read -r c path prof extra; do
 	ip netns exec "$ns" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" $extra timeout 60 \
 		"$B/tickstack-run" -p "${prof:-latency}" $req "$bin" "$c" $ip $PORT >"$s" 2>&1
 	echo "exit $?" >>"$s"
+	[ -z "$fresh" ] || xdp_off
 	k1=$(kcounts "$ns" $kc)
 	[ -n "${CONFORM_KEEP:-}" ] && mkdir -p "$CONFORM_KEEP" && cp "$k" "$s" "$CONFORM_KEEP/"
 	why=""
@@ -242,6 +267,23 @@ while read -r c path prof extra; do
 			sh=$(stat_sum "$TSDP_TMP/stats-*.txt" kernel_shared tickstack)
 			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$sh" = 0 ] ||
 				why="equal, but not all through the XSK (rx_accel=$n rx_kernel=$m kernel_shared=$sh)"
+			;;
+		hwmeta) # xskonly, each frame with the device-bound program's
+			# metadata; veth's kfunc gives the skb's hardware time: none
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_accel)
+			m=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_kernel)
+			md=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_hw_meta xsk)
+			hw=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_hw_tstamps xsk)
+			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$md" -ge "$n" ] && [ "$hw" = 0 ] ||
+				why="equal, but not through the device-bound program (rx_accel=$n rx_kernel=$m rx_hw_meta=$md rx_hw_tstamps=$hw)"
+			;;
+		hwunbound) # xskonly, the program not device-bound: counted, no metadata
+			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_accel)
+			m=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_kernel)
+			md=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_hw_meta xsk)
+			ub=$(stat_sum "$TSDP_TMP/stats-*.txt" hw_unbound xsk)
+			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$md" = 0 ] && [ "$ub" -gt 0 ] ||
+				why="equal, but not the unbound fallback (rx_accel=$n rx_kernel=$m rx_hw_meta=$md hw_unbound=$ub)"
 			;;
 		xsk)
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_packets xsk)

@@ -797,7 +797,7 @@ TESTS=${*:-$ALL}
 for t in $TESTS; do
 	CUR=$t
 	start=$(date +%s%N)
-	if [ "$t" = multicast ] || [ "$t" = tcp_loss ] || [ "${t#xdpd_}" != "$t" ] || [ "${t#t2t_}" != "$t" ] || [ "${t#queues}" != "$t" ]; then # own topology
+	if [ "$t" = multicast ] || [ "$t" = tcp_loss ] || [ "$t" = tcp_rexmit ] || [ "${t#xdpd_}" != "$t" ] || [ "${t#t2t_}" != "$t" ] || [ "${t#queues}" != "$t" ]; then # own topology
 		( trap tsdp_cleanup_netns EXIT; t_$t ) && ok=1 || ok=0
 	else
 		new_pair

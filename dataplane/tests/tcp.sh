@@ -664,4 +664,81 @@ t_tcp_loss() { # 256 MiB each way, sha256 compared, through a router dropping 1 
 	kernel_silent "$NA" "$NB"
 }
 
-TCP_ALL="tcp_socat_fork tcp_listen_race tcp_tailwin tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_txcsum tcp_txcsum_jumbo tcp_loss"
+# ifbytes NS IFACE tx|rx: the interface's byte counter as the kernel keeps it
+ifbytes() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/${3}_bytes"; }
+
+# rexmit_run accel|kernel PORT: 4 MiB up from A through R, with the loss
+# rules R has; RX_DROPS: the frames they dropped, TXB: the bytes A's
+# interface sent meanwhile (the kernel's count)
+rexmit_run() {
+	local pre=$1 port=$2 tx0
+	ip netns exec "$NR" iptables -Z FORWARD
+	tx0=$(ifbytes "$NA" tsdpv${TSDP_ID}ar tx)
+	transfer_plain "$pre" "$port" || return 1
+	RX_DROPS=$(ip netns exec "$NR" iptables -nvxL FORWARD | awk '/statistic/ {s += $1} END {print s + 0}')
+	TXB=$(($(ifbytes "$NA" tsdpv${TSDP_ID}ar tx) - tx0))
+}
+
+# transfer_plain accel|kernel PORT: A sends $TSDP_TMP/in to B, compared
+transfer_plain() {
+	local ka=$(kern "$NA") kb=$(kern "$NB")
+	if [ "$1" = accel ]; then
+		ka=$(taccel $NA cli)
+		kb=$(taccel $NB srv)
+	fi
+	rm -f "$TSDP_TMP"/out "$TSDP_TMP"/stats-*
+	$kb $B/tcpcheck recv-server "$2" "$TSDP_TMP/out" >"$TSDP_TMP/server.out" 2>&1 &
+	SRV=$!
+	TSDP_PIDS+=("$SRV")
+	wait_for 10 tcp_listening "$NB" "$2" || { die "server did not listen"; return 1; }
+	$ka timeout 120 $B/tcpcheck send-client $IPB "$2" "$TSDP_TMP/in" >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?: $(tail -n 3 "$TSDP_TMP/client.out" | tr '\n' ' ')"; return 1; }
+	wait_exit "$SRV" 60 && [ "$WAIT_RC" = 0 ] || { die "server exit code $WAIT_RC"; return 1; }
+	[ "$(sha256sum <"$TSDP_TMP/out")" = "$IN_SUM" ] || { die "sha256 differs"; return 1; }
+}
+
+t_tcp_rexmit() { # every dropped data segment is retransmitted and counted (rexmit_segs, as the kernel's TcpRetransSegs); the XSK's byte counters match the interface's
+	local k0 k1 kr rs txb rxb
+	command -v iptables >/dev/null || { die "iptables not installed"; return 1; }
+	loss_topology
+	head -c 4M /dev/urandom >"$TSDP_TMP/in"
+	IN_SUM=$(sha256sum <"$TSDP_TMP/in")
+	# frames from A longer than a bare ACK (with timestamps: 66 bytes),
+	# and A's first SYN of each connection (a SYN resent by the timer)
+	ip netns exec "$NR" iptables -A FORWARD -i tsdpv${TSDP_ID}ra -m length --length 200:65535 \
+		-m statistic --mode nth --every 25 --packet 0 -j DROP
+	ip netns exec "$NR" iptables -A FORWARD -i tsdpv${TSDP_ID}ra -p tcp --syn \
+		-m statistic --mode nth --every 2 --packet 0 -j DROP
+	# the reference: the kernel on both ends, its TcpRetransSegs
+	k0=$(kstat "$NA" TcpRetransSegs)
+	rexmit_run kernel 12020 || return 1
+	k1=$(kstat "$NA" TcpRetransSegs)
+	kr=$((k1 - k0))
+	log "$CUR: kernel: router dropped $RX_DROPS frames, TcpRetransSegs +$kr"
+	[ "$RX_DROPS" -gt 0 ] && [ "$kr" -ge "$RX_DROPS" ] ||
+		{ die "kernel reference: $kr retransmissions for $RX_DROPS drops"; return 1; }
+	# the stack on both ends
+	rexmit_run accel 12021 || return 1
+	tcp_accel cli 1 tx && tcp_accel srv 1 rx || return 1
+	rs=$(stat_sum "$TSDP_TMP/stats-cli-*.txt" rexmit_segs tcp)
+	log "$CUR: stack: router dropped $RX_DROPS frames, rexmit_segs $rs" \
+		"(newreno $(stat_sum "$TSDP_TMP/stats-cli-*.txt" newreno_rexmits tcp)," \
+		"early $(stat_sum "$TSDP_TMP/stats-cli-*.txt" early_rexmits tcp))"
+	[ "$RX_DROPS" -gt 0 ] && [ "$rs" -ge "$RX_DROPS" ] ||
+		{ die "stack: rexmit_segs $rs for $RX_DROPS dropped segments"; return 1; }
+	# a transfer without loss retransmits nothing
+	ip netns exec "$NR" iptables -F FORWARD
+	rexmit_run accel 12022 || return 1
+	rs=$(stat_sum "$TSDP_TMP/stats-cli-*.txt" rexmit_segs tcp)
+	[ "$rs" = 0 ] || { die "stack: rexmit_segs $rs without loss"; return 1; }
+	# bytes: what the client's XSK sent is what its interface sent (the
+	# kernel's own ARP or neighbour probes aside), the server took the file
+	txb=$(stat_sum "$TSDP_TMP/stats-cli-*.txt" tx_bytes xsk)
+	rxb=$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_bytes xsk)
+	log "$CUR: client XSK tx_bytes $txb, its interface $TXB; server XSK rx_bytes $rxb"
+	[ "$txb" -le "$TXB" ] && [ "$txb" -ge $((TXB - 1000)) ] ||
+		{ die "client XSK tx_bytes $txb, the interface sent $TXB"; return 1; }
+	[ "$rxb" -gt $((4 * 1048576)) ] || { die "server XSK rx_bytes $rxb, below the file's 4 MiB"; return 1; }
+}
+
+TCP_ALL="tcp_socat_fork tcp_listen_race tcp_tailwin tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_txcsum tcp_txcsum_jumbo tcp_loss tcp_rexmit"

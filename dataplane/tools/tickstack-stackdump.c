@@ -144,6 +144,9 @@ static void print_table(const struct ts_target *t, const struct tickstack_dump *
 #define PR(n) printf(" " #n "=%llu", (unsigned long long)s->tcp.n);
 	TICKSTACK_TCP_COUNTERS(PR)
 #undef PR
+#define PR(n) printf(" " #n "=%llu", (unsigned long long)s->tcp_ext.n);
+	TICKSTACK_TCP_EXT_COUNTERS(PR)
+#undef PR
 	printf("\n");
 	for (i = 0; i < s->nxsk && i < TICKSTACK_STATS_MAX_XSK; i++) {
 		const struct tickstack_xsk_stats *x = &s->xsk[i];
@@ -153,6 +156,9 @@ static void print_table(const struct ts_target *t, const struct tickstack_dump *
 		printf("  xsk %.15s:", x->ifname);
 #define PR(n) printf(" " #n "=%llu", (unsigned long long)x->n);
 		TICKSTACK_XSK_COUNTERS(PR)
+#undef PR
+#define PR(n) printf(" " #n "=%llu", (unsigned long long)s->xsk_ext[i].n);
+		TICKSTACK_XSK_EXT_COUNTERS(PR)
 #undef PR
 		printf("\n");
 	}
@@ -195,6 +201,9 @@ static void print_json(const struct ts_target *t, const struct tickstack_dump *d
 #define PR(n) printf(",\"tcp_" #n "\":%llu", (unsigned long long)s->tcp.n);
 	TICKSTACK_TCP_COUNTERS(PR)
 #undef PR
+#define PR(n) printf(",\"tcp_" #n "\":%llu", (unsigned long long)s->tcp_ext.n);
+	TICKSTACK_TCP_EXT_COUNTERS(PR)
+#undef PR
 	printf("},\"xsks\":[");
 	for (i = 0; i < d->nxsk; i++) {
 		const struct tickstack_dump_xsk *x = &d->xsk[i];
@@ -219,6 +228,10 @@ static void print_json(const struct ts_target *t, const struct tickstack_dump *d
 	printf("%s\"" #n "\":%llu", sep, (unsigned long long)c->n);            \
 	sep = ",";
 			TICKSTACK_XSK_COUNTERS(PR)
+#undef PR
+#define PR(n)                                                                  \
+	printf(",\"" #n "\":%llu", (unsigned long long)s->xsk_ext[j].n);
+			TICKSTACK_XSK_EXT_COUNTERS(PR)
 #undef PR
 			break;
 		}

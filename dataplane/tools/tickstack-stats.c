@@ -53,6 +53,10 @@ static void print(const struct tickstack_stats *t)
 #define PR(n) printf("    %-20s %llu\n", #n, (unsigned long long)x->n);
 		TICKSTACK_XSK_COUNTERS(PR)
 #undef PR
+#define PR(n)                                                                  \
+	printf("    %-20s %llu\n", #n, (unsigned long long)t->xsk_ext[i].n);
+		TICKSTACK_XSK_EXT_COUNTERS(PR)
+#undef PR
 	}
 	for (i = 0; i < TICKSTACK_STATS_MAX_SOCK; i++) {
 		const struct tickstack_sock_stats *s = &t->sock[i];
@@ -74,6 +78,9 @@ static void print(const struct tickstack_stats *t)
 	printf("  tcp\n");
 #define PR(n) printf("    %-20s %llu\n", #n, (unsigned long long)t->tcp.n);
 	TICKSTACK_TCP_COUNTERS(PR)
+#undef PR
+#define PR(n) printf("    %-20s %llu\n", #n, (unsigned long long)t->tcp_ext.n);
+	TICKSTACK_TCP_EXT_COUNTERS(PR)
 #undef PR
 	printf("  next hops\n");
 #define PR(n) printf("    %-20s %llu\n", #n, (unsigned long long)t->nh.n);

@@ -43,8 +43,8 @@ type Options struct {
 type Collector struct {
 	o Options
 
-	info, packets, drops, ringFull, messages, sockets, fallbacks, kernelSends *prometheus.Desc
-	tcpConns, tcpRexmits, tcpDrops, unreadable                                *prometheus.Desc
+	info, packets, bytes, drops, ringFull, messages, sockets, fallbacks, kernelSends *prometheus.Desc
+	tcpConns, tcpRexmits, tcpRexmitSegs, tcpDrops, unreadable                        *prometheus.Desc
 
 	mu       sync.Mutex
 	pods     map[string]podRef // by UID
@@ -81,6 +81,9 @@ func NewCollector(o Options) *Collector {
 			with("process", "pod_pid", "profile"), nil),
 		packets: prometheus.NewDesc("tickstack_bypass_packets_total",
 			"Frames the process received from (rx) and put on (tx) its AF_XDP sockets on an interface.", with("interface", "direction"), nil),
+		bytes: prometheus.NewDesc("tickstack_bypass_packet_bytes_total",
+			"Bytes of the frames in tickstack_bypass_packets_total, with their Ethernet header, as the kernel's rx_bytes and tx_bytes of an interface count them (absent for a library of an earlier release, layout version 6).",
+			with("interface", "direction"), nil),
 		drops: prometheus.NewDesc("tickstack_bypass_drops_total",
 			"Frames for the process dropped on an interface, by reason: socket_queue_full (the socket's queue was full), no_socket (steered, no socket wanted it), malformed, bad_checksum, xdp_rx_dropped (the kernel dropped it: no UMEM frame), xdp_invalid (invalid descriptors, RX and TX).",
 			with("interface", "reason"), nil),
@@ -100,7 +103,10 @@ func NewCollector(o Options) *Collector {
 		tcpConns: prometheus.NewDesc("tickstack_bypass_tcp_connections_total",
 			"TCP connections (connect, accept) through the XSK (accelerated) and stream sockets left on the kernel (kernel).", with("path"), nil),
 		tcpRexmits: prometheus.NewDesc("tickstack_bypass_tcp_retransmits_total",
-			"TCP retransmissions the stack counts: newreno (partial ACKs answered with a retransmission), early (RFC 5827 early retransmits).", with("kind"), nil),
+			"TCP retransmissions of two kinds the stack counts apart: newreno (partial ACKs answered with a retransmission), early (RFC 5827 early retransmits); every retransmitted segment is in tickstack_bypass_tcp_retransmitted_segments_total.", with("kind"), nil),
+		tcpRexmitSegs: prometheus.NewDesc("tickstack_bypass_tcp_retransmitted_segments_total",
+			"TCP segments the stack sent again, whatever resent them (retransmission timer, fast and early retransmit, NewReno; SYNs and FINs included), as the kernel's TcpRetransSegs counts them (absent for a library of an earlier release, layout version 6).",
+			processLabels, nil),
 		tcpDrops: prometheus.NewDesc("tickstack_bypass_tcp_segment_drops_total",
 			"TCP segments dropped by the stack: no_route, neighbour (unresolved), tx_ring_full, listen_overflow (SYNs and handshake ACKs: accept queue full).", with("reason"), nil),
 		unreadable: prometheus.NewDesc("tickstack_bypass_processes_unreadable",
@@ -111,8 +117,8 @@ func NewCollector(o Options) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.info, c.packets, c.drops, c.ringFull, c.messages, c.sockets, c.fallbacks,
-		c.kernelSends, c.tcpConns, c.tcpRexmits, c.tcpDrops, c.unreadable} {
+	for _, d := range []*prometheus.Desc{c.info, c.packets, c.bytes, c.drops, c.ringFull, c.messages, c.sockets, c.fallbacks,
+		c.kernelSends, c.tcpConns, c.tcpRexmits, c.tcpRexmitSegs, c.tcpDrops, c.unreadable} {
 		ch <- d
 	}
 }
@@ -154,7 +160,9 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 
 	// One interface's XSKs are one slot; two slots of one name (never written so) are summed, as
 	// a registry refuses two series of the same labels.
-	type ifc struct{ rx, tx, sockq, nosock, bad, csum, xdpDropped, invalid, txFull, rxFull, fill uint64 }
+	type ifc struct {
+		rx, tx, rxBytes, txBytes, sockq, nosock, bad, csum, xdpDropped, invalid, txFull, rxFull, fill uint64
+	}
 	ifs := map[string]*ifc{}
 	var order []string
 	for i := 0; i < int(s.Nxsk) && i < MaxXSK; i++ {
@@ -171,6 +179,8 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 		}
 		a.rx += x.RxPackets
 		a.tx += x.TxPackets
+		a.rxBytes += s.XSKExt[i].RxBytes
+		a.txBytes += s.XSKExt[i].TxBytes
 		a.sockq += x.RxSockqFull
 		a.nosock += x.RxNoSocket
 		a.bad += x.RxBad
@@ -185,6 +195,10 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 		a := ifs[name]
 		counter(c.packets, a.rx, name, "rx")
 		counter(c.packets, a.tx, name, "tx")
+		if s.HasV7() {
+			counter(c.bytes, a.rxBytes, name, "rx")
+			counter(c.bytes, a.txBytes, name, "tx")
+		}
 		counter(c.drops, a.sockq, name, "socket_queue_full")
 		counter(c.drops, a.nosock, name, "no_socket")
 		counter(c.drops, a.bad, name, "malformed")
@@ -231,6 +245,9 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 	counter(c.tcpConns, s.TCP.ConnsKernel, "kernel")
 	counter(c.tcpRexmits, s.TCP.NewrenoRexmits, "newreno")
 	counter(c.tcpRexmits, s.TCP.EarlyRexmits, "early")
+	if s.HasV7() {
+		counter(c.tcpRexmitSegs, s.TCPExt.RexmitSegs)
+	}
 	counter(c.tcpDrops, s.TCP.TxNoroute, "no_route")
 	counter(c.tcpDrops, s.TCP.TxNeigh, "neighbour")
 	counter(c.tcpDrops, s.TCP.TxRingFull, "tx_ring_full")

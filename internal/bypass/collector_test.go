@@ -282,6 +282,9 @@ func TestCollectorOnTheRealHost(t *testing.T) {
 	}{
 		{"tickstack_bypass_packets_total", with("interface", link.IfB, "direction", "rx"), float64(received)},
 		{"tickstack_bypass_packets_total", with("interface", link.IfB, "direction", "tx"), float64(received)},
+		// a 64-byte payload in UDP, IPv4 and Ethernet: 106 bytes a frame
+		{"tickstack_bypass_packet_bytes_total", with("interface", link.IfB, "direction", "rx"), float64(received) * 106},
+		{"tickstack_bypass_packet_bytes_total", with("interface", link.IfB, "direction", "tx"), float64(received) * 106},
 		{"tickstack_bypass_socket_messages_total", with("direction", "rx", "path", "accelerated"), float64(received)},
 		{"tickstack_bypass_sockets_total", with("path", "accelerated"), 1},
 	} {
@@ -298,6 +301,7 @@ func TestCollectorOnTheRealHost(t *testing.T) {
 		{"tickstack_bypass_drops_total", with("interface", link.IfB, "reason", "socket_queue_full")},
 		{"tickstack_bypass_ring_full_total", with("interface", link.IfB, "ring", "rx")},
 		{"tickstack_bypass_tcp_retransmits_total", with("kind", "newreno")},
+		{"tickstack_bypass_tcp_retransmitted_segments_total", proc},
 		{"tickstack_bypass_kernel_sends_total", with("reason", "no_route")},
 		{"tickstack_bypass_tcp_segment_drops_total", with("reason", "listen_overflow")},
 		{"tickstack_bypass_tcp_connections_total", with("path", "kernel")},
@@ -314,7 +318,7 @@ func TestCollectorOnTheRealHost(t *testing.T) {
 func TestCollectorCountsARegionOfAnotherVersion(t *testing.T) {
 	testutil.RequireRoot(t)
 	py := testutil.RequireTool(t, "python3")
-	// The region of a library of an earlier release: the magic, version StatsVersion-1, mapped.
+	// The region of a library of an earlier release: the magic, version MinStatsVersion-1, mapped.
 	script := fmt.Sprintf(`import mmap, os, struct, sys, time
 p = "/dev/shm/tickstack-%%d" %% os.getpid()
 try:
@@ -330,7 +334,7 @@ try:
     sys.stdin.read()
 finally:
     os.unlink(p)
-`, StatsSize, StatsSize, StatsMagic, StatsVersion-1)
+`, StatsSize, StatsSize, StatsMagic, MinStatsVersion-1)
 	cmd := exec.Command(py, "-c", script)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -361,7 +365,7 @@ finally:
 		}
 	}
 	if !found {
-		t.Fatalf("process %d with a version %d region is not among the unreadable: %+v", cmd.Process.Pid, StatsVersion-1, bad)
+		t.Fatalf("process %d with a version %d region is not among the unreadable: %+v", cmd.Process.Pid, MinStatsVersion-1, bad)
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(Options{}))

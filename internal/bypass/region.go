@@ -13,8 +13,10 @@ import (
 )
 
 // The layout of struct tickstack_stats in dataplane/include/tickstack.h, at the version this
-// reader knows. From that version on the layout only grows at its end (the header says so), each
-// growth raising the version: a region of a later version is read by the prefix this reader knows.
+// reader knows. From version 6 on the layout only grows at its end (the header says so), each
+// growth raising the version: a region of a later version is read by the prefix this reader knows,
+// one of an earlier version from MinStatsVersion on by its own prefix (the members it lacks read 0,
+// and Stats.Version says which exist).
 // region_test.go compiles a C program with the header and fails when a member this reader knows
 // moves, or the header's version is below this reader's, so a change that breaks the rule cannot
 // land without this reader following it.
@@ -23,7 +25,10 @@ const (
 	StatsMagic = 0x54534b53
 	// StatsVersion is the TICKSTACK_STATS_VERSION whose layout the types below mirror; later
 	// versions extend it at the end.
-	StatsVersion = 6
+	StatsVersion = 7
+	// MinStatsVersion is the earliest version read: version 6, whose layout ends before
+	// XSKExt (the libtickstack of the release before, until its pod restarts).
+	MinStatsVersion = 6
 	// MaxXSK and MaxSock are TICKSTACK_STATS_MAX_XSK and TICKSTACK_STATS_MAX_SOCK.
 	MaxXSK  = 8
 	MaxSock = 256
@@ -107,6 +112,21 @@ type TCPStats struct {
 	ForkShared      uint64
 }
 
+// XSKExtStats mirrors struct tickstack_xsk_ext (TICKSTACK_XSK_EXT_COUNTERS, version 7): more
+// counters of the XSK slot of the same index.
+type XSKExtStats struct {
+	RxBytes     uint64
+	TxBytes     uint64
+	RxHwMeta    uint64
+	RxHwTstamps uint64
+	HwUnbound   uint64
+}
+
+// TCPExtStats mirrors the tcp_ext member (TICKSTACK_TCP_EXT_COUNTERS, version 7).
+type TCPExtStats struct {
+	RexmitSegs uint64
+}
+
 // NHStats mirrors the nh member (TICKSTACK_NH_COUNTERS).
 type NHStats struct {
 	Refreshes    uint64
@@ -131,14 +151,26 @@ type Stats struct {
 	Sock               [MaxSock]SockStats
 	TCP                TCPStats
 	NH                 NHStats
+	// the inspection tools' requests (tickstack-dump, tickstack-stackdump)
+	CapReq, CapAtt, DumpReq, DumpDone uint32
+	// version 7
+	XSKExt [MaxXSK]XSKExtStats
+	TCPExt TCPExtStats
 }
 
 // StatsSize is sizeof(struct tickstack_stats) at StatsVersion.
 const StatsSize = int(unsafe.Sizeof(Stats{}))
 
+// statsSizeV6 is sizeof(struct tickstack_stats) at version 6: the layout up to XSKExt.
+const statsSizeV6 = int(unsafe.Offsetof(Stats{}.XSKExt))
+
+// HasV7 says whether the region carries the members of version 7 (XSKExt, TCPExt).
+func (s *Stats) HasV7() bool { return s.Version >= 7 }
+
 // ParseStats decodes a region's bytes (the file /dev/shm/tickstack-<pid>): the prefix of
-// StatsSize bytes, which a later version extends. It refuses a region without the magic (not yet
-// initialised, or not a tickstack region), of an earlier layout version, or shorter than the
+// StatsSize bytes, which a later version extends; a version 6 region by its shorter layout, the
+// members of version 7 left zero. It refuses a region without the magic (not yet initialised, or
+// not a tickstack region), of a version before MinStatsVersion, or shorter than its version's
 // layout.
 func ParseStats(b []byte) (*Stats, error) {
 	if len(b) < 8 {
@@ -147,14 +179,21 @@ func ParseStats(b []byte) (*Stats, error) {
 	if m := binary.NativeEndian.Uint32(b); m != StatsMagic {
 		return nil, fmt.Errorf("magic %#x, want %#x: not (yet) a tickstack statistics region", m, StatsMagic)
 	}
-	if v := binary.NativeEndian.Uint32(b[4:]); v < StatsVersion {
+	v := binary.NativeEndian.Uint32(b[4:])
+	if v < MinStatsVersion {
 		return nil, &VersionError{Version: v}
 	}
-	if len(b) < StatsSize {
-		return nil, fmt.Errorf("%d bytes, want %d: truncated region", len(b), StatsSize)
+	want := StatsSize
+	if v < 7 {
+		want = statsSizeV6
 	}
+	if len(b) < want {
+		return nil, fmt.Errorf("%d bytes, want %d: truncated region", len(b), want)
+	}
+	full := make([]byte, StatsSize)
+	copy(full, b[:want])
 	var s Stats
-	if err := binary.Read(bytes.NewReader(b[:StatsSize]), binary.NativeEndian, &s); err != nil {
+	if err := binary.Read(bytes.NewReader(full), binary.NativeEndian, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -165,7 +204,7 @@ func ParseStats(b []byte) (*Stats, error) {
 type VersionError struct{ Version uint32 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("layout version %d, this reader knows %d and later: the process runs a libtickstack of an earlier release than the agent", e.Version, StatsVersion)
+	return fmt.Sprintf("layout version %d, this reader knows %d and later: the process runs a libtickstack of an earlier release than the agent", e.Version, MinStatsVersion)
 }
 
 // cString is a NUL-terminated C string of a fixed array.

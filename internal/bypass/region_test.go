@@ -24,22 +24,27 @@ const layoutProgram = `#include <stddef.h>
 
 struct tcp_part { TICKSTACK_TCP_COUNTERS(TICKSTACK_DECLARE_U64) };
 struct nh_part { TICKSTACK_NH_COUNTERS(TICKSTACK_DECLARE_U64) };
+struct tcp_ext_part { TICKSTACK_TCP_EXT_COUNTERS(TICKSTACK_DECLARE_U64) };
 #define M(s, m) printf("%s %s %zu %zu\n", #s, #m, offsetof(struct s, m), sizeof(((struct s *)0)->m));
 #define XSK(n) M(tickstack_xsk_stats, n)
 #define SOCK(n) M(tickstack_sock_stats, n)
 #define TCP(n) M(tcp_part, n)
 #define NH(n) M(nh_part, n)
+#define XB(n) M(tickstack_xsk_ext, n)
+#define TE(n) M(tcp_ext_part, n)
 
 int main(void)
 {
 	printf("version %u %u %u %u\n", TICKSTACK_STATS_VERSION, TICKSTACK_STATS_MAGIC, TICKSTACK_STATS_MAX_XSK, TICKSTACK_STATS_MAX_SOCK);
-	printf("size %zu %zu %zu %zu %zu\n", sizeof(struct tickstack_stats), sizeof(struct tickstack_xsk_stats),
-	       sizeof(struct tickstack_sock_stats), sizeof(struct tcp_part), sizeof(struct nh_part));
+	printf("size %zu %zu %zu %zu %zu %zu %zu\n", sizeof(struct tickstack_stats), sizeof(struct tickstack_xsk_stats),
+	       sizeof(struct tickstack_sock_stats), sizeof(struct tcp_part), sizeof(struct nh_part),
+	       sizeof(struct tickstack_xsk_ext), sizeof(struct tcp_ext_part));
 	M(tickstack_stats, magic) M(tickstack_stats, version) M(tickstack_stats, pid) M(tickstack_stats, nxsk)
 	M(tickstack_stats, profile) M(tickstack_stats, sockets_accelerated) M(tickstack_stats, sockets_kernel)
 	M(tickstack_stats, fallback_events) M(tickstack_stats, kernel_option) M(tickstack_stats, kernel_uring)
 	M(tickstack_stats, kernel_shared) M(tickstack_stats, xsk) M(tickstack_stats, sock) M(tickstack_stats, tcp)
-	M(tickstack_stats, nh)
+	M(tickstack_stats, nh) M(tickstack_stats, cap_req) M(tickstack_stats, cap_att) M(tickstack_stats, dump_req)
+	M(tickstack_stats, dump_done) M(tickstack_stats, xsk_ext) M(tickstack_stats, tcp_ext)
 	M(tickstack_xsk_stats, ifname) M(tickstack_xsk_stats, ifindex) M(tickstack_xsk_stats, queue)
 	M(tickstack_xsk_stats, in_use) M(tickstack_xsk_stats, mode) M(tickstack_xsk_stats, tx_csum_offload)
 	M(tickstack_xsk_stats, zerocopy) M(tickstack_xsk_stats, nqueues) M(tickstack_xsk_stats, reserved)
@@ -50,6 +55,8 @@ int main(void)
 	TICKSTACK_SOCK_COUNTERS(SOCK)
 	TICKSTACK_TCP_COUNTERS(TCP)
 	TICKSTACK_NH_COUNTERS(NH)
+	TICKSTACK_XSK_EXT_COUNTERS(XB)
+	TICKSTACK_TCP_EXT_COUNTERS(TE)
 	return 0;
 }
 `
@@ -92,9 +99,9 @@ func TestLayoutMatchesTheHeader(t *testing.T) {
 			if n, _ := strconv.Atoi(f[1]); n < StatsSize {
 				t.Errorf("sizeof(struct tickstack_stats) is %d, below the reader's %d", n, StatsSize)
 			}
-			want := []string{size(XSKStats{}), size(SockStats{}), size(TCPStats{}), size(NHStats{})}
+			want := []string{size(XSKStats{}), size(SockStats{}), size(TCPStats{}), size(NHStats{}), size(XSKExtStats{}), size(TCPExtStats{})}
 			if !reflect.DeepEqual(f[2:], want) {
-				t.Errorf("the header's sizes (xsk, sock, tcp, nh) are %v, the reader's %v: a counter added to an X-macro list moves every member after it; "+
+				t.Errorf("the header's sizes (xsk, sock, tcp, nh, xsk_ext, tcp_ext) are %v, the reader's %v: a counter added to an X-macro list moves every member after it; "+
 					"the layout grows only at the end of struct tickstack_stats (then raise TICKSTACK_STATS_VERSION)", f[2:], want)
 			}
 		default:
@@ -104,6 +111,7 @@ func TestLayoutMatchesTheHeader(t *testing.T) {
 	for cName, goType := range map[string]reflect.Type{
 		"tickstack_stats": reflect.TypeFor[Stats](), "tickstack_xsk_stats": reflect.TypeFor[XSKStats](),
 		"tickstack_sock_stats": reflect.TypeFor[SockStats](), "tcp_part": reflect.TypeFor[TCPStats](), "nh_part": reflect.TypeFor[NHStats](),
+		"tickstack_xsk_ext": reflect.TypeFor[XSKExtStats](), "tcp_ext_part": reflect.TypeFor[TCPExtStats](),
 	} {
 		var goMembers []string
 		for i := range goType.NumField() {
@@ -142,8 +150,14 @@ func TestParseStatsRefusesWhatItCannotRead(t *testing.T) {
 	if s, err := ParseStats(later); err != nil || s.Pid != 42 || s.Version != StatsVersion+1 {
 		t.Errorf("a region of version %d: %+v, %v; want its prefix read", StatsVersion+1, s, err)
 	}
+	// version 6: the layout before XSKExt, read by it, the members of version 7 zero
+	v6 := bytes.Clone(good[:statsSizeV6])
+	binary.NativeEndian.PutUint32(v6[4:], 6)
+	if s, err := ParseStats(v6); err != nil || s.Pid != 42 || s.HasV7() {
+		t.Errorf("a region of version 6: %+v, %v; want it read, without version 7's members", s, err)
+	}
 	other := bytes.Clone(good)
-	binary.NativeEndian.PutUint32(other[4:], StatsVersion-1)
+	binary.NativeEndian.PutUint32(other[4:], MinStatsVersion-1)
 	var ve *VersionError
 	for _, c := range []struct {
 		name string
@@ -154,6 +168,7 @@ func TestParseStatsRefusesWhatItCannotRead(t *testing.T) {
 		{"no magic yet", make([]byte, StatsSize), "not (yet) a tickstack statistics region"},
 		{"an earlier version", other, "layout version 5, this reader knows 6 and later"},
 		{"truncated", good[:StatsSize-1], "truncated region"},
+		{"truncated version 6", v6[:statsSizeV6-1], "truncated region"},
 	} {
 		_, err := ParseStats(c.b)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
