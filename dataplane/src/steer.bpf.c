@@ -56,7 +56,7 @@ extern int bpf_xdp_metadata_rx_timestamp(const struct xdp_md *ctx,
 					 __u64 *timestamp) __ksym;
 
 /* The frame's hardware receive time into the metadata area, for the XSK
- * (docs/dataplane.md, "Hardware receive timestamps") */
+ * (docs/dataplane.md, "Timestamps") */
 static __always_inline void rx_meta(struct xdp_md *ctx)
 {
 	struct ts_xdp_meta *m;
