@@ -52,9 +52,12 @@ vet: ## go vet, the e2e-tagged packages too.
 	go vet -tags e2e,release ./test/...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml; the e2e-tagged packages too) and the import rules of docs/architecture.md.
+lint: deps $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml; the e2e-tagged packages too), the import rules of docs/architecture.md, shellcheck over every shell script, flake8 over the Python, the dataplane's C under strict warnings.
 	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,scale,release ./...
-	go test $(GO_TEST_FLAGS) ./test/architecture/
+	go test $(GO_TEST_FLAGS) ./test/architecture/ ./test/lint/
+	hack/lint.sh shell
+	hack/lint.sh python
+	$(MAKE) -C dataplane lint
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are not committed as generated.

@@ -97,12 +97,12 @@ unpack_module() {
   tmp=$(mktemp -d "$cache/.unpack.XXXXXX")
   cp -r "$dir" "$tmp/src"
   chmod -R u+w "$tmp/src"
-  for sub in $(awk -F'\t' -v n="$name/" '!/^#/ && index($1, n) == 1 {print $1}' "$lock"); do
+  while read -r sub; do
     dir=$(module_dir "$sub")
     rm -rf "${tmp:?}/src/${sub#"$name"/}"
     mkdir -p "$(dirname "$tmp/src/${sub#"$name"/}")"
     cp -r "$dir" "$tmp/src/${sub#"$name"/}"
-  done
+  done < <(awk -F'\t' -v n="$name/" '!/^#/ && index($1, n) == 1 {print $1}' "$lock")
   chmod -R u+w "$tmp/src"
   log "$name $(field "$name" 2) from the Go module $(field "$name" 4) ($(field "$name" 6))"
   mv "$tmp/src" "$dest"

@@ -31,6 +31,7 @@ rounds=$1 size=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
+# shellcheck source=../tests/lib.sh
 . "$top/tests/lib.sh"
 tcp_listening() { ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .; }
 floor_up() { grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" || ! kill -0 "$1" 2>/dev/null; }
@@ -71,8 +72,8 @@ PORT=21000
 for r in $(seq 1 "$rounds"); do
 	line="round $r:"
 	# AB_TCP=1: sockperf --tcp, the bypass with TICKSTACK_TCP=1
-	tcp= tcpenv=
-	[ -n "${AB_TCP:-}" ] && tcp=--tcp tcpenv=TICKSTACK_TCP=1
+	tcp=() tcpenv=()
+	[ -n "${AB_TCP:-}" ] && tcp=(--tcp) tcpenv=(TICKSTACK_TCP=1)
 	for a in "$@"; do
 		d=${a%@capture}
 		PORT=$((PORT + 1))
@@ -116,23 +117,23 @@ for r in $(seq 1 "$rounds"); do
 			line="$line ${m:-none}"
 			continue
 		fi
-		run=("$d/build/tickstack-run" -p latency) nb=
-		[ "$d" = kernel ] && run=() nb=--nonblocked
-		ip netns exec "$NB" env $tcpenv "${run[@]}" taskset -c 1 \
-			sockperf sr $tcp $nb -i $IPB -p $PORT >/dev/null 2>&1 &
+		run=("$d/build/tickstack-run" -p latency) nb=()
+		[ "$d" = kernel ] && run=() nb=(--nonblocked)
+		ip netns exec "$NB" env "${tcpenv[@]}" "${run[@]}" taskset -c 1 \
+			sockperf sr "${tcp[@]}" "${nb[@]}" -i $IPB -p $PORT >/dev/null 2>&1 &
 		srv=$!
 		listening=udp_listening
-		[ -n "$tcp" ] && listening=tcp_listening
+		[ "${#tcp[@]}" -gt 0 ] && listening=tcp_listening
 		wait_for 10 $listening "$NB" $PORT || { echo "ab: server of $d did not start" >&2; exit 1; }
 		cap=
 		if [ "$d" != "$a" ]; then
-			"$d/build/tickstack-dump" -p "$(pgrep -n -f "sockperf sr ${tcp:+$tcp }-i $IPB -p $PORT")" -w /dev/null \
+			"$d/build/tickstack-dump" -p "$(pgrep -n -f "sockperf sr ${AB_TCP:+--tcp }-i $IPB -p $PORT")" -w /dev/null \
 				2>"$out.cap" &
 			cap=$!
 			wait_for 10 grep -q "capturing from" "$out.cap" || { echo "ab: capture of $d did not attach" >&2; exit 1; }
 		fi
-		m=$(ip netns exec "$NA" env $tcpenv "${run[@]}" taskset -c 0 \
-			sockperf pp $tcp $nb -i $IPB -p $PORT -m "$size" -t "${AB_SECONDS:-3}" 2>&1 |
+		m=$(ip netns exec "$NA" env "${tcpenv[@]}" "${run[@]}" taskset -c 0 \
+			sockperf pp "${tcp[@]}" "${nb[@]}" -i $IPB -p $PORT -m "$size" -t "${AB_SECONDS:-3}" 2>&1 |
 			sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
 		if [ -n "$cap" ]; then
 			kill -INT "$cap"
@@ -147,19 +148,5 @@ for r in $(seq 1 "$rounds"); do
 	done
 	echo "$line" | tee -a "$out"
 done
-python3 - "$out" "$@" <<'PY'
-import statistics, sys
-rows = [l.split(":", 1)[1].split() for l in open(sys.argv[1])]
-dirs = sys.argv[2:]
-for i, d in enumerate(dirs):
-    v = [float(r[i]) for r in rows if r[i] != "none"]
-    rat = [float(r[i]) / float(r[0]) for r in rows if "none" not in (r[i], r[0])]
-    line = "%-40s median %.3f us  min %.3f us  ratio to the first %.3f" % (
-        d, statistics.median(v), min(v), statistics.median(rat))
-    if "kernel" in dirs:  # per-round ratio to the kernel (spinning) run
-        k = dirs.index("kernel")
-        rk = [float(r[i]) / float(r[k]) for r in rows if "none" not in (r[i], r[k])]
-        line += "  to kernel %.3f" % statistics.median(rk)
-    print(line)
-PY
+python3 "$here/ab-report.py" "$out" "$@"
 rm -f "$out" "$out.cap"

@@ -15,7 +15,8 @@ docs/bench-dataplane.md (tables, ratios), .json and .svg.
 
 Writing a report exits 3 when the TCP bulk throughput target (the median of
 the alternated pairs' bypass / kernel iperf3 ratios >= TPUT_TARGET) is
-missed, after writing everything.
+missed, and 4 when any other target of the report is marked MISSED (the
+latency ratios, the bypass's maximum-rate checks), after writing everything.
 
 Stalls are found as internal/bench/stall.go finds them in the LatencyBenchmark
 (docs/benchmark-methods.md "Stalls"), and the stack counters listed with them
@@ -72,6 +73,7 @@ STALL_COUNTERS = [
 # pairs of bypass / kernel stays at least this
 TPUT_TARGET = 0.5
 EXIT_TPUT_MISSED = 3
+EXIT_TARGET_MISSED = 4
 STATS_LINES = {"tickstack": "process", "xsk": "xsk", "sock": "sock", "tcp": "tcp", "nh": "nh"}
 STATS_IDENTITY = {"pid", "profile", "if", "ifindex", "queue", "mode", "fd", "local", "remote", "accelerated", "closed"}
 
@@ -303,11 +305,11 @@ def tput_summary(runs, mtu=None):
     frs = [p["floor_ratio"] for p in pairs if p["floor_ratio"]]
     fks = [p["floor_over_kernel"] for p in pairs if p["floor_over_kernel"]]
     out = {"mtu": mtu, "pairs": pairs, "ratio_median": med, "target": TPUT_TARGET, "met": med >= TPUT_TARGET,
-            "kernel_median_mbps": statistics.median(ks) if ks else None,
-            "bypass_median_mbps": statistics.median(bs) if bs else None,
-            "floor_median_mbps": statistics.median(fs) if fs else None,
-            "bypass_over_floor_median": statistics.median(frs) if frs else None,
-            "floor_over_kernel_median": statistics.median(fks) if fks else None}
+           "kernel_median_mbps": statistics.median(ks) if ks else None,
+           "bypass_median_mbps": statistics.median(bs) if bs else None,
+           "floor_median_mbps": statistics.median(fs) if fs else None,
+           "bypass_over_floor_median": statistics.median(frs) if frs else None,
+           "floor_over_kernel_median": statistics.median(fks) if fks else None}
     if mtu == mtus[0] and len(mtus) > 1:
         out["by_mtu"] = {str(m): tput_summary(runs, m) for m in mtus[1:]}
     return out
@@ -930,7 +932,7 @@ def compare(labelled):
     order they ran: per size and build every run's ratio and their median, and each build's median
     over the first build's. Ratios, not microseconds: the floor and the kernel ran in the same
     run and moved with the VM's speed as the bypass did."""
-    labels = list(dict.fromkeys(l for l, _ in labelled))
+    labels = list(dict.fromkeys(label for label, _ in labelled))
     per = {}  # (label, size) -> [(over floor, over kspin)]
     for label, runs in labelled:
         for r in pp_ratios(runs):
@@ -993,7 +995,7 @@ def main():
         return 0
     if a.check_last:
         with open(a.check_last) as f:
-            lines = [l.split() for l in f if l.strip()]
+            lines = [line.split() for line in f if line.strip()]
         if not lines:
             return 1
         p = lines[-1]
@@ -1029,7 +1031,17 @@ def main():
         print(f"bench: TCP throughput target missed: bypass / kernel {tp['ratio_median']:.2f} "
               f"< {TPUT_TARGET:.2f}", file=sys.stderr)
         return EXIT_TPUT_MISSED
+    missed = targets_missed(md)
+    if missed:
+        print(f"bench: {missed} target(s) marked MISSED in {a.out}", file=sys.stderr)
+        return EXIT_TARGET_MISSED
     return 0
+
+
+def targets_missed(md):
+    """The number of targets the report marks MISSED (every table that states a
+    target writes "met" or "MISSED" beside the figure)."""
+    return md.count("MISSED")
 
 
 if __name__ == "__main__":

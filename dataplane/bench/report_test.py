@@ -82,7 +82,7 @@ class Counters(unittest.TestCase):
         self.assertEqual(c["xsk.fill_ring_empty"], 6)
         self.assertNotIn("xsk.queue", c)
         self.assertEqual(report.stall_counters(c), [["xsk.fill_ring_empty", 6], ["nh.refreshes", 2],
-                                                     ["sock.tx_kernel_neigh", 2], ["tcp.tx_ring_full", 4]])
+                                                    ["sock.tx_kernel_neigh", 2], ["tcp.tx_ring_full", 4]])
         self.assertIsNone(report.read_counters(os.path.join(d, "stats-cli6")))
 
 
@@ -122,7 +122,7 @@ class Compare(unittest.TestCase):
         # the VM twice as slow in the third run: its microseconds double, its ratios do not
         md = report.compare([("old", self.run_of(2.0, 2.0, 4.0)), ("new", self.run_of(1.8, 2.0, 4.0)),
                              ("old", self.run_of(4.4, 4.0, 8.0)), ("new", self.run_of(3.6, 4.0, 8.0))])
-        rows = [l for l in md.splitlines() if l.startswith("| 14 ")]
+        rows = [line for line in md.splitlines() if line.startswith("| 14 ")]
         self.assertEqual(rows, ["| 14 | old | 2 | 1.05 | 1.00 1.10 | 0.53 | 0.50 0.55 |",
                                 "| 14 | new | 2 | 0.90 (0.86x old) | 0.90 0.90 | 0.45 (0.86x old) | 0.45 0.45 |"])
 
@@ -263,6 +263,25 @@ class Throughput(unittest.TestCase):
         md = report.compare([("old", self.runs([(10e9, 1e9)])), ("new", self.runs([(10e9, 6e9)]))])
         self.assertIn("| old | 1 | 0.10 | 0.10 |", md)
         self.assertIn("| new | 1 | 0.60 | 0.60 |", md)
+
+
+class TargetsMissed(unittest.TestCase):
+    def test_counts_every_missed_target(self):
+        md = "| 0.91 met | 1.20 MISSED |\n| 0.40 met |\n| up to 1 MISSED |\n"
+        self.assertEqual(report.targets_missed(md), 2)
+        self.assertEqual(report.targets_missed("| 0.91 met |\n"), 0)
+
+    def test_the_recorded_report_renders_its_verdict(self):
+        # the committed report, rendered again from its JSON: the exit status
+        # follows the MISSED marks it prints
+        top = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "bench-dataplane.md")
+            sys.argv = ["report.py", "--from-json", os.path.join(top, "docs", "bench-dataplane.json"), "--out", out]
+            rc = report.main()
+            with open(out) as f:
+                md = f.read()
+        self.assertEqual(rc != 0, report.targets_missed(md) > 0, "exit %d" % rc)
 
 
 if __name__ == "__main__":

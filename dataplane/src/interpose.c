@@ -582,6 +582,9 @@ TS_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 	return (int)done_any(s, (ssize_t)i);
 }
 
+/* glibc's _FORTIFY_SOURCE entry point: no header declares it */
+TS_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
+			  int flags);
 TS_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
 			  int flags)
 {
@@ -590,6 +593,10 @@ TS_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
 	return recv(fd, buf, len, flags);
 }
 
+/* glibc's _FORTIFY_SOURCE entry point: no header declares it */
+TS_API ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
+			      int flags, struct sockaddr *from,
+			      socklen_t *fromlen);
 TS_API ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
 			      int flags, struct sockaddr *from,
 			      socklen_t *fromlen)
@@ -599,6 +606,8 @@ TS_API ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
 	return recvfrom(fd, buf, len, flags, from, fromlen);
 }
 
+/* glibc's _FORTIFY_SOURCE entry point: no header declares it */
+TS_API ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
 TS_API ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
 	if (len > buflen)
@@ -1053,6 +1062,8 @@ TS_API int poll(struct pollfd *fds, nfds_t n, int timeout)
 	return ts_poll__wait(fds, n, ms_ns(timeout), NULL);
 }
 
+/* glibc's _FORTIFY_SOURCE entry point: no header declares it */
+TS_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len);
 TS_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
 {
 	if (len / sizeof(*fds) < n)
@@ -1446,6 +1457,8 @@ static int uring_gate(void)
 struct io_uring;
 struct io_uring_params;
 
+/* liburing's entry point (this library does not include liburing.h) */
+TS_API int io_uring_setup(unsigned int entries, struct io_uring_params *p);
 TS_API int io_uring_setup(unsigned int entries, struct io_uring_params *p)
 {
 	int e = uring_gate();
@@ -1458,6 +1471,10 @@ TS_API int io_uring_setup(unsigned int entries, struct io_uring_params *p)
 	return (int)REAL(syscall)(SYS_io_uring_setup, (long)entries, p);
 }
 
+/* liburing's entry point (this library does not include liburing.h) */
+TS_API int io_uring_queue_init_params(unsigned int entries,
+				      struct io_uring *ring,
+				      struct io_uring_params *p);
 TS_API int io_uring_queue_init_params(unsigned int entries,
 				      struct io_uring *ring,
 				      struct io_uring_params *p)
@@ -1474,6 +1491,9 @@ TS_API int io_uring_queue_init_params(unsigned int entries,
 	return real(entries, ring, p);
 }
 
+/* liburing's entry point (this library does not include liburing.h) */
+TS_API int io_uring_queue_init(unsigned int entries, struct io_uring *ring,
+			       unsigned int flags);
 TS_API int io_uring_queue_init(unsigned int entries, struct io_uring *ring,
 			       unsigned int flags)
 {

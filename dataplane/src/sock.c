@@ -1268,8 +1268,7 @@ int ts_sock__deliver(struct ts_stack *st, uint64_t frame, const uint8_t *lin,
 		return TS_DELIVER_TAKEN;
 	}
 	if (best) {
-		int r = sock__enqueue(best, st, frame, lin, m, rx_ns);
-
+		r = sock__enqueue(best, st, frame, lin, m, rx_ns);
 		full += r < 0;
 		k += r == 0;
 		copied += r > 0;

@@ -216,8 +216,10 @@ while read -r c path prof extra; do
 	rm -f "$TSDP_TMP"/stats-*
 	ip netns exec "$ns" timeout 60 "$B/conform" "$c" $ip $PORT >"$k" 2>&1
 	echo "exit $?" >>"$k"
-	req=--require
-	case " $extra " in *" TICKSTACK_REQUIRE=0 "*) req= ;; esac
+	# the case's extra environment, one VAR=value a word
+	read -ra env_extra <<<"$extra"
+	req=(--require)
+	case " $extra " in *" TICKSTACK_REQUIRE=0 "*) req=() ;; esac
 	bin=$B/conform name=$c
 	case " $extra " in *" ASAN=1 "*)
 		# the program and the library built with ASan/UBSan: any error aborts it, and its
@@ -225,7 +227,8 @@ while read -r c path prof extra; do
 		bin=$B/conform-asan name="$c (asan)" s=$TSDP_TMP/$c.asan-stack
 		[ -x "$bin" ] && [ -e "$B/libtickstack-asan.so" ] ||
 			{ echo "conform: $bin or libtickstack-asan.so missing: make -C dataplane test builds them" >&2; exit 1; }
-		extra="$extra TICKSTACK_LIB=$B/libtickstack-asan.so ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
+		env_extra+=("TICKSTACK_LIB=$B/libtickstack-asan.so" ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1
+			UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
 		;;
 	esac
 	# XDP_FRESH=1: the case's stack loads its own program (the one an
@@ -243,14 +246,14 @@ while read -r c path prof extra; do
 	[ -z "$fresh" ] || xdp_off
 	# the kernel's own counters of the case's namespace, for the path checks
 	# that want them flat through the stack's run
-	kc="UdpInDatagrams UdpOutDatagrams"
-	[ "$path" = tcpjumbo ] && kc="TcpInSegs TcpOutSegs"
-	k0=$(kcounts "$ns" $kc)
-	ip netns exec "$ns" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" $extra timeout 60 \
-		"$B/tickstack-run" -p "${prof:-latency}" $req "$bin" "$c" $ip $PORT >"$s" 2>&1
+	kc=(UdpInDatagrams UdpOutDatagrams)
+	[ "$path" = tcpjumbo ] && kc=(TcpInSegs TcpOutSegs)
+	k0=$(kcounts "$ns" "${kc[@]}")
+	ip netns exec "$ns" env TICKSTACK_STATS_FILE="$TSDP_TMP/stats-%p.txt" "${env_extra[@]}" timeout 60 \
+		"$B/tickstack-run" -p "${prof:-latency}" "${req[@]}" "$bin" "$c" $ip $PORT >"$s" 2>&1
 	echo "exit $?" >>"$s"
 	[ -z "$fresh" ] || xdp_off
-	k1=$(kcounts "$ns" $kc)
+	k1=$(kcounts "$ns" "${kc[@]}")
 	[ -n "${CONFORM_KEEP:-}" ] && mkdir -p "$CONFORM_KEEP" && cp "$k" "$s" "$CONFORM_KEEP/"
 	why=""
 	if ! cmp -s "$k" "$s"; then
@@ -304,7 +307,7 @@ while read -r c path prof extra; do
 				why="equal, but not all through the XSK (rx_accel=$n rx_kernel=$m tx_kernel=$t of which next hop unresolved $nb, rx_multibuf=$r tx_multibuf=$x)"
 			[ -n "$why" ] || { [ "$(kdelta "$k0" "$k1" UdpInDatagrams)" = 0 ] &&
 				[ "$(kdelta "$k0" "$k1" UdpOutDatagrams)" = "$nb" ]; } ||
-				why="equal, but the kernel carried datagrams ($kc: $k0 before, $k1 after; $nb sends while the next hop resolved)"
+				why="equal, but the kernel carried datagrams (${kc[*]}: $k0 before, $k1 after; $nb sends while the next hop resolved)"
 			;;
 		tcpjumbo)
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" conns_accel tcp)
@@ -314,7 +317,7 @@ while read -r c path prof extra; do
 			[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$r" -gt 0 ] && [ "$x" -gt 0 ] ||
 				why="equal, but not through the XSK in jumbo segments (conns_accel=$n conns_kernel=$m rx_multibuf=$r tx_multibuf=$x)"
 			[ -n "$why" ] || [ "$k0" = "$k1" ] ||
-				why="equal, but the kernel carried segments ($kc: $k0 before, $k1 after)"
+				why="equal, but the kernel carried segments (${kc[*]}: $k0 before, $k1 after)"
 			;;
 		spilled) # through the XSK, and past the socket queue length as copies
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" rx_spilled)
@@ -331,7 +334,7 @@ while read -r c path prof extra; do
 			n=$(stat_sum "$TSDP_TMP/stats-*.txt" sockets_kernel tickstack)
 			m=$(stat_sum "$TSDP_TMP/stats-*.txt" fallback_events tickstack)
 			nb=$(stat_sum "$TSDP_TMP/stats-*.txt" tx_kernel_neigh)
-			[ -n "$req" ] && [ "$n" = 0 ] && [ "$m" = "$nb" ] ||
+			[ "${#req[@]}" -gt 0 ] && [ "$n" = 0 ] && [ "$m" = "$nb" ] ||
 				why="equal, but not refused under --require (sockets_kernel=$n fallback_events=$m tx_kernel_neigh=$nb, --require: ${req:-no})"
 			;;
 		kernel:*)

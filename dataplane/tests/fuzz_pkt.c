@@ -9,6 +9,8 @@
 
 #include "pkt.h"
 
+/* libFuzzer's entry point, called by its runtime */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ts_udp_meta m, m2;

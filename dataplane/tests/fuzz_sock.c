@@ -57,6 +57,8 @@ static const struct {
 	{ SOL_SOCKET, SO_TIMESTAMPING }, /* receive and transmit stamps */
 };
 
+/* libFuzzer's entry point, called by its runtime */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct in in = { data, size };

@@ -13,6 +13,7 @@
  * held before the input: a leak or stale state aborts. Needs root (BPF
  * maps, a network namespace). */
 #define main xdpd_main
+int xdpd_main(int argc, char **argv);
 #include "../tools/tickstack-xdpd.c"
 #undef main
 
@@ -217,6 +218,8 @@ static int fz_has(struct client *c)
 	return 0;
 }
 
+/* libFuzzer's entry point, called by its runtime */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	int i;
@@ -254,6 +257,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* libFuzzer's entry point, called by its runtime */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct in in = { data, size };

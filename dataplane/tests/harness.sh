@@ -27,11 +27,11 @@ done
 
 RUN=$B/tickstack-run
 if [ "$(nproc)" -ge 2 ]; then
-	CPU_SRV="taskset -c 1"
-	CPU_CLI="taskset -c 0"
+	CPU_SRV=(taskset -c 1)
+	CPU_CLI=(taskset -c 0)
 else
-	CPU_SRV=""
-	CPU_CLI=""
+	CPU_SRV=()
+	CPU_CLI=()
 fi
 PASSED=0
 FAILED=0
@@ -80,7 +80,7 @@ del_pair() {
 start_server() {
 	local pre=$1 port=$2
 	shift 2
-	$pre $CPU_SRV sockperf sr -i $IPB -p "$port" "$@" >"$TSDP_TMP/server.out" 2>&1 &
+	$pre "${CPU_SRV[@]}" sockperf sr -i "$IPB" -p "$port" "$@" >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 udp_listening "$NB" "$port" || { die "server did not listen on $port"; return 1; }
@@ -108,7 +108,7 @@ check_pp_output() { # FILE [MIN_ROUND_TRIPS]
 # check_accel TAG: the process with stats tag TAG really used the XSK
 check_accel() {
 	local tag=$1 rxa rxk txa
-	wait_for 5 ls "$TSDP_TMP"/stats-$tag-*.txt || { die "$tag: no stats dump"; return 1; }
+	wait_for 5 ls "$TSDP_TMP"/stats-"$tag"-*.txt || { die "$tag: no stats dump"; return 1; }
 	rxa=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" rx_accel)
 	rxk=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" rx_kernel)
 	txa=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" tx_accel)
@@ -119,8 +119,8 @@ check_accel() {
 # ---------------------------------------------------------------- tests
 
 t_pp_both() {
-	start_server "$(accel $NB srv)" 11111 || return 1
-	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11111 -t 2 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+	start_server "$(accel "$NB" srv)" 11111 || return 1
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11111 -t 2 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	stop_server || return 1
@@ -128,8 +128,8 @@ t_pp_both() {
 }
 
 t_pp_kernel_server() {
-	start_server "$(kern $NB)" 11112 || return 1
-	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11112 -t 2 -m 256 >"$TSDP_TMP/client.out" 2>&1 ||
+	start_server "$(kern "$NB")" 11112 || return 1
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11112 -t 2 -m 256 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	stop_server || return 1
@@ -137,8 +137,8 @@ t_pp_kernel_server() {
 }
 
 t_pp_kernel_client() {
-	start_server "$(accel $NB srv)" 11113 || return 1
-	$(kern $NA) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11113 -t 2 -m 1472 >"$TSDP_TMP/client.out" 2>&1 ||
+	start_server "$(accel "$NB" srv)" 11113 || return 1
+	$(kern "$NA") "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11113 -t 2 -m 1472 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	stop_server || return 1
@@ -149,10 +149,10 @@ t_under_load() {
 	# On a shared 2-vCPU machine a spinning server loses its CPU to other
 	# jobs for milliseconds, and sockperf counts replies still in flight at
 	# its end as dropped: both ends sleep when idle here (SPIN_USEC=0).
-	start_server "$(accel $NB srv) env TICKSTACK_SPIN_USEC=0" 11114 || return 1
+	start_server "$(accel "$NB" srv) env TICKSTACK_SPIN_USEC=0" 11114 || return 1
 	# sockperf's under-load client has a pacing sender thread and a receiver
 	# thread on one CPU: the receiver sleeps instead of spinning (SPIN_USEC=0)
-	$(accel $NA cli) env TICKSTACK_SPIN_USEC=0 $CPU_CLI timeout 30 sockperf ul -i $IPB -p 11114 -t 2 -m 64 \
+	$(accel "$NA" cli) env TICKSTACK_SPIN_USEC=0 "${CPU_CLI[@]}" timeout 30 sockperf ul -i "$IPB" -p 11114 -t 2 -m 64 \
 		--mps 10000 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
@@ -163,8 +163,8 @@ t_under_load() {
 t_throughput() {
 	local sent got
 	# the receiving end sleeps when idle (see t_under_load)
-	start_server "$(accel $NB srv) env TICKSTACK_SPIN_USEC=0" 11115 || return 1
-	$(accel $NA cli) $CPU_CLI timeout 30 sockperf tp -i $IPB -p 11115 -t 2 -m 512 --mps 10000 >"$TSDP_TMP/client.out" 2>&1 ||
+	start_server "$(accel "$NB" srv) env TICKSTACK_SPIN_USEC=0" 11115 || return 1
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf tp -i "$IPB" -p 11115 -t 2 -m 512 --mps 10000 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	grep -q "interrupted by timer" "$TSDP_TMP/client.out" || { die "client did not end on its timer"; return 1; }
 	stop_server || return 1
@@ -182,8 +182,8 @@ t_throughput() {
 t_ul_kernel_server() {
 	# a larger receive buffer for the kernel end: it is the one that drops
 	# when the other jobs of the machine take its CPU
-	start_server "$(kern $NB)" 11118 --buffer-size 4194304 || return 1
-	$(accel $NA cli) env TICKSTACK_SPIN_USEC=0 $CPU_CLI timeout 30 sockperf ul -i $IPB -p 11118 -t 2 -m 64 \
+	start_server "$(kern "$NB")" 11118 --buffer-size 4194304 || return 1
+	$(accel "$NA" cli) env TICKSTACK_SPIN_USEC=0 "${CPU_CLI[@]}" timeout 30 sockperf ul -i "$IPB" -p 11118 -t 2 -m 64 \
 		--mps 5000 >"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" 50 || return 1
 	stop_server || return 1
@@ -211,23 +211,23 @@ tp_check() { # STATS-TAG: sent == received, and TAG's end used the XSK
 }
 
 t_tp_kernel_server() { # bypass sender -> kernel receiver
-	start_server "$(kern $NB)" 11119 --buffer-size 4194304 || return 1
-	$(accel $NA cli) $CPU_CLI timeout 30 sockperf tp -i $IPB -p 11119 -t 2 -m 256 --mps 5000 \
+	start_server "$(kern "$NB")" 11119 --buffer-size 4194304 || return 1
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf tp -i "$IPB" -p 11119 -t 2 -m 256 --mps 5000 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
 	tp_check cli tx_accel
 }
 
 t_tp_kernel_client() { # kernel sender -> bypass receiver
-	start_server "$(accel $NB srv) env TICKSTACK_SPIN_USEC=0" 11121 || return 1
-	$(kern $NA) $CPU_CLI timeout 30 sockperf tp -i $IPB -p 11121 -t 2 -m 256 --mps 10000 \
+	start_server "$(accel "$NB" srv) env TICKSTACK_SPIN_USEC=0" 11121 || return 1
+	$(kern "$NA") "${CPU_CLI[@]}" timeout 30 sockperf tp -i "$IPB" -p 11121 -t 2 -m 256 --mps 10000 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
 	tp_check srv rx_accel
 }
 
 t_sigint_client() {
 	local cli rxa
-	start_server "$(accel $NB srv)" 11116 || return 1
-	$(accel $NA cli) $CPU_CLI stdbuf -oL sockperf pp -i $IPB -p 11116 -t 300 -m 64 >"$TSDP_TMP/client.out" 2>&1 &
+	start_server "$(accel "$NB" srv)" 11116 || return 1
+	$(accel "$NA" cli) "${CPU_CLI[@]}" stdbuf -oL sockperf pp -i "$IPB" -p 11116 -t 300 -m 64 >"$TSDP_TMP/client.out" 2>&1 &
 	cli=$!
 	TSDP_PIDS+=("$cli")
 	# the live counters (tickstack-stats) show round trips going on
@@ -258,10 +258,10 @@ t_mux() { # the server waits with select, poll and epoll (sockperf -F)
 	local PROFILE=default
 	echo "U:$IPB:11120" >"$TSDP_TMP/feed"
 	for m in s p e; do
-		$(accel $NB srv) $CPU_SRV sockperf sr -f "$TSDP_TMP/feed" -F $m >"$TSDP_TMP/server.out" 2>&1 &
+		$(accel "$NB" srv) "${CPU_SRV[@]}" sockperf sr -f "$TSDP_TMP/feed" -F $m >"$TSDP_TMP/server.out" 2>&1 &
 		SRV=$!
 		wait_for 10 udp_listening "$NB" $port || { die "-F $m: server did not listen"; return 1; }
-		$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p $port -t 2 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+		$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p $port -t 2 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 			{ die "-F $m: client exit code $?"; return 1; }
 		grep -q "using $( case $m in s) echo select;; p) echo poll;; e) echo epoll;; esac)" "$TSDP_TMP/server.out" ||
 			{ die "server did not use -F $m"; return 1; }
@@ -277,11 +277,11 @@ t_mux() { # the server waits with select, poll and epoll (sockperf -F)
 # every echo byte-exact; WHAT names the run in failures
 echo_check() {
 	local e
-	$($1 $NB srv) $CPU_SRV $B/udpcheck echo $IPB $2 200 $3 >"$TSDP_TMP/server.out" 2>&1 &
+	$($1 "$NB" srv) "${CPU_SRV[@]}" "$B"/udpcheck echo "$IPB" "$2" 200 ${3:+"$3"} >"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
-	wait_for 10 udp_listening "$NB" $2 || { die "$4: echo did not listen"; return 1; }
-	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB $2 200 >"$TSDP_TMP/client.out" 2>&1 ||
+	wait_for 10 udp_listening "$NB" "$2" || { die "$4: echo did not listen"; return 1; }
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 "$B"/udpcheck send "$IPB" "$2" 200 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "$4: payload check failed"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$4: echo side failed ($WAIT_RC)"; return 1; }
 }
@@ -316,11 +316,11 @@ t_txcsum() { # UDP checksums left to the interface (AF_XDP TX metadata) are righ
 
 t_connected() { # connect + write/read on a dup, SO_RCVTIMEO; echo side after an exec
 	local e
-	$(accel $NB srv) $CPU_SRV $B/udpcheck exec-echo $IPB 11132 100 >"$TSDP_TMP/server.out" 2>&1 &
+	$(accel "$NB" srv) "${CPU_SRV[@]}" "$B"/udpcheck exec-echo "$IPB" 11132 100 >"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 grep -q "ready (after exec" "$TSDP_TMP/server.out" || { die "exec-echo not ready"; return 1; }
-	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send-connected $IPB 11132 100 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 "$B"/udpcheck send-connected "$IPB" 11132 100 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "connected client failed"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "exec-echo failed ($WAIT_RC)"; return 1; }
 	check_accel cli || return 1
@@ -330,8 +330,8 @@ t_connected() { # connect + write/read on a dup, SO_RCVTIMEO; echo side after an
 }
 
 t_nonblocked() { # sockperf --nonblocked (fcntl O_NONBLOCK, EAGAIN loop) through the bypass
-	start_server "$(accel $NB srv)" 11117 --nonblocked || return 1
-	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11117 -t 1 -m 64 --nonblocked >"$TSDP_TMP/client.out" 2>&1 ||
+	start_server "$(accel "$NB" srv)" 11117 --nonblocked || return 1
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11117 -t 1 -m 64 --nonblocked >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	stop_server || return 1
@@ -340,19 +340,19 @@ t_nonblocked() { # sockperf --nonblocked (fcntl O_NONBLOCK, EAGAIN loop) through
 
 t_fork() { # a forked child echoes on the socket its parent bound
 	local e
-	$(accel $NB srv) $CPU_SRV $B/udpcheck fork-echo $IPB 11131 100 >"$TSDP_TMP/server.out" 2>&1 &
+	$(accel "$NB" srv) "${CPU_SRV[@]}" "$B"/udpcheck fork-echo "$IPB" 11131 100 >"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 udp_listening "$NB" 11131 || { die "fork-echo did not listen"; return 1; }
 	# the child runs (see udpcheck's fork-echo: datagrams before its first call wait in the shared kernel socket)
 	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "fork-echo's child not ready"; return 1; }
-	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11131 100 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 "$B"/udpcheck send "$IPB" 11131 100 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "echo through the forked child failed"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "fork-echo failed ($WAIT_RC)"; return 1; }
 	# the child (its own stats file) answered everything
 	local child
-	child=$(ls "$TSDP_TMP"/stats-srv-*.txt | while read -r f; do
-		grep -q "^sock .*tx_accel=\|^sock .*tx_kernel=" "$f" && echo "$f"; done | head -n 2 | wc -l)
+	child=$(for f in "$TSDP_TMP"/stats-srv-*.txt; do
+		grep -q "^sock .*tx_accel=\|^sock .*tx_kernel=" "$f" 2>/dev/null && echo "$f"; done | head -n 2 | wc -l)
 	[ "$child" -ge 1 ] || { die "no stats from the child"; return 1; }
 	[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_kernel)" -ge 0 ]
 	local tot=$(( $(stat_sum "$TSDP_TMP/stats-srv-*.txt" tx_accel) + $(stat_sum "$TSDP_TMP/stats-srv-*.txt" tx_kernel) ))
@@ -375,14 +375,14 @@ t_multicast() { # one sender, two receivers in two namespaces, a bridge
 		i=$((i + 1))
 	done
 	mc_recv() { # NS TAG
-		ip netns exec "$1" env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-$2-%p.txt $RUN -p throughput \
+		ip netns exec "$1" env TICKSTACK_STATS_FILE="$TSDP_TMP"/stats-"$2"-%p.txt "$RUN" -p throughput \
 			sockperf sr -i $grp -p 11140 >"$TSDP_TMP/$2.out" 2>&1 &
 		MC_PID=$!
 		TSDP_PIDS+=("$MC_PID")
 	}
 	mc_send() { # RATE: sets SENT
 		rm -f "$TSDP_TMP"/stats-snd-*
-		ip netns exec "$NS" env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-snd-%p.txt $RUN -p throughput \
+		ip netns exec "$NS" env TICKSTACK_STATS_FILE="$TSDP_TMP"/stats-snd-%p.txt "$RUN" -p throughput \
 			timeout 30 sockperf tp -i $grp -p 11140 -t 2 -m 128 --mps "$1" >"$TSDP_TMP/client.out" 2>&1 ||
 			{ die "sender exit code $?"; return 1; }
 		SENT=$(sed -n 's/.*Total of \([0-9]*\) messages sent.*/\1/p' "$TSDP_TMP/client.out")
@@ -429,7 +429,7 @@ t_multicast() { # one sender, two receivers in two namespaces, a bridge
 
 t_require() { # TICKSTACK_REQUIRE=1 makes a silent fallback an error
 	# loopback cannot be accelerated: with REQUIRE the bind must fail loudly
-	ip netns exec "$NA" env TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf sr -i 127.0.0.1 -p 11150 \
+	ip netns exec "$NA" env TICKSTACK_REQUIRE=1 "$RUN" timeout 10 sockperf sr -i 127.0.0.1 -p 11150 \
 		>"$TSDP_TMP/client.out" 2>&1 &
 	local p=$!
 	TSDP_PIDS+=("$p")
@@ -440,7 +440,7 @@ t_require() { # TICKSTACK_REQUIRE=1 makes a silent fallback an error
 	grep -q "TICKSTACK_REQUIRE=1: socket fd" "$TSDP_TMP/client.out" || { die "no clear REQUIRE message"; return 1; }
 	! grep -q "SERVER\] listen on" "$TSDP_TMP/client.out" || { die "server listened anyway"; return 1; }
 	# a bad setting names itself and the fix
-	ip netns exec "$NA" env TICKSTACK_SPIN_USEC=fast $RUN true 2>"$TSDP_TMP/client.out"
+	ip netns exec "$NA" env TICKSTACK_SPIN_USEC=fast "$RUN" true 2>"$TSDP_TMP/client.out"
 	grep -q "invalid TICKSTACK_SPIN_USEC=fast" "$TSDP_TMP/client.out" || { die "bad setting not reported"; return 1; }
 	! $RUN -p fastest true 2>/dev/null || { die "tickstack-run accepted an unknown profile"; return 1; }
 }
@@ -449,17 +449,17 @@ t_noadmin() { # program left attached, no CAP_SYS_ADMIN: the next process replac
 	local i
 	for i in 1 2; do
 		rm -f "$TSDP_TMP"/stats-*
-		start_server "$(noadmin $NB srv)" 11111 || return 1
-		$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11111 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+		start_server "$(noadmin "$NB" srv)" 11111 || return 1
+		$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11111 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 			{ die "run $i: client exit code $?"; return 1; }
 		check_pp_output "$TSDP_TMP/client.out" || return 1
 		if [ $i = 2 ]; then
 			# a second process without CAP_SYS_ADMIN while the server uses the program
-			ip netns exec "$NB" setpriv --bounding-set=-sys_admin $RUN --require timeout 10 sockperf sr -i $IPB -p 11112 \
+			ip netns exec "$NB" setpriv --bounding-set=-sys_admin "$RUN" --require timeout 10 sockperf sr -i "$IPB" -p 11112 \
 				>"$TSDP_TMP/second.out" 2>&1
 			grep -q "another process of this network namespace uses its XDP program" "$TSDP_TMP/second.out" ||
 				{ die "the second process did not refuse clearly"; cat "$TSDP_TMP/second.out" >&2; return 1; }
-			$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11111 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+			$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11111 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 				{ die "client after the refused process: exit code $?"; return 1; }
 			check_pp_output "$TSDP_TMP/client.out" || return 1
 		fi
@@ -472,11 +472,11 @@ t_noadmin() { # program left attached, no CAP_SYS_ADMIN: the next process replac
 
 t_cmsg() { # blocking recvmsg with a control buffer on the XSK path: no hang, every cmsg right
 	local e
-	$(accel $NB srv) $CPU_SRV $B/udpcheck echo $IPB 11133 100 cmsg >"$TSDP_TMP/server.out" 2>&1 &
+	$(accel "$NB" srv) "${CPU_SRV[@]}" "$B"/udpcheck echo "$IPB" 11133 100 cmsg >"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 udp_listening "$NB" 11133 || { die "echo did not listen"; return 1; }
-	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11133 100 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 "$B"/udpcheck send "$IPB" 11133 100 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "echo with control messages failed"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "cmsg echo failed ($WAIT_RC)"; return 1; }
 	check_accel srv && check_accel cli
@@ -487,11 +487,11 @@ t_bigmtu() { # MTU 3500: datagrams larger than one UMEM frame both ways, byte-ex
 	for n in "$NA" "$NB"; do
 		ip -n "$n" link set dev "$(ip -n "$n" -o link show type veth | awk -F': ' '{print $2}' | cut -d@ -f1)" mtu 3500
 	done
-	$(accel $NB srv) env UDPCHECK_BIG=1 $CPU_SRV $B/udpcheck echo $IPB 11134 90 >"$TSDP_TMP/server.out" 2>&1 &
+	$(accel "$NB" srv) env UDPCHECK_BIG=1 "${CPU_SRV[@]}" "$B"/udpcheck echo "$IPB" 11134 90 >"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 udp_listening "$NB" 11134 || { die "echo did not listen"; return 1; }
-	$(accel $NA cli) env UDPCHECK_BIG=1 $CPU_CLI timeout 30 $B/udpcheck send $IPB 11134 90 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(accel "$NA" cli) env UDPCHECK_BIG=1 "${CPU_CLI[@]}" timeout 30 "$B"/udpcheck send "$IPB" 11134 90 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "large datagrams failed"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "echo failed ($WAIT_RC)"; return 1; }
 	# every size within the MTU took the XSK both ways, what one frame does
@@ -515,24 +515,24 @@ t_bigmtu() { # MTU 3500: datagrams larger than one UMEM frame both ways, byte-ex
 
 t_forkq() { # fork with a datagram queued: the child reads it and echoes the rest
 	local e
-	$(accel $NB srv) $CPU_SRV $B/udpcheck forkq-echo $IPB 11135 50 >"$TSDP_TMP/server.out" 2>&1 &
+	$(accel "$NB" srv) "${CPU_SRV[@]}" "$B"/udpcheck forkq-echo "$IPB" 11135 50 >"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "forkq-echo not ready"; return 1; }
-	$(accel $NA cli) $CPU_CLI timeout 30 $B/udpcheck send $IPB 11135 50 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 "$B"/udpcheck send "$IPB" 11135 50 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "echo through the forked child failed"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "forkq-echo failed ($WAIT_RC)"; return 1; }
 }
 
 t_socat_udp_fork() { # socat UDP4-RECVFROM,fork (the inetd pattern): each peer's child answers through cat
 	local i
-	$(accel $NB srv) --require timeout 60 socat -T 3 "UDP4-RECVFROM:11137,bind=$IPB,fork" EXEC:cat \
+	$(accel "$NB" srv) --require timeout 60 socat -T 3 "UDP4-RECVFROM:11137,bind=$IPB,fork" EXEC:cat \
 		>"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 udp_listening "$NB" 11137 || { die "socat did not listen"; return 1; }
 	for i in 1 2 3; do
-		echo "peer $i" | $(accel $NA cli) --require timeout 10 socat -t 2 - "UDP4:$IPB:11137" \
+		echo "peer $i" | $(accel "$NA" cli) --require timeout 10 socat -t 2 - "UDP4:$IPB:11137" \
 			>"$TSDP_TMP/client.out.$i" 2>&1 || { die "client $i: exit $?"; return 1; }
 		[ "$(cat "$TSDP_TMP/client.out.$i")" = "peer $i" ] ||
 			{ die "client $i: answer '$(cat "$TSDP_TMP/client.out.$i")', want 'peer $i'"; return 1; }
@@ -561,18 +561,11 @@ t_policy() { # ip rule: a socket bound to the second link's address leaves throu
 	ip -n "$NA" route add 198.18.42.0/24 via 198.18.40.2 dev "${ia}a"
 	ip -n "$NA" route add 198.18.42.0/24 via 198.18.41.2 dev "${ib}a" table 100
 	ip -n "$NA" rule add from 198.18.41.1 lookup 100
-	before1=$(ip netns exec "$NB" cat /sys/class/net/${ia}b/statistics/rx_packets)
-	before2=$(ip netns exec "$NB" cat /sys/class/net/${ib}b/statistics/rx_packets)
-	$(accel $NA cli) python3 -c '
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("198.18.41.1", 0))
-for i in range(50):
-    s.sendto(b"p" * 32, ("198.18.42.1", 15000))
-    time.sleep(0.002)
-' >"$TSDP_TMP/client.out" 2>&1 || { die "sender failed"; return 1; }
-	d1=$(( $(ip netns exec "$NB" cat /sys/class/net/${ia}b/statistics/rx_packets) - before1 ))
-	d2=$(( $(ip netns exec "$NB" cat /sys/class/net/${ib}b/statistics/rx_packets) - before2 ))
+	before1=$(ip netns exec "$NB" cat /sys/class/net/"${ia}"b/statistics/rx_packets)
+	before2=$(ip netns exec "$NB" cat /sys/class/net/"${ib}"b/statistics/rx_packets)
+	$(accel "$NA" cli) python3 "$here/udp_cases.py" send 198.18.42.1 15000 50 p 32 0.002 --bind 198.18.41.1 >"$TSDP_TMP/client.out" 2>&1 || { die "sender failed"; return 1; }
+	d1=$(( $(ip netns exec "$NB" cat /sys/class/net/"${ia}"b/statistics/rx_packets) - before1 ))
+	d2=$(( $(ip netns exec "$NB" cat /sys/class/net/"${ib}"b/statistics/rx_packets) - before2 ))
 	log "$CUR: $d1 frames on the main table's link, $d2 on the rule's"
 	[ "$d2" -ge 50 ] && [ "$d1" -lt 5 ] || { die "datagrams left through the wrong link"; return 1; }
 	[ "$(stat_sum "$TSDP_TMP/stats-cli-*.txt" tx_accel)" -ge 45 ] || { die "the sends did not take the XSK"; return 1; }
@@ -581,52 +574,15 @@ for i in range(50):
 t_mcshare() { # an accelerated socket on 0.0.0.0:P takes nothing from a plain receiver of a group on P
 	local h r got grp=239.198.18.7
 	ip -n "$NA" route add 224.0.0.0/4 dev "$(ip -n "$NA" -o link show type veth | awk -F': ' '{print $2}' | cut -d@ -f1)"
-	$(accel $NB srv) python3 -c '
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("0.0.0.0", 14000))
-s.settimeout(0.2)
-print("ready", flush=True)
-end = time.time() + 3
-while time.time() < end:
-    try:
-        s.recv(2000)
-    except socket.timeout:
-        pass
-' >"$TSDP_TMP/server.out" 2>&1 &
+	$(accel "$NB" srv) python3 "$here/udp_cases.py" mcshare-holder >"$TSDP_TMP/server.out" 2>&1 &
 	h=$!
 	TSDP_PIDS+=("$h")
 	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "holder not ready"; return 1; }
-	$(kern $NB) python3 -c '
-import socket, struct
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("'$grp'", 14000))
-s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
-             struct.pack("4s4s", socket.inet_aton("'$grp'"), socket.inet_aton("'$IPB'")))
-print("ready", flush=True)
-s.settimeout(2)
-n = 0
-try:
-    while True:
-        s.recv(2000)
-        n += 1
-except socket.timeout:
-    pass
-print("received", n)
-' >"$TSDP_TMP/plain.out" 2>&1 &
+	$(kern "$NB") python3 "$here/udp_cases.py" mcshare-plain "$grp" "$IPB" >"$TSDP_TMP/plain.out" 2>&1 &
 	r=$!
 	TSDP_PIDS+=("$r")
 	wait_for 10 grep -q ready "$TSDP_TMP/plain.out" || { die "plain receiver not ready"; return 1; }
-	$(kern $NA) python3 -c '
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 2)
-for i in range(100):
-    s.sendto(b"m" * 64, ("'$grp'", 14000))
-    time.sleep(0.002)
-' || { die "sender failed"; return 1; }
+	$(kern "$NA") python3 "$here/udp_cases.py" send "$grp" 14000 100 m 64 0.002 --ttl 2 || { die "sender failed"; return 1; }
 	wait_exit "$r" 10
 	wait_exit "$h" 10
 	got=$(sed -n 's/^received //p' "$TSDP_TMP/plain.out")
@@ -636,76 +592,21 @@ for i in range(100):
 
 t_epollset() { # epoll never returns an fd the application did not register
 	local e
-	$(accel $NB srv) python3 -c '
-import os, select, socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("'$IPB'", 14010))
-r, w = os.pipe()
-ep = select.epoll()
-ep.register(s.fileno(), select.EPOLLIN)
-ep.register(r, select.EPOLLIN)
-ep.poll(0.3)                  # long enough to sleep in the kernel
-ep.unregister(s.fileno())     # the last socket of the library leaves
-print("ready", flush=True)
-bad = []
-end = time.time() + 2
-while time.time() < end:
-    for fd, ev in ep.poll(0.2):
-        if fd != r:
-            bad.append(fd)
-        else:
-            os.read(r, 1)
-os.write(w, b"x")
-got = [fd for fd, ev in ep.poll(1)]
-if bad or got != [r]:
-    print("foreign events", bad, got)
-    sys.exit(1)
-print("clean")
-' >"$TSDP_TMP/server.out" 2>&1 &
+	$(accel "$NB" srv) python3 "$here/udp_cases.py" epollset "$IPB" >"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
-	$(kern $NA) python3 -c '
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for i in range(20):
-    s.sendto(b"e" * 32, ("'$IPB'", 14010))
-    time.sleep(0.01)
-' || { die "sender failed"; return 1; }
+	$(kern "$NA") python3 "$here/udp_cases.py" send "$IPB" 14010 20 e 32 0.01 || { die "sender failed"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "epoll returned events nobody registered"; return 1; }
 }
 
 t_reuseport() { # two SO_REUSEPORT sockets of one process: each datagram is delivered once, through the XSK
 	local e
-	$(accel $NB srv) python3 -c '
-import select, socket, sys, time
-ss = []
-for i in range(2):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    s.bind(("'$IPB'", 14011))
-    ss.append(s)
-print("ready", flush=True)
-n = 0
-end = time.time() + 3
-while time.time() < end:
-    r, _, _ = select.select(ss, [], [], 0.2)
-    for s in r:
-        s.recv(2000)
-        n += 1
-print("received", n)
-sys.exit(0 if n == 100 else 1)
-' >"$TSDP_TMP/server.out" 2>&1 &
+	$(accel "$NB" srv) python3 "$here/udp_cases.py" reuseport "$IPB" >"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
-	$(kern $NA) python3 -c '
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for i in range(100):
-    s.sendto(b"r" * 32, ("'$IPB'", 14011))
-    time.sleep(0.002)
-' || { die "sender failed"; return 1; }
+	$(kern "$NA") python3 "$here/udp_cases.py" send "$IPB" 14011 100 r 32 0.002 || { die "sender failed"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$(grep received "$TSDP_TMP/server.out") of 100"; return 1; }
 	# the group is served by the stack (it went to the kernel before)
 	wait_for 5 ls "$TSDP_TMP"/stats-srv-*.txt || { die "srv: no stats dump"; return 1; }
@@ -715,33 +616,11 @@ for i in range(100):
 
 t_readv() { # readv/writev on an accelerated socket (blocking readv sees what took the XSK)
 	local e
-	$(accel $NB srv) python3 -c '
-import os, socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("'$IPB'", 14012))
-print("ready", flush=True)
-for i in range(20):
-    a, b = bytearray(10), bytearray(100)
-    n = os.readv(s.fileno(), [a, b])
-    assert n == 64 and bytes(a + b)[:64] == b"v" * 64, (n, bytes(a))
-s.connect(("'$IPB'".replace(".2", ".1"), 14013))
-os.writev(s.fileno(), [b"w" * 10, b"w" * 22])
-print("done", flush=True)
-' >"$TSDP_TMP/server.out" 2>&1 &
+	$(accel "$NB" srv) python3 "$here/udp_cases.py" readv "$IPB" >"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
 	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
-	$(kern $NA) timeout 10 python3 -c '
-import socket, time
-r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-r.bind(("0.0.0.0", 14013))
-r.settimeout(5)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for i in range(20):
-    s.sendto(b"v" * 64, ("'$IPB'", 14012))
-    time.sleep(0.005)
-assert r.recv(100) == b"w" * 32
-' || { die "writev from the accelerated side did not arrive"; return 1; }
+	$(kern "$NA") timeout 10 python3 "$here/udp_cases.py" readv-peer "$IPB" || { die "writev from the accelerated side did not arrive"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "readv did not get every datagram ($WAIT_RC)"; return 1; }
 	check_accel srv
 }
@@ -757,18 +636,19 @@ t_stress() { # many threads, many sockets, closes while receiving: TSan and ASan
 		rm -f "$TSDP_TMP"/stats-*
 		# exitcode 66 on any TSan report; ASan/UBSan abort on the first
 		# error; LeakSanitizer checks the exit
-		export TSAN_OPTIONS="halt_on_error=1 exitcode=66 external_symbolizer_path=$(command -v llvm-symbolizer || true)"
+		TSAN_OPTIONS="halt_on_error=1 exitcode=66 external_symbolizer_path=$(command -v llvm-symbolizer || true)"
+		export TSAN_OPTIONS
 		export ASAN_OPTIONS="verify_asan_link_order=0 detect_leaks=1"
 		export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
-		ip netns exec $NB env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-srv-%p.txt TICKSTACK_LIB=$B/libtickstack-$v.so TICKSTACK_SOCKQ_LEN=16 \
-			$RUN -p throughput $B/stress-$v echo $IPB 13000 8 4 >"$TSDP_TMP/server.out" 2>&1 &
+		ip netns exec "$NB" env TICKSTACK_STATS_FILE="$TSDP_TMP"/stats-srv-%p.txt TICKSTACK_LIB="$B"/libtickstack-$v.so TICKSTACK_SOCKQ_LEN=16 \
+			"$RUN" -p throughput "$B"/stress-$v echo "$IPB" 13000 8 4 >"$TSDP_TMP/server.out" 2>&1 &
 		e=$!
 		TSDP_PIDS+=("$e")
 		wait_for 20 grep -q ready "$TSDP_TMP/server.out" || { die "$v: echo side not ready"; return 1; }
 		# (timeout outside: only the sanitizer-built program can load
 		# the sanitizer-built library)
-		timeout 60 ip netns exec $NA env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-cli-%p.txt TICKSTACK_LIB=$B/libtickstack-$v.so \
-			$RUN -p throughput $B/stress-$v blast $IPB 13000 8 3 >"$TSDP_TMP/client.out" 2>&1 ||
+		timeout 60 ip netns exec "$NA" env TICKSTACK_STATS_FILE="$TSDP_TMP"/stats-cli-%p.txt TICKSTACK_LIB="$B"/libtickstack-$v.so \
+			"$RUN" -p throughput "$B"/stress-$v blast "$IPB" 13000 8 3 >"$TSDP_TMP/client.out" 2>&1 ||
 			{ die "$v: blast side failed ($?)"; return 1; }
 		wait_exit "$e" 60 && [ "$WAIT_RC" = 0 ] || { die "$v: echo side failed ($WAIT_RC)"; return 1; }
 		! grep -q "ThreadSanitizer\|AddressSanitizer\|LeakSanitizer\|runtime error" "$TSDP_TMP"/*.out ||
@@ -798,14 +678,14 @@ for t in $TESTS; do
 	CUR=$t
 	start=$(date +%s%N)
 	if [ "$t" = multicast ] || [ "$t" = tcp_loss ] || [ "$t" = tcp_rexmit ] || [ "${t#xdpd_}" != "$t" ] || [ "${t#t2t_}" != "$t" ] || [ "${t#queues}" != "$t" ]; then # own topology
-		( trap tsdp_cleanup_netns EXIT; t_$t ) && ok=1 || ok=0
+		( trap tsdp_cleanup_netns EXIT; t_"$t" ) && ok=1 || ok=0
 	else
 		new_pair
-		( t_$t ) && ok=1 || ok=0
+		( t_"$t" ) && ok=1 || ok=0
 		del_pair
 	fi
 	ms=$((($(date +%s%N) - start) / 1000000))
-	if [ $ok = 1 ]; then
+	if [ "$ok" = 1 ]; then
 		log "PASS $t (${ms} ms)"
 		PASSED=$((PASSED + 1))
 	else

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154,SC2153 # here, TSDP_ID: set by harness.sh and lib.sh
 # tests/inspect.sh - the inspection tools' cases of the harness (sourced by
 # harness.sh, which provides new_pair, accel, kern, die, log, wait_for,
 # wait_exit and the cleanup): tickstack-dump captures what a process's XSKs
@@ -6,6 +7,7 @@
 # lists the process's sockets and rings (docs/dataplane.md, "Seeing inside
 # the bypass").
 
+# shellcheck disable=SC2034 # harness.sh reads it
 INSPECT_ALL="dump_udp dump_tcp dump_filter dump_drops dump_reattach stackdump"
 DUMP=$B/tickstack-dump
 SDUMP=$B/tickstack-stackdump
@@ -65,10 +67,10 @@ pcap_sane() {
 t_dump_udp() { # a UDP ping-pong captured at the server: every request in, every reply out, pcapng read by tshark and tcpdump
 	local pid f=$TSDP_TMP/udp.pcapng in out sent
 	inspect_tools || return 1
-	start_server "$(accel $NB srv)" 11301 || return 1
+	start_server "$(accel "$NB" srv)" 11301 || return 1
 	pid=$(proc_of "sockperf sr -i $IPB -p 11301") || { die "no server pid"; return 1; }
 	dump_start "$pid" "$f" || return 1
-	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11301 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11301 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	dump_stop || return 1
 	stop_server || return 1
@@ -86,13 +88,13 @@ t_dump_udp() { # a UDP ping-pong captured at the server: every request in, every
 t_dump_tcp() { # a TCP ping-pong captured at the client: handshake and data both ways, tshark finds the stream whole
 	local pid f=$TSDP_TMP/tcp.pcapng syn synack din dout
 	inspect_tools || return 1
-	$(taccel $NB srv) $CPU_SRV sockperf sr --tcp -i $IPB -p 12301 >"$TSDP_TMP/server.out" 2>&1 &
+	$(taccel "$NB" srv) "${CPU_SRV[@]}" sockperf sr --tcp -i "$IPB" -p 12301 >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" 12301 || { die "server did not listen"; return 1; }
 	pid=$(proc_of "sockperf sr --tcp -i $IPB -p 12301") || { die "no server pid"; return 1; }
 	dump_start "$pid" "$f" tcp port 12301 || return 1
-	$(taccel $NA cli) $CPU_CLI timeout 30 sockperf pp --tcp -i $IPB -p 12301 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(taccel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp --tcp -i "$IPB" -p 12301 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	sleep 0.3 # the connection's last segments (FIN, ACK)
@@ -117,7 +119,7 @@ t_dump_tcp() { # a TCP ping-pong captured at the client: handshake and data both
 t_dump_filter() { # the pcap filter keeps only what it matches (RX only here), -c stops at a count, a bad filter is refused before anything changes
 	local pid f=$TSDP_TMP/filter.pcapng n
 	inspect_tools || return 1
-	start_server "$(accel $NB srv)" 11302 || return 1
+	start_server "$(accel "$NB" srv)" 11302 || return 1
 	pid=$(proc_of "sockperf sr -i $IPB -p 11302") || { die "no server pid"; return 1; }
 	if "$DUMP" -p "$pid" -w "$TSDP_TMP/bad.pcapng" udp prt 5 2>"$TSDP_TMP/bad.out"; then
 		die "a bad filter was accepted"; return 1
@@ -125,7 +127,7 @@ t_dump_filter() { # the pcap filter keeps only what it matches (RX only here), -
 	grep -q "filter 'udp prt 5'" "$TSDP_TMP/bad.out" || { die "no message naming the filter: $(cat "$TSDP_TMP/bad.out")"; return 1; }
 	[ ! -e "/dev/shm/tickstack-$pid.cap" ] && [ ! -e "$TSDP_TMP/bad.pcapng" ] || { die "a refused filter left files"; return 1; }
 	dump_start "$pid" "$f" -c 50 udp dst port 11302 || return 1
-	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11302 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11302 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	wait_exit "$DUMP_PID" 10 && [ "$WAIT_RC" = 0 ] || { die "tickstack-dump -c 50 did not end by itself ($WAIT_RC)"; return 1; }
 	stop_server || return 1
@@ -142,14 +144,14 @@ t_dump_filter() { # the pcap filter keeps only what it matches (RX only here), -
 t_dump_drops() { # a stalled reader: the stack drops and counts, never waits (every datagram still delivered), and the count is reported
 	local pid f=$TSDP_TMP/drops.pcapng written captured dropped
 	inspect_tools || return 1
-	start_server "$(accel $NB srv)" 11303 || return 1
+	start_server "$(accel "$NB" srv)" 11303 || return 1
 	pid=$(proc_of "sockperf sr -i $IPB -p 11303") || { die "no server pid"; return 1; }
 	# a 4 KiB ring: about 40 frames
 	dump_start "$pid" "$f" -B 4 || return 1
 	kill -STOP "$DUMP_PID"
 	# a ping-pong paces itself: a drop or a wait of the stack would show
 	# as a lost reply or fewer round trips, not as the server falling behind
-	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11303 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11303 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ kill -CONT "$DUMP_PID"; die "client exit code $?"; return 1; }
 	kill -CONT "$DUMP_PID"
 	dump_stop || return 1
@@ -169,36 +171,17 @@ t_dump_drops() { # a stalled reader: the stack drops and counts, never waits (ev
 # listener and an established connection with data both ways
 sd_ok() {
 	"$SDUMP" -p "$1" -o json >"$2" 2>"$TSDP_TMP/sd.err" || return 1
-	python3 - "$2" "$IPB" 2>>"$TSDP_TMP/sd.err" <<'EOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-ip = sys.argv[2]
-p = d["processes"][0]
-socks = p["sockets"]
-lis = [s for s in socks if s["proto"] == "tcp" and s["state"] == "LISTEN" and s["local"] == ip + ":12302"]
-est = [s for s in socks if s["proto"] == "tcp" and s["state"] == "ESTABLISHED" and s["local"] == ip + ":12302"]
-assert lis, "no listener in %s" % socks
-assert est, "no established connection in %s" % socks
-t = est[0]["tcp"]
-assert t["cwnd"] > 0 and t["mss"] > 0 and t["rcv_wnd"] > 0 and t["snd_wnd"] > 0, t
-assert est[0]["rx"] > 0 and est[0]["tx"] > 0, est[0]
-assert est[0]["remote"].startswith("198.18.10.1:"), est[0]
-x = p["xsks"]
-assert x and x[0]["umem_frames"] > 0 and x[0]["ring_size"] > 0, x
-assert x[0]["fill"] > 0, "empty fill ring %s" % x
-assert x[0]["counters"]["rx_packets"] > 0, x
-assert p["counters"]["tcp_conns_accel"] >= 1, p["counters"]
-EOF
+	python3 "$here/stackdump_check.py" "$2" "$IPB" 2>>"$TSDP_TMP/sd.err"
 }
 
 t_stackdump() { # tickstack-stackdump lists a process's TCP sockets (json parsed, table), its XSK rings and UMEM, here and through /proc/PID/root
 	local pid f=$TSDP_TMP/sd.json
 	inspect_tools || return 1
-	$(taccel $NB srv) $CPU_SRV sockperf sr --tcp -i $IPB -p 12302 >"$TSDP_TMP/server.out" 2>&1 &
+	$(taccel "$NB" srv) "${CPU_SRV[@]}" sockperf sr --tcp -i "$IPB" -p 12302 >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" 12302 || { die "server did not listen"; return 1; }
-	$(taccel $NA cli) $CPU_CLI timeout 30 sockperf pp --tcp -i $IPB -p 12302 -t 4 -m 64 >"$TSDP_TMP/client.out" 2>&1 &
+	$(taccel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp --tcp -i "$IPB" -p 12302 -t 4 -m 64 >"$TSDP_TMP/client.out" 2>&1 &
 	CLI=$!
 	TSDP_PIDS+=("$CLI")
 	pid=$(proc_of "sockperf sr --tcp -i $IPB -p 12302") || { die "no server pid"; return 1; }
@@ -220,14 +203,14 @@ t_stackdump() { # tickstack-stackdump lists a process's TCP sockets (json parsed
 t_dump_reattach() { # a reader killed with SIGKILL leaves its ring behind: the next tickstack-dump takes the process over at once and captures; from the node (-r /proc/PID/root) the process's exit ends a capture
 	local pid f=$TSDP_TMP/re.pcapng
 	inspect_tools || return 1
-	start_server "$(accel $NB srv)" 11304 || return 1
+	start_server "$(accel "$NB" srv)" 11304 || return 1
 	pid=$(proc_of "sockperf sr -i $IPB -p 11304") || { die "no server pid"; return 1; }
 	dump_start "$pid" "$TSDP_TMP/killed.pcapng" || return 1
 	kill -KILL "$DUMP_PID"
 	wait "$DUMP_PID" 2>/dev/null
 	[ -e "/dev/shm/tickstack-$pid.cap" ] || { die "the killed reader's ring is not there (the case tests nothing)"; return 1; }
 	dump_start "$pid" "$f" -c 20 || return 1
-	$(accel $NA cli) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11304 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11304 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	wait_exit "$DUMP_PID" 10 && [ "$WAIT_RC" = 0 ] || { die "the second tickstack-dump did not end on -c 20 ($WAIT_RC)"; return 1; }
 	[ "$(tshark -r "$f" 2>/dev/null | wc -l)" = 20 ] || { die "the second capture holds $(tshark -r "$f" 2>/dev/null | wc -l) frames"; return 1; }

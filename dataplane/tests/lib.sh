@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/lib.sh - netns/veth helpers for the dataplane harness and benchmark.
 # Every name carries the tsdp prefix and the PID, so concurrent runs never
 # collide; cleanup removes everything, also on failure (trap).
@@ -109,6 +110,7 @@ wait_exit() {
 		sleep 0.05
 	done
 	wait "$pid"
+	# shellcheck disable=SC2034 # the callers read it
 	WAIT_RC=$?
 	return 0
 }
@@ -119,6 +121,7 @@ wait_exit() {
 stat_sum() {
 	local line=${3:-sock} pat='^'
 	[ "$line" = - ] || pat="^$line "
+	# shellcheck disable=SC2086 # $1 is a glob (stats-NAME-*.txt): expanded here, on purpose
 	cat $1 2>/dev/null | grep "$pat" | tr ' ' '\n' | grep "^$2=" | cut -d= -f2 |
 		awk '{s+=$1} END {print s+0}'
 }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154,SC2153 # here, TSDP_ID: set by harness.sh and lib.sh
 # tests/programs.sh - unmodified Debian servers and clients through the
 # stack (sourced by harness.sh, which provides new_pair, accel, kern, die,
 # log, wait_for, stat_sum and the cleanup; tcp.sh provides taccel and
@@ -22,6 +23,7 @@
 #   prog_iperf3         iperf3 TCP (64 MiB) and UDP (5,000 datagrams)
 #   prog_asyncio        tests/asyncecho.py: asyncio echo server and client
 
+# shellcheck disable=SC2034 # harness.sh reads it
 PROG_ALL="prog_nginx prog_nginx_workers prog_redis prog_socat_tcp prog_socat_udp prog_iperf3 prog_asyncio"
 
 # pacc NS TAG: a program through the stack, as taccel, with the throughput
@@ -171,11 +173,11 @@ nginx_case() { # nginx_case WORKERS PORT: sendfile on and off, kernel then stack
 	head -c 4096 /dev/urandom >"$TSDP_TMP/www/small.bin"
 	BIG_SUM=$(sha256sum <"$TSDP_TMP/www/big.bin")
 	for sf in on off; do
-		nginx_run "$(kern $NB)" "$(kern $NA)" "$(kern $NA)" $port "$workers" $sf kernel-sendfile-$sf || return 1
+		nginx_run "$(kern "$NB")" "$(kern "$NA")" "$(kern "$NA")" "$port" "$workers" $sf kernel-sendfile-$sf || return 1
 		port=$((port + 1))
 		ksnap "$NA" "$NB"
 		rm -f "$TSDP_TMP"/stats-*
-		nginx_run "$(pacc $NB srv)" "$(pacc $NA cli)" "$(pacc $NA wrk)" $port "$workers" $sf stack-sendfile-$sf || return 1
+		nginx_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" "$(pacc "$NA" wrk)" $port "$workers" $sf stack-sendfile-$sf || return 1
 		port=$((port + 1))
 		same_result sendfile-$sf || return 1
 		# curl's connection, and wrk's 16
@@ -206,11 +208,13 @@ redis_run() {
 	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: redis-server did not listen: $(tail -n 5 "$dir/redis.log")"; return 1; }
 	$cli timeout 60 redis-benchmark -h "$IPB" -p "$port" -c 50 -n 20000 -P 16 -t set,get,incr,lpush,lpop \
 		--csv >"$TSDP_TMP/$tag-bench.out" 2>&1 || echo "redis-benchmark: exit code $?" >"$TSDP_TMP/$tag.txt"
-	for t in SET GET INCR LPUSH LPOP; do
-		grep -q "^\"$t\",\"[0-9.]*\"" "$TSDP_TMP/$tag-bench.out" && echo "redis-benchmark: $t done" ||
-			echo "redis-benchmark: no $t result"
-	done >>"$TSDP_TMP/$tag.txt"
-	grep -i 'error' "$TSDP_TMP/$tag-bench.out" | head -n 3 >>"$TSDP_TMP/$tag.txt"
+	{
+		for t in SET GET INCR LPUSH LPOP; do
+			grep -q "^\"$t\",\"[0-9.]*\"" "$TSDP_TMP/$tag-bench.out" && echo "redis-benchmark: $t done" ||
+				echo "redis-benchmark: no $t result"
+		done
+		grep -i 'error' "$TSDP_TMP/$tag-bench.out" | head -n 3
+	} >>"$TSDP_TMP/$tag.txt"
 	# what the commands left: INCR 20,000 times, as many LPUSH as LPOP
 	{
 		echo "dbsize $($cli timeout 10 redis-cli -h "$IPB" -p "$port" dbsize)"
@@ -223,9 +227,9 @@ redis_run() {
 
 t_prog_redis() { # redis-server and redis-benchmark -P 16 -c 50 (SET, GET, INCR, LPUSH, LPOP), then redis-cli
 	prog_need redis-server redis-benchmark redis-cli || return 1
-	redis_run "$(kern $NB)" "$(kern $NA)" 15020 kernel-redis || return 1
+	redis_run "$(kern "$NB")" "$(kern "$NA")" 15020 kernel-redis || return 1
 	ksnap "$NA" "$NB"
-	redis_run "$(pacc $NB srv)" "$(pacc $NA cli)" 15021 stack-redis || return 1
+	redis_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" 15021 stack-redis || return 1
 	same_result redis || return 1
 	tcp_accel srv 50 && tcp_accel cli 50 && kernel_idle "$NA" "$NB"
 }
@@ -291,10 +295,10 @@ socat_case() { # socat_case tcp|udp PORT: kernel then stack
 	for i in 1 2 3 4 5 6; do
 		if [ "$proto" = tcp ]; then head -c 1M /dev/urandom; else head -c 999 /dev/urandom | base64 -w 0 | head -c 999; echo; fi >"$TSDP_TMP/in$i"
 	done
-	socat_run "$(kern $NB)" "$(kern $NA)" "$proto" "$port" kernel-socat-$proto || return 1
+	socat_run "$(kern "$NB")" "$(kern "$NA")" "$proto" "$port" kernel-socat-"$proto" || return 1
 	ksnap "$NA" "$NB"
-	socat_run "$(pacc $NB srv)" "$(pacc $NA cli)" "$proto" $((port + 1)) stack-socat-$proto || return 1
-	same_result socat-$proto || return 1
+	socat_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" "$proto" $((port + 1)) stack-socat-"$proto" || return 1
+	same_result socat-"$proto" || return 1
 	if [ "$proto" = tcp ]; then
 		tcp_accel srv 4 && tcp_accel cli 4 || return 1
 	else
@@ -343,25 +347,7 @@ iperf3_run() {
 	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: iperf3 did not listen"; return 1; }
 	$cli timeout 60 iperf3 -c "$IPB" -p "$port" -J "$@" >"$TSDP_TMP/$tag-cli.json" 2>"$TSDP_TMP/$tag-cli.err" ||
 		echo "iperf3 client: exit code $?" >"$TSDP_TMP/$tag.txt"
-	python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-if "error" in r:
-    print("iperf3:", r["error"])
-e = r.get("end", {})
-if r.get("start", {}).get("test_start", {}).get("protocol") == "TCP":
-    ts = r["start"]["test_start"]
-    s, g, want = e["sum_sent"]["bytes"], e["sum_received"]["bytes"], ts["bytes"]
-    # whole blocks: a block more than asked at times, on the kernel too
-    print("tcp: sent %s, the receiver counted %s" % (
-        "what was asked" if want <= s <= want + 2 * ts["blksize"] else "%d bytes of %d" % (s, want),
-        "all or less" if 0 < g <= s else "%d" % g))
-    print("rate %.0f Mbit/s" % (e["sum_received"]["bits_per_second"] / 1e6), file=sys.stderr)
-else:
-    u = e["sum"]
-    print("udp: %d datagrams %d bytes, lost %d, out of order %d" % (u["packets"], u["bytes"], u["lost_packets"],
-        u.get("out_of_order", 0)))
-' "$TSDP_TMP/$tag-cli.json" >>"$TSDP_TMP/$tag.txt" 2>"$TSDP_TMP/$tag-rate.txt" ||
+	python3 "$here/iperf3_summary.py" "$TSDP_TMP/$tag-cli.json" >>"$TSDP_TMP/$tag.txt" 2>"$TSDP_TMP/$tag-rate.txt" ||
 		echo "iperf3 client: no report: $(head -c 300 "$TSDP_TMP/$tag-cli.json")" >>"$TSDP_TMP/$tag.txt"
 	# its warnings (a TCP_MAXSEG smaller than the datagrams: iperf3 reads it on the control connection)
 	sed 's/^/iperf3 client: /' "$TSDP_TMP/$tag-cli.err" >>"$TSDP_TMP/$tag.txt"
@@ -372,15 +358,15 @@ else:
 
 t_prog_iperf3() { # iperf3 TCP (64 MiB) and UDP (5,000 datagrams of 1,400 bytes at 50 Mbit/s): every byte arrives
 	prog_need iperf3 || return 1
-	iperf3_run "$(kern $NB)" "$(kern $NA)" 15050 kernel-iperf3-tcp -n 64M || return 1
-	iperf3_run "$(kern $NB)" "$(kern $NA)" 15051 kernel-iperf3-udp -u -b 50M -l 1400 -n 7000000 -w 4M || return 1
+	iperf3_run "$(kern "$NB")" "$(kern "$NA")" 15050 kernel-iperf3-tcp -n 64M || return 1
+	iperf3_run "$(kern "$NB")" "$(kern "$NA")" 15051 kernel-iperf3-udp -u -b 50M -l 1400 -n 7000000 -w 4M || return 1
 	ksnap "$NA" "$NB"
-	iperf3_run "$(pacc $NB srv)" "$(pacc $NA cli)" 15052 stack-iperf3-tcp -n 64M || return 1
+	iperf3_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" 15052 stack-iperf3-tcp -n 64M || return 1
 	same_result iperf3-tcp || return 1
 	tcp_accel srv 2 && tcp_accel cli 2 && kernel_idle "$NA" "$NB" || return 1
 	rm -f "$TSDP_TMP"/stats-*
 	ksnap "$NA" "$NB"
-	iperf3_run "$(pacc $NB srv)" "$(pacc $NA cli)" 15053 stack-iperf3-udp -u -b 50M -l 1400 -n 7000000 -w 4M || return 1
+	iperf3_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" 15053 stack-iperf3-udp -u -b 50M -l 1400 -n 7000000 -w 4M || return 1
 	same_result iperf3-udp || return 1
 	# the control connection, and the datagrams through the XSK
 	tcp_accel srv 1 && tcp_accel cli 1 && check_accel srv && kernel_idle "$NA" "$NB"
@@ -402,9 +388,9 @@ asyncio_run() { # asyncio_run SRV-PREFIX CLI-PREFIX PORT TAG: 16 connections of 
 }
 
 t_prog_asyncio() { # tests/asyncecho.py: an asyncio echo server and 16 concurrent asyncio connections, 1 MiB each
-	asyncio_run "$(kern $NB)" "$(kern $NA)" 15060 kernel-asyncio || return 1
+	asyncio_run "$(kern "$NB")" "$(kern "$NA")" 15060 kernel-asyncio || return 1
 	ksnap "$NA" "$NB"
-	asyncio_run "$(pacc $NB srv)" "$(pacc $NA cli)" 15061 stack-asyncio || return 1
+	asyncio_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" 15061 stack-asyncio || return 1
 	same_result asyncio || return 1
 	tcp_accel srv 16 && tcp_accel cli 16 && kernel_idle "$NA" "$NB"
 }

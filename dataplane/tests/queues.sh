@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154,SC2153 # here, TSDP_ID: set by harness.sh and lib.sh
 # tests/queues.sh - sourced by harness.sh: every receive queue of an
 # interface is served (docs/dataplane-design.md "Every queue served").
 # Topology: NA (kernel peer, 198.18.14.1) -- veth with 4 RX and 4 TX queues
@@ -7,6 +8,7 @@
 # the peer's eight flows land on several of NB's queues, which the test
 # reads from the veth's own per-queue XDP counters (ethtool -S).
 
+# shellcheck disable=SC2034 # harness.sh reads it
 QUEUES_ALL="queues queues_xdpd xdp_mode"
 
 # q_pair: the 4-queue pair, NA and NB
@@ -76,15 +78,15 @@ q_run() {
 	cat "$sd/udp.feed" "$sd/tcp.feed" >"$sd/srv.feed"
 	ip netns exec "$NB" nstat -n >/dev/null
 	ip netns exec "$NA" nstat -n >/dev/null
-	$srv env TICKSTACK_TCP=1 $CPU_SRV sockperf sr -f "$sd/srv.feed" >"$TSDP_TMP/server.out" 2>&1 &
+	$srv env TICKSTACK_TCP=1 "${CPU_SRV[@]}" sockperf sr -f "$sd/srv.feed" >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" 11407 || { die "server did not listen"; return 1; }
 	# each client socket is a flow of its own (its own source port)
-	$(kern $NA) $CPU_CLI timeout 30 sockperf pp -f "$sd/udp.feed" -t 2 -m 64 >"$TSDP_TMP/client-udp.out" 2>&1 ||
+	$(kern "$NA") "${CPU_CLI[@]}" timeout 30 sockperf pp -f "$sd/udp.feed" -t 2 -m 64 >"$TSDP_TMP/client-udp.out" 2>&1 ||
 		{ die "UDP client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client-udp.out" || return 1
-	$(kern $NA) $CPU_CLI timeout 30 sockperf pp -f "$sd/tcp.feed" -t 2 -m 64 >"$TSDP_TMP/client-tcp.out" 2>&1 ||
+	$(kern "$NA") "${CPU_CLI[@]}" timeout 30 sockperf pp -f "$sd/tcp.feed" -t 2 -m 64 >"$TSDP_TMP/client-tcp.out" 2>&1 ||
 		{ die "TCP client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client-tcp.out" || return 1
 	used=$(q_queues_used)
@@ -96,11 +98,11 @@ q_run() {
 	# a second process of the namespace: the first serves every queue, so
 	# it finds them taken; its socket works through the kernel, counted,
 	# and under TICKSTACK_REQUIRE=1 its bind fails naming the reason
-	$other $CPU_SRV sockperf sr -i $IPB -p 11500 >"$TSDP_TMP/two.out" 2>&1 &
+	$other "${CPU_SRV[@]}" sockperf sr -i "$IPB" -p 11500 >"$TSDP_TMP/two.out" 2>&1 &
 	pid=$!
 	TSDP_PIDS+=("$pid")
 	wait_for 10 udp_listening "$NB" 11500 || { die "second server did not listen"; return 1; }
-	$(kern $NA) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11500 -t 1 -m 64 >"$TSDP_TMP/client-two.out" 2>&1 ||
+	$(kern "$NA") "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11500 -t 1 -m 64 >"$TSDP_TMP/client-two.out" 2>&1 ||
 		{ die "second client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client-two.out" || return 1
 	kill -INT "$pid"
@@ -108,7 +110,7 @@ q_run() {
 	wait_for 5 ls "$sd"/stats-two-*.txt || { die "second process: no stats dump"; return 1; }
 	[ "$(stat_sum "$sd/stats-two-*.txt" sockets_kernel tickstack)" -ge 1 ] ||
 		{ die "the second process's socket was not counted on the kernel"; return 1; }
-	$other env TICKSTACK_REQUIRE=1 sockperf sr -i $IPB -p 11501 >"$TSDP_TMP/two-require.out" 2>&1 &
+	$other env TICKSTACK_REQUIRE=1 sockperf sr -i "$IPB" -p 11501 >"$TSDP_TMP/two-require.out" 2>&1 &
 	pid=$!
 	TSDP_PIDS+=("$pid")
 	wait_exit "$pid" 10
@@ -126,7 +128,7 @@ q_run() {
 t_queues() { # standalone: one process serves all four queues of its veth (UDP and TCP)
 	rm -f "$TSDP_TMP"/*.out "$TSDP_TMP"/stats-*
 	q_pair
-	q_run "$(accel $NB srv) --require" "$(accel $NB two)" "$TSDP_TMP"
+	q_run "$(accel "$NB" srv) --require" "$(accel "$NB" two)" "$TSDP_TMP"
 }
 
 t_queues_xdpd() { # with tickstack-xdpd: a pod process serves all four queues
@@ -147,7 +149,7 @@ t_queues_xdpd() { # with tickstack-xdpd: a pod process serves all four queues
 t_xdp_mode() { # TICKSTACK_XDP_MODE: the bind mode chosen, reported per XSK, refused where the driver cannot
 	local out pid
 	# veth: native XDP yes, AF_XDP zero-copy no: refused, said, the bind fails
-	out=$(ip netns exec "$NB" env TICKSTACK_XDP_MODE=zerocopy $RUN --require $B/udpcheck echo $IPB 11601 1 2>&1) &&
+	out=$(ip netns exec "$NB" env TICKSTACK_XDP_MODE=zerocopy "$RUN" --require "$B"/udpcheck echo "$IPB" 11601 1 2>&1) &&
 		{ die "zerocopy on veth: the bind succeeded"; return 1; }
 	case "$out" in
 	*"TICKSTACK_XDP_MODE=zerocopy: the driver of tsdpv${TSDP_ID}b cannot bind an AF_XDP socket in zero-copy mode"*"TICKSTACK_REQUIRE=1: socket fd"*"cannot be accelerated"*) ;;
@@ -156,11 +158,11 @@ t_xdp_mode() { # TICKSTACK_XDP_MODE: the bind mode chosen, reported per XSK, ref
 	log "$CUR: $(echo "$out" | grep -m1 "TICKSTACK_XDP_MODE=zerocopy")"
 	# native and copy, asked for: accelerated, and reported so (the exit
 	# dump and tickstack-stats)
-	start_server "$(accel $NB srv) --require env TICKSTACK_XDP_MODE=native,copy" 11602 || return 1
+	start_server "$(accel "$NB" srv) --require env TICKSTACK_XDP_MODE=native,copy" 11602 || return 1
 	pid=$(pgrep -f "sockperf sr -i $IPB -p 11602" | head -1)
 	out=$("$B/tickstack-stats" "$pid" 2>&1)
 	case "$out" in *"queues 0-0, XDP native, bound copy"*) ;; *) die "tickstack-stats: '$out'"; return 1 ;; esac
-	$(kern $NA) $CPU_CLI timeout 30 sockperf pp -i $IPB -p 11602 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(kern "$NA") "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11602 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	stop_server || return 1
@@ -168,13 +170,13 @@ t_xdp_mode() { # TICKSTACK_XDP_MODE: the bind mode chosen, reported per XSK, ref
 	grep -q "^xsk .* queues=1 mode=native bind=copy " "$TSDP_TMP"/stats-srv-*.txt ||
 		{ die "the dump does not say native and copy: $(grep ^xsk "$TSDP_TMP"/stats-srv-*.txt)"; return 1; }
 	# the program the server attached (native) stays: generic asked for is refused
-	out=$(ip netns exec "$NB" env TICKSTACK_XDP_MODE=skb $RUN --require $B/udpcheck echo $IPB 11603 1 2>&1) &&
+	out=$(ip netns exec "$NB" env TICKSTACK_XDP_MODE=skb "$RUN" --require "$B"/udpcheck echo "$IPB" 11603 1 2>&1) &&
 		{ die "skb asked over a native program: the bind succeeded"; return 1; }
 	case "$out" in *"TICKSTACK_XDP_MODE=skb: the XDP program on tsdpv${TSDP_ID}b runs in native mode, not the one asked for"*) ;;
 	*) die "skb refusal: '$out'"; return 1 ;;
 	esac
 	# a bad value is named, with the accepted ones (exit status 2 under REQUIRE)
-	out=$(ip netns exec "$NB" env TICKSTACK_XDP_MODE=skb,zerocopy $RUN --require $B/udpcheck echo $IPB 11604 1 2>&1)
+	out=$(ip netns exec "$NB" env TICKSTACK_XDP_MODE=skb,zerocopy "$RUN" --require "$B"/udpcheck echo "$IPB" 11604 1 2>&1)
 	[ $? = 2 ] || { die "TICKSTACK_XDP_MODE=skb,zerocopy: exit status not 2: '$out'"; return 1; }
 	case "$out" in *"invalid TICKSTACK_XDP_MODE=skb,zerocopy"*"zerocopy needs native"*) ;;
 	*) die "bad value: '$out'"; return 1 ;;

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154,SC2153 # here, TSDP_ID: set by harness.sh and lib.sh
 # tests/t2t.sh - the tick-to-trade rig's cases of the harness (sourced by
 # harness.sh, which provides accel, kern, taccel, die, log, wait_for,
 # stat_sum and the cleanup). Publisher, strategy and exchange simulator
@@ -48,17 +49,17 @@ t2t_topology() {
 # the exact counts checked
 t2t_run() {
 	local pub=$1 strat=$2 exch=$3 ex st sent buys
-	$exch timeout 120 $B/t2t-exchange --timeout 100 12017 >"$TSDP_TMP/exchange.json" 2>"$TSDP_TMP/exchange.out" &
+	$exch timeout 120 "$B"/t2t-exchange --timeout 100 12017 >"$TSDP_TMP/exchange.json" 2>"$TSDP_TMP/exchange.out" &
 	ex=$!
 	TSDP_PIDS+=("$ex")
 	wait_for 10 tcp_listening "$NX" 12017 || { die "exchange did not listen"; return 1; }
-	$strat timeout 120 $B/t2t-strategy --every "$T2T_EVERY" --if $IPB --idle "$T2T_IDLE" \
+	$strat timeout 120 "$B"/t2t-strategy --every "$T2T_EVERY" --if "$IPB" --idle "$T2T_IDLE" \
 		$T2T_GRP 12018 198.18.21.3 12017 >"$TSDP_TMP/strategy.json" 2>"$TSDP_TMP/strategy.out" &
 	st=$!
 	TSDP_PIDS+=("$st")
 	wait_for 30 grep -q "logged on, subscribed" "$TSDP_TMP/strategy.out" || { die "strategy did not log on"; return 1; }
 	wait_for 5 sh -c "ip netns exec $NB ip maddr show | grep -q $T2T_GRP" || { die "no IGMP join in NB"; return 1; }
-	$pub timeout 60 $B/t2t-pub --rate "$T2T_RATE" --seconds "$T2T_SECONDS" --if 198.18.21.1 ${T2T_PUB_EXTRA:-} \
+	$pub timeout 60 "$B"/t2t-pub --rate "$T2T_RATE" --seconds "$T2T_SECONDS" --if 198.18.21.1 "${T2T_PUB_EXTRA[@]}" \
 		$T2T_GRP 12018 >"$TSDP_TMP/pub.json" 2>"$TSDP_TMP/pub.out" || { die "publisher: exit code $?"; return 1; }
 	wait_exit "$st" 60 || { die "strategy did not finish"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "strategy: exit code $WAIT_RC (something unaccounted for)"; return 1; }
@@ -100,7 +101,7 @@ t2t_paths() {
 
 t_t2t_kernel() {
 	t2t_topology
-	t2t_run "$(kern $NP)" "$(kern $NB)" "$(kern $NX)" || return 1
+	t2t_run "$(kern "$NP")" "$(kern "$NB")" "$(kern "$NX")" || return 1
 	t2t_paths
 	[ "$T2T_MD/$T2T_ORD" = kernel/kernel ] || { die "the kernel run took $T2T_MD/$T2T_ORD"; return 1; }
 }
@@ -108,9 +109,10 @@ t_t2t_kernel() {
 t_t2t_bypass() { # both legs through the stack (TICKSTACK_TCP=1 for the FIX session)
 	local sent
 	# correctness, not speed: three processes on two CPUs, none spins
+	# shellcheck disable=SC2034 # accel and taccel read it
 	local PROFILE=default
 	t2t_topology
-	t2t_run "$(accel $NP pub)" "$(taccel $NB strat)" "$(taccel $NX exch)" || return 1
+	t2t_run "$(accel "$NP" pub)" "$(taccel "$NB" strat)" "$(taccel "$NX" exch)" || return 1
 	t2t_paths
 	[ "$T2T_MD/$T2T_ORD" = bypass/bypass ] || { die "the bypass run took $T2T_MD/$T2T_ORD"; return 1; }
 	sent=$(jget "$TSDP_TMP/pub.json" 'j["sent"]')
@@ -123,9 +125,10 @@ t_t2t_bypass() { # both legs through the stack (TICKSTACK_TCP=1 for the FIX sess
 }
 
 t_t2t_mix() { # seed 003's mix and bursts from the publisher, on the kernel
-	local T2T_RATE=5000 T2T_SECONDS=2 T2T_PUB_EXTRA="--mix seed003 --burst 10000" sent
+	local T2T_RATE=5000 T2T_SECONDS=2 sent
+	local -a T2T_PUB_EXTRA=(--mix seed003 --burst 10000)
 	t2t_topology
-	t2t_run "$(kern $NP)" "$(kern $NB)" "$(kern $NX)" || return 1
+	t2t_run "$(kern "$NP")" "$(kern "$NB")" "$(kern "$NX")" || return 1
 	sent=$(jget "$TSDP_TMP/pub.json" 'j["sent"]')
 	# second 0 at 5,000/s, second 1 at 15,000/s
 	[ "$sent" -ge 19900 ] && [ "$sent" -le 20100 ] || { die "publisher sent $sent, want about 20000"; return 1; }
@@ -134,4 +137,5 @@ t_t2t_mix() { # seed 003's mix and bursts from the publisher, on the kernel
 		{ die "strategy received $(jget "$TSDP_TMP/strategy.json" 'j["ticks"]["bytes"]') bytes, not seed 003's mix"; return 1; }
 }
 
+# shellcheck disable=SC2034 # harness.sh reads it
 T2T_ALL="t2t_kernel t2t_bypass t2t_mix"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154,SC2153 # here, TSDP_ID: set by harness.sh and lib.sh
 # tests/tcp.sh - the TCP cases of the harness (sourced by harness.sh, which
 # provides new_pair, accel, kern, die, log, wait_for, stat_sum and the
 # cleanup). Every accelerated end runs with TICKSTACK_TCP=1 and
@@ -35,8 +36,8 @@ kernel_silent() {
 # received, sent or both (default) through it
 tcp_accel() {
 	local tag=$1 min=$2 way=${3:-both} conns rxa txa
-	wait_for 5 ls "$TSDP_TMP"/stats-$tag-*.txt || { die "$tag: no stats dump"; return 1; }
-	conns=$(cat "$TSDP_TMP"/stats-$tag-*.txt | grep '^tcp ' | tr ' ' '\n' | grep '^conns_accel=' |
+	wait_for 5 ls "$TSDP_TMP"/stats-"$tag"-*.txt || { die "$tag: no stats dump"; return 1; }
+	conns=$(cat "$TSDP_TMP"/stats-"$tag"-*.txt | grep '^tcp ' | tr ' ' '\n' | grep '^conns_accel=' |
 		cut -d= -f2 | awk '{s+=$1} END {print s+0}')
 	rxa=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" rx_accel)
 	txa=$(stat_sum "$TSDP_TMP/stats-$tag-*.txt" tx_accel)
@@ -51,38 +52,38 @@ tcp_accel() {
 # tcp_pp SERVER-PREFIX CLIENT-PREFIX PORT SIZE: sockperf --tcp ping-pong
 tcp_pp() {
 	local srv=$1 cli=$2 port=$3 size=$4
-	$srv $CPU_SRV sockperf sr --tcp -i $IPB -p "$port" >"$TSDP_TMP/server.out" 2>&1 &
+	$srv "${CPU_SRV[@]}" sockperf sr --tcp -i "$IPB" -p "$port" >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" "$port" || { die "server did not listen on $port"; return 1; }
-	$cli $CPU_CLI timeout 30 sockperf pp --tcp -i $IPB -p "$port" -t 2 -m "$size" >"$TSDP_TMP/client.out" 2>&1 ||
+	$cli "${CPU_CLI[@]}" timeout 30 sockperf pp --tcp -i "$IPB" -p "$port" -t 2 -m "$size" >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	stop_server
 }
 
 t_tcp_pp_both() {
-	tcp_pp "$(taccel $NB srv)" "$(taccel $NA cli)" 12001 64 || return 1
+	tcp_pp "$(taccel "$NB" srv)" "$(taccel "$NA" cli)" 12001 64 || return 1
 	tcp_accel cli 1 && tcp_accel srv 1 && kernel_silent "$NA" "$NB"
 }
 
 t_tcp_pp_kernel_server() {
-	tcp_pp "$(kern $NB)" "$(taccel $NA cli)" 12002 1472 || return 1
+	tcp_pp "$(kern "$NB")" "$(taccel "$NA" cli)" 12002 1472 || return 1
 	tcp_accel cli 1 && kernel_silent "$NA"
 }
 
 t_tcp_pp_kernel_client() {
-	tcp_pp "$(taccel $NB srv)" "$(kern $NA)" 12003 256 || return 1
+	tcp_pp "$(taccel "$NB" srv)" "$(kern "$NA")" 12003 256 || return 1
 	tcp_accel srv 1 && kernel_silent "$NB"
 }
 
 # tcp_ul SRV-PREFIX CLI-PREFIX PORT: sockperf ul --tcp, 10,000 msg/s for 2 s
 tcp_ul() {
-	$1 $CPU_SRV sockperf sr --tcp -i $IPB -p "$3" >"$TSDP_TMP/server.out" 2>&1 &
+	$1 "${CPU_SRV[@]}" sockperf sr --tcp -i "$IPB" -p "$3" >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" "$3" || { die "server did not listen on $3"; return 1; }
-	$2 env TICKSTACK_SPIN_USEC=0 $CPU_CLI timeout 30 sockperf ul --tcp -i $IPB -p "$3" -t 2 -m 64 \
+	$2 env TICKSTACK_SPIN_USEC=0 "${CPU_CLI[@]}" timeout 30 sockperf ul --tcp -i "$IPB" -p "$3" -t 2 -m 64 \
 		--mps 10000 >"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	stop_server
@@ -91,13 +92,13 @@ tcp_ul() {
 t_tcp_under_load() { # sockperf ul --tcp: both ends accelerated, then each end on the kernel
 	# both client threads share one CPU here: the receiver sleeps instead
 	# of spinning (see t_under_load); medians are logged, not judged
-	tcp_ul "$(taccel $NB srv)" "$(taccel $NA cli)" 12006 || return 1
+	tcp_ul "$(taccel "$NB" srv)" "$(taccel "$NA" cli)" 12006 || return 1
 	tcp_accel cli 1 && tcp_accel srv 1 && kernel_silent "$NA" "$NB" || return 1
 	rm -f "$TSDP_TMP"/stats-*
-	tcp_ul "$(kern $NB)" "$(taccel $NA cli)" 12016 || return 1
+	tcp_ul "$(kern "$NB")" "$(taccel "$NA" cli)" 12016 || return 1
 	tcp_accel cli 1 || return 1
 	rm -f "$TSDP_TMP"/stats-*
-	tcp_ul "$(taccel $NB srv)" "$(kern $NA)" 12026 || return 1
+	tcp_ul "$(taccel "$NB" srv)" "$(kern "$NA")" 12026 || return 1
 	tcp_accel srv 1
 }
 
@@ -105,11 +106,11 @@ t_tcp_under_load() { # sockperf ul --tcp: both ends accelerated, then each end o
 # every message sent is received
 tcp_tp() {
 	local sent got
-	$1 $CPU_SRV sockperf sr --tcp -i $IPB -p "$3" >"$TSDP_TMP/server.out" 2>&1 &
+	$1 "${CPU_SRV[@]}" sockperf sr --tcp -i "$IPB" -p "$3" >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" "$3" || { die "server did not listen on $3"; return 1; }
-	$2 $CPU_CLI timeout 30 sockperf tp --tcp -i $IPB -p "$3" -t 2 -m 256 \
+	$2 "${CPU_CLI[@]}" timeout 30 sockperf tp --tcp -i "$IPB" -p "$3" -t 2 -m 256 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
 	grep -q "interrupted by timer" "$TSDP_TMP/client.out" || { die "client did not end on its timer"; return 1; }
 	stop_server || return 1
@@ -120,22 +121,22 @@ tcp_tp() {
 }
 
 t_tcp_throughput() { # sockperf tp --tcp unpaced, every message received: both ends accelerated, then each on the kernel
-	tcp_tp "$(taccel $NB srv)" "$(taccel $NA cli)" 12007 || return 1
+	tcp_tp "$(taccel "$NB" srv)" "$(taccel "$NA" cli)" 12007 || return 1
 	tcp_accel cli 1 tx && tcp_accel srv 1 rx && kernel_silent "$NA" "$NB" || return 1
 	rm -f "$TSDP_TMP"/stats-*
-	tcp_tp "$(kern $NB)" "$(taccel $NA cli)" 12017 || return 1
+	tcp_tp "$(kern "$NB")" "$(taccel "$NA" cli)" 12017 || return 1
 	tcp_accel cli 1 tx || return 1
 	rm -f "$TSDP_TMP"/stats-*
-	tcp_tp "$(taccel $NB srv)" "$(kern $NA)" 12027 || return 1
+	tcp_tp "$(taccel "$NB" srv)" "$(kern "$NA")" 12027 || return 1
 	tcp_accel srv 1 rx
 }
 
 t_tcp_cycles() { # 1,000 connect/accept/close cycles leak no fd, port or UMEM frame
-	$(taccel $NB srv) $B/tcpcheck cycles-server 12004 1000 >"$TSDP_TMP/server.out" 2>&1 &
+	$(taccel "$NB" srv) "$B"/tcpcheck cycles-server 12004 1000 >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" 12004 || { die "server did not listen"; return 1; }
-	$(taccel $NA cli) timeout 120 $B/tcpcheck cycles-client $IPB 12004 1000 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(taccel "$NA" cli) timeout 120 "$B"/tcpcheck cycles-client "$IPB" 12004 1000 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client: exit code $?"; return 1; }
 	wait_exit "$SRV" 60 || { die "server did not finish"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "server: exit code $WAIT_RC"; return 1; }
@@ -146,11 +147,11 @@ t_tcp_cycles() { # 1,000 connect/accept/close cycles leak no fd, port or UMEM fr
 }
 
 t_tcp_fix() { # a QuickFIX session: logon, 10,000 NewOrderSingle / ExecutionReport pairs in order, logout
-	$(taccel $NB srv) timeout 120 $B/fixcheck acceptor 12008 10000 >"$TSDP_TMP/server.out" 2>&1 &
+	$(taccel "$NB" srv) timeout 120 "$B"/fixcheck acceptor 12008 10000 >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" 12008 || { die "acceptor did not listen"; return 1; }
-	$(taccel $NA cli) timeout 120 $B/fixcheck initiator $IPB 12008 10000 >"$TSDP_TMP/client.out" 2>&1 ||
+	$(taccel "$NA" cli) timeout 120 "$B"/fixcheck initiator "$IPB" 12008 10000 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "initiator: exit code $?"; return 1; }
 	wait_exit "$SRV" 60 || { die "acceptor did not finish"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "acceptor: exit code $WAIT_RC"; return 1; }
@@ -162,11 +163,11 @@ t_tcp_fix() { # a QuickFIX session: logon, 10,000 NewOrderSingle / ExecutionRepo
 # MODE-client; what each observed in $TSDP_TMP/TAG.txt (server, then client)
 scenario() {
 	local srv=$1 cli=$2 mode=$3 port=$4 tag=$5 p
-	$srv $B/tcpcheck $mode-server "$port" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+	$srv "$B"/tcpcheck "$mode"-server "$port" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
 	p=$!
 	TSDP_PIDS+=("$p")
 	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
-	$cli timeout 30 $B/tcpcheck $mode-client $IPB "$port" >"$TSDP_TMP/$tag-cli.txt" 2>&1 ||
+	$cli timeout 30 "$B"/tcpcheck "$mode"-client "$IPB" "$port" >"$TSDP_TMP/$tag-cli.txt" 2>&1 ||
 		{ die "$tag: client exit code $?"; return 1; }
 	wait_exit "$p" 30 || { die "$tag: server did not finish"; return 1; }
 	cat "$TSDP_TMP/$tag-srv.txt" "$TSDP_TMP/$tag-cli.txt" >"$TSDP_TMP/$tag.txt"
@@ -176,8 +177,8 @@ t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states and op
 	local m i=0 ends
 	for m in halfclose reset tcpinfo; do
 		i=$((i + 1))
-		scenario "$(kern $NB)" "$(kern $NA)" $m $((12020 + i)) kernel-$m || return 1
-		scenario "$(taccel $NB srv)" "$(taccel $NA cli)" $m $((12030 + i)) stack-$m || return 1
+		scenario "$(kern "$NB")" "$(kern "$NA")" $m $((12020 + i)) kernel-$m || return 1
+		scenario "$(taccel "$NB" srv)" "$(taccel "$NA" cli)" $m $((12030 + i)) stack-$m || return 1
 		cmp -s "$TSDP_TMP/kernel-$m.txt" "$TSDP_TMP/stack-$m.txt" ||
 			{ die "$m: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-$m.txt" \
 				"$TSDP_TMP/stack-$m.txt" >&2; return 1; }
@@ -186,14 +187,14 @@ t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states and op
 	# the options each end's TCP_INFO shows (timestamps, window scaling, send
 	# MSS) with the stack on one end, passive then active open, and on both:
 	# the kernel's view of the stack shows what the stack offered/accepted
-	scenario "$(kern $NB)" "$(kern $NA)" options 12035 kernel-options || return 1
+	scenario "$(kern "$NB")" "$(kern "$NA")" options 12035 kernel-options || return 1
 	grep -q 'timestamps on, window scaling on' "$TSDP_TMP/kernel-options.txt" ||
 		{ die "options: the kernels negotiated no timestamps/window scaling: $(cat "$TSDP_TMP/kernel-options.txt")"; return 1; }
 	for ends in passive active both; do
 		case $ends in
-		passive) scenario "$(taccel $NB srv)" "$(kern $NA)" options 12036 stack-options ;;
-		active) scenario "$(kern $NB)" "$(taccel $NA cli)" options 12037 stack-options ;;
-		both) scenario "$(taccel $NB srv)" "$(taccel $NA cli)" options 12038 stack-options ;;
+		passive) scenario "$(taccel "$NB" srv)" "$(kern "$NA")" options 12036 stack-options ;;
+		active) scenario "$(kern "$NB")" "$(taccel "$NA" cli)" options 12037 stack-options ;;
+		both) scenario "$(taccel "$NB" srv)" "$(taccel "$NA" cli)" options 12038 stack-options ;;
 		esac || return 1
 		cmp -s "$TSDP_TMP/kernel-options.txt" "$TSDP_TMP/stack-options.txt" ||
 			{ die "options, stack $ends: otherwise than kernel to kernel:"; diff "$TSDP_TMP/kernel-options.txt" \
@@ -201,8 +202,8 @@ t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states and op
 	done
 	log "$CUR: options as kernel to kernel, stack passive, active and both: $(tr '\n' ';' <"$TSDP_TMP/stack-options.txt")"
 	# a connect where nobody listens: the peer's kernel resets the SYN
-	$(kern $NA) timeout 30 $B/tcpcheck refused-client $IPB 12039 >"$TSDP_TMP/kernel-refused.txt" 2>&1
-	$(taccel $NA cli) timeout 30 $B/tcpcheck refused-client $IPB 12039 >"$TSDP_TMP/stack-refused.txt" 2>&1
+	$(kern "$NA") timeout 30 "$B"/tcpcheck refused-client "$IPB" 12039 >"$TSDP_TMP/kernel-refused.txt" 2>&1
+	$(taccel "$NA" cli) timeout 30 "$B"/tcpcheck refused-client "$IPB" 12039 >"$TSDP_TMP/stack-refused.txt" 2>&1
 	cmp -s "$TSDP_TMP/kernel-refused.txt" "$TSDP_TMP/stack-refused.txt" ||
 		{ die "refused: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-refused.txt" \
 			"$TSDP_TMP/stack-refused.txt" >&2; return 1; }
@@ -215,11 +216,11 @@ t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states and op
 tailwin_run() {
 	local srv=$1 cli=$2 port=$3 tag=$4 p
 	rm -f "$TSDP_TMP/go-$tag".*
-	$srv timeout 60 $B/tcpcheck tailwin-server "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+	$srv timeout 60 "$B"/tcpcheck tailwin-server "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
 	p=$!
 	TSDP_PIDS+=("$p")
 	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
-	$cli timeout 60 $B/tcpcheck tailwin-client $IPB "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag.txt" 2>&1 ||
+	$cli timeout 60 "$B"/tcpcheck tailwin-client "$IPB" "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag.txt" 2>&1 ||
 		{ die "$tag: client exit code $?"; return 1; }
 	wait_exit "$p" 30 || { die "$tag: server did not finish"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "$tag: server exit code $WAIT_RC: $(cat "$TSDP_TMP/$tag-srv.txt")"; return 1; }
@@ -232,10 +233,10 @@ t_tcp_tailwin() { # a stream's last segment, its FIN on it, meets a nearly close
 	# (tests/tcpcheck.c tailwin; lwip-patches/0001-*). Reads after the
 	# peer's FIN sent lwIP's window updates, which the kernel of an exited
 	# peer reset (prog_asyncio's server namespace, now and then)
-	tailwin_run "$(kern $NB)" "$(kern $NA)" 12050 kernel-tailwin || return 1
+	tailwin_run "$(kern "$NB")" "$(kern "$NA")" 12050 kernel-tailwin || return 1
 	local rsts
 	rsts=$(kstat "$NB" TcpOutRsts)
-	tailwin_run "$(taccel $NB srv)" "$(taccel $NA cli)" 12051 stack-tailwin || return 1
+	tailwin_run "$(taccel "$NB" srv)" "$(taccel "$NA" cli)" 12051 stack-tailwin || return 1
 	# the reader's window updates after the FIN reach nobody once the
 	# server has exited: the kernel there must see none (it would reset)
 	sleep 0.5
@@ -255,11 +256,11 @@ t_tcp_tailwin() { # a stream's last segment, its FIN on it, meets a nearly close
 backlog_run() {
 	local srv=$1 cli=$2 port=$3 tag=$4 p
 	rm -f "$TSDP_TMP/go-$tag"
-	$srv timeout 60 $B/tcpcheck backlog-server "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+	$srv timeout 60 "$B"/tcpcheck backlog-server "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
 	p=$!
 	TSDP_PIDS+=("$p")
 	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
-	$cli timeout 60 $B/tcpcheck backlog-client $IPB "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-cli.txt" 2>&1 ||
+	$cli timeout 60 "$B"/tcpcheck backlog-client "$IPB" "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-cli.txt" 2>&1 ||
 		{ die "$tag: client exit code $?"; return 1; }
 	wait_exit "$p" 30 || { die "$tag: server did not finish"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "$tag: server exit code $WAIT_RC"; return 1; }
@@ -268,10 +269,10 @@ backlog_run() {
 
 t_tcp_backlog() { # a listener's queue overflows: the stack drops SYNs and handshake ACKs like the kernel, no reset
 	local ko so
-	backlog_run "$(kern $NB)" "$(kern $NA)" 12041 kernel-backlog || return 1
+	backlog_run "$(kern "$NB")" "$(kern "$NA")" 12041 kernel-backlog || return 1
 	ko=$(kstat "$NB" TcpExtListenOverflows)
 	[ "${ko:-0}" -gt 0 ] || { die "the kernel's queue never overflowed (TcpExtListenOverflows=$ko): the case tests nothing"; return 1; }
-	backlog_run "$(taccel $NB srv)" "$(taccel $NA cli)" 12042 stack-backlog || return 1
+	backlog_run "$(taccel "$NB" srv)" "$(taccel "$NA" cli)" 12042 stack-backlog || return 1
 	cmp -s "$TSDP_TMP/kernel-backlog.txt" "$TSDP_TMP/stack-backlog.txt" ||
 		{ die "backlog: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-backlog.txt" \
 			"$TSDP_TMP/stack-backlog.txt" >&2; return 1; }
@@ -291,11 +292,11 @@ silent_run() {
 	local cli=$1 mode=$2 port=$3 tag=$4 p c
 	ip netns exec "$NB" iptables -F INPUT
 	rm -f "$TSDP_TMP/go-$tag"
-	$(kern $NB) timeout 60 $B/tcpcheck recv-server "$port" /dev/null >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+	$(kern "$NB") timeout 60 "$B"/tcpcheck recv-server "$port" /dev/null >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
 	p=$!
 	TSDP_PIDS+=("$p")
 	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
-	$cli timeout 60 $B/tcpcheck $mode $IPB "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag.txt" 2>&1 &
+	$cli timeout 60 "$B"/tcpcheck "$mode" "$IPB" "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag.txt" 2>&1 &
 	c=$!
 	TSDP_PIDS+=("$c")
 	wait_for 10 grep -q connected "$TSDP_TMP/$tag.txt" || { die "$tag: client did not connect"; return 1; }
@@ -318,7 +319,7 @@ same_as_kernel() {
 # conns_through_xsk TAG N: the processes tagged TAG opened N connections
 # through the XSK (for cases where no payload crosses)
 conns_through_xsk() {
-	[ "$(cat "$TSDP_TMP"/stats-$1-*.txt | grep '^tcp ' | tr ' ' '\n' | grep '^conns_accel=' | cut -d= -f2 |
+	[ "$(cat "$TSDP_TMP"/stats-"$1"-*.txt | grep '^tcp ' | tr ' ' '\n' | grep '^conns_accel=' | cut -d= -f2 |
 		awk '{s+=$1} END {print s+0}')" -ge "$2" ] || { die "$1: fewer than $2 connections through the XSK"; return 1; }
 }
 
@@ -326,8 +327,8 @@ t_tcp_timeouts() { # keepalive, TCP_USER_TIMEOUT and TCP_SYNCNT against a silent
 	local m syn
 	command -v iptables >/dev/null || { die "iptables not installed"; return 1; }
 	for m in keepalive usertimeout; do
-		silent_run "$(kern $NA)" $m-client 12043 kernel-$m || return 1
-		silent_run "$(taccel $NA cli)" $m-client 12044 stack-$m || return 1
+		silent_run "$(kern "$NA")" $m-client 12043 kernel-$m || return 1
+		silent_run "$(taccel "$NA" cli)" $m-client 12044 stack-$m || return 1
 		same_as_kernel $m || return 1
 		grep -q 'read ETIMEDOUT' "$TSDP_TMP/stack-$m.txt" || { die "$m: no ETIMEDOUT"; return 1; }
 	done
@@ -338,9 +339,9 @@ t_tcp_timeouts() { # keepalive, TCP_USER_TIMEOUT and TCP_SYNCNT against a silent
 		ip netns exec "$NB" iptables -F INPUT
 		ip netns exec "$NB" iptables -A INPUT -p tcp --dport 12045 -j DROP
 		if [ $m = kernel ]; then
-			$(kern $NA) timeout 30 $B/tcpcheck syncnt-client $IPB 12045 >"$TSDP_TMP/$m-syncnt.txt" 2>&1
+			$(kern "$NA") timeout 30 "$B"/tcpcheck syncnt-client "$IPB" 12045 >"$TSDP_TMP/$m-syncnt.txt" 2>&1
 		else
-			$(taccel $NA cli) timeout 30 $B/tcpcheck syncnt-client $IPB 12045 >"$TSDP_TMP/$m-syncnt.txt" 2>&1
+			$(taccel "$NA" cli) timeout 30 "$B"/tcpcheck syncnt-client "$IPB" 12045 >"$TSDP_TMP/$m-syncnt.txt" 2>&1
 		fi || { die "syncnt ($m): exit code $?"; return 1; }
 		syn=$(ip netns exec "$NB" iptables -nvxL INPUT | awk '/DROP/ {print $1}')
 		echo "peer: $syn SYNs" >>"$TSDP_TMP/$m-syncnt.txt"
@@ -356,12 +357,11 @@ t_tcp_prefork() { # a listener accepted on in forked children (pre-fork): accele
 	# kernels of both ends carry nothing
 	ip netns exec "$NB" nstat -n >/dev/null
 	ip netns exec "$NA" nstat -n >/dev/null
-	$(taccel $NB srv) timeout 30 python3 "$here/prefork.py" 12046 $IPB >"$TSDP_TMP/server.out" 2>&1 &
+	$(taccel "$NB" srv) timeout 30 python3 "$here/prefork.py" 12046 "$IPB" >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" 12046 || { die "prefork (1): server did not listen"; return 1; }
-	[ "$($(taccel $NA cli) timeout 10 python3 -c "
-import socket; c = socket.create_connection(('$IPB', 12046), timeout=8); print(c.recv(8).decode())")" = hi ] ||
+	[ "$($(taccel "$NA" cli) timeout 10 python3 "$here/tcp_hello.py" "$IPB" 12046)" = hi ] ||
 		{ die "prefork (1): no answer from the child: $(cat "$TSDP_TMP/server.out")"; return 1; }
 	wait_exit "$SRV" 20 && [ "$WAIT_RC" = 0 ] || { die "prefork (1): server exit $WAIT_RC"; return 1; }
 	grep -q 'child: accepted' "$TSDP_TMP/server.out" || { die "prefork (1): child did not accept: $(cat "$TSDP_TMP/server.out")"; return 1; }
@@ -369,13 +369,12 @@ import socket; c = socket.create_connection(('$IPB', 12046), timeout=8); print(c
 	# TICKSTACK_TCP=connect: the listener stays on the kernel (counted),
 	# the child accepts as on the kernel
 	rm -f "$TSDP_TMP"/stats-*
-	ip netns exec "$NB" env TICKSTACK_TCP=connect TICKSTACK_STATS_FILE=$TSDP_TMP/stats-srv-%p.txt $RUN \
-		timeout 30 python3 "$here/prefork.py" 12047 $IPB >"$TSDP_TMP/server.out" 2>&1 &
+	ip netns exec "$NB" env TICKSTACK_TCP=connect TICKSTACK_STATS_FILE="$TSDP_TMP"/stats-srv-%p.txt "$RUN" \
+		timeout 30 python3 "$here/prefork.py" 12047 "$IPB" >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" 12047 || { die "prefork (connect): server did not listen"; return 1; }
-	[ "$(ip netns exec "$NA" timeout 10 python3 -c "
-import socket; c = socket.create_connection(('$IPB', 12047), timeout=8); print(c.recv(8).decode())")" = hi ] ||
+	[ "$(ip netns exec "$NA" timeout 10 python3 "$here/tcp_hello.py" "$IPB" 12047)" = hi ] ||
 		{ die "prefork (connect): no answer from the child"; return 1; }
 	wait_exit "$SRV" 20 && [ "$WAIT_RC" = 0 ] || { die "prefork (connect): server exit $WAIT_RC"; return 1; }
 	grep -q 'child: accepted' "$TSDP_TMP/server.out" || { die "prefork (connect): child did not accept"; return 1; }
@@ -384,7 +383,7 @@ import socket; c = socket.create_connection(('$IPB', 12047), timeout=8); print(c
 		{ die "prefork (connect): the listener on the kernel was not counted"; return 1; }
 	# and a connect from a TICKSTACK_TCP=connect process is accelerated
 	rm -f "$TSDP_TMP"/stats-*
-	tcp_pp "$(kern $NB)" "$(accel $NA cli) --require env TICKSTACK_TCP=connect" 12048 64 || return 1
+	tcp_pp "$(kern "$NB")" "$(accel "$NA" cli) --require env TICKSTACK_TCP=connect" 12048 64 || return 1
 	tcp_accel cli 1
 }
 
@@ -394,7 +393,7 @@ socat_echo_clients() {
 	local port=$1 n=$2 i
 	head -c 262144 /dev/urandom >"$TSDP_TMP/socat.in"
 	for i in $(seq 1 "$n"); do
-		$(taccel $NA cli) timeout 20 socat -t 5 -T 10 - "TCP4:$IPB:$port" <"$TSDP_TMP/socat.in" \
+		$(taccel "$NA" cli) timeout 20 socat -t 5 -T 10 - "TCP4:$IPB:$port" <"$TSDP_TMP/socat.in" \
 			>"$TSDP_TMP/socat.out.$i" 2>"$TSDP_TMP/socat.err.$i" ||
 			{ die "socat client $i: exit $?: $(cat "$TSDP_TMP/socat.err.$i")"; return 1; }
 		cmp -s "$TSDP_TMP/socat.in" "$TSDP_TMP/socat.out.$i" ||
@@ -405,7 +404,7 @@ socat_echo_clients() {
 t_tcp_socat_fork() { # socat TCP-LISTEN,fork: a child per connection relays the stream its parent accepted to cat
 	ip netns exec "$NB" nstat -n >/dev/null
 	ip netns exec "$NA" nstat -n >/dev/null
-	$(taccel $NB srv) timeout 60 socat -T 10 "TCP4-LISTEN:12060,bind=$IPB,reuseaddr,fork" EXEC:cat \
+	$(taccel "$NB" srv) timeout 60 socat -T 10 "TCP4-LISTEN:12060,bind=$IPB,reuseaddr,fork" EXEC:cat \
 		>"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
@@ -428,12 +427,12 @@ t_tcp_listen_race() { # a client connecting while the server starts listening (r
 	local i p srv
 	ip netns exec "$NB" nstat -n >/dev/null
 	for i in 1 2 3 4 5; do
-		$(kern $NA) timeout 30 python3 "$here/listenrace.py" "$IPB" $((12069 + i)) 65536 "$TSDP_TMP/race-$i.ready" \
+		$(kern "$NA") timeout 30 python3 "$here/listenrace.py" "$IPB" $((12069 + i)) 65536 "$TSDP_TMP/race-$i.ready" \
 			>"$TSDP_TMP/race-$i.txt" 2>&1 &
 		p=$!
 		TSDP_PIDS+=("$p")
 		wait_for 10 test -e "$TSDP_TMP/race-$i.ready" || { die "listen race $i: the client never tried"; return 1; }
-		$(taccel $NB srv) timeout 30 socat -T 10 "TCP4-LISTEN:$((12069 + i)),bind=$IPB,reuseaddr" EXEC:cat \
+		$(taccel "$NB" srv) timeout 30 socat -T 10 "TCP4-LISTEN:$((12069 + i)),bind=$IPB,reuseaddr" EXEC:cat \
 			>"$TSDP_TMP/race-srv-$i.out" 2>&1 &
 		srv=$!
 		TSDP_PIDS+=("$srv")
@@ -455,14 +454,14 @@ t_tcp_listen_race() { # a client connecting while the server starts listening (r
 }
 
 t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, else uses the kernel, counted
-	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1 $RUN timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 \
+	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_REQUIRE=1 "$RUN" timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 \
 		>"$TSDP_TMP/client.out" 2>&1
 	grep -q "TICKSTACK_REQUIRE=1: stream socket fd" "$TSDP_TMP/client.out" ||
 		{ die "REQUIRE did not refuse a loopback connection clearly"; return 1; }
-	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_STATS_FILE=$TSDP_TMP/stats-lo-%p.txt $RUN \
+	ip netns exec "$NA" env TICKSTACK_TCP=1 TICKSTACK_STATS_FILE="$TSDP_TMP"/stats-lo-%p.txt "$RUN" \
 		timeout 10 sockperf pp --tcp -i 127.0.0.1 -p 12005 -t 1 >"$TSDP_TMP/client.out" 2>&1
 	grep -q "conns_kernel=1" "$TSDP_TMP"/stats-lo-*.txt || { die "the kernel fallback was not counted"; return 1; }
-	ip netns exec "$NA" env TICKSTACK_TCP=maybe $RUN true 2>"$TSDP_TMP/client.out"
+	ip netns exec "$NA" env TICKSTACK_TCP=maybe "$RUN" true 2>"$TSDP_TMP/client.out"
 	grep -q "invalid TICKSTACK_TCP=maybe" "$TSDP_TMP/client.out" || { die "bad TICKSTACK_TCP not reported"; return 1; }
 }
 
@@ -473,12 +472,12 @@ t_tcp_require() { # a stream the stack cannot carry fails loudly under REQUIRE, 
 # cost at least one SYN retransmission, 1 s)
 port_twice() {
 	local srv=$1 cli=$2 port=$3 lport=$4 tag=$5 p i ms
-	$srv timeout 30 $B/tcpcheck greet-server "$port" 2 >"$TSDP_TMP/$tag-srv.out" 2>&1 &
+	$srv timeout 30 "$B"/tcpcheck greet-server "$port" 2 >"$TSDP_TMP/$tag-srv.out" 2>&1 &
 	p=$!
 	TSDP_PIDS+=("$p")
 	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
 	for i in 1 2; do
-		$cli timeout 20 $B/tcpcheck port-client $IPB "$port" "$lport" >"$TSDP_TMP/$tag-cli$i.out" \
+		$cli timeout 20 "$B"/tcpcheck port-client "$IPB" "$port" "$lport" >"$TSDP_TMP/$tag-cli$i.out" \
 			2>"$TSDP_TMP/$tag-cli$i.err" || { die "$tag: client $i: exit code $?: $(cat "$TSDP_TMP/$tag-cli$i.err")"; return 1; }
 		grep -q '^client: read hi then EOF$' "$TSDP_TMP/$tag-cli$i.out" || { die "$tag: client $i got no greeting"; return 1; }
 		ms=$(sed -n 's/^connect ms //p' "$TSDP_TMP/$tag-cli$i.err")
@@ -489,11 +488,11 @@ port_twice() {
 }
 
 t_tcp_port_reuse() { # two client processes in a row on one local port: the second connects at once while the server holds TIME_WAIT
-	port_twice "$(kern $NB)" "$(kern $NA)" 12050 42050 kernel || return 1
-	port_twice "$(taccel $NB srv)" "$(taccel $NA cli)" 12051 42051 stack || return 1
+	port_twice "$(kern "$NB")" "$(kern "$NA")" 12050 42050 kernel || return 1
+	port_twice "$(taccel "$NB" srv)" "$(taccel "$NA" cli)" 12051 42051 stack || return 1
 	tcp_accel srv 2 tx && conns_through_xsk cli 2 || return 1
-	port_twice "$(kern $NB)" "$(taccel $NA cli)" 12052 42052 stack-kernel-server || return 1
-	port_twice "$(taccel $NB srv)" "$(kern $NA)" 12053 42053 kernel-client
+	port_twice "$(kern "$NB")" "$(taccel "$NA" cli)" 12052 42052 stack-kernel-server || return 1
+	port_twice "$(taccel "$NB" srv)" "$(kern "$NA")" 12053 42053 kernel-client
 }
 
 # isn_check TAG: the ISNs a kernel server saw (tcpcheck greet-server ...
@@ -519,12 +518,12 @@ isn_check() {
 
 isn_run() { # isn_run CLI-PREFIX PORT TAG: ten client processes against a kernel server printing ISNs
 	local cli=$1 port=$2 tag=$3 p i
-	$(kern $NB) timeout 60 $B/tcpcheck greet-server "$port" 10 isn >"$TSDP_TMP/$tag-srv.out" 2>&1 &
+	$(kern "$NB") timeout 60 "$B"/tcpcheck greet-server "$port" 10 isn >"$TSDP_TMP/$tag-srv.out" 2>&1 &
 	p=$!
 	TSDP_PIDS+=("$p")
 	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
 	for i in 0 0 1 2 3 4 5 6 7 8; do
-		$cli timeout 20 $B/tcpcheck port-client $IPB "$port" $((43000 + port % 100 * 10 + i)) \
+		$cli timeout 20 "$B"/tcpcheck port-client "$IPB" "$port" $((43000 + port % 100 * 10 + i)) \
 			>/dev/null 2>"$TSDP_TMP/$tag-cli.err" || { die "$tag: client: exit code $?: $(cat "$TSDP_TMP/$tag-cli.err")"; return 1; }
 	done
 	wait_exit "$p" 10 && [ "$WAIT_RC" = 0 ] || { die "$tag: server exit code $WAIT_RC: $(cat "$TSDP_TMP/$tag-srv.out")"; return 1; }
@@ -532,8 +531,8 @@ isn_run() { # isn_run CLI-PREFIX PORT TAG: ten client processes against a kernel
 }
 
 t_tcp_isn() { # initial sequence numbers as RFC 6528 has them: per 4-tuple unpredictable, rising with a clock, on the kernel and through the stack
-	isn_run "$(kern $NA)" 12054 kernel || return 1
-	isn_run "$(taccel $NA cli)" 12055 stack || return 1
+	isn_run "$(kern "$NA")" 12054 kernel || return 1
+	isn_run "$(taccel "$NA" cli)" 12055 stack || return 1
 	conns_through_xsk cli 10
 }
 
@@ -558,11 +557,11 @@ txcsum_run() {
 		rm -f "$TSDP_TMP"/out "$TSDP_TMP"/stats-*
 		port=$((port + 1))
 		if [ $srv = accel ]; then pre=$(taccel "$NB" srv); else pre=$(kern "$NB"); fi
-		$pre $CPU_SRV $B/tcpcheck recv-server $port "$TSDP_TMP/out" >"$TSDP_TMP/server.out" 2>&1 &
+		$pre "${CPU_SRV[@]}" "$B"/tcpcheck recv-server $port "$TSDP_TMP/out" >"$TSDP_TMP/server.out" 2>&1 &
 		SRV=$!
 		TSDP_PIDS+=("$SRV")
 		wait_for 10 tcp_listening "$NB" $port || { die "$srv receiver did not listen"; return 1; }
-		$(taccel "$NA" cli) $CPU_CLI timeout 120 $B/tcpcheck send-client $IPB $port "$TSDP_TMP/in" \
+		$(taccel "$NA" cli) "${CPU_CLI[@]}" timeout 120 "$B"/tcpcheck send-client "$IPB" $port "$TSDP_TMP/in" \
 			>"$TSDP_TMP/client.out" 2>&1 || { die "$srv receiver: client exit code $? (segments refused?)"; return 1; }
 		wait_exit "$SRV" 60 && [ "$WAIT_RC" = 0 ] || { die "$srv receiver: server failed ($WAIT_RC)"; return 1; }
 		cmp -s "$TSDP_TMP/in" "$TSDP_TMP/out" || { die "$srv receiver: the bytes differ"; return 1; }
@@ -590,8 +589,8 @@ loss_topology() {
 	tsdp_ns NA a
 	tsdp_ns NB b
 	tsdp_ns NR r
-	tsdp_pair "$NA" "$NR" 198.18.20 v${TSDP_ID}ar v${TSDP_ID}ra
-	tsdp_pair "$NR" "$NB" 198.18.21 v${TSDP_ID}rb v${TSDP_ID}br
+	tsdp_pair "$NA" "$NR" 198.18.20 v"${TSDP_ID}"ar v"${TSDP_ID}"ra
+	tsdp_pair "$NR" "$NB" 198.18.21 v"${TSDP_ID}"rb v"${TSDP_ID}"br
 	ip -n "$NA" route add default via 198.18.20.2
 	ip -n "$NB" route add default via 198.18.21.1
 	ip netns exec "$NR" sysctl -qw net.ipv4.ip_forward=1
@@ -613,18 +612,18 @@ transfer() {
 	local dir=$1 port=$2 s e
 	rm -f "$TSDP_TMP"/out "$TSDP_TMP"/stats-*
 	if [ "$dir" = up ]; then
-		$(taccel $NB srv) $B/tcpcheck recv-server "$port" "$TSDP_TMP/out" >"$TSDP_TMP/server.out" 2>&1 &
+		$(taccel "$NB" srv) "$B"/tcpcheck recv-server "$port" "$TSDP_TMP/out" >"$TSDP_TMP/server.out" 2>&1 &
 	else
-		$(taccel $NB srv) $B/tcpcheck send-server "$port" "$TSDP_TMP/in" >"$TSDP_TMP/server.out" 2>&1 &
+		$(taccel "$NB" srv) "$B"/tcpcheck send-server "$port" "$TSDP_TMP/in" >"$TSDP_TMP/server.out" 2>&1 &
 	fi
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" "$port" || { die "server did not listen"; return 1; }
 	s=$(date +%s%N)
 	if [ "$dir" = up ]; then
-		$(taccel $NA cli) timeout 900 $B/tcpcheck send-client $IPB "$port" "$TSDP_TMP/in" >"$TSDP_TMP/client.out" 2>&1
+		$(taccel "$NA" cli) timeout 900 "$B"/tcpcheck send-client "$IPB" "$port" "$TSDP_TMP/in" >"$TSDP_TMP/client.out" 2>&1
 	else
-		$(taccel $NA cli) timeout 900 $B/tcpcheck recv-client $IPB "$port" "$TSDP_TMP/out" >"$TSDP_TMP/client.out" 2>&1
+		$(taccel "$NA" cli) timeout 900 "$B"/tcpcheck recv-client "$IPB" "$port" "$TSDP_TMP/out" >"$TSDP_TMP/client.out" 2>&1
 	fi || { die "$dir: client exit code $?: $(tail -n 3 "$TSDP_TMP/client.out" | tr '\n' ' ')"; loss_why; return 1; }
 	wait_exit "$SRV" 60 || { die "$dir: server did not finish"; loss_why; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "$dir: server exit code $WAIT_RC: $(tail -n 3 "$TSDP_TMP/server.out" | tr '\n' ' ')"; loss_why; return 1; }
@@ -673,25 +672,27 @@ ifbytes() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/${3}_bytes"; }
 rexmit_run() {
 	local pre=$1 port=$2 tx0
 	ip netns exec "$NR" iptables -Z FORWARD
-	tx0=$(ifbytes "$NA" tsdpv${TSDP_ID}ar tx)
+	tx0=$(ifbytes "$NA" tsdpv"${TSDP_ID}"ar tx)
 	transfer_plain "$pre" "$port" || return 1
 	RX_DROPS=$(ip netns exec "$NR" iptables -nvxL FORWARD | awk '/statistic/ {s += $1} END {print s + 0}')
-	TXB=$(($(ifbytes "$NA" tsdpv${TSDP_ID}ar tx) - tx0))
+	TXB=$(($(ifbytes "$NA" tsdpv"${TSDP_ID}"ar tx) - tx0))
 }
 
 # transfer_plain accel|kernel PORT: A sends $TSDP_TMP/in to B, compared
 transfer_plain() {
-	local ka=$(kern "$NA") kb=$(kern "$NB")
+	local ka kb
+	ka=$(kern "$NA")
+	kb=$(kern "$NB")
 	if [ "$1" = accel ]; then
-		ka=$(taccel $NA cli)
-		kb=$(taccel $NB srv)
+		ka=$(taccel "$NA" cli)
+		kb=$(taccel "$NB" srv)
 	fi
 	rm -f "$TSDP_TMP"/out "$TSDP_TMP"/stats-*
-	$kb $B/tcpcheck recv-server "$2" "$TSDP_TMP/out" >"$TSDP_TMP/server.out" 2>&1 &
+	$kb "$B"/tcpcheck recv-server "$2" "$TSDP_TMP/out" >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
 	TSDP_PIDS+=("$SRV")
 	wait_for 10 tcp_listening "$NB" "$2" || { die "server did not listen"; return 1; }
-	$ka timeout 120 $B/tcpcheck send-client $IPB "$2" "$TSDP_TMP/in" >"$TSDP_TMP/client.out" 2>&1 ||
+	$ka timeout 120 "$B"/tcpcheck send-client "$IPB" "$2" "$TSDP_TMP/in" >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?: $(tail -n 3 "$TSDP_TMP/client.out" | tr '\n' ' ')"; return 1; }
 	wait_exit "$SRV" 60 && [ "$WAIT_RC" = 0 ] || { die "server exit code $WAIT_RC"; return 1; }
 	[ "$(sha256sum <"$TSDP_TMP/out")" = "$IN_SUM" ] || { die "sha256 differs"; return 1; }
@@ -705,9 +706,9 @@ t_tcp_rexmit() { # every dropped data segment is retransmitted and counted (rexm
 	IN_SUM=$(sha256sum <"$TSDP_TMP/in")
 	# frames from A longer than a bare ACK (with timestamps: 66 bytes),
 	# and A's first SYN of each connection (a SYN resent by the timer)
-	ip netns exec "$NR" iptables -A FORWARD -i tsdpv${TSDP_ID}ra -m length --length 200:65535 \
+	ip netns exec "$NR" iptables -A FORWARD -i tsdpv"${TSDP_ID}"ra -m length --length 200:65535 \
 		-m statistic --mode nth --every 25 --packet 0 -j DROP
-	ip netns exec "$NR" iptables -A FORWARD -i tsdpv${TSDP_ID}ra -p tcp --syn \
+	ip netns exec "$NR" iptables -A FORWARD -i tsdpv"${TSDP_ID}"ra -p tcp --syn \
 		-m statistic --mode nth --every 2 --packet 0 -j DROP
 	# the reference: the kernel on both ends, its TcpRetransSegs
 	k0=$(kstat "$NA" TcpRetransSegs)
@@ -741,4 +742,5 @@ t_tcp_rexmit() { # every dropped data segment is retransmitted and counted (rexm
 	[ "$rxb" -gt $((4 * 1048576)) ] || { die "server XSK rx_bytes $rxb, below the file's 4 MiB"; return 1; }
 }
 
+# shellcheck disable=SC2034 # harness.sh reads it
 TCP_ALL="tcp_socat_fork tcp_listen_race tcp_tailwin tcp_pp_both tcp_pp_kernel_server tcp_pp_kernel_client tcp_under_load tcp_throughput tcp_cycles tcp_fix tcp_vs_kernel tcp_backlog tcp_timeouts tcp_prefork tcp_require tcp_port_reuse tcp_isn tcp_txcsum tcp_txcsum_jumbo tcp_loss tcp_rexmit"

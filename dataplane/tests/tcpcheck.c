@@ -903,12 +903,12 @@ int main(int argc, char **argv)
 		static char buf[1 << 16];
 		struct linger lg = { 1, 0 };
 		long long got = 0;
-		ssize_t n;
+		ssize_t r;
 
 		fd = listener(atoi(argv[2]));
 		c = accept_one(fd);
-		while (got < (1 << 20) && (n = read(c, buf, sizeof(buf))) > 0)
-			got += n;
+		while (got < (1 << 20) && (r = read(c, buf, sizeof(buf))) > 0)
+			got += r;
 		if (setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
 			die("SO_LINGER");
 		close(c);

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154,SC2153 # here, TSDP_ID: set by harness.sh and lib.sh
 # tests/xdpd.sh - sourced by harness.sh: the library in a "pod" whose XDP
 # belongs to the node daemon (tickstack-xdpd, docs/dataplane.md "Privilege
 # model"). The daemon runs in this (the node's) namespace and attaches the
@@ -13,13 +14,15 @@
 # The peer's transmit queue follows the sending CPU (XPS: CPU 0 -> queue 0,
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
+# shellcheck disable=SC2034 # harness.sh reads it
 XDPD_ALL="xdpd_pp xdpd_node xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_recover xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
 
 # a pod's process: no capability in any set
-XD_CAPS="--inh-caps=-all --ambient-caps=-all --bounding-set=-all"
+XD_CAPS=(--inh-caps=-all --ambient-caps=-all --bounding-set=-all)
 # the fallback's (TICKSTACK_XDPD_MODE=netraw) and a hostile client's that
 # can pass AF_XDP sockets: CAP_NET_RAW alone
-XD_CAPS_RAW="--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw"
+# shellcheck disable=SC2054 # setpriv's capability lists are comma-separated words
+XD_CAPS_RAW=(--inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw --bounding-set=-all,+net_raw)
 # RLIMIT_MEMLOCK at Linux's default, whatever the harness's shell has
 XD_MEMLOCK="prlimit --memlock=8388608:8388608"
 XD_CLIENT="$here/xdpd_client.py"
@@ -37,10 +40,10 @@ XD_PY=/usr/bin/python3
 # XD_SOCK=node: on the node socket, as the device plugin mounts it)
 xd_pod() {
 	if [ "${XD_MODE:-}" = netraw ]; then
-		echo "ip netns exec $1 $XD_MEMLOCK setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS_RAW" \
+		echo "ip netns exec $1 $XD_MEMLOCK setpriv --reuid=65534 --regid=65534 --clear-groups ${XD_CAPS_RAW[*]}" \
 			"env TICKSTACK_XDPD_MODE=netraw TICKSTACK_UMEM_FRAMES=1024"
 	else
-		echo "ip netns exec $1 $XD_MEMLOCK setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS env"
+		echo "ip netns exec $1 $XD_MEMLOCK setpriv --reuid=65534 --regid=65534 --clear-groups ${XD_CAPS[*]} env"
 	fi
 	local sock=$XD_RUN/pods/$2/xdp.sock
 	[ "${XD_SOCK:-}" != node ] || sock=$XD_RUN/node/xdp.sock
@@ -61,7 +64,7 @@ xd_nobody() {
 xd_hostile() {
 	local ns=$1
 	shift
-	ip netns exec "$ns" setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS_RAW "$@"
+	ip netns exec "$ns" setpriv --reuid=65534 --regid=65534 --clear-groups "${XD_CAPS_RAW[@]}" "$@"
 }
 
 # as uid 0 without any capability: a container running as root, which
@@ -71,7 +74,7 @@ xd_root_pod() {
 }
 
 # the number of fds the daemon holds
-xd_fds() { ls "/proc/$XD_DPID/fd" | wc -l; }
+xd_fds() { find "/proc/$XD_DPID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 xd_fds_are() { [ "$(xd_fds)" = "$1" ]; }
 
 xd_status() { "$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" status; }
@@ -112,8 +115,8 @@ xd_topo() {
 	trap 'XD_RC=$?; xd_stop || XD_RC=1; tsdp_cleanup_netns; exit $XD_RC' EXIT
 	tsdp_ns NA a
 	tsdp_ns NB b
-	ip link add "$ia" netns "$NA" numtxqueues $nq numrxqueues $nq type veth \
-		peer name "$ib" netns "$NB" numtxqueues $nq numrxqueues $nq
+	ip link add "$ia" netns "$NA" numtxqueues "$nq" numrxqueues "$nq" type veth \
+		peer name "$ib" netns "$NB" numtxqueues "$nq" numrxqueues "$nq"
 	ip -n "$NA" addr add 198.18.12.1/24 dev "$ia"
 	ip -n "$NB" addr add 198.18.12.2/24 dev "$ib"
 	ip -n "$NA" link set "$ia" up
@@ -154,12 +157,12 @@ xd_topo() {
 	fi
 }
 
-# xd_server TAG PORT [--require]: sockperf server in pod-b (XS_ENV: more
-# variables for it)
+# xd_server TAG PORT [--require]: sockperf server in pod-b (XS_ENV: one more
+# VAR=value for it)
 xd_server() {
 	local tag=$1 port=$2 req=${3:-}
-	$(xd_pod "$NB" pod-b "$tag" "$req") env TICKSTACK_SPIN_USEC=0 ${XS_ENV:-} \
-		sockperf sr -i $IPB -p "$port" >"$TSDP_TMP/server-$tag.out" 2>&1 &
+	$(xd_pod "$NB" pod-b "$tag" "$req") env TICKSTACK_SPIN_USEC=0 ${XS_ENV:+"$XS_ENV"} \
+		sockperf sr -i "$IPB" -p "$port" >"$TSDP_TMP/server-$tag.out" 2>&1 &
 	XS=$!
 	TSDP_PIDS+=("$XS")
 	wait_for 10 udp_listening "$NB" "$port" || { die "$tag did not listen on $port"; return 1; }
@@ -167,7 +170,7 @@ xd_server() {
 
 # xd_pp CPU PORT OUT: a kernel sockperf client in the peer, pinned to CPU
 xd_pp() {
-	ip netns exec "$NA" taskset -c "$1" timeout 30 sockperf pp -i $IPB -p "$2" -t 2 -m 64 \
+	ip netns exec "$NA" taskset -c "$1" timeout 30 sockperf pp -i "$IPB" -p "$2" -t 2 -m 64 \
 		>"$TSDP_TMP/$3" 2>&1
 }
 
@@ -348,13 +351,13 @@ t_xdpd_netraw() {
 	local out
 	xd_topo || return 1
 	XD_MODE=netraw xd_served raw 11206 || return 1
-	out=$(ip netns exec "$NB" setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS \
+	out=$(ip netns exec "$NB" setpriv --reuid=65534 --regid=65534 --clear-groups "${XD_CAPS[@]}" \
 		env TICKSTACK_XDPD_MODE=netraw TICKSTACK_UMEM_FRAMES=1024 \
-		TICKSTACK_XDPD_SOCKET=$XD_RUN/pods/pod-b/xdp.sock $RUN --require $B/udpcheck echo $IPB 11207 1 2>&1) &&
+		TICKSTACK_XDPD_SOCKET="$XD_RUN"/pods/pod-b/xdp.sock "$RUN" --require "$B"/udpcheck echo "$IPB" 11207 1 2>&1) &&
 		{ die "bind succeeded under TICKSTACK_REQUIRE=1 without CAP_NET_RAW in netraw mode"; return 1; }
 	case "$out" in *"TICKSTACK_XDPD_MODE=netraw: an XSK needs CAP_NET_RAW"*) ;;
 	*) die "netraw without CAP_NET_RAW: '$out'"; return 1 ;; esac
-	out=$(env TICKSTACK_XDPD_MODE=bogus $RUN /bin/true 2>&1)
+	out=$(env TICKSTACK_XDPD_MODE=bogus "$RUN" /bin/true 2>&1)
 	case "$out" in *"invalid TICKSTACK_XDPD_MODE=bogus: memfd"*) ;; *) die "a bad mode: '$out'"; return 1 ;; esac
 }
 
@@ -371,28 +374,28 @@ t_xdpd_jumbo() {
 		port=$((port + 1))
 		XD_MODE=$mode
 		$(xd_pod "$NB" pod-b "jumbo-$mode" --require) env UDPCHECK_BIG=1 \
-			$B/udpcheck echo $IPB $port 90 >"$TSDP_TMP/server-$mode.out" 2>&1 &
+			"$B"/udpcheck echo "$IPB" $port 90 >"$TSDP_TMP/server-$mode.out" 2>&1 &
 		e=$!
 		TSDP_PIDS+=("$e")
 		XD_MODE=
 		wait_for 10 udp_listening "$NB" $port || { die "$mode: echo did not listen"; return 1; }
 		# its steering entry is in (the kernel's bind is seen first)
 		wait_for 5 xd_status_is pod-b "1 1" || { die "$mode: status: $(xd_status)"; return 1; }
-		ip netns exec "$NA" env UDPCHECK_BIG=1 timeout 30 $B/udpcheck send $IPB $port 90 \
+		ip netns exec "$NA" env UDPCHECK_BIG=1 timeout 30 "$B"/udpcheck send "$IPB" $port 90 \
 			>"$TSDP_TMP/client-$mode.out" 2>&1 || { die "$mode: large datagrams failed"; return 1; }
 		wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] ||
 			{ die "$mode: echo failed ($WAIT_RC): $(cat "$TSDP_TMP/server-$mode.out")"; return 1; }
 		wait_for 5 ls "$XD_STATS"/stats-jumbo-$mode-*.txt || { die "$mode: no stats dump"; return 1; }
 		cp "$XD_STATS"/stats-jumbo-$mode-*.txt "$TSDP_TMP/"
-		n=$TSDP_TMP/stats-jumbo-$mode-*.txt
+		n="$TSDP_TMP/stats-jumbo-$mode-*.txt" # a glob for stat_sum
 		# (as bigmtu: 40 of the 90 came in as chains, and chains went out)
 		[ "$(stat_sum "$n" rx_multibuf xsk)" = 40 ] && [ "$(stat_sum "$n" tx_multibuf xsk)" -gt 0 ] ||
-			{ die "$mode: not every datagram larger than a frame went through the XSK as a chain: $(grep ^xsk $n)"; return 1; }
+			{ die "$mode: not every datagram larger than a frame went through the XSK as a chain: $(grep ^xsk "$TSDP_TMP"/stats-jumbo-"$mode"-*.txt)"; return 1; }
 		# every one received through the XSK; sent too, but for the first
 		# replies, which may wait for ARP on the kernel (tx_kernel_neigh)
 		[ "$(stat_sum "$n" rx_accel)" = 90 ] && [ "$(stat_sum "$n" rx_kernel)" = 0 ] &&
 			[ "$(stat_sum "$n" tx_kernel_oversize)" = 0 ] ||
-			{ die "$mode: datagrams within the MTU went through the kernel: $(grep ^sock $n)"; return 1; }
+			{ die "$mode: datagrams within the MTU went through the kernel: $(grep ^sock "$TSDP_TMP"/stats-jumbo-"$mode"-*.txt)"; return 1; }
 	done
 }
 
@@ -443,6 +446,7 @@ t_xdpd_kill() { # SIGKILL: the entries go at once, a replacement is accelerated
 # is refused, says why, and fails its bind (TICKSTACK_REQUIRE=1)
 xd_refused() {
 	local out="$TSDP_TMP/refused.out"
+	# shellcheck disable=SC2046 # $1 and xd_pod print command prefixes, split into words on purpose
 	$1 $(xd_pod "$NC" pod-b refused --require) timeout 20 sockperf sr -i 198.18.13.1 -p 11236 \
 		>"$out" 2>&1
 	[ $? != 124 ] || { die "a server on another pod's socket ran (${1:-no wrapper})"; return 1; }
@@ -500,14 +504,14 @@ t_xdpd_tcp() {
 	local srv
 	Q=1 xd_topo || return 1
 	$(xd_pod "$NB" pod-b tsrv --require) env TICKSTACK_TCP=1 TICKSTACK_SPIN_USEC=0 \
-		sockperf sr --tcp -i $IPB -p 11241 >"$TSDP_TMP/server-tsrv.out" 2>&1 &
+		sockperf sr --tcp -i "$IPB" -p 11241 >"$TSDP_TMP/server-tsrv.out" 2>&1 &
 	srv=$!
 	TSDP_PIDS+=("$srv")
 	wait_for 10 tcp_listening "$NB" 11241 || { die "the pod's TCP server did not listen"; return 1; }
 	xd_caps "$srv" || { die "the TCP server is not uid 65534 without capabilities, memlock 8 MiB"; return 1; }
 	# the listener's steering entry may reach the daemon's status a moment after listen()
 	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
-	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf pp --tcp -i $IPB -p 11241 -t 2 -m 64 \
+	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf pp --tcp -i "$IPB" -p 11241 -t 2 -m 64 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	xd_stop_server "$srv" tsrv || return 1
@@ -551,11 +555,11 @@ t_xdpd_fork() { # a forked child takes its parent's socket over, on its own queu
 	# static neighbours both ways: the child's first echo does not wait for
 	# ARP (on a loaded machine that wait can time out and the echo go
 	# through the kernel, tx_kernel_neigh; harness tp_check covers it)
-	ip -n "$NA" neigh replace $IPB lladdr "$(ip -n "$NB" -br link show "$IFB" | awk '{print $3}')" dev "$ia" nud permanent &&
+	ip -n "$NA" neigh replace "$IPB" lladdr "$(ip -n "$NB" -br link show "$IFB" | awk '{print $3}')" dev "$ia" nud permanent &&
 		ip -n "$NB" neigh replace 198.18.12.1 lladdr "$(ip -n "$NA" -br link show "$ia" | awk '{print $3}')" dev "$IFB" nud permanent ||
 		{ die "cannot set static neighbours"; return 1; }
 	# one queue each (TICKSTACK_QUEUE=any): the parent's, then the child's
-	$(xd_pod "$NB" pod-b srv --require) env TICKSTACK_QUEUE=any $B/udpcheck fork-echo $IPB 11261 100 \
+	$(xd_pod "$NB" pod-b srv --require) env TICKSTACK_QUEUE=any "$B"/udpcheck fork-echo "$IPB" 11261 100 \
 		>"$TSDP_TMP/server.out" 2>&1 &
 	e=$!
 	TSDP_PIDS+=("$e")
@@ -565,7 +569,7 @@ t_xdpd_fork() { # a forked child takes its parent's socket over, on its own queu
 	# through the kernel socket both hold: udpcheck's fork-echo)
 	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "fork-echo's child not ready"; return 1; }
 	# the child holds queue 1: the peer sends from CPU 1 (XPS)
-	ip netns exec "$NA" taskset -c 1 timeout 30 $B/udpcheck send $IPB 11261 100 \
+	ip netns exec "$NA" taskset -c 1 timeout 30 "$B"/udpcheck send "$IPB" 11261 100 \
 		>"$TSDP_TMP/client.out" 2>&1 || { die "echo through the forked child failed"; return 1; }
 	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "fork-echo failed ($WAIT_RC)"; return 1; }
 	cp "$XD_STATS"/stats-srv-*.txt "$TSDP_TMP/"
@@ -580,14 +584,14 @@ t_xdpd_fork() { # a forked child takes its parent's socket over, on its own queu
 t_xdpd_absent() { # no daemon: the library attaches nothing itself
 	local out
 	new_pair
-	out=$(ip netns exec "$NB" setpriv --reuid=65534 --regid=65534 --clear-groups $XD_CAPS \
-		env TICKSTACK_XDPD_SOCKET=/nonexistent/xdp.sock $RUN --require $B/udpcheck echo $IPB 11271 1 2>&1) &&
+	out=$(ip netns exec "$NB" setpriv --reuid=65534 --regid=65534 --clear-groups "${XD_CAPS[@]}" \
+		env TICKSTACK_XDPD_SOCKET=/nonexistent/xdp.sock "$RUN" --require "$B"/udpcheck echo "$IPB" 11271 1 2>&1) &&
 		{ die "bind succeeded under TICKSTACK_REQUIRE=1 without a daemon"; return 1; }
 	case "$out" in *"TICKSTACK_XDPD_SOCKET=/nonexistent/xdp.sock: cannot connect"*"fail (TICKSTACK_REQUIRE=1)"*) ;;
 	*) die "no message naming the daemon: '$out'"; return 1 ;; esac
 	# as root too: with the variable set, never the standalone attach
 	ip netns exec "$NB" env TICKSTACK_XDPD_SOCKET=/nonexistent/xdp.sock TICKSTACK_STATS=1 \
-		$RUN $B/udpcheck echo $IPB 11272 0 >"$TSDP_TMP/server.out" 2>&1 ||
+		"$RUN" "$B"/udpcheck echo "$IPB" 11272 0 >"$TSDP_TMP/server.out" 2>&1 ||
 		{ die "the kernel fallback failed"; return 1; }
 	grep -q "sockets_accelerated=0 sockets_kernel=1" "$TSDP_TMP/server.out" ||
 		{ die "the socket was not counted on the kernel"; return 1; }
@@ -677,13 +681,13 @@ t_xdpd_recover() {
 	# sockperf on queue 0 (the peer's CPU 0), a process that opens a
 	# socket later on queue 1 (CPU 1)
 	xd_server srv 11291 --require || return 1
-	$(xd_pod "$NB" pod-b py --require) env TICKSTACK_QUEUE=1 $XD_PY "$here/xdpd_rebind.py" $IPB 11292 11293 "$XD_STATS/go" \
+	$(xd_pod "$NB" pod-b py --require) env TICKSTACK_QUEUE=1 $XD_PY "$here/xdpd_rebind.py" "$IPB" 11292 11293 "$XD_STATS/go" \
 		>"$TSDP_TMP/rebind.out" 2>&1 &
 	py=$!
 	TSDP_PIDS+=("$py")
 	wait_for 10 udp_listening "$NB" 11292 || { die "the rebind process did not listen"; return 1; }
 	wait_for 5 xd_status_is pod-b "2 2" || { die "status: $(xd_status)"; return 1; }
-	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf pp -i $IPB -p 11291 -t 6 -m 64 \
+	ip netns exec "$NA" taskset -c 0 timeout 30 sockperf pp -i "$IPB" -p 11291 -t 6 -m 64 \
 		>"$TSDP_TMP/client.out" 2>&1 &
 	pp=$!
 	sleep 1.5
@@ -713,7 +717,7 @@ t_xdpd_recover() {
 	xd_status_is pod-b "2 3" || { die "status after the new socket: $(xd_status)"; return 1; }
 	local udp0
 	udp0=$(kstat "$NB" UdpInDatagrams)
-	ip netns exec "$NA" taskset -c 1 timeout 20 $B/udpcheck send $IPB 11293 500 >"$TSDP_TMP/send.out" 2>&1 ||
+	ip netns exec "$NA" taskset -c 1 timeout 20 "$B"/udpcheck send "$IPB" 11293 500 >"$TSDP_TMP/send.out" 2>&1 ||
 		{ die "echo on the new socket: $(cat "$TSDP_TMP/send.out")"; return 1; }
 	[ $(($(kstat "$NB" UdpInDatagrams) - ${udp0:-0})) -le 20 ] ||
 		{ die "the new socket's datagrams went through the pod's kernel"; return 1; }
@@ -779,6 +783,7 @@ t_xdpd_symlink() {
 	# link to the host file as soon as the socket exists
 	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" detach pod-c || { die "detach pod-c failed"; return 1; }
 	[ ! -e "$d" ] || { die "$d stayed after the detach"; return 1; }
+	# shellcheck disable=SC2016 # the script's $1 and $2 are sh -c's arguments
 	xd_root_pod timeout 20 sh -c 'until [ -S "$1/xdp.sock" ]; do :; done
 		ln -s "$2" "$1/.link" && mv -T "$1/.link" "$1/xdp.sock"' sh "$d" "$t" &
 	racer=$!

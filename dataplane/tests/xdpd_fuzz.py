@@ -482,7 +482,9 @@ def proto(path, ifname):
     a malformed message is refused and the connection stays usable."""
     us = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(9)]
     fds = [u.fileno() for u in us]
-    hdr = lambda f: (socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", f))
+
+    def hdr(f):
+        return (socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", f))
     cases = [
         ("bytes-%d" % (MSG_MAX + 1), b"h" * (MSG_MAX + 1), []),
         ("bytes-65000", b"h" * 65000, []),

@@ -286,7 +286,7 @@ build_target() {
     to_archive "$image" "$oci/$target.tar" >/dev/null
   fi
   if [ "$push" = 0 ] && [ -z "$archive_dir" ]; then
-    [ "$import" = 1 ] && echo "$oci/$target.tar" || to_archive "$image" "$oci/$target.tar"
+    if [ "$import" = 1 ]; then echo "$oci/$target.tar"; else to_archive "$image" "$oci/$target.tar"; fi
   fi
 }
 

@@ -68,7 +68,9 @@ build_tools() {
   mount -t proc proc "$root/proc"
   trap 'umount "$root/proc" 2>/dev/null || true' RETURN
   chroot "$root" apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -qq --no-install-recommends $tools_pkgs >&2
+  local pkgs
+  read -ra pkgs <<<"$tools_pkgs"
+  DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >&2
   chroot "$root" apt-get clean
   umount "$root/proc"
   : > "$root/etc/resolv.conf"

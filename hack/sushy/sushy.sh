@@ -110,16 +110,13 @@ cmd_start() {
   if [ -n "$user" ]; then
     [ -n "${SUSHY_PASSWORD:-}" ] || die "--user needs the password in SUSHY_PASSWORD"
     # bcrypt is the only hash sushy's auth file accepts; 4 rounds keep each request's check cheap.
-    (umask 077; SUSHY_USER="$user" "$venv/bin/python" -c '
-import bcrypt, os
-u, p = os.environ["SUSHY_USER"], os.environ["SUSHY_PASSWORD"].encode()
-print(u + ":" + bcrypt.hashpw(p, bcrypt.gensalt(rounds=4)).decode())' >"$dir/htpasswd")
+    (umask 077; SUSHY_USER="$user" "$venv/bin/python" "$here/htpasswd.py" >"$dir/htpasswd")
     echo "SUSHY_EMULATOR_AUTH_FILE = '$dir/htpasswd'" >>"$conf.base"
   fi
 
   # The port is free when picked; another process may take it before the emulator binds, so retry.
-  local attempt port pid url
-  for attempt in 1 2 3 4 5; do
+  local port pid url
+  for _ in 1 2 3 4 5; do
     port=$(free_port "$venv")
     { cat "$conf.base"; echo "SUSHY_EMULATOR_LISTEN_PORT = $port"; } >"$conf"
     url="$scheme://127.0.0.1:$port"
@@ -136,6 +133,7 @@ print(u + ":" + bcrypt.hashpw(p, bcrypt.gensalt(rounds=4)).decode())' >"$dir/htp
         rm -f "$conf.base"
         if [ -n "$parent" ]; then
           # Watchdog: stop the emulator once the parent process is gone.
+          # shellcheck disable=SC2016 # the script's $1 and $2 are bash -c's arguments
           setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; kill "$2" 2>/dev/null' \
             watchdog "$parent" "$pid" >/dev/null 2>&1 </dev/null &
           echo $! >"$dir/watchdog.pid"

@@ -1,0 +1,4 @@
+"""A fixture for test/lint: clean."""
+import os
+
+print(os.sep)
