@@ -142,10 +142,13 @@ spec:
 		GinkgoHelper()
 		return in(from, fmt.Sprintf("TICKSTACK_STATS=1 sockperf pp -i %s -p %d -t 2 -m 64 2>&1", addr[to], port))
 	}
-	// a ping-pong running in the background for secs, and its output once it ended
+	// A ping-pong running in the background for secs, and its output once it ended. At 20,000
+	// round trips a second: sockperf sizes its table of samples for the duration at its top rate
+	// unless given one, and for 20 s that table alone is past the pod's 128 MiB (the memory cgroup's
+	// OOM killer ended the client a second into the ping-pong, 12:30 run).
 	ppRunning := func(from, to string, port, secs int) func() string {
 		GinkgoHelper()
-		in(from, fmt.Sprintf("rm -f /tmp/pp.log; nohup sh -c 'TICKSTACK_STATS=1 sockperf pp -i %s -p %d -t %d -m 64 >/tmp/pp.log 2>&1; echo pp-ended >>/tmp/pp.log' >/dev/null 2>&1 &",
+		in(from, fmt.Sprintf("rm -f /tmp/pp.log; nohup sh -c 'TICKSTACK_STATS=1 sockperf pp -i %s -p %d -t %d -m 64 --mps=20000 >/tmp/pp.log 2>&1; echo pp-ended >>/tmp/pp.log' >/dev/null 2>&1 &",
 			addr[to], port, secs))
 		return func() string {
 			GinkgoHelper()
