@@ -1017,6 +1017,8 @@ spec:
 		Expect(err).NotTo(HaveOccurred(), out)
 	})
 
+	It("serves running bypass pods again when tickstack-xdpd restarts: a SIGKILL and a rolling update under a ping-pong lose nothing; sockets and a pod after them are accelerated", xdpdRestartSteps)
+
 	It("runs bypass pods under Pod Security restricted: no capability, no host path, accelerated with the pods' kernel counters flat, the server's counters on the node's metrics endpoint under its pod; a reserved volume name refused", func() {
 		// The test namespace enforces "restricted" for this spec (Pod Security judges pods at creation,
 		// so the pods of other specs are not affected). The pods say what restricted asks of any pod

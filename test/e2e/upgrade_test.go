@@ -265,13 +265,40 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 
 	It("upgrades to this tree's chart: no setting, drain, reboot, restore, spec, label or result moves", func() {
 		untouched(managerImage, agentImage, append(append([]string{"upgrade", release}, chartFromRegistry()...), "-f", valuesFile(false))...)
-		By("tickstack-xdpd rolls to this tree's image by itself (RollingUpdate, no pod deleted by hand)")
+		By("tickstack-xdpd runs this tree's image (the previous release has no tickstack-xdpd: the upgrade creates it)")
 		out, err := kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/"+release+"-xdpd", "--timeout=3m")
 		Expect(err).NotTo(HaveOccurred(), out)
-		Eventually(func() (string, error) {
-			return kubectl(nil, "get", "pods", "-n", releaseNS, "-l", "app.kubernetes.io/component=xdpd",
-				"-o", "jsonpath={.items[*].spec.containers[0].image}")
-		}, time.Minute, 2*time.Second).Should(Equal(agentImage))
+		// "<pod> <image> <memory limit>" of each xdpd pod
+		xdpdPods := func() (string, error) {
+			return kubectl(nil, "get", "pods", "-n", releaseNS, "-l", "app.kubernetes.io/component=xdpd", "-o",
+				`jsonpath={range .items[*]}{.metadata.name} {.spec.containers[0].image} {.spec.containers[0].resources.limits.memory}{"\n"}{end}`)
+		}
+		var first string
+		Eventually(func(g Gomega) {
+			out, err := xdpdPods()
+			g.Expect(err).NotTo(HaveOccurred(), out)
+			f := strings.Fields(out)
+			g.Expect(f).To(HaveLen(3), out)
+			g.Expect(f[1]).To(Equal(agentImage))
+			first = f[0]
+		}, time.Minute, 2*time.Second).Should(Succeed())
+
+		By("an upgrade that changes tickstack-xdpd's pod: the DaemonSet replaces it by itself (RollingUpdate, no pod deleted by hand); nothing else moves")
+		untouched(managerImage, agentImage, append(append([]string{"upgrade", release}, chartFromRegistry()...),
+			"-f", valuesFile(false), "--set", "xdpd.resources.limits.memory=80Mi")...)
+		out, err = kubectl(nil, "get", "daemonset", release+"-xdpd", "-n", releaseNS, "-o", "jsonpath={.spec.updateStrategy.type}")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(Equal("RollingUpdate"))
+		out, err = kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/"+release+"-xdpd", "--timeout=3m")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func(g Gomega) {
+			out, err := xdpdPods()
+			g.Expect(err).NotTo(HaveOccurred(), out)
+			f := strings.Fields(out)
+			g.Expect(f).To(HaveLen(3), out)
+			g.Expect(f[0]).NotTo(Equal(first), "a new pod of tickstack-xdpd")
+			g.Expect(f[1:]).To(Equal([]string{agentImage, "80Mi"}))
+		}, time.Minute, 2*time.Second).Should(Succeed())
 	})
 
 	It("rolls back to the previous release: nothing moves either", func() {
