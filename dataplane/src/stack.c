@@ -1107,6 +1107,15 @@ static int xsk_rings_map(struct ts_stack *st, struct ts_rxq *q)
 	return 0;
 }
 
+/* Whether a reply of "umem" or "xsk" ends in "hwts": the daemon's program
+ * is the device-bound ts_steer_hw (xdpd_proto.h). */
+static int xdpd__hwts(const char *rep)
+{
+	size_t n = strlen(rep);
+
+	return n >= 5 && !strcmp(rep + n - 5, " hwts");
+}
+
 /* The daemon makes q's XSK on queue qid from our UMEM's memfd ("umem",
  * xdpd_proto.h) and passes it back: a UMEM registration of its own over
  * the same memory, so a frame's address is the same in every queue's. */
@@ -1130,6 +1139,9 @@ static int xdpd__umem(struct ts_stack *st, struct ts_rxq *q, int qid, int memfd)
 		st->mode = !strcmp(mode, "skb") ? 2 : 1;
 		st->tx_off = txmd == (int)TS_TXMD_LEN ? TS_TXMD_LEN : 0;
 		st->sg = !strcmp(sg, "sg"); /* bound with XDP_USE_SG */
+		/* the daemon attached ts_steer_hw (tickstack-xdpd
+		 * --rx-hwtstamp): frames carry its metadata */
+		st->hwts = xdpd__hwts(rep);
 	}
 	return 0;
 }
@@ -1145,7 +1157,9 @@ static int xdpd__register(struct ts_stack *st, struct ts_rxq *q)
 	err = ts_xdpd__request(req, q->fd, rep, sizeof(rep));
 	if (err)
 		return err;
-	st->mode = !strcmp(rep, "skb") ? 2 : 1;
+	st->mode = !strncmp(rep, "skb", 3) ? 2 : 1;
+	if (q == &st->rq[0])
+		st->hwts = xdpd__hwts(rep);
 	return 0;
 }
 
@@ -1579,7 +1593,8 @@ struct ts_stack *ts_stack__get(int ifindex, int create)
 		st->sb->hw_unbound = 1;
 		ts_dbg("interface %s: TICKSTACK_RX_HWTSTAMP, but its XDP program "
 		       "is not device-bound (%s): no hardware receive stamps",
-		       st->ifname, st->xdpd ? "attached by tickstack-xdpd" :
+		       st->ifname, st->xdpd ? "tickstack-xdpd attached the plain "
+					      "one: run it with --rx-hwtstamp" :
 				   st->mode == 2 ? "generic XDP" :
 						   "a program without them");
 	}

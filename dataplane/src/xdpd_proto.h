@@ -10,11 +10,11 @@
  *   hello                                  -> "ok IFNAME..." (the pod's interfaces)
  *   busy IFNAME QUEUE                      -> "ok 0|1" (1: a live process of
  *                                            the pod holds that queue)
- *   umem IFNAME QUEUE FRAME RING + memfd   -> "ok native|skb TXMD [sg]" + XSK fd
+ *   umem IFNAME QUEUE FRAME RING + memfd   -> "ok native|skb TXMD [sg] [hwts]" + XSK fd
  *                                            (the default: the daemon makes
  *                                            the XSK, the pod needs no
  *                                            capability; below)
- *   xsk IFNAME QUEUE [sg]        + XSK fd  -> "ok native|skb" (the fallback:
+ *   xsk IFNAME QUEUE [sg]        + XSK fd  -> "ok native|skb [hwts]" (the fallback:
  *                                            the process made it, CAP_NET_RAW;
  *                                            sg: bound with XDP_USE_SG)
  *   add IFNAME udp|tcp ADDR PORT + socket  -> "ok"
@@ -22,6 +22,9 @@
  *                                            entry now leaves it to the kernel)
  *   shared IFNAME udp|tcp ADDR PORT        -> "ok 0|1" (own entry marked shared)
  *   del IFNAME udp|tcp ADDR PORT           -> "ok"
+ * "hwts" (last): the interface's program is the device-bound ts_steer_hw
+ * (tickstack-xdpd --rx-hwtstamp): each steered frame carries struct
+ * ts_xdp_meta before its data (steer_common.h).
  * "umem": the memfd (memfd_create) is the UMEM, every page already written
  * (so charged to the pod's memory cgroup; else "error 14", EFAULT), a
  * multiple of FRAME bytes (2048 or 4096) and at most TS_XDPD_UMEM_MAX. The

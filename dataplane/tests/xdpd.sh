@@ -15,7 +15,7 @@
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
 # shellcheck disable=SC2034 # harness.sh reads it
-XDPD_ALL="xdpd_pp xdpd_node xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_recover xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
+XDPD_ALL="xdpd_pp xdpd_node xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_recover xdpd_hwtstamp xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
 
 # a pod's process: no capability in any set
 XD_CAPS=(--inh-caps=-all --ambient-caps=-all --bounding-set=-all)
@@ -109,7 +109,7 @@ xd_stop() {
 # single-queue veth with Q=1; the daemon run under the command XD_WRAP,
 # which must run it as its child: XD_PID is the wrapper, XD_DPID the
 # daemon; XD_BIN another daemon binary, an older build to see a test
-# fail on it).
+# fail on it; XD_ARGS: one more argument of the daemon, e.g. --rx-hwtstamp).
 xd_topo() {
 	local ia="tsdpv${TSDP_ID}a" ib="tsdpv${TSDP_ID}b" nq=${Q:-2}
 	trap 'XD_RC=$?; xd_stop || XD_RC=1; tsdp_cleanup_netns; exit $XD_RC' EXIT
@@ -138,7 +138,7 @@ xd_topo() {
 	# (LeakSanitizer cannot run under a tracer)
 	ASAN_OPTIONS="detect_leaks=$([ -z "${XD_WRAP:-}" ] && echo 1 || echo 0)" \
 		UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-		${XD_WRAP:-} "${XD_BIN:-$B/tickstack-xdpd-asan}" --run-dir "$XD_RUN" >"$TSDP_TMP/xdpd.out" 2>&1 &
+		${XD_WRAP:-} "${XD_BIN:-$B/tickstack-xdpd-asan}" --run-dir "$XD_RUN" ${XD_ARGS:+"$XD_ARGS"} >"$TSDP_TMP/xdpd.out" 2>&1 &
 	XD_PID=$!
 	XD_DPID=$XD_PID
 	wait_for 10 xd_status || { die "tickstack-xdpd did not start"; return 1; }
@@ -608,6 +608,103 @@ xd_again() {
 	XD_PID=$!
 	XD_DPID=$XD_PID
 	wait_for 10 xd_status || { die "the daemon did not start again"; return 1; }
+}
+
+# xd_hw_case TAG: conformance case hwtstampxdp in pod-b (uid 65534, no
+# capability, TICKSTACK_RX_HWTSTAMP=1) against the peer's conform on
+# 11301: its transcript is the kernel's ($TSDP_TMP/hw.kernel), every
+# datagram came through the XSK with the device-bound program's metadata
+# and, on veth, no hardware time (conform.sh's path check hwmeta)
+xd_hw_case() {
+	local s=$TSDP_TMP/$1.stack n m md hw ub
+	$(xd_pod "$NB" pod-b "$1" --require) env TICKSTACK_RX_HWTSTAMP=1 timeout 60 "$B/conform" hwtstampxdp 198.18.12.1 11301 \
+		>"$s" 2>&1
+	echo "exit $?" >>"$s"
+	cmp -s "$TSDP_TMP/hw.kernel" "$s" ||
+		{ die "$1: differs from the kernel: $(diff "$TSDP_TMP/hw.kernel" "$s" | head -20)"; return 1; }
+	wait_for 5 ls "$XD_STATS"/stats-"$1"-*.txt || { die "$1: no stats dump"; return 1; }
+	cp "$XD_STATS"/stats-"$1"-*.txt "$TSDP_TMP/"
+	n=$(stat_sum "$TSDP_TMP/stats-$1-*.txt" rx_accel)
+	m=$(stat_sum "$TSDP_TMP/stats-$1-*.txt" rx_kernel)
+	md=$(stat_sum "$TSDP_TMP/stats-$1-*.txt" rx_hw_meta xsk)
+	hw=$(stat_sum "$TSDP_TMP/stats-$1-*.txt" rx_hw_tstamps xsk)
+	ub=$(stat_sum "$TSDP_TMP/stats-$1-*.txt" hw_unbound xsk)
+	[ "$n" -gt 0 ] && [ "$m" = 0 ] && [ "$md" -ge "$n" ] && [ "$hw" = 0 ] && [ "$ub" = 0 ] ||
+		{ die "$1: not through the device-bound program (rx_accel=$n rx_kernel=$m rx_hw_meta=$md rx_hw_tstamps=$hw hw_unbound=$ub)"; return 1; }
+}
+
+# xd_prog_name: the name of the program on pod-b's interface
+xd_prog_name() {
+	local id
+	id=$(ip -n "$NB" link show "$IFB" | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p')
+	[ -n "$id" ] && bpftool prog show id "$id" | sed -n 's/^[0-9]*: xdp *name \([^ ]*\) .*/\1/p'
+}
+
+# --rx-hwtstamp: the daemon attaches the device-bound ts_steer_hw in native
+# mode, and a pod's process asking for hardware receive stamps gets the
+# program's metadata on every datagram and observes what the kernel does
+# (conformance hwtstampxdp, here through the daemon; its XSK made by the
+# daemon, and by the process in the netraw fallback); a daemon restarted
+# (SIGKILL, its state file kept) takes the device-bound program over and
+# keeps it bound, and one that lost its state replaces it at the next
+# attach (its leftover check knows the name).
+t_xdpd_hwtstamp() {
+	local ia="tsdpv${TSDP_ID}a" prog
+	XD_ARGS=--rx-hwtstamp xd_topo || return 1
+	grep -q "pod pod-b: $IFB attached (native, device-bound: hardware receive stamps)" "$TSDP_TMP/xdpd.out" ||
+		{ die "not attached device-bound: $(tail -3 "$TSDP_TMP/xdpd.out")"; return 1; }
+	[ "$(xd_prog_name)" = ts_steer_hw ] || { die "the program on $IFB is '$(xd_prog_name)'"; return 1; }
+	# static neighbours: the first datagram never waits for ARP
+	ip -n "$NA" neigh replace "$IPB" lladdr "$(ip -n "$NB" -br link show "$IFB" | awk '{print $3}')" dev "$ia" nud permanent
+	ip -n "$NB" neigh replace 198.18.12.1 lladdr "$(ip -n "$NA" -br link show "$ia" | awk '{print $3}')" dev "$IFB" nud permanent
+	ip netns exec "$NA" "$B/conform" peer 11301 >"$TSDP_TMP/peer.out" 2>&1 &
+	TSDP_PIDS+=("$!")
+	wait_for 10 udp_listening "$NA" 11301 || { die "the conform peer did not start"; return 1; }
+	# the kernel's transcript: the same case in the pod's namespace, no library
+	ip netns exec "$NB" timeout 60 "$B/conform" hwtstampxdp 198.18.12.1 11301 >"$TSDP_TMP/hw.kernel" 2>&1
+	echo "exit $?" >>"$TSDP_TMP/hw.kernel"
+	xd_hw_case hw1 || return 1
+	# the fallback (the process makes its XSK, CAP_NET_RAW): "xsk" says so too
+	XD_MODE=netraw xd_hw_case hw1n || return 1
+	# a daemon killed and started again (without the flag: it takes over
+	# what is attached, as it is)
+	prog=$(ip -n "$NB" link show "$IFB" | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p')
+	xd_again || return 1
+	grep -q "pod pod-b: $IFB taken over from the previous daemon (program $prog, now [0-9]*;" "$TSDP_TMP/xdpd.out" ||
+		{ die "the device-bound program was not taken over: $(tail -3 "$TSDP_TMP/xdpd.out")"; return 1; }
+	[ "$(xd_prog_name)" = ts_steer_hw ] || { die "after the takeover the program is '$(xd_prog_name)'"; return 1; }
+	xd_hw_case hw2 || return 1
+	# a daemon that lost its state: the attach replaces the program left
+	# (the device-bound one, recognised by its name) rather than refusing
+	: >"$XD_RUN/state"
+	kill -KILL "$XD_PID"
+	wait "$XD_PID" 2>/dev/null
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" --rx-hwtstamp >>"$TSDP_TMP/xdpd.out" 2>&1 &
+	XD_PID=$!
+	XD_DPID=$XD_PID
+	wait_for 10 xd_status || { die "the daemon did not start again"; return 1; }
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||
+		{ die "attach over the device-bound program left attached failed"; return 1; }
+	grep -q "replaced a steering program an earlier tickstack-xdpd left attached" "$TSDP_TMP/xdpd.out" ||
+		{ die "the left device-bound program was not replaced"; return 1; }
+	[ "$(xd_prog_name)" = ts_steer_hw ] || { die "after the replace the program is '$(xd_prog_name)'"; return 1; }
+	xd_hw_case hw3 || return 1
+	# without the flag a pod asking for stamps gets none, counted
+	# (hw_unbound): the daemon attaches the plain program over the left one
+	: >"$XD_RUN/state"
+	xd_again || return 1
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||
+		{ die "attach without --rx-hwtstamp failed"; return 1; }
+	[ "$(xd_prog_name)" = ts_steer ] || { die "without --rx-hwtstamp the program is '$(xd_prog_name)'"; return 1; }
+	$(xd_pod "$NB" pod-b plain --require) env TICKSTACK_RX_HWTSTAMP=1 timeout 60 "$B/conform" hwtstampxdp 198.18.12.1 11301 \
+		>"$TSDP_TMP/plain.stack" 2>&1
+	echo "exit $?" >>"$TSDP_TMP/plain.stack"
+	wait_for 5 ls "$XD_STATS"/stats-plain-*.txt || { die "plain: no stats dump"; return 1; }
+	cp "$XD_STATS"/stats-plain-*.txt "$TSDP_TMP/"
+	[ "$(stat_sum "$TSDP_TMP/stats-plain-*.txt" hw_unbound xsk)" -gt 0 ] &&
+		[ "$(stat_sum "$TSDP_TMP/stats-plain-*.txt" rx_hw_meta xsk)" = 0 ] ||
+		{ die "the plain program: hw_unbound not counted, or metadata seen"; return 1; }
 }
 
 t_xdpd_restart() { # a daemon killed outright with its state file damaged: a clear line, no crash; the CNI's attach takes the interface back

@@ -77,6 +77,7 @@
 
 #include "steer_common.h"
 #include "steer.skel.h"
+#include "steer_hw.skel.h"
 #include "xdpd_proto.h"
 
 #ifndef SO_PEERPIDFD
@@ -118,7 +119,11 @@ struct att {                     /* the program on one interface of a pod */
 	char ifname[IF_NAMESIZE];
 	int ifindex;
 	int mode;                /* XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE */
-	struct steer_bpf *skel;
+	struct steer_bpf *skel;  /* the program: the plain one, or */
+	struct steer_hw_bpf *hwskel; /* the device-bound one (--rx-hwtstamp) */
+	struct bpf_object *obj;  /* whichever is loaded (NULL: none) */
+	int hw;                  /* it is ts_steer_hw: frames carry metadata */
+	int prog_fd, steer_fd, xsks_fd, qown_fd; /* its program and maps */
 	struct client *qown[TS_XSKS_MAX];
 	uint64_t qbytes[TS_XSKS_MAX]; /* UMEM the daemon registered there */
 	uint8_t qsg[TS_XSKS_MAX];     /* its XSK takes jumbo frames as chains
@@ -178,6 +183,12 @@ struct ctlconn {
 };
 
 static const char *run_dir = DEFAULT_RUN_DIR;
+/* --rx-hwtstamp: attach the device-bound ts_steer_hw (native XDP), whose
+ * frames carry their hardware receive time for TICKSTACK_RX_HWTSTAMP=1
+ * (docs/dataplane.md, "Timestamps"); where the kernel or the driver
+ * refuses it the plain program, the reason logged and counted here */
+static int rx_hwtstamp;
+static unsigned long long hw_fallbacks;
 static int host_ns = -1;
 static int epfd = -1;
 static struct pod *pods;
@@ -524,6 +535,82 @@ static int map_count(int fd)
 	return n;
 }
 
+#ifndef BPF_F_XDP_DEV_BOUND_ONLY
+#define BPF_F_XDP_DEV_BOUND_ONLY (1U << 6) /* Linux 6.3; older uapi headers */
+#endif
+
+/* Whether name is one of our steering programs' (TS_PROG_NAME: the plain
+ * one, TS_PROG_NAME_HW: the device-bound one); 1 for the device-bound. */
+static int steer_name(const char *name, int *hw)
+{
+	if (!strcmp(name, TS_PROG_NAME)) {
+		*hw = 0;
+		return 1;
+	}
+	if (!strcmp(name, TS_PROG_NAME_HW)) {
+		*hw = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Open (not load) a's program: the device-bound ts_steer_hw (hw: bound to
+ * a->ifindex of the current namespace, which the verifier needs for the
+ * kfunc) or the plain ts_steer. */
+static int att_open(struct att *a, int hw)
+{
+	struct bpf_program *pr;
+
+	a->hw = hw;
+	if (!hw) {
+		a->skel = steer_bpf__open();
+		if (!a->skel)
+			return errno ? -errno : -ENOMEM;
+		a->obj = a->skel->obj;
+		return 0;
+	}
+	a->hwskel = steer_hw_bpf__open();
+	if (!a->hwskel)
+		return errno ? -errno : -ENOMEM;
+	a->obj = a->hwskel->obj;
+	pr = a->hwskel->progs.ts_steer_hw;
+	bpf_program__set_ifindex(pr, (__u32)a->ifindex);
+	bpf_program__set_flags(pr, bpf_program__flags(pr) |
+					   BPF_F_XDP_DEV_BOUND_ONLY);
+	return 0;
+}
+
+static int att_load(struct att *a)
+{
+	int err = a->hw ? steer_hw_bpf__load(a->hwskel) :
+			  steer_bpf__load(a->skel);
+
+	if (err)
+		return err < 0 ? err : -EINVAL;
+	a->prog_fd = a->hw ? bpf_program__fd(a->hwskel->progs.ts_steer_hw) :
+			     bpf_program__fd(a->skel->progs.ts_steer);
+	a->steer_fd = bpf_map__fd(bpf_object__find_map_by_name(a->obj,
+								 TS_MAP_STEER));
+	a->xsks_fd = bpf_map__fd(bpf_object__find_map_by_name(a->obj,
+								TS_MAP_XSKS));
+	a->qown_fd = bpf_map__fd(bpf_object__find_map_by_name(a->obj,
+								TS_MAP_QOWN));
+	return 0;
+}
+
+/* Close a's program and maps (fds only: what is attached stays). */
+static void att_close(struct att *a)
+{
+	if (a->skel)
+		steer_bpf__destroy(a->skel);
+	if (a->hwskel)
+		steer_hw_bpf__destroy(a->hwskel);
+	a->skel = NULL;
+	a->hwskel = NULL;
+	a->obj = NULL;
+	a->prog_fd = a->steer_fd = a->xsks_fd = a->qown_fd = -1;
+}
+
 /* Load our own copy of the program and attach it to ifname in the pod's
  * namespace: native, else generic; never over another program. */
 /* The program attached to ifindex (current netns) when it is a steering
@@ -536,7 +623,7 @@ static int att_leftover(int ifindex, int *mode)
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
-	int fd;
+	int fd, hw;
 
 	if (bpf_xdp_query(ifindex, 0, &q) || !q.prog_id)
 		return -1;
@@ -551,7 +638,7 @@ static int att_leftover(int ifindex, int *mode)
 		return -1;
 	memset(&info, 0, sizeof(info));
 	if (bpf_obj_get_info_by_fd(fd, &info, &len) ||
-	    strcmp(info.name, TS_PROG_NAME)) {
+	    !steer_name(info.name, &hw)) {
 		close(fd);
 		return -1;
 	}
@@ -568,11 +655,19 @@ static __u32 prog_id_of(int fd)
 	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
 }
 
+/* Attach a's program: with --rx-hwtstamp the device-bound one in native
+ * mode first; then the plain one, native, else generic. A program an
+ * earlier daemon left (att_leftover) is replaced, never another one. */
 static int att_attach(struct pod *p, struct att *a, char *why, size_t wl)
 {
-	static const int modes[2] = { XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE };
+	static const struct {
+		int hw, mode;
+	} tries[3] = { { 1, XDP_FLAGS_DRV_MODE }, { 0, XDP_FLAGS_DRV_MODE },
+		       { 0, XDP_FLAGS_SKB_MODE } };
+	char hwwhy[160] = "";
 	int err, i;
 
+	a->prog_fd = a->steer_fd = a->xsks_fd = a->qown_fd = -1;
 	err = enter_ns(p->nsfd);
 	if (err) {
 		snprintf(why, wl, "cannot enter the pod's network namespace: %s",
@@ -587,22 +682,36 @@ static int att_attach(struct pod *p, struct att *a, char *why, size_t wl)
 			 a->ifname);
 		goto out;
 	}
-	a->skel = steer_bpf__open_and_load();
-	if (!a->skel) {
-		err = errno ? -errno : -ENOMEM;
-		snprintf(why, wl, "loading the steering program failed: %s; the "
-			 "daemon needs CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN",
-			 strerror(-err));
-		goto out;
-	}
 	err = -EINVAL;
-	for (i = 0; i < 2; i++) {
-		err = bpf_xdp_attach(a->ifindex,
-				     bpf_program__fd(a->skel->progs.ts_steer),
-				     (__u32)modes[i] | XDP_FLAGS_UPDATE_IF_NOEXIST,
+	for (i = rx_hwtstamp ? 0 : 1; i < 3; i++) {
+		int hw = tries[i].hw;
+
+		if (!a->obj || a->hw != hw) {
+			att_close(a);
+			err = att_open(a, hw);
+			if (!err)
+				err = att_load(a);
+			if (err && hw) { /* a kernel or driver without it */
+				snprintf(hwwhy, sizeof(hwwhy), "loading it: %s",
+					 strerror(-err));
+				att_close(a);
+				continue;
+			}
+			if (err) {
+				snprintf(why, wl, "loading the steering program "
+					 "failed: %s; the daemon needs CAP_BPF, "
+					 "CAP_NET_ADMIN and CAP_SYS_ADMIN",
+					 strerror(-err));
+				att_close(a);
+				goto out;
+			}
+		}
+		err = bpf_xdp_attach(a->ifindex, a->prog_fd,
+				     (__u32)tries[i].mode |
+					     XDP_FLAGS_UPDATE_IF_NOEXIST,
 				     NULL);
 		if (!err) {
-			a->mode = modes[i];
+			a->mode = tries[i].mode;
 			goto out;
 		}
 		if (err == -EBUSY || err == -EEXIST) {
@@ -612,10 +721,11 @@ static int att_attach(struct pod *p, struct att *a, char *why, size_t wl)
 			o.old_prog_fd = att_leftover(a->ifindex, &mode);
 			if (o.old_prog_fd < 0)
 				break;
-			/* replace exactly that one (XDP_FLAGS_REPLACE) */
-			err = bpf_xdp_attach(a->ifindex,
-					     bpf_program__fd(a->skel->progs.ts_steer),
-					     (__u32)mode, &o);
+			/* replace exactly that one (XDP_FLAGS_REPLACE); the
+			 * device-bound program only in native mode */
+			err = hw && mode != XDP_FLAGS_DRV_MODE ? -EOPNOTSUPP :
+				bpf_xdp_attach(a->ifindex, a->prog_fd,
+					       (__u32)mode, &o);
 			close(o.old_prog_fd);
 			if (!err) {
 				a->mode = mode;
@@ -624,19 +734,32 @@ static int att_attach(struct pod *p, struct att *a, char *why, size_t wl)
 				      p->uid, a->ifname);
 				goto out;
 			}
-			break;
+			if (!hw)
+				break;
 		}
+		if (hw)
+			snprintf(hwwhy, sizeof(hwwhy), "attaching it in native "
+				 "mode: %s", strerror(-err));
 	}
 	snprintf(why, wl, "attaching XDP to %s failed: %s%s", a->ifname,
 		 strerror(-err),
 		 err == -EBUSY || err == -EEXIST ?
 			 " (another XDP program is attached: detach it first)" :
 			 "");
-	steer_bpf__destroy(a->skel);
-	a->skel = NULL;
+	att_close(a);
 out:
-	if (!err)
-		a->prog_id = prog_id_of(bpf_program__fd(a->skel->progs.ts_steer));
+	if (!err) {
+		a->prog_id = prog_id_of(a->prog_fd);
+		if (hwwhy[0]) {
+			/* the pod's processes count hw_unbound */
+			hw_fallbacks++;
+			logf_("pod %s: %s: --rx-hwtstamp: the device-bound "
+			      "program (hardware receive stamps) is refused, %s: "
+			      "the plain one is attached, its frames carry no "
+			      "hardware stamps (%llu interfaces so far)", p->uid,
+			      a->ifname, hwwhy, hw_fallbacks);
+		}
+	}
 	leave_ns();
 	return err;
 }
@@ -645,9 +768,9 @@ static void att_detach(struct pod *p, struct att *a)
 {
 	LIBBPF_OPTS(bpf_xdp_attach_opts, o);
 
-	if (!a->skel)
+	if (!a->obj)
 		return;
-	o.old_prog_fd = bpf_program__fd(a->skel->progs.ts_steer);
+	o.old_prog_fd = a->prog_fd;
 	if (!enter_ns(p->nsfd)) {
 		/* only our program: an ifindex reused meanwhile is left alone */
 		int err = bpf_xdp_detach(a->ifindex, (__u32)a->mode, &o);
@@ -657,8 +780,7 @@ static void att_detach(struct pod *p, struct att *a)
 			      strerror(-err));
 		leave_ns();
 	}
-	steer_bpf__destroy(a->skel);
-	a->skel = NULL;
+	att_close(a);
 }
 
 /* Bind a unix socket at path with exactly mode: the mode is given to the
@@ -779,8 +901,7 @@ static void pod_free(struct pod *p, int rmdir_too, int keep)
 			free(c);
 		}
 		for (i = 0; i < p->nifs; i++)
-			if (p->ifs[i].skel) /* closes fds: XDP stays attached */
-				steer_bpf__destroy(p->ifs[i].skel);
+			att_close(&p->ifs[i]); /* XDP stays attached */
 		p->nifs = 0;
 	}
 	while (p->clients)
@@ -890,8 +1011,9 @@ static int ctl_attach(const char *uid, const char *ifname, int nsfd,
 		pods = p;
 	}
 	state_save();
-	logf_("pod %s: %s attached (%s), netns inode %llu", uid, ifname,
+	logf_("pod %s: %s attached (%s%s), netns inode %llu", uid, ifname,
 	      a->mode == XDP_FLAGS_SKB_MODE ? "generic" : "native",
+	      a->hw ? ", device-bound: hardware receive stamps" : "",
 	      (unsigned long long)ino);
 	return 0;
 out_err:
@@ -940,7 +1062,7 @@ static void ctl_status(int fd)
 				buf + n, TS_XDPD_STATUS_MAX - n,
 				"\n%s %s %llu %d %d", p->uid, p->ifs[i].ifname,
 				(unsigned long long)p->ns_ino, p->nclients,
-				map_count(bpf_map__fd(p->ifs[i].skel->maps.ts_steer_map)));
+				map_count(p->ifs[i].steer_fd));
 	msg_send(fd, buf, n, -1);
 	free(buf);
 }
@@ -1001,8 +1123,8 @@ static void entry_remove(struct client *c, int i)
 	struct entry *e = &c->ents[i];
 	struct att *a = &c->pod->ifs[e->att];
 
-	if (a->skel)
-		bpf_map_delete_elem(bpf_map__fd(a->skel->maps.ts_steer_map),
+	if (a->obj)
+		bpf_map_delete_elem(a->steer_fd,
 				    &e->key);
 	a->nents--;
 	c->ents[i] = c->ents[--c->nents];
@@ -1024,12 +1146,12 @@ static void client_close(struct client *c)
 				continue;
 			a->qown[q] = NULL;
 			queues++;
-			if (a->skel) {
+			if (a->obj) {
 				__u32 none = 0;
 
-				bpf_map_delete_elem(bpf_map__fd(a->skel->maps.ts_xsks),
+				bpf_map_delete_elem(a->xsks_fd,
 						    &q);
-				bpf_map_update_elem(bpf_map__fd(a->skel->maps.ts_qown),
+				bpf_map_update_elem(a->qown_fd,
 						    &q, &none, BPF_ANY);
 			}
 		}
@@ -1325,7 +1447,7 @@ static int xskmap_set(struct client *c, struct att *a, int q, int fd,
 {
 	__u32 pid;
 
-	if (bpf_map_update_elem(bpf_map__fd(a->skel->maps.ts_xsks), &q, &fd, 0)) {
+	if (bpf_map_update_elem(a->xsks_fd, &q, &fd, 0)) {
 		int err = -errno;
 
 		snprintf(why, wl, "XSKMAP update: %s", strerror(errno));
@@ -1333,7 +1455,7 @@ static int xskmap_set(struct client *c, struct att *a, int q, int fd,
 	}
 	/* the steering program redirects c's flows that land on q here */
 	pid = (__u32)c->pid;
-	bpf_map_update_elem(bpf_map__fd(a->skel->maps.ts_qown), &q, &pid, BPF_ANY);
+	bpf_map_update_elem(a->qown_fd, &q, &pid, BPF_ANY);
 	a->qown[q] = c;
 	return 0;
 }
@@ -1617,7 +1739,7 @@ static int req_add(struct client *c, int ai, const struct ts_steer_key *k,
 		   int fd, char *why, size_t wl)
 {
 	struct att *a = &c->pod->ifs[ai];
-	int mfd = bpf_map__fd(a->skel->maps.ts_steer_map);
+	int mfd = a->steer_fd;
 	struct ts_steer_val v = { .owner = (__u32)c->pid };
 	struct client *o;
 	uint64_t ino;
@@ -1696,7 +1818,7 @@ static int req_add(struct client *c, int ai, const struct ts_steer_key *k,
 /* Set TS_STEER_F_SHARED on key; 1 when it changed. */
 static int mark_shared(struct att *a, const struct ts_steer_key *k)
 {
-	int mfd = bpf_map__fd(a->skel->maps.ts_steer_map);
+	int mfd = a->steer_fd;
 	struct ts_steer_val v;
 
 	if (bpf_map_lookup_elem(mfd, k, &v) || (v.flags & TS_STEER_F_SHARED))
@@ -1776,11 +1898,11 @@ static void client_request(struct client *c)
 		err = req_umem(c, a, f3, f4, f5, passfd, &xsk, &txmd, &sg, why,
 			       sizeof(why));
 		if (!err) {
-			char out[32];
-			int m = snprintf(out, sizeof(out), "ok %s %d%s",
+			char out[40];
+			int m = snprintf(out, sizeof(out), "ok %s %d%s%s",
 					 a->mode == XDP_FLAGS_SKB_MODE ? "skb" :
 					 "native", txmd ? (int)TS_XDPD_TXMD_LEN : 0,
-					 sg ? " sg" : "");
+					 sg ? " sg" : "", a->hw ? " hwts" : "");
 
 			/* the process holds the XSK from here: the daemon's
 			 * copy goes, so the process's exit frees it */
@@ -1793,8 +1915,8 @@ static void client_request(struct client *c)
 	if ((nf == 3 || (nf == 4 && !strcmp(f4, "sg"))) && !strcmp(op, "xsk")) {
 		err = req_xsk(c, a, f3, passfd, nf == 4, why, sizeof(why));
 		if (!err) {
-			reply(c->fd, "ok %s", a->mode == XDP_FLAGS_SKB_MODE ?
-				      "skb" : "native");
+			reply(c->fd, "ok %s%s", a->mode == XDP_FLAGS_SKB_MODE ?
+				      "skb" : "native", a->hw ? " hwts" : "");
 			goto out;
 		}
 		goto done;
@@ -1995,7 +2117,7 @@ static int att_takeover(struct att *a, char *why, size_t wl)
 	LIBBPF_OPTS(bpf_xdp_attach_opts, o);
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info), ids[8], n, i;
-	int pfd, err, reused = 0;
+	int pfd, err, hw = 0, reused = 0;
 
 	if ((int)if_nametoindex(a->ifname) != a->ifindex) {
 		snprintf(why, wl, "interface %s (index %d) is gone", a->ifname,
@@ -2019,17 +2141,18 @@ static int att_takeover(struct att *a, char *why, size_t wl)
 	info.nr_map_ids = 8;
 	info.map_ids = (__u64)(unsigned long)ids;
 	if (bpf_obj_get_info_by_fd(pfd, &info, &len) ||
-	    strcmp(info.name, TS_PROG_NAME)) {
+	    !steer_name(info.name, &hw)) {
 		snprintf(why, wl, "the program on %s (id %u) is not a steering "
 			 "program: left alone", a->ifname, xq.prog_id);
 		err = -EEXIST;
 		goto out;
 	}
-	a->skel = steer_bpf__open();
-	if (!a->skel) {
-		err = errno ? -errno : -ENOMEM;
+	/* the same kind as the one attached: a device-bound one stays so */
+	err = att_open(a, hw);
+	if (err) {
 		snprintf(why, wl, "opening the steering program: %s",
 			 strerror(-err));
+		att_close(a);
 		goto out;
 	}
 	n = info.nr_map_ids < 8 ? info.nr_map_ids : 8;
@@ -2043,7 +2166,7 @@ static int att_takeover(struct att *a, char *why, size_t wl)
 			continue;
 		memset(&mi, 0, sizeof(mi));
 		if (!bpf_obj_get_info_by_fd(mfd, &mi, &ml) &&
-		    (m = bpf_object__find_map_by_name(a->skel->obj, mi.name)) &&
+		    (m = bpf_object__find_map_by_name(a->obj, mi.name)) &&
 		    !bpf_map__reuse_fd(m, mfd))
 			reused++;
 		close(mfd); /* reuse_fd holds its own copy */
@@ -2054,7 +2177,7 @@ static int att_takeover(struct att *a, char *why, size_t wl)
 		err = -ENOENT;
 		goto out_skel;
 	}
-	err = steer_bpf__load(a->skel);
+	err = att_load(a);
 	if (err) {
 		snprintf(why, wl, "the maps of program %u do not fit this "
 			 "daemon's program (%s): it stays attached, the pod's "
@@ -2064,18 +2187,17 @@ static int att_takeover(struct att *a, char *why, size_t wl)
 	}
 	/* exactly that program is replaced: nothing else in between */
 	o.old_prog_fd = pfd;
-	err = bpf_xdp_attach(a->ifindex, bpf_program__fd(a->skel->progs.ts_steer),
+	err = bpf_xdp_attach(a->ifindex, a->prog_fd,
 			     (__u32)a->mode | XDP_FLAGS_REPLACE, &o);
 	if (err) {
 		snprintf(why, wl, "replacing program %u on %s: %s", xq.prog_id,
 			 a->ifname, strerror(-err));
 		goto out_skel;
 	}
-	a->prog_id = prog_id_of(bpf_program__fd(a->skel->progs.ts_steer));
+	a->prog_id = prog_id_of(a->prog_fd);
 	goto out;
 out_skel:
-	steer_bpf__destroy(a->skel);
-	a->skel = NULL;
+	att_close(a);
 out:
 	close(pfd);
 	return err;
@@ -2086,9 +2208,9 @@ out:
 static void att_ghosts(struct pod *p, int ai)
 {
 	struct att *a = &p->ifs[ai];
-	int qfd = bpf_map__fd(a->skel->maps.ts_qown);
-	int xfd = bpf_map__fd(a->skel->maps.ts_xsks);
-	int mfd = bpf_map__fd(a->skel->maps.ts_steer_map);
+	int qfd = a->qown_fd;
+	int xfd = a->xsks_fd;
+	int mfd = a->steer_fd;
 	struct ts_steer_key *keys, *prev = NULL;
 	struct ts_steer_val v;
 	__u32 pid, none = 0;
@@ -2643,9 +2765,11 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--run-dir") && i + 1 < argc) {
 			run_dir = argv[++i];
+		} else if (!strcmp(argv[i], "--rx-hwtstamp")) {
+			rx_hwtstamp = 1;
 		} else {
 			fprintf(stderr, "usage: tickstack-xdpd [--run-dir DIR] "
-				"(default " DEFAULT_RUN_DIR ")\n"
+				"[--rx-hwtstamp] (default " DEFAULT_RUN_DIR ")\n"
 				"       tickstack-xdpd ctl [--run-dir DIR] "
 				"attach|detach|status ...\n");
 			return 2;

@@ -45,6 +45,7 @@ type Collector struct {
 
 	info, packets, bytes, drops, ringFull, messages, sockets, fallbacks, kernelSends *prometheus.Desc
 	tcpConns, tcpRexmits, tcpRexmitSegs, tcpDrops, unreadable                        *prometheus.Desc
+	hwMeta, hwStamps, hwUnbound                                                      *prometheus.Desc
 
 	mu       sync.Mutex
 	pods     map[string]podRef // by UID
@@ -84,6 +85,15 @@ func NewCollector(o Options) *Collector {
 		bytes: prometheus.NewDesc("tickstack_bypass_packet_bytes_total",
 			"Bytes of the frames in tickstack_bypass_packets_total, with their Ethernet header, as the kernel's rx_bytes and tx_bytes of an interface count them (absent for a library of an earlier release, layout version 6).",
 			with("interface", "direction"), nil),
+		hwMeta: prometheus.NewDesc("tickstack_bypass_rx_hw_metadata_total",
+			"Frames received on an interface that carried the device-bound XDP program's metadata (TICKSTACK_RX_HWTSTAMP=1, docs/dataplane.md \"Timestamps\"); absent for a library of an earlier release, layout version 6.",
+			with("interface"), nil),
+		hwStamps: prometheus.NewDesc("tickstack_bypass_rx_hw_timestamps_total",
+			"Of tickstack_bypass_rx_hw_metadata_total, the frames whose metadata held a hardware receive time (the driver gave one through bpf_xdp_metadata_rx_timestamp); absent for layout version 6.",
+			with("interface"), nil),
+		hwUnbound: prometheus.NewDesc("tickstack_bypass_hw_timestamps_unbound",
+			"1 when the process asked for hardware receive timestamps (TICKSTACK_RX_HWTSTAMP=1) and the interface's XDP program is not the device-bound one, so its frames carry none; absent for layout version 6.",
+			with("interface"), nil),
 		drops: prometheus.NewDesc("tickstack_bypass_drops_total",
 			"Frames for the process dropped on an interface, by reason: socket_queue_full (the socket's queue was full), no_socket (steered, no socket wanted it), malformed, bad_checksum, xdp_rx_dropped (the kernel dropped it: no UMEM frame), xdp_invalid (invalid descriptors, RX and TX).",
 			with("interface", "reason"), nil),
@@ -118,7 +128,7 @@ func NewCollector(o Options) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.packets, c.bytes, c.drops, c.ringFull, c.messages, c.sockets, c.fallbacks,
-		c.kernelSends, c.tcpConns, c.tcpRexmits, c.tcpRexmitSegs, c.tcpDrops, c.unreadable} {
+		c.kernelSends, c.tcpConns, c.tcpRexmits, c.tcpRexmitSegs, c.tcpDrops, c.unreadable, c.hwMeta, c.hwStamps, c.hwUnbound} {
 		ch <- d
 	}
 }
@@ -162,6 +172,7 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 	// a registry refuses two series of the same labels.
 	type ifc struct {
 		rx, tx, rxBytes, txBytes, sockq, nosock, bad, csum, xdpDropped, invalid, txFull, rxFull, fill uint64
+		hwMeta, hwStamps, hwUnbound                                                                   uint64
 	}
 	ifs := map[string]*ifc{}
 	var order []string
@@ -181,6 +192,11 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 		a.tx += x.TxPackets
 		a.rxBytes += s.XSKExt[i].RxBytes
 		a.txBytes += s.XSKExt[i].TxBytes
+		a.hwMeta += s.XSKExt[i].RxHwMeta
+		a.hwStamps += s.XSKExt[i].RxHwTstamps
+		if s.XSKExt[i].HwUnbound != 0 { // a flag, not a count: 1 when any slot of the name says so
+			a.hwUnbound = 1
+		}
 		a.sockq += x.RxSockqFull
 		a.nosock += x.RxNoSocket
 		a.bad += x.RxBad
@@ -198,6 +214,9 @@ func (c *Collector) collectProcess(ch chan<- prometheus.Metric, p *Process, base
 		if s.HasV7() {
 			counter(c.bytes, a.rxBytes, name, "rx")
 			counter(c.bytes, a.txBytes, name, "tx")
+			counter(c.hwMeta, a.hwMeta, name)
+			counter(c.hwStamps, a.hwStamps, name)
+			c.send(ch, c.hwUnbound, prometheus.GaugeValue, float64(a.hwUnbound), with(name)...)
 		}
 		counter(c.drops, a.sockq, name, "socket_queue_full")
 		counter(c.drops, a.nosock, name, "no_socket")

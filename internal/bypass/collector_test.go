@@ -196,9 +196,12 @@ func TestCollectorOnTheRealHost(t *testing.T) {
 	link := testutil.VethNamespaces(t, "podmetrics", "198.18.141")
 	cg := fakePodCgroup(t, testPodUID, testContainerID)
 
-	server := start(t, cg, link.IP, "netns", "exec", link.NSB, run, "-p", "latency", "--require",
-		sockperf, "sr", "-i", link.AddrB, "-p", "11141")
-	pid := server.Process.Pid // sh exec'd ip, which exec'd tickstack-run, which exec'd sockperf
+	// Hardware receive stamps asked for: the standalone library attaches the device-bound
+	// steering program (native XDP on veth), so every frame carries its metadata, and veth gives
+	// no hardware time (docs/dataplane.md, "Timestamps").
+	server := start(t, cg, link.IP, "netns", "exec", link.NSB, "env", "TICKSTACK_RX_HWTSTAMP=1", run, "-p", "latency",
+		"--require", sockperf, "sr", "-i", link.AddrB, "-p", "11141")
+	pid := server.Process.Pid // sh exec'd ip, which exec'd env, tickstack-run, then sockperf
 	pidLabel := strconv.Itoa(pid)
 
 	var listed atomic.Bool
@@ -286,6 +289,7 @@ func TestCollectorOnTheRealHost(t *testing.T) {
 		{"tickstack_bypass_packet_bytes_total", with("interface", link.IfB, "direction", "rx"), float64(received) * 106},
 		{"tickstack_bypass_packet_bytes_total", with("interface", link.IfB, "direction", "tx"), float64(received) * 106},
 		{"tickstack_bypass_socket_messages_total", with("direction", "rx", "path", "accelerated"), float64(received)},
+		{"tickstack_bypass_rx_hw_metadata_total", with("interface", link.IfB), float64(received)},
 		{"tickstack_bypass_sockets_total", with("path", "accelerated"), 1},
 	} {
 		if v := value(fams, c.family, c.labels); v < c.min {
@@ -305,6 +309,10 @@ func TestCollectorOnTheRealHost(t *testing.T) {
 		{"tickstack_bypass_kernel_sends_total", with("reason", "no_route")},
 		{"tickstack_bypass_tcp_segment_drops_total", with("reason", "listen_overflow")},
 		{"tickstack_bypass_tcp_connections_total", with("path", "kernel")},
+		// veth's bpf_xdp_metadata_rx_timestamp has no time for these frames, as the kernel's
+		// SO_TIMESTAMPING has none (conformance hwtstampxdp)
+		{"tickstack_bypass_rx_hw_timestamps_total", with("interface", link.IfB)},
+		{"tickstack_bypass_hw_timestamps_unbound", with("interface", link.IfB)},
 	} {
 		if v := value(fams, c.family, c.labels); v != 0 {
 			t.Errorf("%s%v = %v, want 0 (present, nothing fell back or dropped)", c.family, c.labels, v)

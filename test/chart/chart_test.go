@@ -334,6 +334,13 @@ func TestXDPDaemonOnTheAgentsNodes(t *testing.T) {
 	if priv, _, _ := unstructured.NestedBool(x, "securityContext", "privileged"); !priv {
 		t.Error("tickstack-xdpd must be privileged (setns, BPF, netlink)")
 	}
+	// xdpd.rxHardwareTimestamps: the device-bound program (docs/dataplane.md, "Timestamps")
+	hw := byName(mustRender(t, "xdpd.rxHardwareTimestamps=true"), "t-tickstack-xdpd")
+	hc, _, _ := unstructured.NestedSlice(hw.Object, "spec", "template", "spec", "containers")
+	if cmd, _, _ := unstructured.NestedStringSlice(hc[0].(map[string]any), "command"); !slices.Equal(cmd,
+		[]string{"/opt/tickstack/dataplane/tickstack-xdpd", "--run-dir", "/run/tickstack/xdp", "--rx-hwtstamp"}) {
+		t.Errorf("xdpd command with rxHardwareTimestamps %v", cmd)
+	}
 	hostPaths := map[string]string{}
 	vols, _, _ := unstructured.NestedSlice(spec, "volumes")
 	for _, v := range vols {
