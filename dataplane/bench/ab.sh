@@ -35,6 +35,17 @@ top=$(cd "$here/.." && pwd)
 . "$top/tests/lib.sh"
 tcp_listening() { ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .; }
 floor_up() { grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" || ! kill -0 "$1" 2>/dev/null; }
+# the pinger's median (us) from its sockperf-worded output on stdin
+p50() { sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p'; }
+# end_run SRV M: stops the reflector/server SRV, leaves no XDP program on either end, and adds the
+# run's median M (none when empty) to the round's line
+end_run() {
+	kill -INT "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	ip -n "$NA" link set dev "$IFA" xdp off 2>/dev/null
+	ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
+	line="$line ${2:-none}"
+}
 trap tsdp_cleanup EXIT
 trap 'exit 130' INT TERM
 [ "$(id -u)" = 0 ] || { echo "ab: needs root" >&2; exit 1; }
@@ -94,12 +105,8 @@ for r in $(seq 1 "$rounds"); do
 				sleep 1
 			done
 			m=$(ip netns exec "$NA" env XSK_FLOOR_COPY=$cp taskset -c 0 "$f" ping "$IFA" $IPA $IPB "$MACB" $PORT "$size" "${AB_SECONDS:-3}" 2>&1 |
-				sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
-			kill -INT "$srv" 2>/dev/null
-			wait "$srv" 2>/dev/null
-			ip -n "$NA" link set dev "$IFA" xdp off 2>/dev/null
-			ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
-			line="$line ${m:-none}"
+				p50)
+			end_run "$srv" "$m"
 			continue
 		fi
 		if [ "$d" = minkernel ] || [ "${d%%=*}" = min ]; then
@@ -109,12 +116,8 @@ for r in $(seq 1 "$rounds"); do
 			srv=$!
 			wait_for 10 udp_listening "$NB" $PORT || { echo "ab: udp-pp reflector of $d did not start" >&2; exit 1; }
 			m=$(ip netns exec "$NA" env UDP_PP_SPIN=$spin "${run[@]}" taskset -c 0 "$f" ping $IPA $IPB $PORT "$size" "${AB_SECONDS:-3}" 2>&1 |
-				sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
-			kill -INT "$srv" 2>/dev/null
-			wait "$srv" 2>/dev/null
-			ip -n "$NA" link set dev "$IFA" xdp off 2>/dev/null
-			ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
-			line="$line ${m:-none}"
+				p50)
+			end_run "$srv" "$m"
 			continue
 		fi
 		run=("$d/build/tickstack-run" -p latency) nb=()
@@ -134,17 +137,13 @@ for r in $(seq 1 "$rounds"); do
 		fi
 		m=$(ip netns exec "$NA" env "${tcpenv[@]}" "${run[@]}" taskset -c 0 \
 			sockperf pp "${tcp[@]}" "${nb[@]}" -i $IPB -p $PORT -m "$size" -t "${AB_SECONDS:-3}" 2>&1 |
-			sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
+			p50)
 		if [ -n "$cap" ]; then
 			kill -INT "$cap"
 			wait "$cap"
 			echo "ab: $a: $(tail -n 1 "$out.cap")" >&2
 		fi
-		kill -INT "$srv" 2>/dev/null
-		wait "$srv" 2>/dev/null
-		ip -n "$NA" link set dev "$IFA" xdp off 2>/dev/null
-		ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
-		line="$line ${m:-none}"
+		end_run "$srv" "$m"
 	done
 	echo "$line" | tee -a "$out"
 done

@@ -610,6 +610,22 @@ def alt_markdown(alt):
     return L
 
 
+def pp_table(L, pp, modes, drops_title, drops):
+    """The ping-pong table (UDP or TCP) of pp, {(mode, size): run}, onto L: a row per mode and size
+    run, its drops column headed drops_title and filled by drops(run); the floor tool keeps no
+    full log, so its stalls are '-'."""
+    L.append(f"| mode | size (B) | min | median | p99 | p99.9 | max | std-dev | {drops_title} | stalls |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for mode in modes:
+        for sz in (14, 64, 256, 1024, 1472):
+            r = pp.get((mode, sz))
+            if not r:
+                continue
+            L.append(f"| {MODES[mode]} | {sz} | {fmt(r['min'])} | {fmt(r['median'])} | {fmt(r['p99'])} | "
+                     f"{fmt(r['p999'])} | {fmt(r['max'])} | {fmt(r['stddev'])} | {drops(r)} | "
+                     f"{'-' if mode == 'floor' else stall_cell(r)} |")
+
+
 def markdown(meta, runs, summary, svg_name):
     L = []
     pp = {(r["mode"], r["param"]): r for r in runs if r["kind"] in ("pp", "floor")}
@@ -636,16 +652,7 @@ def markdown(meta, runs, summary, svg_name):
     L.append(f"![latency by message size]({svg_name})\n")
 
     L.append("## Ping-pong (half round trip, us)\n")
-    L.append("| mode | size (B) | min | median | p99 | p99.9 | max | std-dev | drops | stalls |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for mode in ("kernel", "kspin", "bypass", "floor"):
-        for sz in (14, 64, 256, 1024, 1472):
-            r = pp.get((mode, sz))
-            if not r:
-                continue
-            L.append(f"| {MODES[mode]} | {sz} | {fmt(r['min'])} | {fmt(r['median'])} | {fmt(r['p99'])} | "
-                     f"{fmt(r['p999'])} | {fmt(r['max'])} | {fmt(r['stddev'])} | {fmt(r['drops'])} | "
-                     f"{'-' if mode == 'floor' else stall_cell(r)} |")
+    pp_table(L, pp, ("kernel", "kspin", "bypass", "floor"), "drops", lambda r: fmt(r['drops']))
     L.append("\nThe floor tool has no socket layer and no drop accounting (a lost frame would show as a "
              "1 s maximum), and keeps no full log: its stalls are not counted. Stalls: see below.\n")
 
@@ -731,17 +738,8 @@ def markdown(meta, runs, summary, svg_name):
         L.append("## TCP ping-pong (sockperf --tcp, half round trip, us)\n")
         L.append("The bypass runs with `TICKSTACK_TCP=1` (lwIP, see docs/dataplane.md). Drops: sockperf's "
                  "dropped, duplicated and out-of-order counts (a stream loses nothing it delivers).\n")
-        L.append("| mode | size (B) | min | median | p99 | p99.9 | max | std-dev | drops/dup/ooo | stalls |")
-        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for mode in ("kernel", "kspin", "bypass"):
-            for sz in (14, 64, 256, 1024, 1472):
-                r = tpp.get((mode, sz))
-                if not r:
-                    continue
-                L.append(f"| {MODES[mode]} | {sz} | {fmt(r['min'])} | {fmt(r['median'])} | {fmt(r['p99'])} | "
-                         f"{fmt(r['p999'])} | {fmt(r['max'])} | {fmt(r['stddev'])} | "
-                         f"{fmt(r['dropped_reported'])}/{fmt(r['duplicated'])}/{fmt(r['out_of_order'])} | "
-                         f"{stall_cell(r)} |")
+        pp_table(L, tpp, ("kernel", "kspin", "bypass"), "drops/dup/ooo",
+                 lambda r: f"{fmt(r['dropped_reported'])}/{fmt(r['duplicated'])}/{fmt(r['out_of_order'])}")
         L.append("\n| size (B) | TCP bypass / UDP bypass, median (target <= 1.25) "
                  "| TCP bypass / TCP kernel spinning, median (<= 0.70) |")
         L.append("|---:|---:|---:|")

@@ -15,6 +15,12 @@ import report  # noqa: E402
 US, MS = 1000, 1000000
 
 
+def write(path, text):
+    """path holds text (a tool's output, a manifest) and nothing else"""
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def ping_pong(n, think, lat):
     """n messages, each sent think ns after the previous reply, with half round
     trip lat(i): (tx, rx, latency) in ns, the first send at 7 s."""
@@ -76,8 +82,7 @@ class Counters(unittest.TestCase):
                 "sock fd=4 local=0.0.0.0:1 remote=0.0.0.0:0 accelerated=1 closed=1 rx_accel=9 tx_kernel_neigh=1\n"
                 "tcp tx_ring_full=2\nnh refreshes=1 misses=3 wait_timeouts=0\n")
         for pid in (11, 12):
-            with open(os.path.join(d, f"stats-cli5-{pid}.txt"), "w") as f:
-                f.write(dump)
+            write(os.path.join(d, f"stats-cli5-{pid}.txt"), dump)
         c = report.read_counters(os.path.join(d, "stats-cli5"))
         self.assertEqual(c["xsk.fill_ring_empty"], 6)
         self.assertNotIn("xsk.queue", c)
@@ -161,10 +166,8 @@ class Alternated(unittest.TestCase):
     def test_manifest_line(self):
         with tempfile.TemporaryDirectory() as d:
             out, man = os.path.join(d, "alt-64.out"), os.path.join(d, "manifest")
-            with open(out, "w") as f:
-                f.write("round 1: 2.0 2.1 2.3 4.0 4.0 2.4\n")
-            with open(man, "w") as f:
-                f.write(f"alt 64 {out} {','.join(self.COLS)}\n")
+            write(out, "round 1: 2.0 2.1 2.3 4.0 4.0 2.4\n")
+            write(man, f"alt 64 {out} {','.join(self.COLS)}\n")
             runs, summary = report.load(man)
         self.assertEqual(runs, [])
         self.assertEqual(summary["alternated"][0]["medians"]["min"], 2.3)
@@ -179,12 +182,10 @@ class Throughput(unittest.TestCase):
     def test_report_is_parsed(self):
         with tempfile.TemporaryDirectory() as d:
             cli = os.path.join(d, "cli.out")
-            with open(cli, "w") as f:
-                f.write(self.iperf3(9.5e9))
+            write(cli, self.iperf3(9.5e9))
             r = report.parse_run("tput", "kernel", "2", cli, os.path.join(d, "none"))
             self.assertEqual((r["bps"], r["retransmits"], r["ok"]), (9.5e9, 7, True))
-            with open(cli, "w") as f:
-                f.write('{"error": "unable to connect to server"}')
+            write(cli, '{"error": "unable to connect to server"}')
             r = report.parse_run("tput", "bypass", "2", cli, os.path.join(d, "none"))
             self.assertEqual((r.get("error"), r["ok"]), ("unable to connect to server", False))
 
@@ -211,18 +212,15 @@ class Throughput(unittest.TestCase):
     def test_the_raw_floor_beside_each_pair(self):
         with tempfile.TemporaryDirectory() as d:
             cli, srv = os.path.join(d, "cli.out"), os.path.join(d, "srv.out")
-            with open(cli, "w") as f:
-                f.write("xsk-floor: blast frames=1000000 kicks=31250 seconds=4.000 gbps=2.943\n")
-            with open(srv, "w") as f:
-                f.write("xsk-floor: ready\nxsk-floor: sink frames=800000 bytes=1200000000 seconds=4.000 gbps=2.400\n")
+            write(cli, "xsk-floor: blast frames=1000000 kicks=31250 seconds=4.000 gbps=2.943\n")
+            write(srv, "xsk-floor: ready\nxsk-floor: sink frames=800000 bytes=1200000000 seconds=4.000 gbps=2.400\n")
             r = report.parse_run("tfloor", "floor", "1", cli, srv)
             self.assertTrue(r["ok"])
             self.assertAlmostEqual(r["fps"], 250000)  # what TX moved, not what the sink kept
             self.assertAlmostEqual(r["delivered_fps"], 200000)
             self.assertAlmostEqual(r["ip_mbps"], 3000)
             self.assertAlmostEqual(r["bps"], 250000 * 1448 * 8)
-            with open(cli, "w") as f:
-                f.write("xsk-floor: attach XDP: Device or resource busy\n")
+            write(cli, "xsk-floor: attach XDP: Device or resource busy\n")
             r = report.parse_run("tfloor", "floor", "2", cli, srv)
             self.assertFalse(r["ok"])
         runs = self.runs([(10e9, 2e9), (10e9, 3e9)])
@@ -252,9 +250,8 @@ class Throughput(unittest.TestCase):
         self.assertIn("| 9,000 | 0.60 met |", md)
         with tempfile.TemporaryDirectory() as d:
             cli, srv = os.path.join(d, "cli.out"), os.path.join(d, "srv.out")
-            with open(cli, "w") as f:
-                f.write("xsk-floor: blast frames=400000 kicks=31250 seconds=4.000 gbps=7.0\n")
-            open(srv, "w").close()
+            write(cli, "xsk-floor: blast frames=400000 kicks=31250 seconds=4.000 gbps=7.0\n")
+            write(srv, "")
             r = report.parse_run("tfloor", "floor", "1", cli, srv, "-", "-", "-", "9000")
             self.assertEqual(r["mtu"], 9000)
             self.assertAlmostEqual(r["bps"], 100000 * 8948 * 8)  # MSS 8,960 less the timestamps

@@ -5,8 +5,11 @@
 #ifndef TICKSTACK_T2T_FIXAPP_H
 #define TICKSTACK_T2T_FIXAPP_H
 
+#include "feed.h"
+
 #include <quickfix/Application.h>
 #include <quickfix/Message.h>
+#include <quickfix/MessageCracker.h>
 #include <quickfix/Values.h>
 
 #include <atomic>
@@ -122,6 +125,43 @@ private:
 	int last_seq_ = 0;
 	long seq_errors_ = 0;
 	std::atomic<long> recovery_{ 0 };
+};
+
+// App: what both ends do with every callback but the message they handle:
+// the session's logon/logout and sequence checks, and the time each
+// application message arrived (taken first, before any lock), handed to
+// received() before the message is cracked to the end's onMessage.
+class App : public FIX::Application, public FIX::MessageCracker {
+public:
+	void onCreate(const FIX::SessionID &) override {}
+	void onLogon(const FIX::SessionID &id) override { s_.logon(id); }
+	void onLogout(const FIX::SessionID &) override { s_.logout(); }
+	void toAdmin(FIX::Message &, const FIX::SessionID &) override {}
+	void toApp(FIX::Message &, const FIX::SessionID &)
+		throw(FIX::DoNotSend) override {}
+	void fromAdmin(const FIX::Message &m, const FIX::SessionID &)
+		throw(FIX::FieldNotFound, FIX::IncorrectDataFormat,
+		      FIX::IncorrectTagValue, FIX::RejectLogon) override
+	{
+		s_.admin(m);
+	}
+	void fromApp(const FIX::Message &m, const FIX::SessionID &id)
+		throw(FIX::FieldNotFound, FIX::IncorrectDataFormat,
+		      FIX::IncorrectTagValue,
+		      FIX::UnsupportedMessageType) override
+	{
+		uint64_t rx = now_ns();
+
+		s_.seq(m);
+		received(rx);
+		crack(m, id);
+	}
+
+	Session s_;
+
+protected:
+	// received: an application message arrived at rx (QuickFIX's thread)
+	virtual void received(uint64_t rx) = 0;
 };
 
 } // namespace t2t

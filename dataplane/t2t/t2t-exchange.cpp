@@ -23,29 +23,9 @@
 
 namespace {
 
-class Exchange : public FIX::Application, public FIX::MessageCracker {
+class Exchange : public t2t::App {
 public:
-	void onCreate(const FIX::SessionID &) override {}
-	void onLogon(const FIX::SessionID &id) override { s_.logon(id); }
-	void onLogout(const FIX::SessionID &) override { s_.logout(); }
-	void toAdmin(FIX::Message &, const FIX::SessionID &) override {}
-	void toApp(FIX::Message &, const FIX::SessionID &)
-		throw(FIX::DoNotSend) override {}
-	void fromAdmin(const FIX::Message &m, const FIX::SessionID &)
-		throw(FIX::FieldNotFound, FIX::IncorrectDataFormat,
-		      FIX::IncorrectTagValue, FIX::RejectLogon) override
-	{
-		s_.admin(m);
-	}
-	void fromApp(const FIX::Message &m, const FIX::SessionID &id)
-		throw(FIX::FieldNotFound, FIX::IncorrectDataFormat,
-		      FIX::IncorrectTagValue,
-		      FIX::UnsupportedMessageType) override
-	{
-		arrival_ = t2t::now_ns();
-		s_.seq(m);
-		crack(m, id);
-	}
+	void received(uint64_t rx) override { arrival_ = rx; }
 
 	void onMessage(const FIX44::NewOrderSingle &o,
 		       const FIX::SessionID &id) override
@@ -79,7 +59,6 @@ public:
 		FIX::Session::sendToTarget(r, id);
 	}
 
-	t2t::Session s_;
 	uint64_t arrival_ = 0; // QuickFIX calls fromApp from one thread
 	long orders_ = 0, buys_ = 0, sells_ = 0;
 };

@@ -54,31 +54,9 @@ struct Order {
 	long buy = -1; // SELL: the BUY it closes
 };
 
-class Strategy : public FIX::Application, public FIX::MessageCracker {
+class Strategy : public t2t::App {
 public:
-	void onCreate(const FIX::SessionID &) override {}
-	void onLogon(const FIX::SessionID &id) override { s_.logon(id); }
-	void onLogout(const FIX::SessionID &) override { s_.logout(); }
-	void toAdmin(FIX::Message &, const FIX::SessionID &) override {}
-	void toApp(FIX::Message &, const FIX::SessionID &)
-		throw(FIX::DoNotSend) override {}
-	void fromAdmin(const FIX::Message &m, const FIX::SessionID &)
-		throw(FIX::FieldNotFound, FIX::IncorrectDataFormat,
-		      FIX::IncorrectTagValue, FIX::RejectLogon) override
-	{
-		s_.admin(m);
-	}
-	void fromApp(const FIX::Message &m, const FIX::SessionID &id)
-		throw(FIX::FieldNotFound, FIX::IncorrectDataFormat,
-		      FIX::IncorrectTagValue,
-		      FIX::UnsupportedMessageType) override
-	{
-		uint64_t rx = t2t::now_ns();
-
-		s_.seq(m);
-		fill_rx_ = rx;
-		crack(m, id);
-	}
+	void received(uint64_t rx) override { fill_rx_ = rx; }
 
 	void onMessage(const FIX44::ExecutionReport &r,
 		       const FIX::SessionID &) override
@@ -154,7 +132,6 @@ public:
 		});
 	}
 
-	t2t::Session s_;
 	std::vector<Order> orders_;
 	long filled_ = 0, buys_ = 0; // under s_.mu_
 	uint64_t fill_rx_ = 0; // QuickFIX's thread only

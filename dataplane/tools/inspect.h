@@ -56,6 +56,21 @@ static inline void ts_insp__sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* -p/-i PID|all and -r/--root DIR: the options both tools name their
+ * targets with (for ts_insp__targets); 1 when o is one of them (its value
+ * kept in *spec or *root), else 0 */
+static inline int ts_insp__target_opt(int o, const char *arg, const char **spec,
+				      const char **root)
+{
+	if (o == 'p' || o == 'i')
+		*spec = arg;
+	else if (o == 'r')
+		*root = arg;
+	else
+		return 0;
+	return 1;
+}
+
 /* "tickstack-<pid>" exactly (not the .cap or .dump beside it): the pid. */
 static inline int ts_insp__region_pid(const char *name)
 {

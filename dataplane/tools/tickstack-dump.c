@@ -304,14 +304,9 @@ int main(int argc, char **argv)
 
 	while ((o = getopt_long(argc, argv, "+p:i:r:w:s:c:G:B:h", lo, NULL)) !=
 	       -1) {
+		if (ts_insp__target_opt(o, optarg, &spec, &root))
+			continue;
 		switch (o) {
-		case 'p':
-		case 'i':
-			spec = optarg;
-			break;
-		case 'r':
-			root = optarg;
-			break;
 		case 'w':
 			file = optarg;
 			break;

@@ -278,14 +278,9 @@ int main(int argc, char **argv)
 	int o, i, n, json = 0, shown = 0, rc = 0;
 
 	while ((o = getopt_long(argc, argv, "p:i:r:o:h", lo, NULL)) != -1) {
+		if (ts_insp__target_opt(o, optarg, &spec, &root))
+			continue;
 		switch (o) {
-		case 'p':
-		case 'i':
-			spec = optarg;
-			break;
-		case 'r':
-			root = optarg;
-			break;
 		case 'o':
 			if (!strcmp(optarg, "json"))
 				json = 1;

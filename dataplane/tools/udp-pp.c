@@ -22,23 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop;
+#include "pingpong.h"
+
 static int spin;
 static uint8_t buf[65536];
-
-static void on_sig(int s)
-{
-	(void)s;
-	stop = 1;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int die(const char *what)
 {
@@ -74,21 +61,15 @@ static ssize_t rx(int fd, struct sockaddr_in *from)
 	return n;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_sig }; /* no SA_RESTART */
 	struct sockaddr_in peer = { .sin_family = AF_INET }, from;
 	uint8_t msg[65536] = { 0 };
-	size_t cap = 4000000, n = 0, size;
-	double *lat, secs;
-	uint64_t start, end, warm, seq = 0;
+	struct pp_lat l;
+	size_t size;
+	double secs;
+	uint64_t seq = 0;
 	int fd;
 
 	sigaction(SIGINT, &sa, NULL);
@@ -123,13 +104,9 @@ int main(int argc, char **argv)
 		errno = EINVAL;
 		die("SIZE (8-65536)");
 	}
-	lat = calloc(cap, sizeof(double));
-	if (!lat)
+	if (pp_lat_init(&l, secs))
 		die("calloc");
-	start = now_ns();
-	end = start + (uint64_t)(secs * 1e9);
-	warm = start + 400000000ull;
-	while (!stop && now_ns() < end) {
+	while (!stop && now_ns() < l.end) {
 		uint64_t t0, t1, got;
 
 		memcpy(msg, &seq, sizeof(seq));
@@ -143,20 +120,11 @@ int main(int argc, char **argv)
 		} while (got != seq && !stop);
 		t1 = now_ns();
 		seq++;
-		if (t0 >= warm && t1 < end - 50000000ull && n < cap)
-			lat[n++] = (double)(t1 - t0) / 2000.0;
+		pp_lat_add(&l, t0, t1);
 	}
-	if (!n) {
-		fprintf(stderr, "udp-pp: no round trips measured\n");
+	if (pp_lat_sort(&l, "udp-pp"))
 		return 1;
-	}
-	qsort(lat, n, sizeof(double), cmp);
-	printf("udp-pp: observations=%zu\n", n);
-	printf("udp-pp: ---> <MAX> observation = %.3f\n", lat[n - 1]);
-	printf("udp-pp: ---> percentile 99.900 = %.3f\n", lat[(size_t)((double)n * 0.999)]);
-	printf("udp-pp: ---> percentile 99.000 = %.3f\n", lat[(size_t)((double)n * 0.99)]);
-	printf("udp-pp: ---> percentile 50.000 = %.3f\n", lat[n / 2]);
-	printf("udp-pp: ---> <MIN> observation = %.3f\n", lat[0]);
-	free(lat);
+	printf("udp-pp: observations=%zu\n", l.n);
+	pp_lat_print(&l, "udp-pp");
 	return 0;
 }

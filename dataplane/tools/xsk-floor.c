@@ -45,6 +45,7 @@
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
 
+#include "pingpong.h"
 #include "pkt.h"
 #include "steer_common.h"
 #include "steer.skel.h"
@@ -58,7 +59,6 @@ static struct xsk_socket *xsk;
 static uint8_t *area;
 static uint64_t freel[NFRAMES];
 static int nfree;
-static volatile sig_atomic_t stop;
 static struct xdp_program *attached;
 static int attached_ifindex;
 static int copy_payload;              /* XSK_FLOOR_COPY */
@@ -75,20 +75,6 @@ static void detach(void)
 	if (attached)
 		xdp_program__detach(attached, attached_ifindex, XDP_MODE_NATIVE, 0);
 	attached = NULL;
-}
-
-static void on_sig(int s)
-{
-	(void)s;
-	stop = 1;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int die(const char *what, int err)
@@ -300,45 +286,75 @@ static int sink(void)
 	return 0;
 }
 
-/* blast of datagrams longer than a frame (XDP_USE_SG): each a chain of
- * frames, copied from one template packet (its IP ID left as built) */
-static int blast_sg(struct ts_udp_hdr_spec *h, size_t size, uint64_t end,
-		    uint64_t start)
+/* one batch of n datagrams at TX descriptor idx: each built in its own
+ * frame with its own IP ID (k == 1), or, longer than a frame (XDP_USE_SG),
+ * a chain of k frames copied from the template packet tpl (its IP ID left
+ * as built); the datagram's length */
+static int blast_fill(struct ts_udp_hdr_spec *h, size_t size, const uint8_t *tpl,
+		      int len, uint32_t k, uint32_t idx, uint32_t n, uint64_t sent)
 {
-	uint64_t sent = 0, kicks = 0;
-	uint8_t *tpl = malloc(size + TS_HDRS_LEN);
-	int len;
-	uint32_t k;
+	uint32_t i, j;
 
-	if (!sg)
-		die("SIZE: larger than a frame on a link whose MTU one frame holds", EINVAL);
-	if (!tpl)
-		die("malloc", ENOMEM);
-	len = ts_pkt__build_udp(tpl, size + TS_HDRS_LEN, size, h);
-	if (len < 0)
-		die("build", -len);
-	k = (uint32_t)((len + FSIZE - 1) / FSIZE);
+	for (i = 0; i < n; i++) {
+		if (!tpl) {
+			uint64_t addr = freel[--nfree];
+
+			h->ip_id = (uint16_t)(sent + i);
+			len = ts_pkt__build_udp(area + addr, FSIZE, size, h);
+			xsk_ring_prod__tx_desc(&tx, idx + i)->addr = addr;
+			xsk_ring_prod__tx_desc(&tx, idx + i)->len = (uint32_t)len;
+			continue;
+		}
+		for (j = 0; j < k; j++) {
+			struct xdp_desc *d = xsk_ring_prod__tx_desc(&tx, idx + i * k + j);
+			uint64_t addr = freel[--nfree];
+			uint32_t off = j * FSIZE;
+			uint32_t c = (uint32_t)len - off > FSIZE ? FSIZE : (uint32_t)len - off;
+
+			memcpy(area + addr, tpl + off, c);
+			d->addr = addr;
+			d->len = c;
+			d->options = j + 1 < k ? FLOOR_XDP_PKT_CONTD : 0;
+		}
+	}
+	return len;
+}
+
+/* blast: SIZE-byte UDP datagrams as fast as copy-mode TX moves them, the
+ * ring's whole free room a batch, one kick a batch */
+static int blast(uint32_t local, uint32_t peer, const uint8_t *pmac,
+		 const uint8_t *mymac, uint16_t port, size_t size, double secs)
+{
+	struct ts_udp_hdr_spec h = { .saddr = local, .daddr = peer,
+				     .sport = port, .dport = port, .ttl = 64 };
+	uint64_t start = now_ns(), end, sent = 0, kicks = 0;
+	uint8_t *tpl = NULL;
+	int len = 0;
+	uint32_t k = 1;
+
+	memcpy(h.dmac, pmac, 6);
+	memcpy(h.smac, mymac, 6);
+	end = start + (uint64_t)(secs * 1e9);
+	if (size + TS_HDRS_LEN > FSIZE) {
+		if (!sg)
+			die("SIZE: larger than a frame on a link whose MTU one frame holds", EINVAL);
+		tpl = malloc(size + TS_HDRS_LEN);
+		if (!tpl)
+			die("malloc", ENOMEM);
+		len = ts_pkt__build_udp(tpl, size + TS_HDRS_LEN, size, &h);
+		if (len < 0)
+			die("build", -len);
+		k = (uint32_t)((len + FSIZE - 1) / FSIZE);
+	}
 	while (!stop && now_ns() < end) {
-		uint32_t idx, n, i, j;
+		uint32_t idx, n;
 
 		recycle();
 		n = xsk_prod_nb_free(&tx, (uint32_t)nfree) / k;
 		if (n > (uint32_t)nfree / k)
 			n = (uint32_t)nfree / k;
 		if (n && xsk_ring_prod__reserve(&tx, n * k, &idx) == n * k) {
-			for (i = 0; i < n; i++) {
-				for (j = 0; j < k; j++) {
-					struct xdp_desc *d = xsk_ring_prod__tx_desc(&tx, idx + i * k + j);
-					uint64_t addr = freel[--nfree];
-					uint32_t off = j * FSIZE;
-					uint32_t c = (uint32_t)len - off > FSIZE ? FSIZE : (uint32_t)len - off;
-
-					memcpy(area + addr, tpl + off, c);
-					d->addr = addr;
-					d->len = c;
-					d->options = j + 1 < k ? FLOOR_XDP_PKT_CONTD : 0;
-				}
-			}
+			len = blast_fill(&h, size, tpl, len, k, idx, n, sent);
 			xsk_ring_prod__submit(&tx, n * k);
 			sent += n;
 		}
@@ -350,49 +366,6 @@ static int blast_sg(struct ts_udp_hdr_spec *h, size_t size, uint64_t end,
 	       (double)(now_ns() - start) / 1e9,
 	       (double)sent * (double)(len - 14) * 8 / ((double)(now_ns() - start)));
 	free(tpl);
-	return 0;
-}
-
-/* blast: SIZE-byte UDP datagrams as fast as copy-mode TX moves them */
-static int blast(uint32_t local, uint32_t peer, const uint8_t *pmac,
-		 const uint8_t *mymac, uint16_t port, size_t size, double secs)
-{
-	struct ts_udp_hdr_spec h = { .saddr = local, .daddr = peer,
-				     .sport = port, .dport = port, .ttl = 64 };
-	uint64_t start = now_ns(), end, sent = 0, kicks = 0;
-	int len = 0;
-
-	memcpy(h.dmac, pmac, 6);
-	memcpy(h.smac, mymac, 6);
-	end = start + (uint64_t)(secs * 1e9);
-	if (size + TS_HDRS_LEN > FSIZE)
-		return blast_sg(&h, size, end, start);
-	while (!stop && now_ns() < end) {
-		uint32_t idx, n, i;
-
-		recycle();
-		n = xsk_prod_nb_free(&tx, (uint32_t)nfree);
-		if (n > (uint32_t)nfree)
-			n = (uint32_t)nfree;
-		if (n && xsk_ring_prod__reserve(&tx, n, &idx) == n) {
-			for (i = 0; i < n; i++) {
-				uint64_t addr = freel[--nfree];
-
-				h.ip_id = (uint16_t)(sent + i);
-				len = ts_pkt__build_udp(area + addr, FSIZE, size, &h);
-				xsk_ring_prod__tx_desc(&tx, idx + i)->addr = addr;
-				xsk_ring_prod__tx_desc(&tx, idx + i)->len = (uint32_t)len;
-			}
-			xsk_ring_prod__submit(&tx, n);
-			sent += n;
-		}
-		sendto(xsk_socket__fd(xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
-		kicks++;
-	}
-	printf("xsk-floor: blast frames=%llu kicks=%llu seconds=%.3f gbps=%.3f\n",
-	       (unsigned long long)sent, (unsigned long long)kicks,
-	       (double)(now_ns() - start) / 1e9,
-	       (double)sent * (double)(len - 14) * 8 / ((double)(now_ns() - start)) );
 	return 0;
 }
 
@@ -408,29 +381,21 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static int ping(uint32_t local, uint32_t peer, const uint8_t *pmac,
 		const uint8_t *mymac, uint16_t port, size_t size, double secs)
 {
-	size_t cap = 4000000, n = 0, i;
-	double *lat = calloc(cap, sizeof(double)), sum = 0, sq = 0, mean;
+	struct pp_lat l;
+	size_t i;
+	double sum = 0, sq = 0, mean;
 	struct ts_udp_hdr_spec h = { .saddr = local, .daddr = peer,
 				     .sport = port, .dport = port, .ttl = 64 };
-	uint64_t start = now_ns(), end, warm, seq = 0;
+	uint64_t seq = 0;
 
-	if (!lat)
+	if (pp_lat_init(&l, secs))
 		die("calloc", ENOMEM);
 	memcpy(h.dmac, pmac, 6);
 	memcpy(h.smac, mymac, 6);
-	end = start + (uint64_t)(secs * 1e9);
-	warm = start + 400000000ull; /* like sockperf: skip the first 400 ms */
-	while (!stop && now_ns() < end) {
+	while (!stop && now_ns() < l.end) {
 		uint64_t addr, t0, t1;
 		uint32_t idx;
 		int len;
@@ -464,27 +429,18 @@ static int ping(uint32_t local, uint32_t peer, const uint8_t *pmac,
 		}
 		t1 = now_ns();
 		seq++;
-		if (t0 >= warm && t1 < end - 50000000ull && n < cap)
-			lat[n++] = (double)(t1 - t0) / 2000.0;
+		pp_lat_add(&l, t0, t1);
 	}
-	if (!n) {
-		fprintf(stderr, "xsk-floor: no round trips measured\n");
+	if (pp_lat_sort(&l, "xsk-floor"))
 		return 1;
+	for (i = 0; i < l.n; i++) {
+		sum += l.lat[i];
+		sq += l.lat[i] * l.lat[i];
 	}
-	qsort(lat, n, sizeof(double), cmp);
-	for (i = 0; i < n; i++) {
-		sum += lat[i];
-		sq += lat[i] * lat[i];
-	}
-	mean = sum / (double)n;
-	printf("xsk-floor: observations=%zu avg-latency=%.3f std-dev=%.3f\n", n, mean,
-	       sqrt(sq / (double)n - mean * mean));
-	printf("xsk-floor: ---> <MAX> observation = %.3f\n", lat[n - 1]);
-	printf("xsk-floor: ---> percentile 99.900 = %.3f\n", lat[(size_t)((double)n * 0.999)]);
-	printf("xsk-floor: ---> percentile 99.000 = %.3f\n", lat[(size_t)((double)n * 0.99)]);
-	printf("xsk-floor: ---> percentile 50.000 = %.3f\n", lat[n / 2]);
-	printf("xsk-floor: ---> <MIN> observation = %.3f\n", lat[0]);
-	free(lat);
+	mean = sum / (double)l.n;
+	printf("xsk-floor: observations=%zu avg-latency=%.3f std-dev=%.3f\n", l.n, mean,
+	       sqrt(sq / (double)l.n - mean * mean));
+	pp_lat_print(&l, "xsk-floor");
 	return 0;
 }
 

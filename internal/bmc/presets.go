@@ -121,6 +121,24 @@ func onOff(attr, on, off string) KnobMapping {
 	return KnobMapping{Attribute: attr, Values: map[Setting]string{SettingEnabled: on, SettingDisabled: off}}
 }
 
+// perf is a knob with a maximum-performance state and an enabled (managed) one.
+func perf(attr, maxPerf, enabled string) KnobMapping {
+	return KnobMapping{Attribute: attr, Values: map[Setting]string{SettingMaxPerformance: maxPerf, SettingEnabled: enabled}}
+}
+
+// switches maps each knob to its attribute taking the vendor's one pair of on/off words, plus the
+// knobs in more that take other values.
+func switches(on, off string, attrs map[Knob]string, more map[Knob]KnobMapping) map[Knob]KnobMapping {
+	out := make(map[Knob]KnobMapping, len(attrs)+len(more))
+	for k, attr := range attrs {
+		out[k] = onOff(attr, on, off)
+	}
+	for k, m := range more {
+		out[k] = m
+	}
+	return out
+}
+
 // Presets returns every vendor preset, freshly built (callers may modify them).
 func Presets() []Preset {
 	return []Preset{
@@ -131,17 +149,13 @@ func Presets() []Preset {
 				"'Maximum Performance' CPU power management. PowerEdge BIOSes need a reboot to apply; the " +
 				"PATCH asks for ApplyTime OnReset, which makes iDRAC schedule the configuration job.",
 			Requires: Attributes{"SysProfile": "Custom"},
-			Knobs: map[Knob]KnobMapping{
-				KnobCStates: onOff("ProcCStates", "Enabled", "Disabled"),
-				KnobC1E:     onOff("ProcC1E", "Enabled", "Disabled"),
-				KnobTurbo:   onOff("ProcTurboMode", "Enabled", "Disabled"),
-				KnobSMT:     onOff("LogicalProc", "Enabled", "Disabled"),
-				KnobPowerProfile: {Attribute: "ProcPwrPerf", Values: map[Setting]string{
-					SettingMaxPerformance: "MaxPerf", SettingEnabled: "SysDbpm"}},
-				KnobSubNUMA: onOff("SubNumaCluster", "Enabled", "Disabled"),
-				KnobUncoreFrequency: {Attribute: "UncoreFrequency", Values: map[Setting]string{
-					SettingMaxPerformance: "MaxUFS", SettingEnabled: "DynamicUFS"}},
-			},
+			Knobs: switches("Enabled", "Disabled", map[Knob]string{
+				KnobCStates: "ProcCStates", KnobC1E: "ProcC1E", KnobTurbo: "ProcTurboMode",
+				KnobSMT: "LogicalProc", KnobSubNUMA: "SubNumaCluster",
+			}, map[Knob]KnobMapping{
+				KnobPowerProfile:    perf("ProcPwrPerf", "MaxPerf", "SysDbpm"),
+				KnobUncoreFrequency: perf("UncoreFrequency", "MaxUFS", "DynamicUFS"),
+			}),
 		},
 		{
 			Vendor: VendorHPE,
@@ -150,16 +164,13 @@ func Presets() []Preset {
 				"switch: MinProcIdlePower NoCStates disables C1E with the other C-states. PowerRegulator " +
 				"StaticHighPerf is 'Static High Performance Mode'.",
 			Requires: Attributes{"WorkloadProfile": "Custom"},
-			Knobs: map[Knob]KnobMapping{
-				KnobCStates: onOff("MinProcIdlePower", "C6", "NoCStates"),
-				KnobTurbo:   onOff("ProcTurbo", "Enabled", "Disabled"),
-				KnobSMT:     onOff("ProcHyperthreading", "Enabled", "Disabled"),
-				KnobPowerProfile: {Attribute: "PowerRegulator", Values: map[Setting]string{
-					SettingMaxPerformance: "StaticHighPerf", SettingEnabled: "DynamicPowerSavings"}},
-				KnobSubNUMA: onOff("SubNumaClustering", "Enabled", "Disabled"),
-				KnobUncoreFrequency: {Attribute: "UncoreFreqScaling", Values: map[Setting]string{
-					SettingMaxPerformance: "Maximum", SettingEnabled: "Auto"}},
-			},
+			Knobs: switches("Enabled", "Disabled", map[Knob]string{
+				KnobTurbo: "ProcTurbo", KnobSMT: "ProcHyperthreading", KnobSubNUMA: "SubNumaClustering",
+			}, map[Knob]KnobMapping{
+				KnobCStates:         onOff("MinProcIdlePower", "C6", "NoCStates"),
+				KnobPowerProfile:    perf("PowerRegulator", "StaticHighPerf", "DynamicPowerSavings"),
+				KnobUncoreFrequency: perf("UncoreFreqScaling", "Maximum", "Auto"),
+			}),
 		},
 		{
 			Vendor: VendorLenovo,
@@ -168,17 +179,14 @@ func Presets() []Preset {
 				"mode, so the preset sets OperatingModes_ChooseOperatingMode CustomMode. Uncore frequency " +
 				"scaling Disable keeps the uncore at its maximum.",
 			Requires: Attributes{"OperatingModes_ChooseOperatingMode": "CustomMode"},
-			Knobs: map[Knob]KnobMapping{
-				KnobCStates: onOff("Processors_CStates", "Legacy", "Disable"),
-				KnobC1E:     onOff("Processors_C1EnhancedMode", "Enable", "Disable"),
-				KnobTurbo:   onOff("Processors_TurboMode", "Enable", "Disable"),
-				KnobSMT:     onOff("Processors_HyperThreading", "Enable", "Disable"),
-				KnobPowerProfile: {Attribute: "Power_PlatformControlledType", Values: map[Setting]string{
-					SettingMaxPerformance: "MaximumPerformance", SettingEnabled: "EfficiencyFavorPerformance"}},
-				KnobSubNUMA: onOff("Memory_SNC", "Enable", "Disable"),
-				KnobUncoreFrequency: {Attribute: "Processors_UncoreFrequencyScaling", Values: map[Setting]string{
-					SettingMaxPerformance: "Disable", SettingEnabled: "Enable"}},
-			},
+			Knobs: switches("Enable", "Disable", map[Knob]string{
+				KnobC1E: "Processors_C1EnhancedMode", KnobTurbo: "Processors_TurboMode",
+				KnobSMT: "Processors_HyperThreading", KnobSubNUMA: "Memory_SNC",
+			}, map[Knob]KnobMapping{
+				KnobCStates:         onOff("Processors_CStates", "Legacy", "Disable"),
+				KnobPowerProfile:    perf("Power_PlatformControlledType", "MaximumPerformance", "EfficiencyFavorPerformance"),
+				KnobUncoreFrequency: perf("Processors_UncoreFrequencyScaling", "Disable", "Enable"),
+			}),
 		},
 		{
 			Vendor: VendorSupermicro,
@@ -187,17 +195,13 @@ func Presets() []Preset {
 				"in which case the registry check names the attribute that is missing: copy the real name " +
 				"from the BMC's registry into explicit attributes. Uncore frequency scaling Disable keeps the " +
 				"uncore at its maximum.",
-			Knobs: map[Knob]KnobMapping{
-				KnobCStates: onOff("CPUC6Report", "Enable", "Disable"),
-				KnobC1E:     onOff("EnhancedHaltStateC1E", "Enable", "Disable"),
-				KnobTurbo:   onOff("IntelTurboBoostTechnology", "Enable", "Disable"),
-				KnobSMT:     onOff("HyperThreadingALL", "Enable", "Disable"),
-				KnobPowerProfile: {Attribute: "ENERGY_PERF_BIAS_CFGMode", Values: map[Setting]string{
-					SettingMaxPerformance: "Maximum Performance", SettingEnabled: "Balanced Performance"}},
-				KnobSubNUMA: onOff("SNC", "Enable", "Disable"),
-				KnobUncoreFrequency: {Attribute: "UncoreFrequencyScaling", Values: map[Setting]string{
-					SettingMaxPerformance: "Disable", SettingEnabled: "Enable"}},
-			},
+			Knobs: switches("Enable", "Disable", map[Knob]string{
+				KnobCStates: "CPUC6Report", KnobC1E: "EnhancedHaltStateC1E", KnobTurbo: "IntelTurboBoostTechnology",
+				KnobSMT: "HyperThreadingALL", KnobSubNUMA: "SNC",
+			}, map[Knob]KnobMapping{
+				KnobPowerProfile:    perf("ENERGY_PERF_BIAS_CFGMode", "Maximum Performance", "Balanced Performance"),
+				KnobUncoreFrequency: perf("UncoreFrequencyScaling", "Disable", "Enable"),
+			}),
 		},
 		{
 			Vendor: VendorSushy,

@@ -338,51 +338,20 @@ func newKey() (*ecdsa.PrivateKey, error) {
 }
 
 func newCA(now time.Time, life time.Duration) (*x509.Certificate, crypto.Signer, error) {
-	key, err := newKey()
-	if err != nil {
-		return nil, nil, err
-	}
-	sn, err := serial()
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          sn,
+	return issue("CA", &x509.Certificate{
 		Subject:               pkix.Name{CommonName: fmt.Sprintf("tickstack-webhook-ca@%d", now.Unix())},
-		NotBefore:             now.Add(-time.Minute), // tolerate small clock skew
-		NotAfter:              now.Add(life),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("signing the CA: %w", err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, fmt.Errorf("parsing the new CA: %w", err)
-	}
-	return c, key, nil
+	}, now, life, nil, nil)
 }
 
 func newServing(now time.Time, life time.Duration, ca *x509.Certificate, caKey crypto.Signer, dns, ipStrs []string) (*x509.Certificate, crypto.Signer, error) {
-	key, err := newKey()
-	if err != nil {
-		return nil, nil, err
-	}
-	sn, err := serial()
-	if err != nil {
-		return nil, nil, err
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: firstOr(dns, "tickstack-webhook")},
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(life),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     dns,
+		Subject:     pkix.Name{CommonName: firstOr(dns, "tickstack-webhook")},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    dns,
 	}
 	for _, s := range ipStrs {
 		ip := net.ParseIP(s)
@@ -391,13 +360,31 @@ func newServing(now time.Time, life time.Duration, ca *x509.Certificate, caKey c
 		}
 		tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	return issue("serving certificate", tmpl, now, life, ca, caKey)
+}
+
+// issue gives tmpl a new key, a serial number and a validity of life from now (from a minute
+// before, to tolerate small clock skew), and signs it with parentKey as parent, or with its own key
+// when parent is nil (the CA); what names the certificate in errors.
+func issue(what string, tmpl *x509.Certificate, now time.Time, life time.Duration, parent *x509.Certificate, parentKey crypto.Signer) (*x509.Certificate, crypto.Signer, error) {
+	key, err := newKey()
 	if err != nil {
-		return nil, nil, fmt.Errorf("signing the serving certificate: %w", err)
+		return nil, nil, err
+	}
+	if tmpl.SerialNumber, err = serial(); err != nil {
+		return nil, nil, err
+	}
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Minute), now.Add(life)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("signing the %s: %w", what, err)
 	}
 	c, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, nil, fmt.Errorf("parsing the new serving certificate: %w", err)
+		return nil, nil, fmt.Errorf("parsing the new %s: %w", what, err)
 	}
 	return c, key, nil
 }

@@ -127,17 +127,27 @@ func encodeHeader(ae *netlink.AttributeEncoder, ifname string) {
 	})
 }
 
-// NICParams implements NIC.
-func (e *EthtoolNIC) NICParams(ifname string, group NICGroup) (map[string]uint32, error) {
+// nicRequest checks the group and the interface name and starts a request's attributes with the
+// interface's header.
+func nicRequest(ifname string, group NICGroup) (nicGroupSpec, *netlink.AttributeEncoder, error) {
 	spec, ok := nicSpecs[group]
 	if !ok {
-		return nil, fmt.Errorf("NIC parameter group %q: use channels, rings or coalesce", group)
+		return nicGroupSpec{}, nil, fmt.Errorf("NIC parameter group %q: use channels, rings or coalesce", group)
 	}
 	if err := checkIfname(ifname); err != nil {
-		return nil, err
+		return nicGroupSpec{}, nil, err
 	}
 	ae := netlink.NewAttributeEncoder()
 	encodeHeader(ae, ifname)
+	return spec, ae, nil
+}
+
+// NICParams implements NIC.
+func (e *EthtoolNIC) NICParams(ifname string, group NICGroup) (map[string]uint32, error) {
+	spec, ae, err := nicRequest(ifname, group)
+	if err != nil {
+		return nil, err
+	}
 	b, err := ae.Encode()
 	if err != nil {
 		return nil, nicErr(ifname, group, "get", err)
@@ -187,15 +197,10 @@ func (e *EthtoolNIC) SetNICParams(ifname string, group NICGroup, params map[stri
 }
 
 func encodeNICSet(ifname string, group NICGroup, params map[string]uint32) ([]byte, error) {
-	spec, ok := nicSpecs[group]
-	if !ok {
-		return nil, fmt.Errorf("NIC parameter group %q: use channels, rings or coalesce", group)
-	}
-	if err := checkIfname(ifname); err != nil {
+	spec, ae, err := nicRequest(ifname, group)
+	if err != nil {
 		return nil, err
 	}
-	ae := netlink.NewAttributeEncoder()
-	encodeHeader(ae, ifname)
 	names := make([]string, 0, len(params))
 	for n := range params {
 		names = append(names, n)

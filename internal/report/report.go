@@ -137,6 +137,38 @@ func protocolIndex(p tsv1.Protocol) int {
 	return 0
 }
 
+// sampledGroups groups the rows that have samples by key: the keys in the order they first appear,
+// each group sorted by x (the chart's axis).
+func sampledGroups[R any, K comparable](rows []R, samples func(R) int64, key func(R) K, x func(R) int64) ([]K, map[K][]R) {
+	groups := map[K][]R{}
+	var keys []K
+	for _, row := range rows {
+		if samples(row) == 0 {
+			continue
+		}
+		k := key(row)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], row)
+	}
+	for _, rows := range groups {
+		sort.Slice(rows, func(a, b int) bool { return x(rows[a]) < x(rows[b]) })
+	}
+	return keys, groups
+}
+
+// medianAndP99 are the two series the size and rate charts draw of each group: the median solid,
+// the p99 dashed.
+var medianAndP99 = []struct {
+	name   string
+	dashed bool
+	of     func(tsv1.LatencyStats) float64
+}{
+	{"median", false, func(l tsv1.LatencyStats) float64 { return float64(l.MedianNs) }},
+	{"p99", true, func(l tsv1.LatencyStats) float64 { return float64(l.P99Ns) }},
+}
+
 // sizeChart plots the pingPong median (solid) and p99 (dashed) by message size, per stack and
 // protocol, like papers 000 and 001.
 func sizeChart(idx int, r *tsv1.BenchmarkResults) *chart {
@@ -147,29 +179,18 @@ func sizeChart(idx int, r *tsv1.BenchmarkResults) *chart {
 		if st.PingPong == nil {
 			continue
 		}
-		byProto := map[tsv1.Protocol][]tsv1.PingPongRow{}
-		var protos []tsv1.Protocol
-		for _, row := range st.PingPong.Rows {
-			if row.Samples == 0 {
-				continue
-			}
-			if _, ok := byProto[row.Protocol]; !ok {
-				protos = append(protos, row.Protocol)
-			}
-			byProto[row.Protocol] = append(byProto[row.Protocol], row)
-		}
+		protos, byProto := sampledGroups(st.PingPong.Rows,
+			func(r tsv1.PingPongRow) int64 { return r.Samples },
+			func(r tsv1.PingPongRow) tsv1.Protocol { return r.Protocol },
+			func(r tsv1.PingPongRow) int64 { return int64(r.MessageSize) })
 		for _, p := range protos {
 			rows := byProto[p]
-			sort.Slice(rows, func(a, b int) bool { return rows[a].MessageSize < rows[b].MessageSize })
-			for _, stat := range []string{"median", "p99"} {
-				s := series{Name: fmt.Sprintf("%s %s %s", st.Stack, p, stat), Class: seriesClass(st.Stack, protocolIndex(p)), Dashed: stat == "p99"}
+			for _, stat := range medianAndP99 {
+				s := series{Name: fmt.Sprintf("%s %s %s", st.Stack, p, stat.name), Class: seriesClass(st.Stack, protocolIndex(p)), Dashed: stat.dashed}
 				for _, row := range rows {
-					v := float64(row.MedianNs)
-					if stat == "p99" {
-						v = float64(row.P99Ns)
-					}
+					v := stat.of(row.LatencyStats)
 					s.Points = append(s.Points, point{X: float64(row.MessageSize), Y: v, RawX: strconv.Itoa(int(row.MessageSize)),
-						Title: fmt.Sprintf("%s %s %d B: %s %s", st.Stack, p, row.MessageSize, stat, usLabel(v))})
+						Title: fmt.Sprintf("%s %s %d B: %s %s", st.Stack, p, row.MessageSize, stat.name, usLabel(v))})
 					y.add(v)
 					maxSize = math.Max(maxSize, float64(row.MessageSize))
 				}
@@ -197,29 +218,18 @@ func rateChart(idx int, r *tsv1.BenchmarkResults) *chart {
 		if st.RateSweep == nil {
 			continue
 		}
-		bySize := map[int32][]tsv1.RateRow{}
-		var sizes []int32
-		for _, row := range st.RateSweep.Rows {
-			if row.Samples == 0 {
-				continue
-			}
-			if _, ok := bySize[row.MessageSize]; !ok {
-				sizes = append(sizes, row.MessageSize)
-			}
-			bySize[row.MessageSize] = append(bySize[row.MessageSize], row)
-		}
+		sizes, bySize := sampledGroups(st.RateSweep.Rows,
+			func(r tsv1.RateRow) int64 { return r.Samples },
+			func(r tsv1.RateRow) int32 { return r.MessageSize },
+			func(r tsv1.RateRow) int64 { return r.TargetMps })
 		for si, size := range sizes {
 			rows := bySize[size]
-			sort.Slice(rows, func(a, b int) bool { return rows[a].TargetMps < rows[b].TargetMps })
-			for _, stat := range []string{"median", "p99"} {
-				s := series{Name: fmt.Sprintf("%s %d B %s", st.Stack, size, stat), Class: seriesClass(st.Stack, si), Dashed: stat == "p99"}
+			for _, stat := range medianAndP99 {
+				s := series{Name: fmt.Sprintf("%s %d B %s", st.Stack, size, stat.name), Class: seriesClass(st.Stack, si), Dashed: stat.dashed}
 				for _, row := range rows {
-					v := float64(row.MedianNs)
-					if stat == "p99" {
-						v = float64(row.P99Ns)
-					}
+					v := stat.of(row.LatencyStats)
 					s.Points = append(s.Points, point{X: float64(row.TargetMps), Y: v, RawX: strconv.FormatInt(row.TargetMps, 10), Open: !row.Sustained,
-						Title: fmt.Sprintf("%s %d B at %d msg/s (achieved %d, dropped %d): %s %s", st.Stack, size, row.TargetMps, row.AchievedMps, row.Dropped, stat, usLabel(v))})
+						Title: fmt.Sprintf("%s %d B at %d msg/s (achieved %d, dropped %d): %s %s", st.Stack, size, row.TargetMps, row.AchievedMps, row.Dropped, stat.name, usLabel(v))})
 					y.add(v)
 					x.add(float64(row.TargetMps))
 				}

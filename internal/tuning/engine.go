@@ -131,6 +131,20 @@ func (e *Engine) lock() (func(), error) {
 	return func() { f.Close(); e.mu.Unlock() }, nil
 }
 
+// lockJournal takes the lock and reads the journal under it: the caller defers unlock, called
+// only when err is nil.
+func (e *Engine) lockJournal() (unlock func(), jpath string, journal []Entry, err error) {
+	if unlock, err = e.lock(); err != nil {
+		return nil, "", nil, err
+	}
+	jpath = e.journalPath()
+	if journal, err = loadJournal(jpath); err != nil {
+		unlock()
+		return nil, "", nil, err
+	}
+	return unlock, jpath, journal, nil
+}
+
 func dirOf(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i > 0 {
 		return p[:i]
@@ -140,12 +154,12 @@ func dirOf(p string) string {
 
 // Journal returns the journaled originals (for status and debugging).
 func (e *Engine) Journal() ([]Entry, error) {
-	unlock, err := e.lock()
+	unlock, _, journal, err := e.lockJournal()
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	return loadJournal(e.journalPath())
+	unlock()
+	return journal, nil
 }
 
 type planned struct {
@@ -180,16 +194,11 @@ func (e *Engine) Apply(d *Desired) (*Report, error) {
 	if err := Validate(d); err != nil {
 		return nil, err
 	}
-	unlock, err := e.lock()
+	unlock, jpath, journal, err := e.lockJournal()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	jpath := e.journalPath()
-	journal, err := loadJournal(jpath)
-	if err != nil {
-		return nil, err
-	}
 	rep := &Report{}
 	// Plan every phase first: everything this host cannot do is reported at once, before any
 	// change.
@@ -379,16 +388,11 @@ func (e *Engine) restoreEntries(jpath string, journal, which []Entry) ([]Entry, 
 // is idempotent; a crash part-way leaves the journal in place and a rerun finishes the job.
 // Originals that cannot be written back stay journaled and are reported.
 func (e *Engine) Restore() ([]string, error) {
-	unlock, err := e.lock()
+	unlock, jpath, journal, err := e.lockJournal()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	jpath := e.journalPath()
-	journal, err := loadJournal(jpath)
-	if err != nil {
-		return nil, err
-	}
 	_, restored, err := e.restoreEntries(jpath, journal, journal)
 	return restored, err
 }
@@ -399,15 +403,11 @@ func (e *Engine) Verify(d *Desired) ([]Result, error) {
 	if err := Validate(d); err != nil {
 		return nil, err
 	}
-	unlock, err := e.lock()
+	unlock, _, journal, err := e.lockJournal()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	journal, err := loadJournal(e.journalPath())
-	if err != nil {
-		return nil, err
-	}
 	var all []planned
 	for phase := 0; phase < phaseCount; phase++ {
 		items, err := e.planPhase(d, phase)
