@@ -283,6 +283,10 @@ var _ = Describe("chaos on the local cluster", Ordered, ContinueOnFailure, Label
 	})
 
 	It("d: converges when the node's agent and tickstack-xdpd are killed together", func() {
+		for _, ds := range []string{"agent", "xdpd"} {
+			out, err := kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/"+release+"-"+ds, "--timeout=3m")
+			Expect(err).NotTo(HaveOccurred(), out)
+		}
 		journalBefore, err := os.ReadFile(journalPath)
 		Expect(err).NotTo(HaveOccurred())
 		agents, xdpds := restartCount("agent", "agent"), restartCount("xdpd", "xdpd")
