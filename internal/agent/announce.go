@@ -57,8 +57,41 @@ func (r *Reconciler) announce(ctx context.Context, s *scope, from, typ, reason, 
 		},
 	}
 	if err := r.Client.Create(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
-		ctrl.LoggerFrom(ctx).Error(err, "announcing a reboot-protocol step", "reason", reason, "note", note)
+		ctrl.LoggerFrom(ctx).Error(err, "announcing a reboot-protocol step; trying again in the background", "reason", reason, "note", note)
+		// An API server or etcd that is down for a moment (the chaos e2e restarts etcd while the
+		// kubelet restarts) would lose the step's one event: it is written again in the
+		// background, never holding the node up; the same name keeps it said once.
+		log := ctrl.LoggerFrom(ctx)
+		ev := ev.DeepCopy()
+		go func() {
+			if r.announceLater(ev) {
+				log.Info("announced a reboot-protocol step after a failed write", "reason", ev.Reason)
+				return
+			}
+			log.Info("gave up announcing a reboot-protocol step", "reason", ev.Reason, "note", ev.Note)
+		}()
 	}
+}
+
+// announceRetries and announceRetryEvery bound announceLater: about two minutes.
+const (
+	announceRetries    = 24
+	announceRetryEvery = 5 * time.Second
+)
+
+// announceLater writes an announcement whose first write failed, until it is written (true) or
+// the retries run out.
+func (r *Reconciler) announceLater(ev *eventsv1.Event) bool {
+	for range announceRetries {
+		time.Sleep(announceRetryEvery)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := r.Client.Create(ctx, ev.DeepCopy())
+		cancel()
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return true
+		}
+	}
+	return false
 }
 
 // eventName is "<node state>.<hash in hex>", the node state's name cut so that the whole stays a

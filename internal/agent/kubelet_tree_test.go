@@ -13,6 +13,8 @@ import (
 
 	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -429,4 +431,74 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 			t.Errorf("%d %s events, want 1", n, reason)
 		}
 	}
+}
+
+// TestTreeAnnouncementOutlivesAnAPIOutage: a reboot-protocol step whose event cannot be written
+// (the API server or etcd down for a moment; here a policy refuses it) is still said, once, when
+// the API takes it again: the agent writes it again in the background, not holding the node up.
+func TestTreeAnnouncementOutlivesAnAPIOutage(t *testing.T) {
+	ctx := context.Background()
+	node := agenttest.Name("outage")
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"events.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"events"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("object.regarding.name != %q", node),
+				Message:    "the test refuses this node state's events",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: node,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(ctx, o) })
+	}
+	probe := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: node + ".probe", Namespace: metav1.NamespaceDefault},
+		EventTime: metav1.NowMicro(), ReportingController: "test", ReportingInstance: "test", Action: "Probe", Reason: "Probe", Type: corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{Kind: "LatencyNodeState", Name: node}}
+	tsutil.Poll(t, 20*time.Second, "the policy in force", func() error {
+		if err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll); err == nil {
+			return errors.New("an event of the node state is still written")
+		}
+		return nil
+	})
+
+	a := agenttest.NewTreeAgent(t, node)
+	newTreeKubelet(t, a)
+	createNode(t, node)
+	createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
+	agenttest.StartAgent(t, cfg, a.R, nil)
+	tsutil.Poll(t, 20*time.Second, "a kubelet restart requested", func() error {
+		if r := getLNS(t, node).Status.Reboot; r == nil || r.Phase != tsv1.RebootRequested {
+			return fmt.Errorf("reboot status %+v", r)
+		}
+		return nil
+	})
+	if n := len(events(t, node, "KubeletRestartRequested")); n != 0 {
+		t.Fatalf("%d KubeletRestartRequested events written through the policy", n)
+	}
+	for _, o := range []client.Object{binding, policy} {
+		if err := k8s.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tsutil.Poll(t, 30*time.Second, "the step said once the API takes it", func() error {
+		if n := len(events(t, node, "KubeletRestartRequested")); n != 1 {
+			return fmt.Errorf("%d KubeletRestartRequested events", n)
+		}
+		return nil
+	})
 }

@@ -296,6 +296,12 @@ func (r *Reconciler) labelNode(ctx context.Context, fp string) error {
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.obs.deleting = true
 	if s.obs.reboot != nil && s.obs.reboot.Action != tsv1.ActionKubeletRestart {
+		if p := s.obs.reboot.Phase; (p == tsv1.RebootDraining || p == tsv1.RebootRebooting) && controllerutil.ContainsFinalizer(s.lns, tsv1.RestoreFinalizer) {
+			// The operator deleted the profile (or the node left it) in the middle of the node's
+			// reboot: said once, because nothing else tells them the reboot is no longer awaited.
+			r.announce(ctx, s, fromState(s, "delete"), corev1.EventTypeNormal, ReasonRebootAbandoned, "Restore",
+				"the node state was deleted while the node was %s for its reboot: the agent no longer waits for the boot; it restores the host's originals, takes the kernel arguments out of the boot configuration and uncordons the node (a reboot already under way boots without them)", p)
+		}
 		s.obs.reboot = nil
 	}
 	if !controllerutil.ContainsFinalizer(s.lns, tsv1.RestoreFinalizer) {

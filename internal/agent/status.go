@@ -62,6 +62,9 @@ const (
 	// ReasonDrainFailed (RebootRequired=True): the drain timed out; the node was uncordoned and
 	// the request is repeated after a back-off.
 	ReasonDrainFailed = "DrainFailed"
+	// ReasonRebootAbandoned (event): the node state was deleted while its node was draining or
+	// rebooting for its kernel arguments; the agent restores the host without waiting for the boot.
+	ReasonRebootAbandoned = "RebootAbandoned"
 	// ReasonRestoreFailed (Degraded=True): an original value could not be written back; the
 	// finalizer stays and the agent retries.
 	ReasonRestoreFailed = "RestoreFailed"

@@ -274,7 +274,7 @@ func TestTreeTuningBeyondTheHost(t *testing.T) {
 
 // TestTreeRebootThatDoesNotHappen: a reboot command that succeeds without rebooting is reported
 // (Degraded, RebootCommandFailed) and run again after RebootTimeout; deleting the node state
-// still uncordons the node and restores the tree.
+// still uncordons the node, restores the tree and says once that the reboot is abandoned.
 func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 	node := agenttest.Name("noreboot")
 	a := agenttest.NewTreeAgent(t, node)
@@ -315,6 +315,10 @@ func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 	})
 	if getNode(t, node).Spec.Unschedulable {
 		t.Error("node left cordoned after the node state was deleted")
+	}
+	// The operator is told the reboot is no longer awaited, once.
+	if evs := events(t, node, agent.ReasonRebootAbandoned); len(evs) != 1 || !strings.Contains(evs[0].Note, "while the node was Rebooting") {
+		t.Errorf("RebootAbandoned events: %+v, want one saying the node was Rebooting", evs)
 	}
 	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Errorf("the tree differs after the restore:\n%s", strings.Join(d, "\n"))
