@@ -49,6 +49,9 @@ agent_rows = [
     ("runs on the isolated CPUs %s while idle (perf, sched:sched_switch)" % a["isolatedCPUs"],
      "%d" % a["isolatedRuns"], "0", a["isolatedRuns"] == 0),
 ]
+if "peakRSSMiB" in a:  # agentcost's JSON before the figure existed has none
+    agent_rows.append(("peak resident memory over the run (VmHWM; the chart's limit is 128Mi)",
+                       "%d MiB" % a["peakRSSMiB"], "<= 96 MiB", a["peakRSSMiB"] <= 96))
 lines += ["## The agent's own cost", "",
           "The real agent binary (`test/agentcost`, run by `make bench` with a 60 s idle window) against a real",
           "kube-apiserver (envtest) applies the sample profile's runtime settings (CPU %s online: CPU 0 reserved, the"

@@ -118,12 +118,12 @@ func (r *Reconciler) installBootUnit() error {
 			return fmt.Errorf("finding the agent's binary: %w", err)
 		}
 	}
-	want, err := os.ReadFile(self)
+	same, err := sameContent(self, binary)
 	if err != nil {
 		return fmt.Errorf("reading the agent's binary: %w", err)
 	}
-	if have, err := os.ReadFile(binary); err != nil || sha256.Sum256(have) != sha256.Sum256(want) {
-		if err := writeDurablyMode(binary, want, 0o755); err != nil {
+	if !same {
+		if err := copyDurably(binary, self, 0o755); err != nil {
 			return fmt.Errorf("copying the agent's binary to %s: %w", r.BootUnit.Binary, err)
 		}
 	}
@@ -146,6 +146,46 @@ func (r *Reconciler) installBootUnit() error {
 		}
 	}
 	return nil
+}
+
+// sameContent tells whether the file copy holds what the file src holds (false when copy is
+// missing or unreadable). Both are streamed through a hash, never read whole: the agent's binary
+// is about 55 MiB, and reading it and its copy on every reconcile took more than the agent's
+// memory limit (the cgroup OOM-killed it on its first reconcile).
+func sameContent(src, copy string) (bool, error) {
+	want, wantSize, err := fileSum(src)
+	if err != nil {
+		return false, err
+	}
+	if st, err := os.Stat(copy); err != nil || st.Size() != wantSize {
+		return false, nil
+	}
+	have, _, err := fileSum(copy)
+	return err == nil && have == want, nil
+}
+
+// fileSum is the SHA-256 of a file's content and its size, streamed.
+func fileSum(path string) (sum [sha256.Size]byte, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return sum, 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if size, err = io.Copy(h, f); err != nil {
+		return sum, 0, err
+	}
+	return [sha256.Size]byte(h.Sum(nil)), size, nil
+}
+
+// copyDurably is writeDurablyMode with the content streamed from the file src.
+func copyDurably(path, src string, mode os.FileMode) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return writeDurablyFrom(path, f, mode)
 }
 
 // removeBootUnit takes the boot unit, its links, the binary copy and the saved tuning away.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -248,6 +249,11 @@ func writeDurably(path string, content []byte) error { return writeDurablyMode(p
 
 // writeDurablyMode is writeDurably with the file's mode.
 func writeDurablyMode(path string, content []byte, mode os.FileMode) error {
+	return writeDurablyFrom(path, bytes.NewReader(content), mode)
+}
+
+// writeDurablyFrom is writeDurablyMode with the content read from content, in small buffers.
+func writeDurablyFrom(path string, content io.Reader, mode os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -258,7 +264,7 @@ func writeDurablyMode(path string, content []byte, mode os.FileMode) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	if _, err := f.Write(content); err != nil {
+	if _, err := io.Copy(f, content); err != nil {
 		f.Close()
 		return err
 	}

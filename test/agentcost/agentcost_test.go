@@ -2,7 +2,8 @@
 // real agent binary, against a real kube-apiserver (envtest), applies a full non-reboot profile to
 // the real host of this machine; the test reports the time to Applied, the agent's CPU while idle,
 // and how often it ran on the CPUs the profile isolates (perf, sched:sched_switch), then deletes
-// the node state and checks that every host value came back.
+// the node state and checks that every host value came back. The agent's peak resident memory
+// (VmHWM) over the run must stay at most 96 MiB, under its container's 128Mi limit.
 //
 // `go test ./test/agentcost/` (in `make test`) is the short form: a 3-second idle window, and it
 // asserts what must hold however loaded the machine is: the node state Applied and then restored,
@@ -89,7 +90,13 @@ type Figures struct {
 	IsolatedCPUs      string  `json:"isolatedCPUs"`
 	IsolatedRuns      int     `json:"isolatedRuns"`
 	OnlineCPUs        string  `json:"onlineCPUs"`
+	PeakRSSMiB        int     `json:"peakRSSMiB"`
 }
+
+// peakRSSBound is the most the agent process may have resident at any time of the run (VmHWM):
+// the chart's agent.resources limit is 128Mi, which its memory cgroup enforces on anonymous memory
+// and page cache together; a quarter of it is left for the page cache and for growth.
+const peakRSSBound = 96 << 20
 
 func TestAgentCost(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -293,14 +300,40 @@ func TestAgentCost(t *testing.T) {
 		return nil
 	})
 
-	t.Logf("agent cost: %d settings (%d in effect) applied in %.3f s, restored in %.3f s; idle %.1f s: CPU %.4f %%, %.1f runs/s, %d runs on isolated CPUs %s",
-		f.Settings, f.Changed, f.ApplySeconds, f.RestoreSeconds, f.IdleSeconds, f.IdleCPUPercent, f.IdleRunsPerSecond, f.IsolatedRuns, f.IsolatedCPUs)
+	// the agent's peak resident memory over the whole run: facts, apply, the boot unit (the copy of
+	// its binary), idle checks, restore
+	hwm, err := vmHWM(agentPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.PeakRSSMiB = int(hwm >> 20)
+	if hwm > peakRSSBound {
+		t.Errorf("the agent's peak resident memory (VmHWM) is %d MiB, want at most %d MiB: its container's limit is 128Mi", hwm>>20, peakRSSBound>>20)
+	}
+
+	t.Logf("agent cost: peak RSS %d MiB; %d settings (%d in effect) applied in %.3f s, restored in %.3f s; idle %.1f s: CPU %.4f %%, %.1f runs/s, %d runs on isolated CPUs %s",
+		f.PeakRSSMiB, f.Settings, f.Changed, f.ApplySeconds, f.RestoreSeconds, f.IdleSeconds, f.IdleCPUPercent, f.IdleRunsPerSecond, f.IsolatedRuns, f.IsolatedCPUs)
 	if *outFlag != "" {
 		raw, _ := json.MarshalIndent(f, "", "  ")
 		if err := os.WriteFile(*outFlag, raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// vmHWM is the peak resident set size of pid, in bytes (VmHWM of /proc/PID/status).
+func vmHWM(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
 // threadAffinities maps each thread of pid to the CPUs it may run on.
