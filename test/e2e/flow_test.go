@@ -73,7 +73,8 @@ agent:
   extraArgs: [--failpoint-file=/tse2e/failpoint]
   hostProcess: containerd
   # the per-pod controls' NRI plugin, on the cluster's containerd 2 NRI socket (its state directory)
-  nriPlugin: {enabled: true, socketDir: ` + nriSocketDir + `}
+  # (no CPU request either: the node's one allocatable CPU stays whole for a pinned pod)
+  nriPlugin: {enabled: true, socketDir: ` + nriSocketDir + `, resources: {requests: {cpu: null, memory: 16Mi}}}
   # the agent's metrics endpoint (port 8083 of this machine): the bypass pods' counters
   metrics: {enabled: true}
   kubelet:
