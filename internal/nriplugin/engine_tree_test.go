@@ -11,8 +11,8 @@ import (
 	"github.com/tickstack/tickstack/internal/policy"
 )
 
-// engineTree is a host-root tree of four CPUs with two cpuidle states and cpufreq each, and three
-// IRQs: what the VM cannot show (cpufreq, four CPUs).
+// engineTree is a host-root tree of four CPUs with two cpuidle states, a PM QoS resume latency
+// limit (none) and cpufreq each, and three IRQs: what the VM cannot show (cpufreq, four CPUs).
 func engineTree(t *testing.T) (*host.Host, func(string) string) {
 	t.Helper()
 	root := t.TempDir()
@@ -34,6 +34,7 @@ func engineTree(t *testing.T) (*host.Host, func(string) string) {
 		write(d+"/cpuidle/state1/name", "C6")
 		write(d+"/cpuidle/state1/latency", "133")
 		write(d+"/cpuidle/state1/disable", "0")
+		write(d+"/power/pm_qos_resume_latency_us", "0")
 		write(d+"/cpufreq/scaling_governor", "powersave")
 		write(d+"/cpufreq/scaling_available_governors", "performance powersave")
 	}
@@ -56,7 +57,7 @@ func TestEngineOverlappingClaims(t *testing.T) {
 	h, read := engineTree(t)
 	journal := filepath.Join(t.TempDir(), "journal.json")
 	e := &nriplugin.Engine{Host: h, JournalPath: journal}
-	a := nriplugin.Claim{Container: "a", Name: "ns/a/c", CPUs: "2", Request: policy.PodControlRequest{IRQLoadBalancing: "disable", Governor: "performance"}}
+	a := nriplugin.Claim{Container: "a", Name: "ns/a/c", CPUs: "2", Request: policy.PodControlRequest{IRQLoadBalancing: "disable", Governor: "performance", CStates: "disable"}}
 	b := nriplugin.Claim{Container: "b", Name: "ns/b/c", CPUs: "3", Request: policy.PodControlRequest{IRQLoadBalancing: "disable", CStates: "max_latency", CStateMaxLatencyMicroseconds: 10}}
 	if err := e.Apply(a); err != nil {
 		t.Fatal(err)
@@ -70,9 +71,12 @@ func TestEngineOverlappingClaims(t *testing.T) {
 		"proc/irq/12/smp_affinity_list":                        "0-1",
 		"sys/devices/system/cpu/cpu2/cpufreq/scaling_governor": "performance",
 		"sys/devices/system/cpu/cpu3/cpufreq/scaling_governor": "powersave",
-		"sys/devices/system/cpu/cpu3/cpuidle/state1/disable":   "1",
-		"sys/devices/system/cpu/cpu3/cpuidle/state0/disable":   "0",
-		"sys/devices/system/cpu/cpu2/cpuidle/state1/disable":   "0",
+		// C-states through the CPU's PM QoS resume latency limit (CRI-O's mechanism): "n/a" is a
+		// 0 us limit (polling only), N a limit of N us; cpuidle's disable files stay as they are.
+		"sys/devices/system/cpu/cpu2/power/pm_qos_resume_latency_us": "n/a",
+		"sys/devices/system/cpu/cpu3/power/pm_qos_resume_latency_us": "10",
+		"sys/devices/system/cpu/cpu1/power/pm_qos_resume_latency_us": "0",
+		"sys/devices/system/cpu/cpu3/cpuidle/state1/disable":         "0",
 	}
 	check := func(when string, want map[string]string) {
 		t.Helper()
@@ -91,11 +95,12 @@ func TestEngineOverlappingClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("b's claim alone", map[string]string{
-		"proc/irq/10/smp_affinity_list":                        "0-2",
-		"proc/irq/11/smp_affinity_list":                        "2",
-		"proc/irq/12/smp_affinity_list":                        "0-2",
-		"sys/devices/system/cpu/cpu2/cpufreq/scaling_governor": "powersave",
-		"sys/devices/system/cpu/cpu3/cpuidle/state1/disable":   "1",
+		"proc/irq/10/smp_affinity_list":                              "0-2",
+		"proc/irq/11/smp_affinity_list":                              "2",
+		"proc/irq/12/smp_affinity_list":                              "0-2",
+		"sys/devices/system/cpu/cpu2/cpufreq/scaling_governor":       "powersave",
+		"sys/devices/system/cpu/cpu2/power/pm_qos_resume_latency_us": "0",
+		"sys/devices/system/cpu/cpu3/power/pm_qos_resume_latency_us": "10",
 	})
 	// The plugin restarts with no live container: b's claim is restored from the journal.
 	e2 := &nriplugin.Engine{Host: h, JournalPath: journal}
@@ -103,17 +108,18 @@ func TestEngineOverlappingClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("no claim", map[string]string{
-		"proc/irq/10/smp_affinity_list":                      "0-3",
-		"proc/irq/11/smp_affinity_list":                      "2-3",
-		"proc/irq/12/smp_affinity_list":                      "3",
-		"sys/devices/system/cpu/cpu3/cpuidle/state1/disable": "0",
+		"proc/irq/10/smp_affinity_list":                              "0-3",
+		"proc/irq/11/smp_affinity_list":                              "2-3",
+		"proc/irq/12/smp_affinity_list":                              "3",
+		"sys/devices/system/cpu/cpu3/power/pm_qos_resume_latency_us": "0",
 	})
 	if _, err := os.Stat(journal); !os.IsNotExist(err) {
 		t.Errorf("journal still there: %v", err)
 	}
 }
 
-// A governor the CPU does not offer, and C-states on a CPU without cpuidle, fail before any write.
+// A governor the CPU does not offer, and C-states on a CPU without a PM QoS resume latency file,
+// fail before any write.
 func TestEngineRefusesBeforeWriting(t *testing.T) {
 	h, read := engineTree(t)
 	journal := filepath.Join(t.TempDir(), "journal.json")
@@ -125,11 +131,11 @@ func TestEngineRefusesBeforeWriting(t *testing.T) {
 	if got := read("proc/irq/10/smp_affinity_list"); got != "0-3" {
 		t.Errorf("irq 10 changed to %s by a refused claim", got)
 	}
-	if err := os.RemoveAll(filepath.Join(h.Root, "sys/devices/system/cpu/cpu1/cpuidle")); err != nil {
+	if err := os.RemoveAll(filepath.Join(h.Root, "sys/devices/system/cpu/cpu1/power")); err != nil {
 		t.Fatal(err)
 	}
 	err = e.Apply(nriplugin.Claim{Container: "b", Name: "ns/b/c", CPUs: "1", Request: policy.PodControlRequest{CStates: "disable"}})
 	if err == nil || !strings.Contains(err.Error(), "Unsupported on this host") {
-		t.Errorf("C-states without cpuidle: %v", err)
+		t.Errorf("C-states without pm_qos_resume_latency_us: %v", err)
 	}
 }
