@@ -18,9 +18,11 @@ import (
 
 // The per-pod runtime controls (issue 42, docs/agent.md "Per-pod controls") on the local cluster's
 // containerd 2 through the agent's NRI plugin (agent.nriPlugin.enabled, which the e2e install sets):
-// a Guaranteed pod pinned to CPU 1 with tickstack.io/irq-load-balancing: disable, and
-// tickstack.io/cpu-c-states: disable where the host has cpuidle states (reported Unsupported where
-// it has none), on a node whose profile allows both. Its own profile: the whole flow's keeps every
+// a Guaranteed pod pinned to CPU 1 (and an init container with a fraction of a CPU, which the
+// plugin leaves alone) with tickstack.io/irq-load-balancing: disable, and
+// tickstack.io/cpu-c-states: disable where the host's CPU 1 has a PM QoS resume latency limit
+// (power/pm_qos_resume_latency_us; reported Unsupported where it has none), on a node whose profile
+// allows both. Its own profile: the whole flow's keeps every
 // IRQ off CPU 1 and limits the C-states node-wide, which would hide what the pod's annotations do.
 
 const (
@@ -56,14 +58,10 @@ func irqAffinities(file string) map[string]string {
 	return out
 }
 
-// cpuidleDisables reads cpuN's cpuidle stateM/disable files.
-func cpuidleDisables(cpu int) map[string]string {
-	out := map[string]string{}
-	paths, _ := filepath.Glob(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpuidle/state[0-9]*/disable", cpu))
-	for _, p := range paths {
-		out[p] = readHost(p)
-	}
-	return out
+// resumeLatencyFile is cpuN's PM QoS resume latency limit, through which the plugin limits its
+// C-states (CRI-O's mechanism): "n/a" is a 0 us limit (polling only), "0" none.
+func resumeLatencyFile(cpu int) string {
+	return fmt.Sprintf("/sys/devices/system/cpu/cpu%d/power/pm_qos_resume_latency_us", cpu)
 }
 
 // listHas says whether a CPU list (0-3,5) names cpu.
@@ -134,7 +132,8 @@ func interruptsOn(cpu int) map[string]int {
 
 var _ = Describe("per-pod runtime controls through the NRI plugin", Ordered, func() {
 	const cpu = 1 // the node's one allocatable CPU (CPU 0 is reserved): a pinned pod gets it
-	cpuIdle := hostHasCPUIdle()
+	_, statErr := os.Stat(resumeLatencyFile(cpu))
+	pmQoS := statErr == nil
 
 	BeforeAll(func() {
 		clearCluster() // whatever another spec left
@@ -179,6 +178,16 @@ metadata:
   annotations: {%s}
 spec:
   terminationGracePeriodSeconds: 1
+  # a fraction of a CPU, as the webhook's init container on a bypass profile: it holds no
+  # exclusive CPU, so the plugin starts it untouched (refusing it kept the pod from starting)
+  initContainers:
+  - name: setup
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["true"]
+    resources:
+      requests: {cpu: 100m, memory: 16Mi}
+      limits: {cpu: 100m, memory: 16Mi}
   containers:
   - name: quiet
     image: %s
@@ -187,7 +196,7 @@ spec:
     resources:
       requests: {cpu: "1", memory: 64Mi}
       limits: {cpu: "1", memory: 64Mi}
-`, podControlsPod, testNS, profileName, strings.Join(ann, ", "), benchImage)
+`, podControlsPod, testNS, profileName, strings.Join(ann, ", "), benchImage, benchImage)
 	}
 	deletePod := func() {
 		GinkgoHelper()
@@ -197,10 +206,10 @@ spec:
 
 	It("keeps every IRQ off a pod's exclusive CPU and its C-states off while it runs, and puts the node's values back exactly when it goes", func() {
 		smpBefore := irqAffinities("smp_affinity_list")
-		idleBefore := cpuidleDisables(cpu)
+		latencyBefore := readHost(resumeLatencyFile(cpu))
 		Expect(smpBefore).NotTo(BeEmpty())
 		annotations := map[string]string{"tickstack.io/irq-load-balancing": "disable"}
-		if cpuIdle {
+		if pmQoS {
 			annotations["tickstack.io/cpu-c-states"] = "disable"
 		}
 		apply(podManifest(annotations))
@@ -247,28 +256,21 @@ spec:
 				irq, readHost("/proc/irq/"+irq+"/effective_affinity_list"), cpu)
 			GinkgoWriter.Printf("irq %s: its move is pending until it next fires; no interrupt on CPU %d meanwhile\n", irq, cpu)
 		}
-		if cpuIdle {
-			By("while it runs: every C-state of its CPU with an exit latency above 0 is disabled")
-			for path := range idleBefore {
-				lat := readHost(strings.TrimSuffix(path, "disable") + "latency")
-				want := "0"
-				if lat != "0" {
-					want = "1"
-				}
-				Expect(readHost(path)).To(Equal(want), "%s (exit latency %s us)", path, lat)
-			}
+		if pmQoS {
+			By("while it runs: its CPU's PM QoS resume latency limit is 0 us (n/a): no idle state with an exit latency")
+			Expect(readHost(resumeLatencyFile(cpu))).To(Equal("n/a"), "%s while the pod on CPU %d runs (it was %s)", resumeLatencyFile(cpu), cpu, latencyBefore)
 		}
 
-		By("after the pod is deleted: every IRQ's affinity and the C-states are back exactly, the journal gone")
+		By("after the pod is deleted: every IRQ's affinity and the resume latency limit are back exactly, the journal gone")
 		deletePod()
 		Eventually(func(g Gomega) {
 			g.Expect(irqAffinities("smp_affinity_list")).To(Equal(smpBefore))
-			g.Expect(cpuidleDisables(cpu)).To(Equal(idleBefore))
+			g.Expect(readHost(resumeLatencyFile(cpu))).To(Equal(latencyBefore))
 			g.Expect(podControlsJournal).NotTo(BeAnExistingFile())
 		}, time.Minute, time.Second).Should(Succeed())
 
-		if !cpuIdle {
-			By("no cpuidle states on this host: the C-state annotation is reported Unsupported and the container never created")
+		if !pmQoS {
+			By("no pm_qos_resume_latency_us on this host: the C-state annotation is reported Unsupported and the container never created")
 			apply(podManifest(map[string]string{"tickstack.io/cpu-c-states": "disable"}))
 			Eventually(func() (string, error) {
 				return kubectl(nil, "get", "events", "-n", testNS, "--field-selector", "involvedObject.name="+podControlsPod, "-o", "jsonpath={.items[*].message}")
