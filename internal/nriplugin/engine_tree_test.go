@@ -9,6 +9,7 @@ import (
 	"github.com/tickstack/tickstack/internal/host"
 	"github.com/tickstack/tickstack/internal/nriplugin"
 	"github.com/tickstack/tickstack/internal/policy"
+	"github.com/tickstack/tickstack/internal/tuning"
 )
 
 // engineTree is a host-root tree of four CPUs with two cpuidle states, a PM QoS resume latency
@@ -137,5 +138,31 @@ func TestEngineRefusesBeforeWriting(t *testing.T) {
 	err = e.Apply(nriplugin.Claim{Container: "b", Name: "ns/b/c", CPUs: "1", Request: policy.PodControlRequest{CStates: "disable"}})
 	if err == nil || !strings.Contains(err.Error(), "Unsupported on this host") {
 		t.Errorf("C-states without pm_qos_resume_latency_us: %v", err)
+	}
+}
+
+// A journal of an earlier plugin, which wrote cpuidle's stateN/disable for the C-state control,
+// is still restored: the plugin's start writes the original back and drops the entry.
+func TestEngineRestoresCPUIdleEntries(t *testing.T) {
+	h, read := engineTree(t)
+	journal := filepath.Join(t.TempDir(), "journal.json")
+	if err := os.WriteFile(filepath.Join(h.Root, "sys/devices/system/cpu/cpu3/cpuidle/state1/disable"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := tuning.SaveJournal(journal, []tuning.Entry{
+		{Name: "claim/old", Original: `{"container":"old","name":"ns/old/c","cpus":"3","request":{"CStates":"disable"}}`},
+		{Name: "cpuidle/cpu3/state1", Original: "0"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e := &nriplugin.Engine{Host: h, JournalPath: journal}
+	if err := e.Reconcile(map[string]bool{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("sys/devices/system/cpu/cpu3/cpuidle/state1/disable"); got != "0" {
+		t.Errorf("cpu3 state1 disable is %q after the old claim's release, want 0", got)
+	}
+	if _, err := os.Stat(journal); !os.IsNotExist(err) {
+		t.Errorf("journal still there: %v", err)
 	}
 }
