@@ -167,6 +167,7 @@ func (e *Engine) release(gone func(string) bool) error {
 	if err != nil {
 		return err
 	}
+	irqClaimed := slices.ContainsFunc(keep, func(c Claim) bool { return c.Request.IRQLoadBalancing != "" })
 	wanted := map[string]bool{}
 	for _, w := range want {
 		wanted[w.name] = true
@@ -179,7 +180,12 @@ func (e *Engine) release(gone func(string) bool) error {
 			continue
 		}
 		if en.Refused {
-			restored[en.Name] = true
+			// A refused IRQ is never wanted (desired skips it), yet it stays journaled while a
+			// remaining claim keeps IRQs off its CPUs: it was refused for that claim, and any
+			// container's stop (most hold no claim) would otherwise drop the mark.
+			if !(strings.HasPrefix(en.Name, irqPrefix) && irqClaimed) {
+				restored[en.Name] = true
+			}
 			continue
 		}
 		if err := e.set(en.Name, en.Original); err != nil {

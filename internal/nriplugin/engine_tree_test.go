@@ -166,3 +166,53 @@ func TestEngineRestoresCPUIdleEntries(t *testing.T) {
 		t.Errorf("journal still there: %v", err)
 	}
 }
+
+// An IRQ the kernel refuses to move (a read-only smp_affinity_list: a managed IRQ) is journaled
+// refused while a claim keeps IRQs off its CPUs, also across the stop of another container (every
+// container's stop reaches the plugin), and leaves the journal with the last such claim.
+func TestEngineKeepsRefusedIRQ(t *testing.T) {
+	h, read := engineTree(t)
+	journal := filepath.Join(t.TempDir(), "journal.json")
+	if err := os.Chmod(filepath.Join(h.Root, "proc/irq/12/smp_affinity_list"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	e := &nriplugin.Engine{Host: h, JournalPath: journal}
+	if err := e.Apply(nriplugin.Claim{Container: "a", Name: "ns/a/c", CPUs: "3", Request: policy.PodControlRequest{IRQLoadBalancing: "disable"}}); err != nil {
+		t.Fatal(err)
+	}
+	refused := func() bool {
+		t.Helper()
+		entries, err := tuning.LoadJournal(journal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range entries {
+			if en.Name == "irq/12" {
+				return en.Refused
+			}
+		}
+		return false
+	}
+	if !refused() {
+		t.Fatal("irq 12 (read-only) is not journaled refused")
+	}
+	if got := read("proc/irq/12/smp_affinity_list"); got != "3" {
+		t.Errorf("irq 12 is %s, want untouched 3", got)
+	}
+	// Another container, with no claim, stops.
+	if err := e.Release("other"); err != nil {
+		t.Fatal(err)
+	}
+	if !refused() {
+		t.Error("irq 12's refused mark went with another container's stop while a's claim stays")
+	}
+	if got := read("proc/irq/10/smp_affinity_list"); got != "0-2" {
+		t.Errorf("irq 10 is %s after another container's stop, want 0-2", got)
+	}
+	if err := e.Release("a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(journal); !os.IsNotExist(err) {
+		t.Errorf("journal still there after the last claim: %v", err)
+	}
+}
