@@ -149,12 +149,12 @@ test-release: $(HELM) $(CYCLONEDX_GOMOD) ## make release into a temporary folder
 	TICKSTACK_HELM=$(HELM) TICKSTACK_CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) go test -tags release $(GO_TEST_FLAGS) -v -timeout 30m ./test/release/
 
 .PHONY: e2e
-e2e: deps $(HELM) dataplane ## The local cluster's own test, then the whole flow on it (root): chart, profile, agent, latency pod, benchmark, restore, uninstall.
+e2e: deps $(HELM) dataplane third-party ## The local cluster's own test, then the whole flow on it (root): chart, profile, agent, latency pod, benchmark, restore, uninstall.
 	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 40m ./test/cluster/
 	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout 80m ./test/e2e/ -ginkgo.v -ginkgo.label-filter='!soak'
 
 .PHONY: soak
-soak: deps $(HELM) dataplane ## The operator on the local cluster for SOAK_DURATION (default 10m): profile changes, a benchmark a minute, agent restarts; fails on growth or a stuck state (root; docs/e2e.md).
+soak: deps $(HELM) dataplane third-party ## The operator on the local cluster for SOAK_DURATION (default 10m): profile changes, a benchmark a minute, agent restarts; fails on growth or a stuck state (root; docs/e2e.md).
 	go test -tags e2e $(GO_TEST_FLAGS) -v -timeout $(or $(SOAK_TIMEOUT),90m) ./test/e2e/ -ginkgo.v -ginkgo.label-filter=soak
 
 .PHONY: check

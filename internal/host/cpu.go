@@ -87,6 +87,33 @@ func (h *Host) SetIdleStateDisabled(cpu, state int, disabled bool) error {
 	return h.WriteFile(idlePath(cpu, state, "disable"), v)
 }
 
+// resumeLatencyPath is a CPU's PM QoS resume latency limit, in microseconds, that the cpuidle
+// governors honour (cpuidle_governor_latency_req): no idle state whose exit latency is above it.
+func resumeLatencyPath(cpu int) string {
+	return fmt.Sprintf("/sys/devices/system/cpu/cpu%d/power/pm_qos_resume_latency_us", cpu)
+}
+
+// HasResumeLatency reports whether the CPU exposes its PM QoS resume latency limit.
+func (h *Host) HasResumeLatency(cpu int) bool { return h.Exists(resumeLatencyPath(cpu)) }
+
+// ResumeLatency reads a CPU's pm_qos_resume_latency_us as the kernel shows it: "0" for no
+// constraint, "n/a" for a 0 us one (polling only), else the limit in microseconds.
+func (h *Host) ResumeLatency(cpu int) (string, error) {
+	if !h.HasResumeLatency(cpu) {
+		return "", fmt.Errorf("cpu%d pm_qos_resume_latency_us: %w", cpu, ErrUnsupported)
+	}
+	return h.ReadFile(resumeLatencyPath(cpu))
+}
+
+// SetResumeLatency writes a CPU's pm_qos_resume_latency_us ("0", "n/a" or microseconds). The file
+// is root's and needs no capability (cpuidle's stateN/disable needs CAP_SYS_ADMIN).
+func (h *Host) SetResumeLatency(cpu int, v string) error {
+	if !h.HasResumeLatency(cpu) {
+		return fmt.Errorf("cpu%d pm_qos_resume_latency_us: %w", cpu, ErrUnsupported)
+	}
+	return h.WriteFile(resumeLatencyPath(cpu), v)
+}
+
 func governorPath(cpu int) string {
 	return fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", cpu)
 }

@@ -105,10 +105,17 @@ func (h *Host) Glob(pattern string) ([]string, error) {
 
 // IsNotMovable reports whether an error from writing /proc/irq/N/smp_affinity* means the kernel
 // refuses to change this IRQ's affinity: managed and per-CPU IRQs answer EIO or EPERM (depending
-// on the kernel version; root is required anyway), some interrupt chips EINVAL.
+// on the kernel version; root is required anyway), some interrupt chips EINVAL; and the kernel
+// makes such an IRQ's smp_affinity files read-only (0444), which SetIRQAffinity reports before any
+// write (a writer without CAP_DAC_OVERRIDE, as the NRI plugin's container, would get EACCES).
 func IsNotMovable(err error) bool {
-	return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)
+	return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) ||
+		errors.Is(err, errIRQReadOnly)
 }
+
+// errIRQReadOnly: /proc/irq/N/smp_affinity_list has no write bit, as the kernel creates it for an
+// IRQ whose affinity user space may not set (kernel/irq/proc.c, irq_can_set_affinity_usr).
+var errIRQReadOnly = errors.New("the kernel made it read-only: user space may not move this IRQ")
 
 // WriteFileAtomic replaces path with data so that a crash at any moment leaves either the old or
 // the new content, never a mix: it writes a temporary file in the same directory, fsyncs it,

@@ -321,3 +321,30 @@ func TestRealHostVeth(t *testing.T) {
 		}
 	}
 }
+
+// TestSetIRQAffinityReadOnly: the kernel makes a managed IRQ's smp_affinity_list read-only (0444).
+// The NRI plugin's container (no capability) would get EACCES opening it, which is not a refusal
+// the callers know (the local cluster's e2e found it on virtio-blk's request queue): SetIRQAffinity
+// reports such a file as not movable before writing, for any writer, root included.
+func TestSetIRQAffinityReadOnly(t *testing.T) {
+	root := hosttest.TempDir(t)
+	h := &host.Host{Root: root}
+	write(t, root, "/proc/irq/36/smp_affinity_list", "0-1\n")
+	write(t, root, "/proc/irq/37/smp_affinity_list", "0-1\n")
+	if err := os.Chmod(filepath.Join(root, "proc/irq/36/smp_affinity_list"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	err := h.SetIRQAffinity(36, cpuset.MustParse("0"))
+	if err == nil || !host.IsNotMovable(err) {
+		t.Fatalf("read-only irq 36: %v, want an error IsNotMovable recognises", err)
+	}
+	if got, _ := h.IRQAffinity(36); got.String() != "0-1" {
+		t.Errorf("read-only irq 36 is %s after the refused write, want 0-1", got)
+	}
+	if err := h.SetIRQAffinity(37, cpuset.MustParse("0")); err != nil {
+		t.Fatalf("writable irq 37: %v", err)
+	}
+	if got, _ := h.IRQAffinity(37); got.String() != "0" {
+		t.Errorf("irq 37 is %s, want 0", got)
+	}
+}

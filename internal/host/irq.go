@@ -76,12 +76,18 @@ func (h *Host) IRQAffinity(n int) (cpuset.Set, error) {
 }
 
 // SetIRQAffinity writes /proc/irq/N/smp_affinity_list. A managed or per-CPU IRQ refuses the write
-// with an error IsNotMovable recognises.
+// (or has a read-only file) with an error IsNotMovable recognises.
 func (h *Host) SetIRQAffinity(n int, cpus cpuset.Set) error {
 	if cpus.IsEmpty() {
 		return fmt.Errorf("irq %d affinity: refusing an empty CPU set", n)
 	}
-	if err := h.WriteFile(fmt.Sprintf("/proc/irq/%d/smp_affinity_list", n), cpus.String()); err != nil {
+	p := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", n)
+	// A managed IRQ's file is read-only: refused here, the same for a privileged writer (which
+	// would get EIO from the write) and an unprivileged one (EACCES at open).
+	if fi, err := os.Stat(h.Path(p)); err == nil && fi.Mode().Perm()&0o222 == 0 {
+		return fmt.Errorf("irq %d affinity: %s: %w", n, p, errIRQReadOnly)
+	}
+	if err := h.WriteFile(p, cpus.String()); err != nil {
 		return fmt.Errorf("irq %d affinity: %w", n, err)
 	}
 	return nil

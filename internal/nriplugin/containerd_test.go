@@ -35,7 +35,7 @@ const probeImage = "localhost/tickstack-nri-probe:test"
 // plugin connected to its NRI socket, on the real host (host root /): a pod with
 // tickstack.io/irq-load-balancing: disable, tickstack.io/cpu-c-states: disable and
 // tickstack.io/cpu-quota: disable, whose container is pinned to the host's last CPU, records at the
-// start of its process every IRQ's affinity, that CPU's cpuidle disable files and its CFS quota:
+// start of its process every IRQ's affinity, that CPU's PM QoS resume latency limit and its CFS quota:
 // they are in effect then. After the container is removed every value is back exactly; a second
 // container removed while the plugin is down is restored when the plugin connects again
 // (Synchronize against the journal).
@@ -58,12 +58,8 @@ func TestContainerdNRIRealHost(t *testing.T) {
 	cpus := online.CPUs()
 	cpu := cpus[len(cpus)-1]
 	others := online.Difference(cpuset.New(cpu))
-	states, err := h.IdleStates(cpu)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(states) == 0 {
-		testutil.Unavailable(t, fmt.Sprintf("cpu%d has no cpuidle states", cpu))
+	if !h.HasResumeLatency(cpu) {
+		testutil.Unavailable(t, fmt.Sprintf("cpu%d has no power/pm_qos_resume_latency_us", cpu))
 	}
 
 	dir, err := os.MkdirTemp("", "tsnri-")
@@ -193,7 +189,7 @@ func TestContainerdNRIRealHost(t *testing.T) {
 
 	id, rec := startProbe("probe")
 	refused := refusedIRQs(t, journal)
-	pending := checkAtStart(t, rec, cpu, states, refused)
+	pending := checkAtStart(t, rec, cpu, refused)
 	checkNoInterrupts(t, h, rec, cpu, pending)
 
 	crictl("stop", id)
@@ -207,7 +203,7 @@ func TestContainerdNRIRealHost(t *testing.T) {
 
 	// A container that goes while the plugin is down: restored when it connects again.
 	id2, rec2 := startProbe("probe2")
-	checkAtStart(t, rec2, cpu, states, refusedIRQs(t, journal))
+	checkAtStart(t, rec2, cpu, refusedIRQs(t, journal))
 	stopPlugin()
 	crictl("stop", id2)
 	crictl("rm", id2)
@@ -236,7 +232,7 @@ func TestContainerdNRIRealHost(t *testing.T) {
 }
 
 // checkAtStart asserts what the probe saw when its process started.
-func checkAtStart(t *testing.T, rec map[string]string, cpu int, states []host.IdleState, refused map[string]bool) (pending []string) {
+func checkAtStart(t *testing.T, rec map[string]string, cpu int, refused map[string]bool) (pending []string) {
 	t.Helper()
 	n := 0
 	for k, v := range rec {
@@ -271,15 +267,9 @@ func checkAtStart(t *testing.T, rec map[string]string, cpu int, states []host.Id
 	if n == 0 {
 		t.Error("the probe saw no IRQ it could check")
 	}
-	for _, st := range states {
-		k := fmt.Sprintf("cpuidle/cpu%d/state%d", cpu, st.Index)
-		want := "0"
-		if st.LatencyUs > 0 {
-			want = "1"
-		}
-		if rec[k] != want {
-			t.Errorf("at the container's start %s (%s, exit latency %d us) disable is %q, want %q", k, st.Name, st.LatencyUs, rec[k], want)
-		}
+	// cpu-c-states: disable is a 0 us PM QoS resume latency limit ("n/a"): polling only.
+	if k := fmt.Sprintf("pmqos/cpu%d", cpu); rec[k] != "n/a" {
+		t.Errorf("at the container's start %s is %q, want n/a (a 0 us resume latency limit)", k, rec[k])
 	}
 	if q := rec["cpu-quota"]; q != "-1" && !strings.HasPrefix(q, "max") {
 		t.Errorf("at the container's start its CFS quota is %q, want none (-1 or max)", q)
@@ -381,6 +371,9 @@ func snapshot(t *testing.T, h *host.Host, cpu int) map[string]string {
 	}
 	for _, st := range states {
 		out[fmt.Sprintf("cpuidle/cpu%d/state%d", cpu, st.Index)] = strconv.FormatBool(st.Disabled)
+	}
+	if out[fmt.Sprintf("pmqos/cpu%d", cpu)], err = h.ResumeLatency(cpu); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

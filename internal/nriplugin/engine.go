@@ -29,8 +29,11 @@ import (
 const (
 	claimPrefix    = "claim/"
 	irqPrefix      = "irq/"
-	idlePrefix     = "cpuidle/"
+	pmqosPrefix    = "pmqos/"
 	governorPrefix = "governor/"
+	// idlePrefix names cpuidle stateN/disable entries, which earlier versions wrote (they need
+	// CAP_SYS_ADMIN, which the plugin's container lacks): still restored from an old journal.
+	idlePrefix = "cpuidle/"
 )
 
 // Claim is one container's request on its exclusive CPUs.
@@ -164,6 +167,7 @@ func (e *Engine) release(gone func(string) bool) error {
 	if err != nil {
 		return err
 	}
+	irqClaimed := slices.ContainsFunc(keep, func(c Claim) bool { return c.Request.IRQLoadBalancing != "" })
 	wanted := map[string]bool{}
 	for _, w := range want {
 		wanted[w.name] = true
@@ -176,7 +180,12 @@ func (e *Engine) release(gone func(string) bool) error {
 			continue
 		}
 		if en.Refused {
-			restored[en.Name] = true
+			// A refused IRQ is never wanted (desired skips it), yet it stays journaled while a
+			// remaining claim keeps IRQs off its CPUs: it was refused for that claim, and any
+			// container's stop (most hold no claim) would otherwise drop the mark.
+			if !(strings.HasPrefix(en.Name, irqPrefix) && irqClaimed) {
+				restored[en.Name] = true
+			}
 			continue
 		}
 		if err := e.set(en.Name, en.Original); err != nil {
@@ -250,26 +259,14 @@ func (e *Engine) desired(claims []Claim, entries []tuning.Entry) ([]value, error
 	for _, c := range claims {
 		cpus, _ := cpuset.Parse(c.CPUs)
 		for _, cpu := range cpus.CPUs() {
-			switch c.Request.CStates {
-			case "":
-			default:
-				states, err := e.Host.IdleStates(cpu)
-				if err != nil {
-					return nil, err
+			// CRI-O's mechanism for cpu-c-states.crio.io: the CPU's PM QoS resume latency limit,
+			// which every cpuidle governor honours (cpuidle_governor_latency_req). Writing
+			// cpuidle's stateN/disable needs CAP_SYS_ADMIN; this root-owned file needs none.
+			if v := resumeLatency(c.Request); v != "" {
+				if !e.Host.HasResumeLatency(cpu) {
+					return nil, fmt.Errorf("annotation %s: cpu%d has no power/pm_qos_resume_latency_us (Unsupported on this host)", tsv1.CPUCStatesAnnotation, cpu)
 				}
-				if len(states) == 0 {
-					return nil, fmt.Errorf("annotation %s: cpu%d has no cpuidle states (Unsupported on this host)", tsv1.CPUCStatesAnnotation, cpu)
-				}
-				for _, st := range states {
-					disable := false
-					switch c.Request.CStates {
-					case "disable":
-						disable = st.LatencyUs > 0
-					case "max_latency":
-						disable = st.LatencyUs > c.Request.CStateMaxLatencyMicroseconds
-					}
-					out = append(out, value{fmt.Sprintf("%scpu%d/state%d", idlePrefix, cpu, st.Index), boolFile(disable)})
-				}
+				out = append(out, value{fmt.Sprintf("%scpu%d", pmqosPrefix, cpu), v})
 			}
 			if c.Request.Governor != "" {
 				if !e.Host.HasCPUFreq(cpu) {
@@ -287,6 +284,25 @@ func (e *Engine) desired(claims []Claim, entries []tuning.Entry) ([]value, error
 		}
 	}
 	return out, nil
+}
+
+// resumeLatency is what a request writes to pm_qos_resume_latency_us, "" when it asks nothing.
+// The kernel reads "n/a" as a 0 us limit (no idle state with an exit latency: polling only) and
+// "0" as no limit (drivers/base/power/sysfs.c pm_qos_resume_latency_us_store), so max_latency:0
+// is "n/a" too.
+func resumeLatency(r policy.PodControlRequest) string {
+	switch r.CStates {
+	case "disable":
+		return "n/a"
+	case "enable":
+		return "0"
+	case "max_latency":
+		if r.CStateMaxLatencyMicroseconds == 0 {
+			return "n/a"
+		}
+		return strconv.Itoa(r.CStateMaxLatencyMicroseconds)
+	}
+	return ""
 }
 
 func boolFile(b bool) string {
@@ -313,6 +329,12 @@ func (e *Engine) read(name string) (string, error) {
 		}
 		d, err := e.Host.IdleStateDisabled(cpu, state)
 		return boolFile(d), err
+	case strings.HasPrefix(name, pmqosPrefix):
+		cpu, err := strconv.Atoi(strings.TrimPrefix(name, pmqosPrefix+"cpu"))
+		if err != nil {
+			return "", fmt.Errorf("journal entry %s: %w", name, err)
+		}
+		return e.Host.ResumeLatency(cpu)
 	case strings.HasPrefix(name, governorPrefix):
 		cpu, err := strconv.Atoi(strings.TrimPrefix(name, governorPrefix+"cpu"))
 		if err != nil {
@@ -342,6 +364,12 @@ func (e *Engine) set(name, v string) error {
 			return err
 		}
 		return e.Host.SetIdleStateDisabled(cpu, state, v == "1")
+	case strings.HasPrefix(name, pmqosPrefix):
+		cpu, err := strconv.Atoi(strings.TrimPrefix(name, pmqosPrefix+"cpu"))
+		if err != nil {
+			return fmt.Errorf("journal entry %s: %w", name, err)
+		}
+		return e.Host.SetResumeLatency(cpu, v)
 	case strings.HasPrefix(name, governorPrefix):
 		cpu, err := strconv.Atoi(strings.TrimPrefix(name, governorPrefix+"cpu"))
 		if err != nil {

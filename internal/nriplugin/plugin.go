@@ -103,18 +103,34 @@ func (p *Plugin) claim(pod *api.PodSandbox, ctr *api.Container) (*Claim, error) 
 	if err := policy.PodControlsNotAllowed(req, np.Allow, "the profile of this node"); err != nil {
 		return nil, fmt.Errorf("container %s: %w", name, err)
 	}
-	cpus := ctr.GetLinux().GetResources().GetCpu().GetCpus()
+	cpu := ctr.GetLinux().GetResources().GetCpu()
+	cpus := cpu.GetCpus()
 	set, err := cpuset.Parse(cpus)
+	shared, _ := cpuset.Parse(np.NotExclusiveCPUs)
+	if !wholeCPUs(cpu) && (err != nil || set.IsEmpty() || !set.Intersection(shared).IsEmpty()) {
+		// A container of the pod with a fraction of a CPU (the init container the pod webhook
+		// adds on a bypass profile, a sidecar) runs on the shared pool: it holds no exclusive
+		// CPU, so the pod's controls are not its to apply, and it starts untouched.
+		return nil, nil
+	}
 	if err != nil || set.IsEmpty() {
 		return nil, fmt.Errorf("container %s: annotation %s needs exclusive CPUs, and the container has no cpuset (%q): a Guaranteed pod with whole CPUs under the kubelet's static CPU manager has one",
 			name, req.Controls()[0].Annotation(), cpus)
 	}
-	shared, _ := cpuset.Parse(np.NotExclusiveCPUs)
 	if both := set.Intersection(shared); !both.IsEmpty() {
 		return nil, fmt.Errorf("container %s: annotation %s needs exclusive CPUs, and its cpuset %s holds the node's reserved or shared CPUs %s: the container must be Guaranteed with whole CPUs",
 			name, req.Controls()[0].Annotation(), set, both)
 	}
 	return &Claim{Container: ctr.GetId(), Name: name, CPUs: set.String(), Request: req}, nil
+}
+
+// wholeCPUs says whether a container asks for a whole number of CPUs: its CPU shares are a
+// multiple of 1024 (the kubelet's request in millicores times 1024/1000), at least one. In a
+// Guaranteed pod (the pod webhook admits no other with these annotations) such a container gets
+// exclusive CPUs from the kubelet's static CPU manager; one with a fraction of a CPU never does.
+func wholeCPUs(cpu *api.LinuxCPU) bool {
+	sh := cpu.GetShares().GetValue()
+	return sh >= 1024 && sh%1024 == 0
 }
 
 // CreateContainer applies the pod's controls before the container exists: the runtime waits for

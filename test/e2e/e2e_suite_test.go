@@ -456,7 +456,8 @@ func forgetRegistryImages() {
 	env, err := run(time.Minute, nil, "hack/local-cluster", "env")
 	Expect(err).NotTo(HaveOccurred(), env)
 	ctr := []string{"--address", envValue(env, "TSLC_CONTAINERD_ADDRESS"), "-n", "k8s.io", "images"}
-	out, err := run(time.Minute, nil, "ctr", append(ctr, "ls")...)
+	ctrBin := envValue(env, "TSLC_CTR")
+	out, err := run(time.Minute, nil, ctrBin, append(ctr, "ls")...)
 	Expect(err).NotTo(HaveOccurred(), out)
 	targets := map[string]bool{}
 	var refs []string
@@ -472,7 +473,7 @@ func forgetRegistryImages() {
 		}
 	}
 	if len(refs) > 0 {
-		out, err := run(time.Minute, nil, "ctr", append(append(ctr, "rm"), refs...)...)
+		out, err := run(time.Minute, nil, ctrBin, append(append(ctr, "rm"), refs...)...)
 		Expect(err).NotTo(HaveOccurred(), out)
 	}
 }

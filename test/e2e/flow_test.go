@@ -24,8 +24,9 @@ import (
 // replaced by that scratch directory, so the real boot configuration is never written. The agent
 // watches a failpoint file there: the test names a point in it to have the agent kill itself there.
 // previous: the values of the previous release's chart (hack/previous-release), which has neither
-// tickstack-xdpd nor the agent's extraArgs.
-func values(cniBinDir, clusterDir string, previous bool) string {
+// tickstack-xdpd nor the agent's extraArgs (nor its NRI plugin, which this tree's values enable:
+// agent.nriPlugin on the cluster's NRI socket directory, nriSocketDir).
+func values(cniBinDir, clusterDir, nriSocketDir string, previous bool) string {
 	policy := "IfNotPresent"
 	if previous {
 		policy = "Never"
@@ -71,6 +72,9 @@ agent:
 	return v + `  - {name: tse2e-scratch, mountPath: /host/etc/systemd/system, subPath: systemd}
   extraArgs: [--failpoint-file=/tse2e/failpoint]
   hostProcess: containerd
+  # the per-pod controls' NRI plugin, on the cluster's containerd 2 NRI socket (its state directory)
+  # (no CPU request either: the node's one allocatable CPU stays whole for a pinned pod)
+  nriPlugin: {enabled: true, socketDir: ` + nriSocketDir + `, resources: {requests: {cpu: null, memory: 16Mi}}}
   # the agent's metrics endpoint (port 8083 of this machine): the bypass pods' counters
   metrics: {enabled: true}
   kubelet:
@@ -96,7 +100,7 @@ func valuesFile(previous bool) string {
 	clusterDir := regexp.MustCompile(`(?m)^export TICKSTACK_CLUSTER_DIR=(\S+)$`).FindStringSubmatch(env)
 	Expect(clusterDir).NotTo(BeNil(), "hack/local-cluster env names no TICKSTACK_CLUSTER_DIR:\n%s", env)
 	f := filepath.Join(GinkgoT().TempDir(), "values.yaml")
-	Expect(os.WriteFile(f, []byte(values(cniBinDir[1], clusterDir[1], previous)), 0o644)).To(Succeed())
+	Expect(os.WriteFile(f, []byte(values(cniBinDir[1], clusterDir[1], envValue(env, "TSLC_NRI_SOCKET_DIR"), previous)), 0o644)).To(Succeed())
 	Expect(os.MkdirAll(filepath.Join(scratchDir, "grub.d"), 0o755)).To(Succeed())
 	Expect(os.MkdirAll(filepath.Join(scratchDir, "systemd"), 0o755)).To(Succeed())
 	return f

@@ -1,6 +1,6 @@
 // Command probe is the container of the NRI test (containerd_test.go): its first act is to record
-// what the host shows at the start of its process (every IRQ's affinity, the cpuidle disable
-// files of the CPUs in $PROBE_CPUS, the CFS quota of its cgroup) as JSON in /out/start.json, then it
+// what the host shows at the start of its process (every IRQ's affinity, the PM QoS resume latency
+// limit and cpuidle disable files of the CPUs in $PROBE_CPUS, the CFS quota of its cgroup) as JSON in /out/start.json, then it
 // sleeps until it is stopped. With the argument "pause" it only sleeps (the pod's sandbox).
 package main
 
@@ -36,6 +36,7 @@ func main() {
 	}
 	rec["interrupts"] = read("/proc/interrupts")
 	for _, cpu := range strings.Split(os.Getenv("PROBE_CPUS"), ",") {
+		rec["pmqos/cpu"+cpu] = read("/sys/devices/system/cpu/cpu" + cpu + "/power/pm_qos_resume_latency_us")
 		states, _ := filepath.Glob("/sys/devices/system/cpu/cpu" + cpu + "/cpuidle/state[0-9]*")
 		for _, s := range states {
 			rec["cpuidle/cpu"+cpu+"/"+filepath.Base(s)] = read(s + "/disable")
