@@ -15,7 +15,7 @@
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
 # shellcheck disable=SC2034 # harness.sh reads it
-XDPD_ALL="xdpd_pp xdpd_node xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_recover xdpd_hwtstamp xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
+XDPD_ALL="xdpd_pp xdpd_node xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_recover xdpd_gap xdpd_hwtstamp xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
 
 # a pod's process: no capability in any set
 XD_CAPS=(--inh-caps=-all --ambient-caps=-all --bounding-set=-all)
@@ -764,6 +764,35 @@ t_xdpd_restart() { # a daemon killed outright with its state file damaged: a cle
 	cp "$good" "$XD_RUN/state"
 	xd_again || return 1
 	xd_served again 11282
+}
+
+# t_xdpd_gap: the daemon stopped for an upgrade (SIGTERM) and not yet back:
+# a process that starts in the gap finds its pod's socket refusing (the
+# stopped daemon leaves it), waits for the next daemon (TICKSTACK_XDPD_WAIT_MS)
+# and is accelerated once it serves the pod again; a missing socket would
+# have failed it at once (the rolling update of the e2e)
+t_xdpd_gap() {
+	xd_topo || return 1
+	xd_served before 11295 || return 1
+	kill -TERM "$XD_PID"
+	wait_exit "$XD_PID" 10 && [ "$WAIT_RC" = 0 ] || { die "tickstack-xdpd exit code $WAIT_RC after SIGTERM"; return 1; }
+	[ -S "$XD_RUN/pods/pod-b/xdp.sock" ] && [ -S "$XD_RUN/node/xdp.sock" ] ||
+		{ die "the stopped daemon took the sockets away: $(ls -la "$XD_RUN/pods/pod-b" "$XD_RUN/node" 2>&1)"; return 1; }
+	$(xd_pod "$NB" pod-b gap --require) env TICKSTACK_SPIN_USEC=0 \
+		sockperf sr -i "$IPB" -p 11296 >"$TSDP_TMP/server-gap.out" 2>&1 &
+	XS=$!
+	TSDP_PIDS+=("$XS")
+	sleep 1 # the server's first request to a daemon waits for one
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
+	XD_PID=$!
+	XD_DPID=$XD_PID
+	wait_for 10 udp_listening "$NB" 11296 || { die "the server did not listen after the daemon came back: $(cat "$TSDP_TMP/server-gap.out")"; return 1; }
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	xd_pp 0 11296 client.out || { die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	xd_stop_server "$XS" gap || return 1
+	check_accel gap
 }
 
 # t_xdpd_recover: a ping-pong runs through the daemon's SIGKILL and restart:

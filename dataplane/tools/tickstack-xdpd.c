@@ -910,8 +910,13 @@ static void pod_free(struct pod *p, int rmdir_too, int keep)
 		att_detach(p, &p->ifs[i]);
 	if (p->lfd >= 0) {
 		close(p->lfd);
-		unlinkat(p->dfd, TS_XDPD_SOCK_NAME, 0);
-		if (rmdir_too)
+		/* kept for the next daemon (a stop, an upgrade): a process
+		 * that connects meanwhile finds a socket that refuses, which
+		 * the library waits for (TICKSTACK_XDPD_WAIT_MS), where a
+		 * missing one fails it at once; the next daemon replaces it */
+		if (!keep)
+			unlinkat(p->dfd, TS_XDPD_SOCK_NAME, 0);
+		if (rmdir_too && !keep)
 			rmdir(p->dir);
 	}
 	if (p->dfd >= 0)
@@ -2688,7 +2693,8 @@ out:
 		pod_free(p, 0, 1);
 	}
 	unlink(sa.sun_path);
-	unlink(npath);
+	/* the node socket stays too, refusing until the next daemon
+	 * replaces it (the pods' sockets above, same reason) */
 	logf_("stopped");
 	return 0;
 }
