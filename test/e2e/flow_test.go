@@ -911,25 +911,7 @@ spec:
   volumes:
   - {name: all-pods, hostPath: {path: /run/tickstack/xdp/pods, type: Directory}}`
 			}
-			apply(fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: %s
-  labels: {tickstack.io/profile: %s}
-  annotations: {tickstack.io/exclusive-cpus: "false"}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: bench
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: [sleep, infinity]
-    resources:
-      requests: {memory: 128Mi}
-      limits: {memory: 128Mi}%s
-`, name, testNS, profileName, benchImage, extra))
+			apply(bypassPodManifest(name, extra))
 		}
 		addr := map[string]string{}
 		uid := map[string]string{}
@@ -1484,3 +1466,28 @@ spec:
 		Expect(strings.TrimSpace(out)).To(BeEmpty())
 	})
 })
+
+// bypassPodManifest is a bypass pod of the test namespace on the node's
+// shared CPUs (the webhook injects the stack), sleeping until deleted; extra
+// is appended to its container (volume mounts and the pod's volumes).
+func bypassPodManifest(name, extra string) string {
+	return fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: %s
+  labels: {tickstack.io/profile: %s}
+  annotations: {tickstack.io/exclusive-cpus: "false"}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: bench
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: [sleep, infinity]
+    resources:
+      requests: {memory: 128Mi}
+      limits: {memory: 128Mi}%s
+`, name, testNS, profileName, benchImage, extra)
+}

@@ -32,25 +32,7 @@ func xdpdRestartSteps() {
 	// a bypass pod on the node's shared CPUs, running until deleted
 	bypassPod := func(name string) {
 		GinkgoHelper()
-		apply(fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: %s
-  labels: {tickstack.io/profile: %s}
-  annotations: {tickstack.io/exclusive-cpus: "false"}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: bench
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: [sleep, infinity]
-    resources:
-      requests: {memory: 128Mi}
-      limits: {memory: 128Mi}
-`, name, testNS, profileName, benchImage))
+		apply(bypassPodManifest(name, ""))
 		Eventually(func(g Gomega) {
 			out, err := kubectl(nil, "get", "pod", name, "-n", testNS, "-o", "jsonpath={.status.phase} {.metadata.uid}")
 			g.Expect(err).NotTo(HaveOccurred())
