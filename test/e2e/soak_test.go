@@ -364,10 +364,14 @@ spec:
 				Conditions []condition `json:"conditions"`
 			} `json:"status"`
 		}
-		Expect(getJSON(&b, "latencybenchmark", soakBenchmark, "-n", testNS)).To(Succeed())
+		// a run may be in flight at the end of the soak (its verdict not
+		// yet written): its end is waited for, as it finishes in seconds
+		Eventually(func(g Gomega) {
+			g.Expect(getJSON(&b, "latencybenchmark", soakBenchmark, "-n", testNS)).To(Succeed())
+			g.Expect(b.Status.Verdict).NotTo(BeEmpty(), "run %d has no verdict", b.Status.Run)
+		}, 2*time.Minute, 2*time.Second).Should(Succeed())
 		minutes := int64(duration / time.Minute)
 		Expect(b.Status.Run).To(BeNumerically(">=", minutes-1), "scheduled every minute for %s, ran %d times", duration, b.Status.Run)
-		Expect(b.Status.Verdict).NotTo(BeEmpty())
 		out, err = kubectl(nil, "delete", "latencybenchmark", soakBenchmark, "-n", testNS, "--wait=true", "--timeout=2m")
 		Expect(err).NotTo(HaveOccurred(), out)
 
