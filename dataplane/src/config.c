@@ -175,7 +175,7 @@ int ts_config__load(void)
 	ts_cfg.udp_csum = 1;
 	ts_cfg.tx_csum_offload = 1;
 	ts_cfg.umem_frames = 8192;
-	ts_cfg.xdpd_wait_ms = 5000;
+	ts_cfg.xdpd_wait_ms = 30000; /* a rolling update of the daemon: 5-6 s on a loaded 2-CPU node */
 	ts_cfg.sockq_len = 1024;
 	ts_cfg.yield_ns = 500000;
 

@@ -15,7 +15,7 @@
 # CPU 1 -> queue 1), which picks the pod's receive queue on a veth.
 
 # shellcheck disable=SC2034 # harness.sh reads it
-XDPD_ALL="xdpd_pp xdpd_node xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_recover xdpd_gap xdpd_hwtstamp xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
+XDPD_ALL="xdpd_pp xdpd_node xdpd_umem xdpd_umem_limit xdpd_netraw xdpd_jumbo xdpd_two xdpd_kill xdpd_foreign xdpd_tcp xdpd_fork xdpd_absent xdpd_restart xdpd_recover xdpd_gap xdpd_termpp xdpd_hwtstamp xdpd_symlink xdpd_limits xdpd_fuzz statsfile"
 
 # a pod's process: no capability in any set
 XD_CAPS=(--inh-caps=-all --ambient-caps=-all --bounding-set=-all)
@@ -793,6 +793,69 @@ t_xdpd_gap() {
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	xd_stop_server "$XS" gap || return 1
 	check_accel gap
+}
+
+# t_xdpd_termpp: the e2e's rolling update on veth pairs: a ping-pong between
+# two pods, both ends accelerated through the daemon, runs through the
+# daemon's SIGTERM, a gap and the next daemon: nothing lost, both ends on
+# their XSKs. Then a ping-pong whose client exits in the gap (its close asks
+# for a daemon that is away): it waits for the next one and exits clean,
+# its stats written, its entry gone.
+t_xdpd_termpp() {
+	local pp ia="tsdpv${TSDP_ID}a"
+	xd_topo || return 1
+	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-a "$ia" "/run/netns/$NA" ||
+		{ die "attach pod-a failed"; return 1; }
+	xd_server srv 11297 --require || return 1
+	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
+	$(xd_pod "$NA" pod-a cli --require) taskset -c 0 timeout 60 sockperf pp -i "$IPB" -p 11297 -t 8 -m 64 --mps=20000 \
+		>"$TSDP_TMP/client.out" 2>&1 &
+	pp=$!
+	TSDP_PIDS+=("$pp")
+	# the client's socket steered: the ping-pong runs (a process can take
+	# seconds to start on a loaded machine)
+	wait_for 10 xd_status_is pod-a "1 1" || { die "the client's entry: $(xd_status)"; return 1; }
+	xd_term_gap 3 || return 1
+	grep -q "pod pod-a: $ia taken over from the previous daemon (program [0-9]*, now [0-9]*; 1 steering entries)" "$TSDP_TMP/xdpd.out" &&
+		grep -q "pod pod-b: $IFB taken over from the previous daemon (program [0-9]*, now [0-9]*; 1 steering entries)" "$TSDP_TMP/xdpd.out" ||
+		{ die "not taken over: $(grep -v '^tickstack-xdpd: serving' "$TSDP_TMP/xdpd.out" | tail -5)"; return 1; }
+	wait_exit "$pp" 30 && [ "$WAIT_RC" = 0 ] ||
+		{ die "the ping-pong through the SIGTERM: exit code $WAIT_RC: $(tail -5 "$TSDP_TMP/client.out")"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" 1000 || return 1
+	cp "$XD_STATS"/stats-cli-*.txt "$TSDP_TMP/" && check_accel cli || return 1
+	wait_for 5 xd_status_is pod-a "0 0" || { die "the client's entry stayed: $(xd_status)"; return 1; }
+	# the client ends while no daemon runs: -t 3 in a gap of 6 s
+	rm -f "$XD_STATS"/stats-cli-*.txt "$TSDP_TMP"/stats-cli-*.txt
+	$(xd_pod "$NA" pod-a cli --require) taskset -c 0 timeout 60 sockperf pp -i "$IPB" -p 11297 -t 3 -m 64 --mps=20000 \
+		>"$TSDP_TMP/client2.out" 2>&1 &
+	pp=$!
+	TSDP_PIDS+=("$pp")
+	wait_for 10 xd_status_is pod-a "1 1" || { die "the second client's entry: $(xd_status)"; return 1; }
+	xd_term_gap 6 || return 1
+	wait_exit "$pp" 30 && [ "$WAIT_RC" = 0 ] ||
+		{ die "the client that ended in the gap: exit code $WAIT_RC: $(tail -5 "$TSDP_TMP/client2.out")"; return 1; }
+	check_pp_output "$TSDP_TMP/client2.out" 1000 || return 1
+	# its close found the daemon away and waited for the next one
+	grep -q "tickstack-xdpd at .*: connection closed .*: the daemon restarts; connecting again" "$TSDP_TMP/client2.out" &&
+		grep -q "tickstack-xdpd at .*: connected again" "$TSDP_TMP/client2.out" ||
+		{ die "the second client did not end in the gap: $(grep tickstack "$TSDP_TMP/client2.out")"; return 1; }
+	cp "$XD_STATS"/stats-cli-*.txt "$TSDP_TMP/" && check_accel cli || return 1
+	wait_for 5 xd_status_is pod-a "0 0" || { die "the client's entry stayed: $(xd_status)"; return 1; }
+	xd_stop_server "$XS" srv || return 1
+	check_accel srv
+}
+
+# xd_term_gap SECS: the daemon stopped by SIGTERM (an upgrade), away for
+# SECS, and started again
+xd_term_gap() {
+	kill -TERM "$XD_PID"
+	wait_exit "$XD_PID" 10 && [ "$WAIT_RC" = 0 ] || { die "tickstack-xdpd exit code $WAIT_RC after SIGTERM"; return 1; }
+	sleep "$1" # the gap: the data path goes on without a daemon
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
+	XD_PID=$!
+	XD_DPID=$XD_PID
+	wait_for 10 xd_status || { die "the daemon did not start again"; return 1; }
 }
 
 # t_xdpd_recover: a ping-pong runs through the daemon's SIGKILL and restart:
