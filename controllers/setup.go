@@ -6,17 +6,14 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/tickstack/tickstack/controllers/profile"
-
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers/benchmark"
-
 	"github.com/tickstack/tickstack/controllers/bios"
-
-	"github.com/tickstack/tickstack/controllers/network"
-
-	"github.com/tickstack/tickstack/controllers/node"
-
 	"github.com/tickstack/tickstack/controllers/guard"
+	"github.com/tickstack/tickstack/controllers/network"
+	"github.com/tickstack/tickstack/controllers/node"
+	"github.com/tickstack/tickstack/controllers/profile"
+	"github.com/tickstack/tickstack/internal/render"
 )
 
 // The manager's metrics are served behind controller-runtime's authentication and authorization
@@ -26,34 +23,38 @@ import (
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Options configure the operator's controllers. cmd/manager sets them from its flags; the tests
-// set what they test. Zero values take the defaults.
+// set what they test. Zero values take the defaults (withDefaults): SetupControllers, where the
+// reconcilers are built, is the one place that sets them.
 type Options struct {
-	// Network configures the network controller.
+	// Network configures the network controller; its names default to tsv1.DefaultResourcePrefix,
+	// network.DefaultDevicePluginConfigMap, network.DefaultNodeFeatureRule and
+	// render.DefaultXDPRunDir.
 	Network network.NetworkOptions
-	// BenchImage is the image of the benchmark's runner and reflector pods (--bench-image).
+	// BenchImage is the image of the benchmark's runner and reflector pods (--bench-image); "" is
+	// benchmark.DefaultBenchImage.
 	BenchImage string
 	// BenchmarkClusterRole is the ClusterRole that opts a namespace in to benchmarks
 	// (--benchmark-cluster-role), named in the benchmark's NamespaceOptedIn condition; "" is
 	// benchmark.DefaultBenchmarkClusterRole.
 	BenchmarkClusterRole string
 	// ProfileMetrics, BenchmarkMetrics and NodeMetrics receive the controllers' metrics
-	// (profile.NewProfileMetrics, benchmark.NewBenchmarkMetrics,
-	// node.NewNodeMetrics); nil exports none (and, for
-	// NodeMetrics, sets up no node metrics controller).
+	// (profile.NewProfileMetrics, benchmark.NewBenchmarkMetrics, node.NewNodeMetrics); nil exports
+	// none (and, for NodeMetrics, sets up no node metrics controller).
 	ProfileMetrics   *profile.ProfileMetrics
 	BenchmarkMetrics *benchmark.BenchmarkMetrics
 	NodeMetrics      *node.NodeMetrics
 	// Now is the clock of the benchmark and BIOS controllers and of the maintenance windows; nil is
 	// time.Now.
 	Now func() time.Time
-	// BIOS holds the BIOS controller's periods (VerifyPeriod, RetryPeriod, Timeout, HoldTimeout);
-	// its clients and clock are set here.
+	// BIOS holds the BIOS controller's periods (VerifyPeriod, RetryPeriod, Timeout, HoldTimeout;
+	// zero is bios.DefaultBIOS*); its clients and clock are set here.
 	BIOS bios.BIOSReconciler
 	// BMC is what the operator accepts in a BMC object (--allow-insecure-bmc, the operator's
 	// namespace for credentials Secrets); the BIOS and BMC controllers apply it.
 	BMC bios.BMCPolicy
 	// UninstallGuard names the uninstall guard's policies (--uninstall-guard) the manager keeps in
-	// place while nodes are tuned; empty keeps none. UninstallGuardPeriod: zero is the default.
+	// place while nodes are tuned; empty keeps none. UninstallGuardPeriod: zero is
+	// guard.DefaultUninstallGuardPeriod.
 	UninstallGuard       []string
 	UninstallGuardPeriod time.Duration
 }
@@ -61,17 +62,18 @@ type Options struct {
 // SetupControllers registers every controller of the operator with mgr: the one wiring that
 // cmd/manager ships and the envtest suites test.
 func SetupControllers(mgr ctrl.Manager, o Options) error {
-	c := mgr.GetClient()
+	o = o.withDefaults()
+	c, reader := mgr.GetClient(), mgr.GetAPIReader()
 	biosR := o.BIOS
-	biosR.Client, biosR.APIReader, biosR.Recorder, biosR.Now, biosR.Policy = c, mgr.GetAPIReader(), mgr.GetEventRecorder("bios"), o.Now, o.BMC
+	biosR.Client, biosR.APIReader, biosR.Recorder, biosR.Now, biosR.Policy = c, reader, mgr.GetEventRecorder("bios"), o.Now, o.BMC
 	for _, s := range []struct {
 		name  string
 		setup func(ctrl.Manager) error
 	}{
 		{"LatencyProfile", (&profile.LatencyProfileReconciler{Client: c, Metrics: o.ProfileMetrics, Now: o.Now}).SetupWithManager},
 		{"node label", (&node.NodeLabelReconciler{Client: c}).SetupWithManager},
-		{"network", (&network.NetworkReconciler{Client: c, Options: o.Network}).SetupWithManager},
-		{"LatencyBenchmark", (&benchmark.LatencyBenchmarkReconciler{Client: c, Image: o.BenchImage, Now: o.Now, ClusterRole: o.BenchmarkClusterRole,
+		{"network", (&network.NetworkReconciler{Client: c, APIReader: reader, Options: o.Network}).SetupWithManager},
+		{"LatencyBenchmark", (&benchmark.LatencyBenchmarkReconciler{Client: c, APIReader: reader, Image: o.BenchImage, Now: o.Now, ClusterRole: o.BenchmarkClusterRole,
 			Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: o.BenchmarkMetrics}).SetupWithManager},
 		{"BIOS", biosR.SetupWithManager},
 		{"BMC", (&bios.BMCReconciler{Client: c, Policy: o.BMC}).SetupWithManager},
@@ -88,10 +90,53 @@ func SetupControllers(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if len(o.UninstallGuard) > 0 {
-		g := &guard.UninstallGuard{Client: c, APIReader: mgr.GetAPIReader(), Names: o.UninstallGuard, Period: o.UninstallGuardPeriod}
+		g := &guard.UninstallGuard{Client: c, APIReader: reader, Names: o.UninstallGuard, Period: o.UninstallGuardPeriod}
 		if err := mgr.Add(g); err != nil {
 			return fmt.Errorf("setting up the uninstall guard: %w", err)
 		}
 	}
 	return nil
+}
+
+// withDefaults returns o with every zero value that has a default set to it.
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.BenchImage == "" {
+		o.BenchImage = benchmark.DefaultBenchImage
+	}
+	if o.BenchmarkClusterRole == "" {
+		o.BenchmarkClusterRole = benchmark.DefaultBenchmarkClusterRole
+	}
+	n := &o.Network
+	for _, d := range []struct {
+		field *string
+		value string
+	}{
+		{&n.ResourcePrefix, tsv1.DefaultResourcePrefix},
+		{&n.DevicePluginConfigMap, network.DefaultDevicePluginConfigMap},
+		{&n.NodeFeatureRule, network.DefaultNodeFeatureRule},
+		{&n.XDPRunDir, render.DefaultXDPRunDir},
+	} {
+		if *d.field == "" {
+			*d.field = d.value
+		}
+	}
+	b := &o.BIOS
+	for _, d := range []struct {
+		field *time.Duration
+		value time.Duration
+	}{
+		{&b.VerifyPeriod, bios.DefaultBIOSVerifyPeriod},
+		{&b.RetryPeriod, bios.DefaultBIOSRetryPeriod},
+		{&b.Timeout, bios.DefaultBIOSTimeout},
+		{&b.HoldTimeout, bios.DefaultBIOSHoldTimeout},
+		{&o.UninstallGuardPeriod, guard.DefaultUninstallGuardPeriod},
+	} {
+		if *d.field <= 0 {
+			*d.field = d.value
+		}
+	}
+	return o
 }

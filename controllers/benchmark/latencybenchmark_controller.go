@@ -2,24 +2,21 @@ package benchmark
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers/shared"
 	"github.com/tickstack/tickstack/internal/phase"
 )
 
@@ -32,16 +29,16 @@ type LatencyBenchmarkReconciler struct {
 	// APIReader reads uncached (the results ConfigMap when its Job has finished, so a Job seen
 	// finished before its ConfigMap's update reached the cache is not judged without results).
 	APIReader client.Reader
-	// Image is the bench image (the manager's --bench-image).
+	// Image is the bench image (the manager's --bench-image; DefaultBenchImage by default).
 	Image string
-	// Now is the clock; nil means time.Now.
+	// Now is the clock.
 	Now func() time.Time
 	// Recorder emits events; nil emits none.
 	Recorder events.EventRecorder
 	// Metrics, when set, receives each node's results and verdict.
 	Metrics *BenchmarkMetrics
 	// ClusterRole is the ClusterRole an administrator binds in a namespace to opt it in to
-	// benchmarks (--benchmark-cluster-role); "" is DefaultBenchmarkClusterRole. Only named in the
+	// benchmarks (--benchmark-cluster-role; DefaultBenchmarkClusterRole by default). Only named in the
 	// NamespaceOptedIn condition: the API server decides.
 	ClusterRole string
 
@@ -70,13 +67,6 @@ type benchScope struct {
 	facts  benchmarkFacts
 }
 
-func (r *LatencyBenchmarkReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // Reconcile is the usual shape: get, one deferred status patch (when the status changed), ordered
 // phases (internal/phase).
 func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
@@ -90,19 +80,14 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if !b.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // owned Jobs, ConfigMaps and RBAC go with it; node labels stay
 	}
-	now := r.now().UTC()
+	now := r.Now().UTC()
 	s := &benchScope{b: b, now: now, facts: benchmarkFacts{now: now}}
 	orig := b.DeepCopy()
 	defer func() {
 		setBenchmarkStatus(b, &s.facts, reterr == nil)
 		fitResults(b, StatusResultsBudget)
 		r.Metrics.observe(b)
-		if equality.Semantic.DeepEqual(orig.Status, b.Status) {
-			return // an empty patch still costs the API server a read, decode and validation of the object
-		}
-		if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching status: %w", err)})
-		}
+		phase.Join(&reterr, phase.PatchStatus(ctx, r.Client, orig, b, func(b *tsv1.LatencyBenchmark) any { return b.Status }))
 	}()
 
 	if err := phase.Run(ctx, s,
@@ -128,27 +113,13 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 
 // SetupWithManager watches benchmarks, the Jobs and ConfigMaps they own, and node labels.
 func (r *LatencyBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
 	// A node's labels decide whether it is a target (profile label, selector): every benchmark
 	// looks again when they change. There are few benchmarks.
-	allBenchmarks := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list tsv1.LatencyBenchmarkList
-		if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // names only
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, b := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
-		}
-		return reqs
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tsv1.LatencyBenchmark{}).
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.ConfigMap{}).
-		Watches(&corev1.Node{}, allBenchmarks, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(shared.AllBenchmarks(r.Client)), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Named("latencybenchmark").
 		Complete(r)
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/tickstack/tickstack/internal/bench/judge"
 )
 
-// DefaultBenchImage is the image of the benchmark pods when the reconciler is given none (the
-// manager always gives its --bench-image): sockperf, rt-tests, the dataplane, tickstack-bench and
+// DefaultBenchImage is the image of the benchmark pods when SetupControllers is given none
+// (cmd/manager always gives its --bench-image): sockperf, rt-tests, the dataplane, tickstack-bench and
 // tickstack-bench-upload. It is the name hack/images/build.sh gives an unversioned build.
 const DefaultBenchImage = "localhost/tickstack-bench:dev"
 

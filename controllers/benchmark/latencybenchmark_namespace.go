@@ -146,9 +146,6 @@ func (r *LatencyBenchmarkReconciler) allowed(ctx context.Context, ns string, rig
 // the manager's own service account as the API server knows it.
 func (r *LatencyBenchmarkReconciler) notOptedInMessage(ctx context.Context, ns, why string) string {
 	role := r.ClusterRole
-	if role == "" {
-		role = DefaultBenchmarkClusterRole
-	}
 	subject := "--serviceaccount <the manager's namespace>:<its service account>"
 	who := "the manager"
 	if user := r.username(ctx); user != "" {

@@ -252,16 +252,12 @@ func (r *LatencyBenchmarkReconciler) reconcileJobs(ctx context.Context, s *bench
 	if run == 0 {
 		return nil
 	}
-	image := r.Image
-	if image == "" {
-		image = DefaultBenchImage
-	}
 	startWaiting(b)
 	for _, n := range b.Status.Nodes {
 		if n.Job == "" || n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed || n.Phase == tsv1.NodeWaiting {
 			continue
 		}
-		if err := r.createNodeJob(ctx, b, n, image); err != nil {
+		if err := r.createNodeJob(ctx, b, n, r.Image); err != nil {
 			return r.forbidden(ctx, s, err)
 		}
 	}
@@ -272,12 +268,8 @@ func (r *LatencyBenchmarkReconciler) reconcileJobs(ctx context.Context, s *bench
 // freed (spec.maxParallel), without waiting for another event.
 func (r *LatencyBenchmarkReconciler) reconcileNextWave(ctx context.Context, s *benchScope) error {
 	b := s.b
-	image := r.Image
-	if image == "" {
-		image = DefaultBenchImage
-	}
 	for _, n := range startWaiting(b) {
-		if err := r.createNodeJob(ctx, b, n, image); err != nil {
+		if err := r.createNodeJob(ctx, b, n, r.Image); err != nil {
 			return r.forbidden(ctx, s, err)
 		}
 	}

@@ -47,7 +47,7 @@ type BIOSReconciler struct {
 	APIReader client.Reader
 	// Recorder emits events on the node state; nil emits none. Events never carry credentials.
 	Recorder events.EventRecorder
-	// Now is the clock; nil is time.Now.
+	// Now is the clock.
 	Now func() time.Time
 	// VerifyPeriod is how often attributes in effect are read again for drift.
 	VerifyPeriod time.Duration
@@ -102,31 +102,9 @@ const (
 	stepVerifyDrift
 )
 
-func (r *BIOSReconciler) defaults() {
-	if r.Now == nil {
-		r.Now = time.Now
-	}
-	if r.VerifyPeriod <= 0 {
-		r.VerifyPeriod = DefaultBIOSVerifyPeriod
-	}
-	if r.RetryPeriod <= 0 {
-		r.RetryPeriod = DefaultBIOSRetryPeriod
-	}
-	if r.Timeout <= 0 {
-		r.Timeout = DefaultBIOSTimeout
-	}
-	if r.HoldTimeout <= 0 {
-		r.HoldTimeout = DefaultBIOSHoldTimeout
-	}
-	if r.APIReader == nil {
-		r.APIReader = r.Client
-	}
-}
-
 // Reconcile is the house shape: get, one deferred patch of what this reconciler owns
 // (spec.firmware and status.bios), then ordered phases (internal/phase).
 func (r *BIOSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	r.defaults()
 	lns := &tsv1.LatencyNodeState{}
 	if err := r.Client.Get(ctx, req.NamespacedName, lns); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -170,12 +148,10 @@ func (r *BIOSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 // that carries only this reconciler's field (the agent writes the rest of the status). Status goes
 // first: the spec change is what triggers the next reconcile, and its cache then holds both.
 func (r *BIOSReconciler) patch(ctx context.Context, s *biosScope) error {
-	if !apiequality.Semantic.DeepEqual(s.lns.Status.BIOS, s.status) {
-		orig := s.lns.DeepCopy()
-		s.lns.Status.BIOS = s.status.DeepCopy()
-		if err := r.Client.Status().Patch(ctx, s.lns, client.MergeFrom(orig)); err != nil {
-			return client.IgnoreNotFound(fmt.Errorf("node state %s: patching status.bios: %w", s.lns.Name, err))
-		}
+	orig := s.lns.DeepCopy()
+	s.lns.Status.BIOS = s.status.DeepCopy()
+	if err := phase.PatchStatus(ctx, r.Client, orig, s.lns, func(l *tsv1.LatencyNodeState) any { return l.Status.BIOS }); err != nil {
+		return fmt.Errorf("node state %s, status.bios: %w", s.lns.Name, err)
 	}
 	if !apiequality.Semantic.DeepEqual(s.lns.Spec.Firmware, s.firmware) {
 		orig := s.lns.DeepCopy()
@@ -212,9 +188,6 @@ func (r *BIOSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
-	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
-	})
 	byBMC := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 		var nodes corev1.NodeList
@@ -238,7 +211,7 @@ func (r *BIOSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tsv1.LatencyNodeState{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&tsv1.LatencyProfile{}, byProfile, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Node{}, byName, builder.WithPredicates(nodeChanged)).
+		Watches(&corev1.Node{}, shared.SameName, builder.WithPredicates(nodeChanged)).
 		Watches(&tsv1.BMC{}, byBMC).
 		Named("bios").
 		Complete(r)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/phase"
 )
 
 // BMCPolicy is what the operator accepts in a BMC object; cmd/manager sets it from its flags.
@@ -92,14 +92,10 @@ func (r *BMCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	conds := bmcConditions(obj, r.Policy)
-	if apiequality.Semantic.DeepEqual(conds, obj.Status.Conditions) && obj.Status.ObservedGeneration == obj.Generation {
-		return ctrl.Result{}, nil
-	}
 	orig := obj.DeepCopy()
-	obj.Status.Conditions, obj.Status.ObservedGeneration = conds, obj.Generation
-	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("BMC %s: patching status: %w", obj.Name, err))
+	obj.Status.Conditions, obj.Status.ObservedGeneration = bmcConditions(obj, r.Policy), obj.Generation
+	if err := phase.PatchStatus(ctx, r.Client, orig, obj, func(b *tsv1.BMC) any { return b.Status }); err != nil {
+		return ctrl.Result{}, fmt.Errorf("BMC %s: %w", obj.Name, err)
 	}
 	return ctrl.Result{}, nil
 }

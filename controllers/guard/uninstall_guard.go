@@ -36,7 +36,7 @@ type UninstallGuard struct {
 	APIReader client.Reader
 	// Names are the policies'; each binding is named as its policy.
 	Names []string
-	// Period between looks; zero is DefaultUninstallGuardPeriod.
+	// Period between looks (DefaultUninstallGuardPeriod by default).
 	Period time.Duration
 
 	copies map[string]client.Object // "kind/name": the object as last seen, to create it again
@@ -47,11 +47,7 @@ func (g *UninstallGuard) NeedLeaderElection() bool { return true }
 
 // Start looks every Period until ctx ends.
 func (g *UninstallGuard) Start(ctx context.Context) error {
-	period := g.Period
-	if period == 0 {
-		period = DefaultUninstallGuardPeriod
-	}
-	t := time.NewTicker(period)
+	t := time.NewTicker(g.Period)
 	defer t.Stop()
 	for {
 		if err := g.look(ctx); err != nil {

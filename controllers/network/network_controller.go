@@ -30,6 +30,14 @@ import (
 	"github.com/tickstack/tickstack/internal/render"
 )
 
+// The network controller's default names (SetupControllers sets them).
+const (
+	// DefaultDevicePluginConfigMap is the SR-IOV device plugin's ConfigMap.
+	DefaultDevicePluginConfigMap = "sriovdp-config"
+	// DefaultNodeFeatureRule is the NodeFeatureRule.
+	DefaultNodeFeatureRule = "tickstack"
+)
+
 // NetworkOptions configure what the network controller renders and where.
 type NetworkOptions struct {
 	// Namespace holds the device plugin ConfigMap and the NetworkAttachmentDefinitions of profiles
@@ -59,18 +67,11 @@ type NetworkOptions struct {
 type NetworkReconciler struct {
 	Client client.Client
 	// APIReader reads the device plugin's DaemonSet (one object, not worth a cache of every
-	// DaemonSet); the manager's when nil.
+	// DaemonSet); SetupControllers gives it the manager's.
 	APIReader client.Reader
 	Options   NetworkOptions
 	// nads and nfd say whether those CRDs were installed when the controller started.
 	nads, nfd bool
-}
-
-func (o NetworkOptions) xdpRunDir() string {
-	if o.XDPRunDir == "" {
-		return render.DefaultXDPRunDir
-	}
-	return o.XDPRunDir
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch
@@ -124,7 +125,7 @@ func (r *NetworkReconciler) reconcileNADs(ctx context.Context, name string) erro
 	}
 	if profile != nil && profile.DeletionTimestamp.IsZero() {
 		var err error
-		if want, err = render.NetworkAttachments(profile, r.Options.ResourcePrefix, r.Options.Namespace, r.Options.xdpRunDir()); err != nil {
+		if want, err = render.NetworkAttachments(profile, r.Options.ResourcePrefix, r.Options.Namespace, r.Options.XDPRunDir); err != nil {
 			return err
 		}
 	}
@@ -256,18 +257,6 @@ func installed(mgr ctrl.Manager, obj client.Object) (bool, error) {
 // SetupWithManager watches profiles and the rendered objects (to undo changes made by hand).
 // NetworkAttachmentDefinitions and NodeFeatureRules are handled only when their CRDs are installed.
 func (r *NetworkReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Options.ResourcePrefix == "" {
-		r.Options.ResourcePrefix = tsv1.DefaultResourcePrefix
-	}
-	if r.Options.DevicePluginConfigMap == "" {
-		r.Options.DevicePluginConfigMap = "sriovdp-config"
-	}
-	if r.Options.NodeFeatureRule == "" {
-		r.Options.NodeFeatureRule = "tickstack"
-	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
 	if r.Options.Namespace == "" {
 		return fmt.Errorf("network controller: the operator namespace is not set")
 	}

@@ -11,9 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers/shared"
@@ -77,12 +75,9 @@ func (r *NodeLabelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 // SetupWithManager watches nodes (their labels) and node states (named after their node).
 func (r *NodeLabelReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	toNode := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Watches(&tsv1.LatencyNodeState{}, toNode).
+		Watches(&tsv1.LatencyNodeState{}, shared.SameName).
 		Named("nodelabels").
 		Complete(r)
 }

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers/shared"
@@ -187,24 +186,10 @@ func validationFactsChanged(e event.TypedUpdateEvent[client.Object]) bool {
 
 // SetupWithManager watches nodes (labels and annotations), profiles and node states.
 func (r *NodeValidationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	allNodes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list corev1.NodeList
-		if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // names only
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, n := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: n.Name}})
-		}
-		return reqs
-	})
-	sameName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&tsv1.LatencyProfile{}, allNodes, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&tsv1.LatencyNodeState{}, sameName, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{UpdateFunc: validationFactsChanged}))).
+		Watches(&tsv1.LatencyProfile{}, handler.EnqueueRequestsFromMapFunc(shared.AllNodes(r.Client)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&tsv1.LatencyNodeState{}, shared.SameName, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{UpdateFunc: validationFactsChanged}))).
 		Named("nodevalidation").
 		Complete(r)
 }

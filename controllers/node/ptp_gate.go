@@ -11,11 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers/shared"
+	"github.com/tickstack/tickstack/internal/phase"
 )
 
 // PTPGateReconciler mirrors a node state's TimeSynced condition as the node condition
@@ -111,7 +111,7 @@ func (r *PTPGateReconciler) reconcileNodeCondition(ctx context.Context, node *co
 	node.Status.Conditions = conds
 	// A strategic merge patch touches only this condition (the list merges by type): the
 	// kubelet's conditions, patched by it meanwhile, are left alone.
-	if err := r.Client.Status().Patch(ctx, node, client.StrategicMergeFrom(orig)); err != nil {
+	if err := phase.PatchStatus(ctx, r.Client, orig, node, func(n *corev1.Node) any { return n.Status.Conditions }, phase.StrategicMerge); err != nil {
 		return fmt.Errorf("setting condition %s on node %s: %w", tsv1.NodeTimeSyncedCondition, node.Name, err)
 	}
 	return nil
@@ -132,12 +132,9 @@ func timeSyncChanged(e event.TypedUpdateEvent[client.Object]) bool {
 
 // SetupWithManager watches nodes (labels and annotations) and node states (named after their node).
 func (r *PTPGateReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	sameName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&tsv1.LatencyNodeState{}, sameName, builder.WithPredicates(predicate.Funcs{UpdateFunc: timeSyncChanged})).
+		Watches(&tsv1.LatencyNodeState{}, shared.SameName, builder.WithPredicates(predicate.Funcs{UpdateFunc: timeSyncChanged})).
 		Named("ptpgate").
 		Complete(r)
 }

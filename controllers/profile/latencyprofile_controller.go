@@ -9,10 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers/shared"
 	"github.com/tickstack/tickstack/internal/phase"
 )
 
@@ -33,7 +32,7 @@ type LatencyProfileReconciler struct {
 	Client client.Client
 	// Metrics, when set, receives each profile's counts and conditions.
 	Metrics *ProfileMetrics
-	// Now is the clock of the maintenance windows; nil is time.Now.
+	// Now is the clock of the maintenance windows.
 	Now func() time.Time
 
 	// written is the tuning writes the cache has not shown yet.
@@ -92,12 +91,7 @@ func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	defer func() {
 		setProfileStatus(profile, &scope.facts, reterr == nil)
 		r.Metrics.observe(profile)
-		if equality.Semantic.DeepEqual(orig.Status, profile.Status) {
-			return // an empty patch still costs the API server a read, decode and validation of the object
-		}
-		if err := r.Client.Status().Patch(ctx, profile, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching status: %w", err)})
-		}
+		phase.Join(&reterr, phase.PatchStatus(ctx, r.Client, orig, profile, func(p *tsv1.LatencyProfile) any { return p.Status }))
 	}()
 
 	if !profile.DeletionTimestamp.IsZero() {
@@ -147,26 +141,15 @@ func (r *LatencyProfileReconciler) newScope(ctx context.Context, profile *tsv1.L
 // owned it before the change; a node state that goes may free its node for another profile, so its
 // deletion re-evaluates them all.
 func (r *LatencyProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	all := handler.EnqueueRequestsFromMapFunc(r.allProfiles)
+	allProfiles := shared.AllProfiles(r.Client)
+	all := handler.EnqueueRequestsFromMapFunc(allProfiles)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tsv1.LatencyProfile{}).
 		Watches(&tsv1.LatencyProfile{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&tsv1.LatencyNodeState{}, nodeStateOwners{all: r.allProfiles}).
+		Watches(&tsv1.LatencyNodeState{}, nodeStateOwners{all: allProfiles}).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Named("latencyprofile").
 		Complete(r)
-}
-
-func (r *LatencyProfileReconciler) allProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list tsv1.LatencyProfileList
-	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, p := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
-	}
-	return reqs
 }
 
 // nodeStateOwners enqueues, for a node state's create, update or generic event, the profile that

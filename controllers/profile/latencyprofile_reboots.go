@@ -78,10 +78,7 @@ func (r *LatencyProfileReconciler) reconcileReboots(ctx context.Context, s *prof
 		}
 	}
 	grant, revoke := PlanReboots(s.facts.states, cordoned, rollout.ProfileBudget(s.profile.Spec.Rollout, len(s.facts.owned), s.nodes))
-	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
-	}
+	now := r.Now()
 	if ok, reason, msg, next := rollout.Gate(s.profile.Spec.Rollout, now); !ok {
 		if len(grant) > 0 {
 			s.facts.heldReason, s.facts.heldMessage = reason, msg
