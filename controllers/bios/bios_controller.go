@@ -85,6 +85,8 @@ type biosScope struct {
 	status   *tsv1.BIOSStatus
 	client   *bmc.Client
 	wanted   bmc.Attributes
+	// facts is what the phases judged, from which the conditions are computed (setBIOSStatus).
+	facts biosFacts
 	// step is what this reconcile does with the BMC; zero while nothing is to be done.
 	step    biosStep
 	requeue time.Duration
@@ -130,6 +132,7 @@ func (r *BIOSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 		s.status = &tsv1.BIOSStatus{}
 	}
 	defer func() {
+		setBIOSStatus(s.status, &s.facts, lns.Generation)
 		if err := r.patch(ctx, s); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}

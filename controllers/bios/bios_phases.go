@@ -40,7 +40,7 @@ func (r *BIOSReconciler) decide(ctx context.Context, s *biosScope) error {
 		if s.lns.Spec.RebootGranted {
 			// The node is in a reboot for an earlier change: a PATCH now could land after the
 			// firmware's POST and wait for yet another reboot. Stage once the reboot is over.
-			setBIOSCondition(s, tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSPendingReboot,
+			s.facts.judge(tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSPendingReboot,
 				"the node is rebooting for an earlier change; the new BIOS settings are staged when it is back")
 			s.requeue = r.RetryPeriod
 			return phase.ErrStop
@@ -101,11 +101,11 @@ func (r *BIOSReconciler) connect(ctx context.Context, s *biosScope) error {
 	}
 	s.client = c
 	s.status.Endpoint, s.status.Vendor = c.Endpoint(), string(c.Vendor())
-	setBIOSCondition(s, tsv1.BIOSBMCReachable, true, tsv1.ReasonBMCConnected,
+	s.facts.judge(tsv1.BIOSBMCReachable, true, tsv1.ReasonBMCConnected,
 		fmt.Sprintf("BMC %s answers for system %s", c.Endpoint(), c.SystemID()))
 	wanted, err := bmc.WantedAttributes(s.profile.Spec.BIOS, c.Vendor())
 	if err != nil {
-		setBIOSCondition(s, tsv1.BIOSValid, false, tsv1.ReasonBIOSPresetUnknown,
+		s.facts.judge(tsv1.BIOSValid, false, tsv1.ReasonBIOSPresetUnknown,
 			fmt.Sprintf("LatencyProfile %s spec.bios.preset: %v; set bios.preset to the node's vendor or None, and list the attributes in bios.attributes", s.profile.Name, err))
 		r.release(s)
 		s.requeue = r.RetryPeriod
@@ -173,10 +173,13 @@ func bmcReason(err error) string {
 // the user can fix (trust, credentials, a missing object) releases it at once.
 func (r *BIOSReconciler) failed(ctx context.Context, s *biosScope, reason, msg string) {
 	ctrl.LoggerFrom(ctx).Info("BMC not usable", "node", s.lns.Name, "reason", reason, "message", msg)
-	setBIOSCondition(s, tsv1.BIOSBMCReachable, false, reason, msg)
+	s.facts.judge(tsv1.BIOSBMCReachable, false, reason, msg)
 	if s.step == stepStage {
 		transient := reason == tsv1.ReasonBMCUnreachable || reason == tsv1.ReasonBMCProtocol
-		since := meta.FindStatusCondition(s.status.Conditions, tsv1.BIOSBMCReachable).LastTransitionTime
+		// Since when the BMC has not been usable: the status with this reconcile's judgements so far.
+		cur := s.status.DeepCopy()
+		setBIOSStatus(cur, &s.facts, s.lns.Generation)
+		since := meta.FindStatusCondition(cur.Conditions, tsv1.BIOSBMCReachable).LastTransitionTime
 		held := transient && r.Now().Sub(since.Time) < r.HoldTimeout
 		note := ""
 		if held {
@@ -184,7 +187,7 @@ func (r *BIOSReconciler) failed(ctx context.Context, s *biosScope, reason, msg s
 		} else {
 			r.release(s)
 		}
-		setBIOSCondition(s, tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSUnknown, "nothing was staged: the BMC could not be used ("+reason+"); see BMCReachable"+note)
+		s.facts.judge(tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSUnknown, "nothing was staged: the BMC could not be used ("+reason+"); see BMCReachable"+note)
 	}
 	r.event(s, corev1.EventTypeWarning, reason, "ConnectBMC", "%s", msg)
 	s.requeue = r.RetryPeriod
@@ -211,7 +214,7 @@ func (r *BIOSReconciler) stage(ctx context.Context, s *biosScope) error {
 	}
 	boot := bootID(s.node)
 	if boot == "" {
-		setBIOSCondition(s, tsv1.BIOSAppliedCondition, false, tsv1.ReasonWaitingForBootID,
+		s.facts.judge(tsv1.BIOSAppliedCondition, false, tsv1.ReasonWaitingForBootID,
 			fmt.Sprintf("node %s has no status.nodeInfo.bootID yet (its kubelet reports it); BIOS settings are staged once it has, so that the reboot that applies them can be recognised", s.lns.Name))
 		s.requeue = r.RetryPeriod
 		return phase.ErrStop
@@ -221,8 +224,8 @@ func (r *BIOSReconciler) stage(ctx context.Context, s *biosScope) error {
 	switch {
 	case errors.As(err, &verr):
 		msg := fmt.Sprintf("%v; nothing was staged: fix spec.bios of LatencyProfile %s", verr, s.profile.Name)
-		setBIOSCondition(s, tsv1.BIOSValid, false, tsv1.ReasonBIOSInvalid, msg)
-		setBIOSCondition(s, tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSInvalid, "nothing was staged: see BIOSValid")
+		s.facts.judge(tsv1.BIOSValid, false, tsv1.ReasonBIOSInvalid, msg)
+		s.facts.judge(tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSInvalid, "nothing was staged: see BIOSValid")
 		s.status.Attributes = invalidAttributeStatuses(s.wanted, verr)
 		r.event(s, corev1.EventTypeWarning, tsv1.ReasonBIOSInvalid, "ValidateBIOS", "%s", msg)
 		r.release(s)
@@ -232,7 +235,7 @@ func (r *BIOSReconciler) stage(ctx context.Context, s *biosScope) error {
 		r.failed(ctx, s, bmcReason(err), err.Error())
 		return phase.ErrStop
 	}
-	setBIOSCondition(s, tsv1.BIOSValid, true, tsv1.ReasonBIOSValid, validText(plan, len(s.wanted)))
+	s.facts.judge(tsv1.BIOSValid, true, tsv1.ReasonBIOSValid, validText(plan, len(s.wanted)))
 	if plan.NeedsPatch() {
 		if err := s.client.Apply(ctx, plan); err != nil {
 			r.failed(ctx, s, bmcReason(err), err.Error())
@@ -245,14 +248,14 @@ func (r *BIOSReconciler) stage(ctx context.Context, s *biosScope) error {
 		s.firmware = &tsv1.FirmwareSpec{Hash: s.hash, PendingReboot: true, BootID: boot}
 		names := changedNames(plan)
 		msg := fmt.Sprintf("%d BIOS attribute(s) staged on the BMC (%s); they take effect at the node's next reboot, in its reboot slot together with its kernel arguments", len(names), strings.Join(names, ", "))
-		setBIOSCondition(s, tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSPendingReboot, msg)
+		s.facts.judge(tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSPendingReboot, msg)
 		r.event(s, corev1.EventTypeNormal, "BIOSStaged", "StageBIOS", "%s", msg)
 		return phase.ErrStop
 	}
 	s.firmware = &tsv1.FirmwareSpec{Hash: s.hash}
 	now := metav1.NewTime(r.Now())
 	s.status.LastVerifiedTime = &now
-	setBIOSCondition(s, tsv1.BIOSAppliedCondition, true, tsv1.ReasonBIOSInEffect,
+	s.facts.judge(tsv1.BIOSAppliedCondition, true, tsv1.ReasonBIOSInEffect,
 		fmt.Sprintf("all %d BIOS attribute(s) already in effect; no reboot needed", len(s.wanted)))
 	s.requeue = r.VerifyPeriod
 	return phase.ErrStop
@@ -277,7 +280,7 @@ func (r *BIOSReconciler) verify(ctx context.Context, s *biosScope) error {
 		s.firmware = &tsv1.FirmwareSpec{Hash: s.hash}
 	}
 	ok, reason, msg := appliedCondition(s.status.Attributes)
-	setBIOSCondition(s, tsv1.BIOSAppliedCondition, ok, reason, msg)
+	s.facts.judge(tsv1.BIOSAppliedCondition, ok, reason, msg)
 	switch {
 	case s.step == stepVerifyReboot && ok:
 		r.event(s, corev1.EventTypeNormal, "BIOSVerified", "VerifyBIOS", "after the reboot: %s", msg)

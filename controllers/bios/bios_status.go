@@ -12,14 +12,40 @@ import (
 	"github.com/tickstack/tickstack/internal/bmc"
 )
 
-func setBIOSCondition(s *biosScope, typ string, ok bool, reason, msg string) {
-	status := metav1.ConditionFalse
-	if ok {
-		status = metav1.ConditionTrue
+// biosFacts is what the phases of one reconcile found about the BMC, the settings' validity and
+// whether they are in effect: each judgement in the order the phases made it (a BMC that answered
+// at connect and then failed while staging is both). setBIOSStatus turns them into conditions.
+type biosFacts struct {
+	judged []biosJudgement
+}
+
+// biosJudgement is one phase's verdict on one condition type.
+type biosJudgement struct {
+	condition string
+	ok        bool
+	reason    string
+	message   string
+}
+
+// judge records a phase's verdict on condition typ.
+func (f *biosFacts) judge(typ string, ok bool, reason, msg string) {
+	f.judged = append(f.judged, biosJudgement{condition: typ, ok: ok, reason: reason, message: msg})
+}
+
+// setBIOSStatus sets the conditions of st (BMCReachable, BIOSValid, BIOSApplied) from what the
+// phases judged, in their order, for the node state's generation; a condition no phase judged
+// keeps what it said. A condition's LastTransitionTime moves when its status changes, also between
+// two judgements of one reconcile. Pure: the table tests need no client.
+func setBIOSStatus(st *tsv1.BIOSStatus, f *biosFacts, generation int64) {
+	for _, j := range f.judged {
+		status := metav1.ConditionFalse
+		if j.ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: j.condition, Status: status, Reason: j.reason, Message: j.message, ObservedGeneration: generation,
+		})
 	}
-	meta.SetStatusCondition(&s.status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.lns.Generation,
-	})
 }
 
 // plannedAttributeStatuses is the per-attribute report right after staging.

@@ -1,8 +1,13 @@
 package bios
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bmc"
@@ -63,5 +68,60 @@ func TestFirmwarePendingFor(t *testing.T) {
 		if got := tc.fw.PendingFor(tc.boot); got != tc.want {
 			t.Errorf("%+v.PendingFor(%q) = %v, want %v", tc.fw, tc.boot, got, tc.want)
 		}
+	}
+}
+
+// TestSetBIOSStatus: the conditions come from the phases' judgements in order, for the node
+// state's generation; an unjudged condition stays; a status change moves the transition time, also
+// when the BMC answered and then failed within one reconcile.
+func TestSetBIOSStatus(t *testing.T) {
+	old := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	prev := func() *tsv1.BIOSStatus {
+		return &tsv1.BIOSStatus{Conditions: []metav1.Condition{
+			{Type: tsv1.BIOSBMCReachable, Status: metav1.ConditionFalse, Reason: tsv1.ReasonBMCUnreachable, LastTransitionTime: old, ObservedGeneration: 1},
+			{Type: tsv1.BIOSValid, Status: metav1.ConditionTrue, Reason: tsv1.ReasonBIOSValid, LastTransitionTime: old, ObservedGeneration: 1},
+		}}
+	}
+	cond := func(st *tsv1.BIOSStatus, typ string) metav1.Condition {
+		c := meta.FindStatusCondition(st.Conditions, typ)
+		if c == nil {
+			t.Fatalf("no condition %s in %+v", typ, st.Conditions)
+		}
+		return *c
+	}
+
+	st := prev()
+	var f biosFacts
+	f.judge(tsv1.BIOSBMCReachable, false, tsv1.ReasonBMCUnreachable, "still no answer")
+	setBIOSStatus(st, &f, 2)
+	if c := cond(st, tsv1.BIOSBMCReachable); !c.LastTransitionTime.Equal(&old) || c.Message != "still no answer" || c.ObservedGeneration != 2 {
+		t.Errorf("unreachable again: %+v, want the old transition time, the new message, generation 2", c)
+	}
+	if c := cond(st, tsv1.BIOSValid); c.ObservedGeneration != 1 || c.Status != metav1.ConditionTrue {
+		t.Errorf("an unjudged condition changed: %+v", c)
+	}
+	if meta.FindStatusCondition(st.Conditions, tsv1.BIOSAppliedCondition) != nil {
+		t.Error("a condition no phase judged appeared")
+	}
+
+	// Reachable at connect, then a failure while staging: False again, but since now.
+	st = prev()
+	f = biosFacts{}
+	f.judge(tsv1.BIOSBMCReachable, true, tsv1.ReasonBMCConnected, "answers")
+	f.judge(tsv1.BIOSBMCReachable, false, tsv1.ReasonBMCProtocol, "500")
+	f.judge(tsv1.BIOSAppliedCondition, false, tsv1.ReasonBIOSUnknown, "nothing was staged")
+	setBIOSStatus(st, &f, 2)
+	if c := cond(st, tsv1.BIOSBMCReachable); c.Status != metav1.ConditionFalse || c.Reason != tsv1.ReasonBMCProtocol || !c.LastTransitionTime.After(old.Time) {
+		t.Errorf("answered then failed: %+v, want False since this reconcile", c)
+	}
+	if c := cond(st, tsv1.BIOSAppliedCondition); c.Status != metav1.ConditionFalse || c.Reason != tsv1.ReasonBIOSUnknown {
+		t.Errorf("applied: %+v", c)
+	}
+
+	// No judgement: the status is as it was.
+	st = prev()
+	setBIOSStatus(st, &biosFacts{}, 3)
+	if !reflect.DeepEqual(st, prev()) {
+		t.Errorf("no judgement changed the status: %+v", st)
 	}
 }
