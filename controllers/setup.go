@@ -1,3 +1,7 @@
+// Package controllers wires the operator's controllers: SetupControllers builds every reconciler of
+// the controller packages (profile, benchmark, bios, network, node) and the uninstall guard with
+// their defaults and registers them with the manager. cmd/manager and the envtest suite of every
+// controller use it; the packages themselves import no other controller package.
 package controllers
 
 import (
