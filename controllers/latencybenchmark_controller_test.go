@@ -19,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers/benchmark"
 	"github.com/tickstack/tickstack/internal/bench/judge"
+	"github.com/tickstack/tickstack/internal/bench/judge/judgetest"
 )
 
 var tslbSeq atomic.Int32
@@ -94,7 +96,7 @@ func getBenchmark(ns, name string) func(Gomega) *tsv1.LatencyBenchmark {
 func nodeJob(ns, bench string, run int64, node string) *batchv1.Job {
 	job := &batchv1.Job{}
 	Eventually(func() error {
-		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchJobName(bench, run, node)}, job)
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchmark.BenchJobName(bench, run, node)}, job)
 	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	return job
 }
@@ -249,17 +251,17 @@ var _ = Describe("LatencyBenchmark controller", func() {
 				Expect(c.Resources.Limits.Cpu().String()).To(Equal("1"))
 				Expect(c.Resources.Requests.Cpu().String()).To(Equal("1"))
 			}
-			Expect(ps.ServiceAccountName).To(Equal(benchAccessName("nightly")))
+			Expect(ps.ServiceAccountName).To(Equal(benchmark.BenchAccessName("nightly")))
 			Expect(job.OwnerReferences[0].Name).To(Equal("nightly"))
 			cm := &corev1.ConfigMap{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, cm)).To(Succeed())
 		}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchJobName("nightly", 1, "tslb-run-other")}, &batchv1.Job{})).
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchmark.BenchJobName("nightly", 1, "tslb-run-other")}, &batchv1.Job{})).
 			To(Satisfy(apierrors.IsNotFound))
 
 		By("limiting the pods' service account to this run's ConfigMaps")
 		role := &rbacv1.Role{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchAccessName("nightly")}, role)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchmark.BenchAccessName("nightly")}, role)).To(Succeed())
 		Expect(role.Rules[0].ResourceNames).To(ConsistOf(j1.Name, j2.Name))
 		Expect(role.Rules[0].Verbs).NotTo(ContainElement("create"))
 
@@ -271,8 +273,8 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 
 		By("collecting results: one node within the p99 limit, one over it")
-		uploadResults(ns, j1.Name, sampleResults(n1.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000})) // p99 30 us
-		uploadResults(ns, j2.Name, sampleResults(n2.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 20000})) // p99 60 us
+		uploadResults(ns, j1.Name, judgetest.SampleResults(n1.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000})) // p99 30 us
+		uploadResults(ns, j2.Name, judgetest.SampleResults(n2.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 20000})) // p99 60 us
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "nightly")(g)
 			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictFailed))
@@ -328,15 +330,15 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "nightly")(g)
 			g.Expect(got.Status.Rerun).To(Equal("ci-42"))
-			g.Expect(got.Status.RunReason).To(Equal(RunReasonRerun))
+			g.Expect(got.Status.RunReason).To(Equal(benchmark.RunReasonRerun))
 			g.Expect(got.Status.Verdict).To(BeEmpty())
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 		Eventually(func() bool {
 			_, ok := metricValue("tickstack_benchmark_run_completion_timestamp_seconds", run)
 			return ok
 		}, 20*time.Second, 100*time.Millisecond).Should(BeFalse(), "no completion time while the second run goes on")
-		uploadResults(ns, k1.Name, sampleResults(n1.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 50000}))
-		uploadResults(ns, k2.Name, sampleResults(n2.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 5000}))
+		uploadResults(ns, k1.Name, judgetest.SampleResults(n1.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 50000}))
+		uploadResults(ns, k2.Name, judgetest.SampleResults(n2.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 5000}))
 		Eventually(nodeLabel(n2.Name, tsv1.ValidatedLabel), 20*time.Second, 100*time.Millisecond).Should(Equal("tslb-p1"))
 		Eventually(nodeLabel(n1.Name, tsv1.ValidatedLabel), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
 		Eventually(func(g Gomega) int64 { return getBenchmark(ns, "nightly")(g).Status.Run }, 5*time.Second).Should(BeEquivalentTo(2))
@@ -441,7 +443,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 
 		By("the first two nodes by name get a Job, the third waits for a slot")
 		j1, j2 := nodeJob(ns, "waves", 1, nodes[0].Name), nodeJob(ns, "waves", 1, nodes[1].Name)
-		third := benchJobName("waves", 1, nodes[2].Name)
+		third := benchmark.BenchJobName("waves", 1, nodes[2].Name)
 		Eventually(func(g Gomega) {
 			g.Expect(nodeStatus(getBenchmark(ns, "waves")(g), nodes[2].Name).Phase).To(Equal(tsv1.NodeWaiting))
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
@@ -454,7 +456,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
 
 		By("a verdict frees a slot: the third node's Job starts")
-		uploadResults(ns, j1.Name, sampleResults(nodes[0].Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
+		uploadResults(ns, j1.Name, judgetest.SampleResults(nodes[0].Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
 		j3 := nodeJob(ns, "waves", 1, nodes[2].Name)
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "waves")(g)
@@ -463,8 +465,8 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 
 		By("every verdict in")
-		uploadResults(ns, j2.Name, sampleResults(nodes[1].Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
-		uploadResults(ns, j3.Name, sampleResults(nodes[2].Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
+		uploadResults(ns, j2.Name, judgetest.SampleResults(nodes[1].Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
+		uploadResults(ns, j3.Name, judgetest.SampleResults(nodes[2].Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "waves")(g)
 			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictPassed))
@@ -483,7 +485,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
 		// About 100 KiB of tables a node: two fit in the status's share, the other three do not.
 		big := func(node string) *tsv1.BenchmarkResults {
-			r := sampleResults(node, map[tsv1.Stack]int64{tsv1.StackKernel: 10000})
+			r := judgetest.SampleResults(node, map[tsv1.Stack]int64{tsv1.StackKernel: 10000})
 			row := r.Stacks[0].PingPong.Rows[0]
 			for size := int32(65); size < 65+550; size++ {
 				row.MessageSize = size
@@ -493,8 +495,8 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}
 		raw, err := json.Marshal(big("x"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(len(raw)).To(BeNumerically(">", statusResultsBudget/3), "one node's tables must be more than a third of the share")
-		Expect(len(raw)).To(BeNumerically("<", statusResultsBudget/2-8), "two nodes' tables must fit the share")
+		Expect(len(raw)).To(BeNumerically(">", benchmark.StatusResultsBudget/3), "one node's tables must be more than a third of the share")
+		Expect(len(raw)).To(BeNumerically("<", benchmark.StatusResultsBudget/2-8), "two nodes' tables must fit the share")
 		for _, n := range nodes {
 			uploadResults(ns, nodeJob(ns, "big", 1, n.Name).Name, big(n.Name))
 		}
@@ -536,7 +538,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}, 20*time.Second, 100*time.Millisecond).Should(Equal(tsv1.ReasonNoTargetNodes))
 
 		n := tslbNode("tslb-joiner", "tslb-p7") // the profile became applied there
-		uploadResults(ns, nodeJob(ns, "joiner", 1, n.Name).Name, sampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
+		uploadResults(ns, nodeJob(ns, "joiner", 1, n.Name).Name, judgetest.SampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "joiner")(g)
 			g.Expect(got.Status.Run).To(BeEquivalentTo(1))
@@ -570,7 +572,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		Expect(peer).To(Equal(svc.Spec.ClusterIP))
 
 		refl := &batchv1.Job{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: reflectorJobName(job.Name)}, refl)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchmark.ReflectorJobName(job.Name)}, refl)).To(Succeed())
 		Expect(refl.Spec.Template.Labels).To(HaveKeyWithValue(tsv1.ReflectorLabel, job.Name))
 		Expect(refl.Spec.Template.Annotations).To(HaveKeyWithValue(tsv1.ExclusiveCPUsAnnotation, "false"))
 		Expect(refl.Spec.Template.Spec.Containers[0].Resources.Requests).NotTo(HaveKey(corev1.ResourceCPU))
@@ -602,7 +604,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 
 		runner := nodeJob(ns, "caps", 1, n.Name)
 		reflector := &batchv1.Job{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: reflectorJobName(runner.Name)}, reflector)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchmark.ReflectorJobName(runner.Name)}, reflector)).To(Succeed())
 		for _, job := range []*batchv1.Job{runner, reflector} {
 			Expect(job.Spec.Template.Spec.Containers).NotTo(BeEmpty())
 			Expect(job.Spec.Template.Spec.HostNetwork).To(BeFalse())
@@ -630,16 +632,16 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		var spec tsv1.BenchmarkSuites
 		Expect(json.Unmarshal([]byte(env(j1.Spec.Template.Spec.Containers[0], "TSB_SPEC")), &spec)).To(Succeed())
 		Expect(spec.Qualify).NotTo(BeNil(), "the runner is given the qualify suite")
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: reflectorJobName(j1.Name)}, &batchv1.Job{})).To(Succeed(), "it runs against a reflector pod")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchmark.ReflectorJobName(j1.Name)}, &batchv1.Job{})).To(Succeed(), "it runs against a reflector pod")
 
 		report := func(v tsv1.QualifyVerdict, reason tsv1.QualifyReason) *tsv1.QualifyReport {
 			return &tsv1.QualifyReport{Interface: "lat0", Driver: "iavf", NUMANode: 0, Peer: "198.18.0.2",
 				XDP:     tsv1.QualifyXDP{Native: tsv1.QualifyTrial{Works: true, Detail: "XDP native, bound copy"}, ZeroCopy: tsv1.QualifyTrial{Detail: "refused"}},
 				Verdict: v, Reasons: []tsv1.QualifyReason{reason}}
 		}
-		r1 := sampleResults(n1.Name, nil)
+		r1 := judgetest.SampleResults(n1.Name, nil)
 		r1.Qualify = report(tsv1.QualifyDegraded, tsv1.QualifyReason{Check: "zeroCopy", Verdict: tsv1.QualifyDegraded, Message: "AF_XDP zero-copy is not available"})
-		r2 := sampleResults(n2.Name, nil)
+		r2 := judgetest.SampleResults(n2.Name, nil)
 		r2.Qualify = report(tsv1.QualifyUnsupported, tsv1.QualifyReason{Check: "conformance/iov", Verdict: tsv1.QualifyUnsupported, Message: "differs from the kernel"})
 		uploadResults(ns, j1.Name, r1)
 		uploadResults(ns, j2.Name, r2)
@@ -678,7 +680,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		// the small buffer's row: every value read; the large one's: an rmem_max the reflector
 		// could not read, so unknown, and a lower bound above the threshold
 		granted, rmemDefault := int64(131072), int64(212992)
-		res := sampleResults(n.Name, nil)
+		res := judgetest.SampleResults(n.Name, nil)
 		res.Stacks = []tsv1.StackResults{{Stack: tsv1.StackKernel, Microburst: &tsv1.MicroburstResult{Protocol: tsv1.ProtocolUDP, MessageSize: 256, LinkSpeedMbps: 10000,
 			Rows: []tsv1.MicroburstRow{
 				{ReceiveBufferBytes: 65536, Buffering: &tsv1.ReceiveBuffering{GrantedBytes: &granted, RmemDefaultBytes: &rmemDefault, RmemMaxBytes: ptr.To[int64](4194304)},
@@ -729,12 +731,12 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		job := nodeJob(ns, "untuned", 1, n.Name)
 		ps := job.Spec.Template.Spec
 		Expect(ps.Containers).To(HaveLen(2), "the venue (exchange simulator, publisher) runs in the reflector container")
-		Expect(ps.Containers[1].Name).To(Equal(benchReflectorContainer))
+		Expect(ps.Containers[1].Name).To(Equal(benchmark.BenchReflectorContainer))
 		var spec tsv1.BenchmarkSuites
 		Expect(json.Unmarshal([]byte(env(ps.Containers[0], "TSB_SPEC")), &spec)).To(Succeed())
 		Expect(spec.TickToTrade).NotTo(BeNil())
 		Expect(spec.TickToTrade.RatesMps).To(Equal([]int64{500, 10000}))
-		uploadResults(ns, job.Name, t2tResults(n.Name, map[int64]int64{500: 40000, 10000: 50000}))
+		uploadResults(ns, job.Name, judgetest.T2TResults(n.Name, map[int64]int64{500: 40000, 10000: 50000}))
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "untuned")(g)
 			g.Expect(got.Status.Verdict).To(Equal(tsv1.VerdictPassed))
@@ -749,7 +751,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, tuned))).To(Succeed()) })
 		tj := nodeJob(ns, "tuned", 1, n.Name)
 		Expect(env(tj.Spec.Template.Spec.Containers[0], "TSB_SPEC")).NotTo(ContainSubstring("baseline"), "the runner does not see the baseline")
-		uploadResults(ns, tj.Name, t2tResults(n.Name, map[int64]int64{500: 30000, 10000: 40000}))
+		uploadResults(ns, tj.Name, judgetest.T2TResults(n.Name, map[int64]int64{500: 30000, 10000: 40000}))
 		Eventually(func(g Gomega) {
 			got := nodeStatus(getBenchmark(ns, "tuned")(g), n.Name)
 			g.Expect(got.Verdict).NotTo(BeNil())
@@ -775,7 +777,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		patch := client.MergeFrom(cur.DeepCopy())
 		cur.Annotations = map[string]string{tsv1.RerunAnnotation: "lost"}
 		Expect(k8s.Patch(ctx, cur, patch)).To(Succeed())
-		lost := t2tResults(n.Name, map[int64]int64{500: 30000, 10000: 40000})
+		lost := judgetest.T2TResults(n.Name, map[int64]int64{500: 30000, 10000: 40000})
 		row := &lost.Stacks[0].TickToTrade.Rows[1]
 		row.TicksReceived, row.TicksLost, row.Unaccounted = row.TicksReceived-1, 1, []string{"ticks: 1 lost, 0 out of sequence"}
 		uploadResults(ns, nodeJob(ns, "tuned", 2, n.Name).Name, lost)
@@ -798,7 +800,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		b.Spec.Schedule = "@every 1h"
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
-		uploadResults(ns, nodeJob(ns, "hourly", 1, n.Name).Name, sampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
+		uploadResults(ns, nodeJob(ns, "hourly", 1, n.Name).Name, judgetest.SampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
 		var next time.Time
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "hourly")(g)
@@ -818,7 +820,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		nodeJob(ns, "hourly", 2, n.Name)
 		Eventually(func(g Gomega) {
 			got := getBenchmark(ns, "hourly")(g)
-			g.Expect(got.Status.RunReason).To(Equal(RunReasonSchedule))
+			g.Expect(got.Status.RunReason).To(Equal(benchmark.RunReasonSchedule))
 			g.Expect(got.Status.LastScheduleTime).NotTo(BeNil())
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
@@ -856,8 +858,26 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
 		job := nodeJob(ns, "gate", 1, n.Name)
 		Expect(job.Spec.Template.Spec.Tolerations).To(ContainElement(HaveField("Key", tsv1.UnvalidatedTaint)))
-		uploadResults(ns, job.Name, sampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
+		uploadResults(ns, job.Name, judgetest.SampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
 		Eventually(tainted, 20*time.Second, 100*time.Millisecond).Should(BeFalse())
 		Expect(nodeLabel(n.Name, tsv1.ValidatedLabel)(Default)).To(Equal("tslb-gated"))
 	})
 })
+
+// condition is the condition typ of conds, or the zero condition.
+func condition(conds []metav1.Condition, typ string) metav1.Condition {
+	if c := apimeta.FindStatusCondition(conds, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// env is the value of a container's environment variable name ("" when unset).
+func env(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}

@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers/profile"
 )
 
 const (
@@ -259,8 +259,12 @@ var _ = Describe("LatencyProfile controller", func() {
 			gm.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			gm.Expect(c.Reason).To(Equal(tsv1.ReasonAllApplied))
 			gm.Expect(meta.IsStatusConditionFalse(p.Status.Conditions, tsv1.ProfileProgressing)).To(BeTrue())
-			gm.Expect(promtest.ToFloat64(metrics.nodes.WithLabelValues(g, "applied"))).To(Equal(2.0))
-			gm.Expect(promtest.ToFloat64(metrics.condition.WithLabelValues(g, tsv1.ProfileReady, "True"))).To(Equal(1.0))
+			applied, ok := gaugeValue(profileMetricsReg, "tickstack_profile_nodes", map[string]string{"profile": g, "state": "applied"})
+			gm.Expect(ok).To(BeTrue(), "no tickstack_profile_nodes series")
+			gm.Expect(applied).To(Equal(2.0))
+			ready, ok := gaugeValue(profileMetricsReg, "tickstack_profile_condition", map[string]string{"profile": g, "type": tsv1.ProfileReady, "status": "True"})
+			gm.Expect(ok).To(BeTrue(), "no tickstack_profile_condition series")
+			gm.Expect(ready).To(Equal(1.0))
 		}, timeout, interval).Should(Succeed())
 
 		By("a spec change makes the nodes pending again until the agents catch up")
@@ -554,7 +558,7 @@ var _ = Describe("Rollout controls", func() {
 		Consistently(granted, 2*time.Second, interval).Should(BeEmpty())
 
 		By("the reconcile asks to run again when the window opens")
-		rr := &LatencyProfileReconciler{Client: k8s, Now: func() time.Time { return now }}
+		rr := &profile.LatencyProfileReconciler{Client: k8s, Now: func() time.Time { return now }}
 		res, err := rr.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: g}})
 		Expect(err).NotTo(HaveOccurred())
 		// The window starts at now+2h truncated to the minute; the requeue is a second after it.

@@ -18,6 +18,7 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers/node"
 	"github.com/tickstack/tickstack/internal/render"
 )
 
@@ -236,7 +237,7 @@ var _ = Describe("Network and node label controllers", Ordered, func() {
 
 var _ = DescribeTable("NodeProfileLabelValue",
 	func(lns *tsv1.LatencyNodeState, want string) {
-		Expect(NodeProfileLabelValue(lns)).To(Equal(want))
+		Expect(node.NodeProfileLabelValue(lns)).To(Equal(want))
 	},
 	Entry("no node state", nil, ""),
 	Entry("applied", nodeState("p", 2, metav1.ConditionTrue, 2, false), "p"),

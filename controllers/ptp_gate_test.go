@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -10,82 +9,12 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers/node"
+	"github.com/tickstack/tickstack/internal/bench/judge/judgetest"
 )
-
-func TestWantValidated(t *testing.T) {
-	for _, tc := range []struct {
-		name, passed, profile string
-		lost                  bool
-		want                  string
-	}{
-		{"passed, same profile, in sync: validated", "p", "p", false, "p"},
-		{"passed, out of sync: not validated", "p", "p", true, ""},
-		{"passed for another profile: not validated", "q", "p", false, ""},
-		{"passed, no profile any more: not validated", "p", "", false, ""},
-		{"never passed", "", "p", false, ""},
-	} {
-		if got := wantValidated(tc.passed, tc.profile, tc.lost); got != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestTimeSyncLostAndProfile(t *testing.T) {
-	withPTP := func(status metav1.ConditionStatus) *tsv1.LatencyNodeState {
-		l := &tsv1.LatencyNodeState{Spec: tsv1.LatencyNodeStateSpec{Profile: tsv1.ProfileReference{Name: "p"}, Tuning: &tsv1.NodeTuning{PTP: &tsv1.PTPTuning{}}}}
-		if status != "" {
-			l.Status.Conditions = []metav1.Condition{{Type: tsv1.NodeTimeSynced, Status: status, Reason: "R"}}
-		}
-		return l
-	}
-	noPTP := withPTP(metav1.ConditionFalse)
-	noPTP.Spec.Tuning.PTP = nil
-	deleting := withPTP(metav1.ConditionFalse)
-	deleting.DeletionTimestamp = ptr.To(metav1.Now())
-	for _, tc := range []struct {
-		name string
-		lns  *tsv1.LatencyNodeState
-		want bool
-	}{
-		{"no node state", nil, false},
-		{"TimeSynced False", withPTP(metav1.ConditionFalse), true},
-		{"TimeSynced True", withPTP(metav1.ConditionTrue), false},
-		{"not reported yet", withPTP(""), false},
-		{"False but no ptp section (stale)", noPTP, false},
-		{"being deleted", deleting, false},
-	} {
-		if got, _ := timeSyncLost(tc.lns); got != tc.want {
-			t.Errorf("%s: lost %v, want %v", tc.name, got, tc.want)
-		}
-	}
-
-	node := func(profile string) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{}}}
-		if profile != "" {
-			n.Labels[tsv1.ProfileLabel] = profile
-		}
-		return n
-	}
-	for _, tc := range []struct {
-		name string
-		node *corev1.Node
-		lns  *tsv1.LatencyNodeState
-		want string
-	}{
-		{"the node's label", node("q"), withPTP(metav1.ConditionTrue), "q"},
-		{"label not set yet: the node state's", node(""), withPTP(metav1.ConditionTrue), "p"},
-		{"no label, no node state", node(""), nil, ""},
-		{"no label, node state being deleted", node(""), deleting, ""},
-	} {
-		if got := nodeProfile(tc.node, tc.lns); got != tc.want {
-			t.Errorf("%s: nodeProfile %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
 
 // gateNode creates a node of a profile, that passed its benchmark for passed ("" none), with extra
 // labels, and removes it after the test.
@@ -203,43 +132,6 @@ func benchmarkEvents(ns string) func(Gomega) []string {
 	}
 }
 
-func TestNodeTimeSyncedCondition(t *testing.T) {
-	now := metav1.Now()
-	lns := &tsv1.LatencyNodeState{Spec: tsv1.LatencyNodeStateSpec{Tuning: &tsv1.NodeTuning{PTP: &tsv1.PTPTuning{}}}}
-	if c := wantNodeCondition(lns, now); c == nil || c.Status != corev1.ConditionUnknown || c.Reason != "NotReported" {
-		t.Errorf("before the agent reports: %+v", c)
-	}
-	lns.Status.Conditions = []metav1.Condition{{Type: tsv1.NodeTimeSynced, Status: metav1.ConditionFalse, Reason: "OffsetAboveThreshold", Message: "offset 90000 ns"}}
-	want := wantNodeCondition(lns, now)
-	if want == nil || want.Type != tsv1.NodeTimeSyncedCondition || want.Status != corev1.ConditionFalse || want.Reason != "OffsetAboveThreshold" || want.Message != "offset 90000 ns" {
-		t.Fatalf("out of sync: %+v", want)
-	}
-	if c := wantNodeCondition(&tsv1.LatencyNodeState{}, now); c != nil {
-		t.Errorf("no ptp section: %+v", c)
-	}
-
-	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}
-	got, changed := mergeNodeCondition([]corev1.NodeCondition{ready}, want)
-	if !changed || len(got) != 2 || got[0] != ready || got[1].Type != tsv1.NodeTimeSyncedCondition {
-		t.Errorf("added: %v %+v", changed, got)
-	}
-	later := *want
-	later.LastHeartbeatTime = metav1.NewTime(now.Add(time.Minute))
-	if _, changed := mergeNodeCondition(got, &later); changed {
-		t.Error("a heartbeat alone counts as a change")
-	}
-	later.Status = corev1.ConditionTrue
-	if out, changed := mergeNodeCondition(got, &later); !changed || len(out) != 2 || out[1].Status != corev1.ConditionTrue {
-		t.Errorf("status change: %v %+v", changed, out)
-	}
-	if out, changed := mergeNodeCondition(got, nil); !changed || len(out) != 1 || out[0] != ready {
-		t.Errorf("removed: %v %+v", changed, out)
-	}
-	if _, changed := mergeNodeCondition([]corev1.NodeCondition{ready}, nil); changed {
-		t.Error("removing an absent condition counts as a change")
-	}
-}
-
 // nodeTimeSynced reads a node's tickstack.io/TimeSynced condition status ("" when absent).
 func nodeTimeSynced(name string) func(Gomega) string {
 	return func(g Gomega) string {
@@ -281,14 +173,14 @@ var _ = Describe("PTP readiness gate", func() {
 		setTimeSynced(name, metav1.ConditionFalse)
 		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{passed: profile}))
 		Eventually(unvalidatedTaint(name), wait, poll).Should(BeTrue())
-		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(EventTimeSyncLost))
+		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(node.EventTimeSyncLost))
 		Eventually(nodeTimeSynced(name), wait, poll).Should(Equal("False/OffsetAboveThreshold"))
 
 		By("back in sync: the label returns without a benchmark, the taint goes")
 		setTimeSynced(name, metav1.ConditionTrue)
 		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{validated: profile, passed: profile}))
 		Eventually(unvalidatedTaint(name), wait, poll).Should(BeFalse())
-		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(EventTimeSyncRestored))
+		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(node.EventTimeSyncRestored))
 		Eventually(nodeTimeSynced(name), wait, poll).Should(Equal("True/Synchronized"))
 
 		By("the ptp section goes: so does the node condition")
@@ -336,7 +228,7 @@ var _ = Describe("PTP readiness gate", func() {
 
 		By("a pass while out of sync gives the pass annotation, not the label")
 		job := nodeJob(ns, "held", 1, name)
-		uploadResults(ns, job.Name, sampleResults(name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
+		uploadResults(ns, job.Name, judgetest.SampleResults(name, map[tsv1.Stack]int64{tsv1.StackKernel: 1000}))
 		Eventually(func(g Gomega) tsv1.VerdictResult {
 			return getBenchmark(ns, "held")(g).Status.Verdict
 		}, wait, poll).Should(Equal(tsv1.VerdictPassed))
@@ -353,7 +245,7 @@ var _ = Describe("PTP readiness gate", func() {
 		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{passed: profile}))
 		patchGate(b, func() { b.Annotations = map[string]string{tsv1.RerunAnnotation: "fail"} })
 		job = nodeJob(ns, "held", 2, name)
-		uploadResults(ns, job.Name, sampleResults(name, map[tsv1.Stack]int64{tsv1.StackKernel: 50000}))
+		uploadResults(ns, job.Name, judgetest.SampleResults(name, map[tsv1.Stack]int64{tsv1.StackKernel: 50000}))
 		Eventually(marksOfNode(name), wait, poll).Should(Equal(validationMarks{}))
 		setTimeSynced(name, metav1.ConditionTrue)
 		Consistently(marksOfNode(name), 2*time.Second, poll).Should(Equal(validationMarks{}))

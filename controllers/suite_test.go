@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers/benchmark"
+	"github.com/tickstack/tickstack/controllers/bios"
+	"github.com/tickstack/tickstack/controllers/network"
+	"github.com/tickstack/tickstack/controllers/node"
+	"github.com/tickstack/tickstack/controllers/profile"
 	"github.com/tickstack/tickstack/internal/render"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 	tswebhook "github.com/tickstack/tickstack/internal/webhook"
@@ -58,7 +64,8 @@ var (
 	scheme  = runtime.NewScheme()
 	ctx     context.Context
 	cancel  context.CancelFunc
-	metrics *ProfileMetrics
+	// profileMetricsReg holds the LatencyProfile controller's gauges.
+	profileMetricsReg = prometheus.NewRegistry()
 	// benchClock is the LatencyBenchmark controller's clock; tests move it to reach a schedule.
 	benchClock = &testClock{}
 	// benchMetricsReg holds the LatencyBenchmark controller's metrics.
@@ -95,16 +102,15 @@ var _ = BeforeSuite(func() {
 		WebhookServer: env.WebhookServer(),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	metrics = NewProfileMetrics(prometheus.NewRegistry())
 	// The wiring cmd/manager ships, with the test's clock, image and namespace.
 	Expect(SetupControllers(mgr, Options{
-		Network:              NetworkOptions{Namespace: operatorNS, DevicePluginDaemonSet: devicePluginDS},
-		BMC:                  BMCPolicy{SecretNamespace: operatorNS},
+		Network:              network.NetworkOptions{Namespace: operatorNS, DevicePluginDaemonSet: devicePluginDS},
+		BMC:                  bios.BMCPolicy{SecretNamespace: operatorNS},
 		BenchImage:           "tslb.test/bench:1",
 		Now:                  benchClock.Now,
-		ProfileMetrics:       metrics,
-		BenchmarkMetrics:     NewBenchmarkMetrics(benchMetricsReg),
-		NodeMetrics:          NewNodeMetrics(nodeMetricsReg),
+		ProfileMetrics:       profile.NewProfileMetrics(profileMetricsReg),
+		BenchmarkMetrics:     benchmark.NewBenchmarkMetrics(benchMetricsReg),
+		NodeMetrics:          node.NewNodeMetrics(nodeMetricsReg),
 		UninstallGuard:       []string{guardName},
 		UninstallGuardPeriod: 200 * time.Millisecond,
 	})).To(Succeed())
@@ -123,3 +129,23 @@ var _ = AfterSuite(func() {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
 })
+
+// testClock is a settable clock for the controllers.
+type testClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+// Now is the wall clock moved by Advance.
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+// Advance moves the clock forward.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}

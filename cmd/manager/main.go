@@ -22,6 +22,11 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/controllers/benchmark"
+	"github.com/tickstack/tickstack/controllers/bios"
+	"github.com/tickstack/tickstack/controllers/network"
+	"github.com/tickstack/tickstack/controllers/node"
+	"github.com/tickstack/tickstack/controllers/profile"
 	"github.com/tickstack/tickstack/internal/certs"
 	"github.com/tickstack/tickstack/internal/metricsauth"
 	"github.com/tickstack/tickstack/internal/render"
@@ -102,7 +107,7 @@ func main() {
 	var pf podFlags
 	pf.bind()
 	flag.StringVar(&benchImage, "bench-image", defaultImage("bench"), "image of the LatencyBenchmark pods (sockperf, rt-tests, the dataplane, tickstack-bench, tickstack-bench-upload)")
-	flag.StringVar(&benchmarkClusterRole, "benchmark-cluster-role", controllers.DefaultBenchmarkClusterRole, "the ClusterRole an administrator binds to the manager's service account in a namespace to opt it in to benchmarks (the chart's <fullname>-benchmark-namespace); named in a LatencyBenchmark's NamespaceOptedIn condition")
+	flag.StringVar(&benchmarkClusterRole, "benchmark-cluster-role", benchmark.DefaultBenchmarkClusterRole, "the ClusterRole an administrator binds to the manager's service account in a namespace to opt it in to benchmarks (the chart's <fullname>-benchmark-namespace); named in a LatencyBenchmark's NamespaceOptedIn condition")
 	var uninstallGuard namesFlag
 	flag.Var(&uninstallGuard, "uninstall-guard", "admission policies put back if they are deleted while a LatencyProfile or LatencyNodeState exists (comma-separated; each binding named as its policy): the uninstall guard's and the agent's own-node policy, which no admission policy can guard; empty keeps none")
 	opts := zap.Options{}
@@ -156,14 +161,14 @@ func main() {
 		os.Exit(1)
 	}
 	if err := controllers.SetupControllers(mgr, controllers.Options{
-		Network:              controllers.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix, XDPRunDir: pf.xdpRunDir, DevicePluginDaemonSet: pf.devicePluginDS},
+		Network:              network.NetworkOptions{Namespace: pf.namespace, ResourcePrefix: pf.resourcePrefix, XDPRunDir: pf.xdpRunDir, DevicePluginDaemonSet: pf.devicePluginDS},
 		BenchImage:           benchImage,
 		BenchmarkClusterRole: benchmarkClusterRole,
-		BMC:                  controllers.BMCPolicy{AllowInsecure: allowInsecureBMC, SecretNamespace: pf.namespace},
+		BMC:                  bios.BMCPolicy{AllowInsecure: allowInsecureBMC, SecretNamespace: pf.namespace},
 		UninstallGuard:       uninstallGuard.names,
-		ProfileMetrics:       controllers.NewProfileMetrics(metrics.Registry),
-		BenchmarkMetrics:     controllers.NewBenchmarkMetrics(metrics.Registry),
-		NodeMetrics:          controllers.NewNodeMetrics(metrics.Registry),
+		ProfileMetrics:       profile.NewProfileMetrics(metrics.Registry),
+		BenchmarkMetrics:     benchmark.NewBenchmarkMetrics(metrics.Registry),
+		NodeMetrics:          node.NewNodeMetrics(metrics.Registry),
 	}); err != nil {
 		log.Error(err, "setting up the controllers")
 		os.Exit(1)

@@ -20,6 +20,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/controllers/network"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	"github.com/tickstack/tickstack/internal/ptp"
@@ -218,7 +219,7 @@ func startOperator(t *testing.T) {
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupControllers(mgr, controllers.Options{Network: controllers.NetworkOptions{Namespace: ns}}); err != nil {
+	if err := controllers.SetupControllers(mgr, controllers.Options{Network: network.NetworkOptions{Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -318,16 +318,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // changed. A node state deleted meanwhile (finalizer removed) is not an error.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	applyStatus(&s.lns.Status, &s.obs)
-	if equality.Semantic.DeepEqual(s.base.Status, s.lns.Status) {
-		return nil
-	}
-	base := s.lns.DeepCopy()
+	// The patch is from the object as it is now (its metadata moved with the phases' own patches)
+	// with the status as last written; MergeFrom only reads it.
+	base := *s.lns
 	base.Status = s.base.Status
-	if err := r.Client.Status().Patch(ctx, s.lns, client.MergeFrom(base)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patching status of node state %s: %w", s.lns.Name, err)
+	if err := phase.PatchStatus(ctx, r.Client, &base, s.lns, func(l *tsv1.LatencyNodeState) any { return l.Status }); err != nil {
+		return fmt.Errorf("node state %s: %w", s.lns.Name, err)
 	}
 	s.base.Status = *s.lns.Status.DeepCopy()
 	return nil

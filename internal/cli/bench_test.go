@@ -26,6 +26,8 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/controllers/benchmark"
+	"github.com/tickstack/tickstack/controllers/network"
 	"github.com/tickstack/tickstack/internal/render"
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
@@ -49,8 +51,8 @@ func startBenchEnv(t *testing.T) client.Client {
 	if err := admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupControllers(mgr, controllers.Options{Network: controllers.NetworkOptions{Namespace: operatorNS},
-		BenchImage: "tslb.test/bench:1", BenchmarkMetrics: controllers.NewBenchmarkMetrics(prometheus.NewRegistry())}); err != nil {
+	if err := controllers.SetupControllers(mgr, controllers.Options{Network: network.NetworkOptions{Namespace: operatorNS},
+		BenchImage: "tslb.test/bench:1", BenchmarkMetrics: benchmark.NewBenchmarkMetrics(prometheus.NewRegistry())}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

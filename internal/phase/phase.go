@@ -1,7 +1,8 @@
 // Package phase is the one reconcile protocol of tickstack's controllers and of the node agent.
 //
-// A Reconcile gets its object, builds a scope, defers one status patch, and runs an ordered slice of
-// phases over the scope with Run. A phase returns nil to let the next phase run, ErrStop to end the
+// A Reconcile gets its object, builds a scope, defers one status patch (PatchStatus: sent only when
+// what the reconciler owns of the status changed), and runs an ordered slice of phases over the
+// scope with Run. A phase returns nil to let the next phase run, ErrStop to end the
 // reconcile without an error (the later phases wait for the next event: an invalid spec, a node
 // waiting for its reboot slot), or an error, which ends the reconcile and is returned, so
 // controller-runtime retries with backoff. ErrStop is a sentinel like fs.SkipAll.

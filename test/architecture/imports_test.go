@@ -48,8 +48,22 @@ var rules = []rule{
 		why: "the node agent links the host layer (host, tuning, bootloader, ptp), none of the operator's"},
 	{from: []string{"internal/suggest/..."}, never: []string{"..."}, but: []string{"api/...", "internal/suggest/..."},
 		why: "the profile suggestion is pure (facts in, profile out): the CLI reads the facts and runs the webhook's rules on it"},
-	{from: []string{"cmd/..."}, never: []string{"internal/testutil/...", "internal/host/hosttest/...", "internal/agent/agenttest/..."},
+	{from: []string{"cmd/..."}, never: []string{"internal/testutil/...", "internal/host/hosttest/...", "internal/agent/agenttest/...", "internal/bench/judge/judgetest/..."},
 		why: "no binary links a test helper"},
+}
+
+// controllerPackages are the operator's controller packages, one per concern. Only the wiring,
+// controllers (SetupControllers), imports them.
+var controllerPackages = []string{"profile", "benchmark", "bios", "network", "node", "guard"}
+
+func init() {
+	for _, c := range controllerPackages {
+		rules = append(rules, rule{from: []string{"controllers/" + c + "/..."}, never: []string{"controllers/..."},
+			but: []string{"controllers/" + c + "/...", "controllers/shared/..."},
+			why: "a controller package imports no other controller package: what two share is in controllers/shared"})
+	}
+	rules = append(rules, rule{from: []string{"controllers/shared/..."}, never: []string{"controllers/..."}, but: []string{"controllers/shared/..."},
+		why: "the controllers' shared helpers import no controller package"})
 }
 
 func match(pattern, pkg string) bool {
@@ -173,6 +187,11 @@ func TestRulesCanFail(t *testing.T) {
 		"internal/report":       "internal/bench",
 		"internal/bench/judge":  "internal/ptp",
 		"controllers/profile":   "internal/ptp",
+		"controllers/bios":      "controllers/profile",
+		"controllers/node":      "controllers/benchmark",
+		"controllers/guard":     "controllers",
+		"controllers/shared":    "controllers/bios",
+		"cmd/manager/x":         "internal/bench/judge/judgetest",
 	}
 	for pkg, dep := range bad {
 		broken := false
@@ -192,6 +211,15 @@ func TestRulesCanFail(t *testing.T) {
 	for _, r := range rules {
 		if r.applies("cmd/manager") && matchAny(r.never, "internal/bench/judge") && !matchAny(r.but, "internal/bench/judge") {
 			t.Error("a rule forbids the operator the benchmark judge")
+		}
+	}
+	// a controller package may import its own subpackages and the shared helpers; the wiring all of them
+	for pkg, dep := range map[string]string{"controllers/profile": "controllers/shared", "controllers/bios/x": "controllers/bios",
+		"controllers": "controllers/benchmark", "cmd/manager": "controllers/node"} {
+		for _, r := range rules {
+			if r.applies(pkg) && matchAny(r.never, dep) && !matchAny(r.but, dep) {
+				t.Errorf("a rule forbids %s -> %s", pkg, dep)
+			}
 		}
 	}
 	for _, pkg := range []string{"cmd/tickstack-bench", "cmd/tickstack", "internal/qualify"} {

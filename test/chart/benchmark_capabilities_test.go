@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/controllers/benchmark"
 )
 
 // podGrants is what one container of a benchmark pod gets beyond an ordinary pod: capability and
@@ -84,14 +84,14 @@ func TestBenchmarkPodCapabilitiesAsListed(t *testing.T) {
 	} {
 		b := &tsv1.LatencyBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "caps", Namespace: "bench", UID: "u1"}, Spec: tc.spec}
 		b.Spec.Target.Profile = "p"
-		in := controllers.BenchJobInput{Benchmark: b, Run: 1, Node: "n1", Profile: "p", Image: "img:1", ReflectorAddress: "198.18.0.1"}
-		job, err := controllers.BuildBenchJob(in)
+		in := benchmark.BenchJobInput{Benchmark: b, Run: 1, Node: "n1", Profile: "p", Image: "img:1", ReflectorAddress: "198.18.0.1"}
+		job, err := benchmark.BuildBenchJob(in)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		check(tc.name, job.Spec.Template.Spec)
 		if b.Spec.Placement != nil && b.Spec.Placement.Mode == tsv1.PlacementTwoPods {
-			refl, err := controllers.BuildReflectorJob(in)
+			refl, err := benchmark.BuildReflectorJob(in)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}

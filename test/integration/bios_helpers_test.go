@@ -31,6 +31,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/controllers/bios"
 	"github.com/tickstack/tickstack/internal/bmc"
 	"github.com/tickstack/tickstack/internal/testutil"
 )
@@ -137,7 +138,7 @@ func startOperator(t *testing.T, logs *syncBuffer, periods time.Duration) client
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, controllers.BIOSReconciler{
+	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, bios.BIOSReconciler{
 		VerifyPeriod: periods, RetryPeriod: periods, Timeout: 20 * time.Second,
 	})); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/controllers/bios"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 )
@@ -135,7 +136,7 @@ func startReplica(t *testing.T, c client.Client, name string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, controllers.BIOSReconciler{})); err != nil {
+	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, bios.BIOSReconciler{})); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

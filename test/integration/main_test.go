@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/controllers/bios"
+	"github.com/tickstack/tickstack/controllers/network"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	"github.com/tickstack/tickstack/internal/render"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
@@ -54,11 +56,11 @@ func operatorScheme() *runtime.Scheme {
 
 // operatorOptions are the controllers' options of these tests, with the BIOS controller's periods
 // from bios; it creates the operator's namespace.
-func operatorOptions(t *testing.T, c client.Client, bios controllers.BIOSReconciler) controllers.Options {
+func operatorOptions(t *testing.T, c client.Client, bios bios.BIOSReconciler) controllers.Options {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}
 	if err := c.Create(context.Background(), ns); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
-	return controllers.Options{Network: controllers.NetworkOptions{Namespace: operatorNS}, BIOS: bios}
+	return controllers.Options{Network: network.NetworkOptions{Namespace: operatorNS}, BIOS: bios}
 }

@@ -26,6 +26,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/controllers/bios"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	"github.com/tickstack/tickstack/internal/host/hosttest"
@@ -139,7 +140,7 @@ func TestRolloutRebootsEachNodeOnceWithOneSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, controllers.BIOSReconciler{})); err != nil {
+	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, bios.BIOSReconciler{})); err != nil {
 		t.Fatal(err)
 	}
 	opDone := make(chan error, 1)

@@ -21,6 +21,9 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
+	benchctrl "github.com/tickstack/tickstack/controllers/benchmark"
+	"github.com/tickstack/tickstack/controllers/bios"
+	"github.com/tickstack/tickstack/controllers/network"
 	"github.com/tickstack/tickstack/internal/render"
 	"github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
@@ -68,8 +71,8 @@ func TestBenchmarksOnlyInOptedInNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := controllers.SetupControllers(mgr, controllers.Options{
-		Network: controllers.NetworkOptions{Namespace: ns}, BMC: controllers.BMCPolicy{SecretNamespace: ns},
-		BenchImage: "tsbn.test/bench:1", BenchmarkClusterRole: controllers.DefaultBenchmarkClusterRole,
+		Network: network.NetworkOptions{Namespace: ns}, BMC: bios.BMCPolicy{SecretNamespace: ns},
+		BenchImage: "tsbn.test/bench:1", BenchmarkClusterRole: benchctrl.DefaultBenchmarkClusterRole,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +156,7 @@ func TestBenchmarksOnlyInOptedInNamespaces(t *testing.T) {
 		t.Fatalf("in %s: NamespaceOptedIn %s %s, want False %s", other, c.Status, c.Reason, tsv1.ReasonNamespaceNotOptedIn)
 	}
 	for _, want := range []string{"namespace " + other + " is not opted in", "may not create jobs.batch", "nothing was created",
-		"kubectl create rolebinding tickstack-benchmarks --namespace " + other + " --clusterrole " + controllers.DefaultBenchmarkClusterRole +
+		"kubectl create rolebinding tickstack-benchmarks --namespace " + other + " --clusterrole " + benchctrl.DefaultBenchmarkClusterRole +
 			" --serviceaccount " + ns + ":tickstack-manager"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("the condition's message lacks %q:\n%s", want, c.Message)
@@ -172,7 +175,7 @@ func TestBenchmarksOnlyInOptedInNamespaces(t *testing.T) {
 	// The administrator opts it in as the message says; the next look starts the run (an
 	// annotation makes it look now instead of within 30s).
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "tickstack-benchmarks"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: controllers.DefaultBenchmarkClusterRole},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: benchctrl.DefaultBenchmarkClusterRole},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "tickstack-manager"}}}
 	if err := admin.Create(ctx, rb); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,184 @@
+// Package profile is the LatencyProfile controller: it selects each profile's nodes, arbitrates
+// between overlapping profiles, writes one LatencyNodeState spec per node, hands out reboot slots
+// within the rollout's budgets (and the BIOS gate) and reports the profile's status and metrics.
+package profile
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers/shared"
+	"github.com/tickstack/tickstack/internal/phase"
+)
+
+// LatencyProfileReconciler turns each LatencyProfile into one LatencyNodeState per node it wins, and
+// reports how those nodes stand.
+type LatencyProfileReconciler struct {
+	Client client.Client
+	// Metrics, when set, receives each profile's counts and conditions.
+	Metrics *ProfileMetrics
+	// Now is the clock of the maintenance windows.
+	Now func() time.Time
+
+	// written is the tuning writes the cache has not shown yet.
+	written ownWrites
+	// grants is the reboot slot writes the cache has not shown yet.
+	grants grantWrites
+	// resolved is each node's last resolution.
+	resolved resolutions
+}
+
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles/finalizers,verbs=update
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// profileScope is what one reconcile of one profile knows.
+type profileScope struct {
+	profile *tsv1.LatencyProfile
+	// all is every profile in the cluster, for arbitration between overlapping ones.
+	all []tsv1.LatencyProfile
+	// nodes is every node in the cluster. It, all and states are the cache's objects: read-only.
+	nodes []corev1.Node
+	// nodeNames says which nodes exist.
+	nodeNames map[string]bool
+	// states is every LatencyNodeState in the cluster, by name (= node name).
+	states map[string]*tsv1.LatencyNodeState
+	// facts gathered by the phases, from which the status is computed.
+	facts profileFacts
+	// requeue, when set, is when the rollout next needs a look (a maintenance window opens).
+	requeue time.Duration
+}
+
+// Reconcile is the usual shape: get, finalizer, one deferred status patch (when the status
+// changed), ordered phases (internal/phase).
+func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	profile := &tsv1.LatencyProfile{}
+	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.forget(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if profile.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(profile, tsv1.ProfileFinalizer) {
+		orig := profile.DeepCopy()
+		controllerutil.AddFinalizer(profile, tsv1.ProfileFinalizer)
+		return ctrl.Result{}, r.Client.Patch(ctx, profile, client.MergeFrom(orig))
+	}
+
+	scope, err := r.newScope(ctx, profile)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	orig := profile.DeepCopy()
+	defer func() {
+		setProfileStatus(profile, &scope.facts, reterr == nil)
+		r.Metrics.observe(profile)
+		phase.Join(&reterr, phase.PatchStatus(ctx, r.Client, orig, profile, func(p *tsv1.LatencyProfile) any { return p.Status }))
+	}()
+
+	if !profile.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, scope)
+	}
+	err = phase.Run(ctx, scope,
+		r.reconcileSelection,
+		r.reconcileNodeStates,
+		r.reconcileReboots,
+		r.reconcileReleases,
+	)
+	return ctrl.Result{RequeueAfter: scope.requeue}, err
+}
+
+// newScope reads the cluster from the cache without copying it: every profile, node and node state
+// in scope is the cache's own object, shared and read-only. A phase that changes one writes a copy
+// (client.MergeFrom the cached one); copying 5,000 nodes and node states on every reconcile was most
+// of the manager's garbage at fleet size (docs/scale.md).
+func (r *LatencyProfileReconciler) newScope(ctx context.Context, profile *tsv1.LatencyProfile) (*profileScope, error) {
+	s := &profileScope{profile: profile, states: map[string]*tsv1.LatencyNodeState{}, nodeNames: map[string]bool{}}
+	var profiles tsv1.LatencyProfileList
+	if err := r.Client.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing profiles: %w", err)
+	}
+	s.all = profiles.Items
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	s.nodes = nodes.Items
+	for i := range s.nodes {
+		s.nodeNames[s.nodes[i].Name] = true
+	}
+	var states tsv1.LatencyNodeStateList
+	if err := r.Client.List(ctx, &states, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing node states: %w", err)
+	}
+	for i := range states.Items {
+		s.states[states.Items[i].Name] = &states.Items[i]
+	}
+	return s, nil
+}
+
+// SetupWithManager watches profiles. Who owns a node depends on every profile at once, so a profile
+// change or a node's labels re-evaluate every profile (there are few). A node state's own changes
+// (its agent's reports, thousands a minute across a fleet) concern only the profile that owns it, or
+// owned it before the change; a node state that goes may free its node for another profile, so its
+// deletion re-evaluates them all.
+func (r *LatencyProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	allProfiles := shared.AllProfiles(r.Client)
+	all := handler.EnqueueRequestsFromMapFunc(allProfiles)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&tsv1.LatencyProfile{}).
+		Watches(&tsv1.LatencyProfile{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&tsv1.LatencyNodeState{}, nodeStateOwners{all: allProfiles}).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Named("latencyprofile").
+		Complete(r)
+}
+
+// nodeStateOwners enqueues, for a node state's create, update or generic event, the profile that
+// owns it (both, when an update moves it from one to another), and every profile on its deletion.
+type nodeStateOwners struct {
+	all func(context.Context, client.Object) []reconcile.Request
+}
+
+func (h nodeStateOwners) owner(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if lns, ok := o.(*tsv1.LatencyNodeState); ok && lns.Spec.Profile.Name != "" {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: lns.Spec.Profile.Name}})
+	}
+}
+
+func (h nodeStateOwners) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.owner(e.Object, q)
+}
+
+func (h nodeStateOwners) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.owner(e.ObjectOld, q)
+	h.owner(e.ObjectNew, q)
+}
+
+func (h nodeStateOwners) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, req := range h.all(ctx, e.Object) {
+		q.Add(req)
+	}
+}
+
+func (h nodeStateOwners) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.owner(e.Object, q)
+}

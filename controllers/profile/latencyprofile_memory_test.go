@@ -1,0 +1,131 @@
+package profile
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/resolve"
+)
+
+// TestOwnWritesPending: a node state the cache still shows as it was before this reconciler's
+// tuning write is not written again; the cache's next version of it, a different tuning or
+// generation, and a node state that is gone end the record.
+func TestOwnWritesPending(t *testing.T) {
+	var w ownWrites
+	tuning := func(v string) *tsv1.NodeTuning {
+		return &tsv1.NodeTuning{Sysctls: map[string]string{"vm.stat_interval": v}}
+	}
+	at := func(name, rv string) *tsv1.LatencyNodeState {
+		return &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+	}
+	if w.pending(at("n1", "10"), 2, tuning("20")) {
+		t.Fatal("pending before any write")
+	}
+	w.record("n1", "10", 2, tuning("20"))
+	w.record("n2", "11", 2, tuning("20"))
+	for _, tc := range []struct {
+		name string
+		lns  *tsv1.LatencyNodeState
+		gen  int64
+		tu   *tsv1.NodeTuning
+		want bool
+	}{
+		{"the cache behind the write", at("n1", "10"), 2, tuning("20"), true},
+		{"still behind, asked again", at("n1", "10"), 2, tuning("20"), true},
+		{"another tuning wanted meanwhile", at("n1", "10"), 2, tuning("30"), false},
+		{"a newer generation", at("n1", "10"), 3, tuning("20"), false},
+		{"the cache caught up", at("n1", "12"), 2, tuning("20"), false},
+		{"the record is gone after that", at("n1", "10"), 2, tuning("20"), false},
+	} {
+		if got := w.pending(tc.lns, tc.gen, tc.tu); got != tc.want {
+			t.Errorf("%s: pending %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	w.forgetGone(map[string]*tsv1.LatencyNodeState{"n1": at("n1", "12")})
+	if w.pending(at("n2", "11"), 2, tuning("20")) {
+		t.Error("n2 is gone, its record should be too")
+	}
+}
+
+// TestResolutionsNode: a node is resolved again only when its profile's generation or its facts
+// change; equal facts in a new object (every status report brings one) reuse the last resolution,
+// which is what resolve.Node gives.
+func TestResolutionsNode(t *testing.T) {
+	var rs resolutions
+	p := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u1", Generation: 1},
+		Spec: tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-7"}}}
+	facts := func(online string) *tsv1.NodeFacts { return &tsv1.NodeFacts{OnlineCPUs: tsv1.CPUSet(online)} }
+	f1 := facts("0-7")
+	first, err := rs.node("n1", p, f1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := resolve.Node(&p.Spec, f1); !equality.Semantic.DeepEqual(first, want) {
+		t.Fatalf("resolved %+v, want %+v", first, want)
+	}
+	if got, _ := rs.node("n1", p, f1); got != first {
+		t.Error("the same facts were resolved again")
+	}
+	if got, _ := rs.node("n1", p, facts("0-7")); got != first {
+		t.Error("equal facts in a new object were resolved again")
+	}
+	if got, _ := rs.node("n1", p, facts("0-3")); got == first || got.IsolatedCPUs != "2-3" {
+		t.Errorf("other facts: got %+v, want a new resolution isolating 2-3", got)
+	}
+	p2 := p.DeepCopy()
+	p2.Generation, p2.Spec.CPU.Isolated = 2, "4-7"
+	if _, err := rs.node("n1", p2, facts("0-3")); err == nil || !strings.Contains(err.Error(), "spec.cpu.isolated") {
+		t.Errorf("a new generation isolating 4-7 on a node with 0-3: %v, want the spec.cpu.isolated error", err)
+	}
+	if _, err := rs.node("n2", p, nil); err != resolve.ErrNoFacts {
+		t.Errorf("no facts: %v, want resolve.ErrNoFacts", err)
+	}
+	rs.forgetGone(map[string]*tsv1.LatencyNodeState{"n1": {}})
+	if _, ok := rs.m["n2"]; ok {
+		t.Error("n2 is gone, its resolution should be too")
+	}
+}
+
+// TestGrantWritesView: a node state the cache shows from before this reconciler's slot write (the
+// version it was written against, or any version below the one the write produced) is seen with
+// the slot as written, so that the budget counts it; the cache's copy of the write, or a later
+// one, ends the record and is seen as it is.
+func TestGrantWritesView(t *testing.T) {
+	lns := func(rv string, granted bool) *tsv1.LatencyNodeState {
+		return &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: rv}, Spec: tsv1.LatencyNodeStateSpec{RebootGranted: granted}}
+	}
+	var w grantWrites
+	if got := w.view(lns("10", false)); got.Spec.RebootGranted {
+		t.Error("no write recorded: the cache's copy must be seen as it is")
+	}
+	w.record("n1", "10", "14", true)
+	for _, rv := range []string{"10", "12"} {
+		old := lns(rv, false)
+		got := w.view(old)
+		if !got.Spec.RebootGranted {
+			t.Errorf("cache at %s, before the grant that made 14: seen without the slot", rv)
+		}
+		if old.Spec.RebootGranted {
+			t.Error("view changed the cache's object")
+		}
+	}
+	if got := w.view(lns("14", true)); !got.Spec.RebootGranted {
+		t.Error("the cache's copy of the write: seen without the slot")
+	}
+	// The record ended: a later version that took the slot back is seen as it is.
+	if got := w.view(lns("12", false)); got.Spec.RebootGranted {
+		t.Error("a record the cache has shown must end")
+	}
+	w.record("n1", "20", "21", false)
+	if got := w.view(lns("20", true)); got.Spec.RebootGranted {
+		t.Error("a slot taken back is still counted while the cache shows the grant")
+	}
+	w.forgetGone(map[string]*tsv1.LatencyNodeState{})
+	if got := w.view(lns("20", true)); !got.Spec.RebootGranted {
+		t.Error("a node state that is gone must end its record")
+	}
+}
