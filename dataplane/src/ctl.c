@@ -77,7 +77,7 @@ static void *ctl__main(void *arg)
 	 * then, also on a CPU the application keeps busy spinning (its
 	 * threads inherit the application's affinity): a higher priority
 	 * where the process may set one (CAP_SYS_NICE), best effort. */
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10))
+	if (setpriority(PRIO_PROCESS, (id_t)ts_real_syscall(SYS_gettid), -10))
 		ts_dbg("control thread keeps its priority: %s", strerror(errno));
 	if (nl < 0)
 		ts_log("rtnetlink subscription failed: next hops are resolved "

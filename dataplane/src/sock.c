@@ -28,64 +28,8 @@
 struct ts_sock **ts_fdtab;
 int ts_fdtab_size;
 struct ts_sock **ts_port_tab;
-int ts_sig_efd = -1;
 int ts_uring_used;
 static void sock__uring_used_locked(void);
-int ts_tstamp_wanted;
-
-/* ------------------------------------------------------------------ */
-/* interfaces                                                          */
-
-int ts_iface__allowed(const char *name)
-{
-	const char *p = ts_cfg.ifaces;
-	size_t n = strlen(name);
-
-	if (!*p)
-		return 1;
-	while (*p) {
-		const char *e = strchr(p, ',');
-		size_t l = e ? (size_t)(e - p) : strlen(p);
-
-		if (l == n && !strncmp(p, name, n))
-			return 1;
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	return 0;
-}
-
-/* Interfaces for addr (0: every candidate). Returns how many. */
-int ts_iface__for(uint32_t addr, int *out, int max)
-{
-	struct ifaddrs *ifa, *i;
-	int n = 0, k;
-
-	if (getifaddrs(&ifa) < 0)
-		return 0;
-	for (i = ifa; i && n < max; i = i->ifa_next) {
-		uint32_t a;
-		int idx, dup = 0;
-
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-			continue;
-		if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
-			continue;
-		a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
-		if (addr && a != addr)
-			continue;
-		if (!ts_iface__allowed(i->ifa_name))
-			continue;
-		idx = (int)if_nametoindex(i->ifa_name);
-		for (k = 0; k < n; k++)
-			dup |= out[k] == idx;
-		if (idx > 0 && !dup)
-			out[n++] = idx;
-	}
-	freeifaddrs(ifa);
-	return n;
-}
 
 static int ifindex_of_addr(uint32_t addr)
 {
@@ -490,7 +434,7 @@ static int fork__child_gone(struct ts_forkwatch *w)
 	if (!pid)
 		return ts_now_ns() - w->since > TS_FORK_NOCHILD_NS;
 	if (w->pidfd == -1) {
-		w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		w->pidfd = (int)ts_real_syscall(SYS_pidfd_open, pid, 0);
 		if (w->pidfd < 0) {
 			if (errno == ESRCH)
 				return 1;

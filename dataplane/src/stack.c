@@ -176,6 +176,12 @@ struct ts_stack {
 };
 
 static struct ts_stack *stacks[TS_MAX_STACKS];
+/* set by the sockets once one asks for receive stamps (SO_TIMESTAMP*) */
+int ts_tstamp_wanted;
+/* around xsk_umem__create: the TX metadata length the registration asks
+ * for, and whether the kernel took it (the interposed setsockopt adds it) */
+__thread uint32_t ts_umem_txmd_len;
+__thread int ts_umem_txmd_ok;
 static int nstacks; /* appended under ts_lock, read with atomic loads */
 
 int ts_stack__fd(const struct ts_stack *st) { return st->xsk_fd; }

@@ -316,8 +316,8 @@ static int sysctl_int(const char *name, int dflt)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return dflt;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = ts_real_read(fd, buf, sizeof(buf) - 1);
+	ts_real_close(fd);
 	if (n <= 0)
 		return dflt;
 	buf[n] = 0;
@@ -2485,12 +2485,12 @@ void ts_tcp__after_fork_child(void)
 		 * and epoll report readable, so that the child's accept runs
 		 * and fails at once; the kernel listener, shared with the
 		 * parent, is left alone. */
-		cloexec = fcntl(fd, F_GETFD);
+		cloexec = ts_real_fcntl(fd, F_GETFD);
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
 			continue;
 		ts_real_close(sp[1]);
 		if (sp[0] != fd)
-			syscall(SYS_dup3, sp[0], fd,
+			ts_real_syscall(SYS_dup3, sp[0], fd,
 				cloexec > 0 && (cloexec & FD_CLOEXEC) ? O_CLOEXEC : 0);
 		ts_real_close(sp[0]);
 	}

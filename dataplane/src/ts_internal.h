@@ -89,6 +89,9 @@
 TS_REAL_CALLS(TS_DECLARE_REAL)
 #undef TS_DECLARE_REAL
 TS_HIDDEN void ts_real__resolve(void);
+/* the next definition of name past the library (libc's; the TSan build's
+ * from libc itself) */
+TS_HIDDEN void *ts_real__sym(const char *name);
 
 /* ---- configuration (environment, profiles) */
 struct ts_config {
@@ -694,7 +697,8 @@ TS_HIDDEN void ts_lock(void);
 TS_HIDDEN void ts_unlock(void);
 extern __thread int ts_in_lib TS_HIDDEN;
 
-/* ---- signals */
+/* ---- signals (core.c) */
+TS_HIDDEN void ts_sig__note(int restart); /* a handler runs (the trampoline) */
 TS_HIDDEN unsigned long ts_sig__gen(void);         /* any handler ran */
 TS_HIDDEN unsigned long ts_sig__norestart_gen(void); /* one without SA_RESTART */
 

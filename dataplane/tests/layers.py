@@ -30,7 +30,7 @@ import sys
 # define.
 LAYERS = [
     ("core", ["core", "config", "stats", "fallback"]),
-    ("packet and route", ["pkt", "route", "ctl", "xdpd", "capture"]),
+    ("packet and route", ["pkt", "route", "nexthop", "ctl", "xdpd", "capture"]),
     ("stack", ["stack", "wait"]),
     ("sockets", ["sock", "rx", "tx", "tcp", "tcp_lwip", "tcp_isn"]),
     ("poll/select and epoll", ["poll", "epoll"]),
