@@ -18,6 +18,10 @@
 #define TS_CTL_TICK_MS 100
 #define TS_CTL_PIDFDS 16 /* children watched by poll; more: by the tick */
 
+#define TS_CTL_HOOKS 8
+
+static struct ts_ctl_hook *hooks[TS_CTL_HOOKS];
+static int nhooks;
 static pthread_t ctl_tid;
 static pid_t ctl_pid;  /* process whose thread runs (0: none) */
 static int ctl_efd = -1;
@@ -67,9 +71,18 @@ static void ctl__nl_drain(int fd)
 	}
 }
 
+/* Registered at start, before the thread runs (the process's constructor). */
+void ts_ctl__hook(struct ts_ctl_hook *h)
+{
+	if (nhooks < TS_CTL_HOOKS)
+		hooks[nhooks++] = h;
+	else
+		ts_log("control thread: more than %d hooks: one ignored",
+		       TS_CTL_HOOKS);
+}
+
 static void *ctl__main(void *arg)
 {
-	uint64_t next_share = 0, next_uring = 0;
 	int nl = (int)(intptr_t)arg;
 
 	ts_in_lib = 1; /* this thread's libc calls are never interposed */
@@ -89,31 +102,33 @@ static void *ctl__main(void *arg)
 			{ .fd = ctl_efd, .events = POLLIN },
 			{ .fd = nl, .events = POLLIN } };
 		uint64_t now, v;
-		int npf = 2;
+		int npf = 2, i;
 
 		if (nl < 0)
 			pf[1].fd = -1; /* poll ignores it */
-		npf += ts_sock__fork_pollfds(pf + 2, TS_CTL_PIDFDS);
+		for (i = 0; i < nhooks; i++)
+			if (hooks[i]->pollfds)
+				npf += hooks[i]->pollfds(pf + npf,
+						 (int)(sizeof(pf) / sizeof(pf[0])) - npf);
 		ts_real_poll(pf, (nfds_t)npf, TS_CTL_TICK_MS);
 		if (pf[0].revents)
 			(void)!ts_real_read(ctl_efd, &v, sizeof(v));
 		if (nl >= 0 && pf[1].revents)
 			ctl__nl_drain(nl);
 		ts_nh__resolve_pending();
-		ts_sock__check_forks();
-		ts_inspect__poll();
+		/* the upper layers' chores, each on every wake-up or once
+		 * its period passed */
 		now = ts_now_ns();
-		if (now >= next_share) {
-			ts_sock__check_shared();
-			next_share = now + TS_CTL_TICK_MS * 1000000ull;
+		for (i = 0; i < nhooks; i++) {
+			struct ts_ctl_hook *h = hooks[i];
+
+			if (h->period_ns && now < h->next_ns)
+				continue;
+			h->run();
+			if (h->period_ns)
+				h->next_ns = now + h->period_ns;
 		}
-		/* a ring set up behind the library's back since the last
-		 * bind (statically linked liburing) */
-		if (now >= next_uring) {
-			if (ts_uring__unseen())
-				ts_sock__uring_used();
-			next_uring = now + 1000000000ull;
-		}
+		ts_inspect__poll();
 	}
 	return NULL;
 }

@@ -1674,6 +1674,7 @@ __attribute__((constructor)) static void ts_init(void)
 	}
 	if (ts_cfg.disabled)
 		return;
+	ts_stack__init();
 	if (ts_sock__init_tables() < 0) {
 		ts_log("out of memory: running without acceleration");
 		return;

@@ -5,6 +5,7 @@
  * delivers through, activation (steering), options. The receive path is
  * rx.c, the send path tx.c, waiting wait.c and epoll.c. */
 #include "ts_internal.h"
+#include "steer_common.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -1934,8 +1935,36 @@ void ts_sock__after_fork_child(struct tickstack_stats *old,
 	}
 }
 
+/* a ring set up behind the library's back since the last bind
+ * (statically linked liburing): the control thread looks every second */
+static void sock__uring_tick(void)
+{
+	if (ts_uring__unseen())
+		ts_sock__uring_used();
+}
+
+static int sock__owns(int fd)
+{
+	return ts_sock__of(fd) != NULL;
+}
+
+/* what the stack hands up, and the control thread's chores: forked
+ * children's pidfds and sockets, ports shared with another process */
+static const struct ts_stack_udp_up sock_up = {
+	.deliver = ts_sock__deliver,
+	.begin = ts_sock__deliver_begin,
+	.end = ts_sock__deliver_end,
+};
+static struct ts_ctl_hook sock_hooks[] = {
+	{ .pollfds = ts_sock__fork_pollfds, .run = ts_sock__check_forks },
+	{ .run = ts_sock__check_shared, .period_ns = 100000000ull },
+	{ .run = sock__uring_tick, .period_ns = 1000000000ull },
+};
+
 int ts_sock__init_tables(void)
 {
+	size_t i;
+
 	ts_fdtab_size = 65536;
 	ts_fdtab = calloc((size_t)ts_fdtab_size, sizeof(*ts_fdtab));
 	ts_port_tab = calloc(65536, sizeof(*ts_port_tab));
@@ -1948,6 +1977,11 @@ int ts_sock__init_tables(void)
 		return -ENOMEM;
 	}
 	ts_sig_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ts_stack__register_udp(&sock_up);
+	ts_dump__part(ts_sock__snapshot);
+	ts_xdpd__register_owner(TS_STEER_UDP, sock__owns);
+	for (i = 0; i < sizeof(sock_hooks) / sizeof(sock_hooks[0]); i++)
+		ts_ctl__hook(&sock_hooks[i]);
 	return 0;
 }
 

@@ -2361,11 +2361,25 @@ short ts_tcp__revents(struct ts_tcp *t, short events, struct ts_edges *edges)
 /* ------------------------------------------------------------------ */
 /* life cycle                                                          */
 
+static int tcp__owns(int fd)
+{
+	return ts_tcp__of(fd) != NULL;
+}
+
 int ts_tcp__init(void)
 {
+	static const struct ts_stack_tcp_up up = {
+		.input = ts_tcp__input,
+		.drain = ts_tcp__input_drain,
+	};
 	const char *v = getenv("TICKSTACK_TCP");
 	int err;
 
+	/* with TCP off too: a segment steered by an older program is
+	 * counted (tcp.rx_no_netif) and dropped */
+	ts_stack__register_tcp(&up);
+	ts_dump__part(ts_tcp__snapshot);
+	ts_xdpd__register_owner(TS_STEER_TCP, tcp__owns);
 	if (!v || !*v || !strcmp(v, "0"))
 		return 0;
 	if (!strcmp(v, "connect")) {

@@ -295,20 +295,34 @@ int ts_xdpd__serves(const char *ifname)
 	return 0;
 }
 
+/* Whether fd is one of the library's own sockets, per protocol: each
+ * socket layer registers its own at start (the daemon's protocol, below
+ * them, keeps no table of sockets). */
+static int (*owns_udp)(int fd), (*owns_tcp)(int fd);
+
+void ts_xdpd__register_owner(int proto, int (*owns)(int fd))
+{
+	if (proto == TS_STEER_TCP)
+		owns_tcp = owns;
+	else
+		owns_udp = owns;
+}
+
 /* A socket of this process bound to (daddr or any, dport) of proto: the
  * proof the daemon asks for. Only the library's own shadow sockets are
- * looked at (the tables, then getsockname). -1 when none. */
+ * looked at (the socket layer's table, then getsockname). -1 when none. */
 int ts_xdpd__proof_fd(uint32_t daddr, uint16_t dport, int proto)
 {
 	int want = proto == TS_STEER_TCP ? IPPROTO_TCP : IPPROTO_UDP;
+	int (*owns)(int fd) = want == IPPROTO_TCP ? owns_tcp : owns_udp;
 	int fd;
 
-	for (fd = 0; fd < ts_fdtab_size; fd++) {
+	for (fd = 0; owns && fd < TS_XDPD_MAX_FD; fd++) {
 		struct sockaddr_in sa;
 		socklen_t len = sizeof(sa), il = sizeof(int);
 		int p = 0;
 
-		if (want == IPPROTO_UDP ? !ts_sock__of(fd) : !ts_tcp__of(fd))
+		if (!owns(fd))
 			continue;
 		if (ts_real_getsockname(fd, (struct sockaddr *)&sa, &len) < 0 ||
 		    sa.sin_family != AF_INET || sa.sin_port != dport ||
