@@ -29,6 +29,7 @@ static int ctl_nl = -1; /* the thread's rtnetlink socket, opened before it
 			 * starts: the process's fds are settled when
 			 * ts_ctl__start returns */
 
+/* The thread's rtnetlink socket, subscribed: its fd, or a negative errno. */
 static int ctl__nl_open(void)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
@@ -37,12 +38,14 @@ static int ctl__nl_open(void)
 	fd = ts_real_socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
 			    NETLINK_ROUTE);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	sa.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE |
 		       RTMGRP_NEIGH | RTMGRP_IPV4_RULE;
 	if (ts_real_bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
 		ts_real_close(fd);
-		return -1;
+		return -e;
 	}
 	return fd;
 }
@@ -95,6 +98,9 @@ static void *ctl__main(void *arg)
 	if (nl < 0)
 		ts_log("rtnetlink subscription failed: next hops are resolved "
 		       "but not refreshed on changes");
+	/* a thread started anew (a forked child's) runs every chore at once */
+	for (int i = 0; i < nhooks; i++)
+		hooks[i]->next_ns = 0;
 	for (;;) {
 		/* the eventfd, rtnetlink, and the pidfds of forked children
 		 * (whose exit gives their sockets back to the XSK) */

@@ -99,7 +99,7 @@ static int poll_check(struct ts_wait *w, int kernel)
 				pw->tmp[i].fd = -1;
 		r = ts_real_poll(pw->tmp, pw->n, 0);
 		if (r < 0 && errno != EINTR)
-			return -1;
+			return -errno;
 		for (i = 0; r > 0 && i < pw->n; i++) {
 			struct ts_sock *s;
 
@@ -160,6 +160,10 @@ int ts_poll__wait(struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 	w.sleep_buf = pw.tmp;
 	w.sleep_cap = (int)n;
 	r = ts_wait(&w);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
 	if (r == 0)
 		for (nfds_t i = 0; i < n; i++)
 			fds[i].revents = 0;

@@ -1964,7 +1964,7 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
  * delivers to every socket). dir: a receiving thread's offer to take its
  * own datagram (struct ts_direct). tcp: feed the TCP segments queued to
  * lwIP (not under ts_lock: its callbacks may take it). Returns datagrams
- * delivered, or -1 when skipped. */
+ * delivered, or -EBUSY when skipped (another thread polls the ring). */
 static int stack__poll(struct ts_stack *st, int wait, struct ts_direct *dir,
 		       int tcp)
 {
@@ -1973,7 +1973,7 @@ static int stack__poll(struct ts_stack *st, int wait, struct ts_direct *dir,
 	if (wait)
 		pthread_mutex_lock(&st->lock);
 	else if (pthread_mutex_trylock(&st->lock))
-		return -1;
+		return -EBUSY;
 	got = stack__poll_rx_locked(st, &k, dir);
 	pthread_mutex_unlock(&st->lock);
 	if (got > 0) /* maybe into the queue of a thread asleep elsewhere */

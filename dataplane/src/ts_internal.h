@@ -674,8 +674,9 @@ TS_HIDDEN int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 /* ---- the wait primitive: recv, poll, select and epoll spin, then sleep
  * in ppoll on their kernel fds, the XSKs and the signal eventfd. */
 struct ts_wait {
-	/* >0 or <0: done, returned as is; 0: not yet. kernel: look at the
-	 * kernel fds too (due now and then while spinning, and after a sleep) */
+	/* >0: done, returned as is; 0: not yet; a negative errno: failed,
+	 * returned as is. kernel: look at the kernel fds too (due now and
+	 * then while spinning, and after a sleep) */
 	int (*check)(struct ts_wait *w, int kernel);
 	/* the caller's fds to sleep on; returns how many it wrote */
 	int (*sleep_fds)(struct ts_wait *w, struct pollfd *pf, int max);
@@ -693,7 +694,8 @@ struct ts_wait {
 	int sleep_cap;            /* the caller's fds that fit (the XSKs and
 				   * the eventfd get room after them) */
 };
-/* The check's result, 0 on timeout, -1 with errno EINTR. */
+/* The check's result, 0 on timeout, -EINTR when a signal's handler ran
+ * (any handler with any_signal, else one without SA_RESTART). */
 TS_HIDDEN int ts_wait(struct ts_wait *w);
 TS_HIDDEN void ts_wait__efd_drain(void);
 /* a deliverer filled a socket's queue: wake the library's sleepers */

@@ -46,7 +46,8 @@ static void wake_key_create(void)
 	(void)pthread_key_create(&wake_key, wake_slot_free);
 }
 
-/* This thread's slot (taken at its first sleep), or -1 */
+/* This thread's slot (taken at its first sleep), or a negative errno:
+ * -ENOSPC when every slot is taken (the thread shares the signal eventfd) */
 static int wake_slot_get(void)
 {
 	int i;
@@ -64,8 +65,10 @@ static int wake_slot_get(void)
 			int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 
 			if (efd < 0) {
+				int e = errno;
+
 				__atomic_store_n(&wake_slot[i].taken, 0, __ATOMIC_RELEASE);
-				return -1;
+				return -e;
 			}
 			__atomic_store_n(&wake_slot[i].efd1, efd + 1, __ATOMIC_RELEASE);
 		}
@@ -73,7 +76,7 @@ static int wake_slot_get(void)
 		(void)pthread_setspecific(wake_key, (void *)(intptr_t)(i + 1));
 		return i;
 	}
-	return -1;
+	return -ENOSPC;
 }
 
 /* A forked child has one thread: the others' slots are free again. */
@@ -228,8 +231,7 @@ static int wait__sleep(struct ts_wait *w, uint64_t now, uint64_t deadline,
 		(void)!ts_real_read(efd, &v, sizeof(v));
 	}
 	if (sig_gen(w) != g0) {
-		errno = EINTR;
-		r = -1;
+		r = -EINTR;
 		goto out;
 	}
 	*res = w->check(w, 0);
@@ -239,7 +241,7 @@ static int wait__sleep(struct ts_wait *w, uint64_t now, uint64_t deadline,
 	}
 	r = ts_real_ppoll(pf, (nfds_t)n, tsp, w->mask);
 	if (r < 0 && errno == EINTR && (w->any_signal || sig_gen(w) != g0))
-		r = -1;
+		r = -EINTR;
 	else
 		r = 0;
 out:
@@ -274,10 +276,8 @@ int ts_wait(struct ts_wait *w)
 		if (w->timeout_ns == 0)
 			return 0;
 		kernel = 0;
-		if (sig_gen(w) != g0) {
-			errno = EINTR;
-			return -1;
-		}
+		if (sig_gen(w) != g0)
+			return -EINTR;
 		if ((++iter & 63) != 0) {
 			ts_cpu_relax();
 			continue;
@@ -294,7 +294,7 @@ int ts_wait(struct ts_wait *w)
 
 			r = wait__sleep(w, now, deadline, g0, &res);
 			if (r < 0)
-				return -1;
+				return r;
 			if (r > 0)
 				return res;
 			kernel = 1; /* what woke us may be a kernel fd */
