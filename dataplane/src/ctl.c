@@ -2,10 +2,12 @@
 /* ctl.c - the control thread: the slow path the data path never waits
  * for. It subscribes to rtnetlink (links, addresses, routes, rules,
  * neighbours) and keeps the next-hop cache current, resolves the flows the
- * send path asked for, and looks now and then for sockets of other
- * processes sharing a port with ours. Started with the first accelerated
- * socket, again in a forked child when it needs one; all signals blocked
- * (the application's handlers run on its own threads). */
+ * send path asked for, and runs the chores the layers above registered
+ * (ts_ctl__hook: the sockets' forked children, ports shared with other
+ * processes, io_uring) and the inspection tools' requests. Started with
+ * the first accelerated socket, again in a forked child when it needs
+ * one; all signals blocked (the application's handlers run on its own
+ * threads). */
 #include "ts_internal.h"
 
 #include <linux/rtnetlink.h>

@@ -30,7 +30,6 @@
 
 #include "steer_common.h"
 
-int ts_tcp_on;
 struct ts_tcp **ts_tcp_tab;
 
 enum {
@@ -2417,12 +2416,24 @@ int ts_tcp__init(void)
 		.input = ts_tcp__input,
 		.drain = ts_tcp__input_drain,
 	};
+	static const struct ts_lwip_up lwip_up = {
+		.tick = ts_tcp__tick,
+		.rx_pre = ts_tcp__rx_pre,
+		.rx_post = ts_tcp__rx_post,
+		.batch_end = ts_tcp__batch_end,
+		.events = ts_tcp__events,
+		.fw_due = ts_tcp__fw_due,
+		.fw_active = ts_tcp__fw_active,
+		.fw_pollfds = ts_tcp__fw_pollfds,
+		.fw_run = ts_tcp__fw_run,
+	};
 	const char *v = getenv("TICKSTACK_TCP");
 	int err;
 
 	/* with TCP off too: a segment steered by an older program is
 	 * counted (tcp.rx_no_netif) and dropped */
 	ts_stack__register_tcp(&up);
+	ts_lwip__register(&lwip_up);
 	ts_dump__part(ts_tcp__snapshot);
 	ts_xdpd__register_owner(TS_STEER_TCP, tcp__owns);
 	if (!v || !*v || !strcmp(v, "0"))

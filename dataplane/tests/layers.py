@@ -32,7 +32,10 @@ LAYERS = [
     ("core", ["core", "config", "stats", "fallback"]),
     ("packet and route", ["pkt", "route", "nexthop", "ctl", "xdpd", "capture"]),
     ("stack", ["stack", "wait"]),
-    ("sockets", ["sock", "rx", "tx", "tcp", "tcp_lwip", "tcp_isn"]),
+    # lwIP's glue (netif, input queue, timer thread) and its ISN hook: the
+    # TCP engine the stream sockets (tcp.c) sit on
+    ("TCP engine", ["tcp_lwip", "tcp_isn"]),
+    ("sockets", ["sock", "rx", "tx", "tcp"]),
     ("poll/select and epoll", ["poll", "epoll"]),
     ("interposer", ["interpose"]),
 ]
