@@ -207,8 +207,21 @@ uint64_t ts_cap__now(void)
 }
 
 /* ---- the snapshot */
+/* each layer's part of the snapshot (the XSKs, the UDP sockets, the
+ * streams), registered at start, bottom first */
+#define TS_DUMP_PARTS 4
+static void (*parts[TS_DUMP_PARTS])(struct tickstack_dump *d);
+static int nparts;
+
+void ts_dump__part(void (*fill)(struct tickstack_dump *d))
+{
+	if (nparts < TS_DUMP_PARTS)
+		parts[nparts++] = fill;
+}
+
 static void dump__poll(void)
 {
+	int i;
 	uint32_t req = __atomic_load_n(&ts_stats->dump_req, __ATOMIC_ACQUIRE);
 	struct tickstack_dump *d;
 	char path[64];
@@ -222,11 +235,8 @@ static void dump__poll(void)
 		dump_map = d;
 		dump_maplen = len;
 		memset(d, 0, sizeof(*d));
-		ts_stack__refresh_stats();
-		d->nxsk = (uint32_t)ts_stack__snapshot(d->xsk,
-						       TICKSTACK_DUMP_MAX_XSK);
-		ts_sock__snapshot(d);
-		ts_tcp__snapshot(d);
+		for (i = 0; i < nparts; i++)
+			parts[i](d);
 		d->time_ns = ts_cap__now();
 		d->seq = req;
 		d->version = TICKSTACK_DUMP_VERSION;

@@ -2,10 +2,12 @@
 /* ctl.c - the control thread: the slow path the data path never waits
  * for. It subscribes to rtnetlink (links, addresses, routes, rules,
  * neighbours) and keeps the next-hop cache current, resolves the flows the
- * send path asked for, and looks now and then for sockets of other
- * processes sharing a port with ours. Started with the first accelerated
- * socket, again in a forked child when it needs one; all signals blocked
- * (the application's handlers run on its own threads). */
+ * send path asked for, and runs the chores the layers above registered
+ * (ts_ctl__hook: the sockets' forked children, ports shared with other
+ * processes, io_uring) and the inspection tools' requests. Started with
+ * the first accelerated socket, again in a forked child when it needs
+ * one; all signals blocked (the application's handlers run on its own
+ * threads). */
 #include "ts_internal.h"
 
 #include <linux/rtnetlink.h>
@@ -18,6 +20,10 @@
 #define TS_CTL_TICK_MS 100
 #define TS_CTL_PIDFDS 16 /* children watched by poll; more: by the tick */
 
+#define TS_CTL_HOOKS 8
+
+static struct ts_ctl_hook *hooks[TS_CTL_HOOKS];
+static int nhooks;
 static pthread_t ctl_tid;
 static pid_t ctl_pid;  /* process whose thread runs (0: none) */
 static int ctl_efd = -1;
@@ -25,6 +31,7 @@ static int ctl_nl = -1; /* the thread's rtnetlink socket, opened before it
 			 * starts: the process's fds are settled when
 			 * ts_ctl__start returns */
 
+/* The thread's rtnetlink socket, subscribed: its fd, or a negative errno. */
 static int ctl__nl_open(void)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
@@ -33,12 +40,14 @@ static int ctl__nl_open(void)
 	fd = ts_real_socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
 			    NETLINK_ROUTE);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	sa.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE |
 		       RTMGRP_NEIGH | RTMGRP_IPV4_RULE;
 	if (ts_real_bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
 		ts_real_close(fd);
-		return -1;
+		return -e;
 	}
 	return fd;
 }
@@ -67,9 +76,18 @@ static void ctl__nl_drain(int fd)
 	}
 }
 
+/* Registered at start, before the thread runs (the process's constructor). */
+void ts_ctl__hook(struct ts_ctl_hook *h)
+{
+	if (nhooks < TS_CTL_HOOKS)
+		hooks[nhooks++] = h;
+	else
+		ts_log("control thread: more than %d hooks: one ignored",
+		       TS_CTL_HOOKS);
+}
+
 static void *ctl__main(void *arg)
 {
-	uint64_t next_share = 0, next_uring = 0;
 	int nl = (int)(intptr_t)arg;
 
 	ts_in_lib = 1; /* this thread's libc calls are never interposed */
@@ -77,11 +95,14 @@ static void *ctl__main(void *arg)
 	 * then, also on a CPU the application keeps busy spinning (its
 	 * threads inherit the application's affinity): a higher priority
 	 * where the process may set one (CAP_SYS_NICE), best effort. */
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10))
+	if (setpriority(PRIO_PROCESS, (id_t)ts_real_syscall(SYS_gettid), -10))
 		ts_dbg("control thread keeps its priority: %s", strerror(errno));
 	if (nl < 0)
 		ts_log("rtnetlink subscription failed: next hops are resolved "
 		       "but not refreshed on changes");
+	/* a thread started anew (a forked child's) runs every chore at once */
+	for (int i = 0; i < nhooks; i++)
+		hooks[i]->next_ns = 0;
 	for (;;) {
 		/* the eventfd, rtnetlink, and the pidfds of forked children
 		 * (whose exit gives their sockets back to the XSK) */
@@ -89,31 +110,33 @@ static void *ctl__main(void *arg)
 			{ .fd = ctl_efd, .events = POLLIN },
 			{ .fd = nl, .events = POLLIN } };
 		uint64_t now, v;
-		int npf = 2;
+		int npf = 2, i;
 
 		if (nl < 0)
 			pf[1].fd = -1; /* poll ignores it */
-		npf += ts_sock__fork_pollfds(pf + 2, TS_CTL_PIDFDS);
+		for (i = 0; i < nhooks; i++)
+			if (hooks[i]->pollfds)
+				npf += hooks[i]->pollfds(pf + npf,
+						 (int)(sizeof(pf) / sizeof(pf[0])) - npf);
 		ts_real_poll(pf, (nfds_t)npf, TS_CTL_TICK_MS);
 		if (pf[0].revents)
 			(void)!ts_real_read(ctl_efd, &v, sizeof(v));
 		if (nl >= 0 && pf[1].revents)
 			ctl__nl_drain(nl);
 		ts_nh__resolve_pending();
-		ts_sock__check_forks();
-		ts_inspect__poll();
+		/* the upper layers' chores, each on every wake-up or once
+		 * its period passed */
 		now = ts_now_ns();
-		if (now >= next_share) {
-			ts_sock__check_shared();
-			next_share = now + TS_CTL_TICK_MS * 1000000ull;
+		for (i = 0; i < nhooks; i++) {
+			struct ts_ctl_hook *h = hooks[i];
+
+			if (h->period_ns && now < h->next_ns)
+				continue;
+			h->run();
+			if (h->period_ns)
+				h->next_ns = now + h->period_ns;
 		}
-		/* a ring set up behind the library's back since the last
-		 * bind (statically linked liburing) */
-		if (now >= next_uring) {
-			if (ts_uring__unseen())
-				ts_sock__uring_used();
-			next_uring = now + 1000000000ull;
-		}
+		ts_inspect__poll();
 	}
 	return NULL;
 }

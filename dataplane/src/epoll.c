@@ -453,7 +453,7 @@ static int ep_check(struct ts_wait *w, int kernel)
 		return ew->nout;
 	kn = ts_real_epoll_wait(ew->epfd, kev, ew->max < 64 ? ew->max : 64, 0);
 	if (kn < 0 && errno != EINTR)
-		return -1;
+		return -errno;
 	if (kn > 0) {
 		pthread_mutex_lock(&e->lock);
 		ep__merge_kernel(ew, kev, kn);
@@ -493,7 +493,11 @@ int ts_ep__wait(int epfd, struct epoll_event *out, int max,
 					   (int)((timeout_ns + 999999) / 1000000),
 					   mask);
 	r = ts_wait(&w);
-	return r < 0 && errno != EINTR ? -1 : r;
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return r;
 }
 
 void ts_ep__after_fork_child(void)

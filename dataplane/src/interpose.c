@@ -23,62 +23,11 @@
 
 #define TS_API __attribute__((visibility("default")))
 
-#define TS_DEFINE_REAL(ret, name, args) ret(*ts_real_##name) args;
-TS_REAL_CALLS(TS_DEFINE_REAL)
-#undef TS_DEFINE_REAL
-
 static int ts_ready;
-__thread int ts_in_lib;
-pid_t ts_pid;
-/* A mutex, not a spinlock: threads of one process often share a CPU, and
- * a preempted spinlock holder would stall the others for a time slice. */
-static pthread_mutex_t ts_mutex = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
-
-/* The ThreadSanitizer build of the library (make test's stress test)
- * takes the real calls from libc itself, past TSan's interceptors: TSan
- * models fds and would report the test's deliberate close of a socket
- * another thread is blocked on (what the test is about) as a race on the
- * fd. The library's own memory and locks stay fully checked. */
-#ifdef TS_REAL_FROM_LIBC
-static void *real_handle(void)
-{
-	static void *h;
-
-	if (!h)
-		h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-	return h ? h : RTLD_NEXT;
-}
-#define TS_DLSYM(name) dlsym(real_handle(), name)
-#else
-#define TS_DLSYM(name) dlsym(RTLD_NEXT, name)
-#endif
-
-void ts_real__resolve(void)
-{
-#define TS_RESOLVE(ret, name, args)                                            \
-	if (!ts_real_##name)                                                   \
-		ts_real_##name = (ret(*) args)TS_DLSYM(#name);
-	TS_REAL_CALLS(TS_RESOLVE)
-#undef TS_RESOLVE
-}
 
 #define REAL(name)                                                             \
 	(ts_likely(ts_real_##name) ? ts_real_##name :                          \
 				     (ts_real__resolve(), ts_real_##name))
-
-/* While the lock is held, calls the library makes itself (libxdp and
- * libbpf call socket, close, ...) go straight to libc: ts_in_lib. */
-void ts_lock(void)
-{
-	ts_in_lib++;
-	pthread_mutex_lock(&ts_mutex);
-}
-
-void ts_unlock(void)
-{
-	pthread_mutex_unlock(&ts_mutex);
-	ts_in_lib--;
-}
 
 /* Our socket for fd, with a reference for the call (ts_sock__put, or
  * done()), or NULL: not ours, not ready, or a call made from inside the
@@ -126,17 +75,6 @@ static inline struct ts_tcp *tcp_ours(int fd)
  * without SA_RESTART ran, as the kernel's own blocking calls do.      */
 
 static struct sigaction user_act[_NSIG];
-static unsigned long sig_gen, sig_norestart_gen;
-
-unsigned long ts_sig__gen(void)
-{
-	return __atomic_load_n(&sig_gen, __ATOMIC_ACQUIRE);
-}
-
-unsigned long ts_sig__norestart_gen(void)
-{
-	return __atomic_load_n(&sig_norestart_gen, __ATOMIC_ACQUIRE);
-}
 
 static void trampoline(int sig, siginfo_t *si, void *uc)
 {
@@ -144,9 +82,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 	uint64_t one = 1;
 
-	__atomic_add_fetch(&sig_gen, 1, __ATOMIC_RELEASE);
-	if (!(a->sa_flags & SA_RESTART))
-		__atomic_add_fetch(&sig_norestart_gen, 1, __ATOMIC_RELEASE);
+	ts_sig__note(!!(a->sa_flags & SA_RESTART));
 	(void)one;
 	ts_wait__wake_sleepers();
 	errno = saved;
@@ -1303,8 +1239,6 @@ TS_API int ioctl(int fd, unsigned long req, ...)
 	return s ? (int)done(s, r) : r;
 }
 
-__thread uint32_t ts_umem_txmd_len;
-__thread int ts_umem_txmd_ok;
 
 /* The stack's own UMEM registration (through libxdp, ts_umem_txmd_len set):
  * struct xdp_umem_reg as Linux 6.8 has it, tx_metadata_len in what was the
@@ -1546,7 +1480,7 @@ static void *exec_real(const char *name)
 	void *p;
 
 	ts_in_lib++;
-	p = TS_DLSYM(name);
+	p = ts_real__sym(name);
 	ts_in_lib--;
 	return p;
 }
@@ -1740,6 +1674,7 @@ __attribute__((constructor)) static void ts_init(void)
 	}
 	if (ts_cfg.disabled)
 		return;
+	ts_stack__init();
 	if (ts_sock__init_tables() < 0) {
 		ts_log("out of memory: running without acceleration");
 		return;

@@ -4,6 +4,7 @@
  * datagram through the kernel socket, which triggers ARP. */
 #include "ts_internal.h"
 
+#include <ifaddrs.h>
 #include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -236,4 +237,58 @@ int ts_neigh__lookup(int ifindex, uint32_t addr, uint8_t mac[6])
 		}
 	}
 	return got ? 0 : -ENOENT;
+}
+
+/* ------------------------------------------------------------------ */
+/* interfaces                                                          */
+
+int ts_iface__allowed(const char *name)
+{
+	const char *p = ts_cfg.ifaces;
+	size_t n = strlen(name);
+
+	if (!*p)
+		return 1;
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (l == n && !strncmp(p, name, n))
+			return 1;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return 0;
+}
+
+/* Interfaces for addr (0: every candidate). Returns how many. */
+int ts_iface__for(uint32_t addr, int *out, int max)
+{
+	struct ifaddrs *ifa, *i;
+	int n = 0, k;
+
+	if (getifaddrs(&ifa) < 0)
+		return 0;
+	for (i = ifa; i && n < max; i = i->ifa_next) {
+		uint32_t a;
+		int idx, dup = 0;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+		if (addr && a != addr)
+			continue;
+		if (!ts_iface__allowed(i->ifa_name))
+			continue;
+		idx = (int)if_nametoindex(i->ifa_name);
+		for (k = 0; k < n; k++)
+			dup |= out[k] == idx;
+		if (idx > 0 && !dup)
+			out[n++] = idx;
+	}
+	freeifaddrs(ifa);
+	return n;
 }

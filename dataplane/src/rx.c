@@ -482,7 +482,8 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 
 		w.timeout_ns = t > 0 ? t : -1;
 	}
-	switch (ts_wait(&w)) {
+	r = ts_wait(&w);
+	switch (r) {
 	case 1:
 		if (rw.r < 0)
 			errno = rw.err;
@@ -491,6 +492,7 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 		errno = EAGAIN;
 		return -1;
 	default:
-		return -1; /* EINTR */
+		errno = -r; /* EINTR */
+		return -1;
 	}
 }

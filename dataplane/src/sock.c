@@ -5,6 +5,7 @@
  * delivers through, activation (steering), options. The receive path is
  * rx.c, the send path tx.c, waiting wait.c and epoll.c. */
 #include "ts_internal.h"
+#include "steer_common.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -28,64 +29,8 @@
 struct ts_sock **ts_fdtab;
 int ts_fdtab_size;
 struct ts_sock **ts_port_tab;
-int ts_sig_efd = -1;
 int ts_uring_used;
 static void sock__uring_used_locked(void);
-int ts_tstamp_wanted;
-
-/* ------------------------------------------------------------------ */
-/* interfaces                                                          */
-
-int ts_iface__allowed(const char *name)
-{
-	const char *p = ts_cfg.ifaces;
-	size_t n = strlen(name);
-
-	if (!*p)
-		return 1;
-	while (*p) {
-		const char *e = strchr(p, ',');
-		size_t l = e ? (size_t)(e - p) : strlen(p);
-
-		if (l == n && !strncmp(p, name, n))
-			return 1;
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	return 0;
-}
-
-/* Interfaces for addr (0: every candidate). Returns how many. */
-int ts_iface__for(uint32_t addr, int *out, int max)
-{
-	struct ifaddrs *ifa, *i;
-	int n = 0, k;
-
-	if (getifaddrs(&ifa) < 0)
-		return 0;
-	for (i = ifa; i && n < max; i = i->ifa_next) {
-		uint32_t a;
-		int idx, dup = 0;
-
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-			continue;
-		if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
-			continue;
-		a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
-		if (addr && a != addr)
-			continue;
-		if (!ts_iface__allowed(i->ifa_name))
-			continue;
-		idx = (int)if_nametoindex(i->ifa_name);
-		for (k = 0; k < n; k++)
-			dup |= out[k] == idx;
-		if (idx > 0 && !dup)
-			out[n++] = idx;
-	}
-	freeifaddrs(ifa);
-	return n;
-}
 
 static int ifindex_of_addr(uint32_t addr)
 {
@@ -490,7 +435,7 @@ static int fork__child_gone(struct ts_forkwatch *w)
 	if (!pid)
 		return ts_now_ns() - w->since > TS_FORK_NOCHILD_NS;
 	if (w->pidfd == -1) {
-		w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		w->pidfd = (int)ts_real_syscall(SYS_pidfd_open, pid, 0);
 		if (w->pidfd < 0) {
 			if (errno == ESRCH)
 				return 1;
@@ -1598,6 +1543,272 @@ static int sock__join_kernel(struct ts_sock *s, int fd, enum ts_fb_why why,
 	return 0;
 }
 
+/* What the stack keeps of a control-message option (IP_PKTINFO, ...). */
+static void sockopt__cmsg(struct ts_sock *s, int flag, int on)
+{
+	if (on)
+		__atomic_or_fetch(&s->cmsgs, flag, __ATOMIC_RELAXED);
+	else
+		__atomic_and_fetch(&s->cmsgs, ~flag, __ATOMIC_RELAXED);
+}
+
+/* SO_TIMESTAMP(NS)_OLD/_NEW, as sock_set_timestamp: the last one set wins. */
+static void sockopt__timestamp(struct ts_sock *s, int opt, int iv)
+{
+	int nw = opt == SO_TIMESTAMP_NEW || opt == SO_TIMESTAMPNS_NEW;
+	int ns = opt == SO_TIMESTAMPNS_OLD || opt == SO_TIMESTAMPNS_NEW;
+
+	__atomic_and_fetch(&s->cmsgs, ~(TS_CM_TSTAMP | TS_CM_TSTAMPNS),
+			   __ATOMIC_RELAXED);
+	if (iv) {
+		s->tstamp_new = nw;
+		__atomic_or_fetch(&s->cmsgs,
+				  ns ? TS_CM_TSTAMPNS : TS_CM_TSTAMP,
+				  __ATOMIC_RELAXED);
+		/* the RX path reads the clock from now on */
+		__atomic_store_n(&ts_tstamp_wanted, 1,
+				 __ATOMIC_RELAXED);
+	}
+}
+
+/* SO_TIMESTAMPING_OLD/_NEW: receive stamps as control messages, transmit
+ * stamps on the error queue. */
+static void sockopt__timestamping(struct ts_sock *s, int opt, int iv)
+{
+	/* as sock_set_timestamping: the cmsg types follow */
+	s->tstamp_new = opt == SO_TIMESTAMPING_NEW;
+	__atomic_and_fetch(&s->cmsgs, ~(TS_CM_TSTAMPING | TS_CM_TSHW),
+			   __ATOMIC_RELAXED);
+	/* as __sock_recv_timestamp: raw hardware stamps
+	 * reported, received ones unless OPT_RX_FILTER
+	 * leaves them out (only here with
+	 * TICKSTACK_RX_HWTSTAMP) */
+	if ((iv & SOF_TIMESTAMPING_RAW_HARDWARE) &&
+	    ((iv & SOF_TIMESTAMPING_RX_HARDWARE) ||
+	     !(iv & SOF_TIMESTAMPING_OPT_RX_FILTER)))
+		__atomic_or_fetch(&s->cmsgs, TS_CM_TSHW,
+				  __ATOMIC_RELAXED);
+	/* as sock_set_timestamping: OPT_ID turned on starts
+	 * the keys at 0 */
+	if ((iv & SOF_TIMESTAMPING_OPT_ID) &&
+	    !(s->txts & SOF_TIMESTAMPING_OPT_ID)) {
+		pthread_mutex_lock(&s->qlock);
+		s->tskey = 0;
+		pthread_mutex_unlock(&s->qlock);
+	}
+	/* read by sends and error-queue reads of other threads */
+	__atomic_store_n(&s->txts,
+			 iv & SOF_TIMESTAMPING_TX_SOFTWARE ? iv : 0,
+			 __ATOMIC_RELAXED);
+	if ((iv & SOF_TIMESTAMPING_SOFTWARE) &&
+	    (iv & SOF_TIMESTAMPING_RX_SOFTWARE)) {
+		__atomic_or_fetch(&s->cmsgs, TS_CM_TSTAMPING,
+				  __ATOMIC_RELAXED);
+		__atomic_store_n(&ts_tstamp_wanted, 1,
+				 __ATOMIC_RELAXED);
+	}
+}
+
+/* SOL_SOCKET: what the stack reproduces of an option the kernel took. */
+static void sockopt__socket(struct ts_sock *s, int fd, int opt, int iv,
+			    const void *val, socklen_t len)
+{
+	switch (opt) {
+	case SO_RCVTIMEO_OLD:
+	case SO_RCVTIMEO_NEW:
+		if (len >= sizeof(struct timeval))
+			memcpy(&s->rcvtimeo, val, sizeof(struct timeval));
+		break;
+	case SO_SNDTIMEO_OLD:
+	case SO_SNDTIMEO_NEW:
+		if (len >= sizeof(struct timeval))
+			memcpy(&s->sndtimeo, val, sizeof(struct timeval));
+		break;
+	case SO_REUSEADDR:
+		s->reuse = iv != 0;
+		break;
+	case SO_REUSEPORT:
+		if (iv && !reuseport_keyed &&
+		    getrandom(reuseport_key, sizeof(reuseport_key), 0) ==
+			    (ssize_t)sizeof(reuseport_key))
+			reuseport_keyed = 1;
+		s->reuseport = iv != 0;
+		break;
+	case SO_RCVBUF:
+	case SO_RCVBUFFORCE: {
+		/* the kernel's value: doubled, clamped by rmem_max
+		 * (SO_RCVBUF) and the minimum */
+		int v = 0;
+		socklen_t vl = sizeof(v);
+
+		if (!ts_real_getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &vl) && v > 0) {
+			pthread_mutex_lock(&s->qlock);
+			s->rcvbuf = (uint32_t)v;
+			pthread_mutex_unlock(&s->qlock);
+		}
+		break;
+	}
+	case SO_TIMESTAMP_OLD:
+	case SO_TIMESTAMP_NEW:
+	case SO_TIMESTAMPNS_OLD:
+	case SO_TIMESTAMPNS_NEW:
+		sockopt__timestamp(s, opt, iv);
+		break;
+	case SO_TIMESTAMPING_OLD:
+	case SO_TIMESTAMPING_NEW:
+		sockopt__timestamping(s, opt, iv);
+		break;
+	}
+}
+
+/* IP_ADD_MEMBERSHIP: steer (group, port) on the join's interface, or move
+ * the socket to the kernel. 0, or -EOPNOTSUPP (TICKSTACK_REQUIRE=1). */
+static int sockopt__join(struct ts_sock *s, int fd, const void *val,
+			 socklen_t len)
+{
+	struct ip_mreqn mr;
+	int idx;
+
+	memset(&mr, 0, sizeof(mr));
+	if (len >= sizeof(struct ip_mreqn))
+		memcpy(&mr, val, sizeof(mr));
+	else if (len >= sizeof(struct ip_mreq))
+		memcpy(&mr, val, sizeof(struct ip_mreq));
+	else
+		return 0;
+	idx = group_ifindex(mr.imr_multiaddr.s_addr,
+			    mr.imr_address.s_addr,
+			    len >= sizeof(struct ip_mreqn) ?
+				    mr.imr_ifindex :
+				    0);
+	if (s->ngroups >= TS_MAX_GROUPS || idx <= 0) {
+		return sock__join_kernel(s, fd, idx <= 0 ?
+			TS_FB_NOXSK : TS_FB_SHAPE, idx <= 0 ?
+			"no interface for the group" :
+			"more memberships than the stack steers",
+			val, len);
+	}
+	if (s->state != TS_S_KERNEL && !ts_stack__get(idx, 1)) {
+		return sock__join_kernel(s, fd,
+			ts_stack__why_none(idx),
+			"no XSK on the group's interface",
+			val, len);
+	}
+	pthread_rwlock_wrlock(&ts_port_lock);
+	s->groups[s->ngroups] = mr.imr_multiaddr.s_addr;
+	s->group_ifindex[s->ngroups++] = idx;
+	pthread_rwlock_unlock(&ts_port_lock);
+	if (s->state == TS_S_NEW) {
+		sock__activate(s, fd, 0);
+	} else if (s->state == TS_S_ACCEL) {
+		struct ts_stack *st = ts_stack__get(idx, 1);
+
+		if (st && !sock__steer(s, st,
+				       mr.imr_multiaddr.s_addr)) {
+			sock__add_rx_stack(s, st);
+			s->stats->accelerated = 1;
+		} else if (!st) {
+			ts_stack__share(idx,
+					mr.imr_multiaddr.s_addr,
+					s->lport);
+		}
+	}
+	return 0;
+}
+
+/* IP_DROP_MEMBERSHIP: the group's steering entry goes. */
+static void sockopt__leave(struct ts_sock *s, const void *val, socklen_t len)
+{
+	struct ip_mreq mr;
+	int g;
+
+	if (len < sizeof(struct ip_mreq))
+		return;
+	memcpy(&mr, val, sizeof(mr));
+	for (g = 0; g < s->ngroups; g++) {
+		if (s->groups[g] != mr.imr_multiaddr.s_addr)
+			continue;
+		if (s->state == TS_S_ACCEL) {
+			struct ts_stack *st = ts_stack__get(
+				s->group_ifindex[g], 0);
+
+			if (st)
+				sock__steer_del(s, st,
+						s->groups[g]);
+		}
+		pthread_rwlock_wrlock(&ts_port_lock);
+		s->groups[g] = s->groups[s->ngroups - 1];
+		s->group_ifindex[g] =
+			s->group_ifindex[s->ngroups - 1];
+		s->ngroups--;
+		pthread_rwlock_unlock(&ts_port_lock);
+		break;
+	}
+}
+
+/* IPPROTO_IP: what the stack reproduces of an option the kernel took.
+ * 0, or -EOPNOTSUPP when a membership is refused. */
+static int sockopt__ip(struct ts_sock *s, int fd, int opt, int iv,
+		       const void *val, socklen_t len)
+{
+	switch (opt) {
+	case IP_PKTINFO:
+		sockopt__cmsg(s, TS_CM_PKTINFO, iv);
+		break;
+	case IP_RECVTTL:
+		sockopt__cmsg(s, TS_CM_TTL, iv);
+		break;
+	case IP_RECVTOS:
+		sockopt__cmsg(s, TS_CM_TOS, iv);
+		break;
+	case IP_MULTICAST_ALL:
+		s->mc_all = iv != 0;
+		break;
+	case IP_TTL:
+	case IP_TOS: {
+		/* what the kernel keeps (-1 restores the default) */
+		int v = 0;
+		socklen_t vl = sizeof(v);
+
+		if (ts_real_getsockopt(fd, IPPROTO_IP, opt, &v, &vl))
+			break;
+		if (opt == IP_TTL)
+			s->ttl = (uint8_t)v;
+		else
+			s->tos = (uint8_t)v;
+		break;
+	}
+	case IP_MULTICAST_TTL:
+		s->mcast_ttl = (uint8_t)iv;
+		break;
+	case IP_MULTICAST_LOOP:
+		s->mcast_loop = (uint8_t)iv;
+		break;
+	case IP_MULTICAST_IF: {
+		struct ip_mreqn mr;
+
+		memset(&mr, 0, sizeof(mr));
+		if (len >= sizeof(struct ip_mreqn))
+			memcpy(&mr, val, sizeof(mr));
+		else if (len >= sizeof(struct in_addr))
+			memcpy(&mr.imr_address, val, sizeof(struct in_addr));
+		s->mcast_if = mr.imr_address.s_addr;
+		s->mcast_ifindex = mr.imr_ifindex ?
+					   mr.imr_ifindex :
+					   (s->mcast_if ?
+						    ifindex_of_addr(s->mcast_if) :
+						    0);
+		break;
+	}
+	case IP_ADD_MEMBERSHIP:
+		return sockopt__join(s, fd, val, len);
+	case IP_DROP_MEMBERSHIP:
+		sockopt__leave(s, val, len);
+		break;
+	}
+	return 0;
+}
+
 /* Called after the kernel accepted the option. 0, or -EOPNOTSUPP when a
  * membership is refused (TICKSTACK_REQUIRE=1). */
 int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
@@ -1610,233 +1821,9 @@ int ts_sock__setsockopt(struct ts_sock *s, int fd, int level, int opt,
 	    option__needs_kernel(level, opt, iv, val, len)) {
 		/* moved by ts_sock__setsockopt_pre */
 	} else if (level == SOL_SOCKET) {
-		switch (opt) {
-		case SO_RCVTIMEO_OLD:
-		case SO_RCVTIMEO_NEW:
-			if (len >= sizeof(struct timeval))
-				memcpy(&s->rcvtimeo, val, sizeof(struct timeval));
-			break;
-		case SO_SNDTIMEO_OLD:
-		case SO_SNDTIMEO_NEW:
-			if (len >= sizeof(struct timeval))
-				memcpy(&s->sndtimeo, val, sizeof(struct timeval));
-			break;
-		case SO_REUSEADDR:
-			s->reuse = iv != 0;
-			break;
-		case SO_REUSEPORT:
-			if (iv && !reuseport_keyed &&
-			    getrandom(reuseport_key, sizeof(reuseport_key), 0) ==
-				    (ssize_t)sizeof(reuseport_key))
-				reuseport_keyed = 1;
-			s->reuseport = iv != 0;
-			break;
-		case SO_RCVBUF:
-		case SO_RCVBUFFORCE: {
-			/* the kernel's value: doubled, clamped by rmem_max
-			 * (SO_RCVBUF) and the minimum */
-			int v = 0;
-			socklen_t vl = sizeof(v);
-
-			if (!ts_real_getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &vl) && v > 0) {
-				pthread_mutex_lock(&s->qlock);
-				s->rcvbuf = (uint32_t)v;
-				pthread_mutex_unlock(&s->qlock);
-			}
-			break;
-		}
-		case SO_TIMESTAMP_OLD:
-		case SO_TIMESTAMP_NEW:
-		case SO_TIMESTAMPNS_OLD:
-		case SO_TIMESTAMPNS_NEW: {
-			/* as sock_set_timestamp: the last one set wins */
-			int nw = opt == SO_TIMESTAMP_NEW || opt == SO_TIMESTAMPNS_NEW;
-			int ns = opt == SO_TIMESTAMPNS_OLD || opt == SO_TIMESTAMPNS_NEW;
-
-			__atomic_and_fetch(&s->cmsgs, ~(TS_CM_TSTAMP | TS_CM_TSTAMPNS),
-					   __ATOMIC_RELAXED);
-			if (iv) {
-				s->tstamp_new = nw;
-				__atomic_or_fetch(&s->cmsgs,
-						  ns ? TS_CM_TSTAMPNS : TS_CM_TSTAMP,
-						  __ATOMIC_RELAXED);
-				/* the RX path reads the clock from now on */
-				__atomic_store_n(&ts_tstamp_wanted, 1,
-						 __ATOMIC_RELAXED);
-			}
-			break;
-		}
-		case SO_TIMESTAMPING_OLD:
-		case SO_TIMESTAMPING_NEW:
-			/* as sock_set_timestamping: the cmsg types follow */
-			s->tstamp_new = opt == SO_TIMESTAMPING_NEW;
-			__atomic_and_fetch(&s->cmsgs, ~(TS_CM_TSTAMPING | TS_CM_TSHW),
-					   __ATOMIC_RELAXED);
-			/* as __sock_recv_timestamp: raw hardware stamps
-			 * reported, received ones unless OPT_RX_FILTER
-			 * leaves them out (only here with
-			 * TICKSTACK_RX_HWTSTAMP) */
-			if ((iv & SOF_TIMESTAMPING_RAW_HARDWARE) &&
-			    ((iv & SOF_TIMESTAMPING_RX_HARDWARE) ||
-			     !(iv & SOF_TIMESTAMPING_OPT_RX_FILTER)))
-				__atomic_or_fetch(&s->cmsgs, TS_CM_TSHW,
-						  __ATOMIC_RELAXED);
-			/* as sock_set_timestamping: OPT_ID turned on starts
-			 * the keys at 0 */
-			if ((iv & SOF_TIMESTAMPING_OPT_ID) &&
-			    !(s->txts & SOF_TIMESTAMPING_OPT_ID)) {
-				pthread_mutex_lock(&s->qlock);
-				s->tskey = 0;
-				pthread_mutex_unlock(&s->qlock);
-			}
-			/* read by sends and error-queue reads of other threads */
-			__atomic_store_n(&s->txts,
-					 iv & SOF_TIMESTAMPING_TX_SOFTWARE ? iv : 0,
-					 __ATOMIC_RELAXED);
-			if ((iv & SOF_TIMESTAMPING_SOFTWARE) &&
-			    (iv & SOF_TIMESTAMPING_RX_SOFTWARE)) {
-				__atomic_or_fetch(&s->cmsgs, TS_CM_TSTAMPING,
-						  __ATOMIC_RELAXED);
-				__atomic_store_n(&ts_tstamp_wanted, 1,
-						 __ATOMIC_RELAXED);
-			}
-			break;
-		}
+		sockopt__socket(s, fd, opt, iv, val, len);
 	} else if (level == IPPROTO_IP) {
-		switch (opt) {
-		case IP_PKTINFO:
-			iv ? __atomic_or_fetch(&s->cmsgs, TS_CM_PKTINFO, __ATOMIC_RELAXED)
-			   : __atomic_and_fetch(&s->cmsgs, ~TS_CM_PKTINFO,
-						__ATOMIC_RELAXED);
-			break;
-		case IP_RECVTTL:
-			iv ? __atomic_or_fetch(&s->cmsgs, TS_CM_TTL, __ATOMIC_RELAXED)
-			   : __atomic_and_fetch(&s->cmsgs, ~TS_CM_TTL, __ATOMIC_RELAXED);
-			break;
-		case IP_RECVTOS:
-			iv ? __atomic_or_fetch(&s->cmsgs, TS_CM_TOS, __ATOMIC_RELAXED)
-			   : __atomic_and_fetch(&s->cmsgs, ~TS_CM_TOS, __ATOMIC_RELAXED);
-			break;
-		case IP_MULTICAST_ALL:
-			s->mc_all = iv != 0;
-			break;
-		case IP_TTL:
-		case IP_TOS: {
-			/* what the kernel keeps (-1 restores the default) */
-			int v = 0;
-			socklen_t vl = sizeof(v);
-
-			if (ts_real_getsockopt(fd, IPPROTO_IP, opt, &v, &vl))
-				break;
-			if (opt == IP_TTL)
-				s->ttl = (uint8_t)v;
-			else
-				s->tos = (uint8_t)v;
-			break;
-		}
-		case IP_MULTICAST_TTL:
-			s->mcast_ttl = (uint8_t)iv;
-			break;
-		case IP_MULTICAST_LOOP:
-			s->mcast_loop = (uint8_t)iv;
-			break;
-		case IP_MULTICAST_IF: {
-			struct ip_mreqn mr;
-
-			memset(&mr, 0, sizeof(mr));
-			if (len >= sizeof(struct ip_mreqn))
-				memcpy(&mr, val, sizeof(mr));
-			else if (len >= sizeof(struct in_addr))
-				memcpy(&mr.imr_address, val, sizeof(struct in_addr));
-			s->mcast_if = mr.imr_address.s_addr;
-			s->mcast_ifindex = mr.imr_ifindex ?
-						   mr.imr_ifindex :
-						   (s->mcast_if ?
-							    ifindex_of_addr(s->mcast_if) :
-							    0);
-			break;
-		}
-		case IP_ADD_MEMBERSHIP: {
-			struct ip_mreqn mr;
-			int idx;
-
-			memset(&mr, 0, sizeof(mr));
-			if (len >= sizeof(struct ip_mreqn))
-				memcpy(&mr, val, sizeof(mr));
-			else if (len >= sizeof(struct ip_mreq))
-				memcpy(&mr, val, sizeof(struct ip_mreq));
-			else
-				break;
-			idx = group_ifindex(mr.imr_multiaddr.s_addr,
-					    mr.imr_address.s_addr,
-					    len >= sizeof(struct ip_mreqn) ?
-						    mr.imr_ifindex :
-						    0);
-			if (s->ngroups >= TS_MAX_GROUPS || idx <= 0) {
-				ret = sock__join_kernel(s, fd, idx <= 0 ?
-					TS_FB_NOXSK : TS_FB_SHAPE, idx <= 0 ?
-					"no interface for the group" :
-					"more memberships than the stack steers",
-					val, len);
-				break;
-			}
-			if (s->state != TS_S_KERNEL && !ts_stack__get(idx, 1)) {
-				ret = sock__join_kernel(s, fd,
-					ts_stack__why_none(idx),
-					"no XSK on the group's interface",
-					val, len);
-				break;
-			}
-			pthread_rwlock_wrlock(&ts_port_lock);
-			s->groups[s->ngroups] = mr.imr_multiaddr.s_addr;
-			s->group_ifindex[s->ngroups++] = idx;
-			pthread_rwlock_unlock(&ts_port_lock);
-			if (s->state == TS_S_NEW) {
-				sock__activate(s, fd, 0);
-			} else if (s->state == TS_S_ACCEL) {
-				struct ts_stack *st = ts_stack__get(idx, 1);
-
-				if (st && !sock__steer(s, st,
-						       mr.imr_multiaddr.s_addr)) {
-					sock__add_rx_stack(s, st);
-					s->stats->accelerated = 1;
-				} else if (!st) {
-					ts_stack__share(idx,
-							mr.imr_multiaddr.s_addr,
-							s->lport);
-				}
-			}
-			break;
-		}
-		case IP_DROP_MEMBERSHIP: {
-			struct ip_mreq mr;
-			int g;
-
-			if (len < sizeof(struct ip_mreq))
-				break;
-			memcpy(&mr, val, sizeof(mr));
-			for (g = 0; g < s->ngroups; g++) {
-				if (s->groups[g] != mr.imr_multiaddr.s_addr)
-					continue;
-				if (s->state == TS_S_ACCEL) {
-					struct ts_stack *st = ts_stack__get(
-						s->group_ifindex[g], 0);
-
-					if (st)
-						sock__steer_del(s, st,
-								s->groups[g]);
-				}
-				pthread_rwlock_wrlock(&ts_port_lock);
-				s->groups[g] = s->groups[s->ngroups - 1];
-				s->group_ifindex[g] =
-					s->group_ifindex[s->ngroups - 1];
-				s->ngroups--;
-				pthread_rwlock_unlock(&ts_port_lock);
-				break;
-			}
-			break;
-		}
-		}
+		ret = sockopt__ip(s, fd, opt, iv, val, len);
 	}
 	ts_unlock();
 	return ret;
@@ -1990,8 +1977,36 @@ void ts_sock__after_fork_child(struct tickstack_stats *old,
 	}
 }
 
+/* a ring set up behind the library's back since the last bind
+ * (statically linked liburing): the control thread looks every second */
+static void sock__uring_tick(void)
+{
+	if (ts_uring__unseen())
+		ts_sock__uring_used();
+}
+
+static int sock__owns(int fd)
+{
+	return ts_sock__of(fd) != NULL;
+}
+
+/* what the stack hands up, and the control thread's chores: forked
+ * children's pidfds and sockets, ports shared with another process */
+static const struct ts_stack_udp_up sock_up = {
+	.deliver = ts_sock__deliver,
+	.begin = ts_sock__deliver_begin,
+	.end = ts_sock__deliver_end,
+};
+static struct ts_ctl_hook sock_hooks[] = {
+	{ .pollfds = ts_sock__fork_pollfds, .run = ts_sock__check_forks },
+	{ .run = ts_sock__check_shared, .period_ns = 100000000ull },
+	{ .run = sock__uring_tick, .period_ns = 1000000000ull },
+};
+
 int ts_sock__init_tables(void)
 {
+	size_t i;
+
 	ts_fdtab_size = 65536;
 	ts_fdtab = calloc((size_t)ts_fdtab_size, sizeof(*ts_fdtab));
 	ts_port_tab = calloc(65536, sizeof(*ts_port_tab));
@@ -2004,6 +2019,11 @@ int ts_sock__init_tables(void)
 		return -ENOMEM;
 	}
 	ts_sig_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ts_stack__register_udp(&sock_up);
+	ts_dump__part(ts_sock__snapshot);
+	ts_xdpd__register_owner(TS_STEER_UDP, sock__owns);
+	for (i = 0; i < sizeof(sock_hooks) / sizeof(sock_hooks[0]); i++)
+		ts_ctl__hook(&sock_hooks[i]);
 	return 0;
 }
 

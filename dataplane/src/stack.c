@@ -176,6 +176,37 @@ struct ts_stack {
 };
 
 static struct ts_stack *stacks[TS_MAX_STACKS];
+/* the socket layers' handlers (ts_stack__register_*), set at start */
+static struct ts_stack_udp_up udp_up;
+static struct ts_stack_tcp_up tcp_up;
+
+static void stack__dump_part(struct tickstack_dump *d)
+{
+	ts_stack__refresh_stats();
+	d->nxsk = (uint32_t)ts_stack__snapshot(d->xsk, TICKSTACK_DUMP_MAX_XSK);
+}
+
+void ts_stack__init(void)
+{
+	ts_stats__refresher(ts_stack__refresh_stats);
+	ts_dump__part(stack__dump_part);
+}
+
+void ts_stack__register_udp(const struct ts_stack_udp_up *up)
+{
+	udp_up = *up;
+}
+
+void ts_stack__register_tcp(const struct ts_stack_tcp_up *up)
+{
+	tcp_up = *up;
+}
+/* set by the sockets once one asks for receive stamps (SO_TIMESTAMP*) */
+int ts_tstamp_wanted;
+/* around xsk_umem__create: the TX metadata length the registration asks
+ * for, and whether the kernel took it (the interposed setsockopt adds it) */
+__thread uint32_t ts_umem_txmd_len;
+__thread int ts_umem_txmd_ok;
 static int nstacks; /* appended under ts_lock, read with atomic loads */
 
 int ts_stack__fd(const struct ts_stack *st) { return st->xsk_fd; }
@@ -1754,7 +1785,7 @@ static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
 		return 0;
 	}
 	if (ts_tcp__is_tcp(f, len)) {
-		ts_tcp__input(st, f, len, rx_ns);
+		tcp_up.input(st, f, len, rx_ns);
 		return 0;
 	}
 	if (ts_pkt__parse_udp(f, len, &m)) {
@@ -1765,7 +1796,7 @@ static int rx_joined(struct ts_stack *st, uint32_t len, uint64_t rx_ns,
 		TS_INC(st->st->rx_bad_csum);
 		return 0;
 	}
-	k = ts_sock__deliver(st, 0, f, &m, rx_ns, dir);
+	k = udp_up.deliver(st, 0, f, &m, rx_ns, dir);
 	if (k == TS_DELIVER_TAKEN)
 		return 0;
 	if (k == TS_DELIVER_COPIED)
@@ -1818,7 +1849,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 	if (n && ts_cap__on())
 		rx_capture(st, q, idx, n, rx_ns);
 	if (n)
-		ts_sock__deliver_begin();
+		udp_up.begin();
 	for (i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx + i);
 		uint64_t frame = d->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
@@ -1849,7 +1880,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		    ts_tcp__is_tcp(f, d->len)) {
 			/* queued for the TCP layer (a copy), which runs after
 			 * this ring's lock is released */
-			if (ts_tcp__input(st, f, d->len, rx_ns) == -EBADMSG)
+			if (tcp_up.input(st, f, d->len, rx_ns) == -EBADMSG)
 				TS_INC(st->st->rx_bad_csum);
 			free_push(st, frame);
 			continue;
@@ -1872,7 +1903,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		/* make the payload offset relative to the frame base */
 		m.payload_off = (uint16_t)(m.payload_off + (d->addr - frame));
 		st->refcnt[frame / TS_FRAME_SIZE] = 0;
-		k = ts_sock__deliver(st, frame, NULL, &m, rx_ns, dir);
+		k = udp_up.deliver(st, frame, NULL, &m, rx_ns, dir);
 		if (k == TS_DELIVER_TAKEN) { /* copied out already */
 			free_push(st, frame);
 			continue;
@@ -1893,7 +1924,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		got++;
 	}
 	if (peeked)
-		ts_sock__deliver_end();
+		udp_up.end();
 	if (n) {
 		xsk_ring_cons__release(&q->rx, n);
 		TS_ADD(st->st->rx_packets, n - extra);
@@ -1933,7 +1964,7 @@ static int stack__poll_rx_locked(struct ts_stack *st, int *kick_out,
  * delivers to every socket). dir: a receiving thread's offer to take its
  * own datagram (struct ts_direct). tcp: feed the TCP segments queued to
  * lwIP (not under ts_lock: its callbacks may take it). Returns datagrams
- * delivered, or -1 when skipped. */
+ * delivered, or -EBUSY when skipped (another thread polls the ring). */
 static int stack__poll(struct ts_stack *st, int wait, struct ts_direct *dir,
 		       int tcp)
 {
@@ -1942,7 +1973,7 @@ static int stack__poll(struct ts_stack *st, int wait, struct ts_direct *dir,
 	if (wait)
 		pthread_mutex_lock(&st->lock);
 	else if (pthread_mutex_trylock(&st->lock))
-		return -1;
+		return -EBUSY;
 	got = stack__poll_rx_locked(st, &k, dir);
 	pthread_mutex_unlock(&st->lock);
 	if (got > 0) /* maybe into the queue of a thread asleep elsewhere */
@@ -1950,7 +1981,7 @@ static int stack__poll(struct ts_stack *st, int wait, struct ts_direct *dir,
 	if (k)
 		kick(st);
 	if (tcp)
-		ts_tcp__input_drain(); /* TCP segments queued above, into lwIP */
+		tcp_up.drain(); /* TCP segments queued above, into lwIP */
 	return got;
 }
 

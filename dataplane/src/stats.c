@@ -284,13 +284,23 @@ static FILE *stats__open_dump(const char *path)
 	return f;
 }
 
+/* the stack's XSK counters read into the region before it is shown
+ * (ts_stack__init registers it) */
+static void (*stats_refresh)(void);
+
+void ts_stats__refresher(void (*fn)(void))
+{
+	stats_refresh = fn;
+}
+
 void ts_stats__dump(void)
 {
 	FILE *f;
 
 	if (!ts_cfg.stats_dump || !ts_stats)
 		return;
-	ts_stack__refresh_stats();
+	if (stats_refresh)
+		stats_refresh();
 	if (ts_cfg.stats_file[0]) {
 		char path[300];
 

@@ -30,7 +30,6 @@
 
 #include "steer_common.h"
 
-int ts_tcp_on;
 struct ts_tcp **ts_tcp_tab;
 
 enum {
@@ -316,8 +315,8 @@ static int sysctl_int(const char *name, int dflt)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return dflt;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = ts_real_read(fd, buf, sizeof(buf) - 1);
+	ts_real_close(fd);
 	if (n <= 0)
 		return dflt;
 	buf[n] = 0;
@@ -1193,50 +1192,43 @@ static int connect_again(struct ts_tcp *t)
 	return connect_report(t, ECONNABORTED);
 }
 
-int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
-		    socklen_t len)
-{
-	const struct sockaddr_in *sa = (const struct sockaddr_in *)addr;
-	struct ts_nexthop nh;
-	struct ts_stack *st;
-	struct netif *nif;
-	struct tcp_pcb *pcb;
-	char ifname[IF_NAMESIZE];
-	enum ts_fb_why fb = TS_FB_NOXSK;
+/* Why a connect leaves for the kernel, and the reason counted. */
+struct conn_fb {
+	enum ts_fb_why fb;
 	const char *why;
-	ip_addr_t a;
+};
+
+/* connect, step 1: the route, the interface and the local address (the
+ * kernel binds the port and keeps it reserved). 0, or -1 with f set. */
+static int connect__route(struct ts_tcp *t, int fd,
+			  const struct sockaddr_in *sa, struct ts_nexthop *nh,
+			  struct conn_fb *f)
+{
+	char ifname[IF_NAMESIZE];
 	int r;
 
-	if (t->state == T_LISTEN) {
-		errno = EISCONN;
-		return -1;
-	}
-	if (t->state != T_NEW)
-		return connect_again(t);
-	if (!addr || len < sizeof(*sa) || sa->sin_family != AF_INET)
-		goto kernel_quiet;
 	r = ts_lwip__resolve(sa->sin_addr.s_addr, 1000);
 	if (r == -EAGAIN) {
-		why = "the next hop's MAC address did not resolve";
-		fb = TS_FB_NOROUTE;
-		goto kernel;
+		f->why = "the next hop's MAC address did not resolve";
+		f->fb = TS_FB_NOROUTE;
+		return -1;
 	}
 	if (r) {
-		why = "destination is local, broadcast or has no route";
-		fb = TS_FB_LOCAL;
-		goto kernel;
+		f->why = "destination is local, broadcast or has no route";
+		f->fb = TS_FB_LOCAL;
+		return -1;
 	}
 	ts_lwip__lock();
-	r = ts_lwip__nexthop(sa->sin_addr.s_addr, &nh);
+	r = ts_lwip__nexthop(sa->sin_addr.s_addr, nh);
 	ts_lwip__unlock();
-	if (r || !if_indextoname((unsigned)nh.ifindex, ifname) ||
+	if (r || !if_indextoname((unsigned)nh->ifindex, ifname) ||
 	    !ts_iface__allowed(ifname)) {
-		why = "the route leaves through an interface not accelerated";
-		goto kernel;
+		f->why = "the route leaves through an interface not accelerated";
+		return -1;
 	}
 	if (local_of(fd, &t->laddr, &t->lport) < 0) {
-		why = "no local address";
-		goto kernel;
+		f->why = "no local address";
+		return -1;
 	}
 	if (!t->lport) {
 		struct sockaddr_in any = { .sin_family = AF_INET,
@@ -1245,43 +1237,67 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 		/* the kernel picks the port and keeps it reserved */
 		if (ts_real_bind(fd, (struct sockaddr *)&any, sizeof(any)) < 0 ||
 		    local_of(fd, &t->laddr, &t->lport) < 0) {
-			why = "the kernel could not bind a local port";
-			goto kernel;
+			f->why = "the kernel could not bind a local port";
+			return -1;
 		}
 	}
 	if (!t->laddr)
-		t->laddr = nh.prefsrc;
+		t->laddr = nh->prefsrc;
 	t->raddr = sa->sin_addr.s_addr;
 	t->rport = sa->sin_port;
+	return 0;
+}
+
+/* connect, step 2: the outgoing interface's XSK, lwIP's netif for the
+ * local address, the steering entry. 0 with the core lock held and *nifp
+ * set; -1 with f set and the lock released. */
+static int connect__steer(struct ts_tcp *t, const struct ts_nexthop *nh,
+			  struct netif **nifp, struct conn_fb *f)
+{
+	struct ts_stack *st;
+	struct netif *nif;
+
 	ts_lock();
-	st = ts_stack__get(nh.ifindex, 1);
+	st = ts_stack__get(nh->ifindex, 1);
 	ts_unlock();
 	ts_lwip__lock();
 	nif = st ? ts_lwip__netif(st, t->laddr) : NULL;
 	if (!nif) {
 		ts_lwip__unlock();
-		why = st ? "its local address is not on the outgoing interface" :
-			   "no XSK on the outgoing interface";
-		fb = st ? TS_FB_NOXSK : ts_stack__why_none(nh.ifindex);
-		goto kernel;
+		f->why = st ? "its local address is not on the outgoing interface" :
+			      "no XSK on the outgoing interface";
+		f->fb = st ? TS_FB_NOXSK : ts_stack__why_none(nh->ifindex);
+		return -1;
 	}
 	t->hold = hold_new(t->laddr, t->lport);
 	if (!t->hold || hold_add(t->hold, st)) {
 		hold_put(t->hold);
 		t->hold = NULL;
 		ts_lwip__unlock();
-		why = "the steering entry could not be installed";
-		goto kernel;
+		f->why = "the steering entry could not be installed";
+		return -1;
 	}
+	*nifp = nif;
+	return 0;
+}
+
+/* connect, step 3 (under the core lock): lwIP's pcb bound to the local
+ * address and port and connecting, its SYNs on Linux's schedule. 0, or -1
+ * when lwIP refused (no pcb left on t). */
+static int connect__pcb(struct ts_tcp *t, struct netif *nif)
+{
+	struct tcp_pcb *pcb;
+	ip_addr_t a;
+
 	pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
 	if (!pcb)
-		goto out_lwip;
+		return -1;
 	ip_set_option(pcb, SOF_REUSEADDR);
 	tcp_bind_netif(pcb, nif);
 	set_v4(&a, t->laddr);
 	if (tcp_bind(pcb, &a, ntohs(t->lport)) != ERR_OK) {
 		tcp_abort(pcb);
-		goto out_lwip;
+		return -1;
 	}
 	t->pcb = pcb;
 	callbacks(pcb, t);
@@ -1296,7 +1312,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 		tcp_abort(pcb);
 		t->pcb = NULL;
 		t->state = T_NEW;
-		goto out_lwip;
+		return -1;
 	}
 	/* the SYNs follow Linux's schedule (rexmit_limits), not lwIP's */
 	lx_load();
@@ -1304,6 +1320,34 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	pcb->rto = 0x7fff;
 	t->syn_start = ts_now_ns();
 	t->syn_next = t->syn_start + 1000 * MS;
+	return 0;
+}
+
+/* connect: through lwIP when the route, the XSK and lwIP allow it (steps
+ * 1-3), else on the kernel socket (counted). As the libc call: 0, or -1
+ * with errno (EINPROGRESS for a non-blocking socket). */
+int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
+		    socklen_t len)
+{
+	const struct sockaddr_in *sa = (const struct sockaddr_in *)addr;
+	struct conn_fb f = { .fb = TS_FB_NOXSK };
+	struct ts_nexthop nh;
+	struct netif *nif;
+	int r;
+
+	if (t->state == T_LISTEN) {
+		errno = EISCONN;
+		return -1;
+	}
+	if (t->state != T_NEW)
+		return connect_again(t);
+	if (!addr || len < sizeof(*sa) || sa->sin_family != AF_INET)
+		goto kernel_quiet;
+	if (connect__route(t, fd, sa, &nh, &f) ||
+	    connect__steer(t, &nh, &nif, &f))
+		goto kernel;
+	if (connect__pcb(t, nif))
+		goto out_lwip;
 	tcp_stats_slot(t);
 	ts_stats->tcp.conns_accel++;
 	ts_stats->tcp.conns_live++;
@@ -1324,10 +1368,10 @@ out_lwip:
 	hold_put(t->hold);
 	t->hold = NULL;
 	ts_lwip__unlock();
-	why = "lwIP refused the connection";
-	fb = TS_FB_MEMORY;
+	f.why = "lwIP refused the connection";
+	f.fb = TS_FB_MEMORY;
 kernel:
-	if (tcp_fallback(t, fd, fb, why) < 0)
+	if (tcp_fallback(t, fd, f.fb, f.why) < 0)
 		return -1;
 	return ts_real_connect(fd, addr, len);
 kernel_quiet: /* the kernel's answer (AF_UNSPEC, a bad address...) */
@@ -2361,11 +2405,37 @@ short ts_tcp__revents(struct ts_tcp *t, short events, struct ts_edges *edges)
 /* ------------------------------------------------------------------ */
 /* life cycle                                                          */
 
+static int tcp__owns(int fd)
+{
+	return ts_tcp__of(fd) != NULL;
+}
+
 int ts_tcp__init(void)
 {
+	static const struct ts_stack_tcp_up up = {
+		.input = ts_tcp__input,
+		.drain = ts_tcp__input_drain,
+	};
+	static const struct ts_lwip_up lwip_up = {
+		.tick = ts_tcp__tick,
+		.rx_pre = ts_tcp__rx_pre,
+		.rx_post = ts_tcp__rx_post,
+		.batch_end = ts_tcp__batch_end,
+		.events = ts_tcp__events,
+		.fw_due = ts_tcp__fw_due,
+		.fw_active = ts_tcp__fw_active,
+		.fw_pollfds = ts_tcp__fw_pollfds,
+		.fw_run = ts_tcp__fw_run,
+	};
 	const char *v = getenv("TICKSTACK_TCP");
 	int err;
 
+	/* with TCP off too: a segment steered by an older program is
+	 * counted (tcp.rx_no_netif) and dropped */
+	ts_stack__register_tcp(&up);
+	ts_lwip__register(&lwip_up);
+	ts_dump__part(ts_tcp__snapshot);
+	ts_xdpd__register_owner(TS_STEER_TCP, tcp__owns);
 	if (!v || !*v || !strcmp(v, "0"))
 		return 0;
 	if (!strcmp(v, "connect")) {
@@ -2485,12 +2555,12 @@ void ts_tcp__after_fork_child(void)
 		 * and epoll report readable, so that the child's accept runs
 		 * and fails at once; the kernel listener, shared with the
 		 * parent, is left alone. */
-		cloexec = fcntl(fd, F_GETFD);
+		cloexec = ts_real_fcntl(fd, F_GETFD);
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
 			continue;
 		ts_real_close(sp[1]);
 		if (sp[0] != fd)
-			syscall(SYS_dup3, sp[0], fd,
+			ts_real_syscall(SYS_dup3, sp[0], fd,
 				cloexec > 0 && (cloexec & FD_CLOEXEC) ? O_CLOEXEC : 0);
 		ts_real_close(sp[0]);
 	}

@@ -53,6 +53,15 @@ void ts_lwip__core_enter(void)
 static void input_process(void);
 
 static int helper_efd = -1;
+/* TICKSTACK_TCP=1 and the tables exist (set by ts_tcp__init) */
+int ts_tcp_on;
+/* tcp.c's callbacks (ts_lwip__register) */
+static struct ts_lwip_up up;
+
+void ts_lwip__register(const struct ts_lwip_up *u)
+{
+	up = *u;
+}
 
 void ts_lwip__core_exit(void)
 {
@@ -67,7 +76,7 @@ void ts_lwip__core_exit(void)
 	for (i = 0; i < ts_stack__count(); i++)
 		if (ts_stack__usable(ts_stack__at(i)))
 			ts_stack__flush(ts_stack__at(i));
-	fw = ts_tcp__fw_due();
+	fw = up.fw_due();
 	UNLOCK_TCPIP_CORE();
 	if (fw && helper_efd >= 0) /* the TCP thread pumps (tcp.c, fork) */
 		(void)!ts_real_write(helper_efd, &one, sizeof(one));
@@ -495,14 +504,14 @@ static void seg_input(struct ts_seg *g)
 	memcpy(&dport, ip + ihl + 2, 2);
 	memcpy(&seq, ip + ihl + 4, 4);
 	syn_tsval(ip + ihl, tot - ihl, &pr);
-	if (ts_tcp__rx_pre(saddr, sport, dport, ntohl(seq), ip[ihl + 13], &pr)) {
+	if (up.rx_pre(saddr, sport, dport, ntohl(seq), ip[ihl + 13], &pr)) {
 		pbuf_free(p);
 		return;
 	}
 	ts_tcp_seg_rx_ns = g->rx_ns;
 	if (ip4_input(p, n) != ERR_OK)
 		pbuf_free(p);
-	ts_tcp__rx_post(&pr);
+	up.rx_post(&pr);
 }
 
 /* Under the core lock: everything queued, in order. */
@@ -526,7 +535,7 @@ static void input_process(void)
 		}
 	}
 	ts_lwip_batch_more = 0;
-	ts_tcp__batch_end(); /* the ACKs held back for the batch */
+	up.batch_end(); /* the ACKs held back for the batch */
 }
 
 /* After an RX poll released its ring lock (no lock held, or the core
@@ -608,10 +617,10 @@ static void helper_sleep(uint64_t due)
 	pf[n++].events = POLLIN;
 	/* objects shared with forked children: their unix sockets, and the
 	 * XSKs, whose segments nobody else may be there to take */
-	fw = ts_tcp__fw_active(); /* a hint: the list is read under the lock */
+	fw = up.fw_active(); /* a hint: the list is read under the lock */
 	if (fw) {
 		ts_lwip__core_enter();
-		n += ts_tcp__fw_pollfds(pf + n, FW_POLL_MAX);
+		n += up.fw_pollfds(pf + n, FW_POLL_MAX);
 		ts_lwip__core_exit();
 	}
 	__atomic_store_n(&helper_watching, 0, __ATOMIC_SEQ_CST);
@@ -682,7 +691,7 @@ static void *timer_main(void *arg)
 		ts_lwip__lock();
 		if (ts_stack__any_busy())
 			got = ts_stack__poll_all();
-		if (ts_tcp__fw_active() && (ts_tcp__fw_run() || got))
+		if (up.fw_active() && (up.fw_run() || got))
 			fw_busy_ns = ts_now_ns();
 		if (tick) {
 			due += TS_TCP_TMR_MS * 1000000ull;
@@ -690,11 +699,11 @@ static void *timer_main(void *arg)
 				due = ts_now_ns() + TS_TCP_TMR_MS * 1000000ull;
 			persist_idle_stop();
 			tcp_tmr();
-			ts_tcp__tick();
+			up.tick();
 			if (++n % 4 == 0) /* the XDP and UMEM counters, live */
 				ts_stack__refresh_stats();
 		}
-		ev = ts_tcp__events();
+		ev = up.events();
 		ts_lwip__unlock();
 		if (got || ev)
 			ts_lwip__wake();

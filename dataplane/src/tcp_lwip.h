@@ -88,4 +88,22 @@ TS_HIDDEN int ts_tcp__fw_active(void);
 TS_HIDDEN int ts_tcp__fw_pollfds(struct pollfd *pf, int max);
 TS_HIDDEN int ts_tcp__fw_run(void); /* 1: it moved something */
 
+/* What the lwIP glue (tcp_lwip.c, the TCP engine, a layer below the
+ * stream sockets) hands up to tcp.c: lwIP's batch and timer callbacks and
+ * the fork pump, registered by ts_tcp__init before anything runs.
+ * tcp_lwip.c calls nothing of tcp.c but through it (tests/layers.py). */
+struct ts_lwip_up {
+	void (*tick)(void);
+	int (*rx_pre)(uint32_t saddr, uint16_t sport, uint16_t dport,
+		      uint32_t seq, uint8_t flags, struct ts_rx_probe *pr);
+	void (*rx_post)(struct ts_rx_probe *pr);
+	void (*batch_end)(void);
+	int (*events)(void);
+	int (*fw_due)(void);
+	int (*fw_active)(void);
+	int (*fw_pollfds)(struct pollfd *pf, int max);
+	int (*fw_run)(void);
+};
+TS_HIDDEN void ts_lwip__register(const struct ts_lwip_up *up);
+
 #endif

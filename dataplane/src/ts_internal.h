@@ -89,6 +89,9 @@
 TS_REAL_CALLS(TS_DECLARE_REAL)
 #undef TS_DECLARE_REAL
 TS_HIDDEN void ts_real__resolve(void);
+/* the next definition of name past the library (libc's; the TSan build's
+ * from libc itself) */
+TS_HIDDEN void *ts_real__sym(const char *name);
 
 /* ---- configuration (environment, profiles) */
 struct ts_config {
@@ -184,6 +187,7 @@ extern struct tickstack_stats *ts_stats TS_HIDDEN;
 TS_HIDDEN int ts_stats__init(void);
 TS_HIDDEN void ts_stats__reinit_after_fork(void);
 TS_HIDDEN void ts_stats__dump(void);
+TS_HIDDEN void ts_stats__refresher(void (*fn)(void));
 TS_HIDDEN void ts_stats__fini(void);
 TS_HIDDEN struct tickstack_xsk_stats *ts_stats__xsk_slot(void);
 TS_HIDDEN struct tickstack_xsk_ext *
@@ -203,7 +207,9 @@ TS_HIDDEN void ts_cap__fini(void); /* exit: the reader is told */
 /* the control thread's tick: attach/detach the ring, answer a snapshot */
 TS_HIDDEN void ts_inspect__poll(void);
 TS_HIDDEN struct tickstack_dump_sock *ts_dump__sock_slot(struct tickstack_dump *d);
-/* each layer fills its part of the snapshot */
+/* each layer fills its part of the snapshot, registered at start (the
+ * stack's, the sockets', the streams'): capture.c calls none directly */
+TS_HIDDEN void ts_dump__part(void (*fill)(struct tickstack_dump *d));
 TS_HIDDEN int ts_stack__snapshot(struct tickstack_dump_xsk *x, int max);
 TS_HIDDEN void ts_sock__snapshot(struct tickstack_dump *d);
 TS_HIDDEN void ts_tcp__snapshot(struct tickstack_dump *d);
@@ -216,6 +222,10 @@ TS_HIDDEN int ts_xdpd__request_fd(const char *req, int passfd, char *rep,
 				  size_t cap, int *gotfd);
 TS_HIDDEN int ts_xdpd__serves(const char *ifname);
 TS_HIDDEN int ts_xdpd__proof_fd(uint32_t daddr, uint16_t dport, int proto);
+/* the socket layers' "fd is ours" for proto (TS_STEER_UDP, TS_STEER_TCP),
+ * registered at start; fds below TS_XDPD_MAX_FD (the sockets' tables) */
+#define TS_XDPD_MAX_FD 65536
+TS_HIDDEN void ts_xdpd__register_owner(int proto, int (*owns)(int fd));
 TS_HIDDEN int ts_xdpd__steer(const char *op, const char *ifname,
 			     uint32_t daddr, uint16_t dport, int proto,
 			     char *rep, size_t cap);
@@ -320,7 +330,32 @@ TS_HIDDEN const uint8_t *ts_stack__frame_data(struct ts_stack *st,
 TS_HIDDEN uint64_t ts_stack__frame_hw(const struct ts_stack *st,
 				      uint64_t addr);
 TS_HIDDEN void ts_stack__after_fork_child(void);
+/* What the stack hands up, as the kernel's IP layer reaches UDP and TCP
+ * through inet_protos: each socket layer registers its handlers at start
+ * (ts_sock__init_tables, ts_tcp__init), before any XSK exists; the stack
+ * calls nothing of the layers above it (tests/layers.py). */
+struct ts_udp_meta;
+struct ts_direct;
+struct ts_stack_udp_up {
+	/* one datagram to the socket(s) the kernel would pick: ts_sock__deliver */
+	int (*deliver)(struct ts_stack *st, uint64_t frame, const uint8_t *lin,
+		       const struct ts_udp_meta *m, uint64_t rx_ns,
+		       struct ts_direct *dir);
+	void (*begin)(void); /* around a batch (the port table's read lock) */
+	void (*end)(void);
+};
+struct ts_stack_tcp_up {
+	/* one segment queued under the ring's lock: ts_tcp__input */
+	int (*input)(struct ts_stack *st, const uint8_t *frame, uint32_t len,
+		     uint64_t rx_ns);
+	void (*drain)(void); /* the queue into lwIP, the ring's lock released */
+};
+TS_HIDDEN void ts_stack__register_udp(const struct ts_stack_udp_up *up);
+TS_HIDDEN void ts_stack__register_tcp(const struct ts_stack_tcp_up *up);
 TS_HIDDEN void ts_stack__refresh_stats(void);
+/* at start, before the sockets: the stack's hooks in the layers below
+ * (the statistics refresh, its part of the snapshot) */
+TS_HIDDEN void ts_stack__init(void);
 TS_HIDDEN void ts_stack__fini_all(void);
 TS_HIDDEN int ts_stack__count(void);
 TS_HIDDEN struct ts_stack *ts_stack__at(int i);
@@ -639,8 +674,9 @@ TS_HIDDEN int ts_sock__deliver(struct ts_stack *st, uint64_t frame,
 /* ---- the wait primitive: recv, poll, select and epoll spin, then sleep
  * in ppoll on their kernel fds, the XSKs and the signal eventfd. */
 struct ts_wait {
-	/* >0 or <0: done, returned as is; 0: not yet. kernel: look at the
-	 * kernel fds too (due now and then while spinning, and after a sleep) */
+	/* >0: done, returned as is; 0: not yet; a negative errno: failed,
+	 * returned as is. kernel: look at the kernel fds too (due now and
+	 * then while spinning, and after a sleep) */
 	int (*check)(struct ts_wait *w, int kernel);
 	/* the caller's fds to sleep on; returns how many it wrote */
 	int (*sleep_fds)(struct ts_wait *w, struct pollfd *pf, int max);
@@ -658,7 +694,8 @@ struct ts_wait {
 	int sleep_cap;            /* the caller's fds that fit (the XSKs and
 				   * the eventfd get room after them) */
 };
-/* The check's result, 0 on timeout, -1 with errno EINTR. */
+/* The check's result, 0 on timeout, -EINTR when a signal's handler ran
+ * (any handler with any_signal, else one without SA_RESTART). */
 TS_HIDDEN int ts_wait(struct ts_wait *w);
 TS_HIDDEN void ts_wait__efd_drain(void);
 /* a deliverer filled a socket's queue: wake the library's sleepers */
@@ -676,6 +713,18 @@ TS_HIDDEN void ts_nh__resolve_pending(void);
 TS_HIDDEN void ts_nh__event(const struct nlmsghdr *h);
 TS_HIDDEN void ts_nh__reset(void);
 TS_HIDDEN void ts_nh__init(void);
+/* An upper layer's chore on the control thread, registered at start
+ * (before the thread runs; ts_sock__init_tables): fds the thread also
+ * wakes for, and work it runs on every wake-up (period_ns 0) or at most
+ * once a period. The control thread calls nothing of the layers above it
+ * but through these (tests/layers.py). */
+struct ts_ctl_hook {
+	int (*pollfds)(struct pollfd *pf, int max); /* NULL: none */
+	void (*run)(void);
+	uint64_t period_ns;
+	uint64_t next_ns; /* the control thread's */
+};
+TS_HIDDEN void ts_ctl__hook(struct ts_ctl_hook *h);
 TS_HIDDEN void ts_ctl__start(void);
 TS_HIDDEN void ts_ctl__wake(void);
 TS_HIDDEN void ts_ctl__poke(void);
@@ -694,7 +743,8 @@ TS_HIDDEN void ts_lock(void);
 TS_HIDDEN void ts_unlock(void);
 extern __thread int ts_in_lib TS_HIDDEN;
 
-/* ---- signals */
+/* ---- signals (core.c) */
+TS_HIDDEN void ts_sig__note(int restart); /* a handler runs (the trampoline) */
 TS_HIDDEN unsigned long ts_sig__gen(void);         /* any handler ran */
 TS_HIDDEN unsigned long ts_sig__norestart_gen(void); /* one without SA_RESTART */
 

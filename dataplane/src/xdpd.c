@@ -141,28 +141,16 @@ static int xdpd__connect_locked(void)
  * carried, any other fd is closed. */
 static ssize_t xdpd__recv(char *buf, size_t cap, int flags, int *gotfd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
+	char cbuf[TS_XDPD_CBUF_ONE];
 	struct iovec iov = { .iov_base = buf, .iov_len = cap };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c;
 	ssize_t n;
 
 	n = ts_real_recvmsg(xdpd_fd, &mh, flags | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return n;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		int f;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-		    c->cmsg_len < CMSG_LEN(sizeof(int)))
-			continue;
-		memcpy(&f, CMSG_DATA(c), sizeof(int));
-		if (gotfd && *gotfd < 0)
-			*gotfd = f;
-		else
-			ts_real_close(f);
-	}
+	ts_xdpd_fd__take(&mh, gotfd, ts_real_close);
 	return n;
 }
 
@@ -177,7 +165,7 @@ int ts_xdpd__request(const char *req, int passfd, char *rep, size_t cap)
 int ts_xdpd__request_fd(const char *req, int passfd, char *rep, size_t cap,
 			int *gotfd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))], buf[TS_XDPD_MSG_MAX];
+	char cbuf[TS_XDPD_CBUF_ONE], buf[TS_XDPD_MSG_MAX];
 	struct iovec iov = { .iov_base = (void *)req, .iov_len = strlen(req) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	int err, reused, again = 0;
@@ -191,18 +179,8 @@ retry:
 	err = xdpd__connect_locked();
 	if (err)
 		goto out;
-	if (passfd >= 0) {
-		struct cmsghdr *c;
-
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &passfd, sizeof(int));
-	}
+	if (passfd >= 0)
+		ts_xdpd_fd__attach(&mh, cbuf, passfd);
 	if (ts_real_sendmsg(xdpd_fd, &mh, MSG_NOSIGNAL) < 0) {
 		err = -errno;
 		if (err != -EPIPE && err != -ECONNRESET)
@@ -295,20 +273,35 @@ int ts_xdpd__serves(const char *ifname)
 	return 0;
 }
 
+/* Whether fd is one of the library's own sockets, per protocol: each
+ * socket layer registers its own at start (the daemon's protocol, below
+ * them, keeps no table of sockets). */
+static int (*owns_udp)(int fd), (*owns_tcp)(int fd);
+
+void ts_xdpd__register_owner(int proto, int (*owns)(int fd))
+{
+	if (proto == TS_STEER_TCP)
+		owns_tcp = owns;
+	else
+		owns_udp = owns;
+}
+
 /* A socket of this process bound to (daddr or any, dport) of proto: the
  * proof the daemon asks for. Only the library's own shadow sockets are
- * looked at (the tables, then getsockname). -1 when none. */
+ * looked at (the socket layer's table, then getsockname). -ENOENT when
+ * none. */
 int ts_xdpd__proof_fd(uint32_t daddr, uint16_t dport, int proto)
 {
 	int want = proto == TS_STEER_TCP ? IPPROTO_TCP : IPPROTO_UDP;
+	int (*owns)(int fd) = want == IPPROTO_TCP ? owns_tcp : owns_udp;
 	int fd;
 
-	for (fd = 0; fd < ts_fdtab_size; fd++) {
+	for (fd = 0; owns && fd < TS_XDPD_MAX_FD; fd++) {
 		struct sockaddr_in sa;
 		socklen_t len = sizeof(sa), il = sizeof(int);
 		int p = 0;
 
-		if (want == IPPROTO_UDP ? !ts_sock__of(fd) : !ts_tcp__of(fd))
+		if (!owns(fd))
 			continue;
 		if (ts_real_getsockname(fd, (struct sockaddr *)&sa, &len) < 0 ||
 		    sa.sin_family != AF_INET || sa.sin_port != dport ||
@@ -319,7 +312,7 @@ int ts_xdpd__proof_fd(uint32_t daddr, uint16_t dport, int proto)
 			continue;
 		return fd;
 	}
-	return -1;
+	return -ENOENT;
 }
 
 /* "OP IFNAME udp|tcp ADDR PORT" with the proof when the op needs one. */

@@ -72,4 +72,60 @@
  * network namespace (tools/tickstack-xdpd.c) */
 #define TS_XDPD_NODE_DIR "node"
 
+/* ---- fd passing, written once for both ends (the library's src/xdpd.c,
+ * the daemon's tools/tickstack-xdpd.c): each sends and receives with its
+ * own sendmsg/recvmsg (the library through its real-libc table). */
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* A control buffer for one fd. */
+#define TS_XDPD_CBUF_ONE CMSG_SPACE(sizeof(int))
+
+/* Attach fd (>= 0) to mh as SCM_RIGHTS, in cbuf (TS_XDPD_CBUF_ONE bytes). */
+static inline void ts_xdpd_fd__attach(struct msghdr *mh, char *cbuf, int fd)
+{
+	struct cmsghdr *c;
+
+	memset(cbuf, 0, TS_XDPD_CBUF_ONE);
+	mh->msg_control = cbuf;
+	mh->msg_controllen = TS_XDPD_CBUF_ONE;
+	c = CMSG_FIRSTHDR(mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+}
+
+/* The fds a received message carried: the first into *fd when fd is not
+ * NULL and *fd is -1, every other one closed with close_fn. Returns how
+ * many were closed. */
+static inline int ts_xdpd_fd__take(struct msghdr *mh, int *fd,
+				   int (*close_fn)(int))
+{
+	struct cmsghdr *c;
+	int closed = 0;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		size_t k, nfd;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len < CMSG_LEN(0))
+			continue;
+		nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < nfd; k++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (fd && *fd < 0) {
+				*fd = f;
+			} else {
+				close_fn(f);
+				closed++;
+			}
+		}
+	}
+	return closed;
+}
+
 #endif

@@ -273,22 +273,12 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt,
 
 static int msg_send(int fd, const char *buf, size_t len, int passfd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
+	char cbuf[TS_XDPD_CBUF_ONE];
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (passfd >= 0) {
-		struct cmsghdr *c;
-
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &passfd, sizeof(int));
-	}
+	if (passfd >= 0)
+		ts_xdpd_fd__attach(&mh, cbuf, passfd);
 	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
@@ -320,32 +310,14 @@ static ssize_t msg_recv(int fd, char *buf, size_t cap, int *passfd)
 	struct iovec iov = { .iov_base = buf, .iov_len = cap - 1 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c;
-	int bad = 0;
+	int bad;
 	ssize_t n;
 
 	*passfd = -1;
 	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
 		return -errno;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		int k, nfd;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (k = 0; k < nfd; k++) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-			if (*passfd < 0 && !bad)
-				*passfd = f;
-			else {
-				close(f);
-				bad = 1;
-			}
-		}
-	}
+	bad = ts_xdpd_fd__take(&mh, passfd, close) > 0;
 	if (!n || bad || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    memchr(buf, 0, (size_t)n)) {
 		/* an fd with a message of length 0 (taken for EOF) is
