@@ -13,7 +13,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -139,9 +138,8 @@ func main() {
 	restCfg.QPS, restCfg.Burst = float32(apiQPS), apiBurst
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme: scheme,
-		// managedFields are a good part of every cached object and no controller reads them: a
-		// fleet's Nodes and node states without them (docs/scale.md).
-		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// What the caches keep of a fleet's objects: cache.go.
+		Cache:                  cacheOptions(),
 		Metrics:                metricsauth.Options(metricsAddr, metricsSecure),
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,

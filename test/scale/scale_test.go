@@ -69,6 +69,7 @@ var (
 	outFlag   = flag.String("scale.out", "", "write the results there as JSON")
 	kwokFlag  = flag.String("scale.kwok", "", "the kwok binary (hack/bench-scale.sh builds sigs.k8s.io/kwok/cmd/kwok at the pinned version)")
 	argsFlag  = flag.String("scale.manager-args", "", "extra manager flags, space-separated (to compare settings)")
+	envFlag   = flag.String("scale.manager-env", "", "extra environment of the manager, space-separated NAME=VALUE (to compare, e.g. GOMEMLIMIT)")
 	srcFlag   = flag.String("scale.manager-src", "", "build cmd/manager from this tree instead (a git worktree of another revision, to compare)")
 	profFlag  = flag.String("scale.profile", "", "write CPU profiles of the manager and the API server, and the manager's heap profile, 20 s into the benchmark step, to this directory")
 )
@@ -490,7 +491,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		"--namespace=tickstack-system", "--uninstall-guard=", fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false",
 		"--health-probe-bind-address=0", "--zap-log-level=error"}
 	argv = append(argv, strings.Fields(*argsFlag)...)
-	mgr := start(t, "manager", argv, []string{"KUBECONFIG=" + kubeconfig})
+	mgr := start(t, "manager", argv, append([]string{"KUBECONFIG=" + kubeconfig}, strings.Fields(*envFlag)...))
 	defer mgr.stop()
 	waitFor(t, time.Minute, "the manager serves its metrics", func() (bool, error) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
@@ -731,8 +732,10 @@ func createNodes(t *testing.T, ctx context.Context, c client.Client, n int) {
 					failed.Store(err)
 					continue
 				}
+				// A patch, not an update: kwok may already have written the node's conditions.
+				base := node.DeepCopy()
 				node.Status = st
-				if err := c.Status().Update(ctx, node); err != nil {
+				if err := c.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
 					failed.Store(err)
 				}
 			}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/testutil/kubetest"
+)
+
+// TestCacheKeepsNoSettings: the manager's cache holds a node state without its status.settings
+// (and without managedFields), keeps everything the manager reads, and a patch the manager makes
+// from that cached copy leaves the agent's settings on the API server as they were.
+func TestCacheKeepsNoSettings(t *testing.T) {
+	env, c := kubetest.New(t, kubetest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	lns := &tsv1.LatencyNodeState{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{tsv1.ProfileLabel: "p"}},
+		Spec:       tsv1.LatencyNodeStateSpec{NodeName: "node-a", Profile: tsv1.ProfileReference{Name: "p", Generation: 1}},
+	}
+	if err := c.Create(ctx, lns); err != nil {
+		t.Fatal(err)
+	}
+	lns.Status = tsv1.LatencyNodeStateStatus{
+		ObservedGeneration: lns.Generation,
+		Facts:              &tsv1.NodeFacts{OnlineCPUs: "0-7", Sockets: 1, ThreadsPerCore: 1},
+		Settings: []tsv1.SettingStatus{
+			{Name: "sysctl/vm.stat_interval", Desired: "10", Observed: "10", State: tsv1.SettingInSync},
+			{Name: "sysctl/kernel.timer_migration", Desired: "0", Observed: "0", State: tsv1.SettingInSync},
+		},
+		Conditions: []metav1.Condition{{Type: tsv1.NodeApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "2 settings in effect", LastTransitionTime: metav1.Now()}},
+	}
+	if err := c.Status().Update(ctx, lns); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := cacheOptions()
+	opts.Scheme = kubetest.Scheme()
+	ca, err := cache.New(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.GetInformer(ctx, &tsv1.LatencyNodeState{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ca.Start(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !ca.WaitForCacheSync(syncCtx) {
+		t.Fatal("the cache did not sync within a minute")
+	}
+	cached := &tsv1.LatencyNodeState{}
+	if err := ca.Get(ctx, client.ObjectKeyFromObject(lns), cached); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case cached.Status.Settings != nil:
+		t.Errorf("the cache holds status.settings: %+v", cached.Status.Settings)
+	case len(cached.ManagedFields) != 0:
+		t.Errorf("the cache holds managedFields: %d entries", len(cached.ManagedFields))
+	case cached.Status.Facts == nil || cached.Status.Facts.OnlineCPUs != "0-7":
+		t.Errorf("the cache lost status.facts, which the profile controller resolves from: %+v", cached.Status.Facts)
+	case len(cached.Status.Conditions) != 1 || cached.Status.ObservedGeneration != lns.Generation:
+		t.Errorf("the cache lost the conditions or observedGeneration the roll-ups read: %+v", cached.Status)
+	case cached.Spec.Profile.Name != "p":
+		t.Errorf("the cache lost the spec: %+v", cached.Spec)
+	}
+
+	// The manager's kinds of writes from the cached copy: a spec patch and a status patch.
+	orig := cached.DeepCopy()
+	cached.Spec.RebootGranted = true
+	if err := c.Patch(ctx, cached, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	orig = cached.DeepCopy()
+	cached.Status.BIOS = &tsv1.BIOSStatus{}
+	cached.Status.BIOS.StagedHash = "h1"
+	if err := c.Status().Patch(ctx, cached, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	got := &tsv1.LatencyNodeState{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(lns), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Settings) != 2 || !got.Spec.RebootGranted || got.Status.BIOS == nil || got.Status.BIOS.StagedHash != "h1" {
+		t.Errorf("after the manager's patches from its cache: settings %+v, rebootGranted %v, bios %+v; want the agent's 2 settings kept and both patches in",
+			got.Status.Settings, got.Spec.RebootGranted, got.Status.BIOS)
+	}
+}
