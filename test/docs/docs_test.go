@@ -25,8 +25,8 @@ const root = "../.."
 const statusDoc = "docs/install.md"
 
 // reasonPackages are the packages whose reason constants end up in a status condition, a Node
-// condition, status.runReason or an event.
-var reasonPackages = []string{"api/v1alpha1", "internal/agent", "internal/ptp", "controllers"}
+// condition, status.runReason or an event; "controllers/..." is every controller package.
+var reasonPackages = []string{"api/v1alpha1", "internal/agent", "internal/ptp", "controllers", "controllers/*"}
 
 // collected is what the Go sources say a status can show.
 type collected struct {
