@@ -54,16 +54,24 @@ func startSushy(t *testing.T, user, password string) *emulator {
 	return &emulator{url: e.URL, ca: e.CA, user: user, password: password}
 }
 
+// connect opens a session to the emulator as the operator would, for 30 seconds at the most;
+// the caller calls done when it is through with it.
+func (e *emulator) connect(t *testing.T) (ctx context.Context, c *bmc.Client, done func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c, err := bmc.Connect(ctx, bmc.Config{Endpoint: e.url, Credentials: bmc.Credentials{Username: e.user, Password: e.password}, CABundle: e.ca})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return ctx, c, func() { c.Close(); cancel() }
+}
+
 // read returns the emulator's BIOS as the operator would see it (the test's own view).
 func (e *emulator) read(t *testing.T) *bmc.BIOSState {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := bmc.Connect(ctx, bmc.Config{Endpoint: e.url, Credentials: bmc.Credentials{Username: e.user, Password: e.password}, CABundle: e.ca})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c, done := e.connect(t)
+	defer done()
 	st, err := c.ReadBIOS(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -74,13 +82,8 @@ func (e *emulator) read(t *testing.T) *bmc.BIOSState {
 // set stages attrs on the emulator directly (someone at the BMC's web page: drift).
 func (e *emulator) set(t *testing.T, attrs bmc.Attributes) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := bmc.Connect(ctx, bmc.Config{Endpoint: e.url, Credentials: bmc.Credentials{Username: e.user, Password: e.password}, CABundle: e.ca})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c, done := e.connect(t)
+	defer done()
 	p, err := c.Plan(ctx, attrs)
 	if err != nil {
 		t.Fatal(err)
