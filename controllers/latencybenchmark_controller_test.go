@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -307,15 +306,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		Expect(done).To(BeNumerically(">=", started))
 
 		By("recording events")
-		Eventually(func(g Gomega) []string {
-			var evs eventsv1.EventList
-			g.Expect(k8s.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
-			var reasons []string
-			for _, e := range evs.Items {
-				reasons = append(reasons, e.Reason)
-			}
-			return reasons
-		}, 20*time.Second, 200*time.Millisecond).Should(ContainElements("RunStarted", "NodePassed", "NodeFailed", "NodeValidated"))
+		Eventually(benchmarkEvents(ns), 20*time.Second, 200*time.Millisecond).Should(ContainElements("RunStarted", "NodePassed", "NodeFailed", "NodeValidated"))
 
 		By("rerunning on a new rerun annotation: new Jobs, old ones deleted, a node that fails loses its label")
 		cur := getBenchmark(ns, "nightly")(Default)

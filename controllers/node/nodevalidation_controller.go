@@ -72,12 +72,8 @@ func wantValidated(passed, profile string, lost bool) string {
 
 // Reconcile sets one node's validated label and unvalidated taint.
 func (r *NodeValidationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	node := &corev1.Node{}
-	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	lns, err := readNodeState(ctx, r.Client, node.Name)
-	if err != nil {
+	node, lns, err := readNode(ctx, r.Client, req.Name)
+	if err != nil || node == nil {
 		return ctrl.Result{}, err
 	}
 	profileName := nodeProfile(node, lns)

@@ -14,13 +14,7 @@ import (
 func TestUnvalidatedTaint(t *testing.T) {
 	gated := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: tsv1.LatencyProfileSpec{Validation: &tsv1.ValidationSpec{TaintUntilValidated: true}}}
 	ungated := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-	node := func(validated string) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{}}}
-		if validated != "" {
-			n.Labels[tsv1.ValidatedLabel] = validated
-		}
-		return n
-	}
+	node := func(validated string) *corev1.Node { return labeledNode(tsv1.ValidatedLabel, validated) }
 	for _, tc := range []struct {
 		name    string
 		node    *corev1.Node
@@ -49,4 +43,13 @@ func TestUnvalidatedTaint(t *testing.T) {
 	if !changed || len(taints) != 1 || taints[0] != other {
 		t.Fatalf("removing: %v %v", taints, changed)
 	}
+}
+
+// labeledNode is node "n" with the label key set to value, or without it when value is "".
+func labeledNode(key, value string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{}}}
+	if value != "" {
+		n.Labels[key] = value
+	}
+	return n
 }

@@ -75,6 +75,17 @@ func timeSyncLost(lns *tsv1.LatencyNodeState) (bool, *metav1.Condition) {
 	return c != nil && c.Status == metav1.ConditionFalse, c
 }
 
+// readNode reads a node and its node state (nil when there is none); a node that is gone is
+// (nil, nil, nil).
+func readNode(ctx context.Context, c client.Reader, name string) (*corev1.Node, *tsv1.LatencyNodeState, error) {
+	node := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	lns, err := readNodeState(ctx, c, node.Name)
+	return node, lns, err
+}
+
 // readNodeState reads the node state of a node; nil when there is none.
 func readNodeState(ctx context.Context, c client.Reader, node string) (*tsv1.LatencyNodeState, error) {
 	lns := &tsv1.LatencyNodeState{}
@@ -89,12 +100,8 @@ func readNodeState(ctx context.Context, c client.Reader, node string) (*tsv1.Lat
 
 // Reconcile sets one node's TimeSynced condition.
 func (r *PTPGateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	node := &corev1.Node{}
-	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	lns, err := readNodeState(ctx, r.Client, node.Name)
-	if err != nil {
+	node, lns, err := readNode(ctx, r.Client, req.Name)
+	if err != nil || node == nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.reconcileNodeCondition(ctx, node, lns)

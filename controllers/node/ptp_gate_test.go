@@ -58,13 +58,7 @@ func TestTimeSyncLostAndProfile(t *testing.T) {
 		}
 	}
 
-	node := func(profile string) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{}}}
-		if profile != "" {
-			n.Labels[tsv1.ProfileLabel] = profile
-		}
-		return n
-	}
+	node := func(profile string) *corev1.Node { return labeledNode(tsv1.ProfileLabel, profile) }
 	for _, tc := range []struct {
 		name string
 		node *corev1.Node

@@ -41,20 +41,10 @@ func (r *LatencyProfileReconciler) reconcileSelection(_ context.Context, s *prof
 			f.owned[node.Name] = true
 		case len(a.Tied) > 0:
 			f.conflicted[node.Name] = true
-			f.conflicts = append(f.conflicts, nodeConflict{node: node.Name, profiles: others(a.Tied, s.profile.Name), priority: a.Priority})
+			f.conflicts = append(f.conflicts, nodeConflict{node: node.Name, profiles: a.TiedWith(s.profile.Name), priority: a.Priority})
 		}
 	}
 	return nil
-}
-
-func others(names []string, me string) []string {
-	var out []string
-	for _, n := range names {
-		if n != me {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // nodeStateWriters bounds the node state writes one reconcile has in flight: one at a time, a

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -143,15 +142,7 @@ func TestTreeBootBeforePods(t *testing.T) {
 	})
 
 	// The restore takes it all away.
-	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
-		t.Fatal(err)
-	}
-	tsutil.Poll(t, 30*time.Second, "the node state gone", func() error {
-		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
-			return fmt.Errorf("still there")
-		}
-		return nil
-	})
+	deleteLNS(t, node)
 	stop()
 	after := agenttest.Snapshot(t, a.Root)
 	// The tree's own boot ID and the sysctl files the test rewrote are not the restore's business.

@@ -148,15 +148,7 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 	}
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
 
-	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
-		t.Fatal(err)
-	}
-	tsutil.Poll(t, 20*time.Second, "node state gone", func() error {
-		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
-			return fmt.Errorf("still there")
-		}
-		return nil
-	})
+	deleteLNS(t, node)
 	stop()
 	if d := hosttest.Diff(before, agenttest.Snapshot(t, root)); len(d) > 0 {
 		t.Errorf("the tree differs from its originals after the restore:\n%s", strings.Join(d, "\n"))

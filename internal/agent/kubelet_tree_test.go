@@ -242,17 +242,7 @@ func TestTreeKubeletRestart(t *testing.T) {
 	}
 
 	// Deletion: the kubelet restarts with no drop-in, without a slot.
-	l := getLNS(t, node)
-	if err := k8s.Delete(context.Background(), l); err != nil {
-		t.Fatal(err)
-	}
-	tsutil.Poll(t, 30*time.Second, "the node state gone", func() error {
-		cur := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(context.Background(), clientKey(node), cur); err == nil {
-			return fmt.Errorf("still there: reboot %+v, conditions %+v", cur.Status.Reboot, cur.Status.Conditions)
-		}
-		return nil
-	})
+	deleteLNS(t, node)
 	if _, err := os.Stat(dropIn); !os.IsNotExist(err) {
 		t.Errorf("the drop-in is still there after the restore: %v", err)
 	}
@@ -275,46 +265,16 @@ func TestTreeKubeletRestart(t *testing.T) {
 func TestTreeRebootAnnouncedOnce(t *testing.T) {
 	ctx := context.Background()
 	node := agenttest.Name("recorded")
-	a := agenttest.NewTreeAgent(t, node)
-	newTreeKubelet(t, a)
-	createNode(t, node)
-	createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
-	agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 20*time.Second, "a kubelet restart requested", func() error {
-		if r := getLNS(t, node).Status.Reboot; r == nil || r.Phase != tsv1.RebootRequested {
-			return fmt.Errorf("reboot status %+v", r)
-		}
-		return nil
-	})
+	startKubeletRestartRequested(t, node)
 
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{tsv1.GroupVersion.Group}, APIVersions: []string{"*"},
-						Resources: []string{"latencynodestates/status"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("object.metadata.name != %q || !has(object.status.reboot) || object.status.reboot.phase != 'Draining'", node),
-				Message:    "the test refuses to record Draining",
-			}},
-		},
+	statusWrites := admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{tsv1.GroupVersion.Group}, APIVersions: []string{"*"},
+			Resources: []string{"latencynodestates/status"}},
 	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: node,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	for _, o := range []client.Object{policy, binding} {
-		if err := k8s.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k8s.Delete(ctx, o) })
-	}
+	liftDraining := denyByPolicy(t, node, statusWrites,
+		fmt.Sprintf("object.metadata.name != %q || !has(object.status.reboot) || object.status.reboot.phase != 'Draining'", node),
+		"the test refuses to record Draining")
 	// In force once a dry-run write of Draining is refused.
 	tsutil.Poll(t, 20*time.Second, "the policy in force", func() error {
 		l := getLNS(t, node)
@@ -347,28 +307,9 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 	// proved in force on a probe node state first.
 	probe := node + "-probe"
 	createLNS(t, probe, nil)
-	end := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-end"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: policy.Spec.MatchConstraints,
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("!(object.metadata.name in [%q, %q]) || has(object.status.reboot) || !has(oldObject.status.reboot) || oldObject.status.reboot.phase != 'Verifying'", node, probe),
-				Message:    "the test refuses to record the end of Verifying",
-			}},
-		},
-	}
-	endBinding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-end"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: end.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	for _, o := range []client.Object{end, endBinding} {
-		if err := k8s.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k8s.Delete(ctx, o) })
-	}
+	liftEnd := denyByPolicy(t, node+"-end", statusWrites,
+		fmt.Sprintf("!(object.metadata.name in [%q, %q]) || has(object.status.reboot) || !has(oldObject.status.reboot) || oldObject.status.reboot.phase != 'Verifying'", node, probe),
+		"the test refuses to record the end of Verifying")
 	p := getLNS(t, probe)
 	orig := p.DeepCopy()
 	p.Status.Reboot = &tsv1.RebootStatus{Phase: tsv1.RebootVerifying, Action: tsv1.ActionKubeletRestart}
@@ -385,11 +326,7 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 		return nil
 	})
 
-	for _, o := range []client.Object{binding, policy} {
-		if err := k8s.Delete(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	liftDraining()
 	tsutil.Poll(t, 60*time.Second, "the kubelet restarted and verified", func() error {
 		if r := getLNS(t, node).Status.Reboot; r == nil || r.Phase != tsv1.RebootVerifying {
 			return fmt.Errorf("reboot status %+v", r)
@@ -414,11 +351,7 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 	}).WithTimeout(4*time.Second).WithPolling(200*time.Millisecond).
 		Should(gomega.Equal("phase Verifying, KubeletVerified events 1"), "the end, tried again and again, is said once")
 
-	for _, o := range []client.Object{endBinding, end} {
-		if err := k8s.Delete(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	liftEnd()
 	tsutil.Poll(t, 60*time.Second, "the reboot over", func() error {
 		l := getLNS(t, node)
 		if l.Status.Reboot != nil {
@@ -439,33 +372,12 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 func TestTreeAnnouncementOutlivesAnAPIOutage(t *testing.T) {
 	ctx := context.Background()
 	node := agenttest.Name("outage")
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"events.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"events"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("object.regarding.name != %q", node),
-				Message:    "the test refuses this node state's events",
-			}},
-		},
+	eventWrites := admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"events.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"events"}},
 	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: node,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	for _, o := range []client.Object{policy, binding} {
-		if err := k8s.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k8s.Delete(ctx, o) })
-	}
+	liftEvents := denyByPolicy(t, node, eventWrites, fmt.Sprintf("object.regarding.name != %q", node),
+		"the test refuses this node state's events")
 	probe := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: node + ".probe", Namespace: metav1.NamespaceDefault},
 		EventTime: metav1.NowMicro(), ReportingController: "test", ReportingInstance: "test", Action: "Probe", Reason: "Probe", Type: corev1.EventTypeNormal,
 		Regarding: corev1.ObjectReference{Kind: "LatencyNodeState", Name: node}}
@@ -476,6 +388,60 @@ func TestTreeAnnouncementOutlivesAnAPIOutage(t *testing.T) {
 		return nil
 	})
 
+	startKubeletRestartRequested(t, node)
+	if n := len(events(t, node, "KubeletRestartRequested")); n != 0 {
+		t.Fatalf("%d KubeletRestartRequested events written through the policy", n)
+	}
+	liftEvents()
+	tsutil.Poll(t, 30*time.Second, "the step said once the API takes it", func() error {
+		if n := len(events(t, node, "KubeletRestartRequested")); n != 1 {
+			return fmt.Errorf("%d KubeletRestartRequested events", n)
+		}
+		return nil
+	})
+}
+
+// denyByPolicy refuses, until the test ends or the returned lift is called, the writes that rule
+// matches where expression is false: a ValidatingAdmissionPolicy named name (failing closed) and
+// its Deny binding. The caller proves it in force with a dry run before relying on it.
+func denyByPolicy(t *testing.T, name string, rule admissionregistrationv1.RuleWithOperations, expression, message string) (lift func()) {
+	t.Helper()
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: rule,
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expression, Message: message}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(ctx, o) })
+	}
+	return func() {
+		t.Helper()
+		for _, o := range []client.Object{binding, policy} {
+			if err := k8s.Delete(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// startKubeletRestartRequested starts an agent over a tree with a kubelet for a node state whose
+// kubelet settings want a restart, and waits until the agent asks for its slot.
+func startKubeletRestartRequested(t *testing.T, node string) {
+	t.Helper()
 	a := agenttest.NewTreeAgent(t, node)
 	newTreeKubelet(t, a)
 	createNode(t, node)
@@ -484,20 +450,6 @@ func TestTreeAnnouncementOutlivesAnAPIOutage(t *testing.T) {
 	tsutil.Poll(t, 20*time.Second, "a kubelet restart requested", func() error {
 		if r := getLNS(t, node).Status.Reboot; r == nil || r.Phase != tsv1.RebootRequested {
 			return fmt.Errorf("reboot status %+v", r)
-		}
-		return nil
-	})
-	if n := len(events(t, node, "KubeletRestartRequested")); n != 0 {
-		t.Fatalf("%d KubeletRestartRequested events written through the policy", n)
-	}
-	for _, o := range []client.Object{binding, policy} {
-		if err := k8s.Delete(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tsutil.Poll(t, 30*time.Second, "the step said once the API takes it", func() error {
-		if n := len(events(t, node, "KubeletRestartRequested")); n != 1 {
-			return fmt.Errorf("%d KubeletRestartRequested events", n)
 		}
 		return nil
 	})

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,21 +68,6 @@ func TestTreeOfflinedCPUs(t *testing.T) {
 	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
 		t.Errorf("the tree differs from its originals after the restore:\n%s", strings.Join(d, "\n"))
 	}
-}
-
-// deleteLNS deletes the node state and waits until the agent has restored the host and let it go.
-func deleteLNS(t *testing.T, node string) {
-	t.Helper()
-	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
-		t.Fatal(err)
-	}
-	tsutil.Poll(t, 30*time.Second, "node state gone", func() error {
-		l := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(context.Background(), clientKey(node), l); err == nil {
-			return fmt.Errorf("still there: finalizers %v, reboot %+v", l.Finalizers, l.Status.Reboot)
-		}
-		return nil
-	})
 }
 
 // setting is the status.settings entry of that name (zero when there is none).

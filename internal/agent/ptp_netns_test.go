@@ -222,15 +222,7 @@ func startOperator(t *testing.T) {
 	if err := controllers.SetupControllers(mgr, controllers.Options{Network: network.NetworkOptions{Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the operator's manager: %v", err)
-		}
-	})
+	tsutil.RunInBackground(t, context.Background(), "the operator's manager", mgr.Start)
 }
 
 func patchNode(t *testing.T, name string, change func(*corev1.Node)) {

@@ -242,15 +242,7 @@ func TestRealHost(t *testing.T) {
 	})
 
 	// Deleting the node state puts every original back.
-	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Poll(t, 20*time.Second, "node state gone", func() error {
-		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
-			return fmt.Errorf("still there")
-		}
-		return nil
-	})
+	deleteLNS(t, node)
 	after := hosttest.SnapshotFiles(t, files)
 	for f, v := range before {
 		if after[f] != v {
@@ -329,15 +321,7 @@ func TestRealHostNICEvent(t *testing.T) {
 		return fmt.Errorf("no Drifted event naming channels/%s/rx", vethC)
 	})
 
-	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Poll(t, 20*time.Second, "node state gone", func() error {
-		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
-			return fmt.Errorf("still there")
-		}
-		return nil
-	})
+	deleteLNS(t, node)
 	if c := channels(); c["rx"] != orig["rx"] || c["tx"] != orig["tx"] {
 		t.Errorf("channels after the restore %v, were %v", c, orig)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
@@ -107,6 +109,21 @@ func patchLNS(t *testing.T, name string, mutate func(*tsv1.LatencyNodeState)) {
 	if err := k8s.Patch(context.Background(), l, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// deleteLNS deletes the node state and waits until the agent has restored the host and let it go.
+func deleteLNS(t *testing.T, node string) {
+	t.Helper()
+	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
+		t.Fatal(err)
+	}
+	tsutil.Poll(t, 30*time.Second, "node state gone", func() error {
+		l := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(context.Background(), clientKey(node), l); err == nil {
+			return fmt.Errorf("still there: finalizers %v, reboot %+v, conditions %+v", l.Finalizers, l.Status.Reboot, l.Status.Conditions)
+		}
+		return nil
+	})
 }
 
 // condition returns the node state's condition of that type ("" status when absent).

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -304,15 +303,7 @@ func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 	if !getNode(t, node).Spec.Unschedulable {
 		t.Error("a drained node waiting for its reboot was uncordoned")
 	}
-	if err := k8s.Delete(context.Background(), getLNS(t, node)); err != nil {
-		t.Fatal(err)
-	}
-	tsutil.Poll(t, 20*time.Second, "node state gone", func() error {
-		if err := k8s.Get(context.Background(), clientKey(node), &tsv1.LatencyNodeState{}); err == nil {
-			return fmt.Errorf("still there")
-		}
-		return nil
-	})
+	deleteLNS(t, node)
 	if getNode(t, node).Spec.Unschedulable {
 		t.Error("node left cordoned after the node state was deleted")
 	}

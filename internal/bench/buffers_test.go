@@ -123,12 +123,7 @@ trap 'echo "sockperf: Total 5 messages received and handled"; dump; exit 0' INT
 echo "sockperf: using recvfrom() to block on socket(s)"
 while :; do sleep 0.05; done
 `)
-	launcher := writeScript(t, filepath.Join(dir, "tickstack-run"), "shift 3\nexec \"$@\"\n")
-	work := filepath.Join(dir, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c := startReflector(t, &Reflector{DataAddress: "127.0.0.1", Tools: Tools{Sockperf: server, Launcher: launcher}, WorkDir: work})
+	c := startSockperfReflector(t, dir, server)
 	if !c.Hello.ReceiveBuffers {
 		t.Fatalf("greeting %+v does not offer receive buffers", c.Hello)
 	}
@@ -210,4 +205,16 @@ func TestReflectorSockperfReceiveBuffer(t *testing.T) {
 	if v, ok := SockperfReceiveBuffer(counters.Output); !ok || b == nil || b.GrantedBytes == nil || v != *b.GrantedBytes {
 		t.Errorf("the granted buffer is not the one sockperf printed (%d, %v): %s", v, ok, counters.Output)
 	}
+}
+
+// startSockperfReflector starts a reflector on 127.0.0.1 whose sockperf is server (a script in
+// dir) under a launcher that runs it as it is, with its work directory dir/work.
+func startSockperfReflector(t *testing.T, dir, server string) *ReflectorClient {
+	t.Helper()
+	launcher := writeScript(t, filepath.Join(dir, "tickstack-run"), "shift 3\nexec \"$@\"\n")
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return startReflector(t, &Reflector{DataAddress: "127.0.0.1", Tools: Tools{Sockperf: server, Launcher: launcher}, WorkDir: work})
 }

@@ -133,10 +133,10 @@ const keptTraces = 4
 
 type reflectorProc struct {
 	cmd *exec.Cmd
-	out *syncBuffer
+	out *SyncBuffer
 	// stdout is kept apart for the rig's programs (their JSON line); nil for sockperf servers,
 	// whose out holds both.
-	stdout *syncBuffer
+	stdout *SyncBuffer
 	done   chan struct{}
 	err    error
 	// statsDir receives a bypass server's statistics dump ("": none was asked for).
@@ -369,7 +369,7 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 	if err != nil {
 		return nil, err
 	}
-	p := &reflectorProc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{}), stack: req.Stack}
+	p := &reflectorProc{cmd: cmd, out: &SyncBuffer{}, done: make(chan struct{}), stack: req.Stack}
 	if req.Stack == tsv1.StackBypass {
 		if p.statsDir, err = os.MkdirTemp(r.WorkDir, "tsbench-stats-"); err != nil {
 			p.statsDir, p.statsErr = "", fmt.Sprintf("creating a directory for the stack's statistics: %v", err)
@@ -636,7 +636,7 @@ func (r *Reflector) conformPeer(ctx context.Context, port int) (*reflectorProc, 
 	}
 	cmd := exec.CommandContext(context.WithoutCancel(ctx), bin, "peer", strconv.Itoa(port))
 	cmd.SysProcAttr = childAttr()
-	p := &reflectorProc{cmd: cmd, out: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{}), stack: tsv1.StackKernel}
+	p := &reflectorProc{cmd: cmd, out: &SyncBuffer{}, stdout: &SyncBuffer{}, done: make(chan struct{}), stack: tsv1.StackKernel}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the conformance peer: %w", err)

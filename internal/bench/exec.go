@@ -130,19 +130,20 @@ func (t Tools) command(ctx context.Context, stack tsv1.Stack, cpus string, tool 
 	return cmd, nil
 }
 
-// syncBuffer is a bytes.Buffer safe for a process writing while another goroutine reads.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for a process writing while another goroutine reads (a
+// child's output, a manager's log).
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -164,7 +165,7 @@ func runTool(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (string,
 
 // runToolStarted is runTool that calls started (when not nil) once the process runs.
 func runToolStarted(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, started func(pid int)) (string, error) {
-	var out syncBuffer
+	var out SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	done := make(chan struct{})
 	if err := cmd.Start(); err != nil {

@@ -31,7 +31,7 @@ func TestSockperfClockPlacesFullLogOnMonotonic(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "full.csv")
 	// through taskset, as the runner starts it: the sampler must follow the exec
 	cli := exec.Command(ts, "-c", "0-1023", sp, "pp", "-i", "127.0.0.1", "-p", port, "-t", "2", "--full-log", log)
-	var out syncBuffer
+	var out SyncBuffer
 	cli.Stdout, cli.Stderr = &out, &out
 	start := monoNow()
 	if err := cli.Start(); err != nil {

@@ -153,15 +153,7 @@ func TestParseFullLogAgreesWithSummary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := os.Open(filepath.Join("testdata", "sockperf", name+"_fulllog.csv"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			rows, err := ParseFullLog(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rows := readFullLog(t, name)
 			if int64(len(rows)) != sum.Observations {
 				t.Fatalf("%d rows, summary says %d observations", len(rows), sum.Observations)
 			}
@@ -287,4 +279,19 @@ func abs(v int64) int64 {
 		return -v
 	}
 	return v
+}
+
+// readFullLog parses testdata/sockperf/<name>_fulllog.csv, a full log sockperf wrote.
+func readFullLog(t *testing.T, name string) []FullLogSample {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "sockperf", name+"_fulllog.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := ParseFullLog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }

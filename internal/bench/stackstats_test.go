@@ -202,12 +202,7 @@ trap 'echo "sockperf: Total 5 messages received and handled"; dump; exit 0' INT
 echo "sockperf: using recvfrom() to block on socket(s)"
 while :; do sleep 0.05; done
 `)
-	launcher := writeScript(t, filepath.Join(dir, "tickstack-run"), "shift 3\nexec \"$@\"\n")
-	work := filepath.Join(dir, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c := startReflector(t, &Reflector{DataAddress: "127.0.0.1", Tools: Tools{Sockperf: server, Launcher: launcher}, WorkDir: work})
+	c := startSockperfReflector(t, dir, server)
 	for _, stack := range []tsv1.Stack{tsv1.StackBypass, tsv1.StackKernel} {
 		id, err := c.Start(ServerSpec{Stack: stack, Protocol: tsv1.ProtocolUDP, Port: 20000})
 		if err != nil {
@@ -231,7 +226,7 @@ while :; do sleep 0.05; done
 			}
 		}
 	}
-	if left, _ := os.ReadDir(work); len(left) != 0 {
+	if left, _ := os.ReadDir(filepath.Join(dir, "work")); len(left) != 0 {
 		t.Errorf("the reflector left %d statistics directories", len(left))
 	}
 }

@@ -168,15 +168,7 @@ func TestDetectStallsEdges(t *testing.T) {
 // message (11 ms) is under 10 x its p99.9 (5 ms), and every
 // run of consecutive pauses above the gap threshold (10 x the median pause) is one stall.
 func TestDetectStallsCapturedLog(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "sockperf", "pp_small_fulllog.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := ParseFullLog(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readFullLog(t, "pp_small")
 	if r := rows[0]; r.TxNs != 2436765509 || r.RxNs != 2436794561 || r.LatencyNs != 14526 {
 		t.Fatalf("first row %+v, want tx 2.436765509 s, rx 2.436794561 s, 14.526 us", r)
 	}

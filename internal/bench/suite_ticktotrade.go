@@ -106,7 +106,7 @@ func (r *Runner) t2tRun(ctx context.Context, stack tsv1.Stack, s *tsv1.TickToTra
 		defer os.RemoveAll(statsDir)
 		withStatsFile(cmd, statsDir)
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	r.logf("%s", strings.Join(cmd.Args, " "))
 	if err := cmd.Start(); err != nil {

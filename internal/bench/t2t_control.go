@@ -187,7 +187,7 @@ func (r *Reflector) t2tExchange(ctx context.Context, x *T2TExchangeSpec) (*refle
 	if err != nil {
 		return nil, err
 	}
-	p := &reflectorProc{cmd: cmd, out: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{})}
+	p := &reflectorProc{cmd: cmd, out: &SyncBuffer{}, stdout: &SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting t2t-exchange: %w", err)
@@ -240,7 +240,7 @@ func exitCode(err error) int {
 // runSplit runs cmd to completion with a deadline, keeping stdout (the rig's JSON line) apart from
 // stderr. A non-zero exit is returned as an error together with the output.
 func runSplit(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (*T2TOutput, error) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", strings.Join(cmd.Args, " "), err)

@@ -327,38 +327,7 @@ func TestCollectorCountsARegionOfAnotherVersion(t *testing.T) {
 	testutil.RequireRoot(t)
 	py := testutil.RequireTool(t, "python3")
 	// The region of a library of an earlier release: the magic, version MinStatsVersion-1, mapped.
-	script := fmt.Sprintf(`import mmap, os, struct, sys, time
-p = "/dev/shm/tickstack-%%d" %% os.getpid()
-try:
-    os.unlink(p)  # a region left by a killed process that had this pid, as the library does
-except FileNotFoundError:
-    pass
-fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-os.ftruncate(fd, %d)
-m = mmap.mmap(fd, %d)
-m[0:8] = struct.pack("=II", %d, %d)
-print("ready", flush=True)
-try:
-    sys.stdin.read()
-finally:
-    os.unlink(p)
-`, StatsSize, StatsSize, StatsMagic, MinStatsVersion-1)
-	cmd := exec.Command(py, "-c", script)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("the region's process: %q %v", line, err)
-	}
+	cmd := startRegionProcess(t, py, fmt.Sprintf(`m[0:8] = struct.pack("=II", %d, %d)`, StatsMagic, MinStatsVersion-1))
 	_, bad, err := Scan("/proc")
 	if err != nil {
 		t.Fatal(err)
@@ -392,6 +361,27 @@ func TestCollectorSurvivesAHostileRegion(t *testing.T) {
 	testutil.RequireRoot(t)
 	py := testutil.RequireTool(t, "python3")
 	xsk := int(unsafe.Offsetof(Stats{}.XSK))
+	cmd := startRegionProcess(t, py, fmt.Sprintf(`m[0:32] = struct.pack("=IIiI", %d, %d, os.getpid(), 1) + b"\xff\xfelat\x00" + b"\x00" * 10
+m[%d:%d] = b"\xc3\x28eth0\x00" + b"\x00" * 9
+m[%d:%d] = struct.pack("=I", 1)
+ctypes.CDLL(None).prctl(15, b"\xff\xfebad", 0, 0, 0)`, StatsMagic, StatsVersion, xsk, xsk+16, xsk+24, xsk+28))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(Options{}))
+	fams := scrape(t, reg)
+	pid := strconv.Itoa(cmd.Process.Pid)
+	if v := value(fams, "tickstack_bypass_process_info", map[string]string{"pid": pid, "process": "\uFFFDbad", "profile": "\uFFFDlat"}); v != 1 {
+		t.Errorf("tickstack_bypass_process_info of the hostile process: %v, want 1 with its comm and profile made valid: %v", v, fams["tickstack_bypass_process_info"])
+	}
+	if v := value(fams, "tickstack_bypass_packets_total", map[string]string{"pid": pid, "interface": "\uFFFD(eth0", "direction": "rx"}); v != 0 {
+		t.Errorf("tickstack_bypass_packets_total of the hostile process's interface: %v, want 0 under its name made valid", v)
+	}
+}
+
+// startRegionProcess runs a python3 process that creates its own statistics region as the library
+// does (/dev/shm/tickstack-<pid>, StatsSize bytes, mapped as m), runs fill over it, and keeps it
+// until the test ends.
+func startRegionProcess(t *testing.T, py, fill string) *exec.Cmd {
+	t.Helper()
 	script := fmt.Sprintf(`import ctypes, mmap, os, struct, sys
 p = "/dev/shm/tickstack-%%d" %% os.getpid()
 try:
@@ -401,16 +391,13 @@ except FileNotFoundError:
 fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
 os.ftruncate(fd, %d)
 m = mmap.mmap(fd, %d)
-m[0:32] = struct.pack("=IIiI", %d, %d, os.getpid(), 1) + b"\xff\xfelat\x00" + b"\x00" * 10
-m[%d:%d] = b"\xc3\x28eth0\x00" + b"\x00" * 9
-m[%d:%d] = struct.pack("=I", 1)
-ctypes.CDLL(None).prctl(15, b"\xff\xfebad", 0, 0, 0)
+%s
 print("ready", flush=True)
 try:
     sys.stdin.read()
 finally:
     os.unlink(p)
-`, StatsSize, StatsSize, StatsMagic, StatsVersion, xsk, xsk+16, xsk+24, xsk+28)
+`, StatsSize, StatsSize, fill)
 	cmd := exec.Command(py, "-c", script)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -428,14 +415,5 @@ finally:
 	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("the region's process: %q %v", line, err)
 	}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(Options{}))
-	fams := scrape(t, reg)
-	pid := strconv.Itoa(cmd.Process.Pid)
-	if v := value(fams, "tickstack_bypass_process_info", map[string]string{"pid": pid, "process": "\uFFFDbad", "profile": "\uFFFDlat"}); v != 1 {
-		t.Errorf("tickstack_bypass_process_info of the hostile process: %v, want 1 with its comm and profile made valid: %v", v, fams["tickstack_bypass_process_info"])
-	}
-	if v := value(fams, "tickstack_bypass_packets_total", map[string]string{"pid": pid, "interface": "\uFFFD(eth0", "direction": "rx"}); v != 0 {
-		t.Errorf("tickstack_bypass_packets_total of the hostile process's interface: %v, want 0 under its name made valid", v)
-	}
+	return cmd
 }

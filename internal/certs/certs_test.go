@@ -81,15 +81,7 @@ func TestRotationKeepsTheWebhookServing(t *testing.T) {
 	if err := mgr.Add(certs); err != nil {
 		t.Fatal(err)
 	}
-	mctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	testutil.RunInBackground(t, ctx, "manager", mgr.Start)
 
 	secret := func() map[string][]byte {
 		s := &corev1.Secret{}

@@ -62,11 +62,18 @@ type Engine struct {
 func (e *Engine) Claims() ([]Claim, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	_, claims, err := e.load()
+	return claims, err
+}
+
+// load reads the journal: its entries and the claims among them. The caller holds e.mu.
+func (e *Engine) load() ([]tuning.Entry, []Claim, error) {
 	entries, err := tuning.LoadJournal(e.JournalPath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return claimsOf(entries)
+	claims, err := claimsOf(entries)
+	return entries, claims, err
 }
 
 func claimsOf(entries []tuning.Entry) ([]Claim, error) {
@@ -94,11 +101,7 @@ func (e *Engine) Apply(c Claim) error {
 	if err != nil || cpus.IsEmpty() {
 		return fmt.Errorf("container %s: cpuset %q is not a CPU list", c.Name, c.CPUs)
 	}
-	entries, err := tuning.LoadJournal(e.JournalPath)
-	if err != nil {
-		return err
-	}
-	claims, err := claimsOf(entries)
+	entries, claims, err := e.load()
 	if err != nil {
 		return err
 	}
@@ -154,11 +157,7 @@ func (e *Engine) Reconcile(live map[string]bool) error {
 }
 
 func (e *Engine) release(gone func(string) bool) error {
-	entries, err := tuning.LoadJournal(e.JournalPath)
-	if err != nil {
-		return err
-	}
-	claims, err := claimsOf(entries)
+	entries, claims, err := e.load()
 	if err != nil {
 		return err
 	}

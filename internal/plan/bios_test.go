@@ -2,8 +2,9 @@ package plan
 
 import (
 	"bytes"
-	"strings"
 	"testing"
+
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 func TestAddBIOSFoldsTheRebootIntoOne(t *testing.T) {
@@ -17,14 +18,10 @@ func TestAddBIOSFoldsTheRebootIntoOne(t *testing.T) {
 	p.AddBIOS("in-effect", &BIOSPlan{BMC: "https://b3"})
 	var out bytes.Buffer
 	p.Print(&out)
-	for _, want := range []string{
+	testutil.WantContains(t, "plan", out.String(),
 		"3 nodes in the plan, 2 would change, 2 would reboot",
 		"node kernel-and-bios: apply (reboot required: one reboot for the kernel arguments and the BIOS settings)\n  BIOS via https://b1:\n  ~ bios/A: on -> off",
 		"node bios-only: apply (reboot required: BIOS settings)\n  BIOS via https://b2:\n  ~ bios/A: (none) -> off",
 		"node in-effect: unchanged\n  BIOS via https://b3: every attribute already in effect",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("plan lacks %q:\n%s", want, out.String())
-		}
-	}
+	)
 }

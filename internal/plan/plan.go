@@ -124,7 +124,7 @@ func planNode(p *tsv1.LatencyProfile, node *corev1.Node, a resolve.Arbitration, 
 	switch {
 	case len(a.Tied) > 0:
 		np.Action = Conflict
-		np.Detail = fmt.Sprintf("also selected by %s at priority %d: left as it is until one profile has a higher priority", strings.Join(others(a.Tied, p.Name), ", "), a.Priority)
+		np.Detail = fmt.Sprintf("also selected by %s at priority %d: left as it is until one profile has a higher priority", strings.Join(a.TiedWith(p.Name), ", "), a.Priority)
 		return np
 	case a.Winner != p.Name:
 		np.Action = Outranked
@@ -218,16 +218,6 @@ func anyIn(args, running []string) bool {
 		}
 	}
 	return false
-}
-
-func others(names []string, me string) []string {
-	var out []string
-	for _, n := range names {
-		if n != me {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // Diff lists the settings that differ between two tunings, by a flat setting name. Kernel arguments

@@ -119,14 +119,7 @@ func TestReadOnlyProxyWithRealPtp4l(t *testing.T) {
 	var logged []string
 	p := &ReadOnlyProxy{Listen: filepath.Join(lab.dir, "ro.sock"), Upstream: upstream, ReplyDir: filepath.Join(lab.dir, "ro"),
 		Logger: funcr.New(func(_, args string) { mu.Lock(); logged = append(logged, args); mu.Unlock() }, funcr.Options{})}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("proxy: %v", err)
-		}
-	})
+	tsutil.RunInBackground(t, ctx, "proxy", p.Run)
 	deadline := time.Now().Add(10 * time.Second)
 	for _, s := range []string{upstream, p.Listen} {
 		for {

@@ -1,7 +1,6 @@
 package qualify
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,31 +9,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bench"
 )
-
-// lockedBuffer collects a child's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // boundRe is tickstack-stats' XSK line: "queues 0-3, XDP native, bound copy".
 var boundRe = regexp.MustCompile(`XDP (\w+), bound (\w+)`)
@@ -73,7 +53,7 @@ func trial(ctx context.Context, o *Options, launcher, addr, mode string, n int) 
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	out := &lockedBuffer{}
+	out := &bench.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return tsv1.QualifyTrial{Detail: fmt.Sprintf("not tried: %v", err)}

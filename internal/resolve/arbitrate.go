@@ -21,6 +21,17 @@ type Arbitration struct {
 	Priority int32
 }
 
+// TiedWith lists the profiles tied with profile for the node: Tied without profile itself.
+func (a Arbitration) TiedWith(profile string) []string {
+	var out []string
+	for _, n := range a.Tied {
+		if n != profile {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // SelectsNode reports whether the profile's node selector picks the node.
 func SelectsNode(p *tsv1.LatencyProfile, node *corev1.Node) (bool, error) {
 	return CompileSelector(p).Selects(node)

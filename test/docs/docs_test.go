@@ -199,36 +199,53 @@ var code = regexp.MustCompile("(?s)```.*?```|`[^`\n]*`")
 // TestLinksStayInTheRepository fails when a link of README.md, CHANGELOG.md or docs/ points outside
 // the repository (a reader of a release archive has nothing there) or at a file that does not exist.
 func TestLinksStayInTheRepository(t *testing.T) {
-	pages := append(docPages(t), filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md"))
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	eachDocLink(t, func(p, rel, link string) {
+		if strings.Contains(link, "://") || strings.HasPrefix(link, "#") || strings.HasPrefix(link, "mailto:") {
+			return
+		}
+		target, _, _ := strings.Cut(link, "#")
+		full, err := filepath.Abs(filepath.Join(filepath.Dir(p), target))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full != abs && !strings.HasPrefix(full, abs+string(filepath.Separator)) {
+			t.Errorf("%s links %q, outside the repository: cite the source by title instead", rel, link)
+			return
+		}
+		if _, err := os.Stat(full); err != nil {
+			t.Errorf("%s links %q, which does not exist", rel, link)
+		}
+	})
+}
+
+// eachDocPage calls visit with each page of docs/, README.md and CHANGELOG.md: its path, its path
+// relative to the repository root, its text.
+func eachDocPage(t *testing.T, visit func(page, rel, text string)) {
+	t.Helper()
+	pages := append(docPages(t), filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md"))
 	for _, p := range pages {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rel, _ := filepath.Rel(root, p)
-		for _, m := range mdLink.FindAllStringSubmatch(code.ReplaceAllString(string(b), ""), -1) {
-			target := m[1]
-			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
-				continue
-			}
-			target, _, _ = strings.Cut(target, "#")
-			full, err := filepath.Abs(filepath.Join(filepath.Dir(p), target))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if full != abs && !strings.HasPrefix(full, abs+string(filepath.Separator)) {
-				t.Errorf("%s links %q, outside the repository: cite the source by title instead", rel, m[1])
-				continue
-			}
-			if _, err := os.Stat(full); err != nil {
-				t.Errorf("%s links %q, which does not exist", rel, m[1])
-			}
-		}
+		visit(p, rel, string(b))
 	}
+}
+
+// eachDocLink calls visit with each Markdown link (outside code) of those pages: the page's path,
+// its path relative to the repository root, the link's target.
+func eachDocLink(t *testing.T, visit func(page, rel, link string)) {
+	t.Helper()
+	eachDocPage(t, func(p, rel, text string) {
+		for _, m := range mdLink.FindAllStringSubmatch(code.ReplaceAllString(text, ""), -1) {
+			visit(p, rel, m[1])
+		}
+	})
 }
 
 // heading is a Markdown heading line; anchorTag an explicit anchor (<a id="...">).
@@ -268,37 +285,29 @@ func anchors(text string) map[string]bool {
 // TestLinkedSectionsExist fails when a link of README.md, CHANGELOG.md or docs/ names a section
 // (#fragment) its page does not have: a section that moved to another page, or was renamed.
 func TestLinkedSectionsExist(t *testing.T) {
-	pages := append(docPages(t), filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md"))
 	cache := map[string]map[string]bool{}
-	for _, p := range pages {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
+	eachDocLink(t, func(p, rel, link string) {
+		file, frag, ok := strings.Cut(link, "#")
+		if !ok || strings.Contains(file, "://") || (file != "" && !strings.HasSuffix(file, ".md")) {
+			return
 		}
-		rel, _ := filepath.Rel(root, p)
-		for _, m := range mdLink.FindAllStringSubmatch(code.ReplaceAllString(string(b), ""), -1) {
-			file, frag, ok := strings.Cut(m[1], "#")
-			if !ok || strings.Contains(file, "://") || (file != "" && !strings.HasSuffix(file, ".md")) {
-				continue
-			}
-			target := p
-			if file != "" {
-				target = filepath.Join(filepath.Dir(p), file)
-			}
-			a, ok := cache[target]
-			if !ok {
-				tb, err := os.ReadFile(target)
-				if err != nil {
-					continue // TestLinksStayInTheRepository reports it
-				}
-				a = anchors(string(tb))
-				cache[target] = a
-			}
-			if !a[frag] {
-				t.Errorf("%s links %q: that page has no section %q (moved or renamed? link its new place)", rel, m[1], frag)
-			}
+		target := p
+		if file != "" {
+			target = filepath.Join(filepath.Dir(p), file)
 		}
-	}
+		a, ok := cache[target]
+		if !ok {
+			tb, err := os.ReadFile(target)
+			if err != nil {
+				return // TestLinksStayInTheRepository reports it
+			}
+			a = anchors(string(tb))
+			cache[target] = a
+		}
+		if !a[frag] {
+			t.Errorf("%s links %q: that page has no section %q (moved or renamed? link its new place)", rel, link, frag)
+		}
+	})
 }
 
 // citation is how code cites a section of a page: docs/NAME.md "Section" (or docs/NAME.md, "Section").
@@ -382,18 +391,12 @@ func TestCitedSectionsExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The pages cite each other the same way, across line breaks.
-	pages := append(docPages(t), filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md"))
-	for _, p := range pages {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, p)
-		for _, m := range citation.FindAllStringSubmatch(strings.Join(strings.Fields(string(b)), " "), -1) {
+	eachDocPage(t, func(_, rel, text string) {
+		for _, m := range citation.FindAllStringSubmatch(strings.Join(strings.Fields(text), " "), -1) {
 			checked++
 			check(rel, m)
 		}
-	}
+	})
 	if checked < 20 {
 		t.Fatalf("found %d citations: the test looks in the wrong place", checked)
 	}

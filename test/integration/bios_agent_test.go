@@ -22,6 +22,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/bench"
 )
 
 // playKubelet copies a tree's boot ID into its Node's status.nodeInfo.bootID, as a kubelet
@@ -65,7 +66,7 @@ func TestBIOSAndKernelArgsOneRebootWithTheRealAgent(t *testing.T) {
 	g := gomega.NewWithT(t)
 	const user = "tsbios-admin"
 	password := "TsBios-" + rand.Text()
-	logs := &syncBuffer{}
+	logs := &bench.SyncBuffer{}
 	c := startOperator(t, logs, 2*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -14,7 +13,6 @@ import (
 	"math/big"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +30,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/controllers/bios"
+	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/bmc"
 	"github.com/tickstack/tickstack/internal/testutil"
 )
@@ -55,16 +54,24 @@ func startSushy(t *testing.T, user, password string) *emulator {
 	return &emulator{url: e.URL, ca: e.CA, user: user, password: password}
 }
 
+// connect opens a session to the emulator as the operator would, for 30 seconds at the most;
+// the caller calls done when it is through with it.
+func (e *emulator) connect(t *testing.T) (ctx context.Context, c *bmc.Client, done func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c, err := bmc.Connect(ctx, bmc.Config{Endpoint: e.url, Credentials: bmc.Credentials{Username: e.user, Password: e.password}, CABundle: e.ca})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return ctx, c, func() { c.Close(); cancel() }
+}
+
 // read returns the emulator's BIOS as the operator would see it (the test's own view).
 func (e *emulator) read(t *testing.T) *bmc.BIOSState {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := bmc.Connect(ctx, bmc.Config{Endpoint: e.url, Credentials: bmc.Credentials{Username: e.user, Password: e.password}, CABundle: e.ca})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c, done := e.connect(t)
+	defer done()
 	st, err := c.ReadBIOS(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -75,13 +82,8 @@ func (e *emulator) read(t *testing.T) *bmc.BIOSState {
 // set stages attrs on the emulator directly (someone at the BMC's web page: drift).
 func (e *emulator) set(t *testing.T, attrs bmc.Attributes) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := bmc.Connect(ctx, bmc.Config{Endpoint: e.url, Credentials: bmc.Credentials{Username: e.user, Password: e.password}, CABundle: e.ca})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c, done := e.connect(t)
+	defer done()
 	p, err := c.Plan(ctx, attrs)
 	if err != nil {
 		t.Fatal(err)
@@ -101,35 +103,16 @@ func (e *emulator) otherTurbo(t *testing.T) (current, other string) {
 	return cur, "Enabled"
 }
 
-// syncBuffer is a log sink the manager's goroutines write to concurrently.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startOperator runs the operator's controllers (SetupControllers) in a manager whose every log
 // line (down to the most verbose) goes to logs, with the BIOS controller's periods set to periods;
 // it stops when the test ends.
-func startOperator(t *testing.T, logs *syncBuffer, periods time.Duration) client.WithWatch {
+func startOperator(t *testing.T, logs *bench.SyncBuffer, periods time.Duration) client.WithWatch {
 	t.Helper()
 	scheme := operatorScheme()
 	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Logger:     zap.New(zap.WriteTo(logs), zap.UseDevMode(true), zap.Level(zapcore.Level(-10))),
@@ -143,13 +126,8 @@ func startOperator(t *testing.T, logs *syncBuffer, periods time.Duration) client
 	})); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	// Registered first, so it runs once the operator has stopped.
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
 		if t.Failed() {
 			var lines []string
 			for _, l := range strings.Split(logs.String(), "\n") {
@@ -160,6 +138,7 @@ func startOperator(t *testing.T, logs *syncBuffer, periods time.Duration) client
 			t.Logf("operator log (BIOS and errors, tail):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
 		}
 	})
+	testutil.RunInBackground(t, context.Background(), "operator", mgr.Start)
 	return c
 }
 
@@ -235,7 +214,7 @@ func foreignCA(t *testing.T) string {
 
 // checkNoSecrets fails when a password, or a basic-auth token made from one, appears in the logs,
 // in any event, or anywhere in the node states (spec, status, conditions).
-func checkNoSecrets(t *testing.T, c client.Client, logs *syncBuffer, user string, passwords ...string) {
+func checkNoSecrets(t *testing.T, c client.Client, logs *bench.SyncBuffer, user string, passwords ...string) {
 	t.Helper()
 	ctx := context.Background()
 	var haystack []string

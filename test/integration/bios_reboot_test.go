@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
 )
 
 // playedAgent plays the node agent's reboot protocol and the kubelet's boot ID for one node: it
@@ -129,7 +130,7 @@ func TestBIOSAndKernelArgsCostOneReboot(t *testing.T) {
 	g := gomega.NewWithT(t)
 	const user = "tsbios-admin"
 	password := "TsBios-" + rand.Text()
-	logs := &syncBuffer{}
+	logs := &bench.SyncBuffer{}
 	c := startOperator(t, logs, 2*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/bmc"
 )
 
@@ -82,7 +83,7 @@ func TestBIOSValidatesStagesAndVerifiesAfterTheReboot(t *testing.T) {
 	const user = "tsbios-admin"
 	password := "TsBios-" + rand.Text()
 	e := startSushy(t, user, password)
-	logs := &syncBuffer{}
+	logs := &bench.SyncBuffer{}
 	c := startOperator(t, logs, 2*time.Second)
 	ctx := context.Background()
 
@@ -239,7 +240,7 @@ func TestBIOSBMCFailuresAreConditions(t *testing.T) {
 	password := "TsBios-" + rand.Text()
 	wrong := "TsBiosWrong-" + rand.Text()
 	e := startSushy(t, user, password)
-	logs := &syncBuffer{}
+	logs := &bench.SyncBuffer{}
 	c := startOperator(t, logs, 2*time.Second)
 	ctx := context.Background()
 

@@ -21,6 +21,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/cli"
 )
 
@@ -34,7 +35,7 @@ import (
 func TestReleaseNodeWhoseAgentIsGone(t *testing.T) {
 	g := gomega.NewWithT(t)
 	ctx := context.Background()
-	c := startOperator(t, &syncBuffer{}, 5*time.Second)
+	c := startOperator(t, &bench.SyncBuffer{}, 5*time.Second)
 
 	role := agenttest.Name("release")
 	node := agenttest.Name("rel")

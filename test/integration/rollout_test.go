@@ -30,6 +30,7 @@ import (
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	"github.com/tickstack/tickstack/internal/host/hosttest"
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 // cordonRecorder watches the nodes and records, event by event, which are cordoned.
@@ -143,14 +144,7 @@ func TestRolloutRebootsEachNodeOnceWithOneSlot(t *testing.T) {
 	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, bios.BIOSReconciler{})); err != nil {
 		t.Fatal(err)
 	}
-	opDone := make(chan error, 1)
-	go func() { opDone <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-opDone; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
+	testutil.RunInBackground(t, ctx, "operator", mgr.Start)
 
 	role := agenttest.Name("trading")
 	names := []string{agenttest.Name("a"), agenttest.Name("b"), agenttest.Name("c")}

@@ -76,15 +76,7 @@ func TestBenchmarksOnlyInOptedInNamespaces(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	testutil.RunInBackground(t, ctx, "manager", mgr.Start)
 
 	benchmark := func(namespace string) *tsv1.LatencyBenchmark {
 		return &tsv1.LatencyBenchmark{

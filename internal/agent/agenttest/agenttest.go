@@ -67,11 +67,6 @@ const InitialCmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet"
 func BuildTree(t testing.TB, dir string) {
 	t.Helper()
 	files := map[string]string{
-		"sys/devices/system/cpu/online":                                            "0-3",
-		"sys/devices/system/cpu/present":                                           "0-3",
-		"sys/devices/system/cpu/intel_pstate/no_turbo":                             "0",
-		"sys/devices/virtual/workqueue/cpumask":                                    "f",
-		"sys/devices/system/node/node0/cpulist":                                    "0-3",
 		"sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages":    "0",
 		"sys/devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages": "0",
 		"sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages":                    "0",
@@ -85,46 +80,13 @@ func BuildTree(t testing.TB, dir string) {
 		"proc/sys/kernel/timer_migration":                                          "1",
 		"etc/default/irqbalance":                                                   "#IRQBALANCE_ONESHOT=",
 		"etc/default/grub.d/.keep":                                                 "",
-		"sys/devices/pci0000:00/0000:3b:00.0/sriov_totalvfs":                       "8",
-		"sys/devices/pci0000:00/0000:3b:00.0/sriov_numvfs":                         "0",
-		"sys/devices/pci0000:00/0000:3b:00.0/vendor":                               "0x8086",
-		"sys/devices/pci0000:00/0000:3b:00.0/device":                               "0x159b",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/ifindex":                   "5",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-0/rps_cpus":      "0",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/rx-1/rps_cpus":      "0",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-0/xps_cpus":      "1",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/queues/tx-1/xps_cpus":      "2",
-		"sys/bus/pci/drivers/ice/bind":                                             "",
 	}
-	for cpu := 0; cpu < 4; cpu++ {
-		base := fmt.Sprintf("sys/devices/system/cpu/cpu%d/", cpu)
-		for i, st := range []struct {
-			name string
-			lat  int
-		}{{"POLL", 0}, {"C1", 2}, {"C1E", 10}, {"C6", 133}} {
-			files[fmt.Sprintf("%scpuidle/state%d/name", base, i)] = st.name
-			files[fmt.Sprintf("%scpuidle/state%d/latency", base, i)] = fmt.Sprint(st.lat)
-			files[fmt.Sprintf("%scpuidle/state%d/disable", base, i)] = "0"
-		}
-		if cpu > 0 {
-			// CPU 0 has no online file, as on most x86 kernels.
-			files[base+"online"] = "1"
-		}
-		files[base+"cpufreq/scaling_governor"] = "powersave"
-		files[base+"cpufreq/scaling_available_governors"] = "performance powersave"
-		files[base+"topology/core_id"] = fmt.Sprint(cpu)
-		files[base+"topology/physical_package_id"] = "0"
-		files[base+"topology/thread_siblings_list"] = fmt.Sprint(cpu)
-	}
+	hosttest.AddCPUs(files, 4, false)
 	for _, irq := range []int{0, 1, 24, 25} {
 		files[fmt.Sprintf("proc/irq/%d/smp_affinity_list", irq)] = "0-3"
 	}
-	links := map[string]string{
-		"sys/class/net/ens1f0":                                  "../../devices/pci0000:00/0000:3b:00.0/net/ens1f0",
-		"sys/devices/pci0000:00/0000:3b:00.0/net/ens1f0/device": "../../../0000:3b:00.0",
-		"sys/bus/pci/devices/0000:3b:00.0":                      "../../../devices/pci0000:00/0000:3b:00.0",
-		"sys/devices/pci0000:00/0000:3b:00.0/driver":            "../../../bus/pci/drivers/ice",
-	}
+	links := map[string]string{}
+	hosttest.AddNIC(files, links)
 	hosttest.WriteTree(t, dir, files, links)
 }
 

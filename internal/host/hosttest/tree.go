@@ -41,6 +41,69 @@ func WriteTree(t testing.TB, dir string, files, links map[string]string) {
 	}
 }
 
+// AddCPUs adds to a tree's files n CPUs as sysfs shows them, all online and on NUMA node 0, turbo
+// on, the unbound workqueues on every CPU; each CPU with four cpuidle states (POLL, C1, C1E, C6),
+// cpufreq's powersave governor, an online file but on CPU 0 (which most x86 kernels cannot take
+// offline) and its topology. With smt, CPU c and CPU c+n/2 are the two threads of one core;
+// without, every CPU is a core of its own.
+func AddCPUs(files map[string]string, n int, smt bool) {
+	all := fmt.Sprintf("0-%d", n-1)
+	files["sys/devices/system/cpu/online"] = all
+	files["sys/devices/system/cpu/present"] = all
+	files["sys/devices/system/cpu/intel_pstate/no_turbo"] = "0"
+	files["sys/devices/virtual/workqueue/cpumask"] = fmt.Sprintf("%x", 1<<n-1)
+	files["sys/devices/system/node/node0/cpulist"] = all
+	for cpu := 0; cpu < n; cpu++ {
+		base := fmt.Sprintf("sys/devices/system/cpu/cpu%d/", cpu)
+		for i, st := range []struct {
+			name string
+			lat  int
+		}{{"POLL", 0}, {"C1", 2}, {"C1E", 10}, {"C6", 133}} {
+			files[fmt.Sprintf("%scpuidle/state%d/name", base, i)] = st.name
+			files[fmt.Sprintf("%scpuidle/state%d/latency", base, i)] = fmt.Sprint(st.lat)
+			files[fmt.Sprintf("%scpuidle/state%d/disable", base, i)] = "0"
+		}
+		if cpu > 0 {
+			files[base+"online"] = "1"
+		}
+		files[base+"cpufreq/scaling_governor"] = "powersave"
+		files[base+"cpufreq/scaling_available_governors"] = "performance powersave"
+		files[base+"topology/physical_package_id"] = "0"
+		if smt {
+			core := cpu % (n / 2)
+			files[base+"topology/core_id"] = fmt.Sprint(core)
+			files[base+"topology/thread_siblings_list"] = fmt.Sprintf("%d,%d", core, core+n/2)
+		} else {
+			files[base+"topology/core_id"] = fmt.Sprint(cpu)
+			files[base+"topology/thread_siblings_list"] = fmt.Sprint(cpu)
+		}
+	}
+}
+
+// AddNIC adds to a tree's files and links an SR-IOV capable PCI NIC: ens1f0 at 0000:3b:00.0,
+// Intel E810 (ice, 8 VFs, none created), two receive and two transmit queues.
+func AddNIC(files, links map[string]string) {
+	const dev = "sys/devices/pci0000:00/0000:3b:00.0/"
+	for p, c := range map[string]string{
+		"sriov_totalvfs":                  "8",
+		"sriov_numvfs":                    "0",
+		"vendor":                          "0x8086",
+		"device":                          "0x159b",
+		"net/ens1f0/ifindex":              "5",
+		"net/ens1f0/queues/rx-0/rps_cpus": "0",
+		"net/ens1f0/queues/rx-1/rps_cpus": "0",
+		"net/ens1f0/queues/tx-0/xps_cpus": "1",
+		"net/ens1f0/queues/tx-1/xps_cpus": "2",
+	} {
+		files[dev+p] = c
+	}
+	files["sys/bus/pci/drivers/ice/bind"] = ""
+	links["sys/class/net/ens1f0"] = "../../devices/pci0000:00/0000:3b:00.0/net/ens1f0"
+	links[dev+"net/ens1f0/device"] = "../../../0000:3b:00.0"
+	links["sys/bus/pci/devices/0000:3b:00.0"] = "../../../devices/pci0000:00/0000:3b:00.0"
+	links[dev+"driver"] = "../../../bus/pci/drivers/ice"
+}
+
 // Snapshot returns every regular file of the tree with its trimmed content, except the agent's own
 // state under var/lib and the paths in ignore (relative to dir).
 func Snapshot(t testing.TB, dir string, ignore ...string) map[string]string {
