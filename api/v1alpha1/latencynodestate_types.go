@@ -16,6 +16,12 @@ type ProfileReference struct {
 	// generation for the agent), so it may be older than the profile's generation.
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
+	// ResolveOnNode is set by the operator when the node's agent resolves its own tuning from the
+	// named profile and its own facts (docs/architecture.md, "Fleet scale"): spec.tuning is then
+	// unset, and a profile change costs no write here. The operator sets it only for an agent that
+	// reports the ResolveOnNode capability.
+	// +optional
+	ResolveOnNode bool `json:"resolveOnNode,omitempty"`
 }
 
 // IRQTuning places device interrupts.
@@ -631,6 +637,20 @@ type LatencyNodeStateStatus struct {
 	// with --kubelet-config-dir).
 	// +optional
 	KubeletConfig *KubeletConfigStatus `json:"kubeletConfig,omitempty"`
+	// Capabilities the node's agent has, so the operator uses a feature only where the agent can
+	// serve it (during an upgrade, agents of two releases run side by side).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	Capabilities []AgentCapability `json:"capabilities,omitempty"`
+	// Resolved says which profile generation the agent resolved status.tuning from, when it
+	// resolves its own node (spec.profile.resolveOnNode).
+	// +optional
+	Resolved *ResolvedTuning `json:"resolved,omitempty"`
+	// Tuning is the desired tuning the agent resolved for this node (the same type as spec.tuning),
+	// when it resolves its own node; each setting's desired and observed value is in settings.
+	// +optional
+	Tuning *NodeTuning `json:"tuning,omitempty"`
 	// Conditions: Applied, Degraded, RebootRequired, Drifted, TimeSynced.
 	// +optional
 	// +listType=map
@@ -639,12 +659,36 @@ type LatencyNodeStateStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// AgentCapability is a feature a node agent supports.
+// +kubebuilder:validation:Enum=ResolveOnNode
+type AgentCapability string
+
+// CapabilityResolveOnNode: the agent resolves its node's tuning from the profile
+// (spec.profile.resolveOnNode).
+const CapabilityResolveOnNode AgentCapability = "ResolveOnNode"
+
+// ResolvedTuning identifies the resolution an agent made of its own node.
+type ResolvedTuning struct {
+	// Profile is the LatencyProfile's name.
+	// +kubebuilder:validation:MaxLength=253
+	Profile string `json:"profile"`
+	// Generation is the profile generation whose resolution last changed status.tuning. A profile
+	// change that leaves this node's tuning as it is writes nothing, so it may be older than the
+	// profile's (as spec.profile.generation).
+	Generation int64 `json:"generation"`
+	// TuningHash is a hash of status.tuning, so the operator compares resolutions without the
+	// whole tuning (its cache keeps no status.tuning).
+	// +kubebuilder:validation:MaxLength=64
+	TuningHash string `json:"tuningHash"`
+}
+
 // LatencyNodeState is one node's resolved tuning (spec, by the operator) and what is really in effect
 // there (status, by the node agent). It is named after its node.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=lns,categories=tickstack
 // +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.spec.profile.name`
+// +kubebuilder:printcolumn:name="Generation",type=integer,JSONPath=`.status.resolved.generation`
 // +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
 // +kubebuilder:printcolumn:name="Reboot",type=string,JSONPath=`.status.conditions[?(@.type=="RebootRequired")].status`
 // +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="Drifted")].status`
