@@ -97,7 +97,9 @@ t_dump_tcp() { # a TCP ping-pong captured at the client: handshake and data both
 	$(taccel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp --tcp -i "$IPB" -p 12301 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
-	sleep 0.3 # the connection's last segments (FIN, ACK)
+	# the connection's last segments (FIN, ACK): captured once the server's
+	# stack, which sees them after the capture does, has closed the connection
+	wait_for 10 sd_only_listener "$pid" || { die "the server's connection did not close"; return 1; }
 	dump_stop || return 1
 	stop_server || return 1
 	pcap_sane "$f" || return 1
@@ -108,6 +110,9 @@ t_dump_tcp() { # a TCP ping-pong captured at the client: handshake and data both
 	log "$CUR: SYN in $syn, SYN-ACK out $synack, data segments in $din, out $dout; $(tail -n 1 "$TSDP_TMP/dump.out")"
 	[ "$syn" -ge 1 ] && [ "$synack" -ge 1 ] && [ "$din" -gt 100 ] && [ "$dout" -gt 100 ] ||
 		{ die "handshake or data missing"; return 1; }
+	[ "$(tcount "$f" "frame.packet_flags_direction == 1 && tcp.flags.fin == 1")" -ge 1 ] &&
+		[ "$(tcount "$f" "frame.packet_flags_direction == 2 && tcp.flags.fin == 1")" -ge 1 ] ||
+		{ die "the FIN each way is missing"; return 1; }
 	# every data segment tshark sees is in order: nothing lost or reordered
 	# between the stack and the file (a retransmission is the stack's own,
 	# sent again and captured again: on a loaded machine lwIP may make one)
@@ -165,6 +170,15 @@ t_dump_drops() { # a stalled reader: the stack drops and counts, never waits (ev
 	[ "${dropped:-0}" -gt 1000 ] || { die "a stalled 4 KiB ring dropped only ${dropped:-0} frames"; return 1; }
 	[ "$written" = "$captured" ] && [ "$written" -gt 0 ] || { die "captured $captured, written $written"; return 1; }
 	[ "$(tshark -r "$f" 2>/dev/null | wc -l)" = "$written" ] || { die "the file does not hold the $written frames written"; return 1; }
+}
+
+# sd_only_listener PID: tickstack-stackdump shows PID's TCP sockets all listening
+sd_only_listener() {
+	"$SDUMP" -p "$1" -o json | python3 -c '
+import json, sys
+socks = json.load(sys.stdin)["processes"][0]["sockets"]
+tcp = [s for s in socks if s["proto"] == "tcp"]
+sys.exit(0 if tcp and all(s["state"] == "LISTEN" for s in tcp) else 1)'
 }
 
 # sd_ok PID FILE: tickstack-stackdump -o json of PID into FILE shows the
