@@ -86,7 +86,7 @@ t_dump_udp() { # a UDP ping-pong captured at the server: every request in, every
 }
 
 t_dump_tcp() { # a TCP ping-pong captured at the client: handshake and data both ways, tshark finds the stream whole
-	local pid f=$TSDP_TMP/tcp.pcapng syn synack din dout
+	local pid f=$TSDP_TMP/tcp.pcapng syn synack din dout fin_in fin_out rst_in
 	inspect_tools || return 1
 	$(taccel "$NB" srv) "${CPU_SRV[@]}" sockperf sr --tcp -i "$IPB" -p 12301 >"$TSDP_TMP/server.out" 2>&1 &
 	SRV=$!
@@ -110,9 +110,14 @@ t_dump_tcp() { # a TCP ping-pong captured at the client: handshake and data both
 	log "$CUR: SYN in $syn, SYN-ACK out $synack, data segments in $din, out $dout; $(tail -n 1 "$TSDP_TMP/dump.out")"
 	[ "$syn" -ge 1 ] && [ "$synack" -ge 1 ] && [ "$din" -gt 100 ] && [ "$dout" -gt 100 ] ||
 		{ die "handshake or data missing"; return 1; }
-	[ "$(tcount "$f" "frame.packet_flags_direction == 1 && tcp.flags.fin == 1")" -ge 1 ] &&
-		[ "$(tcount "$f" "frame.packet_flags_direction == 2 && tcp.flags.fin == 1")" -ge 1 ] ||
-		{ die "the FIN each way is missing"; return 1; }
+	# the connection's end: the client's FIN and the server's, or the client's
+	# RST (sockperf may exit with its last reply unread: close() then resets,
+	# on the kernel as here)
+	fin_in=$(tcount "$f" "frame.packet_flags_direction == 1 && tcp.flags.fin == 1")
+	rst_in=$(tcount "$f" "frame.packet_flags_direction == 1 && tcp.flags.reset == 1")
+	fin_out=$(tcount "$f" "frame.packet_flags_direction == 2 && tcp.flags.fin == 1")
+	{ [ "$fin_in" -ge 1 ] && [ "$fin_out" -ge 1 ]; } || [ "$rst_in" -ge 1 ] ||
+		{ die "the connection's end is missing (FIN in $fin_in, out $fin_out, RST in $rst_in)"; return 1; }
 	# every data segment tshark sees is in order: nothing lost or reordered
 	# between the stack and the file (a retransmission is the stack's own,
 	# sent again and captured again: on a loaded machine lwIP may make one)
