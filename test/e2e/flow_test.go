@@ -916,17 +916,8 @@ spec:
 		addr := map[string]string{}
 		uid := map[string]string{}
 		for _, name := range []string{"bp-a", "bp-b"} {
-			Eventually(func(g Gomega) {
-				out, err := kubectl(nil, "get", "pod", name, "-n", testNS, "-o", "jsonpath={.status.phase} {.metadata.uid}")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(out).To(HavePrefix("Running "))
-				uid[name] = strings.Fields(out)[1]
-			}, 3*time.Minute, 2*time.Second).Should(Succeed())
-			out, err := kubectl(nil, "exec", "-n", testNS, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
-			Expect(err).NotTo(HaveOccurred(), out)
-			m := regexp.MustCompile(`inet (\S+)/`).FindStringSubmatch(out)
-			Expect(m).NotTo(BeNil(), out)
-			addr[name] = m[1]
+			uid[name] = runningUID(name)
+			addr[name] = lat0Addr(name)
 		}
 		in := func(pod, script string) (string, error) {
 			return kubectl(nil, "exec", "-n", testNS, pod, "--", "/bin/sh", "-c", script)
@@ -1063,12 +1054,7 @@ spec:
 		addr := map[string]string{}
 		uid := map[string]string{}
 		for _, name := range []string{"rp-a", "rp-b"} {
-			Eventually(func(g Gomega) {
-				out, err := kubectl(nil, "get", "pod", name, "-n", testNS, "-o", "jsonpath={.status.phase} {.metadata.uid}")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(out).To(HavePrefix("Running "))
-				uid[name] = strings.Fields(out)[1]
-			}, 3*time.Minute, 2*time.Second).Should(Succeed())
+			uid[name] = runningUID(name)
 			var p struct {
 				Spec struct {
 					Volumes    []map[string]any `json:"volumes"`
@@ -1089,11 +1075,7 @@ spec:
 			Expect(c.SecurityContext).To(HaveKeyWithValue("allowPrivilegeEscalation", false))
 			Expect(c.SecurityContext).To(HaveKeyWithValue("capabilities", HaveKeyWithValue("drop", ConsistOf("ALL"))))
 			Expect(c.SecurityContext).To(HaveKeyWithValue("seccompProfile", HaveKeyWithValue("type", "RuntimeDefault")))
-			out, err := kubectl(nil, "exec", "-n", testNS, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
-			Expect(err).NotTo(HaveOccurred(), out)
-			m := regexp.MustCompile(`inet (\S+)/`).FindStringSubmatch(out)
-			Expect(m).NotTo(BeNil(), out)
-			addr[name] = m[1]
+			addr[name] = lat0Addr(name)
 		}
 		in := func(pod, script string) string {
 			GinkgoHelper()
@@ -1490,4 +1472,27 @@ spec:
       requests: {memory: 128Mi}
       limits: {memory: 128Mi}%s
 `, name, testNS, profileName, benchImage, extra)
+}
+
+// runningUID waits until pod NAME of testNS runs and returns its UID.
+func runningUID(name string) string {
+	GinkgoHelper()
+	var uid string
+	Eventually(func(g Gomega) {
+		out, err := kubectl(nil, "get", "pod", name, "-n", testNS, "-o", "jsonpath={.status.phase} {.metadata.uid}")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(HavePrefix("Running "))
+		uid = strings.Fields(out)[1]
+	}, 3*time.Minute, 2*time.Second).Should(Succeed())
+	return uid
+}
+
+// lat0Addr is the IPv4 address of pod NAME's lat0, its interface on the bypass network.
+func lat0Addr(name string) string {
+	GinkgoHelper()
+	out, err := kubectl(nil, "exec", "-n", testNS, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
+	Expect(err).NotTo(HaveOccurred(), out)
+	m := regexp.MustCompile(`inet (\S+)/`).FindStringSubmatch(out)
+	Expect(m).NotTo(BeNil(), out)
+	return m[1]
 }
