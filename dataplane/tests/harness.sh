@@ -9,11 +9,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/.." && pwd)
-B=$top/build
 . "$here/lib.sh"
-trap tsdp_cleanup EXIT
-trap 'exit 130' INT TERM
+tsdp_start
 
 fail_or_skip() { tsdp_fail_or_skip harness "$@"; }
 
