@@ -88,16 +88,18 @@ type DesignRound struct {
 const designNamespace = "tickstack-system"
 
 func TestDesigns(t *testing.T) {
-	ctrllog.SetLogger(logr.Discard())
-	if *kwokFlag == "" {
-		t.Fatal("-scale.kwok is required (hack/bench-scale.sh builds kwok at the pinned version)")
-	}
 	for _, n := range sizes(t) {
 		runDesigns(t, n)
 	}
 }
 
+// sizes is the start of every design test: it needs -scale.kwok, controller-runtime's log is
+// silenced, and it runs once a fleet size of -designs.sizes.
 func sizes(t *testing.T) []int {
+	ctrllog.SetLogger(logr.Discard())
+	if *kwokFlag == "" {
+		t.Fatal("-scale.kwok is required (hack/bench-scale.sh builds kwok at the pinned version)")
+	}
 	var out []int
 	for _, s := range strings.Split(*designSizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -456,10 +458,6 @@ var cacheModes = []string{"full", "lean", "interned", "full+watchlist", "lean+wa
 const watchListSuffix = "+watchlist"
 
 func TestManagerCaches(t *testing.T) {
-	ctrllog.SetLogger(logr.Discard())
-	if *kwokFlag == "" {
-		t.Fatal("-scale.kwok is required (hack/bench-scale.sh builds kwok at the pinned version)")
-	}
 	for _, n := range sizes(t) {
 		ctx, cancel := context.WithCancel(context.Background())
 		f := startFleet(t, ctx, n)
