@@ -303,6 +303,16 @@ func getNodeState() (*nodeState, error) {
 	return &s, nil
 }
 
+// appliedState is the node's state, checked (in an Eventually) to be Applied for its current
+// generation.
+func appliedState(g Gomega) *nodeState {
+	lns, err := getNodeState()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
+	g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"), "%+v", lns.Status.Conditions)
+	return lns
+}
+
 // recorded counts the lines a recorder command wrote into the scratch directory.
 func recorded(name string) int {
 	b, err := os.ReadFile(filepath.Join(scratchDir, name))
@@ -499,10 +509,7 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 	It("takes the kernel arguments back without a reboot: the node becomes Applied and labelled", func() {
 		apply(profile(false))
 		Eventually(func(g Gomega) {
-			lns, err := getNodeState()
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
-			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"))
+			lns := appliedState(g)
 			g.Expect(lns.cond("RebootRequired")).To(HaveField("Status", "False"))
 			g.Expect(lns.Status.Reboot).To(BeNil())
 			g.Expect(nodeLabels()).To(HaveKeyWithValue("tickstack.io/profile", profileName))
@@ -636,10 +643,7 @@ spec:
 		By("the window open: the kubelet restarts in the node's slot")
 		apply(rollout(window(now.Add(-time.Hour), now.Add(2*time.Hour))))
 		Eventually(func(g Gomega) {
-			lns, err := getNodeState()
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
-			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"), "%+v", lns.Status.Conditions)
+			lns := appliedState(g)
 			g.Expect(lns.cond("RebootRequired")).To(HaveField("Status", "False"))
 			g.Expect(lns.Status.Reboot).To(BeNil())
 			c := configz(g)
@@ -676,10 +680,7 @@ spec:
 		operatorBack()
 		apply(profile(false))
 		Eventually(func(g Gomega) {
-			lns, err := getNodeState()
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
-			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"), "%+v", lns.Status.Conditions)
+			lns := appliedState(g)
 			g.Expect(lns.Status.Reboot).To(BeNil())
 			c := configz(g)
 			g.Expect(c).To(HaveKeyWithValue("reservedSystemCPUs", "0"))
