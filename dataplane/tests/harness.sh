@@ -48,6 +48,19 @@ die() {
 	return 1
 }
 
+# as_kernel NAME: $TSDP_TMP/kernel-NAME.txt and stack-NAME.txt, one program's
+# transcripts on the kernel and through the stack, agree (else their diff)
+as_kernel() {
+	cmp -s "$TSDP_TMP/kernel-$1.txt" "$TSDP_TMP/stack-$1.txt" ||
+		{ die "$1: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-$1.txt" \
+			"$TSDP_TMP/stack-$1.txt" >&2; return 1; }
+}
+# same_as_kernel NAME: as_kernel, and the start of the stack's transcript logged
+same_as_kernel() {
+	as_kernel "$1" || return 1
+	log "$CUR: $1 as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-$1.txt" | cut -c1-300)"
+}
+
 # accel NS: command prefix running a program through the interposer with a
 # stats file; kern NS: plain kernel stack.
 accel() { echo "ip netns exec $1 env TICKSTACK_STATS_FILE=$TSDP_TMP/stats-$2-%p.txt $RUN -p ${PROFILE:-latency}"; }
