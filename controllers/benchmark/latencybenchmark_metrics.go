@@ -32,6 +32,11 @@ type BenchmarkMetrics struct {
 	seen map[string]map[string]string
 }
 
+// gaugeVec is a gauge of the given name and help text over the given labels.
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
 // metricStats are the statistics exported per row (the full table stays in the status).
 func metricStats() []tsv1.Statistic {
 	return []tsv1.Statistic{tsv1.StatMin, tsv1.StatMedian, tsv1.StatMean, tsv1.StatP99, tsv1.StatP999, tsv1.StatMax, tsv1.StatStdDev}
@@ -41,46 +46,36 @@ func metricStats() []tsv1.Statistic {
 // metrics.Registry in the manager).
 func NewBenchmarkMetrics(reg prometheus.Registerer) *BenchmarkMetrics {
 	m := &BenchmarkMetrics{
-		latency: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tickstack_benchmark_latency_seconds",
-			Help: "Latency statistic of a benchmark row (network suites: half round trip; tickToTrade: tick-to-trade) on a node, from its latest judged run.",
-		}, []string{"namespace", "benchmark", "node", "suite", "stack", "protocol", "size", "rate", "statistic"}),
-		dropped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tickstack_benchmark_dropped_messages",
-			Help: "Messages dropped in a suite (sum over its rows; tickToTrade: ticks lost or out of sequence) on a node, from its latest judged run.",
-		}, []string{"namespace", "benchmark", "node", "suite", "stack"}),
-		burst: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tickstack_benchmark_microburst_packets",
-			Help: "Largest burst absorbed without a drop by a microburst row (receive_buffer_bytes: the SO_RCVBUF asked for, default: none) on a node, from its latest judged run; limit_reached=true: a lower bound, the search's.",
-		}, []string{"namespace", "benchmark", "node", "stack", "receive_buffer_bytes", "limit_reached"}),
-		jitter: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tickstack_benchmark_jitter_seconds",
-			Help: "OS noise statistic of a jitter row (tool on one CPU) on a node, from its latest judged run.",
-		}, []string{"namespace", "benchmark", "node", "tool", "cpu", "statistic"}),
-		ptp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tickstack_benchmark_ptp_offset_seconds",
-			Help: "Statistic of |offsetFromMaster| over the ptp suite's SLAVE samples on a node, from its latest judged run.",
-		}, []string{"namespace", "benchmark", "node", "statistic"}),
-		ptpSys: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tickstack_benchmark_ptp_system_offset_seconds",
-			Help: "Statistic of the system clock's |offset| (as the node agent read it) over the ptp suite's SLAVE samples on a node, from its latest judged run.",
-		}, []string{"namespace", "benchmark", "node", "statistic"}),
-		verdict: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tickstack_benchmark_verdict",
-			Help: "1 for the verdict (Passed, Failed, Inconclusive) of a node in a benchmark's latest judged run.",
-		}, []string{"namespace", "benchmark", "node", "verdict"}),
-		run: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tickstack_benchmark_run",
-			Help: "The current run number of a benchmark.",
-		}, []string{"namespace", "benchmark"}),
-		runStart: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tickstack_benchmark_run_start_timestamp_seconds",
-			Help: "When a benchmark's current run started, in Unix seconds.",
-		}, []string{"namespace", "benchmark"}),
-		runCompletion: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tickstack_benchmark_run_completion_timestamp_seconds",
-			Help: "When the last node of a benchmark's current run got its verdict, in Unix seconds; absent while the run goes on.",
-		}, []string{"namespace", "benchmark"}),
+		latency: gaugeVec("tickstack_benchmark_latency_seconds",
+			"Latency statistic of a benchmark row (network suites: half round trip; tickToTrade: tick-to-trade) on a node, from its latest judged run.",
+			"namespace", "benchmark", "node", "suite", "stack", "protocol", "size", "rate", "statistic"),
+		dropped: gaugeVec("tickstack_benchmark_dropped_messages",
+			"Messages dropped in a suite (sum over its rows; tickToTrade: ticks lost or out of sequence) on a node, from its latest judged run.",
+			"namespace", "benchmark", "node", "suite", "stack"),
+		burst: gaugeVec("tickstack_benchmark_microburst_packets",
+			"Largest burst absorbed without a drop by a microburst row (receive_buffer_bytes: the SO_RCVBUF asked for, default: none) on a node, from its latest judged run; limit_reached=true: a lower bound, the search's.",
+			"namespace", "benchmark", "node", "stack", "receive_buffer_bytes", "limit_reached"),
+		jitter: gaugeVec("tickstack_benchmark_jitter_seconds",
+			"OS noise statistic of a jitter row (tool on one CPU) on a node, from its latest judged run.",
+			"namespace", "benchmark", "node", "tool", "cpu", "statistic"),
+		ptp: gaugeVec("tickstack_benchmark_ptp_offset_seconds",
+			"Statistic of |offsetFromMaster| over the ptp suite's SLAVE samples on a node, from its latest judged run.",
+			"namespace", "benchmark", "node", "statistic"),
+		ptpSys: gaugeVec("tickstack_benchmark_ptp_system_offset_seconds",
+			"Statistic of the system clock's |offset| (as the node agent read it) over the ptp suite's SLAVE samples on a node, from its latest judged run.",
+			"namespace", "benchmark", "node", "statistic"),
+		verdict: gaugeVec("tickstack_benchmark_verdict",
+			"1 for the verdict (Passed, Failed, Inconclusive) of a node in a benchmark's latest judged run.",
+			"namespace", "benchmark", "node", "verdict"),
+		run: gaugeVec("tickstack_benchmark_run",
+			"The current run number of a benchmark.",
+			"namespace", "benchmark"),
+		runStart: gaugeVec("tickstack_benchmark_run_start_timestamp_seconds",
+			"When a benchmark's current run started, in Unix seconds.",
+			"namespace", "benchmark"),
+		runCompletion: gaugeVec("tickstack_benchmark_run_completion_timestamp_seconds",
+			"When the last node of a benchmark's current run got its verdict, in Unix seconds; absent while the run goes on.",
+			"namespace", "benchmark"),
 	}
 	m.seen = map[string]map[string]string{}
 	reg.MustRegister(m.latency, m.dropped, m.burst, m.jitter, m.ptp, m.ptpSys, m.verdict, m.run, m.runStart, m.runCompletion)

@@ -46,8 +46,7 @@ end_run() {
 	ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
 	line="$line ${2:-none}"
 }
-trap tsdp_cleanup EXIT
-trap 'exit 130' INT TERM
+tsdp_start
 [ "$(id -u)" = 0 ] || { echo "ab: needs root" >&2; exit 1; }
 for a in "$@"; do
 	d=${a%@capture}

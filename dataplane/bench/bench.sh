@@ -48,11 +48,9 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-B=$top/build
 # shellcheck source=../tests/lib.sh
 . "$top/tests/lib.sh"
-trap tsdp_cleanup EXIT
-trap 'exit 130' INT TERM
+tsdp_start
 
 DUR=${BENCH_SECONDS:-3}
 TDUR=${BENCH_TPUT_SECONDS:-4}

@@ -53,11 +53,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/.." && pwd)
-B=$top/build
 . "$here/lib.sh"
-trap tsdp_cleanup EXIT
-trap 'exit 130' INT TERM
+tsdp_start
 
 skip() { tsdp_fail_or_skip conform "$@"; }
 # kcounts NS COUNTER...: the kernel's SNMP counters of NS (nstat), one line

@@ -9,11 +9,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/.." && pwd)
-B=$top/build
 . "$here/lib.sh"
-trap tsdp_cleanup EXIT
-trap 'exit 130' INT TERM
+tsdp_start
 
 fail_or_skip() { tsdp_fail_or_skip harness "$@"; }
 
@@ -49,6 +46,19 @@ die() {
 		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 25 "$f" >&2; }
 	done
 	return 1
+}
+
+# as_kernel NAME: $TSDP_TMP/kernel-NAME.txt and stack-NAME.txt, one program's
+# transcripts on the kernel and through the stack, agree (else their diff)
+as_kernel() {
+	cmp -s "$TSDP_TMP/kernel-$1.txt" "$TSDP_TMP/stack-$1.txt" ||
+		{ die "$1: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-$1.txt" \
+			"$TSDP_TMP/stack-$1.txt" >&2; return 1; }
+}
+# same_as_kernel NAME: as_kernel, and the start of the stack's transcript logged
+same_as_kernel() {
+	as_kernel "$1" || return 1
+	log "$CUR: $1 as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-$1.txt" | cut -c1-300)"
 }
 
 # accel NS: command prefix running a program through the interposer with a
@@ -117,32 +127,32 @@ check_accel() {
 	[ "$rxk" -le $((rxa / 100 + 2)) ] || { die "$tag: $rxk datagrams came through the kernel"; return 1; }
 }
 
+# pingpong SRV-PREFIX CLI-PREFIX PORT SIZE: sockperf's ping-pong of SIZE-byte
+# messages for 2 s, server and client under their prefixes (accel or kern),
+# the client's output checked, the server stopped
+pingpong() {
+	local cli=$2 port=$3 size=$4
+	start_server "$1" "$port" || return 1
+	$cli "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p "$port" -t 2 -m "$size" >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" || return 1
+	stop_server
+}
+
 # ---------------------------------------------------------------- tests
 
 t_pp_both() {
-	start_server "$(accel "$NB" srv)" 11111 || return 1
-	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11111 -t 2 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
-		{ die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	stop_server || return 1
+	pingpong "$(accel "$NB" srv)" "$(accel "$NA" cli)" 11111 64 || return 1
 	check_accel cli && check_accel srv
 }
 
 t_pp_kernel_server() {
-	start_server "$(kern "$NB")" 11112 || return 1
-	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11112 -t 2 -m 256 >"$TSDP_TMP/client.out" 2>&1 ||
-		{ die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	stop_server || return 1
+	pingpong "$(kern "$NB")" "$(accel "$NA" cli)" 11112 256 || return 1
 	check_accel cli
 }
 
 t_pp_kernel_client() {
-	start_server "$(accel "$NB" srv)" 11113 || return 1
-	$(kern "$NA") "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11113 -t 2 -m 1472 >"$TSDP_TMP/client.out" 2>&1 ||
-		{ die "client exit code $?"; return 1; }
-	check_pp_output "$TSDP_TMP/client.out" || return 1
-	stop_server || return 1
+	pingpong "$(accel "$NB" srv)" "$(kern "$NA")" 11113 1472 || return 1
 	check_accel srv
 }
 
@@ -591,24 +601,25 @@ t_mcshare() { # an accelerated socket on 0.0.0.0:P takes nothing from a plain re
 	[ "${got:-0}" = 100 ] || { die "the plain receiver lost datagrams to the accelerated socket"; return 1; }
 }
 
-t_epollset() { # epoll never returns an fd the application did not register
-	local e
-	$(accel "$NB" srv) python3 "$here/udp_cases.py" epollset "$IPB" >"$TSDP_TMP/server.out" 2>&1 &
-	e=$!
-	TSDP_PIDS+=("$e")
+# udp_case CASE: tests/udp_cases.py CASE serving on the accelerated end, ready;
+# its pid in UDP_CASE
+udp_case() {
+	$(accel "$NB" srv) python3 "$here/udp_cases.py" "$1" "$IPB" >"$TSDP_TMP/server.out" 2>&1 &
+	UDP_CASE=$!
+	TSDP_PIDS+=("$UDP_CASE")
 	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
+}
+
+t_epollset() { # epoll never returns an fd the application did not register
+	udp_case epollset || return 1
 	$(kern "$NA") python3 "$here/udp_cases.py" send "$IPB" 14010 20 e 32 0.01 || { die "sender failed"; return 1; }
-	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "epoll returned events nobody registered"; return 1; }
+	wait_exit "$UDP_CASE" 10 && [ "$WAIT_RC" = 0 ] || { die "epoll returned events nobody registered"; return 1; }
 }
 
 t_reuseport() { # two SO_REUSEPORT sockets of one process: each datagram is delivered once, through the XSK
-	local e
-	$(accel "$NB" srv) python3 "$here/udp_cases.py" reuseport "$IPB" >"$TSDP_TMP/server.out" 2>&1 &
-	e=$!
-	TSDP_PIDS+=("$e")
-	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
+	udp_case reuseport || return 1
 	$(kern "$NA") python3 "$here/udp_cases.py" send "$IPB" 14011 100 r 32 0.002 || { die "sender failed"; return 1; }
-	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "$(grep received "$TSDP_TMP/server.out") of 100"; return 1; }
+	wait_exit "$UDP_CASE" 10 && [ "$WAIT_RC" = 0 ] || { die "$(grep received "$TSDP_TMP/server.out") of 100"; return 1; }
 	# the group is served by the stack (it went to the kernel before)
 	wait_for 5 ls "$TSDP_TMP"/stats-srv-*.txt || { die "srv: no stats dump"; return 1; }
 	[ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_accel)" = 100 ] && [ "$(stat_sum "$TSDP_TMP/stats-srv-*.txt" rx_kernel)" = 0 ] ||
@@ -616,13 +627,9 @@ t_reuseport() { # two SO_REUSEPORT sockets of one process: each datagram is deli
 }
 
 t_readv() { # readv/writev on an accelerated socket (blocking readv sees what took the XSK)
-	local e
-	$(accel "$NB" srv) python3 "$here/udp_cases.py" readv "$IPB" >"$TSDP_TMP/server.out" 2>&1 &
-	e=$!
-	TSDP_PIDS+=("$e")
-	wait_for 10 grep -q ready "$TSDP_TMP/server.out" || { die "not ready"; return 1; }
+	udp_case readv || return 1
 	$(kern "$NA") timeout 10 python3 "$here/udp_cases.py" readv-peer "$IPB" || { die "writev from the accelerated side did not arrive"; return 1; }
-	wait_exit "$e" 10 && [ "$WAIT_RC" = 0 ] || { die "readv did not get every datagram ($WAIT_RC)"; return 1; }
+	wait_exit "$UDP_CASE" 10 && [ "$WAIT_RC" = 0 ] || { die "readv did not get every datagram ($WAIT_RC)"; return 1; }
 	check_accel srv
 }
 

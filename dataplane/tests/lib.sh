@@ -53,6 +53,16 @@ tsdp_cleanup() {
 	rm -rf "$TSDP_TMP"
 }
 
+# tsdp_start: what every script sourcing this library does first: B, the
+# dataplane's build directory, and the cleanup of all the script creates,
+# on exit and when interrupted
+tsdp_start() {
+	# shellcheck disable=SC2034 # B is the sourcing script's
+	B=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build
+	trap tsdp_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
 tsdp_ns() { # tsdp_ns VAR NAME: creates netns tsdp<ID>NAME, its name in VAR
 	local n="tsdp${TSDP_ID}$2"
 	ip netns add "$n"

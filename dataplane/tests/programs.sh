@@ -80,14 +80,6 @@ kernel_idle() {
 	done
 }
 
-# same_result NAME: $TSDP_TMP/kernel-NAME.txt and stack-NAME.txt agree
-same_result() {
-	cmp -s "$TSDP_TMP/kernel-$1.txt" "$TSDP_TMP/stack-$1.txt" ||
-		{ die "$1: through the stack otherwise than on the kernel:"; diff "$TSDP_TMP/kernel-$1.txt" \
-			"$TSDP_TMP/stack-$1.txt" >&2; return 1; }
-	log "$CUR: $1 as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-$1.txt" | cut -c1-300)"
-}
-
 # stop_pid PID SIGNAL WHAT: the server ends on SIGNAL with status 0
 stop_pid() {
 	kill -"$2" "$1" 2>/dev/null
@@ -179,7 +171,7 @@ nginx_case() { # nginx_case WORKERS PORT: sendfile on and off, kernel then stack
 		rm -f "$TSDP_TMP"/stats-*
 		nginx_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" "$(pacc "$NA" wrk)" $port "$workers" $sf stack-sendfile-$sf || return 1
 		port=$((port + 1))
-		same_result sendfile-$sf || return 1
+		same_as_kernel sendfile-$sf || return 1
 		# curl's connection, and wrk's 16
 		tcp_accel srv 17 && tcp_accel cli 1 && tcp_accel wrk 16 && kernel_idle "$NA" "$NB" || return 1
 	done
@@ -230,7 +222,7 @@ t_prog_redis() { # redis-server and redis-benchmark -P 16 -c 50 (SET, GET, INCR,
 	redis_run "$(kern "$NB")" "$(kern "$NA")" 15020 kernel-redis || return 1
 	ksnap "$NA" "$NB"
 	redis_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" 15021 stack-redis || return 1
-	same_result redis || return 1
+	same_as_kernel redis || return 1
 	tcp_accel srv 50 && tcp_accel cli 50 && kernel_idle "$NA" "$NB"
 }
 
@@ -298,7 +290,7 @@ socat_case() { # socat_case tcp|udp PORT: kernel then stack
 	socat_run "$(kern "$NB")" "$(kern "$NA")" "$proto" "$port" kernel-socat-"$proto" || return 1
 	ksnap "$NA" "$NB"
 	socat_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" "$proto" $((port + 1)) stack-socat-"$proto" || return 1
-	same_result socat-"$proto" || return 1
+	same_as_kernel socat-"$proto" || return 1
 	if [ "$proto" = tcp ]; then
 		tcp_accel srv 4 && tcp_accel cli 4 || return 1
 	else
@@ -362,12 +354,12 @@ t_prog_iperf3() { # iperf3 TCP (64 MiB) and UDP (5,000 datagrams of 1,400 bytes 
 	iperf3_run "$(kern "$NB")" "$(kern "$NA")" 15051 kernel-iperf3-udp -u -b 50M -l 1400 -n 7000000 -w 4M || return 1
 	ksnap "$NA" "$NB"
 	iperf3_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" 15052 stack-iperf3-tcp -n 64M || return 1
-	same_result iperf3-tcp || return 1
+	same_as_kernel iperf3-tcp || return 1
 	tcp_accel srv 2 && tcp_accel cli 2 && kernel_idle "$NA" "$NB" || return 1
 	rm -f "$TSDP_TMP"/stats-*
 	ksnap "$NA" "$NB"
 	iperf3_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" 15053 stack-iperf3-udp -u -b 50M -l 1400 -n 7000000 -w 4M || return 1
-	same_result iperf3-udp || return 1
+	same_as_kernel iperf3-udp || return 1
 	# the control connection, and the datagrams through the XSK
 	tcp_accel srv 1 && tcp_accel cli 1 && check_accel srv && kernel_idle "$NA" "$NB"
 }
@@ -391,6 +383,6 @@ t_prog_asyncio() { # tests/asyncecho.py: an asyncio echo server and 16 concurren
 	asyncio_run "$(kern "$NB")" "$(kern "$NA")" 15060 kernel-asyncio || return 1
 	ksnap "$NA" "$NB"
 	asyncio_run "$(pacc "$NB" srv)" "$(pacc "$NA" cli)" 15061 stack-asyncio || return 1
-	same_result asyncio || return 1
+	same_as_kernel asyncio || return 1
 	tcp_accel srv 16 && tcp_accel cli 16 && kernel_idle "$NA" "$NB"
 }

@@ -199,10 +199,7 @@ t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states and op
 		i=$((i + 1))
 		scenario "$(kern "$NB")" "$(kern "$NA")" $m $((12020 + i)) kernel-$m || return 1
 		scenario "$(taccel "$NB" srv)" "$(taccel "$NA" cli)" $m $((12030 + i)) stack-$m || return 1
-		cmp -s "$TSDP_TMP/kernel-$m.txt" "$TSDP_TMP/stack-$m.txt" ||
-			{ die "$m: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-$m.txt" \
-				"$TSDP_TMP/stack-$m.txt" >&2; return 1; }
-		log "$CUR: $m as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-$m.txt")"
+		same_as_kernel $m || return 1
 	done
 	# the options each end's TCP_INFO shows (timestamps, window scaling, send
 	# MSS) with the stack on one end, passive then active open, and on both:
@@ -224,26 +221,30 @@ t_tcp_vs_kernel() { # half-close, a reset mid-transfer, TCP_INFO's states and op
 	# a connect where nobody listens: the peer's kernel resets the SYN
 	$(kern "$NA") timeout 30 "$B"/tcpcheck refused-client "$IPB" 12039 >"$TSDP_TMP/kernel-refused.txt" 2>&1
 	$(taccel "$NA" cli) timeout 30 "$B"/tcpcheck refused-client "$IPB" 12039 >"$TSDP_TMP/stack-refused.txt" 2>&1
-	cmp -s "$TSDP_TMP/kernel-refused.txt" "$TSDP_TMP/stack-refused.txt" ||
-		{ die "refused: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-refused.txt" \
-			"$TSDP_TMP/stack-refused.txt" >&2; return 1; }
-	log "$CUR: refused as on the kernel: $(cat "$TSDP_TMP/stack-refused.txt")"
+	same_as_kernel refused || return 1
 	tcp_accel cli 2 && tcp_accel srv 2
 }
 
-# tailwin_run SRV-PREFIX CLI-PREFIX PORT TAG: tcpcheck tailwin-*; the
-# transcript in $TSDP_TMP/TAG.txt
-tailwin_run() {
-	local srv=$1 cli=$2 port=$3 tag=$4 p
-	rm -f "$TSDP_TMP/go-$tag".*
-	$srv timeout 60 "$B"/tcpcheck tailwin-server "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
+# tcpcheck_pair SRV-PREFIX CLI-PREFIX PORT TAG MODE: tcpcheck MODE-server
+# and MODE-client (sharing the go file $TSDP_TMP/go-TAG), both ending with
+# status 0; their output in $TSDP_TMP/TAG-srv.txt and TAG-cli.txt
+tcpcheck_pair() {
+	local srv=$1 cli=$2 port=$3 tag=$4 mode=$5 p
+	rm -f "$TSDP_TMP/go-$tag" "$TSDP_TMP/go-$tag".*
+	$srv timeout 60 "$B"/tcpcheck "$mode"-server "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
 	p=$!
 	TSDP_PIDS+=("$p")
 	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
-	$cli timeout 60 "$B"/tcpcheck tailwin-client "$IPB" "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag.txt" 2>&1 ||
+	$cli timeout 60 "$B"/tcpcheck "$mode"-client "$IPB" "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-cli.txt" 2>&1 ||
 		{ die "$tag: client exit code $?"; return 1; }
 	wait_exit "$p" 30 || { die "$tag: server did not finish"; return 1; }
 	[ "$WAIT_RC" = 0 ] || { die "$tag: server exit code $WAIT_RC: $(cat "$TSDP_TMP/$tag-srv.txt")"; return 1; }
+}
+
+# tailwin_run SRV-PREFIX CLI-PREFIX PORT TAG: tcpcheck tailwin-*; the
+# transcript (the client's) in $TSDP_TMP/TAG.txt
+tailwin_run() {
+	tcpcheck_pair "$@" tailwin && cp "$TSDP_TMP/$4-cli.txt" "$TSDP_TMP/$4.txt"
 }
 
 t_tcp_tailwin() { # a stream's last segment, its FIN on it, meets a nearly closed window (the reader waits): every byte arrives before the EOF, as on the kernel; reads after the peer's FIN send nothing
@@ -264,27 +265,14 @@ t_tcp_tailwin() { # a stream's last segment, its FIN on it, meets a nearly close
 		{ die "tailwin: the server's kernel sent $(($(kstat "$NB" TcpOutRsts) - rsts)) resets (segments after the server exited)"; return 1; }
 	grep -q 'connection 2: sent 100800, received 100800, intact' "$TSDP_TMP/kernel-tailwin.txt" ||
 		{ die "tailwin: the kernel run is not the reference: $(cat "$TSDP_TMP/kernel-tailwin.txt")"; return 1; }
-	cmp -s "$TSDP_TMP/kernel-tailwin.txt" "$TSDP_TMP/stack-tailwin.txt" ||
-		{ die "tailwin: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-tailwin.txt" \
-			"$TSDP_TMP/stack-tailwin.txt" >&2; return 1; }
-	log "$CUR: tailwin as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-tailwin.txt")"
+	same_as_kernel tailwin || return 1
 	tcp_accel cli 3 rx && tcp_accel srv 3 tx
 }
 
 # backlog_run SRV-PREFIX CLI-PREFIX PORT TAG: tcpcheck backlog-*; the
 # transcript (server, then client) in $TSDP_TMP/TAG.txt
 backlog_run() {
-	local srv=$1 cli=$2 port=$3 tag=$4 p
-	rm -f "$TSDP_TMP/go-$tag"
-	$srv timeout 60 "$B"/tcpcheck backlog-server "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-srv.txt" 2>&1 &
-	p=$!
-	TSDP_PIDS+=("$p")
-	wait_for 10 tcp_listening "$NB" "$port" || { die "$tag: server did not listen"; return 1; }
-	$cli timeout 60 "$B"/tcpcheck backlog-client "$IPB" "$port" "$TSDP_TMP/go-$tag" >"$TSDP_TMP/$tag-cli.txt" 2>&1 ||
-		{ die "$tag: client exit code $?"; return 1; }
-	wait_exit "$p" 30 || { die "$tag: server did not finish"; return 1; }
-	[ "$WAIT_RC" = 0 ] || { die "$tag: server exit code $WAIT_RC"; return 1; }
-	cat "$TSDP_TMP/$tag-srv.txt" "$TSDP_TMP/$tag-cli.txt" >"$TSDP_TMP/$tag.txt"
+	tcpcheck_pair "$@" backlog && cat "$TSDP_TMP/$4-srv.txt" "$TSDP_TMP/$4-cli.txt" >"$TSDP_TMP/$4.txt"
 }
 
 t_tcp_backlog() { # a listener's queue overflows: the stack drops SYNs and handshake ACKs like the kernel, no reset
@@ -293,9 +281,7 @@ t_tcp_backlog() { # a listener's queue overflows: the stack drops SYNs and hands
 	ko=$(kstat "$NB" TcpExtListenOverflows)
 	[ "${ko:-0}" -gt 0 ] || { die "the kernel's queue never overflowed (TcpExtListenOverflows=$ko): the case tests nothing"; return 1; }
 	backlog_run "$(taccel "$NB" srv)" "$(taccel "$NA" cli)" 12042 stack-backlog || return 1
-	cmp -s "$TSDP_TMP/kernel-backlog.txt" "$TSDP_TMP/stack-backlog.txt" ||
-		{ die "backlog: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-backlog.txt" \
-			"$TSDP_TMP/stack-backlog.txt" >&2; return 1; }
+	as_kernel backlog || return 1
 	wait_for 5 ls "$TSDP_TMP"/stats-srv-*.txt || { die "no server stats"; return 1; }
 	so=$(cat "$TSDP_TMP"/stats-srv-*.txt | grep '^tcp ' | tr ' ' '\n' | grep '^listen_overflow=' | cut -d= -f2 |
 		awk '{s+=$1} END {print s+0}')
@@ -326,14 +312,6 @@ silent_run() {
 	[ "$WAIT_RC" = 0 ] || { die "$tag: client exit code $WAIT_RC"; return 1; }
 	kill "$p" 2>/dev/null
 	ip netns exec "$NB" iptables -F INPUT
-}
-
-# same_as_kernel NAME: $TSDP_TMP/kernel-NAME.txt and stack-NAME.txt agree
-same_as_kernel() {
-	cmp -s "$TSDP_TMP/kernel-$1.txt" "$TSDP_TMP/stack-$1.txt" ||
-		{ die "$1: the stack observed otherwise than the kernel:"; diff "$TSDP_TMP/kernel-$1.txt" \
-			"$TSDP_TMP/stack-$1.txt" >&2; return 1; }
-	log "$CUR: $1 as on the kernel: $(tr '\n' ';' <"$TSDP_TMP/stack-$1.txt")"
 }
 
 # conns_through_xsk TAG N: the processes tagged TAG opened N connections

@@ -9,20 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "pkt.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, \
-				#cond);                                        \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 static void test_rfc1071(void)
 {
@@ -315,10 +303,5 @@ int main(void)
 	test_csum_offload_build();
 	test_build_limits();
 	test_mcast_mac();
-	if (failures) {
-		fprintf(stderr, "test_pkt: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("test_pkt: all tests passed\n");
-	return 0;
+	return check_exit("test_pkt");
 }

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
+
 /* Loopback only: before the library's own constructor reads the
  * settings, allow no interface at all, so that a socket bound to 0.0.0.0
  * (a send from an unbound one) never attaches XDP to the host's NICs. */
@@ -26,19 +28,6 @@ __attribute__((constructor(101))) static void loopback_only(void)
 {
 	setenv("TICKSTACK_IFACES", "tickstack-test-none", 1);
 }
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__, __LINE__, \
-				#cond);                                        \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 static int udp(void)
 {
@@ -287,10 +276,5 @@ int main(void)
 	test_loopback_io();
 	test_pool();
 	test_hw_stamp_cmsg();
-	if (failures) {
-		fprintf(stderr, "test_sock: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("test_sock: all tests passed\n");
-	return 0;
+	return check_exit("test_sock");
 }

@@ -598,16 +598,26 @@ t_xdpd_absent() { # no daemon: the library attaches nothing itself
 	! ip -n "$NB" link show | grep -q "prog/xdp" || { die "the library attached XDP"; return 1; }
 }
 
+# xd_restart [ARG...]: the daemon (its ASan build) started again on the
+# same run directory, its output added to xdpd.out; xd_restart_ready also
+# waits until it answers
+xd_restart() {
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" "$@" >>"$TSDP_TMP/xdpd.out" 2>&1 &
+	XD_PID=$!
+	XD_DPID=$XD_PID
+}
+xd_restart_ready() {
+	xd_restart "$@"
+	wait_for 10 xd_status || { die "the daemon did not start again"; return 1; }
+}
+
 # xd_again: the daemon killed outright (SIGKILL) and started again on the
 # same run directory
 xd_again() {
 	kill -KILL "$XD_PID"
 	wait "$XD_PID" 2>/dev/null
-	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
-	XD_PID=$!
-	XD_DPID=$XD_PID
-	wait_for 10 xd_status || { die "the daemon did not start again"; return 1; }
+	xd_restart_ready || return 1
 }
 
 # xd_hw_case TAG: conformance case hwtstampxdp in pod-b (uid 65534, no
@@ -679,11 +689,7 @@ t_xdpd_hwtstamp() {
 	: >"$XD_RUN/state"
 	kill -KILL "$XD_PID"
 	wait "$XD_PID" 2>/dev/null
-	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" --rx-hwtstamp >>"$TSDP_TMP/xdpd.out" 2>&1 &
-	XD_PID=$!
-	XD_DPID=$XD_PID
-	wait_for 10 xd_status || { die "the daemon did not start again"; return 1; }
+	xd_restart_ready --rx-hwtstamp || return 1
 	"$B/tickstack-xdpd" ctl --run-dir "$XD_RUN" attach pod-b "$IFB" "/run/netns/$NB" ||
 		{ die "attach over the device-bound program left attached failed"; return 1; }
 	grep -q "replaced a steering program an earlier tickstack-xdpd left attached" "$TSDP_TMP/xdpd.out" ||
@@ -783,16 +789,25 @@ t_xdpd_gap() {
 	XS=$!
 	TSDP_PIDS+=("$XS")
 	sleep 1 # the server's first request to a daemon waits for one
-	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
-	XD_PID=$!
-	XD_DPID=$XD_PID
+	xd_restart
 	wait_for 10 udp_listening "$NB" 11296 || { die "the server did not listen after the daemon came back: $(cat "$TSDP_TMP/server-gap.out")"; return 1; }
 	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
 	xd_pp 0 11296 client.out || { die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" || return 1
 	xd_stop_server "$XS" gap || return 1
 	check_accel gap
+}
+
+# termpp_client SECS OUT WHAT: pod-a's sockperf ping-pong client to pod-b's
+# server on 11297 for SECS, in the background (its pid in pp, output in
+# $TSDP_TMP/OUT), until its socket is steered (a process can take seconds
+# to start on a loaded machine); WHAT names it when it is not
+termpp_client() {
+	$(xd_pod "$NA" pod-a cli --require) taskset -c 0 timeout 60 sockperf pp -i "$IPB" -p 11297 -t "$1" -m 64 --mps=20000 \
+		>"$TSDP_TMP/$2" 2>&1 &
+	pp=$!
+	TSDP_PIDS+=("$pp")
+	wait_for 10 xd_status_is pod-a "1 1" || { die "$3: $(xd_status)"; return 1; }
 }
 
 # t_xdpd_termpp: the e2e's rolling update on veth pairs: a ping-pong between
@@ -808,13 +823,7 @@ t_xdpd_termpp() {
 		{ die "attach pod-a failed"; return 1; }
 	xd_server srv 11297 --require || return 1
 	wait_for 5 xd_status_is pod-b "1 1" || { die "status: $(xd_status)"; return 1; }
-	$(xd_pod "$NA" pod-a cli --require) taskset -c 0 timeout 60 sockperf pp -i "$IPB" -p 11297 -t 8 -m 64 --mps=20000 \
-		>"$TSDP_TMP/client.out" 2>&1 &
-	pp=$!
-	TSDP_PIDS+=("$pp")
-	# the client's socket steered: the ping-pong runs (a process can take
-	# seconds to start on a loaded machine)
-	wait_for 10 xd_status_is pod-a "1 1" || { die "the client's entry: $(xd_status)"; return 1; }
+	termpp_client 8 client.out "the client's entry" || return 1
 	xd_term_gap 3 || return 1
 	grep -q "pod pod-a: $ia taken over from the previous daemon (program [0-9]*, now [0-9]*; 1 steering entries)" "$TSDP_TMP/xdpd.out" &&
 		grep -q "pod pod-b: $IFB taken over from the previous daemon (program [0-9]*, now [0-9]*; 1 steering entries)" "$TSDP_TMP/xdpd.out" ||
@@ -826,11 +835,7 @@ t_xdpd_termpp() {
 	wait_for 5 xd_status_is pod-a "0 0" || { die "the client's entry stayed: $(xd_status)"; return 1; }
 	# the client ends while no daemon runs: -t 3 in a gap of 6 s
 	rm -f "$XD_STATS"/stats-cli-*.txt "$TSDP_TMP"/stats-cli-*.txt
-	$(xd_pod "$NA" pod-a cli --require) taskset -c 0 timeout 60 sockperf pp -i "$IPB" -p 11297 -t 3 -m 64 --mps=20000 \
-		>"$TSDP_TMP/client2.out" 2>&1 &
-	pp=$!
-	TSDP_PIDS+=("$pp")
-	wait_for 10 xd_status_is pod-a "1 1" || { die "the second client's entry: $(xd_status)"; return 1; }
+	termpp_client 3 client2.out "the second client's entry" || return 1
 	xd_term_gap 6 || return 1
 	wait_exit "$pp" 30 && [ "$WAIT_RC" = 0 ] ||
 		{ die "the client that ended in the gap: exit code $WAIT_RC: $(tail -5 "$TSDP_TMP/client2.out")"; return 1; }
@@ -851,11 +856,7 @@ xd_term_gap() {
 	kill -TERM "$XD_PID"
 	wait_exit "$XD_PID" 10 && [ "$WAIT_RC" = 0 ] || { die "tickstack-xdpd exit code $WAIT_RC after SIGTERM"; return 1; }
 	sleep "$1" # the gap: the data path goes on without a daemon
-	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
-	XD_PID=$!
-	XD_DPID=$XD_PID
-	wait_for 10 xd_status || { die "the daemon did not start again"; return 1; }
+	xd_restart_ready || return 1
 }
 
 # t_xdpd_recover: a ping-pong runs through the daemon's SIGKILL and restart:
@@ -884,11 +885,7 @@ t_xdpd_recover() {
 	kill -KILL "$XD_PID"
 	wait "$XD_PID" 2>/dev/null
 	sleep 1 # no daemon: the steering goes on
-	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-		"$B/tickstack-xdpd-asan" --run-dir "$XD_RUN" >>"$TSDP_TMP/xdpd.out" 2>&1 &
-	XD_PID=$!
-	XD_DPID=$XD_PID
-	wait_for 10 xd_status || { die "the daemon did not start again"; return 1; }
+	xd_restart_ready || return 1
 	# taken over from its state: no attach, the processes' entries kept
 	grep -q "pod pod-b: $IFB taken over from the previous daemon (program $i0, now [0-9]*; 2 steering entries)" "$TSDP_TMP/xdpd.out" ||
 		{ die "pod-b was not taken over: $(grep -v '^tickstack-xdpd: serving' "$TSDP_TMP/xdpd.out" | tail -5)"; return 1; }

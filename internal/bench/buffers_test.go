@@ -128,14 +128,7 @@ while :; do sleep 0.05; done
 		t.Fatalf("greeting %+v does not offer receive buffers", c.Hello)
 	}
 	for _, stack := range []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} {
-		id, err := c.Start(ServerSpec{Stack: stack, Protocol: tsv1.ProtocolUDP, Port: 20000, ReceiveBufferBytes: 65536})
-		if err != nil {
-			t.Fatal(err)
-		}
-		counters, err := c.Stop(id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		counters := startStop(t, c, ServerSpec{Stack: stack, Protocol: tsv1.ProtocolUDP, Port: 20000, ReceiveBufferBytes: 65536})
 		b := counters.Buffering
 		if b == nil || b.GrantedBytes == nil || *b.GrantedBytes != 131072 || b.RmemDefaultBytes == nil || b.RmemMaxBytes == nil || b.Missing != "" {
 			t.Fatalf("%s buffering %+v", stack, b)
@@ -154,14 +147,7 @@ while :; do sleep 0.05; done
 	if err := os.WriteFile(dump, []byte(statsDump), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	id, err := c.Start(ServerSpec{Stack: tsv1.StackBypass, Protocol: tsv1.ProtocolUDP, Port: 20001})
-	if err != nil {
-		t.Fatal(err)
-	}
-	counters, err := c.Stop(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	counters := startStop(t, c, ServerSpec{Stack: tsv1.StackBypass, Protocol: tsv1.ProtocolUDP, Port: 20001})
 	if b := counters.Buffering; b == nil || b.GrantedBytes == nil || b.SocketQueueDatagrams != nil || !strings.Contains(b.Missing, "no buffers line") {
 		t.Errorf("an older library's buffering %+v", b)
 	}
@@ -190,14 +176,7 @@ func TestReflectorSockperfReceiveBuffer(t *testing.T) {
 	testutil.RequireTool(t, "sockperf")
 	c := startReflector(t, &Reflector{DataAddress: "127.0.0.1", Tools: Tools{Launcher: filepath.Join(t.TempDir(), "none")}})
 	port := 20000 + (os.Getpid()+7)%20000
-	id, err := c.Start(ServerSpec{Stack: tsv1.StackKernel, Protocol: tsv1.ProtocolUDP, Port: port, GapDetection: true, ReceiveBufferBytes: 65536})
-	if err != nil {
-		t.Fatal(err)
-	}
-	counters, err := c.Stop(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	counters := startStop(t, c, ServerSpec{Stack: tsv1.StackKernel, Protocol: tsv1.ProtocolUDP, Port: port, GapDetection: true, ReceiveBufferBytes: 65536})
 	b := counters.Buffering
 	if b == nil || b.Missing != "" || b.GrantedBytes == nil || b.RmemMaxBytes == nil || *b.GrantedBytes != 2*min(65536, *b.RmemMaxBytes) {
 		t.Errorf("buffering %+v", b)
@@ -205,6 +184,20 @@ func TestReflectorSockperfReceiveBuffer(t *testing.T) {
 	if v, ok := SockperfReceiveBuffer(counters.Output); !ok || b == nil || b.GrantedBytes == nil || v != *b.GrantedBytes {
 		t.Errorf("the granted buffer is not the one sockperf printed (%d, %v): %s", v, ok, counters.Output)
 	}
+}
+
+// startStop starts the server spec on c's reflector and stops it at once: its counters.
+func startStop(t *testing.T, c *ReflectorClient, spec ServerSpec) *ReflectorCounters {
+	t.Helper()
+	id, err := c.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counters, err := c.Stop(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return counters
 }
 
 // startSockperfReflector starts a reflector on 127.0.0.1 whose sockperf is server (a script in

@@ -204,14 +204,7 @@ while :; do sleep 0.05; done
 `)
 	c := startSockperfReflector(t, dir, server)
 	for _, stack := range []tsv1.Stack{tsv1.StackBypass, tsv1.StackKernel} {
-		id, err := c.Start(ServerSpec{Stack: stack, Protocol: tsv1.ProtocolUDP, Port: 20000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		counters, err := c.Stop(id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		counters := startStop(t, c, ServerSpec{Stack: stack, Protocol: tsv1.ProtocolUDP, Port: 20000})
 		if counters.Received != 5 {
 			t.Errorf("%s: received %d, want 5", stack, counters.Received)
 		}

@@ -240,27 +240,32 @@ func (m *Manager) dnsNames() []string {
 	return append(names, m.Options.ExtraDNSNames...)
 }
 
+// clientConfigs is the clientConfig of every webhook of a configuration (mutating or validating).
+func clientConfigs[W any](webhooks []W, of func(*W) *admissionregistrationv1.WebhookClientConfig) []*admissionregistrationv1.WebhookClientConfig {
+	out := make([]*admissionregistrationv1.WebhookClientConfig, len(webhooks))
+	for i := range webhooks {
+		out[i] = of(&webhooks[i])
+	}
+	return out
+}
+
 // patchBundles sets caBundle on every webhook of the named configurations.
 func (m *Manager) patchBundles(ctx context.Context, bundle []byte) error {
 	var errs []error
 	for _, name := range m.Options.MutatingWebhooks {
 		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		errs = append(errs, m.patchBundle(ctx, "MutatingWebhookConfiguration", name, cfg, bundle, func() []*admissionregistrationv1.WebhookClientConfig {
-			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
-			for i := range cfg.Webhooks {
-				out[i] = &cfg.Webhooks[i].ClientConfig
-			}
-			return out
+			return clientConfigs(cfg.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+				return &w.ClientConfig
+			})
 		}))
 	}
 	for _, name := range m.Options.ValidatingWebhooks {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		errs = append(errs, m.patchBundle(ctx, "ValidatingWebhookConfiguration", name, cfg, bundle, func() []*admissionregistrationv1.WebhookClientConfig {
-			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
-			for i := range cfg.Webhooks {
-				out[i] = &cfg.Webhooks[i].ClientConfig
-			}
-			return out
+			return clientConfigs(cfg.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+				return &w.ClientConfig
+			})
 		}))
 	}
 	return errors.Join(errs...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,13 @@ import (
 // (kernel stack measured, bypass unavailable).
 func loadResults(t *testing.T) *tsv1.BenchmarkResults {
 	t.Helper()
-	b, err := os.ReadFile("testdata/results_veth.json")
+	return loadTestdata(t, "results_veth.json")
+}
+
+// loadTestdata reads testdata/NAME, a results document the runner wrote.
+func loadTestdata(t *testing.T, name string) *tsv1.BenchmarkResults {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

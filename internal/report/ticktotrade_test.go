@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,14 +19,7 @@ import (
 // kernel and the bypass stack.
 func loadT2TResults(t *testing.T) *tsv1.BenchmarkResults {
 	t.Helper()
-	b, err := os.ReadFile("testdata/results_t2t_veth.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := judge.UnmarshalResults(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := loadTestdata(t, "results_t2t_veth.json")
 	for _, st := range []tsv1.Stack{tsv1.StackKernel, tsv1.StackBypass} {
 		if s := r.Stack(st); s == nil || s.TickToTrade == nil || len(s.TickToTrade.Rows) != 2 {
 			t.Fatalf("fixture: %s stack lacks its two tickToTrade rows", st)

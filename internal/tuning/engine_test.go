@@ -43,10 +43,7 @@ func requireAllInSync(t *testing.T, rs []Result) {
 // TestTreeApplyVerifyRestore runs the whole engine against a host-root tree holding what this VM
 // cannot change (cpufreq, turbo, SR-IOV VFs, 1G hugepages, a PCI NIC's queues).
 func TestTreeApplyVerifyRestore(t *testing.T) {
-	dir := hosttest.TempDir(t)
-	buildTree(t, dir, false)
-	before := hosttest.Snapshot(t, dir)
-	e := treeEngine(dir)
+	dir, before, e := newTree(t)
 	d := treeDesired()
 
 	rep, err := e.Apply(d)
@@ -178,10 +175,7 @@ func TestTreeApplyVerifyRestore(t *testing.T) {
 // TestApplyRefusesBeforeChanging: what this host cannot do is reported with the field and the
 // fix, and nothing changes.
 func TestApplyRefusesBeforeChanging(t *testing.T) {
-	dir := hosttest.TempDir(t)
-	buildTree(t, dir, false)
-	before := hosttest.Snapshot(t, dir)
-	e := treeEngine(dir)
+	dir, before, e := newTree(t)
 	d := treeDesired()
 	d.WorkqueueCPUs = setp("0-7")
 	d.Interfaces = append(d.Interfaces, InterfaceTuning{Name: "eth9", RPSCPUs: setp("0")})

@@ -78,10 +78,8 @@ func TestOfflineCPUsRefused(t *testing.T) {
 	if err := Validate(&Desired{OfflineCPUs: setp("0,3")}); err == nil || !strings.Contains(err.Error(), "offlineCPUs: names CPU 0") {
 		t.Fatalf("Validate = %v, want CPU 0 refused", err)
 	}
-	dir := hosttest.TempDir(t)
-	buildTree(t, dir, false)
-	before := hosttest.Snapshot(t, dir)
-	_, err := treeEngine(dir).Apply(&Desired{OfflineCPUs: setp("3,7")})
+	dir, before, e := newTree(t)
+	_, err := e.Apply(&Desired{OfflineCPUs: setp("3,7")})
 	if err == nil || !strings.Contains(err.Error(), "offlineCPUs: CPUs 7 cannot be taken offline on this node") {
 		t.Fatalf("Apply = %v, want CPU 7 refused", err)
 	}

@@ -75,3 +75,12 @@ func treeDesired() *Desired {
 func treeEngine(dir string) *Engine {
 	return &Engine{Host: &host.Host{Root: dir}}
 }
+
+// newTree is a host-root tree as buildTree makes it (no real sysctls), its snapshot before
+// anything ran, and an engine over it.
+func newTree(t *testing.T) (dir string, before map[string]string, e *Engine) {
+	t.Helper()
+	dir = hosttest.TempDir(t)
+	buildTree(t, dir, false)
+	return dir, hosttest.Snapshot(t, dir), treeEngine(dir)
+}

@@ -52,10 +52,7 @@ func journal() map[string]string {
 // values from before the install (never a value the agent wrote itself) for every sysctl it
 // changed, and no slot, cordon or taint left.
 func expectTuned(g Gomega) *nodeState {
-	lns, err := getNodeState()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
-	g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"), "%+v", lns.Status.Conditions)
+	lns := appliedState(g)
 	for k, v := range wantSysctls {
 		desired, observed, state, ok := lns.setting("sysctl/" + k)
 		g.Expect(ok).To(BeTrue(), "status.settings lacks sysctl/%s", k)

@@ -303,6 +303,16 @@ func getNodeState() (*nodeState, error) {
 	return &s, nil
 }
 
+// appliedState is the node's state, checked (in an Eventually) to be Applied for its current
+// generation.
+func appliedState(g Gomega) *nodeState {
+	lns, err := getNodeState()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
+	g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"), "%+v", lns.Status.Conditions)
+	return lns
+}
+
 // recorded counts the lines a recorder command wrote into the scratch directory.
 func recorded(name string) int {
 	b, err := os.ReadFile(filepath.Join(scratchDir, name))
@@ -499,10 +509,7 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 	It("takes the kernel arguments back without a reboot: the node becomes Applied and labelled", func() {
 		apply(profile(false))
 		Eventually(func(g Gomega) {
-			lns, err := getNodeState()
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
-			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"))
+			lns := appliedState(g)
 			g.Expect(lns.cond("RebootRequired")).To(HaveField("Status", "False"))
 			g.Expect(lns.Status.Reboot).To(BeNil())
 			g.Expect(nodeLabels()).To(HaveKeyWithValue("tickstack.io/profile", profileName))
@@ -636,10 +643,7 @@ spec:
 		By("the window open: the kubelet restarts in the node's slot")
 		apply(rollout(window(now.Add(-time.Hour), now.Add(2*time.Hour))))
 		Eventually(func(g Gomega) {
-			lns, err := getNodeState()
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
-			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"), "%+v", lns.Status.Conditions)
+			lns := appliedState(g)
 			g.Expect(lns.cond("RebootRequired")).To(HaveField("Status", "False"))
 			g.Expect(lns.Status.Reboot).To(BeNil())
 			c := configz(g)
@@ -676,10 +680,7 @@ spec:
 		operatorBack()
 		apply(profile(false))
 		Eventually(func(g Gomega) {
-			lns, err := getNodeState()
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
-			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"), "%+v", lns.Status.Conditions)
+			lns := appliedState(g)
 			g.Expect(lns.Status.Reboot).To(BeNil())
 			c := configz(g)
 			g.Expect(c).To(HaveKeyWithValue("reservedSystemCPUs", "0"))
@@ -916,17 +917,8 @@ spec:
 		addr := map[string]string{}
 		uid := map[string]string{}
 		for _, name := range []string{"bp-a", "bp-b"} {
-			Eventually(func(g Gomega) {
-				out, err := kubectl(nil, "get", "pod", name, "-n", testNS, "-o", "jsonpath={.status.phase} {.metadata.uid}")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(out).To(HavePrefix("Running "))
-				uid[name] = strings.Fields(out)[1]
-			}, 3*time.Minute, 2*time.Second).Should(Succeed())
-			out, err := kubectl(nil, "exec", "-n", testNS, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
-			Expect(err).NotTo(HaveOccurred(), out)
-			m := regexp.MustCompile(`inet (\S+)/`).FindStringSubmatch(out)
-			Expect(m).NotTo(BeNil(), out)
-			addr[name] = m[1]
+			uid[name] = runningUID(name)
+			addr[name] = lat0Addr(name)
 		}
 		in := func(pod, script string) (string, error) {
 			return kubectl(nil, "exec", "-n", testNS, pod, "--", "/bin/sh", "-c", script)
@@ -1063,12 +1055,7 @@ spec:
 		addr := map[string]string{}
 		uid := map[string]string{}
 		for _, name := range []string{"rp-a", "rp-b"} {
-			Eventually(func(g Gomega) {
-				out, err := kubectl(nil, "get", "pod", name, "-n", testNS, "-o", "jsonpath={.status.phase} {.metadata.uid}")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(out).To(HavePrefix("Running "))
-				uid[name] = strings.Fields(out)[1]
-			}, 3*time.Minute, 2*time.Second).Should(Succeed())
+			uid[name] = runningUID(name)
 			var p struct {
 				Spec struct {
 					Volumes    []map[string]any `json:"volumes"`
@@ -1089,11 +1076,7 @@ spec:
 			Expect(c.SecurityContext).To(HaveKeyWithValue("allowPrivilegeEscalation", false))
 			Expect(c.SecurityContext).To(HaveKeyWithValue("capabilities", HaveKeyWithValue("drop", ConsistOf("ALL"))))
 			Expect(c.SecurityContext).To(HaveKeyWithValue("seccompProfile", HaveKeyWithValue("type", "RuntimeDefault")))
-			out, err := kubectl(nil, "exec", "-n", testNS, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
-			Expect(err).NotTo(HaveOccurred(), out)
-			m := regexp.MustCompile(`inet (\S+)/`).FindStringSubmatch(out)
-			Expect(m).NotTo(BeNil(), out)
-			addr[name] = m[1]
+			addr[name] = lat0Addr(name)
 		}
 		in := func(pod, script string) string {
 			GinkgoHelper()
@@ -1490,4 +1473,27 @@ spec:
       requests: {memory: 128Mi}
       limits: {memory: 128Mi}%s
 `, name, testNS, profileName, benchImage, extra)
+}
+
+// runningUID waits until pod NAME of testNS runs and returns its UID.
+func runningUID(name string) string {
+	GinkgoHelper()
+	var uid string
+	Eventually(func(g Gomega) {
+		out, err := kubectl(nil, "get", "pod", name, "-n", testNS, "-o", "jsonpath={.status.phase} {.metadata.uid}")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(HavePrefix("Running "))
+		uid = strings.Fields(out)[1]
+	}, 3*time.Minute, 2*time.Second).Should(Succeed())
+	return uid
+}
+
+// lat0Addr is the IPv4 address of pod NAME's lat0, its interface on the bypass network.
+func lat0Addr(name string) string {
+	GinkgoHelper()
+	out, err := kubectl(nil, "exec", "-n", testNS, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
+	Expect(err).NotTo(HaveOccurred(), out)
+	m := regexp.MustCompile(`inet (\S+)/`).FindStringSubmatch(out)
+	Expect(m).NotTo(BeNil(), out)
+	return m[1]
 }

@@ -81,10 +81,7 @@ var _ = Describe("kubectl apply -k and delete -k with a profile live", Ordered, 
 			return kubectl([]byte(upgradeProfile), "apply", "-f", "-")
 		}, 3*time.Minute, 2*time.Second).Should(ContainSubstring("latencyprofile.tickstack.io/" + profileName))
 		Eventually(func(g Gomega) {
-			lns, err := getNodeState()
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
-			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"))
+			appliedState(g)
 		}, 5*time.Minute, 2*time.Second).Should(Succeed())
 		for k, v := range wantSysctls {
 			Expect(readHost("/proc/sys/"+strings.ReplaceAll(k, ".", "/"))).To(Equal(v), "the host's %s", k)

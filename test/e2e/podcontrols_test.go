@@ -143,10 +143,7 @@ var _ = Describe("per-pod runtime controls through the NRI plugin", Ordered, fun
 		Expect(err).NotTo(HaveOccurred(), out)
 		apply(podControlsProfile())
 		Eventually(func(g Gomega) {
-			lns, err := getNodeState()
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
-			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"))
+			appliedState(g)
 			g.Expect(nodeLabels()).To(HaveKeyWithValue("tickstack.io/profile", profileName))
 		}, 5*time.Minute, 2*time.Second).Should(Succeed())
 		// the agent's node policy for the plugin (written from spec.tuning before Applied)

@@ -229,10 +229,7 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 		Expect(err).NotTo(HaveOccurred(), out)
 		apply(upgradeProfile)
 		Eventually(func(g Gomega) {
-			lns, err := getNodeState()
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
-			g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"))
+			appliedState(g)
 			g.Expect(nodeLabels()).To(HaveKeyWithValue("tickstack.io/profile", profileName))
 		}, 5*time.Minute, 2*time.Second).Should(Succeed())
 		apply(upgradeBenchmark)

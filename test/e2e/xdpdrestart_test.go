@@ -33,17 +33,8 @@ func xdpdRestartSteps() {
 	bypassPod := func(name string) {
 		GinkgoHelper()
 		apply(bypassPodManifest(name, ""))
-		Eventually(func(g Gomega) {
-			out, err := kubectl(nil, "get", "pod", name, "-n", testNS, "-o", "jsonpath={.status.phase} {.metadata.uid}")
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(out).To(HavePrefix("Running "))
-			uid[name] = strings.Fields(out)[1]
-		}, 3*time.Minute, 2*time.Second).Should(Succeed())
-		out, err := kubectl(nil, "exec", "-n", testNS, name, "--", "ip", "-o", "-4", "addr", "show", "dev", "lat0")
-		Expect(err).NotTo(HaveOccurred(), out)
-		m := regexp.MustCompile(`inet (\S+)/`).FindStringSubmatch(out)
-		Expect(m).NotTo(BeNil(), out)
-		addr[name] = m[1]
+		uid[name] = runningUID(name)
+		addr[name] = lat0Addr(name)
 	}
 	in := func(pod, script string) string {
 		GinkgoHelper()

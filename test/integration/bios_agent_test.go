@@ -126,15 +126,9 @@ func TestBIOSAndKernelArgsOneRebootWithTheRealAgent(t *testing.T) {
 		}
 	}()
 
-	profile := &tsv1.LatencyProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: biosName("real")},
-		Spec: tsv1.LatencyProfileSpec{
-			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tickstack.io/role": role}},
-			CPU:          &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-3"},
-			BIOS:         &tsv1.BIOSSpec{Attributes: []tsv1.BIOSAttribute{{Name: "ProcTurboMode", Value: want}}},
-			Rollout:      &tsv1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))},
-		},
-	}
+	profile := biosProfile("real", role, tsv1.BIOSAttribute{Name: "ProcTurboMode", Value: want})
+	profile.Spec.CPU = &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-3"}
+	profile.Spec.Rollout = &tsv1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
 	if err := c.Create(ctx, profile); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,18 @@ import (
 // biosName names a test object tsbios<pid>-<suffix>.
 func biosName(suffix string) string { return fmt.Sprintf("tsbios%d-%s", os.Getpid(), suffix) }
 
+// biosProfile is profile biosName(suffix) over the nodes labelled tickstack.io/role=role, with the
+// BIOS attributes attrs and nothing else.
+func biosProfile(suffix, role string, attrs ...tsv1.BIOSAttribute) *tsv1.LatencyProfile {
+	return &tsv1.LatencyProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: biosName(suffix)},
+		Spec: tsv1.LatencyProfileSpec{
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tickstack.io/role": role}},
+			BIOS:         &tsv1.BIOSSpec{Attributes: attrs},
+		},
+	}
+}
+
 // emulator is a sushy-tools Redfish emulator (libvirt test:///default) started by
 // hack/sushy/sushy.sh on a free loopback port, with TLS and basic auth.
 type emulator struct {

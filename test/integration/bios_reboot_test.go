@@ -150,15 +150,9 @@ func TestBIOSAndKernelArgsCostOneReboot(t *testing.T) {
 		go a.run(ctx)
 	}
 
-	profile := &tsv1.LatencyProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: biosName("once")},
-		Spec: tsv1.LatencyProfileSpec{
-			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tickstack.io/role": role}},
-			Kernel:       &tsv1.KernelSpec{AdditionalArgs: []string{"tsbios.once=1"}},
-			BIOS:         &tsv1.BIOSSpec{Attributes: []tsv1.BIOSAttribute{{Name: "ProcTurboMode", Value: want}}},
-			Rollout:      &tsv1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))},
-		},
-	}
+	profile := biosProfile("once", role, tsv1.BIOSAttribute{Name: "ProcTurboMode", Value: want})
+	profile.Spec.Kernel = &tsv1.KernelSpec{AdditionalArgs: []string{"tsbios.once=1"}}
+	profile.Spec.Rollout = &tsv1.RolloutSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
 	if err := c.Create(ctx, profile); err != nil {
 		t.Fatal(err)
 	}

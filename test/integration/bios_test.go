@@ -94,16 +94,10 @@ func TestBIOSValidatesStagesAndVerifiesAfterTheReboot(t *testing.T) {
 	before := e.read(t)
 	cur, want := e.otherTurbo(t)
 
-	profile := &tsv1.LatencyProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: biosName("stage")},
-		Spec: tsv1.LatencyProfileSpec{
-			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tickstack.io/role": role}},
-			BIOS: &tsv1.BIOSSpec{Attributes: []tsv1.BIOSAttribute{
-				{Name: "ProcTurboMode", Value: "Off"}, // not in the registry's enumeration
-				{Name: "QuietBoot", Value: "true"},
-			}},
-		},
-	}
+	profile := biosProfile("stage", role,
+		tsv1.BIOSAttribute{Name: "ProcTurboMode", Value: "Off"}, // not in the registry's enumeration
+		tsv1.BIOSAttribute{Name: "QuietBoot", Value: "true"},
+	)
 	if err := c.Create(ctx, profile); err != nil {
 		t.Fatal(err)
 	}
@@ -270,13 +264,7 @@ func TestBIOSBMCFailuresAreConditions(t *testing.T) {
 	before := e.read(t)
 	_, want := e.otherTurbo(t)
 
-	profile := &tsv1.LatencyProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: biosName("fail")},
-		Spec: tsv1.LatencyProfileSpec{
-			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tickstack.io/role": role}},
-			BIOS:         &tsv1.BIOSSpec{Attributes: []tsv1.BIOSAttribute{{Name: "ProcTurboMode", Value: want}}},
-		},
-	}
+	profile := biosProfile("fail", role, tsv1.BIOSAttribute{Name: "ProcTurboMode", Value: want})
 	if err := c.Create(ctx, profile); err != nil {
 		t.Fatal(err)
 	}

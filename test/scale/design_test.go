@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -57,7 +56,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -90,16 +88,18 @@ type DesignRound struct {
 const designNamespace = "tickstack-system"
 
 func TestDesigns(t *testing.T) {
-	ctrllog.SetLogger(logr.Discard())
-	if *kwokFlag == "" {
-		t.Fatal("-scale.kwok is required (hack/bench-scale.sh builds kwok at the pinned version)")
-	}
 	for _, n := range sizes(t) {
 		runDesigns(t, n)
 	}
 }
 
+// sizes is the start of every design test: it needs -scale.kwok, controller-runtime's log is
+// silenced, and it runs once a fleet size of -designs.sizes.
 func sizes(t *testing.T) []int {
+	ctrllog.SetLogger(logr.Discard())
+	if *kwokFlag == "" {
+		t.Fatal("-scale.kwok is required (hack/bench-scale.sh builds kwok at the pinned version)")
+	}
 	var out []int
 	for _, s := range strings.Split(*designSizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -144,47 +144,14 @@ func startFleet(t *testing.T, ctx context.Context, n int) *fleetEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	admin, err := env.AddUser(envtest.User{Name: "scale-admin", Groups: []string{"system:masters"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	admin, kubeconfig := addAdmin(t, env)
 	cfg := rest.CopyConfig(admin.Config())
 	cfg.QPS, cfg.Burst = 5000, 10000
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kubetest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stages := filepath.Join(t.TempDir(), "kwok-stages.yaml")
-	if err := os.WriteFile(stages, []byte(kwokStages), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kwok := start(t, "kwok", []string{*kwokFlag, "--config=" + stages, "--kubeconfig=" + kubeconfig, "--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake", "--node-lease-duration-seconds=40"}, nil)
-	t.Cleanup(kwok.stop)
-	createNodes(t, ctx, c, n)
-	waitFor(t, 10*time.Minute, "kwok makes every node Ready", func() (bool, error) {
-		var nodes corev1.NodeList
-		if err := c.List(ctx, &nodes); err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range nodes.Items {
-			for _, cond := range nodes.Items[i].Status.Conditions {
-				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-					ready++
-				}
-			}
-		}
-		return ready == n, nil
-	})
+	startKwokFleet(t, ctx, c, kubeconfig, n) // stops at the test's end
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: designNamespace}}); err != nil {
 		t.Fatal(err)
 	}
@@ -491,10 +458,6 @@ var cacheModes = []string{"full", "lean", "interned", "full+watchlist", "lean+wa
 const watchListSuffix = "+watchlist"
 
 func TestManagerCaches(t *testing.T) {
-	ctrllog.SetLogger(logr.Discard())
-	if *kwokFlag == "" {
-		t.Fatal("-scale.kwok is required (hack/bench-scale.sh builds kwok at the pinned version)")
-	}
 	for _, n := range sizes(t) {
 		ctx, cancel := context.WithCancel(context.Background())
 		f := startFleet(t, ctx, n)

@@ -410,18 +410,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		t.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
-	admin, err := env.AddUser(envtest.User{Name: "scale-admin", Groups: []string{"system:masters"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	admin, kubeconfig := addAdmin(t, env)
 	// The test's own clients are not the thing measured: plenty of QPS.
 	cfg := *admin.Config()
 	cfg.QPS, cfg.Burst = 2000, 4000
@@ -431,29 +420,8 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	}
 
 	// The fleet, kept alive by kwok.
-	stages := filepath.Join(t.TempDir(), "kwok-stages.yaml")
-	if err := os.WriteFile(stages, []byte(kwokStages), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kwok := start(t, "kwok", []string{*kwokFlag, "--config=" + stages, "--kubeconfig=" + kubeconfig, "--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake", "--node-lease-duration-seconds=40"}, nil)
+	kwok := startKwokFleet(t, ctx, c, kubeconfig, n)
 	defer kwok.stop()
-	createNodes(t, ctx, c, n)
-	waitFor(t, 10*time.Minute, "kwok makes every node Ready", func() (bool, error) {
-		var nodes corev1.NodeList
-		if err := c.List(ctx, &nodes); err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range nodes.Items {
-			for _, cond := range nodes.Items[i].Status.Conditions {
-				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-					ready++
-				}
-			}
-		}
-		return ready == n, nil
-	})
 
 	// The agents. Their cache is also where the test watches the fleet from: its waits read the
 	// watched objects, so that measuring adds no reads to the API server (a list of every node
@@ -714,6 +682,54 @@ func quiet(t *testing.T, port int) {
 			last, stable = w, time.Now()
 		}
 	}
+}
+
+// addAdmin adds a system:masters user to env and writes its kubeconfig to a file of the test's,
+// for the processes the scale tests start (kwok, the manager).
+func addAdmin(t *testing.T, env *kubetest.Env) (*envtest.AuthenticatedUser, string) {
+	t.Helper()
+	admin, err := env.AddUser(envtest.User{Name: "scale-admin", Groups: []string{"system:masters"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return admin, kubeconfig
+}
+
+// startKwokFleet starts kwok, creates n fake nodes for it to keep alive and waits until every one
+// is Ready. kwok stops at the test's end, or earlier at the caller's stop.
+func startKwokFleet(t *testing.T, ctx context.Context, c client.Client, kubeconfig string, n int) *process {
+	t.Helper()
+	stages := filepath.Join(t.TempDir(), "kwok-stages.yaml")
+	if err := os.WriteFile(stages, []byte(kwokStages), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kwok := start(t, "kwok", []string{*kwokFlag, "--config=" + stages, "--kubeconfig=" + kubeconfig, "--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake", "--node-lease-duration-seconds=40"}, nil)
+	createNodes(t, ctx, c, n)
+	waitFor(t, 10*time.Minute, "kwok makes every node Ready", func() (bool, error) {
+		var nodes corev1.NodeList
+		if err := c.List(ctx, &nodes); err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range nodes.Items {
+			for _, cond := range nodes.Items[i].Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == n, nil
+	})
+	return kwok
 }
 
 func createNodes(t *testing.T, ctx context.Context, c client.Client, n int) {
