@@ -209,7 +209,7 @@ type scope struct {
 	hash       string
 	retune     bool
 	resolution resolution
-	bootID string
+	bootID     string
 	// node is the Node as read in this reconcile, when a phase read it.
 	node *corev1.Node
 }
