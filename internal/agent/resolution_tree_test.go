@@ -239,6 +239,41 @@ func TestTreeResolveOnNode(t *testing.T) {
 		t.Errorf("the taint's states while going back to the resolution %v, want [on off]", got)
 	}
 
+	// The manager's switch of a live node (docs/architecture.md, "Compatibility"): spec.tuning
+	// equal to the agent's resolution, then unset with resolveOnNode. Nothing on the host moves,
+	// so the node is not tainted either way.
+	_, mark = taints.since(0)
+	same := getLNS(t, node).Status.Tuning.DeepCopy()
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning = same })
+	tsutil.Poll(t, 20*time.Second, "the same tuning from spec.tuning", func() error {
+		l := getLNS(t, node)
+		if l.Status.Resolved != nil || l.Status.ObservedGeneration != l.Generation {
+			return fmt.Errorf("status.resolved %+v, observedGeneration %d of %d", l.Status.Resolved, l.Status.ObservedGeneration, l.Generation)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	switched := agenttest.Snapshot(t, a.Root)
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning = nil })
+	tsutil.Poll(t, 20*time.Second, "switched to resolving", func() error {
+		l := getLNS(t, node)
+		if err := wantResolved(l, getProfile(t, profile)); err != nil {
+			return err
+		}
+		if l.Status.ObservedGeneration != l.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", l.Status.ObservedGeneration, l.Generation)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	if got, _ := taints.since(mark); len(got) > 0 {
+		t.Errorf("the taint moved %v across a switch that changes nothing on the host", got)
+	}
+	if d := hosttest.Diff(switched, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+		t.Errorf("the host changed across the switch:\n%s", strings.Join(d, "\n"))
+	}
+	if len(events(t, node, tsv1.NodeDrifted)) > 0 {
+		t.Errorf("drift reported across the switch: %v", events(t, node, tsv1.NodeDrifted))
+	}
+
 	// A profile that does not fit the node: Degraded naming the field and the fix; the host,
 	// status.resolved and status.tuning keep what is in effect, and the node is not tainted.
 	before := agenttest.Snapshot(t, a.Root)
