@@ -225,14 +225,9 @@ func (r *Reconciler) saveDesired(s *scope) error {
 		return err
 	}
 	saved := savedTuning{Profile: s.lns.Spec.Profile.Name, Generation: s.lns.Generation, Tuning: s.tuning}
-	if res := s.lns.Status.Resolved; s.hash != "" {
+	if s.hash != "" {
 		// The agent's own resolution: the profile generation that moved the node to it.
-		if s.resolution.resolved != nil {
-			res = s.resolution.resolved
-		}
-		if res != nil {
-			saved.Generation = res.Generation
-		}
+		saved.Generation = s.resolvedGeneration
 	}
 	b, err := json.MarshalIndent(saved, "", "  ")
 	if err != nil {

@@ -206,10 +206,12 @@ type scope struct {
 	tuning *tsv1.NodeTuning
 	// hash is the TuningHash of the agent's own resolution ("" for spec.tuning); retune says it
 	// differs from the tuning in effect, so the node is tainted while it moves.
-	hash       string
-	retune     bool
-	resolution resolution
-	bootID     string
+	hash   string
+	retune bool
+	// resolvedGeneration is the profile generation that moved the node to that resolution.
+	resolvedGeneration int64
+	resolution         resolution
+	bootID             string
 	// node is the Node as read in this reconcile, when a phase read it.
 	node *corev1.Node
 }

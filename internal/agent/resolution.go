@@ -96,6 +96,9 @@ func (r *Reconciler) desiredTuning(ctx context.Context, s *scope) (stop bool, er
 	// is costs no status write (the Generation column then keeps the generation that moved it).
 	if prev := s.base.Status.Resolved; prev == nil || prev.TuningHash != s.hash || prev.Profile != p.Name {
 		s.resolution = resolution{set: true, resolved: &tsv1.ResolvedTuning{Profile: p.Name, Generation: p.Generation, TuningHash: s.hash}, tuning: t}
+		s.resolvedGeneration = p.Generation
+	} else {
+		s.resolvedGeneration = prev.Generation
 	}
 	s.retune = s.hash != r.inEffectHash(s)
 	if s.retune {

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -177,6 +178,19 @@ func TestTreeResolveOnNode(t *testing.T) {
 	}
 	if got := readTree(t, a, "proc/sys/vm/swappiness"); got != "10" {
 		t.Errorf("vm.swappiness %q, want the profile's 10", got)
+	}
+	// The boot unit applies the resolution after an unplanned reboot, as it would spec.tuning.
+	var saved struct {
+		Profile    string           `json:"profile"`
+		Generation int64            `json:"generation"`
+		Tuning     *tsv1.NodeTuning `json:"tuning"`
+	}
+	if err := json.Unmarshal([]byte(readTree(t, a, agent.DesiredPath)), &saved); err != nil {
+		t.Fatal(err)
+	}
+	if saved.Profile != profile || saved.Generation != 1 || resolve.TuningHash(saved.Tuning) != l.Status.Resolved.TuningHash {
+		t.Errorf("saved tuning for the boot unit: profile %s generation %d hash %s, want %s 1 %s",
+			saved.Profile, saved.Generation, resolve.TuningHash(saved.Tuning), profile, l.Status.Resolved.TuningHash)
 	}
 	tsutil.Poll(t, 10*time.Second, "taint on, then off", func() error {
 		if got, _ := taints.since(0); !slices.Equal(got, []bool{false, true, false}) {
