@@ -33,8 +33,10 @@ import (
 //     from the same journal of originals;
 //   - the taint tickstack.io/tuning-pending keeps new latency pods off the node until the node state
 //     is Applied for the running boot (status.appliedBootID): the kubelet drop-in registers it for
-//     a joining node, the agent puts it on before a reboot it runs and when it finds a boot it has not
-//     applied yet, and takes it off once Applied for this boot.
+//     a joining node, the agent puts it on before a reboot it runs, when it finds a boot it has not
+//     applied yet, and when its own resolution of the profile moves the node's tuning
+//     (taintRetune, resolution.go), and takes it off in one place only, confirmBoot, once Applied
+//     for this boot (and when the node state goes). Whatever put it on, it goes off by that one rule.
 
 // Paths on the host.
 const (
@@ -219,10 +221,15 @@ type savedTuning struct {
 // saveDesired keeps the tuning this reconcile applied for the boot unit (only when it changed),
 // and hands the per-pod controls the profile allows to the node's NRI plugin (savePodControls).
 func (r *Reconciler) saveDesired(s *scope) error {
-	if err := r.savePodControls(s.lns.Spec.Tuning); err != nil {
+	if err := r.savePodControls(s.tuning); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(savedTuning{Profile: s.lns.Spec.Profile.Name, Generation: s.lns.Generation, Tuning: s.lns.Spec.Tuning}, "", "  ")
+	saved := savedTuning{Profile: s.lns.Spec.Profile.Name, Generation: s.lns.Generation, Tuning: s.tuning}
+	if s.hash != "" {
+		// The agent's own resolution: the profile generation that moved the node to it.
+		saved.Generation = s.resolvedGeneration
+	}
+	b, err := json.MarshalIndent(saved, "", "  ")
 	if err != nil {
 		return err
 	}

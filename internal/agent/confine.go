@@ -20,7 +20,7 @@ const ReasonConfineFailed = "ConfineFailed"
 // container's cpuset may reset the threads' affinity.
 func (r *Reconciler) confineSelf(_ context.Context, s *scope) error {
 	if r.ConfineSelf {
-		r.setSelfAffinity(s.lns, string(s.lns.Spec.Tuning.ReservedCPUs))
+		r.setSelfAffinity(s.lns, string(s.tuning.ReservedCPUs))
 	}
 	return nil
 }

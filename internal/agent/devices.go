@@ -22,7 +22,7 @@ func (r *Reconciler) reportDevices(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	s.lns.Status.Devices, s.lns.Status.VFs = nodeDevices(node, r.ResourcePrefix, s.lns.Spec.Tuning)
+	s.lns.Status.Devices, s.lns.Status.VFs = nodeDevices(node, r.ResourcePrefix, s.tuning)
 	return nil
 }
 

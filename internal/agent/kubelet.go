@@ -447,7 +447,7 @@ func (r *Reconciler) reconcileKubelet(ctx context.Context, s *scope) error {
 }
 
 func (r *Reconciler) reconcileKubeletDropIn(ctx context.Context, s *scope) error {
-	t := s.lns.Spec.Tuning
+	t := s.tuning
 	if r.Kubelet.ConfigDir == "" {
 		if t.Kubelet != nil {
 			s.obs.kubelet = &kubeletObs{err: fmt.Errorf("spec.tuning.kubelet is set but the agent manages no kubelet: start it with --kubelet-config-dir (the kubelet's --config-dir) or remove the profile's kubelet section"), reason: ReasonKubeletNotManaged}
@@ -754,7 +754,7 @@ func (r *Reconciler) restoreKubelet(ctx context.Context, s *scope) (done bool, e
 			return false, err
 		}
 		if len(left) > 0 {
-			if r.Clock.Since(rs.LastTransitionTime.Time) < r.drainTimeout(s.lns) {
+			if r.Clock.Since(rs.LastTransitionTime.Time) < r.drainTimeout(s.tuning) {
 				rs.Message = fmt.Sprintf("restoring the kubelet's original settings: waiting for %d pods to leave: %s", len(left), abbreviate(left, 5))
 				return false, nil
 			}

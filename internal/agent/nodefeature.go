@@ -37,7 +37,7 @@ func (r *Reconciler) publishFeature(ctx context.Context, s *scope) error {
 		return nil
 	}
 	st := &s.lns.Status
-	applied := s.lns.Spec.Tuning != nil && meta.IsStatusConditionTrue(st.Conditions, tsv1.NodeApplied) &&
+	applied := s.tuning != nil && meta.IsStatusConditionTrue(st.Conditions, tsv1.NodeApplied) &&
 		st.ObservedGeneration == s.lns.Generation
 	want := r.nodeFeature()
 	want.OwnerReferences = []metav1.OwnerReference{{

@@ -34,7 +34,7 @@ var errNoBootLoader = errors.New("the tuning has kernel arguments but the agent 
 // validate checks spec.tuning without touching the host; a problem stops the reconcile with
 // Degraded naming each field and its fix.
 func (r *Reconciler) validate(_ context.Context, s *scope) error {
-	d, err := Desired(s.lns.Spec.Tuning)
+	d, err := Desired(s.tuning)
 	if err == nil {
 		err = tuning.Validate(d)
 	}
@@ -49,16 +49,21 @@ func (r *Reconciler) validate(_ context.Context, s *scope) error {
 	return nil
 }
 
-// wasApplied reports whether the previous reconcile applied this generation completely, so
-// that any difference found now was made by someone else: drift.
-func (r *Reconciler) wasApplied(lns *tsv1.LatencyNodeState) bool {
+// wasApplied reports whether the previous reconcile applied this generation (and resolution)
+// completely, so that any difference found now was made by someone else: drift.
+func (r *Reconciler) wasApplied(s *scope) bool {
+	lns := s.lns
 	r.mu.Lock()
-	gen, ok := r.applied[lns.UID]
+	prev, ok := r.applied[lns.UID]
 	r.mu.Unlock()
-	if ok && gen == lns.Generation {
+	if ok && prev == (appliedTuning{lns.Generation, s.hash}) {
 		return true
 	}
-	// After a restart: what the last status says.
+	// After a restart: what the last status says (as read: this reconcile may have set a new
+	// resolution in s.lns already).
+	if s.hash != "" && (s.base.Status.Resolved == nil || s.base.Status.Resolved.TuningHash != s.hash) {
+		return false
+	}
 	c := meta.FindStatusCondition(lns.Status.Conditions, tsv1.NodeApplied)
 	if lns.Status.ObservedGeneration != lns.Generation {
 		return false
@@ -98,8 +103,8 @@ func (r *Reconciler) checkOnly(s *scope) error {
 // reported with the value the engine found just before it wrote (no separate check, so a change
 // made while the reconcile runs cannot slip through unreported).
 func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) error {
-	applied := r.wasApplied(s.lns)
-	if applied && s.lns.Spec.Tuning.DriftAction == tsv1.DriftReport {
+	applied := r.wasApplied(s)
+	if applied && s.tuning.DriftAction == tsv1.DriftReport {
 		return r.checkOnly(s)
 	}
 	rep, err := r.Engine.Apply(s.desired)
@@ -138,9 +143,9 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) error {
 	if len(tuning.Drift(rep.Results)) == 0 {
 		r.mu.Lock()
 		if r.applied == nil {
-			r.applied = map[types.UID]int64{}
+			r.applied = map[types.UID]appliedTuning{}
 		}
-		r.applied[s.lns.UID] = s.lns.Generation
+		r.applied[s.lns.UID] = appliedTuning{s.lns.Generation, s.hash}
 		r.mu.Unlock()
 	}
 	if len(rep.Changed) > 0 && len(s.obs.drifted) == 0 {
@@ -194,7 +199,7 @@ func (r *Reconciler) kernelArgsConfigured() bool {
 // unchanged configuration is not rewritten) and compares them with /proc/cmdline. While a
 // reboot command has been issued the boot configuration is left alone.
 func (r *Reconciler) reconcileKernelArgs(ctx context.Context, s *scope) error {
-	args := s.lns.Spec.Tuning.KernelArgs
+	args := s.tuning.KernelArgs
 	s.obs.hasArgs = len(args) > 0
 	if !s.obs.hasArgs && !r.kernelArgsConfigured() {
 		return nil

@@ -92,12 +92,12 @@ func ptpConfig(t *tsv1.PTPTuning) ptp.Config {
 // reconcilePTP runs the daemon spec.tuning.ptp asks for and records its state for the status.
 // Without a ptp section it stops the daemon.
 func (r *Reconciler) reconcilePTP(_ context.Context, s *scope) error {
-	s.obs.ptpWanted = s.lns.Spec.Tuning.PTP != nil
+	s.obs.ptpWanted = s.tuning.PTP != nil
 	if !s.obs.ptpWanted {
 		r.ptpRun.stop()
 		return nil
 	}
-	cfg := ptpConfig(s.lns.Spec.Tuning.PTP)
+	cfg := ptpConfig(s.tuning.PTP)
 	if err := cfg.Validate(); err != nil {
 		r.ptpRun.stop()
 		s.obs.ptpInvalid = err

@@ -30,8 +30,8 @@ func (r *Reconciler) readBootID() (string, error) {
 }
 
 // drainTimeout is the profile's rollout.drainTimeout, or the agent's default.
-func (r *Reconciler) drainTimeout(lns *tsv1.LatencyNodeState) time.Duration {
-	if t := lns.Spec.Tuning; t != nil && t.DrainTimeout != nil && t.DrainTimeout.Duration > 0 {
+func (r *Reconciler) drainTimeout(t *tsv1.NodeTuning) time.Duration {
+	if t != nil && t.DrainTimeout != nil && t.DrainTimeout.Duration > 0 {
 		return t.DrainTimeout.Duration
 	}
 	return r.DrainTimeout
@@ -177,7 +177,7 @@ func (r *Reconciler) reconcileReboot(ctx context.Context, s *scope) error {
 		if rs.Action == tsv1.ActionKubeletRestart {
 			what = "kubelet restart"
 		}
-		r.announce(ctx, s, fromState(s, hash), corev1.EventTypeNormal, "Draining", "Reboot", "%s slot granted: node cordoned, evicting its pods (timeout %s)", what, r.drainTimeout(s.lns))
+		r.announce(ctx, s, fromState(s, hash), corev1.EventTypeNormal, "Draining", "Reboot", "%s slot granted: node cordoned, evicting its pods (timeout %s)", what, r.drainTimeout(s.tuning))
 		r.setPhase(s, tsv1.RebootDraining, "cordoned; evicting pods")
 		s.obs.reboot.BootID = bootID
 		if err := r.recordReboot(ctx, s); err != nil {
@@ -255,7 +255,7 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope, hash string) error
 		r.setPhase(s, tsv1.RebootRebooting, "drained; rebooting")
 		return r.runReboot(ctx, s)
 	}
-	timeout := r.drainTimeout(s.lns)
+	timeout := r.drainTimeout(s.tuning)
 	if r.Clock.Since(s.obs.reboot.LastTransitionTime.Time) < timeout {
 		s.obs.reboot.Message = fmt.Sprintf("cordoned; waiting for %d pods to leave: %s", len(left), abbreviate(left, 5))
 		s.requeue = r.DrainPoll

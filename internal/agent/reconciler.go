@@ -148,9 +148,10 @@ type Reconciler struct {
 	ptpRun *ptpRunner
 
 	mu sync.Mutex
-	// applied holds, per node state UID, the generation this process last applied completely:
-	// the cache may not show the status patch of the previous reconcile yet.
-	applied map[types.UID]int64
+	// applied holds, per node state UID, the generation (and, for a resolution of the agent's
+	// own, the tuning's hash) this process last applied completely: the cache may not show the
+	// status patch of the previous reconcile yet.
+	applied map[types.UID]appliedTuning
 	// rebootIssued holds, per boot ID, when this process first and last ran the reboot command.
 	rebootIssued map[string][2]time.Time
 	// selfOrig is the CPU affinity this process started with (ConfineSelf).
@@ -179,6 +180,17 @@ type Reconciler struct {
 // (internal/webhook/eviction.go).
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// latencyprofiles, read-only: a node whose state says spec.profile.resolveOnNode resolves its own
+// tuning from the profile it names (resolution.go). A profile holds no secret (BMC credentials are
+// in Secrets, which the agent never reads); the agent writes no profile.
+// +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch
+
+// appliedTuning identifies a tuning applied completely: the node state's generation and, when the
+// agent resolved it, its TuningHash (a profile change moves it without a new generation).
+type appliedTuning struct {
+	generation int64
+	hash       string
+}
 
 // scope is what one reconcile knows and found.
 type scope struct {
@@ -189,17 +201,39 @@ type scope struct {
 	// requeue is when to look again.
 	requeue time.Duration
 	desired *tuning.Desired
-	bootID  string
+	// tuning is the tuning this reconcile applies: spec.tuning, or the agent's own resolution
+	// (resolution.go); nil when there is none.
+	tuning *tsv1.NodeTuning
+	// hash is the TuningHash of the agent's own resolution ("" for spec.tuning); retune says it
+	// differs from the tuning in effect, so the node is tainted while it moves.
+	hash   string
+	retune bool
+	// resolvedGeneration is the profile generation that moved the node to that resolution.
+	resolvedGeneration int64
+	resolution         resolution
+	bootID             string
 	// node is the Node as read in this reconcile, when a phase read it.
 	node *corev1.Node
 }
 
 // CacheOptions restricts the manager's cache to this node's LatencyNodeState: an agent never
-// sees another node's state.
+// sees another node's state. LatencyProfiles, which a resolving agent reads, are few: the cache
+// holds them all, without their status (the manager's roll-ups) and managed fields.
 func CacheOptions(nodeName string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&tsv1.LatencyNodeState{}: {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+		&tsv1.LatencyProfile{}:   {Transform: profileSpecOnly},
 	}}
+}
+
+// profileSpecOnly is the profile cache's transform: the agent reads a profile's name, generation
+// and spec only.
+func profileSpecOnly(o any) (any, error) {
+	if p, ok := o.(*tsv1.LatencyProfile); ok {
+		p.ManagedFields = nil
+		p.Status = tsv1.LatencyProfileStatus{}
+	}
+	return o, nil
 }
 
 func (r *Reconciler) defaults() {
@@ -281,20 +315,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 
 	r.reportFacts(s)
-	if !lns.DeletionTimestamp.IsZero() || lns.Spec.Tuning == nil {
-		r.ptpRun.stop()
-	}
 	if !lns.DeletionTimestamp.IsZero() {
+		r.ptpRun.stop()
 		return r.reconcileDelete(ctx, s)
 	}
-	if lns.Spec.Tuning == nil {
-		// Never touch the host before the operator resolved the tuning.
-		s.obs.noTuning = true
-		r.releaseSelf(lns)
-		return ctrl.Result{}, nil
+	if stop, err := r.desiredTuning(ctx, s); err != nil || stop {
+		if s.obs.noTuning {
+			r.ptpRun.stop()
+			r.releaseSelf(lns)
+			return ctrl.Result{}, err
+		}
+		// A resolution error keeps what is in effect (linuxptp too); the facts may change.
+		return ctrl.Result{RequeueAfter: s.requeue}, err
 	}
 	if err := phase.Run(ctx, s,
 		r.taintUnconfirmedBoot,
+		r.taintRetune,
 		r.reconcilePTP,
 		r.validate,
 		r.confineSelf,
@@ -317,6 +353,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // patchStatus computes the status from what the reconcile observed and patches it when it
 // changed. A node state deleted meanwhile (finalizer removed) is not an error.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	reportResolution(s)
 	applyStatus(&s.lns.Status, &s.obs)
 	// The patch is from the object as it is now (its metadata moved with the phases' own patches)
 	// with the status as last written; MergeFrom only reads it.
@@ -373,12 +410,15 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// SetupWithManager watches this node's state, with one reconcile at a time, and reconciles at
-// once on every NIC change the kernel announces (nicChanges, may be nil).
+// SetupWithManager watches this node's state, with one reconcile at a time, and the profile it
+// names (a resolving agent's input), and reconciles at once on every NIC change the kernel
+// announces (nicChanges, may be nil).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, nicChanges <-chan string) error {
 	r.defaults()
+	profiles, profileChanged := r.profileEvents(mgr.GetClient())
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&tsv1.LatencyNodeState{}, builder.WithPredicates(specOrMetaChanged())).
+		Watches(&tsv1.LatencyProfile{}, profiles, builder.WithPredicates(profileChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Named("latencynodestate-agent")
 	ptpChanges, err := r.setupPTP(mgr)

@@ -53,7 +53,7 @@ func sharedWanted(t *tsv1.NodeTuning, o *observation) (count int64, present bool
 // advertiseSharedCPUs makes the Node's capacity and allocatable of the shared CPU resource what
 // the tuning wants, patching its status only when they differ.
 func (r *Reconciler) advertiseSharedCPUs(ctx context.Context, s *scope) error {
-	count, present, o := sharedWanted(s.lns.Spec.Tuning, &s.obs)
+	count, present, o := sharedWanted(s.tuning, &s.obs)
 	node, err := r.setSharedCPUs(ctx, s.node, count, present)
 	if err != nil {
 		return err

@@ -29,6 +29,14 @@ const (
 	// ReasonValidationFailed (Applied=False, Degraded=True): spec.tuning is invalid for this host;
 	// nothing was changed. The message names each field and the fix.
 	ReasonValidationFailed = "ValidationFailed"
+	// ReasonProfileNotFound (Applied=False, Degraded=True): the node resolves its own tuning
+	// (spec.profile.resolveOnNode) and the LatencyProfile spec.profile.name names does not exist;
+	// nothing on the host was changed, the tuning in effect stays.
+	ReasonProfileNotFound = "ProfileNotFound"
+	// ReasonResolutionFailed (Applied=False, Degraded=True): the node resolves its own tuning and
+	// the profile does not fit it (the message names the profile's field and the fix); nothing on
+	// the host was changed, the tuning in effect stays.
+	ReasonResolutionFailed = "ResolutionFailed"
 	// ReasonApplyFailed (Applied=False, Degraded=True): a write failed; the message says which.
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonNotInSync (Applied=False, Degraded=True): after applying, some settings still differ.
@@ -169,6 +177,8 @@ type observation struct {
 	factsErr   error
 	// invalid holds the validation problems of spec.tuning (nothing was changed).
 	invalid error
+	// resolveErr is the agent's own resolution's failure (nothing was changed).
+	resolveErr *resolutionError
 	// applyErr is a failure of Apply (planning against the host, or writes).
 	applyErr error
 	results  []tuning.Result
@@ -243,6 +253,11 @@ func applyStatus(st *tsv1.LatencyNodeStateStatus, o *observation) {
 	case o.noTuning:
 		set(tsv1.NodeApplied, false, ReasonWaitingForTuning, "spec.tuning is not set yet: the operator resolves it from the facts this agent reported; nothing on the host is changed meanwhile")
 		degradedFacts(set, o.factsErr)
+		return
+	case o.resolveErr != nil:
+		msg := resolutionMessage(o.resolveErr)
+		set(tsv1.NodeApplied, false, o.resolveErr.reason, msg)
+		set(tsv1.NodeDegraded, true, o.resolveErr.reason, msg)
 		return
 	case o.invalid != nil:
 		msg := "spec.tuning is not valid for this node, nothing was changed: " + joinErrs(o.invalid)

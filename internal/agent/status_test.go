@@ -54,6 +54,21 @@ func TestApplyStatus(t *testing.T) {
 			tsv1.NodeDegraded: {metav1.ConditionTrue, ReasonValidationFailed, "sysctls[vm.swappiness]: value 900 out of range; use 0..200; interfaces[x].name: bad; rename"},
 		},
 	}, {
+		name: "a profile that does not fit the resolving node",
+		obs: observation{resolveErr: &resolutionError{ReasonResolutionFailed,
+			errors.New("LatencyProfile p (generation 4) does not fit this node: spec.nics[md].selector matches no interface on this node (it has ens1f0): fix the selector or the profile's nodeSelector")}},
+		want: map[string]condWant{
+			tsv1.NodeApplied:  {metav1.ConditionFalse, ReasonResolutionFailed, "nothing on the host was changed"},
+			tsv1.NodeDegraded: {metav1.ConditionTrue, ReasonResolutionFailed, "spec.profile.resolveOnNode: LatencyProfile p (generation 4) does not fit this node: spec.nics[md].selector matches no interface on this node (it has ens1f0): fix the selector"},
+		},
+	}, {
+		name: "the resolving node's profile is missing",
+		obs:  observation{resolveErr: &resolutionError{ReasonProfileNotFound, errors.New("spec.profile.name: LatencyProfile p does not exist: create it")}},
+		want: map[string]condWant{
+			tsv1.NodeApplied:  {metav1.ConditionFalse, ReasonProfileNotFound, "the tuning in effect stays"},
+			tsv1.NodeDegraded: {metav1.ConditionTrue, ReasonProfileNotFound, "LatencyProfile p does not exist: create it"},
+		},
+	}, {
 		name: "all in effect",
 		obs:  observation{results: []tuning.Result{inSync("sysctl/vm.swappiness", "10"), {Name: "cpufreq/turbo", State: tuning.Unsupported, Message: "no cpufreq"}}},
 		want: map[string]condWant{

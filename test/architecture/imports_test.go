@@ -43,9 +43,12 @@ var rules = []rule{
 	{from: []string{"internal/bench/..."}, never: []string{"internal/qualify/...", "internal/host/..."}, but: []string{"internal/host/cpuset"},
 		why: "the NIC qualification that reads the host sits above the benchmark runner, in cmd/tickstack and cmd/tickstack-bench"},
 	{from: []string{"cmd/agent", "internal/agent/..."},
-		never: []string{"internal/webhook/...", "internal/render/...", "internal/bench/...", "internal/bmc/...",
+		never: []string{"controllers/...", "internal/webhook/...", "internal/render/...", "internal/bench/...", "internal/bmc/...",
 			"internal/cli/...", "internal/plan/...", "internal/resolve/...", "internal/report/...", "internal/manifest/..."},
-		why: "the node agent links the host layer (host, tuning, bootloader, ptp), none of the operator's"},
+		but: []string{"internal/resolve"},
+		why: "the node agent links the host layer (host, tuning, bootloader, ptp), none of the operator's; its one exception is internal/resolve, the resolution a node with spec.profile.resolveOnNode makes of itself (shared with the manager and tickstack plan, not copied)"},
+	{from: []string{"internal/resolve/..."}, never: []string{"..."}, but: []string{"api/...", "internal/resolve/..."},
+		why: "the resolution is pure (a profile and a node's facts in, a tuning out): the manager, the CLI's plan and the agent link it, so it links nothing else of this module"},
 	{from: []string{"internal/suggest/..."}, never: []string{"..."}, but: []string{"api/...", "internal/suggest/..."},
 		why: "the profile suggestion is pure (facts in, profile out): the CLI reads the facts and runs the webhook's rules on it"},
 	{from: []string{"cmd/..."}, never: []string{"internal/testutil/...", "internal/host/hosttest/...", "internal/agent/agenttest/...", "internal/bench/judge/judgetest/..."},
@@ -180,6 +183,8 @@ func TestRulesCanFail(t *testing.T) {
 		"cmd/manager":           "internal/tuning",
 		"controllers":           "internal/bypass",
 		"internal/agent":        "internal/webhook",
+		"cmd/agent":             "internal/plan",
+		"internal/resolve":      "internal/host",
 		"cmd/tickstack":         "internal/testutil",
 		"internal/webhook":      "internal/host",
 		"internal/suggest":      "internal/webhook",
@@ -206,6 +211,26 @@ func TestRulesCanFail(t *testing.T) {
 	}
 	if !matchAny(rules[2].but, "internal/host/cpuset") || matchAny(rules[2].but, "internal/host") {
 		t.Error("the CPU list parser exception matches the wrong packages")
+	}
+	// the agent's one exception is internal/resolve: every other operator package stays refused
+	forbids := func(pkg, dep string) bool {
+		for _, r := range rules {
+			if r.applies(pkg) && matchAny(r.never, dep) && !matchAny(r.but, dep) {
+				return true
+			}
+		}
+		return false
+	}
+	if forbids("internal/agent", "internal/resolve") || forbids("cmd/agent", "internal/resolve") {
+		t.Error("a rule forbids the agent internal/resolve, its one exception")
+	}
+	for _, dep := range []string{"internal/plan", "internal/render", "internal/webhook", "internal/bmc", "internal/resolve/x", "controllers/profile"} {
+		if !forbids("internal/agent", dep) || !forbids("cmd/agent", dep) {
+			t.Errorf("no rule forbids the agent %s: the exception for internal/resolve lets more through", dep)
+		}
+	}
+	if !forbids("internal/resolve", "internal/tuning") || !forbids("internal/resolve", "controllers/shared") {
+		t.Error("no rule keeps internal/resolve pure: the agent's exception would link what it imports")
 	}
 	// the judge is not the runner: the operator may link it
 	for _, r := range rules {

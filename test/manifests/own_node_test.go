@@ -233,6 +233,7 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 	if err := feature(tsv1.NodeFeaturePrefix+"node-a", "node-a"); err != nil {
 		t.Errorf("the agent of node-a creating its own NodeFeature: %v", err)
 	}
+	agentReadsProfilesOnly(ctx, t, admin, cfg)
 	// a token without the node name (not a pod's) changes nothing
 	cfg.Impersonate = agentUser("node-a")
 	cfg.Impersonate.Extra = nil
@@ -250,4 +251,48 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 		!strings.Contains(err.Error(), "only its own node") {
 		t.Errorf("the agent's account without a node name changing Node node-a: got %v, want the policy's refusal", err)
 	}
+}
+
+// agentReadsProfilesOnly: the agent's role reads LatencyProfiles (a node with
+// spec.profile.resolveOnNode resolves its own tuning from one) and can write none: creating,
+// updating, patching, deleting one and writing its status are refused by RBAC.
+func agentReadsProfilesOnly(ctx context.Context, t *testing.T, admin client.Client, cfg *rest.Config) {
+	t.Helper()
+	p := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "probe-profile"},
+		Spec: tsv1.LatencyProfileSpec{NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"probe": "a"}}}}
+	if err := admin.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	agent, err := client.NewWithWatch(cfg, client.Options{Scheme: kubetest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &tsv1.LatencyProfile{}
+	if err := agent.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+		t.Errorf("the agent reading LatencyProfile %s: %v", p.Name, err)
+	}
+	if err := agent.List(ctx, &tsv1.LatencyProfileList{}); err != nil {
+		t.Errorf("the agent listing LatencyProfiles: %v", err)
+	}
+	w, err := agent.Watch(ctx, &tsv1.LatencyProfileList{})
+	if err != nil {
+		t.Errorf("the agent watching LatencyProfiles: %v", err)
+	} else {
+		w.Stop()
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("the agent %s: got %v, want RBAC's refusal (its role reads profiles only)", what, err)
+		}
+	}
+	other := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: "probe-agent-made"}, Spec: p.Spec}
+	refused("creating a LatencyProfile", agent.Create(ctx, other))
+	upd := got.DeepCopy()
+	upd.Spec.Priority = 7
+	refused("updating a LatencyProfile", agent.Update(ctx, upd))
+	refused("patching a LatencyProfile", agent.Patch(ctx, upd, client.MergeFrom(got)))
+	refused("patching a LatencyProfile's status", agent.Status().Patch(ctx, upd, client.MergeFrom(got)))
+	refused("deleting a LatencyProfile", agent.Delete(ctx, got))
+	refused("deleting every LatencyProfile", agent.DeleteAllOf(ctx, &tsv1.LatencyProfile{}))
 }

@@ -1,0 +1,383 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
+	"github.com/tickstack/tickstack/internal/agent/agenttest"
+	"github.com/tickstack/tickstack/internal/host/hosttest"
+	"github.com/tickstack/tickstack/internal/resolve"
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
+)
+
+// createProfile creates a LatencyProfile as a user would (the manager does not run here: the
+// agent reads it directly) and deletes it at the end.
+func createProfile(t *testing.T, name string, spec tsv1.LatencyProfileSpec) {
+	t.Helper()
+	p := &tsv1.LatencyProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	if err := k8s.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), p) })
+}
+
+func getProfile(t *testing.T, name string) *tsv1.LatencyProfile {
+	t.Helper()
+	p := &tsv1.LatencyProfile{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func patchProfile(t *testing.T, name string, mutate func(*tsv1.LatencyProfileSpec)) {
+	t.Helper()
+	p := getProfile(t, name)
+	orig := p.DeepCopy()
+	mutate(&p.Spec)
+	if err := k8s.Patch(context.Background(), p, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createResolvingLNS creates the node state as a manager with --resolve-on-node would: the
+// profile named, resolveOnNode set, no spec.tuning.
+func createResolvingLNS(t *testing.T, node, profile string) {
+	t.Helper()
+	lns := &tsv1.LatencyNodeState{
+		ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{tsv1.ProfileLabel: profile}},
+		Spec:       tsv1.LatencyNodeStateSpec{NodeName: node, Profile: tsv1.ProfileReference{Name: profile, ResolveOnNode: true}},
+	}
+	if err := k8s.Create(context.Background(), lns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		cur := &tsv1.LatencyNodeState{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, cur); err == nil {
+			_ = k8s.Delete(ctx, cur)
+		}
+	})
+}
+
+func hasPendingTaint(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == tsv1.TuningPendingTaint })
+}
+
+// taintLog records every change of the node's tuning-pending taint the API server reports, in
+// order, through a watch of its own: a taint put on and taken off within one reconcile is seen.
+type taintLog struct {
+	mu     sync.Mutex
+	states []bool
+}
+
+func watchTaint(t *testing.T, node string) *taintLog {
+	t.Helper()
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: agenttest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(context.Background(), &corev1.NodeList{}, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", node)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	l := &taintLog{}
+	go func() {
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			l.mu.Lock()
+			if on := hasPendingTaint(n); len(l.states) == 0 || l.states[len(l.states)-1] != on {
+				l.states = append(l.states, on)
+			}
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+// since returns the taint's states recorded from index i on, and the next index.
+func (l *taintLog) since(i int) ([]bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]bool(nil), l.states[i:]...), len(l.states)
+}
+
+// wantResolved checks status.resolved and status.tuning against the profile as it is now,
+// resolved by the test with the same internal/resolve from the facts the agent reported.
+func wantResolved(l *tsv1.LatencyNodeState, p *tsv1.LatencyProfile) error {
+	want, err := resolve.Node(&p.Spec, l.Status.Facts)
+	if err != nil {
+		return fmt.Errorf("resolving profile %s for the test: %w", p.Name, err)
+	}
+	r := l.Status.Resolved
+	if r == nil || r.Profile != p.Name || r.Generation != p.Generation || r.TuningHash != resolve.TuningHash(want) {
+		return fmt.Errorf("status.resolved %+v, want profile %s generation %d hash %s", r, p.Name, p.Generation, resolve.TuningHash(want))
+	}
+	if !equality.Semantic.DeepEqual(l.Status.Tuning, want) {
+		return fmt.Errorf("status.tuning %+v, want %+v", l.Status.Tuning, want)
+	}
+	if resolve.TuningHash(l.Status.Tuning) != r.TuningHash {
+		return fmt.Errorf("status.resolved.tuningHash %s is not the hash of status.tuning", r.TuningHash)
+	}
+	return nil
+}
+
+// TestTreeResolveOnNode runs an agent on a host-root tree whose node state says
+// spec.profile.resolveOnNode: it resolves its node from the profile and its facts and applies it;
+// a profile change that does not move the node writes nothing; spec.tuning, when set, wins; a
+// profile that does not fit, or is missing, is Degraded and changes nothing; a change that moves
+// the node through a reboot keeps the tuning-pending taint on until Applied.
+func TestTreeResolveOnNode(t *testing.T) {
+	node, profile := agenttest.Name("resolve"), agenttest.Name("resolve-p")
+	a := agenttest.NewTreeAgent(t, node)
+	createNode(t, node)
+	taints := watchTaint(t, node)
+	createProfile(t, profile, tsv1.LatencyProfileSpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tsagt": "resolve"}},
+		Sysctls:      map[string]tsv1.SysctlValue{"vm.swappiness": "10"},
+	})
+	createResolvingLNS(t, node, profile)
+	agenttest.StartAgent(t, cfg, a.R, nil)
+
+	// The agent resolves its node and applies the result, with the taint on while it moves.
+	tsutil.Poll(t, 20*time.Second, "resolved and applied", func() error {
+		l := getLNS(t, node)
+		if err := wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied); err != nil {
+			return err
+		}
+		if tainted(t, node) {
+			return fmt.Errorf("node still tainted %s", tsv1.TuningPendingTaint)
+		}
+		return wantResolved(l, getProfile(t, profile))
+	})
+	l := getLNS(t, node)
+	if !slices.Equal(l.Status.Capabilities, []tsv1.AgentCapability{tsv1.CapabilityResolveOnNode}) {
+		t.Errorf("status.capabilities %v, want [%s]", l.Status.Capabilities, tsv1.CapabilityResolveOnNode)
+	}
+	if l.Spec.Tuning != nil {
+		t.Errorf("the agent wrote spec.tuning %+v", l.Spec.Tuning)
+	}
+	if got := readTree(t, a, "proc/sys/vm/swappiness"); got != "10" {
+		t.Errorf("vm.swappiness %q, want the profile's 10", got)
+	}
+	// The boot unit applies the resolution after an unplanned reboot, as it would spec.tuning.
+	var saved struct {
+		Profile    string           `json:"profile"`
+		Generation int64            `json:"generation"`
+		Tuning     *tsv1.NodeTuning `json:"tuning"`
+	}
+	if err := json.Unmarshal([]byte(readTree(t, a, agent.DesiredPath)), &saved); err != nil {
+		t.Fatal(err)
+	}
+	if saved.Profile != profile || saved.Generation != 1 || resolve.TuningHash(saved.Tuning) != l.Status.Resolved.TuningHash {
+		t.Errorf("saved tuning for the boot unit: profile %s generation %d hash %s, want %s 1 %s",
+			saved.Profile, saved.Generation, resolve.TuningHash(saved.Tuning), profile, l.Status.Resolved.TuningHash)
+	}
+	tsutil.Poll(t, 10*time.Second, "taint on, then off", func() error {
+		if got, _ := taints.since(0); !slices.Equal(got, []bool{false, true, false}) {
+			return fmt.Errorf("the taint's states %v, want [off on off]: on before the first resolution was applied, off once Applied", got)
+		}
+		return nil
+	})
+
+	// A profile change that does not move this node writes nothing: neither the node state nor
+	// the Node (the agent reconciles every second here, and on the profile's change).
+	g := gomega.NewWithT(t)
+	rv := func() string { return getLNS(t, node).ResourceVersion + "/" + getNode(t, node).ResourceVersion }
+	steady := rv()
+	g.Consistently(rv).WithTimeout(2*a.R.CheckPeriod).WithPolling(100*time.Millisecond).Should(gomega.Equal(steady), "writes in the steady state")
+	patchProfile(t, profile, func(s *tsv1.LatencyProfileSpec) { s.Priority = 5 })
+	if p := getProfile(t, profile); p.Generation != 2 {
+		t.Fatalf("profile generation %d after a spec change, want 2", p.Generation)
+	}
+	g.Consistently(rv).WithTimeout(3*a.R.CheckPeriod).WithPolling(100*time.Millisecond).Should(gomega.Equal(steady),
+		"node state/Node resourceVersion after a profile change that does not move the node")
+	if r := getLNS(t, node).Status.Resolved; r == nil || r.Generation != 1 {
+		t.Errorf("status.resolved %+v, want generation 1 kept (the one that moved the node)", r)
+	}
+	_, mark := taints.since(0)
+
+	// spec.tuning, when the operator sets it, wins over resolveOnNode; status.resolved and
+	// status.tuning go, as they describe a resolution of the agent's own.
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) {
+		l.Spec.Tuning = &tsv1.NodeTuning{Sysctls: map[string]string{"vm.swappiness": "30"}}
+	})
+	tsutil.Poll(t, 20*time.Second, "spec.tuning applied", func() error {
+		l := getLNS(t, node)
+		if l.Status.Resolved != nil || l.Status.Tuning != nil {
+			return fmt.Errorf("status.resolved %+v, status.tuning %+v kept with spec.tuning set", l.Status.Resolved, l.Status.Tuning)
+		}
+		if l.Status.ObservedGeneration != l.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", l.Status.ObservedGeneration, l.Generation)
+		}
+		if got := readTree(t, a, "proc/sys/vm/swappiness"); got != "30" {
+			return fmt.Errorf("vm.swappiness %q, want spec.tuning's 30", got)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	// Back to resolving: the resolution differs from spec.tuning's, so it moves the node again.
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning = nil })
+	tsutil.Poll(t, 20*time.Second, "resolving again", func() error {
+		l := getLNS(t, node)
+		if err := wantResolved(l, getProfile(t, profile)); err != nil {
+			return err
+		}
+		if got := readTree(t, a, "proc/sys/vm/swappiness"); got != "10" {
+			return fmt.Errorf("vm.swappiness %q, want the profile's 10", got)
+		}
+		if tainted(t, node) {
+			return fmt.Errorf("node still tainted %s", tsv1.TuningPendingTaint)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	if got, _ := taints.since(mark); !slices.Equal(got, []bool{true, false}) {
+		t.Errorf("the taint's states while going back to the resolution %v, want [on off]", got)
+	}
+
+	// The manager's switch of a live node (docs/architecture.md, "Compatibility"): spec.tuning
+	// equal to the agent's resolution, then unset with resolveOnNode. Nothing on the host moves,
+	// so the node is not tainted either way.
+	_, mark = taints.since(0)
+	same := getLNS(t, node).Status.Tuning.DeepCopy()
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning = same })
+	tsutil.Poll(t, 20*time.Second, "the same tuning from spec.tuning", func() error {
+		l := getLNS(t, node)
+		if l.Status.Resolved != nil || l.Status.ObservedGeneration != l.Generation {
+			return fmt.Errorf("status.resolved %+v, observedGeneration %d of %d", l.Status.Resolved, l.Status.ObservedGeneration, l.Generation)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	switched := agenttest.Snapshot(t, a.Root)
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning = nil })
+	tsutil.Poll(t, 20*time.Second, "switched to resolving", func() error {
+		l := getLNS(t, node)
+		if err := wantResolved(l, getProfile(t, profile)); err != nil {
+			return err
+		}
+		if l.Status.ObservedGeneration != l.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", l.Status.ObservedGeneration, l.Generation)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	if got, _ := taints.since(mark); len(got) > 0 {
+		t.Errorf("the taint moved %v across a switch that changes nothing on the host", got)
+	}
+	if d := hosttest.Diff(switched, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+		t.Errorf("the host changed across the switch:\n%s", strings.Join(d, "\n"))
+	}
+	if len(events(t, node, tsv1.NodeDrifted)) > 0 {
+		t.Errorf("drift reported across the switch: %v", events(t, node, tsv1.NodeDrifted))
+	}
+
+	// A profile that does not fit the node: Degraded naming the field and the fix; the host,
+	// status.resolved and status.tuning keep what is in effect, and the node is not tainted.
+	before := agenttest.Snapshot(t, a.Root)
+	inEffect := getLNS(t, node).Status.DeepCopy()
+	_, mark = taints.since(0)
+	patchProfile(t, profile, func(s *tsv1.LatencyProfileSpec) {
+		s.Sysctls["vm.swappiness"] = "40"
+		s.NICs = []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"ens9"}}}}
+	})
+	tsutil.Poll(t, 20*time.Second, "Degraded ResolutionFailed", func() error {
+		l := getLNS(t, node)
+		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonResolutionFailed); err != nil {
+			return err
+		}
+		if msg := condition(l, tsv1.NodeDegraded).Message; !strings.Contains(msg, "spec.nics[md].selector") || !strings.Contains(msg, "fix the selector") || !strings.Contains(msg, profile) {
+			return fmt.Errorf("Degraded message %q names neither the profile, the field nor the fix", msg)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionFalse, agent.ReasonResolutionFailed)
+	})
+	deleteProfile := func() {
+		if err := k8s.Delete(context.Background(), getProfile(t, profile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleteProfile()
+	tsutil.Poll(t, 20*time.Second, "Degraded ProfileNotFound", func() error {
+		l := getLNS(t, node)
+		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonProfileNotFound); err != nil {
+			return err
+		}
+		if msg := condition(l, tsv1.NodeDegraded).Message; !strings.Contains(msg, "spec.profile.name") || !strings.Contains(msg, "create it") {
+			return fmt.Errorf("Degraded message %q names neither the field nor the fix", msg)
+		}
+		return nil
+	})
+	l = getLNS(t, node)
+	if !equality.Semantic.DeepEqual(l.Status.Resolved, inEffect.Resolved) || !equality.Semantic.DeepEqual(l.Status.Tuning, inEffect.Tuning) {
+		t.Errorf("status.resolved %+v / status.tuning changed by a failed resolution, want %+v kept", l.Status.Resolved, inEffect.Resolved)
+	}
+	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+		t.Errorf("the host changed on a failed resolution:\n%s", strings.Join(d, "\n"))
+	}
+	if got, _ := taints.since(mark); len(got) > 0 {
+		t.Errorf("the taint moved %v on a failed resolution, which changes nothing", got)
+	}
+
+	// The profile again, now with a kernel argument: the new resolution needs a reboot. The taint
+	// goes on before the runtime settings change and stays on through the pending reboot; the
+	// operator grants the slot, and once Applied for the new boot it comes off.
+	createProfile(t, profile, tsv1.LatencyProfileSpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tsagt": "resolve"}},
+		Sysctls:      map[string]tsv1.SysctlValue{"vm.swappiness": "20"},
+		Kernel:       &tsv1.KernelSpec{AdditionalArgs: []string{"tsagt.resolve=1"}},
+	})
+	tsutil.Poll(t, 20*time.Second, "reboot requested for the new resolution", func() error {
+		l := getLNS(t, node)
+		if err := wantResolved(l, getProfile(t, profile)); err != nil {
+			return err
+		}
+		if l.Status.Reboot == nil || l.Status.Reboot.Phase != tsv1.RebootRequested {
+			return fmt.Errorf("reboot %+v", l.Status.Reboot)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionFalse, agent.ReasonPendingReboot)
+	})
+	if got := readTree(t, a, "proc/sys/vm/swappiness"); got != "20" {
+		t.Errorf("vm.swappiness %q, want the new resolution's 20 (runtime settings before the reboot)", got)
+	}
+	if !tainted(t, node) {
+		t.Errorf("node not tainted %s while its new resolution waits for a reboot", tsv1.TuningPendingTaint)
+	}
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	tsutil.Poll(t, 30*time.Second, "applied after the reboot", func() error {
+		l := getLNS(t, node)
+		if l.Status.Reboot != nil {
+			return fmt.Errorf("reboot %+v", l.Status.Reboot)
+		}
+		if tainted(t, node) {
+			return fmt.Errorf("node still tainted %s", tsv1.TuningPendingTaint)
+		}
+		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	if n := len(agenttest.Lines(t, a.Reboots)); n != 1 {
+		t.Errorf("rebooted %d times, want 1", n)
+	}
+	if got := readTree(t, a, "proc/cmdline"); !strings.Contains(got, "tsagt.resolve=1") {
+		t.Errorf("cmdline after the reboot %q lacks the profile's argument", got)
+	}
+	deleteLNS(t, node)
+	if tainted(t, node) {
+		t.Errorf("node left tainted %s after its node state went", tsv1.TuningPendingTaint)
+	}
+}
