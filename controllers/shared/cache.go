@@ -29,7 +29,10 @@ import (
 // transform with its own table; the table holds its copies weakly, so a set of facts no node
 // reports any more goes with its last node state.
 func NodeStateTransform() toolscache.TransformFunc {
-	in := &factsInterner{m: map[[sha256.Size]byte]weak.Pointer[tsv1.NodeFacts]{}}
+	return nodeStateTransform(&factsInterner{m: map[[sha256.Size]byte]weakFacts{}})
+}
+
+func nodeStateTransform(in *factsInterner) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		lns, ok := obj.(*tsv1.LatencyNodeState)
 		if !ok {
@@ -53,8 +56,10 @@ func NodeStateTransform() toolscache.TransformFunc {
 // writes fields in order and map keys sorted: equal facts, equal bytes).
 type factsInterner struct {
 	mu sync.Mutex
-	m  map[[sha256.Size]byte]weak.Pointer[tsv1.NodeFacts]
+	m  map[[sha256.Size]byte]weakFacts
 }
+
+type weakFacts = weak.Pointer[tsv1.NodeFacts]
 
 func (in *factsInterner) intern(f *tsv1.NodeFacts) (*tsv1.NodeFacts, error) {
 	raw, err := json.Marshal(f)
