@@ -36,8 +36,8 @@ func TestCacheKeepsNoSettings(t *testing.T) {
 			{Name: "sysctl/vm.stat_interval", Desired: "10", Observed: "10", State: tsv1.SettingInSync},
 			{Name: "sysctl/kernel.timer_migration", Desired: "0", Observed: "0", State: tsv1.SettingInSync},
 		},
-		Tuning:             &tsv1.NodeTuning{Sysctls: map[string]string{"vm.stat_interval": "10"}},
-		Conditions:         []metav1.Condition{{Type: tsv1.NodeApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "2 settings in effect", LastTransitionTime: metav1.Now()}},
+		Tuning:     &tsv1.NodeTuning{Sysctls: map[string]string{"vm.stat_interval": "10"}},
+		Conditions: []metav1.Condition{{Type: tsv1.NodeApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "2 settings in effect", LastTransitionTime: metav1.Now()}},
 	}
 	if err := c.Status().Update(ctx, lns); err != nil {
 		t.Fatal(err)

@@ -115,7 +115,7 @@ func (r *NodeValidationReconciler) report(ctx context.Context, node *corev1.Node
 	switch {
 	case want != "":
 		log.Info("node validated", "node", node.Name, "profile", want)
-		if lns != nil && lns.Spec.Tuning != nil && lns.Spec.Tuning.PTP != nil {
+		if lns != nil && shared.DesiredTuning(lns) != nil && shared.DesiredTuning(lns).PTP != nil {
 			r.event(node, related, corev1.EventTypeNormal, EventTimeSyncRestored, "Label",
 				"node %s labelled %s=%s: it passed its benchmark and TimeSynced is True", node.Name, tsv1.ValidatedLabel, want)
 		}

@@ -32,7 +32,7 @@ type PTPGateReconciler struct {
 // wantNodeCondition is the TimeSynced node condition a node state asks for (nil: none). It is
 // pure; now stamps the heartbeat.
 func wantNodeCondition(lns *tsv1.LatencyNodeState, now metav1.Time) *corev1.NodeCondition {
-	if lns == nil || !lns.DeletionTimestamp.IsZero() || lns.Spec.Tuning == nil || lns.Spec.Tuning.PTP == nil {
+	if lns == nil || !lns.DeletionTimestamp.IsZero() || shared.DesiredTuning(lns) == nil || shared.DesiredTuning(lns).PTP == nil {
 		return nil
 	}
 	nc := &corev1.NodeCondition{Type: tsv1.NodeTimeSyncedCondition, Status: corev1.ConditionUnknown, Reason: "NotReported",
@@ -68,7 +68,7 @@ func mergeNodeCondition(have []corev1.NodeCondition, want *corev1.NodeCondition)
 // and returns the condition. A node state without a ptp section, being deleted, or whose agent has
 // not reported TimeSynced yet is not out of sync.
 func timeSyncLost(lns *tsv1.LatencyNodeState) (bool, *metav1.Condition) {
-	if lns == nil || !lns.DeletionTimestamp.IsZero() || lns.Spec.Tuning == nil || lns.Spec.Tuning.PTP == nil {
+	if lns == nil || !lns.DeletionTimestamp.IsZero() || shared.DesiredTuning(lns) == nil || shared.DesiredTuning(lns).PTP == nil {
 		return false, nil
 	}
 	c := apimeta.FindStatusCondition(lns.Status.Conditions, tsv1.NodeTimeSynced)

@@ -16,9 +16,10 @@ import (
 // docs/scale.md): it drops what the manager never reads and keeps one copy of each distinct set
 // of facts.
 //   - No managedFields.
-//   - No status.settings (every setting's desired and observed value, up to 1,024 entries) and no
-//     status.tuning (the tuning an agent resolved for itself): the agent, the CLI and kubectl read
-//     them, the manager compares status.resolved.tuningHash instead. The manager changes node
+//   - No status.settings (every setting's desired and observed value, up to 1,024 entries), and of
+//     status.tuning (the tuning an agent resolved for itself) only its ptp section and drain
+//     timeout (DesiredTuning): the agent, the CLI and kubectl read the rest, the manager compares
+//     status.resolved.tuningHash instead. The manager changes node
 //     states only by patches computed against its cached copy (never an Update), so a field its
 //     cache lacks is never written back.
 //   - status.facts interned: a fleet's nodes mostly report the same facts, and the profile
@@ -40,7 +41,7 @@ func nodeStateTransform(in *factsInterner) toolscache.TransformFunc {
 		}
 		lns.ManagedFields = nil
 		lns.Status.Settings = nil
-		lns.Status.Tuning = nil
+		lns.Status.Tuning = leanTuning(lns.Status.Tuning)
 		if lns.Status.Facts != nil {
 			f, err := in.intern(lns.Status.Facts)
 			if err != nil {
@@ -84,4 +85,25 @@ func (in *factsInterner) forget(key [sha256.Size]byte) {
 	if in.m[key].Value() == nil {
 		delete(in.m, key)
 	}
+}
+
+// DesiredTuning is the tuning a node state asks its agent for: spec.tuning, or, for a node whose
+// agent resolves its own (spec.profile.resolveOnNode), the tuning the agent reports it resolved
+// (status.tuning; of which the manager's cache keeps only what its node controllers read, the ptp
+// section and the drain timeout: NodeStateTransform). nil: none yet.
+func DesiredTuning(lns *tsv1.LatencyNodeState) *tsv1.NodeTuning {
+	if lns.Spec.Profile.ResolveOnNode {
+		return lns.Status.Tuning
+	}
+	return lns.Spec.Tuning
+}
+
+// leanTuning is what the manager keeps of an agent's status.tuning: the parts DesiredTuning's
+// readers use (the PTP gate and node validation read the ptp section, the node metrics the drain
+// timeout); nil when it has neither.
+func leanTuning(t *tsv1.NodeTuning) *tsv1.NodeTuning {
+	if t == nil || (t.PTP == nil && t.DrainTimeout == nil) {
+		return nil
+	}
+	return &tsv1.NodeTuning{PTP: t.PTP, DrainTimeout: t.DrainTimeout}
 }

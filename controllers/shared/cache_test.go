@@ -16,7 +16,7 @@ func TestNodeStateTransformInterns(t *testing.T) {
 	state := func(online tsv1.CPUSet) *tsv1.LatencyNodeState {
 		lns := &tsv1.LatencyNodeState{}
 		lns.Status.Facts = &tsv1.NodeFacts{OnlineCPUs: online, Sockets: 1}
-		lns.Status.Tuning = &tsv1.NodeTuning{ReservedCPUs: "0"}
+		lns.Status.Tuning = &tsv1.NodeTuning{ReservedCPUs: "0", PTP: &tsv1.PTPTuning{}}
 		lns.Status.Settings = []tsv1.SettingStatus{{Name: "sysctl/x"}}
 		return lns
 	}
@@ -34,8 +34,11 @@ func TestNodeStateTransformInterns(t *testing.T) {
 	if a.Status.Facts == c.Status.Facts || c.Status.Facts.OnlineCPUs != "0-3" {
 		t.Error("other facts were given the first copy")
 	}
-	if a.Status.Tuning != nil || a.Status.Settings != nil {
-		t.Errorf("status.tuning or status.settings kept: %+v", a.Status)
+	if a.Status.Settings != nil || a.Status.Tuning == nil || a.Status.Tuning.ReservedCPUs != "" || a.Status.Tuning.PTP == nil {
+		t.Errorf("want no status.settings and of status.tuning only the ptp section: %+v", a.Status)
+	}
+	if got := get(&tsv1.LatencyNodeState{Status: tsv1.LatencyNodeStateStatus{Tuning: &tsv1.NodeTuning{ReservedCPUs: "0"}}}); got.Status.Tuning != nil {
+		t.Errorf("a status.tuning without ptp or drain timeout kept: %+v", got.Status.Tuning)
 	}
 	runtime.KeepAlive(b)
 	a, b, c = nil, nil, nil //nolint:ineffassign,wastedassign // the facts' last references go

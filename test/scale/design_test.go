@@ -532,7 +532,7 @@ func cacheChild(mode string) error {
 	}
 	if mode == "interned" {
 		// The manager's own node state transform (shared.NodeStateTransform, which --resolve-on-node
-		// relies on): no settings or status.tuning, one copy per distinct set of facts, shared by
+		// relies on): no settings, of status.tuning only ptp and drainTimeout, one copy per distinct set of facts, shared by
 		// every node state that reports it, so that the manager still resolves (memoized per set of
 		// facts) and knows which nodes a profile change moves without holding 5,000 copies. This
 		// fleet's node states carry today's spec.tuning; a node whose agent resolves has none, so it
