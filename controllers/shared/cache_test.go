@@ -27,21 +27,21 @@ func TestNodeStateTransformInterns(t *testing.T) {
 		}
 		return o.(*tsv1.LatencyNodeState)
 	}
-	a, b, c := get(state("0-7")), get(state("0-7")), get(state("0-3"))
-	if a.Status.Facts != b.Status.Facts {
-		t.Error("equal facts were not interned")
-	}
-	if a.Status.Facts == c.Status.Facts || c.Status.Facts.OnlineCPUs != "0-3" {
-		t.Error("other facts were given the first copy")
-	}
-	if a.Status.Settings != nil || a.Status.Tuning == nil || a.Status.Tuning.ReservedCPUs != "" || a.Status.Tuning.PTP == nil {
-		t.Errorf("want no status.settings and of status.tuning only the ptp section: %+v", a.Status)
-	}
-	if got := get(&tsv1.LatencyNodeState{Status: tsv1.LatencyNodeStateStatus{Tuning: &tsv1.NodeTuning{ReservedCPUs: "0"}}}); got.Status.Tuning != nil {
-		t.Errorf("a status.tuning without ptp or drain timeout kept: %+v", got.Status.Tuning)
-	}
-	runtime.KeepAlive(b)
-	a, b, c = nil, nil, nil //nolint:ineffassign,wastedassign // the facts' last references go
+	func() { // a scope of their own: past it, no reference to the facts is left
+		a, b, c := get(state("0-7")), get(state("0-7")), get(state("0-3"))
+		if a.Status.Facts != b.Status.Facts {
+			t.Error("equal facts were not interned")
+		}
+		if a.Status.Facts == c.Status.Facts || c.Status.Facts.OnlineCPUs != "0-3" {
+			t.Error("other facts were given the first copy")
+		}
+		if a.Status.Settings != nil || a.Status.Tuning == nil || a.Status.Tuning.ReservedCPUs != "" || a.Status.Tuning.PTP == nil {
+			t.Errorf("want no status.settings and of status.tuning only the ptp section: %+v", a.Status)
+		}
+		if got := get(&tsv1.LatencyNodeState{Status: tsv1.LatencyNodeStateStatus{Tuning: &tsv1.NodeTuning{ReservedCPUs: "0"}}}); got.Status.Tuning != nil {
+			t.Errorf("a status.tuning without ptp or drain timeout kept: %+v", got.Status.Tuning)
+		}
+	}()
 	for i := 0; i < 100; i++ {
 		runtime.GC()
 		in.mu.Lock()
