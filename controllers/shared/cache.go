@@ -18,7 +18,7 @@ import (
 //   - No managedFields.
 //   - No status.settings (every setting's desired and observed value, up to 1,024 entries), and of
 //     status.tuning (the tuning an agent resolved for itself) only its ptp section and drain
-//     timeout (DesiredTuning): the agent, the CLI and kubectl read the rest, the manager compares
+//     timeout (resolve.DesiredTuning): the agent, the CLI and kubectl read the rest, the manager compares
 //     status.resolved.tuningHash instead. The manager changes node
 //     states only by patches computed against its cached copy (never an Update), so a field its
 //     cache lacks is never written back.
@@ -87,18 +87,7 @@ func (in *factsInterner) forget(key [sha256.Size]byte) {
 	}
 }
 
-// DesiredTuning is the tuning a node state asks its agent for: spec.tuning, or, for a node whose
-// agent resolves its own (spec.profile.resolveOnNode), the tuning the agent reports it resolved
-// (status.tuning; of which the manager's cache keeps only what its node controllers read, the ptp
-// section and the drain timeout: NodeStateTransform). nil: none yet.
-func DesiredTuning(lns *tsv1.LatencyNodeState) *tsv1.NodeTuning {
-	if lns.Spec.Profile.ResolveOnNode {
-		return lns.Status.Tuning
-	}
-	return lns.Spec.Tuning
-}
-
-// leanTuning is what the manager keeps of an agent's status.tuning: the parts DesiredTuning's
+// leanTuning is what the manager keeps of an agent's status.tuning: the parts resolve.DesiredTuning's
 // readers use (the PTP gate and node validation read the ptp section, the node metrics the drain
 // timeout); nil when it has neither.
 func leanTuning(t *tsv1.NodeTuning) *tsv1.NodeTuning {
