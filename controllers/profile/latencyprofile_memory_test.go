@@ -144,3 +144,30 @@ func TestGrantWritesView(t *testing.T) {
 		t.Error("a node state that is gone must end its record")
 	}
 }
+
+// TestOwnWritesHandedOver: a node state the cache still shows from before this reconciler's
+// hand-over to its agent counts as handed over, whatever the profile's generation meanwhile; a
+// tuning write is not a hand-over, and the cache's next version ends the record.
+func TestOwnWritesHandedOver(t *testing.T) {
+	var w ownWrites
+	at := func(rv string) *tsv1.LatencyNodeState {
+		return &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: rv}}
+	}
+	if w.handedOver(at("10")) {
+		t.Fatal("handed over before any write")
+	}
+	w.recordHandover("n1", "10", 2)
+	if !w.handedOver(at("10")) {
+		t.Error("the cache behind the hand-over: not seen as handed over")
+	}
+	if w.pending(at("10"), 2, nil) {
+		t.Error("a hand-over counted as a tuning write in flight")
+	}
+	if w.handedOver(at("11")) || w.handedOver(at("10")) {
+		t.Error("the cache caught up: the record must end")
+	}
+	w.record("n1", "12", 3, &tsv1.NodeTuning{})
+	if w.handedOver(at("12")) {
+		t.Error("a tuning write counted as a hand-over")
+	}
+}
