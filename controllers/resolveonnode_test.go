@@ -242,6 +242,40 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 		}, timeout, interval).Should(Succeed())
 	})
 
+	It("reports a resolving node's resolution error itself, and writes nothing to its node state", func() {
+		turnResolveOnNode(true)
+		g := newGroup()
+		n := "tsro-" + g + "-err"
+		makeNode(n, g)
+		name := "tsro-" + g
+		makeProfile(name, g, 0)
+		Eventually(func() error { _, err := getState(n)(); return err }, timeout, interval).Should(Succeed())
+		agentApplying(n)
+		reportCapableFacts(n, hostFacts("0-63"))
+		var handed *tsv1.LatencyNodeState
+		Eventually(func(gm Gomega) {
+			lns, err := getState(n)()
+			gm.Expect(err).NotTo(HaveOccurred())
+			gm.Expect(lns.Spec.Profile.ResolveOnNode).To(BeTrue())
+			handed = lns
+		}, timeout, interval).Should(Succeed())
+		agentResolves(n, name, metav1.ConditionTrue)
+		Eventually(appliedNodes(name), timeout, interval).Should(Equal(int32(1)))
+
+		By("a profile whose reserved CPUs the node lacks: Degraded ResolutionFailed from the manager")
+		updateProfile(name, func(p *tsv1.LatencyProfile) { p.Spec.CPU = &tsv1.CPUSpec{Reserved: "64-65", Isolated: "1-3"} })
+		Eventually(func(gm Gomega) {
+			c := profileCondition(name, tsv1.ProfileDegraded)(gm)
+			gm.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			gm.Expect(c.Reason).To(Equal(tsv1.ReasonResolutionFailed))
+			gm.Expect(c.Message).To(ContainSubstring(n))
+		}, timeout, interval).Should(Succeed())
+		lns, err := getState(n)()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lns.Generation).To(Equal(handed.Generation), "the node state's spec was written")
+		Expect(lns.Spec.Tuning).To(BeNil())
+	})
+
 	It("keeps the profile label on a resolving node while it re-tunes, and takes it off when it is Degraded", func() {
 		turnResolveOnNode(true)
 		g := newGroup()
