@@ -237,7 +237,7 @@ var _ = Describe("Network and node label controllers", Ordered, func() {
 
 var _ = DescribeTable("NodeProfileLabelValue",
 	func(lns *tsv1.LatencyNodeState, want string) {
-		Expect(node.NodeProfileLabelValue(lns)).To(Equal(want))
+		Expect(node.NodeProfileLabelValue(lns, "")).To(Equal(want))
 	},
 	Entry("no node state", nil, ""),
 	Entry("applied", nodeState("p", 2, metav1.ConditionTrue, 2, false), "p"),
@@ -247,6 +247,27 @@ var _ = DescribeTable("NodeProfileLabelValue",
 	Entry("being deleted", nodeState("p", 2, metav1.ConditionTrue, 2, true), ""),
 	Entry("no condition", &tsv1.LatencyNodeState{Spec: tsv1.LatencyNodeStateSpec{Profile: tsv1.ProfileReference{Name: "p"}}}, ""),
 )
+
+// A node whose agent resolves (spec.profile.resolveOnNode) keeps the label it has while it
+// re-tunes, and loses it on Degraded or when it leaves the profile (issue 45's label contract).
+var _ = DescribeTable("NodeProfileLabelValue on a resolving node",
+	func(lns *tsv1.LatencyNodeState, have, want string) {
+		lns.Spec.Profile.ResolveOnNode = true
+		Expect(node.NodeProfileLabelValue(lns, have)).To(Equal(want))
+	},
+	Entry("labelled, re-tuning", nodeState("p", 2, metav1.ConditionFalse, 2, false), "p", "p"),
+	Entry("labelled, applied", nodeState("p", 2, metav1.ConditionTrue, 2, false), "p", "p"),
+	Entry("labelled, degraded", degraded(nodeState("p", 2, metav1.ConditionFalse, 2, false)), "p", ""),
+	Entry("labelled with the profile it left", nodeState("q", 2, metav1.ConditionFalse, 2, false), "p", ""),
+	Entry("not labelled yet, applying", nodeState("p", 2, metav1.ConditionFalse, 2, false), "", ""),
+	Entry("not labelled yet, applied", nodeState("p", 2, metav1.ConditionTrue, 2, false), "", "p"),
+	Entry("labelled, being deleted", nodeState("p", 2, metav1.ConditionFalse, 2, true), "p", ""),
+)
+
+func degraded(lns *tsv1.LatencyNodeState) *tsv1.LatencyNodeState {
+	lns.Status.Conditions = append(lns.Status.Conditions, metav1.Condition{Type: tsv1.NodeDegraded, Status: metav1.ConditionTrue})
+	return lns
+}
 
 func nodeState(profile string, gen int64, applied metav1.ConditionStatus, observed int64, deleting bool) *tsv1.LatencyNodeState {
 	lns := &tsv1.LatencyNodeState{

@@ -61,6 +61,11 @@ type Options struct {
 	// guard.DefaultUninstallGuardPeriod.
 	UninstallGuard       []string
 	UninstallGuardPeriod time.Duration
+	// ResolveOnNode (--resolve-on-node) hands the nodes whose agent reports the ResolveOnNode
+	// capability their own resolution (docs/architecture.md, "Fleet scale"); nil is off. A
+	// function, read on every reconcile, so that the envtest suite turns it on and off on its one
+	// running manager; cmd/manager's is fixed at start.
+	ResolveOnNode func() bool
 }
 
 // SetupControllers registers every controller of the operator with mgr: the one wiring that
@@ -74,7 +79,7 @@ func SetupControllers(mgr ctrl.Manager, o Options) error {
 		name  string
 		setup func(ctrl.Manager) error
 	}{
-		{"LatencyProfile", (&profile.LatencyProfileReconciler{Client: c, Metrics: o.ProfileMetrics, Now: o.Now}).SetupWithManager},
+		{"LatencyProfile", (&profile.LatencyProfileReconciler{Client: c, Metrics: o.ProfileMetrics, Now: o.Now, ResolveOnNode: o.ResolveOnNode}).SetupWithManager},
 		{"node label", (&node.NodeLabelReconciler{Client: c}).SetupWithManager},
 		{"network", (&network.NetworkReconciler{Client: c, APIReader: reader, Options: o.Network}).SetupWithManager},
 		{"LatencyBenchmark", (&benchmark.LatencyBenchmarkReconciler{Client: c, APIReader: reader, Image: o.BenchImage, Now: o.Now, ClusterRole: o.BenchmarkClusterRole,

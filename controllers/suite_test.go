@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,6 +73,8 @@ var (
 	benchMetricsReg = prometheus.NewRegistry()
 	// nodeMetricsReg holds the node metrics controller's series.
 	nodeMetricsReg = prometheus.NewRegistry()
+	// resolveOnNode is the manager's --resolve-on-node; off but in the tests that turn it on.
+	resolveOnNode atomic.Bool
 )
 
 func TestControllers(t *testing.T) {
@@ -113,6 +116,7 @@ var _ = BeforeSuite(func() {
 		NodeMetrics:          node.NewNodeMetrics(nodeMetricsReg),
 		UninstallGuard:       []string{guardName},
 		UninstallGuardPeriod: 200 * time.Millisecond,
+		ResolveOnNode:        resolveOnNode.Load,
 	})).To(Succeed())
 	Expect(tswebhook.SetupLatencyProfileWebhook(mgr)).To(Succeed())
 	go func() {

@@ -14,8 +14,9 @@ import (
 )
 
 // TestCacheKeepsNoSettings: the manager's cache holds a node state without its status.settings
-// (and without managedFields), keeps everything the manager reads, and a patch the manager makes
-// from that cached copy leaves the agent's settings on the API server as they were.
+// and status.tuning (and without managedFields), keeps everything the manager reads, one copy of
+// facts two nodes report alike, and a patch the manager makes from that cached copy leaves the
+// agent's settings and tuning on the API server as they were.
 func TestCacheKeepsNoSettings(t *testing.T) {
 	env, c := kubetest.New(t, kubetest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -35,9 +36,22 @@ func TestCacheKeepsNoSettings(t *testing.T) {
 			{Name: "sysctl/vm.stat_interval", Desired: "10", Observed: "10", State: tsv1.SettingInSync},
 			{Name: "sysctl/kernel.timer_migration", Desired: "0", Observed: "0", State: tsv1.SettingInSync},
 		},
+		Tuning:     &tsv1.NodeTuning{Sysctls: map[string]string{"vm.stat_interval": "10"}},
 		Conditions: []metav1.Condition{{Type: tsv1.NodeApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "2 settings in effect", LastTransitionTime: metav1.Now()}},
 	}
 	if err := c.Status().Update(ctx, lns); err != nil {
+		t.Fatal(err)
+	}
+	// A second node reporting the same facts.
+	twin := &tsv1.LatencyNodeState{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{tsv1.ProfileLabel: "p"}},
+		Spec:       tsv1.LatencyNodeStateSpec{NodeName: "node-b", Profile: tsv1.ProfileReference{Name: "p", Generation: 1}},
+	}
+	if err := c.Create(ctx, twin); err != nil {
+		t.Fatal(err)
+	}
+	twin.Status = tsv1.LatencyNodeStateStatus{Facts: &tsv1.NodeFacts{OnlineCPUs: "0-7", Sockets: 1, ThreadsPerCore: 1}}
+	if err := c.Status().Update(ctx, twin); err != nil {
 		t.Fatal(err)
 	}
 
@@ -60,7 +74,19 @@ func TestCacheKeepsNoSettings(t *testing.T) {
 	if err := ca.Get(ctx, client.ObjectKeyFromObject(lns), cached); err != nil {
 		t.Fatal(err)
 	}
+	cachedTwin := &tsv1.LatencyNodeState{}
+	if err := ca.Get(ctx, client.ObjectKeyFromObject(twin), cachedTwin, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	shared := &tsv1.LatencyNodeState{}
+	if err := ca.Get(ctx, client.ObjectKeyFromObject(lns), shared, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
 	switch {
+	case shared.Status.Facts != cachedTwin.Status.Facts:
+		t.Error("two node states with the same facts hold two copies: the cache does not intern them")
+	case cached.Status.Tuning != nil:
+		t.Errorf("the cache holds status.tuning: %+v", cached.Status.Tuning)
 	case cached.Status.Settings != nil:
 		t.Errorf("the cache holds status.settings: %+v", cached.Status.Settings)
 	case len(cached.ManagedFields) != 0:
@@ -89,8 +115,8 @@ func TestCacheKeepsNoSettings(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(lns), got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Status.Settings) != 2 || !got.Spec.RebootGranted || got.Status.BIOS == nil || got.Status.BIOS.StagedHash != "h1" {
-		t.Errorf("after the manager's patches from its cache: settings %+v, rebootGranted %v, bios %+v; want the agent's 2 settings kept and both patches in",
-			got.Status.Settings, got.Spec.RebootGranted, got.Status.BIOS)
+	if len(got.Status.Settings) != 2 || got.Status.Tuning == nil || !got.Spec.RebootGranted || got.Status.BIOS == nil || got.Status.BIOS.StagedHash != "h1" {
+		t.Errorf("after the manager's patches from its cache: settings %+v, tuning %+v, rebootGranted %v, bios %+v; want the agent's 2 settings and tuning kept and both patches in",
+			got.Status.Settings, got.Status.Tuning, got.Spec.RebootGranted, got.Status.BIOS)
 	}
 }

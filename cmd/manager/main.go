@@ -90,7 +90,7 @@ func (f *podFlags) certManager() (*certs.Manager, error) {
 
 func main() {
 	var metricsAddr, probeAddr, pprofAddr, certDir, benchImage, benchmarkClusterRole string
-	var leaderElect, enableWebhooks, allowInsecureBMC, metricsSecure bool
+	var leaderElect, enableWebhooks, allowInsecureBMC, metricsSecure, resolveOnNode bool
 	var apiQPS float64
 	var apiBurst int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
@@ -102,6 +102,7 @@ func main() {
 	flag.IntVar(&apiBurst, "kube-api-burst", 1000, "burst above --kube-api-qps")
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "serve the admission webhooks")
 	flag.BoolVar(&allowInsecureBMC, "allow-insecure-bmc", false, "accept BMC objects with spec.tls.insecureSkipVerify or spec.allowPlainHTTP (their credentials can be taken on the way); off: such objects are refused (condition Accepted False, InsecureTransportRefused)")
+	flag.BoolVar(&resolveOnNode, "resolve-on-node", false, "let the agents that can (status.capabilities ResolveOnNode) resolve their own node's tuning from the profile: their node states get spec.profile.resolveOnNode and no spec.tuning, and a profile change costs no node state write (docs/architecture.md, \"Fleet scale\"); a live node is handed over only when its agent has in effect what it would resolve. Off: every node gets spec.tuning, nodes handed over before get it back")
 	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with the webhook serving tls.crt and tls.key (cert-manager mode)")
 	var pf podFlags
 	pf.bind()
@@ -167,6 +168,7 @@ func main() {
 		ProfileMetrics:       profile.NewProfileMetrics(metrics.Registry),
 		BenchmarkMetrics:     benchmark.NewBenchmarkMetrics(metrics.Registry),
 		NodeMetrics:          node.NewNodeMetrics(metrics.Registry),
+		ResolveOnNode:        func() bool { return resolveOnNode },
 	}); err != nil {
 		log.Error(err, "setting up the controllers")
 		os.Exit(1)

@@ -19,7 +19,8 @@ import (
 
 // NodeLabelReconciler labels each node with the profile its agent reports Applied, and removes the
 // label when the node state goes, changes profile or stops being Applied: a latency pod never
-// schedules onto a node whose tuning is not (or no longer) in effect.
+// schedules onto a node whose tuning is not (or no longer) in effect. A node whose agent resolves
+// its own tuning keeps the label while it re-tunes (NodeProfileLabelValue).
 type NodeLabelReconciler struct {
 	Client client.Client
 }
@@ -28,11 +29,23 @@ type NodeLabelReconciler struct {
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch
 
 // NodeProfileLabelValue is the value the node's profile label should have given its node state
-// (nil when there is none): the profile's name when the agent reports the current spec Applied,
-// else "" (no label).
-func NodeProfileLabelValue(lns *tsv1.LatencyNodeState) string {
+// (nil when there is none) and the label's value now (have): the profile's name when the agent
+// reports the current spec Applied, else "" (no label).
+//
+// A node whose agent resolves its own tuning (spec.profile.resolveOnNode) keeps the label it has
+// while it re-tunes for a profile change: its agent puts the tuning-pending taint on before it
+// changes the host, which keeps new latency pods off, so the manager writes nothing per node
+// (docs/architecture.md, "The profile label while a node re-tunes"). It still loses the label when
+// it leaves the profile or reports Degraded, and gets it first only once Applied.
+func NodeProfileLabelValue(lns *tsv1.LatencyNodeState, have string) string {
 	if lns == nil || !lns.DeletionTimestamp.IsZero() || lns.Spec.Profile.Name == "" {
 		return ""
+	}
+	if lns.Spec.Profile.ResolveOnNode && have == lns.Spec.Profile.Name {
+		if apimeta.IsStatusConditionTrue(lns.Status.Conditions, tsv1.NodeDegraded) {
+			return ""
+		}
+		return have
 	}
 	c := apimeta.FindStatusCondition(lns.Status.Conditions, tsv1.NodeApplied)
 	if c == nil || c.Status != metav1.ConditionTrue {
@@ -59,8 +72,8 @@ func (r *NodeLabelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		lns = nil
 	}
-	want := NodeProfileLabelValue(lns)
 	have, labelled := node.Labels[tsv1.ProfileLabel]
+	want := NodeProfileLabelValue(lns, have)
 	if have == want && (labelled || want == "") {
 		return ctrl.Result{}, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/resolve"
 )
 
 // NodeMetrics are the operator's per-node series, read from each LatencyNodeState (what the node's
@@ -93,7 +94,7 @@ func nodeSeriesOf(lns *tsv1.LatencyNodeState) nodeSeries {
 			s.phaseStart = float64(r.LastTransitionTime.Unix())
 		}
 	}
-	if t := lns.Spec.Tuning; t != nil && t.DrainTimeout != nil && t.DrainTimeout.Duration > 0 {
+	if t := resolve.DesiredTuning(lns); t != nil && t.DrainTimeout != nil && t.DrainTimeout.Duration > 0 {
 		s.drainTimeout = t.DrainTimeout.Seconds()
 	}
 	return s

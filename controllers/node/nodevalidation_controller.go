@@ -16,6 +16,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers/shared"
+	"github.com/tickstack/tickstack/internal/resolve"
 )
 
 // Event reasons of the node validation controller, recorded on the node.
@@ -115,7 +116,7 @@ func (r *NodeValidationReconciler) report(ctx context.Context, node *corev1.Node
 	switch {
 	case want != "":
 		log.Info("node validated", "node", node.Name, "profile", want)
-		if lns != nil && lns.Spec.Tuning != nil && lns.Spec.Tuning.PTP != nil {
+		if lns != nil && resolve.DesiredTuning(lns) != nil && resolve.DesiredTuning(lns).PTP != nil {
 			r.event(node, related, corev1.EventTypeNormal, EventTimeSyncRestored, "Label",
 				"node %s labelled %s=%s: it passed its benchmark and TimeSynced is True", node.Name, tsv1.ValidatedLabel, want)
 		}

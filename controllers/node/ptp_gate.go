@@ -16,6 +16,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers/shared"
 	"github.com/tickstack/tickstack/internal/phase"
+	"github.com/tickstack/tickstack/internal/resolve"
 )
 
 // PTPGateReconciler mirrors a node state's TimeSynced condition as the node condition
@@ -32,7 +33,7 @@ type PTPGateReconciler struct {
 // wantNodeCondition is the TimeSynced node condition a node state asks for (nil: none). It is
 // pure; now stamps the heartbeat.
 func wantNodeCondition(lns *tsv1.LatencyNodeState, now metav1.Time) *corev1.NodeCondition {
-	if lns == nil || !lns.DeletionTimestamp.IsZero() || lns.Spec.Tuning == nil || lns.Spec.Tuning.PTP == nil {
+	if lns == nil || !lns.DeletionTimestamp.IsZero() || resolve.DesiredTuning(lns) == nil || resolve.DesiredTuning(lns).PTP == nil {
 		return nil
 	}
 	nc := &corev1.NodeCondition{Type: tsv1.NodeTimeSyncedCondition, Status: corev1.ConditionUnknown, Reason: "NotReported",
@@ -68,7 +69,7 @@ func mergeNodeCondition(have []corev1.NodeCondition, want *corev1.NodeCondition)
 // and returns the condition. A node state without a ptp section, being deleted, or whose agent has
 // not reported TimeSynced yet is not out of sync.
 func timeSyncLost(lns *tsv1.LatencyNodeState) (bool, *metav1.Condition) {
-	if lns == nil || !lns.DeletionTimestamp.IsZero() || lns.Spec.Tuning == nil || lns.Spec.Tuning.PTP == nil {
+	if lns == nil || !lns.DeletionTimestamp.IsZero() || resolve.DesiredTuning(lns) == nil || resolve.DesiredTuning(lns).PTP == nil {
 		return false, nil
 	}
 	c := apimeta.FindStatusCondition(lns.Status.Conditions, tsv1.NodeTimeSynced)

@@ -29,6 +29,14 @@ func TestWantValidated(t *testing.T) {
 	}
 }
 
+// resolving makes lns a node whose agent resolves its own tuning: its spec.tuning becomes its
+// status.tuning.
+func resolving(lns *tsv1.LatencyNodeState) *tsv1.LatencyNodeState {
+	lns.Spec.Profile.ResolveOnNode = true
+	lns.Status.Tuning, lns.Spec.Tuning = lns.Spec.Tuning, nil
+	return lns
+}
+
 func TestTimeSyncLostAndProfile(t *testing.T) {
 	withPTP := func(status metav1.ConditionStatus) *tsv1.LatencyNodeState {
 		l := &tsv1.LatencyNodeState{Spec: tsv1.LatencyNodeStateSpec{Profile: tsv1.ProfileReference{Name: "p"}, Tuning: &tsv1.NodeTuning{PTP: &tsv1.PTPTuning{}}}}
@@ -51,6 +59,7 @@ func TestTimeSyncLostAndProfile(t *testing.T) {
 		{"TimeSynced True", withPTP(metav1.ConditionTrue), false},
 		{"not reported yet", withPTP(""), false},
 		{"False but no ptp section (stale)", noPTP, false},
+		{"resolving node, ptp in the tuning its agent resolved", resolving(withPTP(metav1.ConditionFalse)), true},
 		{"being deleted", deleting, false},
 	} {
 		if got, _ := timeSyncLost(tc.lns); got != tc.want {

@@ -34,6 +34,11 @@ type LatencyProfileReconciler struct {
 	Metrics *ProfileMetrics
 	// Now is the clock of the maintenance windows.
 	Now func() time.Time
+	// ResolveOnNode says whether nodes whose agent reports the ResolveOnNode capability resolve
+	// their own tuning (--resolve-on-node; docs/architecture.md, "Fleet scale"): their node states
+	// get spec.profile.resolveOnNode and no spec.tuning. Off (or nil), every node gets
+	// spec.tuning, and nodes handed over before get it back.
+	ResolveOnNode func() bool
 
 	// written is the tuning writes the cache has not shown yet.
 	written ownWrites

@@ -65,6 +65,9 @@ type ownWrite struct {
 	from   string
 	gen    int64
 	tuning *tsv1.NodeTuning
+	// resolveOnNode: the write handed the node to its agent (spec.profile.resolveOnNode, no
+	// spec.tuning).
+	resolveOnNode bool
 }
 
 // pending says whether lns is the cache's copy from before a write of this tuning at generation
@@ -78,11 +81,29 @@ func (w *ownWrites) pending(lns *tsv1.LatencyNodeState, gen int64, tuning *tsv1.
 		w.drop(lns.Name)
 		return false
 	}
-	return e.gen == gen && equality.Semantic.DeepEqual(e.tuning, tuning)
+	return !e.resolveOnNode && e.gen == gen && equality.Semantic.DeepEqual(e.tuning, tuning)
+}
+
+// handedOver says whether lns is the cache's copy from before this reconciler's write that handed
+// the node to its agent: the node resolves on its own now, whatever the profile's generation.
+func (w *ownWrites) handedOver(lns *tsv1.LatencyNodeState) bool {
+	e, ok := w.get(lns.Name)
+	if !ok {
+		return false
+	}
+	if lns.ResourceVersion != e.from {
+		w.drop(lns.Name)
+		return false
+	}
+	return e.resolveOnNode
 }
 
 func (w *ownWrites) record(name, from string, gen int64, tuning *tsv1.NodeTuning) {
 	w.put(name, ownWrite{from: from, gen: gen, tuning: tuning})
+}
+
+func (w *ownWrites) recordHandover(name, from string, gen int64) {
+	w.put(name, ownWrite{from: from, gen: gen, resolveOnNode: true})
 }
 
 // grantWrites remembers each node state's last reboot slot write (spec.rebootGranted) until the
@@ -134,31 +155,111 @@ func olderThan(rv, from, to string) bool {
 
 // resolutions remembers each node's last resolve.Node: a profile reconcile (every node state
 // report, every node label change) would otherwise resolve every node it owns again, which was
-// half of everything the manager allocated in a 1,000-node run.
-type resolutions struct{ nodeMemory[resolution] }
+// half of everything the manager allocated in a 1,000-node run. Behind the per-node memory, a
+// resolution is shared by every node whose facts are the same object: the manager's cache interns
+// the facts (shared.NodeStateTransform), so a fleet of alike nodes costs one resolution (and one
+// tuning hash) per profile generation.
+type resolutions struct {
+	nodeMemory[resolution]
+	byFacts factsMemory
+}
 
 type resolution struct {
 	profile types.UID
 	gen     int64
 	// facts is what it was resolved from: the cache's object, read-only.
-	facts  *tsv1.NodeFacts
+	facts *tsv1.NodeFacts
+	resolved
+}
+
+// resolved is one resolution's outcome: the tuning (shared, read-only), its resolve.TuningHash,
+// or the error.
+type resolved struct {
 	tuning *tsv1.NodeTuning
+	hash   string
 	err    error
 }
 
 // node is resolve.Node(&p.Spec, facts) for the node named node, from memory when the profile's
-// generation and the facts are those of the last resolution. The tuning returned is shared:
-// read-only, copied before it is written anywhere.
-func (rs *resolutions) node(node string, p *tsv1.LatencyProfile, facts *tsv1.NodeFacts) (*tsv1.NodeTuning, error) {
+// generation and the facts are those of the last resolution (of this node, or of another node
+// with the same facts object). The tuning returned is shared: read-only, copied before it is
+// written anywhere; hash is its resolve.TuningHash.
+func (rs *resolutions) node(node string, p *tsv1.LatencyProfile, facts *tsv1.NodeFacts) resolved {
 	e, ok := rs.get(node)
 	if ok && e.profile == p.UID && e.gen == p.Generation &&
 		(e.facts == facts || equality.Semantic.DeepEqual(e.facts, facts)) {
 		if e.facts != facts {
-			rs.put(node, resolution{profile: e.profile, gen: e.gen, facts: facts, tuning: e.tuning, err: e.err})
+			rs.put(node, resolution{profile: e.profile, gen: e.gen, facts: facts, resolved: e.resolved})
 		}
-		return e.tuning, e.err
+		return e.resolved
+	}
+	r := rs.byFacts.resolve(p, facts)
+	rs.put(node, resolution{profile: p.UID, gen: p.Generation, facts: facts, resolved: r})
+	return r
+}
+
+// factsMemory is the resolutions of each profile's current generation by facts object.
+type factsMemory struct {
+	mu sync.Mutex
+	// gen is the generation each profile's entries are of.
+	gen map[types.UID]int64
+	m   map[factsKey]resolved
+}
+
+type factsKey struct {
+	profile types.UID
+	facts   *tsv1.NodeFacts
+}
+
+func (fm *factsMemory) resolve(p *tsv1.LatencyProfile, facts *tsv1.NodeFacts) resolved {
+	key := factsKey{p.UID, facts}
+	fm.mu.Lock()
+	if fm.m == nil {
+		fm.gen, fm.m = map[types.UID]int64{}, map[factsKey]resolved{}
+	}
+	if g, ok := fm.gen[p.UID]; !ok || g != p.Generation {
+		// A new generation: the profile's older resolutions are of no more use.
+		for k := range fm.m {
+			if k.profile == p.UID {
+				delete(fm.m, k)
+			}
+		}
+		fm.gen[p.UID] = p.Generation
+	}
+	r, ok := fm.m[key]
+	fm.mu.Unlock()
+	if ok && facts != nil {
+		return r
 	}
 	tuning, err := resolve.Node(&p.Spec, facts)
-	rs.put(node, resolution{profile: p.UID, gen: p.Generation, facts: facts, tuning: tuning, err: err})
-	return tuning, err
+	r = resolved{tuning: tuning, hash: resolve.TuningHash(tuning), err: err}
+	if facts != nil {
+		fm.mu.Lock()
+		if fm.gen[p.UID] == p.Generation {
+			fm.m[key] = r
+		}
+		fm.mu.Unlock()
+	}
+	return r
+}
+
+// forgetGoneProfiles drops the resolutions of profiles that no longer exist.
+func (fm *factsMemory) forgetGoneProfiles(all []tsv1.LatencyProfile) {
+	live := make(map[types.UID]bool, len(all))
+	for i := range all {
+		live[all[i].UID] = true
+	}
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	for uid := range fm.gen {
+		if live[uid] {
+			continue
+		}
+		for k := range fm.m {
+			if k.profile == uid {
+				delete(fm.m, k)
+			}
+		}
+		delete(fm.gen, uid)
+	}
 }

@@ -60,29 +60,44 @@ func TestResolutionsNode(t *testing.T) {
 		Spec: tsv1.LatencyProfileSpec{CPU: &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-7"}}}
 	facts := func(online string) *tsv1.NodeFacts { return &tsv1.NodeFacts{OnlineCPUs: tsv1.CPUSet(online)} }
 	f1 := facts("0-7")
-	first, err := rs.node("n1", p, f1)
-	if err != nil {
-		t.Fatal(err)
+	r1 := rs.node("n1", p, f1)
+	first := r1.tuning
+	if r1.err != nil {
+		t.Fatal(r1.err)
 	}
 	if want, _ := resolve.Node(&p.Spec, f1); !equality.Semantic.DeepEqual(first, want) {
 		t.Fatalf("resolved %+v, want %+v", first, want)
 	}
-	if got, _ := rs.node("n1", p, f1); got != first {
+	if r1.hash != resolve.TuningHash(first) {
+		t.Errorf("hash %q, want resolve.TuningHash's %q", r1.hash, resolve.TuningHash(first))
+	}
+	if got := rs.node("n1", p, f1).tuning; got != first {
 		t.Error("the same facts were resolved again")
 	}
-	if got, _ := rs.node("n1", p, facts("0-7")); got != first {
+	if got := rs.node("n1", p, facts("0-7")).tuning; got != first {
 		t.Error("equal facts in a new object were resolved again")
 	}
-	if got, _ := rs.node("n1", p, facts("0-3")); got == first || got.IsolatedCPUs != "2-3" {
+	// Another node with the same facts object (the cache interns them) shares the resolution.
+	if got := rs.node("n3", p, f1).tuning; got != first {
+		t.Error("a node with the same facts object was resolved again")
+	}
+	if got := rs.node("n1", p, facts("0-3")).tuning; got == first || got.IsolatedCPUs != "2-3" {
 		t.Errorf("other facts: got %+v, want a new resolution isolating 2-3", got)
 	}
 	p2 := p.DeepCopy()
 	p2.Generation, p2.Spec.CPU.Isolated = 2, "4-7"
-	if _, err := rs.node("n1", p2, facts("0-3")); err == nil || !strings.Contains(err.Error(), "spec.cpu.isolated") {
+	if err := rs.node("n1", p2, facts("0-3")).err; err == nil || !strings.Contains(err.Error(), "spec.cpu.isolated") {
 		t.Errorf("a new generation isolating 4-7 on a node with 0-3: %v, want the spec.cpu.isolated error", err)
 	}
-	if _, err := rs.node("n2", p, nil); err != resolve.ErrNoFacts {
+	if got := rs.node("n3", p2, f1); got.tuning == first || got.err != nil || got.tuning.IsolatedCPUs != "4-7" {
+		t.Errorf("a new generation on shared facts: %+v, want a new resolution isolating 4-7", got)
+	}
+	if err := rs.node("n2", p, nil).err; err != resolve.ErrNoFacts {
 		t.Errorf("no facts: %v, want resolve.ErrNoFacts", err)
+	}
+	rs.byFacts.forgetGoneProfiles(nil)
+	if len(rs.byFacts.m) != 0 || len(rs.byFacts.gen) != 0 {
+		t.Errorf("the profile is gone, its resolutions should be too: %d left", len(rs.byFacts.m))
 	}
 	rs.forgetGone(map[string]*tsv1.LatencyNodeState{"n1": {}})
 	if _, ok := rs.m["n2"]; ok {
@@ -127,5 +142,32 @@ func TestGrantWritesView(t *testing.T) {
 	w.forgetGone(map[string]*tsv1.LatencyNodeState{})
 	if got := w.view(lns("20", true)); !got.Spec.RebootGranted {
 		t.Error("a node state that is gone must end its record")
+	}
+}
+
+// TestOwnWritesHandedOver: a node state the cache still shows from before this reconciler's
+// hand-over to its agent counts as handed over, whatever the profile's generation meanwhile; a
+// tuning write is not a hand-over, and the cache's next version ends the record.
+func TestOwnWritesHandedOver(t *testing.T) {
+	var w ownWrites
+	at := func(rv string) *tsv1.LatencyNodeState {
+		return &tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: rv}}
+	}
+	if w.handedOver(at("10")) {
+		t.Fatal("handed over before any write")
+	}
+	w.recordHandover("n1", "10", 2)
+	if !w.handedOver(at("10")) {
+		t.Error("the cache behind the hand-over: not seen as handed over")
+	}
+	if w.pending(at("10"), 2, nil) {
+		t.Error("a hand-over counted as a tuning write in flight")
+	}
+	if w.handedOver(at("11")) || w.handedOver(at("10")) {
+		t.Error("the cache caught up: the record must end")
+	}
+	w.record("n1", "12", 3, &tsv1.NodeTuning{})
+	if w.handedOver(at("12")) {
+		t.Error("a tuning write counted as a hand-over")
 	}
 }

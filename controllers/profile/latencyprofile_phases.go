@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,7 @@ func (r *LatencyProfileReconciler) reconcileSelection(_ context.Context, s *prof
 	f := &s.facts
 	f.owned = map[string]bool{}
 	f.conflicted = map[string]bool{}
+	f.wantHash = map[string]string{}
 	mine, arbiter := resolve.CompileSelector(s.profile), resolve.NewArbiter(s.all)
 	for i := range s.nodes {
 		node := &s.nodes[i]
@@ -61,6 +63,7 @@ func (r *LatencyProfileReconciler) reconcileNodeStates(ctx context.Context, s *p
 	var writes []write
 	r.written.forgetGone(s.states)
 	r.resolved.forgetGone(s.states)
+	r.resolved.byFacts.forgetGoneProfiles(s.all)
 	r.grants.forgetGone(s.states)
 	for _, name := range slices.Sorted(maps.Keys(s.facts.owned)) {
 		if do := r.reconcileNodeState(s, name); do != nil {
@@ -85,8 +88,7 @@ func (r *LatencyProfileReconciler) reconcileNodeStates(ctx context.Context, s *p
 // reconcileNodeState records what the profile's node state on node stands at, and returns the
 // write that brings it to the profile (nil: none).
 func (r *LatencyProfileReconciler) reconcileNodeState(s *profileScope, node string) func(context.Context) error {
-	f := &s.facts
-	p := s.profile
+	f, p := &s.facts, s.profile
 	lns, exists := s.states[node]
 	if !exists {
 		lns = &tsv1.LatencyNodeState{
@@ -110,38 +112,54 @@ func (r *LatencyProfileReconciler) reconcileNodeState(s *profileScope, node stri
 		f.waitingRelease = append(f.waitingRelease, node)
 		return nil
 	}
-	tuning, err := r.resolved.node(node, p, lns.Status.Facts) // shared: copied before a write
+	res := r.resolved.node(node, p, lns.Status.Facts) // shared: copied before a write
+	tuning := res.tuning
 	switch {
-	case errors.Is(err, resolve.ErrNoFacts):
+	case errors.Is(res.err, resolve.ErrNoFacts):
 		f.states = append(f.states, lns)
 		f.waitingFacts = append(f.waitingFacts, node)
 		return nil
-	case err != nil:
-		// Keep whatever the node has: never half-apply a profile that does not fit.
+	case res.err != nil:
+		// Keep whatever the node has: never half-apply a profile that does not fit. A node that
+		// resolves on its own would hit the same error: it is reported here, before any agent acts.
 		f.states = append(f.states, lns)
-		f.resolutionErrors = append(f.resolutionErrors, nodeMessage{node: node, message: err.Error()})
+		f.resolutionErrors = append(f.resolutionErrors, nodeMessage{node: node, message: res.err.Error()})
 		return nil
 	}
+	if r.resolvesOnNode(lns) {
+		return r.reconcileResolvingNode(s, lns, res)
+	}
+	return r.writeTuning(s, lns, tuning)
+}
+
+// writeTuning records lns as it stands and returns the write that brings its spec.tuning to the
+// manager's resolution (nil: none).
+func (r *LatencyProfileReconciler) writeTuning(s *profileScope, lns *tsv1.LatencyNodeState, tuning *tsv1.NodeTuning) func(context.Context) error {
+	f, p := &s.facts, s.profile
 	if r.written.pending(lns, p.Generation, tuning) {
 		// This tuning is on its way: the cache still shows the object it was written over.
 		lns = lns.DeepCopy()
 		lns.Spec.Tuning = tuning
 		lns.Spec.Profile.Generation = p.Generation
+		lns.Spec.Profile.ResolveOnNode = false
 		f.states = append(f.states, lns)
 		return nil
 	}
-	if apiequality.Semantic.DeepEqual(lns.Spec.Tuning, tuning) {
+	if !lns.Spec.Profile.ResolveOnNode && apiequality.Semantic.DeepEqual(lns.Spec.Tuning, tuning) {
 		// Nothing for this node: no write, and no new generation for its agent to apply (a fleet
 		// of thousands would otherwise pay a write and a status patch per node for a profile
 		// change that moves nothing there; docs/scale.md).
 		f.states = append(f.states, lns)
 		return nil
 	}
-	// lns is the cache's: the write goes from a copy, which the later phases see.
+	// lns is the cache's: the write goes from a copy, which the later phases see. A node its agent
+	// resolved (the flag turned off, or an agent without the capability now) gets spec.tuning
+	// back, the same values its agent resolved: nothing moves on the host.
 	orig := lns
 	lns = lns.DeepCopy()
 	lns.Spec.Tuning = tuning.DeepCopy() // the patch's response is decoded into it
 	lns.Spec.Profile.Generation = p.Generation
+	lns.Spec.Profile.ResolveOnNode = false
 	f.states = append(f.states, lns)
 	return func(ctx context.Context) error {
 		if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil {
@@ -150,6 +168,63 @@ func (r *LatencyProfileReconciler) reconcileNodeState(s *profileScope, node stri
 		r.written.record(lns.Name, orig.ResourceVersion, p.Generation, tuning)
 		return nil
 	}
+}
+
+// resolvesOnNode says whether the node's agent is to resolve its own tuning (docs/architecture.md,
+// "Fleet scale"): the manager runs with --resolve-on-node and the agent reports the capability.
+// Others (an agent of an older release during an upgrade) get spec.tuning as before.
+func (r *LatencyProfileReconciler) resolvesOnNode(lns *tsv1.LatencyNodeState) bool {
+	return r.ResolveOnNode != nil && r.ResolveOnNode() && slices.Contains(lns.Status.Capabilities, tsv1.CapabilityResolveOnNode)
+}
+
+// reconcileResolvingNode is reconcileNodeState for a node whose agent resolves: it costs a write
+// only to hand the node over (spec.profile.resolveOnNode, no spec.tuning), never per profile
+// change. res is the manager's own resolution of the node at the profile's generation, which the
+// roll-ups compare with the agent's status.resolved.
+func (r *LatencyProfileReconciler) reconcileResolvingNode(s *profileScope, lns *tsv1.LatencyNodeState, res resolved) func(context.Context) error {
+	f, p := &s.facts, s.profile
+	switch {
+	case lns.Spec.Profile.ResolveOnNode && lns.Spec.Tuning == nil:
+		f.wantHash[lns.Name] = res.hash
+		f.states = append(f.states, lns)
+		return nil
+	case r.written.handedOver(lns):
+		// The hand-over is on its way: the cache still shows the object it was written over.
+		lns = lns.DeepCopy()
+		lns.Spec.Tuning = nil
+		lns.Spec.Profile.ResolveOnNode = true
+		f.wantHash[lns.Name] = res.hash
+		f.states = append(f.states, lns)
+		return nil
+	case lns.Spec.Tuning != nil && !lns.Spec.Profile.ResolveOnNode && !switchable(lns, res.hash):
+		// A live node is handed over only once its agent has in effect exactly what it would
+		// resolve itself; until then it is kept (or brought) there through spec.tuning, as today.
+		return r.writeTuning(s, lns, res.tuning)
+	}
+	// New (nothing applied yet), or live with spec.tuning equal to this generation's resolution
+	// and Applied: one write, after which the agent resolves the same tuning and moves nothing.
+	orig := lns
+	lns = lns.DeepCopy()
+	lns.Spec.Tuning = nil
+	lns.Spec.Profile.ResolveOnNode = true
+	lns.Spec.Profile.Generation = p.Generation
+	f.wantHash[lns.Name] = res.hash
+	f.states = append(f.states, lns)
+	return func(ctx context.Context) error {
+		if err := r.Client.Patch(ctx, lns, client.MergeFrom(orig)); err != nil {
+			return fmt.Errorf("handing the node state to its agent: %w", err)
+		}
+		r.written.recordHandover(lns.Name, orig.ResourceVersion, p.Generation)
+		return nil
+	}
+}
+
+// switchable says whether a live node may be handed to its agent without moving anything: its
+// spec.tuning is the manager's resolution at the profile's generation (hash) and its agent reports
+// that spec Applied.
+func switchable(lns *tsv1.LatencyNodeState, hash string) bool {
+	return resolve.TuningHash(lns.Spec.Tuning) == hash && lns.Status.ObservedGeneration == lns.Generation &&
+		meta.IsStatusConditionTrue(lns.Status.Conditions, tsv1.NodeApplied)
 }
 
 // reconcileReleases deletes this profile's node states on nodes it no longer owns: unselected, lost

@@ -15,11 +15,15 @@ import (
 
 // profileFacts is what the phases found; the status is a pure function of it.
 type profileFacts struct {
-	matched          int32
-	owned            map[string]bool
-	conflicted       map[string]bool
-	conflicts        []nodeConflict
-	states           []*tsv1.LatencyNodeState // this profile's current node states on owned nodes
+	matched    int32
+	owned      map[string]bool
+	conflicted map[string]bool
+	conflicts  []nodeConflict
+	states     []*tsv1.LatencyNodeState // this profile's current node states on owned nodes
+	// wantHash is, for each node whose agent resolves (spec.profile.resolveOnNode), the
+	// resolve.TuningHash of the manager's resolution of it at the profile's generation: the node
+	// is current once its agent reports that hash in status.resolved.
+	wantHash         map[string]string
 	waitingFacts     []string
 	waitingRelease   []string
 	releasing        []string
@@ -52,10 +56,15 @@ type nodeCounts struct {
 func countNodes(f *profileFacts) nodeCounts {
 	var c nodeCounts
 	for _, lns := range f.states {
-		if lns.Spec.Tuning == nil {
+		var current bool
+		switch want, resolving := f.wantHash[lns.Name]; {
+		case lns.Spec.Profile.ResolveOnNode && resolving:
+			current = resolvedCurrent(lns, want)
+		case lns.Spec.Profile.ResolveOnNode, lns.Spec.Tuning == nil:
 			continue
+		default:
+			current = lns.Status.ObservedGeneration == lns.Generation
 		}
-		current := lns.Status.ObservedGeneration == lns.Generation
 		switch {
 		case current && meta.IsStatusConditionTrue(lns.Status.Conditions, tsv1.NodeDegraded):
 			c.degraded++
@@ -71,6 +80,17 @@ func countNodes(f *profileFacts) nodeCounts {
 	}
 	c.degraded += int32(len(f.resolutionErrors))
 	return c
+}
+
+// resolvedCurrent says whether the agent of a node that resolves on its own has acted on the
+// profile's current generation: it has seen the node state's spec and reports, for this profile,
+// the tuning the manager resolves for it (hash). A profile change that does not move the node
+// changes no hash: the node is current at once, without a write. Its conditions then describe that
+// tuning.
+func resolvedCurrent(lns *tsv1.LatencyNodeState, hash string) bool {
+	r := lns.Status.Resolved
+	return lns.Status.ObservedGeneration == lns.Generation && r != nil &&
+		r.Profile == lns.Spec.Profile.Name && r.TuningHash == hash && hash != ""
 }
 
 // setProfileStatus computes the whole status from the facts. ok says whether the reconcile succeeded;

@@ -74,6 +74,16 @@ func TestPlanOfflinedCPUs(t *testing.T) {
 			if b := pl.Nodes[1]; b.Action != Unchanged || b.Reboot || b.KubeletRestart {
 				t.Errorf("node b, its CPUs offline already: %+v, want unchanged", b)
 			}
+			// The same when node b's agent resolves its own tuning: what it resolved is in its status.
+			states[1].Spec.Profile.ResolveOnNode = true
+			states[1].Status.Tuning, states[1].Spec.Tuning = states[1].Spec.Tuning, nil
+			pl, err = Compute(profile(tt.withKubelet), nodes, nil, states)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := pl.Nodes[1]; b.Action != Unchanged || b.Reboot || b.KubeletRestart {
+				t.Errorf("node b resolving its own tuning, its CPUs offline already: %+v, want unchanged", b)
+			}
 		})
 	}
 }

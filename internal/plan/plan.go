@@ -108,8 +108,9 @@ func Compute(p *tsv1.LatencyProfile, nodes []corev1.Node, profiles []tsv1.Latenc
 		lns := byNode[name]
 		if lns.Spec.Profile.Name == p.Name && !selected[name] {
 			np := NodePlan{Node: name, Action: Restore, Detail: "no longer selected: the agent restores the original host values"}
-			np.Reboot = lns.Spec.Tuning != nil && len(lns.Spec.Tuning.KernelArgs) > 0 && anyIn(lns.Spec.Tuning.KernelArgs, cmdline(lns))
-			if lns.Spec.Tuning != nil && lns.Spec.Tuning.Kubelet != nil {
+			have := resolve.DesiredTuning(lns)
+			np.Reboot = have != nil && len(have.KernelArgs) > 0 && anyIn(have.KernelArgs, cmdline(lns))
+			if have != nil && have.Kubelet != nil {
 				np.KubeletRestart = true
 				np.Detail += "; the kubelet gets its original settings back: the node is drained and the kubelet restarted at once (the profile's rollout budget no longer applies)"
 			}
@@ -136,7 +137,7 @@ func planNode(p *tsv1.LatencyProfile, node *corev1.Node, a resolve.Arbitration, 
 	if lns != nil {
 		facts = lns.Status.Facts
 		if lns.Spec.Profile.Name == p.Name {
-			current = lns.Spec.Tuning
+			current = resolve.DesiredTuning(lns) // a node that resolves its own: what its agent resolved
 		} else {
 			np.Detail = fmt.Sprintf("taken over from profile %s: its settings are restored first", lns.Spec.Profile.Name)
 		}

@@ -214,6 +214,17 @@ func TestOperatorManagedWebhookCertificate(t *testing.T) {
 	}
 }
 
+// TestResolveOnNode: manager.resolveOnNode passes --resolve-on-node, and only then (off by
+// default: the kustomize install, which test/chart compares, passes none either).
+func TestResolveOnNode(t *testing.T) {
+	if _, on := managerArgs(t, mustRender(t))["--resolve-on-node"]; on {
+		t.Error("--resolve-on-node passed by default")
+	}
+	if _, on := managerArgs(t, mustRender(t, "manager.resolveOnNode=true"))["--resolve-on-node"]; !on {
+		t.Error("manager.resolveOnNode=true does not pass --resolve-on-node")
+	}
+}
+
 func managerArgs(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
 	t.Helper()
 	deps := ofKind(objs, "Deployment")
@@ -482,6 +493,7 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		"metrics.prometheusRule.rebootGrace=soon":      "/metrics/prometheusRule/rebootGrace",
 		"metrics.prometheusRule.maxSystemOffsetNs=0":   "/metrics/prometheusRule/maxSystemOffsetNs",
 		"metrics.dashboard.labels.grafana_dashboard=1": "/metrics/dashboard/labels/grafana_dashboard",
+		"manager.resolveOnNode=yes":                    "/manager/resolveOnNode",
 	} {
 		_, err := render(t, set)
 		if err == nil || !strings.Contains(err.Error(), want) {

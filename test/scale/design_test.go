@@ -61,6 +61,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers/shared"
 	"github.com/tickstack/tickstack/internal/resolve"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
@@ -530,32 +531,18 @@ func cacheChild(mode string) error {
 		}}}
 	}
 	if mode == "interned" {
-		// As lean, but the facts kept: one copy per distinct set of facts, shared by every node
-		// state that reports it, so that the manager can still resolve (memoized per set of facts)
-		// and know which nodes a profile change moves without holding 5,000 copies.
-		var mu sync.Mutex
-		seen := map[string]*tsv1.NodeFacts{}
+		// The manager's own node state transform (shared.NodeStateTransform, which --resolve-on-node
+		// relies on): no settings, of status.tuning only ptp and drainTimeout, one copy per distinct set of facts, shared by
+		// every node state that reports it, so that the manager still resolves (memoized per set of
+		// facts) and knows which nodes a profile change moves without holding 5,000 copies. This
+		// fleet's node states carry today's spec.tuning; a node whose agent resolves has none, so it
+		// is dropped first, as in lean.
+		manager := shared.NodeStateTransform()
 		opts.ByObject = map[client.Object]cache.ByObject{&tsv1.LatencyNodeState{}: {Transform: func(o any) (any, error) {
-			lns, ok := o.(*tsv1.LatencyNodeState)
-			if !ok {
-				return o, nil
+			if lns, ok := o.(*tsv1.LatencyNodeState); ok {
+				lns.Spec.Tuning = nil
 			}
-			lns.ManagedFields = nil
-			lns.Spec.Tuning = nil
-			if f := lns.Status.Facts; f != nil {
-				raw, err := json.Marshal(f)
-				if err != nil {
-					return nil, err
-				}
-				mu.Lock()
-				if shared, ok := seen[string(raw)]; ok {
-					lns.Status.Facts = shared
-				} else {
-					seen[string(raw)] = f
-				}
-				mu.Unlock()
-			}
-			return o, nil
+			return manager(o)
 		}}}
 	}
 	c, err := cache.New(cfg, opts)
