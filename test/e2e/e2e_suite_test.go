@@ -295,6 +295,24 @@ func nodeLabels() map[string]string {
 	return node.Metadata.Labels
 }
 
+// nodeTaintKeys lists the keys of the node's taints.
+func nodeTaintKeys() []string {
+	GinkgoHelper()
+	var node struct {
+		Spec struct {
+			Taints []struct {
+				Key string `json:"key"`
+			} `json:"taints"`
+		} `json:"spec"`
+	}
+	Expect(getJSON(&node, "node", nodeName)).To(Succeed())
+	keys := make([]string, 0, len(node.Spec.Taints))
+	for _, t := range node.Spec.Taints {
+		keys = append(keys, t.Key)
+	}
+	return keys
+}
+
 // sourceStamp identifies the sources the images are built from (the commit and any uncommitted
 // change below them), and the file that records the stamp of the images and chart this test last
 // pushed: they are rebuilt only when the sources changed.

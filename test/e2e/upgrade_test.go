@@ -37,33 +37,66 @@ spec:
 const journalHost = stateDirHost + "/tuning-journal.json"
 
 // tunedNode is what must not move while the operator is upgraded or rolled back: the host's values,
-// the agent's journal of originals, the node state's generation and spec, the node's labels of the
-// profile, the benchmark's result, and the recorders of reboots and boot loader updates.
+// the agent's journal of originals, the node state's desired tuning and the rest of its spec, the
+// node's labels of the profile, the benchmark's result, and the recorders of reboots and boot
+// loader updates. The desired tuning is spec.tuning, or status.tuning on a node whose agent
+// resolves its own tuning (spec.profile.resolveOnNode, issue 45): handing a node over moves the
+// tuning from one to the other, and nothing else.
 type tunedNode struct {
 	host             map[string]string
 	journal          string
-	generation       int64
-	spec             string
+	tuning, spec     string
 	profile, valid   string
 	benchmark        string
 	reboots, updates int
+}
+
+// desiredTuning splits a node state into its desired tuning (spec.tuning, else status.tuning) and
+// the rest of its spec, both as JSON. The rest leaves out spec.tuning, spec.profile.resolveOnNode
+// and spec.profile.generation: the hand-over moves the first two, and the generation is the
+// profile's that last moved the node's tuning, which the spec's own profile change moves (and the
+// previous release's manager, writing spec.tuning back at the rollback, records).
+func desiredTuning(lns map[string]any) (tuning, rest string) {
+	GinkgoHelper()
+	spec, _ := lns["spec"].(map[string]any)
+	status, _ := lns["status"].(map[string]any)
+	t := spec["tuning"]
+	if t == nil {
+		t = status["tuning"]
+	}
+	r := map[string]any{}
+	for k, v := range spec {
+		r[k] = v
+	}
+	delete(r, "tuning")
+	if p, ok := r["profile"].(map[string]any); ok {
+		q := map[string]any{}
+		for k, v := range p {
+			q[k] = v
+		}
+		delete(q, "resolveOnNode")
+		delete(q, "generation")
+		r["profile"] = q
+	}
+	tb, err := json.Marshal(t)
+	Expect(err).NotTo(HaveOccurred())
+	rb, err := json.Marshal(r)
+	Expect(err).NotTo(HaveOccurred())
+	return string(tb), string(rb)
 }
 
 func observeTunedNode() tunedNode {
 	GinkgoHelper()
 	var lns map[string]any
 	Expect(getJSON(&lns, "latencynodestate", nodeName)).To(Succeed())
-	meta, _ := lns["metadata"].(map[string]any)
-	gen, _ := meta["generation"].(float64)
-	spec, err := json.Marshal(lns["spec"])
-	Expect(err).NotTo(HaveOccurred())
+	tuning, spec := desiredTuning(lns)
 	var b map[string]any
 	Expect(getJSON(&b, "latencybenchmark", "tse2e-upgrade", "-n", testNS)).To(Succeed())
 	status, err := json.Marshal(b["status"])
 	Expect(err).NotTo(HaveOccurred())
 	labels := nodeLabels()
 	return tunedNode{
-		host: hostSnapshot(), journal: readHost(journalHost), generation: int64(gen), spec: string(spec),
+		host: hostSnapshot(), journal: readHost(journalHost), tuning: tuning, spec: spec,
 		profile: labels["tickstack.io/profile"], valid: labels["tickstack.io/validated"], benchmark: string(status),
 		reboots: recorded("reboots"), updates: recorded("grub-updates"),
 	}
@@ -80,8 +113,11 @@ func (before tunedNode) diff(now tunedNode) []string {
 	if now.journal != before.journal {
 		d = append(d, "the agent's journal of originals changed (a restore, or originals recorded again)")
 	}
-	if now.generation != before.generation || now.spec != before.spec {
-		d = append(d, fmt.Sprintf("the node state's spec changed: generation %d -> %d\nbefore: %s\nafter:  %s", before.generation, now.generation, before.spec, now.spec))
+	if now.tuning != before.tuning {
+		d = append(d, fmt.Sprintf("the node's desired tuning changed:\nbefore: %s\nafter:  %s", before.tuning, now.tuning))
+	}
+	if now.spec != before.spec {
+		d = append(d, fmt.Sprintf("the node state's spec changed:\nbefore: %s\nafter:  %s", before.spec, now.spec))
 	}
 	if now.profile != before.profile || now.valid != before.valid {
 		d = append(d, fmt.Sprintf("node labels: profile %q -> %q, validated %q -> %q", before.profile, now.profile, before.valid, now.valid))
@@ -124,10 +160,20 @@ func watchNode(host map[string]string) (stop func() []string) {
 			var node struct {
 				Spec struct {
 					Unschedulable bool `json:"unschedulable"`
+					Taints        []struct {
+						Key string `json:"key"`
+					} `json:"taints"`
 				} `json:"spec"`
 			}
-			if getJSON(&node, "node", nodeName) == nil && node.Spec.Unschedulable {
-				record("the node was cordoned")
+			if getJSON(&node, "node", nodeName) == nil {
+				if node.Spec.Unschedulable {
+					record("the node was cordoned")
+				}
+				for _, t := range node.Spec.Taints {
+					if t.Key == "tickstack.io/tuning-pending" {
+						record("the node was tainted tickstack.io/tuning-pending (its tuning moved)")
+					}
+				}
 			}
 			if lns, err := getNodeState(); err == nil && lns.Spec.RebootGranted {
 				record("the node state was granted a reboot slot")
@@ -296,6 +342,63 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 			g.Expect(f[0]).NotTo(Equal(first), "a new pod of tickstack-xdpd")
 			g.Expect(f[1:]).To(Equal([]string{agentImage, "80Mi"}))
 		}, time.Minute, 2*time.Second).Should(Succeed())
+	})
+
+	It("hands the node its own resolution (manager.resolveOnNode): nothing moves; a profile change then reaches the host with no node state write", func() {
+		args := append(append([]string{"upgrade", release}, chartFromRegistry()...),
+			"-f", valuesFile(false), "--set", "xdpd.resources.limits.memory=80Mi", "--set", "manager.resolveOnNode=true")
+		stop := watchNode(before.host)
+		out, err := helm(10*time.Minute, append(args, "-n", releaseNS, "--wait", "--timeout", "8m")...)
+		if err != nil {
+			stop()
+			Fail("helm upgrade --set manager.resolveOnNode=true:\n" + out)
+		}
+		settled(managerImage, agentImage)
+		By("the manager hands the node over: spec.profile.resolveOnNode, no spec.tuning; the agent resolves what it had in effect")
+		var handedOver map[string]any
+		Eventually(func(g Gomega) {
+			var lns map[string]any
+			g.Expect(getJSON(&lns, "latencynodestate", nodeName)).To(Succeed())
+			spec, _ := lns["spec"].(map[string]any)
+			prof, _ := spec["profile"].(map[string]any)
+			g.Expect(prof).To(HaveKeyWithValue("resolveOnNode", true))
+			g.Expect(spec).NotTo(HaveKey("tuning"))
+			status, _ := lns["status"].(map[string]any)
+			g.Expect(status).To(HaveKey("resolved"))
+			g.Expect(status["capabilities"]).To(ContainElement("ResolveOnNode"))
+			handedOver = lns
+		}, 3*time.Minute, 2*time.Second).Should(Succeed())
+		tuning, _ := desiredTuning(handedOver)
+		Expect(tuning).To(MatchJSON(before.tuning), "the agent's resolution (status.tuning) is the spec.tuning it had")
+		time.Sleep(25 * time.Second)
+		Expect(stop()).To(BeEmpty(), "while the node was handed over")
+		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after the hand-over")
+
+		By("a profile change: the agent re-tunes the host from the profile; the manager writes no node state")
+		var lns0 nodeState
+		Expect(getJSON(&lns0, "latencynodestate", nodeName)).To(Succeed())
+		setStatInterval := func(v string) {
+			GinkgoHelper()
+			out, err := kubectl(nil, "patch", "latencyprofile", profileName, "--type=merge", "-p", `{"spec":{"sysctls":{"vm.stat_interval":"`+v+`"}}}`)
+			Expect(err).NotTo(HaveOccurred(), out)
+			gen, err := kubectl(nil, "get", "latencyprofile", profileName, "-o", "jsonpath={.metadata.generation}")
+			Expect(err).NotTo(HaveOccurred(), gen)
+			Eventually(func(g Gomega) {
+				g.Expect(readHost("/proc/sys/vm/stat_interval")).To(Equal(v))
+				resolvedGen, err := kubectl(nil, "get", "latencynodestate", nodeName, "-o", "jsonpath={.status.resolved.generation}")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(resolvedGen).To(Equal(gen), "status.resolved.generation")
+				lns, err := getNodeState()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(lns.cond("Applied")).To(HaveField("Status", "True"))
+				g.Expect(lns.Metadata.Generation).To(Equal(lns0.Metadata.Generation), "the node state's spec was written")
+				g.Expect(nodeTaintKeys()).NotTo(ContainElement("tickstack.io/tuning-pending"))
+			}, 2*time.Minute, time.Second).Should(Succeed())
+		}
+		setStatInterval("11")
+		Expect(nodeLabels()).To(HaveKeyWithValue("tickstack.io/profile", profileName), "the profile label stays while the node re-tunes")
+		setStatInterval(wantSysctls["vm.stat_interval"])
+		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after the profile change and its revert")
 	})
 
 	It("rolls back to the previous release: nothing moves either", func() {
