@@ -8,17 +8,19 @@
  * (brk, M_TRIM_THRESHOLD) and takes it again on the next allocations, so
  * each megabyte moved cost page faults, zeroed pages and brk calls: 10-17 %
  * of the sender's and the receiver's CPU in iperf3 at MTU 9,000
- * (docs/dataplane-design.md, "TCP bulk throughput"). The application's
+ * (docs/dataplane-design.md, "Benchmark"). The application's
  * malloc settings stay the application's (no mallopt): the library keeps
  * what lwIP frees, up to TS_MEM_CACHE_BYTES per process, in free lists by
  * size class, and gives the rest back to malloc.
  *
  * Blocks carry a 16-byte header with their class (TS_MEM_BIG: a plain
  * malloc'd block, larger than the largest class). The lists are under
- * their own mutex: lwIP allocates under its core lock, but the library's
- * other threads free pbufs too. The sanitizer builds pass every call
- * straight to malloc, so that they see each block's true life. */
+ * their own mutex: lwIP allocates under its core lock, but a received
+ * segment is allocated on the RX path (ts_tcp__input), which does not hold
+ * it. The sanitizer builds pass every call straight to malloc, so that
+ * they see each block's true life. */
 #include "ts_internal.h"
+#include "lwipopts.h" /* ts_mem__malloc, ts_mem__calloc, ts_mem__free */
 
 #include <pthread.h>
 #include <stdint.h>
