@@ -1623,12 +1623,14 @@ static void atfork_prepare(void)
 		ts_ep__kernel_forget(fork_tcp_fds[i]);
 	ts_tcp__fork_prepare();
 	ts_sock__fork_prepare();
+	ts_mem__fork_prepare();
 }
 
 static void atfork_parent(void)
 {
 	int i, n;
 
+	ts_mem__fork_parent();
 	ts_sock__fork_parent();
 	ts_unlock();
 	n = ts_tcp__fork_fds(fork_tcp_fds, 256, 1);
@@ -1641,6 +1643,7 @@ static void atfork_child(void)
 	struct tickstack_stats *old = ts_stats;
 
 	ts_pid = getpid();
+	ts_mem__fork_child();
 	ts_unlock();
 	ts_in_lib++;
 	ts_stack__after_fork_child();

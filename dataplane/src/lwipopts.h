@@ -64,6 +64,18 @@ unsigned short ts_lwip__chksum(const void *data, int len);
 /* memory: libc's malloc for the heap and for every pool */
 #define MEM_LIBC_MALLOC 1
 #define MEMP_MEM_MALLOC 1
+/* tickstack's change: through a bounded cache of freed blocks (src/lwip_mem.c:
+ * glibc trimmed and re-faulted the heap's top for every megabyte a bulk
+ * transfer moved) */
+#ifndef __ASSEMBLER__
+#include <stddef.h>
+void *ts_mem__malloc(size_t size);
+void *ts_mem__calloc(size_t n, size_t size);
+void ts_mem__free(void *ptr);
+#endif
+#define mem_clib_malloc ts_mem__malloc
+#define mem_clib_calloc ts_mem__calloc
+#define mem_clib_free ts_mem__free
 #define MEM_USE_POOLS 0
 #if defined __LP64__
 #define MEM_ALIGNMENT 8

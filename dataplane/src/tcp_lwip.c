@@ -387,7 +387,9 @@ static int csum_ok(const uint8_t *ip, uint32_t ihl, uint32_t tot)
  * the core lock elsewhere: lwIP cannot run there) wait here for the next
  * holder of the core lock. Each is one allocation that becomes the pbuf
  * lwIP keeps (a custom pbuf around ip, freed with it): one copy out of
- * the UMEM frame, none into lwIP. */
+ * the UMEM frame, none into lwIP. Allocated as lwIP's own memory is
+ * (lwip_mem.c's cache): a receive window's worth of them is freed and
+ * allocated again every megabyte a bulk transfer moves. */
 struct ts_seg {
 	struct pbuf_custom pc; /* first: the pbuf lwIP frees */
 	struct ts_seg *next;
@@ -401,7 +403,7 @@ uint64_t ts_tcp_seg_rx_ns;
 
 static void seg_free(struct pbuf *p)
 {
-	free(p); /* the ts_seg it heads */
+	ts_mem__free(p); /* the ts_seg it heads */
 }
 
 int ts_lwip_batch_more;
@@ -423,7 +425,7 @@ int ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len,
 	}
 	/* copied: lwIP may keep a segment (out of order, unread) for long,
 	 * and the UMEM frame goes straight back to the fill ring */
-	g = malloc(sizeof(*g) + tot);
+	g = ts_mem__malloc(sizeof(*g) + tot);
 	if (!g)
 		return -ENOMEM;
 	g->next = NULL;
@@ -433,7 +435,7 @@ int ts_tcp__input(struct ts_stack *st, const uint8_t *frame, uint32_t len,
 	memcpy(g->ip, ip, tot);
 	/* summed on the copy, which the copy just brought into the cache */
 	if (!csum_ok(g->ip, ihl, tot)) {
-		free(g);
+		ts_mem__free(g);
 		return -EBADMSG;
 	}
 	pthread_mutex_lock(&inq_lock);
@@ -488,14 +490,14 @@ static void seg_input(struct ts_seg *g)
 	n = ts_lwip__netif(g->st, daddr);
 	if (!n) {
 		ts_stats->tcp.rx_no_netif++;
-		free(g);
+		ts_mem__free(g);
 		return;
 	}
 	g->pc.custom_free_function = seg_free;
 	p = pbuf_alloced_custom(PBUF_RAW, (u16_t)tot, PBUF_RAM, &g->pc, g->ip,
 				(u16_t)tot);
 	if (!p) {
-		free(g);
+		ts_mem__free(g);
 		return;
 	}
 	ts_stats->tcp.segs_rx++;

@@ -89,6 +89,10 @@
 TS_REAL_CALLS(TS_DECLARE_REAL)
 #undef TS_DECLARE_REAL
 TS_HIDDEN void ts_real__resolve(void);
+/* lwIP's heap cache (lwip_mem.c): held across a fork by atfork */
+TS_HIDDEN void ts_mem__fork_prepare(void);
+TS_HIDDEN void ts_mem__fork_parent(void);
+TS_HIDDEN void ts_mem__fork_child(void);
 /* the next definition of name past the library (libc's; the TSan build's
  * from libc itself) */
 TS_HIDDEN void *ts_real__sym(const char *name);
