@@ -115,28 +115,6 @@ spec:
       {{ end }}
 `
 
-// The designs a run measures (docs/architecture.md, "Fleet scale"): the manager resolves every
-// node and writes its node state's spec.tuning, or (its --resolve-on-node) each node's agent
-// resolves its own.
-const (
-	designPerNode       = "per-node"
-	designResolveOnNode = "resolve-on-node"
-)
-
-// design is the design the manager's flags select.
-func design(managerArgs []string) string {
-	d := designPerNode
-	for _, a := range managerArgs {
-		switch strings.TrimLeft(a, "-") {
-		case "resolve-on-node", "resolve-on-node=true":
-			d = designResolveOnNode
-		case "resolve-on-node=false":
-			d = designPerNode
-		}
-	}
-	return d
-}
-
 // Result is one fleet size's figures.
 type Result struct {
 	Nodes int `json:"nodes"`
