@@ -85,8 +85,8 @@ def targets(rs):
     mw, mnw, grow = max(r.get("UpdateManagerWrites", 0) for r in rs), max(managerNodeWrites(r) for r in rs), fit(rs, "UpdateManagerWrites")
     sw = max(statusWritesPerNode(r) for r in rs)
     return [
-        ("every agent acting on its new tuning after a profile update, %d nodes" % n, "%.1f s" % big["updateRenderedSeconds"], "< 10 s", big["updateRenderedSeconds"] < 10),
-        ("every agent acting on its new tuning after a profile create, %d nodes" % n, "%.1f s" % big["createRenderedSeconds"], "< 10 s", big["createRenderedSeconds"] < 10),
+        ("every agent acting on its new tuning after a profile update, %d nodes" % n, "%.2f s" % big["updateRenderedSeconds"], "< 10 s", big["updateRenderedSeconds"] < 10),
+        ("every agent acting on its new tuning after a profile create, %d nodes" % n, "%.2f s" % big["createRenderedSeconds"], "< 10 s", big["createRenderedSeconds"] < 10),
         ("manager writes for a profile update that changes every node (max over sizes: all; to node states and nodes; growth exponent)",
          "%d; %d; %s" % (mw, mnw, "%.2f" % grow if len(rs) > 1 else "-"), "O(1): none per node", mnw == 0 and (len(rs) < 2 or grow < 0.3)),
         ("node state status writes per changed node (max over sizes)", "%.2f" % sw, "<= 1", sw <= 1),
@@ -118,7 +118,7 @@ def markdown(rs, ts, kwok, margs):
          "| nodes | create -> %s (s) | update -> %s (s) | 5 %% degraded counted (s) | and back (s) | writes / changed node | writes / unchanged node | manager writes / update | status writes / changed node | manager reads | manager writes | peak RSS (MiB) | CPU (s) | rollout: budget / max held | rollout (s) |" % (reached, reached),
          "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in rs:
-        L.append("| %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.3f | %d | %.2f | %d | %d | %.0f | %.1f | %d / %d | %.0f |" % (
+        L.append("| %d | %.2f | %.2f | %.1f | %.1f | %.2f | %.3f | %d | %.2f | %d | %d | %.0f | %.1f | %d / %d | %.0f |" % (
             r["nodes"], r["createRenderedSeconds"], r["updateRenderedSeconds"], r["DriftSeenS"], r["DriftClearedS"],
             r["WritesPerChangedNode"], r["WritesPerUnchangedNode"], r.get("UpdateManagerWrites", 0), statusWritesPerNode(r),
             r["Reads"], r["Writes"], r["PeakRSSMiB"], r["CPUSeconds"], r["RolloutBudget"], r["RolloutMaxHeld"], r["RolloutS"]))

@@ -531,6 +531,8 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		})
 	}
 	settle("every node applied", func(s *tsv1.LatencyProfileStatus) bool { return int(s.AppliedNodes) == n })
+	// The create's last writes (the node labels follow Applied) are not the update's.
+	quiet(t, port)
 
 	cs, err := kubernetes.NewForConfig(&cfg)
 	if err != nil {
