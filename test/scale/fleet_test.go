@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -40,10 +41,12 @@ import (
 // from the LatencyProfile the node state names, and when the resolution's TuningHash moves it
 // puts the tuning-pending taint on its Node, applies (the same apply delay), writes
 // status.resolved and status.tuning in its one status patch and takes the taint off. A
-// resolution is made as soon as the watch delivers the profile change or the hand-over (a real
-// agent resolves on its own CPU, in parallel with every other): the moment it starts acting is
-// recorded per node (acting), which is what the test's "reached" waits for, independent of how
-// fast the generator's workers then patch.
+// resolution is made as soon as the node's own profile watch delivers the change, or the node
+// state watch the hand-over (a real agent resolves on its own CPU, in parallel with every other):
+// the moment it starts acting is recorded per node (acting), which is what the test's "reached"
+// waits for, independent of how fast the generator's workers then patch. The n profile watches
+// make the API server fan a profile change out as to a real fleet; their decoding and the n
+// resolutions share this machine's CPUs with everything else, so "reached" is an upper bound.
 
 const (
 	kwokAnnotation = "kwok.x-k8s.io/node"
@@ -231,36 +234,47 @@ func (a *agents) run(ctx context.Context, inf cache.Informer, workers int) error
 	return nil
 }
 
-// watchProfiles makes the resolving agents act on every profile change the watch inf delivers:
-// each agent whose node state names the profile resolves again.
-func (a *agents) watchProfiles(ctx context.Context, inf cache.Informer) error {
-	changed := func(obj any) {
-		p, ok := obj.(*tsv1.LatencyProfile)
-		if !ok {
-			return
+// watchProfiles gives each of the n nodes' resolving agents its own watch on the LatencyProfiles,
+// as a real agent's cache has one: a profile change fans out to n watches, and each agent
+// resolves when its own watch delivers the change (status-only events, the manager's roll-ups,
+// are skipped as the agent's predicate does). It returns once every watch is open; they end with
+// ctx, and one the API server closes is opened again.
+func (a *agents) watchProfiles(ctx context.Context, c client.WithWatch, n int) {
+	var open sync.WaitGroup
+	for i := range n {
+		open.Add(1)
+		go a.watchProfilesOf(ctx, c, nodeName(i), &open)
+	}
+	open.Wait()
+}
+
+func (a *agents) watchProfilesOf(ctx context.Context, c client.WithWatch, node string, open *sync.WaitGroup) {
+	var once sync.Once
+	seen := map[string]int64{} // profile -> generation this agent last resolved from
+	for ctx.Err() == nil {
+		w, err := c.Watch(ctx, &tsv1.LatencyProfileList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
 		}
-		var list tsv1.LatencyNodeStateList
-		if err := a.states.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-			return
-		}
-		for i := range list.Items {
-			lns := &list.Items[i]
-			if !handedOver(lns) || lns.Spec.Profile.Name != p.Name {
+		once.Do(open.Done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*tsv1.LatencyProfile)
+			if !ok || ev.Type == watch.Deleted || seen[p.Name] == p.Generation {
 				continue
 			}
-			_, _ = a.resolveWith(lns, p) // an error: sync reports it
-			a.q.Add(lns.Name)
-		}
-	}
-	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: changed,
-		UpdateFunc: func(o, n any) {
-			if o.(client.Object).GetGeneration() != n.(client.Object).GetGeneration() {
-				changed(n)
+			lns := &tsv1.LatencyNodeState{}
+			if err := a.states.Get(ctx, types.NamespacedName{Name: node}, lns); err != nil || !handedOver(lns) || lns.Spec.Profile.Name != p.Name {
+				// Not this node's profile (yet): the hand-over, through the node state's
+				// watch, resolves from the cached profile.
+				continue
 			}
-		},
-	})
-	return err
+			seen[p.Name] = p.Generation
+			_, _ = a.resolveWith(lns, p) // an error: sync reports it
+			a.q.Add(node)
+		}
+		w.Stop()
+	}
 }
 
 // work runs workers goroutines that take keys off q for fn, retrying a failure with back-off,

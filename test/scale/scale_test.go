@@ -474,16 +474,23 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		t.Fatal(err)
 	}
 	if resolving {
-		profInf, err := agentCache.GetInformer(ctx, &tsv1.LatencyProfile{})
-		if err != nil {
+		// The profiles, which the agents' hand-overs resolve from.
+		if _, err := agentCache.GetInformer(ctx, &tsv1.LatencyProfile{}); err != nil {
 			t.Fatal(err)
 		}
 		gen.resolveOwn(agentCache)
-		if err := gen.watchProfiles(ctx, profInf); err != nil {
-			t.Fatal(err)
-		}
 	}
 	go func() { _ = agentCache.Start(ctx) }()
+	if resolving {
+		wc, err := client.NewWithWatch(&cfg, client.Options{Scheme: kubetest.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !agentCache.WaitForCacheSync(ctx) {
+			t.Fatal("the test's cache did not sync")
+		}
+		gen.watchProfiles(ctx, wc, n)
+	}
 	if err := gen.run(ctx, inf, 64); err != nil {
 		t.Fatal(err)
 	}
