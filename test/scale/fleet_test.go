@@ -579,13 +579,16 @@ func (r *runners) upload(ctx context.Context, key types.NamespacedName) error {
 	}
 	orig := cm.DeepCopy()
 	cm.Data = map[string]string{tsv1.BenchResultsKey: string(raw), tsv1.BenchExitCodeKey: "0"}
+	// The pod's measuring is over once it uploads: counted before the patch, whose effect (the
+	// operator starting the next Job) may reach the Job watch before the patch's response here.
+	r.measuring.Add(-1)
 	if err := r.c.Patch(ctx, cm, client.MergeFrom(orig)); err != nil {
+		r.measuring.Add(1)
 		return err
 	}
 	r.mu.Lock()
 	r.uploaded[key] = true
 	r.mu.Unlock()
-	r.measuring.Add(-1)
 	return nil
 }
 
