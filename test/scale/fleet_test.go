@@ -111,9 +111,8 @@ type agents struct {
 	drifted map[string]bool
 	// rebooting are the nodes between their grant and the end of their reboot.
 	rebooting map[string]bool
-	// patches counts the generator's own writes; statusPatches its node state status patches,
-	// nodePatches its Node patches (cordons, taints).
-	patches, statusPatches, nodePatches atomic.Int64
+	// patches counts the generator's own writes; nodePatches those to Nodes (cordons, taints).
+	patches, nodePatches atomic.Int64
 
 	// resolving: the agents resolve their own node when the operator hands it over.
 	resolving bool
@@ -399,7 +398,6 @@ func (a *agents) sync(ctx context.Context, name string) error {
 	}
 	if !equalStatus(base, lns) {
 		a.patches.Add(1)
-		a.statusPatches.Add(1)
 		if err := a.c.Status().Patch(ctx, lns, client.MergeFrom(base)); err != nil {
 			return err
 		}
