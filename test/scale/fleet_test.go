@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,12 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/resolve"
 )
 
 // The simulated fleet: Node objects that kwok keeps alive (heartbeats, leases) and a load generator
@@ -30,6 +33,20 @@ import (
 // soon as the node state exists, the tuning's conditions after an apply delay when its spec
 // changes, the reboot protocol when the operator grants a slot. Like the real agent it patches
 // status only when something changes, so an idle fleet writes nothing.
+//
+// With resolving set (the manager runs with --resolve-on-node) the generator plays agents that
+// resolve their own node (docs/architecture.md, "Fleet scale"), as internal/agent does: each
+// reports the ResolveOnNode capability; for a node state the operator handed over
+// (spec.profile.resolveOnNode, no spec.tuning) it resolves resolve.Node(&profile.Spec, facts)
+// from the LatencyProfile the node state names, and when the resolution's TuningHash moves it
+// puts the tuning-pending taint on its Node, applies (the same apply delay), writes
+// status.resolved and status.tuning in its one status patch and takes the taint off. A
+// resolution is made as soon as the node's own profile watch delivers the change, or the node
+// state watch the hand-over (a real agent resolves on its own CPU, in parallel with every other):
+// the moment it starts acting is recorded per node (acting), which is what the test's "reached"
+// waits for, independent of how fast the generator's workers then patch. The n profile watches
+// make the API server fan a profile change out as to a real fleet; their decoding and the n
+// resolutions share this machine's CPUs with everything else, so "reached" is an upper bound.
 
 const (
 	kwokAnnotation = "kwok.x-k8s.io/node"
@@ -94,8 +111,29 @@ type agents struct {
 	drifted map[string]bool
 	// rebooting are the nodes between their grant and the end of their reboot.
 	rebooting map[string]bool
-	// patches counts the generator's own writes.
-	patches atomic.Int64
+	// patches counts the generator's own writes; nodePatches those to Nodes (cordons, taints).
+	patches, nodePatches atomic.Int64
+
+	// resolving: the agents resolve their own node when the operator hands it over.
+	resolving bool
+	// states and profiles are the watched node states and LatencyProfiles (the test's cache):
+	// a resolution reads them, never the API server.
+	states, profiles client.Reader
+	// acts is, per node, the resolution its agent acts on (resolving); tainted the nodes whose
+	// agent holds the tuning-pending taint on for a re-tune.
+	acts    map[string]*acting
+	tainted map[string]bool
+}
+
+// acting is the resolution a resolving agent acts on.
+type acting struct {
+	profile string
+	// generation is the profile generation the agent resolved it from; hash its TuningHash.
+	generation int64
+	hash       string
+	tuning     *tsv1.NodeTuning
+	// at is when the agent started acting on it.
+	at time.Time
 }
 
 func newAgents(c client.Client, applyDelay, rebootTime time.Duration) *agents {
@@ -103,7 +141,69 @@ func newAgents(c client.Client, applyDelay, rebootTime time.Duration) *agents {
 		c: c, applyDelay: applyDelay, rebootTime: rebootTime,
 		q:      workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 2*time.Second)),
 		booted: map[string]string{}, drifted: map[string]bool{}, rebooting: map[string]bool{},
+		acts: map[string]*acting{}, tainted: map[string]bool{},
 	}
+}
+
+// resolveOwn makes the generator's agents resolve their own node (the manager's
+// --resolve-on-node), reading node states and profiles from r.
+func (a *agents) resolveOwn(r client.Reader) {
+	a.resolving, a.states, a.profiles = true, r, r
+}
+
+// handedOver says whether the operator left the node's tuning to its agent.
+func handedOver(lns *tsv1.LatencyNodeState) bool {
+	return lns.Spec.Profile.ResolveOnNode && lns.Spec.Tuning == nil && lns.Spec.Profile.Name != ""
+}
+
+// resolveWith is an agent's resolution of its node state lns from profile p: the resolution it
+// acts on, a new one (its start recorded) when the tuning's hash moved. A profile older than
+// the one the agent already resolved from (a watch event delivered late) changes nothing.
+func (a *agents) resolveWith(lns *tsv1.LatencyNodeState, p *tsv1.LatencyProfile) (*acting, error) {
+	facts := lns.Status.Facts
+	if facts == nil {
+		facts = fleetFacts(a.cmdline(lns.Name))
+	}
+	t, err := resolve.Node(&p.Spec, facts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: resolving LatencyProfile %s: %w", lns.Name, p.Name, err)
+	}
+	h := resolve.TuningHash(t)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cur := a.acts[lns.Name]
+	if cur != nil && cur.profile == p.Name && (cur.hash == h || p.Generation < cur.generation) {
+		return cur, nil
+	}
+	cur = &acting{profile: p.Name, generation: p.Generation, hash: h, tuning: t, at: time.Now()}
+	a.acts[lns.Name] = cur
+	return cur, nil
+}
+
+// resolveOwnNode resolves lns from the profile it names, as read from the watch.
+func (a *agents) resolveOwnNode(ctx context.Context, lns *tsv1.LatencyNodeState) (*acting, error) {
+	p := &tsv1.LatencyProfile{}
+	if err := a.profiles.Get(ctx, types.NamespacedName{Name: lns.Spec.Profile.Name}, p); err != nil {
+		return nil, err
+	}
+	return a.resolveWith(lns, p)
+}
+
+// acted counts the nodes whose agent acts on a resolution of profile at generation gen whose
+// tuning passes check, and the latest moment one of them started.
+func (a *agents) acted(profile string, gen int64, check func(*tsv1.NodeTuning) bool) (int, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n, last := 0, time.Time{}
+	for _, act := range a.acts {
+		if act.profile == profile && act.generation == gen && (check == nil || check(act.tuning)) {
+			n++
+			if act.at.After(last) {
+				last = act.at
+			}
+		}
+	}
+	return n, last
 }
 
 // run watches the node states through inf and works on them with workers goroutines until ctx ends.
@@ -113,6 +213,17 @@ func (a *agents) run(ctx context.Context, inf cache.Informer, workers int) error
 			a.q.Add(o.GetName())
 		}
 	}
+	if a.resolving {
+		// A hand-over is resolved as the watch delivers it.
+		enqueue = func(obj any) {
+			if lns, ok := obj.(*tsv1.LatencyNodeState); ok {
+				if handedOver(lns) {
+					_, _ = a.resolveOwnNode(ctx, lns) // an error: sync reports it
+				}
+				a.q.Add(lns.Name)
+			}
+		}
+	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, n any) { enqueue(n) },
 	}); err != nil {
@@ -120,6 +231,49 @@ func (a *agents) run(ctx context.Context, inf cache.Informer, workers int) error
 	}
 	work(ctx, a.q, workers, a.sync)
 	return nil
+}
+
+// watchProfiles gives each of the n nodes' resolving agents its own watch on the LatencyProfiles,
+// as a real agent's cache has one: a profile change fans out to n watches, and each agent
+// resolves when its own watch delivers the change (status-only events, the manager's roll-ups,
+// are skipped as the agent's predicate does). It returns once every watch is open; they end with
+// ctx, and one the API server closes is opened again.
+func (a *agents) watchProfiles(ctx context.Context, c client.WithWatch, n int) {
+	var open sync.WaitGroup
+	for i := range n {
+		open.Add(1)
+		go a.watchProfilesOf(ctx, c, nodeName(i), &open)
+	}
+	open.Wait()
+}
+
+func (a *agents) watchProfilesOf(ctx context.Context, c client.WithWatch, node string, open *sync.WaitGroup) {
+	var once sync.Once
+	seen := map[string]int64{} // profile -> generation this agent last resolved from
+	for ctx.Err() == nil {
+		w, err := c.Watch(ctx, &tsv1.LatencyProfileList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		once.Do(open.Done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*tsv1.LatencyProfile)
+			if !ok || ev.Type == watch.Deleted || seen[p.Name] == p.Generation {
+				continue
+			}
+			lns := &tsv1.LatencyNodeState{}
+			if err := a.states.Get(ctx, types.NamespacedName{Name: node}, lns); err != nil || !handedOver(lns) || lns.Spec.Profile.Name != p.Name {
+				// Not this node's profile (yet): the hand-over, through the node state's
+				// watch, resolves from the cached profile.
+				continue
+			}
+			seen[p.Name] = p.Generation
+			_, _ = a.resolveWith(lns, p) // an error: sync reports it
+			a.q.Add(node)
+		}
+		w.Stop()
+	}
 }
 
 // work runs workers goroutines that take keys off q for fn, retrying a failure with back-off,
@@ -193,8 +347,18 @@ func (a *agents) sync(ctx context.Context, name string) error {
 		st.Facts = fleetFacts(cmdline)
 	}
 	st.Facts.KernelCmdline = cmdline
-	if t := lns.Spec.Tuning; t != nil {
-		if st.ObservedGeneration != lns.Generation {
+	t, retune, err := a.desired(ctx, lns)
+	if err != nil {
+		return err
+	}
+	if retune {
+		// The node's resolution moved: no new latency pod lands until it is Applied.
+		if err := a.taint(ctx, name, true); err != nil {
+			return err
+		}
+	}
+	if t != nil {
+		if st.ObservedGeneration != lns.Generation || retune {
 			// Applying takes a moment.
 			time.Sleep(a.applyDelay)
 		}
@@ -232,11 +396,77 @@ func (a *agents) sync(ctx context.Context, name string) error {
 			a.reboot(ctx, name, t.KernelArgs)
 		}
 	}
-	if equalStatus(base, lns) {
+	if !equalStatus(base, lns) {
+		a.patches.Add(1)
+		if err := a.c.Status().Patch(ctx, lns, client.MergeFrom(base)); err != nil {
+			return err
+		}
+	}
+	a.mu.Lock()
+	tainted := a.tainted[name]
+	a.mu.Unlock()
+	if tainted && meta.IsStatusConditionTrue(st.Conditions, tsv1.NodeApplied) {
+		// Applied: the taint of a re-tune comes off.
+		return a.taint(ctx, name, false)
+	}
+	return nil
+}
+
+// desired is the tuning the node's agent applies, written into lns's status as the agent reports
+// it: spec.tuning, or, for a resolving agent the operator handed the node to, its own resolution
+// (status.resolved and status.tuning, written when its hash moved: retune). nil: none yet.
+func (a *agents) desired(ctx context.Context, lns *tsv1.LatencyNodeState) (t *tsv1.NodeTuning, retune bool, err error) {
+	if !a.resolving {
+		return lns.Spec.Tuning, false, nil
+	}
+	st := &lns.Status
+	st.Capabilities = []tsv1.AgentCapability{tsv1.CapabilityResolveOnNode}
+	if !handedOver(lns) {
+		// status.resolved and status.tuning describe only a resolution of the agent's own.
+		st.Resolved, st.Tuning = nil, nil
+		return lns.Spec.Tuning, false, nil
+	}
+	act, err := a.resolveOwnNode(ctx, lns)
+	if err != nil {
+		return nil, false, err
+	}
+	if r := st.Resolved; r == nil || r.Profile != act.profile || r.TuningHash != act.hash {
+		st.Resolved = &tsv1.ResolvedTuning{Profile: act.profile, Generation: act.generation, TuningHash: act.hash}
+		st.Tuning = act.tuning.DeepCopy()
+		retune = true
+	}
+	return act.tuning, retune, nil
+}
+
+// taint puts the tuning-pending taint on the node or takes it off, as a resolving agent does
+// while its node re-tunes.
+func (a *agents) taint(ctx context.Context, name string, on bool) error {
+	n := &corev1.Node{}
+	if err := a.c.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
+		return err
+	}
+	i := slices.IndexFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == tsv1.TuningPendingTaint })
+	if (i >= 0) == on {
+		a.mu.Lock()
+		a.tainted[name] = on
+		a.mu.Unlock()
 		return nil
 	}
+	orig := n.DeepCopy()
+	if on {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: tsv1.TuningPendingTaint, Effect: corev1.TaintEffectNoSchedule})
+	} else {
+		n.Spec.Taints = slices.Delete(n.Spec.Taints, i, i+1)
+	}
 	a.patches.Add(1)
-	return a.c.Status().Patch(ctx, lns, client.MergeFrom(base))
+	a.nodePatches.Add(1)
+	if err := a.c.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.tainted[name] = on
+	a.mu.Unlock()
+	return nil
 }
 
 // reboot plays a reboot: the node cordoned, down for rebootTime, back with the arguments, uncordoned.
@@ -252,6 +482,7 @@ func (a *agents) reboot(ctx context.Context, name string, args []string) {
 		orig := n.DeepCopy()
 		n.Spec.Unschedulable = on
 		a.patches.Add(1)
+		a.nodePatches.Add(1)
 		_ = a.c.Patch(ctx, n, client.MergeFrom(orig))
 	}
 	cordon(true)
@@ -346,13 +577,16 @@ func (r *runners) upload(ctx context.Context, key types.NamespacedName) error {
 	}
 	orig := cm.DeepCopy()
 	cm.Data = map[string]string{tsv1.BenchResultsKey: string(raw), tsv1.BenchExitCodeKey: "0"}
+	// The pod's measuring is over once it uploads: counted before the patch, whose effect (the
+	// operator starting the next Job) may reach the Job watch before the patch's response here.
+	r.measuring.Add(-1)
 	if err := r.c.Patch(ctx, cm, client.MergeFrom(orig)); err != nil {
+		r.measuring.Add(1)
 		return err
 	}
 	r.mu.Lock()
 	r.uploaded[key] = true
 	r.mu.Unlock()
-	r.measuring.Add(-1)
 	return nil
 }
 

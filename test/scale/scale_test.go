@@ -118,9 +118,18 @@ spec:
 // Result is one fleet size's figures.
 type Result struct {
 	Nodes int `json:"nodes"`
-	// Seconds from the profile's create / its update to every node state rendered.
+	// Design is designPerNode or designResolveOnNode.
+	Design string `json:"design"`
+	// Seconds from the profile's create / its update to every node's agent holding its new
+	// desired tuning: per node, its node state rendered (spec.tuning at the profile's
+	// generation); resolving on the node, its agent's own resolution of that generation, from
+	// the moment it starts acting on it (the last node's).
 	CreateRenderedS float64 `json:"createRenderedSeconds"`
 	UpdateRenderedS float64 `json:"updateRenderedSeconds"`
+	// For the update that changes every node: the manager's writes (its own client metrics),
+	// the node state status writes (the API server's count: the agents'), the agents' Node
+	// patches (cordons, the tuning-pending taint).
+	UpdateManagerWrites, UpdateStatusWrites, UpdateAgentNodePatches int64
 	// Seconds from 5 % of the agents reporting Degraded to the profile's status counting them, and
 	// from their recovery to the status counting none.
 	DriftSeenS, DriftClearedS float64
@@ -385,6 +394,28 @@ func rendered(ctx context.Context, c client.Reader, gen int64, check func(*tsv1.
 	return n, nil
 }
 
+// reached waits until every one of the n nodes' agents holds its desired tuning of profile at
+// generation gen (passing check, nil: any) and returns the time from t0: per node, until its
+// node state is rendered (as the watch shows it); resolving on the node, until the last agent
+// started acting on its own resolution.
+func reached(t *testing.T, ctx context.Context, gen *agents, c client.Reader, what string, t0 time.Time, profile string, g int64, n int, check func(*tsv1.NodeTuning) bool) time.Duration {
+	t.Helper()
+	if !gen.resolving {
+		waitFor(t, 15*time.Minute, "every node state rendered after "+what, func() (bool, error) {
+			k, err := rendered(ctx, c, g, check)
+			return k == n, err
+		})
+		return time.Since(t0)
+	}
+	var last time.Time
+	waitFor(t, 15*time.Minute, "every agent acting on its own resolution after "+what, func() (bool, error) {
+		var k int
+		k, last = gen.acted(profile, g, check)
+		return k == n, nil
+	})
+	return last.Sub(t0)
+}
+
 // waitFor polls cond every 100 ms for up to limit; it returns the time it took.
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, error)) time.Duration {
 	t.Helper()
@@ -404,7 +435,8 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, 
 func runFleet(t *testing.T, managerBin string, n int) Result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r := Result{Nodes: n}
+	r := Result{Nodes: n, Design: design(strings.Fields(*argsFlag))}
+	resolving := r.Design == designResolveOnNode
 	env, err := kubetest.Start(kubetest.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -441,7 +473,24 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if resolving {
+		// The profiles, which the agents' hand-overs resolve from.
+		if _, err := agentCache.GetInformer(ctx, &tsv1.LatencyProfile{}); err != nil {
+			t.Fatal(err)
+		}
+		gen.resolveOwn(agentCache)
+	}
 	go func() { _ = agentCache.Start(ctx) }()
+	if resolving {
+		wc, err := client.NewWithWatch(&cfg, client.Options{Scheme: kubetest.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !agentCache.WaitForCacheSync(ctx) {
+			t.Fatal("the test's cache did not sync")
+		}
+		gen.watchProfiles(ctx, wc, n)
+	}
 	if err := gen.run(ctx, inf, 64); err != nil {
 		t.Fatal(err)
 	}
@@ -475,11 +524,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	if err := c.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Minute, "every node state rendered after the create", func() (bool, error) {
-		k, err := rendered(ctx, agentCache, 1, nil)
-		return k == n, err
-	})
-	r.CreateRenderedS = time.Since(t0).Seconds()
+	r.CreateRenderedS = reached(t, ctx, gen, agentCache, "the create", t0, p.Name, p.Generation, n, nil).Seconds()
 	// Everything settles: every node Applied, as the status counts.
 	latest := p.Generation // the profile's generation as last written
 	settle := func(what string, want func(*tsv1.LatencyProfileStatus) bool) time.Duration {
@@ -493,6 +538,8 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		})
 	}
 	settle("every node applied", func(s *tsv1.LatencyProfileStatus) bool { return int(s.AppliedNodes) == n })
+	// The create's last writes (the node labels follow Applied) are not the update's.
+	quiet(t, port)
 
 	cs, err := kubernetes.NewForConfig(&cfg)
 	if err != nil {
@@ -501,6 +548,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	// An update that changes every node's tuning.
 	a0 := apiWrites(t, ctx, cs)
 	w0, _ := requests(t, port)
+	np0 := gen.nodePatches.Load()
 	cur := &tsv1.LatencyProfile{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
 		t.Fatal(err)
@@ -511,17 +559,21 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		t.Fatal(err)
 	}
 	latest = cur.Generation
-	waitFor(t, 15*time.Minute, "every node state rendered after the update", func() (bool, error) {
-		k, err := rendered(ctx, agentCache, cur.Generation, func(tu *tsv1.NodeTuning) bool { return tu.Sysctls["vm.stat_interval"] == "20" })
-		return k == n, err
-	})
-	r.UpdateRenderedS = time.Since(t0).Seconds()
+	r.UpdateRenderedS = reached(t, ctx, gen, agentCache, "the update", t0, p.Name, cur.Generation, n,
+		func(tu *tsv1.NodeTuning) bool { return tu.Sysctls["vm.stat_interval"] == "20" }).Seconds()
 	settle("every node applied after the update", func(s *tsv1.LatencyProfileStatus) bool { return int(s.AppliedNodes) == n })
 	quiet(t, port)
 	w1, _ := requests(t, port)
 	a1 := apiWrites(t, ctx, cs)
 	r.WritesPerChangedNode = float64(w1-w0) / float64(n)
 	r.ChangedWrites = diffWrites(a0, a1)
+	r.UpdateManagerWrites = w1 - w0
+	r.UpdateAgentNodePatches = gen.nodePatches.Load() - np0
+	for k, v := range r.ChangedWrites {
+		if strings.HasPrefix(k, "latencynodestates/status ") {
+			r.UpdateStatusWrites += v
+		}
+	}
 
 	// An update that changes no node's tuning (a priority nothing competes with).
 	if err := c.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
