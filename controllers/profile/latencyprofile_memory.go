@@ -73,29 +73,29 @@ type ownWrite struct {
 // pending says whether lns is the cache's copy from before a write of this tuning at generation
 // gen: the write is in flight, and there is nothing to do. Any other version ends the record.
 func (w *ownWrites) pending(lns *tsv1.LatencyNodeState, gen int64, tuning *tsv1.NodeTuning) bool {
-	e, ok := w.get(lns.Name)
-	if !ok {
-		return false
-	}
-	if lns.ResourceVersion != e.from {
-		w.drop(lns.Name)
-		return false
-	}
-	return !e.resolveOnNode && e.gen == gen && equality.Semantic.DeepEqual(e.tuning, tuning)
+	e, ok := w.inFlight(lns)
+	return ok && !e.resolveOnNode && e.gen == gen && equality.Semantic.DeepEqual(e.tuning, tuning)
 }
 
 // handedOver says whether lns is the cache's copy from before this reconciler's write that handed
 // the node to its agent: the node resolves on its own now, whatever the profile's generation.
 func (w *ownWrites) handedOver(lns *tsv1.LatencyNodeState) bool {
+	e, ok := w.inFlight(lns)
+	return ok && e.resolveOnNode
+}
+
+// inFlight is the record of this reconciler's write over lns while the cache still shows the
+// version it was written over; any other version ends the record.
+func (w *ownWrites) inFlight(lns *tsv1.LatencyNodeState) (ownWrite, bool) {
 	e, ok := w.get(lns.Name)
 	if !ok {
-		return false
+		return e, false
 	}
 	if lns.ResourceVersion != e.from {
 		w.drop(lns.Name)
-		return false
+		return e, false
 	}
-	return e.resolveOnNode
+	return e, true
 }
 
 func (w *ownWrites) record(name, from string, gen int64, tuning *tsv1.NodeTuning) {
