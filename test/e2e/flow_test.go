@@ -860,7 +860,10 @@ spec:
 			Interface string   `json:"interface"`
 			IPs       []string `json:"ips"`
 		}
-		Expect(json.Unmarshal([]byte(ann["k8s.v1.cni.cncf.io/network-status"].(string)), &status)).To(Succeed())
+		// Multus writes it while it plumbs the pod; without it the pod ran on the pod network alone.
+		netStatus, _ := ann["k8s.v1.cni.cncf.io/network-status"].(string)
+		Expect(netStatus).NotTo(BeEmpty(), "Multus did not plumb the pod (no network-status annotation): %v", ann)
+		Expect(json.Unmarshal([]byte(netStatus), &status)).To(Succeed())
 		var ifname, ip string
 		for _, s := range status {
 			if s.Name == testNS+"/"+profileName+"-net2" {
