@@ -29,7 +29,9 @@ import sys
 # Bottom to top. An object may use what its own layer and the layers below
 # define.
 LAYERS = [
-    ("core", ["core", "config", "stats", "fallback"]),
+    # lwip_mem: the TCP engine's allocator (libc's malloc behind a cache of
+    # freed blocks), nothing of the library's below it
+    ("core", ["core", "config", "stats", "fallback", "lwip_mem"]),
     ("packet and route", ["pkt", "route", "nexthop", "ctl", "xdpd", "capture"]),
     ("stack", ["stack", "wait"]),
     # lwIP's glue (netif, input queue, timer thread) and its ISN hook: the
