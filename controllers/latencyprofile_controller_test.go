@@ -99,35 +99,42 @@ func agentRestored(lns *tsv1.LatencyNodeState) {
 	_ = k8s.Patch(ctx, lns, client.MergeFrom(orig))
 }
 
-// reportFacts plays the agent reporting its host's facts.
-func reportFacts(node string, facts *tsv1.NodeFacts) {
+// agentPatchesStatus plays the agent: it reads node's state, lets mutate change it (an error
+// from mutate: not yet, read again) and patches the status, until that succeeds.
+func agentPatchesStatus(node string, mutate func(lns *tsv1.LatencyNodeState) error) {
+	GinkgoHelper()
 	Eventually(func() error {
 		lns := &tsv1.LatencyNodeState{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
 			return err
 		}
 		orig := lns.DeepCopy()
-		lns.Status.Facts = facts
+		if err := mutate(lns); err != nil {
+			return err
+		}
 		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
 	}, timeout, interval).Should(Succeed())
 }
 
+// reportFacts plays the agent reporting its host's facts.
+func reportFacts(node string, facts *tsv1.NodeFacts) {
+	agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
+		lns.Status.Facts = facts
+		return nil
+	})
+}
+
 // reportApplied plays the agent reporting the current spec in effect.
 func reportApplied(node string) {
-	Eventually(func() error {
-		lns := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
-			return err
-		}
+	agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
 		if lns.Spec.Tuning == nil {
 			return fmt.Errorf("no tuning resolved yet")
 		}
-		orig := lns.DeepCopy()
 		lns.Status.ObservedGeneration = lns.Generation
 		meta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: tsv1.NodeApplied, Status: metav1.ConditionTrue, Reason: "InSync", Message: "all settings in effect"})
 		meta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: tsv1.NodeDegraded, Status: metav1.ConditionFalse, Reason: "InSync", Message: "ok"})
-		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-	}, timeout, interval).Should(Succeed())
+		return nil
+	})
 }
 
 func hostFacts(cpus tsv1.CPUSet) *tsv1.NodeFacts {

@@ -25,55 +25,40 @@ func turnResolveOnNode(on bool) {
 // reportCapableFacts plays a new agent's first report: its host's facts and its capability, in one
 // status patch.
 func reportCapableFacts(node string, facts *tsv1.NodeFacts) {
-	Eventually(func() error {
-		lns := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
-			return err
-		}
-		orig := lns.DeepCopy()
+	agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
 		lns.Status.Facts = facts
 		lns.Status.Capabilities = []tsv1.AgentCapability{tsv1.CapabilityResolveOnNode}
-		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-	}, timeout, interval).Should(Succeed())
+		return nil
+	})
 }
 
 // agentResolves plays a resolving agent that has resolved its node from the profile as it is now
 // and applied it: status.resolved and status.tuning, observedGeneration, Applied (or not).
 func agentResolves(node, profileName string, applied metav1.ConditionStatus) {
-	Eventually(func() error {
+	agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
 		p := &tsv1.LatencyProfile{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: profileName}, p); err != nil {
-			return err
-		}
-		lns := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
 			return err
 		}
 		tuning, err := resolve.Node(&p.Spec, lns.Status.Facts)
 		if err != nil {
 			return err
 		}
-		orig := lns.DeepCopy()
 		lns.Status.ObservedGeneration = lns.Generation
 		lns.Status.Tuning = tuning
 		lns.Status.Resolved = &tsv1.ResolvedTuning{Profile: p.Name, Generation: p.Generation, TuningHash: resolve.TuningHash(tuning)}
 		meta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: tsv1.NodeApplied, Status: applied, Reason: "Resolved", Message: "as resolved"})
 		meta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: tsv1.NodeDegraded, Status: metav1.ConditionFalse, Reason: "InSync", Message: "ok"})
-		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-	}, timeout, interval).Should(Succeed())
+		return nil
+	})
 }
 
 // setNodeCondition plays the agent setting one condition.
 func setNodeCondition(node, condType string, status metav1.ConditionStatus) {
-	Eventually(func() error {
-		lns := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
-			return err
-		}
-		orig := lns.DeepCopy()
+	agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
 		meta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: condType, Status: status, Reason: "Test", Message: "set by the test"})
-		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-	}, timeout, interval).Should(Succeed())
+		return nil
+	})
 }
 
 // moveTuning changes the profile so that every node's tuning moves (two reserved CPUs, not one).
