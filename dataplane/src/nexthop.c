@@ -25,10 +25,7 @@ struct nh_entry {
 	struct ts_nexthop nh;
 	int valid;
 	int why;          /* NH_OK, NH_NOROUTE, NH_LOCAL, NH_NEIGH */
-} __attribute__((aligned(8)));
-#define NH_WORDS (sizeof(struct nh_entry) / sizeof(uint64_t))
-_Static_assert(sizeof(struct nh_entry) % sizeof(uint64_t) == 0,
-	       "an entry is read and written in whole 64-bit words");
+};
 
 /* Guards the cache and the request list: data only, no system call. */
 static pthread_mutex_t nh_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -36,52 +33,6 @@ static pthread_cond_t nh_cond = PTHREAD_COND_INITIALIZER; /* an answer came */
 static struct nh_entry nh_cache[TS_NH_CACHE];
 static struct ts_flow nh_req[TS_NH_REQ];
 static int nh_nreq;
-/* The send path reads the cache without the lock (a mutex is two locked
- * instructions on every datagram): a sequence count, odd while an entry
- * changes, and every word of an entry read and written atomically, so
- * that a reader that saw the same even count before and after its copy
- * has a whole entry. Writers hold nh_lock. */
-static unsigned nh_seq;
-
-static void nh_store(struct nh_entry *c, const struct nh_entry *e)
-{
-	uint64_t w[NH_WORDS], *d = (uint64_t *)(void *)c;
-	size_t i;
-
-	memcpy(w, e, sizeof(w));
-	__atomic_store_n(&nh_seq, nh_seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	for (i = 0; i < NH_WORDS; i++)
-		__atomic_store_n(&d[i], w[i], __ATOMIC_RELAXED);
-	__atomic_store_n(&nh_seq, nh_seq + 1, __ATOMIC_RELEASE);
-}
-
-static void nh_invalidate(struct nh_entry *c)
-{
-	struct nh_entry e = *c;
-
-	e.valid = 0;
-	nh_store(c, &e);
-}
-
-/* A whole copy of c taken without the lock: 0 when a writer was busy */
-static int nh_load(const struct nh_entry *c, struct nh_entry *e)
-{
-	const uint64_t *s = (const uint64_t *)(const void *)c;
-	uint64_t w[NH_WORDS];
-	unsigned q = __atomic_load_n(&nh_seq, __ATOMIC_ACQUIRE);
-	size_t i;
-
-	if (q & 1)
-		return 0;
-	for (i = 0; i < NH_WORDS; i++)
-		w[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&nh_seq, __ATOMIC_RELAXED) != q)
-		return 0;
-	memcpy(e, w, sizeof(w));
-	return 1;
-}
 
 static int flow_eq(const struct ts_flow *a, const struct ts_flow *b)
 {
@@ -111,13 +62,7 @@ int ts_nh__get(const struct ts_flow *fl, struct ts_nexthop *out)
 	struct nh_entry *c = nh_slot(fl);
 	struct timespec until;
 	int why = NH_PENDING, i, wake = 0;
-	struct nh_entry e;
 
-	if (ts_likely(nh_load(c, &e)) && e.valid && flow_eq(&e.nh.fl, fl) &&
-	    (ts_likely(e.why != NH_NEIGH) || ts_now_ns() < e.nh.expires_ns)) {
-		*out = e.nh;
-		return e.why;
-	}
 	pthread_mutex_lock(&nh_lock);
 	if (ts_likely(c->valid && flow_eq(&c->nh.fl, fl))) {
 		/* an unresolved neighbour is asked again after a while: the
@@ -130,7 +75,7 @@ int ts_nh__get(const struct ts_flow *fl, struct ts_nexthop *out)
 			pthread_mutex_unlock(&nh_lock);
 			return why;
 		}
-		nh_invalidate(c);
+		c->valid = 0;
 	}
 	TS_INC(ts_stats->nh.misses);
 	for (i = 0; i < nh_nreq; i++)
@@ -190,7 +135,7 @@ void ts_nh__resolve_pending(void)
 	for (;;) {
 		struct ts_nexthop nh;
 		struct ts_flow fl;
-		struct nh_entry *c, e;
+		struct nh_entry *c;
 		int why = NH_OK;
 
 		pthread_mutex_lock(&nh_lock);
@@ -229,11 +174,9 @@ void ts_nh__resolve_pending(void)
 
 		pthread_mutex_lock(&nh_lock);
 		c = nh_slot(&fl);
-		memset(&e, 0, sizeof(e));
-		e.nh = nh;
-		e.why = why;
-		e.valid = 1;
-		nh_store(c, &e);
+		c->nh = nh;
+		c->why = why;
+		c->valid = 1;
 		/* drop the request (it may have moved: find it again) */
 		for (int i = 0; i < nh_nreq; i++) {
 			if (flow_eq(&nh_req[i], &fl)) {
@@ -283,19 +226,18 @@ void ts_nh__event(const struct nlmsghdr *h)
 			if (!c->valid)
 				continue;
 			if (c->why == NH_NEIGH && ok)
-				nh_invalidate(c); /* resolved now: look again */
+				c->valid = 0; /* resolved now: look again */
 			else if (c->why == NH_OK && via == dst &&
 				 c->nh.ifindex == nd->ndm_ifindex &&
 				 (!ok || !mac || memcmp(mac, c->nh.mac, 6)))
-				nh_invalidate(c);
+				c->valid = 0;
 			dropped += !c->valid;
 		}
 		goto out;
 	}
 	for (i = 0; i < TS_NH_CACHE; i++) {
 		dropped += nh_cache[i].valid;
-		if (nh_cache[i].valid)
-			nh_invalidate(&nh_cache[i]);
+		nh_cache[i].valid = 0;
 	}
 out:
 	pthread_mutex_unlock(&nh_lock);
@@ -323,6 +265,5 @@ void ts_nh__reset(void)
 	pthread_mutex_init(&nh_lock, NULL);
 	nh__cond_init();
 	memset(nh_cache, 0, sizeof(nh_cache));
-	nh_seq = 0;
 	nh_nreq = 0;
 }

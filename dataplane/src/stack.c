@@ -1927,8 +1927,8 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		udp_up.end();
 	if (n) {
 		xsk_ring_cons__release(&q->rx, n);
-		TS_ADD_LOCKED(st->st->rx_packets, n - extra);
-		TS_ADD_LOCKED(st->sb->rx_bytes, bytes);
+		TS_ADD(st->st->rx_packets, n - extra);
+		TS_ADD(st->sb->rx_bytes, bytes);
 	}
 	q->rx_unfilled += n;
 	if (q->rx_unfilled >= TS_FILL_BATCH || q->fill_low) {
@@ -2144,8 +2144,8 @@ static int tx_chain_locked(struct ts_stack *st, const uint8_t *hdr,
 		}
 	}
 	xsk_ring_prod__submit(&st->tx, k);
-	TS_INC_LOCKED(st->st->tx_packets);
-	TS_ADD_LOCKED(st->sb->tx_bytes, flen);
+	TS_INC(st->st->tx_packets);
+	TS_ADD(st->sb->tx_bytes, flen);
 	TS_INC(st->st->tx_multibuf);
 	return 0;
 }
@@ -2287,8 +2287,8 @@ fill:
 		ts_cap__frame((uint32_t)st->ifindex, 0, TICKSTACK_CAP_OUT, p,
 			      (uint32_t)n, ts_cap__now());
 	xsk_ring_prod__submit(&st->tx, 1);
-	TS_INC_LOCKED(st->st->tx_packets);
-	TS_ADD_LOCKED(st->sb->tx_bytes, n);
+	TS_INC(st->st->tx_packets);
+	TS_ADD(st->sb->tx_bytes, n);
 	if (more) {
 		st->kick_pending = 1;
 		k = 0;
@@ -2403,8 +2403,8 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 		ts_cap__frame((uint32_t)st->ifindex, 0, TICKSTACK_CAP_OUT, p,
 			      (uint32_t)(len + TS_ETH_HLEN), ts_cap__now());
 	xsk_ring_prod__submit(&st->tx, 1);
-	TS_INC_LOCKED(st->st->tx_packets);
-	TS_ADD_LOCKED(st->sb->tx_bytes, len + TS_ETH_HLEN);
+	TS_INC(st->st->tx_packets);
+	TS_ADD(st->sb->tx_bytes, len + TS_ETH_HLEN);
 	if (more) {
 		st->kick_pending = 1;
 		k = 0;

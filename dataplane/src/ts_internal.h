@@ -755,15 +755,6 @@ TS_HIDDEN unsigned long ts_sig__norestart_gen(void); /* one without SA_RESTART *
 /* Statistics counters are updated by several threads. */
 #define TS_INC(c) __atomic_fetch_add(&(c), 1, __ATOMIC_RELAXED)
 #define TS_ADD(c, n) __atomic_fetch_add(&(c), (n), __ATOMIC_RELAXED)
-/* A counter whose every writer holds the same lock (a stack's lock): a
- * plain load and store, whole values for the readers (other processes
- * read the statistics region), and no locked read-modify-write, which
- * costs several nanoseconds on the data path (a locked instruction waits
- * for the store buffer: after a payload copy, every store of it). */
-#define TS_ADD_LOCKED(c, n)                                                  \
-	__atomic_store_n(&(c), __atomic_load_n(&(c), __ATOMIC_RELAXED) + (n), \
-			 __ATOMIC_RELAXED)
-#define TS_INC_LOCKED(c) TS_ADD_LOCKED(c, 1)
 
 static inline uint64_t ts_now_ns(void)
 {
