@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// fixapp.h - what the rig's two FIX ends share: the session settings
-// (FIX 4.4, no data dictionary, as tests/fixcheck.cpp) and the checks that
-// the session never had to recover and its sequence numbers came in order.
+// fixapp.h - what the rig's two FIX ends and the FIX session test
+// (tests/fixcheck.cpp) share: the session settings (FIX 4.4, no data
+// dictionary) and the checks that the session never had to recover and its
+// sequence numbers came in order.
 #ifndef TICKSTACK_T2T_FIXAPP_H
 #define TICKSTACK_T2T_FIXAPP_H
 
