@@ -12,6 +12,7 @@
 #include <quickfix/Message.h>
 #include <quickfix/MessageCracker.h>
 #include <quickfix/Values.h>
+#include <quickfix/fix44/NewOrderSingle.h>
 
 #include <atomic>
 #include <chrono>
@@ -41,6 +42,22 @@ inline std::string fix_settings(bool acceptor, const std::string &host,
 	  << "TargetCompID=" << (acceptor ? "STRAT" : "EXCH") << "\n";
 	return s.str();
 }
+
+// OrderFields: what an acceptor reads of a NewOrderSingle to answer it with
+// an ExecutionReport.
+struct OrderFields {
+	explicit OrderFields(const FIX44::NewOrderSingle &o)
+	{
+		o.get(cl);
+		o.get(sym);
+		o.get(side);
+		o.get(qty);
+	}
+	FIX::ClOrdID cl;
+	FIX::Symbol sym;
+	FIX::Side side;
+	FIX::OrderQty qty;
+};
 
 // Session: logon/logout state and the sequence checks of one end.
 class Session {

@@ -40,24 +40,17 @@ public:
 	void onMessage(const FIX44::NewOrderSingle &o,
 		       const FIX::SessionID &id) override
 	{
-		FIX::ClOrdID cl;
-		FIX::Symbol sym;
-		FIX::Side side;
-		FIX::OrderQty qty;
+		const t2t::OrderFields f(o);
 
-		o.get(cl);
-		o.get(sym);
-		o.get(side);
-		o.get(qty);
-		check_id(cl);
-		FIX44::ExecutionReport r(FIX::OrderID("O" + cl.getString()),
-					 FIX::ExecID("E" + cl.getString()),
+		check_id(f.cl);
+		FIX44::ExecutionReport r(FIX::OrderID("O" + f.cl.getString()),
+					 FIX::ExecID("E" + f.cl.getString()),
 					 FIX::ExecType(FIX::ExecType_NEW),
-					 FIX::OrdStatus(FIX::OrdStatus_NEW), side,
-					 FIX::LeavesQty(qty), FIX::CumQty(0),
+					 FIX::OrdStatus(FIX::OrdStatus_NEW), f.side,
+					 FIX::LeavesQty(f.qty), FIX::CumQty(0),
 					 FIX::AvgPx(0));
-		r.set(cl);
-		r.set(sym);
+		r.set(f.cl);
+		r.set(f.sym);
 		FIX::Session::sendToTarget(r, id);
 	}
 	void onMessage(const FIX44::ExecutionReport &r,
