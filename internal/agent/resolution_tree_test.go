@@ -38,21 +38,13 @@ func createProfile(t *testing.T, name string, spec tsv1.LatencyProfileSpec) {
 
 func getProfile(t *testing.T, name string) *tsv1.LatencyProfile {
 	t.Helper()
-	p := &tsv1.LatencyProfile{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return getObj[tsv1.LatencyProfile](t, name)
 }
 
 func patchProfile(t *testing.T, name string, mutate func(*tsv1.LatencyProfileSpec)) {
 	t.Helper()
 	p := getProfile(t, name)
-	orig := p.DeepCopy()
-	mutate(&p.Spec)
-	if err := k8s.Patch(context.Background(), p, client.MergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
+	patchObj(t, p, func() { mutate(&p.Spec) })
 }
 
 // createResolvingLNS creates the node state as a manager with --resolve-on-node would: the
@@ -63,16 +55,7 @@ func createResolvingLNS(t *testing.T, node, profile string) {
 		ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{tsv1.ProfileLabel: profile}},
 		Spec:       tsv1.LatencyNodeStateSpec{NodeName: node, Profile: tsv1.ProfileReference{Name: profile, ResolveOnNode: true}},
 	}
-	if err := k8s.Create(context.Background(), lns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		cur := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, cur); err == nil {
-			_ = k8s.Delete(ctx, cur)
-		}
-	})
+	createNodeState(t, lns)
 }
 
 func hasPendingTaint(n *corev1.Node) bool {
@@ -358,18 +341,14 @@ func TestTreeResolveOnNode(t *testing.T) {
 	if !tainted(t, node) {
 		t.Errorf("node not tainted %s while its new resolution waits for a reboot", tsv1.TuningPendingTaint)
 	}
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	tsutil.Poll(t, 30*time.Second, "applied after the reboot", func() error {
-		l := getLNS(t, node)
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot %+v", l.Status.Reboot)
-		}
+	setGranted(t, node, true)
+	pollSlotDone(t, node, "applied after the reboot", 30*time.Second, func(l *tsv1.LatencyNodeState) error {
 		if tainted(t, node) {
 			return fmt.Errorf("node still tainted %s", tsv1.TuningPendingTaint)
 		}
 		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	setGranted(t, node, false)
 	if n := len(agenttest.Lines(t, a.Reboots)); n != 1 {
 		t.Errorf("rebooted %d times, want 1", n)
 	}

@@ -151,18 +151,14 @@ func TestTreeRebootProtocol(t *testing.T) {
 	}
 
 	// The operator grants the slot: cordon, drain (nothing to evict), reboot, verify, uncordon.
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	tsutil.Poll(t, 30*time.Second, "reboot done", func() error {
-		l := getLNS(t, node)
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot %+v", l.Status.Reboot)
-		}
+	setGranted(t, node, true)
+	pollSlotDone(t, node, "reboot done", 30*time.Second, func(l *tsv1.LatencyNodeState) error {
 		if err := wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, agent.ReasonKernelArgsInEffect); err != nil {
 			return err
 		}
 		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false }) // the operator takes the slot back
+	setGranted(t, node, false) // the operator takes the slot back
 	if n := len(agenttest.Lines(t, a.Reboots)); n != 1 {
 		t.Errorf("rebooted %d times, want 1", n)
 	}
@@ -283,10 +279,8 @@ func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 	createNode(t, node)
 	createLNS(t, node, treeTuning())
 	agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 20*time.Second, "reboot requested", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
-	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	pollRebootRequested(t, node)
+	setGranted(t, node, true)
 	tsutil.Poll(t, 20*time.Second, "missing reboot reported", func() error {
 		l := getLNS(t, node)
 		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonRebootFailed); err != nil {
@@ -326,21 +320,15 @@ func TestTreeRebootWithoutTheArguments(t *testing.T) {
 	createNode(t, node)
 	createLNS(t, node, treeTuning())
 	agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 20*time.Second, "reboot requested", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
-	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	tsutil.Poll(t, 20*time.Second, "reboot in vain reported", func() error {
-		l := getLNS(t, node)
+	pollRebootRequested(t, node)
+	setGranted(t, node, true)
+	pollSlotDone(t, node, "reboot in vain reported", 20*time.Second, func(l *tsv1.LatencyNodeState) error {
 		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonRebootDidNotApply); err != nil {
 			return err
 		}
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot %+v", l.Status.Reboot)
-		}
 		return wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, agent.ReasonRebootDidNotApply)
 	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	setGranted(t, node, false)
 	gomega.NewWithT(t).Consistently(func() int { return len(agenttest.Lines(t, a.Reboots)) }).
 		WithTimeout(2*a.R.CheckPeriod).WithPolling(50*time.Millisecond).Should(gomega.Equal(1), "reboots for the same arguments")
 	if getNode(t, node).Spec.Unschedulable {
@@ -349,4 +337,12 @@ func TestTreeRebootWithoutTheArguments(t *testing.T) {
 	if getLNS(t, node).Annotations[tsv1.RebootedForAnnotation] == "" {
 		t.Errorf("no %s annotation", tsv1.RebootedForAnnotation)
 	}
+}
+
+// pollRebootRequested polls until the agent asks for a reboot slot.
+func pollRebootRequested(t *testing.T, node string) {
+	t.Helper()
+	tsutil.Poll(t, 20*time.Second, "reboot requested", func() error {
+		return wantCondition(getLNS(t, node), tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
+	})
 }
