@@ -1108,6 +1108,18 @@ out:
 
 /* ---- pod clients */
 
+/* client_link: c joins p's clients, fd (a connection, or a ghost's pidfd)
+ * watched as an event of type; client_close takes it out again. */
+static void client_link(struct pod *p, struct client *c, int type, int fd)
+{
+	c->ev.type = type;
+	c->ev.p = c;
+	c->next = p->clients;
+	p->clients = c;
+	p->nclients++;
+	ep_add(fd, &c->ev);
+}
+
 static void entry_remove(struct client *c, int i)
 {
 	struct entry *e = &c->ents[i];
@@ -1277,12 +1289,7 @@ static void pod_accept(struct pod *p, int lfd)
 		      "end idle processes)", EMFILE, p->uid, TS_XDPD_POD_CLIENTS);
 		goto out_refuse;
 	}
-	c->ev.type = EV_CLIENT;
-	c->ev.p = c;
-	c->next = p->clients;
-	p->clients = c;
-	p->nclients++;
-	ep_add(fd, &c->ev);
+	client_link(p, c, EV_CLIENT, fd);
 	{
 		struct client *g = ghost_of(p, c->pid);
 
@@ -2080,13 +2087,7 @@ static struct client *ghost_get(struct pod *p, pid_t pid)
 		free(g);
 		return NULL;
 	}
-	/* readable when the process exits */
-	g->ev.type = EV_GHOST;
-	g->ev.p = g;
-	g->next = p->clients;
-	p->clients = g;
-	p->nclients++;
-	ep_add(g->pidfd, &g->ev);
+	client_link(p, g, EV_GHOST, g->pidfd); /* readable when it exits */
 	return g;
 }
 
