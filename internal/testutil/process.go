@@ -3,6 +3,7 @@ package testutil
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -24,20 +25,28 @@ func ProcessGone(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }
 
+// StartHelper starts cmd (the test binary run again as a helper process) and returns its standard
+// output; the test's cleanup kills it and waits for it.
+func StartHelper(t testing.TB, cmd *exec.Cmd) io.Reader {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return out
+}
+
 // ChildDiesWithParent starts helper, a process (the test binary run again as a helper) that starts
 // a child and prints "child=PID" on a line of its standard output. Once the child runs it kills
 // helper with SIGKILL, which leaves it no chance to clean up, and fails the test unless the child
 // dies with it within 10 s (the child's Pdeathsig).
 func ChildDiesWithParent(t testing.TB, helper *exec.Cmd) {
 	t.Helper()
-	out, err := helper.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
+	out := StartHelper(t, helper)
 	var said []string // what else the helper printed before its child's pid
 	pids := make(chan string, 1)
 	go func() {
