@@ -41,12 +41,6 @@ func getProfile(t *testing.T, name string) *tsv1.LatencyProfile {
 	return getObj[tsv1.LatencyProfile](t, name)
 }
 
-func patchProfile(t *testing.T, name string, mutate func(*tsv1.LatencyProfileSpec)) {
-	t.Helper()
-	p := getProfile(t, name)
-	patchObj(t, p, func() { mutate(&p.Spec) })
-}
-
 // createResolvingLNS creates the node state as a manager with --resolve-on-node would: the
 // profile named, resolveOnNode set, no spec.tuning.
 func createResolvingLNS(t *testing.T, node, profile string) {
@@ -188,7 +182,7 @@ func TestTreeResolveOnNode(t *testing.T) {
 	rv := func() string { return getLNS(t, node).ResourceVersion + "/" + getNode(t, node).ResourceVersion }
 	steady := rv()
 	g.Consistently(rv).WithTimeout(2*a.R.CheckPeriod).WithPolling(100*time.Millisecond).Should(gomega.Equal(steady), "writes in the steady state")
-	patchProfile(t, profile, func(s *tsv1.LatencyProfileSpec) { s.Priority = 5 })
+	patchObj[tsv1.LatencyProfile](t, profile, func(p *tsv1.LatencyProfile) { p.Spec.Priority = 5 })
 	if p := getProfile(t, profile); p.Generation != 2 {
 		t.Fatalf("profile generation %d after a spec change, want 2", p.Generation)
 	}
@@ -276,9 +270,9 @@ func TestTreeResolveOnNode(t *testing.T) {
 	before := agenttest.Snapshot(t, a.Root)
 	inEffect := getLNS(t, node).Status.DeepCopy()
 	_, mark = taints.since(0)
-	patchProfile(t, profile, func(s *tsv1.LatencyProfileSpec) {
-		s.Sysctls["vm.swappiness"] = "40"
-		s.NICs = []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"ens9"}}}}
+	patchObj[tsv1.LatencyProfile](t, profile, func(p *tsv1.LatencyProfile) {
+		p.Spec.Sysctls["vm.swappiness"] = "40"
+		p.Spec.NICs = []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"ens9"}}}}
 	})
 	tsutil.Poll(t, 20*time.Second, "Degraded ResolutionFailed", func() error {
 		l := getLNS(t, node)

@@ -101,11 +101,15 @@ func getObj[T any, P interface {
 	return o
 }
 
-// patchObj writes what mutate changes in o as a merge patch.
-func patchObj(t *testing.T, o client.Object, mutate func()) {
+// patchObj writes what mutate changes in the cluster-scoped object name as a merge patch.
+func patchObj[T any, P interface {
+	*T
+	client.Object
+}](t *testing.T, name string, mutate func(P)) {
 	t.Helper()
+	o := getObj[T, P](t, name)
 	orig := o.DeepCopyObject().(client.Object)
-	mutate()
+	mutate(o)
 	if err := k8s.Patch(context.Background(), o, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +128,7 @@ func getNode(t *testing.T, name string) *corev1.Node {
 // patchLNS changes the node state's spec as the operator would.
 func patchLNS(t *testing.T, name string, mutate func(*tsv1.LatencyNodeState)) {
 	t.Helper()
-	l := getLNS(t, name)
-	patchObj(t, l, func() { mutate(l) })
+	patchObj[tsv1.LatencyNodeState](t, name, mutate)
 }
 
 // setGranted gives the node its reboot (or kubelet restart) slot, or takes it back, as the
