@@ -228,22 +228,7 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 	})
 
 	It("reports a resolving node's resolution error itself, and writes nothing to its node state", func() {
-		turnResolveOnNode(true)
-		g := newGroup()
-		n := "tsro-" + g + "-err"
-		makeNode(n, g)
-		name := "tsro-" + g
-		makeProfile(name, g, 0)
-		Eventually(func() error { _, err := getState(n)(); return err }, timeout, interval).Should(Succeed())
-		agentApplying(n)
-		reportCapableFacts(n, hostFacts("0-63"))
-		var handed *tsv1.LatencyNodeState
-		Eventually(func(gm Gomega) {
-			lns, err := getState(n)()
-			gm.Expect(err).NotTo(HaveOccurred())
-			gm.Expect(lns.Spec.Profile.ResolveOnNode).To(BeTrue())
-			handed = lns
-		}, timeout, interval).Should(Succeed())
+		n, name, handed := handedToNode("err")
 		agentResolves(n, name, metav1.ConditionTrue)
 		Eventually(appliedNodes(name), timeout, interval).Should(Equal(int32(1)))
 
@@ -262,20 +247,7 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 	})
 
 	It("keeps the profile label on a resolving node while it re-tunes, and takes it off when it is Degraded", func() {
-		turnResolveOnNode(true)
-		g := newGroup()
-		n := "tsro-" + g + "-label"
-		makeNode(n, g)
-		name := "tsro-" + g
-		makeProfile(name, g, 0)
-		Eventually(func() error { _, err := getState(n)(); return err }, timeout, interval).Should(Succeed())
-		agentApplying(n)
-		reportCapableFacts(n, hostFacts("0-63"))
-		Eventually(func(gm Gomega) bool {
-			lns, err := getState(n)()
-			gm.Expect(err).NotTo(HaveOccurred())
-			return lns.Spec.Profile.ResolveOnNode
-		}, timeout, interval).Should(BeTrue())
+		n, name, _ := handedToNode("label")
 		agentResolves(n, name, metav1.ConditionFalse)
 		Consistently(nodeLabel(n, tsv1.ProfileLabel), "1s", interval).Should(BeEmpty(), "labelled before it was ever Applied")
 		agentResolves(n, name, metav1.ConditionTrue)
@@ -292,3 +264,24 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 		Eventually(nodeLabel(n, tsv1.ProfileLabel), timeout, interval).Should(BeEmpty())
 	})
 })
+
+// handedToNode turns resolveOnNode on, makes a profile and a node (name suffix) of a new group that
+// can resolve it itself (the agent applying, facts reported), and waits until the manager hands
+// the node its resolution. It returns the node, the profile and the node state as handed.
+func handedToNode(suffix string) (node, profile string, handed *tsv1.LatencyNodeState) {
+	turnResolveOnNode(true)
+	g := newGroup()
+	node, profile = "tsro-"+g+"-"+suffix, "tsro-"+g
+	makeNode(node, g)
+	makeProfile(profile, g, 0)
+	Eventually(func() error { _, err := getState(node)(); return err }, timeout, interval).Should(Succeed())
+	agentApplying(node)
+	reportCapableFacts(node, hostFacts("0-63"))
+	Eventually(func(gm Gomega) {
+		lns, err := getState(node)()
+		gm.Expect(err).NotTo(HaveOccurred())
+		gm.Expect(lns.Spec.Profile.ResolveOnNode).To(BeTrue())
+		handed = lns
+	}, timeout, interval).Should(Succeed())
+	return node, profile, handed
+}

@@ -53,6 +53,12 @@ static void known_set(int fd)
 		__atomic_store_n(&ep_known[fd], 1, __ATOMIC_RELEASE);
 }
 
+static int known(int fd)
+{
+	return fd >= 0 && fd < (int)sizeof(ep_known) &&
+	       __atomic_load_n(&ep_known[fd], __ATOMIC_ACQUIRE);
+}
+
 static struct ts_ep *ep_of(int epfd)
 {
 	struct ts_ep *e;
@@ -210,39 +216,17 @@ int ts_ep__ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	return 0;
 }
 
-/* fd is about to name another file (a TCP stream or listener shared at a
- * fork, tcp.c): the kernel's sets drop their registration of the old one,
- * which they could no longer find by fd. */
-void ts_ep__kernel_forget(int fd)
-{
-	struct ts_ep *e;
-	int i;
-
-	if (fd < 0 || fd >= (int)sizeof(ep_known) ||
-	    !__atomic_load_n(&ep_known[fd], __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&ep_list_lock);
-	for (e = eps; e; e = e->next) {
-		pthread_mutex_lock(&e->lock);
-		for (i = 0; e->epfd >= 0 && i < e->n; i++)
-			if (e->m[i].fd == fd)
-				ts_real_epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
-		pthread_mutex_unlock(&e->lock);
-	}
-	pthread_mutex_unlock(&ep_list_lock);
-}
-
-/* fd names its new file (a kernel socket to the library): every set that
- * holds it as a member registers that file in the kernel's set, with the
- * member's events, so that the set keeps reporting it. */
-void ts_ep__kernel_adopt(int fd)
+/* fd names another file: every set that holds it as a member drops the
+ * kernel's registration of the old file (adopt 0), which it could no
+ * longer find by fd, or registers the new one with the member's events
+ * (adopt 1), so that the set keeps reporting it. */
+static void kernel_member(int fd, int adopt)
 {
 	struct epoll_event kev;
 	struct ts_ep *e;
 	int i;
 
-	if (fd < 0 || fd >= (int)sizeof(ep_known) ||
-	    !__atomic_load_n(&ep_known[fd], __ATOMIC_ACQUIRE))
+	if (!known(fd))
 		return;
 	pthread_mutex_lock(&ep_list_lock);
 	for (e = eps; e; e = e->next) {
@@ -250,6 +234,10 @@ void ts_ep__kernel_adopt(int fd)
 		for (i = 0; e->epfd >= 0 && i < e->n; i++) {
 			if (e->m[i].fd != fd)
 				continue;
+			if (!adopt) {
+				ts_real_epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
+				continue;
+			}
 			memset(&kev, 0, sizeof(kev));
 			/* a one-shot member that fired stays quiet */
 			kev.events = e->m[i].disabled ? 0 : e->m[i].events;
@@ -263,13 +251,26 @@ void ts_ep__kernel_adopt(int fd)
 	pthread_mutex_unlock(&ep_list_lock);
 }
 
+/* fd is about to name another file (a TCP stream or listener shared at a
+ * fork, tcp.c): the kernel's sets drop their registration of the old one. */
+void ts_ep__kernel_forget(int fd)
+{
+	kernel_member(fd, 0);
+}
+
+/* fd names its new file (a kernel socket to the library): the sets that
+ * hold it register that file in the kernel's set. */
+void ts_ep__kernel_adopt(int fd)
+{
+	kernel_member(fd, 1);
+}
+
 void ts_ep__forget_fd(int fd)
 {
 	struct ts_ep *e;
 	int i, had;
 
-	if (fd < 0 || fd >= (int)sizeof(ep_known) ||
-	    !__atomic_load_n(&ep_known[fd], __ATOMIC_ACQUIRE))
+	if (!known(fd))
 		return;
 	pthread_mutex_lock(&ep_list_lock);
 	for (e = eps; e; e = e->next) {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// fixapp.h - what the rig's two FIX ends share: the session settings
-// (FIX 4.4, no data dictionary, as tests/fixcheck.cpp) and the checks that
-// the session never had to recover and its sequence numbers came in order.
+// fixapp.h - what the rig's two FIX ends and the FIX session test
+// (tests/fixcheck.cpp) share: the session settings (FIX 4.4, no data
+// dictionary) and the checks that the session never had to recover and its
+// sequence numbers came in order.
 #ifndef TICKSTACK_T2T_FIXAPP_H
 #define TICKSTACK_T2T_FIXAPP_H
 
@@ -11,6 +12,7 @@
 #include <quickfix/Message.h>
 #include <quickfix/MessageCracker.h>
 #include <quickfix/Values.h>
+#include <quickfix/fix44/NewOrderSingle.h>
 
 #include <atomic>
 #include <chrono>
@@ -40,6 +42,22 @@ inline std::string fix_settings(bool acceptor, const std::string &host,
 	  << "TargetCompID=" << (acceptor ? "STRAT" : "EXCH") << "\n";
 	return s.str();
 }
+
+// OrderFields: what an acceptor reads of a NewOrderSingle to answer it with
+// an ExecutionReport.
+struct OrderFields {
+	explicit OrderFields(const FIX44::NewOrderSingle &o)
+	{
+		o.get(cl);
+		o.get(sym);
+		o.get(side);
+		o.get(qty);
+	}
+	FIX::ClOrdID cl;
+	FIX::Symbol sym;
+	FIX::Side side;
+	FIX::OrderQty qty;
+};
 
 // Session: logon/logout state and the sequence checks of one end.
 class Session {

@@ -30,17 +30,10 @@ public:
 	void onMessage(const FIX44::NewOrderSingle &o,
 		       const FIX::SessionID &id) override
 	{
-		FIX::ClOrdID cl;
-		FIX::Symbol sym;
-		FIX::Side side;
-		FIX::OrderQty qty;
+		const t2t::OrderFields f(o);
 
-		o.get(cl);
-		o.get(sym);
-		o.get(side);
-		o.get(qty);
 		long n = ++orders_;
-		if (side == FIX::Side_BUY)
+		if (f.side == FIX::Side_BUY)
 			buys_++;
 		else
 			sells_++;
@@ -49,11 +42,11 @@ public:
 					 FIX::ExecID("E" + std::to_string(n)),
 					 FIX::ExecType(FIX::ExecType_FILL),
 					 FIX::OrdStatus(FIX::OrdStatus_FILLED),
-					 side, FIX::LeavesQty(0),
-					 FIX::CumQty(qty), FIX::AvgPx(px));
-		r.set(cl);
-		r.set(sym);
-		r.set(FIX::LastQty(qty));
+					 f.side, FIX::LeavesQty(0),
+					 FIX::CumQty(f.qty), FIX::AvgPx(px));
+		r.set(f.cl);
+		r.set(f.sym);
+		r.set(FIX::LastQty(f.qty));
 		r.set(FIX::LastPx(px));
 		r.setField(t2t::TAG_ARRIVAL_NS, std::to_string(arrival_));
 		FIX::Session::sendToTarget(r, id);

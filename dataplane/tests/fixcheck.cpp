@@ -11,8 +11,8 @@
 // exactly once (ClOrdID 1..N, MsgSeqNum consecutive), and that the
 // session never had to recover (no ResendRequest, SequenceReset or Reject).
 // Exit status 0 on success, 1 with a message otherwise.
-#include <quickfix/Application.h>
-#include <quickfix/MessageCracker.h>
+#include "../t2t/fixapp.h"
+
 #include <quickfix/NullStore.h>
 #include <quickfix/Session.h>
 #include <quickfix/SessionSettings.h>
@@ -23,86 +23,34 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <sstream>
 #include <string>
-#include <thread>
 
 namespace {
 
-class App : public FIX::Application, public FIX::MessageCracker {
+// App: the session's logon/logout and its sequence and recovery checks are
+// t2t::App's (the tick-to-trade rig's two FIX ends); this adds the ClOrdID
+// check of both ends and the acceptor's ExecutionReport.
+class App : public t2t::App {
 public:
 	explicit App(bool acceptor) : acceptor_(acceptor) {}
-
-	void onCreate(const FIX::SessionID &) override {}
-	void onLogon(const FIX::SessionID &id) override
-	{
-		std::lock_guard<std::mutex> g(mu_);
-		id_ = id;
-		logged_on_ = true;
-		cv_.notify_all();
-	}
-	void onLogout(const FIX::SessionID &) override
-	{
-		std::lock_guard<std::mutex> g(mu_);
-		logged_out_ = true;
-		cv_.notify_all();
-	}
-	void toAdmin(FIX::Message &, const FIX::SessionID &) override {}
-	void toApp(FIX::Message &, const FIX::SessionID &)
-		throw(FIX::DoNotSend) override {}
-	void fromAdmin(const FIX::Message &m, const FIX::SessionID &)
-		throw(FIX::FieldNotFound, FIX::IncorrectDataFormat,
-		      FIX::IncorrectTagValue, FIX::RejectLogon) override
-	{
-		FIX::MsgType t;
-
-		m.getHeader().getField(t);
-		// 2 ResendRequest, 4 SequenceReset, 3 Reject: the session had to
-		// recover, which a stream that loses nothing never needs
-		if (t == FIX::MsgType_ResendRequest ||
-		    t == FIX::MsgType_SequenceReset || t == FIX::MsgType_Reject)
-			fail("session recovery message " + t.getString());
-	}
-	void fromApp(const FIX::Message &m, const FIX::SessionID &id)
-		throw(FIX::FieldNotFound, FIX::IncorrectDataFormat,
-		      FIX::IncorrectTagValue,
-		      FIX::UnsupportedMessageType) override
-	{
-		FIX::MsgSeqNum seq;
-
-		m.getHeader().getField(seq);
-		if (last_seq_ && seq != last_seq_ + 1)
-			fail("MsgSeqNum " + std::to_string(seq) + " after " +
-			     std::to_string(last_seq_));
-		last_seq_ = seq;
-		crack(m, id);
-	}
 
 	void onMessage(const FIX44::NewOrderSingle &o,
 		       const FIX::SessionID &id) override
 	{
-		FIX::ClOrdID cl;
-		FIX::Symbol sym;
-		FIX::Side side;
-		FIX::OrderQty qty;
+		const t2t::OrderFields f(o);
 
-		o.get(cl);
-		o.get(sym);
-		o.get(side);
-		o.get(qty);
-		check_id(cl);
-		FIX44::ExecutionReport r(FIX::OrderID("O" + cl.getString()),
-					 FIX::ExecID("E" + cl.getString()),
+		check_id(f.cl);
+		FIX44::ExecutionReport r(FIX::OrderID("O" + f.cl.getString()),
+					 FIX::ExecID("E" + f.cl.getString()),
 					 FIX::ExecType(FIX::ExecType_NEW),
-					 FIX::OrdStatus(FIX::OrdStatus_NEW), side,
-					 FIX::LeavesQty(qty), FIX::CumQty(0),
+					 FIX::OrdStatus(FIX::OrdStatus_NEW), f.side,
+					 FIX::LeavesQty(f.qty), FIX::CumQty(0),
 					 FIX::AvgPx(0));
-		r.set(cl);
-		r.set(sym);
+		r.set(f.cl);
+		r.set(f.sym);
 		FIX::Session::sendToTarget(r, id);
 	}
 	void onMessage(const FIX44::ExecutionReport &r,
@@ -114,44 +62,40 @@ public:
 		check_id(cl);
 	}
 
-	bool wait_logon(int secs)
-	{
-		std::unique_lock<std::mutex> g(mu_);
-		return cv_.wait_for(g, std::chrono::seconds(secs),
-				    [this] { return logged_on_; });
-	}
-	bool wait_logout(int secs)
-	{
-		std::unique_lock<std::mutex> g(mu_);
-		return cv_.wait_for(g, std::chrono::seconds(secs),
-				    [this] { return logged_out_; });
-	}
 	bool wait_count(long n, int secs)
 	{
-		std::unique_lock<std::mutex> g(mu_);
-		return cv_.wait_for(g, std::chrono::seconds(secs),
-				    [this, n] { return count_ >= n; });
-	}
-	FIX::SessionID id()
-	{
-		std::lock_guard<std::mutex> g(mu_);
-		return id_;
+		return s_.wait(secs, [this, n] { return count_ >= n; });
 	}
 	long count()
 	{
-		std::lock_guard<std::mutex> g(mu_);
+		std::lock_guard<std::mutex> g(s_.mu_);
 		return count_;
 	}
-	bool failed() const { return failed_; }
+	// failed: a ClOrdID out of order, a MsgSeqNum that did not grow by
+	// one, or a recovery message (ResendRequest, SequenceReset, Reject),
+	// which a stream that loses nothing never needs
+	bool failed()
+	{
+		if (s_.seq_errors())
+			fail(std::to_string(s_.seq_errors()) +
+			     " MsgSeqNum out of order");
+		if (s_.recovery())
+			fail(std::to_string(s_.recovery()) +
+			     " session recovery messages");
+		return failed_;
+	}
+
+protected:
+	void received(uint64_t) override {}
 
 private:
 	void check_id(const FIX::ClOrdID &cl)
 	{
 		long want;
 		{
-			std::lock_guard<std::mutex> g(mu_);
+			std::lock_guard<std::mutex> g(s_.mu_);
 			want = ++count_;
-			cv_.notify_all();
+			s_.cv_.notify_all();
 		}
 		if (cl.getString() != std::to_string(want))
 			fail("ClOrdID " + cl.getString() + ", want " +
@@ -165,33 +109,9 @@ private:
 	}
 
 	bool acceptor_;
-	std::mutex mu_;
-	std::condition_variable cv_;
-	FIX::SessionID id_;
-	bool logged_on_ = false, logged_out_ = false;
-	long count_ = 0;
-	int last_seq_ = 0;
+	long count_ = 0; // under s_.mu_
 	std::atomic<bool> failed_{ false };
 };
-
-std::string settings(bool acceptor, const std::string &host,
-		     const std::string &port)
-{
-	std::ostringstream s;
-
-	s << "[DEFAULT]\n"
-	  << "ConnectionType=" << (acceptor ? "acceptor" : "initiator") << "\n"
-	  << "StartTime=00:00:00\nEndTime=00:00:00\n"
-	  << "HeartBtInt=30\nUseDataDictionary=N\nResetOnLogon=Y\n"
-	  << "ReconnectInterval=1\nSocketNodelay=Y\n"
-	  << (acceptor ? "SocketAcceptPort=" + port + "\n" :
-			 "SocketConnectHost=" + host +
-				 "\nSocketConnectPort=" + port + "\n")
-	  << "[SESSION]\nBeginString=FIX.4.4\n"
-	  << "SenderCompID=" << (acceptor ? "ACC" : "INIT") << "\n"
-	  << "TargetCompID=" << (acceptor ? "INIT" : "ACC") << "\n";
-	return s.str();
-}
 
 int usage()
 {
@@ -213,7 +133,8 @@ int main(int argc, char **argv)
 		return usage();
 	long n = std::atol(argv[argc - 1]);
 	std::istringstream cfg(
-		settings(acc, acc ? "" : argv[2], acc ? argv[2] : argv[3]));
+		t2t::fix_settings(acc, acc ? "" : argv[2],
+				  acc ? argv[2] : argv[3]));
 	FIX::SessionSettings ss(cfg);
 	FIX::NullStoreFactory store;
 	App app(acc);
@@ -223,7 +144,7 @@ int main(int argc, char **argv)
 			FIX::SocketAcceptor a(app, store, ss);
 
 			a.start();
-			if (!app.wait_logon(30) || !app.wait_logout(300)) {
+			if (!app.s_.wait_logon(30) || !app.s_.wait_logout(300)) {
 				std::fprintf(stderr, "fixcheck acceptor: no logon "
 						     "or logout in time\n");
 				a.stop(true);
@@ -234,13 +155,13 @@ int main(int argc, char **argv)
 			FIX::SocketInitiator i(app, store, ss);
 
 			i.start();
-			if (!app.wait_logon(30)) {
+			if (!app.s_.wait_logon(30)) {
 				std::fprintf(stderr, "fixcheck initiator: no "
 						     "logon\n");
 				i.stop(true);
 				return 1;
 			}
-			FIX::SessionID id = app.id();
+			FIX::SessionID id = app.s_.id();
 			auto t0 = std::chrono::steady_clock::now();
 
 			for (long k = 1; k <= n; k++) {
@@ -264,7 +185,7 @@ int main(int argc, char **argv)
 					  std::chrono::steady_clock::now() - t0)
 					  .count();
 			FIX::Session::lookupSession(id)->logout();
-			if (!app.wait_logout(30))
+			if (!app.s_.wait_logout(30))
 				std::fprintf(stderr, "fixcheck initiator: logout "
 						     "not confirmed\n");
 			i.stop();

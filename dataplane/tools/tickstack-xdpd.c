@@ -251,13 +251,15 @@ static void vrefusal(struct ratelimit *rl, const char *who, const char *fmt,
 	logf_("%s: %s", who, line);
 }
 
-static void ctl_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void ctl_refusal(const char *fmt, ...)
+static void refusal(struct ratelimit *rl, const char *who, const char *fmt,
+		    ...) __attribute__((format(printf, 3, 4)));
+static void refusal(struct ratelimit *rl, const char *who, const char *fmt,
+		    ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vrefusal(&ctl_rl, "control socket", fmt, ap);
+	vrefusal(rl, who, fmt, ap);
 	va_end(ap);
 }
 
@@ -478,6 +480,25 @@ static struct att *att_find(struct pod *p, const char *ifname, int *idx)
 			return &p->ifs[i];
 		}
 	return NULL;
+}
+
+/* pod_new: a pod's record, not yet listening (lfd, dfd -1), its network
+ * namespace fd still to set; NULL without memory. */
+static struct pod *pod_new(const char *uid, uint64_t ino, uint64_t dev)
+{
+	struct pod *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	snprintf(p->uid, sizeof(p->uid), "%.71s", uid);
+	p->ns_ino = ino;
+	p->ns_dev = dev;
+	p->lfd = -1;
+	p->dfd = -1;
+	p->rl.start = now_ms();
+	p->ev.type = EV_POD_LISTEN;
+	p->ev.p = p;
+	return p;
 }
 
 static void pod_refusal(struct pod *p, const char *fmt, ...)
@@ -953,18 +974,10 @@ static int ctl_attach(const char *uid, const char *ifname, int nsfd,
 	if (p && att_find(p, ifname, NULL))
 		return 0; /* idempotent */
 	if (!p) {
-		p = calloc(1, sizeof(*p));
+		p = pod_new(uid, ino, dev);
 		if (!p)
 			return -ENOMEM;
-		snprintf(p->uid, sizeof(p->uid), "%.71s", uid);
 		p->nsfd = fcntl(nsfd, F_DUPFD_CLOEXEC, 0);
-		p->ns_ino = ino;
-		p->ns_dev = dev;
-		p->lfd = -1;
-		p->dfd = -1;
-		p->rl.start = now_ms();
-		p->ev.type = EV_POD_LISTEN;
-		p->ev.p = p;
 		fresh = 1;
 	}
 	if (p->nifs >= TS_XDPD_POD_IFS) {
@@ -1095,6 +1108,18 @@ out:
 
 /* ---- pod clients */
 
+/* client_link: c joins p's clients, fd (a connection, or a ghost's pidfd)
+ * watched as an event of type; client_close takes it out again. */
+static void client_link(struct pod *p, struct client *c, int type, int fd)
+{
+	c->ev.type = type;
+	c->ev.p = c;
+	c->next = p->clients;
+	p->clients = c;
+	p->nclients++;
+	ep_add(fd, &c->ev);
+}
+
 static void entry_remove(struct client *c, int i)
 {
 	struct entry *e = &c->ents[i];
@@ -1190,16 +1215,6 @@ static void ghost_adopt(struct client *c, struct client *g)
 	client_close(g); /* nothing of it is left: only its watch goes */
 }
 
-static void node_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void node_refusal(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vrefusal(&node_rl, "node socket", fmt, ap);
-	va_end(ap);
-}
-
 /* A connection on a pod's own socket (p) or on DIR/node/xdp.sock (p NULL,
  * lfd): there the pod is the one attached in the caller's network
  * namespace. */
@@ -1245,9 +1260,11 @@ static void pod_accept(struct pod *p, int lfd)
 		}
 		p = c->pod = pod_by_ns(ino, dev);
 		if (!p) {
-			node_refusal("refused pid %d uid %u: its network namespace "
-				     "(inode %llu) is no attached pod's", (int)cred.pid,
-				     (unsigned)cred.uid, (unsigned long long)ino);
+			refusal(&node_rl, "node socket",
+				"refused pid %d uid %u: its network namespace "
+				"(inode %llu) is no attached pod's",
+				(int)cred.pid, (unsigned)cred.uid,
+				(unsigned long long)ino);
 			reply(fd, "error %d refused: the caller's network namespace "
 			      "is no pod's that tickstack-xdpd serves (the "
 			      "tickstack-xdp CNI plugin attaches a bypass pod's "
@@ -1272,12 +1289,7 @@ static void pod_accept(struct pod *p, int lfd)
 		      "end idle processes)", EMFILE, p->uid, TS_XDPD_POD_CLIENTS);
 		goto out_refuse;
 	}
-	c->ev.type = EV_CLIENT;
-	c->ev.p = c;
-	c->next = p->clients;
-	p->clients = c;
-	p->nclients++;
-	ep_add(fd, &c->ev);
+	client_link(p, c, EV_CLIENT, fd);
 	{
 		struct client *g = ghost_of(p, c->pid);
 
@@ -2075,13 +2087,7 @@ static struct client *ghost_get(struct pod *p, pid_t pid)
 		free(g);
 		return NULL;
 	}
-	/* readable when the process exits */
-	g->ev.type = EV_GHOST;
-	g->ev.p = g;
-	g->next = p->clients;
-	p->clients = g;
-	p->nclients++;
-	ep_add(g->pidfd, &g->ev);
+	client_link(p, g, EV_GHOST, g->pidfd); /* readable when it exits */
 	return g;
 }
 
@@ -2286,20 +2292,12 @@ static void state_att(const char *uid, const char *ifname, int ifindex,
 			pod_dir_remove(uid);
 			return;
 		}
-		p = calloc(1, sizeof(*p));
+		p = pod_new(uid, ino, dev);
 		if (!p) {
 			close(nsfd);
 			return;
 		}
-		snprintf(p->uid, sizeof(p->uid), "%.71s", uid);
 		p->nsfd = nsfd;
-		p->ns_ino = ino;
-		p->ns_dev = dev;
-		p->lfd = -1;
-		p->dfd = -1;
-		p->rl.start = now_ms();
-		p->ev.type = EV_POD_LISTEN;
-		p->ev.p = p;
 		err = pod_socket(p, why, sizeof(why));
 		if (err) {
 			logf_("state: pod %s: %s: its record dropped", uid, why);
@@ -2600,8 +2598,9 @@ static int serve(void)
 					break;
 				if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ||
 				    cr.uid != 0) {
-					ctl_refusal("refused pid %d uid %u: not root",
-						    (int)cr.pid, (unsigned)cr.uid);
+					refusal(&ctl_rl, "control socket",
+						"refused pid %d uid %u: not root",
+						(int)cr.pid, (unsigned)cr.uid);
 					reply(fd, "error the control socket is root's");
 					close(fd);
 					break;

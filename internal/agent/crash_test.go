@@ -120,7 +120,7 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 	}
 
 	// Granted; killed after recording Rebooting, before the reboot command.
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	setGranted(t, node, true)
 	crashAt(t, agent.FailpointBeforeRebootCommand, node, root, logs)
 	if l := getLNS(t, node); l.Status.Reboot == nil || l.Status.Reboot.Phase != tsv1.RebootRebooting {
 		t.Fatalf("status before the reboot command: %+v", l.Status.Reboot)
@@ -133,11 +133,7 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 	}
 	a = agenttest.TreeAgentOn(node, root, logs)
 	stop = agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 30*time.Second, "reboot done after the restart", func() error {
-		l := getLNS(t, node)
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot %+v", l.Status.Reboot)
-		}
+	pollSlotDone(t, node, "reboot done after the restart", 30*time.Second, func(l *tsv1.LatencyNodeState) error {
 		return wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, agent.ReasonKernelArgsInEffect)
 	})
 	if n := len(agenttest.Lines(t, a.Reboots)); n != 1 {
@@ -146,7 +142,7 @@ func TestCrashWindowsOfTheRebootProtocol(t *testing.T) {
 	if getNode(t, node).Spec.Unschedulable {
 		t.Error("node left cordoned")
 	}
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	setGranted(t, node, false)
 
 	deleteLNS(t, node)
 	stop()
@@ -165,16 +161,12 @@ func TestCrashAnnouncedOnce(t *testing.T) {
 		if l := getLNS(t, node); l.Status.Reboot != nil {
 			t.Fatalf("the request was recorded before the failpoint: %+v", l.Status.Reboot)
 		}
-		patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+		setGranted(t, node, true)
 		crash("Draining")
 		crash(map[string]string{"KubeletRestartRequested": "KubeletRestarted", "RebootRequested": "Rebooting"}[requested])
 		crash(end)
 		start()
-		tsutil.Poll(t, 30*time.Second, "the restart over", func() error {
-			l := getLNS(t, node)
-			if l.Status.Reboot != nil {
-				return fmt.Errorf("reboot %+v", l.Status.Reboot)
-			}
+		pollSlotDone(t, node, "the restart over", 30*time.Second, func(l *tsv1.LatencyNodeState) error {
 			return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 		})
 		reasons := []string{requested, "Draining", end}

@@ -160,12 +160,8 @@ func TestTreeKubeletRestart(t *testing.T) {
 		t.Fatalf("the kubelet was touched before the slot: %s", got)
 	}
 
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	tsutil.Poll(t, 30*time.Second, "the kubelet restarted with the drop-in", func() error {
-		l := getLNS(t, node)
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot status %+v", l.Status.Reboot)
-		}
+	setGranted(t, node, true)
+	pollSlotDone(t, node, "the kubelet restarted with the drop-in", 30*time.Second, func(l *tsv1.LatencyNodeState) error {
 		if err := wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, ""); err != nil {
 			return err
 		}
@@ -198,7 +194,7 @@ func TestTreeKubeletRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false }) // as the operator does
+	setGranted(t, node, false) // as the operator does
 
 	// A kubelet that ignores the new drop-in: rolled back after the start timeout, once.
 	if err := os.WriteFile(filepath.Join(k.logs, "ignore-drop-ins"), nil, 0o644); err != nil {
@@ -212,14 +208,10 @@ func TestTreeKubeletRestart(t *testing.T) {
 		}
 		return nil
 	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	tsutil.Poll(t, 30*time.Second, "the previous drop-in back", func() error {
-		l := getLNS(t, node)
+	setGranted(t, node, true)
+	pollSlotDone(t, node, "the previous drop-in back", 30*time.Second, func(l *tsv1.LatencyNodeState) error {
 		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonKubeletRestartFailed); err != nil {
 			return err
-		}
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot status %+v", l.Status.Reboot)
 		}
 		if !strings.HasPrefix(l.Annotations[tsv1.KubeletRestartedForAnnotation], "failed-") {
 			return fmt.Errorf("annotation %q", l.Annotations[tsv1.KubeletRestartedForAnnotation])
@@ -236,7 +228,7 @@ func TestTreeKubeletRestart(t *testing.T) {
 	gomega.NewWithT(t).Consistently(func() string { return k.log(t) }).
 		WithTimeout(3*time.Second).WithPolling(100*time.Millisecond).
 		Should(gomega.Equal("stop start stop start stop start"), "the first restart, the failed one and the rollback, then no retry")
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	setGranted(t, node, false)
 	if err := os.Remove(filepath.Join(k.logs, "ignore-drop-ins")); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +278,7 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 		return nil
 	})
 
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	setGranted(t, node, true)
 	tsutil.Poll(t, 20*time.Second, "Draining announced", func() error {
 		if n := len(events(t, node, "Draining")); n == 0 {
 			return errors.New("no Draining event")
@@ -352,11 +344,7 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 		Should(gomega.Equal("phase Verifying, KubeletVerified events 1"), "the end, tried again and again, is said once")
 
 	liftEnd()
-	tsutil.Poll(t, 60*time.Second, "the reboot over", func() error {
-		l := getLNS(t, node)
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot status %+v", l.Status.Reboot)
-		}
+	pollSlotDone(t, node, "the reboot over", 60*time.Second, func(l *tsv1.LatencyNodeState) error {
 		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 	})
 	for _, reason := range []string{"Draining", "KubeletRestarted", "KubeletVerified"} {
@@ -440,10 +428,10 @@ func denyByPolicy(t *testing.T, name string, rule admissionregistrationv1.RuleWi
 
 // startKubeletRestartRequested starts an agent over a tree with a kubelet for a node state whose
 // kubelet settings want a restart, and waits until the agent asks for its slot.
-func startKubeletRestartRequested(t *testing.T, node string) {
+func startKubeletRestartRequested(t *testing.T, node string) (*agenttest.TreeAgent, *treeKubelet) {
 	t.Helper()
 	a := agenttest.NewTreeAgent(t, node)
-	newTreeKubelet(t, a)
+	k := newTreeKubelet(t, a)
 	createNode(t, node)
 	createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
 	agenttest.StartAgent(t, cfg, a.R, nil)
@@ -453,4 +441,5 @@ func startKubeletRestartRequested(t *testing.T, node string) {
 		}
 		return nil
 	})
+	return a, k
 }

@@ -86,19 +86,9 @@ func setting(l *tsv1.LatencyNodeState, name string) tsv1.SettingStatus {
 // KubeletRestartRequired) and restarts the kubelet with new checkpoints in the node's slot.
 func TestTreeKubeletRestartsForOfflinedCPUs(t *testing.T) {
 	node := agenttest.Name("offkubelet")
-	a := agenttest.NewTreeAgent(t, node)
-	k := newTreeKubelet(t, a)
-	createNode(t, node)
-	createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
-	agenttest.StartAgent(t, cfg, a.R, nil)
 	// The kubelet takes the drop-in in a first slot; its checkpoint then covers CPUs 0-3.
-	tsutil.Poll(t, 20*time.Second, "a kubelet restart requested", func() error {
-		if r := getLNS(t, node).Status.Reboot; r == nil || r.Phase != tsv1.RebootRequested {
-			return fmt.Errorf("reboot status %+v", r)
-		}
-		return nil
-	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	a, k := startKubeletRestartRequested(t, node)
+	setGranted(t, node, true)
 	tsutil.Poll(t, 30*time.Second, "applied with the drop-in", func() error {
 		l := getLNS(t, node)
 		if s := setting(l, "kubelet/cpuManagerCPUs"); s.State != tsv1.SettingInSync || s.Observed != "0-3" {
@@ -106,7 +96,7 @@ func TestTreeKubeletRestartsForOfflinedCPUs(t *testing.T) {
 		}
 		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, "")
 	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	setGranted(t, node, false)
 
 	// CPU 3 goes offline; the tree's kernel is the test: it drops CPU 3 from the online CPUs.
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning.OfflinedCPUs = "3" })
@@ -135,12 +125,8 @@ func TestTreeKubeletRestartsForOfflinedCPUs(t *testing.T) {
 	if got := k.log(t); got != "stop start" {
 		t.Fatalf("the kubelet was restarted before the slot: %s", got)
 	}
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	tsutil.Poll(t, 30*time.Second, "the kubelet restarted over the online CPUs", func() error {
-		l := getLNS(t, node)
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot status %+v", l.Status.Reboot)
-		}
+	setGranted(t, node, true)
+	pollSlotDone(t, node, "the kubelet restarted over the online CPUs", 30*time.Second, func(l *tsv1.LatencyNodeState) error {
 		if s := setting(l, "kubelet/cpuManagerCPUs"); s.State != tsv1.SettingInSync || s.Observed != "0-2" {
 			return fmt.Errorf("setting %+v", s)
 		}

@@ -46,15 +46,6 @@ func realFiles(t *testing.T, veth string) []string {
 	return files
 }
 
-func otherValue(cur string, choices ...string) string {
-	for _, c := range choices {
-		if c != cur {
-			return c
-		}
-	}
-	return choices[0]
-}
-
 // TestRealHost runs the agent in-process against the real host of this machine (host root "/"):
 // two allow-listed sysctls, the affinity of every IRQ (housekeeping = every online CPU, so IRQs
 // stay where they are), irqbalance's banned CPUs (in a file of the test) and the RPS masks of a
@@ -107,8 +98,8 @@ func TestRealHost(t *testing.T) {
 		return v
 	}
 	want := map[string]string{
-		"vm.swappiness":             otherValue(cur("vm.swappiness"), "13", "14"),
-		"vm.dirty_background_ratio": otherValue(cur("vm.dirty_background_ratio"), "7", "8"),
+		"vm.swappiness":             hosttest.Other(cur("vm.swappiness"), "13", "14"),
+		"vm.dirty_background_ratio": hosttest.Other(cur("vm.dirty_background_ratio"), "7", "8"),
 	}
 	tun := &tsv1.NodeTuning{
 		Sysctls: want,
@@ -208,7 +199,7 @@ func TestRealHost(t *testing.T) {
 			}
 		}
 	}()
-	manual := otherValue(want["vm.swappiness"], "61", "62")
+	manual := hosttest.Other(want["vm.swappiness"], "61", "62")
 	if out, err := exec.Command(sysctl, "-w", "vm.swappiness="+manual).CombinedOutput(); err != nil {
 		t.Fatalf("sysctl -w: %v: %s", err, out)
 	}

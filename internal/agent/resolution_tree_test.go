@@ -38,21 +38,7 @@ func createProfile(t *testing.T, name string, spec tsv1.LatencyProfileSpec) {
 
 func getProfile(t *testing.T, name string) *tsv1.LatencyProfile {
 	t.Helper()
-	p := &tsv1.LatencyProfile{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func patchProfile(t *testing.T, name string, mutate func(*tsv1.LatencyProfileSpec)) {
-	t.Helper()
-	p := getProfile(t, name)
-	orig := p.DeepCopy()
-	mutate(&p.Spec)
-	if err := k8s.Patch(context.Background(), p, client.MergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
+	return getObj[tsv1.LatencyProfile](t, name)
 }
 
 // createResolvingLNS creates the node state as a manager with --resolve-on-node would: the
@@ -63,16 +49,7 @@ func createResolvingLNS(t *testing.T, node, profile string) {
 		ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{tsv1.ProfileLabel: profile}},
 		Spec:       tsv1.LatencyNodeStateSpec{NodeName: node, Profile: tsv1.ProfileReference{Name: profile, ResolveOnNode: true}},
 	}
-	if err := k8s.Create(context.Background(), lns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		cur := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, cur); err == nil {
-			_ = k8s.Delete(ctx, cur)
-		}
-	})
+	createNodeState(t, lns)
 }
 
 func hasPendingTaint(n *corev1.Node) bool {
@@ -205,7 +182,7 @@ func TestTreeResolveOnNode(t *testing.T) {
 	rv := func() string { return getLNS(t, node).ResourceVersion + "/" + getNode(t, node).ResourceVersion }
 	steady := rv()
 	g.Consistently(rv).WithTimeout(2*a.R.CheckPeriod).WithPolling(100*time.Millisecond).Should(gomega.Equal(steady), "writes in the steady state")
-	patchProfile(t, profile, func(s *tsv1.LatencyProfileSpec) { s.Priority = 5 })
+	patchObj[tsv1.LatencyProfile](t, profile, func(p *tsv1.LatencyProfile) { p.Spec.Priority = 5 })
 	if p := getProfile(t, profile); p.Generation != 2 {
 		t.Fatalf("profile generation %d after a spec change, want 2", p.Generation)
 	}
@@ -293,9 +270,9 @@ func TestTreeResolveOnNode(t *testing.T) {
 	before := agenttest.Snapshot(t, a.Root)
 	inEffect := getLNS(t, node).Status.DeepCopy()
 	_, mark = taints.since(0)
-	patchProfile(t, profile, func(s *tsv1.LatencyProfileSpec) {
-		s.Sysctls["vm.swappiness"] = "40"
-		s.NICs = []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"ens9"}}}}
+	patchObj[tsv1.LatencyProfile](t, profile, func(p *tsv1.LatencyProfile) {
+		p.Spec.Sysctls["vm.swappiness"] = "40"
+		p.Spec.NICs = []tsv1.NICSpec{{Name: "md", Selector: tsv1.NICSelector{InterfaceNames: []string{"ens9"}}}}
 	})
 	tsutil.Poll(t, 20*time.Second, "Degraded ResolutionFailed", func() error {
 		l := getLNS(t, node)
@@ -358,18 +335,14 @@ func TestTreeResolveOnNode(t *testing.T) {
 	if !tainted(t, node) {
 		t.Errorf("node not tainted %s while its new resolution waits for a reboot", tsv1.TuningPendingTaint)
 	}
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	tsutil.Poll(t, 30*time.Second, "applied after the reboot", func() error {
-		l := getLNS(t, node)
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot %+v", l.Status.Reboot)
-		}
+	setGranted(t, node, true)
+	pollSlotDone(t, node, "applied after the reboot", 30*time.Second, func(l *tsv1.LatencyNodeState) error {
 		if tainted(t, node) {
 			return fmt.Errorf("node still tainted %s", tsv1.TuningPendingTaint)
 		}
 		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	setGranted(t, node, false)
 	if n := len(agenttest.Lines(t, a.Reboots)); n != 1 {
 		t.Errorf("rebooted %d times, want 1", n)
 	}

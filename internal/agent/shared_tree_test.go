@@ -56,7 +56,7 @@ func TestTreeSharedCPUs(t *testing.T) {
 		return nil
 	})
 
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	setGranted(t, node, true)
 	tsutil.Poll(t, 30*time.Second, "the pool advertised once the kubelet reserves it", func() error {
 		l := getLNS(t, node)
 		if s := kubeletSetting(l, "reservedSystemCPUs"); s.State != tsv1.SettingInSync || s.Observed != "0-1" {
@@ -70,7 +70,7 @@ func TestTreeSharedCPUs(t *testing.T) {
 		}
 		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, "")
 	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	setGranted(t, node, false)
 	if l := getLNS(t, node); len(l.Status.Devices) != 0 || l.Status.VFs == nil || *l.Status.VFs != 0 {
 		t.Errorf("the shared pool counted as a device: devices %+v vfs %v", l.Status.Devices, l.Status.VFs)
 	}

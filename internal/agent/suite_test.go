@@ -69,46 +69,86 @@ func createLNS(t *testing.T, node string, tuning *tsv1.NodeTuning) {
 		ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{tsv1.ProfileLabel: "tsagt"}},
 		Spec:       tsv1.LatencyNodeStateSpec{NodeName: node, Profile: tsv1.ProfileReference{Name: "tsagt", Generation: 1}, Tuning: tuning},
 	}
+	createNodeState(t, lns)
+}
+
+// createNodeState creates a node state; the test deletes it itself, the cleanup only makes sure
+// nothing is left if it failed early.
+func createNodeState(t *testing.T, lns *tsv1.LatencyNodeState) {
+	t.Helper()
 	if err := k8s.Create(context.Background(), lns); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		// The test deletes it itself; this only makes sure nothing is left if it failed early.
 		ctx := context.Background()
 		cur := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, cur); err == nil {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: lns.Name}, cur); err == nil {
 			_ = k8s.Delete(ctx, cur)
 		}
 	})
 }
 
-func getLNS(t *testing.T, name string) *tsv1.LatencyNodeState {
+// getObj reads the cluster-scoped object name.
+func getObj[T any, P interface {
+	*T
+	client.Object
+}](t *testing.T, name string) P {
 	t.Helper()
-	l := &tsv1.LatencyNodeState{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, l); err != nil {
+	o := P(new(T))
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, o); err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return o
+}
+
+// patchObj writes what mutate changes in the cluster-scoped object name as a merge patch.
+func patchObj[T any, P interface {
+	*T
+	client.Object
+}](t *testing.T, name string, mutate func(P)) {
+	t.Helper()
+	o := getObj[T, P](t, name)
+	orig := o.DeepCopyObject().(client.Object)
+	mutate(o)
+	if err := k8s.Patch(context.Background(), o, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getLNS(t *testing.T, name string) *tsv1.LatencyNodeState {
+	t.Helper()
+	return getObj[tsv1.LatencyNodeState](t, name)
 }
 
 func getNode(t *testing.T, name string) *corev1.Node {
 	t.Helper()
-	n := &corev1.Node{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return getObj[corev1.Node](t, name)
 }
 
 // patchLNS changes the node state's spec as the operator would.
 func patchLNS(t *testing.T, name string, mutate func(*tsv1.LatencyNodeState)) {
 	t.Helper()
-	l := getLNS(t, name)
-	orig := l.DeepCopy()
-	mutate(l)
-	if err := k8s.Patch(context.Background(), l, client.MergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
+	patchObj[tsv1.LatencyNodeState](t, name, mutate)
+}
+
+// setGranted gives the node its reboot (or kubelet restart) slot, or takes it back, as the
+// operator would.
+func setGranted(t *testing.T, node string, granted bool) {
+	t.Helper()
+	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = granted })
+}
+
+// pollSlotDone polls until the node state shows no reboot or kubelet restart in progress
+// (status.reboot cleared) and check passes on it.
+func pollSlotDone(t *testing.T, node, what string, timeout time.Duration, check func(*tsv1.LatencyNodeState) error) {
+	t.Helper()
+	tsutil.Poll(t, timeout, what, func() error {
+		l := getLNS(t, node)
+		if l.Status.Reboot != nil {
+			return fmt.Errorf("reboot %+v", l.Status.Reboot)
+		}
+		return check(l)
+	})
 }
 
 // deleteLNS deletes the node state and waits until the agent has restored the host and let it go.

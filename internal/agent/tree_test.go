@@ -151,18 +151,14 @@ func TestTreeRebootProtocol(t *testing.T) {
 	}
 
 	// The operator grants the slot: cordon, drain (nothing to evict), reboot, verify, uncordon.
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	tsutil.Poll(t, 30*time.Second, "reboot done", func() error {
-		l := getLNS(t, node)
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot %+v", l.Status.Reboot)
-		}
+	setGranted(t, node, true)
+	pollSlotDone(t, node, "reboot done", 30*time.Second, func(l *tsv1.LatencyNodeState) error {
 		if err := wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, agent.ReasonKernelArgsInEffect); err != nil {
 			return err
 		}
 		return wantCondition(l, tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
 	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false }) // the operator takes the slot back
+	setGranted(t, node, false) // the operator takes the slot back
 	if n := len(agenttest.Lines(t, a.Reboots)); n != 1 {
 		t.Errorf("rebooted %d times, want 1", n)
 	}
@@ -212,62 +208,55 @@ func TestTreeRebootProtocol(t *testing.T) {
 	})
 }
 
-// TestTreeInvalidTuningChangesNothing: a tuning the host layer refuses is Degraded with the field
-// and the fix, and nothing on the host changes (not even the finalizer).
-func TestTreeInvalidTuningChangesNothing(t *testing.T) {
-	node := agenttest.Name("invalid")
-	a := agenttest.NewTreeAgent(t, node)
-	before := agenttest.Snapshot(t, a.Root)
-	createNode(t, node)
-	bad := treeTuning()
-	bad.Sysctls["vm.swappiness"] = "900"
-	bad.NICs[0].Interface = "no/such"
-	createLNS(t, node, bad)
-	agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 20*time.Second, "degraded", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonValidationFailed)
-	})
-	l := getLNS(t, node)
-	msg := condition(l, tsv1.NodeDegraded).Message
-	for _, want := range []string{"sysctls[vm.swappiness]", "interfaces[no/such].name", "use the interface's name"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("Degraded message lacks %q: %s", want, msg)
-		}
-	}
-	if controllerutil.ContainsFinalizer(l, tsv1.RestoreFinalizer) {
-		t.Error("finalizer added for a tuning that was refused")
-	}
-	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
-		t.Errorf("the host changed although the tuning was invalid:\n%s", strings.Join(d, "\n"))
-	}
-}
-
-// TestTreeTuningBeyondTheHost: a valid tuning this host cannot take (CPUs it does not have, more
-// VFs than the NIC supports) is refused before any write, with the field and the fix.
-func TestTreeTuningBeyondTheHost(t *testing.T) {
-	node := agenttest.Name("beyond")
-	a := agenttest.NewTreeAgent(t, node)
-	before := agenttest.Snapshot(t, a.Root)
-	createNode(t, node)
-	tun := treeTuning()
-	tun.WorkqueueCPUs = "0-7"
-	tun.NICs[0].NumVFs = ptr.To[int32](16)
-	createLNS(t, node, tun)
-	agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 20*time.Second, "degraded", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonValidationFailed)
-	})
-	msg := condition(getLNS(t, node), tsv1.NodeDegraded).Message
-	for _, want := range []string{"workqueueCPUs", "not online", "sriovNumVFs", "at most 8"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("Degraded message lacks %q: %s", want, msg)
-		}
-	}
-	if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
-		t.Errorf("the host changed although the tuning did not fit it:\n%s", strings.Join(d, "\n"))
-	}
-	if _, err := os.Stat(filepath.Join(a.Root, "etc/default/grub.d/99-tickstack.cfg")); !os.IsNotExist(err) {
-		t.Errorf("kernel arguments written for a tuning that was refused: %v", err)
+// TestTreeRefusedTuningChangesNothing: a tuning the host layer refuses, invalid or valid but
+// beyond this host (CPUs it does not have, more VFs than the NIC supports), is Degraded with the
+// field and the fix before any write: nothing on the host changes, not the kernel arguments, and
+// for an invalid tuning not even the finalizer.
+func TestTreeRefusedTuningChangesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		valid  bool
+		mutate func(*tsv1.NodeTuning)
+		want   []string
+	}{
+		{"invalid", false, func(tun *tsv1.NodeTuning) {
+			tun.Sysctls["vm.swappiness"] = "900"
+			tun.NICs[0].Interface = "no/such"
+		}, []string{"sysctls[vm.swappiness]", "interfaces[no/such].name", "use the interface's name"}},
+		{"beyond", true, func(tun *tsv1.NodeTuning) {
+			tun.WorkqueueCPUs = "0-7"
+			tun.NICs[0].NumVFs = ptr.To[int32](16)
+		}, []string{"workqueueCPUs", "not online", "sriovNumVFs", "at most 8"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := agenttest.Name(tc.name)
+			a := agenttest.NewTreeAgent(t, node)
+			before := agenttest.Snapshot(t, a.Root)
+			createNode(t, node)
+			tun := treeTuning()
+			tc.mutate(tun)
+			createLNS(t, node, tun)
+			agenttest.StartAgent(t, cfg, a.R, nil)
+			tsutil.Poll(t, 20*time.Second, "degraded", func() error {
+				return wantCondition(getLNS(t, node), tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonValidationFailed)
+			})
+			l := getLNS(t, node)
+			msg := condition(l, tsv1.NodeDegraded).Message
+			for _, want := range tc.want {
+				if !strings.Contains(msg, want) {
+					t.Errorf("Degraded message lacks %q: %s", want, msg)
+				}
+			}
+			if !tc.valid && controllerutil.ContainsFinalizer(l, tsv1.RestoreFinalizer) {
+				t.Error("finalizer added for a tuning that was refused")
+			}
+			if d := hosttest.Diff(before, agenttest.Snapshot(t, a.Root)); len(d) > 0 {
+				t.Errorf("the host changed although the tuning was refused:\n%s", strings.Join(d, "\n"))
+			}
+			if _, err := os.Stat(filepath.Join(a.Root, "etc/default/grub.d/99-tickstack.cfg")); !os.IsNotExist(err) {
+				t.Errorf("kernel arguments written for a tuning that was refused: %v", err)
+			}
+		})
 	}
 }
 
@@ -283,10 +272,8 @@ func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 	createNode(t, node)
 	createLNS(t, node, treeTuning())
 	agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 20*time.Second, "reboot requested", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
-	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
+	pollRebootRequested(t, node)
+	setGranted(t, node, true)
 	tsutil.Poll(t, 20*time.Second, "missing reboot reported", func() error {
 		l := getLNS(t, node)
 		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonRebootFailed); err != nil {
@@ -326,21 +313,15 @@ func TestTreeRebootWithoutTheArguments(t *testing.T) {
 	createNode(t, node)
 	createLNS(t, node, treeTuning())
 	agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 20*time.Second, "reboot requested", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
-	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = true })
-	tsutil.Poll(t, 20*time.Second, "reboot in vain reported", func() error {
-		l := getLNS(t, node)
+	pollRebootRequested(t, node)
+	setGranted(t, node, true)
+	pollSlotDone(t, node, "reboot in vain reported", 20*time.Second, func(l *tsv1.LatencyNodeState) error {
 		if err := wantCondition(l, tsv1.NodeDegraded, metav1.ConditionTrue, agent.ReasonRebootDidNotApply); err != nil {
 			return err
 		}
-		if l.Status.Reboot != nil {
-			return fmt.Errorf("reboot %+v", l.Status.Reboot)
-		}
 		return wantCondition(l, tsv1.NodeRebootRequired, metav1.ConditionFalse, agent.ReasonRebootDidNotApply)
 	})
-	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.RebootGranted = false })
+	setGranted(t, node, false)
 	gomega.NewWithT(t).Consistently(func() int { return len(agenttest.Lines(t, a.Reboots)) }).
 		WithTimeout(2*a.R.CheckPeriod).WithPolling(50*time.Millisecond).Should(gomega.Equal(1), "reboots for the same arguments")
 	if getNode(t, node).Spec.Unschedulable {
@@ -349,4 +330,12 @@ func TestTreeRebootWithoutTheArguments(t *testing.T) {
 	if getLNS(t, node).Annotations[tsv1.RebootedForAnnotation] == "" {
 		t.Errorf("no %s annotation", tsv1.RebootedForAnnotation)
 	}
+}
+
+// pollRebootRequested polls until the agent asks for a reboot slot.
+func pollRebootRequested(t *testing.T, node string) {
+	t.Helper()
+	tsutil.Poll(t, 20*time.Second, "reboot requested", func() error {
+		return wantCondition(getLNS(t, node), tsv1.NodeRebootRequired, metav1.ConditionTrue, "RebootRequested")
+	})
 }

@@ -104,13 +104,8 @@ func TestKernelBuffering(t *testing.T) {
 // the kernel's from procfs and the server's output, the bypass stack's from its dump. An older
 // reflector is never asked for a buffer, and its missing report is unknown.
 func TestReflectorReportsBuffering(t *testing.T) {
-	dir := t.TempDir()
+	dir := statsDumpDir(t, statsDumpBuffers)
 	args := filepath.Join(dir, "args")
-	dump := filepath.Join(dir, "dump.txt")
-	if err := os.WriteFile(dump, []byte(statsDumpBuffers), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("STATS_DUMP", dump)
 	t.Setenv("ARGS_FILE", args)
 	server := writeScript(t, filepath.Join(dir, "sockperf"), statsDumpScript+`
 [ "$1" = --version ] && { echo "sockperf: == version #3.7-fake =="; exit 0; }
@@ -144,7 +139,7 @@ while :; do sleep 0.05; done
 		t.Errorf("servers started with %q, want --buffer-size 65536 on both", got)
 	}
 	// a bypass server whose library predates the buffers line: the rest is reported, that is said
-	if err := os.WriteFile(dump, []byte(statsDump), 0o644); err != nil {
+	if err := os.WriteFile(os.Getenv("STATS_DUMP"), []byte(statsDump), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	counters := startStop(t, c, ServerSpec{Stack: tsv1.StackBypass, Protocol: tsv1.ProtocolUDP, Port: 20001})

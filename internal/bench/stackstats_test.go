@@ -90,6 +90,19 @@ func writeScript(t *testing.T, path, body string) string {
 
 // statsDumpScript writes statsDump to the file TICKSTACK_STATS_FILE names, as the library does at
 // exit (%p replaced by the pid); nothing when the variable is unset.
+// statsDumpDir returns a temporary directory with a file of dump in it, which statsDumpScript
+// copies as the stack's statistics file (STATS_DUMP).
+func statsDumpDir(t *testing.T, dump string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "dump.txt")
+	if err := os.WriteFile(path, []byte(dump), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STATS_DUMP", path)
+	return dir
+}
+
 const statsDumpScript = `dump() {
 	[ -n "${TICKSTACK_STATS_FILE:-}" ] || return 0
 	f=$(printf '%s' "$TICKSTACK_STATS_FILE" | sed "s/%p/$$/")
@@ -100,12 +113,7 @@ const statsDumpScript = `dump() {
 // The runner gives a bypass sockperf (and only a bypass one) a statistics file, reads it back
 // and puts the counters of both sides into the row's stall report, with the run's stalls.
 func TestStackCountersReachTheStallReport(t *testing.T) {
-	dir := t.TempDir()
-	dump := filepath.Join(dir, "dump.txt")
-	if err := os.WriteFile(dump, []byte(statsDump), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("STATS_DUMP", dump)
+	dir := statsDumpDir(t, statsDump)
 	t.Setenv(statsFileEnv, "") // a pod's own setting must not leak into the runner's processes
 	log := filepath.Join(dir, "full.csv")
 	// A full log with one message 40 ms late among 2 us ones.
@@ -190,12 +198,7 @@ dump
 
 // A bypass reflector server's counters come back with its totals when it is stopped.
 func TestReflectorReturnsStackCounters(t *testing.T) {
-	dir := t.TempDir()
-	dump := filepath.Join(dir, "dump.txt")
-	if err := os.WriteFile(dump, []byte(statsDump), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("STATS_DUMP", dump)
+	dir := statsDumpDir(t, statsDump)
 	server := writeScript(t, filepath.Join(dir, "sockperf"), statsDumpScript+`
 [ "$1" = --version ] && { echo "sockperf: == version #3.7-fake =="; exit 0; }
 trap 'echo "sockperf: Total 5 messages received and handled"; dump; exit 0' INT

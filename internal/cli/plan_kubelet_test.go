@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 
@@ -23,7 +22,6 @@ import (
 // kernel argument the kubelet change rides on the reboot.
 func TestPlanShowsKubeletRestarts(t *testing.T) {
 	c := startAPIServer(t)
-	ctx := context.Background()
 	for _, n := range []string{"k-same", "k-new", "k-moved", "k-other", "k-gone"} {
 		role := "trading"
 		if n == "k-gone" {
@@ -48,14 +46,7 @@ func TestPlanShowsKubeletRestarts(t *testing.T) {
 	nodeState(t, c, "k-gone", p.Name, &tsv1.NodeTuning{ReservedCPUs: "0", Kubelet: kubelet.DeepCopy()}, facts)
 
 	var out bytes.Buffer
-	pl, err := Plan(ctx, c, p, &out)
-	if err != nil {
-		t.Fatalf("plan: %v", err)
-	}
-	got := map[string]plan.NodePlan{}
-	for _, n := range pl.Nodes {
-		got[n.Node] = n
-	}
+	got := planNodes(t, c, p, &out)
 	for node, want := range map[string]struct {
 		action         plan.Action
 		kubelet, boots bool
@@ -85,11 +76,7 @@ func TestPlanShowsKubeletRestarts(t *testing.T) {
 	args.Name = "kubelet-args"
 	args.Spec.Power = &tsv1.PowerSpec{IdlePoll: ptrBool(true)}
 	out.Reset()
-	pl, err = Plan(ctx, c, args, &out)
-	if err != nil {
-		t.Fatalf("plan: %v", err)
-	}
-	for _, n := range pl.Nodes {
+	for _, n := range planNodes(t, c, args, &out) {
 		if n.Node == "k-new" && (!n.Reboot || n.KubeletRestart || !strings.Contains(n.Detail, "the kubelet's new settings go in with the reboot")) {
 			t.Errorf("k-new with idle=poll: reboot %v kubelet restart %v detail %q, want one reboot carrying the kubelet change\n%s", n.Reboot, n.KubeletRestart, n.Detail, out.String())
 		}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,14 +82,7 @@ func TestPlanAgainstTheAPIServer(t *testing.T) {
 	nodeState(t, c, "n-gone", sample.Name, tuned, facts)
 
 	var out bytes.Buffer
-	pl, err := Plan(ctx, c, sample, &out)
-	if err != nil {
-		t.Fatalf("plan: %v", err)
-	}
-	got := map[string]plan.NodePlan{}
-	for _, n := range pl.Nodes {
-		got[n.Node] = n
-	}
+	got := planNodes(t, c, sample, &out)
 	want := map[string]plan.Action{
 		"n-tuned": plan.Apply, "n-new": plan.WaitFacts, "n-tie": plan.WaitFacts,
 		"n-tie-extra": plan.Conflict, "n-gone": plan.Restore,
@@ -123,7 +116,7 @@ func TestPlanAgainstTheAPIServer(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &plans); err != nil {
 		t.Fatalf("-o json is not a list of plans: %v\n%s", err, out.String())
 	}
-	if len(plans) != 1 || plans[0].Profile != "trading" || len(plans[0].Nodes) != len(pl.Nodes) {
+	if len(plans) != 1 || plans[0].Profile != "trading" || len(plans[0].Nodes) != len(got) {
 		t.Fatalf("plans %+v, want the one plan of profile trading", plans)
 	}
 	if !strings.Contains(out.String(), `"action": "conflict"`) || !strings.Contains(out.String(), `"setting": "nic/md0.acceleration"`) {
@@ -154,13 +147,7 @@ func TestPlanAgainstTheAPIServer(t *testing.T) {
 
 func TestReadProfilesNamesTheDocument(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	good := "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nmetadata: {name: x}\nspec: {nodeSelector: {}}\n"
 	for _, tc := range []struct{ name, body, want string }{
 		{"typo.yaml", "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nmetadata: {name: x}\nspec:\n  nodeSelector: {}\n  cpu: {reserved: '0', isolatd: '1-3'}\n", `typo.yaml document 1 (LatencyProfile x): spec.cpu.isolatd: unknown field`},
@@ -177,4 +164,18 @@ func TestReadProfilesNamesTheDocument(t *testing.T) {
 	if err != nil || len(ps) != 2 || ps[0].Name != "x" || ps[1].Name != "second" {
 		t.Errorf("reading two profiles from standard input: %v, %v", ps, err)
 	}
+}
+
+// planNodes plans profile p, writing the text plan to out, and returns the plan of each node.
+func planNodes(t *testing.T, c client.Client, p *tsv1.LatencyProfile, out io.Writer) map[string]plan.NodePlan {
+	t.Helper()
+	pl, err := Plan(context.Background(), c, p, out)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	got := map[string]plan.NodePlan{}
+	for _, n := range pl.Nodes {
+		got[n.Node] = n
+	}
+	return got
 }

@@ -95,8 +95,14 @@ func writeJSON(t *testing.T, v any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "facts.json")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
+	return writeFile(t, t.TempDir(), "facts.json", string(raw))
+}
+
+// writeFile writes body to dir/name, readable by its owner only, and returns the path.
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -157,13 +163,7 @@ func TestSuggestFromThisHostsFactsFile(t *testing.T) {
 
 func TestSuggestBadInput(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	good := write("good.json", `{"onlineCPUs":"0-3","numaNodes":[{"id":0,"cpus":"0-3","hugepageSizes":["2Mi"]}]}`)
 	for _, tt := range []struct {
 		args []string

@@ -69,7 +69,7 @@ func (l *ptpLab) checkNoLeftoverProcesses() {
 		}
 		pid := strings.Split(p, "/")[2]
 		var n int
-		if _, err := fmt.Sscan(pid, &n); err != nil || processGone(n) {
+		if _, err := fmt.Sscan(pid, &n); err != nil || tsutil.ProcessGone(n) {
 			continue
 		}
 		l.t.Errorf("process %s still runs after the test: %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
@@ -241,7 +241,7 @@ tickstack_ptp_time_synced{interface=%q} 1
 	gmPID := master.d.Ptp4l().PID()
 	stopped := time.Now()
 	master.stop()
-	if !processGone(gmPID) {
+	if !tsutil.ProcessGone(gmPID) {
 		t.Fatalf("grandmaster ptp4l (pid %d) still runs after its daemon stopped", gmPID)
 	}
 	eventually(t, 30*time.Second, "the slave to lose TimeSynced", func() bool { return !sl.d.Status().Synced })
@@ -297,7 +297,7 @@ tickstack_ptp_process_restarts_total{interface=%q,process="ptp4l"} 1
 	// 5. Stopping leaves no process behind (also checked for the whole lab at cleanup).
 	slPID := sl.d.Ptp4l().PID()
 	sl.stop()
-	if !processGone(slPID) {
+	if !tsutil.ProcessGone(slPID) {
 		t.Errorf("slave ptp4l (pid %d) still runs after its daemon stopped", slPID)
 	}
 }

@@ -1,7 +1,6 @@
 package ptp
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -66,17 +65,6 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		}
 		return errors.New("it does not hold yet")
 	})
-}
-
-// processGone reports whether pid no longer runs (absent, or a zombie awaiting its new parent).
-func processGone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }
 
 // runSupervisor starts s.Run in the background; the returned stop cancels it and waits for Run.
@@ -191,39 +179,7 @@ func TestSupervisorChildDiesWithAgent(t *testing.T) {
 	}
 	helper := exec.Command(os.Args[0], "-test.run=^TestSupervisorChildDiesWithAgent$", "-test.count=1")
 	helper.Env = append(os.Environ(), "TSPTP_SUPERVISOR_HELPER=1")
-	out, err := helper.StdoutPipe()
-	if err != nil {
-		t.Fatalf("helper stdout: %v", err)
-	}
-	if err := helper.Start(); err != nil {
-		t.Fatalf("starting helper: %v", err)
-	}
-	t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "child="); ok {
-				lines <- v
-				return
-			}
-		}
-	}()
-	var child int
-	select {
-	case v := <-lines:
-		child, _ = strconv.Atoi(v)
-	case <-time.After(20 * time.Second):
-		t.Fatal("helper did not report its child within 20s")
-	}
-	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
-	if processGone(child) {
-		t.Fatalf("child %d is not running before the helper is killed", child)
-	}
-	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("killing helper: %v", err)
-	}
-	eventually(t, 10*time.Second, "the orphaned child to die (Pdeathsig)", func() bool { return processGone(child) })
+	tsutil.ChildDiesWithParent(t, helper)
 }
 
 func TestSupervisorRestartsKilledProcess(t *testing.T) {
@@ -246,7 +202,7 @@ func TestSupervisorRestartsKilledProcess(t *testing.T) {
 		t.Errorf("PID() = %d after stop, want 0", s.PID())
 	}
 	for _, pid := range []int{first, second} {
-		if !processGone(pid) {
+		if !tsutil.ProcessGone(pid) {
 			t.Errorf("pid %d still runs after stop", pid)
 		}
 	}
@@ -281,10 +237,10 @@ func TestSupervisorStopEscalatesToSIGKILL(t *testing.T) {
 	if !strings.Contains(strings.Join(logs, "\n"), "process ignored SIGTERM, killing it") {
 		t.Errorf("log does not report the SIGKILL escalation:\n%s", strings.Join(logs, "\n"))
 	}
-	if !processGone(shell) {
+	if !tsutil.ProcessGone(shell) {
 		t.Errorf("shell pid %d still runs after stop", shell)
 	}
-	eventually(t, 5*time.Second, "the grandchild to die with its process group", func() bool { return processGone(child) })
+	eventually(t, 5*time.Second, "the grandchild to die with its process group", func() bool { return tsutil.ProcessGone(child) })
 }
 
 func TestSupervisorStopsPromptlyOnSIGTERM(t *testing.T) {
@@ -296,7 +252,7 @@ func TestSupervisorStopsPromptlyOnSIGTERM(t *testing.T) {
 	if took := stop(); took > 5*time.Second {
 		t.Errorf("stop took %s; sleep exits on SIGTERM, so no SIGKILL wait was expected", took)
 	}
-	if !processGone(pid) {
+	if !tsutil.ProcessGone(pid) {
 		t.Errorf("pid %d still runs after stop", pid)
 	}
 	if s.Restarts() != 0 {

@@ -102,19 +102,12 @@ func TestRenderTickToTrade(t *testing.T) {
 		if text(head[1]) != fmt.Sprint(rows[1].RateMps) || text(head[2]) != fmt.Sprint(rows[0].RateMps) {
 			t.Errorf("%s: columns %q %q, want the rates highest first", st, text(head[1]), text(head[2]))
 		}
-		for j, want := range []struct {
-			name string
-			v    func(tsv1.TickToTradeRow) int64
-		}{
-			{"BUY", func(r tsv1.TickToTradeRow) int64 { return r.TickToTrade.MeanNs }},
-			{"SELL", func(r tsv1.TickToTradeRow) int64 { return r.Sell.MeanNs }},
-			{"SD B", func(r tsv1.TickToTradeRow) int64 { return r.TickToTrade.StdDevNs }},
-			{"SD S", func(r tsv1.TickToTradeRow) int64 { return r.Sell.StdDevNs }},
-		} {
+		// the page's rows are the text table's (judge.WriteTickToTradeTable)
+		for j, want := range judge.TickToTradeLines() {
 			cells := find(trs[j+1], isElem("td"))
-			if text(find(trs[j+1], isElem("th"))[0]) != want.name || len(cells) != 2 ||
-				text(cells[0]) != us(want.v(rows[1])) || text(cells[1]) != us(want.v(rows[0])) {
-				t.Errorf("%s %s row: %q", st, want.name, text(trs[j+1]))
+			if text(find(trs[j+1], isElem("th"))[0]) != want.Name || len(cells) != 2 ||
+				text(cells[0]) != us(want.Value(rows[1])) || text(cells[1]) != us(want.Value(rows[0])) {
+				t.Errorf("%s %s row: %q", st, want.Name, text(trs[j+1]))
 			}
 		}
 	}

@@ -62,16 +62,6 @@ func putBack(t *testing.T, before map[string]string) {
 	}
 }
 
-// other returns a value from choices that differs from cur.
-func other(cur string, choices ...string) string {
-	for _, c := range choices {
-		if c != cur {
-			return c
-		}
-	}
-	return choices[0]
-}
-
 // TestRealHostApplyVerifyRestore applies a profile to the real host of this machine — sysctls
 // from the allow-list, the affinity of every movable IRQ, a CPU's idle states, THP, the
 // workqueue mask, a 2M hugepage pool, and the channels and RPS/XPS masks of a veth in the
@@ -116,9 +106,9 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 	}
 	d := &Desired{
 		Sysctls: map[string]string{
-			"vm.stat_interval":            other(cur("vm.stat_interval"), "7", "8"),
-			"kernel.timer_migration":      other(cur("kernel.timer_migration"), "0", "1"),
-			"vm.compaction_proactiveness": other(cur("vm.compaction_proactiveness"), "0", "10"),
+			"vm.stat_interval":            hosttest.Other(cur("vm.stat_interval"), "7", "8"),
+			"kernel.timer_migration":      hosttest.Other(cur("kernel.timer_migration"), "0", "1"),
+			"vm.compaction_proactiveness": hosttest.Other(cur("vm.compaction_proactiveness"), "0", "10"),
 		},
 		IRQAffinity:          &IRQAffinity{CPUs: cpuset.New(first)},
 		IrqbalanceBannedCPUs: setp(fmt.Sprint(last)),
@@ -133,7 +123,7 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 	}
 	if sel, _, err := h.THP(host.THPEnabled); err == nil {
 		dsel, _, _ := h.THP(host.THPDefrag)
-		d.THP = &THP{Enabled: other(sel, "never", "madvise"), Defrag: other(dsel, "never", "madvise")}
+		d.THP = &THP{Enabled: hosttest.Other(sel, "never", "madvise"), Defrag: hosttest.Other(dsel, "never", "madvise")}
 	}
 	if _, err := h.Hugepages(0, 2048); err == nil {
 		n, _ := h.Hugepages(0, 2048)

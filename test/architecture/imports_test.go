@@ -51,7 +51,8 @@ var rules = []rule{
 		why: "the resolution is pure (a profile and a node's facts in, a tuning out): the manager, the CLI's plan and the agent link it, so it links nothing else of this module"},
 	{from: []string{"internal/suggest/..."}, never: []string{"..."}, but: []string{"api/...", "internal/suggest/..."},
 		why: "the profile suggestion is pure (facts in, profile out): the CLI reads the facts and runs the webhook's rules on it"},
-	{from: []string{"cmd/..."}, never: []string{"internal/testutil/...", "internal/host/hosttest/...", "internal/agent/agenttest/...", "internal/bench/judge/judgetest/..."},
+	{from: []string{"cmd/..."}, never: []string{"internal/testutil/...", "internal/host/hosttest/...", "internal/agent/agenttest/...", "internal/bench/judge/judgetest/...",
+		"internal/qualify/qualifytest/..."},
 		why: "no binary links a test helper"},
 }
 

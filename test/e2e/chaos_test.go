@@ -93,20 +93,9 @@ func expectNoSlot(g Gomega, lns *nodeState) {
 		g.Expect(getJSON(&prof, "latencyprofile", profileName)).To(Succeed())
 		g.Expect(prof.Status.RebootPendingNodes).To(BeZero())
 	}
-	var node struct {
-		Metadata struct {
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
-		Spec struct {
-			Unschedulable bool `json:"unschedulable"`
-			Taints        []struct {
-				Key string `json:"key"`
-			} `json:"taints"`
-		} `json:"spec"`
-	}
-	g.Expect(getJSON(&node, "node", nodeName)).To(Succeed())
+	node := getNode(g)
 	g.Expect(node.Spec.Unschedulable).To(BeFalse(), "the node is left cordoned")
-	g.Expect(node.Metadata.Annotations).NotTo(HaveKey("tickstack.io/cordoned"))
+	g.Expect(node.Annotations).NotTo(HaveKey("tickstack.io/cordoned"))
 	for _, t := range node.Spec.Taints {
 		g.Expect(t.Key).NotTo(Equal("tickstack.io/tuning-pending"))
 	}

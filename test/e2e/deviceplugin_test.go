@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // vfProfile hands out VFs from a pool on a PF this VM does not have (so the device plugin finds
@@ -178,13 +179,7 @@ func devicePluginSteps() {
 		g.Expect(cell).NotTo(BeEmpty(), out)
 		g.Expect(cell[0]).To(Equal("0"), out)
 	}, 2*time.Minute, 2*time.Second).Should(Succeed())
-	var node struct {
-		Status struct {
-			Capacity map[string]string `json:"capacity"`
-		} `json:"status"`
-	}
-	Expect(getJSON(&node, "node", nodeName)).To(Succeed())
-	Expect(node.Status.Capacity).NotTo(HaveKey("tickstack.io/tse2e_vfs"), "no device registered")
+	Expect(getNode(Default).Status.Capacity).NotTo(HaveKey(corev1.ResourceName("tickstack.io/tse2e_vfs")), "no device registered")
 
 	By("a profile change that leaves the pools alone: no restart")
 	apply(vfProfile("tse2e_vfs", "9"))

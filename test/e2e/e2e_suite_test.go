@@ -38,6 +38,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 )
 
 const (
@@ -281,31 +282,23 @@ func getJSON(v any, args ...string) error {
 	return json.Unmarshal([]byte(out), v)
 }
 
+// getNode reads the test node; g is an Eventually's Gomega, or Default outside one.
+func getNode(g Gomega) *corev1.Node {
+	GinkgoHelper()
+	node := &corev1.Node{}
+	g.Expect(getJSON(node, "node", nodeName)).To(Succeed())
+	return node
+}
+
 func nodeLabels() map[string]string {
 	GinkgoHelper()
-	var node struct {
-		Metadata struct {
-			Labels map[string]string `json:"labels"`
-		} `json:"metadata"`
-		Spec struct {
-			Unschedulable bool `json:"unschedulable"`
-		} `json:"spec"`
-	}
-	Expect(getJSON(&node, "node", nodeName)).To(Succeed())
-	return node.Metadata.Labels
+	return getNode(Default).Labels
 }
 
 // nodeTaintKeys lists the keys of the node's taints.
 func nodeTaintKeys() []string {
 	GinkgoHelper()
-	var node struct {
-		Spec struct {
-			Taints []struct {
-				Key string `json:"key"`
-			} `json:"taints"`
-		} `json:"spec"`
-	}
-	Expect(getJSON(&node, "node", nodeName)).To(Succeed())
+	node := getNode(Default)
 	keys := make([]string, 0, len(node.Spec.Taints))
 	for _, t := range node.Spec.Taints {
 		keys = append(keys, t.Key)

@@ -492,13 +492,7 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 			g.Expect(lns.Status.Reboot.Phase).To(Equal("Requested"))
 			g.Expect(recorded("reboots")).To(BeZero())
 			g.Expect(recorded("grub-updates")).To(Equal(1))
-			var node struct {
-				Spec struct {
-					Unschedulable bool `json:"unschedulable"`
-				} `json:"spec"`
-			}
-			g.Expect(getJSON(&node, "node", nodeName)).To(Succeed())
-			g.Expect(node.Spec.Unschedulable).To(BeFalse())
+			g.Expect(getNode(g).Spec.Unschedulable).To(BeFalse())
 		}, 25*time.Second, 5*time.Second).Should(Succeed())
 		out, _ = kubectl(nil, "get", "events", "-A", "--field-selector", "reason=RebootRequested,involvedObject.uid="+lns.Metadata.UID, "-o", "name")
 		Expect(strings.Fields(out)).To(HaveLen(1), "one reboot requested for one change:\n%s", out)
@@ -651,13 +645,7 @@ spec:
 			g.Expect(c).To(HaveKeyWithValue("cpuManagerPolicy", "static"))
 			g.Expect(c).To(HaveKeyWithValue("memoryManagerPolicy", "Static"))
 			g.Expect(c).To(HaveKeyWithValue("topologyManagerPolicy", "single-numa-node"))
-			var node struct {
-				Spec struct {
-					Unschedulable bool `json:"unschedulable"`
-				} `json:"spec"`
-			}
-			g.Expect(getJSON(&node, "node", nodeName)).To(Succeed())
-			g.Expect(node.Spec.Unschedulable).To(BeFalse())
+			g.Expect(getNode(g).Spec.Unschedulable).To(BeFalse())
 		}, 8*time.Minute, 3*time.Second).Should(Succeed())
 		Expect(dropIn).To(BeAnExistingFile())
 		lns, err := getNodeState()
@@ -784,16 +772,8 @@ spec:
 			if strings.Contains(" "+out+" ", " Running ") {
 				phase = "Running"
 			}
-			var node struct {
-				Spec struct {
-					Taints []struct {
-						Key string `json:"key"`
-					} `json:"taints"`
-				} `json:"spec"`
-			}
-			g.Expect(getJSON(&node, "node", nodeName)).To(Succeed())
 			tainted := false
-			for _, t := range node.Spec.Taints {
+			for _, t := range getNode(g).Spec.Taints {
 				tainted = tainted || t.Key == "tickstack.io/tuning-pending"
 			}
 			lns, err := getNodeState()
@@ -915,7 +895,7 @@ spec:
   volumes:
   - {name: all-pods, hostPath: {path: /run/tickstack/xdp/pods, type: Directory}}`
 			}
-			apply(bypassPodManifest(name, extra))
+			apply(bypassPodManifest(name, "", extra))
 		}
 		addr := map[string]string{}
 		uid := map[string]string{}
@@ -1013,38 +993,17 @@ spec:
 			_, _ = kubectl(nil, "delete", "pod", "rp-a", "rp-b", "-n", testNS, "--ignore-not-found", "--wait=true", "--timeout=120s")
 			_, _ = kubectl(nil, "label", "namespace", testNS, "pod-security.kubernetes.io/enforce-", "pod-security.kubernetes.io/enforce-version-")
 		})
-		pod := func(name, securityContext, volumes string) string {
-			return fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: %s
-  labels: {tickstack.io/profile: %s}
-  annotations: {tickstack.io/exclusive-cpus: "false"}
-spec:
-  terminationGracePeriodSeconds: 1%s
-  containers:
-  - name: bench
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: [sleep, infinity]
-    resources:
-      requests: {memory: 128Mi}
-      limits: {memory: 128Mi}%s
-`, name, testNS, profileName, securityContext, benchImage, volumes)
-		}
 		nonRoot := `
   securityContext: {runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532}`
 
 		By("Pod Security enforces restricted here: a pod without a non-root user is refused")
-		out, err = kubectl([]byte(pod("rp-root", "", "")), "create", "-f", "-")
+		out, err = kubectl([]byte(bypassPodManifest("rp-root", "", "")), "create", "-f", "-")
 		Expect(err).To(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring(`violates PodSecurity "restricted:latest"`))
 		Expect(out).To(ContainSubstring("runAsNonRoot"))
 
 		By("a pod declaring the reserved volume name tickstack-xdp is refused with the webhook's message")
-		out, err = kubectl([]byte(pod("rp-reserved", nonRoot, `
+		out, err = kubectl([]byte(bypassPodManifest("rp-reserved", nonRoot, `
     volumeMounts: [{name: tickstack-xdp, mountPath: /run/tickstack}]
   volumes:
   - {name: tickstack-xdp, emptyDir: {}}`)), "create", "-f", "-")
@@ -1053,7 +1012,7 @@ spec:
 
 		By("two bypass pods are admitted and run: no host path, the daemon's socket as a device, restricted's security context")
 		for _, name := range []string{"rp-a", "rp-b"} {
-			apply(pod(name, nonRoot, ""))
+			apply(bypassPodManifest(name, nonRoot, ""))
 		}
 		addr := map[string]string{}
 		uid := map[string]string{}
@@ -1454,9 +1413,10 @@ spec:
 })
 
 // bypassPodManifest is a bypass pod of the test namespace on the node's
-// shared CPUs (the webhook injects the stack), sleeping until deleted; extra
-// is appended to its container (volume mounts and the pod's volumes).
-func bypassPodManifest(name, extra string) string {
+// shared CPUs (the webhook injects the stack), sleeping until deleted;
+// podExtra is added to its spec (a security context), extra to its container
+// (volume mounts and the pod's volumes).
+func bypassPodManifest(name, podExtra, extra string) string {
 	return fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
@@ -1466,7 +1426,7 @@ metadata:
   labels: {tickstack.io/profile: %s}
   annotations: {tickstack.io/exclusive-cpus: "false"}
 spec:
-  terminationGracePeriodSeconds: 1
+  terminationGracePeriodSeconds: 1%s
   containers:
   - name: bench
     image: %s
@@ -1475,7 +1435,7 @@ spec:
     resources:
       requests: {memory: 128Mi}
       limits: {memory: 128Mi}%s
-`, name, testNS, profileName, benchImage, extra)
+`, name, testNS, profileName, podExtra, benchImage, extra)
 }
 
 // runningUID waits until pod NAME of testNS runs and returns its UID.

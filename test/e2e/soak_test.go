@@ -376,15 +376,7 @@ spec:
 		Expect(err).NotTo(HaveOccurred(), out)
 
 		By("no cordon, no taint of the agent's, no benchmark pod left")
-		var node struct {
-			Spec struct {
-				Unschedulable bool `json:"unschedulable"`
-				Taints        []struct {
-					Key string `json:"key"`
-				} `json:"taints"`
-			} `json:"spec"`
-		}
-		Expect(getJSON(&node, "node", nodeName)).To(Succeed())
+		node := getNode(Default)
 		Expect(node.Spec.Unschedulable).To(BeFalse(), "the node is cordoned")
 		for _, t := range node.Spec.Taints {
 			Expect(t.Key).NotTo(HavePrefix("tickstack.io/"), "a tickstack taint is left")

@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // upgradeBenchmark validates the node: a kernel ping-pong between two pods and oslat on the
@@ -157,14 +158,7 @@ func watchNode(host map[string]string) (stop func() []string) {
 				return
 			case <-time.After(time.Second):
 			}
-			var node struct {
-				Spec struct {
-					Unschedulable bool `json:"unschedulable"`
-					Taints        []struct {
-						Key string `json:"key"`
-					} `json:"taints"`
-				} `json:"spec"`
-			}
+			var node corev1.Node
 			if getJSON(&node, "node", nodeName) == nil {
 				if node.Spec.Unschedulable {
 					record("the node was cordoned")

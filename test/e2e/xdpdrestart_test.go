@@ -32,7 +32,7 @@ func xdpdRestartSteps() {
 	// a bypass pod on the node's shared CPUs, running until deleted
 	bypassPod := func(name string) {
 		GinkgoHelper()
-		apply(bypassPodManifest(name, ""))
+		apply(bypassPodManifest(name, "", ""))
 		uid[name] = runningUID(name)
 		addr[name] = lat0Addr(name)
 	}

@@ -46,6 +46,24 @@ func MicroburstError(m *tsv1.MicroburstResult) string {
 	return strings.Join(errs, "; ")
 }
 
+// TickToTradeLine is a row of paper 004's tick-to-trade table: its name and its value in a rate's
+// row of results.
+type TickToTradeLine struct {
+	Name  string
+	Value func(tsv1.TickToTradeRow) int64
+}
+
+// TickToTradeLines are the rows of paper 004's table, in its order: BUY (mean tick-to-trade),
+// SELL (mean BUY fill -> SELL at the exchange), SD B and SD S (their standard deviations).
+func TickToTradeLines() []TickToTradeLine {
+	return []TickToTradeLine{
+		{"BUY", func(r tsv1.TickToTradeRow) int64 { return r.TickToTrade.MeanNs }},
+		{"SELL", func(r tsv1.TickToTradeRow) int64 { return r.Sell.MeanNs }},
+		{"SD B", func(r tsv1.TickToTradeRow) int64 { return r.TickToTrade.StdDevNs }},
+		{"SD S", func(r tsv1.TickToTradeRow) int64 { return r.Sell.StdDevNs }},
+	}
+}
+
 // WriteTickToTradeTable prints paper 004's table for one stack: rows BUY (mean tick-to-trade),
 // SELL (mean BUY fill -> SELL at the exchange), SD B, SD S, in microseconds; one column per rate,
 // highest first, as the paper's; then a blank line.
@@ -59,19 +77,10 @@ func WriteTickToTradeTable(w io.Writer, stack string, rows []tsv1.TickToTradeRow
 		fmt.Fprintf(&b, " %10d", r.RateMps)
 	}
 	b.WriteString("\n")
-	lines := []struct {
-		name string
-		v    func(tsv1.TickToTradeRow) int64
-	}{
-		{"BUY", func(r tsv1.TickToTradeRow) int64 { return r.TickToTrade.MeanNs }},
-		{"SELL", func(r tsv1.TickToTradeRow) int64 { return r.Sell.MeanNs }},
-		{"SD B", func(r tsv1.TickToTradeRow) int64 { return r.TickToTrade.StdDevNs }},
-		{"SD S", func(r tsv1.TickToTradeRow) int64 { return r.Sell.StdDevNs }},
-	}
-	for _, l := range lines {
-		fmt.Fprintf(&b, "%-6s", l.name)
+	for _, l := range TickToTradeLines() {
+		fmt.Fprintf(&b, "%-6s", l.Name)
 		for _, r := range rs {
-			fmt.Fprintf(&b, " %10s", FormatNanosAsMicros(l.v(r)))
+			fmt.Fprintf(&b, " %10s", FormatNanosAsMicros(l.Value(r)))
 		}
 		b.WriteString("\n")
 	}

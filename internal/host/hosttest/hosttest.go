@@ -166,3 +166,14 @@ func LockRealHost(t testing.TB) {
 	}
 	t.Cleanup(func() { f.Close() })
 }
+
+// Other returns the first of choices that differs from cur (the first when none does): a value to
+// write on a real host that is not the one it has.
+func Other(cur string, choices ...string) string {
+	for _, c := range choices {
+		if c != cur {
+			return c
+		}
+	}
+	return choices[0]
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 // TestMain makes the test binary a stand-in kubelet when asked: it listens on a TCP port, prints
@@ -33,15 +35,7 @@ func fakeKubelet(t *testing.T, args ...string) (*exec.Cmd, int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$"}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBELETCONF_TEST_LISTEN=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := bufio.NewReader(testutil.StartHelper(t, cmd)).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
 	}
