@@ -41,7 +41,12 @@ type LatencyBenchmarkReconciler struct {
 	// benchmarks (--benchmark-cluster-role; DefaultBenchmarkClusterRole by default). Only named in the
 	// NamespaceOptedIn condition: the API server decides.
 	ClusterRole string
+	// ResultsBatch is how long results that came in wait for those of the other nodes measuring
+	// before their verdicts are written together (DefaultResultsBatch when 0).
+	ResultsBatch time.Duration
 
+	// mem is what reconciles remember of the last ones (latencybenchmark_memory.go).
+	mem benchMemory
 	// userMu guards user, the manager's user name as the API server knows it (asked once).
 	userMu sync.Mutex
 	user   string
@@ -74,6 +79,7 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.Namespace, req.Name)
+			r.mem.forget(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
