@@ -15,8 +15,10 @@ const DefaultResultsBatch = time.Second
 
 // benchMemory is what the reconciler remembers between reconciles, so that a reconcile's work
 // follows what changed rather than the size of the run: when the first result of a batch came in,
-// and which namespace checks and access objects were answered or written lately. It is lost on a
-// restart, which costs one more check or one more batch window, nothing else.
+// which namespace checks and access objects were answered or written lately, and the version its
+// last status write was made over (a reconcile that reads the cache from before that write would
+// do that write's work again). It is lost on a restart, which costs one more check or one more
+// batch window, nothing else.
 type benchMemory struct {
 	mu sync.Mutex
 	// batch is, per benchmark, when a reconcile of its current run first saw a result it did
@@ -26,6 +28,9 @@ type benchMemory struct {
 	allowed map[string]time.Time
 	// access is, per benchmark, what reconcileAccess last made sure of and when.
 	access map[string]accessRecord
+	// written is, per benchmark, the resourceVersion this reconciler's last status write was
+	// made over, while the cache may still show that version.
+	written map[string]string
 }
 
 // batchRecord is an open batch of results: the run and when its first result was seen.
@@ -113,10 +118,34 @@ func (m *benchMemory) rememberAccess(b *tsv1.LatencyBenchmark, cms int, now time
 	m.access[benchKey(b)] = accessRecord{uid: string(b.UID), run: b.Status.Run, cms: cms, when: now}
 }
 
+// statusWritten records that a status write was made over orig.
+func (m *benchMemory) statusWritten(orig *tsv1.LatencyBenchmark) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.written == nil {
+		m.written = map[string]string{}
+	}
+	m.written[benchKey(orig)] = orig.ResourceVersion
+}
+
+// statusInFlight says whether b is the cache's copy from before this reconciler's last status
+// write; any other version ends the record.
+func (m *benchMemory) statusInFlight(b *tsv1.LatencyBenchmark) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	from, ok := m.written[benchKey(b)]
+	if ok && from == b.ResourceVersion {
+		return true
+	}
+	delete(m.written, benchKey(b))
+	return false
+}
+
 // forget drops what is remembered of a deleted benchmark.
 func (m *benchMemory) forget(ns, name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.batch, ns+"/"+name)
 	delete(m.access, ns+"/"+name)
+	delete(m.written, ns+"/"+name)
 }

@@ -290,8 +290,8 @@ func (r *LatencyBenchmarkReconciler) reconcileNextWave(ctx context.Context, s *b
 	return r.forbidden(ctx, s, r.createNodeJobs(ctx, s.b, startWaiting(s.b)))
 }
 
-// jobCreators is how many nodes' objects a reconcile creates at once: a wave of a fleet's
-// benchmark starts in a few round trips' time, not one node after the other.
+// jobCreators is how many nodes' objects a reconcile creates (or nodes it annotates) at once: a
+// wave of a fleet's benchmark starts in a few round trips' time, not one node after the other.
 const jobCreators = 16
 
 // createNodeJobs creates the objects of nodes, jobCreators at a time.
@@ -538,24 +538,33 @@ func (r *LatencyBenchmarkReconciler) jobFacts(ctx context.Context, ns, name stri
 }
 
 // reconcileNodeLabels records each judged node's verdict on the node, once per node and run: the
-// annotation tickstack.io/benchmark-passed=<profile> when it passed, none when it failed.
+// annotation tickstack.io/benchmark-passed=<profile> when it passed, none when it failed; a
+// batch's nodes jobCreators at a time.
 // NodeValidationReconciler turns it into the tickstack.io/validated label while the node has that
 // profile and its time is in sync.
 func (r *LatencyBenchmarkReconciler) reconcileNodeLabels(ctx context.Context, s *benchScope) error {
 	b := s.b
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(jobCreators)
 	for i := range b.Status.Nodes {
-		n := &b.Status.Nodes[i]
+		n := &b.Status.Nodes[i] // each goroutine writes its own node's entry only
 		if n.Labelled || nodeVerdict(*n) == "" {
 			continue
 		}
-		if value, keep := wantValidatedLabel(*n); !keep {
-			if err := r.markNode(ctx, b, n.Node, value); err != nil {
+		value, keep := wantValidatedLabel(*n)
+		if keep {
+			n.Labelled = true
+			continue
+		}
+		g.Go(func() error {
+			if err := r.markNode(gctx, b, n.Node, value); err != nil {
 				return err
 			}
-		}
-		n.Labelled = true
+			n.Labelled = true
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // markNode sets a judged node's tickstack.io/benchmark-passed annotation to value (the profile when
