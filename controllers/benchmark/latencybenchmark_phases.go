@@ -292,7 +292,7 @@ func (r *LatencyBenchmarkReconciler) reconcileNextWave(ctx context.Context, s *b
 
 // jobCreators is how many nodes' objects a reconcile creates (or nodes it annotates) at once: a
 // wave of a fleet's benchmark starts in a few round trips' time, not one node after the other.
-const jobCreators = 16
+const jobCreators = 32
 
 // createNodeJobs creates the objects of nodes, jobCreators at a time.
 func (r *LatencyBenchmarkReconciler) createNodeJobs(ctx context.Context, b *tsv1.LatencyBenchmark, nodes []tsv1.BenchmarkNodeStatus) error {

@@ -71,7 +71,7 @@ var (
 	argsFlag  = flag.String("scale.manager-args", "", "extra manager flags, space-separated (to compare settings)")
 	envFlag   = flag.String("scale.manager-env", "", "extra environment of the manager, space-separated NAME=VALUE (to compare, e.g. GOMEMLIMIT)")
 	srcFlag   = flag.String("scale.manager-src", "", "build cmd/manager from this tree instead (a git worktree of another revision, to compare)")
-	profFlag  = flag.String("scale.profile", "", "write CPU profiles of the manager and the API server, and the manager's heap profile, 20 s into the benchmark step, to this directory")
+	profFlag  = flag.String("scale.profile", "", "write CPU profiles of the manager and the API server, and the manager's heap profile, 20 s into the benchmark step, and the manager's metrics after it, to this directory")
 	onlyFlag  = flag.String("scale.only", "", "\""+onlyBenchmark+"\": after the profile's create (every node applied and labelled), only the benchmark step (no updates, drift or rollout)")
 )
 
@@ -703,6 +703,15 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		return true, nil
 	})
 	r.BenchStatusWrites = diffWrites(b0, apiWrites(t, ctx, cs))["latencybenchmarks/status PATCH"]
+	if *profFlag != "" {
+		// The manager's own metrics after the benchmark (reconcile times and counts, work queue
+		// waits per controller), beside the profiles.
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port)); err == nil {
+			raw, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			_ = os.WriteFile(filepath.Join(*profFlag, fmt.Sprintf("metrics-%d.txt", n)), raw, 0o644)
+		}
+	}
 	r.BenchMaxAtOnce = int(pods.maxAtOnce.Load())
 	if r.BenchMaxAtOnce > r.BenchMaxParallel {
 		t.Errorf("%d nodes: %d benchmark Jobs measuring at once, above spec.maxParallel %d", n, r.BenchMaxAtOnce, r.BenchMaxParallel)
