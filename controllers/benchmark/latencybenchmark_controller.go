@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -76,8 +77,8 @@ type benchScope struct {
 	facts  benchmarkFacts
 }
 
-// Reconcile is the usual shape: get, one deferred status patch (when the status changed), ordered
-// phases (internal/phase).
+// Reconcile is the usual shape: get, one deferred status patch (when the status changed: a JSON
+// patch of the node entries that changed, statusPatch), ordered phases (internal/phase).
 func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	b := &tsv1.LatencyBenchmark{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
@@ -103,7 +104,13 @@ func (r *LatencyBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		setBenchmarkStatus(b, &s.facts, reterr == nil)
 		fitResults(b, StatusResultsBudget)
 		r.Metrics.observe(b)
-		err := phase.PatchStatus(ctx, r.Client, orig, b, func(b *tsv1.LatencyBenchmark) any { return b.Status })
+		status := func(b *tsv1.LatencyBenchmark) any { return b.Status }
+		patch := statusPatch(orig, b)
+		err := phase.PatchStatus(ctx, r.Client, orig, b, status, func(client.Object) client.Patch { return patch })
+		if err != nil && patch.Type() == types.JSONPatchType && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
+			// The stored status is not the one the patch of its changes was made from.
+			err = phase.PatchStatus(ctx, r.Client, orig, b, status)
+		}
 		if err == nil && b.ResourceVersion != orig.ResourceVersion {
 			r.mem.statusWritten(orig)
 		}
