@@ -174,8 +174,9 @@ def markdown(rs, ts, kwok, margs):
           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rs:
         sw = r.get("BenchStatusWrites")
-        L.append("| %d | %d | %d | %d | %.1f | %.0f | %.1f | %s | %.0f | %d |" % (r["nodes"], r["BenchNodes"], r["BenchMaxParallel"], r["BenchMaxAtOnce"], r["BenchS"],
-                                                                        bench_pods(r), bench_beyond(r), "-" if sw is None else "%d" % sw, r["BenchStatusKiB"], r["BenchResultsInStatus"]))
+        L.append("| %d | %d | %d | %d | %.1f | %.0f | %.1f | %s | %.0f | %d |" % (
+            r["nodes"], r["BenchNodes"], r["BenchMaxParallel"], r["BenchMaxAtOnce"], r["BenchS"],
+            bench_pods(r), bench_beyond(r), "-" if sw is None else "%d" % sw, r["BenchStatusKiB"], r["BenchResultsInStatus"]))
     L += ["", "![cost by fleet size](bench-scale.svg)", "", "## Targets (%s)" % ("issue 45, the benchmark step" if bench_only(rs) else issue(rs)), "",
           "| what | measured | target | |", "|---|---:|---:|---|"]
     for what, got, want, ok in ts:
