@@ -181,7 +181,7 @@ def markdown(rs, ts, kwok, margs):
           "| what | measured | target | |", "|---|---:|---:|---|"]
     for what, got, want, ok in ts:
         L.append("| %s | %s | %s | %s |" % (what, got, want, "met" if ok else "MISSED"))
-    if len(rs) > 1:
+    if len(rs) > 1 and not bench_only(rs):
         L += ["", "Fitted exponents (log-log least squares over the sizes): CPU seconds %.2f, update -> %s %.2f, create -> %s %.2f, reads %.2f." % (
             fit(rs, "CPUSeconds"), reached, fit(rs, "updateRenderedSeconds"), reached, fit(rs, "createRenderedSeconds"), fit(rs, "Reads"))]
     return L
