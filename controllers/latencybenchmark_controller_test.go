@@ -465,6 +465,60 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
+	It("writes the verdicts of nodes whose results come in together in one status write", func() {
+		ns := tslbNamespace()
+		nodes := []*corev1.Node{tslbNode("tslb-batch-a", "tslb-p23"), tslbNode("tslb-batch-b", "tslb-p23"), tslbNode("tslb-batch-c", "tslb-p23")}
+		b := validBenchmark(ns, "batch", "tslb-p23")
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
+		var jobs []*batchv1.Job
+		for _, n := range nodes {
+			jobs = append(jobs, nodeJob(ns, "batch", 1, n.Name))
+		}
+		// Every status write of the benchmark from here on, as a watch delivers it.
+		wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		w, err := wc.Watch(ctx, &tsv1.LatencyBenchmarkList{}, client.InNamespace(ns))
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+
+		By("three results uploaded 300 ms apart, as the nodes of a wave finish")
+		for i, n := range nodes {
+			if i > 0 {
+				time.Sleep(300 * time.Millisecond)
+			}
+			uploadResults(ns, jobs[i].Name, judgetest.SampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
+		}
+
+		By("one status write takes the run from no verdict to all three")
+		var judgedAfterWrites []int
+		Eventually(func(g Gomega) {
+			for {
+				select {
+				case ev := <-w.ResultChan():
+					if got, ok := ev.Object.(*tsv1.LatencyBenchmark); ok {
+						k := 0
+						for _, n := range got.Status.Nodes {
+							if n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed {
+								k++
+							}
+						}
+						if l := len(judgedAfterWrites); l == 0 || judgedAfterWrites[l-1] != k {
+							judgedAfterWrites = append(judgedAfterWrites, k)
+						}
+					}
+					continue
+				default:
+				}
+				break
+			}
+			g.Expect(judgedAfterWrites).NotTo(BeEmpty())
+			g.Expect(judgedAfterWrites[len(judgedAfterWrites)-1]).To(Equal(3))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(judgedAfterWrites).To(Equal([]int{0, 3}), "nodes judged after each status write that changed the count")
+		Expect(getBenchmark(ns, "batch")(Default).Status.Verdict).To(Equal(tsv1.VerdictPassed))
+	})
+
 	It("keeps a large run's status under the object size limit: the tables past its share stay in their ConfigMaps", func() {
 		ns := tslbNamespace()
 		var nodes []*corev1.Node

@@ -41,6 +41,10 @@ type Options struct {
 	// (--benchmark-cluster-role), named in the benchmark's NamespaceOptedIn condition; "" is
 	// benchmark.DefaultBenchmarkClusterRole.
 	BenchmarkClusterRole string
+	// BenchmarkResultsBatch is how long a benchmark's results that came in wait for those of its
+	// other measuring nodes, so that their verdicts go into one status write; zero is
+	// benchmark.DefaultResultsBatch.
+	BenchmarkResultsBatch time.Duration
 	// ProfileMetrics, BenchmarkMetrics and NodeMetrics receive the controllers' metrics
 	// (profile.NewProfileMetrics, benchmark.NewBenchmarkMetrics, node.NewNodeMetrics); nil exports
 	// none (and, for NodeMetrics, sets up no node metrics controller).
@@ -83,7 +87,7 @@ func SetupControllers(mgr ctrl.Manager, o Options) error {
 		{"node label", (&node.NodeLabelReconciler{Client: c}).SetupWithManager},
 		{"network", (&network.NetworkReconciler{Client: c, APIReader: reader, Options: o.Network}).SetupWithManager},
 		{"LatencyBenchmark", (&benchmark.LatencyBenchmarkReconciler{Client: c, APIReader: reader, Image: o.BenchImage, Now: o.Now, ClusterRole: o.BenchmarkClusterRole,
-			Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: o.BenchmarkMetrics}).SetupWithManager},
+			Recorder: mgr.GetEventRecorder("latencybenchmark"), Metrics: o.BenchmarkMetrics, ResultsBatch: o.BenchmarkResultsBatch}).SetupWithManager},
 		{"BIOS", biosR.SetupWithManager},
 		{"BMC", (&bios.BMCReconciler{Client: c, Policy: o.BMC}).SetupWithManager},
 		{"node validation", (&node.NodeValidationReconciler{Client: c, Recorder: mgr.GetEventRecorder("nodevalidation")}).SetupWithManager},
@@ -117,6 +121,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BenchmarkClusterRole == "" {
 		o.BenchmarkClusterRole = benchmark.DefaultBenchmarkClusterRole
+	}
+	if o.BenchmarkResultsBatch == 0 {
+		o.BenchmarkResultsBatch = benchmark.DefaultResultsBatch
 	}
 	n := &o.Network
 	for _, d := range []struct {

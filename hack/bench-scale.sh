@@ -8,6 +8,10 @@
 # issue 45's targets (docs/architecture.md, "Fleet scale"). BENCH_SCALE_OUT writes the report's
 # files to another directory than docs/ (a trial run, a loaded machine). It exits 1 when a target
 # the report prints is missed (as make bench), after writing the report.
+# BENCH_SCALE_ONLY=benchmark runs only the LatencyBenchmark step after the profile's create (no
+# updates, drift or rollout) and the report judges only the benchmark's targets (a trial run).
+# BENCH_SCALE_PROFILE=DIR writes CPU profiles of the manager and the API server taken 20 s into
+# the benchmark step there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${KUBEBUILDER_ASSETS:?run it as make bench-scale, which builds the envtest assets}"
@@ -28,7 +32,8 @@ trap 'rm -f "$tmp"' EXIT
 if [ -z "${BENCH_SCALE_REPORT_ONLY:-}" ]; then
   go test -tags scale -count=1 -timeout 120m -run TestScale -v ./test/scale/ \
     -args -scale.kwok="$cache/kwok" -scale.sizes="$sizes" -scale.out="$tmp" \
-    -scale.manager-args="${BENCH_SCALE_MANAGER_ARGS:-}" >&2
+    -scale.manager-args="${BENCH_SCALE_MANAGER_ARGS:-}" -scale.only="${BENCH_SCALE_ONLY:-}" \
+    -scale.profile="${BENCH_SCALE_PROFILE:-}" >&2
   cp "$tmp" "$json"
 fi
 

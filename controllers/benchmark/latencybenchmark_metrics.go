@@ -110,7 +110,10 @@ func (m *BenchmarkMetrics) observe(b *tsv1.LatencyBenchmark) {
 		if prev[n.Node] == from {
 			continue
 		}
-		m.forgetNode(ns, name, n.Node)
+		if prev[n.Node] != "" {
+			// Only a node seen before has series to drop: the drop scans every series.
+			m.forgetNode(ns, name, n.Node)
+		}
 		for _, r := range []tsv1.VerdictResult{tsv1.VerdictPassed, tsv1.VerdictFailed, tsv1.VerdictInconclusive} {
 			val := 0.0
 			if r == v {

@@ -81,14 +81,21 @@ func createsObjects(b *tsv1.LatencyBenchmark) bool {
 const namespaceOptedIn = "opted in"
 
 // reconcileNamespace stops the run, before anything is created, while the manager may not create
-// the run's objects in the benchmark's namespace.
+// the run's objects in the benchmark's namespace. A yes is asked again after namespaceRecheck, not
+// on every reconcile of a run's waves (a create refused meanwhile still sets the condition:
+// forbidden).
 func (r *LatencyBenchmarkReconciler) reconcileNamespace(ctx context.Context, s *benchScope) error {
 	b := s.b
 	if !createsObjects(b) {
 		return nil
 	}
+	rights := benchRights(b)
+	if r.mem.allowedLately(b.Namespace, rights, s.now, namespaceRecheck) {
+		s.facts.namespace = namespaceOptedIn
+		return nil
+	}
 	var missing []string
-	for _, right := range benchRights(b) {
+	for _, right := range rights {
 		ok, err := r.allowed(ctx, b.Namespace, right)
 		if err != nil {
 			return err
@@ -98,6 +105,7 @@ func (r *LatencyBenchmarkReconciler) reconcileNamespace(ctx context.Context, s *
 		}
 	}
 	if len(missing) == 0 {
+		r.mem.rememberAllowed(b.Namespace, rights, s.now)
 		s.facts.namespace = namespaceOptedIn
 		return nil
 	}
@@ -109,8 +117,7 @@ func (r *LatencyBenchmarkReconciler) reconcileNamespace(ctx context.Context, s *
 func (r *LatencyBenchmarkReconciler) notOptedIn(ctx context.Context, s *benchScope, why string) error {
 	b := s.b
 	s.facts.namespace = r.notOptedInMessage(ctx, b.Namespace, why)
-	recheck := s.now.Add(namespaceRecheck)
-	s.facts.recheck = &recheck
+	s.facts.recheckAt(s.now.Add(namespaceRecheck))
 	if !apimeta.IsStatusConditionFalse(b.Status.Conditions, tsv1.BenchmarkNamespaceOptedIn) {
 		r.event(b, corev1.EventTypeWarning, tsv1.ReasonNamespaceNotOptedIn, "Check", "%s", s.facts.namespace)
 	}

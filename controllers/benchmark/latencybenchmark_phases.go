@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"golang.org/x/sync/errgroup"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -155,7 +156,9 @@ func (r *LatencyBenchmarkReconciler) addJoinedNodes(ctx context.Context, s *benc
 	return nil
 }
 
-// targetNodes lists the nodes the target picks, and names of nodeNames that do not exist.
+// targetNodes lists the nodes the target picks, and names of nodeNames that do not exist. The
+// listed nodes are the cache's own objects (every reconcile lists them, a fleet has thousands):
+// read them, never change them.
 func (r *LatencyBenchmarkReconciler) targetNodes(ctx context.Context, b *tsv1.LatencyBenchmark) ([]corev1.Node, []string, error) {
 	t := b.Spec.Target
 	var list corev1.NodeList
@@ -165,7 +168,7 @@ func (r *LatencyBenchmarkReconciler) targetNodes(ctx context.Context, b *tsv1.La
 		if err != nil {
 			return nil, nil, fmt.Errorf("spec.target.profile %q is not a label value: %w", t.Profile, err)
 		}
-		if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
+		if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, fmt.Errorf("listing the nodes of profile %s: %w", t.Profile, err)
 		}
 		return list.Items, nil, nil
@@ -174,7 +177,7 @@ func (r *LatencyBenchmarkReconciler) targetNodes(ctx context.Context, b *tsv1.La
 		if err != nil {
 			return nil, nil, fmt.Errorf("spec.target.nodeSelector: %w", err)
 		}
-		if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, fmt.Errorf("listing the target nodes: %w", err)
 		}
 		return list.Items, nil, nil
@@ -197,7 +200,9 @@ func (r *LatencyBenchmarkReconciler) targetNodes(ctx context.Context, b *tsv1.La
 
 // reconcileAccess keeps the service account, the Role limited to this run's results ConfigMaps,
 // and its RoleBinding, while the run still creates Jobs. They are read uncached: the manager may
-// not list service accounts, Roles or RoleBindings anywhere (latencybenchmark_namespace.go).
+// not list service accounts, Roles or RoleBindings anywhere (latencybenchmark_namespace.go); so
+// once made sure of for a run and its ConfigMaps, they are read again only after
+// namespaceRecheck, not on every reconcile of a run's waves.
 func (r *LatencyBenchmarkReconciler) reconcileAccess(ctx context.Context, s *benchScope) error {
 	b := s.b
 	if !createsObjects(b) {
@@ -209,12 +214,16 @@ func (r *LatencyBenchmarkReconciler) reconcileAccess(ctx context.Context, s *ben
 			cms = append(cms, n.Job)
 		}
 	}
+	if r.mem.accessLately(b, len(cms), s.now, namespaceRecheck) {
+		return nil
+	}
 	sa, role, rb := buildBenchAccess(b, cms)
 	for _, want := range []client.Object{sa, role, rb} {
 		if err := r.apply(ctx, want); err != nil {
 			return r.forbidden(ctx, s, err)
 		}
 	}
+	r.mem.rememberAccess(b, len(cms), s.now)
 	return nil
 }
 
@@ -246,6 +255,8 @@ func (r *LatencyBenchmarkReconciler) apply(ctx context.Context, want client.Obje
 }
 
 // reconcileJobs creates each node's results ConfigMap and Job, and deletes those of older runs.
+// A node whose Job the cache shows is left alone (its ConfigMap was created before it): a
+// reconcile of a wave does not ask the API server again for every measuring node's objects.
 func (r *LatencyBenchmarkReconciler) reconcileJobs(ctx context.Context, s *benchScope) error {
 	b := s.b
 	run := b.Status.Run
@@ -253,13 +264,22 @@ func (r *LatencyBenchmarkReconciler) reconcileJobs(ctx context.Context, s *bench
 		return nil
 	}
 	startWaiting(b)
+	var create []tsv1.BenchmarkNodeStatus
 	for _, n := range b.Status.Nodes {
 		if n.Job == "" || n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed || n.Phase == tsv1.NodeWaiting {
 			continue
 		}
-		if err := r.createNodeJob(ctx, b, n, r.Image); err != nil {
-			return r.forbidden(ctx, s, err)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: n.Job}, &batchv1.Job{})
+		if err == nil {
+			continue
 		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading Job %s: %w", n.Job, err)
+		}
+		create = append(create, n)
+	}
+	if err := r.createNodeJobs(ctx, b, create); err != nil {
+		return r.forbidden(ctx, s, err)
 	}
 	return r.deleteOldRuns(ctx, b)
 }
@@ -267,13 +287,21 @@ func (r *LatencyBenchmarkReconciler) reconcileJobs(ctx context.Context, s *bench
 // reconcileNextWave starts the Jobs of waiting nodes whose slots the verdicts of this reconcile
 // freed (spec.maxParallel), without waiting for another event.
 func (r *LatencyBenchmarkReconciler) reconcileNextWave(ctx context.Context, s *benchScope) error {
-	b := s.b
-	for _, n := range startWaiting(b) {
-		if err := r.createNodeJob(ctx, b, n, r.Image); err != nil {
-			return r.forbidden(ctx, s, err)
-		}
+	return r.forbidden(ctx, s, r.createNodeJobs(ctx, s.b, startWaiting(s.b)))
+}
+
+// jobCreators is how many nodes' objects a reconcile creates (or nodes it annotates) at once: a
+// wave of a fleet's benchmark starts in a few round trips' time, not one node after the other.
+const jobCreators = 32
+
+// createNodeJobs creates the objects of nodes, jobCreators at a time.
+func (r *LatencyBenchmarkReconciler) createNodeJobs(ctx context.Context, b *tsv1.LatencyBenchmark, nodes []tsv1.BenchmarkNodeStatus) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(jobCreators)
+	for _, n := range nodes {
+		g.Go(func() error { return r.createNodeJob(gctx, b, n, r.Image) })
 	}
-	return nil
+	return g.Wait()
 }
 
 // startWaiting moves waiting nodes, by name, to Pending while fewer than spec.maxParallel nodes
@@ -375,14 +403,26 @@ func (r *LatencyBenchmarkReconciler) deleteOldRuns(ctx context.Context, b *tsv1.
 	return nil
 }
 
-// reconcileResults reads each running node's Job and results ConfigMap and judges the node.
+// reconcileResults reads each measuring node's Job and results ConfigMap and judges the nodes
+// whose results are in, in batches: while other nodes still measure, the results that came in
+// wait up to ResultsBatch (from the first) for theirs, so a wave's verdicts go into one status
+// write (the status of a fleet's run is hundreds of KiB, and every write stores all of it).
 func (r *LatencyBenchmarkReconciler) reconcileResults(ctx context.Context, s *benchScope) error {
 	b := s.b
+	type done struct {
+		i      int
+		judged tsv1.BenchmarkNodeStatus
+		f      benchJobFacts
+		job    *batchv1.Job
+	}
+	var ready []done
+	measuring := 0
 	for i := range b.Status.Nodes {
 		n := &b.Status.Nodes[i]
 		if n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed || n.Phase == tsv1.NodeWaiting || n.Job == "" {
 			continue
 		}
+		measuring++
 		f, job, err := r.jobFacts(ctx, b.Namespace, n.Job)
 		if err != nil {
 			return err
@@ -393,10 +433,26 @@ func (r *LatencyBenchmarkReconciler) reconcileResults(ctx context.Context, s *be
 			}
 			f.t2tBaseline = t.Baseline
 		}
-		*n = judgeNode(*n, f, b.Spec.Thresholds, s.now)
-		if n.Phase != tsv1.NodeCompleted && n.Phase != tsv1.NodeFailed {
+		judged := judgeNode(*n, f, b.Spec.Thresholds, s.now)
+		if judged.Phase != tsv1.NodeCompleted && judged.Phase != tsv1.NodeFailed {
+			*n = judged
 			continue
 		}
+		ready = append(ready, done{i, judged, f, job})
+	}
+	if len(ready) == 0 {
+		return nil
+	}
+	if len(ready) < measuring {
+		if until := r.mem.batchOpen(b, s.now).Add(r.resultsBatch()); s.now.Before(until) {
+			s.facts.recheckAt(until)
+			return nil
+		}
+	}
+	r.mem.batchClose(b)
+	for _, d := range ready {
+		n := &b.Status.Nodes[d.i]
+		*n = d.judged
 		kind, reason := corev1.EventTypeNormal, "NodePassed"
 		switch nodeVerdict(*n) {
 		case tsv1.VerdictFailed:
@@ -408,9 +464,9 @@ func (r *LatencyBenchmarkReconciler) reconcileResults(ctx context.Context, s *be
 		// Results are in: a reflector still waiting for a client that will not come back would hold
 		// its exclusive CPUs until the deadline. A TwoPods runner Job has no reflector: it ends on
 		// its own, and keeps its pod's log.
-		if mode, _, _, _ := placementOf(b); job != nil && f.jobActive && mode != tsv1.PlacementTwoPods {
-			if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting the finished Job %s: %w", job.Name, err)
+		if mode, _, _, _ := placementOf(b); d.job != nil && d.f.jobActive && mode != tsv1.PlacementTwoPods {
+			if err := r.Client.Delete(ctx, d.job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting the finished Job %s: %w", d.job.Name, err)
 			}
 		}
 		if err := r.stopReflector(ctx, b.Namespace, n.Job); err != nil {
@@ -418,6 +474,14 @@ func (r *LatencyBenchmarkReconciler) reconcileResults(ctx context.Context, s *be
 		}
 	}
 	return nil
+}
+
+// resultsBatch is ResultsBatch, DefaultResultsBatch when unset.
+func (r *LatencyBenchmarkReconciler) resultsBatch() time.Duration {
+	if r.ResultsBatch > 0 {
+		return r.ResultsBatch
+	}
+	return DefaultResultsBatch
 }
 
 // readBaseline reads the LatencyBenchmark a tickToTrade baseline names; nil when it does not exist.
@@ -474,24 +538,33 @@ func (r *LatencyBenchmarkReconciler) jobFacts(ctx context.Context, ns, name stri
 }
 
 // reconcileNodeLabels records each judged node's verdict on the node, once per node and run: the
-// annotation tickstack.io/benchmark-passed=<profile> when it passed, none when it failed.
+// annotation tickstack.io/benchmark-passed=<profile> when it passed, none when it failed; a
+// batch's nodes jobCreators at a time.
 // NodeValidationReconciler turns it into the tickstack.io/validated label while the node has that
 // profile and its time is in sync.
 func (r *LatencyBenchmarkReconciler) reconcileNodeLabels(ctx context.Context, s *benchScope) error {
 	b := s.b
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(jobCreators)
 	for i := range b.Status.Nodes {
-		n := &b.Status.Nodes[i]
+		n := &b.Status.Nodes[i] // each goroutine writes its own node's entry only
 		if n.Labelled || nodeVerdict(*n) == "" {
 			continue
 		}
-		if value, keep := wantValidatedLabel(*n); !keep {
-			if err := r.markNode(ctx, b, n.Node, value); err != nil {
+		value, keep := wantValidatedLabel(*n)
+		if keep {
+			n.Labelled = true
+			continue
+		}
+		g.Go(func() error {
+			if err := r.markNode(gctx, b, n.Node, value); err != nil {
 				return err
 			}
-		}
-		n.Labelled = true
+			n.Labelled = true
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // markNode sets a judged node's tickstack.io/benchmark-passed annotation to value (the profile when

@@ -220,8 +220,16 @@ type benchmarkFacts struct {
 	// benchmark's namespace, else why not (the NamespaceOptedIn condition's message); "" when not
 	// asked in this reconcile (the condition stays as it was).
 	namespace string
-	// recheck is when to look at the namespace again (nil: no need).
+	// recheck is when to look again (nil: no need): at the namespace, at results held for their
+	// batch.
 	recheck *time.Time
+}
+
+// recheckAt makes recheck at the latest t.
+func (f *benchmarkFacts) recheckAt(t time.Time) {
+	if f.recheck == nil || t.Before(*f.recheck) {
+		f.recheck = &t
+	}
 }
 
 // setBenchmarkStatus writes the summary fields and conditions from the nodes and the facts. It is

@@ -47,7 +47,7 @@ func reportResult(d string, nodes int) map[string]any {
 		"WritesPerChangedNode": 1.0, "WritesPerUnchangedNode": 0.0, "Reads": 100, "Writes": 3 * nodes,
 		"PeakRSSMiB": 80.0, "CPUSeconds": 0.01 * float64(nodes), "RolloutBudget": nodes / 20, "RolloutMaxHeld": nodes / 20, "RolloutS": 30.0,
 		"BenchNodes": min(nodes, 1000), "BenchMaxParallel": min(nodes, 1000) / 20, "BenchMaxAtOnce": min(nodes, 1000) / 20,
-		"BenchS": 20.0, "BenchStatusKiB": 300.0, "BenchResultsInStatus": 37, "AgentPatches": 4 * nodes,
+		"BenchS": 32.0, "BenchPodsS": 20.0, "BenchStatusWrites": min(nodes, 1000) / 25, "BenchStatusKiB": 300.0, "BenchResultsInStatus": 37, "AgentPatches": 4 * nodes,
 		"UpdateManagerWrites": nodes + 4, "UpdateStatusWrites": nodes, "UpdateAgentNodePatches": 0,
 		"ChangedWrites":   map[string]int64{"latencynodestates PATCH": int64(nodes), "latencynodestates/status PATCH": int64(nodes), "latencyprofiles/status PATCH": 4},
 		"UnchangedWrites": map[string]int64{"latencyprofiles/status PATCH": 1},
@@ -168,13 +168,37 @@ func TestBenchScaleReport(t *testing.T) {
 			t.Fatalf("exit 1 %v, want issue 45's targets all met:\n%s", failed, text)
 		}
 		for _, what := range []string{"every agent acting on its new tuning after a profile update", "every agent acting on its new tuning after a profile create",
-			"manager writes for a profile update", "node state status writes per changed node", "manager peak RSS", "no node", "reboot slots"} {
+			"manager writes for a profile update", "node state status writes per changed node", "manager peak RSS", "no node", "reboot slots",
+			"every verdict, beyond the pods' own run", "benchmark status writes per verdict"} {
 			if v := verdict(t, rows, what); v != "met" {
 				t.Errorf("%s: %s", what, v)
 			}
 		}
 		if !strings.Contains(text, "< 200 MiB") {
 			t.Errorf("no 200 MiB RSS target:\n%s", text)
+		}
+	})
+	t.Run("the benchmark step alone judges only the benchmark's targets", func(t *testing.T) {
+		only := func(nodes int) map[string]any {
+			r := reportResult(designPerNode, nodes)
+			r["only"] = "benchmark"
+			for _, k := range []string{"updateRenderedSeconds", "DriftSeenS", "DriftClearedS", "RolloutS", "WritesPerChangedNode"} {
+				r[k] = 0.0
+			}
+			r["RolloutBudget"], r["RolloutMaxHeld"] = 0, 0
+			return r
+		}
+		rows, text, failed := runReport(t, "", only(1000), only(5000))
+		if failed || !strings.Contains(text, "## Targets (issue 45, the benchmark step)") || strings.Contains(text, "rendered after") || strings.Contains(text, "reboot slots") {
+			t.Fatalf("exit 1 %v, want only the benchmark's targets, all met:\n%s", failed, text)
+		}
+		if v := verdict(t, rows, "every verdict, beyond the pods' own run"); v != "met" {
+			t.Errorf("beyond the pods' run: %s", v)
+		}
+		slow := only(5000)
+		slow["BenchS"] = 259.5
+		if rows, _, failed := runReport(t, "", only(1000), slow); !failed || verdict(t, rows, "every verdict, beyond the pods' own run") != "MISSED" {
+			t.Errorf("exit 1 %v, rows %v: want the benchmark MISSED at 5000 and exit 1", failed, rows)
 		}
 	})
 	for name, c := range map[string]struct {
@@ -188,6 +212,9 @@ func TestBenchScaleReport(t *testing.T) {
 		"two status writes per changed node":          {func(r map[string]any) { r["UpdateStatusWrites"] = 2 * r["nodes"].(int) }, "node state status writes per changed node"},
 		"250 MiB":                                     {func(r map[string]any) { r["PeakRSSMiB"] = 250.0 }, "manager peak RSS"},
 		"12 s to every agent acting":                  {func(r map[string]any) { r["updateRenderedSeconds"] = 12.0 }, "after a profile update"},
+		"a benchmark 31 s beyond its pods' run":       {func(r map[string]any) { r["BenchS"] = 51.0 }, "every verdict, beyond the pods' own run"},
+		"a status write per verdict":                  {func(r map[string]any) { r["BenchStatusWrites"] = 1000 }, "benchmark status writes per verdict"},
+		"the benchmark's status writes not recorded":  {func(r map[string]any) { delete(r, "BenchStatusWrites") }, "benchmark status writes per verdict"},
 	} {
 		t.Run("resolving on the node, "+name+" fails the run", func(t *testing.T) {
 			big := reportResult(designResolveOnNode, 5000)
