@@ -116,7 +116,7 @@ func TestJobTransformDropsTheSpec(t *testing.T) {
 			Annotations:     map[string]string{tsv1.BenchmarkNodeAnnotation: "n1"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "LatencyBenchmark", Name: "b"}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "manager"}}},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "bench", Image: "bench:1"}}}}},
+		Spec:   batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "bench", Image: "bench:1"}}}}},
 		Status: batchv1.JobStatus{Active: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}},
 	}
 	o, err := JobTransform()(j)
