@@ -132,6 +132,31 @@ func benchmarkEvents(ns string) func(Gomega) []string {
 	}
 }
 
+// kubeletReady plays the kubelet: it reports the node Ready, beside the gate's own condition.
+func kubeletReady(name string) {
+	Eventually(func() error {
+		n := &corev1.Node{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
+		orig := n.DeepCopy()
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+			Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()})
+		return k8s.Status().Patch(ctx, n, client.StrategicMergeFrom(orig))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// nodeConditions lists a node's condition types and statuses, as TYPE=STATUS.
+func nodeConditions(name string) []string {
+	n := &corev1.Node{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
+	var out []string
+	for _, c := range n.Status.Conditions {
+		out = append(out, string(c.Type)+"="+string(c.Status))
+	}
+	return out
+}
+
 // nodeTimeSynced reads a node's tickstack.io/TimeSynced condition status ("" when absent).
 func nodeTimeSynced(name string) func(Gomega) string {
 	return func(g Gomega) string {
@@ -152,6 +177,9 @@ var _ = Describe("PTP readiness gate", func() {
 	It("takes tickstack.io/validated away while TimeSynced is False, taints the node, and gives the label back when True", func() {
 		const profile, name = "tsgate-p1", "tsgate-a"
 		gateNode(name, profile, profile, map[string]string{"tsgate/select": name})
+		// The manager's cache holds only the gate's own condition (shared.NodeTransform): its
+		// patches must still leave the kubelet's alone.
+		kubeletReady(name)
 		gateNodeState(name, profile, metav1.ConditionTrue)
 		// A gated profile that selects the node (so its controller keeps the node state).
 		p := &tsv1.LatencyProfile{
@@ -175,6 +203,7 @@ var _ = Describe("PTP readiness gate", func() {
 		Eventually(unvalidatedTaint(name), wait, poll).Should(BeTrue())
 		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(node.EventTimeSyncLost))
 		Eventually(nodeTimeSynced(name), wait, poll).Should(Equal("False/OffsetAboveThreshold"))
+		Expect(nodeConditions(name)).To(ContainElement("Ready=True"))
 
 		By("back in sync: the label returns without a benchmark, the taint goes")
 		setTimeSynced(name, metav1.ConditionTrue)
@@ -182,6 +211,7 @@ var _ = Describe("PTP readiness gate", func() {
 		Eventually(unvalidatedTaint(name), wait, poll).Should(BeFalse())
 		Eventually(nodeEvents(name), wait, poll).Should(ContainElement(node.EventTimeSyncRestored))
 		Eventually(nodeTimeSynced(name), wait, poll).Should(Equal("True/Synchronized"))
+		Expect(nodeConditions(name)).To(ContainElement("Ready=True"))
 
 		By("the ptp section goes: so does the node condition")
 		Eventually(func() error {
@@ -193,6 +223,7 @@ var _ = Describe("PTP readiness gate", func() {
 			return k8s.Update(ctx, cur)
 		}, wait, poll).Should(Succeed())
 		Eventually(nodeTimeSynced(name), wait, poll).Should(BeEmpty())
+		Expect(nodeConditions(name)).To(Equal([]string{"Ready=True"}))
 	})
 
 	It("does not give the validation back to a node whose profile changed", func() {

@@ -100,7 +100,10 @@ var _ = BeforeSuite(func() {
 	Expect(k8s.Create(ctx, devicePluginDaemonSet())).To(Succeed())
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:        scheme,
+		Scheme: scheme,
+		// The caches cmd/manager runs with (lean Nodes and node states): every spec reads
+		// through them.
+		Cache:         CacheOptions(),
 		Metrics:       metricsserver.Options{BindAddress: "0"},
 		WebhookServer: env.WebhookServer(),
 	})

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
@@ -55,7 +59,7 @@ func TestCacheKeepsNoSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	opts := cacheOptions()
+	opts := controllers.CacheOptions()
 	opts.Scheme = kubetest.Scheme()
 	ca, err := cache.New(env.Config, opts)
 	if err != nil {
@@ -118,5 +122,95 @@ func TestCacheKeepsNoSettings(t *testing.T) {
 	if len(got.Status.Settings) != 2 || got.Status.Tuning == nil || !got.Spec.RebootGranted || got.Status.BIOS == nil || got.Status.BIOS.StagedHash != "h1" {
 		t.Errorf("after the manager's patches from its cache: settings %+v, tuning %+v, rebootGranted %v, bios %+v; want the agent's 2 settings and tuning kept and both patches in",
 			got.Status.Settings, got.Status.Tuning, got.Spec.RebootGranted, got.Status.BIOS)
+	}
+}
+
+// TestCacheLeanNodes: the manager's cache holds a Node with what its controllers read and
+// without the rest (images, capacity, kubelet conditions, other components' annotations), and the
+// manager's Node writes from that cached copy (a merge patch of labels, annotations and the taint
+// list) leave everything the cache dropped as it was on the API server. (The PTP gate's condition
+// patch, which names its one condition, is checked against the kubelet's Ready in the controllers'
+// envtest, "PTP readiness gate".)
+func TestCacheLeanNodes(t *testing.T) {
+	env, c := kubetest.New(t, kubetest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "lean-node", Labels: map[string]string{"rack": "r1"},
+			Annotations: map[string]string{tsv1.BMCAnnotation: "bmc-1", "node.alpha.kubernetes.io/ttl": "0"}},
+		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "other.example/t", Effect: corev1.TaintEffectNoSchedule}}},
+	}
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status = corev1.NodeStatus{
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")},
+		Images:   []corev1.ContainerImage{{Names: []string{"registry.example/app:1"}, SizeBytes: 1 << 20}},
+		NodeInfo: corev1.NodeSystemInfo{BootID: "boot-1", KernelVersion: "6.1.0"},
+		Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+		},
+	}
+	if err := c.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := controllers.CacheOptions()
+	opts.Scheme = kubetest.Scheme()
+	ca, err := cache.New(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.GetInformer(ctx, &corev1.Node{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ca.Start(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !ca.WaitForCacheSync(syncCtx) {
+		t.Fatal("the cache did not sync within a minute")
+	}
+	got := &corev1.Node{}
+	if err := ca.Get(ctx, client.ObjectKeyFromObject(n), got); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case got.Status.Images != nil || got.Status.Capacity != nil || got.Status.NodeInfo.KernelVersion != "" || len(got.Status.Conditions) != 0:
+		t.Errorf("the cache holds status the manager never reads: %+v", got.Status)
+	case got.Annotations["node.alpha.kubernetes.io/ttl"] != "" || len(got.ManagedFields) != 0:
+		t.Errorf("the cache holds another component's annotation or managedFields: %v, %d", got.Annotations, len(got.ManagedFields))
+	case got.Labels["rack"] != "r1" || got.Annotations[tsv1.BMCAnnotation] != "bmc-1":
+		t.Errorf("the cache lost the labels or tickstack.io/ annotations: %v %v", got.Labels, got.Annotations)
+	case !got.Spec.Unschedulable || !slices.ContainsFunc(got.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "other.example/t" }) || got.Status.NodeInfo.BootID != "boot-1":
+		t.Errorf("the cache lost spec.unschedulable, the taints or the boot ID: %+v %+v", got.Spec, got.Status.NodeInfo)
+	}
+
+	// The manager's writes, each from the cached copy as its controllers make them.
+	orig := got.DeepCopy()
+	got.Labels[tsv1.ProfileLabel] = "p"
+	got.Annotations[tsv1.BenchmarkPassedAnnotation] = "p"
+	got.Spec.Taints = append(got.Spec.Taints, corev1.Taint{Key: tsv1.UnvalidatedTaint, Value: "p", Effect: corev1.TaintEffectNoSchedule})
+	if err := c.Patch(ctx, got, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	live := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(n), live); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, cond := range live.Status.Conditions {
+		types = append(types, string(cond.Type))
+	}
+	switch {
+	case len(live.Status.Images) != 1 || live.Status.Capacity.Cpu().String() != "64" || live.Status.NodeInfo.KernelVersion != "6.1.0":
+		t.Errorf("the manager's patches lost the status it does not cache: %+v", live.Status)
+	case !slices.Equal(types, []string{string(corev1.NodeReady), string(corev1.NodeMemoryPressure)}):
+		t.Errorf("conditions after the manager's patch: %v, want the kubelet's Ready and MemoryPressure only", types)
+	case live.Annotations["node.alpha.kubernetes.io/ttl"] != "0" || live.Annotations[tsv1.BenchmarkPassedAnnotation] != "p" || live.Labels[tsv1.ProfileLabel] != "p":
+		t.Errorf("annotations and labels after the manager's patch: %v %v", live.Annotations, live.Labels)
+	case len(live.Spec.Taints) != len(got.Spec.Taints) || live.Spec.Taints[0].Key != "other.example/t" || !live.Spec.Unschedulable:
+		t.Errorf("spec after the manager's patch: %+v", live.Spec)
 	}
 }

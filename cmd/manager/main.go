@@ -139,8 +139,8 @@ func main() {
 	restCfg.QPS, restCfg.Burst = float32(apiQPS), apiBurst
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme: scheme,
-		// What the caches keep of a fleet's objects: cache.go.
-		Cache:                  cacheOptions(),
+		// What the caches keep of a fleet's objects: controllers/cache.go.
+		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsauth.Options(metricsAddr, metricsSecure),
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,

@@ -2,11 +2,13 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,7 +17,6 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers/shared"
-	"github.com/tickstack/tickstack/internal/phase"
 	"github.com/tickstack/tickstack/internal/resolve"
 )
 
@@ -111,18 +112,34 @@ func (r *PTPGateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // reconcileNodeCondition keeps the node's tickstack.io/TimeSynced condition in step with its node
 // state.
 func (r *PTPGateReconciler) reconcileNodeCondition(ctx context.Context, node *corev1.Node, lns *tsv1.LatencyNodeState) error {
-	conds, changed := mergeNodeCondition(node.Status.Conditions, wantNodeCondition(lns, metav1.Now()))
-	if !changed {
+	if _, changed := mergeNodeCondition(node.Status.Conditions, wantNodeCondition(lns, metav1.Time{})); !changed {
 		return nil
 	}
-	orig := node.DeepCopy()
-	node.Status.Conditions = conds
-	// A strategic merge patch touches only this condition (the list merges by type): the
-	// kubelet's conditions, patched by it meanwhile, are left alone.
-	if err := phase.PatchStatus(ctx, r.Client, orig, node, func(n *corev1.Node) any { return n.Status.Conditions }, phase.StrategicMerge); err != nil {
+	patch, err := timeSyncedPatch(wantNodeCondition(lns, metav1.Now()))
+	if err == nil {
+		err = r.Client.Status().Patch(ctx, node, patch)
+	}
+	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("setting condition %s on node %s: %w", tsv1.NodeTimeSyncedCondition, node.Name, err)
 	}
 	return nil
+}
+
+// timeSyncedPatch is the strategic merge patch that puts want in place of the node's
+// tickstack.io/TimeSynced condition, or deletes that condition when want is nil. It names only
+// that condition (the list merges by type), so the kubelet's conditions, which the manager's cache
+// does not hold (shared.NodeTransform), are left alone: a patch computed from the cached copy
+// would, on the condition's removal, clear the whole list.
+func timeSyncedPatch(want *corev1.NodeCondition) (client.Patch, error) {
+	entry := any(map[string]any{"type": tsv1.NodeTimeSyncedCondition, "$patch": "delete"})
+	if want != nil {
+		entry = want
+	}
+	raw, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []any{entry}}})
+	if err != nil {
+		return nil, err
+	}
+	return client.RawPatch(types.StrategicMergePatchType, raw), nil
 }
 
 // timeSyncChanged passes the node state changes the gate acts on: TimeSynced's status or reason,

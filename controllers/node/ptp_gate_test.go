@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -119,5 +120,30 @@ func TestNodeTimeSyncedCondition(t *testing.T) {
 	}
 	if _, changed := mergeNodeCondition([]corev1.NodeCondition{ready}, nil); changed {
 		t.Error("removing an absent condition counts as a change")
+	}
+}
+
+// TestTimeSyncedPatchNamesOneCondition: the gate's patch carries its condition alone, or a
+// delete of it by its merge key, never the list (which the manager's cache holds only in part).
+func TestTimeSyncedPatchNamesOneCondition(t *testing.T) {
+	for _, tc := range []struct {
+		want *corev1.NodeCondition
+		body string
+	}{
+		{nil, `{"status":{"conditions":[{"$patch":"delete","type":"tickstack.io/TimeSynced"}]}}`},
+		{&corev1.NodeCondition{Type: tsv1.NodeTimeSyncedCondition, Status: corev1.ConditionTrue, Reason: "Synchronized"},
+			`{"status":{"conditions":[{"type":"tickstack.io/TimeSynced","status":"True","lastHeartbeatTime":null,"lastTransitionTime":null,"reason":"Synchronized"}]}}`},
+	} {
+		p, err := timeSyncedPatch(tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := p.Data(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Type() != types.StrategicMergePatchType || string(body) != tc.body {
+			t.Errorf("patch %s %s, want a strategic merge patch %s", p.Type(), body, tc.body)
+		}
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"runtime"
+	"strings"
 	"sync"
 	"weak"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -95,4 +98,67 @@ func leanTuning(t *tsv1.NodeTuning) *tsv1.NodeTuning {
 		return nil
 	}
 	return &tsv1.NodeTuning{PTP: t.PTP, DrainTimeout: t.DrainTimeout}
+}
+
+// NodeTransform is the manager's cache transform of Nodes (cmd/manager, docs/scale.md): of a
+// Node it keeps what a reconciler of the manager reads, and nothing else.
+//   - metadata, without managedFields, and of the annotations only tickstack.io/ ones (the BMC
+//     name, the benchmark pass): the profile, benchmark and label controllers select by labels,
+//     every controller keys by name;
+//   - spec.taints (node validation's tickstack.io/unvalidated taint, patched as a whole list) and
+//     spec.unschedulable (the profile controller counts cordoned nodes against the budget);
+//   - status.nodeInfo.bootID (the BIOS controller sees the node boot);
+//   - of status.conditions only tickstack.io/TimeSynced (the PTP gate's own, written by a strategic
+//     merge patch that, being computed from two copies that both lack the kubelet's conditions,
+//     leaves them alone).
+//
+// Dropped: the images (a real node lists every image it holds: kilobytes), capacity and
+// allocatable, addresses, the rest of nodeInfo, volumes, the kubelet's conditions and every
+// annotation of other components. The manager changes Nodes only by patches computed against its
+// cached copy (never an Update), so nothing it drops is written back; its predicates see only
+// what it keeps, so another component's annotation churn no longer wakes its controllers.
+func NodeTransform() toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return obj, nil
+		}
+		lean := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: n.ObjectMeta}
+		lean.ManagedFields = nil
+		lean.Annotations = nil
+		for k, v := range n.Annotations {
+			if strings.HasPrefix(k, tsv1.GroupVersion.Group+"/") {
+				if lean.Annotations == nil {
+					lean.Annotations = map[string]string{}
+				}
+				lean.Annotations[k] = v
+			}
+		}
+		lean.Spec.Taints, lean.Spec.Unschedulable = n.Spec.Taints, n.Spec.Unschedulable
+		lean.Status.NodeInfo.BootID = n.Status.NodeInfo.BootID
+		for _, c := range n.Status.Conditions {
+			if c.Type == tsv1.NodeTimeSyncedCondition {
+				lean.Status.Conditions = append(lean.Status.Conditions, c)
+			}
+		}
+		return lean, nil
+	}
+}
+
+// JobTransform is the manager's cache transform of Jobs (cmd/manager, docs/scale.md): a Job
+// without its spec. The benchmark controller creates its Jobs from what it builds, reads of them
+// only their metadata (the run and node they measure, the owner) and status (active, complete,
+// failed), and deletes them; their pod template (the runner's containers, environment,
+// resources: most of a Job) is never read from the cache, and a benchmark over 1,000 nodes keeps
+// up to 1,000 of them.
+func JobTransform() toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		j, ok := obj.(*batchv1.Job)
+		if !ok {
+			return obj, nil
+		}
+		lean := &batchv1.Job{TypeMeta: j.TypeMeta, ObjectMeta: j.ObjectMeta, Status: j.Status}
+		lean.ManagedFields = nil
+		return lean, nil
+	}
 }

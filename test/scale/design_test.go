@@ -36,6 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/controllers/shared"
 	"github.com/tickstack/tickstack/internal/resolve"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
@@ -451,7 +453,12 @@ type CacheFigures struct {
 }
 
 // The modes of TestManagerCaches.
-var cacheModes = []string{"full", "lean", "interned", "full+watchlist", "lean+watchlist"}
+var cacheModes = []string{"full", "lean", "interned", "full+watchlist", "lean+watchlist", "nodestates", "manager"}
+
+// -designs.cache-modes picks some of them (all by default). "nodestates" is the manager's caches
+// before its Node and Job transforms (whole Nodes, shared.NodeStateTransform), "manager" its caches
+// as shipped (controllers.CacheOptions).
+var cacheModesFlag = flag.String("designs.cache-modes", "", "TestManagerCaches' modes to run, comma-separated (all when empty): "+strings.Join(cacheModes, ", "))
 
 // A mode ending in +watchlist runs the child with client-go's WatchListClient feature on: its
 // informers fill by a streamed watch (the API server's WatchList, beta in 1.32) instead of one
@@ -464,6 +471,9 @@ func TestManagerCaches(t *testing.T) {
 		f := startFleet(t, ctx, n)
 		for round := 1; round <= *designRounds; round++ {
 			for _, mode := range cacheModes {
+				if *cacheModesFlag != "" && !slices.Contains(strings.Split(*cacheModesFlag, ","), mode) {
+					continue
+				}
 				cmd := exec.Command(os.Args[0])
 				cmd.Env = append(os.Environ(), "TICKSTACK_CACHE_CHILD="+mode, "KUBECONFIG="+f.kubeconfig, fmt.Sprintf("TICKSTACK_CACHE_NODES=%d", n))
 				if strings.HasSuffix(mode, watchListSuffix) {
@@ -545,12 +555,30 @@ func cacheChild(mode string) error {
 			return manager(o)
 		}}}
 	}
+	if mode == "nodestates" || mode == "manager" {
+		// The manager's caches before its Node and Job transforms, and as shipped. This fleet's
+		// node states carry today's spec.tuning, dropped first as in interned.
+		if mode == "manager" {
+			opts = controllers.CacheOptions()
+			opts.Scheme = kubetest.Scheme()
+		}
+		if opts.ByObject == nil {
+			opts.ByObject = map[client.Object]cache.ByObject{}
+		}
+		manager := shared.NodeStateTransform()
+		opts.ByObject[&tsv1.LatencyNodeState{}] = cache.ByObject{Transform: func(o any) (any, error) {
+			if lns, ok := o.(*tsv1.LatencyNodeState); ok {
+				lns.Spec.Tuning = nil
+			}
+			return manager(o)
+		}}
+	}
 	c, err := cache.New(cfg, opts)
 	if err != nil {
 		return err
 	}
 	var nodeObj client.Object = &corev1.Node{}
-	if mode != "full" {
+	if mode != "full" && mode != "nodestates" && mode != "manager" {
 		pm := &metav1.PartialObjectMetadata{}
 		pm.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Node"})
 		nodeObj = pm
