@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,21 +60,7 @@ func TestCacheKeepsNoSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	opts := controllers.CacheOptions()
-	opts.Scheme = kubetest.Scheme()
-	ca, err := cache.New(env.Config, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ca.GetInformer(ctx, &tsv1.LatencyNodeState{}); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = ca.Start(ctx) }()
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	if !ca.WaitForCacheSync(syncCtx) {
-		t.Fatal("the cache did not sync within a minute")
-	}
+	ca := startCache(ctx, t, env.Config, &tsv1.LatencyNodeState{})
 	cached := &tsv1.LatencyNodeState{}
 	if err := ca.Get(ctx, client.ObjectKeyFromObject(lns), cached); err != nil {
 		t.Fatal(err)
@@ -157,21 +144,7 @@ func TestCacheLeanNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	opts := controllers.CacheOptions()
-	opts.Scheme = kubetest.Scheme()
-	ca, err := cache.New(env.Config, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ca.GetInformer(ctx, &corev1.Node{}); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = ca.Start(ctx) }()
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	if !ca.WaitForCacheSync(syncCtx) {
-		t.Fatal("the cache did not sync within a minute")
-	}
+	ca := startCache(ctx, t, env.Config, &corev1.Node{})
 	got := &corev1.Node{}
 	if err := ca.Get(ctx, client.ObjectKeyFromObject(n), got); err != nil {
 		t.Fatal(err)
@@ -213,4 +186,26 @@ func TestCacheLeanNodes(t *testing.T) {
 	case len(live.Spec.Taints) != len(got.Spec.Taints) || live.Spec.Taints[0].Key != "other.example/t" || !live.Spec.Unschedulable:
 		t.Errorf("spec after the manager's patch: %+v", live.Spec)
 	}
+}
+
+// startCache starts a cache with the manager's options (controllers.CacheOptions) and an
+// informer for obj's kind, and waits for it to sync.
+func startCache(ctx context.Context, t *testing.T, cfg *rest.Config, obj client.Object) cache.Cache {
+	t.Helper()
+	opts := controllers.CacheOptions()
+	opts.Scheme = kubetest.Scheme()
+	ca, err := cache.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.GetInformer(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ca.Start(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !ca.WaitForCacheSync(syncCtx) {
+		t.Fatal("the cache did not sync within a minute")
+	}
+	return ca
 }

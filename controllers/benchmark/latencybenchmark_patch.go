@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,24 +48,15 @@ func statusPatch(orig, b *tsv1.LatencyBenchmark) client.Patch {
 		return whole
 	}
 	var ops []jsonPatchOp
-	keys := make([]string, 0, len(after))
-	for k := range after {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(after)) {
 		if !bytes.Equal(before[k], after[k]) {
 			ops = append(ops, jsonPatchOp{Op: "add", Path: "/status/" + k, Value: after[k]})
 		}
 	}
-	keys = keys[:0]
-	for k := range before {
-		if _, ok := after[k]; !ok {
-			keys = append(keys, k)
+	for _, k := range slices.Sorted(maps.Keys(before)) {
+		if _, ok := after[k]; ok {
+			continue
 		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
 		ops = append(ops, jsonPatchOp{Op: "remove", Path: "/status/" + k})
 	}
 	for i := range b.Status.Nodes {
