@@ -112,10 +112,11 @@ func (r *PTPGateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // reconcileNodeCondition keeps the node's tickstack.io/TimeSynced condition in step with its node
 // state.
 func (r *PTPGateReconciler) reconcileNodeCondition(ctx context.Context, node *corev1.Node, lns *tsv1.LatencyNodeState) error {
-	if _, changed := mergeNodeCondition(node.Status.Conditions, wantNodeCondition(lns, metav1.Time{})); !changed {
+	want := wantNodeCondition(lns, metav1.Now())
+	if _, changed := mergeNodeCondition(node.Status.Conditions, want); !changed {
 		return nil
 	}
-	patch, err := timeSyncedPatch(wantNodeCondition(lns, metav1.Now()))
+	patch, err := timeSyncedPatch(want)
 	if err == nil {
 		err = r.Client.Status().Patch(ctx, node, patch)
 	}

@@ -70,7 +70,7 @@ func TestNodeTransformKeepsWhatTheManagerReads(t *testing.T) {
 			Labels:        map[string]string{tsv1.ProfileLabel: "p", "rack": "r1"},
 			Annotations:   map[string]string{tsv1.BMCAnnotation: "bmc-1", tsv1.BenchmarkPassedAnnotation: "p", "node.alpha.kubernetes.io/ttl": "0"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
-		Spec: corev1.NodeSpec{PodCIDR: "10.0.0.0/24", ProviderID: "kwok://n1", Unschedulable: true,
+		Spec: corev1.NodeSpec{PodCIDR: "198.18.64.0/24", ProviderID: "kwok://n1", Unschedulable: true,
 			Taints: []corev1.Taint{{Key: tsv1.UnvalidatedTaint, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{
 			Capacity:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")},
