@@ -6,6 +6,8 @@ package profile
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +48,8 @@ type LatencyProfileReconciler struct {
 	grants grantWrites
 	// resolved is each node's last resolution.
 	resolved resolutions
+	// rollups is each profile's status roll-up window.
+	rollups rollupWindows
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch;update;patch
@@ -79,6 +83,7 @@ func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.Name)
+			r.rollups.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -96,6 +101,7 @@ func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	defer func() {
 		setProfileStatus(profile, &scope.facts, reterr == nil)
 		r.Metrics.observe(profile)
+		r.rollups.size(profile.Name, len(scope.facts.owned))
 		phase.Join(&reterr, phase.PatchStatus(ctx, r.Client, orig, profile, func(p *tsv1.LatencyProfile) any { return p.Status }))
 	}()
 
@@ -140,6 +146,42 @@ func (r *LatencyProfileReconciler) newScope(ctx context.Context, profile *tsv1.L
 	return s, nil
 }
 
+// StatusRollup is how long an agent's report on its node state waits, at the least, before its
+// profile is reconciled, so that the reports that come in meanwhile share one roll-up and one
+// status write; StatusRollupPerNode more for each node the profile owns, up to MaxStatusRollup.
+//
+// A change that moves every node of a 5,000-node fleet brings 5,000 reports within seconds, and
+// reconciling the profile for each wrote its status hundreds of times (411 at 1,000 nodes,
+// docs/scale.md). Each status write also goes to every agent's watch on the profiles (an agent
+// that resolves its own node watches them), so a fleet's roll-ups cost the API server writes
+// times nodes. A window that grows with the fleet keeps both flat: the reports of a change take
+// about as long as the fleet is large, so the writes of a change stay a handful at any size, and
+// what the watches carry stays near 1,000 profile events a second. A status at most a few seconds
+// behind its nodes is as current as a person or a pipeline reads it.
+const (
+	StatusRollup        = time.Second
+	StatusRollupPerNode = time.Millisecond
+	MaxStatusRollup     = 10 * time.Second
+)
+
+// rollupWindows is each profile's status roll-up window, from the nodes it owned at its last
+// reconcile; the node state event handler reads it, the reconciles write it.
+type rollupWindows struct{ m sync.Map }
+
+func (w *rollupWindows) size(profile string, owned int) {
+	w.m.Store(profile, min(max(StatusRollup, time.Duration(owned)*StatusRollupPerNode), MaxStatusRollup))
+}
+
+func (w *rollupWindows) forget(profile string) { w.m.Delete(profile) }
+
+// of is profile's window: StatusRollup before its first reconcile.
+func (w *rollupWindows) of(profile string) time.Duration {
+	if d, ok := w.m.Load(profile); ok {
+		return d.(time.Duration)
+	}
+	return StatusRollup
+}
+
 // SetupWithManager watches profiles. Who owns a node depends on every profile at once, so a profile
 // change or a node's labels re-evaluate every profile (there are few). A node state's own changes
 // (its agent's reports, thousands a minute across a fleet) concern only the profile that owns it, or
@@ -149,33 +191,94 @@ func (r *LatencyProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allProfiles := shared.AllProfiles(r.Client)
 	all := handler.EnqueueRequestsFromMapFunc(allProfiles)
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&tsv1.LatencyProfile{}).
+		For(&tsv1.LatencyProfile{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: notStatusOnly})).
 		Watches(&tsv1.LatencyProfile{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&tsv1.LatencyNodeState{}, nodeStateOwners{all: allProfiles}).
-		Watches(&corev1.Node{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&tsv1.LatencyNodeState{}, nodeStateOwners{all: allProfiles, rollup: r.rollups.of}).
+		Watches(&corev1.Node{}, allAfterRollup{all: allProfiles, rollup: r.rollups.of}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Named("latencyprofile").
 		Complete(r)
 }
 
-// nodeStateOwners enqueues, for a node state's create, update or generic event, the profile that
-// owns it (both, when an update moves it from one to another), and every profile on its deletion.
-type nodeStateOwners struct {
-	all func(context.Context, client.Object) []reconcile.Request
+// allAfterRollup enqueues every profile, each after its roll-up window, for a node that comes, goes
+// or changes its labels: a fleet's nodes joining, or the operator's own node labels following
+// Applied, are thousands of events that one reconcile a window sees together.
+type allAfterRollup struct {
+	all    handler.MapFunc
+	rollup func(profile string) time.Duration
 }
 
-func (h nodeStateOwners) owner(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if lns, ok := o.(*tsv1.LatencyNodeState); ok && lns.Spec.Profile.Name != "" {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: lns.Spec.Profile.Name}})
+func (h allAfterRollup) enqueue(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, req := range h.all(ctx, o) {
+		q.AddAfter(req, h.rollup(req.Name))
+	}
+}
+
+func (h allAfterRollup) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.enqueue(ctx, e.Object, q)
+}
+
+func (h allAfterRollup) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.enqueue(ctx, e.ObjectNew, q)
+}
+
+func (h allAfterRollup) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.enqueue(ctx, e.Object, q)
+}
+
+func (h allAfterRollup) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.enqueue(ctx, e.Object, q)
+}
+
+// notStatusOnly passes a profile's update unless only its status changed: its spec, its finalizers
+// or its deletion. The reconcile's own status write would otherwise bring the profile straight back
+// and undo the roll-up window.
+func notStatusOnly(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	return o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+		!slices.Equal(o.GetFinalizers(), n.GetFinalizers())
+}
+
+// nodeStateOwners enqueues, for a node state's create, update or generic event, the profile that
+// owns it (both, when an update moves it from one to another), and every profile on its deletion.
+// An update that keeps its owner (an agent's report, the bulk of the events) enqueues it after the
+// rollup window: the workqueue keeps one waiting request per profile, so every report of the window
+// is rolled up by one reconcile.
+type nodeStateOwners struct {
+	all    func(context.Context, client.Object) []reconcile.Request
+	rollup func(profile string) time.Duration
+}
+
+// ownerOf returns the profile that owns o, "" when none does.
+func ownerOf(o client.Object) string {
+	if lns, ok := o.(*tsv1.LatencyNodeState); ok {
+		return lns.Spec.Profile.Name
+	}
+	return ""
+}
+
+// add enqueues the profile that owns o, if any: after its roll-up window when rollup.
+func (h nodeStateOwners) add(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], rollup bool) {
+	name := ownerOf(o)
+	switch {
+	case name == "":
+	case rollup:
+		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}, h.rollup(name))
+	default:
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
 }
 
 func (h nodeStateOwners) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.owner(e.Object, q)
+	h.add(e.Object, q, false)
 }
 
 func (h nodeStateOwners) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.owner(e.ObjectOld, q)
-	h.owner(e.ObjectNew, q)
+	if ownerOf(e.ObjectOld) == ownerOf(e.ObjectNew) {
+		h.add(e.ObjectNew, q, true)
+		return
+	}
+	h.add(e.ObjectOld, q, false)
+	h.add(e.ObjectNew, q, false)
 }
 
 func (h nodeStateOwners) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -185,5 +288,5 @@ func (h nodeStateOwners) Delete(ctx context.Context, e event.DeleteEvent, q work
 }
 
 func (h nodeStateOwners) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.owner(e.Object, q)
+	h.add(e.Object, q, false)
 }
