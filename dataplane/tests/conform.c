@@ -782,31 +782,44 @@ static void c_reuseport(void)
 	       split, used[0] && used[1] ? "both sockets got flows" : "ONE SOCKET GOT EVERY FLOW");
 }
 
+/* One datagram the peer sent (ask) received: intact when it has the
+ * length asked for and the peer's filler 'x' to its end. */
+static void recv_asked(int fd, ssize_t want)
+{
+	static char buf[9100];
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+	printf("received %zd bytes, seq %d, %s\n", n, seq_of(buf, n),
+	       n == want && buf[n - 1] == 'x' ? "intact" : "DAMAGED");
+}
+
+/* len bytes of fill (behind the 'E' of an echo request) sent to the peer
+ * and its echo received: intact when byte-exact. */
+static void echo_len(int fd, char fill, size_t len)
+{
+	static char buf[9100], req[9000];
+	ssize_t n;
+
+	memset(req, fill, len);
+	req[0] = 'E';
+	n = sendto(fd, req, len, 0, (struct sockaddr *)&peer, sizeof(peer));
+	printf("sent %zd of %zu\n", n, len);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("echo %zd bytes, %s\n", n,
+	       n == (ssize_t)len && !memcmp(buf, req, len) ? "intact" : "DAMAGED");
+}
+
 /* datagrams larger than the link's MTU (1500) and than a UMEM frame: they
  * travel as IP fragments both ways, intact */
 static void c_bigdgram(void)
 {
-	static char buf[9100], req[9000];
 	int fd = udp(), k;
-	ssize_t n;
 
 	ask(fd, 3, 3000, 0, 0);
-	for (k = 0; k < 3; k++) {
-		n = recv(fd, buf, sizeof(buf), 0);
-		printf("received %zd bytes, seq %d, %s\n", n, seq_of(buf, n),
-		       n == 3000 && buf[2999] == 'x' ? "intact" : "DAMAGED");
-	}
-	memset(req, 'y', sizeof(req));
-	req[0] = 'E';
-	for (k = 0; k < 2; k++) {
-		size_t len = k ? sizeof(req) : 2000;
-
-		n = sendto(fd, req, len, 0, (struct sockaddr *)&peer, sizeof(peer));
-		printf("sent %zd of %zu\n", n, len);
-		n = recv(fd, buf, sizeof(buf), 0);
-		printf("echo %zd bytes, %s\n", n,
-		       n == (ssize_t)len && !memcmp(buf, req, len) ? "intact" : "DAMAGED");
-	}
+	for (k = 0; k < 3; k++)
+		recv_asked(fd, 3000);
+	echo_len(fd, 'y', 2000);
+	echo_len(fd, 'y', 9000);
 }
 
 /* A 9,000-byte MTU link: each size once both ways. What the MTU carries
@@ -817,29 +830,16 @@ static void c_bigdgram(void)
  * fd; every byte arrives and nothing is written past a frame. */
 static void c_jumbo(void)
 {
-	static const int rx[] = { 1472, 3000, 3800, 8972, 9000 };
-	static const size_t tx[] = { 1472, 3000, 3800, 8972, 9000 };
-	static char buf[9100], req[9000];
+	static const int sz[] = { 1472, 3000, 3800, 8972, 9000 };
 	int fd = udp();
 	unsigned k;
-	ssize_t n;
 
-	for (k = 0; k < sizeof(rx) / sizeof(rx[0]); k++) {
-		ask(fd, 1, rx[k], 0, 0);
-		n = recv(fd, buf, sizeof(buf), 0);
-		printf("received %zd bytes, seq %d, %s\n", n, seq_of(buf, n),
-		       n == rx[k] && buf[n - 1] == 'x' ? "intact" : "DAMAGED");
+	for (k = 0; k < sizeof(sz) / sizeof(sz[0]); k++) {
+		ask(fd, 1, sz[k], 0, 0);
+		recv_asked(fd, sz[k]);
 	}
-	for (k = 0; k < sizeof(tx) / sizeof(tx[0]); k++) {
-		memset(req, 'a' + (int)k, sizeof(req));
-		req[0] = 'E';
-		n = sendto(fd, req, tx[k], 0, (struct sockaddr *)&peer, sizeof(peer));
-		printf("sent %zd of %zu\n", n, tx[k]);
-		n = recv(fd, buf, sizeof(buf), 0);
-		printf("echo %zd bytes, %s\n", n,
-		       n == (ssize_t)tx[k] && !memcmp(buf, req, tx[k]) ? "intact" :
-									 "DAMAGED");
-	}
+	for (k = 0; k < sizeof(sz) / sizeof(sz[0]); k++)
+		echo_len(fd, (char)('a' + k), (size_t)sz[k]);
 }
 
 /* A 9,000-byte MTU link, every datagram within the MTU: 3,000 and 8,972
@@ -851,29 +851,15 @@ static void c_jumbo(void)
 static void c_jumbo9000(void)
 {
 	static const int sz[] = { 3000, 8972 };
-	static char buf[9100], req[9000];
 	int fd = udp(), k, j;
-	ssize_t n;
 
 	for (k = 0; k < 2; k++) {
 		ask(fd, 2, sz[k], 0, 0);
-		for (j = 0; j < 2; j++) {
-			n = recv(fd, buf, sizeof(buf), 0);
-			printf("received %zd bytes, seq %d, %s\n", n, seq_of(buf, n),
-			       n == sz[k] && buf[n - 1] == 'x' ? "intact" : "DAMAGED");
-		}
+		for (j = 0; j < 2; j++)
+			recv_asked(fd, sz[k]);
 	}
-	for (k = 0; k < 4; k++) {
-		size_t len = (size_t)sz[k % 2];
-
-		memset(req, 'a' + k, sizeof(req));
-		req[0] = 'E';
-		n = sendto(fd, req, len, 0, (struct sockaddr *)&peer, sizeof(peer));
-		printf("sent %zd of %zu\n", n, len);
-		n = recv(fd, buf, sizeof(buf), 0);
-		printf("echo %zd bytes, %s\n", n,
-		       n == (ssize_t)len && !memcmp(buf, req, len) ? "intact" : "DAMAGED");
-	}
+	for (k = 0; k < 4; k++)
+		echo_len(fd, (char)('a' + k), (size_t)sz[k % 2]);
 }
 
 /* More datagrams queued on 31 sockets than the stack has UMEM frames,
