@@ -18,7 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -215,6 +218,16 @@ type scope struct {
 	bootID             string
 	// node is the Node as read in this reconcile, when a phase read it.
 	node *corev1.Node
+}
+
+// Scheme has the types the agent reads and writes: the core ones, tickstack's and
+// node-feature-discovery's NodeFeature.
+func Scheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(tsv1.AddToScheme(s))
+	utilruntime.Must(nfdv1alpha1.AddToScheme(s))
+	return s
 }
 
 // CacheOptions restricts the manager's cache to this node's LatencyNodeState: an agent never
