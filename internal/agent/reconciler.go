@@ -223,10 +223,8 @@ type scope struct {
 // Scheme has the types the agent reads and writes: the core ones, tickstack's and
 // node-feature-discovery's NodeFeature.
 func Scheme() *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(tsv1.AddToScheme(s))
-	utilruntime.Must(nfdv1alpha1.AddToScheme(s))
+	s, b := k8sruntime.NewScheme(), k8sruntime.NewSchemeBuilder(clientgoscheme.AddToScheme, tsv1.AddToScheme, nfdv1alpha1.AddToScheme)
+	utilruntime.Must(b.AddToScheme(s))
 	return s
 }
 
