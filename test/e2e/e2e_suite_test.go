@@ -59,6 +59,17 @@ const (
 	grubDirHost  = "/etc/default/grub.d"
 )
 
+// profileHead starts the LatencyProfile profileName, which selects the node by its role label;
+// its spec goes on from there.
+const profileHead = `
+apiVersion: tickstack.io/v1alpha1
+kind: LatencyProfile
+metadata:
+  name: ` + profileName + `
+spec:
+  nodeSelector:
+    matchLabels: {` + roleLabel + `: ` + roleValue + `}`
+
 var (
 	repoRoot string
 	// The local cluster's registry (hack/local-cluster env: TSLC_REGISTRY), this tree's version

@@ -192,14 +192,7 @@ func profileOf(isolate, nics bool) string {
       namespace: ` + testNS + `
       ipam: {type: host-local, subnet: 198.19.203.0/24, rangeStart: 198.19.203.100, rangeEnd: 198.19.203.150}`
 	}
-	return `
-apiVersion: tickstack.io/v1alpha1
-kind: LatencyProfile
-metadata:
-  name: ` + profileName + `
-spec:
-  nodeSelector:
-    matchLabels: {` + roleLabel + `: ` + roleValue + `}` + priority + `
+	return profileHead + priority + `
   cpu: ` + cpu + `
   hugepages:
     transparent: never
