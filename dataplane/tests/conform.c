@@ -2171,6 +2171,33 @@ static void child_status(pid_t p)
 		printf("child exit %d\n", WEXITSTATUS(st));
 }
 
+/* A child that exits at once, waited for: what a fork alone changes. */
+static void fork_idle(void)
+{
+	pid_t p;
+
+	fflush(stdout);
+	p = fork();
+	if (p < 0)
+		fail("fork");
+	if (p == 0)
+		_exit(0);
+	child_status(p);
+}
+
+/* A stream listener on port (any address, SO_REUSEADDR: the kernel's run
+ * leaves its end in TIME_WAIT) with a backlog of backlog. */
+static int tcp_listener(int port, int backlog)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, backlog))
+		fail("bind/listen");
+	return l;
+}
+
 /* an accepted or connected stream's names and kind, as the child sees them */
 static void stream_show(const char *who, int fd)
 {
@@ -2247,15 +2274,11 @@ static void c_tcpfork(void)
  * client sent. */
 static void c_tcpforkconn(void)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0), c, a, one = 1;
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12171) };
+	int l = tcp_listener(12171, 4), c, a;
 	char buf[8];
 	ssize_t n;
 	pid_t p;
 
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, 4))
-		fail("bind/listen");
 	c = tcp_to_peer();
 	tcp_ask(c, "K 12171\n");
 	a = accept(l, NULL, NULL);
@@ -2293,13 +2316,9 @@ static void c_tcpforkconn(void)
  * two children accept a connection each; the parent never accepts. */
 static void c_tcpprefork(void)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0), c, one = 1, k;
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12172) };
+	int l = tcp_listener(12172, 8), c, k;
 	pid_t p[2];
 
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, 8))
-		fail("bind/listen");
 	fflush(stdout);
 	for (k = 0; k < 2; k++) {
 		p[k] = fork();
@@ -2395,28 +2414,17 @@ static void c_udpforkpeer(void)
  * a listener it registered before the fork: the set keeps reporting both. */
 static void c_tcpforkepoll(void)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0), c = tcp_to_peer(), a, one = 1;
+	int l = tcp_listener(12173, 4), c = tcp_to_peer(), a;
 	int ep = epoll_create1(0);
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12173) };
 	struct epoll_event ev = { .events = EPOLLIN };
 	char buf[16];
-	pid_t p;
 
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, 4))
-		fail("bind/listen");
 	ev.data.u64 = 1;
 	epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
 	ev.data.u64 = 2;
 	epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
 	ep_show("before the fork", ep, 0);
-	fflush(stdout);
-	p = fork();
-	if (p < 0)
-		fail("fork");
-	if (p == 0)
-		_exit(0);
-	child_status(p);
+	fork_idle();
 	tcp_ask(c, "S 5 0\n");
 	ep_show("data on the stream", ep, 2000);
 	printf("read %zd\n", read(c, buf, sizeof(buf)));
@@ -2441,17 +2449,10 @@ static void c_tcpforkparent(void)
 	size_t i, put = 0;
 	ssize_t n, got = 0;
 	char buf[128];
-	pid_t p;
 
 	for (i = 0; i < sizeof(d); i++)
 		d[i] = (char)('a' + i % 26);
-	fflush(stdout);
-	p = fork();
-	if (p < 0)
-		fail("fork");
-	if (p == 0)
-		_exit(0);
-	child_status(p);
+	fork_idle();
 	tcp_ask(fd, "S 300000 0\n");
 	while (got < 300000 && (n = read(fd, d, sizeof(d))) > 0)
 		got += n;
