@@ -189,6 +189,20 @@ static void print_cmsgs(struct msghdr *m)
 	}
 }
 
+/* One datagram by recvmsg with a control buffer of cblen bytes: its
+ * length, sequence number, flags and control messages. */
+static void recvmsg_show(int fd, char *cb, size_t cblen)
+{
+	char buf[2048];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cb, .msg_controllen = cblen };
+	ssize_t n = recvmsg(fd, &m, 0);
+
+	printf("recvmsg %zd seq %d flags 0x%x\n", n, seq_of(buf, n), m.msg_flags);
+	print_cmsgs(&m);
+}
+
 /* ---- cases */
 
 /* blocking recvmsg with every receive option and a control buffer, before
@@ -203,28 +217,13 @@ static void c_cmsg(void)
 	setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one));
 	ask(fd, 3, 200, 0x10, 100);
-	for (i = 0; i < 3; i++) {
-		struct iovec iov = { buf, sizeof(buf) };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-				    .msg_control = cb, .msg_controllen = sizeof(cb) };
-		ssize_t n = recvmsg(fd, &m, 0);
-
-		printf("recvmsg %zd seq %d flags 0x%x\n", n, seq_of(buf, n), m.msg_flags);
-		print_cmsgs(&m);
-	}
+	for (i = 0; i < 3; i++)
+		recvmsg_show(fd, cb, sizeof(cb));
 	/* SO_TIMESTAMP instead, and a control buffer too short for all */
 	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){ 0 }, sizeof(int));
 	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMP, &one, sizeof(one));
 	ask(fd, 1, 64, 0, 0);
-	{
-		struct iovec iov = { buf, sizeof(buf) };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-				    .msg_control = cb, .msg_controllen = sizeof(cb) };
-		ssize_t n = recvmsg(fd, &m, 0);
-
-		printf("recvmsg %zd seq %d flags 0x%x\n", n, seq_of(buf, n), m.msg_flags);
-		print_cmsgs(&m);
-	}
+	recvmsg_show(fd, cb, sizeof(cb));
 	ask(fd, 1, 64, 0, 0);
 	{
 		struct iovec iov = { buf, sizeof(buf) };
