@@ -5,6 +5,7 @@
 package controllers
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -116,15 +117,9 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.BenchImage == "" {
-		o.BenchImage = benchmark.DefaultBenchImage
-	}
-	if o.BenchmarkClusterRole == "" {
-		o.BenchmarkClusterRole = benchmark.DefaultBenchmarkClusterRole
-	}
-	if o.BenchmarkResultsBatch == 0 {
-		o.BenchmarkResultsBatch = benchmark.DefaultResultsBatch
-	}
+	o.BenchImage = cmp.Or(o.BenchImage, benchmark.DefaultBenchImage)
+	o.BenchmarkClusterRole = cmp.Or(o.BenchmarkClusterRole, benchmark.DefaultBenchmarkClusterRole)
+	o.BenchmarkResultsBatch = cmp.Or(o.BenchmarkResultsBatch, benchmark.DefaultResultsBatch)
 	n := &o.Network
 	for _, d := range []struct {
 		field *string

@@ -1190,16 +1190,8 @@ TS_API int fcntl(int fd, int cmd, ...)
 	return r;
 }
 
-TS_API int fcntl64(int fd, int cmd, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, cmd);
-	r = fcntl_common(REAL(fcntl), fd, cmd, ap);
-	va_end(ap);
-	return r;
-}
+/* glibc's large-file name of fcntl: the same function */
+TS_API int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 TS_API int ioctl(int fd, unsigned long req, ...)
 {
@@ -1382,10 +1374,15 @@ static void uring_seen(void)
 }
 
 /* Before a ring is set up: under TICKSTACK_REQUIRE=1 with a socket
- * accelerated, the negative errno that fails the set-up, else 0. */
-static int uring_gate(void)
+ * accelerated, the negative errno that fails the set-up; else 0, the
+ * ring seen (uring_seen). */
+static int uring_admit(void)
 {
-	return ts_ready && !ts_in_lib ? ts_sock__uring_gate() : 0;
+	int e = ts_ready && !ts_in_lib ? ts_sock__uring_gate() : 0;
+
+	if (!e)
+		uring_seen();
+	return e;
 }
 
 struct io_uring;
@@ -1395,13 +1392,12 @@ struct io_uring_params;
 TS_API int io_uring_setup(unsigned int entries, struct io_uring_params *p);
 TS_API int io_uring_setup(unsigned int entries, struct io_uring_params *p)
 {
-	int e = uring_gate();
+	int e = uring_admit();
 
 	if (e) {
 		errno = -e;
 		return -1;
 	}
-	uring_seen();
 	return (int)REAL(syscall)(SYS_io_uring_setup, (long)entries, p);
 }
 
@@ -1415,14 +1411,11 @@ TS_API int io_uring_queue_init_params(unsigned int entries,
 {
 	int (*real)(unsigned int, struct io_uring *, struct io_uring_params *) =
 		uring_real("io_uring_queue_init_params");
-	int e = uring_gate();
+	int e = uring_admit();
 
 	if (e)
 		return e; /* liburing's convention: -errno */
-	uring_seen();
-	if (!real)
-		return -ENOSYS;
-	return real(entries, ring, p);
+	return real ? real(entries, ring, p) : -ENOSYS;
 }
 
 /* liburing's entry point (this library does not include liburing.h) */
@@ -1433,14 +1426,11 @@ TS_API int io_uring_queue_init(unsigned int entries, struct io_uring *ring,
 {
 	int (*real)(unsigned int, struct io_uring *, unsigned int) =
 		uring_real("io_uring_queue_init");
-	int e = uring_gate();
+	int e = uring_admit();
 
 	if (e)
 		return e; /* liburing's convention: -errno */
-	uring_seen();
-	if (!real)
-		return -ENOSYS;
-	return real(entries, ring, flags);
+	return real ? real(entries, ring, flags) : -ENOSYS;
 }
 
 TS_API long syscall(long n, ...)
@@ -1454,13 +1444,12 @@ TS_API long syscall(long n, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 	if (n == SYS_io_uring_setup) {
-		int e = uring_gate();
+		int e = uring_admit();
 
 		if (e) {
 			errno = -e;
 			return -1;
 		}
-		uring_seen();
 	}
 	else if (n == SYS_close && ts_ready && !ts_in_lib)
 		forget((int)a[0]);

@@ -80,22 +80,28 @@ uint16_t ts_csum__ipv4(const void *iph, size_t hdr_len)
 	return htons((uint16_t)~ts_csum__fold(ts_csum__partial(iph, hdr_len, 0)));
 }
 
-uint16_t ts_csum__udp(uint32_t saddr, uint32_t daddr, const void *udp,
-		      size_t len)
+/* The unfolded sum of UDP's pseudo-header (addresses in network order,
+ * protocol 17, ulen: the UDP header and payload). */
+static inline uint32_t udp_pseudo_sum(uint32_t saddr, uint32_t daddr,
+				      size_t ulen)
 {
 	uint8_t ph[12];
-	uint32_t sum;
-	uint16_t c;
 
 	memcpy(ph, &saddr, 4);
 	memcpy(ph + 4, &daddr, 4);
 	ph[8] = 0;
 	ph[9] = 17;
-	ph[10] = (uint8_t)(len >> 8);
-	ph[11] = (uint8_t)len;
-	sum = ts_csum__partial(ph, sizeof(ph), 0);
-	sum = ts_csum__partial(udp, len, sum);
-	c = (uint16_t)~ts_csum__fold(sum);
+	ph[10] = (uint8_t)(ulen >> 8);
+	ph[11] = (uint8_t)ulen;
+	return ts_csum__partial(ph, sizeof(ph), 0);
+}
+
+uint16_t ts_csum__udp(uint32_t saddr, uint32_t daddr, const void *udp,
+		      size_t len)
+{
+	uint32_t sum = udp_pseudo_sum(saddr, daddr, len);
+	uint16_t c = (uint16_t)~ts_csum__fold(ts_csum__partial(udp, len, sum));
+
 	if (c == 0)
 		c = 0xffff;
 	return htons(c);
@@ -163,32 +169,14 @@ int ts_pkt__verify_csum(const void *frame, size_t len,
 		return -EBADMSG;
 	if (m->udp_csum == 0)
 		return 0;
-	{
-		uint8_t ph[12];
-
-		memcpy(ph, &m->saddr, 4);
-		memcpy(ph + 4, &m->daddr, 4);
-		ph[8] = 0;
-		ph[9] = 17;
-		ph[10] = (uint8_t)(ulen >> 8);
-		ph[11] = (uint8_t)ulen;
-		sum = ts_csum__partial(ph, sizeof(ph), 0);
-		sum = ts_csum__partial(udp, ulen, sum);
-	}
+	sum = udp_pseudo_sum(m->saddr, m->daddr, ulen);
+	sum = ts_csum__partial(udp, ulen, sum);
 	return ts_csum__fold(sum) == 0xffff ? 0 : -EBADMSG;
 }
 
 uint16_t ts_csum__udp_partial(uint32_t saddr, uint32_t daddr, size_t ulen)
 {
-	uint8_t ph[12];
-
-	memcpy(ph, &saddr, 4);
-	memcpy(ph + 4, &daddr, 4);
-	ph[8] = 0;
-	ph[9] = 17;
-	ph[10] = (uint8_t)(ulen >> 8);
-	ph[11] = (uint8_t)ulen;
-	return htons(ts_csum__fold(ts_csum__partial(ph, 12, 0)));
+	return htons(ts_csum__fold(udp_pseudo_sum(saddr, daddr, ulen)));
 }
 
 int ts_pkt__csum_is_partial(const struct ts_udp_meta *m)

@@ -2302,6 +2302,35 @@ fill:
 	return 0;
 }
 
+/* An IPv4 packet's Ethernet header: to dmac, from this interface. */
+static inline void ip_eth_hdr(const struct ts_stack *st, uint8_t *p,
+			      const uint8_t dmac[6])
+{
+	memcpy(p, dmac, 6);
+	memcpy(p + 6, st->mac, 6);
+	p[12] = 0x08;
+	p[13] = 0x00;
+}
+
+/* After ts_stack__send_ip put a packet on the TX ring (under the lock,
+ * released here): more leaves the wake-up to ts_stack__flush; else the
+ * kernel is kicked when the ring asks for it or frames are in flight. */
+static inline void ip_sent_unlock(struct ts_stack *st, int more)
+{
+	int k;
+
+	if (more) {
+		st->kick_pending = 1;
+		k = 0;
+	} else {
+		k = xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st);
+		st->kick_pending = 0;
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (k)
+		kick(st);
+}
+
 /* ts_stack__send_ip of a packet longer than one UMEM frame (a TCP
  * segment of a jumbo MSS): its Ethernet header and the packet copied
  * straight into a chain of frames; dropped (-ENOBUFS) when there is no
@@ -2311,12 +2340,9 @@ static int send_ip_jumbo(struct ts_stack *st, const uint8_t dmac[6],
 			 uint16_t csum_start, uint16_t csum_offset)
 {
 	uint8_t eth[TS_ETH_HLEN];
-	int k, err;
+	int err;
 
-	memcpy(eth, dmac, 6);
-	memcpy(eth + 6, st->mac, 6);
-	eth[12] = 0x08;
-	eth[13] = 0x00;
+	ip_eth_hdr(st, eth, dmac);
 	if (!st->tx_csum)
 		csum_start = 0;
 	pthread_mutex_lock(&st->lock);
@@ -2329,16 +2355,7 @@ static int send_ip_jumbo(struct ts_stack *st, const uint8_t dmac[6],
 		kick(st); /* complete what is in flight for the retransmission */
 		return -ENOBUFS;
 	}
-	if (more) {
-		st->kick_pending = 1;
-		k = 0;
-	} else {
-		k = xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st);
-		st->kick_pending = 0;
-	}
-	pthread_mutex_unlock(&st->lock);
-	if (k)
-		kick(st);
+	ip_sent_unlock(st, more);
 	return 0;
 }
 
@@ -2356,7 +2373,7 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	uint64_t frame, deadline = 0;
 	uint8_t *p;
 	uint32_t idx;
-	int k, err, waited = 0;
+	int err, waited = 0;
 	unsigned long sig0 = 0;
 
 	if (len > st->max_payload + TS_IP_HLEN + TS_UDP_HLEN)
@@ -2376,10 +2393,7 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	}
 	frame = st->freel[--st->nfree];
 	p = st->area + frame + st->tx_off;
-	memcpy(p, dmac, 6);
-	memcpy(p + 6, st->mac, 6);
-	p[12] = 0x08;
-	p[13] = 0x00;
+	ip_eth_hdr(st, p, dmac);
 	memcpy(p + TS_ETH_HLEN, ip, len);
 	if (csum_start && st->tx_csum) {
 		struct ts_txmd *md = (struct ts_txmd *)(void *)(p - TS_TXMD_LEN);
@@ -2405,16 +2419,7 @@ int ts_stack__send_ip(struct ts_stack *st, const uint8_t dmac[6],
 	xsk_ring_prod__submit(&st->tx, 1);
 	TS_INC(st->st->tx_packets);
 	TS_ADD(st->sb->tx_bytes, len + TS_ETH_HLEN);
-	if (more) {
-		st->kick_pending = 1;
-		k = 0;
-	} else {
-		k = xsk_ring_prod__needs_wakeup(&st->tx) || tx_pending(st);
-		st->kick_pending = 0;
-	}
-	pthread_mutex_unlock(&st->lock);
-	if (k)
-		kick(st);
+	ip_sent_unlock(st, more);
 	return 0;
 }
 

@@ -250,6 +250,20 @@ static void rxq_free(struct ts_tcp *t)
 	t->rxq_ns = NULL;
 }
 
+/* A connection no one accepted (under lwIP's lock): reset, as the kernel
+ * does, and freed. */
+static void conn_drop(struct ts_tcp *c)
+{
+	if (c->pcb) {
+		tcp_arg(c->pcb, NULL);
+		tcp_abort(c->pcb);
+		ts_stats->tcp.conns_live--;
+	}
+	hold_put(c->hold);
+	rxq_free(c);
+	free(c);
+}
+
 /* Leave the fd to the kernel: forget the shadow. */
 /* TICKSTACK_TCP=connect: listeners stay on the kernel (pre-fork servers) */
 static int tcp_connect_only;
@@ -264,14 +278,15 @@ static void to_kernel(struct ts_tcp *t, int fd)
 	free(t);
 }
 
-/* The stream goes to the kernel (ts_fallback decides and counts), or the
- * call fails: -1 with errno EOPNOTSUPP (TICKSTACK_REQUIRE=1), the shadow
- * kept. */
+/* The stream goes to the kernel (ts_fallback decides and counts, in
+ * counter too unless NULL), or the call fails: -1 with errno EOPNOTSUPP
+ * (TICKSTACK_REQUIRE=1), the shadow kept. */
 static int tcp_fallback(struct ts_tcp *t, int fd, enum ts_fb_why why,
-			const char *detail)
+			const char *detail, uint64_t *counter)
 {
 	struct ts_fb f = { .fd = fd, .stream = 1, .laddr = t->laddr,
-			   .lport = t->lport, .why = why, .detail = detail };
+			   .lport = t->lport, .why = why, .detail = detail,
+			   .counter = counter };
 	int r = ts_fallback(&f);
 
 	if (r < 0) {
@@ -1063,9 +1078,10 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 	}
 	if (tcp_connect_only)
 		return tcp_fallback(t, fd, TS_FB_ASKED, "TICKSTACK_TCP=connect "
-				    "keeps listeners on the kernel");
+				    "keeps listeners on the kernel", NULL);
 	if (kernel_first && local_of(fd, &t->laddr, &t->lport) < 0)
-		return tcp_fallback(t, fd, TS_FB_SHAPE, "no local address");
+		return tcp_fallback(t, fd, TS_FB_SHAPE, "no local address",
+				    NULL);
 	n = (ntohl(t->laddr) >> 24) == 127 ? 0 : ts_iface__for(t->laddr, idx, 8);
 	/* XSKs are created under the control lock, never under lwIP's */
 	ts_lock();
@@ -1091,7 +1107,7 @@ int ts_tcp__listen(struct ts_tcp *t, int fd, int backlog)
 		return tcp_fallback(t, fd, why, why == TS_FB_QUEUE ?
 				    "another process holds the queue of its "
 				    "interface" : "no XDP-capable interface "
-				    "owns its local address");
+				    "owns its local address", NULL);
 	}
 	pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
 	if (!pcb)
@@ -1141,7 +1157,8 @@ out_nomem:
 	ts_lwip__unlock();
 	if (!kernel_first && ts_real_listen(fd, backlog) < 0)
 		return -1;
-	return tcp_fallback(t, fd, TS_FB_MEMORY, "lwIP refused the listener");
+	return tcp_fallback(t, fd, TS_FB_MEMORY, "lwIP refused the listener",
+			    NULL);
 }
 
 /* How the handshake ended, said once: 0, or -1 with its error (none: the
@@ -1371,7 +1388,7 @@ out_lwip:
 	f.why = "lwIP refused the connection";
 	f.fb = TS_FB_MEMORY;
 kernel:
-	if (tcp_fallback(t, fd, f.fb, f.why) < 0)
+	if (tcp_fallback(t, fd, f.fb, f.why, NULL) < 0)
 		return -1;
 	return ts_real_connect(fd, addr, len);
 kernel_quiet: /* the kernel's answer (AF_UNSPEC, a bad address...) */
@@ -1492,14 +1509,7 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 
 		if (nfd >= 0)
 			ts_real_close(nfd);
-		if (c->pcb) {
-			tcp_arg(c->pcb, NULL);
-			tcp_abort(c->pcb);
-			ts_stats->tcp.conns_live--;
-		}
-		hold_put(c->hold);
-		rxq_free(c);
-		free(c);
+		conn_drop(c);
 		ts_lwip__unlock();
 		errno = e;
 		return -1;
@@ -1918,14 +1928,7 @@ static void tcp_destroy(struct ts_tcp *t)
 		/* connections never accepted are reset, as the kernel does */
 		while ((c = t->acq_head)) {
 			t->acq_head = c->acq_next;
-			if (c->pcb) {
-				tcp_arg(c->pcb, NULL);
-				tcp_abort(c->pcb);
-				ts_stats->tcp.conns_live--;
-			}
-			hold_put(c->hold);
-			rxq_free(c);
-			free(c);
+			conn_drop(c);
 		}
 		hold_put(t->hold);
 	} else if (t->pcb) {
@@ -2260,21 +2263,11 @@ int ts_tcp__setsockopt_pre(struct ts_tcp *t, int fd, int level, int opt,
 	    (!(iv & SOF_TIMESTAMPING_SOFTWARE) ||
 	     (iv & SOF_TIMESTAMPING_RX_SOFTWARE)))
 		return 0;
-	if (t->state == T_NEW) {
-		struct ts_fb f = { .fd = fd, .stream = 1, .laddr = t->laddr,
-				   .lport = t->lport, .why = TS_FB_OPTION,
-				   .detail = "SO_TIMESTAMPING (transmit or hardware "
-					     "stamps, or SOFTWARE without RX_SOFTWARE)",
-				   .counter = &ts_stats->kernel_option };
-		int r = ts_fallback(&f);
-
-		if (r < 0) {
-			errno = -r;
-			return -1;
-		}
-		to_kernel(t, fd);
-		return 0;
-	}
+	if (t->state == T_NEW)
+		return tcp_fallback(t, fd, TS_FB_OPTION,
+				    "SO_TIMESTAMPING (transmit or hardware "
+				    "stamps, or SOFTWARE without RX_SOFTWARE)",
+				    &ts_stats->kernel_option);
 	ts_log("fd %d: SO_TIMESTAMPING flags 0x%x (transmit or hardware stamps, "
 	       "or SOFTWARE without RX_SOFTWARE) on an accelerated stream: "
 	       "refused (EOPNOTSUPP); set them before connect or listen, and "

@@ -154,6 +154,26 @@ static ssize_t xdpd__recv(char *buf, size_t cap, int flags, int *gotfd)
 	return n;
 }
 
+/* The daemon's connection gone (how: "closed" or "lost"), logged with
+ * what follows (then) and closed; the next request connects again. */
+static void xdpd__drop_locked(const char *how, int err, const char *then)
+{
+	ts_log("tickstack-xdpd at %s: connection %s (%s): %s",
+	       ts_cfg.xdpd_socket, how, strerror(-err), then);
+	ts_real_close(xdpd_fd);
+	xdpd_fd = -1;
+	xdpd_lost = 1;
+}
+
+/* Closes the fd a reply carried, if any (gotfd may be NULL). */
+static void drop_fd(int *gotfd)
+{
+	if (gotfd && *gotfd >= 0) {
+		ts_real_close(*gotfd);
+		*gotfd = -1;
+	}
+}
+
 /* One request, one reply. 0 ("ok ..."; rep holds what follows "ok") or a
  * negative errno (the daemon's, its text logged). */
 int ts_xdpd__request(const char *req, int passfd, char *rep, size_t cap)
@@ -212,10 +232,8 @@ retry:
 		goto out_reset;
 	}
 	buf[n] = 0;
-	if (strncmp(buf, "ok", 2) && gotfd && *gotfd >= 0) {
-		ts_real_close(*gotfd); /* an fd with a refusal: not ours */
-		*gotfd = -1;
-	}
+	if (strncmp(buf, "ok", 2))
+		drop_fd(gotfd); /* an fd with a refusal: not ours */
 	if (!strncmp(buf, "ok", 2)) {
 		if (rep)
 			snprintf(rep, cap, "%s", buf[2] ? buf + 3 : "");
@@ -238,23 +256,12 @@ retry:
 out_again:
 	/* closed under us: a daemon that stopped; its successor takes this
 	 * process's entries and XSKs over when it connects again */
-	ts_log("tickstack-xdpd at %s: connection closed (%s): the daemon "
-	       "restarts; connecting again", ts_cfg.xdpd_socket, strerror(-err));
-	ts_real_close(xdpd_fd);
-	xdpd_fd = -1;
-	xdpd_lost = 1;
+	xdpd__drop_locked("closed", err, "the daemon restarts; connecting again");
 	again = 1;
-	if (gotfd && *gotfd >= 0) {
-		ts_real_close(*gotfd);
-		*gotfd = -1;
-	}
+	drop_fd(gotfd);
 	goto retry;
 out_reset:
-	ts_log("tickstack-xdpd at %s: connection lost (%s): sockets stay on "
-	       "the kernel", ts_cfg.xdpd_socket, strerror(-err));
-	ts_real_close(xdpd_fd);
-	xdpd_fd = -1;
-	xdpd_lost = 1;
+	xdpd__drop_locked("lost", err, "sockets stay on the kernel");
 out:
 	pthread_mutex_unlock(&xdpd_lock);
 	return err;

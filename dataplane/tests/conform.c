@@ -189,6 +189,20 @@ static void print_cmsgs(struct msghdr *m)
 	}
 }
 
+/* One datagram by recvmsg with a control buffer of cblen bytes: its
+ * length, sequence number, flags and control messages. */
+static void recvmsg_show(int fd, char *cb, size_t cblen)
+{
+	char buf[2048];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cb, .msg_controllen = cblen };
+	ssize_t n = recvmsg(fd, &m, 0);
+
+	printf("recvmsg %zd seq %d flags 0x%x\n", n, seq_of(buf, n), m.msg_flags);
+	print_cmsgs(&m);
+}
+
 /* ---- cases */
 
 /* blocking recvmsg with every receive option and a control buffer, before
@@ -203,28 +217,13 @@ static void c_cmsg(void)
 	setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one));
 	ask(fd, 3, 200, 0x10, 100);
-	for (i = 0; i < 3; i++) {
-		struct iovec iov = { buf, sizeof(buf) };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-				    .msg_control = cb, .msg_controllen = sizeof(cb) };
-		ssize_t n = recvmsg(fd, &m, 0);
-
-		printf("recvmsg %zd seq %d flags 0x%x\n", n, seq_of(buf, n), m.msg_flags);
-		print_cmsgs(&m);
-	}
+	for (i = 0; i < 3; i++)
+		recvmsg_show(fd, cb, sizeof(cb));
 	/* SO_TIMESTAMP instead, and a control buffer too short for all */
 	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){ 0 }, sizeof(int));
 	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMP, &one, sizeof(one));
 	ask(fd, 1, 64, 0, 0);
-	{
-		struct iovec iov = { buf, sizeof(buf) };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-				    .msg_control = cb, .msg_controllen = sizeof(cb) };
-		ssize_t n = recvmsg(fd, &m, 0);
-
-		printf("recvmsg %zd seq %d flags 0x%x\n", n, seq_of(buf, n), m.msg_flags);
-		print_cmsgs(&m);
-	}
+	recvmsg_show(fd, cb, sizeof(cb));
 	ask(fd, 1, 64, 0, 0);
 	{
 		struct iovec iov = { buf, sizeof(buf) };
@@ -782,31 +781,44 @@ static void c_reuseport(void)
 	       split, used[0] && used[1] ? "both sockets got flows" : "ONE SOCKET GOT EVERY FLOW");
 }
 
+/* One datagram the peer sent (ask) received: intact when it has the
+ * length asked for and the peer's filler 'x' to its end. */
+static void recv_asked(int fd, ssize_t want)
+{
+	static char buf[9100];
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+	printf("received %zd bytes, seq %d, %s\n", n, seq_of(buf, n),
+	       n == want && buf[n - 1] == 'x' ? "intact" : "DAMAGED");
+}
+
+/* len bytes of fill (behind the 'E' of an echo request) sent to the peer
+ * and its echo received: intact when byte-exact. */
+static void echo_len(int fd, char fill, size_t len)
+{
+	static char buf[9100], req[9000];
+	ssize_t n;
+
+	memset(req, fill, len);
+	req[0] = 'E';
+	n = sendto(fd, req, len, 0, (struct sockaddr *)&peer, sizeof(peer));
+	printf("sent %zd of %zu\n", n, len);
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("echo %zd bytes, %s\n", n,
+	       n == (ssize_t)len && !memcmp(buf, req, len) ? "intact" : "DAMAGED");
+}
+
 /* datagrams larger than the link's MTU (1500) and than a UMEM frame: they
  * travel as IP fragments both ways, intact */
 static void c_bigdgram(void)
 {
-	static char buf[9100], req[9000];
 	int fd = udp(), k;
-	ssize_t n;
 
 	ask(fd, 3, 3000, 0, 0);
-	for (k = 0; k < 3; k++) {
-		n = recv(fd, buf, sizeof(buf), 0);
-		printf("received %zd bytes, seq %d, %s\n", n, seq_of(buf, n),
-		       n == 3000 && buf[2999] == 'x' ? "intact" : "DAMAGED");
-	}
-	memset(req, 'y', sizeof(req));
-	req[0] = 'E';
-	for (k = 0; k < 2; k++) {
-		size_t len = k ? sizeof(req) : 2000;
-
-		n = sendto(fd, req, len, 0, (struct sockaddr *)&peer, sizeof(peer));
-		printf("sent %zd of %zu\n", n, len);
-		n = recv(fd, buf, sizeof(buf), 0);
-		printf("echo %zd bytes, %s\n", n,
-		       n == (ssize_t)len && !memcmp(buf, req, len) ? "intact" : "DAMAGED");
-	}
+	for (k = 0; k < 3; k++)
+		recv_asked(fd, 3000);
+	echo_len(fd, 'y', 2000);
+	echo_len(fd, 'y', 9000);
 }
 
 /* A 9,000-byte MTU link: each size once both ways. What the MTU carries
@@ -817,29 +829,16 @@ static void c_bigdgram(void)
  * fd; every byte arrives and nothing is written past a frame. */
 static void c_jumbo(void)
 {
-	static const int rx[] = { 1472, 3000, 3800, 8972, 9000 };
-	static const size_t tx[] = { 1472, 3000, 3800, 8972, 9000 };
-	static char buf[9100], req[9000];
+	static const int sz[] = { 1472, 3000, 3800, 8972, 9000 };
 	int fd = udp();
 	unsigned k;
-	ssize_t n;
 
-	for (k = 0; k < sizeof(rx) / sizeof(rx[0]); k++) {
-		ask(fd, 1, rx[k], 0, 0);
-		n = recv(fd, buf, sizeof(buf), 0);
-		printf("received %zd bytes, seq %d, %s\n", n, seq_of(buf, n),
-		       n == rx[k] && buf[n - 1] == 'x' ? "intact" : "DAMAGED");
+	for (k = 0; k < sizeof(sz) / sizeof(sz[0]); k++) {
+		ask(fd, 1, sz[k], 0, 0);
+		recv_asked(fd, sz[k]);
 	}
-	for (k = 0; k < sizeof(tx) / sizeof(tx[0]); k++) {
-		memset(req, 'a' + (int)k, sizeof(req));
-		req[0] = 'E';
-		n = sendto(fd, req, tx[k], 0, (struct sockaddr *)&peer, sizeof(peer));
-		printf("sent %zd of %zu\n", n, tx[k]);
-		n = recv(fd, buf, sizeof(buf), 0);
-		printf("echo %zd bytes, %s\n", n,
-		       n == (ssize_t)tx[k] && !memcmp(buf, req, tx[k]) ? "intact" :
-									 "DAMAGED");
-	}
+	for (k = 0; k < sizeof(sz) / sizeof(sz[0]); k++)
+		echo_len(fd, (char)('a' + k), (size_t)sz[k]);
 }
 
 /* A 9,000-byte MTU link, every datagram within the MTU: 3,000 and 8,972
@@ -851,29 +850,15 @@ static void c_jumbo(void)
 static void c_jumbo9000(void)
 {
 	static const int sz[] = { 3000, 8972 };
-	static char buf[9100], req[9000];
 	int fd = udp(), k, j;
-	ssize_t n;
 
 	for (k = 0; k < 2; k++) {
 		ask(fd, 2, sz[k], 0, 0);
-		for (j = 0; j < 2; j++) {
-			n = recv(fd, buf, sizeof(buf), 0);
-			printf("received %zd bytes, seq %d, %s\n", n, seq_of(buf, n),
-			       n == sz[k] && buf[n - 1] == 'x' ? "intact" : "DAMAGED");
-		}
+		for (j = 0; j < 2; j++)
+			recv_asked(fd, sz[k]);
 	}
-	for (k = 0; k < 4; k++) {
-		size_t len = (size_t)sz[k % 2];
-
-		memset(req, 'a' + k, sizeof(req));
-		req[0] = 'E';
-		n = sendto(fd, req, len, 0, (struct sockaddr *)&peer, sizeof(peer));
-		printf("sent %zd of %zu\n", n, len);
-		n = recv(fd, buf, sizeof(buf), 0);
-		printf("echo %zd bytes, %s\n", n,
-		       n == (ssize_t)len && !memcmp(buf, req, len) ? "intact" : "DAMAGED");
-	}
+	for (k = 0; k < 4; k++)
+		echo_len(fd, (char)('a' + k), (size_t)sz[k % 2]);
 }
 
 /* More datagrams queued on 31 sockets than the stack has UMEM frames,
@@ -2185,6 +2170,33 @@ static void child_status(pid_t p)
 		printf("child exit %d\n", WEXITSTATUS(st));
 }
 
+/* A child that exits at once, waited for: what a fork alone changes. */
+static void fork_idle(void)
+{
+	pid_t p;
+
+	fflush(stdout);
+	p = fork();
+	if (p < 0)
+		fail("fork");
+	if (p == 0)
+		_exit(0);
+	child_status(p);
+}
+
+/* A stream listener on port (any address, SO_REUSEADDR: the kernel's run
+ * leaves its end in TIME_WAIT) with a backlog of backlog. */
+static int tcp_listener(int port, int backlog)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, backlog))
+		fail("bind/listen");
+	return l;
+}
+
 /* an accepted or connected stream's names and kind, as the child sees them */
 static void stream_show(const char *who, int fd)
 {
@@ -2261,15 +2273,11 @@ static void c_tcpfork(void)
  * client sent. */
 static void c_tcpforkconn(void)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0), c, a, one = 1;
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12171) };
+	int l = tcp_listener(12171, 4), c, a;
 	char buf[8];
 	ssize_t n;
 	pid_t p;
 
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, 4))
-		fail("bind/listen");
 	c = tcp_to_peer();
 	tcp_ask(c, "K 12171\n");
 	a = accept(l, NULL, NULL);
@@ -2307,13 +2315,9 @@ static void c_tcpforkconn(void)
  * two children accept a connection each; the parent never accepts. */
 static void c_tcpprefork(void)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0), c, one = 1, k;
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12172) };
+	int l = tcp_listener(12172, 8), c, k;
 	pid_t p[2];
 
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, 8))
-		fail("bind/listen");
 	fflush(stdout);
 	for (k = 0; k < 2; k++) {
 		p[k] = fork();
@@ -2409,28 +2413,17 @@ static void c_udpforkpeer(void)
  * a listener it registered before the fork: the set keeps reporting both. */
 static void c_tcpforkepoll(void)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0), c = tcp_to_peer(), a, one = 1;
+	int l = tcp_listener(12173, 4), c = tcp_to_peer(), a;
 	int ep = epoll_create1(0);
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(12173) };
 	struct epoll_event ev = { .events = EPOLLIN };
 	char buf[16];
-	pid_t p;
 
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&me, sizeof(me)) || listen(l, 4))
-		fail("bind/listen");
 	ev.data.u64 = 1;
 	epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
 	ev.data.u64 = 2;
 	epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
 	ep_show("before the fork", ep, 0);
-	fflush(stdout);
-	p = fork();
-	if (p < 0)
-		fail("fork");
-	if (p == 0)
-		_exit(0);
-	child_status(p);
+	fork_idle();
 	tcp_ask(c, "S 5 0\n");
 	ep_show("data on the stream", ep, 2000);
 	printf("read %zd\n", read(c, buf, sizeof(buf)));
@@ -2455,17 +2448,10 @@ static void c_tcpforkparent(void)
 	size_t i, put = 0;
 	ssize_t n, got = 0;
 	char buf[128];
-	pid_t p;
 
 	for (i = 0; i < sizeof(d); i++)
 		d[i] = (char)('a' + i % 26);
-	fflush(stdout);
-	p = fork();
-	if (p < 0)
-		fail("fork");
-	if (p == 0)
-		_exit(0);
-	child_status(p);
+	fork_idle();
 	tcp_ask(fd, "S 300000 0\n");
 	while (got < 300000 && (n = read(fd, d, sizeof(d))) > 0)
 		got += n;

@@ -326,18 +326,28 @@ func (r *Reconciler) setTaint(ctx context.Context, on bool) error {
 	return r.taintNode(ctx, node, on)
 }
 
+// TuningPendingTaints returns taints with the tuning-pending taint put on (on) or taken off, and
+// whether that changed them; taints itself is left as it was.
+func TuningPendingTaints(taints []corev1.Taint, on bool) ([]corev1.Taint, bool) {
+	i := slices.IndexFunc(taints, func(t corev1.Taint) bool { return t.Key == tsv1.TuningPendingTaint })
+	switch {
+	case (i >= 0) == on:
+		return taints, false
+	case on:
+		return append(slices.Clip(taints), corev1.Taint{Key: tsv1.TuningPendingTaint, Effect: corev1.TaintEffectNoSchedule}), true
+	default:
+		return slices.Delete(slices.Clone(taints), i, i+1), true
+	}
+}
+
 // taintNode puts the tuning-pending taint on node or takes it off (node as just read).
 func (r *Reconciler) taintNode(ctx context.Context, node *corev1.Node, on bool) error {
-	i := slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == tsv1.TuningPendingTaint })
-	if (i >= 0) == on {
+	taints, changed := TuningPendingTaints(node.Spec.Taints, on)
+	if !changed {
 		return nil
 	}
 	orig := node.DeepCopy()
-	if on {
-		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: tsv1.TuningPendingTaint, Effect: corev1.TaintEffectNoSchedule})
-	} else {
-		node.Spec.Taints = slices.Delete(node.Spec.Taints, i, i+1)
-	}
+	node.Spec.Taints = taints
 	// Optimistic lock: the taint list is shared with the node controller and others.
 	if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("%s the taint %s on node %s: %w", map[bool]string{true: "putting", false: "taking off"}[on], tsv1.TuningPendingTaint, r.NodeName, err)

@@ -27,6 +27,29 @@ func tainted(t *testing.T, node string) bool {
 	})
 }
 
+// TestTuningPendingTaints: the taint goes on once and comes off, other taints kept in order, and
+// the list passed in is never changed (a patch is computed against it).
+func TestTuningPendingTaints(t *testing.T) {
+	other := corev1.Taint{Key: "example.com/other", Effect: corev1.TaintEffectNoExecute}
+	pending := corev1.Taint{Key: tsv1.TuningPendingTaint, Effect: corev1.TaintEffectNoSchedule}
+	in := make([]corev1.Taint, 1, 4) // room to append into: an append must not write there
+	in[0] = other
+	on, changed := agent.TuningPendingTaints(in, true)
+	if !changed || !slices.Equal(on, []corev1.Taint{other, pending}) || !slices.Equal(in[:cap(in)][:2], []corev1.Taint{other, {}}) {
+		t.Errorf("on: %v %v, the list passed in now %v", on, changed, in[:cap(in)][:2])
+	}
+	if again, changed := agent.TuningPendingTaints(on, true); changed || !slices.Equal(again, on) {
+		t.Errorf("on twice: %v %v", again, changed)
+	}
+	off, changed := agent.TuningPendingTaints(on, false)
+	if !changed || !slices.Equal(off, []corev1.Taint{other}) || !slices.Equal(on, []corev1.Taint{other, pending}) {
+		t.Errorf("off: %v %v, the list passed in now %v", off, changed, on)
+	}
+	if none, changed := agent.TuningPendingTaints(nil, false); changed || none != nil {
+		t.Errorf("off without it: %v %v", none, changed)
+	}
+}
+
 // TestTreeBootBeforePods: while a tuning is in force the agent keeps it in the saved tuning and
 // installs the boot unit (enabled for kubelet.service) with a copy of its binary; after an
 // unplanned reboot (a new boot ID, the runtime values back at the host's defaults) the boot unit's

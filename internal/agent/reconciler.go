@@ -7,6 +7,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -216,6 +220,14 @@ type scope struct {
 	node *corev1.Node
 }
 
+// Scheme has the types the agent reads and writes: the core ones, tickstack's and
+// node-feature-discovery's NodeFeature.
+func Scheme() *k8sruntime.Scheme {
+	s, b := k8sruntime.NewScheme(), k8sruntime.NewSchemeBuilder(clientgoscheme.AddToScheme, tsv1.AddToScheme, nfdv1alpha1.AddToScheme)
+	utilruntime.Must(b.AddToScheme(s))
+	return s
+}
+
 // CacheOptions restricts the manager's cache to this node's LatencyNodeState: an agent never
 // sees another node's state. LatencyProfiles, which a resolving agent reads, are few: the cache
 // holds them all, without their status (the manager's roll-ups) and managed fields.
@@ -240,45 +252,31 @@ func (r *Reconciler) defaults() {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	if r.CheckPeriod <= 0 {
-		r.CheckPeriod = DefaultCheckPeriod
-	}
-	if r.DrainTimeout <= 0 {
-		r.DrainTimeout = DefaultDrainTimeout
-	}
-	if r.DrainRetryBackoff <= 0 {
-		r.DrainRetryBackoff = DefaultDrainRetryBackoff
-	}
-	if r.RebootTimeout <= 0 {
-		r.RebootTimeout = DefaultRebootTimeout
-	}
-	if r.DrainPoll <= 0 {
-		r.DrainPoll = DefaultDrainPoll
-	}
-	if r.FeatureRecheck <= 0 {
-		r.FeatureRecheck = DefaultFeatureRecheck
-	}
-	if r.ResourcePrefix == "" {
-		r.ResourcePrefix = tsv1.DefaultResourcePrefix
-	}
+	r.CheckPeriod = positiveOr(r.CheckPeriod, DefaultCheckPeriod)
+	r.DrainTimeout = positiveOr(r.DrainTimeout, DefaultDrainTimeout)
+	r.DrainRetryBackoff = positiveOr(r.DrainRetryBackoff, DefaultDrainRetryBackoff)
+	r.RebootTimeout = positiveOr(r.RebootTimeout, DefaultRebootTimeout)
+	r.DrainPoll = positiveOr(r.DrainPoll, DefaultDrainPoll)
+	r.FeatureRecheck = positiveOr(r.FeatureRecheck, DefaultFeatureRecheck)
+	r.ResourcePrefix = cmp.Or(r.ResourcePrefix, tsv1.DefaultResourcePrefix)
 	if r.APIReader == nil {
 		r.APIReader = r.Client
 	}
 	if r.ptpRun == nil {
 		r.ptpRun = newPTPRunner(r.PTP.Metrics)
 	}
-	if r.BootUnit.Binary == "" {
-		r.BootUnit.Binary = DefaultBootBinary
+	r.BootUnit.Binary = cmp.Or(r.BootUnit.Binary, DefaultBootBinary)
+	r.Kubelet.RootDir = cmp.Or(r.Kubelet.RootDir, DefaultKubeletRootDir)
+	r.Kubelet.StartTimeout = positiveOr(r.Kubelet.StartTimeout, DefaultKubeletStartTimeout)
+	r.PTP.StatusPeriod = positiveOr(r.PTP.StatusPeriod, DefaultPTPStatusPeriod)
+}
+
+// positiveOr is v, or d where v is not positive (a period or timeout left unset).
+func positiveOr(v, d time.Duration) time.Duration {
+	if v <= 0 {
+		return d
 	}
-	if r.Kubelet.RootDir == "" {
-		r.Kubelet.RootDir = DefaultKubeletRootDir
-	}
-	if r.Kubelet.StartTimeout <= 0 {
-		r.Kubelet.StartTimeout = DefaultKubeletStartTimeout
-	}
-	if r.PTP.StatusPeriod <= 0 {
-		r.PTP.StatusPeriod = DefaultPTPStatusPeriod
-	}
+	return v
 }
 
 // Reconcile is the house shape: get, one deferred status patch, deletion, then ordered phases

@@ -3,6 +3,7 @@
 package resolve
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -155,33 +156,21 @@ func ptpTuning(p *tsv1.PTPSpec, nics []tsv1.NICTuning) (*tsv1.PTPTuning, error) 
 		return nil, nil
 	}
 	t := &tsv1.PTPTuning{
-		Role: p.Role, Interface: p.Interface, Domain: p.Domain, Transport: p.Transport,
-		Timestamping: p.Timestamping, MaxOffsetNs: p.MaxOffsetNs, MaxSystemOffsetNs: p.MaxSystemOffsetNs,
-		Ptp4lOptions: maps.Clone(p.Ptp4lOptions), Phc2sysOptions: maps.Clone(p.Phc2sysOptions),
-		HoldTime: metav1.Duration{Duration: tsv1.DefaultPTPHoldTime},
+		Role:              cmp.Or(p.Role, tsv1.DefaultPTPRole),
+		Interface:         p.Interface,
+		Domain:            p.Domain,
+		Transport:         cmp.Or(p.Transport, tsv1.DefaultPTPTransport),
+		Timestamping:      cmp.Or(p.Timestamping, tsv1.DefaultPTPTimestamping),
+		MaxOffsetNs:       cmp.Or(p.MaxOffsetNs, tsv1.DefaultPTPMaxOffsetNs),
+		MaxSystemOffsetNs: cmp.Or(p.MaxSystemOffsetNs, tsv1.DefaultPTPMaxSystemOffsetNs),
+		Ptp4lOptions:      maps.Clone(p.Ptp4lOptions),
+		Phc2sysOptions:    maps.Clone(p.Phc2sysOptions),
+		HoldTime:          metav1.Duration{Duration: tsv1.DefaultPTPHoldTime},
+		OwnsSystemClock:   p.OwnsSystemClock,
+		SchedulingPolicy:  cmp.Or(p.SchedulingPolicy, tsv1.DefaultPTPSchedulingPolicy),
 	}
 	if p.HoldTime != nil {
 		t.HoldTime = *p.HoldTime
-	}
-	if t.Role == "" {
-		t.Role = tsv1.DefaultPTPRole
-	}
-	if t.Transport == "" {
-		t.Transport = tsv1.DefaultPTPTransport
-	}
-	if t.Timestamping == "" {
-		t.Timestamping = tsv1.DefaultPTPTimestamping
-	}
-	if t.MaxOffsetNs == 0 {
-		t.MaxOffsetNs = tsv1.DefaultPTPMaxOffsetNs
-	}
-	if t.MaxSystemOffsetNs == 0 {
-		t.MaxSystemOffsetNs = tsv1.DefaultPTPMaxSystemOffsetNs
-	}
-	t.OwnsSystemClock = p.OwnsSystemClock
-	t.SchedulingPolicy = p.SchedulingPolicy
-	if t.SchedulingPolicy == "" {
-		t.SchedulingPolicy = tsv1.DefaultPTPSchedulingPolicy
 	}
 	if t.SchedulingPolicy == tsv1.PTPSchedulingFIFO {
 		t.SchedulingPriority = tsv1.DefaultPTPSchedulingPriority

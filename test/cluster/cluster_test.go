@@ -98,21 +98,28 @@ func run(m *testing.M) int {
 	return code
 }
 
+// helloPod is a Pod named name in the test namespace that runs image (a tickstack image: its
+// entrypoint says hello and exits) once, pulled by pull (an imagePullPolicy), with spec holding
+// further lines of its spec.
+func helloPod(name, image, pull, spec string) string {
+	return fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: %s}
+spec:
+  restartPolicy: Never%s
+  containers:
+  - name: hello
+    image: %s
+    imagePullPolicy: %s
+`, name, namespace, spec, image, pull)
+}
+
 // TestPodFromLocalImage runs the manager image built by hack/images/build.sh: the pod starts with
 // imagePullPolicy Never, and its in-cluster client reaches the API server through the kubernetes
 // Service (kube-proxy).
 func TestPodFromLocalImage(t *testing.T) {
-	apply(t, fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata: {name: hello, namespace: %s}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: hello
-    image: localhost/tickstack-manager:%s
-    imagePullPolicy: Never
-`, namespace, imageTag))
+	apply(t, helloPod("hello", "localhost/tickstack-manager:"+imageTag, "Never", ""))
 	waitPhase(t, "hello", "Succeeded", 3*time.Minute)
 	logs := podLogs(t, "hello")
 	for _, want := range []string{"hello from a locally built tickstack image", "apiserver: v1.32.3 via https://198.19.202.1:443"} {
@@ -141,17 +148,7 @@ func TestPodPullsFromLocalRegistry(t *testing.T) {
 		"localhost/tickstack-manager:"+imageTag, "docker://"+image); err != nil {
 		t.Fatalf("buildah push: %v\n%s", err, out)
 	}
-	apply(t, fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata: {name: pulled, namespace: %s}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: hello
-    image: %s
-    imagePullPolicy: Always
-`, namespace, image))
+	apply(t, helloPod("pulled", image, "Always", ""))
 	defer deletePods(t, "pulled")
 	waitPhase(t, "pulled", "Succeeded", 3*time.Minute)
 	if logs := podLogs(t, "pulled"); !strings.Contains(logs, "hello from a locally built tickstack image") {
@@ -166,18 +163,7 @@ spec:
 // TestHostNetworkPodReachesAPIServer runs the agent image as the node agent will run: on the host's
 // network, where the kubernetes Service address works through kube-proxy's OUTPUT rules.
 func TestHostNetworkPodReachesAPIServer(t *testing.T) {
-	apply(t, fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata: {name: hello-host, namespace: %s}
-spec:
-  restartPolicy: Never
-  hostNetwork: true
-  containers:
-  - name: hello
-    image: localhost/tickstack-agent:%s
-    imagePullPolicy: Never
-`, namespace, imageTag))
+	apply(t, helloPod("hello-host", "localhost/tickstack-agent:"+imageTag, "Never", "\n  hostNetwork: true"))
 	waitPhase(t, "hello-host", "Succeeded", 3*time.Minute)
 	if logs := podLogs(t, "hello-host"); !strings.Contains(logs, "apiserver: v1.32.3 via https://198.19.202.1:443") {
 		t.Errorf("host-network pod did not reach the API server through its Service:\n%s", logs)
@@ -205,18 +191,7 @@ metadata: {name: srv, namespace: %[1]s}
 spec:
   selector: {app: srv}
   ports: [{port: 443, targetPort: 5001, protocol: TCP}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: cli, namespace: %[1]s}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: bench
-    image: localhost/tickstack-bench:%[2]s
-    imagePullPolicy: Never
-    command: [sleep, infinity]
-`, namespace, imageTag))
+---`, namespace, imageTag)+benchPod("cli", "", "", ""))
 	waitPhase(t, "srv", "Running", 3*time.Minute)
 	waitPhase(t, "cli", "Running", 3*time.Minute)
 	out, err := kubectl("get", "service", "-n", namespace, "srv", "-o", "jsonpath={.spec.clusterIP}")
@@ -244,25 +219,44 @@ spec:
 	deletePods(t, "srv", "cli")
 }
 
-// TestGuaranteedPodGetsExclusiveCPU checks the static CPU manager: a Guaranteed pod asking for one CPU
-// gets CPU 1 alone (CPU 0 is reserved for the system), and a BestEffort pod started after it is kept
-// off that CPU. On a 2-CPU node the allocatable CPU is 1, so the BestEffort pod asks for none.
-func TestGuaranteedPodGetsExclusiveCPU(t *testing.T) {
-	apply(t, fmt.Sprintf(`
+// printCPUs is a bench pod's command that prints the CPUs it may run on, then sleeps.
+const printCPUs = "[sh, -c, 'grep Cpus_allowed_list /proc/self/status; exec sleep infinity']"
+
+// benchPod is a Pod named name of the bench image in the test namespace, running command ([sleep,
+// infinity] when empty), attached to networks (the Multus annotation) when not empty, its container
+// followed by the lines of extra (resources, securityContext).
+func benchPod(name, networks, command, extra string) string {
+	meta := ""
+	if networks != "" {
+		meta = "\n  annotations:\n    k8s.v1.cni.cncf.io/networks: " + networks
+	}
+	if command == "" {
+		command = "[sleep, infinity]"
+	}
+	return fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
-metadata: {name: pinned, namespace: %[1]s}
+metadata:
+  name: %s
+  namespace: %s%s
 spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: bench
-    image: localhost/tickstack-bench:%[2]s
+    image: localhost/tickstack-bench:%s
     imagePullPolicy: Never
-    command: [sh, -c, 'grep Cpus_allowed_list /proc/self/status; exec sleep infinity']
+    command: %s%s
+`, name, namespace, meta, imageTag, command, extra)
+}
+
+// TestGuaranteedPodGetsExclusiveCPU checks the static CPU manager: a Guaranteed pod asking for one CPU
+// gets CPU 1 alone (CPU 0 is reserved for the system), and a BestEffort pod started after it is kept
+// off that CPU. On a 2-CPU node the allocatable CPU is 1, so the BestEffort pod asks for none.
+func TestGuaranteedPodGetsExclusiveCPU(t *testing.T) {
+	apply(t, benchPod("pinned", "", printCPUs, `
     resources:
       requests: {cpu: "1", memory: 64Mi}
-      limits: {cpu: "1", memory: 64Mi}
-`, namespace, imageTag))
+      limits: {cpu: "1", memory: 64Mi}`))
 	waitPhase(t, "pinned", "Running", 3*time.Minute)
 	if qos := jsonpath(t, "pinned", "{.status.qosClass}"); qos != "Guaranteed" {
 		t.Fatalf("qosClass = %q, want Guaranteed", qos)
@@ -271,18 +265,7 @@ spec:
 	if pinned != "1" {
 		t.Errorf("Guaranteed pod runs on CPUs %q, want exactly CPU 1", pinned)
 	}
-	apply(t, fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata: {name: shared, namespace: %[1]s}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: bench
-    image: localhost/tickstack-bench:%[2]s
-    imagePullPolicy: Never
-    command: [sh, -c, 'grep Cpus_allowed_list /proc/self/status; exec sleep infinity']
-`, namespace, imageTag))
+	apply(t, benchPod("shared", "", printCPUs, ""))
 	waitPhase(t, "shared", "Running", 3*time.Minute)
 	if shared := cpusAllowed(t, "shared"); shared != "0" {
 		t.Errorf("BestEffort pod runs on CPUs %q while CPU 1 is exclusive, want 0 (the shared pool)", shared)
@@ -294,22 +277,7 @@ spec:
 // default/tslc-net2, macvlan over the node's tslcnet2) and pings one from the other over it.
 func TestSecondaryInterface(t *testing.T) {
 	for _, name := range []string{"net-a", "net-b"} {
-		apply(t, fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  annotations:
-    k8s.v1.cni.cncf.io/networks: default/tslc-net2@lat0
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: bench
-    image: localhost/tickstack-bench:%[3]s
-    imagePullPolicy: Never
-    command: [sleep, infinity]
-`, name, namespace, imageTag))
+		apply(t, benchPod(name, "default/tslc-net2@lat0", "", ""))
 	}
 	_, subnet, _ := net.ParseCIDR(net2CIDR)
 	ips := map[string]string{}
@@ -350,23 +318,8 @@ spec:
 func TestPointToPointLatencyLink(t *testing.T) {
 	ends := map[string]string{"lat-a": "198.19.204.1", "lat-b": "198.19.204.2"}
 	for name := range ends {
-		apply(t, fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  annotations:
-    k8s.v1.cni.cncf.io/networks: default/tslc-%[1]s@lat0
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: bench
-    image: localhost/tickstack-bench:%[3]s
-    imagePullPolicy: Never
-    command: [sleep, infinity]
-    securityContext: {privileged: true}
-`, name, namespace, imageTag))
+		apply(t, benchPod(name, "default/tslc-"+name+"@lat0", "", `
+    securityContext: {privileged: true}`))
 	}
 	for name, ip := range ends {
 		waitPhase(t, name, "Running", 3*time.Minute)

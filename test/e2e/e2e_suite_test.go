@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,17 @@ const (
 	stateDirHost = "/var/lib/tickstack"
 	grubDirHost  = "/etc/default/grub.d"
 )
+
+// profileHead starts the LatencyProfile profileName, which selects the node by its role label;
+// its spec goes on from there.
+const profileHead = `
+apiVersion: tickstack.io/v1alpha1
+kind: LatencyProfile
+metadata:
+  name: ` + profileName + `
+spec:
+  nodeSelector:
+    matchLabels: {` + roleLabel + `: ` + roleValue + `}`
 
 var (
 	repoRoot string
@@ -264,6 +276,31 @@ func helm(timeout time.Duration, args ...string) (string, error) {
 		return kc, err
 	}
 	return run(timeout, nil, "/usr/bin/env", append([]string{"KUBECONFIG=" + strings.TrimSpace(kc), helmBinary}, args...)...)
+}
+
+// inPod runs a shell script in a pod of the test namespace and returns its output, trimmed.
+func inPod(pod, script string) string {
+	GinkgoHelper()
+	out, err := kubectl(nil, "exec", "-n", testNS, pod, "--", "/bin/sh", "-c", script)
+	Expect(err).NotTo(HaveOccurred(), out)
+	return strings.TrimSpace(out)
+}
+
+// xskRoundTrips checks the output of a `TICKSTACK_STATS=1 sockperf pp` client: the ping-pong ran
+// (more than 100 round trips) and the client's XSK on lat0 received at least one packet a round
+// trip. It returns the round trips and the packets that XSK sent.
+func xskRoundTrips(out string) (received, tx int) {
+	GinkgoHelper()
+	m := regexp.MustCompile(`ReceivedMessages=(\d+)`).FindStringSubmatch(out)
+	Expect(m).NotTo(BeNil(), out)
+	received, _ = strconv.Atoi(m[1])
+	Expect(received).To(BeNumerically(">", 100), out) // the ping-pong ran: a loaded 2-CPU machine does a few hundred round trips in 2 s (15:54 run: 390)
+	m = regexp.MustCompile(`xsk if=lat0 [^\n]* rx_packets=(\d+) tx_packets=(\d+)`).FindStringSubmatch(out)
+	Expect(m).NotTo(BeNil(), "no XSK counters of lat0 in the client's stats:\n%s", out)
+	rx, _ := strconv.Atoi(m[1])
+	tx, _ = strconv.Atoi(m[2])
+	Expect(rx).To(BeNumerically(">=", received), out)
+	return received, tx
 }
 
 // apply applies a manifest.

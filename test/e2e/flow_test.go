@@ -192,14 +192,7 @@ func profileOf(isolate, nics bool) string {
       namespace: ` + testNS + `
       ipam: {type: host-local, subnet: 198.19.203.0/24, rangeStart: 198.19.203.100, rangeEnd: 198.19.203.150}`
 	}
-	return `
-apiVersion: tickstack.io/v1alpha1
-kind: LatencyProfile
-metadata:
-  name: ` + profileName + `
-spec:
-  nodeSelector:
-    matchLabels: {` + roleLabel + `: ` + roleValue + `}` + priority + `
+	return profileHead + priority + `
   cpu: ` + cpu + `
   hugepages:
     transparent: never
@@ -1040,12 +1033,7 @@ spec:
 			Expect(c.SecurityContext).To(HaveKeyWithValue("seccompProfile", HaveKeyWithValue("type", "RuntimeDefault")))
 			addr[name] = lat0Addr(name)
 		}
-		in := func(pod, script string) string {
-			GinkgoHelper()
-			out, err := kubectl(nil, "exec", "-n", testNS, pod, "--", "/bin/sh", "-c", script)
-			Expect(err).NotTo(HaveOccurred(), out)
-			return strings.TrimSpace(out)
-		}
+		in := inPod
 		Expect(in("rp-a", "id -u; ls -A /run/tickstack")).To(Equal("65532\nxdp.sock"))
 		entries := func() (string, error) {
 			out, err := kubectl(nil, "exec", "-n", releaseNS, "ds/"+release+"-xdpd", "-c", "xdpd", "--",
@@ -1087,16 +1075,8 @@ spec:
 		before := map[string]map[string]int64{"rp-a": snmp("rp-a"), "rp-b": snmp("rp-b")}
 		out = in("rp-b", "TICKSTACK_STATS=1 sockperf pp -i "+addr["rp-a"]+" -p 11121 -t 2 -m 64 2>&1")
 		Expect(out).To(MatchRegexp(`percentile 50.000 =\s+[0-9.]+`))
-		m := regexp.MustCompile(`ReceivedMessages=(\d+)`).FindStringSubmatch(out)
-		Expect(m).NotTo(BeNil(), out)
-		received, _ := strconv.Atoi(m[1])
-		Expect(received).To(BeNumerically(">", 100), out) // the ping-pong ran: a loaded 2-CPU machine does a few hundred round trips in 2 s (15:54 run: 390)
 		// the stack's own counters: the client's datagrams went through its XSK on lat0
-		m = regexp.MustCompile(`xsk if=lat0 [^\n]* rx_packets=(\d+) tx_packets=(\d+)`).FindStringSubmatch(out)
-		Expect(m).NotTo(BeNil(), "no XSK counters of lat0 in the client's stats:\n%s", out)
-		rx, _ := strconv.Atoi(m[1])
-		tx, _ := strconv.Atoi(m[2])
-		Expect(rx).To(BeNumerically(">=", received), out)
+		received, tx := xskRoundTrips(out)
 		Expect(tx).To(BeNumerically(">=", received), out)
 		for _, name := range []string{"rp-a", "rp-b"} {
 			after := snmp(name)
@@ -1120,7 +1100,7 @@ spec:
 		}
 		Eventually(dumpLog, 30*time.Second, 200*time.Millisecond).Should(ContainSubstring("capturing from 1 process"))
 		out = in("rp-b", "sockperf pp -i "+addr["rp-a"]+" -p 11121 -t 1 -m 64 2>&1")
-		m = regexp.MustCompile(`\[Total Run\][^\n]*SentMessages=(\d+)`).FindStringSubmatch(out)
+		m := regexp.MustCompile(`\[Total Run\][^\n]*SentMessages=(\d+)`).FindStringSubmatch(out)
 		Expect(m).NotTo(BeNil(), out)
 		sent, _ := strconv.Atoi(m[1])
 		in("rp-a", "kill -INT $(cat /tmp/dump.pid)")

@@ -31,14 +31,7 @@ const (
 )
 
 func podControlsProfile() string {
-	return `
-apiVersion: tickstack.io/v1alpha1
-kind: LatencyProfile
-metadata:
-  name: ` + profileName + `
-spec:
-  nodeSelector:
-    matchLabels: {` + roleLabel + `: ` + roleValue + `}
+	return profileHead + `
   cpu: {reserved: "0"}
   podControls:
     allow: [irqLoadBalancing, cpuCStates]

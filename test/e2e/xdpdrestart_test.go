@@ -36,12 +36,7 @@ func xdpdRestartSteps() {
 		uid[name] = runningUID(name)
 		addr[name] = lat0Addr(name)
 	}
-	in := func(pod, script string) string {
-		GinkgoHelper()
-		out, err := kubectl(nil, "exec", "-n", testNS, pod, "--", "/bin/sh", "-c", script)
-		Expect(err).NotTo(HaveOccurred(), out)
-		return strings.TrimSpace(out)
-	}
+	in := inPod
 	// the steering entries of a pod's lat0 in the daemon's status ("<uid> lat0 <netns> <clients> <entries>")
 	entries := func(pod string) func() (string, error) {
 		return func() (string, error) {
@@ -102,14 +97,7 @@ func xdpdRestartSteps() {
 	accelerated := func(out string) {
 		GinkgoHelper()
 		Expect(out).To(ContainSubstring("# dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0"))
-		m := regexp.MustCompile(`ReceivedMessages=(\d+)`).FindStringSubmatch(out)
-		Expect(m).NotTo(BeNil(), out)
-		received, _ := strconv.Atoi(m[1])
-		Expect(received).To(BeNumerically(">", 100), out) // the ping-pong ran: a loaded 2-CPU machine does a few hundred round trips in 2 s (15:54 run: 390)
-		m = regexp.MustCompile(`xsk if=lat0 [^\n]* rx_packets=(\d+) tx_packets=(\d+)`).FindStringSubmatch(out)
-		Expect(m).NotTo(BeNil(), "no XSK counters of lat0 in the client's stats:\n%s", out)
-		rx, _ := strconv.Atoi(m[1])
-		Expect(rx).To(BeNumerically(">=", received), out)
+		xskRoundTrips(out)
 	}
 	pp := func(from, to string, port int) string {
 		GinkgoHelper()

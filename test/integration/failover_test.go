@@ -269,16 +269,7 @@ func TestLeaderKilledMidRolloutNewLeaderContinues(t *testing.T) {
 	for _, n := range names {
 		g.Eventually(func() error { return done(n) }).WithTimeout(120 * time.Second).WithPolling(50 * time.Millisecond).Should(gomega.Succeed())
 	}
-	g.Eventually(func() error {
-		p := &tsv1.LatencyProfile{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(profile), p); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(p.Status.Conditions, tsv1.ProfileReady) {
-			return fmt.Errorf("profile conditions %+v", p.Status.Conditions)
-		}
-		return nil
-	}).WithTimeout(60 * time.Second).Should(gomega.Succeed())
+	g.Eventually(profileReady(ctx, c, profile)).WithTimeout(60 * time.Second).Should(gomega.Succeed())
 
 	granted, times, maxHeld, violations := grants.snapshot()
 	for _, v := range violations {

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/controllers/bios"
 	"github.com/tickstack/tickstack/controllers/network"
@@ -63,4 +65,18 @@ func operatorOptions(t *testing.T, c client.Client, bios bios.BIOSReconciler) co
 		t.Fatal(err)
 	}
 	return controllers.Options{Network: network.NetworkOptions{Namespace: operatorNS}, BIOS: bios}
+}
+
+// profileReady says why profile is not Ready (nil once it is), for Eventually.
+func profileReady(ctx context.Context, c client.Client, profile *tsv1.LatencyProfile) func() error {
+	return func() error {
+		p := &tsv1.LatencyProfile{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(profile), p); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(p.Status.Conditions, tsv1.ProfileReady) {
+			return fmt.Errorf("profile conditions %+v", p.Status.Conditions)
+		}
+		return nil
+	}
 }

@@ -256,16 +256,7 @@ func TestRolloutRebootsEachNodeOnceWithOneSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Eventually(func() error { return done(names[0]) }).WithTimeout(90 * time.Second).WithPolling(50 * time.Millisecond).Should(gomega.Succeed())
-	g.Eventually(func() error {
-		p := &tsv1.LatencyProfile{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(profile), p); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(p.Status.Conditions, tsv1.ProfileReady) {
-			return fmt.Errorf("profile conditions %+v", p.Status.Conditions)
-		}
-		return nil
-	}).WithTimeout(30 * time.Second).Should(gomega.Succeed())
+	g.Eventually(profileReady(ctx, c, profile)).WithTimeout(30 * time.Second).Should(gomega.Succeed())
 
 	max, cordons := rec.snapshot()
 	if max != 1 {

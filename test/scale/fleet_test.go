@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/resolve"
 )
 
@@ -445,19 +445,15 @@ func (a *agents) taint(ctx context.Context, name string, on bool) error {
 	if err := a.c.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
 		return err
 	}
-	i := slices.IndexFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == tsv1.TuningPendingTaint })
-	if (i >= 0) == on {
+	taints, changed := agent.TuningPendingTaints(n.Spec.Taints, on)
+	if !changed {
 		a.mu.Lock()
 		a.tainted[name] = on
 		a.mu.Unlock()
 		return nil
 	}
 	orig := n.DeepCopy()
-	if on {
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: tsv1.TuningPendingTaint, Effect: corev1.TaintEffectNoSchedule})
-	} else {
-		n.Spec.Taints = slices.Delete(n.Spec.Taints, i, i+1)
-	}
+	n.Spec.Taints = taints
 	a.patches.Add(1)
 	a.nodePatches.Add(1)
 	if err := a.c.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {

@@ -86,9 +86,7 @@ func equalityDeep(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }
 // kwokStages make a new simulated node Ready (its capacity as created) and, like a kubelet that
 // renews a lease every 10 s (kwok's --node-lease-duration-seconds=40), post its status every few
 // minutes.
-const kwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata: {name: tickstack-scale-node-ready}
+const kwokStages = kwokNodeStage + `{name: tickstack-scale-node-ready}
 spec:
   resourceRef: {apiGroup: v1, kind: Node}
   selector:
@@ -97,15 +95,8 @@ spec:
   next:
     statusTemplate: |
       {{ $now := Now }}
-      phase: Running
-      conditions:
-      {{ range NodeConditions }}
-      - {type: {{ .type | Quote }}, status: {{ .status | Quote }}, reason: {{ .reason | Quote }}, message: {{ .message | Quote }}, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
-      {{ end }}
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata: {name: tickstack-scale-node-status}
+      phase: Running` + kwokNodeConditions + `---
+` + kwokNodeStage + `{name: tickstack-scale-node-status}
 spec:
   resourceRef: {apiGroup: v1, kind: Node}
   selector:
@@ -115,12 +106,21 @@ spec:
   delay: {durationMilliseconds: 240000, jitterDurationMilliseconds: 300000}
   next:
     statusTemplate: |
-      {{ $now := Now }}
+      {{ $now := Now }}` + kwokNodeConditions
+
+// kwokNodeStage starts a kwok Stage (its metadata follows); kwokNodeConditions ends a Node
+// stage's statusTemplate: every condition kwok keeps, heartbeat and transition now.
+const (
+	kwokNodeStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: `
+	kwokNodeConditions = `
       conditions:
       {{ range NodeConditions }}
       - {type: {{ .type | Quote }}, status: {{ .status | Quote }}, reason: {{ .reason | Quote }}, message: {{ .message | Quote }}, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
       {{ end }}
 `
+)
 
 // Result is one fleet size's figures.
 type Result struct {

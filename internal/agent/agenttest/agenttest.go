@@ -17,16 +17,12 @@ import (
 	"time"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
-	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/bootloader"
 	"github.com/tickstack/tickstack/internal/host"
@@ -34,14 +30,8 @@ import (
 	"github.com/tickstack/tickstack/internal/tuning"
 )
 
-// Scheme has the core and tickstack types.
-func Scheme() *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(tsv1.AddToScheme(s))
-	utilruntime.Must(nfdv1alpha1.AddToScheme(s))
-	return s
-}
+// Scheme is the agent's scheme (agent.Scheme).
+func Scheme() *k8sruntime.Scheme { return agent.Scheme() }
 
 // Name returns a name with the test area's prefix and the PID ("tsagt<pid>-<suffix>").
 func Name(suffix string) string { return fmt.Sprintf("tsagt%d-%s", os.Getpid(), suffix) }
