@@ -97,7 +97,14 @@ func (r *NodeValidationReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if have == want && !taintChanged {
 		return ctrl.Result{}, nil
 	}
-	if err := r.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
+	// A merge patch replaces spec.taints whole: one computed from a cached Node older than the
+	// agent's last taint change would take the agent's tuning-pending taint off. So a taint change
+	// is patched over the version it was computed from; a conflict comes back with the new Node.
+	patch := client.MergeFrom(orig)
+	if taintChanged {
+		patch = client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+	}
+	if err := r.Client.Patch(ctx, node, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("patching the validation label and taint of node %s: %w", node.Name, err)
 	}
 	if have != want {
