@@ -31,8 +31,11 @@ import (
 type NodeMetrics struct {
 	condition, rebootPhase, rebootStart, drainTimeout *prometheus.Desc
 
-	mu    sync.Mutex
-	nodes map[string]nodeSeries
+	mu sync.Mutex
+	// metrics are each node's series as exported, made when its node state changes: a scrape sends
+	// them as they are. Made at each scrape instead, 5,000 nodes' label pairs were most of what the
+	// manager allocated in the scale test, and all live at once during a scrape (docs/scale.md).
+	metrics map[string][]prometheus.Metric
 }
 
 // nodeSeries is what NodeMetrics exports of one node state.
@@ -71,7 +74,7 @@ func NewNodeMetrics(reg prometheus.Registerer) *NodeMetrics {
 		drainTimeout: prometheus.NewDesc("tickstack_node_drain_timeout_seconds",
 			"The drain timeout of the node's profile (rollout.drainTimeout); absent when the profile sets none and the agent's --drain-timeout applies.",
 			[]string{"node"}, nil),
-		nodes: map[string]nodeSeries{},
+		metrics: map[string][]prometheus.Metric{},
 	}
 	reg.MustRegister(m)
 	return m
@@ -110,10 +113,28 @@ func (m *NodeMetrics) observe(lns *tsv1.LatencyNodeState) {
 	if m == nil {
 		return
 	}
-	s := nodeSeriesOf(lns)
+	ms := m.series(lns.Name, nodeSeriesOf(lns))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.nodes[lns.Name] = s
+	m.metrics[lns.Name] = ms
+}
+
+// series are the metrics node exports for s.
+func (m *NodeMetrics) series(node string, s nodeSeries) []prometheus.Metric {
+	var ms []prometheus.Metric
+	for _, typ := range slices.Sorted(maps.Keys(s.conditions)) {
+		ms = append(ms, prometheus.MustNewConstMetric(m.condition, prometheus.GaugeValue, 1, node, s.profile, typ, s.conditions[typ]))
+	}
+	if s.phase != "" {
+		ms = append(ms, prometheus.MustNewConstMetric(m.rebootPhase, prometheus.GaugeValue, 1, node, s.phase, s.action))
+		if s.phaseStart != 0 {
+			ms = append(ms, prometheus.MustNewConstMetric(m.rebootStart, prometheus.GaugeValue, s.phaseStart, node))
+		}
+	}
+	if s.drainTimeout != 0 {
+		ms = append(ms, prometheus.MustNewConstMetric(m.drainTimeout, prometheus.GaugeValue, s.drainTimeout, node))
+	}
+	return ms
 }
 
 // forget drops the series of a node whose node state is gone.
@@ -123,7 +144,7 @@ func (m *NodeMetrics) forget(node string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.nodes, node)
+	delete(m.metrics, node)
 }
 
 // Describe implements prometheus.Collector.
@@ -137,18 +158,9 @@ func (m *NodeMetrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *NodeMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for node, s := range m.nodes {
-		for typ, status := range s.conditions {
-			ch <- prometheus.MustNewConstMetric(m.condition, prometheus.GaugeValue, 1, node, s.profile, typ, status)
-		}
-		if s.phase != "" {
-			ch <- prometheus.MustNewConstMetric(m.rebootPhase, prometheus.GaugeValue, 1, node, s.phase, s.action)
-			if s.phaseStart != 0 {
-				ch <- prometheus.MustNewConstMetric(m.rebootStart, prometheus.GaugeValue, s.phaseStart, node)
-			}
-		}
-		if s.drainTimeout != 0 {
-			ch <- prometheus.MustNewConstMetric(m.drainTimeout, prometheus.GaugeValue, s.drainTimeout, node)
+	for _, ms := range m.metrics {
+		for _, metric := range ms {
+			ch <- metric
 		}
 	}
 }
