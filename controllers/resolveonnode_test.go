@@ -109,12 +109,19 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 		makeProfile(name, g, 0)
 		Eventually(func() error { _, err := getState(capable)(); return err }, timeout, interval).Should(Succeed())
 		Eventually(func() error { _, err := getState(old)(); return err }, timeout, interval).Should(Succeed())
+		By("both node states are created handed over, before any agent reports")
+		for _, n := range []string{capable, old} {
+			lns, err := getState(n)()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(lns.Spec.Profile.ResolveOnNode).To(BeTrue(), n)
+			Expect(lns.Spec.Tuning).To(BeNil(), n)
+		}
 		agentApplying(capable)
 		agentApplying(old)
 		reportCapableFacts(capable, hostFacts("0-63"))
 		reportFacts(old, hostFacts("0-63")) // an agent of the previous release: no capability
 
-		By("the capable node gets resolveOnNode and no tuning, the other spec.tuning as before")
+		By("the capable node keeps resolveOnNode and no tuning; the other, whose agent reports no capability, gets spec.tuning as before")
 		Eventually(func(gm Gomega) {
 			lns, err := getState(capable)()
 			gm.Expect(err).NotTo(HaveOccurred())
