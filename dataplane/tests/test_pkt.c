@@ -132,6 +132,45 @@ static void test_build_parse_roundtrip(void)
 	}
 }
 
+/* A destination's prepared headers (struct ts_udp_tmpl, the send path's
+ * memo) write, for every length and identification, the bytes
+ * ts_pkt__build_udp writes: each checksum mode, TOS and TTL, lengths
+ * whose sums carry, identifications at the edges. */
+static void test_tmpl_matches_build(void)
+{
+	static unsigned char a[65600], b[65600];
+	size_t sizes[] = { 0, 1, 2, 13, 14, 63, 64, 255, 256, 1024, 1471, 1472,
+			   8972, 65507 };
+	uint16_t ids[] = { 0, 1, 0x00ff, 0x7fff, 0x8000, 0xfffe, 0xffff };
+	int modes[] = { 0, 1, TS_UDP_CSUM_PARTIAL };
+	uint32_t saddrs[] = { 0x0100a8c0u, 0xffffffffu, 0 };
+	size_t i, j, k, l, x;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (j = 0; j < sizeof(ids) / sizeof(ids[0]); j++)
+			for (k = 0; k < sizeof(modes) / sizeof(modes[0]); k++)
+				for (l = 0; l < sizeof(saddrs) / sizeof(saddrs[0]); l++) {
+					struct ts_udp_hdr_spec s = spec();
+					struct ts_udp_tmpl t;
+					int n, m;
+
+					s.udp_csum = modes[k];
+					s.saddr = saddrs[l];
+					s.tos = (uint8_t)(0xb8 + j);
+					s.ttl = (uint8_t)(255 - i);
+					for (x = 0; x < sizes[i]; x++)
+						a[TS_HDRS_LEN + x] = b[TS_HDRS_LEN + x] =
+							(unsigned char)(x * 13 + j);
+					ts_pkt__udp_tmpl_init(&t, &s);
+					s.ip_id = ids[j];
+					n = ts_pkt__build_udp(a, sizeof(a), sizes[i], &s);
+					m = ts_pkt__udp_tmpl_put(b, &t, sizes[i], ids[j]);
+					CHECK(n == m && !memcmp(a, b, TS_HDRS_LEN),
+					      "template differs: size %zu id %u mode %d",
+					      sizes[i], ids[j], modes[k]);
+				}
+}
+
 static void test_known_udp(void)
 {
 	/* UDP checksum computed by hand for: 198.18.0.1:40000 ->
@@ -298,6 +337,7 @@ int main(void)
 	test_ipv4_known();
 	test_known_udp();
 	test_build_parse_roundtrip();
+	test_tmpl_matches_build();
 	test_parse_rejects();
 	test_csum_partial();
 	test_csum_offload_build();
