@@ -1895,7 +1895,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		 * so does the stack. A frame of a local kernel socket over veth
 		 * carries the unfinished offload checksum: the sender is on this
 		 * host, nothing crossed a wire. */
-		if (!rx_csum_ok(f, d->len, &m)) {
+		if (!ts_pkt__csum_fast_ok(f, &m) && !rx_csum_ok(f, d->len, &m)) {
 			TS_INC(st->st->rx_bad_csum);
 			free_push(st, frame);
 			continue;

@@ -171,6 +171,56 @@ static void test_tmpl_matches_build(void)
 				}
 }
 
+/* What the receive path takes (stack.c's rx_csum_ok): the partial UDP
+ * checksum with a good IPv4 header, or every checksum verified. */
+static int csum_ok_ref(const unsigned char *f, size_t len,
+		       const struct ts_udp_meta *m)
+{
+	struct ts_udp_meta ip_only = *m;
+
+	ip_only.udp_csum = 0;
+	if (m->udp_csum && ts_pkt__csum_is_partial(m) &&
+	    !ts_pkt__verify_csum(f, len, &ip_only))
+		return 1;
+	return !ts_pkt__verify_csum(f, len, m);
+}
+
+/* The inline receive check takes a frame only when the full one would,
+ * and takes the partial and the zero checksum of a good header: every
+ * single-bit corruption of the IPv4 and UDP headers, each mode. */
+static void test_csum_fast(void)
+{
+	static unsigned char f[2048];
+	size_t sizes[] = { 0, 1, 14, 64, 255, 1472 };
+	int modes[] = { 0, 1, TS_UDP_CSUM_PARTIAL };
+	size_t i, k, bit, x;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
+			struct ts_udp_hdr_spec s = spec();
+			struct ts_udp_meta m;
+			int n;
+
+			s.udp_csum = modes[k];
+			s.ip_id = (uint16_t)(i * 4099 + k);
+			for (x = 0; x < sizes[i]; x++)
+				f[TS_HDRS_LEN + x] = (unsigned char)(x * 5 + k);
+			n = ts_pkt__build_udp(f, sizeof(f), sizes[i], &s);
+			CHECK(n > 0 && !ts_pkt__parse_udp(f, (size_t)n, &m), "parse");
+			CHECK(ts_pkt__csum_fast_ok(f, &m) == (modes[k] != 1),
+			      "good frame, mode %d size %zu", modes[k], sizes[i]);
+			for (bit = TS_ETH_HLEN * 8; bit < TS_HDRS_LEN * 8; bit++) {
+				f[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+				if (!ts_pkt__parse_udp(f, (size_t)n, &m) &&
+				    ts_pkt__csum_fast_ok(f, &m))
+					CHECK(csum_ok_ref(f, (size_t)n, &m),
+					      "taken, refused by the full check: bit %zu mode %d",
+					      bit, modes[k]);
+				f[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+			}
+		}
+}
+
 static void test_known_udp(void)
 {
 	/* UDP checksum computed by hand for: 198.18.0.1:40000 ->
@@ -338,6 +388,7 @@ int main(void)
 	test_known_udp();
 	test_build_parse_roundtrip();
 	test_tmpl_matches_build();
+	test_csum_fast();
 	test_parse_rejects();
 	test_csum_partial();
 	test_csum_offload_build();
