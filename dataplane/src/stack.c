@@ -111,10 +111,6 @@ struct ts_rxq {
 	void *ring_map[4];      /* the daemon made it: fill, completion, RX, TX */
 	size_t ring_len[4];
 	uint32_t rx_unfilled;   /* RX descriptors taken since the last refill */
-	uint32_t fq_skew;       /* fill ring index less RX ring index of the
-				 * frame the next descriptor brings (a guess:
-				 * rxq__prefetch_guess) */
-	uint32_t rx_off;        /* where in its frame the last one started */
 	int fill_low;           /* the fill ring held < fill_low_mark at the last refill */
 };
 
@@ -1831,44 +1827,6 @@ static uint64_t rx_hw_meta(struct ts_stack *st, uint64_t addr)
 	return md.hw_ns;
 }
 
-/* The first line of the frame the RX descriptor at idx brings, asked
- * for before the descriptor is read: both cache lines were written by
- * the other CPU (veth delivers, and the kernel copies into the UMEM, on
- * the sender's), and reading the descriptor, then the frame it names,
- * waits for one after the other. In copy mode the kernel takes the fill
- * ring's entries in order, one per descriptor, so the frame is the fill
- * entry fq_skew places on from the descriptor's index. A guess only,
- * never read as data: after a drop (the kernel reuses a frame it could
- * not deliver) rxq__resync_guess finds the skew again. */
-static inline void rxq__prefetch_guess(const struct ts_stack *st,
-				       struct ts_rxq *q, uint32_t idx)
-{
-	uint64_t a = *xsk_ring_prod__fill_addr(&q->fq, idx + q->fq_skew);
-
-	a &= ~(uint64_t)(TS_FRAME_SIZE - 1);
-	if (a < st->area_size)
-		__builtin_prefetch(st->area + a + q->rx_off);
-}
-
-/* The guess for descriptor idx was not frame: look for frame among the
- * fill entries near the guessed one and take its distance as the skew
- * (not found: the skew stays). */
-static void __attribute__((noinline))
-rxq__resync_guess(struct ts_rxq *q, uint32_t idx, uint64_t frame)
-{
-	int j;
-
-	for (j = -16; j < 64; j++) {
-		uint32_t k = idx + q->fq_skew + (uint32_t)j;
-
-		if ((*xsk_ring_prod__fill_addr(&q->fq, k) &
-		     ~(uint64_t)(TS_FRAME_SIZE - 1)) == frame) {
-			q->fq_skew += (uint32_t)j;
-			return;
-		}
-	}
-}
-
 /* Drain q's RX ring into the sockets' queues; the caller holds st->lock. */
 static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 			    struct ts_direct *dir)
@@ -1877,19 +1835,6 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 	uint64_t rx_ns = 0, bytes = 0;
 
 	n = peeked = xsk_ring_cons__peek(&q->rx, TS_RX_BATCH, &idx);
-	if (n) {
-		const struct xdp_desc *d0;
-		uint64_t g, f0;
-
-		g = *xsk_ring_prod__fill_addr(&q->fq, idx + q->fq_skew) &
-		    ~(uint64_t)(TS_FRAME_SIZE - 1);
-		rxq__prefetch_guess(st, q, idx);
-		d0 = xsk_ring_cons__rx_desc(&q->rx, idx);
-		f0 = d0->addr & ~(uint64_t)(TS_FRAME_SIZE - 1);
-		if (ts_unlikely(f0 != g))
-			rxq__resync_guess(q, idx, f0);
-		q->rx_off = (uint32_t)(d0->addr - f0);
-	}
 	if (n && __atomic_load_n(&ts_tstamp_wanted, __ATOMIC_RELAXED)) {
 		struct timespec ts;
 
@@ -1931,10 +1876,6 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 			continue;
 		}
 		bytes += d->len;
-		/* the payload's lines, asked for all at once before the
-		 * headers are looked at (the copy out reads them in order) */
-		for (uint32_t o = 64; o < d->len && o < TS_FRAME_SIZE; o += 64)
-			__builtin_prefetch(f + o);
 		if (d->len <= TS_FRAME_SIZE - (d->addr - frame) &&
 		    ts_tcp__is_tcp(f, d->len)) {
 			/* queued for the TCP layer (a copy), which runs after
