@@ -33,6 +33,15 @@ static pthread_cond_t nh_cond = PTHREAD_COND_INITIALIZER; /* an answer came */
 static struct nh_entry nh_cache[TS_NH_CACHE];
 static struct ts_flow nh_req[TS_NH_REQ];
 static int nh_nreq;
+/* Moves on with every change of the cache (under nh_lock): the send
+ * path's memo of a destination's headers (tx.c) is good while it has not
+ * moved since the lookup the memo was made from. */
+uint32_t ts_nh_gen;
+
+static void nh__changed(void)
+{
+	__atomic_add_fetch(&ts_nh_gen, 1, __ATOMIC_RELEASE);
+}
 
 static int flow_eq(const struct ts_flow *a, const struct ts_flow *b)
 {
@@ -177,6 +186,7 @@ void ts_nh__resolve_pending(void)
 		c->nh = nh;
 		c->why = why;
 		c->valid = 1;
+		nh__changed();
 		/* drop the request (it may have moved: find it again) */
 		for (int i = 0; i < nh_nreq; i++) {
 			if (flow_eq(&nh_req[i], &fl)) {
@@ -240,6 +250,8 @@ void ts_nh__event(const struct nlmsghdr *h)
 		nh_cache[i].valid = 0;
 	}
 out:
+	if (dropped)
+		nh__changed();
 	pthread_mutex_unlock(&nh_lock);
 	if (dropped)
 		TS_INC(ts_stats->nh.refreshes);
@@ -266,4 +278,5 @@ void ts_nh__reset(void)
 	nh__cond_init();
 	memset(nh_cache, 0, sizeof(nh_cache));
 	nh_nreq = 0;
+	nh__changed();
 }

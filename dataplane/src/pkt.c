@@ -235,6 +235,32 @@ int ts_pkt__build_udp(void *frame, size_t cap, size_t payload_len,
 	return (int)(TS_ETH_HLEN + tot);
 }
 
+void ts_pkt__udp_tmpl_init(struct ts_udp_tmpl *t,
+			   const struct ts_udp_hdr_spec *s)
+{
+	uint8_t ph[12];
+	struct ts_udp_hdr_spec z = *s;
+
+	z.ip_id = 0;
+	z.udp_csum = 0;
+	/* the fixed fields, with the length ones written too: cleared below */
+	(void)ts_pkt__build_udp(t->hdr, sizeof(t->hdr), 0, &z);
+	memset(t->hdr + TS_ETH_HLEN + 2, 0, 2);  /* total length */
+	memset(t->hdr + TS_ETH_HLEN + 10, 0, 2); /* checksum */
+	memset(t->hdr + TS_ETH_HLEN + TS_IP_HLEN + 4, 0, 2); /* UDP length */
+	t->ip_sum = ts_csum__partial(t->hdr + TS_ETH_HLEN, TS_IP_HLEN, 0);
+	memcpy(ph, &s->saddr, 4);
+	memcpy(ph + 4, &s->daddr, 4);
+	ph[8] = 0;
+	ph[9] = 17;
+	ph[10] = 0;
+	ph[11] = 0;
+	t->ph_sum = ts_csum__partial(ph, sizeof(ph), 0);
+	t->saddr = s->saddr;
+	t->daddr = s->daddr;
+	t->udp_csum = s->udp_csum;
+}
+
 void ts_pkt__mcast_mac(uint32_t group, uint8_t mac[6])
 {
 	const uint8_t *g = (const uint8_t *)&group;

@@ -1895,7 +1895,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 		 * so does the stack. A frame of a local kernel socket over veth
 		 * carries the unfinished offload checksum: the sender is on this
 		 * host, nothing crossed a wire. */
-		if (!rx_csum_ok(f, d->len, &m)) {
+		if (!ts_pkt__csum_fast_ok(f, &m) && !rx_csum_ok(f, d->len, &m)) {
 			TS_INC(st->st->rx_bad_csum);
 			free_push(st, frame);
 			continue;
@@ -2210,7 +2210,20 @@ static int send_jumbo(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 	return 0;
 }
 
+/* h's headers on st prepared once (struct ts_udp_tmpl): h gets st's
+ * source MAC and the checksum mode st's sends use. */
+void ts_stack__udp_tmpl(const struct ts_stack *st, struct ts_udp_hdr_spec *h,
+			struct ts_udp_tmpl *t)
+{
+	memcpy(h->smac, st->mac, 6);
+	h->udp_csum = st->tx_csum ? TS_UDP_CSUM_PARTIAL : ts_cfg.udp_csum;
+	ts_pkt__udp_tmpl_init(t, h);
+}
+
+/* t: h's headers prepared by ts_stack__udp_tmpl on st (NULL: built from
+ * h field by field); h->ip_id gets the datagram's identification. */
 int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
+		   const struct ts_udp_tmpl *t,
 		   const struct iovec *iov, int iovcnt, size_t len,
 		   int nonblock, int more)
 {
@@ -2252,9 +2265,13 @@ fill:
 		memcpy(p + TS_HDRS_LEN + off, iov[i].iov_base, c);
 		off += c;
 	}
-	memcpy(h->smac, st->mac, 6);
-	h->udp_csum = st->tx_csum ? TS_UDP_CSUM_PARTIAL : ts_cfg.udp_csum;
-	n = ts_pkt__build_udp(p, TS_FRAME_SIZE - st->tx_off, len, h);
+	if (t) {
+		n = ts_pkt__udp_tmpl_put(p, t, len, h->ip_id);
+	} else {
+		memcpy(h->smac, st->mac, 6);
+		h->udp_csum = st->tx_csum ? TS_UDP_CSUM_PARTIAL : ts_cfg.udp_csum;
+		n = ts_pkt__build_udp(p, TS_FRAME_SIZE - st->tx_off, len, h);
+	}
 	if (st->tx_csum) {
 		struct ts_txmd *md = (struct ts_txmd *)(void *)(p - TS_TXMD_LEN);
 

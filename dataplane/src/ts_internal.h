@@ -316,9 +316,15 @@ TS_HIDDEN int ts_stack__steer_shared(struct ts_stack *st, uint32_t daddr,
 TS_HIDDEN int ts_stack__share(int ifindex, uint32_t daddr, uint16_t dport);
 TS_HIDDEN int ts_stack__steer_del(struct ts_stack *st, uint32_t daddr,
 				  uint16_t dport, int only_mine);
-/* Build and send one datagram; iov payload. 0 or negative errno. */
+/* Build and send one datagram; iov payload. 0 or negative errno. t: h's
+ * headers prepared once by ts_stack__udp_tmpl on st, or NULL. */
 struct ts_udp_hdr_spec;
+struct ts_udp_tmpl;
+TS_HIDDEN void ts_stack__udp_tmpl(const struct ts_stack *st,
+				  struct ts_udp_hdr_spec *h,
+				  struct ts_udp_tmpl *t);
 TS_HIDDEN int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
+			     const struct ts_udp_tmpl *t,
 			     const struct iovec *iov, int iovcnt, size_t len,
 			     int nonblock, int more);
 TS_HIDDEN void ts_stack__frame_refs(struct ts_stack *st, uint64_t frame,
@@ -713,6 +719,9 @@ TS_HIDDEN extern int ts_wait_sleepers;
  * cache current, next-hop resolution, shared-port checks */
 enum { NH_OK = 0, NH_NOROUTE, NH_LOCAL, NH_NEIGH, NH_PENDING };
 TS_HIDDEN int ts_nh__get(const struct ts_flow *fl, struct ts_nexthop *out);
+/* The next-hop cache's generation: read (acquire) before a ts_nh__get, a
+ * result is still current while it has not moved. */
+TS_HIDDEN extern uint32_t ts_nh_gen;
 TS_HIDDEN void ts_nh__resolve_pending(void);
 TS_HIDDEN void ts_nh__event(const struct nlmsghdr *h);
 TS_HIDDEN void ts_nh__reset(void);

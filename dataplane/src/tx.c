@@ -130,9 +130,46 @@ static struct ts_stack *tx_stack(int ifindex)
 	return st;
 }
 
+/* The last unicast destination this thread sent to through the stack,
+ * with its headers prepared (struct ts_udp_tmpl): a send to the same
+ * destination copies them instead of looking up the next hop and the XSK
+ * and building the headers field by field. A memo, not a cache to keep
+ * current: every input of the headers is in its key (the route lookup's
+ * flow, the TTL and the TOS, the next-hop cache's generation, which moves
+ * with every neighbour, route, address or link change the control thread
+ * sees), so a send that matches gets what the full path would build. Per
+ * thread: no lock, and a socket closed and reused matches only what its
+ * own sends would build. seq is odd while the memo changes: a signal
+ * handler's send may interrupt a send of the same thread. */
+struct tx_memo {
+	uint32_t seq;
+	int valid;
+	uint32_t gen;
+	struct ts_flow fl;
+	uint8_t ttl, tos;
+	struct ts_stack *st;
+	struct ts_udp_hdr_spec h;
+	struct ts_udp_tmpl t;
+};
+static __thread struct tx_memo tx_memo;
+
+static inline int memo_match(const struct tx_memo *mo, const struct ts_flow *fl,
+			     uint8_t ttl, uint8_t tos)
+{
+	return mo->valid && mo->fl.daddr == fl->daddr &&
+	       mo->fl.dport == fl->dport && mo->fl.sport == fl->sport &&
+	       mo->fl.saddr == fl->saddr && mo->fl.tos == fl->tos &&
+	       mo->ttl == ttl && mo->tos == tos &&
+	       mo->gen == __atomic_load_n(&ts_nh_gen, __ATOMIC_ACQUIRE);
+}
+
 ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 			 int flags, int more)
 {
+	struct tx_memo *mo = &tx_memo;
+	const struct ts_udp_tmpl *t = NULL;
+	struct ts_udp_tmpl tl;
+	uint32_t gen;
 	int nonblock = s->nonblock || (flags & MSG_DONTWAIT);
 	struct ts_udp_hdr_spec h;
 	struct ts_nexthop nh;
@@ -195,6 +232,24 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 	fl.sport = s->lport;
 	fl.dport = dport;
 	fl.tos = s->tos & 0x1c; /* the routing bits (RT_TOS) */
+	if (!mc) {
+		uint32_t seq = mo->seq;
+
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (!(seq & 1) && memo_match(mo, &fl, s->ttl, s->tos)) {
+			st = mo->st;
+			h = mo->h;
+			tl = mo->t;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			/* a signal handler's send in between may have
+			 * changed it: then the full path */
+			if (mo->seq == seq && ts_stack__usable(st)) {
+				t = &tl;
+				goto send;
+			}
+		}
+	}
+	gen = __atomic_load_n(&ts_nh_gen, __ATOMIC_ACQUIRE);
 	why = ts_nh__get(&fl, &nh);
 	if (why == NH_LOCAL)
 		return fallback_send(s, fd, msg, flags, TS_FB_LOCAL,
@@ -215,10 +270,6 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 				     ts_stack__why_none(nh.ifindex),
 				     "no XSK on the outgoing interface",
 				     &s->stats->tx_kernel_nostack);
-	if (len > ts_stack__max_payload(st))
-		return fallback_send(s, fd, msg, flags, TS_FB_SIZE,
-				     "datagram larger than the MTU or an XSK "
-				     "frame", &s->stats->tx_kernel_oversize);
 	memset(&h, 0, sizeof(h));
 	memcpy(h.dmac, nh.mac, 6);
 	h.saddr = fl.saddr ? fl.saddr : nh.prefsrc;
@@ -227,10 +278,32 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 	h.dport = dport;
 	h.ttl = mc ? s->mcast_ttl : s->ttl;
 	h.tos = s->tos;
+	if (!mc) {
+		ts_stack__udp_tmpl(st, &h, &tl);
+		t = &tl;
+		/* odd while it changes (struct tx_memo) */
+		mo->seq++;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		mo->valid = 1;
+		mo->gen = gen;
+		mo->fl = fl;
+		mo->ttl = s->ttl;
+		mo->tos = s->tos;
+		mo->st = st;
+		mo->h = h;
+		mo->t = tl;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		mo->seq++;
+	}
+send:
+	if (len > ts_stack__max_payload(st))
+		return fallback_send(s, fd, msg, flags, TS_FB_SIZE,
+				     "datagram larger than the MTU or an XSK "
+				     "frame", &s->stats->tx_kernel_oversize);
 	if (ts_unlikely(__atomic_load_n(&s->tx_pending_st, __ATOMIC_ACQUIRE) &&
 			__atomic_load_n(&s->tx_pending_st, __ATOMIC_ACQUIRE) != st))
 		ts_sock__flush(s); /* the batch changes interface */
-	r = ts_stack__send(st, &h, msg->msg_iov, (int)msg->msg_iovlen, len,
+	r = ts_stack__send(st, &h, t, msg->msg_iov, (int)msg->msg_iovlen, len,
 			   nonblock, more);
 	if (r < 0) {
 		errno = -r;

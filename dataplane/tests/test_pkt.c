@@ -132,6 +132,95 @@ static void test_build_parse_roundtrip(void)
 	}
 }
 
+/* A destination's prepared headers (struct ts_udp_tmpl, the send path's
+ * memo) write, for every length and identification, the bytes
+ * ts_pkt__build_udp writes: each checksum mode, TOS and TTL, lengths
+ * whose sums carry, identifications at the edges. */
+static void test_tmpl_matches_build(void)
+{
+	static unsigned char a[65600], b[65600];
+	size_t sizes[] = { 0, 1, 2, 13, 14, 63, 64, 255, 256, 1024, 1471, 1472,
+			   8972, 65507 };
+	uint16_t ids[] = { 0, 1, 0x00ff, 0x7fff, 0x8000, 0xfffe, 0xffff };
+	int modes[] = { 0, 1, TS_UDP_CSUM_PARTIAL };
+	uint32_t saddrs[] = { 0x0100a8c0u, 0xffffffffu, 0 };
+	size_t i, j, k, l, x;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (j = 0; j < sizeof(ids) / sizeof(ids[0]); j++)
+			for (k = 0; k < sizeof(modes) / sizeof(modes[0]); k++)
+				for (l = 0; l < sizeof(saddrs) / sizeof(saddrs[0]); l++) {
+					struct ts_udp_hdr_spec s = spec();
+					struct ts_udp_tmpl t;
+					int n, m;
+
+					s.udp_csum = modes[k];
+					s.saddr = saddrs[l];
+					s.tos = (uint8_t)(0xb8 + j);
+					s.ttl = (uint8_t)(255 - i);
+					for (x = 0; x < sizes[i]; x++)
+						a[TS_HDRS_LEN + x] = b[TS_HDRS_LEN + x] =
+							(unsigned char)(x * 13 + j);
+					ts_pkt__udp_tmpl_init(&t, &s);
+					s.ip_id = ids[j];
+					n = ts_pkt__build_udp(a, sizeof(a), sizes[i], &s);
+					m = ts_pkt__udp_tmpl_put(b, &t, sizes[i], ids[j]);
+					CHECK(n == m && !memcmp(a, b, TS_HDRS_LEN),
+					      "template differs: size %zu id %u mode %d",
+					      sizes[i], ids[j], modes[k]);
+				}
+}
+
+/* What the receive path takes (stack.c's rx_csum_ok): the partial UDP
+ * checksum with a good IPv4 header, or every checksum verified. */
+static int csum_ok_ref(const unsigned char *f, size_t len,
+		       const struct ts_udp_meta *m)
+{
+	struct ts_udp_meta ip_only = *m;
+
+	ip_only.udp_csum = 0;
+	if (m->udp_csum && ts_pkt__csum_is_partial(m) &&
+	    !ts_pkt__verify_csum(f, len, &ip_only))
+		return 1;
+	return !ts_pkt__verify_csum(f, len, m);
+}
+
+/* The inline receive check takes a frame only when the full one would,
+ * and takes the partial and the zero checksum of a good header: every
+ * single-bit corruption of the IPv4 and UDP headers, each mode. */
+static void test_csum_fast(void)
+{
+	static unsigned char f[2048];
+	size_t sizes[] = { 0, 1, 14, 64, 255, 1472 };
+	int modes[] = { 0, 1, TS_UDP_CSUM_PARTIAL };
+	size_t i, k, bit, x;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
+			struct ts_udp_hdr_spec s = spec();
+			struct ts_udp_meta m;
+			int n;
+
+			s.udp_csum = modes[k];
+			s.ip_id = (uint16_t)(i * 4099 + k);
+			for (x = 0; x < sizes[i]; x++)
+				f[TS_HDRS_LEN + x] = (unsigned char)(x * 5 + k);
+			n = ts_pkt__build_udp(f, sizeof(f), sizes[i], &s);
+			CHECK(n > 0 && !ts_pkt__parse_udp(f, (size_t)n, &m), "parse");
+			CHECK(ts_pkt__csum_fast_ok(f, &m) == (modes[k] != 1),
+			      "good frame, mode %d size %zu", modes[k], sizes[i]);
+			for (bit = TS_ETH_HLEN * 8; bit < TS_HDRS_LEN * 8; bit++) {
+				f[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+				if (!ts_pkt__parse_udp(f, (size_t)n, &m) &&
+				    ts_pkt__csum_fast_ok(f, &m))
+					CHECK(csum_ok_ref(f, (size_t)n, &m),
+					      "taken, refused by the full check: bit %zu mode %d",
+					      bit, modes[k]);
+				f[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+			}
+		}
+}
+
 static void test_known_udp(void)
 {
 	/* UDP checksum computed by hand for: 198.18.0.1:40000 ->
@@ -298,6 +387,8 @@ int main(void)
 	test_ipv4_known();
 	test_known_udp();
 	test_build_parse_roundtrip();
+	test_tmpl_matches_build();
+	test_csum_fast();
 	test_parse_rejects();
 	test_csum_partial();
 	test_csum_offload_build();
