@@ -178,6 +178,14 @@ func TestBenchScaleReport(t *testing.T) {
 			t.Errorf("no 200 MiB RSS target:\n%s", text)
 		}
 	})
+	t.Run("a small fleet's two status writes a wave of 5 do not count against batching", func(t *testing.T) {
+		small := reportResult(designResolveOnNode, 100)
+		small["BenchStatusWrites"] = 40 // 20 waves of 5: its Jobs started, its verdicts
+		rows, _, failed := runReport(t, "--resolve-on-node", small, reportResult(designResolveOnNode, 1000))
+		if v := verdict(t, rows, "benchmark status writes per verdict"); failed || v != "met" {
+			t.Errorf("exit 1 %v, %s: want met (judged on the 1,000-node benchmark)", failed, v)
+		}
+	})
 	t.Run("the benchmark step alone judges only the benchmark's targets", func(t *testing.T) {
 		only := func(nodes int) map[string]any {
 			r := reportResult(designPerNode, nodes)
