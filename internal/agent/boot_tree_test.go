@@ -179,3 +179,33 @@ func TestTreeBootBeforePods(t *testing.T) {
 		t.Errorf("the host differs after the restore:\n%s", strings.Join(diff, "\n"))
 	}
 }
+
+// TestRetuneNeedsTaint: a moving resolution is tainted unless it is the node state's first tuning
+// on a Node without the profile label.
+func TestRetuneNeedsTaint(t *testing.T) {
+	labelled := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{tsv1.ProfileLabel: "p"}}}
+	bare := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"other": "x"}}}
+	fresh := &tsv1.LatencyNodeState{}
+	resolved := &tsv1.LatencyNodeState{Status: tsv1.LatencyNodeStateStatus{Resolved: &tsv1.ResolvedTuning{Profile: "p", Generation: 1, TuningHash: "h"}}}
+	tuned := &tsv1.LatencyNodeState{Status: tsv1.LatencyNodeStateStatus{Tuning: &tsv1.NodeTuning{}}}
+	applied := &tsv1.LatencyNodeState{Status: tsv1.LatencyNodeStateStatus{Conditions: []metav1.Condition{{Type: tsv1.NodeApplied, Status: metav1.ConditionTrue}}}}
+	notApplied := &tsv1.LatencyNodeState{Status: tsv1.LatencyNodeStateStatus{Conditions: []metav1.Condition{{Type: tsv1.NodeApplied, Status: metav1.ConditionFalse}}}}
+	for _, c := range []struct {
+		name string
+		base *tsv1.LatencyNodeState
+		node *corev1.Node
+		want bool
+	}{
+		{"first tuning, unlabelled node", fresh, bare, false},
+		{"first tuning, never applied, unlabelled node", notApplied, bare, false},
+		{"first tuning, labelled node (a label left from before)", fresh, labelled, true},
+		{"something resolved before", resolved, bare, true},
+		{"a tuning in status", tuned, bare, true},
+		{"applied before", applied, bare, true},
+		{"applied before, labelled", applied, labelled, true},
+	} {
+		if got := agent.RetuneNeedsTaint(c.base, c.node); got != c.want {
+			t.Errorf("%s: RetuneNeedsTaint %v, want %v", c.name, got, c.want)
+		}
+	}
+}

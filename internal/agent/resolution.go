@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -166,12 +167,37 @@ func (r *Reconciler) inEffectHash(s *scope) string {
 // taintRetune puts the tuning-pending taint on before the host changes for a new resolution that
 // moves the node (docs/architecture.md, "The profile label while a node re-tunes"): no new
 // latency pod lands while its tuning moves. confirmBoot takes it off once Applied, as after a
-// boot: the taint has one rule for going off, whoever put it on.
+// boot: the taint has one rule for going off, whoever put it on. A node state's first tuning on a
+// node no latency pod can land on is not tainted (RetuneNeedsTaint).
 func (r *Reconciler) taintRetune(ctx context.Context, s *scope) error {
 	if !s.retune {
 		return nil
 	}
-	return r.setTaint(ctx, true)
+	node, err := r.getNode(ctx)
+	if err != nil {
+		return err
+	}
+	if !RetuneNeedsTaint(s.base, node) {
+		ctrl.LoggerFrom(ctx).V(1).Info("first tuning of a node without the profile label: no latency pod can land, no taint")
+		return nil
+	}
+	return r.taintNode(ctx, node, true)
+}
+
+// RetuneNeedsTaint says whether a node whose resolution moves needs the tuning-pending taint while
+// its host changes, given its node state as last written (base) and its Node as just read. It does
+// unless this is the node state's first tuning (nothing resolved, never Applied) and the Node has no
+// profile label: a latency pod lands only on a node labelled with its profile (the webhook's
+// affinity), and the label is given only once this agent reports Applied, which it has not. So a
+// profile's create costs no taint writes, two Node patches per node fewer on the API server
+// while the fleet's node states are being created (docs/scale.md, fix 23). A label left from a
+// node state that went, a status that says anything was in effect: tainted, as before.
+func RetuneNeedsTaint(base *tsv1.LatencyNodeState, node *corev1.Node) bool {
+	if _, labelled := node.Labels[tsv1.ProfileLabel]; labelled {
+		return true
+	}
+	st := &base.Status
+	return st.Resolved != nil || st.Tuning != nil || meta.IsStatusConditionTrue(st.Conditions, tsv1.NodeApplied)
 }
 
 // profileEvents maps a LatencyProfile's create, spec change and deletion to this agent's own node

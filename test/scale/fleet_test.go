@@ -40,7 +40,8 @@ import (
 // (spec.profile.resolveOnNode, no spec.tuning) it resolves resolve.Node(&profile.Spec, facts)
 // from the LatencyProfile the node state names, and when the resolution's TuningHash moves it
 // puts the tuning-pending taint on its Node, applies (the same apply delay), writes
-// status.resolved and status.tuning in its one status patch and takes the taint off. A
+// status.resolved and status.tuning in its one status patch and takes the taint off (a node
+// state's first tuning on an unlabelled node is not tainted, agent.RetuneNeedsTaint). A
 // resolution is made as soon as the node's own profile watch delivers the change, or the node
 // state watch the hand-over (a real agent resolves on its own CPU, in parallel with every other):
 // the moment it starts acting is recorded per node (acting), which is what the test's "reached"
@@ -352,8 +353,9 @@ func (a *agents) sync(ctx context.Context, name string) error {
 		return err
 	}
 	if retune {
-		// The node's resolution moved: no new latency pod lands until it is Applied.
-		if err := a.taint(ctx, name, true); err != nil {
+		// The node's resolution moved: no new latency pod lands until it is Applied (unless no
+		// latency pod can land yet, agent.RetuneNeedsTaint).
+		if err := a.taintRetune(ctx, name, base); err != nil {
 			return err
 		}
 	}
@@ -438,6 +440,20 @@ func (a *agents) desired(ctx context.Context, lns *tsv1.LatencyNodeState) (t *ts
 	return act.tuning, retune, nil
 }
 
+// taintRetune puts the tuning-pending taint on for a resolution that moves the node, where the
+// agent does (agent.RetuneNeedsTaint: not on a node state's first tuning of an unlabelled node),
+// base being the node state as last written.
+func (a *agents) taintRetune(ctx context.Context, name string, base *tsv1.LatencyNodeState) error {
+	n := &corev1.Node{}
+	if err := a.c.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
+		return err
+	}
+	if !agent.RetuneNeedsTaint(base, n) {
+		return nil
+	}
+	return a.taintNode(ctx, n, true)
+}
+
 // taint puts the tuning-pending taint on the node or takes it off, as a resolving agent does
 // while its node re-tunes.
 func (a *agents) taint(ctx context.Context, name string, on bool) error {
@@ -445,6 +461,12 @@ func (a *agents) taint(ctx context.Context, name string, on bool) error {
 	if err := a.c.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
 		return err
 	}
+	return a.taintNode(ctx, n, on)
+}
+
+// taintNode is taint on n as just read.
+func (a *agents) taintNode(ctx context.Context, n *corev1.Node, on bool) error {
+	name := n.Name
 	taints, changed := agent.TuningPendingTaints(n.Spec.Taints, on)
 	if !changed {
 		a.mu.Lock()
