@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -593,5 +595,84 @@ var _ = Describe("Rollout controls", func() {
 		By("a in rack r1 finishes; b, the other node of r1, gets the slot")
 		requestReboot(g+"-a", false, "")
 		Eventually(granted, timeout, interval).Should(Equal([]string{g + "-b", g + "-c"}))
+	})
+})
+
+var _ = Describe("Status roll-up", func() {
+	It("writes a profile's status a bounded number of times while its nodes' reports stream in over many windows", func() {
+		const nodes = 40
+		g := newGroup()
+		var names []string
+		for i := range nodes {
+			names = append(names, fmt.Sprintf("%s-n%02d", g, i))
+			makeNode(names[i], g)
+		}
+		makeProfile(g, g, 0)
+		for _, n := range names {
+			reportFacts(n, hostFacts("0-3"))
+		}
+		By("every node resolved, the profile waits for its agents")
+		Eventually(func(gm Gomega) {
+			p := &tsv1.LatencyProfile{}
+			gm.Expect(k8s.Get(ctx, client.ObjectKey{Name: g}, p)).To(Succeed())
+			gm.Expect(p.Status.OwnedNodes).To(Equal(int32(nodes)))
+			c := meta.FindStatusCondition(p.Status.Conditions, tsv1.ProfileProgressing)
+			gm.Expect(c).NotTo(BeNil())
+			gm.Expect(c.Reason).To(Equal(tsv1.ReasonApplying))
+		}, timeout, interval).Should(Succeed())
+
+		// Every status write of the profile from here on, as a watch delivers it: its first event is
+		// the profile as it is, then one for each write; one that leaves the status as it was (the
+		// finalizer's) is not a status write.
+		wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		w, err := wc.Watch(ctx, &tsv1.LatencyProfileList{}, client.MatchingFields{"metadata.name": g})
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		var (
+			mu      sync.Mutex
+			last    *tsv1.LatencyProfileStatus
+			written []int32 // appliedNodes after each status write
+			ready   bool    // Ready True in the status last written
+		)
+		go func() {
+			for ev := range w.ResultChan() {
+				p, ok := ev.Object.(*tsv1.LatencyProfile)
+				if !ok {
+					continue
+				}
+				mu.Lock()
+				if last != nil && !equality.Semantic.DeepEqual(*last, p.Status) {
+					written = append(written, p.Status.AppliedNodes)
+				}
+				last = p.Status.DeepCopy()
+				ready = meta.IsStatusConditionTrue(p.Status.Conditions, tsv1.ProfileReady)
+				mu.Unlock()
+			}
+		}()
+
+		By("the agents report Applied one by one, 300 ms apart: 12 s, a dozen roll-up windows")
+		// The ticker is the agents' pace, what the test drives, not a wait for the manager.
+		tick := time.NewTicker(300 * time.Millisecond)
+		defer tick.Stop()
+		for _, n := range names {
+			<-tick.C
+			reportApplied(n)
+		}
+		Eventually(func(gm Gomega) {
+			mu.Lock()
+			defer mu.Unlock()
+			gm.Expect(last).NotTo(BeNil())
+			gm.Expect(last.AppliedNodes).To(Equal(int32(nodes)))
+			gm.Expect(ready).To(BeTrue())
+		}, timeout, interval).Should(Succeed())
+
+		mu.Lock()
+		defer mu.Unlock()
+		GinkgoWriter.Printf("status writes while %d agents reported Applied over 12 s: %d, appliedNodes after each: %v\n",
+			nodes, len(written), written)
+		Expect(len(written)).To(BeNumerically("<=", 8), "status writes, appliedNodes after each: %v", written)
+		Expect(written).To(ContainElement(And(BeNumerically(">", 0), BeNumerically("<", nodes))),
+			"the rollout's progress is written on its way, not only at its end")
 	})
 })

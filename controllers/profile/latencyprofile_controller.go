@@ -4,6 +4,7 @@
 package profile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -50,6 +51,9 @@ type LatencyProfileReconciler struct {
 	resolved resolutions
 	// rollups is each profile's status roll-up window.
 	rollups rollupWindows
+	// statuses is each profile's last written and last computed status, from which a reconcile
+	// decides whether it writes the status it computed (rollupWrite).
+	statuses rollupStatuses
 }
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencyprofiles,verbs=get;list;watch;update;patch
@@ -77,13 +81,15 @@ type profileScope struct {
 }
 
 // Reconcile is the usual shape: get, finalizer, one deferred status patch (when the status
-// changed), ordered phases (internal/phase).
-func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+// changed, and rollupWrite lets it go now: else a reconcile one window later writes it), ordered
+// phases (internal/phase).
+func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	profile := &tsv1.LatencyProfile{}
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.Name)
 			r.rollups.forget(req.Name)
+			r.statuses.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -102,7 +108,18 @@ func (r *LatencyProfileReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		setProfileStatus(profile, &scope.facts, reterr == nil)
 		r.Metrics.observe(profile)
 		r.rollups.size(profile.Name, len(scope.facts.owned))
-		phase.Join(&reterr, phase.PatchStatus(ctx, r.Client, orig, profile, func(p *tsv1.LatencyProfile) any { return p.Status }))
+		// A deleting profile's status, and one computed by a failed reconcile (retried with
+		// backoff, so it cannot wait for a window), are written as they are.
+		writeNow := r.statuses.computed(profile.Name, &orig.Status, &profile.Status)
+		if profile.DeletionTimestamp.IsZero() && reterr == nil && !writeNow {
+			res.RequeueAfter = sooner(res.RequeueAfter, r.rollups.of(profile.Name))
+			return
+		}
+		err := phase.PatchStatus(ctx, r.Client, orig, profile, func(p *tsv1.LatencyProfile) any { return p.Status })
+		if err == nil {
+			r.statuses.wrote(profile.Name, &profile.Status)
+		}
+		phase.Join(&reterr, err)
 	}()
 
 	if !profile.DeletionTimestamp.IsZero() {
@@ -147,17 +164,18 @@ func (r *LatencyProfileReconciler) newScope(ctx context.Context, profile *tsv1.L
 }
 
 // StatusRollup is how long an agent's report on its node state waits, at the least, before its
-// profile is reconciled, so that the reports that come in meanwhile share one roll-up and one
-// status write; StatusRollupPerNode more for each node the profile owns, up to MaxStatusRollup.
+// profile is reconciled, so that the reports that come in meanwhile share one roll-up and at most
+// one status write; StatusRollupPerNode more for each node the profile owns, up to MaxStatusRollup.
 //
 // A change that moves every node of a 5,000-node fleet brings 5,000 reports within seconds, and
 // reconciling the profile for each wrote its status hundreds of times (411 at 1,000 nodes,
 // docs/scale.md). Each status write also goes to every agent's watch on the profiles (an agent
 // that resolves its own node watches them), so a fleet's roll-ups cost the API server writes
 // times nodes. A window that grows with the fleet keeps both flat: the reports of a change take
-// about as long as the fleet is large, so the writes of a change stay a handful at any size, and
-// what the watches carry stays near 1,000 profile events a second. A status at most a few seconds
-// behind its nodes is as current as a person or a pipeline reads it.
+// about as long as the fleet is large, so a change takes few reconciles at any size, and what
+// the watches carry stays near 1,000 profile events a second; rollupWrite then writes only a
+// handful of those reconciles' statuses. A status at most a few seconds behind its nodes is as
+// current as a person or a pipeline reads it.
 const (
 	StatusRollup        = time.Second
 	StatusRollupPerNode = time.Millisecond
@@ -180,6 +198,64 @@ func (w *rollupWindows) of(profile string) time.Duration {
 		return d.(time.Duration)
 	}
 	return StatusRollup
+}
+
+// rollupStatuses is, for each profile, the status last written and the status its last reconcile
+// computed, for rollupWrite; forgotten when the profile is gone. A profile's reconciles run one at
+// a time, different profiles' at once.
+type rollupStatuses struct {
+	mu sync.Mutex
+	m  map[string]*rollupStatus
+}
+
+type rollupStatus struct {
+	// written is the status last written; nil until this manager writes one.
+	written *tsv1.LatencyProfileStatus
+	// computed is the status the last reconcile computed, written or not.
+	computed *tsv1.LatencyProfileStatus
+}
+
+// computed records now, the status a reconcile computed, and says whether to write it now
+// (rollupWrite). api is the status the reconcile read: what was written, as far as a manager
+// that has written nothing yet (a new profile, a restart) knows.
+func (s *rollupStatuses) computed(profile string, api, now *tsv1.LatencyProfileStatus) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]*rollupStatus{}
+	}
+	st := s.m[profile]
+	if st == nil {
+		st = &rollupStatus{}
+		s.m[profile] = st
+	}
+	written := cmp.Or(st.written, api)
+	write := rollupWrite(written, st.computed, now)
+	st.computed = now.DeepCopy()
+	return write
+}
+
+// wrote records the status a reconcile wrote.
+func (s *rollupStatuses) wrote(profile string, st *tsv1.LatencyProfileStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.m[profile]; e != nil {
+		e.written = st.DeepCopy()
+	}
+}
+
+func (s *rollupStatuses) forget(profile string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, profile)
+}
+
+// sooner is the earlier of two requeues, zero meaning none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // SetupWithManager watches profiles. Who owns a node depends on every profile at once, so a profile

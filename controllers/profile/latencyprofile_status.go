@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -219,6 +220,62 @@ func readyCondition(f *profileFacts, c nodeCounts) metav1.Condition {
 		}
 	}
 	return cond
+}
+
+// rollupSteps is how many steps a rollout's progress is written in: a quarter of the owned nodes
+// a step, so a status reads 0, 1/4, 1/2, 3/4 and all of them applied on its way.
+const rollupSteps = 4
+
+// rollupWrite says whether a reconcile writes now the status it computed (now), given the status
+// last written and the one the previous reconcile computed (prevComputed, nil for none); when it
+// does not, the profile is reconciled again after its roll-up window, and that reconcile decides
+// again. It writes
+//   - a status that moved in shape (statusShape): a generation, the nodes matched or owned, a
+//     condition's status or reason, the degraded nodes (what an operator acts on; rare);
+//   - progress (appliedNodes, rebootPendingNodes) that moved by a step since the status written;
+//   - a status that settled: what the previous reconcile computed, nothing having moved for a
+//     window;
+//   - one that is already written (there is nothing to hold back), or the first.
+//
+// The rest, progress within a step and condition messages, waits. A condition's message names the
+// nodes still applying and counts them, so a change whose reports stream in over T seconds
+// differed at every window; written then, its writes grew with T, and T with the fleet
+// (docs/scale.md, fix 21). Held back, a change costs its shape's moves, at most rollupSteps
+// progress writes and the settled status, at any size, and the status written is never more than
+// about two windows behind its nodes once they stop moving.
+func rollupWrite(written, prevComputed, now *tsv1.LatencyProfileStatus) bool {
+	switch {
+	case written == nil, !statusShape(written, now):
+		return true
+	case equality.Semantic.DeepEqual(written, now), equality.Semantic.DeepEqual(prevComputed, now):
+		return true
+	}
+	step := max(1, now.OwnedNodes/rollupSteps)
+	moved := max(abs(now.AppliedNodes-written.AppliedNodes), abs(now.RebootPendingNodes-written.RebootPendingNodes))
+	return moved >= step
+}
+
+// statusShape says whether two statuses have the same shape: all but the progress counts and the
+// conditions' messages (and transition times, which move with a status) the same.
+func statusShape(a, b *tsv1.LatencyProfileStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.MatchedNodes != b.MatchedNodes ||
+		a.OwnedNodes != b.OwnedNodes || a.DegradedNodes != b.DegradedNodes || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for _, c := range a.Conditions {
+		d := meta.FindStatusCondition(b.Conditions, c.Type)
+		if d == nil || d.Status != c.Status || d.Reason != c.Reason || d.ObservedGeneration != c.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+func abs(n int32) int32 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // list names at most maxListed nodes.
