@@ -495,7 +495,12 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		Eventually(func(g Gomega) {
 			for {
 				select {
-				case ev := <-w.ResultChan():
+				case ev, open := <-w.ResultChan():
+					if !open {
+						// A closed channel is always ready: without this the loop would spin
+						// inside one attempt and Eventually's timeout could never fire.
+						StopTrying("the watch on the benchmarks closed before the verdicts").Now()
+					}
 					if got, ok := ev.Object.(*tsv1.LatencyBenchmark); ok {
 						k := 0
 						for _, n := range got.Status.Nodes {
