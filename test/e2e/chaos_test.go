@@ -144,7 +144,8 @@ func killContainer(selector, container string) {
 	Expect(err).NotTo(HaveOccurred())
 	env, err := run(time.Minute, nil, "hack/local-cluster", "env")
 	Expect(err).NotTo(HaveOccurred(), env)
-	out, err := run(time.Minute, nil, "ctr", "--address", envValue(env, "TSLC_CONTAINERD_ADDRESS"), "-n", "k8s.io",
+	// The cluster's own ctr (hack/local-cluster env): a machine need not have one on its PATH.
+	out, err := run(time.Minute, nil, envValue(env, "TSLC_CTR"), "--address", envValue(env, "TSLC_CONTAINERD_ADDRESS"), "-n", "k8s.io",
 		"tasks", "kill", "-s", "SIGKILL", id[strings.Index(id, "://")+3:])
 	Expect(err).NotTo(HaveOccurred(), "killing %s of %s: %s", container, selector, out)
 }
