@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -358,6 +359,14 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		b := validBenchmark(ns, "legacy", "tslb-legacy")
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		DeferCleanup(func() { _ = client.IgnoreNotFound(k8s.Delete(ctx, b)) })
+		// The previous release made its ConfigMaps owned by the benchmark (the owner's UID is
+		// known only now): an upload's event reaches the benchmark through that reference.
+		owner := *metav1.NewControllerRef(b, tsv1.GroupVersion.WithKind("LatencyBenchmark"))
+		for _, cm := range []*corev1.ConfigMap{current, older} {
+			Expect(client.IgnoreNotFound(k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType,
+				[]byte(fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":%q,"kind":%q,"name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`,
+					owner.APIVersion, owner.Kind, owner.Name, owner.UID)))))).To(Succeed())
+		}
 
 		job := nodeJob(ns, "legacy", 1, n.Name)
 		Expect(job.Name).To(Equal(current.Name))

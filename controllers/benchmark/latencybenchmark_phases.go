@@ -411,23 +411,32 @@ func (r *LatencyBenchmarkReconciler) deleteOldRuns(ctx context.Context, b *tsv1.
 // adoptUnlabelled labels, once per benchmark and manager start, the benchmark's results
 // ConfigMaps that lack render.ManagedByLabel (created by a release before the label), so that the
 // manager's cache, which holds only labelled ConfigMaps (controllers.CacheOptions), sees them;
-// those of older runs it deletes, as deleteOldRuns would. It lists them uncached: one list per
-// benchmark per start, which after an upgrade's first reconcile finds nothing to do.
+// those of older runs it deletes, as deleteOldRuns would. One uncached list per benchmark and
+// start, of metadata only, of the ConfigMaps the API server finds without the label: after an
+// upgrade's first reconcile, an empty answer.
 func (r *LatencyBenchmarkReconciler) adoptUnlabelled(ctx context.Context, b *tsv1.LatencyBenchmark) error {
 	if r.mem.adopted(b) {
 		return nil
 	}
-	var cms corev1.ConfigMapList
-	if err := r.APIReader.List(ctx, &cms, client.InNamespace(b.Namespace), client.MatchingLabels{tsv1.BenchmarkLabel: b.Name}); err != nil {
+	own, err := labels.NewRequirement(tsv1.BenchmarkLabel, selection.Equals, []string{b.Name})
+	if err != nil {
+		return fmt.Errorf("selecting unlabelled results ConfigMaps: %w", err)
+	}
+	unlabelled, err := labels.NewRequirement(render.ManagedByLabel, selection.NotEquals, []string{render.ManagedBy})
+	if err != nil {
+		return fmt.Errorf("selecting unlabelled results ConfigMaps: %w", err)
+	}
+	cms := &metav1.PartialObjectMetadataList{}
+	cms.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := r.APIReader.List(ctx, cms, client.InNamespace(b.Namespace),
+		client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*own, *unlabelled)}); err != nil {
 		return fmt.Errorf("listing the results ConfigMaps made before the managed-by label: %w", err)
 	}
 	run := strconv.FormatInt(b.Status.Run, 10)
 	for i := range cms.Items {
-		cm := &cms.Items[i]
-		if cm.Labels[render.ManagedByLabel] == render.ManagedBy {
-			continue
-		}
-		if cm.Labels[tsv1.BenchmarkRunLabel] != run {
+		m := &cms.Items[i]
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+		if m.Labels[tsv1.BenchmarkRunLabel] != run {
 			if err := r.Client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("deleting ConfigMap %s of an older run: %w", cm.Name, err)
 			}
