@@ -3,6 +3,7 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -254,6 +256,10 @@ var _ = Describe("LatencyBenchmark controller", func() {
 			Expect(job.OwnerReferences[0].Name).To(Equal("nightly"))
 			cm := &corev1.ConfigMap{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, cm)).To(Succeed())
+			// The manager's cache holds only ConfigMaps with this label (CacheOptions).
+			Expect(cm.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "tickstack"))
+			Eventually(func() error { return mgrClient.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) }, 20*time.Second, 100*time.Millisecond).
+				Should(Succeed(), "the results ConfigMap is in the manager's cache")
 		}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: benchmark.BenchJobName("nightly", 1, "tslb-run-other")}, &batchv1.Job{})).
 			To(Satisfy(apierrors.IsNotFound))
@@ -334,6 +340,56 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		Eventually(nodeLabel(n1.Name, tsv1.ValidatedLabel), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
 		Eventually(func(g Gomega) int64 { return getBenchmark(ns, "nightly")(g).Status.Run }, 5*time.Second).Should(BeEquivalentTo(2))
 		Expect(k8s.Delete(ctx, b)).To(Succeed())
+	})
+
+	It("labels the results ConfigMaps a release before the managed-by label made, judges their results, and deletes an older run's", func() {
+		ns := tslbNamespace()
+		n := tslbNode("tslb-legacy-a", "tslb-legacy")
+		// As the previous release left them: the current run's results ConfigMap (run 1, which the
+		// new benchmark's first run takes) and an older run's, both without the label the
+		// manager's cache selects, so invisible to it.
+		legacy := func(run int64) *corev1.ConfigMap {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: benchmark.BenchJobName("legacy", run, n.Name),
+				Labels:      map[string]string{tsv1.BenchmarkLabel: "legacy", tsv1.BenchmarkRunLabel: strconv.FormatInt(run, 10)},
+				Annotations: map[string]string{tsv1.BenchmarkNodeAnnotation: n.Name}}}
+		}
+		current, older := legacy(1), legacy(0)
+		Expect(k8s.Create(ctx, current)).To(Succeed())
+		Expect(k8s.Create(ctx, older)).To(Succeed())
+		b := validBenchmark(ns, "legacy", "tslb-legacy")
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { _ = client.IgnoreNotFound(k8s.Delete(ctx, b)) })
+		// The previous release made its ConfigMaps owned by the benchmark (the owner's UID is
+		// known only now): an upload's event reaches the benchmark through that reference.
+		owner := *metav1.NewControllerRef(b, tsv1.GroupVersion.WithKind("LatencyBenchmark"))
+		for _, cm := range []*corev1.ConfigMap{current, older} {
+			Expect(client.IgnoreNotFound(k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType,
+				[]byte(fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":%q,"kind":%q,"name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`,
+					owner.APIVersion, owner.Kind, owner.Name, owner.UID)))))).To(Succeed())
+		}
+
+		job := nodeJob(ns, "legacy", 1, n.Name)
+		Expect(job.Name).To(Equal(current.Name))
+		By("labelling the current run's, so that the manager's cache and watch see it")
+		Eventually(func(g Gomega) map[string]string {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(current), cm)).To(Succeed())
+			return cm.Labels
+		}, 20*time.Second, 100*time.Millisecond).Should(HaveKeyWithValue("app.kubernetes.io/managed-by", "tickstack"))
+		Eventually(func() error { return mgrClient.Get(ctx, client.ObjectKeyFromObject(current), &corev1.ConfigMap{}) }, 20*time.Second, 100*time.Millisecond).
+			Should(Succeed())
+		By("deleting the older run's")
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(older), &corev1.ConfigMap{}))
+		}, 20*time.Second, 100*time.Millisecond).Should(BeTrue())
+
+		By("judging the results uploaded into it (the Job never ends here: the upload's watch event is what brings them in)")
+		uploadResults(ns, job.Name, judgetest.SampleResults(n.Name, map[tsv1.Stack]int64{tsv1.StackKernel: 10000}))
+		Eventually(func(g Gomega) {
+			got := nodeStatus(getBenchmark(ns, "legacy")(g), n.Name)
+			g.Expect(got.Phase).To(Equal(tsv1.NodeCompleted))
+			g.Expect(got.Verdict.Result).To(Equal(tsv1.VerdictPassed))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
 	It("fails a node whose Job fails without results, and one whose runner wrote none", func() {

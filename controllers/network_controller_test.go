@@ -194,6 +194,46 @@ var _ = Describe("Network and node label controllers", Ordered, func() {
 		Expect(stamped()).NotTo(Equal(first))
 	})
 
+	It("keeps only the operator's ConfigMaps in the manager's cache, and takes over a device plugin ConfigMap made without its label", func() {
+		// Another's ConfigMap in the operator's namespace: never in the manager's cache.
+		user := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tspw-user-config"}, Data: map[string]string{"a": "b"}}
+		Expect(nk8s.Create(ctx, user)).To(Succeed())
+		DeferCleanup(func() { _ = client.IgnoreNotFound(nk8s.Delete(context.Background(), user)) })
+
+		By("replacing the device plugin's ConfigMap by one without the managed-by label (made by hand, or by another tool)")
+		Eventually(func() error {
+			if err := client.IgnoreNotFound(nk8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sriovdp-config"}})); err != nil {
+				return err
+			}
+			return nk8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sriovdp-config"},
+				Data: map[string]string{render.DevicePluginConfigKey: "{}"}})
+		}, "20s").Should(Succeed())
+
+		By("a profile change: the controller labels it and renders its pools")
+		p := profile()
+		p.Name = "tspw-net-own"
+		p.Spec.NICs[0].ResourceName = "tspw_own"
+		p.Spec.NICs = p.Spec.NICs[:1]
+		Expect(nk8s.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = client.IgnoreNotFound(nk8s.Delete(context.Background(), p)) })
+		Eventually(poolNames, "20s").Should(ContainElement("tspw_own"))
+		live := &corev1.ConfigMap{}
+		Expect(nk8s.Get(ctx, nadKey(ns, "sriovdp-config"), live)).To(Succeed())
+		Expect(live.Labels).To(HaveKeyWithValue(render.ManagedByLabel, render.ManagedBy))
+
+		By("the manager's cache: the device plugin's ConfigMap, not the other one")
+		Eventually(func(g Gomega) {
+			cached := &corev1.ConfigMap{}
+			g.Expect(mgrClient.Get(ctx, nadKey(ns, "sriovdp-config"), cached)).To(Succeed())
+			g.Expect(cached.Data[render.DevicePluginConfigKey]).To(ContainSubstring("tspw_own"))
+		}, "20s").Should(Succeed())
+		// The cache shows a write made after the other ConfigMap's creation: had it been selected,
+		// it would be there.
+		Expect(mgrClient.Get(ctx, client.ObjectKeyFromObject(user), &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
+		Expect(nk8s.Delete(ctx, p)).To(Succeed())
+		Eventually(poolNames, "30s").ShouldNot(ContainElement("tspw_own"))
+	})
+
 	It("labels a node with the profile its agent reports Applied, and unlabels it when that stops", func() {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "tspw-node"}}
 		Expect(nk8s.Create(ctx, node)).To(Succeed())

@@ -59,12 +59,14 @@ func devicePluginDaemonSet() *appsv1.DaemonSet {
 }
 
 var (
-	k8s     client.Client
-	cfg     *rest.Config
-	testEnv *kubetest.Env
-	scheme  = runtime.NewScheme()
-	ctx     context.Context
-	cancel  context.CancelFunc
+	k8s client.Client
+	// mgrClient is the manager's own client: it reads through the manager's cache.
+	mgrClient client.Client
+	cfg       *rest.Config
+	testEnv   *kubetest.Env
+	scheme    = runtime.NewScheme()
+	ctx       context.Context
+	cancel    context.CancelFunc
 	// profileMetricsReg holds the LatencyProfile controller's gauges.
 	profileMetricsReg = prometheus.NewRegistry()
 	// benchClock is the LatencyBenchmark controller's clock; tests move it to reach a schedule.
@@ -109,6 +111,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	// The wiring cmd/manager ships, with the test's clock, image and namespace.
+	mgrClient = mgr.GetClient()
 	Expect(SetupControllers(mgr, Options{
 		Network:    network.NetworkOptions{Namespace: operatorNS, DevicePluginDaemonSet: devicePluginDS},
 		BMC:        bios.BMCPolicy{SecretNamespace: operatorNS},

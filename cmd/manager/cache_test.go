@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -15,6 +16,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
+	"github.com/tickstack/tickstack/internal/render"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
@@ -208,4 +210,70 @@ func startCache(ctx context.Context, t *testing.T, cfg *rest.Config, obj client.
 		t.Fatal("the cache did not sync within a minute")
 	}
 	return ca
+}
+
+// TestCacheOwnConfigMaps: the manager's cache holds the ConfigMaps the operator makes (the device
+// plugin's, as internal/render makes it, and any other labelled app.kubernetes.io/managed-by=
+// tickstack, as the benchmarks' results ConfigMaps are) and none of the cluster's others (a
+// namespace's kube-root-ca.crt, an application's configuration), including one made after the
+// cache started.
+func TestCacheOwnConfigMaps(t *testing.T) {
+	env, c := kubetest.New(t, kubetest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	dp, err := render.DevicePluginConfigMap(nil, "tickstack.io", "sriovdp-config", "default")
+	if err != nil || dp == nil {
+		t.Fatalf("rendering the device plugin's ConfigMap: %v", err)
+	}
+	theirs := []*corev1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "x"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app-config", Labels: map[string]string{"app.kubernetes.io/managed-by": "helm"}},
+			Data: map[string]string{"config.yaml": "big: true"}},
+	}
+	for _, cm := range append([]*corev1.ConfigMap{dp}, theirs...) {
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ca := startCache(ctx, t, env.Config, &corev1.ConfigMap{})
+	if err := ca.Get(ctx, client.ObjectKeyFromObject(dp), &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the device plugin's ConfigMap is not in the manager's cache: %v", err)
+	}
+	for _, cm := range theirs {
+		if err := ca.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ConfigMap %s, not the operator's, read from the manager's cache: %v, want NotFound", cm.Name, err)
+		}
+	}
+
+	// One of the operator's made after the start (a results ConfigMap) comes in by the watch; one
+	// of another's made then does not.
+	later := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bench-1-node-a",
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "tickstack", tsv1.BenchmarkLabel: "bench"}}}
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other-later"}}
+	for _, cm := range []*corev1.ConfigMap{other, later} {
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for ca.Get(ctx, client.ObjectKeyFromObject(later), &corev1.ConfigMap{}) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("a labelled ConfigMap made after the cache started did not reach it within 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var list corev1.ConfigMapList
+	if err := ca.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, cm := range list.Items {
+		names = append(names, cm.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"bench-1-node-a", "sriovdp-config"}; !slices.Equal(names, want) {
+		t.Errorf("the manager's cache lists ConfigMaps %v, want %v", names, want)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/bench/judge"
+	"github.com/tickstack/tickstack/internal/render"
 )
 
 // DefaultBenchImage is the image of the benchmark pods when SetupControllers is given none
@@ -175,12 +176,16 @@ type BenchJobInput struct {
 	ReflectorAddress string
 }
 
-// buildResultsConfigMap is the empty ConfigMap the uploader fills.
+// buildResultsConfigMap is the empty ConfigMap the uploader fills. It carries
+// app.kubernetes.io/managed-by=tickstack: the manager's cache holds only the ConfigMaps with that
+// label (controllers.CacheOptions); the uploader's update keeps it.
 func buildResultsConfigMap(in BenchJobInput) *corev1.ConfigMap {
 	b := in.Benchmark
+	l := benchLabels(b, in.Run)
+	l[render.ManagedByLabel] = render.ManagedBy
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: BenchJobName(b.Name, in.Run, in.Node), Namespace: b.Namespace,
-		Labels:          benchLabels(b, in.Run),
+		Labels:          l,
 		Annotations:     map[string]string{tsv1.BenchmarkNodeAnnotation: in.Node},
 		OwnerReferences: []metav1.OwnerReference{ownerRef(b)},
 	}}

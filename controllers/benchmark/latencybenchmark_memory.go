@@ -31,6 +31,9 @@ type benchMemory struct {
 	// written is, per benchmark, the resourceVersion this reconciler's last status write was
 	// made over, while the cache may still show that version.
 	written map[string]string
+	// adopt is, per benchmark, the UID whose results ConfigMaps without the managed-by label
+	// adoptUnlabelled has looked for since the manager started.
+	adopt map[string]string
 }
 
 // batchRecord is an open batch of results: the run and when its first result was seen.
@@ -148,4 +151,22 @@ func (m *benchMemory) forget(ns, name string) {
 	delete(m.batch, ns+"/"+name)
 	delete(m.access, ns+"/"+name)
 	delete(m.written, ns+"/"+name)
+	delete(m.adopt, ns+"/"+name)
+}
+
+// adopted says whether adoptUnlabelled has done its work for b since the manager started.
+func (m *benchMemory) adopted(b *tsv1.LatencyBenchmark) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.adopt[benchKey(b)] == string(b.UID)
+}
+
+// rememberAdopted records that adoptUnlabelled has done its work for b.
+func (m *benchMemory) rememberAdopted(b *tsv1.LatencyBenchmark) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.adopt == nil {
+		m.adopt = map[string]string{}
+	}
+	m.adopt[benchKey(b)] = string(b.UID)
 }

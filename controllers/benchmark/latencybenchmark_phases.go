@@ -18,12 +18,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers/shared"
 	"github.com/tickstack/tickstack/internal/bench/judge"
 	"github.com/tickstack/tickstack/internal/phase"
+	"github.com/tickstack/tickstack/internal/render"
 )
 
 // reconcileValidation checks what the CRD's rules cannot: the suites and thresholds as the
@@ -374,6 +376,9 @@ func (r *LatencyBenchmarkReconciler) deleteOldRuns(ctx context.Context, b *tsv1.
 		return fmt.Errorf("selecting older runs: %w", err)
 	}
 	sel := client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*own, *req)}
+	if err := r.adoptUnlabelled(ctx, b); err != nil {
+		return err
+	}
 	var jobs batchv1.JobList
 	if err := r.Client.List(ctx, &jobs, client.InNamespace(b.Namespace), sel); err != nil {
 		return fmt.Errorf("listing Jobs of older runs: %w", err)
@@ -400,6 +405,49 @@ func (r *LatencyBenchmarkReconciler) deleteOldRuns(ctx context.Context, b *tsv1.
 			return fmt.Errorf("deleting ConfigMap %s of an older run: %w", cms.Items[i].Name, err)
 		}
 	}
+	return nil
+}
+
+// adoptUnlabelled labels, once per benchmark and manager start, the benchmark's results
+// ConfigMaps that lack render.ManagedByLabel (created by a release before the label), so that the
+// manager's cache, which holds only labelled ConfigMaps (controllers.CacheOptions), sees them;
+// those of older runs it deletes, as deleteOldRuns would. One uncached list per benchmark and
+// start, of metadata only, of the ConfigMaps the API server finds without the label: after an
+// upgrade's first reconcile, an empty answer.
+func (r *LatencyBenchmarkReconciler) adoptUnlabelled(ctx context.Context, b *tsv1.LatencyBenchmark) error {
+	if r.mem.adopted(b) {
+		return nil
+	}
+	own, err := labels.NewRequirement(tsv1.BenchmarkLabel, selection.Equals, []string{b.Name})
+	if err != nil {
+		return fmt.Errorf("selecting unlabelled results ConfigMaps: %w", err)
+	}
+	unlabelled, err := labels.NewRequirement(render.ManagedByLabel, selection.NotEquals, []string{render.ManagedBy})
+	if err != nil {
+		return fmt.Errorf("selecting unlabelled results ConfigMaps: %w", err)
+	}
+	cms := &metav1.PartialObjectMetadataList{}
+	cms.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := r.APIReader.List(ctx, cms, client.InNamespace(b.Namespace),
+		client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*own, *unlabelled)}); err != nil {
+		return fmt.Errorf("listing the results ConfigMaps made before the managed-by label: %w", err)
+	}
+	run := strconv.FormatInt(b.Status.Run, 10)
+	for i := range cms.Items {
+		m := &cms.Items[i]
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+		if m.Labels[tsv1.BenchmarkRunLabel] != run {
+			if err := r.Client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting ConfigMap %s of an older run: %w", cm.Name, err)
+			}
+			continue
+		}
+		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, render.ManagedByLabel, render.ManagedBy)))
+		if err := r.Client.Patch(ctx, cm, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("labelling results ConfigMap %s: %w", cm.Name, err)
+		}
+	}
+	r.mem.rememberAdopted(b)
 	return nil
 }
 
@@ -524,8 +572,9 @@ func (r *LatencyBenchmarkReconciler) jobFacts(ctx context.Context, ns, name stri
 	}
 	cm := &corev1.ConfigMap{}
 	err := r.Client.Get(ctx, key, cm)
-	if err == nil && cm.Data[tsv1.BenchResultsKey] == "" && cm.Data[tsv1.BenchErrorKey] == "" && (f.jobSucceeded || f.jobFailed) {
-		// The Job's end may have reached the cache before the ConfigMap's update: ask the API server.
+	if (apierrors.IsNotFound(err) || err == nil && cm.Data[tsv1.BenchResultsKey] == "" && cm.Data[tsv1.BenchErrorKey] == "") && (f.jobSucceeded || f.jobFailed) {
+		// The Job's end may have reached the cache before the ConfigMap's update, or before the
+		// ConfigMap itself when adoptUnlabelled has just labelled it: ask the API server.
 		err = r.APIReader.Get(ctx, key, cm)
 	}
 	switch {

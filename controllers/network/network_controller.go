@@ -67,7 +67,8 @@ type NetworkOptions struct {
 type NetworkReconciler struct {
 	Client client.Client
 	// APIReader reads the device plugin's DaemonSet (one object, not worth a cache of every
-	// DaemonSet); SetupControllers gives it the manager's.
+	// DaemonSet), and its ConfigMap when one exists without the managed-by label the manager's
+	// cache selects; SetupControllers gives it the manager's.
 	APIReader client.Reader
 	Options   NetworkOptions
 	// nads and nfd say whether those CRDs were installed when the controller started.
@@ -185,11 +186,24 @@ func (r *NetworkReconciler) reconcileDevicePluginConfig(ctx context.Context, pro
 		logf.FromContext(ctx).Error(conflicts, "device plugin resource name conflict")
 	}
 	got := &corev1.ConfigMap{ObjectMeta: *want.ObjectMeta.DeepCopy()}
-	if _, err := controllerutil.CreateOrPatch(ctx, r.Client, got, func() error {
+	mutate := func() error {
 		got.Labels = shared.SetKey(got.Labels, render.ManagedByLabel, render.ManagedBy)
 		got.Data = want.Data
 		return nil
-	}); err != nil {
+	}
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, got, mutate)
+	if apierrors.IsAlreadyExists(err) {
+		// The manager's cache holds only ConfigMaps labelled as the operator's
+		// (controllers.CacheOptions): this one was made without the label, by hand or by another
+		// tool. Taken over as before the cache's selector: labelled, and its data rendered.
+		got = &corev1.ConfigMap{}
+		if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), got); err == nil {
+			orig := got.DeepCopy()
+			_ = mutate()
+			err = r.Client.Patch(ctx, got, client.MergeFrom(orig))
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("applying ConfigMap %s/%s: %w", want.Namespace, want.Name, err)
 	}
 	return r.rollDevicePlugin(ctx, want.Data[render.DevicePluginConfigKey])
