@@ -75,6 +75,19 @@ var _ = Describe("Network and node label controllers", Ordered, func() {
 		}
 		return out
 	}
+	// createOnePool creates profile() named name with its first NIC alone, as pool resource, and
+	// waits for the pool in the device plugin's configuration; the profile goes at the spec's end.
+	createOnePool := func(name, resource string) *tsv1.LatencyProfile {
+		GinkgoHelper()
+		p := profile()
+		p.Name = name
+		p.Spec.NICs[0].ResourceName = resource
+		p.Spec.NICs = p.Spec.NICs[:1]
+		Expect(nk8s.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = client.IgnoreNotFound(nk8s.Delete(context.Background(), p)) })
+		Eventually(poolNames, "20s").Should(ContainElement(resource))
+		return p
+	}
 
 	It("renders a profile's NADs, device plugin pool and feature rule, keeps them, and removes them with the profile", func() {
 		p := profile()
@@ -162,13 +175,7 @@ var _ = Describe("Network and node label controllers", Ordered, func() {
 		before := settled()
 
 		By("a profile adding a pool: one rollout")
-		p := profile()
-		p.Name = "tspw-net-roll"
-		p.Spec.NICs[0].ResourceName = "tspw_roll"
-		p.Spec.NICs = p.Spec.NICs[:1]
-		Expect(nk8s.Create(ctx, p)).To(Succeed())
-		DeferCleanup(func() { _ = client.IgnoreNotFound(nk8s.Delete(context.Background(), p)) })
-		Eventually(poolNames, "20s").Should(ContainElement("tspw_roll"))
+		p := createOnePool("tspw-net-roll", "tspw_roll")
 		Expect(settled()).To(Equal(before+1), "one pool added: exactly one new pod template")
 
 		By("a profile change that leaves the pools alone: no rollout")
@@ -210,13 +217,7 @@ var _ = Describe("Network and node label controllers", Ordered, func() {
 		}, "20s").Should(Succeed())
 
 		By("a profile change: the controller labels it and renders its pools")
-		p := profile()
-		p.Name = "tspw-net-own"
-		p.Spec.NICs[0].ResourceName = "tspw_own"
-		p.Spec.NICs = p.Spec.NICs[:1]
-		Expect(nk8s.Create(ctx, p)).To(Succeed())
-		DeferCleanup(func() { _ = client.IgnoreNotFound(nk8s.Delete(context.Background(), p)) })
-		Eventually(poolNames, "20s").Should(ContainElement("tspw_own"))
+		p := createOnePool("tspw-net-own", "tspw_own")
 		live := &corev1.ConfigMap{}
 		Expect(nk8s.Get(ctx, nadKey(ns, "sriovdp-config"), live)).To(Succeed())
 		Expect(live.Labels).To(HaveKeyWithValue(render.ManagedByLabel, render.ManagedBy))
