@@ -17,6 +17,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/internal/render"
+	"github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
 )
 
@@ -257,13 +258,9 @@ func TestCacheOwnConfigMaps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for ca.Get(ctx, client.ObjectKeyFromObject(later), &corev1.ConfigMap{}) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("a labelled ConfigMap made after the cache started did not reach it within 30 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.Poll(t, 30*time.Second, "a labelled ConfigMap made after the cache started reaches it", func() error {
+		return ca.Get(ctx, client.ObjectKeyFromObject(later), &corev1.ConfigMap{})
+	})
 	var list corev1.ConfigMapList
 	if err := ca.List(ctx, &list); err != nil {
 		t.Fatal(err)
