@@ -140,7 +140,7 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) error {
 	if err := r.saveDesired(s); err != nil {
 		s.obs.bootUnitErr = fmt.Errorf("saving the tuning in %s: %w", DesiredPath, err)
 	}
-	if len(tuning.Drift(rep.Results)) == 0 {
+	if len(tuning.Drift(rep.Results)) == 0 && s.lns.UID != "" {
 		r.mu.Lock()
 		if r.applied == nil {
 			r.applied = map[types.UID]appliedTuning{}

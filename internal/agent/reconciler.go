@@ -144,6 +144,10 @@ type Reconciler struct {
 	// agent binary sets it; tests that run the reconciler in their own process leave it off.
 	ConfineSelf bool
 
+	// ResolveOnNode lets the agent act on the profile that wins its node before the manager's
+	// node state names it (unnamed.go): the agent's --resolve-on-node, set with the manager's.
+	ResolveOnNode bool
+
 	// Failpoint, when set, is called at the named points (Failpoint* constants); the crash test
 	// kills the agent there. Production leaves it nil.
 	Failpoint func(point string)
@@ -291,10 +295,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// kubelet restart step would run twice).
 	lns := &tsv1.LatencyNodeState{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, lns); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.ptpRun.stop()
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		r.ptpRun.stop()
+		if r.ResolveOnNode {
+			return r.reconcileUnnamed(ctx)
+		}
+		return ctrl.Result{}, nil
 	}
 	s := &scope{lns: lns, base: lns.DeepCopy(), requeue: r.CheckPeriod}
 	s.obs.generation = lns.Generation
@@ -456,9 +464,10 @@ func (r *Reconciler) getNode(ctx context.Context) (*corev1.Node, error) {
 	return n, nil
 }
 
-// event records an event on the node state.
+// event records an event on the node state; none before the node state exists (unnamed.go: the
+// reconcile logs what it did instead).
 func (r *Reconciler) event(lns *tsv1.LatencyNodeState, typ, reason, action, msg string, args ...any) {
-	if r.Recorder != nil {
+	if r.Recorder != nil && lns.UID != "" {
 		r.Recorder.Eventf(lns, nil, typ, reason, action, msg, args...)
 	}
 }

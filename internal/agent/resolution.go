@@ -173,9 +173,12 @@ func (r *Reconciler) taintRetune(ctx context.Context, s *scope) error {
 	if !s.retune {
 		return nil
 	}
-	node, err := r.getNode(ctx)
-	if err != nil {
-		return err
+	node := s.node
+	if node == nil {
+		var err error
+		if node, err = r.getNode(ctx); err != nil {
+			return err
+		}
 	}
 	if !RetuneNeedsTaint(s.base, node) {
 		ctrl.LoggerFrom(ctx).V(1).Info("first tuning of a node without the profile label: no latency pod can land, no taint")
@@ -201,12 +204,15 @@ func RetuneNeedsTaint(base *tsv1.LatencyNodeState, node *corev1.Node) bool {
 }
 
 // profileEvents maps a LatencyProfile's create, spec change and deletion to this agent's own node
-// state when it names that profile (a status change of the profile, the manager's roll-ups, is
-// not one).
+// state when it names that profile, or, with ResolveOnNode, when the node has no node state (the
+// agent arbitrates for itself then, unnamed.go). A status change of the profile, the manager's
+// roll-ups, is not one.
 func (r *Reconciler) profileEvents(c client.Reader) (handler.TypedEventHandler[client.Object, reconcile.Request], predicate.Predicate) {
 	h := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		lns := &tsv1.LatencyNodeState{}
-		if err := c.Get(ctx, r.nodeKey(), lns); err != nil || lns.Spec.Profile.Name != o.GetName() {
+		err := c.Get(ctx, r.nodeKey(), lns)
+		unnamed := r.ResolveOnNode && apierrors.IsNotFound(err)
+		if !unnamed && (err != nil || lns.Spec.Profile.Name != o.GetName()) {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: r.nodeKey()}}

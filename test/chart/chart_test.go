@@ -214,15 +214,37 @@ func TestOperatorManagedWebhookCertificate(t *testing.T) {
 	}
 }
 
-// TestResolveOnNode: manager.resolveOnNode passes --resolve-on-node, and only then (off by
-// default: the kustomize install, which test/chart compares, passes none either).
+// TestResolveOnNode: manager.resolveOnNode passes --resolve-on-node to the manager and to the
+// agents (which then act on a profile's create before their node state exists), and only then
+// (off by default: the kustomize install, which test/chart compares, passes none either).
 func TestResolveOnNode(t *testing.T) {
-	if _, on := managerArgs(t, mustRender(t))["--resolve-on-node"]; on {
-		t.Error("--resolve-on-node passed by default")
+	off, on := mustRender(t), mustRender(t, "manager.resolveOnNode=true")
+	if _, set := managerArgs(t, off)["--resolve-on-node"]; set {
+		t.Error("--resolve-on-node passed to the manager by default")
 	}
-	if _, on := managerArgs(t, mustRender(t, "manager.resolveOnNode=true"))["--resolve-on-node"]; !on {
-		t.Error("manager.resolveOnNode=true does not pass --resolve-on-node")
+	if _, set := managerArgs(t, on)["--resolve-on-node"]; !set {
+		t.Error("manager.resolveOnNode=true does not pass --resolve-on-node to the manager")
 	}
+	if slices.Contains(agentArgs(t, off), "--resolve-on-node") {
+		t.Error("--resolve-on-node passed to the agents by default")
+	}
+	if !slices.Contains(agentArgs(t, on), "--resolve-on-node") {
+		t.Error("manager.resolveOnNode=true does not pass --resolve-on-node to the agents")
+	}
+}
+
+// agentArgs is the agent container's command line.
+func agentArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	for _, o := range ofKind(objs, "DaemonSet") {
+		if o.GetName() == "t-tickstack-agent" {
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			return args
+		}
+	}
+	t.Fatal("no agent DaemonSet rendered")
+	return nil
 }
 
 func managerArgs(t *testing.T, objs []*unstructured.Unstructured) map[string]string {

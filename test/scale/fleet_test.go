@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,6 +137,9 @@ type acting struct {
 	tuning     *tsv1.NodeTuning
 	// at is when the agent started acting on it.
 	at time.Time
+	// early: the agent applied it before its node state existed (agent.Reconciler's
+	// ResolveOnNode, unnamed.go), so the node state's first reconcile changes nothing on the host.
+	early bool
 }
 
 func newAgents(c client.Client, applyDelay, rebootTime time.Duration) *agents {
@@ -264,7 +269,16 @@ func (a *agents) watchProfilesOf(ctx context.Context, c client.WithWatch, node s
 				continue
 			}
 			lns := &tsv1.LatencyNodeState{}
-			if err := a.states.Get(ctx, types.NamespacedName{Name: node}, lns); err != nil || !handedOver(lns) || lns.Spec.Profile.Name != p.Name {
+			err := a.states.Get(ctx, types.NamespacedName{Name: node}, lns)
+			if apierrors.IsNotFound(err) {
+				// No node state yet: the agent arbitrates for itself which profile wins its node
+				// and acts on it at once, as agent.Reconciler does with ResolveOnNode.
+				if a.actUnnamed(ctx, node, p) {
+					seen[p.Name] = p.Generation
+				}
+				continue
+			}
+			if err != nil || !handedOver(lns) || lns.Spec.Profile.Name != p.Name {
 				// Not this node's profile (yet): the hand-over, through the node state's
 				// watch, resolves from the cached profile.
 				continue
@@ -275,6 +289,39 @@ func (a *agents) watchProfilesOf(ctx context.Context, c client.WithWatch, node s
 		}
 		w.Stop()
 	}
+}
+
+// actUnnamed is an agent acting on a profile's event before its node state exists: it reads its
+// Node (one GET, as the agent's API reader does), arbitrates between the watched profiles with
+// resolve.Arbitrate, and, when p wins, resolves its node and applies it (the apply delay). It
+// reports whether it acted.
+func (a *agents) actUnnamed(ctx context.Context, node string, p *tsv1.LatencyProfile) bool {
+	n := &corev1.Node{}
+	if err := a.c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
+		return false
+	}
+	var all tsv1.LatencyProfileList
+	if err := a.profiles.List(ctx, &all); err != nil {
+		return false
+	}
+	if !slices.ContainsFunc(all.Items, func(q tsv1.LatencyProfile) bool { return q.Name == p.Name }) {
+		// The watch delivered the create before the cache: judge with the event's profile too.
+		all.Items = append(all.Items, *p)
+	}
+	if resolve.Arbitrate(n, all.Items).Winner != p.Name {
+		return false
+	}
+	lns := &tsv1.LatencyNodeState{}
+	lns.Name = node
+	act, err := a.resolveWith(lns, p)
+	if err != nil {
+		return false
+	}
+	a.mu.Lock()
+	act.early = true
+	a.mu.Unlock()
+	time.Sleep(a.applyDelay)
+	return true
 }
 
 // work runs workers goroutines that take keys off q for fn, retrying a failure with back-off,
@@ -435,7 +482,10 @@ func (a *agents) desired(ctx context.Context, lns *tsv1.LatencyNodeState) (t *ts
 	if r := st.Resolved; r == nil || r.Profile != act.profile || r.TuningHash != act.hash {
 		st.Resolved = &tsv1.ResolvedTuning{Profile: act.profile, Generation: act.generation, TuningHash: act.hash}
 		st.Tuning = act.tuning.DeepCopy()
-		retune = true
+		// Applied before the node state existed: the tuning in effect is this one already.
+		a.mu.Lock()
+		retune = !act.early
+		a.mu.Unlock()
 	}
 	return act.tuning, retune, nil
 }

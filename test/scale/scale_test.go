@@ -147,6 +147,9 @@ type Result struct {
 	Reads, Writes int64
 	// Peak RSS (MiB) and CPU seconds of the manager over the whole run.
 	PeakRSSMiB, CPUSeconds float64
+	// PeakRSSStep is the step of the run during which the manager's RSS reached its peak (the
+	// first sample at the peak), where a memory saving has to come from.
+	PeakRSSStep string `json:"peakRSSStep,omitempty"`
 	// The rollout: the budget, the most slots held at once, seconds to every node rebooted.
 	RolloutBudget, RolloutMaxHeld int
 	RolloutS                      float64
@@ -207,10 +210,12 @@ func TestScale(t *testing.T) {
 
 // process is a child whose RSS and CPU are sampled until it ends.
 type process struct {
-	cmd      *exec.Cmd
-	peakKiB  atomic.Int64
-	stopOnce sync.Once
-	done     chan struct{}
+	cmd     *exec.Cmd
+	peakKiB atomic.Int64
+	// step is the run's current step (setStep); peakStep the step the peak was reached in.
+	step, peakStep atomic.Pointer[string]
+	stopOnce       sync.Once
+	done           chan struct{}
 }
 
 func start(t *testing.T, name string, argv []string, env []string) *process {
@@ -236,6 +241,7 @@ func start(t *testing.T, name string, argv []string, env []string) *process {
 			case <-tick.C:
 				if kib := statusKiB(cmd.Process.Pid, "VmHWM"); kib > p.peakKiB.Load() {
 					p.peakKiB.Store(kib)
+					p.peakStep.Store(p.step.Load())
 				}
 			}
 		}
@@ -251,6 +257,17 @@ func start(t *testing.T, name string, argv []string, env []string) *process {
 		}
 	})
 	return p
+}
+
+// setStep names the run's step from now on, for PeakRSSStep.
+func (p *process) setStep(step string) { p.step.Store(&step) }
+
+// peakRSSStep is the step during which the RSS reached its peak ("" before any step).
+func (p *process) peakRSSStep() string {
+	if s := p.peakStep.Load(); s != nil {
+		return *s
+	}
+	return ""
 }
 
 func (p *process) stop() {
@@ -524,6 +541,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		"--health-probe-bind-address=0", "--zap-log-level=error"}
 	argv = append(argv, strings.Fields(*argsFlag)...)
 	mgr := start(t, "manager", argv, append([]string{"KUBECONFIG=" + kubeconfig}, strings.Fields(*envFlag)...))
+	mgr.setStep("start")
 	defer mgr.stop()
 	waitFor(t, time.Minute, "the manager serves its metrics", func() (bool, error) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
@@ -534,6 +552,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	})
 
 	// A profile created: every node state rendered.
+	mgr.setStep("create")
 	p := profile(n)
 	t0 := time.Now()
 	if err := c.Create(ctx, p); err != nil {
@@ -562,6 +581,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	}
 	if *onlyFlag != onlyBenchmark {
 		// An update that changes every node's tuning.
+		mgr.setStep("update")
 		a0 := apiWrites(t, ctx, cs)
 		w0, _ := requests(t, port)
 		np0 := gen.nodePatches.Load()
@@ -592,6 +612,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		}
 
 		// An update that changes no node's tuning (a priority nothing competes with).
+		mgr.setStep("no-op update")
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
 			t.Fatal(err)
 		}
@@ -607,6 +628,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		r.UnchangedWrites = diffWrites(a1, apiWrites(t, ctx, cs))
 
 		// 5 % of the agents report drift they cannot correct, then recover.
+		mgr.setStep("drift")
 		var drifted []string
 		for i := 0; i < n; i += 20 {
 			drifted = append(drifted, nodeName(i))
@@ -619,6 +641,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		}).Seconds()
 
 		// A reboot rollout of every node: kernel arguments for isolated CPUs.
+		mgr.setStep("rollout")
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
 			t.Fatal(err)
 		}
@@ -650,6 +673,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	}
 
 	// A LatencyBenchmark over the first 1,000 nodes (all of a smaller fleet) in waves of 5 %.
+	mgr.setStep("benchmark")
 	r.BenchNodes = min(n, benchNodes)
 	r.BenchMaxParallel = max(1, r.BenchNodes*5/100)
 	r.BenchPodsS = float64((r.BenchNodes+r.BenchMaxParallel-1)/r.BenchMaxParallel) * benchMeasure.Seconds()
@@ -743,6 +767,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 
 	r.Writes, r.Reads = requests(t, port)
 	r.PeakRSSMiB = float64(max(mgr.peakKiB.Load(), statusKiB(mgr.cmd.Process.Pid, "VmHWM"))) / 1024
+	r.PeakRSSStep = mgr.peakRSSStep()
 	r.CPUSeconds = mgr.cpuSeconds()
 	r.AgentPatches = gen.patches.Load()
 	if r.RolloutMaxHeld > r.RolloutBudget {

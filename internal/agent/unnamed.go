@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/phase"
+	"github.com/tickstack/tickstack/internal/resolve"
+)
+
+// Acting before the node state (docs/architecture.md, "Fleet scale", "A profile's create"). With
+// ResolveOnNode (the agent's --resolve-on-node, the same chart value as the manager's), an agent
+// whose node has no node state yet does not wait for the manager to create one: on a profile's
+// create it arbitrates for itself which profile wins its node, with resolve.Arbitrate, the pure
+// function the manager decides every node with (the highest priority selecting the node wins, a
+// tie or a profile being deleted gives nobody the node), resolves that profile from the facts it
+// reads, and applies the runtime settings. At 5,000 nodes the manager's 5,000 node state creates
+// take longer than the whole fleet takes to act this way (docs/scale.md, fix 24).
+//
+// It does only what needs nobody else: runtime settings, journalled as always (the originals on
+// disk before any write), and the saved tuning the node state's first reconcile compares with, so
+// that reconcile changes nothing on the host and taints nothing. What needs the node state waits
+// for it: the restore finalizer, status, events, PTP, kernel arguments and reboots (a reboot slot
+// is granted in the node state), the kubelet's drop-in, the boot unit, the profile label (which
+// the manager gives only once the node state reports Applied, so no latency pod lands meanwhile).
+// If no profile wins the node any more before its node state exists (the profile was deleted, the
+// node's labels changed, another profile now ties), the agent restores the journalled originals
+// itself: with no node state there is no finalizer to do it.
+
+// reconcileUnnamed is Reconcile for a node with no node state, on an agent with ResolveOnNode.
+func (r *Reconciler) reconcileUnnamed(ctx context.Context) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	node, err := r.getNode(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var profiles tsv1.LatencyProfileList
+	if err := r.Client.List(ctx, &profiles); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing LatencyProfiles: %w", err)
+	}
+	a := resolve.Arbitrate(node, profiles.Items)
+	if a.Winner == "" {
+		return r.restoreUnnamed(ctx)
+	}
+	lns := &tsv1.LatencyNodeState{}
+	lns.Name = r.NodeName
+	lns.Spec = tsv1.LatencyNodeStateSpec{NodeName: r.NodeName, Profile: tsv1.ProfileReference{Name: a.Winner, ResolveOnNode: true}}
+	s := &scope{lns: lns, base: lns.DeepCopy(), requeue: r.CheckPeriod, node: node}
+	r.reportFacts(s)
+	if stop, err := r.desiredTuning(ctx, s); err != nil || stop {
+		if s.obs.resolveErr != nil {
+			// The node state, once the manager creates it, reports it (Degraded); the manager
+			// reports it on the profile before then.
+			log.Info("the profile that wins this node does not resolve here: nothing changed before its node state", "profile", a.Winner, "error", s.obs.resolveErr.Error())
+		}
+		return ctrl.Result{RequeueAfter: s.requeue}, err
+	}
+	if err := phase.Run(ctx, s, r.taintRetune, r.validate, r.applyRuntime); err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case s.obs.invalid != nil:
+		log.Info("the profile that wins this node resolves to a tuning this host refuses: nothing changed before its node state", "profile", a.Winner, "error", joinErrs(s.obs.invalid))
+	case s.obs.applyErr != nil:
+		log.Info("applying the profile that wins this node failed before its node state; retried", "profile", a.Winner, "error", joinErrs(s.obs.applyErr))
+	default:
+		log.Info("acting on the profile that wins this node before its node state exists", "profile", a.Winner, "tuningHash", s.hash, "settings", len(s.obs.results))
+	}
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// restoreUnnamed restores the journalled originals of a node with no node state that no profile
+// wins: what an earlier reconcileUnnamed applied. An empty journal restores nothing.
+func (r *Reconciler) restoreUnnamed(ctx context.Context) (ctrl.Result, error) {
+	journal, err := r.Engine.Journal()
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the journal of original values: %w", err)
+	}
+	if len(journal) == 0 {
+		return ctrl.Result{}, nil
+	}
+	restored, err := r.Engine.Restore()
+	lns := &tsv1.LatencyNodeState{}
+	lns.Name = r.NodeName
+	if slices.Contains(restored, irqbalanceSetting) {
+		r.restartIrqbalance(ctx, lns)
+	}
+	if err != nil {
+		return ctrl.Result{RequeueAfter: r.DrainPoll}, fmt.Errorf("restoring the originals of a node no profile wins any more: %w", err)
+	}
+	if err := r.removeBootUnit(); err != nil {
+		return ctrl.Result{RequeueAfter: r.DrainPoll}, fmt.Errorf("removing the saved tuning of a node no profile wins any more: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("no profile wins this node any more and it has no node state: restored the originals", "settings", len(restored))
+	return ctrl.Result{}, nil
+}
