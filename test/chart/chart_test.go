@@ -214,14 +214,22 @@ func TestOperatorManagedWebhookCertificate(t *testing.T) {
 	}
 }
 
-// TestResolveOnNode: manager.resolveOnNode passes --resolve-on-node, and only then (off by
-// default: the kustomize install, which test/chart compares, passes none either).
+// TestResolveOnNode: the chart passes --resolve-on-node explicitly either way, on by default (as
+// the kustomize install, which test/chart compares, and the binary), so that a user's
+// manager.resolveOnNode=false turns it off.
 func TestResolveOnNode(t *testing.T) {
-	if _, on := managerArgs(t, mustRender(t))["--resolve-on-node"]; on {
-		t.Error("--resolve-on-node passed by default")
-	}
-	if _, on := managerArgs(t, mustRender(t, "manager.resolveOnNode=true"))["--resolve-on-node"]; !on {
-		t.Error("manager.resolveOnNode=true does not pass --resolve-on-node")
+	for _, c := range []struct{ set, want string }{
+		{"", "true"},
+		{"manager.resolveOnNode=true", "true"},
+		{"manager.resolveOnNode=false", "false"},
+	} {
+		var sets []string
+		if c.set != "" {
+			sets = []string{c.set}
+		}
+		if got, ok := managerArgs(t, mustRender(t, sets...))["--resolve-on-node"]; !ok || got != c.want {
+			t.Errorf("--set %q: --resolve-on-node=%q (passed: %v), want --resolve-on-node=%s", c.set, got, ok, c.want)
+		}
 	}
 }
 
