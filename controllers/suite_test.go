@@ -75,7 +75,9 @@ var (
 	benchMetricsReg = prometheus.NewRegistry()
 	// nodeMetricsReg holds the node metrics controller's series.
 	nodeMetricsReg = prometheus.NewRegistry()
-	// resolveOnNode is the manager's --resolve-on-node; off but in the tests that turn it on.
+	// resolveOnNode is the manager's --resolve-on-node; off but in the tests that turn it on
+	// (resolveonnode_test.go). The manager's default is on; off, the suite's other tests drive
+	// the spec.tuning path, which --resolve-on-node=false and agents without the capability take.
 	resolveOnNode atomic.Bool
 )
 

@@ -4,8 +4,10 @@
 # against a real kube-apiserver (the envtest assets), and writes docs/bench-scale.md (the table, the
 # targets, the fitted growth exponents), docs/bench-scale.json and docs/bench-scale.svg.
 # BENCH_SCALE_SIZES overrides the sizes; BENCH_SCALE_MANAGER_ARGS adds manager flags (to compare):
-# with --resolve-on-node the load generator's agents resolve their own node and the report judges
-# issue 45's targets (docs/architecture.md, "Fleet scale"). BENCH_SCALE_OUT writes the report's
+# by default (the manager's --resolve-on-node) the load generator's agents resolve their own node
+# and the report judges issue 45's targets (docs/architecture.md, "Fleet scale"); with
+# --resolve-on-node=false the manager writes every node's tuning, the generator's agents do not
+# resolve and the report judges issue 20's. BENCH_SCALE_OUT writes the report's
 # files to another directory than docs/ (a trial run, a loaded machine). It exits 1 when a target
 # the report prints is missed (as make bench), after writing the report.
 # BENCH_SCALE_ONLY=benchmark runs only the LatencyBenchmark step after the profile's create (no

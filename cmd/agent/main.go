@@ -90,7 +90,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.rebootTO, "reboot-timeout", agent.DefaultRebootTimeout, "how long the node may keep its boot ID after the reboot command before the agent reports it and runs the command again")
 	fs.Int64Var(&o.evictionGrace, "eviction-grace-period", -1, "termination grace period (seconds) for evicted pods; -1 uses each pod's own")
 	fs.BoolVar(&o.confineSelf, "confine-to-reserved-cpus", true, "keep the agent's own threads on spec.tuning.reservedCPUs while a tuning is in force, so it never runs on an isolated CPU")
-	fs.BoolVar(&o.resolveOnNode, "resolve-on-node", false, "act on the LatencyProfile that wins this node before the operator creates its node state (set it with the manager's --resolve-on-node; docs/agent.md, \"Resolving its own node\"): the agent arbitrates between the profiles as the manager does and applies the runtime settings; the rest waits for the node state")
+	fs.BoolVar(&o.resolveOnNode, "resolve-on-node", true, "act on the LatencyProfile that wins this node before the operator creates its node state (set it as the manager's --resolve-on-node, on by default; docs/agent.md, \"Before its node state exists\"): the agent arbitrates between the profiles as the manager does and applies the runtime settings; the rest waits for the node state. false: the agent waits for its node state")
 	fs.BoolVar(&o.watchNICs, "watch-nic-changes", true, "verify at once when the kernel announces a NIC setting change (ethtool netlink monitor)")
 	fs.StringVar(&o.ptp4lPath, "ptp4l-path", "", "the ptp4l executable: an absolute path, or empty to look ptp4l up on PATH")
 	fs.StringVar(&o.phc2sysPath, "phc2sys-path", "", "the phc2sys executable: an absolute path, or empty to look phc2sys up on PATH")

@@ -98,11 +98,11 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "address Go's pprof endpoints (/debug/pprof/) bind to, for profiling the manager's CPU and memory; empty: off")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader (a Lease in --namespace) so that only one replica reconciles; every replica serves the webhooks")
-	flag.Float64Var(&apiQPS, "kube-api-qps", 500, "requests per second to the API server (client-side limit; the server's priority and fairness still apply): a profile change writes one node state per node it changes, so a fleet of 5,000 nodes needs hundreds (docs/bench-scale.md)")
+	flag.Float64Var(&apiQPS, "kube-api-qps", 500, "requests per second to the API server (client-side limit; the server's priority and fairness still apply): with --resolve-on-node=false (or for agents of an older release) a profile change writes one node state per node it changes, so a fleet of 5,000 nodes needs hundreds (docs/bench-scale.md)")
 	flag.IntVar(&apiBurst, "kube-api-burst", 1000, "burst above --kube-api-qps")
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "serve the admission webhooks")
 	flag.BoolVar(&allowInsecureBMC, "allow-insecure-bmc", false, "accept BMC objects with spec.tls.insecureSkipVerify or spec.allowPlainHTTP (their credentials can be taken on the way); off: such objects are refused (condition Accepted False, InsecureTransportRefused)")
-	flag.BoolVar(&resolveOnNode, "resolve-on-node", false, "let the agents that can (status.capabilities ResolveOnNode) resolve their own node's tuning from the profile: their node states get spec.profile.resolveOnNode and no spec.tuning, and a profile change costs no node state write (docs/architecture.md, \"Fleet scale\"); a live node is handed over only when its agent has in effect what it would resolve. Off: every node gets spec.tuning, nodes handed over before get it back")
+	flag.BoolVar(&resolveOnNode, "resolve-on-node", true, "let the agents that can (status.capabilities ResolveOnNode) resolve their own node's tuning from the profile: their node states get spec.profile.resolveOnNode and no spec.tuning, and a profile change costs no node state write (docs/architecture.md, \"Fleet scale\"; on by default, docs/bench-scale.md); a live node is handed over only when its agent has in effect what it would resolve. --resolve-on-node=false: every node gets spec.tuning, nodes handed over before get it back with the same values")
 	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with the webhook serving tls.crt and tls.key (cert-manager mode)")
 	var pf podFlags
 	pf.bind()

@@ -214,22 +214,27 @@ func TestOperatorManagedWebhookCertificate(t *testing.T) {
 	}
 }
 
-// TestResolveOnNode: manager.resolveOnNode passes --resolve-on-node to the manager and to the
-// agents (which then act on a profile's create before their node state exists), and only then
-// (off by default: the kustomize install, which test/chart compares, passes none either).
+// TestResolveOnNode: the chart passes --resolve-on-node explicitly either way, to the manager and to
+// the agents (which then act on a profile's create before their node state exists), on by default
+// (as the kustomize install, which test/chart compares, and the binaries), so that a user's
+// manager.resolveOnNode=false turns it off.
 func TestResolveOnNode(t *testing.T) {
-	off, on := mustRender(t), mustRender(t, "manager.resolveOnNode=true")
-	if _, set := managerArgs(t, off)["--resolve-on-node"]; set {
-		t.Error("--resolve-on-node passed to the manager by default")
-	}
-	if _, set := managerArgs(t, on)["--resolve-on-node"]; !set {
-		t.Error("manager.resolveOnNode=true does not pass --resolve-on-node to the manager")
-	}
-	if slices.Contains(agentArgs(t, off), "--resolve-on-node") {
-		t.Error("--resolve-on-node passed to the agents by default")
-	}
-	if !slices.Contains(agentArgs(t, on), "--resolve-on-node") {
-		t.Error("manager.resolveOnNode=true does not pass --resolve-on-node to the agents")
+	for _, c := range []struct{ set, want string }{
+		{"", "true"},
+		{"manager.resolveOnNode=true", "true"},
+		{"manager.resolveOnNode=false", "false"},
+	} {
+		var sets []string
+		if c.set != "" {
+			sets = []string{c.set}
+		}
+		objs := mustRender(t, sets...)
+		if got, ok := managerArgs(t, objs)["--resolve-on-node"]; !ok || got != c.want {
+			t.Errorf("--set %q: the manager's --resolve-on-node=%q (passed: %v), want --resolve-on-node=%s", c.set, got, ok, c.want)
+		}
+		if want := "--resolve-on-node=" + c.want; !slices.Contains(agentArgs(t, objs), want) {
+			t.Errorf("--set %q: the agents' arguments %v lack %s", c.set, agentArgs(t, objs), want)
+		}
 	}
 }
 

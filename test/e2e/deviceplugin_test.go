@@ -171,7 +171,8 @@ func devicePluginSteps() {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		g.Expect(lines).To(HaveLen(2), out)
 		// kubectl aligns its columns and leaves an empty cell blank (Generation, on a node whose
-		// agent does not resolve its own tuning): read the VFS cell at its header's offset.
+		// agent does not resolve its own tuning, or has not yet): read the VFS cell at its header's
+		// offset.
 		col := strings.Index(lines[0], " VFS ")
 		g.Expect(col).To(BeNumerically(">=", 0), "a VFs column:\n%s", out)
 		g.Expect(len(lines[1])).To(BeNumerically(">", col+1), out)

@@ -246,10 +246,12 @@ type nodeState struct {
 			Name string `json:"name"`
 		} `json:"profile"`
 		RebootGranted bool `json:"rebootGranted"`
-		Tuning        *struct {
-			KernelArgs []string `json:"kernelArgs"`
-		} `json:"tuning"`
 	} `json:"spec"`
+	// Tuning is the node's desired tuning where it is (desiredTuningOf): spec.tuning, or
+	// status.tuning on a node its agent resolves. getNodeState fills it; nil: none yet.
+	Tuning *struct {
+		KernelArgs []string `json:"kernelArgs"`
+	} `json:"-"`
 	Status struct {
 		ObservedGeneration int64       `json:"observedGeneration"`
 		AppliedBootID      string      `json:"appliedBootID"`
@@ -289,11 +291,40 @@ func (s *nodeState) setting(name string) (desired, observed, state string, ok bo
 }
 
 func getNodeState() (*nodeState, error) {
+	var raw json.RawMessage
+	if err := getJSON(&raw, "latencynodestate", nodeName); err != nil {
+		return nil, err
+	}
 	var s nodeState
-	if err := getJSON(&s, "latencynodestate", nodeName); err != nil {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	t, err := json.Marshal(desiredTuningOf(m))
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(t, &s.Tuning); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// desiredTuningOf is a node state's desired tuning, as decoded JSON: spec.tuning, or, on a node
+// whose agent resolves its own (spec.profile.resolveOnNode: the manager's default hands over every
+// node whose agent reports the ResolveOnNode capability; docs/architecture.md, "Fleet scale"), the
+// tuning the agent resolved, status.tuning. nil: none yet. It reads objects of the previous
+// release (no status.tuning) the same way.
+func desiredTuningOf(lns map[string]any) any {
+	spec, _ := lns["spec"].(map[string]any)
+	if t := spec["tuning"]; t != nil {
+		return t
+	}
+	status, _ := lns["status"].(map[string]any)
+	return status["tuning"]
 }
 
 // appliedState is the node's state, checked (in an Eventually) to be Applied for its current
@@ -432,7 +463,7 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 			lns, err = getNodeState()
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(lns.Spec.Profile.Name).To(Equal(profileName))
-			g.Expect(lns.Spec.Tuning).NotTo(BeNil())
+			g.Expect(lns.Tuning).NotTo(BeNil(), "no desired tuning (spec.tuning, or status.tuning on a node its agent resolves)")
 			g.Expect(lns.Status.ObservedGeneration).To(Equal(lns.Metadata.Generation))
 			g.Expect(lns.cond("RebootRequired")).To(And(
 				HaveField("Status", "True"), HaveField("Reason", "RebootRequested")))
@@ -457,8 +488,8 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 		}
 
 		By("the kernel arguments are listed as pending, and Applied says why it is not True")
-		Expect(lns.Spec.Tuning.KernelArgs).To(ContainElements("isolcpus=managed_irq,1", "nohz_full=1", "rcu_nocbs=1", "irqaffinity=0"))
-		for _, arg := range lns.Spec.Tuning.KernelArgs {
+		Expect(lns.Tuning.KernelArgs).To(ContainElements("isolcpus=managed_irq,1", "nohz_full=1", "rcu_nocbs=1", "irqaffinity=0"))
+		for _, arg := range lns.Tuning.KernelArgs {
 			_, _, state, ok := lns.setting("kernel/" + arg)
 			Expect(ok).To(BeTrue(), "status.settings lacks kernel/%s", arg)
 			Expect(state).To(Equal("PendingReboot"), "kernel/%s", arg)

@@ -139,7 +139,8 @@ var _ = Describe("per-pod runtime controls through the NRI plugin", Ordered, fun
 			appliedState(g)
 			g.Expect(nodeLabels()).To(HaveKeyWithValue("tickstack.io/profile", profileName))
 		}, 5*time.Minute, 2*time.Second).Should(Succeed())
-		// the agent's node policy for the plugin (written from spec.tuning before Applied)
+		// the agent's node policy for the plugin (written from its desired tuning before Applied:
+		// spec.tuning, or its own resolution on a node handed to it)
 		Expect(readHost(stateDirHost + "/pod-controls.json")).To(ContainSubstring("irqLoadBalancing"))
 	})
 	AfterAll(func() {

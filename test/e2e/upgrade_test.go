@@ -52,19 +52,16 @@ type tunedNode struct {
 	reboots, updates int
 }
 
-// desiredTuning splits a node state into its desired tuning (spec.tuning, else status.tuning) and
-// the rest of its spec, both as JSON. The rest leaves out spec.tuning, spec.profile.resolveOnNode
-// and spec.profile.generation: the hand-over moves the first two, and the generation is the
-// profile's that last moved the node's tuning, which the spec's own profile change moves (and the
-// previous release's manager, writing spec.tuning back at the rollback, records).
+// desiredTuning splits a node state into its desired tuning (desiredTuningOf: spec.tuning, else
+// status.tuning) and the rest of its spec, both as JSON. The rest leaves out spec.tuning,
+// spec.profile.resolveOnNode and spec.profile.generation: the hand-over moves the first two, and
+// the generation is the profile's that last moved the node's tuning, which the spec's own profile
+// change moves (and the manager taking the node back, or the previous release's manager writing
+// spec.tuning back at the rollback, records).
 func desiredTuning(lns map[string]any) (tuning, rest string) {
 	GinkgoHelper()
 	spec, _ := lns["spec"].(map[string]any)
-	status, _ := lns["status"].(map[string]any)
-	t := spec["tuning"]
-	if t == nil {
-		t = status["tuning"]
-	}
+	t := desiredTuningOf(lns)
 	r := map[string]any{}
 	for k, v := range spec {
 		r[k] = v
@@ -284,24 +281,71 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 		before = observeTunedNode()
 	})
 
+	// handedOver checks (in an Eventually) that the manager handed the node to its agent
+	// (manager.resolveOnNode, on by default): spec.profile.resolveOnNode and no spec.tuning, and
+	// the agent's resolution reported (status.resolved, the ResolveOnNode capability), the very
+	// tuning the node had (status.tuning).
+	handedOver := func(g Gomega) {
+		var lns map[string]any
+		g.Expect(getJSON(&lns, "latencynodestate", nodeName)).To(Succeed())
+		spec, _ := lns["spec"].(map[string]any)
+		prof, _ := spec["profile"].(map[string]any)
+		g.Expect(prof).To(HaveKeyWithValue("resolveOnNode", true))
+		g.Expect(spec).NotTo(HaveKey("tuning"))
+		status, _ := lns["status"].(map[string]any)
+		g.Expect(status).To(HaveKey("resolved"))
+		g.Expect(status["capabilities"]).To(ContainElement("ResolveOnNode"))
+		tuning, _ := desiredTuning(lns)
+		g.Expect(tuning).To(MatchJSON(before.tuning), "the agent's resolution (status.tuning) is the spec.tuning the node had")
+	}
+	// specTuningBack checks (in an Eventually) that the node has spec.tuning again, the very tuning
+	// it had: the previous release's manager writes it after a rollback (its API has no
+	// spec.profile.resolveOnNode, and its agent applies spec.tuning whatever else the spec says).
+	specTuningBack := func(g Gomega) map[string]any {
+		var lns map[string]any
+		g.Expect(getJSON(&lns, "latencynodestate", nodeName)).To(Succeed())
+		spec, _ := lns["spec"].(map[string]any)
+		g.Expect(spec).To(HaveKey("tuning"))
+		tuning, err := json.Marshal(spec["tuning"])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(tuning).To(MatchJSON(before.tuning), "spec.tuning is the tuning the node had")
+		return spec
+	}
+	// handedBack checks (in an Eventually) that the manager took the node back
+	// (manager.resolveOnNode=false): spec.tuning again, the very tuning it had, and no
+	// spec.profile.resolveOnNode.
+	handedBack := func(g Gomega) {
+		spec := specTuningBack(g)
+		prof, _ := spec["profile"].(map[string]any)
+		g.Expect(prof).NotTo(HaveKeyWithValue("resolveOnNode", true))
+	}
+
 	// untouched runs helm (an upgrade or a rollback) with the node watched, waits until the manager
-	// and agent run the images manager and agent and then some check periods (10 s) more for the new
-	// agent and manager to do whatever they would do, and fails on anything that moved.
-	untouched := func(manager, agent string, args ...string) {
-		stop := watchNode(before.host)
+	// and agent run the images manager and agent and the node's tuning is where this install puts
+	// it (at, handedOver or handedBack), then some check periods (10 s) more for the new agent and
+	// manager to do whatever they would do, and fails on anything that moved.
+	untouched := func(at func(Gomega), manager, agent string, args ...string) {
+		stop := sync.OnceValue(watchNode(before.host))
+		defer stop()
 		out, err := helm(10*time.Minute, append(args, "-n", releaseNS, "--wait", "--timeout", "8m")...)
-		if err != nil {
-			stop()
-			Fail(fmt.Sprintf("helm %s:\n%s", args[0], out))
-		}
+		Expect(err).NotTo(HaveOccurred(), "helm %s:\n%s", args[0], out)
 		settled(manager, agent)
+		Eventually(at, 3*time.Minute, 2*time.Second).Should(Succeed(), "where helm %s puts the node's tuning", args[0])
 		time.Sleep(25 * time.Second)
 		Expect(stop()).To(BeEmpty(), "during helm %s", args[0])
 		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after helm %s", args[0])
 	}
+	// upgrade is helm upgrade to this tree's chart with the e2e's values and sets.
+	upgrade := func(sets ...string) []string {
+		args := append(append([]string{"upgrade", release}, chartFromRegistry()...), "-f", valuesFile(false))
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
+		return args
+	}
 
-	It("upgrades to this tree's chart: no setting, drain, reboot, restore, spec, label or result moves", func() {
-		untouched(managerImage, agentImage, append(append([]string{"upgrade", release}, chartFromRegistry()...), "-f", valuesFile(false))...)
+	It("upgrades to this tree's chart with its default values, which hand the node its own resolution (manager.resolveOnNode): no setting, drain, reboot, restore, spec, label or result moves", func() {
+		untouched(handedOver, managerImage, agentImage, upgrade()...)
 		By("tickstack-xdpd runs this tree's image (the previous release has no tickstack-xdpd: the upgrade creates it)")
 		out, err := kubectl(nil, "rollout", "status", "-n", releaseNS, "daemonset/"+release+"-xdpd", "--timeout=3m")
 		Expect(err).NotTo(HaveOccurred(), out)
@@ -320,9 +364,8 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 			first = f[0]
 		}, time.Minute, 2*time.Second).Should(Succeed())
 
-		By("an upgrade that changes tickstack-xdpd's pod: the DaemonSet replaces it by itself (RollingUpdate, no pod deleted by hand); nothing else moves")
-		untouched(managerImage, agentImage, append(append([]string{"upgrade", release}, chartFromRegistry()...),
-			"-f", valuesFile(false), "--set", "xdpd.resources.limits.memory=80Mi")...)
+		By("an upgrade that changes tickstack-xdpd's pod: the DaemonSet replaces it by itself (RollingUpdate, no pod deleted by hand); nothing else moves, the node stays handed over")
+		untouched(handedOver, managerImage, agentImage, upgrade("xdpd.resources.limits.memory=80Mi")...)
 		out, err = kubectl(nil, "get", "daemonset", release+"-xdpd", "-n", releaseNS, "-o", "jsonpath={.spec.updateStrategy.type}")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(Equal("RollingUpdate"))
@@ -338,36 +381,8 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 		}, time.Minute, 2*time.Second).Should(Succeed())
 	})
 
-	It("hands the node its own resolution (manager.resolveOnNode): nothing moves; a profile change then reaches the host with no node state write", func() {
-		args := append(append([]string{"upgrade", release}, chartFromRegistry()...),
-			"-f", valuesFile(false), "--set", "xdpd.resources.limits.memory=80Mi", "--set", "manager.resolveOnNode=true")
-		stop := watchNode(before.host)
-		out, err := helm(10*time.Minute, append(args, "-n", releaseNS, "--wait", "--timeout", "8m")...)
-		if err != nil {
-			stop()
-			Fail("helm upgrade --set manager.resolveOnNode=true:\n" + out)
-		}
-		settled(managerImage, agentImage)
-		By("the manager hands the node over: spec.profile.resolveOnNode, no spec.tuning; the agent resolves what it had in effect")
-		var handedOver map[string]any
-		Eventually(func(g Gomega) {
-			var lns map[string]any
-			g.Expect(getJSON(&lns, "latencynodestate", nodeName)).To(Succeed())
-			spec, _ := lns["spec"].(map[string]any)
-			prof, _ := spec["profile"].(map[string]any)
-			g.Expect(prof).To(HaveKeyWithValue("resolveOnNode", true))
-			g.Expect(spec).NotTo(HaveKey("tuning"))
-			status, _ := lns["status"].(map[string]any)
-			g.Expect(status).To(HaveKey("resolved"))
-			g.Expect(status["capabilities"]).To(ContainElement("ResolveOnNode"))
-			handedOver = lns
-		}, 3*time.Minute, 2*time.Second).Should(Succeed())
-		tuning, _ := desiredTuning(handedOver)
-		Expect(tuning).To(MatchJSON(before.tuning), "the agent's resolution (status.tuning) is the spec.tuning it had")
-		time.Sleep(25 * time.Second)
-		Expect(stop()).To(BeEmpty(), "while the node was handed over")
-		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after the hand-over")
-
+	It("changes the profile of the handed-over node: the host follows with no node state write", func() {
+		Eventually(handedOver, time.Minute, 2*time.Second).Should(Succeed())
 		By("a profile change: the agent re-tunes the host from the profile; the manager writes no node state")
 		var lns0 nodeState
 		Expect(getJSON(&lns0, "latencynodestate", nodeName)).To(Succeed())
@@ -395,7 +410,13 @@ var _ = Describe("an upgrade of the operator with a profile live", Ordered, func
 		Expect(before.diff(observeTunedNode())).To(BeEmpty(), "after the profile change and its revert")
 	})
 
-	It("rolls back to the previous release: nothing moves either", func() {
-		untouched("localhost/tickstack-manager:"+prevTag, "localhost/tickstack-agent:"+prevTag, "rollback", release, "1")
+	It("turns manager.resolveOnNode off: the node gets spec.tuning back with the same values and nothing moves; on again, it is handed over again", func() {
+		untouched(handedBack, managerImage, agentImage, upgrade("xdpd.resources.limits.memory=80Mi", "manager.resolveOnNode=false")...)
+		By("manager.resolveOnNode on again (the default): the node is handed over again, nothing moves")
+		untouched(handedOver, managerImage, agentImage, upgrade("xdpd.resources.limits.memory=80Mi")...)
+	})
+
+	It("rolls back to the previous release: the node gets spec.tuning back from its manager, nothing moves either", func() {
+		untouched(func(g Gomega) { specTuningBack(g) }, "localhost/tickstack-manager:"+prevTag, "localhost/tickstack-agent:"+prevTag, "rollback", release, "1")
 	})
 })

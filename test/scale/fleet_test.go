@@ -36,9 +36,9 @@ import (
 // changes, the reboot protocol when the operator grants a slot. Like the real agent it patches
 // status only when something changes, so an idle fleet writes nothing.
 //
-// With resolving set (the manager runs with --resolve-on-node) the generator plays agents that
-// resolve their own node (docs/architecture.md, "Fleet scale"), as internal/agent does: each
-// reports the ResolveOnNode capability; for a node state the operator handed over
+// With resolving set (the manager runs with --resolve-on-node, its default) the generator plays
+// agents that resolve their own node (docs/architecture.md, "Fleet scale"), as internal/agent
+// does: each reports the ResolveOnNode capability; for a node state the operator handed over
 // (spec.profile.resolveOnNode, no spec.tuning) it resolves resolve.Node(&profile.Spec, facts)
 // from the LatencyProfile the node state names, and when the resolution's TuningHash moves it
 // puts the tuning-pending taint on its Node, applies (the same apply delay), writes
@@ -152,7 +152,7 @@ func newAgents(c client.Client, applyDelay, rebootTime time.Duration) *agents {
 }
 
 // resolveOwn makes the generator's agents resolve their own node (the manager's
-// --resolve-on-node), reading node states and profiles from r.
+// --resolve-on-node, its default), reading node states and profiles from r.
 func (a *agents) resolveOwn(r client.Reader) {
 	a.resolving, a.states, a.profiles = true, r, r
 }

@@ -17,18 +17,21 @@ import (
 	"github.com/tickstack/tickstack/internal/testutil"
 )
 
-// The designs a run measures (docs/architecture.md, "Fleet scale"): the manager resolves every
-// node and writes its node state's spec.tuning, or (its --resolve-on-node) each node's agent
-// resolves its own. TestScale's Result.Design; here, without the build tag, for the report's
-// test too.
+// The designs a run measures (docs/architecture.md, "Fleet scale"): each node's agent resolves
+// its own (the manager's --resolve-on-node, its default), or (--resolve-on-node=false) the manager
+// resolves every node and writes its node state's spec.tuning. TestScale's Result.Design; here,
+// without the build tag, for the report's test too.
 const (
 	designPerNode       = "per-node"
 	designResolveOnNode = "resolve-on-node"
 )
 
-// design is the design the manager's flags select.
+// design is the design the manager's flags select: the agents resolve their own node unless
+// --resolve-on-node=false (the last of the flag's occurrences wins, as for the flag package). It
+// follows this tree's manager: a -scale.manager-src of a revision whose default was off needs
+// --resolve-on-node or --resolve-on-node=false named to be labelled right.
 func design(managerArgs []string) string {
-	d := designPerNode
+	d := designResolveOnNode
 	for _, a := range managerArgs {
 		switch strings.TrimLeft(a, "-") {
 		case "resolve-on-node", "resolve-on-node=true":
@@ -121,11 +124,14 @@ func verdict(t *testing.T, rows map[string]string, what string) string {
 
 func TestDesignFromManagerArgs(t *testing.T) {
 	for args, want := range map[string]string{
-		"":                      designPerNode,
-		"--kube-api-qps=100":    designPerNode,
-		"--resolve-on-node":     designResolveOnNode,
-		"-resolve-on-node=true": designResolveOnNode,
+		"":                        designResolveOnNode,
+		"--kube-api-qps=100":      designResolveOnNode,
+		"--resolve-on-node":       designResolveOnNode,
+		"-resolve-on-node=true":   designResolveOnNode,
+		"--resolve-on-node=false": designPerNode,
+		"-resolve-on-node=false --kube-api-qps=100": designPerNode,
 		"--resolve-on-node --resolve-on-node=false": designPerNode,
+		"--resolve-on-node=false --resolve-on-node": designResolveOnNode,
 	} {
 		if got := design(strings.Fields(args)); got != want {
 			t.Errorf("%q: %s, want %s", args, got, want)
@@ -135,9 +141,13 @@ func TestDesignFromManagerArgs(t *testing.T) {
 
 func TestBenchScaleReport(t *testing.T) {
 	t.Run("per node, every target met", func(t *testing.T) {
-		rows, text, failed := runReport(t, "", reportResult("", 100), reportResult(designPerNode, 1000))
+		rows, text, failed := runReport(t, "--resolve-on-node=false", reportResult("", 100), reportResult(designPerNode, 1000))
 		if failed || !strings.Contains(text, "## Targets (issue 20)") || strings.Contains(text, "MISSED") {
 			t.Fatalf("exit 1 %v, want issue 20's targets all met:\n%s", failed, text)
+		}
+		if !strings.Contains(text, "- design: the manager resolves every node and writes its node state's spec.tuning (`--resolve-on-node=false`") ||
+			!strings.Contains(text, "as in production (webhooks off: nothing here calls them) with `--resolve-on-node=false`") {
+			t.Errorf("the run is not labelled the per-node design, --resolve-on-node=false:\n%s", text)
 		}
 		if verdict(t, rows, "rendered after a profile update") != "met" || verdict(t, rows, "growth of the update's render time") != "met" {
 			t.Errorf("rows %v", rows)
@@ -146,13 +156,13 @@ func TestBenchScaleReport(t *testing.T) {
 	t.Run("per node, a target missed fails the run", func(t *testing.T) {
 		slow := reportResult(designPerNode, 5000)
 		slow["updateRenderedSeconds"] = 56.9
-		rows, _, failed := runReport(t, "", reportResult(designPerNode, 100), slow)
+		rows, _, failed := runReport(t, "--resolve-on-node=false", reportResult(designPerNode, 100), slow)
 		if !failed || verdict(t, rows, "5000 nodes rendered after a profile update") != "MISSED" {
 			t.Errorf("exit 1 %v, rows %v: want the update MISSED and exit 1", failed, rows)
 		}
 	})
 	t.Run("one size judges no growth", func(t *testing.T) {
-		rows, _, failed := runReport(t, "", reportResult(designPerNode, 100))
+		rows, _, failed := runReport(t, "--resolve-on-node=false", reportResult(designPerNode, 100))
 		for k := range rows {
 			if strings.Contains(k, "growth") {
 				t.Errorf("a growth row from one size: %q", k)
@@ -163,9 +173,13 @@ func TestBenchScaleReport(t *testing.T) {
 		}
 	})
 	t.Run("resolving on the node, issue 45's targets met", func(t *testing.T) {
-		rows, text, failed := runReport(t, "--resolve-on-node", reportResult(designResolveOnNode, 100), reportResult(designResolveOnNode, 1000))
+		// The manager's default: no flag named.
+		rows, text, failed := runReport(t, "", reportResult(designResolveOnNode, 100), reportResult(designResolveOnNode, 1000))
 		if failed || !strings.Contains(text, "## Targets (issue 45)") || strings.Contains(text, "MISSED") {
 			t.Fatalf("exit 1 %v, want issue 45's targets all met:\n%s", failed, text)
+		}
+		if !strings.Contains(text, "- design: agents resolve their own node (the manager's `--resolve-on-node`, its default;") {
+			t.Errorf("the run is not labelled the design of agents resolving their own node:\n%s", text)
 		}
 		for _, what := range []string{"every agent acting on its new tuning after a profile update", "every agent acting on its new tuning after a profile create",
 			"manager writes for a profile update", "node state status writes per changed node", "manager peak RSS", "no node", "reboot slots",

@@ -68,7 +68,7 @@ var (
 	sizesFlag = flag.String("scale.sizes", "100,1000", "fleet sizes to measure, comma-separated")
 	outFlag   = flag.String("scale.out", "", "write the results there as JSON")
 	kwokFlag  = flag.String("scale.kwok", "", "the kwok binary (hack/bench-scale.sh builds sigs.k8s.io/kwok/cmd/kwok at the pinned version)")
-	argsFlag  = flag.String("scale.manager-args", "", "extra manager flags, space-separated (to compare settings)")
+	argsFlag  = flag.String("scale.manager-args", "", "extra manager flags, space-separated (to compare settings); --resolve-on-node=false measures the manager writing every node's tuning, the design before issue 45 (the generator then plays agents that do not resolve)")
 	envFlag   = flag.String("scale.manager-env", "", "extra environment of the manager, space-separated NAME=VALUE (to compare, e.g. GOMEMLIMIT)")
 	srcFlag   = flag.String("scale.manager-src", "", "build cmd/manager from this tree instead (a git worktree of another revision, to compare)")
 	profFlag  = flag.String("scale.profile", "", "write CPU profiles of the manager and the API server, and the manager's heap profile, 20 s into the benchmark step, and the manager's metrics after it, to this directory")
