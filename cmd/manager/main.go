@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	uberzap "go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -110,7 +111,7 @@ func main() {
 	flag.StringVar(&benchmarkClusterRole, "benchmark-cluster-role", benchmark.DefaultBenchmarkClusterRole, "the ClusterRole an administrator binds to the manager's service account in a namespace to opt it in to benchmarks (the chart's <fullname>-benchmark-namespace); named in a LatencyBenchmark's NamespaceOptedIn condition")
 	var uninstallGuard namesFlag
 	flag.Var(&uninstallGuard, "uninstall-guard", "admission policies put back if they are deleted while a LatencyProfile or LatencyNodeState exists (comma-separated; each binding named as its policy): the uninstall guard's and the agent's own-node policy, which no admission policy can guard; empty keeps none")
-	opts := zap.Options{}
+	opts := zap.Options{ZapOpts: []uberzap.Option{lazyWith}}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))

@@ -171,7 +171,7 @@ func (r *BIOSReconciler) patch(ctx context.Context, s *biosScope) error {
 func (r *BIOSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byProfile := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list tsv1.LatencyNodeStateList
-		if err := r.Client.List(ctx, &list, client.MatchingLabels{tsv1.ProfileLabel: o.GetName()}); err != nil {
+		if err := r.Client.List(ctx, &list, client.MatchingLabels{tsv1.ProfileLabel: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		var reqs []reconcile.Request
@@ -180,7 +180,7 @@ func (r *BIOSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		if len(reqs) == 0 {
 			// Node states created before they were labelled: look at them all (there are few).
-			if err := r.Client.List(ctx, &list); err != nil {
+			if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 				return nil
 			}
 			for _, l := range list.Items {
@@ -194,7 +194,7 @@ func (r *BIOSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byBMC := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 		var nodes corev1.NodeList
-		if err := r.Client.List(ctx, &nodes); err == nil {
+		if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err == nil {
 			for _, n := range nodes.Items {
 				if n.Annotations[tsv1.BMCAnnotation] == o.GetName() {
 					reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})

@@ -13,10 +13,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -33,6 +36,9 @@ import (
 // reports how those nodes stand.
 type LatencyProfileReconciler struct {
 	Client client.Client
+	// Cache is the manager's cache, from which a reconcile reads every Node and node state without
+	// copying them (shared.Cached); SetupWithManager sets it. Nil: client.List through Client.
+	Cache cache.Cache
 	// Metrics, when set, receives each profile's counts and conditions.
 	Metrics *ProfileMetrics
 	// Now is the clock of the maintenance windows.
@@ -69,7 +75,7 @@ type profileScope struct {
 	// all is every profile in the cluster, for arbitration between overlapping ones.
 	all []tsv1.LatencyProfile
 	// nodes is every node in the cluster. It, all and states are the cache's objects: read-only.
-	nodes []corev1.Node
+	nodes []*corev1.Node
 	// nodeNames says which nodes exist.
 	nodeNames map[string]bool
 	// states is every LatencyNodeState in the cluster, by name (= node name).
@@ -145,22 +151,43 @@ func (r *LatencyProfileReconciler) newScope(ctx context.Context, profile *tsv1.L
 		return nil, fmt.Errorf("listing profiles: %w", err)
 	}
 	s.all = profiles.Items
-	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+	var err error
+	if s.nodes, err = cachedOrListed[corev1.Node, *corev1.Node](ctx, r, &corev1.NodeList{}); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	s.nodes = nodes.Items
-	for i := range s.nodes {
-		s.nodeNames[s.nodes[i].Name] = true
+	for _, n := range s.nodes {
+		s.nodeNames[n.Name] = true
 	}
-	var states tsv1.LatencyNodeStateList
-	if err := r.Client.List(ctx, &states, client.UnsafeDisableDeepCopy); err != nil {
+	states, err := cachedOrListed[tsv1.LatencyNodeState, *tsv1.LatencyNodeState](ctx, r, &tsv1.LatencyNodeStateList{})
+	if err != nil {
 		return nil, fmt.Errorf("listing node states: %w", err)
 	}
-	for i := range states.Items {
-		s.states[states.Items[i].Name] = &states.Items[i]
+	for _, l := range states {
+		s.states[l.Name] = l
 	}
 	return s, nil
+}
+
+// cachedOrListed is every object of T's kind as the cache holds it: shared.Cached from r.Cache,
+// or, without one, client.List into list (a test's reconciler built without a manager).
+func cachedOrListed[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, r *LatencyProfileReconciler, list client.ObjectList) ([]PT, error) {
+	if r.Cache != nil {
+		return shared.Cached[T, PT](ctx, r.Cache)
+	}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var out []PT
+	err := meta.EachListItem(list, func(o runtime.Object) error {
+		if p, ok := o.(PT); ok {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // StatusRollup is how long an agent's report on its node state waits, at the least, before its
@@ -264,6 +291,9 @@ func sooner(a, b time.Duration) time.Duration {
 // owned it before the change; a node state that goes may free its node for another profile, so its
 // deletion re-evaluates them all.
 func (r *LatencyProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Cache == nil {
+		r.Cache = mgr.GetCache()
+	}
 	allProfiles := shared.AllProfiles(r.Client)
 	all := handler.EnqueueRequestsFromMapFunc(allProfiles)
 	return ctrl.NewControllerManagedBy(mgr).

@@ -27,8 +27,7 @@ func (r *LatencyProfileReconciler) reconcileSelection(_ context.Context, s *prof
 	f.conflicted = map[string]bool{}
 	f.wantHash = map[string]string{}
 	mine, arbiter := resolve.CompileSelector(s.profile), resolve.NewArbiter(s.all)
-	for i := range s.nodes {
-		node := &s.nodes[i]
+	for _, node := range s.nodes {
 		ok, err := mine.Selects(node)
 		if err != nil {
 			return err

@@ -72,9 +72,9 @@ func (r *LatencyProfileReconciler) reconcileReboots(ctx context.Context, s *prof
 		s.facts.states[i] = r.grants.view(lns)
 	}
 	cordoned := map[string]bool{}
-	for i := range s.nodes {
-		if s.nodes[i].Spec.Unschedulable && s.facts.owned[s.nodes[i].Name] {
-			cordoned[s.nodes[i].Name] = true
+	for _, n := range s.nodes {
+		if n.Spec.Unschedulable && s.facts.owned[n.Name] {
+			cordoned[n.Name] = true
 		}
 	}
 	grant, revoke := PlanReboots(s.facts.states, cordoned, rollout.ProfileBudget(s.profile.Spec.Rollout, len(s.facts.owned), s.nodes))

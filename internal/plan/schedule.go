@@ -39,7 +39,11 @@ func (p *Plan) Schedule(r *tsv1.RolloutSpec, nodes []corev1.Node, now time.Time)
 			cordoned = append(cordoned, n.Node)
 		}
 	}
-	waves := rollout.ProfileBudget(r, owned, nodes).Waves(cordoned, waiting)
+	ptrs := make([]*corev1.Node, len(nodes))
+	for i := range nodes {
+		ptrs[i] = &nodes[i]
+	}
+	waves := rollout.ProfileBudget(r, owned, ptrs).Waves(cordoned, waiting)
 	ok, _, msg, next := rollout.Gate(r, now)
 	first := "now: the first reboot slots are free"
 	switch {

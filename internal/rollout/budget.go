@@ -32,14 +32,14 @@ func MaxUnavailable(r *tsv1.RolloutSpec, owned int) int {
 }
 
 // ProfileBudget is the budget of a profile's rollout over the owned nodes; nodes give the labels.
-func ProfileBudget(r *tsv1.RolloutSpec, owned int, nodes []corev1.Node) Budget {
+func ProfileBudget(r *tsv1.RolloutSpec, owned int, nodes []*corev1.Node) Budget {
 	b := Budget{Max: MaxUnavailable(r, owned)}
 	if r == nil || r.TopologyKey == "" {
 		return b
 	}
 	labels := map[string]map[string]string{}
-	for i := range nodes {
-		labels[nodes[i].Name] = nodes[i].Labels
+	for _, n := range nodes {
+		labels[n.Name] = n.Labels
 	}
 	b.PerDomain = 1
 	if r.MaxUnavailablePerDomain != nil && *r.MaxUnavailablePerDomain > 0 {

@@ -72,6 +72,7 @@ var (
 	envFlag   = flag.String("scale.manager-env", "", "extra environment of the manager, space-separated NAME=VALUE (to compare, e.g. GOMEMLIMIT)")
 	srcFlag   = flag.String("scale.manager-src", "", "build cmd/manager from this tree instead (a git worktree of another revision, to compare)")
 	profFlag  = flag.String("scale.profile", "", "write CPU profiles of the manager and the API server, and the manager's heap profile, 20 s into the benchmark step, and the manager's metrics after it, to this directory")
+	profStep  = flag.String("scale.profile-step", "benchmark", "the step -scale.profile profiles: benchmark or rollout")
 	onlyFlag  = flag.String("scale.only", "", "\""+onlyBenchmark+"\": after the profile's create (every node applied and labelled), only the benchmark step (no updates, drift or rollout)")
 )
 
@@ -661,6 +662,9 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		if err := c.Update(ctx, cur); err != nil {
 			t.Fatal(err)
 		}
+		if *profFlag != "" && *profStep == "rollout" {
+			go profileCPU(ctx, *profFlag, n, pprofPort, &cfg)
+		}
 		latest = cur.Generation
 		settle("every node rebooted", func(s *tsv1.LatencyProfileStatus) bool {
 			return int(s.AppliedNodes) == n && s.RebootPendingNodes == 0
@@ -695,7 +699,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 	if err := c.Create(ctx, lb); err != nil {
 		t.Fatal(err)
 	}
-	if *profFlag != "" {
+	if *profFlag != "" && *profStep == "benchmark" {
 		go profileCPU(ctx, *profFlag, n, pprofPort, &cfg)
 	}
 	waitFor(t, 30*time.Minute, "every benchmark verdict in", func() (bool, error) {
@@ -874,8 +878,8 @@ func createNodes(t *testing.T, ctx context.Context, c client.Client, n int) {
 }
 
 // profileCPU writes 30-second CPU profiles of the manager (its --pprof-bind-address) and of the
-// API server (its /debug/pprof), taken together 20 s from now, and the manager's heap profile, to
-// dir (-scale.profile).
+// API server (its /debug/pprof), taken together 20 s from now, and the manager's heap profiles at
+// their start and end (heap, heap-end), to dir (-scale.profile).
 func profileCPU(ctx context.Context, dir string, n, managerPort int, cfg *rest.Config) {
 	select {
 	case <-ctx.Done():
@@ -892,6 +896,8 @@ func profileCPU(ctx context.Context, dir string, n, managerPort int, cfg *rest.C
 		"manager":   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=30", managerPort),
 		"apiserver": strings.TrimSuffix(cfg.Host, "/") + "/debug/pprof/profile?seconds=30",
 		"heap":      fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", managerPort),
+		// 30 s later: with -diff_base heap, what the manager allocated over the CPU profiles' window.
+		"heap-end": fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?seconds=30", managerPort),
 	} {
 		wg.Add(1)
 		go func() {
