@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -36,6 +38,39 @@ type NodeMetrics struct {
 	// them as they are. Made at each scrape instead, 5,000 nodes' label pairs were most of what the
 	// manager allocated in the scale test, and all live at once during a scrape (docs/scale.md).
 	metrics map[string][]prometheus.Metric
+	// pairs are the label pairs every node's series share (type, status, profile, phase, action):
+	// a const metric per series kept its own, 13.5 MiB of the manager's 69 MiB live heap at 5,000
+	// nodes (docs/scale.md, fix 26). A node's own pair is shared by its series.
+	pairs map[[2]string]*dto.LabelPair
+}
+
+// series is one exported series: its labels sorted by name, as prometheus.MakeLabelPairs sorts
+// them, shared and never changed (a scrape reads them, as it reads a const metric's).
+type series struct {
+	desc   *prometheus.Desc
+	labels []*dto.LabelPair
+	value  float64
+}
+
+// Desc implements prometheus.Metric.
+func (s *series) Desc() *prometheus.Desc { return s.desc }
+
+// Write implements prometheus.Metric.
+func (s *series) Write(m *dto.Metric) error {
+	m.Label = s.labels
+	m.Gauge = &dto.Gauge{Value: proto.Float64(s.value)}
+	return nil
+}
+
+// pair is the shared label pair name=value; m.mu is held.
+func (m *NodeMetrics) pair(name, value string) *dto.LabelPair {
+	k := [2]string{name, value}
+	p, ok := m.pairs[k]
+	if !ok {
+		p = &dto.LabelPair{Name: proto.String(name), Value: proto.String(value)}
+		m.pairs[k] = p
+	}
+	return p
 }
 
 // nodeSeries is what NodeMetrics exports of one node state.
@@ -75,6 +110,7 @@ func NewNodeMetrics(reg prometheus.Registerer) *NodeMetrics {
 			"The drain timeout of the node's profile (rollout.drainTimeout); absent when the profile sets none and the agent's --drain-timeout applies.",
 			[]string{"node"}, nil),
 		metrics: map[string][]prometheus.Metric{},
+		pairs:   map[[2]string]*dto.LabelPair{},
 	}
 	reg.MustRegister(m)
 	return m
@@ -113,26 +149,27 @@ func (m *NodeMetrics) observe(lns *tsv1.LatencyNodeState) {
 	if m == nil {
 		return
 	}
-	ms := m.series(lns.Name, nodeSeriesOf(lns))
+	s := nodeSeriesOf(lns)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.metrics[lns.Name] = ms
+	m.metrics[lns.Name] = m.series(lns.Name, s)
 }
 
-// series are the metrics node exports for s.
+// series are the metrics node exports for s, each label list sorted by name; m.mu is held.
 func (m *NodeMetrics) series(node string, s nodeSeries) []prometheus.Metric {
 	var ms []prometheus.Metric
+	own := &dto.LabelPair{Name: proto.String("node"), Value: proto.String(node)}
 	for _, typ := range slices.Sorted(maps.Keys(s.conditions)) {
-		ms = append(ms, prometheus.MustNewConstMetric(m.condition, prometheus.GaugeValue, 1, node, s.profile, typ, s.conditions[typ]))
+		ms = append(ms, &series{m.condition, []*dto.LabelPair{own, m.pair("profile", s.profile), m.pair("status", s.conditions[typ]), m.pair("type", typ)}, 1})
 	}
 	if s.phase != "" {
-		ms = append(ms, prometheus.MustNewConstMetric(m.rebootPhase, prometheus.GaugeValue, 1, node, s.phase, s.action))
+		ms = append(ms, &series{m.rebootPhase, []*dto.LabelPair{m.pair("action", s.action), own, m.pair("phase", s.phase)}, 1})
 		if s.phaseStart != 0 {
-			ms = append(ms, prometheus.MustNewConstMetric(m.rebootStart, prometheus.GaugeValue, s.phaseStart, node))
+			ms = append(ms, &series{m.rebootStart, []*dto.LabelPair{own}, s.phaseStart})
 		}
 	}
 	if s.drainTimeout != 0 {
-		ms = append(ms, prometheus.MustNewConstMetric(m.drainTimeout, prometheus.GaugeValue, s.drainTimeout, node))
+		ms = append(ms, &series{m.drainTimeout, []*dto.LabelPair{own}, s.drainTimeout})
 	}
 	return ms
 }
