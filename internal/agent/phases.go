@@ -148,8 +148,9 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) error {
 		r.applied[s.lns.UID] = appliedTuning{s.lns.Generation, s.hash}
 		r.mu.Unlock()
 	}
-	if len(rep.Changed) > 0 && len(s.obs.drifted) == 0 {
-		r.event(s.lns, corev1.EventTypeNormal, ReasonApplied, "Apply", "applied %d settings: %s", len(rep.Changed), abbreviate(rep.Changed, 8))
+	changed, before := r.appliedEarly(s, rep.Changed)
+	if len(changed) > 0 && len(s.obs.drifted) == 0 {
+		r.event(s.lns, corev1.EventTypeNormal, ReasonApplied, "Apply", "applied %d settings%s: %s", len(changed), before, abbreviate(changed, 8))
 	}
 	return nil
 }

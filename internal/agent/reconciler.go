@@ -160,6 +160,8 @@ type Reconciler struct {
 	// own, the tuning's hash) this process last applied completely: the cache may not show the
 	// status patch of the previous reconcile yet.
 	applied map[types.UID]appliedTuning
+	// early is what applies before the node state existed changed (unnamed.go, appliedEarly).
+	early *earlyApply
 	// rebootIssued holds, per boot ID, when this process first and last ran the reboot command.
 	rebootIssued map[string][2]time.Time
 	// selfOrig is the CPU affinity this process started with (ConfineSelf).

@@ -84,6 +84,9 @@ func (r *Reconciler) restoreUnnamed(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	restored, err := r.Engine.Restore()
+	r.mu.Lock()
+	r.early = nil
+	r.mu.Unlock()
 	lns := &tsv1.LatencyNodeState{}
 	lns.Name = r.NodeName
 	if slices.Contains(restored, irqbalanceSetting) {
@@ -97,4 +100,32 @@ func (r *Reconciler) restoreUnnamed(ctx context.Context) (ctrl.Result, error) {
 	}
 	ctrl.LoggerFrom(ctx).Info("no profile wins this node any more and it has no node state: restored the originals", "settings", len(restored))
 	return ctrl.Result{}, nil
+}
+
+// appliedEarly carries the settings an apply before the node state changed over to the node
+// state's first apply of the same resolution, which changes nothing on the host, so that its
+// Applied event still names them (an event needs the node state). changed is what this apply
+// changed; it returns the settings its Applied event names and how the message says when.
+func (r *Reconciler) appliedEarly(s *scope, changed []string) ([]string, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s.lns.UID == "" {
+		if r.early == nil || r.early.hash != s.hash {
+			r.early = &earlyApply{hash: s.hash}
+		}
+		r.early.changed = append(r.early.changed, changed...)
+		return nil, ""
+	}
+	early := r.early
+	r.early = nil
+	if len(changed) > 0 || early == nil || early.hash != s.hash || len(early.changed) == 0 {
+		return changed, ""
+	}
+	return early.changed, " before its node state existed"
+}
+
+// earlyApply is what applies before the node state changed, for one resolution (its hash).
+type earlyApply struct {
+	hash    string
+	changed []string
 }

@@ -103,6 +103,15 @@ func TestTreeActsBeforeNodeState(t *testing.T) {
 	if len(events(t, node, tsv1.NodeDrifted)) > 0 {
 		t.Errorf("drift reported when the node state came: %v", events(t, node, tsv1.NodeDrifted))
 	}
+	// The Applied event, which needs the node state, names what was applied before it.
+	tsutil.Poll(t, 10*time.Second, "an Applied event for the settings applied before the node state", func() error {
+		for _, e := range events(t, node, agent.ReasonApplied) {
+			if strings.Contains(e.Note, "before its node state existed") && strings.Contains(e.Note, "vm.swappiness") {
+				return nil
+			}
+		}
+		return fmt.Errorf("Applied events %v", events(t, node, agent.ReasonApplied))
+	})
 	if tainted(t, node) {
 		t.Errorf("node tainted %s when the node state came for a tuning already in effect", tsv1.TuningPendingTaint)
 	}
