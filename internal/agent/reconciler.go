@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
@@ -175,7 +177,11 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=tickstack.io,resources=latencynodestates/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
+// nodes list and watch: only a cache of its own Node's labels (field selector metadata.name, as the
+// kubelet and kube-proxy watch their own), from which an agent whose node has no node state yet
+// decides which profile wins it on a profile's create without a read per event (unnamed.go). RBAC
+// cannot restrict a list to one object; the agent could already get any Node.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // nodes/status: only to advertise the shared CPU pool (tickstack.io/shared-cpus) in its own Node's
 // capacity and allocatable; the own-node admission policy refuses any other change of a Node's
 // status and any other Node (config/agent/own_node_policy.yaml).
@@ -224,6 +230,9 @@ type scope struct {
 	bootID             string
 	// node is the Node as read in this reconcile, when a phase read it.
 	node *corev1.Node
+	// labelled is the Node from the cache, its labels only (reconcileUnnamed): enough to decide
+	// whether a taint is needed, never the base of a patch.
+	labelled *corev1.Node
 }
 
 // Scheme has the types the agent reads and writes: the core ones, tickstack's and
@@ -236,12 +245,25 @@ func Scheme() *k8sruntime.Scheme {
 
 // CacheOptions restricts the manager's cache to this node's LatencyNodeState: an agent never
 // sees another node's state. LatencyProfiles, which a resolving agent reads, are few: the cache
-// holds them all, without their status (the manager's roll-ups) and managed fields.
+// holds them all, without their status (the manager's roll-ups) and managed fields. Of Nodes it
+// holds its own, and of it only the name and labels (nodeLabelsOnly): every other read of the Node
+// goes to the API server (getNode), and a patch is never computed from the cached one.
 func CacheOptions(nodeName string) cache.Options {
+	own := fields.OneTermEqualSelector("metadata.name", nodeName)
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&tsv1.LatencyNodeState{}: {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+		&tsv1.LatencyNodeState{}: {Field: own},
 		&tsv1.LatencyProfile{}:   {Transform: profileSpecOnly},
+		&corev1.Node{}:           {Field: own, Transform: nodeLabelsOnly},
 	}}
+}
+
+// nodeLabelsOnly is the Node cache's transform: its name, resourceVersion and labels, all a
+// profile's arbitration reads (a real Node's status, its images above all, is kilobytes).
+func nodeLabelsOnly(o any) (any, error) {
+	if n, ok := o.(*corev1.Node); ok {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels}}, nil
+	}
+	return o, nil
 }
 
 // profileSpecOnly is the profile cache's transform: the agent reads a profile's name, generation
@@ -427,6 +449,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, nicChanges <-chan string
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&tsv1.LatencyNodeState{}, builder.WithPredicates(specOrMetaChanged())).
 		Watches(&tsv1.LatencyProfile{}, profiles, builder.WithPredicates(profileChanged)).
+		// Its labels decide which profile wins the node when it has no node state (unnamed.go).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: r.nodeKey()}}
+		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Named("latencynodestate-agent")
 	ptpChanges, err := r.setupPTP(mgr)

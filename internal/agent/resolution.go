@@ -174,6 +174,9 @@ func (r *Reconciler) taintRetune(ctx context.Context, s *scope) error {
 		return nil
 	}
 	node := s.node
+	if node == nil && s.labelled != nil && !RetuneNeedsTaint(s.base, s.labelled) {
+		node = s.labelled // the decision needs the labels only; a taint is written from a read Node
+	}
 	if node == nil {
 		var err error
 		if node, err = r.getNode(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -17,8 +18,9 @@ import (
 // whose node has no node state yet does not wait for the manager to create one: on a profile's
 // create it arbitrates for itself which profile wins its node, with resolve.Arbitrate, the pure
 // function the manager decides every node with (the highest priority selecting the node wins, a
-// tie or a profile being deleted gives nobody the node), resolves that profile from the facts it
-// reads, and applies the runtime settings. At 5,000 nodes the manager's 5,000 node state creates
+// tie or a profile being deleted gives nobody the node) over its Node's labels as its cache holds
+// them (no read of the API server per event), resolves that profile from the facts it reads, and
+// applies the runtime settings. A change of its labels makes it decide again. At 5,000 nodes the manager's 5,000 node state creates
 // take longer than the whole fleet takes to act this way (docs/scale.md, fix 24).
 //
 // It does only what needs nobody else: runtime settings, journalled as always (the originals on
@@ -34,9 +36,11 @@ import (
 // reconcileUnnamed is Reconcile for a node with no node state, on an agent with ResolveOnNode.
 func (r *Reconciler) reconcileUnnamed(ctx context.Context) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	node, err := r.getNode(ctx)
-	if err != nil {
-		return ctrl.Result{}, err
+	// Its labels, from the cache of its own Node (CacheOptions): a profile's create makes every
+	// agent of a fleet decide at once, with no read of the API server each.
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, r.nodeKey(), node); err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading node %s from the cache: %w", r.NodeName, err)
 	}
 	var profiles tsv1.LatencyProfileList
 	if err := r.Client.List(ctx, &profiles); err != nil {
@@ -49,7 +53,7 @@ func (r *Reconciler) reconcileUnnamed(ctx context.Context) (ctrl.Result, error) 
 	lns := &tsv1.LatencyNodeState{}
 	lns.Name = r.NodeName
 	lns.Spec = tsv1.LatencyNodeStateSpec{NodeName: r.NodeName, Profile: tsv1.ProfileReference{Name: a.Winner, ResolveOnNode: true}}
-	s := &scope{lns: lns, base: lns.DeepCopy(), requeue: r.CheckPeriod, node: node}
+	s := &scope{lns: lns, base: lns.DeepCopy(), requeue: r.CheckPeriod, labelled: node}
 	r.reportFacts(s)
 	if stop, err := r.desiredTuning(ctx, s); err != nil || stop {
 		if s.obs.resolveErr != nil {

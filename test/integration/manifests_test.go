@@ -167,9 +167,9 @@ func TestAgentInstall(t *testing.T) {
 	wantRules := map[string]string{
 		"tickstack.io/latencynodestates":        "get,list,patch,watch",
 		"tickstack.io/latencynodestates/status": "get,patch",
-		"tickstack.io/latencyprofiles":          "get,list,watch", // read-only: a node with spec.profile.resolveOnNode resolves itself
-		"/nodes":                                "get,patch",
-		"/nodes/configz":                        "get", // the kubelet's effective configuration, through its fine-grained authorization
+		"tickstack.io/latencyprofiles":          "get,list,watch",       // read-only: a node with spec.profile.resolveOnNode resolves itself
+		"/nodes":                                "get,list,patch,watch", // list, watch: a cache of its own Node's labels (a field selector)
+		"/nodes/configz":                        "get",                  // the kubelet's effective configuration, through its fine-grained authorization
 		"/nodes/status":                         "patch",
 		"/pods":                                 "list",
 		"/pods/eviction":                        "create",

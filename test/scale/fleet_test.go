@@ -292,12 +292,12 @@ func (a *agents) watchProfilesOf(ctx context.Context, c client.WithWatch, node s
 }
 
 // actUnnamed is an agent acting on a profile's event before its node state exists: it reads its
-// Node (one GET, as the agent's API reader does), arbitrates between the watched profiles with
-// resolve.Arbitrate, and, when p wins, resolves its node and applies it (the apply delay). It
-// reports whether it acted.
+// Node's labels from its cache (agent.CacheOptions: its own Node), arbitrates between the watched
+// profiles with resolve.Arbitrate, and, when p wins, resolves its node and applies it (the apply
+// delay). It reports whether it acted.
 func (a *agents) actUnnamed(ctx context.Context, node string, p *tsv1.LatencyProfile) bool {
 	n := &corev1.Node{}
-	if err := a.c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
+	if err := a.states.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
 		return false
 	}
 	var all tsv1.LatencyProfileList

@@ -518,9 +518,14 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		t.Fatal(err)
 	}
 	if resolving {
-		// The profiles, which the agents' hand-overs resolve from.
-		if _, err := agentCache.GetInformer(ctx, &tsv1.LatencyProfile{}); err != nil {
-			t.Fatal(err)
+		// The profiles, which the agents' hand-overs resolve from, and the Nodes, whose labels an
+		// agent without a node state arbitrates with. A real agent watches its own Node only (a
+		// field selector, as the kubelet does): one event per change of that node, which one watch
+		// of every Node delivers as well.
+		for _, o := range []client.Object{&tsv1.LatencyProfile{}, &corev1.Node{}} {
+			if _, err := agentCache.GetInformer(ctx, o); err != nil {
+				t.Fatal(err)
+			}
 		}
 		gen.resolveOwn(agentCache)
 	}
