@@ -157,6 +157,7 @@ def markdown(rs, ts, kwok, margs):
     if resolving:
         agent = ("a load generator plays every node's agent, resolving its own node (the ResolveOnNode capability; "
                  "`internal/resolve` from its facts and the LatencyProfile its node state names, as the watch delivers a change; "
+                 "before its node state exists, the profile that wins its node by `resolve.Arbitrate` over its Node's labels, acting on the profile's create; "
                  "the tuning-pending taint on its Node while it re-tunes; status.resolved and status.tuning in its one status patch; "
                  "facts at once, an apply of 50 ms, a reboot of 2 s, status patched only on change)")
     if resolving:
