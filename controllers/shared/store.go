@@ -25,6 +25,10 @@ func Cached[T any, PT interface {
 	if !ok {
 		return nil, fmt.Errorf("the cache's informer for %T is a %T, not a client-go SharedIndexInformer", PT(nil), inf)
 	}
+	if !store.HasSynced() {
+		// An empty store read as "no objects" would release every node of a profile.
+		return nil, fmt.Errorf("the cache's informer for %T has not synced", PT(nil))
+	}
 	items := store.GetStore().List()
 	out := make([]PT, 0, len(items))
 	for _, o := range items {

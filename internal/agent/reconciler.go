@@ -253,7 +253,8 @@ func CacheOptions(nodeName string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&tsv1.LatencyNodeState{}: {Field: own},
 		&tsv1.LatencyProfile{}:   {Transform: profileSpecOnly},
-		&corev1.Node{}:           {Field: own, Transform: nodeLabelsOnly},
+		// Watched only with ResolveOnNode (SetupWithManager): without it, no Node informer starts.
+		&corev1.Node{}: {Field: own, Transform: nodeLabelsOnly},
 	}}
 }
 
@@ -313,6 +314,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.defaults()
 	if req.Name != r.NodeName {
 		return ctrl.Result{}, nil
+	}
+	if r.ResolveOnNode {
+		// No node state in the cache (which holds only this node's): act before it exists, with
+		// no read of the API server. A profile's create wakes every agent of a fleet at once, and a
+		// read each (5,000 at once, each a 404) queued behind the manager's node state creates. A
+		// node state the cache has not shown yet gets its own event when it does.
+		if err := r.Client.Get(ctx, req.NamespacedName, &tsv1.LatencyNodeState{}); apierrors.IsNotFound(err) {
+			r.ptpRun.stop()
+			return r.reconcileUnnamed(ctx)
+		}
 	}
 	// Read from the API server, not the cache: a reconcile triggered by this agent's own
 	// annotation patch must not see the status from before its last status patch (a reboot or
@@ -449,12 +460,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, nicChanges <-chan string
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&tsv1.LatencyNodeState{}, builder.WithPredicates(specOrMetaChanged())).
 		Watches(&tsv1.LatencyProfile{}, profiles, builder.WithPredicates(profileChanged)).
-		// Its labels decide which profile wins the node when it has no node state (unnamed.go).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: r.nodeKey()}}
-		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Named("latencynodestate-agent")
+	if r.ResolveOnNode {
+		// Its labels decide which profile wins the node when it has no node state (unnamed.go).
+		b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: r.nodeKey()}}
+		}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	}
 	ptpChanges, err := r.setupPTP(mgr)
 	if err != nil {
 		return err

@@ -454,7 +454,14 @@ func TestTreeActsBeforeNodeState(t *testing.T) {
 
 	// The node state goes while the profile still wins the node: the agent restores through its
 	// finalizer, then acts again before the next node state (the manager would create it).
+	restoredBefore := len(events(t, node, "Restored"))
 	deleteLNS(t, node)
+	tsutil.Poll(t, 10*time.Second, "the finalizer's restore", func() error {
+		if n := len(events(t, node, "Restored")); n <= restoredBefore {
+			return fmt.Errorf("%d Restored events, want more than %d", n, restoredBefore)
+		}
+		return nil
+	})
 	tsutil.Poll(t, 20*time.Second, "acting again before the next node state", func() error {
 		if got := swappiness(); got != "10" {
 			return fmt.Errorf("vm.swappiness %q, want the winner's 10", got)

@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,14 +80,16 @@ func (r *Reconciler) reconcileUnnamed(ctx context.Context) (ctrl.Result, error) 
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
 }
 
-// restoreUnnamed restores the journalled originals of a node with no node state that no profile
-// wins: what an earlier reconcileUnnamed applied. An empty journal restores nothing.
+// restoreUnnamed restores a node with no node state that no profile wins: what an earlier
+// reconcileUnnamed applied (the journalled originals), the saved tuning and pod controls it wrote,
+// and the tuning-pending taint it put on a node that still had a profile label. Nothing there:
+// nothing to do.
 func (r *Reconciler) restoreUnnamed(ctx context.Context) (ctrl.Result, error) {
 	journal, err := r.Engine.Journal()
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading the journal of original values: %w", err)
 	}
-	if len(journal) == 0 {
+	if _, serr := os.Stat(r.Host.Path(DesiredPath)); len(journal) == 0 && errors.Is(serr, fs.ErrNotExist) {
 		return ctrl.Result{}, nil
 	}
 	restored, err := r.Engine.Restore()
@@ -101,6 +106,9 @@ func (r *Reconciler) restoreUnnamed(ctx context.Context) (ctrl.Result, error) {
 	}
 	if err := r.removeBootUnit(); err != nil {
 		return ctrl.Result{RequeueAfter: r.DrainPoll}, fmt.Errorf("removing the saved tuning of a node no profile wins any more: %w", err)
+	}
+	if err := r.setTaint(ctx, false); err != nil {
+		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).Info("no profile wins this node any more and it has no node state: restored the originals", "settings", len(restored))
 	return ctrl.Result{}, nil
