@@ -238,18 +238,24 @@ func TestResolveOnNode(t *testing.T) {
 	}
 }
 
-// agentArgs is the agent container's command line.
-func agentArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+// agentDS is the agent DaemonSet of a rendering.
+func agentDS(t *testing.T, objs []*unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	for _, o := range ofKind(objs, "DaemonSet") {
 		if o.GetName() == "t-tickstack-agent" {
-			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
-			return args
+			return o
 		}
 	}
 	t.Fatal("no agent DaemonSet rendered")
 	return nil
+}
+
+// agentArgs is the agent container's command line.
+func agentArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	containers, _, _ := unstructured.NestedSlice(agentDS(t, objs).Object, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	return args
 }
 
 func managerArgs(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
@@ -305,15 +311,6 @@ func TestAgentOnlyWhenEnabled(t *testing.T) {
 // An upgrade replaces one agent at a time unless agent.maxUnavailable says otherwise, and extra
 // arguments reach the agent's command line.
 func TestAgentRollout(t *testing.T) {
-	agentDS := func(objs []*unstructured.Unstructured) *unstructured.Unstructured {
-		for _, o := range ofKind(objs, "DaemonSet") {
-			if o.GetName() == "t-tickstack-agent" {
-				return o
-			}
-		}
-		t.Fatal("no agent DaemonSet rendered")
-		return nil
-	}
 	for _, c := range []struct {
 		sets []string
 		want string
@@ -322,16 +319,14 @@ func TestAgentRollout(t *testing.T) {
 		{[]string{"agent.maxUnavailable=3"}, "3"},
 		{[]string{"agent.maxUnavailable=25%"}, "25%"},
 	} {
-		ds := agentDS(mustRender(t, c.sets...))
+		ds := agentDS(t, mustRender(t, c.sets...))
 		got, _, _ := unstructured.NestedFieldNoCopy(ds.Object, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable")
 		typ, _, _ := unstructured.NestedString(ds.Object, "spec", "updateStrategy", "type")
 		if typ != "RollingUpdate" || fmt.Sprint(got) != c.want {
 			t.Errorf("--set %v: updateStrategy %s maxUnavailable %v, want RollingUpdate %s", c.sets, typ, got, c.want)
 		}
 	}
-	ds := agentDS(mustRender(t, "agent.extraArgs={--failpoint-file=/tse2e/failpoint}"))
-	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
-	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	args := agentArgs(t, mustRender(t, "agent.extraArgs={--failpoint-file=/tse2e/failpoint}"))
 	if !slices.Contains(args, "--failpoint-file=/tse2e/failpoint") {
 		t.Errorf("agent.extraArgs not on the agent's command line: %v", args)
 	}
