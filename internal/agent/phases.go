@@ -55,7 +55,14 @@ func (r *Reconciler) wasApplied(s *scope) bool {
 	lns := s.lns
 	r.mu.Lock()
 	prev, ok := r.applied[lns.UID]
+	early := r.early
 	r.mu.Unlock()
+	if lns.UID == "" {
+		// Before the node state (unnamed.go): an earlier apply of the same resolution that left
+		// nothing drifted, so that a report-only profile leaves a later change on the host as
+		// found here too.
+		return early != nil && early.hash == s.hash && early.complete
+	}
 	if ok && prev == (appliedTuning{lns.Generation, s.hash}) {
 		return true
 	}
@@ -148,7 +155,7 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) error {
 		r.applied[s.lns.UID] = appliedTuning{s.lns.Generation, s.hash}
 		r.mu.Unlock()
 	}
-	changed, before := r.appliedEarly(s, rep.Changed)
+	changed, before := r.appliedEarly(s, rep.Changed, len(tuning.Drift(rep.Results)) == 0)
 	if len(changed) > 0 && len(s.obs.drifted) == 0 {
 		r.event(s.lns, corev1.EventTypeNormal, ReasonApplied, "Apply", "applied %d settings%s: %s", len(changed), before, abbreviate(changed, 8))
 	}
@@ -314,6 +321,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	restored, err := r.Engine.Restore()
+	r.forgetEarly()
 	if slices.Contains(restored, irqbalanceSetting) {
 		r.restartIrqbalance(ctx, s.lns)
 	}

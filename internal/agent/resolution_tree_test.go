@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -502,4 +503,85 @@ func diffOnly(diff []string, prefixes ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestTreeBeforeNodeStateReportAndEmptyJournal: before its node state, an agent honours a
+// report-only profile (a change on the host after the apply is left as found, not set back every
+// check period), and cleans up a node whose apply journalled nothing (no runtime setting: only the
+// saved tuning on disk) when the profile goes.
+func TestTreeBeforeNodeStateReportAndEmptyJournal(t *testing.T) {
+	node, profile := agenttest.Name("unnamed-report"), agenttest.Name("unnamed-report-p")
+	a := agenttest.NewTreeAgent(t, node)
+	a.R.ResolveOnNode = true
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{"tsagt-unnamed-report": "yes"}}}
+	if err := k8s.Create(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
+	agenttest.StartAgent(t, cfg, a.R, nil)
+	swappiness := func() string { return readTree(t, a, "proc/sys/vm/swappiness") }
+	selects := metav1.LabelSelector{MatchLabels: map[string]string{"tsagt-unnamed-report": "yes"}}
+	saved := func() bool {
+		_, err := os.Stat(a.R.Host.Path(agent.DesiredPath))
+		return err == nil
+	}
+
+	createProfile(t, profile, tsv1.LatencyProfileSpec{
+		NodeSelector: selects,
+		Sysctls:      map[string]tsv1.SysctlValue{"vm.swappiness": "10"},
+		Drift:        &tsv1.DriftSpec{Action: tsv1.DriftReport},
+	})
+	tsutil.Poll(t, 20*time.Second, "the report-only profile applied before the node state", func() error {
+		if got := swappiness(); got != "10" {
+			return fmt.Errorf("vm.swappiness %q, want 10", got)
+		}
+		if !saved() { // saved once the apply is over
+			return fmt.Errorf("no saved tuning at %s yet", agent.DesiredPath)
+		}
+		return nil
+	})
+	if err := os.WriteFile(filepath.Join(a.Root, "proc/sys/vm/swappiness"), []byte("33\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gomega.NewWithT(t).Consistently(swappiness).WithTimeout(3*a.R.CheckPeriod).WithPolling(100*time.Millisecond).Should(gomega.Equal("33"),
+		"vm.swappiness changed on the host under a report-only profile, before the node state")
+
+	// The profile goes: the journalled original is back.
+	if err := k8s.Delete(context.Background(), getProfile(t, profile)); err != nil {
+		t.Fatal(err)
+	}
+	tsutil.Poll(t, 20*time.Second, "the original restored", func() error {
+		if got := swappiness(); got != "60" {
+			return fmt.Errorf("vm.swappiness %q, want the original 60", got)
+		}
+		if saved() {
+			return fmt.Errorf("the saved tuning %s is still there", agent.DesiredPath)
+		}
+		return nil
+	})
+
+	// A profile with no runtime setting (a kernel argument waits for the node state): the apply
+	// journals nothing but saves the tuning; when the profile goes, the saved tuning goes too.
+	createProfile(t, profile+"-same", tsv1.LatencyProfileSpec{
+		NodeSelector: selects,
+		Kernel:       &tsv1.KernelSpec{AdditionalArgs: []string{"tsagt.report=1"}},
+	})
+	tsutil.Poll(t, 20*time.Second, "the saved tuning of a profile with no runtime setting", func() error {
+		if !saved() {
+			return fmt.Errorf("no saved tuning at %s", agent.DesiredPath)
+		}
+		return nil
+	})
+	if j, err := a.R.Engine.Journal(); err != nil || len(j) != 0 {
+		t.Fatalf("journal of an apply with no runtime setting: %d entries (%v), want none", len(j), err)
+	}
+	if err := k8s.Delete(context.Background(), getProfile(t, profile+"-same")); err != nil {
+		t.Fatal(err)
+	}
+	tsutil.Poll(t, 20*time.Second, "the saved tuning removed with an empty journal", func() error {
+		if saved() {
+			return fmt.Errorf("the saved tuning %s is still there", agent.DesiredPath)
+		}
+		return nil
+	})
 }

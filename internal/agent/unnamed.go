@@ -74,6 +74,11 @@ func (r *Reconciler) reconcileUnnamed(ctx context.Context) (ctrl.Result, error) 
 		log.Info("the profile that wins this node resolves to a tuning this host refuses: nothing changed before its node state", "profile", a.Winner, "error", joinErrs(s.obs.invalid))
 	case s.obs.applyErr != nil:
 		log.Info("applying the profile that wins this node failed before its node state; retried", "profile", a.Winner, "error", joinErrs(s.obs.applyErr))
+	case s.obs.reportOnly:
+		// The profile's spec.drift.action is Report: the node state reports it once it exists.
+		if len(s.obs.drifted) > 0 {
+			log.Info("settings changed on the host before the node state, left as found (the profile's spec.drift.action is Report)", "profile", a.Winner, "drift", describeDrift(s.obs.drifted))
+		}
 	default:
 		log.Info("acting on the profile that wins this node before its node state exists", "profile", a.Winner, "tuningHash", s.hash, "settings", len(s.obs.results))
 	}
@@ -93,9 +98,7 @@ func (r *Reconciler) restoreUnnamed(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	restored, err := r.Engine.Restore()
-	r.mu.Lock()
-	r.early = nil
-	r.mu.Unlock()
+	r.forgetEarly()
 	lns := &tsv1.LatencyNodeState{}
 	lns.Name = r.NodeName
 	if slices.Contains(restored, irqbalanceSetting) {
@@ -117,8 +120,9 @@ func (r *Reconciler) restoreUnnamed(ctx context.Context) (ctrl.Result, error) {
 // appliedEarly carries the settings an apply before the node state changed over to the node
 // state's first apply of the same resolution, which changes nothing on the host, so that its
 // Applied event still names them (an event needs the node state). changed is what this apply
-// changed; it returns the settings its Applied event names and how the message says when.
-func (r *Reconciler) appliedEarly(s *scope, changed []string) ([]string, string) {
+// changed and complete whether it left every setting in effect (wasApplied reads it before the
+// node state); it returns the settings its Applied event names and how the message says when.
+func (r *Reconciler) appliedEarly(s *scope, changed []string, complete bool) ([]string, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s.lns.UID == "" {
@@ -126,6 +130,7 @@ func (r *Reconciler) appliedEarly(s *scope, changed []string) ([]string, string)
 			r.early = &earlyApply{hash: s.hash}
 		}
 		r.early.changed = append(r.early.changed, changed...)
+		r.early.complete = complete
 		return nil, ""
 	}
 	early := r.early
@@ -136,8 +141,17 @@ func (r *Reconciler) appliedEarly(s *scope, changed []string) ([]string, string)
 	return early.changed, " before its node state existed"
 }
 
-// earlyApply is what applies before the node state changed, for one resolution (its hash).
+// earlyApply is what applies before the node state changed, for one resolution (its hash), and
+// whether the last of them left every setting in effect.
 type earlyApply struct {
-	hash    string
-	changed []string
+	hash     string
+	changed  []string
+	complete bool
+}
+
+// forgetEarly drops the record of applies before the node state: the host's originals are back.
+func (r *Reconciler) forgetEarly() {
+	r.mu.Lock()
+	r.early = nil
+	r.mu.Unlock()
 }
