@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -131,6 +132,17 @@ func nodeStatus(b *tsv1.LatencyBenchmark, node string) tsv1.BenchmarkNodeStatus 
 		}
 	}
 	return tsv1.BenchmarkNodeStatus{}
+}
+
+// nodesIn counts the nodes of b's status in one of the phases.
+func nodesIn(b *tsv1.LatencyBenchmark, phases ...tsv1.NodeRunPhase) int {
+	n := 0
+	for _, s := range b.Status.Nodes {
+		if slices.Contains(phases, s.Phase) {
+			n++
+		}
+	}
+	return n
 }
 
 func nodeLabel(name, key string) func(Gomega) string {
@@ -482,15 +494,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		b.Spec.MaxParallel = ptr.To[int32](2)
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, b))).To(Succeed()) })
-		measuring := func(got *tsv1.LatencyBenchmark) int {
-			n := 0
-			for _, s := range got.Status.Nodes {
-				if s.Phase == tsv1.NodePending || s.Phase == tsv1.NodeRunning {
-					n++
-				}
-			}
-			return n
-		}
+		measuring := func(got *tsv1.LatencyBenchmark) int { return nodesIn(got, tsv1.NodePending, tsv1.NodeRunning) }
 
 		By("the first two nodes by name get a Job, the third waits for a slot")
 		j1, j2 := nodeJob(ns, "waves", 1, nodes[0].Name), nodeJob(ns, "waves", 1, nodes[1].Name)
@@ -558,15 +562,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 		}
 
 		By("one status write takes the run from no verdict to all three")
-		judged := func(b *tsv1.LatencyBenchmark) int {
-			k := 0
-			for _, n := range b.Status.Nodes {
-				if n.Phase == tsv1.NodeCompleted || n.Phase == tsv1.NodeFailed {
-					k++
-				}
-			}
-			return k
-		}
+		judged := func(b *tsv1.LatencyBenchmark) int { return nodesIn(b, tsv1.NodeCompleted, tsv1.NodeFailed) }
 		Expect(start.Items).To(HaveLen(1))
 		judgedAfterWrites := []int{judged(&start.Items[0])}
 		Eventually(func(g Gomega) {

@@ -363,16 +363,8 @@ func TestTreeResolveOnNode(t *testing.T) {
 // changes nothing on the host; a profile that does not win the node changes nothing; and once no
 // profile wins the node, the agent restores the originals by itself.
 func TestTreeActsBeforeNodeState(t *testing.T) {
-	node, profile := agenttest.Name("unnamed"), agenttest.Name("unnamed-p")
-	a := agenttest.NewTreeAgent(t, node)
-	a.R.ResolveOnNode = true
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{"tsagt-unnamed": "yes"}}}
-	if err := k8s.Create(context.Background(), n); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
-	orig := agenttest.Snapshot(t, a.Root)
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	a, node, orig := unnamedAgent(t, "unnamed")
+	profile := agenttest.Name("unnamed-p")
 	swappiness := func() string { return readTree(t, a, "proc/sys/vm/swappiness") }
 	g := gomega.NewWithT(t)
 
@@ -490,6 +482,22 @@ func TestTreeActsBeforeNodeState(t *testing.T) {
 	}
 }
 
+// unnamedAgent starts a tree agent with ResolveOnNode for a new Node labelled tsagt-NAME=yes that
+// has no node state; it returns the agent, the node's name and the tree as it was before the start.
+func unnamedAgent(t *testing.T, name string) (*agenttest.TreeAgent, string, map[string]string) {
+	node := agenttest.Name(name)
+	a := agenttest.NewTreeAgent(t, node)
+	a.R.ResolveOnNode = true
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{"tsagt-" + name: "yes"}}}
+	if err := k8s.Create(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
+	orig := agenttest.Snapshot(t, a.Root)
+	agenttest.StartAgent(t, cfg, a.R, nil)
+	return a, node, orig
+}
+
 // diffOnly says whether every line of a hosttest.Diff is about a path that starts with one of the
 // prefixes.
 func diffOnly(diff []string, prefixes ...string) bool {
@@ -510,15 +518,8 @@ func diffOnly(diff []string, prefixes ...string) bool {
 // check period), and cleans up a node whose apply journalled nothing (no runtime setting: only the
 // saved tuning on disk) when the profile goes.
 func TestTreeBeforeNodeStateReportAndEmptyJournal(t *testing.T) {
-	node, profile := agenttest.Name("unnamed-report"), agenttest.Name("unnamed-report-p")
-	a := agenttest.NewTreeAgent(t, node)
-	a.R.ResolveOnNode = true
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{"tsagt-unnamed-report": "yes"}}}
-	if err := k8s.Create(context.Background(), n); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	a, _, _ := unnamedAgent(t, "unnamed-report")
+	profile := agenttest.Name("unnamed-report-p")
 	swappiness := func() string { return readTree(t, a, "proc/sys/vm/swappiness") }
 	selects := metav1.LabelSelector{MatchLabels: map[string]string{"tsagt-unnamed-report": "yes"}}
 	saved := func() bool {
