@@ -21,6 +21,30 @@ func (h *Host) OnlineCPUs() (cpuset.Set, error) {
 	return cpuset.Parse(v)
 }
 
+// numbered is a path whose last element is a prefix and a number (cpu3/cpuidle/state2, node0,
+// /proc/irq/19).
+type numbered struct {
+	path string
+	n    int
+}
+
+// globNumbered globs pattern and returns the matches whose last element is prefix and a number,
+// in ascending order of the number (the glob's order is the names', where 10 comes before 2).
+func (h *Host) globNumbered(pattern, prefix string) ([]numbered, error) {
+	paths, err := h.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	var out []numbered
+	for _, p := range paths {
+		if n, err := strconv.Atoi(strings.TrimPrefix(path.Base(p), prefix)); err == nil {
+			out = append(out, numbered{p, n})
+		}
+	}
+	slices.SortFunc(out, func(a, b numbered) int { return a.n - b.n })
+	return out, nil
+}
+
 // IdleState is one cpuidle state of one CPU.
 type IdleState struct {
 	// Index is the N of stateN.
@@ -39,16 +63,13 @@ func idlePath(cpu, state int, file string) string {
 
 // IdleStates lists a CPU's cpuidle states in index order; a CPU without cpuidle has none.
 func (h *Host) IdleStates(cpu int) ([]IdleState, error) {
-	dirs, err := h.Glob(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpuidle/state[0-9]*", cpu))
+	dirs, err := h.globNumbered(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpuidle/state[0-9]*", cpu), "state")
 	if err != nil {
 		return nil, err
 	}
 	var out []IdleState
-	for _, d := range dirs {
-		idx, err := strconv.Atoi(strings.TrimPrefix(path.Base(d), "state"))
-		if err != nil {
-			continue
-		}
+	for _, nd := range dirs {
+		d, idx := nd.path, nd.n
 		st := IdleState{Index: idx}
 		if st.Name, err = h.ReadFile(d + "/name"); err != nil {
 			return nil, err
@@ -65,7 +86,6 @@ func (h *Host) IdleStates(cpu int) ([]IdleState, error) {
 		}
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b IdleState) int { return a.Index - b.Index })
 	return out, nil
 }
 
@@ -181,20 +201,29 @@ func (h *Host) SetTurbo(enabled bool) error {
 const workqueueMask = "/sys/devices/virtual/workqueue/cpumask"
 
 // WorkqueueCPUs reads the CPUs unbound workqueues may run on.
-func (h *Host) WorkqueueCPUs() (cpuset.Set, error) {
-	v, err := h.ReadFile(workqueueMask)
+func (h *Host) WorkqueueCPUs() (cpuset.Set, error) { return h.readMask(workqueueMask) }
+
+// SetWorkqueueCPUs writes the unbound workqueue cpumask.
+func (h *Host) SetWorkqueueCPUs(cpus cpuset.Set) error {
+	return h.writeNonEmptyMask(workqueueMask, "workqueue cpumask", cpus)
+}
+
+// readMask reads a file that holds a CPU set as a hex mask.
+func (h *Host) readMask(p string) (cpuset.Set, error) {
+	v, err := h.ReadFile(p)
 	if err != nil {
 		return cpuset.Set{}, err
 	}
 	return cpuset.ParseMask(v)
 }
 
-// SetWorkqueueCPUs writes the unbound workqueue cpumask.
-func (h *Host) SetWorkqueueCPUs(cpus cpuset.Set) error {
+// writeNonEmptyMask writes a CPU set as a hex mask into a file where an empty set would leave the
+// work it places (unbound workqueues, new IRQs) no CPU; it refuses one, naming the file as what.
+func (h *Host) writeNonEmptyMask(p, what string, cpus cpuset.Set) error {
 	if cpus.IsEmpty() {
-		return fmt.Errorf("workqueue cpumask: refusing an empty CPU set")
+		return fmt.Errorf("%s: refusing an empty CPU set", what)
 	}
-	return h.WriteFile(workqueueMask, cpus.Mask())
+	return h.WriteFile(p, cpus.Mask())
 }
 
 const smtControl = "/sys/devices/system/cpu/smt/control"
