@@ -132,9 +132,7 @@ func TestTreeKubeletRestart(t *testing.T) {
 	a := agenttest.NewTreeAgent(t, node)
 	k := newTreeKubelet(t, a)
 	dropIn := filepath.Join(a.Root, "etc/kubernetes/kubelet.conf.d", kubeletconf.FileName)
-	createNode(t, node)
-	createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
 
 	tsutil.Poll(t, 20*time.Second, "a kubelet restart requested", func() error {
 		l := getLNS(t, node)
@@ -432,9 +430,7 @@ func startKubeletRestartRequested(t *testing.T, node string) (*agenttest.TreeAge
 	t.Helper()
 	a := agenttest.NewTreeAgent(t, node)
 	k := newTreeKubelet(t, a)
-	createNode(t, node)
-	createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
 	tsutil.Poll(t, 20*time.Second, "a kubelet restart requested", func() error {
 		if r := getLNS(t, node).Status.Reboot; r == nil || r.Phase != tsv1.RebootRequested {
 			return fmt.Errorf("reboot status %+v", r)

@@ -54,9 +54,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	a := agenttest.NewTreeAgent(t, node)
 	before := agenttest.Snapshot(t, a.Root)
 	bootID := readTree(t, a, "proc/sys/kernel/random/boot_id")
-	createNode(t, node)
-	createLNS(t, node, nil)
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, nil)
 
 	// Facts first; nothing on the host changes while spec.tuning is unset.
 	tsutil.Poll(t, 20*time.Second, "facts reported", func() error {
@@ -269,9 +267,7 @@ func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 	a.R.RebootCommand = agenttest.LogCommand(a.Reboots) // "succeeds", the boot ID stays
 	a.R.RebootTimeout = time.Second
 	before := agenttest.Snapshot(t, a.Root)
-	createNode(t, node)
-	createLNS(t, node, treeTuning())
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, treeTuning())
 	pollRebootRequested(t, node)
 	setGranted(t, node, true)
 	tsutil.Poll(t, 20*time.Second, "missing reboot reported", func() error {
@@ -310,9 +306,7 @@ func TestTreeRebootWithoutTheArguments(t *testing.T) {
 	node := agenttest.Name("vain")
 	a := agenttest.NewTreeAgent(t, node)
 	a.R.RebootCommand = []string{"/bin/sh", "-c", `cat /proc/sys/kernel/random/uuid > "$TICKSTACK_HOST_ROOT/proc/sys/kernel/random/boot_id"; echo "$TICKSTACK_NODE_NAME" >> "$1"`, "vain-reboot", a.Reboots}
-	createNode(t, node)
-	createLNS(t, node, treeTuning())
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, treeTuning())
 	pollRebootRequested(t, node)
 	setGranted(t, node, true)
 	pollSlotDone(t, node, "reboot in vain reported", 20*time.Second, func(l *tsv1.LatencyNodeState) error {
