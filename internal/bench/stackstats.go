@@ -147,9 +147,19 @@ func (c StackCounters) StallCounters() []tsv1.StackCounter {
 	return out
 }
 
-// withStatsFile makes a bypass command dump the stack's counters into dir at exit.
-func withStatsFile(cmd *exec.Cmd, dir string) {
+// withStatsDir, for a command on the bypass stack, makes a directory in workDir (named after
+// pattern, as os.MkdirTemp names it) and makes the command dump the stack's counters into it at
+// exit; the caller removes it. On the kernel's stack it does nothing and returns "".
+func withStatsDir(cmd *exec.Cmd, stack tsv1.Stack, workDir, pattern string) (string, error) {
+	if stack != tsv1.StackBypass {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp(workDir, pattern)
+	if err != nil {
+		return "", fmt.Errorf("creating a directory for the stack's statistics: %w", err)
+	}
 	cmd.Env = append(os.Environ(), statsFileEnv+"="+filepath.Join(dir, statsFileName))
+	return dir, nil
 }
 
 // stallReport is a row's stall report: the stalls in its run's full log, each attributed with

@@ -95,14 +95,13 @@ func (r *Runner) t2tRun(ctx context.Context, stack tsv1.Stack, s *tsv1.TickToTra
 	if err != nil {
 		return row, err
 	}
-	statsDir := ""
-	if stack == tsv1.StackBypass {
-		// The stack's counters at exit say which path each leg took.
-		if statsDir, err = os.MkdirTemp(r.WorkDir, "t2t-stats-*"); err != nil {
-			return row, fmt.Errorf("creating a directory for the stack's statistics: %w", err)
-		}
+	// On the bypass stack, the counters at exit say which path each leg took.
+	statsDir, err := withStatsDir(cmd, stack, r.WorkDir, "t2t-stats-*")
+	if err != nil {
+		return row, err
+	}
+	if statsDir != "" {
 		defer os.RemoveAll(statsDir)
-		withStatsFile(cmd, statsDir)
 	}
 	var stdout, stderr SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
