@@ -119,19 +119,13 @@ func (h *Host) HasResumeLatency(cpu int) bool { return h.Exists(resumeLatencyPat
 // ResumeLatency reads a CPU's pm_qos_resume_latency_us as the kernel shows it: "0" for no
 // constraint, "n/a" for a 0 us one (polling only), else the limit in microseconds.
 func (h *Host) ResumeLatency(cpu int) (string, error) {
-	if !h.HasResumeLatency(cpu) {
-		return "", fmt.Errorf("cpu%d pm_qos_resume_latency_us: %w", cpu, ErrUnsupported)
-	}
-	return h.ReadFile(resumeLatencyPath(cpu))
+	return h.readCPUKnob(cpu, resumeLatencyPath(cpu), "pm_qos_resume_latency_us", "")
 }
 
 // SetResumeLatency writes a CPU's pm_qos_resume_latency_us ("0", "n/a" or microseconds). The file
 // is root's and needs no capability (cpuidle's stateN/disable needs CAP_SYS_ADMIN).
 func (h *Host) SetResumeLatency(cpu int, v string) error {
-	if !h.HasResumeLatency(cpu) {
-		return fmt.Errorf("cpu%d pm_qos_resume_latency_us: %w", cpu, ErrUnsupported)
-	}
-	return h.WriteFile(resumeLatencyPath(cpu), v)
+	return h.writeCPUKnob(cpu, resumeLatencyPath(cpu), "pm_qos_resume_latency_us", "", v)
 }
 
 func governorPath(cpu int) string {
@@ -143,10 +137,7 @@ func (h *Host) HasCPUFreq(cpu int) bool { return h.Exists(governorPath(cpu)) }
 
 // Governor reads a CPU's scaling governor; ErrUnsupported without cpufreq.
 func (h *Host) Governor(cpu int) (string, error) {
-	if !h.HasCPUFreq(cpu) {
-		return "", fmt.Errorf("cpu%d governor: %w (no cpufreq)", cpu, ErrUnsupported)
-	}
-	return h.ReadFile(governorPath(cpu))
+	return h.readCPUKnob(cpu, governorPath(cpu), "governor", " (no cpufreq)")
 }
 
 // AvailableGovernors lists the governors a CPU offers.
@@ -160,10 +151,25 @@ func (h *Host) AvailableGovernors(cpu int) ([]string, error) {
 
 // SetGovernor writes a CPU's scaling governor.
 func (h *Host) SetGovernor(cpu int, governor string) error {
-	if !h.HasCPUFreq(cpu) {
-		return fmt.Errorf("cpu%d governor: %w (no cpufreq)", cpu, ErrUnsupported)
+	return h.writeCPUKnob(cpu, governorPath(cpu), "governor", " (no cpufreq)", governor)
+}
+
+// readCPUKnob reads p, a CPU's file that some CPUs lack (then ErrUnsupported, naming the file as
+// what, with why).
+func (h *Host) readCPUKnob(cpu int, p, what, why string) (string, error) {
+	if !h.Exists(p) {
+		return "", fmt.Errorf("cpu%d %s: %w%s", cpu, what, ErrUnsupported, why)
 	}
-	return h.WriteFile(governorPath(cpu), governor)
+	return h.ReadFile(p)
+}
+
+// writeCPUKnob writes v into p, a CPU's file that some CPUs lack (then ErrUnsupported, naming the
+// file as what, with why).
+func (h *Host) writeCPUKnob(cpu int, p, what, why, v string) error {
+	if !h.Exists(p) {
+		return fmt.Errorf("cpu%d %s: %w%s", cpu, what, ErrUnsupported, why)
+	}
+	return h.WriteFile(p, v)
 }
 
 const (
