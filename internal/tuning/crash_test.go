@@ -155,11 +155,7 @@ func crashAtFailpoints(t *testing.T, real bool) {
 				t.Fatalf("no journal after the crash: %v", err)
 			}
 			if c.rerun == "apply-smaller-then-restore" {
-				rep, err := e.Apply(smallerDesired())
-				if err != nil {
-					t.Fatalf("Apply after crash: %v", err)
-				}
-				requireAllInSync(t, rep.Results)
+				applyInSync(t, e, smallerDesired())
 				if got := readTree(t, dir, "etc/default/irqbalance"); strings.Contains(got, "IRQBALANCE_BANNED_CPULIST") {
 					t.Fatalf("irqbalance file still bans CPUs after the smaller profile converged:\n%s", got)
 				}
@@ -168,11 +164,7 @@ func crashAtFailpoints(t *testing.T, real bool) {
 				}
 			}
 			if c.rerun == "apply-then-restore" {
-				rep, err := e.Apply(treeDesired())
-				if err != nil {
-					t.Fatalf("Apply after crash: %v", err)
-				}
-				requireAllInSync(t, rep.Results)
+				applyInSync(t, e, treeDesired())
 			}
 			if _, err := e.Restore(); err != nil {
 				t.Fatalf("Restore after crash: %v", err)
