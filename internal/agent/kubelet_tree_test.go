@@ -277,18 +277,9 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 	})
 
 	setGranted(t, node, true)
-	tsutil.Poll(t, 20*time.Second, "Draining announced", func() error {
-		if n := len(events(t, node, "Draining")); n == 0 {
-			return errors.New("no Draining event")
-		}
-		return nil
-	})
+	pollEvent(t, node, "Draining")
 	gomega.NewWithT(t).Consistently(func() string {
-		phase := "none"
-		if r := getLNS(t, node).Status.Reboot; r != nil {
-			phase = string(r.Phase)
-		}
-		return fmt.Sprintf("phase %s, cordoned %t, Draining events %d", phase, getNode(t, node).Spec.Unschedulable, len(events(t, node, "Draining")))
+		return fmt.Sprintf("phase %s, cordoned %t, Draining events %d", rebootPhase(t, node), getNode(t, node).Spec.Unschedulable, len(events(t, node, "Draining")))
 	}).WithTimeout(4*time.Second).WithPolling(200*time.Millisecond).
 		Should(gomega.Equal("phase Requested, cordoned false, Draining events 1"), "nothing is done before Draining is recorded, and it is said once")
 
@@ -326,18 +317,9 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 		}
 		return errors.New("still cordoned")
 	})
-	tsutil.Poll(t, 20*time.Second, "KubeletVerified announced", func() error {
-		if n := len(events(t, node, "KubeletVerified")); n == 0 {
-			return errors.New("no KubeletVerified event")
-		}
-		return nil
-	})
+	pollEvent(t, node, "KubeletVerified")
 	gomega.NewWithT(t).Consistently(func() string {
-		phase := "none"
-		if r := getLNS(t, node).Status.Reboot; r != nil {
-			phase = string(r.Phase)
-		}
-		return fmt.Sprintf("phase %s, KubeletVerified events %d", phase, len(events(t, node, "KubeletVerified")))
+		return fmt.Sprintf("phase %s, KubeletVerified events %d", rebootPhase(t, node), len(events(t, node, "KubeletVerified")))
 	}).WithTimeout(4*time.Second).WithPolling(200*time.Millisecond).
 		Should(gomega.Equal("phase Verifying, KubeletVerified events 1"), "the end, tried again and again, is said once")
 

@@ -200,6 +200,26 @@ func wantCondition(l *tsv1.LatencyNodeState, typ string, status metav1.Condition
 	return nil
 }
 
+// pollEvent polls until the agent has emitted an event with reason about node's node state.
+func pollEvent(t *testing.T, node, reason string) {
+	t.Helper()
+	tsutil.Poll(t, 20*time.Second, reason+" announced", func() error {
+		if len(events(t, node, reason)) == 0 {
+			return fmt.Errorf("no %s event", reason)
+		}
+		return nil
+	})
+}
+
+// rebootPhase is the phase of node's reboot status, "none" without one.
+func rebootPhase(t *testing.T, node string) string {
+	t.Helper()
+	if r := getLNS(t, node).Status.Reboot; r != nil {
+		return string(r.Phase)
+	}
+	return "none"
+}
+
 // events lists the events about a node state with a reason.
 func events(t *testing.T, lns, reason string) []eventsv1.Event {
 	t.Helper()

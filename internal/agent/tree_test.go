@@ -198,12 +198,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	if _, ok := getNode(t, node).Labels[tsv1.FingerprintLabel]; ok {
 		t.Error("fingerprint label left on the node")
 	}
-	tsutil.Poll(t, 10*time.Second, "pending-removal event", func() error {
-		if len(events(t, node, "KernelArgsPendingRemoval")) == 0 {
-			return fmt.Errorf("no KernelArgsPendingRemoval event")
-		}
-		return nil
-	})
+	pollEvent(t, node, "KernelArgsPendingRemoval")
 }
 
 // TestTreeRefusedTuningChangesNothing: a tuning the host layer refuses, invalid or valid but
