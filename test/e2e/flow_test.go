@@ -422,13 +422,8 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 		if !CurrentSpecReport().Failed() {
 			return
 		}
-		for _, c := range []string{"deployment/" + release + "-manager", "daemonset/" + release + "-agent"} {
-			out, _ := kubectl(nil, "logs", "-n", releaseNS, c, "--all-containers", "--tail=400", "--timestamps")
-			AddReportEntry(c+" log", out)
-		}
-		out, _ := kubectl(nil, "get", "events", "-A", "--sort-by", ".metadata.creationTimestamp",
-			"-o", "custom-columns=TIME:.metadata.creationTimestamp,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message")
-		AddReportEntry("events", out)
+		reportComponentLogs(400, 0)
+		reportEvents()
 	})
 
 	It("installs the chart and the operator and agent become ready", func() {
