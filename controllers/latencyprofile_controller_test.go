@@ -78,17 +78,35 @@ func deleteProfileAndRelease(name string) {
 	}, timeout, interval).Should(Succeed())
 }
 
-// agentApplying plays the agent taking hold of a node state: the restore finalizer goes on first.
-func agentApplying(name string) {
+// patchUntilDone reads the cluster-scoped object name and merge-patches it, or its status with
+// status, as mutate changes it (an error from mutate: not yet, read again), until that succeeds.
+func patchUntilDone[T any, P interface {
+	*T
+	client.Object
+}](name string, status bool, mutate func(P) error) {
+	GinkgoHelper()
 	Eventually(func() error {
-		lns := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, lns); err != nil {
+		o := P(new(T))
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, o); err != nil {
 			return err
 		}
-		orig := lns.DeepCopy()
-		controllerutil.AddFinalizer(lns, tsv1.RestoreFinalizer)
-		return k8s.Patch(ctx, lns, client.MergeFrom(orig))
+		orig := o.DeepCopyObject().(client.Object)
+		if err := mutate(o); err != nil {
+			return err
+		}
+		if status {
+			return k8s.Status().Patch(ctx, o, client.MergeFrom(orig))
+		}
+		return k8s.Patch(ctx, o, client.MergeFrom(orig))
 	}, timeout, interval).Should(Succeed())
+}
+
+// agentApplying plays the agent taking hold of a node state: the restore finalizer goes on first.
+func agentApplying(name string) {
+	patchUntilDone(name, false, func(lns *tsv1.LatencyNodeState) error {
+		controllerutil.AddFinalizer(lns, tsv1.RestoreFinalizer)
+		return nil
+	})
 }
 
 // agentRestored plays the agent having restored the host: the restore finalizer comes off.
@@ -105,17 +123,7 @@ func agentRestored(lns *tsv1.LatencyNodeState) {
 // from mutate: not yet, read again) and patches the status, until that succeeds.
 func agentPatchesStatus(node string, mutate func(lns *tsv1.LatencyNodeState) error) {
 	GinkgoHelper()
-	Eventually(func() error {
-		lns := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
-			return err
-		}
-		orig := lns.DeepCopy()
-		if err := mutate(lns); err != nil {
-			return err
-		}
-		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-	}, timeout, interval).Should(Succeed())
+	patchUntilDone(node, true, mutate)
 }
 
 // reportFacts plays the agent reporting its host's facts.
@@ -277,11 +285,7 @@ var _ = Describe("LatencyProfile controller", func() {
 		}, timeout, interval).Should(Succeed())
 
 		By("a spec change makes the nodes pending again until the agents catch up")
-		p := &tsv1.LatencyProfile{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: g}, p)).To(Succeed())
-		orig := p.DeepCopy()
-		p.Spec.Sysctls = map[string]tsv1.SysctlValue{"vm.stat_interval": "10"}
-		Expect(k8s.Patch(ctx, p, client.MergeFrom(orig))).To(Succeed())
+		updateProfile(g, func(p *tsv1.LatencyProfile) { p.Spec.Sysctls = map[string]tsv1.SysctlValue{"vm.stat_interval": "10"} })
 		Eventually(func(gm Gomega) {
 			c := profileCondition(g, tsv1.ProfileReady)(gm)
 			gm.Expect(c.Status).To(Equal(metav1.ConditionFalse))
@@ -345,11 +349,7 @@ var _ = Describe("LatencyProfile controller", func() {
 		}, 2*time.Second, interval).Should(Succeed())
 
 		By("raising one priority ends the conflict")
-		p := &tsv1.LatencyProfile{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: g + "-x"}, p)).To(Succeed())
-		orig := p.DeepCopy()
-		p.Spec.Priority = 4
-		Expect(k8s.Patch(ctx, p, client.MergeFrom(orig))).To(Succeed())
+		updateProfile(g+"-x", func(p *tsv1.LatencyProfile) { p.Spec.Priority = 4 })
 		Eventually(func(gm Gomega) {
 			gm.Expect(profileCondition(g+"-y", tsv1.ProfileConflict)(gm).Status).To(Equal(metav1.ConditionFalse))
 			gm.Expect(profileCondition(g+"-x", tsv1.ProfileConflict)(gm).Status).To(Equal(metav1.ConditionFalse))
@@ -415,12 +415,7 @@ var _ = Describe("LatencyProfile controller", func() {
 
 // requestReboot plays an agent that wrote kernel arguments and asks for a reboot slot.
 func requestReboot(node string, required bool, phase tsv1.RebootPhase) {
-	Eventually(func() error {
-		lns := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
-			return err
-		}
-		orig := lns.DeepCopy()
+	agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
 		st := metav1.ConditionFalse
 		if required {
 			st = metav1.ConditionTrue
@@ -430,8 +425,8 @@ func requestReboot(node string, required bool, phase tsv1.RebootPhase) {
 		if phase != "" {
 			lns.Status.Reboot = &tsv1.RebootStatus{Phase: phase}
 		}
-		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-	}, timeout, interval).Should(Succeed())
+		return nil
+	})
 }
 
 var _ = Describe("Reboot slots", func() {
@@ -470,15 +465,10 @@ var _ = Describe("Reboot slots", func() {
 
 // observed plays the agent having acted on the node state's current generation.
 func observed(node string) {
-	Eventually(func() error {
-		lns, err := getState(node)()
-		if err != nil {
-			return err
-		}
-		orig := lns.DeepCopy()
+	agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
 		lns.Status.ObservedGeneration = lns.Generation
-		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-	}, timeout, interval).Should(Succeed())
+		return nil
+	})
 }
 
 var _ = Describe("Rollout controls", func() {
@@ -520,18 +510,12 @@ var _ = Describe("Rollout controls", func() {
 		}
 	}
 	setRollout := func(name string, mutate func(*tsv1.RolloutSpec)) {
-		Eventually(func() error {
-			p := &tsv1.LatencyProfile{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
-				return err
-			}
-			orig := p.DeepCopy()
+		updateProfile(name, func(p *tsv1.LatencyProfile) {
 			if p.Spec.Rollout == nil {
 				p.Spec.Rollout = &tsv1.RolloutSpec{}
 			}
 			mutate(p.Spec.Rollout)
-			return k8s.Patch(ctx, p, client.MergeFrom(orig))
-		}, timeout, interval).Should(Succeed())
+		})
 	}
 	allDays := []tsv1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
 	hhmm := func(t time.Time) string { return t.UTC().Format("15:04") }

@@ -66,15 +66,13 @@ func moveTuning(name string) {
 	updateProfile(name, func(p *tsv1.LatencyProfile) { p.Spec.CPU = &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-63"} })
 }
 
+// updateProfile changes the profile as mutate does (a merge patch), until that succeeds.
 func updateProfile(name string, mutate func(*tsv1.LatencyProfile)) {
-	Eventually(func() error {
-		p := &tsv1.LatencyProfile{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
-			return err
-		}
+	GinkgoHelper()
+	patchUntilDone(name, false, func(p *tsv1.LatencyProfile) error {
 		mutate(p)
-		return k8s.Update(ctx, p)
-	}, timeout, interval).Should(Succeed())
+		return nil
+	})
 }
 
 // appliedNodes is the profile's status.appliedNodes once its status describes its generation.
