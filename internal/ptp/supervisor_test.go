@@ -15,27 +15,20 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
 // recorder collects what a Supervisor reports, safe for concurrent use.
 type recorder struct {
+	logs   tsutil.LogLines
 	mu     sync.Mutex
 	lines  []string
-	logs   []string
 	starts []time.Time
 	pids   []int
 }
 
-func (r *recorder) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.logs = append(r.logs, prefix+" "+args)
-	}, funcr.Options{Verbosity: 1})
-}
+func (r *recorder) logger() logr.Logger { return r.logs.Logger(1) }
 
 func (r *recorder) onLine(l string) {
 	r.mu.Lock()
@@ -53,7 +46,7 @@ func (r *recorder) onStart(pid int) {
 func (r *recorder) snapshot() (lines, logs []string, starts []time.Time, pids []int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.lines), slices.Clone(r.logs), slices.Clone(r.starts), slices.Clone(r.pids)
+	return slices.Clone(r.lines), r.logs.Lines(), slices.Clone(r.starts), slices.Clone(r.pids)
 }
 
 // eventually polls cond until it holds or timeout passes.
