@@ -2,7 +2,6 @@ package ptp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,17 +48,6 @@ func (r *recorder) snapshot() (lines, logs []string, starts []time.Time, pids []
 	return slices.Clone(r.lines), r.logs.Lines(), slices.Clone(r.starts), slices.Clone(r.pids)
 }
 
-// eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	tsutil.Poll(t, timeout, what, func() error {
-		if cond() {
-			return nil
-		}
-		return errors.New("it does not hold yet")
-	})
-}
-
 // runSupervisor starts s.Run in the background; the returned stop cancels it and waits for Run.
 func runSupervisor(t *testing.T, s *Supervisor) (stop func() time.Duration) {
 	t.Helper()
@@ -103,7 +91,7 @@ func TestSupervisorForwardsOutputAndBacksOff(t *testing.T) {
 			MinBackoff: 20 * time.Millisecond, MaxBackoff: 80 * time.Millisecond, ResetBackoffAfter: time.Hour,
 		})
 	stop := runSupervisor(t, s)
-	eventually(t, 20*time.Second, "five starts", func() bool { return s.Restarts() >= 4 })
+	tsutil.PollTrue(t, 20*time.Second, "five starts", func() bool { return s.Restarts() >= 4 })
 	stop()
 
 	lines, logs, starts, _ := rec.snapshot()
@@ -144,7 +132,7 @@ func TestSupervisorResetsBackoffAfterALongRun(t *testing.T) {
 	s := NewSupervisor(Command{Name: "steady", Path: "/bin/sleep", Args: []string{"0.1"}},
 		SupervisorOptions{Logger: rec.logger(), MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second, ResetBackoffAfter: 50 * time.Millisecond})
 	stop := runSupervisor(t, s)
-	eventually(t, 20*time.Second, "three restarts", func() bool { return s.Restarts() >= 3 })
+	tsutil.PollTrue(t, 20*time.Second, "three restarts", func() bool { return s.Restarts() >= 3 })
 	stop()
 	_, logs, _, _ := rec.snapshot()
 	n := 0
@@ -180,12 +168,12 @@ func TestSupervisorRestartsKilledProcess(t *testing.T) {
 	s := NewSupervisor(Command{Name: "sleeper", Path: "/bin/sleep", Args: []string{"60"}},
 		SupervisorOptions{Logger: rec.logger(), OnStart: rec.onStart, MinBackoff: 10 * time.Millisecond})
 	stop := runSupervisor(t, s)
-	eventually(t, 10*time.Second, "first start", func() bool { return s.PID() != 0 })
+	tsutil.PollTrue(t, 10*time.Second, "first start", func() bool { return s.PID() != 0 })
 	first := s.PID()
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatalf("killing pid %d: %v", first, err)
 	}
-	eventually(t, 10*time.Second, "a restart with a new pid", func() bool { p := s.PID(); return p != 0 && p != first })
+	tsutil.PollTrue(t, 10*time.Second, "a restart with a new pid", func() bool { p := s.PID(); return p != 0 && p != first })
 	if got := s.Restarts(); got != 1 {
 		t.Errorf("Restarts() = %d, want 1", got)
 	}
@@ -212,7 +200,7 @@ func TestSupervisorStopEscalatesToSIGKILL(t *testing.T) {
 		SupervisorOptions{Logger: rec.logger(), OnLine: rec.onLine, StopTimeout: 300 * time.Millisecond})
 	stop := runSupervisor(t, s)
 	var child int
-	eventually(t, 10*time.Second, "the child's pid", func() bool {
+	tsutil.PollTrue(t, 10*time.Second, "the child's pid", func() bool {
 		lines, _, _, _ := rec.snapshot()
 		for _, l := range lines {
 			if v, ok := strings.CutPrefix(l, "child="); ok {
@@ -233,14 +221,14 @@ func TestSupervisorStopEscalatesToSIGKILL(t *testing.T) {
 	if !tsutil.ProcessGone(shell) {
 		t.Errorf("shell pid %d still runs after stop", shell)
 	}
-	eventually(t, 5*time.Second, "the grandchild to die with its process group", func() bool { return tsutil.ProcessGone(child) })
+	tsutil.PollTrue(t, 5*time.Second, "the grandchild to die with its process group", func() bool { return tsutil.ProcessGone(child) })
 }
 
 func TestSupervisorStopsPromptlyOnSIGTERM(t *testing.T) {
 	s := NewSupervisor(Command{Name: "sleeper", Path: "/bin/sleep", Args: []string{"60"}},
 		SupervisorOptions{Logger: logr.Discard(), StopTimeout: 10 * time.Second})
 	stop := runSupervisor(t, s)
-	eventually(t, 10*time.Second, "start", func() bool { return s.PID() != 0 })
+	tsutil.PollTrue(t, 10*time.Second, "start", func() bool { return s.PID() != 0 })
 	pid := s.PID()
 	if took := stop(); took > 5*time.Second {
 		t.Errorf("stop took %s; sleep exits on SIGTERM, so no SIGKILL wait was expected", took)
@@ -258,7 +246,7 @@ func TestSupervisorRetriesMissingBinary(t *testing.T) {
 	s := NewSupervisor(Command{Name: "ghost", Path: "/nonexistent/tsptp-ghost"},
 		SupervisorOptions{Logger: rec.logger(), MinBackoff: 10 * time.Millisecond})
 	stop := runSupervisor(t, s)
-	eventually(t, 10*time.Second, "two retries", func() bool { return s.Restarts() >= 2 })
+	tsutil.PollTrue(t, 10*time.Second, "two retries", func() bool { return s.Restarts() >= 2 })
 	stop()
 	_, logs, _, _ := rec.snapshot()
 	if !strings.Contains(strings.Join(logs, "\n"), "starting ghost") {
