@@ -1,6 +1,8 @@
 package testutil
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,4 +16,14 @@ func WantContains(t testing.TB, what, text string, want ...string) {
 			t.Errorf("%s lacks %q:\n%s", what, w, text)
 		}
 	}
+}
+
+// WriteFile writes body to dir/name, readable by its owner only, and returns the path.
+func WriteFile(t testing.TB, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
