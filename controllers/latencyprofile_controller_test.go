@@ -155,6 +155,30 @@ func hostFacts(cpus tsv1.CPUSet) *tsv1.NodeFacts {
 	}
 }
 
+// groupWithOwnedNode makes a group with one node, <group>-a, and a profile <group><suffix> of
+// priority that takes it; it returns the group.
+func groupWithOwnedNode(suffix string, priority int32) string {
+	GinkgoHelper()
+	g := newGroup()
+	makeNode(g+"-a", g)
+	makeProfile(g+suffix, g, priority)
+	expectOwner(g+"-a", g+suffix)
+	return g
+}
+
+// stateOf reads node's state, failing g (an Eventually's attempt, or Default: the spec) on an error.
+func stateOf(g Gomega, node string) *tsv1.LatencyNodeState {
+	lns, err := getState(node)()
+	g.Expect(err).NotTo(HaveOccurred())
+	return lns
+}
+
+// expectOwner waits until node's state belongs to profile.
+func expectOwner(node, profile string) {
+	GinkgoHelper()
+	Eventually(getState(node), timeout, interval).Should(HaveField("Spec.Profile.Name", profile))
+}
+
 func getState(name string) func() (*tsv1.LatencyNodeState, error) {
 	return func() (*tsv1.LatencyNodeState, error) {
 		lns := &tsv1.LatencyNodeState{}
@@ -189,7 +213,7 @@ var _ = Describe("LatencyProfile controller", func() {
 		makeProfile(g, g, 0)
 
 		for _, n := range []string{g + "-a", g + "-b"} {
-			Eventually(getState(n), timeout, interval).Should(HaveField("Spec.Profile.Name", g))
+			expectOwner(n, g)
 			lns, _ := getState(n)()
 			Expect(lns.Labels).To(HaveKeyWithValue(tsv1.ProfileLabel, g))
 			Expect(lns.OwnerReferences).To(ContainElement(HaveField("Name", g)))
@@ -218,8 +242,7 @@ var _ = Describe("LatencyProfile controller", func() {
 		})
 		reportFacts(g+"-a", hostFacts("0-7"))
 		Eventually(func(gm Gomega) {
-			lns, err := getState(g + "-a")()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, g+"-a")
 			gm.Expect(lns.Spec.Tuning).NotTo(BeNil())
 			t := lns.Spec.Tuning
 			gm.Expect(t.IsolatedCPUs).To(Equal(tsv1.CPUSet("1-7")), "isolated 1-63 clipped to an 8-CPU node")
@@ -246,8 +269,7 @@ var _ = Describe("LatencyProfile controller", func() {
 			r := profileCondition(g, tsv1.ProfileReady)(gm)
 			gm.Expect(r.Status).To(Equal(metav1.ConditionFalse))
 		}, timeout, interval).Should(Succeed())
-		lns, err := getState(g + "-a")()
-		Expect(err).NotTo(HaveOccurred())
+		lns := stateOf(Default, g+"-a")
 		Expect(lns.Spec.Tuning).To(BeNil())
 	})
 
@@ -294,27 +316,22 @@ var _ = Describe("LatencyProfile controller", func() {
 	})
 
 	It("gives a node to the higher priority profile, after the lower one's agent restored it", func() {
-		g := newGroup()
-		makeNode(g+"-a", g)
-		makeProfile(g+"-low", g, 1)
-		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Profile.Name", g+"-low"))
+		g := groupWithOwnedNode("-low", 1)
 		agentApplying(g + "-a")
 
 		makeProfile(g+"-high", g, 5)
 		// The low profile releases the node: its state is deleting, held by the agent's finalizer.
 		Eventually(func(gm Gomega) {
-			lns, err := getState(g + "-a")()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, g+"-a")
 			gm.Expect(lns.DeletionTimestamp).NotTo(BeNil())
 			gm.Expect(lns.Spec.Profile.Name).To(Equal(g + "-low"))
 			c := profileCondition(g+"-high", tsv1.ProfileProgressing)(gm)
 			gm.Expect(c.Reason).To(Equal(tsv1.ReasonReleasing))
 		}, timeout, interval).Should(Succeed())
 
-		lns, err := getState(g + "-a")()
-		Expect(err).NotTo(HaveOccurred())
+		lns := stateOf(Default, g+"-a")
 		agentRestored(lns)
-		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Profile.Name", g+"-high"))
+		expectOwner(g+"-a", g+"-high")
 		Eventually(func(gm Gomega) {
 			p := &tsv1.LatencyProfile{}
 			gm.Expect(k8s.Get(ctx, client.ObjectKey{Name: g + "-low"}, p)).To(Succeed())
@@ -324,10 +341,7 @@ var _ = Describe("LatencyProfile controller", func() {
 	})
 
 	It("reports a Conflict on both profiles at equal priority and leaves the node alone", func() {
-		g := newGroup()
-		makeNode(g+"-a", g)
-		makeProfile(g+"-x", g, 3)
-		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Profile.Name", g+"-x"))
+		g := groupWithOwnedNode("-x", 3)
 		reportFacts(g+"-a", hostFacts("0-3"))
 		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Tuning", Not(BeNil())))
 		before, _ := getState(g + "-a")()
@@ -342,8 +356,7 @@ var _ = Describe("LatencyProfile controller", func() {
 			}, timeout, interval).Should(Succeed())
 		}
 		Consistently(func(gm Gomega) {
-			lns, err := getState(g + "-a")()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, g+"-a")
 			gm.Expect(lns.DeletionTimestamp).To(BeNil())
 			gm.Expect(lns.Spec).To(Equal(before.Spec))
 		}, 2*time.Second, interval).Should(Succeed())
@@ -366,8 +379,7 @@ var _ = Describe("LatencyProfile controller", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: g}, p)).To(Succeed())
 		Expect(k8s.Delete(ctx, p)).To(Succeed())
 		Eventually(func(gm Gomega) {
-			lns, err := getState(g + "-a")()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, g+"-a")
 			gm.Expect(lns.DeletionTimestamp).NotTo(BeNil())
 			c := profileCondition(g, tsv1.ProfileProgressing)(gm)
 			gm.Expect(c.Reason).To(Equal(tsv1.ReasonDeleting))
@@ -376,8 +388,7 @@ var _ = Describe("LatencyProfile controller", func() {
 			return k8s.Get(ctx, client.ObjectKey{Name: g}, &tsv1.LatencyProfile{})
 		}, 2*time.Second, interval).Should(Succeed(), "the profile must wait for the restore")
 
-		lns, err := getState(g + "-a")()
-		Expect(err).NotTo(HaveOccurred())
+		lns := stateOf(Default, g+"-a")
 		agentRestored(lns)
 		Eventually(stateGone(g+"-a"), timeout, interval).Should(BeTrue())
 		Eventually(func() bool {
@@ -492,8 +503,7 @@ var _ = Describe("Rollout controls", func() {
 		for _, n := range nodes {
 			reportFacts(n, hostFacts("0-3"))
 			Eventually(func(gm Gomega) {
-				lns, err := getState(n)()
-				gm.Expect(err).NotTo(HaveOccurred())
+				lns := stateOf(gm, n)
 				gm.Expect(lns.Spec.Tuning).NotTo(BeNil())
 			}, timeout, interval).Should(Succeed())
 			requestReboot(n, true, tsv1.RebootRequested)
