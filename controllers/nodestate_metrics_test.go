@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 // gaugeValue is the value of the first series of name in reg whose labels include labels.
@@ -21,18 +22,8 @@ func gaugeValue(reg prometheus.Gatherer, name string, labels map[string]string) 
 		if f.GetName() != name {
 			continue
 		}
-	metric:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue metric
-				}
-			}
-			return m.GetGauge().GetValue(), true
+		if series, _ := testutil.SeriesWith(f, labels); len(series) > 0 {
+			return series[0].GetGauge().GetValue(), true
 		}
 	}
 	return 0, false
