@@ -162,11 +162,7 @@ var _ = Describe("LatencyBenchmark validation by the API server", func() {
 		func(mutate func(*tsv1.LatencyBenchmark), field, message string) {
 			b := validBenchmark("default", "tslb-invalid", "p")
 			mutate(b)
-			err := k8s.Create(ctx, b, client.DryRunAll)
-			Expect(err).To(HaveOccurred())
-			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-			Expect(err.Error()).To(ContainSubstring(field))
-			Expect(err.Error()).To(ContainSubstring(message))
+			expectInvalid(b, field, message)
 		},
 		Entry("two targets", func(b *tsv1.LatencyBenchmark) { b.Spec.Target.NodeNames = []string{"a"} },
 			"spec.target", "exactly one of profile, nodeSelector or nodeNames"),
@@ -943,15 +939,7 @@ var _ = Describe("LatencyBenchmark controller", func() {
 	})
 
 	It("keeps the unvalidated taint on a gated profile's nodes until they pass", func() {
-		p := &tsv1.LatencyProfile{
-			ObjectMeta: metav1.ObjectMeta{Name: "tslb-gated"},
-			Spec: tsv1.LatencyProfileSpec{
-				NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tslb/select": "tslb-taint"}},
-				Validation:   &tsv1.ValidationSpec{TaintUntilValidated: true},
-			},
-		}
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed()) })
+		p := createGatedProfile("tslb-gated", "tslb/select", "tslb-taint")
 		got := &tsv1.LatencyProfile{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: p.Name}, got)).To(Succeed())
 		Expect(got.Spec.Validation.TaintUntilValidated).To(BeTrue(), "the API keeps spec.validation")

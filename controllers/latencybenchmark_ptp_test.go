@@ -5,7 +5,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -29,9 +28,7 @@ var _ = Describe("LatencyBenchmark ptp suite", func() {
 	It("refuses a socket outside the directory the runner pod mounts", func() {
 		b := validBenchmark("default", "tslb-ptp-socket", "p")
 		b.Spec.Suites.PTP = &tsv1.PTPSuite{Socket: "/var/run/ptp4l"}
-		err := k8s.Create(ctx, b, client.DryRunAll)
-		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-		Expect(err.Error()).To(ContainSubstring("suites.ptp.socket: the benchmark pod mounts only the node agent's read-only PTP directory: give a socket under /run/tickstack/ptp/"))
+		expectInvalid(b, "suites.ptp.socket: the benchmark pod mounts only the node agent's read-only PTP directory: give a socket under /run/tickstack/ptp/")
 
 		b.Spec.Suites.PTP = &tsv1.PTPSuite{Socket: "/run/tickstack/ptp/ptp4l.sock"}
 		Expect(k8s.Create(ctx, b, client.DryRunAll)).To(Succeed())
@@ -59,8 +56,6 @@ var _ = Describe("LatencyBenchmark ptp suite", func() {
 	It("refuses a ptp latency limit with an unknown suite name", func() {
 		b := validBenchmark("default", "tslb-ptp-suite", "p")
 		b.Spec.Thresholds.Latency[0].Suite = "ptp4l"
-		err := k8s.Create(ctx, b, client.DryRunAll)
-		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-		Expect(err.Error()).To(ContainSubstring("spec.thresholds.latency[0].suite"))
+		expectInvalid(b, "spec.thresholds.latency[0].suite")
 	})
 })

@@ -78,17 +78,35 @@ func deleteProfileAndRelease(name string) {
 	}, timeout, interval).Should(Succeed())
 }
 
-// agentApplying plays the agent taking hold of a node state: the restore finalizer goes on first.
-func agentApplying(name string) {
+// patchUntilDone reads the cluster-scoped object name and merge-patches it, or its status with
+// status, as mutate changes it (an error from mutate: not yet, read again), until that succeeds.
+func patchUntilDone[T any, P interface {
+	*T
+	client.Object
+}](name string, status bool, mutate func(P) error) {
+	GinkgoHelper()
 	Eventually(func() error {
-		lns := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, lns); err != nil {
+		o := P(new(T))
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, o); err != nil {
 			return err
 		}
-		orig := lns.DeepCopy()
-		controllerutil.AddFinalizer(lns, tsv1.RestoreFinalizer)
-		return k8s.Patch(ctx, lns, client.MergeFrom(orig))
+		orig := o.DeepCopyObject().(client.Object)
+		if err := mutate(o); err != nil {
+			return err
+		}
+		if status {
+			return k8s.Status().Patch(ctx, o, client.MergeFrom(orig))
+		}
+		return k8s.Patch(ctx, o, client.MergeFrom(orig))
 	}, timeout, interval).Should(Succeed())
+}
+
+// agentApplying plays the agent taking hold of a node state: the restore finalizer goes on first.
+func agentApplying(name string) {
+	patchUntilDone(name, false, func(lns *tsv1.LatencyNodeState) error {
+		controllerutil.AddFinalizer(lns, tsv1.RestoreFinalizer)
+		return nil
+	})
 }
 
 // agentRestored plays the agent having restored the host: the restore finalizer comes off.
@@ -105,17 +123,7 @@ func agentRestored(lns *tsv1.LatencyNodeState) {
 // from mutate: not yet, read again) and patches the status, until that succeeds.
 func agentPatchesStatus(node string, mutate func(lns *tsv1.LatencyNodeState) error) {
 	GinkgoHelper()
-	Eventually(func() error {
-		lns := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
-			return err
-		}
-		orig := lns.DeepCopy()
-		if err := mutate(lns); err != nil {
-			return err
-		}
-		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-	}, timeout, interval).Should(Succeed())
+	patchUntilDone(node, true, mutate)
 }
 
 // reportFacts plays the agent reporting its host's facts.
@@ -145,6 +153,30 @@ func hostFacts(cpus tsv1.CPUSet) *tsv1.NodeFacts {
 		NUMANodes:  []tsv1.NUMANode{{ID: 0, CPUs: cpus}},
 		Interfaces: []tsv1.InterfaceFacts{{Name: "ens1f0", Driver: "ice", Vendor: "8086", Device: "1592", PCIAddress: "0000:3b:00.0", SRIOVTotalVFs: 64}},
 	}
+}
+
+// groupWithOwnedNode makes a group with one node, <group>-a, and a profile <group><suffix> of
+// priority that takes it; it returns the group.
+func groupWithOwnedNode(suffix string, priority int32) string {
+	GinkgoHelper()
+	g := newGroup()
+	makeNode(g+"-a", g)
+	makeProfile(g+suffix, g, priority)
+	expectOwner(g+"-a", g+suffix)
+	return g
+}
+
+// stateOf reads node's state, failing g (an Eventually's attempt, or Default: the spec) on an error.
+func stateOf(g Gomega, node string) *tsv1.LatencyNodeState {
+	lns, err := getState(node)()
+	g.Expect(err).NotTo(HaveOccurred())
+	return lns
+}
+
+// expectOwner waits until node's state belongs to profile.
+func expectOwner(node, profile string) {
+	GinkgoHelper()
+	Eventually(getState(node), timeout, interval).Should(HaveField("Spec.Profile.Name", profile))
 }
 
 func getState(name string) func() (*tsv1.LatencyNodeState, error) {
@@ -181,7 +213,7 @@ var _ = Describe("LatencyProfile controller", func() {
 		makeProfile(g, g, 0)
 
 		for _, n := range []string{g + "-a", g + "-b"} {
-			Eventually(getState(n), timeout, interval).Should(HaveField("Spec.Profile.Name", g))
+			expectOwner(n, g)
 			lns, _ := getState(n)()
 			Expect(lns.Labels).To(HaveKeyWithValue(tsv1.ProfileLabel, g))
 			Expect(lns.OwnerReferences).To(ContainElement(HaveField("Name", g)))
@@ -210,8 +242,7 @@ var _ = Describe("LatencyProfile controller", func() {
 		})
 		reportFacts(g+"-a", hostFacts("0-7"))
 		Eventually(func(gm Gomega) {
-			lns, err := getState(g + "-a")()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, g+"-a")
 			gm.Expect(lns.Spec.Tuning).NotTo(BeNil())
 			t := lns.Spec.Tuning
 			gm.Expect(t.IsolatedCPUs).To(Equal(tsv1.CPUSet("1-7")), "isolated 1-63 clipped to an 8-CPU node")
@@ -238,8 +269,7 @@ var _ = Describe("LatencyProfile controller", func() {
 			r := profileCondition(g, tsv1.ProfileReady)(gm)
 			gm.Expect(r.Status).To(Equal(metav1.ConditionFalse))
 		}, timeout, interval).Should(Succeed())
-		lns, err := getState(g + "-a")()
-		Expect(err).NotTo(HaveOccurred())
+		lns := stateOf(Default, g+"-a")
 		Expect(lns.Spec.Tuning).To(BeNil())
 	})
 
@@ -277,11 +307,7 @@ var _ = Describe("LatencyProfile controller", func() {
 		}, timeout, interval).Should(Succeed())
 
 		By("a spec change makes the nodes pending again until the agents catch up")
-		p := &tsv1.LatencyProfile{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: g}, p)).To(Succeed())
-		orig := p.DeepCopy()
-		p.Spec.Sysctls = map[string]tsv1.SysctlValue{"vm.stat_interval": "10"}
-		Expect(k8s.Patch(ctx, p, client.MergeFrom(orig))).To(Succeed())
+		updateProfile(g, func(p *tsv1.LatencyProfile) { p.Spec.Sysctls = map[string]tsv1.SysctlValue{"vm.stat_interval": "10"} })
 		Eventually(func(gm Gomega) {
 			c := profileCondition(g, tsv1.ProfileReady)(gm)
 			gm.Expect(c.Status).To(Equal(metav1.ConditionFalse))
@@ -290,27 +316,22 @@ var _ = Describe("LatencyProfile controller", func() {
 	})
 
 	It("gives a node to the higher priority profile, after the lower one's agent restored it", func() {
-		g := newGroup()
-		makeNode(g+"-a", g)
-		makeProfile(g+"-low", g, 1)
-		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Profile.Name", g+"-low"))
+		g := groupWithOwnedNode("-low", 1)
 		agentApplying(g + "-a")
 
 		makeProfile(g+"-high", g, 5)
 		// The low profile releases the node: its state is deleting, held by the agent's finalizer.
 		Eventually(func(gm Gomega) {
-			lns, err := getState(g + "-a")()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, g+"-a")
 			gm.Expect(lns.DeletionTimestamp).NotTo(BeNil())
 			gm.Expect(lns.Spec.Profile.Name).To(Equal(g + "-low"))
 			c := profileCondition(g+"-high", tsv1.ProfileProgressing)(gm)
 			gm.Expect(c.Reason).To(Equal(tsv1.ReasonReleasing))
 		}, timeout, interval).Should(Succeed())
 
-		lns, err := getState(g + "-a")()
-		Expect(err).NotTo(HaveOccurred())
+		lns := stateOf(Default, g+"-a")
 		agentRestored(lns)
-		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Profile.Name", g+"-high"))
+		expectOwner(g+"-a", g+"-high")
 		Eventually(func(gm Gomega) {
 			p := &tsv1.LatencyProfile{}
 			gm.Expect(k8s.Get(ctx, client.ObjectKey{Name: g + "-low"}, p)).To(Succeed())
@@ -320,10 +341,7 @@ var _ = Describe("LatencyProfile controller", func() {
 	})
 
 	It("reports a Conflict on both profiles at equal priority and leaves the node alone", func() {
-		g := newGroup()
-		makeNode(g+"-a", g)
-		makeProfile(g+"-x", g, 3)
-		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Profile.Name", g+"-x"))
+		g := groupWithOwnedNode("-x", 3)
 		reportFacts(g+"-a", hostFacts("0-3"))
 		Eventually(getState(g+"-a"), timeout, interval).Should(HaveField("Spec.Tuning", Not(BeNil())))
 		before, _ := getState(g + "-a")()
@@ -338,18 +356,13 @@ var _ = Describe("LatencyProfile controller", func() {
 			}, timeout, interval).Should(Succeed())
 		}
 		Consistently(func(gm Gomega) {
-			lns, err := getState(g + "-a")()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, g+"-a")
 			gm.Expect(lns.DeletionTimestamp).To(BeNil())
 			gm.Expect(lns.Spec).To(Equal(before.Spec))
 		}, 2*time.Second, interval).Should(Succeed())
 
 		By("raising one priority ends the conflict")
-		p := &tsv1.LatencyProfile{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: g + "-x"}, p)).To(Succeed())
-		orig := p.DeepCopy()
-		p.Spec.Priority = 4
-		Expect(k8s.Patch(ctx, p, client.MergeFrom(orig))).To(Succeed())
+		updateProfile(g+"-x", func(p *tsv1.LatencyProfile) { p.Spec.Priority = 4 })
 		Eventually(func(gm Gomega) {
 			gm.Expect(profileCondition(g+"-y", tsv1.ProfileConflict)(gm).Status).To(Equal(metav1.ConditionFalse))
 			gm.Expect(profileCondition(g+"-x", tsv1.ProfileConflict)(gm).Status).To(Equal(metav1.ConditionFalse))
@@ -366,8 +379,7 @@ var _ = Describe("LatencyProfile controller", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: g}, p)).To(Succeed())
 		Expect(k8s.Delete(ctx, p)).To(Succeed())
 		Eventually(func(gm Gomega) {
-			lns, err := getState(g + "-a")()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, g+"-a")
 			gm.Expect(lns.DeletionTimestamp).NotTo(BeNil())
 			c := profileCondition(g, tsv1.ProfileProgressing)(gm)
 			gm.Expect(c.Reason).To(Equal(tsv1.ReasonDeleting))
@@ -376,8 +388,7 @@ var _ = Describe("LatencyProfile controller", func() {
 			return k8s.Get(ctx, client.ObjectKey{Name: g}, &tsv1.LatencyProfile{})
 		}, 2*time.Second, interval).Should(Succeed(), "the profile must wait for the restore")
 
-		lns, err := getState(g + "-a")()
-		Expect(err).NotTo(HaveOccurred())
+		lns := stateOf(Default, g+"-a")
 		agentRestored(lns)
 		Eventually(stateGone(g+"-a"), timeout, interval).Should(BeTrue())
 		Eventually(func() bool {
@@ -415,12 +426,7 @@ var _ = Describe("LatencyProfile controller", func() {
 
 // requestReboot plays an agent that wrote kernel arguments and asks for a reboot slot.
 func requestReboot(node string, required bool, phase tsv1.RebootPhase) {
-	Eventually(func() error {
-		lns := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, lns); err != nil {
-			return err
-		}
-		orig := lns.DeepCopy()
+	agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
 		st := metav1.ConditionFalse
 		if required {
 			st = metav1.ConditionTrue
@@ -430,8 +436,8 @@ func requestReboot(node string, required bool, phase tsv1.RebootPhase) {
 		if phase != "" {
 			lns.Status.Reboot = &tsv1.RebootStatus{Phase: phase}
 		}
-		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-	}, timeout, interval).Should(Succeed())
+		return nil
+	})
 }
 
 var _ = Describe("Reboot slots", func() {
@@ -470,15 +476,10 @@ var _ = Describe("Reboot slots", func() {
 
 // observed plays the agent having acted on the node state's current generation.
 func observed(node string) {
-	Eventually(func() error {
-		lns, err := getState(node)()
-		if err != nil {
-			return err
-		}
-		orig := lns.DeepCopy()
+	agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
 		lns.Status.ObservedGeneration = lns.Generation
-		return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-	}, timeout, interval).Should(Succeed())
+		return nil
+	})
 }
 
 var _ = Describe("Rollout controls", func() {
@@ -502,8 +503,7 @@ var _ = Describe("Rollout controls", func() {
 		for _, n := range nodes {
 			reportFacts(n, hostFacts("0-3"))
 			Eventually(func(gm Gomega) {
-				lns, err := getState(n)()
-				gm.Expect(err).NotTo(HaveOccurred())
+				lns := stateOf(gm, n)
 				gm.Expect(lns.Spec.Tuning).NotTo(BeNil())
 			}, timeout, interval).Should(Succeed())
 			requestReboot(n, true, tsv1.RebootRequested)
@@ -520,18 +520,12 @@ var _ = Describe("Rollout controls", func() {
 		}
 	}
 	setRollout := func(name string, mutate func(*tsv1.RolloutSpec)) {
-		Eventually(func() error {
-			p := &tsv1.LatencyProfile{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
-				return err
-			}
-			orig := p.DeepCopy()
+		updateProfile(name, func(p *tsv1.LatencyProfile) {
 			if p.Spec.Rollout == nil {
 				p.Spec.Rollout = &tsv1.RolloutSpec{}
 			}
 			mutate(p.Spec.Rollout)
-			return k8s.Patch(ctx, p, client.MergeFrom(orig))
-		}, timeout, interval).Should(Succeed())
+		})
 	}
 	allDays := []tsv1.Weekday{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
 	hhmm := func(t time.Time) string { return t.UTC().Format("15:04") }

@@ -40,6 +40,18 @@ func validProfile(name string) *tsv1.LatencyProfile {
 	}
 }
 
+// expectInvalid creates obj as a dry run and requires the API server to refuse it as invalid (422)
+// with a message that holds each of want (the field, the rule's words).
+func expectInvalid(obj client.Object, want ...string) {
+	GinkgoHelper()
+	err := k8s.Create(ctx, obj, client.DryRunAll)
+	Expect(err).To(HaveOccurred())
+	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+	for _, w := range want {
+		Expect(err.Error()).To(ContainSubstring(w))
+	}
+}
+
 var _ = Describe("LatencyProfile validation by the API server", func() {
 	It("accepts a complete valid profile", func() {
 		p := validProfile("valid-complete")
@@ -50,11 +62,7 @@ var _ = Describe("LatencyProfile validation by the API server", func() {
 		func(mutate func(*tsv1.LatencyProfile), field, message string) {
 			p := validProfile("invalid")
 			mutate(p)
-			err := k8s.Create(ctx, p, client.DryRunAll)
-			Expect(err).To(HaveOccurred())
-			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-			Expect(err.Error()).To(ContainSubstring(field))
-			Expect(err.Error()).To(ContainSubstring(message))
+			expectInvalid(p, field, message)
 		},
 		Entry("empty reserved cpuset", func(p *tsv1.LatencyProfile) { p.Spec.CPU.Reserved = "" },
 			"spec.cpu.reserved", "at least 1 chars long"),

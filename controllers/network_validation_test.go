@@ -3,7 +3,6 @@ package controllers
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -36,10 +35,7 @@ var _ = Describe("LatencyProfile nics[].network validation by the API server", f
 
 	DescribeTable("refuses with a message naming the field and the fix",
 		func(mutate func(*tsv1.NICSpec), message string) {
-			err := k8s.Create(ctx, withNetwork(mutate), client.DryRunAll)
-			Expect(err).To(HaveOccurred())
-			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-			Expect(err.Error()).To(ContainSubstring(message))
+			expectInvalid(withNetwork(mutate), message)
 		},
 		Entry("sriov without a resource name", func(n *tsv1.NICSpec) { n.NumVFs, n.ResourceName = nil, "" },
 			"nics[].network.type sriov hands each pod a VF: set nics[].resourceName"),

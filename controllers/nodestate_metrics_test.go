@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 // gaugeValue is the value of the first series of name in reg whose labels include labels.
@@ -22,18 +22,8 @@ func gaugeValue(reg prometheus.Gatherer, name string, labels map[string]string) 
 		if f.GetName() != name {
 			continue
 		}
-	metric:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue metric
-				}
-			}
-			return m.GetGauge().GetValue(), true
+		if series, _ := testutil.SeriesWith(f, labels); len(series) > 0 {
+			return series[0].GetGauge().GetValue(), true
 		}
 	}
 	return 0, false
@@ -49,22 +39,17 @@ var _ = Describe("Node metrics", func() {
 		})
 		reportFacts(node, hostFacts("0-3"))
 		began := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-		Eventually(func() error {
-			lns, err := getState(node)()
-			if err != nil {
-				return err
-			}
+		agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
 			if lns.Spec.Tuning == nil {
 				return fmt.Errorf("no tuning resolved yet")
 			}
-			orig := lns.DeepCopy()
 			for typ, st := range map[string]metav1.ConditionStatus{tsv1.NodeApplied: metav1.ConditionFalse, tsv1.NodeDegraded: metav1.ConditionFalse,
 				tsv1.NodeDrifted: metav1.ConditionTrue, tsv1.NodeRebootRequired: metav1.ConditionTrue} {
 				meta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: typ, Status: st, Reason: "Test", Message: "test"})
 			}
 			lns.Status.Reboot = &tsv1.RebootStatus{Phase: tsv1.RebootDraining, LastTransitionTime: began}
-			return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-		}, timeout, interval).Should(Succeed())
+			return nil
+		})
 
 		value := func(name string, labels map[string]string) func() (float64, bool) {
 			return func() (float64, bool) {
@@ -88,16 +73,11 @@ var _ = Describe("Node metrics", func() {
 		Expect(ok).To(BeFalse(), "one series per condition type: the current status alone")
 
 		By("the reboot ends and the drift is corrected: the phase goes, the condition follows")
-		Eventually(func() error {
-			lns, err := getState(node)()
-			if err != nil {
-				return err
-			}
-			orig := lns.DeepCopy()
+		agentPatchesStatus(node, func(lns *tsv1.LatencyNodeState) error {
 			meta.SetStatusCondition(&lns.Status.Conditions, metav1.Condition{Type: tsv1.NodeDrifted, Status: metav1.ConditionFalse, Reason: "Test", Message: "test"})
 			lns.Status.Reboot = nil
-			return k8s.Status().Patch(ctx, lns, client.MergeFrom(orig))
-		}, timeout, interval).Should(Succeed())
+			return nil
+		})
 		Eventually(func(gm Gomega) {
 			_, ok := value("tickstack_node_reboot_phase", map[string]string{})()
 			gm.Expect(ok).To(BeFalse(), "no reboot phase after the reboot")

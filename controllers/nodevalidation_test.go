@@ -16,17 +16,25 @@ import (
 	"github.com/tickstack/tickstack/controllers/node"
 )
 
+// createGatedProfile creates a profile of the nodes labelled key=value that keeps the unvalidated
+// taint on them until they are validated; it is deleted when the spec ends.
+func createGatedProfile(name, key, value string) *tsv1.LatencyProfile {
+	GinkgoHelper()
+	p := &tsv1.LatencyProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tsv1.LatencyProfileSpec{
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{key: value}},
+			Validation:   &tsv1.ValidationSpec{TaintUntilValidated: true},
+		},
+	}
+	Expect(k8s.Create(ctx, p)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed()) })
+	return p
+}
+
 var _ = Describe("Node validation", func() {
 	It("keeps the agent's tuning-pending taint when its cached Node is behind", func() {
-		p := &tsv1.LatencyProfile{
-			ObjectMeta: metav1.ObjectMeta{Name: "nv-stale"},
-			Spec: tsv1.LatencyProfileSpec{
-				NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"nv/select": "none"}},
-				Validation:   &tsv1.ValidationSpec{TaintUntilValidated: true},
-			},
-		}
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed()) })
+		p := createGatedProfile("nv-stale", "nv/select", "none")
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nv-stale"}}
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, n))).To(Succeed()) })

@@ -51,16 +51,11 @@ func setTimeSynced(node string, status metav1.ConditionStatus) {
 	if status == metav1.ConditionFalse {
 		reason, msg = "OffsetAboveThreshold", "offset 90000 ns above 1000 ns for 10.2s (hold time 10s)"
 	}
-	Eventually(func() error {
-		cur := &tsv1.LatencyNodeState{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, cur); err != nil {
-			return err
-		}
-		orig := cur.DeepCopy()
+	agentPatchesStatus(node, func(cur *tsv1.LatencyNodeState) error {
 		apimeta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: tsv1.NodeTimeSynced, Status: status, Reason: reason, Message: msg,
 			ObservedGeneration: cur.Generation})
-		return k8s.Status().Patch(ctx, cur, client.MergeFrom(orig))
-	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+		return nil
+	})
 }
 
 // patchGate changes an object with a merge patch, retried on conflicts.

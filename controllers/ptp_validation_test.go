@@ -3,7 +3,6 @@ package controllers
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,11 +45,7 @@ var _ = Describe("LatencyProfile ptp validation by the API server", func() {
 		func(mutate func(*tsv1.PTPSpec), field, message string) {
 			p := validPTPProfile("ptp-invalid")
 			mutate(p.Spec.PTP)
-			err := k8s.Create(ctx, p, client.DryRunAll)
-			Expect(err).To(HaveOccurred())
-			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-			Expect(err.Error()).To(ContainSubstring(field))
-			Expect(err.Error()).To(ContainSubstring(message))
+			expectInvalid(p, field, message)
 		},
 		Entry("both interface and nicGroup", func(s *tsv1.PTPSpec) { s.Interface = "ens1f0" },
 			"spec.ptp", "set exactly one of ptp.interface"),

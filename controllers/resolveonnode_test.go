@@ -66,15 +66,13 @@ func moveTuning(name string) {
 	updateProfile(name, func(p *tsv1.LatencyProfile) { p.Spec.CPU = &tsv1.CPUSpec{Reserved: "0-1", Isolated: "2-63"} })
 }
 
+// updateProfile changes the profile as mutate does (a merge patch), until that succeeds.
 func updateProfile(name string, mutate func(*tsv1.LatencyProfile)) {
-	Eventually(func() error {
-		p := &tsv1.LatencyProfile{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
-			return err
-		}
+	GinkgoHelper()
+	patchUntilDone(name, false, func(p *tsv1.LatencyProfile) error {
 		mutate(p)
-		return k8s.Update(ctx, p)
-	}, timeout, interval).Should(Succeed())
+		return nil
+	})
 }
 
 // appliedNodes is the profile's status.appliedNodes once its status describes its generation.
@@ -91,8 +89,7 @@ func appliedNodes(name string) func(Gomega) int32 {
 func managerTuning(node, profileName string) *tsv1.NodeTuning {
 	p := &tsv1.LatencyProfile{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Name: profileName}, p)).To(Succeed())
-	lns, err := getState(node)()
-	Expect(err).NotTo(HaveOccurred())
+	lns := stateOf(Default, node)
 	tuning, err := resolve.Node(&p.Spec, lns.Status.Facts)
 	Expect(err).NotTo(HaveOccurred())
 	return tuning
@@ -111,8 +108,7 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 		Eventually(func() error { _, err := getState(old)(); return err }, timeout, interval).Should(Succeed())
 		By("both node states are created handed over, before any agent reports")
 		for _, n := range []string{capable, old} {
-			lns, err := getState(n)()
-			Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(Default, n)
 			Expect(lns.Spec.Profile.ResolveOnNode).To(BeTrue(), n)
 			Expect(lns.Spec.Tuning).To(BeNil(), n)
 		}
@@ -123,12 +119,10 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 
 		By("the capable node keeps resolveOnNode and no tuning; the other, whose agent reports no capability, gets spec.tuning as before")
 		Eventually(func(gm Gomega) {
-			lns, err := getState(capable)()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, capable)
 			gm.Expect(lns.Spec.Profile.ResolveOnNode).To(BeTrue())
 			gm.Expect(lns.Spec.Tuning).To(BeNil())
-			lns, err = getState(old)()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns = stateOf(gm, old)
 			gm.Expect(lns.Spec.Profile.ResolveOnNode).To(BeFalse())
 			gm.Expect(lns.Spec.Tuning).NotTo(BeNil())
 		}, timeout, interval).Should(Succeed())
@@ -141,26 +135,22 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 		Eventually(appliedNodes(name), timeout, interval).Should(Equal(int32(2)))
 
 		By("a profile change that moves no node: no write, both current at once")
-		before, err := getState(capable)()
-		Expect(err).NotTo(HaveOccurred())
+		before := stateOf(Default, capable)
 		updateProfile(name, func(p *tsv1.LatencyProfile) { p.Spec.Priority = 5 })
 		Eventually(appliedNodes(name), timeout, interval).Should(Equal(int32(2)))
 
 		By("a profile change that moves both: the old node's spec.tuning is written, the capable node's state is not")
-		oldBefore, err := getState(old)()
-		Expect(err).NotTo(HaveOccurred())
+		oldBefore := stateOf(Default, old)
 		moveTuning(name)
 		Eventually(func(gm Gomega) {
-			lns, err := getState(old)()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, old)
 			gm.Expect(lns.Generation).To(BeNumerically(">", oldBefore.Generation))
 			gm.Expect(lns.Spec.Tuning.ReservedCPUs).To(Equal(tsv1.CPUSet("0-1")))
 		}, timeout, interval).Should(Succeed())
 		// The capable node is not current until its agent reports the new resolution.
 		Eventually(appliedNodes(name), timeout, interval).Should(Equal(int32(0)))
 		Consistently(func(gm Gomega) string {
-			lns, err := getState(capable)()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, capable)
 			return lns.ResourceVersion
 		}, "2s", interval).Should(Equal(before.ResourceVersion), "the capable node's state was written")
 		agentResolves(capable, name, metav1.ConditionTrue)
@@ -182,8 +172,7 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 		reportCapableFacts(n, hostFacts("0-63"))
 		reportApplied(n)
 		Eventually(appliedNodes(name), timeout, interval).Should(Equal(int32(1)))
-		t1, err := getState(n)()
-		Expect(err).NotTo(HaveOccurred())
+		t1 := stateOf(Default, n)
 		Expect(t1.Spec.Tuning).NotTo(BeNil())
 		Expect(t1.Spec.Profile.ResolveOnNode).To(BeFalse())
 		// Let the reconciles of these reports end: turning the flag on starts none.
@@ -193,8 +182,7 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 		turnResolveOnNode(true)
 		moveTuning(name)
 		Eventually(func(gm Gomega) {
-			lns, err := getState(n)()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, n)
 			gm.Expect(lns.Spec.Profile.ResolveOnNode).To(BeFalse())
 			gm.Expect(lns.Spec.Tuning).NotTo(BeNil())
 			gm.Expect(lns.Spec.Tuning.ReservedCPUs).To(Equal(tsv1.CPUSet("0-1")))
@@ -204,16 +192,14 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 		// An unrelated report (an event for the manager), still at the older generation.
 		setNodeCondition(n, tsv1.NodeDrifted, metav1.ConditionFalse)
 		Consistently(func(gm Gomega) bool {
-			lns, err := getState(n)()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, n)
 			return lns.Spec.Profile.ResolveOnNode
 		}, "2s", interval).Should(BeFalse())
 
 		By("Applied: handed over in one write, spec.tuning cleared")
 		reportApplied(n)
 		Eventually(func(gm Gomega) {
-			lns, err := getState(n)()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, n)
 			gm.Expect(lns.Spec.Profile.ResolveOnNode).To(BeTrue())
 			gm.Expect(lns.Spec.Tuning).To(BeNil())
 		}, timeout, interval).Should(Succeed())
@@ -225,8 +211,7 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 		setNodeCondition(n, tsv1.NodeDrifted, metav1.ConditionTrue) // a change: an event for the manager
 		want := managerTuning(n, name)
 		Eventually(func(gm Gomega) {
-			lns, err := getState(n)()
-			gm.Expect(err).NotTo(HaveOccurred())
+			lns := stateOf(gm, n)
 			gm.Expect(lns.Spec.Profile.ResolveOnNode).To(BeFalse())
 			gm.Expect(lns.Spec.Tuning).NotTo(BeNil())
 			gm.Expect(resolve.TuningHash(lns.Spec.Tuning)).To(Equal(resolve.TuningHash(want)))
@@ -247,8 +232,7 @@ var _ = Describe("Resolve on node (--resolve-on-node)", func() {
 			gm.Expect(c.Reason).To(Equal(tsv1.ReasonResolutionFailed))
 			gm.Expect(c.Message).To(ContainSubstring(n))
 		}, timeout, interval).Should(Succeed())
-		lns, err := getState(n)()
-		Expect(err).NotTo(HaveOccurred())
+		lns := stateOf(Default, n)
 		Expect(lns.Generation).To(Equal(handed.Generation), "the node state's spec was written")
 		Expect(lns.Spec.Tuning).To(BeNil())
 	})
@@ -285,8 +269,7 @@ func handedToNode(suffix string) (node, profile string, handed *tsv1.LatencyNode
 	agentApplying(node)
 	reportCapableFacts(node, hostFacts("0-63"))
 	Eventually(func(gm Gomega) {
-		lns, err := getState(node)()
-		gm.Expect(err).NotTo(HaveOccurred())
+		lns := stateOf(gm, node)
 		gm.Expect(lns.Spec.Profile.ResolveOnNode).To(BeTrue())
 		handed = lns
 	}, timeout, interval).Should(Succeed())

@@ -34,34 +34,26 @@ func TestCacheKeepsNoSettings(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{tsv1.ProfileLabel: "p"}},
 		Spec:       tsv1.LatencyNodeStateSpec{NodeName: "node-a", Profile: tsv1.ProfileReference{Name: "p", Generation: 1}},
 	}
-	if err := c.Create(ctx, lns); err != nil {
-		t.Fatal(err)
-	}
-	lns.Status = tsv1.LatencyNodeStateStatus{
-		ObservedGeneration: lns.Generation,
-		Facts:              &tsv1.NodeFacts{OnlineCPUs: "0-7", Sockets: 1, ThreadsPerCore: 1},
-		Settings: []tsv1.SettingStatus{
-			{Name: "sysctl/vm.stat_interval", Desired: "10", Observed: "10", State: tsv1.SettingInSync},
-			{Name: "sysctl/kernel.timer_migration", Desired: "0", Observed: "0", State: tsv1.SettingInSync},
-		},
-		Tuning:     &tsv1.NodeTuning{Sysctls: map[string]string{"vm.stat_interval": "10"}},
-		Conditions: []metav1.Condition{{Type: tsv1.NodeApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "2 settings in effect", LastTransitionTime: metav1.Now()}},
-	}
-	if err := c.Status().Update(ctx, lns); err != nil {
-		t.Fatal(err)
-	}
+	createWithStatus(ctx, t, c, lns, func(lns *tsv1.LatencyNodeState) {
+		lns.Status = tsv1.LatencyNodeStateStatus{
+			ObservedGeneration: lns.Generation,
+			Facts:              &tsv1.NodeFacts{OnlineCPUs: "0-7", Sockets: 1, ThreadsPerCore: 1},
+			Settings: []tsv1.SettingStatus{
+				{Name: "sysctl/vm.stat_interval", Desired: "10", Observed: "10", State: tsv1.SettingInSync},
+				{Name: "sysctl/kernel.timer_migration", Desired: "0", Observed: "0", State: tsv1.SettingInSync},
+			},
+			Tuning:     &tsv1.NodeTuning{Sysctls: map[string]string{"vm.stat_interval": "10"}},
+			Conditions: []metav1.Condition{{Type: tsv1.NodeApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "2 settings in effect", LastTransitionTime: metav1.Now()}},
+		}
+	})
 	// A second node reporting the same facts.
 	twin := &tsv1.LatencyNodeState{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{tsv1.ProfileLabel: "p"}},
 		Spec:       tsv1.LatencyNodeStateSpec{NodeName: "node-b", Profile: tsv1.ProfileReference{Name: "p", Generation: 1}},
 	}
-	if err := c.Create(ctx, twin); err != nil {
-		t.Fatal(err)
-	}
-	twin.Status = tsv1.LatencyNodeStateStatus{Facts: &tsv1.NodeFacts{OnlineCPUs: "0-7", Sockets: 1, ThreadsPerCore: 1}}
-	if err := c.Status().Update(ctx, twin); err != nil {
-		t.Fatal(err)
-	}
+	createWithStatus(ctx, t, c, twin, func(twin *tsv1.LatencyNodeState) {
+		twin.Status = tsv1.LatencyNodeStateStatus{Facts: &tsv1.NodeFacts{OnlineCPUs: "0-7", Sockets: 1, ThreadsPerCore: 1}}
+	})
 
 	ca := startCache(ctx, t, env.Config, &tsv1.LatencyNodeState{})
 	cached := &tsv1.LatencyNodeState{}
@@ -131,21 +123,17 @@ func TestCacheLeanNodes(t *testing.T) {
 			Annotations: map[string]string{tsv1.BMCAnnotation: "bmc-1", "node.alpha.kubernetes.io/ttl": "0"}},
 		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "other.example/t", Effect: corev1.TaintEffectNoSchedule}}},
 	}
-	if err := c.Create(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	n.Status = corev1.NodeStatus{
-		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")},
-		Images:   []corev1.ContainerImage{{Names: []string{"registry.example/app:1"}, SizeBytes: 1 << 20}},
-		NodeInfo: corev1.NodeSystemInfo{BootID: "boot-1", KernelVersion: "6.1.0"},
-		Conditions: []corev1.NodeCondition{
-			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()},
-			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()},
-		},
-	}
-	if err := c.Status().Update(ctx, n); err != nil {
-		t.Fatal(err)
-	}
+	createWithStatus(ctx, t, c, n, func(n *corev1.Node) {
+		n.Status = corev1.NodeStatus{
+			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")},
+			Images:   []corev1.ContainerImage{{Names: []string{"registry.example/app:1"}, SizeBytes: 1 << 20}},
+			NodeInfo: corev1.NodeSystemInfo{BootID: "boot-1", KernelVersion: "6.1.0"},
+			Conditions: []corev1.NodeCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+			},
+		}
+	})
 
 	ca := startCache(ctx, t, env.Config, &corev1.Node{})
 	got := &corev1.Node{}
@@ -193,6 +181,18 @@ func TestCacheLeanNodes(t *testing.T) {
 
 // startCache starts a cache with the manager's options (controllers.CacheOptions) and an
 // informer for obj's kind, and waits for it to sync.
+// createWithStatus creates obj, then writes the status setStatus gives it (a create drops it).
+func createWithStatus[T client.Object](ctx context.Context, t *testing.T, c client.Client, obj T, setStatus func(T)) {
+	t.Helper()
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(obj)
+	if err := c.Status().Update(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func startCache(ctx context.Context, t *testing.T, cfg *rest.Config, obj client.Object) cache.Cache {
 	t.Helper()
 	opts := controllers.CacheOptions()

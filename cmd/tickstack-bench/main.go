@@ -232,15 +232,11 @@ func interfaceIPv4(name string) (string, error) {
 }
 
 func runClient(ctx context.Context, o *options, tools bench.Tools, spec tsv1.BenchmarkSuites, stdout io.Writer, logf func(string, ...any)) error {
-	workDir := o.workDir
-	if workDir == "" {
-		d, err := os.MkdirTemp("", "tsbench-")
-		if err != nil {
-			return fmt.Errorf("creating work directory: %w", err)
-		}
-		defer os.RemoveAll(d)
-		workDir = d
+	workDir, remove, err := bench.WorkDir(o.workDir, "tsbench-")
+	if err != nil {
+		return err
 	}
+	defer remove()
 	runner := &bench.Runner{Tools: tools, CPUs: o.cpus, WorkDir: workDir, BasePort: o.basePort, MulticastGroup: o.group, Node: o.node, Logf: logf}
 	if spec.Defaulted().NetworkSuites() {
 		if o.peer == "" {

@@ -174,11 +174,7 @@ func TestRunnerOverVeth(t *testing.T) {
 	if err != nil {
 		t.Fatalf("results block in the log: %v\n%s", err, stdout.String())
 	}
-	fileBytes, err := os.ReadFile(outFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromFile, err := judge.UnmarshalResults(fileBytes)
+	fromFile, err := judge.ReadResultsFile(outFile)
 	if err != nil {
 		t.Fatal(err)
 	}

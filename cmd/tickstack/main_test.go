@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 const goodProfile = `apiVersion: tickstack.io/v1alpha1
@@ -51,15 +53,6 @@ func indent(doc string) string {
 	}
 	lines[0] = "-" + lines[0][1:]
 	return strings.Join(lines, "\n") + "\n"
-}
-
-func write(t *testing.T, dir, name, body string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // TestBadInputsAreNamed feeds each kind of bad input to validate, plan and bench -f, with no
@@ -131,7 +124,7 @@ func TestBadInputsAreNamed(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.body != "" {
-				write(t, filepath.Dir(path), name, tc.body)
+				testutil.WriteFile(t, filepath.Dir(path), name, tc.body)
 			}
 			out, err := run(t, "tickstack", "", tc.cmd, "-f", path)
 			if err == nil {

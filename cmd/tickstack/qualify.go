@@ -43,15 +43,12 @@ ping-pong over the interface. Verdict: Supported (exit 0), Degraded (exit 3, 0 w
 			if output != "" && output != "json" && output != "text" {
 				return fmt.Errorf("-o %q: use json or text", output)
 			}
-			if workDir == "" {
-				d, err := os.MkdirTemp("", "tickstack-qualify-")
-				if err != nil {
-					return fmt.Errorf("creating a work directory: %w", err)
-				}
-				defer os.RemoveAll(d)
-				workDir = d
+			dir, remove, err := bench.WorkDir(workDir, "tickstack-qualify-")
+			if err != nil {
+				return err
 			}
-			o.WorkDir = workDir
+			defer remove()
+			o.WorkDir = dir
 			o.Logf = func(format string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...) }
 			if err := o.Check(); err != nil {
 				return err

@@ -11,13 +11,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	"github.com/tickstack/tickstack/internal/bypass"
-	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
 // bootBinarySize is the size of the stand-in for the agent's binary: the image's agent (static,
@@ -138,9 +136,7 @@ func TestReconcileMemoryBound(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	stop := agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 30*time.Second, "applied", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
-	})
+	pollApplied(t, node, 30*time.Second)
 	if _, err := reg.Gather(); err != nil {
 		t.Fatal(err)
 	}

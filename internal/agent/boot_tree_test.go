@@ -70,9 +70,7 @@ func TestTreeBootBeforePods(t *testing.T) {
 	a.R.Kubelet = agent.KubeletOptions{ConfigDir: "/proc/sys/vm/swappiness/kubelet.conf.d", StopCommand: []string{"false"}, StartCommand: []string{"false"}}
 	tuningOf := &tsv1.NodeTuning{ReservedCPUs: "0-1", IsolatedCPUs: "2-3",
 		Sysctls: map[string]string{"vm.stat_interval": "10", "vm.swappiness": "10"}}
-	createNode(t, node)
-	createLNS(t, node, tuningOf)
-	stop := agenttest.StartAgent(t, cfg, a.R, nil)
+	stop := startOnTree(t, a, node, tuningOf)
 
 	bootID := readTree(t, a, "proc/sys/kernel/random/boot_id")
 	tsutil.Poll(t, 20*time.Second, "applied for this boot", func() error {

@@ -2,10 +2,8 @@ package agent_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -69,18 +67,9 @@ func crashWith(t *testing.T, point, node, root, logs string, env []string) {
 	if err := agenttest.WriteConfig(cfg, cfgPath); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashHelperEnv+"="+point, crashConfigEnv+"="+cfgPath,
-		crashNodeEnv+"="+node, crashRootEnv+"="+root, crashLogsEnv+"="+logs)
-	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		t.Fatalf("agent at failpoint %s: %v\n%s", point, err, out)
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("agent at failpoint %s did not die by SIGKILL: %v\n%s", point, err, out)
-	}
+	env = append([]string{crashHelperEnv + "=" + point, crashConfigEnv + "=" + cfgPath,
+		crashNodeEnv + "=" + node, crashRootEnv + "=" + root, crashLogsEnv + "=" + logs}, env...)
+	tsutil.RunKilled(t, "agent at failpoint "+point, env...)
 }
 
 // TestCrashWindowsOfTheRebootProtocol kills the agent where the reboot protocol has new crash

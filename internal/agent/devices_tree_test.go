@@ -23,9 +23,7 @@ func TestTreeDevices(t *testing.T) {
 	node := agenttest.Name("devices")
 	a := agenttest.NewTreeAgent(t, node)
 	a.R.ResourcePrefix = "tsagt.test"
-	createNode(t, node)
-	createLNS(t, node, &tsv1.NodeTuning{ReservedCPUs: "0-1", IsolatedCPUs: "2-3", Sysctls: map[string]string{"vm.stat_interval": "10"}})
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, &tsv1.NodeTuning{ReservedCPUs: "0-1", IsolatedCPUs: "2-3", Sysctls: map[string]string{"vm.stat_interval": "10"}})
 
 	devices := func(want string, vfs int32) func() error {
 		return func() error {

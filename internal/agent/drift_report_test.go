@@ -22,15 +22,11 @@ import (
 func TestTreeDriftReportOnly(t *testing.T) {
 	node := agenttest.Name("report")
 	a := agenttest.NewTreeAgent(t, node)
-	createNode(t, node)
-	createLNS(t, node, &tsv1.NodeTuning{
+	startOnTree(t, a, node, &tsv1.NodeTuning{
 		Sysctls:     map[string]string{"vm.stat_interval": "10", "vm.swappiness": "10"},
 		DriftAction: tsv1.DriftReport,
 	})
-	agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 20*time.Second, "applied", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, "")
-	})
+	pollApplied(t, node, 20*time.Second)
 	if got := readTree(t, a, "proc/sys/vm/stat_interval"); got != "10" {
 		t.Fatalf("stat_interval %q after the apply, want 10", got)
 	}

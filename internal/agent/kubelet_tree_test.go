@@ -132,9 +132,7 @@ func TestTreeKubeletRestart(t *testing.T) {
 	a := agenttest.NewTreeAgent(t, node)
 	k := newTreeKubelet(t, a)
 	dropIn := filepath.Join(a.Root, "etc/kubernetes/kubelet.conf.d", kubeletconf.FileName)
-	createNode(t, node)
-	createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
 
 	tsutil.Poll(t, 20*time.Second, "a kubelet restart requested", func() error {
 		l := getLNS(t, node)
@@ -279,18 +277,9 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 	})
 
 	setGranted(t, node, true)
-	tsutil.Poll(t, 20*time.Second, "Draining announced", func() error {
-		if n := len(events(t, node, "Draining")); n == 0 {
-			return errors.New("no Draining event")
-		}
-		return nil
-	})
+	pollEvent(t, node, "Draining")
 	gomega.NewWithT(t).Consistently(func() string {
-		phase := "none"
-		if r := getLNS(t, node).Status.Reboot; r != nil {
-			phase = string(r.Phase)
-		}
-		return fmt.Sprintf("phase %s, cordoned %t, Draining events %d", phase, getNode(t, node).Spec.Unschedulable, len(events(t, node, "Draining")))
+		return fmt.Sprintf("phase %s, cordoned %t, Draining events %d", rebootPhase(t, node), getNode(t, node).Spec.Unschedulable, len(events(t, node, "Draining")))
 	}).WithTimeout(4*time.Second).WithPolling(200*time.Millisecond).
 		Should(gomega.Equal("phase Requested, cordoned false, Draining events 1"), "nothing is done before Draining is recorded, and it is said once")
 
@@ -328,18 +317,9 @@ func TestTreeRebootAnnouncedOnce(t *testing.T) {
 		}
 		return errors.New("still cordoned")
 	})
-	tsutil.Poll(t, 20*time.Second, "KubeletVerified announced", func() error {
-		if n := len(events(t, node, "KubeletVerified")); n == 0 {
-			return errors.New("no KubeletVerified event")
-		}
-		return nil
-	})
+	pollEvent(t, node, "KubeletVerified")
 	gomega.NewWithT(t).Consistently(func() string {
-		phase := "none"
-		if r := getLNS(t, node).Status.Reboot; r != nil {
-			phase = string(r.Phase)
-		}
-		return fmt.Sprintf("phase %s, KubeletVerified events %d", phase, len(events(t, node, "KubeletVerified")))
+		return fmt.Sprintf("phase %s, KubeletVerified events %d", rebootPhase(t, node), len(events(t, node, "KubeletVerified")))
 	}).WithTimeout(4*time.Second).WithPolling(200*time.Millisecond).
 		Should(gomega.Equal("phase Verifying, KubeletVerified events 1"), "the end, tried again and again, is said once")
 
@@ -432,9 +412,7 @@ func startKubeletRestartRequested(t *testing.T, node string) (*agenttest.TreeAge
 	t.Helper()
 	a := agenttest.NewTreeAgent(t, node)
 	k := newTreeKubelet(t, a)
-	createNode(t, node)
-	createLNS(t, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, kubeletTuning(tsv1.DefaultTopologyManagerPolicy))
 	tsutil.Poll(t, 20*time.Second, "a kubelet restart requested", func() error {
 		if r := getLNS(t, node).Status.Reboot; r == nil || r.Phase != tsv1.RebootRequested {
 			return fmt.Errorf("reboot status %+v", r)

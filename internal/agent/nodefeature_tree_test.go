@@ -12,7 +12,6 @@ import (
 	nfdv1alpha1 "sigs.k8s.io/node-feature-discovery/api/nfd/v1alpha1"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
@@ -52,9 +51,7 @@ func TestTreeNodeFeature(t *testing.T) {
 			return nil
 		}
 	}
-	tsutil.Poll(t, 20*time.Second, "applied", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
-	})
+	pollApplied(t, node, 20*time.Second)
 	tsutil.Poll(t, 10*time.Second, "the feature says applied", feature("map[applied:true profile:trading]"))
 
 	// Deleted behind the agent's back while nothing changes: made again at the next read back

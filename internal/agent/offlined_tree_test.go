@@ -25,12 +25,8 @@ func TestTreeOfflinedCPUs(t *testing.T) {
 	node := agenttest.Name("offline")
 	a := agenttest.NewTreeAgent(t, node)
 	before := agenttest.Snapshot(t, a.Root)
-	createNode(t, node)
-	createLNS(t, node, &tsv1.NodeTuning{ReservedCPUs: "0-1", OfflinedCPUs: "2-3"})
-	agenttest.StartAgent(t, cfg, a.R, nil)
-	tsutil.Poll(t, 20*time.Second, "applied", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, "")
-	})
+	startOnTree(t, a, node, &tsv1.NodeTuning{ReservedCPUs: "0-1", OfflinedCPUs: "2-3"})
+	pollApplied(t, node, 20*time.Second)
 	tsutil.Poll(t, 20*time.Second, "facts", func() error {
 		if f := getLNS(t, node).Status.Facts; f == nil || f.PresentCPUs != "0-3" || f.HotpluggableCPUs != "1-3" {
 			return fmt.Errorf("facts %+v, want present 0-3 and hotpluggable 1-3 (Degraded: %s)", f, condition(getLNS(t, node), tsv1.NodeDegraded).Message)

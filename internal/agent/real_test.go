@@ -127,9 +127,7 @@ func TestRealHost(t *testing.T) {
 	}
 
 	patchLNS(t, node, func(l *tsv1.LatencyNodeState) { l.Spec.Tuning = tun })
-	testutil.Poll(t, 20*time.Second, "applied", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
-	})
+	pollApplied(t, node, 20*time.Second)
 	l := getLNS(t, node)
 	if !controllerutil.ContainsFinalizer(l, tsv1.RestoreFinalizer) {
 		t.Error("no restore finalizer on a node whose host was changed")
@@ -289,9 +287,7 @@ func TestRealHostNICEvent(t *testing.T) {
 	createLNS(t, node, &tsv1.NodeTuning{NICs: []tsv1.NICTuning{{Group: "md", Interface: vethC, Driver: "veth",
 		Acceleration: tsv1.AccelerationKernel, Channels: &tsv1.Channels{RX: ptr32(2), TX: ptr32(2)}}}})
 	agenttest.StartAgent(t, cfg, r, nics)
-	testutil.Poll(t, 20*time.Second, "applied", func() error {
-		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
-	})
+	pollApplied(t, node, 20*time.Second)
 	if c := channels(); c["rx"] != 2 || c["tx"] != 2 {
 		t.Fatalf("channels after applying: %v", c)
 	}

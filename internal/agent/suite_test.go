@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/testutil/kubetest"
@@ -60,6 +61,23 @@ func createNode(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
+}
+
+// startOnTree begins a tree test: it creates node and its node state with tuning and starts a's
+// agent.
+func startOnTree(t *testing.T, a *agenttest.TreeAgent, node string, tuning *tsv1.NodeTuning) (stop func()) {
+	t.Helper()
+	createNode(t, node)
+	createLNS(t, node, tuning)
+	return agenttest.StartAgent(t, cfg, a.R, nil)
+}
+
+// pollApplied polls until node's node state is Applied.
+func pollApplied(t *testing.T, node string, timeout time.Duration) {
+	t.Helper()
+	tsutil.Poll(t, timeout, "applied", func() error {
+		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, agent.ReasonApplied)
+	})
 }
 
 // createLNS creates the node state as the operator would, with the given tuning.
@@ -180,6 +198,26 @@ func wantCondition(l *tsv1.LatencyNodeState, typ string, status metav1.Condition
 		return fmt.Errorf("%s is %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
 	}
 	return nil
+}
+
+// pollEvent polls until the agent has emitted an event with reason about node's node state.
+func pollEvent(t *testing.T, node, reason string) {
+	t.Helper()
+	tsutil.Poll(t, 20*time.Second, reason+" announced", func() error {
+		if len(events(t, node, reason)) == 0 {
+			return fmt.Errorf("no %s event", reason)
+		}
+		return nil
+	})
+}
+
+// rebootPhase is the phase of node's reboot status, "none" without one.
+func rebootPhase(t *testing.T, node string) string {
+	t.Helper()
+	if r := getLNS(t, node).Status.Reboot; r != nil {
+		return string(r.Phase)
+	}
+	return "none"
 }
 
 // events lists the events about a node state with a reason.

@@ -54,9 +54,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	a := agenttest.NewTreeAgent(t, node)
 	before := agenttest.Snapshot(t, a.Root)
 	bootID := readTree(t, a, "proc/sys/kernel/random/boot_id")
-	createNode(t, node)
-	createLNS(t, node, nil)
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, nil)
 
 	// Facts first; nothing on the host changes while spec.tuning is unset.
 	tsutil.Poll(t, 20*time.Second, "facts reported", func() error {
@@ -200,12 +198,7 @@ func TestTreeRebootProtocol(t *testing.T) {
 	if _, ok := getNode(t, node).Labels[tsv1.FingerprintLabel]; ok {
 		t.Error("fingerprint label left on the node")
 	}
-	tsutil.Poll(t, 10*time.Second, "pending-removal event", func() error {
-		if len(events(t, node, "KernelArgsPendingRemoval")) == 0 {
-			return fmt.Errorf("no KernelArgsPendingRemoval event")
-		}
-		return nil
-	})
+	pollEvent(t, node, "KernelArgsPendingRemoval")
 }
 
 // TestTreeRefusedTuningChangesNothing: a tuning the host layer refuses, invalid or valid but
@@ -269,9 +262,7 @@ func TestTreeRebootThatDoesNotHappen(t *testing.T) {
 	a.R.RebootCommand = agenttest.LogCommand(a.Reboots) // "succeeds", the boot ID stays
 	a.R.RebootTimeout = time.Second
 	before := agenttest.Snapshot(t, a.Root)
-	createNode(t, node)
-	createLNS(t, node, treeTuning())
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, treeTuning())
 	pollRebootRequested(t, node)
 	setGranted(t, node, true)
 	tsutil.Poll(t, 20*time.Second, "missing reboot reported", func() error {
@@ -310,9 +301,7 @@ func TestTreeRebootWithoutTheArguments(t *testing.T) {
 	node := agenttest.Name("vain")
 	a := agenttest.NewTreeAgent(t, node)
 	a.R.RebootCommand = []string{"/bin/sh", "-c", `cat /proc/sys/kernel/random/uuid > "$TICKSTACK_HOST_ROOT/proc/sys/kernel/random/boot_id"; echo "$TICKSTACK_NODE_NAME" >> "$1"`, "vain-reboot", a.Reboots}
-	createNode(t, node)
-	createLNS(t, node, treeTuning())
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	startOnTree(t, a, node, treeTuning())
 	pollRebootRequested(t, node)
 	setGranted(t, node, true)
 	pollSlotDone(t, node, "reboot in vain reported", 20*time.Second, func(l *tsv1.LatencyNodeState) error {

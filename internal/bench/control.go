@@ -370,12 +370,8 @@ func (r *Reflector) start(ctx context.Context, req controlRequest) (*reflectorPr
 		return nil, err
 	}
 	p := &reflectorProc{cmd: cmd, out: &SyncBuffer{}, done: make(chan struct{}), stack: req.Stack}
-	if req.Stack == tsv1.StackBypass {
-		if p.statsDir, err = os.MkdirTemp(r.WorkDir, "tsbench-stats-"); err != nil {
-			p.statsDir, p.statsErr = "", fmt.Sprintf("creating a directory for the stack's statistics: %v", err)
-		} else {
-			withStatsFile(cmd, p.statsDir)
-		}
+	if p.statsDir, err = withStatsDir(cmd, req.Stack, r.WorkDir, "tsbench-stats-"); err != nil {
+		p.statsErr = err.Error()
 	}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {

@@ -96,6 +96,19 @@ func (t Tools) FindLauncher() (string, error) {
 	return "", fmt.Errorf("%w: bypass launcher tickstack-run not found (looked in %s): build the dataplane (make -C dataplane) or pass --launcher", ErrStackUnavailable, strings.Join(tried, ", "))
 }
 
+// WorkDir is dir, or, when dir is empty, a new temporary directory named after prefix; remove
+// deletes that temporary directory (and nothing when dir was given).
+func WorkDir(dir, prefix string) (workDir string, remove func(), err error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	d, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("creating a work directory: %w", err)
+	}
+	return d, func() { os.RemoveAll(d) }, nil
+}
+
 func isExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0

@@ -91,15 +91,11 @@ func (r *Runner) clientRun(ctx context.Context, stack tsv1.Stack, seconds int32,
 	if err != nil {
 		return o, err
 	}
-	statsDir := ""
-	if stack == tsv1.StackBypass {
-		if statsDir, err = os.MkdirTemp(r.WorkDir, "stats-*"); err != nil {
-			o.countersErr = fmt.Errorf("creating a directory for the stack's statistics: %w", err)
-			statsDir = ""
-		} else {
-			defer os.RemoveAll(statsDir)
-			withStatsFile(cmd, statsDir)
-		}
+	statsDir, err := withStatsDir(cmd, stack, r.WorkDir, "stats-*")
+	if err != nil {
+		o.countersErr = err
+	} else if statsDir != "" {
+		defer os.RemoveAll(statsDir)
 	}
 	r.logf("%s", strings.Join(cmd.Args, " "))
 	var cpus []int

@@ -40,63 +40,80 @@ var statsIdentity = map[string]bool{"pid": true, "profile": true, "if": true, "i
 // library's dump still reads.
 func ParseStackStats(r io.Reader) (StackCounters, error) {
 	out := StackCounters{}
+	if err := scanStats(r, out.add); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// add sums the counters of one dump line (scanStats).
+func (c StackCounters) add(first string, fields []string) {
+	kind, ok := statsLineKinds[first]
+	if !ok {
+		return
+	}
+	for _, kv := range fields {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || statsIdentity[k] {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		c[kind+"."+k] += n
+	}
+}
+
+// scanStats calls fn with the first word and the other fields of every line of a dump.
+func scanStats(r io.Reader, fn func(first string, fields []string)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		kind, ok := statsLineKinds[f[0]]
-		if !ok {
-			continue
-		}
-		for _, kv := range f[1:] {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || statsIdentity[k] {
-				continue
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				continue
-			}
-			out[kind+"."+k] += n
+		if f := strings.Fields(sc.Text()); len(f) > 0 {
+			fn(f[0], f[1:])
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the stack's statistics dump: %w", err)
+		return fmt.Errorf("reading the stack's statistics dump: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // errNoStatsDump says a bypass run left no statistics dump (the process was killed, or the
 // library could not write the file).
 var errNoStatsDump = errors.New("no statistics dump was written")
 
-// ReadStackStatsDir sums the dumps of every process in dir (the directory TICKSTACK_STATS_FILE
-// pointed into).
-func ReadStackStatsDir(dir string) (StackCounters, error) {
+// scanStatsDir is scanStats over the dumps of every process in dir (the directory
+// TICKSTACK_STATS_FILE pointed into); errNoStatsDump when there are none.
+func scanStatsDir(dir string, fn func(first string, fields []string)) error {
 	files, err := filepath.Glob(filepath.Join(dir, strings.Replace(statsFileName, "%p", "*", 1)))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(files) == 0 {
-		return nil, errNoStatsDump
+		return errNoStatsDump
 	}
-	out := StackCounters{}
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		c, err := ParseStackStats(f)
+		err = scanStats(f, fn)
 		f.Close()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for k, v := range c {
-			out[k] += v
-		}
+	}
+	return nil
+}
+
+// ReadStackStatsDir sums the dumps of every process in dir (the directory TICKSTACK_STATS_FILE
+// pointed into).
+func ReadStackStatsDir(dir string) (StackCounters, error) {
+	out := StackCounters{}
+	if err := scanStatsDir(dir, out.add); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -130,9 +147,19 @@ func (c StackCounters) StallCounters() []tsv1.StackCounter {
 	return out
 }
 
-// withStatsFile makes a bypass command dump the stack's counters into dir at exit.
-func withStatsFile(cmd *exec.Cmd, dir string) {
+// withStatsDir, for a command on the bypass stack, makes a directory in workDir (named after
+// pattern, as os.MkdirTemp names it) and makes the command dump the stack's counters into it at
+// exit; the caller removes it. On the kernel's stack it does nothing and returns "".
+func withStatsDir(cmd *exec.Cmd, stack tsv1.Stack, workDir, pattern string) (string, error) {
+	if stack != tsv1.StackBypass {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp(workDir, pattern)
+	if err != nil {
+		return "", fmt.Errorf("creating a directory for the stack's statistics: %w", err)
+	}
 	cmd.Env = append(os.Environ(), statsFileEnv+"="+filepath.Join(dir, statsFileName))
+	return dir, nil
 }
 
 // stallReport is a row's stall report: the stalls in its run's full log, each attributed with

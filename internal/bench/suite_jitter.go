@@ -27,19 +27,8 @@ func (r *Runner) jitter(ctx context.Context, s *tsv1.JitterSpec) *tsv1.JitterRes
 		}
 		switch tool {
 		case tsv1.JitterOslat:
-			p, err := r.Tools.path("oslat", r.Tools.Oslat)
-			if err != nil {
-				res.Error = joinErr(res.Error, err.Error())
-				continue
-			}
-			cmd, _ := r.Tools.command(ctx, tsv1.StackKernel, "", p, "--cpu-list", s.CPUs, "-D", strconv.Itoa(int(s.DurationSeconds)), "-C", strconv.Itoa(mainCPU(cpus)), "-b", "1024", "-z")
-			r.logf("%s", strings.Join(cmd.Args, " "))
-			out, err := runTool(ctx, cmd, timeout)
-			if err != nil {
-				res.Error = joinErr(res.Error, fmt.Sprintf("oslat: %v", err))
-				continue
-			}
-			reps, err := ParseOslat(out)
+			out, reps, err := runJitterTool(ctx, r, "oslat", r.Tools.Oslat, ParseOslat, timeout,
+				"--cpu-list", s.CPUs, "-D", strconv.Itoa(int(s.DurationSeconds)), "-C", strconv.Itoa(mainCPU(cpus)), "-b", "1024", "-z")
 			if err != nil {
 				res.Error = joinErr(res.Error, err.Error())
 				continue
@@ -51,21 +40,10 @@ func (r *Runner) jitter(ctx context.Context, s *tsv1.JitterSpec) *tsv1.JitterRes
 				res.Rows = append(res.Rows, tsv1.JitterRow{Tool: tsv1.JitterOslat, CPU: int32(o.CPU), LatencyStats: o.Stats()})
 			}
 		case tsv1.JitterCyclictest:
-			p, err := r.Tools.path("cyclictest", r.Tools.Cyclictest)
-			if err != nil {
-				res.Error = joinErr(res.Error, err.Error())
-				continue
-			}
-			cmd, _ := r.Tools.command(ctx, tsv1.StackKernel, "", p, "-m", "-q", "-a", s.CPUs, "-t", strconv.Itoa(len(cpus)),
+			_, reps, err := runJitterTool(ctx, r, "cyclictest", r.Tools.Cyclictest, ParseCyclictest, timeout,
+				"-m", "-q", "-a", s.CPUs, "-t", strconv.Itoa(len(cpus)),
 				"-p", strconv.Itoa(int(s.CyclictestPriority)), "-i", strconv.Itoa(int(s.CyclictestIntervalMicros)),
 				"-D", strconv.Itoa(int(s.DurationSeconds)), "-h", "1000")
-			r.logf("%s", strings.Join(cmd.Args, " "))
-			out, err := runTool(ctx, cmd, timeout)
-			if err != nil {
-				res.Error = joinErr(res.Error, fmt.Sprintf("cyclictest: %v", err))
-				continue
-			}
-			reps, err := ParseCyclictest(out)
 			if err != nil {
 				res.Error = joinErr(res.Error, err.Error())
 				continue
@@ -81,6 +59,24 @@ func (r *Runner) jitter(ctx context.Context, s *tsv1.JitterSpec) *tsv1.JitterRes
 		}
 	}
 	return res
+}
+
+// runJitterTool runs a jitter tool (name, at configured or found on the PATH) on the kernel's
+// stack with args and returns its output and the reports parse reads in it.
+func runJitterTool[T any](ctx context.Context, r *Runner, name, configured string, parse func(string) ([]T, error),
+	timeout time.Duration, args ...string) (string, []T, error) {
+	p, err := r.Tools.path(name, configured)
+	if err != nil {
+		return "", nil, err
+	}
+	cmd, _ := r.Tools.command(ctx, tsv1.StackKernel, "", p, args...)
+	r.logf("%s", strings.Join(cmd.Args, " "))
+	out, err := runTool(ctx, cmd, timeout)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %v", name, err)
+	}
+	reps, err := parse(out)
+	return out, reps, err
 }
 
 // mainCPU picks the CPU for oslat's main thread: one this process may run on that is not measured,

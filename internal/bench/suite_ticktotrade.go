@@ -1,12 +1,10 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,14 +95,13 @@ func (r *Runner) t2tRun(ctx context.Context, stack tsv1.Stack, s *tsv1.TickToTra
 	if err != nil {
 		return row, err
 	}
-	statsDir := ""
-	if stack == tsv1.StackBypass {
-		// The stack's counters at exit say which path each leg took.
-		if statsDir, err = os.MkdirTemp(r.WorkDir, "t2t-stats-*"); err != nil {
-			return row, fmt.Errorf("creating a directory for the stack's statistics: %w", err)
-		}
+	// On the bypass stack, the counters at exit say which path each leg took.
+	statsDir, err := withStatsDir(cmd, stack, r.WorkDir, "t2t-stats-*")
+	if err != nil {
+		return row, err
+	}
+	if statsDir != "" {
 		defer os.RemoveAll(statsDir)
-		withStatsFile(cmd, statsDir)
 	}
 	var stdout, stderr SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -199,45 +196,31 @@ func (r *Runner) t2tRun(ctx context.Context, stack tsv1.Stack, s *tsv1.TickToTra
 // connection was carried by the stack. The per-socket lines are read, not the sums
 // ParseStackStats makes: the FIX connection's socket counts rx_accel too (in bytes).
 func T2TPathsFromStats(dir string, feedPort int) (marketData, orders tsv1.Stack, err error) {
-	files, _ := filepath.Glob(filepath.Join(dir, strings.Replace(statsFileName, "%p", "*", 1)))
-	if len(files) == 0 {
-		return "", "", fmt.Errorf("the strategy's statistics: %w: the bypass library did not run in it to the end", errNoStatsDump)
-	}
 	var rxAccel, conns int64
 	suffix := ":" + strconv.Itoa(feedPort)
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			return "", "", err
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) == 0 {
-				continue
-			}
-			kv := map[string]string{}
-			for _, f := range fields[1:] {
-				if k, v, ok := strings.Cut(f, "="); ok {
-					kv[k] = v
-				}
-			}
-			switch fields[0] {
-			case "sock":
-				if strings.HasSuffix(kv["local"], suffix) {
-					n, _ := strconv.ParseInt(kv["rx_accel"], 10, 64)
-					rxAccel += n
-				}
-			case "tcp":
-				n, _ := strconv.ParseInt(kv["conns_accel"], 10, 64)
-				conns += n
+	err = scanStatsDir(dir, func(first string, fields []string) {
+		kv := map[string]string{}
+		for _, f := range fields {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				kv[k] = v
 			}
 		}
-		fh.Close()
-		if err := sc.Err(); err != nil {
-			return "", "", err
+		switch first {
+		case "sock":
+			if strings.HasSuffix(kv["local"], suffix) {
+				n, _ := strconv.ParseInt(kv["rx_accel"], 10, 64)
+				rxAccel += n
+			}
+		case "tcp":
+			n, _ := strconv.ParseInt(kv["conns_accel"], 10, 64)
+			conns += n
 		}
+	})
+	if errors.Is(err, errNoStatsDump) {
+		return "", "", fmt.Errorf("the strategy's statistics: %w: the bypass library did not run in it to the end", err)
+	}
+	if err != nil {
+		return "", "", err
 	}
 	marketData, orders = tsv1.StackKernel, tsv1.StackKernel
 	if rxAccel > 0 {

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/stmcginnis/gofish"
@@ -122,14 +123,7 @@ func (doc *registryDoc) registry() (*Registry, error) {
 }
 
 // Names lists the registry's attribute names, sorted.
-func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.Attributes))
-	for n := range r.Attributes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (r *Registry) Names() []string { return slices.Sorted(maps.Keys(r.Attributes)) }
 
 // findRegistry looks the attribute registry named by the Bios resource up in /redfish/v1/Registries.
 // Vendors spell the registry file's Id and Registry properties differently from the registry's own Id

@@ -14,33 +14,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
+	"github.com/tickstack/tickstack/internal/testutil"
 )
-
-// logCapture collects every log line, to check that no credential is ever logged.
-type logCapture struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logCapture) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.lines = append(l.lines, prefix+" "+args)
-	}, funcr.Options{Verbosity: 10})
-}
-
-func (l *logCapture) text() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
 
 // TestSushy runs the whole BIOS flow against a real Redfish server: sushy-tools 2.2.0 with libvirt's
 // in-memory test:///default driver, over TLS with basic auth. One emulator serves the ordered
@@ -57,13 +35,14 @@ func TestSushy(t *testing.T) {
 	const user = "tickstack-admin"
 	password := "Sushy-" + rand.Text() // unique: any appearance in logs or errors is a leak
 	e := startSushy(t, user, password)
-	logs := &logCapture{}
+	// every log line, to check that no credential is ever logged
+	logs := &testutil.LogLines{}
 	var errs []error // every error the package returned, checked for the password at the end
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	cfg := Config{Endpoint: e.url, Credentials: Credentials{Username: user, Password: password}, CABundle: e.ca,
-		Timeout: 20 * time.Second, Log: logs.logger()}
+		Timeout: 20 * time.Second, Log: logs.Logger(10)}
 	c, err := Connect(ctx, cfg)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
@@ -323,10 +302,10 @@ func TestSushy(t *testing.T) {
 	})
 
 	// Credentials never appear in logs or errors.
-	if len(logs.lines) == 0 {
+	if len(logs.Lines()) == 0 {
 		t.Error("nothing was logged: the capture is not wired")
 	}
-	all := logs.text()
+	all := strings.Join(logs.Lines(), "\n")
 	for _, err := range errs {
 		if err != nil {
 			all += "\n" + err.Error()

@@ -3,10 +3,10 @@ package bootloader
 import (
 	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/tickstack/tickstack/internal/host/cpuset"
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 func intp(i int) *int { return &i }
@@ -53,14 +53,8 @@ func TestBuild(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := Build(c.p)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("Build error = %v, want it to contain %q", err, c.wantErr)
-				}
+			if !testutil.WantError(t, "Build", err, c.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("Build = %q, want %q", got, c.want)

@@ -2,9 +2,7 @@ package bootloader
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -144,14 +142,7 @@ func (m *Manager) Remove(ctx context.Context, cmdline string) (Status, error) {
 }
 
 func (m *Manager) loadRetired() ([]string, error) {
-	b, err := os.ReadFile(m.RetiredPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("retired kernel arguments: %w", err)
-	}
-	return strings.Fields(string(b)), nil
+	return readWords(m.RetiredPath, "retired kernel arguments")
 }
 
 func (m *Manager) saveRetired(args []string) error {

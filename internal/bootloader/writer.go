@@ -66,14 +66,33 @@ func orDefault(v, d string) string {
 	return v
 }
 
-// Configured implements Writer.
-func (g *GRUB) Configured() ([]string, error) {
-	b, err := os.ReadFile(g.dropIn())
+// readOptional reads p, a file of tickstack's own that may not exist yet (ok false then),
+// naming it as what in errors.
+func readOptional(p, what string) (b []byte, ok bool, err error) {
+	b, err = os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("grub drop-in: %w", err)
+		return nil, false, fmt.Errorf("%s: %w", what, err)
+	}
+	return b, true, nil
+}
+
+// readWords reads the blank-separated words of p (readOptional): nil when it does not exist.
+func readWords(p, what string) ([]string, error) {
+	b, ok, err := readOptional(p, what)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(b)), nil
+}
+
+// Configured implements Writer.
+func (g *GRUB) Configured() ([]string, error) {
+	b, ok, err := readOptional(g.dropIn(), "grub drop-in")
+	if !ok || err != nil {
+		return nil, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(line, grubArgsMarker); ok {
@@ -174,16 +193,7 @@ func (b *BLS) stateDir() string {
 func (b *BLS) argsFile() string { return filepath.Join(b.stateDir(), "args") }
 
 // Configured implements Writer.
-func (b *BLS) Configured() ([]string, error) {
-	v, err := os.ReadFile(b.argsFile())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bls state: %w", err)
-	}
-	return strings.Fields(string(v)), nil
-}
+func (b *BLS) Configured() ([]string, error) { return readWords(b.argsFile(), "bls state") }
 
 // optionsLine returns the index of the "options" line and its value.
 func optionsLine(lines []string) (int, string) {

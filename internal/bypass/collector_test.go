@@ -160,21 +160,8 @@ func scrape(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily
 
 // value is the value of the series of family with the given labels (a subset), or -1 without it.
 func value(fams map[string]*dto.MetricFamily, family string, labels map[string]string) float64 {
-	f := fams[family]
-	if f == nil {
-		return -1
-	}
-next:
-	for _, m := range f.Metric {
-		have := map[string]string{}
-		for _, l := range m.Label {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range labels {
-			if have[k] != v {
-				continue next
-			}
-		}
+	series, _ := testutil.SeriesWith(fams[family], labels)
+	for _, m := range series {
 		switch {
 		case m.Counter != nil:
 			return m.Counter.GetValue()

@@ -158,7 +158,7 @@ func TestBenchAndReportAgainstTheAPIServer(t *testing.T) {
 	go nodes.run(ctx, t, c, ns.Name)
 
 	dir := t.TempDir()
-	file := writeFile(t, dir, "bench.yaml", benchYAML)
+	file := tsutil.WriteFile(t, dir, "bench.yaml", benchYAML)
 	bs, err := ReadBenchmarks(ctx, file, nil)
 	if err != nil || len(bs) != 1 {
 		t.Fatal(err)
@@ -322,7 +322,7 @@ func TestReadBenchmarksRefusesTyposAndOtherKinds(t *testing.T) {
 		"other kind": {strings.Replace(benchYAML, "kind: LatencyBenchmark", "kind: LatencyProfile", 1), "bench takes LatencyBenchmark, not LatencyProfile"},
 		"no name":    {strings.Replace(benchYAML, "name: ci", "labels: {}", 1), "metadata.name: Required value"},
 	} {
-		path := writeFile(t, dir, strings.ReplaceAll(name, " ", "-")+".yaml", tc.yaml)
+		path := tsutil.WriteFile(t, dir, strings.ReplaceAll(name, " ", "-")+".yaml", tc.yaml)
 		if _, err := ReadBenchmarks(context.Background(), path, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", name, err, tc.want)
 		}

@@ -147,7 +147,7 @@ func TestPlanAgainstTheAPIServer(t *testing.T) {
 
 func TestReadProfilesNamesTheDocument(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string { return writeFile(t, dir, name, body) }
+	write := func(name, body string) string { return testutil.WriteFile(t, dir, name, body) }
 	good := "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nmetadata: {name: x}\nspec: {nodeSelector: {}}\n"
 	for _, tc := range []struct{ name, body, want string }{
 		{"typo.yaml", "apiVersion: tickstack.io/v1alpha1\nkind: LatencyProfile\nmetadata: {name: x}\nspec:\n  nodeSelector: {}\n  cpu: {reserved: '0', isolatd: '1-3'}\n", `typo.yaml document 1 (LatencyProfile x): spec.cpu.isolatd: unknown field`},

@@ -21,6 +21,7 @@ import (
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/host"
+	"github.com/tickstack/tickstack/internal/testutil"
 	"github.com/tickstack/tickstack/internal/webhook"
 )
 
@@ -95,17 +96,7 @@ func writeJSON(t *testing.T, v any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return writeFile(t, t.TempDir(), "facts.json", string(raw))
-}
-
-// writeFile writes body to dir/name, readable by its owner only, and returns the path.
-func writeFile(t *testing.T, dir, name, body string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testutil.WriteFile(t, t.TempDir(), "facts.json", string(raw))
 }
 
 func TestSuggestFromThisHostsFactsFile(t *testing.T) {
@@ -163,7 +154,7 @@ func TestSuggestFromThisHostsFactsFile(t *testing.T) {
 
 func TestSuggestBadInput(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string { return writeFile(t, dir, name, text) }
+	write := func(name, text string) string { return testutil.WriteFile(t, dir, name, text) }
 	good := write("good.json", `{"onlineCPUs":"0-3","numaNodes":[{"id":0,"cpus":"0-3","hugepageSizes":["2Mi"]}]}`)
 	for _, tt := range []struct {
 		args []string

@@ -21,6 +21,30 @@ func (h *Host) OnlineCPUs() (cpuset.Set, error) {
 	return cpuset.Parse(v)
 }
 
+// numbered is a path whose last element is a prefix and a number (cpu3/cpuidle/state2, node0,
+// /proc/irq/19).
+type numbered struct {
+	path string
+	n    int
+}
+
+// globNumbered globs pattern and returns the matches whose last element is prefix and a number,
+// in ascending order of the number (the glob's order is the names', where 10 comes before 2).
+func (h *Host) globNumbered(pattern, prefix string) ([]numbered, error) {
+	paths, err := h.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	var out []numbered
+	for _, p := range paths {
+		if n, err := strconv.Atoi(strings.TrimPrefix(path.Base(p), prefix)); err == nil {
+			out = append(out, numbered{p, n})
+		}
+	}
+	slices.SortFunc(out, func(a, b numbered) int { return a.n - b.n })
+	return out, nil
+}
+
 // IdleState is one cpuidle state of one CPU.
 type IdleState struct {
 	// Index is the N of stateN.
@@ -39,16 +63,13 @@ func idlePath(cpu, state int, file string) string {
 
 // IdleStates lists a CPU's cpuidle states in index order; a CPU without cpuidle has none.
 func (h *Host) IdleStates(cpu int) ([]IdleState, error) {
-	dirs, err := h.Glob(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpuidle/state[0-9]*", cpu))
+	dirs, err := h.globNumbered(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/cpuidle/state[0-9]*", cpu), "state")
 	if err != nil {
 		return nil, err
 	}
 	var out []IdleState
-	for _, d := range dirs {
-		idx, err := strconv.Atoi(strings.TrimPrefix(path.Base(d), "state"))
-		if err != nil {
-			continue
-		}
+	for _, nd := range dirs {
+		d, idx := nd.path, nd.n
 		st := IdleState{Index: idx}
 		if st.Name, err = h.ReadFile(d + "/name"); err != nil {
 			return nil, err
@@ -65,7 +86,6 @@ func (h *Host) IdleStates(cpu int) ([]IdleState, error) {
 		}
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b IdleState) int { return a.Index - b.Index })
 	return out, nil
 }
 
@@ -99,19 +119,13 @@ func (h *Host) HasResumeLatency(cpu int) bool { return h.Exists(resumeLatencyPat
 // ResumeLatency reads a CPU's pm_qos_resume_latency_us as the kernel shows it: "0" for no
 // constraint, "n/a" for a 0 us one (polling only), else the limit in microseconds.
 func (h *Host) ResumeLatency(cpu int) (string, error) {
-	if !h.HasResumeLatency(cpu) {
-		return "", fmt.Errorf("cpu%d pm_qos_resume_latency_us: %w", cpu, ErrUnsupported)
-	}
-	return h.ReadFile(resumeLatencyPath(cpu))
+	return h.readCPUKnob(cpu, resumeLatencyPath(cpu), "pm_qos_resume_latency_us", "")
 }
 
 // SetResumeLatency writes a CPU's pm_qos_resume_latency_us ("0", "n/a" or microseconds). The file
 // is root's and needs no capability (cpuidle's stateN/disable needs CAP_SYS_ADMIN).
 func (h *Host) SetResumeLatency(cpu int, v string) error {
-	if !h.HasResumeLatency(cpu) {
-		return fmt.Errorf("cpu%d pm_qos_resume_latency_us: %w", cpu, ErrUnsupported)
-	}
-	return h.WriteFile(resumeLatencyPath(cpu), v)
+	return h.writeCPUKnob(cpu, resumeLatencyPath(cpu), "pm_qos_resume_latency_us", "", v)
 }
 
 func governorPath(cpu int) string {
@@ -123,10 +137,7 @@ func (h *Host) HasCPUFreq(cpu int) bool { return h.Exists(governorPath(cpu)) }
 
 // Governor reads a CPU's scaling governor; ErrUnsupported without cpufreq.
 func (h *Host) Governor(cpu int) (string, error) {
-	if !h.HasCPUFreq(cpu) {
-		return "", fmt.Errorf("cpu%d governor: %w (no cpufreq)", cpu, ErrUnsupported)
-	}
-	return h.ReadFile(governorPath(cpu))
+	return h.readCPUKnob(cpu, governorPath(cpu), "governor", " (no cpufreq)")
 }
 
 // AvailableGovernors lists the governors a CPU offers.
@@ -140,10 +151,25 @@ func (h *Host) AvailableGovernors(cpu int) ([]string, error) {
 
 // SetGovernor writes a CPU's scaling governor.
 func (h *Host) SetGovernor(cpu int, governor string) error {
-	if !h.HasCPUFreq(cpu) {
-		return fmt.Errorf("cpu%d governor: %w (no cpufreq)", cpu, ErrUnsupported)
+	return h.writeCPUKnob(cpu, governorPath(cpu), "governor", " (no cpufreq)", governor)
+}
+
+// readCPUKnob reads p, a CPU's file that some CPUs lack (then ErrUnsupported, naming the file as
+// what, with why).
+func (h *Host) readCPUKnob(cpu int, p, what, why string) (string, error) {
+	if !h.Exists(p) {
+		return "", fmt.Errorf("cpu%d %s: %w%s", cpu, what, ErrUnsupported, why)
 	}
-	return h.WriteFile(governorPath(cpu), governor)
+	return h.ReadFile(p)
+}
+
+// writeCPUKnob writes v into p, a CPU's file that some CPUs lack (then ErrUnsupported, naming the
+// file as what, with why).
+func (h *Host) writeCPUKnob(cpu int, p, what, why, v string) error {
+	if !h.Exists(p) {
+		return fmt.Errorf("cpu%d %s: %w%s", cpu, what, ErrUnsupported, why)
+	}
+	return h.WriteFile(p, v)
 }
 
 const (
@@ -181,20 +207,29 @@ func (h *Host) SetTurbo(enabled bool) error {
 const workqueueMask = "/sys/devices/virtual/workqueue/cpumask"
 
 // WorkqueueCPUs reads the CPUs unbound workqueues may run on.
-func (h *Host) WorkqueueCPUs() (cpuset.Set, error) {
-	v, err := h.ReadFile(workqueueMask)
+func (h *Host) WorkqueueCPUs() (cpuset.Set, error) { return h.readMask(workqueueMask) }
+
+// SetWorkqueueCPUs writes the unbound workqueue cpumask.
+func (h *Host) SetWorkqueueCPUs(cpus cpuset.Set) error {
+	return h.writeNonEmptyMask(workqueueMask, "workqueue cpumask", cpus)
+}
+
+// readMask reads a file that holds a CPU set as a hex mask.
+func (h *Host) readMask(p string) (cpuset.Set, error) {
+	v, err := h.ReadFile(p)
 	if err != nil {
 		return cpuset.Set{}, err
 	}
 	return cpuset.ParseMask(v)
 }
 
-// SetWorkqueueCPUs writes the unbound workqueue cpumask.
-func (h *Host) SetWorkqueueCPUs(cpus cpuset.Set) error {
+// writeNonEmptyMask writes a CPU set as a hex mask into a file where an empty set would leave the
+// work it places (unbound workqueues, new IRQs) no CPU; it refuses one, naming the file as what.
+func (h *Host) writeNonEmptyMask(p, what string, cpus cpuset.Set) error {
 	if cpus.IsEmpty() {
-		return fmt.Errorf("workqueue cpumask: refusing an empty CPU set")
+		return fmt.Errorf("%s: refusing an empty CPU set", what)
 	}
-	return h.WriteFile(workqueueMask, cpus.Mask())
+	return h.WriteFile(p, cpus.Mask())
 }
 
 const smtControl = "/sys/devices/system/cpu/smt/control"

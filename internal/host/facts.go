@@ -168,17 +168,14 @@ func (h *Host) Discover() (*Facts, error) {
 }
 
 func (h *Host) numaNodes() ([]NUMANode, error) {
-	dirs, err := h.Glob("/sys/devices/system/node/node[0-9]*")
+	dirs, err := h.globNumbered("/sys/devices/system/node/node[0-9]*", "node")
 	if err != nil {
 		return nil, err
 	}
 	var out []NUMANode
-	for _, d := range dirs {
-		id, err := strconv.Atoi(strings.TrimPrefix(path.Base(d), "node"))
-		if err != nil {
-			continue
-		}
-		n := NUMANode{ID: id}
+	for _, nd := range dirs {
+		d := nd.path
+		n := NUMANode{ID: nd.n}
 		if v, err := h.ReadFile(d + "/cpulist"); err == nil {
 			n.CPUs, _ = cpuset.Parse(v)
 		}
@@ -192,7 +189,6 @@ func (h *Host) numaNodes() ([]NUMANode, error) {
 		slices.Sort(n.HugepageSizesKB)
 		out = append(out, n)
 	}
-	slices.SortFunc(out, func(a, b NUMANode) int { return a.ID - b.ID })
 	return out, nil
 }
 

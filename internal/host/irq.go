@@ -3,9 +3,6 @@ package host
 import (
 	"fmt"
 	"os"
-	"path"
-	"slices"
-	"strconv"
 
 	"github.com/tickstack/tickstack/internal/host/cpuset"
 )
@@ -29,16 +26,13 @@ type IRQ struct {
 
 // IRQs lists the IRQs of /proc/irq in ascending order.
 func (h *Host) IRQs() ([]IRQ, error) {
-	dirs, err := h.Glob("/proc/irq/[0-9]*")
+	dirs, err := h.globNumbered("/proc/irq/[0-9]*", "")
 	if err != nil {
 		return nil, err
 	}
 	var out []IRQ
-	for _, d := range dirs {
-		n, err := strconv.Atoi(path.Base(d))
-		if err != nil {
-			continue
-		}
+	for _, nd := range dirs {
+		d, n := nd.path, nd.n
 		irq := IRQ{Number: n}
 		if aff, err := h.IRQAffinity(n); err == nil {
 			irq.Affinity = aff
@@ -58,7 +52,6 @@ func (h *Host) IRQs() ([]IRQ, error) {
 		}
 		out = append(out, irq)
 	}
-	slices.SortFunc(out, func(a, b IRQ) int { return a.Number - b.Number })
 	return out, nil
 }
 
@@ -95,17 +88,10 @@ func (h *Host) SetIRQAffinity(n int, cpus cpuset.Set) error {
 
 // DefaultIRQAffinity reads /proc/irq/default_smp_affinity, the affinity new IRQs start with.
 func (h *Host) DefaultIRQAffinity() (cpuset.Set, error) {
-	v, err := h.ReadFile("/proc/irq/default_smp_affinity")
-	if err != nil {
-		return cpuset.Set{}, err
-	}
-	return cpuset.ParseMask(v)
+	return h.readMask("/proc/irq/default_smp_affinity")
 }
 
 // SetDefaultIRQAffinity writes /proc/irq/default_smp_affinity.
 func (h *Host) SetDefaultIRQAffinity(cpus cpuset.Set) error {
-	if cpus.IsEmpty() {
-		return fmt.Errorf("default irq affinity: refusing an empty CPU set")
-	}
-	return h.WriteFile("/proc/irq/default_smp_affinity", cpus.Mask())
+	return h.writeNonEmptyMask("/proc/irq/default_smp_affinity", "default irq affinity", cpus)
 }

@@ -58,11 +58,7 @@ func (h *Host) QueueCPUs(ifname, kind string, q int) (cpuset.Set, error) {
 	if err != nil {
 		return cpuset.Set{}, err
 	}
-	v, err := h.ReadFile(p)
-	if err != nil {
-		return cpuset.Set{}, err
-	}
-	return cpuset.ParseMask(v)
+	return h.readMask(p)
 }
 
 // SetQueueCPUs writes the RPS mask of an RX queue or the XPS mask of a TX queue (an empty set

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -119,14 +120,7 @@ func NewValidator() (*Validator, error) {
 }
 
 // Kinds are the kinds the validator knows, sorted.
-func (v *Validator) Kinds() []string {
-	kinds := make([]string, 0, len(v.crds))
-	for k := range v.crds {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	return kinds
-}
+func (v *Validator) Kinds() []string { return slices.Sorted(maps.Keys(v.crds)) }
 
 func (v *Validator) kind(kind string) (*kindSchema, error) {
 	v.mu.Lock()

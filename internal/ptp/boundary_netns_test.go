@@ -51,12 +51,12 @@ func TestPTPBoundaryClockOverVeth(t *testing.T) {
 	slRun := lab.start(t, "slave", sl, down.NSB, log, nil)
 
 	want := []PortStatus{{lab.ifSlave, PortStateSlave}, {down.IfA, PortStateMaster}}
-	eventually(t, 60*time.Second, "the boundary clock synced, SLAVE towards the grandmaster and MASTER towards the slave", func() bool {
+	tsutil.PollTrue(t, 60*time.Second, "the boundary clock synced, SLAVE towards the grandmaster and MASTER towards the slave", func() bool {
 		snap := bcRun.d.Snapshot()
 		return snap.Status.Synced && fmt.Sprint(snap.PortStatuses()) == fmt.Sprint(want)
 	})
 	var st Status
-	eventually(t, 60*time.Second, "the slave synced through the boundary clock, two steps from the grandmaster", func() bool {
+	tsutil.PollTrue(t, 60*time.Second, "the slave synced through the boundary clock, two steps from the grandmaster", func() bool {
 		st = slRun.d.Status()
 		return st.Synced && st.Reason == ReasonSynchronized && st.Sample.StepsRemoved == 2
 	})
@@ -73,7 +73,7 @@ func TestPTPBoundaryClockOverVeth(t *testing.T) {
 
 	// Without the boundary clock the slave hears no master: it loses sync after the hold time.
 	bcRun.stop()
-	eventually(t, 30*time.Second, "the slave to lose TimeSynced without the boundary clock", func() bool { return !slRun.d.Status().Synced })
+	tsutil.PollTrue(t, 30*time.Second, "the slave to lose TimeSynced without the boundary clock", func() bool { return !slRun.d.Status().Synced })
 	if st := slRun.d.Status(); st.Reason != ReasonPortNotSlave {
 		t.Errorf("slave without the boundary clock: %s (%s), want %s", st.Reason, st.Message, ReasonPortNotSlave)
 	}

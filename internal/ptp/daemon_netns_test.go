@@ -192,7 +192,7 @@ func testMasterAndSlave(t *testing.T, transport Transport) {
 	// Software timestamping on a loaded 2-vCPU VM can bounce SLAVE -> UNCALIBRATED on a
 	// synchronisation fault for a moment, so each view is polled until it shows the locked state.
 	var st Status
-	eventually(t, 30*time.Second, "the slave to be synced with port SLAVE, an offset and a path delay", func() bool {
+	tsutil.PollTrue(t, 30*time.Second, "the slave to be synced with port SLAVE, an offset and a path delay", func() bool {
 		st = sl.d.Status()
 		return st.Synced && st.Reason == ReasonSynchronized && st.Sample.PortState == PortStateSlave &&
 			st.Sample.HasOffset && st.Sample.MeanPathDelayNs > 0
@@ -216,11 +216,11 @@ func testMasterAndSlave(t *testing.T, transport Transport) {
 	}
 	// pmc read directly gives the same picture, and ptp4l's output (the fallback) agrees.
 	var direct Sample
-	eventually(t, 10*time.Second, "pmc to read SLAVE with an offset", func() bool {
+	tsutil.PollTrue(t, 10*time.Second, "pmc to read SLAVE with an offset", func() bool {
 		direct = PMC{Path: lab.pmc, UDSAddress: sl.d.UDSAddress(), Domain: 24}.Read(context.Background())
 		return direct.Err == nil && direct.PortState == PortStateSlave && direct.HasOffset
 	})
-	eventually(t, 10*time.Second, "ptp4l's output to show SLAVE and an offset", func() bool {
+	tsutil.PollTrue(t, 10*time.Second, "ptp4l's output to show SLAVE and an offset", func() bool {
 		s := sl.d.logParser.Read(context.Background())
 		return s.PortState == PortStateSlave && s.HasOffset
 	})
@@ -244,7 +244,7 @@ tickstack_ptp_time_synced{interface=%q} 1
 	if !tsutil.ProcessGone(gmPID) {
 		t.Fatalf("grandmaster ptp4l (pid %d) still runs after its daemon stopped", gmPID)
 	}
-	eventually(t, 30*time.Second, "the slave to lose TimeSynced", func() bool { return !sl.d.Status().Synced })
+	tsutil.PollTrue(t, 30*time.Second, "the slave to lose TimeSynced", func() bool { return !sl.d.Status().Synced })
 	lost := time.Since(stopped)
 	st = sl.d.Status()
 	if st.Reason != ReasonPortNotSlave {
@@ -264,7 +264,7 @@ tickstack_ptp_time_synced{interface=%q} 1
 
 	// 3. The grandmaster comes back: the slave is synced again.
 	lab.start(t, "gm", gm, lab.nsMaster, log, nil)
-	eventually(t, 30*time.Second, "the slave to be synced again with port SLAVE", func() bool {
+	tsutil.PollTrue(t, 30*time.Second, "the slave to be synced again with port SLAVE", func() bool {
 		st := sl.d.Status()
 		return st.Synced && st.Sample.PortState == PortStateSlave
 	})
@@ -274,18 +274,18 @@ tickstack_ptp_time_synced{interface=%q} 1
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatalf("killing the slave's ptp4l (pid %d): %v", old, err)
 	}
-	eventually(t, 15*time.Second, "ptp4l to be restarted", func() bool {
+	tsutil.PollTrue(t, 15*time.Second, "ptp4l to be restarted", func() bool {
 		p := sl.d.Ptp4l().PID()
 		return p != 0 && p != old
 	})
 	if got := sl.d.Snapshot().Restarts["ptp4l"]; got != 1 {
 		t.Errorf("ptp4l restarts = %d, want 1", got)
 	}
-	eventually(t, 30*time.Second, "the restarted slave to report SLAVE", func() bool {
+	tsutil.PollTrue(t, 30*time.Second, "the restarted slave to report SLAVE", func() bool {
 		s := PMC{Path: lab.pmc, UDSAddress: sl.d.UDSAddress(), Domain: 24}.Read(context.Background())
 		return s.PortState == PortStateSlave
 	})
-	eventually(t, 10*time.Second, "the restarted slave to be synced", func() bool { return sl.d.Status().Synced })
+	tsutil.PollTrue(t, 10*time.Second, "the restarted slave to be synced", func() bool { return sl.d.Status().Synced })
 	if err := testutil.CollectAndCompare(NewCollector(sl.d), strings.NewReader(fmt.Sprintf(`
 # HELP tickstack_ptp_process_restarts_total Times a linuxptp process was restarted after exiting.
 # TYPE tickstack_ptp_process_restarts_total counter
@@ -314,9 +314,9 @@ func TestHardwareTimestampingWithoutPHC(t *testing.T) {
 	if d.Phc2sys() == nil {
 		t.Fatal("no phc2sys supervisor with hardware timestamping")
 	}
-	eventually(t, 20*time.Second, "two ptp4l restarts", func() bool { return d.Ptp4l().Restarts() >= 2 })
-	eventually(t, 10*time.Second, "phc2sys to run", func() bool { return d.Phc2sys().PID() != 0 })
-	eventually(t, 10*time.Second, "a StateUnavailable verdict", func() bool { return d.Status().Reason == ReasonStateUnavailable })
+	tsutil.PollTrue(t, 20*time.Second, "two ptp4l restarts", func() bool { return d.Ptp4l().Restarts() >= 2 })
+	tsutil.PollTrue(t, 10*time.Second, "phc2sys to run", func() bool { return d.Phc2sys().PID() != 0 })
+	tsutil.PollTrue(t, 10*time.Second, "a StateUnavailable verdict", func() bool { return d.Status().Reason == ReasonStateUnavailable })
 	if st := d.Status(); st.Synced {
 		t.Errorf("status = %+v, want not synced", st)
 	}
@@ -370,7 +370,7 @@ func clockConflict(t *testing.T, d *Daemon) {
 	defer stop()
 	want := fmt.Sprintf("chronyd (pid %d)", cmd.Process.Pid)
 	var st Status
-	eventually(t, 30*time.Second, "the slave to lose TimeSynced to chronyd", func() bool {
+	tsutil.PollTrue(t, 30*time.Second, "the slave to lose TimeSynced to chronyd", func() bool {
 		st = d.Status()
 		return !st.Synced
 	})
@@ -382,7 +382,7 @@ func clockConflict(t *testing.T, d *Daemon) {
 	}
 	t.Logf("with chronyd: %s", st.Message)
 	stop()
-	eventually(t, 30*time.Second, "the slave to be synced again without chronyd", func() bool {
+	tsutil.PollTrue(t, 30*time.Second, "the slave to be synced again without chronyd", func() bool {
 		st = d.Status()
 		return st.Synced && st.Reason == ReasonSynchronized
 	})

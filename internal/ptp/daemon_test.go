@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+
+	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
 func TestNewDaemon(t *testing.T) {
@@ -64,14 +66,8 @@ func TestNewDaemon(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Logger = logr.Discard()
 			d, err := NewDaemon(tt.cfg, tt.opts)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("NewDaemon() error = %v, want one containing %q", err, tt.wantErr)
-				}
+			if !tsutil.WantError(t, "NewDaemon()", err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("NewDaemon() error = %v", err)
 			}
 			tt.check(t, d)
 		})

@@ -2,7 +2,6 @@ package ptp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,27 +14,20 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 
 	tsutil "github.com/tickstack/tickstack/internal/testutil"
 )
 
 // recorder collects what a Supervisor reports, safe for concurrent use.
 type recorder struct {
+	logs   tsutil.LogLines
 	mu     sync.Mutex
 	lines  []string
-	logs   []string
 	starts []time.Time
 	pids   []int
 }
 
-func (r *recorder) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.logs = append(r.logs, prefix+" "+args)
-	}, funcr.Options{Verbosity: 1})
-}
+func (r *recorder) logger() logr.Logger { return r.logs.Logger(1) }
 
 func (r *recorder) onLine(l string) {
 	r.mu.Lock()
@@ -53,18 +45,7 @@ func (r *recorder) onStart(pid int) {
 func (r *recorder) snapshot() (lines, logs []string, starts []time.Time, pids []int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.lines), slices.Clone(r.logs), slices.Clone(r.starts), slices.Clone(r.pids)
-}
-
-// eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	tsutil.Poll(t, timeout, what, func() error {
-		if cond() {
-			return nil
-		}
-		return errors.New("it does not hold yet")
-	})
+	return slices.Clone(r.lines), r.logs.Lines(), slices.Clone(r.starts), slices.Clone(r.pids)
 }
 
 // runSupervisor starts s.Run in the background; the returned stop cancels it and waits for Run.
@@ -110,7 +91,7 @@ func TestSupervisorForwardsOutputAndBacksOff(t *testing.T) {
 			MinBackoff: 20 * time.Millisecond, MaxBackoff: 80 * time.Millisecond, ResetBackoffAfter: time.Hour,
 		})
 	stop := runSupervisor(t, s)
-	eventually(t, 20*time.Second, "five starts", func() bool { return s.Restarts() >= 4 })
+	tsutil.PollTrue(t, 20*time.Second, "five starts", func() bool { return s.Restarts() >= 4 })
 	stop()
 
 	lines, logs, starts, _ := rec.snapshot()
@@ -151,7 +132,7 @@ func TestSupervisorResetsBackoffAfterALongRun(t *testing.T) {
 	s := NewSupervisor(Command{Name: "steady", Path: "/bin/sleep", Args: []string{"0.1"}},
 		SupervisorOptions{Logger: rec.logger(), MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second, ResetBackoffAfter: 50 * time.Millisecond})
 	stop := runSupervisor(t, s)
-	eventually(t, 20*time.Second, "three restarts", func() bool { return s.Restarts() >= 3 })
+	tsutil.PollTrue(t, 20*time.Second, "three restarts", func() bool { return s.Restarts() >= 3 })
 	stop()
 	_, logs, _, _ := rec.snapshot()
 	n := 0
@@ -187,12 +168,12 @@ func TestSupervisorRestartsKilledProcess(t *testing.T) {
 	s := NewSupervisor(Command{Name: "sleeper", Path: "/bin/sleep", Args: []string{"60"}},
 		SupervisorOptions{Logger: rec.logger(), OnStart: rec.onStart, MinBackoff: 10 * time.Millisecond})
 	stop := runSupervisor(t, s)
-	eventually(t, 10*time.Second, "first start", func() bool { return s.PID() != 0 })
+	tsutil.PollTrue(t, 10*time.Second, "first start", func() bool { return s.PID() != 0 })
 	first := s.PID()
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatalf("killing pid %d: %v", first, err)
 	}
-	eventually(t, 10*time.Second, "a restart with a new pid", func() bool { p := s.PID(); return p != 0 && p != first })
+	tsutil.PollTrue(t, 10*time.Second, "a restart with a new pid", func() bool { p := s.PID(); return p != 0 && p != first })
 	if got := s.Restarts(); got != 1 {
 		t.Errorf("Restarts() = %d, want 1", got)
 	}
@@ -219,7 +200,7 @@ func TestSupervisorStopEscalatesToSIGKILL(t *testing.T) {
 		SupervisorOptions{Logger: rec.logger(), OnLine: rec.onLine, StopTimeout: 300 * time.Millisecond})
 	stop := runSupervisor(t, s)
 	var child int
-	eventually(t, 10*time.Second, "the child's pid", func() bool {
+	tsutil.PollTrue(t, 10*time.Second, "the child's pid", func() bool {
 		lines, _, _, _ := rec.snapshot()
 		for _, l := range lines {
 			if v, ok := strings.CutPrefix(l, "child="); ok {
@@ -240,14 +221,14 @@ func TestSupervisorStopEscalatesToSIGKILL(t *testing.T) {
 	if !tsutil.ProcessGone(shell) {
 		t.Errorf("shell pid %d still runs after stop", shell)
 	}
-	eventually(t, 5*time.Second, "the grandchild to die with its process group", func() bool { return tsutil.ProcessGone(child) })
+	tsutil.PollTrue(t, 5*time.Second, "the grandchild to die with its process group", func() bool { return tsutil.ProcessGone(child) })
 }
 
 func TestSupervisorStopsPromptlyOnSIGTERM(t *testing.T) {
 	s := NewSupervisor(Command{Name: "sleeper", Path: "/bin/sleep", Args: []string{"60"}},
 		SupervisorOptions{Logger: logr.Discard(), StopTimeout: 10 * time.Second})
 	stop := runSupervisor(t, s)
-	eventually(t, 10*time.Second, "start", func() bool { return s.PID() != 0 })
+	tsutil.PollTrue(t, 10*time.Second, "start", func() bool { return s.PID() != 0 })
 	pid := s.PID()
 	if took := stop(); took > 5*time.Second {
 		t.Errorf("stop took %s; sleep exits on SIGTERM, so no SIGKILL wait was expected", took)
@@ -265,7 +246,7 @@ func TestSupervisorRetriesMissingBinary(t *testing.T) {
 	s := NewSupervisor(Command{Name: "ghost", Path: "/nonexistent/tsptp-ghost"},
 		SupervisorOptions{Logger: rec.logger(), MinBackoff: 10 * time.Millisecond})
 	stop := runSupervisor(t, s)
-	eventually(t, 10*time.Second, "two retries", func() bool { return s.Restarts() >= 2 })
+	tsutil.PollTrue(t, 10*time.Second, "two retries", func() bool { return s.Restarts() >= 2 })
 	stop()
 	_, logs, _, _ := rec.snapshot()
 	if !strings.Contains(strings.Join(logs, "\n"), "starting ghost") {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,11 +28,7 @@ func loadResults(t *testing.T) *tsv1.BenchmarkResults {
 // loadTestdata reads testdata/NAME, a results document the runner wrote.
 func loadTestdata(t *testing.T, name string) *tsv1.BenchmarkResults {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := judge.UnmarshalResults(b)
+	r, err := judge.ReadResultsFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 func facts8() *tsv1.NodeFacts {
@@ -326,14 +327,8 @@ func TestNodePTP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := tsv1.LatencyProfileSpec{NICs: nics, PTP: tc.ptp, CPU: tc.cpu}
 			got, err := Node(&spec, facts8())
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
-				}
+			if !testutil.WantError(t, "Node", err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got.PTP, tc.want) {
 				t.Errorf("ptp = %+v, want %+v", got.PTP, tc.want)

@@ -4,6 +4,7 @@
 package testutil
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +57,17 @@ func Poll(t testing.TB, timeout time.Duration, what string, cond func() error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// PollTrue is Poll for a condition that says only whether it holds.
+func PollTrue(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	Poll(t, timeout, what, func() error {
+		if cond() {
+			return nil
+		}
+		return errors.New("it does not hold yet")
+	})
 }
 
 // StartChronyd runs a real chronyd (Debian's chrony) in the foreground with no sources, no

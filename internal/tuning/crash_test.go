@@ -1,10 +1,8 @@
 package tuning
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -65,6 +63,7 @@ func crashChild(op string) int {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
 		return 1
 	}
+	fmt.Fprintf(os.Stderr, "crash child: failpoint %s never fired\n", os.Getenv(envFailpoint))
 	return exitNoFire
 }
 
@@ -72,18 +71,8 @@ func crashChild(op string) int {
 // SIGKILL at the failpoint.
 func runCrashChild(t *testing.T, root, op, failpoint string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envCrashChild+"="+op, envCrashRoot+"="+root, envFailpoint+"="+failpoint)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		t.Fatalf("crash child %s %s: want death by SIGKILL, got err=%v output=%s", op, failpoint, err, out)
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("crash child %s %s: want death by SIGKILL, got %v (exit %d: %d means the failpoint never fired) output=%s",
-			op, failpoint, err, ee.ExitCode(), exitNoFire, out)
-	}
+	testutil.RunKilled(t, "crash child "+op+" "+failpoint,
+		envCrashChild+"="+op, envCrashRoot+"="+root, envFailpoint+"="+failpoint)
 }
 
 // crashSnapshot is the tree's files plus, when the tree links the real /proc/sys, the real
@@ -166,11 +155,7 @@ func crashAtFailpoints(t *testing.T, real bool) {
 				t.Fatalf("no journal after the crash: %v", err)
 			}
 			if c.rerun == "apply-smaller-then-restore" {
-				rep, err := e.Apply(smallerDesired())
-				if err != nil {
-					t.Fatalf("Apply after crash: %v", err)
-				}
-				requireAllInSync(t, rep.Results)
+				applyInSync(t, e, smallerDesired())
 				if got := readTree(t, dir, "etc/default/irqbalance"); strings.Contains(got, "IRQBALANCE_BANNED_CPULIST") {
 					t.Fatalf("irqbalance file still bans CPUs after the smaller profile converged:\n%s", got)
 				}
@@ -179,11 +164,7 @@ func crashAtFailpoints(t *testing.T, real bool) {
 				}
 			}
 			if c.rerun == "apply-then-restore" {
-				rep, err := e.Apply(treeDesired())
-				if err != nil {
-					t.Fatalf("Apply after crash: %v", err)
-				}
-				requireAllInSync(t, rep.Results)
+				applyInSync(t, e, treeDesired())
 			}
 			if _, err := e.Restore(); err != nil {
 				t.Fatalf("Restore after crash: %v", err)

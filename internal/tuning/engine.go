@@ -145,6 +145,14 @@ func (e *Engine) lockJournal() (unlock func(), jpath string, journal []Entry, er
 	return unlock, jpath, journal, nil
 }
 
+// lockJournalFor is lockJournal for acting on d: it validates d first.
+func (e *Engine) lockJournalFor(d *Desired) (unlock func(), jpath string, journal []Entry, err error) {
+	if err := Validate(d); err != nil {
+		return nil, "", nil, err
+	}
+	return e.lockJournal()
+}
+
 func dirOf(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i > 0 {
 		return p[:i]
@@ -191,10 +199,7 @@ func (e *Engine) planPhase(d *Desired, phase int) ([]planned, error) {
 // offline or add or remove queues; then the rest). It returns the verification afterwards. Write
 // errors do not stop the other writes; they are returned together and show as Drifted results.
 func (e *Engine) Apply(d *Desired) (*Report, error) {
-	if err := Validate(d); err != nil {
-		return nil, err
-	}
-	unlock, jpath, journal, err := e.lockJournal()
+	unlock, jpath, journal, err := e.lockJournalFor(d)
 	if err != nil {
 		return nil, err
 	}
@@ -400,10 +405,7 @@ func (e *Engine) Restore() ([]string, error) {
 // Verify reads back what is really in effect for every setting d plans, without changing
 // anything, and reports each with its state.
 func (e *Engine) Verify(d *Desired) ([]Result, error) {
-	if err := Validate(d); err != nil {
-		return nil, err
-	}
-	unlock, _, journal, err := e.lockJournal()
+	unlock, _, journal, err := e.lockJournalFor(d)
 	if err != nil {
 		return nil, err
 	}

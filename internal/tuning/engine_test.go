@@ -40,17 +40,24 @@ func requireAllInSync(t *testing.T, rs []Result) {
 	}
 }
 
+// applyInSync applies d and requires every result in sync (or unsupported on this host).
+func applyInSync(t *testing.T, e *Engine, d *Desired) *Report {
+	t.Helper()
+	rep, err := e.Apply(d)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	requireAllInSync(t, rep.Results)
+	return rep
+}
+
 // TestTreeApplyVerifyRestore runs the whole engine against a host-root tree holding what this VM
 // cannot change (cpufreq, turbo, SR-IOV VFs, 1G hugepages, a PCI NIC's queues).
 func TestTreeApplyVerifyRestore(t *testing.T) {
 	dir, before, e := newTree(t)
 	d := treeDesired()
 
-	rep, err := e.Apply(d)
-	if err != nil {
-		t.Fatalf("Apply: %v", err)
-	}
-	requireAllInSync(t, rep.Results)
+	rep := applyInSync(t, e, d)
 	for p, want := range map[string]string{
 		"proc/sys/vm/stat_interval":                                                "10",
 		"proc/sys/kernel/timer_migration":                                          "0",

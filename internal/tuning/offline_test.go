@@ -24,11 +24,7 @@ func TestTreeOfflineCPUs(t *testing.T) {
 	e := treeEngine(dir)
 	d := &Desired{OfflineCPUs: setp("1-3")}
 
-	rep, err := e.Apply(d)
-	if err != nil {
-		t.Fatalf("Apply: %v", err)
-	}
-	requireAllInSync(t, rep.Results)
+	rep := applyInSync(t, e, d)
 	for _, cpu := range []string{"1", "2", "3"} {
 		if got := readTree(t, dir, online(cpu)); got != "0" {
 			t.Errorf("cpu%s/online = %q, want 0", cpu, got)
@@ -54,11 +50,7 @@ func TestTreeOfflineCPUs(t *testing.T) {
 	if len(drift) != 1 || drift[0].Name != "hotplug/cpu3/online" || drift[0].Observed != "1" {
 		t.Fatalf("drift = %+v, want hotplug/cpu3/online observed 1", drift)
 	}
-	rep, err = e.Apply(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	requireAllInSync(t, rep.Results)
+	applyInSync(t, e, d)
 	if got := readTree(t, dir, online("3")); got != "0" {
 		t.Fatalf("cpu3/online after correcting drift = %q, want 0", got)
 	}

@@ -137,11 +137,7 @@ func TestRealHostApplyVerifyRestore(t *testing.T) {
 		}
 	}
 
-	rep, err := e.Apply(d)
-	if err != nil {
-		t.Fatalf("Apply: %v", err)
-	}
-	requireAllInSync(t, rep.Results)
+	rep := applyInSync(t, e, d)
 	states := map[State]int{}
 	for _, r := range rep.Results {
 		states[r.State]++

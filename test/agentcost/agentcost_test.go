@@ -30,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
@@ -129,18 +128,7 @@ func TestAgentCost(t *testing.T) {
 	hosttest.GuardRealFiles(t, realFiles(t, vethA))
 
 	env, c := kubetest.New(t, kubetest.Options{})
-	user, err := env.AddUser(envtest.User{Name: "tickstack-agent-cost", Groups: []string{"system:masters"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, kubeconfig := env.AddAdmin(t, "tickstack-agent-cost")
 
 	ctx := context.Background()
 	node := fmt.Sprintf("agentcost-%d", pid)

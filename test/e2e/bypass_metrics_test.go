@@ -16,6 +16,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/tickstack/tickstack/internal/testutil"
 )
 
 // agentMetricsPort is the chart's agent.metrics.port, which values() turns on: the agent runs with
@@ -67,25 +69,10 @@ func scrapeAgent(nodeIP, token string) (map[string]*dto.MetricFamily, error) {
 // seriesOf returns the series of family whose labels include want, as label maps with the value
 // under "" (counters and gauges).
 func seriesOf(fams map[string]*dto.MetricFamily, family string, want map[string]string) []map[string]string {
-	var out []map[string]string
-	f := fams[family]
-	if f == nil {
-		return nil
-	}
-next:
-	for _, m := range f.Metric {
-		l := map[string]string{}
-		for _, p := range m.Label {
-			l[p.GetName()] = p.GetValue()
-		}
-		for k, v := range want {
-			if l[k] != v {
-				continue next
-			}
-		}
+	series, out := testutil.SeriesWith(fams[family], want)
+	for i, m := range series {
 		v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		l[""] = strconv.FormatFloat(v, 'f', -1, 64)
-		out = append(out, l)
+		out[i][""] = strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return out
 }

@@ -179,16 +179,9 @@ var _ = Describe("chaos on the local cluster", Ordered, ContinueOnFailure, Label
 		if !CurrentSpecReport().Failed() {
 			return
 		}
-		for _, c := range []string{"deployment/" + release + "-manager", "daemonset/" + release + "-agent"} {
-			out, _ := kubectl(nil, "logs", "-n", releaseNS, c, "--all-containers", "--tail=300", "--timestamps")
-			AddReportEntry(c+" log", out)
-			out, _ = kubectl(nil, "logs", "-n", releaseNS, c, "--all-containers", "--tail=100", "--timestamps", "--previous")
-			AddReportEntry(c+" log, previous container", out)
-		}
-		out, _ := kubectl(nil, "get", "events", "-A", "--sort-by", ".metadata.creationTimestamp",
-			"-o", "custom-columns=TIME:.metadata.creationTimestamp,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message")
-		AddReportEntry("events", out)
-		out, _ = kubectl(nil, "get", "pods", "-n", releaseNS, "-o",
+		reportComponentLogs(300, 100)
+		reportEvents()
+		out, _ := kubectl(nil, "get", "pods", "-n", releaseNS, "-o",
 			`jsonpath={range .items[*]}{.metadata.name}{" "}{range .status.containerStatuses[*]}{.name}{" restarts="}{.restartCount}{" last="}{.lastState.terminated}{"; "}{end}{"\n"}{end}`)
 		AddReportEntry("release pods' containers", out)
 		out, _ = kubectl(nil, "get", "latencynodestate", nodeName, "-o", "yaml")

@@ -181,6 +181,26 @@ func cleanup() {
 	_ = os.Remove(kustomizedFile)
 }
 
+// reportComponentLogs adds the operator's and the agent's last tail log lines to the spec's report,
+// and, when previousTail is above 0, as many of their previous containers' (one a fault restarted).
+func reportComponentLogs(tail, previousTail int) {
+	for _, c := range []string{"deployment/" + release + "-manager", "daemonset/" + release + "-agent"} {
+		out, _ := kubectl(nil, "logs", "-n", releaseNS, c, "--all-containers", fmt.Sprintf("--tail=%d", tail), "--timestamps")
+		AddReportEntry(c+" log", out)
+		if previousTail > 0 {
+			out, _ = kubectl(nil, "logs", "-n", releaseNS, c, "--all-containers", fmt.Sprintf("--tail=%d", previousTail), "--timestamps", "--previous")
+			AddReportEntry(c+" log, previous container", out)
+		}
+	}
+}
+
+// reportEvents adds every namespace's events, oldest first, to the spec's report.
+func reportEvents() {
+	out, _ := kubectl(nil, "get", "events", "-A", "--sort-by", ".metadata.creationTimestamp",
+		"-o", "custom-columns=TIME:.metadata.creationTimestamp,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message")
+	AddReportEntry("events", out)
+}
+
 // clearCluster removes what a spec may have left of tickstack, so that the next spec starts from
 // nothing whatever failed before it: benchmarks, pods and profiles (the agent restores the host; if
 // it cannot, the finalizers are dropped and restoreHost puts the values back), the Helm release and

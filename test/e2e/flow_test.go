@@ -422,13 +422,8 @@ var _ = Describe("the whole flow on the local cluster", Ordered, func() {
 		if !CurrentSpecReport().Failed() {
 			return
 		}
-		for _, c := range []string{"deployment/" + release + "-manager", "daemonset/" + release + "-agent"} {
-			out, _ := kubectl(nil, "logs", "-n", releaseNS, c, "--all-containers", "--tail=400", "--timestamps")
-			AddReportEntry(c+" log", out)
-		}
-		out, _ := kubectl(nil, "get", "events", "-A", "--sort-by", ".metadata.creationTimestamp",
-			"-o", "custom-columns=TIME:.metadata.creationTimestamp,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message")
-		AddReportEntry("events", out)
+		reportComponentLogs(400, 0)
+		reportEvents()
 	})
 
 	It("installs the chart and the operator and agent become ready", func() {
@@ -600,14 +595,8 @@ spec:
     spec:
       terminationGracePeriodSeconds: 1
       containers:
-      - name: pinned
-        image: %s
-        imagePullPolicy: IfNotPresent
-        command: [sleep, infinity]
-        resources:
-          requests: {cpu: "1", memory: 32Mi}
-          limits: {cpu: "1", memory: 32Mi}
-`, testNS, benchImage))
+%s
+`, testNS, benchContainer("      ", "pinned", "[sleep, infinity]", `{cpu: "1", memory: 32Mi}`)))
 		pinnedCPUs := func(g Gomega) string {
 			out, err := kubectl(nil, "exec", "-n", testNS, "deploy/pinned", "--", "/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status")
 			g.Expect(err).NotTo(HaveOccurred(), out)
@@ -829,14 +818,8 @@ metadata:
 spec:
   terminationGracePeriodSeconds: 1
   containers:
-  - name: trader
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: [sleep, infinity]
-    resources:
-      requests: {cpu: "1", memory: 64Mi}
-      limits: {cpu: "1", memory: 64Mi}
-`, testNS, profileName, benchImage))
+%s
+`, testNS, profileName, benchContainer("  ", "trader", "[sleep, infinity]", `{cpu: "1", memory: 64Mi}`)))
 		Eventually(func(g Gomega) {
 			out, err := kubectl(nil, "get", "pod", "trader", "-n", testNS, "-o", "jsonpath={.status.phase}")
 			g.Expect(err).NotTo(HaveOccurred())
@@ -1443,14 +1426,23 @@ metadata:
 spec:
   terminationGracePeriodSeconds: 1%s
   containers:
-  - name: bench
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: [sleep, infinity]
-    resources:
-      requests: {memory: 128Mi}
-      limits: {memory: 128Mi}%s
-`, name, testNS, profileName, podExtra, benchImage, extra)
+%s%s
+`, name, testNS, profileName, podExtra, benchContainer("  ", "bench", "[sleep, infinity]", "{memory: 128Mi}"), extra)
+}
+
+// benchContainer is the YAML list item of a container of the bench image named name that runs
+// command (a flow sequence) with resources (a flow mapping) as its requests and its limits, each
+// line indented by indent.
+func benchContainer(indent, name, command, resources string) string {
+	return indent + strings.Join([]string{
+		"- name: " + name,
+		"  image: " + benchImage,
+		"  imagePullPolicy: IfNotPresent",
+		"  command: " + command,
+		"  resources:",
+		"    requests: " + resources,
+		"    limits: " + resources,
+	}, "\n"+indent)
 }
 
 // runningUID waits until pod NAME of testNS runs and returns its UID.

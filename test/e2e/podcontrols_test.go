@@ -172,22 +172,12 @@ spec:
   # a fraction of a CPU, as the webhook's init container on a bypass profile: it holds no
   # exclusive CPU, so the plugin starts it untouched (refusing it kept the pod from starting)
   initContainers:
-  - name: setup
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: ["true"]
-    resources:
-      requests: {cpu: 100m, memory: 16Mi}
-      limits: {cpu: 100m, memory: 16Mi}
+%s
   containers:
-  - name: quiet
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: [sleep, infinity]
-    resources:
-      requests: {cpu: "1", memory: 64Mi}
-      limits: {cpu: "1", memory: 64Mi}
-`, podControlsPod, testNS, profileName, strings.Join(ann, ", "), benchImage, benchImage)
+%s
+`, podControlsPod, testNS, profileName, strings.Join(ann, ", "),
+			benchContainer("  ", "setup", `["true"]`, "{cpu: 100m, memory: 16Mi}"),
+			benchContainer("  ", "quiet", "[sleep, infinity]", `{cpu: "1", memory: 64Mi}`))
 	}
 	deletePod := func() {
 		GinkgoHelper()

@@ -202,15 +202,10 @@ var _ = Describe("a soak of the operator", Ordered, Label("soak"), func() {
 		if !CurrentSpecReport().Failed() {
 			return
 		}
-		for _, c := range []string{"deployment/" + release + "-manager", "daemonset/" + release + "-agent"} {
-			out, _ := kubectl(nil, "logs", "-n", releaseNS, c, "--all-containers", "--tail=200", "--timestamps")
-			AddReportEntry(c+" log", out)
-		}
+		reportComponentLogs(200, 0)
 		out, _ := kubectl(nil, "get", "pods", "-A", "-o", "wide")
 		AddReportEntry("pods", out)
-		out, _ = kubectl(nil, "get", "events", "-A", "--sort-by", ".metadata.creationTimestamp",
-			"-o", "custom-columns=TIME:.metadata.creationTimestamp,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message")
-		AddReportEntry("events", out)
+		reportEvents()
 	})
 
 	It("installs the chart with the agent's metrics served", func() {

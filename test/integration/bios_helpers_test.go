@@ -20,15 +20,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/controllers/bios"
 	"github.com/tickstack/tickstack/internal/bench"
 	"github.com/tickstack/tickstack/internal/bmc"
@@ -120,24 +116,13 @@ func (e *emulator) otherTurbo(t *testing.T) (current, other string) {
 // it stops when the test ends.
 func startOperator(t *testing.T, logs *bench.SyncBuffer, periods time.Duration) client.WithWatch {
 	t.Helper()
-	scheme := operatorScheme()
-	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: operatorScheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Logger:     zap.New(zap.WriteTo(logs), zap.UseDevMode(true), zap.Level(zapcore.Level(-10))),
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, bios.BIOSReconciler{
-		VerifyPeriod: periods, RetryPeriod: periods, Timeout: 20 * time.Second,
-	})); err != nil {
-		t.Fatal(err)
-	}
+	mgr := newOperator(t, c, ctrl.Options{
+		Logger: zap.New(zap.WriteTo(logs), zap.UseDevMode(true), zap.Level(zapcore.Level(-10))),
+	}, bios.BIOSReconciler{VerifyPeriod: periods, RetryPeriod: periods, Timeout: 20 * time.Second})
 	// Registered first, so it runs once the operator has stopped.
 	t.Cleanup(func() {
 		if t.Failed() {

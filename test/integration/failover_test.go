@@ -18,11 +18,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/controllers/bios"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
@@ -121,9 +118,7 @@ type replica struct {
 // one, and the other must wait out the lease before it takes over.
 func startReplica(t *testing.T, c client.Client, name string) *replica {
 	t.Helper()
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme: operatorScheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
+	mgr := newOperator(t, c, ctrl.Options{
 		LeaderElection:          true,
 		LeaderElectionID:        failoverLease,
 		LeaderElectionNamespace: operatorNS,
@@ -132,13 +127,7 @@ func startReplica(t *testing.T, c client.Client, name string) *replica {
 		LeaseDuration: ptr.To(10 * time.Second),
 		RenewDeadline: ptr.To(7 * time.Second),
 		RetryPeriod:   ptr.To(500 * time.Millisecond),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, bios.BIOSReconciler{})); err != nil {
-		t.Fatal(err)
-	}
+	}, bios.BIOSReconciler{})
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replica{name: name, mgr: mgr, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- mgr.Start(ctx) }()

@@ -14,9 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/controllers"
@@ -56,15 +59,27 @@ func operatorScheme() *runtime.Scheme {
 	return s
 }
 
-// operatorOptions are the controllers' options of these tests, with the BIOS controller's periods
-// from bios; it creates the operator's namespace.
-func operatorOptions(t *testing.T, c client.Client, bios bios.BIOSReconciler) controllers.Options {
+// newOperator is the operator's manager as cmd/manager makes it (every controller through
+// SetupControllers, the BIOS controller's periods from b) on the envtest API server, with no
+// metrics or health endpoint; opts adds to that (leader election, a logger). It creates the
+// operator's namespace; the caller starts the manager.
+func newOperator(t *testing.T, c client.Client, opts ctrl.Options, b bios.BIOSReconciler) ctrl.Manager {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}
 	if err := c.Create(context.Background(), ns); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
-	return controllers.Options{Network: network.NetworkOptions{Namespace: operatorNS}, BIOS: bios}
+	opts.Scheme, opts.Metrics, opts.HealthProbeBindAddress = operatorScheme(), metricsserver.Options{BindAddress: "0"}, "0"
+	opts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	mgr, err := ctrl.NewManager(restCfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = controllers.SetupControllers(mgr, controllers.Options{Network: network.NetworkOptions{Namespace: operatorNS}, BIOS: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgr
 }
 
 // profileReady says why profile is not Ready (nil once it is), for Eventually.

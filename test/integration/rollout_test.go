@@ -21,11 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
-	"github.com/tickstack/tickstack/controllers"
 	"github.com/tickstack/tickstack/controllers/bios"
 	"github.com/tickstack/tickstack/internal/agent"
 	"github.com/tickstack/tickstack/internal/agent/agenttest"
@@ -136,14 +133,7 @@ func TestRolloutRebootsEachNodeOnceWithOneSlot(t *testing.T) {
 	t.Cleanup(cancel)
 
 	// The operator.
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{Scheme: operatorScheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controllers.SetupControllers(mgr, operatorOptions(t, c, bios.BIOSReconciler{})); err != nil {
-		t.Fatal(err)
-	}
+	mgr := newOperator(t, c, ctrl.Options{}, bios.BIOSReconciler{})
 	testutil.RunInBackground(t, ctx, "operator", mgr.Start)
 
 	role := agenttest.Name("trading")

@@ -2,7 +2,6 @@ package manifests
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,7 +90,7 @@ func TestBenchmarksOnlyInOptedInNamespaces(t *testing.T) {
 	optedIn := func(namespace string) *metav1.Condition {
 		t.Helper()
 		var c *metav1.Condition
-		wait(t, 30*time.Second, "the NamespaceOptedIn condition of the benchmark in "+namespace, func() bool {
+		testutil.PollTrue(t, 30*time.Second, "the NamespaceOptedIn condition of the benchmark in "+namespace, func() bool {
 			b := &tsv1.LatencyBenchmark{}
 			if err := admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "tsbn"}, b); err != nil {
 				t.Fatal(err)
@@ -124,7 +123,7 @@ func TestBenchmarksOnlyInOptedInNamespaces(t *testing.T) {
 		t.Fatalf("in the operator's namespace: NamespaceOptedIn %s %s: %s", c.Status, c.Reason, c.Message)
 	}
 	job := jobName(ns)
-	wait(t, 30*time.Second, "the runner Job, the reflector Job and Service, the service account, Role and RoleBinding in "+ns, func() bool {
+	testutil.PollTrue(t, 30*time.Second, "the runner Job, the reflector Job and Service, the service account, Role and RoleBinding in "+ns, func() bool {
 		return exists(ns, job, &batchv1.Job{}) && exists(ns, job+"-r", &batchv1.Job{}) && exists(ns, job, &corev1.Service{}) &&
 			exists(ns, "bench-tsbn", &corev1.ServiceAccount{}) && exists(ns, "bench-tsbn", &rbacv1.Role{}) && exists(ns, "bench-tsbn", &rbacv1.RoleBinding{})
 	})
@@ -181,10 +180,10 @@ func TestBenchmarksOnlyInOptedInNamespaces(t *testing.T) {
 	if err := admin.Patch(ctx, b, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
-	wait(t, 30*time.Second, "the run's Jobs in "+other+" once opted in", func() bool {
+	testutil.PollTrue(t, 30*time.Second, "the run's Jobs in "+other+" once opted in", func() bool {
 		return exists(other, job, &batchv1.Job{}) && exists(other, job+"-r", &batchv1.Job{})
 	})
-	wait(t, 30*time.Second, "NamespaceOptedIn True in "+other, func() bool {
+	testutil.PollTrue(t, 30*time.Second, "NamespaceOptedIn True in "+other, func() bool {
 		return apimeta.IsStatusConditionTrue(getBenchmark(t, admin, other).Status.Conditions, tsv1.BenchmarkNamespaceOptedIn)
 	})
 }
@@ -196,15 +195,4 @@ func getBenchmark(t *testing.T, c client.Client, ns string) *tsv1.LatencyBenchma
 		t.Fatal(err)
 	}
 	return b
-}
-
-// wait polls cond every 100 ms until it holds, failing the test after timeout.
-func wait(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testutil.Poll(t, timeout, what, func() error {
-		if cond() {
-			return nil
-		}
-		return errors.New("not yet")
-	})
 }

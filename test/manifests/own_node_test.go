@@ -115,16 +115,21 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 	if err := label(&tsv1.LatencyNodeState{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}); err != nil {
 		t.Errorf("the agent of node-a changing its own LatencyNodeState: %v", err)
 	}
-	// its Node itself: only the label, taint, annotation and cordon the agent owns
-	nodeSpec := func(node string, mutate func(*corev1.Node)) error {
+	// patchNode reads node as the agent and patches it (its status, with status) as mutate changes it.
+	patchNode := func(node string, status bool, mutate func(*corev1.Node)) error {
 		n := &corev1.Node{}
 		if err := agent.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 			return err
 		}
 		base := n.DeepCopy()
 		mutate(n)
+		if status {
+			return agent.Status().Patch(ctx, n, client.MergeFrom(base))
+		}
 		return agent.Patch(ctx, n, client.MergeFrom(base))
 	}
+	// its Node itself: only the label, taint, annotation and cordon the agent owns
+	nodeSpec := func(node string, mutate func(*corev1.Node)) error { return patchNode(node, false, mutate) }
 	const notOwned = "may change on its Node only the label tickstack.io/fingerprint"
 	for what, mutate := range map[string]func(*corev1.Node){
 		"another label": func(n *corev1.Node) { n.Labels["node-role.kubernetes.io/control-plane"] = "" },
@@ -179,15 +184,7 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 		t.Errorf("the agent of node-a uncordoning a node an administrator cordoned: got %v, want the policy's refusal", err)
 	}
 	// its Node's status: only the shared CPU pool's extended resource, on its own Node
-	status := func(node string, mutate func(*corev1.Node)) error {
-		n := &corev1.Node{}
-		if err := agent.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
-			return err
-		}
-		base := n.DeepCopy()
-		mutate(n)
-		return agent.Status().Patch(ctx, n, client.MergeFrom(base))
-	}
+	status := func(node string, mutate func(*corev1.Node)) error { return patchNode(node, true, mutate) }
 	setPool := func(count int64) func(*corev1.Node) {
 		return func(n *corev1.Node) {
 			q := *resource.NewQuantity(count, resource.DecimalSI)

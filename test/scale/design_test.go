@@ -147,7 +147,7 @@ func startFleet(t *testing.T, ctx context.Context, n int) *fleetEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	admin, kubeconfig := addAdmin(t, env)
+	admin, kubeconfig := env.AddAdmin(t, "scale-admin")
 	cfg := rest.CopyConfig(admin.Config())
 	cfg.QPS, cfg.Burst = 5000, 10000
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kubetest.Scheme()})

@@ -54,7 +54,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -475,7 +474,7 @@ func runFleet(t *testing.T, managerBin string, n int) Result {
 		t.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
-	admin, kubeconfig := addAdmin(t, env)
+	admin, kubeconfig := env.AddAdmin(t, "scale-admin")
 	// The test's own clients are not the thing measured: plenty of QPS.
 	cfg := *admin.Config()
 	cfg.QPS, cfg.Burst = 2000, 4000
@@ -808,25 +807,6 @@ func quiet(t *testing.T, port int) {
 			last, stable = w, time.Now()
 		}
 	}
-}
-
-// addAdmin adds a system:masters user to env and writes its kubeconfig to a file of the test's,
-// for the processes the scale tests start (kwok, the manager).
-func addAdmin(t *testing.T, env *kubetest.Env) (*envtest.AuthenticatedUser, string) {
-	t.Helper()
-	admin, err := env.AddUser(envtest.User{Name: "scale-admin", Groups: []string{"system:masters"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return admin, kubeconfig
 }
 
 // startKwokFleet starts kwok, creates n fake nodes for it to keep alive and waits until every one

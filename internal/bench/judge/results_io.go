@@ -110,6 +110,15 @@ func WriteResultsFile(path string, r *tsv1.BenchmarkResults) error {
 	return nil
 }
 
+// ReadResultsFile reads the document WriteResultsFile wrote to path.
+func ReadResultsFile(path string) (*tsv1.BenchmarkResults, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading results file: %w", err)
+	}
+	return UnmarshalResults(b)
+}
+
 // WriteResultsLog prints the document between the marker lines.
 func WriteResultsLog(w io.Writer, r *tsv1.BenchmarkResults) error {
 	b, err := MarshalResults(r)

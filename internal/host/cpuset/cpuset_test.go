@@ -6,6 +6,24 @@ import (
 	"testing"
 )
 
+// parseCase parses in with parse (named name) and says whether the case goes on to compare what it
+// got: a case that wants an error fails unless parsing fails, another unless parsing succeeds.
+func parseCase(t *testing.T, name string, parse func(string) (Set, error), in string, wantErr bool) (Set, bool) {
+	t.Helper()
+	got, err := parse(in)
+	if wantErr {
+		if err == nil {
+			t.Errorf("%s(%.40q) = %v, want error", name, in, got)
+		}
+		return got, false
+	}
+	if err != nil {
+		t.Errorf("%s(%.40q): %v", name, in, err)
+		return got, false
+	}
+	return got, true
+}
+
 func TestParseList(t *testing.T) {
 	cases := []struct {
 		in      string
@@ -29,15 +47,8 @@ func TestParseList(t *testing.T) {
 		{in: "99999", wantErr: true},
 	}
 	for _, c := range cases {
-		got, err := Parse(c.in)
-		if c.wantErr {
-			if err == nil {
-				t.Errorf("Parse(%q) = %v, want error", c.in, got)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("Parse(%q): %v", c.in, err)
+		got, ok := parseCase(t, "Parse", Parse, c.in, c.wantErr)
+		if !ok {
 			continue
 		}
 		if !slices.Equal(got.CPUs(), c.want) {
@@ -97,15 +108,8 @@ func TestParseMaskForms(t *testing.T) {
 		{in: "1" + strings.Repeat("0", 2100), wantErr: true},
 	}
 	for _, c := range cases {
-		got, err := ParseMask(c.in)
-		if c.wantErr {
-			if err == nil {
-				t.Errorf("ParseMask(%.20q...) = %v, want error", c.in, got)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("ParseMask(%q): %v", c.in, err)
+		got, ok := parseCase(t, "ParseMask", ParseMask, c.in, c.wantErr)
+		if !ok {
 			continue
 		}
 		if got.String() != c.want {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -111,6 +112,26 @@ func (e *Env) WebhookHostPort() (string, int) {
 // restricted user sees.
 func (e *Env) AddUser(u envtest.User) (*envtest.AuthenticatedUser, error) {
 	return e.env.AddUser(u, nil)
+}
+
+// AddAdmin adds a system:masters user named name and writes its kubeconfig to a file of the
+// test's, for the processes a test starts (an agent, kwok, the manager): it returns the user and
+// the file.
+func (e *Env) AddAdmin(t testing.TB, name string) (*envtest.AuthenticatedUser, string) {
+	t.Helper()
+	admin, err := e.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return admin, kubeconfig
 }
 
 // WebhookAddress is the host:port the installed webhook configurations call.
