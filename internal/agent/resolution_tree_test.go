@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -541,9 +540,7 @@ func TestTreeBeforeNodeStateReportAndEmptyJournal(t *testing.T) {
 		}
 		return nil
 	})
-	if err := os.WriteFile(filepath.Join(a.Root, "proc/sys/vm/swappiness"), []byte("33\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	tsutil.WriteFile(t, a.Root, "proc/sys/vm/swappiness", "33\n")
 	gomega.NewWithT(t).Consistently(swappiness).WithTimeout(3*a.R.CheckPeriod).WithPolling(100*time.Millisecond).Should(gomega.Equal("33"),
 		"vm.swappiness changed on the host under a report-only profile, before the node state")
 
