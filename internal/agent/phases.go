@@ -140,14 +140,16 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) error {
 		r.event(s.lns, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "applying the tuning failed: %s", joinErrs(err))
 		return nil
 	}
+	// complete: every setting is now in effect.
+	complete := len(tuning.Drift(rep.Results)) == 0
 	if len(s.obs.drifted) > 0 {
-		s.obs.corrected = len(tuning.Drift(rep.Results)) == 0
+		s.obs.corrected = complete
 	}
 	// What the boot unit applies after an unplanned reboot.
 	if err := r.saveDesired(s); err != nil {
 		s.obs.bootUnitErr = fmt.Errorf("saving the tuning in %s: %w", DesiredPath, err)
 	}
-	if len(tuning.Drift(rep.Results)) == 0 && s.lns.UID != "" {
+	if complete && s.lns.UID != "" {
 		r.mu.Lock()
 		if r.applied == nil {
 			r.applied = map[types.UID]appliedTuning{}
@@ -155,7 +157,7 @@ func (r *Reconciler) applyRuntime(ctx context.Context, s *scope) error {
 		r.applied[s.lns.UID] = appliedTuning{s.lns.Generation, s.hash}
 		r.mu.Unlock()
 	}
-	changed, before := r.appliedEarly(s, rep.Changed, len(tuning.Drift(rep.Results)) == 0)
+	changed, before := r.appliedEarly(s, rep.Changed, complete)
 	if len(changed) > 0 && len(s.obs.drifted) == 0 {
 		r.event(s.lns, corev1.EventTypeNormal, ReasonApplied, "Apply", "applied %d settings%s: %s", len(changed), before, abbreviate(changed, 8))
 	}
