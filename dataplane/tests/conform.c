@@ -737,6 +737,75 @@ static void c_reuseaddr(void)
 	printf("the second closed: the first gets %d of 5\n", got[0]);
 }
 
+/* A thread blocked in recv takes the datagram only when the kernel would
+ * give it to its socket (the stack's receive fast path takes one straight
+ * from the ring only then): a socket on 0.0.0.0 beside one bound to the
+ * local address gets none (unicast goes to the more specific binding);
+ * alone it gets each; connected to another port of the peer, none of the
+ * peer's; disconnected (AF_UNSPEC), each again. One datagram at a time,
+ * so that each reaches a receive that is already waiting or the ring with
+ * nothing before it. */
+static void c_direct(void)
+{
+	struct sockaddr_in me, any = { .sin_family = AF_INET, .sin_port = htons(12160) };
+	struct sockaddr_in other = peer;
+	struct sockaddr un = { .sa_family = AF_UNSPEC };
+	struct timeval tv = { 0, 300000 };
+	socklen_t ml = sizeof(me);
+	int a, b, t, one = 1, i;
+	char buf[256];
+	ssize_t n;
+
+	t = socket(AF_INET, SOCK_DGRAM, 0); /* the local address toward the peer */
+	if (t < 0 || connect(t, (struct sockaddr *)&peer, sizeof(peer)) ||
+	    getsockname(t, (struct sockaddr *)&me, &ml))
+		fail("local address");
+	close(t);
+	me.sin_port = any.sin_port;
+	a = socket(AF_INET, SOCK_DGRAM, 0);
+	b = socket(AF_INET, SOCK_DGRAM, 0);
+	if (a < 0 || b < 0 ||
+	    setsockopt(a, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(b, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    bind(a, (struct sockaddr *)&any, sizeof(any)) ||
+	    bind(b, (struct sockaddr *)&me, sizeof(me)))
+		fail("two sockets on one port");
+	for (i = 0; i < 3; i++) {
+		struct pollfd p = { .fd = b, .events = POLLIN };
+
+		ask(a, 1, 64, 0, 0);
+		n = recv(a, buf, sizeof(buf), 0);
+		printf("0.0.0.0 beside the local address's socket: recv %zd %s\n", n,
+		       n < 0 ? en(errno) : "TAKEN");
+		n = poll(&p, 1, 1000) > 0 ? recv(b, buf, sizeof(buf), MSG_DONTWAIT) : -1;
+		printf("  the local address's socket: %zd seq %d\n", n, seq_of(buf, n));
+	}
+	close(b);
+	tv.tv_sec = 2; /* a datagram is due: time enough on a loaded machine */
+	setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	for (i = 0; i < 3; i++) {
+		ask(a, 1, 64, 0, 0);
+		n = recv(a, buf, sizeof(buf), 0);
+		printf("alone: recv %zd seq %d\n", n, seq_of(buf, n));
+	}
+	other.sin_port = htons((uint16_t)(ntohs(peer.sin_port) + 1));
+	printf("connect to another port of the peer: %d\n",
+	       connect(a, (struct sockaddr *)&other, sizeof(other)));
+	tv.tv_sec = 0;
+	setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ask(a, 1, 64, 0, 0);
+	n = recv(a, buf, sizeof(buf), 0);
+	printf("connected elsewhere: recv %zd %s\n", n, n < 0 ? en(errno) : "TAKEN");
+	printf("disconnect: %d\n", connect(a, &un, sizeof(un)));
+	tv.tv_sec = 2;
+	setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ask(a, 1, 64, 0, 0);
+	n = recv(a, buf, sizeof(buf), 0);
+	printf("disconnected: recv %zd seq %d\n", n, seq_of(buf, n));
+	close(a);
+}
+
 /* SO_REUSEPORT: the group picks one socket per flow. Which socket a flow
  * gets depends on a hash under a secret (the kernel's, or the stack's), so
  * what is printed is what holds for any secret: one flow, one socket;
@@ -3284,6 +3353,7 @@ int main(int argc, char **argv)
 		{ "fork", c_fork }, { "forkwin", c_forkwin },
 		{ "fds", c_fds },         { "wakeup", c_wakeup },
 		{ "reuseaddr", c_reuseaddr }, { "reuseport", c_reuseport },
+		{ "direct", c_direct },
 		{ "bigdgram", c_bigdgram }, { "vfork", c_vfork },
 		{ "exec", c_exec },       { "exec-child", c_exec_child },
 		{ "forkexec", c_forkexec }, { "forkexec-child", c_forkexec_child },

@@ -111,6 +111,8 @@ fds accel
 wakeup accel default TICKSTACK_TCP=1
 reuseaddr xskonly
 reuseport xskonly
+direct xskonly
+direct xskonly latency ASAN=1
 bigdgram kernel:tx_kernel_oversize latency TICKSTACK_REQUIRE=0
 vfork accel
 exec accel
