@@ -737,20 +737,28 @@ static void c_reuseaddr(void)
 	printf("the second closed: the first gets %d of 5\n", got[0]);
 }
 
+/* fd's SO_RCVTIMEO set to ms milliseconds, or the case fails */
+static void rcvtimeo_ms(int fd, long ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		fail("SO_RCVTIMEO");
+}
+
 /* A thread blocked in recv takes the datagram only when the kernel would
- * give it to its socket (the stack's receive fast path takes one straight
- * from the ring only then): a socket on 0.0.0.0 beside one bound to the
- * local address gets none (unicast goes to the more specific binding);
- * alone it gets each; connected to another port of the peer, none of the
- * peer's; disconnected (AF_UNSPEC), each again. One datagram at a time,
- * so that each reaches a receive that is already waiting or the ring with
- * nothing before it. */
+ * give it to its socket (only then does the stack copy it out of the ring
+ * straight to the waiting thread, struct ts_direct): a socket on 0.0.0.0
+ * beside one bound to the local address gets none (unicast goes to the
+ * more specific binding); alone it gets each; connected to another port of
+ * the peer, none of the peer's; disconnected (AF_UNSPEC), each again. One
+ * datagram at a time, so that each reaches a receive that is already
+ * waiting or the ring with nothing before it. */
 static void c_direct(void)
 {
 	struct sockaddr_in me, any = { .sin_family = AF_INET, .sin_port = htons(12160) };
 	struct sockaddr_in other = peer;
 	struct sockaddr un = { .sa_family = AF_UNSPEC };
-	struct timeval tv = { 0, 300000 };
 	socklen_t ml = sizeof(me);
 	int a, b, t, one = 1, i;
 	char buf[256];
@@ -767,10 +775,10 @@ static void c_direct(void)
 	if (a < 0 || b < 0 ||
 	    setsockopt(a, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    setsockopt(b, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
 	    bind(a, (struct sockaddr *)&any, sizeof(any)) ||
 	    bind(b, (struct sockaddr *)&me, sizeof(me)))
 		fail("two sockets on one port");
+	rcvtimeo_ms(a, 300); /* no datagram is due */
 	for (i = 0; i < 3; i++) {
 		struct pollfd p = { .fd = b, .events = POLLIN };
 
@@ -782,8 +790,7 @@ static void c_direct(void)
 		printf("  the local address's socket: %zd seq %d\n", n, seq_of(buf, n));
 	}
 	close(b);
-	tv.tv_sec = 2; /* a datagram is due: time enough on a loaded machine */
-	setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	rcvtimeo_ms(a, 2300); /* a datagram is due: time enough on a loaded machine */
 	for (i = 0; i < 3; i++) {
 		ask(a, 1, 64, 0, 0);
 		n = recv(a, buf, sizeof(buf), 0);
@@ -792,14 +799,12 @@ static void c_direct(void)
 	other.sin_port = htons((uint16_t)(ntohs(peer.sin_port) + 1));
 	printf("connect to another port of the peer: %d\n",
 	       connect(a, (struct sockaddr *)&other, sizeof(other)));
-	tv.tv_sec = 0;
-	setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	rcvtimeo_ms(a, 300);
 	ask(a, 1, 64, 0, 0);
 	n = recv(a, buf, sizeof(buf), 0);
 	printf("connected elsewhere: recv %zd %s\n", n, n < 0 ? en(errno) : "TAKEN");
 	printf("disconnect: %d\n", connect(a, &un, sizeof(un)));
-	tv.tv_sec = 2;
-	setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	rcvtimeo_ms(a, 2300);
 	ask(a, 1, 64, 0, 0);
 	n = recv(a, buf, sizeof(buf), 0);
 	printf("disconnected: recv %zd seq %d\n", n, seq_of(buf, n));
