@@ -97,6 +97,10 @@ wait_for() {
 	done
 }
 
+neigh_resolved() { # neigh_resolved NS IP: NS's kernel has IP's MAC
+	ip -n "$1" neigh show "$2" | grep -qE "REACHABLE|STALE|DELAY|PROBE|PERMANENT"
+}
+
 udp_listening() { # udp_listening NS PORT
 	ip netns exec "$1" ss -Hnlu "sport = :$2" | grep -q .
 }
