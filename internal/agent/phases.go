@@ -378,6 +378,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.Client.Patch(ctx, s.lns, client.MergeFrom(orig)); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer %s: %w", tsv1.RestoreFinalizer, err))
 	}
+	if r.ResolveOnNode {
+		r.setConfirmLive(true)
+	}
 	return ctrl.Result{}, nil
 }
 

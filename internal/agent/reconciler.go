@@ -164,6 +164,9 @@ type Reconciler struct {
 	applied map[types.UID]appliedTuning
 	// early is what applies before the node state existed changed (unnamed.go, appliedEarly).
 	early *earlyApply
+	// confirmLive is set by a finalizer's restore: the next apply before a node state confirms
+	// its winner from the API server first (unnamed.go, liveWinner).
+	confirmLive bool
 	// rebootIssued holds, per boot ID, when this process first and last ran the reboot command.
 	rebootIssued map[string][2]time.Time
 	// selfOrig is the CPU affinity this process started with (ConfineSelf).

@@ -481,9 +481,126 @@ func TestTreeActsBeforeNodeState(t *testing.T) {
 	}
 }
 
+// TestTreeNoReapplyFromALaggingCache: after the finalizer's restore of a node state whose profile
+// was deleted, an agent whose profile cache still shows that profile does not tune the node again
+// from it (it confirms the winner with the API server first), and once the cache catches up it
+// has nothing left to restore.
+func TestTreeNoReapplyFromALaggingCache(t *testing.T) {
+	lag := &laggingProfiles{}
+	a, node, _ := unnamedAgentWrapped(t, "unnamed-lag", lag.wrap)
+	profile := agenttest.Name("unnamed-lag-p")
+	swappiness := func() string { return readTree(t, a, "proc/sys/vm/swappiness") }
+	g := gomega.NewWithT(t)
+
+	createProfile(t, profile, tsv1.LatencyProfileSpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tsagt-unnamed-lag": "yes"}},
+		Sysctls:      map[string]tsv1.SysctlValue{"vm.swappiness": "10"},
+	})
+	g.Eventually(swappiness).WithTimeout(20*time.Second).WithPolling(50*time.Millisecond).Should(gomega.Equal("10"),
+		"vm.swappiness: the winner applied before the node state")
+	createResolvingLNS(t, node, profile)
+	tsutil.Poll(t, 20*time.Second, "the node state Applied", func() error {
+		return wantCondition(getLNS(t, node), tsv1.NodeApplied, metav1.ConditionTrue, "")
+	})
+
+	// The profile goes, then its node state (as the manager deletes it); the agent's profile
+	// cache lags behind and still lists the profile.
+	lag.freeze(t)
+	if err := k8s.Delete(context.Background(), getProfile(t, profile)); err != nil {
+		t.Fatal(err)
+	}
+	deleteLNS(t, node)
+	g.Consistently(swappiness).WithTimeout(3*a.R.CheckPeriod).WithPolling(50*time.Millisecond).Should(gomega.Equal("60"),
+		"vm.swappiness after the restore, the profile cache still showing the deleted profile")
+	lag.thaw()
+	g.Consistently(swappiness).WithTimeout(2*a.R.CheckPeriod).WithPolling(50*time.Millisecond).Should(gomega.Equal("60"),
+		"vm.swappiness once the profile cache caught up")
+	if j, err := a.R.Engine.Journal(); err != nil || len(j) != 0 {
+		t.Errorf("journal after the restore: %d entries (%v), want none", len(j), err)
+	}
+	if _, err := os.Stat(a.R.Host.Path(agent.DesiredPath)); !os.IsNotExist(err) {
+		t.Errorf("the saved tuning %s is still there (%v)", agent.DesiredPath, err)
+	}
+}
+
+// laggingProfiles wraps the agent's cached client: while frozen, its LatencyProfile lists and gets
+// answer from the list the cache gave when frozen, as an informer that has not seen the later
+// changes yet.
+type laggingProfiles struct {
+	mu     sync.Mutex
+	c      client.Client
+	frozen *tsv1.LatencyProfileList
+}
+
+func (l *laggingProfiles) wrap(c client.Client) client.Client {
+	l.c = c
+	return &laggingClient{Client: c, lag: l}
+}
+
+func (l *laggingProfiles) freeze(t *testing.T) {
+	t.Helper()
+	list := &tsv1.LatencyProfileList{}
+	if err := l.c.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) == 0 {
+		t.Fatal("the agent's cache lists no profile to lag with")
+	}
+	l.mu.Lock()
+	l.frozen = list
+	l.mu.Unlock()
+}
+
+func (l *laggingProfiles) thaw() {
+	l.mu.Lock()
+	l.frozen = nil
+	l.mu.Unlock()
+}
+
+type laggingClient struct {
+	client.Client
+	lag *laggingProfiles
+}
+
+func (c *laggingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if p, ok := obj.(*tsv1.LatencyProfile); ok {
+		c.lag.mu.Lock()
+		frozen := c.lag.frozen
+		c.lag.mu.Unlock()
+		if frozen != nil {
+			for i := range frozen.Items {
+				if frozen.Items[i].Name == key.Name {
+					frozen.Items[i].DeepCopyInto(p)
+					return nil
+				}
+			}
+			return apierrors.NewNotFound(tsv1.GroupVersion.WithResource("latencyprofiles").GroupResource(), key.Name)
+		}
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c *laggingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if pl, ok := list.(*tsv1.LatencyProfileList); ok {
+		c.lag.mu.Lock()
+		frozen := c.lag.frozen
+		c.lag.mu.Unlock()
+		if frozen != nil {
+			frozen.DeepCopyInto(pl)
+			return nil
+		}
+	}
+	return c.Client.List(ctx, list, opts...)
+}
+
 // unnamedAgent starts a tree agent with ResolveOnNode for a new Node labelled tsagt-NAME=yes that
 // has no node state; it returns the agent, the node's name and the tree as it was before the start.
 func unnamedAgent(t *testing.T, name string) (*agenttest.TreeAgent, string, map[string]string) {
+	return unnamedAgentWrapped(t, name, nil)
+}
+
+// unnamedAgentWrapped is unnamedAgent with the agent's cached client passed through wrap.
+func unnamedAgentWrapped(t *testing.T, name string, wrap func(client.Client) client.Client) (*agenttest.TreeAgent, string, map[string]string) {
 	node := agenttest.Name(name)
 	a := agenttest.NewTreeAgent(t, node)
 	a.R.ResolveOnNode = true
@@ -493,7 +610,7 @@ func unnamedAgent(t *testing.T, name string) (*agenttest.TreeAgent, string, map[
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
 	orig := agenttest.Snapshot(t, a.Root)
-	agenttest.StartAgent(t, cfg, a.R, nil)
+	agenttest.StartAgentWrapped(t, cfg, a.R, nil, wrap)
 	return a, node, orig
 }
 

@@ -9,7 +9,9 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tsv1 "github.com/tickstack/tickstack/api/v1alpha1"
 	"github.com/tickstack/tickstack/internal/phase"
@@ -34,7 +36,9 @@ import (
 // the manager gives only once the node state reports Applied, so no latency pod lands meanwhile).
 // If no profile wins the node any more before its node state exists (the profile was deleted, the
 // node's labels changed, another profile now ties), the agent restores the journalled originals
-// itself: with no node state there is no finalizer to do it.
+// itself: with no node state there is no finalizer to do it. Right after a finalizer's restore its
+// caches may not show what deleted the node state yet: its first apply then confirms the winner
+// with the API server (liveWinner) and waits for the caches where they disagree.
 
 // reconcileUnnamed is Reconcile for a node with no node state, on an agent with ResolveOnNode.
 func (r *Reconciler) reconcileUnnamed(ctx context.Context) (ctrl.Result, error) {
@@ -51,7 +55,21 @@ func (r *Reconciler) reconcileUnnamed(ctx context.Context) (ctrl.Result, error) 
 	}
 	a := resolve.Arbitrate(node, profiles.Items)
 	if a.Winner == "" {
+		r.setConfirmLive(false)
 		return r.restoreUnnamed(ctx)
+	}
+	if r.takeConfirmLive() {
+		live, err := r.liveWinner(ctx, profiles.Items, a.Winner)
+		if err != nil {
+			r.setConfirmLive(true)
+			return ctrl.Result{}, err
+		}
+		if live != a.Winner {
+			r.setConfirmLive(true)
+			log.Info("the caches still show a profile winning this node that the API server does not: waiting for them before acting", "cached", a.Winner, "live", live)
+			// looked at again as soon as a running drain would be: a cache lags by moments
+			return ctrl.Result{RequeueAfter: r.DrainPoll}, nil
+		}
 	}
 	lns := &tsv1.LatencyNodeState{}
 	lns.Name = r.NodeName
@@ -83,6 +101,49 @@ func (r *Reconciler) reconcileUnnamed(ctx context.Context) (ctrl.Result, error) 
 		log.Info("acting on the profile that wins this node before its node state exists", "profile", a.Winner, "tuningHash", s.hash, "settings", len(s.obs.results))
 	}
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// liveWinner arbitrates the node again with its Node and the cached winner read from the API
+// server (the other profiles as cached): the profile that wins it now, "" for nobody. After a
+// finalizer's restore, the change that deleted the node state (the profile deleted, the node's
+// labels changed) may not be in the caches yet, and an apply from them would tune the node
+// again, once, until they catch up. Two reads after a restore, again at each look while the
+// caches disagree (moments); a profile's create, which wakes the whole fleet, still reads nothing.
+func (r *Reconciler) liveWinner(ctx context.Context, cached []tsv1.LatencyProfile, winner string) (string, error) {
+	node := &corev1.Node{}
+	if err := r.APIReader.Get(ctx, r.nodeKey(), node); err != nil {
+		return "", fmt.Errorf("reading node %s: %w", r.NodeName, err)
+	}
+	live := &tsv1.LatencyProfile{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Name: winner}, live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("reading LatencyProfile %s: %w", winner, err)
+	}
+	profiles := make([]tsv1.LatencyProfile, 0, len(cached))
+	for i := range cached {
+		if cached[i].Name != winner {
+			profiles = append(profiles, cached[i])
+		}
+	}
+	if err == nil {
+		profiles = append(profiles, *live)
+	}
+	return resolve.Arbitrate(node, profiles).Winner, nil
+}
+
+// setConfirmLive and takeConfirmLive set and consume Reconciler.confirmLive.
+func (r *Reconciler) setConfirmLive(v bool) {
+	r.mu.Lock()
+	r.confirmLive = v
+	r.mu.Unlock()
+}
+
+func (r *Reconciler) takeConfirmLive() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.confirmLive
+	r.confirmLive = false
+	return v
 }
 
 // restoreUnnamed restores a node with no node state that no profile wins: what an earlier

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -130,6 +131,12 @@ func Lines(t testing.TB, path string) []string {
 // Run runs r in its own manager, wired as cmd/agent wires it (cache limited to the node's
 // state, the API reader for nodes and pods, the events recorder), until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, r *agent.Reconciler, nicChanges <-chan string) error {
+	return RunWrapped(ctx, cfg, r, nicChanges, nil)
+}
+
+// RunWrapped is Run with the agent's cached client passed through wrap (nil: as it is), for a
+// test that makes the cache lag behind the API server.
+func RunWrapped(ctx context.Context, cfg *rest.Config, r *agent.Reconciler, nicChanges <-chan string, wrap func(client.Client) client.Client) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme(),
 		Cache:                  agent.CacheOptions(r.NodeName),
@@ -142,6 +149,9 @@ func Run(ctx context.Context, cfg *rest.Config, r *agent.Reconciler, nicChanges 
 		return err
 	}
 	r.Client, r.APIReader = mgr.GetClient(), mgr.GetAPIReader()
+	if wrap != nil {
+		r.Client = wrap(r.Client)
+	}
 	r.Recorder = mgr.GetEventRecorder("tickstack-agent")
 	if err := r.SetupWithManager(mgr, nicChanges); err != nil {
 		return err
@@ -153,9 +163,15 @@ func Run(ctx context.Context, cfg *rest.Config, r *agent.Reconciler, nicChanges 
 // ends.
 func StartAgent(t testing.TB, cfg *rest.Config, r *agent.Reconciler, nicChanges <-chan string) (stop func()) {
 	t.Helper()
+	return StartAgentWrapped(t, cfg, r, nicChanges, nil)
+}
+
+// StartAgentWrapped is StartAgent with RunWrapped's wrap.
+func StartAgentWrapped(t testing.TB, cfg *rest.Config, r *agent.Reconciler, nicChanges <-chan string, wrap func(client.Client) client.Client) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, r, nicChanges) }()
+	go func() { done <- RunWrapped(ctx, cfg, r, nicChanges, wrap) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
