@@ -109,6 +109,24 @@ tcp_listening() { # tcp_listening NS PORT
 	ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .
 }
 
+# hang_report PID: where each thread of PID (and of its children) waits, before the caller
+# kills it: the system call it is in (number and arguments), its kernel wait channel, and with gdb
+# installed every thread's stack
+hang_report() {
+	local p t
+	for p in "$1" $(pgrep -P "$1" 2>/dev/null); do
+		echo "---- hang: pid $p ($(cat /proc/"$p"/comm 2>/dev/null)) did not exit in time"
+		for t in /proc/"$p"/task/*; do
+			[ -d "$t" ] || continue
+			echo "thread ${t##*/} $(cat "$t"/comm 2>/dev/null): state $(awk '{print $3}' "$t"/stat 2>/dev/null)," \
+				"wchan $(cat "$t"/wchan 2>/dev/null), syscall $(cat "$t"/syscall 2>/dev/null)"
+		done
+		if command -v gdb >/dev/null; then
+			timeout 30 gdb -p "$p" -batch -nx -ex "thread apply all bt" 2>/dev/null | grep -E "^(Thread|#)" | head -n 200
+		fi
+	done
+}
+
 # wait_exit PID TIMEOUT_S: wait for a background pid to exit, bounded;
 # sets WAIT_RC to its exit code (or 124 on timeout, after a KILL).
 wait_exit() {
@@ -116,6 +134,7 @@ wait_exit() {
 	end=$(($(date +%s%N) + t * 1000000000))
 	while kill -0 "$pid" 2>/dev/null; do
 		if [ "$(date +%s%N)" -gt "$end" ]; then
+			hang_report "$pid" >&2
 			kill -KILL "$pid" 2>/dev/null
 			wait "$pid" 2>/dev/null
 			WAIT_RC=124
