@@ -44,7 +44,7 @@ static void *map_tool_file(const char *path, size_t min, size_t *len)
 	void *p;
 	int fd;
 
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	fd = ts_real_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		ts_dbg("inspection request: %s: %s", path, strerror(errno));
 		return NULL;

@@ -22,7 +22,10 @@ static pthread_mutex_t ts_mutex = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
  * takes the real calls from libc itself, past TSan's interceptors: TSan
  * models fds and would report the test's deliberate close of a socket
  * another thread is blocked on (what the test is about) as a race on the
- * fd. The library's own memory and locks stay fully checked. */
+ * fd. The library's own memory and locks stay fully checked. The files it
+ * opens itself and closes with ts_real_close it opens with ts_real_open, so
+ * that TSan sees neither end (an open it saw, with no close, would stay the
+ * opener's fd in its model, and the number's next socket a race). */
 #ifdef TS_REAL_FROM_LIBC
 static void *real_handle(void)
 {

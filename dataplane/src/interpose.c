@@ -1173,7 +1173,8 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd,
 	if (r < 0 || !(s = ours(fd)))
 		return r;
 	if (cmd == F_SETFL)
-		s->nonblock = !!(arg & O_NONBLOCK);
+		/* read by other threads' calls on the socket */
+		__atomic_store_n(&s->nonblock, !!(arg & O_NONBLOCK), __ATOMIC_RELAXED);
 	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		ts_sock__dup(fd, r);
 	return (int)done(s, r);
@@ -1227,7 +1228,7 @@ TS_API int ioctl(int fd, unsigned long req, ...)
 	}
 	r = REAL(ioctl)(fd, req, arg);
 	if (r == 0 && s && req == FIONBIO && arg)
-		s->nonblock = !!*(int *)arg;
+		__atomic_store_n(&s->nonblock, !!*(int *)arg, __ATOMIC_RELAXED);
 	return s ? (int)done(s, r) : r;
 }
 

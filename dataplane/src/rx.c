@@ -10,13 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int64_t tv_ns(const struct timeval *tv)
-{
-	if (!tv->tv_sec && !tv->tv_usec)
-		return -1;
-	return (int64_t)tv->tv_sec * 1000000000ll + tv->tv_usec * 1000ll;
-}
-
 /* put_cmsg as the kernel does it: a control buffer too small for a message
  * gets what fits and MSG_CTRUNC. *used counts the bytes consumed. */
 static void cmsg_put(struct msghdr *msg, size_t *used, int level, int type,
@@ -404,13 +397,13 @@ static ssize_t rx_unbound(struct ts_sock *s, int fd, struct msghdr *msg,
 			  int flags)
 {
 	unsigned long g0 = ts_sig__norestart_gen();
-	int64_t tmo = tv_ns(&s->rcvtimeo);
-	uint64_t deadline = tmo > 0 ? ts_now_ns() + (uint64_t)tmo : 0;
+	int64_t tmo = ts_timeo__wait_ns(&s->rcvtimeo_ns);
+	uint64_t deadline = tmo >= 0 ? ts_now_ns() + (uint64_t)tmo : 0;
 	ssize_t r;
 
 	for (;;) {
 		struct pollfd pf = { .fd = ts_sock__kfd(s, fd), .events = POLLIN };
-		int pr = ts_real_poll(&pf, 1, 10);
+		int pr = ts_real_poll(&pf, 1, tmo == 0 ? 0 : 10);
 
 		if (pr > 0) {
 			r = ts_real_recvmsg(pf.fd, msg, flags | MSG_DONTWAIT);
@@ -439,7 +432,8 @@ static ssize_t rx_unbound(struct ts_sock *s, int fd, struct msghdr *msg,
 ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 			 int flags)
 {
-	int nonblock = s->nonblock || (flags & MSG_DONTWAIT);
+	int nonblock = __atomic_load_n(&s->nonblock, __ATOMIC_RELAXED) ||
+		       (flags & MSG_DONTWAIT);
 	struct rx_wait rw = { .s = s, .fd = fd, .msg = msg, .flags = flags };
 	struct ts_direct dir = { .s = s, .msg = msg, .flags = flags };
 	struct ts_wait w = { .check = rx_check, .sleep_fds = rx_sleep_fds,
@@ -478,9 +472,7 @@ ssize_t ts_sock__recvmsg(struct ts_sock *s, int fd, struct msghdr *msg,
 	if (nonblock) {
 		w.timeout_ns = 0;
 	} else {
-		int64_t t = tv_ns(&s->rcvtimeo);
-
-		w.timeout_ns = t > 0 ? t : -1;
+		w.timeout_ns = ts_timeo__wait_ns(&s->rcvtimeo_ns);
 	}
 	r = ts_wait(&w);
 	switch (r) {

@@ -1616,13 +1616,11 @@ static void sockopt__socket(struct ts_sock *s, int fd, int opt, int iv,
 	switch (opt) {
 	case SO_RCVTIMEO_OLD:
 	case SO_RCVTIMEO_NEW:
-		if (len >= sizeof(struct timeval))
-			memcpy(&s->rcvtimeo, val, sizeof(struct timeval));
+		ts_timeo__set(&s->rcvtimeo_ns, val, len);
 		break;
 	case SO_SNDTIMEO_OLD:
 	case SO_SNDTIMEO_NEW:
-		if (len >= sizeof(struct timeval))
-			memcpy(&s->sndtimeo, val, sizeof(struct timeval));
+		ts_timeo__set(&s->sndtimeo_ns, val, len);
 		break;
 	case SO_REUSEADDR:
 		s->reuse = iv != 0;
@@ -1901,7 +1899,7 @@ int ts_uring__unseen(void)
 
 	if (__atomic_load_n(&ts_uring_used, __ATOMIC_ACQUIRE))
 		return 0;
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	fd = ts_real_open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	while (!found &&

@@ -33,13 +33,13 @@ static int map_region(void)
 
 	snprintf(ts_stats_path, sizeof(ts_stats_path), TICKSTACK_STATS_PATH_FMT,
 		 (int)getpid());
-	fd = open(ts_stats_path,
-		  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = ts_real_open(ts_stats_path,
+			  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0 && errno == EEXIST) {
 		/* our pid's name: left by a process that died before us */
 		unlink(ts_stats_path);
-		fd = open(ts_stats_path,
-			  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		fd = ts_real_open(ts_stats_path,
+				  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	}
 	if (fd < 0)
 		goto out_fallback;

@@ -95,7 +95,7 @@ struct ts_tcp {
 	uint64_t syn_start;     /* ns: the first SYN */
 	uint64_t syn_next;      /* ns: the SYN timer fires */
 	uint64_t rexmit_since;  /* ns: first retransmission of unacked data */
-	struct timeval rcvtimeo, sndtimeo;
+	int64_t rcvtimeo_ns, sndtimeo_ns; /* ts_timeo__set */
 	struct tickstack_sock_stats *stats, dummy;
 	/* what woke its waiters (epoll's EPOLLET); nospace: a send found no
 	 * room, or a poll found it not writable, since the last room made
@@ -327,7 +327,7 @@ static int sysctl_int(const char *name, int dflt)
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = ts_real_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return dflt;
 	n = ts_real_read(fd, buf, sizeof(buf) - 1);
@@ -653,8 +653,10 @@ static void inherit_opts(const struct ts_tcp *l, struct ts_tcp *t)
 	t->keep_intvl = l->keep_intvl;
 	t->keep_cnt = l->keep_cnt;
 	t->user_timeout = l->user_timeout;
-	t->rcvtimeo = l->rcvtimeo;
-	t->sndtimeo = l->sndtimeo;
+	__atomic_store_n(&t->rcvtimeo_ns, __atomic_load_n(&l->rcvtimeo_ns, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&t->sndtimeo_ns, __atomic_load_n(&l->sndtimeo_ns, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
 	t->tscm = l->tscm;
 	t->tsnew = l->tsnew;
 }
@@ -875,13 +877,6 @@ void ts_tcp__rx_post(struct ts_rx_probe *pr)
 
 /* ------------------------------------------------------------------ */
 /* waiting                                                             */
-
-static int64_t tv_ns(const struct timeval *tv)
-{
-	if (!tv->tv_sec && !tv->tv_usec)
-		return -1;
-	return (int64_t)tv->tv_sec * 1000000000ll + tv->tv_usec * 1000ll;
-}
 
 /* Drive the XSKs and wait until ready(t) (checked under the locks) or the
  * timeout (ns, <0 forever). kfd >= 0: also wake when that kernel fd is
@@ -1195,9 +1190,9 @@ static int connect_again(struct ts_tcp *t)
 	int r = 0;
 
 	if (t->state == T_CONNECTING) {
-		if (!t->nonblock)
-			r = tcp_wait(t, ready_connect, tv_ns(&t->sndtimeo), -1);
-		if (t->nonblock || r == -EAGAIN) {
+		if (!__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED))
+			r = tcp_wait(t, ready_connect, ts_timeo__wait_ns(&t->sndtimeo_ns), -1);
+		if (__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED) || r == -EAGAIN) {
 			errno = EALREADY;
 			return -1;
 		}
@@ -1371,7 +1366,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	TS_INC(ts_stats->sockets_accelerated);
 	unlock_wake();
 	ts_ctl__wake(); /* as for a listener */
-	if (t->nonblock) {
+	if (__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED)) {
 		errno = EINPROGRESS;
 		return -1;
 	}
@@ -1474,7 +1469,7 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 		unlock_wake();
 		if (c)
 			break;
-		if (!t->nonblock) {
+		if (!__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED)) {
 			r = tcp_wait(t, ready_accept, -1, fd);
 			if (r == -EINTR) {
 				errno = EINTR;
@@ -1494,7 +1489,7 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 				return r;
 			}
 		}
-		if (t->nonblock) {
+		if (__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED)) {
 			errno = EAGAIN;
 			return -1;
 		}
@@ -1650,7 +1645,7 @@ static ssize_t tcp_recv_done(struct ts_tcp *t, struct msghdr *msg, size_t ctl,
 ssize_t ts_tcp__recvmsg(struct ts_tcp *t, int fd, struct msghdr *msg,
 			int flags)
 {
-	int nonblock = t->nonblock || (flags & MSG_DONTWAIT);
+	int nonblock = __atomic_load_n(&t->nonblock, __ATOMIC_RELAXED) || (flags & MSG_DONTWAIT);
 	size_t want = iov_total(msg), done = 0, ctl = msg->msg_controllen;
 	uint64_t rx_ns = 0;
 	int r;
@@ -1699,7 +1694,7 @@ ssize_t ts_tcp__recvmsg(struct ts_tcp *t, int fd, struct msghdr *msg,
 			errno = EAGAIN;
 			return -1;
 		}
-		r = tcp_wait(t, ready_rx, tv_ns(&t->rcvtimeo), -1);
+		r = tcp_wait(t, ready_rx, ts_timeo__wait_ns(&t->rcvtimeo_ns), -1);
 		if (r < 0) {
 			if (done)
 				return tcp_recv_done(t, msg, ctl, done, rx_ns);
@@ -1795,7 +1790,7 @@ static ssize_t tcp_send(struct ts_tcp *t, int fd, const struct msghdr *msg,
 			errno = EAGAIN;
 			return -1;
 		}
-		r = tcp_wait(t, ready_tx, tv_ns(&t->sndtimeo), -1);
+		r = tcp_wait(t, ready_tx, ts_timeo__wait_ns(&t->sndtimeo_ns), -1);
 		if (r < 0) {
 			if (done)
 				break;
@@ -1810,7 +1805,9 @@ static ssize_t tcp_send(struct ts_tcp *t, int fd, const struct msghdr *msg,
 ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
 			int flags)
 {
-	return tcp_send(t, fd, msg, flags, t->nonblock || (flags & MSG_DONTWAIT));
+	return tcp_send(t, fd, msg, flags,
+			__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED) ||
+				(flags & MSG_DONTWAIT));
 }
 
 /* What the queue can take now (sendfile and splice read no more than that
@@ -1839,11 +1836,11 @@ ssize_t ts_tcp__send_room(struct ts_tcp *t, int flags)
 			return send_fail(err, flags);
 		if (room)
 			return (ssize_t)room;
-		if (t->nonblock || (flags & MSG_DONTWAIT)) {
+		if (__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED) || (flags & MSG_DONTWAIT)) {
 			errno = EAGAIN;
 			return -1;
 		}
-		r = tcp_wait(t, ready_tx, tv_ns(&t->sndtimeo), -1);
+		r = tcp_wait(t, ready_tx, ts_timeo__wait_ns(&t->sndtimeo_ns), -1);
 		if (r < 0) {
 			errno = r == -EINTR ? EINTR : EAGAIN;
 			return -1;
@@ -2290,10 +2287,10 @@ void ts_tcp__setsockopt(struct ts_tcp *t, int fd, int level, int opt,
 		tstamp_from_kernel(t, fd);
 	ts_lwip__lock();
 	if (level == SOL_SOCKET) {
-		if (opt == SO_RCVTIMEO && len >= sizeof(struct timeval))
-			memcpy(&t->rcvtimeo, val, sizeof(struct timeval));
-		else if (opt == SO_SNDTIMEO && len >= sizeof(struct timeval))
-			memcpy(&t->sndtimeo, val, sizeof(struct timeval));
+		if (opt == SO_RCVTIMEO_OLD || opt == SO_RCVTIMEO_NEW)
+			ts_timeo__set(&t->rcvtimeo_ns, val, len);
+		else if (opt == SO_SNDTIMEO_OLD || opt == SO_SNDTIMEO_NEW)
+			ts_timeo__set(&t->sndtimeo_ns, val, len);
 		else if (opt == SO_KEEPALIVE)
 			t->keepalive = !!iv;
 		else if (opt == SO_LINGER && len >= sizeof(struct linger)) {
@@ -2324,7 +2321,8 @@ void ts_tcp__setsockopt(struct ts_tcp *t, int fd, int level, int opt,
 
 void ts_tcp__set_nonblock(struct ts_tcp *t, int on)
 {
-	t->nonblock = on;
+	/* read by other threads' calls on the socket */
+	__atomic_store_n(&t->nonblock, on, __ATOMIC_RELAXED);
 }
 
 int ts_tcp__fionread(struct ts_tcp *t, int *out)
@@ -2770,7 +2768,7 @@ static void fds_replace(struct ts_tcp *t, int newf)
 {
 	int fd;
 
-	if (t->nonblock)
+	if (__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED))
 		ts_real_fcntl(newf, F_SETFL, O_NONBLOCK);
 	for (fd = 0; fd < 65536; fd++) {
 		int fl;

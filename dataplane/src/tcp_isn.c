@@ -50,7 +50,7 @@ static int key_read(int fd, unsigned char *buf)
 
 static int key_open(const char *path, unsigned char *buf)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), err;
+	int fd = ts_real_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), err;
 
 	if (fd < 0)
 		return -errno;
@@ -68,8 +68,8 @@ static int key_publish(const char *path, const unsigned char *buf)
 
 	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
 	unlink(tmp); /* a dead process of our pid's, or nothing */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		  0600);
+	fd = ts_real_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			  0600);
 	if (fd < 0)
 		return -errno;
 	if (ts_real_write(fd, buf, ISN_KEY_LEN) != ISN_KEY_LEN)

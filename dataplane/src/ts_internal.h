@@ -31,6 +31,7 @@
 	X(int, bind, (int, const struct sockaddr *, socklen_t))               \
 	X(int, connect, (int, const struct sockaddr *, socklen_t))            \
 	X(int, close, (int))                                                  \
+	X(int, open, (const char *, int, ...))                                \
 	X(int, getsockname, (int, struct sockaddr *, socklen_t *))            \
 	X(ssize_t, recv, (int, void *, size_t, int))                          \
 	X(ssize_t, recvfrom,                                                  \
@@ -458,8 +459,8 @@ struct ts_sock {
 	int connected;
 	uint32_t conn_laddr;  /* bound to 0.0.0.0 and connected: the local
 			       * address the kernel chose (getsockname); 0 */
-	struct timeval rcvtimeo;
-	struct timeval sndtimeo;
+	int64_t rcvtimeo_ns;  /* SO_RCVTIMEO and SO_SNDTIMEO (ts_timeo__set) */
+	int64_t sndtimeo_ns;
 	uint8_t ttl, mcast_ttl, tos, mcast_loop, mc_all;
 	uint32_t mcast_if;    /* IP_MULTICAST_IF address */
 	int mcast_ifindex;
@@ -764,6 +765,39 @@ TS_HIDDEN unsigned long ts_sig__norestart_gen(void); /* one without SA_RESTART *
 /* Statistics counters are updated by several threads. */
 #define TS_INC(c) __atomic_fetch_add(&(c), 1, __ATOMIC_RELAXED)
 #define TS_ADD(c, n) __atomic_fetch_add(&(c), (n), __ATOMIC_RELAXED)
+
+/* SO_RCVTIMEO and SO_SNDTIMEO kept as the kernel keeps them
+ * (sock_set_timeout), in one word that a setsockopt may change while another
+ * thread's call reads it, so atomically both ways: 0 none (0 s and 0 us, the
+ * default), TS_TIMEO_NOW at once (a negative tv_sec: the call does not wait),
+ * else nanoseconds (a tv_sec too large for them: none, as the kernel's
+ * MAX_SCHEDULE_TIMEOUT). The kernel took the value first (its EDOM). */
+#define TS_TIMEO_NOW INT64_MIN
+
+static inline void ts_timeo__set(int64_t *slot, const void *val, socklen_t len)
+{
+	struct timeval tv;
+	int64_t ns;
+
+	if (len < sizeof(tv))
+		return;
+	__builtin_memcpy(&tv, val, sizeof(tv));
+	if (tv.tv_sec < 0)
+		ns = TS_TIMEO_NOW;
+	else if (tv.tv_sec >= INT64_MAX / 1000000000ll - 1)
+		ns = 0;
+	else
+		ns = (int64_t)tv.tv_sec * 1000000000ll + (int64_t)tv.tv_usec * 1000ll;
+	__atomic_store_n(slot, ns, __ATOMIC_RELAXED);
+}
+
+/* The wait a timeout slot gives a call: -1 none, 0 at once, else ns. */
+static inline int64_t ts_timeo__wait_ns(const int64_t *slot)
+{
+	int64_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+
+	return v == 0 ? -1 : v == TS_TIMEO_NOW ? 0 : v;
+}
 
 static inline uint64_t ts_now_ns(void)
 {

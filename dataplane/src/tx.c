@@ -170,7 +170,8 @@ ssize_t ts_sock__sendmsg(struct ts_sock *s, int fd, const struct msghdr *msg,
 	const struct ts_udp_tmpl *t = NULL;
 	struct ts_udp_tmpl tl;
 	uint32_t gen;
-	int nonblock = s->nonblock || (flags & MSG_DONTWAIT);
+	int nonblock = __atomic_load_n(&s->nonblock, __ATOMIC_RELAXED) ||
+		       (flags & MSG_DONTWAIT);
 	struct ts_udp_hdr_spec h;
 	struct ts_nexthop nh;
 	struct ts_flow fl;

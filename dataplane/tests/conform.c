@@ -326,11 +326,13 @@ static void c_mmsg(void)
 	printf("recvmmsg: %d datagrams, %s\n", got, order ? "in order, each once" : "OUT OF ORDER");
 }
 
-/* SO_RCVTIMEO: a blocking receive gives up with EAGAIN */
+/* SO_RCVTIMEO: a blocking receive gives up with EAGAIN; a negative tv_sec
+ * (the kernel warns) means no wait at all, and reads back as 0 */
 static void c_rcvtimeo(void)
 {
 	int fd = udp();
 	struct timeval tv = { 0, 200000 };
+	socklen_t tl = sizeof(tv);
 	char buf[64];
 	double t0;
 	ssize_t n;
@@ -343,6 +345,15 @@ static void c_rcvtimeo(void)
 	ask(fd, 1, 64, 0, 0);
 	n = recv(fd, buf, sizeof(buf), 0);
 	printf("recv: %zd seq %d\n", n, seq_of(buf, n));
+	tv.tv_sec = -1;
+	tv.tv_usec = 0;
+	printf("SO_RCVTIMEO -1 s: %d\n", setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	t0 = now_s();
+	n = recv(fd, buf, sizeof(buf), 0);
+	printf("recv: %zd %s %s\n", n, n < 0 ? en(errno) : "",
+	       now_s() - t0 < 0.15 ? "at once" : "AFTER A WAIT");
+	getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl);
+	printf("SO_RCVTIMEO reads back %ld s %ld us\n", (long)tv.tv_sec, (long)tv.tv_usec);
 }
 
 static void on_alarm(int s)

@@ -8,7 +8,8 @@
  *        socket with receive and transmit timestamps, its error queue read
  *        by the recvmsg threads, or left to fill); a closer thread
  *        closes a socket while others block on it, dup2()s another over
- *        one, and binds a new one on the port; exits 0 after SECONDS
+ *        one, binds a new one on the port, and changes a live socket's
+ *        SO_RCVTIMEO while others wait on it; exits 0 after SECONDS
  *   stress blast IP PORT0 NSOCK SECONDS  two senders (sendto, sendmmsg)
  *        to random ports, a receiver (recvmmsg) of the echoes; exits 0
  *        when some echoes came back
@@ -18,6 +19,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -44,17 +46,37 @@ static int sfd(int i)
 	return __atomic_load_n(&fds[i], __ATOMIC_ACQUIRE);
 }
 
+/* A new socket whose receives time out (SO_RCVTIMEO), and never reachable
+ * without that: a closed socket's number is reused at once, and a receiver
+ * still holding it may call into the new socket the moment socket() returns.
+ * It is non-blocking until its timeout is set, so such a call returns EAGAIN
+ * rather than block with no timeout on a socket that, near the end of the
+ * run, may never get a datagram (a hang of this program's own making, on the
+ * kernel as through the library). */
+static int timed_socket(void)
+{
+	struct timeval tv = { .tv_usec = 20000 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		perror("stress: the new socket's timeout");
+		exit(1);
+	}
+	return fd;
+}
+
 static int mksock(int port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
 				  .sin_addr = ip };
-	struct timeval tv = { .tv_usec = 20000 };
 	int one = 1, fd, tries, rcvbuf = 1 << 20;
 
-	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	fd = timed_socket();
 	if (fd < 0)
 		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	/* room past the socket queue length: the stack queues copies there */
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
@@ -158,17 +180,23 @@ static void *closer(void *arg)
 		struct epoll_event ev = { .events = EPOLLIN };
 
 		usleep(2000);
+		/* a live socket's timeout changed while receivers wait on it
+		 * (they read it; 10-30 ms, so the stop is still seen) */
+		{
+			struct timeval tv = { .tv_usec = 10000 + (long)(rand_r(&seed) % 20000) };
+			int j = sfd((int)(rand_r(&seed) % (unsigned)nsock));
+
+			if (j >= 0)
+				setsockopt(j, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		}
 		if (old < 0)
 			continue;
 		if (rand_r(&seed) % 4 == 0) {
-			/* dup2 a fresh socket over the old fd number */
-			int t = socket(AF_INET, SOCK_DGRAM, 0);
-			struct timeval tv = { .tv_usec = 20000 };
+			/* dup2 a fresh socket over the old fd number
+			 * (receivers holding the number block on it) */
+			int t = timed_socket();
 
 			if (t >= 0) {
-				/* receivers holding the number block on it */
-				setsockopt(t, SOL_SOCKET, SO_RCVTIMEO, &tv,
-					   sizeof(tv));
 				dup2(t, old);
 				close(t);
 			}
