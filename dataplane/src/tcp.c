@@ -213,6 +213,13 @@ static void hold_put(struct ts_hold *h)
 /* ------------------------------------------------------------------ */
 /* shadows                                                             */
 
+/* O_NONBLOCK as fcntl or FIONBIO last set it (ts_tcp__set_nonblock), read
+ * by any thread's call on the socket */
+static inline int tcp_nonblock(const struct ts_tcp *t)
+{
+	return __atomic_load_n(&t->nonblock, __ATOMIC_RELAXED);
+}
+
 static struct ts_tcp *shadow_new(int fd, int nonblock)
 {
 	struct ts_tcp *t = calloc(1, sizeof(*t));
@@ -653,10 +660,9 @@ static void inherit_opts(const struct ts_tcp *l, struct ts_tcp *t)
 	t->keep_intvl = l->keep_intvl;
 	t->keep_cnt = l->keep_cnt;
 	t->user_timeout = l->user_timeout;
-	__atomic_store_n(&t->rcvtimeo_ns, __atomic_load_n(&l->rcvtimeo_ns, __ATOMIC_RELAXED),
-			 __ATOMIC_RELAXED);
-	__atomic_store_n(&t->sndtimeo_ns, __atomic_load_n(&l->sndtimeo_ns, __ATOMIC_RELAXED),
-			 __ATOMIC_RELAXED);
+	/* the listener's may change meanwhile; t is not published yet */
+	t->rcvtimeo_ns = __atomic_load_n(&l->rcvtimeo_ns, __ATOMIC_RELAXED);
+	t->sndtimeo_ns = __atomic_load_n(&l->sndtimeo_ns, __ATOMIC_RELAXED);
 	t->tscm = l->tscm;
 	t->tsnew = l->tsnew;
 }
@@ -1190,9 +1196,11 @@ static int connect_again(struct ts_tcp *t)
 	int r = 0;
 
 	if (t->state == T_CONNECTING) {
-		if (!__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED))
+		int nb = tcp_nonblock(t);
+
+		if (!nb)
 			r = tcp_wait(t, ready_connect, ts_timeo__wait_ns(&t->sndtimeo_ns), -1);
-		if (__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED) || r == -EAGAIN) {
+		if (nb || r == -EAGAIN) {
 			errno = EALREADY;
 			return -1;
 		}
@@ -1366,7 +1374,7 @@ int ts_tcp__connect(struct ts_tcp *t, int fd, const struct sockaddr *addr,
 	TS_INC(ts_stats->sockets_accelerated);
 	unlock_wake();
 	ts_ctl__wake(); /* as for a listener */
-	if (__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED)) {
+	if (tcp_nonblock(t)) {
 		errno = EINPROGRESS;
 		return -1;
 	}
@@ -1469,7 +1477,7 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 		unlock_wake();
 		if (c)
 			break;
-		if (!__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED)) {
+		if (!tcp_nonblock(t)) {
 			r = tcp_wait(t, ready_accept, -1, fd);
 			if (r == -EINTR) {
 				errno = EINTR;
@@ -1489,7 +1497,7 @@ int ts_tcp__accept(struct ts_tcp *t, int fd, struct sockaddr *addr,
 				return r;
 			}
 		}
-		if (__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED)) {
+		if (tcp_nonblock(t)) {
 			errno = EAGAIN;
 			return -1;
 		}
@@ -1645,7 +1653,7 @@ static ssize_t tcp_recv_done(struct ts_tcp *t, struct msghdr *msg, size_t ctl,
 ssize_t ts_tcp__recvmsg(struct ts_tcp *t, int fd, struct msghdr *msg,
 			int flags)
 {
-	int nonblock = __atomic_load_n(&t->nonblock, __ATOMIC_RELAXED) || (flags & MSG_DONTWAIT);
+	int nonblock = tcp_nonblock(t) || (flags & MSG_DONTWAIT);
 	size_t want = iov_total(msg), done = 0, ctl = msg->msg_controllen;
 	uint64_t rx_ns = 0;
 	int r;
@@ -1805,9 +1813,7 @@ static ssize_t tcp_send(struct ts_tcp *t, int fd, const struct msghdr *msg,
 ssize_t ts_tcp__sendmsg(struct ts_tcp *t, int fd, const struct msghdr *msg,
 			int flags)
 {
-	return tcp_send(t, fd, msg, flags,
-			__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED) ||
-				(flags & MSG_DONTWAIT));
+	return tcp_send(t, fd, msg, flags, tcp_nonblock(t) || (flags & MSG_DONTWAIT));
 }
 
 /* What the queue can take now (sendfile and splice read no more than that
@@ -1836,7 +1842,7 @@ ssize_t ts_tcp__send_room(struct ts_tcp *t, int flags)
 			return send_fail(err, flags);
 		if (room)
 			return (ssize_t)room;
-		if (__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED) || (flags & MSG_DONTWAIT)) {
+		if (tcp_nonblock(t) || (flags & MSG_DONTWAIT)) {
 			errno = EAGAIN;
 			return -1;
 		}
@@ -2768,7 +2774,7 @@ static void fds_replace(struct ts_tcp *t, int newf)
 {
 	int fd;
 
-	if (__atomic_load_n(&t->nonblock, __ATOMIC_RELAXED))
+	if (tcp_nonblock(t))
 		ts_real_fcntl(newf, F_SETFL, O_NONBLOCK);
 	for (fd = 0; fd < 65536; fd++) {
 		int fl;

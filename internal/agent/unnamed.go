@@ -58,18 +58,17 @@ func (r *Reconciler) reconcileUnnamed(ctx context.Context) (ctrl.Result, error) 
 		r.setConfirmLive(false)
 		return r.restoreUnnamed(ctx)
 	}
-	if r.takeConfirmLive() {
+	if r.mustConfirmLive() {
 		live, err := r.liveWinner(ctx, profiles.Items, a.Winner)
 		if err != nil {
-			r.setConfirmLive(true)
 			return ctrl.Result{}, err
 		}
 		if live != a.Winner {
-			r.setConfirmLive(true)
 			log.Info("the caches still show a profile winning this node that the API server does not: waiting for them before acting", "cached", a.Winner, "live", live)
 			// looked at again as soon as a running drain would be: a cache lags by moments
 			return ctrl.Result{RequeueAfter: r.DrainPoll}, nil
 		}
+		r.setConfirmLive(false)
 	}
 	lns := &tsv1.LatencyNodeState{}
 	lns.Name = r.NodeName
@@ -131,19 +130,17 @@ func (r *Reconciler) liveWinner(ctx context.Context, cached []tsv1.LatencyProfil
 	return resolve.Arbitrate(node, profiles).Winner, nil
 }
 
-// setConfirmLive and takeConfirmLive set and consume Reconciler.confirmLive.
+// setConfirmLive and mustConfirmLive write and read Reconciler.confirmLive.
 func (r *Reconciler) setConfirmLive(v bool) {
 	r.mu.Lock()
 	r.confirmLive = v
 	r.mu.Unlock()
 }
 
-func (r *Reconciler) takeConfirmLive() bool {
+func (r *Reconciler) mustConfirmLive() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	v := r.confirmLive
-	r.confirmLive = false
-	return v
+	return r.confirmLive
 }
 
 // restoreUnnamed restores a node with no node state that no profile wins: what an earlier
