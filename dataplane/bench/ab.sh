@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/ab.sh - interleaved A/B of dataplane builds: the bypass sockperf UDP ping-pong over one veth
 # pair, each round running every build once, so that the VM's speed-mode changes hit all builds
-# alike (a single benchmark run per build cannot resolve a few percent on a shared VM).
+# alike (a single benchmark run per build cannot resolve a few percent on a shared VM); odd rounds
+# in the order given, even rounds in reverse (counterbalanced: give an even ROUNDS).
 # Usage: bench/ab.sh ROUNDS SIZE DIR...   (as root; DIR: a dataplane directory with build/)
 # Prints each round's medians (us), then per build the median over rounds and the median of the
 # per-round ratios against the first DIR. AB_SECONDS sets each run's length (default 3); AB_TCP=1
@@ -37,14 +38,14 @@ tcp_listening() { ip netns exec "$1" ss -Hnlt "sport = :$2" | grep -q .; }
 floor_up() { grep -q "xsk-floor: ready" "$TSDP_TMP/floor.out" || ! kill -0 "$1" 2>/dev/null; }
 # the pinger's median (us) from its sockperf-worded output on stdin
 p50() { sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p'; }
-# end_run SRV M: stops the reflector/server SRV, leaves no XDP program on either end, and adds the
-# run's median M (none when empty) to the round's line
+# end_run SRV M: stops the reflector/server SRV, leaves no XDP program on either end, and keeps the
+# run's median M (none when empty) as build $i's in this round
 end_run() {
 	kill -INT "$1" 2>/dev/null
 	wait "$1" 2>/dev/null
 	ip -n "$NA" link set dev "$IFA" xdp off 2>/dev/null
 	ip -n "$NB" link set dev "$IFB" xdp off 2>/dev/null
-	line="$line ${2:-none}"
+	med[i]=${2:-none}
 }
 tsdp_start
 [ "$(id -u)" = 0 ] || { echo "ab: needs root" >&2; exit 1; }
@@ -79,12 +80,19 @@ ip -n "$NB" neigh replace $IPA lladdr "$MACA" dev "$IFB" nud permanent
 
 out=$(mktemp)
 PORT=21000
+builds=("$@")
 for r in $(seq 1 "$rounds"); do
-	line="round $r:"
+	# counterbalanced: odd rounds run the builds in the order given, even rounds in reverse, so
+	# that neither a build's place in the round (what ran just before it) nor a drift of the VM's
+	# speed across a round favours one build over another (an even ROUNDS balances them exactly)
+	order=$(seq 0 $(($# - 1)))
+	[ $((r % 2)) = 0 ] && order=$(seq $(($# - 1)) -1 0)
+	med=()
 	# AB_TCP=1: sockperf --tcp, the bypass with TICKSTACK_TCP=1
 	tcp=() tcpenv=()
 	[ -n "${AB_TCP:-}" ] && tcp=(--tcp) tcpenv=(TICKSTACK_TCP=1)
-	for a in "$@"; do
+	for i in $order; do
+		a=${builds[i]}
 		d=${a%@capture}
 		PORT=$((PORT + 1))
 		if [ "${d%%=*}" = floor ] || [ "${d%%=*}" = floorcopy ]; then
@@ -144,7 +152,7 @@ for r in $(seq 1 "$rounds"); do
 		fi
 		end_run "$srv" "$m"
 	done
-	echo "$line" | tee -a "$out"
+	echo "round $r: ${med[*]}" | tee -a "$out"
 done
 python3 "$here/ab-report.py" "$out" "$@"
 rm -f "$out" "$out.cap"

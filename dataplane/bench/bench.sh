@@ -41,8 +41,9 @@
 # "65536 212992"), BENCH_MAXBURST (the burst search's bound, default 262144),
 # BENCH_QUICK=1 (one size, one rate, one throughput pair of 2 s unless
 # BENCH_TPUT_REPS/BENCH_TPUT_SECONDS say otherwise, the alternated ratios in
-# 3 rounds: a smoke test of this script), BENCH_ALT_SIZES (default: every size),
-# BENCH_ALT_ROUNDS (default 5), BENCH_ALT_SECONDS (default 2): the
+# 2 rounds: a smoke test of this script), BENCH_ALT_SIZES (default: every size),
+# BENCH_ALT_ROUNDS (default 6: even, as bench/ab.sh's counterbalanced order
+# wants), BENCH_ALT_SECONDS (default 2): the
 # alternated ratios (bench/ab.sh), issue 40's targets.
 set -uo pipefail
 
@@ -299,14 +300,14 @@ log() { echo "bench: $*" >&2; }
 
 SIZES="14 64 256 1024 1472"
 ALT_SIZES=${BENCH_ALT_SIZES:-$SIZES}
-ALT_ROUNDS=${BENCH_ALT_ROUNDS:-5}
+ALT_ROUNDS=${BENCH_ALT_ROUNDS:-6}
 ALT_DUR=${BENCH_ALT_SECONDS:-2}
 RATES="10000 100000 250000 500000"
 MAXBURST=${BENCH_MAXBURST:-262144}
 BUFFERS=${BENCH_BUFFERS:-65536 212992}
 if [ "${BENCH_QUICK:-0}" = 1 ]; then # smoke test of the script itself
 	SIZES="64"
-	ALT_ROUNDS=${BENCH_ALT_ROUNDS:-3}
+	ALT_ROUNDS=${BENCH_ALT_ROUNDS:-2}
 	RATES="10000"
 	MAXBURST=128
 	BUFFERS=65536
@@ -320,8 +321,8 @@ done
 for s in $SIZES; do log "ping-pong floor $s B"; floor "$s"; done
 # issue 40's ratios on alternated runs: bench/ab.sh runs the floor, the
 # copying floor, udp-pp over the bypass and over the kernel, kernel spinning
-# and the bypass one after the other, ALT_ROUNDS times per size, so that the
-# ratios come from runs seconds apart (the sequential runs above are minutes
+# and the bypass one after the other (in reverse in every second round),
+# ALT_ROUNDS times per size, so that the ratios come from runs seconds apart (the sequential runs above are minutes
 # apart, and the VM changes speed in between); report.py takes the median
 # of the per-round ratios and their spread
 for s in $ALT_SIZES; do

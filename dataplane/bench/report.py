@@ -572,7 +572,8 @@ def alt_markdown(alt):
     L = ["## Ratios on alternated runs: the targets\n",
          "The runs above are minutes apart, and this VM changes speed in between; the targets are judged "
          "here instead. `bench/ab.sh ROUNDS SIZE floor=. floorcopy=. min=. minkernel kernel .` runs, one "
-         "after the other and ROUNDS times: the raw AF_XDP floor (`xsk-floor`: no socket layer, headers "
+         "after the other and ROUNDS times (in this order in odd rounds and in reverse in even ones, "
+         "so that no build gains from its place in the round): the raw AF_XDP floor (`xsk-floor`: no socket layer, headers "
          "swapped in place, the payload never read: the bare ring loop), the floor with the copies every "
          "socket API makes (`XSK_FLOOR_COPY=1`: the payload copied out of its frame into the "
          "application's buffer and back into a fresh frame, as a `recvfrom` and a `sendto` must), "
