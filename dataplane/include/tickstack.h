@@ -260,7 +260,10 @@ struct tickstack_dump_xsk {
 	uint32_t rx, fill, tx, comp, ring_size;
 	/* UMEM frames of the interface (every queue's XSK shares it) */
 	uint32_t umem_frames, umem_free, umem_out;
-	uint32_t reserved[3];
+	/* entries the fill ring is topped up to now (it grows: docs/dataplane.md,
+	 * TICKSTACK_FILL_FRAMES) */
+	uint32_t fill_depth;
+	uint32_t reserved[2];
 };
 
 struct tickstack_dump_sock {

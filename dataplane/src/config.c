@@ -103,6 +103,9 @@ static int apply_profile(const char *p)
 		ts_cfg.spin_usec = 20;
 		ts_cfg.kernel_poll_ns = 20000;
 		ts_cfg.sockq_len = 4096;
+		/* a deep fill ring from the start: a TCP stream's window
+		 * arrives faster than a shallow one is topped up */
+		ts_cfg.fill_frames = 4096;
 		snprintf(ts_cfg.profile, sizeof(ts_cfg.profile), "throughput");
 		return 0;
 	}
@@ -167,7 +170,7 @@ int ts_config__load(void)
 {
 	const char *v;
 	long x;
-	int err = 0;
+	int err = 0, r;
 
 	memset(&ts_cfg, 0, sizeof(ts_cfg));
 	ts_cfg.xdp_mode = XDP_FLAGS_DRV_MODE;
@@ -175,6 +178,7 @@ int ts_config__load(void)
 	ts_cfg.udp_csum = 1;
 	ts_cfg.tx_csum_offload = 1;
 	ts_cfg.umem_frames = 8192;
+	ts_cfg.fill_frames = 256;
 	ts_cfg.xdpd_wait_ms = 30000; /* a rolling update of the daemon: 5-6 s on a loaded 2-CPU node */
 	ts_cfg.sockq_len = 1024;
 	ts_cfg.yield_ns = 500000;
@@ -199,6 +203,11 @@ int ts_config__load(void)
 		err = -EINVAL;
 	if (env_long("TICKSTACK_UMEM_FRAMES", 1024, 1 << 18, &x) > 0)
 		ts_cfg.umem_frames = (uint32_t)x;
+	r = env_long("TICKSTACK_FILL_FRAMES", 64, 4096, &x);
+	if (r > 0)
+		ts_cfg.fill_frames = (uint32_t)x;
+	else if (r < 0)
+		err = -EINVAL;
 	if (env_long("TICKSTACK_SOCKQ_LEN", 16, 1 << 16, &x) > 0)
 		ts_cfg.sockq_len = (uint32_t)x;
 	if (env_bool("TICKSTACK_REQUIRE", &ts_cfg.require) < 0)

@@ -1643,6 +1643,12 @@ static void sockopt__socket(struct ts_sock *s, int fd, int opt, int iv,
 			pthread_mutex_lock(&s->qlock);
 			s->rcvbuf = (uint32_t)v;
 			pthread_mutex_unlock(&s->qlock);
+			/* what the buffer holds may arrive while the
+			 * application does not read: the fill rings a frame
+			 * deep for each 512 bytes of it (the kernel charges
+			 * every datagram its buffer's true size, more than
+			 * that even for an empty one) */
+			ts_stack__fill_want((uint32_t)v / 512);
 		}
 		break;
 	}

@@ -111,6 +111,7 @@ struct ts_rxq {
 	void *ring_map[4];      /* the daemon made it: fill, completion, RX, TX */
 	size_t ring_len[4];
 	uint32_t rx_unfilled;   /* RX descriptors taken since the last refill */
+	uint32_t fill_level;    /* entries the fill ring held after the last refill */
 	int fill_low;           /* the fill ring held < fill_low_mark at the last refill */
 };
 
@@ -137,7 +138,8 @@ struct ts_stack {
 	int memfd_mode;  /* the daemon made the XSKs: the rings are ring_map's */
 	int zerocopy;    /* the XSKs are bound zero-copy (XDP_OPTIONS) */
 	int nrq;
-	uint32_t fill_cap;      /* entries a fill ring is topped up to */
+	uint32_t fill_cap;      /* entries a fill ring is topped up to (grows) */
+	uint32_t fill_max;      /* the most fill_cap grows to */
 	uint32_t fill_low_mark; /* below it a fill ring is low */
 	struct xsk_ring_prod tx; /* rq[0]'s */
 	struct ts_rxq rq[TS_XSKS_MAX];
@@ -796,9 +798,78 @@ static void set_max_payload(struct ts_stack *st)
 		       "XDP_USE_SG" : "", st->max_payload);
 }
 
-/* Top q's fill ring up to st->fill_cap entries (the whole ring with one
- * queue; with several, each gets its share of the UMEM, half of it
- * between them, so that no queue starves the others). */
+/* The most frames any socket's SO_RCVBUF holds (ts_stack__fill_want): a
+ * fill ring is at least that deep, up to its stack's fill_max. */
+static uint32_t fill_want;
+
+static void fill_cap_set(struct ts_stack *st, uint32_t cap)
+{
+	__atomic_store_n(&st->fill_cap, cap, __ATOMIC_RELAXED); /* the snapshot reads it */
+	st->fill_low_mark = TS_FILL_LOW < cap / 4 ? TS_FILL_LOW : cap / 4;
+}
+
+static void refill(struct ts_stack *st);
+
+/* Every fill ring of the process's stacks frames deep (up to their
+ * fill_max), now: the datagrams a socket's buffer holds may come before
+ * any poll would top the rings up. */
+void ts_stack__fill_want(uint32_t frames)
+{
+	uint32_t cur = __atomic_load_n(&fill_want, __ATOMIC_RELAXED);
+	int i, n;
+
+	do {
+		if (frames <= cur)
+			return;
+	} while (!__atomic_compare_exchange_n(&fill_want, &cur, frames, 0,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	n = ts_stack__count();
+	for (i = 0; i < n; i++) {
+		struct ts_stack *st = stacks[i];
+
+		if (!ts_stack__usable(st) || st->owner != ts_getpid())
+			continue;
+		pthread_mutex_lock(&st->lock);
+		if (st->fill_cap < frames && st->fill_cap < st->fill_max) {
+			fill_cap_set(st, frames < st->fill_max ? frames :
+								 st->fill_max);
+			refill(st);
+		}
+		pthread_mutex_unlock(&st->lock);
+	}
+}
+
+/* How deep the fill rings are. Shallow by default (ts_cfg.fill_frames,
+ * 256): the kernel writes each datagram into the frame at the head of the
+ * ring, and the frames of a shallow ring were in use moments ago, so their
+ * lines are in the CPUs' caches; those of a ring thousands deep come back
+ * after megabytes of others and are written cold (in copy mode on the
+ * sending CPU, inside its kick: 9 % of a half round trip at 1,472 bytes on
+ * the benchmark's veth pair, docs/dataplane-design.md "A shallow fill
+ * ring"). Deeper where more must wait for the application: as deep as the
+ * largest SO_RCVBUF a socket set holds (fill_want), and twice as deep
+ * whenever a refill finds the kernel took three quarters of the ring since
+ * the last one (a burst the receiver did not keep up with), up to
+ * fill_max. Never shallower again. */
+static void fill_grow(struct ts_stack *st, struct ts_rxq *q, uint32_t held)
+{
+	uint32_t want = __atomic_load_n(&fill_want, __ATOMIC_RELAXED);
+	uint32_t cap = st->fill_cap;
+
+	if (q->fill_level > held && (q->fill_level - held) * 4 >= cap * 3 &&
+	    want < cap * 2)
+		want = cap * 2;
+	if (want > st->fill_max)
+		want = st->fill_max;
+	if (want <= cap)
+		return;
+	fill_cap_set(st, want);
+	ts_dbg("interface %s: fill rings %u frames deep", st->ifname, want);
+}
+
+/* Top q's fill ring up to st->fill_cap entries (at most the whole ring
+ * with one queue; with several, each gets its share of the UMEM, half of
+ * it between them, so that no queue starves the others). */
 static void refill_q(struct ts_stack *st, struct ts_rxq *q)
 {
 	uint32_t room, held, n = 0, idx, i;
@@ -812,6 +883,8 @@ static void refill_q(struct ts_stack *st, struct ts_rxq *q)
 	 * ring reads it): a stale index would call a starving ring full */
 	room = xsk_prod_nb_free(&q->fq, q->fq.size);
 	held = q->fq.size - room;
+	if (st->fill_cap < st->fill_max)
+		fill_grow(st, q, held);
 	if (held < st->fill_cap) {
 		n = st->fill_cap - held;
 		if (n > st->nfree - TS_TX_RESERVE)
@@ -824,6 +897,7 @@ static void refill_q(struct ts_stack *st, struct ts_rxq *q)
 		if (n)
 			xsk_ring_prod__submit(&q->fq, n);
 	}
+	q->fill_level = held + n;
 	q->fill_low = held + n < st->fill_low_mark;
 }
 
@@ -1502,15 +1576,22 @@ sg_retry:
 	err = stack__poll_fd(st);
 	if (err)
 		goto out_destroy;
-	/* each queue's fill ring gets its share of the UMEM: the whole ring
-	 * with one queue, as before; half the frames between them with
-	 * several, the rest for sockets' queues and sends */
-	st->fill_cap = TS_RING_SIZE;
+	/* each queue's fill ring may grow to its share of the UMEM: the
+	 * whole ring with one queue; half the frames between them with
+	 * several, the rest for sockets' queues and sends; it starts at
+	 * ts_cfg.fill_frames (fill_grow) */
+	st->fill_max = TS_RING_SIZE;
 	if (st->nrq > 1 &&
-	    (st->nframes - TS_TX_RESERVE) / (2u * (uint32_t)st->nrq) < st->fill_cap)
-		st->fill_cap = (st->nframes - TS_TX_RESERVE) / (2u * (uint32_t)st->nrq);
-	st->fill_low_mark = TS_FILL_LOW < st->fill_cap / 4 ? TS_FILL_LOW :
-							     st->fill_cap / 4;
+	    (st->nframes - TS_TX_RESERVE) / (2u * (uint32_t)st->nrq) < st->fill_max)
+		st->fill_max = (st->nframes - TS_TX_RESERVE) / (2u * (uint32_t)st->nrq);
+	{
+		uint32_t cap = ts_cfg.fill_frames,
+			 want = __atomic_load_n(&fill_want, __ATOMIC_RELAXED);
+
+		if (cap < want)
+			cap = want;
+		fill_cap_set(st, cap < st->fill_max ? cap : st->fill_max);
+	}
 	st->tx_csum = st->tx_off && ts_cfg.udp_csum && ts_cfg.tx_csum_offload &&
 		      !st->zerocopy;
 	stack__rings_dontfork(st);
@@ -2621,6 +2702,8 @@ int ts_stack__snapshot(struct tickstack_dump_xsk *x, int max)
 			x[n].umem_free = __atomic_load_n(&st->nfree,
 							 __ATOMIC_RELAXED);
 			x[n].umem_out = out;
+			x[n].fill_depth = __atomic_load_n(&st->fill_cap,
+							  __ATOMIC_RELAXED);
 		}
 	}
 	return n;

@@ -123,6 +123,7 @@ struct ts_config {
 	int debug;
 	int disabled;           /* TICKSTACK_DISABLE=1: pure pass-through */
 	uint32_t umem_frames;
+	uint32_t fill_frames;   /* TICKSTACK_FILL_FRAMES: a fill ring's first depth */
 	uint32_t sockq_len;
 	uint64_t yield_ns;      /* spin time between sched_yield() calls */
 	int rx_hwtstamp;        /* TICKSTACK_RX_HWTSTAMP=1: hardware receive
@@ -331,6 +332,8 @@ TS_HIDDEN int ts_stack__send(struct ts_stack *st, struct ts_udp_hdr_spec *h,
 TS_HIDDEN void ts_stack__frame_refs(struct ts_stack *st, uint64_t frame,
 				     int refs);
 TS_HIDDEN void ts_stack__frame_put(struct ts_stack *st, uint64_t addr);
+/* every fill ring at least this many frames deep (SO_RCVBUF) */
+TS_HIDDEN void ts_stack__fill_want(uint32_t frames);
 struct ts_rxent;
 /* Give back what a dequeued datagram held: its UMEM frame, or its copy. */
 TS_HIDDEN void ts_rxent_release(const struct ts_rxent *e);

@@ -8,7 +8,7 @@
 # the bypass").
 
 # shellcheck disable=SC2034 # harness.sh reads it
-INSPECT_ALL="dump_udp dump_tcp dump_filter dump_drops dump_reattach stackdump"
+INSPECT_ALL="dump_udp dump_tcp dump_filter dump_drops dump_reattach stackdump filldepth"
 DUMP=$B/tickstack-dump
 SDUMP=$B/tickstack-stackdump
 
@@ -216,6 +216,39 @@ t_stackdump() { # tickstack-stackdump lists a process's TCP sockets (json parsed
 		{ die "stackdump -r /proc/$pid/root -p all: $(cat "$TSDP_TMP/sd.err")"; return 1; }
 	[ ! -e "/dev/shm/tickstack-$pid.dump" ] || { die "the snapshot file was left behind"; return 1; }
 	wait_exit "$CLI" 30 && [ "$WAIT_RC" = 0 ] || { die "client exit code $WAIT_RC"; return 1; }
+	stop_server
+}
+
+# sd_depth PID: the fill ring depth tickstack-stackdump reports for PID's first XSK
+sd_depth() {
+	"$SDUMP" -p "$1" -o json 2>"$TSDP_TMP/sd.err" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["xsks"][0]["fill_depth"])'
+}
+depth_above() { local d; d=$(sd_depth "$1") && [ "$d" -gt "$2" ]; }
+
+t_filldepth() { # the fill ring starts as deep as TICKSTACK_FILL_FRAMES says, a ping-pong leaves it so, a burst that finds it three quarters used doubles it; stackdump shows it (a large SO_RCVBUF deepens it at once: conform rcvbufbig)
+	local pid d
+	inspect_tools || return 1
+	export TICKSTACK_FILL_FRAMES=64
+	start_server "$(accel "$NB" srv)" 11304 || return 1
+	unset TICKSTACK_FILL_FRAMES
+	pid=$(proc_of "sockperf sr -i $IPB -p 11304") || { die "no server pid"; return 1; }
+	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11304 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
+		{ die "client exit code $?"; return 1; }
+	check_pp_output "$TSDP_TMP/client.out" 1000 || return 1
+	d=$(sd_depth "$pid") || { die "stackdump: $(cat "$TSDP_TMP/sd.err")"; return 1; }
+	[ "$d" = 64 ] || { die "fill ring $d deep after a ping-pong, not TICKSTACK_FILL_FRAMES=64"; return 1; }
+	"$SDUMP" -p "$pid" | grep -q "DEPTH" || { die "the table shows no DEPTH"; return 1; }
+	# 200 datagrams while the server is stopped: the kernel takes all 64
+	# frames, and the next refill finds the ring empty
+	kill -STOP "$pid"
+	ip netns exec "$NA" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(200):
+    s.sendto(b"x" * 64, (sys.argv[1], 11304))' "$IPB"
+	kill -CONT "$pid"
+	wait_for 10 depth_above "$pid" 64 || { die "the fill ring stayed $(sd_depth "$pid") deep after a burst"; return 1; }
 	stop_server
 }
 

@@ -109,14 +109,15 @@ static void print_table(const struct ts_target *t, const struct tickstack_dump *
 	       t->pid, s->profile, (unsigned long long)s->sockets_accelerated,
 	       (unsigned long long)s->sockets_kernel,
 	       (unsigned long long)s->fallback_events);
-	printf("  %-8s %-5s %-6s %-6s %-6s %-6s %-10s %-10s %-10s\n", "XSK",
-	       "QUEUE", "RX", "FILL", "TX", "COMP", "UMEM", "FREE", "IN-USE");
+	printf("  %-8s %-5s %-6s %-6s %-6s %-6s %-10s %-10s %-10s %-6s\n", "XSK",
+	       "QUEUE", "RX", "FILL", "TX", "COMP", "UMEM", "FREE", "IN-USE",
+	       "DEPTH");
 	for (i = 0; i < d->nxsk; i++) {
 		const struct tickstack_dump_xsk *x = &d->xsk[i];
 
-		printf("  %-8.15s %-5u %-6u %-6u %-6u %-6u %-10u %-10u %-10u\n",
+		printf("  %-8.15s %-5u %-6u %-6u %-6u %-6u %-10u %-10u %-10u %-6u\n",
 		       x->ifname, x->queue, x->rx, x->fill, x->tx, x->comp,
-		       x->umem_frames, x->umem_free, x->umem_out);
+		       x->umem_frames, x->umem_free, x->umem_out, x->fill_depth);
 	}
 	printf("  %-4s %-5s %-11s %-21s %-21s %-7s %-7s %-10s %-10s\n", "FD",
 	       "PROTO", "STATE", "LOCAL", "REMOTE", "RECV-Q", "SEND-Q", "RX", "TX");
@@ -214,10 +215,10 @@ static void print_json(const struct ts_target *t, const struct tickstack_dump *d
 		printf(",\"ifindex\":%u,\"queue\":%u,"
 		       "\"ring_size\":%u,\"rx\":%u,\"fill\":%u,\"tx\":%u,"
 		       "\"comp\":%u,\"umem_frames\":%u,\"umem_free\":%u,"
-		       "\"umem_in_use\":%u,\"counters\":{",
+		       "\"umem_in_use\":%u,\"fill_depth\":%u,\"counters\":{",
 		       x->ifindex, x->queue,
 		       x->ring_size, x->rx, x->fill, x->tx, x->comp,
-		       x->umem_frames, x->umem_free, x->umem_out);
+		       x->umem_frames, x->umem_free, x->umem_out, x->fill_depth);
 		for (j = 0; j < s->nxsk && j < TICKSTACK_STATS_MAX_XSK; j++) {
 			const struct tickstack_xsk_stats *c = &s->xsk[j];
 			const char *sep = "";
