@@ -867,10 +867,11 @@ static void fill_grow(struct ts_stack *st, struct ts_rxq *q, uint32_t held)
 	ts_dbg("interface %s: fill rings %u frames deep", st->ifname, want);
 }
 
-/* Top q's fill ring up to st->fill_cap entries (at most the whole ring
- * with one queue; with several, each gets its share of the UMEM, half of
- * it between them, so that no queue starves the others). */
-static void refill_q(struct ts_stack *st, struct ts_rxq *q)
+/* Top q's fill ring up to cap entries (st->fill_cap, or st->fill_max
+ * before a sleep: at most the whole ring with one queue; with several,
+ * each gets its share of the UMEM, half of it between them, so that no
+ * queue starves the others). */
+static void refill_q_to(struct ts_stack *st, struct ts_rxq *q, uint32_t cap)
 {
 	uint32_t room, held, n = 0, idx, i;
 
@@ -883,10 +884,13 @@ static void refill_q(struct ts_stack *st, struct ts_rxq *q)
 	 * ring reads it): a stale index would call a starving ring full */
 	room = xsk_prod_nb_free(&q->fq, q->fq.size);
 	held = q->fq.size - room;
-	if (st->fill_cap < st->fill_max)
+	if (st->fill_cap < st->fill_max) {
 		fill_grow(st, q, held);
-	if (held < st->fill_cap) {
-		n = st->fill_cap - held;
+		if (cap < st->fill_cap)
+			cap = st->fill_cap;
+	}
+	if (held < cap) {
+		n = cap - held;
 		if (n > st->nfree - TS_TX_RESERVE)
 			n = st->nfree - TS_TX_RESERVE;
 		if (xsk_ring_prod__reserve(&q->fq, n, &idx) != n)
@@ -899,6 +903,31 @@ static void refill_q(struct ts_stack *st, struct ts_rxq *q)
 	}
 	q->fill_level = held + n;
 	q->fill_low = held + n < st->fill_low_mark;
+}
+
+static void refill_q(struct ts_stack *st, struct ts_rxq *q)
+{
+	refill_q_to(st, q, st->fill_cap);
+}
+
+static void fill_low_update(struct ts_stack *st);
+
+/* A thread about to sleep on st's XSKs: until something wakes it, nothing
+ * tops the fill rings up (a spinning thread does, every 32 datagrams), so
+ * they are filled to the most they take first, and whatever comes in while
+ * it sleeps has a frame, as on the kernel; the shallow depth (fill_grow)
+ * comes back as the kernel uses those frames. */
+void ts_stack__fill_for_sleep(struct ts_stack *st)
+{
+	int i;
+
+	if (st->owner != ts_getpid())
+		return;
+	pthread_mutex_lock(&st->lock);
+	for (i = 0; i < st->nrq; i++)
+		refill_q_to(st, &st->rq[i], st->fill_max);
+	fill_low_update(st);
+	pthread_mutex_unlock(&st->lock);
 }
 
 static void fill_low_update(struct ts_stack *st)

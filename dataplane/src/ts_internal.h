@@ -334,6 +334,8 @@ TS_HIDDEN void ts_stack__frame_refs(struct ts_stack *st, uint64_t frame,
 TS_HIDDEN void ts_stack__frame_put(struct ts_stack *st, uint64_t addr);
 /* every fill ring at least this many frames deep (SO_RCVBUF) */
 TS_HIDDEN void ts_stack__fill_want(uint32_t frames);
+/* st's fill rings as deep as they go: a thread is about to sleep on them */
+TS_HIDDEN void ts_stack__fill_for_sleep(struct ts_stack *st);
 struct ts_rxent;
 /* Give back what a dequeued datagram held: its UMEM frame, or its copy. */
 TS_HIDDEN void ts_rxent_release(const struct ts_rxent *e);

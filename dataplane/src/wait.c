@@ -183,6 +183,7 @@ static int wait__sleep(struct ts_wait *w, uint64_t now, uint64_t deadline,
 
 			if (!ts_stack__usable(st))
 				continue;
+			ts_stack__fill_for_sleep(st);
 			r = ts_stack__poll_fds(st, &pf[n], xroom);
 			n += r;
 			xroom -= r;
@@ -194,6 +195,7 @@ static int wait__sleep(struct ts_wait *w, uint64_t now, uint64_t deadline,
 
 			if (!ts_stack__usable(st))
 				continue;
+			ts_stack__fill_for_sleep(st);
 			r = ts_stack__poll_fds(st, &pf[n], xroom);
 			n += r;
 			xroom -= r;

@@ -225,8 +225,14 @@ sd_depth() {
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["xsks"][0]["fill_depth"])'
 }
 depth_above() { local d; d=$(sd_depth "$1") && [ "$d" -gt "$2" ]; }
+# sd_fill PID: the entries in PID's first fill ring now
+sd_fill() {
+	"$SDUMP" -p "$1" -o json 2>"$TSDP_TMP/sd.err" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["xsks"][0]["fill"])'
+}
+fill_above() { local f; f=$(sd_fill "$1") && [ "$f" -gt "$2" ]; }
 
-t_filldepth() { # the fill ring starts as deep as TICKSTACK_FILL_FRAMES says, a ping-pong leaves it so, a burst that finds it three quarters used doubles it; stackdump shows it (a large SO_RCVBUF deepens it at once: conform rcvbufbig)
+t_filldepth() { # the fill ring starts as deep as TICKSTACK_FILL_FRAMES says, a ping-pong leaves it so, a sleeping receiver's is filled full, a burst that finds it three quarters used doubles it; stackdump shows it (a large SO_RCVBUF deepens it at once: conform rcvbufbig)
 	local pid d
 	inspect_tools || return 1
 	export TICKSTACK_FILL_FRAMES=64
@@ -239,6 +245,9 @@ t_filldepth() { # the fill ring starts as deep as TICKSTACK_FILL_FRAMES says, a 
 	d=$(sd_depth "$pid") || { die "stackdump: $(cat "$TSDP_TMP/sd.err")"; return 1; }
 	[ "$d" = 64 ] || { die "fill ring $d deep after a ping-pong, not TICKSTACK_FILL_FRAMES=64"; return 1; }
 	"$SDUMP" -p "$pid" | grep -q "DEPTH" || { die "the table shows no DEPTH"; return 1; }
+	# idle, the server sleeps (after 100 ms of spinning): no one tops the
+	# ring up while it does, so it was filled as deep as it goes first
+	wait_for 10 fill_above "$pid" 1000 || { die "a sleeping server's fill ring holds $(sd_fill "$pid")"; return 1; }
 	# 200 datagrams while the server is stopped: the kernel takes all 64
 	# frames, and the next refill finds the ring empty
 	kill -STOP "$pid"
