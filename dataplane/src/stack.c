@@ -856,7 +856,10 @@ static void fill_grow(struct ts_stack *st, struct ts_rxq *q, uint32_t held)
 	uint32_t want = __atomic_load_n(&fill_want, __ATOMIC_RELAXED);
 	uint32_t cap = st->fill_cap;
 
-	if (q->fill_level > held && (q->fill_level - held) * 4 >= cap * 3 &&
+	/* three quarters of what the last refill left: the ring nearly ran
+	 * dry (after a sleeper's full ring, a burst that took a few hundred
+	 * of its thousands is no sign of that) */
+	if (q->fill_level > held && (q->fill_level - held) * 4 >= q->fill_level * 3 &&
 	    want < cap * 2)
 		want = cap * 2;
 	if (want > st->fill_max)

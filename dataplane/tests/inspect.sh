@@ -219,18 +219,14 @@ t_stackdump() { # tickstack-stackdump lists a process's TCP sockets (json parsed
 	stop_server
 }
 
-# sd_depth PID: the fill ring depth tickstack-stackdump reports for PID's first XSK
-sd_depth() {
+# sd_xsk PID KEY: KEY of PID's first XSK in tickstack-stackdump's JSON
+# (fill_depth: the depth its fill ring is topped up to; fill: entries now)
+sd_xsk() {
 	"$SDUMP" -p "$1" -o json 2>"$TSDP_TMP/sd.err" |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["xsks"][0]["fill_depth"])'
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["xsks"][0][sys.argv[1]])' "$2"
 }
-depth_above() { local d; d=$(sd_depth "$1") && [ "$d" -gt "$2" ]; }
-# sd_fill PID: the entries in PID's first fill ring now
-sd_fill() {
-	"$SDUMP" -p "$1" -o json 2>"$TSDP_TMP/sd.err" |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["xsks"][0]["fill"])'
-}
-fill_above() { local f; f=$(sd_fill "$1") && [ "$f" -gt "$2" ]; }
+# xsk_above PID KEY N: that value is above N
+xsk_above() { local v; v=$(sd_xsk "$1" "$2") && [ "$v" -gt "$3" ]; }
 
 t_filldepth() { # the fill ring starts as deep as TICKSTACK_FILL_FRAMES says, a ping-pong leaves it so, a sleeping receiver's is filled full, a burst that finds it three quarters used doubles it; stackdump shows it (a large SO_RCVBUF deepens it at once: conform rcvbufbig)
 	local pid d
@@ -242,22 +238,22 @@ t_filldepth() { # the fill ring starts as deep as TICKSTACK_FILL_FRAMES says, a 
 	$(accel "$NA" cli) "${CPU_CLI[@]}" timeout 30 sockperf pp -i "$IPB" -p 11304 -t 1 -m 64 >"$TSDP_TMP/client.out" 2>&1 ||
 		{ die "client exit code $?"; return 1; }
 	check_pp_output "$TSDP_TMP/client.out" 1000 || return 1
-	d=$(sd_depth "$pid") || { die "stackdump: $(cat "$TSDP_TMP/sd.err")"; return 1; }
+	d=$(sd_xsk "$pid" fill_depth) || { die "stackdump: $(cat "$TSDP_TMP/sd.err")"; return 1; }
 	[ "$d" = 64 ] || { die "fill ring $d deep after a ping-pong, not TICKSTACK_FILL_FRAMES=64"; return 1; }
 	"$SDUMP" -p "$pid" | grep -q "DEPTH" || { die "the table shows no DEPTH"; return 1; }
 	# idle, the server sleeps (after 100 ms of spinning): no one tops the
 	# ring up while it does, so it was filled as deep as it goes first
-	wait_for 10 fill_above "$pid" 1000 || { die "a sleeping server's fill ring holds $(sd_fill "$pid")"; return 1; }
-	# 200 datagrams while the server is stopped: the kernel takes all 64
-	# frames, and the next refill finds the ring empty
+	wait_for 10 xsk_above "$pid" fill 1000 || { die "a sleeping server's fill ring holds $(sd_xsk "$pid" fill)"; return 1; }
+	# 3,200 datagrams while the server, asleep with a full ring (4,096),
+	# is stopped: the next refill finds over three quarters of it used
 	kill -STOP "$pid"
 	ip netns exec "$NA" python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for _ in range(200):
+for _ in range(3200):
     s.sendto(b"x" * 64, (sys.argv[1], 11304))' "$IPB"
 	kill -CONT "$pid"
-	wait_for 10 depth_above "$pid" 64 || { die "the fill ring stayed $(sd_depth "$pid") deep after a burst"; return 1; }
+	wait_for 10 xsk_above "$pid" fill_depth 64 || { die "the fill ring stayed $(sd_xsk "$pid" fill_depth) deep after a burst"; return 1; }
 	stop_server
 }
 
